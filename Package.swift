@@ -1,0 +1,106 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+/// Settings every Strata target shares: Swift 6 language mode (complete strict
+/// concurrency is part of it) and no implicit imports of Foundation's re-exports.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "Strata",
+    products: [
+        .library(name: "Strata", targets: ["Strata"]),
+        .executable(name: "strata", targets: ["strata"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // MARK: - C system libraries (named with the package prefix so they cannot
+        // collide with another package's `CLMDB` or `CZstd`).
+        .systemLibrary(
+            name: "CStrataLMDB",
+            pkgConfig: "lmdb",
+            providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]
+        ),
+        .systemLibrary(
+            name: "CStrataZstd",
+            pkgConfig: "libzstd",
+            providers: [.apt(["libzstd-dev"]), .brew(["zstd"])]
+        ),
+
+        // MARK: - Storage: safe Swift over LMDB and zstd. The only module that imports C.
+        .target(
+            name: "StrataStorage",
+            dependencies: ["CStrataLMDB", "CStrataZstd"],
+            swiftSettings: strictSettings
+        ),
+
+        // MARK: - The predicate language and the object model (pure Swift).
+        .target(
+            name: "StrataPredicate",
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "StrataModel",
+            dependencies: ["StrataPredicate"],
+            swiftSettings: strictSettings
+        ),
+
+        // MARK: - The library users import.
+        .target(
+            name: "Strata",
+            dependencies: ["StrataModel", "StrataPredicate", "StrataStorage"],
+            swiftSettings: strictSettings
+        ),
+
+        // MARK: - The command-line tool.
+        .executableTarget(
+            name: "strata",
+            dependencies: [
+                "Strata",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tools/strata",
+            swiftSettings: strictSettings
+        ),
+
+        // MARK: - Tests
+        .target(
+            name: "StrataTestSupport",
+            path: "Tests/StrataTestSupport",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "StrataStorageProbe",
+            dependencies: ["StrataStorage"],
+            path: "Tests/StrataStorageProbe",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "StrataStorageTests",
+            dependencies: ["StrataStorage", "CStrataLMDB", "StrataTestSupport", "StrataStorageProbe"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "StrataPredicateTests",
+            dependencies: ["StrataPredicate", "StrataTestSupport"],
+            resources: [.copy("Vectors")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "StrataModelTests",
+            dependencies: ["StrataModel", "StrataTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "StrataCLITests",
+            dependencies: ["strata", "StrataTestSupport"],
+            swiftSettings: strictSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,4 @@
+#ifndef CSTRATA_LMDB_SHIM_H
+#define CSTRATA_LMDB_SHIM_H
+#include <lmdb.h>
+#endif

@@ -1,0 +1,8 @@
+@_exported public import StrataModel
+@_exported public import StrataPredicate
+
+/// Strata's version, printed by `strata --version`.
+public enum StrataVersion {
+    /// The semantic version of this build of Strata.
+    public static let current = "0.1.0"
+}

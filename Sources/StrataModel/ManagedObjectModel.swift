@@ -1,0 +1,2 @@
+// PLACEHOLDER — the model helper replaces this file.
+public import StrataPredicate

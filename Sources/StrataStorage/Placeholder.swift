@@ -1,0 +1,2 @@
+internal import CStrataLMDB
+internal import CStrataZstd

@@ -1,0 +1,3 @@
+import Testing
+@testable import StrataModel
+@Test func placeholder() { #expect(Bool(true)) }

@@ -1,0 +1,3 @@
+import Testing
+@testable import StrataStorage
+@Test func placeholder() { #expect(Bool(true)) }

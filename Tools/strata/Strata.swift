@@ -1,0 +1,7 @@
+import ArgumentParser
+import Strata
+
+@main
+struct StrataCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "strata", version: StrataVersion.current)
+}
