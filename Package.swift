@@ -71,6 +71,7 @@ let package = Package(
         // MARK: - Tests
         .target(
             name: "StrataTestSupport",
+            dependencies: ["StrataModel"],
             path: "Tests/StrataTestSupport",
             swiftSettings: strictSettings
         ),
@@ -88,7 +89,6 @@ let package = Package(
         .testTarget(
             name: "StrataPredicateTests",
             dependencies: ["StrataPredicate", "StrataTestSupport"],
-            resources: [.copy("Vectors")],
             swiftSettings: strictSettings
         ),
         .testTarget(
