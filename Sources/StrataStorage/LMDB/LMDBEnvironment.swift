@@ -1,0 +1,362 @@
+internal import CStrataLMDB
+import Foundation
+
+/// An LMDB environment: one memory-mapped file holding named databases (`MDB_env`).
+///
+/// Open it once per process and path, with every database it will use; the handles are
+/// opened at open and never closed. Transactions are scoped closures: ``read(_:)`` and
+/// ``write(_:)``. A write closure that throws aborts; one that returns commits.
+///
+/// ```swift
+/// let env = try LMDBEnvironment(
+///     path: directory, databases: [DatabaseDescriptor("events")])
+/// let events = try env.database(named: "events")
+/// try env.write { txn in try txn.put([1, 2, 3], forKey: [0, 0, 0, 1], in: events, flags: .append) }
+/// let bytes = try env.read { txn in try txn.value(forKey: [0, 0, 0, 1], in: events) }
+/// ```
+///
+/// ## Map growth
+///
+/// LMDB's map has a fixed size; a write that passes it fails with `MDB_MAP_FULL`. Strata
+/// catches that, aborts the transaction, multiplies the map size by
+/// ``Options/growthFactor`` (up to ``Options/maximumMapSize``) and runs the write closure
+/// again, so **a write closure may run more than once** and must not have effects outside
+/// its transaction. Another process that grew the map makes LMDB answer
+/// `MDB_MAP_RESIZED` at the next transaction begin; Strata adopts the new size and begins
+/// again. Both resizes wait until no transaction of this process is running.
+///
+/// ## Threads
+///
+/// The environment is opened with `MDB_NOTLS`, so read transactions may be used from any
+/// thread (inside their closure). Write transactions are serialised inside the process,
+/// and each runs start to finish on the calling thread: the closure is synchronous, so no
+/// `await` can happen inside it. Don't start a write inside a read closure on the same
+/// thread: a map resize would wait for that read forever.
+///
+/// Corresponds to LMDB's `mdb_env_create`, `mdb_env_open`, `mdb_dbi_open`.
+public final class LMDBEnvironment: @unchecked Sendable {
+    // @unchecked: the only state is the MDB_env pointer, which LMDB makes thread-safe for
+    // the operations used here, plus immutable values and the two lock objects. Resizes
+    // (the one operation LMDB doesn't allow concurrently) are fenced by `resizeGate`.
+
+    /// Settings for opening an environment.
+    public struct Options: Sendable {
+        /// The initial map size in bytes (default 64 MiB); an existing larger file keeps its size.
+        public var mapSize: Int = 64 << 20
+        /// The largest size map growth may reach (default 1 TiB).
+        public var maximumMapSize: Int = 1 << 40
+        /// The factor by which the map grows when full (default 2).
+        public var growthFactor: Int = 2
+        /// The most named databases (default 32).
+        public var maxDatabases: Int = 32
+        /// The most concurrent read transactions across all processes (default 126).
+        public var maxReaders: Int = 126
+        /// How much commits wait for the disk (default ``Durability/durable``).
+        public var durability: Durability = .durable
+        /// Open read-only: writes fail, named databases must exist, nothing is created.
+        public var isReadOnly: Bool = false
+        /// The path names a directory holding `data.mdb` and `lock.mdb` (default), or with
+        /// false, the data file itself (`MDB_NOSUBDIR`, lock file at `PATH-lock`).
+        public var usesSubdirectory: Bool = true
+        /// Create the directory if it's missing (writable opens only).
+        public var createsDirectory: Bool = true
+        /// The permissions of new files.
+        public var fileMode: UInt16 = 0o644
+        /// Extra LMDB flags for special cases (`MDB_NOTLS` is always added).
+        public var additionalFlags: EnvironmentFlags = []
+
+        /// The default options.
+        public init() {}
+    }
+
+    /// The path the environment was opened at.
+    public let path: String
+    /// The options it was opened with.
+    public let options: Options
+    /// How many stale reader slots (left by dead processes) `mdb_reader_check` cleared at open.
+    public let staleReadersCleared: Int
+
+    let handle: OpaquePointer
+    private let databasesByName: [String: LMDBDatabase]
+    private let mainDatabase: LMDBDatabase?
+    let resizeGate = ResizeGate()
+    private let writerGate = WriterGate()
+
+    /// Opens (creating if allowed) the environment at `path` and every database in `databases`.
+    ///
+    /// - Throws: ``LMDBError`` naming the path (and the database) when the file can't be
+    ///   opened, isn't an LMDB file, or a named database is missing in a read-only open.
+    public init(path: String, databases: [DatabaseDescriptor], options: Options = Options()) throws {
+        self.path = path
+        self.options = options
+
+        var envPointer: OpaquePointer?
+        try check(mdb_env_create(&envPointer), "mdb_env_create")
+        guard let env = envPointer else {
+            throw LMDBError(lmdbCode: LMDBError.Code.outOfMemory.rawValue, operation: "mdb_env_create")
+        }
+        var opened = false
+        defer { if !opened { mdb_env_close(env) } }
+
+        try check(mdb_env_set_maxdbs(env, MDB_dbi(clamping: options.maxDatabases)), "mdb_env_set_maxdbs")
+        try check(mdb_env_set_maxreaders(env, UInt32(clamping: options.maxReaders)), "mdb_env_set_maxreaders")
+        try check(mdb_env_set_mapsize(env, max(options.mapSize, 1 << 16)), "mdb_env_set_mapsize")
+
+        var flags = options.additionalFlags.union(.noThreadLocalStorage)
+        if options.isReadOnly { flags.insert(.readOnly) }
+        if !options.usesSubdirectory { flags.insert(.noSubdirectory) }
+        if options.durability == .fast { flags.insert(.noMetaSync) }
+
+        if options.usesSubdirectory && !options.isReadOnly && options.createsDirectory {
+            do {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            } catch {
+                throw LMDBError(
+                    .noSuchFile, operation: "open", message: "cannot create the environment's directory",
+                    detail: "\(path): \(error.localizedDescription)")
+            }
+        }
+        try check(
+            mdb_env_open(env, path, flags.rawValue, mdb_mode_t(options.fileMode)), "mdb_env_open", detail: path)
+
+        var dead: Int32 = 0
+        try check(mdb_reader_check(env, &dead), "mdb_reader_check", detail: path)
+        staleReadersCleared = Int(dead)
+
+        // Open every database once, in one transaction, so handles are valid in every
+        // later transaction of the process.
+        var byName: [String: LMDBDatabase] = [:]
+        var main: LMDBDatabase?
+        var txnPointer: OpaquePointer?
+        let txnFlags: UInt32 = options.isReadOnly ? UInt32(MDB_RDONLY) : 0
+        try check(mdb_txn_begin(env, nil, txnFlags, &txnPointer), "mdb_txn_begin", detail: path)
+        guard let txn = txnPointer else {
+            throw LMDBError(lmdbCode: LMDBError.Code.badTransaction.rawValue, operation: "mdb_txn_begin")
+        }
+        do {
+            for descriptor in databases {
+                var dbFlags = descriptor.flags
+                if !options.isReadOnly { dbFlags.insert(.create) }
+                var dbi: MDB_dbi = 0
+                let result: Int32
+                if let name = descriptor.name {
+                    result = mdb_dbi_open(txn, name, dbFlags.rawValue, &dbi)
+                } else {
+                    result = mdb_dbi_open(txn, nil, dbFlags.rawValue, &dbi)
+                }
+                if result == MDB_NOTFOUND {
+                    throw LMDBError(
+                        .databaseNotFound, operation: "mdb_dbi_open",
+                        message: "no database named \"\(descriptor.description)\" in the environment",
+                        detail: path)
+                }
+                try check(result, "mdb_dbi_open", detail: "database \"\(descriptor.description)\" in \(path)")
+                let database = LMDBDatabase(
+                    name: descriptor.name, flags: descriptor.flags.subtracting(.create), handle: dbi)
+                if let name = descriptor.name { byName[name] = database } else { main = database }
+            }
+        } catch {
+            mdb_txn_abort(txn)
+            throw error
+        }
+        // A commit frees the transaction whatever it returns: never abort after it.
+        try check(mdb_txn_commit(txn), "mdb_txn_commit", detail: path)
+
+        handle = env
+        databasesByName = byName
+        mainDatabase = main
+        opened = true
+    }
+
+    deinit {
+        mdb_env_close(handle)
+    }
+
+    /// The database opened under `name`.
+    ///
+    /// - Throws: ``LMDBError/Code/databaseNotFound`` if it wasn't in the open's list.
+    public func database(named name: String) throws -> LMDBDatabase {
+        guard let database = databasesByName[name] else {
+            throw LMDBError(
+                .databaseNotFound, operation: "database(named:)",
+                message: "no database named \"\(name)\" was opened", detail: path)
+        }
+        return database
+    }
+
+    /// The unnamed main database, if it was in the open's list (`DatabaseDescriptor(nil)`).
+    public var unnamedDatabase: LMDBDatabase? { mainDatabase }
+
+    // MARK: - Transactions
+
+    /// Runs `body` in a read-only transaction that sees one consistent snapshot.
+    ///
+    /// Values read inside are borrowed from the memory map and can't leave the closure;
+    /// return owned copies (`value(forKey:in:)`, or `Array` from a span) instead.
+    /// Wraps `mdb_txn_begin(MDB_RDONLY)` … `mdb_txn_abort`.
+    public func read<R>(_ body: (borrowing LMDBTransaction) throws -> R) throws -> R {
+        while true {
+            do {
+                return try resizeGate.withShared {
+                    let txn = try beginTransaction(readOnly: true)
+                    defer { mdb_txn_abort(txn) }
+                    return try body(LMDBTransaction(handle: txn, isReadOnly: true, state: nil))
+                }
+            } catch let error as LMDBError where error.code == .mapResized {
+                try adoptResizedMap()
+            }
+        }
+    }
+
+    /// Runs `body` in a write transaction: it commits if `body` returns, aborts if it throws.
+    ///
+    /// Writes are serialised inside the process and run on the calling thread. When the
+    /// map fills, the transaction is aborted, the map grows, and `body` **runs again**: keep
+    /// it free of effects outside the transaction. Wraps `mdb_txn_begin` … `mdb_txn_commit`.
+    ///
+    /// - Throws: whatever `body` throws (after aborting); ``LMDBError`` from LMDB,
+    ///   ``LMDBError/Code/mapAtMaximumSize`` if the map can't grow further,
+    ///   ``LMDBError/Code/nestedWriteTransaction`` if this thread is already writing.
+    public func write<R>(_ body: (borrowing LMDBTransaction) throws -> R) throws -> R {
+        if options.isReadOnly {
+            throw LMDBError(
+                .readOnlyEnvironment, operation: "write",
+                message: "the environment was opened read-only", detail: path)
+        }
+        return try writerGate.withExclusive {
+            while true {
+                let state = WriteState()
+                do {
+                    return try resizeGate.withShared { try attemptWrite(body, state: state) }
+                } catch let error as LMDBError where error.code == .mapResized {
+                    try adoptResizedMap()
+                } catch where state.hitMapFull {
+                    try growMap()
+                }
+            }
+        }
+    }
+
+    private func attemptWrite<R>(_ body: (borrowing LMDBTransaction) throws -> R, state: WriteState) throws -> R {
+        let txn = try beginTransaction(readOnly: false)
+        let result: R
+        do {
+            result = try body(LMDBTransaction(handle: txn, isReadOnly: false, state: state))
+        } catch {
+            mdb_txn_abort(txn)
+            throw error
+        }
+        // mdb_txn_commit frees the transaction on success and on failure alike.
+        let code = mdb_txn_commit(txn)
+        if code == MDB_MAP_FULL { state.hitMapFull = true }
+        try check(code, "mdb_txn_commit", detail: path)
+        return result
+    }
+
+    private func beginTransaction(readOnly: Bool) throws -> OpaquePointer {
+        var txn: OpaquePointer?
+        try check(
+            mdb_txn_begin(handle, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn), "mdb_txn_begin", detail: path)
+        guard let txn else {
+            throw LMDBError(lmdbCode: LMDBError.Code.badTransaction.rawValue, operation: "mdb_txn_begin")
+        }
+        return txn
+    }
+
+    // MARK: - Map size
+
+    /// The current map size in bytes.
+    public var mapSize: Int { info.mapSize }
+
+    /// Grows the map by `growthFactor`, waiting until no transaction of this process runs.
+    private func growMap() throws {
+        try resizeGate.withExclusive {
+            let current = info.mapSize
+            guard current < options.maximumMapSize else {
+                throw LMDBError(
+                    .mapAtMaximumSize, operation: "write",
+                    message: "the map is full at its maximum size",
+                    detail: "\(path): \(current) bytes; raise Options.maximumMapSize")
+            }
+            let (product, overflow) = current.multipliedReportingOverflow(by: max(options.growthFactor, 2))
+            let next = overflow ? options.maximumMapSize : min(product, options.maximumMapSize)
+            try check(mdb_env_set_mapsize(handle, next), "mdb_env_set_mapsize", detail: "\(path): \(next) bytes")
+        }
+    }
+
+    /// Takes the size another process grew the map to (`mdb_env_set_mapsize(env, 0)`).
+    private func adoptResizedMap() throws {
+        try resizeGate.withExclusive {
+            try check(mdb_env_set_mapsize(handle, 0), "mdb_env_set_mapsize", detail: path)
+        }
+    }
+
+    /// Sets the map size now (for example before a large import), never below the data in use.
+    public func setMapSize(_ bytes: Int) throws {
+        try resizeGate.withExclusive {
+            try check(mdb_env_set_mapsize(handle, bytes), "mdb_env_set_mapsize", detail: "\(path): \(bytes) bytes")
+        }
+    }
+
+    // MARK: - Information and maintenance
+
+    /// Facts about the environment (`mdb_env_info`).
+    public struct Info: Sendable, Hashable {
+        /// The map size in bytes.
+        public let mapSize: Int
+        /// The last page number in use.
+        public let lastPageNumber: Int
+        /// The ID of the last committed transaction.
+        public let lastTransactionID: Int
+        /// The reader table's size.
+        public let maxReaders: Int
+        /// Reader slots in use.
+        public let readersInUse: Int
+    }
+
+    /// Facts about the environment now.
+    public var info: Info {
+        var raw = MDB_envinfo()
+        mdb_env_info(handle, &raw)
+        return Info(
+            mapSize: raw.me_mapsize, lastPageNumber: raw.me_last_pgno, lastTransactionID: raw.me_last_txnid,
+            maxReaders: Int(raw.me_maxreaders), readersInUse: Int(raw.me_numreaders))
+    }
+
+    /// The flags the environment is open with (`mdb_env_get_flags`).
+    public var flags: EnvironmentFlags {
+        var raw: UInt32 = 0
+        mdb_env_get_flags(handle, &raw)
+        return EnvironmentFlags(rawValue: raw)
+    }
+
+    /// Flushes the buffers to disk (`mdb_env_sync`); with `force`, even in `.fast` mode.
+    public func sync(force: Bool = true) throws {
+        try check(mdb_env_sync(handle, force ? 1 : 0), "mdb_env_sync", detail: path)
+    }
+
+    /// Clears reader slots left by dead processes (`mdb_reader_check`); returns how many.
+    @discardableResult
+    public func clearStaleReaders() throws -> Int {
+        var dead: Int32 = 0
+        try check(mdb_reader_check(handle, &dead), "mdb_reader_check", detail: path)
+        return Int(dead)
+    }
+
+    /// Copies the environment to `destination` (`mdb_env_copy2`), with `compacting`
+    /// leaving out free pages so the copy is as small as the live data.
+    ///
+    /// `destination` is a directory that exists and is empty, or with
+    /// ``Options/usesSubdirectory`` false, the path of a file that doesn't exist yet.
+    public func copy(to destination: String, compacting: Bool) throws {
+        try check(
+            mdb_env_copy2(handle, destination, compacting ? UInt32(MDB_CP_COMPACT) : 0), "mdb_env_copy2",
+            detail: destination)
+    }
+}
+
+/// What a write attempt learned, kept outside the transaction so a retry can see it.
+final class WriteState {
+    /// Whether LMDB answered `MDB_MAP_FULL` anywhere in the attempt (a put or the commit).
+    var hitMapFull = false
+}

@@ -1,2 +1,0 @@
-internal import CStrataLMDB
-internal import CStrataZstd

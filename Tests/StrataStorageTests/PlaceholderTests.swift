@@ -1,3 +1,0 @@
-import Testing
-@testable import StrataStorage
-@Test func placeholder() { #expect(Bool(true)) }
