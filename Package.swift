@@ -62,6 +62,7 @@ let package = Package(
             name: "strata",
             dependencies: [
                 "Strata",
+                "StrataStorage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/strata",

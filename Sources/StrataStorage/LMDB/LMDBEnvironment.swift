@@ -69,6 +69,15 @@ public final class LMDBEnvironment: @unchecked Sendable {
         public init() {}
     }
 
+    /// The version of the LMDB library in use, such as `0.9.24` (`mdb_version`).
+    public static var libraryVersion: String {
+        var major: Int32 = 0
+        var minor: Int32 = 0
+        var patch: Int32 = 0
+        _ = mdb_version(&major, &minor, &patch)
+        return "\(major).\(minor).\(patch)"
+    }
+
     /// The path the environment was opened at.
     public let path: String
     /// The options it was opened with.

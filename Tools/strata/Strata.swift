@@ -1,7 +1,0 @@
-import ArgumentParser
-import Strata
-
-@main
-struct StrataCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "strata", version: StrataVersion.current)
-}
