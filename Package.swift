@@ -50,10 +50,17 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // MARK: - The event log: append-only transactions, derived state, segments.
+        .target(
+            name: "StrataLog",
+            dependencies: ["StrataStorage", "StrataModel"],
+            swiftSettings: strictSettings
+        ),
+
         // MARK: - The library users import.
         .target(
             name: "Strata",
-            dependencies: ["StrataModel", "StrataPredicate", "StrataStorage"],
+            dependencies: ["StrataModel", "StrataPredicate", "StrataLog"],
             swiftSettings: strictSettings
         ),
 
@@ -95,6 +102,11 @@ let package = Package(
         .testTarget(
             name: "StrataModelTests",
             dependencies: ["StrataModel", "StrataTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "StrataLogTests",
+            dependencies: ["StrataLog", "StrataStorage", "StrataTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -214,3 +214,15 @@ func withSpans<R>(_ key: MDB_val, _ value: MDB_val, _ body: (RawSpan, RawSpan) t
     let valueSpan = unsafe RawSpan(_unsafeBytes: UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))
     return try body(keySpan, valueSpan)
 }
+
+extension LMDBTransaction {
+    /// A second handle on the same transaction, for the package's own wrappers (the event
+    /// log's reader) that must hold a transaction inside another non-copyable value.
+    ///
+    /// Safe only because the wrapper is itself non-copyable and lent `borrowing` within the
+    /// transaction's closure, so the alias can't outlive it. The alias neither commits
+    /// nor aborts: the environment's closure still ends the transaction.
+    package func makeAlias() -> LMDBTransaction {
+        LMDBTransaction(handle: handle, isReadOnly: isReadOnly, state: state)
+    }
+}

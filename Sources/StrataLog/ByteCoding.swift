@@ -1,0 +1,139 @@
+import Foundation
+
+// MARK: - Writing
+
+/// Appends the primitive encodings of `Specs/0004-event-log.md` §2 to a byte buffer.
+struct ByteWriter {
+    var bytes: [UInt8] = []
+
+    init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+
+    mutating func byte(_ value: UInt8) { bytes.append(value) }
+
+    /// Unsigned LEB128.
+    mutating func varint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    mutating func varint(_ value: Int) { varint(UInt64(clamping: value)) }
+
+    mutating func uint16(_ value: UInt16) {
+        bytes.append(UInt8(value >> 8))
+        bytes.append(UInt8(truncatingIfNeeded: value))
+    }
+
+    mutating func uint32(_ value: UInt32) {
+        for shift in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
+    }
+
+    mutating func uint64(_ value: UInt64) {
+        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+    }
+
+    /// A length-prefixed UTF-8 string.
+    mutating func string(_ value: String) {
+        var value = value
+        value.withUTF8 { utf8 in
+            varint(utf8.count)
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    /// Length-prefixed raw bytes.
+    mutating func data(_ value: some Collection<UInt8>) {
+        varint(value.count)
+        bytes.append(contentsOf: value)
+    }
+
+    mutating func raw(_ value: some Sequence<UInt8>) { bytes.append(contentsOf: value) }
+}
+
+// MARK: - Reading
+
+/// Reads what ``ByteWriter`` wrote, failing with a ``LogError/malformed(_:)`` naming the
+/// offset instead of trapping on short or hostile input.
+struct ByteReader {
+    let bytes: UnsafeRawBufferPointer
+    private(set) var offset = 0
+    /// What is being decoded, for error messages (such as `event 12`).
+    let context: String
+
+    init(_ bytes: UnsafeRawBufferPointer, context: String) {
+        self.bytes = bytes
+        self.context = context
+    }
+
+    var isAtEnd: Bool { offset >= bytes.count }
+    var remaining: Int { bytes.count - offset }
+
+    func failure(_ what: String) -> LogError {
+        .malformed("\(context): \(what) at byte \(offset) of \(bytes.count)")
+    }
+
+    mutating func byte() throws(LogError) -> UInt8 {
+        guard offset < bytes.count else { throw failure("unexpected end of data") }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    mutating func varint() throws(LogError) -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let b = try byte()
+            if shift == 63 && b > 1 { throw failure("varint overflows 64 bits") }
+            result |= UInt64(b & 0x7F) << shift
+            if b & 0x80 == 0 { return result }
+            shift += 7
+            if shift > 63 { throw failure("varint longer than 10 bytes") }
+        }
+    }
+
+    /// A varint that must fit an `Int` and be at most `limit` (a count or a length).
+    mutating func count(limit: Int) throws(LogError) -> Int {
+        let value = try varint()
+        guard value <= UInt64(limit) else { throw failure("count \(value) exceeds \(limit)") }
+        return Int(value)
+    }
+
+    mutating func uint16() throws(LogError) -> UInt16 {
+        let hi = try byte()
+        let lo = try byte()
+        return UInt16(hi) << 8 | UInt16(lo)
+    }
+
+    mutating func uint32() throws(LogError) -> UInt32 {
+        var v: UInt32 = 0
+        for _ in 0..<4 { v = v << 8 | UInt32(try byte()) }
+        return v
+    }
+
+    mutating func uint64() throws(LogError) -> UInt64 {
+        var v: UInt64 = 0
+        for _ in 0..<8 { v = v << 8 | UInt64(try byte()) }
+        return v
+    }
+
+    mutating func rawBytes(_ n: Int) throws(LogError) -> UnsafeRawBufferPointer {
+        guard n >= 0, n <= remaining else { throw failure("\(n) bytes wanted, \(remaining) left") }
+        defer { offset += n }
+        return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + n)])
+    }
+
+    mutating func data() throws(LogError) -> [UInt8] {
+        let n = try count(limit: remaining)
+        return Array(try rawBytes(n))
+    }
+
+    mutating func string() throws(LogError) -> String {
+        let n = try count(limit: remaining)
+        let raw = try rawBytes(n)
+        guard let s = String(validating: raw, as: UTF8.self) else { throw failure("invalid UTF-8 in a string") }
+        return s
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import StrataModel
+import StrataStorage
+import Synchronization
+
+/// The store's name ↔ code tables and its model versions, cached in memory and reloaded
+/// from the `catalog` and `models` tables when another process added to them.
+final class Catalog: CodecCatalog, Sendable {
+    struct State {
+        var entityCodes: [String: UInt16] = [:]
+        var entityNames: [UInt16: String] = [:]
+        var relationshipCodes: [String: UInt16] = [:]
+        var relationshipNames: [UInt16: String] = [:]
+        var indexCodes: [String: UInt16] = [:]
+        var indexNames: [UInt16: String] = [:]
+        var modelJSON: [Int: Data] = [:]
+        var schemas: [Int: ModelSchema] = [:]
+        var versionsByHash: [Data: Int] = [:]
+    }
+
+    /// Key prefixes in the `catalog` table: name → code, and code → name.
+    enum Kind: UInt8 {
+        case entity = 0x65  // "e"
+        case relationship = 0x72  // "r"
+        case index = 0x78  // "x"
+        var reverse: UInt8 { rawValue - 0x20 }  // "E", "R", "X"
+    }
+
+    private let state = Mutex(State())
+    private let environment: LMDBEnvironment
+    private let tables: StoreTables
+
+    init(environment: LMDBEnvironment, tables: StoreTables) {
+        self.environment = environment
+        self.tables = tables
+    }
+
+    // MARK: - Loading
+
+    /// Reads every table into memory (at open, and after a miss).
+    func reload() throws {
+        let loaded = try environment.read { txn in try load(txn) }
+        state.withLock { current in
+            let schemas = current.schemas
+            current = loaded
+            // Keep parsed schemas; they never change for a version.
+            for (version, schema) in schemas where current.modelJSON[version] != nil { current.schemas[version] = schema }
+        }
+    }
+
+    func load(_ txn: borrowing LMDBTransaction) throws -> State {
+        var s = State()
+        try txn.forEach(in: tables.catalog) { key, value in
+            key.withUnsafeBytes { k in
+                value.withUnsafeBytes { v in
+                    guard let first = k.first else { return }
+                    let rest = UnsafeRawBufferPointer(rebasing: k[1...])
+                    let name = String(decoding: rest, as: UTF8.self)
+                    guard v.count == 2 else { return }
+                    let code = UInt16(v[0]) << 8 | UInt16(v[1])
+                    switch Kind(rawValue: first) {
+                    case .entity:
+                        s.entityCodes[name] = code
+                        s.entityNames[code] = name
+                    case .relationship:
+                        s.relationshipCodes[name] = code
+                        s.relationshipNames[code] = name
+                    case .index:
+                        s.indexCodes[name] = code
+                        s.indexNames[code] = name
+                    case nil: break
+                    }
+                }
+            }
+            return .next
+        }
+        try txn.forEach(in: tables.models) { key, value in
+            let version = key.withUnsafeBytes { k in k.reduce(0) { $0 << 8 | Int($1) } }
+            s.modelJSON[version] = value.withUnsafeBytes { Data($0) }
+            return .next
+        }
+        return s
+    }
+
+    // MARK: - Registering (inside a write transaction)
+
+    /// Gives every entity, recorded relationship and index of `schema` a code, writing new
+    /// ones to the catalog table. Returns the codes as they will be after commit.
+    static func register(_ schema: ModelSchema, in txn: borrowing LMDBTransaction, tables: StoreTables, existing: State)
+        throws -> State
+    {
+        var s = existing
+        func assign(_ name: String, _ kind: Kind, _ codes: inout [String: UInt16], _ names: inout [UInt16: String]) throws {
+            guard codes[name] == nil else { return }
+            let next = (names.keys.max() ?? 0) &+ 1
+            guard next != 0 else { throw LogError.invalidOperation("the store has run out of \(kind) codes") }
+            codes[name] = next
+            names[next] = name
+            var nameKey = [kind.rawValue]
+            nameKey.append(contentsOf: Array(name.utf8))
+            let codeBytes = [UInt8(next >> 8), UInt8(truncatingIfNeeded: next)]
+            try txn.put(codeBytes, forKey: nameKey, in: tables.catalog)
+            try txn.put(Array(name.utf8), forKey: [kind.reverse] + codeBytes, in: tables.catalog)
+        }
+        for name in schema.entities.keys.sorted() { try assign(name, .entity, &s.entityCodes, &s.entityNames) }
+        for name in schema.recordedRelationships {
+            try assign(name, .relationship, &s.relationshipCodes, &s.relationshipNames)
+        }
+        for index in schema.indexes { try assign(index.name, .index, &s.indexCodes, &s.indexNames) }
+        return s
+    }
+
+    func replace(with new: State) {
+        state.withLock { $0 = new }
+    }
+
+    var snapshot: State { state.withLock { $0 } }
+
+    // MARK: - Lookups
+
+    private func lookup<T>(_ body: (State) -> T?) -> T? {
+        if let found = state.withLock({ body($0) }) { return found }
+        // Another process may have added it since we loaded.
+        try? reload()
+        return state.withLock { body($0) }
+    }
+
+    func entityCode(_ name: String) throws(LogError) -> UInt16 {
+        guard let code = lookup({ $0.entityCodes[name] }) else { throw .unknownEntity(name) }
+        return code
+    }
+
+    func entityName(_ code: UInt16) throws(LogError) -> String {
+        guard let name = lookup({ $0.entityNames[code] }) else { throw .malformed("unknown entity code \(code)") }
+        return name
+    }
+
+    func relationshipCode(_ qualifiedName: String) throws(LogError) -> UInt16 {
+        guard let code = lookup({ $0.relationshipCodes[qualifiedName] }) else {
+            throw .malformed("relationship \(qualifiedName) has no code in the catalog")
+        }
+        return code
+    }
+
+    func relationshipName(_ code: UInt16) -> String? { lookup { $0.relationshipNames[code] } }
+
+    func indexCode(_ name: String) throws(LogError) -> UInt16 {
+        guard let code = lookup({ $0.indexCodes[name] }) else { throw .malformed("index \(name) has no code in the catalog") }
+        return code
+    }
+
+    func indexName(_ code: UInt16) -> String? { lookup { $0.indexNames[code] } }
+
+    func schema(forModelVersion version: Int) throws(LogError) -> ModelSchema {
+        if let schema = state.withLock({ $0.schemas[version] }) { return schema }
+        guard let json = lookup({ $0.modelJSON[version] }) else {
+            throw .malformed("model version \(version) is not stored in this store")
+        }
+        let model: ManagedObjectModel
+        do {
+            model = try ManagedObjectModel(jsonData: json)
+        } catch {
+            throw .malformed("stored model version \(version) does not load: \(error)")
+        }
+        let schema = ModelSchema(model: model)
+        state.withLock { $0.schemas[version] = schema }
+        return schema
+    }
+
+    /// The stored model versions, oldest first.
+    var modelVersions: [Int] { state.withLock { $0.modelJSON.keys.sorted() } }
+
+    func modelJSON(version: Int) -> Data? { lookup { $0.modelJSON[version] } }
+}

@@ -1,0 +1,365 @@
+import Foundation
+import StrataModel
+
+/// Maps names to the store's small integer codes and back, and model versions to their
+/// schemas: what the codec needs to write events and records compactly and read them
+/// without the app's code.
+protocol CodecCatalog {
+    func entityCode(_ name: String) throws(LogError) -> UInt16
+    func entityName(_ code: UInt16) throws(LogError) -> String
+    func schema(forModelVersion version: Int) throws(LogError) -> ModelSchema
+}
+
+/// The binary encoding of events, values and state records (`Specs/0004-event-log.md` §2–3).
+enum EventCodec {
+    /// The event format this build writes and the newest it reads.
+    static let formatVersion: UInt8 = 1
+    /// "STEV".
+    static let magic: [UInt8] = [0x53, 0x54, 0x45, 0x56]
+
+    // MARK: - Value tags
+
+    enum ValueTag: UInt8 {
+        case null = 0x00
+        case int16 = 0x01
+        case int32 = 0x02
+        case int64 = 0x03
+        case decimal = 0x04
+        case double = 0x05
+        case float = 0x06
+        case string = 0x07
+        case falseValue = 0x08
+        case trueValue = 0x09
+        case date = 0x0A
+        case binaryData = 0x0B
+        case uuid = 0x0C
+        case uri = 0x0D
+        case transformable = 0x0E
+        case reference = 0x10
+        case references = 0x11
+        case membership = 0x12
+    }
+
+    // MARK: - Values
+
+    static func writeReference(_ id: StoredObjectID, _ w: inout ByteWriter, _ catalog: some CodecCatalog) throws(LogError) {
+        w.varint(UInt64(try catalog.entityCode(id.entity)))
+        w.varint(id.primaryKey)
+    }
+
+    static func readReference(_ r: inout ByteReader, _ catalog: some CodecCatalog) throws(LogError) -> StoredObjectID {
+        let code = try r.varint()
+        guard code <= UInt64(UInt16.max) else { throw r.failure("entity code \(code) out of range") }
+        return StoredObjectID(entity: try catalog.entityName(UInt16(code)), primaryKey: try r.varint())
+    }
+
+    static func writeReferences(_ ids: [StoredObjectID], _ w: inout ByteWriter, _ catalog: some CodecCatalog) throws(LogError) {
+        w.varint(ids.count)
+        for id in ids { try writeReference(id, &w, catalog) }
+    }
+
+    static func readReferences(_ r: inout ByteReader, _ catalog: some CodecCatalog) throws(LogError) -> [StoredObjectID] {
+        let n = try r.count(limit: r.remaining)
+        var ids: [StoredObjectID] = []
+        ids.reserveCapacity(n)
+        for _ in 0..<n { ids.append(try readReference(&r, catalog)) }
+        return ids
+    }
+
+    static func writeValue(_ value: LogValue, _ w: inout ByteWriter, _ catalog: some CodecCatalog) throws(LogError) {
+        switch value {
+        case .null: w.byte(ValueTag.null.rawValue)
+        case .reference(let id):
+            w.byte(ValueTag.reference.rawValue)
+            try writeReference(id, &w, catalog)
+        case .references(let ids):
+            w.byte(ValueTag.references.rawValue)
+            try writeReferences(ids, &w, catalog)
+        case .attribute(let attribute):
+            switch attribute {
+            case .int16(let v):
+                w.byte(ValueTag.int16.rawValue)
+                w.uint16(UInt16(bitPattern: v))
+            case .int32(let v):
+                w.byte(ValueTag.int32.rawValue)
+                w.uint32(UInt32(bitPattern: v))
+            case .int64(let v):
+                w.byte(ValueTag.int64.rawValue)
+                w.uint64(UInt64(bitPattern: v))
+            case .decimal(let v):
+                w.byte(ValueTag.decimal.rawValue)
+                w.string(v.description)
+            case .double(let v):
+                w.byte(ValueTag.double.rawValue)
+                w.uint64(v.bitPattern)
+            case .float(let v):
+                w.byte(ValueTag.float.rawValue)
+                w.uint32(v.bitPattern)
+            case .string(let v):
+                w.byte(ValueTag.string.rawValue)
+                w.string(v)
+            case .boolean(let v): w.byte(v ? ValueTag.trueValue.rawValue : ValueTag.falseValue.rawValue)
+            case .date(let v):
+                w.byte(ValueTag.date.rawValue)
+                w.uint64(v.timeIntervalSinceReferenceDate.bitPattern)
+            case .binaryData(let v):
+                w.byte(ValueTag.binaryData.rawValue)
+                w.data(v)
+            case .uuid(let v):
+                w.byte(ValueTag.uuid.rawValue)
+                withUnsafeBytes(of: v.uuid) { w.raw($0) }
+            case .uri(let v):
+                w.byte(ValueTag.uri.rawValue)
+                w.string(v.absoluteString)
+            case .transformable(let v):
+                w.byte(ValueTag.transformable.rawValue)
+                w.data(v)
+            }
+        }
+    }
+
+    static func readValue(_ r: inout ByteReader, _ catalog: some CodecCatalog) throws(LogError) -> LogValue {
+        let raw = try r.byte()
+        guard let tag = ValueTag(rawValue: raw) else { throw r.failure("unknown value tag 0x\(String(raw, radix: 16))") }
+        switch tag {
+        case .null: return .null
+        case .int16: return .attribute(.int16(Int16(bitPattern: try r.uint16())))
+        case .int32: return .attribute(.int32(Int32(bitPattern: try r.uint32())))
+        case .int64: return .attribute(.int64(Int64(bitPattern: try r.uint64())))
+        case .decimal:
+            let text = try r.string()
+            guard let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
+                throw r.failure("invalid decimal \"\(text)\"")
+            }
+            return .attribute(.decimal(decimal))
+        case .double: return .attribute(.double(Double(bitPattern: try r.uint64())))
+        case .float: return .attribute(.float(Float(bitPattern: try r.uint32())))
+        case .string: return .attribute(.string(try r.string()))
+        case .falseValue: return .attribute(.boolean(false))
+        case .trueValue: return .attribute(.boolean(true))
+        case .date: return .attribute(.date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.uint64()))))
+        case .binaryData: return .attribute(.binaryData(Data(try r.data())))
+        case .uuid:
+            let b = Array(try r.rawBytes(16))
+            return .attribute(.uuid(UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))))
+        case .uri:
+            let text = try r.string()
+            guard let url = URL(string: text) else { throw r.failure("invalid URI \"\(text)\"") }
+            return .attribute(.uri(url))
+        case .transformable: return .attribute(.transformable(Data(try r.data())))
+        case .reference: return .reference(try readReference(&r, catalog))
+        case .references: return .references(try readReferences(&r, catalog))
+        case .membership: throw r.failure("a membership change where a value was expected")
+        }
+    }
+
+    // MARK: - Events
+
+    /// The event's bytes: header, groups, and a CRC-32C over everything before it.
+    static func encode(_ event: TransactionEvent, catalog: some CodecCatalog) throws(LogError) -> [UInt8] {
+        let schema = try catalog.schema(forModelVersion: event.modelVersion)
+        var w = ByteWriter(capacity: 256)
+        w.raw(magic)
+        w.byte(formatVersion)
+        var flags: UInt8 = 0
+        if event.author != nil { flags |= 1 }
+        if event.contextName != nil { flags |= 2 }
+        w.byte(flags)
+        w.uint64(event.sequence)
+        w.uint64(UInt64(bitPattern: microseconds(event.timestamp)))
+        w.uint32(UInt32(bitPattern: event.processID))
+        if let author = event.author { w.string(author) }
+        if let contextName = event.contextName { w.string(contextName) }
+        switch event.kind {
+        case .save: w.byte(0)
+        case .undo(let seq, let group):
+            w.byte(1)
+            w.varint(seq)
+            w.varint(group)
+        case .redo(let seq, let group):
+            w.byte(2)
+            w.varint(seq)
+            w.varint(group)
+        case .migration: w.byte(3)
+        case .import: w.byte(4)
+        }
+        w.varint(event.modelVersion)
+        w.varint(event.groups.count)
+        for group in event.groups {
+            if let name = group.actionName {
+                w.byte(1)
+                w.string(name)
+            } else {
+                w.byte(0)
+            }
+            w.varint(group.changes.count)
+            for change in group.changes {
+                try writeChange(change, &w, schema: schema, catalog: catalog)
+            }
+        }
+        let crc = w.bytes.withUnsafeBytes { CRC32C.checksum($0) }
+        w.uint32(crc)
+        return w.bytes
+    }
+
+    static func writeChange(
+        _ change: Change, _ w: inout ByteWriter, schema: ModelSchema, catalog: some CodecCatalog
+    ) throws(LogError) {
+        let id = change.objectID
+        let entity = try schema.entity(id.entity)
+        func code(_ property: String) throws(LogError) -> Int {
+            guard let p = entity.propertiesByName[property] else {
+                throw .unknownProperty(entity: id.entity, property: property)
+            }
+            return p.code
+        }
+        switch change {
+        case .insert(_, let values), .delete(_, let values):
+            w.byte(change.isInsert ? 1 : 3)
+            try writeReference(id, &w, catalog)
+            let sorted = try values.map { (name, value) throws(LogError) in (try code(name), value) }.sorted { $0.0 < $1.0 }
+            w.varint(sorted.count)
+            for (c, value) in sorted {
+                w.varint(c)
+                try writeValue(value, &w, catalog)
+            }
+        case .update(_, let changes):
+            w.byte(2)
+            try writeReference(id, &w, catalog)
+            w.varint(changes.count)
+            for propertyChange in changes {
+                switch propertyChange {
+                case .value(let property, let before, let after):
+                    w.varint(try code(property))
+                    try writeValue(before, &w, catalog)
+                    try writeValue(after, &w, catalog)
+                case .membership(let property, let added, let removed):
+                    w.varint(try code(property))
+                    w.byte(ValueTag.membership.rawValue)
+                    try writeReferences(added, &w, catalog)
+                    try writeReferences(removed, &w, catalog)
+                }
+            }
+        }
+    }
+
+    /// Decodes an event, checking its magic, version and checksum first.
+    static func decode(_ bytes: UnsafeRawBufferPointer, catalog: some CodecCatalog, context: String) throws(LogError)
+        -> TransactionEvent
+    {
+        guard bytes.count >= 4 + 2 + 8 + 8 + 4 + 4 else {
+            throw .malformed("\(context): \(bytes.count) bytes is too short for an event")
+        }
+        guard Array(bytes[0..<4]) == magic else { throw .malformed("\(context): not an event (bad magic)") }
+        guard bytes[4] <= formatVersion else {
+            throw .unsupportedFormatVersion(found: Int(bytes[4]), supported: Int(formatVersion), context: context)
+        }
+        let body = UnsafeRawBufferPointer(rebasing: bytes[0..<(bytes.count - 4)])
+        var stored: UInt32 = 0
+        for i in (bytes.count - 4)..<bytes.count { stored = stored << 8 | UInt32(bytes[i]) }
+        let computed = CRC32C.checksum(body)
+        guard stored == computed else {
+            throw .checksumMismatch(
+                "\(context): stored 0x\(String(stored, radix: 16)), computed 0x\(String(computed, radix: 16))")
+        }
+
+        var r = ByteReader(body, context: context)
+        _ = try r.rawBytes(5)
+        let flags = try r.byte()
+        let sequence = try r.uint64()
+        let micros = Int64(bitPattern: try r.uint64())
+        let processID = Int32(bitPattern: try r.uint32())
+        let author = flags & 1 != 0 ? try r.string() : nil
+        let contextName = flags & 2 != 0 ? try r.string() : nil
+        let kind: TransactionKind
+        switch try r.byte() {
+        case 0: kind = .save
+        case 1: kind = .undo(of: try r.varint(), group: try r.count(limit: Int(Int32.max)))
+        case 2: kind = .redo(of: try r.varint(), group: try r.count(limit: Int(Int32.max)))
+        case 3: kind = .migration
+        case 4: kind = .import
+        case let other: throw r.failure("unknown transaction kind \(other)")
+        }
+        let modelVersion = try r.count(limit: Int(Int32.max))
+        let schema = try catalog.schema(forModelVersion: modelVersion)
+        let groupCount = try r.count(limit: r.remaining)
+        var groups: [ChangeGroup] = []
+        groups.reserveCapacity(groupCount)
+        for _ in 0..<groupCount {
+            let actionName: String?
+            switch try r.byte() {
+            case 0: actionName = nil
+            case 1: actionName = try r.string()
+            case let other: throw r.failure("bad action-name flag \(other)")
+            }
+            let changeCount = try r.count(limit: r.remaining)
+            var changes: [Change] = []
+            changes.reserveCapacity(changeCount)
+            for _ in 0..<changeCount { changes.append(try readChange(&r, schema: schema, catalog: catalog)) }
+            groups.append(ChangeGroup(actionName: actionName, changes: changes))
+        }
+        guard r.isAtEnd else { throw r.failure("\(r.remaining) unexpected trailing bytes") }
+        return TransactionEvent(
+            sequence: sequence, timestamp: date(microseconds: micros), author: author, contextName: contextName,
+            processID: processID, kind: kind, modelVersion: modelVersion, groups: groups)
+    }
+
+    static func readChange(_ r: inout ByteReader, schema: ModelSchema, catalog: some CodecCatalog) throws(LogError) -> Change {
+        let op = try r.byte()
+        let id = try readReference(&r, catalog)
+        guard let entity = schema.entities[id.entity] else { throw r.failure("entity \(id.entity) is not in the event's model") }
+        func name(_ code: Int) throws(LogError) -> String {
+            guard code < entity.properties.count else { throw r.failure("property code \(code) out of range for \(id.entity)") }
+            return entity.properties[code].name
+        }
+        switch op {
+        case 1, 3:
+            let n = try r.count(limit: r.remaining)
+            var values: [String: LogValue] = [:]
+            values.reserveCapacity(n)
+            for _ in 0..<n {
+                let property = try name(try r.count(limit: Int(Int32.max)))
+                values[property] = try readValue(&r, catalog)
+            }
+            return op == 1 ? .insert(id, values: values) : .delete(id, before: values)
+        case 2:
+            let n = try r.count(limit: r.remaining)
+            var changes: [PropertyChange] = []
+            changes.reserveCapacity(n)
+            for _ in 0..<n {
+                let property = try name(try r.count(limit: Int(Int32.max)))
+                if r.remaining > 0, r.bytes[r.offset] == ValueTag.membership.rawValue {
+                    _ = try r.byte()
+                    let added = try readReferences(&r, catalog)
+                    let removed = try readReferences(&r, catalog)
+                    changes.append(.membership(property: property, added: added, removed: removed))
+                } else {
+                    let before = try readValue(&r, catalog)
+                    let after = try readValue(&r, catalog)
+                    changes.append(.value(property: property, before: before, after: after))
+                }
+            }
+            return .update(id, changes: changes)
+        default:
+            throw r.failure("unknown change operation \(op)")
+        }
+    }
+
+    /// Microseconds since 1970, the timestamp's stored precision.
+    static func microseconds(_ date: Date) -> Int64 {
+        let value = (date.timeIntervalSince1970 * 1_000_000).rounded()
+        guard value.isFinite, abs(value) < 9.2e18 else { return 0 }
+        return Int64(value)
+    }
+
+    static func date(microseconds: Int64) -> Date {
+        Date(timeIntervalSince1970: Double(microseconds) / 1_000_000)
+    }
+}
+
+extension Change {
+    var isInsert: Bool {
+        if case .insert = self { return true }
+        return false
+    }
+}

@@ -1,0 +1,247 @@
+public import Foundation
+public import StrataModel
+public import StrataStorage
+
+/// An append-only log of transactions in LMDB, with the current state, indexes and history
+/// derived from it: Strata's storage engine (`Specs/0004-event-log.md`).
+///
+/// Every save is one ``TransactionEvent``, appended with the changes it makes to the
+/// current-state table, the indexes and the per-object history in **one** LMDB write
+/// transaction. The log is the source of truth; everything else can be rebuilt from it
+/// (``verify()``). Old events can be moved into zstd segment files (``compact(_:)``) and
+/// are still read transparently.
+///
+/// ```swift
+/// let log = try EventLog(path: storeDirectory, model: model)
+/// var draft = TransactionDraft(author: "importer")
+/// let team = draft.insert("Team", values: ["name": .attribute(.string("Otters"))])
+/// _ = draft.insert("Player", values: ["lastName": .attribute(.string("Ng")), "team": .reference(team)])
+/// let result = try log.commit(draft)
+/// let players = try log.read { reader in try reader.related(result.permanentID(for: team)!, "players") }
+/// ```
+public final class EventLog: Sendable {
+    /// How a store is opened.
+    public struct Configuration: Sendable {
+        /// Commit durability (default ``Durability/durable``).
+        public var durability: Durability = .durable
+        /// The initial LMDB map size; it grows as needed.
+        public var initialMapSize: Int = 64 << 20
+        /// The largest the map may grow.
+        public var maximumMapSize: Int = 1 << 40
+        /// Open read-only: nothing is written, not even the opened-at time.
+        public var isReadOnly: Bool = false
+        /// The largest LMDB value an event chunk takes, so chunks stay in B-tree pages.
+        public var chunkSize: Int = 1900
+        /// Write a checkpoint every this many transactions (0: only when asked).
+        public var checkpointInterval: UInt64 = 10_000
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// The store's format version.
+    public static let formatVersion: UInt32 = 1
+
+    /// The store directory.
+    public let path: String
+    /// The store's identity, part of every object URI.
+    public let storeUUID: UUID
+    /// The model this handle writes with.
+    public let model: ManagedObjectModel
+    /// The store's number for ``model``.
+    public let modelVersion: Int
+    /// The configuration the store was opened with.
+    public let configuration: Configuration
+
+    let environment: LMDBEnvironment
+    let tables: StoreTables
+    let catalog: Catalog
+    let schema: ModelSchema
+    let segmentDirectory: String
+
+    // MARK: - Opening
+
+    /// Opens the store at `path`, creating it if it doesn't exist, and records `model` as a
+    /// model version if the store hasn't seen it.
+    ///
+    /// - Throws: ``LogError`` for a directory that holds something else, a store of a newer
+    ///   format, or a read-only open of a missing store; ``LMDBError`` for I/O failures.
+    public convenience init(path: String, model: ManagedObjectModel, configuration: Configuration = Configuration()) throws {
+        try self.init(path: path, model: Optional(model), configuration: configuration)
+    }
+
+    /// Opens an existing store with the newest model it holds: for tools that have no app
+    /// code (`strata`). Read-only by default.
+    public convenience init(openingExistingAt path: String, readOnly: Bool = true) throws {
+        var configuration = Configuration()
+        configuration.isReadOnly = readOnly
+        try self.init(path: path, model: nil, configuration: configuration)
+    }
+
+    private init(path: String, model givenModel: ManagedObjectModel?, configuration: Configuration) throws {
+        self.path = path
+        self.configuration = configuration
+        segmentDirectory = (path as NSString).appendingPathComponent("segments")
+        let fileManager = FileManager.default
+        var isDirectory: ObjCBool = false
+        let exists = fileManager.fileExists(atPath: path, isDirectory: &isDirectory)
+        if exists && !isDirectory.boolValue { throw LogError.notAStore(path) }
+        let hasData = fileManager.fileExists(atPath: (path as NSString).appendingPathComponent("data.mdb"))
+        if !hasData {
+            if configuration.isReadOnly || givenModel == nil { throw LogError.notAStore(path) }
+            if exists, let contents = try? fileManager.contentsOfDirectory(atPath: path),
+                !contents.filter({ !$0.hasPrefix(".") }).isEmpty
+            {
+                throw LogError.notAStore("\(path) (the directory holds other files)")
+            }
+        }
+
+        var options = LMDBEnvironment.Options()
+        options.mapSize = configuration.initialMapSize
+        options.maximumMapSize = configuration.maximumMapSize
+        options.durability = configuration.durability
+        options.isReadOnly = configuration.isReadOnly
+        options.maxDatabases = StoreTables.names.count + 4
+        let environment: LMDBEnvironment
+        do {
+            environment = try LMDBEnvironment(
+                path: path, databases: StoreTables.names.map { DatabaseDescriptor($0) }, options: options)
+        } catch let error as LMDBError where error.code == .databaseNotFound || error.code == .invalid {
+            throw LogError.notAStore("\(path) (\(error.message))")
+        }
+        let tables = try StoreTables(environment)
+        let catalog = Catalog(environment: environment, tables: tables)
+        self.environment = environment
+        self.tables = tables
+        self.catalog = catalog
+
+        if configuration.isReadOnly {
+            let (uuid, format) = try environment.read { txn in
+                (try txn.value(forKey: MetaKey.storeUUID, in: tables.meta),
+                 try txn.value(forKey: MetaKey.formatVersion, in: tables.meta))
+            }
+            guard let uuidBytes = uuid, uuidBytes.count == 16 else { throw LogError.notAStore(path) }
+            try Self.checkFormat(format, path: path)
+            storeUUID = Self.uuid(uuidBytes)
+            try catalog.reload()
+            guard let newest = catalog.modelVersions.last else { throw LogError.notAStore("\(path) (no model stored)") }
+            let schema = try catalog.schema(forModelVersion: newest)
+            if let givenModel, givenModel.versionHash != schema.model.versionHash {
+                throw LogError.modelMismatch("the store's newest model differs from the one given; open it writable to add a version")
+            }
+            self.schema = schema
+            model = schema.model
+            modelVersion = newest
+        } else {
+            let model: ManagedObjectModel
+            if let givenModel {
+                model = givenModel
+            } else {
+                try catalog.reload()
+                guard let newest = catalog.modelVersions.last else { throw LogError.notAStore(path) }
+                model = try catalog.schema(forModelVersion: newest).model
+            }
+            let schema = ModelSchema(model: model)
+            let now = bigEndianBytes(UInt64(bitPattern: EventCodec.microseconds(Date())))
+            let (uuid, version, state) = try environment.write { txn -> (UUID, Int, Catalog.State) in
+                var uuidBytes = try txn.value(forKey: MetaKey.storeUUID, in: tables.meta)
+                if uuidBytes == nil {
+                    let fresh = UUID()
+                    let bytes = withUnsafeBytes(of: fresh.uuid) { Array($0) }
+                    try txn.put(bytes, forKey: MetaKey.storeUUID, in: tables.meta)
+                    try txn.put(bigEndianBytes(Self.formatVersion), forKey: MetaKey.formatVersion, in: tables.meta)
+                    try txn.put(now, forKey: MetaKey.createdAt, in: tables.meta)
+                    try txn.put(bigEndianBytes(UInt64(0)), forKey: MetaKey.head, in: tables.meta)
+                    uuidBytes = bytes
+                } else {
+                    try Self.checkFormat(try txn.value(forKey: MetaKey.formatVersion, in: tables.meta), path: path)
+                }
+                try txn.put(now, forKey: MetaKey.openedAt, in: tables.meta)
+                let existing = try catalog.load(txn)
+                let registered = try Catalog.register(schema, in: txn, tables: tables, existing: existing)
+                let hash = Array(model.versionHash)
+                let version: Int
+                if let stored = try txn.value(forKey: MetaKey.modelHash(hash), in: tables.meta),
+                    let number = stored.withUnsafeBytes({ readBigEndian($0, count: 4) })
+                {
+                    version = Int(number)
+                } else {
+                    version = (registered.modelJSON.keys.max() ?? 0) + 1
+                    try txn.put(Array(model.jsonData(prettyPrinted: false)), forKey: bigEndianBytes(UInt32(version)), in: tables.models)
+                    try txn.put(bigEndianBytes(UInt32(version)), forKey: MetaKey.modelHash(hash), in: tables.meta)
+                }
+                return (Self.uuid(uuidBytes ?? []), version, registered)
+            }
+            catalog.replace(with: state)
+            try catalog.reload()
+            storeUUID = uuid
+            self.model = model
+            self.schema = schema
+            modelVersion = version
+            try repairSegments()
+        }
+    }
+
+    private static func checkFormat(_ bytes: [UInt8]?, path: String) throws {
+        guard let bytes, bytes.count == 4 else { throw LogError.notAStore("\(path) (no format version)") }
+        let version = bytes.withUnsafeBytes { readBigEndian($0, count: 4) } ?? 0
+        guard version <= UInt64(formatVersion) else {
+            throw LogError.unsupportedFormatVersion(found: Int(version), supported: Int(formatVersion), context: "store \(path)")
+        }
+    }
+
+    private static func uuid(_ b: [UInt8]) -> UUID {
+        guard b.count == 16 else { return UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) }
+        return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+    }
+
+    // MARK: - Reading
+
+    /// Runs `body` with a reader over one consistent snapshot of the store.
+    public func read<R>(_ body: (borrowing LogReader) throws -> R) throws -> R {
+        try environment.read { txn in
+            let reader = LogReader(transaction: txn.makeAlias(), log: self)
+            return try body(reader)
+        }
+    }
+
+    /// The sequence number of the newest transaction (0 for an empty log).
+    public var head: UInt64 {
+        get throws { try read { reader in try reader.head } }
+    }
+
+    /// Store metadata: identity, format, model versions, timestamps, sizes.
+    public var metadata: StoreMetadata {
+        get throws {
+            try read { reader in try reader.metadata() }
+        }
+    }
+
+    /// Every model version the store has seen, as model file JSON, oldest first.
+    public func storedModels() -> [(version: Int, json: Data)] {
+        catalog.modelVersions.compactMap { v in catalog.modelJSON(version: v).map { (v, $0) } }
+    }
+
+    /// The model of a stored version.
+    public func storedModel(version: Int) throws -> ManagedObjectModel {
+        try catalog.schema(forModelVersion: version).model
+    }
+}
+
+/// What `EventLog.metadata` reports about a store.
+public struct StoreMetadata: Sendable, Hashable {
+    /// The store's UUID.
+    public let storeUUID: UUID
+    /// The on-disk format version.
+    public let formatVersion: Int
+    /// When the store was created.
+    public let createdAt: Date
+    /// When it was last opened writable.
+    public let openedAt: Date
+    /// The newest sequence number.
+    public let head: UInt64
+    /// The highest sequence moved into segments (0: none).
+    public let compactedThrough: UInt64
+    /// The stored model versions, oldest first.
+    public let modelVersions: [Int]
+}

@@ -1,0 +1,91 @@
+import Foundation
+public import StrataModel
+
+/// Order-preserving, prefix-free encoding of attribute values for index keys
+/// (`Specs/0004-event-log.md` §5): comparing encodings byte by byte gives the values' order
+/// (nil first), and no encoding is a prefix of another, so a tuple's encodings can be
+/// concatenated and followed by the object's key.
+public enum IndexKeyEncoding {
+    /// The longest stored slice of a string, data or URI value; longer ones are cut and
+    /// marked, so scans over them re-check the full value in the record.
+    public static let maximumComponentLength = 120
+
+    /// Type tags; nil sorts before every value.
+    enum Tag: UInt8 {
+        case null = 0x00
+        case integer = 0x10
+        case real = 0x11
+        case boolean = 0x12
+        case date = 0x13
+        case string = 0x20
+        case data = 0x21
+        case uuid = 0x22
+        case uri = 0x23
+        case transformable = 0x24
+    }
+
+    /// Appends the encoding of `value` (nil for no value) to `bytes`. Returns false when the
+    /// value was longer than ``maximumComponentLength`` and was cut.
+    @discardableResult
+    public static func append(_ value: AttributeValue?, to bytes: inout [UInt8]) -> Bool {
+        guard let value else {
+            bytes.append(Tag.null.rawValue)
+            return true
+        }
+        switch value {
+        case .int16(let v): appendInteger(Int64(v), to: &bytes)
+        case .int32(let v): appendInteger(Int64(v), to: &bytes)
+        case .int64(let v): appendInteger(v, to: &bytes)
+        case .double(let v): appendReal(v, tag: .real, to: &bytes)
+        case .float(let v): appendReal(Double(v), tag: .real, to: &bytes)
+        case .decimal(let v): appendReal(NSDecimalNumber(decimal: v).doubleValue, tag: .real, to: &bytes)
+        case .boolean(let v):
+            bytes.append(Tag.boolean.rawValue)
+            bytes.append(v ? 1 : 0)
+        case .date(let v): appendReal(v.timeIntervalSinceReferenceDate, tag: .date, to: &bytes)
+        case .string(let v): return appendEscaped(Array(v.utf8), tag: .string, to: &bytes)
+        case .binaryData(let v): return appendEscaped(Array(v), tag: .data, to: &bytes)
+        case .uuid(let v):
+            bytes.append(Tag.uuid.rawValue)
+            withUnsafeBytes(of: v.uuid) { bytes.append(contentsOf: $0) }
+        case .uri(let v): return appendEscaped(Array(v.absoluteString.utf8), tag: .uri, to: &bytes)
+        case .transformable(let v): return appendEscaped(Array(v), tag: .transformable, to: &bytes)
+        }
+        return true
+    }
+
+    /// The encoding of one value.
+    public static func encode(_ value: AttributeValue?) -> [UInt8] {
+        var bytes: [UInt8] = []
+        append(value, to: &bytes)
+        return bytes
+    }
+
+    private static func appendInteger(_ v: Int64, to bytes: inout [UInt8]) {
+        bytes.append(Tag.integer.rawValue)
+        let flipped = UInt64(bitPattern: v) ^ (1 << 63)
+        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: flipped >> UInt64(shift))) }
+    }
+
+    private static func appendReal(_ v: Double, tag: Tag, to bytes: inout [UInt8]) {
+        bytes.append(tag.rawValue)
+        // -0.0 and 0.0 are equal values: give them one key. NaN sorts after everything.
+        let value = v == 0 ? 0.0 : v
+        let bits = value.bitPattern
+        let ordered = (bits & (1 << 63)) != 0 ? ~bits : bits | (1 << 63)
+        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: ordered >> UInt64(shift))) }
+    }
+
+    /// 0x00 bytes become 0x00 0xFF; the value ends with 0x00 0x00, or 0x00 0x01 if cut.
+    private static func appendEscaped(_ raw: [UInt8], tag: Tag, to bytes: inout [UInt8]) -> Bool {
+        bytes.append(tag.rawValue)
+        let cut = raw.count > maximumComponentLength
+        for b in raw.prefix(maximumComponentLength) {
+            bytes.append(b)
+            if b == 0 { bytes.append(0xFF) }
+        }
+        bytes.append(0)
+        bytes.append(cut ? 1 : 0)
+        return !cut
+    }
+}

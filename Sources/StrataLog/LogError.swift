@@ -1,0 +1,65 @@
+/// Why the event log refused an operation or a piece of data.
+///
+/// Every case says what was wrong and where: the object, the property, the sequence
+/// number, the file. Refused commits write nothing.
+public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Bytes that don't decode: a damaged event, record, segment or manifest entry.
+    case malformed(String)
+    /// A checksum didn't match: the bytes changed after they were written.
+    case checksumMismatch(String)
+    /// Data written by a newer Strata; this build can't read it.
+    case unsupportedFormatVersion(found: Int, supported: Int, context: String)
+    /// A commit named an entity or property the model doesn't have.
+    case unknownEntity(String)
+    /// A commit named a property the entity doesn't have (or can't store).
+    case unknownProperty(entity: String, property: String)
+    /// A value of the wrong type for a property.
+    case typeMismatch(entity: String, property: String, expected: String, got: String)
+    /// A change named an object that doesn't exist.
+    case objectNotFound(String)
+    /// An insert named an object that already exists.
+    case objectExists(String)
+    /// A relationship points at an object that doesn't exist (or is deleted in the same commit).
+    case missingReference(from: String, property: String, to: String)
+    /// A uniqueness constraint would be violated; nothing was written.
+    case uniquenessViolation(entity: String, properties: [String], value: String, objects: [String])
+    /// A change was recorded on the side of a relationship the log derives from its inverse.
+    case derivedRelationshipSide(entity: String, property: String, recordedSide: String)
+    /// A sequence number outside the log.
+    case sequenceOutOfRange(requested: UInt64, head: UInt64)
+    /// A segment file is missing or unreadable.
+    case segment(String)
+    /// The store directory doesn't hold a Strata store.
+    case notAStore(String)
+    /// The store's model and the one given don't fit (for example a different store's model).
+    case modelMismatch(String)
+    /// An operation the store's state forbids (such as writing to a read-only store).
+    case invalidOperation(String)
+
+    /// A sentence naming what was wrong and where.
+    public var description: String {
+        switch self {
+        case .malformed(let detail): "malformed data: \(detail)"
+        case .checksumMismatch(let detail): "checksum mismatch: \(detail)"
+        case .unsupportedFormatVersion(let found, let supported, let context):
+            "\(context) has format version \(found), newer than this Strata reads (\(supported)); upgrade Strata"
+        case .unknownEntity(let name): "unknown entity \"\(name)\""
+        case .unknownProperty(let entity, let property): "entity \(entity) has no stored property \"\(property)\""
+        case .typeMismatch(let entity, let property, let expected, let got):
+            "\(entity).\(property) holds \(expected), not \(got)"
+        case .objectNotFound(let object): "no object \(object) in the store"
+        case .objectExists(let object): "object \(object) already exists"
+        case .missingReference(let from, let property, let to):
+            "\(from).\(property) refers to \(to), which is not in the store"
+        case .uniquenessViolation(let entity, let properties, let value, let objects):
+            "uniqueness constraint (\(properties.joined(separator: ", "))) of \(entity) violated by value \(value): objects \(objects.joined(separator: ", "))"
+        case .derivedRelationshipSide(let entity, let property, let recordedSide):
+            "\(entity).\(property) is derived from its inverse \(recordedSide); record the change there"
+        case .sequenceOutOfRange(let requested, let head): "sequence \(requested) is past the head (\(head))"
+        case .segment(let detail): "segment: \(detail)"
+        case .notAStore(let path): "no Strata store at \(path)"
+        case .modelMismatch(let detail): "model mismatch: \(detail)"
+        case .invalidOperation(let detail): detail
+        }
+    }
+}

@@ -1,0 +1,347 @@
+import Foundation
+public import StrataModel
+public import StrataStorage
+
+/// An object as the store holds it.
+public struct StoredObject: Sendable, Hashable {
+    /// Its identity.
+    public let id: StoredObjectID
+    /// The sequence of its last change: its version for optimistic locking.
+    public let version: UInt64
+    /// Its stored values: attributes, to-one references, and recorded to-many relationships
+    /// (`.references`). Derived relationship sides are read with ``LogReader/related(_:_:)``.
+    public let values: [String: LogValue]
+
+    /// The value of `property`, or ``LogValue/null``.
+    public subscript(property: String) -> LogValue { values[property] ?? .null }
+}
+
+/// A range of attribute values for an index scan; nil bounds are open.
+///
+/// ```swift
+/// IndexRange.equal(.string("ada@example.com"))
+/// IndexRange(lower: .int16(30), upper: .int16(40), includesUpper: true)   // BETWEEN 30 AND 40
+/// ```
+public struct IndexRange: Sendable, Hashable {
+    /// The lowest value, or nil for no lower bound (nil values are never in an open range).
+    public var lower: AttributeValue?
+    /// Whether `lower` itself is in the range.
+    public var includesLower: Bool
+    /// The highest value, or nil for no upper bound.
+    public var upper: AttributeValue?
+    /// Whether `upper` itself is in the range.
+    public var includesUpper: Bool
+    /// Only objects whose value is nil.
+    public var matchesNil: Bool = false
+
+    /// A range between two bounds.
+    public init(lower: AttributeValue? = nil, includesLower: Bool = true, upper: AttributeValue? = nil, includesUpper: Bool = false) {
+        self.lower = lower
+        self.includesLower = includesLower
+        self.upper = upper
+        self.includesUpper = includesUpper
+    }
+
+    /// Exactly `value`.
+    public static func equal(_ value: AttributeValue) -> IndexRange {
+        IndexRange(lower: value, includesLower: true, upper: value, includesUpper: true)
+    }
+
+    /// Objects with no value.
+    public static var isNil: IndexRange {
+        var range = IndexRange()
+        range.matchesNil = true
+        return range
+    }
+
+    /// Every non-nil value.
+    public static let all = IndexRange()
+}
+
+/// Reads one consistent snapshot of a store; lent to the closure of ``EventLog/read(_:)``.
+///
+/// Non-copyable and lent `borrowing`, like the LMDB transaction under it, so it can't
+/// outlive the closure.
+public struct LogReader: ~Copyable {
+    let txn: LMDBTransaction
+    let log: EventLog
+    let writer: TableWriter
+
+    init(transaction: consuming LMDBTransaction, log: EventLog) {
+        txn = transaction
+        self.log = log
+        writer = TableWriter(tables: log.tables, catalog: log.catalog, schema: log.schema, modelVersion: log.modelVersion)
+    }
+
+    var tables: StoreTables { log.tables }
+
+    // MARK: - Metadata
+
+    /// The newest sequence number in this snapshot (0 when empty).
+    public var head: UInt64 {
+        get throws { try metaNumber(MetaKey.head) }
+    }
+
+    /// The highest sequence moved into segments (0: none).
+    public var compactedThrough: UInt64 {
+        get throws { try metaNumber(MetaKey.compactedThrough) }
+    }
+
+    func metaNumber(_ key: [UInt8]) throws -> UInt64 {
+        try number(forKey: key, in: tables.meta)
+    }
+
+    /// A big-endian number stored under `key` (0 when absent).
+    func number(forKey key: [UInt8], in database: LMDBDatabase, byteCount: Int = 8) throws -> UInt64 {
+        let found = try txn.withValue(forKey: key, in: database) { span in
+            span.withUnsafeBytes { readBigEndian($0, count: byteCount) }
+        }
+        return (found ?? nil) ?? 0
+    }
+
+    /// The store's metadata as of this snapshot.
+    public func metadata() throws -> StoreMetadata {
+        func date(_ key: [UInt8]) throws -> Date {
+            EventCodec.date(microseconds: Int64(bitPattern: try metaNumber(key)))
+        }
+        let format = try number(forKey: MetaKey.formatVersion, in: tables.meta, byteCount: 4)
+        return StoreMetadata(
+            storeUUID: log.storeUUID, formatVersion: Int(format), createdAt: try date(MetaKey.createdAt),
+            openedAt: try date(MetaKey.openedAt), head: try head, compactedThrough: try compactedThrough,
+            modelVersions: log.catalog.modelVersions)
+    }
+
+    /// The last primary key given to an object of `entity` (0 if none).
+    public func lastPrimaryKey(of entity: String) throws -> UInt64 {
+        let code = try log.catalog.entityCode(entity)
+        return try number(forKey: TableWriter.counterKey(code), in: tables.counters)
+    }
+
+    // MARK: - Objects
+
+    /// The object with `id`, or nil if it doesn't exist (now, in this snapshot).
+    public func object(_ id: StoredObjectID) throws -> StoredObject? {
+        let key = try writer.key(id)
+        guard let record = try writer.readRecord(txn, key, entityName: id.entity) else { return nil }
+        return try storedObject(id, key: key, record: record)
+    }
+
+    /// Whether an object with `id` exists.
+    public func contains(_ id: StoredObjectID) throws -> Bool {
+        try txn.containsKey(try writer.key(id).bytes, in: tables.state)
+    }
+
+    func storedObject(_ id: StoredObjectID, key: ObjectKey, record: Record) throws -> StoredObject {
+        let entity = try log.schema.entity(id.entity)
+        return StoredObject(id: id, version: record.version, values: try writer.beforeImage(txn, key, record: record, entity: entity))
+    }
+
+    /// Calls `body` with each object of `entity` (and its sub-entities unless told not
+    /// to), in primary-key order per entity, until it answers `.stop`.
+    public func forEachObject(
+        of entity: String, includingSubentities: Bool = true, _ body: (StoredObject) throws -> IterationDecision
+    ) throws {
+        let described = try log.schema.entity(entity)
+        let names = includingSubentities ? described.selfAndSubentities : [entity]
+        for name in names {
+            let code = try log.catalog.entityCode(name)
+            var stop = false
+            var batch: [(ObjectKey, Record)] = []
+            try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, value in
+                guard let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) else { return .next }
+                let record = try value.withUnsafeBytes { raw in
+                    try writer.decodeRecord(raw, entityName: name, context: "record \(name)/p\(objectKey.primaryKey)")
+                }
+                batch.append((objectKey, record))
+                return .next
+            }
+            for (key, record) in batch {
+                let object = try storedObject(StoredObjectID(entity: name, primaryKey: key.primaryKey), key: key, record: record)
+                if try body(object) == .stop {
+                    stop = true
+                    break
+                }
+            }
+            if stop { return }
+        }
+    }
+
+    /// The number of live objects of `entity` (and its sub-entities unless told not to).
+    public func count(of entity: String, includingSubentities: Bool = true) throws -> Int {
+        let described = try log.schema.entity(entity)
+        var total = 0
+        for name in includingSubentities ? described.selfAndSubentities : [entity] {
+            let code = try log.catalog.entityCode(name)
+            total += try txn.count(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)]))
+        }
+        return total
+    }
+
+    /// The objects `property` of `id` relates to — either side of any relationship, to-one
+    /// or to-many — in key order (list order for an ordered recorded side).
+    public func related(_ id: StoredObjectID, _ property: String) throws -> [StoredObjectID] {
+        let entity = try log.schema.entity(id.entity)
+        guard let described = entity.propertiesByName[property], let storage = described.relationship else {
+            throw LogError.unknownProperty(entity: id.entity, property: property)
+        }
+        let key = try writer.key(id)
+        switch storage {
+        case .toOne, .orderedToMany:
+            guard let record = try writer.readRecord(txn, key, entityName: id.entity) else { return [] }
+            switch record.values[property] {
+            case .reference(let target): return [target]
+            case .references(let targets): return targets
+            default: return []
+            }
+        case .unorderedToMany:
+            let code = try log.catalog.relationshipCode(described.qualifiedName)
+            return try writer.members(txn, of: key, relationship: code).map { try writer.id($0) }.sorted()
+        case .derived(let inverseEntity, let inverse):
+            let code = try log.catalog.relationshipCode("\(inverseEntity).\(inverse)")
+            return try writer.referrers(txn, of: key, relationship: code).map { try writer.id($0) }.sorted()
+        }
+    }
+
+    // MARK: - Indexes
+
+    /// The index that serves `attributes` of `entity`, if any (declared on it or inherited).
+    func index(for entity: String, attributes: [String]) throws -> ModelSchema.IndexDefinition? {
+        try log.schema.entity(entity).indexes.first { $0.properties == attributes }
+    }
+
+    /// Whether `attribute` of `entity` has an index (an indexed attribute or a one-attribute
+    /// uniqueness constraint).
+    public func hasIndex(entity: String, attribute: String) throws -> Bool {
+        try index(for: entity, attributes: [attribute]) != nil
+    }
+
+    /// Walks the index on `attribute` of `entity` over `range`, in value order (reversed with
+    /// `reverse`), calling `body` with each object until it answers `.stop`.
+    ///
+    /// Objects of other entities sharing an inherited index are skipped. For string, data
+    /// and URI values longer than ``IndexKeyEncoding/maximumComponentLength`` the key holds a
+    /// prefix, so such values are candidates: re-check them against the record.
+    ///
+    /// - Throws: ``LogError/invalidOperation(_:)`` if the attribute has no index.
+    public func scanIndex(
+        entity: String, attribute: String, range: IndexRange, reverse: Bool = false,
+        _ body: (StoredObjectID) throws -> IterationDecision
+    ) throws {
+        guard let index = try index(for: entity, attributes: [attribute]) else {
+            throw LogError.invalidOperation("\(entity).\(attribute) has no index")
+        }
+        let code = try log.catalog.indexCode(index.name)
+        let base: [UInt8] = [UInt8(code >> 8), UInt8(truncatingIfNeeded: code)]
+        let keyRange: KeyRange
+        if range.matchesNil {
+            keyRange = .prefix(base + IndexKeyEncoding.encode(nil))
+        } else {
+            let lower: [UInt8]
+            if let value = range.lower {
+                let encoded = base + IndexKeyEncoding.encode(value)
+                lower = range.includesLower ? encoded : (KeyRange.prefix(encoded).upperBound ?? encoded)
+            } else {
+                lower = base + [0x01]  // past the nils
+            }
+            let upper: [UInt8]?
+            if let value = range.upper {
+                let encoded = base + IndexKeyEncoding.encode(value)
+                upper = range.includesUpper ? KeyRange.prefix(encoded).upperBound : encoded
+            } else {
+                upper = KeyRange.prefix(base).upperBound
+            }
+            keyRange = KeyRange(lowerBound: lower, includesLowerBound: true, upperBound: upper, includesUpperBound: false)
+        }
+        let wanted = Set(try log.schema.entity(entity).selfAndSubentities.map { try log.catalog.entityCode($0) })
+        try txn.forEach(in: tables.index, range: keyRange, reverse: reverse) { key, _ in
+            guard let objectKey = key.withUnsafeBytes({ ObjectKey($0, at: $0.count - ObjectKey.byteCount) }),
+                wanted.contains(objectKey.entity)
+            else { return .next }
+            return try body(try writer.id(objectKey))
+        }
+    }
+
+    // MARK: - Events and history
+
+    /// The event with sequence `sequence`, from the raw log or a segment.
+    ///
+    /// - Throws: ``LogError/sequenceOutOfRange(requested:head:)`` past the head.
+    public func event(_ sequence: UInt64) throws -> TransactionEvent {
+        let head = try head
+        guard sequence >= 1, sequence <= head else { throw LogError.sequenceOutOfRange(requested: sequence, head: head) }
+        var found: TransactionEvent?
+        try forEachEvent(from: sequence, through: sequence) { event in
+            found = event
+            return .stop
+        }
+        guard let found else { throw LogError.malformed("event \(sequence) is missing from the log") }
+        return found
+    }
+
+    /// Calls `body` with each event from `from` through `through` (default: the head), in
+    /// order — reading compacted ones from their segments — until it answers `.stop`.
+    public func forEachEvent(
+        from: UInt64 = 1, through: UInt64? = nil, _ body: (TransactionEvent) throws -> IterationDecision
+    ) throws {
+        let last = try through ?? head
+        guard from <= last else { return }
+        var next = max(from, 1)
+        let compacted = try compactedThrough
+        if next <= compacted {
+            var stopped = false
+            try forEachSegmentEvent(from: next, through: min(last, compacted)) { event in
+                if try body(event) == .stop {
+                    stopped = true
+                    return .stop
+                }
+                return .next
+            }
+            if stopped { return }
+            next = compacted + 1
+        }
+        guard next <= last else { return }
+        var pending: [UInt8] = []
+        var pendingSequence: UInt64 = 0
+        var stopped = false
+        let range = KeyRange(lowerBound: bigEndianBytes(next), upperBound: last == .max ? nil : bigEndianBytes(last + 1))
+        try txn.forEach(in: tables.events, range: range) { key, value in
+            let sequence = key.withUnsafeBytes { readBigEndian($0) } ?? 0
+            if sequence != pendingSequence && !pending.isEmpty {
+                let event = try decode(pending, sequence: pendingSequence)
+                pending.removeAll(keepingCapacity: true)
+                if try body(event) == .stop {
+                    stopped = true
+                    return .stop
+                }
+            }
+            pendingSequence = sequence
+            value.withUnsafeBytes { pending.append(contentsOf: $0) }
+            return .next
+        }
+        if !stopped && !pending.isEmpty {
+            _ = try body(try decode(pending, sequence: pendingSequence))
+        }
+    }
+
+    func decode(_ bytes: [UInt8], sequence: UInt64) throws -> TransactionEvent {
+        let event = try bytes.withUnsafeBytes { raw in
+            try EventCodec.decode(raw, catalog: log.catalog, context: "event \(sequence)")
+        }
+        guard event.sequence == sequence else {
+            throw LogError.malformed("event stored under sequence \(sequence) says it is \(event.sequence)")
+        }
+        return event
+    }
+
+    /// The sequences of every transaction that changed `id`, oldest first (including its
+    /// insert and delete; history survives the object).
+    public func history(of id: StoredObjectID) throws -> [UInt64] {
+        let key = try writer.key(id)
+        var result: [UInt64] = []
+        try txn.forEach(in: tables.history, range: .prefix(key.bytes)) { entry, _ in
+            if let sequence = entry.withUnsafeBytes({ readBigEndian($0, at: 10) }) { result.append(sequence) }
+            return .next
+        }
+        return result
+    }
+}

@@ -1,0 +1,51 @@
+public import StrataModel
+import Foundation
+
+/// A property's value as the log stores it: nothing, an attribute value, a to-one
+/// reference, or the members of an ordered to-many relationship.
+///
+/// ```swift
+/// let values: [String: LogValue] = [
+///     "lastName": .attribute(.string("Ng")),
+///     "team": .reference(StoredObjectID(entity: "Team", primaryKey: 3)),
+/// ]
+/// ```
+public enum LogValue: Sendable, Hashable, CustomStringConvertible {
+    /// No value (`nil`).
+    case null
+    /// An attribute's value.
+    case attribute(AttributeValue)
+    /// A to-one relationship's destination.
+    case reference(StoredObjectID)
+    /// An ordered to-many relationship's destinations, in order; or an unordered one's
+    /// members in key order (as insert and delete images record them).
+    case references([StoredObjectID])
+
+    /// A compact, readable rendering for audit output and error messages.
+    public var description: String {
+        switch self {
+        case .null: "nil"
+        case .attribute(let value): Self.describe(value)
+        case .reference(let id): id.description
+        case .references(let ids): "[" + ids.map(\.description).joined(separator: ", ") + "]"
+        }
+    }
+
+    static func describe(_ value: AttributeValue) -> String {
+        switch value {
+        case .int16(let v): String(v)
+        case .int32(let v): String(v)
+        case .int64(let v): String(v)
+        case .decimal(let v): "\(v)"
+        case .double(let v): String(v)
+        case .float(let v): String(v)
+        case .string(let v): "\"\(v)\""
+        case .boolean(let v): v ? "true" : "false"
+        case .date(let v): ISO8601DateFormatter.string(from: v, timeZone: TimeZone(secondsFromGMT: 0) ?? .current, formatOptions: [.withInternetDateTime, .withFractionalSeconds])
+        case .binaryData(let v): "<\(v.count) bytes>"
+        case .uuid(let v): v.uuidString
+        case .uri(let v): v.absoluteString
+        case .transformable(let v): "<transformable \(v.count) bytes>"
+        }
+    }
+}

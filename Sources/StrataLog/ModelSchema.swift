@@ -1,0 +1,196 @@
+import StrataModel
+
+/// What the log needs to know about one model version, derived once from the model:
+/// each entity's stored properties and their codes, which side of each relationship is
+/// recorded, and the indexes to maintain. (`Specs/0004-event-log.md` §4.)
+struct ModelSchema: Sendable {
+    /// How a relationship is stored.
+    enum RelationshipStorage: Sendable, Hashable {
+        /// The destination's ID lives in the object's record (to-one, recorded side).
+        case toOne
+        /// The ordered list of destinations lives in the record (ordered to-many, recorded side).
+        case orderedToMany
+        /// Membership rows in the `members` table (unordered to-many, recorded side).
+        case unorderedToMany
+        /// Derived from the inverse, which is recorded: `inverse` names it as "Entity.property".
+        case derived(inverseEntity: String, inverse: String)
+    }
+
+    /// One stored property of an entity.
+    struct Property: Sendable {
+        let name: String
+        /// The position in the entity's sorted list of stored properties: its code in events and records.
+        let code: Int
+        /// The entity that declares it (itself or a superentity), which names relationship rows and indexes.
+        let declaringEntity: String
+        /// The attribute type, for attributes.
+        let attributeType: AttributeType?
+        /// The relationship's storage, for relationships.
+        let relationship: RelationshipStorage?
+        /// For relationships: the destination entity.
+        let destination: String?
+        /// For relationships: whether to-many.
+        let isToMany: Bool
+
+        var isAttribute: Bool { attributeType != nil }
+        var isRecorded: Bool {
+            if case .derived = relationship { return false }
+            return true
+        }
+        /// "Entity.property" for relationships, naming the relationship in the catalog.
+        var qualifiedName: String { "\(declaringEntity).\(name)" }
+    }
+
+    /// An index on one attribute or a uniqueness constraint over several.
+    struct IndexDefinition: Sendable, Hashable {
+        /// "Entity.attribute" or "Entity#a,b" (the catalog name).
+        let name: String
+        /// The declaring entity; its sub-entities' objects are in the index too.
+        let entity: String
+        let properties: [String]
+        let isUnique: Bool
+    }
+
+    /// One entity's stored shape.
+    struct Entity: Sendable {
+        let name: String
+        let isAbstract: Bool
+        /// Stored properties sorted by name; a property's code is its index here.
+        let properties: [Property]
+        let propertiesByName: [String: Property]
+        /// The indexes this entity's objects belong to (declared on it or inherited).
+        let indexes: [IndexDefinition]
+        /// This entity and every entity below it.
+        let selfAndSubentities: [String]
+    }
+
+    let model: ManagedObjectModel
+    let entities: [String: Entity]
+    let indexes: [IndexDefinition]
+    /// Relationships whose storage is recorded, as "Entity.property" (catalog names).
+    let recordedRelationships: [String]
+
+    init(model: ManagedObjectModel) {
+        self.model = model
+        var entities: [String: Entity] = [:]
+        var allIndexes: [String: IndexDefinition] = [:]
+        var recorded: Set<String> = []
+
+        func declaring(_ property: String, of entity: EntityDescription) -> String {
+            if entity.attributes.contains(where: { $0.name == property })
+                || entity.relationships.contains(where: { $0.name == property })
+            {
+                return entity.name
+            }
+            for ancestor in entity.superentityNames {
+                guard let e = model.entity(named: ancestor) else { continue }
+                if e.attributes.contains(where: { $0.name == property })
+                    || e.relationships.contains(where: { $0.name == property })
+                {
+                    return e.name
+                }
+            }
+            return entity.name
+        }
+
+        func descendants(of name: String) -> [String] {
+            var result = [name]
+            var queue = [name]
+            while let next = queue.popLast() {
+                for sub in model.entity(named: next)?.subentityNames ?? [] where !result.contains(sub) {
+                    result.append(sub)
+                    queue.append(sub)
+                }
+            }
+            return result
+        }
+
+        for entity in model.entities {
+            var stored: [Property] = []
+            for attribute in entity.allAttributes where !attribute.isTransient {
+                stored.append(
+                    Property(
+                        name: attribute.name, code: 0, declaringEntity: declaring(attribute.name, of: entity),
+                        attributeType: attribute.attributeType, relationship: nil, destination: nil, isToMany: false))
+            }
+            for relationship in entity.allRelationships where !relationship.isTransient {
+                let declarer = declaring(relationship.name, of: entity)
+                let storage = Self.storage(of: relationship, declaredBy: declarer, in: model)
+                stored.append(
+                    Property(
+                        name: relationship.name, code: 0, declaringEntity: declarer, attributeType: nil,
+                        relationship: storage, destination: relationship.destinationEntityName,
+                        isToMany: relationship.isToMany))
+                if case .derived = storage {} else { recorded.insert("\(declarer).\(relationship.name)") }
+            }
+            stored.sort { $0.name < $1.name }
+            let coded = stored.enumerated().map { index, p in
+                Property(
+                    name: p.name, code: index, declaringEntity: p.declaringEntity, attributeType: p.attributeType,
+                    relationship: p.relationship, destination: p.destination, isToMany: p.isToMany)
+            }
+
+            // Indexes declared on this entity or its ancestors.
+            var entityIndexes: [IndexDefinition] = []
+            for owner in [entity.name] + entity.superentityNames {
+                guard let e = model.entity(named: owner) else { continue }
+                for attribute in e.attributes where attribute.isIndexed && !attribute.isTransient {
+                    entityIndexes.append(
+                        IndexDefinition(
+                            name: "\(owner).\(attribute.name)", entity: owner, properties: [attribute.name],
+                            isUnique: false))
+                }
+                for constraint in e.uniquenessConstraints where !constraint.isEmpty {
+                    entityIndexes.append(
+                        IndexDefinition(
+                            name: "\(owner)#\(constraint.joined(separator: ","))", entity: owner,
+                            properties: constraint, isUnique: true))
+                }
+            }
+            for index in entityIndexes { allIndexes[index.name] = index }
+
+            entities[entity.name] = Entity(
+                name: entity.name, isAbstract: entity.isAbstract, properties: coded,
+                propertiesByName: Dictionary(coded.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a }),
+                indexes: entityIndexes, selfAndSubentities: descendants(of: entity.name))
+        }
+        self.entities = entities
+        self.indexes = allIndexes.values.sorted { $0.name < $1.name }
+        self.recordedRelationships = recorded.sorted()
+    }
+
+    /// Which side of a relationship the log records (`Specs/0004-event-log.md` §4.2):
+    /// an ordered to-many side; else the to-one side of a one-to-many; else, for
+    /// one-to-one and many-to-many, the side whose "Entity.property" sorts first; a
+    /// relationship without an inverse records itself.
+    static func storage(
+        of relationship: RelationshipDescription, declaredBy declarer: String, in model: ManagedObjectModel
+    ) -> RelationshipStorage {
+        let own: RelationshipStorage =
+            relationship.isToMany ? (relationship.isOrdered ? .orderedToMany : .unorderedToMany) : .toOne
+        guard let inverseName = relationship.inverseName,
+            let destination = model.entity(named: relationship.destinationEntityName),
+            let inverse = destination.relationshipsByName[inverseName], !inverse.isTransient
+        else { return own }
+        // The entity declaring the inverse: the destination or one of its ancestors.
+        var inverseDeclarer = destination.name
+        if !destination.relationships.contains(where: { $0.name == inverseName }) {
+            for ancestor in destination.superentityNames
+            where model.entity(named: ancestor)?.relationships.contains(where: { $0.name == inverseName }) == true {
+                inverseDeclarer = ancestor
+                break
+            }
+        }
+        let derived = RelationshipStorage.derived(inverseEntity: inverseDeclarer, inverse: inverseName)
+        let selfOrdered = relationship.isToMany && relationship.isOrdered
+        let inverseOrdered = inverse.isToMany && inverse.isOrdered
+        if selfOrdered != inverseOrdered { return selfOrdered ? own : derived }
+        if relationship.isToMany != inverse.isToMany { return relationship.isToMany ? derived : own }
+        return "\(declarer).\(relationship.name)" <= "\(inverseDeclarer).\(inverseName)" ? own : derived
+    }
+
+    func entity(_ name: String) throws(LogError) -> Entity {
+        guard let entity = entities[name] else { throw .unknownEntity(name) }
+        return entity
+    }
+}

@@ -1,0 +1,89 @@
+import StrataStorage
+
+/// The LMDB databases of a store (`Specs/0004-event-log.md` §1).
+struct StoreTables: Sendable {
+    /// Store metadata: UUID, format version, timestamps, head, model-version hashes.
+    let meta: LMDBDatabase
+    /// Entity, relationship and index codes.
+    let catalog: LMDBDatabase
+    /// Every model version seen: version number (u32 BE) → model file JSON.
+    let models: LMDBDatabase
+    /// Event chunks: seq (u64 BE) · chunk (u32 BE) → bytes.
+    let events: LMDBDatabase
+    /// One record per live object: object key → record.
+    let state: LMDBDatabase
+    /// Index entries: index code · encoded values · object key → empty.
+    let index: LMDBDatabase
+    /// Reverse references: target · relationship code · source → empty.
+    let referrers: LMDBDatabase
+    /// Unordered to-many membership: source · relationship code · target → empty.
+    let members: LMDBDatabase
+    /// Per-object history: object key · seq → empty.
+    let history: LMDBDatabase
+    /// Per-entity primary-key counters: entity code → last pk (u64 BE).
+    let counters: LMDBDatabase
+    /// Checkpoints: seq · object key → record, plus seq · "" → checkpoint header.
+    let checkpoints: LMDBDatabase
+    /// The segment manifest: first seq → segment descriptor.
+    let segments: LMDBDatabase
+    /// Named consumers: name → last processed seq.
+    let consumers: LMDBDatabase
+
+    static let names = [
+        "meta", "catalog", "models", "events", "state", "index", "referrers", "members", "history", "counters",
+        "checkpoints", "segments", "consumers",
+    ]
+
+    /// The projections `verify` rebuilds from the log and compares.
+    var projections: [(String, LMDBDatabase)] {
+        [("state", state), ("index", index), ("referrers", referrers), ("members", members), ("history", history),
+         ("counters", counters)]
+    }
+
+    init(_ environment: LMDBEnvironment) throws {
+        meta = try environment.database(named: "meta")
+        catalog = try environment.database(named: "catalog")
+        models = try environment.database(named: "models")
+        events = try environment.database(named: "events")
+        state = try environment.database(named: "state")
+        index = try environment.database(named: "index")
+        referrers = try environment.database(named: "referrers")
+        members = try environment.database(named: "members")
+        history = try environment.database(named: "history")
+        counters = try environment.database(named: "counters")
+        checkpoints = try environment.database(named: "checkpoints")
+        segments = try environment.database(named: "segments")
+        consumers = try environment.database(named: "consumers")
+    }
+}
+
+/// Metadata keys (`meta` table).
+enum MetaKey {
+    static let storeUUID = Array("storeUUID".utf8)
+    static let formatVersion = Array("formatVersion".utf8)
+    static let createdAt = Array("createdAt".utf8)
+    static let openedAt = Array("openedAt".utf8)
+    static let head = Array("head".utf8)
+    /// The highest sequence moved into segments (0: none).
+    static let compactedThrough = Array("compactedThrough".utf8)
+    /// How many recent transactions persisted undo needs kept raw (0: none).
+    static let undoRetention = Array("undoRetention".utf8)
+    static func modelHash(_ hash: [UInt8]) -> [UInt8] { Array("modelHash:".utf8) + hash }
+}
+
+// MARK: - Big-endian helpers
+
+func bigEndianBytes(_ value: UInt64) -> [UInt8] {
+    (0..<8).map { UInt8(truncatingIfNeeded: value >> UInt64(56 - 8 * $0)) }
+}
+
+func bigEndianBytes(_ value: UInt32) -> [UInt8] {
+    (0..<4).map { UInt8(truncatingIfNeeded: value >> UInt32(24 - 8 * $0)) }
+}
+
+func readBigEndian(_ raw: UnsafeRawBufferPointer, at offset: Int = 0, count: Int = 8) -> UInt64? {
+    guard raw.count >= offset + count else { return nil }
+    var v: UInt64 = 0
+    for i in 0..<count { v = v << 8 | UInt64(raw[offset + i]) }
+    return v
+}

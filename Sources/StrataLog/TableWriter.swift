@@ -1,0 +1,325 @@
+import Foundation
+import StrataModel
+import StrataStorage
+
+/// One live object's stored record: the values in its row of the `state` table.
+struct Record: Sendable, Hashable {
+    /// The model version the record was written with.
+    var modelVersion: Int
+    /// The sequence of the object's last change (its optimistic-locking version).
+    var version: UInt64
+    /// Attributes, to-one references and ordered to-many lists. Unordered to-many
+    /// members live in the `members` table; derived sides aren't stored.
+    var values: [String: LogValue]
+}
+
+/// Maintains the projections — state, indexes, references, membership, history — for
+/// commit and for replay (`verify`, `replay --into`). Every function works inside the
+/// caller's write transaction.
+struct TableWriter {
+    let tables: StoreTables
+    let catalog: Catalog
+    /// The schema and version new records are written with.
+    let schema: ModelSchema
+    let modelVersion: Int
+
+    // MARK: - Keys
+
+    func key(_ id: StoredObjectID) throws(LogError) -> ObjectKey {
+        ObjectKey(entity: try catalog.entityCode(id.entity), primaryKey: id.primaryKey)
+    }
+
+    func id(_ key: ObjectKey) throws(LogError) -> StoredObjectID {
+        StoredObjectID(entity: try catalog.entityName(key.entity), primaryKey: key.primaryKey)
+    }
+
+    /// target · relationship · source (or source · relationship · target for `members`).
+    static func linkKey(_ first: ObjectKey, _ relationship: UInt16, _ second: ObjectKey) -> [UInt8] {
+        var w = ByteWriter(capacity: 22)
+        first.append(to: &w)
+        w.uint16(relationship)
+        second.append(to: &w)
+        return w.bytes
+    }
+
+    static func historyKey(_ object: ObjectKey, _ sequence: UInt64) -> [UInt8] {
+        var w = ByteWriter(capacity: 18)
+        object.append(to: &w)
+        w.uint64(sequence)
+        return w.bytes
+    }
+
+    // MARK: - Records
+
+    func encodeRecord(_ record: Record, entity: ModelSchema.Entity) throws(LogError) -> [UInt8] {
+        var w = ByteWriter(capacity: 64)
+        w.varint(record.modelVersion)
+        w.varint(record.version)
+        var coded: [(Int, LogValue)] = []
+        coded.reserveCapacity(record.values.count)
+        for (name, value) in record.values {
+            if case .null = value { continue }
+            guard let property = entity.propertiesByName[name] else {
+                throw .unknownProperty(entity: entity.name, property: name)
+            }
+            coded.append((property.code, value))
+        }
+        coded.sort { $0.0 < $1.0 }
+        w.varint(coded.count)
+        for (code, value) in coded {
+            w.varint(code)
+            try EventCodec.writeValue(value, &w, catalog)
+        }
+        return w.bytes
+    }
+
+    func decodeRecord(_ bytes: UnsafeRawBufferPointer, entityName: String, context: String) throws(LogError) -> Record {
+        var r = ByteReader(bytes, context: context)
+        let version = try r.count(limit: Int(Int32.max))
+        let sequence = try r.varint()
+        let entity = try catalog.schema(forModelVersion: version).entity(entityName)
+        let n = try r.count(limit: r.remaining)
+        var values: [String: LogValue] = [:]
+        values.reserveCapacity(n)
+        for _ in 0..<n {
+            let code = try r.count(limit: Int(Int32.max))
+            guard code < entity.properties.count else { throw r.failure("property code \(code) out of range") }
+            values[entity.properties[code].name] = try EventCodec.readValue(&r, catalog)
+        }
+        guard r.isAtEnd else { throw r.failure("trailing bytes") }
+        return Record(modelVersion: version, version: sequence, values: values)
+    }
+
+    func readRecord(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, entityName: String) throws -> Record? {
+        try txn.withValue(forKey: key.bytes, in: tables.state) { span in
+            try span.withUnsafeBytes { raw in
+                try decodeRecord(raw, entityName: entityName, context: "record \(entityName)/p\(key.primaryKey)")
+            }
+        }
+    }
+
+    func writeRecord(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, _ record: Record, entity: ModelSchema.Entity) throws {
+        try txn.put(try encodeRecord(record, entity: entity), forKey: key.bytes, in: tables.state)
+    }
+
+    // MARK: - Membership and references
+
+    /// The members of an unordered to-many relationship, in key order.
+    func members(_ txn: borrowing LMDBTransaction, of source: ObjectKey, relationship: UInt16) throws -> [ObjectKey] {
+        var prefix = ByteWriter(capacity: 12)
+        source.append(to: &prefix)
+        prefix.uint16(relationship)
+        var result: [ObjectKey] = []
+        try txn.forEach(in: tables.members, range: .prefix(prefix.bytes)) { key, _ in
+            if let target = key.withUnsafeBytes({ ObjectKey($0, at: 12) }) { result.append(target) }
+            return .next
+        }
+        return result
+    }
+
+    /// The objects whose recorded relationship `relationship` points at `target`.
+    func referrers(_ txn: borrowing LMDBTransaction, of target: ObjectKey, relationship: UInt16) throws -> [ObjectKey] {
+        var prefix = ByteWriter(capacity: 12)
+        target.append(to: &prefix)
+        prefix.uint16(relationship)
+        var result: [ObjectKey] = []
+        try txn.forEach(in: tables.referrers, range: .prefix(prefix.bytes)) { key, _ in
+            if let source = key.withUnsafeBytes({ ObjectKey($0, at: 12) }) { result.append(source) }
+            return .next
+        }
+        return result
+    }
+
+    func link(_ txn: borrowing LMDBTransaction, _ source: ObjectKey, _ relationship: UInt16, _ target: ObjectKey, member: Bool) throws {
+        try txn.put([UInt8](), forKey: Self.linkKey(target, relationship, source), in: tables.referrers)
+        if member { try txn.put([UInt8](), forKey: Self.linkKey(source, relationship, target), in: tables.members) }
+    }
+
+    func unlink(_ txn: borrowing LMDBTransaction, _ source: ObjectKey, _ relationship: UInt16, _ target: ObjectKey, member: Bool) throws {
+        try txn.delete(key: Self.linkKey(target, relationship, source), in: tables.referrers)
+        if member { try txn.delete(key: Self.linkKey(source, relationship, target), in: tables.members) }
+    }
+
+    /// The reference targets a value holds.
+    func targets(of value: LogValue?) throws(LogError) -> [ObjectKey] {
+        switch value {
+        case .reference(let id): [try key(id)]
+        case .references(let ids): try ids.map { (id) throws(LogError) in try key(id) }
+        default: []
+        }
+    }
+
+    // MARK: - Indexes
+
+    /// The index keys an object with `values` has in each of its entity's indexes.
+    func indexKeys(_ key: ObjectKey, values: [String: LogValue], entity: ModelSchema.Entity) throws(LogError) -> [(ModelSchema.IndexDefinition, [UInt8], complete: Bool)] {
+        var result: [(ModelSchema.IndexDefinition, [UInt8], complete: Bool)] = []
+        for index in entity.indexes {
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(32)
+            let code = try catalog.indexCode(index.name)
+            bytes.append(UInt8(code >> 8))
+            bytes.append(UInt8(truncatingIfNeeded: code))
+            var complete = true
+            for property in index.properties {
+                switch values[property] {
+                case .attribute(let value):
+                    complete = IndexKeyEncoding.append(value, to: &bytes) && complete
+                case .reference(let id):
+                    bytes.append(0x30)
+                    var w = ByteWriter(capacity: 10)
+                    try self.key(id).append(to: &w)
+                    bytes.append(contentsOf: w.bytes)
+                default:
+                    IndexKeyEncoding.append(nil, to: &bytes)
+                }
+            }
+            var w = ByteWriter(capacity: 10)
+            key.append(to: &w)
+            bytes.append(contentsOf: w.bytes)
+            result.append((index, bytes, complete))
+        }
+        return result
+    }
+
+    func updateIndexes(
+        _ txn: borrowing LMDBTransaction, _ key: ObjectKey, old: [String: LogValue]?, new: [String: LogValue]?,
+        entity: ModelSchema.Entity
+    ) throws {
+        guard !entity.indexes.isEmpty else { return }
+        let oldKeys = try old.map { try indexKeys(key, values: $0, entity: entity).map(\.1) } ?? []
+        let newKeys = try new.map { try indexKeys(key, values: $0, entity: entity).map(\.1) } ?? []
+        for k in oldKeys where !newKeys.contains(k) { try txn.delete(key: k, in: tables.index) }
+        for k in newKeys where !oldKeys.contains(k) { try txn.put([UInt8](), forKey: k, in: tables.index) }
+    }
+
+    // MARK: - Applying changes
+
+    /// Applies an insert: the record, its references and membership, its index entries.
+    func applyInsert(
+        _ txn: borrowing LMDBTransaction, _ key: ObjectKey, values: [String: LogValue], sequence: UInt64,
+        entity: ModelSchema.Entity
+    ) throws {
+        if try txn.containsKey(key.bytes, in: tables.state) {
+            throw LogError.objectExists("\(entity.name)/p\(key.primaryKey)")
+        }
+        var recordValues: [String: LogValue] = [:]
+        for (name, value) in values {
+            if case .null = value { continue }
+            guard let property = entity.propertiesByName[name] else {
+                throw LogError.unknownProperty(entity: entity.name, property: name)
+            }
+            if let storage = property.relationship {
+                let code = try catalog.relationshipCode(property.qualifiedName)
+                let member = storage == .unorderedToMany
+                for target in try targets(of: value) { try link(txn, key, code, target, member: member) }
+                if member { continue }
+            }
+            recordValues[name] = value
+        }
+        try writeRecord(txn, key, Record(modelVersion: modelVersion, version: sequence, values: recordValues), entity: entity)
+        try updateIndexes(txn, key, old: nil, new: recordValues, entity: entity)
+        try txn.put([UInt8](), forKey: Self.historyKey(key, sequence), in: tables.history)
+    }
+
+    /// Applies an update's property changes to the object's current record.
+    func applyUpdate(
+        _ txn: borrowing LMDBTransaction, _ key: ObjectKey, changes: [PropertyChange], sequence: UInt64,
+        entity: ModelSchema.Entity
+    ) throws {
+        guard var record = try readRecord(txn, key, entityName: entity.name) else {
+            throw LogError.objectNotFound("\(entity.name)/p\(key.primaryKey)")
+        }
+        let old = record.values
+        for change in changes {
+            guard let property = entity.propertiesByName[change.property] else {
+                throw LogError.unknownProperty(entity: entity.name, property: change.property)
+            }
+            switch change {
+            case .value(let name, _, let after):
+                if property.relationship != nil {
+                    let code = try catalog.relationshipCode(property.qualifiedName)
+                    let before = try targets(of: record.values[name])
+                    let now = try targets(of: after)
+                    for target in before where !now.contains(target) { try unlink(txn, key, code, target, member: false) }
+                    for target in now where !before.contains(target) { try link(txn, key, code, target, member: false) }
+                }
+                if case .null = after { record.values[name] = nil } else { record.values[name] = after }
+            case .membership(_, let added, let removed):
+                let code = try catalog.relationshipCode(property.qualifiedName)
+                for id in removed { try unlink(txn, key, code, try self.key(id), member: true) }
+                for id in added { try link(txn, key, code, try self.key(id), member: true) }
+            }
+        }
+        record.version = sequence
+        record.modelVersion = modelVersion
+        try writeRecord(txn, key, record, entity: entity)
+        try updateIndexes(txn, key, old: old, new: record.values, entity: entity)
+        try txn.put([UInt8](), forKey: Self.historyKey(key, sequence), in: tables.history)
+    }
+
+    /// Applies a delete: removes the record, its outgoing references and membership, its index entries.
+    func applyDelete(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, sequence: UInt64, entity: ModelSchema.Entity) throws {
+        guard let record = try readRecord(txn, key, entityName: entity.name) else {
+            throw LogError.objectNotFound("\(entity.name)/p\(key.primaryKey)")
+        }
+        for property in entity.properties {
+            guard let storage = property.relationship else { continue }
+            switch storage {
+            case .derived: continue
+            case .toOne, .orderedToMany:
+                let code = try catalog.relationshipCode(property.qualifiedName)
+                for target in try targets(of: record.values[property.name]) { try unlink(txn, key, code, target, member: false) }
+            case .unorderedToMany:
+                let code = try catalog.relationshipCode(property.qualifiedName)
+                for target in try members(txn, of: key, relationship: code) { try unlink(txn, key, code, target, member: true) }
+            }
+        }
+        try updateIndexes(txn, key, old: record.values, new: nil, entity: entity)
+        try txn.delete(key: key.bytes, in: tables.state)
+        try txn.put([UInt8](), forKey: Self.historyKey(key, sequence), in: tables.history)
+    }
+
+    /// The full before-image of a live object: its record values plus unordered members.
+    func beforeImage(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, record: Record, entity: ModelSchema.Entity) throws -> [String: LogValue] {
+        var values = record.values
+        for property in entity.properties where property.relationship == .unorderedToMany {
+            let code = try catalog.relationshipCode(property.qualifiedName)
+            let ids = try members(txn, of: key, relationship: code).map { (k) throws(LogError) in try id(k) }
+            if !ids.isEmpty { values[property.name] = .references(ids.sorted()) }
+        }
+        return values
+    }
+
+    /// Applies a decoded event (replay). With `checkBeforeImages`, every before-image in the
+    /// event must match the state it is applied to; a mismatch is reported, not applied.
+    func apply(_ txn: borrowing LMDBTransaction, _ event: TransactionEvent, checkBeforeImages: Bool) throws {
+        for change in event.changes {
+            let id = change.objectID
+            let entity = try catalog.schema(forModelVersion: event.modelVersion).entity(id.entity)
+            let current = self.schema.entities[id.entity] ?? entity
+            let objectKey = try key(id)
+            switch change {
+            case .insert(_, let values):
+                try applyInsert(txn, objectKey, values: values, sequence: event.sequence, entity: current)
+            case .update(_, let changes):
+                if checkBeforeImages, let record = try readRecord(txn, objectKey, entityName: id.entity) {
+                    for case .value(let name, let before, _) in changes where (record.values[name] ?? .null) != before {
+                        throw LogError.malformed(
+                            "event \(event.sequence): the before-image of \(id).\(name) is \(before), but the replayed state holds \(record.values[name] ?? .null)")
+                    }
+                }
+                try applyUpdate(txn, objectKey, changes: changes, sequence: event.sequence, entity: current)
+            case .delete:
+                try applyDelete(txn, objectKey, sequence: event.sequence, entity: current)
+            }
+            let counter = try txn.value(forKey: Self.counterKey(objectKey.entity), in: tables.counters)
+                .flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
+            if objectKey.primaryKey > counter {
+                try txn.put(bigEndianBytes(objectKey.primaryKey), forKey: Self.counterKey(objectKey.entity), in: tables.counters)
+            }
+        }
+    }
+
+    static func counterKey(_ entity: UInt16) -> [UInt8] { [UInt8(entity >> 8), UInt8(truncatingIfNeeded: entity)] }
+}

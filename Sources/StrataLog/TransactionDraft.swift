@@ -1,0 +1,154 @@
+public import Foundation
+public import StrataModel
+
+/// An object named in a draft: one already in the store, or one the draft inserts.
+public enum DraftObjectID: Sendable, Hashable, CustomStringConvertible {
+    /// An object in the store.
+    case stored(StoredObjectID)
+    /// An object this draft inserts; its permanent ID is assigned at commit.
+    case temporary(entity: String, id: UUID)
+
+    /// `Entity/pN` or `Entity/t<UUID>`.
+    public var description: String {
+        switch self {
+        case .stored(let id): id.description
+        case .temporary(let entity, let id): "\(entity)/t\(id.uuidString)"
+        }
+    }
+
+    /// The entity.
+    public var entity: String {
+        switch self {
+        case .stored(let id): id.entity
+        case .temporary(let entity, _): entity
+        }
+    }
+}
+
+/// A property value in a draft: like ``LogValue``, but references may name objects the
+/// same draft inserts.
+public enum DraftValue: Sendable, Hashable {
+    /// No value.
+    case null
+    /// An attribute value.
+    case attribute(AttributeValue)
+    /// A to-one destination.
+    case reference(DraftObjectID)
+    /// A to-many relationship's full set of destinations (in order, if ordered).
+    case references([DraftObjectID])
+}
+
+/// The changes a commit makes, in the order they are made, grouped into undo groups.
+///
+/// The log computes every before-image itself, from the state at commit time, so a draft
+/// gives only new values. Temporary objects get permanent IDs at commit, in the order the
+/// draft inserts them (``CommitResult/permanentIDs``).
+///
+/// ```swift
+/// var draft = TransactionDraft(author: "alice", contextName: "editor")
+/// let team = draft.insert("Team", values: ["name": .attribute(.string("Otters"))])
+/// draft.update(.stored(existingPlayer), values: ["team": .reference(team)])
+/// draft.delete(.stored(oldTeam))
+/// ```
+public struct TransactionDraft: Sendable {
+    /// One operation.
+    public enum Operation: Sendable, Hashable {
+        /// Insert a new object with its values.
+        case insert(DraftObjectID, values: [String: DraftValue])
+        /// Set properties of an object.
+        case update(DraftObjectID, values: [String: DraftValue])
+        /// Add and remove members of an unordered to-many relationship.
+        case membership(DraftObjectID, property: String, added: [DraftObjectID], removed: [DraftObjectID])
+        /// Delete an object.
+        case delete(DraftObjectID)
+    }
+
+    /// One undo group of operations.
+    public struct Group: Sendable, Hashable {
+        /// The undo action's name.
+        public var actionName: String?
+        /// The operations, in order.
+        public var operations: [Operation]
+    }
+
+    /// The transaction author (the context's `transactionAuthor`).
+    public var author: String?
+    /// The committing context's name.
+    public var contextName: String?
+    /// The committing process (default: this one).
+    public var processID: Int32 = ProcessInfo.processInfo.processIdentifier
+    /// The commit time (default: the moment of commit).
+    public var timestamp: Date?
+    /// What kind of transaction this is.
+    public var kind: TransactionKind = .save
+    /// The undo groups, in order; operations go into the last one.
+    public private(set) var groups: [Group] = [Group(actionName: nil, operations: [])]
+
+    /// Starts a draft.
+    public init(author: String? = nil, contextName: String? = nil, kind: TransactionKind = .save) {
+        self.author = author
+        self.contextName = contextName
+        self.kind = kind
+    }
+
+    /// Whether the draft has no operations.
+    public var isEmpty: Bool { groups.allSatisfy { $0.operations.isEmpty } }
+
+    /// Closes the current undo group and starts another (empty groups are dropped at commit).
+    public mutating func beginGroup(actionName: String? = nil) {
+        if groups[groups.count - 1].operations.isEmpty {
+            groups[groups.count - 1].actionName = actionName
+        } else {
+            groups.append(Group(actionName: actionName, operations: []))
+        }
+    }
+
+    /// Names the current undo group's action.
+    public mutating func setActionName(_ name: String?) { groups[groups.count - 1].actionName = name }
+
+    /// Inserts a new object of `entity` and returns its temporary ID.
+    @discardableResult
+    public mutating func insert(_ entity: String, id: UUID = UUID(), values: [String: DraftValue]) -> DraftObjectID {
+        let object = DraftObjectID.temporary(entity: entity, id: id)
+        append(.insert(object, values: values))
+        return object
+    }
+
+    /// Sets `values` on `object`.
+    public mutating func update(_ object: DraftObjectID, values: [String: DraftValue]) {
+        append(.update(object, values: values))
+    }
+
+    /// Adds and removes members of the unordered to-many relationship `property`.
+    public mutating func changeMembers(
+        of object: DraftObjectID, _ property: String, adding added: [DraftObjectID] = [],
+        removing removed: [DraftObjectID] = []
+    ) {
+        append(.membership(object, property: property, added: added, removed: removed))
+    }
+
+    /// Deletes `object`.
+    public mutating func delete(_ object: DraftObjectID) { append(.delete(object)) }
+
+    /// Appends an operation to the current group.
+    public mutating func append(_ operation: Operation) {
+        groups[groups.count - 1].operations.append(operation)
+    }
+}
+
+/// What a commit did.
+public struct CommitResult: Sendable {
+    /// The committed event, with every before-image.
+    public let event: TransactionEvent
+    /// The permanent ID given to each temporary object.
+    public let permanentIDs: [DraftObjectID: StoredObjectID]
+
+    /// The new transaction's sequence number.
+    public var sequence: UInt64 { event.sequence }
+
+    /// The permanent ID of `object` (itself if already stored).
+    public func permanentID(for object: DraftObjectID) -> StoredObjectID? {
+        if case .stored(let id) = object { return id }
+        return permanentIDs[object]
+    }
+}

@@ -1,0 +1,113 @@
+public import Foundation
+
+/// What kind of transaction an event records.
+public enum TransactionKind: Sendable, Hashable, CustomStringConvertible {
+    /// A context's save.
+    case save
+    /// The undo of group `group` of transaction `of`, saved.
+    case undo(of: UInt64, group: Int)
+    /// The redo of group `group` of transaction `of`, saved.
+    case redo(of: UInt64, group: Int)
+    /// A migration between model versions.
+    case migration
+    /// A bulk import.
+    case `import`
+
+    /// `save`, `undo of 12 (group 0)`, …
+    public var description: String {
+        switch self {
+        case .save: "save"
+        case .undo(let seq, let group): "undo of \(seq) (group \(group))"
+        case .redo(let seq, let group): "redo of \(seq) (group \(group))"
+        case .migration: "migration"
+        case .import: "import"
+        }
+    }
+}
+
+/// One property's change inside an update.
+public enum PropertyChange: Sendable, Hashable {
+    /// The property went from `before` to `after`.
+    case value(property: String, before: LogValue, after: LogValue)
+    /// An unordered to-many relationship gained `added` and lost `removed`.
+    case membership(property: String, added: [StoredObjectID], removed: [StoredObjectID])
+
+    /// The property's name.
+    public var property: String {
+        switch self {
+        case .value(let property, _, _), .membership(let property, _, _): property
+        }
+    }
+}
+
+/// One object's change, with its before-image (DESIGN.md invariant 4).
+public enum Change: Sendable, Hashable {
+    /// A new object with its initial stored values.
+    case insert(StoredObjectID, values: [String: LogValue])
+    /// Changed properties, each with its value before and after.
+    case update(StoredObjectID, changes: [PropertyChange])
+    /// A removed object and every stored value it had (its before-image).
+    case delete(StoredObjectID, before: [String: LogValue])
+
+    /// The object changed.
+    public var objectID: StoredObjectID {
+        switch self {
+        case .insert(let id, _), .update(let id, _), .delete(let id, _): id
+        }
+    }
+}
+
+/// One coalesced undo group: what one user action did.
+public struct ChangeGroup: Sendable, Hashable {
+    /// The undo action's name ("Add Player"), if the app gave one.
+    public var actionName: String?
+    /// The group's changes, in the order they were applied.
+    public var changes: [Change]
+
+    /// Creates a group.
+    public init(actionName: String? = nil, changes: [Change]) {
+        self.actionName = actionName
+        self.changes = changes
+    }
+}
+
+/// A committed transaction: the unit the log appends, one per save.
+///
+/// Corresponds loosely to Core Data's `NSPersistentHistoryTransaction`, but every change
+/// carries its values before and after, so any transaction can be inverted on its own.
+public struct TransactionEvent: Sendable, Hashable {
+    /// The sequence number: dense, from 1, in commit order.
+    public var sequence: UInt64
+    /// When it was committed (microsecond precision).
+    public var timestamp: Date
+    /// Who committed it (the context's `transactionAuthor`).
+    public var author: String?
+    /// The committing context's name.
+    public var contextName: String?
+    /// The committing process's ID.
+    public var processID: Int32
+    /// Save, undo, redo, migration or import.
+    public var kind: TransactionKind
+    /// The model version (the store's number for it) the event was written with.
+    public var modelVersion: Int
+    /// The coalesced undo groups.
+    public var groups: [ChangeGroup]
+
+    /// Creates an event.
+    public init(
+        sequence: UInt64, timestamp: Date, author: String? = nil, contextName: String? = nil, processID: Int32,
+        kind: TransactionKind, modelVersion: Int, groups: [ChangeGroup]
+    ) {
+        self.sequence = sequence
+        self.timestamp = timestamp
+        self.author = author
+        self.contextName = contextName
+        self.processID = processID
+        self.kind = kind
+        self.modelVersion = modelVersion
+        self.groups = groups
+    }
+
+    /// Every change of every group, in order.
+    public var changes: [Change] { groups.flatMap(\.changes) }
+}
