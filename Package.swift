@@ -104,9 +104,15 @@ let package = Package(
             dependencies: ["StrataModel", "StrataTestSupport"],
             swiftSettings: strictSettings
         ),
+        .executableTarget(
+            name: "StrataLogProbe",
+            dependencies: ["StrataLog", "StrataStorage", "StrataModel"],
+            path: "Tests/StrataLogProbe",
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "StrataLogTests",
-            dependencies: ["StrataLog", "StrataStorage", "StrataTestSupport"],
+            dependencies: ["StrataLog", "StrataStorage", "StrataTestSupport", "StrataLogProbe"],
             swiftSettings: strictSettings
         ),
         .testTarget(

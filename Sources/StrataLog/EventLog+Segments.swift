@@ -1,14 +1,409 @@
 import Foundation
 import StrataStorage
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// MARK: - Compaction
 
 extension EventLog {
-    /// Removes what an interrupted compaction left behind (filled in with compaction).
-    func repairSegments() throws {}
+    /// Moves old events into one zstd segment file and removes them from the raw log
+    /// (`Specs/0004-event-log.md` §7). Reads of those events, as-of and history keep working,
+    /// decompressing transparently; replay gives the same state before and after.
+    ///
+    /// The horizon is the lowest of what `request` asks, every registered consumer's
+    /// checkpoint, and the persisted undo depth. The protocol is crash-safe: the segment is
+    /// written to a temporary file and fsynced; then, inside one LMDB write transaction, it
+    /// is renamed into place, the manifest entry added and the raw events deleted. A crash
+    /// before that transaction commits leaves a file the next writable open removes.
+    @discardableResult
+    public func compact(_ request: CompactionRequest) throws -> CompactionReport {
+        if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
+        let (from, horizon, limit) = try compactionHorizon(request)
+        guard horizon >= from else {
+            return CompactionReport(
+                moved: nil, horizon: horizon, limitedBy: limit, rawBytes: 0, compressedBytes: 0, segmentFile: nil,
+                dictionaryFile: nil, isDryRun: request.dryRun)
+        }
+
+        // Dictionary first: it must exist before any frame is compressed.
+        var dictionary: ZstdDictionary?
+        if request.usesDictionary {
+            var samples: [[UInt8]] = []
+            let stride = max(1, Int((horizon - from + 1) / 4000))
+            var index = 0
+            try forEachRawEvent(from: from, through: horizon) { _, bytes in
+                if index % stride == 0 { samples.append(bytes) }
+                index += 1
+            }
+            // zstd's trainer wants many samples; fall back to no dictionary when there are too few.
+            dictionary = samples.count >= 64 ? try? ZstdDictionary.train(samples: samples, capacity: 64 << 10) : nil
+        }
+
+        try FileManager.default.createDirectory(atPath: segmentDirectory, withIntermediateDirectories: true)
+        let token = "\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString)"
+        let temporaryPath = (segmentDirectory as NSString).appendingPathComponent(".tmp-\(token).zst")
+        let temporaryDictionaryPath = (segmentDirectory as NSString).appendingPathComponent(".tmp-\(token).dict")
+        defer {
+            try? FileManager.default.removeItem(atPath: temporaryPath)
+            try? FileManager.default.removeItem(atPath: temporaryDictionaryPath)
+        }
+
+        // Write the frames.
+        guard FileManager.default.createFile(atPath: temporaryPath, contents: nil) else {
+            throw LogError.segment("cannot create \(temporaryPath)")
+        }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: temporaryPath))
+        var frames: [SegmentDescriptor.Frame] = []
+        var rawTotal: UInt64 = 0
+        var offset: UInt64 = 0
+        var frame: [UInt8] = []
+        var frameFirst: UInt64 = 0
+        var frameLast: UInt64 = 0
+        var frameEvents = 0
+        let perFrame = max(1, request.eventsPerFrame)
+        func flush() throws {
+            guard frameEvents > 0 else { return }
+            let compressed = try Zstd.compress(frame, level: request.level, dictionary: dictionary)
+            if !request.dryRun { try handle.write(contentsOf: compressed) }
+            frames.append(
+                SegmentDescriptor.Frame(
+                    first: frameFirst, last: frameLast, offset: offset, compressedLength: UInt64(compressed.count),
+                    rawLength: UInt64(frame.count)))
+            offset += UInt64(compressed.count)
+            frame.removeAll(keepingCapacity: true)
+            frameEvents = 0
+        }
+        do {
+            try forEachRawEvent(from: from, through: horizon) { sequence, bytes in
+                if frameEvents == 0 { frameFirst = sequence }
+                frameLast = sequence
+                FrameContent.append(bytes, to: &frame)
+                rawTotal += UInt64(bytes.count)
+                frameEvents += 1
+                if frameEvents >= perFrame || frame.count >= 4 << 20 { try flush() }
+            }
+            try flush()
+            try handle.synchronize()
+            try handle.close()
+        } catch {
+            try? handle.close()
+            throw error
+        }
+
+        let fileName = SegmentDescriptor.fileName(first: from, last: horizon, suffix: "zst")
+        let dictionaryName = dictionary.map { _ in SegmentDescriptor.fileName(first: from, last: horizon, suffix: "dict") }
+        let segmentPath = (segmentDirectory as NSString).appendingPathComponent(fileName)
+        if request.dryRun {
+            return CompactionReport(
+                moved: from...horizon, horizon: horizon, limitedBy: limit, rawBytes: Int(rawTotal),
+                compressedBytes: Int(offset), segmentFile: nil, dictionaryFile: nil, isDryRun: true)
+        }
+        if let dictionary {
+            try Data(dictionary.bytes).write(to: URL(fileURLWithPath: temporaryDictionaryPath))
+            let dictionaryHandle = try FileHandle(forUpdating: URL(fileURLWithPath: temporaryDictionaryPath))
+            try dictionaryHandle.synchronize()
+            try dictionaryHandle.close()
+        }
+        let descriptor = SegmentDescriptor(
+            fileName: fileName, first: from, last: horizon, rawBytes: rawTotal, compressedBytes: offset,
+            dictionaryFileName: dictionaryName, frames: frames)
+
+        // Rename and commit under LMDB's writer lock, so another process's repair can't
+        // mistake the new file for an orphan between the two.
+        try environment.write { txn in
+            let compacted = try number(MetaKey.compactedThrough, txn)
+            guard compacted == from - 1 else {
+                throw LogError.invalidOperation("another compaction moved events \(from)… first; nothing was changed")
+            }
+            try moveIntoPlace(temporaryPath, segmentPath)
+            if let dictionaryName {
+                try moveIntoPlace(temporaryDictionaryPath, (segmentDirectory as NSString).appendingPathComponent(dictionaryName))
+            }
+            syncDirectory(segmentDirectory)
+            try txn.put(descriptor.encoded(), forKey: bigEndianBytes(from), in: tables.segments)
+            var moved: [[UInt8]] = []
+            let range = KeyRange(lowerBound: bigEndianBytes(from), upperBound: bigEndianBytes(horizon + 1))
+            try txn.forEach(in: tables.events, range: range) { key, _ in
+                moved.append(key.withUnsafeBytes { Array($0) })
+                return .next
+            }
+            for key in moved { try txn.delete(key: key, in: tables.events) }
+            try txn.put(bigEndianBytes(horizon), forKey: MetaKey.compactedThrough, in: tables.meta)
+        }
+        return CompactionReport(
+            moved: from...horizon, horizon: horizon, limitedBy: limit, rawBytes: Int(rawTotal), compressedBytes: Int(offset),
+            segmentFile: segmentPath,
+            dictionaryFile: dictionaryName.map { (segmentDirectory as NSString).appendingPathComponent($0) }, isDryRun: false)
+    }
+
+    /// The first raw sequence, the highest that may move, and what limits it.
+    func compactionHorizon(_ request: CompactionRequest) throws -> (UInt64, UInt64, CompactionLimit) {
+        try read { reader in
+            let head = try reader.head
+            let from = try reader.compactedThrough + 1
+            var horizon = head
+            var limit = CompactionLimit.head
+            func lower(_ candidate: UInt64, _ reason: CompactionLimit) {
+                if candidate < horizon {
+                    horizon = candidate
+                    limit = reason
+                }
+            }
+            if let before = request.before { lower(before == 0 ? 0 : before - 1, .requested) }
+            if let date = request.beforeDate {
+                var last: UInt64 = from - 1
+                try reader.forEachEvent(from: from, through: horizon) { event in
+                    guard event.timestamp < date else { return .stop }
+                    last = event.sequence
+                    return .next
+                }
+                lower(last, .requested)
+            }
+            for (name, through) in try reader.consumers() { lower(through, .consumer(name: name, processedThrough: through)) }
+            let retention = try reader.metaNumber(MetaKey.undoRetention)
+            if retention > 0 { lower(head > retention ? head - retention : 0, .undoRetention(transactions: retention)) }
+            return (from, horizon, limit)
+        }
+    }
+
+    /// Calls `body` with each raw (uncompacted) event's bytes, chunks joined.
+    func forEachRawEvent(from: UInt64, through: UInt64, _ body: (UInt64, [UInt8]) throws -> Void) throws {
+        try environment.read { txn in
+            var pending: [UInt8] = []
+            var pendingSequence: UInt64 = 0
+            let range = KeyRange(lowerBound: bigEndianBytes(from), upperBound: through == .max ? nil : bigEndianBytes(through + 1))
+            try txn.forEach(in: tables.events, range: range) { key, value in
+                let sequence = key.withUnsafeBytes { readBigEndian($0) } ?? 0
+                if sequence != pendingSequence && !pending.isEmpty {
+                    try body(pendingSequence, pending)
+                    pending.removeAll(keepingCapacity: true)
+                }
+                pendingSequence = sequence
+                value.withUnsafeBytes { pending.append(contentsOf: $0) }
+                return .next
+            }
+            if !pending.isEmpty { try body(pendingSequence, pending) }
+        }
+    }
+
+    func number(_ key: [UInt8], _ txn: borrowing LMDBTransaction) throws -> UInt64 {
+        (try txn.value(forKey: key, in: tables.meta)).flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
+    }
+
+    private func moveIntoPlace(_ temporary: String, _ final: String) throws {
+        let fileManager = FileManager.default
+        if fileManager.fileExists(atPath: temporary) {
+            if fileManager.fileExists(atPath: final) { try fileManager.removeItem(atPath: final) }
+            try fileManager.moveItem(atPath: temporary, toPath: final)
+        } else if !fileManager.fileExists(atPath: final) {
+            throw LogError.segment("the new segment \(temporary) vanished before it was put in place")
+        }
+    }
+
+    // MARK: - Repair
+
+    /// Removes what an interrupted compaction left in `segments/`: temporary files of dead
+    /// processes, and segment or dictionary files no manifest entry names. Runs at every
+    /// writable open, under LMDB's writer lock.
+    func repairSegments() throws {
+        let fileManager = FileManager.default
+        guard fileManager.fileExists(atPath: segmentDirectory) else { return }
+        try environment.write { txn in
+            var referenced: Set<String> = []
+            try txn.forEach(in: tables.segments) { key, value in
+                let descriptor = try value.withUnsafeBytes { raw in
+                    try SegmentDescriptor.decode(raw, context: "segment manifest entry")
+                }
+                referenced.insert(descriptor.fileName)
+                if let dictionary = descriptor.dictionaryFileName { referenced.insert(dictionary) }
+                return .next
+            }
+            for name in (try? fileManager.contentsOfDirectory(atPath: segmentDirectory)) ?? [] {
+                let full = (segmentDirectory as NSString).appendingPathComponent(name)
+                if name.hasPrefix(".tmp-") {
+                    let pid = name.dropFirst(5).split(separator: "-").first.flatMap { Int32($0) } ?? 0
+                    if pid != ProcessInfo.processInfo.processIdentifier && !processIsAlive(pid) {
+                        try? fileManager.removeItem(atPath: full)
+                    }
+                } else if (name.hasSuffix(".zst") || name.hasSuffix(".dict")) && !referenced.contains(name) {
+                    try? fileManager.removeItem(atPath: full)
+                }
+            }
+        }
+    }
+
+    // MARK: - Consumers and retention
+
+    /// Records that consumer `name` has processed every transaction through `sequence`;
+    /// compaction never moves events past the lowest consumer's checkpoint.
+    public func registerConsumer(_ name: String, processedThrough sequence: UInt64) throws {
+        if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
+        try environment.write { txn in try txn.put(bigEndianBytes(sequence), forKey: Array(name.utf8), in: tables.consumers) }
+    }
+
+    /// Forgets consumer `name`; it no longer holds compaction back.
+    public func removeConsumer(_ name: String) throws {
+        if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
+        try environment.write { txn in _ = try txn.delete(key: Array(name.utf8), in: tables.consumers) }
+    }
+
+    /// Keeps the newest `transactions` transactions raw for persisted undo (0: none).
+    public func setUndoRetention(_ transactions: UInt64) throws {
+        if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
+        try environment.write { txn in try txn.put(bigEndianBytes(transactions), forKey: MetaKey.undoRetention, in: tables.meta) }
+    }
+
+    /// The segment manifest, oldest first.
+    public func segments() throws -> [SegmentInfo] {
+        try read { reader in try reader.segmentDescriptors().map(\.info) }
+    }
+
+    // MARK: - Vacuum
+
+    /// Copies the store's environment compacted (`mdb_env_copy2` with `MDB_CP_COMPACT`) and
+    /// puts the copy in place, so the file shrinks after compaction or deletes. Returns the
+    /// data file's size before and after.
+    ///
+    /// The store must not be open anywhere — in this process or another — while it runs.
+    public static func vacuum(path: String) throws -> (before: Int, after: Int) {
+        let dataPath = (path as NSString).appendingPathComponent("data.mdb")
+        guard FileManager.default.fileExists(atPath: dataPath) else { throw LogError.notAStore(path) }
+        let before = (try FileManager.default.attributesOfItem(atPath: dataPath)[.size] as? Int) ?? 0
+        let scratch = (path as NSString).appendingPathComponent(".vacuum-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        do {
+            var options = LMDBEnvironment.Options()
+            options.isReadOnly = true
+            let environment = try LMDBEnvironment(path: path, databases: [], options: options)
+            try environment.copy(to: scratch, compacting: true)
+        }
+        let copied = (scratch as NSString).appendingPathComponent("data.mdb")
+        guard rename(copied, dataPath) == 0 else {
+            throw LogError.invalidOperation("vacuum: cannot move the compacted copy into place (errno \(errno))")
+        }
+        syncDirectory(path)
+        let after = (try FileManager.default.attributesOfItem(atPath: dataPath)[.size] as? Int) ?? 0
+        return (before, after)
+    }
 }
 
+/// fsyncs a directory so a rename in it is durable.
+func syncDirectory(_ path: String) {
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else { return }
+    fsync(fd)
+    close(fd)
+}
+
+/// Whether a process with `pid` exists.
+func processIsAlive(_ pid: Int32) -> Bool {
+    guard pid > 0 else { return false }
+    return kill(pid, 0) == 0 || errno == EPERM
+}
+
+// MARK: - Reading segments
+
 extension LogReader {
-    /// Events from segment files (filled in with compaction).
+    /// The named consumers and their checkpoints.
+    public func consumers() throws -> [(name: String, processedThrough: UInt64)] {
+        var result: [(String, UInt64)] = []
+        try txn.forEach(in: tables.consumers) { key, value in
+            let name = key.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+            result.append((name, value.withUnsafeBytes { readBigEndian($0) } ?? 0))
+            return .next
+        }
+        return result
+    }
+
+    /// The segment manifest, oldest first.
+    func segmentDescriptors() throws -> [SegmentDescriptor] {
+        var result: [SegmentDescriptor] = []
+        try txn.forEach(in: tables.segments) { key, value in
+            let first = key.withUnsafeBytes { readBigEndian($0) } ?? 0
+            result.append(try value.withUnsafeBytes { raw in
+                try SegmentDescriptor.decode(raw, context: "manifest entry for the segment starting at \(first)")
+            })
+            return .next
+        }
+        return result
+    }
+
+    /// The segments, oldest first.
+    public func segments() throws -> [SegmentInfo] { try segmentDescriptors().map(\.info) }
+
+    /// Calls `body` with each compacted event from `from` through `through`, decompressing
+    /// only the frames that hold them.
     func forEachSegmentEvent(from: UInt64, through: UInt64, _ body: (TransactionEvent) throws -> IterationDecision) throws {
-        throw LogError.segment("events \(from)…\(through) are compacted, and segment reading is not built yet")
+        var expected = from
+        for segment in try segmentDescriptors() where segment.last >= from && segment.first <= through {
+            let reader = try SegmentReader(segment, directory: log.segmentDirectory)
+            for (index, frame) in segment.frames.enumerated() where frame.last >= from && frame.first <= through {
+                for bytes in try reader.events(inFrame: index) {
+                    let event = try bytes.withUnsafeBytes { raw in
+                        try EventCodec.decode(raw, catalog: log.catalog, context: "segment \(segment.fileName) frame \(index)")
+                    }
+                    guard event.sequence >= from, event.sequence <= through else { continue }
+                    guard event.sequence == expected else {
+                        throw LogError.segment("\(segment.fileName): expected event \(expected), found \(event.sequence)")
+                    }
+                    expected += 1
+                    if try body(event) == .stop { return }
+                }
+            }
+        }
+        if expected <= through {
+            throw LogError.segment("events \(expected)…\(through) are compacted but no segment holds them")
+        }
+    }
+}
+
+/// Reads frames of one segment file, checking each against its manifest entry.
+struct SegmentReader {
+    let descriptor: SegmentDescriptor
+    let path: String
+    let dictionary: ZstdDictionary?
+
+    init(_ descriptor: SegmentDescriptor, directory: String) throws {
+        self.descriptor = descriptor
+        path = (directory as NSString).appendingPathComponent(descriptor.fileName)
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw LogError.segment("\(descriptor.fileName) (events \(descriptor.first)…\(descriptor.last)) is missing from \(directory)")
+        }
+        if let name = descriptor.dictionaryFileName {
+            let dictionaryPath = (directory as NSString).appendingPathComponent(name)
+            guard let bytes = FileManager.default.contents(atPath: dictionaryPath) else {
+                throw LogError.segment("the dictionary \(name) of \(descriptor.fileName) is missing")
+            }
+            dictionary = try ZstdDictionary(bytes: Array(bytes))
+        } else {
+            dictionary = nil
+        }
+    }
+
+    /// The events' bytes in frame `index`.
+    func events(inFrame index: Int) throws -> [[UInt8]] {
+        let frame = descriptor.frames[index]
+        let context = "segment \(descriptor.fileName) frame \(index) (events \(frame.first)…\(frame.last), bytes \(frame.offset)…)"
+        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        try handle.seek(toOffset: frame.offset)
+        let compressed = try handle.read(upToCount: Int(frame.compressedLength)) ?? Data()
+        guard compressed.count == Int(frame.compressedLength) else {
+            throw LogError.segment("\(context): the file is truncated (\(compressed.count) of \(frame.compressedLength) bytes)")
+        }
+        let raw: [UInt8]
+        do {
+            raw = try Zstd.decompress(compressed, maximumSize: Int(frame.rawLength), dictionary: dictionary)
+        } catch let error as ZstdError {
+            throw LogError.segment("\(context): \(error)")
+        }
+        guard raw.count == Int(frame.rawLength) else {
+            throw LogError.segment("\(context): decompressed to \(raw.count) bytes, the manifest says \(frame.rawLength)")
+        }
+        return try FrameContent.split(raw, context: context)
     }
 }
