@@ -1,0 +1,327 @@
+internal import Foundation
+
+// MARK: - Model checking
+
+extension ManagedObjectModel {
+    /// Checks the model and throws one ``ModelError`` listing every problem.
+    ///
+    /// Building a model (with the builder or ``init(entities:fetchRequestTemplates:localizationDictionary:versionIdentifiers:)``)
+    /// and loading one from a file call this; call it yourself after changing a model's
+    /// parts. The rules, with the ``ModelError/Kind`` each reports:
+    ///
+    /// - names are non-empty identifiers (letters, digits, `_`; not starting with a digit) — `invalidName`
+    /// - entity names are unique — `duplicateEntity`; property names are unique within an
+    ///   entity, including inherited ones — `duplicateProperty`
+    /// - superentities exist — `unknownSuperentity` — and form no cycle — `inheritanceCycle`
+    /// - relationship destinations exist — `unknownDestination`; an inverse exists on the
+    ///   destination — `inverseNotFound` — and names this relationship back, pointing at this
+    ///   entity or a superentity of it — `inverseMismatch`
+    /// - default values and minimum/maximum values match the attribute type — `wrongValueType`
+    /// - a mandatory, persisted attribute without a default in a concrete entity is an error
+    ///   unless marked ``AttributeDescription/isProvidedAtInsert`` — `missingDefaultValue`
+    ///   (Core Data accepts such a model and fails every insert at save instead)
+    /// - regular expressions compile — `invalidRegularExpression`; predicates parse — `invalidPredicate`
+    /// - minimum ≤ maximum, counts and lengths ≥ 0, and value/length/pattern rules only on
+    ///   types they apply to — `invalidRange`
+    /// - uniqueness constraints name persisted attributes or to-one relationships — `invalidUniquenessConstraint`
+    /// - fetched properties name an existing entity — `invalidFetchedProperty`
+    /// - fetch request templates have unique names and an existing entity — `invalidFetchRequestTemplate`
+    ///
+    /// ```swift
+    /// var model = ManagedObjectModel()
+    /// model.entities = [Entity("Player") { Relationship("team", to: "Teem") }]
+    /// try model.validate()  // throws: destination entity 'Teem' does not exist
+    /// ```
+    public func validate() throws(ModelError) {
+        let issues = checkingIssues()
+        if !issues.isEmpty { throw ModelError(issues) }
+    }
+
+    /// Every problem ``validate()`` would report, without throwing.
+    ///
+    /// ```swift
+    /// model.checkingIssues().isEmpty
+    /// ```
+    public func checkingIssues() -> [ModelError.Issue] {
+        var checker = ModelChecker(model: self)
+        checker.run()
+        return checker.issues
+    }
+}
+
+// MARK: - ModelChecker
+
+/// Collects model problems; one pass per concern, in model order.
+struct ModelChecker {
+    let model: ManagedObjectModel
+    var issues: [ModelError.Issue] = []
+
+    init(model: ManagedObjectModel) { self.model = model }
+
+    mutating func report(
+        _ kind: ModelError.Kind, _ entity: String?, _ property: String?, _ location: String, _ message: String
+    ) {
+        issues.append(ModelError.Issue(kind, entity: entity, property: property, message: message, location: location))
+    }
+
+    static func isIdentifier(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, !("0"..."9").contains(first) else { return false }
+        return name.unicodeScalars.allSatisfy { $0 == "_" || $0.properties.isAlphabetic || ("0"..."9").contains($0) }
+    }
+
+    mutating func run() {
+        var seenEntities: Set<String> = []
+        for (ei, entity) in model.entities.enumerated() {
+            let path = "entities[\(ei)]"
+            if !ModelChecker.isIdentifier(entity.name) {
+                report(.invalidName, entity.name, nil, path + ".name", "entity name '\(entity.name)' is not an identifier")
+            }
+            if !seenEntities.insert(entity.name).inserted {
+                report(.duplicateEntity, entity.name, nil, path + ".name", "another entity is already named '\(entity.name)'")
+            }
+            checkInheritance(entity, path)
+            checkPropertyNames(entity, path)
+            for (ai, attribute) in entity.attributes.enumerated() {
+                checkAttribute(attribute, entity, "\(path).attributes[\(ai)]")
+            }
+            for (ri, relationship) in entity.relationships.enumerated() {
+                checkRelationship(relationship, entity, "\(path).relationships[\(ri)]")
+            }
+            for (fi, fetched) in entity.fetchedProperties.enumerated() {
+                checkFetchedProperty(fetched, entity, "\(path).fetchedProperties[\(fi)]")
+            }
+            checkInheritedDefaults(entity, path)
+            for (ci, constraint) in entity.uniquenessConstraints.enumerated() {
+                checkUniqueness(constraint, entity, "\(path).uniquenessConstraints[\(ci)]")
+            }
+        }
+        checkTemplates()
+    }
+
+    // MARK: - Entities
+
+    mutating func checkInheritance(_ entity: EntityDescription, _ path: String) {
+        guard let parent = entity.superentityName else { return }
+        guard model.entitiesByName[parent] != nil else {
+            report(.unknownSuperentity, entity.name, nil, path + ".superentity", "superentity '\(parent)' does not exist")
+            return
+        }
+        var chain = [entity.name]
+        var next: String? = parent
+        while let name = next, let current = model.entitiesByName[name] {
+            if name == entity.name {
+                report(
+                    .inheritanceCycle, entity.name, nil, path + ".superentity",
+                    "entity inherits from itself: \((chain + [name]).joined(separator: " → "))")
+                return
+            }
+            if chain.contains(name) { return }  // a cycle further up, reported on its own entities
+            chain.append(name)
+            next = current.superentityName
+        }
+    }
+
+    mutating func checkPropertyNames(_ entity: EntityDescription, _ path: String) {
+        var inherited: [String: String] = [:]  // property → declaring entity
+        for ancestor in entity.superentityNames.reversed() {
+            guard let a = model.entitiesByName[ancestor] else { continue }
+            for p in a.attributes.map(\.name) + a.relationships.map(\.name) + a.fetchedProperties.map(\.name) {
+                inherited[p] = ancestor
+            }
+        }
+        let declared: [(String, String)] =
+            entity.attributes.enumerated().map { ($1.name, "\(path).attributes[\($0)]") }
+            + entity.relationships.enumerated().map { ($1.name, "\(path).relationships[\($0)]") }
+            + entity.fetchedProperties.enumerated().map { ($1.name, "\(path).fetchedProperties[\($0)]") }
+        var seen: Set<String> = []
+        for (name, location) in declared {
+            if !ModelChecker.isIdentifier(name) {
+                report(.invalidName, entity.name, name, location + ".name", "property name '\(name)' is not an identifier")
+            }
+            if !seen.insert(name).inserted {
+                report(.duplicateProperty, entity.name, name, location + ".name", "another property of '\(entity.name)' is already named '\(name)'")
+            } else if let owner = inherited[name] {
+                report(
+                    .duplicateProperty, entity.name, name, location + ".name",
+                    "property '\(name)' clashes with the property of the same name inherited from '\(owner)'")
+            }
+        }
+    }
+
+    // MARK: - Attributes
+
+    mutating func checkAttribute(_ a: AttributeDescription, _ entity: EntityDescription, _ path: String) {
+        let subject = "attribute '\(a.name)'"
+        if let value = a.defaultValue, !value.matches(a.attributeType) {
+            report(
+                .wrongValueType, entity.name, a.name, path + ".defaultValue",
+                "default value \(value) of \(subject) does not match its type \(a.attributeType)\(ModelChecker.conversionHint(value, a.attributeType))")
+        }
+        if !a.isOptional, !a.isTransient, a.defaultValue == nil, !a.isProvidedAtInsert, !entity.isAbstract {
+            report(
+                .missingDefaultValue, entity.name, a.name, path,
+                "\(subject) is mandatory but has no default value, so a new '\(entity.name)' object fails validation; give it a default, make it optional, or mark it provided at insert")
+        }
+        if case .transformable(let typeName) = a.attributeType, typeName.isEmpty {
+            report(.invalidName, entity.name, a.name, path + ".valueType", "transformable \(subject) does not name its value type")
+        }
+        for (bound, key) in [(a.minimumValue, "minimumValue"), (a.maximumValue, "maximumValue")] {
+            guard let bound else { continue }
+            if !(a.attributeType.isNumeric || a.attributeType == .date) {
+                report(.invalidRange, entity.name, a.name, "\(path).\(key)", "\(key) applies only to numeric and date attributes, not \(a.attributeType)")
+            } else if !bound.matches(a.attributeType) {
+                report(.wrongValueType, entity.name, a.name, "\(path).\(key)", "\(key) \(bound) of \(subject) does not match its type \(a.attributeType)")
+            }
+        }
+        if let lo = a.minimumValue, let hi = a.maximumValue, lo.matches(a.attributeType), hi.matches(a.attributeType),
+            let order = AttributeValue.compare(lo, hi), order == .orderedDescending
+        {
+            report(.invalidRange, entity.name, a.name, path + ".minimumValue", "minimumValue \(lo.canonicalJSON) is greater than maximumValue \(hi.canonicalJSON)")
+        }
+        for (length, key) in [(a.minimumLength, "minimumLength"), (a.maximumLength, "maximumLength")] {
+            guard let length else { continue }
+            if !a.attributeType.hasLength {
+                report(.invalidRange, entity.name, a.name, "\(path).\(key)", "\(key) applies only to string and binary data attributes, not \(a.attributeType)")
+            } else if length < 0 {
+                report(.invalidRange, entity.name, a.name, "\(path).\(key)", "\(key) \(length) is negative")
+            }
+        }
+        if let lo = a.minimumLength, let hi = a.maximumLength, lo > hi {
+            report(.invalidRange, entity.name, a.name, path + ".minimumLength", "minimumLength \(lo) is greater than maximumLength \(hi)")
+        }
+        if let pattern = a.regularExpression {
+            if a.attributeType != .string {
+                report(.invalidRange, entity.name, a.name, path + ".regularExpression", "a regular expression applies only to string attributes, not \(a.attributeType)")
+            }
+            do {
+                _ = try NSRegularExpression(pattern: pattern)
+            } catch {
+                report(
+                    .invalidRegularExpression, entity.name, a.name, path + ".regularExpression",
+                    "regular expression \"\(pattern)\" of \(subject) does not compile: \(error.localizedDescription)")
+            }
+        }
+        for (pi, rule) in a.validationPredicates.enumerated() {
+            if let message = rule.predicate.syntaxError {
+                report(
+                    .invalidPredicate, entity.name, a.name, "\(path).validationPredicates[\(pi)].predicate",
+                    "validation predicate \"\(rule.predicate.format)\" of \(subject) does not parse: \(message)")
+            }
+        }
+    }
+
+    static func conversionHint(_ value: AttributeValue, _ type: AttributeType) -> String {
+        do {
+            _ = try AttributeValue(any: value.anyValue, for: type)
+            return ""
+        } catch {
+            return " (\(error.reason))"
+        }
+    }
+
+    /// Mandatory attributes a concrete entity inherits from an abstract one are checked in
+    /// the concrete entity, which is where inserts happen.
+    mutating func checkInheritedDefaults(_ entity: EntityDescription, _ path: String) {
+        guard !entity.isAbstract else { return }
+        for ancestorName in entity.superentityNames {
+            guard let ancestor = model.entitiesByName[ancestorName], ancestor.isAbstract else { continue }
+            for a in ancestor.attributes
+            where !a.isOptional && !a.isTransient && a.defaultValue == nil && !a.isProvidedAtInsert {
+                report(
+                    .missingDefaultValue, entity.name, a.name, path,
+                    "attribute '\(a.name)', inherited from abstract '\(ancestorName)', is mandatory but has no default value, so a new '\(entity.name)' object fails validation")
+            }
+        }
+    }
+
+    // MARK: - Relationships
+
+    mutating func checkRelationship(_ r: RelationshipDescription, _ entity: EntityDescription, _ path: String) {
+        let subject = "relationship '\(r.name)'"
+        if let lo = r.minCount, lo < 0 {
+            report(.invalidRange, entity.name, r.name, path + ".minCount", "minCount \(lo) of \(subject) is negative")
+        }
+        if let hi = r.maxCount, hi < 0 {
+            report(.invalidRange, entity.name, r.name, path + ".maxCount", "maxCount \(hi) of \(subject) is negative")
+        }
+        if let lo = r.minCount, let hi = r.maxCount, lo > hi {
+            report(.invalidRange, entity.name, r.name, path + ".minCount", "minCount \(lo) of \(subject) is greater than maxCount \(hi)")
+        }
+        if !r.isToMany, let hi = r.maxCount, hi > 1 {
+            report(.invalidRange, entity.name, r.name, path + ".maxCount", "to-one \(subject) cannot have maxCount \(hi)")
+        }
+        if r.isOrdered, !r.isToMany {
+            report(.invalidRange, entity.name, r.name, path + ".ordered", "to-one \(subject) cannot be ordered")
+        }
+        guard let destination = model.entitiesByName[r.destinationEntityName] else {
+            report(
+                .unknownDestination, entity.name, r.name, path + ".destination",
+                "destination entity '\(r.destinationEntityName)' of \(subject) does not exist")
+            return
+        }
+        guard let inverseName = r.inverseName else { return }
+        guard let inverse = destination.relationshipsByName[inverseName] else {
+            report(
+                .inverseNotFound, entity.name, r.name, path + ".inverse",
+                "inverse '\(inverseName)' of \(subject) is not a relationship of '\(destination.name)'")
+            return
+        }
+        if !entity.isKindOf(entityNamed: inverse.destinationEntityName) {
+            report(
+                .inverseMismatch, entity.name, r.name, path + ".inverse",
+                "inverse '\(destination.name).\(inverseName)' of \(subject) points to '\(inverse.destinationEntityName)', not back to '\(entity.name)'")
+        } else if inverse.inverseName != r.name {
+            let actual = inverse.inverseName.map { "'\($0)'" } ?? "no inverse"
+            report(
+                .inverseMismatch, entity.name, r.name, path + ".inverse",
+                "inverse '\(destination.name).\(inverseName)' of \(subject) does not point back: its inverse is \(actual), not '\(r.name)'")
+        }
+    }
+
+    // MARK: - Fetched properties, uniqueness, templates
+
+    mutating func checkFetchedProperty(_ f: FetchedPropertyDescription, _ entity: EntityDescription, _ path: String) {
+        if model.entitiesByName[f.entityName] == nil {
+            report(.invalidFetchedProperty, entity.name, f.name, path + ".entity", "fetched property '\(f.name)' fetches entity '\(f.entityName)', which does not exist")
+        }
+        if let message = f.predicate.syntaxError {
+            report(.invalidPredicate, entity.name, f.name, path + ".predicate", "predicate \"\(f.predicate.format)\" of fetched property '\(f.name)' does not parse: \(message)")
+        }
+    }
+
+    mutating func checkUniqueness(_ constraint: [String], _ entity: EntityDescription, _ path: String) {
+        if constraint.isEmpty {
+            report(.invalidUniquenessConstraint, entity.name, nil, path, "uniqueness constraint names no property")
+        }
+        for name in constraint {
+            switch entity.propertiesByName[name] {
+            case nil:
+                report(.invalidUniquenessConstraint, entity.name, name, path, "uniqueness constraint names '\(name)', which is not a property of '\(entity.name)'")
+            case .relationship(let r) where r.isToMany:
+                report(.invalidUniquenessConstraint, entity.name, name, path, "uniqueness constraint names to-many relationship '\(name)'; only attributes and to-one relationships can be unique")
+            case .fetchedProperty:
+                report(.invalidUniquenessConstraint, entity.name, name, path, "uniqueness constraint names fetched property '\(name)'")
+            case let property? where property.isTransient:
+                report(.invalidUniquenessConstraint, entity.name, name, path, "uniqueness constraint names transient property '\(name)', which is never stored")
+            default:
+                break
+            }
+        }
+    }
+
+    mutating func checkTemplates() {
+        var seen: Set<String> = []
+        for (ti, t) in model.fetchRequestTemplates.enumerated() {
+            let path = "fetchRequestTemplates[\(ti)]"
+            if !seen.insert(t.name).inserted {
+                report(.invalidFetchRequestTemplate, t.entityName, nil, path + ".name", "another fetch request template is already named '\(t.name)'")
+            }
+            if model.entitiesByName[t.entityName] == nil {
+                report(.invalidFetchRequestTemplate, t.entityName, nil, path + ".entity", "fetch request template '\(t.name)' names entity '\(t.entityName)', which does not exist")
+            }
+            if let predicate = t.predicate, let message = predicate.syntaxError {
+                report(.invalidPredicate, t.entityName, nil, path + ".predicate", "predicate \"\(predicate.format)\" of fetch request template '\(t.name)' does not parse: \(message)")
+            }
+        }
+    }
+}

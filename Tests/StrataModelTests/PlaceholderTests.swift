@@ -1,3 +1,0 @@
-import Testing
-@testable import StrataModel
-@Test func placeholder() { #expect(Bool(true)) }

@@ -1,0 +1,185 @@
+public import StrataModel
+
+// MARK: - SeedModels
+
+/// The object models of the source documents in `shared/seeds/`, built with the model
+/// builder, for every test suite and benchmark to reuse.
+///
+/// Each has a model file twin under `Specs/0002-model-file/` that the model tests load and
+/// compare with these builders.
+///
+/// ```swift
+/// let model = try SeedModels.leagueManager
+/// model.entity(named: "Team")?.relationshipsByName["players"]?.deleteRule  // .cascade
+/// ```
+public enum SeedModels {
+    // MARK: - Seed 001
+
+    /// Seed 001's programmatic model: `Run` with a mandatory `date` (set in
+    /// `awakeFromInsert`) and `processID` (default -1, validation `SELF > 0` with the warning
+    /// "Process ID < 1"), plus the seed's localization dictionary.
+    ///
+    /// Eleven lines here against the seed's sixty lines of Objective-C.
+    ///
+    /// ```swift
+    /// try SeedModels.run.validateValue(.int32(-1), forKey: "processID", in: "Run")
+    /// ```
+    public static var run: ManagedObjectModel {
+        get throws {
+            try ManagedObjectModel {
+                Entity("Run") {
+                    Attribute("date", .date).required().providedAtInsert()
+                    Attribute("processID", .int32, default: -1).required()
+                        .validated(by: "SELF > 0", warning: "Process ID < 1")
+                }
+                Localization([
+                    "Property/date/Entity/Run": "Date",
+                    "Property/processID/Entity/Run": "Process ID",
+                    "ErrorString/Process ID < 1": "Process ID must not be less than 1",
+                ])
+            }
+        }
+    }
+
+    /// Seed 001's class register: `StudentEntity` and `ClassEntity`, each with a mandatory
+    /// `name` and the seed's default, a `students`/`inClass` to-many/to-one pair, and the
+    /// one-way `monitor` (the class's monitor, cleared when that student leaves).
+    ///
+    /// ```swift
+    /// try SeedModels.studentClass.inverseRelationship(of: "students", in: "ClassEntity")?.name  // "inClass"
+    /// ```
+    public static var studentClass: ManagedObjectModel {
+        get throws {
+            try ManagedObjectModel {
+                Entity("StudentEntity") {
+                    Attribute("name", .string, default: "学生甲").required()
+                    Relationship("inClass", to: "ClassEntity", inverse: "students")
+                }
+                Entity("ClassEntity") {
+                    Attribute("name", .string, default: "XX班").required()
+                    Relationship("students", to: "StudentEntity", inverse: "inClass", toMany: true)
+                    Relationship("monitor", to: "StudentEntity")
+                }
+            }
+        }
+    }
+
+    // MARK: - Seed 004
+
+    /// Seed 004's "League Manager": `Team` (name, uniform colour) with to-many `players`
+    /// (cascade delete) and `Player` (first and last name, email) with the inverse `team`.
+    ///
+    /// ```swift
+    /// try SeedModels.leagueManager.entity(named: "Player")?.relationshipsByName["team"]?.inverseName  // "players"
+    /// ```
+    public static var leagueManager: ManagedObjectModel {
+        get throws {
+            try ManagedObjectModel {
+                Entity("Team") {
+                    Attribute("name", .string)
+                    Attribute("uniformColor", .string)
+                    Relationship("players", to: "Player", inverse: "team", toMany: true, deleteRule: .cascade)
+                }
+                Entity("Player") {
+                    Attribute("firstName", .string)
+                    Attribute("lastName", .string)
+                    Attribute("email", .string)
+                    Relationship("team", to: "Team", inverse: "players")
+                }
+            }
+        }
+    }
+
+    // MARK: - Seed 000
+
+    /// Seed 000's employees: `Employee` (names, a non-negative `salary`, the transient cached
+    /// `fullName` of the "Sarit Smith" refresh example, a mandatory `department`, and the
+    /// `manager`/`directReports` pair used by `manager.manager.department.name`) and
+    /// `Department` (name, `employees`; deleting a department with employees is denied).
+    ///
+    /// ```swift
+    /// try SeedModels.employeeDepartment.entity(named: "Employee")?.attributesByName["fullName"]?.isTransient  // true
+    /// ```
+    public static var employeeDepartment: ManagedObjectModel {
+        get throws {
+            try ManagedObjectModel {
+                Entity("Employee") {
+                    Attribute("firstName", .string)
+                    Attribute("lastName", .string)
+                    Attribute("salary", .decimal, default: 0).required().range(min: 0)
+                    Attribute("fullName", .string).transient()
+                    Relationship("department", to: "Department", inverse: "employees").required()
+                    Relationship("manager", to: "Employee", inverse: "directReports")
+                    Relationship("directReports", to: "Employee", inverse: "manager", toMany: true)
+                }
+                Entity("Department") {
+                    Attribute("name", .string)
+                    Relationship("employees", to: "Employee", inverse: "department", toMany: true, deleteRule: .deny)
+                }
+            }
+        }
+    }
+
+    // MARK: - Seed 003
+
+    /// Seed 003's `Person` (first name, last name, age) and the seed's fetch — people aged
+    /// between two bounds — as the template `peopleInAgeRange` with `$MIN` and `$MAX`.
+    ///
+    /// ```swift
+    /// try SeedModels.person.fetchRequestTemplate(named: "peopleInAgeRange", substitutionVariables: ["MIN": 100, "MAX": 200])
+    /// ```
+    public static var person: ManagedObjectModel {
+        get throws {
+            try ManagedObjectModel {
+                Entity("Person") {
+                    Attribute("firstName", .string)
+                    Attribute("lastName", .string)
+                    Attribute("age", .int32, default: 0).required()
+                }
+                FetchRequestTemplate("peopleInAgeRange", entity: "Person", predicate: "age >= $MIN AND age <= $MAX")
+            }
+        }
+    }
+
+    // MARK: - Benchmarks and log tests
+
+    /// A wider `Person` for benchmarks and event-log tests: names, a unique indexed
+    /// `email`, an indexed `age`, a `score`, and a to-one `team` whose inverse is `Team.members`.
+    ///
+    /// ```swift
+    /// try SeedModels.people.entity(named: "Person")?.uniquenessConstraints  // [["email"]]
+    /// ```
+    public static var people: ManagedObjectModel {
+        get throws {
+            try ManagedObjectModel {
+                Entity("Person") {
+                    Attribute("firstName", .string)
+                    Attribute("lastName", .string)
+                    Attribute("email", .string).indexed()
+                    Attribute("age", .int32).indexed()
+                    Attribute("score", .double)
+                    Relationship("team", to: "Team", inverse: "members")
+                    Unique("email")
+                }
+                Entity("Team") {
+                    Attribute("name", .string)
+                    Relationship("members", to: "Person", inverse: "team", toMany: true)
+                }
+            }
+        }
+    }
+
+    /// Every seed model by the name of its model file under `Specs/0002-model-file/`.
+    ///
+    /// ```swift
+    /// for (file, model) in try SeedModels.all { … }
+    /// ```
+    public static var all: [(file: String, model: ManagedObjectModel)] {
+        get throws {
+            [
+                ("run.json", try run), ("student-class.json", try studentClass), ("league-manager.json", try leagueManager),
+                ("employee-department.json", try employeeDepartment), ("person.json", try person), ("people.json", try people),
+            ]
+        }
+    }
+}
