@@ -1,31 +1,215 @@
-// PLACEHOLDER — the predicate helper replaces this file with the real parser and evaluator.
-// The public surface below is the contract StrataModel codes against.
+// MARK: - FormatPredicate
 
-/// A value that answers key-value coding questions (Core Data's `NSKeyValueCoding`).
-public protocol KeyValueCoding {
-    /// The value of the property named `key`, or nil.
-    func value(forKey key: String) -> Any?
-}
-
-/// A logical condition parsed from an `NSPredicate`-style format string.
+/// A logical condition parsed from an `NSPredicate`-style format string (Core Data's
+/// `NSPredicate`, which Foundation on Linux lacks).
+///
+/// A predicate is parsed once into a ``PredicateNode`` tree and evaluated many times.
+/// Arguments are converted to constants at parse time, so the predicate is `Sendable`,
+/// `Hashable`, and free of references to the caller's objects. The ``description`` is a
+/// canonical format string that parses back to an equal predicate. The grammar and the
+/// evaluation semantics are specified in `Specs/0003-predicate-grammar.md`.
+///
+/// ## Topics
+///
+/// ### Creating predicates
+/// - ``init(format:_:)``
+/// - ``init(format:argumentArray:)``
+/// - ``init(value:)``
+/// - ``init(_:)``
+/// - ``truePredicate``
+/// - ``falsePredicate``
+/// - ``and(_:)``
+/// - ``or(_:)``
+/// - ``not(_:)``
+///
+/// ### Evaluating
+/// - ``evaluate(with:substitutionVariables:)``
+/// - ``withSubstitutionVariables(_:)``
+///
+/// ### Inspecting
+/// - ``node``
+/// - ``description``
+///
+/// ```swift
+/// let adults = try FormatPredicate(format: "age >= %d AND name BEGINSWITH[c] %@", 18, "a")
+/// try adults.evaluate(with: ["age": 30, "name": "Ada"] as [String: Any])  // true
+/// print(adults)  // age >= 18 AND name BEGINSWITH[c] "a"
+/// ```
 public struct FormatPredicate: Sendable, Hashable, CustomStringConvertible {
-    /// The canonical format string.
-    public var description: String { format }
-    let format: String
+    /// The syntax tree, for query planners and other tools that inspect predicates.
+    ///
+    /// Equal predicates have equal trees.
+    ///
+    /// ```swift
+    /// if case .comparison(let c) = try FormatPredicate(format: "age > 3").node { print(c.operatorType) }
+    /// ```
+    public let node: PredicateNode
 
-    /// Parses `format`, substituting `arguments` for `%@`, `%K`, `%d`, `%i`, `%f`.
+    // MARK: - Creating
+
+    /// Parses `format`, substituting `arguments` for `%@`, `%K`, `%d`, `%i`, `%f` and the
+    /// other specifiers (Core Data's `NSPredicate(format:_:)`).
+    ///
+    /// Throws ``FormatPredicateError`` with the position of the problem when the string
+    /// does not parse, an argument is missing, or an argument's type is unsupported.
+    /// Swift passes a lone `[Any]` given to a variadic `Any...` as the argument list itself;
+    /// to pass one `[Any]` for one `%@`, use ``init(format:argumentArray:)``.
+    ///
+    /// ```swift
+    /// let p = try FormatPredicate(format: "%K > %@", "creationDate", Date())
+    /// ```
     public init(format: String, _ arguments: Any...) throws {
-        self.format = format
+        try self.init(format: format, argumentArray: arguments)
     }
 
-    /// Parses `format` with an array of arguments.
+    /// Parses `format` with an array of arguments (Core Data's
+    /// `NSPredicate(format:argumentArray:)`).
+    ///
+    /// Every argument must be used: extra arguments are an error, since they usually mean
+    /// a mistyped format string.
+    ///
+    /// ```swift
+    /// let p = try FormatPredicate(format: "age BETWEEN %@", argumentArray: [[100, 200]])
+    /// ```
     public init(format: String, argumentArray: [Any]) throws {
-        self.format = format
+        var parser = Parser(format: format, arguments: argumentArray)
+        node = try parser.parsePredicate()
     }
 
-    /// Evaluates the predicate against `object` (anything `KeyValueCoding`, a dictionary, or a
-    /// plain value for `SELF`), with values for `$variables`.
+    /// Wraps a syntax tree built by hand (Core Data's `NSComparisonPredicate` and
+    /// `NSCompoundPredicate` initializers).
+    ///
+    /// The tree is used as given.
+    ///
+    /// ```swift
+    /// let p = FormatPredicate(.comparison(ComparisonPredicate(.keyPath("age"), .lessThan, .constant(.integer(5)))))
+    /// ```
+    public init(_ node: PredicateNode) {
+        self.node = node
+    }
+
+    /// A predicate that always evaluates to `value` (Core Data's `NSPredicate(value:)`).
+    ///
+    /// Prints as `TRUEPREDICATE` or `FALSEPREDICATE`.
+    ///
+    /// ```swift
+    /// FormatPredicate(value: false).description  // "FALSEPREDICATE"
+    /// ```
+    public init(value: Bool) {
+        node = .constant(value)
+    }
+
+    /// The predicate that is always true, `TRUEPREDICATE`.
+    ///
+    /// Same as `FormatPredicate(value: true)`.
+    ///
+    /// ```swift
+    /// try FormatPredicate.truePredicate.evaluate(with: nil)  // true
+    /// ```
+    public static let truePredicate = FormatPredicate(value: true)
+
+    /// The predicate that is always false, `FALSEPREDICATE`.
+    ///
+    /// Same as `FormatPredicate(value: false)`.
+    ///
+    /// ```swift
+    /// try FormatPredicate.falsePredicate.evaluate(with: nil)  // false
+    /// ```
+    public static let falsePredicate = FormatPredicate(value: false)
+
+    // MARK: - Compound predicates
+
+    /// All of `predicates` (Core Data's `NSCompoundPredicate(andPredicateWithSubpredicates:)`).
+    ///
+    /// An empty list is `TRUEPREDICATE`; a single predicate is returned unchanged.
+    ///
+    /// ```swift
+    /// let p = FormatPredicate.and([try FormatPredicate(format: "a > 1"), try FormatPredicate(format: "b < 2")])
+    /// p.description  // "a > 1 AND b < 2"
+    /// ```
+    public static func and(_ predicates: [FormatPredicate]) -> FormatPredicate {
+        switch predicates.count {
+        case 0: truePredicate
+        case 1: predicates[0]
+        default: FormatPredicate(.and(predicates.map(\.node)))
+        }
+    }
+
+    /// Any of `predicates` (Core Data's `NSCompoundPredicate(orPredicateWithSubpredicates:)`).
+    ///
+    /// An empty list is `FALSEPREDICATE`; a single predicate is returned unchanged.
+    ///
+    /// ```swift
+    /// let p = FormatPredicate.or([try FormatPredicate(format: "a > 1"), try FormatPredicate(format: "b < 2")])
+    /// ```
+    public static func or(_ predicates: [FormatPredicate]) -> FormatPredicate {
+        switch predicates.count {
+        case 0: falsePredicate
+        case 1: predicates[0]
+        default: FormatPredicate(.or(predicates.map(\.node)))
+        }
+    }
+
+    /// The negation of `predicate` (Core Data's `NSCompoundPredicate(notPredicateWithSubpredicate:)`).
+    ///
+    /// Prints as `NOT …`.
+    ///
+    /// ```swift
+    /// FormatPredicate.not(try FormatPredicate(format: "a > 1")).description  // "NOT a > 1"
+    /// ```
+    public static func not(_ predicate: FormatPredicate) -> FormatPredicate {
+        FormatPredicate(.not(predicate.node))
+    }
+
+    // MARK: - Evaluating
+
+    /// Whether `object` satisfies the predicate (Core Data's
+    /// `evaluate(with:substitutionVariables:)`).
+    ///
+    /// `object` may be anything `KeyValueCoding`, a dictionary, or a plain value for
+    /// `SELF`. `$variables` are looked up in `substitutionVariables`; a missing one, an
+    /// operand of the wrong type for arithmetic, `BETWEEN` or a function, or an invalid
+    /// `MATCHES` pattern throws ``PredicateEvaluationError``.
+    ///
+    /// ```swift
+    /// let p = try FormatPredicate(format: "SELF > 0")
+    /// try p.evaluate(with: -1)  // false
+    /// try p.evaluate(with: 5)   // true
+    /// ```
     public func evaluate(with object: Any?, substitutionVariables: [String: Any] = [:]) throws -> Bool {
-        true
+        var evaluator = Evaluator(variables: substitutionVariables)
+        return try evaluator.evaluate(node, object: object)
+    }
+
+    /// A copy with every `$variable` replaced by its value in `variables` (Core Data's
+    /// `withSubstitutionVariables(_:)`).
+    ///
+    /// Variables bound by a `SUBQUERY` are left alone. Throws ``FormatPredicateError`` of
+    /// kind ``FormatPredicateError/Kind/missingVariable`` when a free variable has no value,
+    /// or ``FormatPredicateError/Kind/unsupportedVariable`` when a value's type cannot be
+    /// used in a predicate.
+    ///
+    /// ```swift
+    /// let template = try FormatPredicate(format: "age > $minimum")
+    /// let p = try template.withSubstitutionVariables(["minimum": 21])  // age > 21
+    /// ```
+    public func withSubstitutionVariables(_ variables: [String: Any]) throws -> FormatPredicate {
+        var substituter = VariableSubstituter(variables: variables)
+        return FormatPredicate(try substituter.substitute(node))
+    }
+
+    // MARK: - Description
+
+    /// The canonical format string, which parses back to an equal predicate.
+    ///
+    /// Strings are double-quoted with escapes, compound children are parenthesized when
+    /// needed, dates print as `CAST(<seconds since 2001>, "NSDate")`. Object identities
+    /// print as `<object: …>`, which does not parse.
+    ///
+    /// ```swift
+    /// try FormatPredicate(format: "name = 'x' && !(age < 5)").description  // name == "x" AND NOT age < 5
+    /// ```
+    public var description: String {
+        PredicatePrinter.print(node)
     }
 }

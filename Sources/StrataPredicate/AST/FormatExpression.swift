@@ -1,0 +1,46 @@
+// MARK: - FormatExpression
+
+/// One side of a comparison: a key path, a constant, a variable, `SELF`, a function, an
+/// aggregate or a subquery (Core Data's `NSExpression`).
+///
+/// The parser produces canonical trees: an aggregate whose elements are all constants is a
+/// ``constant(_:)`` holding ``PredicateConstant/aggregate(_:)``, `SELF.name` is
+/// ``keyPath(_:)``, and `-5` is a negative constant. A query planner can therefore match
+/// `key = const` as `.keyPath(path)` against `.constant(value)`.
+///
+/// ```swift
+/// let p = try FormatPredicate(format: "age BETWEEN {18, 65}")
+/// if case .comparison(let c) = p.node, case .keyPath(let path) = c.leftExpression {
+///     print(path.string)  // "age"
+/// }
+/// ```
+public indirect enum FormatExpression: Sendable, Hashable {
+    /// A constant (`NSConstantValueExpressionType`).
+    case constant(PredicateConstant)
+    /// `SELF`, the object being evaluated (`NSEvaluatedObjectExpressionType`).
+    case evaluatedObject
+    /// A key path read from the evaluated object (`NSKeyPathExpressionType`).
+    case keyPath(FormatKeyPath)
+    /// A `$variable`, replaced at evaluation or by
+    /// ``FormatPredicate/withSubstitutionVariables(_:)`` (`NSVariableExpressionType`).
+    case variable(String)
+    /// An aggregate `{a, b, …}` with at least one non-constant element
+    /// (`NSAggregateExpressionType`).
+    case aggregate([FormatExpression])
+    /// A key path read from the value of another expression, such as `$e.salary` or
+    /// `SUBQUERY(…).@count`.
+    case keyPathOf(FormatExpression, FormatKeyPath)
+    /// A subscript: `array[0]`, `array[FIRST]`, `array[LAST]`, `array[SIZE]`,
+    /// `dictionary['key']`.
+    case index(FormatExpression, FormatSubscript)
+    /// A built-in function call such as `now()`, `lowercase(name)` or `sum({1, 2})`
+    /// (`NSFunctionExpressionType`); see ``FormatFunction``.
+    case function(FormatFunction, [FormatExpression])
+    /// Arithmetic: `a + b`, `a - b`, `a * b`, `a / b`, `a ** b` (NSExpression's
+    /// `add:to:`, `from:subtract:`, `multiply:by:`, `divide:by:`, `raise:toPower:`).
+    case arithmetic(ArithmeticOperator, FormatExpression, FormatExpression)
+    /// `SUBQUERY(collection, $variable, predicate)`: the elements of `collection` for which
+    /// `predicate` holds, with `$variable` (and `SELF`) bound to each element
+    /// (`NSSubqueryExpressionType`).
+    case subquery(collection: FormatExpression, variable: String, predicate: PredicateNode)
+}

@@ -1,0 +1,41 @@
+internal import Foundation
+
+// MARK: - Aggregates
+
+/// Sums, averages and extremes over runtime values, shared by collection operators and the
+/// aggregate functions `sum()`, `average()`, `min()`, `max()`.
+enum Aggregates {
+    /// The sum of the numbers (0 when there are none), or nil when a non-nil value is not a
+    /// number.
+    static func sum(_ values: [Value]) -> Value? {
+        var total = Number.int(0)
+        for value in values where !value.isNull {
+            guard let number = Number(value), let next = try? Number.apply(.add, total, number) else { return nil }
+            total = next
+        }
+        return total.value
+    }
+
+    /// The mean of the numbers, nil when there are none or a value is not a number.
+    static func average(_ values: [Value]) -> Value? {
+        let present = values.filter { !$0.isNull }
+        guard !present.isEmpty, let total = sum(present).flatMap(Number.init) else { return nil }
+        if case .decimal(let decimal) = total { return .decimal(decimal / Decimal(present.count)) }
+        return .double(total.double / Double(present.count))
+    }
+
+    /// The smallest (`.orderedAscending`) or largest (`.orderedDescending`) value, skipping
+    /// nils; nil when empty or when two values cannot be ordered.
+    static func extreme(_ values: [Value], want: ComparisonResult) -> Value? {
+        var best: Value?
+        for value in values where !value.isNull {
+            guard let current = best else {
+                best = value
+                continue
+            }
+            guard let order = Comparison.order(value, current, options: []) else { return nil }
+            if order == want { best = value }
+        }
+        return best
+    }
+}

@@ -1,0 +1,149 @@
+internal import Foundation
+
+// MARK: - Comparison
+
+/// NSPredicate's comparison semantics on runtime values.
+enum Comparison {
+    /// Folding options for `[c]` and `[d]`.
+    static func foldingOptions(_ options: ComparisonOptions) -> String.CompareOptions {
+        var folding: String.CompareOptions = []
+        if options.contains(.caseInsensitive) { folding.insert(.caseInsensitive) }
+        if options.contains(.diacriticInsensitive) { folding.insert(.diacriticInsensitive) }
+        return folding
+    }
+
+    /// `string` with case and/or diacritics folded as `options` ask.
+    static func fold(_ string: String, _ options: ComparisonOptions) -> String {
+        let folding = foldingOptions(options)
+        return folding.isEmpty ? string : string.folding(options: folding, locale: nil)
+    }
+
+    // MARK: - Equality and order
+
+    /// `==`: nil equals only nil; numbers compare across Int, Double, Decimal and Bool;
+    /// strings honour `[c]`/`[d]`; collections compare element by element; objects compare
+    /// by identity.
+    static func equal(_ lhs: Value, _ rhs: Value, options: ComparisonOptions) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case (.null, _), (_, .null): return false
+        case (.string(let a), .string(let b)):
+            if options.contains(.caseInsensitive) || options.contains(.diacriticInsensitive) {
+                return a.compare(b, options: foldingOptions(options)) == .orderedSame
+            }
+            return a == b
+        case (.date(let a), .date(let b)): return a == b
+        case (.data(let a), .data(let b)): return a == b
+        case (.uuid(let a), .uuid(let b)): return a == b
+        case (.url(let a), .url(let b)): return a == b
+        case (.collection(let a), .collection(let b)):
+            return a.count == b.count && zip(a, b).allSatisfy { equal($0, $1, options: options) }
+        case (.identity, _), (.object, _), (_, .identity), (_, .object):
+            guard let a = identity(lhs), let b = identity(rhs) else { return false }
+            return a == b
+        default:
+            guard let a = Number(lhs), let b = Number(rhs) else { return false }
+            return Number.compare(a, b) == .orderedSame
+        }
+    }
+
+    /// What an object compares by: its predicate identity, or itself when hashable.
+    private static func identity(_ value: Value) -> AnyHashable? {
+        switch value {
+        case .identity(let identity):
+            return AnyHashable(identity)
+        case .object(let object):
+            if let identified = object as? any PredicateObjectIdentity {
+                return AnyHashable(PredicateIdentity(identified.predicateIdentity))
+            }
+            return object as? AnyHashable
+        default:
+            return nil
+        }
+    }
+
+    /// The order of two values, or nil when they cannot be ordered (nil, mixed kinds, NaN).
+    static func order(_ lhs: Value, _ rhs: Value, options: ComparisonOptions) -> ComparisonResult? {
+        switch (lhs, rhs) {
+        case (.string(let a), .string(let b)):
+            if options.contains(.caseInsensitive) || options.contains(.diacriticInsensitive) {
+                return a.compare(b, options: foldingOptions(options))
+            }
+            return a < b ? .orderedAscending : a == b ? .orderedSame : .orderedDescending
+        case (.date(let a), .date(let b)):
+            return a < b ? .orderedAscending : a == b ? .orderedSame : .orderedDescending
+        default:
+            guard let a = Number(lhs), let b = Number(rhs) else { return nil }
+            return Number.compare(a, b)
+        }
+    }
+
+    // MARK: - Operators
+
+    /// Applies `operatorType` to one left value (one element under ANY/ALL/NONE).
+    static func evaluate(_ lhs: Value, _ comparison: ComparisonPredicate, _ rhs: Value) throws -> Bool {
+        let options = comparison.options
+        switch comparison.operatorType {
+        case .equalTo:
+            return equal(lhs, rhs, options: options)
+        case .notEqualTo:
+            return !equal(lhs, rhs, options: options)
+        case .lessThan:
+            return order(lhs, rhs, options: options) == .orderedAscending
+        case .lessThanOrEqualTo:
+            let result = order(lhs, rhs, options: options)
+            return result == .orderedAscending || result == .orderedSame
+        case .greaterThan:
+            return order(lhs, rhs, options: options) == .orderedDescending
+        case .greaterThanOrEqualTo:
+            let result = order(lhs, rhs, options: options)
+            return result == .orderedDescending || result == .orderedSame
+        case .between:
+            guard case .collection(let bounds) = rhs, bounds.count == 2 else {
+                throw PredicateEvaluationError(
+                    kind: .typeMismatch, message: "BETWEEN needs a collection of two bounds, got \(rhs.kindName)")
+            }
+            guard let low = order(lhs, bounds[0], options: options), let high = order(lhs, bounds[1], options: options)
+            else { return false }
+            return low != .orderedAscending && high != .orderedDescending
+        case .in:
+            switch rhs {
+            case .collection(let elements):
+                return elements.contains { equal(lhs, $0, options: options) }
+            case .string(let haystack):
+                guard case .string(let needle) = lhs else { return false }
+                return contains(haystack, needle, options: options)
+            default:
+                return false
+            }
+        case .contains:
+            switch lhs {
+            case .collection(let elements):
+                return elements.contains { equal($0, rhs, options: options) }
+            case .string(let haystack):
+                guard case .string(let needle) = rhs else { return false }
+                return contains(haystack, needle, options: options)
+            default:
+                return false
+            }
+        case .beginsWith, .endsWith:
+            guard case .string(let string) = lhs, case .string(let affix) = rhs, !affix.isEmpty else { return false }
+            let a = fold(string, options), b = fold(affix, options)
+            return comparison.operatorType == .beginsWith ? a.hasPrefix(b) : a.hasSuffix(b)
+        case .like, .matches:
+            guard case .string(let string) = lhs, case .string(let pattern) = rhs else { return false }
+            let matcher = comparison.matcher
+                ?? PatternCache.shared.matcher(pattern: pattern, isRegex: comparison.operatorType == .matches,
+                                               options: options)
+            return try matcher.matches(string)
+        }
+    }
+
+    /// Substring containment; the empty string is contained in nothing (as in NSPredicate,
+    /// where `rangeOfString:` of an empty string finds nothing).
+    static func contains(_ haystack: String, _ needle: String, options: ComparisonOptions) -> Bool {
+        guard !needle.isEmpty else { return false }
+        let folding = foldingOptions(options)
+        return haystack.range(of: needle, options: folding) != nil
+    }
+}

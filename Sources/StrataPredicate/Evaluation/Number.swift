@@ -1,0 +1,120 @@
+internal import Foundation
+
+// MARK: - Numbers
+
+/// A number with NSNumber-like promotion: Int, then Double, with Decimal winning over both.
+enum Number {
+    case int(Int)
+    case double(Double)
+    case decimal(Decimal)
+
+    init?(_ value: Value) {
+        switch value {
+        case .int(let v): self = .int(v)
+        case .double(let v): self = .double(v)
+        case .decimal(let v): self = .decimal(v)
+        case .bool(let v): self = .int(v ? 1 : 0)
+        default: return nil
+        }
+    }
+
+    var value: Value {
+        switch self {
+        case .int(let v): .int(v)
+        case .double(let v): .double(v)
+        case .decimal(let v): .decimal(v)
+        }
+    }
+
+    var double: Double {
+        switch self {
+        case .int(let v): Double(v)
+        case .double(let v): v
+        case .decimal(let v): NSDecimalNumber(decimal: v).doubleValue
+        }
+    }
+
+    /// The value as a Decimal, or nil when it has none (NaN, or a Double outside Decimal's
+    /// range, which Foundation converts to NaN).
+    var decimal: Decimal? {
+        let result: Decimal
+        switch self {
+        case .int(let v): result = Decimal(v)
+        case .double(let v):
+            guard v.isFinite else { return nil }
+            result = Decimal(v)
+        case .decimal(let v): result = v
+        }
+        return result.isNaN ? nil : result
+    }
+
+    static func compare(_ lhs: Number, _ rhs: Number) -> ComparisonResult? {
+        switch (lhs, rhs) {
+        case (.int(let a), .int(let b)):
+            return a < b ? .orderedAscending : a > b ? .orderedDescending : .orderedSame
+        case (.decimal, _), (_, .decimal):
+            guard let a = lhs.decimal, let b = rhs.decimal else { return compareDoubles(lhs.double, rhs.double) }
+            return a < b ? .orderedAscending : a > b ? .orderedDescending : .orderedSame
+        default:
+            return compareDoubles(lhs.double, rhs.double)
+        }
+    }
+
+    private static func compareDoubles(_ a: Double, _ b: Double) -> ComparisonResult? {
+        if a < b { return .orderedAscending }
+        if a > b { return .orderedDescending }
+        if a == b { return .orderedSame }
+        return nil  // NaN
+    }
+
+    /// Arithmetic with promotion; integer overflow falls back to Double.
+    static func apply(_ op: ArithmeticOperator, _ lhs: Number, _ rhs: Number) throws -> Number {
+        switch (lhs, rhs) {
+        case (.int(let a), .int(let b)):
+            switch op {
+            case .add:
+                let (r, o) = a.addingReportingOverflow(b)
+                return o ? .double(Double(a) + Double(b)) : .int(r)
+            case .subtract:
+                let (r, o) = a.subtractingReportingOverflow(b)
+                return o ? .double(Double(a) - Double(b)) : .int(r)
+            case .multiply:
+                let (r, o) = a.multipliedReportingOverflow(by: b)
+                return o ? .double(Double(a) * Double(b)) : .int(r)
+            case .divide:
+                guard b != 0 else {
+                    throw PredicateEvaluationError(kind: .typeMismatch, message: "integer division by zero")
+                }
+                let (q, o) = a.dividedReportingOverflow(by: b)
+                if !o, a % b == 0 { return .int(q) }
+                return .double(Double(a) / Double(b))
+            case .power:
+                return .double(Foundation.pow(Double(a), Double(b)))
+            }
+        case (.decimal, _), (_, .decimal):
+            guard op != .power, let a = lhs.decimal, let b = rhs.decimal else {
+                return try apply(op, .double(lhs.double), .double(rhs.double))
+            }
+            switch op {
+            case .add: return .decimal(a + b)
+            case .subtract: return .decimal(a - b)
+            case .multiply: return .decimal(a * b)
+            case .divide:
+                guard !b.isZero else {
+                    throw PredicateEvaluationError(kind: .typeMismatch, message: "decimal division by zero")
+                }
+                return .decimal(a / b)
+            case .power: return .double(Foundation.pow(lhs.double, rhs.double))
+            }
+        default:
+            let a = lhs.double, b = rhs.double
+            switch op {
+            case .add: return .double(a + b)
+            case .subtract: return .double(a - b)
+            case .multiply: return .double(a * b)
+            case .divide: return .double(a / b)
+            case .power: return .double(Foundation.pow(a, b))
+            }
+        }
+    }
+}
