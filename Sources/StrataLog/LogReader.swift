@@ -145,24 +145,22 @@ public struct LogReader: ~Copyable {
         let names = includingSubentities ? described.selfAndSubentities : [entity]
         for name in names {
             let code = try log.catalog.entityCode(name)
-            var stop = false
-            var batch: [(ObjectKey, Record)] = []
+            var stopped = false
+            // Streams: one record decoded at a time, nothing kept (LMDB allows the body's own
+            // reads while the cursor is open).
             try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, value in
                 guard let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) else { return .next }
                 let record = try value.withUnsafeBytes { raw in
                     try writer.decodeRecord(raw, entityName: name, context: "record \(name)/p\(objectKey.primaryKey)")
                 }
-                batch.append((objectKey, record))
+                let object = try storedObject(StoredObjectID(entity: name, primaryKey: objectKey.primaryKey), key: objectKey, record: record)
+                if try body(object) == .stop {
+                    stopped = true
+                    return .stop
+                }
                 return .next
             }
-            for (key, record) in batch {
-                let object = try storedObject(StoredObjectID(entity: name, primaryKey: key.primaryKey), key: key, record: record)
-                if try body(object) == .stop {
-                    stop = true
-                    break
-                }
-            }
-            if stop { return }
+            if stopped { return }
         }
     }
 
