@@ -34,8 +34,16 @@ extension EventLog {
         var permanent: [DraftObjectID: StoredObjectID] = [:]
         for group in draft.groups {
             for case .insert(let object, _) in group.operations {
-                guard case .temporary = object else {
-                    throw LogError.invalidOperation("insert of \(object): only temporary objects can be inserted")
+                if case .stored(let id) = object {
+                    // Restoring a deleted object under its own ID (undo of a delete): the ID
+                    // must have been given out before, and the object must not exist now.
+                    let code = try catalog.entityCode(id.entity)
+                    let last = try counters[code] ?? (try txn.value(forKey: TableWriter.counterKey(code), in: tables.counters)
+                        .flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0)
+                    guard id.primaryKey >= 1, id.primaryKey <= last else {
+                        throw LogError.invalidOperation("insert of \(id): that ID was never given out, so it can't be restored")
+                    }
+                    continue
                 }
                 guard permanent[object] == nil else { throw LogError.objectExists(object.description) }
                 let entity = try schema.entity(object.entity)

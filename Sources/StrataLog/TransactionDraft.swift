@@ -53,7 +53,8 @@ public enum DraftValue: Sendable, Hashable {
 public struct TransactionDraft: Sendable {
     /// One operation.
     public enum Operation: Sendable, Hashable {
-        /// Insert a new object with its values.
+        /// Insert a new object with its values. With a ``DraftObjectID/stored(_:)`` ID, restore
+        /// a deleted object under its own ID (undo of a delete): the object must not exist.
         case insert(DraftObjectID, values: [String: DraftValue])
         /// Set properties of an object.
         case update(DraftObjectID, values: [String: DraftValue])
@@ -112,6 +113,11 @@ public struct TransactionDraft: Sendable {
         let object = DraftObjectID.temporary(entity: entity, id: id)
         append(.insert(object, values: values))
         return object
+    }
+
+    /// Restores a deleted object under its own ID, with `values` (undo of a delete).
+    public mutating func restore(_ id: StoredObjectID, values: [String: DraftValue]) {
+        append(.insert(.stored(id), values: values))
     }
 
     /// Sets `values` on `object`.

@@ -338,3 +338,33 @@ struct CommitTests {
         #expect(log.storedModels().count == 2)
     }
 }
+
+@Suite("Event log: restoring deleted objects")
+struct RestoreTests {
+    @Test("a deleted object can be restored under its own ID; an unknown or live ID cannot")
+    func restore() throws {
+        let dir = try TemporaryDirectory()
+        let log = try openLog(dir, model: try libraryModel())
+        var draft = TransactionDraft()
+        let m = draft.insert("Member", values: ["name": s("Ada")])
+        let id = try #require(try log.commit(draft).permanentID(for: m))
+        var delete = TransactionDraft()
+        delete.delete(.stored(id))
+        try log.commit(delete)
+
+        var restore = TransactionDraft(kind: .undo(of: 2, group: 0))
+        restore.restore(id, values: ["name": s("Ada")])
+        let result = try log.commit(restore)
+        #expect(result.event.changes == [.insert(id, values: ["name": .attribute(.string("Ada"))])])
+        #expect(try log.read { try $0.object(id)?["name"] } == .attribute(.string("Ada")))
+        #expect(try log.read { try $0.lastPrimaryKey(of: "Member") } == 1)
+
+        var again = TransactionDraft()
+        again.restore(id, values: [:])
+        #expect(throws: LogError.objectExists("Member/p1")) { try log.commit(again) }
+        var never = TransactionDraft()
+        never.restore(StoredObjectID(entity: "Member", primaryKey: 9), values: [:])
+        #expect(throws: LogError.self) { try log.commit(never) }
+        #expect(try log.verify().isClean)
+    }
+}
