@@ -117,7 +117,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StrataCLITests",
-            dependencies: ["strata", "StrataTestSupport"],
+            dependencies: ["strata", "StrataTestSupport", "StrataLog", "StrataModel"],
             swiftSettings: strictSettings
         ),
     ],

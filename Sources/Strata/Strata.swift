@@ -1,5 +1,6 @@
 @_exported public import StrataModel
 @_exported public import StrataPredicate
+@_exported public import StrataLog
 
 /// Strata's version, printed by `strata --version`.
 public enum StrataVersion {

@@ -223,14 +223,17 @@ extension EventLog {
                     changes.append(.delete(id, before: before))
                 }
             }
-            if !changes.isEmpty { groups.append(ChangeGroup(actionName: group.actionName, changes: changes)) }
+            // Kept even when every change was a no-op, so a draft's groups (those with
+            // operations) map one-to-one onto the event's: contexts rely on it for undo.
+            groups.append(ChangeGroup(actionName: group.actionName, changes: changes))
         }
 
-        // Deferred checks, on the state as the transaction leaves it.
-        for (target, origin) in referenced where !(try txn.containsKey(target.bytes, in: tables.state)) {
-            throw LogError.missingReference(from: origin.from.description, property: origin.property, to: origin.to.description)
-        }
-        for (key, id) in deleted {
+        // Deferred checks, on the state as the transaction leaves it: an object that doesn't
+        // exist must have no references left pointing at it — whether they were written by
+        // this draft (a reference to a missing object) or left by a delete (dangling).
+        var candidates: [ObjectKey: StoredObjectID] = deleted
+        for (key, origin) in referenced where candidates[key] == nil { candidates[key] = origin.to }
+        for (key, id) in candidates.sorted(by: { $0.key < $1.key }) where !(try txn.containsKey(key.bytes, in: tables.state)) {
             try txn.forEach(in: tables.referrers, range: .prefix(key.bytes)) { entry, _ in
                 let (relationship, source) = entry.withUnsafeBytes { raw in
                     (readBigEndian(raw, at: 10, count: 2).map { UInt16($0) }, ObjectKey(raw, at: 12))

@@ -52,10 +52,7 @@ extension EventLog {
         }
 
         // Write the frames.
-        guard FileManager.default.createFile(atPath: temporaryPath, contents: nil) else {
-            throw LogError.segment("cannot create \(temporaryPath)")
-        }
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: temporaryPath))
+        let handle = try createExclusively(temporaryPath)
         var frames: [SegmentDescriptor.Frame] = []
         var rawTotal: UInt64 = 0
         var offset: UInt64 = 0
@@ -102,8 +99,8 @@ extension EventLog {
                 compressedBytes: Int(offset), segmentFile: nil, dictionaryFile: nil, isDryRun: true)
         }
         if let dictionary {
-            try Data(dictionary.bytes).write(to: URL(fileURLWithPath: temporaryDictionaryPath))
-            let dictionaryHandle = try FileHandle(forUpdating: URL(fileURLWithPath: temporaryDictionaryPath))
+            let dictionaryHandle = try createExclusively(temporaryDictionaryPath)
+            try dictionaryHandle.write(contentsOf: dictionary.bytes)
             try dictionaryHandle.synchronize()
             try dictionaryHandle.close()
         }
@@ -228,6 +225,10 @@ extension EventLog {
                     if pid != ProcessInfo.processInfo.processIdentifier && !processIsAlive(pid) {
                         try? fileManager.removeItem(atPath: full)
                     }
+                } else if name.hasPrefix(".dat.nosync") {
+                    // A Foundation atomic-write temporary, stranded by a kill (older builds
+                    // created segment files that way; nothing writes them here now).
+                    try? fileManager.removeItem(atPath: full)
                 } else if (name.hasSuffix(".zst") || name.hasSuffix(".dict")) && !referenced.contains(name) {
                     try? fileManager.removeItem(atPath: full)
                 }
@@ -289,6 +290,14 @@ extension EventLog {
         let after = (try FileManager.default.attributesOfItem(atPath: dataPath)[.size] as? Int) ?? 0
         return (before, after)
     }
+}
+
+/// Creates `path` for writing with `open(2)` (`O_CREAT | O_EXCL`): no hidden temporary file
+/// (Foundation's atomic writes leave `.dat.nosync*` files behind when a process is killed).
+func createExclusively(_ path: String) throws -> FileHandle {
+    let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+    guard fd >= 0 else { throw LogError.segment("cannot create \(path) (errno \(errno))") }
+    return FileHandle(fileDescriptor: fd, closeOnDealloc: true)
 }
 
 /// fsyncs a directory so a rename in it is durable.

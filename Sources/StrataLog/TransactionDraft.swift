@@ -95,7 +95,8 @@ public struct TransactionDraft: Sendable {
     /// Whether the draft has no operations.
     public var isEmpty: Bool { groups.allSatisfy { $0.operations.isEmpty } }
 
-    /// Closes the current undo group and starts another (empty groups are dropped at commit).
+    /// Closes the current undo group and starts another. Groups without operations are dropped at
+    /// commit; every other group becomes one event group, even if its changes turn out to be no-ops.
     public mutating func beginGroup(actionName: String? = nil) {
         if groups[groups.count - 1].operations.isEmpty {
             groups[groups.count - 1].actionName = actionName

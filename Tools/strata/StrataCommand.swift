@@ -14,6 +14,9 @@ struct StrataCommand: ParsableCommand {
             Exit status: 0 success, 1 a problem was found or an operation failed, 64 bad usage.
             """,
         version: StrataVersion.current,
-        subcommands: [DoctorCommand.self]
+        subcommands: [
+            InfoCommand.self, LogCommand.self, ReplayCommand.self, ExportCommand.self, CompactCommand.self,
+            VerifyCommand.self, ModelCommand.self, DoctorCommand.self,
+        ]
     )
 }

@@ -1,0 +1,121 @@
+public import Foundation
+import StrataStorage
+
+/// What `EventLog.replay(through:into:)` wrote.
+public struct ReplayReport: Sendable, Hashable {
+    /// The new store's directory.
+    public let path: String
+    /// The new store's UUID (a fresh one: the copy is an independent store).
+    public let storeUUID: UUID
+    /// The last sequence replayed: the new store's head.
+    public let head: UInt64
+    /// The number of live objects in the new store.
+    public let objectCount: Int
+}
+
+extension EventLog {
+    /// Writes the store as it was just after transaction `sequence` as a new, independent
+    /// store at `path`: a fresh store UUID, the same stored model versions and catalog codes,
+    /// and events 1…`sequence` re-applied with their own sequence numbers, timestamps and
+    /// object IDs (DESIGN.md invariant 6: replay reproduces the same IDs).
+    ///
+    /// The derived tables (state, indexes, references, membership, history, counters) are
+    /// rebuilt by applying each event as `verify()` does. Segments, checkpoints, consumers and
+    /// undo retention are not copied: the new store's log is all raw and has no history past
+    /// `sequence`. Works on a store opened read-only; this store is only read.
+    ///
+    /// ```swift
+    /// let source = try EventLog(openingExistingAt: "prod.strata")
+    /// let report = try source.replay(through: 812, into: "/tmp/as-of-812.strata")
+    /// ```
+    ///
+    /// - Throws: ``LogError/sequenceOutOfRange(requested:head:)`` past the head;
+    ///   ``LogError/invalidOperation(_:)`` if `path` exists and is not an empty directory.
+    @discardableResult
+    public func replay(through sequence: UInt64, into path: String) throws -> ReplayReport {
+        let head = try head
+        guard sequence <= head else { throw LogError.sequenceOutOfRange(requested: sequence, head: head) }
+        let fileManager = FileManager.default
+        if fileManager.fileExists(atPath: path) {
+            let contents = (try? fileManager.contentsOfDirectory(atPath: path)) ?? ["?"]
+            guard contents.filter({ !$0.hasPrefix(".") }).isEmpty else {
+                throw LogError.invalidOperation("\(path) already exists and is not empty")
+            }
+        }
+
+        var options = LMDBEnvironment.Options()
+        options.mapSize = configuration.initialMapSize
+        options.maximumMapSize = configuration.maximumMapSize
+        options.maxDatabases = StoreTables.names.count + 4
+        let target = try LMDBEnvironment(path: path, databases: StoreTables.names.map { DatabaseDescriptor($0) }, options: options)
+        let targetTables = try StoreTables(target)
+
+        // The same catalog and models, so codes in records, keys and events mean the same.
+        let copied: [(table: Int, key: [UInt8], value: [UInt8])] = try environment.read { txn in
+            var rows: [(Int, [UInt8], [UInt8])] = []
+            for (number, database) in [tables.catalog, tables.models].enumerated() {
+                try txn.forEach(in: database) { key, value in
+                    rows.append((number, key.withUnsafeBytes { Array($0) }, value.withUnsafeBytes { Array($0) }))
+                    return .next
+                }
+            }
+            let hashPrefix = MetaKey.modelHash([])
+            try txn.forEach(in: tables.meta, range: .prefix(hashPrefix)) { key, value in
+                rows.append((2, key.withUnsafeBytes { Array($0) }, value.withUnsafeBytes { Array($0) }))
+                return .next
+            }
+            return rows
+        }
+        let uuid = UUID()
+        let now = bigEndianBytes(UInt64(bitPattern: EventCodec.microseconds(Date())))
+        try target.write { txn in
+            for row in copied {
+                let database = row.table == 0 ? targetTables.catalog : row.table == 1 ? targetTables.models : targetTables.meta
+                try txn.put(row.value, forKey: row.key, in: database)
+            }
+            try txn.put(withUnsafeBytes(of: uuid.uuid) { Array($0) }, forKey: MetaKey.storeUUID, in: targetTables.meta)
+            try txn.put(bigEndianBytes(Self.formatVersion), forKey: MetaKey.formatVersion, in: targetTables.meta)
+            try txn.put(now, forKey: MetaKey.createdAt, in: targetTables.meta)
+            try txn.put(now, forKey: MetaKey.openedAt, in: targetTables.meta)
+            try txn.put(bigEndianBytes(UInt64(0)), forKey: MetaKey.head, in: targetTables.meta)
+        }
+
+        // Events in batches: one write transaction per batch, the head moving with it.
+        let writer = TableWriter(tables: targetTables, catalog: catalog, schema: schema, modelVersion: modelVersion)
+        let chunkSize = max(configuration.chunkSize, 64)
+        func flush(_ batch: [TransactionEvent]) throws {
+            guard let last = batch.last else { return }
+            try target.write { txn in
+                for event in batch {
+                    try writer.apply(txn, event, checkBeforeImages: false)
+                    let bytes = try EventCodec.encode(event, catalog: catalog)
+                    var chunk: UInt32 = 0
+                    var offset = 0
+                    repeat {
+                        let end = min(offset + chunkSize, bytes.count)
+                        try txn.put(bytes[offset..<end], forKey: bigEndianBytes(event.sequence) + bigEndianBytes(chunk), in: targetTables.events, flags: .append)
+                        offset = end
+                        chunk += 1
+                    } while offset < bytes.count
+                }
+                try txn.put(bigEndianBytes(last.sequence), forKey: MetaKey.head, in: targetTables.meta)
+            }
+        }
+        if sequence > 0 {
+            var batch: [TransactionEvent] = []
+            try read { reader in
+                try reader.forEachEvent(from: 1, through: sequence) { event in
+                    batch.append(event)
+                    if batch.count >= 512 {
+                        try flush(batch)
+                        batch.removeAll(keepingCapacity: true)
+                    }
+                    return .next
+                }
+            }
+            try flush(batch)
+        }
+        let objectCount = try target.read { txn in try txn.count(in: targetTables.state) }
+        return ReplayReport(path: path, storeUUID: uuid, head: sequence, objectCount: objectCount)
+    }
+}

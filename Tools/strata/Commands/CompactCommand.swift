@@ -1,0 +1,161 @@
+import ArgumentParser
+import Foundation
+import Strata
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `strata compact`: move old history into zstd segments.
+struct CompactCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "compact",
+        abstract: "Move history below a horizon into zstd segments, optionally shrinking the file after.",
+        discussion: """
+            Opens the store writable. The horizon is the lowest of --before (a sequence: events
+            below it move; or an ISO 8601 date: events committed before it move), every
+            registered consumer's checkpoint, and the persisted undo depth. Large compactions
+            run in steps of at most 50,000 events, one segment each, with a progress bar on a
+            terminal (plain progress lines otherwise, on standard error). Prints the store's
+            sizes before and after. Reads of compacted history keep working unchanged.
+
+            --vacuum copies the environment compacted afterwards so data.mdb shrinks; no other
+            process may have the store open while it runs.
+
+            Examples:
+              strata compact League.strata --dry-run
+              strata compact League.strata --before 5000 --level 9
+              strata compact League.strata --before 2026-01-01 --dictionary --vacuum
+            """
+    )
+
+    @OptionGroup var options: StoreOptions
+
+    @Option(help: ArgumentHelp("Move events below this sequence, or committed before this date.", valueName: "seq|date"))
+    var before: LogPoint?
+
+    @Option(help: "The zstd level, 1 to 19.")
+    var level: Int = 3
+
+    @Flag(help: "Train a zstd dictionary on the moved events.")
+    var dictionary = false
+
+    @Flag(help: "Report what would move and the estimated saving, without changing anything.")
+    var dryRun = false
+
+    @Flag(help: "Shrink the environment file afterwards (the store must not be open elsewhere).")
+    var vacuum = false
+
+    /// The most events one step moves.
+    static let step: UInt64 = 50_000
+
+    func validate() throws {
+        guard (1...19).contains(level) else { throw ValidationError("--level must be between 1 and 19, not \(level)") }
+        if dryRun && vacuum { throw ValidationError("--dry-run and --vacuum can't be combined") }
+    }
+
+    func run() throws {
+        try runCommand {
+            let dataPath = (options.store as NSString).appendingPathComponent("data.mdb")
+            let segmentsPath = (options.store as NSString).appendingPathComponent("segments")
+            let sizesBefore = (diskSize(dataPath), diskSize(segmentsPath))
+            var movedAny = false
+            do {
+                let log = try options.openWritable()
+                var request = CompactionRequest()
+                request.level = level
+                request.usesDictionary = dictionary
+                let head = try log.head
+                switch before {
+                case .sequence(let n):
+                    if n > head + 1 { throw CommandFailure("sequence \(n) is past the head (\(head)); --before \(head + 1) moves everything") }
+                    request.before = n
+                case .date(let date): request.beforeDate = date
+                case nil: break
+                }
+                if dryRun {
+                    request.dryRun = true
+                    let report = try log.compact(request)
+                    if let moved = report.moved {
+                        print("would move events \(moved.lowerBound)…\(moved.upperBound) (\(report.eventCount) events): \(report.rawBytes) bytes raw → about \(report.compressedBytes) bytes compressed (ratio \(String(format: "%.2f", report.ratio))), saving about \(max(0, report.rawBytes - report.compressedBytes)) bytes")
+                    } else {
+                        print("nothing to move")
+                    }
+                    print("horizon \(report.horizon), limited by \(report.limitedBy)")
+                    return
+                }
+                // Find the horizon with a dry run's bookkeeping, then move in steps.
+                var probe = request
+                probe.dryRun = true
+                probe.level = 1
+                probe.usesDictionary = false
+                let plan = try log.compact(probe)
+                guard let range = plan.moved else {
+                    print("nothing to move: horizon \(plan.horizon), limited by \(plan.limitedBy)")
+                    printSizes(before: sizesBefore, after: sizesBefore)
+                    return
+                }
+                let total = range.upperBound - range.lowerBound + 1
+                let progress = Progress(total: total)
+                var raw = 0
+                var compressed = 0
+                var next = range.lowerBound
+                while next <= range.upperBound {
+                    var stepRequest = request
+                    stepRequest.beforeDate = nil
+                    stepRequest.before = min(range.upperBound, next + Self.step - 1) + 1
+                    let report = try log.compact(stepRequest)
+                    guard let moved = report.moved else { break }
+                    raw += report.rawBytes
+                    compressed += report.compressedBytes
+                    next = moved.upperBound + 1
+                    progress.update(done: next - range.lowerBound)
+                    movedAny = true
+                }
+                progress.finish()
+                let ratio = compressed == 0 ? 0 : Double(raw) / Double(compressed)
+                print("moved events \(range.lowerBound)…\(next - 1) (\(next - range.lowerBound) events): \(raw) bytes raw → \(compressed) bytes in segments (ratio \(String(format: "%.2f", ratio)))")
+                print("horizon \(plan.horizon), limited by \(plan.limitedBy)")
+            }
+            if vacuum {
+                let (a, b) = try EventLog.vacuum(path: options.store)
+                print("vacuum: data.mdb \(a) → \(b) bytes")
+            } else if movedAny {
+                print("note: data.mdb keeps its size (LMDB reuses the freed pages); --vacuum shrinks it")
+            }
+            printSizes(before: sizesBefore, after: (diskSize(dataPath), diskSize(segmentsPath)))
+        }
+    }
+
+    private func printSizes(before: (Int, Int), after: (Int, Int)) {
+        print("before: data.mdb \(byteCount(before.0)), segments \(byteCount(before.1)), total \(byteCount(before.0 + before.1))")
+        print("after:  data.mdb \(byteCount(after.0)), segments \(byteCount(after.1)), total \(byteCount(after.0 + after.1))")
+    }
+}
+
+/// Compaction progress on standard error: a redrawn bar on a terminal, plain lines otherwise.
+final class Progress {
+    let total: UInt64
+    let isTerminal = isatty(STDERR_FILENO) == 1
+    private var lastPercent = -1
+
+    init(total: UInt64) { self.total = total }
+
+    func update(done: UInt64) {
+        let percent = total == 0 ? 100 : Int(done * 100 / total)
+        guard percent != lastPercent else { return }
+        lastPercent = percent
+        if isTerminal {
+            let width = 30
+            let filled = percent * width / 100
+            FileHandleOutput.standardError("\r[\(String(repeating: "#", count: filled))\(String(repeating: ".", count: width - filled))] \(percent)% \(done)/\(total) events")
+        } else {
+            printError("compacted \(done)/\(total) events (\(percent)%)")
+        }
+    }
+
+    func finish() {
+        if isTerminal && lastPercent >= 0 { FileHandleOutput.standardError("\n") }
+    }
+}

@@ -1,0 +1,362 @@
+import ArgumentParser
+import Foundation
+import Strata
+import StrataStorage
+
+/// `strata export`: a snapshot of the objects, now or as of a sequence.
+struct ExportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Export the objects, now or as of a sequence, as JSON, NDJSON, CSV or SQL.",
+        discussion: """
+            Streams: objects are read and written one at a time, never all held in memory.
+            Objects are grouped by entity (entities sorted by name), in primary-key order. Each
+            object is named by its URI; relationships appear on the side the store records (a
+            to-one reference, an ordered or unordered to-many list) as URIs. Derived inverse
+            sides are left out. See Specs/0007-cli.md for the exact formats.
+
+            --format csv writes one file per entity, ENTITY.csv, into the --output directory
+            (RFC 4180, with a header row); a to-many relationship is one field holding the URIs
+            separated by single spaces. --format sql writes CREATE TABLE and INSERT statements,
+            with a join table ENTITY_RELATIONSHIP (source, target, position) per to-many
+            relationship, for `sqlite3` (--dialect sqlite, the default) or `psql`
+            (--dialect postgres).
+
+            Examples:
+              strata export League.strata > league.json
+              strata export League.strata --at 120 --format ndjson --entity Player
+              strata export League.strata --format csv --output league-csv
+              strata export League.strata --format sql | sqlite3 league.db
+              strata export League.strata --format sql --dialect postgres | psql league
+            """
+    )
+
+    @OptionGroup var options: StoreOptions
+
+    @Option(help: "json, ndjson, csv or sql.")
+    var format: ExportFormat = .json
+
+    @Option(help: ArgumentHelp("Export the state just after this transaction (default: the head).", valueName: "seq"))
+    var at: UInt64?
+
+    @Option(help: "Only this entity (and its sub-entities). Repeatable.")
+    var entity: [String] = []
+
+    @Option(help: ArgumentHelp("Write here instead of standard output (a directory for csv).", valueName: "path"))
+    var output: String?
+
+    @Option(help: "For --format sql: sqlite or postgres.")
+    var dialect: SQLDialect?
+
+    func validate() throws {
+        if format == .csv && output == nil {
+            throw ValidationError("--format csv writes one file per entity: give --output DIRECTORY")
+        }
+        if dialect != nil && format != .sql { throw ValidationError("--dialect applies only to --format sql") }
+    }
+
+    func run() throws {
+        try runCommand {
+            let log = try options.openReadOnly()
+            let exported = try Set(entity.isEmpty ? log.concreteEntityNames : Array(log.entityNames(including: entity)))
+            let entities = log.concreteEntityNames.filter { exported.contains($0) }
+            try log.read { reader in
+                let head = try reader.head
+                if let at { try log.checkSequence(at, head: head) }
+                let layouts = try entities.map { name in
+                    EntityLayout(name: name, properties: try log.storedProperties(ofEntity: name).filter(\.isRecorded))
+                }
+                let writer: any SnapshotWriter
+                switch format {
+                case .json: writer = JSONSnapshotWriter(log: log, out: try sink(), sequence: at ?? head)
+                case .ndjson: writer = NDJSONSnapshotWriter(log: log, out: try sink())
+                case .csv: writer = try CSVSnapshotWriter(log: log, directory: output ?? ".")
+                case .sql: writer = SQLSnapshotWriter(log: log, out: try sink(), dialect: dialect ?? .sqlite, sequence: at ?? head)
+                }
+                try writer.begin(layouts)
+                for layout in layouts {
+                    try writer.beginEntity(layout)
+                    try Snapshot.forEachObject(of: layout.name, asOf: at, reader) { id, values in
+                        try writer.object(id, values, layout)
+                    }
+                    try writer.endEntity(layout)
+                }
+                try writer.end()
+            }
+        }
+    }
+
+    private func sink() throws -> OutputSink {
+        if let output { return try OutputSink(path: output) }
+        return OutputSink()
+    }
+}
+
+/// The export formats.
+enum ExportFormat: String, ExpressibleByArgument, CaseIterable {
+    case json, ndjson, csv, sql
+}
+
+/// The SQL dialects `export --format sql` writes.
+enum SQLDialect: String, ExpressibleByArgument, CaseIterable {
+    case sqlite, postgres
+}
+
+/// An entity's exported columns: its recorded stored properties, sorted by name.
+struct EntityLayout {
+    let name: String
+    let properties: [StoredPropertyDescription]
+}
+
+/// Walks the objects of a snapshot one at a time.
+enum Snapshot {
+    /// Calls `body` with each object of exactly `entity`, in primary-key order: the live ones,
+    /// or with `sequence` the ones alive just after it, each rebuilt on its own from the
+    /// transactions that touched it (so memory stays flat however many objects there are).
+    static func forEachObject(
+        of entity: String, asOf sequence: UInt64?, _ reader: borrowing LogReader,
+        _ body: (StoredObjectID, [String: LogValue]) throws -> Void
+    ) throws {
+        guard let sequence else {
+            try reader.forEachObject(of: entity, includingSubentities: false) { object in
+                try body(object.id, object.values)
+                return .next
+            }
+            return
+        }
+        let last = try reader.lastPrimaryKey(of: entity)
+        guard last > 0 else { return }
+        for key in 1...last {
+            let id = StoredObjectID(entity: entity, primaryKey: key)
+            if let values = try reader.object(id, asOf: sequence) { try body(id, values) }
+        }
+    }
+}
+
+/// Writes a snapshot in one format.
+protocol SnapshotWriter {
+    func begin(_ layouts: [EntityLayout]) throws
+    func beginEntity(_ layout: EntityLayout) throws
+    func object(_ id: StoredObjectID, _ values: [String: LogValue], _ layout: EntityLayout) throws
+    func endEntity(_ layout: EntityLayout) throws
+    func end() throws
+}
+
+extension SnapshotWriter {
+    func begin(_ layouts: [EntityLayout]) throws {}
+    func beginEntity(_ layout: EntityLayout) throws {}
+    func endEntity(_ layout: EntityLayout) throws {}
+}
+
+// MARK: - JSON and NDJSON
+
+/// `{"uri":…,"values":{…}}` with every recorded property, sorted, nil as null.
+func objectJSON(_ id: StoredObjectID, _ values: [String: LogValue], _ layout: EntityLayout, _ log: EventLog) -> String {
+    let fields = layout.properties.map { property in
+        ValueRendering.jsonString(property.name) + ":" + ValueRendering.plainJSON(values[property.name] ?? .null, log)
+    }
+    return "{\"uri\":\(ValueRendering.jsonString(log.uri(id))),\"values\":{\(fields.joined(separator: ","))}}"
+}
+
+final class JSONSnapshotWriter: SnapshotWriter {
+    let log: EventLog
+    let out: OutputSink
+    let sequence: UInt64
+    private var firstEntity = true
+    private var firstObject = true
+
+    init(log: EventLog, out: OutputSink, sequence: UInt64) {
+        self.log = log
+        self.out = out
+        self.sequence = sequence
+    }
+
+    func begin(_ layouts: [EntityLayout]) throws {
+        out.line("{\"store\":\(ValueRendering.jsonString(log.storeUUID.uuidString)),\"sequence\":\(sequence),\"entities\":{")
+    }
+
+    func beginEntity(_ layout: EntityLayout) throws {
+        out.line((firstEntity ? "" : ",") + ValueRendering.jsonString(layout.name) + ":[")
+        firstEntity = false
+        firstObject = true
+    }
+
+    func object(_ id: StoredObjectID, _ values: [String: LogValue], _ layout: EntityLayout) throws {
+        out.line((firstObject ? "" : ",") + objectJSON(id, values, layout, log))
+        firstObject = false
+    }
+
+    func endEntity(_ layout: EntityLayout) throws { out.line("]") }
+
+    func end() throws {
+        out.line("}}")
+        out.close()
+    }
+}
+
+final class NDJSONSnapshotWriter: SnapshotWriter {
+    let log: EventLog
+    let out: OutputSink
+
+    init(log: EventLog, out: OutputSink) {
+        self.log = log
+        self.out = out
+    }
+
+    func object(_ id: StoredObjectID, _ values: [String: LogValue], _ layout: EntityLayout) throws {
+        out.line("{\"entity\":\(ValueRendering.jsonString(layout.name)),\(objectJSON(id, values, layout, log).dropFirst())")
+    }
+
+    func end() throws { out.close() }
+}
+
+// MARK: - CSV
+
+/// RFC 4180: fields with a comma, a double quote, CR or LF are quoted, quotes doubled;
+/// records end with CRLF.
+final class CSVSnapshotWriter: SnapshotWriter {
+    let log: EventLog
+    let directory: String
+    private var out: OutputSink?
+
+    init(log: EventLog, directory: String) throws {
+        self.log = log
+        self.directory = directory
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else { throw CommandFailure("--output \(directory) is a file; csv needs a directory") }
+        } else {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+    }
+
+    static func field(_ text: String) -> String {
+        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" }) else { return text }
+        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    func beginEntity(_ layout: EntityLayout) throws {
+        let sink = try OutputSink(path: (directory as NSString).appendingPathComponent("\(layout.name).csv"))
+        sink.write((["uri"] + layout.properties.map(\.name)).map(Self.field).joined(separator: ",") + "\r\n")
+        out = sink
+    }
+
+    func object(_ id: StoredObjectID, _ values: [String: LogValue], _ layout: EntityLayout) throws {
+        let fields = [log.uri(id)] + layout.properties.map { ValueRendering.csvText(values[$0.name] ?? .null, log) }
+        out?.write(fields.map(Self.field).joined(separator: ",") + "\r\n")
+    }
+
+    func endEntity(_ layout: EntityLayout) throws {
+        out?.close()
+        out = nil
+    }
+
+    func end() throws {}
+}
+
+// MARK: - SQL
+
+/// CREATE TABLE and INSERT statements for sqlite3 or psql, in one transaction.
+final class SQLSnapshotWriter: SnapshotWriter {
+    let log: EventLog
+    let out: OutputSink
+    let dialect: SQLDialect
+    let sequence: UInt64
+
+    init(log: EventLog, out: OutputSink, dialect: SQLDialect, sequence: UInt64) {
+        self.log = log
+        self.out = out
+        self.dialect = dialect
+        self.sequence = sequence
+    }
+
+    static func identifier(_ name: String) -> String { "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+    static func string(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
+    static func joinTable(_ entity: String, _ property: String) -> String { "\(entity)_\(property)" }
+
+    func columnType(_ property: StoredPropertyDescription) -> String {
+        guard case .attribute(let type) = property.kind else { return "TEXT" }
+        switch type {
+        case .int16: return "SMALLINT"
+        case .int32: return "INTEGER"
+        case .int64: return "BIGINT"
+        case .decimal: return "NUMERIC"
+        case .double: return "DOUBLE PRECISION"
+        case .float: return "REAL"
+        case .string, .uri: return "TEXT"
+        case .boolean: return "BOOLEAN"
+        case .date: return dialect == .sqlite ? "TEXT" : "TIMESTAMP WITH TIME ZONE"
+        case .binaryData, .transformable: return dialect == .sqlite ? "BLOB" : "BYTEA"
+        case .uuid: return dialect == .sqlite ? "TEXT" : "UUID"
+        }
+    }
+
+    func literal(_ value: LogValue) -> String {
+        switch value {
+        case .null, .references: return "NULL"
+        case .reference(let id): return Self.string(log.uri(id))
+        case .attribute(let attribute):
+            switch attribute {
+            case .int16(let v): return String(v)
+            case .int32(let v): return String(v)
+            case .int64(let v): return String(v)
+            case .decimal(let v): return v.description
+            case .double(let v): return float(v)
+            case .float(let v): return v.isFinite ? v.description : float(Double(v))
+            case .string(let v): return Self.string(v)
+            case .boolean(let v): return v ? "TRUE" : "FALSE"
+            case .date(let v): return Self.string(Timestamps.format(v))
+            case .binaryData(let v), .transformable(let v):
+                let hex = v.map { String(format: "%02x", $0) }.joined()
+                return dialect == .sqlite ? "X'\(hex)'" : "'\\x\(hex)'::bytea"
+            case .uuid(let v): return Self.string(v.uuidString)
+            case .uri(let v): return Self.string(v.absoluteString)
+            }
+        }
+    }
+
+    func float(_ v: Double) -> String {
+        if v.isFinite { return v.description }
+        switch dialect {
+        case .sqlite: return v.isNaN ? "NULL" : (v < 0 ? "-9e999" : "9e999")
+        case .postgres: return v.isNaN ? "'NaN'" : (v < 0 ? "'-Infinity'" : "'Infinity'")
+        }
+    }
+
+    func isToMany(_ property: StoredPropertyDescription) -> Bool {
+        if case .relationship(_, true, _, _, _) = property.kind { return true }
+        return false
+    }
+
+    func begin(_ layouts: [EntityLayout]) throws {
+        out.line("-- strata export of store \(log.storeUUID.uuidString) as of sequence \(sequence) (\(dialect.rawValue))")
+        out.line("BEGIN;")
+        for layout in layouts {
+            let columns = ["\(Self.identifier("uri")) TEXT PRIMARY KEY"]
+                + layout.properties.filter { !isToMany($0) }.map { "\(Self.identifier($0.name)) \(columnType($0))" }
+            out.line("CREATE TABLE \(Self.identifier(layout.name)) (\(columns.joined(separator: ", ")));")
+            for property in layout.properties where isToMany(property) {
+                out.line("CREATE TABLE \(Self.identifier(Self.joinTable(layout.name, property.name))) (\"source\" TEXT NOT NULL, \"target\" TEXT NOT NULL, \"position\" INTEGER NOT NULL);")
+            }
+        }
+    }
+
+    func object(_ id: StoredObjectID, _ values: [String: LogValue], _ layout: EntityLayout) throws {
+        let scalar = layout.properties.filter { !isToMany($0) }
+        let names = ([Self.identifier("uri")] + scalar.map { Self.identifier($0.name) }).joined(separator: ", ")
+        let literals = ([Self.string(log.uri(id))] + scalar.map { literal(values[$0.name] ?? .null) }).joined(separator: ", ")
+        out.line("INSERT INTO \(Self.identifier(layout.name)) (\(names)) VALUES (\(literals));")
+        for property in layout.properties where isToMany(property) {
+            guard case .references(let targets) = values[property.name] ?? .null else { continue }
+            let table = Self.identifier(Self.joinTable(layout.name, property.name))
+            for (position, target) in targets.enumerated() {
+                out.line("INSERT INTO \(table) (\"source\", \"target\", \"position\") VALUES (\(Self.string(log.uri(id))), \(Self.string(log.uri(target))), \(position));")
+            }
+        }
+    }
+
+    func end() throws {
+        out.line("COMMIT;")
+        out.close()
+    }
+}

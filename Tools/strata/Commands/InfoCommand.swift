@@ -1,0 +1,134 @@
+import ArgumentParser
+import Foundation
+import Strata
+
+/// `strata info`: what a store holds and how it is laid out.
+struct InfoCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "info",
+        abstract: "Show a store's identity, model versions, head, counts, segments, files and consumers.",
+        discussion: """
+            Opens the store read-only (nothing is written; an app may hold it open and write).
+            Object counts are per concrete entity, live objects at the head.
+
+            Examples:
+              strata info League.strata
+              strata info League.strata --format json | jq .head
+            """
+    )
+
+    @OptionGroup var options: StoreOptions
+
+    @Option(help: "text or json.")
+    var format: TextOrJSON = .text
+
+    func run() throws {
+        try runCommand {
+            let log = try options.openReadOnly()
+            let out = OutputSink()
+            defer { out.close() }
+            let info = try StoreInfo(log)
+            switch format {
+            case .text: info.writeText(to: out)
+            case .json: out.line(info.json)
+            }
+        }
+    }
+}
+
+/// `text` or `json`.
+enum TextOrJSON: String, ExpressibleByArgument, CaseIterable, Sendable {
+    case text, json
+}
+
+/// Everything `strata info` reports, gathered from one read snapshot.
+struct StoreInfo {
+    let path: String
+    let metadata: StoreMetadata
+    let counts: [(entity: String, count: Int)]
+    let segments: [SegmentInfo]
+    let consumers: [(name: String, processedThrough: UInt64)]
+    let checkpoints: [UInt64]
+    let files: [(name: String, bytes: Int)]
+
+    init(_ log: EventLog) throws {
+        path = log.path
+        (metadata, counts, segments, consumers, checkpoints) = try log.read { reader in
+            (try reader.metadata(),
+             try log.concreteEntityNames.map { ($0, try reader.count(of: $0, includingSubentities: false)) },
+             try reader.segments(), try reader.consumers(), try reader.checkpoints())
+        }
+        files = [("data.mdb", diskSize((path as NSString).appendingPathComponent("data.mdb"))),
+                 ("lock.mdb", diskSize((path as NSString).appendingPathComponent("lock.mdb"))),
+                 ("segments", diskSize((path as NSString).appendingPathComponent("segments")))]
+    }
+
+    var compactedEvents: UInt64 { metadata.compactedThrough }
+
+    func writeText(to out: OutputSink) {
+        out.line("store        \(path)")
+        out.line("uuid         \(metadata.storeUUID.uuidString)")
+        out.line("format       \(metadata.formatVersion)")
+        out.line("models       \(metadata.modelVersions.map(String.init).joined(separator: ", ")) (newest \(metadata.modelVersions.last ?? 0))")
+        out.line("created      \(Timestamps.format(metadata.createdAt))")
+        out.line("opened       \(Timestamps.format(metadata.openedAt)) (last writable open)")
+        out.line("head         \(metadata.head)")
+        out.line("events       \(metadata.head) (\(compactedEvents) in segments, \(metadata.head - compactedEvents) raw)")
+        out.line("objects      \(counts.reduce(0) { $0 + $1.count })")
+        let width = counts.map(\.entity.count).max() ?? 0
+        for (entity, count) in counts {
+            out.line("  \(entity.padding(toLength: width, withPad: " ", startingAt: 0))  \(count)")
+        }
+        let raw = segments.reduce(0) { $0 + $1.rawBytes }
+        let compressed = segments.reduce(0) { $0 + $1.compressedBytes }
+        if segments.isEmpty {
+            out.line("segments     none")
+        } else {
+            out.line("segments     \(segments.count): raw \(raw) bytes, compressed \(compressed) bytes, ratio \(ratio(raw, compressed))")
+            for segment in segments {
+                let dictionary = segment.dictionaryFileName.map { ", dictionary \($0)" } ?? ""
+                out.line("  \(segment.sequences.lowerBound)…\(segment.sequences.upperBound)  \(segment.fileName)  raw \(segment.rawBytes), compressed \(segment.compressedBytes), ratio \(ratio(segment.rawBytes, segment.compressedBytes)), \(segment.frameCount) frames\(dictionary)")
+            }
+        }
+        out.line("files")
+        for (name, bytes) in files { out.line("  \(name.padding(toLength: 9, withPad: " ", startingAt: 0))  \(byteCount(bytes))") }
+        if consumers.isEmpty {
+            out.line("consumers    none")
+        } else {
+            out.line("consumers")
+            for (name, through) in consumers { out.line("  \(name)  processed through \(through)") }
+        }
+        out.line("checkpoints  \(checkpoints.isEmpty ? "none" : checkpoints.map(String.init).joined(separator: ", "))")
+    }
+
+    func ratio(_ raw: Int, _ compressed: Int) -> String {
+        compressed == 0 ? "0" : String(format: "%.2f", Double(raw) / Double(compressed))
+    }
+
+    var json: String {
+        let object: [String: Any] = [
+            "path": path,
+            "storeUUID": metadata.storeUUID.uuidString,
+            "formatVersion": metadata.formatVersion,
+            "modelVersions": metadata.modelVersions,
+            "createdAt": Timestamps.format(metadata.createdAt),
+            "openedAt": Timestamps.format(metadata.openedAt),
+            "head": metadata.head,
+            "compactedThrough": metadata.compactedThrough,
+            "objects": Dictionary(counts.map { ($0.entity, $0.count) }, uniquingKeysWith: { a, _ in a }),
+            "segments": segments.map { segment -> [String: Any] in
+                var entry: [String: Any] = [
+                    "file": segment.fileName, "first": segment.sequences.lowerBound, "last": segment.sequences.upperBound,
+                    "rawBytes": segment.rawBytes, "compressedBytes": segment.compressedBytes, "frames": segment.frameCount,
+                ]
+                if let dictionary = segment.dictionaryFileName { entry["dictionary"] = dictionary }
+                return entry
+            },
+            "files": Dictionary(files.map { ($0.name, $0.bytes) }, uniquingKeysWith: { a, _ in a }),
+            "consumers": Dictionary(consumers.map { ($0.name, $0.processedThrough) }, uniquingKeysWith: { a, _ in a }),
+            "checkpoints": checkpoints,
+        ]
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -1,0 +1,195 @@
+import ArgumentParser
+import Foundation
+import Strata
+import StrataStorage
+
+/// `strata log`: the audit trail.
+struct LogCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "log",
+        abstract: "Show the audit trail: every transaction and, per change, each property's before → after.",
+        discussion: """
+            Reads raw and compacted history alike, oldest first. Filters combine (all must
+            match). --author, --context and --kind select transactions; --entity, --object and
+            --property select changes, and a transaction is shown only with the changes that
+            match. --from and --to take a sequence number or an ISO 8601 date/time (UTC unless
+            it has an offset) and are inclusive.
+
+            Examples:
+              strata log League.strata
+              strata log League.strata --from 100 --to 120
+              strata log League.strata --from 2026-03-01T09:00:00Z --author importer
+              strata log League.strata --object x-strata://6F1C…/Player/p12 --property team
+              strata log League.strata --kind undo --format ndjson | jq .sequence
+            """
+    )
+
+    @OptionGroup var options: StoreOptions
+
+    @Option(help: ArgumentHelp("The first transaction: a sequence number or an ISO 8601 date/time.", valueName: "seq|date"))
+    var from: LogPoint?
+
+    @Option(help: ArgumentHelp("The last transaction: a sequence number or an ISO 8601 date/time.", valueName: "seq|date"))
+    var to: LogPoint?
+
+    @Option(help: "Only transactions by this author.")
+    var author: String?
+
+    @Option(help: "Only transactions saved by the context with this name.")
+    var context: String?
+
+    @Option(help: "Only transactions of this kind: save, undo, redo, migration, import.")
+    var kind: KindFilter?
+
+    @Option(help: "Only changes to objects of this entity (or its sub-entities). Repeatable.")
+    var entity: [String] = []
+
+    @Option(help: ArgumentHelp("Only changes to this object.", valueName: "uri"))
+    var object: String?
+
+    @Option(help: "Only changes that touch this property (inserts and deletes touch every property they hold).")
+    var property: String?
+
+    @Option(help: "text, json (one document) or ndjson (one transaction per line).")
+    var format: OutputFormat = .text
+
+    enum KindFilter: String, ExpressibleByArgument, CaseIterable {
+        case save, undo, redo, migration, `import`
+    }
+
+    enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
+        case text, json, ndjson
+    }
+
+    func validate() throws {
+        if let object, ObjectURI.parse(object) == nil {
+            throw ValidationError("--object \(object) is not an object URI (x-strata://STORE-UUID/Entity/pN)")
+        }
+        if case .sequence(let a) = from, case .sequence(let b) = to, a > b {
+            throw ValidationError("--from \(a) is after --to \(b)")
+        }
+    }
+
+    func run() throws {
+        try runCommand {
+            let log = try options.openReadOnly()
+            let filter = try ChangeFilter(log: log, entities: entity, object: object, property: property)
+            let out = OutputSink()
+            defer { out.close() }
+            try log.read { reader in
+                let head = try reader.head
+                var first: UInt64 = 1
+                var last: UInt64 = head
+                var fromDate: Date?
+                var toDate: Date?
+                switch from {
+                case .sequence(let n):
+                    try log.checkSequence(n, head: head)
+                    first = max(n, 1)
+                case .date(let date): fromDate = date
+                case nil: break
+                }
+                switch to {
+                case .sequence(let n):
+                    try log.checkSequence(n, head: head)
+                    last = n
+                case .date(let date): toDate = date
+                case nil: break
+                }
+                // --object reads only the transactions that touched it.
+                var only: Set<UInt64>?
+                if let id = filter.objectID { only = Set(try reader.history(of: id)) }
+
+                if format == .json {
+                    out.line("{\"store\":\(ValueRendering.jsonString(log.storeUUID.uuidString)),\"transactions\":[")
+                }
+                var written = 0
+                guard first <= last else { return finish(out, written: written) }
+                try reader.forEachEvent(from: first, through: last) { event in
+                    if let only, !only.contains(event.sequence) { return .next }
+                    if let toDate, event.timestamp > toDate { return .stop }
+                    if let fromDate, event.timestamp < fromDate { return .next }
+                    if let author, event.author != author { return .next }
+                    if let context, event.contextName != context { return .next }
+                    if let kind, !matches(kind, event.kind) { return .next }
+                    let groups = filter.groups(of: event)
+                    if filter.isActive && groups.isEmpty { return .next }
+                    switch format {
+                    case .text:
+                        if written > 0 { out.line() }
+                        for line in EventText.lines(event, groups: groups, log) { out.line(line) }
+                    case .json:
+                        out.line((written > 0 ? "," : "") + ValueRendering.eventJSON(event, groups: groups, log))
+                    case .ndjson:
+                        out.line(ValueRendering.eventJSON(event, groups: groups, log))
+                    }
+                    written += 1
+                    return .next
+                }
+                finish(out, written: written)
+            }
+        }
+    }
+
+    private func finish(_ out: OutputSink, written: Int) {
+        if format == .json { out.line("]}") }
+        if format == .text && written == 0 { printError("no transactions match") }
+    }
+
+    private func matches(_ filter: KindFilter, _ kind: TransactionKind) -> Bool {
+        switch (filter, kind) {
+        case (.save, .save), (.undo, .undo), (.redo, .redo), (.migration, .migration), (.import, .import): true
+        default: false
+        }
+    }
+}
+
+/// Selects changes by entity, object and property.
+struct ChangeFilter {
+    let entities: Set<String>?
+    let objectID: StoredObjectID?
+    let property: String?
+
+    init(log: EventLog, entities: [String], object: String?, property: String?) throws {
+        self.entities = entities.isEmpty ? nil : try log.entityNames(including: entities)
+        objectID = try object.map { try log.objectID(fromURI: $0) }
+        self.property = property
+        if let property {
+            let known = log.model.entities.contains { $0.propertiesByName[property] != nil }
+            if !known { throw CommandFailure("no entity of the store's model has a property \"\(property)\"") }
+        }
+    }
+
+    var isActive: Bool { entities != nil || objectID != nil || property != nil }
+
+    func matches(_ change: Change) -> Bool {
+        let id = change.objectID
+        if let entities, !entities.contains(id.entity) { return false }
+        if let objectID, objectID != id { return false }
+        if let property {
+            switch change {
+            case .insert(_, let values): return values[property] != nil
+            case .delete(_, let before): return before[property] != nil
+            case .update(_, let changes): return changes.contains { $0.property == property }
+            }
+        }
+        return true
+    }
+
+    /// The event's groups with only the matching changes (and, with --property, only that
+    /// property of each update); groups left empty are dropped.
+    func groups(of event: TransactionEvent) -> [ChangeGroup] {
+        guard isActive else { return event.groups }
+        return event.groups.compactMap { group in
+            let changes = group.changes.filter(matches).map { change -> Change in
+                guard let property else { return change }
+                switch change {
+                case .update(let id, let changes): return .update(id, changes: changes.filter { $0.property == property })
+                case .insert(let id, let values): return .insert(id, values: values.filter { $0.key == property })
+                case .delete(let id, let before): return .delete(id, before: before.filter { $0.key == property })
+                }
+            }
+            return changes.isEmpty ? nil : ChangeGroup(actionName: group.actionName, changes: changes)
+        }
+    }
+}
