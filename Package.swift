@@ -60,7 +60,7 @@ let package = Package(
         // MARK: - The library users import.
         .target(
             name: "Strata",
-            dependencies: ["StrataModel", "StrataPredicate", "StrataLog"],
+            dependencies: ["StrataModel", "StrataPredicate", "StrataLog", "StrataStorage"],
             swiftSettings: strictSettings
         ),
 
@@ -113,6 +113,11 @@ let package = Package(
         .testTarget(
             name: "StrataLogTests",
             dependencies: ["StrataLog", "StrataStorage", "StrataTestSupport", "StrataLogProbe"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "StrataTests",
+            dependencies: ["Strata", "StrataTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

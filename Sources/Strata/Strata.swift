@@ -1,6 +1,7 @@
 @_exported public import StrataModel
 @_exported public import StrataPredicate
 @_exported public import StrataLog
+@_exported public import StrataStorage
 
 /// Strata's version, printed by `strata --version`.
 public enum StrataVersion {

@@ -1,0 +1,422 @@
+import Foundation
+import StrataLog
+import StrataModel
+import StrataPredicate
+import StrataStorage
+
+extension ContextCore {
+    var hasChanges: Bool {
+        !retained.isEmpty || !journal.open.isEmpty
+    }
+
+    var insertedObjects: [ManagedObject] { retained.values.filter { $0.isInsertedFlag && !$0.isDeletedFlag } }
+    var updatedObjects: [ManagedObject] { retained.values.filter { $0.isUpdated } }
+    var deletedObjects: [ManagedObject] { retained.values.filter { $0.isDeletedFlag } }
+
+    // MARK: - Validation
+
+    /// Every model rule for one object, plus the object's own `validateValue(_:forKey:)`.
+    func validateRules(_ object: ManagedObject) throws {
+        var failures: [ValidationFailure] = []
+        let entity = object.entity
+        for attribute in entity.allAttributes {
+            guard let property = object.info.properties[attribute.name] else { continue }
+            let current = object.currentValue(property)
+            if case .invalid(let what) = current {
+                failures.append(ValidationFailure(
+                    code: .managedObjectValidation, entity: entity.name, key: attribute.name, value: nil,
+                    message: "\(entity.name).\(attribute.name) holds \(attribute.attributeType.name) values, not \(what)"))
+                continue
+            }
+            var value: Any? = object.externalValue(current)
+            do {
+                try object.validateValue(&value, forKey: attribute.name)
+            } catch ContextError.validation(let found) {
+                failures += found
+            } catch {
+                failures.append(ValidationFailure(
+                    code: .managedObjectValidation, entity: entity.name, key: attribute.name,
+                    value: { if case .attribute(let v) = current { return v } else { return nil } }(), message: "\(error)"))
+            }
+        }
+        for relationship in entity.allRelationships {
+            guard let property = object.info.properties[relationship.name] else { continue }
+            let current = object.currentValue(property)
+            if case .invalid(let what) = current {
+                failures.append(ValidationFailure(
+                    code: .managedObjectValidation, entity: entity.name, key: relationship.name, value: nil,
+                    message: "\(entity.name).\(relationship.name) holds \(relationship.destinationEntityName) objects, not \(what)"))
+                continue
+            }
+            failures += relationship.validate(count: current.ids.count, entity: entity.name, localization: model.localization)
+        }
+        if !failures.isEmpty { throw ContextError.validation(failures) }
+    }
+
+    /// Deny rules: a deleted object whose deny relationship still has destinations (1600).
+    func validateDeletion(_ object: ManagedObject) throws {
+        var failures: [ValidationFailure] = []
+        for property in object.info.properties.values where property.isRelationship && property.deleteRule == .deny {
+            let targets = (object.changes[property.name] ?? object.currentValue(property)).ids.filter { registered($0)?.isDeletedFlag != true }
+            if !targets.isEmpty {
+                failures.append(ValidationFailure(
+                    code: ValidationFailure.Code(rawValue: 1600), entity: object.entity.name, key: property.name, value: nil,
+                    message: "\(object.entity.name).\(property.name) still holds \(targets.count) object(s) (\(targets.map(\.description).joined(separator: ", "))); its delete rule denies deleting \(object.objectID)"))
+            }
+        }
+        if !failures.isEmpty { throw ContextError.validation(failures) }
+    }
+
+    // MARK: - Saving
+
+    func save() throws {
+        processPendingChanges()
+        if !problems.isEmpty {
+            let found = problems
+            problems.removeAll()
+            throw found.count == 1 ? found[0] : ContextError.invalidArgument(found.map(\.description).joined(separator: "\n"))
+        }
+        guard !retained.isEmpty || !pending.isEmpty else { return }
+        for object in Array(retained.values) { object.willSave() }
+        processPendingChanges()
+
+        // Validate everything; report every failure at once; write nothing if any.
+        var failures: [ValidationFailure] = []
+        for object in retained.values.sorted(by: { $0.objectID.description < $1.objectID.description }) {
+            do {
+                if object.isDeletedFlag { try object.validateForDelete() }
+                else if object.isInsertedFlag { try object.validateForInsert() }
+                else if object.isUpdated { try object.validateForUpdate() }
+            } catch ContextError.validation(let found) {
+                failures += found
+            } catch {
+                failures.append(ValidationFailure(code: .managedObjectValidation, entity: object.entity.name, key: "", value: nil, message: "\(error)"))
+            }
+        }
+        if !failures.isEmpty { throw ContextError.validation(failures) }
+
+        let store = try self.store()
+        var draft = TransactionDraft(author: transactionAuthor, contextName: name)
+        if pending.count == 1 {
+            switch pending[0].kind {
+            case .undo(let sequence, let group): draft.kind = .undo(of: sequence, group: group)
+            case .redo(let sequence, let group): draft.kind = .redo(of: sequence, group: group)
+            case .user: break
+            }
+        }
+        var groupIndex: [Int: Int] = [:]  // pending index → event group index
+        var eventGroups = 0
+        var covered: [ManagedObjectID: [String: PropertyValue]] = [:]
+        var coveredInserts: Set<ManagedObjectID> = []
+        var coveredDeletes: Set<ManagedObjectID> = []
+        for (index, effect) in pending.enumerated() {
+            let operations = self.operations(for: effect.changes, covered: &covered, inserts: &coveredInserts, deletes: &coveredDeletes)
+            guard !operations.isEmpty else { continue }
+            draft.beginGroup(actionName: effect.changes.actionName)
+            for operation in operations { draft.append(operation) }
+            groupIndex[index] = eventGroups
+            eventGroups += 1
+        }
+        // Changes the journal didn't see (registration disabled, primitive sets) go last.
+        let reconciliation = self.reconciliation(covered: covered, inserts: coveredInserts, deletes: coveredDeletes)
+        if !reconciliation.isEmpty {
+            draft.beginGroup(actionName: nil)
+            for operation in reconciliation { draft.append(operation) }
+        }
+        guard !draft.isEmpty else {
+            finishSave(sequence: nil, idMap: [:], groupIndex: [:])
+            return
+        }
+
+        let result: CommitResult
+        do {
+            result = try store.log.commit(draft)
+        } catch let error as LogError {
+            switch error {
+            case .uniquenessViolation, .missingReference, .objectExists, .objectNotFound:
+                throw ContextError.storeRefused(error.description)
+            default:
+                throw ContextError.store(error.description)
+            }
+        }
+        var idMap: [ManagedObjectID: ManagedObjectID] = [:]
+        for (draftID, storedID) in result.permanentIDs {
+            guard case .temporary(let entity, let uuid) = draftID else { continue }
+            idMap[ManagedObjectID(entityName: entity, storage: .temporary(uuid))] = .permanent(storedID, store: store.identifier)
+        }
+        finishSave(sequence: result.sequence, idMap: idMap, groupIndex: groupIndex)
+    }
+
+    func draftID(_ id: ManagedObjectID) -> DraftObjectID {
+        switch id.storage {
+        case .temporary(let uuid): .temporary(entity: id.entityName, id: uuid)
+        case .permanent(_, let pk): .stored(StoredObjectID(entity: id.entityName, primaryKey: pk))
+        }
+    }
+
+    func draftValue(_ value: PropertyValue, _ property: PropertyInfo) -> DraftValue {
+        switch value {
+        case .attribute(let v): v.map { .attribute($0) } ?? .null
+        case .toOne(let id): id.map { .reference(draftID($0)) } ?? .null
+        case .toMany(let ids): .references(ids.map(draftID))
+        case .invalid: .null
+        }
+    }
+
+    /// A group's changes as draft operations, recorded sides only.
+    func operations(
+        for group: UndoGroup, covered: inout [ManagedObjectID: [String: PropertyValue]], inserts: inout Set<ManagedObjectID>,
+        deletes: inout Set<ManagedObjectID>
+    ) -> [TransactionDraft.Operation] {
+        var operations: [TransactionDraft.Operation] = []
+        for id in group.order {
+            guard let change = group.changes[id], let info = entities[id.entityName] else { continue }
+            switch change.kind {
+            case .inserted:
+                var values: [String: DraftValue] = [:]
+                for (key, value) in change.values {
+                    guard let property = info.properties[key], property.isRecorded else { continue }
+                    values[key] = draftValue(value, property)
+                    covered[id, default: [:]][key] = value
+                }
+                for (key, property) in info.properties where property.isRecorded && values[key] == nil {
+                    covered[id, default: [:]][key] = property.emptyValue
+                }
+                operations.append(.insert(draftID(id), values: values))
+                inserts.insert(id)
+                deletes.remove(id)
+            case .updated:
+                var values: [String: DraftValue] = [:]
+                for (key, value) in change.new {
+                    guard let property = info.properties[key], property.isRecorded else { continue }
+                    values[key] = draftValue(value, property)
+                    covered[id, default: [:]][key] = value
+                }
+                if !values.isEmpty { operations.append(.update(draftID(id), values: values)) }
+                for (key, membership) in change.memberships {
+                    guard let property = info.properties[key], property.isRecorded else { continue }
+                    operations.append(.membership(draftID(id), property: key, added: membership.added.map(draftID), removed: membership.removed.map(draftID)))
+                    covered[id, default: [:]][key] = nil
+                }
+            case .deleted:
+                operations.append(.delete(draftID(id)))
+                deletes.insert(id)
+                inserts.remove(id)
+                covered[id] = nil
+            }
+        }
+        return operations
+    }
+
+    /// Operations for changes no journal group describes.
+    func reconciliation(covered: [ManagedObjectID: [String: PropertyValue]], inserts: Set<ManagedObjectID>, deletes: Set<ManagedObjectID>)
+        -> [TransactionDraft.Operation]
+    {
+        var operations: [TransactionDraft.Operation] = []
+        for object in retained.values.sorted(by: { $0.objectID.description < $1.objectID.description }) {
+            let id = object.objectID
+            if object.isDeletedFlag {
+                if !deletes.contains(id) && !(id.isTemporaryID) { operations.append(.delete(draftID(id))) }
+                continue
+            }
+            var values: [String: DraftValue] = [:]
+            let needsInsert = object.isInsertedFlag && !inserts.contains(id)
+            for (key, property) in object.info.properties where property.isRecorded {
+                let current = object.currentValue(property)
+                if needsInsert {
+                    if !current.isNil { values[key] = draftValue(current, property) }
+                } else if object.changes[key] != nil || (object.isInsertedFlag && covered[id]?[key] != nil) {
+                    let expected = covered[id]?[key] ?? (object.isInsertedFlag ? property.emptyValue : object.committed?[key] ?? property.emptyValue)
+                    if expected != current { values[key] = draftValue(current, property) }
+                }
+            }
+            if needsInsert {
+                operations.append(.insert(draftID(id), values: values))
+            } else if !values.isEmpty {
+                operations.append(.update(draftID(id), values: values))
+            }
+        }
+        return operations
+    }
+
+    /// After a successful commit (or a save with nothing to write): permanent IDs, committed
+    /// values, undo groups marked saved, `didSave`.
+    func finishSave(sequence: UInt64?, idMap: [ManagedObjectID: ManagedObjectID], groupIndex: [Int: Int]) {
+        let saved = Array(retained.values)
+        if let sequence {
+            for (index, effect) in pending.enumerated() where effect.kind == .user {
+                if let group = groupIndex[index] { effect.source.saved = (sequence, group) }
+            }
+        }
+        for group in journal.undoStack + journal.redoStack { group.remap(idMap) }
+        journal.open.remap(idMap)
+        for object in saved {
+            if let permanent = idMap[object.objectID] {
+                registry[object.objectID] = nil
+                object.objectID = permanent
+            }
+            for (key, value) in object.changes { object.changes[key] = remapped(value, idMap) }
+            if object.committed != nil { object.committed = object.committed?.mapValues { remapped($0, idMap) } }
+        }
+        for object in registry.values.compactMap(\.object) {
+            object.changes = object.changes.mapValues { remapped($0, idMap) }
+            object.committed = object.committed?.mapValues { remapped($0, idMap) }
+            object.transients = object.transients.mapValues { remapped($0, idMap) }
+        }
+        var newRegistry: [ManagedObjectID: WeakObject] = [:]
+        for (_, entry) in registry { if let object = entry.object { newRegistry[object.objectID] = entry } }
+        registry = newRegistry
+        for object in saved {
+            if object.isDeletedFlag {
+                object.isDeletedFlag = false
+                object.isInvalidated = true
+                registry[object.objectID] = nil
+                continue
+            }
+            var committed = object.committed ?? [:]
+            for (key, value) in object.changes { committed[key] = value }
+            object.committed = committed
+            object.changes.removeAll()
+            object.isInsertedFlag = false
+            register(object)
+        }
+        retained.removeAll()
+        insertionOrder.removeAll()
+        restored.removeAll()
+        pending.removeAll()
+        for object in saved where !object.isInvalidated { object.didSave() }
+    }
+
+    func remapped(_ value: PropertyValue, _ map: [ManagedObjectID: ManagedObjectID]) -> PropertyValue {
+        guard !map.isEmpty else { return value }
+        switch value {
+        case .toOne(let id?): return .toOne(map[id] ?? id)
+        case .toMany(let ids): return .toMany(ids.map { map[$0] ?? $0 })
+        default: return value
+        }
+    }
+
+    // MARK: - Rollback, reset, refresh
+
+    /// Discards unsaved changes without reading the store; clears the undo stacks.
+    func rollback() {
+        journal.open = UndoGroup()
+        journal.explicitDepth = 0
+        for object in Array(retained.values) {
+            if object.isInsertedFlag && (object.objectID.isTemporaryID || restored.contains(object.objectID)) {
+                object.isInsertedFlag = false
+                object.isInvalidated = true
+                registry[object.objectID] = nil
+                continue
+            }
+            object.changes.removeAll()
+            object.isDeletedFlag = false
+            object.awake(fromSnapshotEvents: .rollback)
+        }
+        retained.removeAll()
+        insertionOrder.removeAll()
+        restored.removeAll()
+        pending.removeAll()
+        problems.removeAll()
+        journal.undoStack.removeAll()
+        journal.redoStack.removeAll()
+    }
+
+    /// Forgets every object; clears the undo stacks.
+    func reset() {
+        rollback()
+        for object in registry.values.compactMap(\.object) {
+            object.isInvalidated = true
+            object.committed = nil
+        }
+        registry.removeAll()
+    }
+
+    func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+        guard !object.isInvalidated, !object.isInsertedFlag else { return }
+        if mergeChanges {
+            let transients = object.transients
+            object.committed = nil
+            fulfill(object)
+            object.transients = transients
+            object.awake(fromSnapshotEvents: .refresh)
+        } else {
+            object.willTurnIntoFault()
+            object.changes.removeAll()
+            object.transients.removeAll()
+            object.isDeletedFlag = false
+            object.committed = nil
+            retained[object.objectID] = nil
+            object.didTurnIntoFault()
+        }
+    }
+
+    // MARK: - Fetching (basic: scan, filter, sort)
+
+    func fetch(_ request: FetchRequest) throws -> [ManagedObject] {
+        guard let info = entities[request.entityName] else { throw ContextError.unknownEntity(request.entityName) }
+        processPendingChanges()
+        let store = try self.store()
+        let entityNames = request.includesSubentities ? subentityNames(of: info.entity.name) : [info.entity.name]
+        var results: [ManagedObject] = []
+        var seen: Set<ManagedObjectID> = []
+        var loaded: [(ManagedObjectID, [String: LogValue])] = []
+        try store.log.read { reader in
+            for name in entityNames where !(entities[name]?.entity.isAbstract ?? true) {
+                try reader.forEachObject(of: name, includingSubentities: false) { object in
+                    loaded.append((.permanent(object.id, store: store.identifier), object.values))
+                    return .next
+                }
+            }
+        }
+        for (id, values) in loaded {
+            guard let entity = entities[id.entityName] else { continue }
+            let object = registered(id) ?? makeObject(id, info: entity)
+            if object.committed == nil {
+                object.committed = self.values(from: values, info: entity)
+                object.awakeFromFetch()
+            }
+            seen.insert(id)
+            if object.isDeletedFlag { continue }
+            results.append(object)
+        }
+        // Unsaved inserts of the entity (and sub-entities).
+        for id in insertionOrder where !seen.contains(id) && entityNames.contains(id.entityName) {
+            if let object = registered(id), !object.isDeletedFlag { results.append(object) }
+        }
+        for object in retained.values where object.restored && !seen.contains(object.objectID) && entityNames.contains(object.entity.name) {
+            results.append(object)
+        }
+        if let predicate = request.predicate {
+            var kept: [ManagedObject] = []
+            let variables = request.substitutionVariables.mapValues { $0.anyValue as Any }
+            for object in results where try predicate.evaluate(with: object, substitutionVariables: variables) {
+                kept.append(object)
+            }
+            results = kept
+        }
+        if !request.sortDescriptors.isEmpty {
+            results = try results.sorted { a, b in try FetchSortDescriptor.compare(a, b, by: request.sortDescriptors) == .orderedAscending }
+        }
+        if request.fetchOffset > 0 { results = Array(results.dropFirst(request.fetchOffset)) }
+        if request.fetchLimit > 0 { results = Array(results.prefix(request.fetchLimit)) }
+        return results
+    }
+
+    func subentityNames(of name: String) -> [String] {
+        var result = [name]
+        var queue = [name]
+        while let next = queue.popLast() {
+            for sub in model.entity(named: next)?.subentityNames ?? [] where !result.contains(sub) {
+                result.append(sub)
+                queue.append(sub)
+            }
+        }
+        return result
+    }
+}
+
+extension ManagedObject {
+    /// Whether the object was re-created by undoing a saved delete and not yet saved.
+    var restored: Bool { core?.restored.contains(objectID) ?? false }
+}

@@ -1,0 +1,551 @@
+import Foundation
+import StrataLog
+import StrataModel
+import StrataPredicate
+import StrataStorage
+
+/// A weak reference to an unchanged registered object: the context doesn't keep objects
+/// the app no longer holds.
+struct WeakObject {
+    weak var object: ManagedObject?
+}
+
+/// The undo and redo stacks of a context (Core Data's `UndoManager` for a context).
+final class UndoJournal {
+    var undoStack: [UndoGroup] = []
+    var redoStack: [UndoGroup] = []
+    /// The group collecting changes now.
+    var open = UndoGroup()
+    var levelsOfUndo = 0
+    var disabledCount = 0
+    var explicitDepth = 0
+    var isEnabled = true
+
+    var isRegistering: Bool { isEnabled && disabledCount == 0 }
+
+    func currentEventOldValues(for id: ManagedObjectID) -> [String: PropertyValue] {
+        open.changes[id]?.old ?? [:]
+    }
+
+    func trim() {
+        if levelsOfUndo > 0 && undoStack.count > levelsOfUndo { undoStack.removeFirst(undoStack.count - levelsOfUndo) }
+    }
+}
+
+/// A change waiting to be saved: a user group, or the undo or redo of a saved group.
+struct PendingEffect {
+    enum Kind: Equatable {
+        case user
+        case undo(UInt64, Int)
+        case redo(UInt64, Int)
+    }
+    /// The changes, oriented as they are to be applied to the store.
+    let changes: UndoGroup
+    /// The undo-stack group this effect comes from.
+    let source: UndoGroup
+    let kind: Kind
+}
+
+/// Everything a context tracks. Owned by the context actor; managed objects reach it
+/// directly, which is safe because they live in the actor's isolation region.
+final class ContextCore {
+    weak var context: ManagedObjectContext?
+    let coordinator: PersistentStoreCoordinator
+    let model: ManagedObjectModel
+    let entities: [String: EntityInfo]
+
+    var registry: [ManagedObjectID: WeakObject] = [:]
+    /// Objects with unsaved changes, held strongly until saved or rolled back.
+    var retained: [ManagedObjectID: ManagedObject] = [:]
+    var insertionOrder: [ManagedObjectID] = []
+    /// Objects re-created under their permanent ID by undoing a saved delete.
+    var restored: Set<ManagedObjectID> = []
+    var problems: [ContextError] = []
+
+    let journal = UndoJournal()
+    var pending: [PendingEffect] = []
+    var isApplyingUndo = false
+
+    var name: String?
+    var transactionAuthor: String?
+
+    init(coordinator: PersistentStoreCoordinator) {
+        self.coordinator = coordinator
+        model = coordinator.managedObjectModel
+        var entities: [String: EntityInfo] = [:]
+        for entity in model.entities { entities[entity.name] = EntityInfo(entity: entity, model: model) }
+        self.entities = entities
+    }
+
+    func recordProblem(_ problem: ContextError) { problems.append(problem) }
+
+    // MARK: - Registration
+
+    func registered(_ id: ManagedObjectID) -> ManagedObject? {
+        retained[id] ?? registry[id]?.object
+    }
+
+    func register(_ object: ManagedObject) {
+        registry[object.objectID] = WeakObject(object: object)
+    }
+
+    func makeObject(_ id: ManagedObjectID, info: EntityInfo) -> ManagedObject {
+        let type = coordinator.objectClass(for: info.entity)
+        let object = type.init(ObjectCreation(entity: info, objectID: id, core: self))
+        register(object)
+        return object
+    }
+
+    /// The registered object for `id`, or a new fault (no I/O).
+    func object(with id: ManagedObjectID) -> ManagedObject? {
+        if let object = registered(id) { return object }
+        guard let info = entities[id.entityName], !id.isTemporaryID else { return nil }
+        return makeObject(id, info: info)
+    }
+
+    func markChanged(_ object: ManagedObject) {
+        retained[object.objectID] = object
+    }
+
+    // MARK: - Faults
+
+    func store() throws -> PersistentStore { try coordinator.requireStore() }
+
+    /// Loads a fault's values; a missing object stays a fault and is recorded as a problem.
+    func fulfill(_ object: ManagedObject) {
+        guard object.committed == nil, !object.isInsertedFlag else { return }
+        do { try fulfillThrowing(object) } catch { recordProblem(error as? ContextError ?? .store("\(error)")) }
+    }
+
+    func fulfillThrowing(_ object: ManagedObject) throws {
+        guard object.committed == nil, !object.isInsertedFlag else { return }
+        guard let stored = object.objectID.storedID else { return }
+        let log = try store().log
+        guard let record = try log.read({ reader in try reader.object(stored) }) else {
+            throw ContextError.objectNotFound(object.objectID.description)
+        }
+        object.committed = values(from: record.values, info: object.info)
+        object.awakeFromFetch()
+    }
+
+    /// A derived relationship side, read from the store and cached with the committed values.
+    func derivedValue(_ object: ManagedObject, _ property: PropertyInfo) -> PropertyValue? {
+        guard let stored = object.objectID.storedID, let log = try? store().log,
+            let related = try? log.read({ reader in try reader.related(stored, property.name) })
+        else { return nil }
+        let store = log.storeUUID
+        let ids = related.map { ManagedObjectID.permanent($0, store: store) }
+        let value: PropertyValue = property.isToMany ? (property.isOrdered ? .toMany(ids) : .unordered(ids)) : .toOne(ids.first)
+        if object.committed != nil { object.committed?[property.name] = value }
+        return value
+    }
+
+    func values(from stored: [String: LogValue], info: EntityInfo) -> [String: PropertyValue] {
+        let storeUUID = (try? store().identifier) ?? UUID()
+        var result: [String: PropertyValue] = [:]
+        for (key, value) in stored {
+            guard let property = info.properties[key] else { continue }
+            result[key] = propertyValue(value, property, storeUUID: storeUUID)
+        }
+        return result
+    }
+
+    func propertyValue(_ value: LogValue, _ property: PropertyInfo, storeUUID: UUID) -> PropertyValue {
+        switch value {
+        case .null: return property.emptyValue
+        case .attribute(let v): return .attribute(v)
+        case .reference(let id): return .toOne(.permanent(id, store: storeUUID))
+        case .references(let ids):
+            let mapped = ids.map { ManagedObjectID.permanent($0, store: storeUUID) }
+            return property.isOrdered ? .toMany(mapped) : .unordered(mapped)
+        }
+    }
+
+    // MARK: - Setting values
+
+    /// Sets a property, registering undo and maintaining the inverse as asked.
+    func set(_ object: ManagedObject, _ property: PropertyInfo, _ value: PropertyValue, maintainInverse: Bool, register: Bool) {
+        guard !object.isInvalidated else {
+            recordProblem(.invalidObject("\(object.objectID) was removed from its context; setting \(property.name) has no effect"))
+            return
+        }
+        var value = value
+        if case .toMany(let ids) = value, !property.isOrdered { value = .unordered(ids) }
+        let old = object.currentValue(property)
+        guard old != value else { return }
+        if maintainInverse, property.isRelationship, let inverseName = property.inverse {
+            updateInverse(of: object, property, from: old, to: value, inverseName: inverseName, register: register)
+        }
+        setRaw(object, property, old: old, new: value, register: register)
+    }
+
+    /// Stores a value and records it for undo, without touching inverses.
+    func setRaw(_ object: ManagedObject, _ property: PropertyInfo, old: PropertyValue, new: PropertyValue, register: Bool) {
+        if register && journal.isRegistering && !isApplyingUndo {
+            journal.open.recordSet(object.objectID, property.name, old: old, new: new)
+        }
+        if property.isTransient {
+            object.transients[property.name] = new
+            return
+        }
+        let committed = object.isInsertedFlag ? nil : (object.committed?[property.name] ?? (property.isRelationship && !property.isRecorded ? nil : property.emptyValue))
+        if let committed, committed == new { object.changes[property.name] = nil } else { object.changes[property.name] = new }
+        if !object.isInsertedFlag && object.changes.isEmpty && !object.isDeletedFlag && !restored.contains(object.objectID) {
+            retained[object.objectID] = nil
+        } else {
+            markChanged(object)
+        }
+    }
+
+    private func updateInverse(
+        of object: ManagedObject, _ property: PropertyInfo, from old: PropertyValue, to new: PropertyValue,
+        inverseName: String, register: Bool
+    ) {
+        let oldIDs = Set(old.ids)
+        let newIDs = Set(new.ids)
+        for removed in oldIDs.subtracting(newIDs) {
+            guard let other = self.object(with: removed), let inverse = other.info.properties[inverseName] else { continue }
+            let current = other.currentValue(inverse)
+            let updated: PropertyValue = inverse.isToMany ? .toMany(current.ids.filter { $0 != object.objectID }) : (current.ids.first == object.objectID ? .toOne(nil) : current)
+            if updated != current { setRaw(other, inverse, old: current, new: updated, register: register) }
+        }
+        for added in newIDs.subtracting(oldIDs) {
+            guard let other = self.object(with: added), let inverse = other.info.properties[inverseName] else { continue }
+            let current = other.currentValue(inverse)
+            if inverse.isToMany {
+                guard !current.ids.contains(object.objectID) else { continue }
+                setRaw(other, inverse, old: current, new: inverse.isOrdered ? .toMany(current.ids + [object.objectID]) : .unordered(current.ids + [object.objectID]), register: register)
+            } else {
+                // `other` leaves its previous partner, whose `property` must drop it.
+                if let previous = current.ids.first, previous != object.objectID, let partner = self.object(with: previous) {
+                    let partnerValue = partner.currentValue(property)
+                    let dropped: PropertyValue = property.isToMany ? .toMany(partnerValue.ids.filter { $0 != other.objectID }) : .toOne(nil)
+                    if dropped != partnerValue { setRaw(partner, property, old: partnerValue, new: property.isOrdered || !property.isToMany ? dropped : .unordered(dropped.ids), register: register) }
+                }
+                setRaw(other, inverse, old: current, new: .toOne(object.objectID), register: register)
+            }
+        }
+    }
+
+    func addMembers(_ owner: ManagedObject, _ key: String, _ objects: [ManagedObject]) {
+        guard let property = owner.info.properties[key], property.isToMany else {
+            recordProblem(.unknownKey(entity: owner.entity.name, key: key))
+            return
+        }
+        let current = owner.currentValue(property).ids
+        let added = objects.map(\.objectID).filter { !current.contains($0) }
+        set(owner, property, .toMany(current + added), maintainInverse: true, register: true)
+    }
+
+    func removeMembers(_ owner: ManagedObject, _ key: String, _ objects: [ManagedObject]) {
+        guard let property = owner.info.properties[key], property.isToMany else {
+            recordProblem(.unknownKey(entity: owner.entity.name, key: key))
+            return
+        }
+        let removed = Set(objects.map(\.objectID))
+        set(owner, property, .toMany(owner.currentValue(property).ids.filter { !removed.contains($0) }), maintainInverse: true, register: true)
+    }
+
+    // MARK: - Inserting and deleting
+
+    func insert(entityName: String, as type: (ManagedObject.Type)?) throws -> ManagedObject {
+        guard let info = entities[entityName] else { throw ContextError.unknownEntity(entityName) }
+        guard !info.entity.isAbstract else {
+            throw ContextError.invalidArgument("entity \(entityName) is abstract; insert one of its sub-entities")
+        }
+        let id = ManagedObjectID.temporary(entityName)
+        let objectType = type ?? coordinator.objectClass(for: info.entity)
+        let object = objectType.init(ObjectCreation(entity: info, objectID: id, core: self))
+        object.isInsertedFlag = true
+        object.committed = [:]
+        register(object)
+        markChanged(object)
+        insertionOrder.append(id)
+        if journal.isRegistering && !isApplyingUndo { journal.open.recordInsert(id) }
+        for property in info.properties.values {
+            if let value = property.defaultValue { setRaw(object, property, old: property.emptyValue, new: .attribute(value), register: false) }
+        }
+        object.awakeFromInsert()
+        return object
+    }
+
+    func delete(_ object: ManagedObject) {
+        guard !object.isDeletedFlag, !object.isInvalidated else { return }
+        object.prepareForDeletion()
+        let snapshot = currentValues(object)
+        if journal.isRegistering && !isApplyingUndo { journal.open.recordDelete(object.objectID, snapshot: snapshot) }
+        object.isDeletedFlag = true
+        markChanged(object)
+        // Delete rules, at delete time (deny is checked at save).
+        for property in object.info.properties.values where property.isRelationship && !property.isTransient {
+            let targets = snapshot[property.name]?.ids ?? []
+            switch property.deleteRule {
+            case .cascade:
+                for id in targets { if let target = self.object(with: id) { delete(target) } }
+            case .nullify:
+                guard let inverseName = property.inverse else { continue }
+                for id in targets {
+                    guard let target = self.object(with: id), !target.isDeletedFlag, let inverse = target.info.properties[inverseName] else { continue }
+                    let current = target.currentValue(inverse)
+                    let updated: PropertyValue = inverse.isToMany ? (inverse.isOrdered ? .toMany(current.ids.filter { $0 != object.objectID }) : .unordered(current.ids.filter { $0 != object.objectID })) : .toOne(nil)
+                    if updated != current { setRaw(target, inverse, old: current, new: updated, register: true) }
+                }
+            case .deny, .noAction:
+                continue
+            }
+        }
+        if object.isInsertedFlag {
+            // Inserted and deleted before any save: it never reaches the store.
+            object.isInsertedFlag = false
+            insertionOrder.removeAll { $0 == object.objectID }
+            retained[object.objectID] = nil
+            registry[object.objectID] = nil
+            object.isInvalidated = true
+        }
+    }
+
+    /// Every value of the object now (persistent and transient).
+    func currentValues(_ object: ManagedObject) -> [String: PropertyValue] {
+        var values: [String: PropertyValue] = [:]
+        for (name, property) in object.info.properties {
+            let value = object.currentValue(property)
+            if !value.isNil { values[name] = value }
+        }
+        return values
+    }
+
+    // MARK: - Undo
+
+    func processPendingChanges() {
+        guard journal.explicitDepth == 0 else { return }
+        closeOpenGroup()
+    }
+
+    func closeOpenGroup() {
+        let group = journal.open
+        journal.open = UndoGroup()
+        group.close { id in registered(id).map { currentValues($0) } }
+        guard !group.isEmpty else { return }
+        journal.undoStack.append(group)
+        journal.trim()
+        journal.redoStack.removeAll()
+        pending.append(PendingEffect(changes: group, source: group, kind: .user))
+    }
+
+    func undo() throws {
+        processPendingChanges()
+        guard let group = journal.undoStack.last else { return }
+        let inverse = group.inverse
+        if group.saved != nil || group.fromLog { try checkConflicts(applying: inverse) }
+        journal.undoStack.removeLast()
+        apply(inverse, events: .undoUpdate)
+        journal.redoStack.append(group)
+        if let index = pending.lastIndex(where: { $0.source === group }) {
+            pending.remove(at: index)
+        } else if let saved = group.saved {
+            pending.append(PendingEffect(changes: inverse, source: group, kind: .undo(saved.sequence, saved.group)))
+        }
+    }
+
+    func redo() throws {
+        processPendingChanges()
+        guard let group = journal.redoStack.last else { return }
+        if group.saved != nil || group.fromLog { try checkConflicts(applying: group) }
+        journal.redoStack.removeLast()
+        apply(group, events: .undoUpdate)
+        journal.undoStack.append(group)
+        if let index = pending.lastIndex(where: { $0.source === group }) {
+            pending.remove(at: index)
+        } else if let saved = group.saved {
+            pending.append(PendingEffect(changes: group, source: group, kind: .redo(saved.sequence, saved.group)))
+        } else {
+            pending.append(PendingEffect(changes: group, source: group, kind: .user))
+        }
+    }
+
+    /// Refuses to undo or redo saved work that another writer has changed since: each
+    /// property about to be set must still hold, in the store, the value being replaced.
+    func checkConflicts(applying group: UndoGroup) throws {
+        let log = try store().log
+        try log.read { reader in
+            for id in group.order {
+                guard let change = group.changes[id], let stored = id.storedID, let info = entities[id.entityName] else { continue }
+                let object = try reader.object(stored)
+                switch change.kind {
+                case .updated:
+                    for (key, expected) in change.old {
+                        guard let property = info.properties[key], property.isRecorded else { continue }
+                        guard let object else {
+                            throw ContextError.undoConflict(object: id.description, property: key, expected: expected.text, found: "a deleted object")
+                        }
+                        let found = propertyValue(object[key], property, storeUUID: log.storeUUID)
+                        if found != expected && !(found.isNil && expected.isNil) {
+                            throw ContextError.undoConflict(object: id.description, property: key, expected: expected.text, found: found.text)
+                        }
+                    }
+                    for (key, membership) in change.memberships {
+                        let current = Set(try reader.related(stored, key))
+                        let missing = membership.removed.compactMap(\.storedID).filter { !current.contains($0) }
+                        let extra = membership.added.compactMap(\.storedID).filter { current.contains($0) }
+                        if let first = missing.first ?? extra.first {
+                            throw ContextError.undoConflict(object: id.description, property: key, expected: "membership as saved", found: "\(first) changed by another writer")
+                        }
+                    }
+                case .deleted:
+                    if object == nil && !id.isTemporaryID && registered(id)?.isInsertedFlag != true && !restored.contains(id) {
+                        throw ContextError.undoConflict(object: id.description, property: "(object)", expected: "the object", found: "it was deleted by another writer")
+                    }
+                case .inserted:
+                    if object != nil && registered(id)?.isDeletedFlag != true {
+                        throw ContextError.undoConflict(object: id.description, property: "(object)", expected: "no object", found: "it exists again")
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies a group's changes to the objects, directly (no custom setters, no undo registration).
+    func apply(_ group: UndoGroup, events: SnapshotEvents) {
+        isApplyingUndo = true
+        defer { isApplyingUndo = false }
+        var touched: [(ManagedObject, SnapshotEvents)] = []
+        for id in group.order {
+            guard let change = group.changes[id], let info = entities[id.entityName] else { continue }
+            switch change.kind {
+            case .inserted:
+                let object: ManagedObject
+                if let existing = registered(id) {
+                    object = existing
+                    if object.isDeletedFlag {
+                        object.isDeletedFlag = false
+                        restored.remove(id)
+                    }
+                } else {
+                    object = makeObject(id, info: info)
+                    if id.isTemporaryID {
+                        object.isInsertedFlag = true
+                        object.committed = [:]
+                        insertionOrder.append(id)
+                    } else {
+                        // Undo of a saved delete: the object comes back under its own ID.
+                        object.isInsertedFlag = true
+                        object.committed = [:]
+                        restored.insert(id)
+                    }
+                }
+                object.isInvalidated = false
+                markChanged(object)
+                for (key, value) in change.values {
+                    guard let property = info.properties[key] else { continue }
+                    set(object, property, value, maintainInverse: group.fromLog, register: false)
+                }
+                touched.append((object, .undoDeletion))
+            case .deleted:
+                guard let object = self.object(with: id) else { continue }
+                if object.isInsertedFlag && (id.isTemporaryID || restored.contains(id)) {
+                    object.isInsertedFlag = false
+                    restored.remove(id)
+                    insertionOrder.removeAll { $0 == id }
+                    retained[id] = nil
+                    registry[id] = nil
+                    object.isInvalidated = true
+                } else {
+                    if group.fromLog {
+                        for property in info.properties.values where property.isRelationship && property.isRecorded {
+                            set(object, property, property.emptyValue, maintainInverse: true, register: false)
+                        }
+                    }
+                    object.isDeletedFlag = true
+                    markChanged(object)
+                }
+                touched.append((object, .undoInsertion))
+            case .updated:
+                guard let object = self.object(with: id) else { continue }
+                for (key, value) in change.new {
+                    guard let property = info.properties[key] else { continue }
+                    set(object, property, value, maintainInverse: group.fromLog, register: false)
+                }
+                for (key, membership) in change.memberships {
+                    guard let property = info.properties[key] else { continue }
+                    var ids = object.currentValue(property).ids
+                    ids.removeAll { membership.removed.contains($0) }
+                    ids.append(contentsOf: membership.added.filter { !ids.contains($0) })
+                    set(object, property, .toMany(ids), maintainInverse: true, register: false)
+                }
+                touched.append((object, .undoUpdate))
+            }
+        }
+        for (object, event) in touched { object.awake(fromSnapshotEvents: event) }
+    }
+
+    /// Rebuilds the undo and redo stacks from the log: this context's saved groups
+    /// (matched by transaction author and context name), their undos and redos.
+    func loadPersistentUndo() throws {
+        let log = try store().log
+        let storeUUID = log.storeUUID
+        var undo: [UndoGroup] = []
+        var redo: [UndoGroup] = []
+        try log.read { reader in
+            try reader.forEachEvent { event in
+                guard event.author == transactionAuthor, event.contextName == name else { return .next }
+                switch event.kind {
+                case .save, .import, .migration:
+                    for (index, group) in event.groups.enumerated() where !group.changes.isEmpty {
+                        undo.append(self.undoGroup(from: group, sequence: event.sequence, index: index, storeUUID: storeUUID))
+                    }
+                    redo.removeAll()
+                case .undo(let sequence, let index):
+                    if let position = undo.lastIndex(where: { $0.saved?.sequence == sequence && $0.saved?.group == index }) {
+                        redo.append(undo.remove(at: position))
+                    }
+                case .redo(let sequence, let index):
+                    if let position = redo.lastIndex(where: { $0.saved?.sequence == sequence && $0.saved?.group == index }) {
+                        undo.append(redo.remove(at: position))
+                    }
+                }
+                return .next
+            }
+        }
+        journal.undoStack = undo
+        journal.redoStack = redo
+        journal.trim()
+    }
+
+    func undoGroup(from group: ChangeGroup, sequence: UInt64, index: Int, storeUUID: UUID) -> UndoGroup {
+        let result = UndoGroup(actionName: group.actionName)
+        result.saved = (sequence, index)
+        result.fromLog = true
+        for change in group.changes {
+            let id = ManagedObjectID.permanent(change.objectID, store: storeUUID)
+            guard let info = entities[id.entityName] else { continue }
+            func converted(_ values: [String: LogValue]) -> [String: PropertyValue] {
+                var result: [String: PropertyValue] = [:]
+                for (key, value) in values {
+                    if let property = info.properties[key] { result[key] = propertyValue(value, property, storeUUID: storeUUID) }
+                }
+                return result
+            }
+            if result.changes[id] == nil { result.order.append(id) }
+            switch change {
+            case .insert(_, let values): result.changes[id] = ObjectChange(kind: .inserted, values: converted(values))
+            case .delete(_, let before): result.changes[id] = ObjectChange(kind: .deleted, values: converted(before))
+            case .update(_, let changes):
+                var objectChange = result.changes[id] ?? ObjectChange(kind: .updated)
+                for propertyChange in changes {
+                    switch propertyChange {
+                    case .value(let key, let before, let after):
+                        guard let property = info.properties[key] else { continue }
+                        if objectChange.old[key] == nil { objectChange.old[key] = propertyValue(before, property, storeUUID: storeUUID) }
+                        objectChange.new[key] = propertyValue(after, property, storeUUID: storeUUID)
+                    case .membership(let key, let added, let removed):
+                        objectChange.memberships[key] = (
+                            added.map { ManagedObjectID.permanent($0, store: storeUUID) },
+                            removed.map { ManagedObjectID.permanent($0, store: storeUUID) })
+                    }
+                }
+                result.changes[id] = objectChange
+            }
+        }
+        return result
+    }
+}

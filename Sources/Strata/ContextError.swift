@@ -1,0 +1,63 @@
+import Foundation
+public import StrataModel
+
+/// Why a context operation failed (Core Data's `NSError`s in the Cocoa domain, with codes).
+public enum ContextError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Save validation failed: every failure, each naming object, key and value (codes
+    /// 1550–1680, 1600 delete denied; ``code`` is 1560 when there are several).
+    case validation([ValidationFailure])
+    /// The store refused the save (a uniqueness constraint, a reference to a missing object).
+    case storeRefused(String)
+    /// A fault couldn't be fulfilled: the object was deleted from the store (Core Data's 133000).
+    case objectNotFound(String)
+    /// Undo of saved work would overwrite a newer change by another writer.
+    case undoConflict(object: String, property: String, expected: String, found: String)
+    /// The coordinator has no store.
+    case noPersistentStore
+    /// The coordinator has a store already.
+    case storeAlreadyAdded(String)
+    /// An unknown entity name.
+    case unknownEntity(String)
+    /// An unknown property name for an entity.
+    case unknownKey(entity: String, key: String)
+    /// An object used with a context it doesn't belong to, or a deleted object used.
+    case invalidObject(String)
+    /// A bad argument.
+    case invalidArgument(String)
+    /// A store error passed through.
+    case store(String)
+
+    /// Core Data's error code for the case.
+    public var code: Int {
+        switch self {
+        case .validation(let failures): failures.count == 1 ? failures[0].code.rawValue : 1560
+        case .storeRefused: 133021
+        case .objectNotFound: 133000
+        case .undoConflict: 133020
+        case .noPersistentStore: 134060
+        case .storeAlreadyAdded, .invalidArgument, .invalidObject, .unknownEntity, .unknownKey: 134030
+        case .store: 256
+        }
+    }
+
+    /// What went wrong, naming the objects and keys.
+    public var description: String {
+        switch self {
+        case .validation(let failures):
+            failures.count == 1
+                ? failures[0].description
+                : "\(failures.count) validation errors (1560):\n" + failures.map { "  \($0)" }.joined(separator: "\n")
+        case .storeRefused(let detail): "the store refused the save: \(detail)"
+        case .objectNotFound(let object): "the object \(object) could not be found in the store; it was deleted (133000)"
+        case .undoConflict(let object, let property, let expected, let found):
+            "undo conflict on \(object).\(property): undo expected \(expected) but the store holds \(found), written by another change; nothing was overwritten"
+        case .noPersistentStore: "the coordinator has no persistent store"
+        case .storeAlreadyAdded(let store): "the coordinator already has a store: \(store)"
+        case .unknownEntity(let name): "unknown entity \"\(name)\""
+        case .unknownKey(let entity, let key): "entity \(entity) has no property \"\(key)\""
+        case .invalidObject(let detail): detail
+        case .invalidArgument(let detail): detail
+        case .store(let detail): detail
+        }
+    }
+}

@@ -1,0 +1,315 @@
+import Foundation
+public import StrataModel
+public import StrataPredicate
+
+/// What a context passes to ``ManagedObject/init(_:)`` when it creates an object; opaque to apps.
+public struct ObjectCreation {
+    let entity: EntityInfo
+    let objectID: ManagedObjectID
+    let core: ContextCore
+}
+
+/// Which snapshot events woke an object (`awake(fromSnapshotEvents:)`).
+public struct SnapshotEvents: OptionSet, Sendable {
+    /// The raw bits.
+    public let rawValue: Int
+    /// Creates events from raw bits.
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    /// An undo of an insertion (the object was restored as deleted).
+    public static let undoInsertion = SnapshotEvents(rawValue: 1 << 1)
+    /// An undo of a deletion (the object came back).
+    public static let undoDeletion = SnapshotEvents(rawValue: 1 << 2)
+    /// An undo or redo of an update.
+    public static let undoUpdate = SnapshotEvents(rawValue: 1 << 3)
+    /// A rollback.
+    public static let rollback = SnapshotEvents(rawValue: 1 << 4)
+    /// A refresh.
+    public static let refresh = SnapshotEvents(rawValue: 1 << 5)
+    /// A merge of another context's changes.
+    public static let mergePolicy = SnapshotEvents(rawValue: 1 << 6)
+}
+
+/// An object managed by a context (Core Data's `NSManagedObject`).
+///
+/// Read and write properties with key-value coding (`value(forKey:)`, `setValue(_:forKey:)`,
+/// `value(forKeyPath:)` with collection operators), or subclass and register the class with
+/// the coordinator for typed properties and lifecycle hooks. An object belongs to one
+/// context and is used only inside that context's `perform` closures.
+///
+/// ```swift
+/// final class Run: ManagedObject {
+///     var processID: Int32 { get { value(forKey: "processID") as? Int32 ?? 0 } set { setValue(newValue, forKey: "processID") } }
+///     override func awakeFromInsert() { setPrimitiveValue(Date(), forKey: "date") }
+///     override func setNilValueForKey(_ key: String) { key == "processID" ? setValue(Int32(0), forKey: key) : super.setNilValueForKey(key) }
+/// }
+/// ```
+open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, CustomStringConvertible {
+    let info: EntityInfo
+    /// The object's entity (`entity`).
+    public var entity: EntityDescription { info.entity }
+    /// The object's ID (`objectID`); temporary until the first save.
+    public internal(set) var objectID: ManagedObjectID
+    weak var core: ContextCore?
+
+    /// Values as last read from or saved to the store; nil while the object is a fault.
+    var committed: [String: PropertyValue]?
+    /// Unsaved values of persistent properties, by name.
+    var changes: [String: PropertyValue] = [:]
+    /// Transient values.
+    var transients: [String: PropertyValue] = [:]
+    var isInsertedFlag = false
+    var isDeletedFlag = false
+    /// Set once the object is removed from its context (after reset, or after a saved delete).
+    var isInvalidated = false
+
+    /// Created by a context; apps insert objects with `context.insertNewObject(forEntityName:)`
+    /// or `context.insert(Run.self)`.
+    public required init(_ creation: ObjectCreation) {
+        info = creation.entity
+        objectID = creation.objectID
+        core = creation.core
+    }
+
+    // MARK: - State
+
+    /// The context the object belongs to (`managedObjectContext`); nil once removed.
+    public var managedObjectContext: ManagedObjectContext? { isInvalidated ? nil : core?.context }
+    /// Whether the object's values haven't been loaded yet (`isFault`).
+    public var isFault: Bool { committed == nil && !isInsertedFlag }
+    /// Whether the object was inserted and not yet saved (`isInserted`).
+    public var isInserted: Bool { isInsertedFlag }
+    /// Whether the object has unsaved changes to a persistent property (`isUpdated`).
+    public var isUpdated: Bool { !isInsertedFlag && !isDeletedFlag && !changes.isEmpty }
+    /// Whether the object is deleted and the deletion not yet saved (`isDeleted`).
+    public var isDeleted: Bool { isDeletedFlag }
+    /// Whether the object is inserted, updated or deleted (`hasChanges`).
+    public var hasChanges: Bool { isInsertedFlag || isDeletedFlag || !changes.isEmpty }
+
+    /// The persistent properties changed since the last save, with their new values (`changedValues()`).
+    public func changedValues() -> [String: Any] {
+        var result: [String: Any] = [:]
+        for (key, value) in changes { result[key] = externalValue(value) ?? NSNull() }
+        return result
+    }
+
+    /// The values of `keys` (all persistent properties when nil) as last saved or fetched
+    /// (`committedValues(forKeys:)`); empty for an unsaved object.
+    public func committedValues(forKeys keys: [String]?) -> [String: Any] {
+        guard !isInsertedFlag else { return [:] }
+        core?.fulfill(self)
+        var result: [String: Any] = [:]
+        for key in keys ?? info.orderedNames where !(info.properties[key]?.isTransient ?? true) {
+            guard let value = committed?[key] ?? (info.properties[key].flatMap { core?.derivedValue(self, $0) }) else { continue }
+            result[key] = externalValue(value) ?? NSNull()
+        }
+        return result
+    }
+
+    /// The properties changed since the last `processPendingChanges`, with their values then
+    /// (`changedValuesForCurrentEvent()`).
+    public func changedValuesForCurrentEvent() -> [String: Any] {
+        guard let core else { return [:] }
+        var result: [String: Any] = [:]
+        for (key, old) in core.journal.currentEventOldValues(for: objectID) { result[key] = externalValue(old) ?? NSNull() }
+        return result
+    }
+
+    // MARK: - Key-value coding
+
+    /// The value of the property `key`: attribute values as Swift values (`Int16`, `String`,
+    /// `Date`, …), a to-one as its `ManagedObject`, a to-many as `Set<ManagedObject>` (or an
+    /// array when ordered). Reading a persistent property fires a fault; nil for a fault
+    /// whose object is gone (``fulfillFault()`` says why) or an unknown key.
+    open func value(forKey key: String) -> Any? {
+        guard let property = info.properties[key] else { return nil }
+        return externalValue(currentValue(property))
+    }
+
+    /// Sets the property `key` (`setValue(_:forKey:)`), maintaining inverse relationships and
+    /// registering undo. Setting nil on a required numeric or Boolean attribute calls
+    /// ``setNilValueForKey(_:)``. A value of the wrong type is kept and refused at save.
+    open func setValue(_ value: Any?, forKey key: String) {
+        guard let core, let property = info.properties[key] else {
+            core?.recordProblem(.unknownKey(entity: entity.name, key: key))
+            return
+        }
+        if value == nil || value is NSNull, case .attribute(let type) = property.kind, !property.isOptional,
+            [.int16, .int32, .int64, .double, .float, .boolean, .decimal].contains(type)
+        {
+            setNilValueForKey(key)
+            return
+        }
+        core.set(self, property, internalValue(value, for: property), maintainInverse: true, register: true)
+    }
+
+    /// Called when nil is set on a required scalar attribute; sets nil by default (and the
+    /// save then reports the missing value). Override to substitute a value.
+    open func setNilValueForKey(_ key: String) {
+        guard let core, let property = info.properties[key] else { return }
+        core.set(self, property, property.emptyValue, maintainInverse: true, register: true)
+    }
+
+    /// The value of `key` without firing change tracking (`primitiveValue(forKey:)`).
+    public func primitiveValue(forKey key: String) -> Any? {
+        value(forKey: key)
+    }
+
+    /// Sets `key` without registering undo or maintaining inverses (`setPrimitiveValue`);
+    /// the change is still saved.
+    public func setPrimitiveValue(_ value: Any?, forKey key: String) {
+        guard let core, let property = info.properties[key] else { return }
+        core.set(self, property, internalValue(value, for: property), maintainInverse: false, register: false)
+    }
+
+    /// A mutable view of the to-many relationship `key` (`mutableSetValue(forKey:)`):
+    /// adding and removing objects through it maintains inverses and registers undo.
+    public func mutableSetValue(forKey key: String) -> MutableRelationship {
+        MutableRelationship(owner: self, key: key)
+    }
+
+    /// Typed read: the value of `key` as `T`, or nil.
+    public func get<T>(_ key: String, as type: T.Type = T.self) -> T? { value(forKey: key) as? T }
+
+    /// Loads the object's values now if it is a fault.
+    ///
+    /// - Throws: ``ContextError/objectNotFound(_:)`` if the object was deleted from the store.
+    public func fulfillFault() throws {
+        guard let core else { throw ContextError.invalidObject("\(objectID) has no context") }
+        try core.fulfillThrowing(self)
+    }
+
+    // MARK: - Internal value access
+
+    func currentValue(_ property: PropertyInfo) -> PropertyValue {
+        if property.isTransient { return transients[property.name] ?? property.emptyValue }
+        if let changed = changes[property.name] { return changed }
+        guard let core else { return property.emptyValue }
+        core.fulfill(self)
+        if let committed = committed?[property.name] { return committed }
+        if property.isRelationship && !property.isRecorded, !isInsertedFlag {
+            return core.derivedValue(self, property) ?? property.emptyValue
+        }
+        return property.emptyValue
+    }
+
+    func externalValue(_ value: PropertyValue) -> Any? {
+        switch value {
+        case .attribute(let v): return v?.anyValue
+        case .toOne(let id): return id.flatMap { core?.object(with: $0) }
+        case .toMany(let ids):
+            let objects = ids.compactMap { core?.object(with: $0) }
+            return objects.isEmpty && ids.isEmpty ? Set<ManagedObject>() as Any : (isOrderedValue(value) ? objects as Any : Set(objects) as Any)
+        case .invalid(let what): return what
+        }
+    }
+
+    private func isOrderedValue(_ value: PropertyValue) -> Bool { false }
+
+    func internalValue(_ value: Any?, for property: PropertyInfo) -> PropertyValue {
+        let value: Any? = (value is NSNull) ? nil : value
+        switch property.kind {
+        case .attribute(let type):
+            guard let value else { return .attribute(nil) }
+            if let attribute = value as? AttributeValue { return attribute.matches(type) ? .attribute(attribute) : .invalid("\(attribute)") }
+            do {
+                return .attribute(try AttributeValue(any: value, for: type))
+            } catch {
+                return .invalid("\(value) (\(error))")
+            }
+        case .toOne:
+            guard let value else { return .toOne(nil) }
+            if let object = value as? ManagedObject { return .toOne(object.objectID) }
+            if let id = value as? ManagedObjectID { return .toOne(id) }
+            return .invalid("\(type(of: value)) where a \(property.destination ?? "?") object was expected")
+        case .toMany(let ordered):
+            guard let value else { return .toMany([]) }
+            var objects: [ManagedObject] = []
+            if let set = value as? Set<ManagedObject> { objects = Array(set) }
+            else if let array = value as? [ManagedObject] { objects = array }
+            else { return .invalid("\(type(of: value)) where a collection of \(property.destination ?? "?") objects was expected") }
+            let ids = objects.map(\.objectID)
+            return ordered ? .toMany(ids) : .unordered(ids)
+        }
+    }
+
+    // MARK: - Lifecycle hooks (override; call super)
+
+    /// Called once when the object is inserted (`awakeFromInsert`): set initial values here.
+    open func awakeFromInsert() {}
+    /// Called after the object's values are loaded from the store (`awakeFromFetch`).
+    open func awakeFromFetch() {}
+    /// Called after undo, redo, rollback or refresh changed the object's values (`awake(fromSnapshotEvents:)`).
+    open func awake(fromSnapshotEvents events: SnapshotEvents) {}
+    /// Called before the object is saved (`willSave`).
+    open func willSave() {}
+    /// Called after the object was saved (`didSave`).
+    open func didSave() {}
+    /// Called when the object is deleted, before delete rules run (`prepareForDeletion`).
+    open func prepareForDeletion() {}
+    /// Called before the object is turned into a fault (`willTurnIntoFault`).
+    open func willTurnIntoFault() {}
+    /// Called after the object was turned into a fault (`didTurnIntoFault`).
+    open func didTurnIntoFault() {}
+
+    // MARK: - Validation hooks
+
+    /// Validates one value for `key` (`validateValue(_:forKey:)`); the default checks the
+    /// model's rules. Override to add rules or to coerce the value; throw to refuse it.
+    open func validateValue(_ value: inout Any?, forKey key: String) throws {
+        guard let attribute = entity.attributesByName[key], let core else { return }
+        let typed: AttributeValue? = value.flatMap { v in (v as? AttributeValue) ?? (try? AttributeValue(any: v, for: attribute.attributeType)) }
+        let failures = attribute.validate(typed, entity: entity.name, localization: core.model.localization)
+        if !failures.isEmpty { throw ContextError.validation(failures) }
+    }
+
+    /// Validates the object for insertion (`validateForInsert`): every model rule.
+    open func validateForInsert() throws { try core?.validateRules(self) }
+    /// Validates the object for update (`validateForUpdate`): every model rule.
+    open func validateForUpdate() throws { try core?.validateRules(self) }
+    /// Validates the object for deletion (`validateForDelete`): deny rules.
+    open func validateForDelete() throws { try core?.validateDeletion(self) }
+
+    // MARK: - Identity
+
+    /// Objects are equal only to themselves.
+    public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool { lhs === rhs }
+    /// Hashes the object's identity.
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    /// Predicates compare objects by ID.
+    public var predicateIdentity: any Hashable & Sendable { objectID }
+
+    /// `<Entity: URI>` plus the values, or `(fault)`.
+    public var description: String {
+        if isFault { return "<\(entity.name): \(objectID)> (fault)" }
+        let values = info.orderedNames.compactMap { name -> String? in
+            guard let property = info.properties[name] else { return nil }
+            let value = changes[name] ?? committed?[name] ?? (property.isTransient ? transients[name] : nil) ?? property.emptyValue
+            return "\(name)=\(value.text)"
+        }
+        return "<\(entity.name): \(objectID)> {\(values.joined(separator: ", "))}"
+    }
+}
+
+/// A mutable view of a to-many relationship (Core Data's mutable set proxy).
+public struct MutableRelationship {
+    let owner: ManagedObject
+    let key: String
+
+    /// The current members.
+    public var objects: [ManagedObject] {
+        switch owner.value(forKey: key) {
+        case let set as Set<ManagedObject>: Array(set)
+        case let array as [ManagedObject]: array
+        default: []
+        }
+    }
+
+    /// Adds `object`, maintaining its inverse.
+    public func add(_ object: ManagedObject) { owner.core?.addMembers(owner, key, [object]) }
+    /// Removes `object`, maintaining its inverse.
+    public func remove(_ object: ManagedObject) { owner.core?.removeMembers(owner, key, [object]) }
+    /// The number of members.
+    public var count: Int { objects.count }
+    /// Whether `object` is a member.
+    public func contains(_ object: ManagedObject) -> Bool { objects.contains(object) }
+}

@@ -1,0 +1,240 @@
+public import Foundation
+public import StrataModel
+
+/// A scratch pad of managed objects (Core Data's `NSManagedObjectContext`): insert, change
+/// and delete objects, then save them to the store as one transaction, with undo and redo.
+///
+/// A context is an actor confined to one serial queue — a private one, or the main queue.
+/// Use it through ``perform(_:)`` (async) or ``performAndWait(_:)``; inside, the closure's
+/// context parameter gives synchronous access to everything, and managed objects may be
+/// used freely. Pass ``ManagedObjectID``s, not objects, between contexts.
+///
+/// ```swift
+/// let context = container.newBackgroundContext()
+/// let id = try await context.perform { context in
+///     let run = try context.insertNewObject(forEntityName: "Run")
+///     run.setValue(Int32(42), forKey: "processID")
+///     try context.save()
+///     return run.objectID
+/// }
+/// ```
+public actor ManagedObjectContext {
+    /// Which queue a context runs on (Core Data's concurrency types).
+    public enum ConcurrencyType: Sendable {
+        /// The main queue (`mainQueueConcurrencyType`), for UI-facing contexts.
+        case mainQueue
+        /// A private serial queue (`privateQueueConcurrencyType`).
+        case privateQueue
+    }
+
+    /// The queue type.
+    public nonisolated let concurrencyType: ConcurrencyType
+    /// The coordinator the context saves through.
+    public nonisolated let persistentStoreCoordinator: PersistentStoreCoordinator
+    private let executor: ContextExecutor
+    let core: ContextCore
+
+    /// The actor's executor: the context's queue.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    /// Creates a context on `coordinator`.
+    ///
+    /// With `persistentUndo`, the undo stack is rebuilt from the log — this context's saved
+    /// transactions, matched by `transactionAuthor` and `name` — so undo survives a restart.
+    public init(
+        concurrencyType: ConcurrencyType, coordinator: PersistentStoreCoordinator, name: String? = nil,
+        transactionAuthor: String? = nil, persistentUndo: Bool = false
+    ) {
+        self.concurrencyType = concurrencyType
+        persistentStoreCoordinator = coordinator
+        executor = concurrencyType == .mainQueue ? ContextExecutor(main: ()) : ContextExecutor(label: "strata.context.\(name ?? "private")")
+        let core = ContextCore(coordinator: coordinator)
+        core.name = name
+        core.transactionAuthor = transactionAuthor
+        self.core = core
+        core.context = self
+        if persistentUndo {
+            do { try core.loadPersistentUndo() } catch { core.recordProblem(.store("persistent undo could not be loaded: \(error)")) }
+        }
+    }
+
+    // MARK: - Running code on the context
+
+    /// Runs `body` on the context's queue and returns its result (`perform`).
+    public nonisolated func perform<T: Sendable>(_ body: @Sendable (isolated ManagedObjectContext) throws -> T) async rethrows -> T {
+        try await body(self)
+    }
+
+    /// Runs `body` on the context's queue, blocking until it's done (`performAndWait`).
+    /// Re-entrant: from code already on the queue it runs at once.
+    public nonisolated func performAndWait<T: Sendable>(_ body: @Sendable (isolated ManagedObjectContext) throws -> T) rethrows -> T {
+        if executor.isCurrent { return try assumeIsolated { try body($0) } }
+        return try executor.queue.sync { try self.assumeIsolated { try body($0) } }
+    }
+
+    // MARK: - Properties
+
+    /// The context's name (`name`); with `transactionAuthor`, it keys persisted undo.
+    public var name: String? {
+        get { core.name }
+        set { core.name = newValue }
+    }
+    /// The author recorded in the transactions this context saves (`transactionAuthor`).
+    public var transactionAuthor: String? {
+        get { core.transactionAuthor }
+        set { core.transactionAuthor = newValue }
+    }
+    /// How long fetched values stay fresh (`stalenessInterval`); kept for API parity — the
+    /// store never serves stale snapshots, so any value behaves like 0.
+    public var stalenessInterval: TimeInterval = -1
+    /// The model.
+    public nonisolated var managedObjectModel: ManagedObjectModel { persistentStoreCoordinator.managedObjectModel }
+
+    // MARK: - Objects
+
+    /// Inserts a new object of `entityName` (`NSEntityDescription.insertNewObject(forEntityName:into:)`).
+    public func insertNewObject(forEntityName entityName: String) throws -> ManagedObject {
+        try core.insert(entityName: entityName, as: nil)
+    }
+
+    /// Inserts a new object of a registered class (`T(context:)`).
+    public func insert<T: ManagedObject>(_ type: T.Type, entityName: String) throws -> T {
+        guard let object = try core.insert(entityName: entityName, as: type) as? T else {
+            throw ContextError.invalidArgument("\(type) can't be created for \(entityName)")
+        }
+        return object
+    }
+
+    /// Deletes `object`, applying delete rules now (cascade, nullify); deny is checked at save.
+    public func delete(_ object: ManagedObject) { core.delete(object) }
+
+    /// The object for `id`: registered, or a new fault — no I/O (`object(with:)`).
+    public func object(with id: ManagedObjectID) throws -> ManagedObject {
+        guard let object = core.object(with: id) else {
+            throw ContextError.invalidObject("\(id) is a temporary ID of another context or names an unknown entity")
+        }
+        return object
+    }
+
+    /// The object for `id`, loaded now (`existingObject(with:)`).
+    ///
+    /// - Throws: ``ContextError/objectNotFound(_:)`` if it isn't in the store.
+    public func existingObject(with id: ManagedObjectID) throws -> ManagedObject {
+        let object = try self.object(with: id)
+        try object.fulfillFault()
+        if object.isInvalidated { throw ContextError.objectNotFound(id.description) }
+        return object
+    }
+
+    /// The registered object for `id`, or nil (`registeredObject(for:)`).
+    public func registeredObject(for id: ManagedObjectID) -> ManagedObject? { core.registered(id) }
+
+    /// Unsaved inserted objects (`insertedObjects`).
+    public var insertedObjects: Set<ManagedObject> { Set(core.insertedObjects) }
+    /// Objects with unsaved changes (`updatedObjects`).
+    public var updatedObjects: Set<ManagedObject> { Set(core.updatedObjects) }
+    /// Objects deleted but not yet saved (`deletedObjects`).
+    public var deletedObjects: Set<ManagedObject> { Set(core.deletedObjects) }
+    /// Every object the context knows and something still holds (`registeredObjects`).
+    public var registeredObjects: Set<ManagedObject> {
+        Set(core.registry.values.compactMap(\.object)).union(core.retained.values)
+    }
+    /// Whether there are unsaved changes (`hasChanges`).
+    public var hasChanges: Bool { core.hasChanges }
+
+    // MARK: - Saving and discarding
+
+    /// Validates every change and saves them as one transaction (`save()`).
+    ///
+    /// - Throws: ``ContextError/validation(_:)`` listing every failure (Core Data's codes),
+    ///   ``ContextError/storeRefused(_:)`` for a uniqueness or reference violation; nothing
+    ///   is written then, and the context keeps its changes.
+    public func save() throws { try core.save() }
+
+    /// Discards unsaved changes and clears the undo stacks (`rollback()`).
+    public func rollback() { core.rollback() }
+
+    /// Forgets every object and clears the undo stacks (`reset()`).
+    public func reset() { core.reset() }
+
+    /// Re-reads `object` from the store (`refresh(_:mergeChanges:)`): with `mergeChanges`,
+    /// unsaved changes win over store values and transient values are restored; without,
+    /// the object becomes a fault and its unsaved changes are dropped.
+    public func refresh(_ object: ManagedObject, mergeChanges: Bool) { core.refresh(object, mergeChanges: mergeChanges) }
+
+    /// Refreshes every registered object, keeping unsaved changes (`refreshAllObjects()`).
+    public func refreshAllObjects() {
+        for object in registeredObjects { core.refresh(object, mergeChanges: true) }
+    }
+
+    /// Closes the current undo group (`processPendingChanges()`).
+    public func processPendingChanges() { core.processPendingChanges() }
+
+    // MARK: - Fetching
+
+    /// The objects `request` matches, unsaved changes included (`fetch(_:)`).
+    public func fetch(_ request: FetchRequest) throws -> [ManagedObject] { try core.fetch(request) }
+
+    /// The number of objects `request` matches (`count(for:)`).
+    public func count(for request: FetchRequest) throws -> Int { try core.fetch(request).count }
+
+    // MARK: - Undo
+
+    /// Undoes the last undo group (`undoManager.undo()`).
+    ///
+    /// - Throws: ``ContextError/undoConflict(object:property:expected:found:)`` when undoing
+    ///   saved work another writer has since changed; nothing is changed then.
+    public func undo() throws { try core.undo() }
+    /// Redoes the last undone group (`undoManager.redo()`).
+    public func redo() throws { try core.redo() }
+    /// Whether there is something to undo.
+    public var canUndo: Bool { !core.journal.undoStack.isEmpty || !core.journal.open.isEmpty }
+    /// Whether there is something to redo.
+    public var canRedo: Bool { !core.journal.redoStack.isEmpty }
+    /// The name of the action undo would undo.
+    public var undoActionName: String? { core.journal.open.isEmpty ? core.journal.undoStack.last?.actionName : core.journal.open.actionName }
+    /// The name of the action redo would redo.
+    public var redoActionName: String? { core.journal.redoStack.last?.actionName }
+    /// Names the current undo group's action (`setActionName`).
+    public func setActionName(_ name: String) { core.journal.open.actionName = name }
+    /// The most undo groups kept (0: unbounded; `levelsOfUndo`).
+    public var levelsOfUndo: Int {
+        get { core.journal.levelsOfUndo }
+        set {
+            core.journal.levelsOfUndo = max(0, newValue)
+            core.journal.trim()
+        }
+    }
+    /// Whether undo is recorded at all (`undoManager != nil`).
+    public var isUndoEnabled: Bool {
+        get { core.journal.isEnabled }
+        set { core.journal.isEnabled = newValue }
+    }
+    /// Starts an explicit undo group (`beginUndoGrouping()`).
+    public func beginUndoGrouping() {
+        if core.journal.explicitDepth == 0 { core.closeOpenGroup() }
+        core.journal.explicitDepth += 1
+    }
+    /// Ends an explicit undo group (`endUndoGrouping()`).
+    public func endUndoGrouping() {
+        guard core.journal.explicitDepth > 0 else { return }
+        core.journal.explicitDepth -= 1
+        if core.journal.explicitDepth == 0 { core.closeOpenGroup() }
+    }
+    /// Stops recording undo (`disableUndoRegistration()`); calls nest.
+    public func disableUndoRegistration() {
+        core.processPendingChanges()
+        core.journal.disabledCount += 1
+    }
+    /// Resumes recording undo (`enableUndoRegistration()`).
+    public func enableUndoRegistration() {
+        core.processPendingChanges()
+        core.journal.disabledCount = max(0, core.journal.disabledCount - 1)
+    }
+    /// Clears the undo and redo stacks (`removeAllActions()`).
+    public func removeAllUndoActions() {
+        core.processPendingChanges()
+        core.journal.undoStack.removeAll()
+        core.journal.redoStack.removeAll()
+    }
+}

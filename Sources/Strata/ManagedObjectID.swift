@@ -1,0 +1,87 @@
+public import Foundation
+import StrataLog
+public import StrataPredicate
+
+/// The identity of a managed object: its entity and either a temporary ID (not yet saved)
+/// or a permanent one in a store (Core Data's `NSManagedObjectID`).
+///
+/// IDs are values: `Sendable`, `Hashable`, `Codable` (as their URI), so they are what passes
+/// between contexts and threads. Permanent IDs are assigned at save, in log order.
+///
+/// ```swift
+/// let id = player.objectID
+/// id.uriRepresentation()   // x-strata://6F1C…/Player/p12
+/// ```
+public struct ManagedObjectID: Sendable, Hashable, Codable, CustomStringConvertible, PredicateObjectIdentity {
+    enum Storage: Sendable, Hashable {
+        case temporary(UUID)
+        case permanent(storeUUID: UUID, primaryKey: UInt64)
+    }
+
+    /// The name of the object's entity.
+    public let entityName: String
+    let storage: Storage
+
+    init(entityName: String, storage: Storage) {
+        self.entityName = entityName
+        self.storage = storage
+    }
+
+    static func temporary(_ entity: String) -> ManagedObjectID {
+        ManagedObjectID(entityName: entity, storage: .temporary(UUID()))
+    }
+
+    static func permanent(_ id: StoredObjectID, store: UUID) -> ManagedObjectID {
+        ManagedObjectID(entityName: id.entity, storage: .permanent(storeUUID: store, primaryKey: id.primaryKey))
+    }
+
+    /// Whether the object hasn't been saved yet (`isTemporaryID`).
+    public var isTemporaryID: Bool {
+        if case .temporary = storage { return true }
+        return false
+    }
+
+    /// The URI that names this object: `x-strata://<store>/<Entity>/p<pk>`, or
+    /// `x-strata:///<Entity>/t<UUID>` for a temporary ID (`uriRepresentation()`, spec 0005).
+    public func uriRepresentation() -> URL {
+        switch storage {
+        case .temporary(let id): ObjectURI.temporary(entity: entityName, id: id)
+        case .permanent(let store, let pk): ObjectURI.permanent(StoredObjectID(entity: entityName, primaryKey: pk), storeUUID: store)
+        }
+    }
+
+    /// The ID in the store, for a permanent ID.
+    var storedID: StoredObjectID? {
+        if case .permanent(_, let pk) = storage { return StoredObjectID(entity: entityName, primaryKey: pk) }
+        return nil
+    }
+
+    /// The URI, as a string.
+    public var description: String { uriRepresentation().absoluteString }
+
+    /// Predicates compare objects by their IDs.
+    public var predicateIdentity: any Hashable & Sendable { self }
+
+    // MARK: - Codable
+
+    /// Decodes an ID from its URI string.
+    ///
+    /// - Throws: `DecodingError.dataCorrupted` for a string that isn't an object URI.
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        switch ObjectURI.parse(text) {
+        case .permanent(let store, let id)?:
+            self.init(entityName: id.entity, storage: .permanent(storeUUID: store, primaryKey: id.primaryKey))
+        case .temporary(let entity, let id)?:
+            self.init(entityName: entity, storage: .temporary(id))
+        case nil:
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not an object URI: \(text)"))
+        }
+    }
+
+    /// Encodes the ID as its URI string.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}

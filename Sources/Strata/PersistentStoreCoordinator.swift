@@ -1,0 +1,161 @@
+public import Foundation
+public import StrataLog
+public import StrataModel
+import Synchronization
+import StrataStorage
+
+/// A store the coordinator manages (Core Data's `NSPersistentStore`).
+public final class PersistentStore: Sendable, Hashable, CustomStringConvertible {
+    /// The kind of store.
+    public enum StoreType: String, Sendable, Hashable {
+        /// An event-log store at a URL (Core Data: `NSSQLiteStoreType` in spirit).
+        case eventLog = "EventLog"
+        /// A store that lives only as long as the coordinator holds it (`NSInMemoryStoreType`):
+        /// an event log in a private temporary directory, removed with the store.
+        case inMemory = "InMemory"
+    }
+
+    /// The store's type.
+    public let type: StoreType
+    /// Where it is; nil for an in-memory store.
+    public let url: URL?
+    /// The store's UUID (`identifier`), part of every object URI.
+    public var identifier: UUID { log.storeUUID }
+    /// The event log behind the store.
+    public let log: EventLog
+    let temporaryDirectory: String?
+
+    init(type: StoreType, url: URL?, log: EventLog, temporaryDirectory: String?) {
+        self.type = type
+        self.url = url
+        self.log = log
+        self.temporaryDirectory = temporaryDirectory
+    }
+
+    deinit {
+        if let temporaryDirectory { try? FileManager.default.removeItem(atPath: temporaryDirectory) }
+    }
+
+    /// Identity.
+    public static func == (lhs: PersistentStore, rhs: PersistentStore) -> Bool { lhs === rhs }
+    /// Identity.
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    /// `EventLog store at PATH (UUID)`.
+    public var description: String { "\(type.rawValue) store \(url?.path ?? "in memory") (\(identifier.uuidString))" }
+}
+
+/// Connects contexts to a store (Core Data's `NSPersistentStoreCoordinator`).
+///
+/// `Sendable`: share one coordinator between contexts on any thread. It holds one store.
+///
+/// ```swift
+/// let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+/// try coordinator.addPersistentStore(type: .eventLog, at: storeURL)
+/// let context = ManagedObjectContext(concurrencyType: .privateQueue)
+/// context.persistentStoreCoordinator = coordinator   // or ManagedObjectContext(coordinator:)
+/// ```
+public final class PersistentStoreCoordinator: Sendable {
+    /// The model every context of this coordinator uses.
+    public let managedObjectModel: ManagedObjectModel
+
+    private struct State {
+        var store: PersistentStore?
+        var classes: [String: ManagedObject.Type] = [:]
+    }
+    private let state = Mutex(State())
+
+    /// Creates a coordinator for `model` (`init(managedObjectModel:)`).
+    public init(managedObjectModel model: ManagedObjectModel) {
+        managedObjectModel = model
+    }
+
+    // MARK: - Stores
+
+    /// Opens (creating if needed) a store and adds it (`addPersistentStore(ofType:…)`).
+    ///
+    /// - Throws: ``ContextError/storeAlreadyAdded`` if the coordinator holds a store already;
+    ///   the log's errors for a store that can't be opened.
+    @discardableResult
+    public func addPersistentStore(
+        type: PersistentStore.StoreType, at url: URL? = nil, configuration: EventLog.Configuration = EventLog.Configuration()
+    ) throws -> PersistentStore {
+        if let existing = state.withLock({ $0.store }) {
+            throw ContextError.storeAlreadyAdded(existing.description)
+        }
+        let store: PersistentStore
+        switch type {
+        case .eventLog:
+            guard let url else { throw ContextError.invalidArgument("an event-log store needs a URL") }
+            let log = try EventLog(path: url.path, model: managedObjectModel, configuration: configuration)
+            store = PersistentStore(type: .eventLog, url: url, log: log, temporaryDirectory: nil)
+        case .inMemory:
+            let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent("strata-memory-\(UUID().uuidString)")
+            var fast = configuration
+            fast.durability = .fast
+            let log = try EventLog(path: directory, model: managedObjectModel, configuration: fast)
+            store = PersistentStore(type: .inMemory, url: nil, log: log, temporaryDirectory: directory)
+        }
+        try state.withLock { state in
+            if let existing = state.store { throw ContextError.storeAlreadyAdded(existing.description) }
+            state.store = store
+        }
+        return store
+    }
+
+    /// Removes `store` (`remove(_:)`); contexts can't save to it afterwards.
+    public func remove(_ store: PersistentStore) throws {
+        try state.withLock { state in
+            guard state.store === store else { throw ContextError.invalidArgument("\(store) is not this coordinator's store") }
+            state.store = nil
+        }
+    }
+
+    /// The stores, in the order added (`persistentStores`).
+    public var persistentStores: [PersistentStore] { state.withLock { $0.store.map { [$0] } ?? [] } }
+
+    /// The store, or an error saying there is none.
+    func requireStore() throws -> PersistentStore {
+        guard let store = state.withLock({ $0.store }) else { throw ContextError.noPersistentStore }
+        return store
+    }
+
+    /// The store's metadata (`metadata(for:)`): type, UUID, model version hashes.
+    public func metadata(for store: PersistentStore) -> [String: String] {
+        var metadata = [
+            "StoreType": store.type.rawValue, "StoreUUID": store.identifier.uuidString,
+            "ModelVersionHash": managedObjectModel.versionHash.map { String(format: "%02x", $0) }.joined(),
+        ]
+        for (entity, hash) in managedObjectModel.entityVersionHashesByName {
+            metadata["EntityVersionHash.\(entity)"] = hash.map { String(format: "%02x", $0) }.joined()
+        }
+        return metadata
+    }
+
+    /// The ID a URI names in this coordinator's store (`managedObjectID(forURIRepresentation:)`);
+    /// nil for another store's URI, an unknown entity, a temporary or a malformed URI.
+    public func managedObjectID(forURIRepresentation uri: URL) -> ManagedObjectID? {
+        guard let store = state.withLock({ $0.store }),
+            let id = ObjectURI.storedObjectID(uri, storeUUID: store.identifier),
+            let entity = managedObjectModel.entity(named: id.entity), !entity.isAbstract
+        else { return nil }
+        return .permanent(id, store: store.identifier)
+    }
+
+    // MARK: - Custom classes
+
+    /// Makes contexts create instances of `type` for objects of `entityName` (and of its
+    /// sub-entities that have no class of their own). Core Data reads the class name from
+    /// the model; Swift on Linux can't look classes up by name, so register them.
+    public func register(_ type: ManagedObject.Type, forEntityName entityName: String) {
+        state.withLock { $0.classes[entityName] = type }
+    }
+
+    /// The class for objects of `entity`.
+    func objectClass(for entity: EntityDescription) -> ManagedObject.Type {
+        state.withLock { state in
+            if let type = state.classes[entity.name] { return type }
+            for ancestor in entity.superentityNames { if let type = state.classes[ancestor] { return type } }
+            return ManagedObject.self
+        }
+    }
+}

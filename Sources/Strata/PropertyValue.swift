@@ -1,0 +1,127 @@
+import Foundation
+import StrataLog
+import StrataModel
+
+/// A property's value inside a context: an attribute value, a to-one destination, or
+/// to-many destinations (in order for ordered relationships; sorted for unordered ones,
+/// which compare as sets). `invalid` keeps a value of the wrong type that `setValue` was
+/// given, so the save can refuse it with a clear error instead of crashing.
+enum PropertyValue: Hashable, Sendable {
+    case attribute(AttributeValue?)
+    case toOne(ManagedObjectID?)
+    case toMany([ManagedObjectID])
+    case invalid(String)
+
+    static let none = PropertyValue.attribute(nil)
+
+    var isNil: Bool {
+        switch self {
+        case .attribute(let v): v == nil
+        case .toOne(let id): id == nil
+        case .toMany(let ids): ids.isEmpty
+        case .invalid: false
+        }
+    }
+
+    var ids: [ManagedObjectID] {
+        switch self {
+        case .toOne(let id?): [id]
+        case .toMany(let ids): ids
+        default: []
+        }
+    }
+
+    static func unordered(_ ids: [ManagedObjectID]) -> PropertyValue {
+        .toMany(Array(Set(ids)).sorted { $0.description < $1.description })
+    }
+
+    /// Renders for messages.
+    var text: String {
+        switch self {
+        case .attribute(nil), .toOne(nil): "nil"
+        case .attribute(let v?): LogValue.attribute(v).description
+        case .toOne(let id?): id.description
+        case .toMany(let ids): "[" + ids.map(\.description).joined(separator: ", ") + "]"
+        case .invalid(let what): what
+        }
+    }
+}
+
+/// How a property is stored, resolved once per entity.
+struct PropertyInfo: Sendable {
+    enum Kind: Sendable, Equatable {
+        case attribute(AttributeType)
+        case toOne
+        case toMany(ordered: Bool)
+    }
+    let name: String
+    let kind: Kind
+    let isTransient: Bool
+    let isOptional: Bool
+    let defaultValue: AttributeValue?
+    let destination: String?
+    let inverse: String?
+    let deleteRule: DeleteRule
+    /// Whether the log records this side (false for derived sides and transient properties).
+    let isRecorded: Bool
+
+    var isRelationship: Bool { if case .attribute = kind { false } else { true } }
+    var isToMany: Bool { if case .toMany = kind { true } else { false } }
+    var isOrdered: Bool { if case .toMany(true) = kind { true } else { false } }
+
+    var emptyValue: PropertyValue {
+        switch kind {
+        case .attribute: .attribute(nil)
+        case .toOne: .toOne(nil)
+        case .toMany: .toMany([])
+        }
+    }
+}
+
+/// Per-entity property tables, built once per model.
+final class EntityInfo: Sendable {
+    let entity: EntityDescription
+    let properties: [String: PropertyInfo]
+    let orderedNames: [String]
+
+    init(entity: EntityDescription, model: ManagedObjectModel) {
+        self.entity = entity
+        var properties: [String: PropertyInfo] = [:]
+        for attribute in entity.allAttributes {
+            properties[attribute.name] = PropertyInfo(
+                name: attribute.name, kind: .attribute(attribute.attributeType), isTransient: attribute.isTransient,
+                isOptional: attribute.isOptional, defaultValue: attribute.defaultValue, destination: nil, inverse: nil,
+                deleteRule: .nullify, isRecorded: !attribute.isTransient)
+        }
+        for relationship in entity.allRelationships {
+            let recorded = !relationship.isTransient && Self.isRecorded(relationship, in: entity, model: model)
+            properties[relationship.name] = PropertyInfo(
+                name: relationship.name,
+                kind: relationship.isToMany ? .toMany(ordered: relationship.isOrdered) : .toOne,
+                isTransient: relationship.isTransient, isOptional: relationship.isOptional, defaultValue: nil,
+                destination: relationship.destinationEntityName, inverse: relationship.inverseName,
+                deleteRule: relationship.deleteRule, isRecorded: recorded)
+        }
+        self.properties = properties
+        orderedNames = properties.keys.sorted()
+    }
+
+    /// Mirrors the log's rule (spec 0004 §4.1) for which side of a relationship it records.
+    static func isRecorded(_ relationship: RelationshipDescription, in entity: EntityDescription, model: ManagedObjectModel) -> Bool {
+        func declarer(_ name: String, _ e: EntityDescription) -> String {
+            if e.relationships.contains(where: { $0.name == name }) { return e.name }
+            for ancestor in e.superentityNames where model.entity(named: ancestor)?.relationships.contains(where: { $0.name == name }) == true {
+                return ancestor
+            }
+            return e.name
+        }
+        guard let inverseName = relationship.inverseName, let destination = model.entity(named: relationship.destinationEntityName),
+            let inverse = destination.relationshipsByName[inverseName], !inverse.isTransient
+        else { return true }
+        let selfOrdered = relationship.isToMany && relationship.isOrdered
+        let inverseOrdered = inverse.isToMany && inverse.isOrdered
+        if selfOrdered != inverseOrdered { return selfOrdered }
+        if relationship.isToMany != inverse.isToMany { return !relationship.isToMany }
+        return "\(declarer(relationship.name, entity)).\(relationship.name)" <= "\(declarer(inverseName, destination)).\(inverseName)"
+    }
+}

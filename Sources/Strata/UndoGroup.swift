@@ -1,0 +1,138 @@
+import StrataLog
+
+/// One object's net change within an undo group, coalesced by DESIGN.md's rules: repeated
+/// sets keep the first old and the last new value; a value set back to its original drops
+/// out; insert then update is an insert with final values; insert then delete is nothing;
+/// update then delete is a delete with the values from before the group.
+struct ObjectChange {
+    enum Kind { case inserted, updated, deleted }
+    var kind: Kind
+    /// inserted: the values at the end of the group; deleted: the values before the group.
+    var values: [String: PropertyValue] = [:]
+    /// updated: each property's value before the group.
+    var old: [String: PropertyValue] = [:]
+    /// updated: each property's value at the end of the group.
+    var new: [String: PropertyValue] = [:]
+    /// Unordered to-many changes known only as added/removed members (groups read from the log).
+    var memberships: [String: (added: [ManagedObjectID], removed: [ManagedObjectID])] = [:]
+}
+
+/// A closed (or open) undo group: the coalesced changes of one user action.
+final class UndoGroup {
+    var actionName: String?
+    /// Objects in the order they were first changed in the group.
+    var order: [ManagedObjectID] = []
+    var changes: [ManagedObjectID: ObjectChange] = [:]
+    /// The transaction and event group this group was saved as; nil while unsaved.
+    var saved: (sequence: UInt64, group: Int)?
+    /// Read back from the log (persisted undo): it holds only recorded sides, so applying
+    /// it maintains inverses in memory.
+    var fromLog = false
+
+    init(actionName: String? = nil) { self.actionName = actionName }
+
+    var isEmpty: Bool { changes.isEmpty }
+
+    func recordInsert(_ id: ManagedObjectID) {
+        if changes[id] == nil { order.append(id) }
+        changes[id] = ObjectChange(kind: .inserted)
+    }
+
+    func recordSet(_ id: ManagedObjectID, _ key: String, old: PropertyValue, new: PropertyValue) {
+        if var change = changes[id] {
+            switch change.kind {
+            case .inserted, .deleted: return  // captured at close / irrelevant after delete
+            case .updated:
+                if change.old[key] == nil { change.old[key] = old }
+                change.new[key] = new
+                changes[id] = change
+            }
+        } else {
+            order.append(id)
+            changes[id] = ObjectChange(kind: .updated, old: [key: old], new: [key: new])
+        }
+    }
+
+    func recordDelete(_ id: ManagedObjectID, snapshot: [String: PropertyValue]) {
+        if let change = changes[id] {
+            switch change.kind {
+            case .inserted:
+                changes[id] = nil
+                order.removeAll { $0 == id }
+            case .updated:
+                var before = snapshot
+                for (key, value) in change.old { before[key] = value }
+                changes[id] = ObjectChange(kind: .deleted, values: before)
+            case .deleted: return
+            }
+        } else {
+            order.append(id)
+            changes[id] = ObjectChange(kind: .deleted, values: snapshot)
+        }
+    }
+
+    /// Closes the group: captures inserted objects' final values, drops no-op sets.
+    func close(values: (ManagedObjectID) -> [String: PropertyValue]?) {
+        for id in order {
+            guard var change = changes[id] else { continue }
+            switch change.kind {
+            case .inserted: change.values = values(id) ?? [:]
+            case .updated:
+                for (key, old) in change.old where change.new[key] == old {
+                    change.old[key] = nil
+                    change.new[key] = nil
+                }
+                if change.old.isEmpty && change.memberships.isEmpty {
+                    changes[id] = nil
+                    continue
+                }
+            case .deleted: break
+            }
+            changes[id] = change
+        }
+        order.removeAll { changes[$0] == nil }
+    }
+
+    /// Replaces temporary IDs after a save, everywhere in the group.
+    func remap(_ map: [ManagedObjectID: ManagedObjectID]) {
+        guard !map.isEmpty else { return }
+        func fix(_ id: ManagedObjectID) -> ManagedObjectID { map[id] ?? id }
+        func fix(_ value: PropertyValue) -> PropertyValue {
+            switch value {
+            case .toOne(let id?): .toOne(fix(id))
+            case .toMany(let ids): .toMany(ids.map(fix))
+            default: value
+            }
+        }
+        func fix(_ values: [String: PropertyValue]) -> [String: PropertyValue] { values.mapValues(fix) }
+        order = order.map(fix)
+        var remapped: [ManagedObjectID: ObjectChange] = [:]
+        for (id, change) in changes {
+            var change = change
+            change.values = fix(change.values)
+            change.old = fix(change.old)
+            change.new = fix(change.new)
+            change.memberships = change.memberships.mapValues { ($0.added.map(fix), $0.removed.map(fix)) }
+            remapped[fix(id)] = change
+        }
+        changes = remapped
+    }
+
+    /// The same changes, reversed (what undoing this group does).
+    var inverse: UndoGroup {
+        let group = UndoGroup(actionName: actionName)
+        group.order = order.reversed()
+        group.fromLog = fromLog
+        for (id, change) in changes {
+            switch change.kind {
+            case .inserted: group.changes[id] = ObjectChange(kind: .deleted, values: change.values)
+            case .deleted: group.changes[id] = ObjectChange(kind: .inserted, values: change.values)
+            case .updated:
+                group.changes[id] = ObjectChange(
+                    kind: .updated, old: change.new, new: change.old,
+                    memberships: change.memberships.mapValues { ($0.removed, $0.added) })
+            }
+        }
+        return group
+    }
+}

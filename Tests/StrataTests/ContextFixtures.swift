@@ -1,0 +1,55 @@
+import Foundation
+import Strata
+import StrataTestSupport
+
+/// A coordinator with an event-log store in `directory` (a new one each call: a "restart").
+func openCoordinator(_ directory: TemporaryDirectory, model: ManagedObjectModel, classes: [(ManagedObject.Type, String)] = [])
+    throws -> PersistentStoreCoordinator
+{
+    let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+    for (type, entity) in classes { coordinator.register(type, forEntityName: entity) }
+    try coordinator.addPersistentStore(type: .eventLog, at: directory.url.appendingPathComponent("store"))
+    return coordinator
+}
+
+func privateContext(_ coordinator: PersistentStoreCoordinator, name: String? = nil, author: String? = nil, persistentUndo: Bool = false)
+    -> ManagedObjectContext
+{
+    ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: name, transactionAuthor: author, persistentUndo: persistentUndo)
+}
+
+/// Seed 001's `Run`: `date` set in `awakeFromInsert`, `processID` set to 0 when nil.
+final class Run: ManagedObject {
+    var processID: Int32 {
+        get { value(forKey: "processID") as? Int32 ?? 0 }
+        set { setValue(newValue, forKey: "processID") }
+    }
+    var date: Date? { value(forKey: "date") as? Date }
+
+    override func awakeFromInsert() {
+        super.awakeFromInsert()
+        setPrimitiveValue(Date(), forKey: "date")
+    }
+
+    override func setNilValueForKey(_ key: String) {
+        if key == "processID" { setValue(Int32(0), forKey: key) } else { super.setNilValueForKey(key) }
+    }
+}
+
+/// Seed 001's `ClassEntity`: removing a student who is the monitor clears the monitor.
+final class SchoolClass: ManagedObject {
+    func removeStudentsObject(_ student: ManagedObject) {
+        if let monitor = value(forKey: "monitor") as? ManagedObject, monitor == student { setValue(nil, forKey: "monitor") }
+        mutableSetValue(forKey: "students").remove(student)
+    }
+}
+
+/// Seed 000's `Employee`: the transient `fullName` is computed in `awakeFromFetch`.
+final class Employee: ManagedObject {
+    override func awakeFromFetch() {
+        super.awakeFromFetch()
+        let first = value(forKey: "firstName") as? String ?? ""
+        let last = value(forKey: "lastName") as? String ?? ""
+        setPrimitiveValue("\(first) \(last)", forKey: "fullName")
+    }
+}
