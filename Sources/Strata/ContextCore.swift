@@ -476,6 +476,15 @@ final class ContextCore {
             }
         }
         for (object, event) in touched { object.awake(fromSnapshotEvents: event) }
+        pruneRetained()
+    }
+
+    /// Stops holding objects that no longer differ from the store.
+    func pruneRetained() {
+        for (id, object) in retained
+        where !object.isInsertedFlag && !object.isDeletedFlag && object.changes.isEmpty && !restored.contains(id) {
+            retained[id] = nil
+        }
     }
 
     /// Rebuilds the undo and redo stacks from the log: this context's saved groups

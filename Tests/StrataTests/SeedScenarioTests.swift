@@ -11,7 +11,7 @@ struct SeedScenarioTests {
         let model = try SeedModels.run
         do {
             let context = privateContext(try openCoordinator(dir, model: model, classes: [(Run.self, "Run")]))
-            try await context.perform { context in
+            try await context.perform { (context: isolated ManagedObjectContext) throws in
                 let run = try context.insert(Run.self, entityName: "Run")
                 #expect(run.processID == -1, "the model's default")
                 #expect(run.date != nil, "set in awakeFromInsert")
@@ -33,7 +33,7 @@ struct SeedScenarioTests {
         }
         // Reopen: a new coordinator on the same files.
         let context = privateContext(try openCoordinator(dir, model: model, classes: [(Run.self, "Run")]))
-        let pids = try await context.perform { context in
+        let pids = try await context.perform { (context: isolated ManagedObjectContext) throws in
             let runs = try context.fetch(FetchRequest(entityName: "Run", sortDescriptors: [FetchSortDescriptor(key: "date")]))
             return runs.compactMap { ($0 as? Run)?.processID }
         }
@@ -44,7 +44,7 @@ struct SeedScenarioTests {
     func leagueManager() async throws {
         let dir = try TemporaryDirectory()
         let model = try SeedModels.leagueManager
-        let teamID: ManagedObjectID = try await privateContext(try openCoordinator(dir, model: model)).perform { context in
+        let teamID: ManagedObjectID = try await privateContext(try openCoordinator(dir, model: model)).perform { (context: isolated ManagedObjectContext) throws in
             let team = try context.insertNewObject(forEntityName: "Team")
             team.setValue("Otters", forKey: "name")
             for (first, last) in [("Zed", "Young"), ("Ann", "Adams"), ("Mo", "Miller")] {
@@ -59,7 +59,7 @@ struct SeedScenarioTests {
             return team.objectID
         }
         let context = privateContext(try openCoordinator(dir, model: model))
-        try await context.perform { context in
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
             let team = try context.existingObject(with: teamID)
             let players = (team.value(forKey: "players") as? Set<ManagedObject>) ?? []
             let sorted = players.sorted { ($0.value(forKey: "lastName") as? String ?? "") < ($1.value(forKey: "lastName") as? String ?? "") }
@@ -82,7 +82,7 @@ struct SeedScenarioTests {
         let dir = try TemporaryDirectory()
         let model = try SeedModels.studentClass
         let context = privateContext(try openCoordinator(dir, model: model, classes: [(SchoolClass.self, "ClassEntity")]))
-        try await context.perform { context in
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
             let schoolClass = try context.insertNewObject(forEntityName: "ClassEntity")
             #expect(schoolClass.value(forKey: "name") as? String == "XX班")
             let ada = try context.insertNewObject(forEntityName: "StudentEntity")
@@ -98,7 +98,7 @@ struct SeedScenarioTests {
             try context.save()
         }
         let reopened = privateContext(try openCoordinator(dir, model: model))
-        let (monitor, students) = try await reopened.perform { context in
+        let (monitor, students) = try await reopened.perform { (context: isolated ManagedObjectContext) throws in
             let schoolClass = try #require(try context.fetch(FetchRequest(entityName: "ClassEntity")).first)
             return (schoolClass.value(forKey: "monitor") == nil, (schoolClass.value(forKey: "students") as? Set<ManagedObject>)?.count ?? -1)
         }
@@ -110,7 +110,7 @@ struct SeedScenarioTests {
     func keyPaths() async throws {
         let dir = try TemporaryDirectory()
         let model = try SeedModels.employeeDepartment
-        try await privateContext(try openCoordinator(dir, model: model)).perform { context in
+        try await privateContext(try openCoordinator(dir, model: model)).perform { (context: isolated ManagedObjectContext) throws in
             let department = try context.insertNewObject(forEntityName: "Department")
             department.setValue("Engineering", forKey: "name")
             var manager: ManagedObject?
@@ -124,7 +124,7 @@ struct SeedScenarioTests {
             }
             try context.save()
         }
-        try await privateContext(try openCoordinator(dir, model: model, classes: [(Employee.self, "Employee")])).perform { context in
+        try await privateContext(try openCoordinator(dir, model: model, classes: [(Employee.self, "Employee")])).perform { (context: isolated ManagedObjectContext) throws in
             let department = try #require(try context.fetch(FetchRequest(entityName: "Department")).first)
             let total = department.value(forKeyPath: "employees.@sum.salary")
             #expect((total as? Decimal) == 600 || (total as? Double) == 600 || (total as? Int) == 600, "got \(String(describing: total))")
@@ -147,7 +147,7 @@ struct SeedScenarioTests {
         let dir = try TemporaryDirectory()
         let model = try SeedModels.employeeDepartment
         let coordinator = try openCoordinator(dir, model: model, classes: [(Employee.self, "Employee")])
-        let id = try await privateContext(coordinator).perform { context in
+        let id = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
             let department = try context.insertNewObject(forEntityName: "Department")
             let person = try context.insertNewObject(forEntityName: "Employee")
             person.setValue("Sarit", forKey: "firstName")
@@ -158,19 +158,19 @@ struct SeedScenarioTests {
         }
         let one = privateContext(coordinator, name: "one")
         let two = privateContext(coordinator, name: "two")
-        try await two.perform { context in
+        try await two.perform { (context: isolated ManagedObjectContext) throws in
             let person = try context.existingObject(with: id)
             #expect(person.value(forKey: "fullName") as? String == "Sarit Smith", "cached in awakeFromFetch")
             person.setValue("Jones", forKey: "lastName")
             person.setValue("Sarit Jones", forKey: "fullName")
         }
-        try await one.perform { context in
+        try await one.perform { (context: isolated ManagedObjectContext) throws in
             let person = try context.existingObject(with: id)
             person.setValue("Fiona", forKey: "firstName")
             person.setValue("Fiona Smith", forKey: "fullName")
             try context.save()
         }
-        let (first, last, full) = try await two.perform { context in
+        let (first, last, full) = try await two.perform { (context: isolated ManagedObjectContext) throws in
             let person = try context.existingObject(with: id)
             context.refresh(person, mergeChanges: true)
             return (person.value(forKey: "firstName") as? String, person.value(forKey: "lastName") as? String, person.value(forKey: "fullName") as? String)
