@@ -16,7 +16,12 @@ final class ContextExecutor: SerialExecutor {
     init(main: Void) {
         queue = DispatchQueue.main
         isMain = true
+        // Marks the main queue itself: under `dispatchMain()` its blocks may run on a thread
+        // that isn't the process's first thread, so `Thread.isMainThread` can't tell.
+        DispatchQueue.main.setSpecific(key: Self.mainKey, value: true)
     }
+
+    static let mainKey = DispatchSpecificKey<Bool>()
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
@@ -34,7 +39,7 @@ final class ContextExecutor: SerialExecutor {
 
     /// Whether the calling code is already running on this executor's queue.
     var isCurrent: Bool {
-        isMain ? Thread.isMainThread : DispatchQueue.getSpecific(key: Self.key) == ObjectIdentifier(self)
+        isMain ? DispatchQueue.getSpecific(key: Self.mainKey) == true : DispatchQueue.getSpecific(key: Self.key) == ObjectIdentifier(self)
     }
 }
 

@@ -62,8 +62,19 @@ public actor ManagedObjectContext {
 
     /// Runs `body` on the context's queue and returns its result (`perform`).
     public nonisolated func perform<T: Sendable>(_ body: @Sendable (isolated ManagedObjectContext) throws -> T) async rethrows -> T {
-        try await body(self)
+        if executor.isMain {
+            // Hop explicitly: the runtime doesn't always treat an actor sharing the main
+            // actor's executor as main-bound.
+            return try await withoutActuallyEscaping(body) { body in
+                try await MainActor.run { try self.assumeIsolated { try body($0) } }
+            }
+        }
+        return try await body(self)
     }
+
+    /// Whether the calling code runs on this context's queue (Core Data's concurrency
+    /// debugging, as a check you can assert).
+    public nonisolated var isOnContextQueue: Bool { executor.isCurrent }
 
     /// Runs `body` on the context's queue, blocking until it's done (`performAndWait`).
     /// Re-entrant: from code already on the queue it runs at once.
