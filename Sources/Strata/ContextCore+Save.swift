@@ -355,7 +355,7 @@ extension ContextCore {
 
     func fetch(_ request: FetchRequest) throws -> [ManagedObject] {
         guard let info = entities[request.entityName] else { throw ContextError.unknownEntity(request.entityName) }
-        processPendingChanges()
+        // No processPendingChanges here: a fetch must not split the undo group it runs in.
         let store = try self.store()
         let entityNames = request.includesSubentities ? subentityNames(of: info.entity.name) : [info.entity.name]
         var results: [ManagedObject] = []

@@ -373,8 +373,15 @@ final class ContextCore {
                 let object = try reader.object(stored)
                 switch change.kind {
                 case .updated:
-                    for (key, expected) in change.old {
+                    // "Another writer changed it" means the store no longer holds what this
+                    // context last knew it to hold: the loaded object's committed value, or,
+                    // for an object the context hasn't loaded (a restart), the value the
+                    // group expects to replace. This context's own unsaved work (a pending
+                    // undo of a later saved group) is not a conflict.
+                    let known = registered(id)?.committed
+                    for (key, replaced) in change.old {
                         guard let property = info.properties[key], property.isRecorded else { continue }
+                        let expected = known.map { $0[key] ?? property.emptyValue } ?? replaced
                         guard let object else {
                             throw ContextError.undoConflict(object: id.description, property: key, expected: expected.text, found: "a deleted object")
                         }

@@ -1,0 +1,50 @@
+import Foundation
+
+// Strata's benchmarks: each runs Strata and its peers (the raw-LMDB floor, GRDB, the zstd
+// CLI) in this one process and prints ratios, with absolute times for context.
+//
+//     swift run -c release StrataBenchmarks [filter…]
+//
+// Filters (any substring): commit, small, scan, compaction, open. Sizes and repetitions
+// come from the environment (see README.md).
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+func wanted(_ name: String) -> Bool {
+    arguments.isEmpty || arguments.contains { name.contains($0.lowercased()) }
+}
+
+let objects = environmentInt("STRATA_BENCH_OBJECTS", 100_000)
+let commits = environmentInt("STRATA_BENCH_COMMITS", 2_000)
+let events = environmentInt("STRATA_BENCH_EVENTS", 1_000_000)
+let repetitions = environmentInt("STRATA_BENCH_REPS", 5)
+
+say("Strata benchmarks — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(Date())")
+say("objects \(objects), small commits \(commits), events \(events), repetitions \(repetitions) after 1 warm-up")
+
+do {
+    if wanted("commit") { try runCommitBenchmark(objects: objects, repetitions: repetitions) }
+    if wanted("small") { try runSmallCommitsBenchmark(commits: commits, repetitions: repetitions) }
+    if wanted("scan") || wanted("compaction") || wanted("open") {
+        let stores = try buildEventStores(events: events)
+        defer { remove(stores.base) }
+        if wanted("scan") { try runScanBenchmark(stores, repetitions: repetitions) }
+        if wanted("open") { try runOpenBenchmark(stores, repetitions: max(repetitions, 21)) }
+        if wanted("compaction") || wanted("scan") { try runCompactionBenchmark(stores, scanRepetitions: repetitions) }
+    }
+} catch {
+    say("benchmark failed: \(error)")
+    exit(1)
+}
+
+heading("Summary")
+var lastBenchmark = ""
+// Grouped by benchmark number, figures in the order they were measured.
+let ordered = summary.enumerated().sorted { ($0.element.benchmark, $0.offset) < ($1.element.benchmark, $1.offset) }.map(\.element)
+for row in ordered {
+    if row.benchmark != lastBenchmark {
+        say(row.benchmark)
+        lastBenchmark = row.benchmark
+    }
+    let target = row.target.isEmpty ? "" : "   target \(row.target)"
+    say("  \(row.figure): \(row.value)\(target)")
+}
