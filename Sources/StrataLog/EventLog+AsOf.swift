@@ -171,6 +171,38 @@ extension EventLog {
             return .next
         }
         try txn.put(bigEndianBytes(count), forKey: prefix, in: tables.checkpoints)
+        try thinCheckpoints(txn)
+    }
+
+    /// Removes checkpoints beyond ``Configuration/maximumCheckpoints``: each time, the one
+    /// (never the newest) whose removal leaves the smallest gap between its neighbours.
+    func thinCheckpoints(_ txn: borrowing LMDBTransaction) throws {
+        var sequences: [UInt64] = []
+        try txn.forEach(in: tables.checkpoints) { key, _ in
+            if key.byteCount == 8, let sequence = key.withUnsafeBytes({ readBigEndian($0) }) { sequences.append(sequence) }
+            return .next
+        }
+        let limit = max(1, configuration.maximumCheckpoints)
+        while sequences.count > limit {
+            var victim = 0
+            var smallest = UInt64.max
+            for index in 0..<(sequences.count - 1) {
+                let previous = index == 0 ? 0 : sequences[index - 1]
+                let gap = sequences[index + 1] - previous
+                if gap < smallest {
+                    smallest = gap
+                    victim = index
+                }
+            }
+            let prefix = bigEndianBytes(sequences[victim])
+            var keys: [[UInt8]] = []
+            try txn.forEach(in: tables.checkpoints, range: .prefix(prefix)) { key, _ in
+                keys.append(key.withUnsafeBytes { Array($0) })
+                return .next
+            }
+            for key in keys { try txn.delete(key: key, in: tables.checkpoints) }
+            sequences.remove(at: victim)
+        }
     }
 
     /// Writes a checkpoint of the current state now, in its own transaction.

@@ -34,6 +34,10 @@ public final class EventLog: Sendable {
         public var chunkSize: Int = 1900
         /// Write a checkpoint every this many transactions (0: only when asked).
         public var checkpointInterval: UInt64 = 10_000
+        /// The most checkpoints kept (each is a copy of the state). When a new one would pass
+        /// the limit, the one whose removal leaves the smallest gap goes, so spacing grows
+        /// with age: recent points stay cheap to reach, storage stays bounded.
+        public var maximumCheckpoints: Int = 6
 
         /// The defaults.
         public init() {}

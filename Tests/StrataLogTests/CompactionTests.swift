@@ -266,3 +266,36 @@ struct CompactionTests {
 enum SegmentFileNames {
     static let orphan = "00000000000000000900-00000000000000000950.zst"
 }
+
+@Suite("Event log: checkpoint retention")
+struct CheckpointRetentionTests {
+    @Test("checkpoints stay within the limit; the newest is kept and old history stays covered")
+    func retention() throws {
+        let dir = try TemporaryDirectory()
+        let log = try openLog(dir, model: try libraryModel()) {
+            $0.checkpointInterval = 10
+            $0.maximumCheckpoints = 4
+        }
+        for n in 0..<200 {
+            var draft = TransactionDraft()
+            draft.insert("Club", values: ["name": s("club \(n)")])
+            try log.commit(draft)
+        }
+        try log.read { (reader: borrowing LogReader) throws in
+            let kept = try reader.checkpoints()
+            #expect(kept.count == 4)
+            #expect(kept.last == 200, "the newest is always kept")
+            #expect((kept.first ?? .max) <= 100, "old history keeps a checkpoint: \(kept)")
+            // Every plan still gives the replayed state.
+            for n: UInt64 in [5, 57, 133, 190] {
+                var replayed = StateImage()
+                try reader.forEachEvent(from: 1, through: n) { event in
+                    replayed.apply(event)
+                    return .next
+                }
+                #expect(try reader.state(asOf: n) == replayed, "as of \(n)")
+            }
+        }
+        #expect(try log.verify().isClean)
+    }
+}
