@@ -37,7 +37,7 @@ extension EventLog {
                 if case .stored(let id) = object {
                     // Restoring a deleted object under its own ID (undo of a delete): the ID
                     // must have been given out before, and the object must not exist now.
-                    let code = try catalog.entityCode(id.entity)
+                    let code = try writer.entityCode(id.entity)
                     let last = try counters[code] ?? (try txn.value(forKey: TableWriter.counterKey(code), in: tables.counters)
                         .flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0)
                     guard id.primaryKey >= 1, id.primaryKey <= last else {
@@ -50,7 +50,7 @@ extension EventLog {
                 if entity.isAbstract {
                     throw LogError.invalidOperation("entity \(entity.name) is abstract; insert one of its sub-entities")
                 }
-                let code = try catalog.entityCode(entity.name)
+                let code = try writer.entityCode(entity.name)
                 let last: UInt64
                 if let known = counters[code] {
                     last = known
@@ -77,6 +77,9 @@ extension EventLog {
         var referenced: [ObjectKey: (from: StoredObjectID, property: String, to: StoredObjectID)] = [:]
         var deleted: [ObjectKey: StoredObjectID] = [:]
         var touched: [ObjectKey: String] = [:]
+        /// The values each object with a unique index has now, kept so the uniqueness check
+        /// needn't read the records back.
+        var latestValues: [ObjectKey: [String: LogValue]] = [:]
 
         /// Checks a draft value against the property and converts it to a log value.
         func convert(_ value: DraftValue, _ property: ModelSchema.Property, of entity: ModelSchema.Entity, from source: StoredObjectID) throws -> LogValue {
@@ -141,8 +144,11 @@ extension EventLog {
                         converted[name] = logValue
                     }
                     let key = try writer.key(id)
-                    try writer.applyInsert(txn, key, values: converted, sequence: sequence, entity: entity)
+                    let isFresh: Bool
+                    if case .temporary = object { isFresh = true } else { isFresh = false }
+                    try writer.applyInsert(txn, key, values: converted, sequence: sequence, entity: entity, isFresh: isFresh)
                     touched[key] = id.entity
+                    if entity.hasUniqueIndex { latestValues[key] = converted }
                     deleted[key] = nil
                     changes.append(.insert(id, values: converted))
 
@@ -159,7 +165,7 @@ extension EventLog {
                         let property = try storedProperty(name, of: entity)
                         let after = try convert(value, property, of: entity, from: id)
                         if property.relationship == .unorderedToMany {
-                            let code = try catalog.relationshipCode(property.qualifiedName)
+                            let code = try writer.relationshipCode(property.qualifiedName)
                             let current = Set(try writer.members(txn, of: key, relationship: code))
                             var wanted: Set<ObjectKey> = []
                             if case .references(let ids) = after { wanted = Set(try ids.map { try writer.key($0) }) }
@@ -178,8 +184,9 @@ extension EventLog {
                         }
                     }
                     guard !propertyChanges.isEmpty else { continue }
-                    try writer.applyUpdate(txn, key, changes: propertyChanges, sequence: sequence, entity: entity)
+                    let updated = try writer.applyUpdate(txn, key, changes: propertyChanges, sequence: sequence, entity: entity)
                     touched[key] = id.entity
+                    if entity.hasUniqueIndex { latestValues[key] = updated }
                     changes.append(.update(id, changes: propertyChanges))
 
                 case .membership(let object, let name, let addedObjects, let removedObjects):
@@ -193,7 +200,7 @@ extension EventLog {
                     }
                     let key = try writer.key(id)
                     guard try txn.containsKey(key.bytes, in: tables.state) else { throw LogError.objectNotFound(id.description) }
-                    let code = try catalog.relationshipCode(property.qualifiedName)
+                    let code = try writer.relationshipCode(property.qualifiedName)
                     let current = Set(try writer.members(txn, of: key, relationship: code))
                     var added: [StoredObjectID] = []
                     var removed: [StoredObjectID] = []
@@ -205,8 +212,9 @@ extension EventLog {
                     }
                     guard !added.isEmpty || !removed.isEmpty else { continue }
                     let change = PropertyChange.membership(property: name, added: added, removed: removed)
-                    try writer.applyUpdate(txn, key, changes: [change], sequence: sequence, entity: entity)
+                    let updated = try writer.applyUpdate(txn, key, changes: [change], sequence: sequence, entity: entity)
                     touched[key] = id.entity
+                    if entity.hasUniqueIndex { latestValues[key] = updated }
                     changes.append(.update(id, changes: [change]))
 
                 case .delete(let object):
@@ -220,6 +228,7 @@ extension EventLog {
                     try writer.applyDelete(txn, key, sequence: sequence, entity: entity)
                     deleted[key] = id
                     touched[key] = nil
+                    latestValues[key] = nil
                     changes.append(.delete(id, before: before))
                 }
             }
@@ -243,13 +252,13 @@ extension EventLog {
                 throw LogError.missingReference(from: sourceName, property: String(name.split(separator: ".").last ?? ""), to: id.description)
             }
         }
-        try checkUniqueness(txn, touched: touched, writer: writer)
+        try checkUniqueness(txn, latestValues: latestValues, touched: touched, writer: writer)
 
         // The event itself, in chunks small enough to stay in B-tree pages.
         let event = TransactionEvent(
             sequence: sequence, timestamp: timestamp, author: draft.author, contextName: draft.contextName,
             processID: draft.processID, kind: draft.kind, modelVersion: modelVersion, groups: groups)
-        let bytes = try EventCodec.encode(event, catalog: catalog)
+        let bytes = try EventCodec.encode(event, catalog: writer)
         try writeEventChunks(txn, sequence: sequence, bytes: bytes)
         for (code, last) in counters {
             try txn.put(bigEndianBytes(last), forKey: TableWriter.counterKey(code), in: tables.counters)
@@ -276,11 +285,13 @@ extension EventLog {
     }
 
     /// Refuses the commit if any touched object now shares a unique index value with another.
-    private func checkUniqueness(_ txn: borrowing LMDBTransaction, touched: [ObjectKey: String], writer: TableWriter) throws {
-        for (key, entityName) in touched {
-            guard let entity = schema.entities[entityName], entity.indexes.contains(where: \.isUnique),
-                let record = try writer.readRecord(txn, key, entityName: entityName)
-            else { continue }
+    private func checkUniqueness(
+        _ txn: borrowing LMDBTransaction, latestValues: [ObjectKey: [String: LogValue]], touched: [ObjectKey: String],
+        writer: TableWriter
+    ) throws {
+        for (key, values) in latestValues {
+            guard let entityName = touched[key], let entity = schema.entities[entityName] else { continue }
+            let record = Record(modelVersion: modelVersion, version: 0, values: values)
             for (index, indexKey, complete) in try writer.indexKeys(key, values: record.values, entity: entity) where index.isUnique {
                 // A constraint with a missing value doesn't constrain (as in SQL).
                 if index.properties.contains(where: { (record.values[$0] ?? .null) == .null }) { continue }

@@ -62,6 +62,9 @@ struct ModelSchema: Sendable {
         let indexes: [IndexDefinition]
         /// This entity and every entity below it.
         let selfAndSubentities: [String]
+
+        /// Whether any index the entity's objects are in is unique.
+        var hasUniqueIndex: Bool { indexes.contains(where: \.isUnique) }
     }
 
     let model: ManagedObjectModel

@@ -16,21 +16,57 @@ struct Record: Sendable, Hashable {
 /// Maintains the projections — state, indexes, references, membership, history — for
 /// commit and for replay (`verify`, `replay --into`). Every function works inside the
 /// caller's write transaction.
-struct TableWriter {
+struct TableWriter: CodecCatalog {
     let tables: StoreTables
     let catalog: Catalog
     /// The schema and version new records are written with.
     let schema: ModelSchema
     let modelVersion: Int
+    /// The catalog's codes when the writer was made: lookups without the catalog's lock on
+    /// the hot path (codes are never changed, only added; misses fall back to the catalog).
+    let codes: Catalog.State
+
+    init(tables: StoreTables, catalog: Catalog, schema: ModelSchema, modelVersion: Int) {
+        self.tables = tables
+        self.catalog = catalog
+        self.schema = schema
+        self.modelVersion = modelVersion
+        codes = catalog.snapshot
+    }
 
     // MARK: - Keys
 
+    func entityCode(_ name: String) throws(LogError) -> UInt16 {
+        if let code = codes.entityCodes[name] { return code }
+        return try catalog.entityCode(name)
+    }
+
+    func relationshipCode(_ qualifiedName: String) throws(LogError) -> UInt16 {
+        if let code = codes.relationshipCodes[qualifiedName] { return code }
+        return try catalog.relationshipCode(qualifiedName)
+    }
+
+    func indexCode(_ name: String) throws(LogError) -> UInt16 {
+        if let code = codes.indexCodes[name] { return code }
+        return try catalog.indexCode(name)
+    }
+
+    func entityName(_ code: UInt16) throws(LogError) -> String {
+        if let name = codes.entityNames[code] { return name }
+        return try catalog.entityName(code)
+    }
+
+    func schema(forModelVersion version: Int) throws(LogError) -> ModelSchema {
+        version == modelVersion ? schema : try catalog.schema(forModelVersion: version)
+    }
+
     func key(_ id: StoredObjectID) throws(LogError) -> ObjectKey {
-        ObjectKey(entity: try catalog.entityCode(id.entity), primaryKey: id.primaryKey)
+        ObjectKey(entity: try entityCode(id.entity), primaryKey: id.primaryKey)
     }
 
     func id(_ key: ObjectKey) throws(LogError) -> StoredObjectID {
-        StoredObjectID(entity: try catalog.entityName(key.entity), primaryKey: key.primaryKey)
+        if let name = codes.entityNames[key.entity] { return StoredObjectID(entity: name, primaryKey: key.primaryKey) }
+        return StoredObjectID(entity: try catalog.entityName(key.entity), primaryKey: key.primaryKey)
     }
 
     /// target · relationship · source (or source · relationship · target for `members`).
@@ -68,7 +104,7 @@ struct TableWriter {
         w.varint(coded.count)
         for (code, value) in coded {
             w.varint(code)
-            try EventCodec.writeValue(value, &w, catalog)
+            try EventCodec.writeValue(value, &w, self)
         }
         return w.bytes
     }
@@ -77,14 +113,14 @@ struct TableWriter {
         var r = ByteReader(bytes, context: context)
         let version = try r.count(limit: Int(Int32.max))
         let sequence = try r.varint()
-        let entity = try catalog.schema(forModelVersion: version).entity(entityName)
+        let entity = try schema(forModelVersion: version).entity(entityName)
         let n = try r.count(limit: r.remaining)
         var values: [String: LogValue] = [:]
         values.reserveCapacity(n)
         for _ in 0..<n {
             let code = try r.count(limit: Int(Int32.max))
             guard code < entity.properties.count else { throw r.failure("property code \(code) out of range") }
-            values[entity.properties[code].name] = try EventCodec.readValue(&r, catalog)
+            values[entity.properties[code].name] = try EventCodec.readValue(&r, self)
         }
         guard r.isAtEnd else { throw r.failure("trailing bytes") }
         return Record(modelVersion: version, version: sequence, values: values)
@@ -157,7 +193,7 @@ struct TableWriter {
         for index in entity.indexes {
             var bytes: [UInt8] = []
             bytes.reserveCapacity(32)
-            let code = try catalog.indexCode(index.name)
+            let code = try indexCode(index.name)
             bytes.append(UInt8(code >> 8))
             bytes.append(UInt8(truncatingIfNeeded: code))
             var complete = true
@@ -196,11 +232,13 @@ struct TableWriter {
     // MARK: - Applying changes
 
     /// Applies an insert: the record, its references and membership, its index entries.
+    @discardableResult
     func applyInsert(
         _ txn: borrowing LMDBTransaction, _ key: ObjectKey, values: [String: LogValue], sequence: UInt64,
-        entity: ModelSchema.Entity
-    ) throws {
-        if try txn.containsKey(key.bytes, in: tables.state) {
+        entity: ModelSchema.Entity, isFresh: Bool = false
+    ) throws -> [(ModelSchema.IndexDefinition, [UInt8], complete: Bool)] {
+        // A primary key given out by this commit can't exist yet; only restores and replays probe.
+        if !isFresh, try txn.containsKey(key.bytes, in: tables.state) {
             throw LogError.objectExists("\(entity.name)/p\(key.primaryKey)")
         }
         var recordValues: [String: LogValue] = [:]
@@ -210,7 +248,7 @@ struct TableWriter {
                 throw LogError.unknownProperty(entity: entity.name, property: name)
             }
             if let storage = property.relationship {
-                let code = try catalog.relationshipCode(property.qualifiedName)
+                let code = try relationshipCode(property.qualifiedName)
                 let member = storage == .unorderedToMany
                 for target in try targets(of: value) { try link(txn, key, code, target, member: member) }
                 if member { continue }
@@ -218,15 +256,18 @@ struct TableWriter {
             recordValues[name] = value
         }
         try writeRecord(txn, key, Record(modelVersion: modelVersion, version: sequence, values: recordValues), entity: entity)
-        try updateIndexes(txn, key, old: nil, new: recordValues, entity: entity)
+        let indexKeys = entity.indexes.isEmpty ? [] : try indexKeys(key, values: recordValues, entity: entity)
+        for (_, indexKey, _) in indexKeys { try txn.put([UInt8](), forKey: indexKey, in: tables.index) }
         try txn.put([UInt8](), forKey: Self.historyKey(key, sequence), in: tables.history)
+        return indexKeys
     }
 
-    /// Applies an update's property changes to the object's current record.
+    /// Applies an update's property changes to the object's current record; returns its new values.
+    @discardableResult
     func applyUpdate(
         _ txn: borrowing LMDBTransaction, _ key: ObjectKey, changes: [PropertyChange], sequence: UInt64,
         entity: ModelSchema.Entity
-    ) throws {
+    ) throws -> [String: LogValue] {
         guard var record = try readRecord(txn, key, entityName: entity.name) else {
             throw LogError.objectNotFound("\(entity.name)/p\(key.primaryKey)")
         }
@@ -238,7 +279,7 @@ struct TableWriter {
             switch change {
             case .value(let name, _, let after):
                 if property.relationship != nil {
-                    let code = try catalog.relationshipCode(property.qualifiedName)
+                    let code = try relationshipCode(property.qualifiedName)
                     let before = try targets(of: record.values[name])
                     let now = try targets(of: after)
                     for target in before where !now.contains(target) { try unlink(txn, key, code, target, member: false) }
@@ -246,7 +287,7 @@ struct TableWriter {
                 }
                 if case .null = after { record.values[name] = nil } else { record.values[name] = after }
             case .membership(_, let added, let removed):
-                let code = try catalog.relationshipCode(property.qualifiedName)
+                let code = try relationshipCode(property.qualifiedName)
                 for id in removed { try unlink(txn, key, code, try self.key(id), member: true) }
                 for id in added { try link(txn, key, code, try self.key(id), member: true) }
             }
@@ -256,6 +297,7 @@ struct TableWriter {
         try writeRecord(txn, key, record, entity: entity)
         try updateIndexes(txn, key, old: old, new: record.values, entity: entity)
         try txn.put([UInt8](), forKey: Self.historyKey(key, sequence), in: tables.history)
+        return record.values
     }
 
     /// Applies a delete: removes the record, its outgoing references and membership, its index entries.
@@ -268,10 +310,10 @@ struct TableWriter {
             switch storage {
             case .derived: continue
             case .toOne, .orderedToMany:
-                let code = try catalog.relationshipCode(property.qualifiedName)
+                let code = try relationshipCode(property.qualifiedName)
                 for target in try targets(of: record.values[property.name]) { try unlink(txn, key, code, target, member: false) }
             case .unorderedToMany:
-                let code = try catalog.relationshipCode(property.qualifiedName)
+                let code = try relationshipCode(property.qualifiedName)
                 for target in try members(txn, of: key, relationship: code) { try unlink(txn, key, code, target, member: true) }
             }
         }
@@ -284,7 +326,7 @@ struct TableWriter {
     func beforeImage(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, record: Record, entity: ModelSchema.Entity) throws -> [String: LogValue] {
         var values = record.values
         for property in entity.properties where property.relationship == .unorderedToMany {
-            let code = try catalog.relationshipCode(property.qualifiedName)
+            let code = try relationshipCode(property.qualifiedName)
             let ids = try members(txn, of: key, relationship: code).map { (k) throws(LogError) in try id(k) }
             if !ids.isEmpty { values[property.name] = .references(ids.sorted()) }
         }
