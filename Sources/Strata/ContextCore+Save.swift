@@ -369,15 +369,16 @@ extension ContextCore {
                 }
             }
         }
+        // Fetched objects stay faults, holding their row until a property is read.
+        var rows: [ObjectIdentifier: [String: PropertyValue]] = [:]
         for (id, values) in loaded {
             guard let entity = entities[id.entityName] else { continue }
             let object = registered(id) ?? makeObject(id, info: entity)
-            if object.committed == nil {
-                object.committed = self.values(from: values, info: entity)
-                object.awakeFromFetch()
-            }
+            let row = self.values(from: values, info: entity)
+            if object.committed == nil { object.row = row }
             seen.insert(id)
             if object.isDeletedFlag { continue }
+            if object.changes.isEmpty && object.transients.isEmpty { rows[ObjectIdentifier(object)] = object.committed ?? row }
             results.append(object)
         }
         // Unsaved inserts of the entity (and sub-entities).
@@ -387,16 +388,23 @@ extension ContextCore {
         for object in retained.values where object.restored && !seen.contains(object.objectID) && entityNames.contains(object.entity.name) {
             results.append(object)
         }
+        // Unchanged objects are judged by their row, so matching doesn't fire their faults;
+        // objects with unsaved changes are judged by their current values.
+        func subject(_ object: ManagedObject) -> Any {
+            rows[ObjectIdentifier(object)].map { RowSnapshot(values: $0, object: object) } ?? object
+        }
         if let predicate = request.predicate {
             var kept: [ManagedObject] = []
             let variables = request.substitutionVariables.mapValues { $0.anyValue as Any }
-            for object in results where try predicate.evaluate(with: object, substitutionVariables: variables) {
+            for object in results where try predicate.evaluate(with: subject(object), substitutionVariables: variables) {
                 kept.append(object)
             }
             results = kept
         }
         if !request.sortDescriptors.isEmpty {
-            results = try results.sorted { a, b in try FetchSortDescriptor.compare(a, b, by: request.sortDescriptors) == .orderedAscending }
+            results = try results.sorted { a, b in
+                try FetchSortDescriptor.compare(subject(a), subject(b), by: request.sortDescriptors) == .orderedAscending
+            }
         }
         if request.fetchOffset > 0 { results = Array(results.dropFirst(request.fetchOffset)) }
         if request.fetchLimit > 0 { results = Array(results.prefix(request.fetchLimit)) }

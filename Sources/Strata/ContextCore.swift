@@ -119,6 +119,12 @@ final class ContextCore {
 
     func fulfillThrowing(_ object: ManagedObject) throws {
         guard object.committed == nil, !object.isInsertedFlag else { return }
+        if let row = object.row {
+            object.row = nil
+            object.committed = row
+            object.awakeFromFetch()
+            return
+        }
         guard let stored = object.objectID.storedID else { return }
         let log = try store().log
         guard let record = try log.read({ reader in try reader.object(stored) }) else {

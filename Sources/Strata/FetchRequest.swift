@@ -24,9 +24,10 @@ public struct FetchSortDescriptor: Sendable, Hashable {
     }
 
     /// Orders `a` and `b` by `descriptors` in turn; nil sorts first.
-    static func compare(_ a: ManagedObject, _ b: ManagedObject, by descriptors: [FetchSortDescriptor]) throws -> ComparisonResult {
+    static func compare(_ a: Any, _ b: Any, by descriptors: [FetchSortDescriptor]) throws -> ComparisonResult {
+        func value(_ subject: Any, _ key: String) -> Any? { (subject as? any KeyValueCoding)?.value(forKeyPath: key) }
         for descriptor in descriptors {
-            let order = compareValues(a.value(forKeyPath: descriptor.key), b.value(forKeyPath: descriptor.key), caseInsensitive: descriptor.caseInsensitive)
+            let order = compareValues(value(a, descriptor.key), value(b, descriptor.key), caseInsensitive: descriptor.caseInsensitive)
             if order != .orderedSame { return descriptor.ascending ? order : (order == .orderedAscending ? .orderedDescending : .orderedAscending) }
         }
         return .orderedSame
@@ -93,4 +94,21 @@ public struct FetchRequest: Sendable {
         self.predicate = predicate
         self.sortDescriptors = sortDescriptors
     }
+}
+
+/// A fetched row seen through key-value coding, so predicates and sorts can read it without
+/// firing the object's fault. Relationships resolve through the object's context.
+struct RowSnapshot: KeyValueCoding, PredicateObjectIdentity {
+    let values: [String: PropertyValue]
+    let object: ManagedObject
+
+    func value(forKey key: String) -> Any? {
+        guard let property = object.info.properties[key] else { return nil }
+        if property.isTransient { return object.value(forKey: key) }
+        if let value = values[key] { return object.externalValue(value) }
+        if property.isRelationship && !property.isRecorded { return object.value(forKey: key) }
+        return nil
+    }
+
+    var predicateIdentity: any Hashable & Sendable { object.objectID }
 }

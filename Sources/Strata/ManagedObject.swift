@@ -53,6 +53,9 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
 
     /// Values as last read from or saved to the store; nil while the object is a fault.
     var committed: [String: PropertyValue]?
+    /// A fetched row waiting for the fault to fire (Core Data's row cache): firing uses it
+    /// instead of reading the store.
+    var row: [String: PropertyValue]?
     /// Unsaved values of persistent properties, by name.
     var changes: [String: PropertyValue] = [:]
     /// Transient values.

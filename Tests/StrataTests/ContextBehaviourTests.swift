@@ -250,3 +250,28 @@ struct ContextBehaviourTests {
         }
     }
 }
+
+@Suite("Contexts: fetched objects are faults")
+struct FetchFaultTests {
+    @Test("fetched objects stay faults until a property is read; predicates and sorts don't fire them")
+    func fetchedFaults() async throws {
+        HookedTeam.calls = []
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager, classes: [(HookedTeam.self, "Team")])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for name in ["Comets", "Otters", "Herons"] { try context.insertNewObject(forEntityName: "Team").setValue(name, forKey: "name") }
+            try context.save()
+        }
+        HookedTeam.calls = []
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let teams = try context.fetch(FetchRequest(
+                entityName: "Team", predicate: try FormatPredicate(format: "name != 'Herons'"), sortDescriptors: [FetchSortDescriptor(key: "name")]))
+            #expect(teams.count == 2)
+            #expect(teams.allSatisfy { $0.isFault })
+            #expect(HookedTeam.calls.isEmpty, "no fault fired while matching and sorting")
+            #expect(teams.first?.value(forKey: "name") as? String == "Comets")
+            #expect(teams.first?.isFault == false)
+            #expect(HookedTeam.calls == ["awakeFromFetch"])
+        }
+    }
+}
