@@ -94,7 +94,7 @@ final class EntityInfo: Sendable {
                 deleteRule: .nullify, isRecorded: !attribute.isTransient)
         }
         for relationship in entity.allRelationships {
-            let recorded = !relationship.isTransient && Self.isRecorded(relationship, in: entity, model: model)
+            let recorded = RecordedSide.isRecorded(relationship, of: entity, in: model)
             properties[relationship.name] = PropertyInfo(
                 name: relationship.name,
                 kind: relationship.isToMany ? .toMany(ordered: relationship.isOrdered) : .toOne,
@@ -104,24 +104,5 @@ final class EntityInfo: Sendable {
         }
         self.properties = properties
         orderedNames = properties.keys.sorted()
-    }
-
-    /// Mirrors the log's rule (spec 0004 §4.1) for which side of a relationship it records.
-    static func isRecorded(_ relationship: RelationshipDescription, in entity: EntityDescription, model: ManagedObjectModel) -> Bool {
-        func declarer(_ name: String, _ e: EntityDescription) -> String {
-            if e.relationships.contains(where: { $0.name == name }) { return e.name }
-            for ancestor in e.superentityNames where model.entity(named: ancestor)?.relationships.contains(where: { $0.name == name }) == true {
-                return ancestor
-            }
-            return e.name
-        }
-        guard let inverseName = relationship.inverseName, let destination = model.entity(named: relationship.destinationEntityName),
-            let inverse = destination.relationshipsByName[inverseName], !inverse.isTransient
-        else { return true }
-        let selfOrdered = relationship.isToMany && relationship.isOrdered
-        let inverseOrdered = inverse.isToMany && inverse.isOrdered
-        if selfOrdered != inverseOrdered { return selfOrdered }
-        if relationship.isToMany != inverse.isToMany { return !relationship.isToMany }
-        return "\(declarer(relationship.name, entity)).\(relationship.name)" <= "\(declarer(inverseName, destination)).\(inverseName)"
     }
 }

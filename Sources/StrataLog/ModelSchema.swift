@@ -1,4 +1,4 @@
-import StrataModel
+public import StrataModel
 
 /// What the log needs to know about one model version, derived once from the model:
 /// each entity's stored properties and their codes, which side of each relationship is
@@ -195,5 +195,27 @@ struct ModelSchema: Sendable {
     func entity(_ name: String) throws(LogError) -> Entity {
         guard let entity = entities[name] else { throw .unknownEntity(name) }
         return entity
+    }
+}
+
+/// Which side of a relationship the log records (spec 0004 §4.1), for layers above the log
+/// that must agree with it — the context writes only recorded sides to the store.
+public enum RecordedSide {
+    /// Whether `relationship`, declared on or inherited by `entity`, is the side the log
+    /// records (false for the derived side of an inverse pair and for transient relationships).
+    public static func isRecorded(
+        _ relationship: RelationshipDescription, of entity: EntityDescription, in model: ManagedObjectModel
+    ) -> Bool {
+        guard !relationship.isTransient else { return false }
+        var declarer = entity.name
+        if !entity.relationships.contains(where: { $0.name == relationship.name }) {
+            for ancestor in entity.superentityNames
+            where model.entity(named: ancestor)?.relationships.contains(where: { $0.name == relationship.name }) == true {
+                declarer = ancestor
+                break
+            }
+        }
+        if case .derived = ModelSchema.storage(of: relationship, declaredBy: declarer, in: model) { return false }
+        return true
     }
 }

@@ -4,17 +4,6 @@ import StrataStorage
 import StrataTestSupport
 import Testing
 
-/// Deterministic pseudo-random bytes (SplitMix64), so failures reproduce.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Text-like records that compress well and share structure (good dictionary material).
 func sampleRecords(_ count: Int, seed: UInt64 = 1) -> [[UInt8]] {

@@ -25,3 +25,21 @@ public final class TemporaryDirectory: Sendable {
         try? FileManager.default.removeItem(atPath: path)
     }
 }
+
+/// Deterministic pseudo-random numbers (SplitMix64), so randomized tests reproduce from a seed.
+public struct SeededGenerator: RandomNumberGenerator {
+    /// The state; the seed to start from.
+    public var state: UInt64
+
+    /// Starts from `seed`.
+    public init(state seed: UInt64) { state = seed }
+
+    /// The next 64 random bits.
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -14,16 +14,6 @@ struct ExpectedState: Equatable, Sendable {
     }
 }
 
-struct Generator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 func propertyModel() throws -> ManagedObjectModel {
     try ManagedObjectModel {
@@ -65,7 +55,7 @@ struct ContextPropertyTests {
         let dir = try TemporaryDirectory()
         let coordinator = try openCoordinator(dir, model: try propertyModel())
         let context = privateContext(coordinator)
-        var rng = Generator(state: seed)
+        var rng = SeededGenerator(state: seed)
         var expected = ExpectedState()
         var saved = ExpectedState()
         var undoStack: [ExpectedState] = []  // the state before each group
