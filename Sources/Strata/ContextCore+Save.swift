@@ -248,24 +248,7 @@ extension ContextCore {
                 if let group = groupIndex[index] { effect.source.saved = (sequence, group) }
             }
         }
-        for group in journal.undoStack + journal.redoStack { group.remap(idMap) }
-        journal.open.remap(idMap)
-        for object in saved {
-            if let permanent = idMap[object.objectID] {
-                registry[object.objectID] = nil
-                object.objectID = permanent
-            }
-            for (key, value) in object.changes { object.changes[key] = remapped(value, idMap) }
-            if object.committed != nil { object.committed = object.committed?.mapValues { remapped($0, idMap) } }
-        }
-        for object in registry.values.compactMap(\.object) {
-            object.changes = object.changes.mapValues { remapped($0, idMap) }
-            object.committed = object.committed?.mapValues { remapped($0, idMap) }
-            object.transients = object.transients.mapValues { remapped($0, idMap) }
-        }
-        var newRegistry: [ManagedObjectID: WeakObject] = [:]
-        for (_, entry) in registry { if let object = entry.object { newRegistry[object.objectID] = entry } }
-        registry = newRegistry
+        remapIDs(idMap)
         for object in saved {
             if object.isDeletedFlag {
                 object.isDeletedFlag = false
@@ -285,6 +268,53 @@ extension ContextCore {
         restored.removeAll()
         pending.removeAll()
         for object in saved where !object.isInvalidated { object.didSave() }
+    }
+
+    /// Replaces temporary IDs with permanent ones everywhere: objects, registries, values,
+    /// undo groups, pending effects.
+    func remapIDs(_ idMap: [ManagedObjectID: ManagedObjectID]) {
+        guard !idMap.isEmpty else { return }
+        for group in journal.undoStack + journal.redoStack { group.remap(idMap) }
+        journal.open.remap(idMap)
+        for effect in pending where !journal.undoStack.contains(where: { $0 === effect.changes }) { effect.changes.remap(idMap) }
+        let objects = Set(registry.values.compactMap(\.object)).union(retained.values)
+        for object in objects {
+            if let permanent = idMap[object.objectID] { object.objectID = permanent }
+            object.changes = object.changes.mapValues { remapped($0, idMap) }
+            object.committed = object.committed?.mapValues { remapped($0, idMap) }
+            object.transients = object.transients.mapValues { remapped($0, idMap) }
+            object.row = object.row?.mapValues { remapped($0, idMap) }
+        }
+        var newRegistry: [ManagedObjectID: WeakObject] = [:]
+        for (_, entry) in registry { if let object = entry.object { newRegistry[object.objectID] = entry } }
+        registry = newRegistry
+        var newRetained: [ManagedObjectID: ManagedObject] = [:]
+        for object in retained.values { newRetained[object.objectID] = object }
+        retained = newRetained
+        insertionOrder = insertionOrder.map { idMap[$0] ?? $0 }
+        restored = Set(restored.map { idMap[$0] ?? $0 })
+    }
+
+    /// Gives inserted objects permanent IDs now, reserving the primary keys in the log
+    /// (`obtainPermanentIDs(for:)`); their URIs then stay the same through the save.
+    func obtainPermanentIDs(for objects: [ManagedObject]) throws {
+        let store = try self.store()
+        var byEntity: [String: [ManagedObject]] = [:]
+        for object in objects where object.objectID.isTemporaryID && object.isInsertedFlag && !object.isInvalidated {
+            byEntity[object.entity.name, default: []].append(object)
+        }
+        var idMap: [ManagedObjectID: ManagedObjectID] = [:]
+        for entity in byEntity.keys.sorted() {
+            guard let group = byEntity[entity] else { continue }
+            let range = try store.log.reservePrimaryKeys(of: entity, count: group.count, author: transactionAuthor, contextName: name)
+            for (offset, object) in group.enumerated() {
+                let permanent = ManagedObjectID.permanent(StoredObjectID(entity: entity, primaryKey: range.lowerBound + UInt64(offset)), store: store.identifier)
+                idMap[object.objectID] = permanent
+            }
+        }
+        remapIDs(idMap)
+        // Inserted under a permanent ID: saved with the log's restore-by-ID insert.
+        for permanent in idMap.values { restored.insert(permanent) }
     }
 
     func remapped(_ value: PropertyValue, _ map: [ManagedObjectID: ManagedObjectID]) -> PropertyValue {
@@ -385,7 +415,10 @@ extension ContextCore {
         for id in insertionOrder where !seen.contains(id) && entityNames.contains(id.entityName) {
             if let object = registered(id), !object.isDeletedFlag { results.append(object) }
         }
-        for object in retained.values where object.restored && !seen.contains(object.objectID) && entityNames.contains(object.entity.name) {
+        for object in retained.values
+        where object.restored && !seen.contains(object.objectID) && !insertionOrder.contains(object.objectID)
+            && entityNames.contains(object.entity.name)
+        {
             results.append(object)
         }
         // Unchanged objects are judged by their row, so matching doesn't fire their faults;

@@ -511,6 +511,8 @@ final class ContextCore {
             try reader.forEachEvent { event in
                 guard event.author == transactionAuthor, event.contextName == name else { return .next }
                 switch event.kind {
+                case .reservation:
+                    break
                 case .save, .import, .migration:
                     for (index, group) in event.groups.enumerated() where !group.changes.isEmpty {
                         undo.append(self.undoGroup(from: group, sequence: event.sequence, index: index, storeUUID: storeUUID))

@@ -140,6 +140,11 @@ public actor ManagedObjectContext {
     /// The registered object for `id`, or nil (`registeredObject(for:)`).
     public func registeredObject(for id: ManagedObjectID) -> ManagedObject? { core.registered(id) }
 
+    /// Gives the inserted objects permanent IDs before they are saved
+    /// (`obtainPermanentIDs(for:)`): the primary keys are reserved in the log, so the IDs and
+    /// URIs stay the same through the save. Objects already permanent are left alone.
+    public func obtainPermanentIDs(for objects: [ManagedObject]) throws { try core.obtainPermanentIDs(for: objects) }
+
     /// Unsaved inserted objects (`insertedObjects`).
     public var insertedObjects: Set<ManagedObject> { Set(core.insertedObjects) }
     /// Objects with unsaved changes (`updatedObjects`).

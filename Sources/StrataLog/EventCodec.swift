@@ -182,6 +182,11 @@ enum EventCodec {
             w.varint(group)
         case .migration: w.byte(3)
         case .import: w.byte(4)
+        case .reservation(let entity, let range):
+            w.byte(5)
+            w.varint(UInt64(try catalog.entityCode(entity)))
+            w.varint(range.lowerBound)
+            w.varint(range.upperBound)
         }
         w.varint(event.modelVersion)
         w.varint(event.groups.count)
@@ -278,6 +283,14 @@ enum EventCodec {
         case 2: kind = .redo(of: try r.varint(), group: try r.count(limit: Int(Int32.max)))
         case 3: kind = .migration
         case 4: kind = .import
+        case 5:
+            let code = try r.varint()
+            guard code <= UInt64(UInt16.max) else { throw r.failure("entity code \(code) out of range") }
+            let entity = try catalog.entityName(UInt16(code))
+            let first = try r.varint()
+            let last = try r.varint()
+            guard first >= 1, first <= last else { throw r.failure("reservation range \(first)…\(last) is empty") }
+            kind = .reservation(entity: entity, range: first...last)
         case let other: throw r.failure("unknown transaction kind \(other)")
         }
         let modelVersion = try r.count(limit: Int(Int32.max))

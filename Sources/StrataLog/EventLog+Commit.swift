@@ -270,6 +270,36 @@ extension EventLog {
         return CommitResult(event: event, permanentIDs: permanent)
     }
 
+    /// Gives out the next `count` primary keys of `entity` ahead of their objects' insert,
+    /// recorded as a transaction of kind ``TransactionKind/reservation(entity:range:)`` so replay
+    /// and `verify` reproduce the counter (Core Data's `obtainPermanentIDs(for:)`). Insert the
+    /// objects later with ``TransactionDraft/restore(_:values:)``-style stored IDs.
+    public func reservePrimaryKeys(of entity: String, count: Int, author: String? = nil, contextName: String? = nil)
+        throws -> ClosedRange<UInt64>
+    {
+        if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
+        guard count >= 1 else { throw LogError.invalidOperation("reserve at least one primary key, not \(count)") }
+        let described = try schema.entity(entity)
+        guard !described.isAbstract else { throw LogError.invalidOperation("entity \(entity) is abstract; it has no objects of its own") }
+        let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion)
+        let timestamp = EventCodec.date(microseconds: EventCodec.microseconds(Date()))
+        return try environment.write { txn in
+            let head = try number(MetaKey.head, txn)
+            let code = try writer.entityCode(entity)
+            let last = try txn.value(forKey: TableWriter.counterKey(code), in: tables.counters)
+                .flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
+            let range = (last + 1)...(last + UInt64(count))
+            let event = TransactionEvent(
+                sequence: head + 1, timestamp: timestamp, author: author, contextName: contextName,
+                processID: ProcessInfo.processInfo.processIdentifier, kind: .reservation(entity: entity, range: range),
+                modelVersion: modelVersion, groups: [])
+            try writeEventChunks(txn, sequence: head + 1, bytes: try EventCodec.encode(event, catalog: writer))
+            try txn.put(bigEndianBytes(range.upperBound), forKey: TableWriter.counterKey(code), in: tables.counters)
+            try txn.put(bigEndianBytes(head + 1), forKey: MetaKey.head, in: tables.meta)
+            return range
+        }
+    }
+
     func writeEventChunks(_ txn: borrowing LMDBTransaction, sequence: UInt64, bytes: [UInt8]) throws {
         let size = max(configuration.chunkSize, 64)
         var chunk: UInt32 = 0

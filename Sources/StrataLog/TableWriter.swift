@@ -336,6 +336,14 @@ struct TableWriter: CodecCatalog {
     /// Applies a decoded event (replay). With `checkBeforeImages`, every before-image in the
     /// event must match the state it is applied to; a mismatch is reported, not applied.
     func apply(_ txn: borrowing LMDBTransaction, _ event: TransactionEvent, checkBeforeImages: Bool) throws {
+        if case .reservation(let entity, let range) = event.kind {
+            let code = try entityCode(entity)
+            let counter = try txn.value(forKey: Self.counterKey(code), in: tables.counters)
+                .flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
+            if range.upperBound > counter {
+                try txn.put(bigEndianBytes(range.upperBound), forKey: Self.counterKey(code), in: tables.counters)
+            }
+        }
         for change in event.changes {
             let id = change.objectID
             let entity = try catalog.schema(forModelVersion: event.modelVersion).entity(id.entity)

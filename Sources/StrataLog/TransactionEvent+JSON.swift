@@ -53,6 +53,8 @@ extension TransactionEvent {
         case .redo(let of, let group): ["type": "redo", "of": of, "group": group]
         case .migration: ["type": "migration"]
         case .import: ["type": "import"]
+        case .reservation(let entity, let range):
+            ["type": "reservation", "entity": entity, "first": range.lowerBound, "last": range.upperBound]
         }
     }
 

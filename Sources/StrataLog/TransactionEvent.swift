@@ -12,6 +12,9 @@ public enum TransactionKind: Sendable, Hashable, CustomStringConvertible {
     case migration
     /// A bulk import.
     case `import`
+    /// Primary keys `range` of `entity` given out ahead of their objects' insert (Core Data's
+    /// `obtainPermanentIDs(for:)`); the event has no changes. Replay advances the counter.
+    case reservation(entity: String, range: ClosedRange<UInt64>)
 
     /// `save`, `undo of 12 (group 0)`, …
     public var description: String {
@@ -21,6 +24,7 @@ public enum TransactionKind: Sendable, Hashable, CustomStringConvertible {
         case .redo(let seq, let group): "redo of \(seq) (group \(group))"
         case .migration: "migration"
         case .import: "import"
+        case .reservation(let entity, let range): "reservation of \(entity) p\(range.lowerBound)…p\(range.upperBound)"
         }
     }
 }

@@ -368,3 +368,29 @@ struct RestoreTests {
         #expect(try log.verify().isClean)
     }
 }
+
+@Suite("Event log: reserved primary keys")
+struct ReservationTests {
+    @Test("reserving keys logs a reservation; the reserved IDs insert later; replay and verify agree")
+    func reservation() throws {
+        let dir = try TemporaryDirectory()
+        let log = try openLog(dir, model: try libraryModel())
+        let range = try log.reservePrimaryKeys(of: "Member", count: 3, author: "alice")
+        #expect(range == 1...3)
+        var draft = TransactionDraft()
+        draft.insert("Member", values: ["name": s("fresh")])
+        let fresh = try log.commit(draft)
+        #expect(fresh.event.changes.first?.objectID == StoredObjectID(entity: "Member", primaryKey: 4), "after the reserved keys")
+        var reserved = TransactionDraft()
+        reserved.restore(StoredObjectID(entity: "Member", primaryKey: 2), values: ["name": s("reserved")])
+        try log.commit(reserved)
+        try log.read { (reader: borrowing LogReader) throws in
+            #expect(try reader.event(1).kind == .reservation(entity: "Member", range: 1...3))
+            #expect(try reader.event(1).changes.isEmpty)
+            #expect(try reader.lastPrimaryKey(of: "Member") == 4)
+            #expect(try reader.object(StoredObjectID(entity: "Member", primaryKey: 2))?["name"] == .attribute(.string("reserved")))
+        }
+        #expect(try log.verify().isClean)
+        #expect(throws: LogError.self) { _ = try log.reservePrimaryKeys(of: "Member", count: 0) }
+    }
+}

@@ -82,6 +82,9 @@ func vectorEvents() throws -> [(name: String, event: TransactionEvent)] {
         ("migration kind", TransactionEvent(sequence: 301, timestamp: t0, processID: 1, kind: .migration, modelVersion: 1, groups: [])),
         ("import kind, unicode author", TransactionEvent(
             sequence: 302, timestamp: t0, author: "Zoë 🚀", processID: 1, kind: .import, modelVersion: 1, groups: [])),
+        ("reservation of primary keys", TransactionEvent(
+            sequence: 303, timestamp: t0, author: "alice", contextName: "editor", processID: 9,
+            kind: .reservation(entity: "Person", range: 3...5), modelVersion: 1, groups: [])),
         ("every attribute type", TransactionEvent(
             sequence: 5, timestamp: t0, processID: 1, kind: .save, modelVersion: 1,
             groups: [ChangeGroup(changes: [

@@ -275,3 +275,40 @@ struct FetchFaultTests {
         }
     }
 }
+
+@Suite("Contexts: permanent IDs before save")
+struct PermanentIDTests {
+    @Test("obtainPermanentIDs gives inserted objects their final IDs; the save keeps them; undo and rollback behave")
+    func obtainPermanentIDs() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let (before, after) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Otters", forKey: "name")
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue(team, forKey: "team")
+            context.processPendingChanges()
+            try context.obtainPermanentIDs(for: [team, player])
+            #expect(team.objectID.isTemporaryID == false)
+            #expect((player.value(forKey: "team") as? ManagedObject) === team, "references follow the new IDs")
+            let permanent = team.objectID
+            #expect(context.registeredObject(for: permanent) === team)
+            #expect(try context.fetch(FetchRequest(entityName: "Team")).count == 1, "listed once")
+            try context.save()
+            return (permanent, team.objectID)
+        }
+        #expect(before == after)
+        let name = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: after).value(forKey: "name") as? String
+        }
+        #expect(name == "Otters")
+        // A reserved object rolled back leaves only a gap in the keys; verify stays clean.
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            try context.obtainPermanentIDs(for: [team])
+            context.rollback()
+            #expect(try context.count(for: FetchRequest(entityName: "Team")) == 1)
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
+}

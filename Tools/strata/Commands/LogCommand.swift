@@ -38,7 +38,7 @@ struct LogCommand: ParsableCommand {
     @Option(help: "Only transactions saved by the context with this name.")
     var context: String?
 
-    @Option(help: "Only transactions of this kind: save, undo, redo, migration, import.")
+    @Option(help: "Only transactions of this kind: save, undo, redo, migration, import, reservation.")
     var kind: KindFilter?
 
     @Option(help: "Only changes to objects of this entity (or its sub-entities). Repeatable.")
@@ -54,7 +54,7 @@ struct LogCommand: ParsableCommand {
     var format: OutputFormat = .text
 
     enum KindFilter: String, ExpressibleByArgument, CaseIterable {
-        case save, undo, redo, migration, `import`
+        case save, undo, redo, migration, `import`, reservation
     }
 
     enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
@@ -138,7 +138,8 @@ struct LogCommand: ParsableCommand {
 
     private func matches(_ filter: KindFilter, _ kind: TransactionKind) -> Bool {
         switch (filter, kind) {
-        case (.save, .save), (.undo, .undo), (.redo, .redo), (.migration, .migration), (.import, .import): true
+        case (.save, .save), (.undo, .undo), (.redo, .redo), (.migration, .migration), (.import, .import),
+            (.reservation, .reservation): true
         default: false
         }
     }
