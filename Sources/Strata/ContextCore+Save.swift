@@ -70,7 +70,9 @@ extension ContextCore {
     // MARK: - Saving
 
     func save() throws {
-        processPendingChanges()
+        // A save closes the current undo group even inside explicit grouping: what it writes
+        // is one group; later changes in the explicit group form the next one.
+        closeOpenGroup()
         if !problems.isEmpty {
             let found = problems
             problems.removeAll()
@@ -78,7 +80,7 @@ extension ContextCore {
         }
         guard !retained.isEmpty || !pending.isEmpty else { return }
         for object in Array(retained.values) { object.willSave() }
-        processPendingChanges()
+        closeOpenGroup()
 
         // Validate everything; report every failure at once; write nothing if any.
         var failures: [ValidationFailure] = []
@@ -274,16 +276,30 @@ extension ContextCore {
     /// undo groups, pending effects.
     func remapIDs(_ idMap: [ManagedObjectID: ManagedObjectID]) {
         guard !idMap.isEmpty else { return }
-        for group in journal.undoStack + journal.redoStack { group.remap(idMap) }
-        journal.open.remap(idMap)
-        for effect in pending where !journal.undoStack.contains(where: { $0 === effect.changes }) { effect.changes.remap(idMap) }
+        // Unordered to-many values are kept sorted so they compare as sets; new IDs sort
+        // differently, so sort them again.
+        func normalize(_ owner: ManagedObjectID, _ key: String, _ value: PropertyValue) -> PropertyValue {
+            guard case .toMany(let ids) = value, let property = entities[owner.entityName]?.properties[key], !property.isOrdered else {
+                return value
+            }
+            return .unordered(ids)
+        }
+        for group in journal.undoStack + journal.redoStack { group.remap(idMap, normalize: normalize) }
+        journal.open.remap(idMap, normalize: normalize)
+        for effect in pending { effect.changes.remap(idMap, normalize: normalize) }
         let objects = Set(registry.values.compactMap(\.object)).union(retained.values)
         for object in objects {
             if let permanent = idMap[object.objectID] { object.objectID = permanent }
-            object.changes = object.changes.mapValues { remapped($0, idMap) }
-            object.committed = object.committed?.mapValues { remapped($0, idMap) }
-            object.transients = object.transients.mapValues { remapped($0, idMap) }
-            object.row = object.row?.mapValues { remapped($0, idMap) }
+            let owner = object.objectID
+            func fix(_ values: [String: PropertyValue]) -> [String: PropertyValue] {
+                var result: [String: PropertyValue] = [:]
+                for (key, value) in values { result[key] = normalize(owner, key, remapped(value, idMap)) }
+                return result
+            }
+            object.changes = fix(object.changes)
+            object.committed = object.committed.map(fix)
+            object.transients = fix(object.transients)
+            object.row = object.row.map(fix)
         }
         var newRegistry: [ManagedObjectID: WeakObject] = [:]
         for (_, entry) in registry { if let object = entry.object { newRegistry[object.objectID] = entry } }
@@ -348,6 +364,7 @@ extension ContextCore {
         restored.removeAll()
         pending.removeAll()
         problems.removeAll()
+        removedObjects.removeAll()
         journal.undoStack.removeAll()
         journal.redoStack.removeAll()
     }
@@ -372,6 +389,7 @@ extension ContextCore {
             object.awake(fromSnapshotEvents: .refresh)
         } else {
             object.willTurnIntoFault()
+            discardUnsavedJournal(for: object.objectID)
             object.changes.removeAll()
             object.transients.removeAll()
             object.isDeletedFlag = false
@@ -379,6 +397,22 @@ extension ContextCore {
             retained[object.objectID] = nil
             object.didTurnIntoFault()
         }
+    }
+
+    /// Forgets an object's unsaved changes in the journal (refresh without merge discards
+    /// them), so a later save can't write them; groups left empty go too.
+    func discardUnsavedJournal(for id: ManagedObjectID) {
+        func drop(_ group: UndoGroup) {
+            group.changes[id] = nil
+            group.order.removeAll { $0 == id }
+        }
+        drop(journal.open)
+        for effect in pending where effect.kind == .user && effect.source.saved == nil {
+            drop(effect.source)
+        }
+        let emptied = pending.filter { $0.kind == .user && $0.source.isEmpty }.map(\.source)
+        pending.removeAll { $0.kind == .user && $0.source.isEmpty }
+        journal.undoStack.removeAll { group in emptied.contains { $0 === group } }
     }
 
     // MARK: - Fetching (basic: scan, filter, sort)

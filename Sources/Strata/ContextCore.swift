@@ -61,6 +61,9 @@ final class ContextCore {
     /// Objects re-created under their permanent ID by undoing a saved delete.
     var restored: Set<ManagedObjectID> = []
     var problems: [ContextError] = []
+    /// Unsaved objects removed by a delete or an undo, kept so that undo or redo brings back
+    /// the same instance the app holds (Core Data's identity rule). Cleared with the stacks.
+    var removedObjects: [ManagedObjectID: ManagedObject] = [:]
 
     let journal = UndoJournal()
     var pending: [PendingEffect] = []
@@ -99,7 +102,9 @@ final class ContextCore {
     /// The registered object for `id`, or a new fault (no I/O).
     func object(with id: ManagedObjectID) -> ManagedObject? {
         if let object = registered(id) { return object }
-        guard let info = entities[id.entityName], !id.isTemporaryID else { return nil }
+        guard let info = entities[id.entityName], !id.isTemporaryID, !info.entity.isAbstract else { return nil }
+        // An ID of another store names nothing here, never a wrong object.
+        if case .permanent(let store, _) = id.storage, store != (try? self.store().identifier) { return nil }
         return makeObject(id, info: info)
     }
 
@@ -307,6 +312,7 @@ final class ContextCore {
             retained[object.objectID] = nil
             registry[object.objectID] = nil
             object.isInvalidated = true
+            removedObjects[object.objectID] = object
         }
     }
 
@@ -433,6 +439,16 @@ final class ContextCore {
                         object.isDeletedFlag = false
                         restored.remove(id)
                     }
+                } else if let removed = removedObjects.removeValue(forKey: id) {
+                    // The same instance the app holds comes back.
+                    object = removed
+                    object.isDeletedFlag = false
+                    object.isInsertedFlag = true
+                    object.committed = [:]
+                    object.changes.removeAll()
+                    object.transients.removeAll()
+                    register(object)
+                    if id.isTemporaryID { insertionOrder.append(id) } else { restored.insert(id) }
                 } else {
                     object = makeObject(id, info: info)
                     if id.isTemporaryID {
@@ -462,6 +478,7 @@ final class ContextCore {
                     retained[id] = nil
                     registry[id] = nil
                     object.isInvalidated = true
+                    removedObjects[id] = object
                 } else {
                     if group.fromLog {
                         for property in info.properties.values where property.isRelationship && property.isRecorded {

@@ -105,7 +105,7 @@ struct RowSnapshot: KeyValueCoding, PredicateObjectIdentity {
     func value(forKey key: String) -> Any? {
         guard let property = object.info.properties[key] else { return nil }
         if property.isTransient { return object.value(forKey: key) }
-        if let value = values[key] { return object.externalValue(value) }
+        if let value = values[key] { return object.externalValue(value, ordered: property.isOrdered) }
         if property.isRelationship && !property.isRecorded { return object.value(forKey: key) }
         return nil
     }

@@ -91,7 +91,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// The persistent properties changed since the last save, with their new values (`changedValues()`).
     public func changedValues() -> [String: Any] {
         var result: [String: Any] = [:]
-        for (key, value) in changes { result[key] = externalValue(value) ?? NSNull() }
+        for (key, value) in changes { result[key] = externalValue(value, ordered: info.properties[key]?.isOrdered ?? false) ?? NSNull() }
         return result
     }
 
@@ -103,7 +103,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         var result: [String: Any] = [:]
         for key in keys ?? info.orderedNames where !(info.properties[key]?.isTransient ?? true) {
             guard let value = committed?[key] ?? (info.properties[key].flatMap { core?.derivedValue(self, $0) }) else { continue }
-            result[key] = externalValue(value) ?? NSNull()
+            result[key] = externalValue(value, ordered: info.properties[key]?.isOrdered ?? false) ?? NSNull()
         }
         return result
     }
@@ -113,7 +113,9 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     public func changedValuesForCurrentEvent() -> [String: Any] {
         guard let core else { return [:] }
         var result: [String: Any] = [:]
-        for (key, old) in core.journal.currentEventOldValues(for: objectID) { result[key] = externalValue(old) ?? NSNull() }
+        for (key, old) in core.journal.currentEventOldValues(for: objectID) {
+            result[key] = externalValue(old, ordered: info.properties[key]?.isOrdered ?? false) ?? NSNull()
+        }
         return result
     }
 
@@ -125,7 +127,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// whose object is gone (``fulfillFault()`` says why) or an unknown key.
     open func value(forKey key: String) -> Any? {
         guard let property = info.properties[key] else { return nil }
-        return externalValue(currentValue(property))
+        return externalValue(currentValue(property), ordered: property.isOrdered)
     }
 
     /// Sets the property `key` (`setValue(_:forKey:)`), maintaining inverse relationships and
@@ -195,18 +197,19 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         return property.emptyValue
     }
 
-    func externalValue(_ value: PropertyValue) -> Any? {
+    /// The value as apps see it; to-many relationships as `[ManagedObject]` when `ordered`,
+    /// else `Set<ManagedObject>`.
+    func externalValue(_ value: PropertyValue, ordered: Bool = false) -> Any? {
         switch value {
         case .attribute(let v): return v?.anyValue
         case .toOne(let id): return id.flatMap { core?.object(with: $0) }
         case .toMany(let ids):
             let objects = ids.compactMap { core?.object(with: $0) }
-            return objects.isEmpty && ids.isEmpty ? Set<ManagedObject>() as Any : (isOrderedValue(value) ? objects as Any : Set(objects) as Any)
+            return ordered ? objects as Any : Set(objects) as Any
         case .invalid(let what): return what
         }
     }
 
-    private func isOrderedValue(_ value: PropertyValue) -> Bool { false }
 
     func internalValue(_ value: Any?, for property: PropertyInfo) -> PropertyValue {
         let value: Any? = (value is NSNull) ? nil : value

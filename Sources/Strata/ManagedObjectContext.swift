@@ -252,5 +252,6 @@ public actor ManagedObjectContext {
         core.processPendingChanges()
         core.journal.undoStack.removeAll()
         core.journal.redoStack.removeAll()
+        core.removedObjects.removeAll()
     }
 }

@@ -93,27 +93,33 @@ final class UndoGroup {
         order.removeAll { changes[$0] == nil }
     }
 
-    /// Replaces temporary IDs after a save, everywhere in the group.
-    func remap(_ map: [ManagedObjectID: ManagedObjectID]) {
+    /// Replaces temporary IDs after a save, everywhere in the group; `normalize` restores
+    /// each value's canonical form (unordered to-many values sorted again).
+    func remap(_ map: [ManagedObjectID: ManagedObjectID], normalize: (ManagedObjectID, String, PropertyValue) -> PropertyValue) {
         guard !map.isEmpty else { return }
-        func fix(_ id: ManagedObjectID) -> ManagedObjectID { map[id] ?? id }
-        func fix(_ value: PropertyValue) -> PropertyValue {
+        func fixID(_ id: ManagedObjectID) -> ManagedObjectID { map[id] ?? id }
+        func fixValue(_ value: PropertyValue) -> PropertyValue {
             switch value {
-            case .toOne(let id?): .toOne(fix(id))
-            case .toMany(let ids): .toMany(ids.map(fix))
+            case .toOne(let id?): .toOne(fixID(id))
+            case .toMany(let ids): .toMany(ids.map(fixID))
             default: value
             }
         }
-        func fix(_ values: [String: PropertyValue]) -> [String: PropertyValue] { values.mapValues(fix) }
-        order = order.map(fix)
+        order = order.map(fixID)
         var remapped: [ManagedObjectID: ObjectChange] = [:]
         for (id, change) in changes {
+            let owner = fixID(id)
+            func fixAll(_ values: [String: PropertyValue]) -> [String: PropertyValue] {
+                var result: [String: PropertyValue] = [:]
+                for (key, value) in values { result[key] = normalize(owner, key, fixValue(value)) }
+                return result
+            }
             var change = change
-            change.values = fix(change.values)
-            change.old = fix(change.old)
-            change.new = fix(change.new)
-            change.memberships = change.memberships.mapValues { ($0.added.map(fix), $0.removed.map(fix)) }
-            remapped[fix(id)] = change
+            change.values = fixAll(change.values)
+            change.old = fixAll(change.old)
+            change.new = fixAll(change.new)
+            change.memberships = change.memberships.mapValues { ($0.added.map(fixID), $0.removed.map(fixID)) }
+            remapped[owner] = change
         }
         changes = remapped
     }

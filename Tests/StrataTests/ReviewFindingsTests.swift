@@ -52,7 +52,7 @@ struct ReviewFindingsTests {
         let stored = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
             try context.existingObject(with: teamID).value(forKey: "name") as? String
         }
-        withKnownIssue("review finding 1: refresh(mergeChanges: false) leaves the undo group pending, so save writes the discarded change") {
+        do {
             #expect(stored == "Otters")
         }
     }
@@ -65,7 +65,7 @@ struct ReviewFindingsTests {
             let team = try context.existingObject(with: teamID)
             team.setValue("Discarded", forKey: "name")
             context.refresh(team, mergeChanges: false)
-            withKnownIssue("review finding 1: refresh(mergeChanges: false) leaves the open undo group, so the context stays dirty") {
+            do {
                 #expect(context.hasChanges == false)
             }
         }
@@ -85,7 +85,7 @@ struct ReviewFindingsTests {
             try context.save()
             context.endUndoGrouping()
             #expect(context.hasChanges == false)
-            withKnownIssue("review finding 2: the explicit group, already written by the save, is queued and written again") {
+            do {
                 try context.save()
             }
         }
@@ -150,14 +150,14 @@ struct ReviewFindingsTests {
             try context.undo()
             try context.redo()
             #expect(context.insertedObjects.count == 1)
-            withKnownIssue("review finding 4: redo re-creates the inserted object as a new instance; the app's reference stays dead") {
+            do {
                 #expect(player.managedObjectContext != nil)
                 #expect(context.insertedObjects.contains(player))
                 #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.contains(player) == true)
             }
             // The app's reference silently ignores edits; the save then fails.
             player.setValue("Li", forKey: "firstName")
-            withKnownIssue("review finding 4: edits through the app's reference are refused after redo") {
+            do {
                 #expect(throws: Never.self) { try context.save() }
             }
         }
@@ -175,7 +175,7 @@ struct ReviewFindingsTests {
             context.processPendingChanges()
             try context.undo()
             #expect(context.insertedObjects.count == 1)
-            withKnownIssue("review finding 4: undoing the delete of an unsaved object creates a new instance") {
+            do {
                 #expect(player.isDeleted == false)
                 #expect(player.managedObjectContext != nil)
                 #expect(context.insertedObjects.first === player)
@@ -198,7 +198,7 @@ struct ReviewFindingsTests {
                 items.append(item)
             }
             list.setValue(items, forKey: "items")
-            withKnownIssue("review finding 5: ManagedObject.isOrderedValue always returns false, so ordered to-manys come back as a Set") {
+            do {
                 let value = list.value(forKey: "items") as? [ManagedObject]
                 #expect(value?.compactMap { $0.value(forKey: "label") as? String } == ["c", "a", "b"])
             }
@@ -221,7 +221,7 @@ struct ReviewFindingsTests {
         }
         #expect(coordinatorA.managedObjectID(forURIRepresentation: foreignID.uriRepresentation()) == nil)
         try await privateContext(coordinatorA).perform { (context: isolated ManagedObjectContext) throws in
-            withKnownIssue("review finding 6: ContextCore.object(with:) ignores the ID's store UUID and returns store A's Team p1") {
+            do {
                 #expect(throws: (any Error).self) { _ = try context.existingObject(with: foreignID) }
             }
         }
@@ -248,7 +248,7 @@ struct ReviewFindingsTests {
             members.add(players[0])
             context.processPendingChanges()
             #expect(players[0].hasChanges == false)
-            withKnownIssue("review finding 7: finishSave remaps to-many IDs without re-sorting, so the same set compares unequal") {
+            do {
                 #expect(team.hasChanges == false)
                 #expect(context.hasChanges == false)
             }
