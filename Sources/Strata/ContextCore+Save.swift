@@ -99,11 +99,15 @@ extension ContextCore {
 
         let store = try self.store()
         var draft = TransactionDraft(author: transactionAuthor, contextName: name)
-        if pending.count == 1 {
-            switch pending[0].kind {
-            case .undo(let sequence, let group): draft.kind = .undo(of: sequence, group: group)
-            case .redo(let sequence, let group): draft.kind = .redo(of: sequence, group: group)
-            case .user: break
+        // The transaction is an undo (or redo) when every group it saves is one, named by its
+        // first; each group also carries its own origin, which persisted undo relies on.
+        if let first = pending.first {
+            switch first.kind {
+            case .undo(let sequence, let group) where pending.allSatisfy({ if case .undo = $0.kind { true } else { false } }):
+                draft.kind = .undo(of: sequence, group: group)
+            case .redo(let sequence, let group) where pending.allSatisfy({ if case .redo = $0.kind { true } else { false } }):
+                draft.kind = .redo(of: sequence, group: group)
+            default: break
             }
         }
         var groupIndex: [Int: Int] = [:]  // pending index → event group index
@@ -114,7 +118,12 @@ extension ContextCore {
         for (index, effect) in pending.enumerated() {
             let operations = self.operations(for: effect.changes, covered: &covered, inserts: &coveredInserts, deletes: &coveredDeletes)
             guard !operations.isEmpty else { continue }
-            draft.beginGroup(actionName: effect.changes.actionName)
+            let origin: GroupOrigin? = switch effect.kind {
+            case .user: nil
+            case .undo(let sequence, let group): .undo(of: sequence, group: group)
+            case .redo(let sequence, let group): .redo(of: sequence, group: group)
+            }
+            draft.beginGroup(actionName: effect.changes.actionName, origin: origin)
             for operation in operations { draft.append(operation) }
             groupIndex[index] = eventGroups
             eventGroups += 1

@@ -527,21 +527,36 @@ final class ContextCore {
         try log.read { reader in
             try reader.forEachEvent { event in
                 guard event.author == transactionAuthor, event.contextName == name else { return .next }
-                switch event.kind {
-                case .reservation:
-                    break
-                case .save, .import, .migration:
-                    for (index, group) in event.groups.enumerated() where !group.changes.isEmpty {
-                        undo.append(self.undoGroup(from: group, sequence: event.sequence, index: index, storeUUID: storeUUID))
-                    }
-                    redo.removeAll()
-                case .undo(let sequence, let index):
+                func moveToRedo(_ sequence: UInt64, _ index: Int) {
                     if let position = undo.lastIndex(where: { $0.saved?.sequence == sequence && $0.saved?.group == index }) {
                         redo.append(undo.remove(at: position))
                     }
-                case .redo(let sequence, let index):
+                }
+                func moveToUndo(_ sequence: UInt64, _ index: Int) {
                     if let position = redo.lastIndex(where: { $0.saved?.sequence == sequence && $0.saved?.group == index }) {
                         undo.append(redo.remove(at: position))
+                    }
+                }
+                if case .reservation = event.kind { return .next }
+                // Each group's origin says what it was; an undo/redo transaction whose groups
+                // carry no origin (written before origins existed) counts as one undo/redo.
+                let hasOrigins = event.groups.contains { $0.origin != nil }
+                if !hasOrigins, case .undo(let sequence, let index) = event.kind {
+                    moveToRedo(sequence, index)
+                    return .next
+                }
+                if !hasOrigins, case .redo(let sequence, let index) = event.kind {
+                    moveToUndo(sequence, index)
+                    return .next
+                }
+                for (index, group) in event.groups.enumerated() {
+                    switch group.origin {
+                    case .undo(let sequence, let target)?: moveToRedo(sequence, target)
+                    case .redo(let sequence, let target)?: moveToUndo(sequence, target)
+                    case nil:
+                        guard !group.changes.isEmpty else { continue }
+                        undo.append(self.undoGroup(from: group, sequence: event.sequence, index: index, storeUUID: storeUUID))
+                        redo.removeAll()
                     }
                 }
                 return .next

@@ -191,11 +191,18 @@ enum EventCodec {
         w.varint(event.modelVersion)
         w.varint(event.groups.count)
         for group in event.groups {
-            if let name = group.actionName {
+            w.byte((group.actionName != nil ? 1 : 0) | (group.origin != nil ? 2 : 0))
+            if let name = group.actionName { w.string(name) }
+            switch group.origin {
+            case .undo(let seq, let index)?:
                 w.byte(1)
-                w.string(name)
-            } else {
-                w.byte(0)
+                w.varint(seq)
+                w.varint(index)
+            case .redo(let seq, let index)?:
+                w.byte(2)
+                w.varint(seq)
+                w.varint(index)
+            case nil: break
             }
             w.varint(group.changes.count)
             for change in group.changes {
@@ -299,17 +306,22 @@ enum EventCodec {
         var groups: [ChangeGroup] = []
         groups.reserveCapacity(groupCount)
         for _ in 0..<groupCount {
-            let actionName: String?
-            switch try r.byte() {
-            case 0: actionName = nil
-            case 1: actionName = try r.string()
-            case let other: throw r.failure("bad action-name flag \(other)")
+            let flags = try r.byte()
+            guard flags & ~3 == 0 else { throw r.failure("bad group flags \(flags)") }
+            let actionName: String? = flags & 1 != 0 ? try r.string() : nil
+            var origin: GroupOrigin?
+            if flags & 2 != 0 {
+                switch try r.byte() {
+                case 1: origin = .undo(of: try r.varint(), group: try r.count(limit: Int(Int32.max)))
+                case 2: origin = .redo(of: try r.varint(), group: try r.count(limit: Int(Int32.max)))
+                case let other: throw r.failure("unknown group origin \(other)")
+                }
             }
             let changeCount = try r.count(limit: r.remaining)
             var changes: [Change] = []
             changes.reserveCapacity(changeCount)
             for _ in 0..<changeCount { changes.append(try readChange(&r, schema: schema, catalog: catalog)) }
-            groups.append(ChangeGroup(actionName: actionName, changes: changes))
+            groups.append(ChangeGroup(actionName: actionName, changes: changes, origin: origin))
         }
         guard r.isAtEnd else { throw r.failure("\(r.remaining) unexpected trailing bytes") }
         return TransactionEvent(

@@ -234,7 +234,7 @@ extension EventLog {
             }
             // Kept even when every change was a no-op, so a draft's groups (those with
             // operations) map one-to-one onto the event's: contexts rely on it for undo.
-            groups.append(ChangeGroup(actionName: group.actionName, changes: changes))
+            groups.append(ChangeGroup(actionName: group.actionName, changes: changes, origin: group.origin))
         }
 
         // Deferred checks, on the state as the transaction leaves it: an object that doesn't

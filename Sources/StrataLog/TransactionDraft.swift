@@ -68,6 +68,8 @@ public struct TransactionDraft: Sendable {
     public struct Group: Sendable, Hashable {
         /// The undo action's name.
         public var actionName: String?
+        /// The saved group this group undoes or redoes, if any.
+        public var origin: GroupOrigin?
         /// The operations, in order.
         public var operations: [Operation]
     }
@@ -83,7 +85,7 @@ public struct TransactionDraft: Sendable {
     /// What kind of transaction this is.
     public var kind: TransactionKind = .save
     /// The undo groups, in order; operations go into the last one.
-    public private(set) var groups: [Group] = [Group(actionName: nil, operations: [])]
+    public private(set) var groups: [Group] = [Group(actionName: nil, origin: nil, operations: [])]
 
     /// Starts a draft.
     public init(author: String? = nil, contextName: String? = nil, kind: TransactionKind = .save) {
@@ -97,11 +99,12 @@ public struct TransactionDraft: Sendable {
 
     /// Closes the current undo group and starts another. Groups without operations are dropped at
     /// commit; every other group becomes one event group, even if its changes turn out to be no-ops.
-    public mutating func beginGroup(actionName: String? = nil) {
+    public mutating func beginGroup(actionName: String? = nil, origin: GroupOrigin? = nil) {
         if groups[groups.count - 1].operations.isEmpty {
             groups[groups.count - 1].actionName = actionName
+            groups[groups.count - 1].origin = origin
         } else {
-            groups.append(Group(actionName: actionName, operations: []))
+            groups.append(Group(actionName: actionName, origin: origin, operations: []))
         }
     }
 

@@ -18,6 +18,11 @@ extension TransactionEvent {
             "groups": groups.map { group -> [String: Any] in
                 var g: [String: Any] = ["changes": group.changes.map(Self.json)]
                 if let name = group.actionName { g["actionName"] = name }
+                switch group.origin {
+                case .undo(let of, let index)?: g["origin"] = ["type": "undo", "of": of, "group": index]
+                case .redo(let of, let index)?: g["origin"] = ["type": "redo", "of": of, "group": index]
+                case nil: break
+                }
                 return g
             },
         ]

@@ -61,17 +61,37 @@ public enum Change: Sendable, Hashable {
     }
 }
 
+/// Where an event group came from when it isn't new work: the undo or redo of a saved group.
+public enum GroupOrigin: Sendable, Hashable, CustomStringConvertible {
+    /// The undo of group `group` of transaction `of`.
+    case undo(of: UInt64, group: Int)
+    /// The redo of group `group` of transaction `of`.
+    case redo(of: UInt64, group: Int)
+
+    /// `undo of 12 (group 0)`, …
+    public var description: String {
+        switch self {
+        case .undo(let seq, let group): "undo of \(seq) (group \(group))"
+        case .redo(let seq, let group): "redo of \(seq) (group \(group))"
+        }
+    }
+}
+
 /// One coalesced undo group: what one user action did.
 public struct ChangeGroup: Sendable, Hashable {
     /// The undo action's name ("Add Player"), if the app gave one.
     public var actionName: String?
     /// The group's changes, in the order they were applied.
     public var changes: [Change]
+    /// Set when the group undoes or redoes a saved group (so several undos saved together
+    /// stay distinguishable); nil for new work.
+    public var origin: GroupOrigin?
 
     /// Creates a group.
-    public init(actionName: String? = nil, changes: [Change]) {
+    public init(actionName: String? = nil, changes: [Change], origin: GroupOrigin? = nil) {
         self.actionName = actionName
         self.changes = changes
+        self.origin = origin
     }
 }
 

@@ -76,7 +76,7 @@ func vectorEvents() throws -> [(name: String, event: TransactionEvent)] {
             sequence: 4, timestamp: t0.addingTimeInterval(61), processID: 7, kind: .undo(of: 2, group: 1), modelVersion: 1,
             groups: [ChangeGroup(actionName: "Rename", changes: [
                 .update(ada, changes: [.value(property: "team", before: .null, after: .reference(team))]),
-            ])])),
+            ], origin: .undo(of: 2, group: 1))])),
         ("redo, migration and import kinds", TransactionEvent(
             sequence: 300, timestamp: t0, processID: 1, kind: .redo(of: 299, group: 0), modelVersion: 1, groups: [])),
         ("migration kind", TransactionEvent(sequence: 301, timestamp: t0, processID: 1, kind: .migration, modelVersion: 1, groups: [])),
