@@ -84,7 +84,7 @@ extension ContextCore {
 
         // Validate everything; report every failure at once; write nothing if any.
         var failures: [ValidationFailure] = []
-        for object in retained.values.sorted(by: { $0.objectID.description < $1.objectID.description }) {
+        for object in retained.values.sorted(by: { $0.objectID < $1.objectID }) {
             do {
                 if object.isDeletedFlag { try object.validateForDelete() }
                 else if object.isInsertedFlag { try object.validateForInsert() }
@@ -224,7 +224,7 @@ extension ContextCore {
         -> [TransactionDraft.Operation]
     {
         var operations: [TransactionDraft.Operation] = []
-        for object in retained.values.sorted(by: { $0.objectID.description < $1.objectID.description }) {
+        for object in retained.values.sorted(by: { $0.objectID < $1.objectID }) {
             let id = object.objectID
             if object.isDeletedFlag {
                 if !deletes.contains(id) && !(id.isTemporaryID) { operations.append(.delete(draftID(id))) }
@@ -390,6 +390,7 @@ extension ContextCore {
 
     func refresh(_ object: ManagedObject, mergeChanges: Bool) {
         guard !object.isInvalidated, !object.isInsertedFlag else { return }
+        object.row = nil  // a fetch-time row is as stale as the committed values
         if mergeChanges {
             let transients = object.transients
             object.committed = nil

@@ -64,6 +64,8 @@ final class ContextCore {
     /// Unsaved objects removed by a delete or an undo, kept so that undo or redo brings back
     /// the same instance the app holds (Core Data's identity rule). Cleared with the stacks.
     var removedObjects: [ManagedObjectID: ManagedObject] = [:]
+    /// Registrations since the registry was last pruned.
+    var registrations = 0
 
     let journal = UndoJournal()
     var pending: [PendingEffect] = []
@@ -90,6 +92,13 @@ final class ContextCore {
 
     func register(_ object: ManagedObject) {
         registry[object.objectID] = WeakObject(object: object)
+        registrations += 1
+        // Drop entries of released objects now and then, so iterating many objects doesn't
+        // grow the registry without bound.
+        if registrations >= max(4096, registry.count / 2) {
+            registrations = 0
+            registry = registry.filter { $0.value.object != nil }
+        }
     }
 
     func makeObject(_ id: ManagedObjectID, info: EntityInfo) -> ManagedObject {
@@ -225,7 +234,10 @@ final class ContextCore {
             let current = other.currentValue(inverse)
             if inverse.isToMany {
                 guard !current.ids.contains(object.objectID) else { continue }
-                setRaw(other, inverse, old: current, new: inverse.isOrdered ? .toMany(current.ids + [object.objectID]) : .unordered(current.ids + [object.objectID]), register: register)
+                setRaw(
+                    other, inverse, old: current,
+                    new: inverse.isOrdered ? .toMany(current.ids + [object.objectID]) : .toMany(PropertyValue.inserting(object.objectID, into: current.ids)),
+                    register: register)
             } else {
                 // `other` leaves its previous partner, whose `property` must drop it.
                 if let previous = current.ids.first, previous != object.objectID, let partner = self.object(with: previous) {

@@ -12,7 +12,7 @@ public import StrataPredicate
 /// let id = player.objectID
 /// id.uriRepresentation()   // x-strata://6F1C…/Player/p12
 /// ```
-public struct ManagedObjectID: Sendable, Hashable, Codable, CustomStringConvertible, PredicateObjectIdentity {
+public struct ManagedObjectID: Sendable, Hashable, Comparable, Codable, CustomStringConvertible, PredicateObjectIdentity {
     enum Storage: Sendable, Hashable {
         case temporary(UUID)
         case permanent(storeUUID: UUID, primaryKey: UInt64)
@@ -54,6 +54,20 @@ public struct ManagedObjectID: Sendable, Hashable, Codable, CustomStringConverti
     var storedID: StoredObjectID? {
         if case .permanent(_, let pk) = storage { return StoredObjectID(entity: entityName, primaryKey: pk) }
         return nil
+    }
+
+    /// A cheap total order (entity, then permanent before temporary, then key or UUID),
+    /// used to keep unordered to-many values canonical.
+    public static func < (lhs: ManagedObjectID, rhs: ManagedObjectID) -> Bool {
+        if lhs.entityName != rhs.entityName { return lhs.entityName < rhs.entityName }
+        switch (lhs.storage, rhs.storage) {
+        case (.permanent(let a, let x), .permanent(let b, let y)):
+            return x != y ? x < y : a.uuidString < b.uuidString
+        case (.permanent, .temporary): return true
+        case (.temporary, .permanent): return false
+        case (.temporary(let a), .temporary(let b)):
+            return withUnsafeBytes(of: a.uuid) { x in withUnsafeBytes(of: b.uuid) { y in x.lexicographicallyPrecedes(y) } }
+        }
     }
 
     /// The URI, as a string.

@@ -32,7 +32,23 @@ enum PropertyValue: Hashable, Sendable {
     }
 
     static func unordered(_ ids: [ManagedObjectID]) -> PropertyValue {
-        .toMany(Array(Set(ids)).sorted { $0.description < $1.description })
+        // Already sorted and unique (the common case after one insertion): keep as is.
+        if zip(ids, ids.dropFirst()).allSatisfy({ $0 < $1 }) { return .toMany(ids) }
+        return .toMany(Array(Set(ids)).sorted())
+    }
+
+    /// `ids` (sorted, unique) with `id` inserted in order: O(log n) search, one copy.
+    static func inserting(_ id: ManagedObjectID, into ids: [ManagedObjectID]) -> [ManagedObjectID] {
+        var low = 0
+        var high = ids.count
+        while low < high {
+            let middle = (low + high) / 2
+            if ids[middle] < id { low = middle + 1 } else { high = middle }
+        }
+        if low < ids.count && ids[low] == id { return ids }
+        var result = ids
+        result.insert(id, at: low)
+        return result
     }
 
     /// Renders for messages.

@@ -5,7 +5,7 @@ import Foundation
 //
 //     swift run -c release StrataBenchmarks [filter…]
 //
-// Filters (any substring): commit, small, scan, compaction, open. Sizes and repetitions
+// Filters (any substring): commit, small, scan, compaction, open, context. Sizes and repetitions
 // come from the environment (see README.md).
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -17,6 +17,9 @@ let objects = environmentInt("STRATA_BENCH_OBJECTS", 100_000)
 let commits = environmentInt("STRATA_BENCH_COMMITS", 2_000)
 let events = environmentInt("STRATA_BENCH_EVENTS", 1_000_000)
 let repetitions = environmentInt("STRATA_BENCH_REPS", 5)
+let contextTeamObjects = environmentInt("STRATA_BENCH_CONTEXT_TEAM_OBJECTS", 2_000)
+let undoChanges = environmentInt("STRATA_BENCH_UNDO_CHANGES", 10_000)
+let iterateObjects = environmentInt("STRATA_BENCH_ITERATE", 1_000_000)
 
 say("Strata benchmarks — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(Date())")
 say("objects \(objects), small commits \(commits), events \(events), repetitions \(repetitions) after 1 warm-up")
@@ -30,6 +33,9 @@ do {
         if wanted("scan") { try runScanBenchmark(stores, repetitions: repetitions) }
         if wanted("open") { try runOpenBenchmark(stores, repetitions: max(repetitions, 21)) }
         if wanted("compaction") || wanted("scan") { try runCompactionBenchmark(stores, scanRepetitions: repetitions) }
+    }
+    if wanted("context") {
+        try runContextBenchmarks(objects: objects, teamObjects: contextTeamObjects, undoChanges: undoChanges, iterateObjects: iterateObjects, repetitions: repetitions)
     }
 } catch {
     say("benchmark failed: \(error)")
