@@ -193,7 +193,7 @@ struct CrashSafetyTests {
     func killDuringCommits() throws {
         let dir = try TemporaryDirectory("strata-crash")
         let store = dir.file("store")
-        var rng = SeededRandom(seed: Self.seed)
+        var rng = SeededGenerator(seed: Self.seed)
         var lastAck: UInt64 = 0
         var killedBeforeReady = 0
         for round in 1...Self.iterations {
@@ -232,7 +232,7 @@ struct CrashSafetyTests {
     func killDuringCompaction() throws {
         let dir = try TemporaryDirectory("strata-crash-compact")
         let store = dir.file("store")
-        var rng = SeededRandom(seed: Self.seed ^ 0xC0)
+        var rng = SeededGenerator(seed: Self.seed ^ 0xC0)
         var lastAck: UInt64 = 0
         var lastCompacted: UInt64 = 0
         var leftoversSeen = 0

@@ -16,20 +16,7 @@ import Testing
 
 // MARK: - Seeded randomness and knobs
 
-/// SplitMix64: small, fast, and the same sequence on every platform for a seed.
-struct SeededRandom: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SeededGenerator {
     mutating func chance(_ probability: Double) -> Bool { Double.random(in: 0..<1, using: &self) < probability }
     mutating func int(_ range: Range<Int>) -> Int { Int.random(in: range, using: &self) }
     mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &self) }
@@ -230,7 +217,7 @@ final class LibraryWorkload {
     /// The open store; nil only while reopening (one handle per store per process: LMDB's rule).
     private var handle: EventLog?
     let seed: UInt64
-    var rng: SeededRandom
+    var rng: SeededGenerator
     var model = ExpectedStore()
     /// The model's whole state just after each sampled sequence.
     var snapshots: [UInt64: [StoredObjectID: [String: LogValue]]] = [:]
@@ -258,7 +245,7 @@ final class LibraryWorkload {
     init(log: EventLog, seed: UInt64) {
         handle = log
         self.seed = seed
-        rng = SeededRandom(seed: seed)
+        rng = SeededGenerator(seed: seed)
     }
 
     var log: EventLog {
@@ -940,7 +927,7 @@ struct RandomWorkloadTests {
     static let transactions = max(environmentNumber("STRATA_WORKLOAD_TRANSACTIONS", default: 10_000), 20)
 
     /// The sequences whose state the workload keeps: both ends, around checkpoints, random.
-    static func samples(transactions: Int, checkpointInterval: Int, rng: inout SeededRandom) -> Set<UInt64> {
+    static func samples(transactions: Int, checkpointInterval: Int, rng: inout SeededGenerator) -> Set<UInt64> {
         var marks: Set<UInt64> = [0, 1, 2, UInt64(transactions / 2), UInt64(transactions - 1), UInt64(transactions)]
         for c in stride(from: checkpointInterval, through: transactions, by: checkpointInterval).prefix(3) {
             marks.formUnion([UInt64(c - 1), UInt64(c), UInt64(c + 3)])

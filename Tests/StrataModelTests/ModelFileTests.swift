@@ -151,7 +151,7 @@ struct ModelFileTests {
     @Test("Thousands of mutated model files never crash the reader")
     func fuzz() throws {
         let base = Array(try SpecFiles.data("0002-model-file/kitchen-sink.json"))
-        var rng = SplitMix64(seed: 0x5EED)
+        var rng = SeededGenerator(seed: 0x5EED)
         let alphabet = Array(#"{}[]":,0123456789-.eE+truefalsnul \"#.utf8)
         var loaded = 0
         for _ in 0..<3000 {
@@ -170,15 +170,4 @@ struct ModelFileTests {
     }
 }
 
-/// A small deterministic generator so fuzz failures reproduce.
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+

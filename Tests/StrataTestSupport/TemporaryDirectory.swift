@@ -34,6 +34,9 @@ public struct SeededGenerator: RandomNumberGenerator {
     /// Starts from `seed`.
     public init(state seed: UInt64) { state = seed }
 
+    /// Starts from `seed`.
+    public init(seed: UInt64) { state = seed }
+
     /// The next 64 random bits.
     public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
