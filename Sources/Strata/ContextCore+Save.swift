@@ -431,7 +431,7 @@ extension ContextCore {
         guard let info = entities[request.entityName] else { throw ContextError.unknownEntity(request.entityName) }
         // No processPendingChanges here: a fetch must not split the undo group it runs in.
         let store = try self.store()
-        let entityNames = request.includesSubentities ? subentityNames(of: info.entity.name) : [info.entity.name]
+        let entityNames = request.includesSubentities ? model.selfAndSubentityNames(of: info.entity.name) : [info.entity.name]
         var results: [ManagedObject] = []
         var seen: Set<ManagedObjectID> = []
         var loaded: [(ManagedObjectID, [String: LogValue])] = []
@@ -486,18 +486,6 @@ extension ContextCore {
         if request.fetchOffset > 0 { results = Array(results.dropFirst(request.fetchOffset)) }
         if request.fetchLimit > 0 { results = Array(results.prefix(request.fetchLimit)) }
         return results
-    }
-
-    func subentityNames(of name: String) -> [String] {
-        var result = [name]
-        var queue = [name]
-        while let next = queue.popLast() {
-            for sub in model.entity(named: next)?.subentityNames ?? [] where !result.contains(sub) {
-                result.append(sub)
-                queue.append(sub)
-            }
-        }
-        return result
     }
 }
 

@@ -96,18 +96,6 @@ struct ModelSchema: Sendable {
             return entity.name
         }
 
-        func descendants(of name: String) -> [String] {
-            var result = [name]
-            var queue = [name]
-            while let next = queue.popLast() {
-                for sub in model.entity(named: next)?.subentityNames ?? [] where !result.contains(sub) {
-                    result.append(sub)
-                    queue.append(sub)
-                }
-            }
-            return result
-        }
-
         for entity in model.entities {
             var stored: [Property] = []
             for attribute in entity.allAttributes where !attribute.isTransient {
@@ -155,7 +143,7 @@ struct ModelSchema: Sendable {
             entities[entity.name] = Entity(
                 name: entity.name, isAbstract: entity.isAbstract, properties: coded,
                 propertiesByName: Dictionary(coded.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a }),
-                indexes: entityIndexes, selfAndSubentities: descendants(of: entity.name))
+                indexes: entityIndexes, selfAndSubentities: model.selfAndSubentityNames(of: entity.name))
         }
         self.entities = entities
         self.indexes = allIndexes.values.sorted { $0.name < $1.name }

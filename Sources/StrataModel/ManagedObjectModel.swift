@@ -164,6 +164,24 @@ public struct ManagedObjectModel: Sendable {
         entity.superentityName.flatMap { entitiesByName[$0] }
     }
 
+    /// The entity named `name` and every entity below it, at any depth: the entities whose
+    /// objects a fetch of `name` includes. Starts with `name`; unknown names give `[name]`.
+    ///
+    /// ```swift
+    /// model.selfAndSubentityNames(of: "Employee")  // ["Employee", "Manager"]
+    /// ```
+    public func selfAndSubentityNames(of name: String) -> [String] {
+        var result = [name]
+        var queue = [name]
+        while let next = queue.popLast() {
+            for sub in entitiesByName[next]?.subentityNames ?? [] where !result.contains(sub) {
+                result.append(sub)
+                queue.append(sub)
+            }
+        }
+        return result
+    }
+
     /// The direct sub-entities of `entity`, in declaration order (`subentities`).
     ///
     /// ```swift

@@ -74,11 +74,7 @@ extension EventLog {
             guard model.entity(named: name) != nil else {
                 throw CommandFailure("the store's model has no entity \(name) (entities: \(model.entities.map(\.name).sorted().joined(separator: ", ")))")
             }
-            var queue = [name]
-            while let next = queue.popLast() {
-                guard result.insert(next).inserted else { continue }
-                queue.append(contentsOf: model.entity(named: next)?.subentityNames ?? [])
-            }
+            result.formUnion(model.selfAndSubentityNames(of: name))
         }
         return result
     }
