@@ -78,8 +78,7 @@ public struct LMDBCursor: ~Copyable {
     /// Positions at `key` exactly (`MDB_SET_KEY`); false if absent.
     @discardableResult
     public func seek(exactly key: some ContiguousBytes) throws -> Bool {
-        try key.withUnsafeBytes { keyBytes in
-            var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
+        try withVal(key) { k in
             var v = MDB_val()
             return try get(&k, &v, MDB_SET_KEY, "mdb_cursor_get(MDB_SET_KEY)")
         }
@@ -89,8 +88,7 @@ public struct LMDBCursor: ~Copyable {
     /// if every key is smaller.
     @discardableResult
     public func seek(atLeast key: some ContiguousBytes) throws -> Bool {
-        try key.withUnsafeBytes { keyBytes in
-            var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
+        try withVal(key) { k in
             var v = MDB_val()
             return try get(&k, &v, MDB_SET_RANGE, "mdb_cursor_get(MDB_SET_RANGE)")
         }
@@ -112,13 +110,8 @@ public struct LMDBCursor: ~Copyable {
     private func seekBoth(
         key: some ContiguousBytes, value: some ContiguousBytes, operation: MDB_cursor_op, name: String
     ) throws -> Bool {
-        try key.withUnsafeBytes { keyBytes in
-            try value.withUnsafeBytes { valueBytes in
-                var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
-                var v = MDB_val(
-                    mv_size: valueBytes.count, mv_data: UnsafeMutableRawPointer(mutating: valueBytes.baseAddress))
-                return try get(&k, &v, operation, name)
-            }
+        try withVals(key, value) { k, v in
+            return try get(&k, &v, operation, name)
         }
     }
 
@@ -162,15 +155,10 @@ public struct LMDBCursor: ~Copyable {
 
     /// Stores `value` under `key` through the cursor, leaving it on the new entry (`mdb_cursor_put`).
     public func put(_ value: some ContiguousBytes, forKey key: some ContiguousBytes, flags: PutFlags = []) throws {
-        try key.withUnsafeBytes { keyBytes in
-            try value.withUnsafeBytes { valueBytes in
-                var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
-                var v = MDB_val(
-                    mv_size: valueBytes.count, mv_data: UnsafeMutableRawPointer(mutating: valueBytes.baseAddress))
-                let result = mdb_cursor_put(handle, &k, &v, flags.subtracting(.reserve).rawValue)
-                if result == MDB_MAP_FULL { state?.hitMapFull = true }
-                try check(result, "mdb_cursor_put", detail: "database \(database)")
-            }
+        try withVals(key, value) { k, v in
+            let result = mdb_cursor_put(handle, &k, &v, flags.subtracting(.reserve).rawValue)
+            if result == MDB_MAP_FULL { state?.hitMapFull = true }
+            try check(result, "mdb_cursor_put", detail: "database \(database)")
         }
     }
 
@@ -196,8 +184,9 @@ public struct LMDBCursor: ~Copyable {
         var positioned: Bool
         if !reverse {
             if let lower = range.lowerBound {
-                positioned = try lower.withUnsafeBytes { bytes in
-                    k = MDB_val(mv_size: bytes.count, mv_data: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+                positioned = try withVal(lower) { bound in
+                    // MDB_SET_RANGE points k at the key found in the map, valid after the closure.
+                    k = bound
                     return try get(&k, &v, MDB_SET_RANGE, "mdb_cursor_get(MDB_SET_RANGE)")
                 }
                 if positioned && !range.includesLowerBound && compare(k, lower) == 0 {
@@ -208,8 +197,9 @@ public struct LMDBCursor: ~Copyable {
             }
         } else {
             if let upper = range.upperBound {
-                let found = try upper.withUnsafeBytes { bytes in
-                    k = MDB_val(mv_size: bytes.count, mv_data: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+                let found = try withVal(upper) { bound in
+                    // MDB_SET_RANGE points k at the key found in the map, valid after the closure.
+                    k = bound
                     return try get(&k, &v, MDB_SET_RANGE, "mdb_cursor_get(MDB_SET_RANGE)")
                 }
                 if !found {
@@ -243,9 +233,6 @@ public struct LMDBCursor: ~Copyable {
 
     private func compare(_ key: MDB_val, _ bound: [UInt8]) -> Int {
         var key = key
-        return bound.withUnsafeBytes { bytes in
-            var b = MDB_val(mv_size: bytes.count, mv_data: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
-            return Int(mdb_cmp(transaction, database.handle, &key, &b))
-        }
+        return withVal(bound) { b in Int(mdb_cmp(transaction, database.handle, &key, &b)) }
     }
 }

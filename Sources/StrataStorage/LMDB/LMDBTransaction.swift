@@ -38,8 +38,7 @@ public struct LMDBTransaction: ~Copyable {
     public func withValue<R>(
         forKey key: some ContiguousBytes, in database: LMDBDatabase, _ body: (RawSpan) throws -> R
     ) throws -> R? {
-        try key.withUnsafeBytes { keyBytes in
-            var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
+        try withVal(key) { k in
             var v = MDB_val()
             let result = mdb_get(handle, database.handle, &k, &v)
             if result == MDB_NOTFOUND { return nil }
@@ -111,13 +110,7 @@ public struct LMDBTransaction: ~Copyable {
 
     /// Compares two keys with `database`'s key ordering (`mdb_cmp`): negative, zero or positive.
     public func compareKeys(_ a: some ContiguousBytes, _ b: some ContiguousBytes, in database: LMDBDatabase) -> Int {
-        a.withUnsafeBytes { aBytes in
-            b.withUnsafeBytes { bBytes in
-                var x = MDB_val(mv_size: aBytes.count, mv_data: UnsafeMutableRawPointer(mutating: aBytes.baseAddress))
-                var y = MDB_val(mv_size: bBytes.count, mv_data: UnsafeMutableRawPointer(mutating: bBytes.baseAddress))
-                return Int(mdb_cmp(handle, database.handle, &x, &y))
-            }
-        }
+        withVals(a, b) { x, y in Int(mdb_cmp(handle, database.handle, &x, &y)) }
     }
 
     // MARK: - Writing
@@ -132,15 +125,10 @@ public struct LMDBTransaction: ~Copyable {
         _ value: some ContiguousBytes, forKey key: some ContiguousBytes, in database: LMDBDatabase,
         flags: PutFlags = []
     ) throws {
-        try key.withUnsafeBytes { keyBytes in
-            try value.withUnsafeBytes { valueBytes in
-                var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
-                var v = MDB_val(
-                    mv_size: valueBytes.count, mv_data: UnsafeMutableRawPointer(mutating: valueBytes.baseAddress))
-                let result = mdb_put(handle, database.handle, &k, &v, flags.subtracting(.reserve).rawValue)
-                noteResult(result)
-                try check(result, "mdb_put", detail: "database \(database)")
-            }
+        try withVals(key, value) { k, v in
+            let result = mdb_put(handle, database.handle, &k, &v, flags.subtracting(.reserve).rawValue)
+            noteResult(result)
+            try check(result, "mdb_put", detail: "database \(database)")
         }
     }
 
@@ -150,8 +138,7 @@ public struct LMDBTransaction: ~Copyable {
         reservingCount count: Int, forKey key: some ContiguousBytes, in database: LMDBDatabase,
         flags: PutFlags = [], fill: (UnsafeMutableRawBufferPointer) throws -> Void
     ) throws {
-        try key.withUnsafeBytes { keyBytes in
-            var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
+        try withVal(key) { k in
             var v = MDB_val(mv_size: count, mv_data: nil)
             let result = mdb_put(handle, database.handle, &k, &v, flags.union(.reserve).rawValue)
             noteResult(result)
@@ -163,8 +150,7 @@ public struct LMDBTransaction: ~Copyable {
     /// Deletes `key` and all its values (`mdb_del`); false if it wasn't there.
     @discardableResult
     public func delete(key: some ContiguousBytes, in database: LMDBDatabase) throws -> Bool {
-        try key.withUnsafeBytes { keyBytes in
-            var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
+        try withVal(key) { k in
             let result = mdb_del(handle, database.handle, &k, nil)
             if result == MDB_NOTFOUND { return false }
             noteResult(result)
@@ -179,17 +165,12 @@ public struct LMDBTransaction: ~Copyable {
     public func delete(
         key: some ContiguousBytes, value: some ContiguousBytes, in database: LMDBDatabase
     ) throws -> Bool {
-        try key.withUnsafeBytes { keyBytes in
-            try value.withUnsafeBytes { valueBytes in
-                var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
-                var v = MDB_val(
-                    mv_size: valueBytes.count, mv_data: UnsafeMutableRawPointer(mutating: valueBytes.baseAddress))
-                let result = mdb_del(handle, database.handle, &k, &v)
-                if result == MDB_NOTFOUND { return false }
-                noteResult(result)
-                try check(result, "mdb_del", detail: "database \(database)")
-                return true
-            }
+        try withVals(key, value) { k, v in
+            let result = mdb_del(handle, database.handle, &k, &v)
+            if result == MDB_NOTFOUND { return false }
+            noteResult(result)
+            try check(result, "mdb_del", detail: "database \(database)")
+            return true
         }
     }
 
@@ -197,6 +178,24 @@ public struct LMDBTransaction: ~Copyable {
     public func removeAll(in database: LMDBDatabase) throws {
         try check(mdb_drop(handle, database.handle, 0), "mdb_drop", detail: "database \(database)")
     }
+}
+
+/// Lends `bytes` to LMDB as an `MDB_val`. LMDB never writes through the key or data it is
+/// given, so pointing it at immutable bytes is safe.
+@inline(__always)
+func withVal<R>(_ bytes: some ContiguousBytes, _ body: (inout MDB_val) throws -> R) rethrows -> R {
+    try bytes.withUnsafeBytes { raw in
+        var val = MDB_val(mv_size: raw.count, mv_data: UnsafeMutableRawPointer(mutating: raw.baseAddress))
+        return try body(&val)
+    }
+}
+
+/// Lends a key and a value to LMDB as two `MDB_val`s (see ``withVal(_:_:)``).
+@inline(__always)
+func withVals<R>(
+    _ key: some ContiguousBytes, _ value: some ContiguousBytes, _ body: (inout MDB_val, inout MDB_val) throws -> R
+) rethrows -> R {
+    try withVal(key) { k in try withVal(value) { v in try body(&k, &v) } }
 }
 
 /// Lends an `MDB_val`'s bytes to `body` as a span. The span can't outlive `body`, which
