@@ -110,7 +110,22 @@ enum JSONValue: Equatable, Sendable {
     }
 
     private static func writeString(_ s: String, into out: inout String) {
-        out += "\""
+        out += JSONText.quoted(s)
+    }
+}
+
+// MARK: - JSONText
+
+/// JSON string literals as Strata writes them everywhere (model files, `strata` output):
+/// `"`, `\`, and control characters escaped, everything else as UTF-8.
+public enum JSONText {
+    /// `s` as a quoted JSON string literal.
+    ///
+    /// ```swift
+    /// JSONText.quoted("a\"b")  // "\"a\\\"b\""
+    /// ```
+    public static func quoted(_ s: String) -> String {
+        var out = "\""
         for scalar in s.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""
@@ -130,5 +145,6 @@ enum JSONValue: Equatable, Sendable {
             }
         }
         out += "\""
+        return out
     }
 }

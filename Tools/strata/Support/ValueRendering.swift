@@ -51,27 +51,8 @@ enum ValueRendering {
         return v.description
     }
 
-    /// The text as a JSON string literal.
-    static func jsonString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
-    }
+    /// The text as a JSON string literal (the same escaping as the model file).
+    static func jsonString(_ text: String) -> String { JSONText.quoted(text) }
 
     /// Plain text for one CSV field (before quoting): empty for nil, URIs separated by single
     /// spaces for to-many, otherwise as in plain JSON without the quotes.
