@@ -87,6 +87,12 @@ public struct FetchRequest: Sendable {
     public var fetchLimit = 0
     /// Skip this many results first.
     public var fetchOffset = 0
+    /// Honour the context's unsaved inserts, updates and deletes (default true). When false,
+    /// the store's saved state decides which objects match (Core Data's rule).
+    public var includesPendingChanges = true
+    /// An in-memory filter applied after `predicate` (a Swift closure or a `#Predicate` that
+    /// can't be translated); it can't use an index.
+    var memoryFilter: (@Sendable (ManagedObject) throws -> Bool)?
 
     /// A request for every object of `entityName`.
     public init(entityName: String, predicate: FormatPredicate? = nil, sortDescriptors: [FetchSortDescriptor] = []) {

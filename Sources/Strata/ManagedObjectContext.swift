@@ -189,10 +189,10 @@ public actor ManagedObjectContext {
     // MARK: - Fetching
 
     /// The objects `request` matches, unsaved changes included (`fetch(_:)`).
-    public func fetch(_ request: FetchRequest) throws -> [ManagedObject] { try core.fetch(request) }
+    public func fetch(_ request: FetchRequest) throws -> [ManagedObject] { try core.fetchObjects(request) }
 
     /// The number of objects `request` matches (`count(for:)`).
-    public func count(for request: FetchRequest) throws -> Int { try core.fetch(request).count }
+    public func count(for request: FetchRequest) throws -> Int { try core.fetchObjects(request).count }
 
     // MARK: - Undo
 
