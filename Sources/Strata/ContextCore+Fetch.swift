@@ -57,6 +57,7 @@ extension ContextCore {
             }
             results = kept
         }
+        if let filter = request.memoryFilter { results = try results.filter(filter) }
         if !request.sortDescriptors.isEmpty {
             results = try results.sorted { a, b in
                 try FetchSortDescriptor.compare(subject(a), subject(b), by: request.sortDescriptors) == .orderedAscending

@@ -399,6 +399,7 @@ extension ContextCore {
             object.awake(fromSnapshotEvents: .refresh)
         } else {
             object.willTurnIntoFault()
+            object.prefetchedObjects.removeAll()
             discardUnsavedJournal(for: object.objectID)
             object.changes.removeAll()
             object.transients.removeAll()

@@ -133,6 +133,7 @@ final class ContextCore {
 
     func fulfillThrowing(_ object: ManagedObject) throws {
         guard object.committed == nil, !object.isInsertedFlag else { return }
+        if object.row == nil, let batch = object.fetchBatch { try loadBatch(batch) }
         if let row = object.row {
             object.row = nil
             object.committed = row

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import StrataPredicate
 public import StrataModel
 
@@ -8,38 +8,75 @@ public import StrataModel
 /// ```swift
 /// FetchSortDescriptor(key: "lastName", ascending: true)
 /// ```
+///
+/// Nil sorts before every value in ascending order (after every value descending). Strings
+/// compare by Unicode scalar values unless ``caseInsensitive`` or ``diacriticInsensitive``
+/// is set. Custom classes can name the property with a Swift key path:
+///
+/// ```swift
+/// FetchSortDescriptor(\Person.lastName)
+/// ```
 public struct FetchSortDescriptor: Sendable, Hashable {
-    /// The key path sorted by.
+    /// The key path sorted by (a model key path such as `"team.name"`; empty until a Swift
+    /// key path is resolved at fetch time).
     public var key: String
     /// Ascending (default) or descending.
     public var ascending: Bool
-    /// Compare strings ignoring case.
+    /// Compare strings ignoring case (`caseInsensitiveCompare:`).
     public var caseInsensitive: Bool
+    /// Compare strings ignoring diacritics (`é` sorts with `e`).
+    public var diacriticInsensitive: Bool = false
+    /// The Swift key path given instead of `key`, resolved against the model at fetch time.
+    let swiftKeyPath: SwiftKeyPath?
 
-    /// Creates a sort descriptor.
-    public init(key: String, ascending: Bool = true, caseInsensitive: Bool = false) {
+    /// Creates a sort descriptor over a model key path.
+    public init(key: String, ascending: Bool = true, caseInsensitive: Bool = false, diacriticInsensitive: Bool = false) {
         self.key = key
         self.ascending = ascending
         self.caseInsensitive = caseInsensitive
+        self.diacriticInsensitive = diacriticInsensitive
+        swiftKeyPath = nil
     }
+
+    /// Creates a sort descriptor over a typed property of a custom class, such as
+    /// `\Person.age`; the property must read its value through `value(forKey:)`.
+    public init<Root: ManagedObject, Value>(
+        _ keyPath: any KeyPath<Root, Value> & Sendable, ascending: Bool = true, caseInsensitive: Bool = false,
+        diacriticInsensitive: Bool = false
+    ) {
+        key = ""
+        self.ascending = ascending
+        self.caseInsensitive = caseInsensitive
+        self.diacriticInsensitive = diacriticInsensitive
+        swiftKeyPath = SwiftKeyPath(keyPath)
+    }
+
+    /// Whether strings compare by plain scalar order (so an index's order serves the sort).
+    var usesPlainOrder: Bool { !caseInsensitive && !diacriticInsensitive }
 
     /// Orders `a` and `b` by `descriptors` in turn; nil sorts first.
     static func compare(_ a: Any, _ b: Any, by descriptors: [FetchSortDescriptor]) throws -> ComparisonResult {
         func value(_ subject: Any, _ key: String) -> Any? { (subject as? any KeyValueCoding)?.value(forKeyPath: key) }
         for descriptor in descriptors {
-            let order = compareValues(value(a, descriptor.key), value(b, descriptor.key), caseInsensitive: descriptor.caseInsensitive)
+            let order = compareValues(
+                value(a, descriptor.key), value(b, descriptor.key), caseInsensitive: descriptor.caseInsensitive,
+                diacriticInsensitive: descriptor.diacriticInsensitive)
             if order != .orderedSame { return descriptor.ascending ? order : (order == .orderedAscending ? .orderedDescending : .orderedAscending) }
         }
         return .orderedSame
     }
 
-    static func compareValues(_ x: Any?, _ y: Any?, caseInsensitive: Bool) -> ComparisonResult {
+    static func compareValues(_ x: Any?, _ y: Any?, caseInsensitive: Bool, diacriticInsensitive: Bool = false) -> ComparisonResult {
         switch (x, y) {
         case (nil, nil): return .orderedSame
         case (nil, _): return .orderedAscending
         case (_, nil): return .orderedDescending
         case (let a as String, let b as String):
-            return caseInsensitive ? a.compare(b, options: .caseInsensitive) : (a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending))
+            var options: String.CompareOptions = []
+            if caseInsensitive { options.insert(.caseInsensitive) }
+            if diacriticInsensitive { options.insert(.diacriticInsensitive) }
+            if !options.isEmpty { return a.compare(b, options: options) }
+            return a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)
         case (let a as Date, let b as Date): return a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)
         case (let a as Bool, let b as Bool): return a == b ? .orderedSame : (!a ? .orderedAscending : .orderedDescending)
         default:
@@ -63,13 +100,17 @@ public struct FetchSortDescriptor: Sendable, Hashable {
     }
 }
 
-/// What to fetch (Core Data's `NSFetchRequest`): an entity, an optional predicate, sort
-/// descriptors, offset and limit. Unsaved inserts, updates and deletes of the context are
-/// honoured.
+/// What to fetch (Core Data's `NSFetchRequest`): an entity, a predicate, sort descriptors,
+/// offset and limit, and the shape of the results (managed objects, object IDs,
+/// dictionaries with aggregates and grouping, or a count). Unsaved inserts, updates and
+/// deletes of the context are honoured unless ``includesPendingChanges`` is off. Spec 0008
+/// states the semantics.
 ///
 /// ```swift
 /// var request = FetchRequest(entityName: "Run")
+/// request.predicate = try FormatPredicate(format: "processID > %@", 100)
 /// request.sortDescriptors = [FetchSortDescriptor(key: "date")]
+/// request.fetchLimit = 20
 /// let runs = try context.fetch(request)
 /// ```
 public struct FetchRequest: Sendable {
@@ -93,6 +134,36 @@ public struct FetchRequest: Sendable {
     /// An in-memory filter applied after `predicate` (a Swift closure or a `#Predicate` that
     /// can't be translated); it can't use an index.
     var memoryFilter: (@Sendable (ManagedObject) throws -> Bool)?
+    /// A Foundation `#Predicate` given for a custom class, translated at fetch time.
+    var swiftPredicate: SwiftPredicate?
+
+    /// What the fetch returns (default: managed objects).
+    public var resultType: FetchResultType = .managedObject
+    /// Return the objects in batches of this size (0: all at once): the first batch
+    /// carries its values, the others are faults whose values are read a batch at a time
+    /// when one of them fires (`fetchBatchSize`).
+    public var fetchBatchSize = 0
+    /// Return objects as faults (default true); false loads their values and calls
+    /// `awakeFromFetch` during the fetch (`returnsObjectsAsFaults`).
+    public var returnsObjectsAsFaults = true
+    /// Read the objects' values with the fetch (default true); false returns bare faults
+    /// that read the store when fired (`includesPropertyValues`).
+    public var includesPropertyValues = true
+    /// Relationship key paths whose destinations are read with the fetch, so firing them
+    /// needs no further store read (`relationshipKeyPathsForPrefetching`).
+    public var relationshipKeyPathsForPrefetching: [String] = []
+    /// The properties and aggregate expressions of dictionary results; nil for every
+    /// attribute (`propertiesToFetch`).
+    public var propertiesToFetch: [PropertyToFetch]?
+    /// The key paths dictionary results are grouped by (`propertiesToGroupBy`).
+    public var propertiesToGroupBy: [String]?
+    /// A filter on grouped dictionary results; it may name the fetched expressions
+    /// (`havingPredicate`).
+    public var havingPredicate: FormatPredicate?
+    /// Drop duplicate dictionary results (`returnsDistinctResults`).
+    public var returnsDistinctResults = false
+    /// The stores searched; nil for every store of the coordinator (`affectedStores`).
+    public var affectedStores: [PersistentStore]?
 
     /// A request for every object of `entityName`.
     public init(entityName: String, predicate: FormatPredicate? = nil, sortDescriptors: [FetchSortDescriptor] = []) {
@@ -100,6 +171,97 @@ public struct FetchRequest: Sendable {
         self.predicate = predicate
         self.sortDescriptors = sortDescriptors
     }
+
+    /// A request filtered by a format string with `%@`/`%K` arguments.
+    ///
+    /// ```swift
+    /// let request = try FetchRequest(entityName: "Post", format: "creationDate > %@", cutoff)
+    /// ```
+    public init(entityName: String, format: String, _ arguments: Any...) throws {
+        self.init(entityName: entityName, predicate: try FormatPredicate(format: format, argumentArray: arguments))
+    }
+
+    /// A request filtered by a Foundation `#Predicate` over a custom class. The forms spec
+    /// 0008 lists are translated (and can use indexes); any other predicate is evaluated in
+    /// memory on each candidate object.
+    ///
+    /// ```swift
+    /// FetchRequest(entityName: "Person", predicate: #Predicate<Person> { $0.age >= 100 && $0.age <= 200 })
+    /// ```
+    public init<T: ManagedObject>(entityName: String, predicate: Predicate<T>, sortDescriptors: [FetchSortDescriptor] = []) {
+        self.init(entityName: entityName, sortDescriptors: sortDescriptors)
+        swiftPredicate = SwiftPredicate(predicate)
+    }
+
+    /// Keeps only the objects `isIncluded` accepts, evaluated in memory after `predicate`
+    /// (Core Data's block predicates). The closure runs inside the context's isolation.
+    public mutating func filter(_ isIncluded: @escaping @Sendable (ManagedObject) throws -> Bool) {
+        if let existing = memoryFilter {
+            memoryFilter = { try existing($0) && isIncluded($0) }
+        } else {
+            memoryFilter = isIncluded
+        }
+    }
+}
+
+/// What a fetch returns (`NSFetchRequestResultType`).
+public enum FetchResultType: Sendable, Hashable {
+    /// Managed objects (`managedObjectResultType`).
+    case managedObject
+    /// Object IDs only (`managedObjectIDResultType`).
+    case managedObjectID
+    /// One dictionary per object or group (`dictionaryResultType`).
+    case dictionary
+    /// The number of matching objects (`countResultType`).
+    case count
+}
+
+/// An entry of ``FetchRequest/propertiesToFetch``: a property (or key path) by name, or an
+/// aggregate expression with the name it gets in the result (`NSExpressionDescription`).
+public enum PropertyToFetch: Sendable, Hashable, ExpressibleByStringLiteral {
+    /// A property or key path such as `"lastName"` or `"team.name"`; a relationship gives
+    /// object IDs.
+    case property(String)
+    /// An aggregate named `name` in the result.
+    case expression(name: String, ExpressionFunction, keyPath: String)
+
+    /// A property by name.
+    public init(stringLiteral value: String) { self = .property(value) }
+
+    /// The key of this entry in a result dictionary.
+    public var name: String {
+        switch self {
+        case .property(let key): key
+        case .expression(let name, _, _): name
+        }
+    }
+}
+
+/// An aggregate over the objects of a group (the functions `NSExpression(forFunction:)`
+/// takes in dictionary fetches).
+public enum ExpressionFunction: String, Sendable, Hashable, CaseIterable {
+    /// The number of non-nil values (`count:`).
+    case count
+    /// The sum (`sum:`): `Int64` for integers, `Double` for floating point, `Decimal` for decimals.
+    case sum
+    /// The mean as `Double` (`average:`; `Decimal` for decimals).
+    case average
+    /// The smallest value, in the attribute's type (`min:`).
+    case min
+    /// The largest value, in the attribute's type (`max:`).
+    case max
+}
+
+/// What ``ManagedObjectContext/execute(_:)`` returns, by ``FetchRequest/resultType``.
+public enum FetchResult {
+    /// Managed objects.
+    case objects([ManagedObject])
+    /// Object IDs.
+    case objectIDs([ManagedObjectID])
+    /// Dictionaries (nil values are left out, as Core Data does).
+    case dictionaries([[String: any Sendable]])
+    /// A count.
+    case count(Int)
 }
 
 /// A fetched row seen through key-value coding, so predicates and sorts can read it without
@@ -117,4 +279,47 @@ struct RowSnapshot: KeyValueCoding, PredicateObjectIdentity {
     }
 
     var predicateIdentity: any Hashable & Sendable { object.objectID }
+}
+
+// MARK: - Templates
+
+extension ManagedObjectModel {
+    /// The fetch request template `name` as a request, its `$variables` still open: set
+    /// ``FetchRequest/substitutionVariables`` before fetching (`fetchRequestTemplate(forName:)`).
+    /// Nil when the model has no such template.
+    ///
+    /// - Throws: ``ContextError/invalidArgument(_:)`` when the template's predicate doesn't parse.
+    public func fetchRequestTemplate(forName name: String) throws -> FetchRequest? {
+        guard let template = fetchRequestTemplatesByName[name] else { return nil }
+        var request = FetchRequest(entityName: template.entityName)
+        if let stored = template.predicate {
+            guard let predicate = stored.predicate else {
+                throw ContextError.invalidArgument(
+                    "fetch request template \"\(name)\": its predicate does not parse: \(stored.syntaxError ?? stored.format)")
+            }
+            request.predicate = predicate
+        }
+        return request
+    }
+
+    /// The fetch request template `name` with its `$variables` replaced
+    /// (`fetchRequestFromTemplate(withName:substitutionVariables:)`); nil when the model has
+    /// no such template.
+    ///
+    /// ```swift
+    /// let request = try model.fetchRequestFromTemplate(withName: "peopleInAgeRange", substitutionVariables: ["MIN": 100, "MAX": 200])
+    /// ```
+    ///
+    /// - Throws: ``ContextError/invalidArgument(_:)`` naming a variable the predicate uses
+    ///   but `substitutionVariables` lacks, or a template that names an unknown entity.
+    public func fetchRequestFromTemplate(withName name: String, substitutionVariables: [String: Any]) throws -> FetchRequest? {
+        let filled: TemplateFetchRequest?
+        do {
+            filled = try fetchRequestTemplate(named: name, substitutionVariables: substitutionVariables)
+        } catch {
+            throw ContextError.invalidArgument("fetch request template \"\(name)\": \(error)")
+        }
+        guard let filled else { return nil }
+        return FetchRequest(entityName: filled.entity.name, predicate: filled.predicate)
+    }
 }

@@ -64,6 +64,13 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     var isDeletedFlag = false
     /// Set once the object is removed from its context (after reset, or after a saved delete).
     var isInvalidated = false
+    /// Set on the probe instances that map Swift key paths to model keys.
+    var keyProbe: KeyProbe?
+    /// The batch of a batched fetch this fault belongs to: firing it reads the whole batch.
+    var fetchBatch: FetchBatch?
+    /// Destinations read by `relationshipKeyPathsForPrefetching`, kept alive (with their
+    /// rows) while this object is, so reaching them needs no store read.
+    var prefetchedObjects: [ManagedObject] = []
 
     /// Created by a context; apps insert objects with `context.insertNewObject(forEntityName:)`
     /// or `context.insert(Run.self)`.
@@ -126,7 +133,11 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// array when ordered). Reading a persistent property fires a fault; nil for a fault
     /// whose object is gone (``fulfillFault()`` says why) or an unknown key.
     open func value(forKey key: String) -> Any? {
-        guard let property = info.properties[key] else { return nil }
+        if let keyProbe { return keyProbe.record(key, on: self) }
+        guard let property = info.properties[key] else {
+            // A fetched property: its fetch runs each time it is read.
+            return core?.fetchedPropertyValue(self, key)
+        }
         return externalValue(currentValue(property), ordered: property.isOrdered)
     }
 

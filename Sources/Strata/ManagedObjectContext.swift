@@ -188,11 +188,45 @@ public actor ManagedObjectContext {
 
     // MARK: - Fetching
 
-    /// The objects `request` matches, unsaved changes included (`fetch(_:)`).
-    public func fetch(_ request: FetchRequest) throws -> [ManagedObject] { try core.fetchObjects(request) }
+    /// The objects `request` matches, unsaved changes included (`fetch(_:)`), with its
+    /// faulting, batching and prefetching options applied.
+    ///
+    /// - Throws: ``ContextError/invalidArgument(_:)`` naming the part of the request at fault
+    ///   (an unknown entity or key path, a type mismatch, a missing substitution variable),
+    ///   or when ``FetchRequest/resultType`` isn't `.managedObject` (use ``execute(_:)``,
+    ///   ``fetchObjectIDs(_:)``, ``fetchDictionaries(_:)`` or ``count(for:)``).
+    public func fetch(_ request: FetchRequest) throws -> [ManagedObject] {
+        guard request.resultType == .managedObject else {
+            throw ContextError.invalidArgument(
+                "fetch request resultType: fetch(_:) returns managed objects, but the request asks for \(request.resultType); use execute(_:)")
+        }
+        return try core.fetchManagedObjects(request)
+    }
+
+    /// The objects `request` matches, as instances of the custom class `type` (objects of
+    /// another class are left out).
+    ///
+    /// ```swift
+    /// let runs = try context.fetch(FetchRequest(entityName: "Run"), as: Run.self)
+    /// ```
+    public func fetch<T: ManagedObject>(_ request: FetchRequest, as type: T.Type) throws -> [T] {
+        try fetch(request).compactMap { $0 as? T }
+    }
+
+    /// The IDs of the objects `request` matches (the `managedObjectIDResultType` fetch);
+    /// `Sendable`, so they can be handed to another context.
+    public func fetchObjectIDs(_ request: FetchRequest) throws -> [ManagedObjectID] { try core.fetchObjectIDs(request) }
+
+    /// One dictionary per matching object, or per group with ``FetchRequest/propertiesToGroupBy``
+    /// (the `dictionaryResultType` fetch): ``FetchRequest/propertiesToFetch`` by name, to-one
+    /// relationships as object IDs, aggregates under their names; nil values are left out.
+    public func fetchDictionaries(_ request: FetchRequest) throws -> [[String: any Sendable]] { try core.fetchDictionaries(request) }
+
+    /// Runs `request` and returns what its ``FetchRequest/resultType`` asks for.
+    public func execute(_ request: FetchRequest) throws -> FetchResult { try core.execute(request) }
 
     /// The number of objects `request` matches (`count(for:)`).
-    public func count(for request: FetchRequest) throws -> Int { try core.fetchObjects(request).count }
+    public func count(for request: FetchRequest) throws -> Int { try core.count(request) }
 
     // MARK: - Undo
 

@@ -1,0 +1,460 @@
+import Foundation
+import StrataLog
+import StrataModel
+import StrataPredicate
+
+/// The faults of one batch of a batched fetch: the first fault fired reads them all.
+final class FetchBatch {
+    let ids: [ManagedObjectID]
+    init(ids: [ManagedObjectID]) { self.ids = ids }
+}
+
+extension ContextCore {
+    // MARK: - Preparing a request
+
+    /// `request` with Swift key paths and `#Predicate`s resolved against the model,
+    /// substitution variables applied, and the parts this layer owns checked. Errors name
+    /// the part of the request at fault.
+    func prepared(_ request: FetchRequest) throws -> FetchRequest {
+        guard entities[request.entityName] != nil else {
+            throw ContextError.invalidArgument("fetch request entity: unknown entity \"\(request.entityName)\"")
+        }
+        var request = request
+        let resolver = KeyPathResolver(core: self)
+        for index in request.sortDescriptors.indices {
+            guard let swiftKeyPath = request.sortDescriptors[index].swiftKeyPath else { continue }
+            do {
+                request.sortDescriptors[index].key = try resolver.resolve(swiftKeyPath.keyPath, from: request.entityName).path
+            } catch let error as ContextError {
+                throw ContextError.invalidArgument("fetch request sort descriptor \(index + 1): \(error.description)")
+            }
+        }
+        if let swiftPredicate = request.swiftPredicate {
+            let translation = swiftPredicate.translate(resolver, request.entityName)
+            if let translated = translation.predicate {
+                request.predicate = request.predicate.map { .and([$0, translated]) } ?? translated
+            }
+            if !translation.isExact {
+                let evaluate = swiftPredicate.evaluate
+                if let existing = request.memoryFilter {
+                    request.memoryFilter = { try evaluate($0) && existing($0) }
+                } else {
+                    request.memoryFilter = evaluate
+                }
+            }
+            request.swiftPredicate = nil
+        }
+        if let predicate = request.predicate, !request.substitutionVariables.isEmpty || predicate.description.contains("$") {
+            do {
+                request.predicate = try predicate.withSubstitutionVariables(request.substitutionVariables.mapValues { $0.anyValue as Any })
+            } catch {
+                throw ContextError.invalidArgument("fetch request predicate: \(error)")
+            }
+        }
+        if let stores = request.affectedStores {
+            let own = try store()
+            for store in stores where store !== own {
+                throw ContextError.invalidArgument("fetch request affectedStores: \(store) is not a store of this context's coordinator")
+            }
+        }
+        for (index, path) in request.relationshipKeyPathsForPrefetching.enumerated() {
+            try checkRelationshipPath(path, from: request.entityName, part: "relationshipKeyPathsForPrefetching[\(index)]")
+        }
+        guard request.fetchLimit >= 0, request.fetchOffset >= 0, request.fetchBatchSize >= 0 else {
+            throw ContextError.invalidArgument(
+                "fetch request: fetchLimit (\(request.fetchLimit)), fetchOffset (\(request.fetchOffset)) and fetchBatchSize (\(request.fetchBatchSize)) can't be negative")
+        }
+        return request
+    }
+
+    /// Whether the request searches no store (an empty `affectedStores`).
+    func searchesNoStore(_ request: FetchRequest) -> Bool { request.affectedStores?.isEmpty ?? false }
+
+    /// Checks that every component of `path` is a relationship, starting at `entity`.
+    func checkRelationshipPath(_ path: String, from entity: String, part: String) throws {
+        var current = entity
+        for component in path.split(separator: ".").map(String.init) {
+            guard let property = entities[current]?.properties[component] else {
+                throw ContextError.invalidArgument("fetch request \(part): \"\(path)\": entity \(current) has no property \"\(component)\"")
+            }
+            guard property.isRelationship, let destination = property.destination else {
+                throw ContextError.invalidArgument("fetch request \(part): \"\(path)\": \(current).\(component) is not a relationship")
+            }
+            current = destination
+        }
+    }
+
+    // MARK: - Executing
+
+    func execute(_ request: FetchRequest) throws -> FetchResult {
+        switch request.resultType {
+        case .managedObject: .objects(try fetchManagedObjects(request))
+        case .managedObjectID: .objectIDs(try fetchObjectIDs(request))
+        case .dictionary: .dictionaries(try fetchDictionaries(request))
+        case .count: .count(try count(request))
+        }
+    }
+
+    /// The number of objects `request` matches (its offset and limit applied, as Core Data
+    /// does).
+    func count(_ request: FetchRequest) throws -> Int {
+        let request = try prepared(request)
+        if searchesNoStore(request) { return 0 }
+        var plain = request
+        plain.resultType = .managedObject
+        return try fetchObjects(plain).count
+    }
+
+    func fetchObjectIDs(_ request: FetchRequest) throws -> [ManagedObjectID] {
+        let request = try prepared(request)
+        if searchesNoStore(request) { return [] }
+        return try fetchObjects(request).map(\.objectID)
+    }
+
+    /// Managed objects, with the request's faulting, batching and prefetching applied.
+    func fetchManagedObjects(_ request: FetchRequest) throws -> [ManagedObject] {
+        let request = try prepared(request)
+        if searchesNoStore(request) { return [] }
+        let objects = try fetchObjects(request)
+        // Faults the fetch can leave alone: registered by it, unchanged, not yet fired.
+        let faults = objects.filter { $0.committed == nil && !$0.isInsertedFlag && $0.changes.isEmpty }
+        if !request.includesPropertyValues {
+            for object in faults { object.row = nil }
+        } else if !request.returnsObjectsAsFaults {
+            for object in faults { try fulfillThrowing(object) }
+        } else if request.fetchBatchSize > 0 {
+            // Past the first batch, faults hold no values: the first one fired reads its batch.
+            let pastFirst = objects.dropFirst(request.fetchBatchSize)
+            var batch: [ManagedObject] = []
+            func close() {
+                let shared = FetchBatch(ids: batch.map(\.objectID))
+                for object in batch { object.fetchBatch = shared }
+                batch.removeAll()
+            }
+            for object in pastFirst where object.committed == nil && !object.isInsertedFlag && object.changes.isEmpty {
+                object.row = nil
+                batch.append(object)
+                if batch.count == request.fetchBatchSize { close() }
+            }
+            if !batch.isEmpty { close() }
+        }
+        for path in request.relationshipKeyPathsForPrefetching {
+            try prefetch(path, of: objects)
+        }
+        return objects
+    }
+
+    /// Reads the values of every unfired fault of `batch` in one store snapshot.
+    func loadBatch(_ batch: FetchBatch) throws {
+        let waiting = batch.ids.compactMap { registered($0) }.filter { $0.committed == nil && $0.row == nil && !$0.isInsertedFlag }
+        for object in waiting { object.fetchBatch = nil }
+        try loadRows(of: waiting)
+    }
+
+    /// Gives each fault of `objects` its stored row (a fault whose object is gone keeps no
+    /// row, and firing it reports the object missing).
+    func loadRows(of objects: [ManagedObject]) throws {
+        let wanted = objects.compactMap { object in object.objectID.storedID.map { (object, $0) } }
+        guard !wanted.isEmpty else { return }
+        let log = try store().log
+        let rows = try log.read { reader in
+            try wanted.map { try reader.object($0.1)?.values }
+        }
+        for ((object, _), values) in zip(wanted, rows) {
+            guard let values, object.committed == nil else { continue }
+            object.row = self.values(from: values, info: object.info)
+        }
+    }
+
+    /// Reads the destinations of relationship key path `path` from `objects` with their
+    /// rows, one store read per level.
+    func prefetch(_ path: String, of objects: [ManagedObject]) throws {
+        var level = objects
+        for component in path.split(separator: ".").map(String.init) {
+            var next: [ManagedObject] = []
+            var seen: Set<ManagedObjectID> = []
+            // Stored values where the row has them; derived sides read from the store.
+            var derived: [(ManagedObject, PropertyInfo)] = []
+            for object in level {
+                guard let property = object.info.properties[component] else { continue }
+                let known = object.changes[component] ?? object.committed?[component] ?? object.row?[component]
+                if let known {
+                    for id in known.ids {
+                        guard let related = self.object(with: id) else { continue }
+                        object.prefetchedObjects.append(related)
+                        if seen.insert(id).inserted { next.append(related) }
+                    }
+                } else if property.isRelationship, object.objectID.storedID != nil {
+                    derived.append((object, property))
+                }
+            }
+            if !derived.isEmpty {
+                let log = try store().log
+                let store = log.storeUUID
+                let related = try log.read { reader in
+                    try derived.map { object, property in try object.objectID.storedID.map { try reader.related($0, property.name) } ?? [] }
+                }
+                for ((object, property), ids) in zip(derived, related) {
+                    let mapped = ids.map { ManagedObjectID.permanent($0, store: store) }
+                    let value: PropertyValue = property.isToMany ? (property.isOrdered ? .toMany(mapped) : .unordered(mapped)) : .toOne(mapped.first)
+                    if object.committed != nil { object.committed?[property.name] = value } else { object.row?[property.name] = value }
+                    for id in mapped {
+                        guard let found = self.object(with: id) else { continue }
+                        object.prefetchedObjects.append(found)
+                        if seen.insert(id).inserted { next.append(found) }
+                    }
+                }
+            }
+            try loadRows(of: next.filter { $0.committed == nil && $0.row == nil && !$0.isInsertedFlag })
+            level = next
+        }
+    }
+
+    // MARK: - Fetched properties
+
+    /// The objects fetched property `key` of `object` names, or nil if `key` is no fetched
+    /// property. `$FETCH_SOURCE` in its predicate is the object itself.
+    func fetchedPropertyValue(_ object: ManagedObject, _ key: String) -> Any? {
+        guard let fetched = object.entity.fetchedPropertiesByName[key] else { return nil }
+        guard let predicate = fetched.predicate.predicate else {
+            recordProblem(.invalidArgument("fetched property \(object.entity.name).\(key): its predicate does not parse: \(fetched.predicate.format)"))
+            return nil
+        }
+        var request = FetchRequest(entityName: fetched.entityName)
+        let sourceID = object.objectID
+        let name = fetched.name
+        if predicate.description.contains("$") {
+            request.filter { candidate in
+                let source: Any = candidate.core?.registered(sourceID) ?? NSNull()
+                return try predicate.evaluate(with: candidate, substitutionVariables: ["FETCH_SOURCE": source, "FETCHED_PROPERTY": name])
+            }
+        } else {
+            request.predicate = predicate
+        }
+        do {
+            return try fetchManagedObjects(request)
+        } catch {
+            recordProblem(error as? ContextError ?? .store("\(error)"))
+            return nil
+        }
+    }
+
+    // MARK: - Dictionaries
+
+    /// One cell of a dictionary row, hashable so rows can be grouped and compared.
+    enum Cell: Hashable {
+        case null
+        case attribute(AttributeValue)
+        case object(ManagedObjectID)
+        case objects([ManagedObjectID])
+
+        var sendable: (any Sendable)? {
+            switch self {
+            case .null: nil
+            case .attribute(let value): value.anyValue
+            case .object(let id): id
+            case .objects(let ids): ids
+            }
+        }
+    }
+
+    func fetchDictionaries(_ request: FetchRequest) throws -> [[String: any Sendable]] {
+        let request = try prepared(request)
+        guard let info = entities[request.entityName] else { throw ContextError.unknownEntity(request.entityName) }
+        let fetched: [PropertyToFetch] =
+            request.propertiesToFetch
+            ?? info.entity.allAttributes.filter { !$0.isTransient }.map { .property($0.name) }
+        let groupBy = request.propertiesToGroupBy ?? []
+        try checkDictionaryParts(request, fetched: fetched, groupBy: groupBy, entity: request.entityName)
+        if searchesNoStore(request) { return [] }
+        let hasAggregates = fetched.contains { if case .expression = $0 { true } else { false } }
+        let grouped = !groupBy.isEmpty || hasAggregates
+        // Grouping and distinct work on every matching object; offset and limit apply to the
+        // rows that come out.
+        var base = request
+        if grouped || request.returnsDistinctResults {
+            base.fetchOffset = 0
+            base.fetchLimit = 0
+        }
+        let objects = try fetchObjects(base)
+        var rows: [[String: Cell]] = []
+        if grouped {
+            var order: [[Cell]] = []
+            var members: [[Cell]: [ManagedObject]] = [:]
+            for object in objects {
+                let key = try groupBy.map { try cell(of: object, path: $0) }
+                if members[key] == nil { order.append(key) }
+                members[key, default: []].append(object)
+            }
+            if groupBy.isEmpty && order.isEmpty {
+                order = [[]]
+                members[[]] = []
+            }
+            for key in order {
+                var row: [String: Cell] = [:]
+                for (path, value) in zip(groupBy, key) { row[path] = value }
+                for entry in fetched {
+                    guard case .expression(let name, let function, let keyPath) = entry else { continue }
+                    let values = try (members[key] ?? []).map { try cell(of: $0, path: keyPath) }
+                    row[name] = try aggregate(function, values, keyPath: keyPath, entity: request.entityName)
+                }
+                rows.append(row)
+            }
+            if let having = request.havingPredicate {
+                rows = try rows.filter { row in
+                    let subject: [String: Any] = row.mapValues { $0.sendable ?? NSNull() }
+                    do {
+                        return try having.evaluate(with: subject)
+                    } catch {
+                        throw ContextError.invalidArgument("fetch request havingPredicate: \(error)")
+                    }
+                }
+            }
+            if !request.sortDescriptors.isEmpty { rows = sortRows(rows, by: request.sortDescriptors) }
+        } else {
+            for object in objects {
+                var row: [String: Cell] = [:]
+                for entry in fetched { row[entry.name] = try cell(of: object, path: entry.name) }
+                rows.append(row)
+            }
+        }
+        if request.returnsDistinctResults {
+            var seen: Set<[String: Cell]> = []
+            rows = rows.filter { seen.insert($0).inserted }
+        }
+        if grouped || request.returnsDistinctResults {
+            if request.fetchOffset > 0 { rows = Array(rows.dropFirst(request.fetchOffset)) }
+            if request.fetchLimit > 0 { rows = Array(rows.prefix(request.fetchLimit)) }
+        }
+        return rows.map { row in row.compactMapValues { $0.sendable } }
+    }
+
+    func checkDictionaryParts(_ request: FetchRequest, fetched: [PropertyToFetch], groupBy: [String], entity: String) throws {
+        for (index, entry) in fetched.enumerated() {
+            let part = "propertiesToFetch[\(index)]"
+            switch entry {
+            case .property(let path):
+                _ = try attributeType(at: path, from: entity, part: part)
+                if !groupBy.isEmpty && !groupBy.contains(path) {
+                    throw ContextError.invalidArgument(
+                        "fetch request \(part): \"\(path)\" must be in propertiesToGroupBy (\(groupBy.joined(separator: ", "))) or be an aggregate expression")
+                }
+            case .expression(let name, let function, let keyPath):
+                guard !name.isEmpty else { throw ContextError.invalidArgument("fetch request \(part): an expression needs a name") }
+                let type = try attributeType(at: keyPath, from: entity, part: part)
+                if function == .sum || function == .average {
+                    guard let type, type.isNumeric else {
+                        throw ContextError.invalidArgument(
+                            "fetch request \(part): \(function.rawValue) of \"\(keyPath)\" needs a numeric attribute, not \(type.map { "\($0)" } ?? "a relationship")")
+                    }
+                }
+            }
+        }
+        if groupBy.isEmpty, fetched.contains(where: { if case .property = $0 { true } else { false } }),
+            fetched.contains(where: { if case .expression = $0 { true } else { false } })
+        {
+            throw ContextError.invalidArgument(
+                "fetch request propertiesToFetch: mixing properties and aggregate expressions needs propertiesToGroupBy")
+        }
+        for (index, path) in groupBy.enumerated() {
+            _ = try attributeType(at: path, from: entity, part: "propertiesToGroupBy[\(index)]")
+        }
+        if request.havingPredicate != nil && groupBy.isEmpty {
+            throw ContextError.invalidArgument("fetch request havingPredicate: needs propertiesToGroupBy")
+        }
+    }
+
+    /// The attribute type at the end of `path` (nil for a relationship), checking each step.
+    func attributeType(at path: String, from entity: String, part: String) throws -> AttributeType? {
+        var current = entity
+        let components = path.split(separator: ".").map(String.init)
+        guard !components.isEmpty else { throw ContextError.invalidArgument("fetch request \(part): empty key path") }
+        for (index, component) in components.enumerated() {
+            guard let property = entities[current]?.properties[component] else {
+                throw ContextError.invalidArgument("fetch request \(part): \"\(path)\": entity \(current) has no property \"\(component)\"")
+            }
+            if index == components.count - 1 {
+                if case .attribute(let type) = property.kind { return type }
+                return nil
+            }
+            guard case .toOne = property.kind, let destination = property.destination else {
+                throw ContextError.invalidArgument(
+                    "fetch request \(part): \"\(path)\": \(current).\(component) is not a to-one relationship, so the path can't continue")
+            }
+            current = destination
+        }
+        return nil
+    }
+
+    /// The value at `path` of `object`, read without firing the fault of an unchanged
+    /// object that has a fetched row.
+    func cell(of object: ManagedObject, path: String) throws -> Cell {
+        var current = object
+        let components = path.split(separator: ".").map(String.init)
+        for (index, component) in components.enumerated() {
+            guard let property = current.info.properties[component] else { return .null }
+            let value = current.changes[component] ?? current.committed?[component] ?? current.row?[component] ?? current.currentValue(property)
+            if index == components.count - 1 {
+                switch value {
+                case .attribute(let v?): return .attribute(v)
+                case .toOne(let id?): return .object(id)
+                case .toMany(let ids): return .objects(ids)
+                default: return .null
+                }
+            }
+            guard case .toOne(let id?) = value, let next = self.object(with: id) else { return .null }
+            current = next
+        }
+        return .null
+    }
+
+    func aggregate(_ function: ExpressionFunction, _ cells: [Cell], keyPath: String, entity: String) throws -> Cell {
+        let values = cells.compactMap { cell -> AttributeValue? in if case .attribute(let v) = cell { v } else { nil } }
+        switch function {
+        case .count:
+            return .attribute(.int64(Int64(cells.filter { $0 != .null }.count)))
+        case .min, .max:
+            let ordered = values.sorted { FetchSortDescriptor.compareValues($0.anyValue, $1.anyValue, caseInsensitive: false) == .orderedAscending }
+            guard let pick = function == .min ? ordered.first : ordered.last else { return .null }
+            return .attribute(pick)
+        case .sum, .average:
+            if values.contains(where: { if case .decimal = $0 { true } else { false } }) {
+                var total = Decimal(0)
+                for case .decimal(let v) in values { total += v }
+                if function == .sum { return .attribute(.decimal(total)) }
+                return values.isEmpty ? .null : .attribute(.decimal(total / Decimal(values.count)))
+            }
+            let integral = values.allSatisfy {
+                switch $0 {
+                case .int16, .int32, .int64: true
+                default: false
+                }
+            }
+            if function == .sum && integral {
+                var total: Int64 = 0
+                for value in values {
+                    let (sum, overflow) = total.addingReportingOverflow(Int64(value.anyValue as? Int16 ?? 0) + Int64(value.anyValue as? Int32 ?? 0) + (value.anyValue as? Int64 ?? 0))
+                    guard !overflow else { throw ContextError.invalidArgument("fetch request: sum of \(entity).\(keyPath) overflows Int64") }
+                    total = sum
+                }
+                return .attribute(.int64(total))
+            }
+            let doubles = values.compactMap { FetchSortDescriptor.number($0.anyValue) }
+            let total = doubles.reduce(0, +)
+            if function == .sum { return .attribute(.double(total)) }
+            return doubles.isEmpty ? .null : .attribute(.double(total / Double(doubles.count)))
+        }
+    }
+
+    func sortRows(_ rows: [[String: Cell]], by descriptors: [FetchSortDescriptor]) -> [[String: Cell]] {
+        rows.enumerated().sorted { a, b in
+            for descriptor in descriptors {
+                let order = FetchSortDescriptor.compareValues(
+                    a.element[descriptor.key]?.sendable, b.element[descriptor.key]?.sendable, caseInsensitive: descriptor.caseInsensitive,
+                    diacriticInsensitive: descriptor.diacriticInsensitive)
+                if order != .orderedSame { return descriptor.ascending == (order == .orderedAscending) }
+            }
+            return a.offset < b.offset
+        }.map(\.element)
+    }
+}
