@@ -191,8 +191,20 @@ public actor ManagedObjectContext {
     /// The objects `request` matches, unsaved changes included (`fetch(_:)`).
     public func fetch(_ request: FetchRequest) throws -> [ManagedObject] { try core.fetchObjects(request) }
 
-    /// The number of objects `request` matches (`count(for:)`).
-    public func count(for request: FetchRequest) throws -> Int { try core.fetchObjects(request).count }
+    /// The number of objects `request` matches (`count(for:)`), unsaved changes included;
+    /// counted without creating managed objects where the store or an index can answer.
+    public func count(for request: FetchRequest) throws -> Int { try core.countObjects(request) }
+
+    /// The plan `request` would run with: which index finds its candidates, what is left to
+    /// filter, how it is ordered (Strata's counterpart of SQLite's `EXPLAIN QUERY PLAN`).
+    ///
+    /// ```swift
+    /// let request = FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "age BETWEEN {30, 40}"))
+    /// print(try context.explain(request))   // index scan Person.age [30, 40]
+    /// ```
+    ///
+    /// - Throws: the errors ``fetch(_:)`` throws for a request that can't run.
+    public func explain(_ request: FetchRequest) throws -> QueryPlan { try core.explain(request) }
 
     // MARK: - Undo
 
