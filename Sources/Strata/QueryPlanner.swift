@@ -118,7 +118,7 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
                 d.key + (d.ascending ? "" : " descending") + (d.caseInsensitive ? " (case-insensitive)" : "")
             }.joined(separator: ", ")
         }
-        if case .indexOrder = kind, sortDescriptors.isEmpty {} else {
+        if case .indexOrder = kind {} else {
             if fetchOffset > 0 { text += "; offset \(fetchOffset)" }
             if fetchLimit > 0 { text += "; limit \(fetchLimit)" }
         }
@@ -433,7 +433,7 @@ struct QueryPlanner {
                         ranges: ranges.map(\.indexRange))
                     kind = .indexOrder(
                         scanned, descending: !order.ascending, stopsAfter: request.fetchOffset + request.fetchLimit,
-                        fallback: fallback.map(scan), fallbackAfter: fallback == nil ? 0 : Self.estimateCap * 4)
+                        fallback: fallback.map(scan), fallbackAfter: fallback == nil ? 0 : Self.estimateCap)
                     answered = sortCandidate?.answered ?? []
                     inMemorySort = Array(request.sortDescriptors.dropFirst())
                 }
@@ -893,7 +893,9 @@ enum RangeBuilder {
                 if !up, Double(f) > value { f = f.nextDown }
                 return KeyedBound(.float(f), inclusive: inclusive || Double(f) != x)
             case .decimal:
-                return KeyedBound(.decimal(Decimal(value)), inclusive: true)
+                // Decimals are indexed by their double; zero is exactly zero either way.
+                let decimal = x == 0 ? Decimal(0) : Decimal(value)
+                return KeyedBound(decimal.isNaN ? .double(value) : .decimal(decimal), inclusive: true)
             default:
                 return KeyedBound(.double(value), inclusive: inclusive || value != x)
             }
