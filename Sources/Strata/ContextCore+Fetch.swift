@@ -3,69 +3,670 @@ import StrataLog
 import StrataModel
 import StrataPredicate
 
+// Fetching: validation, planning, and running a plan against one snapshot of the store,
+// merged with the context's unsaved changes (`Specs/0008-fetch-requests.md`).
+
 extension ContextCore {
-    /// The managed objects `request` selects: store rows merged with the context's pending
-    /// changes, filtered, sorted, offset and limited.
-    func fetchObjects(_ request: FetchRequest) throws -> [ManagedObject] {
+    // MARK: - Validation
+
+    /// Checks `request` against the model before anything is read: the entity exists, every
+    /// key path of the predicate and the sort descriptors names properties (through
+    /// relationships where it continues), each comparison of an attribute with a constant
+    /// compares like types, and every `$variable` has a value.
+    ///
+    /// - Throws: ``ContextError/unknownEntity(_:)``, or
+    ///   ``ContextError/invalidFetchRequest(part:reason:)`` naming the part at fault.
+    func validate(_ request: FetchRequest) throws {
         guard let info = entities[request.entityName] else { throw ContextError.unknownEntity(request.entityName) }
+        let validator = FetchValidator(model: model, entity: info.entity, variables: request.substitutionVariables)
+        if let predicate = request.predicate {
+            if let problem = validator.problem(in: predicate.node) {
+                throw ContextError.invalidFetchRequest(part: "predicate", reason: problem)
+            }
+        }
+        for (index, descriptor) in request.sortDescriptors.enumerated() {
+            if case .failure(let problem) = validator.resolve(FormatKeyPath(descriptor.key)) {
+                throw ContextError.invalidFetchRequest(part: "sort descriptor \(index + 1) (\(descriptor.key))", reason: problem.text)
+            }
+        }
+    }
+
+    // MARK: - Planning
+
+    /// The plan `request` runs with (validated first).
+    func explain(_ request: FetchRequest) throws -> QueryPlan {
+        try validate(request)
+        let planner = try self.planner(for: request)
+        return try store().log.read { (reader: borrowing LogReader) throws in try planner.plan(reader) }
+    }
+
+    func planner(for request: FetchRequest) throws -> QueryPlanner {
+        guard let info = entities[request.entityName] else { throw ContextError.unknownEntity(request.entityName) }
+        return QueryPlanner(model: model, entity: info.entity, request: request)
+    }
+
+    // MARK: - Fetching
+
+    /// The managed objects `request` selects: store rows found by the plan, merged with the
+    /// context's pending changes (when `includesPendingChanges`), filtered by the predicate
+    /// and the in-memory filter, sorted, offset and limited.
+    func fetchObjects(_ request: FetchRequest) throws -> [ManagedObject] {
         // No processPendingChanges here: a fetch must not split the undo group it runs in.
+        try validate(request)
+        let planner = try self.planner(for: request)
         let store = try self.store()
-        let entityNames = request.includesSubentities ? model.selfAndSubentityNames(of: info.entity.name) : [info.entity.name]
-        var results: [ManagedObject] = []
-        var seen: Set<ManagedObjectID> = []
-        var loaded: [(ManagedObjectID, [String: LogValue])] = []
-        try store.log.read { reader in
-            for name in entityNames where !(entities[name]?.entity.isAbstract ?? true) {
-                try reader.forEachObject(of: name, includingSubentities: false) { object in
-                    loaded.append((.permanent(object.id, store: store.identifier), object.values))
+        let matches = try store.log.read { (reader: borrowing LogReader) throws -> [FetchExecution.Match] in
+            let plan = try planner.plan(reader)
+            let execution = FetchExecution(core: self, request: request, plan: plan, storeUUID: store.identifier)
+            return try execution.run(reader)
+        }
+        return matches.map { $0.materialize(self) }
+    }
+
+    /// The number of objects `request` selects (offset and limit applied), counted without
+    /// creating managed objects: the store's own count for a whole entity, index entries
+    /// when the index answers the predicate exactly, otherwise rows judged one by one —
+    /// corrected for the context's pending changes.
+    func countObjects(_ request: FetchRequest) throws -> Int {
+        try validate(request)
+        if request.memoryFilter != nil { return try fetchObjects(request).count }
+        var unsorted = request
+        unsorted.sortDescriptors = []
+        let planner = try self.planner(for: unsorted)
+        let store = try self.store()
+        let total = try store.log.read { (reader: borrowing LogReader) throws -> Int in
+            let plan = try planner.plan(reader)
+            let execution = FetchExecution(core: self, request: unsorted, plan: plan, storeUUID: store.identifier)
+            return try execution.count(reader)
+        }
+        let afterOffset = max(0, total - request.fetchOffset)
+        return request.fetchLimit > 0 ? min(afterOffset, request.fetchLimit) : afterOffset
+    }
+}
+
+// MARK: - Running a plan
+
+/// One fetch against one snapshot: which objects match, in which order. Managed objects are
+/// created only for the results (or when a relationship or the in-memory filter needs one).
+final class FetchExecution {
+    let core: ContextCore
+    let request: FetchRequest
+    let plan: QueryPlan
+    let storeUUID: UUID
+    /// The concrete entities fetched, in store order, and their positions.
+    let entityNames: [String]
+    let positions: [String: Int]
+    let variables: [String: Any]
+    let pending: Bool
+    /// Objects with unsaved changes (or deleted) whose stored rows the plan skips; they are
+    /// judged by their current values instead. Empty without pending changes.
+    let dirty: [StoredObjectID: ManagedObject]
+
+    /// Where a result sits in store order, which decides ties of the sort: stored objects by
+    /// entity then primary key, then unsaved inserts in insertion order, then objects
+    /// restored by undo.
+    struct Position: Comparable {
+        var group: Int
+        var major: Int
+        var minor: UInt64
+
+        static func < (a: Position, b: Position) -> Bool { (a.group, a.major, a.minor) < (b.group, b.major, b.minor) }
+    }
+
+    /// An object that matched.
+    final class Match {
+        let position: Position
+        let id: ManagedObjectID
+        let info: EntityInfo
+        /// What the predicate and the sort read: the stored row, or the object itself.
+        let subject: any KeyValueCoding
+        var object: ManagedObject?
+        let row: [String: PropertyValue]?
+        var sortKeys: [Any?] = []
+
+        init(position: Position, id: ManagedObjectID, info: EntityInfo, subject: any KeyValueCoding, object: ManagedObject?, row: [String: PropertyValue]?) {
+            self.position = position
+            self.id = id
+            self.info = info
+            self.subject = subject
+            self.object = object
+            self.row = row
+        }
+
+        /// The managed object: registered, or a fault holding the fetched row.
+        func materialize(_ core: ContextCore) -> ManagedObject {
+            if let object { return object }
+            let made = (subject as? StoredRowSubject)?.materialize() ?? core.registered(id) ?? core.makeObject(id, info: info)
+            if made.committed == nil, let row { made.row = row }
+            object = made
+            return made
+        }
+    }
+
+    init(core: ContextCore, request: FetchRequest, plan: QueryPlan, storeUUID: UUID) {
+        self.core = core
+        self.request = request
+        self.plan = plan
+        self.storeUUID = storeUUID
+        let names = request.includesSubentities ? core.model.selfAndSubentityNames(of: request.entityName) : [request.entityName]
+        entityNames = names.filter { !(core.entities[$0]?.entity.isAbstract ?? true) }
+        positions = Dictionary(entityNames.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+        variables = request.substitutionVariables.mapValues { $0.anyValue as Any }
+        pending = request.includesPendingChanges
+        var dirty: [StoredObjectID: ManagedObject] = [:]
+        if pending {
+            for (id, object) in core.retained where positions[id.entityName] != nil {
+                guard let stored = id.storedID else { continue }
+                if object.isInsertedFlag || object.isDeletedFlag || !object.changes.isEmpty || core.restored.contains(id) {
+                    dirty[stored] = object
+                }
+            }
+        }
+        self.dirty = dirty
+    }
+
+    // MARK: Judging
+
+    func matches(_ subject: Any) throws -> Bool {
+        guard let predicate = request.predicate else { return true }
+        return try predicate.evaluate(with: subject, substitutionVariables: variables)
+    }
+
+    /// The row as the context holds values.
+    func row(_ stored: StoredObject, _ info: EntityInfo) -> [String: PropertyValue] {
+        var row: [String: PropertyValue] = [:]
+        row.reserveCapacity(stored.values.count)
+        for (key, value) in stored.values {
+            guard let property = info.properties[key] else { continue }
+            row[key] = core.propertyValue(value, property, storeUUID: storeUUID)
+        }
+        return row
+    }
+
+    /// A stored object judged by its stored row; nil unless it matches. Rows of objects
+    /// with pending changes are skipped (they are judged by `pendingMatches`).
+    func judge(_ stored: StoredObject) throws -> Match? {
+        guard let major = positions[stored.id.entity], let info = core.entities[stored.id.entity] else { return nil }
+        if pending, dirty[stored.id] != nil { return nil }
+        let id = ManagedObjectID.permanent(stored.id, store: storeUUID)
+        let values = row(stored, info)
+        let subject = StoredRowSubject(id: id, info: info, values: values, core: core)
+        guard try matches(subject) else { return nil }
+        let match = Match(
+            position: Position(group: 0, major: major, minor: stored.id.primaryKey), id: id, info: info, subject: subject, object: nil,
+            row: values)
+        if let filter = request.memoryFilter, try !filter(match.materialize(core)) { return nil }
+        return match
+    }
+
+    /// Judges an object with pending changes by its current values.
+    func judgePending(_ object: ManagedObject, _ position: Position) throws -> Match? {
+        guard try matches(object) else { return nil }
+        if let filter = request.memoryFilter, try !filter(object) { return nil }
+        return Match(position: position, id: object.objectID, info: object.info, subject: object, object: object, row: nil)
+    }
+
+    /// The context's unsaved objects that match: changed objects the store still holds,
+    /// unsaved inserts, and objects restored by undo. Deleted objects never match.
+    func pendingMatches(_ reader: borrowing LogReader) throws -> [Match] {
+        guard pending else { return [] }
+        var result: [Match] = []
+        for (stored, object) in dirty where !object.isDeletedFlag {
+            guard let major = positions[stored.entity], try reader.contains(stored) else { continue }
+            if let match = try judgePending(object, Position(group: 0, major: major, minor: stored.primaryKey)) { result.append(match) }
+        }
+        var inserted: Set<ManagedObjectID> = []
+        for (index, id) in core.insertionOrder.enumerated() where positions[id.entityName] != nil {
+            inserted.insert(id)
+            if let stored = id.storedID, try reader.contains(stored) { continue }
+            guard let object = core.registered(id), !object.isDeletedFlag else { continue }
+            if let match = try judgePending(object, Position(group: 1, major: index, minor: 0)) { result.append(match) }
+        }
+        var restoredIndex = 0
+        for (id, object) in core.retained where core.restored.contains(id) && positions[id.entityName] != nil && !inserted.contains(id) {
+            if let stored = id.storedID, try reader.contains(stored) { continue }
+            guard !object.isDeletedFlag else { continue }
+            restoredIndex += 1
+            if let match = try judgePending(object, Position(group: 2, major: restoredIndex, minor: 0)) { result.append(match) }
+        }
+        return result
+    }
+
+    // MARK: Reading the store
+
+    /// The stored objects the plan reads, judged (rows of changed objects skipped).
+    func storedMatches(_ reader: borrowing LogReader) throws -> [Match] {
+        switch plan.kind {
+        case .noScan:
+            return []
+        case .fullScan:
+            var result: [Match] = []
+            for name in entityNames {
+                try reader.forEachObject(of: name, includingSubentities: false) { stored in
+                    if let match = try judge(stored) { result.append(match) }
+                    return .next
+                }
+            }
+            return result
+        case .indexScan(let scan):
+            return try scanMatches(reader, [scan])
+        case .indexUnion(let scans):
+            return try scanMatches(reader, scans)
+        case .indexOrder(let scan, let descending, let stopsAfter, let fallback, let fallbackAfter):
+            if let walked = try walk(reader, scan, descending: descending, stopsAfter: stopsAfter, budget: fallback == nil ? 0 : fallbackAfter) {
+                return walked
+            }
+            return try scanMatches(reader, fallback.map { [$0] } ?? [])
+        }
+    }
+
+    /// The stored objects in the scans' ranges (each once), judged.
+    func scanMatches(_ reader: borrowing LogReader, _ scans: [QueryPlan.IndexScan]) throws -> [Match] {
+        var ids: [StoredObjectID] = []
+        var seen: Set<StoredObjectID> = []
+        for scan in scans {
+            for range in scan.ranges {
+                try reader.scanIndex(entity: plan.entityName, attribute: scan.attribute, range: range) { id in
+                    guard positions[id.entity] != nil, !(pending && dirty[id] != nil) else { return .next }
+                    if scans.count > 1 || scan.ranges.count > 1 { guard seen.insert(id).inserted else { return .next } }
+                    ids.append(id)
                     return .next
                 }
             }
         }
-        // Fetched objects stay faults, holding their row until a property is read.
-        var rows: [ObjectIdentifier: [String: PropertyValue]] = [:]
-        for (id, values) in loaded {
-            guard let entity = entities[id.entityName] else { continue }
-            let object = registered(id) ?? makeObject(id, info: entity)
-            let row = self.values(from: values, info: entity)
-            if object.committed == nil { object.row = row }
-            seen.insert(id)
-            if object.isDeletedFlag { continue }
-            if object.changes.isEmpty && object.transients.isEmpty { rows[ObjectIdentifier(object)] = object.committed ?? row }
-            results.append(object)
+        var result: [Match] = []
+        result.reserveCapacity(ids.count)
+        for id in ids {
+            guard let stored = try reader.object(id) else { continue }
+            if let match = try judge(stored) { result.append(match) }
         }
-        // Unsaved inserts of the entity (and sub-entities).
-        for id in insertionOrder where !seen.contains(id) && entityNames.contains(id.entityName) {
-            if let object = registered(id), !object.isDeletedFlag { results.append(object) }
+        return result
+    }
+
+    /// Walks the sort attribute's index in sort order, stopping once `stopsAfter` objects
+    /// matched and the walk has passed the last of them (ties included). Nil when the walk
+    /// read more than `budget` objects (0: no budget).
+    func walk(
+        _ reader: borrowing LogReader, _ scan: QueryPlan.IndexScan, descending: Bool, stopsAfter: Int, budget: Int
+    ) throws -> [Match]? {
+        let attribute = scan.attribute
+        var result: [Match] = []
+        // The extreme key and value of the matches so far, in walk order.
+        var extremeKey: [UInt8] = []
+        var extremeValue: Any?
+        var reads = 0
+        var finished = false
+        var exceeded = false
+        for range in descending ? scan.ranges.reversed() : scan.ranges {
+            try reader.scanIndex(entity: plan.entityName, attribute: attribute, range: range, reverse: descending) { id in
+                guard positions[id.entity] != nil, !(pending && dirty[id] != nil) else { return .next }
+                guard let stored = try reader.object(id) else { return .next }
+                reads += 1
+                if budget > 0 && reads > budget {
+                    exceeded = true
+                    return .stop
+                }
+                var attributeValue: AttributeValue?
+                if case .attribute(let value) = stored[attribute] { attributeValue = value }
+                let key = IndexKeyEncoding.encode(attributeValue)
+                let value = attributeValue?.anyValue
+                if result.count >= stopsAfter && !result.isEmpty {
+                    // Every later entry is at least this far along, both by key (so cut
+                    // long values sharing a prefix can't come back) and by value.
+                    let pastKey = descending ? key.lexicographicallyPrecedes(extremeKey) : extremeKey.lexicographicallyPrecedes(key)
+                    let order = FetchSortDescriptor.compareValues(value, extremeValue, caseInsensitive: false)
+                    if pastKey && order == (descending ? .orderedAscending : .orderedDescending) {
+                        finished = true
+                        return .stop
+                    }
+                }
+                guard let match = try judge(stored) else { return .next }
+                if result.isEmpty {
+                    extremeKey = key
+                    extremeValue = value
+                } else {
+                    if descending ? key.lexicographicallyPrecedes(extremeKey) : extremeKey.lexicographicallyPrecedes(key) { extremeKey = key }
+                    if FetchSortDescriptor.compareValues(value, extremeValue, caseInsensitive: false) == (descending ? .orderedAscending : .orderedDescending) {
+                        extremeValue = value
+                    }
+                }
+                result.append(match)
+                return .next
+            }
+            if finished || exceeded { break }
         }
-        for object in retained.values
-        where object.restored && !seen.contains(object.objectID) && !insertionOrder.contains(object.objectID)
-            && entityNames.contains(object.entity.name)
+        return exceeded ? nil : result
+    }
+
+    // MARK: Results
+
+    /// Every match, filtered, sorted (ties in store order), offset and limited.
+    func run(_ reader: borrowing LogReader) throws -> [Match] {
+        var matches = try storedMatches(reader) + pendingMatches(reader)
+        let descriptors = request.sortDescriptors
+        if !descriptors.isEmpty {
+            for match in matches { match.sortKeys = descriptors.map { match.subject.value(forKeyPath: $0.key) } }
+            matches.sort { a, b in
+                let order = Self.compare(a.sortKeys, b.sortKeys, by: descriptors)
+                return order == .orderedSame ? a.position < b.position : order == .orderedAscending
+            }
+        } else if plan.kind != .fullScan || matches.contains(where: { $0.object != nil && $0.position.group == 0 }) {
+            matches.sort { $0.position < $1.position }
+        }
+        if request.fetchOffset > 0 { matches = Array(matches.dropFirst(request.fetchOffset)) }
+        if request.fetchLimit > 0 && matches.count > request.fetchLimit { matches = Array(matches.prefix(request.fetchLimit)) }
+        return matches
+    }
+
+    /// `FetchSortDescriptor.compare`'s order on precomputed key values: each descriptor in
+    /// turn, nil first, descending reversed.
+    static func compare(_ a: [Any?], _ b: [Any?], by descriptors: [FetchSortDescriptor]) -> ComparisonResult {
+        for (index, descriptor) in descriptors.enumerated() {
+            let order = FetchSortDescriptor.compareValues(a[index], b[index], caseInsensitive: descriptor.caseInsensitive, diacriticInsensitive: descriptor.diacriticInsensitive)
+            if order != .orderedSame {
+                return descriptor.ascending ? order : (order == .orderedAscending ? .orderedDescending : .orderedAscending)
+            }
+        }
+        return .orderedSame
+    }
+
+    /// How many objects match (offset and limit not applied).
+    func count(_ reader: borrowing LogReader) throws -> Int {
+        let pendingCount = try pendingMatches(reader).count
+        let trivial = request.predicate == nil || request.predicate?.node == .constant(true)
+        var stored: Int
+        switch plan.kind {
+        case .fullScan where trivial:
+            stored = try entityNames.reduce(0) { try $0 + reader.count(of: $1, includingSubentities: false) }
+        case .indexScan(let scan) where plan.countsFromIndex:
+            stored = 0
+            for range in scan.ranges {
+                try reader.scanIndex(entity: plan.entityName, attribute: scan.attribute, range: range) { id in
+                    if positions[id.entity] != nil { stored += 1 }
+                    return .next
+                }
+            }
+        default:
+            return try storedMatches(reader).count + pendingCount
+        }
+        // The counts above include the stored rows of changed objects, which are judged by
+        // their current values instead: take out those that matched as stored.
+        for (id, _) in dirty {
+            guard let row = try reader.object(id), let info = core.entities[id.entity] else { continue }
+            let subject = StoredRowSubject(
+                id: .permanent(id, store: storeUUID), info: info, values: self.row(row, info), core: core)
+            if try matches(subject) { stored -= 1 }
+        }
+        return stored + pendingCount
+    }
+}
+
+// MARK: - Stored rows as key-value coding subjects
+
+/// A stored row read through key-value coding, so the predicate and the sort judge an
+/// unchanged object by what the store holds without creating or firing a managed object.
+/// Relationships resolve through the context; transient properties and derived
+/// relationship sides are read from the object, created on demand.
+final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
+    let id: ManagedObjectID
+    let info: EntityInfo
+    let values: [String: PropertyValue]
+    let core: ContextCore
+    private var object: ManagedObject?
+
+    init(id: ManagedObjectID, info: EntityInfo, values: [String: PropertyValue], core: ContextCore) {
+        self.id = id
+        self.info = info
+        self.values = values
+        self.core = core
+    }
+
+    /// The managed object for the row: registered, or a new fault holding the row.
+    func materialize() -> ManagedObject {
+        if let object { return object }
+        let made = core.registered(id) ?? core.makeObject(id, info: info)
+        if made.committed == nil { made.row = values }
+        object = made
+        return made
+    }
+
+    func value(forKey key: String) -> Any? {
+        guard let property = info.properties[key] else { return nil }
+        if property.isTransient { return materialize().value(forKey: key) }
+        if let value = values[key] {
+            switch value {
+            case .attribute(let attribute): return attribute?.anyValue
+            case .toOne(let target): return target.flatMap { core.object(with: $0) }
+            case .toMany(let targets):
+                let objects = targets.compactMap { core.object(with: $0) }
+                return property.isOrdered ? objects as Any : Set(objects) as Any
+            case .invalid(let what): return what
+            }
+        }
+        if property.isRelationship && !property.isRecorded { return materialize().value(forKey: key) }
+        return nil
+    }
+
+    var predicateIdentity: any Hashable & Sendable { id }
+}
+
+// MARK: - Validation of key paths and comparisons
+
+/// Checks a request's key paths and comparisons against the model.
+struct FetchValidator {
+    let model: ManagedObjectModel
+    let entity: EntityDescription
+    let variables: [String: AttributeValue]
+
+    /// What a key path reads.
+    enum Target {
+        /// An attribute's value (possibly through relationships; a to-many path gives a
+        /// collection of them).
+        case attribute(String, AttributeType)
+        /// A number (`@count`).
+        case number
+        /// Objects, or something not checked further.
+        case other
+    }
+
+    struct Problem: Error {
+        let text: String
+    }
+
+    /// What `path` reads from the fetched entity, or why it names nothing.
+    func resolve(_ path: FormatKeyPath) -> Result<Target, Problem> {
+        var current: EntityDescription? = entity
+        var target = Target.other
+        for component in path.components {
+            switch component {
+            case .collectionOperator(let op):
+                if op == .count { return .success(.number) }
+                // The next key is read from each element, of the current (destination) entity.
+                continue
+            case .key(let key):
+                guard let here = current else { return .success(.other) }  // past an attribute: not checked
+                let whole = path.components.count > 1 ? " (key path \"\(path)\")" : ""
+                if let attribute = here.attributesByName[key] {
+                    target = .attribute(path.description, attribute.attributeType)
+                    current = nil
+                } else if let relationship = here.relationshipsByName[key] {
+                    current = model.entity(named: relationship.destinationEntityName)
+                    target = .other
+                    if current == nil { return .success(.other) }
+                } else if here.fetchedPropertiesByName[key] != nil {
+                    return .success(.other)
+                } else {
+                    return .failure(Problem(text: "entity \(here.name) has no property \"\(key)\"\(whole)"))
+                }
+            }
+        }
+        return .success(target)
+    }
+
+    /// The first problem in `node`, or nil.
+    func problem(in node: PredicateNode) -> String? {
+        switch node {
+        case .constant: return nil
+        case .not(let child): return problem(in: child)
+        case .and(let children), .or(let children):
+            for child in children { if let found = problem(in: child) { return found } }
+            return nil
+        case .comparison(let comparison):
+            if let found = problem(in: comparison.leftExpression) ?? problem(in: comparison.rightExpression) { return found }
+            return mismatch(comparison)
+        }
+    }
+
+    /// The first unknown key path or missing variable in `expression`.
+    func problem(in expression: FormatExpression) -> String? {
+        switch expression {
+        case .constant, .evaluatedObject: return nil
+        case .keyPath(let path):
+            if case .failure(let problem) = resolve(path) { return problem.text }
+            return nil
+        case .variable(let name):
+            return variables[name] == nil ? "no value for substitution variable $\(name)" : nil
+        case .aggregate(let elements):
+            for element in elements { if let found = problem(in: element) { return found } }
+            return nil
+        case .keyPathOf(let base, _), .index(let base, _):
+            return problem(in: base)
+        case .function(_, let arguments):
+            for argument in arguments { if let found = problem(in: argument) { return found } }
+            return nil
+        case .arithmetic(_, let left, let right):
+            return problem(in: left) ?? problem(in: right)
+        case .subquery(let collection, _, _):
+            // The subquery's own predicate reads the collection's elements through its variable.
+            return problem(in: collection)
+        }
+    }
+
+    /// A constant, a `$variable` with a value, or an aggregate of those.
+    func constant(_ expression: FormatExpression) -> PredicateConstant? {
+        switch expression {
+        case .constant(let constant): return constant
+        case .variable(let name): return variables[name].map(QueryPlanner.constant)
+        case .aggregate(let elements):
+            var constants: [PredicateConstant] = []
+            for element in elements {
+                guard let constant = constant(element) else { return nil }
+                constants.append(constant)
+            }
+            return .aggregate(constants)
+        default: return nil
+        }
+    }
+
+    /// Why an attribute compared with a constant of another type can never match, or nil.
+    func mismatch(_ comparison: ComparisonPredicate) -> String? {
+        let target: Target
+        let other: PredicateConstant
+        if case .keyPath(let path) = comparison.leftExpression, case .success(let found) = resolve(path),
+            let constant = constant(comparison.rightExpression)
         {
-            results.append(object)
+            target = found
+            other = constant
+        } else if case .keyPath(let path) = comparison.rightExpression, case .success(let found) = resolve(path),
+            let constant = constant(comparison.leftExpression)
+        {
+            target = found
+            other = constant
+        } else {
+            return nil
         }
-        // Unchanged objects are judged by their row, so matching doesn't fire their faults;
-        // objects with unsaved changes are judged by their current values.
-        func subject(_ object: ManagedObject) -> Any {
-            rows[ObjectIdentifier(object)].map { RowSnapshot(values: $0, object: object) } ?? object
+        let name: String
+        let type: AttributeType
+        switch target {
+        case .attribute(let path, let attributeType):
+            name = path
+            type = attributeType
+        case .number:
+            name = "count"
+            type = .int64
+        case .other:
+            return nil
         }
-        if let predicate = request.predicate {
-            var kept: [ManagedObject] = []
-            let variables = request.substitutionVariables.mapValues { $0.anyValue as Any }
-            for object in results where try predicate.evaluate(with: subject(object), substitutionVariables: variables) {
-                kept.append(object)
+        let described = "\(name) (\(Self.typeName(type)))"
+        switch comparison.operatorType {
+        case .equalTo, .notEqualTo, .lessThan, .lessThanOrEqualTo, .greaterThan, .greaterThanOrEqualTo:
+            if case .aggregate = other { return nil }
+            return compatible(type, other) ? nil : "\(described) compared with \(Self.describe(other))"
+        case .between, .in:
+            if case .aggregate(let elements) = other {
+                for element in elements where !compatible(type, element) {
+                    return "\(described) compared with \(Self.describe(element)) in \(Self.describe(other))"
+                }
+                return nil
             }
-            results = kept
-        }
-        if let filter = request.memoryFilter { results = try results.filter(filter) }
-        if !request.sortDescriptors.isEmpty {
-            results = try results.sorted { a, b in
-                try FetchSortDescriptor.compare(subject(a), subject(b), by: request.sortDescriptors) == .orderedAscending
+            if comparison.operatorType == .in, case .string = other, type != .string {
+                return "\(described) can't be IN a string; only strings can"
             }
+            return nil
+        case .contains, .beginsWith, .endsWith, .like, .matches:
+            if type != .string {
+                return "\(described) used with \(comparison.operatorType.rawValue), which needs a string attribute"
+            }
+            if case .string = other { return nil }
+            if case .null = other { return nil }
+            return "\(described) \(comparison.operatorType.rawValue) \(Self.describe(other)), which needs a string"
         }
-        if request.fetchOffset > 0 { results = Array(results.dropFirst(request.fetchOffset)) }
-        if request.fetchLimit > 0 { results = Array(results.prefix(request.fetchLimit)) }
-        return results
-    
+    }
+
+    /// Whether `constant` can compare with values of `type`.
+    func compatible(_ type: AttributeType, _ constant: PredicateConstant) -> Bool {
+        switch constant {
+        case .null: return true
+        case .aggregate: return true
+        case .bool, .integer, .double, .decimal: return type.isNumeric || type == .boolean
+        case .string: return type == .string
+        case .date: return type == .date
+        case .data:
+            if case .transformable = type { return true }
+            return type == .binaryData
+        case .uuid: return type == .uuid
+        case .url: return type == .uri
+        case .object: return false
+        }
+    }
+
+    /// Core Data's name of an attribute type.
+    static func typeName(_ type: AttributeType) -> String {
+        switch type {
+        case .int16: "Integer 16"
+        case .int32: "Integer 32"
+        case .int64: "Integer 64"
+        case .decimal: "Decimal"
+        case .double: "Double"
+        case .float: "Float"
+        case .string: "String"
+        case .boolean: "Boolean"
+        case .date: "Date"
+        case .binaryData: "Binary Data"
+        case .uuid: "UUID"
+        case .uri: "URI"
+        case .transformable: "Transformable"
+        }
+    }
+
+    /// A constant and its kind, as in `"abc" (string)`.
+    static func describe(_ constant: PredicateConstant) -> String {
+        let comparison = ComparisonPredicate(.constant(constant), .equalTo, .constant(.null))
+        let text = FormatPredicate(.comparison(comparison)).description
+        let literal = text.hasSuffix(" == nil") ? String(text.dropLast(7)) : text
+        let kind: String
+        switch constant {
+        case .null: kind = "nil"
+        case .bool: kind = "boolean"
+        case .integer, .double, .decimal: kind = "number"
+        case .string: kind = "string"
+        case .date: kind = "date"
+        case .data: kind = "data"
+        case .uuid: kind = "UUID"
+        case .url: kind = "URL"
+        case .aggregate: return literal
+        case .object: kind = "object"
+        }
+        return "\(literal) (\(kind))"
     }
 }

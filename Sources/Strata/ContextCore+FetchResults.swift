@@ -13,12 +13,10 @@ extension ContextCore {
     // MARK: - Preparing a request
 
     /// `request` with Swift key paths and `#Predicate`s resolved against the model,
-    /// substitution variables applied, and the parts this layer owns checked. Errors name
+    /// and the parts this layer owns checked. Errors name
     /// the part of the request at fault.
     func prepared(_ request: FetchRequest) throws -> FetchRequest {
-        guard entities[request.entityName] != nil else {
-            throw ContextError.invalidArgument("fetch request entity: unknown entity \"\(request.entityName)\"")
-        }
+        guard entities[request.entityName] != nil else { throw ContextError.unknownEntity(request.entityName) }
         var request = request
         let resolver = KeyPathResolver(core: self)
         for index in request.sortDescriptors.indices {
@@ -26,7 +24,7 @@ extension ContextCore {
             do {
                 request.sortDescriptors[index].key = try resolver.resolve(swiftKeyPath.keyPath, from: request.entityName).path
             } catch let error as ContextError {
-                throw ContextError.invalidArgument("fetch request sort descriptor \(index + 1): \(error.description)")
+                throw ContextError.invalidFetchRequest(part: "sort descriptor \(index + 1)", reason: "\(error.description)")
             }
         }
         if let swiftPredicate = request.swiftPredicate {
@@ -44,17 +42,10 @@ extension ContextCore {
             }
             request.swiftPredicate = nil
         }
-        if let predicate = request.predicate, !request.substitutionVariables.isEmpty || predicate.description.contains("$") {
-            do {
-                request.predicate = try predicate.withSubstitutionVariables(request.substitutionVariables.mapValues { $0.anyValue as Any })
-            } catch {
-                throw ContextError.invalidArgument("fetch request predicate: \(error)")
-            }
-        }
         if let stores = request.affectedStores {
             let own = try store()
             for store in stores where store !== own {
-                throw ContextError.invalidArgument("fetch request affectedStores: \(store) is not a store of this context's coordinator")
+                throw ContextError.invalidFetchRequest(part: "affectedStores", reason: "\(store) is not a store of this context's coordinator")
             }
         }
         for (index, path) in request.relationshipKeyPathsForPrefetching.enumerated() {
@@ -75,10 +66,10 @@ extension ContextCore {
         var current = entity
         for component in path.split(separator: ".").map(String.init) {
             guard let property = entities[current]?.properties[component] else {
-                throw ContextError.invalidArgument("fetch request \(part): \"\(path)\": entity \(current) has no property \"\(component)\"")
+                throw ContextError.invalidFetchRequest(part: "\(part)", reason: "\"\(path)\": entity \(current) has no property \"\(component)\"")
             }
             guard property.isRelationship, let destination = property.destination else {
-                throw ContextError.invalidArgument("fetch request \(part): \"\(path)\": \(current).\(component) is not a relationship")
+                throw ContextError.invalidFetchRequest(part: "\(part)", reason: "\"\(path)\": \(current).\(component) is not a relationship")
             }
             current = destination
         }
@@ -102,7 +93,7 @@ extension ContextCore {
         if searchesNoStore(request) { return 0 }
         var plain = request
         plain.resultType = .managedObject
-        return try fetchObjects(plain).count
+        return try countObjects(plain)
     }
 
     func fetchObjectIDs(_ request: FetchRequest) throws -> [ManagedObjectID] {
@@ -276,6 +267,8 @@ extension ContextCore {
             base.fetchOffset = 0
             base.fetchLimit = 0
         }
+        // Grouped rows are sorted by their own keys (which may name expressions) afterwards.
+        if grouped { base.sortDescriptors = [] }
         let objects = try fetchObjects(base)
         var rows: [[String: Cell]] = []
         if grouped {
@@ -306,7 +299,7 @@ extension ContextCore {
                     do {
                         return try having.evaluate(with: subject)
                     } catch {
-                        throw ContextError.invalidArgument("fetch request havingPredicate: \(error)")
+                        throw ContextError.invalidFetchRequest(part: "havingPredicate", reason: "\(error)")
                     }
                 }
             }
@@ -336,16 +329,16 @@ extension ContextCore {
             case .property(let path):
                 _ = try attributeType(at: path, from: entity, part: part)
                 if !groupBy.isEmpty && !groupBy.contains(path) {
-                    throw ContextError.invalidArgument(
-                        "fetch request \(part): \"\(path)\" must be in propertiesToGroupBy (\(groupBy.joined(separator: ", "))) or be an aggregate expression")
+                    throw ContextError.invalidFetchRequest(
+                        part: "\(part)", reason: "\"\(path)\" must be in propertiesToGroupBy (\(groupBy.joined(separator: ", "))) or be an aggregate expression")
                 }
             case .expression(let name, let function, let keyPath):
-                guard !name.isEmpty else { throw ContextError.invalidArgument("fetch request \(part): an expression needs a name") }
+                guard !name.isEmpty else { throw ContextError.invalidFetchRequest(part: "\(part)", reason: "an expression needs a name") }
                 let type = try attributeType(at: keyPath, from: entity, part: part)
                 if function == .sum || function == .average {
                     guard let type, type.isNumeric else {
-                        throw ContextError.invalidArgument(
-                            "fetch request \(part): \(function.rawValue) of \"\(keyPath)\" needs a numeric attribute, not \(type.map { "\($0)" } ?? "a relationship")")
+                        throw ContextError.invalidFetchRequest(
+                            part: "\(part)", reason: "\(function.rawValue) of \"\(keyPath)\" needs a numeric attribute, not \(type.map { "\($0)" } ?? "a relationship")")
                     }
                 }
             }
@@ -353,14 +346,14 @@ extension ContextCore {
         if groupBy.isEmpty, fetched.contains(where: { if case .property = $0 { true } else { false } }),
             fetched.contains(where: { if case .expression = $0 { true } else { false } })
         {
-            throw ContextError.invalidArgument(
-                "fetch request propertiesToFetch: mixing properties and aggregate expressions needs propertiesToGroupBy")
+            throw ContextError.invalidFetchRequest(
+                part: "propertiesToFetch", reason: "mixing properties and aggregate expressions needs propertiesToGroupBy")
         }
         for (index, path) in groupBy.enumerated() {
             _ = try attributeType(at: path, from: entity, part: "propertiesToGroupBy[\(index)]")
         }
         if request.havingPredicate != nil && groupBy.isEmpty {
-            throw ContextError.invalidArgument("fetch request havingPredicate: needs propertiesToGroupBy")
+            throw ContextError.invalidFetchRequest(part: "havingPredicate", reason: "needs propertiesToGroupBy")
         }
     }
 
@@ -368,18 +361,18 @@ extension ContextCore {
     func attributeType(at path: String, from entity: String, part: String) throws -> AttributeType? {
         var current = entity
         let components = path.split(separator: ".").map(String.init)
-        guard !components.isEmpty else { throw ContextError.invalidArgument("fetch request \(part): empty key path") }
+        guard !components.isEmpty else { throw ContextError.invalidFetchRequest(part: "\(part)", reason: "empty key path") }
         for (index, component) in components.enumerated() {
             guard let property = entities[current]?.properties[component] else {
-                throw ContextError.invalidArgument("fetch request \(part): \"\(path)\": entity \(current) has no property \"\(component)\"")
+                throw ContextError.invalidFetchRequest(part: "\(part)", reason: "\"\(path)\": entity \(current) has no property \"\(component)\"")
             }
             if index == components.count - 1 {
                 if case .attribute(let type) = property.kind { return type }
                 return nil
             }
             guard case .toOne = property.kind, let destination = property.destination else {
-                throw ContextError.invalidArgument(
-                    "fetch request \(part): \"\(path)\": \(current).\(component) is not a to-one relationship, so the path can't continue")
+                throw ContextError.invalidFetchRequest(
+                    part: "\(part)", reason: "\"\(path)\": \(current).\(component) is not a to-one relationship, so the path can't continue")
             }
             current = destination
         }

@@ -20,6 +20,12 @@ public enum ContextError: Error, Sendable, Hashable, CustomStringConvertible {
     case unknownEntity(String)
     /// An unknown property name for an entity.
     case unknownKey(entity: String, key: String)
+    /// A fetch request that can't run, with the part at fault (`"predicate"`,
+    /// `"sort descriptor 2 (lastName)"`) and why: a key path naming no property of its
+    /// entity, a comparison of an attribute with a constant of another type, a substitution
+    /// variable without a value. Core Data raises `NSInvalidArgumentException` for these;
+    /// Strata throws, with code 134060 (`NSCoreDataError`), at fetch time.
+    case invalidFetchRequest(part: String, reason: String)
     /// An object used with a context it doesn't belong to, or a deleted object used.
     case invalidObject(String)
     /// A bad argument.
@@ -34,7 +40,7 @@ public enum ContextError: Error, Sendable, Hashable, CustomStringConvertible {
         case .storeRefused: 133021
         case .objectNotFound: 133000
         case .undoConflict: 133020
-        case .noPersistentStore: 134060
+        case .noPersistentStore, .invalidFetchRequest: 134060
         case .storeAlreadyAdded, .invalidArgument, .invalidObject, .unknownEntity, .unknownKey: 134030
         case .store: 256
         }
@@ -55,6 +61,7 @@ public enum ContextError: Error, Sendable, Hashable, CustomStringConvertible {
         case .storeAlreadyAdded(let store): "the coordinator already has a store: \(store)"
         case .unknownEntity(let name): "unknown entity \"\(name)\""
         case .unknownKey(let entity, let key): "entity \(entity) has no property \"\(key)\""
+        case .invalidFetchRequest(let part, let reason): "\(part): \(reason)"
         case .invalidObject(let detail): detail
         case .invalidArgument(let detail): detail
         case .store(let detail): detail

@@ -191,14 +191,14 @@ public actor ManagedObjectContext {
     /// The objects `request` matches, unsaved changes included (`fetch(_:)`), with its
     /// faulting, batching and prefetching options applied.
     ///
-    /// - Throws: ``ContextError/invalidArgument(_:)`` naming the part of the request at fault
+    /// - Throws: ``ContextError/invalidFetchRequest(part:reason:)`` naming the part of the request at fault
     ///   (an unknown entity or key path, a type mismatch, a missing substitution variable),
     ///   or when ``FetchRequest/resultType`` isn't `.managedObject` (use ``execute(_:)``,
     ///   ``fetchObjectIDs(_:)``, ``fetchDictionaries(_:)`` or ``count(for:)``).
     public func fetch(_ request: FetchRequest) throws -> [ManagedObject] {
         guard request.resultType == .managedObject else {
-            throw ContextError.invalidArgument(
-                "fetch request resultType: fetch(_:) returns managed objects, but the request asks for \(request.resultType); use execute(_:)")
+            throw ContextError.invalidFetchRequest(
+                part: "resultType", reason: "fetch(_:) returns managed objects, but the request asks for \(request.resultType); use execute(_:)")
         }
         return try core.fetchManagedObjects(request)
     }
@@ -225,8 +225,20 @@ public actor ManagedObjectContext {
     /// Runs `request` and returns what its ``FetchRequest/resultType`` asks for.
     public func execute(_ request: FetchRequest) throws -> FetchResult { try core.execute(request) }
 
-    /// The number of objects `request` matches (`count(for:)`).
+    /// The number of objects `request` matches (`count(for:)`), unsaved changes included;
+    /// counted without creating managed objects where the store or an index can answer.
     public func count(for request: FetchRequest) throws -> Int { try core.count(request) }
+
+    /// The plan `request` would run with: which index finds its candidates, what is left to
+    /// filter, how it is ordered (Strata's counterpart of SQLite's `EXPLAIN QUERY PLAN`).
+    ///
+    /// ```swift
+    /// let request = FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "age BETWEEN {30, 40}"))
+    /// print(try context.explain(request))   // index scan Person.age [30, 40]
+    /// ```
+    ///
+    /// - Throws: the errors ``fetch(_:)`` throws for a request that can't run.
+    public func explain(_ request: FetchRequest) throws -> QueryPlan { try core.explain(core.prepared(request)) }
 
     // MARK: - Undo
 

@@ -32,8 +32,8 @@ struct SwiftPredicate: Sendable {
         }
         evaluate = { object in
             guard let typed = object as? T else {
-                throw ContextError.invalidArgument(
-                    "fetch request predicate: #Predicate<\(T.self)> can't evaluate \(object.objectID), an instance of \(type(of: object)); register \(T.self) for its entity")
+                throw ContextError.invalidFetchRequest(
+                    part: "predicate", reason: "#Predicate<\(T.self)> can't evaluate \(object.objectID), an instance of \(type(of: object)); register \(T.self) for its entity")
             }
             return try predicate.evaluate(typed)
         }

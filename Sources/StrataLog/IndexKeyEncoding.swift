@@ -43,7 +43,7 @@ public enum IndexKeyEncoding {
             bytes.append(Tag.boolean.rawValue)
             bytes.append(v ? 1 : 0)
         case .date(let v): appendReal(v.timeIntervalSinceReferenceDate, tag: .date, to: &bytes)
-        case .string(let v): return appendEscaped(Array(v.utf8), tag: .string, to: &bytes)
+        case .string(let v): return appendEscaped(canonicalBytes(v), tag: .string, to: &bytes)
         case .binaryData(let v): return appendEscaped(Array(v), tag: .data, to: &bytes)
         case .uuid(let v):
             bytes.append(Tag.uuid.rawValue)
@@ -59,6 +59,16 @@ public enum IndexKeyEncoding {
         var bytes: [UInt8] = []
         append(value, to: &bytes)
         return bytes
+    }
+
+    /// The UTF-8 bytes of `string` in Unicode Normalization Form C. Swift compares strings
+    /// by canonical equivalence, ordering them as their NFC scalars; so comparing these bytes
+    /// compares the strings as Swift (and the predicate language) does, and canonically
+    /// equivalent strings ("é" precomposed or as "e" + U+0301) share one key.
+    static func canonicalBytes(_ string: String) -> [UInt8] {
+        let raw = Array(string.utf8)
+        if raw.allSatisfy({ $0 < 0x80 }) { return raw }  // ASCII is already NFC
+        return Array(string.precomposedStringWithCanonicalMapping.utf8)
     }
 
     private static func appendInteger(_ v: Int64, to bytes: inout [UInt8]) {

@@ -182,4 +182,44 @@ public enum SeedModels {
             ]
         }
     }
+
+    // MARK: - Query planner tests
+
+    /// The query planner's test model: `Item` with an index on an attribute of every
+    /// orderable type (`name`, `rank` int16, `count` int64, `score` double, `weight` float,
+    /// `price` decimal, `flag`, `day` date), a unique `code` (a one-attribute uniqueness
+    /// constraint, so an index too), an unindexed `note`, and a to-one `group`; the
+    /// sub-entity `Gadget` (indexed `volts`) and its sub-entity `Gizmo` share Item's indexes.
+    ///
+    /// ```swift
+    /// try SeedModels.catalog.entity(named: "Gizmo")?.superentityNames  // ["Gadget", "Item"]
+    /// ```
+    public static var catalog: ManagedObjectModel {
+        get throws {
+            try ManagedObjectModel {
+                Entity("Item") {
+                    Attribute("name", .string).indexed()
+                    Attribute("code", .string)
+                    Attribute("rank", .int16).indexed()
+                    Attribute("count", .int64).indexed()
+                    Attribute("score", .double).indexed()
+                    Attribute("weight", .float).indexed()
+                    Attribute("price", .decimal).indexed()
+                    Attribute("flag", .boolean).indexed()
+                    Attribute("day", .date).indexed()
+                    Attribute("note", .string)
+                    Relationship("group", to: "Group", inverse: "items")
+                    Unique("code")
+                }
+                Entity("Gadget", parent: "Item") {
+                    Attribute("volts", .int32).indexed()
+                }
+                Entity("Gizmo", parent: "Gadget")
+                Entity("Group") {
+                    Attribute("title", .string)
+                    Relationship("items", to: "Item", inverse: "group", toMany: true)
+                }
+            }
+        }
+    }
 }

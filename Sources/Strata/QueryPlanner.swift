@@ -1,0 +1,936 @@
+import Foundation
+public import StrataLog
+import StrataModel
+public import StrataPredicate
+
+// MARK: - The plan
+
+/// How a fetch reads the store: which index (if any) finds its candidates, which part of
+/// the predicate is left to filter them, and how the results are ordered. Returned by
+/// ``ManagedObjectContext/explain(_:)``; the plan never changes a fetch's results, only how
+/// fast they come (`Specs/0008-fetch-requests.md`, "Planner" and "Explain").
+///
+/// ```swift
+/// var request = FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "age BETWEEN {30, 40}"))
+/// print(try context.explain(request))   // index scan Person.age [30, 40]
+/// ```
+public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
+    /// One index and the ranges of it that are read.
+    public struct IndexScan: Sendable, Hashable, CustomStringConvertible {
+        /// The indexed attribute.
+        public let attribute: String
+        /// The entity that declares the index: the fetched entity or one of its superentities.
+        public let indexEntity: String
+        /// The ranges read, in index order and disjoint; several ranges mean their union.
+        public let ranges: [IndexRange]
+
+        /// Creates an index scan description.
+        public init(attribute: String, indexEntity: String, ranges: [IndexRange]) {
+            self.attribute = attribute
+            self.indexEntity = indexEntity
+            self.ranges = ranges
+        }
+
+        /// `Person.age [30, 40]`, `Person.email = "ada@example.com"`, `Person.age IN {30, 40}`.
+        public var description: String {
+            "\(indexEntity).\(attribute) \(QueryPlan.describe(ranges))"
+        }
+    }
+
+    /// The way the store is read.
+    public enum Kind: Sendable, Hashable {
+        /// Every object of the entity (and its sub-entities, when included) is read.
+        case fullScan
+        /// The index is read over its ranges; each object found is a candidate.
+        case indexScan(IndexScan)
+        /// Several indexes are read (one per branch of an `OR`); the candidates are their
+        /// union, without duplicates.
+        case indexUnion([IndexScan])
+        /// The index of the first sort key is walked in sort order (backwards when
+        /// `descending`) over its ranges, and the walk stops once `stopsAfter` results
+        /// (offset + limit) are found, plus any ties with the last of them. If the walk reads
+        /// more than `fallbackAfter` objects without stopping, the fetch runs `fallback`
+        /// (an index scan of the predicate's best index) instead.
+        case indexOrder(IndexScan, descending: Bool, stopsAfter: Int, fallback: IndexScan?, fallbackAfter: Int)
+        /// Nothing in the store can match (`FALSEPREDICATE`, an empty `IN`, contradictory
+        /// ranges): no store read. Unsaved objects are still judged.
+        case noScan
+    }
+
+    /// The fetched entity.
+    public let entityName: String
+    /// The sub-entities whose objects are fetched too (empty when `includesSubentities` is
+    /// false or there are none).
+    public let subentityNames: [String]
+    /// Whether the entity has sub-entities the request leaves out (`includesSubentities = false`).
+    public let excludesSubentities: Bool
+    /// How the store is read.
+    public let kind: Kind
+    /// The part of the predicate the index doesn't answer, tested on each candidate (nil
+    /// when the index answers it all). Every candidate is still checked against the whole
+    /// predicate, so a plan can only narrow the candidates, never change the results.
+    public let filter: FormatPredicate?
+    /// Whether an in-memory filter (a Swift closure) runs after the predicate.
+    public let hasInMemoryFilter: Bool
+    /// The sort done in memory on the results (empty when unsorted, or when the index walk
+    /// gives the order and only ties need sorting).
+    public let sortDescriptors: [FetchSortDescriptor]
+    /// Results skipped first.
+    public let fetchOffset: Int
+    /// At most this many results (0: no limit).
+    public let fetchLimit: Int
+    /// Whether unsaved inserts, updates and deletes are merged in.
+    public let includesPendingChanges: Bool
+    /// Whether the index answers the predicate exactly, so a count needs no record reads.
+    let countsFromIndex: Bool
+
+    /// The plan in one line, for example
+    /// `index scan Person.age [30, 40] then filter (lastName BEGINSWITH "A"); sorted by lastName; limit 20`.
+    public var description: String {
+        var text: String
+        switch kind {
+        case .fullScan:
+            text = "full scan \(entityName)"
+        case .indexScan(let scan):
+            text = "index scan \(scan)"
+            if scan.indexEntity != entityName { text += " for \(entityName)" }
+        case .indexUnion(let scans):
+            text = "index union " + scans.map(\.description).joined(separator: " | ")
+            if scans.contains(where: { $0.indexEntity != entityName }) { text += " for \(entityName)" }
+        case .indexOrder(let scan, let descending, let stopsAfter, let fallback, let fallbackAfter):
+            text = "index order \(scan.indexEntity).\(scan.attribute) \(descending ? "descending" : "ascending")"
+            if scan.ranges != QueryPlan.wholeIndex { text += " over \(QueryPlan.describe(scan.ranges))" }
+            if scan.indexEntity != entityName { text += " for \(entityName)" }
+            text += ", stops after \(stopsAfter)"
+            if let fallback { text += " (falls back to index scan \(fallback) after \(fallbackAfter) objects)" }
+        case .noScan:
+            text = "no scan of \(entityName) (the predicate matches nothing stored)"
+        }
+        if !subentityNames.isEmpty {
+            text += " (+\(subentityNames.count) sub-entit\(subentityNames.count == 1 ? "y" : "ies"))"
+        } else if excludesSubentities {
+            text += " (sub-entities excluded)"
+        }
+        if let filter { text += " then filter (\(filter))" }
+        if hasInMemoryFilter { text += filter == nil ? " then filter (in-memory closure)" : " and an in-memory closure" }
+        if !sortDescriptors.isEmpty {
+            text += "; sorted by " + sortDescriptors.map { d in
+                d.key + (d.ascending ? "" : " descending") + (d.caseInsensitive ? " (case-insensitive)" : "") + (d.diacriticInsensitive ? " (diacritic-insensitive)" : "")
+            }.joined(separator: ", ")
+        }
+        if case .indexOrder = kind {} else {
+            if fetchOffset > 0 { text += "; offset \(fetchOffset)" }
+            if fetchLimit > 0 { text += "; limit \(fetchLimit)" }
+        }
+        if !includesPendingChanges { text += "; stored state only" }
+        return text
+    }
+
+    /// Every entry of an index, nil values first: what an unrestricted index walk reads.
+    static let wholeIndex = [IndexRange.isNil, IndexRange.all]
+
+    static func describe(_ ranges: [IndexRange]) -> String {
+        if ranges.isEmpty { return "(nothing)" }
+        let equalities = ranges.compactMap { range -> String? in
+            if range.matchesNil { return "nil" }
+            guard let lower = range.lower, let upper = range.upper, lower == upper, range.includesLower, range.includesUpper
+            else { return nil }
+            return describe(lower)
+        }
+        if equalities.count == ranges.count {
+            return equalities.count == 1 ? "= \(equalities[0])" : "IN {\(equalities.joined(separator: ", "))}"
+        }
+        return ranges.map { range in
+            if range.matchesNil { return "= nil" }
+            if range.lower == nil && range.upper == nil { return "(not nil)" }
+            return (range.includesLower && range.lower != nil ? "[" : "(") + (range.lower.map(describe) ?? "-∞") + ", "
+                + (range.upper.map(describe) ?? "+∞") + (range.includesUpper && range.upper != nil ? "]" : ")")
+        }.joined(separator: " ∪ ")
+    }
+
+    static func describe(_ value: AttributeValue) -> String {
+        switch value {
+        case .int16(let v): String(v)
+        case .int32(let v): String(v)
+        case .int64(let v): String(v)
+        case .decimal(let v): "\(v)"
+        case .double(let v): String(v)
+        case .float(let v): String(v)
+        case .string(let v): "\"" + v.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        case .boolean(let v): v ? "YES" : "NO"
+        case .date(let v):
+            ISO8601DateFormatter.string(
+                from: v, timeZone: TimeZone(secondsFromGMT: 0) ?? .current, formatOptions: [.withInternetDateTime, .withFractionalSeconds])
+        case .binaryData(let v): "<\(v.count) bytes>"
+        case .uuid(let v): v.uuidString
+        case .uri(let v): v.absoluteString
+        case .transformable(let v): "<transformable \(v.count) bytes>"
+        }
+    }
+}
+
+// MARK: - Ranges keyed by their index encoding
+
+/// One bound of a range: the value, its index encoding (order-preserving bytes), and
+/// whether the value itself is in.
+struct KeyedBound {
+    let value: AttributeValue
+    let key: [UInt8]
+    let inclusive: Bool
+
+    init(_ value: AttributeValue, inclusive: Bool) {
+        self.value = value
+        var key: [UInt8] = []
+        // A cut key (a long string or data value) stands for every value sharing its
+        // prefix: such a bound must include its whole prefix group.
+        let complete = IndexKeyEncoding.append(value, to: &key)
+        self.key = key
+        self.inclusive = inclusive || !complete
+    }
+
+    var isCut: Bool {
+        var key: [UInt8] = []
+        return !IndexKeyEncoding.append(value, to: &key)
+    }
+}
+
+/// A range of index keys: nil values only, or non-nil values between two bounds (nil
+/// bounds are open). Comparing bounds compares their encodings, which compares values.
+struct KeyedRange {
+    var matchesNil = false
+    var lower: KeyedBound?
+    var upper: KeyedBound?
+
+    static let nilValues = KeyedRange(matchesNil: true)
+    static let allValues = KeyedRange()
+
+    static func equal(_ value: AttributeValue) -> KeyedRange {
+        KeyedRange(lower: KeyedBound(value, inclusive: true), upper: KeyedBound(value, inclusive: true))
+    }
+
+    var indexRange: IndexRange {
+        if matchesNil { return .isNil }
+        return IndexRange(lower: lower?.value, includesLower: lower?.inclusive ?? true, upper: upper?.value, includesUpper: upper?.inclusive ?? false)
+    }
+
+    var isEmpty: Bool {
+        guard !matchesNil, let lower, let upper else { return false }
+        let order = compareKeys(lower.key, upper.key)
+        return order > 0 || (order == 0 && !(lower.inclusive && upper.inclusive))
+    }
+
+    /// -1, 0, 1 as `a` sorts before, with or after `b`.
+    static func compareKeys(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        a.lexicographicallyPrecedes(b) ? -1 : (a == b ? 0 : 1)
+    }
+
+    func compareKeys(_ a: [UInt8], _ b: [UInt8]) -> Int { Self.compareKeys(a, b) }
+
+    /// The higher of two lower bounds (nil: open).
+    static func maxLower(_ a: KeyedBound?, _ b: KeyedBound?) -> KeyedBound? {
+        guard let a else { return b }
+        guard let b else { return a }
+        let order = compareKeys(a.key, b.key)
+        if order != 0 { return order > 0 ? a : b }
+        return a.inclusive ? b : a  // the exclusive one is higher
+    }
+
+    /// The lower of two upper bounds (nil: open).
+    static func minUpper(_ a: KeyedBound?, _ b: KeyedBound?) -> KeyedBound? {
+        guard let a else { return b }
+        guard let b else { return a }
+        let order = compareKeys(a.key, b.key)
+        if order != 0 { return order < 0 ? a : b }
+        return a.inclusive ? b : a
+    }
+
+    /// The higher of two upper bounds (nil: open).
+    static func maxUpper(_ a: KeyedBound?, _ b: KeyedBound?) -> KeyedBound? {
+        guard let a, let b else { return nil }
+        let order = compareKeys(a.key, b.key)
+        if order != 0 { return order > 0 ? a : b }
+        return a.inclusive ? a : b
+    }
+
+    func intersection(_ other: KeyedRange) -> KeyedRange? {
+        if matchesNil || other.matchesNil { return matchesNil && other.matchesNil ? self : nil }
+        let result = KeyedRange(lower: Self.maxLower(lower, other.lower), upper: Self.minUpper(upper, other.upper))
+        return result.isEmpty ? nil : result
+    }
+
+    /// Sorted, overlapping ranges merged: disjoint ranges in index order (nil first), so
+    /// no object is found twice.
+    static func normalized(_ ranges: [KeyedRange]) -> [KeyedRange] {
+        var result: [KeyedRange] = ranges.contains(where: \.matchesNil) ? [.nilValues] : []
+        let sorted = ranges.filter { !$0.matchesNil && !$0.isEmpty }.sorted { a, b in
+            guard let bl = b.lower else { return false }
+            guard let al = a.lower else { return true }
+            let order = compareKeys(al.key, bl.key)
+            return order != 0 ? order < 0 : (al.inclusive && !bl.inclusive)
+        }
+        var current: KeyedRange?
+        for range in sorted {
+            guard var open = current else {
+                current = range
+                continue
+            }
+            // Overlapping or touching: merge.
+            let touches: Bool
+            if let upper = open.upper, let lower = range.lower {
+                let order = compareKeys(lower.key, upper.key)
+                touches = order < 0 || (order == 0 && (lower.inclusive || upper.inclusive))
+            } else {
+                touches = true
+            }
+            if touches {
+                open.upper = maxUpper(open.upper, range.upper)
+                current = open
+            } else {
+                result.append(open)
+                current = range
+            }
+        }
+        if let current { result.append(current) }
+        return result
+    }
+
+    static func intersect(_ a: [KeyedRange], _ b: [KeyedRange]) -> [KeyedRange] {
+        var result: [KeyedRange] = []
+        for x in a { for y in b { if let both = x.intersection(y) { result.append(both) } } }
+        return normalized(result)
+    }
+}
+
+// MARK: - The planner
+
+/// Chooses a ``QueryPlan`` for a fetch request (`Specs/0008-fetch-requests.md`, "Planner").
+///
+/// It reads the predicate's syntax tree: comparisons of an indexed attribute with a
+/// constant (`==`, `IN`, `<`, `<=`, `>`, `>=`, `BETWEEN`, `== nil`) become index ranges in
+/// the attribute's own value type; `AND` intersects ranges on one attribute and picks the
+/// most selective index; `OR` unions its branches when each has one; anything else leaves
+/// the entity to a full scan. A sort on an indexed attribute with a limit walks the index.
+struct QueryPlanner {
+    let model: ManagedObjectModel
+    let entity: EntityDescription
+    let request: FetchRequest
+
+    /// Objects counted at most when estimating an index range's size.
+    static let estimateCap = 4096
+
+    /// An index access proposed by part of the predicate: ranges on one attribute that
+    /// contain every object the part matches.
+    struct Candidate {
+        var attribute: String
+        var ranges: [KeyedRange]
+        /// The ranges hold exactly the objects the part matches (no widened or cut bound).
+        var exact: Bool
+        /// Lower is more selective: 0 one value, 1 a few values, 2 many values, 3 a bounded
+        /// range, 4 a half-open range, 5 every non-nil value.
+        var rank: Int
+        /// Comparisons the ranges answer exactly (left out of the displayed filter).
+        var answered: [ComparisonPredicate]
+
+        var isEmpty: Bool { ranges.isEmpty }
+
+        static func rank(of ranges: [KeyedRange]) -> Int {
+            var equalities = 0
+            var worst = 0
+            for range in ranges {
+                if range.matchesNil { equalities += 1; continue }
+                if let lower = range.lower, let upper = range.upper {
+                    if lower.key == upper.key { equalities += 1 } else { worst = max(worst, 3) }
+                } else if range.lower == nil && range.upper == nil {
+                    worst = max(worst, 5)
+                } else {
+                    worst = max(worst, 4)
+                }
+            }
+            if worst > 0 { return worst }
+            return equalities <= 1 ? 0 : (equalities <= 8 ? 1 : 2)
+        }
+    }
+
+    /// What a predicate node says about where its matches can be.
+    enum Narrowing {
+        /// Nothing known: any object may match.
+        case unrestricted
+        /// No object matches.
+        case nothing
+        /// Every match is in each candidate (a conjunction), one candidate per attribute;
+        /// `unions` are further alternatives from nested `OR`s, each a union of candidates.
+        case restricted([String: Candidate], unions: [[Candidate]])
+    }
+
+    // MARK: Attributes and indexes
+
+    /// The attribute `key` of the fetched entity, if it is a persistent attribute.
+    func attribute(_ key: String) -> AttributeDescription? {
+        guard let attribute = entity.attributesByName[key], !attribute.isTransient else { return nil }
+        return attribute
+    }
+
+    /// The entity declaring the index that serves `attribute` for the fetched entity (the
+    /// same rule as the log's schema: an indexed attribute, or a one-attribute uniqueness
+    /// constraint, declared on the entity or a superentity).
+    func indexEntity(for attribute: String) -> String? {
+        for owner in [entity.name] + entity.superentityNames {
+            guard let declaring = model.entity(named: owner) else { continue }
+            if declaring.attributes.contains(where: { $0.name == attribute && $0.isIndexed && !$0.isTransient }) { return owner }
+            if declaring.uniquenessConstraints.contains([attribute]) { return owner }
+        }
+        return nil
+    }
+
+    // MARK: Planning
+
+    /// The plan; `reader` answers which indexes exist and how large ranges are.
+    func plan(_ reader: borrowing LogReader) throws -> QueryPlan {
+        let allSubentities = Array(model.selfAndSubentityNames(of: entity.name).dropFirst())
+        let narrowing = request.predicate.map { analyze($0.node) } ?? .unrestricted
+        var kind: QueryPlan.Kind = .fullScan
+        var answered: [ComparisonPredicate] = []
+        var inMemorySort = request.sortDescriptors
+        var countsFromIndex = false
+
+        func scan(_ candidate: Candidate) -> QueryPlan.IndexScan {
+            QueryPlan.IndexScan(
+                attribute: candidate.attribute, indexEntity: indexEntity(for: candidate.attribute) ?? entity.name,
+                ranges: candidate.ranges.map(\.indexRange))
+        }
+
+        var byAttribute: [String: Candidate] = [:]
+        var unions: [[Candidate]] = []
+        switch narrowing {
+        case .nothing: kind = .noScan
+        case .unrestricted: break
+        case .restricted(let candidates, let more):
+            byAttribute = candidates
+            unions = more
+        }
+        if kind != .noScan {
+            let options = byAttribute.values.sorted { ($0.rank, $0.attribute) < ($1.rank, $1.attribute) }.map { [$0] } + unions
+            let best = try choose(options, reader)
+            if request.fetchLimit > 0, let order = try orderAttribute(reader) {
+                // A limited sort on an indexed attribute: walk that index in order. When
+                // another index narrows the predicate, walk only if that index's range is
+                // large (then a limited walk reads fewer objects), with its scan as a
+                // fallback should the walk run long.
+                let sortCandidate = byAttribute[order.attribute]
+                var walk = true
+                var fallback: Candidate?
+                if let best, !(best.count == 1 && best[0].attribute == order.attribute) {
+                    if best.count == 1, best[0].rank >= 3, try estimate(best[0], reader, cap: Self.estimateCap) >= Self.estimateCap {
+                        fallback = best[0]
+                    } else {
+                        walk = false
+                    }
+                }
+                if walk {
+                    let ranges = sortCandidate?.ranges ?? [.nilValues, .allValues]
+                    let scanned = QueryPlan.IndexScan(
+                        attribute: order.attribute, indexEntity: indexEntity(for: order.attribute) ?? entity.name,
+                        ranges: ranges.map(\.indexRange))
+                    kind = .indexOrder(
+                        scanned, descending: !order.ascending, stopsAfter: request.fetchOffset + request.fetchLimit,
+                        fallback: fallback.map(scan), fallbackAfter: fallback == nil ? 0 : Self.estimateCap)
+                    answered = sortCandidate?.answered ?? []
+                    inMemorySort = Array(request.sortDescriptors.dropFirst())
+                }
+            }
+            if case .indexOrder = kind {} else if let best {
+                if best.count == 1 {
+                    kind = .indexScan(scan(best[0]))
+                    answered = best[0].answered
+                    if let predicate = request.predicate, best[0].exact {
+                        countsFromIndex = residual(predicate.node, answered: answered) == nil
+                    }
+                } else {
+                    kind = .indexUnion(best.map(scan))
+                    answered = best.flatMap(\.answered)
+                }
+            }
+        }
+        var filter: FormatPredicate?
+        if let predicate = request.predicate, kind != .noScan {
+            filter = residual(predicate.node, answered: answered).map(FormatPredicate.init)
+        }
+        return QueryPlan(
+            entityName: entity.name, subentityNames: request.includesSubentities ? allSubentities : [],
+            excludesSubentities: !request.includesSubentities && !allSubentities.isEmpty, kind: kind,
+            filter: filter, hasInMemoryFilter: request.memoryFilter != nil,
+            sortDescriptors: inMemorySort, fetchOffset: request.fetchOffset, fetchLimit: request.fetchLimit,
+            includesPendingChanges: request.includesPendingChanges, countsFromIndex: countsFromIndex)
+    }
+
+    /// The first sort descriptor, when the index on its attribute gives its order: a
+    /// persistent attribute of the entity with an index, a type whose index order is the
+    /// sort's order, compared case-sensitively.
+    func orderAttribute(_ reader: borrowing LogReader) throws -> (attribute: String, ascending: Bool)? {
+        guard let first = request.sortDescriptors.first, first.usesPlainOrder, let attribute = attribute(first.key) else { return nil }
+        switch attribute.attributeType {
+        case .int16, .int32, .int64, .double, .float, .decimal, .date, .string, .boolean: break
+        default: return nil
+        }
+        guard try reader.hasIndex(entity: entity.name, attribute: attribute.name) else { return nil }
+        return (attribute.name, first.ascending)
+    }
+
+    /// The most selective of the alternatives (each one candidate, or a union of several):
+    /// by rank, then by counting each range's objects up to the best count so far.
+    func choose(_ options: [[Candidate]], _ reader: borrowing LogReader) throws -> [Candidate]? {
+        guard !options.isEmpty else { return nil }
+        if options.count == 1 { return options[0] }
+        func rank(_ option: [Candidate]) -> Int { option.map(\.rank).max() ?? 5 }
+        let ordered = options.sorted { rank($0) < rank($1) }
+        var best = ordered[0]
+        var bestSize = try ordered[0].reduce(0) { try $0 + estimate($1, reader, cap: Self.estimateCap) }
+        for option in ordered.dropFirst() where bestSize > 0 {
+            var size = 0
+            for candidate in option {
+                size += try estimate(candidate, reader, cap: bestSize)
+                if size >= bestSize { break }
+            }
+            if size < bestSize {
+                best = option
+                bestSize = size
+            }
+        }
+        return best
+    }
+
+    /// The number of index entries in `candidate`'s ranges, counting at most `cap`.
+    func estimate(_ candidate: Candidate, _ reader: borrowing LogReader, cap: Int) throws -> Int {
+        var count = 0
+        for range in candidate.ranges where count < cap {
+            try reader.scanIndex(entity: entity.name, attribute: candidate.attribute, range: range.indexRange) { _ in
+                count += 1
+                return count >= cap ? .stop : .next
+            }
+        }
+        return count
+    }
+
+    /// `node` without the comparisons in `answered`; nil when nothing is left.
+    func residual(_ node: PredicateNode, answered: [ComparisonPredicate]) -> PredicateNode? {
+        switch node {
+        case .comparison(let comparison):
+            return answered.contains(comparison) ? nil : node
+        case .and(let children):
+            let left = children.compactMap { residual($0, answered: answered) }
+            if left.isEmpty { return nil }
+            return left.count == 1 ? left[0] : .and(left)
+        case .or(let children):
+            // An OR is answered when each branch is.
+            return children.allSatisfy({ residual($0, answered: answered) == nil }) ? nil : node
+        case .constant(true):
+            return nil
+        default:
+            return node
+        }
+    }
+
+    // MARK: Reading the predicate
+
+    func analyze(_ node: PredicateNode) -> Narrowing {
+        switch node {
+        case .constant(let value):
+            return value ? .unrestricted : .nothing
+        case .not:
+            return .unrestricted
+        case .comparison(let comparison):
+            guard let candidate = candidate(comparison) else { return .unrestricted }
+            return candidate.isEmpty ? .nothing : .restricted([candidate.attribute: candidate], unions: [])
+        case .and(let children):
+            var byAttribute: [String: Candidate] = [:]
+            var unions: [[Candidate]] = []
+            for child in children {
+                switch analyze(child) {
+                case .nothing: return .nothing
+                case .unrestricted: continue
+                case .restricted(let more, let moreUnions):
+                    unions += moreUnions
+                    for (attribute, candidate) in more {
+                        guard let existing = byAttribute[attribute] else {
+                            byAttribute[attribute] = candidate
+                            continue
+                        }
+                        let ranges = KeyedRange.intersect(existing.ranges, candidate.ranges)
+                        if ranges.isEmpty { return .nothing }
+                        byAttribute[attribute] = Candidate(
+                            attribute: attribute, ranges: ranges, exact: existing.exact && candidate.exact,
+                            rank: Candidate.rank(of: ranges), answered: existing.answered + candidate.answered)
+                    }
+                }
+            }
+            return byAttribute.isEmpty && unions.isEmpty ? .unrestricted : .restricted(byAttribute, unions: unions)
+        case .or(let children):
+            var branches: [Candidate] = []
+            for child in children {
+                switch analyze(child) {
+                case .nothing: continue
+                case .unrestricted: return .unrestricted
+                case .restricted(let byAttribute, let unions):
+                    // The branch's most selective access (by rank).
+                    let single = byAttribute.values.min { ($0.rank, $0.attribute) < ($1.rank, $1.attribute) }
+                    let union = unions.min { ($0.map(\.rank).max() ?? 5) < ($1.map(\.rank).max() ?? 5) }
+                    if let single, union.map({ single.rank <= ($0.map(\.rank).max() ?? 5) }) ?? true {
+                        // Only what this branch answers counts as answered for the OR.
+                        branches.append(single)
+                    } else if let union {
+                        branches += union
+                    }
+                }
+            }
+            if branches.isEmpty { return .nothing }
+            // Several branches on one attribute: one index, ranges united.
+            var merged: [String: Candidate] = [:]
+            var order: [String] = []
+            for branch in branches {
+                if var existing = merged[branch.attribute] {
+                    existing.ranges = KeyedRange.normalized(existing.ranges + branch.ranges)
+                    existing.exact = existing.exact && branch.exact
+                    existing.rank = Candidate.rank(of: existing.ranges)
+                    existing.answered += branch.answered
+                    merged[branch.attribute] = existing
+                } else {
+                    merged[branch.attribute] = branch
+                    order.append(branch.attribute)
+                }
+            }
+            let united = order.compactMap { merged[$0] }
+            if united.count == 1 { return .restricted([united[0].attribute: united[0]], unions: []) }
+            return .restricted([:], unions: [united])
+        }
+    }
+
+    /// The index ranges holding every object `comparison` can match, or nil when no index
+    /// serves it.
+    func candidate(_ comparison: ComparisonPredicate) -> Candidate? {
+        guard comparison.modifier == .direct else { return nil }
+        var op = comparison.operatorType
+        let path: FormatKeyPath
+        let other: FormatExpression
+        if case .keyPath(let left) = comparison.leftExpression {
+            path = left
+            other = comparison.rightExpression
+        } else if case .keyPath(let right) = comparison.rightExpression {
+            // `30 < age` is `age > 30`.
+            switch op {
+            case .equalTo: break
+            case .lessThan: op = .greaterThan
+            case .lessThanOrEqualTo: op = .greaterThanOrEqualTo
+            case .greaterThan: op = .lessThan
+            case .greaterThanOrEqualTo: op = .lessThanOrEqualTo
+            default: return nil
+            }
+            path = right
+            other = comparison.leftExpression
+        } else {
+            return nil
+        }
+        guard path.components.count == 1, case .key(let key) = path.components[0], let attribute = attribute(key),
+            indexEntity(for: key) != nil
+        else { return nil }
+        let type = attribute.attributeType
+        if type == .string && (comparison.options.contains(.caseInsensitive) || comparison.options.contains(.diacriticInsensitive)) {
+            return nil
+        }
+        guard let constant = resolve(other) else { return nil }
+        var ranges: [KeyedRange] = []
+        var exact = true
+        func add(_ built: RangeBuilder.Built?) -> Bool {
+            guard let built else { return false }
+            ranges += built.ranges
+            exact = exact && built.exact
+            return true
+        }
+        switch op {
+        case .equalTo, .lessThan, .lessThanOrEqualTo, .greaterThan, .greaterThanOrEqualTo:
+            guard add(RangeBuilder.ranges(type, op, constant)) else { return nil }
+        case .between:
+            guard case .aggregate(let bounds) = constant, bounds.count == 2,
+                let low = RangeBuilder.ranges(type, .greaterThanOrEqualTo, bounds[0]),
+                let high = RangeBuilder.ranges(type, .lessThanOrEqualTo, bounds[1])
+            else { return nil }
+            ranges = KeyedRange.intersect(low.ranges, high.ranges)
+            exact = low.exact && high.exact
+        case .in:
+            guard case .aggregate(let elements) = constant else { return nil }
+            for element in elements {
+                if case .aggregate = element { return nil }
+                guard add(RangeBuilder.ranges(type, .equalTo, element)) else { return nil }
+            }
+        default:
+            return nil
+        }
+        ranges = KeyedRange.normalized(ranges)
+        return Candidate(
+            attribute: key, ranges: ranges, exact: exact, rank: Candidate.rank(of: ranges), answered: exact ? [comparison] : [])
+    }
+
+    /// A constant, a `$variable` from the request, or an aggregate of those.
+    func resolve(_ expression: FormatExpression) -> PredicateConstant? {
+        switch expression {
+        case .constant(let constant): return constant
+        case .variable(let name): return request.substitutionVariables[name].map(Self.constant)
+        case .aggregate(let elements):
+            var constants: [PredicateConstant] = []
+            for element in elements {
+                guard let constant = resolve(element) else { return nil }
+                constants.append(constant)
+            }
+            return .aggregate(constants)
+        default: return nil
+        }
+    }
+
+    /// A substitution variable's value as the predicate evaluator sees it.
+    static func constant(_ value: AttributeValue) -> PredicateConstant {
+        switch value {
+        case .int16(let v): .integer(Int(v))
+        case .int32(let v): .integer(Int(v))
+        case .int64(let v): .integer(Int(v))
+        case .decimal(let v): .decimal(v)
+        case .double(let v): .double(v)
+        case .float(let v): .double(Double(v))
+        case .string(let v): .string(v)
+        case .boolean(let v): .bool(v)
+        case .date(let v): .date(v)
+        case .binaryData(let v): .data(v)
+        case .uuid(let v): .uuid(v)
+        case .uri(let v): .url(v)
+        case .transformable(let v): .data(v)
+        }
+    }
+}
+
+// MARK: - Ranges from comparisons
+
+/// Index ranges, in an attribute's own value type, holding every value that satisfies
+/// `attribute op constant` under the predicate language's comparison rules (numbers compare
+/// across types, nil equals only nil and orders with nothing).
+enum RangeBuilder {
+    struct Built {
+        var ranges: [KeyedRange]
+        /// Whether the ranges hold exactly the matching values.
+        var exact: Bool
+    }
+
+    static func ranges(_ type: AttributeType, _ op: ComparisonOperator, _ constant: PredicateConstant) -> Built? {
+        if case .null = constant {
+            // nil == nil; nil orders with nothing.
+            return Built(ranges: op == .equalTo ? [.nilValues] : [], exact: true)
+        }
+        switch type {
+        case .int16: return integer(op, constant, min: Int64(Int16.min), max: Int64(Int16.max)) { .int16(Int16($0)) }
+        case .int32: return integer(op, constant, min: Int64(Int32.min), max: Int64(Int32.max)) { .int32(Int32($0)) }
+        case .int64: return integer(op, constant, min: .min, max: .max) { .int64($0) }
+        case .double, .float, .decimal: return real(type, op, constant)
+        case .boolean: return boolean(op, constant)
+        case .date:
+            guard case .date(let date) = constant else { return nil }
+            return ordered(op, .date(date), exact: true)
+        case .string:
+            guard case .string(let string) = constant else { return nil }
+            let value = AttributeValue.string(string)
+            return ordered(op, value, exact: KeyedBound(value, inclusive: true).isCut == false)
+        case .uuid:
+            guard op == .equalTo, case .uuid(let uuid) = constant else { return nil }
+            return Built(ranges: [.equal(.uuid(uuid))], exact: true)
+        case .binaryData:
+            guard op == .equalTo, case .data(let data) = constant else { return nil }
+            let value = AttributeValue.binaryData(data)
+            return Built(ranges: [.equal(value)], exact: !KeyedBound(value, inclusive: true).isCut)
+        case .uri:
+            // URL equality implies equal absolute strings, which is what the index holds.
+            guard op == .equalTo, case .url(let url) = constant else { return nil }
+            return Built(ranges: [.equal(.uri(url))], exact: false)
+        case .transformable:
+            return nil
+        }
+    }
+
+    /// `value op bound` as one range of values of the bound's own type.
+    static func ordered(_ op: ComparisonOperator, _ bound: AttributeValue, exact: Bool) -> Built? {
+        let range: KeyedRange
+        switch op {
+        case .equalTo: range = .equal(bound)
+        case .lessThan: range = KeyedRange(upper: KeyedBound(bound, inclusive: false))
+        case .lessThanOrEqualTo: range = KeyedRange(upper: KeyedBound(bound, inclusive: true))
+        case .greaterThan: range = KeyedRange(lower: KeyedBound(bound, inclusive: false))
+        case .greaterThanOrEqualTo: range = KeyedRange(lower: KeyedBound(bound, inclusive: true))
+        default: return nil
+        }
+        return Built(ranges: range.isEmpty ? [] : [range], exact: exact)
+    }
+
+    /// A number constant as the evaluator compares it: integers exactly, doubles as
+    /// doubles, decimals as decimals, booleans as 0 and 1.
+    enum Number {
+        case int(Int64)
+        case double(Double)
+        case decimal(Decimal)
+
+        init?(_ constant: PredicateConstant) {
+            switch constant {
+            case .integer(let v): self = .int(Int64(v))
+            case .bool(let v): self = .int(v ? 1 : 0)
+            case .double(let v): self = .double(v)
+            case .decimal(let v): self = .decimal(v)
+            default: return nil
+            }
+        }
+
+        var double: Double {
+            switch self {
+            case .int(let v): Double(v)
+            case .double(let v): v
+            case .decimal(let v): NSDecimalNumber(decimal: v).doubleValue
+            }
+        }
+    }
+
+    /// Integer attributes. Integer constants give exact bounds; doubles are compared by the
+    /// evaluator as doubles, so bounds round toward the matching side (and widen where
+    /// doubles can't tell neighbouring integers apart); decimals widen by one. Bounds
+    /// outside the type's range clamp to it, so a range never overflows.
+    static func integer(
+        _ op: ComparisonOperator, _ constant: PredicateConstant, min: Int64, max: Int64, make: (Int64) -> AttributeValue
+    ) -> Built? {
+        guard let number = Number(constant) else { return nil }
+        // The integers i with `i op number`, as [low, high] (nil: unbounded), and exactness.
+        var low: Int64?
+        var high: Int64?
+        var exact = true
+        switch number {
+        case .int(let v):
+            switch op {
+            case .equalTo: low = v; high = v
+            case .lessThan: if v == .min { return Built(ranges: [], exact: true) } else { high = v - 1 }
+            case .lessThanOrEqualTo: high = v
+            case .greaterThan: if v == .max { return Built(ranges: [], exact: true) } else { low = v + 1 }
+            case .greaterThanOrEqualTo: low = v
+            default: return nil
+            }
+        case .double, .decimal:
+            let d = number.double
+            if d.isNaN { return Built(ranges: [], exact: true) }
+            // Below 2^52 a double holds every integer and its fraction: exact thresholds.
+            let precise: Bool
+            if case .double = number { precise = abs(d) < 4_503_599_627_370_496 } else { precise = false }
+            // Otherwise widen: decimals are compared exactly but converted here through a
+            // double; beyond 2^52 doubles can't tell neighbouring integers apart.
+            let margin: Double = precise ? 0 : 2 + abs(d) * 1e-9
+            exact = precise
+            func clamp(_ x: Double) -> Int64? {
+                if x.isNaN { return nil }
+                if x >= 9_223_372_036_854_775_808.0 { return .max }
+                if x < -9_223_372_036_854_775_808.0 { return .min }
+                return Int64(x)
+            }
+            switch op {
+            case .equalTo:
+                if precise {
+                    guard d.rounded() == d, let v = clamp(d) else { return Built(ranges: [], exact: true) }
+                    low = v; high = v
+                } else {
+                    low = clamp((d - margin).rounded(.down)); high = clamp((d + margin).rounded(.up))
+                }
+            case .lessThan:
+                if d == .infinity { break }
+                if d == -.infinity { return Built(ranges: [], exact: true) }
+                high = precise ? clamp(d.rounded(.up) - 1) : clamp((d + margin).rounded(.up))
+            case .lessThanOrEqualTo:
+                if d == .infinity { break }
+                if d == -.infinity { return Built(ranges: [], exact: true) }
+                high = precise ? clamp(d.rounded(.down)) : clamp((d + margin).rounded(.up))
+            case .greaterThan:
+                if d == -.infinity { break }
+                if d == .infinity { return Built(ranges: [], exact: true) }
+                low = precise ? clamp(d.rounded(.down) + 1) : clamp((d - margin).rounded(.down))
+            case .greaterThanOrEqualTo:
+                if d == -.infinity { break }
+                if d == .infinity { return Built(ranges: [], exact: true) }
+                low = precise ? clamp(d.rounded(.up)) : clamp((d - margin).rounded(.down))
+            default:
+                return nil
+            }
+        }
+        // Clamp to the attribute type.
+        if let l = low, l > max { return Built(ranges: [], exact: true) }
+        if let h = high, h < min { return Built(ranges: [], exact: true) }
+        if let l = low, l <= min { low = nil }
+        if let h = high, h >= max { high = nil }
+        let range = KeyedRange(
+            lower: low.map { KeyedBound(make($0), inclusive: true) }, upper: high.map { KeyedBound(make($0), inclusive: true) })
+        return Built(ranges: range.isEmpty ? [] : [range], exact: exact)
+    }
+
+    /// Double, float and decimal attributes, indexed by their value as a double. Doubles
+    /// and integers compare exactly as doubles; decimal constants (compared as decimals)
+    /// and float or decimal attributes get bounds widened outward, the candidates re-checked.
+    static func real(_ type: AttributeType, _ op: ComparisonOperator, _ constant: PredicateConstant) -> Built? {
+        guard let number = Number(constant) else { return nil }
+        let d = number.double
+        if d.isNaN { return Built(ranges: [], exact: true) }
+        var exact = type == .double
+        if case .decimal = number { exact = false }
+        // How far to widen a bound: none when exact, else a relative margin that covers
+        // double rounding of decimals.
+        func widened(_ x: Double, up: Bool) -> Double {
+            if exact || x.isInfinite { return x }
+            let margin = Swift.max(abs(x) * 1e-9, Double.leastNormalMagnitude)
+            return up ? x + margin : x - margin
+        }
+        func bound(_ x: Double, inclusive: Bool, up: Bool) -> KeyedBound {
+            let value = widened(x, up: up)
+            switch type {
+            case .float:
+                // The float nearest on the safe side.
+                var f = Float(value)
+                if up, Double(f) < value { f = f.nextUp }
+                if !up, Double(f) > value { f = f.nextDown }
+                return KeyedBound(.float(f), inclusive: inclusive || Double(f) != x)
+            case .decimal:
+                // Decimals are indexed by their double; zero is exactly zero either way.
+                let decimal = x == 0 ? Decimal(0) : Decimal(value)
+                return KeyedBound(decimal.isNaN ? .double(value) : .decimal(decimal), inclusive: true)
+            default:
+                return KeyedBound(.double(value), inclusive: inclusive || value != x)
+            }
+        }
+        let range: KeyedRange
+        switch op {
+        case .equalTo: range = KeyedRange(lower: bound(d, inclusive: true, up: false), upper: bound(d, inclusive: true, up: true))
+        case .lessThan: range = KeyedRange(upper: bound(d, inclusive: false, up: true))
+        case .lessThanOrEqualTo: range = KeyedRange(upper: bound(d, inclusive: true, up: true))
+        case .greaterThan: range = KeyedRange(lower: bound(d, inclusive: false, up: false))
+        case .greaterThanOrEqualTo: range = KeyedRange(lower: bound(d, inclusive: true, up: false))
+        default: return nil
+        }
+        return Built(ranges: range.isEmpty ? [] : [range], exact: exact)
+    }
+
+    /// Boolean attributes compare as 0 and 1: the ranges are the values (of two) that match.
+    static func boolean(_ op: ComparisonOperator, _ constant: PredicateConstant) -> Built? {
+        guard let number = Number(constant) else { return nil }
+        if case .decimal = number { return nil }
+        let d = number.double
+        func holds(_ x: Double) -> Bool {
+            switch op {
+            case .equalTo: x == d
+            case .lessThan: x < d
+            case .lessThanOrEqualTo: x <= d
+            case .greaterThan: x > d
+            case .greaterThanOrEqualTo: x >= d
+            default: false
+            }
+        }
+        guard [.equalTo, .lessThan, .lessThanOrEqualTo, .greaterThan, .greaterThanOrEqualTo].contains(op) else { return nil }
+        var ranges: [KeyedRange] = []
+        if holds(0) { ranges.append(.equal(.boolean(false))) }
+        if holds(1) { ranges.append(.equal(.boolean(true))) }
+        return Built(ranges: ranges, exact: true)
+    }
+}
