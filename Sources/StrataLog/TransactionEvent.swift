@@ -29,7 +29,7 @@ public enum TransactionKind: Sendable, Hashable, CustomStringConvertible {
         case .migration: "migration"
         case .import: "import"
         case .reservation(let entity, let range): "reservation of \(entity) p\(range.lowerBound)…p\(range.upperBound)"
-        case .purge(let through): "purge of history through \(through)"
+        case .purge(let through): "purge through \(through)"
         }
     }
 }
