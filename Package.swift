@@ -125,6 +125,19 @@ let package = Package(
             dependencies: ["strata", "StrataTestSupport", "StrataLog", "StrataModel"],
             swiftSettings: strictSettings
         ),
+
+        // MARK: - History (issue 8): the history API's tests and the writer process they spawn.
+        .executableTarget(
+            name: "StrataHistoryProbe",
+            dependencies: ["Strata", "StrataTestSupport"],
+            path: "Tests/StrataHistoryProbe",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "StrataHistoryTests",
+            dependencies: ["Strata", "StrataTestSupport", "StrataHistoryProbe"],
+            swiftSettings: strictSettings
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -105,6 +105,9 @@ public struct VerificationProblem: Sendable, Hashable, CustomStringConvertible {
         case beforeImage
         /// A reference to an object that doesn't exist.
         case integrity
+        /// The base snapshot a purge keeps (the state as of the purge point) is missing or
+        /// doesn't load.
+        case base
     }
 
     /// The kind.

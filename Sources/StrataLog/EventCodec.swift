@@ -187,6 +187,9 @@ enum EventCodec {
             w.varint(UInt64(try catalog.entityCode(entity)))
             w.varint(range.lowerBound)
             w.varint(range.upperBound)
+        case .purge(let through):
+            w.byte(6)
+            w.varint(through)
         }
         w.varint(event.modelVersion)
         w.varint(event.groups.count)
@@ -298,6 +301,7 @@ enum EventCodec {
             let last = try r.varint()
             guard first >= 1, first <= last else { throw r.failure("reservation range \(first)…\(last) is empty") }
             kind = .reservation(entity: entity, range: first...last)
+        case 6: kind = .purge(through: try r.varint())
         case let other: throw r.failure("unknown transaction kind \(other)")
         }
         let modelVersion = try r.count(limit: Int(Int32.max))
@@ -327,6 +331,29 @@ enum EventCodec {
         return TransactionEvent(
             sequence: sequence, timestamp: date(microseconds: micros), author: author, contextName: contextName,
             processID: processID, kind: kind, modelVersion: modelVersion, groups: groups)
+    }
+
+    /// The header of an event's bytes, without checking the checksum or decoding the rest;
+    /// nil if the bytes don't start like an event this build reads.
+    static func header(_ bytes: UnsafeRawBufferPointer) -> EventHeader? {
+        guard bytes.count >= 4 + 2 + 8 + 8 + 4 + 4, bytes[0] == magic[0], bytes[1] == magic[1], bytes[2] == magic[2],
+            bytes[3] == magic[3], bytes[4] <= formatVersion
+        else { return nil }
+        var r = ByteReader(UnsafeRawBufferPointer(rebasing: bytes[0..<(bytes.count - 4)]), context: "event header")
+        do {
+            _ = try r.rawBytes(5)
+            let flags = try r.byte()
+            let sequence = try r.uint64()
+            let micros = Int64(bitPattern: try r.uint64())
+            let processID = Int32(bitPattern: try r.uint32())
+            let author = flags & 1 != 0 ? try r.string() : nil
+            let contextName = flags & 2 != 0 ? try r.string() : nil
+            return EventHeader(
+                sequence: sequence, timestamp: date(microseconds: micros), author: author, contextName: contextName,
+                processID: processID)
+        } catch {
+            return nil
+        }
     }
 
     static func readChange(_ r: inout ByteReader, schema: ModelSchema, catalog: some CodecCatalog) throws(LogError) -> Change {

@@ -25,12 +25,18 @@ extension LogReader {
     }
 
     /// The cheapest way to reach `sequence`: the fewest events to decode.
+    ///
+    /// - Throws: ``LogError/sequenceOutOfRange(requested:head:)`` past the head;
+    ///   ``LogError/historyPurged(requested:purgedThrough:)`` before a purge point (the base
+    ///   snapshot, as of the purge point itself, is the earliest state kept).
     public func plan(asOf sequence: UInt64) throws -> AsOfPlan {
         let head = try head
         guard sequence <= head else { throw LogError.sequenceOutOfRange(requested: sequence, head: head) }
+        let purged = try purgedThrough
+        guard sequence >= purged else { throw LogError.historyPurged(requested: sequence, purgedThrough: purged) }
         var best = AsOfPlan.backwardFromHead(events: head - sequence)
         var bestCost = head - sequence
-        if sequence < bestCost {
+        if purged == 0 && sequence < bestCost {
             best = .forwardFromStart(events: sequence)
             bestCost = sequence
         }
@@ -43,6 +49,8 @@ extension LogReader {
     /// The state of the whole store as it was just after transaction `sequence` (0: empty),
     /// from before-images walking back from the head or events walking forward from a
     /// checkpoint, whichever decodes fewer events.
+    ///
+    /// - Throws: as ``plan(asOf:)``.
     public func state(asOf sequence: UInt64) throws -> StateImage {
         switch try plan(asOf: sequence) {
         case .backwardFromHead:
@@ -77,9 +85,13 @@ extension LogReader {
 
     /// One object's values as they were just after transaction `sequence`; nil if it didn't
     /// exist then. Walks back only through the transactions that touched it.
+    ///
+    /// - Throws: as ``plan(asOf:)``.
     public func object(_ id: StoredObjectID, asOf sequence: UInt64) throws -> [String: LogValue]? {
         let head = try head
         guard sequence <= head else { throw LogError.sequenceOutOfRange(requested: sequence, head: head) }
+        let purged = try purgedThrough
+        guard sequence >= purged else { throw LogError.historyPurged(requested: sequence, purgedThrough: purged) }
         var image = StateImage()
         if let current = try object(id) { image.objects[id] = current.values }
         for touching in try history(of: id).reversed() where touching > sequence {
@@ -152,34 +164,145 @@ extension LogReader {
 enum CheckpointTag {
     static let record: UInt8 = 0x01
     static let member: UInt8 = 0x02
+    static let counter: UInt8 = 0x03
+    /// Header flag: the checkpoint holds the primary-key counters (`03` rows).
+    static let hasCounters: UInt8 = 0x01
+}
+
+/// Every row of one checkpoint: what a base snapshot is made of, and what `restore` loads.
+struct CheckpointRows {
+    /// Object key → the record, byte for byte as the state table held it.
+    var records: [([UInt8], [UInt8])] = []
+    /// `members` keys (source · relationship · target).
+    var members: [[UInt8]] = []
+    /// Entity code → last primary key given (u64).
+    var counters: [([UInt8], [UInt8])] = []
+    /// Whether the checkpoint recorded the counters (checkpoints written before the counters
+    /// were added have none).
+    var hasCounters = false
+}
+
+extension LogReader {
+    /// The rows of the checkpoint at `sequence`, or nil if there is none.
+    func checkpointRows(_ sequence: UInt64) throws -> CheckpointRows? {
+        let prefix = bigEndianBytes(sequence)
+        guard let header = try txn.value(forKey: prefix, in: tables.checkpoints) else { return nil }
+        var rows = CheckpointRows()
+        rows.hasCounters = header.count >= 9 && header[8] & CheckpointTag.hasCounters != 0
+        try txn.forEach(in: tables.checkpoints, range: .prefix(prefix)) { key, value in
+            guard key.byteCount > 9 else { return .next }
+            key.withUnsafeBytes { raw in
+                let rest = Array(raw[9...])
+                switch raw[8] {
+                case CheckpointTag.record: rows.records.append((rest, value.withUnsafeBytes { Array($0) }))
+                case CheckpointTag.member: rows.members.append(rest)
+                case CheckpointTag.counter: rows.counters.append((rest, value.withUnsafeBytes { Array($0) }))
+                default: break
+                }
+            }
+            return .next
+        }
+        return rows
+    }
+}
+
+extension TableWriter {
+    /// Writes `rows` as the checkpoint at `sequence` (replacing one there), header last.
+    func writeCheckpoint(_ txn: borrowing LMDBTransaction, at sequence: UInt64, rows: CheckpointRows) throws {
+        let prefix = bigEndianBytes(sequence)
+        try removeCheckpoint(txn, at: sequence)
+        for (key, value) in rows.records { try txn.put(value, forKey: prefix + [CheckpointTag.record] + key, in: tables.checkpoints) }
+        for key in rows.members { try txn.put([UInt8](), forKey: prefix + [CheckpointTag.member] + key, in: tables.checkpoints) }
+        for (key, value) in rows.counters { try txn.put(value, forKey: prefix + [CheckpointTag.counter] + key, in: tables.checkpoints) }
+        let flags: UInt8 = rows.hasCounters ? CheckpointTag.hasCounters : 0
+        try txn.put(bigEndianBytes(UInt64(rows.records.count)) + [flags], forKey: prefix, in: tables.checkpoints)
+    }
+
+    /// Deletes every row of the checkpoint at `sequence`.
+    func removeCheckpoint(_ txn: borrowing LMDBTransaction, at sequence: UInt64) throws {
+        var keys: [[UInt8]] = []
+        try txn.forEach(in: tables.checkpoints, range: .prefix(bigEndianBytes(sequence))) { key, _ in
+            keys.append(key.withUnsafeBytes { Array($0) })
+            return .next
+        }
+        for key in keys { try txn.delete(key: key, in: tables.checkpoints) }
+    }
+
+    /// The current state's rows, as a checkpoint holds them.
+    func currentRows(_ txn: borrowing LMDBTransaction) throws -> CheckpointRows {
+        var rows = CheckpointRows()
+        rows.hasCounters = true
+        try txn.forEach(in: tables.state) { key, value in
+            rows.records.append((key.withUnsafeBytes { Array($0) }, value.withUnsafeBytes { Array($0) }))
+            return .next
+        }
+        try txn.forEach(in: tables.members) { key, _ in
+            rows.members.append(key.withUnsafeBytes { Array($0) })
+            return .next
+        }
+        try txn.forEach(in: tables.counters) { key, value in
+            rows.counters.append((key.withUnsafeBytes { Array($0) }, value.withUnsafeBytes { Array($0) }))
+            return .next
+        }
+        return rows
+    }
+
+    /// Loads a checkpoint as the starting state of empty tables: the records byte for byte,
+    /// and the references, membership, index entries and counters they imply. No history
+    /// rows: the history before a checkpoint is not in it.
+    func restore(_ txn: borrowing LMDBTransaction, _ rows: CheckpointRows) throws {
+        for (keyBytes, value) in rows.records {
+            guard let objectKey = keyBytes.withUnsafeBytes({ ObjectKey($0) }), keyBytes.count == ObjectKey.byteCount else {
+                throw LogError.malformed("checkpoint record key of \(keyBytes.count) bytes")
+            }
+            let id = try id(objectKey)
+            let record = try value.withUnsafeBytes { raw in
+                try decodeRecord(raw, entityName: id.entity, context: "checkpoint record \(id)")
+            }
+            let entity = try schema.entities[id.entity] ?? (try schema(forModelVersion: record.modelVersion).entity(id.entity))
+            try txn.put(value, forKey: keyBytes, in: tables.state)
+            for property in entity.properties {
+                guard let storage = property.relationship, storage == .toOne || storage == .orderedToMany else { continue }
+                let code = try relationshipCode(property.qualifiedName)
+                for target in try targets(of: record.values[property.name]) {
+                    try link(txn, objectKey, code, target, member: false)
+                }
+            }
+            if !entity.indexes.isEmpty {
+                for (_, indexKey, _) in try indexKeys(objectKey, values: record.values, entity: entity) {
+                    try txn.put([UInt8](), forKey: indexKey, in: tables.index)
+                }
+            }
+        }
+        for key in rows.members {
+            guard key.count == 22, let source = key.withUnsafeBytes({ ObjectKey($0) }),
+                let target = key.withUnsafeBytes({ ObjectKey($0, at: 12) })
+            else { throw LogError.malformed("checkpoint membership key of \(key.count) bytes") }
+            try link(txn, source, UInt16(key[10]) << 8 | UInt16(key[11]), target, member: true)
+        }
+        for (key, value) in rows.counters { try txn.put(value, forKey: key, in: tables.counters) }
+    }
 }
 
 extension EventLog {
     /// Writes a checkpoint of the state at `sequence` inside the committing transaction:
     /// every record and membership row, so as-of reads near it replay few events.
     func writeCheckpoint(_ txn: borrowing LMDBTransaction, at sequence: UInt64) throws {
-        let prefix = bigEndianBytes(sequence)
-        var count: UInt64 = 0
-        try txn.forEach(in: tables.state) { key, value in
-            let rowKey = prefix + [CheckpointTag.record] + key.withUnsafeBytes { Array($0) }
-            try txn.put(value.withUnsafeBytes { Array($0) }, forKey: rowKey, in: tables.checkpoints)
-            count += 1
-            return .next
-        }
-        try txn.forEach(in: tables.members) { key, _ in
-            try txn.put([UInt8](), forKey: prefix + [CheckpointTag.member] + key.withUnsafeBytes { Array($0) }, in: tables.checkpoints)
-            return .next
-        }
-        try txn.put(bigEndianBytes(count), forKey: prefix, in: tables.checkpoints)
+        let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion)
+        try writer.writeCheckpoint(txn, at: sequence, rows: try writer.currentRows(txn))
         try thinCheckpoints(txn)
     }
 
     /// Removes checkpoints beyond ``Configuration/maximumCheckpoints``: each time, the one
-    /// (never the newest) whose removal leaves the smallest gap between its neighbours.
+    /// (never the newest, never the base snapshot of a purge) whose removal leaves the
+    /// smallest gap between its neighbours.
     func thinCheckpoints(_ txn: borrowing LMDBTransaction) throws {
+        let purged = try number(MetaKey.purgedThrough, txn)
         var sequences: [UInt64] = []
         try txn.forEach(in: tables.checkpoints) { key, _ in
-            if key.byteCount == 8, let sequence = key.withUnsafeBytes({ readBigEndian($0) }) { sequences.append(sequence) }
+            if key.byteCount == 8, let sequence = key.withUnsafeBytes({ readBigEndian($0) }), sequence > purged || purged == 0 {
+                sequences.append(sequence)
+            }
             return .next
         }
         let limit = max(1, configuration.maximumCheckpoints)

@@ -18,9 +18,11 @@ extension EventLog {
         let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion)
         // Stored with microsecond precision: round now so the returned event equals the stored one.
         let timestamp = EventCodec.date(microseconds: EventCodec.microseconds(draft.timestamp ?? Date()))
-        return try environment.write { txn in
+        let result = try environment.write { txn in
             try commit(draft, timestamp: timestamp, writer: writer, txn)
         }
+        storeMonitor.publish(result.event.sequence)
+        return result
     }
 
     private func commit(
@@ -283,7 +285,7 @@ extension EventLog {
         guard !described.isAbstract else { throw LogError.invalidOperation("entity \(entity) is abstract; it has no objects of its own") }
         let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion)
         let timestamp = EventCodec.date(microseconds: EventCodec.microseconds(Date()))
-        return try environment.write { txn in
+        let (range, sequence) = try environment.write { txn in
             let head = try number(MetaKey.head, txn)
             let code = try writer.entityCode(entity)
             let last = try txn.value(forKey: TableWriter.counterKey(code), in: tables.counters)
@@ -296,8 +298,10 @@ extension EventLog {
             try writeEventChunks(txn, sequence: head + 1, bytes: try EventCodec.encode(event, catalog: writer))
             try txn.put(bigEndianBytes(range.upperBound), forKey: TableWriter.counterKey(code), in: tables.counters)
             try txn.put(bigEndianBytes(head + 1), forKey: MetaKey.head, in: tables.meta)
-            return range
+            return (range, head + 1)
         }
+        storeMonitor.publish(sequence)
+        return range
     }
 
     func writeEventChunks(_ txn: borrowing LMDBTransaction, sequence: UInt64, bytes: [UInt8]) throws {

@@ -22,7 +22,9 @@ extension EventLog {
     /// The derived tables (state, indexes, references, membership, history, counters) are
     /// rebuilt by applying each event as `verify()` does. Segments, checkpoints, consumers and
     /// undo retention are not copied: the new store's log is all raw and has no history past
-    /// `sequence`. Works on a store opened read-only; this store is only read.
+    /// `sequence`. After a purge, the new store starts like this one from the base snapshot
+    /// (its checkpoint and purge point copied) and holds the events after it. Works on a
+    /// store opened read-only; this store is only read.
     ///
     /// ```swift
     /// let source = try EventLog(openingExistingAt: "prod.strata")
@@ -30,11 +32,19 @@ extension EventLog {
     /// ```
     ///
     /// - Throws: ``LogError/sequenceOutOfRange(requested:head:)`` past the head;
+    ///   ``LogError/historyPurged(requested:purgedThrough:)`` before the purge point;
     ///   ``LogError/invalidOperation(_:)`` if `path` exists and is not an empty directory.
     @discardableResult
     public func replay(through sequence: UInt64, into path: String) throws -> ReplayReport {
-        let head = try head
+        let (head, purged, marker, base) = try read { reader in
+            let purged = try reader.purgedThrough
+            return (try reader.head, purged, try reader.purgeMarker, purged > 0 ? try reader.checkpointRows(purged) : nil)
+        }
         guard sequence <= head else { throw LogError.sequenceOutOfRange(requested: sequence, head: head) }
+        guard sequence >= purged else { throw LogError.historyPurged(requested: sequence, purgedThrough: purged) }
+        if purged > 0 && base?.hasCounters != true {
+            throw LogError.malformed("history through \(purged) was purged, but the base snapshot as of it is missing")
+        }
         let fileManager = FileManager.default
         if fileManager.fileExists(atPath: path) {
             let contents = (try? fileManager.contentsOfDirectory(atPath: path)) ?? ["?"]
@@ -82,6 +92,20 @@ extension EventLog {
 
         // Events in batches: one write transaction per batch, the head moving with it.
         let writer = TableWriter(tables: targetTables, catalog: catalog, schema: schema, modelVersion: modelVersion)
+
+        // After a purge the new store starts, like this one, from the base snapshot.
+        if purged > 0, let base {
+            try target.write { txn in
+                try writer.restore(txn, base)
+                try writer.writeCheckpoint(txn, at: purged, rows: base)
+                for key in [MetaKey.head, MetaKey.purgedThrough, MetaKey.compactedThrough] {
+                    try txn.put(bigEndianBytes(purged), forKey: key, in: targetTables.meta)
+                }
+                if marker > purged && marker <= sequence {
+                    try txn.put(bigEndianBytes(marker), forKey: MetaKey.purgeMarker, in: targetTables.meta)
+                }
+            }
+        }
         let chunkSize = max(configuration.chunkSize, 64)
         func flush(_ batch: [TransactionEvent]) throws {
             guard let last = batch.last else { return }
@@ -101,10 +125,10 @@ extension EventLog {
                 try txn.put(bigEndianBytes(last.sequence), forKey: MetaKey.head, in: targetTables.meta)
             }
         }
-        if sequence > 0 {
+        if sequence > purged {
             var batch: [TransactionEvent] = []
             try read { reader in
-                try reader.forEachEvent(from: 1, through: sequence) { event in
+                try reader.forEachEvent(from: purged + 1, through: sequence) { event in
                     batch.append(event)
                     if batch.count >= 512 {
                         try flush(batch)

@@ -159,7 +159,11 @@ extension EventLog {
                 }
                 lower(last, .requested)
             }
-            for (name, through) in try reader.consumers() { lower(through, .consumer(name: name, processedThrough: through)) }
+            // A consumer behind a purge point holds nothing back: its history is gone.
+            let purged = try reader.purgedThrough
+            for (name, through) in try reader.consumers() where through >= purged {
+                lower(through, .consumer(name: name, processedThrough: through))
+            }
             let retention = try reader.metaNumber(MetaKey.undoRetention)
             if retention > 0 { lower(head > retention ? head - retention : 0, .undoRetention(transactions: retention)) }
             return (from, horizon, limit)
@@ -345,13 +349,27 @@ extension LogReader {
     public func segments() throws -> [SegmentInfo] { try segmentDescriptors().map(\.info) }
 
     /// Calls `body` with each compacted event from `from` through `through`, decompressing
-    /// only the frames that hold them.
-    func forEachSegmentEvent(from: UInt64, through: UInt64, _ body: (TransactionEvent) throws -> IterationDecision) throws {
+    /// only the frames that hold them. With `wanted`, only events whose bytes it accepts are
+    /// decoded (the others are still counted for density).
+    func forEachSegmentEvent(
+        from: UInt64, through: UInt64, where wanted: ((UnsafeRawBufferPointer) -> Bool)? = nil,
+        _ body: (TransactionEvent) throws -> IterationDecision
+    ) throws {
         var expected = from
         for segment in try segmentDescriptors() where segment.last >= from && segment.first <= through {
             let reader = try SegmentReader(segment, directory: log.segmentDirectory)
             for (index, frame) in segment.frames.enumerated() where frame.last >= from && frame.first <= through {
                 for bytes in try reader.events(inFrame: index) {
+                    if let wanted, let header = bytes.withUnsafeBytes({ EventCodec.header($0) }) {
+                        guard header.sequence >= from, header.sequence <= through else { continue }
+                        guard header.sequence == expected else {
+                            throw LogError.segment("\(segment.fileName): expected event \(expected), found \(header.sequence)")
+                        }
+                        if !bytes.withUnsafeBytes({ wanted($0) }) {
+                            expected += 1
+                            continue
+                        }
+                    }
                     let event = try bytes.withUnsafeBytes { raw in
                         try EventCodec.decode(raw, catalog: log.catalog, context: "segment \(segment.fileName) frame \(index)")
                     }

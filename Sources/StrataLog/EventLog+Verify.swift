@@ -3,7 +3,8 @@ import StrataStorage
 
 extension EventLog {
     /// Checks the store against its log (`Specs/0004-event-log.md` §8): every event and
-    /// segment checksum; sequence numbers dense from 1 to the head; the derived tables —
+    /// segment checksum; sequence numbers dense from 1 (after a purge: from the base
+    /// snapshot's sequence + 1, the base loaded first) to the head; the derived tables —
     /// state, indexes, references, membership, history, counters — rebuilt by replaying the
     /// log into a scratch environment and compared entry by entry with the live ones. Each
     /// difference is reported precisely; nothing is changed.
@@ -13,33 +14,9 @@ extension EventLog {
             problems.append(VerificationProblem(kind: kind, location: location, message: message))
         }
 
-        let scratchPath = (NSTemporaryDirectory() as NSString).appendingPathComponent("strata-verify-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(atPath: scratchPath) }
-        var options = LMDBEnvironment.Options()
-        options.durability = .fast
-        options.additionalFlags = [.noSync]
-        options.maxDatabases = StoreTables.names.count + 4
-        options.mapSize = max(environment.mapSize, 16 << 20)
-        let scratch = try LMDBEnvironment(path: scratchPath, databases: StoreTables.names.map { DatabaseDescriptor($0) }, options: options)
-        let scratchTables = try StoreTables(scratch)
-
         // The scratch store shares the live catalog, so codes and keys are comparable.
-        let catalogRows: [([UInt8], [UInt8])] = try environment.read { txn in
-            var rows: [([UInt8], [UInt8])] = []
-            for database in [tables.catalog, tables.models] {
-                try txn.forEach(in: database) { key, value in
-                    rows.append((key.withUnsafeBytes { [UInt8(database == tables.catalog ? 0 : 1)] + Array($0) },
-                                 value.withUnsafeBytes { Array($0) }))
-                    return .next
-                }
-            }
-            return rows
-        }
-        try scratch.write { txn in
-            for (key, value) in catalogRows {
-                try txn.put(value, forKey: key.dropFirst(), in: key[0] == 0 ? scratchTables.catalog : scratchTables.models)
-            }
-        }
+        let (scratch, scratchTables, scratchPath) = try makeScratchEnvironment()
+        defer { try? FileManager.default.removeItem(atPath: scratchPath) }
         let writer = TableWriter(tables: scratchTables, catalog: catalog, schema: schema, modelVersion: modelVersion)
 
         // 1. Every event, in order: decode, check, replay.
@@ -63,10 +40,26 @@ extension EventLog {
                 }
             }
         }
-        let (head, compactedThrough, descriptors) = try read { reader in
-            (try reader.head, try reader.compactedThrough, try reader.segmentDescriptors())
+        let (head, compactedThrough, descriptors, purged, base) = try read { reader in
+            let purged = try reader.purgedThrough
+            return (try reader.head, try reader.compactedThrough, try reader.segmentDescriptors(), purged,
+                    purged > 0 ? try reader.checkpointRows(purged) : nil)
         }
-        var expected: UInt64 = 1
+        // After a purge, the log starts from the base snapshot as of the purge point.
+        if purged > 0 {
+            if let base, base.hasCounters {
+                do {
+                    try scratch.write { txn in try writer.restore(txn, base) }
+                } catch {
+                    problem(.base, "checkpoint \(purged)", "the base snapshot does not load: \(error)")
+                }
+            } else {
+                problem(
+                    .base, "checkpoint \(purged)",
+                    "history through \(purged) was purged, but the base snapshot as of \(purged) is \(base == nil ? "missing" : "incomplete (no counters)")")
+            }
+        }
+        var expected: UInt64 = purged + 1
 
         for descriptor in descriptors {
             segmentsChecked += 1

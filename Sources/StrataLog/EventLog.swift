@@ -56,6 +56,9 @@ public final class EventLog: Sendable {
     public let modelVersion: Int
     /// The configuration the store was opened with.
     public let configuration: Configuration
+    /// Announces every move of the head — this process's commits and other processes'
+    /// (`Specs/0009-history.md` §5).
+    public let storeMonitor: StoreMonitor
 
     let environment: LMDBEnvironment
     let tables: StoreTables
@@ -115,6 +118,11 @@ public final class EventLog: Sendable {
         }
         let tables = try StoreTables(environment)
         let catalog = Catalog(environment: environment, tables: tables)
+        storeMonitor = StoreMonitor(watchedFile: (path as NSString).appendingPathComponent("data.mdb")) { [environment, tables] in
+            try environment.read { txn in
+                try txn.value(forKey: MetaKey.head, in: tables.meta).flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
+            }
+        }
         self.environment = environment
         self.tables = tables
         self.catalog = catalog
@@ -186,6 +194,8 @@ public final class EventLog: Sendable {
         }
     }
 
+    deinit { storeMonitor.shutdown() }
+
     private static func checkFormat(_ bytes: [UInt8]?, path: String) throws {
         guard let bytes, bytes.count == 4 else { throw LogError.notAStore("\(path) (no format version)") }
         let version = bytes.withUnsafeBytes { readBigEndian($0, count: 4) } ?? 0
@@ -246,6 +256,9 @@ public struct StoreMetadata: Sendable, Hashable {
     public let head: UInt64
     /// The highest sequence moved into segments (0: none).
     public let compactedThrough: UInt64
+    /// The last sequence removed by a purge (0: nothing purged); the log starts after it, from
+    /// the base snapshot as of it.
+    public let purgedThrough: UInt64
     /// The stored model versions, oldest first.
     public let modelVersions: [Int]
 }

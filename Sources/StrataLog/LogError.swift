@@ -35,6 +35,10 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
     case modelMismatch(String)
     /// An operation the store's state forbids (such as writing to a read-only store).
     case invalidOperation(String)
+    /// Sequence `requested` lies in history removed by a purge: events 1…`purgedThrough` are
+    /// gone, and the earliest state the store can rebuild is its base snapshot as of
+    /// `purgedThrough` (`Specs/0004-event-log.md` §7.6).
+    case historyPurged(requested: UInt64, purgedThrough: UInt64)
 
     /// A sentence naming what was wrong and where.
     public var description: String {
@@ -60,6 +64,8 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
         case .notAStore(let path): "no Strata store at \(path)"
         case .modelMismatch(let detail): "model mismatch: \(detail)"
         case .invalidOperation(let detail): detail
+        case .historyPurged(let requested, let purgedThrough):
+            "sequence \(requested) was purged: history through \(purgedThrough) was removed, and the earliest state kept is as of \(purgedThrough)"
         }
     }
 }

@@ -87,6 +87,17 @@ public struct LogReader: ~Copyable {
         get throws { try metaNumber(MetaKey.compactedThrough) }
     }
 
+    /// The last sequence removed by a purge (0: nothing purged). Events after it are kept;
+    /// the state as of it is the store's base snapshot.
+    public var purgedThrough: UInt64 {
+        get throws { try metaNumber(MetaKey.purgedThrough) }
+    }
+
+    /// The sequence of the newest purge marker event (0: the store was never purged).
+    public var purgeMarker: UInt64 {
+        get throws { try metaNumber(MetaKey.purgeMarker) }
+    }
+
     func metaNumber(_ key: [UInt8]) throws -> UInt64 {
         try number(forKey: key, in: tables.meta)
     }
@@ -108,7 +119,7 @@ public struct LogReader: ~Copyable {
         return StoreMetadata(
             storeUUID: log.storeUUID, formatVersion: Int(format), createdAt: try date(MetaKey.createdAt),
             openedAt: try date(MetaKey.openedAt), head: try head, compactedThrough: try compactedThrough,
-            modelVersions: log.catalog.modelVersions)
+            purgedThrough: try purgedThrough, modelVersions: log.catalog.modelVersions)
     }
 
     /// The last primary key given to an object of `entity` (0 if none).
@@ -263,10 +274,13 @@ public struct LogReader: ~Copyable {
 
     /// The event with sequence `sequence`, from the raw log or a segment.
     ///
-    /// - Throws: ``LogError/sequenceOutOfRange(requested:head:)`` past the head.
+    /// - Throws: ``LogError/sequenceOutOfRange(requested:head:)`` past the head;
+    ///   ``LogError/historyPurged(requested:purgedThrough:)`` for a purged sequence.
     public func event(_ sequence: UInt64) throws -> TransactionEvent {
         let head = try head
         guard sequence >= 1, sequence <= head else { throw LogError.sequenceOutOfRange(requested: sequence, head: head) }
+        let purged = try purgedThrough
+        guard sequence > purged else { throw LogError.historyPurged(requested: sequence, purgedThrough: purged) }
         var found: TransactionEvent?
         try forEachEvent(from: sequence, through: sequence) { event in
             found = event
@@ -278,16 +292,35 @@ public struct LogReader: ~Copyable {
 
     /// Calls `body` with each event from `from` through `through` (default: the head), in
     /// order — reading compacted ones from their segments — until it answers `.stop`.
+    ///
+    /// Purged events (through ``purgedThrough``) are gone: the walk starts at the first
+    /// event kept. Callers that must not miss events check ``purgedThrough`` first.
     public func forEachEvent(
         from: UInt64 = 1, through: UInt64? = nil, _ body: (TransactionEvent) throws -> IterationDecision
     ) throws {
+        try forEachEvent(from: from, through: through, where: nil, body)
+    }
+
+    /// Like ``forEachEvent(from:through:_:)``, but decodes only the events whose header
+    /// `filter` accepts: the header (sequence, timestamp, author, context name, process ID)
+    /// is read straight from the stored bytes, so skipped events cost no decoding. The
+    /// checksum is checked only for the events decoded; an event whose header can't be read
+    /// is decoded (and its error thrown).
+    public func forEachEvent(
+        from: UInt64 = 1, through: UInt64? = nil, where filter: ((EventHeader) -> Bool)?,
+        _ body: (TransactionEvent) throws -> IterationDecision
+    ) throws {
         let last = try through ?? head
-        guard from <= last else { return }
-        var next = max(from, 1)
+        var next = max(from, try purgedThrough + 1, 1)
+        guard next <= last else { return }
+        func wanted(_ raw: UnsafeRawBufferPointer) -> Bool {
+            guard let filter, let header = EventCodec.header(raw) else { return true }
+            return filter(header)
+        }
         let compacted = try compactedThrough
         if next <= compacted {
             var stopped = false
-            try forEachSegmentEvent(from: next, through: min(last, compacted)) { event in
+            try forEachSegmentEvent(from: next, through: min(last, compacted), where: filter == nil ? nil : wanted) { event in
                 if try body(event) == .stop {
                     stopped = true
                     return .stop
@@ -301,13 +334,16 @@ public struct LogReader: ~Copyable {
         var pending: [UInt8] = []
         var pendingSequence: UInt64 = 0
         var stopped = false
+        func deliver() throws -> IterationDecision {
+            defer { pending.removeAll(keepingCapacity: true) }
+            if filter != nil, !pending.withUnsafeBytes({ wanted($0) }) { return .next }
+            return try body(try decode(pending, sequence: pendingSequence))
+        }
         let range = KeyRange(lowerBound: bigEndianBytes(next), upperBound: last == .max ? nil : bigEndianBytes(last + 1))
         try txn.forEach(in: tables.events, range: range) { key, value in
             let sequence = key.withUnsafeBytes { readBigEndian($0) } ?? 0
             if sequence != pendingSequence && !pending.isEmpty {
-                let event = try decode(pending, sequence: pendingSequence)
-                pending.removeAll(keepingCapacity: true)
-                if try body(event) == .stop {
+                if try deliver() == .stop {
                     stopped = true
                     return .stop
                 }
@@ -317,7 +353,7 @@ public struct LogReader: ~Copyable {
             return .next
         }
         if !stopped && !pending.isEmpty {
-            _ = try body(try decode(pending, sequence: pendingSequence))
+            _ = try deliver()
         }
     }
 

@@ -68,6 +68,10 @@ enum MetaKey {
     static let compactedThrough = Array("compactedThrough".utf8)
     /// How many recent transactions persisted undo needs kept raw (0: none).
     static let undoRetention = Array("undoRetention".utf8)
+    /// The last purged sequence (0: nothing purged); the base snapshot is the checkpoint there.
+    static let purgedThrough = Array("purgedThrough".utf8)
+    /// The sequence of the newest purge marker event (0: none).
+    static let purgeMarker = Array("purgeMarker".utf8)
     static func modelHash(_ hash: [UInt8]) -> [UInt8] { Array("modelHash:".utf8) + hash }
 }
 

@@ -60,6 +60,7 @@ extension TransactionEvent {
         case .import: ["type": "import"]
         case .reservation(let entity, let range):
             ["type": "reservation", "entity": entity, "first": range.lowerBound, "last": range.upperBound]
+        case .purge(let through): ["type": "purge", "through": through]
         }
     }
 

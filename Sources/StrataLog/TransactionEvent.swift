@@ -15,6 +15,10 @@ public enum TransactionKind: Sendable, Hashable, CustomStringConvertible {
     /// Primary keys `range` of `entity` given out ahead of their objects' insert (Core Data's
     /// `obtainPermanentIDs(for:)`); the event has no changes. Replay advances the counter.
     case reservation(entity: String, range: ClosedRange<UInt64>)
+    /// History through sequence `through` was removed for good (``EventLog/purge(through:author:contextName:)``);
+    /// the event records who did it (its author and context name) and when (its timestamp).
+    /// It has no changes; the state as of `through` is kept as the store's base snapshot.
+    case purge(through: UInt64)
 
     /// `save`, `undo of 12 (group 0)`, …
     public var description: String {
@@ -25,6 +29,7 @@ public enum TransactionKind: Sendable, Hashable, CustomStringConvertible {
         case .migration: "migration"
         case .import: "import"
         case .reservation(let entity, let range): "reservation of \(entity) p\(range.lowerBound)…p\(range.upperBound)"
+        case .purge(let through): "purge through \(through)"
         }
     }
 }
@@ -110,7 +115,7 @@ public struct TransactionEvent: Sendable, Hashable {
     public var contextName: String?
     /// The committing process's ID.
     public var processID: Int32
-    /// Save, undo, redo, migration or import.
+    /// Save, undo, redo, migration, import, reservation or purge.
     public var kind: TransactionKind
     /// The model version (the store's number for it) the event was written with.
     public var modelVersion: Int
@@ -134,4 +139,28 @@ public struct TransactionEvent: Sendable, Hashable {
 
     /// Every change of every group, in order.
     public var changes: [Change] { groups.flatMap(\.changes) }
+}
+
+/// The fixed fields at the start of a stored event, read without decoding its changes:
+/// what ``LogReader/forEachEvent(from:through:where:_:)`` filters on.
+public struct EventHeader: Sendable, Hashable {
+    /// The sequence number.
+    public let sequence: UInt64
+    /// When it was committed.
+    public let timestamp: Date
+    /// Who committed it.
+    public let author: String?
+    /// The committing context's name.
+    public let contextName: String?
+    /// The committing process's ID.
+    public let processID: Int32
+
+    /// Creates a header.
+    public init(sequence: UInt64, timestamp: Date, author: String?, contextName: String?, processID: Int32) {
+        self.sequence = sequence
+        self.timestamp = timestamp
+        self.author = author
+        self.contextName = contextName
+        self.processID = processID
+    }
 }

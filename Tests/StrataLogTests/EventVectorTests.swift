@@ -85,6 +85,9 @@ func vectorEvents() throws -> [(name: String, event: TransactionEvent)] {
         ("reservation of primary keys", TransactionEvent(
             sequence: 303, timestamp: t0, author: "alice", contextName: "editor", processID: 9,
             kind: .reservation(entity: "Person", range: 3...5), modelVersion: 1, groups: [])),
+        ("purge marker", TransactionEvent(
+            sequence: 304, timestamp: t0, author: "retention-job", contextName: "maintenance", processID: 9,
+            kind: .purge(through: 250), modelVersion: 1, groups: [])),
         ("every attribute type", TransactionEvent(
             sequence: 5, timestamp: t0, processID: 1, kind: .save, modelVersion: 1,
             groups: [ChangeGroup(changes: [

@@ -6,7 +6,7 @@ import Strata
 struct InfoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "info",
-        abstract: "Show a store's identity, model versions, head, counts, segments, files and consumers.",
+        abstract: "Show a store's identity, model versions, head, counts, segments, files, consumers and any purge.",
         discussion: """
             Opens the store read-only (nothing is written; an app may hold it open and write).
             Object counts are per concrete entity, live objects at the head.
@@ -50,20 +50,27 @@ struct StoreInfo {
     let consumers: [(name: String, processedThrough: UInt64)]
     let checkpoints: [UInt64]
     let files: [(name: String, bytes: Int)]
+    /// The newest purge marker, if the store was purged.
+    let purgeMarker: TransactionEvent?
 
     init(_ log: EventLog) throws {
         path = log.path
-        (metadata, counts, segments, consumers, checkpoints) = try log.read { reader in
-            (try reader.metadata(),
-             try log.concreteEntityNames.map { ($0, try reader.count(of: $0, includingSubentities: false)) },
-             try reader.segments(), try reader.consumers(), try reader.checkpoints())
+        (metadata, counts, segments, consumers, checkpoints, purgeMarker) = try log.read { reader in
+            let marker = try reader.purgeMarker
+            return (try reader.metadata(),
+                    try log.concreteEntityNames.map { ($0, try reader.count(of: $0, includingSubentities: false)) },
+                    try reader.segments(), try reader.consumers(), try reader.checkpoints(),
+                    marker > 0 ? try reader.event(marker) : nil)
         }
         files = [("data.mdb", diskSize((path as NSString).appendingPathComponent("data.mdb"))),
                  ("lock.mdb", diskSize((path as NSString).appendingPathComponent("lock.mdb"))),
                  ("segments", diskSize((path as NSString).appendingPathComponent("segments")))]
     }
 
-    var compactedEvents: UInt64 { metadata.compactedThrough }
+    /// Events kept in segments (compacted, not purged).
+    var compactedEvents: UInt64 { metadata.compactedThrough - metadata.purgedThrough }
+    /// Events kept at all.
+    var keptEvents: UInt64 { metadata.head - metadata.purgedThrough }
 
     func writeText(to out: OutputSink) {
         out.line("store        \(path)")
@@ -73,7 +80,14 @@ struct StoreInfo {
         out.line("created      \(Timestamps.format(metadata.createdAt))")
         out.line("opened       \(Timestamps.format(metadata.openedAt)) (last writable open)")
         out.line("head         \(metadata.head)")
-        out.line("events       \(metadata.head) (\(compactedEvents) in segments, \(metadata.head - compactedEvents) raw)")
+        out.line("events       \(keptEvents) (\(compactedEvents) in segments, \(metadata.head - metadata.compactedThrough) raw)")
+        if metadata.purgedThrough > 0 {
+            var line = "purged       1…\(metadata.purgedThrough) (the state as of \(metadata.purgedThrough) is kept as the base snapshot)"
+            if let marker = purgeMarker {
+                line += "; #\(marker.sequence)\(marker.author.map { " by \($0)" } ?? "") at \(Timestamps.format(marker.timestamp))"
+            }
+            out.line(line)
+        }
         out.line("objects      \(counts.reduce(0) { $0 + $1.count })")
         let width = counts.map(\.entity.count).max() ?? 0
         for (entity, count) in counts {
@@ -115,6 +129,7 @@ struct StoreInfo {
             "openedAt": Timestamps.format(metadata.openedAt),
             "head": metadata.head,
             "compactedThrough": metadata.compactedThrough,
+            "purgedThrough": metadata.purgedThrough,
             "objects": Dictionary(counts.map { ($0.entity, $0.count) }, uniquingKeysWith: { a, _ in a }),
             "segments": segments.map { segment -> [String: Any] in
                 var entry: [String: Any] = [

@@ -38,7 +38,7 @@ struct LogCommand: ParsableCommand {
     @Option(help: "Only transactions saved by the context with this name.")
     var context: String?
 
-    @Option(help: "Only transactions of this kind: save, undo, redo, migration, import, reservation.")
+    @Option(help: "Only transactions of this kind: save, undo, redo, migration, import, reservation, purge.")
     var kind: KindFilter?
 
     @Option(help: "Only changes to objects of this entity (or its sub-entities). Repeatable.")
@@ -54,7 +54,7 @@ struct LogCommand: ParsableCommand {
     var format: OutputFormat = .text
 
     enum KindFilter: String, ExpressibleByArgument, CaseIterable {
-        case save, undo, redo, migration, `import`, reservation
+        case save, undo, redo, migration, `import`, reservation, purge
     }
 
     enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
@@ -96,6 +96,12 @@ struct LogCommand: ParsableCommand {
                 case .date(let date): toDate = date
                 case nil: break
                 }
+                // History through a purge point is gone: say so when the range reaches into it.
+                let purged = try reader.purgedThrough
+                if purged > 0 && first <= purged && fromDate == nil {
+                    printError("note: history through \(purged) was purged; the log starts at \(purged + 1)")
+                }
+                first = max(first, purged + 1)
                 // --object reads only the transactions that touched it.
                 var only: Set<UInt64>?
                 if let id = filter.objectID { only = Set(try reader.history(of: id)) }
@@ -139,7 +145,7 @@ struct LogCommand: ParsableCommand {
     private func matches(_ filter: KindFilter, _ kind: TransactionKind) -> Bool {
         switch (filter, kind) {
         case (.save, .save), (.undo, .undo), (.redo, .redo), (.migration, .migration), (.import, .import),
-            (.reservation, .reservation): true
+            (.reservation, .reservation), (.purge, .purge): true
         default: false
         }
     }

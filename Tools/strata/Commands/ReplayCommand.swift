@@ -93,7 +93,7 @@ struct ReplayCommand: ParsableCommand {
                 try log.checkSequence(diff.upper, head: head)
                 try self.diff(diff, log, out)
             } else if step {
-                try walk(from: from ?? 1, through: target, log, out)
+                try walk(from: from ?? (try log.read { try $0.purgedThrough }) + 1, through: target, log, out)
             } else {
                 try summary(through: target, log, out)
             }
@@ -112,7 +112,7 @@ struct ReplayCommand: ParsableCommand {
             }
             return counts
         }
-        let timestamp = sequence == 0 ? nil : try log.read { reader in try reader.event(sequence).timestamp }
+        let timestamp = try log.read { reader in sequence <= (try reader.purgedThrough) ? nil : try reader.event(sequence).timestamp }
         switch format {
         case .json:
             var fields = [
@@ -141,7 +141,13 @@ struct ReplayCommand: ParsableCommand {
         try log.read { reader in
             let touching = try reader.history(of: id).filter { $0 <= sequence }
             out.line("\(log.uri(id)) through sequence \(sequence): \(touching.count) transaction\(touching.count == 1 ? "" : "s")")
+            // After a purge, the object's history starts from the base snapshot.
             var image = StateImage()
+            let purged = try reader.purgedThrough
+            if purged > 0 && sequence >= purged, let base = try reader.object(id, asOf: purged) {
+                image.objects[id] = base
+                out.line("(history through \(purged) was purged; values as of \(purged) are the starting point)")
+            }
             for number in touching {
                 let event = try reader.event(number)
                 var changed: Set<String> = []

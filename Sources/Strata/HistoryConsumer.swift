@@ -1,0 +1,116 @@
+/// A named reader of the history that records, in the store, the point it has processed
+/// through (`Specs/0009-history.md` §6): a search indexer, a sync engine, an export job.
+///
+/// - **Compaction** never moves events past the lowest consumer's point; a consumer that
+///   asks for history that was compacted anyway (it was registered later, or rewound) reads
+///   it transparently from the segments.
+/// - **Purge** is explicit and ignores consumers: a consumer behind a purge point gets
+///   ``HistoryError/historyPurged(_:)`` naming the point to restart from; load
+///   ``PersistentStoreCoordinator/historySnapshot(at:)`` there and mark it processed.
+/// - Delivery is at least once: process a batch, then mark its last token. A crash in
+///   between re-delivers the batch.
+///
+/// ```swift
+/// let indexer = try coordinator.historyConsumer(named: "search-indexer")
+/// while true {
+///     let batch = try indexer.nextBatch(limit: 500)
+///     guard let last = batch.last else { break }
+///     try index(batch)
+///     try indexer.markProcessed(through: last.token)
+/// }
+/// ```
+public struct HistoryConsumer: Sendable, Hashable {
+    /// The consumer's name (unique in the store).
+    public let name: String
+    let store: PersistentStore
+
+    /// Identity: the store and the name.
+    public static func == (lhs: HistoryConsumer, rhs: HistoryConsumer) -> Bool {
+        lhs.name == rhs.name && lhs.store === rhs.store
+    }
+
+    /// Identity: the store and the name.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(ObjectIdentifier(store))
+    }
+
+    /// The point the consumer has processed through.
+    ///
+    /// - Throws: ``HistoryError/unknownConsumer(_:)`` if it was removed.
+    public func processedToken() throws -> HistoryToken {
+        let sequence = try store.log.read { reader in try reader.consumers().first { $0.name == name }?.processedThrough }
+        guard let sequence else { throw HistoryError.unknownConsumer(name) }
+        return HistoryToken(storeIdentifier: store.identifier, sequence: sequence)
+    }
+
+    /// The next transactions after the processed point, at most `limit`, oldest first (empty
+    /// when there are none yet). Doesn't move the point: call ``markProcessed(through:)``.
+    ///
+    /// - Throws: ``HistoryError/historyPurged(_:)`` when a purge removed transactions the
+    ///   consumer hasn't processed; ``HistoryError/unknownConsumer(_:)``.
+    public func nextBatch(limit: Int = 256) throws -> [HistoryTransaction] {
+        guard limit > 0 else { throw HistoryError.invalidRequest("a batch limit must be at least 1, not \(limit)") }
+        let request = HistoryRequest.after(try processedToken()).limited(to: limit)
+        return try store.log.read { reader in
+            let resolved = try store.resolve(request, reader)
+            return try store.transactions(resolved, maximum: limit, reader).transactions
+        }
+    }
+
+    /// Records that the consumer has processed every transaction through `token`; compaction
+    /// may then move events up to it. Moving the point back is allowed (to re-read).
+    ///
+    /// - Throws: ``HistoryError`` for a foreign token, one past the head, one below a purge
+    ///   point, or a consumer that was removed.
+    public func markProcessed(through token: HistoryToken) throws {
+        try store.log.read { reader in
+            try store.check(token, head: try reader.head)
+            let purged = try reader.purgedThrough
+            if token.sequence < purged { throw store.purgedError(requested: token.sequence, purgedThrough: purged, reader) }
+            guard try reader.consumers().contains(where: { $0.name == name }) else { throw HistoryError.unknownConsumer(name) }
+        }
+        try store.log.registerConsumer(name, processedThrough: token.sequence)
+    }
+
+    /// A live feed of the transactions after the processed point (``HistoryFeed``). The feed
+    /// doesn't mark anything processed.
+    public func feed() throws -> HistoryFeed {
+        HistoryFeed(store: store, request: .after(try processedToken()), batchSize: 64)
+    }
+
+    /// Unregisters the consumer: it no longer holds compaction back.
+    public func remove() throws {
+        try store.log.removeConsumer(name)
+    }
+}
+
+extension PersistentStoreCoordinator {
+    /// The consumer named `name`, registered now if it isn't yet: at `token`, or at the start
+    /// of history (nothing processed) when `token` is nil. An existing consumer keeps its
+    /// point (`token` is ignored).
+    ///
+    /// - Throws: ``HistoryError/invalidRequest(_:)`` for an empty name; ``HistoryError`` for
+    ///   a foreign token or one past the head; ``LogError`` for a read-only store.
+    public func historyConsumer(named name: String, startingAfter token: HistoryToken? = nil) throws -> HistoryConsumer {
+        guard !name.isEmpty else { throw HistoryError.invalidRequest("a consumer needs a name") }
+        let store = try requireStore()
+        let exists = try store.log.read { reader in
+            if let token { try store.check(token, head: try reader.head) }
+            return try reader.consumers().contains { $0.name == name }
+        }
+        if !exists { try store.log.registerConsumer(name, processedThrough: token?.sequence ?? 0) }
+        return HistoryConsumer(name: name, store: store)
+    }
+
+    /// Every registered consumer with the point it has processed through, by name.
+    public func historyConsumers() throws -> [(consumer: HistoryConsumer, processed: HistoryToken)] {
+        let store = try requireStore()
+        return try store.log.read { reader in
+            try reader.consumers().sorted { $0.name < $1.name }.map { entry in
+                (HistoryConsumer(name: entry.name, store: store),
+                 HistoryToken(storeIdentifier: store.identifier, sequence: entry.processedThrough))
+            }
+        }
+    }
+}

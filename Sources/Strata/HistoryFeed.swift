@@ -1,0 +1,178 @@
+public import StrataLog
+
+/// A live change feed: the transactions a ``HistoryRequest`` selects, oldest first — those
+/// already committed, then each new one as it is committed, by this process or another —
+/// as an `AsyncSequence` (`Specs/0009-history.md` §4).
+///
+/// ```swift
+/// for try await transaction in try coordinator.historyFeed(after: savedToken) {
+///     try apply(transaction)
+///     savedToken = transaction.token
+/// }
+/// ```
+///
+/// - **Exactly once, in order**: the iterator keeps a cursor (the last sequence it read) and
+///   reads the log after it; nothing is delivered twice or skipped, whatever the commit rate.
+/// - **Pull-based**: transactions are read from the log in batches of at most
+///   ``batchSize`` as the consumer asks; a slow consumer holds at most one batch in memory,
+///   never a backlog.
+/// - **Live**: when caught up, the iterator waits for the store's head to move
+///   (``StoreMonitor``: this process's commits at once; other processes' through a file
+///   watcher on Linux). It doesn't poll.
+/// - **Cancellation**: when the consuming task is cancelled, the iterator ends (returns nil);
+///   start a new feed after the last token processed to resume.
+/// - The feed ends after the request's sequence range or limit; otherwise it never ends.
+/// - It throws ``HistoryError/historyPurged(_:)`` if a purge removes history it hasn't read
+///   yet, and the request's errors (``HistoryError``) on the first `next()`.
+public struct HistoryFeed: AsyncSequence, Sendable {
+    /// The transactions.
+    public typealias Element = HistoryTransaction
+    /// Any error: ``HistoryError`` or ``LogError``.
+    public typealias Failure = any Error
+
+    let store: PersistentStore
+    /// The transactions to deliver.
+    public let request: HistoryRequest
+    /// The most transactions read from the log at a time (default 64).
+    public let batchSize: Int
+
+    init(store: PersistentStore, request: HistoryRequest, batchSize: Int) {
+        self.store = store
+        self.request = request
+        self.batchSize = Swift.max(1, batchSize)
+    }
+
+    /// A new iterator, starting at the request's point.
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(store: store, request: request, batchSize: batchSize)
+    }
+
+    /// Reads the feed; not `Sendable` (use it from one task).
+    public struct Iterator: AsyncIteratorProtocol {
+        let store: PersistentStore
+        let request: HistoryRequest
+        let batchSize: Int
+        private var resolved: ResolvedHistoryRequest?
+        private var buffer: [HistoryTransaction] = []
+        private var position = 0
+        private var delivered = 0
+        private var finished = false
+        private var changes: AsyncStream<UInt64>.Iterator?
+
+        init(store: PersistentStore, request: HistoryRequest, batchSize: Int) {
+            self.store = store
+            self.request = request
+            self.batchSize = batchSize
+        }
+
+        /// The next transaction: at once if one is committed after the last delivered, else
+        /// when the next is committed; nil once the feed has ended or its task is cancelled.
+        public mutating func next() async throws -> HistoryTransaction? {
+            while !finished {
+                if Task.isCancelled {
+                    finish()
+                    break
+                }
+                if position < buffer.count {
+                    let transaction = buffer[position]
+                    position += 1
+                    delivered += 1
+                    if let limit = resolved?.limit, limit > 0, delivered >= limit { finish() }
+                    return transaction
+                }
+                // Listen before reading, so a commit right after the read still wakes us.
+                if changes == nil { changes = store.log.storeMonitor.changes().makeAsyncIterator() }
+                let store = self.store
+                let request = self.request
+                let current = resolved
+                let batchSize = self.batchSize
+                let delivered = self.delivered
+                let (state, batch, examined, head) = try store.log.read { reader in
+                    let state = try current ?? store.resolve(request, reader)
+                    let maximum = state.limit > 0 ? Swift.min(batchSize, state.limit - delivered) : batchSize
+                    let upTo = state.after + UInt64(batchSize)
+                    let (batch, examined) = try store.transactions(state, upTo: upTo, maximum: maximum, reader)
+                    return (state, batch, examined, try reader.head)
+                }
+                resolved = state
+                resolved?.after = examined
+                buffer = batch
+                position = 0
+                if !batch.isEmpty { continue }
+                if let through = state.through, examined >= through {
+                    finish()
+                    break
+                }
+                if examined < head { continue }
+                // Caught up: wait for the head to move (nil: the task was cancelled).
+                guard var waiting = changes else { break }
+                let moved = await waiting.next()
+                changes = waiting
+                if moved == nil { finish() }
+            }
+            return nil
+        }
+
+        private mutating func finish() {
+            finished = true
+            buffer = []
+            changes = nil
+        }
+    }
+}
+
+extension PersistentStoreCoordinator {
+    /// A live feed of the transactions `request` selects: those already committed, then new
+    /// ones as they are committed (see ``HistoryFeed``). Without a token or range it starts
+    /// at the beginning of the history the store keeps.
+    ///
+    /// - Throws: ``ContextError/noPersistentStore`` without a store. The request's own
+    ///   errors come from the feed's first `next()`.
+    public func historyFeed(_ request: HistoryRequest = HistoryRequest(), batchSize: Int = 64) throws -> HistoryFeed {
+        HistoryFeed(store: try requireStore(), request: request, batchSize: batchSize)
+    }
+
+    /// A live feed of every transaction after `token` (nil: from the beginning of the
+    /// history the store keeps). To follow only new transactions, pass
+    /// ``currentHistoryToken()``.
+    public func historyFeed(after token: HistoryToken?) throws -> HistoryFeed {
+        try historyFeed(.after(token))
+    }
+
+    /// The store's head — as a token — each time it moves, by this process's commits or
+    /// another's (the ``StoreMonitor`` of the store's log). Keeps only the newest value for a
+    /// slow consumer; ends when the consuming task is cancelled or the stream is released.
+    /// Read the history after your last token on each value, so nothing is missed.
+    ///
+    /// - Throws: ``ContextError/noPersistentStore`` without a store.
+    public func storeChanges() throws -> AsyncStream<HistoryToken> {
+        let store = try requireStore()
+        let identifier = store.identifier
+        let (stream, continuation) = AsyncStream.makeStream(of: HistoryToken.self, bufferingPolicy: .bufferingNewest(1))
+        let observation = store.log.storeMonitor.addObserver { head in
+            continuation.yield(HistoryToken(storeIdentifier: identifier, sequence: head))
+        }
+        continuation.onTermination = { _ in observation.cancel() }
+        return stream
+    }
+
+    /// Calls `handler` with the new head each time the store's head moves ("call me when
+    /// the store changes"), until the observation is cancelled or released. `handler` runs
+    /// on the committing thread or the store monitor's thread: keep it short.
+    ///
+    /// - Throws: ``ContextError/noPersistentStore`` without a store.
+    public func observeStoreChanges(_ handler: @escaping @Sendable (HistoryToken) -> Void) throws -> StoreObservation {
+        let store = try requireStore()
+        let identifier = store.identifier
+        return store.log.storeMonitor.addObserver { head in handler(HistoryToken(storeIdentifier: identifier, sequence: head)) }
+    }
+
+    /// Reads the store's head now and tells observers if it moved (the fallback where no
+    /// file watcher runs, and a cheap check when a context next runs). Returns the current
+    /// token.
+    @discardableResult
+    public func checkForStoreChanges() throws -> HistoryToken {
+        let store = try requireStore()
+        return HistoryToken(storeIdentifier: store.identifier, sequence: try store.log.storeMonitor.checkForChanges())
+    }
+}

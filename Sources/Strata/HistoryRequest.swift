@@ -1,0 +1,312 @@
+public import Foundation
+public import StrataLog
+
+/// What history to read (Core Data's `NSPersistentHistoryChangeRequest`): every condition
+/// set must hold. Run it with ``PersistentStoreCoordinator/history(_:)`` (or
+/// ``ManagedObjectContext/fetchHistory(_:)``), or follow it live with
+/// ``PersistentStoreCoordinator/historyFeed(_:)``.
+///
+/// ```swift
+/// try coordinator.history(.after(lastToken))                           // what's new
+/// try coordinator.history(.object(player.objectID))                    // one object's audit trail
+/// var request = HistoryRequest.entity("Player")
+/// request.author = "importer"
+/// request.afterDate = yesterday
+/// request.fetchLimit = 100
+/// try coordinator.history(request)
+/// ```
+///
+/// Object and entity conditions select **changes**: a transaction is returned with only the
+/// changes they select, and only if it has one. The other conditions select transactions.
+public struct HistoryRequest: Sendable, Hashable {
+    /// Only transactions after this point (`fetchHistory(after: token)`). A token below a
+    /// purge point throws ``HistoryError/historyPurged(_:)``.
+    public var afterToken: HistoryToken?
+    /// Only transactions committed after this date (`fetchHistory(after: date)`).
+    /// Timestamps come from the committing process's clock and are not guaranteed to grow
+    /// with the sequence, so every transaction in range is considered (only its header is
+    /// read unless it matches).
+    public var afterDate: Date?
+    /// Only transactions with these sequence numbers. A range starting at or below a purge
+    /// point throws ``HistoryError/historyPurged(_:)``.
+    public var sequenceRange: ClosedRange<UInt64>?
+    /// Only changes to this object (read through the store's per-object history index, not
+    /// by scanning the log).
+    public var objectID: ManagedObjectID?
+    /// Only changes to objects of this entity (and of its sub-entities when
+    /// ``includesSubentities``).
+    public var entityName: String?
+    /// Whether ``entityName`` includes sub-entities (default true, as in fetch requests).
+    public var includesSubentities = true
+    /// Only transactions by this author (`transactionAuthor`).
+    public var author: String?
+    /// Only transactions saved by the context with this name.
+    public var contextName: String?
+    /// At most this many transactions, oldest first (0: no limit; `fetchLimit`).
+    public var fetchLimit = 0
+
+    /// Every transaction the store keeps.
+    public init() {}
+
+    /// Transactions after `token` (nil: from the start of the history the store keeps).
+    public static func after(_ token: HistoryToken?) -> HistoryRequest {
+        var request = HistoryRequest()
+        request.afterToken = token
+        return request
+    }
+
+    /// Transactions committed after `date`.
+    public static func after(_ date: Date) -> HistoryRequest {
+        var request = HistoryRequest()
+        request.afterDate = date
+        return request
+    }
+
+    /// Transactions `range` (sequence numbers).
+    public static func sequences(_ range: ClosedRange<UInt64>) -> HistoryRequest {
+        var request = HistoryRequest()
+        request.sequenceRange = range
+        return request
+    }
+
+    /// One object's changes.
+    public static func object(_ id: ManagedObjectID) -> HistoryRequest {
+        var request = HistoryRequest()
+        request.objectID = id
+        return request
+    }
+
+    /// Changes to objects of `entity` (and its sub-entities unless told not to).
+    public static func entity(_ entity: String, includesSubentities: Bool = true) -> HistoryRequest {
+        var request = HistoryRequest()
+        request.entityName = entity
+        request.includesSubentities = includesSubentities
+        return request
+    }
+
+    /// Transactions by `author`.
+    public static func author(_ author: String) -> HistoryRequest {
+        var request = HistoryRequest()
+        request.author = author
+        return request
+    }
+
+    /// This request with at most `limit` transactions.
+    public func limited(to limit: Int) -> HistoryRequest {
+        var request = self
+        request.fetchLimit = limit
+        return request
+    }
+}
+
+// MARK: - Running requests
+
+/// A request checked against one store: sequence bounds and the filters as closures.
+struct ResolvedHistoryRequest {
+    /// The last sequence before the first wanted (the feed's starting cursor).
+    var after: UInt64
+    /// The last sequence wanted (nil: no end).
+    var through: UInt64?
+    var objectID: StoredObjectID?
+    var entities: Set<String>?
+    var afterDate: Date?
+    var author: String?
+    var contextName: String?
+    var limit: Int
+
+    /// Whether a header passes the transaction-level conditions.
+    func accepts(_ header: EventHeader) -> Bool {
+        if let afterDate, header.timestamp <= afterDate { return false }
+        if let author, header.author != author { return false }
+        if let contextName, header.contextName != contextName { return false }
+        return true
+    }
+
+    var hasHeaderFilter: Bool { afterDate != nil || author != nil || contextName != nil }
+
+    /// The change filter, if any.
+    var keep: ((StoredObjectID) -> Bool)? {
+        if let objectID { return { $0 == objectID } }
+        if let entities { return { entities.contains($0.entity) } }
+        return nil
+    }
+}
+
+extension PersistentStore {
+    /// Checks `token` belongs to this store and is not past `head`.
+    func check(_ token: HistoryToken, head: UInt64) throws {
+        guard token.storeIdentifier == identifier else { throw HistoryError.foreignToken(token, storeIdentifier: identifier) }
+        guard token.sequence <= head else { throw HistoryError.tokenAheadOfStore(token, head: head) }
+    }
+
+    /// The typed error for a read that needed history after `requested`, purged through
+    /// `purgedThrough`, with who purged and when from the newest purge marker.
+    func purgedError(requested: UInt64, purgedThrough: UInt64, _ reader: borrowing LogReader) -> HistoryError {
+        let marker = try? reader.purgeMarker
+        let event = marker.flatMap { $0 > 0 ? try? reader.event($0) : nil }
+        func token(_ sequence: UInt64) -> HistoryToken { HistoryToken(storeIdentifier: identifier, sequence: sequence) }
+        return .historyPurged(
+            PurgedHistory(
+                requested: token(requested), restartToken: token(purgedThrough), markerToken: event.map { token($0.sequence) },
+                purgedBy: event?.author, purgedAt: event?.timestamp))
+    }
+
+    /// Resolves `request` against the snapshot `reader` reads.
+    func resolve(_ request: HistoryRequest, _ reader: borrowing LogReader) throws -> ResolvedHistoryRequest {
+        let head = try reader.head
+        let purged = try reader.purgedThrough
+        guard request.fetchLimit >= 0 else { throw HistoryError.invalidRequest("fetchLimit is \(request.fetchLimit); use 0 for no limit") }
+        var resolved = ResolvedHistoryRequest(
+            after: purged, through: nil, objectID: nil, entities: nil, afterDate: request.afterDate, author: request.author,
+            contextName: request.contextName, limit: request.fetchLimit)
+        if let token = request.afterToken {
+            try check(token, head: head)
+            if token.sequence < purged { throw purgedError(requested: token.sequence, purgedThrough: purged, reader) }
+            resolved.after = max(resolved.after, token.sequence)
+        }
+        if let range = request.sequenceRange {
+            let lower = max(range.lowerBound, 1)
+            if lower <= purged { throw purgedError(requested: lower - 1, purgedThrough: purged, reader) }
+            resolved.after = max(resolved.after, lower - 1)
+            resolved.through = range.upperBound
+        }
+        if let id = request.objectID {
+            guard case .permanent(let store, _) = id.storage, let stored = id.storedID else {
+                throw HistoryError.invalidRequest("\(id) is a temporary ID; only saved objects have history")
+            }
+            guard store == identifier else {
+                throw HistoryError.invalidRequest("\(id) is an object of store \(store.uuidString), not of this store (\(identifier.uuidString))")
+            }
+            guard log.model.entity(named: id.entityName) != nil else {
+                throw HistoryError.invalidRequest("the store's model has no entity \(id.entityName)")
+            }
+            resolved.objectID = stored
+        }
+        if let entity = request.entityName {
+            guard log.model.entity(named: entity) != nil else {
+                throw HistoryError.invalidRequest(
+                    "the store's model has no entity \(entity) (entities: \(log.model.entities.map(\.name).sorted().joined(separator: ", ")))")
+            }
+            resolved.entities = Set(request.includesSubentities ? log.model.selfAndSubentityNames(of: entity) : [entity])
+        }
+        return resolved
+    }
+
+    /// Reads the transactions `resolved` selects from `reader`'s snapshot, after
+    /// `resolved.after`, through `upTo` (or the head), at most `maximum` (0: no limit).
+    /// Returns them and the last sequence examined.
+    func transactions(
+        _ resolved: ResolvedHistoryRequest, upTo: UInt64? = nil, maximum: Int, _ reader: borrowing LogReader
+    ) throws -> (transactions: [HistoryTransaction], examinedThrough: UInt64) {
+        let head = try reader.head
+        let purged = try reader.purgedThrough
+        if resolved.after < purged { throw purgedError(requested: resolved.after, purgedThrough: purged, reader) }
+        let last = min(upTo ?? head, resolved.through ?? .max, head)
+        guard last > resolved.after else { return ([], resolved.after) }
+        let converter = HistoryConverter(store: identifier)
+        let keep = resolved.keep
+        var result: [HistoryTransaction] = []
+        var examined = resolved.after
+        if let objectID = resolved.objectID {
+            // The per-object history index: only the transactions that touched the object.
+            for sequence in try reader.history(of: objectID) where sequence > resolved.after && sequence <= last {
+                let event = try reader.event(sequence)
+                examined = sequence
+                let header = EventHeader(
+                    sequence: sequence, timestamp: event.timestamp, author: event.author, contextName: event.contextName,
+                    processID: event.processID)
+                guard resolved.accepts(header), let transaction = converter.transaction(event, keep: keep) else { continue }
+                result.append(transaction)
+                if maximum > 0 && result.count >= maximum { return (result, examined) }
+            }
+            return (result, last)
+        }
+        let filter: ((EventHeader) -> Bool)? = resolved.hasHeaderFilter ? { resolved.accepts($0) } : nil
+        try reader.forEachEvent(from: resolved.after + 1, through: last, where: filter) { event in
+            examined = event.sequence
+            if let transaction = converter.transaction(event, keep: keep) {
+                result.append(transaction)
+                if maximum > 0 && result.count >= maximum { return .stop }
+            }
+            return .next
+        }
+        if maximum > 0 && result.count >= maximum { return (result, examined) }
+        return (result, last)
+    }
+
+    /// The token just after the newest transaction.
+    func currentToken() throws -> HistoryToken {
+        HistoryToken(storeIdentifier: identifier, sequence: try log.head)
+    }
+}
+
+extension PersistentStoreCoordinator {
+    /// The point just after the newest transaction (Core Data's
+    /// `currentPersistentHistoryToken(fromStores:)`).
+    ///
+    /// - Throws: ``ContextError/noPersistentStore`` without a store.
+    public func currentHistoryToken() throws -> HistoryToken {
+        try requireStore().currentToken()
+    }
+
+    /// The transactions `request` selects, oldest first, read from one consistent snapshot
+    /// (raw and compacted history alike).
+    ///
+    /// - Throws: ``HistoryError`` — a foreign token or object, a token past the head, an
+    ///   unknown entity, history purged below the requested point; ``LogError`` for a
+    ///   damaged log.
+    public func history(_ request: HistoryRequest) throws -> [HistoryTransaction] {
+        let store = try requireStore()
+        return try store.log.read { reader in
+            let resolved = try store.resolve(request, reader)
+            return try store.transactions(resolved, maximum: resolved.limit, reader).transactions
+        }
+    }
+
+    /// The state of the whole store at `token` — the restart point a
+    /// ``HistoryError/historyPurged(_:)`` names, or any later point.
+    ///
+    /// - Throws: ``HistoryError`` for a foreign token, a token past the head, or one below
+    ///   the purge point.
+    public func historySnapshot(at token: HistoryToken) throws -> HistorySnapshot {
+        let store = try requireStore()
+        return try store.log.read { reader in
+            try store.check(token, head: try reader.head)
+            let purged = try reader.purgedThrough
+            if token.sequence < purged { throw store.purgedError(requested: token.sequence, purgedThrough: purged, reader) }
+            let image = try reader.state(asOf: token.sequence)
+            let converter = HistoryConverter(store: store.identifier)
+            var objects: [ManagedObjectID: [String: HistoryValue]] = [:]
+            objects.reserveCapacity(image.objects.count)
+            for (id, values) in image.objects {
+                objects[converter.objectID(id)] = values.mapValues(converter.value)
+            }
+            return HistorySnapshot(token: token, objects: objects)
+        }
+    }
+
+    /// Removes the history before `token` for good — every transaction through
+    /// `token.sequence` — keeping the state at `token` as the store's base snapshot, and
+    /// appends a purge marker transaction saying who (`author`, `contextName`) purged what
+    /// and when (`Specs/0009-history.md` §7; Core Data's `deleteHistory(before:)`).
+    /// Consumers behind the point get ``HistoryError/historyPurged(_:)`` with `token` as the
+    /// restart point.
+    ///
+    /// - Throws: ``HistoryError`` for a foreign token or one past the head; ``LogError`` for
+    ///   a read-only store or a concurrent compaction.
+    @discardableResult
+    public func purgeHistory(before token: HistoryToken, author: String, contextName: String? = nil) throws -> PurgeReport {
+        let store = try requireStore()
+        try store.check(token, head: try store.log.head)
+        return try store.log.purge(through: token.sequence, author: author, contextName: contextName)
+    }
+}
+
+extension ManagedObjectContext {
+    /// The transactions `request` selects (Core Data's `execute(NSPersistentHistoryChangeRequest)`):
+    /// the same as the coordinator's ``PersistentStoreCoordinator/history(_:)``, from any
+    /// thread.
+    public nonisolated func fetchHistory(_ request: HistoryRequest) throws -> [HistoryTransaction] {
+        try persistentStoreCoordinator.history(request)
+    }
+}

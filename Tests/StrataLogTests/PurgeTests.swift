@@ -1,0 +1,230 @@
+import Foundation
+@testable import StrataLog
+import StrataModel
+import StrataStorage
+import StrataTestSupport
+import Testing
+
+/// Commits transactions `first…last` of a workload that touches every kind of projection:
+/// inserts of members (unique email, index) in clubs (to-one), sponsors joining clubs
+/// (unordered to-many membership), rating updates, and deletes of earlier members.
+func commitWorkload(_ log: EventLog, _ range: ClosedRange<Int>) throws {
+    for n in range {
+        var draft = TransactionDraft(author: n % 2 == 0 ? "alice" : "bob", contextName: "workload")
+        let clubCount = try log.read { reader in try reader.count(of: "Club") }
+        if clubCount == 0 || n % 10 == 1 {
+            draft.insert("Club", values: ["name": s("club \(n)")])
+        } else if n % 7 == 0 {
+            let sponsor = draft.insert("Sponsor", values: ["name": s("sponsor \(n)")])
+            draft.changeMembers(of: .stored(StoredObjectID(entity: "Club", primaryKey: 1)), "sponsors", adding: [sponsor])
+        } else if n % 9 == 0 {
+            let members = try log.read { reader in
+                var ids: [StoredObjectID] = []
+                try reader.forEachObject(of: "Member") { object in
+                    ids.append(object.id)
+                    return .next
+                }
+                return ids
+            }
+            if let victim = members.first { draft.delete(.stored(victim)) } else { draft.insert("Club", values: ["name": s("spare \(n)")]) }
+        } else if n % 3 == 0, try log.read({ reader in try reader.count(of: "Member") }) > 0 {
+            let members = try log.read { reader in
+                var ids: [StoredObjectID] = []
+                try reader.forEachObject(of: "Member") { object in
+                    ids.append(object.id)
+                    return .next
+                }
+                return ids
+            }
+            draft.update(.stored(members[n % members.count]), values: ["rating": .attribute(.double(Double(n))), "age": i(Int32(n % 60))])
+        } else {
+            let club = StoredObjectID(entity: "Club", primaryKey: UInt64(1 + n % max(1, clubCount)))
+            draft.insert("Member", values: [
+                "name": s("member \(n)"), "email": s("m\(n)@club.test"), "age": i(Int32(n % 50)), "club": .reference(.stored(club)),
+            ])
+        }
+        try log.commit(draft)
+    }
+}
+
+@Suite("Event log: purge")
+struct PurgeTests {
+    func purgeStore(_ dir: TemporaryDirectory, transactions: Int = 60) throws -> EventLog {
+        let log = try openLog(dir, model: try libraryModel()) {
+            $0.checkpointInterval = 10
+            $0.maximumCheckpoints = 4
+        }
+        try commitWorkload(log, 1...transactions)
+        return log
+    }
+
+    @Test("purge through a point inside a segment: history before it is gone, the store stays whole")
+    func purgeAcrossSegment() throws {
+        let dir = try TemporaryDirectory()
+        let log = try purgeStore(dir)
+        try log.compact(CompactionRequest(before: 35))  // one segment, events 1…34
+        let before = try log.read { (reader: borrowing LogReader) throws in
+            (at20: try reader.state(asOf: 20), at30: try reader.state(asOf: 30), now: try reader.currentState(),
+             events: try (21...60).map { try reader.event(UInt64($0)) })
+        }
+        let member = StoredObjectID(entity: "Member", primaryKey: 3)
+        let memberAt25 = try log.read { reader in try reader.object(member, asOf: 25) }
+        let oldSegment = try #require(try log.segments().first)
+        let oldCheckpoints = try log.read { reader in try reader.checkpoints() }
+
+        let report = try log.purge(through: 20, author: "retention-job", contextName: "maintenance")
+        #expect(report.purgedThrough == 20)
+        #expect(report.removedEvents == 1...20)
+        #expect(report.markerSequence == 61)
+        #expect(report.segmentRewritten == "00000000000000000021-00000000000000000034.zst")
+        #expect(report.segmentsRemoved.isEmpty)
+        #expect(report.historyEntriesRemoved > 0)
+        #expect(report.checkpointsRemoved == oldCheckpoints.filter { $0 < 20 })
+
+        // The old segment file is gone; the rewritten one holds 21…34.
+        let segmentDirectory = dir.file("store/segments")
+        #expect(!FileManager.default.fileExists(atPath: (segmentDirectory as NSString).appendingPathComponent(oldSegment.fileName)))
+        #expect(try log.segments().map(\.sequences) == [21...34])
+
+        try log.read { (reader: borrowing LogReader) throws in
+            #expect(try reader.purgedThrough == 20)
+            #expect(try reader.purgeMarker == 61)
+            #expect(try reader.head == 61)
+            // Purged events are refused with the typed error; kept ones read as before.
+            #expect(throws: LogError.historyPurged(requested: 5, purgedThrough: 20)) { try reader.event(5) }
+            #expect(throws: LogError.historyPurged(requested: 19, purgedThrough: 20)) { try reader.state(asOf: 19) }
+            #expect(try (21...60).map { try reader.event(UInt64($0)) } == before.events)
+            // The marker says who purged what, and when.
+            let marker = try reader.event(61)
+            #expect(marker.kind == .purge(through: 20))
+            #expect(marker.author == "retention-job")
+            #expect(marker.contextName == "maintenance")
+            #expect(marker.changes.isEmpty)
+            // The walk from 1 starts at the first kept event.
+            var first: UInt64?
+            try reader.forEachEvent { event in
+                first = event.sequence
+                return .stop
+            }
+            #expect(first == 21)
+            // As-of from the base on is unchanged, whichever way it is built.
+            #expect(try reader.state(asOf: 20) == before.at20)
+            #expect(try reader.plan(asOf: 20) == .forwardFromCheckpoint(checkpoint: 20, events: 0))
+            #expect(try reader.state(asOf: 30) == before.at30)
+            #expect(try reader.currentState() == before.now)
+            #expect(try reader.object(member, asOf: 25) == memberAt25)
+            // The per-object history index keeps only entries after the point.
+            for id in before.now.objects.keys {
+                #expect(try reader.history(of: id).allSatisfy { $0 > 20 })
+            }
+            #expect(try reader.checkpoints().first == 20)
+            #expect(try reader.metadata().purgedThrough == 20)
+        }
+        let verification = try log.verify()
+        #expect(verification.isClean, "\(verification.problems)")
+        #expect(verification.eventsChecked == 41)
+    }
+
+    @Test("after a purge: replay into a new store, compaction, more commits, thinning and a second purge")
+    func storeStaysFunctional() throws {
+        let dir = try TemporaryDirectory()
+        let log = try purgeStore(dir)
+        try log.purge(through: 25, author: "ops")
+        let asOf40 = try log.read { reader in try reader.state(asOf: 40) }
+
+        // Replay starts from the base.
+        let copy = dir.file("copy")
+        let replayed = try log.replay(through: 40, into: copy)
+        #expect(replayed.head == 40)
+        #expect(throws: LogError.historyPurged(requested: 10, purgedThrough: 25)) { try log.replay(through: 10, into: dir.file("never")) }
+        do {
+            let copied = try EventLog(openingExistingAt: copy)
+            #expect(try copied.read { try $0.currentState() } == asOf40)
+            #expect(try copied.read { try $0.purgedThrough } == 25)
+            let verification = try copied.verify()
+            #expect(verification.isClean, "\(verification.problems)")
+        }
+
+        // Compaction continues after the point; a consumer behind it holds nothing back.
+        try log.registerConsumer("late", processedThrough: 3)
+        let compaction = try log.compact(CompactionRequest(before: 50))
+        #expect(compaction.moved == 26...49)
+        try log.removeConsumer("late")
+
+        // More commits: checkpoints are thinned, the base is kept.
+        try commitWorkload(log, 62...120)
+        try log.read { (reader: borrowing LogReader) throws in
+            let checkpoints = try reader.checkpoints()
+            #expect(checkpoints.first == 25)
+            #expect(checkpoints.count == 5)  // the base and maximumCheckpoints (4) others
+        }
+        #expect(try log.verify().isClean)
+
+        // A second purge starts from a checkpoint, removes whole segments and the old base.
+        let now = try log.read { try $0.currentState() }
+        let asOf100 = try log.read { reader in try reader.state(asOf: 100) }
+        let second = try log.purge(through: 100, author: "ops")
+        #expect(second.removedEvents == 26...100)
+        #expect(second.segmentsRemoved == ["00000000000000000026-00000000000000000049.zst"])
+        #expect(second.checkpointsRemoved.contains(25))
+        try log.read { (reader: borrowing LogReader) throws in
+            #expect(try reader.currentState() == now)
+            #expect(try reader.state(asOf: 100) == asOf100)
+            #expect(try reader.segments().isEmpty)
+            #expect(try reader.compactedThrough == 100)
+        }
+        let verification = try log.verify()
+        #expect(verification.isClean, "\(verification.problems)")
+
+        // Purging at or below the point again does nothing.
+        let again = try log.purge(through: 90, author: "ops")
+        #expect(again.removedEvents == nil)
+        #expect(again.markerSequence == nil)
+        #expect(throws: LogError.sequenceOutOfRange(requested: 1_000, head: try log.head)) {
+            try log.purge(through: 1_000, author: "ops")
+        }
+
+        // Reopened, the store is still whole.
+        let path = log.path
+        let reopened = try EventLog(openingExistingAt: path, readOnly: false)
+        #expect(try reopened.read { try $0.currentState() } == now)
+    }
+
+    @Test("purge keeps a dictionary segment readable when it rewrites it")
+    func purgeDictionarySegment() throws {
+        let dir = try TemporaryDirectory()
+        let log = try purgeStore(dir, transactions: 150)
+        var request = CompactionRequest(before: 141)
+        request.usesDictionary = true
+        request.eventsPerFrame = 16
+        let compaction = try log.compact(request)
+        let dictionary = try #require(compaction.dictionaryFile)
+        let events = try log.read { reader in try (71...150).map { try reader.event(UInt64($0)) } }
+        let report = try log.purge(through: 70, author: "ops")
+        #expect(report.segmentRewritten == "00000000000000000071-00000000000000000140.zst")
+        #expect(FileManager.default.fileExists(atPath: dictionary))
+        #expect(try log.segments().first?.dictionaryFileName == (dictionary as NSString).lastPathComponent)
+        #expect(try log.read { reader in try (71...150).map { try reader.event(UInt64($0)) } } == events)
+        let verification = try log.verify()
+        #expect(verification.isClean, "\(verification.problems)")
+    }
+
+    @Test("verify reports a missing base snapshot")
+    func missingBase() throws {
+        let dir = try TemporaryDirectory()
+        let log = try purgeStore(dir, transactions: 30)
+        try log.purge(through: 12, author: "ops")
+        #expect(try log.verify().isClean)
+        // Damage: remove the base checkpoint's rows behind the log's back.
+        try log.environment.write { txn in
+            var keys: [[UInt8]] = []
+            try txn.forEach(in: log.tables.checkpoints, range: .prefix([0, 0, 0, 0, 0, 0, 0, 12])) { key, _ in
+                keys.append(key.withUnsafeBytes { Array($0) })
+                return .next
+            }
+            for key in keys { try txn.delete(key: key, in: log.tables.checkpoints) }
+        }
+        let report = try log.verify()
+        #expect(report.problems.contains { $0.kind == .base && $0.location == "checkpoint 12" })
+    }
+}
