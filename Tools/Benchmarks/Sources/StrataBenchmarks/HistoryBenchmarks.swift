@@ -61,14 +61,14 @@ func runHistoryBenchmarks(feedTransactions: Int, commits: Int, events: Int, repe
 private func runFeedThroughput(transactions count: Int) throws {
     heading("H1. Live feed while a writer commits \(count) transactions")
     let name = "H1. live feed, \(count) transactions"
-    for durability in ["durable", "fast"] {
+    // On the disk (durable commits, each with its fsync) and on tmpfs (the fsync is free, so
+    // the writer is CPU-bound and commits as fast as Strata can).
+    for location in ["disk", "tmpfs"] {
         for where_ in ["another process", "this process"] {
-            let directory = try scratchDirectory("feed")
+            let directory = try scratchDirectory("feed", base: location == "tmpfs" ? eventsDirectoryBase() : nil)
             defer { remove(directory) }
             let coordinator = PersistentStoreCoordinator(managedObjectModel: try peopleModel())
-            var configuration = benchConfiguration()
-            configuration.durability = durability == "fast" ? .fast : .durable
-            try coordinator.addPersistentStore(type: .eventLog, at: URL(fileURLWithPath: directory), configuration: configuration)
+            try coordinator.addPersistentStore(type: .eventLog, at: URL(fileURLWithPath: directory), configuration: benchConfiguration())
             let feed = try coordinator.historyFeed(after: try coordinator.currentHistoryToken())
             let clock = ContinuousClock()
             let delivered = Mutex<(count: Int, last: ContinuousClock.Instant?)>((0, nil))
@@ -88,7 +88,7 @@ private func runFeedThroughput(transactions count: Int) throws {
             if where_ == "another process" {
                 let process = Process()
                 process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-                process.arguments = ["history-writer", directory, String(count), durability]
+                process.arguments = ["history-writer", directory, String(count), "durable"]
                 let input = Pipe()
                 let output = Pipe()
                 process.standardInput = input
@@ -115,15 +115,15 @@ private func runFeedThroughput(transactions count: Int) throws {
             let commitRate = Double(count) / writerSeconds
             let feedRate = Double(count) / feedSeconds
             let lag = max(0, feedSeconds - writerSeconds)
-            say("  \(durability) writer in \(where_): commits \(rate(Double(count), perSeconds: writerSeconds)), feed delivered \(rate(Double(count), perSeconds: feedSeconds)), last delivered \(format(seconds: lag)) after the last commit")
-            record(name, "\(durability) writer, \(where_): delivered ÷ commit rate", ratio(feedRate, commitRate), target: "≈ 1×")
-            record(name, "\(durability) writer, \(where_): commits/s, delivered/s, lag",
+            say("  writer on \(location) in \(where_): commits \(rate(Double(count), perSeconds: writerSeconds)), feed delivered \(rate(Double(count), perSeconds: feedSeconds)), last delivered \(format(seconds: lag)) after the last commit")
+            record(name, "\(location), writer in \(where_): delivered ÷ commit rate", ratio(feedRate, commitRate), target: "≈ 1×")
+            record(name, "\(location), writer in \(where_): commits/s, delivered/s, lag",
                 "\(rate(Double(count), perSeconds: writerSeconds)) / \(rate(Double(count), perSeconds: feedSeconds)) / \(format(seconds: lag))")
         }
     }
 
     // Catch-up: how fast a feed reads transactions already committed (its headroom).
-    let directory = try scratchDirectory("feed-catchup")
+    let directory = try scratchDirectory("feed-catchup", base: eventsDirectoryBase())
     defer { remove(directory) }
     let coordinator = PersistentStoreCoordinator(managedObjectModel: try peopleModel())
     var fast = benchConfiguration()
@@ -156,10 +156,9 @@ private final class ConsumerRun {
     var feed: Task<Int, any Error>?
     var observation: StoreObservation?
 
-    init(setup: String, durability: String, commits: Int, model: ManagedObjectModel) throws {
-        directory = try scratchDirectory("consumers")
-        var configuration = benchConfiguration()
-        configuration.durability = durability == "fast" ? .fast : .durable
+    init(setup: String, location: String, commits: Int, model: ManagedObjectModel) throws {
+        directory = try scratchDirectory("consumers", base: location == "tmpfs" ? eventsDirectoryBase() : nil)
+        let configuration = benchConfiguration()
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
         let log = try coordinator.addPersistentStore(type: .eventLog, at: URL(fileURLWithPath: directory), configuration: configuration).log
         self.log = log
@@ -194,13 +193,14 @@ private func runConsumerCost(commits: Int, repetitions: Int) throws {
     let setups = ["0 consumers", "1 consumer", "10 consumers", "a live feed following", "a store observer"]
     let drafts = historyDrafts(commits, seed: 11)
     let clock = ContinuousClock()
-    for durability in ["durable", "fast"] {
+    // Durable commits on the disk, and on tmpfs where the fsync is free (Strata's CPU cost).
+    for location in ["disk", "tmpfs"] {
         // Interleaved: each round runs every configuration once, so the machine's noise
         // (a shared disk, other builds) falls on all of them alike. One untimed round first.
         var samples: [String: [Duration]] = [:]
         for round in 0...repetitions {
             for setup in setups {
-                let run = try ConsumerRun(setup: setup, durability: durability, commits: commits, model: model)
+                let run = try ConsumerRun(setup: setup, location: location, commits: commits, model: model)
                 let log = try run.log ?? { throw BenchmarkFailure("no log") }()
                 let start = clock.now
                 for draft in drafts { try log.commit(draft) }
@@ -212,13 +212,13 @@ private func runConsumerCost(commits: Int, repetitions: Int) throws {
         let baseline = Stats(samples: samples["0 consumers"] ?? []).medianSeconds / Double(commits)
         for setup in setups {
             let stats = Stats(samples: samples[setup] ?? [])
-            report("\(durability): \(setup)", stats)
+            report("\(location): \(setup)", stats)
             let perCommit = stats.medianSeconds / Double(commits)
             if setup == "0 consumers" {
-                record(name, "\(durability): per commit with no consumer", format(seconds: perCommit))
+                record(name, "\(location): per commit with no consumer", format(seconds: perCommit))
             } else {
                 say("    per commit \(format(seconds: perCommit)), ÷ no consumer \(ratio(perCommit, baseline))")
-                record(name, "\(durability): \(setup) ÷ none", ratio(perCommit, baseline), target: "≈ 1×")
+                record(name, "\(location): \(setup) ÷ none", ratio(perCommit, baseline), target: "≈ 1×")
             }
         }
     }
@@ -229,7 +229,7 @@ private func runConsumerCost(commits: Int, repetitions: Int) throws {
 private func runHistoryQueries(events count: Int, repetitions: Int) throws {
     heading("H3. History queries over \(count) transactions")
     let name = "H3. history queries, \(count) transactions"
-    let directory = try scratchDirectory("history-queries")
+    let directory = try scratchDirectory("history-queries", base: eventsDirectoryBase())
     defer { remove(directory) }
     let coordinator = PersistentStoreCoordinator(managedObjectModel: try peopleModel())
     var fast = benchConfiguration()
