@@ -14,7 +14,8 @@ import Glibc
 /// write raises `IN_MODIFY`. LMDB publishes the commit to readers just *after* its last
 /// write, so after each burst of file events the monitor re-reads the head at once and again
 /// 1, 4, 16, 64 and 256 ms later (the timer restarts with every event, and stops after the
-/// last of those re-reads; nothing runs while the store is quiet). Elsewhere there is no file
+/// last of those re-reads; nothing runs while the store is quiet). Events are handled at
+/// most once a millisecond, so a stream of commits costs the watcher little. Elsewhere there is no file
 /// watcher: commits by this process are still announced, and ``checkForChanges()`` reads the
 /// head when asked (`Specs/0009-history.md` §5).
 ///
@@ -174,9 +175,14 @@ public final class StoreObservation: Sendable {
 #if os(Linux)
 /// A thread blocked in `poll(2)` on an inotify descriptor watching one file for `IN_MODIFY`,
 /// and a pipe that stops it. After each burst of events it calls `onWake` at once and again
-/// after 1, 4, 16, 64 and 256 ms of quiet (see ``StoreMonitor``).
+/// after 1, 4, 16, 64 and 256 ms of quiet (see ``StoreMonitor``). It handles events at most
+/// once per millisecond: during a stream of commits (each raises two or more events) the
+/// kernel coalesces them meanwhile, so the watcher costs a writer in this process almost
+/// nothing, and another process's commit is still noticed within about a millisecond.
 final class FileWatcher: Sendable {
     private static let recheckDelays: [Int32] = [0, 1, 4, 16, 64, 256]
+    /// The least time between two handlings of file events, in nanoseconds.
+    private static let minimumInterval: Int64 = 1_000_000
 
     private let path: String
     private let inotify: Int32
@@ -235,6 +241,12 @@ final class FileWatcher: Sendable {
         }
     }
 
+    private static func monotonicNanoseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    }
+
     private func closeAll() {
         close(inotify)
         close(wakeRead)
@@ -251,6 +263,7 @@ final class FileWatcher: Sendable {
         // watch was added is still noticed.
         var step = 0
         var buffer = [UInt8](repeating: 0, count: 4096)
+        var lastHandled: Int64 = 0
         while true {
             let timeout = step < Self.recheckDelays.count ? Self.recheckDelays[step] : -1
             var fds = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
@@ -261,6 +274,12 @@ final class FileWatcher: Sendable {
             }
             if fds[1].revents != 0 { return }
             if fds[0].revents != 0 {
+                // Rate limit: let a burst's events coalesce in the kernel's queue.
+                let since = Self.monotonicNanoseconds() - lastHandled
+                if since < Self.minimumInterval {
+                    var pause = timespec(tv_sec: 0, tv_nsec: Int(Self.minimumInterval - since))
+                    _ = nanosleep(&pause, nil)
+                }
                 var rewatch = false
                 while true {
                     let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
@@ -278,6 +297,7 @@ final class FileWatcher: Sendable {
                 // The file was replaced (vacuum): watch the new one if it is there.
                 if rewatch { _ = inotify_add_watch(inotify, path, Self.mask) }
                 onWake()
+                lastHandled = Self.monotonicNanoseconds()
                 step = 1
                 continue
             }

@@ -140,13 +140,17 @@ struct HistoryFeedTests {
         try await writePeople(coordinator, count: 3, author: "a")
         let log = try #require(coordinator.persistentStores.first).log
         let feed = try coordinator.historyFeed(after: nil)
+        let progress = Mutex(0)
         let consumer = Task {
             var received: [UInt64] = []
-            for try await transaction in feed { received.append(transaction.sequence) }
+            for try await transaction in feed {
+                received.append(transaction.sequence)
+                progress.withLock { $0 = received.count }
+            }
             return received
         }
-        // Wait until the feed has caught up and listens, then cancel it.
-        while log.storeMonitor.observerCount == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        // Wait until the feed has delivered everything and waits for more, then cancel it.
+        try await eventually { progress.withLock { $0 } == 3 && log.storeMonitor.observerCount == 1 }
         consumer.cancel()
         let received = try await consumer.value
         #expect(received == [1, 2, 3])

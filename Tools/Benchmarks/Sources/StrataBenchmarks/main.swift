@@ -5,8 +5,11 @@ import Foundation
 //
 //     swift run -c release StrataBenchmarks [filter…]
 //
-// Filters (any substring): commit, small, scan, compaction, open, context. Sizes and repetitions
+// Filters (any substring): commit, small, scan, compaction, open, context, history. Sizes and repetitions
 // come from the environment (see README.md).
+
+// The writer process of the history benchmark (H1) is this binary, run with `history-writer`.
+if CommandLine.arguments.dropFirst().first == "history-writer" { runHistoryWriter(Array(CommandLine.arguments.dropFirst(2))) }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool {
@@ -20,6 +23,8 @@ let repetitions = environmentInt("STRATA_BENCH_REPS", 5)
 let contextTeamObjects = environmentInt("STRATA_BENCH_CONTEXT_TEAM_OBJECTS", 2_000)
 let undoChanges = environmentInt("STRATA_BENCH_UNDO_CHANGES", 10_000)
 let iterateObjects = environmentInt("STRATA_BENCH_ITERATE", 1_000_000)
+let feedTransactions = environmentInt("STRATA_BENCH_FEED_TRANSACTIONS", 10_000)
+let historyEvents = environmentInt("STRATA_BENCH_HISTORY_EVENTS", 100_000)
 
 say("Strata benchmarks — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(Date())")
 say("objects \(objects), small commits \(commits), events \(events), repetitions \(repetitions) after 1 warm-up")
@@ -36,6 +41,9 @@ do {
     }
     if wanted("context") {
         try runContextBenchmarks(objects: objects, teamObjects: contextTeamObjects, undoChanges: undoChanges, iterateObjects: iterateObjects, repetitions: repetitions)
+    }
+    if wanted("history") {
+        try runHistoryBenchmarks(feedTransactions: feedTransactions, commits: commits, events: historyEvents, repetitions: repetitions)
     }
 } catch {
     say("benchmark failed: \(error)")
