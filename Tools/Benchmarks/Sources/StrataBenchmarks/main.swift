@@ -5,7 +5,7 @@ import Foundation
 //
 //     swift run -c release StrataBenchmarks [filter…]
 //
-// Filters (any substring): commit, small, scan, compaction, open, context. Sizes and repetitions
+// Filters (any substring): commit, small, scan, compaction, open, context, fetch. Sizes and repetitions
 // come from the environment (see README.md).
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -20,6 +20,9 @@ let repetitions = environmentInt("STRATA_BENCH_REPS", 5)
 let contextTeamObjects = environmentInt("STRATA_BENCH_CONTEXT_TEAM_OBJECTS", 2_000)
 let undoChanges = environmentInt("STRATA_BENCH_UNDO_CHANGES", 10_000)
 let iterateObjects = environmentInt("STRATA_BENCH_ITERATE", 1_000_000)
+let fetchObjects = environmentInt("STRATA_BENCH_FETCH_OBJECTS", 100_000)
+let fetchLargeObjects = environmentInt("STRATA_BENCH_FETCH_LARGE", 1_000_000)
+let fetchLookups = environmentInt("STRATA_BENCH_FETCH_LOOKUPS", 1_000)
 
 say("Strata benchmarks — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(Date())")
 say("objects \(objects), small commits \(commits), events \(events), repetitions \(repetitions) after 1 warm-up")
@@ -36,6 +39,9 @@ do {
     }
     if wanted("context") {
         try runContextBenchmarks(objects: objects, teamObjects: contextTeamObjects, undoChanges: undoChanges, iterateObjects: iterateObjects, repetitions: repetitions)
+    }
+    if wanted("fetch") {
+        try runFetchBenchmarks(objects: fetchObjects, largeObjects: fetchLargeObjects, lookups: fetchLookups, repetitions: repetitions)
     }
 } catch {
     say("benchmark failed: \(error)")
