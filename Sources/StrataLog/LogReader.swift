@@ -243,15 +243,15 @@ public struct LogReader: ~Copyable {
     /// - Throws: ``LogError/invalidOperation(_:)`` if the attribute has no index.
     public func countIndex(entity: String, attribute: String, range: IndexRange) throws -> Int {
         let keyRange = try indexKeyRange(entity: entity, attribute: attribute, range: range)
-        let wanted = Set(try log.schema.entity(entity).selfAndSubentities.map { try log.catalog.entityCode($0) })
         // The index of an entity holds only its own and its sub-entities' objects unless it
         // is inherited: then others' entries are skipped.
-        let all = try index(for: entity, attributes: [attribute])?.entity == entity
+        if try index(for: entity, attributes: [attribute])?.entity == entity {
+            return try txn.count(in: tables.index, range: keyRange)
+        }
+        let wanted = Set(try log.schema.entity(entity).selfAndSubentities.map { try log.catalog.entityCode($0) })
         var count = 0
         try txn.forEach(in: tables.index, range: keyRange) { key, _ in
-            if all {
-                count += 1
-            } else if let objectKey = key.withUnsafeBytes({ ObjectKey($0, at: $0.count - ObjectKey.byteCount) }), wanted.contains(objectKey.entity) {
+            if let objectKey = key.withUnsafeBytes({ ObjectKey($0, at: $0.count - ObjectKey.byteCount) }), wanted.contains(objectKey.entity) {
                 count += 1
             }
             return .next
