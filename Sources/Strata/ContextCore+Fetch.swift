@@ -57,8 +57,7 @@ extension ContextCore {
         let store = try self.store()
         let matches = try store.log.read { (reader: borrowing LogReader) throws -> [FetchExecution.Match] in
             let plan = try planner.plan(reader)
-            let execution = FetchExecution(core: self, request: request, plan: plan, storeUUID: store.identifier)
-            return try execution.run(reader)
+            return try FetchExecution(core: self, request: request, plan: plan, storeUUID: store.identifier).run(reader)
         }
         return matches.map { $0.materialize(self) }
     }
@@ -93,14 +92,19 @@ final class FetchExecution {
     let request: FetchRequest
     let plan: QueryPlan
     let storeUUID: UUID
-    /// The concrete entities fetched, in store order, and their positions.
-    let entityNames: [String]
-    let positions: [String: Int]
+    /// The concrete entities fetched, in store order (their position decides ties), with
+    /// their property tables.
+    let entities: [(name: String, info: EntityInfo)]
     let variables: [String: Any]
     let pending: Bool
     /// Objects with unsaved changes (or deleted) whose stored rows the plan skips; they are
     /// judged by their current values instead. Empty without pending changes.
     let dirty: [StoredObjectID: ManagedObject]
+    /// The sort descriptors' values of every match, `request.sortDescriptors.count` per
+    /// match, read once (a sort compares them many times).
+    var sortKeys: [SortKey] = []
+    /// Whether each sort descriptor's key is a single key (no dots, no collection operator).
+    let simpleSortKeys: [Bool]
 
     /// Where a result sits in store order, which decides ties of the sort: stored objects by
     /// entity then primary key, then unsaved inserts in insertion order, then objects
@@ -114,31 +118,21 @@ final class FetchExecution {
     }
 
     /// An object that matched.
-    final class Match {
+    struct Match {
         let position: Position
         let id: ManagedObjectID
         let info: EntityInfo
-        /// What the predicate and the sort read: the stored row, or the object itself.
-        let subject: any KeyValueCoding
-        var object: ManagedObject?
+        /// The stored row it was judged by (nil for an object judged by its current values).
         let row: [String: PropertyValue]?
-        var sortKeys: [Any?] = []
-
-        init(position: Position, id: ManagedObjectID, info: EntityInfo, subject: any KeyValueCoding, object: ManagedObject?, row: [String: PropertyValue]?) {
-            self.position = position
-            self.id = id
-            self.info = info
-            self.subject = subject
-            self.object = object
-            self.row = row
-        }
+        var object: ManagedObject?
+        /// Where its sort keys start in `sortKeys`.
+        let keys: Int
 
         /// The managed object: registered, or a fault holding the fetched row.
         func materialize(_ core: ContextCore) -> ManagedObject {
             if let object { return object }
-            let made = (subject as? StoredRowSubject)?.materialize() ?? core.registered(id) ?? core.makeObject(id, info: info)
+            let made = core.registered(id) ?? core.makeObject(id, info: info)
             if made.committed == nil, let row { made.row = row }
-            object = made
             return made
         }
     }
@@ -149,13 +143,17 @@ final class FetchExecution {
         self.plan = plan
         self.storeUUID = storeUUID
         let names = request.includesSubentities ? core.model.selfAndSubentityNames(of: request.entityName) : [request.entityName]
-        entityNames = names.filter { !(core.entities[$0]?.entity.isAbstract ?? true) }
-        positions = Dictionary(entityNames.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+        entities = names.compactMap { name in
+            guard let info = core.entities[name], !info.entity.isAbstract else { return nil }
+            return (name, info)
+        }
         variables = request.substitutionVariables.mapValues { $0.anyValue as Any }
+        simpleSortKeys = request.sortDescriptors.map { !$0.key.contains(".") && !$0.key.hasPrefix("@") }
         pending = request.includesPendingChanges
         var dirty: [StoredObjectID: ManagedObject] = [:]
         if pending {
-            for (id, object) in core.retained where positions[id.entityName] != nil {
+            let names = Set(entities.map(\.name))
+            for (id, object) in core.retained where names.contains(id.entityName) {
                 guard let stored = id.storedID else { continue }
                 if object.isInsertedFlag || object.isDeletedFlag || !object.changes.isEmpty || core.restored.contains(id) {
                     dirty[stored] = object
@@ -164,6 +162,15 @@ final class FetchExecution {
         }
         self.dirty = dirty
     }
+
+    /// The entity's position in store order and its property table, if it is fetched.
+    func entity(_ name: String) -> (position: Int, info: EntityInfo)? {
+        for (index, entry) in entities.enumerated() where entry.name == name { return (index, entry.info) }
+        return nil
+    }
+
+    /// Whether the stored row of `id` is skipped: its object has pending changes.
+    func isDirty(_ id: StoredObjectID) -> Bool { !dirty.isEmpty && dirty[id] != nil }
 
     // MARK: Judging
 
@@ -183,27 +190,40 @@ final class FetchExecution {
         return row
     }
 
+    /// Records the sort keys of a match; returns where they start.
+    func recordSortKeys(_ subject: any KeyValueCoding) -> Int {
+        let start = sortKeys.count
+        for (descriptor, simple) in zip(request.sortDescriptors, simpleSortKeys) {
+            // A one-component key path reads the key itself (what walking the path does).
+            sortKeys.append(SortKey(simple ? subject.value(forKey: descriptor.key) : subject.value(forKeyPath: descriptor.key)))
+        }
+        return start
+    }
+
     /// A stored object judged by its stored row; nil unless it matches. Rows of objects
     /// with pending changes are skipped (they are judged by `pendingMatches`).
     func judge(_ stored: StoredObject) throws -> Match? {
-        guard let major = positions[stored.id.entity], let info = core.entities[stored.id.entity] else { return nil }
-        if pending, dirty[stored.id] != nil { return nil }
+        guard let (major, info) = entity(stored.id.entity), !(pending && isDirty(stored.id)) else { return nil }
         let id = ManagedObjectID.permanent(stored.id, store: storeUUID)
         let values = row(stored, info)
         let subject = StoredRowSubject(id: id, info: info, values: values, core: core)
         guard try matches(subject) else { return nil }
-        let match = Match(
-            position: Position(group: 0, major: major, minor: stored.id.primaryKey), id: id, info: info, subject: subject, object: nil,
-            row: values)
-        if let filter = request.memoryFilter, try !filter(match.materialize(core)) { return nil }
-        return match
+        var object = subject.object
+        if let filter = request.memoryFilter {
+            let made = subject.materialize()
+            guard try filter(made) else { return nil }
+            object = made
+        }
+        return Match(
+            position: Position(group: 0, major: major, minor: stored.id.primaryKey), id: id, info: info, row: values, object: object,
+            keys: recordSortKeys(subject))
     }
 
     /// Judges an object with pending changes by its current values.
     func judgePending(_ object: ManagedObject, _ position: Position) throws -> Match? {
         guard try matches(object) else { return nil }
         if let filter = request.memoryFilter, try !filter(object) { return nil }
-        return Match(position: position, id: object.objectID, info: object.info, subject: object, object: object, row: nil)
+        return Match(position: position, id: object.objectID, info: object.info, row: nil, object: object, keys: recordSortKeys(object))
     }
 
     /// The context's unsaved objects that match: changed objects the store still holds,
@@ -212,18 +232,18 @@ final class FetchExecution {
         guard pending else { return [] }
         var result: [Match] = []
         for (stored, object) in dirty where !object.isDeletedFlag {
-            guard let major = positions[stored.entity], try reader.contains(stored) else { continue }
+            guard let (major, _) = entity(stored.entity), try reader.contains(stored) else { continue }
             if let match = try judgePending(object, Position(group: 0, major: major, minor: stored.primaryKey)) { result.append(match) }
         }
         var inserted: Set<ManagedObjectID> = []
-        for (index, id) in core.insertionOrder.enumerated() where positions[id.entityName] != nil {
+        for (index, id) in core.insertionOrder.enumerated() where entity(id.entityName) != nil {
             inserted.insert(id)
             if let stored = id.storedID, try reader.contains(stored) { continue }
             guard let object = core.registered(id), !object.isDeletedFlag else { continue }
             if let match = try judgePending(object, Position(group: 1, major: index, minor: 0)) { result.append(match) }
         }
         var restoredIndex = 0
-        for (id, object) in core.retained where core.restored.contains(id) && positions[id.entityName] != nil && !inserted.contains(id) {
+        for (id, object) in core.retained where core.restored.contains(id) && !inserted.contains(id) && entity(id.entityName) != nil {
             if let stored = id.storedID, try reader.contains(stored) { continue }
             guard !object.isDeletedFlag else { continue }
             restoredIndex += 1
@@ -234,6 +254,12 @@ final class FetchExecution {
 
     // MARK: Reading the store
 
+    /// Whether an object found in the index of the fetched entity is fetched: the index
+    /// holds the entity's sub-entities, left out with `includesSubentities = false`.
+    func inScope(_ id: StoredObjectID) -> Bool {
+        request.includesSubentities || id.entity == request.entityName
+    }
+
     /// The stored objects the plan reads, judged (rows of changed objects skipped).
     func storedMatches(_ reader: borrowing LogReader) throws -> [Match] {
         switch plan.kind {
@@ -241,7 +267,7 @@ final class FetchExecution {
             return []
         case .fullScan:
             var result: [Match] = []
-            for name in entityNames {
+            for (name, _) in entities {
                 try reader.forEachObject(of: name, includingSubentities: false) { stored in
                     if let match = try judge(stored) { result.append(match) }
                     return .next
@@ -264,11 +290,13 @@ final class FetchExecution {
     func scanMatches(_ reader: borrowing LogReader, _ scans: [QueryPlan.IndexScan]) throws -> [Match] {
         var ids: [StoredObjectID] = []
         var seen: Set<StoredObjectID> = []
+        // One index's ranges are disjoint; only a union of indexes can find an object twice.
+        let unique = scans.count > 1
         for scan in scans {
             for range in scan.ranges {
                 try reader.scanIndex(entity: plan.entityName, attribute: scan.attribute, range: range) { id in
-                    guard positions[id.entity] != nil, !(pending && dirty[id] != nil) else { return .next }
-                    if scans.count > 1 || scan.ranges.count > 1 { guard seen.insert(id).inserted else { return .next } }
+                    guard inScope(id), !(pending && isDirty(id)) else { return .next }
+                    if unique { guard seen.insert(id).inserted else { return .next } }
                     ids.append(id)
                     return .next
                 }
@@ -299,7 +327,7 @@ final class FetchExecution {
         var exceeded = false
         for range in descending ? scan.ranges.reversed() : scan.ranges {
             try reader.scanIndex(entity: plan.entityName, attribute: attribute, range: range, reverse: descending) { id in
-                guard positions[id.entity] != nil, !(pending && dirty[id] != nil) else { return .next }
+                guard inScope(id), !(pending && isDirty(id)) else { return .next }
                 guard let stored = try reader.object(id) else { return .next }
                 reads += 1
                 if budget > 0 && reads > budget {
@@ -342,32 +370,34 @@ final class FetchExecution {
 
     /// Every match, filtered, sorted (ties in store order), offset and limited.
     func run(_ reader: borrowing LogReader) throws -> [Match] {
-        var matches = try storedMatches(reader) + pendingMatches(reader)
+        let stored = try storedMatches(reader)
+        let unsaved = try pendingMatches(reader)
+        var matches = stored + unsaved
         let descriptors = request.sortDescriptors
+        var order = Array(matches.indices)
         if !descriptors.isEmpty {
-            for match in matches { match.sortKeys = descriptors.map { match.subject.value(forKeyPath: $0.key) } }
-            matches.sort { a, b in
-                let order = Self.compare(a.sortKeys, b.sortKeys, by: descriptors)
-                return order == .orderedSame ? a.position < b.position : order == .orderedAscending
+            let count = descriptors.count
+            let keys = sortKeys
+            order.sort { i, j in
+                let a = matches[i].keys, b = matches[j].keys
+                for index in 0..<count {
+                    let result = SortKey.compare(
+                        keys[a + index], keys[b + index], caseInsensitive: descriptors[index].caseInsensitive,
+                        diacriticInsensitive: descriptors[index].diacriticInsensitive)
+                    if result != .orderedSame {
+                        return descriptors[index].ascending ? result == .orderedAscending : result == .orderedDescending
+                    }
+                }
+                return matches[i].position < matches[j].position
             }
-        } else if plan.kind != .fullScan || matches.contains(where: { $0.object != nil && $0.position.group == 0 }) {
-            matches.sort { $0.position < $1.position }
+        } else if plan.kind != .fullScan || unsaved.contains(where: { $0.position.group == 0 }) {
+            order.sort { matches[$0].position < matches[$1].position }
         }
-        if request.fetchOffset > 0 { matches = Array(matches.dropFirst(request.fetchOffset)) }
-        if request.fetchLimit > 0 && matches.count > request.fetchLimit { matches = Array(matches.prefix(request.fetchLimit)) }
+        if request.fetchOffset > 0 { order = Array(order.dropFirst(request.fetchOffset)) }
+        if request.fetchLimit > 0 && order.count > request.fetchLimit { order = Array(order.prefix(request.fetchLimit)) }
+        if order.count == matches.count && order.elementsEqual(matches.indices) { return matches }
+        matches = order.map { matches[$0] }
         return matches
-    }
-
-    /// `FetchSortDescriptor.compare`'s order on precomputed key values: each descriptor in
-    /// turn, nil first, descending reversed.
-    static func compare(_ a: [Any?], _ b: [Any?], by descriptors: [FetchSortDescriptor]) -> ComparisonResult {
-        for (index, descriptor) in descriptors.enumerated() {
-            let order = FetchSortDescriptor.compareValues(a[index], b[index], caseInsensitive: descriptor.caseInsensitive, diacriticInsensitive: descriptor.diacriticInsensitive)
-            if order != .orderedSame {
-                return descriptor.ascending ? order : (order == .orderedAscending ? .orderedDescending : .orderedAscending)
-            }
-        }
-        return .orderedSame
     }
 
     /// How many objects match (offset and limit not applied).
@@ -377,13 +407,17 @@ final class FetchExecution {
         var stored: Int
         switch plan.kind {
         case .fullScan where trivial:
-            stored = try entityNames.reduce(0) { try $0 + reader.count(of: $1, includingSubentities: false) }
+            stored = try entities.reduce(0) { try $0 + reader.count(of: $1.name, includingSubentities: false) }
         case .indexScan(let scan) where plan.countsFromIndex:
             stored = 0
             for range in scan.ranges {
-                try reader.scanIndex(entity: plan.entityName, attribute: scan.attribute, range: range) { id in
-                    if positions[id.entity] != nil { stored += 1 }
-                    return .next
+                if request.includesSubentities {
+                    stored += try reader.countIndex(entity: plan.entityName, attribute: scan.attribute, range: range)
+                } else {
+                    try reader.scanIndex(entity: plan.entityName, attribute: scan.attribute, range: range) { id in
+                        if inScope(id) { stored += 1 }
+                        return .next
+                    }
                 }
             }
         default:
@@ -392,12 +426,63 @@ final class FetchExecution {
         // The counts above include the stored rows of changed objects, which are judged by
         // their current values instead: take out those that matched as stored.
         for (id, _) in dirty {
-            guard let row = try reader.object(id), let info = core.entities[id.entity] else { continue }
+            guard let row = try reader.object(id), let (_, info) = entity(id.entity) else { continue }
             let subject = StoredRowSubject(
                 id: .permanent(id, store: storeUUID), info: info, values: self.row(row, info), core: core)
             if try matches(subject) { stored -= 1 }
         }
         return stored + pendingCount
+    }
+}
+
+/// A sort key read once: typed for the common kinds, so comparing needs no casts. Compares
+/// as ``FetchSortDescriptor``'s `compareValues` does (nil first; strings by Swift's order or
+/// case-insensitively; dates; booleans; numbers by value); mixed kinds defer to it.
+enum SortKey {
+    case null
+    case string(String)
+    case number(Double)
+    case date(Date)
+    case bool(Bool)
+    case other(Any)
+
+    init(_ value: Any?) {
+        switch value {
+        case nil: self = .null
+        case let v as String: self = .string(v)
+        case let v as Date: self = .date(v)
+        case let v as Bool: self = .bool(v)
+        default:
+            if let number = FetchSortDescriptor.number(value) { self = .number(number) } else { self = .other(value as Any) }
+        }
+    }
+
+    var value: Any? {
+        switch self {
+        case .null: nil
+        case .string(let v): v
+        case .number(let v): v
+        case .date(let v): v
+        case .bool(let v): v
+        case .other(let v): v
+        }
+    }
+
+    static func compare(_ a: SortKey, _ b: SortKey, caseInsensitive: Bool, diacriticInsensitive: Bool = false) -> ComparisonResult {
+        switch (a, b) {
+        case (.null, .null): return .orderedSame
+        case (.null, _): return .orderedAscending
+        case (_, .null): return .orderedDescending
+        case (.string(let x), .string(let y)):
+            if caseInsensitive || diacriticInsensitive {
+                return FetchSortDescriptor.compareValues(x, y, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
+            }
+            return x < y ? .orderedAscending : (x == y ? .orderedSame : .orderedDescending)
+        case (.number(let x), .number(let y)): return x < y ? .orderedAscending : (x == y ? .orderedSame : .orderedDescending)
+        case (.date(let x), .date(let y)): return x < y ? .orderedAscending : (x == y ? .orderedSame : .orderedDescending)
+        case (.bool(let x), .bool(let y)): return x == y ? .orderedSame : (!x ? .orderedAscending : .orderedDescending)
+        default: return FetchSortDescriptor.compareValues(a.value, b.value, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
+        }
     }
 }
 
@@ -412,7 +497,8 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
     let info: EntityInfo
     let values: [String: PropertyValue]
     let core: ContextCore
-    private var object: ManagedObject?
+    /// The managed object, once something needed it.
+    private(set) var object: ManagedObject?
 
     init(id: ManagedObjectID, info: EntityInfo, values: [String: PropertyValue], core: ContextCore) {
         self.id = id
@@ -435,7 +521,7 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
         if property.isTransient { return materialize().value(forKey: key) }
         if let value = values[key] {
             switch value {
-            case .attribute(let attribute): return attribute?.anyValue
+            case .attribute(let attribute): return attribute.map(Self.evaluationValue)
             case .toOne(let target): return target.flatMap { core.object(with: $0) }
             case .toMany(let targets):
                 let objects = targets.compactMap { core.object(with: $0) }
@@ -448,6 +534,19 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
     }
 
     var predicateIdentity: any Hashable & Sendable { id }
+
+    /// An attribute value for the predicate and the sort: integers as `Int` and floats as
+    /// `Double`, which is how the predicate language and the sort classify them anyway
+    /// (numbers compare by value), so they are recognised without a chain of casts.
+    static func evaluationValue(_ value: AttributeValue) -> Any {
+        switch value {
+        case .int16(let v): Int(v)
+        case .int32(let v): Int(v)
+        case .int64(let v): Int(exactly: v).map { $0 as Any } ?? v
+        case .float(let v): Double(v)
+        default: value.anyValue
+        }
+    }
 }
 
 // MARK: - Validation of key paths and comparisons

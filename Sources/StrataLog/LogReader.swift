@@ -236,31 +236,7 @@ public struct LogReader: ~Copyable {
         entity: String, attribute: String, range: IndexRange, reverse: Bool = false,
         _ body: (StoredObjectID) throws -> IterationDecision
     ) throws {
-        guard let index = try index(for: entity, attributes: [attribute]) else {
-            throw LogError.invalidOperation("\(entity).\(attribute) has no index")
-        }
-        let code = try log.catalog.indexCode(index.name)
-        let base: [UInt8] = [UInt8(code >> 8), UInt8(truncatingIfNeeded: code)]
-        let keyRange: KeyRange
-        if range.matchesNil {
-            keyRange = .prefix(base + IndexKeyEncoding.encode(nil))
-        } else {
-            let lower: [UInt8]
-            if let value = range.lower {
-                let encoded = base + IndexKeyEncoding.encode(value)
-                lower = range.includesLower ? encoded : (KeyRange.prefix(encoded).upperBound ?? encoded)
-            } else {
-                lower = base + [0x01]  // past the nils
-            }
-            let upper: [UInt8]?
-            if let value = range.upper {
-                let encoded = base + IndexKeyEncoding.encode(value)
-                upper = range.includesUpper ? KeyRange.prefix(encoded).upperBound : encoded
-            } else {
-                upper = KeyRange.prefix(base).upperBound
-            }
-            keyRange = KeyRange(lowerBound: lower, includesLowerBound: true, upperBound: upper, includesUpperBound: false)
-        }
+        let keyRange = try indexKeyRange(entity: entity, attribute: attribute, range: range)
         let wanted = Set(try log.schema.entity(entity).selfAndSubentities.map { try log.catalog.entityCode($0) })
         try txn.forEach(in: tables.index, range: keyRange, reverse: reverse) { key, _ in
             guard let objectKey = key.withUnsafeBytes({ ObjectKey($0, at: $0.count - ObjectKey.byteCount) }),
@@ -268,6 +244,55 @@ public struct LogReader: ~Copyable {
             else { return .next }
             return try body(try writer.id(objectKey))
         }
+    }
+
+    /// The number of objects of `entity` (and its sub-entities) whose `attribute` is in
+    /// `range`: index entries counted without reading records or making IDs. For cut long
+    /// values (see ``scanIndex(entity:attribute:range:reverse:_:)``) an entry sharing a
+    /// bound's prefix counts whether or not its full value is in the range.
+    ///
+    /// - Throws: ``LogError/invalidOperation(_:)`` if the attribute has no index.
+    public func countIndex(entity: String, attribute: String, range: IndexRange) throws -> Int {
+        let keyRange = try indexKeyRange(entity: entity, attribute: attribute, range: range)
+        // The index of an entity holds only its own and its sub-entities' objects unless it
+        // is inherited: then others' entries are skipped.
+        if try index(for: entity, attributes: [attribute])?.entity == entity {
+            return try txn.count(in: tables.index, range: keyRange)
+        }
+        let wanted = Set(try log.schema.entity(entity).selfAndSubentities.map { try log.catalog.entityCode($0) })
+        var count = 0
+        try txn.forEach(in: tables.index, range: keyRange) { key, _ in
+            if let objectKey = key.withUnsafeBytes({ ObjectKey($0, at: $0.count - ObjectKey.byteCount) }), wanted.contains(objectKey.entity) {
+                count += 1
+            }
+            return .next
+        }
+        return count
+    }
+
+    /// The keys of the index on `attribute` of `entity` that hold values in `range`.
+    func indexKeyRange(entity: String, attribute: String, range: IndexRange) throws -> KeyRange {
+        guard let index = try index(for: entity, attributes: [attribute]) else {
+            throw LogError.invalidOperation("\(entity).\(attribute) has no index")
+        }
+        let code = try log.catalog.indexCode(index.name)
+        let base: [UInt8] = [UInt8(code >> 8), UInt8(truncatingIfNeeded: code)]
+        if range.matchesNil { return .prefix(base + IndexKeyEncoding.encode(nil)) }
+        let lower: [UInt8]
+        if let value = range.lower {
+            let encoded = base + IndexKeyEncoding.encode(value)
+            lower = range.includesLower ? encoded : (KeyRange.prefix(encoded).upperBound ?? encoded)
+        } else {
+            lower = base + [0x01]  // past the nils
+        }
+        let upper: [UInt8]?
+        if let value = range.upper {
+            let encoded = base + IndexKeyEncoding.encode(value)
+            upper = range.includesUpper ? KeyRange.prefix(encoded).upperBound : encoded
+        } else {
+            upper = KeyRange.prefix(base).upperBound
+        }
+        return KeyRange(lowerBound: lower, includesLowerBound: true, upperBound: upper, includesUpperBound: false)
     }
 
     // MARK: - Events and history

@@ -231,6 +231,44 @@ public struct LMDBCursor: ~Copyable {
         }
     }
 
+    /// The number of entries in `range` (each duplicate counts): the walk of
+    /// ``iterate(range:reverse:_:)`` without lending entries to a closure.
+    func count(range: KeyRange) throws -> Int {
+        var k = MDB_val()
+        var v = MDB_val()
+        var positioned: Bool
+        if let lower = range.lowerBound {
+            positioned = try withVal(lower) { bound in
+                k = bound
+                return try get(&k, &v, MDB_SET_RANGE, "mdb_cursor_get(MDB_SET_RANGE)")
+            }
+            if positioned && !range.includesLowerBound && compare(k, lower) == 0 {
+                positioned = try get(&k, &v, MDB_NEXT_NODUP, "mdb_cursor_get(MDB_NEXT_NODUP)")
+            }
+        } else {
+            positioned = try get(&k, &v, MDB_FIRST, "mdb_cursor_get(MDB_FIRST)")
+        }
+        guard positioned else { return 0 }
+        var n = 0
+        if let upper = range.upperBound {
+            try withVal(upper) { bound in
+                var bound = bound
+                while positioned {
+                    let c = mdb_cmp(transaction, database.handle, &k, &bound)
+                    if c > 0 || (c == 0 && !range.includesUpperBound) { return }
+                    n += 1
+                    positioned = try get(&k, &v, MDB_NEXT, "mdb_cursor_get")
+                }
+            }
+        } else {
+            while positioned {
+                n += 1
+                positioned = try get(&k, &v, MDB_NEXT, "mdb_cursor_get")
+            }
+        }
+        return n
+    }
+
     private func compare(_ key: MDB_val, _ bound: [UInt8]) -> Int {
         var key = key
         return withVal(bound) { b in Int(mdb_cmp(transaction, database.handle, &key, &b)) }

@@ -79,12 +79,7 @@ public struct LMDBTransaction: ~Copyable {
     /// The number of entries in `range` (each duplicate counts).
     public func count(in database: LMDBDatabase, range: KeyRange = .all) throws -> Int {
         if range == .all { return try statistics(of: database).entries }
-        var n = 0
-        try forEach(in: database, range: range) { _, _ in
-            n += 1
-            return .next
-        }
-        return n
+        return try withCursor(on: database) { cursor in try cursor.count(range: range) }
     }
 
     /// Opens a cursor on `database` for the duration of `body`, then closes it

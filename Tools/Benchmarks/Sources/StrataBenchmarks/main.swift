@@ -5,7 +5,7 @@ import Foundation
 //
 //     swift run -c release StrataBenchmarks [filter…]
 //
-// Filters (any substring): commit, small, scan, compaction, open, context, history. Sizes and repetitions
+// Filters (any substring): commit, small, scan, compaction, open, context, history, fetch. Sizes and repetitions
 // come from the environment (see README.md).
 
 // The writer process of the history benchmark (H1) is this binary, run with `history-writer`.
@@ -25,6 +25,9 @@ let undoChanges = environmentInt("STRATA_BENCH_UNDO_CHANGES", 10_000)
 let iterateObjects = environmentInt("STRATA_BENCH_ITERATE", 1_000_000)
 let feedTransactions = environmentInt("STRATA_BENCH_FEED_TRANSACTIONS", 10_000)
 let historyEvents = environmentInt("STRATA_BENCH_HISTORY_EVENTS", 100_000)
+let fetchObjects = environmentInt("STRATA_BENCH_FETCH_OBJECTS", 100_000)
+let fetchLargeObjects = environmentInt("STRATA_BENCH_FETCH_LARGE", 1_000_000)
+let fetchLookups = environmentInt("STRATA_BENCH_FETCH_LOOKUPS", 1_000)
 
 say("Strata benchmarks — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(Date())")
 say("objects \(objects), small commits \(commits), events \(events), repetitions \(repetitions) after 1 warm-up")
@@ -44,6 +47,9 @@ do {
     }
     if wanted("history") {
         try runHistoryBenchmarks(feedTransactions: feedTransactions, commits: commits, events: historyEvents, repetitions: repetitions)
+    }
+    if wanted("fetch") {
+        try runFetchBenchmarks(objects: fetchObjects, largeObjects: fetchLargeObjects, lookups: fetchLookups, repetitions: repetitions)
     }
 } catch {
     say("benchmark failed: \(error)")
