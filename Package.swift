@@ -115,9 +115,17 @@ let package = Package(
             dependencies: ["StrataLog", "StrataStorage", "StrataTestSupport", "StrataLogProbe"],
             swiftSettings: strictSettings
         ),
+        // MARK: - Context merging across processes (issue 8): a second process that saves
+        // through a context, or watches the store through an automatically merging one.
+        .executableTarget(
+            name: "StrataContextProbe",
+            dependencies: ["Strata", "StrataTestSupport"],
+            path: "Tests/StrataContextProbe",
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "StrataTests",
-            dependencies: ["Strata", "StrataTestSupport"],
+            dependencies: ["Strata", "StrataTestSupport", "StrataContextProbe"],
             swiftSettings: strictSettings
         ),
         .testTarget(

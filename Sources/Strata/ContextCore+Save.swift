@@ -69,7 +69,7 @@ extension ContextCore {
 
     // MARK: - Saving
 
-    func save() throws {
+    func save(in context: isolated ManagedObjectContext) throws {
         // A save closes the current undo group even inside explicit grouping: what it writes
         // is one group; later changes in the explicit group form the next one.
         closeOpenGroup()
@@ -79,8 +79,11 @@ extension ContextCore {
             throw found.count == 1 ? found[0] : ContextError.invalidArgument(found.map(\.description).joined(separator: "\n"))
         }
         guard !retained.isEmpty || !pending.isEmpty else { return }
+        postPendingChanges()
+        post(.willSave(ContextWillSave(contextName: name)))
         for object in Array(retained.values) { object.willSave() }
         closeOpenGroup()
+        postPendingChanges()
 
         // Validate everything; report every failure at once; write nothing if any.
         var failures: [ValidationFailure] = []
@@ -98,7 +101,49 @@ extension ContextCore {
         if !failures.isEmpty { throw ContextError.validation(failures) }
 
         let store = try self.store()
+        for attempt in 1...Self.maximumSaveAttempts {
+            // Optimistic locking: conflicts found now go to the merge policy; the versions
+            // seen are checked again inside the commit, so no writer can slip in between.
+            let expected = try resolveVersionConflicts(in: context)
+            let (draft, groupIndex) = makeDraft(expectedVersions: expected)
+            guard !draft.isEmpty else {
+                finishSave(sequence: nil, idMap: [:], groupIndex: [:], result: nil)
+                return
+            }
+            let result: CommitResult
+            do {
+                result = try store.log.commit(draft)
+            } catch let error as LogError {
+                switch error {
+                case .versionMismatch where attempt < Self.maximumSaveAttempts:
+                    continue  // another writer slipped in: check again
+                case .uniquenessViolation where attempt < Self.maximumSaveAttempts:
+                    let conflicts = try detectConstraintConflicts()
+                    guard !conflicts.isEmpty else { throw ContextError.storeRefused(error.description) }
+                    try mergePolicy.resolve(constraintConflicts: conflicts, in: context)
+                    closeOpenGroup()
+                    continue
+                case .uniquenessViolation, .missingReference, .objectExists, .objectNotFound:
+                    throw ContextError.storeRefused(error.description)
+                default:
+                    throw ContextError.store(error.description)
+                }
+            }
+            var idMap: [ManagedObjectID: ManagedObjectID] = [:]
+            for (draftID, storedID) in result.permanentIDs {
+                guard case .temporary(let entity, let uuid) = draftID else { continue }
+                idMap[ManagedObjectID(entityName: entity, storage: .temporary(uuid))] = .permanent(storedID, store: store.identifier)
+            }
+            finishSave(sequence: result.sequence, idMap: idMap, groupIndex: groupIndex, result: result)
+            return
+        }
+    }
+
+    /// The transaction for everything pending: one event group per pending effect, then the
+    /// reconciliation group; and which pending effect became which event group.
+    func makeDraft(expectedVersions: [StoredObjectID: UInt64]) -> (TransactionDraft, [Int: Int]) {
         var draft = TransactionDraft(author: transactionAuthor, contextName: name)
+        draft.expectedVersions = expectedVersions
         // The transaction is an undo (or redo) when every group it saves is one, named by its
         // first; each group also carries its own origin, which persisted undo relies on.
         if let first = pending.first {
@@ -134,28 +179,7 @@ extension ContextCore {
             draft.beginGroup(actionName: nil)
             for operation in reconciliation { draft.append(operation) }
         }
-        guard !draft.isEmpty else {
-            finishSave(sequence: nil, idMap: [:], groupIndex: [:])
-            return
-        }
-
-        let result: CommitResult
-        do {
-            result = try store.log.commit(draft)
-        } catch let error as LogError {
-            switch error {
-            case .uniquenessViolation, .missingReference, .objectExists, .objectNotFound:
-                throw ContextError.storeRefused(error.description)
-            default:
-                throw ContextError.store(error.description)
-            }
-        }
-        var idMap: [ManagedObjectID: ManagedObjectID] = [:]
-        for (draftID, storedID) in result.permanentIDs {
-            guard case .temporary(let entity, let uuid) = draftID else { continue }
-            idMap[ManagedObjectID(entityName: entity, storage: .temporary(uuid))] = .permanent(storedID, store: store.identifier)
-        }
-        finishSave(sequence: result.sequence, idMap: idMap, groupIndex: groupIndex)
+        return (draft, groupIndex)
     }
 
     func draftID(_ id: ManagedObjectID) -> DraftObjectID {
@@ -251,15 +275,27 @@ extension ContextCore {
     }
 
     /// After a successful commit (or a save with nothing to write): permanent IDs, committed
-    /// values, undo groups marked saved, `didSave`.
-    func finishSave(sequence: UInt64?, idMap: [ManagedObjectID: ManagedObjectID], groupIndex: [Int: Int]) {
+    /// values and versions, undo groups marked saved, `didSave`, the did-save notification,
+    /// and the in-process broadcast to automatically merging contexts.
+    func finishSave(sequence: UInt64?, idMap: [ManagedObjectID: ManagedObjectID], groupIndex: [Int: Int], result: CommitResult?) {
         let saved = Array(retained.values)
+        let insertedObjects = saved.filter { $0.isInsertedFlag && !$0.isDeletedFlag }
+        let updatedObjects = saved.filter { !$0.isInsertedFlag && !$0.isDeletedFlag && !$0.changes.isEmpty }
+        let deletedObjects = saved.filter(\.isDeletedFlag)
         if let sequence {
             for (index, effect) in pending.enumerated() where effect.kind == .user {
                 if let group = groupIndex[index] { effect.source.saved = (sequence, group) }
             }
         }
         remapIDs(idMap)
+        // The objects whose stored record this transaction changed now have its version.
+        var written: Set<StoredObjectID> = []
+        if let result {
+            for change in result.event.changes {
+                if case .delete = change { continue }
+                written.insert(change.objectID)
+            }
+        }
         for object in saved {
             if object.isDeletedFlag {
                 object.isDeletedFlag = false
@@ -272,13 +308,26 @@ extension ContextCore {
             object.committed = committed
             object.changes.removeAll()
             object.isInsertedFlag = false
+            if let sequence, let stored = object.objectID.storedID, written.contains(stored) { object.version = sequence }
             register(object)
         }
         retained.removeAll()
         insertionOrder.removeAll()
         restored.removeAll()
         pending.removeAll()
+        lockedObjects.removeAll()
+        if let sequence { noteOwnCommit(sequence) }
         for object in saved where !object.isInvalidated { object.didSave() }
+
+        let storeIdentifier = try? store().identifier
+        let didSave = ContextDidSave(
+            inserted: Set(insertedObjects.map(\.objectID)), updated: Set(updatedObjects.map(\.objectID)),
+            deleted: Set(deletedObjects.map(\.objectID)), sequence: sequence, storeIdentifier: storeIdentifier,
+            contextName: name, transactionAuthor: transactionAuthor, source: ObjectIdentifier(self))
+        var known: [ManagedObjectID: ManagedObject] = [:]
+        for object in saved { known[object.objectID] = object }
+        post(.didSave(didSave), objects: known)
+        if let sequence { coordinator.mergeHub.didCommit(through: sequence, source: ObjectIdentifier(self)) }
     }
 
     /// Replaces temporary IDs with permanent ones everywhere: objects, registries, values,
@@ -357,17 +406,25 @@ extension ContextCore {
     func rollback() {
         journal.open = UndoGroup()
         journal.explicitDepth = 0
+        // What the next objects-did-change says: discarded inserts are invalidated, the
+        // others refreshed (back to their committed values).
+        notice.inserted.removeAll()
+        notice.updated.removeAll()
+        notice.deleted.removeAll()
         for object in Array(retained.values) {
             if object.isInsertedFlag && (object.objectID.isTemporaryID || restored.contains(object.objectID)) {
                 object.isInsertedFlag = false
                 object.isInvalidated = true
                 registry[object.objectID] = nil
+                noteInvalidated(object)
                 continue
             }
             object.changes.removeAll()
             object.isDeletedFlag = false
+            noteRefreshed(object.objectID)
             object.awake(fromSnapshotEvents: .rollback)
         }
+        lockedObjects.removeAll()
         retained.removeAll()
         insertionOrder.removeAll()
         restored.removeAll()
@@ -384,16 +441,24 @@ extension ContextCore {
         for object in registry.values.compactMap(\.object) {
             object.isInvalidated = true
             object.committed = nil
+            object.version = nil
         }
         registry.removeAll()
+        // reset posts invalidated-all at once, replacing whatever was pending.
+        notice = ObjectsDidChange()
+        noticeObjects.removeAll()
+        post(.objectsDidChange(ObjectsDidChange(invalidatedAll: true)))
     }
 
     func refresh(_ object: ManagedObject, mergeChanges: Bool) {
         guard !object.isInvalidated, !object.isInsertedFlag else { return }
         object.row = nil  // a fetch-time row is as stale as the committed values
+        object.rowVersion = nil
+        noteRefreshed(object.objectID)
         if mergeChanges {
             let transients = object.transients
             object.committed = nil
+            object.version = nil
             fulfill(object)
             object.transients = transients
             object.awake(fromSnapshotEvents: .refresh)
@@ -405,7 +470,9 @@ extension ContextCore {
             object.transients.removeAll()
             object.isDeletedFlag = false
             object.committed = nil
+            object.version = nil
             retained[object.objectID] = nil
+            lockedObjects[object.objectID] = nil
             object.didTurnIntoFault()
         }
     }

@@ -74,12 +74,44 @@ final class ContextCore {
     var name: String?
     var transactionAuthor: String?
 
-    init(coordinator: PersistentStoreCoordinator) {
+    // MARK: Notifications
+    /// Async subscribers (shared with the context actor, which subscribes without isolation).
+    let hub: NotificationHub
+    /// Synchronous observers inside the context.
+    var observers: [ContextObserver] = []
+    var nextObserverID = 0
+    /// What changed since the last objects-did-change notification.
+    var notice = ObjectsDidChange()
+    /// Objects the next objects-did-change names that the context may no longer hold.
+    var noticeObjects: [ManagedObjectID: ManagedObject] = [:]
+    /// Nesting depth of `perform`/`performAndWait` blocks; the outermost one's end posts.
+    var eventDepth = 0
+
+    // MARK: Merging and conflicts
+    /// Merge every transaction committed to the store (`automaticallyMergesChangesFromParent`).
+    var automaticallyMerges = false
+    /// The context has merged (or was created after) every transaction through this sequence.
+    var lastMergedSequence: UInt64 = 0
+    /// Whether ``lastMergedSequence`` was read from the store yet (it can't be while the
+    /// coordinator has no store).
+    var knowsLastMergedSequence = false
+    /// Transactions this context committed after ``lastMergedSequence``: never merged back.
+    var ownSequences: Set<UInt64> = []
+    /// How conflicts found at save are resolved (`mergePolicy`).
+    var mergePolicy: any MergePolicy = StandardMergePolicy.error
+    /// Unchanged objects whose version is checked at the next save (`detectConflicts(for:)`).
+    var lockedObjects: [ManagedObjectID: ManagedObject] = [:]
+    /// The values `overwrite` writes for objects in conflict, while a save resolves them.
+    var pendingOverwrites: [ManagedObjectID: [String: PropertyValue]] = [:]
+
+    init(coordinator: PersistentStoreCoordinator, hub: NotificationHub) {
+        self.hub = hub
         self.coordinator = coordinator
         model = coordinator.managedObjectModel
         var entities: [String: EntityInfo] = [:]
         for entity in model.entities { entities[entity.name] = EntityInfo(entity: entity, model: model) }
         self.entities = entities
+        noteStoreHead()
     }
 
     func recordProblem(_ problem: ContextError) { problems.append(problem) }
@@ -137,6 +169,8 @@ final class ContextCore {
         if let row = object.row {
             object.row = nil
             object.committed = row
+            object.version = object.rowVersion
+            object.rowVersion = nil
             object.awakeFromFetch()
             return
         }
@@ -146,6 +180,7 @@ final class ContextCore {
             throw ContextError.objectNotFound(object.objectID.description)
         }
         object.committed = values(from: record.values, info: object.info)
+        object.version = record.version
         object.awakeFromFetch()
     }
 
@@ -205,6 +240,7 @@ final class ContextCore {
         if register && journal.isRegistering && !isApplyingUndo {
             journal.open.recordSet(object.objectID, property.name, old: old, new: new)
         }
+        noteUpdated(object)
         if property.isTransient {
             object.transients[property.name] = new
             return
@@ -285,6 +321,7 @@ final class ContextCore {
         register(object)
         markChanged(object)
         insertionOrder.append(id)
+        noteInserted(id)
         if journal.isRegistering && !isApplyingUndo { journal.open.recordInsert(id) }
         for property in info.properties.values {
             if let value = property.defaultValue { setRaw(object, property, old: property.emptyValue, new: .attribute(value), register: false) }
@@ -295,6 +332,7 @@ final class ContextCore {
 
     func delete(_ object: ManagedObject) {
         guard !object.isDeletedFlag, !object.isInvalidated else { return }
+        noteDeleted(object)
         object.prepareForDeletion()
         let snapshot = currentValues(object)
         if journal.isRegistering && !isApplyingUndo { journal.open.recordDelete(object.objectID, snapshot: snapshot) }
@@ -477,6 +515,7 @@ final class ContextCore {
                 }
                 object.isInvalidated = false
                 markChanged(object)
+                noteInserted(id)
                 for (key, value) in change.values {
                     guard let property = info.properties[key] else { continue }
                     set(object, property, value, maintainInverse: group.fromLog, register: false)
@@ -492,7 +531,9 @@ final class ContextCore {
                     registry[id] = nil
                     object.isInvalidated = true
                     removedObjects[id] = object
+                    noteInvalidated(object)
                 } else {
+                    noteDeleted(object)
                     if group.fromLog {
                         for property in info.properties.values where property.isRelationship && property.isRecorded {
                             set(object, property, property.emptyValue, maintainInverse: true, register: false)

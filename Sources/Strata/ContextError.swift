@@ -12,6 +12,14 @@ public enum ContextError: Error, Sendable, Hashable, CustomStringConvertible {
     case objectNotFound(String)
     /// Undo of saved work would overwrite a newer change by another writer.
     case undoConflict(object: String, property: String, expected: String, found: String)
+    /// The save found objects another writer changed since the context read them, and the
+    /// merge policy (``MergePolicy``, default ``StandardMergePolicy/error``) refused to
+    /// resolve them: every conflict, with versions and each property's base, ours and theirs
+    /// (Core Data's `NSManagedObjectMergeError`, 133020). Nothing was written.
+    case mergeConflicts([MergeConflict])
+    /// The save would break uniqueness constraints and the merge policy refused to resolve
+    /// them (`NSManagedObjectConstraintMergeError`, 133021). Nothing was written.
+    case constraintConflicts([ConstraintConflict])
     /// The coordinator has no store.
     case noPersistentStore
     /// The coordinator has a store already.
@@ -39,7 +47,8 @@ public enum ContextError: Error, Sendable, Hashable, CustomStringConvertible {
         case .validation(let failures): failures.count == 1 ? failures[0].code.rawValue : 1560
         case .storeRefused: 133021
         case .objectNotFound: 133000
-        case .undoConflict: 133020
+        case .undoConflict, .mergeConflicts: 133020
+        case .constraintConflicts: 133021
         case .noPersistentStore, .invalidFetchRequest: 134060
         case .storeAlreadyAdded, .invalidArgument, .invalidObject, .unknownEntity, .unknownKey: 134030
         case .store: 256
@@ -57,6 +66,12 @@ public enum ContextError: Error, Sendable, Hashable, CustomStringConvertible {
         case .objectNotFound(let object): "the object \(object) could not be found in the store; it was deleted (133000)"
         case .undoConflict(let object, let property, let expected, let found):
             "undo conflict on \(object).\(property): undo expected \(expected) but the store holds \(found), written by another change; nothing was overwritten"
+        case .mergeConflicts(let conflicts):
+            "the save found \(conflicts.count) object(s) changed by another writer since this context read them (133020); nothing was written:\n"
+                + conflicts.map { "  \($0)" }.joined(separator: "\n")
+        case .constraintConflicts(let conflicts):
+            "the save would break \(conflicts.count) uniqueness constraint(s) (133021); nothing was written:\n"
+                + conflicts.map { "  \($0)" }.joined(separator: "\n")
         case .noPersistentStore: "the coordinator has no persistent store"
         case .storeAlreadyAdded(let store): "the coordinator already has a store: \(store)"
         case .unknownEntity(let name): "unknown entity \"\(name)\""

@@ -71,6 +71,14 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// Destinations read by `relationshipKeyPathsForPrefetching`, kept alive (with their
     /// rows) while this object is, so reaching them needs no store read.
     var prefetchedObjects: [ManagedObject] = []
+    /// The store version (the sequence of the object's last change) the context last saw:
+    /// set when its values are read from the store, at save and at merge; nil while unknown
+    /// (an insert, a fault, values taken from a fetched row without its version). Optimistic
+    /// locking compares it with the store's at save.
+    var version: UInt64?
+    /// The version of ``row``, when the fetch that left the row knew it; becomes ``version``
+    /// when the fault fires from the row.
+    var rowVersion: UInt64?
 
     /// Created by a context; apps insert objects with `context.insertNewObject(forEntityName:)`
     /// or `context.insert(Run.self)`.

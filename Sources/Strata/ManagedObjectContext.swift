@@ -33,6 +33,10 @@ public actor ManagedObjectContext {
     public nonisolated let persistentStoreCoordinator: PersistentStoreCoordinator
     private let executor: ContextExecutor
     let core: ContextCore
+    /// The async subscribers, reachable without isolation.
+    private nonisolated let hub = NotificationHub()
+    /// The core's identity, for the coordinator's broadcast.
+    private nonisolated let coreKey: ObjectIdentifier
 
     /// The actor's executor: the context's queue.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
@@ -48,7 +52,8 @@ public actor ManagedObjectContext {
         self.concurrencyType = concurrencyType
         persistentStoreCoordinator = coordinator
         executor = concurrencyType == .mainQueue ? ContextExecutor(main: ()) : ContextExecutor(label: "strata.context.\(name ?? "private")")
-        let core = ContextCore(coordinator: coordinator)
+        let core = ContextCore(coordinator: coordinator, hub: hub)
+        coreKey = ObjectIdentifier(core)
         core.name = name
         core.transactionAuthor = transactionAuthor
         self.core = core
@@ -66,10 +71,19 @@ public actor ManagedObjectContext {
             // Hop explicitly: the runtime doesn't always treat an actor sharing the main
             // actor's executor as main-bound.
             return try await withoutActuallyEscaping(body) { body in
-                try await MainActor.run { try self.assumeIsolated { try body($0) } }
+                try await MainActor.run { try self.assumeIsolated { try $0.runEvent(body) } }
             }
         }
-        return try await body(self)
+        return try await runEvent(body)
+    }
+
+    /// Runs one block as an event: an automatically merging context first merges what the
+    /// store gained since it last looked; the end of the outermost block posts the
+    /// objects-did-change notification.
+    private func runEvent<T>(_ body: (isolated ManagedObjectContext) throws -> T) rethrows -> T {
+        core.beginEvent()
+        defer { core.endEvent() }
+        return try body(self)
     }
 
     /// Whether the calling code runs on this context's queue (Core Data's concurrency
@@ -79,8 +93,8 @@ public actor ManagedObjectContext {
     /// Runs `body` on the context's queue, blocking until it's done (`performAndWait`).
     /// Re-entrant: from code already on the queue it runs at once.
     public nonisolated func performAndWait<T: Sendable>(_ body: @Sendable (isolated ManagedObjectContext) throws -> T) rethrows -> T {
-        if executor.isCurrent { return try assumeIsolated { try body($0) } }
-        return try executor.queue.sync { try self.assumeIsolated { try body($0) } }
+        if executor.isCurrent { return try assumeIsolated { try $0.runEvent(body) } }
+        return try executor.queue.sync { try self.assumeIsolated { try $0.runEvent(body) } }
     }
 
     // MARK: - Properties
@@ -165,7 +179,7 @@ public actor ManagedObjectContext {
     /// - Throws: ``ContextError/validation(_:)`` listing every failure (Core Data's codes),
     ///   ``ContextError/storeRefused(_:)`` for a uniqueness or reference violation; nothing
     ///   is written then, and the context keeps its changes.
-    public func save() throws { try core.save() }
+    public func save() throws { try core.save(in: self) }
 
     /// Discards unsaved changes and clears the undo stacks (`rollback()`).
     public func rollback() { core.rollback() }
@@ -183,8 +197,12 @@ public actor ManagedObjectContext {
         for object in registeredObjects { core.refresh(object, mergeChanges: true) }
     }
 
-    /// Closes the current undo group (`processPendingChanges()`).
-    public func processPendingChanges() { core.processPendingChanges() }
+    /// Closes the current undo group and posts the objects-did-change notification for the
+    /// changes since the last one (`processPendingChanges()`).
+    public func processPendingChanges() {
+        core.processPendingChanges()
+        core.postPendingChanges()
+    }
 
     // MARK: - Fetching
 
@@ -299,5 +317,110 @@ public actor ManagedObjectContext {
         core.journal.undoStack.removeAll()
         core.journal.redoStack.removeAll()
         core.removedObjects.removeAll()
+    }
+}
+
+// MARK: - Notifications
+
+extension ManagedObjectContext {
+    /// The context's notifications of one kind, as an async sequence (one new sequence per
+    /// call; it ends when the caller stops iterating). Payloads carry object IDs — use them
+    /// with `object(with:)` in a context — so they cross queues safely. Delivery never blocks
+    /// the context: each sequence buffers what it hasn't consumed yet.
+    ///
+    /// ```swift
+    /// for await save in context.notifications(.didSave) {
+    ///     await viewContext.perform { $0.mergeChanges(fromContextDidSave: save) }
+    /// }
+    /// ```
+    public nonisolated func notifications<Payload: Sendable>(_ name: ContextNotificationName<Payload>) -> AsyncStream<Payload> {
+        hub.stream(name)
+    }
+
+    /// Calls `body` synchronously, on the context's queue, for every notification the context
+    /// posts, with the objects themselves; returns a token for ``removeObserver(_:)``.
+    public func addObserver(_ body: @escaping (ObservedContextChange) -> Void) -> ContextObserverToken {
+        core.nextObserverID += 1
+        core.observers.append(ContextObserver(id: core.nextObserverID, body: body))
+        return ContextObserverToken(id: core.nextObserverID)
+    }
+
+    /// Stops calling an observer.
+    public func removeObserver(_ token: ContextObserverToken) {
+        core.observers.removeAll { $0.id == token.id }
+    }
+}
+
+// MARK: - Merging and conflicts
+
+extension ManagedObjectContext {
+    /// Whether the context merges, on its own, every transaction committed to its store —
+    /// by other contexts of this process (right after their save) or by other processes
+    /// (noticed when the context next runs a `perform`/`performAndWait` block, or when
+    /// ``PersistentStoreCoordinator/mergeStoreChanges(through:)`` is called) — Core Data's
+    /// `automaticallyMergesChangesFromParent` for a context on the coordinator. Off by default.
+    public var automaticallyMergesChangesFromParent: Bool {
+        get { core.automaticallyMerges }
+        set {
+            guard newValue != core.automaticallyMerges else { return }
+            core.automaticallyMerges = newValue
+            if newValue {
+                core.noteStoreHead()
+                persistentStoreCoordinator.mergeHub.add(self, key: coreKey)
+            } else {
+                persistentStoreCoordinator.mergeHub.remove(key: coreKey)
+            }
+        }
+    }
+
+    /// How conflicts found at save are resolved (`mergePolicy`); default ``StandardMergePolicy/error``.
+    public var mergePolicy: any MergePolicy {
+        get { core.mergePolicy }
+        set { core.mergePolicy = newValue }
+    }
+
+    /// Merges another context's save (`mergeChanges(fromContextDidSave:)`): registered
+    /// objects it updated are refreshed keeping this context's unsaved changes, registered
+    /// objects it deleted leave the context, objects it inserted are found by the next fetch.
+    /// Posts did-merge and objects-did-change. A context's own save is ignored.
+    public func mergeChanges(fromContextDidSave save: ContextDidSave) {
+        core.mergeChanges(fromContextDidSave: save)
+    }
+
+    /// Merges the save a ``didSaveObjectsNotification`` describes; other notifications are ignored.
+    public func mergeChanges(fromContextDidSave notification: Notification) {
+        guard let save = notification.userInfo?[NotificationKey.contextDidSave.rawValue] as? ContextDidSave else { return }
+        core.mergeChanges(fromContextDidSave: save)
+    }
+
+    /// Merges every transaction committed to the store since this context last merged (or
+    /// was created), except its own saves, and returns the sequence it is now in step with.
+    @discardableResult
+    public func mergeStoreChanges() throws -> UInt64 {
+        try core.mergeStoreChanges(through: nil)
+        return core.lastMergedSequence
+    }
+
+    /// Checks `object` for conflicts at the next save even if it is unchanged
+    /// (`detectConflicts(for:)`): if another writer changed it since this context read it,
+    /// the merge policy decides. Loads the object if it is a fault.
+    public func detectConflicts(for object: ManagedObject) throws {
+        guard object.core === core, !object.isInvalidated else {
+            throw ContextError.invalidObject("\(object.objectID) doesn't belong to this context")
+        }
+        guard !object.isInsertedFlag else { return }
+        try object.fulfillFault()
+        core.lockedObjects[object.objectID] = object
+    }
+
+    /// Merges through `sequence` on the context's own queue, asynchronously (the coordinator's broadcast).
+    nonisolated func scheduleMerge(through sequence: UInt64) {
+        executor.queue.async { [weak self] in
+            self?.assumeIsolated { context in
+                do { try context.core.mergeStoreChanges(through: sequence) } catch {
+                    context.core.recordProblem(error as? ContextError ?? .store("\(error)"))
+                }
+            }
+        }
     }
 }

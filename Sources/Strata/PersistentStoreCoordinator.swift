@@ -63,6 +63,8 @@ public final class PersistentStoreCoordinator: Sendable {
         var classes: [String: ManagedObject.Type] = [:]
     }
     private let state = Mutex(State())
+    /// Tells automatically merging contexts about commits (PersistentStoreCoordinator+Merging.swift).
+    let mergeHub = MergeHub()
 
     /// Creates a coordinator for `model` (`init(managedObjectModel:)`).
     public init(managedObjectModel model: ManagedObjectModel) {

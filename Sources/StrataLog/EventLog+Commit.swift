@@ -31,6 +31,12 @@ extension EventLog {
         let head = try txn.value(forKey: MetaKey.head, in: tables.meta).flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
         let sequence = head + 1
 
+        // Optimistic locking, inside this write transaction: no other writer can slip in.
+        for (id, expected) in draft.expectedVersions.sorted(by: { $0.key < $1.key }) {
+            let found = try writer.readRecord(txn, try writer.key(id), entityName: id.entity)?.version
+            if found != expected { throw LogError.versionMismatch(object: id.description, expected: expected, found: found) }
+        }
+
         // Pass 1: permanent IDs for every inserted object, in draft order.
         var counters: [UInt16: UInt64] = [:]
         var permanent: [DraftObjectID: StoredObjectID] = [:]

@@ -23,6 +23,10 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
     case missingReference(from: String, property: String, to: String)
     /// A uniqueness constraint would be violated; nothing was written.
     case uniquenessViolation(entity: String, properties: [String], value: String, objects: [String])
+    /// Optimistic locking: an object's version isn't the one the draft expected
+    /// (``TransactionDraft/expectedVersions``); `found` is nil when the object is gone.
+    /// Nothing was written.
+    case versionMismatch(object: String, expected: UInt64, found: UInt64?)
     /// A change was recorded on the side of a relationship the log derives from its inverse.
     case derivedRelationshipSide(entity: String, property: String, recordedSide: String)
     /// A sequence number outside the log.
@@ -57,6 +61,8 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
             "\(from).\(property) refers to \(to), which is not in the store"
         case .uniquenessViolation(let entity, let properties, let value, let objects):
             "uniqueness constraint (\(properties.joined(separator: ", "))) of \(entity) violated by value \(value): objects \(objects.joined(separator: ", "))"
+        case .versionMismatch(let object, let expected, let found):
+            "\(object) changed since version \(expected): it is now " + (found.map { "version \($0)" } ?? "deleted")
         case .derivedRelationshipSide(let entity, let property, let recordedSide):
             "\(entity).\(property) is derived from its inverse \(recordedSide); record the change there"
         case .sequenceOutOfRange(let requested, let head): "sequence \(requested) is past the head (\(head))"

@@ -84,6 +84,11 @@ public struct TransactionDraft: Sendable {
     public var timestamp: Date?
     /// What kind of transaction this is.
     public var kind: TransactionKind = .save
+    /// Optimistic locking: the version (``StoredObject/version``) each listed object must
+    /// still have when the commit runs. The check is made inside the commit's write
+    /// transaction, so no other writer can slip in between; a mismatch (or a missing
+    /// object) refuses the whole commit with ``LogError/versionMismatch(object:expected:found:)``.
+    public var expectedVersions: [StoredObjectID: UInt64] = [:]
     /// The undo groups, in order; operations go into the last one.
     public private(set) var groups: [Group] = [Group(actionName: nil, origin: nil, operations: [])]
 

@@ -1,0 +1,467 @@
+import Foundation
+import StrataLog
+import StrataModel
+
+extension ContextCore {
+    /// How many times a save re-checks after another writer slipped in before it gives up.
+    static let maximumSaveAttempts = 8
+
+    // MARK: - Optimistic locking
+
+    /// The objects whose stored version a save checks: updated ones (with a change to a
+    /// recorded property), deleted ones, and those named by `detectConflicts(for:)`.
+    func lockCandidates() -> [ManagedObject] {
+        var found: [ManagedObjectID: ManagedObject] = [:]
+        for (id, object) in retained where !object.isInsertedFlag && !object.isInvalidated && id.storedID != nil {
+            if object.isDeletedFlag || object.changes.keys.contains(where: { object.info.properties[$0]?.isRecorded == true }) {
+                found[id] = object
+            }
+        }
+        for (id, object) in lockedObjects where found[id] == nil && !object.isInsertedFlag && !object.isInvalidated && id.storedID != nil {
+            found[id] = object
+        }
+        return found.values.sorted { $0.objectID < $1.objectID }
+    }
+
+    /// Checks every candidate's version against the store and lets the merge policy resolve
+    /// the conflicts; returns the version each written object must still have at commit.
+    func resolveVersionConflicts(in context: isolated ManagedObjectContext) throws -> [StoredObjectID: UInt64] {
+        for _ in 0..<Self.maximumSaveAttempts {
+            let candidates = lockCandidates()
+            guard !candidates.isEmpty else { return [:] }
+            let (conflicts, expected) = try detectVersionConflicts(candidates)
+            if conflicts.isEmpty { return expected }
+            pendingOverwrites.removeAll()
+            defer { pendingOverwrites.removeAll() }
+            let objects = conflicts.compactMap { registered($0.objectID) ?? lockedObjects[$0.objectID] }
+            try mergePolicy.resolve(optimisticLockingConflicts: conflicts, in: context)
+            // Changes a custom policy made through KVC form their own undo group, saved with the rest.
+            closeOpenGroup()
+            try adoptStoreState(objects)
+        }
+        throw ContextError.store("the save gave up after \(Self.maximumSaveAttempts) attempts: other writers kept changing the same objects")
+    }
+
+    /// The candidates the store changed since the context read them, and the versions of the others.
+    func detectVersionConflicts(_ candidates: [ManagedObject]) throws -> ([MergeConflict], [StoredObjectID: UInt64]) {
+        let log = try store().log
+        var conflicts: [MergeConflict] = []
+        var expected: [StoredObjectID: UInt64] = [:]
+        try log.read { reader in
+            for object in candidates {
+                guard let stored = object.objectID.storedID else { continue }
+                let record = try reader.object(stored)
+                let storeValues = record.map { values(from: $0.values, info: object.info) }
+                if let record, let storeValues {
+                    if let version = object.version {
+                        if record.version == version {
+                            expected[stored] = version
+                            continue
+                        }
+                    } else if object.committed.map({ sameRecordedValues($0, storeValues, info: object.info) }) ?? true {
+                        // Values taken from a fetched row (or never loaded) and still the
+                        // store's: the current version is the one the context saw.
+                        object.version = record.version
+                        expected[stored] = record.version
+                        continue
+                    }
+                }
+                conflicts.append(try conflict(for: object, stored: stored, record: record, storeValues: storeValues ?? [:], reader: reader))
+            }
+        }
+        return (conflicts, expected)
+    }
+
+    func sameRecordedValues(_ a: [String: PropertyValue], _ b: [String: PropertyValue], info: EntityInfo) -> Bool {
+        for (name, property) in info.properties where property.isRecorded {
+            if (a[name] ?? property.emptyValue) != (b[name] ?? property.emptyValue) { return false }
+        }
+        return true
+    }
+
+    /// Describes one conflict: versions from the log, and for every property either side
+    /// changed, the value at the version the context saw (base), the context's (ours) and
+    /// the store's (theirs).
+    private func conflict(
+        for object: ManagedObject, stored: StoredObjectID, record: StoredObject?, storeValues: [String: PropertyValue],
+        reader: borrowing LogReader
+    ) throws -> MergeConflict {
+        let history = try reader.history(of: stored)
+        var oldVersion = object.version
+        if oldVersion == nil, let committed = object.committed {
+            // Values from a fetched row: find the version whose state they are.
+            for sequence in history.reversed().prefix(64) {
+                guard let image = try reader.object(stored, asOf: sequence) else { continue }
+                if sameRecordedValues(committed, values(from: image, info: object.info), info: object.info) {
+                    oldVersion = sequence
+                    break
+                }
+            }
+        }
+        var base = object.committed ?? [:]
+        if let oldVersion, let image = try reader.object(stored, asOf: oldVersion) { base = values(from: image, info: object.info) }
+        let theirs = record == nil ? base : storeValues
+        var properties: [MergeConflict.PropertyConflict] = []
+        for name in object.info.orderedNames {
+            guard let property = object.info.properties[name], property.isRecorded else { continue }
+            let baseValue = base[name] ?? property.emptyValue
+            let ours = object.changes[name] ?? object.committed?[name] ?? property.emptyValue
+            let theirValue = theirs[name] ?? property.emptyValue
+            guard ours != baseValue || theirValue != baseValue else { continue }
+            properties.append(MergeConflict.PropertyConflict(
+                name: name, base: SnapshotValue(baseValue), ours: SnapshotValue(ours), theirs: SnapshotValue(theirValue)))
+        }
+        return MergeConflict(
+            objectID: object.objectID, oldVersion: oldVersion, newVersion: record?.version ?? history.last ?? 0,
+            isDeletedInStore: record == nil, isDeletedInContext: object.isDeletedFlag, properties: properties,
+            storeValues: record == nil ? [:] : storeValues)
+    }
+
+    /// After the policy ran: each conflicting object adopts the store's current values as its
+    /// committed values and version, keeping whatever changes it still has (a change equal
+    /// to the stored value is none); the undo journal's pending groups follow. An object the
+    /// store deleted leaves the context, unless the policy re-created it.
+    func adoptStoreState(_ objects: [ManagedObject]) throws {
+        let live = objects.filter { !$0.isInvalidated }
+        guard !live.isEmpty else { return }
+        var records: [ManagedObjectID: StoredObject] = [:]
+        try store().log.read { reader in
+            for object in live {
+                if let stored = object.objectID.storedID, let record = try reader.object(stored) { records[object.objectID] = record }
+            }
+        }
+        for object in live {
+            let id = object.objectID
+            guard let record = records[id] else {
+                if object.isInsertedFlag && restored.contains(id) { continue }  // re-created (overwrite)
+                removeFromContext(object)
+                noteInvalidated(object)
+                continue
+            }
+            let transients = object.transients
+            object.row = nil
+            object.committed = values(from: record.values, info: object.info)
+            object.version = record.version
+            if let overwrite = pendingOverwrites[id] {
+                for (key, value) in overwrite {
+                    guard let property = object.info.properties[key], property.isRecorded else { continue }
+                    object.changes[key] = (object.committed?[key] ?? property.emptyValue) == value ? nil : value
+                }
+            }
+            dropChangesEqualToCommitted(object)
+            object.transients = transients
+            object.awake(fromSnapshotEvents: .mergePolicy)
+            noteRefreshed(id)
+            if !object.hasChanges && !restored.contains(id) { retained[id] = nil } else { markChanged(object) }
+        }
+        fixPendingJournal(for: Set(live.map(\.objectID)))
+    }
+
+    /// Makes the pending groups agree with objects a merge policy changed: a property no
+    /// longer changed drops out; the first pending group touching a property gets the new
+    /// committed value as its old value (undoing it returns to the store's value); entries for
+    /// objects no longer deleted or inserted go.
+    func fixPendingJournal(for ids: Set<ManagedObjectID>) {
+        var touched: Set<String> = []
+        for effect in pending {
+            let group = effect.changes
+            for id in ids {
+                guard var change = group.changes[id] else { continue }
+                guard let object = registered(id), !object.isInvalidated else {
+                    group.changes[id] = nil
+                    group.order.removeAll { $0 == id }
+                    continue
+                }
+                switch change.kind {
+                case .updated:
+                    for key in Array(change.new.keys) {
+                        guard let property = object.info.properties[key], property.isRecorded else { continue }
+                        if object.changes[key] == nil {
+                            change.old[key] = nil
+                            change.new[key] = nil
+                        } else if touched.insert("\(id)\u{0}\(key)").inserted {
+                            change.old[key] = object.committed?[key] ?? property.emptyValue
+                        }
+                    }
+                    if change.old.isEmpty && change.new.isEmpty && change.memberships.isEmpty {
+                        group.changes[id] = nil
+                        group.order.removeAll { $0 == id }
+                    } else {
+                        group.changes[id] = change
+                    }
+                case .deleted where !object.isDeletedFlag, .inserted where !object.isInsertedFlag:
+                    group.changes[id] = nil
+                    group.order.removeAll { $0 == id }
+                case .deleted, .inserted:
+                    continue
+                }
+            }
+        }
+        removeEmptiedEffects()
+    }
+
+    /// The object's recorded values now (what `overwrite` writes).
+    func recordedValues(_ object: ManagedObject) -> [String: PropertyValue] {
+        var values: [String: PropertyValue] = [:]
+        for (name, property) in object.info.properties where property.isRecorded {
+            values[name] = object.changes[name] ?? object.committed?[name] ?? property.emptyValue
+        }
+        return values
+    }
+
+    /// Applies a built-in policy to one optimistic-locking conflict (before adoption).
+    func applyStandard(_ type: StandardMergePolicy.PolicyType, to conflict: MergeConflict) {
+        guard let object = registered(conflict.objectID) ?? lockedObjects[conflict.objectID], !object.isInvalidated else { return }
+        switch type {
+        case .error, .mergeByPropertyObjectTrump:
+            // Adoption keeps the context's changes over the store's values, property by
+            // property; an object the store deleted leaves the context.
+            return
+        case .mergeByPropertyStoreTrump:
+            guard !conflict.isDeletedInStore, !object.isDeletedFlag else { return }
+            for change in conflict.properties where change.changedInStore && change.changedByContext {
+                guard let property = object.info.properties[change.name] else { continue }
+                set(object, property, conflict.storeValues[change.name] ?? property.emptyValue, maintainInverse: true, register: false)
+            }
+        case .overwrite:
+            if conflict.isDeletedInStore {
+                if !object.isDeletedFlag { recreate(object) }
+                return
+            }
+            if !object.isDeletedFlag { pendingOverwrites[object.objectID] = recordedValues(object) }
+        case .rollback:
+            object.isDeletedFlag = false
+            for key in Array(object.changes.keys) {
+                guard let property = object.info.properties[key] else { continue }
+                set(object, property, conflict.storeValues[key] ?? object.committed?[key] ?? property.emptyValue, maintainInverse: true, register: false)
+            }
+            object.changes.removeAll()
+        }
+    }
+
+    /// Re-creates an object the store deleted under its own ID with the context's values
+    /// (`overwrite`): the save restores it.
+    func recreate(_ object: ManagedObject) {
+        let values = recordedValues(object)
+        discardPendingJournal(for: object.objectID)
+        object.committed = [:]
+        object.changes = values.filter { !$0.value.isNil }
+        object.isInsertedFlag = true
+        object.version = nil
+        restored.insert(object.objectID)
+        markChanged(object)
+    }
+
+    // MARK: - Uniqueness constraints
+
+    /// Every clash the context's inserted and changed objects make with a uniqueness
+    /// constraint: among themselves, or with a stored object.
+    func detectConstraintConflicts() throws -> [ConstraintConflict] {
+        let store = try self.store()
+        let storeUUID = store.identifier
+        let live = retained.values.filter { !$0.isDeletedFlag && !$0.isInvalidated }
+        guard !live.isEmpty else { return [] }
+        var position: [ManagedObjectID: Int] = [:]
+        for (index, id) in insertionOrder.enumerated() { position[id] = index }
+        func tuple(_ object: ManagedObject, _ constraint: [String]) -> [PropertyValue] {
+            constraint.map { name in object.info.properties[name].map { object.currentValue($0) } ?? .none }
+        }
+        var result: [ConstraintConflict] = []
+        try store.log.read { reader in
+            for entity in model.entities.sorted(by: { $0.name < $1.name }) {
+                for constraint in entity.uniquenessConstraints where !constraint.isEmpty {
+                    let family = Set(model.selfAndSubentityNames(of: entity.name))
+                    var groups: [[PropertyValue]: [ManagedObject]] = [:]
+                    for object in live where family.contains(object.entity.name) {
+                        guard object.isInsertedFlag || constraint.contains(where: { object.changes[$0] != nil }) else { continue }
+                        let values = tuple(object, constraint)
+                        guard !values.contains(where: \.isNil) else { continue }
+                        groups[values, default: []].append(object)
+                    }
+                    for (values, members) in groups {
+                        let memberIDs = Set(members.map(\.objectID))
+                        func clashes(_ stored: StoredObject) -> Bool {
+                            let id = ManagedObjectID.permanent(stored.id, store: storeUUID)
+                            guard !memberIDs.contains(id), let info = entities[stored.id.entity] else { return false }
+                            let storedValues = constraint.map { name in
+                                info.properties[name].map { propertyValue(stored[name], $0, storeUUID: storeUUID) } ?? .none
+                            }
+                            guard storedValues == values else { return false }
+                            if let mine = registered(id) {
+                                // Deleted, or moving to other values, in this same save: no clash.
+                                if mine.isDeletedFlag || mine.isInvalidated || tuple(mine, constraint) != values { return false }
+                            }
+                            return true
+                        }
+                        var database: StoredObject?
+                        if constraint.count == 1, case .attribute(let value?) = values[0],
+                            try reader.hasIndex(entity: entity.name, attribute: constraint[0])
+                        {
+                            try reader.scanIndex(entity: entity.name, attribute: constraint[0], range: .equal(value)) { found in
+                                if let stored = try reader.object(found), clashes(stored) {
+                                    database = stored
+                                    return .stop
+                                }
+                                return .next
+                            }
+                        } else {
+                            try reader.forEachObject(of: entity.name) { stored in
+                                if clashes(stored) {
+                                    database = stored
+                                    return .stop
+                                }
+                                return .next
+                            }
+                        }
+                        guard members.count > 1 || database != nil else { continue }
+                        let ordered = members.sorted { a, b in
+                            let (x, y) = (position[a.objectID] ?? Int.max, position[b.objectID] ?? Int.max)
+                            return x != y ? x < y : a.objectID < b.objectID
+                        }
+                        let storeValues = database.flatMap { stored in entities[stored.id.entity].map { self.values(from: stored.values, info: $0) } }
+                        result.append(ConstraintConflict(
+                            entityName: entity.name, constraint: constraint, values: values.map(SnapshotValue.init),
+                            conflictingObjects: ordered.map(\.objectID),
+                            databaseObject: database.map { .permanent($0.id, store: storeUUID) },
+                            databaseSnapshot: storeValues?.mapValues(SnapshotValue.init), storeValues: storeValues,
+                            storeVersion: database?.version))
+                    }
+                }
+            }
+        }
+        return result.sorted { a, b in
+            a.entityName != b.entityName ? a.entityName < b.entityName : a.conflictingObjects.lexicographicallyPrecedes(b.conflictingObjects)
+        }
+    }
+
+    /// Applies a built-in policy to one uniqueness clash: the clashing objects become one
+    /// (an upsert). The object that stays is the stored one (as the context's registered
+    /// instance, or the first inserted object taking over its ID), else a changed existing
+    /// object, else the first inserted object; the others' references move to it and they
+    /// leave the context. Its values are merged by the policy (MergePolicy.swift's table).
+    func applyStandard(_ type: StandardMergePolicy.PolicyType, to conflict: ConstraintConflict) throws {
+        let objects = conflict.conflictingObjects.compactMap { registered($0) }.filter { !$0.isInvalidated && !$0.isDeletedFlag }
+        var inserted = objects.filter(\.isInsertedFlag)
+        var changed = objects.filter { !$0.isInsertedFlag }
+        let storeWins = type == .mergeByPropertyStoreTrump || type == .rollback
+        // Two stored identities can't become one: a store-trumping policy takes back the
+        // changed objects' constrained values; an object-trumping one can't resolve it.
+        if changed.count + (conflict.databaseObject == nil ? 0 : 1) > 1 {
+            guard storeWins else { throw ContextError.constraintConflicts([conflict]) }
+            for object in changed {
+                for name in conflict.constraint {
+                    guard let property = object.info.properties[name] else { continue }
+                    set(object, property, object.committed?[name] ?? property.emptyValue, maintainInverse: true, register: false)
+                }
+            }
+            changed = []
+        }
+        guard !inserted.isEmpty else { return }
+
+        // The keeper and the merge sources, oldest (the established object) first.
+        let storeID = conflict.databaseObject
+        var keeper: ManagedObject
+        var takesOverStoreID = false
+        var sources: [[String: PropertyValue]] = []
+        if let storeID {
+            if let mine = registered(storeID), !mine.isInvalidated {
+                keeper = mine
+                fulfill(mine)
+                sources.append(persistentValues(mine))
+            } else {
+                keeper = inserted.removeFirst()
+                takesOverStoreID = true
+                sources.append(conflict.storeValues ?? [:])
+                sources.append(persistentValues(keeper))
+            }
+        } else if let existing = changed.first {
+            keeper = existing
+            sources.append(persistentValues(existing))
+        } else {
+            keeper = inserted.removeFirst()
+            sources.append(persistentValues(keeper))
+        }
+        sources += inserted.map(persistentValues)
+        let merged = mergedValues(sources, type: type, info: keeper.info)
+
+        // The others leave; their references move to the keeper.
+        let keeperID = storeID ?? keeper.objectID
+        var idMap: [ManagedObjectID: ManagedObjectID] = [:]
+        for other in inserted {
+            for property in other.info.properties.values where property.isRecorded && property.isRelationship {
+                set(other, property, property.emptyValue, maintainInverse: true, register: false)
+            }
+            removeFromContext(other)
+            noteInvalidated(other)
+            idMap[other.objectID] = keeperID
+        }
+        if takesOverStoreID, let storeID {
+            // The inserted object becomes the stored one: its insert is no longer pending.
+            discardPendingJournal(for: keeper.objectID)
+            idMap[keeper.objectID] = storeID
+            keeper.isInsertedFlag = false
+            insertionOrder.removeAll { $0 == keeper.objectID }
+            remapIDs(idMap)
+            let derived = keeper.changes.filter { keeper.info.properties[$0.key].map { !$0.isRecorded && !$0.isTransient } ?? false }
+            keeper.changes.removeAll()
+            keeper.committed = conflict.storeValues ?? [:]
+            keeper.version = conflict.storeVersion
+            // Derived sides: the stored members plus the inserted object's.
+            for (key, value) in derived {
+                guard let property = keeper.info.properties[key] else { continue }
+                let storedMembers = derivedValue(keeper, property) ?? property.emptyValue
+                if property.isToMany {
+                    let union = storedMembers.ids + value.ids.filter { !storedMembers.ids.contains($0) }
+                    keeper.changes[key] = property.isOrdered ? .toMany(union) : .unordered(union)
+                } else if !value.isNil {
+                    keeper.changes[key] = value
+                }
+            }
+            markChanged(keeper)
+        } else {
+            remapIDs(idMap)
+        }
+        for (name, value) in merged {
+            guard let property = keeper.info.properties[name], property.isRecorded else { continue }
+            let value = normalized(remapped(value, idMap), property)
+            if keeper.currentValue(property) != value { set(keeper, property, value, maintainInverse: true, register: false) }
+        }
+        noteUpdated(keeper)
+    }
+
+    /// An object's persistent values now, recorded sides only.
+    func persistentValues(_ object: ManagedObject) -> [String: PropertyValue] {
+        var values: [String: PropertyValue] = [:]
+        for (name, property) in object.info.properties where property.isRecorded {
+            values[name] = object.currentValue(property)
+        }
+        return values
+    }
+
+    /// Merges the sources (the established object first, then inserted objects in insertion
+    /// order) by a policy's rule: object-trump — later sources' values win where set;
+    /// store-trump — earlier sources' values win where set; overwrite — the last source;
+    /// rollback — the first.
+    func mergedValues(_ sources: [[String: PropertyValue]], type: StandardMergePolicy.PolicyType, info: EntityInfo) -> [String: PropertyValue] {
+        guard let first = sources.first, let last = sources.last else { return [:] }
+        switch type {
+        case .overwrite: return last
+        case .rollback, .error: return first
+        case .mergeByPropertyObjectTrump, .mergeByPropertyStoreTrump:
+            let ordered = type == .mergeByPropertyObjectTrump ? sources : sources.reversed()
+            var result: [String: PropertyValue] = [:]
+            for source in ordered {
+                for (name, value) in source where !value.isNil || result[name] == nil { result[name] = value }
+            }
+            return result
+        }
+    }
+}
+
+extension ContextCore {
+    /// A value in canonical form for its property (unordered to-many sorted).
+    func normalized(_ value: PropertyValue, _ property: PropertyInfo) -> PropertyValue {
+        if case .toMany(let ids) = value, !property.isOrdered { return .unordered(ids) }
+        return value
+    }
+}

@@ -1,0 +1,281 @@
+import Foundation
+import StrataLog
+import StrataModel
+
+/// The net effect of some committed transactions on object identities: which objects they
+/// inserted, updated and deleted. Both sides of a changed relationship count as updated
+/// (the log records one side; the other side's cached value changed too).
+struct ChangeSummary {
+    var inserted: Set<ManagedObjectID> = []
+    var updated: Set<ManagedObjectID> = []
+    var deleted: Set<ManagedObjectID> = []
+
+    var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+
+    /// Folds one event in (events must come in log order).
+    mutating func add(_ event: TransactionEvent, entities: [String: EntityInfo], store: UUID) {
+        for change in event.changes {
+            let id = ManagedObjectID.permanent(change.objectID, store: store)
+            let info = entities[id.entityName]
+            func touchRelated(_ key: String, _ values: [LogValue]) {
+                guard let property = info?.properties[key], property.isRelationship, property.inverse != nil else { return }
+                for value in values {
+                    switch value {
+                    case .reference(let target): updated.insert(.permanent(target, store: store))
+                    case .references(let targets): for target in targets { updated.insert(.permanent(target, store: store)) }
+                    default: break
+                    }
+                }
+            }
+            switch change {
+            case .insert(_, let values):
+                if deleted.remove(id) != nil { updated.insert(id) } else { inserted.insert(id) }
+                for (key, value) in values { touchRelated(key, [value]) }
+            case .update(_, let changes):
+                updated.insert(id)
+                for propertyChange in changes {
+                    switch propertyChange {
+                    case .value(let key, let before, let after): touchRelated(key, [before, after])
+                    case .membership(let key, let added, let removed): touchRelated(key, [.references(added + removed)])
+                    }
+                }
+            case .delete(_, let before):
+                if inserted.remove(id) == nil { deleted.insert(id) }
+                for (key, value) in before { touchRelated(key, [value]) }
+            }
+        }
+    }
+
+    /// An object inserted or deleted isn't also "updated".
+    mutating func normalize() {
+        updated.subtract(inserted)
+        updated.subtract(deleted)
+    }
+}
+
+extension ContextCore {
+    // MARK: - Where the context stands in the log
+
+    /// Starts merging from the store's head now (a new context has nothing older to merge).
+    func noteStoreHead() {
+        guard !knowsLastMergedSequence, let store = try? store(), let head = try? store.log.head else { return }
+        lastMergedSequence = head
+        knowsLastMergedSequence = true
+    }
+
+    /// A transaction this context committed: merging never brings it back.
+    func noteOwnCommit(_ sequence: UInt64) {
+        noteStoreHead()
+        if sequence == lastMergedSequence + 1 {
+            lastMergedSequence = sequence
+            while ownSequences.remove(lastMergedSequence + 1) != nil { lastMergedSequence += 1 }
+        } else if sequence > lastMergedSequence {
+            ownSequences.insert(sequence)
+        }
+    }
+
+    // MARK: - Entry points
+
+    /// At the start of a `perform`/`performAndWait` block: an automatically merging context
+    /// compares the store's head with what it has merged (one cheap read) and merges the
+    /// difference — how saves by other processes are noticed without polling.
+    func beginEvent() {
+        eventDepth += 1
+        guard eventDepth == 1, automaticallyMerges else { return }
+        do { try mergeStoreChanges(through: nil) } catch { recordProblem(error as? ContextError ?? .store("\(error)")) }
+    }
+
+    /// At the end of the outermost block: post what changed.
+    func endEvent() {
+        eventDepth -= 1
+        if eventDepth == 0 { postPendingChanges() }
+    }
+
+    /// Merges every transaction committed to the store after the last one this context merged,
+    /// through `head` (the store's head when nil), except the context's own saves — the one
+    /// entry point for in-process broadcasts, the head check and a store watcher.
+    func mergeStoreChanges(through head: UInt64?) throws {
+        let store = try self.store()
+        if !knowsLastMergedSequence {
+            noteStoreHead()
+            return
+        }
+        guard head.map({ $0 > lastMergedSequence }) ?? true else { return }
+        var summary = ChangeSummary()
+        var through = lastMergedSequence
+        let start = lastMergedSequence
+        try store.log.read { reader in
+            let current = try reader.head
+            let last = min(head ?? current, current)
+            guard last > start else { return }
+            try reader.forEachEvent(from: start + 1, through: last) { event in
+                if !ownSequences.contains(event.sequence) { summary.add(event, entities: entities, store: store.identifier) }
+                return .next
+            }
+            through = last
+        }
+        guard through > lastMergedSequence else { return }
+        lastMergedSequence = through
+        ownSequences = ownSequences.filter { $0 > through }
+        summary.normalize()
+        merge(summary, through: through)
+    }
+
+    /// Merges another context's save (`mergeChanges(fromContextDidSave:)`).
+    func mergeChanges(fromContextDidSave save: ContextDidSave) {
+        guard save.source != ObjectIdentifier(self) else { return }
+        if let storeIdentifier = save.storeIdentifier, storeIdentifier != (try? store().identifier) { return }
+        var summary = ChangeSummary(inserted: save.inserted, updated: save.updated, deleted: save.deleted)
+        summary.normalize()
+        merge(summary, through: nil)
+    }
+
+    // MARK: - Merging
+
+    /// Brings registered objects in line with saved changes (Core Data's merge): updated ones
+    /// are refreshed keeping unsaved changes; deleted ones leave the context; inserted ones
+    /// are not registered (a fetch or `object(with:)` finds them). Posts did-merge, then
+    /// objects-did-change (inserted, refreshed, deleted).
+    func merge(_ summary: ChangeSummary, through: UInt64?) {
+        postPendingChanges()
+        var refreshed: [ManagedObject] = []
+        var reload: [ManagedObject] = []
+        for id in summary.updated.sorted() {
+            guard let object = registered(id), !object.isInvalidated, !object.isInsertedFlag else { continue }
+            refreshed.append(object)
+            if object.committed == nil {
+                // A fault: forget a fetched row (stale now); the next read loads the store's values.
+                object.row = nil
+                object.rowVersion = nil
+                object.version = nil
+            } else {
+                reload.append(object)
+            }
+        }
+        reloadKeepingChanges(reload, events: .refresh)
+        var removed: [ManagedObjectID: ManagedObject] = [:]
+        for id in summary.deleted.sorted() {
+            guard let object = registered(id), !object.isInvalidated else { continue }
+            removeFromContext(object)
+            removed[id] = object
+        }
+        if !summary.deleted.isEmpty { dropReferences(to: summary.deleted) }
+        let refreshedIDs = Set(refreshed.map(\.objectID))
+        let merged = ContextDidMerge(
+            inserted: summary.inserted, updated: summary.updated, deleted: summary.deleted, refreshed: refreshedIDs,
+            invalidated: Set(removed.keys), throughSequence: through)
+        post(.didMerge(merged), objects: removed)
+        let change = ObjectsDidChange(inserted: summary.inserted, deleted: Set(removed.keys), refreshed: refreshedIDs)
+        if !change.isEmpty { post(.objectsDidChange(change), objects: removed) }
+    }
+
+    /// Re-reads the stored values of loaded objects in one read, keeping unsaved changes and
+    /// transient values (`refresh(_:mergeChanges: true)` for many objects). A change that now
+    /// equals the stored value is no longer a change. Objects gone from the store become faults
+    /// (a merge of their deletion removes them).
+    func reloadKeepingChanges(_ objects: [ManagedObject], events: SnapshotEvents) {
+        guard !objects.isEmpty else { return }
+        var records: [ManagedObjectID: StoredObject] = [:]
+        do {
+            let log = try store().log
+            try log.read { reader in
+                for object in objects {
+                    if let stored = object.objectID.storedID, let record = try reader.object(stored) { records[object.objectID] = record }
+                }
+            }
+        } catch {
+            recordProblem(error as? ContextError ?? .store("\(error)"))
+            return
+        }
+        for object in objects {
+            let transients = object.transients
+            object.row = nil
+            guard let record = records[object.objectID] else {
+                object.committed = nil
+                object.version = nil
+                continue
+            }
+            object.committed = values(from: record.values, info: object.info)
+            object.version = record.version
+            dropChangesEqualToCommitted(object)
+            object.awakeFromFetch()
+            object.transients = transients
+            object.awake(fromSnapshotEvents: events)
+        }
+        pruneRetained()
+    }
+
+    /// Drops recorded changes that equal the committed value.
+    func dropChangesEqualToCommitted(_ object: ManagedObject) {
+        guard let committed = object.committed, !object.isInsertedFlag else { return }
+        for (key, value) in object.changes {
+            guard let property = object.info.properties[key], property.isRecorded else { continue }
+            if (committed[key] ?? property.emptyValue) == value { object.changes[key] = nil }
+        }
+    }
+
+    /// Removes an object from the context (deleted by another writer): its unsaved changes
+    /// and deletion are dropped, also from the undo journal's unsaved groups, and it is
+    /// invalidated (`managedObjectContext == nil`).
+    func removeFromContext(_ object: ManagedObject) {
+        let id = object.objectID
+        discardPendingJournal(for: id)
+        object.changes.removeAll()
+        object.isDeletedFlag = false
+        object.isInsertedFlag = false
+        object.row = nil
+        object.rowVersion = nil
+        retained[id] = nil
+        registry[id] = nil
+        lockedObjects[id] = nil
+        restored.remove(id)
+        insertionOrder.removeAll { $0 == id }
+        object.isInvalidated = true
+    }
+
+    /// Forgets references to deleted objects in the committed values of registered objects
+    /// (the cached side of a relationship whose other side was deleted elsewhere).
+    func dropReferences(to deleted: Set<ManagedObjectID>) {
+        let objects = registry.values.compactMap(\.object) + retained.values
+        var seen: Set<ObjectIdentifier> = []
+        for object in objects where seen.insert(ObjectIdentifier(object)).inserted {
+            guard var committed = object.committed else { continue }
+            var changed = false
+            for (key, value) in committed {
+                guard let property = object.info.properties[key], property.isRelationship else { continue }
+                switch value {
+                case .toOne(let id?) where deleted.contains(id):
+                    committed[key] = .toOne(nil)
+                    changed = true
+                case .toMany(let ids) where ids.contains(where: deleted.contains):
+                    committed[key] = .toMany(ids.filter { !deleted.contains($0) })
+                    changed = true
+                default: continue
+                }
+            }
+            if changed { object.committed = committed }
+        }
+    }
+
+    /// Forgets an object's entries in every pending effect's changes (user groups not yet
+    /// saved, and undos or redos of saved ones); groups left empty go too.
+    func discardPendingJournal(for id: ManagedObjectID) {
+        func drop(_ group: UndoGroup) {
+            group.changes[id] = nil
+            group.order.removeAll { $0 == id }
+        }
+        drop(journal.open)
+        for effect in pending { drop(effect.changes) }
+        removeEmptiedEffects()
+    }
+
+    /// Removes pending effects whose changes became empty; emptied user groups also leave the
+    /// undo stack.
+    func removeEmptiedEffects() {
+        let emptied = pending.filter { $0.changes.isEmpty }
+        guard !emptied.isEmpty else { return }
+        pending.removeAll { $0.changes.isEmpty }
+        let sources = emptied.filter { $0.kind == .user }.map(\.source)
+        journal.undoStack.removeAll { group in sources.contains { $0 === group } }
+    }
+}
