@@ -53,6 +53,8 @@ extension ContextCore {
     func fetchObjects(_ request: FetchRequest) throws -> [ManagedObject] {
         // No processPendingChanges here: a fetch must not split the undo group it runs in.
         try validate(request)
+        // A child context sees its parent's current state, not the store's.
+        if let parent = context?.parent { return try fetchThroughParent(request, parent: parent) }
         let planner = try self.planner(for: request)
         let store = try self.store()
         let matches = try store.log.read { (reader: borrowing LogReader) throws -> [FetchExecution.Match] in
@@ -68,7 +70,7 @@ extension ContextCore {
     /// corrected for the context's pending changes.
     func countObjects(_ request: FetchRequest) throws -> Int {
         try validate(request)
-        if request.memoryFilter != nil { return try fetchObjects(request).count }
+        if request.memoryFilter != nil || context?.parent != nil { return try fetchObjects(request).count }
         var unsorted = request
         unsorted.sortDescriptors = []
         let planner = try self.planner(for: unsorted)

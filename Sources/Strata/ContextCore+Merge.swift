@@ -5,7 +5,7 @@ import StrataModel
 /// The net effect of some committed transactions on object identities: which objects they
 /// inserted, updated and deleted. Both sides of a changed relationship count as updated
 /// (the log records one side; the other side's cached value changed too).
-struct ChangeSummary {
+struct ChangeSummary: Sendable {
     var inserted: Set<ManagedObjectID> = []
     var updated: Set<ManagedObjectID> = []
     var deleted: Set<ManagedObjectID> = []
@@ -81,7 +81,7 @@ extension ContextCore {
     /// difference — how saves by other processes are noticed without polling.
     func beginEvent() {
         eventDepth += 1
-        guard eventDepth == 1, automaticallyMerges else { return }
+        guard eventDepth == 1, automaticallyMerges, parentContext == nil else { return }
         do { try mergeStoreChanges(through: nil) } catch { recordProblem(error as? ContextError ?? .store("\(error)")) }
     }
 
@@ -167,6 +167,7 @@ extension ContextCore {
         post(.didMerge(merged), objects: removed)
         let change = ObjectsDidChange(inserted: summary.inserted, deleted: Set(removed.keys), refreshed: refreshedIDs)
         if !change.isEmpty { post(.objectsDidChange(change), objects: removed) }
+        tellChildren(.merge(summary))
     }
 
     /// Re-reads the stored values of loaded objects in one read, keeping unsaved changes and
@@ -175,12 +176,19 @@ extension ContextCore {
     /// (a merge of their deletion removes them).
     func reloadKeepingChanges(_ objects: [ManagedObject], events: SnapshotEvents) {
         guard !objects.isEmpty else { return }
-        var records: [ManagedObjectID: StoredObject] = [:]
+        // A root context reads the store; a child, its parent's current state.
+        var records: [ManagedObjectID: (values: [String: PropertyValue], version: UInt64?)] = [:]
         do {
-            let log = try store().log
-            try log.read { reader in
-                for object in objects {
-                    if let stored = object.objectID.storedID, let record = try reader.object(stored) { records[object.objectID] = record }
+            if parentContext != nil {
+                for (id, values) in try parentValues(for: objects.map(\.objectID)) { records[id] = (values, nil) }
+            } else {
+                let log = try store().log
+                try log.read { reader in
+                    for object in objects {
+                        if let stored = object.objectID.storedID, let record = try reader.object(stored) {
+                            records[object.objectID] = (values(from: record.values, info: object.info), record.version)
+                        }
+                    }
                 }
             }
         } catch {
@@ -195,7 +203,7 @@ extension ContextCore {
                 object.version = nil
                 continue
             }
-            object.committed = values(from: record.values, info: object.info)
+            object.committed = record.values
             object.version = record.version
             dropChangesEqualToCommitted(object)
             object.awakeFromFetch()

@@ -100,6 +100,11 @@ extension ContextCore {
         }
         if !failures.isEmpty { throw ContextError.validation(failures) }
 
+        // A child's save goes to its parent, not to the store.
+        if let parent = parentContext {
+            try pushToParent(parent)
+            return
+        }
         let store = try self.store()
         for attempt in 1...Self.maximumSaveAttempts {
             // Optimistic locking: conflicts found now go to the merge policy; the versions
@@ -319,7 +324,7 @@ extension ContextCore {
         if let sequence { noteOwnCommit(sequence) }
         for object in saved where !object.isInvalidated { object.didSave() }
 
-        let storeIdentifier = try? store().identifier
+        let storeIdentifier = parentContext == nil ? try? store().identifier : nil
         let didSave = ContextDidSave(
             inserted: Set(insertedObjects.map(\.objectID)), updated: Set(updatedObjects.map(\.objectID)),
             deleted: Set(deletedObjects.map(\.objectID)), sequence: sequence, storeIdentifier: storeIdentifier,
@@ -328,6 +333,12 @@ extension ContextCore {
         for object in saved { known[object.objectID] = object }
         post(.didSave(didSave), objects: known)
         if let sequence { coordinator.mergeHub.didCommit(through: sequence, source: ObjectIdentifier(self)) }
+        // Children: temporary IDs made permanent first, then the saved changes to merge.
+        if !idMap.isEmpty {
+            for (old, new) in idMap { idAliases[old] = new }
+            tellChildren(.remap(idMap))
+        }
+        tellChildren(.merge(ChangeSummary(inserted: didSave.inserted, updated: didSave.updated, deleted: didSave.deleted)))
     }
 
     /// Replaces temporary IDs with permanent ones everywhere: objects, registries, values,

@@ -104,6 +104,15 @@ final class ContextCore {
     /// The values `overwrite` writes for objects in conflict, while a save resolves them.
     var pendingOverwrites: [ManagedObjectID: [String: PropertyValue]] = [:]
 
+    // MARK: Nested contexts
+    /// The parent of a child context: its fetches, faults and saves go there, not to the store.
+    var parentContext: ManagedObjectContext?
+    /// Temporary IDs this context's saves made permanent, so a child that still uses the
+    /// temporary one (until it is told) finds the object.
+    var idAliases: [ManagedObjectID: ManagedObjectID] = [:]
+    /// While a child's save is applied: every object it touches.
+    var changeRecorder: Set<ManagedObjectID>?
+
     init(coordinator: PersistentStoreCoordinator, hub: NotificationHub) {
         self.hub = hub
         self.coordinator = coordinator
@@ -143,7 +152,8 @@ final class ContextCore {
     /// The registered object for `id`, or a new fault (no I/O).
     func object(with id: ManagedObjectID) -> ManagedObject? {
         if let object = registered(id) { return object }
-        guard let info = entities[id.entityName], !id.isTemporaryID, !info.entity.isAbstract else { return nil }
+        // A child may name its parent's unsaved objects by their temporary IDs.
+        guard let info = entities[id.entityName], !id.isTemporaryID || parentContext != nil, !info.entity.isAbstract else { return nil }
         // An ID of another store names nothing here, never a wrong object.
         if case .permanent(let store, _) = id.storage, store != (try? self.store().identifier) { return nil }
         return makeObject(id, info: info)
@@ -174,6 +184,16 @@ final class ContextCore {
             object.awakeFromFetch()
             return
         }
+        if parentContext != nil {
+            // A child reads its parent's current (unsaved) state.
+            guard let values = try parentValues(for: [object.objectID])[object.objectID] else {
+                throw ContextError.objectNotFound(object.objectID.description)
+            }
+            object.committed = values
+            object.version = nil
+            object.awakeFromFetch()
+            return
+        }
         guard let stored = object.objectID.storedID else { return }
         let log = try store().log
         guard let record = try log.read({ reader in try reader.object(stored) }) else {
@@ -186,6 +206,11 @@ final class ContextCore {
 
     /// A derived relationship side, read from the store and cached with the committed values.
     func derivedValue(_ object: ManagedObject, _ property: PropertyInfo) -> PropertyValue? {
+        if parentContext != nil {
+            let value = try? parentValue(of: object.objectID, property.name)
+            if let value, object.committed != nil { object.committed?[property.name] = value }
+            return value
+        }
         guard let stored = object.objectID.storedID, let log = try? store().log,
             let related = try? log.read({ reader in try reader.related(stored, property.name) })
         else { return nil }

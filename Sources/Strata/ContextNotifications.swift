@@ -325,15 +325,18 @@ extension ContextCore {
 
     func noteInserted(_ id: ManagedObjectID) {
         notice.inserted.insert(id)
+        changeRecorder?.insert(id)
     }
 
     func noteUpdated(_ object: ManagedObject) {
+        changeRecorder?.insert(object.objectID)
         guard !object.isInsertedFlag else { return }
         notice.updated.insert(object.objectID)
     }
 
     func noteDeleted(_ object: ManagedObject) {
         let id = object.objectID
+        changeRecorder?.insert(id)
         notice.updated.remove(id)
         if notice.inserted.remove(id) != nil { return }  // inserted and deleted in one event: nothing happened
         notice.deleted.insert(id)

@@ -29,8 +29,13 @@ public actor ManagedObjectContext {
 
     /// The queue type.
     public nonisolated let concurrencyType: ConcurrencyType
-    /// The coordinator the context saves through.
+    /// The coordinator the context saves through (a child's: its parent's).
     public nonisolated let persistentStoreCoordinator: PersistentStoreCoordinator
+    /// The parent context of a child context (`parent`): the child fetches and faults
+    /// through it and saves into it; nil for a context on the coordinator.
+    public nonisolated let parent: ManagedObjectContext?
+    /// This context's children (weakly), told when its objects change.
+    nonisolated let children = ContextRegistry()
     private let executor: ContextExecutor
     let core: ContextCore
     /// The async subscribers, reachable without isolation.
@@ -51,6 +56,7 @@ public actor ManagedObjectContext {
     ) {
         self.concurrencyType = concurrencyType
         persistentStoreCoordinator = coordinator
+        parent = nil
         executor = concurrencyType == .mainQueue ? ContextExecutor(main: ()) : ContextExecutor(label: "strata.context.\(name ?? "private")")
         let core = ContextCore(coordinator: coordinator, hub: hub)
         coreKey = ObjectIdentifier(core)
@@ -61,6 +67,25 @@ public actor ManagedObjectContext {
         if persistentUndo {
             do { try core.loadPersistentUndo() } catch { core.recordProblem(.store("persistent undo could not be loaded: \(error)")) }
         }
+    }
+
+    /// Creates a child of `parent` (Core Data's `parent` context): its fetches and faults see
+    /// the parent's current state, unsaved changes included, and `save()` pushes its changes
+    /// into the parent — which then has them as unsaved changes of its own, one undo group
+    /// per child save — not to the store. Children can have children.
+    public init(concurrencyType: ConcurrencyType, parent: ManagedObjectContext, name: String? = nil, transactionAuthor: String? = nil) {
+        self.concurrencyType = concurrencyType
+        persistentStoreCoordinator = parent.persistentStoreCoordinator
+        self.parent = parent
+        executor = concurrencyType == .mainQueue ? ContextExecutor(main: ()) : ContextExecutor(label: "strata.context.\(name ?? "child")")
+        let core = ContextCore(coordinator: parent.persistentStoreCoordinator, hub: hub)
+        coreKey = ObjectIdentifier(core)
+        core.name = name
+        core.transactionAuthor = transactionAuthor
+        core.parentContext = parent
+        self.core = core
+        core.context = self
+        parent.children.add(self, key: coreKey)
     }
 
     // MARK: - Running code on the context
@@ -364,6 +389,7 @@ extension ManagedObjectContext {
         set {
             guard newValue != core.automaticallyMerges else { return }
             core.automaticallyMerges = newValue
+            if parent != nil { return }  // a child merges what its parent tells it
             if newValue {
                 core.noteStoreHead()
                 persistentStoreCoordinator.mergeHub.add(self, key: coreKey)
@@ -397,6 +423,7 @@ extension ManagedObjectContext {
     /// was created), except its own saves, and returns the sequence it is now in step with.
     @discardableResult
     public func mergeStoreChanges() throws -> UInt64 {
+        if parent != nil { throw ContextError.invalidArgument("a child context merges its parent's changes, not the store's") }
         try core.mergeStoreChanges(through: nil)
         return core.lastMergedSequence
     }
@@ -411,6 +438,13 @@ extension ManagedObjectContext {
         guard !object.isInsertedFlag else { return }
         try object.fulfillFault()
         core.lockedObjects[object.objectID] = object
+    }
+
+    /// A message from the parent, handled on this context's queue, asynchronously.
+    nonisolated func receiveFromParent(_ message: ParentMessage) {
+        executor.queue.async { [weak self] in
+            self?.assumeIsolated { context in context.core.receive(message) }
+        }
     }
 
     /// Merges through `sequence` on the context's own queue, asynchronously (the coordinator's broadcast).

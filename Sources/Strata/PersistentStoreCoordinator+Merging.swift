@@ -1,16 +1,15 @@
 import Dispatch
 import Synchronization
 
-/// The coordinator's in-process broadcast of commits: after each transaction a context of
-/// this coordinator commits, every automatically merging context (other than the one that
-/// saved) is told, on its own queue, to merge through the new head.
-final class MergeHub: Sendable {
+/// Contexts held weakly, keyed by their core, reachable from any thread: a coordinator's
+/// automatically merging contexts (its in-process broadcast of commits), a context's children.
+final class ContextRegistry: Sendable {
     private struct Member: Sendable {
         weak var context: ManagedObjectContext?
     }
     private let members = Mutex<[ObjectIdentifier: Member]>([:])
 
-    /// Adds an automatically merging context, keyed by its core.
+    /// Adds a context, keyed by its core.
     func add(_ context: ManagedObjectContext, key: ObjectIdentifier) {
         members.withLock { $0[key] = Member(context: context) }
     }
@@ -20,14 +19,18 @@ final class MergeHub: Sendable {
         _ = members.withLock { $0.removeValue(forKey: key) }
     }
 
+    /// The live contexts except the one keyed `excluded`; forgets released ones.
+    func contexts(except excluded: ObjectIdentifier?) -> [ManagedObjectContext] {
+        members.withLock { members in
+            members = members.filter { $0.value.context != nil }
+            return members.filter { $0.key != excluded }.compactMap(\.value.context)
+        }
+    }
+
     /// Transactions through `sequence` were committed (by the context keyed `source`, or by
     /// another process when nil): every other member merges them, asynchronously.
     func didCommit(through sequence: UInt64, source: ObjectIdentifier?) {
-        let targets = members.withLock { members -> [ManagedObjectContext] in
-            members = members.filter { $0.value.context != nil }
-            return members.filter { $0.key != source }.compactMap(\.value.context)
-        }
-        for context in targets { context.scheduleMerge(through: sequence) }
+        for context in contexts(except: source) { context.scheduleMerge(through: sequence) }
     }
 }
 

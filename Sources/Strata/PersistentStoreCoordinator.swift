@@ -64,7 +64,7 @@ public final class PersistentStoreCoordinator: Sendable {
     }
     private let state = Mutex(State())
     /// Tells automatically merging contexts about commits (PersistentStoreCoordinator+Merging.swift).
-    let mergeHub = MergeHub()
+    let mergeHub = ContextRegistry()
 
     /// Creates a coordinator for `model` (`init(managedObjectModel:)`).
     public init(managedObjectModel model: ManagedObjectModel) {

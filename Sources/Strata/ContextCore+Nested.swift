@@ -1,0 +1,250 @@
+import Foundation
+import StrataLog
+import StrataModel
+import StrataPredicate
+
+/// What a parent tells its children, on their queues.
+enum ParentMessage: Sendable {
+    /// The parent's save made these temporary IDs permanent.
+    case remap([ManagedObjectID: ManagedObjectID])
+    /// The parent's objects changed (its save, a sibling's save into it, a merge): children
+    /// that merge automatically merge this.
+    case merge(ChangeSummary)
+}
+
+/// A parent's values for a fetched object, seen through key-value coding so the child's
+/// predicates and sorts can read them without firing the child's fault.
+private struct ParentRow: KeyValueCoding, PredicateObjectIdentity {
+    let values: [String: PropertyValue]
+    let object: ManagedObject
+
+    func value(forKey key: String) -> Any? {
+        guard let property = object.info.properties[key] else { return nil }
+        if let value = values[key], property.isRecorded { return object.externalValue(value, ordered: property.isOrdered) }
+        return object.value(forKey: key)
+    }
+
+    var predicateIdentity: any Hashable & Sendable { object.objectID }
+}
+
+extension ContextCore {
+    // MARK: - Child side: reading through the parent
+
+    /// The parent's current recorded values of `ids` (unsaved changes included); objects the
+    /// parent doesn't have (deleted there, or never existing) are missing.
+    func parentValues(for ids: [ManagedObjectID]) throws -> [ManagedObjectID: [String: PropertyValue]] {
+        guard let parent = parentContext else { return [:] }
+        return parent.performAndWait { (parent: isolated ManagedObjectContext) in parent.core.valuesForChild(ids) }
+    }
+
+    /// The parent's current value of one property (a derived relationship side).
+    func parentValue(of id: ManagedObjectID, _ key: String) throws -> PropertyValue? {
+        guard let parent = parentContext else { return nil }
+        return parent.performAndWait { (parent: isolated ManagedObjectContext) in parent.core.valueForChild(id, key) }
+    }
+
+    /// A child's fetch: the parent fetches (its pending changes included, no offset, limit or
+    /// order) and sends each match's current values; the child's own pending changes are then
+    /// applied — its deleted objects drop out, its changed and inserted objects are judged by
+    /// their current values — and the child sorts, offsets and limits. Unchanged results stay
+    /// faults holding the parent's values as their row.
+    func fetchThroughParent(_ request: FetchRequest, parent: ManagedObjectContext) throws -> [ManagedObject] {
+        guard let info = entities[request.entityName] else { throw ContextError.unknownEntity(request.entityName) }
+        let parentRequest = {
+            var unordered = request
+            unordered.fetchLimit = 0
+            unordered.fetchOffset = 0
+            unordered.sortDescriptors = []
+            return unordered
+        }()
+        let rows = try parent.performAndWait { (parent: isolated ManagedObjectContext) throws in
+            try parent.fetch(parentRequest).map { ($0.objectID, parent.core.snapshotForChild($0)) }
+        }
+        let entityNames = Set(request.includesSubentities ? model.selfAndSubentityNames(of: info.entity.name) : [info.entity.name])
+        let pendingCounts = request.includesPendingChanges
+        var results: [ManagedObject] = []
+        var rowsByObject: [ObjectIdentifier: [String: PropertyValue]] = [:]
+        for (id, values) in rows {
+            guard let entity = entities[id.entityName] else { continue }
+            let object = registered(id) ?? makeObject(id, info: entity)
+            if object.committed == nil && !object.isInsertedFlag { object.row = values }
+            if pendingCounts && (object.isDeletedFlag || object.hasChanges) { continue }  // judged below
+            rowsByObject[ObjectIdentifier(object)] = values
+            results.append(object)
+        }
+        if pendingCounts {
+            let variables = request.substitutionVariables.mapValues { $0.anyValue as Any }
+            let changed = retained.values
+                .filter { entityNames.contains($0.entity.name) && !$0.isDeletedFlag && $0.hasChanges }
+                .sorted { $0.objectID < $1.objectID }
+            for object in changed {
+                if let predicate = request.predicate, try !predicate.evaluate(with: object, substitutionVariables: variables) { continue }
+                if let filter = request.memoryFilter, try !filter(object) { continue }
+                results.append(object)
+            }
+        }
+        func subject(_ object: ManagedObject) -> Any {
+            rowsByObject[ObjectIdentifier(object)].map { ParentRow(values: $0, object: object) } ?? object
+        }
+        if !request.sortDescriptors.isEmpty {
+            results = try results.sorted { a, b in
+                try FetchSortDescriptor.compare(subject(a), subject(b), by: request.sortDescriptors) == .orderedAscending
+            }
+        }
+        if request.fetchOffset > 0 { results = Array(results.dropFirst(request.fetchOffset)) }
+        if request.fetchLimit > 0 { results = Array(results.prefix(request.fetchLimit)) }
+        return results
+    }
+
+    /// A child's save: its changes, as the transaction a root context would commit, are applied
+    /// to the parent's objects (one undo group there); nothing reaches the store.
+    func pushToParent(_ parent: ManagedObjectContext) throws {
+        let (draft, _) = makeDraft(expectedVersions: [:])
+        if !draft.isEmpty {
+            let key = ObjectIdentifier(self)
+            _ = try parent.performAndWait { (parent: isolated ManagedObjectContext) throws in
+                try parent.core.applyChildSave(draft, from: key)
+            }
+        }
+        finishSave(sequence: nil, idMap: [:], groupIndex: [:], result: nil)
+    }
+
+    /// A message from the parent, on this context's queue.
+    func receive(_ message: ParentMessage) {
+        switch message {
+        case .remap(let map):
+            remapIDs(map)
+            for (old, new) in map { idAliases[old] = new }
+            for child in context?.children.contexts(except: nil) ?? [] { child.receiveFromParent(.remap(map)) }
+        case .merge(let summary):
+            guard automaticallyMerges else { return }
+            merge(summary, through: nil)
+        }
+    }
+
+    /// Sends `message` to every child (except the one keyed `excluded`).
+    func tellChildren(_ message: ParentMessage, except excluded: ObjectIdentifier? = nil) {
+        guard let context else { return }
+        for child in context.children.contexts(except: excluded) { child.receiveFromParent(message) }
+    }
+
+    // MARK: - Parent side
+
+    /// The object a child names, following IDs made permanent since.
+    func objectForChild(_ id: ManagedObjectID) -> ManagedObject? {
+        object(with: idAliases[id] ?? id)
+    }
+
+    /// Current recorded values for a child, keyed by the IDs the child used.
+    func valuesForChild(_ ids: [ManagedObjectID]) -> [ManagedObjectID: [String: PropertyValue]] {
+        var result: [ManagedObjectID: [String: PropertyValue]] = [:]
+        for id in ids {
+            guard let object = objectForChild(id), !object.isInvalidated, !object.isDeletedFlag else { continue }
+            if object.committed == nil && !object.isInsertedFlag && (try? fulfillThrowing(object)) == nil { continue }
+            result[id] = snapshotForChild(object)
+        }
+        return result
+    }
+
+    /// One object's current recorded values (a fetched row stays unfired).
+    func snapshotForChild(_ object: ManagedObject) -> [String: PropertyValue] {
+        if object.committed == nil && object.row == nil && !object.isInsertedFlag { try? fulfillThrowing(object) }
+        let base = object.committed ?? object.row ?? [:]
+        var values: [String: PropertyValue] = [:]
+        for (name, property) in object.info.properties where property.isRecorded {
+            values[name] = object.changes[name] ?? base[name] ?? property.emptyValue
+        }
+        return values
+    }
+
+    /// One property's current value for a child.
+    func valueForChild(_ id: ManagedObjectID, _ key: String) -> PropertyValue? {
+        guard let object = objectForChild(id), !object.isInvalidated, let property = object.info.properties[key] else { return nil }
+        return object.currentValue(property)
+    }
+
+    /// Applies a child's save to this context's objects, as changes made here (Core Data: the
+    /// parent becomes dirty): objects inserted in the child are inserted here under the same
+    /// IDs (no default values, no `awakeFromInsert`: the child's values are complete),
+    /// updates set values with inverse maintenance, deletes delete (delete rules apply). The
+    /// open undo group is closed before and after, so the child's save is one undo group.
+    /// Checked first, so a refused save changes nothing.
+    func applyChildSave(_ draft: TransactionDraft, from child: ObjectIdentifier) throws -> ChangeSummary {
+        let storeUUID = try store().identifier
+        func id(_ object: DraftObjectID) -> ManagedObjectID {
+            let id: ManagedObjectID = switch object {
+            case .temporary(let entity, let uuid): ManagedObjectID(entityName: entity, storage: .temporary(uuid))
+            case .stored(let stored): .permanent(stored, store: storeUUID)
+            }
+            return idAliases[id] ?? id
+        }
+        let operations = draft.groups.flatMap(\.operations)
+        for operation in operations {
+            switch operation {
+            case .insert(let object, _):
+                if let existing = registered(id(object)), !existing.isInvalidated {
+                    throw ContextError.storeRefused("the parent context already has \(id(object))")
+                }
+            case .update(let object, _), .membership(let object, _, _, _), .delete(let object):
+                guard let found = self.object(with: id(object)), !found.isInvalidated, !found.isDeletedFlag else {
+                    throw ContextError.storeRefused("the parent context no longer has \(id(object)) (deleted or unknown)")
+                }
+            }
+        }
+        closeOpenGroup()
+        changeRecorder = []
+        defer { changeRecorder = nil }
+        var summary = ChangeSummary()
+        // Every inserted object first, so references between them maintain inverses.
+        for case .insert(let object, _) in operations {
+            guard let info = entities[object.entity] else { throw ContextError.unknownEntity(object.entity) }
+            let inserted = insertPushed(id(object), info: info)
+            summary.inserted.insert(inserted.objectID)
+        }
+        func value(_ draftValue: DraftValue, _ property: PropertyInfo) -> PropertyValue {
+            switch draftValue {
+            case .null: property.emptyValue
+            case .attribute(let attribute): .attribute(attribute)
+            case .reference(let target): .toOne(id(target))
+            case .references(let targets): property.isOrdered ? .toMany(targets.map(id)) : .unordered(targets.map(id))
+            }
+        }
+        for operation in operations {
+            switch operation {
+            case .insert(let object, let values), .update(let object, let values):
+                guard let target = self.object(with: id(object)) else { continue }
+                for (key, draftValue) in values.sorted(by: { $0.key < $1.key }) {
+                    guard let property = target.info.properties[key] else { continue }
+                    set(target, property, value(draftValue, property), maintainInverse: true, register: true)
+                }
+            case .membership(let object, let key, let added, let removed):
+                guard let target = self.object(with: id(object)), let property = target.info.properties[key] else { continue }
+                let removedIDs = Set(removed.map(id))
+                var members = target.currentValue(property).ids.filter { !removedIDs.contains($0) }
+                members += added.map(id).filter { !members.contains($0) }
+                set(target, property, .unordered(members), maintainInverse: true, register: true)
+            case .delete(let object):
+                guard let target = self.object(with: id(object)) else { continue }
+                delete(target)
+                summary.deleted.insert(target.objectID)
+            }
+        }
+        closeOpenGroup()
+        summary.updated = (changeRecorder ?? []).subtracting(summary.inserted).subtracting(summary.deleted)
+        tellChildren(.merge(summary), except: child)
+        return summary
+    }
+
+    /// An object a child inserted, inserted here under the child's ID.
+    private func insertPushed(_ id: ManagedObjectID, info: EntityInfo) -> ManagedObject {
+        let object = coordinator.objectClass(for: info.entity).init(ObjectCreation(entity: info, objectID: id, core: self))
+        object.isInsertedFlag = true
+        object.committed = [:]
+        register(object)
+        markChanged(object)
+        if id.isTemporaryID { insertionOrder.append(id) } else { restored.insert(id) }
+        noteInserted(id)
+        if journal.isRegistering && !isApplyingUndo { journal.open.recordInsert(id) }
+        return object
+    }
+}
