@@ -80,7 +80,7 @@ extension ContextCore {
             let execution = FetchExecution(core: self, request: unsorted, plan: plan, storeUUID: store.identifier)
             return try execution.count(reader)
         }
-        let afterOffset = max(0, total - request.fetchOffset)
+        let afterOffset = max(0, total - max(0, request.fetchOffset))
         return request.fetchLimit > 0 ? min(afterOffset, request.fetchLimit) : afterOffset
     }
 }

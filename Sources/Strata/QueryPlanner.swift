@@ -432,7 +432,7 @@ struct QueryPlanner {
                         attribute: order.attribute, indexEntity: indexEntity(for: order.attribute) ?? entity.name,
                         ranges: ranges.map(\.indexRange))
                     kind = .indexOrder(
-                        scanned, descending: !order.ascending, stopsAfter: request.fetchOffset + request.fetchLimit,
+                        scanned, descending: !order.ascending, stopsAfter: Self.saturatingSum(max(0, request.fetchOffset), request.fetchLimit),
                         fallback: fallback.map(scan), fallbackAfter: fallback == nil ? 0 : Self.estimateCap)
                     answered = sortCandidate?.answered ?? []
                     inMemorySort = Array(request.sortDescriptors.dropFirst())
@@ -461,6 +461,12 @@ struct QueryPlanner {
             filter: filter, hasInMemoryFilter: request.memoryFilter != nil,
             sortDescriptors: inMemorySort, fetchOffset: request.fetchOffset, fetchLimit: request.fetchLimit,
             includesPendingChanges: request.includesPendingChanges, countsFromIndex: countsFromIndex)
+    }
+
+    /// `a + b`, or `Int.max` when that overflows.
+    static func saturatingSum(_ a: Int, _ b: Int) -> Int {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        return overflow ? .max : sum
     }
 
     /// The first sort descriptor, when the index on its attribute gives its order: a
@@ -894,7 +900,8 @@ enum RangeBuilder {
                 return KeyedBound(.float(f), inclusive: inclusive || Double(f) != x)
             case .decimal:
                 // Decimals are indexed by their double; zero is exactly zero either way.
-                let decimal = x == 0 ? Decimal(0) : Decimal(value)
+                // (Decimal(Double) traps on infinities; beyond its range it is NaN.)
+                let decimal = x == 0 ? Decimal(0) : (value.isFinite ? Decimal(value) : Decimal.nan)
                 return KeyedBound(decimal.isNaN ? .double(value) : .decimal(decimal), inclusive: true)
             default:
                 return KeyedBound(.double(value), inclusive: inclusive || value != x)

@@ -343,6 +343,36 @@ struct QueryPlannerResultTests {
     }
 }
 
+@Suite("Query planner: hostile input")
+struct QueryPlannerHostileInputTests {
+    @Test("infinite, NaN and out-of-range constants, huge and negative offsets and limits neither crash nor change results")
+    func hostileNumbers() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try await catalogStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let prices = try context.fetch(FetchRequest(entityName: "Item"))
+            for (index, item) in prices.enumerated() { item.setValue(Decimal(index) - 5, forKey: "price") }
+            try context.save()
+            let all = try context.count(for: FetchRequest(entityName: "Item"))
+            for (format, argument, expected) in [
+                ("price < %@", Double.infinity, all), ("price > %@", Double.infinity, 0), ("price > %@", -Double.infinity, all),
+                ("price < %@", 1e300, all), ("price == %@", Double.nan, 0), ("score < %@", Double.nan, 0),
+                ("rank < %@", Double.infinity, 35), ("count > %@", 1e300, 0), ("count < %@", -1e300, 0),
+                ("weight < %@", 1e300, 0), ("price >= %@", 1e-300, 34),
+            ] as [(String, Double, Int)] {
+                let r = try request("Item", format, [argument])
+                #expect(try context.fetch(r).count == expected, "\(format) \(argument)")
+                #expect(try context.count(for: r) == expected, "\(format) \(argument)")
+            }
+            let byRank = [FetchSortDescriptor(key: "rank")]
+            #expect(try codes(context, try request("Item", sort: byRank, limit: .max, offset: .max)).isEmpty)
+            #expect(try context.count(for: try request("Item", sort: byRank, limit: .max, offset: .max)) == 0)
+            #expect(try codes(context, try request("Item", sort: byRank, limit: 2, offset: -3)) == ["c7", "c14"], "a negative offset is none")
+            #expect(try context.count(for: try request("Item", limit: -1, offset: -3)) == all)
+        }
+    }
+}
+
 @Suite("Query planner: errors")
 struct QueryPlannerErrorTests {
     @Test("unknown entities and key paths, type mismatches and missing variables are errors naming the request part")
