@@ -345,7 +345,7 @@ struct QueryPlannerResultTests {
 
 @Suite("Query planner: hostile input")
 struct QueryPlannerHostileInputTests {
-    @Test("infinite, NaN and out-of-range constants, huge and negative offsets and limits neither crash nor change results")
+    @Test("infinite, NaN and out-of-range constants, huge offsets and limits neither crash nor change results; negative ones are refused")
     func hostileNumbers() async throws {
         let dir = try TemporaryDirectory()
         let coordinator = try await catalogStore(dir)
@@ -367,8 +367,11 @@ struct QueryPlannerHostileInputTests {
             let byRank = [FetchSortDescriptor(key: "rank")]
             #expect(try codes(context, try request("Item", sort: byRank, limit: .max, offset: .max)).isEmpty)
             #expect(try context.count(for: try request("Item", sort: byRank, limit: .max, offset: .max)) == 0)
-            #expect(try codes(context, try request("Item", sort: byRank, limit: 2, offset: -3)) == ["c7", "c14"], "a negative offset is none")
-            #expect(try context.count(for: try request("Item", limit: -1, offset: -3)) == all)
+            // Negative offsets and limits are refused with an error naming them, not guessed at.
+            let negativeOffset = #expect(throws: ContextError.self) { try codes(context, try request("Item", sort: byRank, limit: 2, offset: -3)) }
+            #expect(negativeOffset?.description.contains("fetchOffset (-3)") == true)
+            let negativeLimit = #expect(throws: ContextError.self) { try context.count(for: try request("Item", limit: -1, offset: 0)) }
+            #expect(negativeLimit?.description.contains("fetchLimit (-1)") == true)
         }
     }
 }
