@@ -5,10 +5,12 @@ import Foundation
 //
 //     swift run -c release StrataBenchmarks [filter…]
 //
-// Filters (any substring): commit, small, scan, compaction, open, context. Sizes and repetitions
+// Filters (any substring): commit, small, scan, compaction, open, context, merge. Sizes and repetitions
 // come from the environment (see README.md).
 
 let arguments = Array(CommandLine.arguments.dropFirst())
+// The second process of the merge benchmark (MergeBenchmarks.swift).
+if arguments.first == "merge-writer" { runMergeWriter(Array(arguments.dropFirst())) }
 func wanted(_ name: String) -> Bool {
     arguments.isEmpty || arguments.contains { name.contains($0.lowercased()) }
 }
@@ -20,6 +22,7 @@ let repetitions = environmentInt("STRATA_BENCH_REPS", 5)
 let contextTeamObjects = environmentInt("STRATA_BENCH_CONTEXT_TEAM_OBJECTS", 2_000)
 let undoChanges = environmentInt("STRATA_BENCH_UNDO_CHANGES", 10_000)
 let iterateObjects = environmentInt("STRATA_BENCH_ITERATE", 1_000_000)
+let mergeSaves = environmentInt("STRATA_BENCH_MERGE_SAVES", 1_000)
 
 say("Strata benchmarks — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(Date())")
 say("objects \(objects), small commits \(commits), events \(events), repetitions \(repetitions) after 1 warm-up")
@@ -37,6 +40,7 @@ do {
     if wanted("context") {
         try runContextBenchmarks(objects: objects, teamObjects: contextTeamObjects, undoChanges: undoChanges, iterateObjects: iterateObjects, repetitions: repetitions)
     }
+    if wanted("merge") { try runMergeBenchmarks(saves: mergeSaves) }
 } catch {
     say("benchmark failed: \(error)")
     exit(1)
