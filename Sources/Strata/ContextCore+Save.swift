@@ -329,9 +329,7 @@ extension ContextCore {
             inserted: Set(insertedObjects.map(\.objectID)), updated: Set(updatedObjects.map(\.objectID)),
             deleted: Set(deletedObjects.map(\.objectID)), sequence: sequence, storeIdentifier: storeIdentifier,
             contextName: name, transactionAuthor: transactionAuthor, source: ObjectIdentifier(self))
-        var known: [ManagedObjectID: ManagedObject] = [:]
-        for object in saved { known[object.objectID] = object }
-        post(.didSave(didSave), objects: known)
+        post(.didSave(didSave), objects: Dictionary(saved.map { ($0.objectID, $0) }, uniquingKeysWith: { first, _ in first }))
         if let sequence { coordinator.mergeHub.didCommit(through: sequence, source: ObjectIdentifier(self)) }
         // Children: temporary IDs made permanent first, then the saved changes to merge.
         if !idMap.isEmpty {

@@ -296,8 +296,9 @@ extension ContextCore {
     /// Posts `notification` to every channel: synchronous observers (with objects), async
     /// subscribers, `NotificationCenter`. `objects` supplies objects the context no longer
     /// holds (deleted or invalidated ones).
-    func post(_ notification: ContextNotification, objects known: [ManagedObjectID: ManagedObject] = [:]) {
+    func post(_ notification: ContextNotification, objects: @autoclosure () -> [ManagedObjectID: ManagedObject] = [:]) {
         if !observers.isEmpty {
+            let known = objects()
             func resolve(_ ids: Set<ManagedObjectID>) -> Set<ManagedObject> {
                 Set(ids.compactMap { id in known[id] ?? registered(id) ?? (id.isTemporaryID ? nil : object(with: id)) })
             }

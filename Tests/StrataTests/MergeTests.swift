@@ -211,6 +211,31 @@ struct MergeTests {
         #expect(try #require(await writerChanges.next()).refreshed.isEmpty)
     }
 
+    @Test("the main-queue view context merges a background context's save")
+    func viewContextMerges() async throws {
+        let dir = try TemporaryDirectory()
+        let container = PersistentContainer(
+            name: "League", managedObjectModel: try SeedModels.leagueManager, storeURL: dir.url.appendingPathComponent("store"))
+        try container.loadPersistentStores()
+        let view = container.viewContext
+        try await view.perform { (context: isolated ManagedObjectContext) throws in
+            context.automaticallyMergesChangesFromParent = true
+        }
+        var merges = view.notifications(.didMerge).makeAsyncIterator()
+        let id = try await container.performBackgroundTask { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Kites", forKey: "name")
+            try context.save()
+            return team.objectID
+        }
+        let merge = try #require(await merges.next())
+        #expect(merge.inserted == [id])
+        let name = try await view.perform { (context: isolated ManagedObjectContext) throws in
+            try context.fetch(FetchRequest(entityName: "Team")).first?.value(forKey: "name") as? String
+        }
+        #expect(name == "Kites")
+    }
+
     @Test("two processes on one store: another process's save is merged when the context next runs; ours reach it too")
     func twoProcesses() async throws {
         let dir = try TemporaryDirectory()

@@ -5,13 +5,15 @@ import Foundation
 //
 //     swift run -c release StrataBenchmarks [filter…]
 //
-// Filters (any substring): commit, small, scan, compaction, open, context, history, fetch. Sizes and repetitions
+// Filters (any substring): commit, small, scan, compaction, open, context, history, fetch, merge. Sizes and repetitions
 // come from the environment (see README.md).
 
 // The writer process of the history benchmark (H1) is this binary, run with `history-writer`.
 if CommandLine.arguments.dropFirst().first == "history-writer" { runHistoryWriter(Array(CommandLine.arguments.dropFirst(2))) }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
+// The second process of the merge benchmark (MergeBenchmarks.swift).
+if arguments.first == "merge-writer" { runMergeWriter(Array(arguments.dropFirst())) }
 func wanted(_ name: String) -> Bool {
     arguments.isEmpty || arguments.contains { name.contains($0.lowercased()) }
 }
@@ -28,6 +30,7 @@ let historyEvents = environmentInt("STRATA_BENCH_HISTORY_EVENTS", 100_000)
 let fetchObjects = environmentInt("STRATA_BENCH_FETCH_OBJECTS", 100_000)
 let fetchLargeObjects = environmentInt("STRATA_BENCH_FETCH_LARGE", 1_000_000)
 let fetchLookups = environmentInt("STRATA_BENCH_FETCH_LOOKUPS", 1_000)
+let mergeSaves = environmentInt("STRATA_BENCH_MERGE_SAVES", 1_000)
 
 say("Strata benchmarks — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(Date())")
 say("objects \(objects), small commits \(commits), events \(events), repetitions \(repetitions) after 1 warm-up")
@@ -51,6 +54,7 @@ do {
     if wanted("fetch") {
         try runFetchBenchmarks(objects: fetchObjects, largeObjects: fetchLargeObjects, lookups: fetchLookups, repetitions: repetitions)
     }
+    if wanted("merge") { try runMergeBenchmarks(saves: mergeSaves) }
 } catch {
     say("benchmark failed: \(error)")
     exit(1)
