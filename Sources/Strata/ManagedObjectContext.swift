@@ -381,7 +381,8 @@ extension ManagedObjectContext {
 extension ManagedObjectContext {
     /// Whether the context merges, on its own, every transaction committed to its store —
     /// by other contexts of this process (right after their save) or by other processes
-    /// (noticed when the context next runs a `perform`/`performAndWait` block, or when
+    /// (noticed by the store's file watcher as soon as they commit, on Linux; and checked
+    /// whenever the context next runs a `perform`/`performAndWait` block, or when
     /// ``PersistentStoreCoordinator/mergeStoreChanges(through:)`` is called) — Core Data's
     /// `automaticallyMergesChangesFromParent` for a context on the coordinator. Off by default.
     public var automaticallyMergesChangesFromParent: Bool {
@@ -393,6 +394,7 @@ extension ManagedObjectContext {
             if newValue {
                 core.noteStoreHead()
                 persistentStoreCoordinator.mergeHub.add(self, key: coreKey)
+                persistentStoreCoordinator.watchStoreForMerging()
             } else {
                 persistentStoreCoordinator.mergeHub.remove(key: coreKey)
             }

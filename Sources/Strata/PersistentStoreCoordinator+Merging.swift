@@ -42,4 +42,16 @@ extension PersistentStoreCoordinator {
     public func mergeStoreChanges(through head: UInt64) {
         mergeHub.didCommit(through: head, source: nil)
     }
+
+    /// Starts watching the store for commits (the store monitor: this process's commits and,
+    /// through the file watcher, other processes') on behalf of automatically merging
+    /// contexts, so another process's save is merged when it lands rather than when the
+    /// context next runs. Idempotent; the watch lasts while the coordinator does.
+    func watchStoreForMerging() {
+        guard let store = try? requireStore() else { return }
+        storeWatch.withLock { watch in
+            guard watch == nil else { return }
+            watch = store.log.storeMonitor.addObserver { [weak self] head in self?.mergeStoreChanges(through: head) }
+        }
+    }
 }

@@ -65,6 +65,9 @@ public final class PersistentStoreCoordinator: Sendable {
     private let state = Mutex(State())
     /// Tells automatically merging contexts about commits (PersistentStoreCoordinator+Merging.swift).
     let mergeHub = ContextRegistry()
+    /// The store monitor's observation that feeds `mergeHub` (started by the first
+    /// automatically merging context).
+    let storeWatch = Mutex<StoreObservation?>(nil)
 
     /// Creates a coordinator for `model` (`init(managedObjectModel:)`).
     public init(managedObjectModel model: ManagedObjectModel) {

@@ -286,4 +286,35 @@ struct MergeTests {
         let (status, errors) = try watcher.finish()
         #expect(status == 0, "\(errors)")
     }
+
+    @Test("two processes: the store's file watcher merges another process's save without the context being asked to run")
+    func watcherMergesWithoutPerform() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _) = try await leagueStoreWithDoomed(dir)
+        let storePath = dir.url.appendingPathComponent("store").path
+        let context = privateContext(coordinator, name: "main")
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
+            context.automaticallyMergesChangesFromParent = true
+            _ = try context.existingObject(with: teamID).value(forKey: "name")
+        }
+        let merges = context.notifications(.didMerge)
+        let saved = try runProcess(BuildProducts.executable("StrataContextProbe"), ["save", storePath, teamID.description, "Watched"])
+        #expect(saved.status == 0, "\(saved.standardError)")
+        let sequence = try #require(UInt64(saved.standardOutput.split(separator: " ").dropFirst().first ?? ""))
+        // No perform: only the watcher can bring the merge. Give up after 30 s rather than hang.
+        let merged = await withTaskGroup(of: UInt64?.self) { group in
+            group.addTask {
+                for await merge in merges { return merge.throughSequence }
+                return nil
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(30))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        #expect(merged == sequence, "the watcher noticed the other process's commit")
+    }
 }
