@@ -129,12 +129,18 @@ final class FetchExecution {
         var object: ManagedObject?
         /// Where its sort keys start in `sortKeys`.
         let keys: Int
+        /// The store version of `row` (the sequence of the object's last change), for
+        /// optimistic locking once the fault fires from it.
+        var rowVersion: UInt64? = nil
 
         /// The managed object: registered, or a fault holding the fetched row.
         func materialize(_ core: ContextCore) -> ManagedObject {
             if let object { return object }
             let made = core.registered(id) ?? core.makeObject(id, info: info)
-            if made.committed == nil, let row { made.row = row }
+            if made.committed == nil, let row {
+                made.row = row
+                made.rowVersion = rowVersion
+            }
             return made
         }
     }
@@ -213,12 +219,13 @@ final class FetchExecution {
         var object = subject.object
         if let filter = request.memoryFilter {
             let made = subject.materialize()
+            if made.committed == nil { made.rowVersion = stored.version }
             guard try filter(made) else { return nil }
             object = made
         }
         return Match(
             position: Position(group: 0, major: major, minor: stored.id.primaryKey), id: id, info: info, row: values, object: object,
-            keys: recordSortKeys(subject))
+            keys: recordSortKeys(subject), rowVersion: stored.version)
     }
 
     /// Judges an object with pending changes by its current values.

@@ -149,11 +149,12 @@ extension ContextCore {
         guard !wanted.isEmpty else { return }
         let log = try store().log
         let rows = try log.read { reader in
-            try wanted.map { try reader.object($0.1)?.values }
+            try wanted.map { try reader.object($0.1) }
         }
-        for ((object, _), values) in zip(wanted, rows) {
-            guard let values, object.committed == nil else { continue }
-            object.row = self.values(from: values, info: object.info)
+        for ((object, _), stored) in zip(wanted, rows) {
+            guard let stored, object.committed == nil else { continue }
+            object.row = self.values(from: stored.values, info: object.info)
+            object.rowVersion = stored.version
         }
     }
 
