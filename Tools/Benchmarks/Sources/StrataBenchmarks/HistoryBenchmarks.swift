@@ -50,10 +50,14 @@ private func historyDrafts(_ count: Int, seed: UInt64, offset: Int = 0) -> [Tran
     }
 }
 
-func runHistoryBenchmarks(feedTransactions: Int, commits: Int, events: Int, repetitions: Int) throws {
-    try runFeedThroughput(transactions: feedTransactions)
-    try runConsumerCost(commits: commits, repetitions: repetitions)
-    try runHistoryQueries(events: events, repetitions: repetitions)
+/// Runs the parts `wanted` selects: `history-feed` (H1), `history-consumers` (H2),
+/// `history-queries` (H3); the filter `history` selects all three.
+func runHistoryBenchmarks(
+    feedTransactions: Int, commits: Int, events: Int, repetitions: Int, wanted: (String) -> Bool
+) throws {
+    if wanted("history-feed") { try runFeedThroughput(transactions: feedTransactions) }
+    if wanted("history-consumers") { try runConsumerCost(commits: commits, repetitions: repetitions) }
+    if wanted("history-queries") { try runHistoryQueries(events: events, repetitions: repetitions) }
 }
 
 // MARK: - H1. Live feed throughput
