@@ -14,8 +14,8 @@ import Glibc
 /// write raises `IN_MODIFY`. LMDB publishes the commit to readers just *after* its last
 /// write, so after each burst of file events the monitor re-reads the head at once and again
 /// 1, 4, 16, 64 and 256 ms later (the timer restarts with every event, and stops after the
-/// last of those re-reads; nothing runs while the store is quiet). Events are handled at
-/// most once a millisecond, so a stream of commits costs the watcher little. Elsewhere there is no file
+/// last of those re-reads; nothing runs while the store is quiet). The watch is one-shot and
+/// re-armed at most once a millisecond, so a stream of commits costs little. Elsewhere there is no file
 /// watcher: commits by this process are still announced, and ``checkForChanges()`` reads the
 /// head when asked (`Specs/0009-history.md` §5).
 ///
@@ -214,8 +214,10 @@ final class FileWatcher: Sendable {
         self.onWake = onWake
     }
 
-    /// Writes to the file (IN_MODIFY), and the file going away (vacuum replaces it).
-    private static let mask = UInt32(IN_MODIFY) | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF)
+    /// Writes to the file (IN_MODIFY), and the file going away (vacuum replaces it); one
+    /// event, then the watch is gone until re-armed (IN_ONESHOT), so a stream of writes
+    /// costs the kernel nothing between two handlings.
+    private static let mask = UInt32(IN_MODIFY) | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_ONESHOT)
 
     func start() {
         started.withLock { $0 = true }
@@ -280,22 +282,11 @@ final class FileWatcher: Sendable {
                     var pause = timespec(tv_sec: 0, tv_nsec: Int(Self.minimumInterval - since))
                     _ = nanosleep(&pause, nil)
                 }
-                var rewatch = false
-                while true {
-                    let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
-                    guard count > 0 else { break }
-                    buffer.withUnsafeBytes { raw in
-                        var offset = 0
-                        while offset + 16 <= count {
-                            let mask = raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
-                            let length = Int(raw.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
-                            if mask & (UInt32(IN_IGNORED) | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF)) != 0 { rewatch = true }
-                            offset += 16 + length
-                        }
-                    }
-                }
-                // The file was replaced (vacuum): watch the new one if it is there.
-                if rewatch { _ = inotify_add_watch(inotify, path, Self.mask) }
+                while buffer.withUnsafeMutableBytes({ read(inotify, $0.baseAddress, $0.count) }) > 0 {}
+                // Re-arm (the one-shot watch fired), on the file now at the path (vacuum may
+                // have replaced it), then read the head: a commit that finished before the
+                // re-arm is seen by this read, a later one raises a new event.
+                _ = inotify_add_watch(inotify, path, Self.mask)
                 onWake()
                 lastHandled = Self.monotonicNanoseconds()
                 step = 1

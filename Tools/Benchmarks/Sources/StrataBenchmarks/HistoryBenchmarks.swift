@@ -50,10 +50,14 @@ private func historyDrafts(_ count: Int, seed: UInt64, offset: Int = 0) -> [Tran
     }
 }
 
-func runHistoryBenchmarks(feedTransactions: Int, commits: Int, events: Int, repetitions: Int) throws {
-    try runFeedThroughput(transactions: feedTransactions)
-    try runConsumerCost(commits: commits, repetitions: repetitions)
-    try runHistoryQueries(events: events, repetitions: repetitions)
+/// Runs the parts `wanted` selects: `history-feed` (H1), `history-consumers` (H2),
+/// `history-queries` (H3); the filter `history` selects all three.
+func runHistoryBenchmarks(
+    feedTransactions: Int, commits: Int, events: Int, repetitions: Int, wanted: (String) -> Bool
+) throws {
+    if wanted("history-feed") { try runFeedThroughput(transactions: feedTransactions) }
+    if wanted("history-consumers") { try runConsumerCost(commits: commits, repetitions: repetitions) }
+    if wanted("history-queries") { try runHistoryQueries(events: events, repetitions: repetitions) }
 }
 
 // MARK: - H1. Live feed throughput
@@ -130,7 +134,7 @@ private func runFeedThroughput(transactions count: Int) throws {
     fast.durability = .fast
     let log = try coordinator.addPersistentStore(type: .eventLog, at: URL(fileURLWithPath: directory), configuration: fast).log
     for draft in historyDrafts(count, seed: 5) { try log.commit(draft) }
-    let feedStats = try measure("feed catching up on \(count) committed", repetitions: 3, setup: {}, body: { _ in
+    let feedStats = try measure("feed catching up on \(count) committed", repetitions: 5, setup: {}, body: { _ in
         let feed = try coordinator.historyFeed(.sequences(1...UInt64(count)))
         let task = Task {
             var seen = 0
@@ -139,12 +143,16 @@ private func runFeedThroughput(transactions count: Int) throws {
         }
         guard try awaitTask(task) == count else { throw BenchmarkFailure("catch-up incomplete") }
     })
-    let decodeStats = try measure("bare event decode of the same (forEachEvent)", repetitions: 3, setup: {}, body: { _ in
+    let queryStats = try measure("history() of the same (one call)", repetitions: 5, setup: {}, body: { _ in
+        _ = try coordinator.history(.sequences(1...UInt64(count)))
+    })
+    let decodeStats = try measure("bare event decode of the same (forEachEvent)", repetitions: 5, setup: {}, body: { _ in
         try log.read { reader in try reader.forEachEvent { _ in .next } }
     })
-    record(name, "catch-up: feed ÷ bare event decode (time)", ratio(feedStats.medianSeconds, decodeStats.medianSeconds))
-    record(name, "catch-up: feed / bare decode",
-        "\(rate(Double(count), perSeconds: feedStats.medianSeconds)) / \(rate(Double(count), perSeconds: decodeStats.medianSeconds))")
+    record(name, "catch-up: feed ÷ history() ÷ bare event decode (time)",
+        "\(ratio(feedStats.medianSeconds, queryStats.medianSeconds)) / \(ratio(feedStats.medianSeconds, decodeStats.medianSeconds))")
+    record(name, "catch-up: feed / history() / bare decode",
+        "\(rate(Double(count), perSeconds: feedStats.medianSeconds)) / \(rate(Double(count), perSeconds: queryStats.medianSeconds)) / \(rate(Double(count), perSeconds: decodeStats.medianSeconds))")
 }
 
 // MARK: - H2. Consumer cost on commit

@@ -5,7 +5,8 @@ import Foundation
 //
 //     swift run -c release StrataBenchmarks [filter…]
 //
-// Filters (any substring): commit, small, scan, compaction, open, context, history, fetch, merge. Sizes and repetitions
+// Filters (any substring): commit, small, scan, compaction, open, context, fetch, merge, history
+// (or one of history-feed, history-consumers, history-queries). Sizes and repetitions
 // come from the environment (see README.md).
 
 // The writer process of the history benchmark (H1) is this binary, run with `history-writer`.
@@ -48,8 +49,9 @@ do {
     if wanted("context") {
         try runContextBenchmarks(objects: objects, teamObjects: contextTeamObjects, undoChanges: undoChanges, iterateObjects: iterateObjects, repetitions: repetitions)
     }
-    if wanted("history") {
-        try runHistoryBenchmarks(feedTransactions: feedTransactions, commits: commits, events: historyEvents, repetitions: repetitions)
+    if wanted("history-feed") || wanted("history-consumers") || wanted("history-queries") {
+        try runHistoryBenchmarks(
+            feedTransactions: feedTransactions, commits: commits, events: historyEvents, repetitions: repetitions, wanted: wanted)
     }
     if wanted("fetch") {
         try runFetchBenchmarks(objects: fetchObjects, largeObjects: fetchLargeObjects, lookups: fetchLookups, repetitions: repetitions)
