@@ -32,14 +32,7 @@ extension ContextCore {
             if let translated = translation.predicate {
                 request.predicate = request.predicate.map { .and([$0, translated]) } ?? translated
             }
-            if !translation.isExact {
-                let evaluate = swiftPredicate.evaluate
-                if let existing = request.memoryFilter {
-                    request.memoryFilter = { try evaluate($0) && existing($0) }
-                } else {
-                    request.memoryFilter = evaluate
-                }
-            }
+            if !translation.isExact { request.filter(swiftPredicate.evaluate) }
             request.swiftPredicate = nil
         }
         if let stores = request.affectedStores {
@@ -63,15 +56,29 @@ extension ContextCore {
 
     /// Checks that every component of `path` is a relationship, starting at `entity`.
     func checkRelationshipPath(_ path: String, from entity: String, part: String) throws {
+        try walkKeyPath(path, from: entity, part: part) { current, component, property, _ in
+            guard property.isRelationship else {
+                throw ContextError.invalidFetchRequest(part: part, reason: "\"\(path)\": \(current).\(component) is not a relationship")
+            }
+        }
+    }
+
+    /// Walks the components of `path` from `entity`, calling `step` with each one's entity,
+    /// name, property and whether it is the last; an unknown property or an empty path is an
+    /// error naming `part`. A step that goes on must end on a relationship.
+    func walkKeyPath(
+        _ path: String, from entity: String, part: String,
+        _ step: (_ entity: String, _ component: String, _ property: PropertyInfo, _ isLast: Bool) throws -> Void
+    ) throws {
+        let components = path.split(separator: ".").map(String.init)
+        guard !components.isEmpty else { throw ContextError.invalidFetchRequest(part: part, reason: "empty key path") }
         var current = entity
-        for component in path.split(separator: ".").map(String.init) {
+        for (index, component) in components.enumerated() {
             guard let property = entities[current]?.properties[component] else {
-                throw ContextError.invalidFetchRequest(part: "\(part)", reason: "\"\(path)\": entity \(current) has no property \"\(component)\"")
+                throw ContextError.invalidFetchRequest(part: part, reason: "\"\(path)\": entity \(current) has no property \"\(component)\"")
             }
-            guard property.isRelationship, let destination = property.destination else {
-                throw ContextError.invalidFetchRequest(part: "\(part)", reason: "\"\(path)\": \(current).\(component) is not a relationship")
-            }
-            current = destination
+            try step(current, component, property, index == components.count - 1)
+            if let destination = property.destination { current = destination }
         }
     }
 
@@ -187,8 +194,8 @@ extension ContextCore {
                     try derived.map { object, property in try object.objectID.storedID.map { try reader.related($0, property.name) } ?? [] }
                 }
                 for ((object, property), ids) in zip(derived, related) {
-                    let mapped = ids.map { ManagedObjectID.permanent($0, store: store) }
-                    let value: PropertyValue = property.isToMany ? (property.isOrdered ? .toMany(mapped) : .unordered(mapped)) : .toOne(mapped.first)
+                    let value = PropertyValue.related(ids, for: property, store: store)
+                    let mapped = value.ids
                     if object.committed != nil { object.committed?[property.name] = value } else { object.row?[property.name] = value }
                     for id in mapped {
                         guard let found = self.object(with: id) else { continue }
@@ -360,24 +367,18 @@ extension ContextCore {
 
     /// The attribute type at the end of `path` (nil for a relationship), checking each step.
     func attributeType(at path: String, from entity: String, part: String) throws -> AttributeType? {
-        var current = entity
-        let components = path.split(separator: ".").map(String.init)
-        guard !components.isEmpty else { throw ContextError.invalidFetchRequest(part: "\(part)", reason: "empty key path") }
-        for (index, component) in components.enumerated() {
-            guard let property = entities[current]?.properties[component] else {
-                throw ContextError.invalidFetchRequest(part: "\(part)", reason: "\"\(path)\": entity \(current) has no property \"\(component)\"")
+        var type: AttributeType?
+        try walkKeyPath(path, from: entity, part: part) { current, component, property, isLast in
+            if isLast {
+                if case .attribute(let attributeType) = property.kind { type = attributeType }
+                return
             }
-            if index == components.count - 1 {
-                if case .attribute(let type) = property.kind { return type }
-                return nil
-            }
-            guard case .toOne = property.kind, let destination = property.destination else {
+            guard case .toOne = property.kind else {
                 throw ContextError.invalidFetchRequest(
-                    part: "\(part)", reason: "\"\(path)\": \(current).\(component) is not a to-one relationship, so the path can't continue")
+                    part: part, reason: "\"\(path)\": \(current).\(component) is not a to-one relationship, so the path can't continue")
             }
-            current = destination
         }
-        return nil
+        return type
     }
 
     /// The value at `path` of `object`, read without firing the fault of an unchanged

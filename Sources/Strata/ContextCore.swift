@@ -214,9 +214,7 @@ final class ContextCore {
         guard let stored = object.objectID.storedID, let log = try? store().log,
             let related = try? log.read({ reader in try reader.related(stored, property.name) })
         else { return nil }
-        let store = log.storeUUID
-        let ids = related.map { ManagedObjectID.permanent($0, store: store) }
-        let value: PropertyValue = property.isToMany ? (property.isOrdered ? .toMany(ids) : .unordered(ids)) : .toOne(ids.first)
+        let value = PropertyValue.related(related, for: property, store: log.storeUUID)
         if object.committed != nil { object.committed?[property.name] = value }
         return value
     }

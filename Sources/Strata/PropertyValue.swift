@@ -31,6 +31,13 @@ enum PropertyValue: Hashable, Sendable {
         }
     }
 
+    /// The value of relationship `property` relating the stored objects `ids` (as the log's
+    /// `related` reads them): to-one, ordered or unordered to-many.
+    static func related(_ ids: [StoredObjectID], for property: PropertyInfo, store: UUID) -> PropertyValue {
+        let mapped = ids.map { ManagedObjectID.permanent($0, store: store) }
+        return property.isToMany ? (property.isOrdered ? .toMany(mapped) : .unordered(mapped)) : .toOne(mapped.first)
+    }
+
     static func unordered(_ ids: [ManagedObjectID]) -> PropertyValue {
         // Already sorted and unique (the common case after one insertion): keep as is.
         if zip(ids, ids.dropFirst()).allSatisfy({ $0 < $1 }) { return .toMany(ids) }
