@@ -136,14 +136,20 @@ final class ContextCore {
         registrations += 1
         // Drop entries of released objects now and then, so iterating many objects doesn't
         // grow the registry without bound.
+        // Pruning visits every entry, so it runs once per half the registry's size of
+        // registrations (amortised two visits each); live entries stay where they are, only
+        // dead ones are removed.
         if registrations >= max(4096, registry.count / 2) {
             registrations = 0
-            registry = registry.filter { $0.value.object != nil }
+            var dead: [ManagedObjectID] = []
+            for (id, entry) in registry where entry.object == nil { dead.append(id) }
+            for id in dead { registry[id] = nil }
         }
     }
 
-    func makeObject(_ id: ManagedObjectID, info: EntityInfo) -> ManagedObject {
-        let type = coordinator.objectClass(for: info.entity)
+    /// A new object of `type` (the class registered for the entity when nil), registered.
+    func makeObject(_ id: ManagedObjectID, info: EntityInfo, type: ManagedObject.Type? = nil) -> ManagedObject {
+        let type = type ?? coordinator.objectClass(for: info.entity)
         let object = type.init(ObjectCreation(entity: info, objectID: id, core: self))
         register(object)
         return object
@@ -169,13 +175,22 @@ final class ContextCore {
 
     /// Loads a fault's values; a missing object stays a fault and is recorded as a problem.
     func fulfill(_ object: ManagedObject) {
-        guard object.committed == nil, !object.isInsertedFlag else { return }
+        guard !object.hasCommittedValues, !object.isInsertedFlag else { return }
         do { try fulfillThrowing(object) } catch { recordProblem(error as? ContextError ?? .store("\(error)")) }
     }
 
     func fulfillThrowing(_ object: ManagedObject) throws {
-        guard object.committed == nil, !object.isInsertedFlag else { return }
-        if object.row == nil, let batch = object.fetchBatch { try loadBatch(batch) }
+        guard !object.hasCommittedValues, !object.isInsertedFlag else { return }
+        if !object.hasRow, let batch = object.fetchBatch { try loadBatch(batch) }
+        if let row = object.fastRow {
+            object.fastRow = nil
+            object.storedCommitted = nil
+            object.fastCommitted = row
+            object.version = object.rowVersion
+            object.rowVersion = nil
+            object.awakeFromFetch()
+            return
+        }
         if let row = object.row {
             object.row = nil
             object.committed = row
@@ -208,14 +223,14 @@ final class ContextCore {
     func derivedValue(_ object: ManagedObject, _ property: PropertyInfo) -> PropertyValue? {
         if parentContext != nil {
             let value = try? parentValue(of: object.objectID, property.name)
-            if let value, object.committed != nil { object.committed?[property.name] = value }
+            if let value { object.cacheCommittedValue(value, for: property) }
             return value
         }
         guard let stored = object.objectID.storedID, let log = try? store().log,
             let related = try? log.read({ reader in try reader.related(stored, property.name) })
         else { return nil }
         let value = PropertyValue.related(related, for: property, store: log.storeUUID)
-        if object.committed != nil { object.committed?[property.name] = value }
+        object.cacheCommittedValue(value, for: property)
         return value
     }
 
@@ -268,7 +283,7 @@ final class ContextCore {
             object.transients[property.name] = new
             return
         }
-        let committed = object.isInsertedFlag ? nil : (object.committed?[property.name] ?? (property.isRelationship && !property.isRecorded ? nil : property.emptyValue))
+        let committed = object.isInsertedFlag ? nil : (object.committedValue(property) ?? (property.isRelationship && !property.isRecorded ? nil : property.emptyValue))
         if let committed, committed == new { object.changes[property.name] = nil } else { object.changes[property.name] = new }
         if !object.isInsertedFlag && object.changes.isEmpty && !object.isDeletedFlag && !restored.contains(object.objectID) {
             retained[object.objectID] = nil

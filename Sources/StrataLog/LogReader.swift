@@ -16,6 +16,30 @@ public struct StoredObject: Sendable, Hashable {
     public subscript(property: String) -> LogValue { values[property] ?? .null }
 }
 
+/// A stored object's values by property code (``LogReader/fields(_:)``): the same values as
+/// ``StoredObject``, in an array parallel to ``names`` instead of a dictionary.
+public struct StoredFields: Sendable {
+    /// Its identity.
+    public let id: StoredObjectID
+    /// The sequence of its last change: its version for optimistic locking.
+    public let version: UInt64
+    /// The entity's stored property names in code order; the same array for every object
+    /// of the entity read through one log, so callers can recognise it (see ``layout``).
+    public let names: [String]
+    /// The value of each property in ``names``; nil where the store holds none.
+    public let values: [LogValue?]
+
+    /// An identity of ``names``' storage: equal for objects whose values are laid out alike.
+    public var layout: UnsafeRawPointer? { names.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) } }
+
+    /// The values as ``StoredObject`` holds them, by name.
+    public var object: StoredObject {
+        var values: [String: LogValue] = [:]
+        for (name, value) in zip(names, self.values) { if let value { values[name] = value } }
+        return StoredObject(id: id, version: version, values: values)
+    }
+}
+
 /// A range of attribute values for an index scan; nil bounds are open.
 ///
 /// ```swift
@@ -135,6 +159,15 @@ public struct LogReader: ~Copyable {
         let key = try writer.key(id)
         guard let record = try writer.readRecord(txn, key, entityName: id.entity) else { return nil }
         return try storedObject(id, key: key, record: record)
+    }
+
+    /// The object with `id` as values by property code, or nil if it doesn't exist: what
+    /// ``object(_:)`` reads, without building a dictionary (for readers of many objects).
+    public func fields(_ id: StoredObjectID) throws -> StoredFields? {
+        let entity = try log.schema.entity(id.entity)
+        let key = try writer.key(id)
+        guard let (version, values) = try writer.readFields(txn, key, entity: entity) else { return nil }
+        return StoredFields(id: id, version: version, names: entity.propertyNames, values: values)
     }
 
     /// Whether an object with `id` exists.
