@@ -130,19 +130,32 @@ final class FetchExecution {
         static func < (a: Position, b: Position) -> Bool { (a.group, a.major, a.minor) < (b.group, b.major, b.minor) }
     }
 
-    /// An object that matched.
-    struct Match {
+    /// An object that matched (a class: sorting and reordering matches moves one reference each).
+    final class Match {
         let position: Position
         let id: ManagedObjectID
         let info: EntityInfo
         /// The stored row it was judged by (nil for an object judged by its current values).
         let row: PropertyRow?
-        var object: ManagedObject?
+        let object: ManagedObject?
         /// Where its sort keys start in `sortKeys`.
         let keys: Int
         /// The store version of `row` (the sequence of the object's last change), for
         /// optimistic locking once the fault fires from it.
-        var rowVersion: UInt64? = nil
+        let rowVersion: UInt64?
+
+        init(
+            position: Position, id: ManagedObjectID, info: EntityInfo, row: PropertyRow?, object: ManagedObject?, keys: Int,
+            rowVersion: UInt64? = nil
+        ) {
+            self.position = position
+            self.id = id
+            self.info = info
+            self.row = row
+            self.object = object
+            self.keys = keys
+            self.rowVersion = rowVersion
+        }
 
         /// The managed object: registered, or a fault holding the fetched row.
         func materialize(_ core: ContextCore, objectClass: ((EntityInfo) -> ManagedObject.Type)? = nil) -> ManagedObject {
@@ -241,7 +254,7 @@ final class FetchExecution {
     /// named by a one-component key is read from the row as it is (no key-value coding);
     /// anything else goes through the row's subject, made when first needed.
     func recordSortKeys(
-        _ values: PropertyRow, _ info: EntityInfo, _ subject: inout StoredRowSubject?, _ makeSubject: () -> StoredRowSubject
+        _ values: PropertyRow, _ info: EntityInfo, _ subject: inout StoredRowSubject?, _ id: ManagedObjectID
     ) -> Int {
         let start = sortKeys.count
         for (descriptor, simple) in zip(request.sortDescriptors, simpleSortKeys) {
@@ -256,7 +269,7 @@ final class FetchExecution {
                 default: break
                 }
             }
-            let made = subject ?? makeSubject()
+            let made = subject ?? StoredRowSubject(id: id, info: info, values: values, core: core)
             subject = made
             sortKeys.append(SortKey(simple ? made.value(forKey: descriptor.key) : made.value(forKeyPath: descriptor.key)))
         }
@@ -281,24 +294,22 @@ final class FetchExecution {
         _ storedID: StoredObjectID, version: UInt64, _ values: PropertyRow, _ info: EntityInfo, major: Int, by rowPredicate: FormatPredicate?
     ) throws -> Match? {
         let id = ManagedObjectID.permanent(storedID, store: storeUUID)
-        let core = self.core
         var subject: StoredRowSubject?
-        let makeSubject = { StoredRowSubject(id: id, info: info, values: values, core: core) }
         if let rowPredicate {
-            let made = makeSubject()
+            let made = StoredRowSubject(id: id, info: info, values: values, core: core)
             subject = made
             guard try rowPredicate.evaluate(with: made, substitutionVariables: variables) else { return nil }
         }
         var object = subject?.object
         if let filter = request.memoryFilter {
-            let made = (subject ?? makeSubject())
+            let made = subject ?? StoredRowSubject(id: id, info: info, values: values, core: core)
             subject = made
             let materialized = made.materialize()
             if !materialized.hasCommittedValues { materialized.rowVersion = version }
             guard try filter(materialized) else { return nil }
             object = materialized
         }
-        let keys = recordSortKeys(values, info, &subject, makeSubject)
+        let keys = recordSortKeys(values, info, &subject, id)
         if object == nil { object = subject?.object }
         return Match(
             position: Position(group: 0, major: major, minor: storedID.primaryKey), id: id, info: info, row: values, object: object,
@@ -395,8 +406,7 @@ final class FetchExecution {
         }
         var result: [Match] = []
         result.reserveCapacity(ids.count)
-        for id in ids {
-            guard let fields = try reader.fields(id) else { continue }
+        try reader.forEachFields(ids) { fields in
             if let match = try judge(fields, by: rowPredicate) { result.append(match) }
         }
         return result
@@ -462,9 +472,9 @@ final class FetchExecution {
 
     /// Every match, filtered, sorted (ties in store order), offset and limited.
     func run(_ reader: borrowing LogReader) throws -> [Match] {
-        let stored = try storedMatches(reader)
+        var matches = try storedMatches(reader)
         let unsaved = try pendingMatches(reader)
-        var matches = stored + unsaved
+        if !unsaved.isEmpty { matches += unsaved }
         let descriptors = request.sortDescriptors
         var order = Array(matches.indices)
         if let strings = singleStringSortKeys(matches) {

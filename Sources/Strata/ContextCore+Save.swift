@@ -364,9 +364,10 @@ extension ContextCore {
                 return result
             }
             object.changes = fix(object.changes)
-            object.committed = object.committed.map(fix)
+            // Values held by slot came from the store: permanent IDs only, nothing to remap.
+            if object.fastCommitted == nil { object.committed = object.committed.map(fix) }
             object.transients = fix(object.transients)
-            object.row = object.row.map(fix)
+            if object.fastRow == nil { object.row = object.row.map(fix) }
         }
         var newRegistry: [ManagedObjectID: WeakObject] = [:]
         for (_, entry) in registry { if let object = entry.object { newRegistry[object.objectID] = entry } }

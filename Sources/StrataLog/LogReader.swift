@@ -170,6 +170,23 @@ public struct LogReader: ~Copyable {
         return StoredFields(id: id, version: version, names: entity.propertyNames, values: values)
     }
 
+    /// Calls `body` with the values by property code of each object of `ids` that exists,
+    /// in the order given (``fields(_:)`` for many objects: each entity is looked up once
+    /// per run of its objects, not per object).
+    public func forEachFields(_ ids: [StoredObjectID], _ body: (StoredFields) throws -> Void) throws {
+        var current: (name: String, entity: ModelSchema.Entity, code: UInt16)?
+        for id in ids {
+            if current?.name != id.entity {
+                current = (id.entity, try log.schema.entity(id.entity), try writer.entityCode(id.entity))
+            }
+            guard let (_, entity, code) = current else { continue }
+            guard let (version, values) = try writer.readFields(txn, ObjectKey(entity: code, primaryKey: id.primaryKey), entity: entity) else {
+                continue
+            }
+            try body(StoredFields(id: id, version: version, names: entity.propertyNames, values: values))
+        }
+    }
+
     /// Whether an object with `id` exists.
     public func contains(_ id: StoredObjectID) throws -> Bool {
         try txn.containsKey(try writer.key(id).bytes, in: tables.state)
