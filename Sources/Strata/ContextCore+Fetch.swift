@@ -63,6 +63,8 @@ extension ContextCore {
         }
         // The class of each entity's objects, looked up once per fetch, not per object.
         var classes: [(info: EntityInfo, type: ManagedObject.Type)] = []
+        // Room for every result at once, rather than growing (and rehashing) step by step.
+        registry.reserveCapacity(registry.count + matches.count)
         return matches.map { match in
             match.materialize(self) { info in
                 if let known = classes.first(where: { $0.info === info }) { return known.type }
@@ -368,8 +370,8 @@ final class FetchExecution {
         case .fullScan:
             var result: [Match] = []
             for (name, _) in entities {
-                try reader.forEachObject(of: name, includingSubentities: false) { stored in
-                    if let match = try judge(stored) { result.append(match) }
+                try reader.forEachFields(of: name, includingSubentities: false) { fields in
+                    if let match = try judge(fields, by: request.predicate) { result.append(match) }
                     return .next
                 }
             }

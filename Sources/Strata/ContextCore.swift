@@ -4,10 +4,17 @@ import StrataModel
 import StrataPredicate
 import StrataStorage
 
-/// A weak reference to an unchanged registered object: the context doesn't keep objects
-/// the app no longer holds.
+/// A registry entry: an unchanged registered object, not retained, so the context doesn't
+/// keep objects the app no longer holds. An object removes its own entry when it is
+/// deallocated (`ManagedObject.deinit` → ``ContextCore/forget(_:)``), so an entry never
+/// outlives its object. (Not a `weak` reference: those put every object's reference
+/// counts in a side table, which makes each retain and release of it slower.)
 struct WeakObject {
-    weak var object: ManagedObject?
+    let reference: Unmanaged<ManagedObject>
+
+    init(object: ManagedObject) { reference = .passUnretained(object) }
+
+    var object: ManagedObject? { reference.takeUnretainedValue() }
 }
 
 /// The undo and redo stacks of a context (Core Data's `UndoManager` for a context).
@@ -64,8 +71,6 @@ final class ContextCore {
     /// Unsaved objects removed by a delete or an undo, kept so that undo or redo brings back
     /// the same instance the app holds (Core Data's identity rule). Cleared with the stacks.
     var removedObjects: [ManagedObjectID: ManagedObject] = [:]
-    /// Registrations since the registry was last pruned.
-    var registrations = 0
 
     let journal = UndoJournal()
     var pending: [PendingEffect] = []
@@ -133,18 +138,15 @@ final class ContextCore {
 
     func register(_ object: ManagedObject) {
         registry[object.objectID] = WeakObject(object: object)
-        registrations += 1
-        // Drop entries of released objects now and then, so iterating many objects doesn't
-        // grow the registry without bound.
-        // Pruning visits every entry, so it runs once per half the registry's size of
-        // registrations (amortised two visits each); live entries stay where they are, only
-        // dead ones are removed.
-        if registrations >= max(4096, registry.count / 2) {
-            registrations = 0
-            var dead: [ManagedObjectID] = []
-            for (id, entry) in registry where entry.object == nil { dead.append(id) }
-            for id in dead { registry[id] = nil }
+    }
+
+    /// Removes the registry entry of `object`, which is being deallocated, if the entry is
+    /// its own (another instance may have been registered under its ID since, after a reset).
+    func forget(_ object: ManagedObject) {
+        guard let entry = registry[object.objectID], entry.reference.toOpaque() == Unmanaged.passUnretained(object).toOpaque() else {
+            return
         }
+        registry[object.objectID] = nil
     }
 
     /// A new object of `type` (the class registered for the entity when nil), registered.

@@ -75,7 +75,8 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     var hasCommittedValues: Bool { storedCommitted != nil || fastCommitted != nil }
     /// The committed value of `property`, if loaded and held.
     func committedValue(_ property: PropertyInfo) -> PropertyValue? {
-        if let fastCommitted { return fastCommitted[property] }
+        // Read in place (binding the row would copy it: a retain and release per read).
+        if fastCommitted != nil { return fastCommitted?.values[property.slot] ?? nil }
         return storedCommitted?[property.name]
     }
     /// Keeps `value` as the committed value of `property` (a derived side read from the
@@ -138,6 +139,11 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         info = creation.entity
         objectID = creation.objectID
         core = creation.core
+    }
+
+    deinit {
+        // The context's registry doesn't retain the object: take its entry out.
+        core?.forget(self)
     }
 
     // MARK: - State

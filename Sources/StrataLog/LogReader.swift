@@ -225,6 +225,35 @@ public struct LogReader: ~Copyable {
         }
     }
 
+    /// Calls `body` with the values by property code of each object of `entity` (and its
+    /// sub-entities unless told not to), in primary-key order per entity, until it answers
+    /// `.stop`: ``forEachObject(of:includingSubentities:_:)`` without a dictionary per object.
+    public func forEachFields(
+        of entity: String, includingSubentities: Bool = true, _ body: (StoredFields) throws -> IterationDecision
+    ) throws {
+        let described = try log.schema.entity(entity)
+        for name in includingSubentities ? described.selfAndSubentities : [entity] {
+            let schemaEntity = try log.schema.entity(name)
+            let code = try log.catalog.entityCode(name)
+            var stopped = false
+            try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, value in
+                guard let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) else { return .next }
+                let (version, values) = try value.withUnsafeBytes { raw in
+                    try writer.decodeFields(raw, entity: schemaEntity, context: "record \(name)/p\(objectKey.primaryKey)")
+                }
+                let fields = StoredFields(
+                    id: StoredObjectID(entity: name, primaryKey: objectKey.primaryKey), version: version, names: schemaEntity.propertyNames,
+                    values: try writer.addingMembers(txn, objectKey, to: values, entity: schemaEntity))
+                if try body(fields) == .stop {
+                    stopped = true
+                    return .stop
+                }
+                return .next
+            }
+            if stopped { return }
+        }
+    }
+
     /// The number of live objects of `entity` (and its sub-entities unless told not to).
     public func count(of entity: String, includingSubentities: Bool = true) throws -> Int {
         let described = try log.schema.entity(entity)

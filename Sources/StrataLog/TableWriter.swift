@@ -149,41 +149,59 @@ struct TableWriter: CodecCatalog {
 
     /// The values of the object under `key` by property code of `entity` (the current
     /// schema's), with its unordered to-many members as ``beforeImage(_:_:record:entity:)``
-    /// adds them, and its version; nil if there is no such object. A record written with
-    /// another model version is decoded by name and mapped onto the current codes.
+    /// adds them, and its version; nil if there is no such object.
     func readFields(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, entity: ModelSchema.Entity) throws -> (version: UInt64, values: [LogValue?])? {
         let found = try key.withBytes { keyBytes in
             try txn.withValue(forKey: keyBytes, in: tables.state) { span in
-                try span.withUnsafeBytes { raw throws(LogError) -> (UInt64, [LogValue?]) in
-                    var r = ByteReader(raw, context: Self.unnamed)
-                    let version = try r.count(limit: Int(Int32.max))
-                    let sequence = try r.varint()
-                    var values = [LogValue?](repeating: nil, count: entity.properties.count)
-                    if version == modelVersion {
-                        let n = try r.count(limit: r.remaining)
-                        for _ in 0..<n {
-                            let code = try r.count(limit: Int(Int32.max))
-                            guard code < values.count else { throw r.failure("property code \(code) out of range") }
-                            values[code] = try EventCodec.readValue(&r, self)
-                        }
-                        guard r.isAtEnd else { throw r.failure("trailing bytes") }
-                    } else {
-                        for (name, value) in try decodeRecord(raw, entityName: entity.name).values {
-                            if let code = entity.propertiesByName[name]?.code { values[code] = value }
-                        }
-                    }
-                    return (sequence, values)
+                try span.withUnsafeBytes { raw in
+                    try decodeFields(raw, entity: entity, context: "record \(entity.name)/p\(key.primaryKey)")
                 }
             }
         }
         guard let found else { return nil }
-        var values = found.1
+        return (found.0, try addingMembers(txn, key, to: found.1, entity: entity))
+    }
+
+    /// A state record's values by property code of `entity` (the current schema's) and its
+    /// version. A record written with another model version is decoded by name and mapped
+    /// onto the current codes.
+    func decodeFields(
+        _ raw: UnsafeRawBufferPointer, entity: ModelSchema.Entity, context: @autoclosure () -> String
+    ) throws(LogError) -> (UInt64, [LogValue?]) {
+        do throws(LogError) {
+            var r = ByteReader(raw, context: Self.unnamed)
+            let version = try r.count(limit: Int(Int32.max))
+            let sequence = try r.varint()
+            var values = [LogValue?](repeating: nil, count: entity.properties.count)
+            if version == modelVersion {
+                let n = try r.count(limit: r.remaining)
+                for _ in 0..<n {
+                    let code = try r.count(limit: Int(Int32.max))
+                    guard code < values.count else { throw r.failure("property code \(code) out of range") }
+                    values[code] = try EventCodec.readValue(&r, self)
+                }
+                guard r.isAtEnd else { throw r.failure("trailing bytes") }
+            } else {
+                for (name, value) in try decodeRecord(raw, entityName: entity.name).values {
+                    if let code = entity.propertiesByName[name]?.code { values[code] = value }
+                }
+            }
+            return (sequence, values)
+        } catch .malformed(let what) where what.hasPrefix(Self.unnamed) {
+            throw .malformed(context() + what.dropFirst(Self.unnamed.count))
+        }
+    }
+
+    /// `values` with the object's unordered to-many members filled in, as
+    /// ``beforeImage(_:_:record:entity:)`` adds them.
+    func addingMembers(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, to values: [LogValue?], entity: ModelSchema.Entity) throws -> [LogValue?] {
+        var values = values
         for index in entity.properties.indices where entity.properties[index].relationship == .unorderedToMany {
             let code = try relationshipCode(entity.properties[index].qualifiedName)
             let ids = try members(txn, of: key, relationship: code).map { (k) throws(LogError) in try id(k) }
             if !ids.isEmpty { values[index] = .references(ids.sorted()) }
         }
-        return (found.0, values)
+        return values
     }
 
     func writeRecord(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, _ record: Record, entity: ModelSchema.Entity) throws {
