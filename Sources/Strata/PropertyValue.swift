@@ -23,6 +23,15 @@ enum PropertyValue: Hashable, Sendable {
         }
     }
 
+    /// Whether the value names any object (a set to-one, a non-empty to-many).
+    var holdsIDs: Bool {
+        switch self {
+        case .toOne(let id): id != nil
+        case .toMany(let ids): !ids.isEmpty
+        default: false
+        }
+    }
+
     var ids: [ManagedObjectID] {
         switch self {
         case .toOne(let id?): [id]
@@ -185,6 +194,20 @@ struct PropertyRow {
         var result: [String: PropertyValue] = [:]
         result.reserveCapacity(values.count)
         for (property, value) in zip(info.propertyList, values) { if let value { result[property.name] = value } }
+        return result
+    }
+}
+
+extension Dictionary where Key == String, Value == PropertyValue {
+    /// The values with every ID passed through `fix`, each value then given to `normalize`
+    /// with its key; the dictionary itself (no copy) when no value names an object.
+    func remappingIDs(
+        _ fix: (PropertyValue) -> PropertyValue, normalize: (String, PropertyValue) -> PropertyValue
+    ) -> [String: PropertyValue] {
+        guard contains(where: { $0.value.holdsIDs }) else { return self }
+        var result: [String: PropertyValue] = [:]
+        result.reserveCapacity(count)
+        for (key, value) in self { result[key] = value.holdsIDs ? normalize(key, fix(value)) : value }
         return result
     }
 }
