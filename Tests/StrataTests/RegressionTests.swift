@@ -38,7 +38,31 @@ struct RegressionTests {
             }
             return context.core.registry.count
         }
-        #expect(size < 10_000, "registry holds \(size) entries for released objects")
+        // Each object takes its entry out as it is deallocated: nothing is left.
+        #expect(size == 0, "registry holds \(size) entries for released objects")
+    }
+
+    @Test("registry entries follow their objects: fetched objects held are found again, released ones leave, a reset's survivors don't evict new instances")
+    func registryEntriesFollowObjects() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var held: ManagedObject? = try context.fetch(FetchRequest(entityName: "Team")).first
+            #expect(held != nil)
+            #expect(context.core.registry.count == 1)
+            // The same instance while the app holds it (one object per ID per context).
+            #expect(try context.existingObject(with: teamID) === held)
+            // After a reset the old instance lives on, removed from the context; a new one
+            // is registered under the same ID, and the old one's release leaves it in place.
+            context.reset()
+            let fresh = try context.existingObject(with: teamID)
+            #expect(fresh !== held)
+            #expect(held?.managedObjectContext == nil)
+            held = nil
+            #expect(context.core.registry.count == 1)
+            #expect(context.registeredObject(for: teamID) === fresh)
+            #expect(fresh.value(forKey: "name") as? String != nil)
+        }
     }
 
     @Test("unordered to-many values stay canonical when members are added one by one")
