@@ -1,0 +1,220 @@
+import StrataModel
+
+/// One entity's stored shape with the store's codes resolved, made once per entity per
+/// commit so the insert of each object needs no lookup by name beyond its property names.
+final class EntityCoding {
+    /// How one stored property is written.
+    struct PropertyCoding {
+        /// The attribute type, for attributes.
+        let attributeType: AttributeType?
+        /// The relationship's storage, for relationships.
+        let relationship: ModelSchema.RelationshipStorage?
+        /// For relationships: whether to-many.
+        let isToMany: Bool
+        /// For recorded relationships: the catalog code (nil: not in the catalog, looked up
+        /// again on use so the error is the catalog's).
+        let relationshipCode: UInt16?
+        /// For relationships: the entities a destination may be (the destination and its
+        /// sub-entities); nil when the destination isn't in the schema (not checked).
+        let destinations: [String]?
+
+        var isUnorderedToMany: Bool { relationship == .unorderedToMany }
+    }
+
+    /// One index the entity's objects are in.
+    struct IndexCoding {
+        /// The position in the entity's ``ModelSchema/Entity/indexes``.
+        let position: Int
+        /// The catalog code (nil: not in the catalog, looked up again on use).
+        let code: UInt16?
+        /// The indexed properties' codes, in the index's order; -1 for a name that isn't a
+        /// stored property (its value is always nil).
+        let propertyCodes: [Int]
+        let isUnique: Bool
+    }
+
+    let entity: ModelSchema.Entity
+    /// The entity's catalog code (nil: not in the catalog, looked up again on use).
+    let code: UInt16?
+    /// By property code.
+    let properties: [PropertyCoding]
+    /// Property codes by name.
+    let codesByName: [String: Int]
+    let indexes: [IndexCoding]
+    let hasUniqueIndex: Bool
+    /// Whether any stored property is an unordered to-many relationship (whose members
+    /// are rows of the `members` table, not part of the record).
+    let hasMembers: Bool
+    /// The last primary key this commit gave out for the entity (nil: none yet).
+    var lastPrimaryKey: UInt64?
+
+    init(_ entity: ModelSchema.Entity, schema: ModelSchema, writer: TableWriter) {
+        self.entity = entity
+        code = try? writer.entityCode(entity.name)
+        properties = entity.properties.map { property in
+            var relationshipCode: UInt16?
+            if property.relationship != nil && property.isRecorded {
+                relationshipCode = try? writer.relationshipCode(property.qualifiedName)
+            }
+            return PropertyCoding(
+                attributeType: property.attributeType, relationship: property.relationship,
+                isToMany: property.isToMany, relationshipCode: relationshipCode,
+                destinations: property.destination.flatMap { schema.entities[$0]?.selfAndSubentities })
+        }
+        var codesByName: [String: Int] = [:]
+        for property in entity.properties { codesByName[property.name] = property.code }
+        self.codesByName = codesByName
+        indexes = entity.indexes.enumerated().map { position, index in
+            IndexCoding(
+                position: position, code: try? writer.indexCode(index.name),
+                propertyCodes: index.properties.map { codesByName[$0] ?? -1 }, isUnique: index.isUnique)
+        }
+        hasUniqueIndex = entity.hasUniqueIndex
+        hasMembers = entity.properties.contains { $0.relationship == .unorderedToMany }
+    }
+
+    func entityCode(_ writer: TableWriter) throws(LogError) -> UInt16 {
+        if let code { return code }
+        return try writer.entityCode(entity.name)
+    }
+
+    func relationshipCode(_ property: Int, _ writer: TableWriter) throws(LogError) -> UInt16 {
+        if let code = properties[property].relationshipCode { return code }
+        return try writer.relationshipCode(entity.properties[property].qualifiedName)
+    }
+
+    func indexCode(_ index: IndexCoding, _ writer: TableWriter) throws(LogError) -> UInt16 {
+        if let code = index.code { return code }
+        return try writer.indexCode(entity.indexes[index.position].name)
+    }
+}
+
+/// The commit's entity codings and a few recently used entity codes, so the hot path
+/// compares short names instead of hashing them.
+struct EntityCodings {
+    let writer: TableWriter
+    private var byName: [String: EntityCoding] = [:]
+    private var last: EntityCoding?
+    /// Entity codes by name, most recently added last (a handful at most).
+    private var recentCodes: [(name: String, code: UInt16)] = []
+
+    init(writer: TableWriter) { self.writer = writer }
+
+    /// The coding of `name`.
+    ///
+    /// - Throws: ``LogError/unknownEntity(_:)`` when the schema has no such entity.
+    mutating func coding(_ name: String) throws(LogError) -> EntityCoding {
+        if let last, last.entity.name == name { return last }
+        if let known = byName[name] {
+            last = known
+            return known
+        }
+        let coding = EntityCoding(try writer.schema.entity(name), schema: writer.schema, writer: writer)
+        byName[name] = coding
+        last = coding
+        return coding
+    }
+
+    /// The codings made so far.
+    var all: Dictionary<String, EntityCoding>.Values { byName.values }
+
+    /// The catalog code of entity `name` (as ``TableWriter/entityCode(_:)``).
+    mutating func entityCode(_ name: String) throws(LogError) -> UInt16 {
+        if let last, last.entity.name == name, let code = last.code { return code }
+        for entry in recentCodes where entry.name == name { return entry.code }
+        let code = try writer.entityCode(name)
+        if recentCodes.count >= 8 { recentCodes.removeFirst() }
+        recentCodes.append((name, code))
+        return code
+    }
+
+    /// The store key of `id` (as ``TableWriter/key(_:)``).
+    mutating func key(_ id: StoredObjectID) throws(LogError) -> ObjectKey {
+        ObjectKey(entity: try entityCode(id.entity), primaryKey: id.primaryKey)
+    }
+}
+
+extension ObjectKey {
+    /// Writes the key's 10 bytes at `offset` of `raw`.
+    func store(into raw: UnsafeMutableRawBufferPointer, at offset: Int) {
+        raw.storeBytes(of: entity.bigEndian, toByteOffset: offset, as: UInt16.self)
+        raw.storeBytes(of: primaryKey.bigEndian, toByteOffset: offset + 2, as: UInt64.self)
+    }
+
+    /// Appends the key's 10 bytes to `bytes`.
+    func append(to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: entity.bigEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: primaryKey.bigEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    /// Lends the key's 10 bytes to `body`, from the stack.
+    @discardableResult
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        var storage: (UInt64, UInt64) = (0, 0)
+        return try withUnsafeMutableBytes(of: &storage) { raw in
+            store(into: raw, at: 0)
+            return try body(UnsafeRawBufferPointer(rebasing: raw[0..<ObjectKey.byteCount]))
+        }
+    }
+}
+
+/// Buffers the commit reuses for every object instead of allocating per row.
+struct WriteBuffers {
+    var record = ByteWriter(capacity: 256)
+    var indexKey: [UInt8] = []
+
+    init() { indexKey.reserveCapacity(64) }
+}
+
+/// The unique index keys of the objects a commit touched, checked once the commit has
+/// applied every operation (a uniqueness constraint holds for the state it leaves).
+struct PendingUniqueness {
+    /// One unique index key of an object.
+    struct Key {
+        /// The index's position in the entity's ``ModelSchema/Entity/indexes``.
+        let index: Int
+        /// The key's bytes in ``PendingUniqueness/bytes``.
+        let bytes: Range<Int>
+        /// Whether no value was cut (otherwise clashes are confirmed on the full values).
+        let complete: Bool
+        /// Whether a constrained value is nil: then the key constrains nothing (as in SQL).
+        let hasNil: Bool
+    }
+
+    /// An object with unique index keys, as the commit last left it.
+    struct Object {
+        let key: ObjectKey
+        let coding: EntityCoding
+        /// The object's values (for the error message and for cut keys).
+        let values: [String: LogValue]
+        /// Its keys in ``PendingUniqueness/keys``.
+        let keys: Range<Int>
+        /// False once the object was changed again or deleted later in the commit.
+        var isLive = true
+    }
+
+    private(set) var bytes: [UInt8] = []
+    private(set) var keys: [Key] = []
+    private(set) var objects: [Object] = []
+    /// The position in `objects` of each object's live entry.
+    private var live: [ObjectKey: Int] = [:]
+
+    /// Adds a unique index key of the object being recorded.
+    mutating func addKey(index: Int, _ key: [UInt8], complete: Bool, hasNil: Bool) {
+        let start = bytes.count
+        bytes.append(contentsOf: key)
+        keys.append(Key(index: index, bytes: start..<bytes.count, complete: complete, hasNil: hasNil))
+    }
+
+    /// Records `key`'s object with the keys added since its recording began; an earlier entry of
+    /// the same object is superseded.
+    mutating func finishObject(_ key: ObjectKey, coding: EntityCoding, values: [String: LogValue], keys: Range<Int>) {
+        if let previous = live.updateValue(objects.count, forKey: key) { objects[previous].isLive = false }
+        objects.append(Object(key: key, coding: coding, values: values, keys: keys))
+    }
+
+    /// Forgets `key`'s object (deleted).
+    mutating func remove(_ key: ObjectKey) {
+        if let previous = live.removeValue(forKey: key) { objects[previous].isLive = false }
+    }
+}
