@@ -5,12 +5,22 @@ import StrataModel
 final class EntityCoding {
     /// How one stored property is written.
     struct PropertyCoding {
+        /// What kind of property it is.
+        enum Kind {
+            case attribute
+            /// The destination's ID in the record.
+            case toOne
+            /// The ordered destinations in the record.
+            case orderedToMany
+            /// Rows of the `members` table.
+            case unorderedToMany
+            /// Derived from the recorded inverse: not stored.
+            case derived
+        }
+
+        let kind: Kind
         /// The attribute type, for attributes.
         let attributeType: AttributeType?
-        /// The relationship's storage, for relationships.
-        let relationship: ModelSchema.RelationshipStorage?
-        /// For relationships: whether to-many.
-        let isToMany: Bool
         /// For recorded relationships: the catalog code (nil: not in the catalog, looked up
         /// again on use so the error is the catalog's).
         let relationshipCode: UInt16?
@@ -18,7 +28,8 @@ final class EntityCoding {
         /// sub-entities); nil when the destination isn't in the schema (not checked).
         let destinations: [String]?
 
-        var isUnorderedToMany: Bool { relationship == .unorderedToMany }
+        var isRelationship: Bool { kind != .attribute }
+        var isToMany: Bool { kind == .orderedToMany || kind == .unorderedToMany }
     }
 
     /// One index the entity's objects are in.
@@ -38,13 +49,10 @@ final class EntityCoding {
     let code: UInt16?
     /// By property code.
     let properties: [PropertyCoding]
-    /// Property codes by name.
-    let codesByName: [String: Int]
+    /// The stored properties' names, sorted: a property's code is its position.
+    let names: [String]
     let indexes: [IndexCoding]
     let hasUniqueIndex: Bool
-    /// Whether any stored property is an unordered to-many relationship (whose members
-    /// are rows of the `members` table, not part of the record).
-    let hasMembers: Bool
     /// The last primary key this commit gave out for the entity (nil: none yet).
     var lastPrimaryKey: UInt64?
 
@@ -56,21 +64,37 @@ final class EntityCoding {
             if property.relationship != nil && property.isRecorded {
                 relationshipCode = try? writer.relationshipCode(property.qualifiedName)
             }
+            let kind: PropertyCoding.Kind =
+                switch property.relationship {
+                case nil: .attribute
+                case .toOne?: .toOne
+                case .orderedToMany?: .orderedToMany
+                case .unorderedToMany?: .unorderedToMany
+                case .derived?: .derived
+                }
             return PropertyCoding(
-                attributeType: property.attributeType, relationship: property.relationship,
-                isToMany: property.isToMany, relationshipCode: relationshipCode,
+                kind: kind, attributeType: property.attributeType, relationshipCode: relationshipCode,
                 destinations: property.destination.flatMap { schema.entities[$0]?.selfAndSubentities })
         }
-        var codesByName: [String: Int] = [:]
-        for property in entity.properties { codesByName[property.name] = property.code }
-        self.codesByName = codesByName
+        names = entity.properties.map(\.name)
         indexes = entity.indexes.enumerated().map { position, index in
             IndexCoding(
                 position: position, code: try? writer.indexCode(index.name),
-                propertyCodes: index.properties.map { codesByName[$0] ?? -1 }, isUnique: index.isUnique)
+                propertyCodes: index.properties.map { entity.propertiesByName[$0]?.code ?? -1 }, isUnique: index.isUnique)
         }
         hasUniqueIndex = entity.hasUniqueIndex
-        hasMembers = entity.properties.contains { $0.relationship == .unorderedToMany }
+    }
+
+    /// The code of the stored property `name` (as ``ModelSchema/Entity/propertiesByName``,
+    /// by binary search: short names compare faster than they hash).
+    func code(of name: String) -> Int? {
+        var low = 0
+        var high = names.count
+        while low < high {
+            let middle = (low + high) / 2
+            if names[middle] < name { low = middle + 1 } else { high = middle }
+        }
+        return low < names.count && names[low] == name ? low : nil
     }
 
     func entityCode(_ writer: TableWriter) throws(LogError) -> UInt16 {
@@ -181,7 +205,7 @@ struct PendingUniqueness {
         let hasNil: Bool
     }
 
-    /// An object with unique index keys, as the commit last left it.
+    /// An object with unique index keys, as the commit left it at one point.
     struct Object {
         let key: ObjectKey
         let coding: EntityCoding
@@ -189,15 +213,16 @@ struct PendingUniqueness {
         let values: [String: LogValue]
         /// Its keys in ``PendingUniqueness/keys``.
         let keys: Range<Int>
-        /// False once the object was changed again or deleted later in the commit.
-        var isLive = true
+        /// Inserted under a primary key this commit gave out: no earlier entry of the object.
+        let isFresh: Bool
     }
 
     private(set) var bytes: [UInt8] = []
     private(set) var keys: [Key] = []
     private(set) var objects: [Object] = []
-    /// The position in `objects` of each object's live entry.
-    private var live: [ObjectKey: Int] = [:]
+    /// The latest entry in `objects` of each object recorded other than by a fresh insert
+    /// (-1: deleted since). A fresh insert's entry is the latest unless the object is here.
+    private var latest: [ObjectKey: Int] = [:]
 
     /// Adds a unique index key of the object being recorded.
     mutating func addKey(index: Int, _ key: [UInt8], complete: Bool, hasNil: Bool) {
@@ -206,15 +231,23 @@ struct PendingUniqueness {
         keys.append(Key(index: index, bytes: start..<bytes.count, complete: complete, hasNil: hasNil))
     }
 
-    /// Records `key`'s object with the keys added since its recording began; an earlier entry of
-    /// the same object is superseded.
-    mutating func finishObject(_ key: ObjectKey, coding: EntityCoding, values: [String: LogValue], keys: Range<Int>) {
-        if let previous = live.updateValue(objects.count, forKey: key) { objects[previous].isLive = false }
-        objects.append(Object(key: key, coding: coding, values: values, keys: keys))
+    /// Records `key`'s object with the keys added since its recording began (`keys`),
+    /// superseding an earlier entry of the object.
+    mutating func finishObject(_ key: ObjectKey, coding: EntityCoding, values: [String: LogValue], keys: Range<Int>, isFresh: Bool) {
+        if !isFresh { latest[key] = objects.count }
+        objects.append(Object(key: key, coding: coding, values: values, keys: keys, isFresh: isFresh))
     }
 
     /// Forgets `key`'s object (deleted).
     mutating func remove(_ key: ObjectKey) {
-        if let previous = live.removeValue(forKey: key) { objects[previous].isLive = false }
+        latest[key] = -1
+    }
+
+    /// Whether entry `position` of `objects` is its object's latest.
+    func isLatest(_ position: Int) -> Bool {
+        if latest.isEmpty { return true }
+        let object = objects[position]
+        guard let last = latest[object.key] else { return object.isFresh }
+        return last == position
     }
 }

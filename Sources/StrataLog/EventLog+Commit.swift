@@ -115,26 +115,28 @@ extension EventLog {
                 guard attribute.matches(type) else { throw mismatch(attribute.typeName) }
                 return .attribute(attribute)
             case .reference(let object):
-                guard coding.properties[code].relationship != nil, !coding.properties[code].isToMany else {
+                guard coding.properties[code].isRelationship, !coding.properties[code].isToMany else {
                     throw mismatch("a single reference")
                 }
                 return .reference(try target(object))
             case .references(let objects):
-                guard coding.properties[code].relationship != nil, coding.properties[code].isToMany else {
+                guard coding.properties[code].isRelationship, coding.properties[code].isToMany else {
                     throw mismatch("a list of references")
                 }
                 var ids = try objects.map(target)
-                if coding.properties[code].isUnorderedToMany { ids = Array(Set(ids)).sorted() }
+                if coding.properties[code].kind == .unorderedToMany { ids = Array(Set(ids)).sorted() }
                 return .references(ids)
             }
         }
 
         /// The code of stored property `name` of `coding`'s entity.
         func storedProperty(_ name: String, of coding: EntityCoding) throws -> Int {
-            guard let code = coding.codesByName[name] else {
+            guard let code = coding.code(of: name) else {
                 throw LogError.unknownProperty(entity: coding.entity.name, property: name)
             }
-            if case .derived(let inverseEntity, let inverse) = coding.properties[code].relationship {
+            if coding.properties[code].kind == .derived,
+                case .derived(let inverseEntity, let inverse) = coding.entity.properties[code].relationship
+            {
                 throw LogError.derivedRelationshipSide(
                     entity: coding.entity.name, property: name, recordedSide: "\(inverseEntity).\(inverse)")
             }
@@ -149,7 +151,7 @@ extension EventLog {
                 let hasNil = index.properties.contains { (values[$0] ?? .null) == .null }
                 uniqueness.addKey(index: position, indexKey, complete: complete, hasNil: hasNil)
             }
-            uniqueness.finishObject(key, coding: coding, values: values, keys: start..<uniqueness.keys.count)
+            uniqueness.finishObject(key, coding: coding, values: values, keys: start..<uniqueness.keys.count, isFresh: false)
         }
 
         // Pass 2: apply each operation, recording the change with its before-image. Each
@@ -178,17 +180,49 @@ extension EventLog {
                         isFresh = false
                     }
                     let coding = try codings.coding(id.entity)
-                    var converted: [String: LogValue] = Dictionary(minimumCapacity: values.count)
                     coded.removeAll(keepingCapacity: true)
+                    // Whether the stored values differ from the draft's beyond the conversion
+                    // (nil or empty values dropped, an unordered relationship's members sorted).
+                    var reshaped = false
                     for (name, value) in values {
                         let code = try storedProperty(name, of: coding)
                         let logValue = try convert(value, code, of: coding, from: id)
-                        if case .null = logValue { continue }
-                        if case .references(let ids) = logValue, ids.isEmpty { continue }
-                        converted[name] = logValue
+                        switch logValue {
+                        case .null:
+                            reshaped = true
+                            continue
+                        case .references(let ids):
+                            if ids.isEmpty {
+                                reshaped = true
+                                continue
+                            }
+                            if coding.properties[code].kind == .unorderedToMany { reshaped = true }
+                        default: break
+                        }
+                        // Insertion sort by code: a handful of values.
+                        var position = coded.count
                         coded.append((code, logValue))
+                        while position > 0 && coded[position - 1].code > code {
+                            coded.swapAt(position - 1, position)
+                            position -= 1
+                        }
                     }
-                    coded.sort { $0.code < $1.code }
+                    let converted: [String: LogValue]
+                    if reshaped {
+                        var values: [String: LogValue] = Dictionary(minimumCapacity: coded.count)
+                        for (code, value) in coded { values[coding.names[code]] = value }
+                        converted = values
+                    } else {
+                        // The same keys: map the draft's dictionary without hashing them again.
+                        converted = try values.mapValues { value throws -> LogValue in
+                            switch value {
+                            case .null: .null
+                            case .attribute(let attribute): .attribute(attribute)
+                            case .reference(let object): .reference(try resolve(object))
+                            case .references(let objects): .references(try objects.map(resolve))
+                            }
+                        }
+                    }
                     let key = ObjectKey(entity: try coding.entityCode(writer), primaryKey: id.primaryKey)
                     // The event's change, whose values section is also the record's.
                     EventCodec.writeImageStart(insert: true, entityCode: key.entity, primaryKey: key.primaryKey, &w)
@@ -199,7 +233,8 @@ extension EventLog {
                         txn, key, coded: coded, encodedValues: w.bytes[valuesStart...], sequence: sequence, coding: coding,
                         isFresh: isFresh, codings: &codings, buffers: &buffers, uniqueness: &uniqueness)
                     if coding.hasUniqueIndex {
-                        uniqueness.finishObject(key, coding: coding, values: converted, keys: uniqueStart..<uniqueness.keys.count)
+                        uniqueness.finishObject(
+                            key, coding: coding, values: converted, keys: uniqueStart..<uniqueness.keys.count, isFresh: isFresh)
                     }
                     if !deleted.isEmpty { deleted[key] = nil }
                     changes.append(.insert(id, values: converted))
@@ -216,7 +251,7 @@ extension EventLog {
                         guard let value = values[name] else { continue }
                         let code = try storedProperty(name, of: coding)
                         let after = try convert(value, code, of: coding, from: id)
-                        if coding.properties[code].isUnorderedToMany {
+                        if coding.properties[code].kind == .unorderedToMany {
                             let relationship = try coding.relationshipCode(code, writer)
                             let current = Set(try writer.members(txn, of: key, relationship: relationship))
                             var wanted: Set<ObjectKey> = []
@@ -246,7 +281,7 @@ extension EventLog {
                     let id = try resolve(object)
                     let coding = try codings.coding(id.entity)
                     let code = try storedProperty(name, of: coding)
-                    guard coding.properties[code].isUnorderedToMany else {
+                    guard coding.properties[code].kind == .unorderedToMany else {
                         throw LogError.typeMismatch(
                             entity: coding.entity.name, property: name, expected: "an unordered to-many relationship",
                             got: "a membership change")
@@ -283,7 +318,7 @@ extension EventLog {
                     let before = try writer.beforeImage(txn, key, record: record, entity: coding.entity)
                     try writer.applyDelete(txn, key, sequence: sequence, entity: coding.entity)
                     deleted[key] = id
-                    uniqueness.remove(key)
+                    if coding.hasUniqueIndex { uniqueness.remove(key) }
                     let change = Change.delete(id, before: before)
                     try EventCodec.writeChange(change, &w, schema: eventSchema, catalog: writer)
                     changes.append(change)
@@ -385,8 +420,9 @@ extension EventLog {
         var clashes: [(object: Int, key: Int, others: [ObjectKey])] = []
         try pending.bytes.withUnsafeBytes { all in
             try txn.withCursor(on: tables.index) { cursor in
-                for (position, object) in pending.objects.enumerated() where object.isLive {
-                    for keyPosition in object.keys where !pending.keys[keyPosition].hasNil {
+                for position in pending.objects.indices where pending.isLatest(position) {
+                    let object = pending.objects[position].key
+                    for keyPosition in pending.objects[position].keys where !pending.keys[keyPosition].hasNil {
                         let range = pending.keys[keyPosition].bytes
                         let prefix = UnsafeRawBufferPointer(rebasing: all[range.lowerBound..<(range.upperBound - ObjectKey.byteCount)])
                         var others: [ObjectKey] = []
@@ -394,8 +430,10 @@ extension EventLog {
                         while found {
                             let inRange = try cursor.withCurrent { key, _ in
                                 key.withUnsafeBytes { raw -> Bool in
-                                    guard raw.count >= prefix.count, raw.prefix(prefix.count).elementsEqual(prefix) else { return false }
-                                    if let other = ObjectKey(raw, at: raw.count - ObjectKey.byteCount), other != object.key {
+                                    guard raw.count >= prefix.count, let a = raw.baseAddress, let b = prefix.baseAddress,
+                                        memcmp(a, b, prefix.count) == 0
+                                    else { return false }
+                                    if let other = ObjectKey(raw, at: raw.count - ObjectKey.byteCount), other != object {
                                         others.append(other)
                                     }
                                     return true

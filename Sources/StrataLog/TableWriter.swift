@@ -104,11 +104,13 @@ struct TableWriter: CodecCatalog {
 
     /// Adds the history row of `object`'s change in transaction `sequence`.
     func putHistory(_ txn: borrowing LMDBTransaction, _ object: ObjectKey, _ sequence: UInt64) throws {
-        try Self.withHistoryKey(object, sequence) { key in try txn.put(Self.empty, forKey: key, in: tables.history) }
+        try Self.withHistoryKey(object, sequence) { key in try txn.put(bytes: Self.emptyBytes, forKey: key, in: tables.history) }
     }
 
     /// The value of the tables whose rows are all key (index, referrers, members, history).
     static let empty: [UInt8] = []
+    /// ``empty`` as raw bytes.
+    static var emptyBytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: nil, count: 0) }
 
     // MARK: - Records
 
@@ -189,9 +191,13 @@ struct TableWriter: CodecCatalog {
     }
 
     func link(_ txn: borrowing LMDBTransaction, _ source: ObjectKey, _ relationship: UInt16, _ target: ObjectKey, member: Bool) throws {
-        try Self.withLinkKey(target, relationship, source) { key in try txn.put(Self.empty, forKey: key, in: tables.referrers) }
+        try Self.withLinkKey(target, relationship, source) { key in
+            try txn.put(bytes: Self.emptyBytes, forKey: key, in: tables.referrers)
+        }
         if member {
-            try Self.withLinkKey(source, relationship, target) { key in try txn.put(Self.empty, forKey: key, in: tables.members) }
+            try Self.withLinkKey(source, relationship, target) { key in
+                try txn.put(bytes: Self.emptyBytes, forKey: key, in: tables.members)
+            }
         }
     }
 
@@ -316,9 +322,9 @@ struct TableWriter: CodecCatalog {
             throw LogError.objectExists("\(coding.entity.name)/p\(key.primaryKey)")
         }
         var recordCount = coded.count
-        for (code, value) in coded where coding.properties[code].relationship != nil {
+        for (code, value) in coded where coding.properties[code].isRelationship {
             let relationship = try coding.relationshipCode(code, self)
-            let member = coding.properties[code].isUnorderedToMany
+            let member = coding.properties[code].kind == .unorderedToMany
             switch value {
             case .reference(let id):
                 try link(txn, key, relationship, try codings.key(id), member: member)
@@ -337,12 +343,14 @@ struct TableWriter: CodecCatalog {
             buffers.record.bytes.append(contentsOf: encodedValues)
         } else {
             buffers.record.varint(recordCount)
-            for (code, value) in coded where !coding.properties[code].isUnorderedToMany {
+            for (code, value) in coded where coding.properties[code].kind != .unorderedToMany {
                 buffers.record.varint(code)
                 try EventCodec.writeValue(value, &buffers.record, self)
             }
         }
-        try key.withBytes { keyBytes in try txn.put(buffers.record.bytes, forKey: keyBytes, in: tables.state) }
+        try key.withBytes { keyBytes in
+            try buffers.record.bytes.withUnsafeBytes { try txn.put(bytes: $0, forKey: keyBytes, in: tables.state) }
+        }
 
         // The index entries.
         for index in coding.indexes {
@@ -352,14 +360,17 @@ struct TableWriter: CodecCatalog {
             var hasNil = false
             for property in index.propertyCodes {
                 var value: LogValue?
-                if property >= 0, let found = coded.first(where: { $0.code == property }) { value = found.value }
+                for entry in coded where entry.code == property {
+                    value = entry.value
+                    break
+                }
                 if value == nil { hasNil = true }
                 var target: ObjectKey?
                 if case .reference(let id)? = value { target = try codings.key(id) }
                 complete = Self.appendIndexValue(value, target: target, to: &buffers.indexKey) && complete
             }
             key.append(to: &buffers.indexKey)
-            try txn.put(Self.empty, forKey: buffers.indexKey, in: tables.index)
+            try buffers.indexKey.withUnsafeBytes { try txn.put(bytes: Self.emptyBytes, forKey: $0, in: tables.index) }
             if index.isUnique {
                 uniqueness.addKey(index: index.position, buffers.indexKey, complete: complete, hasNil: hasNil)
             }
