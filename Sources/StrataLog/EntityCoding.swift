@@ -203,6 +203,9 @@ struct PendingUniqueness {
         let complete: Bool
         /// Whether a constrained value is nil: then the key constrains nothing (as in SQL).
         let hasNil: Bool
+        /// Whether the index may hold another object's key with these values: set unless a
+        /// fresh insert's key found none when it was put (``TableWriter/putIndexRows(_:_:uniqueness:)``).
+        var needsCheck: Bool
     }
 
     /// An object with unique index keys, as the commit left it at one point.
@@ -224,12 +227,17 @@ struct PendingUniqueness {
     /// (-1: deleted since). A fresh insert's entry is the latest unless the object is here.
     private var latest: [ObjectKey: Int] = [:]
 
-    /// Adds a unique index key of the object being recorded.
-    mutating func addKey(index: Int, _ key: [UInt8], complete: Bool, hasNil: Bool) {
+    /// Adds a unique index key of the object being recorded; returns its position in `keys`.
+    @discardableResult
+    mutating func addKey(index: Int, _ key: [UInt8], complete: Bool, hasNil: Bool, needsCheck: Bool = true) -> Int {
         let start = bytes.count
         bytes.append(contentsOf: key)
-        keys.append(Key(index: index, bytes: start..<bytes.count, complete: complete, hasNil: hasNil))
+        keys.append(Key(index: index, bytes: start..<bytes.count, complete: complete, hasNil: hasNil, needsCheck: needsCheck))
+        return keys.count - 1
     }
+
+    /// Marks key `position` for the check: the index held a key with the same values.
+    mutating func markForCheck(_ position: Int) { keys[position].needsCheck = true }
 
     /// Records `key`'s object with the keys added since its recording began (`keys`),
     /// superseding an earlier entry of the object.
@@ -249,5 +257,54 @@ struct PendingUniqueness {
         let object = objects[position]
         guard let last = latest[object.key] else { return object.isFresh }
         return last == position
+    }
+}
+
+/// The index rows of the commit's inserts, put in key order when the inserts are done (or an
+/// operation that reads the index comes): sorted puts through one cursor land on the page
+/// the last one touched, where LMDB finds the place without searching the tree.
+struct DeferredIndexRows {
+    /// One row: its key's bytes in `bytes`, the first 16 of them as two integers to sort by.
+    struct Row {
+        let high: UInt64
+        let low: UInt64
+        let start: Int
+        let count: Int
+        /// The key's position in ``PendingUniqueness/keys`` for a unique index; -1 otherwise.
+        let uniqueKey: Int
+    }
+
+    private(set) var bytes: [UInt8] = []
+    private(set) var rows: [Row] = []
+
+    var isEmpty: Bool { rows.isEmpty }
+
+    mutating func add(_ key: [UInt8], uniqueKey: Int) {
+        var prefix: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &prefix) { raw in
+            raw.copyBytes(from: key.prefix(16))
+        }
+        rows.append(
+            Row(high: UInt64(bigEndian: prefix.0), low: UInt64(bigEndian: prefix.1), start: bytes.count, count: key.count,
+                uniqueKey: uniqueKey))
+        bytes.append(contentsOf: key)
+    }
+
+    /// The rows in key order (LMDB's: bytewise, a prefix first).
+    func sorted() -> [Row] {
+        bytes.withUnsafeBytes { all in
+            rows.sorted { a, b in
+                if a.high != b.high { return a.high < b.high }
+                if a.low != b.low { return a.low < b.low }
+                let x = UnsafeRawBufferPointer(rebasing: all[a.start..<(a.start + a.count)])
+                let y = UnsafeRawBufferPointer(rebasing: all[b.start..<(b.start + b.count)])
+                return x.lexicographicallyPrecedes(y)
+            }
+        }
+    }
+
+    mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+        rows.removeAll(keepingCapacity: true)
     }
 }

@@ -162,11 +162,16 @@ extension EventLog {
         var buffers = WriteBuffers()
         var coded: [(code: Int, value: LogValue)] = []
         var nextInserted = 0
+        var indexRows = DeferredIndexRows()
         for group in draft.groups where !group.operations.isEmpty {
             var changes: [Change] = []
             changes.reserveCapacity(group.operations.count)
             var w = ByteWriter(capacity: 256)
             for operation in group.operations {
+                if case .insert = operation {} else {
+                    // The operations below read and change index rows: put the inserts' first.
+                    try writer.putIndexRows(txn, &indexRows, uniqueness: &uniqueness)
+                }
                 switch operation {
                 case .insert(let object, let values):
                     let id: StoredObjectID
@@ -231,7 +236,8 @@ extension EventLog {
                     let uniqueStart = uniqueness.keys.count
                     try writer.applyInsert(
                         txn, key, coded: coded, encodedValues: w.bytes[valuesStart...], sequence: sequence, coding: coding,
-                        isFresh: isFresh, codings: &codings, buffers: &buffers, uniqueness: &uniqueness)
+                        isFresh: isFresh, codings: &codings, buffers: &buffers, uniqueness: &uniqueness,
+                        indexRows: &indexRows)
                     if coding.hasUniqueIndex {
                         uniqueness.finishObject(
                             key, coding: coding, values: converted, keys: uniqueStart..<uniqueness.keys.count, isFresh: isFresh)
@@ -329,6 +335,7 @@ extension EventLog {
             groups.append(ChangeGroup(actionName: group.actionName, changes: changes, origin: group.origin))
             groupBytes.append(w.bytes)
         }
+        try writer.putIndexRows(txn, &indexRows, uniqueness: &uniqueness)
 
         // Deferred checks, on the state as the transaction leaves it: an object that doesn't
         // exist must have no references left pointing at it — whether they were written by
@@ -422,7 +429,8 @@ extension EventLog {
             try txn.withCursor(on: tables.index) { cursor in
                 for position in pending.objects.indices where pending.isLatest(position) {
                     let object = pending.objects[position].key
-                    for keyPosition in pending.objects[position].keys where !pending.keys[keyPosition].hasNil {
+                    for keyPosition in pending.objects[position].keys
+                    where pending.keys[keyPosition].needsCheck && !pending.keys[keyPosition].hasNil {
                         let range = pending.keys[keyPosition].bytes
                         let prefix = UnsafeRawBufferPointer(rebasing: all[range.lowerBound..<(range.upperBound - ObjectKey.byteCount)])
                         var others: [ObjectKey] = []

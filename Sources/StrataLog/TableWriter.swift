@@ -307,7 +307,8 @@ struct TableWriter: CodecCatalog {
     /// — the record, its references and membership rows, its index entries, its history row —
     /// from the object's values by property code (sorted by code, no nil values), without a
     /// lookup by name. Unique index keys are added to `uniqueness` (the caller finishes the
-    /// object there) for the check at the end of the commit.
+    /// object there) for the check at the end of the commit; the index rows go to `indexRows`,
+    /// for ``putIndexRows(_:_:uniqueness:)``.
     ///
     /// - Parameter encodedValues: the record's values section (count, then codes and values)
     ///   when the caller has encoded it already — the event's insert has the same bytes when
@@ -315,7 +316,8 @@ struct TableWriter: CodecCatalog {
     func applyInsert(
         _ txn: borrowing LMDBTransaction, _ key: ObjectKey, coded: [(code: Int, value: LogValue)],
         encodedValues: ArraySlice<UInt8>?, sequence: UInt64, coding: EntityCoding, isFresh: Bool,
-        codings: inout EntityCodings, buffers: inout WriteBuffers, uniqueness: inout PendingUniqueness
+        codings: inout EntityCodings, buffers: inout WriteBuffers, uniqueness: inout PendingUniqueness,
+        indexRows: inout DeferredIndexRows
     ) throws {
         // A primary key given out by this commit can't exist yet; only restores and replays probe.
         if !isFresh, try key.withBytes({ try txn.containsKey($0, in: tables.state) }) {
@@ -370,12 +372,41 @@ struct TableWriter: CodecCatalog {
                 complete = Self.appendIndexValue(value, target: target, to: &buffers.indexKey) && complete
             }
             key.append(to: &buffers.indexKey)
-            try buffers.indexKey.withUnsafeBytes { try txn.put(bytes: Self.emptyBytes, forKey: $0, in: tables.index) }
+            var uniqueKey = -1
             if index.isUnique {
-                uniqueness.addKey(index: index.position, buffers.indexKey, complete: complete, hasNil: hasNil)
+                uniqueKey = uniqueness.addKey(
+                    index: index.position, buffers.indexKey, complete: complete, hasNil: hasNil, needsCheck: !isFresh)
             }
+            indexRows.add(buffers.indexKey, uniqueKey: uniqueKey)
         }
         try putHistory(txn, key, sequence)
+    }
+
+    /// Puts the deferred index rows in key order through one cursor, and empties them. A
+    /// unique key first looks for a key with the same values: if there is none, no other
+    /// object has them now, and an object given them later in the commit is checked itself,
+    /// so the key needn't be checked at the end of the commit.
+    func putIndexRows(_ txn: borrowing LMDBTransaction, _ rows: inout DeferredIndexRows, uniqueness: inout PendingUniqueness) throws {
+        guard !rows.isEmpty else { return }
+        let sorted = rows.sorted()
+        try rows.bytes.withUnsafeBytes { all in
+            try txn.withCursor(on: tables.index) { cursor in
+                for row in sorted {
+                    let key = UnsafeRawBufferPointer(rebasing: all[row.start..<(row.start + row.count)])
+                    if row.uniqueKey >= 0 && !uniqueness.keys[row.uniqueKey].hasNil {
+                        let prefix = UnsafeRawBufferPointer(rebasing: key[0..<(key.count - ObjectKey.byteCount)])
+                        let taken = try cursor.seek(atLeast: prefix) && (try cursor.withCurrent { found, _ in
+                            found.withUnsafeBytes { raw in
+                                raw.count >= prefix.count && raw.prefix(prefix.count).elementsEqual(prefix)
+                            }
+                        } == true)
+                        if taken { uniqueness.markForCheck(row.uniqueKey) }
+                    }
+                    try cursor.put(bytes: Self.emptyBytes, forKey: key)
+                }
+            }
+        }
+        rows.removeAll()
     }
 
     /// Applies an update's property changes to the object's current record; returns its new values.
