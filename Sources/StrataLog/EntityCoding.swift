@@ -1,3 +1,4 @@
+import Foundation
 import StrataModel
 
 /// One entity's stored shape with the store's codes resolved, made once per entity per
@@ -282,7 +283,9 @@ struct DeferredIndexRows {
     mutating func add(_ key: [UInt8], uniqueKey: Int) {
         var prefix: (UInt64, UInt64) = (0, 0)
         withUnsafeMutableBytes(of: &prefix) { raw in
-            raw.copyBytes(from: key.prefix(16))
+            key.withUnsafeBytes { source in
+                raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: source.prefix(raw.count)))
+            }
         }
         rows.append(
             Row(high: UInt64(bigEndian: prefix.0), low: UInt64(bigEndian: prefix.1), start: bytes.count, count: key.count,
@@ -292,15 +295,17 @@ struct DeferredIndexRows {
 
     /// The rows in key order (LMDB's: bytewise, a prefix first).
     func sorted() -> [Row] {
+        var sorted = rows
         bytes.withUnsafeBytes { all in
-            rows.sorted { a, b in
+            guard let base = all.baseAddress else { return }
+            sorted.sort { a, b in
                 if a.high != b.high { return a.high < b.high }
                 if a.low != b.low { return a.low < b.low }
-                let x = UnsafeRawBufferPointer(rebasing: all[a.start..<(a.start + a.count)])
-                let y = UnsafeRawBufferPointer(rebasing: all[b.start..<(b.start + b.count)])
-                return x.lexicographicallyPrecedes(y)
+                let order = memcmp(base + a.start, base + b.start, min(a.count, b.count))
+                return order != 0 ? order < 0 : a.count < b.count
             }
         }
+        return sorted
     }
 
     mutating func removeAll() {

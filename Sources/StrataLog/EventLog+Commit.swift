@@ -438,9 +438,7 @@ extension EventLog {
                         while found {
                             let inRange = try cursor.withCurrent { key, _ in
                                 key.withUnsafeBytes { raw -> Bool in
-                                    guard raw.count >= prefix.count, let a = raw.baseAddress, let b = prefix.baseAddress,
-                                        memcmp(a, b, prefix.count) == 0
-                                    else { return false }
+                                    guard TableWriter.hasPrefix(raw, prefix) else { return false }
                                     if let other = ObjectKey(raw, at: raw.count - ObjectKey.byteCount), other != object {
                                         others.append(other)
                                     }

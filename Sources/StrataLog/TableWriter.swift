@@ -396,9 +396,7 @@ struct TableWriter: CodecCatalog {
                     if row.uniqueKey >= 0 && !uniqueness.keys[row.uniqueKey].hasNil {
                         let prefix = UnsafeRawBufferPointer(rebasing: key[0..<(key.count - ObjectKey.byteCount)])
                         let taken = try cursor.seek(atLeast: prefix) && (try cursor.withCurrent { found, _ in
-                            found.withUnsafeBytes { raw in
-                                raw.count >= prefix.count && raw.prefix(prefix.count).elementsEqual(prefix)
-                            }
+                            found.withUnsafeBytes { raw in Self.hasPrefix(raw, prefix) }
                         } == true)
                         if taken { uniqueness.markForCheck(row.uniqueKey) }
                     }
@@ -407,6 +405,13 @@ struct TableWriter: CodecCatalog {
             }
         }
         rows.removeAll()
+    }
+
+    /// Whether `bytes` starts with `prefix`.
+    static func hasPrefix(_ bytes: UnsafeRawBufferPointer, _ prefix: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count >= prefix.count else { return false }
+        guard let a = bytes.baseAddress, let b = prefix.baseAddress else { return prefix.isEmpty }
+        return memcmp(a, b, prefix.count) == 0
     }
 
     /// Applies an update's property changes to the object's current record; returns its new values.
