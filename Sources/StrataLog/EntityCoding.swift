@@ -224,13 +224,22 @@ struct PendingUniqueness {
     private(set) var bytes: [UInt8] = []
     private(set) var keys: [Key] = []
     private(set) var objects: [Object] = []
+    /// How many objects the commit may touch: room is made for them at the first one.
+    let expectedObjects: Int
     /// The latest entry in `objects` of each object recorded other than by a fresh insert
     /// (-1: deleted since). A fresh insert's entry is the latest unless the object is here.
     private var latest: [ObjectKey: Int] = [:]
 
+    init(expectedObjects: Int) { self.expectedObjects = expectedObjects }
+
     /// Adds a unique index key of the object being recorded; returns its position in `keys`.
     @discardableResult
     mutating func addKey(index: Int, _ key: [UInt8], complete: Bool, hasNil: Bool, needsCheck: Bool = true) -> Int {
+        if keys.capacity == 0 {
+            keys.reserveCapacity(expectedObjects)
+            objects.reserveCapacity(expectedObjects)
+            bytes.reserveCapacity(expectedObjects * (key.count + 8))
+        }
         let start = bytes.count
         bytes.append(contentsOf: key)
         keys.append(Key(index: index, bytes: start..<bytes.count, complete: complete, hasNil: hasNil, needsCheck: needsCheck))
@@ -277,10 +286,18 @@ struct DeferredIndexRows {
 
     private(set) var bytes: [UInt8] = []
     private(set) var rows: [Row] = []
+    /// How many objects the commit may insert: room is made for their rows at the first one.
+    let expectedObjects: Int
+
+    init(expectedObjects: Int) { self.expectedObjects = expectedObjects }
 
     var isEmpty: Bool { rows.isEmpty }
 
     mutating func add(_ key: [UInt8], uniqueKey: Int) {
+        if rows.capacity == 0 {
+            rows.reserveCapacity(expectedObjects * 2)
+            bytes.reserveCapacity(expectedObjects * 2 * (key.count + 8))
+        }
         var prefix: (UInt64, UInt64) = (0, 0)
         withUnsafeMutableBytes(of: &prefix) { raw in
             key.withUnsafeBytes { source in

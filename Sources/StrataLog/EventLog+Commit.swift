@@ -90,7 +90,7 @@ extension EventLog {
         var deleted: [ObjectKey: StoredObjectID] = [:]
         /// The unique index keys each touched object with a unique index has now, kept so the
         /// uniqueness check needn't read the records back.
-        var uniqueness = PendingUniqueness()
+        var uniqueness = PendingUniqueness(expectedObjects: operationCount)
 
         /// Checks a draft value against property `code` of `coding` and converts it to a log value.
         func convert(_ value: DraftValue, _ code: Int, of coding: EntityCoding, from source: StoredObjectID) throws -> LogValue {
@@ -162,11 +162,11 @@ extension EventLog {
         var buffers = WriteBuffers()
         var coded: [(code: Int, value: LogValue)] = []
         var nextInserted = 0
-        var indexRows = DeferredIndexRows()
+        var indexRows = DeferredIndexRows(expectedObjects: operationCount)
         for group in draft.groups where !group.operations.isEmpty {
             var changes: [Change] = []
             changes.reserveCapacity(group.operations.count)
-            var w = ByteWriter(capacity: 256)
+            var w = ByteWriter(capacity: 64 + group.operations.count * 96)
             for operation in group.operations {
                 if case .insert = operation {} else {
                     // The operations below read and change index rows: put the inserts' first.
