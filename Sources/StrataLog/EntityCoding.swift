@@ -274,14 +274,15 @@ struct PendingUniqueness {
 /// operation that reads the index comes): sorted puts through one cursor land on the page
 /// the last one touched, where LMDB finds the place without searching the tree.
 struct DeferredIndexRows {
-    /// One row: its key's bytes in `bytes`, the first 16 of them as two integers to sort by.
+    /// One row: its key's bytes in `bytes`, the first 24 of them as three integers to sort by.
     struct Row {
-        let high: UInt64
-        let low: UInt64
-        let start: Int
-        let count: Int
+        let first: UInt64
+        let second: UInt64
+        let third: UInt64
+        let start: Int32
+        let count: Int32
         /// The key's position in ``PendingUniqueness/keys`` for a unique index; -1 otherwise.
-        let uniqueKey: Int
+        let uniqueKey: Int32
     }
 
     private(set) var bytes: [UInt8] = []
@@ -298,31 +299,31 @@ struct DeferredIndexRows {
             rows.reserveCapacity(expectedObjects * 2)
             bytes.reserveCapacity(expectedObjects * 2 * (key.count + 8))
         }
-        var prefix: (UInt64, UInt64) = (0, 0)
+        var prefix: (UInt64, UInt64, UInt64) = (0, 0, 0)
         withUnsafeMutableBytes(of: &prefix) { raw in
             key.withUnsafeBytes { source in
                 raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: source.prefix(raw.count)))
             }
         }
         rows.append(
-            Row(high: UInt64(bigEndian: prefix.0), low: UInt64(bigEndian: prefix.1), start: bytes.count, count: key.count,
-                uniqueKey: uniqueKey))
+            Row(first: UInt64(bigEndian: prefix.0), second: UInt64(bigEndian: prefix.1), third: UInt64(bigEndian: prefix.2),
+                start: Int32(truncatingIfNeeded: bytes.count), count: Int32(truncatingIfNeeded: key.count),
+                uniqueKey: Int32(truncatingIfNeeded: uniqueKey)))
         bytes.append(contentsOf: key)
     }
 
-    /// The rows in key order (LMDB's: bytewise, a prefix first).
-    func sorted() -> [Row] {
-        var sorted = rows
+    /// Puts the rows in key order (LMDB's: bytewise, a prefix first).
+    mutating func sort() {
         bytes.withUnsafeBytes { all in
             guard let base = all.baseAddress else { return }
-            sorted.sort { a, b in
-                if a.high != b.high { return a.high < b.high }
-                if a.low != b.low { return a.low < b.low }
-                let order = memcmp(base + a.start, base + b.start, min(a.count, b.count))
+            rows.sort { a, b in
+                if a.first != b.first { return a.first < b.first }
+                if a.second != b.second { return a.second < b.second }
+                if a.third != b.third { return a.third < b.third }
+                let order = memcmp(base + Int(a.start), base + Int(b.start), Int(min(a.count, b.count)))
                 return order != 0 ? order < 0 : a.count < b.count
             }
         }
-        return sorted
     }
 
     mutating func removeAll() {

@@ -50,7 +50,10 @@ extension EventLog {
                 .flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
         }
         for group in draft.groups {
-            for case .insert(let object, _) in group.operations {
+            // By position, reading only the object: binding the operation would retain its
+            // values, which pass 2 reads anyway.
+            for position in group.operations.indices {
+                guard let object = group.operations[position].insertedObject else { continue }
                 if case .stored(let id) = object {
                     // Restoring a deleted object under its own ID (undo of a delete): the ID
                     // must have been given out before, and the object must not exist now.
@@ -85,12 +88,19 @@ extension EventLog {
             }
         }
 
-        /// The objects this transaction's values reference, checked for existence at the end.
+        /// The stored objects this transaction's values reference, checked for existence at the end.
         var referenced: [ObjectKey: StoredObjectID] = [:]
         var deleted: [ObjectKey: StoredObjectID] = [:]
         /// The unique index keys each touched object with a unique index has now, kept so the
         /// uniqueness check needn't read the records back.
         var uniqueness = PendingUniqueness(expectedObjects: operationCount)
+
+        /// The last reference `convert` resolved, which the insert's value map resolves again.
+        var lastTarget: (object: DraftObjectID, id: StoredObjectID)?
+        func resolveAgain(_ object: DraftObjectID) throws -> StoredObjectID {
+            if let lastTarget, lastTarget.object == object { return lastTarget.id }
+            return try resolve(object)
+        }
 
         /// Checks a draft value against property `code` of `coding` and converts it to a log value.
         func convert(_ value: DraftValue, _ code: Int, of coding: EntityCoding, from source: StoredObjectID) throws -> LogValue {
@@ -105,7 +115,10 @@ extension EventLog {
                 if let destinations = coding.properties[code].destinations, !destinations.contains(id.entity) {
                     throw mismatch("a reference to \(id.entity)")
                 }
-                referenced[try codings.key(id)] = id
+                // A stored object may be missing; one this commit inserts exists unless the
+                // commit deletes it, and then the check of deleted objects finds the reference.
+                if case .stored = object { referenced[try codings.key(id)] = id }
+                lastTarget = (object, id)
                 return id
             }
             switch value {
@@ -223,8 +236,8 @@ extension EventLog {
                             switch value {
                             case .null: .null
                             case .attribute(let attribute): .attribute(attribute)
-                            case .reference(let object): .reference(try resolve(object))
-                            case .references(let objects): .references(try objects.map(resolve))
+                            case .reference(let object): .reference(try resolveAgain(object))
+                            case .references(let objects): .references(try objects.map(resolveAgain))
                             }
                         }
                     }
@@ -475,5 +488,13 @@ extension EventLog {
                     objects: ([try writer.id(object.key)] + clashing).map(\.description))
             }
         }
+    }
+}
+
+extension TransactionDraft.Operation {
+    /// The object an insert inserts; nil for other operations.
+    fileprivate var insertedObject: DraftObjectID? {
+        if case .insert(let object, _) = self { return object }
+        return nil
     }
 }

@@ -388,17 +388,17 @@ struct TableWriter: CodecCatalog {
     /// so the key needn't be checked at the end of the commit.
     func putIndexRows(_ txn: borrowing LMDBTransaction, _ rows: inout DeferredIndexRows, uniqueness: inout PendingUniqueness) throws {
         guard !rows.isEmpty else { return }
-        let sorted = rows.sorted()
+        rows.sort()
         try rows.bytes.withUnsafeBytes { all in
             try txn.withCursor(on: tables.index) { cursor in
-                for row in sorted {
-                    let key = UnsafeRawBufferPointer(rebasing: all[row.start..<(row.start + row.count)])
-                    if row.uniqueKey >= 0 && !uniqueness.keys[row.uniqueKey].hasNil {
+                for row in rows.rows {
+                    let key = UnsafeRawBufferPointer(rebasing: all[Int(row.start)..<Int(row.start + row.count)])
+                    if row.uniqueKey >= 0 && !uniqueness.keys[Int(row.uniqueKey)].hasNil {
                         let prefix = UnsafeRawBufferPointer(rebasing: key[0..<(key.count - ObjectKey.byteCount)])
                         let taken = try cursor.seek(atLeast: prefix) && (try cursor.withCurrent { found, _ in
                             found.withUnsafeBytes { raw in Self.hasPrefix(raw, prefix) }
                         } == true)
-                        if taken { uniqueness.markForCheck(row.uniqueKey) }
+                        if taken { uniqueness.markForCheck(Int(row.uniqueKey)) }
                     }
                     try cursor.put(bytes: Self.emptyBytes, forKey: key)
                 }
