@@ -61,7 +61,18 @@ extension ContextCore {
             let plan = try planner.plan(reader)
             return try FetchExecution(core: self, request: request, plan: plan, storeUUID: store.identifier).run(reader)
         }
-        return matches.map { $0.materialize(self) }
+        // The class of each entity's objects, looked up once per fetch, not per object.
+        var classes: [(info: EntityInfo, type: ManagedObject.Type)] = []
+        // Room for every result at once, rather than growing (and rehashing) step by step.
+        registry.reserveCapacity(registry.count + matches.count)
+        return matches.map { match in
+            match.materialize(self) { info in
+                if let known = classes.first(where: { $0.info === info }) { return known.type }
+                let type = self.coordinator.objectClass(for: info.entity)
+                classes.append((info, type))
+                return type
+            }
+        }
     }
 
     /// The number of objects `request` selects (offset and limit applied), counted without
@@ -105,6 +116,8 @@ final class FetchExecution {
     /// The sort descriptors' values of every match, `request.sortDescriptors.count` per
     /// match, read once (a sort compares them many times).
     var sortKeys: [SortKey] = []
+    /// The properties of each record layout read so far (``StoredFields/layout``), by code.
+    var layouts: [(layout: UnsafeRawPointer?, info: EntityInfo, properties: [PropertyInfo?])] = []
     /// Whether each sort descriptor's key is a single key (no dots, no collection operator).
     let simpleSortKeys: [Bool]
 
@@ -119,26 +132,40 @@ final class FetchExecution {
         static func < (a: Position, b: Position) -> Bool { (a.group, a.major, a.minor) < (b.group, b.major, b.minor) }
     }
 
-    /// An object that matched.
-    struct Match {
+    /// An object that matched (a class: sorting and reordering matches moves one reference each).
+    final class Match {
         let position: Position
         let id: ManagedObjectID
         let info: EntityInfo
         /// The stored row it was judged by (nil for an object judged by its current values).
-        let row: [String: PropertyValue]?
-        var object: ManagedObject?
+        let row: PropertyRow?
+        let object: ManagedObject?
         /// Where its sort keys start in `sortKeys`.
         let keys: Int
         /// The store version of `row` (the sequence of the object's last change), for
         /// optimistic locking once the fault fires from it.
-        var rowVersion: UInt64? = nil
+        let rowVersion: UInt64?
+
+        init(
+            position: Position, id: ManagedObjectID, info: EntityInfo, row: PropertyRow?, object: ManagedObject?, keys: Int,
+            rowVersion: UInt64? = nil
+        ) {
+            self.position = position
+            self.id = id
+            self.info = info
+            self.row = row
+            self.object = object
+            self.keys = keys
+            self.rowVersion = rowVersion
+        }
 
         /// The managed object: registered, or a fault holding the fetched row.
-        func materialize(_ core: ContextCore) -> ManagedObject {
+        func materialize(_ core: ContextCore, objectClass: ((EntityInfo) -> ManagedObject.Type)? = nil) -> ManagedObject {
             if let object { return object }
-            let made = core.registered(id) ?? core.makeObject(id, info: info)
-            if made.committed == nil, let row {
-                made.row = row
+            let made = core.registered(id) ?? core.makeObject(id, info: info, type: objectClass?(info))
+            if !made.hasCommittedValues, let row {
+                made.storedRow = nil
+                made.fastRow = row
                 made.rowVersion = rowVersion
             }
             return made
@@ -188,12 +215,29 @@ final class FetchExecution {
     }
 
     /// The row as the context holds values.
-    func row(_ stored: StoredObject, _ info: EntityInfo) -> [String: PropertyValue] {
-        var row: [String: PropertyValue] = [:]
-        row.reserveCapacity(stored.values.count)
+    func row(_ stored: StoredObject, _ info: EntityInfo) -> PropertyRow {
+        var row = PropertyRow(info: info)
         for (key, value) in stored.values {
             guard let property = info.properties[key] else { continue }
-            row[key] = core.propertyValue(value, property, storeUUID: storeUUID)
+            row[property] = core.propertyValue(value, property, storeUUID: storeUUID)
+        }
+        return row
+    }
+
+    /// The row as the context holds values, from values by property code: each code's
+    /// property is looked up once per layout, not per object.
+    func row(_ fields: StoredFields, _ info: EntityInfo) -> PropertyRow {
+        let properties: [PropertyInfo?]
+        if let known = layouts.first(where: { $0.layout == fields.layout && $0.info === info }) {
+            properties = known.properties
+        } else {
+            properties = fields.names.map { info.properties[$0] }
+            layouts.append((fields.layout, info, properties))
+        }
+        var row = PropertyRow(info: info)
+        for (property, value) in zip(properties, fields.values) {
+            guard let property, let value else { continue }
+            row[property] = core.propertyValue(value, property, storeUUID: storeUUID)
         }
         return row
     }
@@ -208,25 +252,74 @@ final class FetchExecution {
         return start
     }
 
-    /// A stored object judged by its stored row; nil unless it matches. Rows of objects
-    /// with pending changes are skipped (they are judged by `pendingMatches`).
-    func judge(_ stored: StoredObject) throws -> Match? {
-        guard let (major, info) = entity(stored.id.entity), !(pending && isDirty(stored.id)) else { return nil }
-        let id = ManagedObjectID.permanent(stored.id, store: storeUUID)
-        let values = row(stored, info)
-        let subject = StoredRowSubject(id: id, info: info, values: values, core: core)
-        guard try matches(subject) else { return nil }
-        var object = subject.object
-        if let filter = request.memoryFilter {
-            let made = subject.materialize()
-            if made.committed == nil { made.rowVersion = stored.version }
-            guard try filter(made) else { return nil }
-            object = made
+    /// Records the sort keys of a stored row; returns where they start. A stored attribute
+    /// named by a one-component key is read from the row as it is (no key-value coding);
+    /// anything else goes through the row's subject, made when first needed.
+    func recordSortKeys(
+        _ values: PropertyRow, _ info: EntityInfo, _ subject: inout StoredRowSubject?, _ id: ManagedObjectID
+    ) -> Int {
+        let start = sortKeys.count
+        for (descriptor, simple) in zip(request.sortDescriptors, simpleSortKeys) {
+            if simple, let property = info.properties[descriptor.key], case .attribute = property.kind, !property.isTransient {
+                switch values[property] {
+                case .attribute(let value)?:
+                    sortKeys.append(value.map(SortKey.init(attribute:)) ?? .null)
+                    continue
+                case nil:
+                    sortKeys.append(.null)
+                    continue
+                default: break
+                }
+            }
+            let made = subject ?? StoredRowSubject(id: id, info: info, values: values, core: core)
+            subject = made
+            sortKeys.append(SortKey(simple ? made.value(forKey: descriptor.key) : made.value(forKeyPath: descriptor.key)))
         }
-        return Match(
-            position: Position(group: 0, major: major, minor: stored.id.primaryKey), id: id, info: info, row: values, object: object,
-            keys: recordSortKeys(subject), rowVersion: stored.version)
+        return start
     }
+
+    /// A stored object judged by its stored row; nil unless it matches. Rows of objects
+    /// with pending changes are skipped (they are judged by `pendingMatches`). Only
+    /// `rowPredicate` is evaluated: what the plan's index scan didn't already answer.
+    func judge(_ stored: StoredObject, by rowPredicate: FormatPredicate?) throws -> Match? {
+        guard let (major, info) = entity(stored.id.entity), !(pending && isDirty(stored.id)) else { return nil }
+        return try judge(stored.id, version: stored.version, row(stored, info), info, major: major, by: rowPredicate)
+    }
+
+    /// A stored object read by property code, judged as ``judge(_:by:)`` judges it.
+    func judge(_ fields: StoredFields, by rowPredicate: FormatPredicate?) throws -> Match? {
+        guard let (major, info) = entity(fields.id.entity), !(pending && isDirty(fields.id)) else { return nil }
+        return try judge(fields.id, version: fields.version, row(fields, info), info, major: major, by: rowPredicate)
+    }
+
+    func judge(
+        _ storedID: StoredObjectID, version: UInt64, _ values: PropertyRow, _ info: EntityInfo, major: Int, by rowPredicate: FormatPredicate?
+    ) throws -> Match? {
+        let id = ManagedObjectID.permanent(storedID, store: storeUUID)
+        var subject: StoredRowSubject?
+        if let rowPredicate {
+            let made = StoredRowSubject(id: id, info: info, values: values, core: core)
+            subject = made
+            guard try rowPredicate.evaluate(with: made, substitutionVariables: variables) else { return nil }
+        }
+        var object = subject?.object
+        if let filter = request.memoryFilter {
+            let made = subject ?? StoredRowSubject(id: id, info: info, values: values, core: core)
+            subject = made
+            let materialized = made.materialize()
+            if !materialized.hasCommittedValues { materialized.rowVersion = version }
+            guard try filter(materialized) else { return nil }
+            object = materialized
+        }
+        let keys = recordSortKeys(values, info, &subject, id)
+        if object == nil { object = subject?.object }
+        return Match(
+            position: Position(group: 0, major: major, minor: storedID.primaryKey), id: id, info: info, row: values, object: object,
+            keys: keys, rowVersion: version)
+    }
+
+    /// A stored object judged by the whole predicate.
+    func judge(_ stored: StoredObject) throws -> Match? { try judge(stored, by: request.predicate) }
 
     /// Judges an object with pending changes by its current values.
     func judgePending(_ object: ManagedObject, _ position: Position) throws -> Match? {
@@ -277,26 +370,28 @@ final class FetchExecution {
         case .fullScan:
             var result: [Match] = []
             for (name, _) in entities {
-                try reader.forEachObject(of: name, includingSubentities: false) { stored in
-                    if let match = try judge(stored) { result.append(match) }
+                try reader.forEachFields(of: name, includingSubentities: false) { fields in
+                    if let match = try judge(fields, by: request.predicate) { result.append(match) }
                     return .next
                 }
             }
             return result
         case .indexScan(let scan):
-            return try scanMatches(reader, [scan])
+            return try scanMatches(reader, [scan], by: plan.filter)
         case .indexUnion(let scans):
-            return try scanMatches(reader, scans)
+            return try scanMatches(reader, scans, by: plan.filter)
         case .indexOrder(let scan, let descending, let stopsAfter, let fallback, let fallbackAfter):
             if let walked = try walk(reader, scan, descending: descending, stopsAfter: stopsAfter, budget: fallback == nil ? 0 : fallbackAfter) {
                 return walked
             }
-            return try scanMatches(reader, fallback.map { [$0] } ?? [])
+            // The fallback scan doesn't answer what the walked index did: the whole predicate.
+            return try scanMatches(reader, fallback.map { [$0] } ?? [], by: request.predicate)
         }
     }
 
-    /// The stored objects in the scans' ranges (each once), judged.
-    func scanMatches(_ reader: borrowing LogReader, _ scans: [QueryPlan.IndexScan]) throws -> [Match] {
+    /// The stored objects in the scans' ranges (each once), judged by `rowPredicate`: the
+    /// plan's residual filter when the scans are the plan's, which answer the rest exactly.
+    func scanMatches(_ reader: borrowing LogReader, _ scans: [QueryPlan.IndexScan], by rowPredicate: FormatPredicate?) throws -> [Match] {
         var ids: [StoredObjectID] = []
         var seen: Set<StoredObjectID> = []
         // One index's ranges are disjoint; only a union of indexes can find an object twice.
@@ -313,9 +408,8 @@ final class FetchExecution {
         }
         var result: [Match] = []
         result.reserveCapacity(ids.count)
-        for id in ids {
-            guard let stored = try reader.object(id) else { continue }
-            if let match = try judge(stored) { result.append(match) }
+        try reader.forEachFields(ids) { fields in
+            if let match = try judge(fields, by: rowPredicate) { result.append(match) }
         }
         return result
     }
@@ -357,7 +451,8 @@ final class FetchExecution {
                         return .stop
                     }
                 }
-                guard let match = try judge(stored) else { return .next }
+                // The walked ranges answer what the plan left out of its filter.
+                guard let match = try judge(stored, by: plan.filter) else { return .next }
                 if result.isEmpty {
                     extremeKey = key
                     extremeValue = value
@@ -379,12 +474,26 @@ final class FetchExecution {
 
     /// Every match, filtered, sorted (ties in store order), offset and limited.
     func run(_ reader: borrowing LogReader) throws -> [Match] {
-        let stored = try storedMatches(reader)
+        var matches = try storedMatches(reader)
         let unsaved = try pendingMatches(reader)
-        var matches = stored + unsaved
+        if !unsaved.isEmpty { matches += unsaved }
         let descriptors = request.sortDescriptors
         var order = Array(matches.indices)
-        if !descriptors.isEmpty {
+        if let strings = singleStringSortKeys(matches) {
+            // One case-sensitive string sort: plain string comparisons, no key enum copied.
+            let (texts, isNull) = strings
+            let positions = matches.map(\.position)
+            let ascending = descriptors[0].ascending
+            order.sort { i, j in
+                let nullI = isNull[i], nullJ = isNull[j]
+                if nullI != nullJ { return ascending ? nullI : nullJ }
+                if !nullI {
+                    if texts[i] < texts[j] { return ascending }
+                    if texts[j] < texts[i] { return !ascending }
+                }
+                return positions[i] < positions[j]
+            }
+        } else if !descriptors.isEmpty {
             let count = descriptors.count
             let keys = sortKeys
             order.sort { i, j in
@@ -407,6 +516,32 @@ final class FetchExecution {
         if order.count == matches.count && order.elementsEqual(matches.indices) { return matches }
         matches = order.map { matches[$0] }
         return matches
+    }
+
+    /// The keys of a sort by one string attribute, compared as Swift compares strings (no
+    /// case or diacritic folding): each match's string (empty for nil) and whether it is
+    /// nil, in the order of `matches`. Nil when
+    /// the sort is anything else or a key isn't a string.
+    func singleStringSortKeys(_ matches: [Match]) -> ([String], [Bool])? {
+        guard request.sortDescriptors.count == 1, let descriptor = request.sortDescriptors.first,
+            !descriptor.caseInsensitive, !descriptor.diacriticInsensitive
+        else { return nil }
+        var texts: [String] = []
+        var isNull: [Bool] = []
+        texts.reserveCapacity(matches.count)
+        isNull.reserveCapacity(matches.count)
+        for match in matches {
+            switch sortKeys[match.keys] {
+            case .string(let text):
+                texts.append(text)
+                isNull.append(false)
+            case .null:
+                texts.append("")
+                isNull.append(true)
+            default: return nil
+            }
+        }
+        return (texts, isNull)
     }
 
     /// How many objects match (offset and limit not applied).
@@ -454,6 +589,22 @@ enum SortKey {
     case date(Date)
     case bool(Bool)
     case other(Any)
+
+    /// The key of a stored attribute value, as ``init(_:)`` makes it of the value's
+    /// evaluation form, without boxing the common kinds.
+    init(attribute value: AttributeValue) {
+        switch value {
+        case .string(let v): self = .string(v)
+        case .int16(let v): self = .number(Double(v))
+        case .int32(let v): self = .number(Double(v))
+        case .int64(let v): self = .number(Double(v))
+        case .double(let v): self = .number(v)
+        case .float(let v): self = .number(Double(v))
+        case .date(let v): self = .date(v)
+        case .boolean(let v): self = .bool(v)
+        default: self = SortKey(StoredRowSubject.evaluationValue(value))
+        }
+    }
 
     init(_ value: Any?) {
         switch value {
@@ -504,12 +655,12 @@ enum SortKey {
 final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
     let id: ManagedObjectID
     let info: EntityInfo
-    let values: [String: PropertyValue]
+    let values: PropertyRow
     let core: ContextCore
     /// The managed object, once something needed it.
     private(set) var object: ManagedObject?
 
-    init(id: ManagedObjectID, info: EntityInfo, values: [String: PropertyValue], core: ContextCore) {
+    init(id: ManagedObjectID, info: EntityInfo, values: PropertyRow, core: ContextCore) {
         self.id = id
         self.info = info
         self.values = values
@@ -520,7 +671,10 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
     func materialize() -> ManagedObject {
         if let object { return object }
         let made = core.registered(id) ?? core.makeObject(id, info: info)
-        if made.committed == nil { made.row = values }
+        if !made.hasCommittedValues {
+            made.storedRow = nil
+            made.fastRow = values
+        }
         object = made
         return made
     }
@@ -528,7 +682,7 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
     func value(forKey key: String) -> Any? {
         guard let property = info.properties[key] else { return nil }
         if property.isTransient { return materialize().value(forKey: key) }
-        if let value = values[key] {
+        if let value = values[property] {
             switch value {
             case .attribute(let attribute): return attribute.map(Self.evaluationValue)
             case .toOne(let target): return target.flatMap { core.object(with: $0) }

@@ -115,7 +115,7 @@ extension ContextCore {
         if searchesNoStore(request) { return [] }
         let objects = try fetchObjects(request)
         // Faults the fetch can leave alone: registered by it, unchanged, not yet fired.
-        let faults = objects.filter { $0.committed == nil && !$0.isInsertedFlag && $0.changes.isEmpty }
+        let faults = objects.filter { !$0.hasCommittedValues && !$0.isInsertedFlag && $0.changes.isEmpty }
         if !request.includesPropertyValues {
             for object in faults { object.row = nil }
         } else if !request.returnsObjectsAsFaults {
@@ -129,7 +129,7 @@ extension ContextCore {
                 for object in batch { object.fetchBatch = shared }
                 batch.removeAll()
             }
-            for object in pastFirst where object.committed == nil && !object.isInsertedFlag && object.changes.isEmpty {
+            for object in pastFirst where !object.hasCommittedValues && !object.isInsertedFlag && object.changes.isEmpty {
                 object.row = nil
                 batch.append(object)
                 if batch.count == request.fetchBatchSize { close() }
@@ -144,7 +144,7 @@ extension ContextCore {
 
     /// Reads the values of every unfired fault of `batch` in one store snapshot.
     func loadBatch(_ batch: FetchBatch) throws {
-        let waiting = batch.ids.compactMap { registered($0) }.filter { $0.committed == nil && $0.row == nil && !$0.isInsertedFlag }
+        let waiting = batch.ids.compactMap { registered($0) }.filter { !$0.hasCommittedValues && !$0.hasRow && !$0.isInsertedFlag }
         for object in waiting { object.fetchBatch = nil }
         try loadRows(of: waiting)
     }
@@ -159,7 +159,7 @@ extension ContextCore {
             try wanted.map { try reader.object($0.1) }
         }
         for ((object, _), stored) in zip(wanted, rows) {
-            guard let stored, object.committed == nil else { continue }
+            guard let stored, !object.hasCommittedValues else { continue }
             object.row = self.values(from: stored.values, info: object.info)
             object.rowVersion = stored.version
         }
@@ -196,7 +196,7 @@ extension ContextCore {
                 for ((object, property), ids) in zip(derived, related) {
                     let value = PropertyValue.related(ids, for: property, store: store)
                     let mapped = value.ids
-                    if object.committed != nil { object.committed?[property.name] = value } else { object.row?[property.name] = value }
+                    if object.hasCommittedValues { object.cacheCommittedValue(value, for: property) } else { object.cacheRowValue(value, for: property) }
                     for id in mapped {
                         guard let found = self.object(with: id) else { continue }
                         object.prefetchedObjects.append(found)
@@ -204,7 +204,7 @@ extension ContextCore {
                     }
                 }
             }
-            try loadRows(of: next.filter { $0.committed == nil && $0.row == nil && !$0.isInsertedFlag })
+            try loadRows(of: next.filter { !$0.hasCommittedValues && !$0.hasRow && !$0.isInsertedFlag })
             level = next
         }
     }

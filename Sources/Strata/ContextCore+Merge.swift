@@ -143,7 +143,7 @@ extension ContextCore {
         for id in summary.updated.sorted() {
             guard let object = registered(id), !object.isInvalidated, !object.isInsertedFlag else { continue }
             refreshed.append(object)
-            if object.committed == nil {
+            if !object.hasCommittedValues {
                 // A fault: forget a fetched row (stale now); the next read loads the store's values.
                 object.row = nil
                 object.rowVersion = nil

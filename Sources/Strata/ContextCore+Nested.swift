@@ -67,7 +67,7 @@ extension ContextCore {
         for (id, values) in rows {
             guard let entity = entities[id.entityName] else { continue }
             let object = registered(id) ?? makeObject(id, info: entity)
-            if object.committed == nil && !object.isInsertedFlag { object.row = values }
+            if !object.hasCommittedValues && !object.isInsertedFlag { object.row = values }
             if pendingCounts && (object.isDeletedFlag || object.hasChanges) { continue }  // judged below
             rowsByObject[ObjectIdentifier(object)] = values
             results.append(object)
@@ -140,7 +140,7 @@ extension ContextCore {
         var result: [ManagedObjectID: [String: PropertyValue]] = [:]
         for id in ids {
             guard let object = objectForChild(id), !object.isInvalidated, !object.isDeletedFlag else { continue }
-            if object.committed == nil && !object.isInsertedFlag && (try? fulfillThrowing(object)) == nil { continue }
+            if !object.hasCommittedValues && !object.isInsertedFlag && (try? fulfillThrowing(object)) == nil { continue }
             result[id] = snapshotForChild(object)
         }
         return result
@@ -148,7 +148,7 @@ extension ContextCore {
 
     /// One object's current recorded values (a fetched row stays unfired).
     func snapshotForChild(_ object: ManagedObject) -> [String: PropertyValue] {
-        if object.committed == nil && object.row == nil && !object.isInsertedFlag { try? fulfillThrowing(object) }
+        if !object.hasCommittedValues && !object.hasRow && !object.isInsertedFlag { try? fulfillThrowing(object) }
         let base = object.committed ?? object.row ?? [:]
         var values: [String: PropertyValue] = [:]
         for (name, property) in object.info.properties where property.isRecorded {

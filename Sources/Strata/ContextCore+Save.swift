@@ -19,6 +19,9 @@ extension ContextCore {
     func validateRules(_ object: ManagedObject) throws {
         var failures: [ValidationFailure] = []
         let entity = object.entity
+        // A plain ManagedObject validates with the base `validateValue`: check the stored
+        // value itself rather than boxing it as `Any` and converting it back.
+        let baseValidation = type(of: object) == ManagedObject.self
         for attribute in entity.allAttributes {
             guard let property = object.info.properties[attribute.name] else { continue }
             let current = object.currentValue(property)
@@ -26,6 +29,10 @@ extension ContextCore {
                 failures.append(ValidationFailure(
                     code: .managedObjectValidation, entity: entity.name, key: attribute.name, value: nil,
                     message: "\(entity.name).\(attribute.name) holds \(attribute.attributeType.name) values, not \(what)"))
+                continue
+            }
+            if baseValidation, case .attribute(let typed) = current {
+                failures += attribute.validate(typed, entity: entity.name, localization: model.localization)
                 continue
             }
             var value: Any? = object.externalValue(current)
@@ -359,14 +366,13 @@ extension ContextCore {
             if let permanent = idMap[object.objectID] { object.objectID = permanent }
             let owner = object.objectID
             func fix(_ values: [String: PropertyValue]) -> [String: PropertyValue] {
-                var result: [String: PropertyValue] = [:]
-                for (key, value) in values { result[key] = normalize(owner, key, remapped(value, idMap)) }
-                return result
+                values.remappingIDs({ remapped($0, idMap) }, normalize: { normalize(owner, $0, $1) })
             }
             object.changes = fix(object.changes)
-            object.committed = object.committed.map(fix)
+            // Values held by slot came from the store: permanent IDs only, nothing to remap.
+            if object.fastCommitted == nil { object.committed = object.committed.map(fix) }
             object.transients = fix(object.transients)
-            object.row = object.row.map(fix)
+            if object.fastRow == nil { object.row = object.row.map(fix) }
         }
         var newRegistry: [ManagedObjectID: WeakObject] = [:]
         for (_, entry) in registry { if let object = entry.object { newRegistry[object.objectID] = entry } }

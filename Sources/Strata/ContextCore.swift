@@ -4,10 +4,17 @@ import StrataModel
 import StrataPredicate
 import StrataStorage
 
-/// A weak reference to an unchanged registered object: the context doesn't keep objects
-/// the app no longer holds.
+/// A registry entry: an unchanged registered object, not retained, so the context doesn't
+/// keep objects the app no longer holds. An object removes its own entry when it is
+/// deallocated (`ManagedObject.deinit` → ``ContextCore/forget(_:)``), so an entry never
+/// outlives its object. (Not a `weak` reference: those put every object's reference
+/// counts in a side table, which makes each retain and release of it slower.)
 struct WeakObject {
-    weak var object: ManagedObject?
+    let reference: Unmanaged<ManagedObject>
+
+    init(object: ManagedObject) { reference = .passUnretained(object) }
+
+    var object: ManagedObject? { reference.takeUnretainedValue() }
 }
 
 /// The undo and redo stacks of a context (Core Data's `UndoManager` for a context).
@@ -64,8 +71,6 @@ final class ContextCore {
     /// Unsaved objects removed by a delete or an undo, kept so that undo or redo brings back
     /// the same instance the app holds (Core Data's identity rule). Cleared with the stacks.
     var removedObjects: [ManagedObjectID: ManagedObject] = [:]
-    /// Registrations since the registry was last pruned.
-    var registrations = 0
 
     let journal = UndoJournal()
     var pending: [PendingEffect] = []
@@ -133,17 +138,20 @@ final class ContextCore {
 
     func register(_ object: ManagedObject) {
         registry[object.objectID] = WeakObject(object: object)
-        registrations += 1
-        // Drop entries of released objects now and then, so iterating many objects doesn't
-        // grow the registry without bound.
-        if registrations >= max(4096, registry.count / 2) {
-            registrations = 0
-            registry = registry.filter { $0.value.object != nil }
-        }
     }
 
-    func makeObject(_ id: ManagedObjectID, info: EntityInfo) -> ManagedObject {
-        let type = coordinator.objectClass(for: info.entity)
+    /// Removes the registry entry of `object`, which is being deallocated, if the entry is
+    /// its own (another instance may have been registered under its ID since, after a reset).
+    func forget(_ object: ManagedObject) {
+        guard let entry = registry[object.objectID], entry.reference.toOpaque() == Unmanaged.passUnretained(object).toOpaque() else {
+            return
+        }
+        registry[object.objectID] = nil
+    }
+
+    /// A new object of `type` (the class registered for the entity when nil), registered.
+    func makeObject(_ id: ManagedObjectID, info: EntityInfo, type: ManagedObject.Type? = nil) -> ManagedObject {
+        let type = type ?? coordinator.objectClass(for: info.entity)
         let object = type.init(ObjectCreation(entity: info, objectID: id, core: self))
         register(object)
         return object
@@ -169,13 +177,22 @@ final class ContextCore {
 
     /// Loads a fault's values; a missing object stays a fault and is recorded as a problem.
     func fulfill(_ object: ManagedObject) {
-        guard object.committed == nil, !object.isInsertedFlag else { return }
+        guard !object.hasCommittedValues, !object.isInsertedFlag else { return }
         do { try fulfillThrowing(object) } catch { recordProblem(error as? ContextError ?? .store("\(error)")) }
     }
 
     func fulfillThrowing(_ object: ManagedObject) throws {
-        guard object.committed == nil, !object.isInsertedFlag else { return }
-        if object.row == nil, let batch = object.fetchBatch { try loadBatch(batch) }
+        guard !object.hasCommittedValues, !object.isInsertedFlag else { return }
+        if !object.hasRow, let batch = object.fetchBatch { try loadBatch(batch) }
+        if let row = object.fastRow {
+            object.fastRow = nil
+            object.storedCommitted = nil
+            object.fastCommitted = row
+            object.version = object.rowVersion
+            object.rowVersion = nil
+            object.awakeFromFetch()
+            return
+        }
         if let row = object.row {
             object.row = nil
             object.committed = row
@@ -208,14 +225,14 @@ final class ContextCore {
     func derivedValue(_ object: ManagedObject, _ property: PropertyInfo) -> PropertyValue? {
         if parentContext != nil {
             let value = try? parentValue(of: object.objectID, property.name)
-            if let value, object.committed != nil { object.committed?[property.name] = value }
+            if let value { object.cacheCommittedValue(value, for: property) }
             return value
         }
         guard let stored = object.objectID.storedID, let log = try? store().log,
             let related = try? log.read({ reader in try reader.related(stored, property.name) })
         else { return nil }
         let value = PropertyValue.related(related, for: property, store: log.storeUUID)
-        if object.committed != nil { object.committed?[property.name] = value }
+        object.cacheCommittedValue(value, for: property)
         return value
     }
 
@@ -268,7 +285,7 @@ final class ContextCore {
             object.transients[property.name] = new
             return
         }
-        let committed = object.isInsertedFlag ? nil : (object.committed?[property.name] ?? (property.isRelationship && !property.isRecorded ? nil : property.emptyValue))
+        let committed = object.isInsertedFlag ? nil : (object.committedValue(property) ?? (property.isRelationship && !property.isRecorded ? nil : property.emptyValue))
         if let committed, committed == new { object.changes[property.name] = nil } else { object.changes[property.name] = new }
         if !object.isInsertedFlag && object.changes.isEmpty && !object.isDeletedFlag && !restored.contains(object.objectID) {
             retained[object.objectID] = nil

@@ -52,10 +52,63 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     weak var core: ContextCore?
 
     /// Values as last read from or saved to the store; nil while the object is a fault.
-    var committed: [String: PropertyValue]?
+    /// Held by slot (``fastCommitted``) when they came from a fetched row, and turned into
+    /// a dictionary the first time something asks for them by name.
+    var committed: [String: PropertyValue]? {
+        get {
+            if let fastCommitted {
+                let values = fastCommitted.dictionary
+                storedCommitted = values
+                self.fastCommitted = nil
+                return values
+            }
+            return storedCommitted
+        }
+        set {
+            storedCommitted = newValue
+            fastCommitted = nil
+        }
+    }
+    var storedCommitted: [String: PropertyValue]?
+    var fastCommitted: PropertyRow?
+    /// Whether the committed values are loaded (the object is not a fault, unless inserted).
+    var hasCommittedValues: Bool { storedCommitted != nil || fastCommitted != nil }
+    /// The committed value of `property`, if loaded and held.
+    func committedValue(_ property: PropertyInfo) -> PropertyValue? {
+        // Read in place (binding the row would copy it: a retain and release per read).
+        if fastCommitted != nil { return fastCommitted?.values[property.slot] ?? nil }
+        return storedCommitted?[property.name]
+    }
+    /// Keeps `value` as the committed value of `property` (a derived side read from the
+    /// store), when the committed values are loaded.
+    func cacheCommittedValue(_ value: PropertyValue, for property: PropertyInfo) {
+        if fastCommitted != nil {
+            fastCommitted?[property] = value
+        } else if storedCommitted != nil {
+            storedCommitted?[property.name] = value
+        }
+    }
+
     /// A fetched row waiting for the fault to fire (Core Data's row cache): firing uses it
-    /// instead of reading the store.
-    var row: [String: PropertyValue]?
+    /// instead of reading the store. Held by slot (``fastRow``) when the fetch read it so.
+    var row: [String: PropertyValue]? {
+        get { fastRow?.dictionary ?? storedRow }
+        set {
+            storedRow = newValue
+            fastRow = nil
+        }
+    }
+    var storedRow: [String: PropertyValue]?
+    var fastRow: PropertyRow?
+    var hasRow: Bool { storedRow != nil || fastRow != nil }
+    /// Keeps `value` in the waiting row for `property` (a prefetched derived side).
+    func cacheRowValue(_ value: PropertyValue, for property: PropertyInfo) {
+        if fastRow != nil {
+            fastRow?[property] = value
+        } else if storedRow != nil {
+            storedRow?[property.name] = value
+        }
+    }
     /// Unsaved values of persistent properties, by name.
     var changes: [String: PropertyValue] = [:]
     /// Transient values.
@@ -88,12 +141,17 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         core = creation.core
     }
 
+    deinit {
+        // The context's registry doesn't retain the object: take its entry out.
+        core?.forget(self)
+    }
+
     // MARK: - State
 
     /// The context the object belongs to (`managedObjectContext`); nil once removed.
     public var managedObjectContext: ManagedObjectContext? { isInvalidated ? nil : core?.context }
     /// Whether the object's values haven't been loaded yet (`isFault`).
-    public var isFault: Bool { committed == nil && !isInsertedFlag }
+    public var isFault: Bool { !hasCommittedValues && !isInsertedFlag }
     /// Whether the object was inserted and not yet saved (`isInserted`).
     public var isInserted: Bool { isInsertedFlag }
     /// Whether the object has unsaved changes to a persistent property (`isUpdated`).
@@ -209,7 +267,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         if let changed = changes[property.name] { return changed }
         guard let core else { return property.emptyValue }
         core.fulfill(self)
-        if let committed = committed?[property.name] { return committed }
+        if let committed = committedValue(property) { return committed }
         if property.isRelationship && !property.isRecorded, !isInsertedFlag {
             return core.derivedValue(self, property) ?? property.emptyValue
         }

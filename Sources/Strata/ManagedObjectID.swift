@@ -70,6 +70,22 @@ public struct ManagedObjectID: Sendable, Hashable, Comparable, Codable, CustomSt
         }
     }
 
+    /// Hashes the primary key or the temporary UUID only: they tell IDs apart almost
+    /// always (equality still compares everything), and hashing them costs less than the
+    /// entity name and the store's UUID, which every lookup in a context would hash again.
+    public func hash(into hasher: inout Hasher) {
+        switch storage {
+        case .temporary(let id): hasher.combine(id)
+        case .permanent(_, let primaryKey): hasher.combine(primaryKey)
+        }
+    }
+
+    /// Whether two IDs name the same object: same entity, same store and key (or the same
+    /// temporary ID).
+    public static func == (lhs: ManagedObjectID, rhs: ManagedObjectID) -> Bool {
+        lhs.storage == rhs.storage && lhs.entityName == rhs.entityName
+    }
+
     /// The URI, as a string.
     public var description: String { uriRepresentation().absoluteString }
 

@@ -23,6 +23,15 @@ enum PropertyValue: Hashable, Sendable {
         }
     }
 
+    /// Whether the value names any object (a set to-one, a non-empty to-many).
+    var holdsIDs: Bool {
+        switch self {
+        case .toOne(let id): id != nil
+        case .toMany(let ids): !ids.isEmpty
+        default: false
+        }
+    }
+
     var ids: [ManagedObjectID] {
         switch self {
         case .toOne(let id?): [id]
@@ -71,7 +80,8 @@ enum PropertyValue: Hashable, Sendable {
 }
 
 /// How a property is stored, resolved once per entity.
-struct PropertyInfo: Sendable {
+/// A property's facts, shared by reference: looking one up copies no strings.
+final class PropertyInfo: Sendable {
     enum Kind: Sendable, Equatable {
         case attribute(AttributeType)
         case toOne
@@ -87,6 +97,25 @@ struct PropertyInfo: Sendable {
     let deleteRule: DeleteRule
     /// Whether the log records this side (false for derived sides and transient properties).
     let isRecorded: Bool
+    /// The property's position in its entity's ``EntityInfo/orderedNames``: where a
+    /// ``PropertyRow`` holds its value.
+    let slot: Int
+
+    init(
+        name: String, kind: Kind, isTransient: Bool, isOptional: Bool, defaultValue: AttributeValue?, destination: String?,
+        inverse: String?, deleteRule: DeleteRule, isRecorded: Bool, slot: Int = 0
+    ) {
+        self.slot = slot
+        self.name = name
+        self.kind = kind
+        self.isTransient = isTransient
+        self.isOptional = isOptional
+        self.defaultValue = defaultValue
+        self.destination = destination
+        self.inverse = inverse
+        self.deleteRule = deleteRule
+        self.isRecorded = isRecorded
+    }
 
     var isRelationship: Bool { if case .attribute = kind { false } else { true } }
     var isToMany: Bool { if case .toMany = kind { true } else { false } }
@@ -106,15 +135,22 @@ final class EntityInfo: Sendable {
     let entity: EntityDescription
     let properties: [String: PropertyInfo]
     let orderedNames: [String]
+    /// The properties in slot order (``orderedNames``' order).
+    let propertyList: [PropertyInfo]
 
     init(entity: EntityDescription, model: ManagedObjectModel) {
         self.entity = entity
+        var names: [String] = entity.allAttributes.map(\.name)
+        names += entity.allRelationships.map(\.name)
+        let orderedNames = Array(Set(names)).sorted()
+        var slots: [String: Int] = [:]
+        for (slot, name) in orderedNames.enumerated() { slots[name] = slot }
         var properties: [String: PropertyInfo] = [:]
         for attribute in entity.allAttributes {
             properties[attribute.name] = PropertyInfo(
                 name: attribute.name, kind: .attribute(attribute.attributeType), isTransient: attribute.isTransient,
                 isOptional: attribute.isOptional, defaultValue: attribute.defaultValue, destination: nil, inverse: nil,
-                deleteRule: .nullify, isRecorded: !attribute.isTransient)
+                deleteRule: .nullify, isRecorded: !attribute.isTransient, slot: slots[attribute.name] ?? 0)
         }
         for relationship in entity.allRelationships {
             let recorded = RecordedSide.isRecorded(relationship, of: entity, in: model)
@@ -123,9 +159,55 @@ final class EntityInfo: Sendable {
                 kind: relationship.isToMany ? .toMany(ordered: relationship.isOrdered) : .toOne,
                 isTransient: relationship.isTransient, isOptional: relationship.isOptional, defaultValue: nil,
                 destination: relationship.destinationEntityName, inverse: relationship.inverseName,
-                deleteRule: relationship.deleteRule, isRecorded: recorded)
+                deleteRule: relationship.deleteRule, isRecorded: recorded, slot: slots[relationship.name] ?? 0)
         }
         self.properties = properties
-        orderedNames = properties.keys.sorted()
+        self.orderedNames = orderedNames
+        propertyList = orderedNames.compactMap { properties[$0] }
+    }
+}
+
+/// One object's persistent values by slot (``PropertyInfo/slot``): a fetched row or the
+/// committed values it became, read without hashing property names. Holds what a
+/// `[String: PropertyValue]` of the same values holds; nil slots are absent keys.
+struct PropertyRow {
+    let info: EntityInfo
+    var values: ContiguousArray<PropertyValue?>
+
+    init(info: EntityInfo) {
+        self.info = info
+        values = ContiguousArray(repeating: nil, count: info.propertyList.count)
+    }
+
+    init(info: EntityInfo, _ dictionary: [String: PropertyValue]) {
+        self.init(info: info)
+        for (name, value) in dictionary { if let slot = info.properties[name]?.slot { values[slot] = value } }
+    }
+
+    subscript(property: PropertyInfo) -> PropertyValue? {
+        get { values[property.slot] }
+        set { values[property.slot] = newValue }
+    }
+
+    /// The values by name.
+    var dictionary: [String: PropertyValue] {
+        var result: [String: PropertyValue] = [:]
+        result.reserveCapacity(values.count)
+        for (property, value) in zip(info.propertyList, values) { if let value { result[property.name] = value } }
+        return result
+    }
+}
+
+extension Dictionary where Key == String, Value == PropertyValue {
+    /// The values with every ID passed through `fix`, each value then given to `normalize`
+    /// with its key; the dictionary itself (no copy) when no value names an object.
+    func remappingIDs(
+        _ fix: (PropertyValue) -> PropertyValue, normalize: (String, PropertyValue) -> PropertyValue
+    ) -> [String: PropertyValue] {
+        guard contains(where: { $0.value.holdsIDs }) else { return self }
+        var result: [String: PropertyValue] = [:]
+        result.reserveCapacity(count)
+        for (key, value) in self { result[key] = value.holdsIDs ? normalize(key, fix(value)) : value }
+        return result
     }
 }

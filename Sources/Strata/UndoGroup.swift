@@ -110,9 +110,7 @@ final class UndoGroup {
         for (id, change) in changes {
             let owner = fixID(id)
             func fixAll(_ values: [String: PropertyValue]) -> [String: PropertyValue] {
-                var result: [String: PropertyValue] = [:]
-                for (key, value) in values { result[key] = normalize(owner, key, fixValue(value)) }
-                return result
+                values.remappingIDs(fixValue, normalize: { normalize(owner, $0, $1) })
             }
             var change = change
             change.values = fixAll(change.values)

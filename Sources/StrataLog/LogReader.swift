@@ -16,6 +16,30 @@ public struct StoredObject: Sendable, Hashable {
     public subscript(property: String) -> LogValue { values[property] ?? .null }
 }
 
+/// A stored object's values by property code (``LogReader/fields(_:)``): the same values as
+/// ``StoredObject``, in an array parallel to ``names`` instead of a dictionary.
+public struct StoredFields: Sendable {
+    /// Its identity.
+    public let id: StoredObjectID
+    /// The sequence of its last change: its version for optimistic locking.
+    public let version: UInt64
+    /// The entity's stored property names in code order; the same array for every object
+    /// of the entity read through one log, so callers can recognise it (see ``layout``).
+    public let names: [String]
+    /// The value of each property in ``names``; nil where the store holds none.
+    public let values: [LogValue?]
+
+    /// An identity of ``names``' storage: equal for objects whose values are laid out alike.
+    public var layout: UnsafeRawPointer? { names.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) } }
+
+    /// The values as ``StoredObject`` holds them, by name.
+    public var object: StoredObject {
+        var values: [String: LogValue] = [:]
+        for (name, value) in zip(names, self.values) { if let value { values[name] = value } }
+        return StoredObject(id: id, version: version, values: values)
+    }
+}
+
 /// A range of attribute values for an index scan; nil bounds are open.
 ///
 /// ```swift
@@ -137,6 +161,32 @@ public struct LogReader: ~Copyable {
         return try storedObject(id, key: key, record: record)
     }
 
+    /// The object with `id` as values by property code, or nil if it doesn't exist: what
+    /// ``object(_:)`` reads, without building a dictionary (for readers of many objects).
+    public func fields(_ id: StoredObjectID) throws -> StoredFields? {
+        let entity = try log.schema.entity(id.entity)
+        let key = try writer.key(id)
+        guard let (version, values) = try writer.readFields(txn, key, entity: entity) else { return nil }
+        return StoredFields(id: id, version: version, names: entity.propertyNames, values: values)
+    }
+
+    /// Calls `body` with the values by property code of each object of `ids` that exists,
+    /// in the order given (``fields(_:)`` for many objects: each entity is looked up once
+    /// per run of its objects, not per object).
+    public func forEachFields(_ ids: [StoredObjectID], _ body: (StoredFields) throws -> Void) throws {
+        var current: (name: String, entity: ModelSchema.Entity, code: UInt16)?
+        for id in ids {
+            if current?.name != id.entity {
+                current = (id.entity, try log.schema.entity(id.entity), try writer.entityCode(id.entity))
+            }
+            guard let (_, entity, code) = current else { continue }
+            guard let (version, values) = try writer.readFields(txn, ObjectKey(entity: code, primaryKey: id.primaryKey), entity: entity) else {
+                continue
+            }
+            try body(StoredFields(id: id, version: version, names: entity.propertyNames, values: values))
+        }
+    }
+
     /// Whether an object with `id` exists.
     public func contains(_ id: StoredObjectID) throws -> Bool {
         try txn.containsKey(try writer.key(id).bytes, in: tables.state)
@@ -166,6 +216,35 @@ public struct LogReader: ~Copyable {
                 }
                 let object = try storedObject(StoredObjectID(entity: name, primaryKey: objectKey.primaryKey), key: objectKey, record: record)
                 if try body(object) == .stop {
+                    stopped = true
+                    return .stop
+                }
+                return .next
+            }
+            if stopped { return }
+        }
+    }
+
+    /// Calls `body` with the values by property code of each object of `entity` (and its
+    /// sub-entities unless told not to), in primary-key order per entity, until it answers
+    /// `.stop`: ``forEachObject(of:includingSubentities:_:)`` without a dictionary per object.
+    public func forEachFields(
+        of entity: String, includingSubentities: Bool = true, _ body: (StoredFields) throws -> IterationDecision
+    ) throws {
+        let described = try log.schema.entity(entity)
+        for name in includingSubentities ? described.selfAndSubentities : [entity] {
+            let schemaEntity = try log.schema.entity(name)
+            let code = try log.catalog.entityCode(name)
+            var stopped = false
+            try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, value in
+                guard let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) else { return .next }
+                let (version, values) = try value.withUnsafeBytes { raw in
+                    try writer.decodeFields(raw, entity: schemaEntity, context: "record \(name)/p\(objectKey.primaryKey)")
+                }
+                let fields = StoredFields(
+                    id: StoredObjectID(entity: name, primaryKey: objectKey.primaryKey), version: version, names: schemaEntity.propertyNames,
+                    values: try writer.addingMembers(txn, objectKey, to: values, entity: schemaEntity))
+                if try body(fields) == .stop {
                     stopped = true
                     return .stop
                 }

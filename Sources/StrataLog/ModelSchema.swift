@@ -62,6 +62,8 @@ struct ModelSchema: Sendable {
         let indexes: [IndexDefinition]
         /// This entity and every entity below it.
         let selfAndSubentities: [String]
+        /// The stored properties' names in code order (shared by every record read).
+        let propertyNames: [String]
 
         /// Whether any index the entity's objects are in is unique.
         var hasUniqueIndex: Bool { indexes.contains(where: \.isUnique) }
@@ -143,7 +145,8 @@ struct ModelSchema: Sendable {
             entities[entity.name] = Entity(
                 name: entity.name, isAbstract: entity.isAbstract, properties: coded,
                 propertiesByName: Dictionary(coded.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a }),
-                indexes: entityIndexes, selfAndSubentities: model.selfAndSubentityNames(of: entity.name))
+                indexes: entityIndexes, selfAndSubentities: model.selfAndSubentityNames(of: entity.name),
+                propertyNames: coded.map(\.name))
         }
         self.entities = entities
         self.indexes = allIndexes.values.sorted { $0.name < $1.name }

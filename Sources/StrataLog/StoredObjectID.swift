@@ -44,6 +44,16 @@ struct ObjectKey: Hashable, Comparable {
         return w.bytes
     }
 
+    /// Lends the key's 10 bytes without allocating.
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        var storage: (UInt64, UInt64) = (0, 0)
+        return try withUnsafeMutableBytes(of: &storage) { out in
+            out.storeBytes(of: entity.bigEndian, toByteOffset: 0, as: UInt16.self)
+            out.storeBytes(of: primaryKey.bigEndian, toByteOffset: 2, as: UInt64.self)
+            return try body(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(out)[0..<Self.byteCount]))
+        }
+    }
+
     func append(to writer: inout ByteWriter) {
         writer.uint16(entity)
         writer.uint64(primaryKey)

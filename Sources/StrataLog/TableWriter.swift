@@ -132,8 +132,21 @@ struct TableWriter: CodecCatalog {
         return w.bytes
     }
 
-    func decodeRecord(_ bytes: UnsafeRawBufferPointer, entityName: String, context: String) throws(LogError) -> Record {
-        var r = ByteReader(bytes, context: context)
+    /// Decodes a state record. `context` (such as `record Person/p12`) names it in an error;
+    /// it is only built when decoding fails, so reading a record formats no text.
+    func decodeRecord(_ bytes: UnsafeRawBufferPointer, entityName: String, context: @autoclosure () -> String) throws(LogError) -> Record {
+        do {
+            return try decodeRecord(bytes, entityName: entityName)
+        } catch .malformed(let what) where what.hasPrefix(Self.unnamed) {
+            throw .malformed(context() + what.dropFirst(Self.unnamed.count))
+        }
+    }
+
+    /// The context of a reader whose failures ``decodeRecord(_:entityName:context:)`` names.
+    private static let unnamed = "\u{1}record"
+
+    private func decodeRecord(_ bytes: UnsafeRawBufferPointer, entityName: String) throws(LogError) -> Record {
+        var r = ByteReader(bytes, context: Self.unnamed)
         let version = try r.count(limit: Int(Int32.max))
         let sequence = try r.varint()
         let entity = try schema(forModelVersion: version).entity(entityName)
@@ -155,6 +168,63 @@ struct TableWriter: CodecCatalog {
                 try decodeRecord(raw, entityName: entityName, context: "record \(entityName)/p\(key.primaryKey)")
             }
         }
+    }
+
+    /// The values of the object under `key` by property code of `entity` (the current
+    /// schema's), with its unordered to-many members as ``beforeImage(_:_:record:entity:)``
+    /// adds them, and its version; nil if there is no such object.
+    func readFields(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, entity: ModelSchema.Entity) throws -> (version: UInt64, values: [LogValue?])? {
+        let found = try key.withBytes { keyBytes in
+            try txn.withValue(forKey: keyBytes, in: tables.state) { span in
+                try span.withUnsafeBytes { raw in
+                    try decodeFields(raw, entity: entity, context: "record \(entity.name)/p\(key.primaryKey)")
+                }
+            }
+        }
+        guard let found else { return nil }
+        return (found.0, try addingMembers(txn, key, to: found.1, entity: entity))
+    }
+
+    /// A state record's values by property code of `entity` (the current schema's) and its
+    /// version. A record written with another model version is decoded by name and mapped
+    /// onto the current codes.
+    func decodeFields(
+        _ raw: UnsafeRawBufferPointer, entity: ModelSchema.Entity, context: @autoclosure () -> String
+    ) throws(LogError) -> (UInt64, [LogValue?]) {
+        do throws(LogError) {
+            var r = ByteReader(raw, context: Self.unnamed)
+            let version = try r.count(limit: Int(Int32.max))
+            let sequence = try r.varint()
+            var values = [LogValue?](repeating: nil, count: entity.properties.count)
+            if version == modelVersion {
+                let n = try r.count(limit: r.remaining)
+                for _ in 0..<n {
+                    let code = try r.count(limit: Int(Int32.max))
+                    guard code < values.count else { throw r.failure("property code \(code) out of range") }
+                    values[code] = try EventCodec.readValue(&r, self)
+                }
+                guard r.isAtEnd else { throw r.failure("trailing bytes") }
+            } else {
+                for (name, value) in try decodeRecord(raw, entityName: entity.name).values {
+                    if let code = entity.propertiesByName[name]?.code { values[code] = value }
+                }
+            }
+            return (sequence, values)
+        } catch .malformed(let what) where what.hasPrefix(Self.unnamed) {
+            throw .malformed(context() + what.dropFirst(Self.unnamed.count))
+        }
+    }
+
+    /// `values` with the object's unordered to-many members filled in, as
+    /// ``beforeImage(_:_:record:entity:)`` adds them.
+    func addingMembers(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, to values: [LogValue?], entity: ModelSchema.Entity) throws -> [LogValue?] {
+        var values = values
+        for index in entity.properties.indices where entity.properties[index].relationship == .unorderedToMany {
+            let code = try relationshipCode(entity.properties[index].qualifiedName)
+            let ids = try members(txn, of: key, relationship: code).map { (k) throws(LogError) in try id(k) }
+            if !ids.isEmpty { values[index] = .references(ids.sorted()) }
+        }
+        return values
     }
 
     func writeRecord(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, _ record: Record, entity: ModelSchema.Entity) throws {
