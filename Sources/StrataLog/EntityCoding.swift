@@ -77,7 +77,7 @@ final class EntityCoding {
                 kind: kind, attributeType: property.attributeType, relationshipCode: relationshipCode,
                 destinations: property.destination.flatMap { schema.entities[$0]?.selfAndSubentities })
         }
-        names = entity.properties.map(\.name)
+        names = entity.propertyNames
         indexes = entity.indexes.enumerated().map { position, index in
             IndexCoding(
                 position: position, code: try? writer.indexCode(index.name),
@@ -170,16 +170,6 @@ extension ObjectKey {
     func append(to bytes: inout [UInt8]) {
         withUnsafeBytes(of: entity.bigEndian) { bytes.append(contentsOf: $0) }
         withUnsafeBytes(of: primaryKey.bigEndian) { bytes.append(contentsOf: $0) }
-    }
-
-    /// Lends the key's 10 bytes to `body`, from the stack.
-    @discardableResult
-    func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        var storage: (UInt64, UInt64) = (0, 0)
-        return try withUnsafeMutableBytes(of: &storage) { raw in
-            store(into: raw, at: 0)
-            return try body(UnsafeRawBufferPointer(rebasing: raw[0..<ObjectKey.byteCount]))
-        }
     }
 }
 

@@ -540,7 +540,7 @@ struct TableWriter: CodecCatalog {
             }
         }
         try updateIndexes(txn, key, old: record.values, new: nil, entity: entity)
-        try key.withBytes { key in try txn.delete(key: key, in: tables.state) }
+        _ = try key.withBytes { key in try txn.delete(key: key, in: tables.state) }
         try putHistory(txn, key, sequence)
     }
 
