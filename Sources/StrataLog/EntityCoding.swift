@@ -284,11 +284,18 @@ struct DeferredIndexRows {
 
     var isEmpty: Bool { rows.isEmpty }
 
+    /// Makes room for the commit's objects once the first has added its rows (`rows` rows of
+    /// `bytes` bytes in all), so the buffers needn't grow (each growth copies them).
+    mutating func reserve(rowsPerObject rows: Int, bytesPerObject bytes: Int) {
+        guard !isReserved else { return }
+        isReserved = true
+        self.rows.reserveCapacity(expectedObjects * rows)
+        self.bytes.reserveCapacity(expectedObjects * (bytes + bytes / 4 + 8))
+    }
+
+    private(set) var isReserved = false
+
     mutating func add(_ key: [UInt8], uniqueKey: Int) {
-        if rows.capacity == 0 {
-            rows.reserveCapacity(expectedObjects * 2)
-            bytes.reserveCapacity(expectedObjects * 2 * (key.count + 8))
-        }
         var prefix: (UInt64, UInt64, UInt64) = (0, 0, 0)
         withUnsafeMutableBytes(of: &prefix) { raw in
             key.withUnsafeBytes { source in

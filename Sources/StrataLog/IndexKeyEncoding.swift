@@ -44,11 +44,10 @@ public enum IndexKeyEncoding {
             bytes.append(v ? 1 : 0)
         case .date(let v): appendReal(v.timeIntervalSinceReferenceDate, tag: .date, to: &bytes)
         case .string(let v):
-            var string = v
             // ASCII is already NFC: escape the string's own bytes, without a copy.
-            if let complete = string.withUTF8({ raw in
+            if let complete = v.utf8.withContiguousStorageIfAvailable({ raw in
                 raw.allSatisfy({ $0 < 0x80 }) ? appendEscaped(raw, tag: .string, to: &bytes) : nil
-            }) {
+            }), let complete {
                 return complete
             }
             return appendEscaped(canonicalBytes(v), tag: .string, to: &bytes)

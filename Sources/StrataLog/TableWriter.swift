@@ -425,6 +425,8 @@ struct TableWriter: CodecCatalog {
         }
 
         // The index entries.
+        let rowsBefore = indexRows.rows.count
+        let bytesBefore = indexRows.bytes.count
         for index in coding.indexes {
             buffers.indexKey.removeAll(keepingCapacity: true)
             Self.appendIndexCode(try coding.indexCode(index, self), to: &buffers.indexKey)
@@ -448,6 +450,9 @@ struct TableWriter: CodecCatalog {
                     index: index.position, buffers.indexKey, complete: complete, hasNil: hasNil, needsCheck: !isFresh)
             }
             indexRows.add(buffers.indexKey, uniqueKey: uniqueKey)
+        }
+        if !indexRows.isReserved && !coding.indexes.isEmpty {
+            indexRows.reserve(rowsPerObject: indexRows.rows.count - rowsBefore, bytesPerObject: indexRows.bytes.count - bytesBefore)
         }
         try putHistory(txn, key, sequence)
     }
