@@ -23,16 +23,15 @@ struct ByteWriter {
     mutating func varint(_ value: Int) { varint(UInt64(clamping: value)) }
 
     mutating func uint16(_ value: UInt16) {
-        bytes.append(UInt8(value >> 8))
-        bytes.append(UInt8(truncatingIfNeeded: value))
+        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
     mutating func uint32(_ value: UInt32) {
-        for shift in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
+        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
     mutating func uint64(_ value: UInt64) {
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
     /// A length-prefixed UTF-8 string.

@@ -158,7 +158,20 @@ enum EventCodec {
     /// The event's bytes: header, groups, and a CRC-32C over everything before it.
     static func encode(_ event: TransactionEvent, catalog: some CodecCatalog) throws(LogError) -> [UInt8] {
         let schema = try catalog.schema(forModelVersion: event.modelVersion)
-        var w = ByteWriter(capacity: 256)
+        return try encode(event, catalog: catalog) { (group: Int, w: inout ByteWriter) throws(LogError) in
+            for change in event.groups[group].changes {
+                try writeChange(change, &w, schema: schema, catalog: catalog)
+            }
+        }
+    }
+
+    /// The event's bytes, with each group's changes written by `writeChanges` (given the
+    /// group's position) — the commit's, encoded as it applied them.
+    static func encode(
+        _ event: TransactionEvent, catalog: some CodecCatalog, capacity: Int = 256,
+        writeChanges: (Int, inout ByteWriter) throws(LogError) -> Void
+    ) throws(LogError) -> [UInt8] {
+        var w = ByteWriter(capacity: capacity)
         w.raw(magic)
         w.byte(formatVersion)
         var flags: UInt8 = 0
@@ -193,7 +206,7 @@ enum EventCodec {
         }
         w.varint(event.modelVersion)
         w.varint(event.groups.count)
-        for group in event.groups {
+        for (position, group) in event.groups.enumerated() {
             w.byte((group.actionName != nil ? 1 : 0) | (group.origin != nil ? 2 : 0))
             if let name = group.actionName { w.string(name) }
             switch group.origin {
@@ -208,9 +221,7 @@ enum EventCodec {
             case nil: break
             }
             w.varint(group.changes.count)
-            for change in group.changes {
-                try writeChange(change, &w, schema: schema, catalog: catalog)
-            }
+            try writeChanges(position, &w)
         }
         let crc = w.bytes.withUnsafeBytes { CRC32C.checksum($0) }
         w.uint32(crc)
@@ -230,14 +241,12 @@ enum EventCodec {
         }
         switch change {
         case .insert(_, let values), .delete(_, let values):
-            w.byte(change.isInsert ? 1 : 3)
-            try writeReference(id, &w, catalog)
-            let sorted = try values.map { (name, value) throws(LogError) in (try code(name), value) }.sorted { $0.0 < $1.0 }
-            w.varint(sorted.count)
-            for (c, value) in sorted {
-                w.varint(c)
-                try writeValue(value, &w, catalog)
-            }
+            var sorted: [(code: Int, value: LogValue)] = []
+            sorted.reserveCapacity(values.count)
+            for (name, value) in values { sorted.append((try code(name), value)) }
+            sorted.sort { $0.code < $1.code }
+            writeImageStart(insert: change.isInsert, entityCode: try catalog.entityCode(id.entity), primaryKey: id.primaryKey, &w)
+            try writeCodedValues(sorted, &w, catalog)
         case .update(_, let changes):
             w.byte(2)
             try writeReference(id, &w, catalog)
@@ -255,6 +264,24 @@ enum EventCodec {
                     try writeReferences(removed, &w, catalog)
                 }
             }
+        }
+    }
+
+    /// The start of an insert's or a delete's change: the operation and the object.
+    /// ``writeCodedValues(_:_:_:)`` follows with its values.
+    static func writeImageStart(insert: Bool, entityCode: UInt16, primaryKey: UInt64, _ w: inout ByteWriter) {
+        w.byte(insert ? 1 : 3)
+        w.varint(UInt64(entityCode))
+        w.varint(primaryKey)
+    }
+
+    /// An object's values by property code, sorted by code: the count, then each code and
+    /// value. Inserts, deletes and state records share this layout.
+    static func writeCodedValues(_ values: [(code: Int, value: LogValue)], _ w: inout ByteWriter, _ catalog: some CodecCatalog) throws(LogError) {
+        w.varint(values.count)
+        for (code, value) in values {
+            w.varint(code)
+            try writeValue(value, &w, catalog)
         }
     }
 

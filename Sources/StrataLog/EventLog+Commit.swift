@@ -38,36 +38,42 @@ extension EventLog {
         }
 
         // Pass 1: permanent IDs for every inserted object, in draft order.
-        var counters: [UInt16: UInt64] = [:]
+        var codings = EntityCodings(writer: writer)
+        let operationCount = draft.groups.reduce(0) { $0 + $1.operations.count }
         var permanent: [DraftObjectID: StoredObjectID] = [:]
+        permanent.reserveCapacity(operationCount)
+        /// The permanent IDs of the temporary objects, in the order pass 2 meets their inserts.
+        var insertedIDs: [StoredObjectID] = []
+        insertedIDs.reserveCapacity(operationCount)
+        func lastPrimaryKey(_ code: UInt16) throws -> UInt64 {
+            try txn.value(forKey: TableWriter.counterKey(code), in: tables.counters)
+                .flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
+        }
         for group in draft.groups {
-            for case .insert(let object, _) in group.operations {
+            // By position, reading only the object: binding the operation would retain its
+            // values, which pass 2 reads anyway.
+            for position in group.operations.indices {
+                guard let object = group.operations[position].insertedObject else { continue }
                 if case .stored(let id) = object {
                     // Restoring a deleted object under its own ID (undo of a delete): the ID
                     // must have been given out before, and the object must not exist now.
                     let code = try writer.entityCode(id.entity)
-                    let last = try counters[code] ?? (try txn.value(forKey: TableWriter.counterKey(code), in: tables.counters)
-                        .flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0)
+                    let given = codings.all.first { $0.code == code }?.lastPrimaryKey
+                    let last = try given ?? (try lastPrimaryKey(code))
                     guard id.primaryKey >= 1, id.primaryKey <= last else {
                         throw LogError.invalidOperation("insert of \(id): that ID was never given out, so it can't be restored")
                     }
                     continue
                 }
-                guard permanent[object] == nil else { throw LogError.objectExists(object.description) }
-                let entity = try schema.entity(object.entity)
-                if entity.isAbstract {
-                    throw LogError.invalidOperation("entity \(entity.name) is abstract; insert one of its sub-entities")
+                let coding = try codings.coding(object.entity)
+                if coding.entity.isAbstract {
+                    throw LogError.invalidOperation("entity \(coding.entity.name) is abstract; insert one of its sub-entities")
                 }
-                let code = try writer.entityCode(entity.name)
-                let last: UInt64
-                if let known = counters[code] {
-                    last = known
-                } else {
-                    last = try txn.value(forKey: TableWriter.counterKey(code), in: tables.counters)
-                        .flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
-                }
-                counters[code] = last + 1
-                permanent[object] = StoredObjectID(entity: entity.name, primaryKey: last + 1)
+                let last = try coding.lastPrimaryKey ?? (try lastPrimaryKey(try coding.entityCode(writer)))
+                coding.lastPrimaryKey = last + 1
+                let id = StoredObjectID(entity: coding.entity.name, primaryKey: last + 1)
+                guard permanent.updateValue(id, forKey: object) == nil else { throw LogError.objectExists(object.description) }
+                insertedIDs.append(id)
             }
         }
 
@@ -82,87 +88,179 @@ extension EventLog {
             }
         }
 
-        var referenced: [ObjectKey: (from: StoredObjectID, property: String, to: StoredObjectID)] = [:]
+        /// The stored objects this transaction's values reference, checked for existence at the end.
+        var referenced: [ObjectKey: StoredObjectID] = [:]
         var deleted: [ObjectKey: StoredObjectID] = [:]
-        var touched: [ObjectKey: String] = [:]
-        /// The values each object with a unique index has now, kept so the uniqueness check
-        /// needn't read the records back.
-        var latestValues: [ObjectKey: [String: LogValue]] = [:]
+        /// The unique index keys each touched object with a unique index has now, kept so the
+        /// uniqueness check needn't read the records back.
+        var uniqueness = PendingUniqueness(expectedObjects: operationCount)
 
-        /// Checks a draft value against the property and converts it to a log value.
-        func convert(_ value: DraftValue, _ property: ModelSchema.Property, of entity: ModelSchema.Entity, from source: StoredObjectID) throws -> LogValue {
+        /// The last reference `convert` resolved, which the insert's value map resolves again.
+        var lastTarget: (object: DraftObjectID, id: StoredObjectID)?
+        func resolveAgain(_ object: DraftObjectID) throws -> StoredObjectID {
+            if let lastTarget, lastTarget.object == object { return lastTarget.id }
+            return try resolve(object)
+        }
+
+        /// Checks a draft value against property `code` of `coding` and converts it to a log value.
+        func convert(_ value: DraftValue, _ code: Int, of coding: EntityCoding, from source: StoredObjectID) throws -> LogValue {
             func mismatch(_ got: String) -> LogError {
+                let property = coding.entity.properties[code]
                 let expected = property.attributeType.map(\.name)
                     ?? (property.isToMany ? "a to-many relationship to \(property.destination ?? "?")" : "a reference to \(property.destination ?? "?")")
-                return .typeMismatch(entity: entity.name, property: property.name, expected: expected, got: got)
+                return .typeMismatch(entity: coding.entity.name, property: property.name, expected: expected, got: got)
             }
             func target(_ object: DraftObjectID) throws -> StoredObjectID {
                 let id = try resolve(object)
-                if let destination = property.destination, let destinationEntity = schema.entities[destination],
-                    !destinationEntity.selfAndSubentities.contains(id.entity)
-                {
+                if let destinations = coding.properties[code].destinations, !destinations.contains(id.entity) {
                     throw mismatch("a reference to \(id.entity)")
                 }
-                referenced[try writer.key(id)] = (source, property.name, id)
+                // A stored object may be missing; one this commit inserts exists unless the
+                // commit deletes it, and then the check of deleted objects finds the reference.
+                if case .stored = object { referenced[try codings.key(id)] = id }
+                lastTarget = (object, id)
                 return id
             }
             switch value {
             case .null: return .null
             case .attribute(let attribute):
-                guard let type = property.attributeType else { throw mismatch(attribute.typeName) }
+                guard let type = coding.properties[code].attributeType else { throw mismatch(attribute.typeName) }
                 guard attribute.matches(type) else { throw mismatch(attribute.typeName) }
                 return .attribute(attribute)
             case .reference(let object):
-                guard property.relationship != nil, !property.isToMany else { throw mismatch("a single reference") }
+                guard coding.properties[code].isRelationship, !coding.properties[code].isToMany else {
+                    throw mismatch("a single reference")
+                }
                 return .reference(try target(object))
             case .references(let objects):
-                guard property.relationship != nil, property.isToMany else { throw mismatch("a list of references") }
+                guard coding.properties[code].isRelationship, coding.properties[code].isToMany else {
+                    throw mismatch("a list of references")
+                }
                 var ids = try objects.map(target)
-                if property.relationship == .unorderedToMany { ids = Array(Set(ids)).sorted() }
+                if coding.properties[code].kind == .unorderedToMany { ids = Array(Set(ids)).sorted() }
                 return .references(ids)
             }
         }
 
-        func storedProperty(_ name: String, of entity: ModelSchema.Entity) throws -> ModelSchema.Property {
-            guard let property = entity.propertiesByName[name] else {
-                throw LogError.unknownProperty(entity: entity.name, property: name)
+        /// The code of stored property `name` of `coding`'s entity.
+        func storedProperty(_ name: String, of coding: EntityCoding) throws -> Int {
+            guard let code = coding.code(of: name) else {
+                throw LogError.unknownProperty(entity: coding.entity.name, property: name)
             }
-            if case .derived(let inverseEntity, let inverse) = property.relationship {
+            if coding.properties[code].kind == .derived,
+                case .derived(let inverseEntity, let inverse) = coding.entity.properties[code].relationship
+            {
                 throw LogError.derivedRelationshipSide(
-                    entity: entity.name, property: name, recordedSide: "\(inverseEntity).\(inverse)")
+                    entity: coding.entity.name, property: name, recordedSide: "\(inverseEntity).\(inverse)")
             }
-            return property
+            return code
         }
 
-        // Pass 2: apply each operation, recording the change with its before-image.
+        /// Records the unique index keys `values` give the object at `key` (after an update).
+        func recordUniqueKeys(_ key: ObjectKey, values: [String: LogValue], coding: EntityCoding) throws {
+            let start = uniqueness.keys.count
+            for (position, (index, indexKey, complete)) in try writer.indexKeys(key, values: values, entity: coding.entity).enumerated()
+            where index.isUnique {
+                let hasNil = index.properties.contains { (values[$0] ?? .null) == .null }
+                uniqueness.addKey(index: position, indexKey, complete: complete, hasNil: hasNil)
+            }
+            uniqueness.finishObject(key, coding: coding, values: values, keys: start..<uniqueness.keys.count, isFresh: false)
+        }
+
+        // Pass 2: apply each operation, recording the change with its before-image. Each
+        // group's changes are encoded for the event as they are applied.
+        let eventSchema = try writer.schema(forModelVersion: modelVersion)
         var groups: [ChangeGroup] = []
+        var groupBytes: [[UInt8]] = []
+        var buffers = WriteBuffers()
+        var coded: [(code: Int, value: LogValue)] = []
+        var nextInserted = 0
+        var indexRows = DeferredIndexRows(expectedObjects: operationCount)
         for group in draft.groups where !group.operations.isEmpty {
             var changes: [Change] = []
+            changes.reserveCapacity(group.operations.count)
+            var w = ByteWriter(capacity: 64 + group.operations.count * 96)
             for operation in group.operations {
+                if case .insert = operation {} else {
+                    // The operations below read and change index rows: put the inserts' first.
+                    try writer.putIndexRows(txn, &indexRows, uniqueness: &uniqueness)
+                }
                 switch operation {
                 case .insert(let object, let values):
-                    let id = try resolve(object)
-                    let entity = try schema.entity(id.entity)
-                    var converted: [String: LogValue] = [:]
-                    for (name, value) in values {
-                        let property = try storedProperty(name, of: entity)
-                        let logValue = try convert(value, property, of: entity, from: id)
-                        if case .null = logValue { continue }
-                        if case .references(let ids) = logValue, ids.isEmpty { continue }
-                        converted[name] = logValue
-                    }
-                    let key = try writer.key(id)
+                    let id: StoredObjectID
                     let isFresh: Bool
-                    if case .temporary = object { isFresh = true } else { isFresh = false }
-                    try writer.applyInsert(txn, key, values: converted, sequence: sequence, entity: entity, isFresh: isFresh)
-                    touched[key] = id.entity
-                    if entity.hasUniqueIndex { latestValues[key] = converted }
-                    deleted[key] = nil
+                    if case .temporary = object {
+                        id = insertedIDs[nextInserted]
+                        nextInserted += 1
+                        isFresh = true
+                    } else {
+                        id = try resolve(object)
+                        isFresh = false
+                    }
+                    let coding = try codings.coding(id.entity)
+                    coded.removeAll(keepingCapacity: true)
+                    // Whether the stored values differ from the draft's beyond the conversion
+                    // (nil or empty values dropped, an unordered relationship's members sorted).
+                    var reshaped = false
+                    for (name, value) in values {
+                        let code = try storedProperty(name, of: coding)
+                        let logValue = try convert(value, code, of: coding, from: id)
+                        switch logValue {
+                        case .null:
+                            reshaped = true
+                            continue
+                        case .references(let ids):
+                            if ids.isEmpty {
+                                reshaped = true
+                                continue
+                            }
+                            if coding.properties[code].kind == .unorderedToMany { reshaped = true }
+                        default: break
+                        }
+                        // Insertion sort by code: a handful of values.
+                        var position = coded.count
+                        coded.append((code, logValue))
+                        while position > 0 && coded[position - 1].code > code {
+                            coded.swapAt(position - 1, position)
+                            position -= 1
+                        }
+                    }
+                    let converted: [String: LogValue]
+                    if reshaped {
+                        var values: [String: LogValue] = Dictionary(minimumCapacity: coded.count)
+                        for (code, value) in coded { values[coding.names[code]] = value }
+                        converted = values
+                    } else {
+                        // The same keys: map the draft's dictionary without hashing them again.
+                        converted = try values.mapValues { value throws -> LogValue in
+                            switch value {
+                            case .null: .null
+                            case .attribute(let attribute): .attribute(attribute)
+                            case .reference(let object): .reference(try resolveAgain(object))
+                            case .references(let objects): .references(try objects.map(resolveAgain))
+                            }
+                        }
+                    }
+                    let key = ObjectKey(entity: try coding.entityCode(writer), primaryKey: id.primaryKey)
+                    // The event's change, whose values section is also the record's.
+                    EventCodec.writeImageStart(insert: true, entityCode: key.entity, primaryKey: key.primaryKey, &w)
+                    let valuesStart = w.bytes.count
+                    try EventCodec.writeCodedValues(coded, &w, writer)
+                    let uniqueStart = uniqueness.keys.count
+                    try writer.applyInsert(
+                        txn, key, coded: coded, encodedValues: w.bytes[valuesStart...], sequence: sequence, coding: coding,
+                        isFresh: isFresh, codings: &codings, buffers: &buffers, uniqueness: &uniqueness,
+                        indexRows: &indexRows)
+                    if coding.hasUniqueIndex {
+                        uniqueness.finishObject(
+                            key, coding: coding, values: converted, keys: uniqueStart..<uniqueness.keys.count, isFresh: isFresh)
+                    }
+                    if !deleted.isEmpty { deleted[key] = nil }
                     changes.append(.insert(id, values: converted))
 
                 case .update(let object, let values):
                     let id = try resolve(object)
-                    let entity = try schema.entity(id.entity)
+                    let coding = try codings.coding(id.entity)
                     let key = try writer.key(id)
                     guard let record = try writer.readRecord(txn, key, entityName: id.entity) else {
                         throw LogError.objectNotFound(id.description)
@@ -170,11 +268,11 @@ extension EventLog {
                     var propertyChanges: [PropertyChange] = []
                     for name in values.keys.sorted() {
                         guard let value = values[name] else { continue }
-                        let property = try storedProperty(name, of: entity)
-                        let after = try convert(value, property, of: entity, from: id)
-                        if property.relationship == .unorderedToMany {
-                            let code = try writer.relationshipCode(property.qualifiedName)
-                            let current = Set(try writer.members(txn, of: key, relationship: code))
+                        let code = try storedProperty(name, of: coding)
+                        let after = try convert(value, code, of: coding, from: id)
+                        if coding.properties[code].kind == .unorderedToMany {
+                            let relationship = try coding.relationshipCode(code, writer)
+                            let current = Set(try writer.members(txn, of: key, relationship: relationship))
                             var wanted: Set<ObjectKey> = []
                             if case .references(let ids) = after { wanted = Set(try ids.map { try writer.key($0) }) }
                             let added = try wanted.subtracting(current).sorted().map { try writer.id($0) }
@@ -192,65 +290,72 @@ extension EventLog {
                         }
                     }
                     guard !propertyChanges.isEmpty else { continue }
-                    let updated = try writer.applyUpdate(txn, key, changes: propertyChanges, sequence: sequence, entity: entity)
-                    touched[key] = id.entity
-                    if entity.hasUniqueIndex { latestValues[key] = updated }
-                    changes.append(.update(id, changes: propertyChanges))
+                    let updated = try writer.applyUpdate(txn, key, changes: propertyChanges, sequence: sequence, entity: coding.entity)
+                    if coding.hasUniqueIndex { try recordUniqueKeys(key, values: updated, coding: coding) }
+                    let change = Change.update(id, changes: propertyChanges)
+                    try EventCodec.writeChange(change, &w, schema: eventSchema, catalog: writer)
+                    changes.append(change)
 
                 case .membership(let object, let name, let addedObjects, let removedObjects):
                     let id = try resolve(object)
-                    let entity = try schema.entity(id.entity)
-                    let property = try storedProperty(name, of: entity)
-                    guard property.relationship == .unorderedToMany else {
+                    let coding = try codings.coding(id.entity)
+                    let code = try storedProperty(name, of: coding)
+                    guard coding.properties[code].kind == .unorderedToMany else {
                         throw LogError.typeMismatch(
-                            entity: entity.name, property: name, expected: "an unordered to-many relationship",
+                            entity: coding.entity.name, property: name, expected: "an unordered to-many relationship",
                             got: "a membership change")
                     }
                     let key = try writer.key(id)
-                    guard try txn.containsKey(key.bytes, in: tables.state) else { throw LogError.objectNotFound(id.description) }
-                    let code = try writer.relationshipCode(property.qualifiedName)
-                    let current = Set(try writer.members(txn, of: key, relationship: code))
+                    guard try key.withBytes({ try txn.containsKey($0, in: tables.state) }) else {
+                        throw LogError.objectNotFound(id.description)
+                    }
+                    let relationship = try coding.relationshipCode(code, writer)
+                    let current = Set(try writer.members(txn, of: key, relationship: relationship))
                     var added: [StoredObjectID] = []
                     var removed: [StoredObjectID] = []
-                    if case .references(let ids) = try convert(.references(addedObjects), property, of: entity, from: id) {
+                    if case .references(let ids) = try convert(.references(addedObjects), code, of: coding, from: id) {
                         added = try ids.filter { !current.contains(try writer.key($0)) }
                     }
-                    if case .references(let ids) = try convert(.references(removedObjects), property, of: entity, from: id) {
+                    if case .references(let ids) = try convert(.references(removedObjects), code, of: coding, from: id) {
                         removed = try ids.filter { current.contains(try writer.key($0)) && !added.contains($0) }
                     }
                     guard !added.isEmpty || !removed.isEmpty else { continue }
-                    let change = PropertyChange.membership(property: name, added: added, removed: removed)
-                    let updated = try writer.applyUpdate(txn, key, changes: [change], sequence: sequence, entity: entity)
-                    touched[key] = id.entity
-                    if entity.hasUniqueIndex { latestValues[key] = updated }
-                    changes.append(.update(id, changes: [change]))
+                    let propertyChange = PropertyChange.membership(property: name, added: added, removed: removed)
+                    let updated = try writer.applyUpdate(txn, key, changes: [propertyChange], sequence: sequence, entity: coding.entity)
+                    if coding.hasUniqueIndex { try recordUniqueKeys(key, values: updated, coding: coding) }
+                    let change = Change.update(id, changes: [propertyChange])
+                    try EventCodec.writeChange(change, &w, schema: eventSchema, catalog: writer)
+                    changes.append(change)
 
                 case .delete(let object):
                     let id = try resolve(object)
-                    let entity = try schema.entity(id.entity)
+                    let coding = try codings.coding(id.entity)
                     let key = try writer.key(id)
                     guard let record = try writer.readRecord(txn, key, entityName: id.entity) else {
                         throw LogError.objectNotFound(id.description)
                     }
-                    let before = try writer.beforeImage(txn, key, record: record, entity: entity)
-                    try writer.applyDelete(txn, key, sequence: sequence, entity: entity)
+                    let before = try writer.beforeImage(txn, key, record: record, entity: coding.entity)
+                    try writer.applyDelete(txn, key, sequence: sequence, entity: coding.entity)
                     deleted[key] = id
-                    touched[key] = nil
-                    latestValues[key] = nil
-                    changes.append(.delete(id, before: before))
+                    if coding.hasUniqueIndex { uniqueness.remove(key) }
+                    let change = Change.delete(id, before: before)
+                    try EventCodec.writeChange(change, &w, schema: eventSchema, catalog: writer)
+                    changes.append(change)
                 }
             }
             // Kept even when every change was a no-op, so a draft's groups (those with
             // operations) map one-to-one onto the event's: contexts rely on it for undo.
             groups.append(ChangeGroup(actionName: group.actionName, changes: changes, origin: group.origin))
+            groupBytes.append(w.bytes)
         }
+        try writer.putIndexRows(txn, &indexRows, uniqueness: &uniqueness)
 
         // Deferred checks, on the state as the transaction leaves it: an object that doesn't
         // exist must have no references left pointing at it — whether they were written by
         // this draft (a reference to a missing object) or left by a delete (dangling).
         var candidates: [ObjectKey: StoredObjectID] = deleted
-        for (key, origin) in referenced where candidates[key] == nil { candidates[key] = origin.to }
-        for (key, id) in candidates.sorted(by: { $0.key < $1.key }) where !(try txn.containsKey(key.bytes, in: tables.state)) {
+        for (key, id) in referenced where candidates[key] == nil { candidates[key] = id }
+        for (key, id) in candidates.sorted(by: { $0.key < $1.key }) where !(try key.withBytes({ try txn.containsKey($0, in: tables.state) })) {
             try txn.forEach(in: tables.referrers, range: .prefix(key.bytes)) { entry, _ in
                 let (relationship, source) = entry.withUnsafeBytes { raw in
                     (readBigEndian(raw, at: 10, count: 2).map { UInt16($0) }, ObjectKey(raw, at: 12))
@@ -260,16 +365,20 @@ extension EventLog {
                 throw LogError.missingReference(from: sourceName, property: String(name.split(separator: ".").last ?? ""), to: id.description)
             }
         }
-        try checkUniqueness(txn, latestValues: latestValues, touched: touched, writer: writer)
+        try checkUniqueness(txn, uniqueness, writer: writer)
 
         // The event itself, in chunks small enough to stay in B-tree pages.
         let event = TransactionEvent(
             sequence: sequence, timestamp: timestamp, author: draft.author, contextName: draft.contextName,
             processID: draft.processID, kind: draft.kind, modelVersion: modelVersion, groups: groups)
-        let bytes = try EventCodec.encode(event, catalog: writer)
+        let capacity = groupBytes.reduce(256) { $0 + $1.count + 16 }
+        let bytes = try EventCodec.encode(event, catalog: writer, capacity: capacity) { (group: Int, w: inout ByteWriter) in
+            w.raw(groupBytes[group])
+        }
         try writeEventChunks(txn, sequence: sequence, bytes: bytes)
-        for (code, last) in counters {
-            try txn.put(bigEndianBytes(last), forKey: TableWriter.counterKey(code), in: tables.counters)
+        for coding in codings.all {
+            guard let last = coding.lastPrimaryKey else { continue }
+            try txn.put(bigEndianBytes(last), forKey: TableWriter.counterKey(try coding.entityCode(writer)), in: tables.counters)
         }
         try txn.put(bigEndianBytes(sequence), forKey: MetaKey.head, in: tables.meta)
         if configuration.checkpointInterval > 0 && sequence % configuration.checkpointInterval == 0 {
@@ -325,42 +434,67 @@ extension EventLog {
     }
 
     /// Refuses the commit if any touched object now shares a unique index value with another.
-    private func checkUniqueness(
-        _ txn: borrowing LMDBTransaction, latestValues: [ObjectKey: [String: LogValue]], touched: [ObjectKey: String],
-        writer: TableWriter
-    ) throws {
-        for (key, values) in latestValues {
-            guard let entityName = touched[key], let entity = schema.entities[entityName] else { continue }
-            let record = Record(modelVersion: modelVersion, version: 0, values: values)
-            for (index, indexKey, complete) in try writer.indexKeys(key, values: record.values, entity: entity) where index.isUnique {
-                // A constraint with a missing value doesn't constrain (as in SQL).
-                if index.properties.contains(where: { (record.values[$0] ?? .null) == .null }) { continue }
-                let prefix = Array(indexKey.dropLast(ObjectKey.byteCount))
-                var others: [ObjectKey] = []
-                try txn.forEach(in: tables.index, range: .prefix(prefix)) { entry, _ in
-                    if let other = entry.withUnsafeBytes({ ObjectKey($0, at: $0.count - ObjectKey.byteCount) }), other != key {
-                        others.append(other)
+    private func checkUniqueness(_ txn: borrowing LMDBTransaction, _ pending: PendingUniqueness, writer: TableWriter) throws {
+        guard !pending.objects.isEmpty else { return }
+        // The other objects holding each live key's values, found with one cursor.
+        var clashes: [(object: Int, key: Int, others: [ObjectKey])] = []
+        try pending.bytes.withUnsafeBytes { all in
+            try txn.withCursor(on: tables.index) { cursor in
+                for position in pending.objects.indices where pending.isLatest(position) {
+                    let object = pending.objects[position].key
+                    for keyPosition in pending.objects[position].keys
+                    where pending.keys[keyPosition].needsCheck && !pending.keys[keyPosition].hasNil {
+                        let range = pending.keys[keyPosition].bytes
+                        let prefix = UnsafeRawBufferPointer(rebasing: all[range.lowerBound..<(range.upperBound - ObjectKey.byteCount)])
+                        var others: [ObjectKey] = []
+                        var found = try cursor.seek(atLeast: prefix)
+                        while found {
+                            let inRange = try cursor.withCurrent { key, _ in
+                                key.withUnsafeBytes { raw -> Bool in
+                                    guard TableWriter.hasPrefix(raw, prefix) else { return false }
+                                    if let other = ObjectKey(raw, at: raw.count - ObjectKey.byteCount), other != object {
+                                        others.append(other)
+                                    }
+                                    return true
+                                }
+                            }
+                            guard inRange == true else { break }
+                            found = try cursor.move(.next)
+                        }
+                        if !others.isEmpty { clashes.append((position, keyPosition, others)) }
                     }
-                    return .next
-                }
-                var clashing: [StoredObjectID] = []
-                for other in others {
-                    let otherID = try writer.id(other)
-                    if !complete {
-                        // The key was cut: compare the full values.
-                        guard let otherRecord = try writer.readRecord(txn, other, entityName: otherID.entity),
-                            index.properties.allSatisfy({ otherRecord.values[$0] == record.values[$0] })
-                        else { continue }
-                    }
-                    clashing.append(otherID)
-                }
-                if !clashing.isEmpty {
-                    let value = index.properties.map { (record.values[$0] ?? .null).description }.joined(separator: ", ")
-                    throw LogError.uniquenessViolation(
-                        entity: index.entity, properties: index.properties, value: value,
-                        objects: ([try writer.id(key)] + clashing).map(\.description))
                 }
             }
         }
+        for (position, keyPosition, others) in clashes {
+            let object = pending.objects[position]
+            let key = pending.keys[keyPosition]
+            let index = object.coding.entity.indexes[key.index]
+            var clashing: [StoredObjectID] = []
+            for other in others {
+                let otherID = try writer.id(other)
+                if !key.complete {
+                    // The key was cut: compare the full values.
+                    guard let otherRecord = try writer.readRecord(txn, other, entityName: otherID.entity),
+                        index.properties.allSatisfy({ otherRecord.values[$0] == object.values[$0] })
+                    else { continue }
+                }
+                clashing.append(otherID)
+            }
+            if !clashing.isEmpty {
+                let value = index.properties.map { (object.values[$0] ?? .null).description }.joined(separator: ", ")
+                throw LogError.uniquenessViolation(
+                    entity: index.entity, properties: index.properties, value: value,
+                    objects: ([try writer.id(object.key)] + clashing).map(\.description))
+            }
+        }
+    }
+}
+
+extension TransactionDraft.Operation {
+    /// The object an insert inserts; nil for other operations.
+    fileprivate var insertedObject: DraftObjectID? {
+        if case .insert(let object, _) = self { return object }
+        return nil
     }
 }

@@ -43,7 +43,14 @@ public enum IndexKeyEncoding {
             bytes.append(Tag.boolean.rawValue)
             bytes.append(v ? 1 : 0)
         case .date(let v): appendReal(v.timeIntervalSinceReferenceDate, tag: .date, to: &bytes)
-        case .string(let v): return appendEscaped(canonicalBytes(v), tag: .string, to: &bytes)
+        case .string(let v):
+            // ASCII is already NFC: escape the string's own bytes, without a copy.
+            if let complete = v.utf8.withContiguousStorageIfAvailable({ raw in
+                raw.allSatisfy({ $0 < 0x80 }) ? appendEscaped(raw, tag: .string, to: &bytes) : nil
+            }), let complete {
+                return complete
+            }
+            return appendEscaped(canonicalBytes(v), tag: .string, to: &bytes)
         case .binaryData(let v): return appendEscaped(Array(v), tag: .data, to: &bytes)
         case .uuid(let v):
             bytes.append(Tag.uuid.rawValue)
@@ -74,7 +81,7 @@ public enum IndexKeyEncoding {
     private static func appendInteger(_ v: Int64, to bytes: inout [UInt8]) {
         bytes.append(Tag.integer.rawValue)
         let flipped = UInt64(bitPattern: v) ^ (1 << 63)
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: flipped >> UInt64(shift))) }
+        withUnsafeBytes(of: flipped.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
     private static func appendReal(_ v: Double, tag: Tag, to bytes: inout [UInt8]) {
@@ -83,16 +90,25 @@ public enum IndexKeyEncoding {
         let value = v == 0 ? 0.0 : v
         let bits = value.bitPattern
         let ordered = (bits & (1 << 63)) != 0 ? ~bits : bits | (1 << 63)
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: ordered >> UInt64(shift))) }
+        withUnsafeBytes(of: ordered.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
     /// 0x00 bytes become 0x00 0xFF; the value ends with 0x00 0x00, or 0x00 0x01 if cut.
     private static func appendEscaped(_ raw: [UInt8], tag: Tag, to bytes: inout [UInt8]) -> Bool {
+        raw.withUnsafeBufferPointer { appendEscaped($0, tag: tag, to: &bytes) }
+    }
+
+    private static func appendEscaped(_ raw: UnsafeBufferPointer<UInt8>, tag: Tag, to bytes: inout [UInt8]) -> Bool {
         bytes.append(tag.rawValue)
         let cut = raw.count > maximumComponentLength
-        for b in raw.prefix(maximumComponentLength) {
-            bytes.append(b)
-            if b == 0 { bytes.append(0xFF) }
+        let kept = UnsafeBufferPointer(rebasing: raw.prefix(maximumComponentLength))
+        if kept.contains(0) {
+            for b in kept {
+                bytes.append(b)
+                if b == 0 { bytes.append(0xFF) }
+            }
+        } else {
+            bytes.append(contentsOf: kept)
         }
         bytes.append(0)
         bytes.append(cut ? 1 : 0)

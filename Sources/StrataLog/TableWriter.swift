@@ -71,27 +71,51 @@ struct TableWriter: CodecCatalog {
 
     /// target · relationship · source (or source · relationship · target for `members`).
     static func linkKey(_ first: ObjectKey, _ relationship: UInt16, _ second: ObjectKey) -> [UInt8] {
-        var w = ByteWriter(capacity: 22)
-        first.append(to: &w)
-        w.uint16(relationship)
-        second.append(to: &w)
-        return w.bytes
+        withLinkKey(first, relationship, second) { Array($0) }
+    }
+
+    /// Lends the 22-byte key of ``linkKey(_:_:_:)`` to `body`, from the stack.
+    @discardableResult
+    static func withLinkKey<R>(
+        _ first: ObjectKey, _ relationship: UInt16, _ second: ObjectKey, _ body: (UnsafeRawBufferPointer) throws -> R
+    ) rethrows -> R {
+        var storage: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        return try withUnsafeMutableBytes(of: &storage) { raw in
+            first.store(into: raw, at: 0)
+            raw.storeBytes(of: relationship.bigEndian, toByteOffset: 10, as: UInt16.self)
+            second.store(into: raw, at: 12)
+            return try body(UnsafeRawBufferPointer(rebasing: raw[0..<22]))
+        }
     }
 
     static func historyKey(_ object: ObjectKey, _ sequence: UInt64) -> [UInt8] {
-        var w = ByteWriter(capacity: 18)
-        object.append(to: &w)
-        w.uint64(sequence)
-        return w.bytes
+        withHistoryKey(object, sequence) { Array($0) }
     }
+
+    /// Lends the 18-byte key of ``historyKey(_:_:)`` to `body`, from the stack.
+    static func withHistoryKey<R>(_ object: ObjectKey, _ sequence: UInt64, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        var storage: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        return try withUnsafeMutableBytes(of: &storage) { raw in
+            object.store(into: raw, at: 0)
+            raw.storeBytes(of: sequence.bigEndian, toByteOffset: 10, as: UInt64.self)
+            return try body(UnsafeRawBufferPointer(rebasing: raw[0..<18]))
+        }
+    }
+
+    /// Adds the history row of `object`'s change in transaction `sequence`.
+    func putHistory(_ txn: borrowing LMDBTransaction, _ object: ObjectKey, _ sequence: UInt64) throws {
+        try Self.withHistoryKey(object, sequence) { key in try txn.put(bytes: Self.emptyBytes, forKey: key, in: tables.history) }
+    }
+
+    /// The value of the tables whose rows are all key (index, referrers, members, history).
+    static let empty: [UInt8] = []
+    /// ``empty`` as raw bytes.
+    static var emptyBytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: nil, count: 0) }
 
     // MARK: - Records
 
     func encodeRecord(_ record: Record, entity: ModelSchema.Entity) throws(LogError) -> [UInt8] {
-        var w = ByteWriter(capacity: 64)
-        w.varint(record.modelVersion)
-        w.varint(record.version)
-        var coded: [(Int, LogValue)] = []
+        var coded: [(code: Int, value: LogValue)] = []
         coded.reserveCapacity(record.values.count)
         for (name, value) in record.values {
             if case .null = value { continue }
@@ -100,12 +124,11 @@ struct TableWriter: CodecCatalog {
             }
             coded.append((property.code, value))
         }
-        coded.sort { $0.0 < $1.0 }
-        w.varint(coded.count)
-        for (code, value) in coded {
-            w.varint(code)
-            try EventCodec.writeValue(value, &w, self)
-        }
+        coded.sort { $0.code < $1.code }
+        var w = ByteWriter(capacity: 64)
+        w.varint(record.modelVersion)
+        w.varint(record.version)
+        try EventCodec.writeCodedValues(coded, &w, self)
         return w.bytes
     }
 
@@ -205,7 +228,8 @@ struct TableWriter: CodecCatalog {
     }
 
     func writeRecord(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, _ record: Record, entity: ModelSchema.Entity) throws {
-        try txn.put(try encodeRecord(record, entity: entity), forKey: key.bytes, in: tables.state)
+        let bytes = try encodeRecord(record, entity: entity)
+        try key.withBytes { key in try txn.put(bytes, forKey: key, in: tables.state) }
     }
 
     // MARK: - Membership and references
@@ -237,13 +261,19 @@ struct TableWriter: CodecCatalog {
     }
 
     func link(_ txn: borrowing LMDBTransaction, _ source: ObjectKey, _ relationship: UInt16, _ target: ObjectKey, member: Bool) throws {
-        try txn.put([UInt8](), forKey: Self.linkKey(target, relationship, source), in: tables.referrers)
-        if member { try txn.put([UInt8](), forKey: Self.linkKey(source, relationship, target), in: tables.members) }
+        try Self.withLinkKey(target, relationship, source) { key in
+            try txn.put(bytes: Self.emptyBytes, forKey: key, in: tables.referrers)
+        }
+        if member {
+            try Self.withLinkKey(source, relationship, target) { key in
+                try txn.put(bytes: Self.emptyBytes, forKey: key, in: tables.members)
+            }
+        }
     }
 
     func unlink(_ txn: borrowing LMDBTransaction, _ source: ObjectKey, _ relationship: UInt16, _ target: ObjectKey, member: Bool) throws {
-        try txn.delete(key: Self.linkKey(target, relationship, source), in: tables.referrers)
-        if member { try txn.delete(key: Self.linkKey(source, relationship, target), in: tables.members) }
+        try Self.withLinkKey(target, relationship, source) { key in try txn.delete(key: key, in: tables.referrers) }
+        if member { try Self.withLinkKey(source, relationship, target) { key in try txn.delete(key: key, in: tables.members) } }
     }
 
     /// The reference targets a value holds.
@@ -263,29 +293,40 @@ struct TableWriter: CodecCatalog {
         for index in entity.indexes {
             var bytes: [UInt8] = []
             bytes.reserveCapacity(32)
-            let code = try indexCode(index.name)
-            bytes.append(UInt8(code >> 8))
-            bytes.append(UInt8(truncatingIfNeeded: code))
+            Self.appendIndexCode(try indexCode(index.name), to: &bytes)
             var complete = true
             for property in index.properties {
-                switch values[property] {
-                case .attribute(let value):
-                    complete = IndexKeyEncoding.append(value, to: &bytes) && complete
-                case .reference(let id):
-                    bytes.append(0x30)
-                    var w = ByteWriter(capacity: 10)
-                    try self.key(id).append(to: &w)
-                    bytes.append(contentsOf: w.bytes)
-                default:
-                    IndexKeyEncoding.append(nil, to: &bytes)
-                }
+                let value = values[property]
+                var target: ObjectKey?
+                if case .reference(let id)? = value { target = try self.key(id) }
+                complete = Self.appendIndexValue(value, target: target, to: &bytes) && complete
             }
-            var w = ByteWriter(capacity: 10)
-            key.append(to: &w)
-            bytes.append(contentsOf: w.bytes)
+            key.append(to: &bytes)
             result.append((index, bytes, complete))
         }
         return result
+    }
+
+    /// Starts an index key: the index's code.
+    static func appendIndexCode(_ code: UInt16, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(code >> 8))
+        bytes.append(UInt8(truncatingIfNeeded: code))
+    }
+
+    /// Appends one indexed property's value to an index key (`target`: the key of a
+    /// reference's destination); false when the value was cut.
+    static func appendIndexValue(_ value: LogValue?, target: ObjectKey?, to bytes: inout [UInt8]) -> Bool {
+        switch value {
+        case .attribute(let value)?:
+            return IndexKeyEncoding.append(value, to: &bytes)
+        case .reference?:
+            bytes.append(0x30)
+            target?.append(to: &bytes)
+            return true
+        default:
+            IndexKeyEncoding.append(nil, to: &bytes)
+            return true
+        }
     }
 
     func updateIndexes(
@@ -296,7 +337,7 @@ struct TableWriter: CodecCatalog {
         let oldKeys = try old.map { try indexKeys(key, values: $0, entity: entity).map(\.1) } ?? []
         let newKeys = try new.map { try indexKeys(key, values: $0, entity: entity).map(\.1) } ?? []
         for k in oldKeys where !newKeys.contains(k) { try txn.delete(key: k, in: tables.index) }
-        for k in newKeys where !oldKeys.contains(k) { try txn.put([UInt8](), forKey: k, in: tables.index) }
+        for k in newKeys where !oldKeys.contains(k) { try txn.put(Self.empty, forKey: k, in: tables.index) }
     }
 
     // MARK: - Applying changes
@@ -308,7 +349,7 @@ struct TableWriter: CodecCatalog {
         entity: ModelSchema.Entity, isFresh: Bool = false
     ) throws -> [(ModelSchema.IndexDefinition, [UInt8], complete: Bool)] {
         // A primary key given out by this commit can't exist yet; only restores and replays probe.
-        if !isFresh, try txn.containsKey(key.bytes, in: tables.state) {
+        if !isFresh, try key.withBytes({ try txn.containsKey($0, in: tables.state) }) {
             throw LogError.objectExists("\(entity.name)/p\(key.primaryKey)")
         }
         var recordValues: [String: LogValue] = [:]
@@ -327,9 +368,125 @@ struct TableWriter: CodecCatalog {
         }
         try writeRecord(txn, key, Record(modelVersion: modelVersion, version: sequence, values: recordValues), entity: entity)
         let indexKeys = entity.indexes.isEmpty ? [] : try indexKeys(key, values: recordValues, entity: entity)
-        for (_, indexKey, _) in indexKeys { try txn.put([UInt8](), forKey: indexKey, in: tables.index) }
-        try txn.put([UInt8](), forKey: Self.historyKey(key, sequence), in: tables.history)
+        for (_, indexKey, _) in indexKeys { try txn.put(Self.empty, forKey: indexKey, in: tables.index) }
+        try putHistory(txn, key, sequence)
         return indexKeys
+    }
+
+    /// The commit's insert: the same rows as ``applyInsert(_:_:values:sequence:entity:isFresh:)``
+    /// — the record, its references and membership rows, its index entries, its history row —
+    /// from the object's values by property code (sorted by code, no nil values), without a
+    /// lookup by name. Unique index keys are added to `uniqueness` (the caller finishes the
+    /// object there) for the check at the end of the commit; the index rows go to `indexRows`,
+    /// for ``putIndexRows(_:_:uniqueness:)``.
+    ///
+    /// - Parameter encodedValues: the record's values section (count, then codes and values)
+    ///   when the caller has encoded it already — the event's insert has the same bytes when
+    ///   the object has no unordered to-many values; nil to encode it here.
+    func applyInsert(
+        _ txn: borrowing LMDBTransaction, _ key: ObjectKey, coded: [(code: Int, value: LogValue)],
+        encodedValues: ArraySlice<UInt8>?, sequence: UInt64, coding: EntityCoding, isFresh: Bool,
+        codings: inout EntityCodings, buffers: inout WriteBuffers, uniqueness: inout PendingUniqueness,
+        indexRows: inout DeferredIndexRows
+    ) throws {
+        // A primary key given out by this commit can't exist yet; only restores and replays probe.
+        if !isFresh, try key.withBytes({ try txn.containsKey($0, in: tables.state) }) {
+            throw LogError.objectExists("\(coding.entity.name)/p\(key.primaryKey)")
+        }
+        var recordCount = coded.count
+        for (code, value) in coded where coding.properties[code].isRelationship {
+            let relationship = try coding.relationshipCode(code, self)
+            let member = coding.properties[code].kind == .unorderedToMany
+            switch value {
+            case .reference(let id):
+                try link(txn, key, relationship, try codings.key(id), member: member)
+            case .references(let ids):
+                for id in ids { try link(txn, key, relationship, try codings.key(id), member: member) }
+            default: break
+            }
+            if member { recordCount -= 1 }
+        }
+
+        // The record.
+        buffers.record.bytes.removeAll(keepingCapacity: true)
+        buffers.record.varint(modelVersion)
+        buffers.record.varint(sequence)
+        if let encodedValues, recordCount == coded.count {
+            buffers.record.bytes.append(contentsOf: encodedValues)
+        } else {
+            buffers.record.varint(recordCount)
+            for (code, value) in coded where coding.properties[code].kind != .unorderedToMany {
+                buffers.record.varint(code)
+                try EventCodec.writeValue(value, &buffers.record, self)
+            }
+        }
+        try key.withBytes { keyBytes in
+            try buffers.record.bytes.withUnsafeBytes { try txn.put(bytes: $0, forKey: keyBytes, in: tables.state) }
+        }
+
+        // The index entries.
+        let rowsBefore = indexRows.rows.count
+        let bytesBefore = indexRows.bytes.count
+        for index in coding.indexes {
+            buffers.indexKey.removeAll(keepingCapacity: true)
+            Self.appendIndexCode(try coding.indexCode(index, self), to: &buffers.indexKey)
+            var complete = true
+            var hasNil = false
+            for property in index.propertyCodes {
+                var value: LogValue?
+                for entry in coded where entry.code == property {
+                    value = entry.value
+                    break
+                }
+                if value == nil { hasNil = true }
+                var target: ObjectKey?
+                if case .reference(let id)? = value { target = try codings.key(id) }
+                complete = Self.appendIndexValue(value, target: target, to: &buffers.indexKey) && complete
+            }
+            key.append(to: &buffers.indexKey)
+            var uniqueKey = -1
+            if index.isUnique {
+                uniqueKey = uniqueness.addKey(
+                    index: index.position, buffers.indexKey, complete: complete, hasNil: hasNil, needsCheck: !isFresh)
+            }
+            indexRows.add(buffers.indexKey, uniqueKey: uniqueKey)
+        }
+        if !indexRows.isReserved && !coding.indexes.isEmpty {
+            indexRows.reserve(rowsPerObject: indexRows.rows.count - rowsBefore, bytesPerObject: indexRows.bytes.count - bytesBefore)
+        }
+        try putHistory(txn, key, sequence)
+    }
+
+    /// Puts the deferred index rows in key order through one cursor, and empties them. A
+    /// unique key first looks for a key with the same values: if there is none, no other
+    /// object has them now, and an object given them later in the commit is checked itself,
+    /// so the key needn't be checked at the end of the commit.
+    func putIndexRows(_ txn: borrowing LMDBTransaction, _ rows: inout DeferredIndexRows, uniqueness: inout PendingUniqueness) throws {
+        guard !rows.isEmpty else { return }
+        rows.sort()
+        try rows.bytes.withUnsafeBytes { all in
+            try txn.withCursor(on: tables.index) { cursor in
+                for row in rows.rows {
+                    let key = UnsafeRawBufferPointer(rebasing: all[Int(row.start)..<Int(row.start + row.count)])
+                    if row.uniqueKey >= 0 && !uniqueness.keys[Int(row.uniqueKey)].hasNil {
+                        let prefix = UnsafeRawBufferPointer(rebasing: key[0..<(key.count - ObjectKey.byteCount)])
+                        let taken = try cursor.seek(atLeast: prefix) && (try cursor.withCurrent { found, _ in
+                            found.withUnsafeBytes { raw in Self.hasPrefix(raw, prefix) }
+                        } == true)
+                        if taken { uniqueness.markForCheck(Int(row.uniqueKey)) }
+                    }
+                    try cursor.put(bytes: Self.emptyBytes, forKey: key)
+                }
+            }
+        }
+        rows.removeAll()
+    }
+
+    /// Whether `bytes` starts with `prefix`.
+    static func hasPrefix(_ bytes: UnsafeRawBufferPointer, _ prefix: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count >= prefix.count else { return false }
+        guard let a = bytes.baseAddress, let b = prefix.baseAddress else { return prefix.isEmpty }
+        return memcmp(a, b, prefix.count) == 0
     }
 
     /// Applies an update's property changes to the object's current record; returns its new values.
@@ -366,7 +523,7 @@ struct TableWriter: CodecCatalog {
         record.modelVersion = modelVersion
         try writeRecord(txn, key, record, entity: entity)
         try updateIndexes(txn, key, old: old, new: record.values, entity: entity)
-        try txn.put([UInt8](), forKey: Self.historyKey(key, sequence), in: tables.history)
+        try putHistory(txn, key, sequence)
         return record.values
     }
 
@@ -388,8 +545,8 @@ struct TableWriter: CodecCatalog {
             }
         }
         try updateIndexes(txn, key, old: record.values, new: nil, entity: entity)
-        try txn.delete(key: key.bytes, in: tables.state)
-        try txn.put([UInt8](), forKey: Self.historyKey(key, sequence), in: tables.history)
+        _ = try key.withBytes { key in try txn.delete(key: key, in: tables.state) }
+        try putHistory(txn, key, sequence)
     }
 
     /// The full before-image of a live object: its record values plus unordered members.

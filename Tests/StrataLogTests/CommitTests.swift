@@ -176,6 +176,93 @@ struct CommitTests {
         try log.commit(nils)
     }
 
+    @Test("uniqueness holds for the state a commit leaves: clashes between its own inserts, updates and deletes")
+    func uniquenessWithinOneCommit() throws {
+        let dir = try TemporaryDirectory()
+        let log = try openLog(dir, model: try libraryModel())
+        var seed = TransactionDraft()
+        seed.insert("Member", values: ["email": s("a@x.org")])
+        seed.insert("Member", values: ["email": s("b@x.org")])
+        try log.commit(seed)
+        let a = StoredObjectID(entity: "Member", primaryKey: 1)
+        func violation(_ build: (inout TransactionDraft) -> Void) -> (value: String, objects: [String])? {
+            var draft = TransactionDraft()
+            build(&draft)
+            let error = #expect(throws: LogError.self) { try log.commit(draft) }
+            guard case .uniquenessViolation(_, _, let value, let objects) = error else {
+                Issue.record("expected a uniqueness violation, got \(String(describing: error))")
+                return nil
+            }
+            return (value, objects.sorted())
+        }
+
+        // Two inserts of the same draft.
+        let twins = violation { draft in
+            draft.insert("Member", values: ["email": s("c@x.org")])
+            draft.insert("Member", values: ["name": s("between")])
+            draft.insert("Member", values: ["email": s("c@x.org")])
+        }
+        #expect(twins?.value == "\"c@x.org\"")
+        #expect(twins?.objects == ["Member/p3", "Member/p5"])
+        // An insert and a sub-entity's insert share the superentity's constraint.
+        #expect(violation { draft in
+            draft.insert("Captain", values: ["email": s("d@x.org")])
+            draft.insert("Member", values: ["email": s("d@x.org")])
+        }?.objects == ["Captain/p1", "Member/p3"])
+        // An insert, then an existing object updated to its value.
+        #expect(violation { draft in
+            draft.insert("Member", values: ["email": s("e@x.org")])
+            draft.update(.stored(a), values: ["email": s("e@x.org")])
+        }?.objects == ["Member/p1", "Member/p3"])
+        // An insert updated to an existing object's value.
+        #expect(violation { draft in
+            let new = draft.insert("Member", values: ["email": s("f@x.org")])
+            draft.update(new, values: ["email": s("b@x.org")])
+        }?.objects == ["Member/p2", "Member/p3"])
+        // An insert clashing with an existing object in a later group.
+        #expect(violation { draft in
+            draft.insert("Member", values: ["name": s("first")])
+            draft.beginGroup(actionName: "Second")
+            draft.insert("Member", values: ["email": s("a@x.org")])
+        }?.objects == ["Member/p1", "Member/p4"])
+        try log.read { (reader: borrowing LogReader) throws in
+            #expect(try reader.head == 1)
+            #expect(try reader.count(of: "Member") == 2)
+            #expect(try reader.countIndex(entity: "Member", attribute: "email", range: IndexRange()) == 2)
+        }
+
+        // Clashes the same commit resolves are fine: the existing holder deleted, or the
+        // other insert changed, after the insert.
+        var resolved = TransactionDraft()
+        resolved.insert("Member", values: ["email": s("a@x.org"), "name": s("successor")])
+        resolved.delete(.stored(a))
+        resolved.insert("Member", values: ["email": s("g@x.org")])
+        let second = resolved.insert("Member", values: ["email": s("g@x.org")])
+        resolved.update(second, values: ["email": s("h@x.org")])
+        let result = try log.commit(resolved)
+        let successor = try #require(result.permanentIDs.values.first { $0.primaryKey == 3 })
+        try log.read { (reader: borrowing LogReader) throws in
+            var holders: [StoredObjectID] = []
+            try reader.scanIndex(entity: "Member", attribute: "email", range: .equal(.string("a@x.org"))) { id in
+                holders.append(id)
+                return .next
+            }
+            #expect(holders == [successor])
+            #expect(try reader.countIndex(entity: "Member", attribute: "email", range: IndexRange()) == 4)
+            #expect(try reader.object(StoredObjectID(entity: "Member", primaryKey: 5))?["email"] == .attribute(.string("h@x.org")))
+            // The stored event is the returned one.
+            #expect(try reader.event(result.sequence) == result.event)
+        }
+
+        // Values longer than an index key holds are compared in full.
+        let stem = String(repeating: "x", count: IndexKeyEncoding.maximumComponentLength + 10)
+        var long = TransactionDraft()
+        long.insert("Member", values: ["email": s(stem + "1@x.org")])
+        long.insert("Member", values: ["email": s(stem + "2@x.org")])
+        try log.commit(long)
+        #expect(violation { draft in draft.insert("Member", values: ["email": s(stem + "1@x.org")]) } != nil)
+    }
+
     @Test("wrong types, unknown names, derived sides and abstract inserts are refused clearly")
     func badDraftsRefused() throws {
         let dir = try TemporaryDirectory()

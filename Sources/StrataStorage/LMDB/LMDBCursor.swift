@@ -162,6 +162,17 @@ public struct LMDBCursor: ~Copyable {
         }
     }
 
+    /// Stores `value` under `key` through the cursor, both lent as raw bytes: the non-generic
+    /// form of ``put(_:forKey:flags:)``, for loops that write many rows from reused buffers.
+    public func put(bytes value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer, flags: PutFlags = []) throws {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        // An empty value may come without an address; LMDB copies zero bytes from any.
+        var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress ?? key.baseAddress))
+        let result = mdb_cursor_put(handle, &k, &v, flags.subtracting(.reserve).rawValue)
+        if result == MDB_MAP_FULL { state?.hitMapFull = true }
+        try check(result, "mdb_cursor_put", detail: "database \(database)")
+    }
+
     /// Deletes the entry at the cursor (`mdb_cursor_del`); with `allDuplicates`, every
     /// value of its key (`MDB_NODUPDATA`).
     public func deleteCurrent(allDuplicates: Bool = false) throws {

@@ -127,6 +127,20 @@ public struct LMDBTransaction: ~Copyable {
         }
     }
 
+    /// Stores `value` under `key` (`mdb_put`), both lent as raw bytes: the non-generic form of
+    /// ``put(_:forKey:in:flags:)``, for loops that write many rows from reused buffers.
+    public func put(
+        bytes value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer, in database: LMDBDatabase,
+        flags: PutFlags = []
+    ) throws {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        // An empty value may come without an address; LMDB copies zero bytes from any.
+        var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress ?? key.baseAddress))
+        let result = mdb_put(handle, database.handle, &k, &v, flags.subtracting(.reserve).rawValue)
+        noteResult(result)
+        try check(result, "mdb_put", detail: "database \(database)")
+    }
+
     /// Reserves `count` bytes for the value under `key` and lets `fill` write them in place
     /// (`mdb_put` with `MDB_RESERVE`): no intermediate buffer. Not for `duplicateSort`.
     public func put(

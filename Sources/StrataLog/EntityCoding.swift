@@ -1,0 +1,330 @@
+import Foundation
+import StrataModel
+
+/// One entity's stored shape with the store's codes resolved, made once per entity per
+/// commit so the insert of each object needs no lookup by name beyond its property names.
+final class EntityCoding {
+    /// How one stored property is written.
+    struct PropertyCoding {
+        /// What kind of property it is.
+        enum Kind {
+            case attribute
+            /// The destination's ID in the record.
+            case toOne
+            /// The ordered destinations in the record.
+            case orderedToMany
+            /// Rows of the `members` table.
+            case unorderedToMany
+            /// Derived from the recorded inverse: not stored.
+            case derived
+        }
+
+        let kind: Kind
+        /// The attribute type, for attributes.
+        let attributeType: AttributeType?
+        /// For recorded relationships: the catalog code (nil: not in the catalog, looked up
+        /// again on use so the error is the catalog's).
+        let relationshipCode: UInt16?
+        /// For relationships: the entities a destination may be (the destination and its
+        /// sub-entities); nil when the destination isn't in the schema (not checked).
+        let destinations: [String]?
+
+        var isRelationship: Bool { kind != .attribute }
+        var isToMany: Bool { kind == .orderedToMany || kind == .unorderedToMany }
+    }
+
+    /// One index the entity's objects are in.
+    struct IndexCoding {
+        /// The position in the entity's ``ModelSchema/Entity/indexes``.
+        let position: Int
+        /// The catalog code (nil: not in the catalog, looked up again on use).
+        let code: UInt16?
+        /// The indexed properties' codes, in the index's order; -1 for a name that isn't a
+        /// stored property (its value is always nil).
+        let propertyCodes: [Int]
+        let isUnique: Bool
+    }
+
+    let entity: ModelSchema.Entity
+    /// The entity's catalog code (nil: not in the catalog, looked up again on use).
+    let code: UInt16?
+    /// By property code.
+    let properties: [PropertyCoding]
+    /// The stored properties' names, sorted: a property's code is its position.
+    let names: [String]
+    let indexes: [IndexCoding]
+    let hasUniqueIndex: Bool
+    /// The last primary key this commit gave out for the entity (nil: none yet).
+    var lastPrimaryKey: UInt64?
+
+    init(_ entity: ModelSchema.Entity, schema: ModelSchema, writer: TableWriter) {
+        self.entity = entity
+        code = try? writer.entityCode(entity.name)
+        properties = entity.properties.map { property in
+            var relationshipCode: UInt16?
+            if property.relationship != nil && property.isRecorded {
+                relationshipCode = try? writer.relationshipCode(property.qualifiedName)
+            }
+            let kind: PropertyCoding.Kind =
+                switch property.relationship {
+                case nil: .attribute
+                case .toOne?: .toOne
+                case .orderedToMany?: .orderedToMany
+                case .unorderedToMany?: .unorderedToMany
+                case .derived?: .derived
+                }
+            return PropertyCoding(
+                kind: kind, attributeType: property.attributeType, relationshipCode: relationshipCode,
+                destinations: property.destination.flatMap { schema.entities[$0]?.selfAndSubentities })
+        }
+        names = entity.propertyNames
+        indexes = entity.indexes.enumerated().map { position, index in
+            IndexCoding(
+                position: position, code: try? writer.indexCode(index.name),
+                propertyCodes: index.properties.map { entity.propertiesByName[$0]?.code ?? -1 }, isUnique: index.isUnique)
+        }
+        hasUniqueIndex = entity.hasUniqueIndex
+    }
+
+    /// The code of the stored property `name` (as ``ModelSchema/Entity/propertiesByName``,
+    /// by binary search: short names compare faster than they hash).
+    func code(of name: String) -> Int? {
+        var low = 0
+        var high = names.count
+        while low < high {
+            let middle = (low + high) / 2
+            if names[middle] < name { low = middle + 1 } else { high = middle }
+        }
+        return low < names.count && names[low] == name ? low : nil
+    }
+
+    func entityCode(_ writer: TableWriter) throws(LogError) -> UInt16 {
+        if let code { return code }
+        return try writer.entityCode(entity.name)
+    }
+
+    func relationshipCode(_ property: Int, _ writer: TableWriter) throws(LogError) -> UInt16 {
+        if let code = properties[property].relationshipCode { return code }
+        return try writer.relationshipCode(entity.properties[property].qualifiedName)
+    }
+
+    func indexCode(_ index: IndexCoding, _ writer: TableWriter) throws(LogError) -> UInt16 {
+        if let code = index.code { return code }
+        return try writer.indexCode(entity.indexes[index.position].name)
+    }
+}
+
+/// The commit's entity codings and a few recently used entity codes, so the hot path
+/// compares short names instead of hashing them.
+struct EntityCodings {
+    let writer: TableWriter
+    private var byName: [String: EntityCoding] = [:]
+    private var last: EntityCoding?
+    /// Entity codes by name, most recently added last (a handful at most).
+    private var recentCodes: [(name: String, code: UInt16)] = []
+
+    init(writer: TableWriter) { self.writer = writer }
+
+    /// The coding of `name`.
+    ///
+    /// - Throws: ``LogError/unknownEntity(_:)`` when the schema has no such entity.
+    mutating func coding(_ name: String) throws(LogError) -> EntityCoding {
+        if let last, last.entity.name == name { return last }
+        if let known = byName[name] {
+            last = known
+            return known
+        }
+        let coding = EntityCoding(try writer.schema.entity(name), schema: writer.schema, writer: writer)
+        byName[name] = coding
+        last = coding
+        return coding
+    }
+
+    /// The codings made so far.
+    var all: Dictionary<String, EntityCoding>.Values { byName.values }
+
+    /// The catalog code of entity `name` (as ``TableWriter/entityCode(_:)``).
+    mutating func entityCode(_ name: String) throws(LogError) -> UInt16 {
+        if let last, last.entity.name == name, let code = last.code { return code }
+        for entry in recentCodes where entry.name == name { return entry.code }
+        let code = try writer.entityCode(name)
+        if recentCodes.count >= 8 { recentCodes.removeFirst() }
+        recentCodes.append((name, code))
+        return code
+    }
+
+    /// The store key of `id` (as ``TableWriter/key(_:)``).
+    mutating func key(_ id: StoredObjectID) throws(LogError) -> ObjectKey {
+        ObjectKey(entity: try entityCode(id.entity), primaryKey: id.primaryKey)
+    }
+}
+
+extension ObjectKey {
+    /// Writes the key's 10 bytes at `offset` of `raw`.
+    func store(into raw: UnsafeMutableRawBufferPointer, at offset: Int) {
+        raw.storeBytes(of: entity.bigEndian, toByteOffset: offset, as: UInt16.self)
+        raw.storeBytes(of: primaryKey.bigEndian, toByteOffset: offset + 2, as: UInt64.self)
+    }
+
+    /// Appends the key's 10 bytes to `bytes`.
+    func append(to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: entity.bigEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: primaryKey.bigEndian) { bytes.append(contentsOf: $0) }
+    }
+}
+
+/// Buffers the commit reuses for every object instead of allocating per row.
+struct WriteBuffers {
+    var record = ByteWriter(capacity: 256)
+    var indexKey: [UInt8] = []
+
+    init() { indexKey.reserveCapacity(64) }
+}
+
+/// The unique index keys of the objects a commit touched, checked once the commit has
+/// applied every operation (a uniqueness constraint holds for the state it leaves).
+struct PendingUniqueness {
+    /// One unique index key of an object.
+    struct Key {
+        /// The index's position in the entity's ``ModelSchema/Entity/indexes``.
+        let index: Int
+        /// The key's bytes in ``PendingUniqueness/bytes``.
+        let bytes: Range<Int>
+        /// Whether no value was cut (otherwise clashes are confirmed on the full values).
+        let complete: Bool
+        /// Whether a constrained value is nil: then the key constrains nothing (as in SQL).
+        let hasNil: Bool
+        /// Whether the index may hold another object's key with these values: set unless a
+        /// fresh insert's key found none when it was put (``TableWriter/putIndexRows(_:_:uniqueness:)``).
+        var needsCheck: Bool
+    }
+
+    /// An object with unique index keys, as the commit left it at one point.
+    struct Object {
+        let key: ObjectKey
+        let coding: EntityCoding
+        /// The object's values (for the error message and for cut keys).
+        let values: [String: LogValue]
+        /// Its keys in ``PendingUniqueness/keys``.
+        let keys: Range<Int>
+        /// Inserted under a primary key this commit gave out: no earlier entry of the object.
+        let isFresh: Bool
+    }
+
+    private(set) var bytes: [UInt8] = []
+    private(set) var keys: [Key] = []
+    private(set) var objects: [Object] = []
+    /// How many objects the commit may touch: room is made for them at the first one.
+    let expectedObjects: Int
+    /// The latest entry in `objects` of each object recorded other than by a fresh insert
+    /// (-1: deleted since). A fresh insert's entry is the latest unless the object is here.
+    private var latest: [ObjectKey: Int] = [:]
+
+    init(expectedObjects: Int) { self.expectedObjects = expectedObjects }
+
+    /// Adds a unique index key of the object being recorded; returns its position in `keys`.
+    @discardableResult
+    mutating func addKey(index: Int, _ key: [UInt8], complete: Bool, hasNil: Bool, needsCheck: Bool = true) -> Int {
+        if keys.capacity == 0 {
+            keys.reserveCapacity(expectedObjects)
+            objects.reserveCapacity(expectedObjects)
+            bytes.reserveCapacity(expectedObjects * (key.count + 8))
+        }
+        let start = bytes.count
+        bytes.append(contentsOf: key)
+        keys.append(Key(index: index, bytes: start..<bytes.count, complete: complete, hasNil: hasNil, needsCheck: needsCheck))
+        return keys.count - 1
+    }
+
+    /// Marks key `position` for the check: the index held a key with the same values.
+    mutating func markForCheck(_ position: Int) { keys[position].needsCheck = true }
+
+    /// Records `key`'s object with the keys added since its recording began (`keys`),
+    /// superseding an earlier entry of the object.
+    mutating func finishObject(_ key: ObjectKey, coding: EntityCoding, values: [String: LogValue], keys: Range<Int>, isFresh: Bool) {
+        if !isFresh { latest[key] = objects.count }
+        objects.append(Object(key: key, coding: coding, values: values, keys: keys, isFresh: isFresh))
+    }
+
+    /// Forgets `key`'s object (deleted).
+    mutating func remove(_ key: ObjectKey) {
+        latest[key] = -1
+    }
+
+    /// Whether entry `position` of `objects` is its object's latest.
+    func isLatest(_ position: Int) -> Bool {
+        if latest.isEmpty { return true }
+        let object = objects[position]
+        guard let last = latest[object.key] else { return object.isFresh }
+        return last == position
+    }
+}
+
+/// The index rows of the commit's inserts, put in key order when the inserts are done (or an
+/// operation that reads the index comes): sorted puts through one cursor land on the page
+/// the last one touched, where LMDB finds the place without searching the tree.
+struct DeferredIndexRows {
+    /// One row: its key's bytes in `bytes`, the first 24 of them as three integers to sort by.
+    struct Row {
+        let first: UInt64
+        let second: UInt64
+        let third: UInt64
+        let start: Int32
+        let count: Int32
+        /// The key's position in ``PendingUniqueness/keys`` for a unique index; -1 otherwise.
+        let uniqueKey: Int32
+    }
+
+    private(set) var bytes: [UInt8] = []
+    private(set) var rows: [Row] = []
+    /// How many objects the commit may insert: room is made for their rows at the first one.
+    let expectedObjects: Int
+
+    init(expectedObjects: Int) { self.expectedObjects = expectedObjects }
+
+    var isEmpty: Bool { rows.isEmpty }
+
+    /// Makes room for the commit's objects once the first has added its rows (`rows` rows of
+    /// `bytes` bytes in all), so the buffers needn't grow (each growth copies them).
+    mutating func reserve(rowsPerObject rows: Int, bytesPerObject bytes: Int) {
+        guard !isReserved else { return }
+        isReserved = true
+        self.rows.reserveCapacity(expectedObjects * rows)
+        self.bytes.reserveCapacity(expectedObjects * (bytes + bytes / 4 + 8))
+    }
+
+    private(set) var isReserved = false
+
+    mutating func add(_ key: [UInt8], uniqueKey: Int) {
+        var prefix: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &prefix) { raw in
+            key.withUnsafeBytes { source in
+                raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: source.prefix(raw.count)))
+            }
+        }
+        rows.append(
+            Row(first: UInt64(bigEndian: prefix.0), second: UInt64(bigEndian: prefix.1), third: UInt64(bigEndian: prefix.2),
+                start: Int32(truncatingIfNeeded: bytes.count), count: Int32(truncatingIfNeeded: key.count),
+                uniqueKey: Int32(truncatingIfNeeded: uniqueKey)))
+        bytes.append(contentsOf: key)
+    }
+
+    /// Puts the rows in key order (LMDB's: bytewise, a prefix first).
+    mutating func sort() {
+        bytes.withUnsafeBytes { all in
+            guard let base = all.baseAddress else { return }
+            rows.sort { a, b in
+                if a.first != b.first { return a.first < b.first }
+                if a.second != b.second { return a.second < b.second }
+                if a.third != b.third { return a.third < b.third }
+                let order = memcmp(base + Int(a.start), base + Int(b.start), Int(min(a.count, b.count)))
+                return order != 0 ? order < 0 : a.count < b.count
+            }
+        }
+    }
+
+    mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+        rows.removeAll(keepingCapacity: true)
+    }
+}
