@@ -65,8 +65,11 @@ extension ContextCore {
         var classes: [(info: EntityInfo, type: ManagedObject.Type)] = []
         // Room for every result at once, rather than growing (and rehashing) step by step.
         registry.reserveCapacity(registry.count + matches.count)
+        // A context holding no objects has none to find: each result is made, unlooked-up
+        // (one fetch never names an object twice).
+        let knowsNone = registry.isEmpty && retained.isEmpty
         return matches.map { match in
-            match.materialize(self) { info in
+            match.materialize(self, lookUp: !knowsNone) { info in
                 if let known = classes.first(where: { $0.info === info }) { return known.type }
                 let type = self.coordinator.objectClass(for: info.entity)
                 classes.append((info, type))
@@ -160,9 +163,9 @@ final class FetchExecution {
         }
 
         /// The managed object: registered, or a fault holding the fetched row.
-        func materialize(_ core: ContextCore, objectClass: ((EntityInfo) -> ManagedObject.Type)? = nil) -> ManagedObject {
+        func materialize(_ core: ContextCore, lookUp: Bool = true, objectClass: ((EntityInfo) -> ManagedObject.Type)? = nil) -> ManagedObject {
             if let object { return object }
-            let made = core.registered(id) ?? core.makeObject(id, info: info, type: objectClass?(info))
+            let made = (lookUp ? core.registered(id) : nil) ?? core.makeObject(id, info: info, type: objectClass?(info))
             if !made.hasCommittedValues, let row {
                 made.storedRow = nil
                 made.fastRow = row

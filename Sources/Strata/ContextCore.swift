@@ -143,10 +143,10 @@ final class ContextCore {
     /// Removes the registry entry of `object`, which is being deallocated, if the entry is
     /// its own (another instance may have been registered under its ID since, after a reset).
     func forget(_ object: ManagedObject) {
-        guard let entry = registry[object.objectID], entry.reference.toOpaque() == Unmanaged.passUnretained(object).toOpaque() else {
-            return
-        }
-        registry[object.objectID] = nil
+        guard let index = registry.index(forKey: object.objectID),
+            registry[index].value.reference.toOpaque() == Unmanaged.passUnretained(object).toOpaque()
+        else { return }
+        registry.remove(at: index)
     }
 
     /// A new object of `type` (the class registered for the entity when nil), registered.

@@ -132,6 +132,9 @@ struct ByteReader {
     mutating func string() throws(LogError) -> String {
         let n = try count(limit: remaining)
         let raw = try rawBytes(n)
+        // ASCII is valid UTF-8: decode it directly (the validating initializer is generic
+        // and unspecialized here, several times slower per string).
+        if raw.allSatisfy({ $0 < 0x80 }) { return String(decoding: raw, as: UTF8.self) }
         guard let s = String(validating: raw, as: UTF8.self) else { throw failure("invalid UTF-8 in a string") }
         return s
     }
