@@ -265,6 +265,8 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     func currentValue(_ property: PropertyInfo) -> PropertyValue {
         if property.isTransient { return transients[property.name] ?? property.emptyValue }
         if let changed = changes[property.name] { return changed }
+        // Loaded values need no context (and reading them doesn't touch the weak reference).
+        if hasCommittedValues, let committed = committedValue(property) { return committed }
         guard let core else { return property.emptyValue }
         core.fulfill(self)
         if let committed = committedValue(property) { return committed }
