@@ -382,6 +382,7 @@ final class FetchExecution {
         case .indexScan(let scan):
             return try scanMatches(reader, [scan], by: plan.filter)
         case .indexUnion(let scans):
+            // The planner's filter for a union keeps what not every member answers.
             return try scanMatches(reader, scans, by: plan.filter)
         case .indexOrder(let scan, let descending, let stopsAfter, let fallback, let fallbackAfter):
             if let walked = try walk(reader, scan, descending: descending, stopsAfter: stopsAfter, budget: fallback == nil ? 0 : fallbackAfter) {

@@ -317,10 +317,19 @@ final class ContextCore {
                     register: register)
             } else {
                 // `other` leaves its previous partner, whose `property` must drop it.
-                if let previous = current.ids.first, previous != object.objectID, let partner = self.object(with: previous) {
-                    let partnerValue = partner.currentValue(property)
-                    let dropped: PropertyValue = property.isToMany ? .toMany(partnerValue.ids.filter { $0 != other.objectID }) : .toOne(nil)
-                    if dropped != partnerValue { setRaw(partner, property, old: partnerValue, new: property.isOrdered || !property.isToMany ? dropped : .unordered(dropped.ids), register: register) }
+                // The partner may be of another entity (a parent, a sub-entity or a sibling of
+                // `object`'s): its own description of the property says where its value is.
+                if let previous = current.ids.first, previous != object.objectID, let partner = self.object(with: previous),
+                    let partnerProperty = partner.info.properties[property.name]
+                {
+                    let partnerValue = partner.currentValue(partnerProperty)
+                    let dropped: PropertyValue =
+                        partnerProperty.isToMany ? .toMany(partnerValue.ids.filter { $0 != other.objectID }) : .toOne(nil)
+                    if dropped != partnerValue {
+                        setRaw(
+                            partner, partnerProperty, old: partnerValue,
+                            new: partnerProperty.isOrdered || !partnerProperty.isToMany ? dropped : .unordered(dropped.ids), register: register)
+                    }
                 }
                 setRaw(other, inverse, old: current, new: .toOne(object.objectID), register: register)
             }

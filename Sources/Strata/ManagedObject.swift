@@ -76,7 +76,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// The committed value of `property`, if loaded and held.
     func committedValue(_ property: PropertyInfo) -> PropertyValue? {
         // Read in place (binding the row would copy it: a retain and release per read).
-        if fastCommitted != nil { return fastCommitted?.values[property.slot] ?? nil }
+        if fastCommitted != nil { return fastCommitted?[property] ?? nil }
         return storedCommitted?[property.name]
     }
     /// Keeps `value` as the committed value of `property` (a derived side read from the

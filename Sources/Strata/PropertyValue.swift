@@ -184,9 +184,19 @@ struct PropertyRow {
         for (name, value) in dictionary { if let slot = info.properties[name]?.slot { values[slot] = value } }
     }
 
+    /// The value of `property`. A property of another entity's table (a parent's or a
+    /// sub-entity's, where slots differ) is found by name.
     subscript(property: PropertyInfo) -> PropertyValue? {
-        get { values[property.slot] }
-        set { values[property.slot] = newValue }
+        get { slot(of: property).flatMap { values[$0] } }
+        set { if let slot = slot(of: property) { values[slot] = newValue } }
+    }
+
+    /// Where `property` is held: its slot when it is this row's entity's own description,
+    /// otherwise the slot of this entity's property of the same name.
+    func slot(of property: PropertyInfo) -> Int? {
+        let slot = property.slot
+        if slot < info.propertyList.count, info.propertyList[slot] === property { return slot }
+        return info.properties[property.name]?.slot
     }
 
     /// The values by name.

@@ -392,6 +392,8 @@ struct QueryPlanner {
         var answered: [ComparisonPredicate] = []
         var inMemorySort = request.sortDescriptors
         var countsFromIndex = false
+        /// For an index union: what each member answers exactly.
+        var unionMembers: [[ComparisonPredicate]]?
 
         func scan(_ candidate: Candidate) -> QueryPlan.IndexScan {
             QueryPlan.IndexScan(
@@ -447,13 +449,17 @@ struct QueryPlanner {
                     }
                 } else {
                     kind = .indexUnion(best.map(scan))
-                    answered = best.flatMap(\.answered)
+                    unionMembers = best.map(\.answered)
                 }
             }
         }
         var filter: FormatPredicate?
         if let predicate = request.predicate, kind != .noScan {
-            filter = residual(predicate.node, answered: answered).map(FormatPredicate.init)
+            if let unionMembers {
+                filter = residual(predicate.node, union: unionMembers).map(FormatPredicate.init)
+            } else {
+                filter = residual(predicate.node, answered: answered).map(FormatPredicate.init)
+            }
         }
         return QueryPlan(
             entityName: entity.name, subentityNames: request.includesSubentities ? allSubentities : [],
@@ -515,6 +521,25 @@ struct QueryPlanner {
             }
         }
         return count
+    }
+
+    /// `node` without what every row of an index union satisfies; nil when nothing is left.
+    /// A comparison one member answers holds only for that member's rows, so only an OR
+    /// with, for every member, a branch that member answers is dropped.
+    func residual(_ node: PredicateNode, union members: [[ComparisonPredicate]]) -> PredicateNode? {
+        switch node {
+        case .and(let children):
+            let left = children.compactMap { residual($0, union: members) }
+            if left.isEmpty { return nil }
+            return left.count == 1 ? left[0] : .and(left)
+        case .or(let children):
+            let covered = members.allSatisfy { answered in children.contains { residual($0, answered: answered) == nil } }
+            return covered ? nil : node
+        case .constant(true):
+            return nil
+        default:
+            return node
+        }
     }
 
     /// `node` without the comparisons in `answered`; nil when nothing is left.

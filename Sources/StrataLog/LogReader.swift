@@ -16,8 +16,9 @@ public struct StoredObject: Sendable, Hashable {
     public subscript(property: String) -> LogValue { values[property] ?? .null }
 }
 
-/// A stored object's values by property code (``LogReader/fields(_:)``): the same values as
-/// ``StoredObject``, in an array parallel to ``names`` instead of a dictionary.
+/// A stored object's values by property code (``LogReader/fields(_:)``): the values of
+/// ``StoredObject`` for the current model's properties, in an array parallel to ``names``
+/// instead of a dictionary.
 public struct StoredFields: Sendable {
     /// Its identity.
     public let id: StoredObjectID
@@ -32,7 +33,8 @@ public struct StoredFields: Sendable {
     /// An identity of ``names``' storage: equal for objects whose values are laid out alike.
     public var layout: UnsafeRawPointer? { names.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) } }
 
-    /// The values as ``StoredObject`` holds them, by name.
+    /// The values by name, as ``StoredObject`` holds them — for a record written with an
+    /// older model version, only the properties the current model still has.
     public var object: StoredObject {
         var values: [String: LogValue] = [:]
         for (name, value) in zip(names, self.values) { if let value { values[name] = value } }
