@@ -412,6 +412,13 @@ final class FetchExecution {
         }
         var result: [Match] = []
         result.reserveCapacity(ids.count)
+        // In key order, records sharing leaf pages are read together (the matches are put in
+        // store or sort order afterwards either way).
+        if ids.count > 1, let entity = ids.first?.entity, ids.allSatisfy({ $0.entity == entity }) {
+            ids.sort { $0.primaryKey < $1.primaryKey }
+        } else {
+            ids.sort()
+        }
         try reader.forEachFields(ids) { fields in
             if let match = try judge(fields, by: rowPredicate) { result.append(match) }
         }

@@ -175,17 +175,29 @@ public struct LogReader: ~Copyable {
     /// Calls `body` with the values by property code of each object of `ids` that exists,
     /// in the order given (``fields(_:)`` for many objects: each entity is looked up once
     /// per run of its objects, not per object).
+    ///
+    /// The records are looked up through one cursor, so ids in key order (entity, then
+    /// primary key) find their neighbours' leaf pages without searching from the root.
     public func forEachFields(_ ids: [StoredObjectID], _ body: (StoredFields) throws -> Void) throws {
         var current: (name: String, entity: ModelSchema.Entity, code: UInt16)?
-        for id in ids {
-            if current?.name != id.entity {
-                current = (id.entity, try log.schema.entity(id.entity), try writer.entityCode(id.entity))
+        try txn.withCursor(on: tables.state) { cursor in
+            for id in ids {
+                if current?.name != id.entity {
+                    current = (id.entity, try log.schema.entity(id.entity), try writer.entityCode(id.entity))
+                }
+                guard let (_, entity, code) = current else { continue }
+                let key = ObjectKey(entity: code, primaryKey: id.primaryKey)
+                guard try key.withBytes({ try cursor.seek(exactly: $0) }) else { continue }
+                guard
+                    let decoded = try cursor.withCurrent({ _, value in
+                        try value.withUnsafeBytes { raw in
+                            try writer.decodeFields(raw, entity: entity, context: "record \(entity.name)/p\(key.primaryKey)")
+                        }
+                    })
+                else { continue }
+                let values = try writer.addingMembers(txn, key, to: decoded.1, entity: entity)
+                try body(StoredFields(id: id, version: decoded.0, names: entity.propertyNames, values: values))
             }
-            guard let (_, entity, code) = current else { continue }
-            guard let (version, values) = try writer.readFields(txn, ObjectKey(entity: code, primaryKey: id.primaryKey), entity: entity) else {
-                continue
-            }
-            try body(StoredFields(id: id, version: version, names: entity.propertyNames, values: values))
         }
     }
 
