@@ -240,7 +240,8 @@ final class FetchExecution {
         var row = PropertyRow(info: info)
         for (property, value) in zip(properties, fields.values) {
             guard let property, let value else { continue }
-            row[property] = core.propertyValue(value, property, storeUUID: storeUUID)
+            // `properties` are `info`'s own: their slots are the row's.
+            row.values[property.slot] = core.propertyValue(value, property, storeUUID: storeUUID)
         }
         return row
     }

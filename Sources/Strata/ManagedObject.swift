@@ -200,7 +200,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// whose object is gone (``fulfillFault()`` says why) or an unknown key.
     open func value(forKey key: String) -> Any? {
         if let keyProbe { return keyProbe.record(key, on: self) }
-        guard let property = info.properties[key] else {
+        guard let property = info.property(named: key) else {
             // A fetched property: its fetch runs each time it is read.
             return core?.fetchedPropertyValue(self, key)
         }

@@ -164,6 +164,25 @@ final class EntityInfo: Sendable {
         self.properties = properties
         self.orderedNames = orderedNames
         propertyList = orderedNames.compactMap { properties[$0] }
+        var byLength: [[PropertyInfo]] = []
+        for property in propertyList {
+            let length = property.name.utf8.count
+            if byLength.count <= length { byLength += Array(repeating: [], count: length + 1 - byLength.count) }
+            byLength[length].append(property)
+        }
+        propertiesByLength = byLength
+    }
+
+    /// The properties by the UTF-8 length of their names: ``property(named:)`` compares a
+    /// key with the one or two names of its length instead of hashing it.
+    private let propertiesByLength: [[PropertyInfo]]
+
+    /// The property named `key` (what `properties[key]` gives, without hashing the key).
+    func property(named key: String) -> PropertyInfo? {
+        let length = key.utf8.count
+        guard length < propertiesByLength.count else { return nil }
+        for property in propertiesByLength[length] where property.name == key { return property }
+        return nil
     }
 }
 
