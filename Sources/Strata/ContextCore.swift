@@ -115,6 +115,8 @@ final class ContextCore {
     /// Temporary IDs this context's saves made permanent, so a child that still uses the
     /// temporary one (until it is told) finds the object.
     var idAliases: [ManagedObjectID: ManagedObjectID] = [:]
+    /// Maps of temporary IDs made permanent not merged into ``idAliases`` yet, oldest first.
+    var idAliasBacklog: [[ManagedObjectID: ManagedObjectID]] = []
     /// While a child's save is applied: every object it touches.
     var changeRecorder: Set<ManagedObjectID>?
 
@@ -410,9 +412,10 @@ final class ContextCore {
     /// Every value of the object now (persistent and transient).
     func currentValues(_ object: ManagedObject) -> [String: PropertyValue] {
         var values: [String: PropertyValue] = [:]
-        for (name, property) in object.info.properties {
+        values.reserveCapacity(object.info.propertyList.count)
+        for property in object.info.propertyList {
             let value = object.currentValue(property)
-            if !value.isNil { values[name] = value }
+            if !value.isNil { values[property.name] = value }
         }
         return values
     }
