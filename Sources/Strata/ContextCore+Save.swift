@@ -272,26 +272,45 @@ extension ContextCore {
                 continue
             }
             var values: [String: DraftValue] = [:]
-            let needsInsert = object.isInsertedFlag && coverage?.state != .inserted
-            for property in object.info.propertyList where property.isRecorded {
-                if needsInsert {
-                    let current = object.currentValue(property)
-                    if !current.isNil { values[property.name] = draftValue(current, property) }
-                    continue
+            if object.isInsertedFlag {
+                // An inserted object's value is its change, else its committed value (none
+                // unless undo brought it back), else empty: `currentValue` without the fault
+                // and derived-side checks, which don't apply to it.
+                func current(_ property: PropertyInfo) -> PropertyValue {
+                    object.changes[property.name] ?? object.committedValue(property) ?? property.emptyValue
                 }
-                let coveredValue = coverage?.value(property)
-                guard object.changes[property.name] != nil || (object.isInsertedFlag && coveredValue != nil) else { continue }
+                if let coverage, coverage.state == .inserted {
+                    // Covered: every recorded property has a covered value; write what differs.
+                    for property in object.info.propertyList where property.isRecorded {
+                        guard let expected = coverage.value(property) else {
+                            if let changed = object.changes[property.name], changed != property.emptyValue {
+                                values[property.name] = draftValue(changed, property)
+                            }
+                            continue
+                        }
+                        let value = current(property)
+                        if expected != value { values[property.name] = draftValue(value, property) }
+                    }
+                    if !values.isEmpty { found.append((id, .update(draftID(id), values: values))) }
+                } else {
+                    for property in object.info.propertyList where property.isRecorded {
+                        let value = current(property)
+                        if !value.isNil { values[property.name] = draftValue(value, property) }
+                    }
+                    found.append((id, .insert(draftID(id), values: values)))
+                }
+                continue
+            }
+            for property in object.info.propertyList where property.isRecorded {
+                guard object.changes[property.name] != nil else { continue }
                 let current = object.currentValue(property)
-                let expected = coveredValue ?? (object.isInsertedFlag ? property.emptyValue : object.committedValue(property) ?? property.emptyValue)
+                let expected = coverage?.value(property) ?? object.committedValue(property) ?? property.emptyValue
                 if expected != current { values[property.name] = draftValue(current, property) }
             }
-            if needsInsert {
-                found.append((id, .insert(draftID(id), values: values)))
-            } else if !values.isEmpty {
-                found.append((id, .update(draftID(id), values: values)))
-            }
+            if !values.isEmpty { found.append((id, .update(draftID(id), values: values))) }
         }
-        return found.sorted { $0.id < $1.id }.map(\.operation)
+        guard found.count > 1 else { return found.map(\.operation) }
+        return found.indices.sorted { found[$0].id < found[$1].id }.map { found[$0].operation }
     }
 
     /// After a successful commit (or a save with nothing to write): permanent IDs, committed
@@ -431,9 +450,19 @@ extension ContextCore {
             if !object.transients.isEmpty, let values = fixed(object.transients) { object.transients = values }
             if object.fastRow == nil, let row = object.row, let values = fixed(row) { object.row = values }
         }
-        for entry in registry.values { if let object = entry.object { fix(object) } }
-        // Retained objects are registered too, but for an unregistered one.
-        for (id, object) in retained where registry[id]?.object !== object { fix(object) }
+        if onlyTemporary && idMap.values.allSatisfy({ !$0.isTemporaryID }) {
+            // Temporary to permanent (a save): fixing an object twice changes nothing, so
+            // retained objects (inserted ones, which all move) go first, and registry entries
+            // whose object moved are known by their key and skipped.
+            for object in retained.values { fix(object) }
+            for (id, entry) in registry {
+                if let object = entry.object, object.objectID == id { fix(object) }
+            }
+        } else {
+            // Each object once: the registered ones, and retained ones not registered.
+            for entry in registry.values { if let object = entry.object { fix(object) } }
+            for (id, object) in retained where registry[id]?.object !== object { fix(object) }
+        }
 
         // Moved objects' entries follow them: every old key out first (one object may take
         // another's old ID), then the new keys in.
