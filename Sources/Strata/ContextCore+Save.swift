@@ -13,6 +13,14 @@ extension ContextCore {
     var updatedObjects: [ManagedObject] { retained.values.filter { $0.isUpdated } }
     var deletedObjects: [ManagedObject] { retained.values.filter { $0.isDeletedFlag } }
 
+    /// `object.currentValue(property)`, read directly for an inserted object's persistent
+    /// property: its change, else its committed value (none unless undo brought it back),
+    /// else empty. The fault and derived-side checks of `currentValue` don't apply to it.
+    func unsavedValue(_ object: ManagedObject, _ property: PropertyInfo) -> PropertyValue {
+        guard object.isInsertedFlag && !property.isTransient else { return object.currentValue(property) }
+        return object.changes[property.name] ?? object.committedValue(property) ?? property.emptyValue
+    }
+
     // MARK: - Validation
 
     /// Every model rule for one object, plus the object's own `validateValue(_:forKey:)`.
@@ -23,31 +31,35 @@ extension ContextCore {
         // A plain ManagedObject validates with the base `validateValue`: check the stored
         // value itself rather than boxing it as `Any` and converting it back.
         let baseValidation = type(of: object) == ManagedObject.self
-        for (attribute, property) in object.info.attributes {
-            let current = object.currentValue(property)
+        let info = object.info
+        for index in info.attributes.indices {
+            let property = info.attributes[index].property
+            let current = unsavedValue(object, property)
             if case .invalid(let what) = current {
+                let type = info.attributes[index].description.attributeType
                 failures.append(ValidationFailure(
-                    code: .managedObjectValidation, entity: entity.name, key: attribute.name, value: nil,
-                    message: "\(entity.name).\(attribute.name) holds \(attribute.attributeType.name) values, not \(what)"))
+                    code: .managedObjectValidation, entity: entity.name, key: property.name, value: nil,
+                    message: "\(entity.name).\(property.name) holds \(type.name) values, not \(what)"))
                 continue
             }
             if baseValidation, case .attribute(let typed) = current {
-                failures += attribute.validate(typed, entity: entity.name, localization: localization)
+                // Called in place: the attribute's description isn't copied out of the table.
+                failures += info.attributes[index].description.validate(typed, entity: entity.name, localization: localization)
                 continue
             }
             var value: Any? = object.externalValue(current)
             do {
-                try object.validateValue(&value, forKey: attribute.name)
+                try object.validateValue(&value, forKey: property.name)
             } catch ContextError.validation(let found) {
                 failures += found
             } catch {
                 failures.append(ValidationFailure(
-                    code: .managedObjectValidation, entity: entity.name, key: attribute.name,
+                    code: .managedObjectValidation, entity: entity.name, key: property.name,
                     value: { if case .attribute(let v) = current { return v } else { return nil } }(), message: "\(error)"))
             }
         }
-        for (relationship, property) in object.info.relationships {
-            let current = object.currentValue(property)
+        for (relationship, property) in info.relationships {
+            let current = unsavedValue(object, property)
             if case .invalid(let what) = current {
                 failures.append(ValidationFailure(
                     code: .managedObjectValidation, entity: entity.name, key: relationship.name, value: nil,
@@ -273,12 +285,7 @@ extension ContextCore {
             }
             var values: [String: DraftValue] = [:]
             if object.isInsertedFlag {
-                // An inserted object's value is its change, else its committed value (none
-                // unless undo brought it back), else empty: `currentValue` without the fault
-                // and derived-side checks, which don't apply to it.
-                func current(_ property: PropertyInfo) -> PropertyValue {
-                    object.changes[property.name] ?? object.committedValue(property) ?? property.emptyValue
-                }
+                func current(_ property: PropertyInfo) -> PropertyValue { unsavedValue(object, property) }
                 if let coverage, coverage.state == .inserted {
                     // Covered: every recorded property has a covered value; write what differs.
                     for property in object.info.propertyList where property.isRecorded {
@@ -293,6 +300,7 @@ extension ContextCore {
                     }
                     if !values.isEmpty { found.append((id, .update(draftID(id), values: values))) }
                 } else {
+                    values.reserveCapacity(object.info.propertyList.count)
                     for property in object.info.propertyList where property.isRecorded {
                         let value = current(property)
                         if !value.isNil { values[property.name] = draftValue(value, property) }
@@ -310,7 +318,9 @@ extension ContextCore {
             if !values.isEmpty { found.append((id, .update(draftID(id), values: values))) }
         }
         guard found.count > 1 else { return found.map(\.operation) }
-        return found.indices.sorted { found[$0].id < found[$1].id }.map { found[$0].operation }
+        // Sorted by index: comparing never copies an operation.
+        let ids = found.map(\.id)
+        return ids.indices.sorted { ids[$0] < ids[$1] }.map { found[$0].operation }
     }
 
     /// After a successful commit (or a save with nothing to write): permanent IDs, committed
@@ -422,11 +432,17 @@ extension ContextCore {
             }
             return .unordered(ids)
         }
+        var lastInfo: EntityInfo?
+        func relationships(_ id: ManagedObjectID) -> [PropertyInfo]? {
+            if let lastInfo, lastInfo.entity.name == id.entityName { return lastInfo.relationshipProperties }
+            lastInfo = entities[id.entityName]
+            return lastInfo?.relationshipProperties
+        }
         // Each group once: a user effect's changes are its undo-stack group.
         var remappedGroups: Set<ObjectIdentifier> = []
         func remap(_ group: UndoGroup) {
             guard !onlyTemporary || group.mayHoldTemporaryIDs, remappedGroups.insert(ObjectIdentifier(group)).inserted else { return }
-            group.remap(idMap, onlyTemporary: onlyTemporary, normalize: normalize)
+            group.remap(idMap, onlyTemporary: onlyTemporary, relationships: relationships, normalize: normalize)
         }
         for group in journal.undoStack { remap(group) }
         for group in journal.redoStack { remap(group) }
@@ -440,8 +456,15 @@ extension ContextCore {
                 object.objectID = permanent
             }
             let owner = object.objectID
+            let relationships = object.info.relationshipProperties
             func fixed(_ values: [String: PropertyValue]) -> [String: PropertyValue]? {
-                guard values.contains(where: { onlyTemporary ? $0.value.holdsTemporaryIDs : $0.value.holdsIDs }) else { return nil }
+                // Only relationship values name objects: look at those, not at every value.
+                guard !relationships.isEmpty, !values.isEmpty,
+                    relationships.contains(where: { relationship in
+                        guard let value = values[relationship.name] else { return false }
+                        return onlyTemporary ? value.holdsTemporaryIDs : value.holdsIDs
+                    })
+                else { return nil }
                 return values.remappingIDs({ remapped($0, idMap) }, normalize: { normalize(owner, $0, $1) })
             }
             if !object.changes.isEmpty, let values = fixed(object.changes) { object.changes = values }

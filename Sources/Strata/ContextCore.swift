@@ -414,7 +414,7 @@ final class ContextCore {
         var values: [String: PropertyValue] = [:]
         values.reserveCapacity(object.info.propertyList.count)
         for property in object.info.propertyList {
-            let value = object.currentValue(property)
+            let value = unsavedValue(object, property)
             if !value.isNil { values[property.name] = value }
         }
         return values

@@ -150,6 +150,8 @@ final class EntityInfo: Sendable {
     let attributes: [(description: AttributeDescription, property: PropertyInfo)]
     /// Every relationship with its property, in the entity's order.
     let relationships: [(description: RelationshipDescription, property: PropertyInfo)]
+    /// The relationships' properties: the only ones whose values name objects.
+    let relationshipProperties: [PropertyInfo]
 
     init(entity: EntityDescription, model: ManagedObjectModel) {
         self.entity = entity
@@ -179,6 +181,7 @@ final class EntityInfo: Sendable {
         propertyList = orderedNames.compactMap { properties[$0] }
         attributes = entity.allAttributes.compactMap { attribute in properties[attribute.name].map { (attribute, $0) } }
         relationships = entity.allRelationships.compactMap { relationship in properties[relationship.name].map { (relationship, $0) } }
+        relationshipProperties = relationships.map(\.property)
     }
 }
 

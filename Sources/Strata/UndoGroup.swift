@@ -106,8 +106,11 @@ final class UndoGroup {
     /// Replaces temporary IDs after a save, everywhere in the group; `normalize` restores
     /// each value's canonical form (unordered to-many values sorted again). With
     /// `onlyTemporary` (the map's keys are all temporary IDs), permanent IDs aren't looked up.
+    /// `relationships` gives an object's relationship properties (the only ones whose values
+    /// name objects), when known: the other values aren't looked at.
     func remap(
         _ map: [ManagedObjectID: ManagedObjectID], onlyTemporary: Bool = false,
+        relationships: (ManagedObjectID) -> [PropertyInfo]? = { _ in nil },
         normalize: (ManagedObjectID, String, PropertyValue) -> PropertyValue
     ) {
         guard !map.isEmpty else { return }
@@ -130,8 +133,10 @@ final class UndoGroup {
         remapped.reserveCapacity(changes.count)
         for (id, change) in changes {
             let owner = fixID(id)
+            let properties = relationships(owner)
             func fixAll(_ values: [String: PropertyValue]) -> [String: PropertyValue] {
-                values.remappingIDs(fixValue, normalize: { normalize(owner, $0, $1) })
+                if let properties, !properties.contains(where: { values[$0.name]?.holdsIDs == true }) { return values }
+                return values.remappingIDs(fixValue, normalize: { normalize(owner, $0, $1) })
             }
             var change = change
             if !change.values.isEmpty { change.values = fixAll(change.values) }
