@@ -293,6 +293,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         switch property.kind {
         case .attribute(let type):
             guard let value else { return .attribute(nil) }
+            if let common = Self.commonAttributeValue(value, type) { return .attribute(common) }
             if let attribute = value as? AttributeValue { return attribute.matches(type) ? .attribute(attribute) : .invalid("\(attribute)") }
             do {
                 return .attribute(try AttributeValue(any: value, for: type))
@@ -312,6 +313,22 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             else { return .invalid("\(type(of: value)) where a collection of \(property.destination ?? "?") objects was expected") }
             let ids = objects.map(\.objectID)
             return ordered ? .toMany(ids) : .unordered(ids)
+        }
+    }
+
+    /// The value for an attribute of `type` when it is the type's usual Swift type (a
+    /// `String` for a string, an `Int32` for an int32, …): one cast that succeeds, instead of
+    /// the failing casts to `AttributeValue` first. Nil otherwise (the general path decides).
+    static func commonAttributeValue(_ value: Any, _ type: AttributeType) -> AttributeValue? {
+        switch type {
+        case .string: (value as? String).map(AttributeValue.string)
+        case .int16: (value as? Int16).map(AttributeValue.int16)
+        case .int32: (value as? Int32).map(AttributeValue.int32)
+        case .int64: (value as? Int64).map(AttributeValue.int64)
+        case .double: (value as? Double).map(AttributeValue.double)
+        case .boolean: (value as? Bool).map(AttributeValue.boolean)
+        case .date: (value as? Date).map(AttributeValue.date)
+        default: nil
         }
     }
 
