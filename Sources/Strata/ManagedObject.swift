@@ -215,7 +215,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             core?.recordProblem(.unknownKey(entity: entity.name, key: key))
             return
         }
-        if value == nil || value is NSNull, case .attribute(let type) = property.kind, !property.isOptional,
+        if Self.isNull(value), case .attribute(let type) = property.kind, !property.isOptional,
             [.int16, .int32, .int64, .double, .float, .boolean, .decimal].contains(type)
         {
             setNilValueForKey(key)
@@ -289,7 +289,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
 
 
     func internalValue(_ value: Any?, for property: PropertyInfo) -> PropertyValue {
-        let value: Any? = (value is NSNull) ? nil : value
+        let value: Any? = Self.isNull(value) ? nil : value
         switch property.kind {
         case .attribute(let type):
             guard let value else { return .attribute(nil) }
@@ -314,6 +314,13 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             let ids = objects.map(\.objectID)
             return ordered ? .toMany(ids) : .unordered(ids)
         }
+    }
+
+    /// Whether `value` is nil or `NSNull`. Asks the value's type, not `value is NSNull`: that
+    /// cast tries to bridge every other value (a `String` to `NSString`) first.
+    static func isNull(_ value: Any?) -> Bool {
+        guard let value else { return true }
+        return type(of: value) is NSNull.Type
     }
 
     /// The value for an attribute of `type` when it is the type's usual Swift type (a
