@@ -82,7 +82,10 @@ final class UndoGroup {
         var dropped = false
         for id in order {
             // Changed in place: the change isn't copied out of the table and back.
-            guard let index = changes.index(forKey: id) else { continue }
+            guard let index = changes.index(forKey: id) else {
+                dropped = true
+                continue
+            }
             switch changes.values[index].kind {
             case .inserted: changes.values[index].values = values(id) ?? [:]
             case .updated:
