@@ -114,7 +114,7 @@ extension ContextCore {
         switch message {
         case .remap(let map):
             remapIDs(map)
-            for (old, new) in map { idAliases[old] = new }
+            addAliases(map)
             for child in context?.children.contexts(except: nil) ?? [] { child.receiveFromParent(.remap(map)) }
         case .merge(let summary):
             guard automaticallyMerges else { return }
@@ -130,9 +130,28 @@ extension ContextCore {
 
     // MARK: - Parent side
 
+    /// Notes temporary IDs made permanent, for children that may still use them. Kept as
+    /// the maps are and merged into ``idAliases`` only when a child's ID is looked up, so a
+    /// save doesn't copy its every new ID.
+    func addAliases(_ map: [ManagedObjectID: ManagedObjectID]) {
+        idAliasBacklog.append(map)
+    }
+
+    /// `id`, or the ID it was made since.
+    func aliased(_ id: ManagedObjectID) -> ManagedObjectID {
+        if !idAliasBacklog.isEmpty {
+            for map in idAliasBacklog {
+                idAliases.reserveCapacity(idAliases.count + map.count)
+                for (old, new) in map { idAliases[old] = new }
+            }
+            idAliasBacklog.removeAll()
+        }
+        return idAliases[id] ?? id
+    }
+
     /// The object a child names, following IDs made permanent since.
     func objectForChild(_ id: ManagedObjectID) -> ManagedObject? {
-        object(with: idAliases[id] ?? id)
+        object(with: aliased(id))
     }
 
     /// Current recorded values for a child, keyed by the IDs the child used.
@@ -176,7 +195,7 @@ extension ContextCore {
             case .temporary(let entity, let uuid): ManagedObjectID(entityName: entity, storage: .temporary(uuid))
             case .stored(let stored): .permanent(stored, store: storeUUID)
             }
-            return idAliases[id] ?? id
+            return aliased(id)
         }
         let operations = draft.groups.flatMap(\.operations)
         for operation in operations {

@@ -13,49 +13,60 @@ extension ContextCore {
     var updatedObjects: [ManagedObject] { retained.values.filter { $0.isUpdated } }
     var deletedObjects: [ManagedObject] { retained.values.filter { $0.isDeletedFlag } }
 
+    /// `object.currentValue(property)`, read directly for an inserted object's persistent
+    /// property: its change, else its committed value (none unless undo brought it back),
+    /// else empty. The fault and derived-side checks of `currentValue` don't apply to it.
+    func unsavedValue(_ object: ManagedObject, _ property: PropertyInfo) -> PropertyValue {
+        guard object.isInsertedFlag && !property.isTransient else { return object.currentValue(property) }
+        return object.changes[property.name] ?? object.committedValue(property) ?? property.emptyValue
+    }
+
     // MARK: - Validation
 
     /// Every model rule for one object, plus the object's own `validateValue(_:forKey:)`.
     func validateRules(_ object: ManagedObject) throws {
         var failures: [ValidationFailure] = []
         let entity = object.entity
+        let localization = model.localization
         // A plain ManagedObject validates with the base `validateValue`: check the stored
         // value itself rather than boxing it as `Any` and converting it back.
         let baseValidation = type(of: object) == ManagedObject.self
-        for attribute in entity.allAttributes {
-            guard let property = object.info.properties[attribute.name] else { continue }
-            let current = object.currentValue(property)
+        let info = object.info
+        for index in info.attributes.indices {
+            let property = info.attributes[index].property
+            let current = unsavedValue(object, property)
             if case .invalid(let what) = current {
+                let type = info.attributes[index].description.attributeType
                 failures.append(ValidationFailure(
-                    code: .managedObjectValidation, entity: entity.name, key: attribute.name, value: nil,
-                    message: "\(entity.name).\(attribute.name) holds \(attribute.attributeType.name) values, not \(what)"))
+                    code: .managedObjectValidation, entity: entity.name, key: property.name, value: nil,
+                    message: "\(entity.name).\(property.name) holds \(type.name) values, not \(what)"))
                 continue
             }
             if baseValidation, case .attribute(let typed) = current {
-                failures += attribute.validate(typed, entity: entity.name, localization: model.localization)
+                // Called in place: the attribute's description isn't copied out of the table.
+                failures += info.attributes[index].description.validate(typed, entity: entity.name, localization: localization)
                 continue
             }
             var value: Any? = object.externalValue(current)
             do {
-                try object.validateValue(&value, forKey: attribute.name)
+                try object.validateValue(&value, forKey: property.name)
             } catch ContextError.validation(let found) {
                 failures += found
             } catch {
                 failures.append(ValidationFailure(
-                    code: .managedObjectValidation, entity: entity.name, key: attribute.name,
+                    code: .managedObjectValidation, entity: entity.name, key: property.name,
                     value: { if case .attribute(let v) = current { return v } else { return nil } }(), message: "\(error)"))
             }
         }
-        for relationship in entity.allRelationships {
-            guard let property = object.info.properties[relationship.name] else { continue }
-            let current = object.currentValue(property)
+        for (relationship, property) in info.relationships {
+            let current = unsavedValue(object, property)
             if case .invalid(let what) = current {
                 failures.append(ValidationFailure(
                     code: .managedObjectValidation, entity: entity.name, key: relationship.name, value: nil,
                     message: "\(entity.name).\(relationship.name) holds \(relationship.destinationEntityName) objects, not \(what)"))
                 continue
             }
-            failures += relationship.validate(count: current.ids.count, entity: entity.name, localization: model.localization)
+            failures += relationship.validate(count: current.ids.count, entity: entity.name, localization: localization)
         }
         if !failures.isEmpty { throw ContextError.validation(failures) }
     }
@@ -92,20 +103,23 @@ extension ContextCore {
         closeOpenGroup()
         postPendingChanges()
 
-        // Validate everything; report every failure at once; write nothing if any.
-        var failures: [ValidationFailure] = []
-        for object in retained.values.sorted(by: { $0.objectID < $1.objectID }) {
+        // Validate everything; report every failure at once (in object ID order); write
+        // nothing if any. Only the objects that fail are sorted.
+        var failed: [(id: ManagedObjectID, failures: [ValidationFailure])] = []
+        for object in retained.values {
             do {
                 if object.isDeletedFlag { try object.validateForDelete() }
                 else if object.isInsertedFlag { try object.validateForInsert() }
                 else if object.isUpdated { try object.validateForUpdate() }
             } catch ContextError.validation(let found) {
-                failures += found
+                if !found.isEmpty { failed.append((object.objectID, found)) }
             } catch {
-                failures.append(ValidationFailure(code: .managedObjectValidation, entity: object.entity.name, key: "", value: nil, message: "\(error)"))
+                failed.append((object.objectID, [ValidationFailure(code: .managedObjectValidation, entity: object.entity.name, key: "", value: nil, message: "\(error)")]))
             }
         }
-        if !failures.isEmpty { throw ContextError.validation(failures) }
+        if !failed.isEmpty {
+            throw ContextError.validation(failed.sorted { $0.id < $1.id }.flatMap(\.failures))
+        }
 
         // A child's save goes to its parent, not to the store.
         if let parent = parentContext {
@@ -169,11 +183,9 @@ extension ContextCore {
         }
         var groupIndex: [Int: Int] = [:]  // pending index → event group index
         var eventGroups = 0
-        var covered: [ManagedObjectID: [String: PropertyValue]] = [:]
-        var coveredInserts: Set<ManagedObjectID> = []
-        var coveredDeletes: Set<ManagedObjectID> = []
+        var covered: [ManagedObjectID: SaveCoverage] = [:]
         for (index, effect) in pending.enumerated() {
-            let operations = self.operations(for: effect.changes, covered: &covered, inserts: &coveredInserts, deletes: &coveredDeletes)
+            let operations = self.operations(for: effect.changes, covered: &covered)
             guard !operations.isEmpty else { continue }
             let origin: GroupOrigin? = switch effect.kind {
             case .user: nil
@@ -186,7 +198,7 @@ extension ContextCore {
             eventGroups += 1
         }
         // Changes the journal didn't see (registration disabled, primitive sets) go last.
-        let reconciliation = self.reconciliation(covered: covered, inserts: coveredInserts, deletes: coveredDeletes)
+        let reconciliation = self.reconciliation(covered: covered)
         if !reconciliation.isEmpty {
             draft.beginGroup(actionName: nil)
             for operation in reconciliation { draft.append(operation) }
@@ -210,80 +222,105 @@ extension ContextCore {
         }
     }
 
-    /// A group's changes as draft operations, recorded sides only.
-    func operations(
-        for group: UndoGroup, covered: inout [ManagedObjectID: [String: PropertyValue]], inserts: inout Set<ManagedObjectID>,
-        deletes: inout Set<ManagedObjectID>
-    ) -> [TransactionDraft.Operation] {
+    /// A group's changes as draft operations, recorded sides only; notes in `covered` what
+    /// they write for each object.
+    func operations(for group: UndoGroup, covered: inout [ManagedObjectID: SaveCoverage]) -> [TransactionDraft.Operation] {
         var operations: [TransactionDraft.Operation] = []
+        operations.reserveCapacity(group.order.count)
+        if covered.isEmpty { covered.reserveCapacity(group.order.count) }
+        // Most groups change objects of few entities: the last one's tables are reused.
+        var lastInfo: EntityInfo?
         for id in group.order {
-            guard let change = group.changes[id], let info = entities[id.entityName] else { continue }
+            guard let change = group.changes[id] else { continue }
+            let info: EntityInfo
+            if let lastInfo, lastInfo.entity.name == id.entityName {
+                info = lastInfo
+            } else {
+                guard let found = entities[id.entityName] else { continue }
+                info = found
+                lastInfo = found
+            }
             switch change.kind {
             case .inserted:
                 var values: [String: DraftValue] = [:]
+                values.reserveCapacity(change.values.count)
                 for (key, value) in change.values {
                     guard let property = info.properties[key], property.isRecorded else { continue }
                     values[key] = draftValue(value, property)
-                    covered[id, default: [:]][key] = value
-                }
-                for (key, property) in info.properties where property.isRecorded && values[key] == nil {
-                    covered[id, default: [:]][key] = property.emptyValue
                 }
                 operations.append(.insert(draftID(id), values: values))
-                inserts.insert(id)
-                deletes.remove(id)
+                // Every recorded property: its value in the group, else empty.
+                covered[id] = SaveCoverage(state: .inserted, inserted: change.values)
             case .updated:
                 var values: [String: DraftValue] = [:]
+                var coverage = covered.removeValue(forKey: id) ?? SaveCoverage()
                 for (key, value) in change.new {
                     guard let property = info.properties[key], property.isRecorded else { continue }
                     values[key] = draftValue(value, property)
-                    covered[id, default: [:]][key] = value
+                    coverage.updates[key] = .some(value)
                 }
                 if !values.isEmpty { operations.append(.update(draftID(id), values: values)) }
                 for (key, membership) in change.memberships {
                     guard let property = info.properties[key], property.isRecorded else { continue }
                     operations.append(.membership(draftID(id), property: key, added: membership.added.map(draftID), removed: membership.removed.map(draftID)))
-                    covered[id, default: [:]][key] = nil
+                    coverage.updates[key] = .some(nil)
                 }
+                covered[id] = coverage
             case .deleted:
                 operations.append(.delete(draftID(id)))
-                deletes.insert(id)
-                inserts.remove(id)
-                covered[id] = nil
+                covered[id] = SaveCoverage(state: .deleted)
             }
         }
         return operations
     }
 
-    /// Operations for changes no journal group describes.
-    func reconciliation(covered: [ManagedObjectID: [String: PropertyValue]], inserts: Set<ManagedObjectID>, deletes: Set<ManagedObjectID>)
-        -> [TransactionDraft.Operation]
-    {
-        var operations: [TransactionDraft.Operation] = []
-        for object in retained.values.sorted(by: { $0.objectID < $1.objectID }) {
-            let id = object.objectID
+    /// Operations for changes no journal group describes, in object ID order.
+    func reconciliation(covered: [ManagedObjectID: SaveCoverage]) -> [TransactionDraft.Operation] {
+        var found: [(id: ManagedObjectID, operation: TransactionDraft.Operation)] = []
+        for (id, object) in retained {
+            let coverage = covered[id]
             if object.isDeletedFlag {
-                if !deletes.contains(id) && !(id.isTemporaryID) { operations.append(.delete(draftID(id))) }
+                if coverage?.state != .deleted && !(id.isTemporaryID) { found.append((id, .delete(draftID(id)))) }
                 continue
             }
             var values: [String: DraftValue] = [:]
-            let needsInsert = object.isInsertedFlag && !inserts.contains(id)
-            for (key, property) in object.info.properties where property.isRecorded {
-                let current = object.currentValue(property)
-                if needsInsert {
-                    if !current.isNil { values[key] = draftValue(current, property) }
-                } else if object.changes[key] != nil || (object.isInsertedFlag && covered[id]?[key] != nil) {
-                    let expected = covered[id]?[key] ?? (object.isInsertedFlag ? property.emptyValue : object.committed?[key] ?? property.emptyValue)
-                    if expected != current { values[key] = draftValue(current, property) }
+            if object.isInsertedFlag {
+                func current(_ property: PropertyInfo) -> PropertyValue { unsavedValue(object, property) }
+                if let coverage, coverage.state == .inserted {
+                    // Covered: every recorded property has a covered value; write what differs.
+                    for property in object.info.propertyList where property.isRecorded {
+                        guard let expected = coverage.value(property) else {
+                            if let changed = object.changes[property.name], changed != property.emptyValue {
+                                values[property.name] = draftValue(changed, property)
+                            }
+                            continue
+                        }
+                        let value = current(property)
+                        if expected != value { values[property.name] = draftValue(value, property) }
+                    }
+                    if !values.isEmpty { found.append((id, .update(draftID(id), values: values))) }
+                } else {
+                    values.reserveCapacity(object.info.propertyList.count)
+                    for property in object.info.propertyList where property.isRecorded {
+                        let value = current(property)
+                        if !value.isNil { values[property.name] = draftValue(value, property) }
+                    }
+                    found.append((id, .insert(draftID(id), values: values)))
                 }
+                continue
             }
-            if needsInsert {
-                operations.append(.insert(draftID(id), values: values))
-            } else if !values.isEmpty {
-                operations.append(.update(draftID(id), values: values))
+            for property in object.info.propertyList where property.isRecorded {
+                guard object.changes[property.name] != nil else { continue }
+                let current = object.currentValue(property)
+                let expected = coverage?.value(property) ?? object.committedValue(property) ?? property.emptyValue
+                if expected != current { values[property.name] = draftValue(current, property) }
             }
+            if !values.isEmpty { found.append((id, .update(draftID(id), values: values))) }
         }
-        return operations
+        guard found.count > 1 else { return found.map(\.operation) }
+        // Sorted by index: comparing never copies an operation.
+        let ids = found.map(\.id)
+        return ids.indices.sorted { ids[$0] < ids[$1] }.map { found[$0].operation }
     }
 
     /// After a successful commit (or a save with nothing to write): permanent IDs, committed
@@ -291,36 +328,67 @@ extension ContextCore {
     /// and the in-process broadcast to automatically merging contexts.
     func finishSave(sequence: UInt64?, idMap: [ManagedObjectID: ManagedObjectID], groupIndex: [Int: Int], result: CommitResult?) {
         let saved = Array(retained.values)
-        let insertedObjects = saved.filter { $0.isInsertedFlag && !$0.isDeletedFlag }
-        let updatedObjects = saved.filter { !$0.isInsertedFlag && !$0.isDeletedFlag && !$0.changes.isEmpty }
-        let deletedObjects = saved.filter(\.isDeletedFlag)
+        // Which saved objects had a temporary ID: those the remap gives a permanent one were
+        // inserted by this transaction.
+        let wasTemporary = saved.map(\.objectID.isTemporaryID)
         if let sequence {
             for (index, effect) in pending.enumerated() where effect.kind == .user {
                 if let group = groupIndex[index] { effect.source.saved = (sequence, group) }
             }
         }
-        remapIDs(idMap)
-        // The objects whose stored record this transaction changed now have its version.
-        var written: Set<StoredObjectID> = []
-        if let result {
-            for change in result.event.changes {
-                if case .delete = change { continue }
-                written.insert(change.objectID)
+        remapIDs(idMap, finishingSave: true)
+        // The notification names the objects by their IDs after the save.
+        var insertedIDs = Set<ManagedObjectID>(minimumCapacity: saved.count)
+        var updatedIDs: Set<ManagedObjectID> = []
+        var deletedIDs: Set<ManagedObjectID> = []
+        for object in saved {
+            if object.isDeletedFlag { deletedIDs.insert(object.objectID) }
+            else if object.isInsertedFlag { insertedIDs.insert(object.objectID) }
+            else if !object.changes.isEmpty { updatedIDs.insert(object.objectID) }
+        }
+        // The objects whose stored record this transaction changed now have its version:
+        // those it inserted under a temporary ID, and those of its other changes.
+        var others: Set<StoredObjectID> = []
+        if result != nil {
+            for (index, object) in saved.enumerated() where !object.isDeletedFlag && !(wasTemporary[index] && !object.objectID.isTemporaryID) {
+                if let stored = object.objectID.storedID { others.insert(stored) }
             }
         }
-        for object in saved {
+        var written: Set<StoredObjectID> = []
+        if let result, !others.isEmpty {
+            for change in result.event.changes {
+                if case .delete = change { continue }
+                if others.contains(change.objectID) { written.insert(change.objectID) }
+            }
+        }
+        for (index, object) in saved.enumerated() {
             if object.isDeletedFlag {
                 object.isDeletedFlag = false
                 object.isInvalidated = true
                 registry[object.objectID] = nil
                 continue
             }
-            var committed = object.committed ?? [:]
-            for (key, value) in object.changes { committed[key] = value }
-            object.committed = committed
-            object.changes.removeAll()
+            if !object.changes.isEmpty {
+                if let committed = object.committed, !committed.isEmpty {
+                    var merged = committed
+                    for (key, value) in object.changes { merged[key] = value }
+                    object.committed = merged
+                } else {
+                    // An insert: its changes are all its values (shared, not copied).
+                    object.committed = object.changes
+                }
+                object.changes.removeAll()
+            } else if !object.hasCommittedValues {
+                object.committed = [:]
+            }
             object.isInsertedFlag = false
-            if let sequence, let stored = object.objectID.storedID, written.contains(stored) { object.version = sequence }
+            if let sequence, result != nil {
+                if wasTemporary[index] && !object.objectID.isTemporaryID {
+                    object.version = sequence
+                } else if let stored = object.objectID.storedID, written.contains(stored) {
+                    object.version = sequence
+                }
+            }
             register(object)
         }
         retained.removeAll()
@@ -333,23 +401,29 @@ extension ContextCore {
 
         let storeIdentifier = parentContext == nil ? try? store().identifier : nil
         let didSave = ContextDidSave(
-            inserted: Set(insertedObjects.map(\.objectID)), updated: Set(updatedObjects.map(\.objectID)),
-            deleted: Set(deletedObjects.map(\.objectID)), sequence: sequence, storeIdentifier: storeIdentifier,
+            inserted: insertedIDs, updated: updatedIDs, deleted: deletedIDs, sequence: sequence, storeIdentifier: storeIdentifier,
             contextName: name, transactionAuthor: transactionAuthor, source: ObjectIdentifier(self))
         post(.didSave(didSave), objects: Dictionary(saved.map { ($0.objectID, $0) }, uniquingKeysWith: { first, _ in first }))
         if let sequence { coordinator.mergeHub.didCommit(through: sequence, source: ObjectIdentifier(self)) }
         // Children: temporary IDs made permanent first, then the saved changes to merge.
         if !idMap.isEmpty {
-            for (old, new) in idMap { idAliases[old] = new }
+            addAliases(idMap)
             tellChildren(.remap(idMap))
         }
         tellChildren(.merge(ChangeSummary(inserted: didSave.inserted, updated: didSave.updated, deleted: didSave.deleted)))
     }
 
     /// Replaces temporary IDs with permanent ones everywhere: objects, registries, values,
-    /// undo groups, pending effects.
-    func remapIDs(_ idMap: [ManagedObjectID: ManagedObjectID]) {
+    /// undo groups, pending effects. `finishingSave`: the save clears the retained objects,
+    /// insertion order, restored IDs and pending effects next, so they are left as they are.
+    ///
+    /// Undo groups that can't name a temporary ID any more are skipped; objects are found
+    /// through the registry and the retained objects, and only their values that name an
+    /// object are rebuilt.
+    func remapIDs(_ idMap: [ManagedObjectID: ManagedObjectID], finishingSave: Bool = false) {
         guard !idMap.isEmpty else { return }
+        // Saves map temporary IDs only; merging constraint conflicts may map permanent ones.
+        let onlyTemporary = idMap.keys.allSatisfy(\.isTemporaryID)
         // Unordered to-many values are kept sorted so they compare as sets; new IDs sort
         // differently, so sort them again.
         func normalize(_ owner: ManagedObjectID, _ key: String, _ value: PropertyValue) -> PropertyValue {
@@ -358,30 +432,83 @@ extension ContextCore {
             }
             return .unordered(ids)
         }
-        for group in journal.undoStack + journal.redoStack { group.remap(idMap, normalize: normalize) }
-        journal.open.remap(idMap, normalize: normalize)
-        for effect in pending { effect.changes.remap(idMap, normalize: normalize) }
-        let objects = Set(registry.values.compactMap(\.object)).union(retained.values)
-        for object in objects {
-            if let permanent = idMap[object.objectID] { object.objectID = permanent }
-            let owner = object.objectID
-            func fix(_ values: [String: PropertyValue]) -> [String: PropertyValue] {
-                values.remappingIDs({ remapped($0, idMap) }, normalize: { normalize(owner, $0, $1) })
-            }
-            object.changes = fix(object.changes)
-            // Values held by slot came from the store: permanent IDs only, nothing to remap.
-            if object.fastCommitted == nil { object.committed = object.committed.map(fix) }
-            object.transients = fix(object.transients)
-            if object.fastRow == nil { object.row = object.row.map(fix) }
+        var lastInfo: EntityInfo?
+        func relationships(_ id: ManagedObjectID) -> [PropertyInfo]? {
+            if let lastInfo, lastInfo.entity.name == id.entityName { return lastInfo.relationshipProperties }
+            lastInfo = entities[id.entityName]
+            return lastInfo?.relationshipProperties
         }
-        var newRegistry: [ManagedObjectID: WeakObject] = [:]
-        for (_, entry) in registry { if let object = entry.object { newRegistry[object.objectID] = entry } }
-        registry = newRegistry
-        var newRetained: [ManagedObjectID: ManagedObject] = [:]
-        for object in retained.values { newRetained[object.objectID] = object }
-        retained = newRetained
-        insertionOrder = insertionOrder.map { idMap[$0] ?? $0 }
-        restored = Set(restored.map { idMap[$0] ?? $0 })
+        // Each group once: a user effect's changes are its undo-stack group.
+        var remappedGroups: Set<ObjectIdentifier> = []
+        func remap(_ group: UndoGroup) {
+            guard !onlyTemporary || group.mayHoldTemporaryIDs, remappedGroups.insert(ObjectIdentifier(group)).inserted else { return }
+            group.remap(idMap, onlyTemporary: onlyTemporary, relationships: relationships, normalize: normalize)
+        }
+        for group in journal.undoStack { remap(group) }
+        for group in journal.redoStack { remap(group) }
+        remap(journal.open)
+        if !finishingSave { for effect in pending { remap(effect.changes) } }
+
+        var moved: [(old: ManagedObjectID, object: ManagedObject)] = []
+        func fix(_ object: ManagedObject) {
+            if !onlyTemporary || object.objectID.isTemporaryID, let permanent = idMap[object.objectID] {
+                moved.append((object.objectID, object))
+                object.objectID = permanent
+            }
+            let owner = object.objectID
+            let relationships = object.info.relationshipProperties
+            func fixed(_ values: [String: PropertyValue]) -> [String: PropertyValue]? {
+                // Only relationship values name objects: look at those, not at every value.
+                guard !relationships.isEmpty, !values.isEmpty,
+                    relationships.contains(where: { relationship in
+                        guard let value = values[relationship.name] else { return false }
+                        return onlyTemporary ? value.holdsTemporaryIDs : value.holdsIDs
+                    })
+                else { return nil }
+                return values.remappingIDs({ remapped($0, idMap) }, normalize: { normalize(owner, $0, $1) })
+            }
+            if !object.changes.isEmpty, let values = fixed(object.changes) { object.changes = values }
+            // Values held by slot came from the store: permanent IDs only, nothing to remap.
+            if object.fastCommitted == nil, let committed = object.committed, let values = fixed(committed) { object.committed = values }
+            if !object.transients.isEmpty, let values = fixed(object.transients) { object.transients = values }
+            if object.fastRow == nil, let row = object.row, let values = fixed(row) { object.row = values }
+        }
+        if onlyTemporary && idMap.values.allSatisfy({ !$0.isTemporaryID }) {
+            // Temporary to permanent (a save): fixing an object twice changes nothing, so
+            // retained objects (inserted ones, which all move) go first, and registry entries
+            // whose object moved are known by their key and skipped.
+            for object in retained.values { fix(object) }
+            for (id, entry) in registry {
+                if let object = entry.object, object.objectID == id { fix(object) }
+            }
+        } else {
+            // Each object once: the registered ones, and retained ones not registered.
+            for entry in registry.values { if let object = entry.object { fix(object) } }
+            for (id, object) in retained where registry[id]?.object !== object { fix(object) }
+        }
+
+        // Moved objects' entries follow them: every old key out first (one object may take
+        // another's old ID), then the new keys in.
+        guard !moved.isEmpty else { return }
+        var movedRegistered: [ManagedObject] = []
+        var movedRetained: [ManagedObject] = []
+        movedRegistered.reserveCapacity(moved.count)
+        for (old, object) in moved {
+            if let entry = registry[old], entry.object === object {
+                registry[old] = nil
+                movedRegistered.append(object)
+            }
+            if !finishingSave, let held = retained[old], held === object {
+                retained[old] = nil
+                movedRetained.append(object)
+            }
+        }
+        for object in movedRegistered { registry[object.objectID] = WeakObject(object: object) }
+        for object in movedRetained { retained[object.objectID] = object }
+        if !finishingSave {
+            insertionOrder = insertionOrder.map { idMap[$0] ?? $0 }
+            restored = Set(restored.map { idMap[$0] ?? $0 })
+        }
     }
 
     /// Gives inserted objects permanent IDs now, reserving the primary keys in the log
@@ -512,4 +639,28 @@ extension ContextCore {
 extension ManagedObject {
     /// Whether the object was re-created by undoing a saved delete and not yet saved.
     var restored: Bool { core?.restored.contains(objectID) ?? false }
+}
+
+/// What the journal groups of one save write for an object, so the reconciliation writes
+/// only what they miss.
+struct SaveCoverage {
+    enum State { case none, inserted, deleted }
+    /// The last insert or delete the groups write for the object.
+    var state = State.none
+    /// After an insert: its values; every recorded property it lacks is written empty.
+    var inserted: [String: PropertyValue]?
+    /// Properties later updates write (nil: a membership change, which covers no value).
+    var updates: [String: PropertyValue?] = [:]
+
+    init(state: State = .none, inserted: [String: PropertyValue]? = nil) {
+        self.state = state
+        self.inserted = inserted
+    }
+
+    /// The value the groups write for the recorded `property`, if they write one.
+    func value(_ property: PropertyInfo) -> PropertyValue? {
+        if let update = updates[property.name] { return update }
+        guard let inserted else { return nil }
+        return inserted[property.name] ?? property.emptyValue
+    }
 }

@@ -115,8 +115,12 @@ final class ContextCore {
     /// Temporary IDs this context's saves made permanent, so a child that still uses the
     /// temporary one (until it is told) finds the object.
     var idAliases: [ManagedObjectID: ManagedObjectID] = [:]
+    /// Maps of temporary IDs made permanent not merged into ``idAliases`` yet, oldest first.
+    var idAliasBacklog: [[ManagedObjectID: ManagedObjectID]] = []
     /// While a child's save is applied: every object it touches.
     var changeRecorder: Set<ManagedObjectID>?
+    /// Where inserted objects' temporary IDs come from.
+    var temporaryIDs = TemporaryIDSource()
 
     init(coordinator: PersistentStoreCoordinator, hub: NotificationHub) {
         self.hub = hub
@@ -362,7 +366,7 @@ final class ContextCore {
         guard !info.entity.isAbstract else {
             throw ContextError.invalidArgument("entity \(entityName) is abstract; insert one of its sub-entities")
         }
-        let id = ManagedObjectID.temporary(entityName)
+        let id = temporaryIDs.next(entityName)
         let objectType = type ?? coordinator.objectClass(for: info.entity)
         let object = objectType.init(ObjectCreation(entity: info, objectID: id, core: self))
         object.isInsertedFlag = true
@@ -419,9 +423,10 @@ final class ContextCore {
     /// Every value of the object now (persistent and transient).
     func currentValues(_ object: ManagedObject) -> [String: PropertyValue] {
         var values: [String: PropertyValue] = [:]
-        for (name, property) in object.info.properties {
-            let value = object.currentValue(property)
-            if !value.isNil { values[name] = value }
+        values.reserveCapacity(object.info.propertyList.count)
+        for property in object.info.propertyList {
+            let value = unsavedValue(object, property)
+            if !value.isNil { values[property.name] = value }
         }
         return values
     }
@@ -706,5 +711,31 @@ final class ContextCore {
             }
         }
         return result
+    }
+}
+
+/// Temporary IDs for one context's inserts: a random (version 4) UUID drawn once, then that
+/// UUID with a counter added to its last 64 bits, the variant bits kept. As unique as a
+/// fresh random UUID each time (contexts' bases differ in 120 random bits), without reading
+/// the system's random source for every insert.
+struct TemporaryIDSource {
+    private var base: uuid_t?
+    private var low: UInt64 = 0
+    private var count: UInt64 = 0
+
+    mutating func next(_ entityName: String) -> ManagedObjectID {
+        var uuid: uuid_t
+        if let base {
+            uuid = base
+        } else {
+            uuid = UUID().uuid
+            base = uuid
+            low = withUnsafeBytes(of: uuid) { raw in raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self).bigEndian }
+        }
+        count &+= 1
+        // The variant (the top two bits of byte 8) stays 10; the other 62 bits count.
+        let bits = (low &+ count) & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000
+        withUnsafeMutableBytes(of: &uuid) { raw in raw.storeBytes(of: bits.bigEndian, toByteOffset: 8, as: UInt64.self) }
+        return ManagedObjectID(entityName: entityName, storage: .temporary(UUID(uuid: uuid)))
     }
 }

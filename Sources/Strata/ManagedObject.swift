@@ -215,7 +215,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             core?.recordProblem(.unknownKey(entity: entity.name, key: key))
             return
         }
-        if value == nil || value is NSNull, case .attribute(let type) = property.kind, !property.isOptional,
+        if Self.isNull(value), case .attribute(let type) = property.kind, !property.isOptional,
             [.int16, .int32, .int64, .double, .float, .boolean, .decimal].contains(type)
         {
             setNilValueForKey(key)
@@ -291,10 +291,11 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
 
 
     func internalValue(_ value: Any?, for property: PropertyInfo) -> PropertyValue {
-        let value: Any? = (value is NSNull) ? nil : value
+        let value: Any? = Self.isNull(value) ? nil : value
         switch property.kind {
         case .attribute(let type):
             guard let value else { return .attribute(nil) }
+            if let common = Self.commonAttributeValue(value, type) { return .attribute(common) }
             if let attribute = value as? AttributeValue { return attribute.matches(type) ? .attribute(attribute) : .invalid("\(attribute)") }
             do {
                 return .attribute(try AttributeValue(any: value, for: type))
@@ -314,6 +315,29 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             else { return .invalid("\(type(of: value)) where a collection of \(property.destination ?? "?") objects was expected") }
             let ids = objects.map(\.objectID)
             return ordered ? .toMany(ids) : .unordered(ids)
+        }
+    }
+
+    /// Whether `value` is nil or `NSNull`. Asks the value's type, not `value is NSNull`: that
+    /// cast tries to bridge every other value (a `String` to `NSString`) first.
+    static func isNull(_ value: Any?) -> Bool {
+        guard let value else { return true }
+        return type(of: value) is NSNull.Type
+    }
+
+    /// The value for an attribute of `type` when it is the type's usual Swift type (a
+    /// `String` for a string, an `Int32` for an int32, …): one cast that succeeds, instead of
+    /// the failing casts to `AttributeValue` first. Nil otherwise (the general path decides).
+    static func commonAttributeValue(_ value: Any, _ type: AttributeType) -> AttributeValue? {
+        switch type {
+        case .string: (value as? String).map(AttributeValue.string)
+        case .int16: (value as? Int16).map(AttributeValue.int16)
+        case .int32: (value as? Int32).map(AttributeValue.int32)
+        case .int64: (value as? Int64).map(AttributeValue.int64)
+        case .double: (value as? Double).map(AttributeValue.double)
+        case .boolean: (value as? Bool).map(AttributeValue.boolean)
+        case .date: (value as? Date).map(AttributeValue.date)
+        default: nil
         }
     }
 

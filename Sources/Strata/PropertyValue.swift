@@ -32,6 +32,15 @@ enum PropertyValue: Hashable, Sendable {
         }
     }
 
+    /// Whether the value names an object by a temporary ID.
+    var holdsTemporaryIDs: Bool {
+        switch self {
+        case .toOne(let id?): id.isTemporaryID
+        case .toMany(let ids): ids.contains { $0.isTemporaryID }
+        default: false
+        }
+    }
+
     var ids: [ManagedObjectID] {
         switch self {
         case .toOne(let id?): [id]
@@ -137,6 +146,12 @@ final class EntityInfo: Sendable {
     let orderedNames: [String]
     /// The properties in slot order (``orderedNames``' order).
     let propertyList: [PropertyInfo]
+    /// Every attribute with its property, in the entity's order (what validation walks).
+    let attributes: [(description: AttributeDescription, property: PropertyInfo)]
+    /// Every relationship with its property, in the entity's order.
+    let relationships: [(description: RelationshipDescription, property: PropertyInfo)]
+    /// The relationships' properties: the only ones whose values name objects.
+    let relationshipProperties: [PropertyInfo]
 
     init(entity: EntityDescription, model: ManagedObjectModel) {
         self.entity = entity
@@ -171,6 +186,9 @@ final class EntityInfo: Sendable {
             byLength[length].append(property)
         }
         propertiesByLength = byLength
+        attributes = entity.allAttributes.compactMap { attribute in properties[attribute.name].map { (attribute, $0) } }
+        relationships = entity.allRelationships.compactMap { relationship in properties[relationship.name].map { (relationship, $0) } }
+        relationshipProperties = relationships.map(\.property)
     }
 
     /// The properties by the UTF-8 length of their names: ``property(named:)`` compares a

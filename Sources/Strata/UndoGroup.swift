@@ -28,24 +28,28 @@ final class UndoGroup {
     /// Read back from the log (persisted undo): it holds only recorded sides, so applying
     /// it maintains inverses in memory.
     var fromLog = false
+    /// Whether the group may name a temporary ID: false once a remap left none, until
+    /// something is recorded again. Saves skip remapping groups that can't.
+    var mayHoldTemporaryIDs = true
 
     init(actionName: String? = nil) { self.actionName = actionName }
 
     var isEmpty: Bool { changes.isEmpty }
 
     func recordInsert(_ id: ManagedObjectID) {
-        if changes[id] == nil { order.append(id) }
-        changes[id] = ObjectChange(kind: .inserted)
+        mayHoldTemporaryIDs = true
+        if changes.updateValue(ObjectChange(kind: .inserted), forKey: id) == nil { order.append(id) }
     }
 
     func recordSet(_ id: ManagedObjectID, _ key: String, old: PropertyValue, new: PropertyValue) {
-        if var change = changes[id] {
-            switch change.kind {
+        mayHoldTemporaryIDs = true
+        if let index = changes.index(forKey: id) {
+            switch changes.values[index].kind {
             case .inserted, .deleted: return  // captured at close / irrelevant after delete
             case .updated:
-                if change.old[key] == nil { change.old[key] = old }
-                change.new[key] = new
-                changes[id] = change
+                // In place: the change isn't copied out of the table.
+                if changes.values[index].old[key] == nil { changes.values[index].old[key] = old }
+                changes.values[index].new[key] = new
             }
         } else {
             order.append(id)
@@ -54,6 +58,7 @@ final class UndoGroup {
     }
 
     func recordDelete(_ id: ManagedObjectID, snapshot: [String: PropertyValue]) {
+        mayHoldTemporaryIDs = true
         if let change = changes[id] {
             switch change.kind {
             case .inserted:
@@ -73,31 +78,52 @@ final class UndoGroup {
 
     /// Closes the group: captures inserted objects' final values, drops no-op sets.
     func close(values: (ManagedObjectID) -> [String: PropertyValue]?) {
+        mayHoldTemporaryIDs = true
+        var dropped = false
         for id in order {
-            guard var change = changes[id] else { continue }
-            switch change.kind {
-            case .inserted: change.values = values(id) ?? [:]
+            // Changed in place: the change isn't copied out of the table and back.
+            guard let index = changes.index(forKey: id) else {
+                dropped = true
+                continue
+            }
+            switch changes.values[index].kind {
+            case .inserted: changes.values[index].values = values(id) ?? [:]
             case .updated:
+                var change = changes.values[index]
                 for (key, old) in change.old where change.new[key] == old {
                     change.old[key] = nil
                     change.new[key] = nil
                 }
                 if change.old.isEmpty && change.memberships.isEmpty {
-                    changes[id] = nil
-                    continue
+                    changes.remove(at: index)
+                    dropped = true
+                } else {
+                    changes.values[index] = change
                 }
             case .deleted: break
             }
-            changes[id] = change
         }
-        order.removeAll { changes[$0] == nil }
+        if dropped { order.removeAll { changes[$0] == nil } }
     }
 
     /// Replaces temporary IDs after a save, everywhere in the group; `normalize` restores
-    /// each value's canonical form (unordered to-many values sorted again).
-    func remap(_ map: [ManagedObjectID: ManagedObjectID], normalize: (ManagedObjectID, String, PropertyValue) -> PropertyValue) {
+    /// each value's canonical form (unordered to-many values sorted again). With
+    /// `onlyTemporary` (the map's keys are all temporary IDs), permanent IDs aren't looked up.
+    /// `relationships` gives an object's relationship properties (the only ones whose values
+    /// name objects), when known: the other values aren't looked at.
+    func remap(
+        _ map: [ManagedObjectID: ManagedObjectID], onlyTemporary: Bool = false,
+        relationships: (ManagedObjectID) -> [PropertyInfo]? = { _ in nil },
+        normalize: (ManagedObjectID, String, PropertyValue) -> PropertyValue
+    ) {
         guard !map.isEmpty else { return }
-        func fixID(_ id: ManagedObjectID) -> ManagedObjectID { map[id] ?? id }
+        var remainsTemporary = false
+        func fixID(_ id: ManagedObjectID) -> ManagedObjectID {
+            if onlyTemporary && !id.isTemporaryID { return id }
+            let fixed = map[id] ?? id
+            if fixed.isTemporaryID { remainsTemporary = true }
+            return fixed
+        }
         func fixValue(_ value: PropertyValue) -> PropertyValue {
             switch value {
             case .toOne(let id?): .toOne(fixID(id))
@@ -107,19 +133,25 @@ final class UndoGroup {
         }
         order = order.map(fixID)
         var remapped: [ManagedObjectID: ObjectChange] = [:]
+        remapped.reserveCapacity(changes.count)
         for (id, change) in changes {
             let owner = fixID(id)
+            let properties = relationships(owner)
             func fixAll(_ values: [String: PropertyValue]) -> [String: PropertyValue] {
-                values.remappingIDs(fixValue, normalize: { normalize(owner, $0, $1) })
+                if let properties, !properties.contains(where: { values[$0.name]?.holdsIDs == true }) { return values }
+                return values.remappingIDs(fixValue, normalize: { normalize(owner, $0, $1) })
             }
             var change = change
-            change.values = fixAll(change.values)
-            change.old = fixAll(change.old)
-            change.new = fixAll(change.new)
-            change.memberships = change.memberships.mapValues { ($0.added.map(fixID), $0.removed.map(fixID)) }
+            if !change.values.isEmpty { change.values = fixAll(change.values) }
+            if !change.old.isEmpty { change.old = fixAll(change.old) }
+            if !change.new.isEmpty { change.new = fixAll(change.new) }
+            if !change.memberships.isEmpty {
+                change.memberships = change.memberships.mapValues { ($0.added.map(fixID), $0.removed.map(fixID)) }
+            }
             remapped[owner] = change
         }
         changes = remapped
+        mayHoldTemporaryIDs = remainsTemporary
     }
 
     /// The same changes, reversed (what undoing this group does).

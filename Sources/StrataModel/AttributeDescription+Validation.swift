@@ -22,7 +22,8 @@ extension AttributeDescription {
     public func validate(
         _ value: AttributeValue?, entity: String, localization: ModelLocalization = ModelLocalization()
     ) -> [ValidationFailure] {
-        let label = localization.propertyName(name, entity: entity)
+        // The label is looked up only for a failure: most values pass.
+        var label: String { localization.propertyName(name, entity: entity) }
         func failure(_ code: ValidationFailure.Code, _ message: String) -> ValidationFailure {
             ValidationFailure(code: code, entity: entity, key: name, value: value, message: message)
         }
@@ -46,12 +47,15 @@ extension AttributeDescription {
                     ? failure(.dateTooLate, "\(label) is too late (latest \(maximum.canonicalJSON)).")
                     : failure(.numberTooLarge, "\(label) is too large (maximum \(maximum.canonicalJSON))."))
         }
-        let length: Int? =
+        // Counting a string's characters walks it: only when there is a length rule.
+        var length: Int?
+        if minimumLength != nil || maximumLength != nil {
             switch value {
-            case .string(let s): s.count
-            case .binaryData(let d): d.count
-            default: nil
+            case .string(let s): length = s.count
+            case .binaryData(let d): length = d.count
+            default: length = nil
             }
+        }
         if let length {
             if let minimum = minimumLength, length < minimum {
                 failures.append(failure(.stringTooShort, "\(label) is too short (minimum length \(minimum))."))
@@ -93,7 +97,7 @@ extension RelationshipDescription {
     public func validate(
         count: Int, entity: String, localization: ModelLocalization = ModelLocalization()
     ) -> [ValidationFailure] {
-        let label = localization.propertyName(name, entity: entity)
+        var label: String { localization.propertyName(name, entity: entity) }
         func failure(_ code: ValidationFailure.Code, _ message: String) -> ValidationFailure {
             ValidationFailure(code: code, entity: entity, key: name, value: .int64(Int64(count)), message: message)
         }
