@@ -188,18 +188,16 @@ final class ContextCore {
     func fulfillThrowing(_ object: ManagedObject) throws {
         guard !object.hasCommittedValues, !object.isInsertedFlag else { return }
         if !object.hasRow, let batch = object.fetchBatch { try loadBatch(batch) }
-        if let row = object.fastRow {
-            object.fastRow = nil
-            object.storedCommitted = nil
-            object.fastCommitted = row
-            object.version = object.rowVersion
-            object.rowVersion = nil
-            object.awakeFromFetch()
-            return
-        }
-        if let row = object.row {
-            object.row = nil
-            object.committed = row
+        if object.hasRow {
+            // The fetched row becomes the committed values, in the form it is held in.
+            if let row = object.fastRow {
+                object.fastRow = nil
+                object.storedCommitted = nil
+                object.fastCommitted = row
+            } else {
+                object.committed = object.storedRow
+                object.storedRow = nil
+            }
             object.version = object.rowVersion
             object.rowVersion = nil
             object.awakeFromFetch()
