@@ -322,8 +322,6 @@ final class FetchExecution {
             keys: keys, rowVersion: version)
     }
 
-    /// A stored object judged by the whole predicate.
-    func judge(_ stored: StoredObject) throws -> Match? { try judge(stored, by: request.predicate) }
 
     /// Judges an object with pending changes by its current values.
     func judgePending(_ object: ManagedObject, _ position: Position) throws -> Match? {

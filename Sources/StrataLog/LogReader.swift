@@ -166,10 +166,9 @@ public struct LogReader: ~Copyable {
     /// The object with `id` as values by property code, or nil if it doesn't exist: what
     /// ``object(_:)`` reads, without building a dictionary (for readers of many objects).
     public func fields(_ id: StoredObjectID) throws -> StoredFields? {
-        let entity = try log.schema.entity(id.entity)
-        let key = try writer.key(id)
-        guard let (version, values) = try writer.readFields(txn, key, entity: entity) else { return nil }
-        return StoredFields(id: id, version: version, names: entity.propertyNames, values: values)
+        var found: StoredFields?
+        try forEachFields([id]) { found = $0 }
+        return found
     }
 
     /// Calls `body` with the values by property code of each object of `ids` that exists,
@@ -188,15 +187,9 @@ public struct LogReader: ~Copyable {
                 guard let (_, entity, code) = current else { continue }
                 let key = ObjectKey(entity: code, primaryKey: id.primaryKey)
                 guard try key.withBytes({ try cursor.seek(exactly: $0) }) else { continue }
-                guard
-                    let decoded = try cursor.withCurrent({ _, value in
-                        try value.withUnsafeBytes { raw in
-                            try writer.decodeFields(raw, entity: entity, context: "record \(entity.name)/p\(key.primaryKey)")
-                        }
-                    })
+                guard let fields = try cursor.withCurrent({ _, value in try value.withUnsafeBytes { try self.fields(id, key, $0, entity) } })
                 else { continue }
-                let values = try writer.addingMembers(txn, key, to: decoded.1, entity: entity)
-                try body(StoredFields(id: id, version: decoded.0, names: entity.propertyNames, values: values))
+                try body(fields)
             }
         }
     }
@@ -211,31 +204,22 @@ public struct LogReader: ~Copyable {
         return StoredObject(id: id, version: record.version, values: try writer.beforeImage(txn, key, record: record, entity: entity))
     }
 
+    /// The values by property code of the object `id` (under `key`), decoded from its
+    /// record `raw`, with its unordered to-many members.
+    func fields(_ id: StoredObjectID, _ key: ObjectKey, _ raw: UnsafeRawBufferPointer, _ entity: ModelSchema.Entity) throws -> StoredFields {
+        let (version, values) = try writer.decodeFields(raw, entity: entity, context: "record \(entity.name)/p\(key.primaryKey)")
+        return StoredFields(
+            id: id, version: version, names: entity.propertyNames, values: try writer.addingMembers(txn, key, to: values, entity: entity))
+    }
+
     /// Calls `body` with each object of `entity` (and its sub-entities unless told not
     /// to), in primary-key order per entity, until it answers `.stop`.
     public func forEachObject(
         of entity: String, includingSubentities: Bool = true, _ body: (StoredObject) throws -> IterationDecision
     ) throws {
-        let described = try log.schema.entity(entity)
-        let names = includingSubentities ? described.selfAndSubentities : [entity]
-        for name in names {
-            let code = try log.catalog.entityCode(name)
-            var stopped = false
-            // Streams: one record decoded at a time, nothing kept (LMDB allows the body's own
-            // reads while the cursor is open).
-            try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, value in
-                guard let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) else { return .next }
-                let record = try value.withUnsafeBytes { raw in
-                    try writer.decodeRecord(raw, entityName: name, context: "record \(name)/p\(objectKey.primaryKey)")
-                }
-                let object = try storedObject(StoredObjectID(entity: name, primaryKey: objectKey.primaryKey), key: objectKey, record: record)
-                if try body(object) == .stop {
-                    stopped = true
-                    return .stop
-                }
-                return .next
-            }
-            if stopped { return }
+        try forEachRecord(of: entity, includingSubentities: includingSubentities) { _, id, key, raw in
+            let record = try writer.decodeRecord(raw, entityName: id.entity, context: "record \(id)")
+            return try body(try storedObject(id, key: key, record: record))
         }
     }
 
@@ -245,6 +229,19 @@ public struct LogReader: ~Copyable {
     public func forEachFields(
         of entity: String, includingSubentities: Bool = true, _ body: (StoredFields) throws -> IterationDecision
     ) throws {
+        try forEachRecord(of: entity, includingSubentities: includingSubentities) { described, id, key, raw in
+            try body(try fields(id, key, raw, described))
+        }
+    }
+
+    /// Calls `body` with the entity, ID, key and record of each object of `entity` (and its
+    /// sub-entities unless told not to), in primary-key order per entity, until it answers
+    /// `.stop`. Streams: one record at a time, nothing kept (LMDB allows the body's own reads
+    /// while the cursor is open).
+    func forEachRecord(
+        of entity: String, includingSubentities: Bool,
+        _ body: (ModelSchema.Entity, StoredObjectID, ObjectKey, UnsafeRawBufferPointer) throws -> IterationDecision
+    ) throws {
         let described = try log.schema.entity(entity)
         for name in includingSubentities ? described.selfAndSubentities : [entity] {
             let schemaEntity = try log.schema.entity(name)
@@ -252,17 +249,10 @@ public struct LogReader: ~Copyable {
             var stopped = false
             try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, value in
                 guard let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) else { return .next }
-                let (version, values) = try value.withUnsafeBytes { raw in
-                    try writer.decodeFields(raw, entity: schemaEntity, context: "record \(name)/p\(objectKey.primaryKey)")
-                }
-                let fields = StoredFields(
-                    id: StoredObjectID(entity: name, primaryKey: objectKey.primaryKey), version: version, names: schemaEntity.propertyNames,
-                    values: try writer.addingMembers(txn, objectKey, to: values, entity: schemaEntity))
-                if try body(fields) == .stop {
-                    stopped = true
-                    return .stop
-                }
-                return .next
+                let id = StoredObjectID(entity: name, primaryKey: objectKey.primaryKey)
+                guard try value.withUnsafeBytes({ raw in try body(schemaEntity, id, objectKey, raw) }) == .stop else { return .next }
+                stopped = true
+                return .stop
             }
             if stopped { return }
         }

@@ -135,15 +135,21 @@ struct TableWriter: CodecCatalog {
     /// Decodes a state record. `context` (such as `record Person/p12`) names it in an error;
     /// it is only built when decoding fails, so reading a record formats no text.
     func decodeRecord(_ bytes: UnsafeRawBufferPointer, entityName: String, context: @autoclosure () -> String) throws(LogError) -> Record {
+        try naming(context) { () throws(LogError) in try decodeRecord(bytes, entityName: entityName) }
+    }
+
+    /// The context of a reader whose failures ``naming(_:_:)`` names.
+    private static let unnamed = "\u{1}record"
+
+    /// `body`, whose readers use the context ``unnamed``, with `context()` put in its place in
+    /// a failure's message: the text is only built when decoding fails.
+    private func naming<T>(_ context: () -> String, _ body: () throws(LogError) -> T) throws(LogError) -> T {
         do {
-            return try decodeRecord(bytes, entityName: entityName)
+            return try body()
         } catch .malformed(let what) where what.hasPrefix(Self.unnamed) {
             throw .malformed(context() + what.dropFirst(Self.unnamed.count))
         }
     }
-
-    /// The context of a reader whose failures ``decodeRecord(_:entityName:context:)`` names.
-    private static let unnamed = "\u{1}record"
 
     private func decodeRecord(_ bytes: UnsafeRawBufferPointer, entityName: String) throws(LogError) -> Record {
         var r = ByteReader(bytes, context: Self.unnamed)
@@ -170,28 +176,13 @@ struct TableWriter: CodecCatalog {
         }
     }
 
-    /// The values of the object under `key` by property code of `entity` (the current
-    /// schema's), with its unordered to-many members as ``beforeImage(_:_:record:entity:)``
-    /// adds them, and its version; nil if there is no such object.
-    func readFields(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, entity: ModelSchema.Entity) throws -> (version: UInt64, values: [LogValue?])? {
-        let found = try key.withBytes { keyBytes in
-            try txn.withValue(forKey: keyBytes, in: tables.state) { span in
-                try span.withUnsafeBytes { raw in
-                    try decodeFields(raw, entity: entity, context: "record \(entity.name)/p\(key.primaryKey)")
-                }
-            }
-        }
-        guard let found else { return nil }
-        return (found.0, try addingMembers(txn, key, to: found.1, entity: entity))
-    }
-
     /// A state record's values by property code of `entity` (the current schema's) and its
     /// version. A record written with another model version is decoded by name and mapped
     /// onto the current codes.
     func decodeFields(
         _ raw: UnsafeRawBufferPointer, entity: ModelSchema.Entity, context: @autoclosure () -> String
     ) throws(LogError) -> (UInt64, [LogValue?]) {
-        do throws(LogError) {
+        try naming(context) { () throws(LogError) -> (UInt64, [LogValue?]) in
             var r = ByteReader(raw, context: Self.unnamed)
             let version = try r.count(limit: Int(Int32.max))
             let sequence = try r.varint()
@@ -210,8 +201,6 @@ struct TableWriter: CodecCatalog {
                 }
             }
             return (sequence, values)
-        } catch .malformed(let what) where what.hasPrefix(Self.unnamed) {
-            throw .malformed(context() + what.dropFirst(Self.unnamed.count))
         }
     }
 
@@ -219,12 +208,21 @@ struct TableWriter: CodecCatalog {
     /// ``beforeImage(_:_:record:entity:)`` adds them.
     func addingMembers(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, to values: [LogValue?], entity: ModelSchema.Entity) throws -> [LogValue?] {
         var values = values
-        for index in entity.properties.indices where entity.properties[index].relationship == .unorderedToMany {
-            let code = try relationshipCode(entity.properties[index].qualifiedName)
-            let ids = try members(txn, of: key, relationship: code).map { (k) throws(LogError) in try id(k) }
-            if !ids.isEmpty { values[index] = .references(ids.sorted()) }
-        }
+        try forEachUnorderedMembership(txn, key, entity: entity) { property, ids in values[property.code] = .references(ids) }
         return values
+    }
+
+    /// Calls `body` with each unordered to-many relationship of the object under `key` that
+    /// has members, and its members in ID order.
+    func forEachUnorderedMembership(
+        _ txn: borrowing LMDBTransaction, _ key: ObjectKey, entity: ModelSchema.Entity,
+        _ body: (ModelSchema.Property, [StoredObjectID]) throws -> Void
+    ) throws {
+        for property in entity.properties where property.relationship == .unorderedToMany {
+            let code = try relationshipCode(property.qualifiedName)
+            let ids = try members(txn, of: key, relationship: code).map { (k) throws(LogError) in try id(k) }
+            if !ids.isEmpty { try body(property, ids.sorted()) }
+        }
     }
 
     func writeRecord(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, _ record: Record, entity: ModelSchema.Entity) throws {
@@ -552,11 +550,7 @@ struct TableWriter: CodecCatalog {
     /// The full before-image of a live object: its record values plus unordered members.
     func beforeImage(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, record: Record, entity: ModelSchema.Entity) throws -> [String: LogValue] {
         var values = record.values
-        for property in entity.properties where property.relationship == .unorderedToMany {
-            let code = try relationshipCode(property.qualifiedName)
-            let ids = try members(txn, of: key, relationship: code).map { (k) throws(LogError) in try id(k) }
-            if !ids.isEmpty { values[property.name] = .references(ids.sorted()) }
-        }
+        try forEachUnorderedMembership(txn, key, entity: entity) { property, ids in values[property.name] = .references(ids) }
         return values
     }
 
