@@ -167,8 +167,7 @@ final class FetchExecution {
             if let object { return object }
             let made = (lookUp ? core.registered(id) : nil) ?? core.makeObject(id, info: info, type: objectClass?(info))
             if !made.hasCommittedValues, let row {
-                made.storedRow = nil
-                made.fastRow = row
+                made.keepRow(row)
                 made.rowVersion = rowVersion
             }
             return made
@@ -681,10 +680,7 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
     func materialize() -> ManagedObject {
         if let object { return object }
         let made = core.registered(id) ?? core.makeObject(id, info: info)
-        if !made.hasCommittedValues {
-            made.storedRow = nil
-            made.fastRow = values
-        }
+        if !made.hasCommittedValues { made.keepRow(values) }
         object = made
         return made
     }

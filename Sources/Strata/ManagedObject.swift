@@ -101,6 +101,11 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     var storedRow: [String: PropertyValue]?
     var fastRow: PropertyRow?
     var hasRow: Bool { storedRow != nil || fastRow != nil }
+    /// Keeps a fetched row, held by slot, for the fault to fire from.
+    func keepRow(_ row: PropertyRow) {
+        storedRow = nil
+        fastRow = row
+    }
     /// Keeps `value` in the waiting row for `property` (a prefetched derived side).
     func cacheRowValue(_ value: PropertyValue, for property: PropertyInfo) {
         if fastRow != nil {
