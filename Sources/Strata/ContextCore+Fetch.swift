@@ -118,9 +118,9 @@ final class FetchExecution {
     let dirty: [StoredObjectID: ManagedObject]
     /// The sort descriptors' values of every match, `request.sortDescriptors.count` per
     /// match, read once (a sort compares them many times).
-    var sortKeys: [SortKey] = []
+    @exclusivity(unchecked) var sortKeys: [SortKey] = []
     /// The properties of each record layout read so far (``StoredFields/layout``), by code.
-    var layouts: [(layout: UnsafeRawPointer?, info: EntityInfo, properties: [PropertyInfo?])] = []
+    @exclusivity(unchecked) var layouts: [(layout: UnsafeRawPointer?, info: EntityInfo, properties: [PropertyInfo?])] = []
     /// Whether each sort descriptor's key is a single key (no dots, no collection operator).
     let simpleSortKeys: [Bool]
 

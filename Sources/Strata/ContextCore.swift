@@ -6,7 +6,7 @@ import StrataStorage
 
 /// A registry entry: an unchanged registered object, not retained, so the context doesn't
 /// keep objects the app no longer holds. An object removes its own entry when it is
-/// deallocated (`ManagedObject.deinit` → ``ContextCore/forget(_:)``), so an entry never
+/// deallocated (`ManagedObject.deinit` → ``ObjectRegistry/forget(_:)``), so an entry never
 /// outlives its object. (Not a `weak` reference: those put every object's reference
 /// counts in a side table, which makes each retain and release of it slower.)
 struct WeakObject {
@@ -15,6 +15,26 @@ struct WeakObject {
     init(object: ManagedObject) { reference = .passUnretained(object) }
 
     var object: ManagedObject? { reference.takeUnretainedValue() }
+}
+
+/// A context's object registry (``ContextCore/registry``), shared by the context and its
+/// objects: an object holds it strongly and takes its own entry out when it is deallocated,
+/// without reaching the context. The one weak reference to the context is here, so making
+/// and freeing an object touches no weak reference.
+final class ObjectRegistry {
+    /// The context; nil once it is gone (its objects keep their loaded values).
+    weak var core: ContextCore?
+    /// Unchecked exclusivity, as ``ManagedObject``'s state (every fetched object is put in and taken out).
+    @exclusivity(unchecked) var entries: [ManagedObjectID: WeakObject] = [:]
+
+    /// Removes the entry of `object`, which is being deallocated, if the entry is its own
+    /// (another instance may have been registered under its ID since, after a reset).
+    func forget(_ object: ManagedObject) {
+        guard let index = entries.index(forKey: object.objectID),
+            entries[index].value.reference.toOpaque() == Unmanaged.passUnretained(object).toOpaque()
+        else { return }
+        entries.remove(at: index)
+    }
 }
 
 /// The undo and redo stacks of a context (Core Data's `UndoManager` for a context).
@@ -61,9 +81,15 @@ final class ContextCore {
     let model: ManagedObjectModel
     let entities: [String: EntityInfo]
 
-    var registry: [ManagedObjectID: WeakObject] = [:]
+    /// Unchanged registered objects, unretained (see ``ObjectRegistry``).
+    var registry: [ManagedObjectID: WeakObject] {
+        get { objects.entries }
+        _modify { yield &objects.entries }
+        set { objects.entries = newValue }
+    }
+    let objects = ObjectRegistry()
     /// Objects with unsaved changes, held strongly until saved or rolled back.
-    var retained: [ManagedObjectID: ManagedObject] = [:]
+    @exclusivity(unchecked) var retained: [ManagedObjectID: ManagedObject] = [:]
     var insertionOrder: [ManagedObjectID] = []
     /// Objects re-created under their permanent ID by undoing a saved delete.
     var restored: Set<ManagedObjectID> = []
@@ -129,6 +155,7 @@ final class ContextCore {
         var entities: [String: EntityInfo] = [:]
         for entity in model.entities { entities[entity.name] = EntityInfo(entity: entity, model: model) }
         self.entities = entities
+        objects.core = self
         noteStoreHead()
     }
 
@@ -137,26 +164,17 @@ final class ContextCore {
     // MARK: - Registration
 
     func registered(_ id: ManagedObjectID) -> ManagedObject? {
-        retained[id] ?? registry[id]?.object
+        retained[id] ?? objects.entries[id]?.object
     }
 
     func register(_ object: ManagedObject) {
-        registry[object.objectID] = WeakObject(object: object)
-    }
-
-    /// Removes the registry entry of `object`, which is being deallocated, if the entry is
-    /// its own (another instance may have been registered under its ID since, after a reset).
-    func forget(_ object: ManagedObject) {
-        guard let index = registry.index(forKey: object.objectID),
-            registry[index].value.reference.toOpaque() == Unmanaged.passUnretained(object).toOpaque()
-        else { return }
-        registry.remove(at: index)
+        objects.entries[object.objectID] = WeakObject(object: object)
     }
 
     /// A new object of `type` (the class registered for the entity when nil), registered.
     func makeObject(_ id: ManagedObjectID, info: EntityInfo, type: ManagedObject.Type? = nil) -> ManagedObject {
         let type = type ?? coordinator.objectClass(for: info.entity)
-        let object = type.init(ObjectCreation(entity: info, objectID: id, core: self))
+        let object = type.init(ObjectCreation(entity: info, objectID: id, registry: objects))
         register(object)
         return object
     }
@@ -366,7 +384,7 @@ final class ContextCore {
         }
         let id = temporaryIDs.next(entityName)
         let objectType = type ?? coordinator.objectClass(for: info.entity)
-        let object = objectType.init(ObjectCreation(entity: info, objectID: id, core: self))
+        let object = objectType.init(ObjectCreation(entity: info, objectID: id, registry: objects))
         object.isInsertedFlag = true
         object.committed = [:]
         register(object)

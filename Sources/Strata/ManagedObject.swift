@@ -6,7 +6,7 @@ public import StrataPredicate
 public struct ObjectCreation {
     let entity: EntityInfo
     let objectID: ManagedObjectID
-    let core: ContextCore
+    let registry: ObjectRegistry
 }
 
 /// Which snapshot events woke an object (`awake(fromSnapshotEvents:)`).
@@ -44,12 +44,19 @@ public struct SnapshotEvents: OptionSet, Sendable {
 /// }
 /// ```
 open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, CustomStringConvertible {
+    // The state below is marked `@exclusivity(unchecked)`: every value read would otherwise
+    // pay several dynamic exclusivity checks (about a tenth of a fetch's instructions). No
+    // access to it overlaps another: it is only touched from the context's executor, and
+    // never across a call that could reach the same property.
     let info: EntityInfo
     /// The object's entity (`entity`).
     public var entity: EntityDescription { info.entity }
     /// The object's ID (`objectID`); temporary until the first save.
-    public internal(set) var objectID: ManagedObjectID
-    weak var core: ContextCore?
+    @exclusivity(unchecked) public internal(set) var objectID: ManagedObjectID
+    /// The registry the object is in; it reaches the context.
+    let registry: ObjectRegistry
+    /// The context's core; nil once the context is gone.
+    var core: ContextCore? { registry.core }
 
     /// Values as last read from or saved to the store; nil while the object is a fault.
     /// Held by slot (``fastCommitted``) when they came from a fetched row, and turned into
@@ -69,8 +76,8 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             fastCommitted = nil
         }
     }
-    var storedCommitted: [String: PropertyValue]?
-    var fastCommitted: PropertyRow?
+    @exclusivity(unchecked) var storedCommitted: [String: PropertyValue]?
+    @exclusivity(unchecked) var fastCommitted: PropertyRow?
     /// Whether the committed values are loaded (the object is not a fault, unless inserted).
     var hasCommittedValues: Bool { storedCommitted != nil || fastCommitted != nil }
     /// The committed value of `property`, if loaded and held.
@@ -98,8 +105,8 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             fastRow = nil
         }
     }
-    var storedRow: [String: PropertyValue]?
-    var fastRow: PropertyRow?
+    @exclusivity(unchecked) var storedRow: [String: PropertyValue]?
+    @exclusivity(unchecked) var fastRow: PropertyRow?
     var hasRow: Bool { storedRow != nil || fastRow != nil }
     /// Keeps a fetched row, held by slot, for the fault to fire from.
     func keepRow(_ row: PropertyRow) {
@@ -115,40 +122,40 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         }
     }
     /// Unsaved values of persistent properties, by name.
-    var changes: [String: PropertyValue] = [:]
+    @exclusivity(unchecked) var changes: [String: PropertyValue] = [:]
     /// Transient values.
-    var transients: [String: PropertyValue] = [:]
-    var isInsertedFlag = false
-    var isDeletedFlag = false
+    @exclusivity(unchecked) var transients: [String: PropertyValue] = [:]
+    @exclusivity(unchecked) var isInsertedFlag = false
+    @exclusivity(unchecked) var isDeletedFlag = false
     /// Set once the object is removed from its context (after reset, or after a saved delete).
-    var isInvalidated = false
+    @exclusivity(unchecked) var isInvalidated = false
     /// Set on the probe instances that map Swift key paths to model keys.
-    var keyProbe: KeyProbe?
+    @exclusivity(unchecked) var keyProbe: KeyProbe?
     /// The batch of a batched fetch this fault belongs to: firing it reads the whole batch.
-    var fetchBatch: FetchBatch?
+    @exclusivity(unchecked) var fetchBatch: FetchBatch?
     /// Destinations read by `relationshipKeyPathsForPrefetching`, kept alive (with their
     /// rows) while this object is, so reaching them needs no store read.
-    var prefetchedObjects: [ManagedObject] = []
+    @exclusivity(unchecked) var prefetchedObjects: [ManagedObject] = []
     /// The store version (the sequence of the object's last change) the context last saw:
     /// set when its values are read from the store, at save and at merge; nil while unknown
     /// (an insert, a fault, values taken from a fetched row without its version). Optimistic
     /// locking compares it with the store's at save.
-    var version: UInt64?
+    @exclusivity(unchecked) var version: UInt64?
     /// The version of ``row``, when the fetch that left the row knew it; becomes ``version``
     /// when the fault fires from the row.
-    var rowVersion: UInt64?
+    @exclusivity(unchecked) var rowVersion: UInt64?
 
     /// Created by a context; apps insert objects with `context.insertNewObject(forEntityName:)`
     /// or `context.insert(Run.self)`.
     public required init(_ creation: ObjectCreation) {
         info = creation.entity
         objectID = creation.objectID
-        core = creation.core
+        registry = creation.registry
     }
 
     deinit {
         // The context's registry doesn't retain the object: take its entry out.
-        core?.forget(self)
+        registry.forget(self)
     }
 
     // MARK: - State
@@ -208,6 +215,12 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         guard let property = info.property(named: key) else {
             // A fetched property: its fetch runs each time it is read.
             return core?.fetchedPropertyValue(self, key)
+        }
+        // An unchanged stored attribute held by slot: read in place (a fault fetched with
+        // its row fires from it first).
+        if changes.isEmpty, !property.isTransient {
+            if fastCommitted == nil, fastRow != nil, !isInsertedFlag { core?.fulfill(self) }
+            if let value = fastCommitted?.attribute(at: property.slot, of: info) { return value.anyValue }
         }
         return externalValue(currentValue(property), ordered: property.isOrdered)
     }

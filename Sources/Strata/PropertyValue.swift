@@ -236,6 +236,14 @@ struct PropertyRow {
         return info.properties[property.name]?.slot
     }
 
+    /// The set attribute value in `slot`, when this is a row of `entity`'s own table and the
+    /// slot holds one (nil for a relationship, a nil value or an absent one).
+    @inline(__always)
+    func attribute(at slot: Int, of entity: EntityInfo) -> AttributeValue? {
+        guard info === entity, case .attribute(let value)? = values[slot] else { return nil }
+        return value
+    }
+
     /// The values by name.
     var dictionary: [String: PropertyValue] {
         var result: [String: PropertyValue] = [:]

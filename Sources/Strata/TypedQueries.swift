@@ -64,7 +64,7 @@ final class KeyProbe {
 
     func makeProbe(for entity: EntityInfo) -> ManagedObject {
         let type = core.coordinator.objectClass(for: entity.entity)
-        let probe = type.init(ObjectCreation(entity: entity, objectID: .temporary(entity.entity.name), core: core))
+        let probe = type.init(ObjectCreation(entity: entity, objectID: .temporary(entity.entity.name), registry: core.objects))
         probe.keyProbe = self
         probes.append(probe)
         return probe

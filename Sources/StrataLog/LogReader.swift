@@ -179,6 +179,8 @@ public struct LogReader: ~Copyable {
     /// primary key) find their neighbours' leaf pages without searching from the root.
     public func forEachFields(_ ids: [StoredObjectID], _ body: (StoredFields) throws -> Void) throws {
         var current: (name: String, entity: ModelSchema.Entity, code: UInt16)?
+        // One buffer for every record's values: unique again once `body` lets go of them.
+        var buffer: [LogValue?] = []
         try txn.withCursor(on: tables.state) { cursor in
             for id in ids {
                 if current?.name != id.entity {
@@ -187,7 +189,7 @@ public struct LogReader: ~Copyable {
                 guard let (_, entity, code) = current else { continue }
                 let key = ObjectKey(entity: code, primaryKey: id.primaryKey)
                 guard try key.withBytes({ try cursor.seek(exactly: $0) }) else { continue }
-                guard let fields = try cursor.withCurrent({ _, value in try value.withUnsafeBytes { try self.fields(id, key, $0, entity) } })
+                guard let fields = try cursor.withCurrent({ _, value in try value.withUnsafeBytes { try self.fields(id, key, $0, entity, &buffer) } })
                 else { continue }
                 try body(fields)
             }
@@ -206,10 +208,13 @@ public struct LogReader: ~Copyable {
 
     /// The values by property code of the object `id` (under `key`), decoded from its
     /// record `raw`, with its unordered to-many members.
-    func fields(_ id: StoredObjectID, _ key: ObjectKey, _ raw: UnsafeRawBufferPointer, _ entity: ModelSchema.Entity) throws -> StoredFields {
-        let (version, values) = try writer.decodeFields(raw, entity: entity, context: "record \(entity.name)/p\(key.primaryKey)")
-        return StoredFields(
-            id: id, version: version, names: entity.propertyNames, values: try writer.addingMembers(txn, key, to: values, entity: entity))
+    /// `buffer` holds the values (see ``TableWriter/decodeFields(_:entity:context:into:)``).
+    func fields(
+        _ id: StoredObjectID, _ key: ObjectKey, _ raw: UnsafeRawBufferPointer, _ entity: ModelSchema.Entity, _ buffer: inout [LogValue?]
+    ) throws -> StoredFields {
+        let version = try writer.decodeFields(raw, entity: entity, context: "record \(entity.name)/p\(key.primaryKey)", into: &buffer)
+        try writer.addMembers(txn, key, to: &buffer, entity: entity)
+        return StoredFields(id: id, version: version, names: entity.propertyNames, values: buffer)
     }
 
     /// Calls `body` with each object of `entity` (and its sub-entities unless told not
@@ -229,8 +234,9 @@ public struct LogReader: ~Copyable {
     public func forEachFields(
         of entity: String, includingSubentities: Bool = true, _ body: (StoredFields) throws -> IterationDecision
     ) throws {
+        var buffer: [LogValue?] = []
         try forEachRecord(of: entity, includingSubentities: includingSubentities) { described, id, key, raw in
-            try body(try fields(id, key, raw, described))
+            try body(try fields(id, key, raw, described, &buffer))
         }
     }
 

@@ -52,7 +52,8 @@ struct ModelSchema: Sendable {
     }
 
     /// One entity's stored shape.
-    struct Entity: Sendable {
+    /// A class, so the readers that keep one per record read hold a reference, not a copy.
+    final class Entity: Sendable {
         let name: String
         let isAbstract: Bool
         /// Stored properties sorted by name; a property's code is its index here.
@@ -67,6 +68,19 @@ struct ModelSchema: Sendable {
 
         /// Whether any index the entity's objects are in is unique.
         var hasUniqueIndex: Bool { indexes.contains(where: \.isUnique) }
+
+        init(
+            name: String, isAbstract: Bool, properties: [Property], propertiesByName: [String: Property],
+            indexes: [IndexDefinition], selfAndSubentities: [String], propertyNames: [String]
+        ) {
+            self.name = name
+            self.isAbstract = isAbstract
+            self.properties = properties
+            self.propertiesByName = propertiesByName
+            self.indexes = indexes
+            self.selfAndSubentities = selfAndSubentities
+            self.propertyNames = propertyNames
+        }
     }
 
     let model: ManagedObjectModel

@@ -182,16 +182,31 @@ struct TableWriter: CodecCatalog {
     func decodeFields(
         _ raw: UnsafeRawBufferPointer, entity: ModelSchema.Entity, context: @autoclosure () -> String
     ) throws(LogError) -> (UInt64, [LogValue?]) {
-        try naming(context) { () throws(LogError) -> (UInt64, [LogValue?]) in
+        var values: [LogValue?] = []
+        let sequence = try decodeFields(raw, entity: entity, context: context(), into: &values)
+        return (sequence, values)
+    }
+
+    /// Decodes a state record into `values` by property code (every slot reset first, so one
+    /// buffer serves a whole scan without an allocation per record); returns its sequence.
+    func decodeFields(
+        _ raw: UnsafeRawBufferPointer, entity: ModelSchema.Entity, context: @autoclosure () -> String, into values: inout [LogValue?]
+    ) throws(LogError) -> UInt64 {
+        let count = entity.properties.count
+        if values.count == count {
+            for code in 0..<count { values[code] = nil }
+        } else {
+            values = [LogValue?](repeating: nil, count: count)
+        }
+        return try naming(context) { () throws(LogError) -> UInt64 in
             var r = ByteReader(raw, context: Self.unnamed)
             let version = try r.count(limit: Int(Int32.max))
             let sequence = try r.varint()
-            var values = [LogValue?](repeating: nil, count: entity.properties.count)
             if version == modelVersion {
                 let n = try r.count(limit: r.remaining)
                 for _ in 0..<n {
                     let code = try r.count(limit: Int(Int32.max))
-                    guard code < values.count else { throw r.failure("property code \(code) out of range") }
+                    guard code < count else { throw r.failure("property code \(code) out of range") }
                     values[code] = try EventCodec.readValue(&r, self)
                 }
                 guard r.isAtEnd else { throw r.failure("trailing bytes") }
@@ -200,16 +215,14 @@ struct TableWriter: CodecCatalog {
                     if let code = entity.propertiesByName[name]?.code { values[code] = value }
                 }
             }
-            return (sequence, values)
+            return sequence
         }
     }
 
-    /// `values` with the object's unordered to-many members filled in, as
+    /// Fills the object's unordered to-many members into `values`, as
     /// ``beforeImage(_:_:record:entity:)`` adds them.
-    func addingMembers(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, to values: [LogValue?], entity: ModelSchema.Entity) throws -> [LogValue?] {
-        var values = values
+    func addMembers(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, to values: inout [LogValue?], entity: ModelSchema.Entity) throws {
         try forEachUnorderedMembership(txn, key, entity: entity) { property, ids in values[property.code] = .references(ids) }
-        return values
     }
 
     /// Calls `body` with each unordered to-many relationship of the object under `key` that

@@ -123,6 +123,17 @@ private func runBetweenSorted(model: ManagedObjectModel, store: FetchStore, repe
     say("  Strata plan: \(plan)")
     var strataSum = 0
     var strataLastNames: [String] = []
+    // For a profiler: only Strata's F1 body, this many times (untimed, nothing else).
+    let profileRuns = environmentInt("STRATA_BENCH_F1_PROFILE", 0)
+    if profileRuns > 0 {
+        for _ in 0..<profileRuns {
+            let run = FetchRun(store)
+            run.checksum = try run.context.performAndWait { context in
+                try context.fetch(request).reduce(0) { $0 &+ readAll($1) }
+            }
+        }
+        exit(0)
+    }
     let strata = try measure(
         "Strata fetch + read 5 attributes", repetitions: repetitions,
         setup: { FetchRun(store) },
