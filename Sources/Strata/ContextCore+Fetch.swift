@@ -57,19 +57,19 @@ extension ContextCore {
         if let parent = context?.parent { return try fetchThroughParent(request, parent: parent) }
         let planner = try self.planner(for: request)
         let store = try self.store()
-        let matches = try store.log.read { (reader: borrowing LogReader) throws -> [FetchExecution.Match] in
+        let (matches, order) = try store.log.read { (reader: borrowing LogReader) throws -> ([FetchExecution.Match], [Int]) in
             let plan = try planner.plan(reader)
             return try FetchExecution(core: self, request: request, plan: plan, storeUUID: store.identifier).run(reader)
         }
         // The class of each entity's objects, looked up once per fetch, not per object.
         var classes: [(info: EntityInfo, type: ManagedObject.Type)] = []
         // Room for every result at once, rather than growing (and rehashing) step by step.
-        registry.reserveCapacity(registry.count + matches.count)
+        objects.entries.reserveCapacity(objects.entries.count + order.count)
         // A context holding no objects has none to find: each result is made, unlooked-up
         // (one fetch never names an object twice).
-        let knowsNone = registry.isEmpty && retained.isEmpty
-        return matches.map { match in
-            match.materialize(self, lookUp: !knowsNone) { info in
+        let knowsNone = objects.entries.isEmpty && retained.isEmpty
+        return order.map { index in
+            matches[index].materialize(self, lookUp: !knowsNone) { info in
                 if let known = classes.first(where: { $0.info === info }) { return known.type }
                 let type = self.coordinator.objectClass(for: info.entity)
                 classes.append((info, type))
@@ -135,8 +135,8 @@ final class FetchExecution {
         static func < (a: Position, b: Position) -> Bool { (a.group, a.major, a.minor) < (b.group, b.major, b.minor) }
     }
 
-    /// An object that matched (a class: sorting and reordering matches moves one reference each).
-    final class Match {
+    /// An object that matched (sorts reorder indexes, so a value moves only at the end).
+    struct Match {
         let position: Position
         let id: ManagedObjectID
         let info: EntityInfo
@@ -237,10 +237,19 @@ final class FetchExecution {
             layouts.append((fields.layout, info, properties))
         }
         var row = PropertyRow(info: info)
-        for (property, value) in zip(properties, fields.values) {
-            guard let property, let value else { continue }
-            // `properties` are `info`'s own: their slots are the row's.
-            row.values[property.slot] = core.propertyValue(value, property, storeUUID: storeUUID)
+        let count = min(properties.count, fields.values.count)
+        row.values.withUnsafeMutableBufferPointer { slots in
+            fields.values.withUnsafeBufferPointer { values in
+                for code in 0..<count {
+                    guard let property = properties[code] else { continue }
+                    // `properties` are `info`'s own: their slots are the row's.
+                    switch values[code] {
+                    case nil: continue
+                    case .attribute(let value)?: slots[property.slot] = .attribute(value)
+                    case let value?: slots[property.slot] = core.propertyValue(value, property, storeUUID: storeUUID)
+                    }
+                }
+            }
         }
         return row
     }
@@ -481,8 +490,9 @@ final class FetchExecution {
 
     // MARK: Results
 
-    /// Every match, filtered, sorted (ties in store order), offset and limited.
-    func run(_ reader: borrowing LogReader) throws -> [Match] {
+    /// Every match, filtered, and the order of the results: indexes into the matches, sorted
+    /// (ties in store order), offset and limited.
+    func run(_ reader: borrowing LogReader) throws -> ([Match], [Int]) {
         var matches = try storedMatches(reader)
         let unsaved = try pendingMatches(reader)
         if !unsaved.isEmpty { matches += unsaved }
@@ -490,15 +500,19 @@ final class FetchExecution {
         var order = Array(matches.indices)
         if let strings = singleStringSortKeys(matches) {
             // One case-sensitive string sort: plain string comparisons, no key enum copied.
+            // When every string is ASCII (ordered as its bytes are), the first eight bytes
+            // decide most comparisons as one integer comparison.
             let (texts, isNull) = strings
             let positions = matches.map(\.position)
             let ascending = descriptors[0].ascending
+            let prefixes = Self.asciiPrefixes(texts)
             order.sort { i, j in
                 let nullI = isNull[i], nullJ = isNull[j]
                 if nullI != nullJ { return ascending ? nullI : nullJ }
                 if !nullI {
-                    if texts[i] < texts[j] { return ascending }
-                    if texts[j] < texts[i] { return !ascending }
+                    if let prefixes, prefixes[i] != prefixes[j] { return (prefixes[i] < prefixes[j]) == ascending }
+                    let a = texts[i], b = texts[j]
+                    if a != b { return (a < b) == ascending }
                 }
                 return positions[i] < positions[j]
             }
@@ -522,9 +536,30 @@ final class FetchExecution {
         }
         if request.fetchOffset > 0 { order = Array(order.dropFirst(request.fetchOffset)) }
         if request.fetchLimit > 0 && order.count > request.fetchLimit { order = Array(order.prefix(request.fetchLimit)) }
-        if order.count == matches.count && order.elementsEqual(matches.indices) { return matches }
-        matches = order.map { matches[$0] }
-        return matches
+        return (matches, order)
+    }
+
+    /// The first eight UTF-8 bytes of each string as a big-endian integer (zero-padded), or
+    /// nil when a string isn't ASCII. Between ASCII strings, unequal prefixes order as the
+    /// strings do; equal ones leave the comparison to the strings.
+    static func asciiPrefixes(_ texts: [String]) -> [UInt64]? {
+        var result: [UInt64] = []
+        result.reserveCapacity(texts.count)
+        for text in texts {
+            var prefix: UInt64 = 0
+            var shift: UInt64 = 56
+            var bytes = 0
+            for byte in text.utf8 {
+                guard byte < 0x80 else { return nil }
+                if bytes < 8 {
+                    prefix |= UInt64(byte) << shift
+                    shift &-= 8
+                    bytes += 1
+                }
+            }
+            result.append(prefix)
+        }
+        return result
     }
 
     /// The keys of a sort by one string attribute, compared as Swift compares strings (no

@@ -206,21 +206,7 @@ final class ContextCore {
     func fulfillThrowing(_ object: ManagedObject) throws {
         guard !object.hasCommittedValues, !object.isInsertedFlag else { return }
         if !object.hasRow, let batch = object.fetchBatch { try loadBatch(batch) }
-        if object.hasRow {
-            // The fetched row becomes the committed values, in the form it is held in.
-            if let row = object.fastRow {
-                object.fastRow = nil
-                object.storedCommitted = nil
-                object.fastCommitted = row
-            } else {
-                object.committed = object.storedRow
-                object.storedRow = nil
-            }
-            object.version = object.rowVersion
-            object.rowVersion = nil
-            object.awakeFromFetch()
-            return
-        }
+        if object.fireFromRow() { return }
         if parentContext != nil {
             // A child reads its parent's current (unsaved) state.
             guard let values = try parentValues(for: [object.objectID])[object.objectID] else {

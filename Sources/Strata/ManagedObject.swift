@@ -113,6 +113,25 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         storedRow = nil
         fastRow = row
     }
+    /// Fires the fault from the fetched row it holds, if it holds one (no context needed):
+    /// the row becomes the committed values, in the form it is held in. False otherwise.
+    func fireFromRow() -> Bool {
+        if let row = fastRow {
+            fastRow = nil
+            storedCommitted = nil
+            fastCommitted = row
+        } else if let row = storedRow {
+            committed = row
+            storedRow = nil
+        } else {
+            return false
+        }
+        version = rowVersion
+        rowVersion = nil
+        awakeFromFetch()
+        return true
+    }
+
     /// Keeps `value` in the waiting row for `property` (a prefetched derived side).
     func cacheRowValue(_ value: PropertyValue, for property: PropertyInfo) {
         if fastRow != nil {
@@ -219,7 +238,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         // An unchanged stored attribute held by slot: read in place (a fault fetched with
         // its row fires from it first).
         if changes.isEmpty, !property.isTransient {
-            if fastCommitted == nil, fastRow != nil, !isInsertedFlag { core?.fulfill(self) }
+            if fastCommitted == nil, storedCommitted == nil, !isInsertedFlag { _ = fireFromRow() }
             if let value = fastCommitted?.attribute(at: property.slot, of: info) { return value.anyValue }
         }
         return externalValue(currentValue(property), ordered: property.isOrdered)

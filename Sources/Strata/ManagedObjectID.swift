@@ -80,6 +80,27 @@ public struct ManagedObjectID: Sendable, Hashable, Comparable, Codable, CustomSt
         }
     }
 
+    /// The hash dictionaries and sets use: the key (or all of a temporary ID's bits) mixed
+    /// with the table's seed by one multiply–xorshift pass, not a whole `Hasher` run — a
+    /// context puts every object it makes in its registry and takes it out again. Equal IDs
+    /// hash alike, as ``hash(into:)`` promises; keys come from the store's counters.
+    public func _rawHashValue(seed: Int) -> Int {
+        var bits: UInt64
+        switch storage {
+        case .temporary(let id):
+            bits = withUnsafeBytes(of: id.uuid) { raw in
+                raw.loadUnaligned(as: UInt64.self) ^ raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self).byteSwapped
+            }
+        case .permanent(_, let primaryKey):
+            bits = primaryKey
+        }
+        // SplitMix64's finalizer over the bits and the seed.
+        bits ^= UInt64(truncatingIfNeeded: seed) &* 0x9E37_79B9_7F4A_7C15
+        bits = (bits ^ (bits >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        bits = (bits ^ (bits >> 27)) &* 0x94D0_49BB_1331_11EB
+        return Int(truncatingIfNeeded: bits ^ (bits >> 31))
+    }
+
     /// Whether two IDs name the same object: same entity, same store and key (or the same
     /// temporary ID).
     public static func == (lhs: ManagedObjectID, rhs: ManagedObjectID) -> Bool {

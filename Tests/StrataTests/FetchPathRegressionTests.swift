@@ -106,4 +106,56 @@ struct FetchPathRegressionTests {
             #expect(employee.value(forKey: "desk") == nil)
         }
     }
+
+    @Test("a sort on one string key orders as Swift orders the strings: shared 8-byte prefixes, NULs, non-ASCII, nil, ties in store order")
+    func stringSortMatchesSwiftOrder() async throws {
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel {
+            Entity("Word") {
+                Attribute("text", .string)
+                Attribute("n", .int64)
+            }
+        }
+        let coordinator = try openCoordinator(dir, model: model)
+        var random = SystemRandomNumberGenerator()
+        let alphabet: [String] = ["a", "b", "A", "\u{0}", "abcdefgh", "abcdefghi", "abcdefgh\u{0}", "zzzzzzzz", "~"]
+        var asciiTexts: [String] = []
+        for _ in 0..<300 {
+            asciiTexts.append((0..<Int.random(in: 0...3, using: &random)).map { _ in alphabet.randomElement(using: &random) ?? "" }.joined())
+        }
+        // The same words once with a non-ASCII one among them: e + combining acute sorts as é.
+        for extra in [[], ["e\u{301}", "\u{e9}", "abcdefghé"]] as [[String]] {
+            let texts: [String?] = asciiTexts + extra + [nil, nil]
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                for word in try context.fetch(FetchRequest(entityName: "Word")) { context.delete(word) }
+                for (n, text) in texts.enumerated() {
+                    let word = try context.insertNewObject(forEntityName: "Word")
+                    word.setValue(text, forKey: "text")
+                    word.setValue(Int64(n), forKey: "n")
+                }
+                try context.save()
+            }
+            for ascending in [true, false] {
+                try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                    let found = try context.fetch(
+                        FetchRequest(entityName: "Word", sortDescriptors: [FetchSortDescriptor(key: "text", ascending: ascending)]))
+                    let got = found.map { ($0.value(forKey: "text") as? String, $0.value(forKey: "n") as? Int64 ?? -1) }
+                    // Expected: nil first when ascending (last when descending), strings in
+                    // Swift's order, ties in insertion (store) order.
+                    let expected = texts.enumerated().map { ($0.element, Int64($0.offset)) }.sorted { x, y in
+                        switch (x.0, y.0) {
+                        case (nil, nil): return x.1 < y.1
+                        case (nil, _): return ascending
+                        case (_, nil): return !ascending
+                        case (let a?, let b?):
+                            if a != b { return ascending ? a < b : b < a }
+                            return x.1 < y.1
+                        }
+                    }
+                    #expect(got.map(\.0) == expected.map(\.0))
+                    #expect(got.map(\.1) == expected.map(\.1))
+                }
+            }
+        }
+    }
 }
