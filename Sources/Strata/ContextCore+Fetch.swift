@@ -503,7 +503,8 @@ final class FetchExecution {
             // When every string is ASCII (ordered as its bytes are), the first eight bytes
             // decide most comparisons as one integer comparison.
             let (texts, isNull) = strings
-            let positions = matches.map(\.position)
+            // Fields read in place: iterating the matches would copy each one.
+            let positions = matches.indices.map { matches[$0].position }
             let ascending = descriptors[0].ascending
             let prefixes = Self.asciiPrefixes(texts)
             order.sort { i, j in
@@ -574,8 +575,8 @@ final class FetchExecution {
         var isNull: [Bool] = []
         texts.reserveCapacity(matches.count)
         isNull.reserveCapacity(matches.count)
-        for match in matches {
-            switch sortKeys[match.keys] {
+        for index in matches.indices {
+            switch sortKeys[matches[index].keys] {
             case .string(let text):
                 texts.append(text)
                 isNull.append(false)
