@@ -69,7 +69,7 @@ extension ContextCore {
         // (one fetch never names an object twice).
         let knowsNone = objects.entries.isEmpty && retained.isEmpty
         return order.map { index in
-            matches[index].materialize(self, lookUp: !knowsNone) { info in
+            FetchExecution.Match.materialize(matches, index, self, lookUp: !knowsNone) { info in
                 if let known = classes.first(where: { $0.info === info }) { return known.type }
                 let type = self.coordinator.objectClass(for: info.entity)
                 classes.append((info, type))
@@ -162,13 +162,17 @@ final class FetchExecution {
             self.rowVersion = rowVersion
         }
 
-        /// The managed object: registered, or a fault holding the fetched row.
-        func materialize(_ core: ContextCore, lookUp: Bool = true, objectClass: ((EntityInfo) -> ManagedObject.Type)? = nil) -> ManagedObject {
-            if let object { return object }
-            let made = (lookUp ? core.registered(id) : nil) ?? core.makeObject(id, info: info, type: objectClass?(info))
-            if !made.hasCommittedValues, let row {
+        /// The managed object of `matches[index]`: registered, or a fault holding the fetched
+        /// row. (Static, reading the match's fields in place: a method would copy the match.)
+        static func materialize(
+            _ matches: [Match], _ index: Int, _ core: ContextCore, lookUp: Bool, objectClass: (EntityInfo) -> ManagedObject.Type
+        ) -> ManagedObject {
+            if let object = matches[index].object { return object }
+            let id = matches[index].id, info = matches[index].info
+            let made = (lookUp ? core.registered(id) : nil) ?? core.makeObject(id, info: info, type: objectClass(info))
+            if !made.hasCommittedValues, let row = matches[index].row {
                 made.keepRow(row)
-                made.rowVersion = rowVersion
+                made.rowVersion = matches[index].rowVersion
             }
             return made
         }

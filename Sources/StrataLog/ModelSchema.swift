@@ -66,6 +66,10 @@ struct ModelSchema: Sendable {
         /// The stored properties' names in code order (shared by every record read).
         let propertyNames: [String]
 
+        /// The unordered to-many relationships among ``properties`` (their members live in
+        /// the membership table, read with each record).
+        let unorderedToMany: [Property]
+
         /// Whether any index the entity's objects are in is unique.
         var hasUniqueIndex: Bool { indexes.contains(where: \.isUnique) }
 
@@ -80,6 +84,7 @@ struct ModelSchema: Sendable {
             self.indexes = indexes
             self.selfAndSubentities = selfAndSubentities
             self.propertyNames = propertyNames
+            unorderedToMany = properties.filter { $0.relationship == .unorderedToMany }
         }
     }
 

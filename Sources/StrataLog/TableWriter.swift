@@ -231,7 +231,7 @@ struct TableWriter: CodecCatalog {
         _ txn: borrowing LMDBTransaction, _ key: ObjectKey, entity: ModelSchema.Entity,
         _ body: (ModelSchema.Property, [StoredObjectID]) throws -> Void
     ) throws {
-        for property in entity.properties where property.relationship == .unorderedToMany {
+        for property in entity.unorderedToMany {
             let code = try relationshipCode(property.qualifiedName)
             let ids = try members(txn, of: key, relationship: code).map { (k) throws(LogError) in try id(k) }
             if !ids.isEmpty { try body(property, ids.sorted()) }

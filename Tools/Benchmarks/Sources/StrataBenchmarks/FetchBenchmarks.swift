@@ -124,12 +124,15 @@ private func runBetweenSorted(model: ManagedObjectModel, store: FetchStore, repe
     var strataSum = 0
     var strataLastNames: [String] = []
     // For a profiler: only Strata's F1 body, this many times (untimed, nothing else).
+    // STRATA_BENCH_FETCH_ALL_PROFILE: the same for C2's fetch of every person (no predicate, no sort).
     let profileRuns = environmentInt("STRATA_BENCH_F1_PROFILE", 0)
-    if profileRuns > 0 {
-        for _ in 0..<profileRuns {
+    let fetchAllRuns = environmentInt("STRATA_BENCH_FETCH_ALL_PROFILE", 0)
+    if profileRuns > 0 || fetchAllRuns > 0 {
+        let profiled = profileRuns > 0 ? request : FetchRequest(entityName: "Person")
+        for _ in 0..<max(profileRuns, fetchAllRuns) {
             let run = FetchRun(store)
             run.checksum = try run.context.performAndWait { context in
-                try context.fetch(request).reduce(0) { $0 &+ readAll($1) }
+                try context.fetch(profiled).reduce(0) { $0 &+ readAll($1) }
             }
         }
         exit(0)
