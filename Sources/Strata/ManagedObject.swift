@@ -236,10 +236,10 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             return core?.fetchedPropertyValue(self, key)
         }
         // An unchanged stored attribute held by slot: read in place (a fault fetched with
-        // its row fires from it first).
+        // its row fires from it first, and its awakeFromFetch may change values).
         if changes.isEmpty, !property.isTransient {
             if fastCommitted == nil, storedCommitted == nil, !isInsertedFlag { _ = fireFromRow() }
-            if let value = fastCommitted?.attribute(at: property.slot, of: info) { return value.anyValue }
+            if changes.isEmpty, let value = fastCommitted?.attribute(at: property.slot, of: info) { return value.anyValue }
         }
         return externalValue(currentValue(property), ordered: property.isOrdered)
     }
@@ -306,6 +306,8 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         if hasCommittedValues, let committed = committedValue(property) { return committed }
         guard let core else { return property.emptyValue }
         core.fulfill(self)
+        // Firing ran awakeFromFetch, which may have set the property.
+        if let changed = changes[property.name] { return changed }
         if let committed = committedValue(property) { return committed }
         if property.isRelationship && !property.isRecorded, !isInsertedFlag {
             return core.derivedValue(self, property) ?? property.emptyValue

@@ -1,0 +1,62 @@
+import Foundation
+@testable import Strata
+import StrataTestSupport
+import Testing
+
+/// Lower-cases its `name` when it is fetched (a primitive set in `awakeFromFetch`).
+final class LowercasingTag: ManagedObject {
+    override func awakeFromFetch() {
+        super.awakeFromFetch()
+        if let name = value(forKey: "name") as? String, name != name.lowercased() {
+            setPrimitiveValue(name.lowercased(), forKey: "name")
+        }
+    }
+}
+
+@Suite("Read path: findings of the review of the fetch and fault fast paths")
+struct ReadPathReviewTests {
+    static var tagModel: ManagedObjectModel {
+        get throws {
+            try ManagedObjectModel {
+                Entity("Tag") {
+                    Attribute("name", .string)
+                    Attribute("rank", .int64)
+                }
+            }
+        }
+    }
+
+    /// A store holding one tag, and its ID.
+    static func oneTag(_ coordinator: PersistentStoreCoordinator, name: String) async throws -> ManagedObjectID {
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let tag = try context.insertNewObject(forEntityName: "Tag")
+            tag.setValue(name, forKey: "name")
+            tag.setValue(Int64(7), forKey: "rank")
+            try context.save()
+            return tag.objectID
+        }
+    }
+
+    @Test("a value awakeFromFetch sets is what the read that fired the fault returns (fetched row, store read)")
+    func awakeFromFetchValueIsReadBack() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.tagModel, classes: [(LowercasingTag.self, "Tag")])
+        let id = try await Self.oneTag(coordinator, name: "MiXed")
+        // A fault holding its fetched row, fired by the read (the read-in-place path).
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let tag = try #require(try context.fetch(FetchRequest(entityName: "Tag")).first)
+            #expect(tag.isFault)
+            let first = tag.value(forKey: "name") as? String
+            let second = tag.value(forKey: "name") as? String
+            #expect(first == "mixed")
+            #expect(second == "mixed")
+        }
+        // A fault without a row, fired from the store.
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let tag = try context.object(with: id)
+            #expect(tag.isFault)
+            let first = tag.value(forKey: "name") as? String
+            #expect(first == "mixed")
+        }
+    }
+}
