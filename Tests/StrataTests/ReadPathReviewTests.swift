@@ -59,4 +59,21 @@ struct ReadPathReviewTests {
             #expect(first == "mixed")
         }
     }
+
+    @Test("a fetched fault whose context is gone answers committedValues(forKeys:) as value(forKey:) does")
+    func contextGoneCommittedValues() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.tagModel)
+        _ = try await Self.oneTag(coordinator, name: "kept")
+        var core: ContextCore? = ContextCore(coordinator: coordinator, hub: NotificationHub())
+        let fetched = try #require(core).fetchManagedObjects(FetchRequest(entityName: "Tag"))
+        core = nil
+        let tag = try #require(fetched.first)
+        #expect(tag.core == nil, "the context is gone")
+        // Its fetched row answers, whichever of the two is asked first.
+        let committed = tag.committedValues(forKeys: ["name"])["name"] as? String
+        #expect(committed == "kept")
+        #expect(tag.value(forKey: "name") as? String == "kept")
+        #expect(tag.committedValues(forKeys: ["name"])["name"] as? String == "kept")
+    }
 }
