@@ -76,4 +76,36 @@ struct ReadPathReviewTests {
         #expect(tag.value(forKey: "name") as? String == "kept")
         #expect(tag.committedValues(forKeys: ["name"])["name"] as? String == "kept")
     }
+
+    @Test("after a reset, an old instance that was still a fault holding its fetched row reads what a fired one reads")
+    func resetDropsFetchedRows() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.tagModel)
+        let id = try await Self.oneTag(coordinator, name: "before")
+        let context = privateContext(coordinator)
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
+            let fired = try #require(try context.fetch(FetchRequest(entityName: "Tag")).first)
+            _ = fired.value(forKey: "name")
+            // Another context changes the object; this one doesn't merge.
+            try privateContext(coordinator).performAndWait { (other: isolated ManagedObjectContext) throws in
+                try other.existingObject(with: id).setValue("after", forKey: "name")
+                try other.save()
+            }
+            // A second, unfired instance is only possible after a reset: reset once, fetch
+            // again (a fault holding the row it read), change the store, reset again.
+            context.reset()
+            let unfired = try #require(try context.fetch(FetchRequest(entityName: "Tag")).first)
+            #expect(unfired.isFault)
+            try privateContext(coordinator).performAndWait { (other: isolated ManagedObjectContext) throws in
+                try other.existingObject(with: id).setValue("latest", forKey: "name")
+                try other.save()
+            }
+            context.reset()
+            // Both instances are invalidated faults with their values dropped: they read alike.
+            let firedName = fired.value(forKey: "name") as? String
+            let unfiredName = unfired.value(forKey: "name") as? String
+            #expect(firedName == "latest")
+            #expect(unfiredName == firedName)
+        }
+    }
 }
