@@ -584,6 +584,9 @@ extension ContextCore {
             object.isInvalidated = true
             object.committed = nil
             object.version = nil
+            // A fetched row not fired yet is dropped too (it would answer with fetch-time values).
+            object.row = nil
+            object.rowVersion = nil
         }
         registry.removeAll()
         // reset posts invalidated-all at once, replacing whatever was pending.

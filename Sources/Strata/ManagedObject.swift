@@ -113,6 +113,12 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         storedRow = nil
         fastRow = row
     }
+    /// Loads a fault's values: through the context, or, once the context is gone, from the
+    /// fetched row it still holds (if any).
+    func fireFault() {
+        guard !hasCommittedValues, !isInsertedFlag else { return }
+        if let core { core.fulfill(self) } else { _ = fireFromRow() }
+    }
     /// Fires the fault from the fetched row it holds, if it holds one (no context needed):
     /// the row becomes the committed values, in the form it is held in. False otherwise.
     func fireFromRow() -> Bool {
@@ -203,7 +209,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// (`committedValues(forKeys:)`); empty for an unsaved object.
     public func committedValues(forKeys keys: [String]?) -> [String: Any] {
         guard !isInsertedFlag else { return [:] }
-        core?.fulfill(self)
+        fireFault()
         var result: [String: Any] = [:]
         for key in keys ?? info.orderedNames where !(info.properties[key]?.isTransient ?? true) {
             guard let value = committed?[key] ?? (info.properties[key].flatMap { core?.derivedValue(self, $0) }) else { continue }
@@ -236,10 +242,10 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             return core?.fetchedPropertyValue(self, key)
         }
         // An unchanged stored attribute held by slot: read in place (a fault fetched with
-        // its row fires from it first).
+        // its row fires from it first, and its awakeFromFetch may change values).
         if changes.isEmpty, !property.isTransient {
             if fastCommitted == nil, storedCommitted == nil, !isInsertedFlag { _ = fireFromRow() }
-            if let value = fastCommitted?.attribute(at: property.slot, of: info) { return value.anyValue }
+            if changes.isEmpty, let value = fastCommitted?.attribute(at: property.slot, of: info) { return value.anyValue }
         }
         return externalValue(currentValue(property), ordered: property.isOrdered)
     }
@@ -304,8 +310,14 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         if let changed = changes[property.name] { return changed }
         // Loaded values need no context (and reading them doesn't touch the weak reference).
         if hasCommittedValues, let committed = committedValue(property) { return committed }
-        guard let core else { return property.emptyValue }
+        guard let core else {
+            // The context is gone: a fault still holding its fetched row fires from it.
+            guard !hasCommittedValues, !isInsertedFlag, fireFromRow() else { return property.emptyValue }
+            return changes[property.name] ?? committedValue(property) ?? property.emptyValue
+        }
         core.fulfill(self)
+        // Firing ran awakeFromFetch, which may have set the property.
+        if let changed = changes[property.name] { return changed }
         if let committed = committedValue(property) { return committed }
         if property.isRelationship && !property.isRecorded, !isInsertedFlag {
             return core.derivedValue(self, property) ?? property.emptyValue
