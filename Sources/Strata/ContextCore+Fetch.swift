@@ -276,7 +276,7 @@ final class FetchExecution {
     ) -> Int {
         let start = sortKeys.count
         for (descriptor, simple) in zip(request.sortDescriptors, simpleSortKeys) {
-            if simple, let property = info.properties[descriptor.key], case .attribute = property.kind, !property.isTransient {
+            if simple, let property = info.property(named: descriptor.key), case .attribute = property.kind, !property.isTransient {
                 switch values[property] {
                 case .attribute(let value)?:
                     sortKeys.append(value.map(SortKey.init(attribute:)) ?? .null)

@@ -8,7 +8,8 @@ import StrataModel
 /// given, so the save can refuse it with a clear error instead of crashing.
 enum PropertyValue: Hashable, Sendable {
     case attribute(AttributeValue?)
-    case toOne(ManagedObjectID?)
+    /// Boxed (`indirect`), so a value is 24 bytes, not 48: rows hold one per property.
+    indirect case toOne(ManagedObjectID?)
     case toMany([ManagedObjectID])
     case invalid(String)
 

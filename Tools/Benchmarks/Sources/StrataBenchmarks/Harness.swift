@@ -50,6 +50,46 @@ func measure<State>(
     return stats
 }
 
+/// One timed round: `setup` and `teardown` untimed, `body` timed.
+func timedRound<State>(
+    setup: () throws -> State, body: (inout State) throws -> Void, teardown: (inout State) throws -> Void = { _ in }
+) throws -> Duration {
+    let clock = ContinuousClock()
+    var state = try setup()
+    let start = clock.now
+    try body(&state)
+    let elapsed = clock.now - start
+    try teardown(&state)
+    return elapsed
+}
+
+/// Times two peers alternately, round by round (A, B, A, B, …, after `warmup` untimed
+/// pairs), so a change in the machine's speed during the run falls on both alike. Returns
+/// both peers' samples and the median of the per-round ratios A ÷ B — the figure to quote
+/// on a machine whose speed drifts (a shared VM).
+func measureAlternately(
+    _ labelA: String, _ labelB: String, warmup: Int = 1, repetitions: Int,
+    _ a: () throws -> Duration, _ b: () throws -> Duration
+) throws -> (a: Stats, b: Stats, pairedRatio: Double) {
+    var samplesA: [Duration] = []
+    var samplesB: [Duration] = []
+    for round in 0..<(warmup + repetitions) {
+        let timeA = try a()
+        let timeB = try b()
+        if round >= warmup {
+            samplesA.append(timeA)
+            samplesB.append(timeB)
+        }
+    }
+    let statsA = Stats(samples: samplesA), statsB = Stats(samples: samplesB)
+    report(labelA, statsA)
+    report(labelB, statsB)
+    let ratios = zip(samplesA, samplesB).map { $0.seconds / max($1.seconds, 1e-12) }.sorted()
+    let middle = ratios.count / 2
+    let paired = ratios.isEmpty ? 0 : (ratios.count % 2 == 1 ? ratios[middle] : (ratios[middle - 1] + ratios[middle]) / 2)
+    return (statsA, statsB, paired)
+}
+
 /// Times `body` once (for destructive work such as compaction).
 func timeOnce<R>(_ body: () throws -> R) rethrows -> (R, Duration) {
     let clock = ContinuousClock()
