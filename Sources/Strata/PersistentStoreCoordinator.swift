@@ -107,6 +107,31 @@ public final class PersistentStoreCoordinator: Sendable {
         return store
     }
 
+    /// Adds `log`, already open, as the coordinator's event-log store.
+    ///
+    /// For the `strata` tool, which has no app code: it opens a store read-only with the
+    /// newest model stored in it (`EventLog(openingExistingAt:readOnly:)`), makes a
+    /// coordinator for `log.model` and adds the log here, so the store's environment is
+    /// opened once. Contexts then fetch from it as from any store; a save to a read-only log
+    /// fails with ``ContextError/store(_:)`` saying the store is open read-only, and nothing
+    /// is written.
+    ///
+    /// - Throws: ``ContextError/storeAlreadyAdded(_:)`` if the coordinator holds a store
+    ///   already; ``ContextError/invalidArgument(_:)`` if the log's model isn't the
+    ///   coordinator's.
+    @discardableResult
+    package func addPersistentStore(openedLog log: EventLog) throws -> PersistentStore {
+        guard log.model.versionHash == managedObjectModel.versionHash else {
+            throw ContextError.invalidArgument("the store at \(log.path) was opened with another model than the coordinator's")
+        }
+        let store = PersistentStore(type: .eventLog, url: URL(fileURLWithPath: log.path), log: log, temporaryDirectory: nil)
+        try state.withLock { state in
+            if let existing = state.store { throw ContextError.storeAlreadyAdded(existing.description) }
+            state.store = store
+        }
+        return store
+    }
+
     /// Removes `store` (`remove(_:)`); contexts can't save to it afterwards.
     public func remove(_ store: PersistentStore) throws {
         try state.withLock { state in
