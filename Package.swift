@@ -130,7 +130,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StrataCLITests",
-            dependencies: ["strata", "StrataTestSupport", "StrataLog", "StrataModel"],
+            dependencies: ["strata", "Strata", "StrataTestSupport", "StrataLog", "StrataModel"],
             swiftSettings: strictSettings
         ),
 

@@ -1,12 +1,12 @@
 import ArgumentParser
 import Strata
 
-/// `strata`: inspect, replay, export and maintain Strata stores without the app's code.
+/// `strata`: inspect, query, replay, export and maintain Strata stores without the app's code.
 @main
 struct StrataCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "strata",
-        abstract: "Inspect, replay, export and maintain Strata stores.",
+        abstract: "Inspect, query, replay, export and maintain Strata stores.",
         discussion: """
             A Strata store carries its own model, so every command here works on any store
             without the app that wrote it.
@@ -15,7 +15,7 @@ struct StrataCommand: ParsableCommand {
             """,
         version: StrataVersion.current,
         subcommands: [
-            InfoCommand.self, LogCommand.self, ReplayCommand.self, ExportCommand.self, CompactCommand.self,
+            InfoCommand.self, LogCommand.self, ReplayCommand.self, ExportCommand.self, QueryCommand.self, CompactCommand.self,
             VerifyCommand.self, ModelCommand.self, DemoCommand.self, DoctorCommand.self,
         ]
     )
