@@ -202,6 +202,44 @@ struct QueryCommandTests {
         #expect(raw.standardOutput.hasPrefix("{\"entity\":\"Person\",\"uri\":\"\(adaURI)\",\"values\":{\"age\":31,\"joined\":\"2026-01-01T00:00:00.000000Z\",\"name\":\"Ada\",\"nickname\":\"A\",\"team\":\"\(ottersURI)\"}}\n"))
     }
 
+    @Test("values are export's: every value export writes for an object, query writes the same (binary data, doubles, booleans, dates, ordered and many-to-many relationships)")
+    func sameValuesAsExport() throws {
+        let store = try makeLeagueStore()
+        let export = try strata("export", store.path, "--format", "ndjson")
+        #expect(export.status == 0)
+        let exported = try export.standardOutput.split(separator: "\n").map { try #require(try parseJSON(String($0)) as? [String: Any]) }
+        #expect(exported.count == 5)
+        func canonical(_ value: Any?) throws -> String {
+            String(decoding: try JSONSerialization.data(withJSONObject: [value ?? NSNull()], options: [.sortedKeys]), as: UTF8.self)
+        }
+        var compared = 0
+        for entity in ["Player", "Sponsor", "Team"] {
+            let queried = try queryObjects(store.path, entity)
+            let expected = exported.filter { $0["entity"] as? String == entity }
+            #expect(uris(queried) == uris(expected), "\(entity)")  // no sort: store order, as export's key order
+            for (query, export) in zip(queried, expected) {
+                let queryValues = try #require(query["values"] as? [String: Any])
+                let exportValues = try #require(export["values"] as? [String: Any])
+                for (key, value) in exportValues {
+                    // A to-many never set is null in the log's export; the object shows it empty.
+                    let toMany = ["lineup", "teams"].contains(key)
+                    let wanted = try canonical(toMany && value is NSNull ? [String]() : value)
+                    #expect(try canonical(queryValues[key]) == wanted, "\(entity).\(key)")
+                    compared += 1
+                }
+            }
+        }
+        #expect(compared >= 20)
+        // Query writes the inverse sides export leaves out.
+        let team = try #require(try queryObjects(store.path, "Team", "--where", "name == 'Otters'").first?["values"] as? [String: Any])
+        #expect(team["players"] as? [String] == [store.uri("Player", 1), store.uri("Player", 3)])
+        #expect(team["sponsors"] as? [String] == [store.uri("Sponsor", 1)])
+        #expect(team["lineup"] as? [String] == [store.uri("Player", 1)])
+        let player = try #require(try queryObjects(store.path, "Player", "--where", "age == 31").first?["values"] as? [String: Any])
+        #expect(player["photo"] as? String == "AAH+/w==")
+        #expect(player["lineupTeam"] as? String == store.uri("Team", 1))
+    }
+
     @Test("--format json (the default): one document with the store, the entity and the objects, one per line")
     func jsonDocument() throws {
         let store = try QueryStore()

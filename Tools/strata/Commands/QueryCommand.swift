@@ -247,7 +247,7 @@ enum QueryRendering {
     }
 
     /// A to-one as its URI, a to-many as an array of URIs (in list order when ordered, in
-    /// key order otherwise), nothing as null.
+    /// key order otherwise; `[]` when empty), no to-one as null.
     static func relationshipJSON(_ value: Any?) -> String {
         switch value {
         case let object as ManagedObject:
