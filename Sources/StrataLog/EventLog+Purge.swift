@@ -149,14 +149,19 @@ extension EventLog {
             try writeEventChunks(txn, sequence: head + 1, bytes: try EventCodec.encode(event, catalog: writer))
             try txn.put(bigEndianBytes(head + 1), forKey: MetaKey.head, in: tables.meta)
             try txn.put(bigEndianBytes(head + 1), forKey: MetaKey.purgeMarker, in: tables.meta)
-            return (head + 1, removedCheckpoints, historyKeys.count, deletedFiles)
+            return (head + 1, removedCheckpoints, historyKeys.count, (txn.id, deletedFiles))
         }
-        // The manifest no longer names these files; remove them now (or at the next open).
-        for name in deletedFiles {
+        // The manifest no longer names these files. A reader whose snapshot is older than
+        // this purge may still read them: they are set aside under a name that says which
+        // transaction dropped them, and deleted once no reader that old is left (now, if
+        // none is, or at a later purge, compaction or writable open).
+        let (purgeTransaction, names) = deletedFiles
+        for name in names where rewrite?.new.dictionaryFileName != name {
             let file = (segmentDirectory as NSString).appendingPathComponent(name)
-            if rewrite?.new.dictionaryFileName == name { continue }
-            try? FileManager.default.removeItem(atPath: file)
+            let aside = (segmentDirectory as NSString).appendingPathComponent(SegmentReader.setAsideName(name, droppedBy: purgeTransaction))
+            try? FileManager.default.moveItem(atPath: file, toPath: aside)
         }
+        sweepSetAsideSegments()
         storeMonitor.publish(marker)
         return PurgeReport(
             purgedThrough: point, removedEvents: (oldBase + 1)...point, markerSequence: marker,

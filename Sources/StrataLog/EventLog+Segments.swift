@@ -21,6 +21,8 @@ extension EventLog {
     @discardableResult
     public func compact(_ request: CompactionRequest) throws -> CompactionReport {
         if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
+        // Files an earlier purge set aside go once no reader can need them.
+        sweepSetAsideSegments()
         let (from, horizon, limit) = try compactionHorizon(request)
         guard horizon >= from else {
             return CompactionReport(
@@ -224,7 +226,9 @@ extension EventLog {
             }
             for name in (try? fileManager.contentsOfDirectory(atPath: segmentDirectory)) ?? [] {
                 let full = (segmentDirectory as NSString).appendingPathComponent(name)
-                if name.hasPrefix(".tmp-") {
+                if name.hasPrefix(SegmentReader.setAsidePrefix) {
+                    continue  // deleted by the sweep below, once no reader can need them
+                } else if name.hasPrefix(".tmp-") {
                     let pid = name.dropFirst(5).split(separator: "-").first.flatMap { Int32($0) } ?? 0
                     if pid != ProcessInfo.processInfo.processIdentifier && !processIsAlive(pid) {
                         try? fileManager.removeItem(atPath: full)
@@ -237,6 +241,21 @@ extension EventLog {
                     try? fileManager.removeItem(atPath: full)
                 }
             }
+        }
+        sweepSetAsideSegments()
+    }
+
+    /// Deletes the segment and dictionary files a purge set aside (`.purged-T-NAME`) that
+    /// no open read transaction can still need: those dropped by a write transaction T no
+    /// older than the oldest snapshot any reader (in any process) sees. Best effort: a file
+    /// that can't be deleted now is tried again at the next sweep.
+    func sweepSetAsideSegments() {
+        let fileManager = FileManager.default
+        guard let names = try? fileManager.contentsOfDirectory(atPath: segmentDirectory) else { return }
+        let setAside = names.compactMap { name in SegmentReader.setAsideTransaction(name).map { (name, $0) } }
+        guard !setAside.isEmpty, let oldest = try? environment.oldestReaderSnapshot() ?? Int.max else { return }
+        for (name, transaction) in setAside where oldest >= transaction {
+            try? fileManager.removeItem(atPath: (segmentDirectory as NSString).appendingPathComponent(name))
         }
     }
 
@@ -357,7 +376,7 @@ extension LogReader {
     ) throws {
         var expected = from
         for segment in try segmentDescriptors() where segment.last >= from && segment.first <= through {
-            let reader = try SegmentReader(segment, directory: log.segmentDirectory)
+            let reader = try SegmentReader(segment, directory: log.segmentDirectory, snapshot: txn.id)
             for (index, frame) in segment.frames.enumerated() where frame.last >= from && frame.first <= through {
                 for bytes in try reader.events(inFrame: index) {
                     if let wanted, let header = bytes.withUnsafeBytes({ EventCodec.header($0) }) {
@@ -389,20 +408,42 @@ extension LogReader {
 }
 
 /// Reads frames of one segment file, checking each against its manifest entry.
+///
+/// A reader whose snapshot is older than a purge finds the files that purge dropped set
+/// aside as `.purged-T-NAME` (T: the purge's write transaction), until no reader that old
+/// is left (``EventLog/sweepSetAsideSegments()``).
 struct SegmentReader {
     let descriptor: SegmentDescriptor
-    let path: String
+    let directory: String
+    /// The snapshot (read transaction ID) the manifest entry was read in; nil: only the
+    /// file's own name is looked for.
+    let snapshot: Int?
     let dictionary: ZstdDictionary?
 
-    init(_ descriptor: SegmentDescriptor, directory: String) throws {
+    static let setAsidePrefix = ".purged-"
+
+    /// The name a purge by write transaction `transaction` gives the file `name` it drops.
+    static func setAsideName(_ name: String, droppedBy transaction: Int) -> String {
+        "\(setAsidePrefix)\(transaction)-\(name)"
+    }
+
+    /// The write transaction that set `name` aside, or nil if it isn't a set-aside name.
+    static func setAsideTransaction(_ name: String) -> Int? {
+        guard name.hasPrefix(setAsidePrefix) else { return nil }
+        return name.dropFirst(setAsidePrefix.count).split(separator: "-", maxSplits: 1).first.flatMap { Int($0) }
+    }
+
+    init(_ descriptor: SegmentDescriptor, directory: String, snapshot: Int? = nil) throws {
         self.descriptor = descriptor
-        path = (directory as NSString).appendingPathComponent(descriptor.fileName)
-        guard FileManager.default.fileExists(atPath: path) else {
+        self.directory = directory
+        self.snapshot = snapshot
+        guard Self.locate(descriptor.fileName, in: directory, snapshot: snapshot) != nil else {
             throw LogError.segment("\(descriptor.fileName) (events \(descriptor.first)…\(descriptor.last)) is missing from \(directory)")
         }
         if let name = descriptor.dictionaryFileName {
-            let dictionaryPath = (directory as NSString).appendingPathComponent(name)
-            guard let bytes = FileManager.default.contents(atPath: dictionaryPath) else {
+            guard let dictionaryPath = Self.locate(name, in: directory, snapshot: snapshot),
+                let bytes = FileManager.default.contents(atPath: dictionaryPath)
+            else {
                 throw LogError.segment("the dictionary \(name) of \(descriptor.fileName) is missing")
             }
             dictionary = try ZstdDictionary(bytes: Array(bytes))
@@ -411,10 +452,29 @@ struct SegmentReader {
         }
     }
 
+    /// Where the file `name` is for a reader of `snapshot`: under its own name, or set aside
+    /// by the first purge after the snapshot (a name can come back and be dropped again).
+    static func locate(_ name: String, in directory: String, snapshot: Int?) -> String? {
+        let path = (directory as NSString).appendingPathComponent(name)
+        if FileManager.default.fileExists(atPath: path) { return path }
+        guard let snapshot, let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return nil }
+        let candidates = names.compactMap { candidate -> (Int, String)? in
+            guard let transaction = setAsideTransaction(candidate), transaction > snapshot,
+                candidate == setAsideName(name, droppedBy: transaction)
+            else { return nil }
+            return (transaction, candidate)
+        }
+        return candidates.min { $0.0 < $1.0 }.map { (directory as NSString).appendingPathComponent($0.1) }
+    }
+
     /// The events' bytes in frame `index`.
     func events(inFrame index: Int) throws -> [[UInt8]] {
         let frame = descriptor.frames[index]
         let context = "segment \(descriptor.fileName) frame \(index) (events \(frame.first)…\(frame.last), bytes \(frame.offset)…)"
+        // Looked up at each read: a purge may set the file aside while this reader lives.
+        guard let path = Self.locate(descriptor.fileName, in: directory, snapshot: snapshot) else {
+            throw LogError.segment("\(descriptor.fileName) (events \(descriptor.first)…\(descriptor.last)) is missing from \(directory)")
+        }
         let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
         defer { try? handle.close() }
         try handle.seek(toOffset: frame.offset)

@@ -1,5 +1,6 @@
 import Foundation
 @testable import StrataLog
+import Synchronization
 import StrataModel
 import StrataStorage
 import StrataTestSupport
@@ -226,5 +227,66 @@ struct PurgeTests {
         }
         let report = try log.verify()
         #expect(report.problems.contains { $0.kind == .base && $0.location == "checkpoint 12" })
+    }
+
+    /// The purge's set-aside files in `log`'s segment directory.
+    func setAsideFiles(_ log: EventLog) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: log.segmentDirectory)) ?? []).filter { $0.hasPrefix(".purged-") }.sorted()
+    }
+
+    @Test("a reader whose snapshot is older than a purge still reads the segment files it dropped; they go once no such reader is left")
+    func purgeKeepsDroppedFilesForOlderReaders() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("store")
+        do {
+            let log = try purgeStore(dir)
+            try log.compact(CompactionRequest(before: 21))  // segment 1…20
+            try log.compact(CompactionRequest(before: 35))  // segment 21…34
+            let expected = try log.read { reader in try (1...34).map { try reader.event(UInt64($0)) } }
+            let outcome = Mutex<Result<PurgeReport, any Error>?>(nil)
+            try log.read { (reader: borrowing LogReader) throws in
+                // Another thread purges through 25 while this snapshot is open.
+                let done = DispatchSemaphore(value: 0)
+                Thread {
+                    let result = Result { try log.purge(through: 25, author: "retention", contextName: "maintenance") }
+                    outcome.withLock { $0 = result }
+                    done.signal()
+                }.start()
+                done.wait()
+                let report = try #require(outcome.withLock { $0 }).get()
+                #expect(report.segmentsRemoved == ["00000000000000000001-00000000000000000020.zst"])
+                #expect(report.segmentRewritten == "00000000000000000026-00000000000000000034.zst")
+                // Both dropped files are set aside, not deleted: this reader may need them.
+                let aside = setAsideFiles(log)
+                #expect(aside.count == 2, "\(aside)")
+                #expect(aside.allSatisfy { $0.hasSuffix("00000000000000000020.zst") || $0.hasSuffix("00000000000000000034.zst") })
+                // The old snapshot reads every event it saw, the purged ones included.
+                let events = try (1...34).map { try reader.event(UInt64($0)) }
+                #expect(events == expected)
+            }
+            // No reader is that old any more: the next sweep deletes them.
+            try log.read { (reader: borrowing LogReader) throws in
+                // A reader newer than the purge doesn't hold them back, and sees the purge.
+                log.sweepSetAsideSegments()
+                #expect(setAsideFiles(log).isEmpty)
+                #expect(throws: LogError.self) { try reader.event(10) }
+                #expect(try reader.event(30) == expected[29])
+            }
+            #expect(try log.verify().problems.isEmpty)
+        }
+
+        // A set-aside file left behind (a reader still open when the process died) is
+        // deleted at the next writable open, and one named by no purge stays a plain orphan.
+        do {
+            let log = try EventLog(openingExistingAt: path, readOnly: false)
+            let live = try #require(try log.segments().first?.fileName)
+            let source = (log.segmentDirectory as NSString).appendingPathComponent(live)
+            let stray = (log.segmentDirectory as NSString).appendingPathComponent(SegmentReader.setAsideName(live, droppedBy: 1))
+            try FileManager.default.copyItem(atPath: source, toPath: stray)
+            #expect(setAsideFiles(log).count == 1)
+        }
+        let reopened = try EventLog(openingExistingAt: path, readOnly: false)
+        #expect(setAsideFiles(reopened).isEmpty)
+        #expect(try reopened.verify().problems.isEmpty)
     }
 }

@@ -229,4 +229,24 @@ struct LMDBEnvironmentTests {
         #expect(env.info.lastTransactionID >= 2)
         #expect(try env.clearStaleReaders() == 0)
     }
+
+    @Test("oldestReaderSnapshot: nil with no read open, else the oldest open read's transaction ID")
+    func oldestReaderSnapshot() throws {
+        let dir = try TemporaryDirectory()
+        let env = try LMDBEnvironment(path: dir.file("env"), databases: [DatabaseDescriptor("t")])
+        let db = try env.database(named: "t")
+        try env.write { try $0.put(bytes("v1"), forKey: bytes("k"), in: db) }
+        #expect(try env.oldestReaderSnapshot() == nil)
+        try env.read { (old: borrowing LMDBTransaction) throws in
+            let oldID = old.id
+            #expect(try env.oldestReaderSnapshot() == oldID)
+            try env.write { try $0.put(bytes("v2"), forKey: bytes("k"), in: db) }
+            try env.read { (new: borrowing LMDBTransaction) throws in
+                // Two readers (MDB_NOTLS allows nesting): the older snapshot is the answer.
+                #expect(new.id > oldID)
+                #expect(try env.oldestReaderSnapshot() == oldID)
+            }
+        }
+        #expect(try env.oldestReaderSnapshot() == nil)
+    }
 }

@@ -352,6 +352,31 @@ public final class LMDBEnvironment: @unchecked Sendable {
         return Int(dead)
     }
 
+    /// The oldest snapshot an open read transaction sees — the smallest transaction ID in
+    /// the reader table (`mdb_reader_list`), this process's readers and other processes'
+    /// alike — or nil when no read transaction is open. Whatever a write transaction with
+    /// a larger ID took away, no reader can still be looking at.
+    public func oldestReaderSnapshot() throws -> Int? {
+        final class Lowest { var value: Int? }
+        let lowest = Lowest()
+        let rc = withExtendedLifetime(lowest) {
+            mdb_reader_list(handle, { message, context in
+                guard let message, let context else { return 0 }
+                let lowest = Unmanaged<AnyObject>.fromOpaque(context).takeUnretainedValue() as? Lowest
+                // Lines are "pid thread txnid"; txnid is "-" for a slot not in a transaction,
+                // and the header and "(no active readers)" lines have no number there.
+                for line in String(cString: message).split(separator: "\n") {
+                    let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                    guard fields.count == 3, let id = Int(fields[2]) else { continue }
+                    if let known = lowest?.value { lowest?.value = Swift.min(known, id) } else { lowest?.value = id }
+                }
+                return 0
+            }, Unmanaged.passUnretained(lowest as AnyObject).toOpaque())
+        }
+        try check(rc, "mdb_reader_list", detail: path)
+        return lowest.value
+    }
+
     /// Copies the environment to `destination` (`mdb_env_copy2`), with `compacting`
     /// leaving out free pages so the copy is as small as the live data.
     ///
