@@ -176,19 +176,10 @@ struct TableWriter: CodecCatalog {
         }
     }
 
-    /// A state record's values by property code of `entity` (the current schema's) and its
-    /// version. A record written with another model version is decoded by name and mapped
-    /// onto the current codes.
-    func decodeFields(
-        _ raw: UnsafeRawBufferPointer, entity: ModelSchema.Entity, context: @autoclosure () -> String
-    ) throws(LogError) -> (UInt64, [LogValue?]) {
-        var values: [LogValue?] = []
-        let sequence = try decodeFields(raw, entity: entity, context: context(), into: &values)
-        return (sequence, values)
-    }
-
-    /// Decodes a state record into `values` by property code (every slot reset first, so one
-    /// buffer serves a whole scan without an allocation per record); returns its sequence.
+    /// Decodes a state record into `values` by property code of `entity` (the current
+    /// schema's); returns its sequence. Every slot is reset first, so one buffer serves a
+    /// whole scan without an allocation per record. A record written with another model
+    /// version is decoded by name and mapped onto the current codes.
     func decodeFields(
         _ raw: UnsafeRawBufferPointer, entity: ModelSchema.Entity, context: @autoclosure () -> String, into values: inout [LogValue?]
     ) throws(LogError) -> UInt64 {
