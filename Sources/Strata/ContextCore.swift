@@ -291,8 +291,19 @@ final class ContextCore {
             object.transients[property.name] = new
             return
         }
-        let committed = object.isInsertedFlag ? nil : (object.committedValue(property) ?? (property.isRelationship && !property.isRecorded ? nil : property.emptyValue))
-        if let committed, committed == new { object.changes[property.name] = nil } else { object.changes[property.name] = new }
+        object.changes[property.name] = new
+        settle(object, property)
+    }
+
+    /// After `object`'s pending value of `property` changed: a value equal to the committed
+    /// one is no longer a change, and an object with changes stays retained.
+    private func settle(_ object: ManagedObject, _ property: PropertyInfo) {
+        if !object.isInsertedFlag, let value = object.changes[property.name],
+            let committed = object.committedValue(property) ?? (property.isRelationship && !property.isRecorded ? nil : property.emptyValue),
+            committed == value
+        {
+            object.changes[property.name] = nil
+        }
         if !object.isInsertedFlag && object.changes.isEmpty && !object.isDeletedFlag && !restored.contains(object.objectID) {
             retained[object.objectID] = nil
         } else {
@@ -300,46 +311,83 @@ final class ContextCore {
         }
     }
 
+    /// Adds `member` to, or removes it from, `owner`'s to-many `property`: the far side of a
+    /// relationship change. When the value is already a pending change that only the object
+    /// holds (the undo group, if recording, already kept what it needs), it changes in place
+    /// — for an unordered relationship a binary search and one insertion — instead of being
+    /// copied whole for every member, which made filling a large to-many quadratic.
+    private func changeMembership(of owner: ManagedObject, _ property: PropertyInfo, _ member: ManagedObjectID, adding: Bool, register: Bool) {
+        let recording = register && journal.isRegistering && !isApplyingUndo
+        if !property.isTransient, owner.changes[property.name] != nil,
+            !recording || journal.open.detachForInPlaceChange(owner.objectID, property.name)
+        {
+            let changed = owner.changes[property.name]?.updateIDs { ids in
+                PropertyValue.changeMembership(&ids, member, adding: adding, ordered: property.isOrdered)
+            }
+            if recording, let value = owner.changes[property.name] { journal.open.reattach(owner.objectID, property.name, value) }
+            guard changed == true else { return }
+            noteUpdated(owner)
+            settle(owner, property)
+            return
+        }
+        let current = owner.currentValue(property)
+        var ids = current.ids
+        guard PropertyValue.changeMembership(&ids, member, adding: adding, ordered: property.isOrdered) else { return }
+        setRaw(owner, property, old: current, new: .toMany(ids), register: register)
+    }
+
     private func updateInverse(
         of object: ManagedObject, _ property: PropertyInfo, from old: PropertyValue, to new: PropertyValue,
         inverseName: String, register: Bool
     ) {
+        // A to-one change (the usual case) names at most one object on each side.
+        if case .toOne(let oldID) = old, case .toOne(let newID) = new {
+            if let oldID, oldID != newID { dropInverse(of: object, from: oldID, inverseName: inverseName, register: register) }
+            if let newID, newID != oldID { addInverse(of: object, property, to: newID, inverseName: inverseName, register: register) }
+            return
+        }
         let oldIDs = Set(old.ids)
         let newIDs = Set(new.ids)
         for removed in oldIDs.subtracting(newIDs) {
-            guard let other = self.object(with: removed), let inverse = other.info.properties[inverseName] else { continue }
-            let current = other.currentValue(inverse)
-            let updated: PropertyValue = inverse.isToMany ? .toMany(current.ids.filter { $0 != object.objectID }) : (current.ids.first == object.objectID ? .toOne(nil) : current)
-            if updated != current { setRaw(other, inverse, old: current, new: updated, register: register) }
+            dropInverse(of: object, from: removed, inverseName: inverseName, register: register)
         }
         for added in newIDs.subtracting(oldIDs) {
-            guard let other = self.object(with: added), let inverse = other.info.properties[inverseName] else { continue }
-            let current = other.currentValue(inverse)
-            if inverse.isToMany {
-                guard !current.ids.contains(object.objectID) else { continue }
-                setRaw(
-                    other, inverse, old: current,
-                    new: inverse.isOrdered ? .toMany(current.ids + [object.objectID]) : .toMany(PropertyValue.inserting(object.objectID, into: current.ids)),
-                    register: register)
-            } else {
-                // `other` leaves its previous partner, whose `property` must drop it.
-                // The partner may be of another entity (a parent, a sub-entity or a sibling of
-                // `object`'s): its own description of the property says where its value is.
-                if let previous = current.ids.first, previous != object.objectID, let partner = self.object(with: previous),
-                    let partnerProperty = partner.info.properties[property.name]
-                {
-                    let partnerValue = partner.currentValue(partnerProperty)
-                    let dropped: PropertyValue =
-                        partnerProperty.isToMany ? .toMany(partnerValue.ids.filter { $0 != other.objectID }) : .toOne(nil)
-                    if dropped != partnerValue {
-                        setRaw(
-                            partner, partnerProperty, old: partnerValue,
-                            new: partnerProperty.isOrdered || !partnerProperty.isToMany ? dropped : .unordered(dropped.ids), register: register)
-                    }
-                }
-                setRaw(other, inverse, old: current, new: .toOne(object.objectID), register: register)
+            addInverse(of: object, property, to: added, inverseName: inverseName, register: register)
+        }
+    }
+
+    /// `object` no longer relates to `removed`: `removed`'s inverse drops it.
+    private func dropInverse(of object: ManagedObject, from removed: ManagedObjectID, inverseName: String, register: Bool) {
+        guard let other = self.object(with: removed), let inverse = other.info.properties[inverseName] else { return }
+        if inverse.isToMany {
+            changeMembership(of: other, inverse, object.objectID, adding: false, register: register)
+            return
+        }
+        let current = other.currentValue(inverse)
+        if current.ids.first == object.objectID { setRaw(other, inverse, old: current, new: .toOne(nil), register: register) }
+    }
+
+    /// `object` now relates to `added` through `property`: `added`'s inverse names it.
+    private func addInverse(of object: ManagedObject, _ property: PropertyInfo, to added: ManagedObjectID, inverseName: String, register: Bool) {
+        guard let other = self.object(with: added), let inverse = other.info.properties[inverseName] else { return }
+        if inverse.isToMany {
+            changeMembership(of: other, inverse, object.objectID, adding: true, register: register)
+            return
+        }
+        let current = other.currentValue(inverse)
+        // `other` leaves its previous partner, whose `property` must drop it.
+        // The partner may be of another entity (a parent, a sub-entity or a sibling of
+        // `object`'s): its own description of the property says where its value is.
+        if let previous = current.ids.first, previous != object.objectID, let partner = self.object(with: previous),
+            let partnerProperty = partner.info.properties[property.name]
+        {
+            if partnerProperty.isToMany {
+                changeMembership(of: partner, partnerProperty, other.objectID, adding: false, register: register)
+            } else if partner.currentValue(partnerProperty) != .toOne(nil) {
+                setRaw(partner, partnerProperty, old: partner.currentValue(partnerProperty), new: .toOne(nil), register: register)
             }
         }
+        setRaw(other, inverse, old: current, new: .toOne(object.objectID), register: register)
     }
 
     func addMembers(_ owner: ManagedObject, _ key: String, _ objects: [ManagedObject]) {

@@ -63,18 +63,59 @@ enum PropertyValue: Hashable, Sendable {
         return .toMany(Array(Set(ids)).sorted())
     }
 
-    /// `ids` (sorted, unique) with `id` inserted in order: O(log n) search, one copy.
-    static func inserting(_ id: ManagedObjectID, into ids: [ManagedObjectID]) -> [ManagedObjectID] {
+    /// Where `id` is, or would go, in the sorted, unique `ids` (binary search).
+    static func position(of id: ManagedObjectID, in ids: [ManagedObjectID]) -> (index: Int, found: Bool) {
         var low = 0
         var high = ids.count
         while low < high {
             let middle = (low + high) / 2
             if ids[middle] < id { low = middle + 1 } else { high = middle }
         }
-        if low < ids.count && ids[low] == id { return ids }
+        return (low, low < ids.count && ids[low] == id)
+    }
+
+    /// `ids` (sorted, unique) with `id` inserted in order: O(log n) search, one copy.
+    static func inserting(_ id: ManagedObjectID, into ids: [ManagedObjectID]) -> [ManagedObjectID] {
         var result = ids
-        result.insert(id, at: low)
+        _ = changeMembership(&result, id, adding: true, ordered: false)
         return result
+    }
+
+    /// Adds `id` to or removes it from a to-many value's `ids` — in order, kept unique, for an
+    /// unordered one (sorted: a binary search and one insertion or removal); appended or
+    /// removed for an ordered one. Whether `ids` changed.
+    static func changeMembership(_ ids: inout [ManagedObjectID], _ id: ManagedObjectID, adding: Bool, ordered: Bool) -> Bool {
+        if ordered {
+            if adding {
+                guard !ids.contains(id) else { return false }
+                ids.append(id)
+            } else {
+                guard let index = ids.firstIndex(of: id) else { return false }
+                ids.remove(at: index)
+            }
+            return true
+        }
+        let (index, found) = position(of: id, in: ids)
+        if adding {
+            guard !found else { return false }
+            ids.insert(id, at: index)
+        } else if found {
+            ids.remove(at: index)
+        } else {
+            // Not where the order puts it: look everywhere before saying it isn't there.
+            guard let index = ids.firstIndex(of: id) else { return false }
+            ids.remove(at: index)
+        }
+        return true
+    }
+
+    /// Runs `body` on a to-many value's IDs in place: the array isn't copied when this value
+    /// is its only holder. nil (and `body` not run) for any other value.
+    mutating func updateIDs<Result>(_ body: (inout [ManagedObjectID]) -> Result) -> Result? {
+        guard case .toMany(var ids) = self else { return nil }
+        self = .none
+        defer { self = .toMany(ids) }
+        return body(&ids)
     }
 
     /// Renders for messages.

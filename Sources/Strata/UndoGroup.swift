@@ -57,6 +57,29 @@ final class UndoGroup {
         }
     }
 
+    /// Before `key` of `id`'s value changes in place: whether the group needs nothing more
+    /// recorded first — the object was inserted or deleted in the group, or the value from
+    /// before the group is already kept. If so, the group's reference to the current value
+    /// is dropped, so the change doesn't copy it; ``reattach(_:_:_:)`` records the result.
+    func detachForInPlaceChange(_ id: ManagedObjectID, _ key: String) -> Bool {
+        guard let index = changes.index(forKey: id) else { return false }
+        switch changes.values[index].kind {
+        case .inserted, .deleted: return true
+        case .updated:
+            guard changes.values[index].old[key] != nil else { return false }
+            changes.values[index].new[key] = nil
+            return true
+        }
+    }
+
+    /// Records `value` as `key`'s new value after an in-place change that
+    /// ``detachForInPlaceChange(_:_:)`` allowed.
+    func reattach(_ id: ManagedObjectID, _ key: String, _ value: PropertyValue) {
+        mayHoldTemporaryIDs = true
+        guard let index = changes.index(forKey: id), changes.values[index].kind == .updated else { return }
+        changes.values[index].new[key] = value
+    }
+
     func recordDelete(_ id: ManagedObjectID, snapshot: [String: PropertyValue]) {
         mayHoldTemporaryIDs = true
         if let change = changes[id] {

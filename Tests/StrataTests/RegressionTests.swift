@@ -87,4 +87,90 @@ struct RegressionTests {
             #expect(team.hasChanges == false)
         }
     }
+
+    @Test("filling a to-many through its inverse, member by member, keeps it right for a saved owner with undo on, with undo off, and for an owner inserted in the group")
+    func inverseFillInPlace() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        // The saved team starts with 10 saved players.
+        let original = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> Set<ManagedObjectID> in
+            let team = try context.existingObject(with: teamID)
+            let players = try (0..<10).map { index in
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue("S\(index)", forKey: "lastName")
+                player.setValue(team, forKey: "team")
+                return player
+            }
+            try context.save()
+            return Set(players.map(\.objectID))
+        }
+        @Sendable func members(_ team: ManagedObject) -> Set<ManagedObjectID> {
+            Set(((team.value(forKey: "players") as? Set<ManagedObject>) ?? []).map(\.objectID))
+        }
+        for undoEnabled in [true, false] {
+            let expected = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> Set<ManagedObjectID> in
+                context.isUndoEnabled = undoEnabled
+                let team = try context.existingObject(with: teamID)
+                let rivals = try context.insertNewObject(forEntityName: "Team")
+                rivals.setValue("Rivals \(undoEnabled)", forKey: "name")
+                // Objects, not IDs: the save turns temporary IDs into permanent ones.
+                var expected: [ObjectIdentifier: ManagedObject] = [:]
+                for id in members(team) {
+                    let member = try context.existingObject(with: id)
+                    expected[ObjectIdentifier(member)] = member
+                }
+                #expect(expected.count >= 10)
+                func expectedIDs() -> Set<ManagedObjectID> { Set(expected.values.map(\.objectID)) }
+                var added: [ManagedObject] = []
+                for index in 0..<300 {
+                    let player = try context.insertNewObject(forEntityName: "Player")
+                    player.setValue("N\(index)", forKey: "lastName")
+                    player.setValue(team, forKey: "team")
+                    added.append(player)
+                    expected[ObjectIdentifier(player)] = player
+                }
+                // Some move to the inserted team, some leave, one is set twice.
+                var rivalMembers: Set<ManagedObjectID> = []
+                for player in added[0..<40] {
+                    player.setValue(rivals, forKey: "team")
+                    expected[ObjectIdentifier(player)] = nil
+                    rivalMembers.insert(player.objectID)
+                }
+                for player in added[40..<60] {
+                    player.setValue(nil, forKey: "team")
+                    expected[ObjectIdentifier(player)] = nil
+                }
+                added[60].setValue(team, forKey: "team")
+                for id in original.prefix(3) {
+                    let player = try context.existingObject(with: id)
+                    player.setValue(rivals, forKey: "team")
+                    expected[ObjectIdentifier(player)] = nil
+                    rivalMembers.insert(id)
+                }
+                #expect(members(team) == expectedIDs())
+                #expect(members(rivals) == rivalMembers)
+                #expect(added[0].value(forKey: "team") as? ManagedObject === rivals)
+                if undoEnabled {
+                    // Undo takes the team back to its saved members; redo brings the group back.
+                    context.processPendingChanges()
+                    try context.undo()
+                    #expect(members(team) == original)
+                    #expect(!team.hasChanges)
+                    try context.redo()
+                    #expect(members(team) == expectedIDs())
+                    #expect(members(rivals) == rivalMembers)
+                }
+                try context.save()
+                return expectedIDs()
+            }
+            // What was saved, read back in a new context.
+            let stored = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> Set<ManagedObjectID> in
+                members(try context.existingObject(with: teamID))
+            }
+            #expect(stored == expected, "undo enabled: \(undoEnabled)")
+            // 10 saved players, 3 of them moved away, 240 of the 300 new ones kept; then 240 more
+            // (the 3 had already left).
+            #expect(stored.count == (undoEnabled ? 247 : 487))
+        }
+    }
 }

@@ -23,6 +23,13 @@ import Strata
 func runContextBenchmarks(objects: Int, teamObjects: Int, undoChanges: Int, iterateObjects: Int, repetitions: Int) throws {
     let model = try peopleModel()
     let people = makePeople(objects)
+    // STRATA_BENCH_C1_PROFILE=N: only C1's Strata side (insert + save, split printed), N
+    // times, for a profiler; STRATA_BENCH_C1_TEAMS=1 also sets every person's team.
+    let profileRuns = environmentInt("STRATA_BENCH_C1_PROFILE", 0)
+    if profileRuns > 0 {
+        try profileContextInsert(model: model, people: people, runs: profileRuns, teams: environmentInt("STRATA_BENCH_C1_TEAMS", 0) == 1)
+        return
+    }
     try runContextInsert(model: model, people: people, teamObjects: min(teamObjects, objects), repetitions: repetitions)
     let store = try buildContextStore(model: model, people: people)
     defer { remove(store.directory) }
@@ -87,6 +94,25 @@ private func resetPeakRSS() -> Bool {
 private func mebibytes(_ bytes: Int) -> String { String(format: "%.0f MiB", Double(bytes) / 1_048_576) }
 
 // MARK: - C1. Insert and save
+
+/// C1's Strata side only, `runs` times: a fresh store per run, the split printed.
+private func profileContextInsert(model: ManagedObjectModel, people: [PersonRow], runs: Int, teams: Bool) throws {
+    heading("C1 profile: insert \(people.count) Person objects\(teams ? " with team" : "") and save, \(runs) runs")
+    for _ in 0..<runs {
+        let directory = try scratchDirectory("context-insert-profile")
+        defer { remove(directory) }
+        let coordinator = try openCoordinator(directory, model: model)
+        let (inserting, saving) = try newContext(coordinator).performAndWait { context -> (Double, Double) in
+            let clock = ContinuousClock()
+            let start = clock.now
+            try insertPeople(people, into: context, teams: teams)
+            let middle = clock.now
+            try context.save()
+            return ((middle - start).seconds, (clock.now - middle).seconds)
+        }
+        say("  inserting \(format(seconds: inserting)), save \(format(seconds: saving))")
+    }
+}
 
 private func runContextInsert(model: ManagedObjectModel, people allPeople: [PersonRow], teamObjects: Int, repetitions: Int) throws {
     let objects = allPeople.count
