@@ -173,4 +173,27 @@ struct RegressionTests {
             #expect(stored.count == (undoEnabled ? 247 : 487))
         }
     }
+
+    @Test("temporary IDs are version-4-shaped UUIDs, distinct, and increase in the order objects are inserted")
+    func temporaryIDsIncrease() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let ids = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try (0..<1_000).map { _ in try context.insertNewObject(forEntityName: "Player").objectID }
+        }
+        #expect(Set(ids).count == ids.count)
+        #expect(zip(ids, ids.dropFirst()).allSatisfy { $0 < $1 })
+        for id in ids.prefix(3) {
+            guard case .temporary(let uuid) = id.storage else {
+                Issue.record("\(id) isn't temporary")
+                continue
+            }
+            let text = uuid.uuidString
+            #expect(Array(text)[14] == "4", "version nibble of \(text)")
+            #expect("89AB".contains(Array(text)[19]), "variant of \(text)")
+            // The ID round-trips through its URI string (Codable).
+            let decoded = try JSONDecoder().decode(ManagedObjectID.self, from: JSONEncoder().encode(id))
+            #expect(decoded == id)
+        }
+    }
 }
