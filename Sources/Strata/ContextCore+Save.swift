@@ -467,7 +467,10 @@ extension ContextCore {
                 else { return nil }
                 return values.remappingIDs({ remapped($0, idMap) }, normalize: { normalize(owner, $0, $1) })
             }
-            if !object.changes.isEmpty, let values = fixed(object.changes) { object.changes = values }
+            if !object.changes.isEmpty {
+                object.changes.remapRelationshipIDs(
+                    relationships, onlyTemporary: onlyTemporary, { remapped($0, idMap) }, normalize: { normalize(owner, $0, $1) })
+            }
             // Values held by slot came from the store: permanent IDs only, nothing to remap.
             if object.fastCommitted == nil, let committed = object.committed, let values = fixed(committed) { object.committed = values }
             if !object.transients.isEmpty, let values = fixed(object.transients) { object.transients = values }

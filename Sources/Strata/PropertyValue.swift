@@ -296,6 +296,21 @@ struct PropertyRow {
 }
 
 extension Dictionary where Key == String, Value == PropertyValue {
+    /// Passes the IDs of `relationships`' values through `fix` in place (only relationship
+    /// values name objects; the others aren't looked at), each changed value then given to
+    /// `normalize` with its key. With `onlyTemporary`, values naming no temporary ID are left.
+    mutating func remapRelationshipIDs(
+        _ relationships: [PropertyInfo], onlyTemporary: Bool,
+        _ fix: (PropertyValue) -> PropertyValue, normalize: (String, PropertyValue) -> PropertyValue
+    ) {
+        for relationship in relationships {
+            guard let index = index(forKey: relationship.name) else { continue }
+            let value = values[index]
+            guard onlyTemporary ? value.holdsTemporaryIDs : value.holdsIDs else { continue }
+            values[index] = normalize(relationship.name, fix(value))
+        }
+    }
+
     /// The values with every ID passed through `fix`, each value then given to `normalize`
     /// with its key; the dictionary itself (no copy) when no value names an object.
     func remappingIDs(

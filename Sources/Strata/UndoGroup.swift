@@ -155,24 +155,32 @@ final class UndoGroup {
             }
         }
         order = order.map(fixID)
+        // The values first, in place (the table holds the only reference to each), then the
+        // table again under the new keys — moving changes, not copying their values.
+        var owners: [ManagedObjectID] = []
+        owners.reserveCapacity(changes.count)
+        for index in changes.indices {
+            let owner = fixID(changes.keys[index])
+            owners.append(owner)
+            let properties = relationships(owner)
+            func fixAll(_ values: inout [String: PropertyValue]) {
+                guard !values.isEmpty else { return }
+                if let properties {
+                    values.remapRelationshipIDs(properties, onlyTemporary: false, fixValue, normalize: { normalize(owner, $0, $1) })
+                } else {
+                    values = values.remappingIDs(fixValue, normalize: { normalize(owner, $0, $1) })
+                }
+            }
+            fixAll(&changes.values[index].values)
+            fixAll(&changes.values[index].old)
+            fixAll(&changes.values[index].new)
+            if !changes.values[index].memberships.isEmpty {
+                changes.values[index].memberships = changes.values[index].memberships.mapValues { ($0.added.map(fixID), $0.removed.map(fixID)) }
+            }
+        }
         var remapped: [ManagedObjectID: ObjectChange] = [:]
         remapped.reserveCapacity(changes.count)
-        for (id, change) in changes {
-            let owner = fixID(id)
-            let properties = relationships(owner)
-            func fixAll(_ values: [String: PropertyValue]) -> [String: PropertyValue] {
-                if let properties, !properties.contains(where: { values[$0.name]?.holdsIDs == true }) { return values }
-                return values.remappingIDs(fixValue, normalize: { normalize(owner, $0, $1) })
-            }
-            var change = change
-            if !change.values.isEmpty { change.values = fixAll(change.values) }
-            if !change.old.isEmpty { change.old = fixAll(change.old) }
-            if !change.new.isEmpty { change.new = fixAll(change.new) }
-            if !change.memberships.isEmpty {
-                change.memberships = change.memberships.mapValues { ($0.added.map(fixID), $0.removed.map(fixID)) }
-            }
-            remapped[owner] = change
-        }
+        for (index, owner) in zip(changes.indices, owners) { remapped[owner] = changes.values[index] }
         changes = remapped
         mayHoldTemporaryIDs = remainsTemporary
     }
