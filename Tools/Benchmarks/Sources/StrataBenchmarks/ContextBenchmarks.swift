@@ -95,6 +95,18 @@ private func mebibytes(_ bytes: Int) -> String { String(format: "%.0f MiB", Doub
 
 // MARK: - C1. Insert and save
 
+/// Inserts `people` through `context` and saves: the seconds inserting and saving took.
+private func timedInsertAndSave(_ people: [PersonRow], into context: ManagedObjectContext, teams: Bool) throws -> (Double, Double) {
+    try context.performAndWait { context -> (Double, Double) in
+        let clock = ContinuousClock()
+        let start = clock.now
+        try insertPeople(people, into: context, teams: teams)
+        let middle = clock.now
+        try context.save()
+        return ((middle - start).seconds, (clock.now - middle).seconds)
+    }
+}
+
 /// C1's Strata side only, `runs` times: a fresh store per run, the split printed.
 private func profileContextInsert(model: ManagedObjectModel, people: [PersonRow], runs: Int, teams: Bool) throws {
     heading("C1 profile: insert \(people.count) Person objects\(teams ? " with team" : "") and save, \(runs) runs")
@@ -102,14 +114,7 @@ private func profileContextInsert(model: ManagedObjectModel, people: [PersonRow]
         let directory = try scratchDirectory("context-insert-profile")
         defer { remove(directory) }
         let coordinator = try openCoordinator(directory, model: model)
-        let (inserting, saving) = try newContext(coordinator).performAndWait { context -> (Double, Double) in
-            let clock = ContinuousClock()
-            let start = clock.now
-            try insertPeople(people, into: context, teams: teams)
-            let middle = clock.now
-            try context.save()
-            return ((middle - start).seconds, (clock.now - middle).seconds)
-        }
+        let (inserting, saving) = try timedInsertAndSave(people, into: newContext(coordinator), teams: teams)
         say("  inserting \(format(seconds: inserting)), save \(format(seconds: saving))")
     }
 }
@@ -171,14 +176,7 @@ private func runContextInsert(model: ManagedObjectModel, people allPeople: [Pers
             run.coordinator = nil
             remove(run.directory)
         }
-        return try run.context!.performAndWait { context -> (Double, Double) in
-            let clock = ContinuousClock()
-            let start = clock.now
-            try insertPeople(people, into: context, teams: teams)
-            let middle = clock.now
-            try context.save()
-            return ((middle - start).seconds, (clock.now - middle).seconds)
-        }
+        return try timedInsertAndSave(people, into: run.context!, teams: teams)
     }
 
     // Attributes only (the figure earlier sessions quoted), then with `team` set — the same
