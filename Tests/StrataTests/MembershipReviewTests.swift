@@ -416,4 +416,48 @@ struct MembershipReviewTests {
             #expect(names(owner, "marks").isEmpty)
         }
     }
+    @Test("persisted undo of members changed through the inverse (ordered and many-to-many) survives a restart; redo too")
+    func persistentUndoOfInverseFill() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, ids) = try await membershipStore(dir)
+        try await privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true).perform { (context: isolated ManagedObjectContext) throws in
+            let owner = try context.existingObject(with: ids["O"]!)
+            let object = { (name: String) throws -> ManagedObject in try context.existingObject(with: ids[name]!) }
+            try object("t3").mutableSetValue(forKey: "owners").add(owner)
+            try object("t4").mutableSetValue(forKey: "owners").add(owner)
+            try object("t1").mutableSetValue(forKey: "owners").remove(owner)
+            try object("i4").setValue(owner, forKey: "owner")
+            try object("i2").setValue(nil, forKey: "owner")
+            let fresh = try context.insertNewObject(forEntityName: "Tag")
+            fresh.setValue("f", forKey: "name")
+            fresh.mutableSetValue(forKey: "owners").add(owner)
+            context.setActionName("Fill")
+            try context.save()
+        }
+        func check(_ tags: Set<String>, _ items: [String]) async throws {
+            try await privateContext(openCoordinator(dir, model: try membershipModel())).perform { (context: isolated ManagedObjectContext) throws in
+                let owner = try context.existingObject(with: ids["O"]!)
+                #expect(names(owner, "tags") == tags)
+                #expect(orderedNames(owner, "items") == items)
+                #expect(names(try context.existingObject(with: ids["t1"]!), "owners") == (tags.contains("t1") ? ["O"] : []))
+            }
+        }
+        try await check(["t2", "t3", "t4", "f"], ["i1", "i3", "i4"])
+        try await privateContext(openCoordinator(dir, model: try membershipModel()), name: "editor", author: "alice", persistentUndo: true).perform {
+            (context: isolated ManagedObjectContext) throws in
+            #expect(context.undoActionName == "Fill")
+            try context.undo()
+            let owner = try context.existingObject(with: ids["O"]!)
+            #expect(names(owner, "tags") == ["t1", "t2"])
+            #expect(orderedNames(owner, "items") == ["i1", "i2", "i3"])
+            try context.save()
+        }
+        try await check(["t1", "t2"], ["i1", "i2", "i3"])
+        try await privateContext(openCoordinator(dir, model: try membershipModel()), name: "editor", author: "alice", persistentUndo: true).perform {
+            (context: isolated ManagedObjectContext) throws in
+            try context.redo()
+            try context.save()
+        }
+        try await check(["t2", "t3", "t4", "f"], ["i1", "i3", "i4"])
+    }
 }
