@@ -460,4 +460,23 @@ struct MembershipReviewTests {
         }
         try await check(["t2", "t3", "t4", "f"], ["i1", "i3", "i4"])
     }
+    @Test("persisted undo of deleting a tag related many-to-many brings it back to its owners after a restart")
+    func persistentUndoOfRelatedDelete() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, ids) = try await membershipStore(dir)
+        try await privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true).perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: ids["t1"]!))
+            try context.save()
+        }
+        try await privateContext(openCoordinator(dir, model: try membershipModel()), name: "editor", author: "alice", persistentUndo: true).perform {
+            (context: isolated ManagedObjectContext) throws in
+            try context.undo()
+            #expect(names(try context.existingObject(with: ids["O"]!), "tags") == ["t1", "t2"])
+            try context.save()
+        }
+        try await privateContext(openCoordinator(dir, model: try membershipModel())).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(names(try context.existingObject(with: ids["O"]!), "tags") == ["t1", "t2"])
+            #expect(names(try context.existingObject(with: ids["t1"]!), "owners") == ["O"])
+        }
+    }
 }
