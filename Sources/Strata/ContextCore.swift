@@ -583,7 +583,11 @@ final class ContextCore {
         isApplyingUndo = true
         defer { isApplyingUndo = false }
         var touched: [(ManagedObject, SnapshotEvents)] = []
-        for id in group.order {
+        // Objects the group inserts first: a group read from the log maintains inverses, and
+        // an update naming an object it inserts must find that object, not a fault of it.
+        let inserted = group.order.filter { group.changes[$0]?.kind == .inserted }
+        let others = inserted.isEmpty ? group.order : group.order.filter { group.changes[$0]?.kind != .inserted }
+        for id in inserted + others {
             guard let change = group.changes[id], let info = entities[id.entityName] else { continue }
             switch change.kind {
             case .inserted:
