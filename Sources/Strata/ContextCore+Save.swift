@@ -467,13 +467,16 @@ extension ContextCore {
                 else { return nil }
                 return values.remappingIDs({ remapped($0, idMap) }, normalize: { normalize(owner, $0, $1) })
             }
-            if !object.changes.isEmpty {
-                object.changes.remapRelationshipIDs(
+            // Stored dictionaries are remapped in place; the computed ones are replaced.
+            func fixInPlace(_ values: inout [String: PropertyValue]) {
+                guard !values.isEmpty else { return }
+                values.remapRelationshipIDs(
                     relationships, onlyTemporary: onlyTemporary, { remapped($0, idMap) }, normalize: { normalize(owner, $0, $1) })
             }
+            fixInPlace(&object.changes)
+            fixInPlace(&object.transients)
             // Values held by slot came from the store: permanent IDs only, nothing to remap.
             if object.fastCommitted == nil, let committed = object.committed, let values = fixed(committed) { object.committed = values }
-            if !object.transients.isEmpty, let values = fixed(object.transients) { object.transients = values }
             if object.fastRow == nil, let row = object.row, let values = fixed(row) { object.row = values }
         }
         if onlyTemporary && idMap.values.allSatisfy({ !$0.isTemporaryID }) {

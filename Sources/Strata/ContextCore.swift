@@ -383,8 +383,9 @@ final class ContextCore {
         {
             if partnerProperty.isToMany {
                 changeMembership(of: partner, partnerProperty, other.objectID, adding: false, register: register)
-            } else if partner.currentValue(partnerProperty) != .toOne(nil) {
-                setRaw(partner, partnerProperty, old: partner.currentValue(partnerProperty), new: .toOne(nil), register: register)
+            } else {
+                let partnerValue = partner.currentValue(partnerProperty)
+                if partnerValue != .toOne(nil) { setRaw(partner, partnerProperty, old: partnerValue, new: .toOne(nil), register: register) }
             }
         }
         setRaw(other, inverse, old: current, new: .toOne(object.objectID), register: register)

@@ -74,13 +74,6 @@ enum PropertyValue: Hashable, Sendable {
         return (low, low < ids.count && ids[low] == id)
     }
 
-    /// `ids` (sorted, unique) with `id` inserted in order: O(log n) search, one copy.
-    static func inserting(_ id: ManagedObjectID, into ids: [ManagedObjectID]) -> [ManagedObjectID] {
-        var result = ids
-        _ = changeMembership(&result, id, adding: true, ordered: false)
-        return result
-    }
-
     /// Adds `id` to or removes it from a to-many value's `ids` — in order, kept unique, for an
     /// unordered one (sorted: a binary search and one insertion or removal); appended or
     /// removed for an ordered one. Whether `ids` changed.
