@@ -32,7 +32,7 @@ private func membershipModel() throws -> ManagedObjectModel {
 
 /// Saved: owners O and O2; O has items i1, i2, i3 (in that order), tags t1, t2 and partner
 /// P1; O2 has partner P2; i4, t3, t4 relate to nothing. Returns each object's ID by name.
-private func membershipStore(_ dir: TemporaryDirectory) async throws -> (PersistentStoreCoordinator, [String: ManagedObjectID]) {
+private func membershipStore(_ dir: TemporaryDirectory) async throws -> (PersistentStoreCoordinator, MembershipIDs) {
     let coordinator = try openCoordinator(dir, model: try membershipModel())
     let ids = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
         var objects: [String: ManagedObject] = [:]
@@ -56,7 +56,17 @@ private func membershipStore(_ dir: TemporaryDirectory) async throws -> (Persist
         try context.save()
         return objects.mapValues(\.objectID)
     }
-    return (coordinator, ids)
+    return (coordinator, MembershipIDs(byName: ids))
+}
+
+/// The fixture's object IDs by name.
+private struct MembershipIDs: Sendable {
+    let byName: [String: ManagedObjectID]
+
+    /// The object named `name` in `context` (a test failure if the fixture has no such name).
+    func object(_ name: String, in context: isolated ManagedObjectContext) throws -> ManagedObject {
+        try context.existingObject(with: try #require(byName[name], "no fixture object \(name)"))
+    }
 }
 
 private func names(_ object: ManagedObject?, _ key: String) -> Set<String> {
@@ -80,10 +90,10 @@ struct MembershipReviewTests {
         for undoEnabled in [true, false] {
             try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
                 context.isUndoEnabled = undoEnabled
-                let owner = try context.existingObject(with: ids["O"]!)
-                let t3 = try context.existingObject(with: ids["t3"]!)
-                let t4 = try context.existingObject(with: ids["t4"]!)
-                let t1 = try context.existingObject(with: ids["t1"]!)
+                let owner = try ids.object("O", in: context)
+                let t3 = try ids.object("t3", in: context)
+                let t4 = try ids.object("t4", in: context)
+                let t1 = try ids.object("t1", in: context)
                 t3.mutableSetValue(forKey: "owners").add(owner)
                 t4.mutableSetValue(forKey: "owners").add(owner)
                 t1.mutableSetValue(forKey: "owners").remove(owner)
@@ -108,8 +118,8 @@ struct MembershipReviewTests {
         let dir = try TemporaryDirectory()
         let (coordinator, ids) = try await membershipStore(dir)
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            let owner = try context.existingObject(with: ids["O"]!)
-            let tag = { (name: String) throws -> ManagedObject in try context.existingObject(with: ids[name]!) }
+            let owner = try ids.object("O", in: context)
+            let tag = { (name: String) throws -> ManagedObject in try ids.object(name, in: context) }
             try tag("t3").mutableSetValue(forKey: "owners").add(owner)
             try tag("t4").mutableSetValue(forKey: "owners").add(owner)
             try tag("t1").mutableSetValue(forKey: "owners").remove(owner)
@@ -134,8 +144,8 @@ struct MembershipReviewTests {
             try context.save()
         }
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            #expect(names(try context.existingObject(with: ids["O"]!), "tags") == ["t1", "t3", "t4"])
-            #expect(names(try context.existingObject(with: ids["t2"]!), "owners").isEmpty)
+            #expect(names(try ids.object("O", in: context), "tags") == ["t1", "t3", "t4"])
+            #expect(names(try ids.object("t2", in: context), "owners").isEmpty)
         }
     }
 
@@ -144,14 +154,14 @@ struct MembershipReviewTests {
         let dir = try TemporaryDirectory()
         let (coordinator, ids) = try await membershipStore(dir)
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            let owner = try context.existingObject(with: ids["O"]!)
+            let owner = try ids.object("O", in: context)
             for name in ["n1", "n2"] {
                 let item = try context.insertNewObject(forEntityName: "Item")
                 item.setValue(name, forKey: "name")
                 item.setValue(owner, forKey: "owner")
             }
-            try context.existingObject(with: ids["i2"]!).setValue(nil, forKey: "owner")
-            try context.existingObject(with: ids["i4"]!).setValue(owner, forKey: "owner")
+            try ids.object("i2", in: context).setValue(nil, forKey: "owner")
+            try ids.object("i4", in: context).setValue(owner, forKey: "owner")
             #expect(orderedNames(owner, "items") == ["i1", "i3", "n1", "n2", "i4"])
             context.processPendingChanges()
             try context.undo()
@@ -160,8 +170,8 @@ struct MembershipReviewTests {
             try context.redo()
             #expect(orderedNames(owner, "items") == ["i1", "i3", "n1", "n2", "i4"])
             // Removing and adding back the same member moves it to the end (a change).
-            try context.existingObject(with: ids["i1"]!).setValue(nil, forKey: "owner")
-            try context.existingObject(with: ids["i1"]!).setValue(owner, forKey: "owner")
+            try ids.object("i1", in: context).setValue(nil, forKey: "owner")
+            try ids.object("i1", in: context).setValue(owner, forKey: "owner")
             #expect(orderedNames(owner, "items") == ["i3", "n1", "n2", "i4", "i1"])
             try context.save()
             try context.undo()
@@ -169,7 +179,7 @@ struct MembershipReviewTests {
             try context.save()
         }
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            #expect(orderedNames(try context.existingObject(with: ids["O"]!), "items") == ["i1", "i3", "n1", "n2", "i4"])
+            #expect(orderedNames(try ids.object("O", in: context), "items") == ["i1", "i3", "n1", "n2", "i4"])
         }
     }
 
@@ -178,10 +188,10 @@ struct MembershipReviewTests {
         let dir = try TemporaryDirectory()
         let (coordinator, ids) = try await membershipStore(dir)
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            let o = try context.existingObject(with: ids["O"]!)
-            let o2 = try context.existingObject(with: ids["O2"]!)
-            let p1 = try context.existingObject(with: ids["P1"]!)
-            let p2 = try context.existingObject(with: ids["P2"]!)
+            let o = try ids.object("O", in: context)
+            let o2 = try ids.object("O2", in: context)
+            let p1 = try ids.object("P1", in: context)
+            let p2 = try ids.object("P2", in: context)
             o.setValue(p2, forKey: "partner")
             #expect(name(o, "partner") == "P2" && name(p2, "owner") == "O")
             #expect(name(o2, "partner") == nil && name(p1, "owner") == nil)
@@ -201,9 +211,9 @@ struct MembershipReviewTests {
             try context.save()
         }
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            #expect(name(try context.existingObject(with: ids["O"]!), "partner") == "P1")
-            #expect(name(try context.existingObject(with: ids["P2"]!), "owner") == nil)
-            #expect(name(try context.existingObject(with: ids["O2"]!), "partner") == nil)
+            #expect(name(try ids.object("O", in: context), "partner") == "P1")
+            #expect(name(try ids.object("P2", in: context), "owner") == nil)
+            #expect(name(try ids.object("O2", in: context), "partner") == nil)
         }
     }
 
@@ -212,10 +222,10 @@ struct MembershipReviewTests {
         let dir = try TemporaryDirectory()
         let (coordinator, ids) = try await membershipStore(dir)
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            let owner = try context.existingObject(with: ids["O"]!)
-            let i1 = try context.existingObject(with: ids["i1"]!)
-            let i4 = try context.existingObject(with: ids["i4"]!)
-            let t3 = try context.existingObject(with: ids["t3"]!)
+            let owner = try ids.object("O", in: context)
+            let i1 = try ids.object("i1", in: context)
+            let i4 = try ids.object("i4", in: context)
+            let t3 = try ids.object("t3", in: context)
             context.delete(i1)
             #expect(orderedNames(owner, "items") == ["i2", "i3"])
             i4.setValue(owner, forKey: "owner")
@@ -251,8 +261,8 @@ struct MembershipReviewTests {
         let dir = try TemporaryDirectory()
         let (coordinator, ids) = try await membershipStore(dir)
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            let owner = try context.existingObject(with: ids["O"]!)
-            let tag = { (name: String) throws -> ManagedObject in try context.existingObject(with: ids[name]!) }
+            let owner = try ids.object("O", in: context)
+            let tag = { (name: String) throws -> ManagedObject in try ids.object(name, in: context) }
             try tag("t3").mutableSetValue(forKey: "owners").add(owner)
             context.isUndoEnabled = false
             try tag("t4").mutableSetValue(forKey: "owners").add(owner)
@@ -272,8 +282,8 @@ struct MembershipReviewTests {
         }
         // Off first, then on: the first recorded change keeps the value it found.
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            let owner = try context.existingObject(with: ids["O"]!)
-            let tag = { (name: String) throws -> ManagedObject in try context.existingObject(with: ids[name]!) }
+            let owner = try ids.object("O", in: context)
+            let tag = { (name: String) throws -> ManagedObject in try ids.object(name, in: context) }
             context.isUndoEnabled = false
             try tag("t4").mutableSetValue(forKey: "owners").add(owner)
             context.isUndoEnabled = true
@@ -295,23 +305,23 @@ struct MembershipReviewTests {
         let child = childContext(parent, name: "child")
         try await parent.perform { (context: isolated ManagedObjectContext) throws in
             // The parent has a pending change of its own to the owner's tags.
-            try context.existingObject(with: ids["t3"]!).mutableSetValue(forKey: "owners").add(try context.existingObject(with: ids["O"]!))
+            try ids.object("t3", in: context).mutableSetValue(forKey: "owners").add(try ids.object("O", in: context))
             context.processPendingChanges()
         }
         try await child.perform { (context: isolated ManagedObjectContext) throws in
-            let owner = try context.existingObject(with: ids["O"]!)
+            let owner = try ids.object("O", in: context)
             #expect(names(owner, "tags") == ["t1", "t2", "t3"])
             for index in 0..<5 {
                 let tag = try context.insertNewObject(forEntityName: "Tag")
                 tag.setValue("c\(index)", forKey: "name")
                 tag.mutableSetValue(forKey: "owners").add(owner)
             }
-            try context.existingObject(with: ids["t1"]!).mutableSetValue(forKey: "owners").remove(owner)
-            try context.existingObject(with: ids["t3"]!).mutableSetValue(forKey: "owners").remove(owner)
+            try ids.object("t1", in: context).mutableSetValue(forKey: "owners").remove(owner)
+            try ids.object("t3", in: context).mutableSetValue(forKey: "owners").remove(owner)
             try context.save()
         }
         try await parent.perform { (context: isolated ManagedObjectContext) throws in
-            let owner = try context.existingObject(with: ids["O"]!)
+            let owner = try ids.object("O", in: context)
             let pushed: Set<String> = ["t2", "c0", "c1", "c2", "c3", "c4"]
             #expect(names(owner, "tags") == pushed)
             try context.undo()
@@ -321,7 +331,7 @@ struct MembershipReviewTests {
             try context.save()
         }
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            #expect(names(try context.existingObject(with: ids["O"]!), "tags") == ["t2", "c0", "c1", "c2", "c3", "c4"])
+            #expect(names(try ids.object("O", in: context), "tags") == ["t2", "c0", "c1", "c2", "c3", "c4"])
         }
     }
 
@@ -332,7 +342,7 @@ struct MembershipReviewTests {
         let parent = privateContext(coordinator, name: "parent")
         let child = childContext(parent, name: "child")
         let newOwnerID = try await parent.perform { (context: isolated ManagedObjectContext) throws in
-            let owner = try context.existingObject(with: ids["O"]!)
+            let owner = try ids.object("O", in: context)
             let fresh = try context.insertNewObject(forEntityName: "Owner")
             fresh.setValue("N", forKey: "name")
             var tags: [ManagedObject] = []
@@ -372,26 +382,26 @@ struct MembershipReviewTests {
         }
         try await child.perform { (context: isolated ManagedObjectContext) throws in
             let another = try context.existingObject(with: newOwnerID)
-            for name in ["t3", "t4"] { try context.existingObject(with: ids[name]!).mutableSetValue(forKey: "owners").add(another) }
-            try context.existingObject(with: ids["i4"]!).setValue(another, forKey: "owner")
+            for name in ["t3", "t4"] { try ids.object(name, in: context).mutableSetValue(forKey: "owners").add(another) }
+            try ids.object("i4", in: context).setValue(another, forKey: "owner")
         }
         try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
         try await child.perform { (context: isolated ManagedObjectContext) throws in
-            let t3 = try context.existingObject(with: ids["t3"]!)
+            let t3 = try ids.object("t3", in: context)
             let another = try #require((t3.value(forKey: "owners") as? Set<ManagedObject>)?.first)
             #expect(another.objectID.isTemporaryID == false)
             #expect(names(another, "tags") == ["t3", "t4"])
             #expect(orderedNames(another, "items") == ["i4"])
-            try context.existingObject(with: ids["t1"]!).mutableSetValue(forKey: "owners").add(another)
+            try ids.object("t1", in: context).mutableSetValue(forKey: "owners").add(another)
             try context.save()
         }
         try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            let t3 = try context.existingObject(with: ids["t3"]!)
+            let t3 = try ids.object("t3", in: context)
             let another = try #require((t3.value(forKey: "owners") as? Set<ManagedObject>)?.first)
             #expect(names(another, "tags") == ["t1", "t3", "t4"])
             #expect(orderedNames(another, "items") == ["i4"])
-            #expect(names(try context.existingObject(with: ids["O"]!), "tags") == ["t1", "t2", "n1", "n2", "n3"])
+            #expect(names(try ids.object("O", in: context), "tags") == ["t1", "t2", "n1", "n2", "n3"])
         }
     }
 
@@ -400,9 +410,9 @@ struct MembershipReviewTests {
         let dir = try TemporaryDirectory()
         let (coordinator, ids) = try await membershipStore(dir)
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            let owner = try context.existingObject(with: ids["O"]!)
+            let owner = try ids.object("O", in: context)
             // Held: only transient changes don't keep an object in the context.
-            let tags = try ["t1", "t2", "t3"].map { try context.existingObject(with: ids[$0]!) }
+            let tags = try ["t1", "t2", "t3"].map { try ids.object($0, in: context) }
             for tag in tags { tag.setValue(owner, forKey: "markedBy") }
             tags[1].setValue(nil, forKey: "markedBy")
             #expect(names(owner, "marks") == ["t1", "t3"])
@@ -421,8 +431,8 @@ struct MembershipReviewTests {
         let dir = try TemporaryDirectory()
         let (coordinator, ids) = try await membershipStore(dir)
         try await privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true).perform { (context: isolated ManagedObjectContext) throws in
-            let owner = try context.existingObject(with: ids["O"]!)
-            let object = { (name: String) throws -> ManagedObject in try context.existingObject(with: ids[name]!) }
+            let owner = try ids.object("O", in: context)
+            let object = { (name: String) throws -> ManagedObject in try ids.object(name, in: context) }
             try object("t3").mutableSetValue(forKey: "owners").add(owner)
             try object("t4").mutableSetValue(forKey: "owners").add(owner)
             try object("t1").mutableSetValue(forKey: "owners").remove(owner)
@@ -436,10 +446,10 @@ struct MembershipReviewTests {
         }
         func check(_ tags: Set<String>, _ items: [String]) async throws {
             try await privateContext(openCoordinator(dir, model: try membershipModel())).perform { (context: isolated ManagedObjectContext) throws in
-                let owner = try context.existingObject(with: ids["O"]!)
+                let owner = try ids.object("O", in: context)
                 #expect(names(owner, "tags") == tags)
                 #expect(orderedNames(owner, "items") == items)
-                #expect(names(try context.existingObject(with: ids["t1"]!), "owners") == (tags.contains("t1") ? ["O"] : []))
+                #expect(names(try ids.object("t1", in: context), "owners") == (tags.contains("t1") ? ["O"] : []))
             }
         }
         try await check(["t2", "t3", "t4", "f"], ["i1", "i3", "i4"])
@@ -447,7 +457,7 @@ struct MembershipReviewTests {
             (context: isolated ManagedObjectContext) throws in
             #expect(context.undoActionName == "Fill")
             try context.undo()
-            let owner = try context.existingObject(with: ids["O"]!)
+            let owner = try ids.object("O", in: context)
             #expect(names(owner, "tags") == ["t1", "t2"])
             #expect(orderedNames(owner, "items") == ["i1", "i2", "i3"])
             try context.save()
@@ -465,18 +475,18 @@ struct MembershipReviewTests {
         let dir = try TemporaryDirectory()
         let (coordinator, ids) = try await membershipStore(dir)
         try await privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true).perform { (context: isolated ManagedObjectContext) throws in
-            context.delete(try context.existingObject(with: ids["t1"]!))
+            context.delete(try ids.object("t1", in: context))
             try context.save()
         }
         try await privateContext(openCoordinator(dir, model: try membershipModel()), name: "editor", author: "alice", persistentUndo: true).perform {
             (context: isolated ManagedObjectContext) throws in
             try context.undo()
-            #expect(names(try context.existingObject(with: ids["O"]!), "tags") == ["t1", "t2"])
+            #expect(names(try ids.object("O", in: context), "tags") == ["t1", "t2"])
             try context.save()
         }
         try await privateContext(openCoordinator(dir, model: try membershipModel())).perform { (context: isolated ManagedObjectContext) throws in
-            #expect(names(try context.existingObject(with: ids["O"]!), "tags") == ["t1", "t2"])
-            #expect(names(try context.existingObject(with: ids["t1"]!), "owners") == ["O"])
+            #expect(names(try ids.object("O", in: context), "tags") == ["t1", "t2"])
+            #expect(names(try ids.object("t1", in: context), "owners") == ["O"])
         }
     }
 }
