@@ -32,8 +32,9 @@ extension ContextCore {
         // value itself rather than boxing it as `Any` and converting it back.
         let baseValidation = type(of: object) == ManagedObject.self
         let info = object.info
-        for index in info.attributes.indices {
-            let property = info.attributes[index].property
+        for index in info.attributeChecks.indices {
+            let check = info.attributeChecks[index]
+            let property = check.property
             let current = unsavedValue(object, property)
             if case .invalid(let what) = current {
                 let type = info.attributes[index].description.attributeType
@@ -43,6 +44,9 @@ extension ContextCore {
                 continue
             }
             if baseValidation, case .attribute(let typed) = current {
+                // A present value of the right type with no rule to break passes: the
+                // description isn't even reached.
+                if !check.hasRules, let typed, typed.matches(check.type) { continue }
                 // Called in place: the attribute's description isn't copied out of the table.
                 failures += info.attributes[index].description.validate(typed, entity: entity.name, localization: localization)
                 continue
@@ -58,15 +62,22 @@ extension ContextCore {
                     value: { if case .attribute(let v) = current { return v } else { return nil } }(), message: "\(error)"))
             }
         }
-        for (relationship, property) in info.relationships {
-            let current = unsavedValue(object, property)
+        for index in info.relationshipChecks.indices {
+            let check = info.relationshipChecks[index]
+            let current = unsavedValue(object, check.property)
             if case .invalid(let what) = current {
+                let relationship = info.relationships[index].description
                 failures.append(ValidationFailure(
                     code: .managedObjectValidation, entity: entity.name, key: relationship.name, value: nil,
                     message: "\(entity.name).\(relationship.name) holds \(relationship.destinationEntityName) objects, not \(what)"))
                 continue
             }
-            failures += relationship.validate(count: current.ids.count, entity: entity.name, localization: localization)
+            // The description (for the messages) only for a count that breaks a rule.
+            let count = current.ids.count
+            let passes = count == 0 ? check.isOptional : count >= (check.minimum ?? 0) && count <= (check.maximum ?? .max)
+            if !passes {
+                failures += info.relationships[index].description.validate(count: count, entity: entity.name, localization: localization)
+            }
         }
         if !failures.isEmpty { throw ContextError.validation(failures) }
     }
@@ -250,7 +261,7 @@ extension ContextCore {
                 }
                 operations.append(.insert(draftID(id), values: values))
                 // Every recorded property: its value in the group, else empty.
-                covered[id] = SaveCoverage(state: .inserted, inserted: change.values)
+                covered[id] = SaveCoverage(state: .inserted, inserted: change.values, stamp: change.stamp)
             case .updated:
                 var values: [String: DraftValue] = [:]
                 var coverage = covered.removeValue(forKey: id) ?? SaveCoverage()
@@ -287,6 +298,9 @@ extension ContextCore {
             if object.isInsertedFlag {
                 func current(_ property: PropertyInfo) -> PropertyValue { unsavedValue(object, property) }
                 if let coverage, coverage.state == .inserted {
+                    // Unchanged since its group took its values, and no later group writes
+                    // any: the insert writes exactly its current values.
+                    if coverage.updates.isEmpty && coverage.stamp != 0 && coverage.stamp == object.valuesStamp { continue }
                     // Covered: every recorded property has a covered value; write what differs.
                     for property in object.info.propertyList where property.isRecorded {
                         guard let expected = coverage.value(property) else {
@@ -660,10 +674,13 @@ struct SaveCoverage {
     var inserted: [String: PropertyValue]?
     /// Properties later updates write (nil: a membership change, which covers no value).
     var updates: [String: PropertyValue?] = [:]
+    /// After an insert: the object's values stamp when the group took ``inserted`` (0: unknown).
+    var stamp: UInt64 = 0
 
-    init(state: State = .none, inserted: [String: PropertyValue]? = nil) {
+    init(state: State = .none, inserted: [String: PropertyValue]? = nil, stamp: UInt64 = 0) {
         self.state = state
         self.inserted = inserted
+        self.stamp = stamp
     }
 
     /// The value the groups write for the recorded `property`, if they write one.

@@ -26,6 +26,15 @@ final class ObjectRegistry {
     weak var core: ContextCore?
     /// Unchecked exclusivity, as ``ManagedObject``'s state (every fetched object is put in and taken out).
     @exclusivity(unchecked) var entries: [ManagedObjectID: WeakObject] = [:]
+    /// The last stamp handed out (``nextStamp()``).
+    @exclusivity(unchecked) private var clock: UInt64 = 0
+
+    /// A stamp no object of this registry has had before: an object takes a new one each
+    /// time its values change (``ManagedObject/valuesStamp``).
+    func nextStamp() -> UInt64 {
+        clock &+= 1
+        return clock
+    }
 
     /// Removes the entry of `object`, which is being deallocated, if the entry is its own
     /// (another instance may have been registered under its ID since, after a reset).
@@ -273,7 +282,7 @@ final class ContextCore {
         }
         var value = value
         if case .toMany(let ids) = value, !property.isOrdered { value = .unordered(ids) }
-        let old = object.currentValue(property)
+        let old = unsavedValue(object, property)
         guard old != value else { return }
         if maintainInverse, property.isRelationship, let inverseName = property.inverse {
             updateInverse(of: object, property, from: old, to: value, inverseName: inverseName, register: register)
@@ -422,6 +431,8 @@ final class ContextCore {
         let object = objectType.init(ObjectCreation(entity: info, objectID: id, registry: objects))
         object.isInsertedFlag = true
         object.committed = [:]
+        // Room for every property: setting them one by one doesn't grow the table each time.
+        object.changes.reserveCapacity(info.propertyList.count)
         register(object)
         markChanged(object)
         insertionOrder.append(id)
@@ -473,6 +484,14 @@ final class ContextCore {
 
     /// Every value of the object now (persistent and transient).
     func currentValues(_ object: ManagedObject) -> [String: PropertyValue] {
+        // An inserted object with no committed values (the usual case): its changes are its
+        // persistent values, shared rather than copied, when none of them is empty.
+        if object.isInsertedFlag && object.fastCommitted == nil && object.storedCommitted?.isEmpty ?? true
+            && !object.changes.values.contains(where: \.isNil) {
+            var values = object.changes
+            for (key, value) in object.transients where !value.isNil { values[key] = value }
+            return values
+        }
         var values: [String: PropertyValue] = [:]
         values.reserveCapacity(object.info.propertyList.count)
         for property in object.info.propertyList {
@@ -492,7 +511,7 @@ final class ContextCore {
     func closeOpenGroup() {
         let group = journal.open
         journal.open = UndoGroup()
-        group.close { id in registered(id).map { currentValues($0) } }
+        group.close { id in registered(id).map { (currentValues($0), $0.valuesStamp) } }
         guard !group.isEmpty else { return }
         journal.undoStack.append(group)
         journal.trim()

@@ -76,8 +76,8 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             fastCommitted = nil
         }
     }
-    @exclusivity(unchecked) var storedCommitted: [String: PropertyValue]?
-    @exclusivity(unchecked) var fastCommitted: PropertyRow?
+    @exclusivity(unchecked) var storedCommitted: [String: PropertyValue]? { didSet { valuesChanged() } }
+    @exclusivity(unchecked) var fastCommitted: PropertyRow? { didSet { valuesChanged() } }
     /// Whether the committed values are loaded (the object is not a fault, unless inserted).
     var hasCommittedValues: Bool { storedCommitted != nil || fastCommitted != nil }
     /// The committed value of `property`, if loaded and held.
@@ -147,9 +147,15 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         }
     }
     /// Unsaved values of persistent properties, by name.
-    @exclusivity(unchecked) var changes: [String: PropertyValue] = [:]
+    @exclusivity(unchecked) var changes: [String: PropertyValue] = [:] { didSet { valuesChanged() } }
     /// Transient values.
-    @exclusivity(unchecked) var transients: [String: PropertyValue] = [:]
+    @exclusivity(unchecked) var transients: [String: PropertyValue] = [:] { didSet { valuesChanged() } }
+    /// Changes each time the values change (``changes``, ``transients``, the committed
+    /// values), to a stamp unique in the registry: a save compares it with the stamp an undo
+    /// group took with its copy of an inserted object's values, to know the copy is current
+    /// without comparing them.
+    @exclusivity(unchecked) private(set) var valuesStamp: UInt64
+    private func valuesChanged() { valuesStamp = registry.nextStamp() }
     @exclusivity(unchecked) var isInsertedFlag = false
     @exclusivity(unchecked) var isDeletedFlag = false
     /// Set once the object is removed from its context (after reset, or after a saved delete).
@@ -176,6 +182,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         info = creation.entity
         objectID = creation.objectID
         registry = creation.registry
+        valuesStamp = creation.registry.nextStamp()
     }
 
     deinit {

@@ -183,6 +183,14 @@ final class EntityInfo: Sendable {
     let propertyList: [PropertyInfo]
     /// Every attribute with its property, in the entity's order (what validation walks).
     let attributes: [(description: AttributeDescription, property: PropertyInfo)]
+    /// For each of ``attributes``: its type, and whether a value of that type can fail any
+    /// rule besides being required (range, length, pattern, validation predicates). Saving
+    /// skips the full check of a present value when it can't.
+    let attributeChecks: [(property: PropertyInfo, type: AttributeType, hasRules: Bool)]
+    /// For each of ``relationships``: its property, and what its count must satisfy
+    /// (``RelationshipDescription/validate(count:entity:localization:)``'s rules), so
+    /// saving checks a count without reaching the description.
+    let relationshipChecks: [(property: PropertyInfo, isOptional: Bool, minimum: Int?, maximum: Int?)]
     /// Every relationship with its property, in the entity's order.
     let relationships: [(description: RelationshipDescription, property: PropertyInfo)]
     /// The relationships' properties: the only ones whose values name objects.
@@ -222,7 +230,15 @@ final class EntityInfo: Sendable {
         }
         propertiesByLength = byLength
         attributes = entity.allAttributes.compactMap { attribute in properties[attribute.name].map { (attribute, $0) } }
+        attributeChecks = attributes.map { attribute, property in
+            let rules = attribute.minimumValue != nil || attribute.maximumValue != nil || attribute.minimumLength != nil
+                || attribute.maximumLength != nil || attribute.regularExpression != nil || !attribute.validationPredicates.isEmpty
+            return (property, attribute.attributeType, rules)
+        }
         relationships = entity.allRelationships.compactMap { relationship in properties[relationship.name].map { (relationship, $0) } }
+        relationshipChecks = relationships.map { relationship, property in
+            (property, relationship.isOptional, relationship.minCount, relationship.isToMany ? relationship.maxCount : 1)
+        }
         relationshipProperties = relationships.map(\.property)
     }
 

@@ -15,6 +15,10 @@ struct ObjectChange {
     var new: [String: PropertyValue] = [:]
     /// Unordered to-many changes known only as added/removed members (groups read from the log).
     var memberships: [String: (added: [ManagedObjectID], removed: [ManagedObjectID])] = [:]
+    /// inserted: the object's ``ManagedObject/valuesStamp`` when ``values`` were taken at
+    /// the group's close (0: not taken from the object). While the object still has it,
+    /// ``values`` are its current values.
+    var stamp: UInt64 = 0
 }
 
 /// A closed (or open) undo group: the coalesced changes of one user action.
@@ -100,7 +104,7 @@ final class UndoGroup {
     }
 
     /// Closes the group: captures inserted objects' final values, drops no-op sets.
-    func close(values: (ManagedObjectID) -> [String: PropertyValue]?) {
+    func close(values: (ManagedObjectID) -> (values: [String: PropertyValue], stamp: UInt64)?) {
         mayHoldTemporaryIDs = true
         var dropped = false
         for id in order {
@@ -110,7 +114,10 @@ final class UndoGroup {
                 continue
             }
             switch changes.values[index].kind {
-            case .inserted: changes.values[index].values = values(id) ?? [:]
+            case .inserted:
+                let current = values(id)
+                changes.values[index].values = current?.values ?? [:]
+                changes.values[index].stamp = current?.stamp ?? 0
             case .updated:
                 var change = changes.values[index]
                 for (key, old) in change.old where change.new[key] == old {
@@ -159,7 +166,11 @@ final class UndoGroup {
         // table again under the new keys — moving changes, not copying their values.
         var owners: [ManagedObjectID] = []
         owners.reserveCapacity(changes.count)
-        for index in changes.indices {
+        // Walked by index, not over `changes.indices` (which holds the table, so the first
+        // change in place would copy it).
+        var index = changes.startIndex
+        while index != changes.endIndex {
+            defer { changes.formIndex(after: &index) }
             let owner = fixID(changes.keys[index])
             owners.append(owner)
             let properties = relationships(owner)

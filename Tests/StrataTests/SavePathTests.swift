@@ -83,6 +83,40 @@ struct SavePathTests {
         }
     }
 
+    @Test("a relationship set without undo registration after an insert's group closed is saved; an untouched insert is saved as its group took it")
+    func unrecordedRelationshipAfterCloseIsSaved() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Falcons", forKey: "name")
+            let moved = try context.insertNewObject(forEntityName: "Player")
+            moved.setValue("Moved", forKey: "firstName")
+            let untouched = try context.insertNewObject(forEntityName: "Player")
+            untouched.setValue("Untouched", forKey: "firstName")
+            untouched.setValue("u@example.com", forKey: "email")
+            context.processPendingChanges()
+            // The group took all three objects' values at its close; only `moved` (and,
+            // through the inverse, `team`) change after it, unrecorded.
+            context.disableUndoRegistration()
+            moved.setValue(team, forKey: "team")
+            moved.setValue("moved@example.com", forKey: "email")
+            context.enableUndoRegistration()
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let players = try context.fetch(FetchRequest(entityName: "Player", sortDescriptors: [FetchSortDescriptor(key: "firstName")]))
+            #expect(players.compactMap { $0.value(forKey: "firstName") as? String } == ["Moved", "Untouched"])
+            let team = players.first?.value(forKey: "team") as? ManagedObject
+            #expect(team?.value(forKey: "name") as? String == "Falcons")
+            #expect(players.first?.value(forKey: "email") as? String == "moved@example.com")
+            #expect(players.last?.value(forKey: "team") == nil)
+            #expect(players.last?.value(forKey: "email") as? String == "u@example.com")
+            let members = (team?.value(forKey: "players") as? Set<ManagedObject>) ?? []
+            #expect(members.compactMap { $0.value(forKey: "firstName") as? String } == ["Moved"])
+        }
+    }
+
     @Test("validation failures of several objects are reported together, in object ID order")
     func validationFailuresInIDOrder() async throws {
         let dir = try TemporaryDirectory()
