@@ -438,7 +438,7 @@ final class ContextCore {
         insertionOrder.append(id)
         noteInserted(id)
         if journal.isRegistering && !isApplyingUndo { journal.open.recordInsert(id) }
-        for property in info.properties.values {
+        for property in info.defaultedProperties {
             if let value = property.defaultValue { setRaw(object, property, old: property.emptyValue, new: .attribute(value), register: false) }
         }
         object.awakeFromInsert()

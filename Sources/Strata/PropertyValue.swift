@@ -193,6 +193,8 @@ final class EntityInfo: Sendable {
     let relationshipChecks: [(property: PropertyInfo, isOptional: Bool, minimum: Int?, maximum: Int?)]
     /// Every relationship with its property, in the entity's order.
     let relationships: [(description: RelationshipDescription, property: PropertyInfo)]
+    /// The properties with a default value, in slot order (what an insert sets).
+    let defaultedProperties: [PropertyInfo]
     /// The relationships' properties: the only ones whose values name objects.
     let relationshipProperties: [PropertyInfo]
 
@@ -222,6 +224,7 @@ final class EntityInfo: Sendable {
         self.properties = properties
         self.orderedNames = orderedNames
         propertyList = orderedNames.compactMap { properties[$0] }
+        defaultedProperties = propertyList.filter { $0.defaultValue != nil }
         var byLength: [[PropertyInfo]] = []
         for property in propertyList {
             let length = property.name.utf8.count
