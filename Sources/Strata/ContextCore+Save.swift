@@ -256,7 +256,7 @@ extension ContextCore {
                 var values: [String: DraftValue] = [:]
                 values.reserveCapacity(change.values.count)
                 for (key, value) in change.values {
-                    guard let property = info.properties[key], property.isRecorded else { continue }
+                    guard let property = info.property(named: key), property.isRecorded else { continue }
                     values[key] = draftValue(value, property)
                 }
                 operations.append(.insert(draftID(id), values: values))
@@ -266,13 +266,13 @@ extension ContextCore {
                 var values: [String: DraftValue] = [:]
                 var coverage = covered.removeValue(forKey: id) ?? SaveCoverage()
                 for (key, value) in change.new {
-                    guard let property = info.properties[key], property.isRecorded else { continue }
+                    guard let property = info.property(named: key), property.isRecorded else { continue }
                     values[key] = draftValue(value, property)
                     coverage.updates[key] = .some(value)
                 }
                 if !values.isEmpty { operations.append(.update(draftID(id), values: values)) }
                 for (key, membership) in change.memberships {
-                    guard let property = info.properties[key], property.isRecorded else { continue }
+                    guard let property = info.property(named: key), property.isRecorded else { continue }
                     operations.append(.membership(draftID(id), property: key, added: membership.added.map(draftID), removed: membership.removed.map(draftID)))
                     coverage.updates[key] = .some(nil)
                 }
