@@ -307,6 +307,12 @@ final class ContextCore {
     /// After `object`'s pending value of `property` changed: a value equal to the committed
     /// one is no longer a change, and an object with changes stays retained.
     private func settle(_ object: ManagedObject, _ property: PropertyInfo) {
+        // An inserted object is retained from its insertion until the save, rollback, undo
+        // or delete that also clears its inserted flag: nothing to settle.
+        if object.isInsertedFlag {
+            assert(retained[object.objectID] === object, "an inserted object is retained")
+            return
+        }
         if !object.isInsertedFlag, let value = object.changes[property.name],
             let committed = object.committedValue(property) ?? (property.isRelationship && !property.isRecorded ? nil : property.emptyValue),
             committed == value

@@ -26,7 +26,10 @@ final class UndoGroup {
     var actionName: String?
     /// Objects in the order they were first changed in the group.
     var order: [ManagedObjectID] = []
-    var changes: [ManagedObjectID: ObjectChange] = [:]
+    var changes: [ManagedObjectID: ObjectChange] = [:] { didSet { lastInserted = nil } }
+    /// The object the last ``recordInsert(_:)`` recorded, while nothing else has changed
+    /// ``changes`` since: sets on it (an app filling in a new object) need no lookup.
+    private var lastInserted: ManagedObjectID?
     /// The transaction and event group this group was saved as; nil while unsaved.
     var saved: (sequence: UInt64, group: Int)?
     /// Read back from the log (persisted undo): it holds only recorded sides, so applying
@@ -43,10 +46,12 @@ final class UndoGroup {
     func recordInsert(_ id: ManagedObjectID) {
         mayHoldTemporaryIDs = true
         if changes.updateValue(ObjectChange(kind: .inserted), forKey: id) == nil { order.append(id) }
+        lastInserted = id
     }
 
     func recordSet(_ id: ManagedObjectID, _ key: String, old: PropertyValue, new: PropertyValue) {
         mayHoldTemporaryIDs = true
+        if id == lastInserted { return }  // inserted in the group: its values are captured at close
         if let index = changes.index(forKey: id) {
             switch changes.values[index].kind {
             case .inserted, .deleted: return  // captured at close / irrelevant after delete
