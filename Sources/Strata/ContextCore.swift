@@ -182,7 +182,7 @@ final class ContextCore {
 
     /// A new object of `type` (the class registered for the entity when nil), registered.
     func makeObject(_ id: ManagedObjectID, info: EntityInfo, type: ManagedObject.Type? = nil) -> ManagedObject {
-        let type = type ?? coordinator.objectClass(for: info.entity)
+        let type = type ?? coordinator.objectClass(for: info)
         let object = type.init(ObjectCreation(entity: info, objectID: id, registry: objects))
         register(object)
         return object
@@ -429,11 +429,11 @@ final class ContextCore {
 
     func insert(entityName: String, as type: (ManagedObject.Type)?) throws -> ManagedObject {
         guard let info = entities[entityName] else { throw ContextError.unknownEntity(entityName) }
-        guard !info.entity.isAbstract else {
+        guard !info.isAbstract else {
             throw ContextError.invalidArgument("entity \(entityName) is abstract; insert one of its sub-entities")
         }
         let id = temporaryIDs.next(entityName)
-        let objectType = type ?? coordinator.objectClass(for: info.entity)
+        let objectType = type ?? coordinator.objectClass(for: info)
         let object = objectType.init(ObjectCreation(entity: info, objectID: id, registry: objects))
         object.isInsertedFlag = true
         object.committed = [:]

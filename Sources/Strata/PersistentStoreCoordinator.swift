@@ -181,6 +181,15 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// The class for objects of `entity`.
+    /// The class for an entity's objects, by the names ``EntityInfo/classLookupNames``
+    /// lists (the entity's, then its ancestors'), without copying the description.
+    func objectClass(for info: EntityInfo) -> ManagedObject.Type {
+        state.withLock { state in
+            for name in info.classLookupNames { if let type = state.classes[name] { return type } }
+            return ManagedObject.self
+        }
+    }
+
     func objectClass(for entity: EntityDescription) -> ManagedObject.Type {
         state.withLock { state in
             if let type = state.classes[entity.name] { return type }

@@ -193,6 +193,11 @@ final class EntityInfo: Sendable {
     let relationshipChecks: [(property: PropertyInfo, isOptional: Bool, minimum: Int?, maximum: Int?)]
     /// Every relationship with its property, in the entity's order.
     let relationships: [(description: RelationshipDescription, property: PropertyInfo)]
+    /// Whether the entity is abstract (no objects of its own).
+    let isAbstract: Bool
+    /// The entity's name, then its ancestors' nearest first: where the coordinator looks
+    /// for the class of its objects.
+    let classLookupNames: [String]
     /// The properties with a default value, in slot order (what an insert sets).
     let defaultedProperties: [PropertyInfo]
     /// The relationships' properties: the only ones whose values name objects.
@@ -225,6 +230,8 @@ final class EntityInfo: Sendable {
         self.orderedNames = orderedNames
         propertyList = orderedNames.compactMap { properties[$0] }
         defaultedProperties = propertyList.filter { $0.defaultValue != nil }
+        isAbstract = entity.isAbstract
+        classLookupNames = [entity.name] + entity.superentityNames
         var byLength: [[PropertyInfo]] = []
         for property in propertyList {
             let length = property.name.utf8.count
