@@ -64,10 +64,10 @@ extension ContextCore {
         // The class of each entity's objects, looked up once per fetch, not per object.
         var classes: [(info: EntityInfo, type: ManagedObject.Type)] = []
         // Room for every result at once, rather than growing (and rehashing) step by step.
-        objects.entries.reserveCapacity(objects.entries.count + order.count)
+        if let first = order.first { objects.reserve(order.count, entity: matches[first].id.entityName) }
         // A context holding no objects has none to find: each result is made, unlooked-up
         // (one fetch never names an object twice).
-        let knowsNone = objects.entries.isEmpty && retained.isEmpty
+        let knowsNone = objects.isEmpty && retained.isEmpty
         return order.map { index in
             FetchExecution.Match.materialize(matches, index, self, lookUp: !knowsNone) { info in
                 if let known = classes.first(where: { $0.info === info }) { return known.type }

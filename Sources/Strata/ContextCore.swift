@@ -21,19 +21,139 @@ struct WeakObject {
 /// objects: an object holds it strongly and takes its own entry out when it is deallocated,
 /// without reaching the context. The one weak reference to the context is here, so making
 /// and freeing an object touches no weak reference.
-final class ObjectRegistry {
+///
+/// Permanent IDs of the context's store are kept per entity, keyed by primary key alone
+/// (``PrimaryKey``): consecutive keys sit in neighbouring buckets, so registering the
+/// objects of a fetch and forgetting them again as they are freed walk the tables in order
+/// instead of one cache miss per object. Temporary IDs (and IDs of another store) are kept
+/// by their whole ID. Reads as a dictionary of `ManagedObjectID` to ``WeakObject``.
+final class ObjectRegistry: Sequence {
     /// The context; nil once it is gone (its objects keep their loaded values).
     weak var core: ContextCore?
+    /// Entities' names in model order: an entity's table is ``tables``[its index].
+    let names: [String]
+    private let indexes: [String: Int]
     /// Unchecked exclusivity, as ``ManagedObject``'s state (every fetched object is put in and taken out).
-    @exclusivity(unchecked) var entries: [ManagedObjectID: WeakObject] = [:]
+    /// The entries of permanent IDs of ``storeUUID``, per entity, by primary key.
+    @exclusivity(unchecked) private var tables: [[PrimaryKey: WeakObject]]
+    /// Every other entry: temporary IDs, and permanent IDs of another store.
+    @exclusivity(unchecked) private var others: [ManagedObjectID: WeakObject] = [:]
+    /// The store of the permanent IDs in ``tables``: the first one registered.
+    @exclusivity(unchecked) private var storeUUID: UUID?
+    /// The entity the last ID named (most runs of lookups name one entity).
+    @exclusivity(unchecked) private var lastIndex = 0
+
+    init(names: [String]) {
+        self.names = names
+        var indexes: [String: Int] = [:]
+        for (index, name) in names.enumerated() { indexes[name] = index }
+        self.indexes = indexes
+        tables = Array(repeating: [:], count: names.count)
+    }
+
+    /// The table of `id` and its key there, or nil when the entry is one of ``others``.
+    @inline(__always)
+    private func slot(_ id: ManagedObjectID) -> (table: Int, key: PrimaryKey)? {
+        guard case .permanent(let store, let primaryKey) = id.storage, store == storeUUID else { return nil }
+        let table: Int
+        if lastIndex < names.count, names[lastIndex] == id.entityName {
+            table = lastIndex
+        } else {
+            guard let found = indexes[id.entityName] else { return nil }
+            lastIndex = found
+            table = found
+        }
+        return (table, PrimaryKey(primaryKey))
+    }
+
+    /// The entry of `id`; setting nil removes it.
+    subscript(id: ManagedObjectID) -> WeakObject? {
+        get {
+            if let (table, key) = slot(id) { return tables[table][key] }
+            return others[id]
+        }
+        set {
+            if storeUUID == nil, newValue != nil, case .permanent(let store, _) = id.storage, indexes[id.entityName] != nil {
+                storeUUID = store
+            }
+            if let (table, key) = slot(id) { tables[table][key] = newValue } else { others[id] = newValue }
+        }
+    }
+
+    /// Room for `count` more entries of permanent IDs of `entity` (a fetch's results).
+    func reserve(_ count: Int, entity: String) {
+        guard let index = indexes[entity] else { return }
+        tables[index].reserveCapacity(tables[index].count + count)
+    }
 
     /// Removes the entry of `object`, which is being deallocated, if the entry is its own
     /// (another instance may have been registered under its ID since, after a reset).
     func forget(_ object: ManagedObject) {
-        guard let index = entries.index(forKey: object.objectID),
-            entries[index].value.reference.toOpaque() == Unmanaged.passUnretained(object).toOpaque()
-        else { return }
-        entries.remove(at: index)
+        let mine = Unmanaged.passUnretained(object).toOpaque()
+        if let (table, key) = slot(object.objectID) {
+            guard let index = tables[table].index(forKey: key), tables[table].values[index].reference.toOpaque() == mine else { return }
+            tables[table].remove(at: index)
+        } else {
+            guard let index = others.index(forKey: object.objectID), others[index].value.reference.toOpaque() == mine else { return }
+            others.remove(at: index)
+        }
+    }
+
+    var count: Int { tables.reduce(others.count) { $0 + $1.count } }
+    var isEmpty: Bool { others.isEmpty && tables.allSatisfy(\.isEmpty) }
+
+    /// Every entry, as a dictionary's elements (a snapshot).
+    var entries: [(key: ManagedObjectID, value: WeakObject)] {
+        var result: [(key: ManagedObjectID, value: WeakObject)] = []
+        result.reserveCapacity(count)
+        if let storeUUID {
+            for (index, table) in tables.enumerated() {
+                for (key, entry) in table {
+                    result.append((ManagedObjectID(entityName: names[index], storage: .permanent(storeUUID: storeUUID, primaryKey: key.value)), entry))
+                }
+            }
+        }
+        for (id, entry) in others { result.append((id, entry)) }
+        return result
+    }
+
+    var keys: [ManagedObjectID] { entries.map(\.key) }
+    var values: [WeakObject] {
+        var result: [WeakObject] = []
+        result.reserveCapacity(count)
+        for table in tables { result.append(contentsOf: table.values) }
+        result.append(contentsOf: others.values)
+        return result
+    }
+
+    func makeIterator() -> IndexingIterator<[(key: ManagedObjectID, value: WeakObject)]> { entries.makeIterator() }
+
+    func removeAll() {
+        for index in tables.indices { tables[index].removeAll() }
+        others.removeAll()
+    }
+}
+
+/// A primary key as a registry table's key. Its hash keeps runs of 32 consecutive keys in
+/// 32 neighbouring buckets (the low five bits are the key's own), each run placed by a mix
+/// of its number and the table's seed — so objects made and freed in key order touch the
+/// table in order, while keys far apart (and strided ones) still spread.
+struct PrimaryKey: Hashable {
+    let value: UInt64
+
+    init(_ value: UInt64) { self.value = value }
+
+    static func == (a: PrimaryKey, b: PrimaryKey) -> Bool { a.value == b.value }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(value) }
+
+    func _rawHashValue(seed: Int) -> Int {
+        // SplitMix64's finalizer over the run's number and the seed.
+        var bits = (value >> 5) ^ (UInt64(truncatingIfNeeded: seed) &* 0x9E37_79B9_7F4A_7C15)
+        bits = (bits ^ (bits >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        bits = (bits ^ (bits >> 27)) &* 0x94D0_49BB_1331_11EB
+        bits ^= bits >> 31
+        return Int(truncatingIfNeeded: (bits << 5) | (value & 31))
     }
 }
 
@@ -82,12 +202,8 @@ final class ContextCore {
     let entities: [String: EntityInfo]
 
     /// Unchanged registered objects, unretained (see ``ObjectRegistry``).
-    var registry: [ManagedObjectID: WeakObject] {
-        get { objects.entries }
-        _modify { yield &objects.entries }
-        set { objects.entries = newValue }
-    }
-    let objects = ObjectRegistry()
+    var registry: ObjectRegistry { objects }
+    let objects: ObjectRegistry
     /// Objects with unsaved changes, held strongly until saved or rolled back.
     @exclusivity(unchecked) var retained: [ManagedObjectID: ManagedObject] = [:]
     var insertionOrder: [ManagedObjectID] = []
@@ -155,6 +271,7 @@ final class ContextCore {
         var entities: [String: EntityInfo] = [:]
         for entity in model.entities { entities[entity.name] = EntityInfo(entity: entity, model: model) }
         self.entities = entities
+        objects = ObjectRegistry(names: model.entities.map(\.name))
         objects.core = self
         noteStoreHead()
     }
@@ -164,11 +281,11 @@ final class ContextCore {
     // MARK: - Registration
 
     func registered(_ id: ManagedObjectID) -> ManagedObject? {
-        retained[id] ?? objects.entries[id]?.object
+        retained[id] ?? objects[id]?.object
     }
 
     func register(_ object: ManagedObject) {
-        objects.entries[object.objectID] = WeakObject(object: object)
+        objects[object.objectID] = WeakObject(object: object)
     }
 
     /// A new object of `type` (the class registered for the entity when nil), registered.
