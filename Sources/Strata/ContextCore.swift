@@ -135,9 +135,12 @@ final class ObjectRegistry: Sequence {
 }
 
 /// A primary key as a registry table's key. Its hash keeps runs of 32 consecutive keys in
-/// 32 neighbouring buckets (the low five bits are the key's own), each run placed by a mix
-/// of its number and the table's seed — so objects made and freed in key order touch the
-/// table in order, while keys far apart (and strided ones) still spread.
+/// 32 neighbouring buckets (the low five bits are the key's own, inverted), each run placed
+/// by a mix of its number and the table's seed — so objects made and freed in key order
+/// touch the table in order, while keys far apart (and strided ones) still spread. A run
+/// lies in descending key order: freeing its objects in ascending order removes each from
+/// the end of the run, where the dictionary's removal has nothing after it to shift back
+/// (in ascending order every removal rehashed the rest of its run).
 struct PrimaryKey: Hashable {
     let value: UInt64
 
@@ -153,7 +156,7 @@ struct PrimaryKey: Hashable {
         bits = (bits ^ (bits >> 30)) &* 0xBF58_476D_1CE4_E5B9
         bits = (bits ^ (bits >> 27)) &* 0x94D0_49BB_1331_11EB
         bits ^= bits >> 31
-        return Int(truncatingIfNeeded: (bits << 5) | (value & 31))
+        return Int(truncatingIfNeeded: (bits << 5) | (~value & 31))
     }
 }
 
