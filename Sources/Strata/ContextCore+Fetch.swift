@@ -57,17 +57,25 @@ extension ContextCore {
         if let parent = context?.parent { return try fetchThroughParent(request, parent: parent) }
         let planner = try self.planner(for: request)
         let store = try self.store()
+        // A context holding no objects has none to find: each result is made, unlooked-up
+        // (one fetch never names an object twice).
+        let knewNone = objects.isEmpty && retained.isEmpty
+        var plain: [ManagedObject]?
         let (matches, order) = try store.log.read { (reader: borrowing LogReader) throws -> ([FetchExecution.Match], [Int]) in
             let plan = try planner.plan(reader)
-            return try FetchExecution(core: self, request: request, plan: plan, storeUUID: store.identifier).run(reader)
+            let execution = FetchExecution(core: self, request: request, plan: plan, storeUUID: store.identifier)
+            if execution.isPlain, try execution.pendingMatches(reader).isEmpty {
+                plain = try execution.plainObjects(reader, lookUp: !knewNone)
+                return ([], [])
+            }
+            return try execution.run(reader)
         }
+        if let plain { return plain }
         // The class of each entity's objects, looked up once per fetch, not per object.
         var classes: [(info: EntityInfo, type: ManagedObject.Type)] = []
         // Room for every result at once, rather than growing (and rehashing) step by step.
         if let first = order.first { objects.reserve(order.count, entity: matches[first].id.entityName) }
-        // A context holding no objects has none to find: each result is made, unlooked-up
-        // (one fetch never names an object twice).
-        let knowsNone = objects.isEmpty && retained.isEmpty
+        let knowsNone = knewNone
         return order.map { index in
             FetchExecution.Match.materialize(matches, index, self, lookUp: !knowsNone) { info in
                 if let known = classes.first(where: { $0.info === info }) { return known.type }
@@ -490,6 +498,38 @@ final class FetchExecution {
             if finished || exceeded { break }
         }
         return exceeded ? nil : result
+    }
+
+    // MARK: Plain fetches
+
+    /// Whether the fetch reads every stored object of its entities as it is, in store order:
+    /// a full scan with no predicate, in-memory filter, sort, offset or limit, and no object
+    /// with pending changes among them (unsaved inserts are checked separately:
+    /// ``pendingMatches(_:)``).
+    var isPlain: Bool {
+        plan.kind == .fullScan && request.predicate == nil && request.memoryFilter == nil && request.sortDescriptors.isEmpty
+            && request.fetchOffset == 0 && request.fetchLimit == 0 && dirty.isEmpty
+    }
+
+    /// The objects of a plain fetch (``isPlain``), in store order, made (or found, with
+    /// `lookUp`) as their records are read: no matches, no order, no row kept twice. What
+    /// ``run(_:)`` and ``ContextCore/fetchObjects(_:)`` give for such a fetch.
+    func plainObjects(_ reader: borrowing LogReader, lookUp: Bool) throws -> [ManagedObject] {
+        var result: [ManagedObject] = []
+        for (name, info) in entities {
+            let type = core.coordinator.objectClass(for: info.entity)
+            try reader.forEachFields(of: name, includingSubentities: false) { fields in
+                let id = ManagedObjectID.permanent(fields.id, store: storeUUID)
+                let object = (lookUp ? core.registered(id) : nil) ?? core.makeObject(id, info: info, type: type)
+                if !object.hasCommittedValues {
+                    object.keepRow(row(fields, info))
+                    object.rowVersion = fields.version
+                }
+                result.append(object)
+                return .next
+            }
+        }
+        return result
     }
 
     // MARK: Results
