@@ -73,8 +73,6 @@ extension ContextCore {
         if let plain { return plain }
         // The class of each entity's objects, looked up once per fetch, not per object.
         var classes: [(info: EntityInfo, type: ManagedObject.Type)] = []
-        // Room for every result at once, rather than growing (and rehashing) step by step.
-        if let first = order.first { objects.reserve(order.count, entity: matches[first].id.entityName) }
         let knowsNone = knewNone
         return order.map { index in
             FetchExecution.Match.materialize(matches, index, self, lookUp: !knowsNone) { info in

@@ -13,6 +13,7 @@ struct WeakObject {
     let reference: Unmanaged<ManagedObject>
 
     init(object: ManagedObject) { reference = .passUnretained(object) }
+    init(reference: Unmanaged<ManagedObject>) { self.reference = reference }
 
     var object: ManagedObject? { reference.takeUnretainedValue() }
 }
@@ -23,9 +24,9 @@ struct WeakObject {
 /// and freeing an object touches no weak reference.
 ///
 /// Permanent IDs of the context's store are kept per entity, keyed by primary key alone
-/// (``PrimaryKey``): consecutive keys sit in neighbouring buckets, so registering the
-/// objects of a fetch and forgetting them again as they are freed walk the tables in order
-/// instead of one cache miss per object. Temporary IDs (and IDs of another store) are kept
+/// (``KeyTable``): consecutive keys share a page, so registering the objects of a fetch and
+/// forgetting them again as they are freed walk the pages in order instead of one cache
+/// miss per object in a table of every ID. Temporary IDs (and IDs of another store) are kept
 /// by their whole ID. Reads as a dictionary of `ManagedObjectID` to ``WeakObject``.
 final class ObjectRegistry: Sequence {
     /// The context; nil once it is gone (its objects keep their loaded values).
@@ -35,7 +36,7 @@ final class ObjectRegistry: Sequence {
     private let indexes: [String: Int]
     /// Unchecked exclusivity, as ``ManagedObject``'s state (every fetched object is put in and taken out).
     /// The entries of permanent IDs of ``storeUUID``, per entity, by primary key.
-    @exclusivity(unchecked) private var tables: [[PrimaryKey: WeakObject]]
+    @exclusivity(unchecked) private var tables: [KeyTable]
     /// Every other entry: temporary IDs, and permanent IDs of another store.
     @exclusivity(unchecked) private var others: [ManagedObjectID: WeakObject] = [:]
     /// The store of the permanent IDs in ``tables``: the first one registered.
@@ -48,12 +49,12 @@ final class ObjectRegistry: Sequence {
         var indexes: [String: Int] = [:]
         for (index, name) in names.enumerated() { indexes[name] = index }
         self.indexes = indexes
-        tables = Array(repeating: [:], count: names.count)
+        tables = Array(repeating: KeyTable(), count: names.count)
     }
 
     /// The table of `id` and its key there, or nil when the entry is one of ``others``.
     @inline(__always)
-    private func slot(_ id: ManagedObjectID) -> (table: Int, key: PrimaryKey)? {
+    private func slot(_ id: ManagedObjectID) -> (table: Int, key: UInt64)? {
         guard case .permanent(let store, let primaryKey) = id.storage, store == storeUUID else { return nil }
         let table: Int
         if lastIndex < names.count, names[lastIndex] == id.entityName {
@@ -63,7 +64,7 @@ final class ObjectRegistry: Sequence {
             lastIndex = found
             table = found
         }
-        return (table, PrimaryKey(primaryKey))
+        return (table, primaryKey)
     }
 
     /// The entry of `id`; setting nil removes it.
@@ -80,19 +81,12 @@ final class ObjectRegistry: Sequence {
         }
     }
 
-    /// Room for `count` more entries of permanent IDs of `entity` (a fetch's results).
-    func reserve(_ count: Int, entity: String) {
-        guard let index = indexes[entity] else { return }
-        tables[index].reserveCapacity(tables[index].count + count)
-    }
-
     /// Removes the entry of `object`, which is being deallocated, if the entry is its own
     /// (another instance may have been registered under its ID since, after a reset).
     func forget(_ object: ManagedObject) {
         let mine = Unmanaged.passUnretained(object).toOpaque()
         if let (table, key) = slot(object.objectID) {
-            guard let index = tables[table].index(forKey: key), tables[table].values[index].reference.toOpaque() == mine else { return }
-            tables[table].remove(at: index)
+            tables[table].remove(key, ifItHolds: mine)
         } else {
             guard let index = others.index(forKey: object.objectID), others[index].value.reference.toOpaque() == mine else { return }
             others.remove(at: index)
@@ -108,8 +102,8 @@ final class ObjectRegistry: Sequence {
         result.reserveCapacity(count)
         if let storeUUID {
             for (index, table) in tables.enumerated() {
-                for (key, entry) in table {
-                    result.append((ManagedObjectID(entityName: names[index], storage: .permanent(storeUUID: storeUUID, primaryKey: key.value)), entry))
+                table.forEach { key, entry in
+                    result.append((ManagedObjectID(entityName: names[index], storage: .permanent(storeUUID: storeUUID, primaryKey: key)), entry))
                 }
             }
         }
@@ -121,7 +115,7 @@ final class ObjectRegistry: Sequence {
     var values: [WeakObject] {
         var result: [WeakObject] = []
         result.reserveCapacity(count)
-        for table in tables { result.append(contentsOf: table.values) }
+        for table in tables { table.forEach { result.append($1) } }
         result.append(contentsOf: others.values)
         return result
     }
@@ -134,29 +128,88 @@ final class ObjectRegistry: Sequence {
     }
 }
 
-/// A primary key as a registry table's key. Its hash keeps runs of 32 consecutive keys in
-/// 32 neighbouring buckets (the low five bits are the key's own, inverted), each run placed
-/// by a mix of its number and the table's seed — so objects made and freed in key order
-/// touch the table in order, while keys far apart (and strided ones) still spread. A run
-/// lies in descending key order: freeing its objects in ascending order removes each from
-/// the end of the run, where the dictionary's removal has nothing after it to shift back
-/// (in ascending order every removal rehashed the rest of its run).
-struct PrimaryKey: Hashable {
-    let value: UInt64
+/// One entity's registry entries by primary key, in pages of 16 consecutive keys found by
+/// page number: registering or forgetting an entry is one lookup in the small table of
+/// pages and a write in the page — no probing, however the keys are spread, and objects
+/// made and freed in key order touch their pages in order. A page goes when its last entry
+/// does, so a table holds at most one page per entry.
+struct KeyTable {
+    typealias Page = ContiguousArray<UnsafeMutableRawPointer?>
+    private static var emptyPage: Page { Page(repeating: nil, count: 16) }
 
-    init(_ value: UInt64) { self.value = value }
+    /// A page number (a key without its low four bits), hashed by one mixing pass.
+    struct PageNumber: Hashable {
+        let value: UInt64
 
-    static func == (a: PrimaryKey, b: PrimaryKey) -> Bool { a.value == b.value }
+        static func == (a: PageNumber, b: PageNumber) -> Bool { a.value == b.value }
 
-    func hash(into hasher: inout Hasher) { hasher.combine(value) }
+        func hash(into hasher: inout Hasher) { hasher.combine(value) }
 
-    func _rawHashValue(seed: Int) -> Int {
-        // SplitMix64's finalizer over the run's number and the seed.
-        var bits = (value >> 5) ^ (UInt64(truncatingIfNeeded: seed) &* 0x9E37_79B9_7F4A_7C15)
-        bits = (bits ^ (bits >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        bits = (bits ^ (bits >> 27)) &* 0x94D0_49BB_1331_11EB
-        bits ^= bits >> 31
-        return Int(truncatingIfNeeded: (bits << 5) | (~value & 31))
+        func _rawHashValue(seed: Int) -> Int {
+            // SplitMix64's finalizer over the number and the seed.
+            var bits = value ^ (UInt64(truncatingIfNeeded: seed) &* 0x9E37_79B9_7F4A_7C15)
+            bits = (bits ^ (bits >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            bits = (bits ^ (bits >> 27)) &* 0x94D0_49BB_1331_11EB
+            return Int(truncatingIfNeeded: bits ^ (bits >> 31))
+        }
+    }
+
+    private var pages: [PageNumber: Page] = [:]
+    /// The number of entries.
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    subscript(key: UInt64) -> WeakObject? {
+        get {
+            guard let page = pages[PageNumber(value: key >> 4)], let pointer = page[Int(key & 15)] else { return nil }
+            return WeakObject(reference: .fromOpaque(pointer))
+        }
+        set {
+            let number = PageNumber(value: key >> 4), slot = Int(key & 15)
+            if let newValue {
+                let pointer = newValue.reference.toOpaque()
+                let old = Self.exchange(&pages[number, default: Self.emptyPage], slot, pointer)
+                if old == nil { count += 1 }
+            } else {
+                guard let index = pages.index(forKey: number), pages.values[index][slot] != nil else { return }
+                clear(index, slot)
+            }
+        }
+    }
+
+    @inline(__always)
+    private static func exchange(_ page: inout Page, _ slot: Int, _ pointer: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer? {
+        let old = page[slot]
+        page[slot] = pointer
+        return old
+    }
+
+    private mutating func clear(_ index: Dictionary<PageNumber, Page>.Index, _ slot: Int) {
+        pages.values[index][slot] = nil
+        count -= 1
+        if pages.values[index].allSatisfy({ $0 == nil }) { pages.remove(at: index) }
+    }
+
+    /// Removes the entry of `key` if it holds `pointer`.
+    mutating func remove(_ key: UInt64, ifItHolds pointer: UnsafeMutableRawPointer) {
+        let slot = Int(key & 15)
+        guard let index = pages.index(forKey: PageNumber(value: key >> 4)), pages.values[index][slot] == pointer else { return }
+        clear(index, slot)
+    }
+
+    /// Calls `body` with every entry.
+    func forEach(_ body: (UInt64, WeakObject) -> Void) {
+        for (number, page) in pages {
+            for (slot, pointer) in page.enumerated() {
+                if let pointer { body(number.value << 4 | UInt64(slot), WeakObject(reference: .fromOpaque(pointer))) }
+            }
+        }
+    }
+
+    mutating func removeAll() {
+        pages.removeAll()
+        count = 0
     }
 }
 
