@@ -237,16 +237,18 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// whose object is gone (``fulfillFault()`` says why) or an unknown key.
     open func value(forKey key: String) -> Any? {
         if let keyProbe { return keyProbe.record(key, on: self) }
-        guard let property = info.property(named: key) else {
+        guard let slot = info.slot(named: key) else {
             // A fetched property: its fetch runs each time it is read.
             return core?.fetchedPropertyValue(self, key)
         }
         // An unchanged stored attribute held by slot: read in place (a fault fetched with
-        // its row fires from it first, and its awakeFromFetch may change values).
-        if changes.isEmpty, !property.isTransient {
+        // its row fires from it first, and its awakeFromFetch may change values), without
+        // taking the property's description.
+        if changes.isEmpty, !info.transientSlots[slot] {
             if fastCommitted == nil, storedCommitted == nil, !isInsertedFlag { _ = fireFromRow() }
-            if changes.isEmpty, let value = fastCommitted?.attribute(at: property.slot, of: info) { return value.anyValue }
+            if changes.isEmpty, let value = fastCommitted?.attribute(at: slot, of: info) { return value.anyValue }
         }
+        let property = info.propertyList[slot]
         return externalValue(currentValue(property), ordered: property.isOrdered)
     }
 
