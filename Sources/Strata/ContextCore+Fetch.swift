@@ -126,7 +126,23 @@ final class FetchExecution {
     /// match, read once (a sort compares them many times).
     @exclusivity(unchecked) var sortKeys: [SortKey] = []
     /// The properties of each record layout read so far (``StoredFields/layout``), by code.
-    @exclusivity(unchecked) var layouts: [(layout: UnsafeRawPointer?, info: EntityInfo, properties: [PropertyInfo?])] = []
+    @exclusivity(unchecked) var layouts: [RowLayout] = []
+
+    /// The properties of one record layout (``StoredFields/layout``) of an entity, by code,
+    /// and their slots in the entity's rows (-1: none).
+    final class RowLayout {
+        let layout: UnsafeRawPointer?
+        let info: EntityInfo
+        let properties: [PropertyInfo?]
+        let slots: [Int]
+
+        init(layout: UnsafeRawPointer?, info: EntityInfo, properties: [PropertyInfo?]) {
+            self.layout = layout
+            self.info = info
+            self.properties = properties
+            slots = properties.map { $0?.slot ?? -1 }
+        }
+    }
     /// Whether each sort descriptor's key is a single key (no dots, no collection operator).
     let simpleSortKeys: [Bool]
 
@@ -237,31 +253,49 @@ final class FetchExecution {
     }
 
     /// The row as the context holds values, from values by property code: each code's
-    /// property is looked up once per layout, not per object.
+    /// property (and slot) is looked up once per layout, not per object.
     func row(_ fields: StoredFields, _ info: EntityInfo) -> PropertyRow {
-        let properties: [PropertyInfo?]
+        let layout: RowLayout
         if let known = layouts.first(where: { $0.layout == fields.layout && $0.info === info }) {
-            properties = known.properties
+            layout = known
         } else {
-            properties = fields.names.map { info.properties[$0] }
-            layouts.append((fields.layout, info, properties))
+            layout = RowLayout(layout: fields.layout, info: info, properties: fields.names.map { info.properties[$0] })
+            layouts.append(layout)
         }
         var row = PropertyRow(info: info)
-        let count = min(properties.count, fields.values.count)
+        let count = min(layout.slots.count, fields.values.count)
         row.values.withUnsafeMutableBufferPointer { slots in
             fields.values.withUnsafeBufferPointer { values in
-                for code in 0..<count {
-                    guard let property = properties[code] else { continue }
-                    // `properties` are `info`'s own: their slots are the row's.
-                    switch values[code] {
-                    case nil: continue
-                    case .attribute(let value)?: slots[property.slot] = .attribute(value)
-                    case let value?: slots[property.slot] = core.propertyValue(value, property, storeUUID: storeUUID)
+                layout.slots.withUnsafeBufferPointer { codeSlots in
+                    for code in 0..<count {
+                        // `properties` are `info`'s own: their slots are the row's.
+                        let slot = codeSlots[code]
+                        guard slot >= 0 else { continue }
+                        switch values[code] {
+                        case nil: continue
+                        case .attribute(let value)?: slots[slot] = .attribute(value)
+                        case .reference(let id)?: slots[slot] = toOne(id)
+                        case let value?:
+                            if let property = layout.properties[code] { slots[slot] = core.propertyValue(value, property, storeUUID: storeUUID) }
+                        }
                     }
                 }
             }
         }
         return row
+    }
+
+    /// Recent to-one values by the low bits of their key: rows naming the same object (every
+    /// member of a team names the team) share one value instead of boxing one each.
+    @exclusivity(unchecked) var recentToOnes = [(id: StoredObjectID, value: PropertyValue)?](repeating: nil, count: 64)
+
+    /// The to-one value naming stored object `id` (``ContextCore/propertyValue(_:_:storeUUID:)``'s).
+    func toOne(_ id: StoredObjectID) -> PropertyValue {
+        let index = Int(truncatingIfNeeded: id.primaryKey & 63)
+        if let known = recentToOnes[index], known.id == id { return known.value }
+        let value = PropertyValue.toOne(.permanent(id, store: storeUUID))
+        recentToOnes[index] = (id, value)
+        return value
     }
 
     /// Records the sort keys of a match; returns where they start.
