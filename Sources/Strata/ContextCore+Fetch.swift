@@ -285,6 +285,40 @@ final class FetchExecution {
         return row
     }
 
+    /// The row of values by property code (`names`' order), taken out of `values` (left nil):
+    /// what ``row(_:_:)`` makes of stored fields, without copying each value and releasing it again.
+    func row(taking values: inout [LogValue?], _ names: [String], _ info: EntityInfo) -> PropertyRow {
+        let identity = names.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
+        let layout: RowLayout
+        if let known = layouts.first(where: { $0.layout == identity && $0.info === info }) {
+            layout = known
+        } else {
+            layout = RowLayout(layout: identity, info: info, properties: names.map { info.properties[$0] })
+            layouts.append(layout)
+        }
+        var row = PropertyRow(info: info)
+        let count = min(layout.slots.count, values.count)
+        row.values.withUnsafeMutableBufferPointer { slots in
+            values.withUnsafeMutableBufferPointer { values in
+                layout.slots.withUnsafeBufferPointer { codeSlots in
+                    for code in 0..<count {
+                        // `properties` are `info`'s own: their slots are the row's.
+                        let slot = codeSlots[code]
+                        guard slot >= 0 else { continue }
+                        switch values[code].take() {
+                        case nil: continue
+                        case .attribute(let value)?: slots[slot] = .attribute(value)
+                        case .reference(let id)?: slots[slot] = toOne(id)
+                        case let value?:
+                            if let property = layout.properties[code] { slots[slot] = core.propertyValue(value, property, storeUUID: storeUUID) }
+                        }
+                    }
+                }
+            }
+        }
+        return row
+    }
+
     /// Recent to-one values by the low bits of their key: rows naming the same object (every
     /// member of a team names the team) share one value instead of boxing one each.
     @exclusivity(unchecked) var recentToOnes = [(id: StoredObjectID, value: PropertyValue)?](repeating: nil, count: 64)
@@ -550,12 +584,12 @@ final class FetchExecution {
         var result: [ManagedObject] = []
         for (name, info) in entities {
             let type = core.coordinator.objectClass(for: info.entity)
-            try reader.forEachFields(of: name, includingSubentities: false) { fields in
-                let id = ManagedObjectID.permanent(fields.id, store: storeUUID)
+            try reader.forEachFieldsInPlace(of: name, includingSubentities: false) { stored, version, names, values in
+                let id = ManagedObjectID.permanent(stored, store: storeUUID)
                 let object = (lookUp ? core.registered(id) : nil) ?? core.makeObject(id, info: info, type: type)
                 if !object.hasCommittedValues {
-                    object.keepRow(row(fields, info))
-                    object.rowVersion = fields.version
+                    object.keepRow(row(taking: &values, names, info))
+                    object.rowVersion = version
                 }
                 result.append(object)
                 return .next
