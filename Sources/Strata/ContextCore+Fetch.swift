@@ -57,17 +57,23 @@ extension ContextCore {
         if let parent = context?.parent { return try fetchThroughParent(request, parent: parent) }
         let planner = try self.planner(for: request)
         let store = try self.store()
-        let (matches, order) = try store.log.read { (reader: borrowing LogReader) throws -> ([FetchExecution.Match], [Int]) in
-            let plan = try planner.plan(reader)
-            return try FetchExecution(core: self, request: request, plan: plan, storeUUID: store.identifier).run(reader)
-        }
-        // The class of each entity's objects, looked up once per fetch, not per object.
-        var classes: [(info: EntityInfo, type: ManagedObject.Type)] = []
-        // Room for every result at once, rather than growing (and rehashing) step by step.
-        objects.entries.reserveCapacity(objects.entries.count + order.count)
         // A context holding no objects has none to find: each result is made, unlooked-up
         // (one fetch never names an object twice).
-        let knowsNone = objects.entries.isEmpty && retained.isEmpty
+        let knewNone = objects.isEmpty && retained.isEmpty
+        var plain: [ManagedObject]?
+        let (matches, order) = try store.log.read { (reader: borrowing LogReader) throws -> ([FetchExecution.Match], [Int]) in
+            let plan = try planner.plan(reader)
+            let execution = FetchExecution(core: self, request: request, plan: plan, storeUUID: store.identifier)
+            if execution.isPlain, try execution.pendingMatches(reader).isEmpty {
+                plain = try execution.plainObjects(reader, lookUp: !knewNone)
+                return ([], [])
+            }
+            return try execution.run(reader)
+        }
+        if let plain { return plain }
+        // The class of each entity's objects, looked up once per fetch, not per object.
+        var classes: [(info: EntityInfo, type: ManagedObject.Type)] = []
+        let knowsNone = knewNone
         return order.map { index in
             FetchExecution.Match.materialize(matches, index, self, lookUp: !knowsNone) { info in
                 if let known = classes.first(where: { $0.info === info }) { return known.type }
@@ -120,7 +126,23 @@ final class FetchExecution {
     /// match, read once (a sort compares them many times).
     @exclusivity(unchecked) var sortKeys: [SortKey] = []
     /// The properties of each record layout read so far (``StoredFields/layout``), by code.
-    @exclusivity(unchecked) var layouts: [(layout: UnsafeRawPointer?, info: EntityInfo, properties: [PropertyInfo?])] = []
+    @exclusivity(unchecked) var layouts: [RowLayout] = []
+
+    /// The properties of one record layout (``StoredFields/layout``) of an entity, by code,
+    /// and their slots in the entity's rows (-1: none).
+    final class RowLayout {
+        let layout: UnsafeRawPointer?
+        let info: EntityInfo
+        let properties: [PropertyInfo?]
+        let slots: [Int]
+
+        init(layout: UnsafeRawPointer?, info: EntityInfo, properties: [PropertyInfo?]) {
+            self.layout = layout
+            self.info = info
+            self.properties = properties
+            slots = properties.map { $0?.slot ?? -1 }
+        }
+    }
     /// Whether each sort descriptor's key is a single key (no dots, no collection operator).
     let simpleSortKeys: [Bool]
 
@@ -231,31 +253,83 @@ final class FetchExecution {
     }
 
     /// The row as the context holds values, from values by property code: each code's
-    /// property is looked up once per layout, not per object.
+    /// property (and slot) is looked up once per layout, not per object.
     func row(_ fields: StoredFields, _ info: EntityInfo) -> PropertyRow {
-        let properties: [PropertyInfo?]
+        let layout: RowLayout
         if let known = layouts.first(where: { $0.layout == fields.layout && $0.info === info }) {
-            properties = known.properties
+            layout = known
         } else {
-            properties = fields.names.map { info.properties[$0] }
-            layouts.append((fields.layout, info, properties))
+            layout = RowLayout(layout: fields.layout, info: info, properties: fields.names.map { info.properties[$0] })
+            layouts.append(layout)
         }
         var row = PropertyRow(info: info)
-        let count = min(properties.count, fields.values.count)
+        let count = min(layout.slots.count, fields.values.count)
         row.values.withUnsafeMutableBufferPointer { slots in
             fields.values.withUnsafeBufferPointer { values in
-                for code in 0..<count {
-                    guard let property = properties[code] else { continue }
-                    // `properties` are `info`'s own: their slots are the row's.
-                    switch values[code] {
-                    case nil: continue
-                    case .attribute(let value)?: slots[property.slot] = .attribute(value)
-                    case let value?: slots[property.slot] = core.propertyValue(value, property, storeUUID: storeUUID)
+                layout.slots.withUnsafeBufferPointer { codeSlots in
+                    for code in 0..<count {
+                        // `properties` are `info`'s own: their slots are the row's.
+                        let slot = codeSlots[code]
+                        guard slot >= 0 else { continue }
+                        switch values[code] {
+                        case nil: continue
+                        case .attribute(let value)?: slots[slot] = .attribute(value)
+                        case .reference(let id)?: slots[slot] = toOne(id)
+                        case let value?:
+                            if let property = layout.properties[code] { slots[slot] = core.propertyValue(value, property, storeUUID: storeUUID) }
+                        }
                     }
                 }
             }
         }
         return row
+    }
+
+    /// The row of values by property code (`names`' order), taken out of `values` (left nil):
+    /// what ``row(_:_:)`` makes of stored fields, without copying each value and releasing it again.
+    func row(taking values: inout [LogValue?], _ names: [String], _ info: EntityInfo) -> PropertyRow {
+        let identity = names.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
+        let layout: RowLayout
+        if let known = layouts.first(where: { $0.layout == identity && $0.info === info }) {
+            layout = known
+        } else {
+            layout = RowLayout(layout: identity, info: info, properties: names.map { info.properties[$0] })
+            layouts.append(layout)
+        }
+        var row = PropertyRow(info: info)
+        let count = min(layout.slots.count, values.count)
+        row.values.withUnsafeMutableBufferPointer { slots in
+            values.withUnsafeMutableBufferPointer { values in
+                layout.slots.withUnsafeBufferPointer { codeSlots in
+                    for code in 0..<count {
+                        // `properties` are `info`'s own: their slots are the row's.
+                        let slot = codeSlots[code]
+                        guard slot >= 0 else { continue }
+                        switch values[code].take() {
+                        case nil: continue
+                        case .attribute(let value)?: slots[slot] = .attribute(value)
+                        case .reference(let id)?: slots[slot] = toOne(id)
+                        case let value?:
+                            if let property = layout.properties[code] { slots[slot] = core.propertyValue(value, property, storeUUID: storeUUID) }
+                        }
+                    }
+                }
+            }
+        }
+        return row
+    }
+
+    /// Recent to-one values by the low bits of their key: rows naming the same object (every
+    /// member of a team names the team) share one value instead of boxing one each.
+    @exclusivity(unchecked) var recentToOnes = [(id: StoredObjectID, value: PropertyValue)?](repeating: nil, count: 64)
+
+    /// The to-one value naming stored object `id` (``ContextCore/propertyValue(_:_:storeUUID:)``'s).
+    func toOne(_ id: StoredObjectID) -> PropertyValue {
+        let index = Int(truncatingIfNeeded: id.primaryKey & 63)
+        if let known = recentToOnes[index], known.id == id { return known.value }
+        let value = PropertyValue.toOne(.permanent(id, store: storeUUID))
+        recentToOnes[index] = (id, value)
+        return value
     }
 
     /// Records the sort keys of a match; returns where they start.
@@ -490,6 +564,38 @@ final class FetchExecution {
             if finished || exceeded { break }
         }
         return exceeded ? nil : result
+    }
+
+    // MARK: Plain fetches
+
+    /// Whether the fetch reads every stored object of its entities as it is, in store order:
+    /// a full scan with no predicate, in-memory filter, sort, offset or limit, and no object
+    /// with pending changes among them (unsaved inserts are checked separately:
+    /// ``pendingMatches(_:)``).
+    var isPlain: Bool {
+        plan.kind == .fullScan && request.predicate == nil && request.memoryFilter == nil && request.sortDescriptors.isEmpty
+            && request.fetchOffset == 0 && request.fetchLimit == 0 && dirty.isEmpty
+    }
+
+    /// The objects of a plain fetch (``isPlain``), in store order, made (or found, with
+    /// `lookUp`) as their records are read: no matches, no order, no row kept twice. What
+    /// ``run(_:)`` and ``ContextCore/fetchObjects(_:)`` give for such a fetch.
+    func plainObjects(_ reader: borrowing LogReader, lookUp: Bool) throws -> [ManagedObject] {
+        var result: [ManagedObject] = []
+        for (name, info) in entities {
+            let type = core.coordinator.objectClass(for: info.entity)
+            try reader.forEachFieldsInPlace(of: name, includingSubentities: false) { stored, version, names, values in
+                let id = ManagedObjectID.permanent(stored, store: storeUUID)
+                let object = (lookUp ? core.registered(id) : nil) ?? core.makeObject(id, info: info, type: type)
+                if !object.hasCommittedValues {
+                    object.keepRow(row(taking: &values, names, info))
+                    object.rowVersion = version
+                }
+                result.append(object)
+                return .next
+            }
+        }
+        return result
     }
 
     // MARK: Results

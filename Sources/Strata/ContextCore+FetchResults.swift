@@ -114,11 +114,13 @@ extension ContextCore {
         let request = try prepared(request)
         if searchesNoStore(request) { return [] }
         let objects = try fetchObjects(request)
-        // Faults the fetch can leave alone: registered by it, unchanged, not yet fired.
-        let faults = objects.filter { !$0.hasCommittedValues && !$0.isInsertedFlag && $0.changes.isEmpty }
+        // Faults the fetch can leave alone: registered by it, unchanged, not yet fired
+        // (found only when something is done to them: a plain fetch copies no array).
+        func isFault(_ object: ManagedObject) -> Bool { !object.hasCommittedValues && !object.isInsertedFlag && object.changes.isEmpty }
         if !request.includesPropertyValues {
-            for object in faults { object.row = nil }
+            for object in objects where isFault(object) { object.row = nil }
         } else if !request.returnsObjectsAsFaults {
+            let faults = objects.filter(isFault)
             for object in faults { try fulfillThrowing(object) }
         } else if request.fetchBatchSize > 0 {
             // Past the first batch, faults hold no values: the first one fired reads its batch.

@@ -13,6 +13,7 @@ struct WeakObject {
     let reference: Unmanaged<ManagedObject>
 
     init(object: ManagedObject) { reference = .passUnretained(object) }
+    init(reference: Unmanaged<ManagedObject>) { self.reference = reference }
 
     var object: ManagedObject? { reference.takeUnretainedValue() }
 }
@@ -21,11 +22,65 @@ struct WeakObject {
 /// objects: an object holds it strongly and takes its own entry out when it is deallocated,
 /// without reaching the context. The one weak reference to the context is here, so making
 /// and freeing an object touches no weak reference.
-final class ObjectRegistry {
+///
+/// Permanent IDs of the context's store are kept per entity, keyed by primary key alone
+/// (``KeyTable``): consecutive keys share a page, so registering the objects of a fetch and
+/// forgetting them again as they are freed walk the pages in order instead of one cache
+/// miss per object in a table of every ID. Temporary IDs (and IDs of another store) are kept
+/// by their whole ID. Reads as a dictionary of `ManagedObjectID` to ``WeakObject``.
+final class ObjectRegistry: Sequence {
     /// The context; nil once it is gone (its objects keep their loaded values).
     weak var core: ContextCore?
+    /// Entities' names in model order: an entity's table is ``tables``[its index].
+    let names: [String]
+    private let indexes: [String: Int]
     /// Unchecked exclusivity, as ``ManagedObject``'s state (every fetched object is put in and taken out).
-    @exclusivity(unchecked) var entries: [ManagedObjectID: WeakObject] = [:]
+    /// The entries of permanent IDs of ``storeUUID``, per entity, by primary key.
+    @exclusivity(unchecked) private var tables: [KeyTable]
+    /// Every other entry: temporary IDs, and permanent IDs of another store.
+    @exclusivity(unchecked) private var others: [ManagedObjectID: WeakObject] = [:]
+    /// The store of the permanent IDs in ``tables``: the first one registered.
+    @exclusivity(unchecked) private var storeUUID: UUID?
+    /// The entity the last ID named (most runs of lookups name one entity).
+    @exclusivity(unchecked) private var lastIndex = 0
+
+    init(names: [String]) {
+        self.names = names
+        var indexes: [String: Int] = [:]
+        for (index, name) in names.enumerated() { indexes[name] = index }
+        self.indexes = indexes
+        tables = Array(repeating: KeyTable(), count: names.count)
+    }
+
+    /// The table of `id` and its key there, or nil when the entry is one of ``others``.
+    @inline(__always)
+    private func slot(_ id: ManagedObjectID) -> (table: Int, key: UInt64)? {
+        guard case .permanent(let store, let primaryKey) = id.storage, store == storeUUID else { return nil }
+        let table: Int
+        if lastIndex < names.count, names[lastIndex] == id.entityName {
+            table = lastIndex
+        } else {
+            guard let found = indexes[id.entityName] else { return nil }
+            lastIndex = found
+            table = found
+        }
+        return (table, primaryKey)
+    }
+
+    /// The entry of `id`; setting nil removes it.
+    subscript(id: ManagedObjectID) -> WeakObject? {
+        get {
+            if let (table, key) = slot(id) { return tables[table][key] }
+            return others[id]
+        }
+        set {
+            if storeUUID == nil, newValue != nil, case .permanent(let store, _) = id.storage, indexes[id.entityName] != nil {
+                storeUUID = store
+            }
+            if let (table, key) = slot(id) { tables[table][key] = newValue } else { others[id] = newValue }
+        }
+    }
+
     /// The last stamp handed out (``nextStamp()``).
     @exclusivity(unchecked) private var clock: UInt64 = 0
 
@@ -39,10 +94,132 @@ final class ObjectRegistry {
     /// Removes the entry of `object`, which is being deallocated, if the entry is its own
     /// (another instance may have been registered under its ID since, after a reset).
     func forget(_ object: ManagedObject) {
-        guard let index = entries.index(forKey: object.objectID),
-            entries[index].value.reference.toOpaque() == Unmanaged.passUnretained(object).toOpaque()
-        else { return }
-        entries.remove(at: index)
+        let mine = Unmanaged.passUnretained(object).toOpaque()
+        if let (table, key) = slot(object.objectID) {
+            tables[table].remove(key, ifItHolds: mine)
+        } else {
+            guard let index = others.index(forKey: object.objectID), others[index].value.reference.toOpaque() == mine else { return }
+            others.remove(at: index)
+        }
+    }
+
+    var count: Int { tables.reduce(others.count) { $0 + $1.count } }
+    var isEmpty: Bool { others.isEmpty && tables.allSatisfy(\.isEmpty) }
+
+    /// Every entry, as a dictionary's elements (a snapshot).
+    var entries: [(key: ManagedObjectID, value: WeakObject)] {
+        var result: [(key: ManagedObjectID, value: WeakObject)] = []
+        result.reserveCapacity(count)
+        if let storeUUID {
+            for (index, table) in tables.enumerated() {
+                table.forEach { key, entry in
+                    result.append((ManagedObjectID(entityName: names[index], storage: .permanent(storeUUID: storeUUID, primaryKey: key)), entry))
+                }
+            }
+        }
+        for (id, entry) in others { result.append((id, entry)) }
+        return result
+    }
+
+    var keys: [ManagedObjectID] { entries.map(\.key) }
+    var values: [WeakObject] {
+        var result: [WeakObject] = []
+        result.reserveCapacity(count)
+        for table in tables { table.forEach { result.append($1) } }
+        result.append(contentsOf: others.values)
+        return result
+    }
+
+    func makeIterator() -> IndexingIterator<[(key: ManagedObjectID, value: WeakObject)]> { entries.makeIterator() }
+
+    func removeAll() {
+        for index in tables.indices { tables[index].removeAll() }
+        others.removeAll()
+    }
+}
+
+/// One entity's registry entries by primary key, in pages of 16 consecutive keys found by
+/// page number: registering or forgetting an entry is one lookup in the small table of
+/// pages and a write in the page — no probing, however the keys are spread, and objects
+/// made and freed in key order touch their pages in order. A page goes when its last entry
+/// does, so a table holds at most one page per entry.
+struct KeyTable {
+    typealias Page = ContiguousArray<UnsafeMutableRawPointer?>
+    private static var emptyPage: Page { Page(repeating: nil, count: 16) }
+
+    /// A page number (a key without its low four bits), hashed by one mixing pass.
+    struct PageNumber: Hashable {
+        let value: UInt64
+
+        static func == (a: PageNumber, b: PageNumber) -> Bool { a.value == b.value }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(value) }
+
+        func _rawHashValue(seed: Int) -> Int {
+            // SplitMix64's finalizer over the number and the seed.
+            var bits = value ^ (UInt64(truncatingIfNeeded: seed) &* 0x9E37_79B9_7F4A_7C15)
+            bits = (bits ^ (bits >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            bits = (bits ^ (bits >> 27)) &* 0x94D0_49BB_1331_11EB
+            return Int(truncatingIfNeeded: bits ^ (bits >> 31))
+        }
+    }
+
+    private var pages: [PageNumber: Page] = [:]
+    /// The number of entries.
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    subscript(key: UInt64) -> WeakObject? {
+        get {
+            guard let page = pages[PageNumber(value: key >> 4)], let pointer = page[Int(key & 15)] else { return nil }
+            return WeakObject(reference: .fromOpaque(pointer))
+        }
+        set {
+            let number = PageNumber(value: key >> 4), slot = Int(key & 15)
+            if let newValue {
+                let pointer = newValue.reference.toOpaque()
+                let old = Self.exchange(&pages[number, default: Self.emptyPage], slot, pointer)
+                if old == nil { count += 1 }
+            } else {
+                guard let index = pages.index(forKey: number), pages.values[index][slot] != nil else { return }
+                clear(index, slot)
+            }
+        }
+    }
+
+    @inline(__always)
+    private static func exchange(_ page: inout Page, _ slot: Int, _ pointer: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer? {
+        let old = page[slot]
+        page[slot] = pointer
+        return old
+    }
+
+    private mutating func clear(_ index: Dictionary<PageNumber, Page>.Index, _ slot: Int) {
+        pages.values[index][slot] = nil
+        count -= 1
+        if pages.values[index].allSatisfy({ $0 == nil }) { pages.remove(at: index) }
+    }
+
+    /// Removes the entry of `key` if it holds `pointer`.
+    mutating func remove(_ key: UInt64, ifItHolds pointer: UnsafeMutableRawPointer) {
+        let slot = Int(key & 15)
+        guard let index = pages.index(forKey: PageNumber(value: key >> 4)), pages.values[index][slot] == pointer else { return }
+        clear(index, slot)
+    }
+
+    /// Calls `body` with every entry.
+    func forEach(_ body: (UInt64, WeakObject) -> Void) {
+        for (number, page) in pages {
+            for (slot, pointer) in page.enumerated() {
+                if let pointer { body(number.value << 4 | UInt64(slot), WeakObject(reference: .fromOpaque(pointer))) }
+            }
+        }
+    }
+
+    mutating func removeAll() {
+        pages.removeAll()
+        count = 0
     }
 }
 
@@ -91,12 +268,8 @@ final class ContextCore {
     let entities: [String: EntityInfo]
 
     /// Unchanged registered objects, unretained (see ``ObjectRegistry``).
-    var registry: [ManagedObjectID: WeakObject] {
-        get { objects.entries }
-        _modify { yield &objects.entries }
-        set { objects.entries = newValue }
-    }
-    let objects = ObjectRegistry()
+    var registry: ObjectRegistry { objects }
+    let objects: ObjectRegistry
     /// Objects with unsaved changes, held strongly until saved or rolled back.
     @exclusivity(unchecked) var retained: [ManagedObjectID: ManagedObject] = [:]
     var insertionOrder: [ManagedObjectID] = []
@@ -164,6 +337,7 @@ final class ContextCore {
         var entities: [String: EntityInfo] = [:]
         for entity in model.entities { entities[entity.name] = EntityInfo(entity: entity, model: model) }
         self.entities = entities
+        objects = ObjectRegistry(names: model.entities.map(\.name))
         objects.core = self
         noteStoreHead()
     }
@@ -173,11 +347,11 @@ final class ContextCore {
     // MARK: - Registration
 
     func registered(_ id: ManagedObjectID) -> ManagedObject? {
-        retained[id] ?? objects.entries[id]?.object
+        retained[id] ?? objects[id]?.object
     }
 
     func register(_ object: ManagedObject) {
-        objects.entries[object.objectID] = WeakObject(object: object)
+        objects[object.objectID] = WeakObject(object: object)
     }
 
     /// A new object of `type` (the class registered for the entity when nil), registered.

@@ -4,9 +4,11 @@ public import StrataPredicate
 
 /// What a context passes to ``ManagedObject/init(_:)`` when it creates an object; opaque to apps.
 public struct ObjectCreation {
-    let entity: EntityInfo
+    // Unowned: whoever makes a creation holds the entity and the registry until the object
+    // is made, which then holds them itself — passing one to `init` retains nothing.
+    unowned(unsafe) let entity: EntityInfo
     let objectID: ManagedObjectID
-    let registry: ObjectRegistry
+    unowned(unsafe) let registry: ObjectRegistry
 }
 
 /// Which snapshot events woke an object (`awake(fromSnapshotEvents:)`).
@@ -244,16 +246,18 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// whose object is gone (``fulfillFault()`` says why) or an unknown key.
     open func value(forKey key: String) -> Any? {
         if let keyProbe { return keyProbe.record(key, on: self) }
-        guard let property = info.property(named: key) else {
+        guard let slot = info.slot(named: key) else {
             // A fetched property: its fetch runs each time it is read.
             return core?.fetchedPropertyValue(self, key)
         }
         // An unchanged stored attribute held by slot: read in place (a fault fetched with
-        // its row fires from it first, and its awakeFromFetch may change values).
-        if changes.isEmpty, !property.isTransient {
+        // its row fires from it first, and its awakeFromFetch may change values), without
+        // taking the property's description.
+        if changes.isEmpty, !info.transientSlots[slot] {
             if fastCommitted == nil, storedCommitted == nil, !isInsertedFlag { _ = fireFromRow() }
-            if changes.isEmpty, let value = fastCommitted?.attribute(at: property.slot, of: info) { return value.anyValue }
+            if changes.isEmpty, let value = fastCommitted?.attribute(at: slot, of: info) { return value.anyValue }
         }
+        let property = info.propertyList[slot]
         return externalValue(currentValue(property), ordered: property.isOrdered)
     }
 

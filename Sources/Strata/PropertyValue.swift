@@ -232,13 +232,15 @@ final class EntityInfo: Sendable {
         defaultedProperties = propertyList.filter { $0.defaultValue != nil }
         isAbstract = entity.isAbstract
         classLookupNames = [entity.name] + entity.superentityNames
-        var byLength: [[PropertyInfo]] = []
-        for property in propertyList {
-            let length = property.name.utf8.count
-            if byLength.count <= length { byLength += Array(repeating: [], count: length + 1 - byLength.count) }
-            byLength[length].append(property)
-        }
-        propertiesByLength = byLength
+        let byLength = propertyList.enumerated().sorted { ($0.element.name.utf8.count, $0.offset) < ($1.element.name.utf8.count, $1.offset) }
+        let longest = byLength.last?.element.name.utf8.count ?? 0
+        var starts = ContiguousArray(repeating: 0, count: longest + 2)
+        for (_, property) in byLength { starts[property.name.utf8.count + 1] += 1 }
+        for length in 0...longest { starts[length + 1] += starts[length] }
+        lookupNames = ContiguousArray(byLength.map(\.element.name))
+        lookupSlots = ContiguousArray(byLength.map(\.offset))
+        lengthStarts = starts
+        transientSlots = ContiguousArray(propertyList.map(\.isTransient))
         attributes = entity.allAttributes.compactMap { attribute in properties[attribute.name].map { (attribute, $0) } }
         attributeChecks = attributes.map { attribute, property in
             let rules = attribute.minimumValue != nil || attribute.maximumValue != nil || attribute.minimumLength != nil
@@ -252,16 +254,32 @@ final class EntityInfo: Sendable {
         relationshipProperties = relationships.map(\.property)
     }
 
-    /// The properties by the UTF-8 length of their names: ``property(named:)`` compares a
-    /// key with the one or two names of its length instead of hashing it.
-    private let propertiesByLength: [[PropertyInfo]]
+    /// The properties' names ordered by UTF-8 length, with their slots: those of length `n`
+    /// are at `lengthStarts[n]..<lengthStarts[n + 1]`. ``slot(named:)`` compares a key with
+    /// the one or two names of its length instead of hashing it, and retains no property.
+    private let lookupNames: ContiguousArray<String>
+    private let lookupSlots: ContiguousArray<Int>
+    private let lengthStarts: ContiguousArray<Int>
+    /// Whether the property in each slot is transient.
+    let transientSlots: ContiguousArray<Bool>
+
+    /// The slot of the property named `key` (``PropertyInfo/slot``), or nil.
+    @inline(__always)
+    func slot(named key: String) -> Int? {
+        let length = key.utf8.count
+        guard length + 1 < lengthStarts.count else { return nil }
+        let end = lengthStarts[length + 1]
+        var index = lengthStarts[length]
+        while index < end {
+            if lookupNames[index] == key { return lookupSlots[index] }
+            index += 1
+        }
+        return nil
+    }
 
     /// The property named `key` (what `properties[key]` gives, without hashing the key).
     func property(named key: String) -> PropertyInfo? {
-        let length = key.utf8.count
-        guard length < propertiesByLength.count else { return nil }
-        for property in propertiesByLength[length] where property.name == key { return property }
-        return nil
+        slot(named: key).map { propertyList[$0] }
     }
 }
 

@@ -240,6 +240,23 @@ public struct LogReader: ~Copyable {
         }
     }
 
+    /// ``forEachFields(of:includingSubentities:_:)`` handing `body` each object's values in
+    /// place, by property code (``StoredFields/names``' order, `names` being the entity's
+    /// property names — the same array for every object of the entity, so its storage
+    /// identifies the layout): `body` may take values out (leaving nil), so they move into
+    /// what it builds instead of being copied and released again.
+    public func forEachFieldsInPlace(
+        of entity: String, includingSubentities: Bool = true,
+        _ body: (_ id: StoredObjectID, _ version: UInt64, _ names: [String], _ values: inout [LogValue?]) throws -> IterationDecision
+    ) throws {
+        var buffer: [LogValue?] = []
+        try forEachRecord(of: entity, includingSubentities: includingSubentities) { described, id, key, raw in
+            let version = try writer.decodeFields(raw, entity: described, context: "record \(described.name)/p\(key.primaryKey)", into: &buffer)
+            try writer.addMembers(txn, key, to: &buffer, entity: described)
+            return try body(id, version, described.propertyNames, &buffer)
+        }
+    }
+
     /// Calls `body` with the entity, ID, key and record of each object of `entity` (and its
     /// sub-entities unless told not to), in primary-key order per entity, until it answers
     /// `.stop`. Streams: one record at a time, nothing kept (LMDB allows the body's own reads

@@ -25,6 +25,9 @@ struct TableWriter: CodecCatalog {
     /// The catalog's codes when the writer was made: lookups without the catalog's lock on
     /// the hot path (codes are never changed, only added; misses fall back to the catalog).
     let codes: Catalog.State
+    /// ``codes``' entity names by code, in an array (codes are small and dense): decoding a
+    /// reference names its entity without hashing the code. Codes past it use ``codes``.
+    let entityNamesByCode: [String?]
 
     init(tables: StoreTables, catalog: Catalog, schema: ModelSchema, modelVersion: Int) {
         self.tables = tables
@@ -32,6 +35,11 @@ struct TableWriter: CodecCatalog {
         self.schema = schema
         self.modelVersion = modelVersion
         codes = catalog.snapshot
+        // Dense up to 4,096 codes (an entity code per entity ever stored); any past that are
+        // found in the dictionary.
+        var names = [String?](repeating: nil, count: min(Int(codes.entityNames.keys.max() ?? 0) + 1, 4096))
+        for (code, name) in codes.entityNames where Int(code) < names.count { names[Int(code)] = name }
+        entityNamesByCode = names
     }
 
     // MARK: - Keys
@@ -52,6 +60,7 @@ struct TableWriter: CodecCatalog {
     }
 
     func entityName(_ code: UInt16) throws(LogError) -> String {
+        if Int(code) < entityNamesByCode.count, let name = entityNamesByCode[Int(code)] { return name }
         if let name = codes.entityNames[code] { return name }
         return try catalog.entityName(code)
     }

@@ -30,6 +30,13 @@ func runContextBenchmarks(objects: Int, teamObjects: Int, undoChanges: Int, iter
         try profileContextInsert(model: model, people: people, runs: profileRuns, teams: environmentInt("STRATA_BENCH_C1_TEAMS", 0) == 1)
         return
     }
+    // STRATA_BENCH_C2_ONLY=1: only C2 (fetch all + read), on the store C2–C4 share.
+    if environmentInt("STRATA_BENCH_C2_ONLY", 0) == 1 {
+        let store = try buildContextStore(model: model, people: people)
+        defer { remove(store.directory) }
+        try runContextFetch(model: model, store: store, repetitions: repetitions)
+        return
+    }
     try runContextInsert(model: model, people: people, teamObjects: min(teamObjects, objects), repetitions: repetitions)
     let store = try buildContextStore(model: model, people: people)
     defer { remove(store.directory) }

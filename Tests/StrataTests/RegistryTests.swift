@@ -1,0 +1,139 @@
+import Foundation
+import StrataTestSupport
+import Testing
+
+@testable import Strata
+
+/// The registry keeps permanent IDs per entity by primary key (``ObjectRegistry``): these
+/// check what that could break — one object per ID, entries leaving with their objects,
+/// equal keys of different entities, keys far apart, reset, and IDs made permanent by a save.
+@Suite("Contexts: the object registry")
+struct RegistryTests {
+    /// A league store with `teams` teams and `players` players, every player on the first team.
+    func store(_ dir: TemporaryDirectory, teams: Int, players: Int) async throws -> PersistentStoreCoordinator {
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var first: ManagedObject?
+            for index in 0..<teams {
+                let team = try context.insertNewObject(forEntityName: "Team")
+                team.setValue("team \(index)", forKey: "name")
+                if first == nil { first = team }
+            }
+            for index in 0..<players {
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue("player \(index)", forKey: "lastName")
+                player.setValue(first, forKey: "team")
+            }
+            try context.save()
+        }
+        return coordinator
+    }
+
+    @Test("fetch, release and fetch again: held objects come back as the same instances, released ones leave the registry, one object per ID")
+    func fetchForgetCycles() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try await store(dir, teams: 3, players: 300)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var held: [ManagedObjectID: ManagedObject] = [:]
+            for round in 0..<4 {
+                let players = try context.fetch(FetchRequest(entityName: "Player"))
+                #expect(players.count == 300)
+                #expect(Set(players.map(\.objectID)).count == 300)
+                for player in players {
+                    if let kept = held[player.objectID] { #expect(kept === player, "round \(round): a second instance for \(player.objectID)") }
+                    #expect(context.registeredObject(for: player.objectID) === player)
+                }
+                // Keep every seventh (a different set each round, so some are released).
+                held = [:]
+                for (index, player) in players.enumerated() where (index + round) % 7 == 0 { held[player.objectID] = player }
+            }
+            // Only the held players are registered now (teams were never made).
+            #expect(context.core.registry.count == held.count)
+            for (id, player) in held { #expect(context.registeredObject(for: id) === player) }
+            held = [:]
+            #expect(context.core.registry.count == 0)
+        }
+    }
+
+    @Test("a team and a player with the same primary key are two registered objects; keys far apart and strided are found")
+    func equalKeysOfDifferentEntities() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try await store(dir, teams: 3, players: 3)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let store = try #require(coordinator.persistentStores.first).identifier
+            let teams = try context.fetch(FetchRequest(entityName: "Team"))
+            let players = try context.fetch(FetchRequest(entityName: "Player"))
+            for team in teams {
+                let key = team.objectID.uriRepresentation().lastPathComponent.dropFirst().description
+                let twin = try #require(players.first { $0.objectID.uriRepresentation().lastPathComponent.dropFirst().description == key })
+                #expect(twin !== team)
+                #expect(context.registeredObject(for: team.objectID) === team)
+                #expect(context.registeredObject(for: twin.objectID) === twin)
+            }
+            // Faults by ID, keys in runs, strided and far apart (no store read: object(with:)).
+            var faults: [ManagedObject] = []
+            let keys: [UInt64] = Array(1_000...1_100) + stride(from: 4_096, to: 4_096 * 200, by: 4_096).map { $0 } + [UInt64.max - 1, 1 << 40]
+            for key in keys {
+                faults.append(try context.object(with: .permanent(StoredObjectID(entity: "Team", primaryKey: key), store: store)))
+            }
+            for (key, fault) in zip(keys, faults) {
+                let id = ManagedObjectID.permanent(StoredObjectID(entity: "Team", primaryKey: key), store: store)
+                #expect(context.registeredObject(for: id) === fault)
+                #expect(try context.object(with: id) === fault)
+            }
+            #expect(context.core.registry.count == teams.count + players.count + keys.count)
+            faults.removeAll()
+            #expect(context.core.registry.count == teams.count + players.count)
+            #expect(Set(context.core.registry.keys) == Set((teams + players).map(\.objectID)))
+        }
+    }
+
+    @Test("after a reset, re-fetched objects are new instances and the old ones' release leaves them registered")
+    func resetAndRefetch() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try await store(dir, teams: 2, players: 50)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var old: [ManagedObject] = try context.fetch(FetchRequest(entityName: "Player"))
+            context.reset()
+            #expect(context.core.registry.count == 0)
+            let fresh = try context.fetch(FetchRequest(entityName: "Player"))
+            #expect(zip(old, fresh).allSatisfy { $0 !== $1 && $0.objectID == $1.objectID })
+            old = []
+            #expect(context.core.registry.count == 50)
+            for player in fresh { #expect(context.registeredObject(for: player.objectID) === player) }
+            #expect(fresh.allSatisfy { ($0.value(forKey: "lastName") as? String)?.hasPrefix("player ") == true })
+        }
+    }
+
+    @Test("objects inserted and saved are found under their permanent IDs, and leave the registry when released")
+    func temporaryToPermanent() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try await store(dir, teams: 1, players: 10)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var inserted: [ManagedObject] = []
+            for index in 0..<40 {
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue("new \(index)", forKey: "lastName")
+                inserted.append(player)
+            }
+            let temporary = inserted.map(\.objectID)
+            #expect(context.core.registry.count == 40)
+            try context.save()
+            #expect(inserted.allSatisfy { !$0.objectID.isTemporaryID })
+            for (object, old) in zip(inserted, temporary) {
+                #expect(context.registeredObject(for: object.objectID) === object)
+                #expect(context.registeredObject(for: old) == nil)
+            }
+            #expect(context.core.registry.count == 40)
+            // A fetch finds the saved instances, not new ones.
+            let fetched = try context.fetch(FetchRequest(entityName: "Player"))
+            #expect(fetched.count == 50)
+            for object in inserted { #expect(fetched.contains { $0 === object }) }
+            let ids = inserted.map(\.objectID)
+            inserted = []
+            // The fetched array still holds them all.
+            #expect(context.core.registry.count == 50)
+            for id in ids { #expect(context.registeredObject(for: id) != nil) }
+        }
+    }
+}
