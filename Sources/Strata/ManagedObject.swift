@@ -4,11 +4,9 @@ public import StrataPredicate
 
 /// What a context passes to ``ManagedObject/init(_:)`` when it creates an object; opaque to apps.
 public struct ObjectCreation {
-    // Unowned: whoever makes a creation holds the entity and the registry until the object
-    // is made, which then holds them itself — passing one to `init` retains nothing.
-    unowned(unsafe) let entity: EntityInfo
+    let entity: EntityInfo
     let objectID: ManagedObjectID
-    unowned(unsafe) let registry: ObjectRegistry
+    let registry: ObjectRegistry
 }
 
 /// Which snapshot events woke an object (`awake(fromSnapshotEvents:)`).
