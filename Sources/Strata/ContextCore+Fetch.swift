@@ -255,31 +255,12 @@ final class FetchExecution {
     /// The row as the context holds values, from values by property code: each code's
     /// property (and slot) is looked up once per layout, not per object.
     func row(_ fields: StoredFields, _ info: EntityInfo) -> PropertyRow {
-        let layout: RowLayout
-        if let known = layouts.first(where: { $0.layout == fields.layout && $0.info === info }) {
-            layout = known
-        } else {
-            layout = RowLayout(layout: fields.layout, info: info, properties: fields.names.map { info.properties[$0] })
-            layouts.append(layout)
-        }
+        let layout = rowLayout(fields.layout, info) { fields.names }
         var row = PropertyRow(info: info)
         let count = min(layout.slots.count, fields.values.count)
         row.values.withUnsafeMutableBufferPointer { slots in
             fields.values.withUnsafeBufferPointer { values in
-                layout.slots.withUnsafeBufferPointer { codeSlots in
-                    for code in 0..<count {
-                        // `properties` are `info`'s own: their slots are the row's.
-                        let slot = codeSlots[code]
-                        guard slot >= 0 else { continue }
-                        switch values[code] {
-                        case nil: continue
-                        case .attribute(let value)?: slots[slot] = .attribute(value)
-                        case .reference(let id)?: slots[slot] = toOne(id)
-                        case let value?:
-                            if let property = layout.properties[code] { slots[slot] = core.propertyValue(value, property, storeUUID: storeUUID) }
-                        }
-                    }
-                }
+                for code in 0..<count { fill(&slots, layout, code, values[code]) }
             }
         }
         return row
@@ -289,34 +270,39 @@ final class FetchExecution {
     /// what ``row(_:_:)`` makes of stored fields, without copying each value and releasing it again.
     func row(taking values: inout [LogValue?], _ names: [String], _ info: EntityInfo) -> PropertyRow {
         let identity = names.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
-        let layout: RowLayout
-        if let known = layouts.first(where: { $0.layout == identity && $0.info === info }) {
-            layout = known
-        } else {
-            layout = RowLayout(layout: identity, info: info, properties: names.map { info.properties[$0] })
-            layouts.append(layout)
-        }
+        let layout = rowLayout(identity, info) { names }
         var row = PropertyRow(info: info)
         let count = min(layout.slots.count, values.count)
         row.values.withUnsafeMutableBufferPointer { slots in
             values.withUnsafeMutableBufferPointer { values in
-                layout.slots.withUnsafeBufferPointer { codeSlots in
-                    for code in 0..<count {
-                        // `properties` are `info`'s own: their slots are the row's.
-                        let slot = codeSlots[code]
-                        guard slot >= 0 else { continue }
-                        switch values[code].take() {
-                        case nil: continue
-                        case .attribute(let value)?: slots[slot] = .attribute(value)
-                        case .reference(let id)?: slots[slot] = toOne(id)
-                        case let value?:
-                            if let property = layout.properties[code] { slots[slot] = core.propertyValue(value, property, storeUUID: storeUUID) }
-                        }
-                    }
-                }
+                for code in 0..<count { fill(&slots, layout, code, values[code].take()) }
             }
         }
         return row
+    }
+
+    /// The layout of records whose property names are `identity` (made from `names` the
+    /// first time it is seen).
+    private func rowLayout(_ identity: UnsafeRawPointer?, _ info: EntityInfo, _ names: () -> [String]) -> RowLayout {
+        if let known = layouts.first(where: { $0.layout == identity && $0.info === info }) { return known }
+        let layout = RowLayout(layout: identity, info: info, properties: names().map { info.properties[$0] })
+        layouts.append(layout)
+        return layout
+    }
+
+    /// Puts the value of property code `code` in its slot of the row (`properties` are
+    /// `info`'s own: their slots are the row's).
+    @inline(__always)
+    private func fill(_ slots: inout UnsafeMutableBufferPointer<PropertyValue?>, _ layout: RowLayout, _ code: Int, _ value: LogValue?) {
+        let slot = layout.slots[code]
+        guard slot >= 0 else { return }
+        switch value {
+        case nil: return
+        case .attribute(let value)?: slots[slot] = .attribute(value)
+        case .reference(let id)?: slots[slot] = toOne(id)
+        case let value?:
+            if let property = layout.properties[code] { slots[slot] = core.propertyValue(value, property, storeUUID: storeUUID) }
+        }
     }
 
     /// Recent to-one values by the low bits of their key: rows naming the same object (every
