@@ -77,7 +77,7 @@ extension ContextCore {
         return order.map { index in
             FetchExecution.Match.materialize(matches, index, self, lookUp: !knowsNone) { info in
                 if let known = classes.first(where: { $0.info === info }) { return known.type }
-                let type = self.coordinator.objectClass(for: info.entity)
+                let type = self.coordinator.objectClass(for: info)
                 classes.append((info, type))
                 return type
             }
@@ -569,7 +569,7 @@ final class FetchExecution {
     func plainObjects(_ reader: borrowing LogReader, lookUp: Bool) throws -> [ManagedObject] {
         var result: [ManagedObject] = []
         for (name, info) in entities {
-            let type = core.coordinator.objectClass(for: info.entity)
+            let type = core.coordinator.objectClass(for: info)
             try reader.forEachFieldsInPlace(of: name, includingSubentities: false) { stored, version, names, values in
                 let id = ManagedObjectID.permanent(stored, store: storeUUID)
                 let object = (lookUp ? core.registered(id) : nil) ?? core.makeObject(id, info: info, type: type)

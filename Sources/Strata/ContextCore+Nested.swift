@@ -256,7 +256,7 @@ extension ContextCore {
 
     /// An object a child inserted, inserted here under the child's ID.
     private func insertPushed(_ id: ManagedObjectID, info: EntityInfo) -> ManagedObject {
-        let object = coordinator.objectClass(for: info.entity).init(ObjectCreation(entity: info, objectID: id, registry: objects))
+        let object = coordinator.objectClass(for: info).init(ObjectCreation(entity: info, objectID: id, registry: objects))
         object.isInsertedFlag = true
         object.committed = [:]
         register(object)

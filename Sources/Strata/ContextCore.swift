@@ -487,13 +487,13 @@ final class ContextCore {
             assert(retained[object.objectID] === object, "an inserted object is retained")
             return
         }
-        if !object.isInsertedFlag, let value = object.changes[property.name],
+        if let value = object.changes[property.name],
             let committed = object.committedValue(property) ?? (property.isRelationship && !property.isRecorded ? nil : property.emptyValue),
             committed == value
         {
             object.changes[property.name] = nil
         }
-        if !object.isInsertedFlag && object.changes.isEmpty && !object.isDeletedFlag && !restored.contains(object.objectID) {
+        if object.changes.isEmpty && !object.isDeletedFlag && !restored.contains(object.objectID) {
             retained[object.objectID] = nil
         } else {
             markChanged(object)

@@ -180,20 +180,11 @@ public final class PersistentStoreCoordinator: Sendable {
         state.withLock { $0.classes[entityName] = type }
     }
 
-    /// The class for objects of `entity`.
-    /// The class for an entity's objects, by the names ``EntityInfo/classLookupNames``
-    /// lists (the entity's, then its ancestors'), without copying the description.
+    /// The class for an entity's objects: the one registered for the entity, else for its
+    /// nearest ancestor (``EntityInfo/classLookupNames``), else `ManagedObject`.
     func objectClass(for info: EntityInfo) -> ManagedObject.Type {
         state.withLock { state in
             for name in info.classLookupNames { if let type = state.classes[name] { return type } }
-            return ManagedObject.self
-        }
-    }
-
-    func objectClass(for entity: EntityDescription) -> ManagedObject.Type {
-        state.withLock { state in
-            if let type = state.classes[entity.name] { return type }
-            for ancestor in entity.superentityNames { if let type = state.classes[ancestor] { return type } }
             return ManagedObject.self
         }
     }

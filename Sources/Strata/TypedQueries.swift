@@ -63,7 +63,7 @@ final class KeyProbe {
     init(core: ContextCore) { self.core = core }
 
     func makeProbe(for entity: EntityInfo) -> ManagedObject {
-        let type = core.coordinator.objectClass(for: entity.entity)
+        let type = core.coordinator.objectClass(for: entity)
         let probe = type.init(ObjectCreation(entity: entity, objectID: .temporary(entity.entity.name), registry: core.objects))
         probe.keyProbe = self
         probes.append(probe)
