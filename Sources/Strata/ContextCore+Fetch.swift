@@ -73,9 +73,8 @@ extension ContextCore {
         if let plain { return plain }
         // The class of each entity's objects, looked up once per fetch, not per object.
         var classes: [(info: EntityInfo, type: ManagedObject.Type)] = []
-        let knowsNone = knewNone
         return order.map { index in
-            FetchExecution.Match.materialize(matches, index, self, lookUp: !knowsNone) { info in
+            FetchExecution.Match.materialize(matches, index, self, lookUp: !knewNone) { info in
                 if let known = classes.first(where: { $0.info === info }) { return known.type }
                 let type = self.coordinator.objectClass(for: info)
                 classes.append((info, type))
