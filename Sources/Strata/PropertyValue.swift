@@ -288,11 +288,11 @@ final class EntityInfo: Sendable {
 /// `[String: PropertyValue]` of the same values holds; nil slots are absent keys.
 struct PropertyRow {
     let info: EntityInfo
-    var values: ContiguousArray<PropertyValue?>
+    var values: RowSlots
 
     init(info: EntityInfo) {
         self.info = info
-        values = ContiguousArray(repeating: nil, count: info.propertyList.count)
+        values = RowSlots(count: info.propertyList.count)
     }
 
     init(info: EntityInfo, _ dictionary: [String: PropertyValue]) {
@@ -327,8 +327,77 @@ struct PropertyRow {
     var dictionary: [String: PropertyValue] {
         var result: [String: PropertyValue] = [:]
         result.reserveCapacity(values.count)
-        for (property, value) in zip(info.propertyList, values) { if let value { result[property.name] = value } }
+        for (property, slot) in zip(info.propertyList, 0..<values.count) { if let value = values[slot] { result[property.name] = value } }
         return result
+    }
+}
+
+/// A row's values by slot, with value semantics (copied on write), like a
+/// `ContiguousArray<PropertyValue?>` of fixed length. Its storage is a non-generic class,
+/// so making a row costs one allocation and no generic metadata lookup (an array of
+/// `PropertyValue?` looks its storage type up at run time on every allocation), and
+/// freeing one destroys its values without the runtime's generic array destruction.
+struct RowSlots {
+    private var storage: RowSlotStorage
+    /// The first slot of ``storage``, kept so that a read is a plain load. Reaching the
+    /// slots through `ManagedBuffer`'s closures pins the storage (`_fixLifetime`), and a
+    /// row held by an object was then copied (a retain and a release) on every read.
+    private var base: UnsafeMutablePointer<PropertyValue?>
+
+    /// `count` empty (nil) slots.
+    init(count: Int) {
+        storage = RowSlotStorage.make(count: count)
+        base = storage.slots
+    }
+
+    /// The number of slots.
+    var count: Int { storage.header }
+
+    subscript(slot: Int) -> PropertyValue? {
+        @inline(__always) get {
+            precondition(slot >= 0 && slot < count, "slot out of range")
+            return base[slot]
+        }
+        set {
+            precondition(slot >= 0 && slot < count, "slot out of range")
+            makeUnique()
+            base[slot] = newValue
+        }
+    }
+
+    /// Calls `body` with the slots to change in place.
+    mutating func withUnsafeMutableBufferPointer<R>(_ body: (inout UnsafeMutableBufferPointer<PropertyValue?>) throws -> R) rethrows -> R {
+        makeUnique()
+        var buffer = UnsafeMutableBufferPointer(start: base, count: count)
+        return try withExtendedLifetime(storage) { try body(&buffer) }
+    }
+
+    private mutating func makeUnique() {
+        guard !isKnownUniquelyReferenced(&storage) else { return }
+        let copy = RowSlotStorage.make(count: count)
+        copy.slots.initialize(from: base, count: count)
+        storage = copy
+        base = copy.slots
+    }
+}
+
+/// ``RowSlots``' storage: the slot count (the header), then the slots.
+final class RowSlotStorage: ManagedBuffer<Int, PropertyValue?> {
+    /// Storage of `count` nil slots.
+    static func make(count: Int) -> RowSlotStorage {
+        let buffer = unsafeDowncast(RowSlotStorage.create(minimumCapacity: count) { _ in count }, to: RowSlotStorage.self)
+        buffer.slots.initialize(repeating: nil, count: count)
+        return buffer
+    }
+
+    /// The first slot; valid while the storage is alive.
+    var slots: UnsafeMutablePointer<PropertyValue?> { withUnsafeMutablePointerToElements { $0 } }
+
+    deinit {
+        // One slot at a time: destroying them as one range goes through the runtime's
+        // generic array destruction.
+        let slots = self.slots
+        for slot in 0..<header { (slots + slot).deinitialize(count: 1) }
     }
 }
 
