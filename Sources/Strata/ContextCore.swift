@@ -397,7 +397,9 @@ final class ContextCore {
     /// A new object of `type` (the class registered for the entity when nil), registered.
     func makeObject(_ id: ManagedObjectID, info: EntityInfo, type: ManagedObject.Type? = nil) -> ManagedObject {
         let type = type ?? coordinator.objectClass(for: info)
-        let object = type.init(ObjectCreation(entity: info, objectID: id, registry: objects))
+        let object = type == ManagedObject.self
+            ? ManagedObject(info: info, objectID: id, registry: objects)
+            : type.init(ObjectCreation(entity: info, objectID: id, registry: objects))
         register(object)
         return object
     }

@@ -185,6 +185,15 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         valuesStamp = creation.registry.nextStamp()
     }
 
+    /// What ``init(_:)`` does, for the class itself (no subclass): the context makes plain
+    /// objects this way, without building an ``ObjectCreation`` to take apart again.
+    init(info: EntityInfo, objectID: ManagedObjectID, registry: ObjectRegistry) {
+        self.info = info
+        self.objectID = objectID
+        self.registry = registry
+        valuesStamp = registry.nextStamp()
+    }
+
     deinit {
         // The context's registry doesn't retain the object: take its entry out.
         registry.forget(self)
