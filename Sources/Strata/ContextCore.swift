@@ -138,18 +138,14 @@ final class ObjectRegistry: Sequence {
     }
 }
 
-/// One entity's registry entries by primary key, in pages of 16 consecutive keys: objects
-/// made and freed in key order touch their pages in order. Pages of keys below
-/// ``directoryLimit`` (a store assigns an entity's keys from 1 up) are found by position in
-/// a directory, so registering or forgetting an entry is two array accesses; pages of
-/// larger keys are found by page number in a dictionary. A page goes when its last entry
-/// does, so a table holds at most one page per entry (and the directory at most one slot
-/// per 16 keys below the limit: 512 KiB at most).
+/// One entity's registry entries by primary key, in pages of 16 consecutive keys found by
+/// page number: registering or forgetting an entry is one lookup in the small table of
+/// pages and a write in the page — no probing, however the keys are spread, and objects
+/// made and freed in key order touch their pages in order. A page goes when its last entry
+/// does, so a table holds at most one page per entry.
 struct KeyTable {
     typealias Page = ContiguousArray<UnsafeMutableRawPointer?>
     private static var emptyPage: Page { Page(repeating: nil, count: 16) }
-    /// Page numbers below this are positions in ``directory``.
-    static let directoryLimit: UInt64 = 1 << 16
 
     /// A page number (a key without its low four bits), hashed by one mixing pass.
     struct PageNumber: Hashable {
@@ -168,9 +164,6 @@ struct KeyTable {
         }
     }
 
-    /// The pages of numbers below ``directoryLimit``, by number (nil: no entry there).
-    private var directory: [Page?] = []
-    /// The pages of larger numbers.
     private var pages: [PageNumber: Page] = [:]
     /// The number of entries.
     private(set) var count = 0
@@ -179,35 +172,17 @@ struct KeyTable {
 
     subscript(key: UInt64) -> WeakObject? {
         get {
-            let number = key >> 4, slot = Int(key & 15)
-            let pointer: UnsafeMutableRawPointer?
-            if number < Self.directoryLimit {
-                guard number < directory.count else { return nil }
-                pointer = directory[Int(number)]?[slot] ?? nil
-            } else {
-                pointer = pages[PageNumber(value: number)]?[slot] ?? nil
-            }
-            return pointer.map { WeakObject(reference: .fromOpaque($0)) }
+            guard let page = pages[PageNumber(value: key >> 4)], let pointer = page[Int(key & 15)] else { return nil }
+            return WeakObject(reference: .fromOpaque(pointer))
         }
         set {
-            let number = key >> 4, slot = Int(key & 15)
-            if number < Self.directoryLimit {
-                let index = Int(number)
-                if let newValue {
-                    if index >= directory.count { directory.append(contentsOf: repeatElement(nil, count: index + 1 - directory.count)) }
-                    if directory[index] == nil { directory[index] = Self.emptyPage }
-                    let old = directory[index]?[slot] ?? nil
-                    directory[index]?[slot] = newValue.reference.toOpaque()
-                    if old == nil { count += 1 }
-                } else {
-                    guard index < directory.count, directory[index]?[slot] != nil else { return }
-                    clearDirectory(index, slot)
-                }
-            } else if let newValue {
-                let old = Self.exchange(&pages[PageNumber(value: number), default: Self.emptyPage], slot, newValue.reference.toOpaque())
+            let number = PageNumber(value: key >> 4), slot = Int(key & 15)
+            if let newValue {
+                let pointer = newValue.reference.toOpaque()
+                let old = Self.exchange(&pages[number, default: Self.emptyPage], slot, pointer)
                 if old == nil { count += 1 }
             } else {
-                guard let index = pages.index(forKey: PageNumber(value: number)), pages.values[index][slot] != nil else { return }
+                guard let index = pages.index(forKey: number), pages.values[index][slot] != nil else { return }
                 clear(index, slot)
             }
         }
@@ -220,12 +195,6 @@ struct KeyTable {
         return old
     }
 
-    private mutating func clearDirectory(_ index: Int, _ slot: Int) {
-        directory[index]?[slot] = nil
-        count -= 1
-        if directory[index]?.allSatisfy({ $0 == nil }) ?? false { directory[index] = nil }
-    }
-
     private mutating func clear(_ index: Dictionary<PageNumber, Page>.Index, _ slot: Int) {
         pages.values[index][slot] = nil
         count -= 1
@@ -234,30 +203,21 @@ struct KeyTable {
 
     /// Removes the entry of `key` if it holds `pointer`.
     mutating func remove(_ key: UInt64, ifItHolds pointer: UnsafeMutableRawPointer) {
-        let number = key >> 4, slot = Int(key & 15)
-        if number < Self.directoryLimit {
-            let index = Int(number)
-            guard index < directory.count, directory[index]?[slot] == pointer else { return }
-            clearDirectory(index, slot)
-        } else {
-            guard let index = pages.index(forKey: PageNumber(value: number)), pages.values[index][slot] == pointer else { return }
-            clear(index, slot)
-        }
+        let slot = Int(key & 15)
+        guard let index = pages.index(forKey: PageNumber(value: key >> 4)), pages.values[index][slot] == pointer else { return }
+        clear(index, slot)
     }
 
     /// Calls `body` with every entry.
     func forEach(_ body: (UInt64, WeakObject) -> Void) {
-        func visit(_ number: UInt64, _ page: Page) {
+        for (number, page) in pages {
             for (slot, pointer) in page.enumerated() {
-                if let pointer { body(number << 4 | UInt64(slot), WeakObject(reference: .fromOpaque(pointer))) }
+                if let pointer { body(number.value << 4 | UInt64(slot), WeakObject(reference: .fromOpaque(pointer))) }
             }
         }
-        for (number, page) in directory.enumerated() { if let page { visit(UInt64(number), page) } }
-        for (number, page) in pages { visit(number.value, page) }
     }
 
     mutating func removeAll() {
-        directory = []
         pages.removeAll()
         count = 0
     }
