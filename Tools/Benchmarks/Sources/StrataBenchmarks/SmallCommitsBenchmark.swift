@@ -75,6 +75,27 @@ func runSmallCommitsBenchmark(commits: Int, repetitions: Int) throws {
         },
         teardown: { run in remove(run.directory) })
 
+    // The second floor: the records Strata's commits wrote, put raw, in its tables and in one tree.
+    var setupDraft = TransactionDraft(author: "bench")
+    let setupTeams = teamNames.map { setupDraft.insert("Team", values: ["name": .attribute(.string($0))]) }
+    let writeSet = try smallCommitWriteSet(model: model, setup: setupDraft) { result in
+        let teams = setupTeams.map { result.permanentID(for: $0).map(DraftObjectID.stored) }
+        return people.map { person in
+            var draft = TransactionDraft(author: "bench")
+            if let team = teams[person.team] { draft.insert("Person", values: person.draftValues(team: team)) }
+            return draft
+        }
+    }
+    let byTable = writeSet.recordsPerCommitByTable.map { String(format: "%@ %.1f", $0.table, $0.records) }.joined(separator: ", ")
+    say(String(format: "  Strata's write set: %.1f records, %.0f bytes per commit (%@); %d records not attributed to a commit",
+        writeSet.recordsPerCommit, writeSet.bytesPerCommit, byTable, writeSet.unattributed))
+    let writeSetFloor = try measure(
+        "raw LMDB, Strata's write set per commit, its tables", repetitions: repetitions,
+        setup: { try WriteSetFloorRun(writeSet, oneTree: false) }, body: { run in try run.run(writeSet) })
+    let oneTree = try measure(
+        "raw LMDB, Strata's write set per commit, one tree", repetitions: repetitions,
+        setup: { try WriteSetFloorRun(writeSet, oneTree: true) }, body: { run in try run.run(writeSet) })
+
     let grdbPeople = people.map(GRDBPerson.init)
     let grdbTeams = teamNames.enumerated().map { GRDBTeam(id: Int64($0.offset + 1), name: $0.element) }
     let grdb = try measure(
@@ -96,9 +117,14 @@ func runSmallCommitsBenchmark(commits: Int, repetitions: Int) throws {
     let toFloor = ratio(perStrata, perFloor)
     say("  Strata ÷ floor = \(toFloor)   (target ≤ 1.20×; by min \(ratio(strata.minSeconds / n, floor.minSeconds / Double(state.batch.count))))")
     say("  Strata ÷ GRDB  = \(ratio(perStrata, perGRDB))   (context)")
+    let perWriteSet = writeSetFloor.medianSeconds / n, perOneTree = oneTree.medianSeconds / n
+    say("  Strata's write set, raw: in its tables \(format(seconds: perWriteSet)) (\(ratio(perWriteSet, perFloor)) the floor; Strata ÷ it = \(ratio(perStrata, perWriteSet))), in one tree \(format(seconds: perOneTree)) (\(ratio(perOneTree, perFloor)) the floor)")
     let name = "2. \(commits) small durable commits"
     record(name, "Strata ÷ raw LMDB per commit", toFloor, target: "≤ 1.2×")
     record(name, "Strata ÷ GRDB per commit", ratio(perStrata, perGRDB), target: "(context)")
+    record(name, "Strata's write set, raw, its tables ÷ floor", ratio(perWriteSet, perFloor), target: "(context)")
+    record(name, "Strata ÷ its write set, raw", ratio(perStrata, perWriteSet), target: "(context)")
+    record(name, "Strata's write set, raw, one tree ÷ floor", ratio(perOneTree, perFloor), target: "(context)")
     record(name, "per commit Strata / floor / GRDB",
         "\(format(seconds: perStrata)) / \(format(seconds: perFloor)) / \(format(seconds: perGRDB))")
 }
