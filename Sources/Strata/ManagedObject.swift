@@ -38,7 +38,7 @@ public struct SnapshotEvents: OptionSet, Sendable {
 ///
 /// ```swift
 /// final class Run: ManagedObject {
-///     var processID: Int32 { get { value(forKey: "processID") as? Int32 ?? 0 } set { setValue(newValue, forKey: "processID") } }
+///     var processID: Int32 { get { self.get("processID") ?? 0 } set { setValue(newValue, forKey: "processID") } }
 ///     override func awakeFromInsert() { setPrimitiveValue(Date(), forKey: "date") }
 ///     override func setNilValueForKey(_ key: String) { key == "processID" ? setValue(Int32(0), forKey: key) : super.setNilValueForKey(key) }
 /// }
@@ -310,8 +310,37 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         MutableRelationship(owner: self, key: key)
     }
 
-    /// Typed read: the value of `key` as `T`, or nil.
-    public func get<T>(_ key: String, as type: T.Type = T.self) -> T? { value(forKey: key) as? T }
+    /// Typed read: the value of `key` as `T`, or nil — what `value(forKey: key) as? T`
+    /// gives, the way a custom class's typed properties read their values.
+    ///
+    /// Like the accessors Core Data generates for `@NSManaged` properties, it reads the
+    /// property directly: a fetched, unchanged attribute comes straight from the object's
+    /// row as `T`, without boxing it in an `Any` and casting it back. Everything else
+    /// (relationships, changed or transient values, a fault without a row, key-path probes)
+    /// goes through ``value(forKey:)``. An override of `value(forKey:)` (which Core Data
+    /// forbids) is therefore not always consulted.
+    ///
+    /// ```swift
+    /// final class Run: ManagedObject {
+    ///     var processID: Int32 { get { self.get("processID") ?? 0 } set { setValue(newValue, forKey: "processID") } }
+    /// }
+    /// ```
+    @inlinable
+    public final func get<T>(_ key: String, as type: T.Type = T.self) -> T? {
+        if let attribute = rowAttribute(forKey: key) { return attribute.value(as: T.self) }
+        return value(forKey: key) as? T
+    }
+
+    /// The value of the unchanged, persistent attribute `key`, from the committed values
+    /// held by slot (firing the fault from its fetched row first, as ``value(forKey:)``
+    /// does); nil when it isn't one (the caller then asks ``value(forKey:)``).
+    @usableFromInline
+    final func rowAttribute(forKey key: String) -> AttributeValue? {
+        guard keyProbe == nil, changes.isEmpty, let slot = info.slot(named: key), !info.transientSlots[slot] else { return nil }
+        if fastCommitted == nil, storedCommitted == nil, !isInsertedFlag { _ = fireFromRow() }
+        guard changes.isEmpty else { return nil }
+        return fastCommitted?.attribute(at: slot, of: info)
+    }
 
     /// Loads the object's values now if it is a fault.
     ///

@@ -110,6 +110,33 @@ extension AttributeValue {
 
     // MARK: - Typed access
 
+    /// The value as `T`, when it is one: what `anyValue as? T` gives, without putting the
+    /// value in an existential first (inlined, the cast to a concrete `T` is resolved at
+    /// compile time).
+    ///
+    /// ```swift
+    /// AttributeValue.string("Ann").value(as: String.self)  // "Ann"
+    /// AttributeValue.int32(7).value(as: Int.self)          // nil: an Int32 is not an Int
+    /// ```
+    @inlinable
+    public func value<T>(as type: T.Type = T.self) -> T? {
+        switch self {
+        case .int16(let v): v as? T
+        case .int32(let v): v as? T
+        case .int64(let v): v as? T
+        case .decimal(let v): v as? T
+        case .double(let v): v as? T
+        case .float(let v): v as? T
+        case .string(let v): v as? T
+        case .boolean(let v): v as? T
+        case .date(let v): v as? T
+        case .binaryData(let v): v as? T
+        case .uuid(let v): v as? T
+        case .uri(let v): v as? T
+        case .transformable(let v): v as? T
+        }
+    }
+
     /// The value as an `Int` for integer cases (and booleans, as `NSNumber` does); nil
     /// otherwise.
     ///

@@ -21,10 +21,10 @@ func privateContext(_ coordinator: PersistentStoreCoordinator, name: String? = n
 /// Seed 001's `Run`: `date` set in `awakeFromInsert`, `processID` set to 0 when nil.
 final class Run: ManagedObject {
     var processID: Int32 {
-        get { value(forKey: "processID") as? Int32 ?? 0 }
+        get { self.get("processID") ?? 0 }
         set { setValue(newValue, forKey: "processID") }
     }
-    var date: Date? { value(forKey: "date") as? Date }
+    var date: Date? { self.get("date") }
 
     override func awakeFromInsert() {
         super.awakeFromInsert()

@@ -3,14 +3,14 @@ import Strata
 import StrataTestSupport
 import Testing
 
-/// Seed 003's person as a custom class with typed properties read through `value(forKey:)`.
+/// Seed 003's person as a custom class with typed properties read through `get(_:as:)`.
 final class PersonObject: ManagedObject {
-    var firstName: String? { value(forKey: "firstName") as? String }
-    var lastName: String? { value(forKey: "lastName") as? String }
-    var age: Int32 { value(forKey: "age") as? Int32 ?? 0 }
-    var email: String? { value(forKey: "email") as? String }
-    var score: Double { value(forKey: "score") as? Double ?? 0 }
-    var team: TeamObject? { value(forKey: "team") as? TeamObject }
+    var firstName: String? { self.get("firstName") }
+    var lastName: String? { self.get("lastName") }
+    var age: Int32 { self.get("age") ?? 0 }
+    var email: String? { self.get("email") }
+    var score: Double { self.get("score") ?? 0 }
+    var team: TeamObject? { self.get("team") }
     /// Reads two properties: not a single model key path.
     var fullName: String { "\(firstName ?? "") \(lastName ?? "")" }
     /// Not backed by the model at all.
