@@ -257,13 +257,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             // A fetched property: its fetch runs each time it is read.
             return core?.fetchedPropertyValue(self, key)
         }
-        // An unchanged stored attribute held by slot: read in place (a fault fetched with
-        // its row fires from it first, and its awakeFromFetch may change values), without
-        // taking the property's description.
-        if changes.isEmpty, !info.transientSlots[slot] {
-            if fastCommitted == nil, storedCommitted == nil, !isInsertedFlag { _ = fireFromRow() }
-            if changes.isEmpty, let value = fastCommitted?.attribute(at: slot, of: info) { return value.anyValue }
-        }
+        if let value = rowAttribute(at: slot) { return value.anyValue }
         let property = info.propertyList[slot]
         return externalValue(currentValue(property), ordered: property.isOrdered)
     }
@@ -331,12 +325,21 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         return value(forKey: key) as? T
     }
 
-    /// The value of the unchanged, persistent attribute `key`, from the committed values
-    /// held by slot (firing the fault from its fetched row first, as ``value(forKey:)``
-    /// does); nil when it isn't one (the caller then asks ``value(forKey:)``).
+    /// ``rowAttribute(at:)`` for the property named `key`; nil as well for a key-path probe
+    /// (which must see the read through ``value(forKey:)``) or a key that isn't a property.
     @usableFromInline
     final func rowAttribute(forKey key: String) -> AttributeValue? {
-        guard keyProbe == nil, changes.isEmpty, let slot = info.slot(named: key), !info.transientSlots[slot] else { return nil }
+        guard keyProbe == nil, let slot = info.slot(named: key) else { return nil }
+        return rowAttribute(at: slot)
+    }
+
+    /// The value of the unchanged, persistent attribute in `slot`, read in place from the
+    /// committed values held by slot, without taking the property's description (a fault
+    /// fetched with its row fires from it first, and its `awakeFromFetch` may change
+    /// values); nil when it isn't one, and the caller takes the general path.
+    @inline(__always)
+    final func rowAttribute(at slot: Int) -> AttributeValue? {
+        guard changes.isEmpty, !info.transientSlots[slot] else { return nil }
         if fastCommitted == nil, storedCommitted == nil, !isInsertedFlag { _ = fireFromRow() }
         guard changes.isEmpty else { return nil }
         return fastCommitted?.attribute(at: slot, of: info)
