@@ -122,10 +122,10 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// Fires the fault from the fetched row it holds, if it holds one (no context needed):
     /// the row becomes the committed values, in the form it is held in. False otherwise.
     func fireFromRow() -> Bool {
-        if let row = fastRow {
-            fastRow = nil
-            storedCommitted = nil
-            fastCommitted = row
+        if fastRow != nil {
+            // Moved, not copied (no retain and release); one new values stamp, not two.
+            if storedCommitted != nil { storedCommitted = nil }
+            fastCommitted = fastRow.take()
         } else if let row = storedRow {
             committed = row
             storedRow = nil

@@ -396,8 +396,18 @@ final class RowSlotStorage: ManagedBuffer<Int, PropertyValue?> {
     deinit {
         // One slot at a time: destroying them as one range goes through the runtime's
         // generic array destruction.
+        // Slots holding nothing to release (nil, or a number, a Boolean or a date) are
+        // skipped, without a call to the value's destroy witness.
         let slots = self.slots
-        for slot in 0..<header { (slots + slot).deinitialize(count: 1) }
+        for slot in 0..<header {
+            switch slots[slot] {
+            case nil, .attribute(nil)?, .attribute(.int16?)?, .attribute(.int32?)?, .attribute(.int64?)?,
+                .attribute(.double?)?, .attribute(.float?)?, .attribute(.boolean?)?, .attribute(.date?)?:
+                continue
+            default:
+                (slots + slot).deinitialize(count: 1)
+            }
+        }
     }
 }
 

@@ -134,8 +134,26 @@ struct ByteReader {
         let raw = try rawBytes(n)
         // ASCII is valid UTF-8: decode it directly (the validating initializer is generic
         // and unspecialized here, several times slower per string).
-        if raw.allSatisfy({ $0 < 0x80 }) { return String(decoding: raw, as: UTF8.self) }
+        if Self.isASCII(raw) { return String(decoding: raw, as: UTF8.self) }
         guard let s = String(validating: raw, as: UTF8.self) else { throw failure("invalid UTF-8 in a string") }
         return s
+    }
+
+    /// Whether every byte is below 0x80: eight bytes at a time, then the rest one by one.
+    @inline(__always)
+    static func isASCII(_ raw: UnsafeRawBufferPointer) -> Bool {
+        guard let base = raw.baseAddress else { return true }
+        let count = raw.count
+        var index = 0
+        var high: UInt64 = 0
+        while index + 8 <= count {
+            high |= base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            index += 8
+        }
+        while index < count {
+            high |= UInt64(base.load(fromByteOffset: index, as: UInt8.self))
+            index += 1
+        }
+        return high & 0x8080_8080_8080_8080 == 0
     }
 }

@@ -30,11 +30,13 @@ func runContextBenchmarks(objects: Int, teamObjects: Int, undoChanges: Int, iter
         try profileContextInsert(model: model, people: people, runs: profileRuns, teams: environmentInt("STRATA_BENCH_C1_TEAMS", 0) == 1)
         return
     }
-    // STRATA_BENCH_C2_ONLY=1: only C2 (fetch all + read), on the store C2–C4 share.
-    if environmentInt("STRATA_BENCH_C2_ONLY", 0) == 1 {
+    // STRATA_BENCH_C2_ONLY=1: only C2 (fetch all + read), on the store C2–C4 share;
+    // STRATA_BENCH_C2_ONLY=2: only C2's typed-reads line (no peers), for a profiler.
+    let c2Only = environmentInt("STRATA_BENCH_C2_ONLY", 0)
+    if c2Only == 1 || c2Only == 2 {
         let store = try buildContextStore(model: model, people: people)
         defer { remove(store.directory) }
-        try runContextFetch(model: model, store: store, repetitions: repetitions)
+        try runContextFetch(model: model, store: store, repetitions: repetitions, typedOnly: c2Only == 2)
         return
     }
     try runContextInsert(model: model, people: people, teamObjects: min(teamObjects, objects), repetitions: repetitions)
@@ -296,9 +298,47 @@ private func writePeople(_ people: [PersonRow], toStoreIn directory: String, mod
 
 // MARK: - C2. Fetch all and read every attribute
 
-private func runContextFetch(model: ManagedObjectModel, store: ContextStore, repetitions: Int) throws {
+/// C2's reads the way a custom class's typed properties make them (`get(_:as:)`, Core
+/// Data's generated accessors' counterpart): no `Any` in between. The timing and the checksum.
+private func measureTypedFetch(model: ManagedObjectModel, store: ContextStore, repetitions: Int) throws -> (Stats, checksum: Int) {
+    final class Run {
+        let coordinator: PersistentStoreCoordinator
+        let context: ManagedObjectContext
+        var checksum = 0
+        init(_ directory: String, model: ManagedObjectModel) throws {
+            coordinator = try openCoordinator(directory, model: model)
+            context = newContext(coordinator)
+        }
+    }
+    var checksum = 0
+    let typed = try measure(
+        "Strata context fetch + 5 typed reads (get)", repetitions: repetitions,
+        setup: { try Run(store.directory, model: model) },
+        body: { run in
+            run.checksum = try run.context.performAndWait { context in
+                var sum = 0
+                for person in try context.fetch(FetchRequest(entityName: "Person")) {
+                    sum &+= person.get("firstName", as: String.self)?.utf8.count ?? 0
+                    sum &+= person.get("lastName", as: String.self)?.utf8.count ?? 0
+                    sum &+= person.get("email", as: String.self)?.utf8.count ?? 0
+                    sum &+= Int(person.get("age", as: Int32.self) ?? 0)
+                    sum &+= Int(person.get("score", as: Double.self) ?? 0)
+                }
+                return sum
+            }
+        },
+        teardown: { run in checksum = run.checksum })
+    return (typed, checksum)
+}
+
+private func runContextFetch(model: ManagedObjectModel, store: ContextStore, repetitions: Int, typedOnly: Bool = false) throws {
     let objects = store.ids.count
     heading("C2. Context: fetch all \(objects) people and read every attribute")
+    if typedOnly {
+        let typed = try measureTypedFetch(model: model, store: store, repetitions: repetitions)
+        say("  (typed reads only: checksum \(typed.checksum))")
+        return
+    }
     final class Run {
         let coordinator: PersistentStoreCoordinator
         let context: ManagedObjectContext
@@ -326,26 +366,7 @@ private func runContextFetch(model: ManagedObjectModel, store: ContextStore, rep
             }
         },
         teardown: { run in strataSum = run.checksum })
-    // The same reads the way a custom class's typed properties make them (`get(_:as:)`,
-    // Core Data's generated accessors' counterpart): no `Any` in between.
-    var typedSum = 0
-    let typed = try measure(
-        "Strata context fetch + 5 typed reads (get)", repetitions: repetitions,
-        setup: { try Run(store.directory, model: model) },
-        body: { run in
-            run.checksum = try run.context.performAndWait { context in
-                var sum = 0
-                for person in try context.fetch(FetchRequest(entityName: "Person")) {
-                    sum &+= person.get("firstName", as: String.self)?.utf8.count ?? 0
-                    sum &+= person.get("lastName", as: String.self)?.utf8.count ?? 0
-                    sum &+= person.get("email", as: String.self)?.utf8.count ?? 0
-                    sum &+= Int(person.get("age", as: Int32.self) ?? 0)
-                    sum &+= Int(person.get("score", as: Double.self) ?? 0)
-                }
-                return sum
-            }
-        },
-        teardown: { run in typedSum = run.checksum })
+    let (typed, typedSum) = try measureTypedFetch(model: model, store: store, repetitions: repetitions)
     var grdbSum = 0
     let grdb = try measure(
         "GRDB Record fetchAll + read 5 attributes", repetitions: repetitions,
