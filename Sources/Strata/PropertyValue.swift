@@ -350,8 +350,12 @@ struct RowSlots {
         base = storage.slots
     }
 
-    /// The number of slots.
-    var count: Int { storage.header }
+    /// The number of slots: the storage's header, read through ``base`` (it sits right
+    /// before the first slot, ``RowSlotStorage/make(count:)`` checks), without the
+    /// exclusivity check reading `storage.header` makes on every read of a slot.
+    var count: Int {
+        @inline(__always) get { UnsafeRawPointer(base).load(fromByteOffset: -MemoryLayout<Int>.stride, as: Int.self) }
+    }
 
     subscript(slot: Int) -> PropertyValue? {
         @inline(__always) get {
@@ -386,7 +390,12 @@ final class RowSlotStorage: ManagedBuffer<Int, PropertyValue?> {
     /// Storage of `count` nil slots.
     static func make(count: Int) -> RowSlotStorage {
         let buffer = unsafeDowncast(RowSlotStorage.create(minimumCapacity: count) { _ in count }, to: RowSlotStorage.self)
-        buffer.slots.initialize(repeating: nil, count: count)
+        let slots = buffer.slots
+        // `RowSlots.count` reads the header as the word before the first slot.
+        precondition(
+            buffer.withUnsafeMutablePointerToHeader { UnsafeMutableRawPointer($0) + MemoryLayout<Int>.stride } == UnsafeMutableRawPointer(slots),
+            "row slots don't follow their count")
+        slots.initialize(repeating: nil, count: count)
         return buffer
     }
 
@@ -399,7 +408,7 @@ final class RowSlotStorage: ManagedBuffer<Int, PropertyValue?> {
         // Slots holding nothing to release (nil, or a number, a Boolean or a date) are
         // skipped, without a call to the value's destroy witness.
         let slots = self.slots
-        for slot in 0..<header {
+        for slot in 0..<withUnsafeMutablePointerToHeader({ $0.pointee }) {
             switch slots[slot] {
             case nil, .attribute(nil)?, .attribute(.int16?)?, .attribute(.int32?)?, .attribute(.int64?)?,
                 .attribute(.double?)?, .attribute(.float?)?, .attribute(.boolean?)?, .attribute(.date?)?:

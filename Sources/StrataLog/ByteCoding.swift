@@ -74,13 +74,34 @@ struct ByteReader {
         .malformed("\(context): \(what) at byte \(offset) of \(bytes.count)")
     }
 
+    // The small readers are inlined (every value of every record goes through them); what
+    // builds an error message stays out of line.
+
+    @inline(__always)
     mutating func byte() throws(LogError) -> UInt8 {
-        guard offset < bytes.count else { throw failure("unexpected end of data") }
+        guard offset < bytes.count else { throw endOfData() }
         defer { offset += 1 }
         return bytes[offset]
     }
 
+    @inline(never)
+    func endOfData() -> LogError { failure("unexpected end of data") }
+
+    /// Unsigned LEB128; a one-byte value (most tags, codes and lengths) without a loop.
+    @inline(__always)
     mutating func varint() throws(LogError) -> UInt64 {
+        if offset < bytes.count {
+            let first = bytes[offset]
+            if first < 0x80 {
+                offset += 1
+                return UInt64(first)
+            }
+        }
+        return try longVarint()
+    }
+
+    @inline(never)
+    mutating func longVarint() throws(LogError) -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -94,11 +115,15 @@ struct ByteReader {
     }
 
     /// A varint that must fit an `Int` and be at most `limit` (a count or a length).
+    @inline(__always)
     mutating func count(limit: Int) throws(LogError) -> Int {
         let value = try varint()
-        guard value <= UInt64(limit) else { throw failure("count \(value) exceeds \(limit)") }
+        guard value <= UInt64(limit) else { throw countFailure(value, limit) }
         return Int(value)
     }
+
+    @inline(never)
+    func countFailure(_ value: UInt64, _ limit: Int) -> LogError { failure("count \(value) exceeds \(limit)") }
 
     mutating func uint16() throws(LogError) -> UInt16 {
         let hi = try byte()
@@ -118,11 +143,15 @@ struct ByteReader {
         return v
     }
 
+    @inline(__always)
     mutating func rawBytes(_ n: Int) throws(LogError) -> UnsafeRawBufferPointer {
-        guard n >= 0, n <= remaining else { throw failure("\(n) bytes wanted, \(remaining) left") }
+        guard n >= 0, n <= remaining else { throw shortFailure(n) }
         defer { offset += n }
         return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + n)])
     }
+
+    @inline(never)
+    func shortFailure(_ n: Int) -> LogError { failure("\(n) bytes wanted, \(remaining) left") }
 
     mutating func data() throws(LogError) -> [UInt8] {
         let n = try count(limit: remaining)

@@ -194,7 +194,9 @@ struct TableWriter: CodecCatalog {
     ) throws(LogError) -> UInt64 {
         let count = entity.properties.count
         if values.count == count {
-            for code in 0..<count { values[code] = nil }
+            values.withUnsafeMutableBufferPointer { slots in
+                for code in 0..<count { slots[code] = nil }
+            }
         } else {
             values = [LogValue?](repeating: nil, count: count)
         }
@@ -204,10 +206,13 @@ struct TableWriter: CodecCatalog {
             let sequence = try r.varint()
             if version == modelVersion {
                 let n = try r.count(limit: r.remaining)
-                for _ in 0..<n {
-                    let code = try r.count(limit: Int(Int32.max))
-                    guard code < count else { throw r.failure("property code \(code) out of range") }
-                    values[code] = try EventCodec.readValue(&r, self)
+                // Written through the buffer: one uniqueness check per record, not per value.
+                try values.withUnsafeMutableBufferPointer { (slots) throws(LogError) in
+                    for _ in 0..<n {
+                        let code = try r.count(limit: Int(Int32.max))
+                        guard code < count else { throw r.failure("property code \(code) out of range") }
+                        slots[code] = try EventCodec.readValue(&r, self)
+                    }
                 }
                 guard r.isAtEnd else { throw r.failure("trailing bytes") }
             } else {

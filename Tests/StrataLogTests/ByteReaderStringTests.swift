@@ -3,7 +3,7 @@ import Testing
 
 @testable import StrataLog
 
-@Suite("Decoding strings")
+@Suite("Decoding primitives: varints and strings")
 struct ByteReaderStringTests {
     /// `text`'s bytes as the log writes a string (length, then UTF-8), read back.
     private func decode(_ bytes: [UInt8]) throws -> String {
@@ -48,5 +48,49 @@ struct ByteReaderStringTests {
                 #expect(ByteReader.isASCII(slice) == slice.allSatisfy { $0 < 0x80 }, "\(Array(slice))")
             }
         }
+    }
+
+    @Test("varints of every length read back; truncated, overlong and overflowing ones are refused by name")
+    func varints() throws {
+        var values: [UInt64] = [0, 1, 0x7F, 0x80, 300, 0x3FFF, 0x4000, UInt64(UInt32.max), UInt64.max - 1, UInt64.max]
+        for shift in 0..<64 { values.append(1 << UInt64(shift)) }
+        for value in values {
+            var writer = ByteWriter()
+            writer.varint(value)
+            writer.byte(0xAB)
+            let decoded = try writer.bytes.withUnsafeBytes { raw throws(LogError) in
+                var reader = ByteReader(raw, context: "test")
+                let decoded = try reader.varint()
+                #expect(try reader.byte() == 0xAB, "varint \(value) read the wrong number of bytes")
+                return decoded
+            }
+            #expect(decoded == value)
+        }
+        func failure(_ bytes: [UInt8]) -> String {
+            bytes.withUnsafeBytes { raw in
+                var reader = ByteReader(raw, context: "test")
+                do {
+                    _ = try reader.varint()
+                    return "no error"
+                } catch {
+                    return "\(error)"
+                }
+            }
+        }
+        #expect(failure([]).contains("unexpected end of data"))
+        #expect(failure([0x80, 0x80]).contains("unexpected end of data"))
+        #expect(failure([UInt8](repeating: 0x80, count: 10) + [0x00]).contains("longer than 10 bytes") || failure([UInt8](repeating: 0x80, count: 10) + [0x00]).contains("overflows"))
+        #expect(failure([UInt8](repeating: 0xFF, count: 9) + [0x02]).contains("overflows 64 bits"))
+        // A count over its limit names both.
+        let over = [UInt8]([0x05]).withUnsafeBytes { raw in
+            var reader = ByteReader(raw, context: "test")
+            do {
+                _ = try reader.count(limit: 4)
+                return "no error"
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(over.contains("count 5 exceeds 4"))
     }
 }
