@@ -131,16 +131,16 @@ struct ByteReader {
         return UInt16(hi) << 8 | UInt16(lo)
     }
 
+    /// A big-endian 32-bit integer, loaded in one piece.
     mutating func uint32() throws(LogError) -> UInt32 {
-        var v: UInt32 = 0
-        for _ in 0..<4 { v = v << 8 | UInt32(try byte()) }
-        return v
+        let raw = try rawBytes(4)
+        return UInt32(bigEndian: raw.loadUnaligned(as: UInt32.self))
     }
 
+    /// A big-endian 64-bit integer, loaded in one piece.
     mutating func uint64() throws(LogError) -> UInt64 {
-        var v: UInt64 = 0
-        for _ in 0..<8 { v = v << 8 | UInt64(try byte()) }
-        return v
+        let raw = try rawBytes(8)
+        return UInt64(bigEndian: raw.loadUnaligned(as: UInt64.self))
     }
 
     @inline(__always)

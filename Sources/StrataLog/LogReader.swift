@@ -250,6 +250,8 @@ public struct LogReader: ~Copyable {
         _ body: (_ id: StoredObjectID, _ version: UInt64, _ names: [String], _ values: inout [LogValue?]) throws -> IterationDecision
     ) throws {
         var buffer: [LogValue?] = []
+        // Bound once: reaching `writer` through `self` in the loop copied it (≈ 500 bytes) per record.
+        let writer = self.writer
         try forEachRecord(of: entity, includingSubentities: includingSubentities) { described, id, key, raw in
             let version = try writer.decodeFields(raw, entity: described, context: "record \(described.name)/p\(key.primaryKey)", into: &buffer)
             try writer.addMembers(txn, key, to: &buffer, entity: described)
