@@ -167,6 +167,20 @@ struct KeyTable {
     private var pages: [PageNumber: Page] = [:]
     /// The number of entries.
     private(set) var count = 0
+    /// The page the last set or removal reached, and where it is in ``pages``: a fetch
+    /// registers (and later forgets) objects in key order, so most accesses stay on one
+    /// page and need no hashing. Indexes stay valid while no page is added or removed;
+    /// both forget it.
+    private var recent: (number: UInt64, index: Dictionary<PageNumber, Page>.Index)?
+
+    /// Where page `number` is in ``pages``, or nil.
+    @inline(__always)
+    private mutating func pageIndex(_ number: UInt64) -> Dictionary<PageNumber, Page>.Index? {
+        if let recent, recent.number == number { return recent.index }
+        guard let index = pages.index(forKey: PageNumber(value: number)) else { return nil }
+        recent = (number, index)
+        return index
+    }
 
     var isEmpty: Bool { count == 0 }
 
@@ -176,13 +190,20 @@ struct KeyTable {
             return WeakObject(reference: .fromOpaque(pointer))
         }
         set {
-            let number = PageNumber(value: key >> 4), slot = Int(key & 15)
+            let number = key >> 4, slot = Int(key & 15)
             if let newValue {
                 let pointer = newValue.reference.toOpaque()
-                let old = Self.exchange(&pages[number, default: Self.emptyPage], slot, pointer)
-                if old == nil { count += 1 }
+                if let index = pageIndex(number) {
+                    if Self.exchange(&pages.values[index], slot, pointer) == nil { count += 1 }
+                } else {
+                    var page = Self.emptyPage
+                    page[slot] = pointer
+                    pages[PageNumber(value: number)] = page
+                    recent = nil
+                    count += 1
+                }
             } else {
-                guard let index = pages.index(forKey: number), pages.values[index][slot] != nil else { return }
+                guard let index = pageIndex(number), pages.values[index][slot] != nil else { return }
                 clear(index, slot)
             }
         }
@@ -198,13 +219,16 @@ struct KeyTable {
     private mutating func clear(_ index: Dictionary<PageNumber, Page>.Index, _ slot: Int) {
         pages.values[index][slot] = nil
         count -= 1
-        if pages.values[index].allSatisfy({ $0 == nil }) { pages.remove(at: index) }
+        if pages.values[index].allSatisfy({ $0 == nil }) {
+            pages.remove(at: index)
+            recent = nil
+        }
     }
 
     /// Removes the entry of `key` if it holds `pointer`.
     mutating func remove(_ key: UInt64, ifItHolds pointer: UnsafeMutableRawPointer) {
         let slot = Int(key & 15)
-        guard let index = pages.index(forKey: PageNumber(value: key >> 4)), pages.values[index][slot] == pointer else { return }
+        guard let index = pageIndex(key >> 4), pages.values[index][slot] == pointer else { return }
         clear(index, slot)
     }
 
@@ -219,6 +243,7 @@ struct KeyTable {
 
     mutating func removeAll() {
         pages.removeAll()
+        recent = nil
         count = 0
     }
 }

@@ -136,4 +136,56 @@ struct RegistryTests {
             for id in ids { #expect(context.registeredObject(for: id) != nil) }
         }
     }
+
+    @Test("the key table agrees with a dictionary through random sets, replacements and removals (pages made, emptied and made again)")
+    func keyTableMatchesDictionary() {
+        var generator = SplitMixForKeys(seed: 0x5EED)
+        var table = KeyTable()
+        var model: [UInt64: UInt] = [:]
+        // Fake object addresses: the table stores and compares them, never follows them.
+        func entry(_ bits: UInt) -> WeakObject {
+            // bits ≥ 1: never a null address.
+            WeakObject(reference: Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: bits << 4)!))
+        }
+        func bits(_ object: WeakObject?) -> UInt? { object.map { UInt(bitPattern: $0.reference.toOpaque()) >> 4 } }
+        for step in 0..<20_000 {
+            // Runs of neighbouring keys (as a fetch makes), mixed with jumps.
+            let key = generator.next() % 4 == 0 ? generator.next() % 400 : UInt64(step / 7 % 400)
+            switch generator.next() % 5 {
+            case 0, 1, 2:
+                let value = UInt(generator.next() % 1_000_000 + 1)
+                table[key] = entry(value)
+                model[key] = value
+            case 3:
+                table[key] = nil
+                model[key] = nil
+            default:
+                if let held = model[key], generator.next() % 2 == 0 {
+                    table.remove(key, ifItHolds: entry(held).reference.toOpaque())
+                    model[key] = nil
+                } else {
+                    // Holding something else: left alone.
+                    table.remove(key, ifItHolds: entry(9_999_999).reference.toOpaque())
+                }
+            }
+            #expect(bits(table[key]) == model[key], "step \(step), key \(key)")
+            #expect(table.count == model.count, "step \(step)")
+        }
+        var seen: [UInt64: UInt] = [:]
+        table.forEach { key, object in seen[key] = bits(object) }
+        #expect(seen == model)
+    }
+}
+
+/// SplitMix64, for the key-table test's reproducible keys.
+private struct SplitMixForKeys {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
 }
