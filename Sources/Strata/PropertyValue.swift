@@ -413,6 +413,10 @@ final class RowSlotStorage: ManagedBuffer<Int, PropertyValue?> {
             case nil, .attribute(nil)?, .attribute(.int16?)?, .attribute(.int32?)?, .attribute(.int64?)?,
                 .attribute(.double?)?, .attribute(.float?)?, .attribute(.boolean?)?, .attribute(.date?)?:
                 continue
+            case .attribute(.string?)?:
+                // Moved out and released as the string it is (the generic destroy of an
+                // optional property value goes through three value-witness calls).
+                if case .attribute(.string(let string)?)? = (slots + slot).move() { _ = consume string }
             default:
                 (slots + slot).deinitialize(count: 1)
             }
