@@ -385,7 +385,8 @@ final class ContextCore {
         let object = type == ManagedObject.self
             ? ManagedObject(info: info, objectID: id, registry: objects)
             : type.init(ObjectCreation(entity: info, objectID: id, registry: objects))
-        register(object)
+        // Under `id` (the object's own ID, which its init can't change), not a copy read back.
+        objects[id] = WeakObject(object: object)
         return object
     }
 
