@@ -216,10 +216,16 @@ struct KeyTable {
         return old
     }
 
+    /// Empties `slot`; whether the page is empty now (one access to the page, not two).
+    @inline(__always)
+    private static func clearSlot(_ page: inout Page, _ slot: Int) -> Bool {
+        page[slot] = nil
+        return page.allSatisfy { $0 == nil }
+    }
+
     private mutating func clear(_ index: Dictionary<PageNumber, Page>.Index, _ slot: Int) {
-        pages.values[index][slot] = nil
         count -= 1
-        if pages.values[index].allSatisfy({ $0 == nil }) {
+        if Self.clearSlot(&pages.values[index], slot) {
             pages.remove(at: index)
             recent = nil
         }
