@@ -1,4 +1,5 @@
 import Foundation
+import StrataTestSupport
 import Testing
 
 @testable import StrataLog
@@ -37,7 +38,7 @@ struct ByteReaderStringTests {
 
     @Test("the ASCII check agrees with a byte-by-byte one at every alignment")
     func asciiCheckAgrees() {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededGenerator(seed: 0xA5C11)
         for _ in 0..<2_000 {
             let count = Int.random(in: 0...48, using: &generator)
             var bytes = (0..<(count + 7)).map { _ in UInt8.random(in: 0...0x7F, using: &generator) }

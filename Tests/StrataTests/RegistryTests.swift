@@ -139,7 +139,7 @@ struct RegistryTests {
 
     @Test("the key table agrees with a dictionary through random sets, replacements and removals (pages made, emptied and made again)")
     func keyTableMatchesDictionary() {
-        var generator = SplitMixForKeys(seed: 0x5EED)
+        var generator = SeededGenerator(seed: 0x5EED)
         var table = KeyTable()
         var model: [UInt64: UInt] = [:]
         // Fake object addresses: the table stores and compares them, never follows them.
@@ -174,18 +174,5 @@ struct RegistryTests {
         var seen: [UInt64: UInt] = [:]
         table.forEach { key, object in seen[key] = bits(object) }
         #expect(seen == model)
-    }
-}
-
-/// SplitMix64, for the key-table test's reproducible keys.
-private struct SplitMixForKeys {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

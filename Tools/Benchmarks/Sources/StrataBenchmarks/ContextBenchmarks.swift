@@ -298,22 +298,24 @@ private func writePeople(_ people: [PersonRow], toStoreIn directory: String, mod
 
 // MARK: - C2. Fetch all and read every attribute
 
+/// One C2 or C3 run's coordinator and context (opened untimed), and what it read.
+private final class ReadRun {
+    let coordinator: PersistentStoreCoordinator
+    let context: ManagedObjectContext
+    var checksum = 0
+    init(_ directory: String, model: ManagedObjectModel) throws {
+        coordinator = try openCoordinator(directory, model: model)
+        context = newContext(coordinator)
+    }
+}
+
 /// C2's reads the way a custom class's typed properties make them (`get(_:as:)`, Core
 /// Data's generated accessors' counterpart): no `Any` in between. The timing and the checksum.
 private func measureTypedFetch(model: ManagedObjectModel, store: ContextStore, repetitions: Int) throws -> (Stats, checksum: Int) {
-    final class Run {
-        let coordinator: PersistentStoreCoordinator
-        let context: ManagedObjectContext
-        var checksum = 0
-        init(_ directory: String, model: ManagedObjectModel) throws {
-            coordinator = try openCoordinator(directory, model: model)
-            context = newContext(coordinator)
-        }
-    }
     var checksum = 0
     let typed = try measure(
         "Strata context fetch + 5 typed reads (get)", repetitions: repetitions,
-        setup: { try Run(store.directory, model: model) },
+        setup: { try ReadRun(store.directory, model: model) },
         body: { run in
             run.checksum = try run.context.performAndWait { context in
                 var sum = 0
@@ -339,19 +341,10 @@ private func runContextFetch(model: ManagedObjectModel, store: ContextStore, rep
         say("  (typed reads only: checksum \(typed.checksum))")
         return
     }
-    final class Run {
-        let coordinator: PersistentStoreCoordinator
-        let context: ManagedObjectContext
-        var checksum = 0
-        init(_ directory: String, model: ManagedObjectModel) throws {
-            coordinator = try openCoordinator(directory, model: model)
-            context = newContext(coordinator)
-        }
-    }
     var strataSum = 0
     let strata = try measure(
         "Strata context fetch + read 5 attributes", repetitions: repetitions,
-        setup: { try Run(store.directory, model: model) },
+        setup: { try ReadRun(store.directory, model: model) },
         body: { run in
             run.checksum = try run.context.performAndWait { context in
                 var sum = 0
@@ -403,19 +396,10 @@ private func runContextFaults(model: ManagedObjectModel, store: ContextStore, re
     let order = Array(0..<objects).shuffled(using: &random)
     let ids = order.map { store.ids[$0] }
     let keys = order.map { Int64($0 + 1) }  // GRDB rows were inserted in the same order: rowid = index + 1
-    final class Run {
-        let coordinator: PersistentStoreCoordinator
-        let context: ManagedObjectContext
-        var checksum = 0
-        init(_ directory: String, model: ManagedObjectModel) throws {
-            coordinator = try openCoordinator(directory, model: model)
-            context = newContext(coordinator)
-        }
-    }
     var strataSum = 0
     let strata = try measure(
         "Strata object(with:) + read, random order", repetitions: repetitions,
-        setup: { try Run(store.directory, model: model) },
+        setup: { try ReadRun(store.directory, model: model) },
         body: { run in
             run.checksum = try run.context.performAndWait { context in
                 var sum = 0
