@@ -6,7 +6,7 @@ import Testing
 
 @Suite("Decoding primitives: varints and strings")
 struct ByteReaderStringTests {
-    /// `text`'s bytes as the log writes a string (length, then UTF-8), read back.
+    /// `bytes` framed as the log writes a string (length, then UTF-8), read back.
     private func decode(_ bytes: [UInt8]) throws -> String {
         var writer = ByteWriter()
         writer.varint(bytes.count)
@@ -80,7 +80,8 @@ struct ByteReaderStringTests {
         }
         #expect(failure([]).contains("unexpected end of data"))
         #expect(failure([0x80, 0x80]).contains("unexpected end of data"))
-        #expect(failure([UInt8](repeating: 0x80, count: 10) + [0x00]).contains("longer than 10 bytes") || failure([UInt8](repeating: 0x80, count: 10) + [0x00]).contains("overflows"))
+        let overlong = failure([UInt8](repeating: 0x80, count: 10) + [0x00])
+        #expect(overlong.contains("longer than 10 bytes") || overlong.contains("overflows"))
         #expect(failure([UInt8](repeating: 0xFF, count: 9) + [0x02]).contains("overflows 64 bits"))
         // A count over its limit names both.
         let over = [UInt8]([0x05]).withUnsafeBytes { raw in
