@@ -266,17 +266,21 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// registering undo. Setting nil on a required numeric or Boolean attribute calls
     /// ``setNilValueForKey(_:)``. A value of the wrong type is kept and refused at save.
     open func setValue(_ value: Any?, forKey key: String) {
-        guard let core, let property = info.properties[key] else {
+        guard let core, let property = info.property(named: key) else {
             core?.recordProblem(.unknownKey(entity: entity.name, key: key))
             return
         }
-        if Self.isNull(value), case .attribute(let type) = property.kind, !property.isOptional,
-            [.int16, .int32, .int64, .double, .float, .boolean, .decimal].contains(type)
-        {
-            setNilValueForKey(key)
+        guard let value, !(type(of: value) is NSNull.Type) else {
+            if case .attribute(let type) = property.kind, !property.isOptional,
+                [.int16, .int32, .int64, .double, .float, .boolean, .decimal].contains(type)
+            {
+                setNilValueForKey(key)
+            } else {
+                core.set(self, property, property.emptyValue, maintainInverse: true, register: true)
+            }
             return
         }
-        core.set(self, property, internalValue(value, for: property), maintainInverse: true, register: true)
+        core.set(self, property, internalValue(of: value, for: property), maintainInverse: true, register: true)
     }
 
     /// Called when nil is set on a required scalar attribute; sets nil by default (and the
@@ -390,10 +394,14 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
 
 
     func internalValue(_ value: Any?, for property: PropertyInfo) -> PropertyValue {
-        let value: Any? = Self.isNull(value) ? nil : value
+        guard let value, !(type(of: value) is NSNull.Type) else { return property.emptyValue }
+        return internalValue(of: value, for: property)
+    }
+
+    /// ``internalValue(_:for:)`` of a value known to be neither nil nor `NSNull`.
+    func internalValue(of value: Any, for property: PropertyInfo) -> PropertyValue {
         switch property.kind {
         case .attribute(let type):
-            guard let value else { return .attribute(nil) }
             if let common = Self.commonAttributeValue(value, type) { return .attribute(common) }
             if let attribute = value as? AttributeValue { return attribute.matches(type) ? .attribute(attribute) : .invalid("\(attribute)") }
             do {
@@ -402,12 +410,10 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
                 return .invalid("\(value) (\(error))")
             }
         case .toOne:
-            guard let value else { return .toOne(nil) }
             if let object = value as? ManagedObject { return .toOne(object.objectID) }
             if let id = value as? ManagedObjectID { return .toOne(id) }
             return .invalid("\(type(of: value)) where a \(property.destination ?? "?") object was expected")
         case .toMany(let ordered):
-            guard let value else { return .toMany([]) }
             var objects: [ManagedObject] = []
             if let set = value as? Set<ManagedObject> { objects = Array(set) }
             else if let array = value as? [ManagedObject] { objects = array }

@@ -160,7 +160,7 @@ struct SavePathTests {
         #expect(decoded == all)
     }
 
-    @Test("nil and NSNull set through KVC clear an optional attribute; on a required scalar they call setNilValueForKey")
+    @Test("nil and NSNull set through KVC clear an optional attribute or a relationship (its inverse too); on a required scalar they call setNilValueForKey")
     func nilAndNSNull() async throws {
         let dir = try TemporaryDirectory()
         let league = try openCoordinator(dir, model: try SeedModels.leagueManager)
@@ -174,6 +174,18 @@ struct SavePathTests {
             #expect(player.value(forKey: "firstName") == nil)
             player.setValue("Cy" as Any, forKey: "lastName")
             #expect(player.value(forKey: "lastName") as? String == "Cy")
+            // On relationships they clear the value, and the inverse follows.
+            let team = try context.insertNewObject(forEntityName: "Team")
+            player.setValue(team, forKey: "team")
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.count == 1)
+            player.setValue(NSNull(), forKey: "team")
+            #expect(player.value(forKey: "team") == nil)
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.isEmpty == true)
+            team.setValue(Set([player]), forKey: "players")
+            #expect(player.value(forKey: "team") as? ManagedObject === team)
+            team.setValue(nil, forKey: "players")
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.isEmpty == true)
+            #expect(player.value(forKey: "team") == nil)
         }
         let other = try TemporaryDirectory()
         let runs = try openCoordinator(other, model: try SeedModels.run, classes: [(Run.self, "Run")])
