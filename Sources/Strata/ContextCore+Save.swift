@@ -224,7 +224,7 @@ extension ContextCore {
         }
     }
 
-    func draftValue(_ value: PropertyValue, _ property: PropertyInfo) -> DraftValue {
+    func draftValue(_ value: PropertyValue) -> DraftValue {
         switch value {
         case .attribute(let v): v.map { .attribute($0) } ?? .null
         case .toOne(let id): id.map { .reference(draftID($0)) } ?? .null
@@ -253,11 +253,17 @@ extension ContextCore {
             }
             switch change.kind {
             case .inserted:
-                var values: [String: DraftValue] = [:]
-                values.reserveCapacity(change.values.count)
-                for (key, value) in change.values {
-                    guard let property = info.property(named: key), property.isRecorded else { continue }
-                    values[key] = draftValue(value, property)
+                let values: [String: DraftValue]
+                if change.values.keys.allSatisfy({ info.property(named: $0)?.isRecorded == true }) {
+                    // Every value is written: the same keys, mapped without hashing them again.
+                    values = change.values.mapValues { draftValue($0) }
+                } else {
+                    var recorded: [String: DraftValue] = [:]
+                    recorded.reserveCapacity(change.values.count)
+                    for (key, value) in change.values where info.property(named: key)?.isRecorded == true {
+                        recorded[key] = draftValue(value)
+                    }
+                    values = recorded
                 }
                 operations.append(.insert(draftID(id), values: values))
                 // Every recorded property: its value in the group, else empty.
@@ -267,7 +273,7 @@ extension ContextCore {
                 var coverage = covered.removeValue(forKey: id) ?? SaveCoverage()
                 for (key, value) in change.new {
                     guard let property = info.property(named: key), property.isRecorded else { continue }
-                    values[key] = draftValue(value, property)
+                    values[key] = draftValue(value)
                     coverage.updates[key] = .some(value)
                 }
                 if !values.isEmpty { operations.append(.update(draftID(id), values: values)) }
@@ -305,19 +311,19 @@ extension ContextCore {
                     for property in object.info.propertyList where property.isRecorded {
                         guard let expected = coverage.value(property) else {
                             if let changed = object.changes[property.name], changed != property.emptyValue {
-                                values[property.name] = draftValue(changed, property)
+                                values[property.name] = draftValue(changed)
                             }
                             continue
                         }
                         let value = current(property)
-                        if expected != value { values[property.name] = draftValue(value, property) }
+                        if expected != value { values[property.name] = draftValue(value) }
                     }
                     if !values.isEmpty { found.append((id, .update(draftID(id), values: values))) }
                 } else {
                     values.reserveCapacity(object.info.propertyList.count)
                     for property in object.info.propertyList where property.isRecorded {
                         let value = current(property)
-                        if !value.isNil { values[property.name] = draftValue(value, property) }
+                        if !value.isNil { values[property.name] = draftValue(value) }
                     }
                     found.append((id, .insert(draftID(id), values: values)))
                 }
@@ -327,7 +333,7 @@ extension ContextCore {
                 guard object.changes[property.name] != nil else { continue }
                 let current = object.currentValue(property)
                 let expected = coverage?.value(property) ?? object.committedValue(property) ?? property.emptyValue
-                if expected != current { values[property.name] = draftValue(current, property) }
+                if expected != current { values[property.name] = draftValue(current) }
             }
             if !values.isEmpty { found.append((id, .update(draftID(id), values: values))) }
         }
