@@ -40,6 +40,8 @@ func runContextBenchmarks(objects: Int, teamObjects: Int, undoChanges: Int, iter
         return
     }
     try runContextInsert(model: model, people: people, teamObjects: min(teamObjects, objects), repetitions: repetitions)
+    // STRATA_BENCH_C1_ONLY=1: only C1 (insert + save, against GRDB and the floor).
+    if environmentInt("STRATA_BENCH_C1_ONLY", 0) == 1 { return }
     let store = try buildContextStore(model: model, people: people)
     defer { remove(store.directory) }
     try runContextFetch(model: model, store: store, repetitions: repetitions)
