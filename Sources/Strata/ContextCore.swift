@@ -259,11 +259,11 @@ final class UndoJournal {
     var undoStack: [UndoGroup] = []
     var redoStack: [UndoGroup] = []
     /// The group collecting changes now.
-    var open = UndoGroup()
+    @exclusivity(unchecked) var open = UndoGroup()
     var levelsOfUndo = 0
-    var disabledCount = 0
+    @exclusivity(unchecked) var disabledCount = 0
     var explicitDepth = 0
-    var isEnabled = true
+    @exclusivity(unchecked) var isEnabled = true
 
     var isRegistering: Bool { isEnabled && disabledCount == 0 }
 
@@ -303,7 +303,7 @@ final class ContextCore {
     let objects: ObjectRegistry
     /// Objects with unsaved changes, held strongly until saved or rolled back.
     @exclusivity(unchecked) var retained: [ManagedObjectID: ManagedObject] = [:]
-    var insertionOrder: [ManagedObjectID] = []
+    @exclusivity(unchecked) var insertionOrder: [ManagedObjectID] = []
     /// Objects re-created under their permanent ID by undoing a saved delete.
     var restored: Set<ManagedObjectID> = []
     var problems: [ContextError] = []
@@ -313,7 +313,7 @@ final class ContextCore {
 
     let journal = UndoJournal()
     var pending: [PendingEffect] = []
-    var isApplyingUndo = false
+    @exclusivity(unchecked) var isApplyingUndo = false
 
     var name: String?
     var transactionAuthor: String?
@@ -325,7 +325,12 @@ final class ContextCore {
     var observers: [ContextObserver] = []
     var nextObserverID = 0
     /// What changed since the last objects-did-change notification.
-    var notice = ObjectsDidChange()
+    ///
+    /// This and the other state every insert or set touches (``insertionOrder``,
+    /// ``isApplyingUndo``, ``changeRecorder``, the undo journal's open group) have unchecked
+    /// exclusivity, as ``ManagedObject``'s state: a context is used from one executor, and no
+    /// access to them spans a call that could reach them again.
+    @exclusivity(unchecked) var notice = ObjectsDidChange()
     /// Objects the next objects-did-change names that the context may no longer hold.
     var noticeObjects: [ManagedObjectID: ManagedObject] = [:]
     /// Nesting depth of `perform`/`performAndWait` blocks; the outermost one's end posts.
@@ -357,7 +362,7 @@ final class ContextCore {
     /// Maps of temporary IDs made permanent not merged into ``idAliases`` yet, oldest first.
     var idAliasBacklog: [[ManagedObjectID: ManagedObjectID]] = []
     /// While a child's save is applied: every object it touches.
-    var changeRecorder: Set<ManagedObjectID>?
+    @exclusivity(unchecked) var changeRecorder: Set<ManagedObjectID>?
     /// Where inserted objects' temporary IDs come from.
     var temporaryIDs = TemporaryIDSource()
 

@@ -24,12 +24,13 @@ struct ObjectChange {
 /// A closed (or open) undo group: the coalesced changes of one user action.
 final class UndoGroup {
     var actionName: String?
+    // The state below has unchecked exclusivity, as the context's (see `ContextCore.notice`).
     /// Objects in the order they were first changed in the group.
-    var order: [ManagedObjectID] = []
-    var changes: [ManagedObjectID: ObjectChange] = [:] { didSet { lastInserted = nil } }
+    @exclusivity(unchecked) var order: [ManagedObjectID] = []
+    @exclusivity(unchecked) var changes: [ManagedObjectID: ObjectChange] = [:] { didSet { lastInserted = nil } }
     /// The object the last ``recordInsert(_:)`` recorded, while nothing else has changed
     /// ``changes`` since: sets on it (an app filling in a new object) need no lookup.
-    private var lastInserted: ManagedObjectID?
+    @exclusivity(unchecked) private var lastInserted: ManagedObjectID?
     /// The transaction and event group this group was saved as; nil while unsaved.
     var saved: (sequence: UInt64, group: Int)?
     /// Read back from the log (persisted undo): it holds only recorded sides, so applying
@@ -37,7 +38,7 @@ final class UndoGroup {
     var fromLog = false
     /// Whether the group may name a temporary ID: false once a remap left none, until
     /// something is recorded again. Saves skip remapping groups that can't.
-    var mayHoldTemporaryIDs = true
+    @exclusivity(unchecked) var mayHoldTemporaryIDs = true
 
     init(actionName: String? = nil) { self.actionName = actionName }
 
