@@ -258,8 +258,7 @@ extension ContextCore {
                     // Every value is written: the same keys, mapped without hashing them again.
                     values = change.values.mapValues { draftValue($0) }
                 } else {
-                    var recorded: [String: DraftValue] = [:]
-                    recorded.reserveCapacity(change.values.count)
+                    var recorded = [String: DraftValue](minimumCapacity: change.values.count)
                     for (key, value) in change.values where info.property(named: key)?.isRecorded == true {
                         recorded[key] = draftValue(value)
                     }

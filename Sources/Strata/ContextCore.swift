@@ -651,7 +651,8 @@ final class ContextCore {
         object.isInsertedFlag = true
         object.committed = [:]
         // Room for every property: setting them one by one doesn't grow the table each time.
-        object.changes.reserveCapacity(info.propertyList.count)
+        // (`init(minimumCapacity:)` is specialized here; `reserveCapacity` runs unspecialized.)
+        object.changes = Dictionary(minimumCapacity: info.propertyList.count)
         register(object)
         markChanged(object)
         insertionOrder.append(id)
@@ -711,8 +712,7 @@ final class ContextCore {
             for (key, value) in object.transients where !value.isNil { values[key] = value }
             return values
         }
-        var values: [String: PropertyValue] = [:]
-        values.reserveCapacity(object.info.propertyList.count)
+        var values = [String: PropertyValue](minimumCapacity: object.info.propertyList.count)
         for property in object.info.propertyList {
             let value = unsavedValue(object, property)
             if !value.isNil { values[property.name] = value }

@@ -232,14 +232,7 @@ final class EntityInfo: Sendable {
         defaultedProperties = propertyList.filter { $0.defaultValue != nil }
         isAbstract = entity.isAbstract
         classLookupNames = [entity.name] + entity.superentityNames
-        let byLength = propertyList.enumerated().sorted { ($0.element.name.utf8.count, $0.offset) < ($1.element.name.utf8.count, $1.offset) }
-        let longest = byLength.last?.element.name.utf8.count ?? 0
-        var starts = ContiguousArray(repeating: 0, count: longest + 2)
-        for (_, property) in byLength { starts[property.name.utf8.count + 1] += 1 }
-        for length in 0...longest { starts[length + 1] += starts[length] }
-        lookupNames = ContiguousArray(byLength.map(\.element.name))
-        lookupSlots = ContiguousArray(byLength.map(\.offset))
-        lengthStarts = starts
+        lookup = NameLookup(propertyList.map(\.name))
         transientSlots = ContiguousArray(propertyList.map(\.isTransient))
         attributes = entity.allAttributes.compactMap { attribute in properties[attribute.name].map { (attribute, $0) } }
         attributeChecks = attributes.map { attribute, property in
@@ -254,28 +247,15 @@ final class EntityInfo: Sendable {
         relationshipProperties = relationships.map(\.property)
     }
 
-    /// The properties' names ordered by UTF-8 length, with their slots: those of length `n`
-    /// are at `lengthStarts[n]..<lengthStarts[n + 1]`. ``slot(named:)`` compares a key with
-    /// the one or two names of its length instead of hashing it, and retains no property.
-    private let lookupNames: ContiguousArray<String>
-    private let lookupSlots: ContiguousArray<Int>
-    private let lengthStarts: ContiguousArray<Int>
+    /// The properties' slots by name: ``slot(named:)`` compares a key with the one or two
+    /// names of its length instead of hashing it, and retains no property.
+    private let lookup: NameLookup
     /// Whether the property in each slot is transient.
     let transientSlots: ContiguousArray<Bool>
 
     /// The slot of the property named `key` (``PropertyInfo/slot``), or nil.
     @inline(__always)
-    func slot(named key: String) -> Int? {
-        let length = key.utf8.count
-        guard length + 1 < lengthStarts.count else { return nil }
-        let end = lengthStarts[length + 1]
-        var index = lengthStarts[length]
-        while index < end {
-            if lookupNames[index] == key { return lookupSlots[index] }
-            index += 1
-        }
-        return nil
-    }
+    func slot(named key: String) -> Int? { lookup.position(of: key) }
 
     /// The property named `key` (what `properties[key]` gives, without hashing the key).
     func property(named key: String) -> PropertyInfo? {
@@ -325,8 +305,8 @@ struct PropertyRow {
 
     /// The values by name.
     var dictionary: [String: PropertyValue] {
-        var result: [String: PropertyValue] = [:]
-        result.reserveCapacity(values.count)
+        // Sized at creation: `init(minimumCapacity:)` is specialized here, `reserveCapacity` isn't.
+        var result = [String: PropertyValue](minimumCapacity: values.count)
         for (property, slot) in zip(info.propertyList, 0..<values.count) { if let value = values[slot] { result[property.name] = value } }
         return result
     }
@@ -446,8 +426,7 @@ extension Dictionary where Key == String, Value == PropertyValue {
         _ fix: (PropertyValue) -> PropertyValue, normalize: (String, PropertyValue) -> PropertyValue
     ) -> [String: PropertyValue] {
         guard contains(where: { $0.value.holdsIDs }) else { return self }
-        var result: [String: PropertyValue] = [:]
-        result.reserveCapacity(count)
+        var result = [String: PropertyValue](minimumCapacity: count)
         for (key, value) in self { result[key] = value.holdsIDs ? normalize(key, fix(value)) : value }
         return result
     }

@@ -78,6 +78,7 @@ final class EntityCoding {
                 destinations: property.destination.flatMap { schema.entities[$0]?.selfAndSubentities })
         }
         names = entity.propertyNames
+        lookup = NameLookup(names)
         indexes = entity.indexes.enumerated().map { position, index in
             IndexCoding(
                 position: position, code: try? writer.indexCode(index.name),
@@ -87,16 +88,10 @@ final class EntityCoding {
     }
 
     /// The code of the stored property `name` (as ``ModelSchema/Entity/propertiesByName``,
-    /// by binary search: short names compare faster than they hash).
-    func code(of name: String) -> Int? {
-        var low = 0
-        var high = names.count
-        while low < high {
-            let middle = (low + high) / 2
-            if names[middle] < name { low = middle + 1 } else { high = middle }
-        }
-        return low < names.count && names[low] == name ? low : nil
-    }
+    /// without hashing the name).
+    @inline(__always)
+    func code(of name: String) -> Int? { lookup.position(of: name) }
+    private let lookup: NameLookup
 
     func entityCode(_ writer: TableWriter) throws(LogError) -> UInt16 {
         if let code { return code }
