@@ -174,6 +174,8 @@ extension EventLog {
         var groupBytes: [[UInt8]] = []
         var buffers = WriteBuffers()
         var coded: [(code: Int, value: LogValue)] = []
+        /// An insert's values by property code, to put them in code order: empty between inserts.
+        var byCode: [LogValue?] = []
         var nextInserted = 0
         var indexRows = DeferredIndexRows(expectedObjects: operationCount)
         for group in draft.groups where !group.operations.isEmpty {
@@ -199,6 +201,11 @@ extension EventLog {
                     }
                     let coding = try codings.coding(id.entity)
                     coded.removeAll(keepingCapacity: true)
+                    if byCode.count < coding.properties.count {
+                        byCode.append(contentsOf: repeatElement(nil, count: coding.properties.count - byCode.count))
+                    }
+                    var lowest = Int.max
+                    var highest = -1
                     // Whether the stored values differ from the draft's beyond the conversion
                     // (nil or empty values dropped, an unordered relationship's members sorted).
                     var reshaped = false
@@ -217,12 +224,14 @@ extension EventLog {
                             if coding.properties[code].kind == .unorderedToMany { reshaped = true }
                         default: break
                         }
-                        // Insertion sort by code: a handful of values.
-                        var position = coded.count
-                        coded.append((code, logValue))
-                        while position > 0 && coded[position - 1].code > code {
-                            coded.swapAt(position - 1, position)
-                            position -= 1
+                        byCode[code] = logValue
+                        lowest = min(lowest, code)
+                        highest = max(highest, code)
+                    }
+                    // In code order; the slots are left empty for the next object.
+                    if highest >= lowest {
+                        for code in lowest...highest {
+                            if let value = byCode[code].take() { coded.append((code, value)) }
                         }
                     }
                     let converted: [String: LogValue]
