@@ -255,18 +255,22 @@ struct PendingUniqueness {
     }
 }
 
-/// The index rows of the commit's inserts, put in key order when the inserts are done (or an
-/// operation that reads the index comes): sorted puts through one cursor land on the page
-/// the last one touched, where LMDB finds the place without searching the tree.
-struct DeferredIndexRows {
-    /// One row: its key's bytes in `bytes`, the first 24 of them as three integers to sort by.
+/// Rows of one table that the commit's inserts write, put in key order when the inserts are
+/// done (or an operation that reads the tables comes): sorted puts through one cursor land
+/// on the page the last one touched, where LMDB finds the place without searching the tree
+/// (a put through `mdb_put` sets up a cursor and searches from the root each time).
+struct DeferredRows {
+    /// One row: its key's bytes in `bytes`, then its value's; the key's first 24 bytes as
+    /// three integers to sort by.
     struct Row {
         let first: UInt64
         let second: UInt64
         let third: UInt64
         let start: Int32
         let count: Int32
-        /// The key's position in ``PendingUniqueness/keys`` for a unique index; -1 otherwise.
+        let valueCount: Int32
+        /// For an index row, the key's position in ``PendingUniqueness/keys`` when the index
+        /// is unique; -1 otherwise.
         let uniqueKey: Int32
     }
 
@@ -291,17 +295,32 @@ struct DeferredIndexRows {
     private(set) var isReserved = false
 
     mutating func add(_ key: [UInt8], uniqueKey: Int) {
+        key.withUnsafeBytes { add($0, value: UnsafeRawBufferPointer(start: nil, count: 0), uniqueKey: uniqueKey) }
+    }
+
+    mutating func add(_ key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, uniqueKey: Int = -1) {
         var prefix: (UInt64, UInt64, UInt64) = (0, 0, 0)
         withUnsafeMutableBytes(of: &prefix) { raw in
-            key.withUnsafeBytes { source in
-                raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: source.prefix(raw.count)))
-            }
+            raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: key.prefix(raw.count)))
         }
         rows.append(
             Row(first: UInt64(bigEndian: prefix.0), second: UInt64(bigEndian: prefix.1), third: UInt64(bigEndian: prefix.2),
                 start: Int32(truncatingIfNeeded: bytes.count), count: Int32(truncatingIfNeeded: key.count),
-                uniqueKey: Int32(truncatingIfNeeded: uniqueKey)))
+                valueCount: Int32(truncatingIfNeeded: value.count), uniqueKey: Int32(truncatingIfNeeded: uniqueKey)))
         bytes.append(contentsOf: key)
+        bytes.append(contentsOf: value)
+    }
+
+    /// Lends each row's key and value to `body`, in the rows' order.
+    func forEach(_ body: (Row, UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Void) rethrows {
+        try bytes.withUnsafeBytes { all in
+            for row in rows {
+                let keyEnd = Int(row.start + row.count)
+                try body(
+                    row, UnsafeRawBufferPointer(rebasing: all[Int(row.start)..<keyEnd]),
+                    UnsafeRawBufferPointer(rebasing: all[keyEnd..<(keyEnd + Int(row.valueCount))]))
+            }
+        }
     }
 
     /// Puts the rows in key order (LMDB's: bytewise, a prefix first).
@@ -321,5 +340,50 @@ struct DeferredIndexRows {
     mutating func removeAll() {
         bytes.removeAll(keepingCapacity: true)
         rows.removeAll(keepingCapacity: true)
+    }
+}
+
+/// What the commit's inserts write to the state, history, link and index tables, put by
+/// ``TableWriter/putDeferred(_:_:uniqueness:)``.
+struct DeferredWrites {
+    var state: DeferredRows
+    var history: DeferredRows
+    var referrers: DeferredRows
+    var members: DeferredRows
+    var index: DeferredRows
+
+    init(expectedObjects: Int) {
+        state = DeferredRows(expectedObjects: expectedObjects)
+        history = DeferredRows(expectedObjects: expectedObjects)
+        referrers = DeferredRows(expectedObjects: expectedObjects)
+        members = DeferredRows(expectedObjects: expectedObjects)
+        index = DeferredRows(expectedObjects: expectedObjects)
+    }
+
+    var isEmpty: Bool { state.isEmpty && history.isEmpty && referrers.isEmpty && members.isEmpty && index.isEmpty }
+
+    /// Rows and bytes in each buffer, to measure what one object adds.
+    struct Sizes {
+        let state, history, referrers, members, index: (rows: Int, bytes: Int)
+    }
+    var sizes: Sizes {
+        Sizes(
+            state: (state.rows.count, state.bytes.count), history: (history.rows.count, history.bytes.count),
+            referrers: (referrers.rows.count, referrers.bytes.count), members: (members.rows.count, members.bytes.count),
+            index: (index.rows.count, index.bytes.count))
+    }
+
+    /// Makes room in each buffer for the commit's objects, at the first object that added
+    /// rows to it (measured from `before`, the ``sizes`` before the object).
+    mutating func reserve(after before: Sizes) {
+        func reserve(_ rows: inout DeferredRows, _ before: (rows: Int, bytes: Int)) {
+            guard !rows.isReserved, rows.rows.count > before.rows else { return }
+            rows.reserve(rowsPerObject: rows.rows.count - before.rows, bytesPerObject: rows.bytes.count - before.bytes)
+        }
+        reserve(&state, before.state)
+        reserve(&history, before.history)
+        reserve(&referrers, before.referrers)
+        reserve(&members, before.members)
+        reserve(&index, before.index)
     }
 }

@@ -177,15 +177,16 @@ extension EventLog {
         /// An insert's values by property code, to put them in code order: empty between inserts.
         var byCode: [LogValue?] = []
         var nextInserted = 0
-        var indexRows = DeferredIndexRows(expectedObjects: operationCount)
+        var writes = DeferredWrites(expectedObjects: operationCount)
         for group in draft.groups where !group.operations.isEmpty {
             var changes: [Change] = []
             changes.reserveCapacity(group.operations.count)
             var w = ByteWriter(capacity: 64 + group.operations.count * 96)
             for operation in group.operations {
-                if case .insert = operation {} else {
-                    // The operations below read and change index rows: put the inserts' first.
-                    try writer.putIndexRows(txn, &indexRows, uniqueness: &uniqueness)
+                if case .insert(.temporary, _) = operation {} else {
+                    // The operations below read what inserts write (a restore looks for its
+                    // object): put the inserts' rows first.
+                    try writer.putDeferred(txn, &writes, uniqueness: &uniqueness)
                 }
                 switch operation {
                 case .insert(let object, let values):
@@ -259,7 +260,7 @@ extension EventLog {
                     try writer.applyInsert(
                         txn, key, coded: coded, encodedValues: w.bytes[valuesStart...], sequence: sequence, coding: coding,
                         isFresh: isFresh, codings: &codings, buffers: &buffers, uniqueness: &uniqueness,
-                        indexRows: &indexRows)
+                        writes: &writes)
                     if coding.hasUniqueIndex {
                         uniqueness.finishObject(
                             key, coding: coding, values: converted, keys: uniqueStart..<uniqueness.keys.count, isFresh: isFresh)
@@ -357,7 +358,7 @@ extension EventLog {
             groups.append(ChangeGroup(actionName: group.actionName, changes: changes, origin: group.origin))
             groupBytes.append(w.bytes)
         }
-        try writer.putIndexRows(txn, &indexRows, uniqueness: &uniqueness)
+        try writer.putDeferred(txn, &writes, uniqueness: &uniqueness)
 
         // Deferred checks, on the state as the transaction leaves it: an object that doesn't
         // exist must have no references left pointing at it — whether they were written by

@@ -403,21 +403,26 @@ struct TableWriter: CodecCatalog {
         _ txn: borrowing LMDBTransaction, _ key: ObjectKey, coded: [(code: Int, value: LogValue)],
         encodedValues: ArraySlice<UInt8>?, sequence: UInt64, coding: EntityCoding, isFresh: Bool,
         codings: inout EntityCodings, buffers: inout WriteBuffers, uniqueness: inout PendingUniqueness,
-        indexRows: inout DeferredIndexRows
+        writes: inout DeferredWrites
     ) throws {
         // A primary key given out by this commit can't exist yet; only restores and replays probe.
         if !isFresh, try key.withBytes({ try txn.containsKey($0, in: tables.state) }) {
             throw LogError.objectExists("\(coding.entity.name)/p\(key.primaryKey)")
         }
+        let before = writes.sizes
         var recordCount = coded.count
         for (code, value) in coded where coding.properties[code].isRelationship {
             let relationship = try coding.relationshipCode(code, self)
             let member = coding.properties[code].kind == .unorderedToMany
+            func link(_ target: ObjectKey) {
+                Self.withLinkKey(target, relationship, key) { writes.referrers.add($0, value: Self.emptyBytes) }
+                if member { Self.withLinkKey(key, relationship, target) { writes.members.add($0, value: Self.emptyBytes) } }
+            }
             switch value {
             case .reference(let id):
-                try link(txn, key, relationship, try codings.key(id), member: member)
+                link(try codings.key(id))
             case .references(let ids):
-                for id in ids { try link(txn, key, relationship, try codings.key(id), member: member) }
+                for id in ids { link(try codings.key(id)) }
             default: break
             }
             if member { recordCount -= 1 }
@@ -436,13 +441,11 @@ struct TableWriter: CodecCatalog {
                 try EventCodec.writeValue(value, &buffers.record, self)
             }
         }
-        try key.withBytes { keyBytes in
-            try buffers.record.bytes.withUnsafeBytes { try txn.put(bytes: $0, forKey: keyBytes, in: tables.state) }
+        key.withBytes { keyBytes in
+            buffers.record.bytes.withUnsafeBytes { writes.state.add(keyBytes, value: $0) }
         }
 
         // The index entries.
-        let rowsBefore = indexRows.rows.count
-        let bytesBefore = indexRows.bytes.count
         for index in coding.indexes {
             buffers.indexKey.removeAll(keepingCapacity: true)
             Self.appendIndexCode(try coding.indexCode(index, self), to: &buffers.indexKey)
@@ -465,19 +468,37 @@ struct TableWriter: CodecCatalog {
                 uniqueKey = uniqueness.addKey(
                     index: index.position, buffers.indexKey, complete: complete, hasNil: hasNil, needsCheck: !isFresh)
             }
-            indexRows.add(buffers.indexKey, uniqueKey: uniqueKey)
+            writes.index.add(buffers.indexKey, uniqueKey: uniqueKey)
         }
-        if !indexRows.isReserved && !coding.indexes.isEmpty {
-            indexRows.reserve(rowsPerObject: indexRows.rows.count - rowsBefore, bytesPerObject: indexRows.bytes.count - bytesBefore)
+        Self.withHistoryKey(key, sequence) { writes.history.add($0, value: Self.emptyBytes) }
+        writes.reserve(after: before)
+    }
+
+    /// Puts the rows the commit's inserts deferred (``applyInsert(_:_:coded:encodedValues:sequence:coding:isFresh:codings:buffers:uniqueness:writes:)``),
+    /// each table's in key order through one cursor, and empties them.
+    func putDeferred(_ txn: borrowing LMDBTransaction, _ writes: inout DeferredWrites, uniqueness: inout PendingUniqueness) throws {
+        guard !writes.isEmpty else { return }
+        try putRows(txn, &writes.state, in: tables.state)
+        try putRows(txn, &writes.history, in: tables.history)
+        try putRows(txn, &writes.referrers, in: tables.referrers)
+        try putRows(txn, &writes.members, in: tables.members)
+        try putIndexRows(txn, &writes.index, uniqueness: &uniqueness)
+    }
+
+    private func putRows(_ txn: borrowing LMDBTransaction, _ rows: inout DeferredRows, in table: LMDBDatabase) throws {
+        guard !rows.isEmpty else { return }
+        rows.sort()
+        try txn.withCursor(on: table) { cursor in
+            try rows.forEach { _, key, value in try cursor.put(bytes: value, forKey: key) }
         }
-        try putHistory(txn, key, sequence)
+        rows.removeAll()
     }
 
     /// Puts the deferred index rows in key order through one cursor, and empties them. A
     /// unique key first looks for a key with the same values: if there is none, no other
     /// object has them now, and an object given them later in the commit is checked itself,
     /// so the key needn't be checked at the end of the commit.
-    func putIndexRows(_ txn: borrowing LMDBTransaction, _ rows: inout DeferredIndexRows, uniqueness: inout PendingUniqueness) throws {
+    func putIndexRows(_ txn: borrowing LMDBTransaction, _ rows: inout DeferredRows, uniqueness: inout PendingUniqueness) throws {
         guard !rows.isEmpty else { return }
         rows.sort()
         try rows.bytes.withUnsafeBytes { all in
