@@ -323,17 +323,88 @@ struct DeferredRows {
         }
     }
 
+    /// Whether row `a`'s key sorts before row `b`'s in LMDB's order (bytewise, a prefix first);
+    /// `base` is the address of ``bytes``.
+    @inline(__always)
+    static func precedes(_ a: Row, _ b: Row, _ base: UnsafeRawPointer) -> Bool {
+        if a.first != b.first { return a.first < b.first }
+        if a.second != b.second { return a.second < b.second }
+        if a.third != b.third { return a.third < b.third }
+        let order = memcmp(base + Int(a.start), base + Int(b.start), Int(min(a.count, b.count)))
+        return order != 0 ? order < 0 : a.count < b.count
+    }
+
     /// Puts the rows in key order (LMDB's: bytewise, a prefix first).
+    ///
+    /// Rows already in order (a run of new objects' state and history rows) are left as they
+    /// are. Otherwise a radix sort orders them by their first 16 bytes, a byte at a time
+    /// (skipping the bytes every row shares), and only rows that tie on those are compared:
+    /// a comparison sort of index rows spent more than the puts themselves.
     mutating func sort() {
         bytes.withUnsafeBytes { all in
-            guard let base = all.baseAddress else { return }
-            rows.sort { a, b in
-                if a.first != b.first { return a.first < b.first }
-                if a.second != b.second { return a.second < b.second }
-                if a.third != b.third { return a.third < b.third }
-                let order = memcmp(base + Int(a.start), base + Int(b.start), Int(min(a.count, b.count)))
-                return order != 0 ? order < 0 : a.count < b.count
+            guard let base = all.baseAddress, rows.count > 1 else { return }
+            rows.withUnsafeMutableBufferPointer { rows in
+                if zip(rows, rows.dropFirst()).allSatisfy({ !Self.precedes($1, $0, base) }) { return }
+                Self.radixSort(rows)
+                var start = 0
+                while start < rows.count {
+                    var end = start + 1
+                    while end < rows.count && rows[end].first == rows[start].first && rows[end].second == rows[start].second {
+                        end += 1
+                    }
+                    if end - start > 1 {
+                        var run = UnsafeMutableBufferPointer(rebasing: rows[start..<end])
+                        run.sort { Self.precedes($0, $1, base) }
+                    }
+                    start = end
+                }
             }
+        }
+    }
+
+    /// A stable least-significant-byte-first radix sort of `rows` by ``Row/first`` and then
+    /// ``Row/second`` (the key's first 16 bytes, big-endian).
+    private static func radixSort(_ rows: UnsafeMutableBufferPointer<Row>) {
+        let count = rows.count
+        /// Byte `digit` of the 16-byte key: 0 is the last (least significant).
+        @inline(__always) func byte(_ row: Row, _ digit: Int) -> Int {
+            Int(truncatingIfNeeded: (digit < 8 ? row.second >> UInt64(digit * 8) : row.first >> UInt64((digit - 8) * 8)) & 0xFF)
+        }
+        var counts = [Int](repeating: 0, count: 16 * 256)
+        for row in rows {
+            var value = row.second
+            for digit in 0..<8 {
+                counts[digit &* 256 &+ Int(value & 0xFF)] &+= 1
+                value >>= 8
+            }
+            value = row.first
+            for digit in 8..<16 {
+                counts[digit &* 256 &+ Int(value & 0xFF)] &+= 1
+                value >>= 8
+            }
+        }
+        let scratch = UnsafeMutableBufferPointer<Row>.allocate(capacity: count)
+        defer { scratch.deallocate() }
+        var source = rows
+        var target = scratch
+        var offsets = [Int](repeating: 0, count: 256)
+        for digit in 0..<16 {
+            // Every row has the same byte here: the pass would change nothing.
+            if counts[digit * 256 + byte(source[0], digit)] == count { continue }
+            var total = 0
+            for bucket in 0..<256 {
+                offsets[bucket] = total
+                total += counts[digit * 256 + bucket]
+            }
+            for row in source {
+                let bucket = byte(row, digit)
+                target.initializeElement(at: offsets[bucket], to: row)
+                offsets[bucket] += 1
+            }
+            swap(&source, &target)
+        }
+        if source.baseAddress != rows.baseAddress {
+            _ = rows.update(fromContentsOf: source)
         }
     }
 
