@@ -289,7 +289,9 @@ struct DeferredRows {
         guard !isReserved else { return }
         isReserved = true
         self.rows.reserveCapacity(expectedObjects * rows)
-        self.bytes.reserveCapacity(expectedObjects * (bytes + bytes / 4 + 8))
+        // No more than the commit buffers before it puts the rows (large values would
+        // otherwise reserve their size times the objects).
+        self.bytes.reserveCapacity(min(expectedObjects * (bytes + bytes / 4 + 8), DeferredWrites.flushThreshold + bytes))
     }
 
     private(set) var isReserved = false
@@ -432,6 +434,13 @@ struct DeferredWrites {
     }
 
     var isEmpty: Bool { state.isEmpty && history.isEmpty && referrers.isEmpty && members.isEmpty && index.isEmpty }
+
+    /// Bytes of keys and values waiting.
+    var bufferedBytes: Int { state.bytes.count + history.bytes.count + referrers.bytes.count + members.bytes.count + index.bytes.count }
+
+    /// How many bytes a commit buffers before it puts them (then it buffers again): a commit
+    /// of many large values holds them twice only up to this much.
+    static let flushThreshold = 64 << 20
 
     /// Rows and bytes in each buffer, to measure what one object adds.
     struct Sizes {

@@ -183,9 +183,9 @@ extension EventLog {
             changes.reserveCapacity(group.operations.count)
             var w = ByteWriter(capacity: 64 + group.operations.count * 96)
             for operation in group.operations {
-                if case .insert(.temporary, _) = operation {} else {
+                if case .insert(.temporary, _) = operation, writes.bufferedBytes < DeferredWrites.flushThreshold {} else {
                     // The operations below read what inserts write (a restore looks for its
-                    // object): put the inserts' rows first.
+                    // object): put the inserts' rows first. So do inserts past the threshold.
                     try writer.putDeferred(txn, &writes, uniqueness: &uniqueness)
                 }
                 switch operation {

@@ -1,5 +1,6 @@
 import Foundation
 @testable import StrataLog
+import StrataModel
 import StrataTestSupport
 import Testing
 
@@ -62,5 +63,36 @@ struct DeferredRowsTests {
         let found = position < got.count ? "\(got[position])" : "nothing"
         let wanted = position < expected.count ? "\(expected[position])" : "nothing"
         return "row \(position) of \(expected.count): \(found), expected \(wanted)"
+    }
+}
+
+@Suite("Deferred rows: a commit larger than the buffer")
+struct DeferredFlushTests {
+    @Test("a commit whose inserts buffer more than the threshold puts them part way, and reads, indexes and uniqueness are as for a small one")
+    func largeCommit() throws {
+        let dir = try TemporaryDirectory()
+        let log = try openLog(dir, model: try libraryModel()) { $0.initialMapSize = 256 << 20 }
+        let big = String(repeating: "x", count: 1 << 20)
+        let count = DeferredWrites.flushThreshold / (1 << 20) + 6
+        func draft(duplicateLast: Bool) -> TransactionDraft {
+            var draft = TransactionDraft()
+            for n in 0..<count {
+                let email = duplicateLast && n == count - 1 ? "m0@example.com" : "m\(n)@example.com"
+                _ = draft.insert("Member", values: ["name": s("\(n)" + big), "email": s(email), "age": i(Int32(n))])
+            }
+            return draft
+        }
+        // The last member's email is the first's, which was put before the threshold was passed.
+        #expect(throws: LogError.self) { try log.commit(draft(duplicateLast: true)) }
+        try log.read { (reader: borrowing LogReader) throws in #expect(try reader.count(of: "Member") == 0) }
+
+        try log.commit(draft(duplicateLast: false))
+        try log.read { (reader: borrowing LogReader) throws in
+            #expect(try reader.count(of: "Member") == count)
+            let last = try #require(try reader.object(StoredObjectID(entity: "Member", primaryKey: UInt64(count))))
+            #expect(last["email"] == .attribute(.string("m\(count - 1)@example.com")))
+            #expect(last["name"] == .attribute(.string("\(count - 1)" + big)))
+        }
+        #expect(try log.verify().isClean)
     }
 }
