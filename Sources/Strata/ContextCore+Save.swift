@@ -25,6 +25,27 @@ extension ContextCore {
 
     /// Every model rule for one object, plus the object's own `validateValue(_:forKey:)`.
     func validateRules(_ object: ManagedObject) throws {
+        let info = object.info
+        guard object.isInsertedFlag && object.fastCommitted == nil && object.storedCommitted?.isEmpty ?? true else {
+            return try validateRules(object) { unsavedValue(object, $0) }
+        }
+        // An inserted object's persistent values are its changes: taken by slot in one walk
+        // over them, into a buffer on the stack, rather than hashing each property's name.
+        try withUnsafeTemporaryAllocation(of: PropertyValue?.self, capacity: info.orderedNames.count) { slots in
+            // Element by element: the buffer-wide forms run the runtime's generic destroy.
+            for slot in slots.indices { slots.initializeElement(at: slot, to: nil) }
+            defer { for slot in slots.indices { _ = slots.moveElement(from: slot) } }
+            for (key, value) in object.changes {
+                if let slot = info.slot(named: key) { slots[slot] = value }
+            }
+            try validateRules(object) { property in
+                property.isTransient ? unsavedValue(object, property) : slots[property.slot] ?? property.emptyValue
+            }
+        }
+    }
+
+    /// ``validateRules(_:)`` with each property's unsaved value from `current`.
+    private func validateRules(_ object: ManagedObject, current: (PropertyInfo) -> PropertyValue) throws {
         var failures: [ValidationFailure] = []
         let entity = object.entity
         let localization = model.localization
@@ -35,7 +56,7 @@ extension ContextCore {
         for index in info.attributeChecks.indices {
             let check = info.attributeChecks[index]
             let property = check.property
-            let current = unsavedValue(object, property)
+            let current = current(property)
             if case .invalid(let what) = current {
                 let type = info.attributes[index].description.attributeType
                 failures.append(ValidationFailure(
@@ -64,7 +85,7 @@ extension ContextCore {
         }
         for index in info.relationshipChecks.indices {
             let check = info.relationshipChecks[index]
-            let current = unsavedValue(object, check.property)
+            let current = current(check.property)
             if case .invalid(let what) = current {
                 let relationship = info.relationships[index].description
                 failures.append(ValidationFailure(
