@@ -16,6 +16,24 @@ final class Catalog: CodecCatalog, Sendable {
         var modelJSON: [Int: Data] = [:]
         var schemas: [Int: ModelSchema] = [:]
         var versionsByHash: [Data: Int] = [:]
+        /// ``entityCodes`` found without hashing the name (the code at the name's position
+        /// in ``entityCodeList``); made by ``indexEntityCodes()`` when the state is installed.
+        /// Codes are only ever added, so a lookup made earlier can miss, never mislead.
+        private(set) var entityLookup = NameLookup([])
+        private(set) var entityCodeList: [UInt16] = []
+
+        mutating func indexEntityCodes() {
+            let pairs = entityCodes.sorted { $0.value < $1.value }
+            entityLookup = NameLookup(pairs.map(\.key))
+            entityCodeList = pairs.map(\.value)
+        }
+
+        /// The code of entity `name`, if this state knows it.
+        @inline(__always)
+        func entityCode(_ name: String) -> UInt16? {
+            if let position = entityLookup.position(of: name) { return entityCodeList[position] }
+            return entityCodes[name]
+        }
     }
 
     /// Key prefixes in the `catalog` table: name → code, and code → name.
@@ -45,6 +63,7 @@ final class Catalog: CodecCatalog, Sendable {
             current = loaded
             // Keep parsed schemas; they never change for a version.
             for (version, schema) in schemas where current.modelJSON[version] != nil { current.schemas[version] = schema }
+            current.indexEntityCodes()
         }
     }
 
@@ -111,7 +130,9 @@ final class Catalog: CodecCatalog, Sendable {
     }
 
     func replace(with new: State) {
-        state.withLock { $0 = new }
+        var new = new
+        new.indexEntityCodes()
+        state.withLock { [new] in $0 = new }
     }
 
     var snapshot: State { state.withLock { $0 } }
@@ -126,7 +147,7 @@ final class Catalog: CodecCatalog, Sendable {
     }
 
     func entityCode(_ name: String) throws(LogError) -> UInt16 {
-        guard let code = lookup({ $0.entityCodes[name] }) else { throw .unknownEntity(name) }
+        guard let code = lookup({ $0.entityCode(name) }) else { throw .unknownEntity(name) }
         return code
     }
 

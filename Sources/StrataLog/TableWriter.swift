@@ -45,7 +45,7 @@ struct TableWriter: CodecCatalog {
     // MARK: - Keys
 
     func entityCode(_ name: String) throws(LogError) -> UInt16 {
-        if let code = codes.entityCodes[name] { return code }
+        if let code = codes.entityCode(name) { return code }
         return try catalog.entityCode(name)
     }
 
