@@ -305,7 +305,7 @@ final class ContextCore {
     @exclusivity(unchecked) var retained: [ManagedObjectID: ManagedObject] = [:]
     @exclusivity(unchecked) var insertionOrder: [ManagedObjectID] = []
     /// Objects re-created under their permanent ID by undoing a saved delete.
-    var restored: Set<ManagedObjectID> = []
+    @exclusivity(unchecked) var restored: Set<ManagedObjectID> = []
     var problems: [ContextError] = []
     /// Unsaved objects removed by a delete or an undo, kept so that undo or redo brings back
     /// the same instance the app holds (Core Data's identity rule). Cleared with the stacks.
@@ -824,10 +824,25 @@ final class ContextCore {
         var touched: [(ManagedObject, SnapshotEvents)] = []
         // Objects the group inserts first: a group read from the log maintains inverses, and
         // an update naming an object it inserts must find that object, not a fault of it.
-        let inserted = group.order.filter { group.changes[$0]?.kind == .inserted }
-        let others = inserted.isEmpty ? group.order : group.order.filter { group.changes[$0]?.kind != .inserted }
-        for id in inserted + others {
-            guard let change = group.changes[id], let info = entities[id.entityName] else { continue }
+        // Each change looked up once, in the group's order, inserts first.
+        var ordered: [(id: ManagedObjectID, change: ObjectChange)] = []
+        ordered.reserveCapacity(group.order.count)
+        var others: [(id: ManagedObjectID, change: ObjectChange)] = []
+        for id in group.order {
+            guard let change = group.changes[id] else { continue }
+            if change.kind == .inserted { ordered.append((id, change)) } else { others.append((id, change)) }
+        }
+        ordered += others
+        var lastInfo: EntityInfo?
+        for (id, change) in ordered {
+            let info: EntityInfo
+            if let lastInfo, lastInfo.entity.name == id.entityName {
+                info = lastInfo
+            } else {
+                guard let found = entities[id.entityName] else { continue }
+                info = found
+                lastInfo = found
+            }
             switch change.kind {
             case .inserted:
                 let object: ManagedObject
@@ -864,7 +879,7 @@ final class ContextCore {
                 markChanged(object)
                 noteInserted(id)
                 for (key, value) in change.values {
-                    guard let property = info.properties[key] else { continue }
+                    guard let property = info.property(named: key) else { continue }
                     set(object, property, value, maintainInverse: group.fromLog, register: false)
                 }
                 touched.append((object, .undoDeletion))
@@ -893,11 +908,11 @@ final class ContextCore {
             case .updated:
                 guard let object = self.object(with: id) else { continue }
                 for (key, value) in change.new {
-                    guard let property = info.properties[key] else { continue }
+                    guard let property = info.property(named: key) else { continue }
                     set(object, property, value, maintainInverse: group.fromLog, register: false)
                 }
                 for (key, membership) in change.memberships {
-                    guard let property = info.properties[key] else { continue }
+                    guard let property = info.property(named: key) else { continue }
                     var ids = object.currentValue(property).ids
                     ids.removeAll { membership.removed.contains($0) }
                     ids.append(contentsOf: membership.added.filter { !ids.contains($0) })

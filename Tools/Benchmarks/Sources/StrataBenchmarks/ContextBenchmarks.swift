@@ -39,6 +39,13 @@ func runContextBenchmarks(objects: Int, teamObjects: Int, undoChanges: Int, iter
         try runContextFetch(model: model, store: store, repetitions: repetitions, typedOnly: c2Only == 2)
         return
     }
+    // STRATA_BENCH_C4_ONLY=1: only C4 (undo and redo of one group), on the store C2–C4 share.
+    if environmentInt("STRATA_BENCH_C4_ONLY", 0) == 1 {
+        let store = try buildContextStore(model: model, people: people)
+        defer { remove(store.directory) }
+        try runContextUndo(model: model, store: store, changes: min(undoChanges, people.count), repetitions: repetitions)
+        return
+    }
     try runContextInsert(model: model, people: people, teamObjects: min(teamObjects, objects), repetitions: repetitions)
     // STRATA_BENCH_C1_ONLY=1: only C1 (insert + save, against GRDB and the floor).
     if environmentInt("STRATA_BENCH_C1_ONLY", 0) == 1 { return }
