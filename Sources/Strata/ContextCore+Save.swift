@@ -263,15 +263,7 @@ extension ContextCore {
         // Most groups change objects of few entities: the last one's tables are reused.
         var lastInfo: EntityInfo?
         for id in group.order {
-            guard let change = group.changes[id] else { continue }
-            let info: EntityInfo
-            if let lastInfo, lastInfo.entity.name == id.entityName {
-                info = lastInfo
-            } else {
-                guard let found = entities[id.entityName] else { continue }
-                info = found
-                lastInfo = found
-            }
+            guard let change = group.changes[id], let info = info(for: id, last: &lastInfo) else { continue }
             switch change.kind {
             case .inserted:
                 let values: [String: DraftValue]

@@ -818,6 +818,14 @@ final class ContextCore {
     }
 
     /// Applies a group's changes to the objects, directly (no custom setters, no undo registration).
+    /// The tables of `id`'s entity. `last` keeps the last one found: a run of one entity's
+    /// objects (most groups) skips the lookup by name.
+    func info(for id: ManagedObjectID, last: inout EntityInfo?) -> EntityInfo? {
+        if let last, last.entity.name == id.entityName { return last }
+        last = entities[id.entityName]
+        return last
+    }
+
     func apply(_ group: UndoGroup, events: SnapshotEvents) {
         isApplyingUndo = true
         defer { isApplyingUndo = false }
@@ -835,14 +843,7 @@ final class ContextCore {
         ordered += others
         var lastInfo: EntityInfo?
         for (id, change) in ordered {
-            let info: EntityInfo
-            if let lastInfo, lastInfo.entity.name == id.entityName {
-                info = lastInfo
-            } else {
-                guard let found = entities[id.entityName] else { continue }
-                info = found
-                lastInfo = found
-            }
+            guard let info = info(for: id, last: &lastInfo) else { continue }
             switch change.kind {
             case .inserted:
                 let object: ManagedObject

@@ -5,9 +5,11 @@
 package struct NameLookup: Sendable {
     /// The names ordered by UTF-8 length (then by position): those of length `n` are at
     /// `lengthStarts[n]..<lengthStarts[n + 1]`, each with its position in the list given.
-    private let names: ContiguousArray<String>
-    private let positions: ContiguousArray<Int>
-    private let lengthStarts: ContiguousArray<Int>
+    /// Package-visible so that another module's hot path can walk them inline (a call to
+    /// ``position(of:)`` across modules isn't inlined).
+    package let names: ContiguousArray<String>
+    package let positions: ContiguousArray<Int>
+    package let lengthStarts: ContiguousArray<Int>
 
     /// A lookup of `names`, each found as its position in the array.
     package init(_ names: [String]) {
