@@ -832,17 +832,21 @@ final class ContextCore {
         var touched: [(ManagedObject, SnapshotEvents)] = []
         // Objects the group inserts first: a group read from the log maintains inverses, and
         // an update naming an object it inserts must find that object, not a fault of it.
-        // Each change looked up once, in the group's order, inserts first.
-        var ordered: [(id: ManagedObjectID, change: ObjectChange)] = []
+        // Each change looked up once, in the group's order, inserts first. Kept as positions
+        // in the table: copying the changes out would retain each of their dictionaries.
+        typealias Position = Dictionary<ManagedObjectID, ObjectChange>.Index
+        var ordered: [Position] = []
         ordered.reserveCapacity(group.order.count)
-        var others: [(id: ManagedObjectID, change: ObjectChange)] = []
+        var others: [Position] = []
+        let changes = group.changes
         for id in group.order {
-            guard let change = group.changes[id] else { continue }
-            if change.kind == .inserted { ordered.append((id, change)) } else { others.append((id, change)) }
+            guard let position = changes.index(forKey: id) else { continue }
+            if changes.values[position].kind == .inserted { ordered.append(position) } else { others.append(position) }
         }
         ordered += others
         var lastInfo: EntityInfo?
-        for (id, change) in ordered {
+        for position in ordered {
+            let (id, change) = changes[position]
             guard let info = info(for: id, last: &lastInfo) else { continue }
             switch change.kind {
             case .inserted:
