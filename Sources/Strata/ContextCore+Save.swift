@@ -465,11 +465,7 @@ extension ContextCore {
             return .unordered(ids)
         }
         var lastInfo: EntityInfo?
-        func relationships(_ id: ManagedObjectID) -> [PropertyInfo]? {
-            if let lastInfo, lastInfo.entity.name == id.entityName { return lastInfo.relationshipProperties }
-            lastInfo = entities[id.entityName]
-            return lastInfo?.relationshipProperties
-        }
+        func relationships(_ id: ManagedObjectID) -> [PropertyInfo]? { info(for: id, last: &lastInfo)?.relationshipProperties }
         // Each group once: a user effect's changes are its undo-stack group.
         var remappedGroups: Set<ObjectIdentifier> = []
         func remap(_ group: UndoGroup) {

@@ -817,7 +817,6 @@ final class ContextCore {
         }
     }
 
-    /// Applies a group's changes to the objects, directly (no custom setters, no undo registration).
     /// The tables of `id`'s entity. `last` keeps the last one found: a run of one entity's
     /// objects (most groups) skips the lookup by name.
     func info(for id: ManagedObjectID, last: inout EntityInfo?) -> EntityInfo? {
@@ -826,6 +825,7 @@ final class ContextCore {
         return last
     }
 
+    /// Applies a group's changes to the objects, directly (no custom setters, no undo registration).
     func apply(_ group: UndoGroup, events: SnapshotEvents) {
         isApplyingUndo = true
         defer { isApplyingUndo = false }

@@ -270,7 +270,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             core?.recordProblem(.unknownKey(entity: entity.name, key: key))
             return
         }
-        guard let value, !(type(of: value) is NSNull.Type) else {
+        guard let value, !Self.isNull(value) else {
             if case .attribute(let type) = property.kind, !property.isOptional,
                 [.int16, .int32, .int64, .double, .float, .boolean, .decimal].contains(type)
             {
@@ -394,7 +394,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
 
 
     func internalValue(_ value: Any?, for property: PropertyInfo) -> PropertyValue {
-        guard let value, !(type(of: value) is NSNull.Type) else { return property.emptyValue }
+        guard let value, !Self.isNull(value) else { return property.emptyValue }
         return internalValue(of: value, for: property)
     }
 
@@ -423,11 +423,10 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         }
     }
 
-    /// Whether `value` is nil or `NSNull`. Asks the value's type, not `value is NSNull`: that
+    /// Whether `value` is `NSNull`. Asks the value's type, not `value is NSNull`: that
     /// cast tries to bridge every other value (a `String` to `NSString`) first.
-    static func isNull(_ value: Any?) -> Bool {
-        guard let value else { return true }
-        return type(of: value) is NSNull.Type
+    static func isNull(_ value: Any) -> Bool {
+        type(of: value) is NSNull.Type
     }
 
     /// The value for an attribute of `type` when it is the type's usual Swift type (a
