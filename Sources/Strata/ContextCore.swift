@@ -741,15 +741,18 @@ final class ContextCore {
     func undo() throws {
         processPendingChanges()
         guard let group = journal.undoStack.last else { return }
-        let inverse = group.inverse
-        if group.saved != nil || group.fromLog { try checkConflicts(applying: inverse) }
+        // Undone by applying the group backwards. Saved work is checked against the store
+        // first, and its inverse is saved as an effect of its own: only then is the inverse
+        // built (building it for unsaved work cost as much as a third of the undo).
+        let saved = group.saved != nil || group.fromLog
+        if saved { try checkConflicts(applying: group, reversed: true) }
         journal.undoStack.removeLast()
-        apply(inverse, events: .undoUpdate)
+        apply(group, reversed: true, events: .undoUpdate)
         journal.redoStack.append(group)
         if let index = pending.lastIndex(where: { $0.source === group }) {
             pending.remove(at: index)
         } else if let saved = group.saved {
-            pending.append(PendingEffect(changes: inverse, source: group, kind: .undo(saved.sequence, saved.group)))
+            pending.append(PendingEffect(changes: group.inverse, source: group, kind: .undo(saved.sequence, saved.group)))
         }
     }
 
@@ -771,48 +774,84 @@ final class ContextCore {
 
     /// Refuses to undo or redo saved work that another writer has changed since: each
     /// property about to be set must still hold, in the store, the value being replaced.
-    func checkConflicts(applying group: UndoGroup) throws {
+    /// `reversed`: the check for undoing `group` (its inverse), without building the inverse.
+    func checkConflicts(applying group: UndoGroup, reversed: Bool = false) throws {
         let log = try store().log
-        try log.read { reader in
-            for id in group.order {
-                guard let change = group.changes[id], let stored = id.storedID, let info = entities[id.entityName] else { continue }
-                let object = try reader.object(stored)
-                switch change.kind {
-                case .updated:
-                    // "Another writer changed it" means the store no longer holds what this
-                    // context last knew it to hold: the loaded object's committed value, or,
-                    // for an object the context hasn't loaded (a restart), the value the
-                    // group expects to replace. This context's own unsaved work (a pending
-                    // undo of a later saved group) is not a conflict.
-                    let known = registered(id)?.committed
-                    for (key, replaced) in change.old {
-                        guard let property = info.properties[key], property.isRecorded else { continue }
-                        let expected = known.map { $0[key] ?? property.emptyValue } ?? replaced
-                        guard let object else {
-                            throw ContextError.undoConflict(object: id.description, property: key, expected: expected.text, found: "a deleted object")
-                        }
-                        let found = propertyValue(object[key], property, storeUUID: log.storeUUID)
-                        if found != expected && !(found.isNil && expected.isNil) {
-                            throw ContextError.undoConflict(object: id.description, property: key, expected: expected.text, found: found.text)
-                        }
+        let storeUUID = log.storeUUID
+        // The stored objects the group changes, in the order it applies them (the first
+        // conflict in that order is the one reported), kept as positions in its table.
+        typealias Position = Dictionary<ManagedObjectID, ObjectChange>.Index
+        let changes = group.changes
+        var targets: [(position: Position, stored: StoredObjectID)] = []
+        targets.reserveCapacity(group.order.count)
+        let order = group.order
+        for step in order.indices {
+            let id = order[reversed ? order.count - 1 - step : step]
+            guard let stored = id.storedID, let position = changes.index(forKey: id) else { continue }
+            targets.append((position, stored))
+        }
+        var lastInfo: EntityInfo?
+        /// Checks one change against its object's stored values (nil: no such object now).
+        func check(_ position: Position, _ stored: StoredFields?, reader: borrowing LogReader) throws {
+            let (id, change) = changes[position]
+            guard let info = info(for: id, last: &lastInfo) else { return }
+            switch reversed ? change.kind.reversed : change.kind {
+            case .updated:
+                // "Another writer changed it" means the store no longer holds what this
+                // context last knew it to hold: the loaded object's committed value, or,
+                // for an object the context hasn't loaded (a restart), the value the
+                // group expects to replace. This context's own unsaved work (a pending
+                // undo of a later saved group) is not a conflict.
+                let known = registered(id).flatMap { $0.hasCommittedValues ? $0 : nil }
+                for (key, replaced) in reversed ? change.new : change.old {
+                    guard let property = info.property(named: key), property.isRecorded else { continue }
+                    let expected = known.map { $0.committedValue(property) ?? property.emptyValue } ?? replaced
+                    guard let stored else {
+                        throw ContextError.undoConflict(object: id.description, property: key, expected: expected.text, found: "a deleted object")
                     }
-                    for (key, membership) in change.memberships {
-                        let current = Set(try reader.related(stored, key))
-                        let missing = membership.removed.compactMap(\.storedID).filter { !current.contains($0) }
-                        let extra = membership.added.compactMap(\.storedID).filter { current.contains($0) }
-                        if let first = missing.first ?? extra.first {
-                            throw ContextError.undoConflict(object: id.description, property: key, expected: "membership as saved", found: "\(first) changed by another writer")
-                        }
-                    }
-                case .deleted:
-                    if object == nil && !id.isTemporaryID && registered(id)?.isInsertedFlag != true && !restored.contains(id) {
-                        throw ContextError.undoConflict(object: id.description, property: "(object)", expected: "the object", found: "it was deleted by another writer")
-                    }
-                case .inserted:
-                    if object != nil && registered(id)?.isDeletedFlag != true {
-                        throw ContextError.undoConflict(object: id.description, property: "(object)", expected: "no object", found: "it exists again")
+                    let value = stored.names.firstIndex(of: key).flatMap { stored.values[$0] } ?? .null
+                    let found = propertyValue(value, property, storeUUID: storeUUID)
+                    if found != expected && !(found.isNil && expected.isNil) {
+                        throw ContextError.undoConflict(object: id.description, property: key, expected: expected.text, found: found.text)
                     }
                 }
+                guard !change.memberships.isEmpty, let storedID = id.storedID else { return }
+                for (key, membership) in change.memberships {
+                    let (added, removed) = reversed ? (membership.removed, membership.added) : (membership.added, membership.removed)
+                    let current = Set(try reader.related(storedID, key))
+                    let missing = removed.compactMap(\.storedID).filter { !current.contains($0) }
+                    let extra = added.compactMap(\.storedID).filter { current.contains($0) }
+                    if let first = missing.first ?? extra.first {
+                        throw ContextError.undoConflict(object: id.description, property: key, expected: "membership as saved", found: "\(first) changed by another writer")
+                    }
+                }
+            case .deleted:
+                if stored == nil && !id.isTemporaryID && registered(id)?.isInsertedFlag != true && !restored.contains(id) {
+                    throw ContextError.undoConflict(object: id.description, property: "(object)", expected: "the object", found: "it was deleted by another writer")
+                }
+            case .inserted:
+                if stored != nil && registered(id)?.isDeletedFlag != true {
+                    throw ContextError.undoConflict(object: id.description, property: "(object)", expected: "no object", found: "it exists again")
+                }
+            }
+        }
+        try log.read { reader in
+            // Read through one cursor, by property code: no dictionary of values per object.
+            // `forEachFields` skips objects that don't exist and keeps the order given, so
+            // the targets it passes over have no record.
+            var next = 0
+            try reader.forEachFields(targets.map(\.stored)) { fields in
+                while next < targets.count && targets[next].stored != fields.id {
+                    try check(targets[next].position, nil, reader: reader)
+                    next += 1
+                }
+                guard next < targets.count else { return }
+                try check(targets[next].position, fields, reader: reader)
+                next += 1
+            }
+            while next < targets.count {
+                try check(targets[next].position, nil, reader: reader)
+                next += 1
             }
         }
     }
@@ -825,8 +864,9 @@ final class ContextCore {
         return last
     }
 
-    /// Applies a group's changes to the objects, directly (no custom setters, no undo registration).
-    func apply(_ group: UndoGroup, events: SnapshotEvents) {
+    /// Applies a group's changes to the objects, directly (no custom setters, no undo
+    /// registration); `reversed`: its inverse (what undoing it does), without building it.
+    func apply(_ group: UndoGroup, reversed: Bool = false, events: SnapshotEvents) {
         isApplyingUndo = true
         defer { isApplyingUndo = false }
         var touched: [(ManagedObject, SnapshotEvents)] = []
@@ -839,16 +879,18 @@ final class ContextCore {
         ordered.reserveCapacity(group.order.count)
         var others: [Position] = []
         let changes = group.changes
-        for id in group.order {
+        let order = group.order
+        for step in order.indices {
+            let id = order[reversed ? order.count - 1 - step : step]
             guard let position = changes.index(forKey: id) else { continue }
-            if changes.values[position].kind == .inserted { ordered.append(position) } else { others.append(position) }
+            if changes.values[position].kind == (reversed ? .deleted : .inserted) { ordered.append(position) } else { others.append(position) }
         }
         ordered += others
         var lastInfo: EntityInfo?
         for position in ordered {
             let (id, change) = changes[position]
             guard let info = info(for: id, last: &lastInfo) else { continue }
-            switch change.kind {
+            switch reversed ? change.kind.reversed : change.kind {
             case .inserted:
                 let object: ManagedObject
                 if let existing = registered(id) {
@@ -912,15 +954,16 @@ final class ContextCore {
                 touched.append((object, .undoInsertion))
             case .updated:
                 guard let object = self.object(with: id) else { continue }
-                for (key, value) in change.new {
+                for (key, value) in reversed ? change.old : change.new {
                     guard let property = info.property(named: key) else { continue }
                     set(object, property, value, maintainInverse: group.fromLog, register: false)
                 }
                 for (key, membership) in change.memberships {
                     guard let property = info.property(named: key) else { continue }
+                    let (added, removed) = reversed ? (membership.removed, membership.added) : (membership.added, membership.removed)
                     var ids = object.currentValue(property).ids
-                    ids.removeAll { membership.removed.contains($0) }
-                    ids.append(contentsOf: membership.added.filter { !ids.contains($0) })
+                    ids.removeAll { removed.contains($0) }
+                    ids.append(contentsOf: added.filter { !ids.contains($0) })
                     set(object, property, .toMany(ids), maintainInverse: true, register: false)
                 }
                 touched.append((object, .undoUpdate))

@@ -5,7 +5,18 @@ import StrataLog
 /// out; insert then update is an insert with final values; insert then delete is nothing;
 /// update then delete is a delete with the values from before the group.
 struct ObjectChange {
-    enum Kind { case inserted, updated, deleted }
+    enum Kind {
+        case inserted, updated, deleted
+
+        /// The kind of the inverse change: undoing an insert deletes, undoing a delete inserts.
+        var reversed: Kind {
+            switch self {
+            case .inserted: .deleted
+            case .updated: .updated
+            case .deleted: .inserted
+            }
+        }
+    }
     var kind: Kind
     /// inserted: the values at the end of the group; deleted: the values before the group.
     var values: [String: PropertyValue] = [:]
@@ -209,8 +220,7 @@ final class UndoGroup {
         group.fromLog = fromLog
         for (id, change) in changes {
             switch change.kind {
-            case .inserted: group.changes[id] = ObjectChange(kind: .deleted, values: change.values)
-            case .deleted: group.changes[id] = ObjectChange(kind: .inserted, values: change.values)
+            case .inserted, .deleted: group.changes[id] = ObjectChange(kind: change.kind.reversed, values: change.values)
             case .updated:
                 group.changes[id] = ObjectChange(
                     kind: .updated, old: change.new, new: change.old,
