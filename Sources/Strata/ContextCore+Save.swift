@@ -401,7 +401,15 @@ extension ContextCore {
                 continue
             }
             if !object.changes.isEmpty {
-                if let committed = object.committed, !committed.isEmpty {
+                if object.fastCommitted != nil {
+                    // Values held by slot (a fetched object) stay so, the changes written into
+                    // their slots: making them a dictionary made every later read of the
+                    // object, and undoing the save, hash names. The remap above left the
+                    // changes naming permanent IDs only, as the row's other values do.
+                    for (key, value) in object.changes {
+                        if let property = object.info.property(named: key) { object.fastCommitted?[property] = value }
+                    }
+                } else if let committed = object.committed, !committed.isEmpty {
                     var merged = committed
                     for (key, value) in object.changes { merged[key] = value }
                     object.committed = merged

@@ -441,12 +441,24 @@ final class ContextCore {
         }
         guard let stored = object.objectID.storedID else { return }
         let log = try store().log
-        guard let record = try log.read({ reader in try reader.object(stored) }) else {
+        // Read by property code and held by slot, as a fetch holds its rows: no dictionary
+        // to build, and later reads and saves of the object don't hash names.
+        guard let fields = try log.read({ reader in try reader.fields(stored) }) else {
             throw ContextError.objectNotFound(object.objectID.description)
         }
-        object.committed = values(from: record.values, info: object.info)
-        object.version = record.version
+        object.fastCommitted = row(from: fields, info: object.info, storeUUID: log.storeUUID)
+        object.version = fields.version
         object.awakeFromFetch()
+    }
+
+    /// A stored object's values as the context holds them, by slot.
+    func row(from fields: StoredFields, info: EntityInfo, storeUUID: UUID) -> PropertyRow {
+        var row = PropertyRow(info: info)
+        for (code, name) in fields.names.enumerated() where code < fields.values.count {
+            guard let value = fields.values[code], let property = info.property(named: name) else { continue }
+            row[property] = propertyValue(value, property, storeUUID: storeUUID)
+        }
+        return row
     }
 
     /// A derived relationship side, read from the store and cached with the committed values.

@@ -235,4 +235,68 @@ struct UndoConflictTests {
         }
         #expect(count == 1)
     }
+
+    /// Playlists with a one-way to-many `songs` and a one-way to-one `featured`.
+    static var featuredPlaylists: ManagedObjectModel {
+        get throws {
+            try ManagedObjectModel {
+                Entity("Song") { Attribute("title", .string) }
+                Entity("Playlist") {
+                    Attribute("name", .string)
+                    Relationship("songs", to: "Song", toMany: true)
+                    Relationship("featured", to: "Song")
+                }
+            }
+        }
+    }
+
+    @Test("an object read by ID and saved twice: each undo after save expects what the save before wrote (attribute, nil, to-one, to-many), no false conflict")
+    func readByIDSavedTwice() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.featuredPlaylists)
+        let (playlistID, firstID, secondID) = try await privateContext(coordinator).perform {
+            (context: isolated ManagedObjectContext) throws in
+            let playlist = try context.insertNewObject(forEntityName: "Playlist")
+            playlist.setValue("Mix", forKey: "name")
+            let first = try context.insertNewObject(forEntityName: "Song")
+            let second = try context.insertNewObject(forEntityName: "Song")
+            playlist.mutableSetValue(forKey: "songs").add(first)
+            try context.save()
+            return (playlist.objectID, first.objectID, second.objectID)
+        }
+        // The editor fires the fault by ID (no fetch), changes it and saves, then clears the
+        // name and saves again. Nothing asks for its committed values by name in between, so
+        // they stay as the store read gave them, updated by each save.
+        let editor = privateContext(coordinator)
+        try await editor.perform { (context: isolated ManagedObjectContext) throws in
+            let playlist = try context.existingObject(with: playlistID)
+            playlist.setValue("Road", forKey: "name")
+            playlist.setValue(try context.existingObject(with: firstID), forKey: "featured")
+            playlist.mutableSetValue(forKey: "songs").add(try context.existingObject(with: secondID))
+            try context.save()
+            playlist.setValue(nil, forKey: "name")
+            try context.save()
+            // Undoing the second save expects the name nil, as the second save wrote it.
+            try context.undo()
+            #expect(playlist.value(forKey: "name") as? String == "Road")
+            try context.save()
+            // Undoing the first expects "Road", the first save's song and its featured song.
+            try context.undo()
+            #expect(playlist.value(forKey: "name") as? String == "Mix")
+            #expect(playlist.value(forKey: "featured") == nil)
+            try context.save()
+            let committed = playlist.committedValues(forKeys: ["name", "featured", "songs"])
+            #expect(committed["name"] as? String == "Mix")
+            #expect(committed["featured"] is NSNull)
+            #expect((committed["songs"] as? Set<ManagedObject>)?.map(\.objectID) == [firstID])
+        }
+        let stored = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let playlist = try context.existingObject(with: playlistID)
+            return (
+                playlist.value(forKey: "name") as? String, (playlist.value(forKey: "featured") as? ManagedObject)?.objectID,
+                (playlist.value(forKey: "songs") as? Set<ManagedObject>)?.map(\.objectID)
+            )
+        }
+        #expect(stored.0 == "Mix" && stored.1 == nil && stored.2 == [firstID])
+    }
 }

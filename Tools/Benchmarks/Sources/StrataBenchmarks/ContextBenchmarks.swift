@@ -39,6 +39,13 @@ func runContextBenchmarks(objects: Int, teamObjects: Int, undoChanges: Int, iter
         try runContextFetch(model: model, store: store, repetitions: repetitions, typedOnly: c2Only == 2)
         return
     }
+    // STRATA_BENCH_C3_ONLY=1: only C3 (faults fired by ID), on the store C2–C4 share.
+    if environmentInt("STRATA_BENCH_C3_ONLY", 0) == 1 {
+        let store = try buildContextStore(model: model, people: people)
+        defer { remove(store.directory) }
+        try runContextFaults(model: model, store: store, repetitions: repetitions)
+        return
+    }
     // STRATA_BENCH_C4_ONLY=1: only C4 (undo and redo of one group), on the store C2–C4 share.
     if environmentInt("STRATA_BENCH_C4_ONLY", 0) == 1 {
         let store = try buildContextStore(model: model, people: people)
