@@ -209,17 +209,23 @@ extension PersistentStore {
         var examined = resolved.after
         if let objectID = resolved.objectID {
             // The per-object history index: only the transactions that touched the object.
-            for sequence in try reader.history(of: objectID) where sequence > resolved.after && sequence <= last {
-                let event = try reader.event(sequence)
-                examined = sequence
+            // Read together: a segment frame holding several of them is decompressed once.
+            let touching = try reader.history(of: objectID).filter { $0 > resolved.after && $0 <= last }
+            var full = false
+            try reader.forEachEvent(among: touching) { event in
+                examined = event.sequence
                 let header = EventHeader(
-                    sequence: sequence, timestamp: event.timestamp, author: event.author, contextName: event.contextName,
+                    sequence: event.sequence, timestamp: event.timestamp, author: event.author, contextName: event.contextName,
                     processID: event.processID)
-                guard resolved.accepts(header), let transaction = converter.transaction(event, keep: keep) else { continue }
+                guard resolved.accepts(header), let transaction = converter.transaction(event, keep: keep) else { return .next }
                 result.append(transaction)
-                if maximum > 0 && result.count >= maximum { return (result, examined) }
+                if maximum > 0 && result.count >= maximum {
+                    full = true
+                    return .stop
+                }
+                return .next
             }
-            return (result, last)
+            return (result, full ? examined : last)
         }
         let filter: ((EventHeader) -> Bool)? = resolved.hasHeaderFilter ? { resolved.accepts($0) } : nil
         try reader.forEachEvent(from: resolved.after + 1, through: last, where: filter) { event in

@@ -94,9 +94,10 @@ extension LogReader {
         guard sequence >= purged else { throw LogError.historyPurged(requested: sequence, purgedThrough: purged) }
         var image = StateImage()
         if let current = try object(id) { image.objects[id] = current.values }
-        for touching in try history(of: id).reversed() where touching > sequence {
-            let event = try event(touching)
+        let later = try history(of: id).filter { $0 > sequence }
+        try forEachEvent(among: later, reversed: true) { event in
             for change in event.changes.reversed() where change.objectID == id { image.revert(change) }
+            return .next
         }
         return image.objects[id]
     }

@@ -407,6 +407,62 @@ extension LogReader {
     }
 }
 
+extension LogReader {
+    /// Calls `body` with the compacted events of `sequences` (ascending), in that order or
+    /// reversed, decompressing each frame that holds some of them once and decoding only
+    /// those events.
+    func forEachSegmentEvent(
+        among sequences: ArraySlice<UInt64>, reversed: Bool, _ body: (TransactionEvent) throws -> IterationDecision
+    ) throws {
+        guard let lowest = sequences.first, let highest = sequences.last else { return }
+        // The frames holding them, in reading order, each with the sequences it holds.
+        var plan: [(segment: SegmentDescriptor, frame: Int, wanted: ArraySlice<UInt64>)] = []
+        var rest = sequences
+        for segment in try segmentDescriptors() where segment.last >= lowest && segment.first <= highest {
+            if rest.isEmpty { break }
+            for (index, frame) in segment.frames.enumerated() where frame.last >= lowest {
+                if rest.isEmpty { break }
+                let start = rest.partitioningIndex { $0 >= frame.first }
+                let end = rest[start...].partitioningIndex { $0 > frame.last }
+                if start > rest.startIndex {
+                    // Sequences below this frame that no earlier frame held.
+                    throw LogError.segment("event \(rest[rest.startIndex]) is compacted but no segment holds it")
+                }
+                if start < end { plan.append((segment, index, rest[start..<end])) }
+                rest = rest[end...]
+            }
+        }
+        if let missing = rest.first {
+            throw LogError.segment("event \(missing) is compacted but no segment holds it")
+        }
+        var reader: (first: UInt64, reader: SegmentReader)?
+        for step in reversed ? Array(plan.reversed()) : plan {
+            if reader?.first != step.segment.first {
+                reader = (step.segment.first, try SegmentReader(step.segment, directory: log.segmentDirectory, snapshot: txn.id))
+            }
+            guard let segmentReader = reader?.reader else { continue }
+            let frame = step.segment.frames[step.frame]
+            let context = "segment \(step.segment.fileName) frame \(step.frame)"
+            let bytes = try segmentReader.events(inFrame: step.frame)
+            guard bytes.count == Int(frame.last - frame.first + 1) else {
+                throw LogError.segment("\(context): holds \(bytes.count) events, the manifest says \(frame.first)…\(frame.last)")
+            }
+            // A frame holds its events densely, in order: the wanted ones are found by
+            // position, and each is checked to be the event it should be when decoded.
+            let order = reversed ? Array(step.wanted.reversed()) : Array(step.wanted)
+            for sequence in order {
+                let event = try bytes[Int(sequence - frame.first)].withUnsafeBytes { raw in
+                    try EventCodec.decode(raw, catalog: log.catalog, context: context)
+                }
+                guard event.sequence == sequence else {
+                    throw LogError.segment("\(step.segment.fileName): expected event \(sequence), found \(event.sequence)")
+                }
+                if try body(event) == .stop { return }
+            }
+        }
+    }
+}
+
 /// Reads frames of one segment file, checking each against its manifest entry.
 ///
 /// A reader whose snapshot is older than a purge finds the files that purge dropped set
@@ -492,5 +548,19 @@ struct SegmentReader {
             throw LogError.segment("\(context): decompressed to \(raw.count) bytes, the manifest says \(frame.rawLength)")
         }
         return try FrameContent.split(raw, context: context)
+    }
+}
+
+extension ArraySlice where Element == UInt64 {
+    /// The index of the first element `predicate` accepts, the slice being ascending and
+    /// `predicate` false then true along it (binary search); `endIndex` if none.
+    func partitioningIndex(where predicate: (UInt64) -> Bool) -> Index {
+        var low = startIndex
+        var high = endIndex
+        while low < high {
+            let middle = low + (high - low) / 2
+            if predicate(self[middle]) { high = middle } else { low = middle + 1 }
+        }
+        return low
     }
 }

@@ -423,6 +423,61 @@ public struct LogReader: ~Copyable {
         return found
     }
 
+    /// Calls `body` with the event of each sequence in `sequences` (ascending, as
+    /// ``history(of:)`` gives them), oldest first or, with `reversed`, newest first, until it
+    /// answers `.stop`.
+    ///
+    /// Reading them one by one with ``event(_:)`` decompresses a segment frame for every
+    /// compacted event; this decompresses each frame that holds some of them once, and keeps
+    /// only that frame in memory.
+    ///
+    /// - Throws: as ``event(_:)``, for the first sequence that is out of range or purged
+    ///   (before any event is delivered).
+    public func forEachEvent(
+        among sequences: [UInt64], reversed: Bool = false, _ body: (TransactionEvent) throws -> IterationDecision
+    ) throws {
+        guard let lowest = sequences.first, let highest = sequences.last else { return }
+        guard zip(sequences, sequences.dropFirst()).allSatisfy({ $0 < $1 }) else {
+            throw LogError.malformed("forEachEvent(among:) needs ascending sequences without repeats")
+        }
+        let head = try head
+        guard lowest >= 1, highest <= head else {
+            throw LogError.sequenceOutOfRange(requested: lowest < 1 ? lowest : highest, head: head)
+        }
+        let purged = try purgedThrough
+        guard lowest > purged else { throw LogError.historyPurged(requested: lowest, purgedThrough: purged) }
+        let compacted = try compactedThrough
+        let split = sequences[...].partitioningIndex { $0 > compacted }
+        let old = sequences[..<split]
+        let recent = sequences[split...]
+        func fromRaw(_ sequence: UInt64) throws -> IterationDecision {
+            var decision = IterationDecision.next
+            var found = false
+            try forEachEvent(from: sequence, through: sequence) { event in
+                found = true
+                decision = try body(event)
+                return .stop
+            }
+            guard found else { throw LogError.malformed("event \(sequence) is missing from the log") }
+            return decision
+        }
+        if reversed {
+            for sequence in recent.reversed() where try fromRaw(sequence) == .stop { return }
+            try forEachSegmentEvent(among: old, reversed: true, body)
+        } else {
+            var stopped = false
+            try forEachSegmentEvent(among: old, reversed: false) { event in
+                if try body(event) == .stop {
+                    stopped = true
+                    return .stop
+                }
+                return .next
+            }
+            if stopped { return }
+            for sequence in recent where try fromRaw(sequence) == .stop { return }
+        }
+    }
+
     /// Calls `body` with each event from `from` through `through` (default: the head), in
     /// order — reading compacted ones from their segments — until it answers `.stop`.
     ///

@@ -337,6 +337,12 @@ private func runHistoryQueries(events count: Int, repetitions: Int) throws {
     let compacted = try measure("every transaction, compacted", repetitions: repetitions, setup: {}, body: { _ in
         _ = try coordinator.history(HistoryRequest())
     })
+    let objectCompacted = try measure("one object (\(touching) transactions) via the history index, compacted", repetitions: repetitions, setup: {}, body: { _ in
+        _ = try coordinator.history(.object(target))
+    })
+    let asOfCompacted = try measure("that object as of its first transaction, compacted", repetitions: repetitions, setup: {}, body: { _ in
+        _ = try log.read { reader in try reader.object(StoredObjectID(entity: "Person", primaryKey: 1), asOf: 1) }
+    })
 
     let n = Double(count)
     record(name, "every transaction: Strata ÷ bare decode (time)", ratio(everything.medianSeconds, decode.medianSeconds))
@@ -344,7 +350,8 @@ private func runHistoryQueries(events count: Int, repetitions: Int) throws {
     record(name, "every transaction: Strata raw / compacted / bare decode / GRDB",
         "\(rate(n, perSeconds: everything.medianSeconds)) / \(rate(n, perSeconds: compacted.medianSeconds)) / \(rate(n, perSeconds: decode.medianSeconds)) / \(rate(n, perSeconds: grdb.medianSeconds))")
     record(name, "one object via the index ÷ scan (time)", ratio(object.medianSeconds, objectScan.medianSeconds))
-    record(name, "one object: index / scan", "\(format(object.median)) / \(format(objectScan.median))")
+    record(name, "one object: index / scan / index after compaction", "\(format(object.median)) / \(format(objectScan.median)) / \(format(objectCompacted.median))")
+    record(name, "one object after compaction: history / as of its first transaction", "\(format(objectCompacted.median)) / \(format(asOfCompacted.median))")
     record(name, "after a date (1%): headers only ÷ decode all (time)", ratio(date.medianSeconds, dateScan.medianSeconds))
     record(name, "by author (50%)", rate(n, perSeconds: author.medianSeconds) + " transactions examined")
 }
