@@ -207,10 +207,19 @@ extension PersistentStore {
         let keep = resolved.keep
         var result: [HistoryTransaction] = []
         var examined = resolved.after
+        // The per-object history index gives the transactions that touched the object, or
+        // the entities' objects: only those events are read, together, so a segment frame
+        // holding several of them is decompressed once. For entities, only while the index
+        // has fewer of their rows than there are events in the range (else every event is
+        // read, as without the condition); a short range is read directly.
+        var touching: [UInt64]?
         if let objectID = resolved.objectID {
-            // The per-object history index: only the transactions that touched the object.
-            // Read together: a segment frame holding several of them is decompressed once.
-            let touching = try reader.history(of: objectID).filter { $0 > resolved.after && $0 <= last }
+            touching = try reader.history(of: objectID).filter { $0 > resolved.after && $0 <= last }
+        } else if let entities = resolved.entities, last - resolved.after >= 64 {
+            let events = Int(clamping: last - resolved.after)
+            touching = try reader.history(ofEntities: entities, after: resolved.after, through: last, budget: events)
+        }
+        if let touching {
             var full = false
             try reader.forEachEvent(among: touching) { event in
                 examined = event.sequence

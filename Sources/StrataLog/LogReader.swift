@@ -555,6 +555,39 @@ public struct LogReader: ~Copyable {
         return event
     }
 
+    /// The sequences after `after` through `through` of every transaction that changed an
+    /// object of one of `entities`, ascending and without repeats, from the per-object
+    /// history index; nil when that would read more than `budget` of the index's rows (the
+    /// entities' objects changed so often that reading the events is the cheaper way).
+    /// Entities the store never held have no rows.
+    public func history(
+        ofEntities entities: some Sequence<String>, after: UInt64, through: UInt64, budget: Int
+    ) throws -> [UInt64]? {
+        var result: [UInt64] = []
+        var rows = 0
+        for name in entities {
+            guard let code = try? log.catalog.entityCode(name) else { continue }
+            var over = false
+            try txn.forEach(in: tables.history, range: .prefix([UInt8(code >> 8), UInt8(code & 0xFF)])) { entry, _ in
+                rows += 1
+                if rows > budget {
+                    over = true
+                    return .stop
+                }
+                if let sequence = entry.withUnsafeBytes({ readBigEndian($0, at: 10) }), sequence > after, sequence <= through {
+                    result.append(sequence)
+                }
+                return .next
+            }
+            if over { return nil }
+        }
+        result.sort()
+        var unique: [UInt64] = []
+        unique.reserveCapacity(result.count)
+        for sequence in result where sequence != unique.last { unique.append(sequence) }
+        return unique
+    }
+
     /// The sequences of every transaction that changed `id`, oldest first (including its
     /// insert and delete; history survives the object).
     public func history(of id: StoredObjectID) throws -> [UInt64] {

@@ -248,17 +248,26 @@ private func runHistoryQueries(events count: Int, repetitions: Int) throws {
     // authors alternate between "editor" and "sync".
     var random = SplitMix64(seed: 8)
     let people = min(1_000, count)
+    // Ten teams, inserted with the first person and renamed in every 1,000th update: an
+    // entity 0.1% of the transactions touch.
     var ids: [StoredObjectID] = []
+    var teams: [StoredObjectID] = []
     for (n, person) in makePeople(people, seed: 3).enumerated() {
         var draft = TransactionDraft(author: n % 2 == 0 ? "editor" : "sync", contextName: "main")
         let temporary = draft.insert("Person", values: person.teamlessValues)
-        ids.append(try log.commit(draft).permanentID(for: temporary)!)
+        let newTeams = n == 0 ? (0..<10).map { draft.insert("Team", values: ["name": .attribute(.string("team \($0)"))]) } : []
+        let result = try log.commit(draft)
+        ids.append(result.permanentID(for: temporary)!)
+        teams += newTeams.compactMap { result.permanentID(for: $0) }
     }
     for n in people..<count {
         var draft = TransactionDraft(author: n % 2 == 0 ? "editor" : "sync", contextName: "main")
         draft.update(.stored(ids[Int(random.next() % UInt64(ids.count))]), values: [
             "score": .attribute(.double(Double(random.next() % 10_000) / 100)), "age": .attribute(.int32(Int32(18 + random.next() % 60))),
         ])
+        if n % 1_000 == 0, !teams.isEmpty {
+            draft.update(.stored(teams[(n / 1_000) % teams.count]), values: ["name": .attribute(.string("renamed \(n)"))])
+        }
         try log.commit(draft)
     }
     let all = try coordinator.history(HistoryRequest())
@@ -294,6 +303,19 @@ private func runHistoryQueries(events count: Int, repetitions: Int) throws {
         try log.read { reader in
             try reader.forEachEvent { event in
                 if event.timestamp > dateCut { found += 1 }
+                return .next
+            }
+        }
+    })
+    let teamCount = try coordinator.history(.entity("Team")).count
+    let entity = try measure("one entity (Team: \(teamCount) transactions) via the history index", repetitions: repetitions, setup: {}, body: { _ in
+        _ = try coordinator.history(.entity("Team"))
+    })
+    let entityScan = try measure("the same by decoding every event", repetitions: repetitions, setup: {}, body: { _ in
+        var found = 0
+        try log.read { reader in
+            try reader.forEachEvent { event in
+                if event.changes.contains(where: { $0.objectID.entity == "Team" }) { found += 1 }
                 return .next
             }
         }
@@ -340,6 +362,9 @@ private func runHistoryQueries(events count: Int, repetitions: Int) throws {
     let objectCompacted = try measure("one object (\(touching) transactions) via the history index, compacted", repetitions: repetitions, setup: {}, body: { _ in
         _ = try coordinator.history(.object(target))
     })
+    let entityCompacted = try measure("one entity (Team) via the history index, compacted", repetitions: repetitions, setup: {}, body: { _ in
+        _ = try coordinator.history(.entity("Team"))
+    })
     let asOfCompacted = try measure("that object as of its first transaction, compacted", repetitions: repetitions, setup: {}, body: { _ in
         _ = try log.read { reader in try reader.object(StoredObjectID(entity: "Person", primaryKey: 1), asOf: 1) }
     })
@@ -352,6 +377,8 @@ private func runHistoryQueries(events count: Int, repetitions: Int) throws {
     record(name, "one object via the index ÷ scan (time)", ratio(object.medianSeconds, objectScan.medianSeconds))
     record(name, "one object: index / scan / index after compaction", "\(format(object.median)) / \(format(objectScan.median)) / \(format(objectCompacted.median))")
     record(name, "one object after compaction: history / as of its first transaction", "\(format(objectCompacted.median)) / \(format(asOfCompacted.median))")
+    record(name, "one entity (0.1%) via the index ÷ decoding every event (time)", ratio(entity.medianSeconds, entityScan.medianSeconds))
+    record(name, "one entity (0.1%): index / decode all / index after compaction", "\(format(entity.median)) / \(format(entityScan.median)) / \(format(entityCompacted.median))")
     record(name, "after a date (1%): headers only ÷ decode all (time)", ratio(date.medianSeconds, dateScan.medianSeconds))
     record(name, "by author (50%)", rate(n, perSeconds: author.medianSeconds) + " transactions examined")
 }
