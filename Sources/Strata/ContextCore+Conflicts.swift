@@ -89,13 +89,14 @@ extension ContextCore {
         let history = try reader.history(of: stored)
         var oldVersion = object.version
         if oldVersion == nil, let committed = object.committed {
-            // Values from a fetched row: find the version whose state they are.
-            for sequence in history.reversed().prefix(64) {
-                guard let image = try reader.object(stored, asOf: sequence) else { continue }
-                if sameRecordedValues(committed, values(from: image, info: object.info), info: object.info) {
-                    oldVersion = sequence
-                    break
+            // Values from a fetched row: find the version whose state they are, walking back
+            // through the newest 64.
+            try reader.forEachVersion(of: stored, limit: 64) { sequence, image in
+                guard let image, sameRecordedValues(committed, values(from: image, info: object.info), info: object.info) else {
+                    return .next
                 }
+                oldVersion = sequence
+                return .stop
             }
         }
         var base = object.committed ?? [:]

@@ -1,5 +1,5 @@
 import Foundation
-import StrataStorage
+public import StrataStorage
 
 extension LogReader {
     /// The current state of every object, in memory.
@@ -100,6 +100,26 @@ extension LogReader {
             return .next
         }
         return image.objects[id]
+    }
+
+    /// Calls `body` with `id`'s values just after each transaction that touched it, newest
+    /// first (nil just after its delete), for at most the `limit` newest of them still kept
+    /// (after a purge), until it answers `.stop`. One walk back: each transaction is read
+    /// once, where asking ``object(_:asOf:)`` for each would walk back from the head each
+    /// time.
+    public func forEachVersion(
+        of id: StoredObjectID, limit: Int = .max, _ body: (_ sequence: UInt64, _ values: [String: LogValue]?) throws -> IterationDecision
+    ) throws {
+        let purged = try purgedThrough
+        let touching = try history(of: id).filter { $0 > purged }.suffix(max(limit, 0))
+        var image = StateImage()
+        if let current = try object(id) { image.objects[id] = current.values }
+        try forEachEvent(among: Array(touching), reversed: true) { event in
+            // The events after this one are reverted: the image is the state just after it.
+            if try body(event.sequence, image.objects[id]) == .stop { return .stop }
+            for change in event.changes.reversed() where change.objectID == id { image.revert(change) }
+            return .next
+        }
     }
 
     // MARK: - Checkpoints

@@ -134,4 +134,64 @@ struct EventsAmongTests {
         // After the purge, the kept ones still read.
         #expect(try among(log, [30, 45]).map(\.sequence) == [30, 45])
     }
+
+    @Test("forEachVersion walks an object's versions back once: each the same as object(_:asOf:), newest first, limited, raw, compacted and after a purge")
+    func versions() throws {
+        let dir = try TemporaryDirectory()
+        let log = try populatedLog(dir, transactions: 300)
+        let members = (1...100).map { StoredObjectID(entity: "Member", primaryKey: UInt64($0)) }
+        func walked(_ id: StoredObjectID, limit: Int = .max) throws -> [Version] {
+            try log.read { reader in
+                var result: [Version] = []
+                try reader.forEachVersion(of: id, limit: limit) { sequence, values in
+                    result.append(Version(sequence: sequence, values: values))
+                    return .next
+                }
+                return result
+            }
+        }
+        func asked(_ id: StoredObjectID, limit: Int = .max) throws -> [Version] {
+            try log.read { reader in
+                let purged = try reader.purgedThrough
+                return try reader.history(of: id).filter { $0 > purged }.reversed().prefix(limit).map {
+                    Version(sequence: $0, values: try reader.object(id, asOf: $0))
+                }
+            }
+        }
+        let deleted = try log.read { reader in try members.filter { try reader.object($0) == nil } }
+        #expect(!deleted.isEmpty, "some member was deleted: its newest version is nil")
+        for step in ["raw", "compacted", "purged"] {
+            if step == "compacted" {
+                var request = CompactionRequest(before: 201)
+                request.eventsPerFrame = 16
+                #expect(try log.compact(request).moved == 1...200)
+            } else if step == "purged" {
+                try log.purge(through: 100, author: "ops")
+            }
+            for id in members {
+                let versions = try walked(id)
+                #expect(versions == (try asked(id)), "\(id), \(step)")
+                #expect(try walked(id, limit: 3) == Array(versions.prefix(3)))
+                if deleted.contains(id), let newest = versions.first { #expect(newest.values == nil) }
+                if step == "purged" { #expect(versions.allSatisfy { $0.sequence > 100 }) }
+            }
+            #expect(try members.contains { try walked($0).count > 2 }, "some member has several versions (\(step))")
+        }
+        // `.stop` ends the walk.
+        let busy = try #require(try members.first { try walked($0).count > 1 })
+        let first = try log.read { reader in
+            var seen = 0
+            try reader.forEachVersion(of: busy) { _, _ in
+                seen += 1
+                return .stop
+            }
+            return seen
+        }
+        #expect(first == 1)
+    }
+
+    struct Version: Equatable {
+        let sequence: UInt64
+        let values: [String: LogValue]?
+    }
 }
