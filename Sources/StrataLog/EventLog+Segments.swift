@@ -174,22 +174,27 @@ extension EventLog {
 
     /// Calls `body` with each raw (uncompacted) event's bytes, chunks joined.
     func forEachRawEvent(from: UInt64, through: UInt64, _ body: (UInt64, [UInt8]) throws -> Void) throws {
-        try environment.read { txn in
-            var pending: [UInt8] = []
-            var pendingSequence: UInt64 = 0
-            let range = KeyRange(lowerBound: bigEndianBytes(from), upperBound: through == .max ? nil : bigEndianBytes(through + 1))
-            try txn.forEach(in: tables.events, range: range) { key, value in
-                let sequence = key.withUnsafeBytes { readBigEndian($0) } ?? 0
-                if sequence != pendingSequence && !pending.isEmpty {
-                    try body(pendingSequence, pending)
-                    pending.removeAll(keepingCapacity: true)
-                }
-                pendingSequence = sequence
-                value.withUnsafeBytes { pending.append(contentsOf: $0) }
-                return .next
+        try environment.read { txn in try forEachRawEvent(in: txn, from: from, through: through, body) }
+    }
+
+    /// Like ``forEachRawEvent(from:through:_:)``, in the snapshot `txn` reads.
+    func forEachRawEvent(
+        in txn: borrowing LMDBTransaction, from: UInt64, through: UInt64, _ body: (UInt64, [UInt8]) throws -> Void
+    ) throws {
+        var pending: [UInt8] = []
+        var pendingSequence: UInt64 = 0
+        let range = KeyRange(lowerBound: bigEndianBytes(from), upperBound: through == .max ? nil : bigEndianBytes(through + 1))
+        try txn.forEach(in: tables.events, range: range) { key, value in
+            let sequence = key.withUnsafeBytes { readBigEndian($0) } ?? 0
+            if sequence != pendingSequence && !pending.isEmpty {
+                try body(pendingSequence, pending)
+                pending.removeAll(keepingCapacity: true)
             }
-            if !pending.isEmpty { try body(pendingSequence, pending) }
+            pendingSequence = sequence
+            value.withUnsafeBytes { pending.append(contentsOf: $0) }
+            return .next
         }
+        if !pending.isEmpty { try body(pendingSequence, pending) }
     }
 
     func number(_ key: [UInt8], _ txn: borrowing LMDBTransaction) throws -> UInt64 {

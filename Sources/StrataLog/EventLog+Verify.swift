@@ -8,7 +8,15 @@ extension EventLog {
     /// state, indexes, references, membership, history, counters — rebuilt by replaying the
     /// log into a scratch environment and compared entry by entry with the live ones. Each
     /// difference is reported precisely; nothing is changed.
+    ///
+    /// Everything is read in one snapshot (one read transaction, held for the whole check),
+    /// so a store that other threads or processes are writing to — committing, compacting,
+    /// purging — is checked as it was when `verify` began.
     public func verify() throws -> VerificationReport {
+        try read { reader in try verify(reader) }
+    }
+
+    private func verify(_ reader: borrowing LogReader) throws -> VerificationReport {
         var problems: [VerificationProblem] = []
         func problem(_ kind: VerificationProblem.Kind, _ location: String, _ message: String) {
             problems.append(VerificationProblem(kind: kind, location: location, message: message))
@@ -40,11 +48,11 @@ extension EventLog {
                 }
             }
         }
-        let (head, compactedThrough, descriptors, purged, base) = try read { reader in
-            let purged = try reader.purgedThrough
-            return (try reader.head, try reader.compactedThrough, try reader.segmentDescriptors(), purged,
-                    purged > 0 ? try reader.checkpointRows(purged) : nil)
-        }
+        let purged = try reader.purgedThrough
+        let (head, compactedThrough, descriptors) = (try reader.head, try reader.compactedThrough, try reader.segmentDescriptors())
+        let base = purged > 0 ? try reader.checkpointRows(purged) : nil
+        // Segment files a purge after the snapshot set aside are found under their new names.
+        let snapshot = reader.txn.id
         // After a purge, the log starts from the base snapshot as of the purge point.
         if purged > 0 {
             if let base, base.hasCounters {
@@ -69,13 +77,15 @@ extension EventLog {
             }
             let segmentReader: SegmentReader
             do {
-                segmentReader = try SegmentReader(descriptor, directory: segmentDirectory)
+                segmentReader = try SegmentReader(descriptor, directory: segmentDirectory, snapshot: snapshot)
             } catch {
                 problem(.segment, location, "\(error)")
                 expected = descriptor.last + 1
                 continue
             }
-            let path = (segmentDirectory as NSString).appendingPathComponent(descriptor.fileName)
+            let path =
+                SegmentReader.locate(descriptor.fileName, in: segmentDirectory, snapshot: snapshot)
+                ?? (segmentDirectory as NSString).appendingPathComponent(descriptor.fileName)
             let size = ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? Int) ?? -1
             if size != Int(descriptor.compressedBytes) {
                 problem(.segment, location, "is \(size) bytes, the manifest says \(descriptor.compressedBytes)")
@@ -115,7 +125,7 @@ extension EventLog {
             expected = compactedThrough + 1
         }
 
-        try forEachRawEvent(from: compactedThrough + 1, through: .max) { sequence, bytes in
+        try forEachRawEvent(in: reader.txn, from: compactedThrough + 1, through: .max) { sequence, bytes in
             do {
                 let event = try bytes.withUnsafeBytes { raw in
                     try EventCodec.decode(raw, catalog: catalog, context: "event \(sequence)")
@@ -147,24 +157,22 @@ extension EventLog {
         let objectsRebuilt = try scratch.read { txn in try txn.count(in: scratchTables.state) }
         for (name, live) in tables.projections {
             guard let rebuilt = scratchTables.projections.first(where: { $0.0 == name })?.1 else { continue }
-            try compare(name, live: live, rebuilt: rebuilt, scratch: scratch, writer: writer) { kind, location, message in
+            try compare(name, live: try rows(reader.txn, live), rebuilt: rebuilt, scratch: scratch, writer: writer) { kind, location, message in
                 problem(kind, location, message)
             }
         }
 
         // 3. Every reference points at a live object.
-        try read { reader in
-            try reader.txn.forEach(in: tables.referrers) { key, _ in
-                guard let target = key.withUnsafeBytes({ ObjectKey($0) }),
-                    let source = key.withUnsafeBytes({ ObjectKey($0, at: 12) })
-                else { return .next }
-                for (role, objectKey) in [("target", target), ("source", source)]
-                where !(try reader.txn.containsKey(objectKey.bytes, in: tables.state)) {
-                    let id = (try? writer.id(objectKey).description) ?? "entity \(objectKey.entity) p\(objectKey.primaryKey)"
-                    problem(.integrity, "references", "the \(role) \(id) of a reference does not exist")
-                }
-                return .next
+        try reader.txn.forEach(in: tables.referrers) { key, _ in
+            guard let target = key.withUnsafeBytes({ ObjectKey($0) }),
+                let source = key.withUnsafeBytes({ ObjectKey($0, at: 12) })
+            else { return .next }
+            for (role, objectKey) in [("target", target), ("source", source)]
+            where !(try reader.txn.containsKey(objectKey.bytes, in: tables.state)) {
+                let id = (try? writer.id(objectKey).description) ?? "entity \(objectKey.entity) p\(objectKey.primaryKey)"
+                problem(.integrity, "references", "the \(role) \(id) of a reference does not exist")
             }
+            return .next
         }
 
         return VerificationReport(
@@ -172,12 +180,11 @@ extension EventLog {
             objectsRebuilt: objectsRebuilt)
     }
 
-    /// Reports every entry that differs between a live table and its rebuilt twin.
+    /// Reports every entry that differs between a live table's rows and its rebuilt twin.
     private func compare(
-        _ name: String, live: LMDBDatabase, rebuilt: LMDBDatabase, scratch: LMDBEnvironment, writer: TableWriter,
+        _ name: String, live liveRows: [([UInt8], [UInt8])], rebuilt: LMDBDatabase, scratch: LMDBEnvironment, writer: TableWriter,
         report: (VerificationProblem.Kind, String, String) -> Void
     ) throws {
-        let liveRows = try environment.read { txn in try rows(txn, live) }
         let rebuiltRows = try scratch.read { txn in try rows(txn, rebuilt) }
         var i = 0
         var j = 0
