@@ -36,10 +36,15 @@ extension EventLog {
     ///   ``LogError/invalidOperation(_:)`` if `path` exists and is not an empty directory.
     @discardableResult
     public func replay(through sequence: UInt64, into path: String) throws -> ReplayReport {
-        let (head, purged, marker, base) = try read { reader in
-            let purged = try reader.purgedThrough
-            return (try reader.head, purged, try reader.purgeMarker, purged > 0 ? try reader.checkpointRows(purged) : nil)
-        }
+        // One snapshot throughout: a purge or compaction running meanwhile can't move the
+        // base or the events out from under the replay.
+        try read { reader in try replay(reader, through: sequence, into: path) }
+    }
+
+    private func replay(_ reader: borrowing LogReader, through sequence: UInt64, into path: String) throws -> ReplayReport {
+        let purged = try reader.purgedThrough
+        let (head, marker) = (try reader.head, try reader.purgeMarker)
+        let base = purged > 0 ? try reader.checkpointRows(purged) : nil
         guard sequence <= head else { throw LogError.sequenceOutOfRange(requested: sequence, head: head) }
         guard sequence >= purged else { throw LogError.historyPurged(requested: sequence, purgedThrough: purged) }
         if purged > 0 && base?.hasCounters != true {
@@ -61,20 +66,16 @@ extension EventLog {
         let targetTables = try StoreTables(target)
 
         // The same catalog and models, so codes in records, keys and events mean the same.
-        let copied: [(table: Int, key: [UInt8], value: [UInt8])] = try environment.read { txn in
-            var rows: [(Int, [UInt8], [UInt8])] = []
-            for (number, database) in [tables.catalog, tables.models].enumerated() {
-                try txn.forEach(in: database) { key, value in
-                    rows.append((number, key.withUnsafeBytes { Array($0) }, value.withUnsafeBytes { Array($0) }))
-                    return .next
-                }
-            }
-            let hashPrefix = MetaKey.modelHash([])
-            try txn.forEach(in: tables.meta, range: .prefix(hashPrefix)) { key, value in
-                rows.append((2, key.withUnsafeBytes { Array($0) }, value.withUnsafeBytes { Array($0) }))
+        var copied: [(table: Int, key: [UInt8], value: [UInt8])] = []
+        for (number, database) in [tables.catalog, tables.models].enumerated() {
+            try reader.txn.forEach(in: database) { key, value in
+                copied.append((number, key.withUnsafeBytes { Array($0) }, value.withUnsafeBytes { Array($0) }))
                 return .next
             }
-            return rows
+        }
+        try reader.txn.forEach(in: tables.meta, range: .prefix(MetaKey.modelHash([]))) { key, value in
+            copied.append((2, key.withUnsafeBytes { Array($0) }, value.withUnsafeBytes { Array($0) }))
+            return .next
         }
         let uuid = UUID()
         let now = bigEndianBytes(UInt64(bitPattern: EventCodec.microseconds(Date())))
@@ -127,15 +128,13 @@ extension EventLog {
         }
         if sequence > purged {
             var batch: [TransactionEvent] = []
-            try read { reader in
-                try reader.forEachEvent(from: purged + 1, through: sequence) { event in
-                    batch.append(event)
-                    if batch.count >= 512 {
-                        try flush(batch)
-                        batch.removeAll(keepingCapacity: true)
-                    }
-                    return .next
+            try reader.forEachEvent(from: purged + 1, through: sequence) { event in
+                batch.append(event)
+                if batch.count >= 512 {
+                    try flush(batch)
+                    batch.removeAll(keepingCapacity: true)
                 }
+                return .next
             }
             try flush(batch)
         }

@@ -6,11 +6,12 @@ import StrataStorage
 import StrataTestSupport
 import Testing
 
-/// `verify` on a store another thread is writing to — committing, compacting, purging —
-/// checks one consistent snapshot: what it reports are the store's problems, never the
-/// writer's progress between its steps.
-@Suite("Event log: verify while another thread writes")
-struct VerifyWhileWritingTests {
+/// `verify` and `replay(through:into:)` on a store another thread is writing to —
+/// committing, compacting, purging — read one consistent snapshot: what they report or
+/// write is the store as it was when they began, never the writer's progress between their
+/// steps.
+@Suite("Event log: verify and replay while another thread writes")
+struct SnapshotWhileWritingTests {
     @Test("verify runs while commits, compactions and a purge go on: every report is clean")
     func verifyWhileWriting() throws {
         let dir = try TemporaryDirectory()
@@ -60,5 +61,44 @@ struct VerifyWhileWritingTests {
         let final = try log.verify()
         #expect(final.problems.isEmpty, "\(final.problems.prefix(5))")
         #expect(try log.read { try $0.purgedThrough } == 40)
+    }
+
+    @Test("replay(through:into:) while another thread purges further and further: every copy is the store's state")
+    func replayWhilePurging() throws {
+        let dir = try TemporaryDirectory()
+        let log = try openLog(dir, model: try libraryModel()) {
+            $0.checkpointInterval = 10
+            $0.maximumCheckpoints = 4
+        }
+        try commitWorkload(log, 1...300)
+        let expected = try log.read { try $0.currentState() }
+        let head = try log.head
+        let done = Mutex(false)
+        let failure = Mutex<String?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        Thread {
+            defer {
+                done.withLock { $0 = true }
+                finished.signal()
+            }
+            do {
+                for point in stride(from: 5, to: 290, by: 5) { try log.purge(through: UInt64(point), author: "retention") }
+            } catch {
+                failure.withLock { $0 = "the purger failed: \(error)" }
+            }
+        }.start()
+        var copies = 0
+        while !done.withLock({ $0 }) || copies < 2 {
+            let target = dir.file("copy-\(copies)")
+            let report = try log.replay(through: head, into: target)
+            copies += 1
+            #expect(report.head == head)
+            let state = try EventLog(openingExistingAt: target).read { try $0.currentState() }
+            #expect(state == expected, "copy \(copies) differs from the store")
+            if state != expected { break }
+        }
+        finished.wait()
+        #expect(failure.withLock { $0 } == nil, "\(failure.withLock { $0 } ?? "")")
+        #expect(try log.read { try $0.purgedThrough } == 285)
     }
 }
