@@ -115,7 +115,7 @@ extension EventLog {
         try environment.write { txn in
             let compacted = try number(MetaKey.compactedThrough, txn)
             guard compacted == from - 1 else {
-                throw LogError.invalidOperation("another compaction moved events \(from)… first; nothing was changed")
+                throw LogError.invalidOperation("another compaction or a purge moved events \(from)… first; nothing was changed")
             }
             try moveIntoPlace(temporaryPath, segmentPath)
             if let dictionaryName {
