@@ -70,7 +70,15 @@ public struct HistoryConsumer: Sendable, Hashable {
             if token.sequence < purged { throw store.purgedError(requested: token.sequence, purgedThrough: purged, reader) }
             guard try reader.consumers().contains(where: { $0.name == name }) else { throw HistoryError.unknownConsumer(name) }
         }
-        try store.log.registerConsumer(name, processedThrough: token.sequence)
+        // Checked again where it is written: another writer may have removed the consumer,
+        // or purged past the token, since.
+        switch try store.log.moveConsumer(name, to: token.sequence) {
+        case .moved: return
+        case .unknownConsumer: throw HistoryError.unknownConsumer(name)
+        case .pastHead(let head): throw HistoryError.tokenAheadOfStore(token, head: head)
+        case .purged(let purged):
+            throw try store.log.read { reader in store.purgedError(requested: token.sequence, purgedThrough: purged, reader) }
+        }
     }
 
     /// A live feed of the transactions after the processed point (``HistoryFeed``). The feed
@@ -95,11 +103,10 @@ extension PersistentStoreCoordinator {
     public func historyConsumer(named name: String, startingAfter token: HistoryToken? = nil) throws -> HistoryConsumer {
         guard !name.isEmpty else { throw HistoryError.invalidRequest("a consumer needs a name") }
         let store = try requireStore()
-        let exists = try store.log.read { reader in
-            if let token { try store.check(token, head: try reader.head) }
-            return try reader.consumers().contains { $0.name == name }
-        }
-        if !exists { try store.log.registerConsumer(name, processedThrough: token?.sequence ?? 0) }
+        if let token { try store.log.read { reader in try store.check(token, head: try reader.head) } }
+        // Registered only if absent, checked where it is written: a registration racing
+        // this one (in another process) keeps its point.
+        _ = try store.log.registerConsumerIfAbsent(name, processedThrough: token?.sequence ?? 0)
         return HistoryConsumer(name: name, store: store)
     }
 

@@ -273,6 +273,49 @@ extension EventLog {
         try environment.write { txn in try txn.put(bigEndianBytes(sequence), forKey: Array(name.utf8), in: tables.consumers) }
     }
 
+    /// Registers consumer `name` at `sequence` unless it is registered already (its point
+    /// is then kept), checked and written in one write transaction, so two registrations
+    /// racing (in any processes) can't overwrite each other. Whether it registered it.
+    public func registerConsumerIfAbsent(_ name: String, processedThrough sequence: UInt64) throws -> Bool {
+        if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
+        return try environment.write { txn in
+            let key = Array(name.utf8)
+            if try txn.value(forKey: key, in: tables.consumers) != nil { return false }
+            try txn.put(bigEndianBytes(sequence), forKey: key, in: tables.consumers)
+            return true
+        }
+    }
+
+    /// What ``moveConsumer(_:to:)`` did.
+    public enum ConsumerMove: Sendable, Hashable {
+        /// The point moved.
+        case moved
+        /// No consumer has that name (it was removed): nothing was written.
+        case unknownConsumer
+        /// The sequence is below the purge point (given): nothing was written.
+        case purged(through: UInt64)
+        /// The sequence is past the head (given): nothing was written.
+        case pastHead(UInt64)
+    }
+
+    /// Moves registered consumer `name`'s point to `sequence`, checking in the same write
+    /// transaction that it is still registered and that `sequence` is neither past the head
+    /// nor below the purge point — so a consumer removed, or history purged, by another
+    /// writer meanwhile is never brought back or pointed into the purged range.
+    public func moveConsumer(_ name: String, to sequence: UInt64) throws -> ConsumerMove {
+        if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
+        return try environment.write { txn in
+            let key = Array(name.utf8)
+            guard try txn.value(forKey: key, in: tables.consumers) != nil else { return .unknownConsumer }
+            let head = try number(MetaKey.head, txn)
+            if sequence > head { return .pastHead(head) }
+            let purged = try number(MetaKey.purgedThrough, txn)
+            if sequence < purged { return .purged(through: purged) }
+            try txn.put(bigEndianBytes(sequence), forKey: key, in: tables.consumers)
+            return .moved
+        }
+    }
+
     /// Forgets consumer `name`; it no longer holds compaction back.
     public func removeConsumer(_ name: String) throws {
         if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
