@@ -49,7 +49,20 @@ extension EventLog {
             }
         }
         let purged = try reader.purgedThrough
-        let (head, compactedThrough, descriptors) = (try reader.head, try reader.compactedThrough, try reader.segmentDescriptors())
+        let (head, compactedThrough) = (try reader.head, try reader.compactedThrough)
+        // Each manifest entry on its own: a damaged one is reported, and the others checked.
+        var descriptors: [SegmentDescriptor] = []
+        try reader.txn.forEach(in: tables.segments) { key, value in
+            let first = key.withUnsafeBytes { readBigEndian($0) } ?? 0
+            do {
+                descriptors.append(try value.withUnsafeBytes { raw in
+                    try SegmentDescriptor.decode(raw, context: "manifest entry for the segment starting at \(first)")
+                })
+            } catch {
+                problem(.segment, "manifest entry \(first)", "\(error)")
+            }
+            return .next
+        }
         let base = purged > 0 ? try reader.checkpointRows(purged) : nil
         // Segment files a purge after the snapshot set aside are found under their new names.
         let snapshot = reader.txn.id

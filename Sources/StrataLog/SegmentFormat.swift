@@ -80,6 +80,32 @@ struct SegmentDescriptor: Sendable, Hashable {
                     rawLength: try r.uint64()))
         }
         guard r.isAtEnd else { throw r.failure("trailing bytes") }
+        // A checksum only proves the entry is what was written: check it also makes sense,
+        // so no reader computes with impossible numbers or opens a path outside the folder.
+        guard !fileName.isEmpty, fileName != ".", fileName != "..", !fileName.contains("/"), !fileName.contains("\0") else {
+            throw .malformed("\(context): the file name \(fileName.debugDescription) is not a plain file name")
+        }
+        if let dictionary, dictionary.isEmpty || dictionary == "." || dictionary == ".." || dictionary.contains("/") {
+            throw .malformed("\(context): the dictionary name \(dictionary.debugDescription) is not a plain file name")
+        }
+        guard first >= 1, first <= last, last < UInt64.max else { throw .malformed("\(context): events \(first)…\(last) is not a range") }
+        let limit = UInt64(Int.max)
+        guard raw <= limit, compressed <= limit else { throw .malformed("\(context): sizes \(raw)/\(compressed) out of range") }
+        var next = first
+        for (index, frame) in frames.enumerated() {
+            guard frame.first == next, frame.first <= frame.last, frame.last <= last else {
+                throw .malformed("\(context): frame \(index) holds events \(frame.first)…\(frame.last), expected from \(next) within \(first)…\(last)")
+            }
+            guard frame.offset <= limit, frame.compressedLength <= limit, frame.rawLength <= limit,
+                frame.offset <= limit - frame.compressedLength
+            else {
+                throw .malformed("\(context): frame \(index)'s offset and lengths are out of range")
+            }
+            next = frame.last + 1
+        }
+        guard frames.isEmpty || next == last + 1 else {
+            throw .malformed("\(context): the frames end at \(next - 1), the segment at \(last)")
+        }
         return SegmentDescriptor(
             fileName: fileName, first: first, last: last, rawBytes: raw, compressedBytes: compressed,
             dictionaryFileName: dictionary, frames: frames)

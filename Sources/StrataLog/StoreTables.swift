@@ -86,7 +86,7 @@ func bigEndianBytes(_ value: UInt32) -> [UInt8] {
 }
 
 func readBigEndian(_ raw: UnsafeRawBufferPointer, at offset: Int = 0, count: Int = 8) -> UInt64? {
-    guard raw.count >= offset + count else { return nil }
+    guard offset >= 0, count >= 0, raw.count - offset >= count else { return nil }
     var v: UInt64 = 0
     for i in 0..<count { v = v << 8 | UInt64(raw[offset + i]) }
     return v

@@ -64,9 +64,10 @@ struct ObjectKey: Hashable, Comparable {
         self.primaryKey = primaryKey
     }
 
-    /// Reads 10 bytes at `offset` of a key.
+    /// Reads 10 bytes at `offset` of a key; nil unless the key holds them there (a damaged
+    /// key may be shorter than the offset its table's layout implies).
     init?(_ raw: UnsafeRawBufferPointer, at offset: Int = 0) {
-        guard raw.count >= offset + 10 else { return nil }
+        guard offset >= 0, raw.count - offset >= 10 else { return nil }
         entity = UInt16(raw[offset]) << 8 | UInt16(raw[offset + 1])
         var pk: UInt64 = 0
         for i in 0..<8 { pk = pk << 8 | UInt64(raw[offset + 2 + i]) }
