@@ -28,8 +28,7 @@ extension EventLog {
     private func commit(
         _ draft: TransactionDraft, timestamp: Date, writer: TableWriter, _ txn: borrowing LMDBTransaction
     ) throws -> CommitResult {
-        let head = try txn.value(forKey: MetaKey.head, in: tables.meta).flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
-        let sequence = head + 1
+        let sequence = try nextSequence(txn)
 
         // Optimistic locking, inside this write transaction: no other writer can slip in.
         for (id, expected) in draft.expectedVersions.sorted(by: { $0.key < $1.key }) {
@@ -411,7 +410,7 @@ extension EventLog {
         let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion)
         let timestamp = EventCodec.date(microseconds: EventCodec.microseconds(Date()))
         let (range, sequence) = try environment.write { txn in
-            let head = try number(MetaKey.head, txn)
+            let head = try nextSequence(txn) - 1
             let code = try writer.entityCode(entity)
             let last = try txn.value(forKey: TableWriter.counterKey(code), in: tables.counters)
                 .flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0

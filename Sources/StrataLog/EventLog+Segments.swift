@@ -201,6 +201,14 @@ extension EventLog {
         (try txn.value(forKey: key, in: tables.meta)).flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
     }
 
+    /// The sequence the next transaction gets: the head + 1, refused (damaged bookkeeping)
+    /// when the head is so large that the sequences after it would overflow.
+    func nextSequence(_ txn: borrowing LMDBTransaction) throws -> UInt64 {
+        let head = try number(MetaKey.head, txn)
+        guard head < .max - 1 else { throw LogError.malformed("the store's head is \(head): its bookkeeping is damaged") }
+        return head + 1
+    }
+
     private func moveIntoPlace(_ temporary: String, _ final: String) throws {
         let fileManager = FileManager.default
         if fileManager.fileExists(atPath: temporary) {

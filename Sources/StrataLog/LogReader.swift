@@ -104,24 +104,42 @@ public struct LogReader: ~Copyable {
     // MARK: - Metadata
 
     /// The newest sequence number in this snapshot (0 when empty).
+    ///
+    /// - Throws: ``LogError/malformed(_:)`` if the stored number is UInt64's largest, which
+    ///   no log reaches (damaged bookkeeping); likewise below for a point past the head.
     public var head: UInt64 {
-        get throws { try metaNumber(MetaKey.head) }
+        get throws {
+            let head = try metaNumber(MetaKey.head)
+            guard head < .max else { throw LogError.malformed("the store's head is \(head): its bookkeeping is damaged") }
+            return head
+        }
     }
 
     /// The highest sequence moved into segments (0: none).
     public var compactedThrough: UInt64 {
-        get throws { try metaNumber(MetaKey.compactedThrough) }
+        get throws { try point(MetaKey.compactedThrough, "compaction point") }
     }
 
     /// The last sequence removed by a purge (0: nothing purged). Events after it are kept;
     /// the state as of it is the store's base snapshot.
     public var purgedThrough: UInt64 {
-        get throws { try metaNumber(MetaKey.purgedThrough) }
+        get throws { try point(MetaKey.purgedThrough, "purge point") }
     }
 
     /// The sequence of the newest purge marker event (0: the store was never purged).
     public var purgeMarker: UInt64 {
-        get throws { try metaNumber(MetaKey.purgeMarker) }
+        get throws { try point(MetaKey.purgeMarker, "purge marker") }
+    }
+
+    /// A sequence the store keeps under `key`, checked to be at most the head.
+    private func point(_ key: [UInt8], _ name: String) throws -> UInt64 {
+        let value = try metaNumber(key)
+        guard value > 0 else { return 0 }
+        let head = try head
+        guard value <= head else {
+            throw LogError.malformed("the store's \(name) is \(value), past its head \(head): its bookkeeping is damaged")
+        }
+        return value
     }
 
     func metaNumber(_ key: [UInt8]) throws -> UInt64 {
