@@ -9,7 +9,7 @@ import Testing
 /// retention) set to values that can't be right — past the log, at the top of UInt64 —
 /// give errors or answers from every read, verify and maintenance step, never a trap; the
 /// store reopens; restoring the number heals it.
-@Suite("Event log: nonsense bookkeeping numbers")
+@Suite("Event log: nonsense bookkeeping numbers and damaged catalog rows")
 struct MetaCorruptionTests {
     @Test("each meta number at 0, past the log and near UInt64.max: reads, verify, compaction and reopening never trap")
     func nonsenseMetaNumbers() throws {
@@ -70,5 +70,93 @@ struct MetaCorruptionTests {
                 #expect(try log.verify().problems.isEmpty, "\(String(decoding: key, as: UTF8.self)) = \(value), restored")
             }
         }
+    }
+
+    @Test("damaged catalog, model, checkpoint and consumer rows: opening and reading give errors or answers, never a trap (STRATA_CORRUPTION_ROUNDS)")
+    func damagedCatalogRows() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("store")
+        do {
+            let log = try populatedLog(dir, transactions: 80)
+            try log.registerConsumer("indexer", processedThrough: 40)
+            var request = CompactionRequest(before: 31)
+            request.eventsPerFrame = 8
+            try log.compact(request)
+        }
+        let member = StoredObjectID(entity: "Member", primaryKey: 2)
+        var random = SeededGenerator(seed: 0xCA7A_1065)
+        let rounds = Int(ProcessInfo.processInfo.environment["STRATA_CORRUPTION_ROUNDS"] ?? "") ?? 150
+        for _ in 0..<rounds {
+            // Damage one row of one table, by key or by value.
+            let (table, key, value, damagedKey, damagedValue): (String, [UInt8], [UInt8], [UInt8], [UInt8]) = try {
+                let log = try RawStore(path)
+                let tables = [("catalog", log.tables.catalog), ("models", log.tables.models), ("checkpoints", log.tables.checkpoints),
+                              ("consumers", log.tables.consumers)]
+                var (name, database) = tables[0]
+                var rows: [([UInt8], [UInt8])] = []
+                while rows.isEmpty {
+                    (name, database) = tables[Int(random.next() % UInt64(tables.count))]
+                    rows = try log.environment.read { txn in
+                        var rows: [([UInt8], [UInt8])] = []
+                        try txn.forEach(in: database) { k, v in
+                            rows.append((k.withUnsafeBytes { Array($0) }, v.withUnsafeBytes { Array($0) }))
+                            return .next
+                        }
+                        return rows
+                    }
+                }
+                let (key, value) = rows[Int(random.next() % UInt64(rows.count))]
+                var newKey = key
+                var newValue = value
+                if random.next() % 3 == 0 && key.count > 1 {
+                    newKey[Int(random.next() % UInt64(key.count))] ^= UInt8(1 << (random.next() % 8))
+                } else if random.next() % 2 == 0, !value.isEmpty {
+                    newValue = Array(value.prefix(Int(random.next() % UInt64(value.count))))
+                } else if !value.isEmpty {
+                    for _ in 0...(random.next() % 3) { newValue[Int(random.next() % UInt64(value.count))] ^= UInt8(1 << (random.next() % 8)) }
+                }
+                try log.environment.write { txn in
+                    if newKey != key { _ = try txn.delete(key: key, in: database) }
+                    try txn.put(newValue, forKey: newKey, in: database)
+                }
+                return (name, key, value, newKey, newValue)
+            }()
+            if let log = try? EventLog(openingExistingAt: path, readOnly: true) {
+                _ = try? log.read { reader in try reader.event(5) }
+                _ = try? log.read { reader in try reader.event(50) }
+                _ = try? log.read { reader in try reader.forEachEvent { _ in .next } }
+                _ = try? log.read { reader in try reader.currentState() }
+                _ = try? log.read { reader in try reader.state(asOf: 40) }
+                _ = try? log.read { reader in try reader.object(member, asOf: 10) }
+                _ = try? log.read { reader in try reader.consumers() }
+                _ = try? log.storedModels().map { try log.storedModel(version: $0.version) }
+                _ = try? log.verify()
+                _ = try? log.metadata
+            }
+            let log = try RawStore(path)
+            let database = try #require(
+                [("catalog", log.tables.catalog), ("models", log.tables.models), ("checkpoints", log.tables.checkpoints),
+                 ("consumers", log.tables.consumers)].first { $0.0 == table }?.1)
+            try log.environment.write { txn in
+                if damagedKey != key { _ = try txn.delete(key: damagedKey, in: database) }
+                try txn.put(value, forKey: key, in: database)
+            }
+            _ = damagedValue
+        }
+        #expect(try EventLog(openingExistingAt: path, readOnly: true).verify().problems.isEmpty)
+    }
+}
+
+/// The store's LMDB environment and tables opened directly, without the event log's checks:
+/// for damaging and repairing rows in tests.
+struct RawStore {
+    let environment: LMDBEnvironment
+    let tables: StoreTables
+
+    init(_ path: String) throws {
+        var options = LMDBEnvironment.Options()
+        options.maxDatabases = StoreTables.names.count + 4
+        environment = try LMDBEnvironment(path: path, databases: StoreTables.names.map { DatabaseDescriptor($0) }, options: options)
+        tables = try StoreTables(environment)
     }
 }
