@@ -27,6 +27,18 @@ func populatedLog(_ dir: TemporaryDirectory, transactions count: Int = 300) thro
     return log
 }
 
+/// ``populatedLog(_:transactions:)`` with the events before `before` (all, when nil)
+/// compacted into one segment of `eventsPerFrame`-event frames.
+func compactedLog(
+    _ dir: TemporaryDirectory, transactions: Int, before: UInt64?, eventsPerFrame: Int, usesDictionary: Bool = false
+) throws -> (log: EventLog, report: CompactionReport) {
+    let log = try populatedLog(dir, transactions: transactions)
+    var request = CompactionRequest(before: before)
+    request.eventsPerFrame = eventsPerFrame
+    request.usesDictionary = usesDictionary
+    return (log, try log.compact(request))
+}
+
 func allEvents(_ log: EventLog) throws -> [TransactionEvent] {
     try log.read { reader in
         var events: [TransactionEvent] = []

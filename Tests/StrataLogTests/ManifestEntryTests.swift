@@ -13,10 +13,7 @@ struct ManifestEntryTests {
     @Test("bad names, ranges, frames and sizes: reads fail naming the entry, verify reports it, restoring it heals the store")
     func nonsenseEntries() throws {
         let dir = try TemporaryDirectory()
-        let log = try populatedLog(dir, transactions: 80)
-        var request = CompactionRequest(before: 61)
-        request.eventsPerFrame = 16
-        try log.compact(request)
+        let (log, _) = try compactedLog(dir, transactions: 80, before: 61, eventsPerFrame: 16)
         let key = bigEndianBytes(UInt64(1))
         let original = try #require(try log.environment.read { txn in try txn.value(forKey: key, in: log.tables.segments) })
         let good = try original.withUnsafeBytes { try SegmentDescriptor.decode($0, context: "test") }

@@ -15,12 +15,7 @@ struct MetaCorruptionTests {
     func nonsenseMetaNumbers() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("store")
-        do {
-            let log = try populatedLog(dir, transactions: 80)
-            var request = CompactionRequest(before: 31)
-            request.eventsPerFrame = 8
-            try log.compact(request)
-        }
+        _ = try compactedLog(dir, transactions: 80, before: 31, eventsPerFrame: 8)
         let keys = [MetaKey.head, MetaKey.compactedThrough, MetaKey.purgedThrough, MetaKey.purgeMarker, MetaKey.undoRetention]
         let values: [UInt64] = [0, 1, 30, 79, 81, 1 << 40, 1 << 63, .max - 1, .max]
         let member = StoredObjectID(entity: "Member", primaryKey: 2)
@@ -76,13 +71,7 @@ struct MetaCorruptionTests {
     func damagedCatalogRows() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("store")
-        do {
-            let log = try populatedLog(dir, transactions: 80)
-            try log.registerConsumer("indexer", processedThrough: 40)
-            var request = CompactionRequest(before: 31)
-            request.eventsPerFrame = 8
-            try log.compact(request)
-        }
+        try compactedLog(dir, transactions: 80, before: 31, eventsPerFrame: 8).log.registerConsumer("indexer", processedThrough: 40)
         let member = StoredObjectID(entity: "Member", primaryKey: 2)
         var random = SeededGenerator(seed: 0xCA7A_1065)
         let rounds = Int(ProcessInfo.processInfo.environment["STRATA_CORRUPTION_ROUNDS"] ?? "") ?? 150
@@ -151,11 +140,7 @@ extension MetaCorruptionTests {
     @Test("damaged segment and dictionary files: reads, as-of, history and verify give errors naming the file, never a trap (STRATA_CORRUPTION_ROUNDS)")
     func damagedSegmentFiles() throws {
         let dir = try TemporaryDirectory()
-        let log = try populatedLog(dir, transactions: 700)
-        var request = CompactionRequest(before: 651)
-        request.eventsPerFrame = 16
-        request.usesDictionary = true
-        let report = try log.compact(request)
+        let (log, report) = try compactedLog(dir, transactions: 700, before: 651, eventsPerFrame: 16, usesDictionary: true)
         let files = [try #require(report.segmentFile), try #require(report.dictionaryFile)]
         let originals = try files.map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
         let expected = try allEvents(log)

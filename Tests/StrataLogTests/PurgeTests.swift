@@ -9,6 +9,17 @@ import Testing
 /// Commits transactions `first…last` of a workload that touches every kind of projection:
 /// inserts of members (unique email, index) in clubs (to-one), sponsors joining clubs
 /// (unordered to-many membership), rating updates, and deletes of earlier members.
+/// A store checkpointed every 10 transactions (4 kept) with ``commitWorkload(_:_:)``'s
+/// first `transactions` transactions.
+func workloadLog(_ dir: TemporaryDirectory, transactions: Int) throws -> EventLog {
+    let log = try openLog(dir, model: try libraryModel()) {
+        $0.checkpointInterval = 10
+        $0.maximumCheckpoints = 4
+    }
+    try commitWorkload(log, 1...transactions)
+    return log
+}
+
 func commitWorkload(_ log: EventLog, _ range: ClosedRange<Int>) throws {
     for n in range {
         var draft = TransactionDraft(author: n % 2 == 0 ? "alice" : "bob", contextName: "workload")
@@ -51,12 +62,7 @@ func commitWorkload(_ log: EventLog, _ range: ClosedRange<Int>) throws {
 @Suite("Event log: purge")
 struct PurgeTests {
     func purgeStore(_ dir: TemporaryDirectory, transactions: Int = 60) throws -> EventLog {
-        let log = try openLog(dir, model: try libraryModel()) {
-            $0.checkpointInterval = 10
-            $0.maximumCheckpoints = 4
-        }
-        try commitWorkload(log, 1...transactions)
-        return log
+        try workloadLog(dir, transactions: transactions)
     }
 
     @Test("purge through a point inside a segment: history before it is gone, the store stays whole")

@@ -22,6 +22,14 @@ struct UndoConflictTests {
         return nil
     }
 
+    /// The team's stored name and colour, read by a new context.
+    func storedTeam(_ coordinator: PersistentStoreCoordinator, _ teamID: ManagedObjectID) async throws -> (String?, String?) {
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            return (team.value(forKey: "name") as? String, team.value(forKey: "uniformColor") as? String)
+        }
+    }
+
     @Test("undo of a saved update another writer changed since: refused, naming object, property and both values")
     func updateChangedSince() async throws {
         let dir = try TemporaryDirectory()
@@ -51,10 +59,7 @@ struct UndoConflictTests {
             let (canUndo, canRedo) = (context.canUndo, context.canRedo)
             #expect(canUndo && !canRedo)
         }
-        let stored = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            let team = try context.existingObject(with: teamID)
-            return (team.value(forKey: "name") as? String, team.value(forKey: "uniformColor") as? String)
-        }
+        let stored = try await storedTeam(coordinator, teamID)
         #expect(stored.0 == "Comets" && stored.1 == "teal")
     }
 
@@ -77,10 +82,7 @@ struct UndoConflictTests {
             #expect(canRedo)
             try context.save()
         }
-        let stored = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            let team = try context.existingObject(with: teamID)
-            return (team.value(forKey: "name") as? String, team.value(forKey: "uniformColor") as? String)
-        }
+        let stored = try await storedTeam(coordinator, teamID)
         #expect(stored.0 == "Otters" && stored.1 == "gold")
     }
 
