@@ -284,8 +284,16 @@ extension EventLog {
     /// Registers consumer `name` at `sequence` unless it is registered already (its point
     /// is then kept), checked and written in one write transaction, so two registrations
     /// racing (in any processes) can't overwrite each other. Whether it registered it.
+    ///
+    /// - Throws: ``LogError/invalidOperation(_:)`` on a read-only store, unless the consumer
+    ///   is registered already (nothing needs writing).
     public func registerConsumerIfAbsent(_ name: String, processedThrough sequence: UInt64) throws -> Bool {
-        if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
+        if configuration.isReadOnly {
+            guard try read({ reader in try reader.consumers().contains { $0.name == name } }) else {
+                throw LogError.invalidOperation("the store at \(path) is open read-only")
+            }
+            return false
+        }
         return try environment.write { txn in
             let key = Array(name.utf8)
             if try txn.value(forKey: key, in: tables.consumers) != nil { return false }

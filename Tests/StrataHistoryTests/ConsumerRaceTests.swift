@@ -30,6 +30,11 @@ struct ConsumerRaceTests {
         #expect(try log.moveConsumer("indexer", to: 5) == .purged(through: 6))
         #expect(try log.moveConsumer("indexer", to: 6) == .moved)
         #expect(try points() == ["indexer": 6])
+
+        // Read-only: an existing consumer is found (nothing to write); a new one is refused.
+        let readOnly = try EventLog(openingExistingAt: dir.url.appendingPathComponent("store").path, readOnly: true)
+        #expect(try !readOnly.registerConsumerIfAbsent("indexer", processedThrough: 0))
+        #expect(throws: LogError.self) { try readOnly.registerConsumerIfAbsent("newcomer", processedThrough: 0) }
     }
 
     @Test("a consumer removed while another thread keeps marking it processed stays removed (STRATA_CONSUMER_RACE_ROUNDS)")
