@@ -1000,9 +1000,12 @@ final class ContextCore {
         let storeUUID = log.storeUUID
         var undo: [UndoGroup] = []
         var redo: [UndoGroup] = []
+        let (author, name) = (transactionAuthor, self.name)
         try log.read { reader in
-            try reader.forEachEvent { event in
-                guard event.author == transactionAuthor, event.contextName == name else { return .next }
+            // Only this context's transactions are decoded: the others are skipped by their
+            // headers, read straight from the stored bytes.
+            try reader.forEachEvent(where: { $0.author == author && $0.contextName == name }) { event in
+                guard event.author == author, event.contextName == name else { return .next }
                 func moveToRedo(_ sequence: UInt64, _ index: Int) {
                     if let position = undo.lastIndex(where: { $0.saved?.sequence == sequence && $0.saved?.group == index }) {
                         redo.append(undo.remove(at: position))
