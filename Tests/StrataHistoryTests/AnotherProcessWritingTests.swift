@@ -12,9 +12,7 @@ struct AnotherProcessWritingTests {
     @Test("verify runs while another process commits (STRATA_FEED_TRANSACTIONS): every report is clean")
     func verifyWhileAnotherProcessWrites() async throws {
         let dir = try TemporaryDirectory()
-        let coordinator = try openCoordinator(dir, model: try SeedModels.people)
-        let log = try #require(coordinator.persistentStores.first).log
-        let path = dir.url.appendingPathComponent("store").path
+        let (log, path) = try peopleStore(dir)
         let count = max(feedTransactionCount, 300)
         let (writer, output) = try startWriter(store: path, count: count, author: "probe")
         var reports = 0
@@ -35,6 +33,13 @@ struct AnotherProcessWritingTests {
         let final = try log.verify()
         #expect(final.problems.isEmpty)
         #expect(final.eventsChecked == count)
+    }
+
+    /// A people store in `dir` (the probe's model), kept open by its log; and its path.
+    func peopleStore(_ dir: TemporaryDirectory) throws -> (log: EventLog, path: String) {
+        let coordinator = try openCoordinator(dir, model: try SeedModels.people)
+        let log = try #require(coordinator.persistentStores.first).log
+        return (log, dir.url.appendingPathComponent("store").path)
     }
 
     /// Runs the probe's `purge` of `store` through `through`; its output.
@@ -58,9 +63,7 @@ struct AnotherProcessWritingTests {
     @Test("a snapshot older than another process's purge still reads every event it saw; the set-aside files go once it ends")
     func purgeInAnotherProcessKeepsOlderSnapshotWhole() async throws {
         let dir = try TemporaryDirectory()
-        let coordinator = try openCoordinator(dir, model: try SeedModels.people)
-        let log = try #require(coordinator.persistentStores.first).log
-        let path = dir.url.appendingPathComponent("store").path
+        let (log, path) = try peopleStore(dir)
         let (writer, _) = try startWriter(store: path, count: 60, author: "probe")
         writer.waitUntilExit()
         #expect(writer.terminationStatus == 0)

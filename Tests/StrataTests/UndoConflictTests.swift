@@ -186,8 +186,8 @@ struct UndoConflictTests {
         #expect(team == otherTeamID)
     }
 
-    /// Playlists with a one-way to-many `songs`: the log records its changes as members added
-    /// and removed.
+    /// Playlists with a one-way to-many `songs` (the log records its changes as members added
+    /// and removed) and a one-way to-one `featured`.
     static var playlists: ManagedObjectModel {
         get throws {
             try ManagedObjectModel {
@@ -195,6 +195,7 @@ struct UndoConflictTests {
                 Entity("Playlist") {
                     Attribute("name", .string)
                     Relationship("songs", to: "Song", toMany: true)
+                    Relationship("featured", to: "Song")
                 }
             }
         }
@@ -238,24 +239,10 @@ struct UndoConflictTests {
         #expect(count == 1)
     }
 
-    /// Playlists with a one-way to-many `songs` and a one-way to-one `featured`.
-    static var featuredPlaylists: ManagedObjectModel {
-        get throws {
-            try ManagedObjectModel {
-                Entity("Song") { Attribute("title", .string) }
-                Entity("Playlist") {
-                    Attribute("name", .string)
-                    Relationship("songs", to: "Song", toMany: true)
-                    Relationship("featured", to: "Song")
-                }
-            }
-        }
-    }
-
     @Test("an object read by ID and saved twice: each undo after save expects what the save before wrote (attribute, nil, to-one, to-many), no false conflict")
     func readByIDSavedTwice() async throws {
         let dir = try TemporaryDirectory()
-        let coordinator = try openCoordinator(dir, model: try Self.featuredPlaylists)
+        let coordinator = try openCoordinator(dir, model: try Self.playlists)
         let (playlistID, firstID, secondID) = try await privateContext(coordinator).perform {
             (context: isolated ManagedObjectContext) throws in
             let playlist = try context.insertNewObject(forEntityName: "Playlist")
