@@ -64,14 +64,9 @@ public struct HistoryConsumer: Sendable, Hashable {
     /// - Throws: ``HistoryError`` for a foreign token, one past the head, one below a purge
     ///   point, or a consumer that was removed.
     public func markProcessed(through token: HistoryToken) throws {
-        try store.log.read { reader in
-            try store.check(token, head: try reader.head)
-            let purged = try reader.purgedThrough
-            if token.sequence < purged { throw store.purgedError(requested: token.sequence, purgedThrough: purged, reader) }
-            guard try reader.consumers().contains(where: { $0.name == name }) else { throw HistoryError.unknownConsumer(name) }
-        }
-        // Checked again where it is written: another writer may have removed the consumer,
-        // or purged past the token, since.
+        try store.log.read { reader in try store.check(token, head: try reader.head) }
+        // The rest is checked where it is written, so another writer can't remove the
+        // consumer, or purge past the token, in between.
         switch try store.log.moveConsumer(name, to: token.sequence) {
         case .moved: return
         case .unknownConsumer: throw HistoryError.unknownConsumer(name)

@@ -321,12 +321,12 @@ extension EventLog {
     public func moveConsumer(_ name: String, to sequence: UInt64) throws -> ConsumerMove {
         if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
         return try environment.write { txn in
-            let key = Array(name.utf8)
-            guard try txn.value(forKey: key, in: tables.consumers) != nil else { return .unknownConsumer }
             let head = try number(MetaKey.head, txn)
             if sequence > head { return .pastHead(head) }
             let purged = try number(MetaKey.purgedThrough, txn)
             if sequence < purged { return .purged(through: purged) }
+            let key = Array(name.utf8)
+            guard try txn.value(forKey: key, in: tables.consumers) != nil else { return .unknownConsumer }
             try txn.put(bigEndianBytes(sequence), forKey: key, in: tables.consumers)
             return .moved
         }
