@@ -21,11 +21,24 @@ final class Catalog: CodecCatalog, Sendable {
         /// Codes are only ever added, so a lookup made earlier can miss, never mislead.
         private(set) var entityLookup = NameLookup([])
         private(set) var entityCodeList: [UInt16] = []
+        /// ``entityNames`` in an array by code (codes are small and dense), dense up to 4,096
+        /// codes: decoding a reference names its entity without hashing the code.
+        private(set) var entityNamesByCode: [String?] = []
 
         mutating func indexEntityCodes() {
             let pairs = entityCodes.sorted { $0.value < $1.value }
             entityLookup = NameLookup(pairs.map(\.key))
             entityCodeList = pairs.map(\.value)
+            var names = [String?](repeating: nil, count: min(Int(entityNames.keys.max() ?? 0) + 1, 4096))
+            for (code, name) in entityNames where Int(code) < names.count { names[Int(code)] = name }
+            entityNamesByCode = names
+        }
+
+        /// The name of entity `code`, if this state knows it.
+        @inline(__always)
+        func entityName(_ code: UInt16) -> String? {
+            if Int(code) < entityNamesByCode.count, let name = entityNamesByCode[Int(code)] { return name }
+            return entityNames[code]
         }
 
         /// The code of entity `name`, if this state knows it.

@@ -1,8 +1,10 @@
 import Foundation
 import StrataModel
+import Synchronization
 
-/// One entity's stored shape with the store's codes resolved, made once per entity per
-/// commit so the insert of each object needs no lookup by name beyond its property names.
+/// One entity's stored shape with the store's codes resolved, one per entity per commit (its
+/// ``Shape`` kept across commits) so the insert of each object needs no lookup by name beyond
+/// its property names.
 final class EntityCoding {
     /// How one stored property is written.
     struct PropertyCoding {
@@ -57,34 +59,63 @@ final class EntityCoding {
     /// The last primary key this commit gave out for the entity (nil: none yet).
     var lastPrimaryKey: UInt64?
 
-    init(_ entity: ModelSchema.Entity, schema: ModelSchema, writer: TableWriter) {
-        self.entity = entity
-        code = try? writer.entityCode(entity.name)
-        properties = entity.properties.map { property in
-            var relationshipCode: UInt16?
-            if property.relationship != nil && property.isRecorded {
-                relationshipCode = try? writer.relationshipCode(property.qualifiedName)
-            }
-            let kind: PropertyCoding.Kind =
-                switch property.relationship {
-                case nil: .attribute
-                case .toOne?: .toOne
-                case .orderedToMany?: .orderedToMany
-                case .unorderedToMany?: .unorderedToMany
-                case .derived?: .derived
+    /// The coding's parts that don't change while the store is open (the schema is the log's,
+    /// and catalog codes are only ever added): made once and shared by later commits.
+    final class Shape: Sendable {
+        let entity: ModelSchema.Entity
+        let code: UInt16?
+        let properties: [PropertyCoding]
+        let names: [String]
+        let lookup: NameLookup
+        let indexes: [IndexCoding]
+
+        init(_ entity: ModelSchema.Entity, schema: ModelSchema, writer: TableWriter) {
+            self.entity = entity
+            code = try? writer.entityCode(entity.name)
+            properties = entity.properties.map { property in
+                var relationshipCode: UInt16?
+                if property.relationship != nil && property.isRecorded {
+                    relationshipCode = try? writer.relationshipCode(property.qualifiedName)
                 }
-            return PropertyCoding(
-                kind: kind, attributeType: property.attributeType, relationshipCode: relationshipCode,
-                destinations: property.destination.flatMap { schema.entities[$0]?.selfAndSubentities })
+                let kind: PropertyCoding.Kind =
+                    switch property.relationship {
+                    case nil: .attribute
+                    case .toOne?: .toOne
+                    case .orderedToMany?: .orderedToMany
+                    case .unorderedToMany?: .unorderedToMany
+                    case .derived?: .derived
+                    }
+                return PropertyCoding(
+                    kind: kind, attributeType: property.attributeType, relationshipCode: relationshipCode,
+                    destinations: property.destination.flatMap { schema.entities[$0]?.selfAndSubentities })
+            }
+            names = entity.propertyNames
+            lookup = NameLookup(names)
+            indexes = entity.indexes.enumerated().map { position, index in
+                IndexCoding(
+                    position: position, code: try? writer.indexCode(index.name),
+                    propertyCodes: index.properties.map { entity.propertiesByName[$0]?.code ?? -1 }, isUnique: index.isUnique)
+            }
         }
-        names = entity.propertyNames
-        lookup = NameLookup(names)
-        indexes = entity.indexes.enumerated().map { position, index in
-            IndexCoding(
-                position: position, code: try? writer.indexCode(index.name),
-                propertyCodes: index.properties.map { entity.propertiesByName[$0]?.code ?? -1 }, isUnique: index.isUnique)
+
+        /// Whether every code was in the catalog: only then may the shape be kept (a missing
+        /// code is looked up again on use, so its error is the catalog's).
+        var isComplete: Bool {
+            code != nil && indexes.allSatisfy { $0.code != nil }
+                && zip(properties, entity.properties).allSatisfy { coding, property in
+                    coding.relationshipCode != nil || property.relationship == nil || !property.isRecorded
+                }
         }
-        hasUniqueIndex = entity.hasUniqueIndex
+    }
+
+    init(_ shape: Shape) {
+        entity = shape.entity
+        code = shape.code
+        properties = shape.properties
+        names = shape.names
+        lookup = shape.lookup
+        indexes = shape.indexes
+        hasUniqueIndex = shape.entity.hasUniqueIndex
     }
 
     /// The code of the stored property `name` (as ``ModelSchema/Entity/propertiesByName``,
@@ -129,7 +160,7 @@ struct EntityCodings {
             last = known
             return known
         }
-        let coding = EntityCoding(try writer.schema.entity(name), schema: writer.schema, writer: writer)
+        let coding = EntityCoding(try writer.shape(of: name))
         byName[name] = coding
         last = coding
         return coding
@@ -339,14 +370,21 @@ struct DeferredRows {
     /// Puts the rows in key order (LMDB's: bytewise, a prefix first).
     ///
     /// Rows already in order (a run of new objects' state and history rows) are left as they
-    /// are. Otherwise a radix sort orders them by their first 16 bytes, a byte at a time
-    /// (skipping the bytes every row shares), and only rows that tie on those are compared:
-    /// a comparison sort of index rows spent more than the puts themselves.
+    /// are, and fewer than ``fewRows`` are compared. Otherwise a radix sort orders them by
+    /// their first 16 bytes, a byte at a time (skipping the bytes every row shares), and only
+    /// rows that tie on those are compared: a comparison sort of many index rows spent more
+    /// than the puts themselves.
     mutating func sort() {
         bytes.withUnsafeBytes { all in
             guard let base = all.baseAddress, rows.count > 1 else { return }
             rows.withUnsafeMutableBufferPointer { rows in
                 if zip(rows, rows.dropFirst()).allSatisfy({ !Self.precedes($1, $0, base) }) { return }
+                // A few rows (a small commit's) are compared: the radix sort's fixed cost, its
+                // 16 × 256 counts cleared and summed, is many times theirs.
+                if rows.count < Self.fewRows {
+                    rows.sort { Self.precedes($0, $1, base) }
+                    return
+                }
                 Self.radixSort(rows)
                 var start = 0
                 while start < rows.count {
@@ -363,6 +401,9 @@ struct DeferredRows {
             }
         }
     }
+
+    /// Below this many rows, ``sort()`` compares them instead of a radix sort.
+    static let fewRows = 64
 
     /// A stable least-significant-byte-first radix sort of `rows` by ``Row/first`` and then
     /// ``Row/second`` (the key's first 16 bytes, big-endian).
@@ -465,5 +506,21 @@ struct DeferredWrites {
         reserve(&referrers, before.referrers)
         reserve(&members, before.members)
         reserve(&index, before.index)
+    }
+}
+
+/// The entity shapes of one log's schema, made at the first commit that needs each and kept
+/// while the log is open.
+final class EntityShapes: Sendable {
+    private let shapes = Mutex<[String: EntityCoding.Shape]>([:])
+
+    init() {}
+
+    /// The shape of `entity`, made by `make` if not kept yet; kept only if complete.
+    func shape(of entity: String, make: () throws(LogError) -> EntityCoding.Shape) throws(LogError) -> EntityCoding.Shape {
+        if let kept = shapes.withLock({ $0[entity] }) { return kept }
+        let shape = try make()
+        if shape.isComplete { shapes.withLock { $0[entity] = shape } }
+        return shape
     }
 }

@@ -15,7 +15,7 @@ extension EventLog {
     @discardableResult
     public func commit(_ draft: TransactionDraft) throws -> CommitResult {
         if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
-        let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion)
+        let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion, shapes: entityShapes)
         // Stored with microsecond precision: round now so the returned event equals the stored one.
         let timestamp = EventCodec.date(microseconds: EventCodec.microseconds(draft.timestamp ?? Date()))
         let result = try environment.write { txn in
@@ -407,7 +407,7 @@ extension EventLog {
         guard count >= 1 else { throw LogError.invalidOperation("reserve at least one primary key, not \(count)") }
         let described = try schema.entity(entity)
         guard !described.isAbstract else { throw LogError.invalidOperation("entity \(entity) is abstract; it has no objects of its own") }
-        let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion)
+        let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion, shapes: entityShapes)
         let timestamp = EventCodec.date(microseconds: EventCodec.microseconds(Date()))
         let (range, sequence) = try environment.write { txn in
             let head = try nextSequence(txn) - 1

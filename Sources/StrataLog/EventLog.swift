@@ -65,6 +65,8 @@ public final class EventLog: Sendable {
     let catalog: Catalog
     let schema: ModelSchema
     let segmentDirectory: String
+    /// The commits' entity codings, made once for the log's schema.
+    let entityShapes = EntityShapes()
 
     // MARK: - Opening
 

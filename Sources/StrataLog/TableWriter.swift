@@ -25,24 +25,29 @@ struct TableWriter: CodecCatalog {
     /// The catalog's codes when the writer was made: lookups without the catalog's lock on
     /// the hot path (codes are never changed, only added; misses fall back to the catalog).
     let codes: Catalog.State
-    /// ``codes``' entity names by code, in an array (codes are small and dense): decoding a
-    /// reference names its entity without hashing the code. Codes past it use ``codes``.
-    let entityNamesByCode: [String?]
 
-    init(tables: StoreTables, catalog: Catalog, schema: ModelSchema, modelVersion: Int) {
+    /// The log's kept entity shapes (nil: each writer makes its own).
+    let shapes: EntityShapes?
+
+    init(tables: StoreTables, catalog: Catalog, schema: ModelSchema, modelVersion: Int, shapes: EntityShapes? = nil) {
         self.tables = tables
         self.catalog = catalog
         self.schema = schema
         self.modelVersion = modelVersion
+        self.shapes = shapes
         codes = catalog.snapshot
-        // Dense up to 4,096 codes (an entity code per entity ever stored); any past that are
-        // found in the dictionary.
-        var names = [String?](repeating: nil, count: min(Int(codes.entityNames.keys.max() ?? 0) + 1, 4096))
-        for (code, name) in codes.entityNames where Int(code) < names.count { names[Int(code)] = name }
-        entityNamesByCode = names
     }
 
     // MARK: - Keys
+
+    /// The coding shape of entity `name` of ``schema``: the log's kept one, or a new one.
+    ///
+    /// - Throws: ``LogError/unknownEntity(_:)`` when the schema has no such entity.
+    func shape(of name: String) throws(LogError) -> EntityCoding.Shape {
+        func make() throws(LogError) -> EntityCoding.Shape { EntityCoding.Shape(try schema.entity(name), schema: schema, writer: self) }
+        guard let shapes else { return try make() }
+        return try shapes.shape(of: name, make: make)
+    }
 
     func entityCode(_ name: String) throws(LogError) -> UInt16 {
         if let code = codes.entityCode(name) { return code }
@@ -60,7 +65,7 @@ struct TableWriter: CodecCatalog {
     }
 
     func entityName(_ code: UInt16) throws(LogError) -> String {
-        if Int(code) < entityNamesByCode.count, let name = entityNamesByCode[Int(code)] { return name }
+        if let name = codes.entityName(code) { return name }
         if let name = codes.entityNames[code] { return name }
         return try catalog.entityName(code)
     }

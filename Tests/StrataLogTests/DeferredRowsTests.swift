@@ -44,6 +44,18 @@ struct DeferredRowsTests {
         }
     }
 
+    @Test("either side of the size where the comparison sort gives way to the radix sort, keys sharing their first 16 bytes or not")
+    func aroundTheRadixThreshold() {
+        var generator = SeededGenerator(seed: 0x4645_5752)
+        for count in [2, 3, DeferredRows.fewRows - 1, DeferredRows.fewRows, DeferredRows.fewRows + 1, 4 * DeferredRows.fewRows] {
+            for shared in [0, 16, 20] {
+                let prefix = (0..<shared).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                let keys: [[UInt8]] = (0..<count).map { _ in prefix + (0..<Int.random(in: 0...12, using: &generator)).map { _ in UInt8.random(in: 0...3, using: &generator) } }
+                #expect(Self.firstDifference(Self.sortedKeys(keys), keys.sorted(by: Self.lmdbOrder)) == nil, "\(count) rows, \(shared) shared bytes")
+            }
+        }
+    }
+
     @Test("object keys (entity code, then primary key) come out in primary key order across the radix passes")
     func objectKeys() {
         var generator = SeededGenerator(seed: 7)
