@@ -50,6 +50,12 @@ extension ContextCore {
         try log.read { reader in
             for object in candidates {
                 guard let stored = object.objectID.storedID else { continue }
+                // The usual case, the version the context saw still the store's, needs only
+                // the record's header.
+                if let version = object.version, try reader.version(of: stored) == version {
+                    expected[stored] = version
+                    continue
+                }
                 let record = try reader.object(stored)
                 let storeValues = record.map { values(from: $0.values, info: object.info) }
                 if let record, let storeValues {

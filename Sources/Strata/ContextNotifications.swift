@@ -373,7 +373,8 @@ extension ContextNotification {
 
     func postToNotificationCenter(from context: ManagedObjectContext) {
         typealias Key = ManagedObjectContext.NotificationKey
-        var info: [AnyHashable: Any] = [:]
+        // Room for every key up front: growing the dictionary rehashes its keys each time.
+        var info = [AnyHashable: Any](minimumCapacity: 8)
         let name: Notification.Name
         func put(_ key: Key, _ ids: Set<ManagedObjectID>) { info[key.rawValue] = ids }
         switch self {

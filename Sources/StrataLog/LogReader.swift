@@ -181,6 +181,14 @@ public struct LogReader: ~Copyable {
         return try storedObject(id, key: key, record: record)
     }
 
+    /// The version of the object with `id` (the sequence of its last change), or nil if it
+    /// doesn't exist: ``object(_:)``'s `version` without decoding the values.
+    public func version(of id: StoredObjectID) throws -> UInt64? {
+        try txn.withValue(forKey: try writer.key(id).bytes, in: tables.state) { span in
+            try span.withUnsafeBytes { raw in try writer.recordVersion(raw, context: "record \(id)") }
+        }
+    }
+
     /// The object with `id` as values by property code, or nil if it doesn't exist: what
     /// ``object(_:)`` reads, without building a dictionary (for readers of many objects).
     public func fields(_ id: StoredObjectID) throws -> StoredFields? {

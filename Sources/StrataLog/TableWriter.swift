@@ -182,6 +182,15 @@ struct TableWriter: CodecCatalog {
         return Record(modelVersion: version, version: sequence, values: values)
     }
 
+    /// The version (last change's sequence) in the state record `bytes`, read from its header.
+    func recordVersion(_ bytes: UnsafeRawBufferPointer, context: @autoclosure () -> String) throws(LogError) -> UInt64 {
+        try naming(context) { () throws(LogError) -> UInt64 in
+            var r = ByteReader(bytes, context: Self.unnamed)
+            _ = try r.count(limit: Int(Int32.max))
+            return try r.varint()
+        }
+    }
+
     func readRecord(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, entityName: String) throws -> Record? {
         try txn.withValue(forKey: key.bytes, in: tables.state) { span in
             try span.withUnsafeBytes { raw in
@@ -355,6 +364,8 @@ struct TableWriter: CodecCatalog {
         entity: ModelSchema.Entity
     ) throws {
         guard !entity.indexes.isEmpty else { return }
+        // An update that changes no indexed property leaves every index key as it was.
+        if let old, let new, !entity.indexes.contains(where: { $0.properties.contains { old[$0] != new[$0] } }) { return }
         let oldKeys = try old.map { try indexKeys(key, values: $0, entity: entity).map(\.1) } ?? []
         let newKeys = try new.map { try indexKeys(key, values: $0, entity: entity).map(\.1) } ?? []
         for k in oldKeys where !newKeys.contains(k) { try txn.delete(key: k, in: tables.index) }

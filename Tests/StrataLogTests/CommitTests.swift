@@ -481,3 +481,61 @@ struct ReservationTests {
         #expect(throws: LogError.self) { _ = try log.reservePrimaryKeys(of: "Member", count: 0) }
     }
 }
+
+@Suite("Event log: an object's version from its record header; index entries on update")
+struct RecordHeaderAndIndexUpdateTests {
+    @Test("an object's version read from its record's header is object(_:)'s version: after insert, update and delete, and nil for a missing object")
+    func versionFromHeader() throws {
+        let dir = try TemporaryDirectory()
+        let log = try openLog(dir, model: try libraryModel())
+        var first = TransactionDraft()
+        let m = first.insert("Member", values: ["name": s("Ada"), "age": i(36)])
+        let id = try #require(try log.commit(first).permanentID(for: m))
+        func versions() throws -> (header: UInt64?, object: UInt64?) {
+            try log.read { (reader: borrowing LogReader) throws in (try reader.version(of: id), try reader.object(id)?.version) }
+        }
+        #expect(try versions() == (1, 1))
+        var second = TransactionDraft()
+        _ = second.insert("Club", values: ["name": s("Otters")])
+        try log.commit(second)
+        var third = TransactionDraft()
+        third.update(.stored(id), values: ["rating": .attribute(.double(4.5))])
+        try log.commit(third)
+        #expect(try versions() == (3, 3))
+        var fourth = TransactionDraft()
+        fourth.delete(.stored(id))
+        try log.commit(fourth)
+        #expect(try versions() == (nil, nil))
+        #expect(try log.read { try $0.version(of: StoredObjectID(entity: "Member", primaryKey: 99)) } == nil)
+    }
+
+    @Test("an update of properties no index holds leaves the index entries; one of an indexed property moves its entry")
+    func updateKeepsOrMovesIndexEntries() throws {
+        let dir = try TemporaryDirectory()
+        let log = try openLog(dir, model: try libraryModel())
+        var first = TransactionDraft()
+        let m = first.insert("Member", values: ["name": s("Ada"), "age": i(36), "email": s("ada@example.com")])
+        let id = try #require(try log.commit(first).permanentID(for: m))
+        func ids(age: Int32) throws -> [StoredObjectID] {
+            try log.read { (reader: borrowing LogReader) throws in
+                var found: [StoredObjectID] = []
+                try reader.scanIndex(entity: "Member", attribute: "age", range: .equal(.int32(age))) { found.append($0); return .next }
+                return found
+            }
+        }
+        var rename = TransactionDraft()
+        rename.update(.stored(id), values: ["name": s("Ada L."), "rating": .attribute(.double(2))])
+        try log.commit(rename)
+        #expect(try ids(age: 36) == [id])
+        var birthday = TransactionDraft()
+        birthday.update(.stored(id), values: ["age": i(37), "name": s("Ada")])
+        try log.commit(birthday)
+        #expect(try ids(age: 36).isEmpty)
+        #expect(try ids(age: 37) == [id])
+        // The unique email is still held: another member can't take it.
+        var taker = TransactionDraft()
+        _ = taker.insert("Member", values: ["name": s("Eve"), "email": s("ada@example.com")])
+        #expect(throws: LogError.self) { try log.commit(taker) }
+        #expect(try log.verify().isClean)
+    }
+}

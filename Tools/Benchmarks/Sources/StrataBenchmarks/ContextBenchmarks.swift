@@ -19,6 +19,9 @@ import Strata
 //     making the changes, `undo()`, `redo()` — unsaved; and undo/redo of the saved group.
 // C5. peak RSS (VmHWM) iterating `iterateObjects` people without keeping them, reported at
 //     100,000 and at the end; the peak is reset (`/proc/self/clear_refs` ← 5) first.
+// C6. `smallSaves` saves of one change each, what an app does most: a person (a different
+//     one each time, a fault until then) gets a new `score` and the context saves — vs GRDB
+//     fetching the row by key and updating it in one write transaction. Both durable.
 
 func runContextBenchmarks(objects: Int, teamObjects: Int, undoChanges: Int, iterateObjects: Int, repetitions: Int) throws {
     let model = try peopleModel()
@@ -46,6 +49,13 @@ func runContextBenchmarks(objects: Int, teamObjects: Int, undoChanges: Int, iter
         try runContextFaults(model: model, store: store, repetitions: repetitions)
         return
     }
+    // STRATA_BENCH_C6_ONLY=1: only C6 (small saves), on the store C2–C4 share.
+    if environmentInt("STRATA_BENCH_C6_ONLY", 0) == 1 {
+        let store = try buildContextStore(model: model, people: people)
+        defer { remove(store.directory) }
+        try runContextSmallSaves(model: model, store: store, saves: smallSaves, repetitions: repetitions)
+        return
+    }
     // STRATA_BENCH_C4_ONLY=1: only C4 (undo and redo of one group), on the store C2–C4 share.
     if environmentInt("STRATA_BENCH_C4_ONLY", 0) == 1 {
         let store = try buildContextStore(model: model, people: people)
@@ -61,7 +71,58 @@ func runContextBenchmarks(objects: Int, teamObjects: Int, undoChanges: Int, iter
     try runContextFetch(model: model, store: store, repetitions: repetitions)
     try runContextFaults(model: model, store: store, repetitions: repetitions)
     try runContextUndo(model: model, store: store, changes: min(undoChanges, people.count), repetitions: repetitions)
+    try runContextSmallSaves(model: model, store: store, saves: smallSaves, repetitions: repetitions)
     try runContextMemory(model: model, objects: iterateObjects)
+}
+
+/// How many saves C6 makes (`STRATA_BENCH_SMALL_SAVES`).
+private let smallSaves = environmentInt("STRATA_BENCH_SMALL_SAVES", 1_000)
+
+// MARK: - C6. Small saves
+
+private func runContextSmallSaves(model: ManagedObjectModel, store: ContextStore, saves: Int, repetitions: Int) throws {
+    let count = min(saves, store.ids.count)
+    heading("C6. Context: \(count) saves of one change each (a person's score)")
+    // Each run changes people it hasn't touched: run r sets score r + 0.25 on `count` people
+    // starting at r × count (wrapping), so every save writes a real change.
+    var round = 0
+    let strata = try measure(
+        "Strata: object(with:), set score, save() × \(count)", repetitions: repetitions,
+        setup: { () throws -> ReadRun in
+            round += 1
+            return try ReadRun(store.directory, model: model)
+        },
+        body: { run in
+            let ids = store.ids, first = round * count, score = Double(round) + 0.25
+            try run.context.performAndWait { context in
+                for n in 0..<count {
+                    let person = try context.object(with: ids[(first + n) % ids.count])
+                    person.setValue(score, forKey: "score")
+                    try context.save()
+                }
+            }
+        })
+    var grdbRound = 0
+    let grdb = try measure(
+        "GRDB: write { fetchOne(key:), update } × \(count)", repetitions: repetitions,
+        setup: { grdbRound += 1 },
+        body: { _ in
+            let first = grdbRound * count, score = Double(grdbRound) + 0.25, total = store.ids.count
+            for n in 0..<count {
+                try store.grdb.write { db in
+                    guard var person = try GRDBPerson.fetchOne(db, key: Int64((first + n) % total + 1)) else { return }
+                    person.score = score
+                    try person.update(db)
+                }
+            }
+        })
+    let perStrata = strata.medianSeconds / Double(count), perGRDB = grdb.medianSeconds / Double(count)
+    say("  per save: Strata \(format(seconds: perStrata)), GRDB \(format(seconds: perGRDB))")
+    let toGRDB = ratio(perStrata, perGRDB)
+    say("  Strata ÷ GRDB = \(toGRDB)   (context; by min \(ratio(strata.minSeconds, grdb.minSeconds)))")
+    let name = "C6. \(count) small saves"
+    record(name, "Strata ÷ GRDB per save", toGRDB, target: "(context)")
+    record(name, "per save Strata / GRDB", "\(format(seconds: perStrata)) / \(format(seconds: perGRDB))")
 }
 
 // MARK: - Helpers
