@@ -55,6 +55,9 @@ extension ContextCore {
             unordered.fetchLimit = 0
             unordered.fetchOffset = 0
             unordered.sortDescriptors = []
+            // The parent is the child's store: its unsaved changes count whatever the child's
+            // request says about the child's own.
+            unordered.includesPendingChanges = true
             return unordered
         }()
         let rows = try parent.performAndWait { (parent: isolated ManagedObjectContext) throws in

@@ -665,18 +665,25 @@ extension ContextCore {
     }
 
     /// Forgets an object's unsaved changes in the journal (refresh without merge discards
-    /// them), so a later save can't write them; groups left empty go too.
+    /// them), so a later save can't write them: the open group's, unsaved groups', and what a
+    /// pending undo or redo of saved work would write; groups and effects left empty go too.
     func discardUnsavedJournal(for id: ManagedObjectID) {
         func drop(_ group: UndoGroup) {
             group.changes[id] = nil
             group.order.removeAll { $0 == id }
         }
         drop(journal.open)
-        for effect in pending where effect.kind == .user && effect.source.saved == nil {
-            drop(effect.source)
+        for effect in pending {
+            if effect.kind != .user {
+                // An unsaved undo or redo of saved work: what it would write for the object.
+                drop(effect.changes)
+            } else if effect.source.saved == nil {
+                drop(effect.source)
+            }
         }
+        func isEmptied(_ effect: PendingEffect) -> Bool { effect.kind == .user ? effect.source.isEmpty : effect.changes.isEmpty }
         let emptied = pending.filter { $0.kind == .user && $0.source.isEmpty }.map(\.source)
-        pending.removeAll { $0.kind == .user && $0.source.isEmpty }
+        pending.removeAll(where: isEmptied)
         journal.undoStack.removeAll { group in emptied.contains { $0 === group } }
     }
 }

@@ -506,7 +506,17 @@ final class ContextCore {
             return
         }
         var value = value
-        if case .toMany(let ids) = value, !property.isOrdered { value = .unordered(ids) }
+        if case .toMany(let ids) = value {
+            if !property.isOrdered {
+                value = .unordered(ids)
+            } else if ids.count > 1 {
+                // An ordered to-many is an ordered set: an object is in it once, where it first
+                // appears (as `NSOrderedSet` keeps it).
+                var seen = Set<ManagedObjectID>(minimumCapacity: ids.count)
+                let unique = ids.filter { seen.insert($0).inserted }
+                if unique.count != ids.count { value = .toMany(unique) }
+            }
+        }
         let old = unsavedValue(object, property)
         guard old != value else { return }
         if maintainInverse, property.isRelationship, let inverseName = property.inverse {
@@ -704,8 +714,10 @@ final class ContextCore {
             }
         }
         if object.isInsertedFlag {
-            // Inserted and deleted before any save: it never reaches the store.
+            // Inserted and deleted before any save: it never reaches the store. Not inserted,
+            // not deleted (nothing will be deleted from the store), invalidated.
             object.isInsertedFlag = false
+            object.isDeletedFlag = false
             insertionOrder.removeAll { $0 == object.objectID }
             retained[object.objectID] = nil
             registry[object.objectID] = nil
@@ -876,6 +888,48 @@ final class ContextCore {
         return last
     }
 
+    /// Brings back an object an undo group inserts (before its values are set): a registered
+    /// object deleted in this context is undeleted; one the app holds that the undo journal set
+    /// aside comes back as the same instance; otherwise a new object is made. An object that
+    /// isn't in the store under a permanent ID (undo of a saved delete) is re-created there at
+    /// the next save. A fault registered for it (the app's `object(with:)` of the deleted
+    /// object) is the object that comes back.
+    private func bringBack(_ id: ManagedObjectID, info: EntityInfo) -> ManagedObject {
+        let object: ManagedObject
+        if let existing = registered(id) {
+            object = existing
+            if object.isDeletedFlag {
+                object.isDeletedFlag = false
+                restored.remove(id)
+            } else if !object.isInsertedFlag && !object.hasCommittedValues {
+                object.isInsertedFlag = true
+                object.committed = [:]
+                object.changes.removeAll()
+                if id.isTemporaryID { insertionOrder.append(id) } else { restored.insert(id) }
+            }
+        } else if let removed = removedObjects.removeValue(forKey: id) {
+            // The same instance the app holds comes back.
+            object = removed
+            object.isDeletedFlag = false
+            object.isInsertedFlag = true
+            object.committed = [:]
+            object.changes.removeAll()
+            object.transients.removeAll()
+            register(object)
+            if id.isTemporaryID { insertionOrder.append(id) } else { restored.insert(id) }
+        } else {
+            object = makeObject(id, info: info)
+            object.isInsertedFlag = true
+            object.committed = [:]
+            // Undo of a saved delete: the object comes back under its own ID.
+            if id.isTemporaryID { insertionOrder.append(id) } else { restored.insert(id) }
+        }
+        object.isInvalidated = false
+        markChanged(object)
+        noteInserted(id)
+        return object
+    }
+
     /// Applies a group's changes to the objects, directly (no custom setters, no undo
     /// registration); `reversed`: its inverse (what undoing it does), without building it.
     func apply(_ group: UndoGroup, reversed: Bool = false, events: SnapshotEvents) {
@@ -897,46 +951,25 @@ final class ContextCore {
             guard let position = changes.index(forKey: id) else { continue }
             if changes.values[position].kind == (reversed ? .deleted : .inserted) { ordered.append(position) } else { others.append(position) }
         }
+        let insertCount = ordered.count
         ordered += others
         var lastInfo: EntityInfo?
-        for position in ordered {
+        // Every object the group inserts is back before any value is set: a value set with its
+        // inverse maintained must find the other objects the group brings back. Otherwise a
+        // restored player's team, inserted after it, would first be registered as a fault of
+        // the deleted team and never become inserted (undo of a saved cascade after a restart).
+        var broughtBack: [ManagedObject?] = []
+        broughtBack.reserveCapacity(insertCount)
+        for position in ordered[..<insertCount] {
+            let id = changes.keys[position]
+            broughtBack.append(info(for: id, last: &lastInfo).map { bringBack(id, info: $0) })
+        }
+        for (step, position) in ordered.enumerated() {
             let (id, change) = changes[position]
             guard let info = info(for: id, last: &lastInfo) else { continue }
             switch reversed ? change.kind.reversed : change.kind {
             case .inserted:
-                let object: ManagedObject
-                if let existing = registered(id) {
-                    object = existing
-                    if object.isDeletedFlag {
-                        object.isDeletedFlag = false
-                        restored.remove(id)
-                    }
-                } else if let removed = removedObjects.removeValue(forKey: id) {
-                    // The same instance the app holds comes back.
-                    object = removed
-                    object.isDeletedFlag = false
-                    object.isInsertedFlag = true
-                    object.committed = [:]
-                    object.changes.removeAll()
-                    object.transients.removeAll()
-                    register(object)
-                    if id.isTemporaryID { insertionOrder.append(id) } else { restored.insert(id) }
-                } else {
-                    object = makeObject(id, info: info)
-                    if id.isTemporaryID {
-                        object.isInsertedFlag = true
-                        object.committed = [:]
-                        insertionOrder.append(id)
-                    } else {
-                        // Undo of a saved delete: the object comes back under its own ID.
-                        object.isInsertedFlag = true
-                        object.committed = [:]
-                        restored.insert(id)
-                    }
-                }
-                object.isInvalidated = false
-                markChanged(object)
-                noteInserted(id)
+                guard step < insertCount, let object = broughtBack[step] else { continue }
                 for (key, value) in change.values {
                     guard let property = info.property(named: key) else { continue }
                     set(object, property, value, maintainInverse: group.fromLog, register: false)

@@ -136,7 +136,13 @@ extension EventLog {
                     throw mismatch("a list of references")
                 }
                 var ids = try objects.map(target)
-                if coding.properties[code].kind == .unorderedToMany { ids = Array(Set(ids)).sorted() }
+                if coding.properties[code].kind == .unorderedToMany {
+                    ids = Array(Set(ids)).sorted()
+                } else if ids.count > 1 {
+                    // An ordered to-many holds an object once, where it first appears.
+                    var seen = Set<StoredObjectID>(minimumCapacity: ids.count)
+                    ids = ids.filter { seen.insert($0).inserted }
+                }
                 return .references(ids)
             }
         }
