@@ -100,7 +100,17 @@ extension ContextCore {
                 failures += info.relationships[index].description.validate(count: count, entity: entity.name, localization: localization)
             }
         }
-        if !failures.isEmpty { throw ContextError.validation(failures) }
+        if !failures.isEmpty { throw ContextError.validation(named(failures, object)) }
+    }
+
+    /// `failures`, each naming `object` (`NSValidationObjectErrorKey`).
+    private func named(_ failures: [ValidationFailure], _ object: ManagedObject) -> [ValidationFailure] {
+        let uri = object.objectID.uriRepresentation()
+        return failures.map { failure in
+            var failure = failure
+            failure.object = failure.object ?? uri
+            return failure
+        }
     }
 
     /// Deny rules: a deleted object whose deny relationship still has destinations (1600).
@@ -111,7 +121,8 @@ extension ContextCore {
             if !targets.isEmpty {
                 failures.append(ValidationFailure(
                     code: ValidationFailure.Code(rawValue: 1600), entity: object.entity.name, key: property.name, value: nil,
-                    message: "\(object.entity.name).\(property.name) still holds \(targets.count) object(s) (\(targets.map(\.description).joined(separator: ", "))); its delete rule denies deleting \(object.objectID)"))
+                    message: "\(object.entity.name).\(property.name) still holds \(targets.count) object(s) (\(targets.map(\.description).joined(separator: ", "))); its delete rule denies deleting \(object.objectID)",
+                    object: object.objectID.uriRepresentation()))
             }
         }
         if !failures.isEmpty { throw ContextError.validation(failures) }
@@ -144,9 +155,12 @@ extension ContextCore {
                 else if object.isInsertedFlag { try object.validateForInsert() }
                 else if object.isUpdated { try object.validateForUpdate() }
             } catch ContextError.validation(let found) {
-                if !found.isEmpty { failed.append((object.objectID, found)) }
+                // Each failure names its object (a hook's own failures may not).
+                if !found.isEmpty { failed.append((object.objectID, named(found, object))) }
             } catch {
-                failed.append((object.objectID, [ValidationFailure(code: .managedObjectValidation, entity: object.entity.name, key: "", value: nil, message: "\(error)")]))
+                failed.append((object.objectID, [ValidationFailure(
+                    code: .managedObjectValidation, entity: object.entity.name, key: "", value: nil, message: "\(error)",
+                    object: object.objectID.uriRepresentation())]))
             }
         }
         if !failed.isEmpty {

@@ -3,8 +3,9 @@ public import StrataModel
 
 /// Why a context operation failed (Core Data's `NSError`s in the Cocoa domain, with codes).
 public enum ContextError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// Save validation failed: every failure, each naming object, key and value (codes
-    /// 1550–1680, 1600 delete denied; ``code`` is 1560 when there are several).
+    /// Save validation failed: every failure, each naming object (its URI,
+    /// ``ValidationFailure/object``), key and value (codes 1550–1680, 1600 delete denied;
+    /// ``code`` is 1560 when there are several).
     case validation([ValidationFailure])
     /// The store refused the save (a uniqueness constraint, a reference to a missing object).
     case storeRefused(String)

@@ -1,3 +1,5 @@
+public import Foundation
+
 // MARK: - ValidationFailure
 
 /// One value that breaks a model rule: the entity, key, value, Core Data error code and a
@@ -26,26 +28,37 @@ public struct ValidationFailure: Error, Sendable, Hashable, CustomStringConverti
     public var value: AttributeValue?
     /// The localized explanation.
     public var message: String
+    /// The URI of the object that holds the value (`NSValidationObjectErrorKey`), when the
+    /// failure comes from validating an object: a context's save and `validateFor…` name it,
+    /// so failures of several objects of one entity can be told apart. Nil for a value
+    /// validated on its own against the model.
+    public var object: URL?
 
     /// Creates a failure.
     ///
     /// ```swift
     /// ValidationFailure(code: .missingMandatoryProperty, entity: "Run", key: "date", value: nil, message: "Date is a required value.")
     /// ```
-    public init(code: Code, entity: String, key: String, value: AttributeValue?, message: String) {
+    public init(code: Code, entity: String, key: String, value: AttributeValue?, message: String, object: URL? = nil) {
         self.code = code
         self.entity = entity
         self.key = key
         self.value = value
         self.message = message
+        self.object = object
     }
 
-    /// `Entity.key: message (code N)`.
+    /// `Entity.key: message (code N)`, and the object's URI when known.
     ///
     /// ```swift
     /// "\(failure)"  // "Run.processID: Process ID must not be less than 1 (code 1550)"
+    /// // with the object: "Run.processID: Process ID must not be less than 1 (code 1550) in x-strata://…/Run/p3"
     /// ```
-    public var description: String { "\(entity).\(key): \(message) (code \(code.rawValue))" }
+    public var description: String {
+        let base = "\(entity).\(key): \(message) (code \(code.rawValue))"
+        guard let object else { return base }
+        return base + " in \(object.absoluteString)"
+    }
 
     // MARK: - Code
 

@@ -308,4 +308,28 @@ struct OrgGraphFindingsTests {
             #expect(gone.managedObjectContext === context)
         }
     }
+    @Test("validation failures name their objects: two runs of one entity failing the same rule are told apart by URI, saved and unsaved")
+    func validationFailuresNameTheirObjects() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.run)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let saved = try context.insertNewObject(forEntityName: "Run")
+            saved.setValue(Int32(5), forKey: "processID")
+            saved.setValue(Date(), forKey: "date")
+            try context.save()
+            saved.setValue(Int32(-2), forKey: "processID")
+            let unsaved = try context.insertNewObject(forEntityName: "Run")
+            unsaved.setValue(Date(), forKey: "date")  // processID keeps its default, -1
+            do {
+                try context.save()
+                Issue.record("the save should have failed validation")
+            } catch ContextError.validation(let failures) {
+                #expect(failures.count == 2)
+                #expect(Set(failures.compactMap(\.object)) == [saved.objectID.uriRepresentation(), unsaved.objectID.uriRepresentation()])
+                #expect(failures.allSatisfy { $0.key == "processID" })
+                let described = failures.map(\.description)
+                #expect(described.contains { $0.hasSuffix(" in \(saved.objectID.uriRepresentation().absoluteString)") })
+            }
+        }
+    }
 }
