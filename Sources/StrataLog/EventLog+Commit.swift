@@ -32,7 +32,7 @@ extension EventLog {
 
         // Optimistic locking, inside this write transaction: no other writer can slip in.
         for (id, expected) in draft.expectedVersions.sorted(by: { $0.key < $1.key }) {
-            let found = try writer.readRecord(txn, try writer.key(id), entityName: id.entity)?.version
+            let found = try writer.readVersion(txn, try writer.key(id), entityName: id.entity)
             if found != expected { throw LogError.versionMismatch(object: id.description, expected: expected, found: found) }
         }
 
@@ -305,7 +305,8 @@ extension EventLog {
                         }
                     }
                     guard !propertyChanges.isEmpty else { continue }
-                    let updated = try writer.applyUpdate(txn, key, changes: propertyChanges, sequence: sequence, entity: coding.entity)
+                    let updated = try writer.applyUpdate(
+                        txn, key, changes: propertyChanges, sequence: sequence, entity: coding.entity, current: record)
                     if coding.hasUniqueIndex { try recordUniqueKeys(key, values: updated, coding: coding) }
                     let change = Change.update(id, changes: propertyChanges)
                     try EventCodec.writeChange(change, &w, schema: eventSchema, catalog: writer)

@@ -184,9 +184,7 @@ public struct LogReader: ~Copyable {
     /// The version of the object with `id` (the sequence of its last change), or nil if it
     /// doesn't exist: ``object(_:)``'s `version` without decoding the values.
     public func version(of id: StoredObjectID) throws -> UInt64? {
-        try txn.withValue(forKey: try writer.key(id).bytes, in: tables.state) { span in
-            try span.withUnsafeBytes { raw in try writer.recordVersion(raw, context: "record \(id)") }
-        }
+        try writer.readVersion(txn, try writer.key(id), entityName: id.entity)
     }
 
     /// The object with `id` as values by property code, or nil if it doesn't exist: what

@@ -191,6 +191,13 @@ struct TableWriter: CodecCatalog {
         }
     }
 
+    /// The version of the record under `key`, read from its header; nil if there is none.
+    func readVersion(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, entityName: String) throws -> UInt64? {
+        try txn.withValue(forKey: key.bytes, in: tables.state) { span in
+            try span.withUnsafeBytes { raw in try recordVersion(raw, context: "record \(entityName)/p\(key.primaryKey)") }
+        }
+    }
+
     func readRecord(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, entityName: String) throws -> Record? {
         try txn.withValue(forKey: key.bytes, in: tables.state) { span in
             try span.withUnsafeBytes { raw in
@@ -546,9 +553,11 @@ struct TableWriter: CodecCatalog {
     @discardableResult
     func applyUpdate(
         _ txn: borrowing LMDBTransaction, _ key: ObjectKey, changes: [PropertyChange], sequence: UInt64,
-        entity: ModelSchema.Entity
+        entity: ModelSchema.Entity, current: Record? = nil
     ) throws -> [String: LogValue] {
-        guard var record = try readRecord(txn, key, entityName: entity.name) else {
+        // `current`: the record the caller read in this transaction (a commit reads it for the
+        // before-values), so it isn't read and decoded twice.
+        guard var record = try current ?? readRecord(txn, key, entityName: entity.name) else {
             throw LogError.objectNotFound("\(entity.name)/p\(key.primaryKey)")
         }
         let old = record.values
