@@ -106,9 +106,21 @@ extension ContextCore {
         let start = lastMergedSequence
         try store.log.read { reader in
             let current = try reader.head
-            let last = min(head ?? current, current)
+            var last = min(head ?? current, current)
             guard last > start else { return }
-            try reader.forEachEvent(from: start + 1, through: last) { event in
+            let purged = try reader.purgedThrough
+            if start < purged {
+                // Transactions start+1…purged were purged: what they changed can't be read
+                // (spec 0006 §16.3). Every registered object is compared with the store now
+                // instead, as if each had changed: those it has are refreshed, those it no
+                // longer has leave the context. Merged through the head, whose state that is.
+                last = current
+                for object in Array(registry.values.compactMap(\.object)) + Array(retained.values) {
+                    guard !object.isInsertedFlag, !object.isInvalidated, let stored = object.objectID.storedID else { continue }
+                    if try reader.contains(stored) { summary.updated.insert(object.objectID) } else { summary.deleted.insert(object.objectID) }
+                }
+            }
+            try reader.forEachEvent(from: max(start, purged) + 1, through: last) { event in
                 if !ownSequences.contains(event.sequence) { summary.add(event, entities: entities, store: store.identifier) }
                 return .next
             }

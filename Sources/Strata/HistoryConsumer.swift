@@ -93,10 +93,15 @@ extension PersistentStoreCoordinator {
     /// of history (nothing processed) when `token` is nil. An existing consumer keeps its
     /// point (`token` is ignored).
     ///
-    /// - Throws: ``HistoryError/invalidRequest(_:)`` for an empty name; ``HistoryError`` for
+    /// - Throws: ``HistoryError/invalidRequest(_:)`` for an empty name or one longer than
+    ///   ``EventLog/maximumConsumerNameLength`` bytes; ``HistoryError`` for
     ///   a foreign token or one past the head; ``LogError`` for a read-only store.
     public func historyConsumer(named name: String, startingAfter token: HistoryToken? = nil) throws -> HistoryConsumer {
         guard !name.isEmpty else { throw HistoryError.invalidRequest("a consumer needs a name") }
+        guard name.utf8.count <= EventLog.maximumConsumerNameLength else {
+            throw HistoryError.invalidRequest(
+                "a consumer name is at most \(EventLog.maximumConsumerNameLength) bytes of UTF-8; this one has \(name.utf8.count)")
+        }
         let store = try requireStore()
         if let token { try store.log.read { reader in try store.check(token, head: try reader.head) } }
         // Registered only if absent, checked where it is written: a registration racing

@@ -126,7 +126,12 @@ struct ResolvedHistoryRequest {
 
     /// The change filter, if any.
     var keep: ((StoredObjectID) -> Bool)? {
-        if let objectID { return { $0 == objectID } }
+        // Every condition that is set must hold: an object and an entity together keep the
+        // object's changes only if it is of the entity.
+        if let objectID {
+            if let entities, !entities.contains(objectID.entity) { return { _ in false } }
+            return { $0 == objectID }
+        }
         if let entities { return { entities.contains($0.entity) } }
         return nil
     }

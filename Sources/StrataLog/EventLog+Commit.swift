@@ -69,6 +69,9 @@ extension EventLog {
                     throw LogError.invalidOperation("entity \(coding.entity.name) is abstract; insert one of its sub-entities")
                 }
                 let last = try coding.lastPrimaryKey ?? (try lastPrimaryKey(try coding.entityCode(writer)))
+                guard last < UInt64.max else {
+                    throw LogError.invalidOperation("entity \(coding.entity.name) has given out every primary key (the last is \(last)); no object can be inserted")
+                }
                 coding.lastPrimaryKey = last + 1
                 let id = StoredObjectID(entity: coding.entity.name, primaryKey: last + 1)
                 guard permanent.updateValue(id, forKey: object) == nil else { throw LogError.objectExists(object.description) }
@@ -421,6 +424,10 @@ extension EventLog {
             let code = try writer.entityCode(entity)
             let last = try txn.value(forKey: TableWriter.counterKey(code), in: tables.counters)
                 .flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
+            guard UInt64.max - last >= UInt64(count) else {
+                throw LogError.invalidOperation(
+                    "entity \(entity) has \(UInt64.max - last) primary key(s) left to give out (the last given is \(last)); \(count) can't be reserved")
+            }
             let range = (last + 1)...(last + UInt64(count))
             let event = TransactionEvent(
                 sequence: head + 1, timestamp: timestamp, author: author, contextName: contextName,

@@ -278,7 +278,25 @@ extension EventLog {
     /// compaction never moves events past the lowest consumer's checkpoint.
     public func registerConsumer(_ name: String, processedThrough sequence: UInt64) throws {
         if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
-        try environment.write { txn in try txn.put(bigEndianBytes(sequence), forKey: Array(name.utf8), in: tables.consumers) }
+        let key = try Self.consumerKey(name)
+        try environment.write { txn in try txn.put(bigEndianBytes(sequence), forKey: key, in: tables.consumers) }
+    }
+
+    /// The longest consumer name, in UTF-8 bytes: LMDB's largest key.
+    public static let maximumConsumerNameLength = 511
+
+    /// Consumer `name`'s key: its UTF-8 bytes.
+    ///
+    /// - Throws: ``LogError/invalidOperation(_:)`` for an empty name or one longer than
+    ///   ``maximumConsumerNameLength`` bytes.
+    static func consumerKey(_ name: String) throws(LogError) -> [UInt8] {
+        let key = Array(name.utf8)
+        guard !key.isEmpty else { throw .invalidOperation("a consumer needs a name") }
+        guard key.count <= maximumConsumerNameLength else {
+            throw .invalidOperation(
+                "a consumer name is at most \(maximumConsumerNameLength) bytes of UTF-8; \"\(name.prefix(40))…\" has \(key.count)")
+        }
+        return key
     }
 
     /// Registers consumer `name` at `sequence` unless it is registered already (its point
@@ -288,6 +306,7 @@ extension EventLog {
     /// - Throws: ``LogError/invalidOperation(_:)`` on a read-only store, unless the consumer
     ///   is registered already (nothing needs writing).
     public func registerConsumerIfAbsent(_ name: String, processedThrough sequence: UInt64) throws -> Bool {
+        let key = try Self.consumerKey(name)
         if configuration.isReadOnly {
             guard try read({ reader in try reader.consumers().contains { $0.name == name } }) else {
                 throw LogError.invalidOperation("the store at \(path) is open read-only")
@@ -295,7 +314,6 @@ extension EventLog {
             return false
         }
         return try environment.write { txn in
-            let key = Array(name.utf8)
             if try txn.value(forKey: key, in: tables.consumers) != nil { return false }
             try txn.put(bigEndianBytes(sequence), forKey: key, in: tables.consumers)
             return true
@@ -325,7 +343,7 @@ extension EventLog {
             if sequence > head { return .pastHead(head) }
             let purged = try number(MetaKey.purgedThrough, txn)
             if sequence < purged { return .purged(through: purged) }
-            let key = Array(name.utf8)
+            let key = try Self.consumerKey(name)
             guard try txn.value(forKey: key, in: tables.consumers) != nil else { return .unknownConsumer }
             try txn.put(bigEndianBytes(sequence), forKey: key, in: tables.consumers)
             return .moved
@@ -335,7 +353,8 @@ extension EventLog {
     /// Forgets consumer `name`; it no longer holds compaction back.
     public func removeConsumer(_ name: String) throws {
         if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
-        try environment.write { txn in _ = try txn.delete(key: Array(name.utf8), in: tables.consumers) }
+        let key = try Self.consumerKey(name)
+        try environment.write { txn in _ = try txn.delete(key: key, in: tables.consumers) }
     }
 
     /// Keeps the newest `transactions` transactions raw for persisted undo (0: none).

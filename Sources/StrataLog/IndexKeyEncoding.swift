@@ -25,7 +25,8 @@ public enum IndexKeyEncoding {
     }
 
     /// Appends the encoding of `value` (nil for no value) to `bytes`. Returns false when the
-    /// value was longer than ``maximumComponentLength`` and was cut.
+    /// key doesn't identify the value alone: it was longer than ``maximumComponentLength``
+    /// and was cut, or it is a decimal other decimals share the key of.
     @discardableResult
     public static func append(_ value: AttributeValue?, to bytes: inout [UInt8]) -> Bool {
         guard let value else {
@@ -38,7 +39,14 @@ public enum IndexKeyEncoding {
         case .int64(let v): appendInteger(v, to: &bytes)
         case .double(let v): appendReal(v, tag: .real, to: &bytes)
         case .float(let v): appendReal(Double(v), tag: .real, to: &bytes)
-        case .decimal(let v): appendReal(NSDecimalNumber(decimal: v).doubleValue, tag: .real, to: &bytes)
+        case .decimal(let v):
+            let double = NSDecimalNumber(decimal: v).doubleValue
+            appendReal(double, tag: .real, to: &bytes)
+            // Different decimals can share their nearest double: the key stands for all of
+            // them, as a cut string's does, unless the decimal is a whole number the double
+            // holds exactly.
+            guard let whole = Int64(exactly: double) else { return false }
+            return Decimal(whole) == v
         case .boolean(let v):
             bytes.append(Tag.boolean.rawValue)
             bytes.append(v ? 1 : 0)

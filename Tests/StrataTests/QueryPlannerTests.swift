@@ -406,3 +406,38 @@ struct QueryPlannerErrorTests {
         }
     }
 }
+
+@Suite("Query planner: decimals sharing a double")
+struct DecimalIndexTests {
+    @Test("an index range on a decimal takes in every decimal sharing the bound's double, and the predicate decides: > 0.1 finds 0.10000000000000000001")
+    func decimalsSharingADouble() async throws {
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel {
+            Entity("Price") {
+                Attribute("amount", .decimal).indexed()
+            }
+        }
+        let coordinator = try openCoordinator(dir, model: model)
+        let texts = ["0.1", "0.10000000000000000001", "0.09999999999999999999", "0.2"]
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for text in texts {
+                try context.insertNewObject(forEntityName: "Price").setValue(NSDecimalNumber(string: text).decimalValue, forKey: "amount")
+            }
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let amounts = { (format: String) throws -> [String] in
+                let request = FetchRequest(
+                    entityName: "Price", predicate: try FormatPredicate(format: format, argumentArray: [try #require(Decimal(string: "0.1"))]),
+                    sortDescriptors: [FetchSortDescriptor(key: "amount")])
+                let plan = try context.explain(request).description
+                #expect(plan.hasPrefix("index scan"), "\(format)")
+                return try context.fetch(request).compactMap { ($0.value(forKey: "amount") as? Decimal)?.description }
+            }
+            #expect(try amounts("amount > %@") == ["0.10000000000000000001", "0.2"])
+            #expect(try amounts("amount >= %@") == ["0.1", "0.10000000000000000001", "0.2"])
+            #expect(try amounts("amount < %@") == ["0.09999999999999999999"])
+            #expect(try amounts("amount == %@") == ["0.1"])
+        }
+    }
+}
