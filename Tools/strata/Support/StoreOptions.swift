@@ -106,18 +106,12 @@ enum LogPoint: ExpressibleByArgument, Sendable, Hashable {
 /// Parses and formats the ISO 8601 times the tool reads and prints.
 enum Timestamps {
     /// `2026-01-01T00:00:00.000000Z`: UTC with microseconds, as events store them.
+    ///
+    /// A date value with no microseconds since 1970 (NaN, infinite, or more than 9 × 10¹²
+    /// seconds out) is printed as its seconds since 1970 in number text (`100000000000000.0`,
+    /// `1e+20`, `nan`), the rule spec 0004 §9 gives its event JSON.
     static func format(_ date: Date) -> String {
-        let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
-        let seconds = micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000
-        let fraction = micros - seconds * 1_000_000
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(secondsFromGMT: 0) ?? calendar.timeZone
-        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: Date(timeIntervalSince1970: TimeInterval(seconds)))
-        func pad(_ value: Int?, _ width: Int) -> String {
-            let text = String(value ?? 0)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        return "\(pad(c.year, 4))-\(pad(c.month, 2))-\(pad(c.day, 2))T\(pad(c.hour, 2)):\(pad(c.minute, 2)):\(pad(c.second, 2)).\(pad(Int(fraction), 6))Z"
+        ISO8601.format(date, fixedMicroseconds: true)
     }
 
     /// Accepts `2026-01-01`, `2026-01-01T10:00:00Z`, with fractional seconds, or with an offset.

@@ -1,0 +1,59 @@
+import Foundation
+import StrataLog
+import StrataModel
+import StrataTestSupport
+import Testing
+
+/// The league store plus transaction 8: Team/p3 founded 10¹⁴ seconds after 1970 (about the
+/// year 3,170,000), and Team/p4 founded at NaN — date values with no ISO 8601 form.
+func makeFarDateStore() throws -> LeagueStore {
+    let store = try makeLeagueStore()
+    let log = try EventLog(openingExistingAt: store.path, readOnly: false)
+    var draft = TransactionDraft(author: "alice")
+    draft.insert("Team", values: ["name": str("Far"), "founded": .attribute(.date(Date(timeIntervalSince1970: 1e14)))])
+    draft.insert("Team", values: ["name": str("Nowhen"), "founded": .attribute(.date(Date(timeIntervalSince1970: .nan)))])
+    try log.commit(draft)
+    return store
+}
+
+@Suite("strata: dates with no ISO 8601 form are printed as seconds since 1970, not trapped on")
+struct FarDateCommandTests {
+    @Test("export in every format, query, and log (text and json)", arguments: ["json", "ndjson", "csv", "sql"])
+    func export(format: String) throws {
+        let store = try makeFarDateStore()
+        let output = store.directory.file("out-\(format)")
+        let result = try strata("export", store.path, "--format", format, "--entity", "Team", "--output", output)
+        #expect(result.status == 0, "\(result.standardError)")
+        let text: String
+        if format == "csv" {
+            text = try String(contentsOfFile: (output as NSString).appendingPathComponent("Team.csv"), encoding: .utf8)
+        } else {
+            text = try String(contentsOfFile: output, encoding: .utf8)
+        }
+        #expect(text.contains("100000000000000.0"), "\(text)")
+        #expect(text.contains("nan"), "\(text)")
+    }
+
+    @Test("query and log print them too")
+    func queryAndLog() throws {
+        let store = try makeFarDateStore()
+        let query = try strata("query", store.path, "Team", "--format", "ndjson")
+        #expect(query.status == 0, "\(query.standardError)")
+        #expect(query.standardOutput.contains("\"founded\":\"100000000000000.0\""), "\(query.standardOutput)")
+        #expect(query.standardOutput.contains("\"founded\":\"nan\""))
+
+        let json = try strata("log", store.path, "--from", "8", "--format", "json")
+        #expect(json.status == 0, "\(json.standardError)")
+        #expect(json.standardOutput.contains("{\"date\":\"100000000000000.0\"}"), "\(json.standardOutput)")
+        #expect(json.standardOutput.contains("{\"date\":\"nan\"}"))
+        #expect(!json.standardOutput.contains("1970-01-01"), "no made-up date")
+
+        let text = try strata("log", store.path, "--from", "8")
+        #expect(text.status == 0, "\(text.standardError)")
+        #expect(text.standardOutput.contains("founded: nil → 100000000000000.0"), "\(text.standardOutput)")
+
+        let blame = try strata("replay", store.path, "--object", store.uri("Team", 3))
+        #expect(blame.status == 0, "\(blame.standardError)")
+        #expect(blame.standardOutput.contains("100000000000000.0"))
+    }
+}
