@@ -57,3 +57,22 @@ struct FarDateCommandTests {
         #expect(blame.standardOutput.contains("100000000000000.0"))
     }
 }
+
+@Suite("strata on a truncated data.mdb")
+struct TruncatedStoreCommandTests {
+    @Test("every command exits 1 naming data.mdb and both sizes, instead of dying of SIGBUS", arguments: [
+        ["info"], ["verify"], ["log"], ["export"], ["replay"], ["compact", "--dry-run"], ["query", "Player"],
+    ])
+    func truncated(command: [String]) throws {
+        let store = try makeLeagueStore()
+        let dataFile = (store.path as NSString).appendingPathComponent("data.mdb")
+        let fullSize = try #require(try FileManager.default.attributesOfItem(atPath: dataFile)[.size] as? Int)
+        let handle = try #require(FileHandle(forUpdatingAtPath: dataFile))
+        try handle.truncate(atOffset: 40_000)
+        try handle.close()
+        let result = try runProcess(BuildProducts.executable("strata"), [command[0], store.path] + command.dropFirst())
+        #expect(result.status == 1, "\(result.standardOutput)\(result.standardError)")
+        #expect(result.standardError.hasPrefix("strata: "))
+        #expect(result.standardError.contains("\(dataFile) is 40000 bytes, but the environment uses \(fullSize) bytes"), "\(result.standardError)")
+    }
+}
