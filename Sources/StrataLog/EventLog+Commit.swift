@@ -130,6 +130,8 @@ extension EventLog {
             case .attribute(let attribute):
                 guard let type = coding.properties[code].attributeType else { throw mismatch(attribute.typeName) }
                 guard attribute.matches(type) else { throw mismatch(attribute.typeName) }
+                // The event encoding has no NaN decimal: stored, it would make the event unreadable.
+                if case .decimal(let decimal) = attribute, decimal.isNaN { throw mismatch("NaN (a decimal must be a number)") }
                 return .attribute(attribute)
             case .reference(let object):
                 guard coding.properties[code].isRelationship, !coding.properties[code].isToMany else {

@@ -38,4 +38,38 @@ struct UnrepresentableValueTests {
         }
         #expect(try log.head == 0)
     }
+
+    @Test("a NaN decimal is refused at commit, naming entity and property, and nothing is written")
+    func nanDecimal() throws {
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel {
+            Entity("Invoice") {
+                Attribute("number", .int32)
+                Attribute("total", .decimal)
+            }
+        }
+        let log = try openLog(dir, model: model)
+        var good = TransactionDraft()
+        let invoice = good.insert("Invoice", values: ["number": i(1), "total": .attribute(.decimal(Decimal(string: "12.50") ?? 0))])
+        let id = try #require(try log.commit(good).permanentID(for: invoice))
+
+        var insert = TransactionDraft()
+        insert.insert("Invoice", values: ["number": i(2), "total": .attribute(.decimal(.nan))])
+        var update = TransactionDraft()
+        update.update(.stored(id), values: ["total": .attribute(.decimal(.nan))])
+        for draft in [insert, update] {
+            #expect {
+                try log.commit(draft)
+            } throws: { error in
+                guard case .typeMismatch(let entity, let property, _, let got) = error as? LogError else { return false }
+                return entity == "Invoice" && property == "total" && got.contains("NaN")
+            }
+        }
+        #expect(try log.head == 1)
+        // The log stays readable (a stored NaN made every later read of the event throw).
+        try log.read { (reader: borrowing LogReader) throws in
+            #expect(try reader.event(1).sequence == 1)
+            #expect(try reader.object(id)?["total"] == .attribute(.decimal(Decimal(string: "12.50") ?? 0)))
+        }
+    }
 }
