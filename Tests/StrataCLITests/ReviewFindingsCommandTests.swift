@@ -76,3 +76,38 @@ struct TruncatedStoreCommandTests {
         #expect(result.standardError.contains("\(dataFile) is 40000 bytes, but the environment uses \(fullSize) bytes"), "\(result.standardError)")
     }
 }
+
+/// The league store (transactions 1…7 one minute apart from 2026-01-01T00:01:00Z) plus
+/// transaction 8, stamped 2026-01-01T00:00:30Z — before transaction 1 — and 9, stamped
+/// 2026-01-01T00:01:30.000123Z, between 1 and 2, with microseconds.
+func makeOutOfOrderStore() throws -> LeagueStore {
+    let store = try makeLeagueStore()
+    let log = try EventLog(openingExistingAt: store.path, readOnly: false)
+    let base = Date(timeIntervalSince1970: 1_767_225_600)
+    for offset in [30.0, 90.000_123] {
+        var draft = TransactionDraft(author: "late")
+        draft.timestamp = base.addingTimeInterval(offset)
+        draft.insert("Sponsor", values: ["name": str("late \(offset)")])
+        try log.commit(draft)
+    }
+    return store
+}
+
+func logSequences(_ result: ProcessResult) throws -> [Int] {
+    let object = try #require(try parseJSON(result.standardOutput) as? [String: Any])
+    let transactions = try #require(object["transactions"] as? [[String: Any]])
+    return transactions.compactMap { $0["sequence"] as? Int }
+}
+
+@Suite("strata log: date bounds")
+struct LogDateBoundTests {
+    @Test("--to DATE keeps looking past a later timestamp: timestamps needn't follow the sequence")
+    func toDateOutOfOrder() throws {
+        let store = try makeOutOfOrderStore()
+        let result = try strata("log", store.path, "--to", "2026-01-01T00:02:00Z", "--format", "json")
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(try logSequences(result) == [1, 2, 8, 9])
+        let from = try strata("log", store.path, "--from", "2026-01-01T00:06:00Z", "--format", "json")
+        #expect(try logSequences(from) == [6, 7])
+    }
+}

@@ -113,7 +113,9 @@ struct LogCommand: ParsableCommand {
                 guard first <= last else { return finish(out, written: written) }
                 try reader.forEachEvent(from: first, through: last) { event in
                     if let only, !only.contains(event.sequence) { return .next }
-                    if let toDate, event.timestamp > toDate { return .stop }
+                    // Not .stop: timestamps needn't rise with the sequence (a draft may carry its
+                    // own; writers in several processes), so a later event may be earlier.
+                    if let toDate, event.timestamp > toDate { return .next }
                     if let fromDate, event.timestamp < fromDate { return .next }
                     if let author, event.author != author { return .next }
                     if let context, event.contextName != context { return .next }
