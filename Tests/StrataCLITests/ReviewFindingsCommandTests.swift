@@ -111,3 +111,27 @@ struct LogDateBoundTests {
         #expect(try logSequences(from) == [6, 7])
     }
 }
+
+@Suite("strata compact --vacuum with nothing to move")
+struct VacuumWithNothingToMoveTests {
+    @Test("still vacuums: the vacuum line is printed and data.mdb doesn't grow")
+    func vacuumAfterCompaction() throws {
+        let store = try makeLeagueStore(extraTransactions: 400)
+        let compact = try strata("compact", store.path)
+        #expect(compact.status == 0, "\(compact.standardError)")
+        #expect(compact.standardOutput.contains("moved events 1…"))
+        let dataFile = (store.path as NSString).appendingPathComponent("data.mdb")
+        let before = try #require(try FileManager.default.attributesOfItem(atPath: dataFile)[.size] as? Int)
+
+        let vacuum = try strata("compact", store.path, "--vacuum")
+        #expect(vacuum.status == 0, "\(vacuum.standardError)")
+        let lines = vacuum.standardOutput.split(separator: "\n").map(String.init)
+        #expect(lines.first?.hasPrefix("nothing to move: horizon \(store.head), limited by ") == true, "\(vacuum.standardOutput)")
+        let line = try #require(lines.first { $0.hasPrefix("vacuum: data.mdb ") }, "\(vacuum.standardOutput)")
+        let numbers = line.split(separator: " ").compactMap { Int($0) }
+        #expect(numbers.count == 2 && numbers[0] == before && numbers[1] < before, "\(line)")
+        let after = try #require(try FileManager.default.attributesOfItem(atPath: dataFile)[.size] as? Int)
+        #expect(after < before)
+        #expect(try strata("verify", store.path).status == 0)
+    }
+}

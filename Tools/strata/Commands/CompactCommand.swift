@@ -61,7 +61,8 @@ struct CompactCommand: ParsableCommand {
             let segmentsPath = (options.store as NSString).appendingPathComponent("segments")
             let sizesBefore = (diskSize(dataPath), diskSize(segmentsPath))
             var movedAny = false
-            do {
+            // The log is released at the end of this block: a vacuum needs the store closed.
+            moving: do {
                 let log = try options.openWritable()
                 var request = CompactionRequest()
                 request.level = level
@@ -91,10 +92,10 @@ struct CompactCommand: ParsableCommand {
                 probe.level = 1
                 probe.usesDictionary = false
                 let plan = try log.compact(probe)
+                // Nothing to move still falls through: --vacuum shrinks the file all the same.
                 guard let range = plan.moved else {
                     print("nothing to move: horizon \(plan.horizon), limited by \(plan.limitedBy)")
-                    printSizes(before: sizesBefore, after: sizesBefore)
-                    return
+                    break moving
                 }
                 let total = range.upperBound - range.lowerBound + 1
                 let progress = Progress(total: total)
