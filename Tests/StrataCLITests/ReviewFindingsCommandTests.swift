@@ -110,6 +110,42 @@ struct LogDateBoundTests {
         let from = try strata("log", store.path, "--from", "2026-01-01T00:06:00Z", "--format", "json")
         #expect(try logSequences(from) == [6, 7])
     }
+
+    @Test("a timestamp copied from the output bounds to the microsecond, with Z, an offset or no zone (UTC)")
+    func exactTimestamps() throws {
+        let store = try makeOutOfOrderStore()
+        let text = try strata("log", store.path, "--from", "9")
+        let printed = try #require(text.standardOutput.split(separator: " ").dropFirst().first.map(String.init))
+        #expect(printed == "2026-01-01T00:01:30.000123Z")
+        for to in [printed, "2026-01-01T00:01:30.000123", "2026-01-01T01:01:30.000123+01:00"] {
+            let result = try strata("log", store.path, "--to", to, "--format", "json")
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(try logSequences(result) == [1, 8, 9], "--to \(to)")
+        }
+        let after = try strata("log", store.path, "--from", "2026-01-01T00:01:30.000124Z", "--format", "json")
+        #expect(try logSequences(after) == [2, 3, 4, 5, 6, 7])
+        let at = try strata("log", store.path, "--from", printed, "--to", printed, "--format", "json")
+        #expect(try logSequences(at) == [9])
+        #expect(try strata("log", store.path, "--to", "2026-01-01T00:01:30.0000001Z").status == 64, "at most six digits")
+        #expect(try strata("log", store.path, "--to", "2026-02-30").status == 64, "no such day")
+    }
+
+    @Test("compact --before a timestamp moves the events strictly before it, to the microsecond")
+    func compactBeforeExact() throws {
+        let store = try makeLeagueStore()
+        do {
+            let log = try EventLog(openingExistingAt: store.path, readOnly: false)
+            var draft = TransactionDraft(author: "late")
+            draft.timestamp = Date(timeIntervalSince1970: 1_767_225_600 + 480.000_123)
+            draft.insert("Sponsor", values: ["name": str("late")])
+            try log.commit(draft)
+        }
+        let exact = try strata("compact", store.path, "--before", "2026-01-01T00:08:00.000123Z", "--dry-run")
+        #expect(exact.status == 0, "\(exact.standardError)")
+        #expect(exact.standardOutput.hasPrefix("would move events 1…7 (7 events)"), "\(exact.standardOutput)")
+        let later = try strata("compact", store.path, "--before", "2026-01-01T00:08:00.000124Z", "--dry-run")
+        #expect(later.standardOutput.hasPrefix("would move events 1…8 (8 events)"), "\(later.standardOutput)")
+    }
 }
 
 @Suite("strata compact --vacuum with nothing to move")

@@ -13,7 +13,7 @@ struct LogCommand: ParsableCommand {
             match). --author, --context and --kind select transactions; --entity, --object and
             --property select changes, and a transaction is shown only with the changes that
             match. --from and --to take a sequence number or an ISO 8601 date/time (UTC unless
-            it has an offset) and are inclusive.
+            it has an offset; to the microsecond) and are inclusive.
 
             Examples:
               strata log League.strata
