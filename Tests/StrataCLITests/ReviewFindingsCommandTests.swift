@@ -171,3 +171,54 @@ struct VacuumWithNothingToMoveTests {
         #expect(try strata("verify", store.path).status == 0)
     }
 }
+
+@Suite("strata replay around a purge point")
+struct ReplayPurgeBoundaryTests {
+    static let purgedMessage = "sequence 10 was purged: history through 20 was removed, and the earliest state kept is as of 20"
+
+    @Test("--object, --step and --diff before the purge point fail as --to does, printing nothing")
+    func beforeThePurgePoint() throws {
+        let store = try makePurgedLeagueStore()
+        for arguments in [
+            ["--to", "10"], ["--object", store.uri("Player", 3), "--to", "10"], ["--step", "--to", "10"],
+            ["--step", "--from", "10"], ["--diff", "10..30"],
+        ] {
+            let result = try runProcess(BuildProducts.executable("strata"), ["replay", store.path] + arguments, input: "\n\n")
+            #expect(result.status == 1, "\(arguments): \(result.standardOutput)")
+            #expect(result.standardError == "strata: \(Self.purgedMessage)\n", "\(arguments)")
+            #expect(result.standardOutput.isEmpty, "\(arguments)")
+        }
+    }
+
+    @Test("--step --from past the head is exit 1 naming the head; --to before the first says so")
+    func stepFromPastHead() throws {
+        let store = try makeLeagueStore()
+        let result = try strata("replay", store.path, "--step", "--from", "9", input: "\n")
+        #expect(result.status == 1, "\(result.standardOutput)")
+        #expect(result.standardError == "strata: sequence 9 is past the head (7)\n")
+        #expect(result.standardOutput.isEmpty)
+        let none = try strata("replay", store.path, "--step", "--to", "0", input: "\n")
+        #expect(none.status == 0)
+        #expect(none.standardOutput == "nothing to step through (--to 0 is before 1)\n")
+        let purged = try makePurgedLeagueStore()
+        let atBase = try strata("replay", purged.path, "--step", "--to", "20", input: "\n")
+        #expect(atBase.status == 0)
+        #expect(atBase.standardOutput == "nothing to step through (--to 20 is before 21)\n")
+    }
+
+    @Test("--object of an object untouched since the purge shows its values as of the purge point")
+    func blameShowsTheBase() throws {
+        let store = try makePurgedLeagueStore()
+        let result = try strata("replay", store.path, "--object", store.uri("Sponsor", 1))
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput == """
+            \(store.uri("Sponsor", 1)) through sequence 38: 0 transactions
+            (history through 20 was purged; values as of 20 are the starting point)
+
+            #20  base snapshot
+                name   "Acme"
+                teams  [\(store.uri("Team", 1)), \(store.uri("Team", 2))]
+
+            """)
+    }
+}
