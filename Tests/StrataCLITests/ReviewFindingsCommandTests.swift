@@ -222,3 +222,47 @@ struct ReplayPurgeBoundaryTests {
             """)
     }
 }
+
+@Suite("strata export: a property named uri")
+struct URIPropertyExportTests {
+    /// A store whose Link entity has a property `uri` (the link's target) and a name.
+    func makeLinkStore() throws -> (TemporaryDirectory, String) {
+        let directory = try TemporaryDirectory("strata-cli")
+        let path = directory.file("Links.strata")
+        let model = try ManagedObjectModel {
+            Entity("Link") {
+                Attribute("name", .string)
+                Attribute("uri", .uri)
+            }
+            Entity("Note") { Attribute("text", .string) }
+        }
+        let log = try EventLog(path: path, model: model)
+        var draft = TransactionDraft()
+        draft.insert("Link", values: ["name": str("home"), "uri": .attribute(.uri(try #require(URL(string: "https://example.com/"))))])
+        draft.insert("Note", values: ["text": str("hi")])
+        try log.commit(draft)
+        return (directory, path)
+    }
+
+    @Test("csv and sql refuse it, exit 1, naming entity and property, writing nothing", arguments: ["csv", "sql"])
+    func refused(format: String) throws {
+        let (directory, path) = try makeLinkStore()
+        let output = directory.file("out")
+        let result = try strata("export", path, "--format", format, "--output", output)
+        #expect(result.status == 1, "\(result.standardOutput)")
+        #expect(result.standardError.hasPrefix("strata: entity Link has a property named \"uri\", which clashes with the key column \"uri\" of csv and sql exports"), "\(result.standardError)")
+        #expect(!FileManager.default.fileExists(atPath: output))
+        // Without that entity there is no clash.
+        let notes = try strata("export", path, "--format", format, "--entity", "Note", "--output", output)
+        #expect(notes.status == 0, "\(notes.standardError)")
+    }
+
+    @Test("json and ndjson export it: the URI is kept apart from the values")
+    func jsonExports() throws {
+        let (directory, path) = try makeLinkStore()
+        let result = try strata("export", path, "--format", "ndjson", "--entity", "Link")
+        withExtendedLifetime(directory) {}
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.contains("\"values\":{\"name\":\"home\",\"uri\":\"https://example.com/\"}"))
+    }
+}

@@ -66,6 +66,7 @@ struct ExportCommand: ParsableCommand {
                 let layouts = try entities.map { name in
                     EntityLayout(name: name, properties: try log.storedProperties(ofEntity: name).filter(\.isRecorded))
                 }
+                if format == .csv || format == .sql { try Self.checkKeyColumn(layouts) }
                 let writer: any SnapshotWriter
                 switch format {
                 case .json: writer = JSONSnapshotWriter(log: log, out: try sink(), sequence: at ?? head)
@@ -82,6 +83,19 @@ struct ExportCommand: ParsableCommand {
                     try writer.endEntity(layout)
                 }
                 try writer.end()
+            }
+        }
+    }
+
+    /// CSV and SQL name the key column `uri`, beside a column per property: a property
+    /// called `uri` (in any case, as sqlite compares column names) would make a second
+    /// `uri` column, which sqlite refuses and CSV readers can't tell apart. Refused before
+    /// anything is written; JSON keeps the URI outside `values` and has no clash.
+    static func checkKeyColumn(_ layouts: [EntityLayout]) throws {
+        for layout in layouts {
+            if let property = layout.properties.first(where: { $0.name.lowercased() == "uri" }) {
+                throw CommandFailure(
+                    "entity \(layout.name) has a property named \"\(property.name)\", which clashes with the key column \"uri\" of csv and sql exports; export it with --format json or ndjson, which keep the URI apart from the values")
             }
         }
     }
