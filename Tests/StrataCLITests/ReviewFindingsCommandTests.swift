@@ -266,3 +266,43 @@ struct URIPropertyExportTests {
         #expect(result.standardOutput.contains("\"values\":{\"name\":\"home\",\"uri\":\"https://example.com/\"}"))
     }
 }
+
+@Suite("strata export --format sql: a string holding U+0000")
+struct NULStringExportTests {
+    /// The league store plus Sponsor/p2, named "a\u{0}b'c".
+    func makeNULStore() throws -> LeagueStore {
+        let store = try makeLeagueStore()
+        let log = try EventLog(openingExistingAt: store.path, readOnly: false)
+        var draft = TransactionDraft()
+        draft.insert("Sponsor", values: ["name": str("a\u{0}b'c\u{0}")])
+        try log.commit(draft)
+        return store
+    }
+
+    @Test("sqlite: written as char(0) joined in, and sqlite3 loads it")
+    func sqlite() throws {
+        let store = try makeNULStore()
+        let script = store.directory.file("nul.sql")
+        let result = try strata("export", store.path, "--format", "sql", "--entity", "Sponsor", "--output", script)
+        #expect(result.status == 0, "\(result.standardError)")
+        let text = try String(contentsOfFile: script, encoding: .utf8)
+        #expect(text.contains("'a' || char(0) || 'b''c' || char(0) || ''"), "\(text)")
+        #expect(!text.unicodeScalars.contains("\u{0}"))
+        guard toolIsInstalled("sqlite3") else { return }
+        let database = store.directory.file("nul.db")
+        let load = try runProcess(URL(fileURLWithPath: "/usr/bin/env"), ["sqlite3", "-bail", database, ".read \(script)"])
+        #expect(load.status == 0, "\(load.standardError)")
+        let query = try runProcess(
+            URL(fileURLWithPath: "/usr/bin/env"),
+            ["sqlite3", database, "SELECT hex(CAST(name AS BLOB)), length(CAST(name AS BLOB)) FROM \"Sponsor\" WHERE uri = '\(store.uri("Sponsor", 2))'"])
+        #expect(query.standardOutput == "610062276300|6\n", "all six bytes, NULs included: \(query.standardOutput)")
+    }
+
+    @Test("postgres: exit 1 naming the object and property")
+    func postgres() throws {
+        let store = try makeNULStore()
+        let result = try strata("export", store.path, "--format", "sql", "--dialect", "postgres", "--entity", "Sponsor")
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("strata: \(store.uri("Sponsor", 2)) property name holds a string with a NUL character (U+0000), which postgres text can't hold"), "\(result.standardError)")
+    }
+}

@@ -305,6 +305,36 @@ final class SQLSnapshotWriter: SnapshotWriter {
         }
     }
 
+    /// A string value's literal. SQL string literals can't hold U+0000: sqlite gets it as
+    /// `char(0)` joined in (`'a' || char(0) || 'b'`); postgres text can't hold it at all, so
+    /// the export fails naming the object and property.
+    func text(_ text: String, _ id: StoredObjectID, _ property: String) throws -> String {
+        guard text.unicodeScalars.contains("\u{0}") else { return Self.string(text) }
+        switch dialect {
+        case .sqlite:
+            var pieces: [String] = []
+            var piece = String.UnicodeScalarView()
+            for scalar in text.unicodeScalars {
+                if scalar == "\u{0}" {
+                    pieces.append(String(piece))
+                    piece = String.UnicodeScalarView()
+                } else {
+                    piece.append(scalar)
+                }
+            }
+            pieces.append(String(piece))
+            return pieces.map(Self.string).joined(separator: " || char(0) || ")
+        case .postgres:
+            throw CommandFailure(
+                "\(log.uri(id)) property \(property) holds a string with a NUL character (U+0000), which postgres text can't hold; export with --dialect sqlite or --format json")
+        }
+    }
+
+    func literal(_ value: LogValue, _ id: StoredObjectID, _ property: String) throws -> String {
+        if case .attribute(.string(let v)) = value { return try text(v, id, property) }
+        return literal(value)
+    }
+
     func literal(_ value: LogValue) -> String {
         switch value {
         case .null, .references: return "NULL"
@@ -358,7 +388,7 @@ final class SQLSnapshotWriter: SnapshotWriter {
     func object(_ id: StoredObjectID, _ values: [String: LogValue], _ layout: EntityLayout) throws {
         let scalar = layout.properties.filter { !isToMany($0) }
         let names = ([Self.identifier("uri")] + scalar.map { Self.identifier($0.name) }).joined(separator: ", ")
-        let literals = ([Self.string(log.uri(id))] + scalar.map { literal(values[$0.name] ?? .null) }).joined(separator: ", ")
+        let literals = ([Self.string(log.uri(id))] + (try scalar.map { try literal(values[$0.name] ?? .null, id, $0.name) })).joined(separator: ", ")
         out.line("INSERT INTO \(Self.identifier(layout.name)) (\(names)) VALUES (\(literals));")
         for property in layout.properties where isToMany(property) {
             guard case .references(let targets) = values[property.name] ?? .null else { continue }
