@@ -306,3 +306,44 @@ struct NULStringExportTests {
         #expect(result.standardError.contains("strata: \(store.uri("Sponsor", 2)) property name holds a string with a NUL character (U+0000), which postgres text can't hold"), "\(result.standardError)")
     }
 }
+
+@Suite("strata: output as spec 0007 gives it")
+struct SpecConformanceCommandTests {
+    @Test("text log, replay --object and --diff print dates with microseconds")
+    func textDatesHaveMicroseconds() throws {
+        let store = try makeLeagueStore()
+        let log = try strata("log", store.path, "--to", "1")
+        #expect(log.standardOutput.contains("    founded: nil → 2026-01-01T00:00:00.000000Z\n"), "\(log.standardOutput)")
+        let blame = try strata("replay", store.path, "--object", store.uri("Team", 1), "--to", "1")
+        #expect(blame.standardOutput.contains("  * founded  2026-01-01T00:00:00.000000Z\n"), "\(blame.standardOutput)")
+        let diff = try strata("replay", store.path, "--diff", "0..1")
+        #expect(diff.standardOutput.contains("    founded: 2026-01-01T00:00:00.000000Z\n"), "\(diff.standardOutput)")
+    }
+
+    @Test("log says no transactions match in every format", arguments: ["text", "json", "ndjson"])
+    func noMatch(format: String) throws {
+        let store = try makeLeagueStore()
+        let result = try strata("log", store.path, "--author", "nobody", "--format", format)
+        #expect(result.status == 0)
+        #expect(result.standardError == "no transactions match\n")
+        #expect(result.standardOutput == (format == "json" ? "{\"store\":\"\(store.storeUUID.uuidString)\",\"transactions\":[\n]}\n" : ""))
+    }
+
+    @Test("log with --from later than --to is exit 64 for dates as for sequences")
+    func reversedDates() throws {
+        let store = try makeLeagueStore()
+        let result = try strata("log", store.path, "--from", "2026-01-02", "--to", "2026-01-01T12:00:00Z")
+        #expect(result.status == 64)
+        #expect(result.standardError.contains("--from 2026-01-02T00:00:00.000000Z is after --to 2026-01-01T12:00:00.000000Z"), "\(result.standardError)")
+    }
+
+    @Test("compact --dry-run with nothing to move prints the one line")
+    func dryRunNothingToMove() throws {
+        let store = try makeLeagueStore()
+        #expect(try strata("compact", store.path).status == 0)
+        let result = try strata("compact", store.path, "--dry-run")
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.split(separator: "\n").count == 1, "\(result.standardOutput)")
+        #expect(result.standardOutput.hasPrefix("nothing to move: horizon 7, limited by "))
+    }
+}

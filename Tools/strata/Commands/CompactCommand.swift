@@ -80,10 +80,10 @@ struct CompactCommand: ParsableCommand {
                     let report = try log.compact(request)
                     if let moved = report.moved {
                         print("would move events \(moved.lowerBound)…\(moved.upperBound) (\(report.eventCount) events): \(report.rawBytes) bytes raw → about \(report.compressedBytes) bytes compressed (ratio \(String(format: "%.2f", report.ratio))), saving about \(max(0, report.rawBytes - report.compressedBytes)) bytes")
+                        print("horizon \(report.horizon), limited by \(report.limitedBy)")
                     } else {
-                        print("nothing to move")
+                        print("nothing to move: horizon \(report.horizon), limited by \(report.limitedBy)")
                     }
-                    print("horizon \(report.horizon), limited by \(report.limitedBy)")
                     return
                 }
                 // Find the horizon with a dry run's bookkeeping, then move in steps.

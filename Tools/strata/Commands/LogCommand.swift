@@ -68,6 +68,9 @@ struct LogCommand: ParsableCommand {
         if case .sequence(let a) = from, case .sequence(let b) = to, a > b {
             throw ValidationError("--from \(a) is after --to \(b)")
         }
+        if case .date(let a) = from, case .date(let b) = to, a > b {
+            throw ValidationError("--from \(Timestamps.format(a)) is after --to \(Timestamps.format(b))")
+        }
     }
 
     func run() throws {
@@ -141,7 +144,7 @@ struct LogCommand: ParsableCommand {
 
     private func finish(_ out: OutputSink, written: Int) {
         if format == .json { out.line("]}") }
-        if format == .text && written == 0 { printError("no transactions match") }
+        if written == 0 { printError("no transactions match") }
     }
 
     private func matches(_ filter: KindFilter, _ kind: TransactionKind) -> Bool {
