@@ -139,7 +139,14 @@ public final class LMDBEnvironment: @unchecked Sendable {
         var main: LMDBDatabase?
         var txnPointer: OpaquePointer?
         let txnFlags: UInt32 = options.isReadOnly ? UInt32(MDB_RDONLY) : 0
-        try check(mdb_txn_begin(env, nil, txnFlags, &txnPointer), "mdb_txn_begin", detail: path)
+        // Another process may grow the map between mdb_env_open and this first transaction:
+        // adopt its size (mdb_env_set_mapsize 0) and begin again, as read and write do.
+        var began = mdb_txn_begin(env, nil, txnFlags, &txnPointer)
+        while began == MDB_MAP_RESIZED {
+            try check(mdb_env_set_mapsize(env, 0), "mdb_env_set_mapsize", detail: path)
+            began = mdb_txn_begin(env, nil, txnFlags, &txnPointer)
+        }
+        try check(began, "mdb_txn_begin", detail: path)
         guard let txn = txnPointer else {
             throw LMDBError(lmdbCode: LMDBError.Code.badTransaction.rawValue, operation: "mdb_txn_begin")
         }
