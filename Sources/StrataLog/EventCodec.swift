@@ -179,7 +179,7 @@ enum EventCodec {
         if event.contextName != nil { flags |= 2 }
         w.byte(flags)
         w.uint64(event.sequence)
-        w.uint64(UInt64(bitPattern: microseconds(event.timestamp)))
+        w.uint64(UInt64(bitPattern: microseconds(event.timestamp) ?? 0))
         w.uint32(UInt32(bitPattern: event.processID))
         if let author = event.author { w.string(author) }
         if let contextName = event.contextName { w.string(contextName) }
@@ -424,11 +424,15 @@ enum EventCodec {
         }
     }
 
-    /// Microseconds since 1970, the timestamp's stored precision.
-    static func microseconds(_ date: Date) -> Int64 {
-        let value = (date.timeIntervalSince1970 * 1_000_000).rounded()
-        guard value.isFinite, abs(value) < 9.2e18 else { return 0 }
-        return Int64(value)
+    /// Microseconds since 1970, the timestamp's stored precision, or nil for a date that has
+    /// none (NaN, infinite, or beyond about 285,000 years from 1970: `ISO8601.microseconds`).
+    static func microseconds(_ date: Date) -> Int64? {
+        ISO8601.microseconds(date)
+    }
+
+    /// Microseconds since 1970 of a clock reading (`Date()`), which always has them.
+    static func microsecondsNow() -> Int64 {
+        ISO8601.microseconds(Date()) ?? 0
     }
 
     static func date(microseconds: Int64) -> Date {

@@ -17,7 +17,12 @@ extension EventLog {
         if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
         let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion, shapes: entityShapes)
         // Stored with microsecond precision: round now so the returned event equals the stored one.
-        let timestamp = EventCodec.date(microseconds: EventCodec.microseconds(draft.timestamp ?? Date()))
+        let given = draft.timestamp ?? Date()
+        guard let micros = EventCodec.microseconds(given) else {
+            throw LogError.invalidOperation(
+                "the draft's timestamp (\(given.timeIntervalSince1970) seconds since 1970) can't be stored: a transaction's time must be finite and within about 285,000 years of 1970")
+        }
+        let timestamp = EventCodec.date(microseconds: micros)
         let result = try environment.write { txn in
             try commit(draft, timestamp: timestamp, writer: writer, txn)
         }
@@ -128,6 +133,8 @@ extension EventLog {
             case .attribute(let attribute):
                 guard let type = coding.properties[code].attributeType else { throw mismatch(attribute.typeName) }
                 guard attribute.matches(type) else { throw mismatch(attribute.typeName) }
+                // The event encoding has no NaN decimal: stored, it would make the event unreadable.
+                if case .decimal(let decimal) = attribute, decimal.isNaN { throw mismatch("NaN (a decimal must be a number)") }
                 return .attribute(attribute)
             case .reference(let object):
                 guard coding.properties[code].isRelationship, !coding.properties[code].isToMany else {
@@ -418,7 +425,7 @@ extension EventLog {
         let described = try schema.entity(entity)
         guard !described.isAbstract else { throw LogError.invalidOperation("entity \(entity) is abstract; it has no objects of its own") }
         let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion, shapes: entityShapes)
-        let timestamp = EventCodec.date(microseconds: EventCodec.microseconds(Date()))
+        let timestamp = EventCodec.date(microseconds: EventCodec.microsecondsNow())
         let (range, sequence) = try environment.write { txn in
             let head = try nextSequence(txn) - 1
             let code = try writer.entityCode(entity)

@@ -84,7 +84,7 @@ extension EventLog {
 
         // 3. One write transaction removes the rest and appends the marker.
         let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion)
-        let timestamp = EventCodec.date(microseconds: EventCodec.microseconds(Date()))
+        let timestamp = EventCodec.date(microseconds: EventCodec.microsecondsNow())
         let (marker, removedCheckpoints, historyRemoved, deletedFiles) = try environment.write { txn in
             guard try number(MetaKey.purgedThrough, txn) == oldBase, try number(MetaKey.compactedThrough, txn) == compacted else {
                 throw LogError.invalidOperation("another purge or a compaction changed the log meanwhile; nothing was purged")

@@ -78,7 +78,7 @@ extension EventLog {
             return .next
         }
         let uuid = UUID()
-        let now = bigEndianBytes(UInt64(bitPattern: EventCodec.microseconds(Date())))
+        let now = bigEndianBytes(UInt64(bitPattern: EventCodec.microsecondsNow()))
         try target.write { txn in
             for row in copied {
                 let database = row.table == 0 ? targetTables.catalog : row.table == 1 ? targetTables.models : targetTables.meta

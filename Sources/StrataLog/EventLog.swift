@@ -156,7 +156,7 @@ public final class EventLog: Sendable {
                 model = try catalog.schema(forModelVersion: newest).model
             }
             let schema = ModelSchema(model: model)
-            let now = bigEndianBytes(UInt64(bitPattern: EventCodec.microseconds(Date())))
+            let now = bigEndianBytes(UInt64(bitPattern: EventCodec.microsecondsNow()))
             let (uuid, version, state) = try environment.write { txn -> (UUID, Int, Catalog.State) in
                 var uuidBytes = try txn.value(forKey: MetaKey.storeUUID, in: tables.meta)
                 if uuidBytes == nil {

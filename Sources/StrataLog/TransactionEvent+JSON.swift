@@ -37,18 +37,11 @@ extension TransactionEvent {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// `2026-01-01T00:00:00.000000Z`: UTC with microseconds, the stored precision.
+    /// `2026-01-01T00:00:00.000000Z`: UTC with microseconds, the stored precision. A date
+    /// value with no microseconds since 1970 (NaN, infinite or too far out) is its seconds
+    /// since 1970 as number text (`100000000000000.0`, `1e+20`, `nan`), never a made-up date.
     static func timestampString(_ date: Date) -> String {
-        let micros = EventCodec.microseconds(date)
-        let seconds = Int64((Double(micros) / 1_000_000).rounded(.down))
-        let fraction = micros - seconds * 1_000_000
-        let whole = Date(timeIntervalSince1970: TimeInterval(seconds))
-        let formatter = ISO8601DateFormatter()
-        formatter.timeZone = TimeZone(secondsFromGMT: 0)
-        formatter.formatOptions = [.withInternetDateTime]
-        let text = formatter.string(from: whole)  // 2026-01-01T00:00:00Z
-        let padded = String(fraction).count < 6 ? String(repeating: "0", count: 6 - String(fraction).count) + String(fraction) : String(fraction)
-        return String(text.dropLast()) + "." + padded + "Z"
+        ISO8601.format(date, fixedMicroseconds: true)
     }
 
     static func json(_ kind: TransactionKind) -> [String: Any] {

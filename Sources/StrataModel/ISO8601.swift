@@ -1,15 +1,29 @@
-internal import Foundation
+package import Foundation
 
 // MARK: - ISO 8601
 
 /// A locale-free ISO 8601 formatter and parser for UTC timestamps, with fractional seconds to
 /// the microsecond (Foundation's `ISO8601DateFormatter` stops at milliseconds and is not
-/// `Sendable`).
-enum ISO8601 {
-    static func format(_ date: Date) -> String {
+/// `Sendable`). `package` so the log's event JSON and the `strata` tool print dates by the
+/// same rule.
+package enum ISO8601 {
+    /// The date's microseconds since 1970, or nil when it has none: NaN, infinite, or so far
+    /// from 1970 (beyond ±9 × 10¹² seconds, about 285,000 years) that the count wouldn't fit
+    /// an `Int64` with room to spare.
+    package static func microseconds(_ date: Date) -> Int64? {
         let t = date.timeIntervalSince1970
-        guard t.isFinite, abs(t) < 1e13 else { return "\(t)" }
-        var micros = Int64((t * 1_000_000).rounded())
+        guard t.isFinite, abs(t) < 9e12 else { return nil }
+        return Int64((t * 1_000_000).rounded())
+    }
+
+    /// `2026-01-01T10:00:00.5Z`: the fraction only when non-zero, trailing zeros dropped; with
+    /// `fixedMicroseconds`, always six fraction digits (`2026-01-01T10:00:00.500000Z`).
+    ///
+    /// A date without microseconds (see ``microseconds(_:)``) is written as its seconds since
+    /// 1970 in Swift's number text (`1e+20`, `-inf`, `nan`) rather than trapping or inventing
+    /// a date.
+    package static func format(_ date: Date, fixedMicroseconds: Bool = false) -> String {
+        guard var micros = microseconds(date) else { return "\(date.timeIntervalSince1970)" }
         var seconds = micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000
         micros -= seconds * 1_000_000
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
@@ -20,7 +34,9 @@ enum ISO8601 {
             return (v < 0 ? "-" : "") + String(repeating: "0", count: max(0, width - s.count)) + s
         }
         var out = "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(seconds / 3600, 2)):\(pad(seconds / 60 % 60, 2)):\(pad(seconds % 60, 2))"
-        if micros != 0 {
+        if fixedMicroseconds {
+            out += "." + pad(micros, 6)
+        } else if micros != 0 {
             var frac = pad(micros, 6)
             while frac.hasSuffix("0") { frac.removeLast() }
             out += "." + frac
@@ -55,7 +71,7 @@ enum ISO8601 {
     }
 
     /// Howard Hinnant's `days_from_civil`.
-    static func daysFromCivil(_ y0: Int64, _ m: Int64, _ d: Int64) -> Int64 {
+    package static func daysFromCivil(_ y0: Int64, _ m: Int64, _ d: Int64) -> Int64 {
         let y = m <= 2 ? y0 - 1 : y0
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400
@@ -65,7 +81,7 @@ enum ISO8601 {
     }
 
     /// Howard Hinnant's `civil_from_days`.
-    static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
+    package static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
         let z = z0 + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let doe = z - era * 146_097

@@ -85,6 +85,8 @@ struct AttributeValueTests {
         (.boolean(false), "false"),
         (.date(Date(timeIntervalSince1970: 1_714_564_800)), #""2024-05-01T12:00:00Z""#),
         (.date(Date(timeIntervalSince1970: -0.5)), #""1969-12-31T23:59:59.5Z""#),
+        // Too far out for Int64 microseconds (this one trapped): seconds since 1970 as text.
+        (.date(Date(timeIntervalSince1970: 9.5e12)), #""9500000000000.0""#),
         (.binaryData(Data([0, 255])), #""AP8=""#),
         (.string("a\"b\n"), #""a\"b\n""#),
     ])

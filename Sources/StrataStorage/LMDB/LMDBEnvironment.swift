@@ -127,6 +127,7 @@ public final class LMDBEnvironment: @unchecked Sendable {
         }
         try check(
             mdb_env_open(env, path, flags.rawValue, mdb_mode_t(options.fileMode)), "mdb_env_open", detail: path)
+        try Self.checkFileSize(env, dataFile: options.usesSubdirectory ? (path as NSString).appendingPathComponent("data.mdb") : path)
 
         var dead: Int32 = 0
         try check(mdb_reader_check(env, &dead), "mdb_reader_check", detail: path)
@@ -138,7 +139,14 @@ public final class LMDBEnvironment: @unchecked Sendable {
         var main: LMDBDatabase?
         var txnPointer: OpaquePointer?
         let txnFlags: UInt32 = options.isReadOnly ? UInt32(MDB_RDONLY) : 0
-        try check(mdb_txn_begin(env, nil, txnFlags, &txnPointer), "mdb_txn_begin", detail: path)
+        // Another process may grow the map between mdb_env_open and this first transaction:
+        // adopt its size (mdb_env_set_mapsize 0) and begin again, as read and write do.
+        var began = mdb_txn_begin(env, nil, txnFlags, &txnPointer)
+        while began == MDB_MAP_RESIZED {
+            try check(mdb_env_set_mapsize(env, 0), "mdb_env_set_mapsize", detail: path)
+            began = mdb_txn_begin(env, nil, txnFlags, &txnPointer)
+        }
+        try check(began, "mdb_txn_begin", detail: path)
         guard let txn = txnPointer else {
             throw LMDBError(lmdbCode: LMDBError.Code.badTransaction.rawValue, operation: "mdb_txn_begin")
         }
@@ -179,6 +187,51 @@ public final class LMDBEnvironment: @unchecked Sendable {
 
     deinit {
         mdb_env_close(handle)
+    }
+
+    /// Refuses a data file that lacks a page the environment uses.
+    ///
+    /// LMDB maps the file and reads pages through the map, so a page past the end of a
+    /// truncated file (a bad copy, a full disk, a damaged backup) is a `SIGBUS` that kills
+    /// the process at its first read, not an error. A healthy file may also end before the
+    /// newest meta page's last page: a commit doesn't write pages it allocated and freed
+    /// again, so the tail can be free pages never written. When the file is shorter than
+    /// `(last page + 1) × page size`, ``LMDBFileCheck`` reads the meta pages and the free-page
+    /// lists with plain file reads (never the map) and refuses the file only if a page past
+    /// its end is not free. The meta page is read before the file's size: a writer in another
+    /// process writes a commit's pages (extending the file) before the meta page that points
+    /// to them, and LMDB never shrinks the file, so a store being grown passes.
+    ///
+    /// - Throws: ``LMDBError/Code/corrupted`` naming the file, its size and the size the
+    ///   environment needs.
+    private static func checkFileSize(_ env: OpaquePointer, dataFile: String) throws {
+        var info = MDB_envinfo()
+        try check(mdb_env_info(env, &info), "mdb_env_info", detail: dataFile)
+        var environmentStat = MDB_stat()
+        try check(mdb_env_stat(env, &environmentStat), "mdb_env_stat", detail: dataFile)
+        func unreadable(_ reason: String) -> LMDBError {
+            LMDBError(.ioError, operation: "open", message: "cannot read the data file's size", detail: "\(dataFile): \(reason)")
+        }
+        let attributes: [FileAttributeKey: Any]
+        do {
+            attributes = try FileManager.default.attributesOfItem(atPath: dataFile)
+        } catch {
+            throw unreadable(error.localizedDescription)
+        }
+        guard let size = attributes[.size] as? Int else { throw unreadable("no size") }
+        let pageSize = Int(environmentStat.ms_psize)
+        let needed = (info.me_last_pgno + 1) * pageSize
+        guard size < needed, pageSize > 0 else { return }
+        guard let file = FileHandle(forReadingAtPath: dataFile) else { throw unreadable("cannot open it for reading") }
+        defer { try? file.close() }
+        let finding = LMDBFileCheck(file: file, fileSize: size, pageSize: pageSize)
+            .check(lastPage: info.me_last_pgno, transactionID: info.me_last_txnid)
+        if case .missing(let page) = finding {
+            throw LMDBError(
+                .corrupted, operation: "open",
+                message: "the data file is shorter than the environment it holds (truncated?)",
+                detail: "\(dataFile) is \(size) bytes, but the environment uses \(needed) bytes (pages 0…\(info.me_last_pgno) of \(pageSize) bytes; page \(page), in use, is past the end)")
+        }
     }
 
     /// The database opened under `name`.

@@ -61,7 +61,8 @@ struct CompactCommand: ParsableCommand {
             let segmentsPath = (options.store as NSString).appendingPathComponent("segments")
             let sizesBefore = (diskSize(dataPath), diskSize(segmentsPath))
             var movedAny = false
-            do {
+            // The log is released at the end of this block: a vacuum needs the store closed.
+            moving: do {
                 let log = try options.openWritable()
                 var request = CompactionRequest()
                 request.level = level
@@ -79,10 +80,10 @@ struct CompactCommand: ParsableCommand {
                     let report = try log.compact(request)
                     if let moved = report.moved {
                         print("would move events \(moved.lowerBound)…\(moved.upperBound) (\(report.eventCount) events): \(report.rawBytes) bytes raw → about \(report.compressedBytes) bytes compressed (ratio \(String(format: "%.2f", report.ratio))), saving about \(max(0, report.rawBytes - report.compressedBytes)) bytes")
+                        print("horizon \(report.horizon), limited by \(report.limitedBy)")
                     } else {
-                        print("nothing to move")
+                        print("nothing to move: horizon \(report.horizon), limited by \(report.limitedBy)")
                     }
-                    print("horizon \(report.horizon), limited by \(report.limitedBy)")
                     return
                 }
                 // Find the horizon with a dry run's bookkeeping, then move in steps.
@@ -91,10 +92,10 @@ struct CompactCommand: ParsableCommand {
                 probe.level = 1
                 probe.usesDictionary = false
                 let plan = try log.compact(probe)
+                // Nothing to move still falls through: --vacuum shrinks the file all the same.
                 guard let range = plan.moved else {
                     print("nothing to move: horizon \(plan.horizon), limited by \(plan.limitedBy)")
-                    printSizes(before: sizesBefore, after: sizesBefore)
-                    return
+                    break moving
                 }
                 let total = range.upperBound - range.lowerBound + 1
                 let progress = Progress(total: total)

@@ -66,6 +66,7 @@ struct ExportCommand: ParsableCommand {
                 let layouts = try entities.map { name in
                     EntityLayout(name: name, properties: try log.storedProperties(ofEntity: name).filter(\.isRecorded))
                 }
+                if format == .csv || format == .sql { try Self.checkKeyColumn(layouts) }
                 let writer: any SnapshotWriter
                 switch format {
                 case .json: writer = JSONSnapshotWriter(log: log, out: try sink(), sequence: at ?? head)
@@ -82,6 +83,19 @@ struct ExportCommand: ParsableCommand {
                     try writer.endEntity(layout)
                 }
                 try writer.end()
+            }
+        }
+    }
+
+    /// CSV and SQL name the key column `uri`, beside a column per property: a property
+    /// called `uri` (in any case, as sqlite compares column names) would make a second
+    /// `uri` column, which sqlite refuses and CSV readers can't tell apart. Refused before
+    /// anything is written; JSON keeps the URI outside `values` and has no clash.
+    static func checkKeyColumn(_ layouts: [EntityLayout]) throws {
+        for layout in layouts {
+            if let property = layout.properties.first(where: { $0.name.lowercased() == "uri" }) {
+                throw CommandFailure(
+                    "entity \(layout.name) has a property named \"\(property.name)\", which clashes with the key column \"uri\" of csv and sql exports; export it with --format json or ndjson, which keep the URI apart from the values")
             }
         }
     }
@@ -291,6 +305,36 @@ final class SQLSnapshotWriter: SnapshotWriter {
         }
     }
 
+    /// A string value's literal. SQL string literals can't hold U+0000: sqlite gets it as
+    /// `char(0)` joined in (`'a' || char(0) || 'b'`); postgres text can't hold it at all, so
+    /// the export fails naming the object and property.
+    func text(_ text: String, _ id: StoredObjectID, _ property: String) throws -> String {
+        guard text.unicodeScalars.contains("\u{0}") else { return Self.string(text) }
+        switch dialect {
+        case .sqlite:
+            var pieces: [String] = []
+            var piece = String.UnicodeScalarView()
+            for scalar in text.unicodeScalars {
+                if scalar == "\u{0}" {
+                    pieces.append(String(piece))
+                    piece = String.UnicodeScalarView()
+                } else {
+                    piece.append(scalar)
+                }
+            }
+            pieces.append(String(piece))
+            return pieces.map(Self.string).joined(separator: " || char(0) || ")
+        case .postgres:
+            throw CommandFailure(
+                "\(log.uri(id)) property \(property) holds a string with a NUL character (U+0000), which postgres text can't hold; export with --dialect sqlite or --format json")
+        }
+    }
+
+    func literal(_ value: LogValue, _ id: StoredObjectID, _ property: String) throws -> String {
+        if case .attribute(.string(let v)) = value { return try text(v, id, property) }
+        return literal(value)
+    }
+
     func literal(_ value: LogValue) -> String {
         switch value {
         case .null, .references: return "NULL"
@@ -344,7 +388,7 @@ final class SQLSnapshotWriter: SnapshotWriter {
     func object(_ id: StoredObjectID, _ values: [String: LogValue], _ layout: EntityLayout) throws {
         let scalar = layout.properties.filter { !isToMany($0) }
         let names = ([Self.identifier("uri")] + scalar.map { Self.identifier($0.name) }).joined(separator: ", ")
-        let literals = ([Self.string(log.uri(id))] + scalar.map { literal(values[$0.name] ?? .null) }).joined(separator: ", ")
+        let literals = ([Self.string(log.uri(id))] + (try scalar.map { try literal(values[$0.name] ?? .null, id, $0.name) })).joined(separator: ", ")
         out.line("INSERT INTO \(Self.identifier(layout.name)) (\(names)) VALUES (\(literals));")
         for property in layout.properties where isToMany(property) {
             guard case .references(let targets) = values[property.name] ?? .null else { continue }

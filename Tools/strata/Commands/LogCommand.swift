@@ -13,7 +13,7 @@ struct LogCommand: ParsableCommand {
             match). --author, --context and --kind select transactions; --entity, --object and
             --property select changes, and a transaction is shown only with the changes that
             match. --from and --to take a sequence number or an ISO 8601 date/time (UTC unless
-            it has an offset) and are inclusive.
+            it has an offset; to the microsecond) and are inclusive.
 
             Examples:
               strata log League.strata
@@ -68,6 +68,9 @@ struct LogCommand: ParsableCommand {
         if case .sequence(let a) = from, case .sequence(let b) = to, a > b {
             throw ValidationError("--from \(a) is after --to \(b)")
         }
+        if case .date(let a) = from, case .date(let b) = to, a > b {
+            throw ValidationError("--from \(Timestamps.format(a)) is after --to \(Timestamps.format(b))")
+        }
     }
 
     func run() throws {
@@ -113,7 +116,9 @@ struct LogCommand: ParsableCommand {
                 guard first <= last else { return finish(out, written: written) }
                 try reader.forEachEvent(from: first, through: last) { event in
                     if let only, !only.contains(event.sequence) { return .next }
-                    if let toDate, event.timestamp > toDate { return .stop }
+                    // Not .stop: timestamps needn't rise with the sequence (a draft may carry its
+                    // own; writers in several processes), so a later event may be earlier.
+                    if let toDate, event.timestamp > toDate { return .next }
                     if let fromDate, event.timestamp < fromDate { return .next }
                     if let author, event.author != author { return .next }
                     if let context, event.contextName != context { return .next }
@@ -139,7 +144,7 @@ struct LogCommand: ParsableCommand {
 
     private func finish(_ out: OutputSink, written: Int) {
         if format == .json { out.line("]}") }
-        if format == .text && written == 0 { printError("no transactions match") }
+        if written == 0 { printError("no transactions match") }
     }
 
     private func matches(_ filter: KindFilter, _ kind: TransactionKind) -> Bool {

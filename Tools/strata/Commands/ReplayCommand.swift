@@ -78,9 +78,20 @@ struct ReplayCommand: ParsableCommand {
     func run() throws {
         try runCommand {
             let log = try options.openReadOnly()
-            let head = try log.head
+            let (head, purged) = try log.read { reader in (try reader.head, try reader.purgedThrough) }
             let target = to ?? head
             try log.checkSequence(target, head: head)
+            // Every mode refuses a point inside purged history the same way, before printing.
+            if target < purged { throw LogError.historyPurged(requested: target, purgedThrough: purged) }
+            if let diff {
+                try log.checkSequence(diff.upper, head: head)
+                if diff.lower < purged { throw LogError.historyPurged(requested: diff.lower, purgedThrough: purged) }
+            }
+            if step, let from {
+                try log.checkSequence(from, head: head)
+                // Stepping shows transaction `from` itself: it must be one the log still holds.
+                if from <= purged { throw LogError.historyPurged(requested: from, purgedThrough: purged) }
+            }
             let out = OutputSink()
             defer { out.close() }
             if let into {
@@ -90,10 +101,9 @@ struct ReplayCommand: ParsableCommand {
                 let id = try log.objectID(fromURI: object)
                 try blame(id, through: target, log, out)
             } else if let diff {
-                try log.checkSequence(diff.upper, head: head)
                 try self.diff(diff, log, out)
             } else if step {
-                try walk(from: from ?? (try log.read { try $0.purgedThrough }) + 1, through: target, log, out)
+                try walk(from: from ?? purged + 1, through: target, log, out)
             } else {
                 try summary(through: target, log, out)
             }
@@ -147,6 +157,11 @@ struct ReplayCommand: ParsableCommand {
             if purged > 0 && sequence >= purged, let base = try reader.object(id, asOf: purged) {
                 image.objects[id] = base
                 out.line("(history through \(purged) was purged; values as of \(purged) are the starting point)")
+                out.line()
+                out.line("#\(purged)  base snapshot")
+                for name in properties {
+                    out.line("    \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(ValueRendering.text(base[name] ?? .null, log))")
+                }
             }
             for number in touching {
                 let event = try reader.event(number)
@@ -219,11 +234,11 @@ struct ReplayCommand: ParsableCommand {
     // MARK: - Step
 
     private func walk(from first: UInt64, through last: UInt64, _ log: EventLog, _ out: OutputSink) throws {
+        // `first` is at most the head and past any purge (run checked); `last` may be before it.
         guard first <= last, last > 0 else {
-            out.line("nothing to step through (head \(last))")
+            out.line(to == nil ? "nothing to step through (the store has no transactions)" : "nothing to step through (--to \(last) is before \(first))")
             return
         }
-        try log.checkSequence(first, head: last)
         var sequence = max(first, 1)
         var counts: [String: Int] = [:]
         while sequence <= last {

@@ -106,30 +106,90 @@ enum LogPoint: ExpressibleByArgument, Sendable, Hashable {
 /// Parses and formats the ISO 8601 times the tool reads and prints.
 enum Timestamps {
     /// `2026-01-01T00:00:00.000000Z`: UTC with microseconds, as events store them.
+    ///
+    /// A date value with no microseconds since 1970 (NaN, infinite, or more than 9 × 10¹²
+    /// seconds out) is printed as its seconds since 1970 in number text (`100000000000000.0`,
+    /// `1e+20`, `nan`), the rule spec 0004 §9 gives its event JSON.
     static func format(_ date: Date) -> String {
-        let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
-        let seconds = micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000
-        let fraction = micros - seconds * 1_000_000
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(secondsFromGMT: 0) ?? calendar.timeZone
-        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: Date(timeIntervalSince1970: TimeInterval(seconds)))
-        func pad(_ value: Int?, _ width: Int) -> String {
-            let text = String(value ?? 0)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        return "\(pad(c.year, 4))-\(pad(c.month, 2))-\(pad(c.day, 2))T\(pad(c.hour, 2)):\(pad(c.minute, 2)):\(pad(c.second, 2)).\(pad(Int(fraction), 6))Z"
+        ISO8601.format(date, fixedMicroseconds: true)
     }
 
-    /// Accepts `2026-01-01`, `2026-01-01T10:00:00Z`, with fractional seconds, or with an offset.
+    /// Accepts `2026-01-01` (midnight UTC), `2026-01-01T10:00:00` (UTC), then optionally a
+    /// fraction of up to six digits, then optionally `Z` or an offset (`+02:00`, `+0200`,
+    /// `-05`).
+    ///
+    /// The fraction is read to the microsecond and the date made the way the log makes an
+    /// event's (`Double(µs) / 1_000_000` seconds since 1970), so a timestamp copied from the
+    /// tool's output compares equal to that event's. Foundation's `ISO8601DateFormatter`
+    /// would keep only milliseconds.
     static func parse(_ text: String) -> Date? {
-        let full = ISO8601DateFormatter()
-        full.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = full.date(from: text) { return date }
-        full.formatOptions = [.withInternetDateTime]
-        if let date = full.date(from: text) { return date }
-        full.formatOptions = [.withFullDate]
-        full.timeZone = TimeZone(secondsFromGMT: 0)
-        if text.count == 10, let date = full.date(from: text) { return date }
-        return nil
+        guard let micros = microseconds(text) else { return nil }
+        return Date(timeIntervalSince1970: Double(micros) / 1_000_000)
+    }
+
+    /// The microseconds since 1970 that `text` names, or nil when it isn't one of the forms
+    /// ``parse(_:)`` accepts or names an impossible date.
+    static func microseconds(_ text: String) -> Int64? {
+        let b = Array(text.utf8)
+        var i = 0
+        func digits(_ count: Int) -> Int64? {
+            guard i + count <= b.count else { return nil }
+            var value: Int64 = 0
+            for byte in b[i..<(i + count)] {
+                guard (48...57).contains(byte) else { return nil }
+                value = value * 10 + Int64(byte - 48)
+            }
+            i += count
+            return value
+        }
+        func skip(_ byte: UInt8) -> Bool {
+            guard i < b.count, b[i] == byte else { return false }
+            i += 1
+            return true
+        }
+        guard let year = digits(4), skip(45), let month = digits(2), skip(45), let day = digits(2),
+            (1...12).contains(month), (1...daysIn(month, year)).contains(day)
+        else { return nil }
+        var seconds = ISO8601.daysFromCivil(year, month, day) * 86_400
+        var fraction: Int64 = 0
+        if i == b.count { return seconds * 1_000_000 }
+        guard skip(84) || skip(116), let hour = digits(2), skip(58), let minute = digits(2), skip(58),
+            let second = digits(2), hour < 24, minute < 60, second < 60
+        else { return nil }
+        seconds += hour * 3600 + minute * 60 + second
+        if skip(46) {
+            let start = i
+            while i < b.count, (48...57).contains(b[i]) { i += 1 }
+            let count = i - start
+            guard (1...6).contains(count) else { return nil }
+            i = start
+            guard let value = digits(count) else { return nil }
+            fraction = value * [1, 100_000, 10_000, 1_000, 100, 10, 1][count]
+        }
+        if skip(90) || skip(122) {
+            // UTC.
+        } else if i < b.count, b[i] == 43 || b[i] == 45 {
+            let sign: Int64 = b[i] == 43 ? 1 : -1
+            i += 1
+            guard let hours = digits(2), hours < 24 else { return nil }
+            var minutes: Int64 = 0
+            if i < b.count {
+                _ = skip(58)
+                guard let m = digits(2), m < 60 else { return nil }
+                minutes = m
+            }
+            // 10:00+02:00 is 08:00 UTC.
+            seconds -= sign * (hours * 3600 + minutes * 60)
+        }
+        guard i == b.count else { return nil }
+        return seconds * 1_000_000 + fraction
+    }
+
+    private static func daysIn(_ month: Int64, _ year: Int64) -> Int64 {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
     }
 }

@@ -11,6 +11,7 @@ enum ValueRendering {
         switch value {
         case .reference(let id): log.uri(id)
         case .references(let ids): "[" + ids.map { log.uri($0) }.joined(separator: ", ") + "]"
+        case .attribute(.date(let date)): Timestamps.format(date)
         default: value.description
         }
     }
