@@ -20,6 +20,10 @@ extension ContextCore {
         guard let info = entities[request.entityName] else { throw ContextError.unknownEntity(request.entityName) }
         let validator = FetchValidator(model: model, entity: info.entity, variables: request.substitutionVariables)
         if let predicate = request.predicate {
+            // First: the checks below, the planner and the evaluator walk the tree recursively.
+            do { try predicate.checkNesting() } catch {
+                throw ContextError.invalidFetchRequest(part: "predicate", reason: error.message)
+            }
             if let problem = validator.problem(in: predicate.node) {
                 throw ContextError.invalidFetchRequest(part: "predicate", reason: problem)
             }
@@ -27,6 +31,12 @@ extension ContextCore {
         for (index, descriptor) in request.sortDescriptors.enumerated() {
             if case .failure(let problem) = validator.resolve(FormatKeyPath(descriptor.key)) {
                 throw ContextError.invalidFetchRequest(part: "sort descriptor \(index + 1) (\(descriptor.key))", reason: problem.text)
+            }
+            if let toMany = validator.toManyKey(in: FormatKeyPath(descriptor.key)) {
+                // Core Data: "to-many key not allowed here".
+                throw ContextError.invalidFetchRequest(
+                    part: "sort descriptor \(index + 1) (\(descriptor.key))",
+                    reason: "\(toMany) is a to-many relationship; a sort key must give one value per object")
             }
         }
     }
@@ -872,6 +882,23 @@ struct FetchValidator {
         let text: String
     }
 
+    /// The first to-many relationship `path` goes through (`Entity.key`), or nil: a path
+    /// through one reads a collection. A collection operator (`@count`) makes one value again.
+    func toManyKey(in path: FormatKeyPath) -> String? {
+        var current: EntityDescription? = entity
+        let components = path.components
+        for (position, component) in components.enumerated() {
+            guard case .key(let key) = component, let here = current else { return nil }
+            guard let relationship = here.relationshipsByName[key] else { return nil }
+            if relationship.isToMany {
+                if position + 1 < components.count, case .collectionOperator = components[position + 1] { return nil }
+                return "\(here.name).\(key)"
+            }
+            current = model.entity(named: relationship.destinationEntityName)
+        }
+        return nil
+    }
+
     /// What `path` reads from the fetched entity, or why it names nothing.
     func resolve(_ path: FormatKeyPath) -> Result<Target, Problem> {
         var current: EntityDescription? = entity
@@ -1003,6 +1030,15 @@ struct FetchValidator {
             }
             return nil
         case .contains, .beginsWith, .endsWith, .like, .matches:
+            // `{1, 2} CONTAINS rank`: a collection holding the attribute's value, as `IN`.
+            if comparison.operatorType == .contains, case .aggregate(let elements) = other,
+                case .keyPath = comparison.rightExpression
+            {
+                for element in elements where !compatible(type, element) {
+                    return "\(described) compared with \(Self.describe(element)) in \(Self.describe(other))"
+                }
+                return nil
+            }
             if type != .string {
                 return "\(described) used with \(comparison.operatorType.rawValue), which needs a string attribute"
             }

@@ -44,6 +44,8 @@ public struct FormatPredicate: Sendable, Hashable, CustomStringConvertible {
     /// if case .comparison(let c) = try FormatPredicate(format: "age > 3").node { print(c.operatorType) }
     /// ```
     public let node: PredicateNode
+    /// ``PredicateNode/nestingDepth`` of ``node``, measured once when the predicate is made.
+    let depth: Int
 
     // MARK: - Creating
 
@@ -74,6 +76,7 @@ public struct FormatPredicate: Sendable, Hashable, CustomStringConvertible {
     public init(format: String, argumentArray: [Any]) throws {
         var parser = Parser(format: format, arguments: argumentArray)
         node = try parser.parsePredicate()
+        depth = node.nestingDepth
     }
 
     /// Wraps a syntax tree built by hand (Core Data's `NSComparisonPredicate` and
@@ -86,6 +89,13 @@ public struct FormatPredicate: Sendable, Hashable, CustomStringConvertible {
     /// ```
     public init(_ node: PredicateNode) {
         self.node = node
+        depth = node.nestingDepth
+    }
+
+    /// A predicate whose tree's depth is known already.
+    private init(_ node: PredicateNode, depth: Int) {
+        self.node = node
+        self.depth = depth
     }
 
     /// A predicate that always evaluates to `value` (Core Data's `NSPredicate(value:)`).
@@ -97,6 +107,7 @@ public struct FormatPredicate: Sendable, Hashable, CustomStringConvertible {
     /// ```
     public init(value: Bool) {
         node = .constant(value)
+        depth = 1
     }
 
     /// The predicate that is always true, `TRUEPREDICATE`.
@@ -121,7 +132,8 @@ public struct FormatPredicate: Sendable, Hashable, CustomStringConvertible {
 
     /// All of `predicates` (Core Data's `NSCompoundPredicate(andPredicateWithSubpredicates:)`).
     ///
-    /// An empty list is `TRUEPREDICATE`; a single predicate is returned unchanged.
+    /// An empty list is `TRUEPREDICATE`; a single predicate is returned unchanged; an AND
+    /// among `predicates` contributes its children.
     ///
     /// ```swift
     /// let p = FormatPredicate.and([try FormatPredicate(format: "a > 1"), try FormatPredicate(format: "b < 2")])
@@ -131,13 +143,16 @@ public struct FormatPredicate: Sendable, Hashable, CustomStringConvertible {
         switch predicates.count {
         case 0: truePredicate
         case 1: predicates[0]
-        default: FormatPredicate(.and(predicates.map(\.node)))
+        // An AND inside an AND is spliced in (`(a AND b) AND c` is `a AND b AND c`): a
+        // predicate folded term by term stays two levels deep, not one level per term.
+        default: compound(predicates, PredicateNode.and) { if case .and(let children) = $0 { children } else { nil } }
         }
     }
 
     /// Any of `predicates` (Core Data's `NSCompoundPredicate(orPredicateWithSubpredicates:)`).
     ///
-    /// An empty list is `FALSEPREDICATE`; a single predicate is returned unchanged.
+    /// An empty list is `FALSEPREDICATE`; a single predicate is returned unchanged; an OR
+    /// among `predicates` contributes its children.
     ///
     /// ```swift
     /// let p = FormatPredicate.or([try FormatPredicate(format: "a > 1"), try FormatPredicate(format: "b < 2")])
@@ -146,19 +161,41 @@ public struct FormatPredicate: Sendable, Hashable, CustomStringConvertible {
         switch predicates.count {
         case 0: falsePredicate
         case 1: predicates[0]
-        default: FormatPredicate(.or(predicates.map(\.node)))
+        // An OR inside an OR is spliced in, as in ``and(_:)``.
+        default: compound(predicates, PredicateNode.or) { if case .or(let children) = $0 { children } else { nil } }
         }
     }
 
     /// The negation of `predicate` (Core Data's `NSCompoundPredicate(notPredicateWithSubpredicate:)`).
     ///
-    /// Prints as `NOT …`.
+    /// Prints as `NOT …`; the negation of a negation is the predicate inside it.
     ///
     /// ```swift
     /// FormatPredicate.not(try FormatPredicate(format: "a > 1")).description  // "NOT a > 1"
     /// ```
     public static func not(_ predicate: FormatPredicate) -> FormatPredicate {
-        FormatPredicate(.not(predicate.node))
+        // NOT NOT p is p (a predicate is true or false): negating again and again stays shallow.
+        if case .not(let inner) = predicate.node { return FormatPredicate(inner, depth: predicate.depth - 1) }
+        return FormatPredicate(.not(predicate.node), depth: predicate.depth + 1)
+    }
+
+    /// `make` of `predicates`' nodes, each compound of the same kind (`spliced` gives its
+    /// children) spliced in; the depth from the parts' depths, without walking the tree.
+    private static func compound(
+        _ predicates: [FormatPredicate], _ make: ([PredicateNode]) -> PredicateNode, spliced: (PredicateNode) -> [PredicateNode]?
+    ) -> FormatPredicate {
+        var nodes: [PredicateNode] = []
+        var depth = 1
+        for predicate in predicates {
+            if let children = spliced(predicate.node) {
+                nodes += children
+                depth = max(depth, predicate.depth)
+            } else {
+                nodes.append(predicate.node)
+                depth = max(depth, predicate.depth + 1)
+            }
+        }
+        return FormatPredicate(make(nodes), depth: depth)
     }
 
     // MARK: - Evaluating
@@ -177,6 +214,7 @@ public struct FormatPredicate: Sendable, Hashable, CustomStringConvertible {
     /// try p.evaluate(with: 5)   // true
     /// ```
     public func evaluate(with object: Any?, substitutionVariables: [String: Any] = [:]) throws -> Bool {
+        try checkNesting()
         var evaluator = Evaluator(variables: substitutionVariables)
         return try evaluator.evaluate(node, object: object)
     }

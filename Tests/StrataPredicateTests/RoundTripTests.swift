@@ -63,9 +63,13 @@ struct RoundTripTests {
     func compoundGrouping() throws {
         let a = try FormatPredicate(format: "a == 1"), b = try FormatPredicate(format: "b == 2")
         let c = try FormatPredicate(format: "c == 3")
-        let nested = FormatPredicate.and([a, FormatPredicate.and([b, c])])
+        let nested = FormatPredicate(.and([a.node, .and([b.node, c.node])]))
         #expect(nested.description == "a == 1 AND (b == 2 AND c == 3)")
         #expect(try FormatPredicate(format: nested.description) == nested)
+        // The combinator splices an AND into an AND (the same predicate, one level less).
+        let spliced = FormatPredicate.and([a, FormatPredicate.and([b, c])])
+        #expect(spliced.description == "a == 1 AND b == 2 AND c == 3")
+        #expect(try FormatPredicate(format: spliced.description) == spliced)
         let mixed = FormatPredicate.not(FormatPredicate.or([a, FormatPredicate.and([b, c])]))
         #expect(mixed.description == "NOT (a == 1 OR (b == 2 AND c == 3))")
         #expect(try FormatPredicate(format: mixed.description) == mixed)
