@@ -72,3 +72,26 @@ struct NestingTests {
         }
     }
 }
+
+@Suite("Decimals out of range: an error, not a NaN compared as false")
+struct DecimalRangeTests {
+    @Test("decimal arithmetic that overflows Decimal's range throws; in range it computes exactly")
+    func arithmeticOverflow() throws {
+        let overflow = try FormatPredicate(format: "CAST('9e127', 'NSDecimalNumber') * CAST('9e127', 'NSDecimalNumber') > 0")
+        #expect(throws: PredicateEvaluationError.self) { try overflow.evaluate(with: nil) }
+        let inRange = try FormatPredicate(format: "CAST('0.1', 'NSDecimalNumber') + CAST('0.2', 'NSDecimalNumber') == CAST('0.3', 'NSDecimalNumber')")
+        #expect(try inRange.evaluate(with: nil))
+    }
+
+    @Test("CAST of a number beyond Decimal's range to NSDecimalNumber is a parse error naming the CAST, not a NaN that prints as an unparsable CAST")
+    func castOutOfRange() throws {
+        do {
+            _ = try FormatPredicate(format: "SELF == CAST(1e300, 'NSDecimalNumber')")
+            Issue.record("the CAST should have been refused")
+        } catch let error as FormatPredicateError {
+            #expect(error.message.contains("cannot CAST"))
+        }
+        let fine = try FormatPredicate(format: "SELF == CAST(1e100, 'NSDecimalNumber')")
+        #expect(try FormatPredicate(format: fine.description) == fine)
+    }
+}

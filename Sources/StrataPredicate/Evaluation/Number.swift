@@ -95,17 +95,25 @@ enum Number {
             guard op != .power, let a = lhs.decimal, let b = rhs.decimal else {
                 return try apply(op, .double(lhs.double), .double(rhs.double))
             }
+            let result: Decimal
             switch op {
-            case .add: return .decimal(a + b)
-            case .subtract: return .decimal(a - b)
-            case .multiply: return .decimal(a * b)
+            case .add: result = a + b
+            case .subtract: result = a - b
+            case .multiply: result = a * b
             case .divide:
                 guard !b.isZero else {
                     throw PredicateEvaluationError(kind: .typeMismatch, message: "decimal division by zero")
                 }
-                return .decimal(a / b)
+                result = a / b
             case .power: return .double(Foundation.pow(lhs.double, rhs.double))
             }
+            // Decimal arithmetic gives NaN when the result is out of its range (NSDecimalNumber
+            // raises): say so instead of comparing a NaN as false.
+            guard !result.isNaN else {
+                throw PredicateEvaluationError(
+                    kind: .typeMismatch, message: "decimal \(op.rawValue) overflows: \(a) and \(b) give a result out of Decimal's range")
+            }
+            return .decimal(result)
         default:
             let a = lhs.double, b = rhs.double
             switch op {

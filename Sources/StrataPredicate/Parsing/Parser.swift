@@ -577,7 +577,11 @@ struct Parser {
             guard let value = Parser.decimal(text) else { throw fail("\(text.debugDescription)") }
             return .decimal(value)
         case ("NSDecimalNumber", .integer(let value)): return .decimal(Decimal(value))
-        case ("NSDecimalNumber", .double(let value)) where value.isFinite: return .decimal(Decimal(value))
+        case ("NSDecimalNumber", .double(let value)) where value.isFinite:
+            // Beyond Decimal's range (about 3.4 × 10^165) the conversion gives NaN.
+            let decimal = Decimal(value)
+            guard !decimal.isNaN else { throw fail("\(value), out of Decimal's range,") }
+            return .decimal(decimal)
         case ("NSDecimalNumber", .decimal): return constant
         case ("NSString", .string): return constant
         case ("NSString", .integer(let value)): return .string(String(value))
