@@ -67,7 +67,9 @@ extension AttributeValue {
             self = .uuid(u)
         case .uri:
             guard let u = value as? URL else { throw fail() }
-            self = .uri(u)
+            // Stored as its absolute string: a URL relative to a base is kept as the absolute
+            // URL it stands for, so the value read back equals the value set.
+            self = .uri(u.baseURL == nil ? u : u.absoluteURL)
         case .transformable:
             if let d = value as? Data { self = .transformable(d); return }
             guard let e = value as? any Encodable else { throw fail("not Encodable") }

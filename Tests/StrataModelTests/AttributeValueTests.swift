@@ -55,6 +55,20 @@ struct AttributeValueTests {
         #expect(error?.description.contains(fragment) == true)
     }
 
+    @Test("A URL relative to a base becomes the absolute URL it stands for, which is what a store gives back")
+    func relativeURL() throws {
+        let base = try #require(URL(string: "https://example.com/a/"))
+        let relative = try #require(URL(string: "b/c", relativeTo: base))
+        let value = try AttributeValue(any: relative, for: .uri)
+        #expect(value == .uri(try #require(URL(string: "https://example.com/a/b/c"))))
+        // Stored as its absolute string and read back: the same value.
+        guard case .uri(let url) = value else {
+            Issue.record("not a URI: \(value)")
+            return
+        }
+        #expect(AttributeValue.uri(try #require(URL(string: url.absoluteString))) == value)
+    }
+
     @Test("Transformable values encode Codable values deterministically")
     func transformable() throws {
         struct Point: Codable, Equatable { var y: Int; var x: Int }
