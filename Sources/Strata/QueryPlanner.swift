@@ -328,8 +328,9 @@ struct QueryPlanner {
         /// Lower is more selective: 0 one value, 1 a few values, 2 many values, 3 a bounded
         /// range, 4 a half-open range, 5 every non-nil value.
         var rank: Int
-        /// Comparisons the ranges answer exactly (left out of the displayed filter).
-        var answered: [ComparisonPredicate]
+        /// Comparisons the ranges answer exactly (left out of the displayed filter). A set:
+        /// an OR of thousands of branches answers thousands, looked up once each.
+        var answered: Set<ComparisonPredicate>
 
         var isEmpty: Bool { ranges.isEmpty }
 
@@ -389,11 +390,11 @@ struct QueryPlanner {
         let allSubentities = Array(model.selfAndSubentityNames(of: entity.name).dropFirst())
         let narrowing = request.predicate.map { analyze($0.node) } ?? .unrestricted
         var kind: QueryPlan.Kind = .fullScan
-        var answered: [ComparisonPredicate] = []
+        var answered: Set<ComparisonPredicate> = []
         var inMemorySort = request.sortDescriptors
         var countsFromIndex = false
         /// For an index union: what each member answers exactly.
-        var unionMembers: [[ComparisonPredicate]]?
+        var unionMembers: [Set<ComparisonPredicate>]?
 
         func scan(_ candidate: Candidate) -> QueryPlan.IndexScan {
             QueryPlan.IndexScan(
@@ -526,7 +527,7 @@ struct QueryPlanner {
     /// `node` without what every row of an index union satisfies; nil when nothing is left.
     /// A comparison one member answers holds only for that member's rows, so only an OR
     /// with, for every member, a branch that member answers is dropped.
-    func residual(_ node: PredicateNode, union members: [[ComparisonPredicate]]) -> PredicateNode? {
+    func residual(_ node: PredicateNode, union members: [Set<ComparisonPredicate>]) -> PredicateNode? {
         switch node {
         case .and(let children):
             let left = children.compactMap { residual($0, union: members) }
@@ -543,7 +544,7 @@ struct QueryPlanner {
     }
 
     /// `node` without the comparisons in `answered`; nil when nothing is left.
-    func residual(_ node: PredicateNode, answered: [ComparisonPredicate]) -> PredicateNode? {
+    func residual(_ node: PredicateNode, answered: Set<ComparisonPredicate>) -> PredicateNode? {
         switch node {
         case .comparison(let comparison):
             return answered.contains(comparison) ? nil : node
@@ -590,7 +591,7 @@ struct QueryPlanner {
                         if ranges.isEmpty { return .nothing }
                         byAttribute[attribute] = Candidate(
                             attribute: attribute, ranges: ranges, exact: existing.exact && candidate.exact,
-                            rank: Candidate.rank(of: ranges), answered: existing.answered + candidate.answered)
+                            rank: Candidate.rank(of: ranges), answered: existing.answered.union(candidate.answered))
                     }
                 }
             }
@@ -614,22 +615,28 @@ struct QueryPlanner {
                 }
             }
             if branches.isEmpty { return .nothing }
-            // Several branches on one attribute: one index, ranges united.
-            var merged: [String: Candidate] = [:]
-            var order: [String] = []
+            // Several branches on one attribute: one index, ranges united. The branches'
+            // ranges are gathered in place and normalized once per attribute (an OR of n
+            // equalities is planned in O(n log n), as `IN` is).
+            var united: [Candidate] = []
+            var slots: [String: Int] = [:]
+            var gathered: [Bool] = []
             for branch in branches {
-                if var existing = merged[branch.attribute] {
-                    existing.ranges = KeyedRange.normalized(existing.ranges + branch.ranges)
-                    existing.exact = existing.exact && branch.exact
-                    existing.rank = Candidate.rank(of: existing.ranges)
-                    existing.answered += branch.answered
-                    merged[branch.attribute] = existing
+                if let slot = slots[branch.attribute] {
+                    united[slot].ranges += branch.ranges
+                    united[slot].exact = united[slot].exact && branch.exact
+                    united[slot].answered.formUnion(branch.answered)
+                    gathered[slot] = true
                 } else {
-                    merged[branch.attribute] = branch
-                    order.append(branch.attribute)
+                    slots[branch.attribute] = united.count
+                    united.append(branch)
+                    gathered.append(false)
                 }
             }
-            let united = order.compactMap { merged[$0] }
+            for slot in united.indices where gathered[slot] {
+                united[slot].ranges = KeyedRange.normalized(united[slot].ranges)
+                united[slot].rank = Candidate.rank(of: united[slot].ranges)
+            }
             if united.count == 1 { return .restricted([united[0].attribute: united[0]], unions: []) }
             return .restricted([:], unions: [united])
         }
