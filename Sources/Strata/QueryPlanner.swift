@@ -154,8 +154,8 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
         case .int32(let v): String(v)
         case .int64(let v): String(v)
         case .decimal(let v): "\(v)"
-        case .double(let v): String(v)
-        case .float(let v): String(v)
+        case .double(let v): v.isInfinite ? (v < 0 ? "-∞" : "+∞") : String(v)
+        case .float(let v): v.isInfinite ? (v < 0 ? "-∞" : "+∞") : String(v)
         case .string(let v): "\"" + v.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
         case .boolean(let v): v ? "YES" : "NO"
         case .date(let v):
@@ -191,6 +191,15 @@ struct KeyedBound {
     var isCut: Bool {
         var key: [UInt8] = []
         return !IndexKeyEncoding.append(value, to: &key)
+    }
+
+    /// Whether the value is an infinite double or float.
+    var isInfinite: Bool {
+        switch value {
+        case .double(let v): v.isInfinite
+        case .float(let v): v.isInfinite
+        default: false
+        }
     }
 }
 
@@ -339,12 +348,17 @@ struct QueryPlanner {
             var worst = 0
             for range in ranges {
                 if range.matchesNil { equalities += 1; continue }
-                if let lower = range.lower, let upper = range.upper {
-                    if lower.key == upper.key { equalities += 1 } else { worst = max(worst, 3) }
-                } else if range.lower == nil && range.upper == nil {
-                    worst = max(worst, 5)
-                } else {
-                    worst = max(worst, 4)
+                if let lower = range.lower, let upper = range.upper, lower.key == upper.key {
+                    equalities += 1
+                    continue
+                }
+                // A real range's end at an infinity (where open ends of real ranges stop, so
+                // as to leave NaN out) ranks as open.
+                let bounded = (range.lower.map { !$0.isInfinite } ?? false, range.upper.map { !$0.isInfinite } ?? false)
+                switch bounded {
+                case (true, true): worst = max(worst, 3)
+                case (false, false): worst = max(worst, 5)
+                default: worst = max(worst, 4)
                 }
             }
             if worst > 0 { return worst }
@@ -939,13 +953,18 @@ enum RangeBuilder {
                 return KeyedBound(.double(value), inclusive: inclusive || value != x)
             }
         }
+        // NaN is unordered (every comparison with it is false), but its keys sit in the real
+        // tag beyond the infinities (-NaN before -∞, NaN after +∞; spec 0004 §5): so the open
+        // end of a range stops at the infinity on that side, which it includes.
+        let lowest = bound(-.infinity, inclusive: true, up: false)
+        let highest = bound(.infinity, inclusive: true, up: true)
         let range: KeyedRange
         switch op {
         case .equalTo: range = KeyedRange(lower: bound(d, inclusive: true, up: false), upper: bound(d, inclusive: true, up: true))
-        case .lessThan: range = KeyedRange(upper: bound(d, inclusive: false, up: true))
-        case .lessThanOrEqualTo: range = KeyedRange(upper: bound(d, inclusive: true, up: true))
-        case .greaterThan: range = KeyedRange(lower: bound(d, inclusive: false, up: false))
-        case .greaterThanOrEqualTo: range = KeyedRange(lower: bound(d, inclusive: true, up: false))
+        case .lessThan: range = KeyedRange(lower: lowest, upper: bound(d, inclusive: false, up: true))
+        case .lessThanOrEqualTo: range = KeyedRange(lower: lowest, upper: bound(d, inclusive: true, up: true))
+        case .greaterThan: range = KeyedRange(lower: bound(d, inclusive: false, up: false), upper: highest)
+        case .greaterThanOrEqualTo: range = KeyedRange(lower: bound(d, inclusive: true, up: false), upper: highest)
         default: return nil
         }
         return Built(ranges: range.isEmpty ? [] : [range], exact: exact)

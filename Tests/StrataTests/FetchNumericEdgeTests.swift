@@ -1,0 +1,140 @@
+import Foundation
+import Strata
+import StrataTestSupport
+import Testing
+
+/// Numbers at the edges of fetch planning and sorting: NaN (of either sign), infinities and
+/// -0.0 in indexed doubles and floats; 64-bit integers and decimals that doubles can't tell
+/// apart (`Specs/0008-fetch-requests.md`, "Planner" and "Sort order"). Every indexed attribute has an unindexed twin holding the same value, so
+/// a request on the twin (always a full scan, judged by the predicate evaluator) is the
+/// reference a planned request must equal.
+private func edgeModel() throws -> ManagedObjectModel {
+    try ManagedObjectModel {
+        Entity("Sample") {
+            Attribute("label", .string)
+            Attribute("x", .double).indexed()
+            Attribute("xPlain", .double)
+            Attribute("f", .float).indexed()
+            Attribute("fPlain", .float)
+            Attribute("n", .int64).indexed()
+            Attribute("nPlain", .int64)
+            Attribute("d", .decimal).indexed()
+            Attribute("dPlain", .decimal)
+        }
+    }
+}
+
+/// NaN with the sign bit set: encoded below -infinity in index keys.
+private let negativeNaN = Double(bitPattern: Double.nan.bitPattern | (1 << 63))
+
+/// Saves one Sample per value (labels "s\(first)", "s\(first + 1)", … in store order), each
+/// value in `key` and its unindexed twin `key + "Plain"`.
+private func insertSamples(_ context: isolated ManagedObjectContext, key: String, _ values: [Any?], first: Int = 0, save: Bool = true) throws {
+    for (index, value) in values.enumerated() {
+        let sample = try context.insertNewObject(forEntityName: "Sample")
+        sample.setValue("s\(first + index)", forKey: "label")
+        sample.setValue(value, forKey: key)
+        sample.setValue(value, forKey: key + "Plain")
+    }
+    if save { try context.save() }
+}
+
+private func labels(_ context: isolated ManagedObjectContext, _ request: FetchRequest) throws -> [String] {
+    try context.fetch(request).map { $0.value(forKey: "label") as? String ?? "?" }
+}
+
+private func sampleRequest(_ format: String, _ arguments: [Any] = [], sort: [FetchSortDescriptor] = [], limit: Int = 0) throws -> FetchRequest {
+    var request = FetchRequest(entityName: "Sample", predicate: try FormatPredicate(format: format, argumentArray: arguments))
+    request.sortDescriptors = sort
+    request.fetchLimit = limit
+    return request
+}
+
+@Suite("Fetch: numeric edge values")
+struct FetchNumericEdgeTests {
+    /// Doubles every comparison below meets: both NaNs, both infinities, both zeros.
+    static let doubles: [Double?] = [1.0, .nan, 3.0, negativeNaN, .infinity, -.infinity, -0.0, 0.0, -2.5, nil, 2.0, .nan]
+    static let constants: [Double] = [-.infinity, -5, -2.5, -0.0, 0, 1, 2, 2.5, .infinity, .nan, negativeNaN]
+    static let operators = ["<", "<=", ">", ">=", "=="]
+
+    @Test("NaN (either sign) is in no range of an indexed double or float: fetch, count and index walks equal a full scan for every comparison")
+    func nanOutsideRanges() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try edgeModel())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try insertSamples(context, key: "x", Self.doubles)
+            // Floats: the same values as Float.
+            for sample in try context.fetch(FetchRequest(entityName: "Sample")) {
+                let x = sample.value(forKey: "x") as? Double
+                // Float(_:) of a NaN may drop its sign: make -NaN explicitly.
+                let f = x.map { $0.isNaN ? ($0.sign == .minus ? -Float.nan : Float.nan) : Float($0) }
+                sample.setValue(f, forKey: "f")
+                sample.setValue(f, forKey: "fPlain")
+            }
+            try context.save()
+            var failures: [String] = []
+            for key in ["x", "f"] {
+                for op in Self.operators {
+                    for constant in Self.constants {
+                        for (format, plainFormat) in [
+                            ("\(key) \(op) %@", "\(key)Plain \(op) %@"),
+                            ("%@ \(op) \(key)", "%@ \(op) \(key)Plain"),
+                        ] {
+                            let planned = try sampleRequest(format, [constant])
+                            let reference = try sampleRequest(plainFormat, [constant])
+                            let expected = try labels(context, reference)
+                            let got = try labels(context, planned)
+                            let count = try context.count(for: planned)
+                            if got != expected || count != expected.count {
+                                failures.append("\(format) [\(constant)]: expected \(expected), got \(got), count \(count); plan \(try context.explain(planned))")
+                            }
+                            // An index walk over the predicate's range (sorted by the attribute, limited).
+                            for ascending in [true, false] {
+                                for limit in [1, 2, 4] {
+                                    let walked = try sampleRequest(format, [constant], sort: [FetchSortDescriptor(key: key, ascending: ascending)], limit: limit)
+                                    let scanned = try sampleRequest(plainFormat, [constant], sort: [FetchSortDescriptor(key: key + "Plain", ascending: ascending)], limit: limit)
+                                    let want = try labels(context, scanned)
+                                    let have = try labels(context, walked)
+                                    let walkedCount = try context.count(for: walked)
+                                    if have != want || walkedCount != want.count {
+                                        failures.append("\(format) [\(constant)] sorted \(ascending ? "ascending" : "descending") limit \(limit): expected \(want), got \(have); plan \(try context.explain(walked))")
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    // BETWEEN with the constants as bounds.
+                    for low in Self.constants {
+                        for high in [-Double.infinity, 0, 2, .infinity] {
+                            let planned = try sampleRequest("\(key) BETWEEN %@", [[low, high]])
+                            let expected = try labels(context, try sampleRequest("\(key)Plain BETWEEN %@", [[low, high]]))
+                            let got = try labels(context, planned)
+                            let count = try context.count(for: planned)
+                            if got != expected || count != expected.count {
+                                failures.append("\(key) BETWEEN {\(low), \(high)}: expected \(expected), got \(got)")
+                            }
+                        }
+                    }
+                }
+            }
+            #expect(failures.isEmpty, "\(failures.prefix(12).joined(separator: "\n"))")
+        }
+    }
+
+    @Test("the review's case: with 1.0, NaN, 3.0 saved, score > 2 fetches and counts only 3.0, also sorted with a limit")
+    func reviewCase() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try edgeModel())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try insertSamples(context, key: "x", [1.0, Double.nan, 3.0, negativeNaN])
+            #expect(try labels(context, try sampleRequest("x > 2")) == ["s2"])
+            #expect(try context.count(for: try sampleRequest("x > 2")) == 1)
+            #expect(try labels(context, try sampleRequest("x < 2")) == ["s0"], "-NaN is not below 2")
+            #expect(try context.count(for: try sampleRequest("x < 2")) == 1)
+            #expect(try labels(context, try sampleRequest("x > -5", sort: [FetchSortDescriptor(key: "x")], limit: 5)) == ["s0", "s2"])
+            #expect(try labels(context, try sampleRequest("x < 5", sort: [FetchSortDescriptor(key: "x", ascending: false)], limit: 5)) == ["s2", "s0"])
+            #expect(try labels(context, try sampleRequest("x <= %@", [Double.infinity])) == ["s0", "s2"])
+            #expect(try labels(context, try sampleRequest("x >= %@", [-Double.infinity])) == ["s0", "s2"])
+        }
+    }
+}
