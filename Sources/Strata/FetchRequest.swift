@@ -80,10 +80,19 @@ public struct FetchSortDescriptor: Sendable, Hashable {
         case (let a as Date, let b as Date): return a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)
         case (let a as Bool, let b as Bool): return a == b ? .orderedSame : (!a ? .orderedAscending : .orderedDescending)
         default:
-            if let a = number(x), let b = number(y) { return a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending) }
+            if let a = number(x), let b = number(y) { return compareNumbers(a, b) }
             let a = String(describing: x ?? ""), b = String(describing: y ?? "")
             return a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)
         }
+    }
+
+    /// Doubles in sort order: by value, and NaN (of either sign) after every number, equal
+    /// to another NaN — a consistent order, where `<` alone is not one.
+    static func compareNumbers(_ a: Double, _ b: Double) -> ComparisonResult {
+        if a < b { return .orderedAscending }
+        if a > b { return .orderedDescending }
+        if a == b { return .orderedSame }
+        return a.isNaN == b.isNaN ? .orderedSame : (a.isNaN ? .orderedDescending : .orderedAscending)
     }
 
     static func number(_ value: Any?) -> Double? {

@@ -55,7 +55,8 @@ struct FetchNumericEdgeTests {
     /// Doubles every comparison below meets: both NaNs, both infinities, both zeros.
     static let doubles: [Double?] = [1.0, .nan, 3.0, negativeNaN, .infinity, -.infinity, -0.0, 0.0, -2.5, nil, 2.0, .nan]
     static let constants: [Double] = [-.infinity, -5, -2.5, -0.0, 0, 1, 2, 2.5, .infinity, .nan, negativeNaN]
-    static let operators = ["<", "<=", ">", ">=", "=="]
+    /// (`!=` is never served by an index: sorted with a limit, it walks the whole index, NaNs included.)
+    static let operators = ["<", "<=", ">", ">=", "==", "!="]
 
     @Test("NaN (either sign) is in no range of an indexed double or float: fetch, count and index walks equal a full scan for every comparison")
     func nanOutsideRanges() async throws {
@@ -135,6 +136,63 @@ struct FetchNumericEdgeTests {
             #expect(try labels(context, try sampleRequest("x < 5", sort: [FetchSortDescriptor(key: "x", ascending: false)], limit: 5)) == ["s2", "s0"])
             #expect(try labels(context, try sampleRequest("x <= %@", [Double.infinity])) == ["s0", "s2"])
             #expect(try labels(context, try sampleRequest("x >= %@", [-Double.infinity])) == ["s0", "s2"])
+        }
+    }
+
+    /// The labels of every Sample sorted by `key` (no predicate), fetched four ways: the
+    /// indexed attribute and its unindexed twin, each unlimited and with a limit (an index
+    /// walk on the indexed one); every way must agree with `expected`.
+    static func sortedFourWays(
+        _ context: isolated ManagedObjectContext, _ key: String, ascending: Bool, expected: [String], _ comment: String
+    ) throws {
+        for attribute in [key, key + "Plain"] {
+            let sort = [FetchSortDescriptor(key: attribute, ascending: ascending)]
+            var request = FetchRequest(entityName: "Sample")
+            request.sortDescriptors = sort
+            #expect(try labels(context, request) == expected, "\(comment): \(attribute) \(ascending ? "ascending" : "descending")")
+            for limit in 1...expected.count {
+                request.fetchLimit = limit
+                let plan = try context.explain(request)
+                #expect(
+                    try labels(context, request) == Array(expected.prefix(limit)),
+                    "\(comment): \(attribute) \(ascending ? "ascending" : "descending") limit \(limit), plan \(plan)")
+            }
+        }
+    }
+
+    @Test("NaN sorts after every number ascending and before every number descending, with or without an index, saved or not")
+    func nanSortsLast() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try edgeModel())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try insertSamples(context, key: "x", [2.5, Double.nan, 0.5, nil, 1.0, negativeNaN, -Double.infinity, Double.infinity])
+            // NaNs tie with each other (store order), nil first ascending.
+            let ascending = ["s3", "s6", "s2", "s4", "s0", "s7", "s1", "s5"]
+            let descending = ["s1", "s5", "s7", "s0", "s4", "s2", "s6", "s3"]
+            try Self.sortedFourWays(context, "x", ascending: true, expected: ascending, "saved")
+            try Self.sortedFourWays(context, "x", ascending: false, expected: descending, "saved")
+            // Unsaved values are sorted by the same rule (keys read from managed objects);
+            // inserts follow stored objects among ties.
+            try insertSamples(context, key: "x", [Double.nan, 0.75], first: 8, save: false)
+            let pendingAscending = ["s3", "s6", "s2", "s9", "s4", "s0", "s7", "s1", "s5", "s8"]
+            let pendingDescending = ["s1", "s5", "s8", "s7", "s0", "s4", "s9", "s2", "s6", "s3"]
+            try Self.sortedFourWays(context, "x", ascending: true, expected: pendingAscending, "unsaved")
+            try Self.sortedFourWays(context, "x", ascending: false, expected: pendingDescending, "unsaved")
+            // Dictionary results sort by the same rule.
+            var rows = FetchRequest(entityName: "Sample")
+            rows.resultType = .dictionary
+            rows.propertiesToFetch = [.property("label")]
+            for (ascending, expected) in [(true, pendingAscending), (false, pendingDescending)] {
+                rows.sortDescriptors = [FetchSortDescriptor(key: "x", ascending: ascending)]
+                #expect(try context.fetchDictionaries(rows).map { $0["label"] as? String ?? "?" } == expected, "dictionaries")
+            }
+            // min and max order values as the sort does: NaN after every number.
+            var extremes = FetchRequest(entityName: "Sample")
+            extremes.resultType = .dictionary
+            extremes.propertiesToFetch = [.expression(name: "low", .min, keyPath: "x"), .expression(name: "high", .max, keyPath: "x")]
+            let row = try context.fetchDictionaries(extremes).first
+            #expect(row?["low"] as? Double == -.infinity)
+            #expect((row?["high"] as? Double)?.isNaN == true)
         }
     }
 }

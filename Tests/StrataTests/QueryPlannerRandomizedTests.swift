@@ -102,8 +102,11 @@ struct PlannerWorld {
     static let counts: [Int64] = [
         -3, 0, 1, 2, 7, 9_007_199_254_740_992, 9_007_199_254_740_993, 9_007_199_254_740_995, .max, .min, -9_007_199_254_740_993,
     ]
-    static let scores: [Double] = [-2.5, -1, -0.0, 0, 0.5, 1, 1.5, 3, 1e300, -1e300, 0.1]
-    static let weights: [Float] = [-1.5, 0, 0.1, 0.25, 1, 2.5, 3.4e38]
+    static let scores: [Double] = [
+        -2.5, -1, -0.0, 0, 0.5, 1, 1.5, 3, 1e300, -1e300, 0.1, .nan, Double(bitPattern: Double.nan.bitPattern | (1 << 63)), .infinity,
+        -.infinity,
+    ]
+    static let weights: [Float] = [-1.5, 0, 0.1, 0.25, 1, 2.5, 3.4e38, .nan, -.nan, .infinity]
     static let prices: [Decimal] = ["-3", "0", "0.1", "1.1", "2.5", "1000000000000000000000.5"].compactMap { Decimal(string: $0) }
     static let days: [Date] = (-3...3).map { Date(timeIntervalSinceReferenceDate: 700_000_000 + Double($0) * 3600) }
     static let notes = ["a", "b", "apple", "banana", "Apple"]
@@ -398,7 +401,7 @@ struct PlannerWorld {
     }
 
     /// The documented sort order: nil first, strings by Swift's order (or case-insensitively),
-    /// numbers by value.
+    /// numbers by value, and NaN after every number.
     static func compare(_ x: Any?, _ y: Any?, caseInsensitive: Bool) -> ComparisonResult {
         func number(_ value: Any?) -> Double? {
             switch value {
@@ -421,6 +424,7 @@ struct PlannerWorld {
         case (let a as Bool, let b as Bool): return a == b ? .orderedSame : (a ? .orderedDescending : .orderedAscending)
         default:
             guard let a = number(x), let b = number(y) else { return .orderedSame }
+            if a.isNaN || b.isNaN { return a.isNaN == b.isNaN ? .orderedSame : (a.isNaN ? .orderedDescending : .orderedAscending) }
             return order(a, b)
         }
     }
