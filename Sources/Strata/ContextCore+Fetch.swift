@@ -761,12 +761,16 @@ final class FetchExecution {
 
 /// A sort key read once: typed for the common kinds, so comparing needs no casts. Compares
 /// as ``FetchSortDescriptor``'s `compareValues` does (nil first; strings by Swift's order or
-/// case-insensitively; dates; booleans; numbers by value, NaN after every number); mixed
-/// kinds defer to it.
+/// case-insensitively; dates; booleans; numbers by value, integers and decimals exactly, NaN
+/// after every number); mixed kinds defer to it.
 enum SortKey {
     case null
     case string(String)
+    /// Integers of every width, compared exactly.
+    case integer(Int64)
+    /// Doubles and floats.
     case number(Double)
+    case decimal(Decimal)
     case date(Date)
     case bool(Bool)
     case other(Any)
@@ -776,11 +780,12 @@ enum SortKey {
     init(attribute value: AttributeValue) {
         switch value {
         case .string(let v): self = .string(v)
-        case .int16(let v): self = .number(Double(v))
-        case .int32(let v): self = .number(Double(v))
-        case .int64(let v): self = .number(Double(v))
+        case .int16(let v): self = .integer(Int64(v))
+        case .int32(let v): self = .integer(Int64(v))
+        case .int64(let v): self = .integer(v)
         case .double(let v): self = .number(v)
         case .float(let v): self = .number(Double(v))
+        case .decimal(let v): self = .decimal(v)
         case .date(let v): self = .date(v)
         case .boolean(let v): self = .bool(v)
         default: self = SortKey(StoredRowSubject.evaluationValue(value))
@@ -794,7 +799,12 @@ enum SortKey {
         case let v as Date: self = .date(v)
         case let v as Bool: self = .bool(v)
         default:
-            if let number = FetchSortDescriptor.number(value) { self = .number(number) } else { self = .other(value as Any) }
+            switch SortNumber(value) {
+            case .int(let v): self = .integer(v)
+            case .double(let v): self = .number(v)
+            case .decimal(let v): self = .decimal(v)
+            case nil: self = .other(value as Any)
+            }
         }
     }
 
@@ -802,7 +812,9 @@ enum SortKey {
         switch self {
         case .null: nil
         case .string(let v): v
+        case .integer(let v): v
         case .number(let v): v
+        case .decimal(let v): v
         case .date(let v): v
         case .bool(let v): v
         case .other(let v): v
@@ -819,7 +831,9 @@ enum SortKey {
                 return FetchSortDescriptor.compareValues(x, y, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
             }
             return x < y ? .orderedAscending : (x == y ? .orderedSame : .orderedDescending)
+        case (.integer(let x), .integer(let y)): return x < y ? .orderedAscending : (x == y ? .orderedSame : .orderedDescending)
         case (.number(let x), .number(let y)): return FetchSortDescriptor.compareNumbers(x, y)
+        case (.decimal(let x), .decimal(let y)): return SortNumber.compare(.decimal(x), .decimal(y))
         case (.date(let x), .date(let y)): return x < y ? .orderedAscending : (x == y ? .orderedSame : .orderedDescending)
         case (.bool(let x), .bool(let y)): return x == y ? .orderedSame : (!x ? .orderedAscending : .orderedDescending)
         default: return FetchSortDescriptor.compareValues(a.value, b.value, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)

@@ -195,4 +195,27 @@ struct FetchNumericEdgeTests {
             #expect((row?["high"] as? Double)?.isNaN == true)
         }
     }
+
+    @Test("64-bit integers and decimals sort exactly, not as doubles: 2^53 + 1 after 2^53, .max after .max - 1, 0.30000000000000001 after 0.3")
+    func exactNumbers() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try edgeModel())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let big: [Int64] = [9_007_199_254_740_993, 9_007_199_254_740_992, .max, .max - 1, .min + 1, .min]
+            try insertSamples(context, key: "n", big)
+            try Self.sortedFourWays(context, "n", ascending: true, expected: ["s5", "s4", "s1", "s0", "s3", "s2"], "Int64")
+            try Self.sortedFourWays(context, "n", ascending: false, expected: ["s2", "s3", "s0", "s1", "s4", "s5"], "Int64")
+        }
+        let dir2 = try TemporaryDirectory()
+        let coordinator2 = try openCoordinator(dir2, model: try edgeModel())
+        try await privateContext(coordinator2).perform { (context: isolated ManagedObjectContext) throws in
+            let decimals: [Decimal] = try ["1000000000000000000000.5", "1000000000000000000000.4", "0.30000000000000001", "0.3", "-0.30000000000000001", "-0.3"].map {
+                guard let value = Decimal(string: $0, locale: Locale(identifier: "en_US_POSIX")) else { throw CocoaError(.formatting) }
+                return value
+            }
+            try insertSamples(context, key: "d", decimals)
+            try Self.sortedFourWays(context, "d", ascending: true, expected: ["s4", "s5", "s3", "s2", "s1", "s0"], "Decimal")
+            try Self.sortedFourWays(context, "d", ascending: false, expected: ["s0", "s1", "s2", "s3", "s5", "s4"], "Decimal")
+        }
+    }
 }
