@@ -519,7 +519,8 @@ final class FetchExecution {
         var reads = 0
         var finished = false
         var exceeded = false
-        for range in descending ? scan.ranges.reversed() : scan.ranges {
+        let ranges = Self.sortOrderRanges(scan.ranges, type: core.entities[plan.entityName]?.entity.attributesByName[attribute]?.attributeType)
+        for range in descending ? ranges.reversed() : ranges {
             try reader.scanIndex(entity: plan.entityName, attribute: attribute, range: range, reverse: descending) { id in
                 guard inScope(id), !(pending && isDirty(id)) else { return .next }
                 guard let stored = try reader.object(id) else { return .next }
@@ -530,7 +531,7 @@ final class FetchExecution {
                 }
                 var attributeValue: AttributeValue?
                 if case .attribute(let value) = stored[attribute] { attributeValue = value }
-                let key = IndexKeyEncoding.encode(attributeValue)
+                let key = Self.sortOrderKey(attributeValue)
                 let value = attributeValue?.anyValue
                 if result.count >= stopsAfter && !result.isEmpty {
                     // Every later entry is at least this far along, both by key (so cut
@@ -559,6 +560,45 @@ final class FetchExecution {
             if finished || exceeded { break }
         }
         return exceeded ? nil : result
+    }
+
+    /// The index ranges of a walk in sort order. Keys of real values (doubles, floats,
+    /// decimals) hold -NaN below -∞ and NaN above +∞ (spec 0004 §5), but a sort puts every
+    /// NaN after every number: a real range open at an end is walked as its numbers (up to
+    /// the infinities), then its NaNs above +∞, then its NaNs below -∞.
+    static func sortOrderRanges(_ ranges: [IndexRange], type: AttributeType?) -> [IndexRange] {
+        guard let type, [.double, .float, .decimal].contains(type) else { return ranges }
+        var numbers: [IndexRange] = []
+        var nans: [IndexRange] = []
+        for range in ranges {
+            guard !range.matchesNil, range.lower == nil || range.upper == nil else {
+                numbers.append(range)
+                continue
+            }
+            numbers.append(
+                IndexRange(
+                    lower: range.lower ?? .double(-.infinity), includesLower: range.lower == nil || range.includesLower,
+                    upper: range.upper ?? .double(.infinity), includesUpper: range.upper == nil || range.includesUpper))
+            if range.upper == nil { nans.append(IndexRange(lower: .double(.infinity), includesLower: false)) }
+            if range.lower == nil { nans.append(IndexRange(upper: .double(-.infinity), includesUpper: false)) }
+        }
+        return numbers + nans
+    }
+
+    /// The index key of `value` as the walk compares keys: NaNs of any sign share the
+    /// highest real key, so keys never decrease along a walk in sort order (the order of
+    /// ``sortOrderRanges(_:type:)``).
+    static func sortOrderKey(_ value: AttributeValue?) -> [UInt8] {
+        let key = IndexKeyEncoding.encode(value)
+        let isNaN: Bool
+        switch value {
+        case .double(let v)?: isNaN = v.isNaN
+        case .float(let v)?: isNaN = v.isNaN
+        case .decimal(let v)?: isNaN = v.isNaN || NSDecimalNumber(decimal: v).doubleValue.isNaN
+        default: isNaN = false
+        }
+        guard isNaN, let tag = key.first else { return key }
+        return [tag] + [UInt8](repeating: 0xFF, count: 8)
     }
 
     // MARK: Plain fetches
@@ -731,11 +771,16 @@ final class FetchExecution {
 
 /// A sort key read once: typed for the common kinds, so comparing needs no casts. Compares
 /// as ``FetchSortDescriptor``'s `compareValues` does (nil first; strings by Swift's order or
-/// case-insensitively; dates; booleans; numbers by value); mixed kinds defer to it.
+/// case-insensitively; dates; booleans; numbers by value, integers and decimals exactly, NaN
+/// after every number); mixed kinds defer to it.
 enum SortKey {
     case null
     case string(String)
+    /// Integers of every width, compared exactly.
+    case integer(Int64)
+    /// Doubles and floats.
     case number(Double)
+    case decimal(Decimal)
     case date(Date)
     case bool(Bool)
     case other(Any)
@@ -745,11 +790,12 @@ enum SortKey {
     init(attribute value: AttributeValue) {
         switch value {
         case .string(let v): self = .string(v)
-        case .int16(let v): self = .number(Double(v))
-        case .int32(let v): self = .number(Double(v))
-        case .int64(let v): self = .number(Double(v))
+        case .int16(let v): self = .integer(Int64(v))
+        case .int32(let v): self = .integer(Int64(v))
+        case .int64(let v): self = .integer(v)
         case .double(let v): self = .number(v)
         case .float(let v): self = .number(Double(v))
+        case .decimal(let v): self = .decimal(v)
         case .date(let v): self = .date(v)
         case .boolean(let v): self = .bool(v)
         default: self = SortKey(StoredRowSubject.evaluationValue(value))
@@ -763,7 +809,12 @@ enum SortKey {
         case let v as Date: self = .date(v)
         case let v as Bool: self = .bool(v)
         default:
-            if let number = FetchSortDescriptor.number(value) { self = .number(number) } else { self = .other(value as Any) }
+            switch SortNumber(value) {
+            case .int(let v): self = .integer(v)
+            case .double(let v): self = .number(v)
+            case .decimal(let v): self = .decimal(v)
+            case nil: self = .other(value as Any)
+            }
         }
     }
 
@@ -771,7 +822,9 @@ enum SortKey {
         switch self {
         case .null: nil
         case .string(let v): v
+        case .integer(let v): v
         case .number(let v): v
+        case .decimal(let v): v
         case .date(let v): v
         case .bool(let v): v
         case .other(let v): v
@@ -788,7 +841,9 @@ enum SortKey {
                 return FetchSortDescriptor.compareValues(x, y, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
             }
             return x < y ? .orderedAscending : (x == y ? .orderedSame : .orderedDescending)
-        case (.number(let x), .number(let y)): return x < y ? .orderedAscending : (x == y ? .orderedSame : .orderedDescending)
+        case (.integer(let x), .integer(let y)): return x < y ? .orderedAscending : (x == y ? .orderedSame : .orderedDescending)
+        case (.number(let x), .number(let y)): return FetchSortDescriptor.compareNumbers(x, y)
+        case (.decimal(let x), .decimal(let y)): return SortNumber.compare(.decimal(x), .decimal(y))
         case (.date(let x), .date(let y)): return x < y ? .orderedAscending : (x == y ? .orderedSame : .orderedDescending)
         case (.bool(let x), .bool(let y)): return x == y ? .orderedSame : (!x ? .orderedAscending : .orderedDescending)
         default: return FetchSortDescriptor.compareValues(a.value, b.value, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)

@@ -80,12 +80,22 @@ public struct FetchSortDescriptor: Sendable, Hashable {
         case (let a as Date, let b as Date): return a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)
         case (let a as Bool, let b as Bool): return a == b ? .orderedSame : (!a ? .orderedAscending : .orderedDescending)
         default:
-            if let a = number(x), let b = number(y) { return a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending) }
+            if let a = SortNumber(x), let b = SortNumber(y) { return SortNumber.compare(a, b) }
             let a = String(describing: x ?? ""), b = String(describing: y ?? "")
             return a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)
         }
     }
 
+    /// Doubles in sort order: by value, and NaN (of either sign) after every number, equal
+    /// to another NaN — a consistent order, where `<` alone is not one.
+    static func compareNumbers(_ a: Double, _ b: Double) -> ComparisonResult {
+        if a < b { return .orderedAscending }
+        if a > b { return .orderedDescending }
+        if a == b { return .orderedSame }
+        return a.isNaN == b.isNaN ? .orderedSame : (a.isNaN ? .orderedDescending : .orderedAscending)
+    }
+
+    /// A number as a Double (for sums and averages; sorts compare ``SortNumber``s).
     static func number(_ value: Any?) -> Double? {
         switch value {
         case let v as Int: Double(v)
@@ -321,5 +331,85 @@ extension ManagedObjectModel {
         }
         guard let filled else { return nil }
         return FetchRequest(entityName: filled.entity.name, predicate: filled.predicate)
+    }
+}
+
+/// A number as a sort compares it (`Specs/0008-fetch-requests.md`, "Sort order"): integers
+/// as `Int64` and decimals as `Decimal`, so values a double can't tell apart (integers
+/// beyond 2^53, decimals with more than 17 digits) still order; NaN after every number.
+enum SortNumber {
+    case int(Int64)
+    case double(Double)
+    case decimal(Decimal)
+
+    init?(_ value: Any?) {
+        switch value {
+        case let v as Int: self = .int(Int64(v))
+        case let v as Int64: self = .int(v)
+        case let v as Int32: self = .int(Int64(v))
+        case let v as Int16: self = .int(Int64(v))
+        case let v as Double: self = .double(v)
+        case let v as Float: self = .double(Double(v))
+        case let v as Decimal: self = .decimal(v)
+        default: return nil
+        }
+    }
+
+    var isNaN: Bool {
+        switch self {
+        case .int: false
+        case .double(let v): v.isNaN
+        case .decimal(let v): v.isNaN
+        }
+    }
+
+    var double: Double {
+        switch self {
+        case .int(let v): Double(v)
+        case .double(let v): v
+        case .decimal(let v): NSDecimalNumber(decimal: v).doubleValue
+        }
+    }
+
+    /// A total order: numbers by value — integers with integers and decimals exactly, an
+    /// integer with a double exactly, a decimal with an integer as decimals, a decimal with
+    /// a double as doubles — and every NaN (of either sign) after every number, equal to
+    /// each other.
+    static func compare(_ a: SortNumber, _ b: SortNumber) -> ComparisonResult {
+        let nanA = a.isNaN, nanB = b.isNaN
+        if nanA || nanB { return nanA == nanB ? .orderedSame : (nanA ? .orderedDescending : .orderedAscending) }
+        switch (a, b) {
+        case (.int(let x), .int(let y)): return order(x, y)
+        case (.double(let x), .double(let y)): return FetchSortDescriptor.compareNumbers(x, y)
+        case (.decimal(let x), .decimal(let y)): return order(x, y)
+        case (.int(let x), .double(let y)): return compare(x, y)
+        case (.double(let x), .int(let y)): return reversed(compare(y, x))
+        case (.int(let x), .decimal(let y)): return order(Decimal(x), y)
+        case (.decimal(let x), .int(let y)): return order(x, Decimal(y))
+        case (.decimal, .double), (.double, .decimal): return FetchSortDescriptor.compareNumbers(a.double, b.double)
+        }
+    }
+
+    static func order<T: Comparable>(_ x: T, _ y: T) -> ComparisonResult {
+        x < y ? .orderedAscending : (x == y ? .orderedSame : .orderedDescending)
+    }
+
+    static func reversed(_ result: ComparisonResult) -> ComparisonResult {
+        switch result {
+        case .orderedAscending: .orderedDescending
+        case .orderedDescending: .orderedAscending
+        case .orderedSame: .orderedSame
+        }
+    }
+
+    /// An integer against a (non-NaN) double, exactly.
+    static func compare(_ x: Int64, _ y: Double) -> ComparisonResult {
+        // Int64's range is [-2^63, 2^63): doubles outside it order without conversion.
+        if y >= 9_223_372_036_854_775_808.0 { return .orderedAscending }
+        if y < -9_223_372_036_854_775_808.0 { return .orderedDescending }
+        let whole = y.rounded(.down)
+        let truncated = Int64(whole)  // exact: whole is integral and in range
+        if x != truncated { return order(x, truncated) }
+        return whole == y ? .orderedSame : .orderedAscending
     }
 }

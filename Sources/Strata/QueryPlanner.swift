@@ -154,8 +154,8 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
         case .int32(let v): String(v)
         case .int64(let v): String(v)
         case .decimal(let v): "\(v)"
-        case .double(let v): String(v)
-        case .float(let v): String(v)
+        case .double(let v): v.isInfinite ? (v < 0 ? "-∞" : "+∞") : String(v)
+        case .float(let v): v.isInfinite ? (v < 0 ? "-∞" : "+∞") : String(v)
         case .string(let v): "\"" + v.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
         case .boolean(let v): v ? "YES" : "NO"
         case .date(let v):
@@ -191,6 +191,15 @@ struct KeyedBound {
     var isCut: Bool {
         var key: [UInt8] = []
         return !IndexKeyEncoding.append(value, to: &key)
+    }
+
+    /// Whether the value is an infinite double or float.
+    var isInfinite: Bool {
+        switch value {
+        case .double(let v): v.isInfinite
+        case .float(let v): v.isInfinite
+        default: false
+        }
     }
 }
 
@@ -328,8 +337,9 @@ struct QueryPlanner {
         /// Lower is more selective: 0 one value, 1 a few values, 2 many values, 3 a bounded
         /// range, 4 a half-open range, 5 every non-nil value.
         var rank: Int
-        /// Comparisons the ranges answer exactly (left out of the displayed filter).
-        var answered: [ComparisonPredicate]
+        /// Comparisons the ranges answer exactly (left out of the displayed filter). A set:
+        /// an OR of thousands of branches answers thousands, looked up once each.
+        var answered: Set<ComparisonPredicate>
 
         var isEmpty: Bool { ranges.isEmpty }
 
@@ -338,12 +348,17 @@ struct QueryPlanner {
             var worst = 0
             for range in ranges {
                 if range.matchesNil { equalities += 1; continue }
-                if let lower = range.lower, let upper = range.upper {
-                    if lower.key == upper.key { equalities += 1 } else { worst = max(worst, 3) }
-                } else if range.lower == nil && range.upper == nil {
-                    worst = max(worst, 5)
-                } else {
-                    worst = max(worst, 4)
+                if let lower = range.lower, let upper = range.upper, lower.key == upper.key {
+                    equalities += 1
+                    continue
+                }
+                // A real range's end at an infinity (where open ends of real ranges stop, so
+                // as to leave NaN out) ranks as open.
+                let bounded = (range.lower.map { !$0.isInfinite } ?? false, range.upper.map { !$0.isInfinite } ?? false)
+                switch bounded {
+                case (true, true): worst = max(worst, 3)
+                case (false, false): worst = max(worst, 5)
+                default: worst = max(worst, 4)
                 }
             }
             if worst > 0 { return worst }
@@ -389,11 +404,11 @@ struct QueryPlanner {
         let allSubentities = Array(model.selfAndSubentityNames(of: entity.name).dropFirst())
         let narrowing = request.predicate.map { analyze($0.node) } ?? .unrestricted
         var kind: QueryPlan.Kind = .fullScan
-        var answered: [ComparisonPredicate] = []
+        var answered: Set<ComparisonPredicate> = []
         var inMemorySort = request.sortDescriptors
         var countsFromIndex = false
         /// For an index union: what each member answers exactly.
-        var unionMembers: [[ComparisonPredicate]]?
+        var unionMembers: [Set<ComparisonPredicate>]?
 
         func scan(_ candidate: Candidate) -> QueryPlan.IndexScan {
             QueryPlan.IndexScan(
@@ -526,7 +541,7 @@ struct QueryPlanner {
     /// `node` without what every row of an index union satisfies; nil when nothing is left.
     /// A comparison one member answers holds only for that member's rows, so only an OR
     /// with, for every member, a branch that member answers is dropped.
-    func residual(_ node: PredicateNode, union members: [[ComparisonPredicate]]) -> PredicateNode? {
+    func residual(_ node: PredicateNode, union members: [Set<ComparisonPredicate>]) -> PredicateNode? {
         switch node {
         case .and(let children):
             let left = children.compactMap { residual($0, union: members) }
@@ -543,7 +558,7 @@ struct QueryPlanner {
     }
 
     /// `node` without the comparisons in `answered`; nil when nothing is left.
-    func residual(_ node: PredicateNode, answered: [ComparisonPredicate]) -> PredicateNode? {
+    func residual(_ node: PredicateNode, answered: Set<ComparisonPredicate>) -> PredicateNode? {
         switch node {
         case .comparison(let comparison):
             return answered.contains(comparison) ? nil : node
@@ -590,7 +605,7 @@ struct QueryPlanner {
                         if ranges.isEmpty { return .nothing }
                         byAttribute[attribute] = Candidate(
                             attribute: attribute, ranges: ranges, exact: existing.exact && candidate.exact,
-                            rank: Candidate.rank(of: ranges), answered: existing.answered + candidate.answered)
+                            rank: Candidate.rank(of: ranges), answered: existing.answered.union(candidate.answered))
                     }
                 }
             }
@@ -614,22 +629,28 @@ struct QueryPlanner {
                 }
             }
             if branches.isEmpty { return .nothing }
-            // Several branches on one attribute: one index, ranges united.
-            var merged: [String: Candidate] = [:]
-            var order: [String] = []
+            // Several branches on one attribute: one index, ranges united. The branches'
+            // ranges are gathered in place and normalized once per attribute (an OR of n
+            // equalities is planned in O(n log n), as `IN` is).
+            var united: [Candidate] = []
+            var slots: [String: Int] = [:]
+            var gathered: [Bool] = []
             for branch in branches {
-                if var existing = merged[branch.attribute] {
-                    existing.ranges = KeyedRange.normalized(existing.ranges + branch.ranges)
-                    existing.exact = existing.exact && branch.exact
-                    existing.rank = Candidate.rank(of: existing.ranges)
-                    existing.answered += branch.answered
-                    merged[branch.attribute] = existing
+                if let slot = slots[branch.attribute] {
+                    united[slot].ranges += branch.ranges
+                    united[slot].exact = united[slot].exact && branch.exact
+                    united[slot].answered.formUnion(branch.answered)
+                    gathered[slot] = true
                 } else {
-                    merged[branch.attribute] = branch
-                    order.append(branch.attribute)
+                    slots[branch.attribute] = united.count
+                    united.append(branch)
+                    gathered.append(false)
                 }
             }
-            let united = order.compactMap { merged[$0] }
+            for slot in united.indices where gathered[slot] {
+                united[slot].ranges = KeyedRange.normalized(united[slot].ranges)
+                united[slot].rank = Candidate.rank(of: united[slot].ranges)
+            }
             if united.count == 1 { return .restricted([united[0].attribute: united[0]], unions: []) }
             return .restricted([:], unions: [united])
         }
@@ -932,13 +953,18 @@ enum RangeBuilder {
                 return KeyedBound(.double(value), inclusive: inclusive || value != x)
             }
         }
+        // NaN is unordered (every comparison with it is false), but its keys sit in the real
+        // tag beyond the infinities (-NaN before -∞, NaN after +∞; spec 0004 §5): so the open
+        // end of a range stops at the infinity on that side, which it includes.
+        let lowest = bound(-.infinity, inclusive: true, up: false)
+        let highest = bound(.infinity, inclusive: true, up: true)
         let range: KeyedRange
         switch op {
         case .equalTo: range = KeyedRange(lower: bound(d, inclusive: true, up: false), upper: bound(d, inclusive: true, up: true))
-        case .lessThan: range = KeyedRange(upper: bound(d, inclusive: false, up: true))
-        case .lessThanOrEqualTo: range = KeyedRange(upper: bound(d, inclusive: true, up: true))
-        case .greaterThan: range = KeyedRange(lower: bound(d, inclusive: false, up: false))
-        case .greaterThanOrEqualTo: range = KeyedRange(lower: bound(d, inclusive: true, up: false))
+        case .lessThan: range = KeyedRange(lower: lowest, upper: bound(d, inclusive: false, up: true))
+        case .lessThanOrEqualTo: range = KeyedRange(lower: lowest, upper: bound(d, inclusive: true, up: true))
+        case .greaterThan: range = KeyedRange(lower: bound(d, inclusive: false, up: false), upper: highest)
+        case .greaterThanOrEqualTo: range = KeyedRange(lower: bound(d, inclusive: true, up: false), upper: highest)
         default: return nil
         }
         return Built(ranges: range.isEmpty ? [] : [range], exact: exact)

@@ -102,9 +102,14 @@ struct PlannerWorld {
     static let counts: [Int64] = [
         -3, 0, 1, 2, 7, 9_007_199_254_740_992, 9_007_199_254_740_993, 9_007_199_254_740_995, .max, .min, -9_007_199_254_740_993,
     ]
-    static let scores: [Double] = [-2.5, -1, -0.0, 0, 0.5, 1, 1.5, 3, 1e300, -1e300, 0.1]
-    static let weights: [Float] = [-1.5, 0, 0.1, 0.25, 1, 2.5, 3.4e38]
-    static let prices: [Decimal] = ["-3", "0", "0.1", "1.1", "2.5", "1000000000000000000000.5"].compactMap { Decimal(string: $0) }
+    static let scores: [Double] = [
+        -2.5, -1, -0.0, 0, 0.5, 1, 1.5, 3, 1e300, -1e300, 0.1, .nan, Double(bitPattern: Double.nan.bitPattern | (1 << 63)), .infinity,
+        -.infinity,
+    ]
+    static let weights: [Float] = [-1.5, 0, 0.1, 0.25, 1, 2.5, 3.4e38, .nan, -.nan, .infinity]
+    static let prices: [Decimal] = [
+        "-3", "0", "0.1", "1.1", "2.5", "1000000000000000000000.5", "1000000000000000000000.4", "0.30000000000000001", "0.3",
+    ].compactMap { Decimal(string: $0) }
     static let days: [Date] = (-3...3).map { Date(timeIntervalSinceReferenceDate: 700_000_000 + Double($0) * 3600) }
     static let notes = ["a", "b", "apple", "banana", "Apple"]
 
@@ -398,8 +403,17 @@ struct PlannerWorld {
     }
 
     /// The documented sort order: nil first, strings by Swift's order (or case-insensitively),
-    /// numbers by value.
+    /// numbers by value — integers with integers and decimals with decimals exactly — and NaN
+    /// after every number.
     static func compare(_ x: Any?, _ y: Any?, caseInsensitive: Bool) -> ComparisonResult {
+        func integer(_ value: Any?) -> Int64? {
+            switch value {
+            case let v as Int16: Int64(v)
+            case let v as Int32: Int64(v)
+            case let v as Int64: v
+            default: nil
+            }
+        }
         func number(_ value: Any?) -> Double? {
             switch value {
             case let v as Int16: Double(v)
@@ -419,8 +433,11 @@ struct PlannerWorld {
         case (let a as String, let b as String): return caseInsensitive ? a.compare(b, options: .caseInsensitive) : order(a, b)
         case (let a as Date, let b as Date): return order(a, b)
         case (let a as Bool, let b as Bool): return a == b ? .orderedSame : (a ? .orderedDescending : .orderedAscending)
+        case (let a as Decimal, let b as Decimal): return order(a, b)
         default:
+            if let a = integer(x), let b = integer(y) { return order(a, b) }
             guard let a = number(x), let b = number(y) else { return .orderedSame }
+            if a.isNaN || b.isNaN { return a.isNaN == b.isNaN ? .orderedSame : (a.isNaN ? .orderedDescending : .orderedAscending) }
             return order(a, b)
         }
     }
