@@ -642,8 +642,9 @@ final class ContextCore {
     }
 
     func addMembers(_ owner: ManagedObject, _ key: String, _ objects: [ManagedObject]) {
-        guard let property = owner.info.properties[key], property.isToMany else {
-            recordProblem(.unknownKey(entity: owner.entity.name, key: key))
+        guard let property = toManyProperty(owner, key) else { return }
+        if let wrong = ManagedObject.misfit(nil, of: objects.map(\.entity), for: property) {
+            recordProblem(.invalidArgument("\(owner.entity.name).\(key): \(wrong); nothing was added"))
             return
         }
         let current = owner.currentValue(property).ids
@@ -652,12 +653,23 @@ final class ContextCore {
     }
 
     func removeMembers(_ owner: ManagedObject, _ key: String, _ objects: [ManagedObject]) {
-        guard let property = owner.info.properties[key], property.isToMany else {
-            recordProblem(.unknownKey(entity: owner.entity.name, key: key))
-            return
-        }
+        guard let property = toManyProperty(owner, key) else { return }
         let removed = Set(objects.map(\.objectID))
         set(owner, property, .toMany(owner.currentValue(property).ids.filter { !removed.contains($0) }), maintainInverse: true, register: true)
+    }
+
+    /// The to-many relationship `key` of `owner` a mutable proxy changes; nil (with the
+    /// problem recorded) for an unknown key or a property that isn't a to-many relationship.
+    private func toManyProperty(_ owner: ManagedObject, _ key: String) -> PropertyInfo? {
+        guard let property = owner.info.properties[key] else {
+            recordProblem(.unknownKey(entity: owner.entity.name, key: key))
+            return nil
+        }
+        guard property.isToMany else {
+            recordProblem(.invalidArgument("\(owner.entity.name).\(key) is not a to-many relationship: a mutable set or ordered set of it changes nothing"))
+            return nil
+        }
+        return property
     }
 
     // MARK: - Inserting and deleting

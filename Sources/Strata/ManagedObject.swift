@@ -410,17 +410,37 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
                 return .invalid("\(value) (\(error))")
             }
         case .toOne:
-            if let object = value as? ManagedObject { return .toOne(object.objectID) }
-            if let id = value as? ManagedObjectID { return .toOne(id) }
+            if let object = value as? ManagedObject {
+                if let wrong = Self.misfit(object.entity.name, of: [object.entity], for: property) { return .invalid(wrong) }
+                return .toOne(object.objectID)
+            }
+            if let id = value as? ManagedObjectID {
+                if let entity = core?.model.entity(named: id.entityName), let wrong = Self.misfit(id.entityName, of: [entity], for: property) {
+                    return .invalid(wrong)
+                }
+                return .toOne(id)
+            }
             return .invalid("\(type(of: value)) where a \(property.destination ?? "?") object was expected")
         case .toMany(let ordered):
             var objects: [ManagedObject] = []
             if let set = value as? Set<ManagedObject> { objects = Array(set) }
             else if let array = value as? [ManagedObject] { objects = array }
             else { return .invalid("\(type(of: value)) where a collection of \(property.destination ?? "?") objects was expected") }
+            if let wrong = Self.misfit(nil, of: objects.map(\.entity), for: property) { return .invalid(wrong) }
             let ids = objects.map(\.objectID)
             return ordered ? .toMany(ids) : .unordered(ids)
         }
+    }
+
+    /// Why objects of `entities` can't be values of relationship `property` (one that isn't
+    /// of its destination entity or a sub-entity of it), or nil when they can: such a value
+    /// is kept as invalid and refused at save, and maintains no inverse (it would land in an
+    /// unrelated relationship of the same name).
+    static func misfit(_ name: String?, of entities: [EntityDescription], for property: PropertyInfo) -> String? {
+        guard let destination = property.destination,
+            let wrong = entities.first(where: { !$0.isKindOf(entityNamed: destination) })
+        else { return nil }
+        return "a \(name ?? wrong.name) object where a \(destination) object was expected"
     }
 
     /// Whether `value` is `NSNull`. Asks the value's type, not `value is NSNull`: that

@@ -13,14 +13,14 @@ public enum ObjectURI {
 
     /// The URI of a permanent object in the store `storeUUID`.
     public static func permanent(_ id: StoredObjectID, storeUUID: UUID) -> URL {
-        // Entity names are identifiers (spec 0002), so they need no escaping.
-        URL(string: "\(scheme)://\(storeUUID.uuidString)/\(id.entity)/p\(id.primaryKey)")
+        // Entity names are identifiers (spec 0002); a non-ASCII one is percent-encoded.
+        URL(string: "\(scheme)://\(storeUUID.uuidString)/\(encoded(id.entity))/p\(id.primaryKey)")
             ?? URL(fileURLWithPath: "/")
     }
 
     /// The URI of a temporary object.
     public static func temporary(entity: String, id: UUID) -> URL {
-        URL(string: "\(scheme):///\(entity)/t\(id.uuidString)") ?? URL(fileURLWithPath: "/")
+        URL(string: "\(scheme):///\(encoded(entity))/t\(id.uuidString)") ?? URL(fileURLWithPath: "/")
     }
 
     /// What a URI names, or nil when it isn't a well-formed Strata object URI.
@@ -42,7 +42,8 @@ public enum ObjectURI {
         let parts = text.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 3 else { return nil }
         let host = String(parts[0])
-        let entity = String(parts[1])
+        // A non-ASCII entity name is percent-encoded in the URI (as `URL` writes it).
+        guard let entity = String(parts[1]).removingPercentEncoding else { return nil }
         let key = parts[2]
         guard isIdentifier(entity), let kind = key.first else { return nil }
         let rest = key.dropFirst()
@@ -61,6 +62,12 @@ public enum ObjectURI {
     public static func storedObjectID(_ uri: URL, storeUUID: UUID) -> StoredObjectID? {
         guard case .permanent(let store, let id) = parse(uri), store == storeUUID else { return nil }
         return id
+    }
+
+    /// `name` as a URI path segment: ASCII identifiers as they are, others percent-encoded.
+    static func encoded(_ name: String) -> String {
+        if name.utf8.allSatisfy({ $0 < 0x80 }) { return name }
+        return name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? name
     }
 
     static func isIdentifier(_ name: String) -> Bool {

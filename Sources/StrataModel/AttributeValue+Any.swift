@@ -49,8 +49,15 @@ extension AttributeValue {
         case .decimal:
             if let d = value as? Decimal { self = .decimal(d); return }
             if let i = value as? any BinaryInteger, let n = Int64(exactly: i) { self = .decimal(Decimal(n)); return }
-            if let d = value as? Double { self = .decimal(Decimal(d)); return }
-            if let f = value as? Float { self = .decimal(Decimal(Double(f))); return }
+            // An infinite or NaN number has no Decimal (converting one traps), nor does one
+            // beyond Decimal's range (it converts to NaN).
+            if let d = (value as? Double) ?? (value as? Float).map(Double.init) {
+                guard d.isFinite else { throw fail("\(d) is not a finite number") }
+                let decimal = Decimal(d)
+                guard !decimal.isNaN else { throw fail("\(d) is beyond Decimal's range") }
+                self = .decimal(decimal)
+                return
+            }
             throw fail()
         case .string:
             if let s = value as? String { self = .string(s) } else if let s = value as? Substring { self = .string(String(s)) } else { throw fail() }

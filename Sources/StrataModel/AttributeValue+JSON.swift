@@ -105,7 +105,13 @@ extension AttributeValue {
             self = .date(d)
         case (.date, .number(let n)):
             guard let t = Double(n) else { throw fail() }
-            self = .date(Date(timeIntervalSince1970: t))
+            // Only a date the file can hold again: it is written back as ISO 8601 text, which
+            // has years 0000–9999.
+            let date = Date(timeIntervalSince1970: t)
+            guard ISO8601.parse(ISO8601.format(date)) != nil else {
+                throw fail("\(n) seconds since 1970 is outside the years 0000–9999 an ISO 8601 date in a model file can hold")
+            }
+            self = .date(date)
         case (.binaryData, .string(let s)):
             guard let d = Data(base64Encoded: s) else { throw fail("not base64") }
             self = .binaryData(d)
@@ -133,15 +139,28 @@ extension AttributeValue {
     }
 
     /// `Decimal(string:)` stops at the first bad character; insist the whole text is a number.
+    /// Whether `s` is a decimal number in full: `-?digits(.digits)?([eE][+-]?digits)?` (a
+    /// leading `+` allowed too). `Decimal(string:)` stops at the first character it can't use,
+    /// so `"1-2"` would read as 1.
     private static func isDecimalText(_ s: String) -> Bool {
-        var sawDigit = false
-        for (i, c) in s.enumerated() {
-            if c.isASCII, c.isNumber { sawDigit = true; continue }
-            if (c == "-" || c == "+") && i == 0 { continue }
-            if c == "." || c == "e" || c == "E" || c == "-" || c == "+" { continue }
-            return false
+        var rest = Substring(s)
+        func digits() -> Bool {
+            let count = rest.prefix { $0.isASCII && $0.isNumber }.count
+            rest = rest.dropFirst(count)
+            return count > 0
         }
-        return sawDigit
+        if rest.first == "-" || rest.first == "+" { rest = rest.dropFirst() }
+        guard digits() else { return false }
+        if rest.first == "." {
+            rest = rest.dropFirst()
+            guard digits() else { return false }
+        }
+        if rest.first == "e" || rest.first == "E" {
+            rest = rest.dropFirst()
+            if rest.first == "-" || rest.first == "+" { rest = rest.dropFirst() }
+            guard digits() else { return false }
+        }
+        return rest.isEmpty
     }
 }
 

@@ -53,7 +53,7 @@ package enum ISO8601 {
         guard b.count >= 20, b[4] == 45, b[7] == 45, b[10] == 84 || b[10] == 116, b[13] == 58, b[16] == 58,
             let y = num(0..<4), let mo = num(5..<7), let d = num(8..<10), let h = num(11..<13),
             let mi = num(14..<16), let s = num(17..<19),
-            (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61
+            (1...12).contains(mo), (1...daysIn(month: mo, of: y)).contains(d), h < 24, mi < 60, s < 60
         else { return nil }
         var i = 19
         var fraction = 0.0
@@ -68,6 +68,16 @@ package enum ISO8601 {
         let days = daysFromCivil(y, mo, d)
         let whole = days * 86_400 + h * 3600 + mi * 60 + s
         return Date(timeIntervalSince1970: Double(whole) + fraction)
+    }
+
+    /// The days of `month` (1…12) in `year` of the proleptic Gregorian calendar: a date such as
+    /// February 30 is refused rather than moved into March.
+    static func daysIn(month: Int64, of year: Int64) -> Int64 {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
     }
 
     /// Howard Hinnant's `days_from_civil`.

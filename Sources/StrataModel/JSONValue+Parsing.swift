@@ -87,6 +87,9 @@ private struct JSONParser {
         defer { depth -= 1 }
         index += 1
         var members: [(key: String, value: JSONValue)] = []
+        // The names seen, for the duplicate check: searching `members` each time made a large
+        // object quadratic to parse.
+        var names: Set<String> = []
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
         while true {
@@ -100,7 +103,7 @@ private struct JSONParser {
             index += 1
             skipWhitespace()
             let value = try parseValue()
-            if members.contains(where: { $0.key == key }) { throw error("duplicate member name \"\(key)\"") }
+            guard names.insert(key).inserted else { throw error("duplicate member name \"\(key)\"") }
             members.append((key, value))
             skipWhitespace()
             guard index < bytes.count else { throw error("expected ',' or '}' but the document ended") }
