@@ -14,7 +14,27 @@ extension JSONValue {
     /// Parses one JSON document (RFC 8259) from UTF-8 bytes.
     static func parse(_ data: Data) throws(JSONSyntaxError) -> JSONValue {
         var parser = JSONParser(bytes: Array(data))
+        // The file must be UTF-8 (spec 0002 §1): a byte sequence that isn't is an error at its
+        // place, not a U+FFFD in a name or a value.
+        if let bad = Self.firstInvalidUTF8(parser.bytes) {
+            parser.index = bad
+            throw parser.error("the file is not UTF-8 here (byte 0x\(String(parser.bytes[bad], radix: 16, uppercase: true)))")
+        }
         return try parser.parseDocument()
+    }
+
+    /// The offset of the first byte that doesn't begin a well-formed UTF-8 sequence, or nil.
+    static func firstInvalidUTF8(_ bytes: [UInt8]) -> Int? {
+        var offset = 0
+        var iterator = bytes.makeIterator()
+        var decoder = UTF8()
+        while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue(let scalar): offset += UTF8.width(scalar)
+            case .emptyInput: return nil
+            case .error: return offset
+            }
+        }
     }
 }
 
@@ -142,7 +162,14 @@ private struct JSONParser {
             return n
         }
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
-        guard digits(&self) > 0 else { throw error("expected digits in number") }
+        let integerStart = index
+        let integerDigits = digits(&self)
+        guard integerDigits > 0 else { throw error("expected digits in number") }
+        // RFC 8259: no leading zeros (`01` is not a JSON number).
+        if integerDigits > 1, bytes[integerStart] == UInt8(ascii: "0") {
+            index = integerStart
+            throw error("a number can't start with 0 followed by more digits")
+        }
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
             index += 1
             guard digits(&self) > 0 else { throw error("expected digits after '.'") }

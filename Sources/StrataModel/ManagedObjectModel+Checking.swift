@@ -171,6 +171,9 @@ struct ModelChecker {
                 report(.invalidRange, entity.name, a.name, "\(path).\(key)", "\(key) applies only to numeric and date attributes, not \(a.attributeType)")
             } else if !bound.matches(a.attributeType) {
                 report(.wrongValueType, entity.name, a.name, "\(path).\(key)", "\(key) \(bound) of \(subject) does not match its type \(a.attributeType)")
+            } else if ManagedObjectModel.isNaN(bound) {
+                // Every comparison with NaN is false: such a bound would refuse every value.
+                report(.invalidRange, entity.name, a.name, "\(path).\(key)", "\(key) of \(subject) is NaN, which no value can be compared with")
             }
         }
         if let lo = a.minimumValue, let hi = a.maximumValue, lo.matches(a.attributeType), hi.matches(a.attributeType),
@@ -322,6 +325,18 @@ struct ModelChecker {
             if let predicate = t.predicate, let message = predicate.syntaxError {
                 report(.invalidPredicate, t.entityName, nil, path + ".predicate", "predicate \"\(predicate.format)\" of fetch request template '\(t.name)' does not parse: \(message)")
             }
+        }
+    }
+}
+
+extension ManagedObjectModel {
+    /// Whether `value` is a NaN double, float or decimal.
+    static func isNaN(_ value: AttributeValue) -> Bool {
+        switch value {
+        case .double(let v): v.isNaN
+        case .float(let v): v.isNaN
+        case .decimal(let v): v.isNaN
+        default: false
         }
     }
 }

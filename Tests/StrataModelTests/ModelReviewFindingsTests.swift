@@ -69,4 +69,41 @@ struct ModelReviewFindingsTests {
             _ = try Self.model(attribute: #"{"name": "a", "type": "string"}"#, userInfo: #"{"k": "v", "x": "y", "k": "w"}"#)
         }
     }
+
+    @Test("a JSON number with a leading zero is refused (RFC 8259); 0, 0.5 and -0 are read")
+    func leadingZeros() throws {
+        for text in ["01", "-01", "00"] {
+            #expect(throws: ModelError.self, "\(text)") {
+                _ = try Self.model(attribute: #"{"name": "a", "type": "int32", "defaultValue": \#(text)}"#)
+            }
+        }
+        for (text, value) in [("0", AttributeValue.double(0)), ("0.5", .double(0.5)), ("-0", .double(-0.0))] {
+            let model = try Self.model(attribute: #"{"name": "a", "type": "double", "defaultValue": \#(text)}"#)
+            #expect(model.entity(named: "E")?.attributesByName["a"]?.defaultValue == value, "\(text)")
+        }
+    }
+
+    @Test("bytes that aren't UTF-8 are an error at their place, not a U+FFFD in a value")
+    func notUTF8() throws {
+        var bytes = Array(#"{"formatVersion": 1, "entities": [{"name": "E", "userInfo": {"k": "a"#.utf8)
+        bytes += [0xC3, 0x28]  // a lead byte without its continuation
+        bytes += Array(#""}, "attributes": [{"name": "a", "type": "string"}]}]}"#.utf8)
+        do {
+            _ = try ManagedObjectModel(jsonData: Data(bytes))
+            Issue.record("a file that isn't UTF-8 should be refused")
+        } catch {
+            #expect("\(error)".contains("not UTF-8"))
+        }
+    }
+
+    @Test("a NaN minimum or maximum, which no value compares with, is refused")
+    func nanBounds() throws {
+        #expect(throws: ModelError.self) {
+            _ = try Self.model(attribute: #"{"name": "a", "type": "double", "minimumValue": "NaN"}"#)
+        }
+        #expect(throws: ModelError.self) {
+            _ = try Self.model(attribute: #"{"name": "a", "type": "float", "maximumValue": "NaN"}"#)
+        }
+        _ = try Self.model(attribute: #"{"name": "a", "type": "double", "maximumValue": "Infinity"}"#)
+    }
 }
