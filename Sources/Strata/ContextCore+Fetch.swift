@@ -909,7 +909,7 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
         case .int32(let v): Int(v)
         case .int64(let v): Int(exactly: v).map { $0 as Any } ?? v
         case .float(let v): Double(v)
-        default: value.anyValue
+        default: value.boxed
         }
     }
 }

@@ -257,7 +257,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             // A fetched property: its fetch runs each time it is read.
             return core?.fetchedPropertyValue(self, key)
         }
-        if let value = rowAttribute(at: slot) { return value.anyValue }
+        if let value = rowAttribute(at: slot) { return value.boxed }
         let property = info.propertyList[slot]
         return externalValue(currentValue(property), ordered: property.isOrdered)
     }
@@ -383,7 +383,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// else `Set<ManagedObject>`.
     func externalValue(_ value: PropertyValue, ordered: Bool = false) -> Any? {
         switch value {
-        case .attribute(let v): return v?.anyValue
+        case .attribute(let v): return v?.boxed
         case .toOne(let id): return id.flatMap { core?.object(with: $0) }
         case .toMany(let ids):
             let objects = ids.compactMap { core?.object(with: $0) }

@@ -444,3 +444,28 @@ extension Dictionary where Key == String, Value == PropertyValue {
         return result
     }
 }
+
+extension AttributeValue {
+    /// ``AttributeValue/anyValue`` built as an `Any` in one step. Converting `anyValue`'s
+    /// `any Sendable` to the `Any` that key-value coding returns copies the value into a
+    /// new existential and destroys the first one; every `value(forKey:)` of an attribute
+    /// paid that.
+    @inline(__always)
+    var boxed: Any {
+        switch self {
+        case .int16(let v): v
+        case .int32(let v): v
+        case .int64(let v): v
+        case .decimal(let v): v
+        case .double(let v): v
+        case .float(let v): v
+        case .string(let v): v
+        case .boolean(let v): v
+        case .date(let v): v
+        case .binaryData(let v): v
+        case .uuid(let v): v
+        case .uri(let v): v
+        case .transformable(let v): v
+        }
+    }
+}
