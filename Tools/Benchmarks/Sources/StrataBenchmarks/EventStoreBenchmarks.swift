@@ -216,6 +216,7 @@ func runCompactionBenchmark(_ stores: EventStores, scanRepetitions: Int) throws 
 func runOpenBenchmark(_ stores: EventStores, repetitions: Int) throws {
     heading("5. Open time, \(stores.largeEvents) events vs \(stores.smallEvents) events")
     try measureOpen(large: stores.large, small: stores.small, stores: stores, repetitions: repetitions, place: eventsDirectoryBase())
+    try measurePersistedUndoOpen(stores, repetitions: min(repetitions, 5))
     // The stores were built on a tmpfs: measure again on the disk too, where the open's
     // durable write transaction (opened-at time) pays a real fsync.
     let diskBase = environmentString("STRATA_BENCH_DIR") ?? FileManager.default.temporaryDirectory.path
@@ -248,4 +249,35 @@ private func measureOpen(large: String, small: String, stores: EventStores, repe
     say("  open(\(stores.largeEvents)) ÷ open(\(stores.smallEvents)) = \(result)   (target ≤ 1.50×; by min \(ratio(big.minSeconds, little.minSeconds)))")
     record("5. open time (\(place))", "open(\(stores.largeEvents) events) ÷ open(\(stores.smallEvents))", result, target: "≤ 1.5×")
     record("5. open time (\(place))", "open \(stores.largeEvents) / \(stores.smallEvents) events", "\(format(big.median)) / \(format(little.median))")
+}
+
+/// 5b (no target): a context with persisted undo opened on each store, as the stores' main
+/// writer ("editor", context "main": two thirds of their transactions), against opening the
+/// coordinator alone. Loading persisted undo reads the log's headers and decodes the
+/// context's own transactions.
+private func measurePersistedUndoOpen(_ stores: EventStores, repetitions: Int) throws {
+    func open(_ path: String, _ label: String, undo: Bool) throws -> Stats {
+        try measure(
+            label, warmup: 1, repetitions: repetitions,
+            setup: { () },
+            body: { _ in
+                let coordinator = PersistentStoreCoordinator(managedObjectModel: stores.model)
+                try coordinator.addPersistentStore(type: .eventLog, at: URL(fileURLWithPath: path), configuration: eventStoreConfiguration())
+                if undo {
+                    let context = ManagedObjectContext(
+                        concurrencyType: .privateQueue, coordinator: coordinator, name: "main",
+                        transactionAuthor: "editor", persistentUndo: true)
+                    let loaded = context.performAndWait { $0.canUndo }
+                    precondition(loaded, "persisted undo loaded nothing")
+                }
+                withExtendedLifetime(coordinator) {}
+            })
+    }
+    let plainBig = try open(stores.large, "coordinator open, \(stores.largeEvents) events", undo: false)
+    let undoBig = try open(stores.large, "coordinator + persisted-undo context, \(stores.largeEvents) events", undo: true)
+    let undoLittle = try open(stores.small, "coordinator + persisted-undo context, \(stores.smallEvents) events", undo: true)
+    say("  persisted undo at \(stores.largeEvents) ÷ at \(stores.smallEvents) = \(ratio(undoBig.medianSeconds, undoLittle.medianSeconds)); "
+        + "with ÷ without persisted undo at \(stores.largeEvents) = \(ratio(undoBig.medianSeconds, plainBig.medianSeconds))")
+    record("5b. persisted-undo open", "context with persisted undo: \(stores.largeEvents) / \(stores.smallEvents) events / coordinator alone",
+        "\(format(undoBig.median)) / \(format(undoLittle.median)) / \(format(plainBig.median))")
 }
