@@ -629,8 +629,7 @@ extension ContextCore {
         pending.removeAll()
         problems.removeAll()
         removedObjects.removeAll()
-        journal.undoStack.removeAll()
-        journal.redoStack.removeAll()
+        journal.clearStacks()
     }
 
     /// Forgets every object; clears the undo stacks.

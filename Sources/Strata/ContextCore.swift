@@ -271,8 +271,32 @@ final class UndoJournal {
         open.changes[id]?.old ?? [:]
     }
 
+    /// Persisted groups below ``undoStack`` not read yet (persisted undo reads the log
+    /// backwards, a batch at a time); nil when there are none.
+    var older: PersistedUndoReader?
+    /// How many of the ``older`` groups are still within ``levelsOfUndo`` (nil: all).
+    var olderBudget: Int?
+
+    /// Drops the oldest groups beyond ``levelsOfUndo``, those not read yet first.
     func trim() {
-        if levelsOfUndo > 0 && undoStack.count > levelsOfUndo { undoStack.removeFirst(undoStack.count - levelsOfUndo) }
+        guard levelsOfUndo > 0 else { return }
+        if undoStack.count > levelsOfUndo { undoStack.removeFirst(undoStack.count - levelsOfUndo) }
+        if older != nil {
+            let room = levelsOfUndo - undoStack.count
+            olderBudget = min(olderBudget ?? room, room)
+            if room <= 0 || (olderBudget ?? 0) <= 0 {
+                older = nil
+                olderBudget = nil
+            }
+        }
+    }
+
+    /// Empties both stacks, with the persisted groups not read yet.
+    func clearStacks() {
+        undoStack.removeAll()
+        redoStack.removeAll()
+        older = nil
+        olderBudget = nil
     }
 }
 
@@ -776,6 +800,7 @@ final class ContextCore {
 
     func undo() throws {
         processPendingChanges()
+        loadOlderUndo()
         guard let group = journal.undoStack.last else { return }
         // Undone by applying the group backwards. Saved work is checked against the store
         // first, and its inverse is saved as an effect of its own: only then is the inverse
@@ -1038,57 +1063,52 @@ final class ContextCore {
         }
     }
 
+    /// How many groups of the undo stack persisted undo reads at the context's creation;
+    /// the rest are read a batch at a time when undo reaches them.
+    static let persistedUndoBatch = 32
+
     /// Rebuilds the undo and redo stacks from the log: this context's saved groups
-    /// (matched by transaction author and context name), their undos and redos.
+    /// (matched by transaction author and context name), their undos and redos. The log is
+    /// read backwards from its head (``PersistedUndoReader``): the redo stack and the top of
+    /// the undo stack now, the groups below when undo reaches them (``loadOlderUndo()``).
     func loadPersistentUndo() throws {
         let log = try store().log
         let storeUUID = log.storeUUID
-        var undo: [UndoGroup] = []
-        var redo: [UndoGroup] = []
-        let (author, name) = (transactionAuthor, self.name)
-        try log.read { reader in
-            // Only this context's transactions are decoded: the others are skipped by their
-            // headers, read straight from the stored bytes.
-            try reader.forEachEvent(where: { $0.author == author && $0.contextName == name }) { event in
-                guard event.author == author, event.contextName == name else { return .next }
-                func moveToRedo(_ sequence: UInt64, _ index: Int) {
-                    if let position = undo.lastIndex(where: { $0.saved?.sequence == sequence && $0.saved?.group == index }) {
-                        redo.append(undo.remove(at: position))
-                    }
-                }
-                func moveToUndo(_ sequence: UInt64, _ index: Int) {
-                    if let position = redo.lastIndex(where: { $0.saved?.sequence == sequence && $0.saved?.group == index }) {
-                        undo.append(redo.remove(at: position))
-                    }
-                }
-                if case .reservation = event.kind { return .next }
-                // Each group's origin says what it was; an undo/redo transaction whose groups
-                // carry no origin (written before origins existed) counts as one undo/redo.
-                let hasOrigins = event.groups.contains { $0.origin != nil }
-                if !hasOrigins, case .undo(let sequence, let index) = event.kind {
-                    moveToRedo(sequence, index)
-                    return .next
-                }
-                if !hasOrigins, case .redo(let sequence, let index) = event.kind {
-                    moveToUndo(sequence, index)
-                    return .next
-                }
-                for (index, group) in event.groups.enumerated() {
-                    switch group.origin {
-                    case .undo(let sequence, let target)?: moveToRedo(sequence, target)
-                    case .redo(let sequence, let target)?: moveToUndo(sequence, target)
-                    case nil:
-                        guard !group.changes.isEmpty else { continue }
-                        undo.append(self.undoGroup(from: group, sequence: event.sequence, index: index, storeUUID: storeUUID))
-                        redo.removeAll()
-                    }
-                }
-                return .next
-            }
+        let head = try log.read { try $0.head }
+        let reader = PersistedUndoReader(log: log, author: transactionAuthor, name: name, head: head) { [unowned self] group, sequence, index in
+            undoGroup(from: group, sequence: sequence, index: index, storeUUID: storeUUID)
         }
+        let (undo, redo) = try reader.initialStacks(undoGroups: Self.persistedUndoBatch)
         journal.undoStack = undo
         journal.redoStack = redo
+        journal.older = reader.isExhausted ? nil : reader
+        journal.olderBudget = nil
         journal.trim()
+    }
+
+    /// Reads the next persisted groups down the undo stack when undo has reached the bottom
+    /// of what was read. A failure is recorded as a problem (spec 0006 §8.5) and ends the stack.
+    func loadOlderUndo() {
+        guard journal.undoStack.isEmpty, let older = journal.older else { return }
+        guard let store = try? store(), store.log === older.log else {
+            // The store was removed: its groups can't be undone through this context.
+            journal.older = nil
+            return
+        }
+        do {
+            var groups: [UndoGroup] = []
+            while groups.isEmpty, !older.isExhausted {
+                let wanted = min(Self.persistedUndoBatch, journal.olderBudget ?? Self.persistedUndoBatch)
+                guard wanted > 0 else { break }
+                groups = try older.nextUndoGroups(wanted)
+            }
+            journal.undoStack = groups
+            if let budget = journal.olderBudget { journal.olderBudget = budget - groups.count }
+            if older.isExhausted || (journal.olderBudget ?? 1) <= 0 { journal.older = nil }
+        } catch {
+            journal.older = nil
+            recordProblem(.store("persistent undo could not read older groups: \(error)"))
+        }
     }
 
     func undoGroup(from group: ChangeGroup, sequence: UInt64, index: Int, storeUUID: UUID) -> UndoGroup {

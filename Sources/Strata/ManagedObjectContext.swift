@@ -293,11 +293,18 @@ public actor ManagedObjectContext {
     /// Redoes the last undone group (`undoManager.redo()`).
     public func redo() throws { try core.redo() }
     /// Whether there is something to undo.
-    public var canUndo: Bool { !core.journal.undoStack.isEmpty || !core.journal.open.isEmpty }
+    public var canUndo: Bool {
+        core.loadOlderUndo()
+        return !core.journal.undoStack.isEmpty || !core.journal.open.isEmpty
+    }
     /// Whether there is something to redo.
     public var canRedo: Bool { !core.journal.redoStack.isEmpty }
     /// The name of the action undo would undo.
-    public var undoActionName: String? { core.journal.open.isEmpty ? core.journal.undoStack.last?.actionName : core.journal.open.actionName }
+    public var undoActionName: String? {
+        guard core.journal.open.isEmpty else { return core.journal.open.actionName }
+        core.loadOlderUndo()
+        return core.journal.undoStack.last?.actionName
+    }
     /// The name of the action redo would redo.
     public var redoActionName: String? { core.journal.redoStack.last?.actionName }
     /// Names the current undo group's action (`setActionName`).
@@ -339,8 +346,7 @@ public actor ManagedObjectContext {
     /// Clears the undo and redo stacks (`removeAllActions()`).
     public func removeAllUndoActions() {
         core.processPendingChanges()
-        core.journal.undoStack.removeAll()
-        core.journal.redoStack.removeAll()
+        core.journal.clearStacks()
         core.removedObjects.removeAll()
     }
 }

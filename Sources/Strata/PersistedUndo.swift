@@ -1,0 +1,181 @@
+import Foundation
+import StrataLog
+
+/// Reads a context's persisted undo and redo stacks back from the log, newest first
+/// (spec 0006 §13), so that creating a context with persisted undo costs what its most
+/// recent groups cost, not what the whole log does.
+///
+/// The log holds, for each of the context's transactions (matched by author and context
+/// name), a list of operations on its groups: a non-empty group without an origin is
+/// *pushed*; a group whose origin is `undo(of: s, group: g)` moves group (s, g) to the redo
+/// stack; `redo(of:…)` moves it back. Read forward, that is a stack machine. Read backward,
+/// each group's place is decided by its **last** operation:
+/// - last pushed or redone: it is on the undo stack, above every group whose last operation
+///   is older;
+/// - last undone: it is on the redo stack if no group was pushed after that undo (a push
+///   clears the redo stack), else it is gone.
+///
+/// So the redo stack is complete once a push has been read, and the undo stack comes out
+/// top first: the reader stops as soon as it has what was asked for, and reads further back
+/// (``nextUndoGroups(_:)``) only when undo reaches the bottom of what was read. A group's
+/// values are read from the transaction that first saved it (which need not have been read
+/// yet: a recent undo can name an old group); a group that transaction doesn't hold as one of
+/// the context's pushed groups, or that was purged, is left out, as reading forward leaves
+/// out an operation on a group that isn't on the stack it names.
+final class PersistedUndoReader {
+    private struct Ref: Hashable {
+        let sequence: UInt64
+        let group: Int
+    }
+
+    /// The log read; reading stops if the context's store is no longer this one.
+    let log: EventLog
+    private let author: String?
+    private let name: String?
+    private let makeGroup: (ChangeGroup, UInt64, Int) -> UndoGroup
+    /// The newest sequence not read yet; 0 once the log's start (or its purge point) was reached.
+    private var through: UInt64
+    /// Groups whose last operation has been read.
+    private var seen: Set<Ref> = []
+    /// Whether a push has been read: every undone group read after that is gone.
+    private var pushRead = false
+    /// Undo-stack entries read and not handed out yet, top first, with the group when the
+    /// operation read was its push.
+    private var undoEntries: [(Ref, ChangeGroup?)] = []
+    private var redoEntries: [Ref] = []
+    /// How many events the next window reads (it doubles while windows come back short).
+    private var window: UInt64 = 64
+
+    /// A reader of the context (`author`, `name`)'s groups in the log up to `head`;
+    /// `makeGroup` turns a logged group (its sequence and index) into an undo group.
+    init(log: EventLog, author: String?, name: String?, head: UInt64, makeGroup: @escaping (ChangeGroup, UInt64, Int) -> UndoGroup) {
+        self.log = log
+        self.author = author
+        self.name = name
+        self.through = head
+        self.makeGroup = makeGroup
+    }
+
+    /// Whether every group has been handed out.
+    var isExhausted: Bool { through == 0 && undoEntries.isEmpty }
+
+    /// The redo stack (bottom first) and the top `count` groups of the undo stack (bottom
+    /// first), reading back as far as both need.
+    func initialStacks(undoGroups count: Int) throws -> (undo: [UndoGroup], redo: [UndoGroup]) {
+        try log.read { reader in
+            try readBack(reader, until: { $0.pushRead && $0.undoEntries.count >= count })
+            let redo = try resolve(redoEntries.map { ($0, nil) }, reader)
+            redoEntries.removeAll()
+            return (try takeUndo(count, reader), redo.reversed())
+        }
+    }
+
+    /// The next `count` groups down the undo stack (bottom first), or fewer at the bottom.
+    func nextUndoGroups(_ count: Int) throws -> [UndoGroup] {
+        try log.read { reader in
+            try readBack(reader, until: { $0.undoEntries.count >= count })
+            return try takeUndo(count, reader)
+        }
+    }
+
+    private func takeUndo(_ count: Int, _ reader: borrowing LogReader) throws -> [UndoGroup] {
+        let taken = Array(undoEntries.prefix(count))
+        undoEntries.removeFirst(taken.count)
+        return try resolve(taken, reader).reversed()
+    }
+
+    /// Reads windows of older transactions until `enough` or the log's start.
+    private func readBack(_ reader: borrowing LogReader, until enough: (PersistedUndoReader) -> Bool) throws {
+        let floor = try reader.purgedThrough
+        let (author, name) = (author, name)
+        while !enough(self) {
+            guard through > floor else {
+                through = 0
+                return
+            }
+            let low = through - floor > window ? through - window + 1 : floor + 1
+            var events: [TransactionEvent] = []
+            try reader.forEachEvent(from: low, through: through, where: { $0.author == author && $0.contextName == name }) { event in
+                if event.author == author, event.contextName == name { events.append(event) }
+                return .next
+            }
+            for event in events.reversed() { read(event) }
+            through = low - 1
+            if through == floor { through = 0 }
+            window = min(window * 2, 1 << 16)
+        }
+    }
+
+    /// Reads one transaction's operations, last first.
+    private func read(_ event: TransactionEvent) {
+        if case .reservation = event.kind { return }
+        // A transaction whose groups carry no origin (written before origins existed) and
+        // whose kind is undo or redo is one operation on the group its kind names.
+        let hasOrigins = event.groups.contains { $0.origin != nil }
+        if !hasOrigins, case .undo(let sequence, let group) = event.kind {
+            undone(Ref(sequence: sequence, group: group))
+            return
+        }
+        if !hasOrigins, case .redo(let sequence, let group) = event.kind {
+            onUndoStack(Ref(sequence: sequence, group: group), nil)
+            return
+        }
+        for (index, group) in event.groups.enumerated().reversed() {
+            switch group.origin {
+            case .undo(let sequence, let target)?: undone(Ref(sequence: sequence, group: target))
+            case .redo(let sequence, let target)?: onUndoStack(Ref(sequence: sequence, group: target), nil)
+            case nil:
+                guard !group.changes.isEmpty else { continue }
+                onUndoStack(Ref(sequence: event.sequence, group: index), group)
+                pushRead = true
+            }
+        }
+    }
+
+    private func undone(_ ref: Ref) {
+        guard seen.insert(ref).inserted, !pushRead else { return }
+        redoEntries.append(ref)
+    }
+
+    private func onUndoStack(_ ref: Ref, _ group: ChangeGroup?) {
+        guard seen.insert(ref).inserted else { return }
+        undoEntries.append((ref, group))
+    }
+
+    /// The entries' undo groups, in the entries' order: a group not read with its push is
+    /// read from the transaction that saved it, and left out unless that transaction is the
+    /// context's and holds it as a pushed group.
+    private func resolve(_ entries: [(Ref, ChangeGroup?)], _ reader: borrowing LogReader) throws -> [UndoGroup] {
+        let floor = try reader.purgedThrough
+        let missing = Set(entries.compactMap { $0.1 == nil && $0.0.sequence > floor ? $0.0.sequence : nil }).sorted()
+        var saved: [UInt64: TransactionEvent] = [:]
+        if !missing.isEmpty {
+            try reader.forEachEvent(among: missing) { event in
+                saved[event.sequence] = event
+                return .next
+            }
+        }
+        return entries.compactMap { ref, group in
+            if let group { return makeGroup(group, ref.sequence, ref.group) }
+            guard let event = saved[ref.sequence], event.author == author, event.contextName == name,
+                event.groups.indices.contains(ref.group)
+            else { return nil }
+            if case .reservation = event.kind { return nil }
+            let group = event.groups[ref.group]
+            let hasOrigins = event.groups.contains { $0.origin != nil }
+            if !hasOrigins, event.kind.isUndoOrRedo { return nil }
+            guard group.origin == nil, !group.changes.isEmpty else { return nil }
+            return makeGroup(group, ref.sequence, ref.group)
+        }
+    }
+}
+
+extension TransactionKind {
+    /// Whether this is an `undo(of:)` or `redo(of:)` transaction.
+    fileprivate var isUndoOrRedo: Bool {
+        switch self {
+        case .undo, .redo: true
+        default: false
+        }
+    }
+}
