@@ -201,6 +201,24 @@ extension ContextCore {
             return aliased(id)
         }
         let operations = draft.groups.flatMap(\.operations)
+        var insertedHere: Set<ManagedObjectID> = []
+        for case .insert(let object, _) in operations { insertedHere.insert(id(object)) }
+        /// A reference to an object the parent no longer has (its unsaved insert rolled back,
+        /// reset or deleted there since the child read it) would leave the parent holding a
+        /// dangling reference its own save can't write: refused here, naming both ends.
+        func checkReferences(from object: DraftObjectID, _ key: String, _ targets: [DraftObjectID]) throws {
+            for target in targets {
+                let targetID = id(target)
+                if insertedHere.contains(targetID) { continue }
+                if let found = registered(targetID) {
+                    if !found.isInvalidated && !found.isDeletedFlag { continue }
+                } else if !targetID.isTemporaryID {
+                    continue  // a stored object the parent hasn't loaded: the store checks it
+                }
+                throw ContextError.storeRefused(
+                    "\(id(object)).\(key) refers to \(targetID), which the parent context no longer has (deleted, rolled back or reset)")
+            }
+        }
         for operation in operations {
             switch operation {
             case .insert(let object, _):
@@ -211,6 +229,20 @@ extension ContextCore {
                 guard let found = self.object(with: id(object)), !found.isInvalidated, !found.isDeletedFlag else {
                     throw ContextError.storeRefused("the parent context no longer has \(id(object)) (deleted or unknown)")
                 }
+            }
+            switch operation {
+            case .insert(let object, let values), .update(let object, let values):
+                for (key, value) in values {
+                    switch value {
+                    case .reference(let target): try checkReferences(from: object, key, [target])
+                    case .references(let targets): try checkReferences(from: object, key, targets)
+                    case .null, .attribute: continue
+                    }
+                }
+            case .membership(let object, let key, let added, _):
+                try checkReferences(from: object, key, added)
+            case .delete:
+                continue
             }
         }
         closeOpenGroup()
