@@ -1,0 +1,578 @@
+import Foundation
+import Strata
+import StrataTestSupport
+import Testing
+
+/// Review of contexts talking to each other: nested contexts, merging, merge policies,
+/// several writers on one store, persistent undo across writers, notifications.
+@Suite("Contexts review: nesting, merging, conflicts, undo across writers", .serialized)
+struct ContextsReviewTests {
+    /// The undo conflict `body` throws, or a recorded issue.
+    func undoConflict(_ body: () throws -> Void) -> (object: String, property: String, expected: String, found: String)? {
+        do {
+            try body()
+            Issue.record("expected an undo conflict, got none")
+        } catch ContextError.undoConflict(let object, let property, let expected, let found) {
+            return (object, property, expected, found)
+        } catch {
+            Issue.record("expected an undo conflict, got \(error)")
+        }
+        return nil
+    }
+
+    // MARK: - Undo of saved work after another writer's change was merged or loaded
+
+    @Test("undo of a saved rename after another writer's rename was merged in: a conflict naming the property, nothing overwritten")
+    func undoAfterMergedChange() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let editor = privateContext(coordinator, name: "editor", author: "alice")
+        try await editor.perform { (context: isolated ManagedObjectContext) throws in
+            context.automaticallyMergesChangesFromParent = true
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            try context.save()
+        }
+        try await privateContext(coordinator, name: "other", author: "bob").perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Comets", forKey: "name")
+            try context.save()
+        }
+        try await editor.perform { (context: isolated ManagedObjectContext) throws in
+            _ = try context.mergeStoreChanges()
+            let team = try context.existingObject(with: teamID)
+            #expect(team.value(forKey: "name") as? String == "Comets", "merged")
+            let found = undoConflict { try context.undo() }
+            #expect(found?.object == teamID.description)
+            #expect(found?.property == "name")
+            #expect(found?.found.contains("Comets") == true)
+            #expect(found?.expected.contains("Herons") == true)
+            #expect(team.value(forKey: "name") as? String == "Comets")
+            #expect(context.hasChanges == false)
+            if context.hasChanges { try context.save() }
+        }
+        #expect(try await storedTeamName(coordinator, teamID) == "Comets")
+    }
+
+    @Test("undo of a saved rename after mergeChanges(fromContextDidSave:) of another context's rename: a conflict")
+    func undoAfterDidSaveMerge() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let editor = privateContext(coordinator, name: "editor", author: "alice")
+        try await editor.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            try context.save()
+        }
+        let other = privateContext(coordinator, name: "other", author: "bob")
+        let saves = other.notifications(.didSave)
+        try await other.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Comets", forKey: "name")
+            try context.save()
+        }
+        var iterator = saves.makeAsyncIterator()
+        let save = try #require(await iterator.next())
+        try await editor.perform { (context: isolated ManagedObjectContext) throws in
+            context.mergeChanges(fromContextDidSave: save)
+            let found = undoConflict { try context.undo() }
+            #expect(found?.property == "name")
+            if context.hasChanges { try context.save() }
+        }
+        #expect(try await storedTeamName(coordinator, teamID) == "Comets")
+    }
+
+    @Test("undo of a saved rename after refresh(mergeChanges: false) re-read another writer's value: a conflict")
+    func undoAfterRefresh() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let editor = privateContext(coordinator, name: "editor", author: "alice")
+        try await editor.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Comets", forKey: "name")
+            try context.save()
+        }
+        try await editor.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            context.refresh(team, mergeChanges: false)
+            #expect(team.value(forKey: "name") as? String == "Comets")
+            let found = undoConflict { try context.undo() }
+            #expect(found?.property == "name")
+            if context.hasChanges { try context.save() }
+        }
+        #expect(try await storedTeamName(coordinator, teamID) == "Comets")
+    }
+
+    @Test("persistent undo after a restart, another process (the probe) renamed the team and the editor loaded it: a conflict")
+    func persistentUndoAfterProbeRename() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        try await privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true).perform {
+            (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            try context.save()
+        }
+        let probe = try ContextProbeProcess(["save", dir.url.appendingPathComponent("store").path, teamID.description, "Comets"])
+        let line = probe.nextLine()
+        #expect(line?.hasPrefix("saved ") == true)
+        let (status, errors) = try probe.finish()
+        #expect(status == 0, "\(errors)")
+
+        // A restart: a new coordinator, the editor's stack rebuilt from the log.
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await privateContext(restarted, name: "editor", author: "alice", persistentUndo: true).perform {
+            (context: isolated ManagedObjectContext) throws in
+            // The app shows the team first: it is loaded with the probe's name.
+            let team = try context.existingObject(with: teamID)
+            #expect(team.value(forKey: "name") as? String == "Comets")
+            let canUndo = context.canUndo
+            #expect(canUndo)
+            let found = undoConflict { try context.undo() }
+            #expect(found?.object == teamID.description)
+            #expect(found?.property == "name")
+            #expect(found?.found.contains("Comets") == true)
+            if context.hasChanges { try context.save() }
+        }
+        #expect(try await storedTeamName(restarted, teamID) == "Comets")
+    }
+
+    @Test("persistent undo after a restart, another process changed other things (a player added): the undo works")
+    func persistentUndoAfterProbeOtherChange() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        try await privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true).perform {
+            (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("teal", forKey: "uniformColor")
+            try context.save()
+        }
+        // The probe renames (to the same name) and adds a player.
+        let probe = try ContextProbeProcess(["save", dir.url.appendingPathComponent("store").path, teamID.description, "Otters"])
+        #expect(probe.nextLine()?.hasPrefix("saved ") == true)
+        let (status, errors) = try probe.finish()
+        #expect(status == 0, "\(errors)")
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await privateContext(restarted, name: "editor", author: "alice", persistentUndo: true).perform {
+            (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.count == 1)
+            try context.undo()
+            try context.save()
+            #expect(team.value(forKey: "uniformColor") == nil)
+        }
+        try await privateContext(restarted).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            #expect(team.value(forKey: "uniformColor") == nil)
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.count == 1, "the probe's player stays")
+        }
+    }
+
+    @Test("undo of a later saved group then of an earlier one on the same property: no false conflict (own work)")
+    func undoTwoOwnSavedGroups() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        try await privateContext(coordinator, name: "editor").perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Herons", forKey: "name")
+            try context.save()
+            team.setValue("Comets", forKey: "name")
+            try context.save()
+            try context.undo()
+            try context.undo()
+            #expect(team.value(forKey: "name") as? String == "Otters")
+            try context.save()
+            try context.redo()
+            try context.save()
+            try context.redo()
+            try context.save()
+        }
+        #expect(try await storedTeamName(coordinator, teamID) == "Comets")
+    }
+
+    // MARK: - Nested contexts
+
+    @Test("a parent's rollback while a child holds work on the parent's unsaved object: the child's save is refused, naming it")
+    func parentRollbackUnderChild() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        let kitesID = try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            let kites = try context.insertNewObject(forEntityName: "Team")
+            kites.setValue("Kites", forKey: "name")
+            return kites.objectID
+        }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let kites = try context.existingObject(with: kitesID)
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue("Ng", forKey: "lastName")
+            player.setValue(kites, forKey: "team")
+        }
+        await parent.perform { (context: isolated ManagedObjectContext) in context.rollback() }
+        let refused = await child.perform { (context: isolated ManagedObjectContext) -> ContextError? in
+            do {
+                try context.save()
+                return nil
+            } catch let error as ContextError {
+                return error
+            } catch {
+                return .store("\(error)")
+            }
+        }
+        #expect(refused?.code == 133021, "\(String(describing: refused))")
+        #expect(refused?.description.contains(kitesID.description) == true, "\(String(describing: refused))")
+        // The parent holds nothing of it, and its save writes nothing wrong.
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            #expect(context.hasChanges == false)
+            try context.save()
+        }
+        #expect(try head(coordinator) == 1)
+    }
+
+    @Test("a child deletes a stored object and saves: the parent has it deleted (unsaved); the parent's save deletes it in the store")
+    func childDelete() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: teamID))
+            try context.save()
+            #expect(context.registeredObject(for: teamID) == nil || context.registeredObject(for: teamID)?.managedObjectContext == nil)
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            #expect(context.deletedObjects.map(\.objectID) == [teamID])
+            try context.save()
+        }
+        let gone = await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) -> Bool in
+            (try? context.existingObject(with: teamID)) == nil
+        }
+        #expect(gone)
+    }
+
+    @Test("a child inserts a player on the parent's unsaved team; the parent saves; both contexts hold permanent IDs and the store the relationship")
+    func childOnParentsInsert() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        let kitesID = try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            let kites = try context.insertNewObject(forEntityName: "Team")
+            kites.setValue("Kites", forKey: "name")
+            return kites.objectID
+        }
+        let playerID = try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let kites = try context.existingObject(with: kitesID)
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue("Ng", forKey: "lastName")
+            player.setValue(kites, forKey: "team")
+            try context.save()
+            return player.objectID
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        let (permanentKites, permanentPlayer) = try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let found = try context.fetch(FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "lastName == %@", "Ng")))
+            let player = try #require(found.first)
+            let team = try #require(player.value(forKey: "team") as? ManagedObject)
+            #expect(!player.objectID.isTemporaryID && !team.objectID.isTemporaryID)
+            #expect(player.objectID != playerID)
+            // Edits after the parent's save still reach it and the store.
+            player.setValue("Ngata", forKey: "lastName")
+            try context.save()
+            return (team.objectID, player.objectID)
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.existingObject(with: permanentPlayer)
+            #expect(player.value(forKey: "lastName") as? String == "Ngata")
+            #expect((player.value(forKey: "team") as? ManagedObject)?.objectID == permanentKites)
+        }
+    }
+
+    @Test("a parent's reset while a child has pending changes to a stored object: the child's save still reaches the parent")
+    func parentResetUnderChild() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+        }
+        await parent.perform { (context: isolated ManagedObjectContext) in context.reset() }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        #expect(try await storedTeamName(coordinator, teamID) == "Herons")
+    }
+
+    @Test("a child's save then the parent's undo reverts the push; the child keeps its values until it merges")
+    func parentUndoOfPush() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            try context.undo()
+            #expect(context.hasChanges == false)
+            try context.save()
+        }
+        #expect(try await storedTeamName(coordinator, teamID) == "Otters")
+    }
+
+    @Test("a child with automaticallyMergesChangesFromParent sees another coordinator's save the parent merged")
+    func childMergesParentsStoreMerge() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            context.automaticallyMergesChangesFromParent = true
+            _ = try context.existingObject(with: teamID).value(forKey: "name")
+        }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            context.automaticallyMergesChangesFromParent = true
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
+        }
+        let other = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await privateContext(other).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Comets", forKey: "name")
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            _ = try context.mergeStoreChanges()
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Comets")
+        }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Comets")
+        }
+    }
+
+    // MARK: - Deleted elsewhere
+
+    @Test("an object deleted by another context: a registered fault and an object with pending changes both leave the context on merge")
+    func deletedElsewhereMerged() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, doomedID) = try await leagueStoreWithDoomed(dir)
+        let mine = privateContext(coordinator, name: "mine")
+        let other = privateContext(coordinator, name: "other")
+        let merges = mine.notifications(.didMerge)
+        let changes = mine.notifications(.objectsDidChange)
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in
+            let fault = try context.object(with: teamID)
+            let doomed = try context.existingObject(with: doomedID)
+            doomed.setValue("Saved?", forKey: "name")
+            context.processPendingChanges()
+            let save = try other.performAndWait { (other: isolated ManagedObjectContext) throws -> ContextDidSave? in
+                var seen: ContextDidSave?
+                _ = other.addObserver { change in
+                    if case .didSave(let save) = change.notification { seen = save }
+                }
+                other.delete(try other.existingObject(with: teamID))
+                other.delete(try other.existingObject(with: doomedID))
+                try other.save()
+                return seen
+            }
+            let didSave = try #require(save)
+            #expect(didSave.deleted == [teamID, doomedID])
+            context.mergeChanges(fromContextDidSave: didSave)
+            #expect(fault.managedObjectContext == nil && doomed.managedObjectContext == nil)
+            #expect(context.registeredObject(for: teamID) == nil)
+            #expect(context.registeredObject(for: doomedID) == nil)
+            #expect(context.hasChanges == false)
+            try context.save()
+        }
+        var mergeIterator = merges.makeAsyncIterator()
+        let merged = try #require(await mergeIterator.next())
+        #expect(merged.deleted == [teamID, doomedID])
+        #expect(merged.invalidated == [teamID, doomedID])
+        var changeIterator = changes.makeAsyncIterator()
+        let first = try #require(await changeIterator.next())
+        #expect(first.updated == [doomedID], "the rename, posted before the merge")
+        let second = try #require(await changeIterator.next())
+        #expect(second.deleted == [teamID, doomedID])
+    }
+
+    @Test("an object with pending changes another writer deleted (not merged): error names it deleted in store; store-trump drops it")
+    func deletedElsewhereNotMerged() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let mine = privateContext(coordinator, name: "mine")
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: teamID))
+            try context.save()
+        }
+        let deletedAt = try head(coordinator)
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in
+            do {
+                try context.save()
+                Issue.record("saved over a deleted object")
+            } catch ContextError.mergeConflicts(let conflicts) {
+                #expect(conflicts.count == 1)
+                #expect(conflicts.first?.objectID == teamID)
+                #expect(conflicts.first?.isDeletedInStore == true)
+                #expect(conflicts.first?.newVersion == deletedAt)
+                #expect(conflicts.first?.oldVersion == 1)
+                #expect(conflicts.first?.properties.map(\.name) == ["name"])
+            }
+            context.mergePolicy = .mergeByPropertyStoreTrump
+            try context.save()
+            #expect(context.registeredObject(for: teamID) == nil)
+        }
+        #expect(try head(coordinator) == deletedAt)
+    }
+
+    // MARK: - Merge policies
+
+    @Test("the error policy's message names the object, both versions and each property's base, ours and theirs")
+    func errorPolicyMessage() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let mine = privateContext(coordinator, name: "mine")
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Comets", forKey: "name")
+            try context.save()
+        }
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in
+            do {
+                try context.save()
+                Issue.record("no conflict")
+            } catch let error as ContextError {
+                #expect(error.code == 133020)
+                let text = error.description
+                #expect(text.contains(teamID.description), "\(text)")
+                #expect(text.contains("Herons") && text.contains("Comets") && text.contains("Otters"), "\(text)")
+                #expect(text.contains("version 1") && text.contains("version 2"), "\(text)")
+            }
+        }
+    }
+
+    @Test("rollback policy on an object the context deleted and another writer changed: the deletion is dropped, the store's values kept")
+    func rollbackPolicyOnDeletion() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let mine = privateContext(coordinator, name: "mine")
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: teamID))
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Comets", forKey: "name")
+            try context.save()
+        }
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in
+            context.mergePolicy = .rollback
+            try context.save()
+            let team = try context.existingObject(with: teamID)
+            #expect(team.isDeleted == false)
+            #expect(team.value(forKey: "name") as? String == "Comets")
+        }
+        #expect(try await storedTeamName(coordinator, teamID) == "Comets")
+    }
+
+    @Test("overwrite policy on an object the context changed and another writer deleted: re-created with the context's values")
+    func overwriteRecreates() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let mine = privateContext(coordinator, name: "mine")
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Herons", forKey: "name")
+            team.setValue("teal", forKey: "uniformColor")
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: teamID))
+            try context.save()
+        }
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in
+            context.mergePolicy = .overwrite
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            #expect(team.value(forKey: "name") as? String == "Herons")
+            #expect(team.value(forKey: "uniformColor") as? String == "teal")
+        }
+    }
+
+    // MARK: - Concurrency
+
+    @Test("two contexts saving the same object through perform from many tasks: every save lands or reports a conflict; the store is consistent")
+    func concurrentSavesSameObject() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let rounds = Int(ProcessInfo.processInfo.environment["STRATA_REVIEW_ROUNDS"] ?? "") ?? 20
+        let a = privateContext(coordinator, name: "a")
+        let b = privateContext(coordinator, name: "b")
+        await a.perform { (context: isolated ManagedObjectContext) in context.mergePolicy = .mergeByPropertyObjectTrump }
+        await b.perform { (context: isolated ManagedObjectContext) in context.mergePolicy = .mergeByPropertyStoreTrump }
+        let results = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for round in 0..<rounds {
+                for (index, context) in [a, b].enumerated() {
+                    group.addTask {
+                        try await context.perform { (context: isolated ManagedObjectContext) throws -> Bool in
+                            let team = try context.existingObject(with: teamID)
+                            team.setValue("\(index)-\(round)", forKey: index == 0 ? "name" : "uniformColor")
+                            let player = try context.insertNewObject(forEntityName: "Player")
+                            player.setValue("\(index)-\(round)", forKey: "lastName")
+                            player.setValue(team, forKey: "team")
+                            try context.save()
+                            return true
+                        }
+                    }
+                }
+            }
+            var all: [Bool] = []
+            for try await result in group { all.append(result) }
+            return all
+        }
+        #expect(results.count == rounds * 2)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.count == rounds * 2)
+            #expect(try context.count(for: FetchRequest(entityName: "Player")) == rounds * 2)
+        }
+    }
+
+    // MARK: - Notifications
+
+    @Test("a child's did-save and objects-did-change userInfo list what changed; the parent's did-save lists permanent IDs")
+    func childNotifications() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        let childSaves = child.notifications(.didSave)
+        let parentChanges = parent.notifications(.objectsDidChange)
+        let parentSaves = parent.notifications(.didSave)
+        let playerID = try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Herons", forKey: "name")
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue(team, forKey: "team")
+            try context.save()
+            return player.objectID
+        }
+        var childIterator = childSaves.makeAsyncIterator()
+        let childSave = try #require(await childIterator.next())
+        #expect(childSave.inserted == [playerID])
+        #expect(childSave.updated == [teamID])
+        #expect(childSave.deleted.isEmpty)
+        #expect(childSave.sequence == nil)
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        var changes = parentChanges.makeAsyncIterator()
+        let change = try #require(await changes.next())
+        #expect(change.inserted == [playerID])
+        #expect(change.updated == [teamID])
+        var saves = parentSaves.makeAsyncIterator()
+        let parentSave = try #require(await saves.next())
+        #expect(parentSave.inserted.count == 1 && parentSave.inserted.allSatisfy { !$0.isTemporaryID })
+        #expect(parentSave.updated == [teamID])
+        #expect(parentSave.sequence == 2)
+    }
+}
