@@ -575,4 +575,36 @@ struct ContextsReviewTests {
         #expect(parentSave.updated == [teamID])
         #expect(parentSave.sequence == 2)
     }
+
+    // MARK: - Main-queue parents
+
+    @Test("performAndWait on a private child of the main-queue view context, from the main thread: the save reaches the parent (no deadlock or trap)")
+    func childOfViewContextFromMainThread() async throws {
+        let dir = try TemporaryDirectory()
+        let container = PersistentContainer(
+            name: "League", managedObjectModel: try SeedModels.leagueManager, storeURL: dir.url.appendingPathComponent("store"))
+        try container.loadPersistentStores()
+        let view = container.viewContext
+        let child = childContext(view, name: "editor")
+        let id = try await MainActor.run {
+            try child.performAndWait { (context: isolated ManagedObjectContext) throws in
+                let team = try context.insertNewObject(forEntityName: "Team")
+                team.setValue("Kites", forKey: "name")
+                try context.save()
+                let count = try context.count(for: FetchRequest(entityName: "Team"))
+                #expect(count == 1)
+                return team.objectID
+            }
+        }
+        try await MainActor.run {
+            try view.performAndWait { (context: isolated ManagedObjectContext) throws in
+                #expect(try context.existingObject(with: id).value(forKey: "name") as? String == "Kites")
+                try context.save()
+            }
+        }
+        let names = try await privateContext(container.persistentStoreCoordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.fetch(FetchRequest(entityName: "Team")).compactMap { $0.value(forKey: "name") as? String }
+        }
+        #expect(names == ["Kites"])
+    }
 }
