@@ -137,18 +137,32 @@ extension ContextCore {
                 if let stored = object.objectID.storedID, let record = try reader.object(stored) { records[object.objectID] = record }
             }
         }
+        // Derived relationship sides other objects cache (a team's players) that the store's
+        // new values of a conflicting object invalidate: another writer moved a player, so the
+        // old and new teams' cached members are stale.
+        var staleDerived: [ManagedObjectID: Set<String>] = [:]
+        var removed: Set<ManagedObjectID> = []
         for object in live {
             let id = object.objectID
             guard let record = records[id] else {
                 if object.isInsertedFlag && restored.contains(id) { continue }  // re-created (overwrite)
                 removeFromContext(object)
                 noteInvalidated(object)
+                removed.insert(id)
                 continue
             }
             let transients = object.transients
+            let before = object.committed
             object.row = nil
             object.committed = values(from: record.values, info: object.info)
             object.version = record.version
+            for property in object.info.propertyList where property.isRecorded && property.isRelationship {
+                guard let inverse = property.inverse else { continue }
+                let old = before?[property.name] ?? property.emptyValue
+                let new = object.committedValue(property) ?? property.emptyValue
+                guard old != new else { continue }
+                for related in old.ids + new.ids { staleDerived[related, default: []].insert(inverse) }
+            }
             if let overwrite = pendingOverwrites[id] {
                 for (key, value) in overwrite {
                     guard let property = object.info.properties[key], property.isRecorded else { continue }
@@ -160,6 +174,15 @@ extension ContextCore {
             object.awake(fromSnapshotEvents: .mergePolicy)
             noteRefreshed(id)
             if !object.hasChanges && !restored.contains(id) { retained[id] = nil } else { markChanged(object) }
+        }
+        // Objects the store deleted leave the other objects' cached sides too (as a merge does).
+        if !removed.isEmpty { dropReferences(to: removed) }
+        for (id, keys) in staleDerived {
+            guard let related = registered(id), !related.isInvalidated, !related.isInsertedFlag, related.hasCommittedValues else { continue }
+            for key in keys {
+                guard let property = related.info.properties[key], !property.isRecorded else { continue }
+                related.forgetCommittedValue(for: property)  // read from the store when next used
+            }
         }
         fixPendingJournal(for: Set(live.map(\.objectID)))
     }

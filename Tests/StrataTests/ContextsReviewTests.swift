@@ -607,4 +607,159 @@ struct ContextsReviewTests {
         }
         #expect(names == ["Kites"])
     }
+
+    // MARK: - Second batch
+
+    @Test("undo in a child of a pushed save, then save again: the parent gets the revert; redo pushes it back")
+    func childUndoAfterPush() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Herons", forKey: "name")
+            try context.save()
+            try context.undo()
+            #expect(team.value(forKey: "name") as? String == "Otters")
+            let dirty = context.hasChanges
+            #expect(dirty)
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
+            #expect(context.hasChanges == false)
+        }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            try context.redo()
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        #expect(try await storedTeamName(coordinator, teamID) == "Herons")
+    }
+
+    @Test("persistent undo after a restart of a rename, the team deleted since by another coordinator: a conflict, nothing re-created")
+    func persistentUndoAfterDelete() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        try await privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true).perform {
+            (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            try context.save()
+        }
+        let other = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await privateContext(other, name: "cleaner", author: "bob").perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: teamID))
+            try context.save()
+        }
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await privateContext(restarted, name: "editor", author: "alice", persistentUndo: true).perform {
+            (context: isolated ManagedObjectContext) throws in
+            let found = undoConflict { try context.undo() }
+            #expect(found?.object == teamID.description)
+            #expect(found?.property == "name")
+            #expect(found?.found.contains("deleted") == true)
+            #expect(context.hasChanges == false)
+        }
+    }
+
+    @Test("object-trump after another writer moved a player to another team: the cached players of both teams follow")
+    func policyAdoptionUpdatesInverseCaches() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let (t1, t2, p) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let t1 = try context.insertNewObject(forEntityName: "Team")
+            t1.setValue("One", forKey: "name")
+            let t2 = try context.insertNewObject(forEntityName: "Team")
+            t2.setValue("Two", forKey: "name")
+            let p = try context.insertNewObject(forEntityName: "Player")
+            p.setValue("Ng", forKey: "lastName")
+            p.setValue(t1, forKey: "team")
+            try context.save()
+            return (t1.objectID, t2.objectID, p.objectID)
+        }
+        let mine = privateContext(coordinator, name: "mine")
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in
+            context.mergePolicy = .mergeByPropertyObjectTrump
+            let one = try context.existingObject(with: t1)
+            let two = try context.existingObject(with: t2)
+            let player = try context.existingObject(with: p)
+            #expect((one.value(forKey: "players") as? Set<ManagedObject>)?.count == 1)
+            #expect((two.value(forKey: "players") as? Set<ManagedObject>)?.count == 0)
+            player.setValue("Ann", forKey: "firstName")
+            try privateContext(coordinator).performAndWait { (other: isolated ManagedObjectContext) throws in
+                try other.existingObject(with: p).setValue(try other.existingObject(with: t2), forKey: "team")
+                try other.save()
+            }
+            try context.save()
+            #expect((player.value(forKey: "team") as? ManagedObject)?.objectID == t2)
+            #expect((one.value(forKey: "players") as? Set<ManagedObject>)?.count == 0, "the old team's cached players")
+            #expect((two.value(forKey: "players") as? Set<ManagedObject>)?.map(\.objectID) == [p], "the new team's cached players")
+        }
+    }
+
+    @Test("two coordinators in one process saving the same property concurrently with the error policy: every save lands or reports a conflict; none is lost")
+    func twoCoordinatorsNoLostUpdate() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let second = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let rounds = Int(ProcessInfo.processInfo.environment["STRATA_REVIEW_ROUNDS"] ?? "") ?? 20
+        let contexts = [privateContext(coordinator, name: "a"), privateContext(second, name: "b")]
+        // Each save appends its mark to the name it read: a lost update would drop a mark.
+        let landed = try await withThrowingTaskGroup(of: Int.self) { group in
+            for (index, context) in contexts.enumerated() {
+                group.addTask {
+                    var landed = 0
+                    for round in 0..<rounds {
+                        landed += try await context.perform { (context: isolated ManagedObjectContext) throws -> Int in
+                            let team = try context.existingObject(with: teamID)
+                            context.refresh(team, mergeChanges: false)
+                            let name = team.value(forKey: "name") as? String ?? ""
+                            team.setValue(name + " \(index).\(round)", forKey: "name")
+                            do {
+                                try context.save()
+                                return 1
+                            } catch ContextError.mergeConflicts {
+                                context.rollback()
+                                return 0
+                            }
+                        }
+                    }
+                    return landed
+                }
+            }
+            var total = 0
+            for try await count in group { total += count }
+            return total
+        }
+        let name = try #require(try await storedTeamName(coordinator, teamID))
+        #expect(name.split(separator: " ").count - 1 == landed, "\(name)")
+    }
+
+    @Test("store-trump after another writer deleted a player this context changed: the player leaves the team's cached players too")
+    func policyRemovalUpdatesInverseCaches() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let (t1, p) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let t1 = try context.insertNewObject(forEntityName: "Team")
+            let p = try context.insertNewObject(forEntityName: "Player")
+            p.setValue(t1, forKey: "team")
+            try context.save()
+            return (t1.objectID, p.objectID)
+        }
+        try await privateContext(coordinator, name: "mine").perform { (context: isolated ManagedObjectContext) throws in
+            context.mergePolicy = .mergeByPropertyStoreTrump
+            let team = try context.existingObject(with: t1)
+            let player = try context.existingObject(with: p)
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.count == 1)
+            player.setValue("Ann", forKey: "firstName")
+            try privateContext(coordinator).performAndWait { (other: isolated ManagedObjectContext) throws in
+                other.delete(try other.existingObject(with: p))
+                try other.save()
+            }
+            try context.save()
+            #expect(player.managedObjectContext == nil)
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.count == 0)
+        }
+    }
 }
