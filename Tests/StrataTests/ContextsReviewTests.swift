@@ -762,4 +762,51 @@ struct ContextsReviewTests {
             #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.count == 0)
         }
     }
+
+    @Test("a child's insert upserted by the parent's save (uniqueness, object-trump): the child's object takes the stored ID and later edits reach the store")
+    func childInsertUpsertedByParent() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, adaID) = try await peopleStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        await parent.perform { (context: isolated ManagedObjectContext) in context.mergePolicy = .mergeByPropertyObjectTrump }
+        let temporary = try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let person = try context.insertNewObject(forEntityName: "Person")
+            person.setValue("ada@example.com", forKey: "email")
+            person.setValue("Ann", forKey: "firstName")
+            try context.save()
+            return person.objectID
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        #expect(try await storedPerson(coordinator, adaID)?.firstName == "Ann")
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            #expect(context.registeredObject(for: temporary) == nil, "the temporary ID is gone")
+            let person = try context.existingObject(with: adaID)
+            person.setValue("Anna", forKey: "firstName")
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        #expect(try await storedPerson(coordinator, adaID)?.firstName == "Anna")
+        let count = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.count(for: FetchRequest(entityName: "Person"))
+        }
+        #expect(count == 1)
+    }
+
+    @Test("a private parent's block waiting in its child's performAndWait: the child's save reaches the parent at once (no deadlock)")
+    func parentWaitsOnChild() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            try child.performAndWait { (child: isolated ManagedObjectContext) throws in
+                try child.existingObject(with: teamID).setValue("Herons", forKey: "name")
+                try child.save()
+            }
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Herons")
+            try context.save()
+        }
+        #expect(try await storedTeamName(coordinator, teamID) == "Herons")
+    }
 }
