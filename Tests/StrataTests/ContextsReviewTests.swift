@@ -809,4 +809,38 @@ struct ContextsReviewTests {
         }
         #expect(try await storedTeamName(coordinator, teamID) == "Herons")
     }
+
+    @Test("merging store changes in which another writer inserted, then deleted, an object this context had fetched in between: it leaves the context")
+    func insertedThenDeletedElsewhere() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let other = privateContext(coordinator, name: "other")
+        for update in [false, true] {
+            try await privateContext(coordinator, name: "mine").perform { (context: isolated ManagedObjectContext) throws in
+                let id = try other.performAndWait { (other: isolated ManagedObjectContext) throws in
+                    let team = try other.insertNewObject(forEntityName: "Team")
+                    team.setValue("Brief", forKey: "name")
+                    try other.save()
+                    return team.objectID
+                }
+                let found = try context.fetch(FetchRequest(entityName: "Team", predicate: try FormatPredicate(format: "name == %@", "Brief")))
+                let team = try #require(found.first)
+                #expect(team.value(forKey: "name") as? String == "Brief")
+                try other.performAndWait { (other: isolated ManagedObjectContext) throws in
+                    let team = try other.existingObject(with: id)
+                    if update {
+                        team.setValue("Briefer", forKey: "name")
+                        try other.save()
+                    }
+                    other.delete(team)
+                    try other.save()
+                }
+                _ = try context.mergeStoreChanges()
+                #expect(team.managedObjectContext == nil, "update: \(update)")
+                #expect(context.registeredObject(for: id) == nil, "update: \(update)")
+                _ = team.value(forKey: "name")
+                try context.save()
+            }
+        }
+    }
 }
