@@ -260,12 +260,37 @@ extension ContextCore {
             }
             if !object.isDeletedFlag { pendingOverwrites[object.objectID] = recordedValues(object) }
         case .rollback:
+            let wasDeleted = object.isDeletedFlag
             object.isDeletedFlag = false
             for key in Array(object.changes.keys) {
                 guard let property = object.info.properties[key] else { continue }
                 set(object, property, conflict.storeValues[key] ?? object.committed?[key] ?? property.emptyValue, maintainInverse: true, register: false)
             }
             object.changes.removeAll()
+            if wasDeleted { restoreNullifiedInverses(of: object) }
+        }
+    }
+
+    /// Puts an object whose deletion a policy dropped back into the inverses its delete's
+    /// nullify rules took it out of (the team lists the player again).
+    func restoreNullifiedInverses(of object: ManagedObject) {
+        for property in object.info.propertyList where property.isRelationship && !property.isTransient && property.deleteRule == .nullify {
+            guard let inverseName = property.inverse else { continue }
+            for id in object.currentValue(property).ids {
+                guard let target = registered(id), !target.isDeletedFlag, !target.isInvalidated,
+                    let inverse = target.info.properties[inverseName]
+                else { continue }
+                let current = target.currentValue(inverse)
+                let updated: PropertyValue
+                if inverse.isToMany {
+                    guard !current.ids.contains(object.objectID) else { continue }
+                    updated = inverse.isOrdered ? .toMany(current.ids + [object.objectID]) : .unordered(current.ids + [object.objectID])
+                } else {
+                    guard current.isNil else { continue }
+                    updated = .toOne(object.objectID)
+                }
+                setRaw(target, inverse, old: current, new: updated, register: false)
+            }
         }
     }
 

@@ -843,4 +843,39 @@ struct ContextsReviewTests {
             }
         }
     }
+
+    @Test("rollback policy undoing this context's delete of a player another writer changed: the team lists the player again")
+    func rollbackPolicyRestoresInverse() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let (t1, p) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let t1 = try context.insertNewObject(forEntityName: "Team")
+            let p = try context.insertNewObject(forEntityName: "Player")
+            p.setValue(t1, forKey: "team")
+            try context.save()
+            return (t1.objectID, p.objectID)
+        }
+        try await privateContext(coordinator, name: "mine").perform { (context: isolated ManagedObjectContext) throws in
+            context.mergePolicy = .rollback
+            let team = try context.existingObject(with: t1)
+            let player = try context.existingObject(with: p)
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.count == 1)
+            context.delete(player)
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.count == 0)
+            try privateContext(coordinator).performAndWait { (other: isolated ManagedObjectContext) throws in
+                try other.existingObject(with: p).setValue("Ann", forKey: "firstName")
+                try other.save()
+            }
+            try context.save()
+            #expect(player.isDeleted == false && player.managedObjectContext != nil)
+            #expect(player.value(forKey: "firstName") as? String == "Ann")
+            #expect((player.value(forKey: "team") as? ManagedObject)?.objectID == t1)
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.map(\.objectID) == [p])
+            #expect(team.hasChanges == false)
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: t1)
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.count == 1)
+        }
+    }
 }
