@@ -222,7 +222,9 @@ extension ContextCore {
         for operation in operations {
             switch operation {
             case .insert(let object, _):
-                if let existing = registered(id(object)), !existing.isInvalidated {
+                if let existing = registered(id(object)), !existing.isInvalidated,
+                    !(existing.isDeletedFlag && !existing.isInsertedFlag && !existing.objectID.isTemporaryID)
+                {
                     throw ContextError.storeRefused("the parent context already has \(id(object))")
                 }
             case .update(let object, _), .membership(let object, _, _, _), .delete(let object):
@@ -252,6 +254,19 @@ extension ContextCore {
         // Every inserted object first, so references between them maintain inverses.
         for case .insert(let object, _) in operations {
             guard let info = entities[object.entity] else { throw ContextError.unknownEntity(object.entity) }
+            if let existing = registered(id(object)), !existing.isInvalidated, existing.isDeletedFlag {
+                // The child undid a delete of a stored object it had pushed here, unsaved: the
+                // deletion is withdrawn (before, the push was refused as "already has"). Its
+                // entries leave this context's pending groups, so the save neither deletes it
+                // nor inserts it again; the values below (and the reconciliation at save)
+                // bring its state back.
+                discardPendingJournal(for: existing.objectID)
+                existing.isDeletedFlag = false
+                restored.remove(existing.objectID)
+                markChanged(existing)
+                noteUpdated(existing)
+                continue
+            }
             let inserted = insertPushed(id(object), info: info)
             summary.inserted.insert(inserted.objectID)
         }

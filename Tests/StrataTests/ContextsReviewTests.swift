@@ -878,4 +878,65 @@ struct ContextsReviewTests {
             #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.count == 1)
         }
     }
+
+    @Test("a child deletes a stored team, saves, undoes the delete and saves again: the parent has the team back, not deleted")
+    func childUndoesPushedDelete() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        for parentSavesBetween in [false, true] {
+            try await child.perform { (context: isolated ManagedObjectContext) throws in
+                context.delete(try context.existingObject(with: teamID))
+                try context.save()
+            }
+            if parentSavesBetween {
+                try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+            }
+            try await child.perform { (context: isolated ManagedObjectContext) throws in
+                try context.undo()
+                try context.save()
+            }
+            try await parent.perform { (context: isolated ManagedObjectContext) throws in
+                #expect(context.deletedObjects.isEmpty, "parent saved between: \(parentSavesBetween)")
+                #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
+                try context.save()
+            }
+            #expect(try await storedTeamName(coordinator, teamID) == "Otters", "parent saved between: \(parentSavesBetween)")
+        }
+    }
+
+    @Test("a child deletes a team with a player (cascade), saves, undoes and saves: the parent has both back, related, and the store keeps them")
+    func childUndoesPushedCascade() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let (teamID, playerID) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Otters", forKey: "name")
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue(team, forKey: "team")
+            try context.save()
+            return (team.objectID, player.objectID)
+        }
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: teamID))
+            try context.save()
+            try context.undo()
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            #expect(context.deletedObjects.isEmpty)
+            let team = try context.existingObject(with: teamID)
+            let player = try context.existingObject(with: playerID)
+            #expect((player.value(forKey: "team") as? ManagedObject) === team)
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>) == [player])
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.map(\.objectID) == [playerID])
+        }
+    }
 }
