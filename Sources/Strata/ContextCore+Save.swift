@@ -381,6 +381,8 @@ extension ContextCore {
             for (index, effect) in pending.enumerated() where effect.kind == .user {
                 if let group = groupIndex[index] { effect.source.saved = (sequence, group) }
             }
+        } else if parentContext != nil {
+            for effect in pending where effect.kind == .user { effect.source.pushed = true }
         }
         remapIDs(idMap, finishingSave: true)
         // The notification names the objects by their IDs after the save.

@@ -789,6 +789,9 @@ final class ContextCore {
             pending.remove(at: index)
         } else if let saved = group.saved {
             pending.append(PendingEffect(changes: group.inverse, source: group, kind: .undo(saved.sequence, saved.group)))
+        } else if group.pushed {
+            // Pushed into the parent by a child's save: the next save pushes the inverse.
+            pending.append(PendingEffect(changes: group.inverse, source: group, kind: .user))
         }
     }
 

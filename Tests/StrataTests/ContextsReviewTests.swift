@@ -939,4 +939,48 @@ struct ContextsReviewTests {
             #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.map(\.objectID) == [playerID])
         }
     }
+
+    @Test("a child inserts a team, saves, undoes the insert and saves: the parent no longer has it")
+    func childUndoesPushedInsert() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        let kitesID = try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let kites = try context.insertNewObject(forEntityName: "Team")
+            kites.setValue("Kites", forKey: "name")
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue(try context.existingObject(with: teamID), forKey: "team")
+            try context.save()
+            try context.undo()
+            let dirty = context.hasChanges
+            #expect(dirty, "undoing a pushed insert is a change to push")
+            try context.save()
+            return kites.objectID
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            #expect(context.insertedObjects.isEmpty)
+            #expect(context.registeredObject(for: kitesID).map { $0.managedObjectContext == nil || $0.isDeleted } ?? true)
+            let team = try context.existingObject(with: teamID)
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.isEmpty == true)
+            try context.save()
+        }
+        let teams = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            (try context.count(for: FetchRequest(entityName: "Team")), try context.count(for: FetchRequest(entityName: "Player")))
+        }
+        #expect(teams == (1, 0))
+        // Redo pushes the insert again.
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            try context.redo()
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            #expect(context.insertedObjects.count == 2)
+            try context.save()
+        }
+        let after = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            (try context.count(for: FetchRequest(entityName: "Team")), try context.count(for: FetchRequest(entityName: "Player")))
+        }
+        #expect(after == (2, 1))
+    }
 }
