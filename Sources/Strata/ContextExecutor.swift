@@ -42,7 +42,7 @@ final class ContextExecutor: SerialExecutor {
     /// inside a `performAndWait` it made on another context's queue (a `queue.sync`, which
     /// runs the block on the waiting thread while that thread still holds this queue).
     var isCurrent: Bool {
-        isOnOwnQueue || Self.held.contains(identity)
+        isOnOwnQueue || Self.holds(identity)
     }
 
     /// Whether the calling code runs on this executor's queue itself (or one targeting it).
@@ -50,7 +50,7 @@ final class ContextExecutor: SerialExecutor {
         isMain ? DispatchQueue.getSpecific(key: Self.mainKey) == true : DispatchQueue.getSpecific(key: Self.key) == ObjectIdentifier(self)
     }
 
-    /// Identifies the executor in ``held``: the main queue's executors are all one.
+    /// Identifies the executor among the held queues: the main queue's executors are all one.
     private var identity: ObjectIdentifier { isMain ? ObjectIdentifier(ContextExecutor.self) : ObjectIdentifier(self) }
 
     /// The queues the current thread holds while it waits in a `performAndWait` (a
@@ -61,9 +61,9 @@ final class ContextExecutor: SerialExecutor {
     /// the thread already holds traps in libdispatch ("dispatch_sync called on queue already
     /// owned by current thread") or deadlocks. Kept per thread (not as a task-local value,
     /// which a `Task` started inside would inherit on another thread).
-    private static var held: Set<ObjectIdentifier> {
-        guard let box = pthread_getspecific(heldKey) else { return [] }
-        return Unmanaged<HeldQueues>.fromOpaque(box).takeUnretainedValue().identities
+    private static func holds(_ identity: ObjectIdentifier) -> Bool {
+        guard let box = pthread_getspecific(heldKey) else { return false }
+        return Unmanaged<HeldQueues>.fromOpaque(box).takeUnretainedValue().identities.contains(identity)
     }
 
     private static let heldKey: pthread_key_t = {
@@ -75,14 +75,12 @@ final class ContextExecutor: SerialExecutor {
         return key
     }()
 
-    /// Runs `body` on this executor's queue with `queue.sync`, noting the queues the calling
-    /// thread holds (its own, and those it held already) for ``isCurrent``.
+    /// Runs `body` on this executor's queue with `queue.sync`, noting the queue the calling
+    /// thread holds (if it runs on one) for ``isCurrent`` while it waits.
     func sync<T>(_ body: () throws -> T) rethrows -> T {
-        var holding = Self.held
-        let before = holding
-        if DispatchQueue.getSpecific(key: Self.mainKey) == true { holding.insert(ObjectIdentifier(ContextExecutor.self)) }
-        if let current = DispatchQueue.getSpecific(key: Self.key) { holding.insert(current) }
-        if holding == before { return try queue.sync(execute: body) }
+        let current: ObjectIdentifier? = DispatchQueue.getSpecific(key: Self.key)
+            ?? (DispatchQueue.getSpecific(key: Self.mainKey) == true ? ObjectIdentifier(ContextExecutor.self) : nil)
+        guard let current else { return try queue.sync(execute: body) }
         let box: HeldQueues
         if let existing = pthread_getspecific(Self.heldKey) {
             box = Unmanaged<HeldQueues>.fromOpaque(existing).takeUnretainedValue()
@@ -90,13 +88,14 @@ final class ContextExecutor: SerialExecutor {
             box = HeldQueues()
             pthread_setspecific(Self.heldKey, Unmanaged.passRetained(box).toOpaque())
         }
-        box.identities = holding
-        defer { box.identities = before }
+        box.identities.append(current)
+        defer { box.identities.removeLast() }
         return try queue.sync(execute: body)
     }
 }
 
 /// One thread's held queues (``ContextExecutor/sync(_:)``); only its own thread uses it.
 private final class HeldQueues {
-    var identities: Set<ObjectIdentifier> = []
+    /// A stack: each waiting `performAndWait` pushes the queue its thread holds.
+    var identities: [ObjectIdentifier] = []
 }
