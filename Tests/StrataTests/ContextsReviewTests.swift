@@ -1,6 +1,7 @@
 import Foundation
 import Strata
 import StrataTestSupport
+import Synchronization
 import Testing
 
 /// Review of contexts talking to each other: nested contexts, merging, merge policies,
@@ -982,5 +983,55 @@ struct ContextsReviewTests {
             (try context.count(for: FetchRequest(entityName: "Team")), try context.count(for: FetchRequest(entityName: "Player")))
         }
         #expect(after == (2, 1))
+    }
+
+    @Test("NotificationCenter userInfo of an automatic merge: did-merge and objects-did-change carry the deleted, refreshed and invalidated IDs and the sequence")
+    func mergeUserInfo() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, doomedID) = try await leagueStoreWithDoomed(dir)
+        let mine = privateContext(coordinator, name: "mine")
+        struct Info: Sendable {
+            var name: String
+            var sets: [String: Set<ManagedObjectID>] = [:]
+            var sequence: UInt64?
+        }
+        let infos = Mutex<[Info]>([])
+        let center = NotificationCenter.default
+        var tokens: [any NSObjectProtocol] = []
+        for name in [ManagedObjectContext.didMergeChangesObjectIDsNotification, ManagedObjectContext.didChangeObjectsNotification] {
+            tokens.append(center.addObserver(forName: name, object: mine, queue: nil) { note in
+                var info = Info(name: note.name.rawValue)
+                for (key, value) in note.userInfo ?? [:] {
+                    guard let key = key as? String else { continue }
+                    if let ids = value as? Set<ManagedObjectID> { info.sets[key] = ids }
+                    if key == "sequence" { info.sequence = value as? UInt64 }
+                }
+                infos.withLock { $0.append(info) }
+            })
+        }
+        defer { for token in tokens { center.removeObserver(token) } }
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            let doomed = try context.existingObject(with: doomedID)
+            _ = (team.value(forKey: "name"), doomed.value(forKey: "name"))
+            try privateContext(coordinator).performAndWait { (other: isolated ManagedObjectContext) throws in
+                try other.existingObject(with: teamID).setValue("Comets", forKey: "name")
+                other.delete(try other.existingObject(with: doomedID))
+                try other.save()
+            }
+            let through = try context.mergeStoreChanges()
+            #expect(through == 3)
+        }
+        let seen = infos.withLock { $0 }
+        let merge = try #require(seen.first { $0.name == ManagedObjectContext.didMergeChangesObjectIDsNotification.rawValue })
+        #expect(merge.sets["updated"] == [teamID])
+        #expect(merge.sets["deleted"] == [doomedID])
+        #expect(merge.sets["refreshed"] == [teamID])
+        #expect(merge.sets["invalidated"] == [doomedID])
+        #expect(merge.sequence == 3)
+        let change = try #require(seen.last { $0.name == ManagedObjectContext.didChangeObjectsNotification.rawValue })
+        #expect(change.sets["refreshed"] == [teamID])
+        #expect(change.sets["deleted"] == [doomedID])
+        #expect(change.sets["inserted"] == nil)
     }
 }
