@@ -1034,4 +1034,43 @@ struct ContextsReviewTests {
         #expect(change.sets["deleted"] == [doomedID])
         #expect(change.sets["inserted"] == nil)
     }
+
+    @Test("store-trump when both moved the same player to different teams: the store's team wins and every team's players agree")
+    func storeTrumpMovedPlayer() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let (ids, p) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var ids: [ManagedObjectID] = []
+            var teams: [ManagedObject] = []
+            for name in ["One", "Two", "Three"] {
+                let team = try context.insertNewObject(forEntityName: "Team")
+                team.setValue(name, forKey: "name")
+                teams.append(team)
+            }
+            let p = try context.insertNewObject(forEntityName: "Player")
+            p.setValue(teams[0], forKey: "team")
+            try context.save()
+            ids = teams.map(\.objectID)
+            return (ids, p.objectID)
+        }
+        try await privateContext(coordinator, name: "mine").perform { (context: isolated ManagedObjectContext) throws in
+            context.mergePolicy = .mergeByPropertyStoreTrump
+            let teams = try ids.map { try context.existingObject(with: $0) }
+            for team in teams { _ = team.value(forKey: "players") }
+            let player = try context.existingObject(with: p)
+            player.setValue(teams[2], forKey: "team")
+            try privateContext(coordinator).performAndWait { (other: isolated ManagedObjectContext) throws in
+                try other.existingObject(with: p).setValue(try other.existingObject(with: ids[1]), forKey: "team")
+                try other.save()
+            }
+            try context.save()
+            #expect((player.value(forKey: "team") as? ManagedObject)?.objectID == ids[1])
+            let counts = teams.map { ($0.value(forKey: "players") as? Set<ManagedObject>)?.count ?? -1 }
+            #expect(counts == [0, 1, 0])
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let counts = try ids.map { (try context.existingObject(with: $0).value(forKey: "players") as? Set<ManagedObject>)?.count ?? -1 }
+            #expect(counts == [0, 1, 0])
+        }
+    }
 }
