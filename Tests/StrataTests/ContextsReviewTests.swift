@@ -1073,4 +1073,60 @@ struct ContextsReviewTests {
             #expect(counts == [0, 1, 0])
         }
     }
+
+    @Test("obtainPermanentIDs in a child for an object it had already pushed: later edits reach the parent's object and the store under that ID")
+    func permanentIDAfterPush() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        let permanent = try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let kites = try context.insertNewObject(forEntityName: "Team")
+            kites.setValue("Kites", forKey: "name")
+            try context.save()
+            try context.obtainPermanentIDs(for: [kites])
+            kites.setValue("Herons", forKey: "name")
+            try context.save()
+            return kites.objectID
+        }
+        #expect(!permanent.isTemporaryID)
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            #expect(context.insertedObjects.count == 1)
+            #expect(context.insertedObjects.first?.value(forKey: "name") as? String == "Herons")
+            try context.save()
+        }
+        let names = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.fetch(FetchRequest(entityName: "Team")).compactMap { $0.value(forKey: "name") as? String }.sorted()
+        }
+        #expect(names == ["Herons", "Otters"])
+        #expect(try await storedTeamName(coordinator, permanent) == "Herons")
+    }
+
+    @Test("obtainPermanentIDs in a parent for an object its child holds by the temporary ID: the child's later edit reaches it")
+    func parentPermanentIDUnderChild() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        let kitesID = try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            let kites = try context.insertNewObject(forEntityName: "Team")
+            kites.setValue("Kites", forKey: "name")
+            return kites.objectID
+        }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: kitesID).setValue("Herons", forKey: "name")  // unsaved, under the temporary ID
+        }
+        let permanent = try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            let kites = try context.existingObject(with: kitesID)
+            try context.obtainPermanentIDs(for: [kites])
+            return kites.objectID
+        }
+        #expect(!permanent.isTemporaryID)
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            #expect(context.registeredObject(for: permanent)?.value(forKey: "name") as? String == "Herons")
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        #expect(try await storedTeamName(coordinator, permanent) == "Herons")
+    }
 }
