@@ -453,10 +453,15 @@ extension ContextCore {
         if takesOverStoreID, let storeID {
             // The inserted object becomes the stored one: its insert is no longer pending.
             discardPendingJournal(for: keeper.objectID)
-            idMap[keeper.objectID] = storeID
+            let keeperTemporaryID = keeper.objectID
+            idMap[keeperTemporaryID] = storeID
             keeper.isInsertedFlag = false
-            insertionOrder.removeAll { $0 == keeper.objectID }
+            insertionOrder.removeAll { $0 == keeperTemporaryID }
             remapIDs(idMap)
+            // Children may hold the inserted object under the ID it gave up (a child's insert
+            // pushed here): they take the stored ID, as after a save (before, a child's later
+            // save naming it was refused: the parent no longer had that ID).
+            if keeperTemporaryID.isTemporaryID { tellChildren(.remap([keeperTemporaryID: storeID])) }
             let derived = keeper.changes.filter { keeper.info.properties[$0.key].map { !$0.isRecorded && !$0.isTransient } ?? false }
             keeper.changes.removeAll()
             keeper.committed = conflict.storeValues ?? [:]
@@ -476,6 +481,8 @@ extension ContextCore {
         } else {
             remapIDs(idMap)
         }
+        // A child's reference to an object merged away resolves to the keeper.
+        addAliases(idMap)
         for (name, value) in merged {
             guard let property = keeper.info.properties[name], property.isRecorded else { continue }
             let value = normalized(remapped(value, idMap), property)

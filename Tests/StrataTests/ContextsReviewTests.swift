@@ -776,14 +776,16 @@ struct ContextsReviewTests {
             person.setValue("ada@example.com", forKey: "email")
             person.setValue("Ann", forKey: "firstName")
             try context.save()
+            person.setValue("Anna", forKey: "firstName")  // unsaved: the child holds it under the temporary ID
             return person.objectID
         }
         try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
         #expect(try await storedPerson(coordinator, adaID)?.firstName == "Ann")
         try await child.perform { (context: isolated ManagedObjectContext) throws in
             #expect(context.registeredObject(for: temporary) == nil, "the temporary ID is gone")
-            let person = try context.existingObject(with: adaID)
-            person.setValue("Anna", forKey: "firstName")
+            let registered = context.registeredObject(for: adaID)
+            let person = try #require(registered, "the child's object took the stored ID")
+            #expect(person.value(forKey: "firstName") as? String == "Anna")
             try context.save()
         }
         try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
