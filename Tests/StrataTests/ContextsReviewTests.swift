@@ -1131,4 +1131,39 @@ struct ContextsReviewTests {
         try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
         #expect(try await storedTeamName(coordinator, permanent) == "Herons")
     }
+
+    @Test("many children saving into one parent from many tasks while the parent saves: every insert lands once, no deadlock")
+    func manyChildrenConcurrently() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let rounds = Int(ProcessInfo.processInfo.environment["STRATA_REVIEW_ROUNDS"] ?? "") ?? 20
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<4 {
+                group.addTask {
+                    let child = childContext(parent, name: "child\(index)")
+                    for round in 0..<rounds {
+                        try child.performAndWait { (context: isolated ManagedObjectContext) throws in
+                            let player = try context.insertNewObject(forEntityName: "Player")
+                            player.setValue("\(index).\(round)", forKey: "lastName")
+                            player.setValue(try context.existingObject(with: teamID), forKey: "team")
+                            try context.save()
+                        }
+                    }
+                }
+            }
+            group.addTask {
+                for _ in 0..<rounds {
+                    try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+                }
+            }
+            try await group.waitForAll()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.count(for: FetchRequest(entityName: "Player")) == 4 * rounds)
+            let team = try context.existingObject(with: teamID)
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.count == 4 * rounds)
+        }
+    }
 }
