@@ -214,6 +214,8 @@ extension ContextCore {
                     if !found.isInvalidated && !found.isDeletedFlag { continue }
                 } else if !targetID.isTemporaryID {
                     continue  // a stored object the parent hasn't loaded: the store checks it
+                } else if parentContext != nil, try parentValues(for: [targetID])[targetID] != nil {
+                    continue  // an unsaved object of an ancestor this context doesn't hold now
                 }
                 throw ContextError.storeRefused(
                     "\(id(object)).\(key) refers to \(targetID), which the parent context no longer has (deleted, rolled back or reset)")

@@ -1166,4 +1166,31 @@ struct ContextsReviewTests {
             #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.count == 4 * rounds)
         }
     }
+
+    @Test("a grandchild relates a new player to the root's unsaved team, which the middle context doesn't hold: the saves go through")
+    func grandchildRefersToRootsInsert() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let root = privateContext(coordinator, name: "root")
+        let middle = childContext(root, name: "middle")
+        let grandchild = childContext(middle, name: "grandchild")
+        let kitesID = try await root.perform { (context: isolated ManagedObjectContext) throws in
+            let kites = try context.insertNewObject(forEntityName: "Team")
+            kites.setValue("Kites", forKey: "name")
+            return kites.objectID
+        }
+        try await grandchild.perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue("Ng", forKey: "lastName")
+            player.setValue(try context.existingObject(with: kitesID), forKey: "team")
+            try context.save()
+        }
+        try await middle.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        try await root.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let found = try context.fetch(FetchRequest(entityName: "Player"))
+            #expect(found.count == 1)
+            #expect((found.first?.value(forKey: "team") as? ManagedObject)?.value(forKey: "name") as? String == "Kites")
+        }
+    }
 }
