@@ -1193,4 +1193,40 @@ struct ContextsReviewTests {
             #expect((found.first?.value(forKey: "team") as? ManagedObject)?.value(forKey: "name") as? String == "Kites")
         }
     }
+
+    @Test("rollback policy for a player this context deleted by cascade (its team deleted) and another writer changed: the save keeps both consistent or fails naming the reference")
+    func rollbackPolicyCascade() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let (t1, p) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let t1 = try context.insertNewObject(forEntityName: "Team")
+            let p = try context.insertNewObject(forEntityName: "Player")
+            p.setValue(t1, forKey: "team")
+            try context.save()
+            return (t1.objectID, p.objectID)
+        }
+        let outcome = await privateContext(coordinator, name: "mine").perform { (context: isolated ManagedObjectContext) -> String in
+            do {
+                context.mergePolicy = .rollback
+                context.delete(try context.existingObject(with: t1))
+                try privateContext(coordinator).performAndWait { (other: isolated ManagedObjectContext) throws in
+                    try other.existingObject(with: p).setValue("Ann", forKey: "firstName")
+                    try other.save()
+                }
+                try context.save()
+                return "saved"
+            } catch {
+                return "\(error)"
+            }
+        }
+        let state = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try? context.existingObject(with: t1)
+            let player = try? context.existingObject(with: p)
+            return (team != nil, player != nil, (player?.value(forKey: "team") as? ManagedObject)?.objectID)
+        }
+        // The policy keeps the player (its team's deletion isn't in conflict): the save can't
+        // write both, and says why; nothing is written.
+        #expect(outcome.contains("Player/p1.team") && outcome.contains("Team/p1"), "\(outcome)")
+        #expect(state.0 && state.1 && state.2 == t1)
+    }
 }
