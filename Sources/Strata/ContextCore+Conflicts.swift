@@ -137,18 +137,32 @@ extension ContextCore {
                 if let stored = object.objectID.storedID, let record = try reader.object(stored) { records[object.objectID] = record }
             }
         }
+        // Derived relationship sides other objects cache (a team's players) that the store's
+        // new values of a conflicting object invalidate: another writer moved a player, so the
+        // old and new teams' cached members are stale.
+        var staleDerived: [ManagedObjectID: Set<String>] = [:]
+        var removed: Set<ManagedObjectID> = []
         for object in live {
             let id = object.objectID
             guard let record = records[id] else {
                 if object.isInsertedFlag && restored.contains(id) { continue }  // re-created (overwrite)
                 removeFromContext(object)
                 noteInvalidated(object)
+                removed.insert(id)
                 continue
             }
             let transients = object.transients
+            let before = object.committed
             object.row = nil
             object.committed = values(from: record.values, info: object.info)
             object.version = record.version
+            for property in object.info.propertyList where property.isRecorded && property.isRelationship {
+                guard let inverse = property.inverse else { continue }
+                let old = before?[property.name] ?? property.emptyValue
+                let new = object.committedValue(property) ?? property.emptyValue
+                guard old != new else { continue }
+                for related in old.ids + new.ids { staleDerived[related, default: []].insert(inverse) }
+            }
             if let overwrite = pendingOverwrites[id] {
                 for (key, value) in overwrite {
                     guard let property = object.info.properties[key], property.isRecorded else { continue }
@@ -160,6 +174,15 @@ extension ContextCore {
             object.awake(fromSnapshotEvents: .mergePolicy)
             noteRefreshed(id)
             if !object.hasChanges && !restored.contains(id) { retained[id] = nil } else { markChanged(object) }
+        }
+        // Objects the store deleted leave the other objects' cached sides too (as a merge does).
+        if !removed.isEmpty { dropReferences(to: removed) }
+        for (id, keys) in staleDerived {
+            guard let related = registered(id), !related.isInvalidated, !related.isInsertedFlag, related.hasCommittedValues else { continue }
+            for key in keys {
+                guard let property = related.info.properties[key], !property.isRecorded else { continue }
+                related.forgetCommittedValue(for: property)  // read from the store when next used
+            }
         }
         fixPendingJournal(for: Set(live.map(\.objectID)))
     }
@@ -237,12 +260,37 @@ extension ContextCore {
             }
             if !object.isDeletedFlag { pendingOverwrites[object.objectID] = recordedValues(object) }
         case .rollback:
+            let wasDeleted = object.isDeletedFlag
             object.isDeletedFlag = false
             for key in Array(object.changes.keys) {
                 guard let property = object.info.properties[key] else { continue }
                 set(object, property, conflict.storeValues[key] ?? object.committed?[key] ?? property.emptyValue, maintainInverse: true, register: false)
             }
             object.changes.removeAll()
+            if wasDeleted { restoreNullifiedInverses(of: object) }
+        }
+    }
+
+    /// Puts an object whose deletion a policy dropped back into the inverses its delete's
+    /// nullify rules took it out of (the team lists the player again).
+    func restoreNullifiedInverses(of object: ManagedObject) {
+        for property in object.info.propertyList where property.isRelationship && !property.isTransient && property.deleteRule == .nullify {
+            guard let inverseName = property.inverse else { continue }
+            for id in object.currentValue(property).ids {
+                guard let target = registered(id), !target.isDeletedFlag, !target.isInvalidated,
+                    let inverse = target.info.properties[inverseName]
+                else { continue }
+                let current = target.currentValue(inverse)
+                let updated: PropertyValue
+                if inverse.isToMany {
+                    guard !current.ids.contains(object.objectID) else { continue }
+                    updated = inverse.isOrdered ? .toMany(current.ids + [object.objectID]) : .unordered(current.ids + [object.objectID])
+                } else {
+                    guard current.isNil else { continue }
+                    updated = .toOne(object.objectID)
+                }
+                setRaw(target, inverse, old: current, new: updated, register: false)
+            }
         }
     }
 
@@ -405,10 +453,15 @@ extension ContextCore {
         if takesOverStoreID, let storeID {
             // The inserted object becomes the stored one: its insert is no longer pending.
             discardPendingJournal(for: keeper.objectID)
-            idMap[keeper.objectID] = storeID
+            let keeperTemporaryID = keeper.objectID
+            idMap[keeperTemporaryID] = storeID
             keeper.isInsertedFlag = false
-            insertionOrder.removeAll { $0 == keeper.objectID }
+            insertionOrder.removeAll { $0 == keeperTemporaryID }
             remapIDs(idMap)
+            // Children may hold the inserted object under the ID it gave up (a child's insert
+            // pushed here): they take the stored ID, as after a save (before, a child's later
+            // save naming it was refused: the parent no longer had that ID).
+            if keeperTemporaryID.isTemporaryID { tellChildren(.remap([keeperTemporaryID: storeID])) }
             let derived = keeper.changes.filter { keeper.info.properties[$0.key].map { !$0.isRecorded && !$0.isTransient } ?? false }
             keeper.changes.removeAll()
             keeper.committed = conflict.storeValues ?? [:]
@@ -428,6 +481,8 @@ extension ContextCore {
         } else {
             remapIDs(idMap)
         }
+        // A child's reference to an object merged away resolves to the keeper.
+        addAliases(idMap)
         for (name, value) in merged {
             guard let property = keeper.info.properties[name], property.isRecorded else { continue }
             let value = normalized(remapped(value, idMap), property)

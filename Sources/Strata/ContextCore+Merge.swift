@@ -9,8 +9,11 @@ struct ChangeSummary: Sendable {
     var inserted: Set<ManagedObjectID> = []
     var updated: Set<ManagedObjectID> = []
     var deleted: Set<ManagedObjectID> = []
+    /// Inserted and deleted again within the transactions folded: in none of the sets above,
+    /// but a context that registered the object in between (a fetch) must still drop it.
+    var vanished: Set<ManagedObjectID> = []
 
-    var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+    var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty && vanished.isEmpty }
 
     /// Folds one event in (events must come in log order).
     mutating func add(_ event: TransactionEvent, entities: [String: EntityInfo], store: UUID) {
@@ -29,7 +32,7 @@ struct ChangeSummary: Sendable {
             }
             switch change {
             case .insert(_, let values):
-                if deleted.remove(id) != nil { updated.insert(id) } else { inserted.insert(id) }
+                if deleted.remove(id) != nil || vanished.remove(id) != nil { updated.insert(id) } else { inserted.insert(id) }
                 for (key, value) in values { touchRelated(key, [value]) }
             case .update(_, let changes):
                 updated.insert(id)
@@ -40,7 +43,12 @@ struct ChangeSummary: Sendable {
                     }
                 }
             case .delete(_, let before):
-                if inserted.remove(id) == nil { deleted.insert(id) }
+                if inserted.remove(id) == nil {
+                    deleted.insert(id)
+                } else {
+                    vanished.insert(id)
+                    updated.remove(id)
+                }
                 for (key, value) in before { touchRelated(key, [value]) }
             }
         }
@@ -50,6 +58,7 @@ struct ChangeSummary: Sendable {
     mutating func normalize() {
         updated.subtract(inserted)
         updated.subtract(deleted)
+        updated.subtract(vanished)
     }
 }
 
@@ -166,12 +175,16 @@ extension ContextCore {
         }
         reloadKeepingChanges(reload, events: .refresh)
         var removed: [ManagedObjectID: ManagedObject] = [:]
-        for id in summary.deleted.sorted() {
+        // Objects inserted and deleted again elsewhere are gone too, for a context that
+        // registered one in between (before, it stayed with stale values, or as a fault the
+        // next read recorded as missing and the next save threw 133000 for).
+        let gone = summary.deleted.union(summary.vanished)
+        for id in gone.sorted() {
             guard let object = registered(id), !object.isInvalidated else { continue }
             removeFromContext(object)
             removed[id] = object
         }
-        if !summary.deleted.isEmpty { dropReferences(to: summary.deleted) }
+        if !gone.isEmpty { dropReferences(to: gone) }
         let refreshedIDs = Set(refreshed.map(\.objectID))
         let merged = ContextDidMerge(
             inserted: summary.inserted, updated: summary.updated, deleted: summary.deleted, refreshed: refreshedIDs,

@@ -201,16 +201,52 @@ extension ContextCore {
             return aliased(id)
         }
         let operations = draft.groups.flatMap(\.operations)
+        var insertedHere: Set<ManagedObjectID> = []
+        for case .insert(let object, _) in operations { insertedHere.insert(id(object)) }
+        /// A reference to an object the parent no longer has (its unsaved insert rolled back,
+        /// reset or deleted there since the child read it) would leave the parent holding a
+        /// dangling reference its own save can't write: refused here, naming both ends.
+        func checkReferences(from object: DraftObjectID, _ key: String, _ targets: [DraftObjectID]) throws {
+            for target in targets {
+                let targetID = id(target)
+                if insertedHere.contains(targetID) { continue }
+                if let found = registered(targetID) {
+                    if !found.isInvalidated && !found.isDeletedFlag { continue }
+                } else if !targetID.isTemporaryID {
+                    continue  // a stored object the parent hasn't loaded: the store checks it
+                } else if parentContext != nil, try parentValues(for: [targetID])[targetID] != nil {
+                    continue  // an unsaved object of an ancestor this context doesn't hold now
+                }
+                throw ContextError.storeRefused(
+                    "\(id(object)).\(key) refers to \(targetID), which the parent context no longer has (deleted, rolled back or reset)")
+            }
+        }
         for operation in operations {
             switch operation {
             case .insert(let object, _):
-                if let existing = registered(id(object)), !existing.isInvalidated {
+                if let existing = registered(id(object)), !existing.isInvalidated,
+                    !(existing.isDeletedFlag && !existing.isInsertedFlag && !existing.objectID.isTemporaryID)
+                {
                     throw ContextError.storeRefused("the parent context already has \(id(object))")
                 }
             case .update(let object, _), .membership(let object, _, _, _), .delete(let object):
                 guard let found = self.object(with: id(object)), !found.isInvalidated, !found.isDeletedFlag else {
                     throw ContextError.storeRefused("the parent context no longer has \(id(object)) (deleted or unknown)")
                 }
+            }
+            switch operation {
+            case .insert(let object, let values), .update(let object, let values):
+                for (key, value) in values {
+                    switch value {
+                    case .reference(let target): try checkReferences(from: object, key, [target])
+                    case .references(let targets): try checkReferences(from: object, key, targets)
+                    case .null, .attribute: continue
+                    }
+                }
+            case .membership(let object, let key, let added, _):
+                try checkReferences(from: object, key, added)
+            case .delete:
+                continue
             }
         }
         closeOpenGroup()
@@ -220,6 +256,19 @@ extension ContextCore {
         // Every inserted object first, so references between them maintain inverses.
         for case .insert(let object, _) in operations {
             guard let info = entities[object.entity] else { throw ContextError.unknownEntity(object.entity) }
+            if let existing = registered(id(object)), !existing.isInvalidated, existing.isDeletedFlag {
+                // The child undid a delete of a stored object it had pushed here, unsaved: the
+                // deletion is withdrawn (before, the push was refused as "already has"). Its
+                // entries leave this context's pending groups, so the save neither deletes it
+                // nor inserts it again; the values below (and the reconciliation at save)
+                // bring its state back.
+                discardPendingJournal(for: existing.objectID)
+                existing.isDeletedFlag = false
+                restored.remove(existing.objectID)
+                markChanged(existing)
+                noteUpdated(existing)
+                continue
+            }
             let inserted = insertPushed(id(object), info: info)
             summary.inserted.insert(inserted.objectID)
         }

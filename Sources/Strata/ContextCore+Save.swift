@@ -381,6 +381,8 @@ extension ContextCore {
             for (index, effect) in pending.enumerated() where effect.kind == .user {
                 if let group = groupIndex[index] { effect.source.saved = (sequence, group) }
             }
+        } else if parentContext != nil {
+            for effect in pending where effect.kind == .user { effect.source.pushed = true }
         }
         remapIDs(idMap, finishingSave: true)
         // The notification names the objects by their IDs after the save.
@@ -571,6 +573,24 @@ extension ContextCore {
     /// (`obtainPermanentIDs(for:)`); their URIs then stay the same through the save.
     func obtainPermanentIDs(for objects: [ManagedObject]) throws {
         let store = try self.store()
+        // A child's objects it pushed into its parent, unsaved there: no longer inserted here,
+        // still temporary. The parent (or an ancestor) holds their inserts: it obtains the
+        // IDs, and this context takes them (before, such objects were silently skipped and
+        // kept their temporary IDs).
+        if let parent = parentContext {
+            let pushed = objects.filter { $0.objectID.isTemporaryID && !$0.isInsertedFlag && !$0.isInvalidated }.map(\.objectID)
+            if !pushed.isEmpty {
+                let key = ObjectIdentifier(self)
+                let map = try parent.performAndWait { (parent: isolated ManagedObjectContext) throws in
+                    try parent.core.permanentIDsForChild(pushed, from: key)
+                }
+                if !map.isEmpty {
+                    remapIDs(map)
+                    addAliases(map)
+                    tellChildren(.remap(map))
+                }
+            }
+        }
         var byEntity: [String: [ManagedObject]] = [:]
         for object in objects where object.objectID.isTemporaryID && object.isInsertedFlag && !object.isInvalidated {
             byEntity[object.entity.name, default: []].append(object)
@@ -587,6 +607,25 @@ extension ContextCore {
         remapIDs(idMap)
         // Inserted under a permanent ID: saved with the log's restore-by-ID insert.
         for permanent in idMap.values { restored.insert(permanent) }
+        // Children may hold these objects under their temporary IDs (before, a child's later
+        // save naming one was refused: the parent no longer had that ID).
+        if !idMap.isEmpty {
+            addAliases(idMap)
+            tellChildren(.remap(idMap))
+        }
+    }
+
+    /// `obtainPermanentIDs` for objects a child pushed here (by the IDs the child knows):
+    /// returns each one's permanent ID.
+    func permanentIDsForChild(_ ids: [ManagedObjectID], from child: ObjectIdentifier) throws -> [ManagedObjectID: ManagedObjectID] {
+        var found: [(id: ManagedObjectID, object: ManagedObject)] = []
+        for id in ids {
+            if let object = registered(aliased(id)), !object.isInvalidated { found.append((id, object)) }
+        }
+        try obtainPermanentIDs(for: found.map(\.object))
+        var map: [ManagedObjectID: ManagedObjectID] = [:]
+        for (id, object) in found where !object.objectID.isTemporaryID { map[id] = object.objectID }
+        return map
     }
 
     func remapped(_ value: PropertyValue, _ map: [ManagedObjectID: ManagedObjectID]) -> PropertyValue {

@@ -814,6 +814,9 @@ final class ContextCore {
             pending.remove(at: index)
         } else if let saved = group.saved {
             pending.append(PendingEffect(changes: group.inverse, source: group, kind: .undo(saved.sequence, saved.group)))
+        } else if group.pushed {
+            // Pushed into the parent by a child's save: the next save pushes the inverse.
+            pending.append(PendingEffect(changes: group.inverse, source: group, kind: .user))
         }
     }
 
@@ -866,7 +869,16 @@ final class ContextCore {
                 let known = registered(id).flatMap { $0.hasCommittedValues ? $0 : nil }
                 for (key, replaced) in reversed ? change.new : change.old {
                     guard let property = info.property(named: key), property.isRecorded else { continue }
-                    let expected = known.map { $0.committedValue(property) ?? property.emptyValue } ?? replaced
+                    var expected = replaced
+                    if let known {
+                        let committed = known.committedValue(property) ?? property.emptyValue
+                        // A committed value other than the one the group replaces is this
+                        // context's own later saved work only while a pending undo or redo
+                        // of it changes the property; otherwise it is another writer's
+                        // value, merged, refreshed or loaded since, and undoing would
+                        // overwrite it: the group's value is then what the store must hold.
+                        if same(committed, replaced) || pendingUndoOrRedo(changes: id, key) { expected = committed }
+                    }
                     guard let stored else {
                         throw ContextError.undoConflict(object: id.description, property: key, expected: expected.text, found: "a deleted object")
                     }
@@ -914,6 +926,19 @@ final class ContextCore {
                 try check(targets[next].position, nil, reader: reader)
                 next += 1
             }
+        }
+    }
+
+    /// Whether two stored values are the same (nil and an empty value alike).
+    private func same(_ a: PropertyValue, _ b: PropertyValue) -> Bool {
+        a == b || (a.isNil && b.isNil)
+    }
+
+    /// Whether a pending (unsaved) undo or redo of saved work changes `key` of `id`.
+    private func pendingUndoOrRedo(changes id: ManagedObjectID, _ key: String) -> Bool {
+        pending.contains { effect in
+            guard effect.kind != .user, let change = effect.changes.changes[id] else { return false }
+            return change.new[key] != nil || change.old[key] != nil || change.values[key] != nil
         }
     }
 

@@ -96,6 +96,16 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         }
     }
 
+    /// Forgets the cached committed value of `property` (a derived side another writer's
+    /// change made stale): the next read takes it from the store again.
+    func forgetCommittedValue(for property: PropertyInfo) {
+        if fastCommitted != nil {
+            fastCommitted?[property] = nil
+        } else if storedCommitted != nil {
+            storedCommitted?[property.name] = nil
+        }
+    }
+
     /// A fetched row waiting for the fault to fire (Core Data's row cache): firing uses it
     /// instead of reading the store. Held by slot (``fastRow``) when the fetch read it so.
     var row: [String: PropertyValue]? {

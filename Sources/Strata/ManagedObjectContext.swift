@@ -119,7 +119,7 @@ public actor ManagedObjectContext {
     /// Re-entrant: from code already on the queue it runs at once.
     public nonisolated func performAndWait<T: Sendable>(_ body: @Sendable (isolated ManagedObjectContext) throws -> T) rethrows -> T {
         if executor.isCurrent { return try assumeIsolated { try $0.runEvent(body) } }
-        return try executor.queue.sync { try self.assumeIsolated { try $0.runEvent(body) } }
+        return try executor.sync { try self.assumeIsolated { try $0.runEvent(body) } }
     }
 
     // MARK: - Properties

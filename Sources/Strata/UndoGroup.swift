@@ -47,6 +47,10 @@ final class UndoGroup {
     /// Read back from the log (persisted undo): it holds only recorded sides, so applying
     /// it maintains inverses in memory.
     var fromLog = false
+    /// A child context's group its save pushed into the parent (never "saved": no
+    /// sequence). Undoing it later must push the inverse too: for an object the group
+    /// inserted under a temporary ID nothing else would tell the parent to drop it.
+    var pushed = false
     /// Whether the group may name a temporary ID: false once a remap left none, until
     /// something is recorded again. Saves skip remapping groups that can't.
     @exclusivity(unchecked) var mayHoldTemporaryIDs = true
