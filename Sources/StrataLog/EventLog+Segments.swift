@@ -374,10 +374,26 @@ extension EventLog {
     /// puts the copy in place, so the file shrinks after compaction or deletes. Returns the
     /// data file's size before and after.
     ///
-    /// The store must not be open anywhere — in this process or another — while it runs.
+    /// The store must not be open anywhere — in this process or another — while it runs: a
+    /// handle still open would go on writing to the replaced file, and its commits would be
+    /// lost. Vacuum checks before copying and again before the copy replaces the file.
+    ///
+    /// - Throws: ``LogError/invalidOperation(_:)`` when an ``EventLog`` in this process or
+    ///   another process has the store open (nothing is changed then).
     public static func vacuum(path: String) throws -> (before: Int, after: Int) {
         let dataPath = (path as NSString).appendingPathComponent("data.mdb")
         guard FileManager.default.fileExists(atPath: dataPath) else { throw LogError.notAStore(path) }
+        func refuseIfOpen() throws {
+            if OpenStores.isOpenHere(path) {
+                throw LogError.invalidOperation(
+                    "vacuum: the store at \(path) is open in this process; close every EventLog on it first (nothing was changed)")
+            }
+            if let pid = OpenStores.otherProcess(holding: path) {
+                throw LogError.invalidOperation(
+                    "vacuum: the store at \(path) is open in process \(pid); close it there first (nothing was changed)")
+            }
+        }
+        try refuseIfOpen()
         let before = (try FileManager.default.attributesOfItem(atPath: dataPath)[.size] as? Int) ?? 0
         let scratch = (path as NSString).appendingPathComponent(".vacuum-\(UUID().uuidString)")
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
@@ -389,6 +405,7 @@ extension EventLog {
             try environment.copy(to: scratch, compacting: true)
         }
         let copied = (scratch as NSString).appendingPathComponent("data.mdb")
+        try refuseIfOpen()
         guard rename(copied, dataPath) == 0 else {
             throw LogError.invalidOperation("vacuum: cannot move the compacted copy into place (errno \(errno))")
         }
