@@ -229,12 +229,19 @@ extension EventLog {
         guard fileManager.fileExists(atPath: segmentDirectory) else { return }
         try environment.write { txn in
             var referenced: Set<String> = []
+            // A damaged entry no longer says which files it names: then no segment or
+            // dictionary file is deleted as an orphan (reads and `verify` report the entry).
+            var manifestIsWhole = true
             try txn.forEach(in: tables.segments) { key, value in
-                let descriptor = try value.withUnsafeBytes { raw in
-                    try SegmentDescriptor.decode(raw, context: "segment manifest entry")
+                do {
+                    let descriptor = try value.withUnsafeBytes { raw in
+                        try SegmentDescriptor.decode(raw, context: "segment manifest entry")
+                    }
+                    referenced.insert(descriptor.fileName)
+                    if let dictionary = descriptor.dictionaryFileName { referenced.insert(dictionary) }
+                } catch {
+                    manifestIsWhole = false
                 }
-                referenced.insert(descriptor.fileName)
-                if let dictionary = descriptor.dictionaryFileName { referenced.insert(dictionary) }
                 return .next
             }
             for name in (try? fileManager.contentsOfDirectory(atPath: segmentDirectory)) ?? [] {
@@ -250,7 +257,7 @@ extension EventLog {
                     // A Foundation atomic-write temporary, stranded by a kill (older builds
                     // created segment files that way; nothing writes them here now).
                     try? fileManager.removeItem(atPath: full)
-                } else if (name.hasSuffix(".zst") || name.hasSuffix(".dict")) && !referenced.contains(name) {
+                } else if manifestIsWhole && (name.hasSuffix(".zst") || name.hasSuffix(".dict")) && !referenced.contains(name) {
                     try? fileManager.removeItem(atPath: full)
                 }
             }
@@ -467,6 +474,27 @@ extension LogReader {
     /// The segments, oldest first.
     public func segments() throws -> [SegmentInfo] { try segmentDescriptors().map(\.info) }
 
+    /// The manifest entries that may hold events `lowest…highest`: each keyed at or below
+    /// `highest` whose successor's key is above `lowest`. Only these are decoded, so a
+    /// damaged entry fails the reads of its own events (naming it), not every read of the
+    /// other segments.
+    func segmentDescriptors(overlapping lowest: UInt64, _ highest: UInt64) throws -> [SegmentDescriptor] {
+        var entries: [(first: UInt64, value: [UInt8])] = []
+        try txn.forEach(in: tables.segments, range: KeyRange(lowerBound: nil, upperBound: highest == .max ? nil : bigEndianBytes(highest + 1))) { key, value in
+            let first = key.withUnsafeBytes { readBigEndian($0) } ?? 0
+            entries.append((first, value.withUnsafeBytes { Array($0) }))
+            return .next
+        }
+        var result: [SegmentDescriptor] = []
+        for (index, entry) in entries.enumerated() {
+            if index + 1 < entries.count && entries[index + 1].first <= lowest { continue }
+            result.append(try entry.value.withUnsafeBytes { raw in
+                try SegmentDescriptor.decode(raw, context: "manifest entry for the segment starting at \(entry.first)")
+            })
+        }
+        return result
+    }
+
     /// Calls `body` with each compacted event from `from` through `through`, decompressing
     /// only the frames that hold them. With `wanted`, only events whose bytes it accepts are
     /// decoded (the others are still counted for density).
@@ -475,7 +503,7 @@ extension LogReader {
         _ body: (TransactionEvent) throws -> IterationDecision
     ) throws {
         var expected = from
-        for segment in try segmentDescriptors() where segment.last >= from && segment.first <= through {
+        for segment in try segmentDescriptors(overlapping: from, through) where segment.last >= from && segment.first <= through {
             let reader = try SegmentReader(segment, directory: log.segmentDirectory, snapshot: txn.id)
             for (index, frame) in segment.frames.enumerated() where frame.last >= from && frame.first <= through {
                 for bytes in try reader.events(inFrame: index) {
@@ -518,7 +546,7 @@ extension LogReader {
         // The frames holding them, in reading order, each with the sequences it holds.
         var plan: [(segment: SegmentDescriptor, frame: Int, wanted: ArraySlice<UInt64>)] = []
         var rest = sequences
-        for segment in try segmentDescriptors() where segment.last >= lowest && segment.first <= highest {
+        for segment in try segmentDescriptors(overlapping: lowest, highest) where segment.last >= lowest && segment.first <= highest {
             if rest.isEmpty { break }
             for (index, frame) in segment.frames.enumerated() where frame.last >= lowest {
                 if rest.isEmpty { break }
