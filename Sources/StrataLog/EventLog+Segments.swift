@@ -75,8 +75,22 @@ extension EventLog {
             frame.removeAll(keepingCapacity: true)
             frameEvents = 0
         }
+        // The raw log must hold every event from…horizon, each under its own sequence: a
+        // gap or a misfiled event is damage to report, not to seal into a segment.
+        var expected = from
+        func checkDensity(_ sequence: UInt64, _ bytes: [UInt8]) throws {
+            guard sequence == expected else {
+                throw LogError.malformed(
+                    "event \(expected) is missing from the raw log (the next one there is \(sequence)); nothing was compacted")
+            }
+            guard let header = bytes.withUnsafeBytes({ EventCodec.header($0) }), header.sequence == sequence else {
+                throw LogError.malformed("the raw event stored under sequence \(sequence) has no readable header for it; nothing was compacted")
+            }
+            expected = sequence + 1
+        }
         do {
             try forEachRawEvent(from: from, through: horizon) { sequence, bytes in
+                try checkDensity(sequence, bytes)
                 if frameEvents == 0 { frameFirst = sequence }
                 frameLast = sequence
                 FrameContent.append(bytes, to: &frame)
@@ -85,6 +99,10 @@ extension EventLog {
                 if frameEvents >= perFrame || frame.count >= 4 << 20 { try flush() }
             }
             try flush()
+            if expected <= horizon {
+                throw LogError.malformed(
+                    "events \(expected)…\(horizon) are missing from the raw log (its head is \(horizon)); nothing was compacted")
+            }
             try handle.synchronize()
             try handle.close()
         } catch {
