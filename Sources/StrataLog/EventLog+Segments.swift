@@ -648,7 +648,11 @@ struct SegmentReader {
             else {
                 throw LogError.segment("the dictionary \(name) of \(descriptor.fileName) is missing")
             }
-            dictionary = try ZstdDictionary(bytes: Array(bytes))
+            do {
+                dictionary = try ZstdDictionary(bytes: Array(bytes))
+            } catch {
+                throw LogError.segment("the dictionary \(name) of \(descriptor.fileName) is damaged: \(error)")
+            }
         } else {
             dictionary = nil
         }
