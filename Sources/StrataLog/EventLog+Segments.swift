@@ -44,7 +44,10 @@ extension EventLog {
             dictionary = samples.count >= 64 ? try? ZstdDictionary.train(samples: samples, capacity: 64 << 10) : nil
         }
 
-        try FileManager.default.createDirectory(atPath: segmentDirectory, withIntermediateDirectories: true)
+        // A dry run writes nothing: no directory, no temporary file.
+        if !request.dryRun {
+            try FileManager.default.createDirectory(atPath: segmentDirectory, withIntermediateDirectories: true)
+        }
         let token = "\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString)"
         let temporaryPath = (segmentDirectory as NSString).appendingPathComponent(".tmp-\(token).zst")
         let temporaryDictionaryPath = (segmentDirectory as NSString).appendingPathComponent(".tmp-\(token).dict")
@@ -54,7 +57,7 @@ extension EventLog {
         }
 
         // Write the frames.
-        let handle = try createExclusively(temporaryPath)
+        let handle: FileHandle? = request.dryRun ? nil : try createExclusively(temporaryPath)
         var frames: [SegmentDescriptor.Frame] = []
         var rawTotal: UInt64 = 0
         var offset: UInt64 = 0
@@ -63,10 +66,28 @@ extension EventLog {
         var frameLast: UInt64 = 0
         var frameEvents = 0
         let perFrame = max(1, request.eventsPerFrame)
+        // A dry run estimates: it compresses a sample of at most 32 frames, evenly spread,
+        // and scales their ratio to the whole (as `CompactionReport.compressedBytes` says).
+        let sampleEvery = request.dryRun ? max(1, Int(min((horizon - from) / UInt64(perFrame) + 1, UInt64(Int.max)) / 32)) : 1
+        var frameIndex = 0
+        var frameBytesTotal: UInt64 = 0
+        var sampledRaw: UInt64 = 0
+        var sampledCompressed: UInt64 = 0
         func flush() throws {
             guard frameEvents > 0 else { return }
+            defer { frameIndex += 1 }
+            if request.dryRun {
+                frameBytesTotal += UInt64(frame.count)
+                if frameIndex % sampleEvery == 0 {
+                    sampledRaw += UInt64(frame.count)
+                    sampledCompressed += UInt64(try Zstd.compress(frame, level: request.level, dictionary: dictionary).count)
+                }
+                frame.removeAll(keepingCapacity: true)
+                frameEvents = 0
+                return
+            }
             let compressed = try Zstd.compress(frame, level: request.level, dictionary: dictionary)
-            if !request.dryRun { try handle.write(contentsOf: compressed) }
+            try handle?.write(contentsOf: compressed)
             frames.append(
                 SegmentDescriptor.Frame(
                     first: frameFirst, last: frameLast, offset: offset, compressedLength: UInt64(compressed.count),
@@ -103,10 +124,10 @@ extension EventLog {
                 throw LogError.malformed(
                     "events \(expected)…\(horizon) are missing from the raw log (its head is \(horizon)); nothing was compacted")
             }
-            try handle.synchronize()
-            try handle.close()
+            try handle?.synchronize()
+            try handle?.close()
         } catch {
-            try? handle.close()
+            try? handle?.close()
             throw error
         }
 
@@ -114,9 +135,10 @@ extension EventLog {
         let dictionaryName = dictionary.map { _ in SegmentDescriptor.fileName(first: from, last: horizon, suffix: "dict") }
         let segmentPath = (segmentDirectory as NSString).appendingPathComponent(fileName)
         if request.dryRun {
+            let estimate = sampledRaw == 0 ? 0 : Double(frameBytesTotal) * Double(sampledCompressed) / Double(sampledRaw)
             return CompactionReport(
                 moved: from...horizon, horizon: horizon, limitedBy: limit, rawBytes: Int(rawTotal),
-                compressedBytes: Int(offset), segmentFile: nil, dictionaryFile: nil, isDryRun: true)
+                compressedBytes: Int(estimate.rounded()), segmentFile: nil, dictionaryFile: nil, isDryRun: true)
         }
         if let dictionary {
             let dictionaryHandle = try createExclusively(temporaryDictionaryPath)
