@@ -519,20 +519,18 @@ extension LogReader {
     /// damaged entry fails the reads of its own events (naming it), not every read of the
     /// other segments.
     func segmentDescriptors(overlapping lowest: UInt64, _ highest: UInt64) throws -> [SegmentDescriptor] {
-        var entries: [(first: UInt64, value: [UInt8])] = []
-        try txn.forEach(in: tables.segments, range: KeyRange(lowerBound: nil, upperBound: highest == .max ? nil : bigEndianBytes(highest + 1))) { key, value in
-            let first = key.withUnsafeBytes { readBigEndian($0) } ?? 0
-            entries.append((first, value.withUnsafeBytes { Array($0) }))
-            return .next
-        }
+        // Newest first from `highest` down to the first entry keyed at or below `lowest`:
+        // reading one event decodes one entry, however long the manifest.
         var result: [SegmentDescriptor] = []
-        for (index, entry) in entries.enumerated() {
-            if index + 1 < entries.count && entries[index + 1].first <= lowest { continue }
-            result.append(try entry.value.withUnsafeBytes { raw in
-                try SegmentDescriptor.decode(raw, context: "manifest entry for the segment starting at \(entry.first)")
+        let range = KeyRange(lowerBound: nil, upperBound: highest == .max ? nil : bigEndianBytes(highest + 1))
+        try txn.forEach(in: tables.segments, range: range, reverse: true) { key, value in
+            let first = key.withUnsafeBytes { readBigEndian($0) } ?? 0
+            result.append(try value.withUnsafeBytes { raw in
+                try SegmentDescriptor.decode(raw, context: "manifest entry for the segment starting at \(first)")
             })
+            return first <= lowest ? .stop : .next
         }
-        return result
+        return result.reversed()
     }
 
     /// Calls `body` with each compacted event from `from` through `through`, decompressing
