@@ -642,3 +642,101 @@ extension CompactionReviewAsOfOrderTests {
         }
     }
 }
+
+@Suite("Compaction review: randomized interleaving")
+struct CompactionReviewRandomTests {
+    /// Commits, compactions (random horizons, frame sizes, dictionaries), purges and
+    /// checkpoints interleaved at random; after each step every kept event, as-of state and
+    /// object as-of is checked against images built from the events as committed, and the
+    /// store verifies clean. Rounds: `STRATA_COMPACTION_REVIEW_ROUNDS` (default 12); seed:
+    /// `STRATA_COMPACTION_REVIEW_SEED`.
+    @Test("commits, compactions and purges interleaved keep every kept event and as-of exact")
+    func interleaved() throws {
+        let rounds = Int(ProcessInfo.processInfo.environment["STRATA_COMPACTION_REVIEW_ROUNDS"] ?? "") ?? 12
+        let seed = UInt64(ProcessInfo.processInfo.environment["STRATA_COMPACTION_REVIEW_SEED"] ?? "") ?? 0xC0FFEE
+        var rng = SeededGenerator(seed: seed)
+        let dir = try TemporaryDirectory()
+        let log = try openLog(dir, model: try libraryModel()) {
+            $0.checkpointInterval = 5
+            $0.maximumCheckpoints = 4
+            $0.chunkSize = 120
+        }
+        var events: [TransactionEvent] = []  // every event ever committed, by sequence - 1
+        var live: [StoredObjectID] = []
+        var sponsors: [StoredObjectID] = []
+        var clubs: [StoredObjectID] = []
+        func commitSome(_ count: Int) throws {
+            for _ in 0..<count {
+                var draft = TransactionDraft(author: "r")
+                switch Int.random(in: 0..<6, using: &rng) {
+                case 0 where !clubs.isEmpty && !sponsors.isEmpty:
+                    let club = clubs.randomElement(using: &rng) ?? clubs[0]
+                    draft.changeMembers(of: .stored(club), "sponsors", adding: [.stored(sponsors.randomElement(using: &rng) ?? sponsors[0])])
+                case 1 where !live.isEmpty:
+                    let victim = live.remove(at: Int.random(in: 0..<live.count, using: &rng))
+                    draft.delete(.stored(victim))
+                case 2 where !live.isEmpty:
+                    draft.update(.stored(live.randomElement(using: &rng) ?? live[0]), values: ["colour": s(String(repeating: "x", count: Int.random(in: 0..<400, using: &rng)))])
+                case 3:
+                    let club = draft.insert("Club", values: ["name": s("c")])
+                    let sponsor = draft.insert("Sponsor", values: ["name": s("s")])
+                    let result = try log.commit(draft)
+                    clubs.append(try #require(result.permanentID(for: club)))
+                    sponsors.append(try #require(result.permanentID(for: sponsor)))
+                    continue
+                default:
+                    let badge = draft.insert("Badge", values: ["colour": s("b\(Int.random(in: 0..<9, using: &rng))")])
+                    let result = try log.commit(draft)
+                    live.append(try #require(result.permanentID(for: badge)))
+                    continue
+                }
+                try log.commit(draft)
+            }
+            let head = try log.head
+            try log.read { (reader: borrowing LogReader) throws in
+                try reader.forEachEvent(from: UInt64(events.count) + 1, through: head) { event in
+                    events.append(event)
+                    return .next
+                }
+            }
+        }
+        try commitSome(20)
+        for round in 0..<rounds {
+            let head = try log.head
+            switch Int.random(in: 0..<4, using: &rng) {
+            case 0, 1:
+                var request = CompactionRequest(before: UInt64.random(in: 0...(head + 1), using: &rng))
+                request.eventsPerFrame = Int.random(in: 1...6, using: &rng)
+                request.usesDictionary = Bool.random(using: &rng)
+                try log.compact(request)
+            case 2:
+                let purged = try log.read { try $0.purgedThrough }
+                if purged < head, Int.random(in: 0..<3, using: &rng) == 0 {
+                    try log.purge(through: UInt64.random(in: (purged + 1)...head, using: &rng), author: "random")
+                    let newHead = try log.head
+                    try log.read { (reader: borrowing LogReader) throws in events.append(try reader.event(newHead)) }
+                }
+            default:
+                try commitSome(Int.random(in: 1...15, using: &rng))
+            }
+            let images = forwardImages(events)
+            let head2 = try log.head
+            let purged = try log.read { try $0.purgedThrough }
+            try log.read { (reader: borrowing LogReader) throws in
+                for n in (purged + 1)...max(purged + 1, head2) where n <= head2 {
+                    #expect(try reader.event(n) == events[Int(n - 1)], "round \(round): event \(n)")
+                }
+                for n in purged...head2 {
+                    let image = images[Int(n)]
+                    #expect(try reader.state(asOf: n) == image, "round \(round): as of \(n)")
+                    for id in image.objects.keys.sorted().prefix(5) {
+                        #expect(try reader.object(id, asOf: n) == image.objects[id], "round \(round): \(id) as of \(n)")
+                    }
+                }
+            }
+            let report = try log.verify()
+            #expect(report.isClean, "round \(round): \(report.problems)")
+            if !report.isClean { return }
+        }
+    }
+}
