@@ -44,7 +44,10 @@ extension EventLog {
             dictionary = samples.count >= 64 ? try? ZstdDictionary.train(samples: samples, capacity: 64 << 10) : nil
         }
 
-        try FileManager.default.createDirectory(atPath: segmentDirectory, withIntermediateDirectories: true)
+        // A dry run writes nothing: no directory, no temporary file.
+        if !request.dryRun {
+            try FileManager.default.createDirectory(atPath: segmentDirectory, withIntermediateDirectories: true)
+        }
         let token = "\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString)"
         let temporaryPath = (segmentDirectory as NSString).appendingPathComponent(".tmp-\(token).zst")
         let temporaryDictionaryPath = (segmentDirectory as NSString).appendingPathComponent(".tmp-\(token).dict")
@@ -54,7 +57,7 @@ extension EventLog {
         }
 
         // Write the frames.
-        let handle = try createExclusively(temporaryPath)
+        let handle: FileHandle? = request.dryRun ? nil : try createExclusively(temporaryPath)
         var frames: [SegmentDescriptor.Frame] = []
         var rawTotal: UInt64 = 0
         var offset: UInt64 = 0
@@ -63,10 +66,28 @@ extension EventLog {
         var frameLast: UInt64 = 0
         var frameEvents = 0
         let perFrame = max(1, request.eventsPerFrame)
+        // A dry run estimates: it compresses a sample of at most 32 frames, evenly spread,
+        // and scales their ratio to the whole (as `CompactionReport.compressedBytes` says).
+        let sampleEvery = request.dryRun ? max(1, Int(min((horizon - from) / UInt64(perFrame) + 1, UInt64(Int.max)) / 32)) : 1
+        var frameIndex = 0
+        var frameBytesTotal: UInt64 = 0
+        var sampledRaw: UInt64 = 0
+        var sampledCompressed: UInt64 = 0
         func flush() throws {
             guard frameEvents > 0 else { return }
+            defer { frameIndex += 1 }
+            if request.dryRun {
+                frameBytesTotal += UInt64(frame.count)
+                if frameIndex % sampleEvery == 0 {
+                    sampledRaw += UInt64(frame.count)
+                    sampledCompressed += UInt64(try Zstd.compress(frame, level: request.level, dictionary: dictionary).count)
+                }
+                frame.removeAll(keepingCapacity: true)
+                frameEvents = 0
+                return
+            }
             let compressed = try Zstd.compress(frame, level: request.level, dictionary: dictionary)
-            if !request.dryRun { try handle.write(contentsOf: compressed) }
+            try handle?.write(contentsOf: compressed)
             frames.append(
                 SegmentDescriptor.Frame(
                     first: frameFirst, last: frameLast, offset: offset, compressedLength: UInt64(compressed.count),
@@ -75,8 +96,22 @@ extension EventLog {
             frame.removeAll(keepingCapacity: true)
             frameEvents = 0
         }
+        // The raw log must hold every event from…horizon, each under its own sequence: a
+        // gap or a misfiled event is damage to report, not to seal into a segment.
+        var expected = from
+        func checkDensity(_ sequence: UInt64, _ bytes: [UInt8]) throws {
+            guard sequence == expected else {
+                throw LogError.malformed(
+                    "event \(expected) is missing from the raw log (the next one there is \(sequence)); nothing was compacted")
+            }
+            guard let header = bytes.withUnsafeBytes({ EventCodec.header($0) }), header.sequence == sequence else {
+                throw LogError.malformed("the raw event stored under sequence \(sequence) has no readable header for it; nothing was compacted")
+            }
+            expected = sequence + 1
+        }
         do {
             try forEachRawEvent(from: from, through: horizon) { sequence, bytes in
+                try checkDensity(sequence, bytes)
                 if frameEvents == 0 { frameFirst = sequence }
                 frameLast = sequence
                 FrameContent.append(bytes, to: &frame)
@@ -85,10 +120,14 @@ extension EventLog {
                 if frameEvents >= perFrame || frame.count >= 4 << 20 { try flush() }
             }
             try flush()
-            try handle.synchronize()
-            try handle.close()
+            if expected <= horizon {
+                throw LogError.malformed(
+                    "events \(expected)…\(horizon) are missing from the raw log (its head is \(horizon)); nothing was compacted")
+            }
+            try handle?.synchronize()
+            try handle?.close()
         } catch {
-            try? handle.close()
+            try? handle?.close()
             throw error
         }
 
@@ -96,9 +135,10 @@ extension EventLog {
         let dictionaryName = dictionary.map { _ in SegmentDescriptor.fileName(first: from, last: horizon, suffix: "dict") }
         let segmentPath = (segmentDirectory as NSString).appendingPathComponent(fileName)
         if request.dryRun {
+            let estimate = sampledRaw == 0 ? 0 : Double(frameBytesTotal) * Double(sampledCompressed) / Double(sampledRaw)
             return CompactionReport(
                 moved: from...horizon, horizon: horizon, limitedBy: limit, rawBytes: Int(rawTotal),
-                compressedBytes: Int(offset), segmentFile: nil, dictionaryFile: nil, isDryRun: true)
+                compressedBytes: Int(estimate.rounded()), segmentFile: nil, dictionaryFile: nil, isDryRun: true)
         }
         if let dictionary {
             let dictionaryHandle = try createExclusively(temporaryDictionaryPath)
@@ -229,12 +269,19 @@ extension EventLog {
         guard fileManager.fileExists(atPath: segmentDirectory) else { return }
         try environment.write { txn in
             var referenced: Set<String> = []
+            // A damaged entry no longer says which files it names: then no segment or
+            // dictionary file is deleted as an orphan (reads and `verify` report the entry).
+            var manifestIsWhole = true
             try txn.forEach(in: tables.segments) { key, value in
-                let descriptor = try value.withUnsafeBytes { raw in
-                    try SegmentDescriptor.decode(raw, context: "segment manifest entry")
+                do {
+                    let descriptor = try value.withUnsafeBytes { raw in
+                        try SegmentDescriptor.decode(raw, context: "segment manifest entry")
+                    }
+                    referenced.insert(descriptor.fileName)
+                    if let dictionary = descriptor.dictionaryFileName { referenced.insert(dictionary) }
+                } catch {
+                    manifestIsWhole = false
                 }
-                referenced.insert(descriptor.fileName)
-                if let dictionary = descriptor.dictionaryFileName { referenced.insert(dictionary) }
                 return .next
             }
             for name in (try? fileManager.contentsOfDirectory(atPath: segmentDirectory)) ?? [] {
@@ -250,7 +297,7 @@ extension EventLog {
                     // A Foundation atomic-write temporary, stranded by a kill (older builds
                     // created segment files that way; nothing writes them here now).
                     try? fileManager.removeItem(atPath: full)
-                } else if (name.hasSuffix(".zst") || name.hasSuffix(".dict")) && !referenced.contains(name) {
+                } else if manifestIsWhole && (name.hasSuffix(".zst") || name.hasSuffix(".dict")) && !referenced.contains(name) {
                     try? fileManager.removeItem(atPath: full)
                 }
             }
@@ -374,10 +421,26 @@ extension EventLog {
     /// puts the copy in place, so the file shrinks after compaction or deletes. Returns the
     /// data file's size before and after.
     ///
-    /// The store must not be open anywhere — in this process or another — while it runs.
+    /// The store must not be open anywhere — in this process or another — while it runs: a
+    /// handle still open would go on writing to the replaced file, and its commits would be
+    /// lost. Vacuum checks before copying and again before the copy replaces the file.
+    ///
+    /// - Throws: ``LogError/invalidOperation(_:)`` when an ``EventLog`` in this process or
+    ///   another process has the store open (nothing is changed then).
     public static func vacuum(path: String) throws -> (before: Int, after: Int) {
         let dataPath = (path as NSString).appendingPathComponent("data.mdb")
         guard FileManager.default.fileExists(atPath: dataPath) else { throw LogError.notAStore(path) }
+        func refuseIfOpen() throws {
+            if OpenStores.isOpenHere(path) {
+                throw LogError.invalidOperation(
+                    "vacuum: the store at \(path) is open in this process; close every EventLog on it first (nothing was changed)")
+            }
+            if let pid = OpenStores.otherProcess(holding: path) {
+                throw LogError.invalidOperation(
+                    "vacuum: the store at \(path) is open in process \(pid); close it there first (nothing was changed)")
+            }
+        }
+        try refuseIfOpen()
         let before = (try FileManager.default.attributesOfItem(atPath: dataPath)[.size] as? Int) ?? 0
         let scratch = (path as NSString).appendingPathComponent(".vacuum-\(UUID().uuidString)")
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
@@ -389,6 +452,7 @@ extension EventLog {
             try environment.copy(to: scratch, compacting: true)
         }
         let copied = (scratch as NSString).appendingPathComponent("data.mdb")
+        try refuseIfOpen()
         guard rename(copied, dataPath) == 0 else {
             throw LogError.invalidOperation("vacuum: cannot move the compacted copy into place (errno \(errno))")
         }
@@ -450,6 +514,25 @@ extension LogReader {
     /// The segments, oldest first.
     public func segments() throws -> [SegmentInfo] { try segmentDescriptors().map(\.info) }
 
+    /// The manifest entries that may hold events `lowest…highest`: each keyed at or below
+    /// `highest` whose successor's key is above `lowest`. Only these are decoded, so a
+    /// damaged entry fails the reads of its own events (naming it), not every read of the
+    /// other segments.
+    func segmentDescriptors(overlapping lowest: UInt64, _ highest: UInt64) throws -> [SegmentDescriptor] {
+        // Newest first from `highest` down to the first entry keyed at or below `lowest`:
+        // reading one event decodes one entry, however long the manifest.
+        var result: [SegmentDescriptor] = []
+        let range = KeyRange(lowerBound: nil, upperBound: highest == .max ? nil : bigEndianBytes(highest + 1))
+        try txn.forEach(in: tables.segments, range: range, reverse: true) { key, value in
+            let first = key.withUnsafeBytes { readBigEndian($0) } ?? 0
+            result.append(try value.withUnsafeBytes { raw in
+                try SegmentDescriptor.decode(raw, context: "manifest entry for the segment starting at \(first)")
+            })
+            return first <= lowest ? .stop : .next
+        }
+        return result.reversed()
+    }
+
     /// Calls `body` with each compacted event from `from` through `through`, decompressing
     /// only the frames that hold them. With `wanted`, only events whose bytes it accepts are
     /// decoded (the others are still counted for density).
@@ -458,7 +541,7 @@ extension LogReader {
         _ body: (TransactionEvent) throws -> IterationDecision
     ) throws {
         var expected = from
-        for segment in try segmentDescriptors() where segment.last >= from && segment.first <= through {
+        for segment in try segmentDescriptors(overlapping: from, through) where segment.last >= from && segment.first <= through {
             let reader = try SegmentReader(segment, directory: log.segmentDirectory, snapshot: txn.id)
             for (index, frame) in segment.frames.enumerated() where frame.last >= from && frame.first <= through {
                 for bytes in try reader.events(inFrame: index) {
@@ -501,7 +584,7 @@ extension LogReader {
         // The frames holding them, in reading order, each with the sequences it holds.
         var plan: [(segment: SegmentDescriptor, frame: Int, wanted: ArraySlice<UInt64>)] = []
         var rest = sequences
-        for segment in try segmentDescriptors() where segment.last >= lowest && segment.first <= highest {
+        for segment in try segmentDescriptors(overlapping: lowest, highest) where segment.last >= lowest && segment.first <= highest {
             if rest.isEmpty { break }
             for (index, frame) in segment.frames.enumerated() where frame.last >= lowest {
                 if rest.isEmpty { break }
@@ -585,7 +668,11 @@ struct SegmentReader {
             else {
                 throw LogError.segment("the dictionary \(name) of \(descriptor.fileName) is missing")
             }
-            dictionary = try ZstdDictionary(bytes: Array(bytes))
+            do {
+                dictionary = try ZstdDictionary(bytes: Array(bytes))
+            } catch {
+                throw LogError.segment("the dictionary \(name) of \(descriptor.fileName) is damaged: \(error)")
+            }
         } else {
             dictionary = nil
         }

@@ -81,6 +81,27 @@ extension EventLog {
             }
         }
         var expected: UInt64 = purged + 1
+        // Every checkpoint after the base is a projection of the log too: as-of reads start
+        // from them. Each is compared with the replayed state when the replay reaches it.
+        var checkpointsToCheck = try reader.checkpoints().filter { $0 > purged && $0 <= head }[...]
+        func take(_ event: TransactionEvent) throws {
+            batch.append(event)
+            while let checkpoint = checkpointsToCheck.first, checkpoint < event.sequence {
+                // The log has no event at that sequence (reported as a gap): nothing to compare at.
+                checkpointsToCheck.removeFirst()
+            }
+            if let checkpoint = checkpointsToCheck.first, checkpoint == event.sequence {
+                checkpointsToCheck.removeFirst()
+                replay(batch)
+                batch.removeAll()
+                try compareCheckpoint(checkpoint, reader: reader, scratch: scratch, writer: writer) { kind, location, message in
+                    problem(kind, location, message)
+                }
+            } else if batch.count >= 512 {
+                replay(batch)
+                batch.removeAll()
+            }
+        }
 
         for descriptor in descriptors {
             segmentsChecked += 1
@@ -122,11 +143,7 @@ extension EventLog {
                             problem(.sequence, "\(location) frame \(index)", "holds event \(event.sequence) where \(expected) was expected")
                         }
                         expected = event.sequence + 1
-                        batch.append(event)
-                        if batch.count >= 512 {
-                            replay(batch)
-                            batch.removeAll()
-                        }
+                        try take(event)
                     } catch {
                         problem(.event, "\(location) frame \(index)", "\(error)")
                     }
@@ -151,11 +168,7 @@ extension EventLog {
                     problem(.sequence, "event \(sequence)", "follows \(expected - 1): events \(expected)…\(sequence - 1) are missing")
                 }
                 expected = sequence + 1
-                batch.append(event)
-                if batch.count >= 512 {
-                    replay(batch)
-                    batch.removeAll()
-                }
+                try take(event)
             } catch {
                 problem(.event, "event \(sequence)", "\(error)")
                 expected = sequence + 1
@@ -191,6 +204,57 @@ extension EventLog {
         return VerificationReport(
             problems: problems, eventsChecked: eventsChecked, segmentsChecked: segmentsChecked,
             objectsRebuilt: objectsRebuilt)
+    }
+
+    /// Reports how the checkpoint at `sequence` differs from the replayed state at that
+    /// point: records byte for byte, membership rows, and the counters if it holds them.
+    private func compareCheckpoint(
+        _ sequence: UInt64, reader: borrowing LogReader, scratch: LMDBEnvironment, writer: TableWriter,
+        report: (VerificationProblem.Kind, String, String) -> Void
+    ) throws {
+        guard let stored = try reader.checkpointRows(sequence) else { return }
+        let replayed = try scratch.read { txn in try writer.currentRows(txn) }
+        let location = "checkpoint \(sequence)"
+        func object(_ key: [UInt8]) -> String {
+            guard let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) else { return "an object key of \(key.count) bytes" }
+            return (try? writer.id(objectKey).description) ?? "entity \(objectKey.entity) p\(objectKey.primaryKey)"
+        }
+        var differences = 0
+        func differ(_ what: String, _ message: String) {
+            differences += 1
+            if differences <= 20 { report(.projection, "\(location) \(what)", message) }
+        }
+        let replayedRecords = Dictionary(replayed.records, uniquingKeysWith: { first, _ in first })
+        let storedRecords = Dictionary(stored.records, uniquingKeysWith: { first, _ in first })
+        for (key, value) in stored.records.sorted(by: { $0.0.lexicographicallyPrecedes($1.0) }) {
+            guard let twin = replayedRecords[key] else {
+                differ(object(key), "is in the checkpoint but not in the log's replay as of \(sequence)")
+                continue
+            }
+            if twin != value {
+                differ(object(key), valueDifference("state", (key, value), (key, twin), writer))
+            }
+        }
+        for (key, _) in replayed.records.sorted(by: { $0.0.lexicographicallyPrecedes($1.0) }) where storedRecords[key] == nil {
+            differ(object(key), "is missing from the checkpoint (the log's replay as of \(sequence) has it)")
+        }
+        let storedMembers = Set(stored.members)
+        let replayedMembers = Set(replayed.members)
+        for key in storedMembers.symmetricDifference(replayedMembers).sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            let side = storedMembers.contains(key) ? "is in the checkpoint but not in the log's replay" : "is missing from the checkpoint"
+            differ(describe("members", key, writer), side)
+        }
+        if stored.hasCounters {
+            let storedCounters = Dictionary(stored.counters, uniquingKeysWith: { first, _ in first })
+            let replayedCounters = Dictionary(replayed.counters, uniquingKeysWith: { first, _ in first })
+            for key in Set(storedCounters.keys).union(replayedCounters.keys).sorted(by: { $0.lexicographicallyPrecedes($1) })
+            where storedCounters[key] != replayedCounters[key] {
+                let a = storedCounters[key].flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
+                let b = replayedCounters[key].flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
+                differ(describe("counters", key, writer), "checkpoint \(a), the log's replay says \(b)")
+            }
+        }
+        if differences > 20 { report(.projection, location, "\(differences - 20) more differences") }
     }
 
     /// Reports every entry that differs between a live table's rows and its rebuilt twin.

@@ -67,6 +67,8 @@ public final class EventLog: Sendable {
     let segmentDirectory: String
     /// The commits' entity codings, made once for the log's schema.
     let entityShapes = EntityShapes()
+    /// Counts the store as open in this process while this handle lives (vacuum checks).
+    let openToken: OpenStores.Token
 
     // MARK: - Opening
 
@@ -128,6 +130,7 @@ public final class EventLog: Sendable {
         self.environment = environment
         self.tables = tables
         self.catalog = catalog
+        openToken = OpenStores.register(path)
 
         if configuration.isReadOnly {
             let (uuid, format) = try environment.read { txn in

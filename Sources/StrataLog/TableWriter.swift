@@ -621,6 +621,14 @@ struct TableWriter: CodecCatalog {
     /// Applies a decoded event (replay). With `checkBeforeImages`, every before-image in the
     /// event must match the state it is applied to; a mismatch is reported, not applied.
     func apply(_ txn: borrowing LMDBTransaction, _ event: TransactionEvent, checkBeforeImages: Bool) throws {
+        // The commit wrote its records with the model version it ran with (the event's):
+        // replay does the same, so a store whose model changed rebuilds byte for byte.
+        if event.modelVersion != modelVersion {
+            let writer = TableWriter(
+                tables: tables, catalog: catalog, schema: try catalog.schema(forModelVersion: event.modelVersion),
+                modelVersion: event.modelVersion)
+            return try writer.apply(txn, event, checkBeforeImages: checkBeforeImages)
+        }
         if case .reservation(let entity, let range) = event.kind {
             let code = try entityCode(entity)
             let counter = try txn.value(forKey: Self.counterKey(code), in: tables.counters)
