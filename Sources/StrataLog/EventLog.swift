@@ -179,10 +179,14 @@ public final class EventLog: Sendable {
                 let hash = Array(model.versionHash)
                 let version: Int
                 if let stored = try txn.value(forKey: MetaKey.modelHash(hash), in: tables.meta),
-                    let number = stored.withUnsafeBytes({ readBigEndian($0, count: 4) })
+                    let number = stored.withUnsafeBytes({ readBigEndian($0, count: 4) }),
+                    Self.sameIndexes(registered.modelJSON[Int(number)], schema)
                 {
                     version = Int(number)
                 } else {
+                    // A new model, or one whose version hash is stored but whose indexes or
+                    // uniqueness constraints differ (the hash leaves them out, as Core Data's
+                    // does): a new version, so replay knows which indexes each event maintained.
                     version = (registered.modelJSON.keys.max() ?? 0) + 1
                     try txn.put(Array(model.jsonData(prettyPrinted: false)), forKey: bigEndianBytes(UInt32(version)), in: tables.models)
                     try txn.put(bigEndianBytes(UInt32(version)), forKey: MetaKey.modelHash(hash), in: tables.meta)
@@ -196,10 +200,18 @@ public final class EventLog: Sendable {
             self.schema = schema
             modelVersion = version
             try repairSegments()
+            try migrateIndexesIfNeeded()
         }
     }
 
     deinit { storeMonitor.shutdown() }
+
+    /// Whether the stored model file `json` defines the indexes and uniqueness constraints
+    /// `schema` does (false when it doesn't load: it is stored again as a new version).
+    private static func sameIndexes(_ json: Data?, _ schema: ModelSchema) -> Bool {
+        guard let json, let stored = try? ManagedObjectModel(jsonData: json) else { return false }
+        return Set(ModelSchema(model: stored).indexes) == Set(schema.indexes)
+    }
 
     private static func checkFormat(_ bytes: [UInt8]?, path: String) throws {
         guard let bytes, bytes.count == 4 else { throw LogError.notAStore("\(path) (no format version)") }

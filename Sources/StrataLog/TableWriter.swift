@@ -629,6 +629,8 @@ struct TableWriter: CodecCatalog {
                 modelVersion: event.modelVersion)
             return try writer.apply(txn, event, checkBeforeImages: checkBeforeImages)
         }
+        // A migration rebuilds the indexes of its model version, as it did at its commit.
+        if case .migration = event.kind { try rebuildIndexes(txn) }
         if case .reservation(let entity, let range) = event.kind {
             let code = try entityCode(entity)
             let counter = try txn.value(forKey: Self.counterKey(code), in: tables.counters)

@@ -1,0 +1,128 @@
+import Foundation
+import StrataStorage
+
+// MARK: - Index migration (spec 0004 §6.4)
+
+extension EventLog {
+    /// At a writable open: when the opening model version defines an index (or a uniqueness
+    /// constraint) the head transaction's version doesn't, every index of the opening
+    /// version is rebuilt from the state table and a `migration` transaction records it.
+    /// Objects written before an index existed have no entries in it otherwise, and a fetch
+    /// planned on the index would miss them.
+    ///
+    /// - Throws: ``LogError/uniquenessViolation(entity:properties:value:objects:)`` when a
+    ///   uniqueness constraint the version adds is already broken by stored objects; nothing
+    ///   is written then, and the store opens with its earlier model.
+    func migrateIndexesIfNeeded() throws {
+        guard !schema.indexes.isEmpty else { return }
+        let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion, shapes: entityShapes)
+        // The head transaction's model version is read first (it may be in a segment); the
+        // write then goes ahead only if the head is still that transaction.
+        for _ in 0..<8 {
+            // Bookkeeping or a head event that can't be read is damage for verify to report,
+            // not a reason to refuse the open: the migration waits until they read.
+            let found = try? read { reader -> (UInt64, Int)? in
+                let head = try reader.head
+                guard head > 0, head > (try reader.purgedThrough) else { return nil }
+                return (head, try reader.event(head).modelVersion)
+            }
+            guard let (head, previous) = found ?? nil, previous != modelVersion else { return }
+            let added = Set(schema.indexes).subtracting(Set(try catalog.schema(forModelVersion: previous).indexes))
+            guard !added.isEmpty else { return }
+            let timestamp = EventCodec.date(microseconds: EventCodec.microsecondsNow())
+            let sequence = try environment.write { txn -> UInt64? in
+                guard try nextSequence(txn) - 1 == head else { return nil }
+                try writer.rebuildIndexes(txn)
+                let event = TransactionEvent(
+                    sequence: head + 1, timestamp: timestamp, author: nil, contextName: nil,
+                    processID: ProcessInfo.processInfo.processIdentifier, kind: .migration, modelVersion: modelVersion, groups: [])
+                try writeEventChunks(txn, sequence: head + 1, bytes: try EventCodec.encode(event, catalog: writer))
+                try txn.put(bigEndianBytes(head + 1), forKey: MetaKey.head, in: tables.meta)
+                return head + 1
+            }
+            if let sequence {
+                storeMonitor.publish(sequence)
+                return
+            }
+        }
+        throw LogError.invalidOperation("the store at \(path) kept changing while its indexes were being migrated; open it again")
+    }
+}
+
+extension TableWriter {
+    /// Rebuilds every index of the schema from the state table (a `migration` transaction,
+    /// at commit and in replay): each index's entries are cleared, then every live object of
+    /// its entity and sub-entities gets its key. Two objects with equal values in a unique
+    /// index (none of them nil) refuse it with ``LogError/uniquenessViolation(entity:properties:value:objects:)``.
+    func rebuildIndexes(_ txn: borrowing LMDBTransaction) throws {
+        for index in schema.indexes {
+            var prefix: [UInt8] = []
+            Self.appendIndexCode(try indexCode(index.name), to: &prefix)
+            var stale: [[UInt8]] = []
+            try txn.forEach(in: tables.index, range: .prefix(prefix)) { key, _ in
+                stale.append(key.withUnsafeBytes { Array($0) })
+                return .next
+            }
+            for key in stale { try txn.delete(key: key, in: tables.index) }
+
+            // Each live object's key, and whether it may clash (no nil value in it).
+            var entries: [(key: [UInt8], complete: Bool, checked: Bool)] = []
+            for name in schema.entities[index.entity]?.selfAndSubentities ?? [] {
+                guard let entity = schema.entities[name] else { continue }
+                let code = try entityCode(name)
+                var records: [(ObjectKey, [UInt8])] = []
+                try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, value in
+                    guard let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) else { return .next }
+                    records.append((objectKey, value.withUnsafeBytes { Array($0) }))
+                    return .next
+                }
+                for (objectKey, bytes) in records {
+                    let record = try bytes.withUnsafeBytes { raw throws(LogError) in
+                        try decodeRecord(raw, entityName: name, context: "state \(name)/p\(objectKey.primaryKey)")
+                    }
+                    let hasNil = index.properties.contains { (record.values[$0] ?? .null) == .null }
+                    for (definition, key, complete) in try indexKeys(objectKey, values: record.values, entity: entity) where definition.name == index.name {
+                        entries.append((key, complete, index.isUnique && !hasNil))
+                    }
+                }
+            }
+            entries.sort { $0.key.lexicographicallyPrecedes($1.key) }
+            if index.isUnique { try checkRebuiltUniqueness(txn, index, entries) }
+            for entry in entries { try txn.put(Self.empty, forKey: entry.key, in: tables.index) }
+        }
+    }
+
+    /// Refuses sorted entries of a unique index in which two objects hold equal values.
+    private func checkRebuiltUniqueness(
+        _ txn: borrowing LMDBTransaction, _ index: ModelSchema.IndexDefinition, _ entries: [(key: [UInt8], complete: Bool, checked: Bool)]
+    ) throws {
+        var start = 0
+        while start < entries.count {
+            // A run of keys with the same values (the key without its object key).
+            let values = entries[start].key.dropLast(ObjectKey.byteCount)
+            var end = start + 1
+            while end < entries.count, entries[end].key.dropLast(ObjectKey.byteCount) == values { end += 1 }
+            let run = entries[start..<end].filter(\.checked)
+            if run.count > 1 {
+                var objects: [(StoredObjectID, Record)] = []
+                for entry in run {
+                    guard let key = entry.key.withUnsafeBytes({ ObjectKey($0, at: $0.count - ObjectKey.byteCount) }) else { continue }
+                    let id = try self.id(key)
+                    guard let record = try readRecord(txn, key, entityName: id.entity) else { continue }
+                    objects.append((id, record))
+                }
+                // Cut keys can be equal for different values: compare the values in full.
+                for (position, (id, record)) in objects.enumerated() {
+                    let same = objects[(position + 1)...].filter { other in
+                        index.properties.allSatisfy { record.values[$0] == other.1.values[$0] }
+                    }
+                    guard !same.isEmpty else { continue }
+                    let value = index.properties.map { (record.values[$0] ?? .null).description }.joined(separator: ", ")
+                    throw LogError.uniquenessViolation(
+                        entity: index.entity, properties: index.properties, value: value, objects: ([id] + same.map(\.0)).map(\.description))
+                }
+            }
+            start = end
+        }
+    }
+}
