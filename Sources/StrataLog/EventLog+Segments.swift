@@ -172,29 +172,52 @@ extension EventLog {
         }
     }
 
-    /// Calls `body` with each raw (uncompacted) event's bytes, chunks joined.
+    /// Calls `body` with each raw (uncompacted) event's bytes, chunks joined, from `from`
+    /// through `through`, which must all be there.
+    ///
+    /// - Throws: ``LogError/malformed(_:)`` for an event missing from the range, or one whose
+    ///   rows in the events table are damaged (a chunk missing, a key of the wrong length).
     func forEachRawEvent(from: UInt64, through: UInt64, _ body: (UInt64, [UInt8]) throws -> Void) throws {
-        try environment.read { txn in try forEachRawEvent(in: txn, from: from, through: through, body) }
+        try environment.read { txn in
+            var expected = from
+            try forEachRawEvent(in: txn, from: from, through: through) { sequence, bytes, damage in
+                guard sequence == expected else {
+                    throw LogError.malformed(
+                        sequence > expected
+                            ? "event \(expected) is missing from the log (the raw events go on at \(sequence))"
+                            : "the events table holds a row under sequence \(sequence) where event \(expected) was expected")
+                }
+                expected = sequence &+ 1
+                if let damage { throw EventChunks.error(sequence, damage) }
+                try body(sequence, bytes)
+            }
+            if expected <= through {
+                throw LogError.malformed(
+                    expected == through ? "event \(through) is missing from the log" : "events \(expected)…\(through) are missing from the log")
+            }
+        }
     }
 
-    /// Like ``forEachRawEvent(from:through:_:)``, in the snapshot `txn` reads.
+    /// Calls `body` with each raw event's sequence and bytes, chunks joined, and what is
+    /// wrong with its rows in the events table (nil: nothing; see ``EventChunks``), in the
+    /// snapshot `txn` reads. Sequences missing from the range are not reported.
     func forEachRawEvent(
-        in txn: borrowing LMDBTransaction, from: UInt64, through: UInt64, _ body: (UInt64, [UInt8]) throws -> Void
+        in txn: borrowing LMDBTransaction, from: UInt64, through: UInt64, _ body: (UInt64, [UInt8], String?) throws -> Void
     ) throws {
-        var pending: [UInt8] = []
-        var pendingSequence: UInt64 = 0
+        var chunks = EventChunks()
         let range = KeyRange(lowerBound: bigEndianBytes(from), upperBound: through == .max ? nil : bigEndianBytes(through + 1))
         try txn.forEach(in: tables.events, range: range) { key, value in
-            let sequence = key.withUnsafeBytes { readBigEndian($0) } ?? 0
-            if sequence != pendingSequence && !pending.isEmpty {
-                try body(pendingSequence, pending)
-                pending.removeAll(keepingCapacity: true)
+            if key.withUnsafeBytes({ chunks.startsAnotherEvent($0) }) {
+                let (sequence, bytes, damage) = chunks.take()
+                try body(sequence, bytes, damage)
             }
-            pendingSequence = sequence
-            value.withUnsafeBytes { pending.append(contentsOf: $0) }
+            key.withUnsafeBytes { key in value.withUnsafeBytes { chunks.add(key: key, value: $0) } }
             return .next
         }
-        if !pending.isEmpty { try body(pendingSequence, pending) }
+        if !chunks.isEmpty {
+            let (sequence, bytes, damage) = chunks.take()
+            try body(sequence, bytes, damage)
+        }
     }
 
     func number(_ key: [UInt8], _ txn: borrowing LMDBTransaction) throws -> UInt64 {

@@ -138,7 +138,15 @@ extension EventLog {
             expected = compactedThrough + 1
         }
 
-        try forEachRawEvent(in: reader.txn, from: compactedThrough + 1, through: .max) { sequence, bytes in
+        try forEachRawEvent(in: reader.txn, from: compactedThrough + 1, through: .max) { sequence, bytes, damage in
+            if let damage {
+                problem(.event, "event \(sequence)", damage)
+                if sequence != expected {
+                    problem(.sequence, "event \(sequence)", "follows \(expected - 1): events \(expected)…\(sequence &- 1) are missing")
+                }
+                expected = sequence &+ 1
+                return
+            }
             do {
                 let event = try bytes.withUnsafeBytes { raw in
                     try EventCodec.decode(raw, catalog: catalog, context: "event \(sequence)")

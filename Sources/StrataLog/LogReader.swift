@@ -543,29 +543,40 @@ public struct LogReader: ~Copyable {
             next = compacted + 1
         }
         guard next <= last else { return }
-        var pending: [UInt8] = []
-        var pendingSequence: UInt64 = 0
+        // Events are dense: a sequence missing from the raw log is an error, not skipped
+        // (a walk that skipped it would build a state, a replay or a log without it).
+        let end = min(last, try head)
+        var chunks = EventChunks()
+        var expected = next
         var stopped = false
         func deliver() throws -> IterationDecision {
-            defer { pending.removeAll(keepingCapacity: true) }
-            if filter != nil, !pending.withUnsafeBytes({ wanted($0) }) { return .next }
-            return try body(try decode(pending, sequence: pendingSequence))
+            let (sequence, bytes, damage) = chunks.take()
+            guard sequence == expected else {
+                throw LogError.malformed(
+                    sequence > expected
+                        ? "event \(expected) is missing from the log (the raw events go on at \(sequence))"
+                        : "the events table holds a row under sequence \(sequence) where event \(expected) was expected")
+            }
+            expected = sequence &+ 1
+            if let damage { throw EventChunks.error(sequence, damage) }
+            if filter != nil, !bytes.withUnsafeBytes({ wanted($0) }) { return .next }
+            return try body(try decode(bytes, sequence: sequence))
         }
         let range = KeyRange(lowerBound: bigEndianBytes(next), upperBound: last == .max ? nil : bigEndianBytes(last + 1))
         try txn.forEach(in: tables.events, range: range) { key, value in
-            let sequence = key.withUnsafeBytes { readBigEndian($0) } ?? 0
-            if sequence != pendingSequence && !pending.isEmpty {
-                if try deliver() == .stop {
-                    stopped = true
-                    return .stop
-                }
+            let another = key.withUnsafeBytes { chunks.startsAnotherEvent($0) }
+            if another, try deliver() == .stop {
+                stopped = true
+                return .stop
             }
-            pendingSequence = sequence
-            value.withUnsafeBytes { pending.append(contentsOf: $0) }
+            key.withUnsafeBytes { key in value.withUnsafeBytes { chunks.add(key: key, value: $0) } }
             return .next
         }
-        if !stopped && !pending.isEmpty {
-            _ = try deliver()
+        if stopped { return }
+        if !chunks.isEmpty, try deliver() == .stop { return }
+        if expected <= end {
+            throw LogError.malformed(
+                expected == end ? "event \(end) is missing from the log" : "events \(expected)…\(end) are missing from the log")
         }
     }
 
