@@ -149,24 +149,42 @@ extension LogReader {
     }
 
     /// The state stored in the checkpoint at `sequence`.
+    ///
+    /// - Throws: ``LogError/malformed(_:)`` naming the checkpoint for a row that doesn't
+    ///   decode, or a header whose object count isn't the number of records stored (a row
+    ///   lost or added): a state read from it would be wrong without a word.
     func checkpointState(_ sequence: UInt64) throws -> StateImage {
         var image = StateImage()
         var unordered: [(StoredObjectID, String, StoredObjectID)] = []
+        var records: UInt64 = 0
+        func hex(_ key: RawSpan) -> String { key.withUnsafeBytes { $0.map { String(format: "%02x", $0) }.joined() } }
         try txn.forEach(in: tables.checkpoints, range: .prefix(bigEndianBytes(sequence) + [CheckpointTag.record])) { key, value in
-            guard let objectKey = key.withUnsafeBytes({ ObjectKey($0, at: 9) }) else { return .next }
+            guard key.byteCount == 9 + ObjectKey.byteCount, let objectKey = key.withUnsafeBytes({ ObjectKey($0, at: 9) }) else {
+                throw LogError.malformed("checkpoint \(sequence): a record row's key (\(hex(key))) is \(key.byteCount) bytes, not 19")
+            }
             let id = try writer.id(objectKey)
             let record = try value.withUnsafeBytes { raw in
                 try writer.decodeRecord(raw, entityName: id.entity, context: "checkpoint \(sequence) record \(id)")
             }
             image.objects[id] = record.values
+            records += 1
             return .next
         }
+        if let header = try txn.value(forKey: bigEndianBytes(sequence), in: tables.checkpoints) {
+            let count = header.count >= 8 ? header.withUnsafeBytes { readBigEndian($0) } : nil
+            guard count == records else {
+                throw LogError.malformed(
+                    "checkpoint \(sequence) holds \(records) records, but its header (\(header.map { String(format: "%02x", $0) }.joined())) says \(count.map { "\($0)" } ?? "nothing readable"): the checkpoint is damaged")
+            }
+        }
         try txn.forEach(in: tables.checkpoints, range: .prefix(bigEndianBytes(sequence) + [CheckpointTag.member])) { key, _ in
-            guard let source = key.withUnsafeBytes({ ObjectKey($0, at: 9) }),
+            guard key.byteCount == 9 + 22, let source = key.withUnsafeBytes({ ObjectKey($0, at: 9) }),
                 let relationship = key.withUnsafeBytes({ readBigEndian($0, at: 19, count: 2) }),
-                let target = key.withUnsafeBytes({ ObjectKey($0, at: 21) }),
-                let qualified = log.catalog.relationshipName(UInt16(relationship))
-            else { return .next }
+                let target = key.withUnsafeBytes({ ObjectKey($0, at: 21) })
+            else { throw LogError.malformed("checkpoint \(sequence): a membership row's key (\(hex(key))) is \(key.byteCount) bytes, not 31") }
+            guard let qualified = log.catalog.relationshipName(UInt16(relationship)) else {
+                throw LogError.malformed("checkpoint \(sequence): a membership row names relationship code \(relationship), which the catalog doesn't have")
+            }
             let property = String(qualified.split(separator: ".").last ?? "")
             unordered.append((try writer.id(source), property, try writer.id(target)))
             return .next

@@ -82,6 +82,28 @@ extension EventLog {
         }
         var expected: UInt64 = purged + 1
 
+        // Checkpoints (other than the base) are compared with the replayed state as of their
+        // sequence: as-of reads start from them, so a damaged one would read wrong silently.
+        var checkpoints = try reader.checkpoints().filter { $0 > purged }[...]
+        func queue(_ event: TransactionEvent) {
+            batch.append(event)
+            while let next = checkpoints.first, next <= event.sequence {
+                checkpoints.removeFirst()
+                guard next == event.sequence else { continue }
+                replay(batch)
+                batch.removeAll()
+                do {
+                    try compareCheckpoint(next, reader, scratch: scratch, tables: scratchTables, writer: writer, report: problem)
+                } catch {
+                    problem(.projection, "checkpoint \(next)", "can't be read: \(error)")
+                }
+            }
+            if batch.count >= 512 {
+                replay(batch)
+                batch.removeAll()
+            }
+        }
+
         for descriptor in descriptors {
             segmentsChecked += 1
             let location = "segment \(descriptor.fileName)"
@@ -122,11 +144,7 @@ extension EventLog {
                             problem(.sequence, "\(location) frame \(index)", "holds event \(event.sequence) where \(expected) was expected")
                         }
                         expected = event.sequence + 1
-                        batch.append(event)
-                        if batch.count >= 512 {
-                            replay(batch)
-                            batch.removeAll()
-                        }
+                        queue(event)
                     } catch {
                         problem(.event, "\(location) frame \(index)", "\(error)")
                     }
@@ -159,11 +177,7 @@ extension EventLog {
                     problem(.sequence, "event \(sequence)", "follows \(expected - 1): events \(expected)…\(sequence - 1) are missing")
                 }
                 expected = sequence + 1
-                batch.append(event)
-                if batch.count >= 512 {
-                    replay(batch)
-                    batch.removeAll()
-                }
+                queue(event)
             } catch {
                 problem(.event, "event \(sequence)", "\(error)")
                 expected = sequence + 1
@@ -201,10 +215,35 @@ extension EventLog {
             objectsRebuilt: objectsRebuilt)
     }
 
-    /// Reports every entry that differs between a live table's rows and its rebuilt twin.
+    /// Compares the checkpoint at `sequence` — its records, membership rows and counters —
+    /// with the scratch tables, which hold the log's replay through `sequence`; reports each
+    /// difference at `checkpoint N …`, and a header whose object count is not the records'.
+    private func compareCheckpoint(
+        _ sequence: UInt64, _ reader: borrowing LogReader, scratch: LMDBEnvironment, tables scratchTables: StoreTables,
+        writer: TableWriter, report: (VerificationProblem.Kind, String, String) -> Void
+    ) throws {
+        guard let rows = try reader.checkpointRows(sequence) else { return }
+        let location = "checkpoint \(sequence)"
+        let header = try reader.txn.value(forKey: bigEndianBytes(sequence), in: tables.checkpoints) ?? []
+        let count = header.count >= 8 ? header.withUnsafeBytes { readBigEndian($0) } : nil
+        if header.count != 8 && header.count != 9 || count != UInt64(rows.records.count) {
+            report(
+                .projection, location,
+                "its header (\(header.map { String(format: "%02x", $0) }.joined())) doesn't say it holds the \(rows.records.count) records stored")
+        }
+        func within(_ kind: VerificationProblem.Kind, _ place: String, _ message: String) { report(kind, "\(location) \(place)", message) }
+        try compare("state", live: rows.records, rebuilt: scratchTables.state, scratch: scratch, writer: writer, side: "checkpoint", report: within)
+        try compare("members", live: rows.members.map { ($0, []) }, rebuilt: scratchTables.members, scratch: scratch, writer: writer, side: "checkpoint", report: within)
+        if rows.hasCounters {
+            try compare("counters", live: rows.counters, rebuilt: scratchTables.counters, scratch: scratch, writer: writer, side: "checkpoint", report: within)
+        }
+    }
+
+    /// Reports every entry that differs between a live table's rows (or a checkpoint's, as
+    /// `side` says) and its rebuilt twin.
     private func compare(
         _ name: String, live liveRows: [([UInt8], [UInt8])], rebuilt: LMDBDatabase, scratch: LMDBEnvironment, writer: TableWriter,
-        report: (VerificationProblem.Kind, String, String) -> Void
+        side: String = "live", report: (VerificationProblem.Kind, String, String) -> Void
     ) throws {
         let rebuiltRows = try scratch.read { txn in try rows(txn, rebuilt) }
         var i = 0
@@ -216,14 +255,14 @@ extension EventLog {
             }
             switch order {
             case -1:
-                report(.projection, describe(name, liveRows[i].0, writer), "is in the live table but not in the log's replay")
+                report(.projection, describe(name, liveRows[i].0, writer), side == "live" ? "is in the live table but not in the log's replay" : "is in the \(side) but not in the log's replay")
                 i += 1
             case 1:
-                report(.projection, describe(name, rebuiltRows[j].0, writer), "is missing from the live table (the log's replay has it)")
+                report(.projection, describe(name, rebuiltRows[j].0, writer), side == "live" ? "is missing from the live table (the log's replay has it)" : "is missing from the \(side) (the log's replay has it)")
                 j += 1
             default:
                 if liveRows[i].1 != rebuiltRows[j].1 {
-                    report(.projection, describe(name, liveRows[i].0, writer), valueDifference(name, liveRows[i], rebuiltRows[j], writer))
+                    report(.projection, describe(name, liveRows[i].0, writer), valueDifference(name, liveRows[i], rebuiltRows[j], writer, side: side))
                 }
                 i += 1
                 j += 1
@@ -269,26 +308,31 @@ extension EventLog {
     }
 
     /// Says how a live value differs from the replayed one; for records, property by property.
-    private func valueDifference(_ table: String, _ live: ([UInt8], [UInt8]), _ rebuilt: ([UInt8], [UInt8]), _ writer: TableWriter) -> String {
+    private func valueDifference(
+        _ table: String, _ live: ([UInt8], [UInt8]), _ rebuilt: ([UInt8], [UInt8]), _ writer: TableWriter, side: String = "live"
+    ) -> String {
         if table == "counters" {
             let a = live.1.withUnsafeBytes { readBigEndian($0) } ?? 0
             let b = rebuilt.1.withUnsafeBytes { readBigEndian($0) } ?? 0
-            return "live \(a), the log's replay says \(b)"
+            guard live.1.count == 8 else {
+                return "\(side) row of \(live.1.count) bytes (\(live.1.map { String(format: "%02x", $0) }.joined())), not 8; the log's replay says \(b)"
+            }
+            return "\(side) \(a), the log's replay says \(b)"
         }
         guard table == "state", let key = live.0.withUnsafeBytes({ ObjectKey($0) }), let id = try? writer.id(key) else {
-            return "the live value differs from the log's replay"
+            return "the \(side) value differs from the log's replay"
         }
         do {
-            let a = try live.1.withUnsafeBytes { try writer.decodeRecord($0, entityName: id.entity, context: "live record \(id)") }
+            let a = try live.1.withUnsafeBytes { try writer.decodeRecord($0, entityName: id.entity, context: "\(side) record \(id)") }
             let b = try rebuilt.1.withUnsafeBytes { try writer.decodeRecord($0, entityName: id.entity, context: "replayed record \(id)") }
             var parts: [String] = []
             for property in Set(a.values.keys).union(b.values.keys).sorted() where a.values[property] != b.values[property] {
-                parts.append("\(property): live \(a.values[property] ?? .null), the log's replay says \(b.values[property] ?? .null)")
+                parts.append("\(property): \(side) \(a.values[property] ?? .null), the log's replay says \(b.values[property] ?? .null)")
             }
-            if a.version != b.version { parts.append("version: live \(a.version), the log's replay says \(b.version)") }
+            if a.version != b.version { parts.append("version: \(side) \(a.version), the log's replay says \(b.version)") }
             return parts.isEmpty ? "the record's encoding differs" : parts.joined(separator: "; ")
         } catch {
-            return "the live record does not decode: \(error)"
+            return "the \(side) record does not decode: \(error)"
         }
     }
 }

@@ -103,4 +103,48 @@ struct DamagedDataReviewTests {
         #expect(try log.verify().problems.isEmpty)
         #expect(try allEvents(log).count == 3)
     }
+
+    // MARK: - Checkpoints
+
+    @Test("a damaged checkpoint: verify compares it with the replay; a lost record row is an error for as-of reads, not a missing object")
+    func damagedCheckpoint() throws {
+        let dir = try TemporaryDirectory()
+        let log = try populatedLog(dir, transactions: 300)
+        #expect(try log.read { try $0.checkpoints() } == [100, 200, 300])
+        #expect(try log.verify().problems.isEmpty)
+        let prefix = bigEndianBytes(UInt64(200)) + [CheckpointTag.record]
+        let records = try rows(log, log.tables.checkpoints, prefix: prefix)
+        let (key, value) = try #require(records.first { $0.0.last == 2 && $0.0.count == 19 })
+        let writer = TableWriter(tables: log.tables, catalog: log.catalog, schema: log.schema, modelVersion: log.modelVersion)
+        var record = try value.withUnsafeBytes { try writer.decodeRecord($0, entityName: "Member", context: "test") }
+        let intact = try log.read { try $0.state(asOf: 210) }
+
+        // A value changed: the checkpoint still decodes, so verify must find it.
+        record.values["name"] = .attribute(.string("forged"))
+        let forged = try writer.encodeRecord(record, entity: try log.schema.entity("Member"))
+        try log.environment.write { txn in try txn.put(forged, forKey: key, in: log.tables.checkpoints) }
+        let report = try log.verify()
+        #expect(
+            report.problems.contains {
+                $0.kind == .projection && $0.location == "checkpoint 200 state Member/p2" && $0.message.contains("name: checkpoint \"forged\"")
+            }, "\(report.problems)")
+
+        // A record row lost: the count in the header no longer holds.
+        try log.environment.write { txn in _ = try txn.delete(key: key, in: log.tables.checkpoints) }
+        let message = failure { _ = try log.read { try $0.state(asOf: 210) } }
+        #expect(message?.contains("checkpoint 200 holds") == true, "\(message ?? "no error")")
+        #expect(try log.verify().problems.contains { $0.location == "checkpoint 200 state Member/p2" && $0.message.contains("missing from the checkpoint") })
+
+        // A member row naming an unknown relationship.
+        try log.environment.write { txn in
+            try txn.put(value, forKey: key, in: log.tables.checkpoints)
+            try txn.put([UInt8](), forKey: bigEndianBytes(UInt64(200)) + [CheckpointTag.member] + [0, 2] + bigEndianBytes(UInt64(1)) + [0x7F, 0x7F] + [0, 2] + bigEndianBytes(UInt64(3)), in: log.tables.checkpoints)
+        }
+        #expect(failure { _ = try log.read { try $0.state(asOf: 210) } }?.contains("relationship code 32639") == true)
+        try log.environment.write { txn in
+            _ = try txn.delete(key: bigEndianBytes(UInt64(200)) + [CheckpointTag.member] + [0, 2] + bigEndianBytes(UInt64(1)) + [0x7F, 0x7F] + [0, 2] + bigEndianBytes(UInt64(3)), in: log.tables.checkpoints)
+        }
+        #expect(try log.read { try $0.state(asOf: 210) } == intact)
+        #expect(try log.verify().problems.isEmpty)
+    }
 }
