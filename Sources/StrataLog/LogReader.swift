@@ -168,8 +168,7 @@ public struct LogReader: ~Copyable {
 
     /// The last primary key given to an object of `entity` (0 if none).
     public func lastPrimaryKey(of entity: String) throws -> UInt64 {
-        let code = try log.catalog.entityCode(entity)
-        return try number(forKey: TableWriter.counterKey(code), in: tables.counters)
+        try writer.lastPrimaryKey(txn, entity: try log.catalog.entityCode(entity))
     }
 
     // MARK: - Objects

@@ -38,6 +38,43 @@ struct DamagedDataReviewTests {
         return try log.commit(draft).permanentID(for: member)
     }
 
+    // MARK: - Counters
+
+    @Test("a counter row of the wrong length is an error naming the entity, not 0: the next insert doesn't overwrite Member/p1")
+    func counterOfWrongLength() throws {
+        let dir = try TemporaryDirectory()
+        let log = try populatedLog(dir, transactions: 30)
+        let code = try log.catalog.entityCode("Member")
+        let first = StoredObjectID(entity: "Member", primaryKey: 1)
+        let before = try log.read { try $0.object(first) }
+        try log.environment.write { txn in try txn.put([0, 0, 0, 11] as [UInt8], forKey: TableWriter.counterKey(code), in: log.tables.counters) }
+
+        let message = failure { _ = try insertMember(log, "intruder") }
+        #expect(message?.contains("primary-key counter of Member is 4 bytes (0000000b), not 8") == true, "\(message ?? "no error")")
+        #expect(try log.read { try $0.object(first) } == before, "p1 is untouched")
+        #expect(failure { _ = try log.reservePrimaryKeys(of: "Member", count: 2) }?.contains("counter of Member") == true)
+        #expect(failure { _ = try log.read { try $0.lastPrimaryKey(of: "Member") } }?.contains("counter of Member") == true)
+        let report = try log.verify()
+        #expect(report.problems.contains { $0.location == "counter Member" && $0.message.contains("4 bytes") }, "\(report.problems)")
+    }
+
+    @Test("a counter behind the objects it gave out: the insert is refused naming the object, and the object it would get is untouched")
+    func counterBehind() throws {
+        let dir = try TemporaryDirectory()
+        let log = try populatedLog(dir, transactions: 30)
+        let code = try log.catalog.entityCode("Member")
+        let second = StoredObjectID(entity: "Member", primaryKey: 2)
+        let before = try #require(try log.read { try $0.object(second) })
+        let head = try log.read { try $0.head }
+        try log.environment.write { txn in try txn.put(bigEndianBytes(UInt64(1)), forKey: TableWriter.counterKey(code), in: log.tables.counters) }
+
+        let message = failure { _ = try insertMember(log, "intruder") }
+        #expect(message?.contains("Member/p2") == true && message?.contains("counter") == true, "\(message ?? "no error")")
+        #expect(try log.read { try $0.object(second) } == before, "p2 is untouched")
+        #expect(try log.read { try $0.head } == head, "nothing was committed")
+        #expect(try log.verify().problems.contains { $0.location == "counter Member" })
+    }
+
     // MARK: - Events
 
     @Test("an event missing from the raw log: every walk over it fails naming it; as-of, replay and compaction don't skip it")
