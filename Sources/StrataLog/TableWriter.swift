@@ -173,10 +173,17 @@ struct TableWriter: CodecCatalog {
         let n = try r.count(limit: r.remaining)
         var values: [String: LogValue] = [:]
         values.reserveCapacity(n)
+        var previous = -1
         for _ in 0..<n {
             let code = try r.count(limit: Int(Int32.max))
             guard code < entity.properties.count else { throw r.failure("property code \(code) out of range") }
-            values[entity.properties[code].name] = try EventCodec.readValue(&r, self)
+            guard code > previous else { throw r.failure("property code \(code) after \(previous): codes must ascend") }
+            previous = code
+            let value = try EventCodec.readValue(&r, self)
+            guard EventCodec.fits(value, entity.properties[code]) else {
+                throw EventCodec.misfit(value, entity.properties[code], entity: entityName, r)
+            }
+            values[entity.properties[code].name] = value
         }
         guard r.isAtEnd else { throw r.failure("trailing bytes") }
         return Record(modelVersion: version, version: sequence, values: values)
@@ -229,10 +236,17 @@ struct TableWriter: CodecCatalog {
                 let n = try r.count(limit: r.remaining)
                 // Written through the buffer: one uniqueness check per record, not per value.
                 try values.withUnsafeMutableBufferPointer { (slots) throws(LogError) in
+                    var previous = -1
                     for _ in 0..<n {
                         let code = try r.count(limit: Int(Int32.max))
                         guard code < count else { throw r.failure("property code \(code) out of range") }
-                        slots[code] = try EventCodec.readValue(&r, self)
+                        guard code > previous else { throw r.failure("property code \(code) after \(previous): codes must ascend") }
+                        previous = code
+                        let value = try EventCodec.readValue(&r, self)
+                        guard EventCodec.fits(value, entity.properties[code]) else {
+                            throw EventCodec.misfit(value, entity.properties[code], entity: entity.name, r)
+                        }
+                        slots[code] = value
                     }
                 }
                 guard r.isAtEnd else { throw r.failure("trailing bytes") }
