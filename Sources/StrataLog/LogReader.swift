@@ -624,11 +624,21 @@ public struct LogReader: ~Copyable {
 
     /// The sequences of every transaction that changed `id`, oldest first (including its
     /// insert and delete; history survives the object).
+    ///
+    /// - Throws: ``LogError/malformed(_:)`` for a row naming sequence 0 or one past the head
+    ///   (a damaged history table), naming the object and the sequence, rather than an
+    ///   error about the sequence that doesn't say where it came from.
     public func history(of id: StoredObjectID) throws -> [UInt64] {
         let key = try writer.key(id)
+        let head = try head
         var result: [UInt64] = []
         try txn.forEach(in: tables.history, range: .prefix(key.bytes)) { entry, _ in
-            if let sequence = entry.withUnsafeBytes({ readBigEndian($0, at: 10) }) { result.append(sequence) }
+            if let sequence = entry.withUnsafeBytes({ readBigEndian($0, at: 10) }) {
+                guard sequence >= 1, sequence <= head else {
+                    throw LogError.malformed("the history of \(id) lists sequence \(sequence), outside the log (1…\(head)): the history table is damaged")
+                }
+                result.append(sequence)
+            }
             return .next
         }
         return result

@@ -185,3 +185,327 @@ struct DamagedDataReviewTests {
         #expect(try log.verify().problems.isEmpty)
     }
 }
+
+extension DamagedDataReviewTests {
+    @Test("a damaged catalog row — two entities with one code, a code of 1 byte, a renamed entity — stops the open naming it; nothing is re-coded")
+    func damagedCatalog() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("store")
+        _ = try populatedLog(dir, transactions: 30)
+        let member = StoredObjectID(entity: "Member", primaryKey: 1)
+        let intact = try EventLog(openingExistingAt: path).read { try $0.object(member) }
+        #expect(intact != nil)
+        let sponsor = try Self.code(try RawStore(path), "Sponsor")
+        let original = try #require(try RawStore(path).environment.read { txn in
+            try txn.value(forKey: Array("eMember".utf8), in: try RawStore(path).tables.catalog)
+        })
+        for (damaged, expected) in [
+            ([0, UInt8(sponsor)], "entity code \(sponsor) is given to both Member and Sponsor"),
+            ([0], "the entity Member's code is 1 bytes, not 2"),
+        ] as [([UInt8], String)] {
+            do {
+                let store = try RawStore(path)
+                try store.environment.write { txn in try txn.put(damaged, forKey: Array("eMember".utf8), in: store.tables.catalog) }
+            }
+            for open in [
+                { _ = try EventLog(openingExistingAt: path, readOnly: true) },
+                { _ = try EventLog(path: path, model: try libraryModel()) },
+            ] as [() throws -> Void] {
+                #expect(failure(open)?.contains("the catalog is damaged: \(expected)") == true, "\(failure(open) ?? "opened")")
+            }
+        }
+        do {
+            let store = try RawStore(path)
+            try store.environment.write { txn in try txn.put(original, forKey: Array("eMember".utf8), in: store.tables.catalog) }
+        }
+        let log = try EventLog(path: path, model: try libraryModel())
+        #expect(try log.read { try $0.object(member) } == intact, "restored, the store reads as before: nothing was re-coded")
+        #expect(try log.verify().problems.isEmpty)
+    }
+
+    @Test("a history row naming a sequence past the head: as-of and version walks name the object and the history table")
+    func historyPastHead() throws {
+        let dir = try TemporaryDirectory()
+        let log = try populatedLog(dir, transactions: 30)
+        let member = StoredObjectID(entity: "Member", primaryKey: 2)
+        let key = ObjectKey(entity: try log.catalog.entityCode("Member"), primaryKey: 2).bytes
+        try log.environment.write { txn in try txn.put([UInt8](), forKey: key + bigEndianBytes(UInt64(1) << 60), in: log.tables.history) }
+        let expected = "the history of Member/p2 lists sequence 1152921504606846976, outside the log (1…30): the history table is damaged"
+        #expect(failure { _ = try log.read { try $0.object(member, asOf: 5) } }?.contains(expected) == true)
+        #expect(failure { try log.read { reader in try reader.forEachVersion(of: member) { _, _ in .next } } }?.contains(expected) == true)
+        #expect(failure { _ = try log.read { try $0.history(of: member) } }?.contains(expected) == true)
+    }
+}
+
+// MARK: - Every read path and the CLI over each kind of damage
+
+/// One kind of damage, done to a copy of the store through its raw tables and files.
+struct Damage {
+    let name: String
+    /// Whether `verify` must report it (damage to what verify doesn't check — a stored model,
+    /// the store's format version — stops the store opening instead, which is exit 1 too).
+    var verifyFinds = true
+    let apply: (RawStore, String) throws -> Void
+}
+
+extension DamagedDataReviewTests {
+    /// The rows of `table` in `store`.
+    static func rows(_ store: RawStore, _ table: LMDBDatabase, prefix: [UInt8] = []) throws -> [([UInt8], [UInt8])] {
+        try store.environment.read { txn in
+            var rows: [([UInt8], [UInt8])] = []
+            try txn.forEach(in: table, range: prefix.isEmpty ? .all : .prefix(prefix)) { key, value in
+                rows.append((key.withUnsafeBytes { Array($0) }, value.withUnsafeBytes { Array($0) }))
+                return .next
+            }
+            return rows
+        }
+    }
+
+    static func segmentFiles(_ path: String, _ suffix: String) throws -> [String] {
+        let directory = (path as NSString).appendingPathComponent("segments")
+        return try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(suffix) && !$0.hasPrefix(".") }.sorted()
+            .map { (directory as NSString).appendingPathComponent($0) }
+    }
+
+    static func swapFiles(_ a: String, _ b: String) throws {
+        let fileManager = FileManager.default
+        try fileManager.moveItem(atPath: a, toPath: a + ".swap")
+        try fileManager.moveItem(atPath: b, toPath: a)
+        try fileManager.moveItem(atPath: a + ".swap", toPath: b)
+    }
+
+    /// Member's entity code in the library model's catalog (entities are coded in name order).
+    static func code(_ store: RawStore, _ entity: String) throws -> UInt16 {
+        let row = try store.environment.read { txn in try txn.value(forKey: Array("e\(entity)".utf8), in: store.tables.catalog) }
+        return try #require(row.flatMap { $0.withUnsafeBytes { readBigEndian($0, count: 2) } }.map { UInt16($0) })
+    }
+
+    static var damages: [Damage] {
+        func put(_ store: RawStore, _ table: LMDBDatabase, _ key: [UInt8], _ value: [UInt8]) throws {
+            try store.environment.write { txn in try txn.put(value, forKey: key, in: table) }
+        }
+        func delete(_ store: RawStore, _ table: LMDBDatabase, _ key: [UInt8]) throws {
+            try store.environment.write { txn in _ = try txn.delete(key: key, in: table) }
+        }
+        func event(_ store: RawStore, _ sequence: UInt64) throws -> ([UInt8], [UInt8]) {
+            try #require(try rows(store, store.tables.events, prefix: bigEndianBytes(sequence)).first)
+        }
+        func member(_ store: RawStore, _ pk: UInt64) throws -> [UInt8] {
+            ObjectKey(entity: try code(store, "Member"), primaryKey: pk).bytes
+        }
+        return [
+            Damage(name: "raw event: a bit flipped") { store, _ in
+                var (key, value) = try event(store, 250)
+                value[40] ^= 0x04
+                try put(store, store.tables.events, key, value)
+            },
+            Damage(name: "raw event: an inserted name changed, checksum recomputed") { store, _ in
+                var (key, value) = try event(store, 250)  // the insert of "member 249"
+                let at = try #require(value.firstIndex(of: UInt8(ascii: "m")))
+                value[at] = UInt8(ascii: "M")
+                value = DecoderMutationFuzzTests.resealed(value)
+                try put(store, store.tables.events, key, value)
+            },
+            Damage(name: "raw event: a change's value retyped, checksum recomputed") { store, _ in
+                var (key, value) = try event(store, 252)  // an update of age and rating
+                let at = try #require(value.lastIndex(of: EventCodec.ValueTag.double.rawValue))
+                value[at] = EventCodec.ValueTag.int64.rawValue
+                try put(store, store.tables.events, key, DecoderMutationFuzzTests.resealed(value))
+            },
+            Damage(name: "raw event: cut short") { store, _ in
+                let (key, value) = try event(store, 250)
+                try put(store, store.tables.events, key, Array(value.prefix(value.count / 2)))
+            },
+            Damage(name: "raw event: missing") { store, _ in
+                let (key, _) = try event(store, 260)
+                try delete(store, store.tables.events, key)
+            },
+            Damage(name: "state record: cut short") { store, _ in
+                let key = try member(store, 2)
+                let value = try #require(try rows(store, store.tables.state, prefix: key).first?.1)
+                try put(store, store.tables.state, key, Array(value.prefix(value.count - 3)))
+            },
+            Damage(name: "state record: under another entity's code") { store, _ in
+                let key = try member(store, 2)
+                let value = try #require(try rows(store, store.tables.state, prefix: key).first?.1)
+                try delete(store, store.tables.state, key)
+                try put(store, store.tables.state, ObjectKey(entity: try code(store, "Sponsor"), primaryKey: 2).bytes, value)
+            },
+            Damage(name: "state record: a value's type tag changed") { store, _ in
+                let key = try member(store, 2)
+                var value = try #require(try rows(store, store.tables.state, prefix: key).first?.1)
+                let at = try #require(value.firstIndex(of: EventCodec.ValueTag.string.rawValue))
+                value[at] = EventCodec.ValueTag.binaryData.rawValue
+                try put(store, store.tables.state, key, value)
+            },
+            Damage(name: "index row: points at an object that doesn't exist") { store, _ in
+                var (key, _) = try #require(try rows(store, store.tables.index).last)
+                key.replaceSubrange((key.count - 8)..., with: bigEndianBytes(UInt64(9_999)))
+                try put(store, store.tables.index, key, [])
+            },
+            Damage(name: "history row: a sequence past the head") { store, _ in
+                try put(store, store.tables.history, try member(store, 2) + bigEndianBytes(UInt64(1) << 60), [])
+            },
+            Damage(name: "history row: a key of 13 bytes") { store, _ in
+                try put(store, store.tables.history, try member(store, 2) + [0, 0, 1], [])
+            },
+            Damage(name: "segment: file missing") { _, path in
+                try FileManager.default.removeItem(atPath: try segmentFiles(path, ".zst")[0])
+            },
+            Damage(name: "segment: the two files swapped") { _, path in
+                let files = try segmentFiles(path, ".zst")
+                try swapFiles(files[0], files[1])
+            },
+            Damage(name: "segment: dictionary missing") { _, path in
+                try FileManager.default.removeItem(atPath: try segmentFiles(path, ".dict")[0])
+            },
+            Damage(name: "segment: the two dictionaries swapped") { _, path in
+                let files = try segmentFiles(path, ".dict")
+                try swapFiles(files[0], files[1])
+            },
+            Damage(name: "manifest: an entry naming the other segment's file, checksum recomputed") { store, _ in
+                let entries = try rows(store, store.tables.segments)
+                let first = try entries[0].1.withUnsafeBytes { try SegmentDescriptor.decode($0, context: "test") }
+                let second = try entries[1].1.withUnsafeBytes { try SegmentDescriptor.decode($0, context: "test") }
+                let forged = SegmentDescriptor(
+                    fileName: second.fileName, first: first.first, last: first.last, rawBytes: first.rawBytes,
+                    compressedBytes: first.compressedBytes, dictionaryFileName: first.dictionaryFileName, frames: first.frames)
+                try put(store, store.tables.segments, entries[0].0, forged.encoded())
+            },
+            Damage(name: "manifest: an entry deleted") { store, _ in
+                try delete(store, store.tables.segments, try rows(store, store.tables.segments)[1].0)
+            },
+            Damage(name: "model JSON: cut short", verifyFinds: false) { store, _ in
+                let (key, value) = try #require(try rows(store, store.tables.models).first)
+                try put(store, store.tables.models, key, Array(value.prefix(value.count / 2)))
+            },
+            Damage(name: "model JSON: a newer format version", verifyFinds: false) { store, _ in
+                let (key, value) = try #require(try rows(store, store.tables.models).first)
+                let text = String(decoding: value, as: UTF8.self).replacingOccurrences(of: "\"formatVersion\" : 1", with: "\"formatVersion\" : 99")
+                    .replacingOccurrences(of: "\"formatVersion\":1", with: "\"formatVersion\":99")
+                #expect(text != String(decoding: value, as: UTF8.self))
+                try put(store, store.tables.models, key, Array(text.utf8))
+            },
+            Damage(name: "catalog: an entity's name row renamed", verifyFinds: false) { store, _ in
+                let code = try code(store, "Member")
+                try put(store, store.tables.catalog, [UInt8(ascii: "E"), UInt8(code >> 8), UInt8(code & 0xFF)], Array("Membre".utf8))
+            },
+            Damage(name: "catalog: an entity's code changed to another's") { store, _ in
+                try put(store, store.tables.catalog, Array("eMember".utf8), [0, UInt8(try code(store, "Sponsor"))])
+            },
+            Damage(name: "catalog: an entity's code row cut to 1 byte") { store, _ in
+                try put(store, store.tables.catalog, Array("eMember".utf8), [0])
+            },
+            Damage(name: "meta: a newer store format version", verifyFinds: false) { store, _ in
+                try put(store, store.tables.meta, MetaKey.formatVersion, bigEndianBytes(UInt32(2)))
+            },
+            Damage(name: "checkpoint: a record's value forged") { store, _ in
+                let prefix = bigEndianBytes(UInt64(200)) + [CheckpointTag.record]
+                var (key, value) = try #require(try rows(store, store.tables.checkpoints, prefix: prefix).first)
+                let at = try #require(value.firstIndex(of: UInt8(ascii: "m")))  // "member N"
+                value[at] = UInt8(ascii: "M")
+                try put(store, store.tables.checkpoints, key, value)
+            },
+            Damage(name: "checkpoint: its header's count wrong") { store, _ in
+                try put(store, store.tables.checkpoints, bigEndianBytes(UInt64(200)), bigEndianBytes(UInt64(3)) + [1])
+            },
+            Damage(name: "counter: a row of 3 bytes") { store, _ in
+                try put(store, store.tables.counters, TableWriter.counterKey(try code(store, "Member")), [0, 0, 9])
+            },
+        ]
+    }
+
+    @Test("each kind of damage: every read path and CLI command gives an answer or an error that names something, never a crash; verify finds it")
+    func damageSweep() throws {
+        let dir = try TemporaryDirectory()
+        let base = dir.file("store")
+        do {
+            let log = try populatedLog(dir, transactions: 300)
+            var request = CompactionRequest(before: 151)
+            request.eventsPerFrame = 16
+            request.usesDictionary = true
+            _ = try log.compact(request)
+            request = CompactionRequest(before: 231)
+            request.usesDictionary = true
+            _ = try log.compact(request)
+            #expect(try log.verify().problems.isEmpty)
+        }
+        #expect(try Self.segmentFiles(base, ".zst").count == 2 && Self.segmentFiles(base, ".dict").count == 2)
+        let uuid = try EventLog(openingExistingAt: base).storeUUID.uuidString
+        let member = StoredObjectID(entity: "Member", primaryKey: 2)
+        var table: [String] = []
+        for damage in Self.damages {
+            let path = dir.file("case-\(table.count)")
+            try FileManager.default.copyItem(atPath: base, toPath: path)
+            try? FileManager.default.removeItem(atPath: (path as NSString).appendingPathComponent("lock.mdb"))
+            do {
+                let store = try RawStore(path)
+                try damage.apply(store, path)
+            }
+            var outcomes: [String] = []
+            func attempt(_ what: String, _ body: () throws -> Void) {
+                do { try body() } catch { outcomes.append("\(what): \(error)") }
+            }
+            // The library, read-only.
+            attempt("open") {
+                let log = try EventLog(openingExistingAt: path, readOnly: true)
+                attempt("event 250") { _ = try log.read { try $0.event(250) } }
+                attempt("events") { _ = try allEvents(log) }
+                attempt("current state") { _ = try log.read { try $0.currentState() } }
+                attempt("as of 120") { _ = try log.read { try $0.state(asOf: 120) } }
+                attempt("as of 210") { _ = try log.read { try $0.state(asOf: 210) } }
+                attempt("as of 280") { _ = try log.read { try $0.state(asOf: 280) } }
+                attempt("object as of 50") { _ = try log.read { try $0.object(member, asOf: 50) } }
+                attempt("versions") { try log.read { reader in try reader.forEachVersion(of: member) { _, _ in .next } } }
+                attempt("history") { _ = try log.read { try $0.history(of: member) } }
+                attempt("index scan") {
+                    try log.read { reader in
+                        try reader.scanIndex(entity: "Member", attribute: "age", range: .all) { id in
+                            _ = try reader.object(id)
+                            return .next
+                        }
+                    }
+                }
+                attempt("objects") { try log.read { reader in try reader.forEachObject(of: "Member") { _ in .next } } }
+                attempt("verify") {
+                    let report = try log.verify()
+                    if damage.verifyFinds && report.problems.isEmpty { Issue.record("\(damage.name): verify found no problem") }
+                    if let first = report.problems.first { outcomes.append("verify: \(first.kind): \(first.location): \(first.message)") }
+                }
+            }
+            // The CLI, read-only: exit 0 or 1, never a signal; a failure says why.
+            for arguments in [
+                ["verify", path], ["log", path, "--from", "240"], ["log", path, "--object", "x-strata://\(uuid)/Member/p2"],
+                ["replay", path, "--to", "120"], ["export", path, "--at", "210", "--format", "ndjson"], ["export", path, "--format", "ndjson"],
+                ["query", path, "Member", "--where", "age > 10", "--count"], ["query", path, "Member", "--sort", "age", "--format", "ndjson"],
+                ["info", path],
+            ] {
+                let result = try runProcess(BuildProducts.executable("strata"), arguments)
+                let command = arguments[0] + (arguments.count > 2 ? " " + arguments[2...].joined(separator: " ") : "")
+                #expect(result.status == 0 || result.status == 1, "\(damage.name): strata \(command) exited \(result.status): \(result.standardError)")
+                if result.status == 1 {
+                    if arguments[0] == "verify" {
+                        #expect(result.standardOutput.contains("problem") || result.standardError.hasPrefix("strata: "))
+                    } else {
+                        #expect(result.standardError.contains("strata: "), "\(damage.name): strata \(command): \(result.standardError)")
+                        outcomes.append("strata \(command): \(result.standardError.split(separator: "\n").first ?? "")")
+                    }
+                } else if arguments[0] == "verify" && damage.verifyFinds {
+                    Issue.record("\(damage.name): strata verify exited 0")
+                }
+            }
+            // Writes, on the damaged copy: a commit and a compaction refuse or succeed.
+            if let log = try? EventLog(openingExistingAt: path, readOnly: false) {
+                attempt("commit") {
+                    var draft = TransactionDraft(author: "after")
+                    draft.insert("Member", values: ["name": s("late"), "age": i(30), "email": s("late@x.org")])
+                    try log.commit(draft)
+                }
+                attempt("compact") { _ = try log.compact(CompactionRequest(before: 271)) }
+            }
+            table.append("\(damage.name)\n    " + outcomes.map { String($0.prefix(260)) }.joined(separator: "\n    "))
+            try? FileManager.default.removeItem(atPath: path)
+        }
+        if ProcessInfo.processInfo.environment["STRATA_DAMAGE_REPORT"] != nil { print(table.joined(separator: "\n")) }
+    }
+}
