@@ -219,6 +219,9 @@ struct CheckpointRows {
     /// Whether the checkpoint recorded the counters (checkpoints written before the counters
     /// were added have none).
     var hasCounters = false
+    /// The sequence and the object count its header declares, for a checkpoint read from the
+    /// table (nil for rows made from the current state).
+    var declared: (sequence: UInt64, count: UInt64?)?
 }
 
 extension LogReader {
@@ -228,6 +231,7 @@ extension LogReader {
         guard let header = try txn.value(forKey: prefix, in: tables.checkpoints) else { return nil }
         var rows = CheckpointRows()
         rows.hasCounters = header.count >= 9 && header[8] & CheckpointTag.hasCounters != 0
+        rows.declared = (sequence, header.count == 8 || header.count == 9 ? header.withUnsafeBytes { readBigEndian($0) } : nil)
         try txn.forEach(in: tables.checkpoints, range: .prefix(prefix)) { key, value in
             guard key.byteCount > 9 else { return .next }
             key.withUnsafeBytes { raw in
@@ -289,7 +293,14 @@ extension TableWriter {
     /// Loads a checkpoint as the starting state of empty tables: the records byte for byte,
     /// and the references, membership, index entries and counters they imply. No history
     /// rows: the history before a checkpoint is not in it.
+    ///
+    /// - Throws: ``LogError/malformed(_:)`` for a checkpoint whose header doesn't declare the
+    ///   number of records it holds (a row lost or added), or a row that doesn't decode.
     func restore(_ txn: borrowing LMDBTransaction, _ rows: CheckpointRows) throws {
+        if let (sequence, count) = rows.declared, count != UInt64(rows.records.count) {
+            throw LogError.malformed(
+                "checkpoint \(sequence) holds \(rows.records.count) records, but its header says \(count.map { "\($0)" } ?? "nothing readable"): the checkpoint is damaged")
+        }
         for (keyBytes, value) in rows.records {
             guard let objectKey = keyBytes.withUnsafeBytes({ ObjectKey($0) }), keyBytes.count == ObjectKey.byteCount else {
                 throw LogError.malformed("checkpoint record key of \(keyBytes.count) bytes")

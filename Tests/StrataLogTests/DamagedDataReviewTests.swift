@@ -237,6 +237,42 @@ extension DamagedDataReviewTests {
     }
 }
 
+extension DamagedDataReviewTests {
+    @Test("a purge refuses to start from a checkpoint that disagrees with the events after it, or lost a record row; nothing is removed")
+    func purgeFromDamagedCheckpoint() throws {
+        let dir = try TemporaryDirectory()
+        let log = try populatedLog(dir, transactions: 300)
+        let prefix = bigEndianBytes(UInt64(200)) + [CheckpointTag.record]
+        let records = try rows(log, log.tables.checkpoints, prefix: prefix)
+        let writer = TableWriter(tables: log.tables, catalog: log.catalog, schema: log.schema, modelVersion: log.modelVersion)
+        let entity = try log.schema.entity("Member")
+        // Every member one year older in checkpoint 200.
+        try log.environment.write { txn in
+            for (key, value) in records {
+                var record = try value.withUnsafeBytes { try writer.decodeRecord($0, entityName: "Member", context: "test") }
+                if case .attribute(.int32(let age))? = record.values["age"] { record.values["age"] = .attribute(.int32(age + 1)) }
+                try txn.put(try writer.encodeRecord(record, entity: entity), forKey: key, in: log.tables.checkpoints)
+            }
+        }
+        var message = failure { _ = try log.purge(through: 250, author: "test") }
+        #expect(message?.contains("the before-image of Member/") == true, "\(message ?? "purged")")
+        #expect(try log.read { try $0.purgedThrough } == 0)
+        #expect(try allEvents(log).count == 300, "nothing was removed")
+
+        // Restored, but one record row lost.
+        try log.environment.write { txn in
+            for (key, value) in records { try txn.put(value, forKey: key, in: log.tables.checkpoints) }
+            _ = try txn.delete(key: records[0].0, in: log.tables.checkpoints)
+        }
+        message = failure { _ = try log.purge(through: 250, author: "test") }
+        #expect(message?.contains("checkpoint 200 holds \(records.count - 1) records, but its header says \(records.count)") == true, "\(message ?? "purged")")
+        #expect(try log.read { try $0.purgedThrough } == 0)
+        try log.environment.write { txn in try txn.put(records[0].1, forKey: records[0].0, in: log.tables.checkpoints) }
+        #expect(try log.purge(through: 250, author: "test").purgedThrough == 250)
+        #expect(try log.verify().problems.isEmpty)
+    }
+}
+
 // MARK: - Every read path and the CLI over each kind of damage
 
 /// One kind of damage, done to a copy of the store through its raw tables and files.
