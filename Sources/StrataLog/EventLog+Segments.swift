@@ -447,14 +447,31 @@ func processIsAlive(_ pid: Int32) -> Bool {
 
 extension LogReader {
     /// The named consumers and their checkpoints.
+    ///
+    /// - Throws: ``LogError/malformed(_:)`` naming the consumer for a row that isn't 8 bytes
+    ///   or names a point past the head (a damaged table): read as 0, the consumer would be
+    ///   handed every transaction again.
     public func consumers() throws -> [(name: String, processedThrough: UInt64)] {
         var result: [(String, UInt64)] = []
+        let head = try head
         try txn.forEach(in: tables.consumers) { key, value in
             let name = key.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-            result.append((name, value.withUnsafeBytes { readBigEndian($0) } ?? 0))
+            guard value.byteCount == 8, let point = value.withUnsafeBytes({ readBigEndian($0) }), point <= head else {
+                throw LogError.malformed("consumer \(name.debugDescription): " + Self.consumerDamage(value.withUnsafeBytes { Array($0) }, head: head))
+            }
+            result.append((name, point))
             return .next
         }
         return result
+    }
+
+    /// What is wrong with a consumer's row `value`, or nil if nothing.
+    static func consumerDamage(_ value: [UInt8], head: UInt64) -> String {
+        let hex = value.map { String(format: "%02x", $0) }.joined()
+        guard value.count == 8, let point = value.withUnsafeBytes({ readBigEndian($0) }) else {
+            return "its processed point is \(value.count) bytes (\(hex)), not 8: the consumers table is damaged"
+        }
+        return "its processed point \(point) is past the head (\(head)): the consumers table is damaged"
     }
 
     /// The segment manifest, oldest first.

@@ -197,6 +197,16 @@ extension EventLog {
             }
         }
 
+        // Every consumer's processed point is a sequence of the log.
+        try reader.txn.forEach(in: tables.consumers) { key, value in
+            let bytes = value.withUnsafeBytes { Array($0) }
+            if bytes.count != 8 || (bytes.withUnsafeBytes { readBigEndian($0) } ?? 0) > head {
+                let name = key.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+                problem(.integrity, "consumer \(name.debugDescription)", LogReader.consumerDamage(bytes, head: head))
+            }
+            return .next
+        }
+
         // 3. Every reference points at a live object.
         try reader.txn.forEach(in: tables.referrers) { key, _ in
             guard let target = key.withUnsafeBytes({ ObjectKey($0) }),

@@ -273,6 +273,25 @@ extension DamagedDataReviewTests {
     }
 }
 
+extension DamagedDataReviewTests {
+    @Test("a consumer's row of the wrong length or past the head is an error naming the consumer, not 0; verify reports it")
+    func damagedConsumer() throws {
+        let dir = try TemporaryDirectory()
+        let log = try populatedLog(dir, transactions: 30)
+        try log.registerConsumer("indexer", processedThrough: 20)
+        for (value, expected) in [
+            ([0, 0, 0, 20] as [UInt8], "consumer \"indexer\": its processed point is 4 bytes (00000014), not 8: the consumers table is damaged"),
+            (bigEndianBytes(UInt64(1) << 40), "consumer \"indexer\": its processed point 1099511627776 is past the head (30)"),
+        ] {
+            try log.environment.write { txn in try txn.put(value, forKey: Array("indexer".utf8), in: log.tables.consumers) }
+            #expect(failure { _ = try log.read { try $0.consumers() } }?.contains(expected) == true)
+            #expect(failure { _ = try log.compact(CompactionRequest(before: 25)) }?.contains(expected) == true)
+            #expect(try log.read { try $0.compactedThrough } == 0)
+            #expect(try log.verify().problems.contains { $0.kind == .integrity && $0.location == "consumer \"indexer\"" })
+        }
+    }
+}
+
 // MARK: - Every read path and the CLI over each kind of damage
 
 /// One kind of damage, done to a copy of the store through its raw tables and files.
