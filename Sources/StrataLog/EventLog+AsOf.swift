@@ -382,7 +382,7 @@ extension EventLog {
     public func checkpoint() throws {
         if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
         try environment.write { txn in
-            let head = try txn.value(forKey: MetaKey.head, in: tables.meta).flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
+            let head = try number(MetaKey.head, txn)
             try writeCheckpoint(txn, at: head)
         }
     }

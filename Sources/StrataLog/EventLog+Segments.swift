@@ -221,7 +221,7 @@ extension EventLog {
     }
 
     func number(_ key: [UInt8], _ txn: borrowing LMDBTransaction) throws -> UInt64 {
-        (try txn.value(forKey: key, in: tables.meta)).flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
+        try MetaKey.number(try txn.value(forKey: key, in: tables.meta), key: key)
     }
 
     /// The sequence the next transaction gets: the head + 1, refused (damaged bookkeeping)

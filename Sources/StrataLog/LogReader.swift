@@ -147,11 +147,15 @@ public struct LogReader: ~Copyable {
     }
 
     /// A big-endian number stored under `key` (0 when absent).
+    ///
+    /// - Throws: ``LogError/malformed(_:)`` for a row that isn't `byteCount` bytes.
     func number(forKey key: [UInt8], in database: LMDBDatabase, byteCount: Int = 8) throws -> UInt64 {
-        let found = try txn.withValue(forKey: key, in: database) { span in
-            span.withUnsafeBytes { readBigEndian($0, count: byteCount) }
+        if let found = try txn.withValue(forKey: key, in: database, { span in
+            span.withUnsafeBytes { $0.count == byteCount ? readBigEndian($0, count: byteCount) : nil }
+        }), let found {
+            return found
         }
-        return (found ?? nil) ?? 0
+        return try MetaKey.number(try txn.value(forKey: key, in: database), key: key, byteCount: byteCount)
     }
 
     /// The store's metadata as of this snapshot.

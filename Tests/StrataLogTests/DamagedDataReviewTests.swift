@@ -292,6 +292,24 @@ extension DamagedDataReviewTests {
     }
 }
 
+extension DamagedDataReviewTests {
+    @Test("a bookkeeping number of the wrong length (the head as 4 bytes) is an error naming it, not an empty log")
+    func metaNumberOfWrongLength() throws {
+        let dir = try TemporaryDirectory()
+        let log = try populatedLog(dir, transactions: 30)
+        try log.environment.write { txn in try txn.put([0, 0, 0, 30] as [UInt8], forKey: MetaKey.head, in: log.tables.meta) }
+        let expected = "the store's head is 4 bytes (0000001e), not 8: its bookkeeping is damaged"
+        #expect(failure { _ = try log.read { try $0.head } }?.contains(expected) == true)
+        #expect(failure { _ = try allEvents(log) }?.contains(expected) == true)
+        #expect(failure { _ = try log.read { try $0.state(asOf: 0) } }?.contains(expected) == true)
+        #expect(failure { _ = try insertMember(log, "late") }?.contains(expected) == true)
+        #expect(failure { _ = try log.verify() }?.contains(expected) == true)
+        try log.environment.write { txn in try txn.put([0, 0, 0, 0, 0] as [UInt8], forKey: MetaKey.compactedThrough, in: log.tables.meta) }
+        try log.environment.write { txn in try txn.put(bigEndianBytes(UInt64(30)), forKey: MetaKey.head, in: log.tables.meta) }
+        #expect(failure { _ = try allEvents(log) }?.contains("the store's compactedThrough is 5 bytes (0000000000), not 8") == true)
+    }
+}
+
 // MARK: - Every read path and the CLI over each kind of damage
 
 /// One kind of damage, done to a copy of the store through its raw tables and files.
