@@ -373,15 +373,17 @@ extension DamagedDataReviewTests {
                 try put(store, store.tables.events, key, value)
             },
             Damage(name: "raw event: an inserted name changed, checksum recomputed") { store, _ in
-                var (key, value) = try event(store, 250)  // the insert of "member 249"
-                let at = try #require(value.firstIndex(of: UInt8(ascii: "m")))
+                var (key, value) = try event(store, 250)  // the insert of "member 249", m249@x.org
+                let needle = Array("member 249".utf8)
+                let at = try #require((0...(value.count - needle.count)).first { Array(value[$0..<($0 + needle.count)]) == needle })
                 value[at] = UInt8(ascii: "M")
                 value = DecoderMutationFuzzTests.resealed(value)
                 try put(store, store.tables.events, key, value)
             },
             Damage(name: "raw event: a change's value retyped, checksum recomputed") { store, _ in
                 var (key, value) = try event(store, 252)  // an update of age and rating
-                let at = try #require(value.lastIndex(of: EventCodec.ValueTag.double.rawValue))
+                let at = value.count - 4 - 9  // the tag of rating's after-value, the event's last
+                try #require(value[at] == EventCodec.ValueTag.double.rawValue)
                 value[at] = EventCodec.ValueTag.int64.rawValue
                 try put(store, store.tables.events, key, DecoderMutationFuzzTests.resealed(value))
             },
@@ -407,7 +409,8 @@ extension DamagedDataReviewTests {
             Damage(name: "state record: a value's type tag changed") { store, _ in
                 let key = try member(store, 2)
                 var value = try #require(try rows(store, store.tables.state, prefix: key).first?.1)
-                let at = try #require(value.firstIndex(of: EventCodec.ValueTag.string.rawValue))
+                // The tag of the email, "m…@x.org".
+                let at = try #require(value.indices.first { $0 + 2 < value.count && value[$0] == EventCodec.ValueTag.string.rawValue && value[$0 + 2] == UInt8(ascii: "m") })
                 value[at] = EventCodec.ValueTag.binaryData.rawValue
                 try put(store, store.tables.state, key, value)
             },
@@ -475,7 +478,8 @@ extension DamagedDataReviewTests {
             Damage(name: "checkpoint: a record's value forged") { store, _ in
                 let prefix = bigEndianBytes(UInt64(200)) + [CheckpointTag.record]
                 var (key, value) = try #require(try rows(store, store.tables.checkpoints, prefix: prefix).first)
-                let at = try #require(value.firstIndex(of: UInt8(ascii: "m")))  // "member N"
+                let needle = Array("member ".utf8)
+                let at = try #require((0...(value.count - needle.count)).first { Array(value[$0..<($0 + needle.count)]) == needle })
                 value[at] = UInt8(ascii: "M")
                 try put(store, store.tables.checkpoints, key, value)
             },
