@@ -108,7 +108,12 @@ struct ByteReader {
             let b = try byte()
             if shift == 63 && b > 1 { throw failure("varint overflows 64 bits") }
             result |= UInt64(b & 0x7F) << shift
-            if b & 0x80 == 0 { return result }
+            if b & 0x80 == 0 {
+                // A last group of 0 makes the varint longer than the value needs: not what a
+                // writer wrote (each value has one encoding), so damage.
+                if b == 0 && shift > 0 { throw failure("overlong varint") }
+                return result
+            }
             shift += 7
             if shift > 63 { throw failure("varint longer than 10 bytes") }
         }

@@ -80,32 +80,58 @@ final class Catalog: CodecCatalog, Sendable {
         }
     }
 
+    /// Reads the catalog and the stored models.
+    ///
+    /// - Throws: ``LogError/malformed(_:)`` for a damaged catalog: a row whose code isn't 2
+    ///   bytes, two names with one code, or a name ↔ code row and its reverse (`E`/`R`/`X`)
+    ///   row that disagree. Read anyway, such a catalog would file one entity's objects under
+    ///   another, or (a name missing) make a writable open give an entity a new code and lose
+    ///   its objects.
     func load(_ txn: borrowing LMDBTransaction) throws -> State {
         var s = State()
+        var damage: String?
+        var reverse: [(kind: Kind, code: UInt16, name: String)] = []
+        func note(_ what: String) { if damage == nil { damage = what } }
         try txn.forEach(in: tables.catalog) { key, value in
             key.withUnsafeBytes { k in
                 value.withUnsafeBytes { v in
                     guard let first = k.first else { return }
                     let rest = UnsafeRawBufferPointer(rebasing: k[1...])
+                    if let kind = Kind(rawValue: first &+ 0x20), first < 0x60 {
+                        guard rest.count == 2 else { return note("a reverse \(kind) row has a key of \(k.count) bytes") }
+                        reverse.append((kind, UInt16(rest[0]) << 8 | UInt16(rest[1]), String(decoding: v, as: UTF8.self)))
+                        return
+                    }
                     let name = String(decoding: rest, as: UTF8.self)
-                    guard v.count == 2 else { return }
+                    guard let kind = Kind(rawValue: first) else { return }
+                    guard v.count == 2 else { return note("the \(kind) \(name)'s code is \(v.count) bytes, not 2") }
                     let code = UInt16(v[0]) << 8 | UInt16(v[1])
-                    switch Kind(rawValue: first) {
-                    case .entity:
-                        s.entityCodes[name] = code
-                        s.entityNames[code] = name
-                    case .relationship:
-                        s.relationshipCodes[name] = code
-                        s.relationshipNames[code] = name
-                    case .index:
-                        s.indexCodes[name] = code
-                        s.indexNames[code] = name
-                    case nil: break
+                    func add(_ codes: inout [String: UInt16], _ names: inout [UInt16: String]) {
+                        if let other = names[code] { note("\(kind) code \(code) is given to both \(other) and \(name)") }
+                        codes[name] = code
+                        names[code] = name
+                    }
+                    switch kind {
+                    case .entity: add(&s.entityCodes, &s.entityNames)
+                    case .relationship: add(&s.relationshipCodes, &s.relationshipNames)
+                    case .index: add(&s.indexCodes, &s.indexNames)
                     }
                 }
             }
             return .next
         }
+        for (kind, code, name) in reverse {
+            let forward: String? =
+                switch kind {
+                case .entity: s.entityNames[code]
+                case .relationship: s.relationshipNames[code]
+                case .index: s.indexNames[code]
+                }
+            if forward != name {
+                note("\(kind) code \(code) names \(name.debugDescription), but " + (forward.map { "\($0.debugDescription) has that code" } ?? "no \(kind) has that code"))
+            }
+        }
+        if let damage { throw LogError.malformed("the catalog is damaged: \(damage)") }
         try txn.forEach(in: tables.models) { key, value in
             let version = key.withUnsafeBytes { k in k.reduce(0) { $0 << 8 | Int($1) } }
             s.modelJSON[version] = value.withUnsafeBytes { Data($0) }

@@ -12,6 +12,10 @@ protocol CodecCatalog {
 
 /// The binary encoding of events, values and state records (`Specs/0004-event-log.md` §2–3).
 enum EventCodec {
+    /// The largest magnitude of a stored timestamp, in microseconds since 1970: 9 × 10¹² s,
+    /// the bound a commit holds drafts' timestamps to.
+    static let maximumTimestampMicroseconds: UInt64 = 9_000_000_000_000_000_000
+
     /// The event format this build writes and the newest it reads.
     static let formatVersion: UInt8 = 1
     /// "STEV".
@@ -128,7 +132,9 @@ enum EventCodec {
         case .int64: return .attribute(.int64(Int64(bitPattern: try r.uint64())))
         case .decimal:
             let text = try r.string()
-            guard let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
+            // Written as the decimal's own text: anything else (Decimal(string:) reads "12s45" as
+            // 12) is damage, not a value.
+            guard let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")), decimal.description == text else {
                 throw r.failure("invalid decimal \"\(text)\"")
             }
             return .attribute(.decimal(decimal))
@@ -144,13 +150,43 @@ enum EventCodec {
             return .attribute(.uuid(UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))))
         case .uri:
             let text = try r.string()
-            guard let url = URL(string: text) else { throw r.failure("invalid URI \"\(text)\"") }
+            // Written as the URI's absolute string: text URL(string:) would change (escaping a
+            // control character) is damage, not that URI.
+            guard let url = URL(string: text), url.absoluteString == text else { throw r.failure("invalid URI \"\(text)\"") }
             return .attribute(.uri(url))
         case .transformable: return .attribute(.transformable(Data(try r.data())))
         case .reference: return .reference(try readReference(&r, catalog))
         case .references: return .references(try readReferences(&r, catalog))
         case .membership: throw r.failure("a membership change where a value was expected")
         }
+    }
+
+    /// Whether `property` can hold `value`: nil, an attribute value of its type, a reference
+    /// for a to-one, a list for a recorded to-many. A value that can't be the property's is a
+    /// damaged type tag or property code, refused rather than handed to readers.
+    @inline(__always)
+    static func fits(_ value: LogValue, _ property: ModelSchema.Property) -> Bool {
+        switch value {
+        case .null: true
+        case .attribute(let attribute): property.attributeType.map { attribute.matches($0) } ?? false
+        case .reference: property.relationship == .toOne
+        case .references: property.relationship == .orderedToMany || property.relationship == .unorderedToMany
+        }
+    }
+
+    /// The error for a value `property` of `entity` can't hold.
+    @inline(never)
+    static func misfit(_ value: LogValue, _ property: ModelSchema.Property, entity: String, _ r: ByteReader) -> LogError {
+        let expected = property.attributeType.map { "a value of type \($0.name)" }
+            ?? (property.relationship == .toOne ? "a reference" : property.isRecorded ? "a list of references" : "nothing (it is derived)")
+        let got: String =
+            switch value {
+            case .attribute(let attribute): "a value of type \(attribute.typeName)"
+            case .reference: "a reference"
+            case .references: "a list of references"
+            case .null: "nil"
+            }
+        return r.failure("\(entity).\(property.name) holds \(got), where \(expected) belongs")
     }
 
     // MARK: - Events
@@ -296,6 +332,7 @@ enum EventCodec {
         guard bytes[4] <= formatVersion else {
             throw .unsupportedFormatVersion(found: Int(bytes[4]), supported: Int(formatVersion), context: context)
         }
+        guard bytes[4] >= 1 else { throw .malformed("\(context): format version 0, which no Strata writes") }
         let body = UnsafeRawBufferPointer(rebasing: bytes[0..<(bytes.count - 4)])
         var stored: UInt32 = 0
         for i in (bytes.count - 4)..<bytes.count { stored = stored << 8 | UInt32(bytes[i]) }
@@ -308,8 +345,13 @@ enum EventCodec {
         var r = ByteReader(body, context: context)
         _ = try r.rawBytes(5)
         let flags = try r.byte()
+        guard flags & ~3 == 0 else { throw r.failure("event flags 0x\(String(flags, radix: 16)) set bits no Strata writes") }
         let sequence = try r.uint64()
         let micros = Int64(bitPattern: try r.uint64())
+        // A commit refuses timestamps beyond ±9 × 10¹² s of 1970 (spec 0004 §6.3).
+        guard micros.magnitude <= maximumTimestampMicroseconds else {
+            throw r.failure("timestamp of \(micros) µs since 1970 is out of range")
+        }
         let processID = Int32(bitPattern: try r.uint32())
         let author = flags & 1 != 0 ? try r.string() : nil
         let contextName = flags & 2 != 0 ? try r.string() : nil
@@ -396,9 +438,16 @@ enum EventCodec {
             let n = try r.count(limit: r.remaining)
             var values: [String: LogValue] = [:]
             values.reserveCapacity(n)
+            var previous = -1
             for _ in 0..<n {
-                let property = try name(try r.count(limit: Int(Int32.max)))
-                values[property] = try readValue(&r, catalog)
+                let code = try r.count(limit: Int(Int32.max))
+                // Inserts and deletes list properties by ascending code, each once.
+                guard code > previous else { throw r.failure("property code \(code) after \(previous): codes must ascend") }
+                previous = code
+                let property = try name(code)
+                let value = try readValue(&r, catalog)
+                guard fits(value, entity.properties[code]) else { throw misfit(value, entity.properties[code], entity: id.entity, r) }
+                values[property] = value
             }
             return op == 1 ? .insert(id, values: values) : .delete(id, before: values)
         case 2:
@@ -406,15 +455,22 @@ enum EventCodec {
             var changes: [PropertyChange] = []
             changes.reserveCapacity(n)
             for _ in 0..<n {
-                let property = try name(try r.count(limit: Int(Int32.max)))
+                let code = try r.count(limit: Int(Int32.max))
+                let property = try name(code)
+                let described = entity.properties[code]
                 if r.remaining > 0, r.bytes[r.offset] == ValueTag.membership.rawValue {
+                    guard described.relationship == .unorderedToMany else {
+                        throw r.failure("a membership change of \(id.entity).\(property), which is not a recorded unordered to-many relationship")
+                    }
                     _ = try r.byte()
                     let added = try readReferences(&r, catalog)
                     let removed = try readReferences(&r, catalog)
                     changes.append(.membership(property: property, added: added, removed: removed))
                 } else {
                     let before = try readValue(&r, catalog)
+                    guard fits(before, described) else { throw misfit(before, described, entity: id.entity, r) }
                     let after = try readValue(&r, catalog)
+                    guard fits(after, described) else { throw misfit(after, described, entity: id.entity, r) }
                     changes.append(.value(property: property, before: before, after: after))
                 }
             }

@@ -149,24 +149,42 @@ extension LogReader {
     }
 
     /// The state stored in the checkpoint at `sequence`.
+    ///
+    /// - Throws: ``LogError/malformed(_:)`` naming the checkpoint for a row that doesn't
+    ///   decode, or a header whose object count isn't the number of records stored (a row
+    ///   lost or added): a state read from it would be wrong without a word.
     func checkpointState(_ sequence: UInt64) throws -> StateImage {
         var image = StateImage()
         var unordered: [(StoredObjectID, String, StoredObjectID)] = []
+        var records: UInt64 = 0
+        func hex(_ key: RawSpan) -> String { key.withUnsafeBytes { $0.map { String(format: "%02x", $0) }.joined() } }
         try txn.forEach(in: tables.checkpoints, range: .prefix(bigEndianBytes(sequence) + [CheckpointTag.record])) { key, value in
-            guard let objectKey = key.withUnsafeBytes({ ObjectKey($0, at: 9) }) else { return .next }
+            guard key.byteCount == 9 + ObjectKey.byteCount, let objectKey = key.withUnsafeBytes({ ObjectKey($0, at: 9) }) else {
+                throw LogError.malformed("checkpoint \(sequence): a record row's key (\(hex(key))) is \(key.byteCount) bytes, not 19")
+            }
             let id = try writer.id(objectKey)
             let record = try value.withUnsafeBytes { raw in
                 try writer.decodeRecord(raw, entityName: id.entity, context: "checkpoint \(sequence) record \(id)")
             }
             image.objects[id] = record.values
+            records += 1
             return .next
         }
+        if let header = try txn.value(forKey: bigEndianBytes(sequence), in: tables.checkpoints) {
+            let count = header.count >= 8 ? header.withUnsafeBytes { readBigEndian($0) } : nil
+            guard count == records else {
+                throw LogError.malformed(
+                    "checkpoint \(sequence) holds \(records) records, but its header (\(header.map { String(format: "%02x", $0) }.joined())) says \(count.map { "\($0)" } ?? "nothing readable"): the checkpoint is damaged")
+            }
+        }
         try txn.forEach(in: tables.checkpoints, range: .prefix(bigEndianBytes(sequence) + [CheckpointTag.member])) { key, _ in
-            guard let source = key.withUnsafeBytes({ ObjectKey($0, at: 9) }),
+            guard key.byteCount == 9 + 22, let source = key.withUnsafeBytes({ ObjectKey($0, at: 9) }),
                 let relationship = key.withUnsafeBytes({ readBigEndian($0, at: 19, count: 2) }),
-                let target = key.withUnsafeBytes({ ObjectKey($0, at: 21) }),
-                let qualified = log.catalog.relationshipName(UInt16(relationship))
-            else { return .next }
+                let target = key.withUnsafeBytes({ ObjectKey($0, at: 21) })
+            else { throw LogError.malformed("checkpoint \(sequence): a membership row's key (\(hex(key))) is \(key.byteCount) bytes, not 31") }
+            guard let qualified = log.catalog.relationshipName(UInt16(relationship)) else {
+                throw LogError.malformed("checkpoint \(sequence): a membership row names relationship code \(relationship), which the catalog doesn't have")
+            }
             let property = String(qualified.split(separator: ".").last ?? "")
             unordered.append((try writer.id(source), property, try writer.id(target)))
             return .next
@@ -201,6 +219,9 @@ struct CheckpointRows {
     /// Whether the checkpoint recorded the counters (checkpoints written before the counters
     /// were added have none).
     var hasCounters = false
+    /// The sequence and the object count its header declares, for a checkpoint read from the
+    /// table (nil for rows made from the current state).
+    var declared: (sequence: UInt64, count: UInt64?)?
 }
 
 extension LogReader {
@@ -210,6 +231,7 @@ extension LogReader {
         guard let header = try txn.value(forKey: prefix, in: tables.checkpoints) else { return nil }
         var rows = CheckpointRows()
         rows.hasCounters = header.count >= 9 && header[8] & CheckpointTag.hasCounters != 0
+        rows.declared = (sequence, header.count == 8 || header.count == 9 ? header.withUnsafeBytes { readBigEndian($0) } : nil)
         try txn.forEach(in: tables.checkpoints, range: .prefix(prefix)) { key, value in
             guard key.byteCount > 9 else { return .next }
             key.withUnsafeBytes { raw in
@@ -271,7 +293,14 @@ extension TableWriter {
     /// Loads a checkpoint as the starting state of empty tables: the records byte for byte,
     /// and the references, membership, index entries and counters they imply. No history
     /// rows: the history before a checkpoint is not in it.
+    ///
+    /// - Throws: ``LogError/malformed(_:)`` for a checkpoint whose header doesn't declare the
+    ///   number of records it holds (a row lost or added), or a row that doesn't decode.
     func restore(_ txn: borrowing LMDBTransaction, _ rows: CheckpointRows) throws {
+        if let (sequence, count) = rows.declared, count != UInt64(rows.records.count) {
+            throw LogError.malformed(
+                "checkpoint \(sequence) holds \(rows.records.count) records, but its header says \(count.map { "\($0)" } ?? "nothing readable"): the checkpoint is damaged")
+        }
         for (keyBytes, value) in rows.records {
             guard let objectKey = keyBytes.withUnsafeBytes({ ObjectKey($0) }), keyBytes.count == ObjectKey.byteCount else {
                 throw LogError.malformed("checkpoint record key of \(keyBytes.count) bytes")
@@ -353,7 +382,7 @@ extension EventLog {
     public func checkpoint() throws {
         if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
         try environment.write { txn in
-            let head = try txn.value(forKey: MetaKey.head, in: tables.meta).flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
+            let head = try number(MetaKey.head, txn)
             try writeCheckpoint(txn, at: head)
         }
     }

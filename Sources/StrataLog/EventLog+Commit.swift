@@ -50,8 +50,7 @@ extension EventLog {
         var insertedIDs: [StoredObjectID] = []
         insertedIDs.reserveCapacity(operationCount)
         func lastPrimaryKey(_ code: UInt16) throws -> UInt64 {
-            try txn.value(forKey: TableWriter.counterKey(code), in: tables.counters)
-                .flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
+            try writer.lastPrimaryKey(txn, entity: code)
         }
         for group in draft.groups {
             // By position, reading only the object: binding the operation would retain its
@@ -429,8 +428,7 @@ extension EventLog {
         let (range, sequence) = try environment.write { txn in
             let head = try nextSequence(txn) - 1
             let code = try writer.entityCode(entity)
-            let last = try txn.value(forKey: TableWriter.counterKey(code), in: tables.counters)
-                .flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
+            let last = try writer.lastPrimaryKey(txn, entity: code)
             guard UInt64.max - last >= UInt64(count) else {
                 throw LogError.invalidOperation(
                     "entity \(entity) has \(UInt64.max - last) primary key(s) left to give out (the last given is \(last)); \(count) can't be reserved")

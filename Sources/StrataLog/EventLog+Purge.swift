@@ -187,7 +187,9 @@ extension EventLog {
             func flush() throws {
                 guard !batch.isEmpty else { return }
                 try scratch.write { txn in
-                    for event in batch { try writer.apply(txn, event, checkBeforeImages: false) }
+                    // Checked: the base replaces the history for good, so a checkpoint that
+                    // disagrees with the events after it must stop the purge, not become the base.
+                    for event in batch { try writer.apply(txn, event, checkBeforeImages: true) }
                 }
                 batch.removeAll(keepingCapacity: true)
             }

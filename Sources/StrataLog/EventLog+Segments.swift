@@ -212,33 +212,56 @@ extension EventLog {
         }
     }
 
-    /// Calls `body` with each raw (uncompacted) event's bytes, chunks joined.
+    /// Calls `body` with each raw (uncompacted) event's bytes, chunks joined, from `from`
+    /// through `through`, which must all be there.
+    ///
+    /// - Throws: ``LogError/malformed(_:)`` for an event missing from the range, or one whose
+    ///   rows in the events table are damaged (a chunk missing, a key of the wrong length).
     func forEachRawEvent(from: UInt64, through: UInt64, _ body: (UInt64, [UInt8]) throws -> Void) throws {
-        try environment.read { txn in try forEachRawEvent(in: txn, from: from, through: through, body) }
+        try environment.read { txn in
+            var expected = from
+            try forEachRawEvent(in: txn, from: from, through: through) { sequence, bytes, damage in
+                guard sequence == expected else {
+                    throw LogError.malformed(
+                        sequence > expected
+                            ? "event \(expected) is missing from the log (the raw events go on at \(sequence))"
+                            : "the events table holds a row under sequence \(sequence) where event \(expected) was expected")
+                }
+                expected = sequence &+ 1
+                if let damage { throw EventChunks.error(sequence, damage) }
+                try body(sequence, bytes)
+            }
+            if expected <= through {
+                throw LogError.malformed(
+                    expected == through ? "event \(through) is missing from the log" : "events \(expected)…\(through) are missing from the log")
+            }
+        }
     }
 
-    /// Like ``forEachRawEvent(from:through:_:)``, in the snapshot `txn` reads.
+    /// Calls `body` with each raw event's sequence and bytes, chunks joined, and what is
+    /// wrong with its rows in the events table (nil: nothing; see ``EventChunks``), in the
+    /// snapshot `txn` reads. Sequences missing from the range are not reported.
     func forEachRawEvent(
-        in txn: borrowing LMDBTransaction, from: UInt64, through: UInt64, _ body: (UInt64, [UInt8]) throws -> Void
+        in txn: borrowing LMDBTransaction, from: UInt64, through: UInt64, _ body: (UInt64, [UInt8], String?) throws -> Void
     ) throws {
-        var pending: [UInt8] = []
-        var pendingSequence: UInt64 = 0
+        var chunks = EventChunks()
         let range = KeyRange(lowerBound: bigEndianBytes(from), upperBound: through == .max ? nil : bigEndianBytes(through + 1))
         try txn.forEach(in: tables.events, range: range) { key, value in
-            let sequence = key.withUnsafeBytes { readBigEndian($0) } ?? 0
-            if sequence != pendingSequence && !pending.isEmpty {
-                try body(pendingSequence, pending)
-                pending.removeAll(keepingCapacity: true)
+            if key.withUnsafeBytes({ chunks.startsAnotherEvent($0) }) {
+                let (sequence, bytes, damage) = chunks.take()
+                try body(sequence, bytes, damage)
             }
-            pendingSequence = sequence
-            value.withUnsafeBytes { pending.append(contentsOf: $0) }
+            key.withUnsafeBytes { key in value.withUnsafeBytes { chunks.add(key: key, value: $0) } }
             return .next
         }
-        if !pending.isEmpty { try body(pendingSequence, pending) }
+        if !chunks.isEmpty {
+            let (sequence, bytes, damage) = chunks.take()
+            try body(sequence, bytes, damage)
+        }
     }
 
     func number(_ key: [UInt8], _ txn: borrowing LMDBTransaction) throws -> UInt64 {
-        (try txn.value(forKey: key, in: tables.meta)).flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
+        try MetaKey.number(try txn.value(forKey: key, in: tables.meta), key: key)
     }
 
     /// The sequence the next transaction gets: the head + 1, refused (damaged bookkeeping)
@@ -323,10 +346,23 @@ extension EventLog {
 
     /// Records that consumer `name` has processed every transaction through `sequence`;
     /// compaction never moves events past the lowest consumer's checkpoint.
+    ///
+    /// - Throws: ``LogError/invalidOperation(_:)`` for a `sequence` past the head.
     public func registerConsumer(_ name: String, processedThrough sequence: UInt64) throws {
         if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
         let key = try Self.consumerKey(name)
-        try environment.write { txn in try txn.put(bigEndianBytes(sequence), forKey: key, in: tables.consumers) }
+        try environment.write { txn in
+            try checkConsumerPoint(name, sequence, txn)
+            try txn.put(bigEndianBytes(sequence), forKey: key, in: tables.consumers)
+        }
+    }
+
+    /// Refuses a processed point past the head: read back, it would be damage (spec 0004 §7.1).
+    private func checkConsumerPoint(_ name: String, _ sequence: UInt64, _ txn: borrowing LMDBTransaction) throws {
+        let head = try number(MetaKey.head, txn)
+        guard sequence <= head else {
+            throw LogError.invalidOperation("consumer \"\(name)\" can't have processed through \(sequence): the log's head is \(head)")
+        }
     }
 
     /// The longest consumer name, in UTF-8 bytes: LMDB's largest key.
@@ -362,6 +398,7 @@ extension EventLog {
         }
         return try environment.write { txn in
             if try txn.value(forKey: key, in: tables.consumers) != nil { return false }
+            try checkConsumerPoint(name, sequence, txn)
             try txn.put(bigEndianBytes(sequence), forKey: key, in: tables.consumers)
             return true
         }
@@ -488,14 +525,31 @@ func processIsAlive(_ pid: Int32) -> Bool {
 
 extension LogReader {
     /// The named consumers and their checkpoints.
+    ///
+    /// - Throws: ``LogError/malformed(_:)`` naming the consumer for a row that isn't 8 bytes
+    ///   or names a point past the head (a damaged table): read as 0, the consumer would be
+    ///   handed every transaction again.
     public func consumers() throws -> [(name: String, processedThrough: UInt64)] {
         var result: [(String, UInt64)] = []
+        let head = try head
         try txn.forEach(in: tables.consumers) { key, value in
             let name = key.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-            result.append((name, value.withUnsafeBytes { readBigEndian($0) } ?? 0))
+            guard value.byteCount == 8, let point = value.withUnsafeBytes({ readBigEndian($0) }), point <= head else {
+                throw LogError.malformed("consumer \(name.debugDescription): " + Self.consumerDamage(value.withUnsafeBytes { Array($0) }, head: head))
+            }
+            result.append((name, point))
             return .next
         }
         return result
+    }
+
+    /// What is wrong with a consumer's row `value`, or nil if nothing.
+    static func consumerDamage(_ value: [UInt8], head: UInt64) -> String {
+        let hex = value.map { String(format: "%02x", $0) }.joined()
+        guard value.count == 8, let point = value.withUnsafeBytes({ readBigEndian($0) }) else {
+            return "its processed point is \(value.count) bytes (\(hex)), not 8: the consumers table is damaged"
+        }
+        return "its processed point \(point) is past the head (\(head)): the consumers table is damaged"
     }
 
     /// The segment manifest, oldest first.

@@ -81,23 +81,24 @@ extension EventLog {
             }
         }
         var expected: UInt64 = purged + 1
-        // Every checkpoint after the base is a projection of the log too: as-of reads start
-        // from them. Each is compared with the replayed state when the replay reaches it.
-        var checkpointsToCheck = try reader.checkpoints().filter { $0 > purged && $0 <= head }[...]
-        func take(_ event: TransactionEvent) throws {
+
+        // Checkpoints (other than the base) are compared with the replayed state as of their
+        // sequence: as-of reads start from them, so a damaged one would read wrong silently.
+        var checkpoints = try reader.checkpoints().filter { $0 > purged }[...]
+        func queue(_ event: TransactionEvent) {
             batch.append(event)
-            while let checkpoint = checkpointsToCheck.first, checkpoint < event.sequence {
-                // The log has no event at that sequence (reported as a gap): nothing to compare at.
-                checkpointsToCheck.removeFirst()
-            }
-            if let checkpoint = checkpointsToCheck.first, checkpoint == event.sequence {
-                checkpointsToCheck.removeFirst()
+            while let next = checkpoints.first, next <= event.sequence {
+                checkpoints.removeFirst()
+                guard next == event.sequence else { continue }
                 replay(batch)
                 batch.removeAll()
-                try compareCheckpoint(checkpoint, reader: reader, scratch: scratch, writer: writer) { kind, location, message in
-                    problem(kind, location, message)
+                do {
+                    try compareCheckpoint(next, reader, scratch: scratch, tables: scratchTables, writer: writer, report: problem)
+                } catch {
+                    problem(.projection, "checkpoint \(next)", "can't be read: \(error)")
                 }
-            } else if batch.count >= 512 {
+            }
+            if batch.count >= 512 {
                 replay(batch)
                 batch.removeAll()
             }
@@ -143,7 +144,7 @@ extension EventLog {
                             problem(.sequence, "\(location) frame \(index)", "holds event \(event.sequence) where \(expected) was expected")
                         }
                         expected = event.sequence + 1
-                        try take(event)
+                        queue(event)
                     } catch {
                         problem(.event, "\(location) frame \(index)", "\(error)")
                     }
@@ -155,7 +156,15 @@ extension EventLog {
             expected = compactedThrough + 1
         }
 
-        try forEachRawEvent(in: reader.txn, from: compactedThrough + 1, through: .max) { sequence, bytes in
+        try forEachRawEvent(in: reader.txn, from: compactedThrough + 1, through: .max) { sequence, bytes, damage in
+            if let damage {
+                problem(.event, "event \(sequence)", damage)
+                if sequence != expected {
+                    problem(.sequence, "event \(sequence)", "follows \(expected - 1): events \(expected)…\(sequence &- 1) are missing")
+                }
+                expected = sequence &+ 1
+                return
+            }
             do {
                 let event = try bytes.withUnsafeBytes { raw in
                     try EventCodec.decode(raw, catalog: catalog, context: "event \(sequence)")
@@ -168,7 +177,7 @@ extension EventLog {
                     problem(.sequence, "event \(sequence)", "follows \(expected - 1): events \(expected)…\(sequence - 1) are missing")
                 }
                 expected = sequence + 1
-                try take(event)
+                queue(event)
             } catch {
                 problem(.event, "event \(sequence)", "\(error)")
                 expected = sequence + 1
@@ -186,6 +195,16 @@ extension EventLog {
             try compare(name, live: try rows(reader.txn, live), rebuilt: rebuilt, scratch: scratch, writer: writer) { kind, location, message in
                 problem(kind, location, message)
             }
+        }
+
+        // Every consumer's processed point is a sequence of the log.
+        try reader.txn.forEach(in: tables.consumers) { key, value in
+            let bytes = value.withUnsafeBytes { Array($0) }
+            if bytes.count != 8 || (bytes.withUnsafeBytes { readBigEndian($0) } ?? 0) > head {
+                let name = key.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+                problem(.integrity, "consumer \(name.debugDescription)", LogReader.consumerDamage(bytes, head: head))
+            }
+            return .next
         }
 
         // 3. Every reference points at a live object.
@@ -206,61 +225,35 @@ extension EventLog {
             objectsRebuilt: objectsRebuilt)
     }
 
-    /// Reports how the checkpoint at `sequence` differs from the replayed state at that
-    /// point: records byte for byte, membership rows, and the counters if it holds them.
+    /// Compares the checkpoint at `sequence` — its records, membership rows and counters —
+    /// with the scratch tables, which hold the log's replay through `sequence`; reports each
+    /// difference at `checkpoint N …`, and a header whose object count is not the records'.
     private func compareCheckpoint(
-        _ sequence: UInt64, reader: borrowing LogReader, scratch: LMDBEnvironment, writer: TableWriter,
-        report: (VerificationProblem.Kind, String, String) -> Void
+        _ sequence: UInt64, _ reader: borrowing LogReader, scratch: LMDBEnvironment, tables scratchTables: StoreTables,
+        writer: TableWriter, report: (VerificationProblem.Kind, String, String) -> Void
     ) throws {
-        guard let stored = try reader.checkpointRows(sequence) else { return }
-        let replayed = try scratch.read { txn in try writer.currentRows(txn) }
+        guard let rows = try reader.checkpointRows(sequence) else { return }
         let location = "checkpoint \(sequence)"
-        func object(_ key: [UInt8]) -> String {
-            guard let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) else { return "an object key of \(key.count) bytes" }
-            return (try? writer.id(objectKey).description) ?? "entity \(objectKey.entity) p\(objectKey.primaryKey)"
+        let header = try reader.txn.value(forKey: bigEndianBytes(sequence), in: tables.checkpoints) ?? []
+        let count = header.count >= 8 ? header.withUnsafeBytes { readBigEndian($0) } : nil
+        if header.count != 8 && header.count != 9 || count != UInt64(rows.records.count) {
+            report(
+                .projection, location,
+                "its header (\(header.map { String(format: "%02x", $0) }.joined())) doesn't say it holds the \(rows.records.count) records stored")
         }
-        var differences = 0
-        func differ(_ what: String, _ message: String) {
-            differences += 1
-            if differences <= 20 { report(.projection, "\(location) \(what)", message) }
+        func within(_ kind: VerificationProblem.Kind, _ place: String, _ message: String) { report(kind, "\(location) \(place)", message) }
+        try compare("state", live: rows.records, rebuilt: scratchTables.state, scratch: scratch, writer: writer, side: "checkpoint", report: within)
+        try compare("members", live: rows.members.map { ($0, []) }, rebuilt: scratchTables.members, scratch: scratch, writer: writer, side: "checkpoint", report: within)
+        if rows.hasCounters {
+            try compare("counters", live: rows.counters, rebuilt: scratchTables.counters, scratch: scratch, writer: writer, side: "checkpoint", report: within)
         }
-        let replayedRecords = Dictionary(replayed.records, uniquingKeysWith: { first, _ in first })
-        let storedRecords = Dictionary(stored.records, uniquingKeysWith: { first, _ in first })
-        for (key, value) in stored.records.sorted(by: { $0.0.lexicographicallyPrecedes($1.0) }) {
-            guard let twin = replayedRecords[key] else {
-                differ(object(key), "is in the checkpoint but not in the log's replay as of \(sequence)")
-                continue
-            }
-            if twin != value {
-                differ(object(key), valueDifference("state", (key, value), (key, twin), writer))
-            }
-        }
-        for (key, _) in replayed.records.sorted(by: { $0.0.lexicographicallyPrecedes($1.0) }) where storedRecords[key] == nil {
-            differ(object(key), "is missing from the checkpoint (the log's replay as of \(sequence) has it)")
-        }
-        let storedMembers = Set(stored.members)
-        let replayedMembers = Set(replayed.members)
-        for key in storedMembers.symmetricDifference(replayedMembers).sorted(by: { $0.lexicographicallyPrecedes($1) }) {
-            let side = storedMembers.contains(key) ? "is in the checkpoint but not in the log's replay" : "is missing from the checkpoint"
-            differ(describe("members", key, writer), side)
-        }
-        if stored.hasCounters {
-            let storedCounters = Dictionary(stored.counters, uniquingKeysWith: { first, _ in first })
-            let replayedCounters = Dictionary(replayed.counters, uniquingKeysWith: { first, _ in first })
-            for key in Set(storedCounters.keys).union(replayedCounters.keys).sorted(by: { $0.lexicographicallyPrecedes($1) })
-            where storedCounters[key] != replayedCounters[key] {
-                let a = storedCounters[key].flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
-                let b = replayedCounters[key].flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
-                differ(describe("counters", key, writer), "checkpoint \(a), the log's replay says \(b)")
-            }
-        }
-        if differences > 20 { report(.projection, location, "\(differences - 20) more differences") }
     }
 
-    /// Reports every entry that differs between a live table's rows and its rebuilt twin.
+    /// Reports every entry that differs between a live table's rows (or a checkpoint's, as
+    /// `side` says) and its rebuilt twin.
     private func compare(
         _ name: String, live liveRows: [([UInt8], [UInt8])], rebuilt: LMDBDatabase, scratch: LMDBEnvironment, writer: TableWriter,
-        report: (VerificationProblem.Kind, String, String) -> Void
+        side: String = "live", report: (VerificationProblem.Kind, String, String) -> Void
     ) throws {
         let rebuiltRows = try scratch.read { txn in try rows(txn, rebuilt) }
         var i = 0
@@ -272,14 +265,14 @@ extension EventLog {
             }
             switch order {
             case -1:
-                report(.projection, describe(name, liveRows[i].0, writer), "is in the live table but not in the log's replay")
+                report(.projection, describe(name, liveRows[i].0, writer), side == "live" ? "is in the live table but not in the log's replay" : "is in the \(side) but not in the log's replay")
                 i += 1
             case 1:
-                report(.projection, describe(name, rebuiltRows[j].0, writer), "is missing from the live table (the log's replay has it)")
+                report(.projection, describe(name, rebuiltRows[j].0, writer), side == "live" ? "is missing from the live table (the log's replay has it)" : "is missing from the \(side) (the log's replay has it)")
                 j += 1
             default:
                 if liveRows[i].1 != rebuiltRows[j].1 {
-                    report(.projection, describe(name, liveRows[i].0, writer), valueDifference(name, liveRows[i], rebuiltRows[j], writer))
+                    report(.projection, describe(name, liveRows[i].0, writer), valueDifference(name, liveRows[i], rebuiltRows[j], writer, side: side))
                 }
                 i += 1
                 j += 1
@@ -325,26 +318,31 @@ extension EventLog {
     }
 
     /// Says how a live value differs from the replayed one; for records, property by property.
-    private func valueDifference(_ table: String, _ live: ([UInt8], [UInt8]), _ rebuilt: ([UInt8], [UInt8]), _ writer: TableWriter) -> String {
+    private func valueDifference(
+        _ table: String, _ live: ([UInt8], [UInt8]), _ rebuilt: ([UInt8], [UInt8]), _ writer: TableWriter, side: String = "live"
+    ) -> String {
         if table == "counters" {
             let a = live.1.withUnsafeBytes { readBigEndian($0) } ?? 0
             let b = rebuilt.1.withUnsafeBytes { readBigEndian($0) } ?? 0
-            return "live \(a), the log's replay says \(b)"
+            guard live.1.count == 8 else {
+                return "\(side) row of \(live.1.count) bytes (\(live.1.map { String(format: "%02x", $0) }.joined())), not 8; the log's replay says \(b)"
+            }
+            return "\(side) \(a), the log's replay says \(b)"
         }
         guard table == "state", let key = live.0.withUnsafeBytes({ ObjectKey($0) }), let id = try? writer.id(key) else {
-            return "the live value differs from the log's replay"
+            return "the \(side) value differs from the log's replay"
         }
         do {
-            let a = try live.1.withUnsafeBytes { try writer.decodeRecord($0, entityName: id.entity, context: "live record \(id)") }
+            let a = try live.1.withUnsafeBytes { try writer.decodeRecord($0, entityName: id.entity, context: "\(side) record \(id)") }
             let b = try rebuilt.1.withUnsafeBytes { try writer.decodeRecord($0, entityName: id.entity, context: "replayed record \(id)") }
             var parts: [String] = []
             for property in Set(a.values.keys).union(b.values.keys).sorted() where a.values[property] != b.values[property] {
-                parts.append("\(property): live \(a.values[property] ?? .null), the log's replay says \(b.values[property] ?? .null)")
+                parts.append("\(property): \(side) \(a.values[property] ?? .null), the log's replay says \(b.values[property] ?? .null)")
             }
-            if a.version != b.version { parts.append("version: live \(a.version), the log's replay says \(b.version)") }
+            if a.version != b.version { parts.append("version: \(side) \(a.version), the log's replay says \(b.version)") }
             return parts.isEmpty ? "the record's encoding differs" : parts.joined(separator: "; ")
         } catch {
-            return "the live record does not decode: \(error)"
+            return "the \(side) record does not decode: \(error)"
         }
     }
 }

@@ -124,7 +124,7 @@ public final class EventLog: Sendable {
         let catalog = Catalog(environment: environment, tables: tables)
         storeMonitor = StoreMonitor(watchedFile: (path as NSString).appendingPathComponent("data.mdb")) { [environment, tables] in
             try environment.read { txn in
-                try txn.value(forKey: MetaKey.head, in: tables.meta).flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
+                try MetaKey.number(try txn.value(forKey: MetaKey.head, in: tables.meta), key: MetaKey.head)
             }
         }
         self.environment = environment

@@ -147,11 +147,15 @@ public struct LogReader: ~Copyable {
     }
 
     /// A big-endian number stored under `key` (0 when absent).
+    ///
+    /// - Throws: ``LogError/malformed(_:)`` for a row that isn't `byteCount` bytes.
     func number(forKey key: [UInt8], in database: LMDBDatabase, byteCount: Int = 8) throws -> UInt64 {
-        let found = try txn.withValue(forKey: key, in: database) { span in
-            span.withUnsafeBytes { readBigEndian($0, count: byteCount) }
+        if let found = try txn.withValue(forKey: key, in: database, { span in
+            span.withUnsafeBytes { $0.count == byteCount ? readBigEndian($0, count: byteCount) : nil }
+        }), let found {
+            return found
         }
-        return (found ?? nil) ?? 0
+        return try MetaKey.number(try txn.value(forKey: key, in: database), key: key, byteCount: byteCount)
     }
 
     /// The store's metadata as of this snapshot.
@@ -168,8 +172,7 @@ public struct LogReader: ~Copyable {
 
     /// The last primary key given to an object of `entity` (0 if none).
     public func lastPrimaryKey(of entity: String) throws -> UInt64 {
-        let code = try log.catalog.entityCode(entity)
-        return try number(forKey: TableWriter.counterKey(code), in: tables.counters)
+        try writer.lastPrimaryKey(txn, entity: try log.catalog.entityCode(entity))
     }
 
     // MARK: - Objects
@@ -543,29 +546,40 @@ public struct LogReader: ~Copyable {
             next = compacted + 1
         }
         guard next <= last else { return }
-        var pending: [UInt8] = []
-        var pendingSequence: UInt64 = 0
+        // Events are dense: a sequence missing from the raw log is an error, not skipped
+        // (a walk that skipped it would build a state, a replay or a log without it).
+        let end = min(last, try head)
+        var chunks = EventChunks()
+        var expected = next
         var stopped = false
         func deliver() throws -> IterationDecision {
-            defer { pending.removeAll(keepingCapacity: true) }
-            if filter != nil, !pending.withUnsafeBytes({ wanted($0) }) { return .next }
-            return try body(try decode(pending, sequence: pendingSequence))
+            let (sequence, bytes, damage) = chunks.take()
+            guard sequence == expected else {
+                throw LogError.malformed(
+                    sequence > expected
+                        ? "event \(expected) is missing from the log (the raw events go on at \(sequence))"
+                        : "the events table holds a row under sequence \(sequence) where event \(expected) was expected")
+            }
+            expected = sequence &+ 1
+            if let damage { throw EventChunks.error(sequence, damage) }
+            if filter != nil, !bytes.withUnsafeBytes({ wanted($0) }) { return .next }
+            return try body(try decode(bytes, sequence: sequence))
         }
         let range = KeyRange(lowerBound: bigEndianBytes(next), upperBound: last == .max ? nil : bigEndianBytes(last + 1))
         try txn.forEach(in: tables.events, range: range) { key, value in
-            let sequence = key.withUnsafeBytes { readBigEndian($0) } ?? 0
-            if sequence != pendingSequence && !pending.isEmpty {
-                if try deliver() == .stop {
-                    stopped = true
-                    return .stop
-                }
+            let another = key.withUnsafeBytes { chunks.startsAnotherEvent($0) }
+            if another, try deliver() == .stop {
+                stopped = true
+                return .stop
             }
-            pendingSequence = sequence
-            value.withUnsafeBytes { pending.append(contentsOf: $0) }
+            key.withUnsafeBytes { key in value.withUnsafeBytes { chunks.add(key: key, value: $0) } }
             return .next
         }
-        if !stopped && !pending.isEmpty {
-            _ = try deliver()
+        if stopped { return }
+        if !chunks.isEmpty, try deliver() == .stop { return }
+        if expected <= end {
+            throw LogError.malformed(
+                expected == end ? "event \(end) is missing from the log" : "events \(expected)…\(end) are missing from the log")
         }
     }
 
@@ -614,11 +628,21 @@ public struct LogReader: ~Copyable {
 
     /// The sequences of every transaction that changed `id`, oldest first (including its
     /// insert and delete; history survives the object).
+    ///
+    /// - Throws: ``LogError/malformed(_:)`` for a row naming sequence 0 or one past the head
+    ///   (a damaged history table), naming the object and the sequence, rather than an
+    ///   error about the sequence that doesn't say where it came from.
     public func history(of id: StoredObjectID) throws -> [UInt64] {
         let key = try writer.key(id)
+        let head = try head
         var result: [UInt64] = []
         try txn.forEach(in: tables.history, range: .prefix(key.bytes)) { entry, _ in
-            if let sequence = entry.withUnsafeBytes({ readBigEndian($0, at: 10) }) { result.append(sequence) }
+            if let sequence = entry.withUnsafeBytes({ readBigEndian($0, at: 10) }) {
+                guard sequence >= 1, sequence <= head else {
+                    throw LogError.malformed("the history of \(id) lists sequence \(sequence), outside the log (1…\(head)): the history table is damaged")
+                }
+                result.append(sequence)
+            }
             return .next
         }
         return result

@@ -64,12 +64,18 @@ struct SegmentDescriptor: Sendable, Hashable {
         guard version <= formatVersion else {
             throw .unsupportedFormatVersion(found: Int(version), supported: Int(formatVersion), context: context)
         }
+        guard version >= 1 else { throw .malformed("\(context): version 0, which no Strata writes") }
         let fileName = try r.string()
         let first = try r.uint64()
         let last = try r.uint64()
         let raw = try r.uint64()
         let compressed = try r.uint64()
-        let dictionary: String? = try r.byte() == 1 ? try r.string() : nil
+        let dictionary: String?
+        switch try r.byte() {
+        case 0: dictionary = nil
+        case 1: dictionary = try r.string()
+        case let other: throw r.failure("dictionary flag \(other) is neither 0 nor 1")
+        }
         let count = try r.count(limit: r.remaining / 40 + 1)
         var frames: [Frame] = []
         frames.reserveCapacity(count)
@@ -85,7 +91,7 @@ struct SegmentDescriptor: Sendable, Hashable {
         guard !fileName.isEmpty, fileName != ".", fileName != "..", !fileName.contains("/"), !fileName.contains("\0") else {
             throw .malformed("\(context): the file name \(fileName.debugDescription) is not a plain file name")
         }
-        if let dictionary, dictionary.isEmpty || dictionary == "." || dictionary == ".." || dictionary.contains("/") {
+        if let dictionary, dictionary.isEmpty || dictionary == "." || dictionary == ".." || dictionary.contains("/") || dictionary.contains("\0") {
             throw .malformed("\(context): the dictionary name \(dictionary.debugDescription) is not a plain file name")
         }
         guard first >= 1, first <= last, last < UInt64.max else { throw .malformed("\(context): events \(first)…\(last) is not a range") }
@@ -103,7 +109,8 @@ struct SegmentDescriptor: Sendable, Hashable {
             }
             next = frame.last + 1
         }
-        guard frames.isEmpty || next == last + 1 else {
+        guard !frames.isEmpty else { throw .malformed("\(context): no frames, so events \(first)…\(last) are nowhere") }
+        guard next == last + 1 else {
             throw .malformed("\(context): the frames end at \(next - 1), the segment at \(last)")
         }
         return SegmentDescriptor(

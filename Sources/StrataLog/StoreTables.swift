@@ -75,6 +75,21 @@ enum MetaKey {
     static func modelHash(_ hash: [UInt8]) -> [UInt8] { Array("modelHash:".utf8) + hash }
 }
 
+extension MetaKey {
+    /// The number a `meta` row holds: 0 when there is no row.
+    ///
+    /// - Throws: ``LogError/malformed(_:)`` naming the key for a row that isn't `byteCount`
+    ///   bytes: read as 0 (or as its first bytes), a head would make the log look empty.
+    static func number(_ row: [UInt8]?, key: [UInt8], byteCount: Int = 8) throws(LogError) -> UInt64 {
+        guard let row else { return 0 }
+        guard row.count == byteCount, let value = row.withUnsafeBytes({ readBigEndian($0, count: byteCount) }) else {
+            throw .malformed(
+                "the store's \(String(decoding: key, as: UTF8.self)) is \(row.count) bytes (\(row.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined())), not \(byteCount): its bookkeeping is damaged")
+        }
+        return value
+    }
+}
+
 // MARK: - Big-endian helpers
 
 func bigEndianBytes(_ value: UInt64) -> [UInt8] {

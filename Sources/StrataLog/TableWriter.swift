@@ -173,10 +173,17 @@ struct TableWriter: CodecCatalog {
         let n = try r.count(limit: r.remaining)
         var values: [String: LogValue] = [:]
         values.reserveCapacity(n)
+        var previous = -1
         for _ in 0..<n {
             let code = try r.count(limit: Int(Int32.max))
             guard code < entity.properties.count else { throw r.failure("property code \(code) out of range") }
-            values[entity.properties[code].name] = try EventCodec.readValue(&r, self)
+            guard code > previous else { throw r.failure("property code \(code) after \(previous): codes must ascend") }
+            previous = code
+            let value = try EventCodec.readValue(&r, self)
+            guard EventCodec.fits(value, entity.properties[code]) else {
+                throw EventCodec.misfit(value, entity.properties[code], entity: entityName, r)
+            }
+            values[entity.properties[code].name] = value
         }
         guard r.isAtEnd else { throw r.failure("trailing bytes") }
         return Record(modelVersion: version, version: sequence, values: values)
@@ -229,10 +236,17 @@ struct TableWriter: CodecCatalog {
                 let n = try r.count(limit: r.remaining)
                 // Written through the buffer: one uniqueness check per record, not per value.
                 try values.withUnsafeMutableBufferPointer { (slots) throws(LogError) in
+                    var previous = -1
                     for _ in 0..<n {
                         let code = try r.count(limit: Int(Int32.max))
                         guard code < count else { throw r.failure("property code \(code) out of range") }
-                        slots[code] = try EventCodec.readValue(&r, self)
+                        guard code > previous else { throw r.failure("property code \(code) after \(previous): codes must ascend") }
+                        previous = code
+                        let value = try EventCodec.readValue(&r, self)
+                        guard EventCodec.fits(value, entity.properties[code]) else {
+                            throw EventCodec.misfit(value, entity.properties[code], entity: entity.name, r)
+                        }
+                        slots[code] = value
                     }
                 }
                 guard r.isAtEnd else { throw r.failure("trailing bytes") }
@@ -501,20 +515,50 @@ struct TableWriter: CodecCatalog {
     /// each table's in key order through one cursor, and empties them.
     func putDeferred(_ txn: borrowing LMDBTransaction, _ writes: inout DeferredWrites, uniqueness: inout PendingUniqueness) throws {
         guard !writes.isEmpty else { return }
-        try putRows(txn, &writes.state, in: tables.state)
+        try putRows(txn, &writes.state, in: tables.state, noOverwrite: true)
         try putRows(txn, &writes.history, in: tables.history)
         try putRows(txn, &writes.referrers, in: tables.referrers)
         try putRows(txn, &writes.members, in: tables.members)
         try putIndexRows(txn, &writes.index, uniqueness: &uniqueness)
     }
 
-    private func putRows(_ txn: borrowing LMDBTransaction, _ rows: inout DeferredRows, in table: LMDBDatabase) throws {
+    /// Puts deferred rows in key order through one cursor, and empties them. With
+    /// `noOverwrite` (the state rows of inserted objects), a row whose key is taken is refused:
+    /// an inserted object's primary key was given out before, so the entity's counter is
+    /// behind its objects (damaged), and putting the row would overwrite another object.
+    private func putRows(_ txn: borrowing LMDBTransaction, _ rows: inout DeferredRows, in table: LMDBDatabase, noOverwrite: Bool = false) throws {
         guard !rows.isEmpty else { return }
         rows.sort()
         try txn.withCursor(on: table) { cursor in
-            try rows.forEach { _, key, value in try cursor.put(bytes: value, forKey: key) }
+            try rows.forEach { _, key, value in
+                do {
+                    try cursor.put(bytes: value, forKey: key, flags: noOverwrite ? .noOverwrite : [])
+                } catch let error as LMDBError where error.code == .keyExists {
+                    guard let objectKey = ObjectKey(key) else { throw error }
+                    let name = (try? entityName(objectKey.entity)) ?? "entity \(objectKey.entity)"
+                    let counter = (try? txn.value(forKey: Self.counterKey(objectKey.entity), in: tables.counters))
+                        .flatMap { $0.map { $0.map { String(format: "%02x", $0) }.joined() } } ?? "none"
+                    throw LogError.malformed(
+                        "an insert was given \(name)/p\(objectKey.primaryKey), which an object in the store already has: the primary-key counter of \(name) (row \(counter)) is behind the objects it gave out, so the counters are damaged (strata verify reports them); nothing was written")
+                }
+            }
         }
         rows.removeAll()
+    }
+
+    /// The last primary key given to an object of the entity `code`, from its `counters` row
+    /// (0 when there is none).
+    ///
+    /// - Throws: ``LogError/malformed(_:)`` for a row that isn't 8 bytes: read as 0 (or as its
+    ///   first bytes), the next insert would be given a key an object already has.
+    func lastPrimaryKey(_ txn: borrowing LMDBTransaction, entity code: UInt16) throws -> UInt64 {
+        guard let row = try txn.value(forKey: Self.counterKey(code), in: tables.counters) else { return 0 }
+        guard row.count == 8, let last = row.withUnsafeBytes({ readBigEndian($0) }) else {
+            let name = (try? entityName(code)) ?? "entity \(code)"
+            throw LogError.malformed(
+                "the primary-key counter of \(name) is \(row.count) bytes (\(row.map { String(format: "%02x", $0) }.joined())), not 8: the counters table is damaged")
+        }
+        return last
     }
 
     /// Puts the deferred index rows in key order through one cursor, and empties them. A
@@ -633,8 +677,7 @@ struct TableWriter: CodecCatalog {
         if case .migration = event.kind { try rebuildIndexes(txn) }
         if case .reservation(let entity, let range) = event.kind {
             let code = try entityCode(entity)
-            let counter = try txn.value(forKey: Self.counterKey(code), in: tables.counters)
-                .flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
+            let counter = try lastPrimaryKey(txn, entity: code)
             if range.upperBound > counter {
                 try txn.put(bigEndianBytes(range.upperBound), forKey: Self.counterKey(code), in: tables.counters)
             }
@@ -658,8 +701,7 @@ struct TableWriter: CodecCatalog {
             case .delete:
                 try applyDelete(txn, objectKey, sequence: event.sequence, entity: current)
             }
-            let counter = try txn.value(forKey: Self.counterKey(objectKey.entity), in: tables.counters)
-                .flatMap { $0.withUnsafeBytes { readBigEndian($0) } } ?? 0
+            let counter = try lastPrimaryKey(txn, entity: objectKey.entity)
             if objectKey.primaryKey > counter {
                 try txn.put(bigEndianBytes(objectKey.primaryKey), forKey: Self.counterKey(objectKey.entity), in: tables.counters)
             }

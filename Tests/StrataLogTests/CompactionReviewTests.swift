@@ -321,7 +321,9 @@ struct CompactionReviewTests {
         #expect(none.moved == nil)
         #expect(none.limitedBy == .consumer(name: "a", processedThrough: 0))
         try log.registerConsumer("a", processedThrough: 10)
-        try log.registerConsumer("b", processedThrough: head + 50)
+        try log.registerConsumer("b", processedThrough: head)
+        // A point past the head is refused: read back, it would be damage.
+        #expect(throws: LogError.self) { try log.registerConsumer("c", processedThrough: head + 50) }
         #expect(try log.compact(CompactionRequest()).moved == 1...10)
         try log.removeConsumer("a")
         try log.setUndoRetention(5)
