@@ -374,27 +374,16 @@ extension EventLog {
     /// puts the copy in place, so the file shrinks after compaction or deletes. Returns the
     /// data file's size before and after.
     ///
-    /// The store must not be open anywhere — in this process or another — while it runs.
+    /// The store must not be open anywhere — in this process or another — while it runs: a
+    /// handle open meanwhile would go on writing the old file, and its commits would be lost.
+    /// So it is refused while one is (``LMDBEnvironment/replaceWithCompactedCopy(path:)``).
+    ///
+    /// - Throws: ``LogError/notAStore(_:)`` for a directory without a store; ``LMDBError``
+    ///   with ``LMDBError/Code/incompatibleOpen`` naming who has the store open.
     public static func vacuum(path: String) throws -> (before: Int, after: Int) {
         let dataPath = (path as NSString).appendingPathComponent("data.mdb")
         guard FileManager.default.fileExists(atPath: dataPath) else { throw LogError.notAStore(path) }
-        let before = (try FileManager.default.attributesOfItem(atPath: dataPath)[.size] as? Int) ?? 0
-        let scratch = (path as NSString).appendingPathComponent(".vacuum-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        do {
-            var options = LMDBEnvironment.Options()
-            options.isReadOnly = true
-            let environment = try LMDBEnvironment(path: path, databases: [], options: options)
-            try environment.copy(to: scratch, compacting: true)
-        }
-        let copied = (scratch as NSString).appendingPathComponent("data.mdb")
-        guard rename(copied, dataPath) == 0 else {
-            throw LogError.invalidOperation("vacuum: cannot move the compacted copy into place (errno \(errno))")
-        }
-        syncDirectory(path)
-        let after = (try FileManager.default.attributesOfItem(atPath: dataPath)[.size] as? Int) ?? 0
-        return (before, after)
+        return try LMDBEnvironment.replaceWithCompactedCopy(path: path)
     }
 }
 
