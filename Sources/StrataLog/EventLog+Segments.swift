@@ -87,9 +87,19 @@ extension EventLog {
             try flush()
             try handle.synchronize()
             try handle.close()
-        } catch {
+        } catch let error as LogError {
             try? handle.close()
             throw error
+        } catch let error as ZstdError {
+            try? handle.close()
+            throw error
+        } catch let error as LMDBError {
+            try? handle.close()
+            throw error
+        } catch {
+            // A file system error (a full disk, say): say which file it was.
+            try? handle.close()
+            throw LogError.segment("cannot write the new segment \(temporaryPath): \(Self.reason(error))")
         }
 
         let fileName = SegmentDescriptor.fileName(first: from, last: horizon, suffix: "zst")
@@ -102,9 +112,14 @@ extension EventLog {
         }
         if let dictionary {
             let dictionaryHandle = try createExclusively(temporaryDictionaryPath)
-            try dictionaryHandle.write(contentsOf: dictionary.bytes)
-            try dictionaryHandle.synchronize()
-            try dictionaryHandle.close()
+            do {
+                try dictionaryHandle.write(contentsOf: dictionary.bytes)
+                try dictionaryHandle.synchronize()
+                try dictionaryHandle.close()
+            } catch {
+                try? dictionaryHandle.close()
+                throw LogError.segment("cannot write the new dictionary \(temporaryDictionaryPath): \(Self.reason(error))")
+            }
         }
         let descriptor = SegmentDescriptor(
             fileName: fileName, first: from, last: horizon, rawBytes: rawTotal, compressedBytes: offset,
@@ -136,6 +151,17 @@ extension EventLog {
             moved: from...horizon, horizon: horizon, limitedBy: limit, rawBytes: Int(rawTotal), compressedBytes: Int(offset),
             segmentFile: segmentPath,
             dictionaryFile: dictionaryName.map { (segmentDirectory as NSString).appendingPathComponent($0) }, isDryRun: false)
+    }
+
+    /// A file system error's cause in words: the POSIX error underneath Foundation's
+    /// ("No space left on device (errno 28)"), or its own description.
+    static func reason(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return "\(String(cString: strerror(Int32(underlying.code)))) (errno \(underlying.code))"
+        }
+        if nsError.domain == NSPOSIXErrorDomain { return "\(String(cString: strerror(Int32(nsError.code)))) (errno \(nsError.code))" }
+        return nsError.localizedDescription
     }
 
     /// The first raw sequence, the highest that may move, and what limits it.

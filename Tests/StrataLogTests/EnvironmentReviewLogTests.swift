@@ -117,4 +117,59 @@ struct EnvironmentReviewLogTests {
         #expect(try capped.head == 2)
         #expect(try capped.verify().isClean)
     }
+
+    @Test(
+        "a full disk fails commits, compaction and vacuum with ENOSPC and loses nothing committed",
+        .enabled(if: getuid() == 0, "needs root to mount a small tmpfs"))
+    func fullDisk() throws {
+        let dir = try TemporaryDirectory()
+        let mountPoint = dir.file("small")
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        guard mount("tmpfs", mountPoint, "tmpfs", 0, "size=3m") == 0 else {
+            // Containers may forbid mounts: nothing to test here then.
+            return
+        }
+        defer { umount2(mountPoint, 2) }  // MNT_DETACH
+        let path = (mountPoint as NSString).appendingPathComponent("store")
+        var configuration = EventLog.Configuration()
+        configuration.initialMapSize = 1 << 20
+        var committed: [UInt64] = []
+        var failure: (any Error)?
+        do {
+            let log = try EventLog(path: path, model: try blobModel(), configuration: configuration)
+            for n in 0..<100 {
+                do {
+                    committed.append(try log.commit(blobDraft("blob \(n)", size: 100_000).0).sequence)
+                } catch {
+                    failure = error
+                    break
+                }
+            }
+            let error = try #require(failure)
+            // Before: "mdb_txn_commit: Input/output error (EIO)" (LMDB's word for a short write).
+            #expect((error as? LMDBError)?.code == .noSpace, "\(error)")
+            #expect("\(error)".contains("No space left") && "\(error)".contains(path), "\(error)")
+            #expect(try log.head == committed.last)
+            // The store still reads, and verifies.
+            #expect(try log.verify().isClean)
+            // Compaction can't write its segment: an error, and the log is unchanged.
+            let compaction = #expect(throws: (any Error).self) { try log.compact(CompactionRequest()) }
+            #expect(compaction != nil)
+            // Before: "There isn't enough space." naming no file.
+            #expect(compaction.map { "\($0)" }?.contains("segments/.tmp-") == true, "\(String(describing: compaction))")
+            #expect(compaction.map { "\($0)" }?.contains("No space left on device") == true, "\(String(describing: compaction))")
+            #expect(try log.read { (reader: borrowing LogReader) throws in try reader.compactedThrough } == 0)
+            #expect(try log.verify().isClean)
+        }
+        // Vacuum can't write its copy: an error, and data.mdb is the one it was.
+        let dataFile = (path as NSString).appendingPathComponent("data.mdb")
+        let before = try Data(contentsOf: URL(fileURLWithPath: dataFile))
+        let vacuum = #expect(throws: (any Error).self) { _ = try EventLog.vacuum(path: path) }
+        #expect(vacuum != nil)
+        #expect(vacuum.map { "\($0)" }?.contains("ENOSPC") == true, "\(String(describing: vacuum))")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dataFile)) == before)
+        let reopened = try EventLog(path: path, model: try blobModel(), configuration: configuration)
+        #expect(try reopened.head == committed.last)
+        #expect(try reopened.verify().isClean)
+    }
 }
