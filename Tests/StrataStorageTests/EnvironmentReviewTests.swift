@@ -109,6 +109,56 @@ struct EnvironmentReviewTests {
         #expect(!fast.flags.contains(.noMetaSync))
     }
 
+    // MARK: - Resizes a thread would wait for itself
+
+    @Test("a nested read that meets a map grown by another process is an error, not a self-deadlock; the outer body runs once")
+    func nestedReadAfterForeignGrowth() throws {
+        let dir = try TemporaryDirectory()
+        let env = try makeEnvironment(dir) { $0.mapSize = 1 << 20 }
+        let db = try env.database(named: "main")
+        try env.write { try $0.put(bytes("v"), forKey: bytes("k"), in: db) }
+        let probe = try Probe(environmentPath: dir.file("env"), mapSize: 1 << 20)
+        var runs = 0
+        let error = #expect(throws: LMDBError.self) {
+            try env.read { (outer: borrowing LMDBTransaction) throws in
+                runs += 1
+                #expect(try outer.value(forKey: bytes("k"), in: db) == bytes("v"))
+                // The probe grows the map well past this process's 1 MiB and commits.
+                #expect(try probe.send("bulk 2048 4096") == "ok")
+                // Before: the inner begin met MDB_MAP_RESIZED and waited, forever, for the
+                // outer read (this thread's) to end before adopting the new size.
+                _ = try env.read { try $0.count(in: db) }
+            }
+        }
+        #expect(error?.code == .mapResized)
+        #expect(error?.description.contains("inside a read transaction") == true)
+        #expect(runs == 1)
+        // Outside any read the new size is adopted and everything is visible.
+        #expect(try env.read { try $0.count(in: db) } == 2049)
+    }
+
+    @Test("a write inside a read on the same thread that fills the map is an error, not a self-deadlock")
+    func writeInsideReadFillingTheMap() throws {
+        let dir = try TemporaryDirectory()
+        let env = try makeEnvironment(dir) { $0.mapSize = 1 << 16 }
+        let db = try env.database(named: "main")
+        let error = #expect(throws: LMDBError.self) {
+            try env.read { _ in
+                // Before: the grow waited for this read, on this thread, forever.
+                try env.write { txn in
+                    for i in 0..<64 { try txn.put([UInt8](repeating: 1, count: 4096), forKey: bytes("k\(i)"), in: db) }
+                }
+            }
+        }
+        #expect(error?.code == .nestedWriteTransaction)
+        #expect(error?.description.contains("map is full") == true)
+        // Outside the read the same write grows the map and commits.
+        try env.write { txn in
+            for i in 0..<64 { try txn.put([UInt8](repeating: 1, count: 4096), forKey: bytes("k\(i)"), in: db) }
+        }
+        #expect(try env.read { try $0.count(in: db) } == 64)
+    }
+
     // MARK: - Reader slots
 
     @Test("reader slots left by a killed process are reclaimed when the table is full")

@@ -367,15 +367,41 @@ public final class LMDBEnvironment: @unchecked Sendable {
     /// Wraps `mdb_txn_begin(MDB_RDONLY)` … `mdb_txn_abort`.
     public func read<R>(_ body: (borrowing LMDBTransaction) throws -> R) throws -> R {
         while true {
-            do {
-                return try resizeGate.withShared {
-                    let txn = try beginTransaction(readOnly: true)
-                    defer { mdb_txn_abort(txn) }
-                    return try body(LMDBTransaction(handle: txn, isReadOnly: true, state: nil))
+            // Only this read's own begin is retried: an MDB_MAP_RESIZED the body lets out (a
+            // nested read's) must not run the body again.
+            let attempt: ReadAttempt<R> = try resizeGate.withShared {
+                let txn: OpaquePointer
+                do {
+                    txn = try beginTransaction(readOnly: true)
+                } catch let error as LMDBError where error.code == .mapResized {
+                    return .resized
                 }
-            } catch let error as LMDBError where error.code == .mapResized {
+                defer { mdb_txn_abort(txn) }
+                return .done(try body(LMDBTransaction(handle: txn, isReadOnly: true, state: nil)))
+            }
+            switch attempt {
+            case .done(let result):
+                return result
+            case .resized:
+                try refuseResizeInsideTransaction(
+                    .mapResized,
+                    "another process grew the map past this process's size, and this thread is inside a read transaction of this environment: a nested read can't adopt the new size until the outer one ends")
                 try adoptResizedMap()
             }
+        }
+    }
+
+    /// How one try at a read transaction ended.
+    private enum ReadAttempt<R> {
+        case done(R)
+        case resized
+    }
+
+    /// Throws instead of waiting forever when the calling thread is inside a transaction of
+    /// this environment: a resize waits until no transaction of the process runs.
+    private func refuseResizeInsideTransaction(_ code: LMDBError.Code, _ reason: String) throws {
+        if resizeGate.isHeldByCurrentThread {
+            throw LMDBError(code, operation: "resize", message: reason, detail: path)
         }
     }
 
@@ -400,8 +426,14 @@ public final class LMDBEnvironment: @unchecked Sendable {
                 do {
                     return try resizeGate.withShared { try attemptWrite(body, state: state) }
                 } catch let error as LMDBError where error.code == .mapResized {
+                    try refuseResizeInsideTransaction(
+                        .nestedWriteTransaction,
+                        "another process grew the map past this process's size, and this write was started inside a read transaction of this environment on the same thread: it can't adopt the new size until the read ends")
                     try adoptResizedMap()
                 } catch where state.hitMapFull {
+                    try refuseResizeInsideTransaction(
+                        .nestedWriteTransaction,
+                        "the map is full, and this write was started inside a read transaction of this environment on the same thread: the map can't grow until the read ends")
                     try growMap()
                 }
             }

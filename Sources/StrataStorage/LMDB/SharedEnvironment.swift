@@ -72,6 +72,12 @@ final class SharedEnvironment: @unchecked Sendable {
     /// runs on it; the databases are reopened in their order, so every ``LMDBDatabase`` handed
     /// out stays valid (checked). The old handle stays open until the last user goes.
     func upgradeToWritable(path: String, options: LMDBEnvironment.Options) throws {
+        if resizeGate.isHeldByCurrentThread {
+            throw LMDBError(
+                .incompatibleOpen, operation: "open",
+                message: "the environment is open read-only in this process, and this thread is inside one of its read transactions: it can't be reopened writable until that read ends",
+                detail: path)
+        }
         try writerGate.withExclusive {
             try resizeGate.withExclusive {
                 let (old, order, known) = stateLock.withLock { (currentHandle, openOrder, databases) }
