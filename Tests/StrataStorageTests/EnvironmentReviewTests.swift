@@ -213,6 +213,39 @@ struct EnvironmentReviewTests {
         #expect(try env.oldestReaderSnapshot() == nil)
     }
 
+    @Test(
+        "a read-only open on a read-only mount reads lock-less, but not while another process has the store open",
+        .enabled(if: getuid() == 0, "needs root to bind-mount a directory read-only"))
+    func readOnlyMountOfALiveStore() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("env")
+        do {
+            let env = try makeEnvironment(dir)
+            try env.write { try $0.put(bytes("v"), forKey: bytes("k"), in: try env.database(named: "main")) }
+        }
+        let mountPoint = dir.file("readonly")
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        guard mount(path, mountPoint, nil, UInt(MS_BIND), nil) == 0 else { return }  // no mounts here
+        defer { umount2(mountPoint, 2) }  // MNT_DETACH
+        guard mount(nil, mountPoint, nil, UInt(MS_REMOUNT | MS_BIND | MS_RDONLY), nil) == 0 else { return }
+        var options = LMDBEnvironment.Options()
+        options.isReadOnly = true
+        do {
+            // Nobody has it open: LMDB reads it without the lock file.
+            let env = try LMDBEnvironment(path: mountPoint, databases: [DatabaseDescriptor("main")], options: options)
+            #expect(try env.read { try $0.value(forKey: bytes("k"), in: try env.database(named: "main")) } == bytes("v"))
+        }
+        // Another process has it open (and may write): before, the open went lock-less all
+        // the same, and that process's commits could reuse the pages its reads saw.
+        let probe = try Probe(environmentPath: path, mapSize: 1 << 20)
+        let refused = #expect(throws: LMDBError.self) {
+            _ = try LMDBEnvironment(path: mountPoint, databases: [DatabaseDescriptor("main")], options: options)
+        }
+        #expect(refused?.code == .incompatibleOpen)
+        #expect(refused?.description.contains("process \(probe.process.processIdentifier)") == true)
+        #expect(refused?.description.contains("copy the store") == true)
+    }
+
     // MARK: - Replacing the data file
 
     @Test("compacting in place is refused while this process or another has the environment open")

@@ -255,6 +255,18 @@ public final class LMDBEnvironment: @unchecked Sendable {
 
         try Self.checkFileSize(env, dataFile: dataFile)
 
+        // A read-only open without reader slots (a read-only file system, where LMDB goes
+        // lock-less by itself, or the fallback above) is safe only while no process writes:
+        // one that does could reuse the pages its reads see.
+        if options.isReadOnly, !options.additionalFlags.contains(.noLock), Self.hasNoReaderTable(env),
+            let holder = lockFileHolder(lockFile)
+        {
+            throw LMDBError(
+                .incompatibleOpen, operation: "open",
+                message: "process \(holder) has the environment open, and this read-only open can't record its readers in the lock file (a read-only file system, or a lock file this user can't write), so that process could reuse the pages it reads",
+                detail: "\(path): copy the store, or read it where \(lockFile) is writable")
+        }
+
         var dead: Int32 = 0
         try check(mdb_reader_check(env, &dead), "mdb_reader_check", detail: path)
 
@@ -287,6 +299,23 @@ public final class LMDBEnvironment: @unchecked Sendable {
         try check(mdb_txn_commit(txn), "mdb_txn_commit", detail: path)
         opened = true
         return (env, byDescriptor, Int(dead), options.isReadOnly)
+    }
+
+    /// Whether `env` runs without a reader table (`MDB_NOLOCK`, or LMDB's lock-less
+    /// read-only open on a read-only file system), which `mdb_reader_list` reports as
+    /// `(no reader locks)`.
+    private static func hasNoReaderTable(_ env: OpaquePointer) -> Bool {
+        final class Answer { var lockless = false }
+        let answer = Answer()
+        _ = withExtendedLifetime(answer) {
+            mdb_reader_list(env, { message, context in
+                guard let message, let context else { return 0 }
+                let answer = Unmanaged<AnyObject>.fromOpaque(context).takeUnretainedValue() as? Answer
+                if String(cString: message).hasPrefix("(no reader locks)") { answer?.lockless = true }
+                return 0
+            }, Unmanaged.passUnretained(answer as AnyObject).toOpaque())
+        }
+        return answer.lockless
     }
 
     /// The size of the file at `path`, or nil if it can't be read.
