@@ -99,6 +99,21 @@ struct EnvironmentReviewTests {
         #expect(missing?.code == .databaseNotFound)
     }
 
+    @Test("a directory deleted and made again at the path of an open environment is a new environment")
+    func recreatedDirectoryIsNotShared() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("env")
+        let old = try makeEnvironment(dir)
+        try old.write { try $0.put(bytes("old"), forKey: bytes("k"), in: try old.database(named: "main")) }
+        try FileManager.default.removeItem(atPath: path)
+        // The new directory may well get the old one's inode number.
+        let fresh = try makeEnvironment(dir)
+        #expect(try fresh.read { try $0.value(forKey: bytes("k"), in: try fresh.database(named: "main")) } == nil)
+        try fresh.write { try $0.put(bytes("new"), forKey: bytes("k"), in: try fresh.database(named: "main")) }
+        #expect(FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent("data.mdb")))
+        #expect(try old.read { try $0.value(forKey: bytes("k"), in: try old.database(named: "main")) } == bytes("old"))
+    }
+
     @Test("a durable open of an environment open in fast mode makes it durable")
     func durableShareWins() throws {
         let dir = try TemporaryDirectory()

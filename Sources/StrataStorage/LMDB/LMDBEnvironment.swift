@@ -136,7 +136,12 @@ public final class LMDBEnvironment: @unchecked Sendable {
         defer { if locked { registry.lock.unlock() } }
         let shared: SharedEnvironment
         let cleared: Int
-        if let identity = EnvironmentIdentity(path: path), let existing = registry.open[identity] {
+        let dataFile = options.usesSubdirectory ? (path as NSString).appendingPathComponent("data.mdb") : path
+        // The data file's identity too: a directory deleted and made again can get the inode
+        // of one an open environment still holds.
+        if let identity = EnvironmentIdentity(path: path), let existing = registry.open[identity],
+            existing.dataFileIdentity == EnvironmentIdentity(path: dataFile)
+        {
             existing.openCount += 1
             registry.lock.unlock()
             locked = false
@@ -158,8 +163,8 @@ public final class LMDBEnvironment: @unchecked Sendable {
             // Registered under the identity the open made sure exists.
             let identity = EnvironmentIdentity(path: path)
             shared = SharedEnvironment(
-                handle: env, isReadOnly: isReadOnly, identity: identity, databases: databases, handles: opened,
-                maxDatabases: options.maxDatabases)
+                handle: env, isReadOnly: isReadOnly, identity: identity, dataFileIdentity: EnvironmentIdentity(path: dataFile),
+                databases: databases, handles: opened, maxDatabases: options.maxDatabases)
             if let identity { registry.open[identity] = shared }
             cleared = dead
         }

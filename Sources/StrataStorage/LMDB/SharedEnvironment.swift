@@ -40,13 +40,18 @@ final class SharedEnvironment: @unchecked Sendable {
     /// How many ``LMDBEnvironment`` values use it; guarded by ``EnvironmentRegistry/lock``.
     var openCount = 1
 
+    /// The data file's identity at open: a later open shares only while the path still
+    /// names this file.
+    let dataFileIdentity: EnvironmentIdentity?
+
     init(
-        handle: OpaquePointer, isReadOnly: Bool, identity: EnvironmentIdentity?, databases: [DatabaseDescriptor],
-        handles: [DatabaseDescriptor: LMDBDatabase], maxDatabases: Int
+        handle: OpaquePointer, isReadOnly: Bool, identity: EnvironmentIdentity?, dataFileIdentity: EnvironmentIdentity?,
+        databases: [DatabaseDescriptor], handles: [DatabaseDescriptor: LMDBDatabase], maxDatabases: Int
     ) {
         currentHandle = handle
         readOnly = isReadOnly
         self.identity = identity
+        self.dataFileIdentity = dataFileIdentity
         self.databases = handles
         openOrder = []
         for descriptor in databases where !openOrder.contains(descriptor.withoutCreate) { openOrder.append(descriptor.withoutCreate) }
