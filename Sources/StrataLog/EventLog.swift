@@ -38,6 +38,12 @@ public final class EventLog: Sendable {
         /// the limit, the one whose removal leaves the smallest gap goes, so spacing grows
         /// with age: recent points stay cheap to reach, storage stays bounded.
         public var maximumCheckpoints: Int = 6
+        /// The most read transactions open at once, across every process using the store
+        /// (LMDB's reader table; default 126). Each read of a store (a fetch, a `read`
+        /// closure) holds a slot while it runs, so a process reading from more threads at
+        /// once needs more; past it a read fails with `MDB_READERS_FULL`. The first process
+        /// to open the store sizes the table; later ones use it as it is.
+        public var maximumReaders: Int = 126
 
         /// The defaults.
         public init() {}
@@ -111,6 +117,7 @@ public final class EventLog: Sendable {
         options.durability = configuration.durability
         options.isReadOnly = configuration.isReadOnly
         options.maxDatabases = StoreTables.names.count + 4
+        options.maxReaders = max(1, configuration.maximumReaders)
         let environment: LMDBEnvironment
         do {
             environment = try LMDBEnvironment(

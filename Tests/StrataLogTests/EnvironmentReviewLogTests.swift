@@ -118,6 +118,45 @@ struct EnvironmentReviewLogTests {
         #expect(try capped.verify().isClean)
     }
 
+    @Test("more concurrent reads than the default reader table: a clear error by default, fine with maximumReaders")
+    func manyConcurrentReaders() throws {
+        func holdReads(_ count: Int, _ log: EventLog) -> [(any Error)?] {
+            let release = DispatchSemaphore(value: 0)
+            let started = DispatchSemaphore(value: 0)
+            let results = ReadResults(count)
+            for index in 0..<count {
+                Thread.detachNewThread {
+                    do {
+                        try log.read { (reader: borrowing LogReader) throws in
+                            _ = try reader.head
+                            started.signal()
+                            release.wait()
+                        }
+                    } catch {
+                        results.set(index, error)
+                        started.signal()
+                    }
+                    results.finish()
+                }
+            }
+            for _ in 0..<count { started.wait() }
+            for _ in 0..<count { release.signal() }
+            results.waitForAll()
+            return results.errors
+        }
+        let dir = try TemporaryDirectory()
+        do {
+            let log = try openLog(dir, model: try libraryModel())
+            let errors = holdReads(140, log).compactMap { $0 }
+            #expect(errors.count == 140 - 126)
+            #expect(errors.allSatisfy { "\($0)".contains("MDB_READERS_FULL") && "\($0)".contains("maximumReaders") })
+        }
+        // Before: no way to size the table through the event log.
+        let other = try TemporaryDirectory()
+        let log = try openLog(other, model: try libraryModel()) { $0.maximumReaders = 200 }
+        #expect(holdReads(140, log).compactMap { $0 }.isEmpty)
+    }
+
     @Test(
         "a full disk fails commits, compaction and vacuum with ENOSPC and loses nothing committed",
         .enabled(if: getuid() == 0, "needs root to mount a small tmpfs"))
@@ -172,4 +211,31 @@ struct EnvironmentReviewLogTests {
         #expect(try reopened.head == committed.last)
         #expect(try reopened.verify().isClean)
     }
+}
+
+/// Errors of concurrent reads, by thread index.
+final class ReadResults: @unchecked Sendable {
+    // @unchecked: every access holds `lock`.
+    private let lock = NSCondition()
+    private var stored: [(any Error)?]
+    private var finished = 0
+
+    init(_ count: Int) { stored = Array(repeating: nil, count: count) }
+
+    func set(_ index: Int, _ error: any Error) { lock.withLock { stored[index] = error } }
+
+    func finish() {
+        lock.withLock {
+            finished += 1
+            lock.broadcast()
+        }
+    }
+
+    func waitForAll() {
+        lock.lock()
+        while finished < stored.count { lock.wait() }
+        lock.unlock()
+    }
+
+    var errors: [(any Error)?] { lock.withLock { stored } }
 }

@@ -516,7 +516,7 @@ public final class LMDBEnvironment: @unchecked Sendable {
             if result == MDB_READERS_FULL {
                 throw LMDBError(
                     lmdbCode: result, operation: "mdb_txn_begin",
-                    detail: "\(path): all \(info.maxReaders) reader slots are in use by open read transactions (raise Options.maxReaders)")
+                    detail: "\(path): all \(info.maxReaders) reader slots are in use by open read transactions (raise LMDBEnvironment.Options.maxReaders, EventLog.Configuration.maximumReaders)")
             }
         }
         try check(result, "mdb_txn_begin", detail: path)
