@@ -592,18 +592,40 @@ struct SegmentReader {
         self.directory = directory
         self.snapshot = snapshot
         guard Self.locate(descriptor.fileName, in: directory, snapshot: snapshot) != nil else {
-            throw LogError.segment("\(descriptor.fileName) (events \(descriptor.first)…\(descriptor.last)) is missing from \(directory)")
+            throw Self.notFound(descriptor, in: directory)
         }
         if let name = descriptor.dictionaryFileName {
-            guard let dictionaryPath = Self.locate(name, in: directory, snapshot: snapshot),
-                let bytes = FileManager.default.contents(atPath: dictionaryPath)
-            else {
+            guard let dictionaryPath = Self.locate(name, in: directory, snapshot: snapshot) else {
+                if let denied = Self.permissionProblem(name, in: directory) {
+                    throw LogError.segment("the dictionary \(name) of \(descriptor.fileName) can't be read: \(denied)")
+                }
                 throw LogError.segment("the dictionary \(name) of \(descriptor.fileName) is missing")
+            }
+            guard let bytes = FileManager.default.contents(atPath: dictionaryPath) else {
+                let reason = access(dictionaryPath, R_OK) == 0 ? "it can't be read" : "\(String(cString: strerror(errno))) (errno \(errno))"
+                throw LogError.segment("the dictionary \(dictionaryPath) of \(descriptor.fileName) can't be read: \(reason)")
             }
             dictionary = try ZstdDictionary(bytes: Array(bytes))
         } else {
             dictionary = nil
         }
+    }
+
+    /// The error for a segment file that `locate` didn't find: missing, or in a directory
+    /// this user can't search (which looks the same to `fileExists`).
+    static func notFound(_ descriptor: SegmentDescriptor, in directory: String) -> LogError {
+        let what = "\(descriptor.fileName) (events \(descriptor.first)…\(descriptor.last))"
+        if let denied = permissionProblem(descriptor.fileName, in: directory) {
+            return .segment("\(what) in \(directory) can't be read: \(denied)")
+        }
+        return .segment("\(what) is missing from \(directory)")
+    }
+
+    /// Why `name` in `directory` can't be reached when the answer is a permission, else nil.
+    static func permissionProblem(_ name: String, in directory: String) -> String? {
+        let path = (directory as NSString).appendingPathComponent(name)
+        guard access(path, F_OK) != 0, errno == EACCES else { return nil }
+        return "\(directory) isn't searchable by user \(getuid()) (\(String(cString: strerror(EACCES))))"
     }
 
     /// Where the file `name` is for a reader of `snapshot`: under its own name, or set aside
@@ -627,12 +649,17 @@ struct SegmentReader {
         let context = "segment \(descriptor.fileName) frame \(index) (events \(frame.first)…\(frame.last), bytes \(frame.offset)…)"
         // Looked up at each read: a purge may set the file aside while this reader lives.
         guard let path = Self.locate(descriptor.fileName, in: directory, snapshot: snapshot) else {
-            throw LogError.segment("\(descriptor.fileName) (events \(descriptor.first)…\(descriptor.last)) is missing from \(directory)")
+            throw Self.notFound(descriptor, in: directory)
         }
-        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-        defer { try? handle.close() }
-        try handle.seek(toOffset: frame.offset)
-        let compressed = try handle.read(upToCount: Int(frame.compressedLength)) ?? Data()
+        let compressed: Data
+        do {
+            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+            defer { try? handle.close() }
+            try handle.seek(toOffset: frame.offset)
+            compressed = try handle.read(upToCount: Int(frame.compressedLength)) ?? Data()
+        } catch {
+            throw LogError.segment("\(context): cannot read \(path): \(EventLog.reason(error))")
+        }
         guard compressed.count == Int(frame.compressedLength) else {
             throw LogError.segment("\(context): the file is truncated (\(compressed.count) of \(frame.compressedLength) bytes)")
         }

@@ -57,4 +57,34 @@ struct EnvironmentReviewCommandTests {
         #expect(result.standardError.contains("process \(getpid())"), "\(result.standardError)")
         _ = log
     }
+
+    @Test(
+        "a segment this user can't read is reported as unreadable, with the reason, never as missing",
+        .enabled(if: setpriv != nil, "needs root and setpriv to run the tool as another user"))
+    func unreadableSegments() throws {
+        let store = try makeLeagueStore()
+        do {
+            let log = try EventLog(openingExistingAt: store.path, readOnly: false)
+            try log.compact(CompactionRequest())
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: store.directory.path)
+        let segments = (store.path as NSString).appendingPathComponent("segments")
+        let file = try #require(try FileManager.default.contentsOfDirectory(atPath: segments).first { $0.hasSuffix(".zst") })
+        #expect(try strataAsNobody("log", store.path).status == 0)
+
+        // Before: "segment: F-L.zst (events 1…N) is missing from STORE/segments".
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: segments)
+        let hidden = try strataAsNobody("log", store.path)
+        #expect(hidden.status == 1)
+        #expect(!hidden.standardError.contains("missing"), "\(hidden.standardError)")
+        #expect(hidden.standardError.contains("isn't searchable by user 65534"), "\(hidden.standardError)")
+
+        // Before: Foundation's "Error Domain=NSCocoaErrorDomain Code=257 …" dump.
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: segments)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: (segments as NSString).appendingPathComponent(file))
+        let unreadable = try strataAsNobody("log", store.path)
+        #expect(unreadable.status == 1)
+        #expect(unreadable.standardError.contains("cannot read \(segments)/\(file): Permission denied (errno 13)"), "\(unreadable.standardError)")
+        #expect(!unreadable.standardError.contains("NSCocoaErrorDomain"), "\(unreadable.standardError)")
+    }
 }
