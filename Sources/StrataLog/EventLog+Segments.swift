@@ -126,9 +126,19 @@ extension EventLog {
             }
             try handle?.synchronize()
             try handle?.close()
-        } catch {
+        } catch let error as LogError {
             try? handle?.close()
             throw error
+        } catch let error as ZstdError {
+            try? handle?.close()
+            throw error
+        } catch let error as LMDBError {
+            try? handle?.close()
+            throw error
+        } catch {
+            // A file system error (a full disk, say): say which file it was.
+            try? handle?.close()
+            throw LogError.segment("cannot write the new segment \(temporaryPath): \(Self.reason(error))")
         }
 
         let fileName = SegmentDescriptor.fileName(first: from, last: horizon, suffix: "zst")
@@ -142,9 +152,14 @@ extension EventLog {
         }
         if let dictionary {
             let dictionaryHandle = try createExclusively(temporaryDictionaryPath)
-            try dictionaryHandle.write(contentsOf: dictionary.bytes)
-            try dictionaryHandle.synchronize()
-            try dictionaryHandle.close()
+            do {
+                try dictionaryHandle.write(contentsOf: dictionary.bytes)
+                try dictionaryHandle.synchronize()
+                try dictionaryHandle.close()
+            } catch {
+                try? dictionaryHandle.close()
+                throw LogError.segment("cannot write the new dictionary \(temporaryDictionaryPath): \(Self.reason(error))")
+            }
         }
         let descriptor = SegmentDescriptor(
             fileName: fileName, first: from, last: horizon, rawBytes: rawTotal, compressedBytes: offset,
@@ -176,6 +191,17 @@ extension EventLog {
             moved: from...horizon, horizon: horizon, limitedBy: limit, rawBytes: Int(rawTotal), compressedBytes: Int(offset),
             segmentFile: segmentPath,
             dictionaryFile: dictionaryName.map { (segmentDirectory as NSString).appendingPathComponent($0) }, isDryRun: false)
+    }
+
+    /// A file system error's cause in words: the POSIX error underneath Foundation's
+    /// ("No space left on device (errno 28)"), or its own description.
+    static func reason(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return "\(String(cString: strerror(Int32(underlying.code)))) (errno \(underlying.code))"
+        }
+        if nsError.domain == NSPOSIXErrorDomain { return "\(String(cString: strerror(Int32(nsError.code)))) (errno \(nsError.code))" }
+        return nsError.localizedDescription
     }
 
     /// The first raw sequence, the highest that may move, and what limits it.
@@ -459,43 +485,15 @@ extension EventLog {
     /// data file's size before and after.
     ///
     /// The store must not be open anywhere — in this process or another — while it runs: a
-    /// handle still open would go on writing to the replaced file, and its commits would be
-    /// lost. Vacuum checks before copying and again before the copy replaces the file.
+    /// handle open meanwhile would go on writing the old file, and its commits would be lost.
+    /// So it is refused while one is (``LMDBEnvironment/replaceWithCompactedCopy(path:)``).
     ///
-    /// - Throws: ``LogError/invalidOperation(_:)`` when an ``EventLog`` in this process or
-    ///   another process has the store open (nothing is changed then).
+    /// - Throws: ``LogError/notAStore(_:)`` for a directory without a store; ``LMDBError``
+    ///   with ``LMDBError/Code/incompatibleOpen`` naming who has the store open.
     public static func vacuum(path: String) throws -> (before: Int, after: Int) {
         let dataPath = (path as NSString).appendingPathComponent("data.mdb")
         guard FileManager.default.fileExists(atPath: dataPath) else { throw LogError.notAStore(path) }
-        func refuseIfOpen() throws {
-            if OpenStores.isOpenHere(path) {
-                throw LogError.invalidOperation(
-                    "vacuum: the store at \(path) is open in this process; close every EventLog on it first (nothing was changed)")
-            }
-            if let pid = OpenStores.otherProcess(holding: path) {
-                throw LogError.invalidOperation(
-                    "vacuum: the store at \(path) is open in process \(pid); close it there first (nothing was changed)")
-            }
-        }
-        try refuseIfOpen()
-        let before = (try FileManager.default.attributesOfItem(atPath: dataPath)[.size] as? Int) ?? 0
-        let scratch = (path as NSString).appendingPathComponent(".vacuum-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        do {
-            var options = LMDBEnvironment.Options()
-            options.isReadOnly = true
-            let environment = try LMDBEnvironment(path: path, databases: [], options: options)
-            try environment.copy(to: scratch, compacting: true)
-        }
-        let copied = (scratch as NSString).appendingPathComponent("data.mdb")
-        try refuseIfOpen()
-        guard rename(copied, dataPath) == 0 else {
-            throw LogError.invalidOperation("vacuum: cannot move the compacted copy into place (errno \(errno))")
-        }
-        syncDirectory(path)
-        let after = (try FileManager.default.attributesOfItem(atPath: dataPath)[.size] as? Int) ?? 0
-        return (before, after)
+        return try LMDBEnvironment.replaceWithCompactedCopy(path: path)
     }
 }
 
@@ -714,13 +712,18 @@ struct SegmentReader {
         self.directory = directory
         self.snapshot = snapshot
         guard Self.locate(descriptor.fileName, in: directory, snapshot: snapshot) != nil else {
-            throw LogError.segment("\(descriptor.fileName) (events \(descriptor.first)…\(descriptor.last)) is missing from \(directory)")
+            throw Self.notFound(descriptor, in: directory)
         }
         if let name = descriptor.dictionaryFileName {
-            guard let dictionaryPath = Self.locate(name, in: directory, snapshot: snapshot),
-                let bytes = FileManager.default.contents(atPath: dictionaryPath)
-            else {
+            guard let dictionaryPath = Self.locate(name, in: directory, snapshot: snapshot) else {
+                if let denied = Self.permissionProblem(name, in: directory) {
+                    throw LogError.segment("the dictionary \(name) of \(descriptor.fileName) can't be read: \(denied)")
+                }
                 throw LogError.segment("the dictionary \(name) of \(descriptor.fileName) is missing")
+            }
+            guard let bytes = FileManager.default.contents(atPath: dictionaryPath) else {
+                let reason = access(dictionaryPath, R_OK) == 0 ? "it can't be read" : "\(String(cString: strerror(errno))) (errno \(errno))"
+                throw LogError.segment("the dictionary \(dictionaryPath) of \(descriptor.fileName) can't be read: \(reason)")
             }
             do {
                 dictionary = try ZstdDictionary(bytes: Array(bytes))
@@ -730,6 +733,23 @@ struct SegmentReader {
         } else {
             dictionary = nil
         }
+    }
+
+    /// The error for a segment file that `locate` didn't find: missing, or in a directory
+    /// this user can't search (which looks the same to `fileExists`).
+    static func notFound(_ descriptor: SegmentDescriptor, in directory: String) -> LogError {
+        let what = "\(descriptor.fileName) (events \(descriptor.first)…\(descriptor.last))"
+        if let denied = permissionProblem(descriptor.fileName, in: directory) {
+            return .segment("\(what) in \(directory) can't be read: \(denied)")
+        }
+        return .segment("\(what) is missing from \(directory)")
+    }
+
+    /// Why `name` in `directory` can't be reached when the answer is a permission, else nil.
+    static func permissionProblem(_ name: String, in directory: String) -> String? {
+        let path = (directory as NSString).appendingPathComponent(name)
+        guard access(path, F_OK) != 0, errno == EACCES else { return nil }
+        return "\(directory) isn't searchable by user \(getuid()) (\(String(cString: strerror(EACCES))))"
     }
 
     /// Where the file `name` is for a reader of `snapshot`: under its own name, or set aside
@@ -753,12 +773,17 @@ struct SegmentReader {
         let context = "segment \(descriptor.fileName) frame \(index) (events \(frame.first)…\(frame.last), bytes \(frame.offset)…)"
         // Looked up at each read: a purge may set the file aside while this reader lives.
         guard let path = Self.locate(descriptor.fileName, in: directory, snapshot: snapshot) else {
-            throw LogError.segment("\(descriptor.fileName) (events \(descriptor.first)…\(descriptor.last)) is missing from \(directory)")
+            throw Self.notFound(descriptor, in: directory)
         }
-        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-        defer { try? handle.close() }
-        try handle.seek(toOffset: frame.offset)
-        let compressed = try handle.read(upToCount: Int(frame.compressedLength)) ?? Data()
+        let compressed: Data
+        do {
+            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+            defer { try? handle.close() }
+            try handle.seek(toOffset: frame.offset)
+            compressed = try handle.read(upToCount: Int(frame.compressedLength)) ?? Data()
+        } catch {
+            throw LogError.segment("\(context): cannot read \(path): \(EventLog.reason(error))")
+        }
         guard compressed.count == Int(frame.compressedLength) else {
             throw LogError.segment("\(context): the file is truncated (\(compressed.count) of \(frame.compressedLength) bytes)")
         }

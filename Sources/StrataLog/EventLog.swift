@@ -38,6 +38,12 @@ public final class EventLog: Sendable {
         /// the limit, the one whose removal leaves the smallest gap goes, so spacing grows
         /// with age: recent points stay cheap to reach, storage stays bounded.
         public var maximumCheckpoints: Int = 6
+        /// The most read transactions open at once, across every process using the store
+        /// (LMDB's reader table; default 126). Each read of a store (a fetch, a `read`
+        /// closure) holds a slot while it runs, so a process reading from more threads at
+        /// once needs more; past it a read fails with `MDB_READERS_FULL`. The first process
+        /// to open the store sizes the table; later ones use it as it is.
+        public var maximumReaders: Int = 126
 
         /// The defaults.
         public init() {}
@@ -67,8 +73,6 @@ public final class EventLog: Sendable {
     let segmentDirectory: String
     /// The commits' entity codings, made once for the log's schema.
     let entityShapes = EntityShapes()
-    /// Counts the store as open in this process while this handle lives (vacuum checks).
-    let openToken: OpenStores.Token
 
     // MARK: - Opening
 
@@ -113,6 +117,7 @@ public final class EventLog: Sendable {
         options.durability = configuration.durability
         options.isReadOnly = configuration.isReadOnly
         options.maxDatabases = StoreTables.names.count + 4
+        options.maxReaders = max(1, configuration.maximumReaders)
         let environment: LMDBEnvironment
         do {
             environment = try LMDBEnvironment(
@@ -130,7 +135,6 @@ public final class EventLog: Sendable {
         self.environment = environment
         self.tables = tables
         self.catalog = catalog
-        openToken = OpenStores.register(path)
 
         if configuration.isReadOnly {
             let (uuid, format) = try environment.read { txn in

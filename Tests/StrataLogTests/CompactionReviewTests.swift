@@ -389,7 +389,9 @@ struct CompactionReviewTests {
             let log = try richLog(dir, transactions: 30)
             try log.compact(CompactionRequest())
             let reader = try EventLog(openingExistingAt: dir.file("store"))
-            #expect(throws: LogError.self) { try EventLog.vacuum(path: dir.file("store")) }
+            let refusal = #expect(throws: LMDBError.self) { try EventLog.vacuum(path: dir.file("store")) }
+            #expect(refusal?.code == .incompatibleOpen)
+            #expect(refusal.map { "\($0)" }?.contains("open in this process") == true)
             var draft = TransactionDraft()
             draft.insert("Badge", values: ["colour": s("after")])
             try log.commit(draft)

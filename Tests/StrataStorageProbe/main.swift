@@ -6,6 +6,8 @@
 //   count              print the number of keys
 //   bulk N BYTES       commit N values of BYTES bytes each in one transaction
 //   mapsize            print the map size this process uses
+//   hold N             open N read transactions (each on its own thread) and keep them
+//                      open until the process ends; print "holding" once all are open
 //   quit
 import Foundation
 import StrataStorage
@@ -47,6 +49,18 @@ do {
                     for i in 0..<n { try txn.put(value, forKey: Array("probe-bulk-\(i)".utf8), in: db) }
                 }
                 reply("ok")
+            case "hold" where parts.count == 2:
+                for _ in 0..<(Int(parts[1]) ?? 0) {
+                    let started = DispatchSemaphore(value: 0)
+                    Thread.detachNewThread {
+                        try? env.read { _ in
+                            started.signal()
+                            while true { sleep(1000) }
+                        }
+                    }
+                    started.wait()
+                }
+                reply("holding")
             case "mapsize":
                 reply(String(env.mapSize))
             case "quit":

@@ -1,5 +1,12 @@
 internal import CStrataLMDB
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// An LMDB environment: one memory-mapped file holding named databases (`MDB_env`).
 ///
@@ -85,36 +92,33 @@ public final class LMDBEnvironment: @unchecked Sendable {
     /// How many stale reader slots (left by dead processes) `mdb_reader_check` cleared at open.
     public let staleReadersCleared: Int
 
-    let handle: OpaquePointer
+    /// The shared `MDB_env` (one per environment and process, see ``SharedEnvironment``).
+    let shared: SharedEnvironment
+    var handle: OpaquePointer { shared.handle }
     private let databasesByName: [String: LMDBDatabase]
     private let mainDatabase: LMDBDatabase?
-    let resizeGate = ResizeGate()
-    private let writerGate = WriterGate()
+    var resizeGate: ResizeGate { shared.resizeGate }
+    private var writerGate: WriterGate { shared.writerGate }
 
     /// Opens (creating if allowed) the environment at `path` and every database in `databases`.
     ///
-    /// - Throws: ``LMDBError`` naming the path (and the database) when the file can't be
-    ///   opened, isn't an LMDB file, or a named database is missing in a read-only open.
+    /// An environment this process already has open is not opened again (LMDB forbids it:
+    /// the second open would reset the reader table under the first one's readers): the new
+    /// value shares the open one, opening any database it lacks. A writable open of one open
+    /// read-only reopens it writable for all, once no transaction of the process runs on it
+    /// (read-only values still refuse to write); a `durable` open makes it durable for all.
+    ///
+    /// A read-only open whose lock file this user can't write (a copy owned by someone else)
+    /// reads without it (`MDB_NOLOCK`, as LMDB itself does on a read-only file system) when
+    /// no process holds the environment open; if one does, it fails with `EACCES` naming
+    /// that process, since a reader it can't see could have its pages reused.
+    ///
+    /// - Throws: ``LMDBError`` naming the path (and the database, or the file that can't be
+    ///   read or written) when the file can't be opened, isn't an LMDB file, or a named
+    ///   database is missing in a read-only open.
     public init(path: String, databases: [DatabaseDescriptor], options: Options = Options()) throws {
         self.path = path
         self.options = options
-
-        var envPointer: OpaquePointer?
-        try check(mdb_env_create(&envPointer), "mdb_env_create")
-        guard let env = envPointer else {
-            throw LMDBError(lmdbCode: LMDBError.Code.outOfMemory.rawValue, operation: "mdb_env_create")
-        }
-        var opened = false
-        defer { if !opened { mdb_env_close(env) } }
-
-        try check(mdb_env_set_maxdbs(env, MDB_dbi(clamping: options.maxDatabases)), "mdb_env_set_maxdbs")
-        try check(mdb_env_set_maxreaders(env, UInt32(clamping: options.maxReaders)), "mdb_env_set_maxreaders")
-        try check(mdb_env_set_mapsize(env, max(options.mapSize, 1 << 16)), "mdb_env_set_mapsize")
-
-        var flags = options.additionalFlags.union(.noThreadLocalStorage)
-        if options.isReadOnly { flags.insert(.readOnly) }
-        if !options.usesSubdirectory { flags.insert(.noSubdirectory) }
-        if options.durability == .fast { flags.insert(.noMetaSync) }
 
         if options.usesSubdirectory && !options.isReadOnly && options.createsDirectory {
             do {
@@ -125,18 +129,155 @@ public final class LMDBEnvironment: @unchecked Sendable {
                     detail: "\(path): \(error.localizedDescription)")
             }
         }
-        try check(
-            mdb_env_open(env, path, flags.rawValue, mdb_mode_t(options.fileMode)), "mdb_env_open", detail: path)
-        try Self.checkFileSize(env, dataFile: options.usesSubdirectory ? (path as NSString).appendingPathComponent("data.mdb") : path)
+
+        let registry = EnvironmentRegistry.self
+        registry.lock.lock()
+        var locked = true
+        defer { if locked { registry.lock.unlock() } }
+        let shared: SharedEnvironment
+        let cleared: Int
+        let dataFile = options.usesSubdirectory ? (path as NSString).appendingPathComponent("data.mdb") : path
+        // The data file's identity too: a directory deleted and made again can get the inode
+        // of one an open environment still holds.
+        if let identity = EnvironmentIdentity(path: path), let existing = registry.open[identity],
+            existing.dataFileIdentity == EnvironmentIdentity(path: dataFile)
+        {
+            existing.openCount += 1
+            registry.lock.unlock()
+            locked = false
+            do {
+                if existing.isReadOnly && !options.isReadOnly { try existing.upgradeToWritable(path: path, options: options) }
+                if options.durability == .durable, !options.isReadOnly {
+                    try check(mdb_env_set_flags(existing.handle, UInt32(MDB_NOMETASYNC), 0), "mdb_env_set_flags", detail: path)
+                }
+                var dead: Int32 = 0
+                try check(mdb_reader_check(existing.handle, &dead), "mdb_reader_check", detail: path)
+                cleared = Int(dead)
+            } catch {
+                registry.release(existing)
+                throw error
+            }
+            shared = existing
+        } else {
+            let (env, opened, dead, isReadOnly) = try Self.openEnvironment(path: path, databases: databases, options: options)
+            // Registered under the identity the open made sure exists.
+            let identity = EnvironmentIdentity(path: path)
+            shared = SharedEnvironment(
+                handle: env, isReadOnly: isReadOnly, identity: identity, dataFileIdentity: EnvironmentIdentity(path: dataFile),
+                databases: databases, handles: opened, maxDatabases: options.maxDatabases)
+            if let identity { registry.open[identity] = shared }
+            cleared = dead
+        }
+        if locked {
+            registry.lock.unlock()
+            locked = false
+        }
+        self.shared = shared
+        staleReadersCleared = cleared
+        do {
+            let all = try shared.databases(for: databases, creating: !options.isReadOnly, path: path)
+            var byName: [String: LMDBDatabase] = [:]
+            var main: LMDBDatabase?
+            for descriptor in databases {
+                guard let database = all[descriptor.withoutCreate] else { continue }
+                if let name = descriptor.name { byName[name] = database } else { main = database }
+            }
+            databasesByName = byName
+            mainDatabase = main
+        } catch {
+            registry.release(shared)
+            throw error
+        }
+    }
+
+    /// Opens a fresh `MDB_env` at `path` with `databases`: what the first open of an
+    /// environment in the process does. Returns the handle, the database handles, the stale
+    /// reader slots cleared, and whether it is `MDB_RDONLY`.
+    private static func openEnvironment(
+        path: String, databases: [DatabaseDescriptor], options: Options
+    ) throws -> (OpaquePointer, [DatabaseDescriptor: LMDBDatabase], Int, Bool) {
+        let dataFile = options.usesSubdirectory ? (path as NSString).appendingPathComponent("data.mdb") : path
+        let lockFile = options.usesSubdirectory ? (path as NSString).appendingPathComponent("lock.mdb") : path + "-lock"
+
+        var flags = options.additionalFlags.union(.noThreadLocalStorage)
+        if options.isReadOnly { flags.insert(.readOnly) }
+        if !options.usesSubdirectory { flags.insert(.noSubdirectory) }
+        if options.durability == .fast { flags.insert(.noMetaSync) }
+
+        func create(_ flags: EnvironmentFlags) throws -> (OpaquePointer, Int32) {
+            var envPointer: OpaquePointer?
+            try check(mdb_env_create(&envPointer), "mdb_env_create")
+            guard let env = envPointer else {
+                throw LMDBError(lmdbCode: LMDBError.Code.outOfMemory.rawValue, operation: "mdb_env_create")
+            }
+            do {
+                try check(mdb_env_set_maxdbs(env, MDB_dbi(clamping: options.maxDatabases)), "mdb_env_set_maxdbs")
+                try check(mdb_env_set_maxreaders(env, UInt32(clamping: options.maxReaders)), "mdb_env_set_maxreaders")
+                try check(mdb_env_set_mapsize(env, max(options.mapSize, 1 << 16)), "mdb_env_set_mapsize")
+            } catch {
+                mdb_env_close(env)
+                throw error
+            }
+            let result = mdb_env_open(env, path, flags.rawValue, mdb_mode_t(options.fileMode))
+            // A failed mdb_env_open leaves a handle fit only for mdb_env_close.
+            if result != 0 { mdb_env_close(env) }
+            return (env, result)
+        }
+
+        if options.isReadOnly, let size = fileSize(dataFile), size == 0 {
+            // LMDB would take it for a new environment and fail writing its meta pages (EBADF).
+            throw LMDBError(
+                .invalid, operation: "open", message: "the data file is empty (0 bytes): it holds no LMDB environment",
+                detail: dataFile)
+        }
+        var (env, result) = try create(flags)
+        if result == EACCES && options.isReadOnly
+            && accessProblem(path: path, dataFile: dataFile, lockFile: nil, readOnly: true) == nil
+        {
+            // The data file is readable, so the lock file is what this user can't write. With
+            // no process holding the environment, nothing writes it: read without the lock.
+            if let holder = lockFileHolder(lockFile) {
+                throw LMDBError(
+                    .permissionDenied, operation: "mdb_env_open",
+                    message: String(cString: mdb_strerror(EACCES)),
+                    detail: "\(path): the lock file \(lockFile) isn't writable by user \(getuid()), and process \(holder) has the environment open, so a reader can't register there; run as the store's owner or read a copy")
+            }
+            if access(lockFile, F_OK) != 0 || access(lockFile, R_OK) == 0 {
+                (env, result) = try create(flags.union(.noLock))
+            }
+        }
+        if result != 0 {
+            var detail = path
+            if result == EACCES,
+                let problem = accessProblem(path: path, dataFile: dataFile, lockFile: lockFile, readOnly: options.isReadOnly)
+            {
+                detail += ": \(problem)"
+            }
+            throw LMDBError(lmdbCode: result, operation: "mdb_env_open", detail: detail)
+        }
+        var opened = false
+        defer { if !opened { mdb_env_close(env) } }
+
+        try Self.checkFileSize(env, dataFile: dataFile)
+
+        // A read-only open without reader slots (a read-only file system, where LMDB goes
+        // lock-less by itself, or the fallback above) is safe only while no process writes:
+        // one that does could reuse the pages its reads see.
+        if options.isReadOnly, !options.additionalFlags.contains(.noLock), Self.hasNoReaderTable(env),
+            let holder = lockFileHolder(lockFile)
+        {
+            throw LMDBError(
+                .incompatibleOpen, operation: "open",
+                message: "process \(holder) has the environment open, and this read-only open can't record its readers in the lock file (a read-only file system, or a lock file this user can't write), so that process could reuse the pages it reads",
+                detail: "\(path): copy the store, or read it where \(lockFile) is writable")
+        }
 
         var dead: Int32 = 0
         try check(mdb_reader_check(env, &dead), "mdb_reader_check", detail: path)
-        staleReadersCleared = Int(dead)
 
         // Open every database once, in one transaction, so handles are valid in every
         // later transaction of the process.
-        var byName: [String: LMDBDatabase] = [:]
-        var main: LMDBDatabase?
+        var byDescriptor: [DatabaseDescriptor: LMDBDatabase] = [:]
         var txnPointer: OpaquePointer?
         let txnFlags: UInt32 = options.isReadOnly ? UInt32(MDB_RDONLY) : 0
         // Another process may grow the map between mdb_env_open and this first transaction:
@@ -152,25 +293,8 @@ public final class LMDBEnvironment: @unchecked Sendable {
         }
         do {
             for descriptor in databases {
-                var dbFlags = descriptor.flags
-                if !options.isReadOnly { dbFlags.insert(.create) }
-                var dbi: MDB_dbi = 0
-                let result: Int32
-                if let name = descriptor.name {
-                    result = mdb_dbi_open(txn, name, dbFlags.rawValue, &dbi)
-                } else {
-                    result = mdb_dbi_open(txn, nil, dbFlags.rawValue, &dbi)
-                }
-                if result == MDB_NOTFOUND {
-                    throw LMDBError(
-                        .databaseNotFound, operation: "mdb_dbi_open",
-                        message: "no database named \"\(descriptor.description)\" in the environment",
-                        detail: path)
-                }
-                try check(result, "mdb_dbi_open", detail: "database \"\(descriptor.description)\" in \(path)")
-                let database = LMDBDatabase(
-                    name: descriptor.name, flags: descriptor.flags.subtracting(.create), handle: dbi)
-                if let name = descriptor.name { byName[name] = database } else { main = database }
+                byDescriptor[descriptor.withoutCreate] = try SharedEnvironment.openDatabase(
+                    descriptor, in: txn, creating: !options.isReadOnly, path: path)
             }
         } catch {
             mdb_txn_abort(txn)
@@ -178,15 +302,34 @@ public final class LMDBEnvironment: @unchecked Sendable {
         }
         // A commit frees the transaction whatever it returns: never abort after it.
         try check(mdb_txn_commit(txn), "mdb_txn_commit", detail: path)
-
-        handle = env
-        databasesByName = byName
-        mainDatabase = main
         opened = true
+        return (env, byDescriptor, Int(dead), options.isReadOnly)
+    }
+
+    /// Whether `env` runs without a reader table (`MDB_NOLOCK`, or LMDB's lock-less
+    /// read-only open on a read-only file system), which `mdb_reader_list` reports as
+    /// `(no reader locks)`.
+    private static func hasNoReaderTable(_ env: OpaquePointer) -> Bool {
+        final class Answer { var lockless = false }
+        let answer = Answer()
+        _ = withExtendedLifetime(answer) {
+            mdb_reader_list(env, { message, context in
+                guard let message, let context else { return 0 }
+                let answer = Unmanaged<AnyObject>.fromOpaque(context).takeUnretainedValue() as? Answer
+                if String(cString: message).hasPrefix("(no reader locks)") { answer?.lockless = true }
+                return 0
+            }, Unmanaged.passUnretained(answer as AnyObject).toOpaque())
+        }
+        return answer.lockless
+    }
+
+    /// The size of the file at `path`, or nil if it can't be read.
+    private static func fileSize(_ path: String) -> Int? {
+        (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int
     }
 
     deinit {
-        mdb_env_close(handle)
+        EnvironmentRegistry.release(shared)
     }
 
     /// Refuses a data file that lacks a page the environment uses.
@@ -204,7 +347,7 @@ public final class LMDBEnvironment: @unchecked Sendable {
     ///
     /// - Throws: ``LMDBError/Code/corrupted`` naming the file, its size and the size the
     ///   environment needs.
-    private static func checkFileSize(_ env: OpaquePointer, dataFile: String) throws {
+    static func checkFileSize(_ env: OpaquePointer, dataFile: String) throws {
         var info = MDB_envinfo()
         try check(mdb_env_info(env, &info), "mdb_env_info", detail: dataFile)
         var environmentStat = MDB_stat()
@@ -258,15 +401,41 @@ public final class LMDBEnvironment: @unchecked Sendable {
     /// Wraps `mdb_txn_begin(MDB_RDONLY)` … `mdb_txn_abort`.
     public func read<R>(_ body: (borrowing LMDBTransaction) throws -> R) throws -> R {
         while true {
-            do {
-                return try resizeGate.withShared {
-                    let txn = try beginTransaction(readOnly: true)
-                    defer { mdb_txn_abort(txn) }
-                    return try body(LMDBTransaction(handle: txn, isReadOnly: true, state: nil))
+            // Only this read's own begin is retried: an MDB_MAP_RESIZED the body lets out (a
+            // nested read's) must not run the body again.
+            let attempt: ReadAttempt<R> = try resizeGate.withShared {
+                let txn: OpaquePointer
+                do {
+                    txn = try beginTransaction(readOnly: true)
+                } catch let error as LMDBError where error.code == .mapResized {
+                    return .resized
                 }
-            } catch let error as LMDBError where error.code == .mapResized {
+                defer { mdb_txn_abort(txn) }
+                return .done(try body(LMDBTransaction(handle: txn, isReadOnly: true, state: nil)))
+            }
+            switch attempt {
+            case .done(let result):
+                return result
+            case .resized:
+                try refuseResizeInsideTransaction(
+                    .mapResized,
+                    "another process grew the map past this process's size, and this thread is inside a read transaction of this environment: a nested read can't adopt the new size until the outer one ends")
                 try adoptResizedMap()
             }
+        }
+    }
+
+    /// How one try at a read transaction ended.
+    private enum ReadAttempt<R> {
+        case done(R)
+        case resized
+    }
+
+    /// Throws instead of waiting forever when the calling thread is inside a transaction of
+    /// this environment: a resize waits until no transaction of the process runs.
+    private func refuseResizeInsideTransaction(_ code: LMDBError.Code, _ reason: String) throws {
+        if resizeGate.isHeldByCurrentThread {
+            throw LMDBError(code, operation: "resize", message: reason, detail: path)
         }
     }
 
@@ -291,8 +460,14 @@ public final class LMDBEnvironment: @unchecked Sendable {
                 do {
                     return try resizeGate.withShared { try attemptWrite(body, state: state) }
                 } catch let error as LMDBError where error.code == .mapResized {
+                    try refuseResizeInsideTransaction(
+                        .nestedWriteTransaction,
+                        "another process grew the map past this process's size, and this write was started inside a read transaction of this environment on the same thread: it can't adopt the new size until the read ends")
                     try adoptResizedMap()
                 } catch where state.hitMapFull {
+                    try refuseResizeInsideTransaction(
+                        .nestedWriteTransaction,
+                        "the map is full, and this write was started inside a read transaction of this environment on the same thread: the map can't grow until the read ends")
                     try growMap()
                 }
             }
@@ -311,14 +486,40 @@ public final class LMDBEnvironment: @unchecked Sendable {
         // mdb_txn_commit frees the transaction on success and on failure alike.
         let code = mdb_txn_commit(txn)
         if code == MDB_MAP_FULL { state.hitMapFull = true }
+        if code == EIO || code == ENOSPC, let free = freeBytesOnFileSystem(), free < 1 << 20 {
+            // LMDB reports a short pwrite as EIO: on a full disk that hides the cause.
+            throw LMDBError(
+                .noSpace, operation: "mdb_txn_commit", message: String(cString: strerror(ENOSPC)),
+                detail: "\(path): the commit's write failed (\(LMDBError.Code(rawValue: code))) with \(free) bytes free on the file system; the transaction was not committed")
+        }
         try check(code, "mdb_txn_commit", detail: path)
         return result
     }
 
+    /// The bytes this user may still write on the file system holding the environment
+    /// (`statvfs`), or nil if it can't be asked.
+    private func freeBytesOnFileSystem() -> Int? {
+        var status = statvfs()
+        guard statvfs(path, &status) == 0 else { return nil }
+        return Int(clamping: UInt64(status.f_bavail).multipliedReportingOverflow(by: UInt64(status.f_frsize)).partialValue)
+    }
+
     private func beginTransaction(readOnly: Bool) throws -> OpaquePointer {
         var txn: OpaquePointer?
-        try check(
-            mdb_txn_begin(handle, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn), "mdb_txn_begin", detail: path)
+        var result = mdb_txn_begin(handle, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn)
+        if result == MDB_READERS_FULL {
+            // Slots of processes that died since the open still count: clear them and retry.
+            var dead: Int32 = 0
+            if mdb_reader_check(handle, &dead) == 0, dead > 0 {
+                result = mdb_txn_begin(handle, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn)
+            }
+            if result == MDB_READERS_FULL {
+                throw LMDBError(
+                    lmdbCode: result, operation: "mdb_txn_begin",
+                    detail: "\(path): all \(info.maxReaders) reader slots are in use by open read transactions (raise LMDBEnvironment.Options.maxReaders, EventLog.Configuration.maximumReaders)")
+            }
+        }
+        try check(result, "mdb_txn_begin", detail: path)
         guard let txn else {
             throw LMDBError(lmdbCode: LMDBError.Code.badTransaction.rawValue, operation: "mdb_txn_begin")
         }

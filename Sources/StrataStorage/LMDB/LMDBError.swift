@@ -86,6 +86,10 @@ public struct LMDBError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let databaseNotFound = Code(rawValue: -31002)
         /// Strata: a write was attempted on an environment opened read-only.
         public static let readOnlyEnvironment = Code(rawValue: -31003)
+        /// Strata: the environment is open in a way that excludes this use: a replacement of
+        /// its data file while this process or another has it open, or a writable reopen of
+        /// one open read-only here that couldn't keep its database handles.
+        public static let incompatibleOpen = Code(rawValue: -31004)
 
         /// The constant's name, as LMDB's header spells it where there is one.
         public var description: String {
@@ -120,6 +124,7 @@ public struct LMDBError: Error, Sendable, Hashable, CustomStringConvertible {
             case .mapAtMaximumSize: "STRATA_MAP_AT_MAXIMUM"
             case .databaseNotFound: "STRATA_DATABASE_NOT_FOUND"
             case .readOnlyEnvironment: "STRATA_READ_ONLY_ENVIRONMENT"
+            case .incompatibleOpen: "STRATA_INCOMPATIBLE_OPEN"
             default: "code \(rawValue)"
             }
         }

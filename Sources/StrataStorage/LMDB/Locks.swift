@@ -16,21 +16,42 @@ final class ResizeGate: Sendable {
     // The lock needs a stable address, so it lives in its own allocation; access goes
     // only through pthread calls, which are thread-safe.
     nonisolated(unsafe) private let lock: UnsafeMutablePointer<pthread_rwlock_t>
+    /// A thread-specific count of this gate's shared holds by the thread (nil if the process
+    /// ran out of keys: then nothing is known, as before).
+    private let depthKey: pthread_key_t?
 
     init() {
         lock = .allocate(capacity: 1)
         lock.initialize(to: pthread_rwlock_t())
         pthread_rwlock_init(lock, nil)
+        var key = pthread_key_t()
+        depthKey = pthread_key_create(&key, nil) == 0 ? key : nil
     }
 
     deinit {
+        if let depthKey { pthread_key_delete(depthKey) }
         pthread_rwlock_destroy(lock)
         lock.deallocate()
     }
 
+    /// How many shared holds the calling thread has on this gate.
+    private var depth: Int {
+        guard let depthKey else { return 0 }
+        return Int(bitPattern: pthread_getspecific(depthKey))
+    }
+
+    /// Whether the calling thread holds the gate shared (is inside a transaction): then an
+    /// exclusive hold would wait for itself forever.
+    var isHeldByCurrentThread: Bool { depth > 0 }
+
     func withShared<R>(_ body: () throws -> R) rethrows -> R {
         pthread_rwlock_rdlock(lock)
-        defer { pthread_rwlock_unlock(lock) }
+        let outer = depth
+        if let depthKey { pthread_setspecific(depthKey, UnsafeRawPointer(bitPattern: outer + 1)) }
+        defer {
+            if let depthKey { pthread_setspecific(depthKey, UnsafeRawPointer(bitPattern: outer)) }
+            pthread_rwlock_unlock(lock)
+        }
         return try body()
     }
 
