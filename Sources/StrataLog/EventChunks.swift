@@ -72,6 +72,14 @@ struct EventChunks {
     }
 
     /// The error for `damage` of the event `sequence`.
+    /// The error for a raw event found under `sequence` where event `expected` belonged.
+    static func densityError(expected: UInt64, found sequence: UInt64) -> LogError {
+        .malformed(
+            sequence > expected
+                ? "event \(expected) is missing from the log (the raw events go on at \(sequence))"
+                : "the events table holds a row under sequence \(sequence) where event \(expected) was expected")
+    }
+
     static func error(_ sequence: UInt64, _ damage: String) -> LogError {
         .malformed("event \(sequence): \(damage)")
     }

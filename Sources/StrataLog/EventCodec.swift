@@ -425,6 +425,34 @@ enum EventCodec {
         }
     }
 
+    /// The model version an event's bytes name, read without decoding its groups (nil when
+    /// the bytes don't read as an event; the checksum isn't checked).
+    static func modelVersion(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        guard header(bytes) != nil else { return nil }
+        var r = ByteReader(UnsafeRawBufferPointer(rebasing: bytes[0..<(bytes.count - 4)]), context: "event header")
+        do {
+            _ = try r.rawBytes(5)
+            let flags = try r.byte()
+            _ = try r.rawBytes(8 + 8 + 4)
+            if flags & 1 != 0 { _ = try r.string() }
+            if flags & 2 != 0 { _ = try r.string() }
+            switch try r.byte() {
+            case 1, 2:
+                _ = try r.varint()
+                _ = try r.varint()
+            case 5:
+                _ = try r.varint()
+                _ = try r.varint()
+                _ = try r.varint()
+            case 6: _ = try r.varint()
+            default: break
+            }
+            return try r.count(limit: Int(Int32.max))
+        } catch {
+            return nil
+        }
+    }
+
     static func readChange(_ r: inout ByteReader, schema: ModelSchema, catalog: some CodecCatalog) throws(LogError) -> Change {
         let op = try r.byte()
         let id = try readReference(&r, catalog)

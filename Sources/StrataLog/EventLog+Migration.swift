@@ -21,12 +21,22 @@ extension EventLog {
         for _ in 0..<8 {
             // Bookkeeping or a head event that can't be read is damage for verify to report,
             // not a reason to refuse the open: the migration waits until they read.
-            let found = try? read { reader -> (UInt64, Int)? in
+            let found = try? read { reader -> (head: UInt64, compacted: UInt64)? in
                 let head = try reader.head
                 guard head > 0, head > (try reader.purgedThrough) else { return nil }
-                return (head, try reader.event(head).modelVersion)
+                return (head, try reader.compactedThrough)
             }
-            guard let (head, previous) = found ?? nil, previous != modelVersion else { return }
+            guard let (head, compacted) = found ?? nil else { return }
+            // The model version is read from the raw event's bytes, without decoding it (that
+            // would load its model); a compacted head is decoded.
+            var previous: Int?
+            if head > compacted {
+                try? forEachRawEvent(from: head, through: head) { _, bytes in
+                    previous = bytes.withUnsafeBytes { EventCodec.modelVersion($0) }
+                }
+            }
+            if previous == nil { previous = try? read { try $0.event(head).modelVersion } }
+            guard let previous, previous != modelVersion else { return }
             let added = Set(schema.indexes).subtracting(Set(try catalog.schema(forModelVersion: previous).indexes))
             guard !added.isEmpty else { return }
             let timestamp = EventCodec.date(microseconds: EventCodec.microsecondsNow())

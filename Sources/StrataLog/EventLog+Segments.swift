@@ -248,10 +248,7 @@ extension EventLog {
             var expected = from
             try forEachRawEvent(in: txn, from: from, through: through) { sequence, bytes, damage in
                 guard sequence == expected else {
-                    throw LogError.malformed(
-                        sequence > expected
-                            ? "event \(expected) is missing from the log (the raw events go on at \(sequence))"
-                            : "the events table holds a row under sequence \(sequence) where event \(expected) was expected")
+                    throw EventChunks.densityError(expected: expected, found: sequence)
                 }
                 expected = sequence &+ 1
                 if let damage { throw EventChunks.error(sequence, damage) }

@@ -1,4 +1,5 @@
 public import Foundation
+import Synchronization
 public import StrataModel
 public import StrataStorage
 
@@ -213,9 +214,20 @@ public final class EventLog: Sendable {
     /// Whether the stored model file `json` defines the indexes and uniqueness constraints
     /// `schema` does (false when it doesn't load: it is stored again as a new version).
     private static func sameIndexes(_ json: Data?, _ schema: ModelSchema) -> Bool {
-        guard let json, let stored = try? ManagedObjectModel(jsonData: json) else { return false }
-        return Set(ModelSchema(model: stored).indexes) == Set(schema.indexes)
+        guard let json else { return false }
+        // A stored model's indexes are read once per process (parsing it costs more than
+        // the rest of an open).
+        let stored = storedIndexes.withLock { $0[json] } ?? {
+            guard let model = try? ManagedObjectModel(jsonData: json) else { return nil }
+            let indexes = Set(ModelSchema(model: model).indexes)
+            storedIndexes.withLock { $0[json] = indexes }
+            return indexes
+        }()
+        return stored == Set(schema.indexes)
     }
+
+    /// The indexes of stored model files already read, by their JSON.
+    private static let storedIndexes = Mutex<[Data: Set<ModelSchema.IndexDefinition>]>([:])
 
     private static func checkFormat(_ bytes: [UInt8]?, path: String) throws {
         guard let bytes, bytes.count == 4 else { throw LogError.notAStore("\(path) (no format version)") }

@@ -1,6 +1,7 @@
 import Foundation
 import Strata
 import StrataTestSupport
+import Testing
 
 /// A coordinator with an event-log store in `directory` (a new one each call: a "restart").
 func openCoordinator(_ directory: TemporaryDirectory, model: ManagedObjectModel, classes: [(ManagedObject.Type, String)] = [])
@@ -52,4 +53,18 @@ final class Employee: ManagedObject {
         let last = value(forKey: "lastName") as? String ?? ""
         setPrimitiveValue("\(first) \(last)", forKey: "fullName")
     }
+}
+
+/// The undo conflict `body` throws (object, property, expected, found), or nil with a
+/// recorded issue when it throws none or another error.
+func expectUndoConflict(_ body: () throws -> Void) -> (object: String, property: String, expected: String, found: String)? {
+    do {
+        try body()
+        Issue.record("expected an undo conflict, got none")
+    } catch ContextError.undoConflict(let object, let property, let expected, let found) {
+        return (object, property, expected, found)
+    } catch {
+        Issue.record("expected an undo conflict, got \(error)")
+    }
+    return nil
 }

@@ -8,17 +8,8 @@ import Testing
 /// several writers on one store, persistent undo across writers, notifications.
 @Suite("Contexts review: nesting, merging, conflicts, undo across writers", .serialized)
 struct ContextsReviewTests {
-    /// The undo conflict `body` throws, or a recorded issue.
     func undoConflict(_ body: () throws -> Void) -> (object: String, property: String, expected: String, found: String)? {
-        do {
-            try body()
-            Issue.record("expected an undo conflict, got none")
-        } catch ContextError.undoConflict(let object, let property, let expected, let found) {
-            return (object, property, expected, found)
-        } catch {
-            Issue.record("expected an undo conflict, got \(error)")
-        }
-        return nil
+        expectUndoConflict(body)
     }
 
     // MARK: - Undo of saved work after another writer's change was merged or loaded

@@ -9,17 +9,8 @@ import Testing
 /// an error naming it, and nothing is overwritten.
 @Suite("Contexts: undo conflicts with another writer")
 struct UndoConflictTests {
-    /// The conflict `body` throws, or a recorded issue.
     func conflict(_ body: () throws -> Void) -> (object: String, property: String, expected: String, found: String)? {
-        do {
-            try body()
-            Issue.record("expected an undo conflict, got none")
-        } catch ContextError.undoConflict(let object, let property, let expected, let found) {
-            return (object, property, expected, found)
-        } catch {
-            Issue.record("expected an undo conflict, got \(error)")
-        }
-        return nil
+        expectUndoConflict(body)
     }
 
     /// The team's stored name and colour, read by a new context.

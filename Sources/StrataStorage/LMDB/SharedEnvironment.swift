@@ -252,11 +252,7 @@ func lockFileHolder(_ path: String) -> pid_t? {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
-    var lock = flock()
-    lock.l_type = Int16(F_WRLCK)
-    lock.l_whence = Int16(SEEK_SET)
-    lock.l_start = 0
-    lock.l_len = 1
+    var lock = firstByteWriteLock()
     guard fcntl(fd, F_GETLK, &lock) == 0, lock.l_type != Int16(F_UNLCK) else { return nil }
     return lock.l_pid
 }
@@ -323,11 +319,7 @@ extension LMDBEnvironment {
         }
         // Closing the descriptor drops the lock.
         defer { close(lockDescriptor) }
-        var lock = flock()
-        lock.l_type = Int16(F_WRLCK)
-        lock.l_whence = Int16(SEEK_SET)
-        lock.l_start = 0
-        lock.l_len = 1
+        var lock = firstByteWriteLock()
         guard fcntl(lockDescriptor, F_SETLK, &lock) == 0 else {
             let holder = lockFileHolder(lockFile).map { "process \($0)" } ?? "another process"
             throw LMDBError(
@@ -378,4 +370,15 @@ extension LMDBEnvironment {
         try check(mdb_env_open(env, path, flags.rawValue, 0o644), "mdb_env_open", detail: path)
         try body(env)
     }
+}
+
+/// An exclusive `fcntl` lock on a lock file's first byte, where every process with the
+/// environment open holds a shared one.
+func firstByteWriteLock() -> flock {
+    var lock = flock()
+    lock.l_type = Int16(F_WRLCK)
+    lock.l_whence = Int16(SEEK_SET)
+    lock.l_start = 0
+    lock.l_len = 1
+    return lock
 }
