@@ -130,7 +130,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StrataCLITests",
-            dependencies: ["strata", "Strata", "StrataTestSupport", "StrataLog", "StrataModel"],
+            dependencies: ["strata", "Strata", "StrataTestSupport", "StrataLog", "StrataModel", "StrataStorage"],
             swiftSettings: strictSettings
         ),
 

@@ -32,6 +32,12 @@ struct InfoCommand: ParsableCommand {
             case .text: info.writeText(to: out)
             case .json: out.line(info.json)
             }
+            // What could be read was printed; a damaged part is a problem found.
+            if !info.damaged.isEmpty {
+                out.flush()
+                throw CommandFailure(
+                    "the store is damaged: \(info.damaged.map(\.section).joined(separator: ", ")) can't be read; `strata verify \(log.path)` says more")
+            }
         }
     }
 }
@@ -52,16 +58,35 @@ struct StoreInfo {
     let files: [(name: String, bytes: Int)]
     /// The newest purge marker, if the store was purged.
     let purgeMarker: TransactionEvent?
+    /// The parts that couldn't be read (damage), with why; the others are reported as usual.
+    let damaged: [(section: String, error: String)]
 
     init(_ log: EventLog) throws {
         path = log.path
-        (metadata, counts, segments, consumers, checkpoints, purgeMarker) = try log.read { reader in
-            let marker = try reader.purgeMarker
-            return (try reader.metadata(),
-                    try log.concreteEntityNames.map { ($0, try reader.count(of: $0, includingSubentities: false)) },
-                    try reader.segments(), try reader.consumers(), try reader.checkpoints(),
-                    marker > 0 ? try reader.event(marker) : nil)
+        var damaged: [(section: String, error: String)] = []
+        // The metadata is what the command is; each other part is read on its own, so a
+        // damaged one (a manifest entry, a consumer row) doesn't hide the rest.
+        func part<T>(_ section: String, _ fallback: T, _ body: () throws -> T) -> T {
+            do {
+                return try body()
+            } catch {
+                damaged.append((section, "\(error)"))
+                return fallback
+            }
         }
+        (metadata, counts, segments, consumers, checkpoints, purgeMarker) = try log.read { reader in
+            let metadata = try reader.metadata()
+            let counts = part("objects", []) { try log.concreteEntityNames.map { ($0, try reader.count(of: $0, includingSubentities: false)) } }
+            let segments = part("segments", []) { try reader.segments() }
+            let consumers = part("consumers", []) { try reader.consumers() }
+            let checkpoints = part("checkpoints", []) { try reader.checkpoints() }
+            let marker: TransactionEvent? = part("purge marker", nil) {
+                let marker = try reader.purgeMarker
+                return marker > 0 ? try reader.event(marker) : nil
+            }
+            return (metadata, counts, segments, consumers, checkpoints, marker)
+        }
+        self.damaged = damaged
         files = [("data.mdb", diskSize((path as NSString).appendingPathComponent("data.mdb"))),
                  ("lock.mdb", diskSize((path as NSString).appendingPathComponent("lock.mdb"))),
                  ("segments", diskSize((path as NSString).appendingPathComponent("segments")))]
@@ -73,6 +98,7 @@ struct StoreInfo {
     var keptEvents: UInt64 { metadata.head - metadata.purgedThrough }
 
     func writeText(to out: OutputSink) {
+        let unreadable = Dictionary(damaged.map { ($0.section, $0.error) }, uniquingKeysWith: { a, _ in a })
         out.line("store        \(path)")
         out.line("uuid         \(metadata.storeUUID.uuidString)")
         out.line("format       \(metadata.formatVersion)")
@@ -88,14 +114,21 @@ struct StoreInfo {
             }
             out.line(line)
         }
-        out.line("objects      \(counts.reduce(0) { $0 + $1.count })")
-        let width = counts.map(\.entity.count).max() ?? 0
-        for (entity, count) in counts {
-            out.line("  \(entity.padding(toLength: width, withPad: " ", startingAt: 0))  \(count)")
+        if let error = unreadable["purge marker"] { out.line("purge marker can't be read: \(error)") }
+        if let error = unreadable["objects"] {
+            out.line("objects      can't be read: \(error)")
+        } else {
+            out.line("objects      \(counts.reduce(0) { $0 + $1.count })")
+            let width = counts.map(\.entity.count).max() ?? 0
+            for (entity, count) in counts {
+                out.line("  \(entity.padding(toLength: width, withPad: " ", startingAt: 0))  \(count)")
+            }
         }
         let raw = segments.reduce(0) { $0 + $1.rawBytes }
         let compressed = segments.reduce(0) { $0 + $1.compressedBytes }
-        if segments.isEmpty {
+        if let error = unreadable["segments"] {
+            out.line("segments     can't be read: \(error)")
+        } else if segments.isEmpty {
             out.line("segments     none")
         } else {
             out.line("segments     \(segments.count): raw \(raw) bytes, compressed \(compressed) bytes, ratio \(ratio(raw, compressed))")
@@ -106,13 +139,19 @@ struct StoreInfo {
         }
         out.line("files")
         for (name, bytes) in files { out.line("  \(name.padding(toLength: 9, withPad: " ", startingAt: 0))  \(byteCount(bytes))") }
-        if consumers.isEmpty {
+        if let error = unreadable["consumers"] {
+            out.line("consumers    can't be read: \(error)")
+        } else if consumers.isEmpty {
             out.line("consumers    none")
         } else {
             out.line("consumers")
             for (name, through) in consumers { out.line("  \(name)  processed through \(through)") }
         }
-        out.line("checkpoints  \(checkpoints.isEmpty ? "none" : checkpoints.map(String.init).joined(separator: ", "))")
+        if let error = unreadable["checkpoints"] {
+            out.line("checkpoints  can't be read: \(error)")
+        } else {
+            out.line("checkpoints  \(checkpoints.isEmpty ? "none" : checkpoints.map(String.init).joined(separator: ", "))")
+        }
     }
 
     func ratio(_ raw: Int, _ compressed: Int) -> String {
@@ -120,7 +159,7 @@ struct StoreInfo {
     }
 
     var json: String {
-        let object: [String: Any] = [
+        var object: [String: Any] = [
             "path": path,
             "storeUUID": metadata.storeUUID.uuidString,
             "formatVersion": metadata.formatVersion,
@@ -143,6 +182,12 @@ struct StoreInfo {
             "consumers": Dictionary(consumers.map { ($0.name, $0.processedThrough) }, uniquingKeysWith: { a, _ in a }),
             "checkpoints": checkpoints,
         ]
+        // A part that can't be read is left out (not shown empty) and named under "damaged".
+        if !damaged.isEmpty {
+            let keys = ["objects": "objects", "segments": "segments", "consumers": "consumers", "checkpoints": "checkpoints"]
+            for (section, _) in damaged { if let key = keys[section] { object[key] = nil } }
+            object["damaged"] = Dictionary(damaged.map { ($0.section, $0.error) }, uniquingKeysWith: { a, _ in a })
+        }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])) ?? Data()
         return String(decoding: data, as: UTF8.self)
     }
