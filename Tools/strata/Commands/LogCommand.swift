@@ -105,17 +105,31 @@ struct LogCommand: ParsableCommand {
                     printError("note: history through \(purged) was purged; the log starts at \(purged + 1)")
                 }
                 first = max(first, purged + 1)
-                // --object reads only the transactions that touched it.
-                var only: Set<UInt64>?
-                if let id = filter.objectID { only = Set(try reader.history(of: id)) }
+                // --object reads only the transactions that touched it (from the per-object
+                // history index), not every event in the range.
+                var only: [UInt64]?
+                if let id = filter.objectID, first <= last {
+                    only = try reader.history(of: id).filter { $0 >= first && $0 <= last }
+                }
+                // The header's fields are read without decoding the event: events the date,
+                // author and context filters reject cost no decoding (the body checks them again).
+                let headerFilter: ((EventHeader) -> Bool)? =
+                    fromDate == nil && toDate == nil && author == nil && context == nil
+                    ? nil
+                    : { header in
+                        if let toDate, header.timestamp > toDate { return false }
+                        if let fromDate, header.timestamp < fromDate { return false }
+                        if let author, header.author != author { return false }
+                        if let context, header.contextName != context { return false }
+                        return true
+                    }
 
                 if format == .json {
                     out.line("{\"store\":\(ValueRendering.jsonString(log.storeUUID.uuidString)),\"transactions\":[")
                 }
                 var written = 0
                 guard first <= last else { return finish(out, written: written) }
-                try reader.forEachEvent(from: first, through: last) { event in
-                    if let only, !only.contains(event.sequence) { return .next }
+                let body: (TransactionEvent) throws -> IterationDecision = { event in
                     // Not .stop: timestamps needn't rise with the sequence (a draft may carry its
                     // own; writers in several processes), so a later event may be earlier.
                     if let toDate, event.timestamp > toDate { return .next }
@@ -136,6 +150,11 @@ struct LogCommand: ParsableCommand {
                     }
                     written += 1
                     return .next
+                }
+                if let only {
+                    try reader.forEachEvent(among: only, body)
+                } else {
+                    try reader.forEachEvent(from: first, through: last, where: headerFilter, body)
                 }
                 finish(out, written: written)
             }

@@ -163,8 +163,9 @@ struct ReplayCommand: ParsableCommand {
                     out.line("    \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(ValueRendering.text(base[name] ?? .null, log))")
                 }
             }
-            for number in touching {
-                let event = try reader.event(number)
+            // One pass over the events that touched it: each segment frame holding some of
+            // them is decompressed once, not once per event.
+            try reader.forEachEvent(among: touching) { event in
                 var changed: Set<String> = []
                 var operation = "update"
                 for change in event.changes where change.objectID == id {
@@ -182,12 +183,13 @@ struct ReplayCommand: ParsableCommand {
                 out.line("\(EventText.header(event))  \(operation)")
                 guard let values = image.objects[id] else {
                     out.line("  (deleted)")
-                    continue
+                    return .next
                 }
                 for name in properties {
                     let mark = changed.contains(name) ? "*" : " "
                     out.line("  \(mark) \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(ValueRendering.text(values[name] ?? .null, log))")
                 }
+                return .next
             }
         }
     }
@@ -206,9 +208,21 @@ struct ReplayCommand: ParsableCommand {
             }
             out.line("changes from sequence \(range.lower) to \(range.upper)")
             var differences = 0
-            for id in touched.sorted() {
-                let before = try reader.object(id, asOf: range.lower)
-                let after = try reader.object(id, asOf: range.upper)
+            // In batches: a transaction that touched many of them is read once per batch,
+            // not once per object.
+            let sorted = touched.sorted()
+            var batchStart = 0
+            var beforeImage: [StoredObjectID: [String: LogValue]] = [:]
+            var afterImage: [StoredObjectID: [String: LogValue]] = [:]
+            for (position, id) in sorted.enumerated() {
+                if position == batchStart {
+                    let batch = sorted[position..<min(position + Int(Snapshot.batchSize), sorted.count)]
+                    beforeImage = try reader.objects(batch, asOf: range.lower)
+                    afterImage = try reader.objects(batch, asOf: range.upper)
+                    batchStart = batch.endIndex
+                }
+                let before = beforeImage[id]
+                let after = afterImage[id]
                 switch (before, after) {
                 case (nil, nil): continue
                 case (nil, let values?):
