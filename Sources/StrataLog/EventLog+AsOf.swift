@@ -101,6 +101,20 @@ extension LogReader {
     public func objects(
         _ ids: some Sequence<StoredObjectID>, asOf sequence: UInt64
     ) throws -> [StoredObjectID: [String: LogValue]] {
+        var kept: [UInt64: TransactionEvent] = [:]
+        return try objects(ids, asOf: sequence, keeping: &kept)
+    }
+
+    /// ``objects(_:asOf:)`` for one of several batches of objects asked for in turn: `kept`
+    /// carries the large transactions (those of many changes, up to a bound) read for one
+    /// batch to the next, so a bulk transaction that touched the objects of many batches is
+    /// decoded once, not once per batch. Start with an empty dictionary and pass the same
+    /// one, with the same `sequence`, for every batch.
+    ///
+    /// - Throws: as ``plan(asOf:)``.
+    public func objects(
+        _ ids: some Sequence<StoredObjectID>, asOf sequence: UInt64, keeping kept: inout [UInt64: TransactionEvent]
+    ) throws -> [StoredObjectID: [String: LogValue]] {
         let head = try head
         guard sequence <= head else { throw LogError.sequenceOutOfRange(requested: sequence, head: head) }
         let purged = try purgedThrough
@@ -112,12 +126,43 @@ extension LogReader {
             if let current = try object(id) { image.objects[id] = current.values }
             for touching in try history(of: id) where touching > sequence { later.insert(touching) }
         }
-        try forEachEvent(among: later.sorted(), reversed: true) { event in
+        func revert(_ event: TransactionEvent) {
             for change in event.changes.reversed() where wanted.contains(change.objectID) { image.revert(change) }
-            return .next
+        }
+        // Newest first; the ones not kept are read in runs between kept ones.
+        let needed = later.sorted()
+        var used: [TransactionEvent] = []
+        var end = needed.endIndex
+        while end > needed.startIndex {
+            if let event = kept[needed[end - 1]] {
+                revert(event)
+                used.append(event)
+                end -= 1
+                continue
+            }
+            var start = end - 1
+            while start > needed.startIndex, kept[needed[start - 1]] == nil { start -= 1 }
+            try forEachEvent(among: Array(needed[start..<end]), reversed: true) { event in
+                revert(event)
+                if event.changes.count >= Self.keptEventMinimumChanges { used.append(event) }
+                return .next
+            }
+            end = start
+        }
+        // Keep the largest of the ones used, within the bound; the others are dropped.
+        kept.removeAll(keepingCapacity: true)
+        var budget = Self.keptChangesBudget
+        for event in used.sorted(by: { $0.changes.count > $1.changes.count }) where event.changes.count <= budget {
+            kept[event.sequence] = event
+            budget -= event.changes.count
         }
         return image.objects
     }
+
+    /// The fewest changes a transaction must hold to be kept from one batch to the next.
+    static let keptEventMinimumChanges = 64
+    /// The most changes the kept transactions hold together.
+    static let keptChangesBudget = 4 << 20
 
     /// Calls `body` with `id`'s values just after each transaction that touched it, newest
     /// first (nil just after its delete), for at most the `limit` newest of them still kept

@@ -135,7 +135,8 @@ struct ScaleLogCommandTests {
     }
 
     /// 1 inserts `count` players (age 0); 2 sets every one's age to its key; 3 deletes every
-    /// tenth and inserts 5 more; 4 sets the first one's name. More than one batch of
+    /// tenth and inserts 5 more; 4 sets the first one's name; 5 sets every other one's rating;
+    /// 6 sets a few ratings again. More than one batch of
     /// `export --at` by default, so a batch boundary is crossed.
     static func makeBulkStore(count: Int) throws -> (TemporaryDirectory, String) {
         let directory = try TemporaryDirectory("strata-scale-bulk")
@@ -157,6 +158,17 @@ struct ScaleLogCommandTests {
         draft = TransactionDraft(author: "bulk", contextName: "import")
         draft.update(.stored(ids[0]), values: ["name": str("renamed")])
         _ = try log.commit(draft)
+        // 5: another bulk update, of every other one; 6: a small one of a few.
+        draft = TransactionDraft(author: "bulk", contextName: "import")
+        for id in ids where id.primaryKey % 10 != 0 && id.primaryKey % 2 == 1 {
+            draft.update(.stored(id), values: ["rating": .attribute(.double(Double(id.primaryKey)))])
+        }
+        _ = try log.commit(draft)
+        draft = TransactionDraft(author: "bulk", contextName: "import")
+        for id in ids.prefix(300) where id.primaryKey % 10 != 0 && id.primaryKey % 3 == 0 {
+            draft.update(.stored(id), values: ["rating": .attribute(.double(-1))])
+        }
+        _ = try log.commit(draft)
         return (directory, path)
     }
 
@@ -166,12 +178,25 @@ struct ScaleLogCommandTests {
         let (directory, path) = try Self.makeBulkStore(count: count)
         _ = directory
         let log = try EventLog(path: path, model: try leagueModel())
-        for at in [UInt64(1), 2, 3] {
+        for at in [UInt64(1), 2, 3, 4, 5] {
             let expected = try log.read { reader in try reader.state(asOf: at) }
             // The library's batch answer, for every key ever used, equals the whole image.
             let ids = (1...UInt64(count + 5)).map { StoredObjectID(entity: "Player", primaryKey: $0) }
             let batch = try log.read { reader in try reader.objects(ids, asOf: at) }
             #expect(batch == expected.objects(ofEntity: "Player"), "objects(_:asOf: \(at))")
+            // In small batches, keeping the large transactions from one batch to the next
+            // (bulk ones kept, small ones read between them): the same answer.
+            var batched: [StoredObjectID: [String: LogValue]] = [:]
+            try log.read { reader in
+                var kept: [UInt64: TransactionEvent] = [:]
+                var start = 0
+                while start < ids.count {
+                    let batch = ids[start..<min(start + 97, ids.count)]
+                    batched.merge(try reader.objects(batch, asOf: at, keeping: &kept)) { a, _ in a }
+                    start += 97
+                }
+            }
+            #expect(batched == expected.objects(ofEntity: "Player"), "batched objects(_:asOf: \(at))")
             let one = try log.read { reader in try reader.object(ids[9], asOf: at) }
             #expect(one == expected.objects[ids[9]])
 

@@ -142,12 +142,13 @@ enum Snapshot {
         guard last > 0 else { return }
         // In batches: a transaction that touched many of a batch's objects is read once for
         // the batch (one at a time, a bulk update of 100k objects was read 100k times), and
-        // memory holds one batch.
+        // a large one is kept for the next batches; memory holds one batch.
         var first: UInt64 = 1
+        var kept: [UInt64: TransactionEvent] = [:]
         while first <= last {
             let end = first + min(last - first, batchSize - 1)
             let ids = (first...end).map { StoredObjectID(entity: entity, primaryKey: $0) }
-            let values = try reader.objects(ids, asOf: sequence)
+            let values = try reader.objects(ids, asOf: sequence, keeping: &kept)
             for id in ids {
                 if let object = values[id] { try body(id, object) }
             }

@@ -214,11 +214,13 @@ struct ReplayCommand: ParsableCommand {
             var batchStart = 0
             var beforeImage: [StoredObjectID: [String: LogValue]] = [:]
             var afterImage: [StoredObjectID: [String: LogValue]] = [:]
+            var keptBefore: [UInt64: TransactionEvent] = [:]
+            var keptAfter: [UInt64: TransactionEvent] = [:]
             for (position, id) in sorted.enumerated() {
                 if position == batchStart {
                     let batch = sorted[position..<min(position + Int(Snapshot.batchSize), sorted.count)]
-                    beforeImage = try reader.objects(batch, asOf: range.lower)
-                    afterImage = try reader.objects(batch, asOf: range.upper)
+                    beforeImage = try reader.objects(batch, asOf: range.lower, keeping: &keptBefore)
+                    afterImage = try reader.objects(batch, asOf: range.upper, keeping: &keptAfter)
                     batchStart = batch.endIndex
                 }
                 let before = beforeImage[id]
