@@ -456,7 +456,7 @@ extension ContextCore {
             let keeperTemporaryID = keeper.objectID
             idMap[keeperTemporaryID] = storeID
             keeper.isInsertedFlag = false
-            insertionOrder.removeAll { $0 == keeperTemporaryID }
+            insertionOrder.remove(keeperTemporaryID)
             remapIDs(idMap)
             // Children may hold the inserted object under the ID it gave up (a child's insert
             // pushed here): they take the stored ID, as after a save (before, a child's later

@@ -262,7 +262,7 @@ extension ContextCore {
         registry[id] = nil
         lockedObjects[id] = nil
         restored.remove(id)
-        insertionOrder.removeAll { $0 == id }
+        insertionOrder.remove(id)
         object.isInvalidated = true
     }
 

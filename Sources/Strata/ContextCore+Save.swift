@@ -564,7 +564,7 @@ extension ContextCore {
         for object in movedRegistered { registry[object.objectID] = WeakObject(object: object) }
         for object in movedRetained { retained[object.objectID] = object }
         if !finishingSave {
-            insertionOrder = insertionOrder.map { idMap[$0] ?? $0 }
+            insertionOrder.remap(idMap)
             restored = Set(restored.map { idMap[$0] ?? $0 })
         }
     }
