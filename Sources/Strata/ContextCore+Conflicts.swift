@@ -333,35 +333,48 @@ extension ContextCore {
                         guard !values.contains(where: \.isNil) else { continue }
                         groups[values, default: []].append(object)
                     }
-                    for (values, members) in groups {
-                        let memberIDs = Set(members.map(\.objectID))
-                        func clashes(_ stored: StoredObject) -> Bool {
-                            let id = ManagedObjectID.permanent(stored.id, store: storeUUID)
-                            guard !memberIDs.contains(id), let info = entities[stored.id.entity] else { return false }
-                            let storedValues = constraint.map { name in
-                                info.properties[name].map { propertyValue(stored[name], $0, storeUUID: storeUUID) } ?? .none
-                            }
-                            guard storedValues == values else { return false }
-                            if let mine = registered(id) {
-                                // Deleted, or moving to other values, in this same save: no clash.
-                                if mine.isDeletedFlag || mine.isInvalidated || tuple(mine, constraint) != values { return false }
-                            }
-                            return true
+                    // A stored object clashes with a group when it has the group's values,
+                    // isn't one of its members, and isn't deleted or moving away in this save.
+                    func clashes(_ stored: StoredObject, _ values: [PropertyValue], _ members: [ManagedObject]) -> Bool {
+                        let id = ManagedObjectID.permanent(stored.id, store: storeUUID)
+                        guard !members.contains(where: { $0.objectID == id }) else { return false }
+                        if let mine = registered(id) {
+                            // Deleted, or moving to other values, in this same save: no clash.
+                            if mine.isDeletedFlag || mine.isInvalidated || tuple(mine, constraint) != values { return false }
                         }
-                        var database: StoredObject?
-                        if constraint.count == 1, case .attribute(let value?) = values[0],
-                            try reader.hasIndex(entity: entity.name, attribute: constraint[0])
-                        {
+                        return true
+                    }
+                    func storedValues(_ stored: StoredObject) -> [PropertyValue]? {
+                        guard let info = entities[stored.id.entity] else { return nil }
+                        return constraint.map { name in info.properties[name].map { propertyValue(stored[name], $0, storeUUID: storeUUID) } ?? .none }
+                    }
+                    // A one-attribute constraint with an index: each group looks its value up.
+                    // Any other: one scan of the entity finds, for every group, the first stored
+                    // object that clashes (before, each group scanned the entity: an import of
+                    // n objects into a store of m made n × m reads when one of them clashed).
+                    var indexedLookups: [[PropertyValue]: AttributeValue] = [:]
+                    if constraint.count == 1, try reader.hasIndex(entity: entity.name, attribute: constraint[0]) {
+                        for values in groups.keys {
+                            if case .attribute(let value?) = values[0] { indexedLookups[values] = value }
+                        }
+                    }
+                    var scanned: [[PropertyValue]: StoredObject] = [:]
+                    if indexedLookups.count < groups.count {
+                        var unresolved = groups.count - indexedLookups.count
+                        try reader.forEachObject(of: entity.name) { stored in
+                            guard let values = storedValues(stored), indexedLookups[values] == nil, scanned[values] == nil,
+                                let members = groups[values], clashes(stored, values, members)
+                            else { return .next }
+                            scanned[values] = stored
+                            unresolved -= 1
+                            return unresolved == 0 ? .stop : .next
+                        }
+                    }
+                    for (values, members) in groups {
+                        var database = scanned[values]
+                        if let value = indexedLookups[values] {
                             try reader.scanIndex(entity: entity.name, attribute: constraint[0], range: .equal(value)) { found in
-                                if let stored = try reader.object(found), clashes(stored) {
-                                    database = stored
-                                    return .stop
-                                }
-                                return .next
-                            }
-                        } else {
-                            try reader.forEachObject(of: entity.name) { stored in
-                                if clashes(stored) {
+                                if let stored = try reader.object(found), storedValues(stored) == values, clashes(stored, values, members) {
                                     database = stored
                                     return .stop
                                 }

@@ -203,9 +203,11 @@ extension ManagedObjectContext {
                 for item in try context.fetch(FetchRequest(entityName: "Item")) { item.setValue("y", forKey: "name") }
                 try context.save()
             }
-            return try watcher.performAndWait { (context: isolated ManagedObjectContext) throws in
-                precondition(held == n)
-                return try seconds { _ = try context.mergeStoreChanges() }
+            return try seconds {
+                try watcher.performAndWait { (context: isolated ManagedObjectContext) throws in
+                    precondition(held == n)
+                    _ = try context.mergeStoreChanges()
+                }
             }
         }
         scenario("refreshAll") { n in
@@ -279,10 +281,11 @@ extension ManagedObjectContext {
             return try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
                 for i in 0..<n {
                     let person = try context.insertNewObject(forEntityName: "Person")
-                    person.setValue("c\(i)", forKey: "first")
+                    // The last one clashes with a stored person.
+                    person.setValue(i == n - 1 ? "a0" : "c\(i)", forKey: "first")
                     person.setValue("b", forKey: "last")
                 }
-                return try seconds { try context.save() }
+                return seconds { _ = try? context.save() }
             }
         }
         for (name, body) in scenarios {
@@ -472,4 +475,71 @@ extension ScaleContextReviewTests {
             #expect(saved.count == (0..<n).filter { $0 % 3 != 0 }.count + 1)
         }
     }
+}
+
+extension ScaleContextReviewTests {
+    /// An import into a store with a compound uniqueness constraint (no index) where some
+    /// new objects clash with stored ones, and two new ones with each other: every clash is
+    /// reported with the stored object it hits (each group had scanned the whole entity);
+    /// an object moving to another value in the same save doesn't clash; the trump policy
+    /// then upserts.
+    @Test func compoundUniquenessClashesInALargeImport() throws {
+        let n = scaleSize
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try scaleModel())
+        let stored = try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            var people: [String: ManagedObject] = [:]
+            for i in 0..<n {
+                let person = try context.insertNewObject(forEntityName: "Person")
+                person.setValue("a\(i)", forKey: "first")
+                person.setValue("b", forKey: "last")
+                people["a\(i)"] = person
+            }
+            try context.save()
+            return people.mapValues(\.objectID)
+        }
+        try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            try insertClashBatch(context, n: n, stored: stored)
+            var thrown: (any Error)?
+            do { try context.save() } catch { thrown = error }
+            guard case .constraintConflicts(let conflicts)? = thrown as? ContextError else {
+                Issue.record("expected constraint conflicts, got \(String(describing: thrown))")
+                return
+            }
+            let byFirst = Dictionary(conflicts.map { (String(describing: $0.values[0]), $0) }, uniquingKeysWith: { a, _ in a })
+            #expect(conflicts.count == 3)
+            #expect(conflicts.map(\.databaseObject).compactMap { $0 }.sorted() == [stored["a1"], stored["a\(n - 1)"]].compactMap { $0 }.sorted())
+            #expect(conflicts.filter { $0.databaseObject == nil }.map(\.conflictingObjects.count) == [2])
+            #expect(byFirst.count == 3)
+        }
+        try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            context.mergePolicy = StandardMergePolicy.mergeByPropertyObjectTrump
+            try insertClashBatch(context, n: n, stored: stored)
+            try context.save()
+        }
+        let reopened = try openCoordinator(dir, model: try scaleModel())
+        try privateContext(reopened).performAndWait { (context: isolated ManagedObjectContext) throws in
+            let firsts = try context.fetch(FetchRequest(entityName: "Person")).compactMap { $0.value(forKey: "first") as? String }
+            // n stored (a2 renamed "moved", then a2 inserted anew) + n c's + one d.
+            #expect(firsts.count == 2 * n + 2)
+            #expect(Set(firsts).count == firsts.count)
+            #expect(firsts.contains("moved") && firsts.contains("a2") && firsts.contains("d"))
+        }
+    }
+}
+
+// New people c0…, plus clashes with a1, a(n-1) and (renamed away, so no clash) a2;
+// and two new "d"s clashing with each other.
+private func insertClashBatch(_ context: isolated ManagedObjectContext, n: Int, stored: [String: ManagedObjectID]) throws {
+    for i in 0..<n {
+        let person = try context.insertNewObject(forEntityName: "Person")
+        person.setValue("c\(i)", forKey: "first")
+        person.setValue("b", forKey: "last")
+    }
+    for first in ["a1", "a\(n - 1)", "a2", "d", "d"] {
+        let person = try context.insertNewObject(forEntityName: "Person")
+        person.setValue(first, forKey: "first")
+        person.setValue("b", forKey: "last")
+    }
+    if let a2 = stored["a2"] { try context.existingObject(with: a2).setValue("moved", forKey: "first") }
 }
