@@ -70,6 +70,9 @@ extension ManagedObjectContext {
     fileprivate func undoManagerDisabledForProbe() { levelsOfUndo = 1 }
 }
 
+/// Objects the probe keeps registered (an app's list holding them) across performs.
+private final class Held: @unchecked Sendable { var objects: [ManagedObject] = [] }
+
 @Suite struct ScaleContextReviewProbe {
     /// Timing probe (STRATA_SCALE_PROBE=1000,2000,4000): prints each scenario's time per size
     /// and the growth ratio between successive sizes. No assertions on time.
@@ -206,6 +209,28 @@ extension ManagedObjectContext {
             return try seconds {
                 try watcher.performAndWait { (context: isolated ManagedObjectContext) throws in
                     precondition(held == n)
+                    _ = try context.mergeStoreChanges()
+                }
+            }
+        }
+        scenario("mergeDeletesWithUnsaved") { n in
+            let dir = try TemporaryDirectory()
+            let coordinator = try openCoordinator(dir, model: try scaleModel())
+            _ = try seededStore(coordinator, items: n, tags: n)
+            let watcher = privateContext(coordinator)
+            let held = Held()
+            try watcher.performAndWait { (context: isolated ManagedObjectContext) throws in
+                context.automaticallyMergesChangesFromParent = true
+                // n unsaved changes (one open group), n other objects registered.
+                for tag in try context.fetch(FetchRequest(entityName: "Tag")) { tag.setValue("changed", forKey: "name") }
+                held.objects = try context.fetch(FetchRequest(entityName: "Item"))
+            }
+            try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+                for item in try context.fetch(FetchRequest(entityName: "Item")) { context.delete(item) }
+                try context.save()
+            }
+            return try seconds {
+                try watcher.performAndWait { (context: isolated ManagedObjectContext) throws in
                     _ = try context.mergeStoreChanges()
                 }
             }
@@ -542,4 +567,44 @@ private func insertClashBatch(_ context: isolated ManagedObjectContext, n: Int, 
         person.setValue("b", forKey: "last")
     }
     if let a2 = stored["a2"] { try context.existingObject(with: a2).setValue("moved", forKey: "first") }
+}
+
+extension ScaleContextReviewTests {
+    /// A context with many unsaved changes merges another context's deletion of many of its
+    /// registered objects, some of them changed here (each removal had scanned every unsaved
+    /// group): the deleted ones leave the context and its undo groups, the other changes
+    /// stay and save.
+    @Test func mergeManyDeletesIntoAContextWithUnsavedChanges() throws {
+        let n = scaleSize
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try scaleModel())
+        _ = try seededStore(coordinator, items: n, tags: n)
+        let watcher = privateContext(coordinator)
+        let held = Held()
+        try watcher.performAndWait { (context: isolated ManagedObjectContext) throws in
+            context.automaticallyMergesChangesFromParent = true
+            for tag in try context.fetch(FetchRequest(entityName: "Tag")) { tag.setValue("changed", forKey: "name") }
+            context.processPendingChanges()
+            held.objects = try context.fetch(FetchRequest(entityName: "Item"))
+            // Every other item changed too (a second unsaved group).
+            for (index, item) in held.objects.enumerated() where index % 2 == 0 { item.setValue("mine", forKey: "name") }
+        }
+        try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            for item in try context.fetch(FetchRequest(entityName: "Item")) { context.delete(item) }
+            try context.save()
+        }
+        try watcher.performAndWait { (context: isolated ManagedObjectContext) throws in
+            _ = try context.mergeStoreChanges()
+            #expect(held.objects.allSatisfy { $0.managedObjectContext == nil })
+            let updated = context.updatedObjects
+            #expect(updated.count == n && updated.allSatisfy { $0.entity.name == "Tag" })
+            try context.save()
+        }
+        let reopened = try openCoordinator(dir, model: try scaleModel())
+        try privateContext(reopened).performAndWait { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.count(for: FetchRequest(entityName: "Item")) == 0)
+            let tagNames = try context.fetch(FetchRequest(entityName: "Tag")).compactMap { $0.value(forKey: "name") as? String }
+            #expect(tagNames.count == n && tagNames.allSatisfy { $0 == "changed" })
+        }
+    }
 }
