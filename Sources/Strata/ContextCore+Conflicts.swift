@@ -92,7 +92,6 @@ extension ContextCore {
         for object: ManagedObject, stored: StoredObjectID, record: StoredObject?, storeValues: [String: PropertyValue],
         reader: borrowing LogReader
     ) throws -> MergeConflict {
-        let history = try reader.history(of: stored)
         var oldVersion = object.version
         if oldVersion == nil, let committed = object.committed {
             // Values from a fetched row: find the version whose state they are, walking back
@@ -118,8 +117,12 @@ extension ContextCore {
             properties.append(MergeConflict.PropertyConflict(
                 name: name, base: SnapshotValue(baseValue), ours: SnapshotValue(ours), theirs: SnapshotValue(theirValue)))
         }
+        // The store's version: the record's; for an object deleted in the store, the last
+        // entry of its history (read only then — before, every conflict read the object's
+        // whole version history).
+        let newVersion = try record?.version ?? reader.history(of: stored).last ?? 0
         return MergeConflict(
-            objectID: object.objectID, oldVersion: oldVersion, newVersion: record?.version ?? history.last ?? 0,
+            objectID: object.objectID, oldVersion: oldVersion, newVersion: newVersion,
             isDeletedInStore: record == nil, isDeletedInContext: object.isDeletedFlag, properties: properties,
             storeValues: record == nil ? [:] : storeValues)
     }

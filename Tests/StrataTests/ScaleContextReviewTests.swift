@@ -235,6 +235,36 @@ private final class Held: @unchecked Sendable { var objects: [ManagedObject] = [
                 }
             }
         }
+        scenario("conflictLongHistory100") { n in
+            // n versions of one object; 100 conflicting saves from a stale context.
+            let dir = try TemporaryDirectory()
+            let coordinator = try openCoordinator(dir, model: try scaleModel())
+            let ownerID = try seededStore(coordinator, items: 0, tags: 0)
+            let stale = privateContext(coordinator)
+            let held = Held()
+            try stale.performAndWait { (context: isolated ManagedObjectContext) throws in
+                let owner = try context.existingObject(with: ownerID)
+                _ = owner.value(forKey: "name")
+                held.objects = [owner]
+            }
+            try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+                let owner = try context.existingObject(with: ownerID)
+                context.undoManagerDisabledForProbe()
+                for i in 0..<n {
+                    owner.setValue("v\(i)", forKey: "name")
+                    try context.save()
+                }
+            }
+            return seconds {
+                stale.performAndWait { (context: isolated ManagedObjectContext) in
+                    for _ in 0..<100 {
+                        held.objects[0].setValue("mine", forKey: "name")
+                        _ = try? context.save()
+                        context.rollback()
+                    }
+                }
+            }
+        }
         scenario("refreshAll") { n in
             let dir = try TemporaryDirectory()
             let coordinator = try openCoordinator(dir, model: try scaleModel())
@@ -606,5 +636,58 @@ extension ScaleContextReviewTests {
             let tagNames = try context.fetch(FetchRequest(entityName: "Tag")).compactMap { $0.value(forKey: "name") as? String }
             #expect(tagNames.count == n && tagNames.allSatisfy { $0 == "changed" })
         }
+    }
+}
+
+extension ScaleContextReviewTests {
+    /// An optimistic-locking conflict on an object with a long history (every conflict had
+    /// read the object's whole version history): the versions reported are the one the
+    /// context saw and the store's newest, and for a deletion in the store, the deleting
+    /// transaction's.
+    @Test func conflictOnAnObjectWithALongHistory() throws {
+        let n = scaleSize
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try scaleModel())
+        let ownerID = try seededStore(coordinator, items: 0, tags: 0)
+        let stale = privateContext(coordinator)
+        let held = Held()
+        let seen = try stale.performAndWait { (context: isolated ManagedObjectContext) throws in
+            let owner = try context.existingObject(with: ownerID)
+            _ = owner.value(forKey: "name")
+            held.objects = [owner]
+            return try coordinator.persistentStores[0].log.head
+        }
+        let writer = privateContext(coordinator)
+        let last = try writer.performAndWait { (context: isolated ManagedObjectContext) throws in
+            let owner = try context.existingObject(with: ownerID)
+            for i in 0..<n {
+                owner.setValue("v\(i)", forKey: "name")
+                try context.save()
+            }
+            return try coordinator.persistentStores[0].log.head
+        }
+        func expectConflict(newVersion: UInt64, deleted: Bool) throws {
+            try stale.performAndWait { (context: isolated ManagedObjectContext) throws in
+                let owner = held.objects[0]
+                owner.setValue("mine", forKey: "name")
+                var thrown: (any Error)?
+                do { try context.save() } catch { thrown = error }
+                guard case .mergeConflicts(let conflicts)? = thrown as? ContextError, let conflict = conflicts.first else {
+                    Issue.record("expected a merge conflict, got \(String(describing: thrown))")
+                    return
+                }
+                #expect(conflict.oldVersion == seen)
+                #expect(conflict.newVersion == newVersion)
+                #expect(conflict.isDeletedInStore == deleted)
+                context.rollback()
+            }
+        }
+        try expectConflict(newVersion: last, deleted: false)
+        let deletedAt = try writer.performAndWait { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: ownerID))
+            try context.save()
+            return try coordinator.persistentStores[0].log.head
+        }
+        try expectConflict(newVersion: deletedAt, deleted: true)
     }
 }
