@@ -691,3 +691,22 @@ extension ScaleContextReviewTests {
         try expectConflict(newVersion: deletedAt, deleted: true)
     }
 }
+
+extension ScaleContextReviewTests {
+    /// One save of a new owner with a large new to-many (each member a row of the owner's):
+    /// the commit reserved room for every object's rows at the first object's count —
+    /// objects × members × 40 bytes, which trapped ("failed to allocate 40961280032 bytes")
+    /// at STRATA_SCALE_SIZE=16000. Everything saves and reads back.
+    @Test func oneSaveOfAnOwnerWithALargeNewToMany() throws {
+        let n = scaleSize
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try scaleModel())
+        let ownerID = try seededStore(coordinator, items: n, tags: n)
+        let reopened = try openCoordinator(dir, model: try scaleModel())
+        try privateContext(reopened).performAndWait { (context: isolated ManagedObjectContext) throws in
+            let owner = try context.existingObject(with: ownerID)
+            #expect(names(owner.value(forKey: "items")) == (0..<n).map { "i\($0)" })
+            #expect(names(owner.value(forKey: "tags")).count == n)
+        }
+    }
+}
