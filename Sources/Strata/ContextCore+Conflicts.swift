@@ -92,7 +92,6 @@ extension ContextCore {
         for object: ManagedObject, stored: StoredObjectID, record: StoredObject?, storeValues: [String: PropertyValue],
         reader: borrowing LogReader
     ) throws -> MergeConflict {
-        let history = try reader.history(of: stored)
         var oldVersion = object.version
         if oldVersion == nil, let committed = object.committed {
             // Values from a fetched row: find the version whose state they are, walking back
@@ -118,8 +117,12 @@ extension ContextCore {
             properties.append(MergeConflict.PropertyConflict(
                 name: name, base: SnapshotValue(baseValue), ours: SnapshotValue(ours), theirs: SnapshotValue(theirValue)))
         }
+        // The store's version: the record's; for an object deleted in the store, the last
+        // entry of its history (read only then — before, every conflict read the object's
+        // whole version history).
+        let newVersion = try record?.version ?? reader.history(of: stored).last ?? 0
         return MergeConflict(
-            objectID: object.objectID, oldVersion: oldVersion, newVersion: record?.version ?? history.last ?? 0,
+            objectID: object.objectID, oldVersion: oldVersion, newVersion: newVersion,
             isDeletedInStore: record == nil, isDeletedInContext: object.isDeletedFlag, properties: properties,
             storeValues: record == nil ? [:] : storeValues)
     }
@@ -333,35 +336,48 @@ extension ContextCore {
                         guard !values.contains(where: \.isNil) else { continue }
                         groups[values, default: []].append(object)
                     }
-                    for (values, members) in groups {
-                        let memberIDs = Set(members.map(\.objectID))
-                        func clashes(_ stored: StoredObject) -> Bool {
-                            let id = ManagedObjectID.permanent(stored.id, store: storeUUID)
-                            guard !memberIDs.contains(id), let info = entities[stored.id.entity] else { return false }
-                            let storedValues = constraint.map { name in
-                                info.properties[name].map { propertyValue(stored[name], $0, storeUUID: storeUUID) } ?? .none
-                            }
-                            guard storedValues == values else { return false }
-                            if let mine = registered(id) {
-                                // Deleted, or moving to other values, in this same save: no clash.
-                                if mine.isDeletedFlag || mine.isInvalidated || tuple(mine, constraint) != values { return false }
-                            }
-                            return true
+                    // A stored object clashes with a group when it has the group's values,
+                    // isn't one of its members, and isn't deleted or moving away in this save.
+                    func clashes(_ stored: StoredObject, _ values: [PropertyValue], _ members: [ManagedObject]) -> Bool {
+                        let id = ManagedObjectID.permanent(stored.id, store: storeUUID)
+                        guard !members.contains(where: { $0.objectID == id }) else { return false }
+                        if let mine = registered(id) {
+                            // Deleted, or moving to other values, in this same save: no clash.
+                            if mine.isDeletedFlag || mine.isInvalidated || tuple(mine, constraint) != values { return false }
                         }
-                        var database: StoredObject?
-                        if constraint.count == 1, case .attribute(let value?) = values[0],
-                            try reader.hasIndex(entity: entity.name, attribute: constraint[0])
-                        {
+                        return true
+                    }
+                    func storedValues(_ stored: StoredObject) -> [PropertyValue]? {
+                        guard let info = entities[stored.id.entity] else { return nil }
+                        return constraint.map { name in info.properties[name].map { propertyValue(stored[name], $0, storeUUID: storeUUID) } ?? .none }
+                    }
+                    // A one-attribute constraint with an index: each group looks its value up.
+                    // Any other: one scan of the entity finds, for every group, the first stored
+                    // object that clashes (before, each group scanned the entity: an import of
+                    // n objects into a store of m made n × m reads when one of them clashed).
+                    var indexedLookups: [[PropertyValue]: AttributeValue] = [:]
+                    if constraint.count == 1, try reader.hasIndex(entity: entity.name, attribute: constraint[0]) {
+                        for values in groups.keys {
+                            if case .attribute(let value?) = values[0] { indexedLookups[values] = value }
+                        }
+                    }
+                    var scanned: [[PropertyValue]: StoredObject] = [:]
+                    if indexedLookups.count < groups.count {
+                        var unresolved = groups.count - indexedLookups.count
+                        try reader.forEachObject(of: entity.name) { stored in
+                            guard let values = storedValues(stored), indexedLookups[values] == nil, scanned[values] == nil,
+                                let members = groups[values], clashes(stored, values, members)
+                            else { return .next }
+                            scanned[values] = stored
+                            unresolved -= 1
+                            return unresolved == 0 ? .stop : .next
+                        }
+                    }
+                    for (values, members) in groups {
+                        var database = scanned[values]
+                        if let value = indexedLookups[values] {
                             try reader.scanIndex(entity: entity.name, attribute: constraint[0], range: .equal(value)) { found in
-                                if let stored = try reader.object(found), clashes(stored) {
-                                    database = stored
-                                    return .stop
-                                }
-                                return .next
-                            }
-                        } else {
-                            try reader.forEachObject(of: entity.name) { stored in
-                                if clashes(stored) {
+                                if let stored = try reader.object(found), storedValues(stored) == values, clashes(stored, values, members) {
                                     database = stored
                                     return .stop
                                 }
@@ -456,7 +472,7 @@ extension ContextCore {
             let keeperTemporaryID = keeper.objectID
             idMap[keeperTemporaryID] = storeID
             keeper.isInsertedFlag = false
-            insertionOrder.removeAll { $0 == keeperTemporaryID }
+            insertionOrder.remove(keeperTemporaryID)
             remapIDs(idMap)
             // Children may hold the inserted object under the ID it gave up (a child's insert
             // pushed here): they take the stored ID, as after a save (before, a child's later

@@ -262,7 +262,7 @@ extension ContextCore {
         registry[id] = nil
         lockedObjects[id] = nil
         restored.remove(id)
-        insertionOrder.removeAll { $0 == id }
+        insertionOrder.remove(id)
         object.isInvalidated = true
     }
 
@@ -294,7 +294,10 @@ extension ContextCore {
     /// saved, and undos or redos of saved ones); groups left empty go too.
     func discardPendingJournal(for id: ManagedObjectID) {
         func drop(_ group: UndoGroup) {
-            group.changes[id] = nil
+            // Only a group that changed the object scans its order (an object deleted
+            // elsewhere is usually unchanged here: merging n deletes scanned every
+            // unsaved group's order n times).
+            guard group.changes.removeValue(forKey: id) != nil else { return }
             group.order.removeAll { $0 == id }
         }
         drop(journal.open)

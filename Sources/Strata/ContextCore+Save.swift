@@ -564,7 +564,7 @@ extension ContextCore {
         for object in movedRegistered { registry[object.objectID] = WeakObject(object: object) }
         for object in movedRetained { retained[object.objectID] = object }
         if !finishingSave {
-            insertionOrder = insertionOrder.map { idMap[$0] ?? $0 }
+            insertionOrder.remap(idMap)
             restored = Set(restored.map { idMap[$0] ?? $0 })
         }
     }
@@ -721,7 +721,10 @@ extension ContextCore {
     /// pending undo or redo of saved work would write; groups and effects left empty go too.
     func discardUnsavedJournal(for id: ManagedObjectID) {
         func drop(_ group: UndoGroup) {
-            group.changes[id] = nil
+            // Only a group that changed the object scans its order (an object deleted
+            // elsewhere is usually unchanged here: merging n deletes scanned every
+            // unsaved group's order n times).
+            guard group.changes.removeValue(forKey: id) != nil else { return }
             group.order.removeAll { $0 == id }
         }
         drop(journal.open)

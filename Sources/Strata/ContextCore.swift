@@ -254,6 +254,50 @@ struct KeyTable {
     }
 }
 
+/// The temporary IDs of a context's unsaved inserts, in the order they were inserted.
+/// Taking one out (an insert deleted or undone before the save) only notes it: the array
+/// drops such IDs when they are half of it, or when one comes back. Before, each removal
+/// scanned the whole array, which made deleting or undoing many new objects quadratic.
+struct InsertionOrder: Sequence {
+    private var ids: [ManagedObjectID] = []
+    private var removed: Set<ManagedObjectID> = []
+
+    /// Adds `id` at the end (a removed `id` leaves its old place).
+    mutating func append(_ id: ManagedObjectID) {
+        if !removed.isEmpty, removed.contains(id) { compact() }
+        ids.append(id)
+    }
+
+    /// Takes `id` out.
+    mutating func remove(_ id: ManagedObjectID) {
+        guard !ids.isEmpty else { return }
+        removed.insert(id)
+        if removed.count * 2 > ids.count { compact() }
+    }
+
+    mutating func removeAll() {
+        ids.removeAll()
+        removed.removeAll()
+    }
+
+    /// Renames IDs (temporary IDs that became permanent).
+    mutating func remap(_ map: [ManagedObjectID: ManagedObjectID]) {
+        compact()
+        ids = ids.map { map[$0] ?? $0 }
+    }
+
+    private mutating func compact() {
+        guard !removed.isEmpty else { return }
+        ids.removeAll { removed.contains($0) }
+        removed.removeAll()
+    }
+
+    /// The IDs in insertion order.
+    func makeIterator() -> IndexingIterator<[ManagedObjectID]> {
+        (removed.isEmpty ? ids : ids.filter { !removed.contains($0) }).makeIterator()
+    }
+}
+
 /// The undo and redo stacks of a context (Core Data's `UndoManager` for a context).
 final class UndoJournal {
     var undoStack: [UndoGroup] = []
@@ -327,7 +371,7 @@ final class ContextCore {
     let objects: ObjectRegistry
     /// Objects with unsaved changes, held strongly until saved or rolled back.
     @exclusivity(unchecked) var retained: [ManagedObjectID: ManagedObject] = [:]
-    @exclusivity(unchecked) var insertionOrder: [ManagedObjectID] = []
+    @exclusivity(unchecked) var insertionOrder = InsertionOrder()
     /// Objects re-created under their permanent ID by undoing a saved delete.
     @exclusivity(unchecked) var restored: Set<ManagedObjectID> = []
     var problems: [ContextError] = []
@@ -671,6 +715,10 @@ final class ContextCore {
             recordProblem(.invalidArgument("\(owner.entity.name).\(key): \(wrong); nothing was added"))
             return
         }
+        if objects.count == 1 {
+            changeMember(owner, property, objects[0].objectID, adding: true)
+            return
+        }
         let current = owner.currentValue(property).ids
         let added = objects.map(\.objectID).filter { !current.contains($0) }
         set(owner, property, .toMany(current + added), maintainInverse: true, register: true)
@@ -678,8 +726,39 @@ final class ContextCore {
 
     func removeMembers(_ owner: ManagedObject, _ key: String, _ objects: [ManagedObject]) {
         guard let property = toManyProperty(owner, key) else { return }
+        if objects.count == 1 {
+            changeMember(owner, property, objects[0].objectID, adding: false)
+            return
+        }
         let removed = Set(objects.map(\.objectID))
         set(owner, property, .toMany(owner.currentValue(property).ids.filter { !removed.contains($0) }), maintainInverse: true, register: true)
+    }
+
+    /// Adds one member to, or removes it from, `owner`'s to-many `property` (a mutable
+    /// proxy's `add` or `remove`): what ``set(_:_:_:maintainInverse:register:)`` does with
+    /// the whole new value, for the one member — its inverse first, then `owner`'s value in
+    /// place. Before, each call copied the value and compared it whole with the old one
+    /// (hashing every member twice), which made filling or emptying a large to-many through
+    /// a proxy quadratic.
+    private func changeMember(_ owner: ManagedObject, _ property: PropertyInfo, _ member: ManagedObjectID, adding: Bool) {
+        guard !owner.isInvalidated else {
+            recordProblem(.invalidObject("\(owner.objectID) was removed from its context; setting \(property.name) has no effect"))
+            return
+        }
+        let ids = unsavedValue(owner, property).ids
+        // An unordered value is sorted: a binary search (removal also looks everywhere, as
+        // ``PropertyValue/changeMembership(_:_:adding:ordered:)`` does).
+        let isMember = property.isOrdered
+            ? ids.contains(member) : PropertyValue.position(of: member, in: ids).found || (!adding && ids.contains(member))
+        guard isMember != adding else { return }
+        if property.isRelationship, let inverseName = property.inverse {
+            if adding {
+                addInverse(of: owner, property, to: member, inverseName: inverseName, register: true)
+            } else {
+                dropInverse(of: owner, from: member, inverseName: inverseName, register: true)
+            }
+        }
+        changeMembership(of: owner, property, member, adding: adding, register: true)
     }
 
     /// The to-many relationship `key` of `owner` a mutable proxy changes; nil (with the
@@ -741,6 +820,12 @@ final class ContextCore {
                 guard let inverseName = property.inverse else { continue }
                 for id in targets {
                     guard let target = self.object(with: id), !target.isDeletedFlag, let inverse = target.info.properties[inverseName] else { continue }
+                    if inverse.isToMany {
+                        // One member out, in place: deleting each member of a large
+                        // relationship no longer copies (and records) the rest each time.
+                        changeMembership(of: target, inverse, object.objectID, adding: false, register: true)
+                        continue
+                    }
                     let current = target.currentValue(inverse)
                     let updated: PropertyValue = inverse.isToMany ? (inverse.isOrdered ? .toMany(current.ids.filter { $0 != object.objectID }) : .unordered(current.ids.filter { $0 != object.objectID })) : .toOne(nil)
                     if updated != current { setRaw(target, inverse, old: current, new: updated, register: true) }
@@ -754,7 +839,7 @@ final class ContextCore {
             // not deleted (nothing will be deleted from the store), invalidated.
             object.isInsertedFlag = false
             object.isDeletedFlag = false
-            insertionOrder.removeAll { $0 == object.objectID }
+            insertionOrder.remove(object.objectID)
             retained[object.objectID] = nil
             registry[object.objectID] = nil
             object.isInvalidated = true
@@ -1042,7 +1127,7 @@ final class ContextCore {
                 if object.isInsertedFlag && (id.isTemporaryID || restored.contains(id)) {
                     object.isInsertedFlag = false
                     restored.remove(id)
-                    insertionOrder.removeAll { $0 == id }
+                    insertionOrder.remove(id)
                     retained[id] = nil
                     registry[id] = nil
                     object.isInvalidated = true

@@ -54,6 +54,10 @@ final class UndoGroup {
     /// Whether the group may name a temporary ID: false once a remap left none, until
     /// something is recorded again. Saves skip remapping groups that can't.
     @exclusivity(unchecked) var mayHoldTemporaryIDs = true
+    /// Objects inserted and deleted within the group whose IDs are still in ``order``
+    /// (without a change): taking each out at its delete scanned the whole order, which
+    /// made deleting many new objects quadratic. ``close(values:)`` and ``remap`` drop them.
+    @exclusivity(unchecked) private var staleInOrder: Set<ManagedObjectID> = []
 
     init(actionName: String? = nil) { self.actionName = actionName }
 
@@ -61,7 +65,7 @@ final class UndoGroup {
 
     func recordInsert(_ id: ManagedObjectID) {
         mayHoldTemporaryIDs = true
-        if changes.updateValue(ObjectChange(kind: .inserted), forKey: id) == nil { order.append(id) }
+        if changes.updateValue(ObjectChange(kind: .inserted), forKey: id) == nil { appendToOrder(id) }
         lastInserted = id
     }
 
@@ -77,7 +81,7 @@ final class UndoGroup {
                 changes.values[index].new[key] = new
             }
         } else {
-            order.append(id)
+            appendToOrder(id)
             changes[id] = ObjectChange(kind: .updated, old: [key: old], new: [key: new])
         }
     }
@@ -111,7 +115,7 @@ final class UndoGroup {
             switch change.kind {
             case .inserted:
                 changes[id] = nil
-                order.removeAll { $0 == id }
+                staleInOrder.insert(id)
             case .updated:
                 var before = snapshot
                 for (key, value) in change.old { before[key] = value }
@@ -119,14 +123,29 @@ final class UndoGroup {
             case .deleted: return
             }
         } else {
-            order.append(id)
+            appendToOrder(id)
             changes[id] = ObjectChange(kind: .deleted, values: snapshot)
         }
+    }
+
+    /// Appends an object changed for the first time in the group (again, after an insert
+    /// and delete: its old place goes, as it did when the delete took it out).
+    private func appendToOrder(_ id: ManagedObjectID) {
+        if !staleInOrder.isEmpty, staleInOrder.remove(id) != nil { order.removeAll { $0 == id } }
+        order.append(id)
+    }
+
+    /// Takes the IDs of objects inserted and deleted within the group out of ``order``.
+    private func dropStaleOrder() {
+        guard !staleInOrder.isEmpty else { return }
+        order.removeAll { staleInOrder.contains($0) && changes[$0] == nil }
+        staleInOrder.removeAll()
     }
 
     /// Closes the group: captures inserted objects' final values, drops no-op sets.
     func close(values: (ManagedObjectID) -> (values: [String: PropertyValue], stamp: UInt64)?) {
         mayHoldTemporaryIDs = true
+        dropStaleOrder()
         var dropped = false
         for id in order {
             // Changed in place: the change isn't copied out of the table and back.
@@ -168,6 +187,7 @@ final class UndoGroup {
         normalize: (ManagedObjectID, String, PropertyValue) -> PropertyValue
     ) {
         guard !map.isEmpty else { return }
+        dropStaleOrder()
         var remainsTemporary = false
         func fixID(_ id: ManagedObjectID) -> ManagedObjectID {
             if onlyTemporary && !id.isTemporaryID { return id }

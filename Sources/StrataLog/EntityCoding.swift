@@ -319,7 +319,12 @@ struct DeferredRows {
     mutating func reserve(rowsPerObject rows: Int, bytesPerObject bytes: Int) {
         guard !isReserved else { return }
         isReserved = true
-        self.rows.reserveCapacity(expectedObjects * rows)
+        // No more rows than the bytes reserved below hold at this object's bytes per row:
+        // the first object may have a row per member of a large to-many (a new team saved
+        // with its 16k new players reserved 32k objects × 32k rows × 40 bytes, 41 GB, and
+        // the allocation trapped).
+        let bytesPerRow = max(bytes / max(rows, 1), 1)
+        self.rows.reserveCapacity(min(expectedObjects * rows, (DeferredWrites.flushThreshold + bytes) / bytesPerRow + rows))
         // No more than the commit buffers before it puts the rows (large values would
         // otherwise reserve their size times the objects).
         self.bytes.reserveCapacity(min(expectedObjects * (bytes + bytes / 4 + 8), DeferredWrites.flushThreshold + bytes))
