@@ -194,9 +194,12 @@ struct DecoderMutationFuzzTests {
             let bytes = Self.mutate(seeds[Int(random.next() % UInt64(seeds.count))], &random)
             guard let model = try? ManagedObjectModel(jsonData: Data(bytes)) else { continue }
             loaded += 1
-            let schema = ModelSchema(model: model)
-            _ = schema.entities.count
-            _ = model.jsonData()
+            _ = ModelSchema(model: model)
+            // A model that loads writes a file that loads back as the same model.
+            let written = model.jsonData()
+            let reread = try ManagedObjectModel(jsonData: written)
+            #expect(reread.versionHash == model.versionHash, "a mutated model file's round trip changed the model")
+            #expect(reread.jsonData() == written)
         }
         print("model fuzz: \(Self.iterations) mutations, \(loaded) loaded")
     }

@@ -57,6 +57,11 @@ do {
         try runFetchBenchmarks(objects: fetchObjects, largeObjects: fetchLargeObjects, lookups: fetchLookups, repetitions: repetitions)
     }
     if wanted("merge") { try runMergeBenchmarks(saves: mergeSaves) }
+    // Opt-in (not part of a full run): the context layer's scaling probe.
+    if arguments.contains("scale") {
+        let sizes = (environmentString("STRATA_BENCH_SCALE_SIZES") ?? "1000,2000,4000").split(separator: ",").compactMap { Int($0) }
+        try runScaleProbe(sizes: sizes)
+    }
 } catch {
     say("benchmark failed: \(error)")
     exit(1)
