@@ -400,7 +400,7 @@ extension EventLog {
         let bytes = try EventCodec.encode(event, catalog: writer, capacity: capacity) { (group: Int, w: inout ByteWriter) in
             w.raw(groupBytes[group])
         }
-        try writeEventChunks(txn, sequence: sequence, bytes: bytes)
+        try writeEventChunks(txn, sequence: sequence, bytes: bytes, author: event.author, contextName: event.contextName)
         for coding in codings.all {
             guard let last = coding.lastPrimaryKey else { continue }
             try txn.put(bigEndianBytes(last), forKey: TableWriter.counterKey(try coding.entityCode(writer)), in: tables.counters)
@@ -438,7 +438,9 @@ extension EventLog {
                 sequence: head + 1, timestamp: timestamp, author: author, contextName: contextName,
                 processID: ProcessInfo.processInfo.processIdentifier, kind: .reservation(entity: entity, range: range),
                 modelVersion: modelVersion, groups: [])
-            try writeEventChunks(txn, sequence: head + 1, bytes: try EventCodec.encode(event, catalog: writer))
+            try writeEventChunks(
+                txn, sequence: head + 1, bytes: try EventCodec.encode(event, catalog: writer), author: event.author,
+                contextName: event.contextName)
             try txn.put(bigEndianBytes(range.upperBound), forKey: TableWriter.counterKey(code), in: tables.counters)
             try txn.put(bigEndianBytes(head + 1), forKey: MetaKey.head, in: tables.meta)
             return (range, head + 1)
@@ -447,7 +449,11 @@ extension EventLog {
         return range
     }
 
-    func writeEventChunks(_ txn: borrowing LMDBTransaction, sequence: UInt64, bytes: [UInt8]) throws {
+    /// Appends event `sequence`'s bytes in chunks, and files it under (`author`,
+    /// `contextName`) — the event's own — in the per-context transaction index.
+    func writeEventChunks(
+        _ txn: borrowing LMDBTransaction, sequence: UInt64, bytes: [UInt8], author: String?, contextName: String?
+    ) throws {
         let size = max(configuration.chunkSize, 64)
         var chunk: UInt32 = 0
         var offset = 0
@@ -459,6 +465,10 @@ extension EventLog {
             offset = end
             chunk += 1
         } while offset < bytes.count
+        // Every event is filed under its (author, context name) in the same transaction.
+        if let contexts = tables.contexts {
+            try ContextIndex.record(txn, meta: tables.meta, table: contexts, sequence: sequence, author: author, contextName: contextName)
+        }
     }
 
     /// Refuses the commit if any touched object now shares a unique index value with another.

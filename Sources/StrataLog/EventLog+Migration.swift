@@ -46,7 +46,9 @@ extension EventLog {
                 let event = TransactionEvent(
                     sequence: head + 1, timestamp: timestamp, author: nil, contextName: nil,
                     processID: ProcessInfo.processInfo.processIdentifier, kind: .migration, modelVersion: modelVersion, groups: [])
-                try writeEventChunks(txn, sequence: head + 1, bytes: try EventCodec.encode(event, catalog: writer))
+                try writeEventChunks(
+                    txn, sequence: head + 1, bytes: try EventCodec.encode(event, catalog: writer), author: event.author,
+                    contextName: event.contextName)
                 try txn.put(bigEndianBytes(head + 1), forKey: MetaKey.head, in: tables.meta)
                 return head + 1
             }

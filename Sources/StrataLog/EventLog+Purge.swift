@@ -25,7 +25,8 @@ public struct PurgeReport: Sendable, Hashable {
 
 extension EventLog {
     /// Removes history for good: every event through `point` — raw or compacted — with
-    /// the per-object history entries and checkpoints that belong to it, keeping the state
+    /// the per-object history entries, per-context index rows and checkpoints that belong to
+    /// it, keeping the state
     /// as of `point` as the store's **base snapshot**, and appends a purge marker event
     /// (kind ``TransactionKind/purge(through:)``) saying who purged (`author`,
     /// `contextName`), what (through which sequence) and when (its timestamp)
@@ -137,6 +138,18 @@ extension EventLog {
             }
             for key in historyKeys { try txn.delete(key: key, in: tables.history) }
 
+            // The per-context index's rows through the point (readers ignore them anyway).
+            if let contexts = tables.contexts {
+                var contextKeys: [[UInt8]] = []
+                try txn.forEach(in: contexts) { key, _ in
+                    if let row = key.withUnsafeBytes({ ContextIndex.decode($0) }), row.sequence <= point {
+                        contextKeys.append(key.withUnsafeBytes { Array($0) })
+                    }
+                    return .next
+                }
+                for key in contextKeys { try txn.delete(key: key, in: contexts) }
+            }
+
             try txn.put(bigEndianBytes(point), forKey: MetaKey.purgedThrough, in: tables.meta)
             if compacted < point { try txn.put(bigEndianBytes(point), forKey: MetaKey.compactedThrough, in: tables.meta) }
 
@@ -146,7 +159,9 @@ extension EventLog {
                 sequence: head + 1, timestamp: timestamp, author: author, contextName: contextName,
                 processID: ProcessInfo.processInfo.processIdentifier, kind: .purge(through: point), modelVersion: modelVersion,
                 groups: [])
-            try writeEventChunks(txn, sequence: head + 1, bytes: try EventCodec.encode(event, catalog: writer))
+            try writeEventChunks(
+                txn, sequence: head + 1, bytes: try EventCodec.encode(event, catalog: writer), author: event.author,
+                contextName: event.contextName)
             try txn.put(bigEndianBytes(head + 1), forKey: MetaKey.head, in: tables.meta)
             try txn.put(bigEndianBytes(head + 1), forKey: MetaKey.purgeMarker, in: tables.meta)
             return (head + 1, removedCheckpoints, historyKeys.count, (txn.id, deletedFiles))

@@ -19,7 +19,8 @@ extension EventLog {
     /// and events 1…`sequence` re-applied with their own sequence numbers, timestamps and
     /// object IDs (DESIGN.md invariant 6: replay reproduces the same IDs).
     ///
-    /// The derived tables (state, indexes, references, membership, history, counters) are
+    /// The derived tables (state, indexes, references, membership, history, counters, the
+    /// per-context transaction index) are
     /// rebuilt by applying each event as `verify()` does. Segments, checkpoints, consumers and
     /// undo retention are not copied: the new store's log is all raw and has no history past
     /// `sequence`. After a purge, the new store starts like this one from the base snapshot
@@ -99,7 +100,8 @@ extension EventLog {
             try target.write { txn in
                 try writer.restore(txn, base)
                 try writer.writeCheckpoint(txn, at: purged, rows: base)
-                for key in [MetaKey.head, MetaKey.purgedThrough, MetaKey.compactedThrough] {
+                // The per-context index starts, like the log, after the purge point.
+                for key in [MetaKey.head, MetaKey.purgedThrough, MetaKey.compactedThrough, MetaKey.contextIndexThrough] {
                     try txn.put(bigEndianBytes(purged), forKey: key, in: targetTables.meta)
                 }
                 if marker > purged && marker <= sequence {
@@ -122,6 +124,11 @@ extension EventLog {
                         offset = end
                         chunk += 1
                     } while offset < bytes.count
+                    if let contexts = targetTables.contexts {
+                        try ContextIndex.record(
+                            txn, meta: targetTables.meta, table: contexts, sequence: event.sequence, author: event.author,
+                            contextName: event.contextName)
+                    }
                 }
                 try txn.put(bigEndianBytes(last.sequence), forKey: MetaKey.head, in: targetTables.meta)
             }

@@ -85,7 +85,15 @@ extension EventLog {
         // Checkpoints (other than the base) are compared with the replayed state as of their
         // sequence: as-of reads start from them, so a damaged one would read wrong silently.
         var checkpoints = try reader.checkpoints().filter { $0 > purged }[...]
+        // The per-context index the log implies: every event's row, and the pairs by hash.
+        var contextRows: [(pair: UInt64, sequence: UInt64)] = []
+        var pairNames: [UInt64: [(author: String?, contextName: String?)]] = [:]
         func queue(_ event: TransactionEvent) {
+            let pair = ContextIndex.pairHash(author: event.author, contextName: event.contextName)
+            contextRows.append((pair, event.sequence))
+            if !(pairNames[pair]?.contains { $0.author == event.author && $0.contextName == event.contextName } ?? false) {
+                pairNames[pair, default: []].append((event.author, event.contextName))
+            }
             batch.append(event)
             while let next = checkpoints.first, next <= event.sequence {
                 checkpoints.removeFirst()
@@ -197,6 +205,8 @@ extension EventLog {
             }
         }
 
+        try compareContextIndex(reader, expected: contextRows, pairNames: pairNames, purged: purged, head: head, report: problem)
+
         // Every consumer's processed point is a sequence of the log.
         try reader.txn.forEach(in: tables.consumers) { key, value in
             let bytes = value.withUnsafeBytes { Array($0) }
@@ -223,6 +233,81 @@ extension EventLog {
         return VerificationReport(
             problems: problems, eventsChecked: eventsChecked, segmentsChecked: segmentsChecked,
             objectsRebuilt: objectsRebuilt)
+    }
+
+    /// Compares the `contexts` table with the rows the log implies (`expected`: one per event
+    /// read, by pair hash): a row missing through `contextIndexThrough` (after it, rows are
+    /// written only by writers that know the table), a row the log doesn't imply, a key that
+    /// isn't 16 bytes or a value that isn't empty; rows at or before the purge point are
+    /// ignored, as readers ignore them. Locations name the pair and the sequence:
+    /// `contexts author "alice", context "editor" @ 57`.
+    private func compareContextIndex(
+        _ reader: borrowing LogReader, expected: [(pair: UInt64, sequence: UInt64)],
+        pairNames: [UInt64: [(author: String?, contextName: String?)]], purged: UInt64, head: UInt64,
+        report: (VerificationProblem.Kind, String, String) -> Void
+    ) throws {
+        let storedThrough = try? MetaKey.number(
+            try reader.txn.value(forKey: MetaKey.contextIndexThrough, in: tables.meta), key: MetaKey.contextIndexThrough)
+        var through = storedThrough ?? 0
+        if storedThrough == nil {
+            report(.integrity, "meta contextIndexThrough", "the row is not 8 bytes: the per-context index's extent is unknown")
+        } else if through > head {
+            report(.integrity, "meta contextIndexThrough", "is \(through), past the head \(head)")
+            through = head
+        }
+        guard let table = tables.contexts else {
+            if through > 0 {
+                report(.integrity, "contexts", "the store says its per-context index covers events through \(through), but it has no contexts table")
+            }
+            return
+        }
+        // The pair a row's event actually has, by sequence, to say where a stray row belongs.
+        var pairOf: [UInt64: UInt64] = [:]
+        pairOf.reserveCapacity(expected.count)
+        for row in expected { pairOf[row.sequence] = row.pair }
+        func name(_ pair: UInt64) -> String {
+            guard let names = pairNames[pair], !names.isEmpty else { return "pair \(ContextIndex.hex(bigEndianBytes(pair)))" }
+            return names.map { ContextIndex.describe(author: $0.author, contextName: $0.contextName) }.joined(separator: " or ")
+        }
+        var live: [(pair: UInt64, sequence: UInt64)] = []
+        try reader.txn.forEach(in: table) { key, value in
+            let bytes = key.withUnsafeBytes { Array($0) }
+            guard let row = bytes.withUnsafeBytes({ ContextIndex.decode($0) }) else {
+                report(.projection, "contexts row \(ContextIndex.hex(bytes))", "its key is \(bytes.count) bytes, not 16 (pair · sequence)")
+                return .next
+            }
+            if value.byteCount != 0 {
+                report(.projection, "contexts \(name(row.pair)) @ \(row.sequence)", "its row holds \(value.byteCount) bytes; rows are empty")
+            }
+            if row.sequence > purged { live.append(row) }
+            return .next
+        }
+        let rebuilt = expected.sorted { $0.pair != $1.pair ? $0.pair < $1.pair : $0.sequence < $1.sequence }
+        var i = 0
+        var j = 0
+        while i < live.count || j < rebuilt.count {
+            let order: Int
+            if i == live.count { order = 1 } else if j == rebuilt.count { order = -1 } else {
+                let (a, b) = (live[i], rebuilt[j])
+                order = a.pair == b.pair ? (a.sequence == b.sequence ? 0 : (a.sequence < b.sequence ? -1 : 1)) : (a.pair < b.pair ? -1 : 1)
+            }
+            switch order {
+            case -1:
+                let row = live[i]
+                let actual = pairOf[row.sequence].map { "event \(row.sequence) is by \(name($0))" } ?? "no event \(row.sequence) was read from the log"
+                report(.projection, "contexts \(name(row.pair)) @ \(row.sequence)", "is in the live table but not in the log's replay (\(actual))")
+                i += 1
+            case 1:
+                let row = rebuilt[j]
+                if row.sequence <= through {
+                    report(.projection, "contexts \(name(row.pair)) @ \(row.sequence)", "is missing from the live table (the log's replay has it)")
+                }
+                j += 1
+            default:
+                i += 1
+                j += 1
+            }
+        }
     }
 
     /// Compares the checkpoint at `sequence` — its records, membership rows and counters —

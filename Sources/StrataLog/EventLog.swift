@@ -68,6 +68,9 @@ public final class EventLog: Sendable {
     public let storeMonitor: StoreMonitor
 
     let environment: LMDBEnvironment
+    /// The environment value that opened the `contexts` table in a read-only open (kept so
+    /// its handle stays the process's as long as this log's).
+    private let contextsOpener: LMDBEnvironment?
     let tables: StoreTables
     let catalog: Catalog
     let schema: ModelSchema
@@ -120,13 +123,28 @@ public final class EventLog: Sendable {
         options.maxDatabases = StoreTables.names.count + 4
         options.maxReaders = max(1, configuration.maximumReaders)
         let environment: LMDBEnvironment
+        // A read-only open can't create the `contexts` table, which stores written before it
+        // existed lack: it is opened apart, and its absence means "scan the headers".
+        let names = configuration.isReadOnly ? StoreTables.requiredNames : StoreTables.names
         do {
-            environment = try LMDBEnvironment(
-                path: path, databases: StoreTables.names.map { DatabaseDescriptor($0) }, options: options)
+            environment = try LMDBEnvironment(path: path, databases: names.map { DatabaseDescriptor($0) }, options: options)
         } catch let error as LMDBError where error.code == .databaseNotFound || error.code == .invalid {
             throw LogError.notAStore("\(path) (\(error.message))")
         }
-        let tables = try StoreTables(environment)
+        var contexts: LMDBDatabase?
+        if configuration.isReadOnly {
+            do {
+                let opener = try LMDBEnvironment(
+                    path: path, databases: [DatabaseDescriptor(StoreTables.contextsName)], options: options)
+                contexts = try opener.database(named: StoreTables.contextsName)
+                contextsOpener = opener
+            } catch let error as LMDBError where error.code == .databaseNotFound {
+                contextsOpener = nil
+            }
+        } else {
+            contextsOpener = nil
+        }
+        let tables = try StoreTables(environment, contexts: contexts)
         let catalog = Catalog(environment: environment, tables: tables)
         storeMonitor = StoreMonitor(watchedFile: (path as NSString).appendingPathComponent("data.mdb")) { [environment, tables] in
             try environment.read { txn in
@@ -165,7 +183,7 @@ public final class EventLog: Sendable {
             }
             let schema = ModelSchema(model: model)
             let now = bigEndianBytes(UInt64(bitPattern: EventCodec.microsecondsNow()))
-            let (uuid, version, state) = try environment.write { txn -> (UUID, Int, Catalog.State) in
+            let (uuid, version, state, head, indexThrough) = try environment.write { txn -> (UUID, Int, Catalog.State, UInt64?, UInt64?) in
                 var uuidBytes = try txn.value(forKey: MetaKey.storeUUID, in: tables.meta)
                 if uuidBytes == nil {
                     let fresh = UUID()
@@ -196,7 +214,13 @@ public final class EventLog: Sendable {
                     try txn.put(Array(model.jsonData(prettyPrinted: false)), forKey: bigEndianBytes(UInt32(version)), in: tables.models)
                     try txn.put(bigEndianBytes(UInt32(version)), forKey: MetaKey.modelHash(hash), in: tables.meta)
                 }
-                return (Self.uuid(uuidBytes ?? []), version, registered)
+                // Whether the per-context transaction index covers the log (spec 0004 §6.4):
+                // two meta rows, so an open of a store whose index is complete costs nothing
+                // more. Rows that don't read are damage for verify; the build then waits.
+                let head = try? MetaKey.number(try txn.value(forKey: MetaKey.head, in: tables.meta), key: MetaKey.head)
+                let indexThrough = try? MetaKey.number(
+                    try txn.value(forKey: MetaKey.contextIndexThrough, in: tables.meta), key: MetaKey.contextIndexThrough)
+                return (Self.uuid(uuidBytes ?? []), version, registered, head, indexThrough)
             }
             catalog.replace(with: state)
             try catalog.reload()
@@ -205,6 +229,7 @@ public final class EventLog: Sendable {
             self.schema = schema
             modelVersion = version
             try repairSegments()
+            if indexThrough != head { try buildContextIndex() }
             try migrateIndexesIfNeeded()
         }
     }

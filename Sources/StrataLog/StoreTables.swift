@@ -28,11 +28,20 @@ struct StoreTables: Sendable {
     let segments: LMDBDatabase
     /// Named consumers: name → last processed seq.
     let consumers: LMDBDatabase
+    /// The per-context transaction index: pair hash (u64 BE) · seq (u64 BE) → empty
+    /// (spec 0004 §6.4). Nil only in a read-only open of a store written before the table
+    /// existed: readers then scan event headers instead.
+    let contexts: LMDBDatabase?
 
-    static let names = [
+    /// The tables every store has (a read-only open refuses a store without one of them).
+    static let requiredNames = [
         "meta", "catalog", "models", "events", "state", "index", "referrers", "members", "history", "counters",
         "checkpoints", "segments", "consumers",
     ]
+    /// Every table: the required ones and `contexts`, which stores written before it existed
+    /// lack until a writable open builds it.
+    static let names = requiredNames + [contextsName]
+    static let contextsName = "contexts"
 
     /// The projections `verify` rebuilds from the log and compares.
     var projections: [(String, LMDBDatabase)] {
@@ -40,7 +49,9 @@ struct StoreTables: Sendable {
          ("counters", counters)]
     }
 
-    init(_ environment: LMDBEnvironment) throws {
+    /// The tables of `environment`; `contexts` when the environment was opened without that
+    /// table (a read-only open opens it apart, as it may be missing).
+    init(_ environment: LMDBEnvironment, contexts: LMDBDatabase? = nil) throws {
         meta = try environment.database(named: "meta")
         catalog = try environment.database(named: "catalog")
         models = try environment.database(named: "models")
@@ -54,6 +65,7 @@ struct StoreTables: Sendable {
         checkpoints = try environment.database(named: "checkpoints")
         segments = try environment.database(named: "segments")
         consumers = try environment.database(named: "consumers")
+        self.contexts = contexts ?? (try? environment.database(named: Self.contextsName))
     }
 }
 
@@ -72,6 +84,9 @@ enum MetaKey {
     static let purgedThrough = Array("purgedThrough".utf8)
     /// The sequence of the newest purge marker event (0: none).
     static let purgeMarker = Array("purgeMarker".utf8)
+    /// The sequence through which every event (after the purge point) has its row in the
+    /// `contexts` table (0 or absent: none — a store written before the table existed).
+    static let contextIndexThrough = Array("contextIndexThrough".utf8)
     static func modelHash(_ hash: [UInt8]) -> [UInt8] { Array("modelHash:".utf8) + hash }
 }
 

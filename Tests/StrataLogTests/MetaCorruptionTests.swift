@@ -16,7 +16,9 @@ struct MetaCorruptionTests {
         let dir = try TemporaryDirectory()
         let path = dir.file("store")
         _ = try compactedLog(dir, transactions: 80, before: 31, eventsPerFrame: 8)
-        let keys = [MetaKey.head, MetaKey.compactedThrough, MetaKey.purgedThrough, MetaKey.purgeMarker, MetaKey.undoRetention]
+        let keys = [
+            MetaKey.head, MetaKey.compactedThrough, MetaKey.purgedThrough, MetaKey.purgeMarker, MetaKey.undoRetention, MetaKey.contextIndexThrough,
+        ]
         let values: [UInt64] = [0, 1, 30, 79, 81, 1 << 40, 1 << 63, .max - 1, .max]
         let member = StoredObjectID(entity: "Member", primaryKey: 2)
         for key in keys {
@@ -40,6 +42,7 @@ struct MetaCorruptionTests {
                     _ = try? log.read { reader in try reader.object(member, asOf: 10) }
                     _ = try? log.read { reader in try reader.forEachVersion(of: member) { _, _ in .next } }
                     _ = try? log.read { reader in try reader.history(ofEntities: ["Member"], after: 0, through: .max, budget: 1000) }
+                    _ = try? log.read { reader in try reader.forEachTransaction(author: nil, contextName: nil, reversed: true) { _ in .next } }
                     _ = try? log.verify()
                     var dry = CompactionRequest()
                     dry.dryRun = true

@@ -187,6 +187,13 @@ public struct LMDBTransaction: ~Copyable {
     public func removeAll(in database: LMDBDatabase) throws {
         try check(mdb_drop(handle, database.handle, 0), "mdb_drop", detail: "database \(database)")
     }
+
+    /// Deletes `database` from the environment and closes its handle (`mdb_drop(txn, dbi, 1)`):
+    /// for tests that make a store as an older version wrote it. The handle must not be used
+    /// again, in any environment value of the process; close them all before reopening.
+    package func dropDatabase(_ database: LMDBDatabase) throws {
+        try check(mdb_drop(handle, database.handle, 1), "mdb_drop", detail: "database \(database)")
+    }
 }
 
 /// Lends `bytes` to LMDB as an `MDB_val`. LMDB never writes through the key or data it is
