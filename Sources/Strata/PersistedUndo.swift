@@ -43,8 +43,6 @@ final class PersistedUndoReader {
     /// operation read was its push.
     private var undoEntries: [(Ref, ChangeGroup?)] = []
     private var redoEntries: [Ref] = []
-    /// How many events the next window reads (it doubles while windows come back short).
-    private var window: UInt64 = 64
 
     /// A reader of the context (`author`, `name`)'s groups in the log up to `head`;
     /// `makeGroup` turns a logged group (its sequence and index) into an undo group.
@@ -84,26 +82,26 @@ final class PersistedUndoReader {
         return try resolve(taken, reader).reversed()
     }
 
-    /// Reads windows of older transactions until `enough` or the log's start.
+    /// Reads the context's older transactions, newest first, until `enough` or the log's
+    /// start: through the log's per-context transaction index, which lists them without
+    /// reading anyone else's (spec 0004 §6.4), and by scanning event headers in growing
+    /// windows where the index doesn't reach (``LogReader/forEachTransaction(author:contextName:from:through:reversed:_:)``).
     private func readBack(_ reader: borrowing LogReader, until enough: (PersistedUndoReader) -> Bool) throws {
         let floor = try reader.purgedThrough
-        let (author, name) = (author, name)
-        while !enough(self) {
-            guard through > floor else {
-                through = 0
-                return
-            }
-            let low = through - floor > window ? through - window + 1 : floor + 1
-            var events: [TransactionEvent] = []
-            try reader.forEachEvent(from: low, through: through, where: { $0.author == author && $0.contextName == name }) { event in
-                if event.author == author, event.contextName == name { events.append(event) }
-                return .next
-            }
-            for event in events.reversed() { read(event) }
-            through = low - 1
-            if through == floor { through = 0 }
-            window = min(window * 2, 1 << 16)
+        guard !enough(self) else { return }
+        guard through > floor else {
+            through = 0
+            return
         }
+        var stopped = false
+        try reader.forEachTransaction(author: author, contextName: name, from: floor + 1, through: through, reversed: true) { event in
+            read(event)
+            through = event.sequence - 1
+            guard enough(self) else { return .next }
+            stopped = true
+            return .stop
+        }
+        if !stopped || through <= floor { through = 0 }
     }
 
     /// Reads one transaction's operations, last first.
