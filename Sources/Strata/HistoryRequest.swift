@@ -241,14 +241,26 @@ extension PersistentStore {
             }
             return (result, full ? examined : last)
         }
-        let filter: ((EventHeader) -> Bool)? = resolved.hasHeaderFilter ? { resolved.accepts($0) } : nil
-        try reader.forEachEvent(from: resolved.after + 1, through: last, where: filter) { event in
+        func take(_ event: TransactionEvent) -> IterationDecision {
             examined = event.sequence
             if let transaction = converter.transaction(event, keep: keep) {
                 result.append(transaction)
                 if maximum > 0 && result.count >= maximum { return .stop }
             }
             return .next
+        }
+        if let author = resolved.author, let contextName = resolved.contextName {
+            // One context's transactions: listed by the log's per-context index, so the other
+            // events aren't read (spec 0004 §6.4).
+            try reader.forEachTransaction(author: author, contextName: contextName, from: resolved.after + 1, through: last) { event in
+                let header = EventHeader(
+                    sequence: event.sequence, timestamp: event.timestamp, author: event.author, contextName: event.contextName,
+                    processID: event.processID)
+                return resolved.accepts(header) ? take(event) : .next
+            }
+        } else {
+            let filter: ((EventHeader) -> Bool)? = resolved.hasHeaderFilter ? { resolved.accepts($0) } : nil
+            try reader.forEachEvent(from: resolved.after + 1, through: last, where: filter, take)
         }
         if maximum > 0 && result.count >= maximum { return (result, examined) }
         return (result, last)
