@@ -1,3 +1,4 @@
+import CBenchLMDB
 import Foundation
 import Strata
 
@@ -217,6 +218,7 @@ func runOpenBenchmark(_ stores: EventStores, repetitions: Int) throws {
     heading("5. Open time, \(stores.largeEvents) events vs \(stores.smallEvents) events")
     try measureOpen(large: stores.large, small: stores.small, stores: stores, repetitions: repetitions, place: eventsDirectoryBase())
     try measurePersistedUndoOpen(stores, repetitions: min(repetitions, 5))
+    try measureContextIndexUpgrade(stores)
     // The stores were built on a tmpfs: measure again on the disk too, where the open's
     // durable write transaction (opened-at time) pays a real fsync.
     let diskBase = environmentString("STRATA_BENCH_DIR") ?? FileManager.default.temporaryDirectory.path
@@ -253,10 +255,13 @@ private func measureOpen(large: String, small: String, stores: EventStores, repe
 
 /// 5b (no target): a context with persisted undo opened on each store, as the stores' main
 /// writer ("editor", context "main": two thirds of their transactions), against opening the
-/// coordinator alone. Loading persisted undo reads the log's headers and decodes the
-/// context's own transactions.
+/// coordinator alone; and a context with persisted undo under a fresh name, which has no
+/// transactions of its own in the store (the first launch of a context on a store others
+/// filled). Loading persisted undo reads the context's own transactions, found through the
+/// per-context transaction index (spec 0004 §6.4) — without it, every event header back to
+/// the log's start for the fresh name.
 private func measurePersistedUndoOpen(_ stores: EventStores, repetitions: Int) throws {
-    func open(_ path: String, _ label: String, undo: Bool) throws -> Stats {
+    func open(_ path: String, _ label: String, undo: Bool, fresh: Bool = false) throws -> Stats {
         try measure(
             label, warmup: 1, repetitions: repetitions,
             setup: { () },
@@ -265,10 +270,10 @@ private func measurePersistedUndoOpen(_ stores: EventStores, repetitions: Int) t
                 try coordinator.addPersistentStore(type: .eventLog, at: URL(fileURLWithPath: path), configuration: eventStoreConfiguration())
                 if undo {
                     let context = ManagedObjectContext(
-                        concurrencyType: .privateQueue, coordinator: coordinator, name: "main",
+                        concurrencyType: .privateQueue, coordinator: coordinator, name: fresh ? "fresh-\(UUID().uuidString)" : "main",
                         transactionAuthor: "editor", persistentUndo: true)
                     let loaded = context.performAndWait { $0.canUndo }
-                    precondition(loaded, "persisted undo loaded nothing")
+                    precondition(loaded != fresh, fresh ? "a fresh context found something to undo" : "persisted undo loaded nothing")
                 }
                 withExtendedLifetime(coordinator) {}
             })
@@ -276,8 +281,51 @@ private func measurePersistedUndoOpen(_ stores: EventStores, repetitions: Int) t
     let plainBig = try open(stores.large, "coordinator open, \(stores.largeEvents) events", undo: false)
     let undoBig = try open(stores.large, "coordinator + persisted-undo context, \(stores.largeEvents) events", undo: true)
     let undoLittle = try open(stores.small, "coordinator + persisted-undo context, \(stores.smallEvents) events", undo: true)
+    let freshBig = try open(stores.large, "coordinator + fresh persisted-undo context, \(stores.largeEvents) events", undo: true, fresh: true)
+    let freshLittle = try open(stores.small, "coordinator + fresh persisted-undo context, \(stores.smallEvents) events", undo: true, fresh: true)
     say("  persisted undo at \(stores.largeEvents) ÷ at \(stores.smallEvents) = \(ratio(undoBig.medianSeconds, undoLittle.medianSeconds)); "
         + "with ÷ without persisted undo at \(stores.largeEvents) = \(ratio(undoBig.medianSeconds, plainBig.medianSeconds))")
+    say("  fresh context at \(stores.largeEvents) ÷ at \(stores.smallEvents) = \(ratio(freshBig.medianSeconds, freshLittle.medianSeconds)); "
+        + "fresh context ÷ coordinator alone at \(stores.largeEvents) = \(ratio(freshBig.medianSeconds, plainBig.medianSeconds))")
     record("5b. persisted-undo open", "context with persisted undo: \(stores.largeEvents) / \(stores.smallEvents) events / coordinator alone",
         "\(format(undoBig.median)) / \(format(undoLittle.median)) / \(format(plainBig.median))")
+    record("5b. persisted-undo open", "fresh context (no own transactions): \(stores.largeEvents) / \(stores.smallEvents) events",
+        "\(format(freshBig.median)) / \(format(freshLittle.median))")
+}
+
+/// 5c (no target, session 14): the first writable open of a store written before the
+/// per-context transaction index existed builds it from the event headers, once, in one write
+/// transaction (spec 0004 §6.4). A copy of the large store has its `contexts` table and
+/// `contextIndexThrough` row removed with raw LMDB; its first open is timed once, and the next
+/// open (nothing left to build) against it.
+private func measureContextIndexUpgrade(_ stores: EventStores) throws {
+    let copies = try scratchDirectory("upgrade", base: eventsDirectoryBase())
+    defer { remove(copies) }
+    let copy = (copies as NSString).appendingPathComponent("old")
+    try FileManager.default.copyItem(atPath: stores.large, toPath: copy)
+    do {
+        let raw = try RawLMDB(path: copy)
+        try raw.write { txn in
+            var contexts: MDB_dbi = 0
+            try lmdbCheck(mdb_dbi_open(txn, "contexts", 0, &contexts), "mdb_dbi_open contexts")
+            try lmdbCheck(mdb_drop(txn, contexts, 1), "mdb_drop contexts")
+            var meta: MDB_dbi = 0
+            try lmdbCheck(mdb_dbi_open(txn, "meta", 0, &meta), "mdb_dbi_open meta")
+            var name = Array("contextIndexThrough".utf8)
+            try name.withUnsafeMutableBytes { bytes in
+                var key = MDB_val(mv_size: bytes.count, mv_data: bytes.baseAddress)
+                try lmdbCheck(mdb_del(txn, meta, &key, nil), "mdb_del contextIndexThrough")
+            }
+        }
+    }
+    let (_, first) = try timeOnce {
+        let log = try EventLog(path: copy, model: stores.model, configuration: eventStoreConfiguration())
+        withExtendedLifetime(log) {}
+    }
+    let (_, second) = try timeOnce {
+        let log = try EventLog(path: copy, model: stores.model, configuration: eventStoreConfiguration())
+        withExtendedLifetime(log) {}
+    }
+    say("  first writable open of a \(stores.largeEvents)-event store without the per-context index (builds it): \(format(first)); the next open: \(format(second))")
+    record("5c. per-context index upgrade", "first open of a \(stores.largeEvents)-event store without the index / the next open", "\(format(first)) / \(format(second))")
 }
