@@ -78,31 +78,43 @@ enum ContextIndex {
 extension EventLog {
     /// At a writable open, when `contextIndexThrough` isn't the head: files every event after
     /// it (and after the purge point) — raw and compacted, read by their headers only — and
-    /// sets it to the head, in one write transaction, so a crash leaves the index as it was.
-    /// A store written before the table existed is indexed whole, once; after an older
-    /// Strata appended events, only those are.
+    /// moves it to the head. A store written before the table existed is indexed whole, once;
+    /// after an older Strata appended events, only those are.
     ///
-    /// A log that can't be read (damage, for `verify` to report) leaves the index as it was
-    /// and the store opens: readers scan the headers past `contextIndexThrough`.
-    func buildContextIndex() throws {
+    /// Each write transaction files up to ``buildBatch`` events and moves the point past
+    /// them, so a crash keeps the batches committed, point and rows together, and the next
+    /// writable open goes on from there; a batch bounds the transaction's dirty pages, which
+    /// LMDB limits. A log that can't be read (damage, for `verify` to report) leaves the index
+    /// as it was and the store opens: readers scan the headers past `contextIndexThrough`.
+    func buildContextIndex(batch: UInt64 = buildBatch) throws {
         guard let table = tables.contexts else { return }
         do {
-            try environment.write { txn in
-                let reader = LogReader(transaction: txn.makeAlias(), log: self)
-                let head = try reader.head
-                let purged = try reader.purgedThrough
-                let through = try MetaKey.number(
-                    try txn.value(forKey: MetaKey.contextIndexThrough, in: tables.meta), key: MetaKey.contextIndexThrough)
-                // A point past the head is damaged bookkeeping, for verify to report.
-                guard through < head else { return }
-                let start = max(through, purged) + 1
-                guard start <= head else {
-                    try txn.put(bigEndianBytes(head), forKey: MetaKey.contextIndexThrough, in: tables.meta)
-                    return
-                }
-                var rows: [(pair: UInt64, sequence: UInt64)] = []
+            while try buildContextIndexBatch(table, batch: batch) {}
+        } catch is LogError {
+            // Damage: the index waits for an open that can read the log.
+        }
+    }
+
+    /// The most events one write transaction of ``buildContextIndex()`` files.
+    static let buildBatch: UInt64 = 1 << 20
+
+    /// Files the next `batch` events (at least 1); false once the point is at the head.
+    func buildContextIndexBatch(_ table: LMDBDatabase, batch: UInt64 = buildBatch) throws -> Bool {
+        let batch = max(batch, 1)
+        return try environment.write { txn in
+            let reader = LogReader(transaction: txn.makeAlias(), log: self)
+            let head = try reader.head
+            let purged = try reader.purgedThrough
+            let through = try MetaKey.number(
+                try txn.value(forKey: MetaKey.contextIndexThrough, in: tables.meta), key: MetaKey.contextIndexThrough)
+            // A point past the head is damaged bookkeeping, for verify to report.
+            guard through < head else { return false }
+            let start = max(through, purged) + 1
+            let end = start > head || head - start < batch ? head : start + batch - 1
+            var rows: [(pair: UInt64, sequence: UInt64)] = []
+            if start <= end {
                 var unread: UInt64?
-                try reader.forEachEvent(from: start, through: head, where: { header in
+                try reader.forEachEvent(from: start, through: end, where: { header in
                     rows.append((ContextIndex.pairHash(author: header.author, contextName: header.contextName), header.sequence))
                     return false
                 }) { event in
@@ -111,17 +123,17 @@ extension EventLog {
                     return .stop
                 }
                 if let unread { throw LogError.malformed("event \(unread): its header does not read") }
-                guard UInt64(rows.count) == head - start + 1 else {
-                    throw LogError.malformed("events \(start)…\(head) are not all in the log")
+                guard UInt64(rows.count) == end - start + 1 else {
+                    throw LogError.malformed("events \(start)…\(end) are not all in the log")
                 }
                 rows.sort { $0.pair != $1.pair ? $0.pair < $1.pair : $0.sequence < $1.sequence }
                 try txn.withCursor(on: table) { cursor in
                     for row in rows { try cursor.put(TableWriter.empty, forKey: ContextIndex.key(row.pair, row.sequence)) }
                 }
-                try txn.put(bigEndianBytes(head), forKey: MetaKey.contextIndexThrough, in: tables.meta)
             }
-        } catch let error as LogError {
-            _ = error  // Damage: the index waits for an open that can read the log.
+            let reached = max(end, purged)
+            try txn.put(bigEndianBytes(reached), forKey: MetaKey.contextIndexThrough, in: tables.meta)
+            return reached < head
         }
     }
 }

@@ -250,6 +250,37 @@ struct ContextIndexTests {
         #expect(try log.verify().problems.isEmpty)
     }
 
+    @Test("the upgrade files a batch of events per write transaction, moving the point with them: stopped after any batch (a crash), readers and verify are right and the next open goes on")
+    func upgradeInBatches() throws {
+        let dir = try TemporaryDirectory()
+        let log = try openLog(dir, model: try libraryModel())
+        try Self.populate(log, count: 50)
+        var request = CompactionRequest(before: 20)
+        request.eventsPerFrame = 4
+        _ = try log.compact(request)
+        let head = try log.head
+        let expected = try Self.scanned(log)
+        let table = try #require(log.tables.contexts)
+        // As a store before the index: no rows, no point.
+        try log.environment.write { txn in
+            try txn.removeAll(in: table)
+            _ = try txn.delete(key: MetaKey.contextIndexThrough, in: log.tables.meta)
+        }
+        for step in 1...3 {
+            #expect(try log.buildContextIndexBatch(table, batch: 7))
+            #expect(try Self.through(log) == UInt64(7 * step))
+            #expect(try Self.rows(log).map(\.sequence).sorted() == Array(1...UInt64(7 * step)))
+            #expect(try Self.indexed(log) == expected)
+            #expect(try log.verify().problems.isEmpty)
+        }
+        try log.buildContextIndex(batch: 7)
+        #expect(try Self.through(log) == head)
+        #expect(try Self.rows(log).count == Int(head))
+        #expect(try Self.indexed(log) == expected)
+        #expect(try log.verify().problems.isEmpty)
+        #expect(try !log.buildContextIndexBatch(table, batch: 7))
+    }
+
     @Test("an upgrade that can't read the log (a damaged header) writes nothing and the store opens; readers scan; once repaired, the next open indexes it")
     func upgradeIsAtomic() throws {
         let dir = try TemporaryDirectory()
