@@ -80,7 +80,9 @@ func smallCommitWriteSet(
         let old = before.first { $0.name == snapshot.name }?.batch.dictionary ?? [:]
         for (key, value) in snapshot.batch.records {
             let previous = old[key]
-            if previous != value, snapshot.name == "counters" || (snapshot.name == "meta" && key == Array("head".utf8)) {
+            if previous != value, snapshot.name == "counters"
+                || (snapshot.name == "meta" && (key == Array("head".utf8) || key == Array("contextIndexThrough".utf8)))
+            {
                 for index in result.commits.indices { result.commits[index].append(WrittenRecord(table: table, key: key, value: value)) }
                 if let previous { result.base.append(WrittenRecord(table: table, key: key, value: previous)) }
                 continue
@@ -92,7 +94,7 @@ func smallCommitWriteSet(
             let owner: Int?
             switch snapshot.name {
             case "events": owner = key.count >= 8 ? commit(bySequence: bigEndian(key[0..<8])) : nil
-            case "history": owner = key.count >= 8 ? commit(bySequence: bigEndian(key[(key.count - 8)...])) : nil
+            case "history", "contexts": owner = key.count >= 8 ? commit(bySequence: bigEndian(key[(key.count - 8)...])) : nil
             case "state", "index", "referrers", "members": owner = commit(byObjectKeyEnding: key)
             default: owner = nil
             }
