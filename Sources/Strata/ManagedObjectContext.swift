@@ -155,6 +155,27 @@ public actor ManagedObjectContext {
         return object
     }
 
+    /// Inserts a new object of the entity `type` is registered for with the coordinator's
+    /// ``PersistentStoreCoordinator/register(_:forEntityName:)`` — Core Data's `Book(context:)`.
+    ///
+    /// ```swift
+    /// coordinator.register(Book.self, forEntityName: "Book")
+    /// let book = try context.insert(Book.self)
+    /// ```
+    ///
+    /// - Throws: ``ContextError/invalidArgument(_:)`` when `type` is registered for no entity
+    ///   or for several (then name one with ``insert(_:entityName:)``).
+    public func insert<T: ManagedObject>(_ type: T.Type) throws -> T {
+        let names = persistentStoreCoordinator.entityNames(registeredFor: type)
+        guard names.count == 1 else {
+            throw ContextError.invalidArgument(
+                names.isEmpty
+                    ? "\(type) is registered for no entity: register it with register(\(type).self, forEntityName:) or name the entity with insert(\(type).self, entityName:)"
+                    : "\(type) is registered for several entities (\(names.joined(separator: ", "))): name one with insert(\(type).self, entityName:)")
+        }
+        return try insert(type, entityName: names[0])
+    }
+
     /// Deletes `object`, applying delete rules now (cascade, nullify); deny is checked at save.
     public func delete(_ object: ManagedObject) { core.delete(object) }
 
