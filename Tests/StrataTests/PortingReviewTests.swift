@@ -634,7 +634,7 @@ struct PortingReviewTests {
     }
 }
 
-private func bookTitles(
+func bookTitles(
     _ context: isolated ManagedObjectContext, _ format: String, _ args: Any..., sort: [FetchSortDescriptor] = [FetchSortDescriptor(key: "title")]
 ) throws -> [String] {
     var request = FetchRequest(entityName: "Book", predicate: try FormatPredicate(format: format, argumentArray: args))

