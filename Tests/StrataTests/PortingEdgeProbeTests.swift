@@ -31,6 +31,7 @@ enum EdgeModels {
                     Attribute("indexedText", .string).indexed()
                     Attribute("indexedScore", .double).indexed()
                     Attribute("indexedDate", .date).indexed()
+                    Attribute("amount", .decimal).indexed()
                 }
             }
         }

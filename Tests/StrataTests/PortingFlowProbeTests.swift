@@ -186,3 +186,63 @@ struct PortingMergeProbeTests {
         #expect(pages == 999)
     }
 }
+
+@Suite("Porting a Core Data app: numbers from a UI")
+struct PortingNumberProbeTests {
+    @Test("fix: a Double or Float set on a decimal attribute is the decimal it prints as (19.99 was stored as 19.98999999999999488)")
+    func doubleIntoDecimal() async throws {
+        let dir = try TemporaryDirectory()
+        let container = try libraryContainer(dir)
+        let cases: [(any Sendable, String)] = [
+            (19.99, "19.99"), (0.1, "0.1"), (Float(19.99), "19.99"), (1e-05, "0.00001"), (-2.5e20, "-250000000000000000000"),
+            (123456789.123, "123456789.123"), (Double(Float.greatestFiniteMagnitude), "340282346638528860000000000000000000000"),
+        ]
+        try await container.performBackgroundTask { (context: isolated ManagedObjectContext) throws in
+            for (index, (value, text)) in cases.enumerated() {
+                let book = try context.insertNewObject(forEntityName: "Book")
+                book.setValue("B\(index)", forKey: "title")
+                book.setValue(value, forKey: "price")
+                let expected = try #require(Decimal(string: text))
+                #expect(book.value(forKey: "price") as? Decimal == expected, "\(value)")
+            }
+            let huge = try context.insertNewObject(forEntityName: "Book")
+            huge.setValue("Huge", forKey: "title")
+            huge.setValue(1e300, forKey: "price")
+            let error = #expect(throws: ContextError.self) { try context.save() }
+            #expect(error?.description.contains("beyond Decimal's range") == true, "\(String(describing: error))")
+            context.delete(huge)
+            try context.save()
+        }
+        try await container.performBackgroundTask { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.count(for: try FetchRequest(entityName: "Book", format: "price == %@", try #require(Decimal(string: "19.99")))) == 2)
+            #expect(try context.count(for: try FetchRequest(entityName: "Book", format: "price == %@", 19.99)) == 2)
+            #expect(try context.count(for: try FetchRequest(entityName: "Book", format: "price == 0.1")) == 1)
+        }
+        // An indexed decimal: the index scan and the predicate agree.
+        let notes = try openCoordinator(try TemporaryDirectory(), model: try EdgeModels.notes)
+        try await privateContext(notes).perform { (context: isolated ManagedObjectContext) throws in
+            for (index, amount) in [19.99, 0.1, 0.3, 20.0].enumerated() {
+                let note = try context.insertNewObject(forEntityName: "Note")
+                note.setValue("\(index)", forKey: "text")
+                note.setValue(amount, forKey: "amount")
+            }
+            let exact = try #require(Decimal(string: "0.30000000000000001"))
+            let fine = try context.insertNewObject(forEntityName: "Note")
+            fine.setValue("fine", forKey: "text")
+            fine.setValue(exact, forKey: "amount")
+            try context.save()
+            for (format, argument, expected) in [
+                ("amount == %@", 19.99 as any Sendable, ["0"]), ("amount == %@", try #require(Decimal(string: "19.99")), ["0"]),
+                ("amount == %@", 0.1, ["1"]), ("amount > %@", 0.1, ["0", "2", "3", "fine"]), ("amount <= %@", 0.3, ["1", "2"]),
+                ("amount BETWEEN %@", [0.1, 0.3], ["1", "2"]), ("amount IN %@", [0.3, 20.0], ["2", "3"]),
+            ] {
+                let request = try FetchRequest(entityName: "Note", format: format, argument)
+                let found = try context.fetch(request).compactMap { $0.value(forKey: "text") as? String }.sorted()
+                let plan = try context.explain(request)
+                #expect(found == expected, "\(format) \(argument): \(plan)")
+            }
+        }
+        // A model default written as a floating-point literal.
+        #expect(Attribute("rate", .decimal, default: 0.1).defaultValue == .decimal(try #require(Decimal(string: "0.1"))))
+    }
+}
