@@ -102,6 +102,23 @@ public actor ManagedObjectContext {
         return try await runEvent(body)
     }
 
+    /// Schedules `body` on the context's queue and returns at once — Core Data's non-async
+    /// `perform(_:)`, for code that can't `await` (a notification observer, a callback).
+    /// Blocks run one at a time in the order they were scheduled, after what the queue
+    /// already holds; each is an event as in the awaiting `perform` (merging first, posting
+    /// objects-did-change at its end). Nothing can be returned and errors can't escape:
+    /// handle them inside. In `async` code the awaiting `perform` is chosen.
+    ///
+    /// ```swift
+    /// NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveObjectsNotification, object: background, queue: nil) { note in
+    ///     guard let save = note.userInfo?["contextDidSave"] as? ContextDidSave else { return }
+    ///     viewContext.perform { context in context.mergeChanges(fromContextDidSave: save) }
+    /// }
+    /// ```
+    public nonisolated func perform(_ body: @escaping @Sendable (isolated ManagedObjectContext) -> Void) {
+        executor.queue.async { self.assumeIsolated { $0.runEvent(body) } }
+    }
+
     /// Runs one block as an event: an automatically merging context first merges what the
     /// store gained since it last looked; the end of the outermost block posts the
     /// objects-did-change notification.

@@ -154,4 +154,44 @@ struct PortingAPIGapTests {
             #expect(error?.description.contains("several entities (Player, Team)") == true, "\(String(describing: error))")
         }
     }
+
+    @Test("gap: perform(_:) without await schedules blocks in order from code that isn't async (Core Data's non-async perform)")
+    func fireAndForgetPerform() async throws {
+        let dir = try TemporaryDirectory()
+        let container = try libraryContainer(dir)
+        let context = container.newBackgroundContext()
+        let saves = context.notifications(.didSave)
+        scheduleImport(on: context)
+        var iterator = saves.makeAsyncIterator()
+        let save = try #require(await iterator.next())
+        #expect(save.inserted.count == 3)
+        let names = try await context.perform { (context: isolated ManagedObjectContext) throws in
+            try context.fetch(FetchRequest(entityName: "Tag", sortDescriptors: [FetchSortDescriptor(key: "name")])).compactMap { $0.value(forKey: "name") as? String }
+        }
+        #expect(names == ["t0", "t1", "t2"])
+        // The main-queue context too.
+        let view = container.viewContext
+        scheduleCount(on: view)
+        let counted = await view.perform { (context: isolated ManagedObjectContext) in context.name }
+        #expect(counted == "3 tags")
+    }
+}
+
+/// Code that isn't async, as a Core Data app's callbacks are: three blocks, then a save.
+private func scheduleImport(on context: ManagedObjectContext) {
+    for i in 0..<3 {
+        context.perform { (context: isolated ManagedObjectContext) in
+            let tag = try? context.insertNewObject(forEntityName: "Tag")
+            tag?.setValue("t\(i)", forKey: "name")
+        }
+    }
+    context.perform { (context: isolated ManagedObjectContext) in
+        do { try context.save() } catch { Issue.record("\(error)") }
+    }
+}
+
+private func scheduleCount(on context: ManagedObjectContext) {
+    context.perform { (context: isolated ManagedObjectContext) in
+        context.name = "\((try? context.count(for: FetchRequest(entityName: "Tag"))) ?? -1) tags"
+    }
 }

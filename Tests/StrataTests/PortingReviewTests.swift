@@ -676,12 +676,21 @@ struct PortingProbeTests {
                 #expect(found == expected, "\(format)")
                 #expect(try context.count(for: request) == expected.count, "\(format)")
             }
+            let byCount = FetchRequest(entityName: "Author", sortDescriptors: [FetchSortDescriptor(key: "books.@count")])
+            #expect(try context.fetch(byCount).compactMap { $0.value(forKey: "name") as? String } == ["Zadie Smith", "Émile Zola", "Jane Austen"])
             // An unsaved author: the in-memory judgement agrees.
             let newcomer = try context.insertNewObject(forEntityName: "Author")
             newcomer.setValue("Newcomer", forKey: "name")
             let pending = try context.fetch(try FetchRequest(entityName: "Author", format: "books.@count == 0")).compactMap { $0.value(forKey: "name") as? String }
             #expect(pending.sorted() == ["Newcomer", "Zadie Smith"])
         }
+        // A child context judges by what its parent sends.
+        let parent = container.newBackgroundContext()
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
+        let inChild = try await child.perform { (context: isolated ManagedObjectContext) throws in
+            try context.fetch(try FetchRequest(entityName: "Author", format: "books.@count == 0")).compactMap { $0.value(forKey: "name") as? String }
+        }
+        #expect(inChild == ["Zadie Smith"])
     }
 
     @Test("predicates with objects, IDs, sets and Swift numbers as %@ arguments")
