@@ -177,6 +177,31 @@ struct PortingAPIGapTests {
     }
 }
 
+@Suite("Porting a Core Data app: loading stores")
+struct PortingLoadTests {
+    @Test("gap: loadPersistentStores(completionHandler:) hands over the store, or the error that says why it didn't open")
+    func loadWithCompletionHandler() throws {
+        let dir = try TemporaryDirectory()
+        let container = PersistentContainer(name: "Library", managedObjectModel: try PortModels.library, storeURL: dir.url.appendingPathComponent("Library.strata"))
+        var loaded: PersistentStore?
+        var failure: (any Error)?
+        container.loadPersistentStores { store, error in
+            loaded = store
+            failure = error
+        }
+        #expect(failure == nil)
+        #expect(loaded?.url?.standardizedFileURL.path == dir.url.appendingPathComponent("Library.strata").standardizedFileURL.path)
+        #expect(loaded?.type == .eventLog)
+        // Loading twice fails, as adding the same store twice does.
+        container.loadPersistentStores { store, error in
+            loaded = store
+            failure = error
+        }
+        #expect(loaded == nil)
+        #expect(failure.map { "\($0)" }?.contains("already has a store") == true, "\(String(describing: failure))")
+    }
+}
+
 /// Code that isn't async, as a Core Data app's callbacks are: three blocks, then a save.
 private func scheduleImport(on context: ManagedObjectContext) {
     for i in 0..<3 {
