@@ -246,3 +246,87 @@ struct PortingNumberProbeTests {
         #expect(Attribute("rate", .decimal, default: 0.1).defaultValue == .decimal(try #require(Decimal(string: "0.1"))))
     }
 }
+
+/// An author that starts with a draft book (awakeFromInsert makes a related object), and
+/// whose deletion logs a loan (prepareForDeletion touches another object).
+final class DraftingAuthor: ManagedObject {
+    override func awakeFromInsert() {
+        super.awakeFromInsert()
+        withContext { context, author in
+            guard let draft = try? context.insertNewObject(forEntityName: "Book") else { return }
+            draft.setValue("Draft", forKey: "title")
+            draft.setValue(author, forKey: "author")
+        }
+    }
+}
+
+@Suite("Porting a Core Data app: lifecycle hooks that touch other objects")
+struct PortingHookProbeTests {
+    @Test("awakeFromInsert inserts a related object; one undo removes both; save keeps both")
+    func awakeInserts() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try PortModels.library, classes: [(DraftingAuthor.self, "Author")])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let author = try context.insertNewObject(forEntityName: "Author")
+            author.setValue("New", forKey: "name")
+            #expect((author.value(forKey: "books") as? [ManagedObject])?.count == 1)
+            #expect(context.insertedObjects.count == 2)
+            context.processPendingChanges()
+            try context.undo()
+            #expect(context.insertedObjects.isEmpty)
+            try context.redo()
+            #expect(context.insertedObjects.count == 2)
+            try context.save()
+            #expect(try context.count(for: try FetchRequest(entityName: "Book", format: "author.name == 'New' AND title == 'Draft'")) == 1)
+        }
+    }
+}
+
+/// A book whose deletion deletes its loans first (prepareForDeletion through the context),
+/// and whose save counts the author's books (willSave fetching).
+final class CountingBook: ManagedObject {
+    nonisolated(unsafe) static var countsSeen: [Int] = []
+    override func prepareForDeletion() {
+        super.prepareForDeletion()
+        withContext { context, book in
+            for loan in (book.value(forKey: "loans") as? Set<ManagedObject>) ?? [] { context.delete(loan) }
+        }
+    }
+
+    override func willSave() {
+        super.willSave()
+        guard !isDeleted else { return }
+        let count = withContext { context, book in
+            try? context.count(for: FetchRequest(entityName: "Book", predicate: try? FormatPredicate(format: "author == %@", book.value(forKey: "author") as Any)))
+        }
+        if let count = count.flatMap({ $0 }) { CountingBook.countsSeen.append(count) }
+    }
+}
+
+extension PortingHookProbeTests {
+    @Test("gap: hooks use the context through withContext: prepareForDeletion deletes related objects (so the deny rule passes), willSave fetches")
+    func hooksUseContext() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try PortModels.library, classes: [(CountingBook.self, "Book")])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let author = try context.insertNewObject(forEntityName: "Author")
+            author.setValue("A", forKey: "name")
+            let book = try context.insertNewObject(forEntityName: "Book")
+            book.setValue("B", forKey: "title")
+            book.setValue(author, forKey: "author")
+            let loan = try context.insertNewObject(forEntityName: "Loan")
+            loan.setValue(book, forKey: "book")
+            CountingBook.countsSeen = []
+            try context.save()
+            #expect(CountingBook.countsSeen == [1])
+            context.delete(book)
+            #expect(loan.isDeleted, "prepareForDeletion deleted the loan")
+            try context.save()
+            #expect(try context.count(for: FetchRequest(entityName: "Loan")) == 0)
+            // An object with no context runs nothing.
+            let scratch = try context.insertNewObject(forEntityName: "Book")
+            context.delete(scratch)
+            #expect((scratch as? CountingBook)?.withContext { _, _ in 1 } == nil)
+        }
+    }
+}
