@@ -220,3 +220,33 @@ private func scheduleCount(on context: ManagedObjectContext) {
         context.name = "\((try? context.count(for: FetchRequest(entityName: "Tag"))) ?? -1) tags"
     }
 }
+
+@Suite("Porting a Core Data app: sorting a to-many in memory")
+struct PortingSortTests {
+    @Test("gap: seed 004's sorted players — a to-many's set sorted by descriptors (sortedArray(using:)), key paths and Swift key paths included")
+    func sortedPlayers() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager, classes: [(SortablePlayer.self, "Player")])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Otters", forKey: "name")
+            for (first, last) in [("Zed", "young"), ("Ann", "Adams"), ("Mo", "Miller"), ("Al", "Adams"), ("Bo", nil)] as [(String, String?)] {
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue(first, forKey: "firstName")
+                player.setValue(last, forKey: "lastName")
+                player.setValue(team, forKey: "team")
+            }
+            let players = (team.value(forKey: "players") as? Set<ManagedObject>) ?? []
+            func names(_ sorted: [ManagedObject]) -> [String] { sorted.compactMap { $0.value(forKey: "firstName") as? String } }
+            #expect(names(players.sorted(using: [FetchSortDescriptor(key: "lastName", caseInsensitive: true), FetchSortDescriptor(key: "firstName")])) == ["Bo", "Al", "Ann", "Mo", "Zed"])
+            #expect(names(players.sorted(using: [FetchSortDescriptor(key: "lastName")])).first == "Bo", "nil first")
+            #expect(names(players.sorted(using: [FetchSortDescriptor(key: "team.name"), FetchSortDescriptor(key: "firstName", ascending: false)])) == ["Zed", "Mo", "Bo", "Ann", "Al"])
+            let typed = players.compactMap { $0 as? SortablePlayer }
+            #expect(names(typed.sorted(using: [FetchSortDescriptor(\SortablePlayer.firstName)])) == ["Al", "Ann", "Bo", "Mo", "Zed"])
+        }
+    }
+}
+
+final class SortablePlayer: ManagedObject {
+    var firstName: String? { self.get("firstName") }
+}

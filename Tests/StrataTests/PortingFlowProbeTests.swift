@@ -330,3 +330,36 @@ extension PortingHookProbeTests {
         }
     }
 }
+
+extension PortingMergeProbeTests {
+    @Test("an ordered to-many reordered and extended by another context reaches a merging context in the new order")
+    func orderedMerge() async throws {
+        let dir = try TemporaryDirectory()
+        let container = try libraryContainer(dir)
+        try await container.performBackgroundTask { try seedLibrary($0) }
+        let view = container.newBackgroundContext()
+        let austenID = try await view.perform { (context: isolated ManagedObjectContext) throws in
+            context.automaticallyMergesChangesFromParent = true
+            let austen = try #require(try context.fetch(try FetchRequest(entityName: "Author", format: "name == 'Jane Austen'")).first)
+            austen.setValue(Decimal(3), forKey: "rating")       // unsaved: the context keeps the object
+            return austen.objectID
+        }
+        var merges = view.notifications(.didMerge).makeAsyncIterator()
+        try await container.performBackgroundTask { (context: isolated ManagedObjectContext) throws in
+            let austen = try context.existingObject(with: austenID)
+            let books = austen.mutableOrderedSetValue(forKey: "books")
+            books.moveObject(at: 2, to: 0)
+            let lady = try context.insertNewObject(forEntityName: "Book")
+            lady.setValue("Lady Susan", forKey: "title")
+            books.insert(lady, at: 1)
+            try context.save()
+        }
+        _ = await merges.next()
+        let titles = try await view.perform { (context: isolated ManagedObjectContext) throws in
+            let austen = try context.existingObject(with: austenID)
+            #expect(austen.value(forKey: "rating") as? Decimal == 3)
+            return austen.mutableOrderedSetValue(forKey: "books").objects.compactMap { $0.value(forKey: "title") as? String }
+        }
+        #expect(titles == ["Sanditon", "Lady Susan", "Emma", "Persuasion"])
+    }
+}
