@@ -363,3 +363,100 @@ extension PortingMergeProbeTests {
         #expect(titles == ["Sanditon", "Lady Susan", "Emma", "Persuasion"])
     }
 }
+
+@Suite("Porting a Core Data app: entity inheritance")
+struct PortingInheritanceProbeTests {
+    static var model: ManagedObjectModel {
+        get throws {
+            try ManagedObjectModel {
+                Entity("Party", abstract: true) {
+                    Attribute("name", .string)
+                    Attribute("created", .date)
+                    Relationship("orders", to: "Order", inverse: "party", toMany: true, deleteRule: .cascade)
+                }
+                Entity("Person", parent: "Party") {
+                    Attribute("age", .int16, default: 0).required()
+                }
+                Entity("Company", parent: "Party") {
+                    Attribute("vat", .string)
+                }
+                Entity("Order") {
+                    Attribute("total", .decimal)
+                    Relationship("party", to: "Party", inverse: "orders")
+                }
+            }
+        }
+    }
+
+    @Test("an abstract parent: fetch of the parent returns both kinds, includesSubentities false returns none, a to-one to the parent takes either, cascade through it")
+    func inheritance() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.model)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(throws: ContextError.self) { try context.insertNewObject(forEntityName: "Party") }
+            let ada = try context.insertNewObject(forEntityName: "Person")
+            ada.setValue("Ada", forKey: "name")
+            let acme = try context.insertNewObject(forEntityName: "Company")
+            acme.setValue("Acme", forKey: "name")
+            for (party, total) in [(ada, 10), (acme, 20), (acme, 30)] {
+                let order = try context.insertNewObject(forEntityName: "Order")
+                order.setValue(Decimal(total), forKey: "total")
+                order.setValue(party, forKey: "party")
+            }
+            try context.save()
+            var all = FetchRequest(entityName: "Party", sortDescriptors: [FetchSortDescriptor(key: "name")])
+            #expect(try context.fetch(all).compactMap { $0.value(forKey: "name") as? String } == ["Acme", "Ada"])
+            all.includesSubentities = false
+            #expect(try context.fetch(all).isEmpty)
+            #expect(try context.count(for: try FetchRequest(entityName: "Order", format: "party.name == 'Acme'")) == 2)
+            #expect(try context.count(for: try FetchRequest(entityName: "Party", format: "orders.@sum.total > 25")) == 1)
+            #expect(acme.value(forKeyPath: "orders.@sum.total") as? Decimal == 50)
+            context.delete(acme)
+            try context.save()
+            #expect(try context.count(for: FetchRequest(entityName: "Order")) == 1)
+        }
+    }
+}
+
+@Suite("Porting a Core Data app: undo settings")
+struct PortingUndoProbeTests {
+    @Test("undoManager = nil for an import (isUndoEnabled = false), disabled registration, levelsOfUndo")
+    func undoSettings() async throws {
+        let dir = try TemporaryDirectory()
+        let container = try libraryContainer(dir)
+        try await container.performBackgroundTask { (context: isolated ManagedObjectContext) throws in
+            context.isUndoEnabled = false
+            for i in 0..<5 {
+                let tag = try context.insertNewObject(forEntityName: "Tag")
+                tag.setValue("t\(i)", forKey: "name")
+            }
+            try context.save()
+            let nothing = (context.canUndo, context.undoActionName)
+            #expect(nothing.0 == false && nothing.1 == nil)
+            context.isUndoEnabled = true
+            let tag = try #require(try context.fetch(try FetchRequest(entityName: "Tag", format: "name == 't0'")).first)
+            context.disableUndoRegistration()
+            tag.setValue("quiet", forKey: "name")
+            context.enableUndoRegistration()
+            context.processPendingChanges()
+            let quiet = context.canUndo
+            #expect(!quiet)
+            #expect(tag.isUpdated, "the change is still there and saved")
+            context.levelsOfUndo = 2
+            for name in ["a", "b", "c"] {
+                tag.setValue(name, forKey: "name")
+                context.processPendingChanges()
+            }
+            try context.undo()
+            try context.undo()
+            let exhausted = context.canUndo
+            #expect(!exhausted)
+            #expect(tag.value(forKey: "name") as? String == "a")
+            try context.save()
+        }
+        let name = try await container.performBackgroundTask { (context: isolated ManagedObjectContext) throws in
+            try context.fetch(try FetchRequest(entityName: "Tag", format: "name == 'a'")).count
+        }
+        #expect(name == 1)
+    }
+}
