@@ -217,6 +217,8 @@ struct PortingNumberProbeTests {
             #expect(try context.count(for: try FetchRequest(entityName: "Book", format: "price == %@", try #require(Decimal(string: "19.99")))) == 2)
             #expect(try context.count(for: try FetchRequest(entityName: "Book", format: "price == %@", 19.99)) == 2)
             #expect(try context.count(for: try FetchRequest(entityName: "Book", format: "price == 0.1")) == 1)
+            #expect(try context.count(for: try FetchRequest(entityName: "Book", format: "price == CAST(19.99, 'NSDecimalNumber')")) == 2)
+            #expect(try context.count(for: try FetchRequest(entityName: "Book", format: "price == CAST('19.99', 'NSDecimalNumber')")) == 2)
         }
         // An indexed decimal: the index scan and the predicate agree.
         let notes = try openCoordinator(try TemporaryDirectory(), model: try EdgeModels.notes)
