@@ -462,3 +462,53 @@ struct PortingUndoProbeTests {
         #expect(name == 1)
     }
 }
+
+extension PortingMergeProbeTests {
+    @Test("a batched import: save every 100, reset between batches, relate to earlier batches by ID; the merging view sees everything")
+    func batchedImport() async throws {
+        let dir = try TemporaryDirectory()
+        let container = try libraryContainer(dir)
+        let view = container.newBackgroundContext()
+        await view.perform { (context: isolated ManagedObjectContext) in context.automaticallyMergesChangesFromParent = true }
+        var merges = view.notifications(.didMerge).makeAsyncIterator()
+        let importer = container.newBackgroundContext()
+        var saves = importer.notifications(.didSave).makeAsyncIterator()
+        let authorIDs = try await importer.perform { (context: isolated ManagedObjectContext) throws -> [ManagedObjectID] in
+            context.isUndoEnabled = false
+            var authors: [ManagedObjectID] = []
+            for batch in 0..<10 {
+                for i in 0..<100 {
+                    let n = batch * 100 + i
+                    if n % 10 == 0 {
+                        let author = try context.insertNewObject(forEntityName: "Author")
+                        author.setValue("Author \(n / 10)", forKey: "name")
+                        try context.obtainPermanentIDs(for: [author])
+                        authors.append(author.objectID)
+                    }
+                    let book = try context.insertNewObject(forEntityName: "Book")
+                    book.setValue("Book \(n)", forKey: "title")
+                    book.setValue(Int32(n), forKey: "pages")
+                    book.setValue(try context.object(with: authors[(n * 7) % authors.count]), forKey: "author")
+                }
+                try context.save()
+                context.reset()
+            }
+            return authors
+        }
+        var last: UInt64 = 0
+        for _ in 0..<10 { last = try #require(await saves.next()?.sequence) }
+        // Merges may cover several saves each: wait for the one through the last save.
+        while let merge = await merges.next(), (merge.throughSequence ?? 0) < last {}
+        let (books, authors, firstAuthorBooks) = try await view.perform { (context: isolated ManagedObjectContext) throws in
+            (
+                try context.count(for: FetchRequest(entityName: "Book")),
+                try context.count(for: FetchRequest(entityName: "Author")),
+                (try context.existingObject(with: authorIDs[0]).value(forKey: "books") as? [ManagedObject])?.count
+            )
+        }
+        #expect(books == 1000)
+        #expect(authors == 100)
+        let expected = (0..<1000).filter { n in (n * 7) % (n / 10 + 1) == 0 }.count
+        #expect(firstAuthorBooks == expected)
+    }
+}
