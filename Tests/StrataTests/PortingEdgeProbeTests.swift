@@ -102,6 +102,15 @@ struct PortingEdgeProbeTests {
             var sorted = FetchRequest(entityName: "Note", sortDescriptors: [FetchSortDescriptor(key: "indexedScore")])
             sorted.predicate = try FormatPredicate(format: "indexedScore != nil")
             #expect(try context.fetch(sorted).compactMap { $0.value(forKey: "text") as? String } == ["14", "15", "13"], "NaN sorts last")
+            // A NaN date, like a NaN number, is unordered: no comparison matches it, indexed or not.
+            let now = Date()
+            for key in ["modified", "indexedDate", "score", "indexedScore"] {
+                let argument: any Sendable = key.lowercased().contains("date") || key == "modified" ? now : 0.5
+                let greater = try context.fetch(try FetchRequest(entityName: "Note", format: "%K > %@", key, argument)).compactMap { $0.value(forKey: "text") as? String }
+                let less = try context.fetch(try FetchRequest(entityName: "Note", format: "%K < %@", key, argument)).compactMap { $0.value(forKey: "text") as? String }
+                let nanText: Set<String> = ["0", "3", "6", "11", "13"]
+                #expect(nanText.isDisjoint(with: greater + less), "\(key): > \(greater), < \(less)")
+            }
         }
     }
 
