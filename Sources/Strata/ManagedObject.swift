@@ -663,35 +663,3 @@ public struct MutableRelationship {
     /// Whether `object` is a member.
     public func contains(_ object: ManagedObject) -> Bool { objects.contains(object) }
 }
-
-// MARK: - The context in lifecycle hooks
-
-extension KeyValueCoding where Self: ManagedObject {
-    /// Runs `body` with the object's context, isolated, and the object itself, and returns
-    /// the result — so a lifecycle hook (`awakeFromInsert`, `willSave`, `prepareForDeletion`,
-    /// a `validateFor…`) can insert, fetch or delete other objects through the context, as
-    /// Core Data's hooks do with `managedObjectContext`. The object comes as the closure's
-    /// second argument: a closure isolated to the context can't capture `self` (objects
-    /// aren't `Sendable`). Hooks run on the context's queue; called anywhere else (or on an
-    /// object with no context) it runs nothing and returns nil.
-    ///
-    /// ```swift
-    /// override func awakeFromInsert() {
-    ///     super.awakeFromInsert()
-    ///     withContext { context, author in
-    ///         let draft = try? context.insertNewObject(forEntityName: "Book")
-    ///         draft?.setValue(author, forKey: "author")
-    ///     }
-    /// }
-    /// ```
-    public func withContext<T>(_ body: (isolated ManagedObjectContext, Self) throws -> T) rethrows -> T? {
-        guard let context = managedObjectContext, context.isOnContextQueue else { return nil }
-        typealias Isolated = (isolated ManagedObjectContext, Self) throws -> T
-        typealias Plain = (ManagedObjectContext, Self) throws -> T
-        // On the context's queue the context is isolated already (as `assumeIsolated` makes
-        // it, without requiring `Sendable` values: nothing leaves the queue).
-        return try withoutActuallyEscaping(body) { (body: @escaping Isolated) throws -> T in
-            try unsafeBitCast(body, to: Plain.self)(context, self)
-        }
-    }
-}
