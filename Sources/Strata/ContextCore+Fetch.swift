@@ -895,6 +895,9 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
             }
         }
         if property.isRelationship && !property.isRecorded { return materialize().value(forKey: key) }
+        // A recorded to-many with no members has no stored value: it is empty, not nil
+        // (before, `books.@count == 0` matched no object, as the count read as nil).
+        if case .toMany(let ordered) = property.kind { return ordered ? [ManagedObject]() as Any : Set<ManagedObject>() as Any }
         return nil
     }
 

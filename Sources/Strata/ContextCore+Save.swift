@@ -643,6 +643,7 @@ extension ContextCore {
     func rollback() {
         journal.open = UndoGroup()
         journal.explicitDepth = 0
+        changesInProgress = [:]
         // What the next objects-did-change says: discarded inserts are invalidated, the
         // others refreshed (back to their committed values).
         notice.inserted.removeAll()

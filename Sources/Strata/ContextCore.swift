@@ -433,6 +433,9 @@ final class ContextCore {
     @exclusivity(unchecked) var changeRecorder: Set<ManagedObjectID>?
     /// Where inserted objects' temporary IDs come from.
     var temporaryIDs = TemporaryIDSource()
+    /// The values properties had at `willChangeValue(forKey:)`, until the matching
+    /// `didChangeValue(forKey:)`: by object, then property name.
+    var changesInProgress: [ObjectIdentifier: [String: PropertyValue]] = [:]
 
     init(coordinator: PersistentStoreCoordinator, hub: NotificationHub) {
         self.hub = hub
@@ -605,6 +608,29 @@ final class ContextCore {
         }
         object.changes[property.name] = new
         settle(object, property)
+    }
+
+    /// `willChangeValue(forKey:)`: notes the property's value before a custom setter changes
+    /// it with `setPrimitiveValue` (the outermost call for a key counts).
+    func willChange(_ object: ManagedObject, _ property: PropertyInfo) {
+        guard !object.isInvalidated, changesInProgress[ObjectIdentifier(object)]?[property.name] == nil else { return }
+        changesInProgress[ObjectIdentifier(object), default: [:]][property.name] = unsavedValue(object, property)
+    }
+
+    /// `didChangeValue(forKey:)`: what the custom setter changed since ``willChange(_:_:)``
+    /// becomes a change like `setValue(_:forKey:)` makes — recorded for undo, inverse
+    /// maintained. Without a matching `willChange` it does nothing.
+    func didChange(_ object: ManagedObject, _ property: PropertyInfo) {
+        let key = ObjectIdentifier(object)
+        guard let old = changesInProgress[key]?.removeValue(forKey: property.name) else { return }
+        if changesInProgress[key]?.isEmpty == true { changesInProgress[key] = nil }
+        guard !object.isInvalidated else { return }
+        let new = unsavedValue(object, property)
+        guard old != new else { return }
+        if property.isRelationship, let inverseName = property.inverse {
+            updateInverse(of: object, property, from: old, to: new, inverseName: inverseName, register: true)
+        }
+        setRaw(object, property, old: old, new: new, register: true)
     }
 
     /// After `object`'s pending value of `property` changed: a value equal to the committed

@@ -413,3 +413,37 @@ enum SortNumber {
         return whole == y ? .orderedSame : .orderedAscending
     }
 }
+
+// MARK: - Sorting objects in memory
+
+extension Sequence where Element: ManagedObject {
+    /// The objects ordered by `descriptors`, compared as a fetch compares them (nil first,
+    /// case- and diacritic-insensitive where asked, key paths through relationships) — Core
+    /// Data's `sortedArray(using:)` on a to-many's set, such as seed 004's team's players
+    /// sorted by last name. Objects that compare equal keep their order. Call it inside the
+    /// objects' context's `perform`.
+    ///
+    /// ```swift
+    /// let players = (team.value(forKey: "players") as? Set<ManagedObject>) ?? []
+    /// let roster = players.sorted(using: [FetchSortDescriptor(key: "lastName"), FetchSortDescriptor(key: "firstName")])
+    /// ```
+    public func sorted(using descriptors: [FetchSortDescriptor]) -> [Element] {
+        let objects = Array(self)
+        var keyed = descriptors
+        if keyed.contains(where: { $0.swiftKeyPath != nil }), let first = objects.first, let core = first.core {
+            // Swift key paths (`\Player.lastName`) name their property through the model.
+            let resolver = KeyPathResolver(core: core)
+            for index in keyed.indices {
+                guard let keyPath = keyed[index].swiftKeyPath else { continue }
+                keyed[index].key = (try? resolver.resolve(keyPath.keyPath, from: first.entity.name).path) ?? ""
+            }
+        }
+        return objects.enumerated().sorted { a, b in
+            switch (try? FetchSortDescriptor.compare(a.element, b.element, by: keyed)) ?? .orderedSame {
+            case .orderedAscending: true
+            case .orderedDescending: false
+            case .orderedSame: a.offset < b.offset
+            }
+        }.map(\.element)
+    }
+}

@@ -318,6 +318,59 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         MutableRelationship(owner: self, key: key)
     }
 
+    /// A mutable view of the ordered to-many relationship `key`
+    /// (`mutableOrderedSetValue(forKey:)`): besides adding and removing, objects can be
+    /// inserted at, removed from and moved to positions; every change maintains inverses
+    /// and registers undo.
+    ///
+    /// ```swift
+    /// author.mutableOrderedSetValue(forKey: "books").insert(book, at: 0)
+    /// ```
+    public func mutableOrderedSetValue(forKey key: String) -> MutableRelationship {
+        MutableRelationship(owner: self, key: key)
+    }
+
+    // MARK: - Change and access notification (custom accessors)
+
+    /// Call before a custom setter changes `key` with ``setPrimitiveValue(_:forKey:)``
+    /// (`willChangeValue(forKey:)`). Paired with ``didChangeValue(forKey:)``, the primitive
+    /// change is tracked as `setValue(_:forKey:)` tracks one: recorded for undo, inverse
+    /// maintained, reported as an update (seed 001's `setProcessID:`).
+    ///
+    /// ```swift
+    /// set {
+    ///     willChangeValue(forKey: "processID")
+    ///     setPrimitiveValue(newValue, forKey: "processID")
+    ///     didChangeValue(forKey: "processID")
+    /// }
+    /// ```
+    open func willChangeValue(forKey key: String) {
+        guard let core, let property = info.properties[key] else { return }
+        core.willChange(self, property)
+    }
+
+    /// Call after a custom setter changed `key` (`didChangeValue(forKey:)`); see
+    /// ``willChangeValue(forKey:)``. Without a matching `willChangeValue` it does nothing.
+    open func didChangeValue(forKey key: String) {
+        guard let core, let property = info.properties[key] else { return }
+        core.didChange(self, property)
+    }
+
+    /// Call before a custom getter reads `key` with ``primitiveValue(forKey:)``
+    /// (`willAccessValue(forKey:)`): fires the fault, so the read sees the object's values.
+    open func willAccessValue(forKey key: String?) {
+        guard isFault, let core else { return }
+        core.fulfill(self)
+    }
+
+    /// Call after a custom getter read a value (`didAccessValue(forKey:)`); nothing to do.
+    open func didAccessValue(forKey key: String?) {}
+
+    /// Whether a persistent property has a value different from the one last fetched or
+    /// saved (`hasPersistentChangedValues`): true for an inserted object with values, false
+    /// when only transient properties changed.
+    public var hasPersistentChangedValues: Bool { !changes.isEmpty }
+
     /// Typed read: the value of `key` as `T`, or nil — what `value(forKey: key) as? T`
     /// gives, the way a custom class's typed properties read their values.
     ///
@@ -549,6 +602,60 @@ public struct MutableRelationship {
 
     /// Adds `object`, maintaining its inverse.
     public func add(_ object: ManagedObject) { owner.core?.addMembers(owner, key, [object]) }
+    /// The member at `index` of an ordered relationship (`object(at:)`); nil when out of range.
+    public func object(at index: Int) -> ManagedObject? {
+        let members = objects
+        return members.indices.contains(index) ? members[index] : nil
+    }
+    /// The position of `object` (`index(of:)`); nil when it isn't a member.
+    public func index(of object: ManagedObject) -> Int? { objects.firstIndex(of: object) }
+    /// Inserts `object` at `index` of an ordered relationship (`insert(_:at:)`), or moves it
+    /// there if it is already a member; maintains inverses and registers undo. An index
+    /// outside `0...count` changes nothing and is recorded as a problem the next `save()`
+    /// throws (Core Data raises a range exception).
+    public func insert(_ object: ManagedObject, at index: Int) {
+        var members = objects
+        guard members.indices.contains(index) || index == members.count else {
+            outOfRange(index, members.count, "insert(_:at:)")
+            return
+        }
+        if let existing = members.firstIndex(of: object) {
+            members.remove(at: existing)
+            members.insert(object, at: Swift.min(index, members.count))
+        } else {
+            members.insert(object, at: index)
+        }
+        owner.setValue(members, forKey: key)
+    }
+    /// Removes the member at `index` of an ordered relationship (`removeObject(at:)`),
+    /// maintaining its inverse; an index out of range changes nothing and is recorded as a
+    /// problem the next `save()` throws.
+    public func removeObject(at index: Int) {
+        let members = objects
+        guard members.indices.contains(index) else {
+            outOfRange(index, members.count, "removeObject(at:)")
+            return
+        }
+        remove(members[index])
+    }
+    /// Moves the member at `from` to position `to` of an ordered relationship
+    /// (`moveObjects(at:to:)` for one object); out-of-range positions change nothing and are
+    /// recorded as a problem.
+    public func moveObject(at from: Int, to: Int) {
+        var members = objects
+        guard members.indices.contains(from), members.indices.contains(to) else {
+            outOfRange(members.indices.contains(from) ? to : from, members.count, "moveObject(at:to:)")
+            return
+        }
+        let moved = members.remove(at: from)
+        members.insert(moved, at: to)
+        owner.setValue(members, forKey: key)
+    }
+
+    private func outOfRange(_ index: Int, _ count: Int, _ operation: String) {
+        owner.core?.recordProblem(.invalidArgument(
+            "\(operation) on \(owner.entity.name).\(key) of \(owner.objectID): index \(index) is out of range (the relationship has \(count) member(s)); nothing was changed"))
+    }
     /// Removes `object`, maintaining its inverse.
     public func remove(_ object: ManagedObject) { owner.core?.removeMembers(owner, key, [object]) }
     /// The number of members.

@@ -102,6 +102,23 @@ public actor ManagedObjectContext {
         return try await runEvent(body)
     }
 
+    /// Schedules `body` on the context's queue and returns at once — Core Data's non-async
+    /// `perform(_:)`, for code that can't `await` (a notification observer, a callback).
+    /// Blocks run one at a time in the order they were scheduled, after what the queue
+    /// already holds; each is an event as in the awaiting `perform` (merging first, posting
+    /// objects-did-change at its end). Nothing can be returned and errors can't escape:
+    /// handle them inside. In `async` code the awaiting `perform` is chosen.
+    ///
+    /// ```swift
+    /// NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveObjectsNotification, object: background, queue: nil) { note in
+    ///     guard let save = note.userInfo?["contextDidSave"] as? ContextDidSave else { return }
+    ///     viewContext.perform { context in context.mergeChanges(fromContextDidSave: save) }
+    /// }
+    /// ```
+    public nonisolated func perform(_ body: @escaping @Sendable (isolated ManagedObjectContext) -> Void) {
+        executor.queue.async { self.assumeIsolated { $0.runEvent(body) } }
+    }
+
     /// Runs one block as an event: an automatically merging context first merges what the
     /// store gained since it last looked; the end of the outermost block posts the
     /// objects-did-change notification.
@@ -153,6 +170,27 @@ public actor ManagedObjectContext {
             throw ContextError.invalidArgument("\(type) can't be created for \(entityName)")
         }
         return object
+    }
+
+    /// Inserts a new object of the entity `type` is registered for with the coordinator's
+    /// ``PersistentStoreCoordinator/register(_:forEntityName:)`` — Core Data's `Book(context:)`.
+    ///
+    /// ```swift
+    /// coordinator.register(Book.self, forEntityName: "Book")
+    /// let book = try context.insert(Book.self)
+    /// ```
+    ///
+    /// - Throws: ``ContextError/invalidArgument(_:)`` when `type` is registered for no entity
+    ///   or for several (then name one with ``insert(_:entityName:)``).
+    public func insert<T: ManagedObject>(_ type: T.Type) throws -> T {
+        let names = persistentStoreCoordinator.entityNames(registeredFor: type)
+        guard names.count == 1 else {
+            throw ContextError.invalidArgument(
+                names.isEmpty
+                    ? "\(type) is registered for no entity: register it with register(\(type).self, forEntityName:) or name the entity with insert(\(type).self, entityName:)"
+                    : "\(type) is registered for several entities (\(names.joined(separator: ", "))): name one with insert(\(type).self, entityName:)")
+        }
+        return try insert(type, entityName: names[0])
     }
 
     /// Deletes `object`, applying delete rules now (cascade, nullify); deny is checked at save.

@@ -56,6 +56,25 @@ public final class PersistentContainer: Sendable {
         try persistentStoreCoordinator.addPersistentStore(type: storeType, at: storeType == .eventLog ? storeURL : nil)
     }
 
+    /// Opens the store and calls `completionHandler` with it, or with nil and the error —
+    /// Core Data's `loadPersistentStores(completionHandler:)`, whose handler gets the store's
+    /// description (here the store itself: its `url` and `type`). The handler runs before
+    /// this returns, as Core Data's does for a store added synchronously.
+    ///
+    /// ```swift
+    /// container.loadPersistentStores { store, error in
+    ///     if let error { print("Unresolved error \(error)") }
+    /// }
+    /// ```
+    public func loadPersistentStores(completionHandler: (PersistentStore?, (any Error)?) -> Void) {
+        do {
+            try loadPersistentStores()
+            completionHandler(persistentStoreCoordinator.persistentStores.first, nil)
+        } catch {
+            completionHandler(nil, error)
+        }
+    }
+
     /// A new private-queue context on the coordinator (`newBackgroundContext()`).
     public func newBackgroundContext() -> ManagedObjectContext {
         ManagedObjectContext(concurrencyType: .privateQueue, coordinator: persistentStoreCoordinator)

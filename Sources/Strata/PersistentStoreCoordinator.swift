@@ -180,6 +180,13 @@ public final class PersistentStoreCoordinator: Sendable {
         state.withLock { $0.classes[entityName] = type }
     }
 
+    /// The entities `type` is registered for (``register(_:forEntityName:)``), sorted.
+    func entityNames(registeredFor type: ManagedObject.Type) -> [String] {
+        state.withLock { state in
+            state.classes.filter { ObjectIdentifier($0.value) == ObjectIdentifier(type) }.map(\.key).sorted()
+        }
+    }
+
     /// The class for an entity's objects: the one registered for the entity, else for its
     /// nearest ancestor (``EntityInfo/classLookupNames``), else `ManagedObject`.
     func objectClass(for info: EntityInfo) -> ManagedObject.Type {

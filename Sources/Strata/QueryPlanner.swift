@@ -158,6 +158,7 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
         case .float(let v): v.isInfinite ? (v < 0 ? "-∞" : "+∞") : String(v)
         case .string(let v): "\"" + v.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
         case .boolean(let v): v ? "YES" : "NO"
+        case .date(let v) where v.timeIntervalSinceReferenceDate.isInfinite: v.timeIntervalSinceReferenceDate < 0 ? "-∞" : "+∞"
         case .date(let v):
             ISO8601DateFormatter.string(
                 from: v, timeZone: TimeZone(secondsFromGMT: 0) ?? .current, formatOptions: [.withInternetDateTime, .withFractionalSeconds])
@@ -193,11 +194,13 @@ struct KeyedBound {
         return !IndexKeyEncoding.append(value, to: &key)
     }
 
-    /// Whether the value is an infinite double or float.
+    /// Whether the value is an infinite double, float or date (the end of a range stopping
+    /// short of the NaN keys).
     var isInfinite: Bool {
         switch value {
         case .double(let v): v.isInfinite
         case .float(let v): v.isInfinite
+        case .date(let v): v.timeIntervalSinceReferenceDate.isInfinite
         default: false
         }
     }
@@ -782,7 +785,7 @@ enum RangeBuilder {
         case .boolean: return boolean(op, constant)
         case .date:
             guard case .date(let date) = constant else { return nil }
-            return ordered(op, .date(date), exact: true)
+            return dates(op, date)
         case .string:
             guard case .string(let string) = constant else { return nil }
             let value = AttributeValue.string(string)
@@ -801,6 +804,26 @@ enum RangeBuilder {
         case .transformable:
             return nil
         }
+    }
+
+    /// `value op date` as one range of dates. Dates are keyed by their interval as reals
+    /// are (spec 0004 §5), so NaN keys sit beyond the infinite dates: as in ``real(_:_:_:)``,
+    /// the open end of a range stops at the infinity on that side, and a NaN date matches
+    /// nothing (NaN is unordered). Before, `date > now` found the NaN dates too.
+    static func dates(_ op: ComparisonOperator, _ date: Date) -> Built? {
+        if date.timeIntervalSinceReferenceDate.isNaN { return Built(ranges: [], exact: true) }
+        let lowest = KeyedBound(.date(Date(timeIntervalSinceReferenceDate: -.infinity)), inclusive: true)
+        let highest = KeyedBound(.date(Date(timeIntervalSinceReferenceDate: .infinity)), inclusive: true)
+        let range: KeyedRange
+        switch op {
+        case .equalTo: range = .equal(.date(date))
+        case .lessThan: range = KeyedRange(lower: lowest, upper: KeyedBound(.date(date), inclusive: false))
+        case .lessThanOrEqualTo: range = KeyedRange(lower: lowest, upper: KeyedBound(.date(date), inclusive: true))
+        case .greaterThan: range = KeyedRange(lower: KeyedBound(.date(date), inclusive: false), upper: highest)
+        case .greaterThanOrEqualTo: range = KeyedRange(lower: KeyedBound(.date(date), inclusive: true), upper: highest)
+        default: return nil
+        }
+        return Built(ranges: range.isEmpty ? [] : [range], exact: true)
     }
 
     /// `value op bound` as one range of values of the bound's own type.

@@ -51,10 +51,18 @@ extension AttributeValue {
             if let i = value as? any BinaryInteger, let n = Int64(exactly: i) { self = .decimal(Decimal(n)); return }
             // An infinite or NaN number has no Decimal (converting one traps), nor does one
             // beyond Decimal's range (it converts to NaN).
-            if let d = (value as? Double) ?? (value as? Float).map(Double.init) {
+            // A floating-point number becomes the decimal it prints as (19.99, not the binary
+            // expansion 19.98999999999999488 that `Decimal(Double)` gives), as
+            // `NSNumber.decimalValue` does; a Float likewise by its own digits.
+            if let d = value as? Double {
                 guard d.isFinite else { throw fail("\(d) is not a finite number") }
-                let decimal = Decimal(d)
-                guard !decimal.isNaN else { throw fail("\(d) is beyond Decimal's range") }
+                guard let decimal = AttributeValue.decimal(printedAs: "\(d)", d) else { throw fail("\(d) is beyond Decimal's range") }
+                self = .decimal(decimal)
+                return
+            }
+            if let f = value as? Float {
+                guard f.isFinite else { throw fail("\(f) is not a finite number") }
+                guard let decimal = AttributeValue.decimal(printedAs: "\(f)", Double(f)) else { throw fail("\(f) is beyond Decimal's range") }
                 self = .decimal(decimal)
                 return
             }
@@ -211,6 +219,15 @@ extension AttributeValue {
             return "\(value) is not an integer in the range of \(typeName)"
         }
         return "not convertible"
+    }
+
+    /// The decimal a finite floating-point number `value` means, read from `text`, its
+    /// shortest printed form; `Decimal(value)` if that doesn't parse; nil beyond `Decimal`'s
+    /// range (about 3.4 × 10^165, where the conversion gives NaN).
+    static func decimal(printedAs text: String, _ value: Double) -> Decimal? {
+        if let printed = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")), !printed.isNaN { return printed }
+        let converted = Decimal(value)
+        return converted.isNaN ? nil : converted
     }
 
     static func floating(_ value: Any) -> Double? {

@@ -71,6 +71,9 @@ enum Comparison {
             }
             return a < b ? .orderedAscending : a == b ? .orderedSame : .orderedDescending
         case (.date(let a), .date(let b)):
+            // A date whose interval is NaN is unordered, as a NaN number is (before, it
+            // compared as later than every date).
+            guard !a.timeIntervalSinceReferenceDate.isNaN, !b.timeIntervalSinceReferenceDate.isNaN else { return nil }
             return a < b ? .orderedAscending : a == b ? .orderedSame : .orderedDescending
         default:
             guard let a = Number(lhs), let b = Number(rhs) else { return nil }

@@ -35,18 +35,23 @@ enum Number {
     }
 
     /// The value as a Decimal, or nil when it has none (NaN, or a Double outside Decimal's
-    /// range, which Foundation converts to NaN).
+    /// range, which Foundation converts to NaN). A Double is the decimal it prints as — 19.99,
+    /// not the binary expansion 19.98999999999999488 `Decimal(Double)` gives — as
+    /// `NSNumber.decimalValue` makes it when `NSDecimalNumber` compares with a number, so
+    /// `price == 19.99` matches a decimal attribute holding 19.99.
     var decimal: Decimal? {
         let result: Decimal
         switch self {
         case .int(let v): result = Decimal(v)
         case .double(let v):
             guard v.isFinite else { return nil }
-            result = Decimal(v)
+            result = Decimal(string: "\(v)", locale: Number.posix) ?? Decimal(v)
         case .decimal(let v): result = v
         }
         return result.isNaN ? nil : result
     }
+
+    private static let posix = Locale(identifier: "en_US_POSIX")
 
     static func compare(_ lhs: Number, _ rhs: Number) -> ComparisonResult? {
         switch (lhs, rhs) {

@@ -578,8 +578,10 @@ struct Parser {
             return .decimal(value)
         case ("NSDecimalNumber", .integer(let value)): return .decimal(Decimal(value))
         case ("NSDecimalNumber", .double(let value)) where value.isFinite:
-            // Beyond Decimal's range (about 3.4 × 10^165) the conversion gives NaN.
-            let decimal = Decimal(value)
+            // The decimal the number prints as (19.99, not Decimal(Double)'s binary expansion
+            // 19.98999999999999488), as the numeric promotion makes it (spec 0003). Beyond
+            // Decimal's range (about 3.4 × 10^165) the conversion gives NaN.
+            let decimal = Parser.decimal(String(value)) ?? Decimal(value)
             guard !decimal.isNaN else { throw fail("\(value), out of Decimal's range,") }
             return .decimal(decimal)
         case ("NSDecimalNumber", .decimal): return constant
