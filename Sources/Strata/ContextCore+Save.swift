@@ -188,7 +188,14 @@ extension ContextCore {
             } catch let error as LogError {
                 switch error {
                 case .versionMismatch where attempt < Self.maximumSaveAttempts:
-                    continue  // another writer slipped in: check again
+                    // Another writer slipped in: wait a random moment that grows with each
+                    // round, so two contexts saving the same objects don't keep colliding
+                    // (one could lose every round under load), then check again.
+                    Self.backOff(afterAttempt: attempt)
+                    continue
+                case .versionMismatch:
+                    throw ContextError.store(
+                        "the save gave up after \(Self.maximumSaveAttempts) attempts: other writers kept changing the same objects (the last time, \(error.description))")
                 case .uniquenessViolation where attempt < Self.maximumSaveAttempts:
                     let conflicts = try detectConstraintConflicts()
                     guard !conflicts.isEmpty else { throw ContextError.storeRefused(error.description) }
