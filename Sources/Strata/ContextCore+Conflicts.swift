@@ -6,14 +6,6 @@ extension ContextCore {
     /// How many times a save re-checks after another writer slipped in before it gives up.
     static let maximumSaveAttempts = 8
 
-    /// Sleeps a random time of up to 50 µs × 2^`attempt` (100 µs after the first refused
-    /// commit, 6.4 ms after the seventh): the backoff between a commit another writer beat
-    /// and the next check.
-    static func backOff(afterAttempt attempt: Int) {
-        let limit = 50e-6 * Double(1 << min(max(attempt, 0), 10))
-        Thread.sleep(forTimeInterval: Double.random(in: 0...limit))
-    }
-
     // MARK: - Optimistic locking
 
     /// The objects whose stored version a save checks: updated ones (with a change to a

@@ -173,25 +173,42 @@ extension ContextCore {
             return
         }
         let store = try self.store()
+        // The first round is optimistic: versions checked, then the commit checks them again.
+        // After another writer slipped in between, later rounds check and commit inside one
+        // write transaction, so a writer that commits all the time can't starve this save.
+        var locked = false
         for attempt in 1...Self.maximumSaveAttempts {
-            // Optimistic locking: conflicts found now go to the merge policy; the versions
-            // seen are checked again inside the commit, so no writer can slip in between.
-            let expected = try resolveVersionConflicts(in: context)
-            let (draft, groupIndex) = makeDraft(expectedVersions: expected)
-            guard !draft.isEmpty else {
-                finishSave(sequence: nil, idMap: [:], groupIndex: [:], result: nil)
-                return
-            }
+            var groupIndex: [Int: Int] = [:]
             let result: CommitResult
             do {
-                result = try store.log.commit(draft)
+                if locked {
+                    let committed = try store.log.commit(preparedBy: { () throws -> TransactionDraft? in
+                        let expected = try resolveVersionConflicts(in: context)
+                        let (draft, index) = makeDraft(expectedVersions: expected)
+                        groupIndex = index
+                        return draft.isEmpty ? nil : draft
+                    })
+                    guard let committed else {
+                        finishSave(sequence: nil, idMap: [:], groupIndex: [:], result: nil)
+                        return
+                    }
+                    result = committed
+                } else {
+                    // Optimistic locking: conflicts found now go to the merge policy; the
+                    // versions seen are checked again inside the commit.
+                    let expected = try resolveVersionConflicts(in: context)
+                    let (draft, index) = makeDraft(expectedVersions: expected)
+                    groupIndex = index
+                    guard !draft.isEmpty else {
+                        finishSave(sequence: nil, idMap: [:], groupIndex: [:], result: nil)
+                        return
+                    }
+                    result = try store.log.commit(draft)
+                }
             } catch let error as LogError {
                 switch error {
                 case .versionMismatch where attempt < Self.maximumSaveAttempts:
-                    // Another writer slipped in: wait a random moment that grows with each
-                    // round, so two contexts saving the same objects don't keep colliding
-                    // (one could lose every round under load), then check again.
-                    Self.backOff(afterAttempt: attempt)
+                    locked = true  // another writer slipped in: check again, holding the lock
                     continue
                 case .versionMismatch:
                     throw ContextError.store(

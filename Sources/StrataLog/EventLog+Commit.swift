@@ -30,6 +30,35 @@ extension EventLog {
         return result
     }
 
+    /// Commits the draft `prepare` returns, calling `prepare` inside the LMDB write
+    /// transaction: no writer, in this process or another, can commit between what `prepare`
+    /// reads and this commit. A context that lost an optimistic-locking race checks its
+    /// versions and resolves its conflicts this way, so it can't lose the race again (Core
+    /// Data, too, checks versions with the store locked).
+    ///
+    /// `prepare` may read the store (its reads see the state this commit starts from) but must
+    /// not write to it: a write from the same thread is refused as a nested write. It may run
+    /// more than once (LMDB retries a write after growing the map). Returning nil commits
+    /// nothing and returns nil.
+    ///
+    /// - Throws: what ``commit(_:)`` throws, and what `prepare` throws (nothing is written).
+    @discardableResult
+    public func commit(preparedBy prepare: () throws -> TransactionDraft?) throws -> CommitResult? {
+        if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
+        let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion, shapes: entityShapes)
+        let result: CommitResult? = try environment.write { txn in
+            guard let draft = try prepare() else { return nil }
+            let given = draft.timestamp ?? Date()
+            guard let micros = EventCodec.microseconds(given) else {
+                throw LogError.invalidOperation(
+                    "the draft's timestamp (\(given.timeIntervalSince1970) seconds since 1970) can't be stored: a transaction's time must be finite and within about 285,000 years of 1970")
+            }
+            return try commit(draft, timestamp: EventCodec.date(microseconds: micros), writer: writer, txn)
+        }
+        if let result { storeMonitor.publish(result.event.sequence) }
+        return result
+    }
+
     private func commit(
         _ draft: TransactionDraft, timestamp: Date, writer: TableWriter, _ txn: borrowing LMDBTransaction
     ) throws -> CommitResult {
