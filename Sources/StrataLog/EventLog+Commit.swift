@@ -16,13 +16,7 @@ extension EventLog {
     public func commit(_ draft: TransactionDraft) throws -> CommitResult {
         if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
         let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion, shapes: entityShapes)
-        // Stored with microsecond precision: round now so the returned event equals the stored one.
-        let given = draft.timestamp ?? Date()
-        guard let micros = EventCodec.microseconds(given) else {
-            throw LogError.invalidOperation(
-                "the draft's timestamp (\(given.timeIntervalSince1970) seconds since 1970) can't be stored: a transaction's time must be finite and within about 285,000 years of 1970")
-        }
-        let timestamp = EventCodec.date(microseconds: micros)
+        let timestamp = try Self.timestamp(of: draft)
         let result = try environment.write { txn in
             try commit(draft, timestamp: timestamp, writer: writer, txn)
         }
@@ -48,15 +42,21 @@ extension EventLog {
         let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion, shapes: entityShapes)
         let result: CommitResult? = try environment.write { txn in
             guard let draft = try prepare() else { return nil }
-            let given = draft.timestamp ?? Date()
-            guard let micros = EventCodec.microseconds(given) else {
-                throw LogError.invalidOperation(
-                    "the draft's timestamp (\(given.timeIntervalSince1970) seconds since 1970) can't be stored: a transaction's time must be finite and within about 285,000 years of 1970")
-            }
-            return try commit(draft, timestamp: EventCodec.date(microseconds: micros), writer: writer, txn)
+            return try commit(draft, timestamp: try Self.timestamp(of: draft), writer: writer, txn)
         }
         if let result { storeMonitor.publish(result.event.sequence) }
         return result
+    }
+
+    /// The draft's time (now if it gives none), rounded to the microsecond it is stored with,
+    /// so the returned event equals the stored one.
+    private static func timestamp(of draft: TransactionDraft) throws -> Date {
+        let given = draft.timestamp ?? Date()
+        guard let micros = EventCodec.microseconds(given) else {
+            throw LogError.invalidOperation(
+                "the draft's timestamp (\(given.timeIntervalSince1970) seconds since 1970) can't be stored: a transaction's time must be finite and within about 285,000 years of 1970")
+        }
+        return EventCodec.date(microseconds: micros)
     }
 
     private func commit(
