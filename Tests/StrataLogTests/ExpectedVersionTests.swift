@@ -40,3 +40,69 @@ struct ExpectedVersionTests {
         #expect(try log.head == 3)
     }
 }
+
+@Suite("Event log: commit(preparedBy:)")
+struct PreparedCommitTests {
+    @Test("the draft is made inside the write transaction: its reads see the head it commits on; nil commits nothing; a throw writes nothing")
+    func preparedBy() throws {
+        let dir = try TemporaryDirectory()
+        let log = try openLog(dir, model: try libraryModel())
+        var insert = TransactionDraft()
+        let club = insert.insert("Club", values: ["name": s("Otters")])
+        let id = try #require(try log.commit(insert).permanentID(for: club))
+
+        // The draft's expected version is the one read inside: the commit takes it.
+        let result = try log.commit(preparedBy: { () throws -> TransactionDraft? in
+            let version = try #require(try log.read { (reader: borrowing LogReader) throws in try reader.version(of: id) })
+            var rename = TransactionDraft(author: "locker")
+            rename.update(.stored(id), values: ["name": s("Herons")])
+            rename.expectedVersions = [id: version]
+            return rename
+        })
+        #expect(result?.sequence == 2)
+        #expect(result?.event.author == "locker")
+        #expect(try log.read { (reader: borrowing LogReader) throws in try reader.object(id)?.version } == 2)
+
+        // Nil: nothing is committed, nil comes back.
+        #expect(try log.commit(preparedBy: { nil }) == nil)
+        #expect(try log.head == 2)
+
+        // A throw from the closure, or a draft the commit refuses, writes nothing.
+        struct Refused: Error {}
+        #expect(throws: Refused.self) { try log.commit(preparedBy: { () throws -> TransactionDraft? in throw Refused() }) }
+        #expect(throws: LogError.self) {
+            try log.commit(preparedBy: { () throws -> TransactionDraft? in
+                var stale = TransactionDraft()
+                stale.update(.stored(id), values: ["name": s("Comets")])
+                stale.expectedVersions = [id: 1]
+                return stale
+            })
+        }
+        #expect(try log.head == 2)
+
+        // Writing from inside is refused as a nested write, and nothing is written.
+        #expect(throws: (any Error).self) {
+            try log.commit(preparedBy: { () throws -> TransactionDraft? in
+                var inner = TransactionDraft()
+                inner.insert("Club", values: ["name": s("Kites")])
+                try log.commit(inner)
+                return nil
+            })
+        }
+        #expect(try log.head == 2)
+    }
+
+    @Test("a draft timestamp that can't be stored is refused by both commits, naming it; nothing is written")
+    func unstorableTimestamp() throws {
+        let dir = try TemporaryDirectory()
+        let log = try openLog(dir, model: try libraryModel())
+        var draft = TransactionDraft()
+        draft.insert("Club", values: ["name": s("Otters")])
+        draft.timestamp = Date(timeIntervalSince1970: 1e300)
+        let plain = #expect(throws: LogError.self) { try log.commit(draft) }
+        #expect(plain?.description.contains("can't be stored") == true)
+        let prepared = #expect(throws: LogError.self) { try log.commit(preparedBy: { draft }) }
+        #expect(prepared?.description.contains("can't be stored") == true)
+        #expect(try log.head == 0)
+    }
+}
