@@ -106,7 +106,7 @@ extension ContextCore {
         if !draft.isEmpty {
             let key = ObjectIdentifier(self)
             _ = try parent.performAndWait { (parent: isolated ManagedObjectContext) throws in
-                try parent.core.applyChildSave(draft, from: key)
+                try parent.core.applyChildSave(draft, from: key, in: parent)
             }
         }
         finishSave(sequence: nil, idMap: [:], groupIndex: [:], result: nil)
@@ -191,7 +191,7 @@ extension ContextCore {
     /// updates set values with inverse maintenance, deletes delete (delete rules apply). The
     /// open undo group is closed before and after, so the child's save is one undo group.
     /// Checked first, so a refused save changes nothing.
-    func applyChildSave(_ draft: TransactionDraft, from child: ObjectIdentifier) throws -> ChangeSummary {
+    func applyChildSave(_ draft: TransactionDraft, from child: ObjectIdentifier, in context: isolated ManagedObjectContext) throws -> ChangeSummary {
         let storeUUID = try store().identifier
         func id(_ object: DraftObjectID) -> ManagedObjectID {
             let id: ManagedObjectID = switch object {
@@ -296,7 +296,7 @@ extension ContextCore {
                 set(target, property, .unordered(members), maintainInverse: true, register: true)
             case .delete(let object):
                 guard let target = self.object(with: id(object)) else { continue }
-                delete(target)
+                delete(target, in: context)
                 summary.deleted.insert(target.objectID)
             }
         }

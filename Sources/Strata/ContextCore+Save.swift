@@ -142,7 +142,7 @@ extension ContextCore {
         guard !retained.isEmpty || !pending.isEmpty else { return }
         postPendingChanges()
         post(.willSave(ContextWillSave(contextName: name)))
-        for object in Array(retained.values) { object.willSave() }
+        for object in Array(retained.values) { object.willSave(in: context) }
         closeOpenGroup()
         postPendingChanges()
 

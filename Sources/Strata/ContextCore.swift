@@ -803,7 +803,7 @@ final class ContextCore {
 
     // MARK: - Inserting and deleting
 
-    func insert(entityName: String, as type: (ManagedObject.Type)?) throws -> ManagedObject {
+    func insert(entityName: String, as type: (ManagedObject.Type)?, in context: isolated ManagedObjectContext) throws -> ManagedObject {
         guard let info = entities[entityName] else { throw ContextError.unknownEntity(entityName) }
         guard !info.isAbstract else {
             throw ContextError.invalidArgument("entity \(entityName) is abstract; insert one of its sub-entities")
@@ -824,14 +824,14 @@ final class ContextCore {
         for property in info.defaultedProperties {
             if let value = property.defaultValue { setRaw(object, property, old: property.emptyValue, new: .attribute(value), register: false) }
         }
-        object.awakeFromInsert()
+        object.awakeFromInsert(in: context)
         return object
     }
 
-    func delete(_ object: ManagedObject) {
+    func delete(_ object: ManagedObject, in context: isolated ManagedObjectContext) {
         guard !object.isDeletedFlag, !object.isInvalidated else { return }
         noteDeleted(object)
-        object.prepareForDeletion()
+        object.prepareForDeletion(in: context)
         let snapshot = currentValues(object)
         if journal.isRegistering && !isApplyingUndo { journal.open.recordDelete(object.objectID, snapshot: snapshot) }
         object.isDeletedFlag = true
@@ -841,7 +841,7 @@ final class ContextCore {
             let targets = snapshot[property.name]?.ids ?? []
             switch property.deleteRule {
             case .cascade:
-                for id in targets { if let target = self.object(with: id) { delete(target) } }
+                for id in targets { if let target = self.object(with: id) { delete(target, in: context) } }
             case .nullify:
                 guard let inverseName = property.inverse else { continue }
                 for id in targets {

@@ -542,6 +542,36 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     open func didSave() {}
     /// Called when the object is deleted, before delete rules run (`prepareForDeletion`).
     open func prepareForDeletion() {}
+
+    // MARK: - Lifecycle hooks that use the context
+
+    // A Core Data hook reaches its context through `managedObjectContext` to insert, fetch
+    // or delete other objects. A Strata context is an actor, so code outside it can't call
+    // its methods synchronously; these variants are called with the context, isolated, so
+    // the hook can. Each calls the plain hook by default: override one or the other.
+
+    /// `awakeFromInsert()` with the object's context: insert related objects here (an author
+    /// that starts with a draft book). The default calls ``awakeFromInsert()``; an override
+    /// calls `super.awakeFromInsert(in: context)`.
+    ///
+    /// ```swift
+    /// override func awakeFromInsert(in context: isolated ManagedObjectContext) {
+    ///     super.awakeFromInsert(in: context)
+    ///     let draft = try? context.insertNewObject(forEntityName: "Book")
+    ///     draft?.setValue(self, forKey: "author")
+    /// }
+    /// ```
+    open func awakeFromInsert(in context: isolated ManagedObjectContext) { awakeFromInsert() }
+
+    /// `prepareForDeletion()` with the object's context: delete or change related objects
+    /// here, before the delete rules run (a book that deletes its loans, so a deny rule
+    /// doesn't refuse the save). Called for objects a cascade deletes too. The default calls
+    /// ``prepareForDeletion()``.
+    open func prepareForDeletion(in context: isolated ManagedObjectContext) { prepareForDeletion() }
+
+    /// `willSave()` with the object's context: fetch or count other objects, or change them,
+    /// before the save validates. The default calls ``willSave()``.
+    open func willSave(in context: isolated ManagedObjectContext) { willSave() }
     /// Called before the object is turned into a fault (`willTurnIntoFault`).
     open func willTurnIntoFault() {}
     /// Called after the object was turned into a fault (`didTurnIntoFault`).

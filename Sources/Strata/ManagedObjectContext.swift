@@ -161,12 +161,12 @@ public actor ManagedObjectContext {
 
     /// Inserts a new object of `entityName` (`NSEntityDescription.insertNewObject(forEntityName:into:)`).
     public func insertNewObject(forEntityName entityName: String) throws -> ManagedObject {
-        try core.insert(entityName: entityName, as: nil)
+        try core.insert(entityName: entityName, as: nil, in: self)
     }
 
     /// Inserts a new object of a registered class (`T(context:)`).
     public func insert<T: ManagedObject>(_ type: T.Type, entityName: String) throws -> T {
-        guard let object = try core.insert(entityName: entityName, as: type) as? T else {
+        guard let object = try core.insert(entityName: entityName, as: type, in: self) as? T else {
             throw ContextError.invalidArgument("\(type) can't be created for \(entityName)")
         }
         return object
@@ -194,7 +194,7 @@ public actor ManagedObjectContext {
     }
 
     /// Deletes `object`, applying delete rules now (cascade, nullify); deny is checked at save.
-    public func delete(_ object: ManagedObject) { core.delete(object) }
+    public func delete(_ object: ManagedObject) { core.delete(object, in: self) }
 
     /// The object for `id`: registered, or a new fault — no I/O (`object(with:)`).
     public func object(with id: ManagedObjectID) throws -> ManagedObject {
