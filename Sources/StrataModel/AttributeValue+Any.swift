@@ -1,4 +1,5 @@
 internal import Foundation
+internal import StrataPredicate
 
 // MARK: - Conversion from and to Any
 
@@ -56,13 +57,13 @@ extension AttributeValue {
             // `NSNumber.decimalValue` does; a Float likewise by its own digits.
             if let d = value as? Double {
                 guard d.isFinite else { throw fail("\(d) is not a finite number") }
-                guard let decimal = AttributeValue.decimal(printedAs: "\(d)", d) else { throw fail("\(d) is beyond Decimal's range") }
+                guard let decimal = Decimal(printedAs: d) else { throw fail("\(d) is beyond Decimal's range") }
                 self = .decimal(decimal)
                 return
             }
             if let f = value as? Float {
                 guard f.isFinite else { throw fail("\(f) is not a finite number") }
-                guard let decimal = AttributeValue.decimal(printedAs: "\(f)", Double(f)) else { throw fail("\(f) is beyond Decimal's range") }
+                guard let decimal = Decimal(printed: "\(f)", of: Double(f)) else { throw fail("\(f) is beyond Decimal's range") }
                 self = .decimal(decimal)
                 return
             }
@@ -219,15 +220,6 @@ extension AttributeValue {
             return "\(value) is not an integer in the range of \(typeName)"
         }
         return "not convertible"
-    }
-
-    /// The decimal a finite floating-point number `value` means, read from `text`, its
-    /// shortest printed form; `Decimal(value)` if that doesn't parse; nil beyond `Decimal`'s
-    /// range (about 3.4 × 10^165, where the conversion gives NaN).
-    static func decimal(printedAs text: String, _ value: Double) -> Decimal? {
-        if let printed = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")), !printed.isNaN { return printed }
-        let converted = Decimal(value)
-        return converted.isNaN ? nil : converted
     }
 
     static func floating(_ value: Any) -> Double? {

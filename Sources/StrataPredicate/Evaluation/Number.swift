@@ -43,15 +43,11 @@ enum Number {
         let result: Decimal
         switch self {
         case .int(let v): result = Decimal(v)
-        case .double(let v):
-            guard v.isFinite else { return nil }
-            result = Decimal(string: "\(v)", locale: Number.posix) ?? Decimal(v)
+        case .double(let v): return Decimal(printedAs: v)
         case .decimal(let v): result = v
         }
         return result.isNaN ? nil : result
     }
-
-    private static let posix = Locale(identifier: "en_US_POSIX")
 
     static func compare(_ lhs: Number, _ rhs: Number) -> ComparisonResult? {
         switch (lhs, rhs) {
@@ -130,4 +126,27 @@ enum Number {
             }
         }
     }
+}
+
+extension Decimal {
+    /// The decimal a finite floating-point number means, read from `text`, its shortest
+    /// printed form — 19.99, not the binary expansion 19.98999999999999488 `Decimal(Double)`
+    /// gives — as `NSNumber.decimalValue` makes it; `Decimal(value)` if the text doesn't
+    /// parse; nil for NaN, an infinity, or a value beyond `Decimal`'s range (about
+    /// 3.4 × 10^165, where the conversion gives NaN). The one rule for a number becoming a
+    /// decimal: numeric promotion, `CAST(…, "NSDecimalNumber")` and values set on decimal
+    /// attributes all use it.
+    package init?(printed text: String, of value: Double) {
+        guard value.isFinite else { return nil }
+        if let parsed = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")), !parsed.isNaN {
+            self = parsed
+            return
+        }
+        let converted = Decimal(value)
+        guard !converted.isNaN else { return nil }
+        self = converted
+    }
+
+    /// ``init(printed:of:)`` with the Double's own printed form.
+    package init?(printedAs value: Double) { self.init(printed: "\(value)", of: value) }
 }

@@ -581,8 +581,7 @@ struct Parser {
             // The decimal the number prints as (19.99, not Decimal(Double)'s binary expansion
             // 19.98999999999999488), as the numeric promotion makes it (spec 0003). Beyond
             // Decimal's range (about 3.4 × 10^165) the conversion gives NaN.
-            let decimal = Parser.decimal(String(value)) ?? Decimal(value)
-            guard !decimal.isNaN else { throw fail("\(value), out of Decimal's range,") }
+            guard let decimal = Decimal(printedAs: value) else { throw fail("\(value), out of Decimal's range,") }
             return .decimal(decimal)
         case ("NSDecimalNumber", .decimal): return constant
         case ("NSString", .string): return constant
