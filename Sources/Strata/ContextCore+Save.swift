@@ -179,32 +179,17 @@ extension ContextCore {
         var locked = false
         for attempt in 1...Self.maximumSaveAttempts {
             var groupIndex: [Int: Int] = [:]
-            let result: CommitResult
+            // Optimistic locking: conflicts found now go to the merge policy; the versions
+            // seen are the draft's expected versions, checked again by the commit.
+            func prepare() throws -> TransactionDraft? {
+                let expected = try resolveVersionConflicts(in: context)
+                let (draft, index) = makeDraft(expectedVersions: expected)
+                groupIndex = index
+                return draft.isEmpty ? nil : draft
+            }
+            let committed: CommitResult?
             do {
-                if locked {
-                    let committed = try store.log.commit(preparedBy: { () throws -> TransactionDraft? in
-                        let expected = try resolveVersionConflicts(in: context)
-                        let (draft, index) = makeDraft(expectedVersions: expected)
-                        groupIndex = index
-                        return draft.isEmpty ? nil : draft
-                    })
-                    guard let committed else {
-                        finishSave(sequence: nil, idMap: [:], groupIndex: [:], result: nil)
-                        return
-                    }
-                    result = committed
-                } else {
-                    // Optimistic locking: conflicts found now go to the merge policy; the
-                    // versions seen are checked again inside the commit.
-                    let expected = try resolveVersionConflicts(in: context)
-                    let (draft, index) = makeDraft(expectedVersions: expected)
-                    groupIndex = index
-                    guard !draft.isEmpty else {
-                        finishSave(sequence: nil, idMap: [:], groupIndex: [:], result: nil)
-                        return
-                    }
-                    result = try store.log.commit(draft)
-                }
+                committed = locked ? try store.log.commit(preparedBy: prepare) : try prepare().map { try store.log.commit($0) }
             } catch let error as LogError {
                 switch error {
                 case .versionMismatch where attempt < Self.maximumSaveAttempts:
@@ -224,6 +209,10 @@ extension ContextCore {
                 default:
                     throw ContextError.store(error.description)
                 }
+            }
+            guard let result = committed else {
+                finishSave(sequence: nil, idMap: [:], groupIndex: [:], result: nil)
+                return
             }
             var idMap: [ManagedObjectID: ManagedObjectID] = [:]
             for (draftID, storedID) in result.permanentIDs {
