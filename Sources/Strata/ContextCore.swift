@@ -660,13 +660,18 @@ final class ContextCore {
     /// holds (the undo group, if recording, already kept what it needs), it changes in place
     /// — for an unordered relationship a binary search and one insertion — instead of being
     /// copied whole for every member, which made filling a large to-many quadratic.
-    private func changeMembership(of owner: ManagedObject, _ property: PropertyInfo, _ member: ManagedObjectID, adding: Bool, register: Bool) {
+    ///
+    /// `knownAbsent`: `member` is known not to be in an ordered `property` it is added to
+    /// (see ``PropertyValue/changeMembership(_:_:adding:ordered:knownAbsent:)``).
+    private func changeMembership(
+        of owner: ManagedObject, _ property: PropertyInfo, _ member: ManagedObjectID, adding: Bool, register: Bool, knownAbsent: Bool = false
+    ) {
         let recording = register && journal.isRegistering && !isApplyingUndo
         if !property.isTransient, owner.changes[property.name] != nil,
             !recording || journal.open.detachForInPlaceChange(owner.objectID, property.name)
         {
             let changed = owner.changes[property.name]?.updateIDs { ids in
-                PropertyValue.changeMembership(&ids, member, adding: adding, ordered: property.isOrdered)
+                PropertyValue.changeMembership(&ids, member, adding: adding, ordered: property.isOrdered, knownAbsent: knownAbsent)
             }
             if recording, let value = owner.changes[property.name] { journal.open.reattach(owner.objectID, property.name, value) }
             guard changed == true else { return }
@@ -676,7 +681,7 @@ final class ContextCore {
         }
         let current = owner.currentValue(property)
         var ids = current.ids
-        guard PropertyValue.changeMembership(&ids, member, adding: adding, ordered: property.isOrdered) else { return }
+        guard PropertyValue.changeMembership(&ids, member, adding: adding, ordered: property.isOrdered, knownAbsent: knownAbsent) else { return }
         setRaw(owner, property, old: current, new: .toMany(ids), register: register)
     }
 
@@ -712,10 +717,14 @@ final class ContextCore {
     }
 
     /// `object` now relates to `added` through `property`: `added`'s inverse names it.
+    ///
+    /// Every caller adds `added` to `object`'s `property` because it wasn't there, so by the
+    /// inverse invariant `object` isn't in `added`'s inverse either: an ordered inverse gets
+    /// it appended without a look through its list.
     private func addInverse(of object: ManagedObject, _ property: PropertyInfo, to added: ManagedObjectID, inverseName: String, register: Bool) {
         guard let other = self.object(with: added), let inverse = other.info.properties[inverseName] else { return }
         if inverse.isToMany {
-            changeMembership(of: other, inverse, object.objectID, adding: true, register: register)
+            changeMembership(of: other, inverse, object.objectID, adding: true, register: register, knownAbsent: true)
             return
         }
         let current = other.currentValue(inverse)
@@ -746,7 +755,9 @@ final class ContextCore {
             return
         }
         let current = owner.currentValue(property).ids
-        let added = objects.map(\.objectID).filter { !current.contains($0) }
+        // Each new member once, whatever `objects` repeats.
+        var seen = Set(current)
+        let added = objects.map(\.objectID).filter { seen.insert($0).inserted }
         set(owner, property, .toMany(current + added), maintainInverse: true, register: true)
     }
 
@@ -773,9 +784,12 @@ final class ContextCore {
         }
         let ids = unsavedValue(owner, property).ids
         // An unordered value is sorted: a binary search (removal also looks everywhere, as
-        // ``PropertyValue/changeMembership(_:_:adding:ordered:)`` does).
+        // ``PropertyValue/changeMembership(_:_:adding:ordered:knownAbsent:)`` does). An ordered
+        // one with a to-one inverse: the member's side says whether it belongs to `owner`
+        // (reading it costs nothing extra: maintaining the inverse reads it next).
         let isMember = property.isOrdered
-            ? ids.contains(member) : PropertyValue.position(of: member, in: ids).found || (!adding && ids.contains(member))
+            ? orderedMembership(owner, property, member) ?? ids.contains(member)
+            : PropertyValue.position(of: member, in: ids).found || (!adding && ids.contains(member))
         guard isMember != adding else { return }
         if property.isRelationship, let inverseName = property.inverse {
             if adding {
@@ -784,7 +798,25 @@ final class ContextCore {
                 dropInverse(of: owner, from: member, inverseName: inverseName, register: true)
             }
         }
-        changeMembership(of: owner, property, member, adding: adding, register: true)
+        changeMembership(of: owner, property, member, adding: adding, register: true, knownAbsent: adding)
+    }
+
+    /// Whether `member` is in `owner`'s ordered to-many `property`, read from `member`'s to-one
+    /// inverse (which names `owner` exactly when it is); nil when there is no such inverse.
+    private func orderedMembership(_ owner: ManagedObject, _ property: PropertyInfo, _ member: ManagedObjectID) -> Bool? {
+        guard let inverseName = property.inverse, let other = object(with: member),
+            let inverse = other.info.properties[inverseName], !inverse.isToMany
+        else { return nil }
+        return other.currentValue(inverse).ids.first == owner.objectID
+    }
+
+    /// The member IDs of `owner`'s to-many relationship `key` as a mutable proxy reads them
+    /// (in order for an ordered one), and whether it is ordered; nil for a key that isn't a
+    /// to-many relationship. No member object is made: a proxy's `count`, `contains` and
+    /// positions cost what reading the value costs, not a registry lookup per member.
+    func memberIDs(_ owner: ManagedObject, _ key: String) -> (ids: [ManagedObjectID], ordered: Bool)? {
+        guard let property = owner.info.properties[key], property.isToMany else { return nil }
+        return (unsavedValue(owner, property).ids, property.isOrdered)
     }
 
     /// The to-many relationship `key` of `owner` a mutable proxy changes; nil (with the

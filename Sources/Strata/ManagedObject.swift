@@ -632,13 +632,23 @@ public struct MutableRelationship {
 
     /// Adds `object`, maintaining its inverse.
     public func add(_ object: ManagedObject) { owner.core?.addMembers(owner, key, [object]) }
+    /// The members' IDs, read without making an object per member; nil without a context
+    /// or for a key that isn't a to-many relationship (the proxy then reads ``objects``).
+    private var memberIDs: (ids: [ManagedObjectID], ordered: Bool)? { owner.core?.memberIDs(owner, key) }
+
     /// The member at `index` of an ordered relationship (`object(at:)`); nil when out of range.
     public func object(at index: Int) -> ManagedObject? {
-        let members = objects
-        return members.indices.contains(index) ? members[index] : nil
+        guard let (ids, _) = memberIDs, let core = owner.core else {
+            let members = objects
+            return members.indices.contains(index) ? members[index] : nil
+        }
+        return ids.indices.contains(index) ? core.object(with: ids[index]) : nil
     }
     /// The position of `object` (`index(of:)`); nil when it isn't a member.
-    public func index(of object: ManagedObject) -> Int? { objects.firstIndex(of: object) }
+    public func index(of object: ManagedObject) -> Int? {
+        guard let (ids, _) = memberIDs else { return objects.firstIndex(of: object) }
+        return ids.firstIndex(of: object.objectID)
+    }
     /// Inserts `object` at `index` of an ordered relationship (`insert(_:at:)`), or moves it
     /// there if it is already a member; maintains inverses and registers undo. An index
     /// outside `0...count` changes nothing and is recorded as a problem the next `save()`
@@ -689,7 +699,13 @@ public struct MutableRelationship {
     /// Removes `object`, maintaining its inverse.
     public func remove(_ object: ManagedObject) { owner.core?.removeMembers(owner, key, [object]) }
     /// The number of members.
-    public var count: Int { objects.count }
+    public var count: Int { memberIDs?.ids.count ?? objects.count }
     /// Whether `object` is a member.
-    public func contains(_ object: ManagedObject) -> Bool { objects.contains(object) }
+    public func contains(_ object: ManagedObject) -> Bool {
+        guard let (ids, ordered) = memberIDs else { return objects.contains(object) }
+        // An unordered value is kept sorted: a binary search finds a member where the order
+        // puts it (and a look everywhere makes sure of an answer of no).
+        if !ordered, PropertyValue.position(of: object.objectID, in: ids).found { return true }
+        return ids.contains(object.objectID)
+    }
 }

@@ -77,10 +77,16 @@ enum PropertyValue: Hashable, Sendable {
     /// Adds `id` to or removes it from a to-many value's `ids` — in order, kept unique, for an
     /// unordered one (sorted: a binary search and one insertion or removal); appended or
     /// removed for an ordered one. Whether `ids` changed.
-    static func changeMembership(_ ids: inout [ManagedObjectID], _ id: ManagedObjectID, adding: Bool, ordered: Bool) -> Bool {
+    ///
+    /// `knownAbsent`: the caller knows `id` isn't in an ordered value it adds to (from the
+    /// other side of the relationship), so it is appended without looking through the list —
+    /// the look made filling a large ordered to-many quadratic.
+    static func changeMembership(
+        _ ids: inout [ManagedObjectID], _ id: ManagedObjectID, adding: Bool, ordered: Bool, knownAbsent: Bool = false
+    ) -> Bool {
         if ordered {
             if adding {
-                guard !ids.contains(id) else { return false }
+                guard knownAbsent || !ids.contains(id) else { return false }
                 ids.append(id)
             } else {
                 guard let index = ids.firstIndex(of: id) else { return false }
