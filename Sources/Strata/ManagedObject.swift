@@ -654,6 +654,12 @@ public struct MutableRelationship {
     /// outside `0...count` changes nothing and is recorded as a problem the next `save()`
     /// throws (Core Data raises a range exception).
     public func insert(_ object: ManagedObject, at index: Int) {
+        if let core = owner.core {
+            if let (count, inRange) = core.insertMember(owner, key, object, at: index), !inRange {
+                outOfRange(index, count, "insert(_:at:)")
+            }
+            return
+        }
         var members = objects
         guard members.indices.contains(index) || index == members.count else {
             outOfRange(index, members.count, "insert(_:at:)")
@@ -671,6 +677,14 @@ public struct MutableRelationship {
     /// maintaining its inverse; an index out of range changes nothing and is recorded as a
     /// problem the next `save()` throws.
     public func removeObject(at index: Int) {
+        if let (ids, _) = memberIDs, let core = owner.core {
+            guard ids.indices.contains(index) else {
+                outOfRange(index, ids.count, "removeObject(at:)")
+                return
+            }
+            if let member = core.object(with: ids[index]) { remove(member) }
+            return
+        }
         let members = objects
         guard members.indices.contains(index) else {
             outOfRange(index, members.count, "removeObject(at:)")
@@ -682,6 +696,12 @@ public struct MutableRelationship {
     /// (`moveObjects(at:to:)` for one object); out-of-range positions change nothing and are
     /// recorded as a problem.
     public func moveObject(at from: Int, to: Int) {
+        if let core = owner.core {
+            if let (count, inRange) = core.moveMember(owner, key, from: from, to: to), !inRange {
+                outOfRange((0..<count).contains(from) ? to : from, count, "moveObject(at:to:)")
+            }
+            return
+        }
         var members = objects
         guard members.indices.contains(from), members.indices.contains(to) else {
             outOfRange(members.indices.contains(from) ? to : from, members.count, "moveObject(at:to:)")

@@ -206,4 +206,72 @@ private func expectConsistent(_ proxy: MutableRelationship, ordered: Bool, candi
             #expect(!notToMany.contains(newEntry))
         }
     }
+
+    /// `insert(_:at:)`, `moveObject(at:to:)` and `removeObject(at:)` on the member IDs:
+    /// building a list by inserting at the front gives the reverse order; inserting a member
+    /// moves it (counted after its removal, as before); inserting another list's entry takes
+    /// it from there with its inverse; positions out of range change nothing and fail the
+    /// save naming the index; undo and redo restore; the saved list reads back.
+    @Test func insertMoveAndRemoveAtPositions() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try listModel())
+        let (listID, expected) = try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            let list = try context.insertNewObject(forEntityName: "List")
+            list.setValue("l", forKey: "name")
+            let other = try context.insertNewObject(forEntityName: "List")
+            other.setValue("other", forKey: "name")
+            var entries: [ManagedObject] = []
+            for i in 0..<6 {
+                let entry = try context.insertNewObject(forEntityName: "Entry")
+                entry.setValue("e\(i)", forKey: "name")
+                entries.append(entry)
+            }
+            let stranger = try context.insertNewObject(forEntityName: "Entry")
+            stranger.setValue("s", forKey: "name")
+            stranger.setValue(other, forKey: "list")
+            try context.save()
+
+            let proxy = list.mutableOrderedSetValue(forKey: "entries")
+            for entry in entries { proxy.insert(entry, at: 0) }
+            #expect(names(list.value(forKey: "entries")) == ["e5", "e4", "e3", "e2", "e1", "e0"])
+            for entry in entries { #expect(entry.value(forKey: "list") as? ManagedObject === list) }
+            proxy.insert(entries[5], at: 6)  // a member to the end: its index counts after removal
+            #expect(names(list.value(forKey: "entries")) == ["e4", "e3", "e2", "e1", "e0", "e5"])
+            proxy.insert(entries[5], at: 6)  // already there: nothing
+            proxy.insert(stranger, at: 2)
+            #expect(names(list.value(forKey: "entries")) == ["e4", "e3", "s", "e2", "e1", "e0", "e5"])
+            #expect(names(other.value(forKey: "entries")).isEmpty)
+            #expect(stranger.value(forKey: "list") as? ManagedObject === list)
+            proxy.moveObject(at: 0, to: 6)
+            proxy.moveObject(at: 3, to: 3)  // in place: nothing
+            #expect(names(list.value(forKey: "entries")) == ["e3", "s", "e2", "e1", "e0", "e5", "e4"])
+            proxy.removeObject(at: 1)
+            #expect(stranger.value(forKey: "list") == nil)
+            let expected = ["e3", "e2", "e1", "e0", "e5", "e4"]
+            #expect(names(list.value(forKey: "entries")) == expected)
+            context.processPendingChanges()
+            try context.undo()
+            #expect(names(list.value(forKey: "entries")).isEmpty)
+            #expect(names(other.value(forKey: "entries")) == ["s"])
+            try context.redo()
+            #expect(names(list.value(forKey: "entries")) == expected)
+            // Out of range: nothing changes, and the save says which index.
+            proxy.insert(stranger, at: 7)
+            proxy.moveObject(at: 0, to: 6)
+            proxy.removeObject(at: -1)
+            #expect(names(list.value(forKey: "entries")) == expected)
+            #expect(names(other.value(forKey: "entries")).isEmpty)
+            var refused = ""
+            do { try context.save() } catch { refused = "\(error)" }
+            #expect(refused.contains("insert(_:at:)") && refused.contains("index 7"))
+            #expect(refused.contains("moveObject(at:to:)") && refused.contains("index 6"))
+            #expect(refused.contains("removeObject(at:)") && refused.contains("index -1"))
+            try context.save()
+            return (list.objectID, expected)
+        }
+        let reopened = try openCoordinator(dir, model: try listModel())
+        try privateContext(reopened).performAndWait { (context: isolated ManagedObjectContext) throws in
+            #expect(names(try context.existingObject(with: listID).value(forKey: "entries")) == expected)
+        }
+    }
 }

@@ -120,6 +120,17 @@ func runScaleProbe(sizes: [Int]) throws {
             return seconds { for item in items { proxy.add(item) } }
         }
     }
+    scenario("orderedInsertAtFront") { n in
+        let dir = try ScaleDirectory()
+        let coordinator = try openCoordinator(dir, model: try scaleModel())
+        let ownerID = try seededStore(coordinator, items: n, tags: 0, related: false)
+        return try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            let owner = try context.existingObject(with: ownerID)
+            let items = try context.fetch(FetchRequest(entityName: "Item"))
+            let proxy = owner.mutableOrderedSetValue(forKey: "items")
+            return seconds { for item in items { proxy.insert(item, at: 0) } }
+        }
+    }
     scenario("proxyRemove") { n in
         let dir = try ScaleDirectory()
         let coordinator = try openCoordinator(dir, model: try scaleModel())
