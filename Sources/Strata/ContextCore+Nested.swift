@@ -101,7 +101,7 @@ extension ContextCore {
 
     /// A child's save: its changes, as the transaction a root context would commit, are applied
     /// to the parent's objects (one undo group there); nothing reaches the store.
-    func pushToParent(_ parent: ManagedObjectContext) throws {
+    func pushToParent(_ parent: ManagedObjectContext, in context: isolated ManagedObjectContext) throws {
         let (draft, _) = makeDraft(expectedVersions: [:])
         if !draft.isEmpty {
             let key = ObjectIdentifier(self)
@@ -109,7 +109,7 @@ extension ContextCore {
                 try parent.core.applyChildSave(draft, from: key, in: parent)
             }
         }
-        finishSave(sequence: nil, idMap: [:], groupIndex: [:], result: nil)
+        finishSave(sequence: nil, idMap: [:], groupIndex: [:], result: nil, in: context)
     }
 
     /// A message from the parent, on this context's queue.

@@ -151,9 +151,9 @@ extension ContextCore {
         var failed: [(id: ManagedObjectID, failures: [ValidationFailure])] = []
         for object in retained.values {
             do {
-                if object.isDeletedFlag { try object.validateForDelete() }
-                else if object.isInsertedFlag { try object.validateForInsert() }
-                else if object.isUpdated { try object.validateForUpdate() }
+                if object.isDeletedFlag { try object.validateForDelete(in: context) }
+                else if object.isInsertedFlag { try object.validateForInsert(in: context) }
+                else if object.isUpdated { try object.validateForUpdate(in: context) }
             } catch ContextError.validation(let found) {
                 // Each failure names its object (a hook's own failures may not).
                 if !found.isEmpty { failed.append((object.objectID, named(found, object))) }
@@ -169,7 +169,7 @@ extension ContextCore {
 
         // A child's save goes to its parent, not to the store.
         if let parent = parentContext {
-            try pushToParent(parent)
+            try pushToParent(parent, in: context)
             return
         }
         let store = try self.store()
@@ -211,7 +211,7 @@ extension ContextCore {
                 }
             }
             guard let result = committed else {
-                finishSave(sequence: nil, idMap: [:], groupIndex: [:], result: nil)
+                finishSave(sequence: nil, idMap: [:], groupIndex: [:], result: nil, in: context)
                 return
             }
             var idMap: [ManagedObjectID: ManagedObjectID] = [:]
@@ -219,7 +219,7 @@ extension ContextCore {
                 guard case .temporary(let entity, let uuid) = draftID else { continue }
                 idMap[ManagedObjectID(entityName: entity, storage: .temporary(uuid))] = .permanent(storedID, store: store.identifier)
             }
-            finishSave(sequence: result.sequence, idMap: idMap, groupIndex: groupIndex, result: result)
+            finishSave(sequence: result.sequence, idMap: idMap, groupIndex: groupIndex, result: result, in: context)
             return
         }
     }
@@ -385,7 +385,10 @@ extension ContextCore {
     /// After a successful commit (or a save with nothing to write): permanent IDs, committed
     /// values and versions, undo groups marked saved, `didSave`, the did-save notification,
     /// and the in-process broadcast to automatically merging contexts.
-    func finishSave(sequence: UInt64?, idMap: [ManagedObjectID: ManagedObjectID], groupIndex: [Int: Int], result: CommitResult?) {
+    func finishSave(
+        sequence: UInt64?, idMap: [ManagedObjectID: ManagedObjectID], groupIndex: [Int: Int], result: CommitResult?,
+        in context: isolated ManagedObjectContext
+    ) {
         let saved = Array(retained.values)
         // Which saved objects had a temporary ID: those the remap gives a permanent one were
         // inserted by this transaction.
@@ -466,7 +469,7 @@ extension ContextCore {
         pending.removeAll()
         lockedObjects.removeAll()
         if let sequence { noteOwnCommit(sequence) }
-        for object in saved where !object.isInvalidated { object.didSave() }
+        for object in saved where !object.isInvalidated { object.didSave(in: context) }
 
         let storeIdentifier = parentContext == nil ? try? store().identifier : nil
         let didSave = ContextDidSave(

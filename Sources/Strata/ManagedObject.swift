@@ -572,6 +572,10 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// `willSave()` with the object's context: fetch or count other objects, or change them,
     /// before the save validates. The default calls ``willSave()``.
     open func willSave(in context: isolated ManagedObjectContext) { willSave() }
+    /// `didSave()` with the object's context: after the save, with the object's permanent
+    /// ID (an object the save inserted can be looked up, or another object changed for the
+    /// next save). The default calls ``didSave()``.
+    open func didSave(in context: isolated ManagedObjectContext) { didSave() }
     /// Called before the object is turned into a fault (`willTurnIntoFault`).
     open func willTurnIntoFault() {}
     /// Called after the object was turned into a fault (`didTurnIntoFault`).
@@ -594,6 +598,35 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     open func validateForUpdate() throws { try core?.validateRules(self) }
     /// Validates the object for deletion (`validateForDelete`): deny rules.
     open func validateForDelete() throws { try core?.validateDeletion(self) }
+
+    // A Core Data validation method reaches its context through `managedObjectContext`, for
+    // a rule the model can't state that needs other objects (a title unique regardless of
+    // case, a budget no more than its department's). These variants get the context,
+    // isolated, as the lifecycle hooks above do; each calls the plain method by default.
+
+    /// `validateForInsert()` with the object's context, which the hook may fetch or count
+    /// through. The default calls ``validateForInsert()``; an override calls
+    /// `try super.validateForInsert(in: context)` to keep the model's rules.
+    ///
+    /// ```swift
+    /// override func validateForInsert(in context: isolated ManagedObjectContext) throws {
+    ///     try super.validateForInsert(in: context)
+    ///     let title = value(forKey: "title") as? String ?? ""
+    ///     let sameTitle = FetchRequest(entityName: "Book", predicate: try FormatPredicate(format: "title ==[c] %@", title))
+    ///     if try context.count(for: sameTitle) > 1 {
+    ///         throw ContextError.validation([ValidationFailure(
+    ///             code: .managedObjectValidation, entity: "Book", key: "title", value: .string(title),
+    ///             message: "another book is titled \(title)")])
+    ///     }
+    /// }
+    /// ```
+    open func validateForInsert(in context: isolated ManagedObjectContext) throws { try validateForInsert() }
+    /// `validateForUpdate()` with the object's context. The default calls
+    /// ``validateForUpdate()``.
+    open func validateForUpdate(in context: isolated ManagedObjectContext) throws { try validateForUpdate() }
+    /// `validateForDelete()` with the object's context. The default calls
+    /// ``validateForDelete()``.
+    open func validateForDelete(in context: isolated ManagedObjectContext) throws { try validateForDelete() }
 
     // MARK: - Identity
 
