@@ -373,6 +373,20 @@ struct StoreManagementTests {
             return detail.contains("process \(probe.process.processIdentifier)")
         }
         #expect(FileManager.default.fileExists(atPath: url.appendingPathComponent("data.mdb").path))
+        // Replacing it is refused the same way.
+        let sourceURL = directory.url.appendingPathComponent("source")
+        do {
+            let source = try self.coordinator(at: sourceURL)
+            try source.remove(try #require(source.persistentStores.first))
+        }
+        #expect {
+            try coordinator.replacePersistentStore(at: url, withPersistentStoreFrom: sourceURL, type: .eventLog)
+        } throws: { error in
+            guard case .storeInUse(_, let detail) = error as? PersistentStoreError else { return false }
+            return detail.contains("process \(probe.process.processIdentifier)")
+        }
+        probe.send("check")
+        #expect(probe.nextLine()?.hasPrefix("name Otters") == true, "the probe's store is still the one it opened")
         let (status, errors) = try probe.finish()
         #expect(status == 0, "\(errors)")
         try coordinator.destroyPersistentStore(at: url, type: .eventLog)
@@ -388,8 +402,10 @@ struct StoreManagementTests {
         let destinationURL = directory.url.appendingPathComponent("destination")
         let source = try coordinator(at: sourceURL)
         let sourceStore = try #require(source.persistentStores.first)
-        // Enough transactions for zstd to train a dictionary (spec 0004 §7), one team each.
-        let names = (0..<300).map { String(format: "Team %03d", $0) }
+        // Enough transactions for zstd to train a dictionary (spec 0004 §7), one team each;
+        // STRATA_REPLACE_TRANSACTIONS makes the store larger.
+        let count = max(100, ProcessInfo.processInfo.environment["STRATA_REPLACE_TRANSACTIONS"].flatMap { Int($0) } ?? 300)
+        let names = (0..<count).map { String(format: "Team %06d", $0) }
         for name in names {
             var draft = TransactionDraft(author: "seed")
             _ = draft.insert("Team", values: ["name": .attribute(.string(name))])
@@ -528,6 +544,31 @@ struct StoreManagementTests {
             try saveTeams(container.persistentStoreCoordinator, ["Otters"])
             #expect(try teamNames(container.persistentStoreCoordinator) == ["Otters"])
             #expect(!FileManager.default.fileExists(atPath: url.path), "\(idiom)")
+        }
+    }
+
+    @Test("an in-memory store takes user metadata; destroy, replace and the static metadata calls refuse .inMemory")
+    func inMemoryStoreManagement() throws {
+        let directory = try TemporaryDirectory()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try SeedModels.leagueManager)
+        let store = try coordinator.addPersistentStore(with: PersistentStoreDescription(type: .inMemory))
+        try coordinator.setMetadata(["scratch": true], for: store)
+        #expect(coordinator.metadata(for: store)["scratch"] == true)
+        #expect(coordinator.metadata(for: store)["StoreType"] == "InMemory")
+        let url = directory.url.appendingPathComponent("store")
+        #expect(throws: ContextError.self) { try coordinator.destroyPersistentStore(at: url, type: .inMemory) }
+        #expect(throws: ContextError.self) {
+            try coordinator.replacePersistentStore(at: url, withPersistentStoreFrom: directory.url.appendingPathComponent("other"), type: .inMemory)
+        }
+        #expect(throws: ContextError.self) { try PersistentStoreCoordinator.metadataForPersistentStore(type: .inMemory, at: url) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
+        let readOnly = PersistentStoreDescription(type: .inMemory)
+        readOnly.isReadOnly = true
+        #expect(throws: PersistentStoreError.self) {
+            try PersistentStoreCoordinator(managedObjectModel: try SeedModels.leagueManager).addPersistentStore(with: readOnly)
+        }
+        #expect(throws: PersistentStoreError.self) {
+            try PersistentStoreCoordinator(managedObjectModel: try SeedModels.leagueManager).addPersistentStore(with: PersistentStoreDescription())
         }
     }
 
