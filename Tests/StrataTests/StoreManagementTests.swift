@@ -447,6 +447,65 @@ struct StoreManagementTests {
         #expect(try teamNames(source).count == names.count + 1)
     }
 
+    /// A store of `count` one-team transactions, compacted but for the last ten; its
+    /// coordinator and segment file names.
+    func compactedStore(at url: URL, count: Int = 200) throws -> (PersistentStoreCoordinator, [String]) {
+        let coordinator = try coordinator(at: url)
+        let store = try #require(coordinator.persistentStores.first)
+        for index in 0..<count {
+            var draft = TransactionDraft(author: "seed")
+            _ = draft.insert("Team", values: ["name": .attribute(.string(String(format: "Team %04d", index)))])
+            try store.log.commit(draft)
+        }
+        var request = CompactionRequest(before: try store.log.head - 10)
+        request.eventsPerFrame = 16
+        _ = try store.log.compact(request)
+        return (coordinator, try store.log.segments().map(\.fileName))
+    }
+
+    @Test("a segment file a purge set aside after the copy's snapshot (.purged-T-NAME) is copied from there")
+    func copyFindsSetAsideSegment() throws {
+        let directory = try TemporaryDirectory()
+        let sourceURL = directory.url.appendingPathComponent("source")
+        let (source, files) = try compactedStore(at: sourceURL)
+        let name = try #require(files.first)
+        let segments = sourceURL.appendingPathComponent("segments")
+        // What a purge committed after the copy's snapshot does to a file that snapshot names.
+        try FileManager.default.moveItem(
+            at: segments.appendingPathComponent(name), to: segments.appendingPathComponent(".purged-999999-\(name)"))
+        let destinationURL = directory.url.appendingPathComponent("copy")
+        try source.replacePersistentStore(at: destinationURL, withPersistentStoreFrom: sourceURL, type: .eventLog)
+        let copy = try EventLog(openingExistingAt: destinationURL.path, readOnly: true)
+        #expect(try copy.verify().isClean)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: destinationURL.appendingPathComponent("segments").path) == [name])
+        #expect(try teamNames(try coordinator(at: destinationURL)).count == 200)
+    }
+
+    @Test("a copy that fails (a segment file missing) replaces nothing and leaves nothing beside the destination")
+    func failedCopyReplacesNothing() throws {
+        let directory = try TemporaryDirectory()
+        let sourceURL = directory.url.appendingPathComponent("source")
+        let (source, files) = try compactedStore(at: sourceURL)
+        let name = try #require(files.first)
+        try FileManager.default.removeItem(at: sourceURL.appendingPathComponent("segments/\(name)"))
+        let destinationURL = directory.url.appendingPathComponent("destination")
+        do {
+            let old = try coordinator(at: destinationURL)
+            try saveTeams(old, ["Old team"])
+            try old.remove(try #require(old.persistentStores.first))
+        }
+        let before = try contents(destinationURL.path).filter { $0.key != "lock.mdb" }
+        #expect {
+            try source.replacePersistentStore(at: destinationURL, withPersistentStoreFrom: sourceURL, type: .eventLog)
+        } throws: { error in
+            "\(error)".contains(name)
+        }
+        #expect(try contents(destinationURL.path).filter { $0.key != "lock.mdb" } == before)
+        #expect(try teamNames(try coordinator(at: destinationURL)) == ["Old team"])
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix(".") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
     @Test("replace creates a missing destination (parent directories too) from a closed source")
     func replaceCreatesDestination() throws {
         let directory = try TemporaryDirectory()
