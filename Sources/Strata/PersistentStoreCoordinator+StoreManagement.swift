@@ -54,8 +54,9 @@ extension PersistentStoreCoordinator {
     ///
     /// - Throws: ``PersistentStoreError/noStore(path:)`` when nothing is at `url`,
     ///   ``PersistentStoreError/notAStore(path:reason:)`` for a file or a directory that
-    ///   isn't a store (or a damaged metadata row, named); ``ContextError/invalidArgument(_:)``
-    ///   for `.inMemory`, which has no files.
+    ///   isn't a store; `LogError.malformed` naming the key of a damaged metadata row
+    ///   (``setMetadata(_:type:at:)`` replaces it); ``ContextError/invalidArgument(_:)`` for
+    ///   `.inMemory`, which has no files.
     public static func metadataForPersistentStore(type: PersistentStore.StoreType, at url: URL) throws -> [String: MetadataValue] {
         let log = try openExisting(type: type, at: url, readOnly: true)
         var metadata = try log.userMetadata()

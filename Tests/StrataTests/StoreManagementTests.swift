@@ -239,6 +239,31 @@ struct StoreManagementTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: other).isEmpty)
     }
 
+    @Test("a damaged metadata row: adding the store and reading its metadata fail naming the key; the static setter replaces it")
+    func damagedMetadataRow() throws {
+        let directory = try TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("store")
+        do { _ = try coordinator(at: url) }
+        do {
+            let environment = try LMDBEnvironment(path: url.path, databases: [DatabaseDescriptor("meta")])
+            let meta = try environment.database(named: "meta")
+            try environment.write { txn in
+                try txn.put(Array(#"{"count": {"integer": "many"}}"#.utf8), forKey: Array("userMetadata".utf8), in: meta)
+            }
+        }
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try SeedModels.leagueManager)
+        #expect {
+            try coordinator.addPersistentStore(type: .eventLog, at: url)
+        } throws: { error in
+            "\(error)".contains("\"count\"") && "\(error)".contains("many")
+        }
+        #expect(coordinator.persistentStores.isEmpty)
+        #expect(throws: LogError.self) { try PersistentStoreCoordinator.metadataForPersistentStore(type: .eventLog, at: url) }
+        try PersistentStoreCoordinator.setMetadata(["count": 3], type: .eventLog, at: url)
+        let store = try coordinator.addPersistentStore(type: .eventLog, at: url)
+        #expect(coordinator.metadata(for: store)["count"] == 3)
+    }
+
     @Test("setMetadata(_:type:at:) sets a closed store's metadata with the same rules")
     func setMetadataOfClosedStore() throws {
         let directory = try TemporaryDirectory()
