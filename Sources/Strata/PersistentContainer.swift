@@ -17,10 +17,22 @@ public final class PersistentContainer: Sendable {
     public var managedObjectModel: ManagedObjectModel { persistentStoreCoordinator.managedObjectModel }
     /// The coordinator.
     public let persistentStoreCoordinator: PersistentStoreCoordinator
-    /// Where the store is; defaults to `<application support>/<name>.strata`.
-    public let storeURL: URL
-    /// The store's type (default: event log).
-    public let storeType: PersistentStore.StoreType
+    /// Where the store is: the first description's URL; by default
+    /// `<application support>/<name>.strata`.
+    public var storeURL: URL { persistentStoreDescriptions.first?.url ?? defaultStoreURL }
+    /// The store's type: the first description's (default: event log).
+    public var storeType: PersistentStore.StoreType { persistentStoreDescriptions.first?.type ?? .eventLog }
+    private let defaultStoreURL: URL
+
+    /// The descriptions ``loadPersistentStores()`` adds stores from
+    /// (`persistentStoreDescriptions`): one, for ``storeURL`` and ``storeType``, until
+    /// changed. Change a description in place or set the array before loading; Strata's
+    /// coordinator holds one store, so loading more than one description fails.
+    public var persistentStoreDescriptions: [PersistentStoreDescription] {
+        get { descriptions.withLock { $0 } }
+        set { descriptions.withLock { $0 = newValue } }
+    }
+    private let descriptions: Mutex<[PersistentStoreDescription]>
 
     /// The main-queue context (`viewContext`), created on first use.
     public var viewContext: ManagedObjectContext {
@@ -40,8 +52,9 @@ public final class PersistentContainer: Sendable {
     ) {
         self.name = name
         persistentStoreCoordinator = PersistentStoreCoordinator(managedObjectModel: managedObjectModel)
-        self.storeType = storeType
-        self.storeURL = storeURL ?? Self.defaultDirectoryURL().appendingPathComponent("\(name).strata")
+        let url = storeURL ?? Self.defaultDirectoryURL().appendingPathComponent("\(name).strata")
+        defaultStoreURL = url
+        descriptions = Mutex([PersistentStoreDescription(url: url, type: storeType)])
     }
 
     /// The directory default stores go in: the user's application-support directory.
@@ -50,10 +63,25 @@ public final class PersistentContainer: Sendable {
             ?? URL(fileURLWithPath: NSTemporaryDirectory())
     }
 
-    /// Opens the store (`loadPersistentStores`).
+    /// Adds the store ``persistentStoreDescriptions`` describes (`loadPersistentStores`),
+    /// creating its parent directory if needed
+    /// (``PersistentStoreCoordinator/addPersistentStore(with:)``). No descriptions: nothing is
+    /// added, as in Core Data.
+    ///
+    /// - Throws: ``PersistentStoreError/invalidDescription(_:)`` when there is more than one
+    ///   description (the coordinator holds one store; nothing is added); what adding the
+    ///   store throws.
     public func loadPersistentStores() throws {
-        try FileManager.default.createDirectory(at: storeURL.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try persistentStoreCoordinator.addPersistentStore(type: storeType, at: storeType == .eventLog ? storeURL : nil)
+        let descriptions = persistentStoreDescriptions
+        guard descriptions.count <= 1 else {
+            throw PersistentStoreError.invalidDescription(
+                "the container has \(descriptions.count) store descriptions (\(descriptions.map(\.description).joined(separator: ", "))), but a Strata coordinator holds one store; nothing was loaded")
+        }
+        guard let description = descriptions.first else { return }
+        if description.type == .eventLog, let url = description.url, url.path != "/dev/null", !description.isReadOnly {
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        }
+        try persistentStoreCoordinator.addPersistentStore(with: description)
     }
 
     /// Opens the store and calls `completionHandler` with it, or with nil and the error —

@@ -23,13 +23,19 @@ public final class PersistentStore: Sendable, Hashable, CustomStringConvertible 
     public var identifier: UUID { log.storeUUID }
     /// The event log behind the store.
     public let log: EventLog
+    /// Whether the store was added read-only (`isReadOnly`): saves to it fail, writing nothing.
+    public var isReadOnly: Bool { log.configuration.isReadOnly }
     let temporaryDirectory: String?
+    /// The user's metadata as last read or set through this store (Core Data reads a store's
+    /// metadata when it is added, and keeps it with the store).
+    let userMetadata: Mutex<[String: MetadataValue]>
 
-    init(type: StoreType, url: URL?, log: EventLog, temporaryDirectory: String?) {
+    init(type: StoreType, url: URL?, log: EventLog, temporaryDirectory: String?, userMetadata: [String: MetadataValue] = [:]) {
         self.type = type
         self.url = url
         self.log = log
         self.temporaryDirectory = temporaryDirectory
+        self.userMetadata = Mutex(userMetadata)
     }
 
     deinit {
@@ -92,7 +98,7 @@ public final class PersistentStoreCoordinator: Sendable {
         case .eventLog:
             guard let url else { throw ContextError.invalidArgument("an event-log store needs a URL") }
             let log = try EventLog(path: url.path, model: managedObjectModel, configuration: configuration)
-            store = PersistentStore(type: .eventLog, url: url, log: log, temporaryDirectory: nil)
+            store = PersistentStore(type: .eventLog, url: url, log: log, temporaryDirectory: nil, userMetadata: try log.userMetadata())
         case .inMemory:
             let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent("strata-memory-\(UUID().uuidString)")
             var fast = configuration
@@ -124,7 +130,10 @@ public final class PersistentStoreCoordinator: Sendable {
         guard log.model.versionHash == managedObjectModel.versionHash else {
             throw ContextError.invalidArgument("the store at \(log.path) was opened with another model than the coordinator's")
         }
-        let store = PersistentStore(type: .eventLog, url: URL(fileURLWithPath: log.path), log: log, temporaryDirectory: nil)
+        // The tool reads the user's metadata itself and reports damage there (`strata info`).
+        let store = PersistentStore(
+            type: .eventLog, url: URL(fileURLWithPath: log.path), log: log, temporaryDirectory: nil,
+            userMetadata: (try? log.userMetadata()) ?? [:])
         try state.withLock { state in
             if let existing = state.store { throw ContextError.storeAlreadyAdded(existing.description) }
             state.store = store
@@ -149,14 +158,28 @@ public final class PersistentStoreCoordinator: Sendable {
         return store
     }
 
-    /// The store's metadata (`metadata(for:)`): type, UUID, model version hashes.
-    public func metadata(for store: PersistentStore) -> [String: String] {
-        var metadata = [
-            "StoreType": store.type.rawValue, "StoreUUID": store.identifier.uuidString,
-            "ModelVersionHash": managedObjectModel.versionHash.map { String(format: "%02x", $0) }.joined(),
+    /// The store's metadata (`metadata(for:)`): the user's keys
+    /// (``setMetadata(_:for:)``) and Strata's — `StoreType`, `StoreUUID`,
+    /// `ModelVersionHash` and `EntityVersionHash.ENTITY` (hex), which win over a user key of
+    /// the same name (one can't be set).
+    ///
+    /// The user's keys are read when the store is added and kept with it, as Core Data does:
+    /// a change another process (or ``setMetadata(_:type:at:)``) makes meanwhile is seen
+    /// when the store is added again.
+    public func metadata(for store: PersistentStore) -> [String: MetadataValue] {
+        var metadata = store.userMetadata.withLock { $0 }
+        metadata.merge(Self.strataMetadata(type: store.type, storeUUID: store.identifier, model: managedObjectModel)) { _, strata in strata }
+        return metadata
+    }
+
+    /// Strata's own metadata keys for a store.
+    static func strataMetadata(type: PersistentStore.StoreType, storeUUID: UUID, model: ManagedObjectModel) -> [String: MetadataValue] {
+        var metadata: [String: MetadataValue] = [
+            "StoreType": .string(type.rawValue), "StoreUUID": .string(storeUUID.uuidString),
+            "ModelVersionHash": .string(model.versionHash.map { String(format: "%02x", $0) }.joined()),
         ]
-        for (entity, hash) in managedObjectModel.entityVersionHashesByName {
-            metadata["EntityVersionHash.\(entity)"] = hash.map { String(format: "%02x", $0) }.joined()
+        for (entity, hash) in model.entityVersionHashesByName {
+            metadata["EntityVersionHash.\(entity)"] = .string(hash.map { String(format: "%02x", $0) }.joined())
         }
         return metadata
     }

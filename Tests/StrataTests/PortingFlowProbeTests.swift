@@ -46,7 +46,7 @@ struct PortingFlowProbeTests {
         let store = try #require(container.persistentStoreCoordinator.persistentStores.first)
         let metadata = container.persistentStoreCoordinator.metadata(for: store)
         #expect(metadata["StoreType"] == "InMemory")
-        #expect(metadata["StoreUUID"] == store.identifier.uuidString)
+        #expect(metadata["StoreUUID"] == .string(store.identifier.uuidString))
         let uri = try await container.viewContext.perform { (context: isolated ManagedObjectContext) throws in
             let team = try context.insertNewObject(forEntityName: "Team")
             team.setValue("Otters", forKey: "name")

@@ -6,7 +6,7 @@ import Strata
 struct InfoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "info",
-        abstract: "Show a store's identity, model versions, head, counts, segments, files, consumers and any purge.",
+        abstract: "Show a store's identity, model versions, head, counts, segments, files, consumers, any purge and its user metadata.",
         discussion: """
             Opens the store read-only (nothing is written; an app may hold it open and write).
             Object counts are per concrete entity, live objects at the head.
@@ -58,6 +58,8 @@ struct StoreInfo {
     let files: [(name: String, bytes: Int)]
     /// The newest purge marker, if the store was purged.
     let purgeMarker: TransactionEvent?
+    /// The user's store metadata (`PersistentStoreCoordinator.setMetadata`).
+    let userMetadata: [String: MetadataValue]
     /// The parts that couldn't be read (damage), with why; the others are reported as usual.
     let damaged: [(section: String, error: String)]
 
@@ -74,7 +76,7 @@ struct StoreInfo {
                 return fallback
             }
         }
-        (metadata, counts, segments, consumers, checkpoints, purgeMarker) = try log.read { reader in
+        (metadata, counts, segments, consumers, checkpoints, purgeMarker, userMetadata) = try log.read { reader in
             let metadata = try reader.metadata()
             let counts = part("objects", []) { try log.concreteEntityNames.map { ($0, try reader.count(of: $0, includingSubentities: false)) } }
             let segments = part("segments", []) { try reader.segments() }
@@ -84,7 +86,8 @@ struct StoreInfo {
                 let marker = try reader.purgeMarker
                 return marker > 0 ? try reader.event(marker) : nil
             }
-            return (metadata, counts, segments, consumers, checkpoints, marker)
+            let user = part("metadata", [:]) { try reader.userMetadata() }
+            return (metadata, counts, segments, consumers, checkpoints, marker, user)
         }
         self.damaged = damaged
         files = [("data.mdb", diskSize((path as NSString).appendingPathComponent("data.mdb"))),
@@ -152,6 +155,17 @@ struct StoreInfo {
         } else {
             out.line("checkpoints  \(checkpoints.isEmpty ? "none" : checkpoints.map(String.init).joined(separator: ", "))")
         }
+        if let error = unreadable["metadata"] {
+            out.line("metadata     can't be read: \(error)")
+        } else if userMetadata.isEmpty {
+            out.line("metadata     none")
+        } else {
+            out.line("metadata     \(userMetadata.count) key\(userMetadata.count == 1 ? "" : "s")")
+            let width = userMetadata.keys.map(\.count).max() ?? 0
+            for (key, value) in userMetadata.sorted(by: { $0.key < $1.key }) {
+                out.line("  \(key.padding(toLength: width, withPad: " ", startingAt: 0))  \(value) (\(value.typeName))")
+            }
+        }
     }
 
     func ratio(_ raw: Int, _ compressed: Int) -> String {
@@ -181,10 +195,14 @@ struct StoreInfo {
             "files": Dictionary(files.map { ($0.name, $0.bytes) }, uniquingKeysWith: { a, _ in a }),
             "consumers": Dictionary(consumers.map { ($0.name, $0.processedThrough) }, uniquingKeysWith: { a, _ in a }),
             "checkpoints": checkpoints,
+            "metadata": userMetadata.mapValues(\.jsonObject),
         ]
         // A part that can't be read is left out (not shown empty) and named under "damaged".
         if !damaged.isEmpty {
-            let keys = ["objects": "objects", "segments": "segments", "consumers": "consumers", "checkpoints": "checkpoints"]
+            let keys = [
+                "objects": "objects", "segments": "segments", "consumers": "consumers", "checkpoints": "checkpoints",
+                "metadata": "metadata",
+            ]
             for (section, _) in damaged { if let key = keys[section] { object[key] = nil } }
             object["damaged"] = Dictionary(damaged.map { ($0.section, $0.error) }, uniquingKeysWith: { a, _ in a })
         }

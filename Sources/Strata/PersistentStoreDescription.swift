@@ -1,0 +1,64 @@
+public import Foundation
+public import StrataLog
+import Synchronization
+
+/// How a container adds its store (Core Data's `NSPersistentStoreDescription`): where, of
+/// which type, read-only or not, and the event log's configuration.
+///
+/// A class, as Core Data's, so the porting idioms change the container's description in
+/// place; `Sendable`, its properties guarded by a lock:
+///
+/// ```swift
+/// let container = PersistentContainer(name: "League", managedObjectModel: model)
+/// container.persistentStoreDescriptions.first?.url = URL(fileURLWithPath: "/dev/null")  // in memory
+/// // or: container.persistentStoreDescriptions.first?.type = .inMemory
+/// try container.loadPersistentStores()
+/// ```
+public final class PersistentStoreDescription: Sendable, CustomStringConvertible {
+    private struct State {
+        var url: URL?
+        var type: PersistentStore.StoreType
+        var configuration: EventLog.Configuration
+    }
+    private let state: Mutex<State>
+
+    /// A description of the store at `url` (`init(url:)`), of `type` (default: an event log).
+    public init(url: URL? = nil, type: PersistentStore.StoreType = .eventLog, logConfiguration: EventLog.Configuration = EventLog.Configuration()) {
+        state = Mutex(State(url: url, type: type, configuration: logConfiguration))
+    }
+
+    /// Where the store is. `/dev/null` means an in-memory store, as it does for Core Data's
+    /// SQLite stores; nil with ``type`` `.eventLog` can't be loaded.
+    public var url: URL? {
+        get { state.withLock { $0.url } }
+        set { state.withLock { $0.url = newValue } }
+    }
+
+    /// The store's type (default ``PersistentStore/StoreType/eventLog``).
+    public var type: PersistentStore.StoreType {
+        get { state.withLock { $0.type } }
+        set { state.withLock { $0.type = newValue } }
+    }
+
+    /// Whether the store is added read-only (`isReadOnly`; default false): it must exist,
+    /// nothing is written to it — not even its opened-at time — and a save fails with an
+    /// error saying the store is open read-only. The same flag as
+    /// ``logConfiguration``'s `isReadOnly`.
+    public var isReadOnly: Bool {
+        get { state.withLock { $0.configuration.isReadOnly } }
+        set { state.withLock { $0.configuration.isReadOnly = newValue } }
+    }
+
+    /// How the event log is opened: durability, map sizes, checkpoints, readers (Strata's
+    /// store options, in place of Core Data's `options` dictionary).
+    public var logConfiguration: EventLog.Configuration {
+        get { state.withLock { $0.configuration } }
+        set { state.withLock { $0.configuration = newValue } }
+    }
+
+    /// `<PersistentStoreDescription: EventLog at PATH, read-only>`.
+    public var description: String {
+        let (url, type, readOnly) = state.withLock { ($0.url, $0.type, $0.configuration.isReadOnly) }
+        return "<PersistentStoreDescription: \(type.rawValue) at \(url?.path ?? "no URL")\(readOnly ? ", read-only" : "")>"
+    }
+}
