@@ -576,6 +576,9 @@ final class ContextCore {
             recordProblem(.invalidObject("\(object.objectID) was removed from its context; setting \(property.name) has no effect"))
             return
         }
+        if object.isInsertedFlag, case .attribute = property.kind, !property.isTransient {
+            return setInsertedAttribute(object, property, value, register: register)
+        }
         var value = value
         if case .toMany(let ids) = value {
             if !property.isOrdered {
@@ -589,11 +592,33 @@ final class ContextCore {
             }
         }
         let old = unsavedValue(object, property)
-        guard old != value else { return }
+        guard PropertyValue.differ(old, value) else { return }
         if maintainInverse, property.isRelationship, let inverseName = property.inverse {
             updateInverse(of: object, property, from: old, to: value, inverseName: inverseName, register: register)
         }
         setRaw(object, property, old: old, new: value, register: register)
+    }
+
+    /// ``set(_:_:_:maintainInverse:register:)`` of a persistent attribute of an inserted
+    /// object (an app filling in a new object): what ``setRaw(_:_:old:new:register:)`` does,
+    /// with the name hashed once rather than twice — the value is stored first, and the one
+    /// it replaced (the pending change, else the committed or empty value, as
+    /// ``unsavedValue(_:_:)`` gives) decides whether anything changed. An attribute has no
+    /// inverse, and an inserted object nothing to settle (it stays retained until its insert
+    /// ends). A set that changes nothing leaves the values as they were (it may take the
+    /// object a new ``ManagedObject/valuesStamp``, which only costs a save a comparison).
+    private func setInsertedAttribute(_ object: ManagedObject, _ property: PropertyInfo, _ value: PropertyValue, register: Bool) {
+        let replaced = object.changes.updateValue(value, forKey: property.name)
+        let old = replaced ?? object.committedValue(property) ?? property.emptyValue
+        guard PropertyValue.differ(old, value) else {
+            // Nothing was pending: the key goes again.
+            if replaced == nil { object.changes[property.name] = nil }
+            return
+        }
+        if register && journal.isRegistering && !isApplyingUndo {
+            journal.open.recordSet(object.objectID, property.name, old: old, new: value)
+        }
+        noteUpdated(object)
     }
 
     /// Stores a value and records it for undo, without touching inverses.

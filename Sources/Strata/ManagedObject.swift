@@ -280,17 +280,32 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             core?.recordProblem(.unknownKey(entity: entity.name, key: key))
             return
         }
-        guard let value, !Self.isNull(value) else {
-            if case .attribute(let type) = property.kind, !property.isOptional,
-                [.int16, .int32, .int64, .double, .float, .boolean, .decimal].contains(type)
-            {
-                setNilValueForKey(key)
-            } else {
-                core.set(self, property, property.emptyValue, maintainInverse: true, register: true)
+        guard let value else { return setNil(property, forKey: key, core: core) }
+        if case .attribute(let type) = property.kind {
+            // The usual case first: a value of the attribute's usual Swift type, which is never
+            // `NSNull` (one cast that succeeds; the `NSNull` check cost as much again).
+            if let common = Self.commonAttributeValue(value, type) {
+                core.set(self, property, .attribute(common), maintainInverse: true, register: true)
+                return
             }
+            guard !Self.isNull(value) else { return setNil(property, forKey: key, core: core) }
+            core.set(self, property, uncommonAttributeValue(value, type), maintainInverse: true, register: true)
             return
         }
+        guard !Self.isNull(value) else { return setNil(property, forKey: key, core: core) }
         core.set(self, property, internalValue(of: value, for: property), maintainInverse: true, register: true)
+    }
+
+    /// What `setValue(nil, forKey: key)` (or `NSNull`) does: ``setNilValueForKey(_:)`` for a
+    /// required numeric or Boolean attribute, otherwise the property's empty value.
+    private func setNil(_ property: PropertyInfo, forKey key: String, core: ContextCore) {
+        if case .attribute(let type) = property.kind, !property.isOptional,
+            [.int16, .int32, .int64, .double, .float, .boolean, .decimal].contains(type)
+        {
+            setNilValueForKey(key)
+        } else {
+            core.set(self, property, property.emptyValue, maintainInverse: true, register: true)
+        }
     }
 
     /// Called when nil is set on a required scalar attribute; sets nil by default (and the
@@ -466,12 +481,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         switch property.kind {
         case .attribute(let type):
             if let common = Self.commonAttributeValue(value, type) { return .attribute(common) }
-            if let attribute = value as? AttributeValue { return attribute.matches(type) ? .attribute(attribute) : .invalid("\(attribute)") }
-            do {
-                return .attribute(try AttributeValue(any: value, for: type))
-            } catch {
-                return .invalid("\(value) (\(error))")
-            }
+            return uncommonAttributeValue(value, type)
         case .toOne:
             if let object = value as? ManagedObject {
                 if let wrong = Self.misfit(object.entity.name, of: [object.entity], for: property) { return .invalid(wrong) }
@@ -492,6 +502,17 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             if let wrong = Self.misfit(nil, of: objects.map(\.entity), for: property) { return .invalid(wrong) }
             let ids = objects.map(\.objectID)
             return ordered ? .toMany(ids) : .unordered(ids)
+        }
+    }
+
+    /// The value for an attribute of `type` when ``commonAttributeValue(_:_:)`` found none: an
+    /// ``AttributeValue`` itself, or a conversion; a value that fits neither is kept as invalid.
+    func uncommonAttributeValue(_ value: Any, _ type: AttributeType) -> PropertyValue {
+        if let attribute = value as? AttributeValue { return attribute.matches(type) ? .attribute(attribute) : .invalid("\(attribute)") }
+        do {
+            return .attribute(try AttributeValue(any: value, for: type))
+        } catch {
+            return .invalid("\(value) (\(error))")
         }
     }
 

@@ -24,6 +24,13 @@ enum PropertyValue: Hashable, Sendable {
         }
     }
 
+    /// Whether `a` and `b` differ (`a != b`), telling a set value from an unset one — the
+    /// usual case of a set on a new object — without the full comparison.
+    @inline(__always)
+    static func differ(_ a: PropertyValue, _ b: PropertyValue) -> Bool {
+        a.isNil != b.isNil || a != b
+    }
+
     /// Whether the value names any object (a set to-one, a non-empty to-many).
     var holdsIDs: Bool {
         switch self {
