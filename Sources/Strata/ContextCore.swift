@@ -616,7 +616,7 @@ final class ContextCore {
             return
         }
         if register && journal.isRegistering && !isApplyingUndo {
-            journal.open.recordSet(object.objectID, property.name, old: old, new: value)
+            journal.open.recordSet(object, property.name, old: old, new: value)
         }
         noteUpdated(object)
     }
@@ -624,7 +624,7 @@ final class ContextCore {
     /// Stores a value and records it for undo, without touching inverses.
     func setRaw(_ object: ManagedObject, _ property: PropertyInfo, old: PropertyValue, new: PropertyValue, register: Bool) {
         if register && journal.isRegistering && !isApplyingUndo {
-            journal.open.recordSet(object.objectID, property.name, old: old, new: new)
+            journal.open.recordSet(object, property.name, old: old, new: new)
         }
         noteUpdated(object)
         if property.isTransient {
@@ -845,7 +845,7 @@ final class ContextCore {
         markChanged(object)
         insertionOrder.append(id)
         noteInserted(id)
-        if journal.isRegistering && !isApplyingUndo { journal.open.recordInsert(id) }
+        if journal.isRegistering && !isApplyingUndo { journal.open.recordInsert(id, object: object) }
         for property in info.defaultedProperties {
             if let value = property.defaultValue { setRaw(object, property, old: property.emptyValue, new: .attribute(value), register: false) }
         }
