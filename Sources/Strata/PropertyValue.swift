@@ -16,11 +16,11 @@ enum PropertyValue: Hashable, Sendable {
     static let none = PropertyValue.attribute(nil)
 
     var isNil: Bool {
+        // Matched without binding the payloads: binding one copied it (a retain and a release).
         switch self {
-        case .attribute(let v): v == nil
-        case .toOne(let id): id == nil
+        case .attribute(.none), .toOne(.none): true
+        case .attribute(.some), .toOne(.some), .invalid: false
         case .toMany(let ids): ids.isEmpty
-        case .invalid: false
         }
     }
 
