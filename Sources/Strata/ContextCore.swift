@@ -835,12 +835,14 @@ final class ContextCore {
         }
         let id = temporaryIDs.next(entityName)
         let objectType = type ?? coordinator.objectClass(for: info)
-        let object = objectType.init(ObjectCreation(entity: info, objectID: id, registry: objects))
+        // A plain object without an ``ObjectCreation`` to take apart again, as `makeObject` does.
+        let object = objectType == ManagedObject.self
+            ? ManagedObject(info: info, objectID: id, registry: objects)
+            : objectType.init(ObjectCreation(entity: info, objectID: id, registry: objects))
         object.isInsertedFlag = true
         object.committed = [:]
         // Room for every property: setting them one by one doesn't grow the table each time.
-        // (`init(minimumCapacity:)` is specialized here; `reserveCapacity` runs unspecialized.)
-        object.changes = Dictionary(minimumCapacity: info.propertyList.count)
+        object.changes = info.emptyChanges
         register(object)
         markChanged(object)
         insertionOrder.append(id)

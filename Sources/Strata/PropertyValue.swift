@@ -209,6 +209,11 @@ final class EntityInfo: Sendable {
     let defaultedProperties: [PropertyInfo]
     /// The relationships' properties: the only ones whose values name objects.
     let relationshipProperties: [PropertyInfo]
+    /// An empty table of pending changes with room for every property: what an inserted
+    /// object starts with. Its first change copies the empty table (the object gets its own),
+    /// which costs less than making one: `Dictionary(minimumCapacity:)` runs in the standard
+    /// library unspecialized and looks the storage's generic type up on every call.
+    let emptyChanges: [String: PropertyValue]
 
     init(entity: EntityDescription, model: ManagedObjectModel) {
         self.entity = entity
@@ -252,6 +257,7 @@ final class EntityInfo: Sendable {
             (property, relationship.isOptional, relationship.minCount, relationship.isToMany ? relationship.maxCount : 1)
         }
         relationshipProperties = relationships.map(\.property)
+        emptyChanges = Dictionary(minimumCapacity: propertyList.count)
     }
 
     /// The properties' slots by name: ``slot(named:)`` compares a key with the one or two
