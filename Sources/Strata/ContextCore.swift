@@ -687,13 +687,14 @@ final class ContextCore {
     /// copied whole for every member, which made filling a large to-many quadratic.
     private func changeMembership(of owner: ManagedObject, _ property: PropertyInfo, _ member: ManagedObjectID, adding: Bool, register: Bool) {
         let recording = register && journal.isRegistering && !isApplyingUndo
-        if !property.isTransient, owner.changes[property.name] != nil,
+        // The pending value found once, and changed and read where it is (no more hashing).
+        if !property.isTransient, let index = owner.changes.index(forKey: property.name),
             !recording || journal.open.detachForInPlaceChange(owner.objectID, property.name)
         {
-            let changed = owner.changes[property.name]?.updateIDs { ids in
+            let changed = owner.changes.values[index].updateIDs { ids in
                 PropertyValue.changeMembership(&ids, member, adding: adding, ordered: property.isOrdered)
             }
-            if recording, let value = owner.changes[property.name] { journal.open.reattach(owner.objectID, property.name, value) }
+            if recording { journal.open.reattach(owner.objectID, property.name, owner.changes.values[index]) }
             guard changed == true else { return }
             noteUpdated(owner)
             settle(owner, property)
@@ -727,7 +728,7 @@ final class ContextCore {
 
     /// `object` no longer relates to `removed`: `removed`'s inverse drops it.
     private func dropInverse(of object: ManagedObject, from removed: ManagedObjectID, inverseName: String, register: Bool) {
-        guard let other = self.object(with: removed), let inverse = other.info.properties[inverseName] else { return }
+        guard let other = self.object(with: removed), let inverse = other.info.property(named: inverseName) else { return }
         if inverse.isToMany {
             changeMembership(of: other, inverse, object.objectID, adding: false, register: register)
             return
@@ -738,7 +739,7 @@ final class ContextCore {
 
     /// `object` now relates to `added` through `property`: `added`'s inverse names it.
     private func addInverse(of object: ManagedObject, _ property: PropertyInfo, to added: ManagedObjectID, inverseName: String, register: Bool) {
-        guard let other = self.object(with: added), let inverse = other.info.properties[inverseName] else { return }
+        guard let other = self.object(with: added), let inverse = other.info.property(named: inverseName) else { return }
         if inverse.isToMany {
             changeMembership(of: other, inverse, object.objectID, adding: true, register: register)
             return
@@ -748,7 +749,7 @@ final class ContextCore {
         // The partner may be of another entity (a parent, a sub-entity or a sibling of
         // `object`'s): its own description of the property says where its value is.
         if let previous = current.ids.first, previous != object.objectID, let partner = self.object(with: previous),
-            let partnerProperty = partner.info.properties[property.name]
+            let partnerProperty = partner.info.property(named: property.name)
         {
             if partnerProperty.isToMany {
                 changeMembership(of: partner, partnerProperty, other.objectID, adding: false, register: register)

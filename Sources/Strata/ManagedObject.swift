@@ -484,7 +484,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             return uncommonAttributeValue(value, type)
         case .toOne:
             if let object = value as? ManagedObject {
-                if let wrong = Self.misfit(object.entity.name, of: [object.entity], for: property) { return .invalid(wrong) }
+                if let wrong = Self.misfit(object.info, for: property) { return .invalid(wrong) }
                 return .toOne(object.objectID)
             }
             if let id = value as? ManagedObjectID {
@@ -525,6 +525,13 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             let wrong = entities.first(where: { !$0.isKindOf(entityNamed: destination) })
         else { return nil }
         return "a \(name ?? wrong.name) object where a \(destination) object was expected"
+    }
+
+    /// ``misfit(_:of:for:)`` for one object of `info`'s entity, asked of the entity's table
+    /// (``EntityInfo/isKind(ofEntityNamed:)``): no copy of its description, no array.
+    static func misfit(_ info: EntityInfo, for property: PropertyInfo) -> String? {
+        guard let destination = property.destination, !info.isKind(ofEntityNamed: destination) else { return nil }
+        return "a \(info.entity.name) object where a \(destination) object was expected"
     }
 
     /// Whether `value` is `NSNull`. Asks the value's type, not `value is NSNull`: that

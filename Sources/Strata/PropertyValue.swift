@@ -95,6 +95,12 @@ enum PropertyValue: Hashable, Sendable {
             }
             return true
         }
+        // Added after every member (IDs made in order, as a context's temporary IDs are):
+        // one comparison, not a binary search.
+        if adding, let last = ids.last, last < id {
+            ids.append(id)
+            return true
+        }
         let (index, found) = position(of: id, in: ids)
         if adding {
             guard !found else { return false }
@@ -281,6 +287,12 @@ final class EntityInfo: Sendable {
             index += 1
         }
         return nil
+    }
+
+    /// Whether the entity is the entity named `name` or one of its sub-entities
+    /// (`entity.isKindOf(entityNamed:)`, without copying the description).
+    func isKind(ofEntityNamed name: String) -> Bool {
+        classLookupNames.contains(name)
     }
 
     /// The property named `key` (what `properties[key]` gives, without hashing the key).
