@@ -688,17 +688,18 @@ final class ContextCore {
     private func changeMembership(of owner: ManagedObject, _ property: PropertyInfo, _ member: ManagedObjectID, adding: Bool, register: Bool) {
         let recording = register && journal.isRegistering && !isApplyingUndo
         // The pending value found once, and changed and read where it is (no more hashing).
-        if !property.isTransient, let index = owner.changes.index(forKey: property.name),
-            !recording || journal.open.detachForInPlaceChange(owner.objectID, property.name)
-        {
-            let changed = owner.changes.values[index].updateIDs { ids in
-                PropertyValue.changeMembership(&ids, member, adding: adding, ordered: property.isOrdered)
+        if !property.isTransient, let index = owner.changes.index(forKey: property.name) {
+            let inPlace = recording ? journal.open.detachForInPlaceChange(owner.objectID, property.name) : .unrecorded
+            if inPlace != .refused {
+                let changed = owner.changes.values[index].updateIDs { ids in
+                    PropertyValue.changeMembership(&ids, member, adding: adding, ordered: property.isOrdered)
+                }
+                if inPlace == .reattach { journal.open.reattach(owner.objectID, property.name, owner.changes.values[index]) }
+                guard changed == true else { return }
+                noteUpdated(owner)
+                settle(owner, property)
+                return
             }
-            if recording { journal.open.reattach(owner.objectID, property.name, owner.changes.values[index]) }
-            guard changed == true else { return }
-            noteUpdated(owner)
-            settle(owner, property)
-            return
         }
         let current = owner.currentValue(property)
         var ids = current.ids

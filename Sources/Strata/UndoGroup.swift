@@ -92,18 +92,33 @@ final class UndoGroup {
         }
     }
 
+    /// What the group needs around a change of a value in place
+    /// (``detachForInPlaceChange(_:_:)``).
+    enum InPlaceChange {
+        /// The value from before the group must be recorded first: no change in place.
+        case refused
+        /// Nothing to record: the object was inserted or deleted in the group.
+        case unrecorded
+        /// The value from before the group is kept; ``reattach(_:_:_:)`` records the result.
+        case reattach
+    }
+
     /// Before `key` of `id`'s value changes in place: whether the group needs nothing more
-    /// recorded first — the object was inserted or deleted in the group, or the value from
-    /// before the group is already kept. If so, the group's reference to the current value
-    /// is dropped, so the change doesn't copy it; ``reattach(_:_:_:)`` records the result.
-    func detachForInPlaceChange(_ id: ManagedObjectID, _ key: String) -> Bool {
-        guard let index = changes.index(forKey: id) else { return false }
+    /// recorded first — the object was inserted or deleted in the group (``InPlaceChange/unrecorded``),
+    /// or the value from before the group is already kept (``InPlaceChange/reattach``: the
+    /// group's reference to the current value is dropped, so the change doesn't copy it, and
+    /// ``reattach(_:_:_:)`` records the result). One lookup: an inserted object's in-place
+    /// changes (filling a new team's members) need no second one to reattach nothing.
+    func detachForInPlaceChange(_ id: ManagedObjectID, _ key: String) -> InPlaceChange {
+        guard let index = changes.index(forKey: id) else { return .refused }
         switch changes.values[index].kind {
-        case .inserted, .deleted: return true
+        case .inserted, .deleted:
+            mayHoldTemporaryIDs = true  // as the reattach it needs no more did
+            return .unrecorded
         case .updated:
-            guard changes.values[index].old[key] != nil else { return false }
+            guard changes.values[index].old[key] != nil else { return .refused }
             changes.values[index].new[key] = nil
-            return true
+            return .reattach
         }
     }
 
