@@ -609,7 +609,7 @@ final class ContextCore {
     /// object a new ``ManagedObject/valuesStamp``, which only costs a save a comparison).
     private func setInsertedAttribute(_ object: ManagedObject, _ property: PropertyInfo, _ value: PropertyValue, register: Bool) {
         let replaced = object.changes.updateValue(value, forKey: property.name)
-        let old = replaced ?? object.committedValue(property) ?? property.emptyValue
+        let old = replaced ?? object.committedValue(property) ?? .attribute(nil)
         guard PropertyValue.differ(old, value) else {
             // Nothing was pending: the key goes again.
             if replaced == nil { object.changes[property.name] = nil }

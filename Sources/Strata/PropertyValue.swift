@@ -14,6 +14,9 @@ enum PropertyValue: Hashable, Sendable {
     case invalid(String)
 
     static let none = PropertyValue.attribute(nil)
+    /// An unset to-one, made once: `.toOne` is boxed, so making one allocates (and its
+    /// going frees); the empty value of every to-one shares this box.
+    static let noObject = PropertyValue.toOne(nil)
 
     var isNil: Bool {
         // Matched without binding the payloads: binding one copied it (a retain and a release).
@@ -178,10 +181,11 @@ final class PropertyInfo: Sendable {
     var isToMany: Bool { if case .toMany = kind { true } else { false } }
     var isOrdered: Bool { if case .toMany(true) = kind { true } else { false } }
 
+    /// The value of the property when unset.
     var emptyValue: PropertyValue {
         switch kind {
         case .attribute: .attribute(nil)
-        case .toOne: .toOne(nil)
+        case .toOne: PropertyValue.noObject
         case .toMany: .toMany([])
         }
     }
