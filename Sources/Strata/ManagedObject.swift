@@ -280,14 +280,15 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             core?.recordProblem(.unknownKey(entity: entity.name, key: key))
             return
         }
+        // The usual case first: a value of the attribute's usual Swift type, which is never
+        // `NSNull` (one cast that succeeds; the `NSNull` check cost as much again), cast from
+        // the optional itself (unwrapping it first copied the value).
+        if case .attribute(let type) = property.kind, let common = Self.commonAttributeValue(value, type) {
+            core.set(self, property, .attribute(common), maintainInverse: true, register: true)
+            return
+        }
         guard let value else { return setNil(property, forKey: key, core: core) }
         if case .attribute(let type) = property.kind {
-            // The usual case first: a value of the attribute's usual Swift type, which is never
-            // `NSNull` (one cast that succeeds; the `NSNull` check cost as much again).
-            if let common = Self.commonAttributeValue(value, type) {
-                core.set(self, property, .attribute(common), maintainInverse: true, register: true)
-                return
-            }
             guard !Self.isNull(value) else { return setNil(property, forKey: key, core: core) }
             core.set(self, property, uncommonAttributeValue(value, type), maintainInverse: true, register: true)
             return
@@ -544,6 +545,20 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// `String` for a string, an `Int32` for an int32, …): one cast that succeeds, instead of
     /// the failing casts to `AttributeValue` first. Nil otherwise (the general path decides).
     static func commonAttributeValue(_ value: Any, _ type: AttributeType) -> AttributeValue? {
+        switch type {
+        case .string: (value as? String).map(AttributeValue.string)
+        case .int16: (value as? Int16).map(AttributeValue.int16)
+        case .int32: (value as? Int32).map(AttributeValue.int32)
+        case .int64: (value as? Int64).map(AttributeValue.int64)
+        case .double: (value as? Double).map(AttributeValue.double)
+        case .boolean: (value as? Bool).map(AttributeValue.boolean)
+        case .date: (value as? Date).map(AttributeValue.date)
+        default: nil
+        }
+    }
+
+    /// ``commonAttributeValue(_:_:)`` of an optional value (nil for nil).
+    static func commonAttributeValue(_ value: Any?, _ type: AttributeType) -> AttributeValue? {
         switch type {
         case .string: (value as? String).map(AttributeValue.string)
         case .int16: (value as? Int16).map(AttributeValue.int16)
