@@ -576,6 +576,9 @@ final class ContextCore {
             recordProblem(.invalidObject("\(object.objectID) was removed from its context; setting \(property.name) has no effect"))
             return
         }
+        if object.isInsertedFlag, case .attribute = property.kind, !property.isTransient {
+            return setInsertedAttribute(object, property, value, register: register)
+        }
         var value = value
         if case .toMany(let ids) = value {
             if !property.isOrdered {
@@ -589,17 +592,39 @@ final class ContextCore {
             }
         }
         let old = unsavedValue(object, property)
-        guard old != value else { return }
+        guard PropertyValue.differ(old, value) else { return }
         if maintainInverse, property.isRelationship, let inverseName = property.inverse {
             updateInverse(of: object, property, from: old, to: value, inverseName: inverseName, register: register)
         }
         setRaw(object, property, old: old, new: value, register: register)
     }
 
+    /// ``set(_:_:_:maintainInverse:register:)`` of a persistent attribute of an inserted
+    /// object (an app filling in a new object): what ``setRaw(_:_:old:new:register:)`` does,
+    /// with the name hashed once rather than twice — the value is stored first, and the one
+    /// it replaced (the pending change, else the committed or empty value, as
+    /// ``unsavedValue(_:_:)`` gives) decides whether anything changed. An attribute has no
+    /// inverse, and an inserted object nothing to settle (it stays retained until its insert
+    /// ends). A set that changes nothing leaves the values as they were (it may take the
+    /// object a new ``ManagedObject/valuesStamp``, which only costs a save a comparison).
+    private func setInsertedAttribute(_ object: ManagedObject, _ property: PropertyInfo, _ value: PropertyValue, register: Bool) {
+        let replaced = object.changes.updateValue(value, forKey: property.name)
+        let old = replaced ?? object.committedValue(property) ?? .attribute(nil)
+        guard PropertyValue.differ(old, value) else {
+            // Nothing was pending: the key goes again.
+            if replaced == nil { object.changes[property.name] = nil }
+            return
+        }
+        if register && journal.isRegistering && !isApplyingUndo {
+            journal.open.recordSet(object, property.name, old: old, new: value)
+        }
+        noteUpdated(object)
+    }
+
     /// Stores a value and records it for undo, without touching inverses.
     func setRaw(_ object: ManagedObject, _ property: PropertyInfo, old: PropertyValue, new: PropertyValue, register: Bool) {
         if register && journal.isRegistering && !isApplyingUndo {
-            journal.open.recordSet(object.objectID, property.name, old: old, new: new)
+            journal.open.recordSet(object, property.name, old: old, new: new)
         }
         noteUpdated(object)
         if property.isTransient {
@@ -679,15 +704,17 @@ final class ContextCore {
         of owner: ManagedObject, _ property: PropertyInfo, register: Bool, _ body: (inout [ManagedObjectID]) -> Bool
     ) {
         let recording = register && journal.isRegistering && !isApplyingUndo
-        if !property.isTransient, owner.changes[property.name] != nil,
-            !recording || journal.open.detachForInPlaceChange(owner.objectID, property.name)
-        {
-            let changed = owner.changes[property.name]?.updateIDs(body)
-            if recording, let value = owner.changes[property.name] { journal.open.reattach(owner.objectID, property.name, value) }
-            guard changed == true else { return }
-            noteUpdated(owner)
-            settle(owner, property)
-            return
+        // The pending value found once, and changed and read where it is (no more hashing).
+        if !property.isTransient, let index = owner.changes.index(forKey: property.name) {
+            let inPlace = recording ? journal.open.detachForInPlaceChange(owner.objectID, property.name) : .unrecorded
+            if inPlace != .refused {
+                let changed = owner.changes.values[index].updateIDs(body)
+                if inPlace == .reattach { journal.open.reattach(owner.objectID, property.name, owner.changes.values[index]) }
+                guard changed == true else { return }
+                noteUpdated(owner)
+                settle(owner, property)
+                return
+            }
         }
         let current = owner.currentValue(property)
         var ids = current.ids
@@ -717,7 +744,7 @@ final class ContextCore {
 
     /// `object` no longer relates to `removed`: `removed`'s inverse drops it.
     private func dropInverse(of object: ManagedObject, from removed: ManagedObjectID, inverseName: String, register: Bool) {
-        guard let other = self.object(with: removed), let inverse = other.info.properties[inverseName] else { return }
+        guard let other = self.object(with: removed), let inverse = other.info.property(named: inverseName) else { return }
         if inverse.isToMany {
             changeMembership(of: other, inverse, object.objectID, adding: false, register: register)
             return
@@ -732,7 +759,7 @@ final class ContextCore {
     /// inverse invariant `object` isn't in `added`'s inverse either: an ordered inverse gets
     /// it appended without a look through its list.
     private func addInverse(of object: ManagedObject, _ property: PropertyInfo, to added: ManagedObjectID, inverseName: String, register: Bool) {
-        guard let other = self.object(with: added), let inverse = other.info.properties[inverseName] else { return }
+        guard let other = self.object(with: added), let inverse = other.info.property(named: inverseName) else { return }
         if inverse.isToMany {
             changeMembership(of: other, inverse, object.objectID, adding: true, register: register, knownAbsent: true)
             return
@@ -742,7 +769,7 @@ final class ContextCore {
         // The partner may be of another entity (a parent, a sub-entity or a sibling of
         // `object`'s): its own description of the property says where its value is.
         if let previous = current.ids.first, previous != object.objectID, let partner = self.object(with: previous),
-            let partnerProperty = partner.info.properties[property.name]
+            let partnerProperty = partner.info.property(named: property.name)
         {
             if partnerProperty.isToMany {
                 changeMembership(of: partner, partnerProperty, other.objectID, adding: false, register: register)
@@ -910,17 +937,19 @@ final class ContextCore {
         }
         let id = temporaryIDs.next(entityName)
         let objectType = type ?? coordinator.objectClass(for: info)
-        let object = objectType.init(ObjectCreation(entity: info, objectID: id, registry: objects))
+        // A plain object without an ``ObjectCreation`` to take apart again, as `makeObject` does.
+        let object = objectType == ManagedObject.self
+            ? ManagedObject(info: info, objectID: id, registry: objects)
+            : objectType.init(ObjectCreation(entity: info, objectID: id, registry: objects))
         object.isInsertedFlag = true
         object.committed = [:]
         // Room for every property: setting them one by one doesn't grow the table each time.
-        // (`init(minimumCapacity:)` is specialized here; `reserveCapacity` runs unspecialized.)
-        object.changes = Dictionary(minimumCapacity: info.propertyList.count)
+        object.changes = info.emptyChanges
         register(object)
         markChanged(object)
         insertionOrder.append(id)
         noteInserted(id)
-        if journal.isRegistering && !isApplyingUndo { journal.open.recordInsert(id) }
+        if journal.isRegistering && !isApplyingUndo { journal.open.recordInsert(id, object: object) }
         for property in info.defaultedProperties {
             if let value = property.defaultValue { setRaw(object, property, old: property.emptyValue, new: .attribute(value), register: false) }
         }

@@ -280,17 +280,33 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             core?.recordProblem(.unknownKey(entity: entity.name, key: key))
             return
         }
-        guard let value, !Self.isNull(value) else {
-            if case .attribute(let type) = property.kind, !property.isOptional,
-                [.int16, .int32, .int64, .double, .float, .boolean, .decimal].contains(type)
-            {
-                setNilValueForKey(key)
-            } else {
-                core.set(self, property, property.emptyValue, maintainInverse: true, register: true)
-            }
+        // The usual case first: a value of the attribute's usual Swift type, which is never
+        // `NSNull` (one cast that succeeds; the `NSNull` check cost as much again), cast from
+        // the optional itself (unwrapping it first copied the value).
+        if case .attribute(let type) = property.kind, let common = Self.commonAttributeValue(value, type) {
+            core.set(self, property, .attribute(common), maintainInverse: true, register: true)
             return
         }
+        guard let value else { return setNil(property, forKey: key, core: core) }
+        if case .attribute(let type) = property.kind {
+            guard !Self.isNull(value) else { return setNil(property, forKey: key, core: core) }
+            core.set(self, property, uncommonAttributeValue(value, type), maintainInverse: true, register: true)
+            return
+        }
+        guard !Self.isNull(value) else { return setNil(property, forKey: key, core: core) }
         core.set(self, property, internalValue(of: value, for: property), maintainInverse: true, register: true)
+    }
+
+    /// What `setValue(nil, forKey: key)` (or `NSNull`) does: ``setNilValueForKey(_:)`` for a
+    /// required numeric or Boolean attribute, otherwise the property's empty value.
+    private func setNil(_ property: PropertyInfo, forKey key: String, core: ContextCore) {
+        if case .attribute(let type) = property.kind, !property.isOptional,
+            [.int16, .int32, .int64, .double, .float, .boolean, .decimal].contains(type)
+        {
+            setNilValueForKey(key)
+        } else {
+            core.set(self, property, property.emptyValue, maintainInverse: true, register: true)
+        }
     }
 
     /// Called when nil is set on a required scalar attribute; sets nil by default (and the
@@ -466,15 +482,10 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         switch property.kind {
         case .attribute(let type):
             if let common = Self.commonAttributeValue(value, type) { return .attribute(common) }
-            if let attribute = value as? AttributeValue { return attribute.matches(type) ? .attribute(attribute) : .invalid("\(attribute)") }
-            do {
-                return .attribute(try AttributeValue(any: value, for: type))
-            } catch {
-                return .invalid("\(value) (\(error))")
-            }
+            return uncommonAttributeValue(value, type)
         case .toOne:
             if let object = value as? ManagedObject {
-                if let wrong = Self.misfit(object.entity.name, of: [object.entity], for: property) { return .invalid(wrong) }
+                if let wrong = Self.misfit(object.info, for: property) { return .invalid(wrong) }
                 return .toOne(object.objectID)
             }
             if let id = value as? ManagedObjectID {
@@ -495,6 +506,17 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         }
     }
 
+    /// The value for an attribute of `type` when ``commonAttributeValue(_:_:)`` found none: an
+    /// ``AttributeValue`` itself, or a conversion; a value that fits neither is kept as invalid.
+    func uncommonAttributeValue(_ value: Any, _ type: AttributeType) -> PropertyValue {
+        if let attribute = value as? AttributeValue { return attribute.matches(type) ? .attribute(attribute) : .invalid("\(attribute)") }
+        do {
+            return .attribute(try AttributeValue(any: value, for: type))
+        } catch {
+            return .invalid("\(value) (\(error))")
+        }
+    }
+
     /// Why objects of `entities` can't be values of relationship `property` (one that isn't
     /// of its destination entity or a sub-entity of it), or nil when they can: such a value
     /// is kept as invalid and refused at save, and maintains no inverse (it would land in an
@@ -504,6 +526,13 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             let wrong = entities.first(where: { !$0.isKindOf(entityNamed: destination) })
         else { return nil }
         return "a \(name ?? wrong.name) object where a \(destination) object was expected"
+    }
+
+    /// ``misfit(_:of:for:)`` for one object of `info`'s entity, asked of the entity's table
+    /// (``EntityInfo/isKind(ofEntityNamed:)``): no copy of its description, no array.
+    static func misfit(_ info: EntityInfo, for property: PropertyInfo) -> String? {
+        guard let destination = property.destination, !info.isKind(ofEntityNamed: destination) else { return nil }
+        return "a \(info.entity.name) object where a \(destination) object was expected"
     }
 
     /// Whether `value` is `NSNull`. Asks the value's type, not `value is NSNull`: that
@@ -516,6 +545,20 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// `String` for a string, an `Int32` for an int32, …): one cast that succeeds, instead of
     /// the failing casts to `AttributeValue` first. Nil otherwise (the general path decides).
     static func commonAttributeValue(_ value: Any, _ type: AttributeType) -> AttributeValue? {
+        switch type {
+        case .string: (value as? String).map(AttributeValue.string)
+        case .int16: (value as? Int16).map(AttributeValue.int16)
+        case .int32: (value as? Int32).map(AttributeValue.int32)
+        case .int64: (value as? Int64).map(AttributeValue.int64)
+        case .double: (value as? Double).map(AttributeValue.double)
+        case .boolean: (value as? Bool).map(AttributeValue.boolean)
+        case .date: (value as? Date).map(AttributeValue.date)
+        default: nil
+        }
+    }
+
+    /// ``commonAttributeValue(_:_:)`` of an optional value (nil for nil).
+    static func commonAttributeValue(_ value: Any?, _ type: AttributeType) -> AttributeValue? {
         switch type {
         case .string: (value as? String).map(AttributeValue.string)
         case .int16: (value as? Int16).map(AttributeValue.int16)

@@ -66,7 +66,17 @@ public struct ManagedObjectID: Sendable, Hashable, Comparable, Codable, CustomSt
         case (.permanent, .temporary): return true
         case (.temporary, .permanent): return false
         case (.temporary(let a), .temporary(let b)):
-            return withUnsafeBytes(of: a.uuid) { x in withUnsafeBytes(of: b.uuid) { y in x.lexicographicallyPrecedes(y) } }
+            // The bytes in order, as two big-endian words: what comparing them one by one gives.
+            let (x, y) = (Self.words(a), Self.words(b))
+            return x.high != y.high ? x.high < y.high : x.low < y.low
+        }
+    }
+
+    /// A UUID's 16 bytes as two big-endian words (the first eight bytes, then the last).
+    @inline(__always)
+    private static func words(_ id: UUID) -> (high: UInt64, low: UInt64) {
+        withUnsafeBytes(of: id.uuid) { raw in
+            (raw.loadUnaligned(as: UInt64.self).bigEndian, raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self).bigEndian)
         }
     }
 

@@ -14,14 +14,24 @@ enum PropertyValue: Hashable, Sendable {
     case invalid(String)
 
     static let none = PropertyValue.attribute(nil)
+    /// An unset to-one, made once: `.toOne` is boxed, so making one allocates (and its
+    /// going frees); the empty value of every to-one shares this box.
+    static let noObject = PropertyValue.toOne(nil)
 
     var isNil: Bool {
+        // Matched without binding the payloads: binding one copied it (a retain and a release).
         switch self {
-        case .attribute(let v): v == nil
-        case .toOne(let id): id == nil
+        case .attribute(.none), .toOne(.none): true
+        case .attribute(.some), .toOne(.some), .invalid: false
         case .toMany(let ids): ids.isEmpty
-        case .invalid: false
         }
+    }
+
+    /// Whether `a` and `b` differ (`a != b`), telling a set value from an unset one — the
+    /// usual case of a set on a new object — without the full comparison.
+    @inline(__always)
+    static func differ(_ a: PropertyValue, _ b: PropertyValue) -> Bool {
+        a.isNil != b.isNil || a != b
     }
 
     /// Whether the value names any object (a set to-one, a non-empty to-many).
@@ -92,6 +102,12 @@ enum PropertyValue: Hashable, Sendable {
                 guard let index = ids.firstIndex(of: id) else { return false }
                 ids.remove(at: index)
             }
+            return true
+        }
+        // Added after every member (IDs made in order, as a context's temporary IDs are):
+        // one comparison, not a binary search.
+        if adding, let last = ids.last, last < id {
+            ids.append(id)
             return true
         }
         let (index, found) = position(of: id, in: ids)
@@ -171,10 +187,11 @@ final class PropertyInfo: Sendable {
     var isToMany: Bool { if case .toMany = kind { true } else { false } }
     var isOrdered: Bool { if case .toMany(true) = kind { true } else { false } }
 
+    /// The value of the property when unset.
     var emptyValue: PropertyValue {
         switch kind {
         case .attribute: .attribute(nil)
-        case .toOne: .toOne(nil)
+        case .toOne: PropertyValue.noObject
         case .toMany: .toMany([])
         }
     }
@@ -208,6 +225,11 @@ final class EntityInfo: Sendable {
     let defaultedProperties: [PropertyInfo]
     /// The relationships' properties: the only ones whose values name objects.
     let relationshipProperties: [PropertyInfo]
+    /// An empty table of pending changes with room for every property: what an inserted
+    /// object starts with. Its first change copies the empty table (the object gets its own),
+    /// which costs less than making one: `Dictionary(minimumCapacity:)` runs in the standard
+    /// library unspecialized and looks the storage's generic type up on every call.
+    let emptyChanges: [String: PropertyValue]
 
     init(entity: EntityDescription, model: ManagedObjectModel) {
         self.entity = entity
@@ -251,6 +273,7 @@ final class EntityInfo: Sendable {
             (property, relationship.isOptional, relationship.minCount, relationship.isToMany ? relationship.maxCount : 1)
         }
         relationshipProperties = relationships.map(\.property)
+        emptyChanges = Dictionary(minimumCapacity: propertyList.count)
     }
 
     /// The properties' slots by name: ``slot(named:)`` compares a key with the one or two
@@ -274,6 +297,12 @@ final class EntityInfo: Sendable {
             index += 1
         }
         return nil
+    }
+
+    /// Whether the entity is the entity named `name` or one of its sub-entities
+    /// (`entity.isKindOf(entityNamed:)`, without copying the description).
+    func isKind(ofEntityNamed name: String) -> Bool {
+        classLookupNames.contains(name)
     }
 
     /// The property named `key` (what `properties[key]` gives, without hashing the key).

@@ -39,9 +39,12 @@ final class UndoGroup {
     /// Objects in the order they were first changed in the group.
     @exclusivity(unchecked) var order: [ManagedObjectID] = []
     @exclusivity(unchecked) var changes: [ManagedObjectID: ObjectChange] = [:] { didSet { lastInserted = nil } }
-    /// The object the last ``recordInsert(_:)`` recorded, while nothing else has changed
-    /// ``changes`` since: sets on it (an app filling in a new object) need no lookup.
-    @exclusivity(unchecked) private var lastInserted: ManagedObjectID?
+    /// The object the last ``recordInsert(_:object:)`` recorded, while nothing else has
+    /// changed ``changes`` since: sets on it (an app filling in a new object) need no lookup,
+    /// and it is told by identity, not by comparing IDs. Held strongly, so no other object
+    /// can take its address while it is named here (the context retains an inserted object
+    /// anyway, and a group that closes changes ``changes``, which lets it go).
+    @exclusivity(unchecked) private var lastInserted: ManagedObject?
     /// The transaction and event group this group was saved as; nil while unsaved.
     var saved: (sequence: UInt64, group: Int)?
     /// Read back from the log (persisted undo): it holds only recorded sides, so applying
@@ -63,15 +66,18 @@ final class UndoGroup {
 
     var isEmpty: Bool { changes.isEmpty }
 
-    func recordInsert(_ id: ManagedObjectID) {
+    /// Records the insert of `id`; `object`, when given, is the object inserted (see ``lastInserted``).
+    func recordInsert(_ id: ManagedObjectID, object: ManagedObject? = nil) {
         mayHoldTemporaryIDs = true
         if changes.updateValue(ObjectChange(kind: .inserted), forKey: id) == nil { appendToOrder(id) }
-        lastInserted = id
+        lastInserted = object
     }
 
-    func recordSet(_ id: ManagedObjectID, _ key: String, old: PropertyValue, new: PropertyValue) {
+    /// Records that `object`'s `key` changed from `old` to `new`.
+    func recordSet(_ object: ManagedObject, _ key: String, old: PropertyValue, new: PropertyValue) {
         mayHoldTemporaryIDs = true
-        if id == lastInserted { return }  // inserted in the group: its values are captured at close
+        if object === lastInserted { return }  // inserted in the group: its values are captured at close
+        let id = object.objectID
         if let index = changes.index(forKey: id) {
             switch changes.values[index].kind {
             case .inserted, .deleted: return  // captured at close / irrelevant after delete
@@ -86,18 +92,33 @@ final class UndoGroup {
         }
     }
 
+    /// What the group needs around a change of a value in place
+    /// (``detachForInPlaceChange(_:_:)``).
+    enum InPlaceChange {
+        /// The value from before the group must be recorded first: no change in place.
+        case refused
+        /// Nothing to record: the object was inserted or deleted in the group.
+        case unrecorded
+        /// The value from before the group is kept; ``reattach(_:_:_:)`` records the result.
+        case reattach
+    }
+
     /// Before `key` of `id`'s value changes in place: whether the group needs nothing more
-    /// recorded first — the object was inserted or deleted in the group, or the value from
-    /// before the group is already kept. If so, the group's reference to the current value
-    /// is dropped, so the change doesn't copy it; ``reattach(_:_:_:)`` records the result.
-    func detachForInPlaceChange(_ id: ManagedObjectID, _ key: String) -> Bool {
-        guard let index = changes.index(forKey: id) else { return false }
+    /// recorded first — the object was inserted or deleted in the group (``InPlaceChange/unrecorded``),
+    /// or the value from before the group is already kept (``InPlaceChange/reattach``: the
+    /// group's reference to the current value is dropped, so the change doesn't copy it, and
+    /// ``reattach(_:_:_:)`` records the result). One lookup: an inserted object's in-place
+    /// changes (filling a new team's members) need no second one to reattach nothing.
+    func detachForInPlaceChange(_ id: ManagedObjectID, _ key: String) -> InPlaceChange {
+        guard let index = changes.index(forKey: id) else { return .refused }
         switch changes.values[index].kind {
-        case .inserted, .deleted: return true
+        case .inserted, .deleted:
+            mayHoldTemporaryIDs = true  // as the reattach it needs no more did
+            return .unrecorded
         case .updated:
-            guard changes.values[index].old[key] != nil else { return false }
+            guard changes.values[index].old[key] != nil else { return .refused }
             changes.values[index].new[key] = nil
-            return true
+            return .reattach
         }
     }
 
