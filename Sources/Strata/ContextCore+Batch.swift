@@ -158,7 +158,11 @@ extension ContextCore {
                         let targets = try reader.related(id, property.name)
                         if !targets.isEmpty { denied.append((id, property.name, targets)) }
                     case .nullify:
-                        guard let inverse = property.inverse else { continue }
+                        // Only a recorded inverse holds a reference to drop (sub-entities
+                        // inherit the inverse, recorded alike): a derived one needs no read.
+                        guard let inverse = property.inverse, let destination = property.destination,
+                            entities[destination]?.properties[inverse]?.isRecorded == true
+                        else { continue }
                         for target in try reader.related(id, property.name) {
                             guard let recorded = entities[target.entity]?.properties[inverse], recorded.isRecorded else { continue }
                             nullified[target, default: [:]][inverse, default: []].append(id)
@@ -257,12 +261,43 @@ extension ContextCore {
         return request
     }
 
-    /// The stored objects `request` selects now, in its order.
+    /// The stored objects `request` selects now, in its order. Without a sort, offset, limit
+    /// or filter closure, when every object of the entities matches or an index answers the
+    /// whole predicate, only IDs are read (no record decoded); otherwise the fetch runs.
     private func batchMatches(_ request: FetchRequest, store: PersistentStore) throws -> [StoredObjectID] {
         let planner = try self.planner(for: request)
         return try store.log.read { (reader: borrowing LogReader) throws -> [StoredObjectID] in
             let plan = try planner.plan(reader)
             let execution = FetchExecution(core: self, request: request, plan: plan, storeUUID: store.identifier)
+            let plain = request.memoryFilter == nil && request.sortDescriptors.isEmpty && request.fetchOffset == 0 && request.fetchLimit == 0
+            let everything = request.predicate == nil || request.predicate?.node == .constant(true)
+            if plain && plan.kind == .fullScan && everything {
+                var ids: [StoredObjectID] = []
+                for (name, _) in execution.entities {
+                    try reader.forEachObjectID(of: name, includingSubentities: false) { id in
+                        ids.append(id)
+                        return .next
+                    }
+                }
+                return ids
+            }
+            if plain, case .indexScan(let scan) = plan.kind, plan.countsFromIndex {
+                // In store order, as the fetch gives them: by entity (in the fetch's order), then key.
+                var position: [String: Int] = [:]
+                for (index, entry) in execution.entities.enumerated() { position[entry.name] = index }
+                var ids: [StoredObjectID] = []
+                for range in scan.ranges {
+                    try reader.scanIndex(entity: plan.entityName, attribute: scan.attribute, range: range) { id in
+                        if position[id.entity] != nil { ids.append(id) }
+                        return .next
+                    }
+                }
+                ids.sort { a, b in
+                    let x = position[a.entity] ?? 0, y = position[b.entity] ?? 0
+                    return x != y ? x < y : a.primaryKey < b.primaryKey
+                }
+                return ids
+            }
             let (matches, order) = try execution.run(reader)
             return order.compactMap { matches[$0].id.storedID }
         }

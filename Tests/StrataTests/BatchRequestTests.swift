@@ -3,7 +3,7 @@ import Strata
 import StrataTestSupport
 import Testing
 
-/// The batch requests' model: `Customer` (unique `email`, a defaulted `age`, a transient
+/// The batch requests' model: `Customer` (unique `email`, a defaulted, indexed `age`, a transient
 /// `nickname`) in a `Team` (nullify both ways), with many-to-many `tags`, cascading `orders`
 /// whose `refunds` deny; an `Owner` whose `pets` rule is no action; a `Playlist` whose
 /// ordered `songs` is the recorded side.
@@ -14,7 +14,7 @@ enum BatchModels {
                 Entity("Customer") {
                     Attribute("email", .string)
                     Attribute("name", .string)
-                    Attribute("age", .int32, default: 18).required()
+                    Attribute("age", .int32, default: 18).required().indexed()
                     Attribute("score", .double)
                     Attribute("nickname", .string).transient()
                     Relationship("team", to: "Team", inverse: "members")
@@ -291,6 +291,39 @@ struct BatchRequestTests {
         let reopened = try openCoordinator(dir, model: try BatchModels.shop)
         #expect(try await storedNames(reopened).keys.sorted() == ["c3@example.com", "c4@example.com"])
         #expect(try log(reopened).verify().isClean)
+    }
+
+    @Test("batch delete selects as a fetch does: an index-answered predicate, a filtered one, sort descriptors with a limit, sub-entities")
+    func deleteSelectsAsFetch() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try BatchModels.shop)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            _ = try context.execute(BatchInsertRequest(entityName: "Customer", objects: Self.customers(10)))
+            func delete(_ fetch: FetchRequest) throws -> BatchDeleteRequest {
+                var request = BatchDeleteRequest(fetchRequest: fetch)
+                request.resultType = .objectIDs
+                return request
+            }
+            func names(_ result: BatchResult) -> [String] { result.objectIDs?.map { $0.uriRepresentation().lastPathComponent } ?? [] }
+            // age is indexed: the index answers this predicate whole.
+            let byIndex = try FetchRequest(entityName: "Customer", format: "age >= 29")
+            let plan = try context.explain(byIndex).description
+            #expect(plan.contains("index scan"))
+            let indexed = try context.execute(try delete(byIndex))
+            #expect(names(indexed) == ["p9", "p10"])
+            // name isn't: each record is judged.
+            let judged = try context.execute(try delete(try FetchRequest(entityName: "Customer", format: "name IN {'C2', 'C5'} AND age < 100")))
+            #expect(names(judged) == ["p2", "p5"])
+            var oldest = FetchRequest(entityName: "Customer", sortDescriptors: [FetchSortDescriptor(key: "age", ascending: false)])
+            oldest.fetchLimit = 2
+            let sorted = try context.execute(try delete(oldest))
+            #expect(names(sorted) == ["p8", "p7"])
+            var exact = FetchRequest(entityName: "Customer")
+            exact.includesSubentities = false
+            let rest = try context.execute(try delete(exact))
+            #expect(names(rest) == ["p1", "p3", "p4", "p6"])
+        }
+        #expect(try log(coordinator).verify().isClean)
     }
 
     @Test("batch delete by object IDs: missing ones skipped, temporary IDs and other entities refused")
