@@ -22,13 +22,24 @@ extension ContextCore {
         for property in info.defaultedProperties where !property.isTransient {
             if case .attribute = property.kind, let value = property.defaultValue { defaults[property.name] = .attribute(value) }
         }
+        // Temporary IDs only need to be distinct within the draft: one random UUID with the
+        // object's number in its last eight bytes, not a fresh random UUID (a system call) each.
+        let base = UUID().uuid
+        func temporaryID(_ number: Int) -> UUID {
+            var bytes = base
+            withUnsafeMutableBytes(of: &bytes) { raw in
+                for index in 0..<8 { raw[8 + index] = UInt8(truncatingIfNeeded: UInt64(number) >> (56 - 8 * UInt64(index))) }
+            }
+            return UUID(uuid: bytes)
+        }
         func add(_ object: [String: any Sendable]) throws {
             let number = inserted.count + 1
             var values = defaults
+            values.reserveCapacity(defaults.count + object.count)
             for (key, value) in object {
                 values[key] = try batchAttributeValue(value, key, of: info, what: "batch insert into \(info.entity.name), object \(number)")
             }
-            inserted.append(draft.insert(info.entity.name, values: values))
+            inserted.append(draft.insert(info.entity.name, id: temporaryID(number), values: values))
         }
         if let objects = request.objectsToInsert {
             for object in objects { try add(object) }
@@ -42,12 +53,20 @@ extension ContextCore {
         guard !inserted.isEmpty else { return BatchResult(type: request.resultType, ids: [], sequence: nil) }
         let result = try batchCommit("batch insert into \(info.entity.name)") { try store.log.commit(draft) }
         guard let result else { return BatchResult(type: request.resultType, ids: [], sequence: nil) }
-        let ids = try inserted.map { object -> ManagedObjectID in
-            guard let stored = result.permanentID(for: object) else {
-                throw ContextError.store("batch insert into \(info.entity.name): the commit gave \(object) no permanent ID")
+        // The event's inserts are the draft's, in order (spec 0004 §6.3): their IDs are the
+        // permanent ones, read without a lookup per object.
+        var stored: [StoredObjectID] = []
+        stored.reserveCapacity(inserted.count)
+        for change in result.event.changes { if case .insert(let id, _) = change { stored.append(id) } }
+        if stored.count != inserted.count {
+            stored = try inserted.map { object in
+                guard let id = result.permanentID(for: object) else {
+                    throw ContextError.store("batch insert into \(info.entity.name): the commit gave \(object) no permanent ID")
+                }
+                return id
             }
-            return .permanent(stored, store: store.identifier)
         }
+        let ids = stored.map { ManagedObjectID.permanent($0, store: store.identifier) }
         return BatchResult(type: request.resultType, ids: ids, sequence: result.sequence)
     }
 
@@ -235,6 +254,9 @@ extension ContextCore {
         guard !property.isTransient else {
             throw ContextError.invalidArgument("\(what): \(key) is transient; batch requests write stored attributes only")
         }
+        // The attribute's usual Swift type first: one cast that succeeds (the general
+        // conversion and the optional check below cost several per value).
+        if let common = ManagedObject.commonAttributeValue(value, type) { return .attribute(common) }
         guard let unwrapped = Self.batchUnwrapped(value) else { return .null }
         do {
             return .attribute(try AttributeValue(any: unwrapped, for: type))
