@@ -214,8 +214,8 @@ extension ManagedObjectContext {
     /// already the new ones. Contexts are not changed; nothing is registered for undo.
     ///
     /// - Throws: ``ContextError/unknownEntity(_:)``, ``ContextError/invalidFetchRequest(part:reason:)``
-    ///   for a predicate that can't run, ``ContextError/invalidArgument(_:)`` for a key that
-    ///   isn't a stored attribute or a value that doesn't convert,
+    ///   for a predicate that can't run, ``ContextError/invalidArgument(_:)`` for no values, a
+    ///   key that isn't a stored attribute or a value that doesn't convert,
     ///   ``ContextError/storeRefused(_:)`` for a uniqueness violation. Nothing is written then.
     public func execute(_ request: BatchUpdateRequest) throws -> BatchResult { try core.executeBatchUpdate(request) }
 

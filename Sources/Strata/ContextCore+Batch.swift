@@ -75,6 +75,9 @@ extension ContextCore {
     func executeBatchUpdate(_ request: BatchUpdateRequest) throws -> BatchResult {
         let info = try batchEntity(request.entityName, "batch update")
         let what = "batch update of \(info.entity.name)"
+        guard !request.propertiesToUpdate.isEmpty else {
+            throw ContextError.invalidArgument("\(what): propertiesToUpdate is empty; name at least one attribute and its new value")
+        }
         var values: [String: DraftValue] = [:]
         for (key, value) in request.propertiesToUpdate {
             values[key] = try batchAttributeValue(value, key, of: info, what: what)
@@ -87,7 +90,7 @@ extension ContextCore {
         let result = try batchCommit(what) {
             try store.log.commit(preparedBy: {
                 matched = try self.batchMatches(selection, store: store)
-                guard !matched.isEmpty, !values.isEmpty else { return nil }
+                guard !matched.isEmpty else { return nil }
                 var draft = TransactionDraft(author: self.transactionAuthor, contextName: self.name, kind: .import)
                 for id in matched { draft.update(.stored(id), values: values) }
                 return draft

@@ -235,7 +235,7 @@ struct BatchRequestTests {
         #expect(try log(reopened).verify().isClean)
     }
 
-    @Test("batch update matching nothing writes nothing; one making a unique value clash is refused whole")
+    @Test("batch update matching nothing writes nothing; one without values, or making a unique value clash, is refused whole")
     func updateNothingAndClash() async throws {
         let dir = try TemporaryDirectory()
         let coordinator = try openCoordinator(dir, model: try BatchModels.shop)
@@ -250,6 +250,14 @@ struct BatchRequestTests {
             #expect(result.count == 0 && result.sequence == nil)
         }
         let before = try head(coordinator)
+        await #expect {
+            try await context.perform { (context: isolated ManagedObjectContext) throws in
+                _ = try context.execute(BatchUpdateRequest(entityName: "Customer"))
+            }
+        } throws: { error in
+            guard case ContextError.invalidArgument(let detail) = error else { return false }
+            return detail.contains("propertiesToUpdate is empty")
+        }
         await #expect {
             try await context.perform { (context: isolated ManagedObjectContext) throws in
                 var clash = BatchUpdateRequest(entityName: "Customer")
