@@ -10,7 +10,7 @@ extension ContextCore {
     // MARK: - Insert
 
     func executeBatchInsert(_ request: BatchInsertRequest) throws -> BatchResult {
-        let info = try batchEntity(request.entityName, "batch insert")
+        let info = try batchEntity(request.entityName)
         guard !info.isAbstract else {
             throw ContextError.invalidArgument("batch insert into \(info.entity.name): the entity is abstract; insert into one of its sub-entities")
         }
@@ -73,7 +73,7 @@ extension ContextCore {
     // MARK: - Update
 
     func executeBatchUpdate(_ request: BatchUpdateRequest) throws -> BatchResult {
-        let info = try batchEntity(request.entityName, "batch update")
+        let info = try batchEntity(request.entityName)
         let what = "batch update of \(info.entity.name)"
         guard !request.propertiesToUpdate.isEmpty else {
             throw ContextError.invalidArgument("\(what): propertiesToUpdate is empty; name at least one attribute and its new value")
@@ -109,13 +109,13 @@ extension ContextCore {
         var given: [StoredObjectID] = []
         switch request.target {
         case .fetchRequest(let fetch):
-            let info = try batchEntity(fetch.entityName, "batch delete")
+            let info = try batchEntity(fetch.entityName)
             what = "batch delete of \(info.entity.name)"
             selection = try batchSelection(fetch)
         case .objectIDs(let ids):
             selection = nil
             guard let first = ids.first else { return BatchResult(type: request.resultType, ids: [], sequence: nil) }
-            let info = try batchEntity(first.entityName, "batch delete")
+            let info = try batchEntity(first.entityName)
             let family = Set(model.selfAndSubentityNames(of: info.entity.name))
             what = "batch delete of \(info.entity.name)"
             var seen: Set<StoredObjectID> = []
@@ -240,7 +240,7 @@ extension ContextCore {
     // MARK: - Shared steps
 
     /// The entity `name`'s properties, or ``ContextError/unknownEntity(_:)``.
-    private func batchEntity(_ name: String, _ what: String) throws -> EntityInfo {
+    private func batchEntity(_ name: String) throws -> EntityInfo {
         guard let info = entities[name] else { throw ContextError.unknownEntity(name) }
         return info
     }
