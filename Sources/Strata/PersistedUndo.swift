@@ -106,7 +106,8 @@ final class PersistedUndoReader {
 
     /// Reads one transaction's operations, last first.
     private func read(_ event: TransactionEvent) {
-        if case .reservation = event.kind { return }
+        // Reservations change no objects; imports (batch requests) are never undoable.
+        if !event.kind.isUndoable { return }
         // A transaction whose groups carry no origin (written before origins existed) and
         // whose kind is undo or redo is one operation on the group its kind names.
         let hasOrigins = event.groups.contains { $0.origin != nil }
@@ -158,7 +159,7 @@ final class PersistedUndoReader {
             guard let event = saved[ref.sequence], event.author == author, event.contextName == name,
                 event.groups.indices.contains(ref.group)
             else { return nil }
-            if case .reservation = event.kind { return nil }
+            if !event.kind.isUndoable { return nil }
             let group = event.groups[ref.group]
             let hasOrigins = event.groups.contains { $0.origin != nil }
             if !hasOrigins, event.kind.isUndoOrRedo { return nil }
@@ -169,6 +170,15 @@ final class PersistedUndoReader {
 }
 
 extension TransactionKind {
+    /// Whether a context's undo stack can hold this transaction's groups: not a reservation
+    /// (no groups) nor an import (a batch request, which Core Data never registers for undo).
+    fileprivate var isUndoable: Bool {
+        switch self {
+        case .reservation, .import: false
+        default: true
+        }
+    }
+
     /// Whether this is an `undo(of:)` or `redo(of:)` transaction.
     fileprivate var isUndoOrRedo: Bool {
         switch self {

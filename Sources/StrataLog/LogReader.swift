@@ -255,6 +255,15 @@ public struct LogReader: ~Copyable {
         }
     }
 
+    /// Calls `body` with the ID of each object of `entity` (and its sub-entities unless told
+    /// not to), in primary-key order per entity, until it answers `.stop`, without decoding
+    /// the objects' values.
+    public func forEachObjectID(
+        of entity: String, includingSubentities: Bool = true, _ body: (StoredObjectID) throws -> IterationDecision
+    ) throws {
+        try forEachRecord(of: entity, includingSubentities: includingSubentities) { _, id, _, _ in try body(id) }
+    }
+
     /// Calls `body` with the values by property code of each object of `entity` (and its
     /// sub-entities unless told not to), in primary-key order per entity, until it answers
     /// `.stop`: ``forEachObject(of:includingSubentities:_:)`` without a dictionary per object.

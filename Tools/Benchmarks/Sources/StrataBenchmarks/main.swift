@@ -5,7 +5,7 @@ import Foundation
 //
 //     swift run -c release StrataBenchmarks [filter…]
 //
-// Filters (any substring): commit, small, scan, compaction, open, context, fetch, merge, history
+// Filters (any substring): commit, small, scan, compaction, open, context, fetch, merge, batch, history
 // (or one of history-feed, history-consumers, history-queries). Sizes and repetitions
 // come from the environment (see README.md).
 
@@ -57,6 +57,7 @@ do {
         try runFetchBenchmarks(objects: fetchObjects, largeObjects: fetchLargeObjects, lookups: fetchLookups, repetitions: repetitions)
     }
     if wanted("merge") { try runMergeBenchmarks(saves: mergeSaves) }
+    if wanted("batch") { try runBatchBenchmarks(objects: objects, repetitions: repetitions) }
     // Opt-in (not part of a full run): the context layer's scaling probe.
     if arguments.contains("scale") {
         let sizes = (environmentString("STRATA_BENCH_SCALE_SIZES") ?? "1000,2000,4000").split(separator: ",").compactMap { Int($0) }

@@ -1,0 +1,276 @@
+import Foundation
+public import StrataPredicate
+
+// Batch requests (spec 0006 §20): changes made in the store directly, without managed
+// objects — Core Data's `NSBatchInsertRequest`, `NSBatchUpdateRequest` and
+// `NSBatchDeleteRequest`, run with `ManagedObjectContext.execute(_:)`.
+
+/// What a batch request returns (Core Data's `NSBatchInsertRequestResultType`,
+/// `NSBatchUpdateRequestResultType` and `NSBatchDeleteRequestResultType`).
+public enum BatchResultType: Sendable, Hashable {
+    /// Whether the request succeeded (`statusOnly`); the default.
+    case statusOnly
+    /// How many objects the request inserted, updated or deleted (`count`).
+    case count
+    /// The permanent IDs of the objects the request inserted, updated or deleted (`objectIDs`).
+    case objectIDs
+}
+
+/// What a batch request did (Core Data's `NSBatchInsertResult`, `NSBatchUpdateResult` and
+/// `NSBatchDeleteResult`), typed by the request's ``BatchResultType``.
+///
+/// The changes are in the store, not in any context: merge them into the contexts that hold
+/// affected objects with ``ManagedObjectContext/mergeChanges(fromRemoteContextSave:into:)``,
+/// or let automatically merging contexts pick up the transaction (``sequence``).
+///
+/// ```swift
+/// var request = BatchDeleteRequest(fetchRequest: try FetchRequest(entityName: "Run", format: "date < %@", cutoff))
+/// request.resultType = .objectIDs
+/// let result = try context.execute(request)
+/// ManagedObjectContext.mergeChanges(
+///     fromRemoteContextSave: [ManagedObjectContext.NotificationKey.deletedObjects.rawValue: result.objectIDs ?? []],
+///     into: [viewContext])
+/// ```
+public struct BatchResult: Sendable, Hashable {
+    /// The value the request's ``BatchResultType`` asked for (Core Data's `result`).
+    public enum Value: Sendable, Hashable {
+        /// ``BatchResultType/statusOnly``: true, the request succeeded (a failure throws).
+        case status(Bool)
+        /// ``BatchResultType/count``: how many objects were inserted, updated or deleted.
+        case count(Int)
+        /// ``BatchResultType/objectIDs``: their permanent IDs, in the order they were written.
+        case objectIDs([ManagedObjectID])
+    }
+
+    /// What the request's result type asked for.
+    public let result: Value
+    /// The sequence of the transaction the request committed (kind `import`); nil when it
+    /// changed nothing (no objects to insert, none matched), and then nothing was written.
+    public let sequence: UInt64?
+
+    /// The count, for a ``BatchResultType/count`` request; nil otherwise.
+    public var count: Int? {
+        if case .count(let count) = result { return count }
+        return nil
+    }
+
+    /// The object IDs, for a ``BatchResultType/objectIDs`` request; nil otherwise.
+    public var objectIDs: [ManagedObjectID]? {
+        if case .objectIDs(let ids) = result { return ids }
+        return nil
+    }
+
+    init(type: BatchResultType, ids: [ManagedObjectID], sequence: UInt64?) {
+        switch type {
+        case .statusOnly: result = .status(true)
+        case .count: result = .count(ids.count)
+        case .objectIDs: result = .objectIDs(ids)
+        }
+        self.sequence = sequence
+    }
+}
+
+/// Inserts objects from dictionaries of attribute values straight into the store, in one
+/// transaction, without managed objects (Core Data's `NSBatchInsertRequest`).
+///
+/// Each dictionary maps attribute names to values of the types `setValue(_:forKey:)`
+/// accepts (`NSNull` or a nil optional for nil); attributes a dictionary leaves out get the
+/// model's default value. Relationships can't be set (as in Core Data) and the model's
+/// validation rules are not run; uniqueness constraints are enforced by the store, and a
+/// violation refuses the whole request.
+///
+/// ```swift
+/// let rows: [[String: any Sendable]] = [["name": "Ada", "age": 36], ["name": "Grace", "age": 45]]
+/// var request = BatchInsertRequest(entityName: "Person", objects: rows)
+/// request.resultType = .objectIDs
+/// let ids = try context.execute(request).objectIDs
+/// ```
+public struct BatchInsertRequest {
+    /// The entity of the inserted objects (concrete, not abstract).
+    public var entityName: String
+    /// The objects to insert, as attribute values by name (`objectsToInsert`).
+    public var objectsToInsert: [[String: any Sendable]]?
+    /// Called for one object after another until it returns true (`dictionaryHandler`):
+    /// fill the dictionary and return false to insert it, or return true to stop (the
+    /// dictionary of that call is not inserted). Used when ``objectsToInsert`` is nil.
+    public var dictionaryHandler: ((inout [String: any Sendable]) throws -> Bool)?
+    /// What the result holds (default ``BatchResultType/statusOnly``).
+    public var resultType: BatchResultType = .statusOnly
+
+    /// A request inserting `objects` into `entityName`.
+    public init(entityName: String, objects: [[String: any Sendable]]) {
+        self.entityName = entityName
+        objectsToInsert = objects
+    }
+
+    /// A request inserting the objects `dictionaryHandler` gives, one call per object, until
+    /// it returns true.
+    ///
+    /// ```swift
+    /// var next = 0
+    /// let request = BatchInsertRequest(entityName: "Reading") { values in
+    ///     guard next < samples.count else { return true }
+    ///     values = ["value": samples[next]]
+    ///     next += 1
+    ///     return false
+    /// }
+    /// ```
+    public init(entityName: String, dictionaryHandler: @escaping (inout [String: any Sendable]) throws -> Bool) {
+        self.entityName = entityName
+        self.dictionaryHandler = dictionaryHandler
+    }
+}
+
+/// Sets attributes of every object a predicate matches, straight in the store, in one
+/// transaction, without managed objects (Core Data's `NSBatchUpdateRequest`).
+///
+/// The new values are constants (Core Data also takes expressions of other attributes,
+/// which Strata doesn't). The model's validation rules are not run; uniqueness constraints
+/// are enforced by the store, and a violation refuses the whole request.
+///
+/// ```swift
+/// var request = BatchUpdateRequest(entityName: "Task")
+/// request.predicate = try FormatPredicate(format: "dueDate < %@", Date())
+/// request.propertiesToUpdate = ["overdue": true]
+/// request.resultType = .count
+/// let count = try context.execute(request).count
+/// ```
+public struct BatchUpdateRequest: Sendable {
+    /// The entity whose objects are updated.
+    public var entityName: String
+    /// Which objects are updated; nil for every object of the entity.
+    public var predicate: FormatPredicate?
+    /// Include objects of sub-entities (default true).
+    public var includesSubentities = true
+    /// The new values by attribute name (`propertiesToUpdate`); `NSNull()` sets nil.
+    public var propertiesToUpdate: [String: any Sendable] = [:]
+    /// What the result holds (default ``BatchResultType/statusOnly``).
+    public var resultType: BatchResultType = .statusOnly
+
+    /// A request updating objects of `entityName`.
+    public init(entityName: String) {
+        self.entityName = entityName
+    }
+}
+
+/// Deletes every object a fetch request selects, or the objects given by ID, straight in the
+/// store, in one transaction, without managed objects (Core Data's `NSBatchDeleteRequest`).
+///
+/// The relationships' delete rules are applied in the store: cascade deletes the
+/// destinations too (in the same transaction), nullify removes the deleted objects from the
+/// destinations' recorded inverse relationships, and deny refuses the request while a
+/// destination that isn't deleted with it remains. The store never keeps a reference to a
+/// deleted object: a reference left behind (a no-action rule, a relationship without an
+/// inverse) refuses the request and nothing is written.
+///
+/// ```swift
+/// let request = BatchDeleteRequest(fetchRequest: try FetchRequest(entityName: "Session", format: "expires < %@", Date()))
+/// try context.execute(request)
+/// ```
+public struct BatchDeleteRequest: Sendable {
+    /// Which objects a request deletes.
+    public enum Target: Sendable {
+        /// The objects the fetch request selects, in the store as saved (its predicate,
+        /// sub-entities, sort descriptors, offset and limit apply).
+        case fetchRequest(FetchRequest)
+        /// These objects (permanent IDs of one store); those already deleted are skipped.
+        case objectIDs([ManagedObjectID])
+    }
+
+    /// Which objects are deleted.
+    public var target: Target
+    /// What the result holds (default ``BatchResultType/statusOnly``).
+    public var resultType: BatchResultType = .statusOnly
+
+    /// A request deleting what `fetchRequest` selects (`init(fetchRequest:)`).
+    public init(fetchRequest: FetchRequest) {
+        target = .fetchRequest(fetchRequest)
+    }
+
+    /// A request deleting the objects `objectIDs` name (`init(objectIDs:)`); they must be of
+    /// one entity (or its sub-entities), as in Core Data.
+    public init(objectIDs: [ManagedObjectID]) {
+        target = .objectIDs(objectIDs)
+    }
+}
+
+// MARK: - Running them
+
+extension ManagedObjectContext {
+    /// Inserts the request's objects into the store as one transaction of kind `import`
+    /// (`execute(_:)` with an `NSBatchInsertRequest`), and returns what its result type asks
+    /// for. No managed objects are made, no context (this one included) changes, and nothing
+    /// is registered for undo.
+    ///
+    /// - Throws: ``ContextError/unknownEntity(_:)``; ``ContextError/invalidArgument(_:)`` for
+    ///   an abstract entity, or naming the object and key of a value that isn't an attribute's
+    ///   or can't be converted; ``ContextError/storeRefused(_:)`` when the store refuses the
+    ///   transaction (a uniqueness violation). Nothing is written then.
+    public func execute(_ request: BatchInsertRequest) throws -> BatchResult { try core.executeBatchInsert(request) }
+
+    /// Sets the request's values on every object it matches, in the store, as one
+    /// transaction of kind `import` (`execute(_:)` with an `NSBatchUpdateRequest`). The
+    /// result counts (or names) every matched object, including one whose values were
+    /// already the new ones. Contexts are not changed; nothing is registered for undo.
+    ///
+    /// - Throws: ``ContextError/unknownEntity(_:)``, ``ContextError/invalidFetchRequest(part:reason:)``
+    ///   for a predicate that can't run, ``ContextError/invalidArgument(_:)`` for no values, a
+    ///   key that isn't a stored attribute or a value that doesn't convert,
+    ///   ``ContextError/storeRefused(_:)`` for a uniqueness violation. Nothing is written then.
+    public func execute(_ request: BatchUpdateRequest) throws -> BatchResult { try core.executeBatchUpdate(request) }
+
+    /// Deletes the request's objects from the store as one transaction of kind `import`,
+    /// applying delete rules there (`execute(_:)` with an `NSBatchDeleteRequest`). The result
+    /// counts (or names) every deleted object, those a cascade deleted included. Contexts are
+    /// not changed; nothing is registered for undo.
+    ///
+    /// - Throws: ``ContextError/unknownEntity(_:)``, ``ContextError/invalidFetchRequest(part:reason:)``,
+    ///   ``ContextError/invalidArgument(_:)`` for IDs that are temporary, of another store or
+    ///   of another entity; ``ContextError/storeRefused(_:)`` when a deny rule holds or a
+    ///   reference to a deleted object would be left. Nothing is written then.
+    public func execute(_ request: BatchDeleteRequest) throws -> BatchResult { try core.executeBatchDelete(request) }
+
+    /// Merges changes made elsewhere — a batch request's results, another coordinator's or
+    /// process's save — into `contexts` (Core Data's `mergeChanges(fromRemoteContextSave:into:)`).
+    ///
+    /// `changes` holds, under the raw values of ``NotificationKey/insertedObjects``,
+    /// ``NotificationKey/updatedObjects`` and ``NotificationKey/deletedObjects`` (Core Data's
+    /// `NSInsertedObjectsKey`, … have the same), arrays or sets of ``ManagedObjectID``s or
+    /// their URIs (`URL`); other keys, and URIs that name nothing in a context's store, are
+    /// ignored. In each context, as for ``mergeChanges(fromContextDidSave:)-(ContextDidSave)``:
+    /// registered objects deleted leave it, registered objects updated are re-read keeping
+    /// unsaved changes, and did-merge and objects-did-change are posted.
+    ///
+    /// Each context merges on its own queue; the call returns when all have (it waits as
+    /// ``performAndWait(_:)`` does, so don't call it from a context's queue while that context
+    /// waits on another of `contexts`).
+    public nonisolated static func mergeChanges(fromRemoteContextSave changes: [AnyHashable: Any], into contexts: [ManagedObjectContext]) {
+        typealias Key = NotificationKey
+        for context in contexts {
+            let coordinator = context.persistentStoreCoordinator
+            func ids(_ key: Key) -> Set<ManagedObjectID> {
+                var found: Set<ManagedObjectID> = []
+                let elements: [Any]
+                switch changes[key.rawValue] {
+                case let array as [Any]: elements = array
+                case let set as Set<ManagedObjectID>: elements = Array(set)
+                case let set as Set<URL>: elements = Array(set)
+                default: elements = []
+                }
+                for element in elements {
+                    if let id = element as? ManagedObjectID {
+                        found.insert(id)
+                    } else if let uri = element as? URL, let id = coordinator.managedObjectID(forURIRepresentation: uri) {
+                        found.insert(id)
+                    }
+                }
+                return found
+            }
+            let inserted = ids(.insertedObjects), updated = ids(.updatedObjects), deleted = ids(.deletedObjects)
+            guard !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty else { continue }
+            context.performAndWait { context in
+                context.core.mergeRemoteChanges(inserted: inserted, updated: updated, deleted: deleted)
+            }
+        }
+    }
+}

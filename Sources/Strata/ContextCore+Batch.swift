@@ -1,0 +1,349 @@
+import Foundation
+import StrataLog
+import StrataModel
+import StrataPredicate
+
+// Batch requests (spec 0006 §20): one `import` transaction each, built from the store's
+// state inside the commit's write transaction, never from managed objects.
+
+extension ContextCore {
+    // MARK: - Insert
+
+    func executeBatchInsert(_ request: BatchInsertRequest) throws -> BatchResult {
+        let info = try batchEntity(request.entityName)
+        guard !info.isAbstract else {
+            throw ContextError.invalidArgument("batch insert into \(info.entity.name): the entity is abstract; insert into one of its sub-entities")
+        }
+        let store = try self.store()
+        var draft = TransactionDraft(author: transactionAuthor, contextName: name, kind: .import)
+        var inserted: [DraftObjectID] = []
+        // Every stored attribute with a default value gets it unless the object gives one.
+        var defaults: [String: DraftValue] = [:]
+        for property in info.defaultedProperties where !property.isTransient {
+            if case .attribute = property.kind, let value = property.defaultValue { defaults[property.name] = .attribute(value) }
+        }
+        // Temporary IDs only need to be distinct within the draft: one random UUID with the
+        // object's number in its last eight bytes, not a fresh random UUID (a system call) each.
+        let base = UUID().uuid
+        func temporaryID(_ number: Int) -> UUID {
+            var bytes = base
+            withUnsafeMutableBytes(of: &bytes) { raw in
+                for index in 0..<8 { raw[8 + index] = UInt8(truncatingIfNeeded: UInt64(number) >> (56 - 8 * UInt64(index))) }
+            }
+            return UUID(uuid: bytes)
+        }
+        func add(_ object: [String: any Sendable]) throws {
+            let number = inserted.count + 1
+            var values = defaults
+            values.reserveCapacity(defaults.count + object.count)
+            for (key, value) in object {
+                values[key] = try batchAttributeValue(value, key, of: info, what: "batch insert into \(info.entity.name), object \(number)")
+            }
+            inserted.append(draft.insert(info.entity.name, id: temporaryID(number), values: values))
+        }
+        if let objects = request.objectsToInsert {
+            for object in objects { try add(object) }
+        } else if let handler = request.dictionaryHandler {
+            while true {
+                var object: [String: any Sendable] = [:]
+                if try handler(&object) { break }
+                try add(object)
+            }
+        }
+        guard !inserted.isEmpty else { return BatchResult(type: request.resultType, ids: [], sequence: nil) }
+        let result = try batchCommit("batch insert into \(info.entity.name)") { try store.log.commit(draft) }
+        guard let result else { return BatchResult(type: request.resultType, ids: [], sequence: nil) }
+        // The event's inserts are the draft's, in order (spec 0004 §6.3): their IDs are the
+        // permanent ones, read without a lookup per object.
+        var stored: [StoredObjectID] = []
+        stored.reserveCapacity(inserted.count)
+        for change in result.event.changes { if case .insert(let id, _) = change { stored.append(id) } }
+        if stored.count != inserted.count {
+            stored = try inserted.map { object in
+                guard let id = result.permanentID(for: object) else {
+                    throw ContextError.store("batch insert into \(info.entity.name): the commit gave \(object) no permanent ID")
+                }
+                return id
+            }
+        }
+        let ids = stored.map { ManagedObjectID.permanent($0, store: store.identifier) }
+        return BatchResult(type: request.resultType, ids: ids, sequence: result.sequence)
+    }
+
+    // MARK: - Update
+
+    func executeBatchUpdate(_ request: BatchUpdateRequest) throws -> BatchResult {
+        let info = try batchEntity(request.entityName)
+        let what = "batch update of \(info.entity.name)"
+        guard !request.propertiesToUpdate.isEmpty else {
+            throw ContextError.invalidArgument("\(what): propertiesToUpdate is empty; name at least one attribute and its new value")
+        }
+        var values: [String: DraftValue] = [:]
+        for (key, value) in request.propertiesToUpdate {
+            values[key] = try batchAttributeValue(value, key, of: info, what: what)
+        }
+        var fetch = FetchRequest(entityName: request.entityName, predicate: request.predicate)
+        fetch.includesSubentities = request.includesSubentities
+        let selection = try batchSelection(fetch)
+        let store = try self.store()
+        var matched: [StoredObjectID] = []
+        let result = try batchCommit(what) {
+            try store.log.commit(preparedBy: {
+                matched = try self.batchMatches(selection, store: store)
+                guard !matched.isEmpty else { return nil }
+                var draft = TransactionDraft(author: self.transactionAuthor, contextName: self.name, kind: .import)
+                for id in matched { draft.update(.stored(id), values: values) }
+                return draft
+            })
+        }
+        let ids = matched.map { ManagedObjectID.permanent($0, store: store.identifier) }
+        return BatchResult(type: request.resultType, ids: ids, sequence: result?.sequence)
+    }
+
+    // MARK: - Delete
+
+    func executeBatchDelete(_ request: BatchDeleteRequest) throws -> BatchResult {
+        let store = try self.store()
+        let what: String
+        let selection: FetchRequest?
+        var given: [StoredObjectID] = []
+        switch request.target {
+        case .fetchRequest(let fetch):
+            let info = try batchEntity(fetch.entityName)
+            what = "batch delete of \(info.entity.name)"
+            selection = try batchSelection(fetch)
+        case .objectIDs(let ids):
+            selection = nil
+            guard let first = ids.first else { return BatchResult(type: request.resultType, ids: [], sequence: nil) }
+            let info = try batchEntity(first.entityName)
+            let family = Set(model.selfAndSubentityNames(of: info.entity.name))
+            what = "batch delete of \(info.entity.name)"
+            var seen: Set<StoredObjectID> = []
+            for id in ids {
+                guard case .permanent(let storeUUID, _) = id.storage, storeUUID == store.identifier, let stored = id.storedID else {
+                    throw ContextError.invalidArgument(
+                        "\(what): \(id) is \(id.isTemporaryID ? "a temporary ID (an unsaved object)" : "an object of another store"); batch requests change saved objects of this store")
+                }
+                guard family.contains(id.entityName) else {
+                    throw ContextError.invalidArgument(
+                        "\(what): \(id) is of entity \(id.entityName), not \(info.entity.name) or one of its sub-entities; a batch delete by IDs takes one entity, as Core Data's")
+                }
+                if seen.insert(stored).inserted { given.append(stored) }
+            }
+        }
+        var deleted: [StoredObjectID] = []
+        let result = try batchCommit(what) {
+            try store.log.commit(preparedBy: {
+                let roots = try selection.map { try self.batchMatches($0, store: store) } ?? given
+                let (draft, all) = try self.batchDeletion(of: roots, what: what, store: store)
+                deleted = all
+                return draft
+            })
+        }
+        let ids = deleted.map { ManagedObjectID.permanent($0, store: store.identifier) }
+        return BatchResult(type: request.resultType, ids: ids, sequence: result?.sequence)
+    }
+
+    /// The transaction deleting `roots` (those that exist) with the delete rules applied, in
+    /// the store as it stands, and every object it deletes (roots first, then cascades, in
+    /// the order reached); nil when nothing is deleted.
+    ///
+    /// Cascade adds the destinations; deny refuses while a destination not deleted too
+    /// remains; nullify removes each deleted object from a destination's inverse when the
+    /// destination's side is the recorded one (a derived side follows by itself); no action
+    /// does nothing, so a reference it leaves makes the log refuse the commit.
+    private func batchDeletion(of roots: [StoredObjectID], what: String, store: PersistentStore) throws
+        -> (TransactionDraft?, [StoredObjectID])
+    {
+        try store.log.read { reader in
+            var order: [StoredObjectID] = []
+            var deleting: Set<StoredObjectID> = []
+            for id in roots {
+                guard try reader.contains(id), deleting.insert(id).inserted else { continue }
+                order.append(id)
+            }
+            var denied: [(source: StoredObjectID, property: String, targets: [StoredObjectID])] = []
+            /// Per destination and inverse property: the deleted objects to remove from it.
+            var nullified: [StoredObjectID: [String: [StoredObjectID]]] = [:]
+            var next = 0
+            while next < order.count {
+                let id = order[next]
+                next += 1
+                guard let info = entities[id.entity] else { throw ContextError.unknownEntity(id.entity) }
+                for property in info.relationshipProperties where !property.isTransient {
+                    switch property.deleteRule {
+                    case .cascade:
+                        for target in try reader.related(id, property.name) where deleting.insert(target).inserted {
+                            order.append(target)
+                        }
+                    case .deny:
+                        let targets = try reader.related(id, property.name)
+                        if !targets.isEmpty { denied.append((id, property.name, targets)) }
+                    case .nullify:
+                        // Only a recorded inverse holds a reference to drop (sub-entities
+                        // inherit the inverse, recorded alike): a derived one needs no read.
+                        guard let inverse = property.inverse, let destination = property.destination,
+                            entities[destination]?.properties[inverse]?.isRecorded == true
+                        else { continue }
+                        for target in try reader.related(id, property.name) {
+                            guard let recorded = entities[target.entity]?.properties[inverse], recorded.isRecorded else { continue }
+                            nullified[target, default: [:]][inverse, default: []].append(id)
+                        }
+                    case .noAction:
+                        continue
+                    }
+                }
+            }
+            for (source, property, targets) in denied {
+                let remaining = targets.filter { !deleting.contains($0) }
+                guard !remaining.isEmpty else { continue }
+                throw ContextError.storeRefused(
+                    "\(what): \(source).\(property) still holds \(remaining.count) object(s) (\(remaining.map(\.description).joined(separator: ", "))) that the request doesn't delete, and its delete rule is deny; nothing was deleted")
+            }
+            guard !order.isEmpty else { return (nil, []) }
+            var draft = TransactionDraft(author: transactionAuthor, contextName: name, kind: .import)
+            // Inverses first, then the deletes: undoing the event in reverse restores the
+            // objects before the references to them.
+            for target in nullified.keys.sorted() where !deleting.contains(target) {
+                guard let info = entities[target.entity], let byProperty = nullified[target] else { continue }
+                for inverse in byProperty.keys.sorted() {
+                    guard let property = info.properties[inverse], let removed = byProperty[inverse] else { continue }
+                    switch property.kind {
+                    case .toOne:
+                        draft.update(.stored(target), values: [inverse: .null])
+                    case .toMany(ordered: false):
+                        draft.changeMembers(of: .stored(target), inverse, removing: removed.map { .stored($0) })
+                    case .toMany(ordered: true):
+                        let gone = Set(removed)
+                        let kept = try reader.related(target, inverse).filter { !gone.contains($0) }
+                        draft.update(.stored(target), values: [inverse: .references(kept.map { .stored($0) })])
+                    case .attribute:
+                        continue
+                    }
+                }
+            }
+            for id in order { draft.delete(.stored(id)) }
+            return (draft, order)
+        }
+    }
+
+    // MARK: - Merging another save's IDs
+
+    /// `mergeChanges(fromRemoteContextSave:into:)` for this context: registered objects
+    /// deleted leave it, updated ones are re-read keeping unsaved changes.
+    func mergeRemoteChanges(inserted: Set<ManagedObjectID>, updated: Set<ManagedObjectID>, deleted: Set<ManagedObjectID>) {
+        var summary = ChangeSummary(inserted: inserted, updated: updated, deleted: deleted)
+        summary.normalize()
+        merge(summary, through: nil)
+    }
+
+    // MARK: - Shared steps
+
+    /// The entity `name`'s properties, or ``ContextError/unknownEntity(_:)``.
+    private func batchEntity(_ name: String) throws -> EntityInfo {
+        guard let info = entities[name] else { throw ContextError.unknownEntity(name) }
+        return info
+    }
+
+    /// The draft value of `value` for the stored attribute `key` of `info`.
+    private func batchAttributeValue(_ value: any Sendable, _ key: String, of info: EntityInfo, what: String) throws -> DraftValue {
+        guard let property = info.properties[key] else {
+            throw ContextError.invalidArgument("\(what): entity \(info.entity.name) has no property \"\(key)\"")
+        }
+        guard case .attribute(let type) = property.kind else {
+            throw ContextError.invalidArgument(
+                "\(what): \(key) is a relationship; batch requests set attributes only, as Core Data's do (save relationships through a context)")
+        }
+        guard !property.isTransient else {
+            throw ContextError.invalidArgument("\(what): \(key) is transient; batch requests write stored attributes only")
+        }
+        // The attribute's usual Swift type first: one cast that succeeds (the general
+        // conversion and the optional check below cost several per value).
+        if let common = ManagedObject.commonAttributeValue(value, type) { return .attribute(common) }
+        guard let unwrapped = Self.batchUnwrapped(value) else { return .null }
+        do {
+            return .attribute(try AttributeValue(any: unwrapped, for: type))
+        } catch {
+            throw ContextError.invalidArgument("\(what): \(key): \(error.description)")
+        }
+    }
+
+    /// `value` without optional wrapping; nil for `NSNull` or a nil optional.
+    private static func batchUnwrapped(_ value: Any) -> Any? {
+        if value is NSNull { return nil }
+        let mirror = Mirror(reflecting: value)
+        guard mirror.displayStyle == .optional else { return value }
+        guard let wrapped = mirror.children.first?.value else { return nil }
+        return batchUnwrapped(wrapped)
+    }
+
+    /// `fetch` prepared and checked as a fetch is, reading the store as saved.
+    private func batchSelection(_ fetch: FetchRequest) throws -> FetchRequest {
+        var request = try prepared(fetch)
+        request.includesPendingChanges = false
+        request.resultType = .managedObjectID
+        try validate(request)
+        return request
+    }
+
+    /// The stored objects `request` selects now, in its order. Without a sort, offset, limit
+    /// or filter closure, when every object of the entities matches or an index answers the
+    /// whole predicate, only IDs are read (no record decoded); otherwise the fetch runs.
+    private func batchMatches(_ request: FetchRequest, store: PersistentStore) throws -> [StoredObjectID] {
+        let planner = try self.planner(for: request)
+        return try store.log.read { (reader: borrowing LogReader) throws -> [StoredObjectID] in
+            let plan = try planner.plan(reader)
+            let execution = FetchExecution(core: self, request: request, plan: plan, storeUUID: store.identifier)
+            let plain = request.memoryFilter == nil && request.sortDescriptors.isEmpty && request.fetchOffset == 0 && request.fetchLimit == 0
+            let everything = request.predicate == nil || request.predicate?.node == .constant(true)
+            if plain && plan.kind == .fullScan && everything {
+                var ids: [StoredObjectID] = []
+                for (name, _) in execution.entities {
+                    try reader.forEachObjectID(of: name, includingSubentities: false) { id in
+                        ids.append(id)
+                        return .next
+                    }
+                }
+                return ids
+            }
+            if plain, case .indexScan(let scan) = plan.kind, plan.countsFromIndex {
+                // In store order, as the fetch gives them: by entity (in the fetch's order), then key.
+                var position: [String: Int] = [:]
+                for (index, entry) in execution.entities.enumerated() { position[entry.name] = index }
+                var ids: [StoredObjectID] = []
+                for range in scan.ranges {
+                    try reader.scanIndex(entity: plan.entityName, attribute: scan.attribute, range: range) { id in
+                        if position[id.entity] != nil { ids.append(id) }
+                        return .next
+                    }
+                }
+                ids.sort { a, b in
+                    let x = position[a.entity] ?? 0, y = position[b.entity] ?? 0
+                    return x != y ? x < y : a.primaryKey < b.primaryKey
+                }
+                return ids
+            }
+            let (matches, order) = try execution.run(reader)
+            return order.compactMap { matches[$0].id.storedID }
+        }
+    }
+
+    /// Runs `commit`, turning the log's refusals into context errors naming the request, and
+    /// tells automatically merging contexts (this one too: its objects didn't change) about
+    /// the new transaction.
+    private func batchCommit(_ what: String, _ commit: () throws -> CommitResult?) throws -> CommitResult? {
+        let result: CommitResult?
+        do {
+            result = try commit()
+        } catch let error as LogError {
+            switch error {
+            case .uniquenessViolation, .missingReference, .objectExists, .objectNotFound, .typeMismatch:
+                throw ContextError.storeRefused("\(what) was refused and nothing was written: \(error.description)")
+            default:
+                throw ContextError.store("\(what) failed and nothing was written: \(error.description)")
+            }
+        }
+        if let result { coordinator.mergeHub.didCommit(through: result.sequence, source: nil) }
+        return result
+    }
+}
