@@ -254,6 +254,7 @@ extension ContextCore {
                 return
             }
             var idMap: [ManagedObjectID: ManagedObjectID] = [:]
+            idMap.reserveCapacity(result.permanentIDs.count)
             for (draftID, storedID) in result.permanentIDs {
                 guard case .temporary(let entity, let uuid) = draftID else { continue }
                 idMap[ManagedObjectID(entityName: entity, storage: .temporary(uuid))] = .permanent(storedID, store: store.identifier)
@@ -291,7 +292,7 @@ extension ContextCore {
             case .redo(let sequence, let group): .redo(of: sequence, group: group)
             }
             draft.beginGroup(actionName: effect.changes.actionName, origin: origin)
-            for operation in operations { draft.append(operation) }
+            draft.append(contentsOf: operations)
             groupIndex[index] = eventGroups
             eventGroups += 1
         }
@@ -299,7 +300,7 @@ extension ContextCore {
         let reconciliation = self.reconciliation(covered: covered)
         if !reconciliation.isEmpty {
             draft.beginGroup(actionName: nil)
-            for operation in reconciliation { draft.append(operation) }
+            draft.append(contentsOf: reconciliation)
         }
         return (draft, groupIndex)
     }
