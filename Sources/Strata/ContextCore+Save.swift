@@ -29,6 +29,10 @@ extension ContextCore {
         guard object.isInsertedFlag && object.fastCommitted == nil && object.storedCommitted?.isEmpty ?? true else {
             return try validateRules(object) { unsavedValue(object, $0) }
         }
+        // A plain object's values that plainly pass (each attribute present, of its type, with
+        // no rule; each relationship's count allowed) need no more: checked in one walk over
+        // the changes. Anything else takes the full path, which reports the failures.
+        if info.checksOnlyPersistent, type(of: object) == ManagedObject.self, passesTrivially(object, info) { return }
         // An inserted object's persistent values are its changes: taken by slot in one walk
         // over them, into a buffer on the stack, rather than hashing each property's name.
         try withUnsafeTemporaryAllocation(of: PropertyValue?.self, capacity: info.orderedNames.count) { slots in
@@ -42,6 +46,41 @@ extension ContextCore {
                 property.isTransient ? unsavedValue(object, property) : slots[property.slot] ?? property.emptyValue
             }
         }
+    }
+
+    /// Whether an inserted object's changes (all its persistent values) pass every model rule
+    /// without a rule to evaluate: every checked attribute holds a value of its type and has no
+    /// rule besides being required, every relationship's count is allowed. False whenever that
+    /// isn't plain (a missing attribute, any rule, an invalid value), not only on a failure.
+    func passesTrivially(_ object: ManagedObject, _ info: EntityInfo) -> Bool {
+        var attributes = 0
+        var required = 0
+        for (key, value) in object.changes {
+            guard let slot = info.slot(named: key) else { continue }
+            let check = info.checkBySlot[slot]
+            if check >= 0 {
+                guard !info.attributeChecks[check].hasRules, case .attribute(let typed?) = value,
+                    typed.matches(info.attributeChecks[check].type)
+                else { return false }
+                attributes += 1
+            } else if check != Int.min {
+                let index = -1 - check
+                let count: Int
+                switch value {
+                case .toOne(let id): count = id == nil ? 0 : 1
+                case .toMany(let ids): count = ids.count
+                case .attribute, .invalid: return false
+                }
+                let relationship = info.relationshipChecks[index]
+                if count == 0 {
+                    guard relationship.isOptional else { return false }
+                } else {
+                    guard count >= (relationship.minimum ?? 0), count <= (relationship.maximum ?? .max) else { return false }
+                    if !relationship.isOptional { required += 1 }
+                }
+            }
+        }
+        return attributes == info.attributeChecks.count && required == info.requiredRelationshipCount
     }
 
     /// ``validateRules(_:)`` with each property's unsaved value from `current`.
@@ -215,6 +254,7 @@ extension ContextCore {
                 return
             }
             var idMap: [ManagedObjectID: ManagedObjectID] = [:]
+            idMap.reserveCapacity(result.permanentIDs.count)
             for (draftID, storedID) in result.permanentIDs {
                 guard case .temporary(let entity, let uuid) = draftID else { continue }
                 idMap[ManagedObjectID(entityName: entity, storage: .temporary(uuid))] = .permanent(storedID, store: store.identifier)
@@ -252,7 +292,7 @@ extension ContextCore {
             case .redo(let sequence, let group): .redo(of: sequence, group: group)
             }
             draft.beginGroup(actionName: effect.changes.actionName, origin: origin)
-            for operation in operations { draft.append(operation) }
+            draft.append(contentsOf: operations)
             groupIndex[index] = eventGroups
             eventGroups += 1
         }
@@ -260,7 +300,7 @@ extension ContextCore {
         let reconciliation = self.reconciliation(covered: covered)
         if !reconciliation.isEmpty {
             draft.beginGroup(actionName: nil)
-            for operation in reconciliation { draft.append(operation) }
+            draft.append(contentsOf: reconciliation)
         }
         return (draft, groupIndex)
     }

@@ -274,7 +274,23 @@ final class EntityInfo: Sendable {
         }
         relationshipProperties = relationships.map(\.property)
         emptyChanges = Dictionary(minimumCapacity: propertyList.count)
+        var checkBySlot = [Int](repeating: Int.min, count: propertyList.count)
+        for (index, check) in attributeChecks.enumerated() { checkBySlot[check.property.slot] = index }
+        for (index, check) in relationshipChecks.enumerated() { checkBySlot[check.property.slot] = -1 - index }
+        self.checkBySlot = checkBySlot
+        requiredRelationshipCount = relationshipChecks.count { !$0.isOptional }
+        checksOnlyPersistent = !attributeChecks.contains { $0.property.isTransient }
+            && !relationshipChecks.contains { $0.property.isTransient }
     }
+
+    /// For each slot, where its property's check is: `i` ≥ 0 in ``attributeChecks``,
+    /// `-1 - i` in ``relationshipChecks``; `Int.min` for none. Lets a save check an inserted
+    /// object's values in one walk over its changes (``ContextCore/passesTrivially(_:_:)``).
+    let checkBySlot: [Int]
+    /// How many of ``relationshipChecks`` are not optional (an empty value fails them).
+    let requiredRelationshipCount: Int
+    /// Whether no checked property is transient (a transient's value isn't in the changes).
+    let checksOnlyPersistent: Bool
 
     /// The properties' slots by name: ``slot(named:)`` compares a key with the one or two
     /// names of its length instead of hashing it, and retains no property.

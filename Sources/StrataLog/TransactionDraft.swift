@@ -149,6 +149,16 @@ public struct TransactionDraft: Sendable {
     public mutating func append(_ operation: Operation) {
         groups[groups.count - 1].operations.append(operation)
     }
+
+    /// Appends `operations` to the current undo group: into an empty group the array itself
+    /// goes, no operation copied.
+    public mutating func append(contentsOf operations: [Operation]) {
+        if groups[groups.count - 1].operations.isEmpty {
+            groups[groups.count - 1].operations = operations
+        } else {
+            groups[groups.count - 1].operations.append(contentsOf: operations)
+        }
+    }
 }
 
 /// What a commit did.
