@@ -93,6 +93,26 @@ extension ContextCore {
         }
     }
 
+    /// The IDs of the objects `request` selects, in fetch order — what ``fetchObjects(_:)``
+    /// gives, mapped to IDs — without making a managed object or keeping a row for a stored
+    /// object (only a relationship key path or an in-memory filter makes one, as a fetch
+    /// does): each match holds its ID and sort keys, so a large fetch costs tens of bytes a
+    /// result, not a row and an object. A whole entity in store order reads only the keys.
+    func fetchIDs(_ request: FetchRequest) throws -> [ManagedObjectID] {
+        try validate(request)
+        if let parent = context?.parent { return try fetchThroughParent(request, parent: parent).map(\.objectID) }
+        let planner = try self.planner(for: request)
+        let store = try self.store()
+        return try store.log.read { (reader: borrowing LogReader) throws -> [ManagedObjectID] in
+            let plan = try planner.plan(reader)
+            let execution = FetchExecution(core: self, request: request, plan: plan, storeUUID: store.identifier)
+            execution.keepsRows = false
+            if execution.isPlain, try execution.pendingMatches(reader).isEmpty { return try execution.plainIDs(reader) }
+            let (matches, order) = try execution.run(reader)
+            return order.map { matches[$0].id }
+        }
+    }
+
     /// The number of objects `request` selects (offset and limit applied), counted without
     /// creating managed objects: the store's own count for a whole entity, index entries
     /// when the index answers the predicate exactly, otherwise rows judged one by one —
@@ -136,6 +156,9 @@ final class FetchExecution {
     @exclusivity(unchecked) var sortKeys: [SortKey] = []
     /// The properties of each record layout read so far (``StoredFields/layout``), by code.
     @exclusivity(unchecked) var layouts: [RowLayout] = []
+    /// Whether a match keeps the stored row it was judged by, for the object made from it
+    /// (false for a fetch of IDs: the row is dropped once judged and its sort keys read).
+    var keepsRows = true
 
     /// The properties of one record layout (``StoredFields/layout``) of an entity, by code,
     /// and their slots in the entity's rows (-1: none).
@@ -399,7 +422,8 @@ final class FetchExecution {
         let keys = recordSortKeys(values, info, &subject, id)
         if object == nil { object = subject?.object }
         return Match(
-            position: Position(group: 0, major: major, minor: storedID.primaryKey), id: id, info: info, row: values, object: object,
+            position: Position(group: 0, major: major, minor: storedID.primaryKey), id: id, info: info, row: keepsRows ? values : nil,
+            object: object,
             keys: keys, rowVersion: version)
     }
 
@@ -627,6 +651,19 @@ final class FetchExecution {
                     object.rowVersion = version
                 }
                 result.append(object)
+                return .next
+            }
+        }
+        return result
+    }
+
+    /// The IDs of a plain fetch (``isPlain``), in store order, read from the records' keys
+    /// alone: no values decoded, no objects made.
+    func plainIDs(_ reader: borrowing LogReader) throws -> [ManagedObjectID] {
+        var result: [ManagedObjectID] = []
+        for (name, _) in entities {
+            try reader.forEachObjectID(of: name, includingSubentities: false) { stored in
+                result.append(ManagedObjectID.permanent(stored, store: storeUUID))
                 return .next
             }
         }

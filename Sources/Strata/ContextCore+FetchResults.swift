@@ -106,7 +106,7 @@ extension ContextCore {
     func fetchObjectIDs(_ request: FetchRequest) throws -> [ManagedObjectID] {
         let request = try prepared(request)
         if searchesNoStore(request) { return [] }
-        return try fetchObjects(request).map(\.objectID)
+        return try fetchIDs(request)
     }
 
     /// Managed objects, with the request's faulting, batching and prefetching applied.
@@ -151,19 +151,64 @@ extension ContextCore {
         try loadRows(of: waiting)
     }
 
+    /// The objects for `ids`, in order, their values loaded now: the faults' rows read in one
+    /// store snapshot (a child's: in one request to its parent). Nil where the object isn't
+    /// in the store (or the parent); nil IDs the context can't resolve throw.
+    func existingObjects(with ids: [ManagedObjectID]) throws -> [ManagedObject?] {
+        var objects: [ManagedObject] = []
+        objects.reserveCapacity(ids.count)
+        for id in ids {
+            guard let object = object(with: id) else {
+                throw ContextError.invalidObject("\(id) is a temporary ID of another context or names an unknown entity")
+            }
+            objects.append(object)
+        }
+        let faults = objects.filter { !$0.hasCommittedValues && !$0.isInsertedFlag && !$0.hasRow }
+        if parentContext != nil {
+            let values = try parentValues(for: faults.map(\.objectID))
+            for fault in faults {
+                guard let row = values[fault.objectID], !fault.hasCommittedValues else { continue }
+                fault.committed = row
+                fault.version = nil
+                fault.awakeFromFetch()
+            }
+        } else {
+            try loadRows(of: faults)
+        }
+        return try objects.map { object in
+            do {
+                try fulfillThrowing(object)
+            } catch ContextError.objectNotFound {
+                return nil
+            }
+            return object.isInvalidated ? nil : object
+        }
+    }
+
     /// Gives each fault of `objects` its stored row (a fault whose object is gone keeps no
     /// row, and firing it reports the object missing).
     func loadRows(of objects: [ManagedObject]) throws {
         let wanted = objects.compactMap { object in object.objectID.storedID.map { (object, $0) } }
         guard !wanted.isEmpty else { return }
         let log = try store().log
-        let rows = try log.read { reader in
-            try wanted.map { try reader.object($0.1) }
+        // Read in key order through one cursor, by property code, and held by slot, as a
+        // fetch holds its rows.
+        let order = wanted.indices.sorted { wanted[$0].1 < wanted[$1].1 }
+        var rows = [StoredFields?](repeating: nil, count: wanted.count)
+        try log.read { reader in
+            var next = 0
+            try reader.forEachFields(order.map { wanted[$0].1 }) { fields in
+                // Each found ID is at or after the next position in order (missing ones skipped).
+                while next < order.count && wanted[order[next]].1 != fields.id { next += 1 }
+                guard next < order.count else { return }
+                rows[order[next]] = fields
+                next += 1
+            }
         }
-        for ((object, _), stored) in zip(wanted, rows) {
-            guard let stored, !object.hasCommittedValues else { continue }
-            object.row = self.values(from: stored.values, info: object.info)
-            object.rowVersion = stored.version
+        for ((object, _), fields) in zip(wanted, rows) {
+            guard let fields, !object.hasCommittedValues else { continue }
+            object.keepRow(row(from: fields, info: object.info, storeUUID: log.storeUUID))
+            object.rowVersion = fields.version
         }
     }
 

@@ -55,6 +55,8 @@ extension ContextCore {
             unordered.fetchLimit = 0
             unordered.fetchOffset = 0
             unordered.sortDescriptors = []
+            // The parent sends objects whatever the child's request returns (IDs, say).
+            unordered.resultType = .managedObject
             // The parent is the child's store: its unsaved changes count whatever the child's
             // request says about the child's own.
             unordered.includesPendingChanges = true

@@ -159,6 +159,47 @@ struct QueryCommandTests {
         }
     }
 
+    @Test("a result of several print chunks (2,650 people, chunks of 1,000): every object once, in the library's order, values intact, nothing on stderr")
+    func severalChunks() throws {
+        let store = try QueryStore()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try queryModel())
+        try coordinator.addPersistentStore(type: .eventLog, at: URL(fileURLWithPath: store.path))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        var many: [PersonRow] = []
+        for index in 0..<2_642 {
+            let entity = index % 7 == 0 ? "Employee" : "Person"
+            let team: String? = index % 3 == 0 ? nil : "Otters"
+            many.append(PersonRow(entity: entity, name: "n\(index)", age: Int32(index % 50), team: team))
+        }
+        try insertPeople(many, into: context)
+        let cases: [([String], FetchRequest)] = [
+            ([], FetchRequest(entityName: "Person")),
+            (["--sort", "age:desc", "--sort", "name"],
+             FetchRequest(entityName: "Person", sortDescriptors: [FetchSortDescriptor(key: "age", ascending: false), FetchSortDescriptor(key: "name")])),
+            (["--where", "team.name == \"Otters\"", "--sort", "name"],
+             FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "team.name == 'Otters'"), sortDescriptors: [FetchSortDescriptor(key: "name")])),
+        ]
+        for (options, request) in cases {
+            let result = try runProcess(BuildProducts.executable("strata"), ["query", store.path, request.entityName] + options + ["--format", "ndjson"])
+            #expect(result.status == 0)
+            #expect(result.standardError.isEmpty, "\(options): \(result.standardError)")
+            let objects = try result.standardOutput.split(separator: "\n").map { try #require(try parseJSON(String($0)) as? [String: Any]) }
+            let expected = try libraryFetch(context, request)
+            #expect(expected.uris.count > 1_000, "\(options)")
+            #expect(uris(objects) == expected.uris, "\(options)")
+            #expect(Set(uris(objects)).count == objects.count)
+        }
+        // The values of an object in the third chunk, and the json form's whole document.
+        let all = try queryObjects(store.path, "Person", "--sort", "name")
+        let late = try #require(all.first { ($0["values"] as? [String: Any])?["name"] as? String == "n2640" })
+        let values = try #require(late["values"] as? [String: Any])
+        #expect(values["age"] as? Int == 40)
+        #expect(late["entity"] as? String == "Person")
+        let json = try strata("query", store.path, "Person", "--sort", "name")
+        let document = try #require(try parseJSON(json.standardOutput) as? [String: Any])
+        #expect((document["objects"] as? [Any])?.count == all.count)
+    }
+
     @Test("each object: entity, URI, every attribute but transient ones, both sides of relationships, export's JSON values")
     func values() throws {
         let store = try QueryStore()

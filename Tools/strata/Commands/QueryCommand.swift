@@ -16,8 +16,11 @@ struct QueryCommand: ParsableCommand {
             --no-subentities, the sort keys in the order given (nil sorts first
             ascending, last descending; ties keep store order), then --offset and
             --limit (0: no limit). Nothing is written; an app may hold the store open
-            and write meanwhile. The result is held in memory while it is printed: page
-            through a large entity with --offset and --limit.
+            and write meanwhile. The fetch chooses and orders the objects in one
+            snapshot, then they are read and printed a thousand at a time, so memory
+            stays small for any number of results; if a save lands meanwhile, stderr
+            says so (objects printed after it may show its values; ones it deleted are
+            left out).
 
             Objects are printed in fetch order, each with its entity, its URI and its
             values: every attribute (transient ones left out) and every relationship,
@@ -138,18 +141,45 @@ struct QueryCommand: ParsableCommand {
             out.line(String(try context.count(for: request)))
             return 0
         case .objects(let format):
-            let objects = try context.fetch(request)
+            // The fetch chooses and orders the objects in one snapshot, as IDs (tens of
+            // bytes each); the objects are then read a chunk at a time (one snapshot per
+            // chunk), printed and dropped, so memory doesn't grow with the result.
+            let headBefore = try log.head
+            let ids = try context.fetchObjectIDs(request)
             if format == .json {
                 out.line("{\"store\":\(ValueRendering.jsonString(log.storeUUID.uuidString)),\"entity\":\(ValueRendering.jsonString(request.entityName)),\"objects\":[")
             }
-            for (index, object) in objects.enumerated() {
-                let text = try QueryRendering.objectJSON(object, log)
-                out.line(format == .json && index > 0 ? "," + text : text)
+            var printed = 0
+            var vanished: [ManagedObjectID] = []
+            for start in stride(from: 0, to: ids.count, by: printChunk) {
+                let chunk = Array(ids[start..<min(start + printChunk, ids.count)])
+                for (id, found) in zip(chunk, try context.existingObjects(with: chunk)) {
+                    guard let object = found else {
+                        vanished.append(id)
+                        continue
+                    }
+                    let text = try QueryRendering.objectJSON(object, log)
+                    out.line(format == .json && printed > 0 ? "," + text : text)
+                    printed += 1
+                }
+                // Forget this chunk's objects and the relationship targets printing made.
+                context.reset()
             }
             if format == .json { out.line("]}") }
-            return objects.count
+            let headAfter = try log.head
+            if headAfter != headBefore {
+                var note = "the store changed while the query ran (head \(headBefore) -> \(headAfter)): objects printed after the change may show newer values"
+                if !vanished.isEmpty {
+                    note += "; \(vanished.count) matched object(s) deleted meanwhile were left out (first: \(vanished[0].uriRepresentation().absoluteString))"
+                }
+                printError(note)
+            }
+            return printed
         }
     }
+
+    /// How many objects are read and printed between two resets of the context.
+    static let printChunk = 1_000
 
     // MARK: - The request
 
