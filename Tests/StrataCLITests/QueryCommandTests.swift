@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import Synchronization
 import StrataTestSupport
 import Testing
 
@@ -198,6 +199,56 @@ struct QueryCommandTests {
         let json = try strata("query", store.path, "Person", "--sort", "name")
         let document = try #require(try parseJSON(json.standardOutput) as? [String: Any])
         #expect((document["objects"] as? [Any])?.count == all.count)
+    }
+
+    @Test("a save landing while a query prints is reported on stderr, and objects deleted meanwhile are left out and counted")
+    func concurrentSave() throws {
+        let store = try QueryStore()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try queryModel())
+        try coordinator.addPersistentStore(type: .eventLog, at: URL(fileURLWithPath: store.path))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try insertPeople((0..<8_000).map { PersonRow(name: "w\($0)", age: Int32($0 % 50)) }, into: context)
+        // Another writer deletes people from the end of store order (printed last), one per
+        // save, until told to stop.
+        let stop = Atomic<Bool>(false)
+        let writer = DispatchGroup()
+        writer.enter()
+        DispatchQueue.global().async {
+            defer { writer.leave() }
+            try? context.performAndWait { context in
+                var ids = try context.fetchObjectIDs(FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "name BEGINSWITH 'w'")))
+                while !stop.load(ordering: .relaxed), let last = ids.popLast() {
+                    context.delete(try context.existingObject(with: last))
+                    try context.save()
+                }
+            }
+        }
+        defer {
+            stop.store(true, ordering: .relaxed)
+            writer.wait()
+        }
+        var noted = 0
+        var leftOut = 0
+        for _ in 0..<20 where leftOut == 0 {
+            let result = try runProcess(BuildProducts.executable("strata"), ["query", store.path, "Person", "--format", "ndjson"])
+            #expect(result.status == 0, "\(result.standardError)")
+            let lines = result.standardOutput.split(separator: "\n")
+            let objects = try lines.map { try #require(try parseJSON(String($0)) as? [String: Any]) }
+            #expect(Set(uris(objects)).count == objects.count, "each object once")
+            guard result.standardError.contains("the store changed while the query ran (head ") else {
+                #expect(result.standardError.isEmpty, "\(result.standardError)")
+                continue
+            }
+            noted += 1
+            #expect(result.standardError.contains("objects printed after the change may show newer values"))
+            if let range = result.standardError.range(of: #"; (\d+) matched object\(s\) deleted meanwhile were left out \(first: x-strata://[^)]+/Person/p\d+\)"#, options: .regularExpression) {
+                let text = result.standardError[range]
+                leftOut = Int(text.dropFirst(2).prefix { $0.isNumber }) ?? 0
+                #expect(leftOut > 0)
+            }
+        }
+        #expect(noted > 0, "a query ran while saves landed")
+        #expect(leftOut > 0, "a query chose objects deleted before they were printed")
     }
 
     @Test("each object: entity, URI, every attribute but transient ones, both sides of relationships, export's JSON values")

@@ -57,6 +57,11 @@ func runContextBenchmarks(objects: Int, teamObjects: Int, undoChanges: Int, iter
         return
     }
     // STRATA_BENCH_C4_ONLY=1: only C4 (undo and redo of one group), on the store C2–C4 share.
+    // STRATA_BENCH_C5_ONLY=1: only C5 (memory while iterating; builds its own store).
+    if environmentInt("STRATA_BENCH_C5_ONLY", 0) == 1 {
+        try runContextMemory(model: model, objects: iterateObjects)
+        return
+    }
     if environmentInt("STRATA_BENCH_C4_ONLY", 0) == 1 {
         let store = try buildContextStore(model: model, people: people)
         defer { remove(store.directory) }
@@ -625,6 +630,37 @@ private func runContextMemory(model: ManagedObjectModel, objects: Int) throws {
     }
     say("  by ID: \(format(idTime)) for \(objects) (\(rate(Double(objects), perSeconds: idTime.seconds)))")
 
+    // (a2) The library's way through a large result: fetchObjectIDs (IDs only, no objects or
+    // rows kept), then existingObjects(with:) a chunk of 1,000 at a time (one read each),
+    // every attribute read, the context reset after each chunk.
+    _ = resetPeakRSS()
+    let chunkedStart = procStatus("VmRSS")
+    let chunkedStartAnon = procStatus("RssAnon")
+    var chunked: [(count: Int, peak: Int, anon: Int)] = []
+    let (_, chunkedTime) = try timeOnce { () throws in
+        chunked = try newContext(coordinator).performAndWait { context in
+            var peaks: [(count: Int, peak: Int, anon: Int)] = []
+            var sum = 0
+            let ids = try context.fetchObjectIDs(FetchRequest(entityName: "Person"))
+            var done = 0
+            for start in stride(from: 0, to: ids.count, by: 1_000) {
+                for case let person? in try context.existingObjects(with: Array(ids[start..<min(start + 1_000, ids.count)])) {
+                    for key in ["firstName", "lastName", "email", "age", "score"] where person.value(forKey: key) != nil { sum &+= 1 }
+                    done += 1
+                    if checkpoints.contains(done) { peaks.append((done, procStatus("VmHWM"), procStatus("RssAnon"))) }
+                }
+                context.reset()
+            }
+            if sum != objects * 5 { throw RawLMDBError(code: -1, call: "read \(sum) values, expected \(objects * 5)") }
+            return peaks
+        }
+    }
+    for (count, peak, anon) in chunked {
+        say("  IDs, then existingObjects by 1,000 + read, reset: after \(count): peak RSS \(mebibytes(peak)) (+\(mebibytes(peak - chunkedStart)) over the start);"
+            + " now anonymous \(mebibytes(anon)) (+\(mebibytes(anon - chunkedStartAnon)))")
+    }
+    say("  IDs + chunks: \(format(chunkedTime)) for \(objects) (\(rate(Double(objects), perSeconds: chunkedTime.seconds)))")
+
     // (b) fetch(): the basic fetch materialises every object of the entity (a limit applies
     // after the scan), so the result holds them all until it is dropped; for comparison.
     _ = resetPeakRSS()
@@ -646,6 +682,10 @@ private func runContextMemory(model: ManagedObjectModel, objects: Int) throws {
     for (count, peak, anon, file) in byID {
         record(name, "after \(count / 1000)k by ID: peak RSS; anonymous; file-backed",
             "\(mebibytes(peak)) (+\(mebibytes(peak - baseline))); \(mebibytes(anon)) (+\(mebibytes(anon - baselineAnon))); \(mebibytes(file))", target: "flat")
+    }
+    for (count, peak, anon) in chunked {
+        record(name, "after \(count / 1000)k by fetchObjectIDs + existingObjects chunks: peak RSS; anonymous",
+            "\(mebibytes(peak)) (+\(mebibytes(peak - chunkedStart))); \(mebibytes(anon)) (+\(mebibytes(anon - chunkedStartAnon)))", target: "flat")
     }
     record(name, "fetch() of all \(objects / 1000)k: peak RSS; anonymous with the result held",
         "\(mebibytes(fetchPeak)) (+\(mebibytes(fetchPeak - fetchStart))); +\(mebibytes(fetchAnon - fetchStartAnon))")
