@@ -202,10 +202,26 @@ extension ManagedObjectContext {
     /// for. No managed objects are made, no context (this one included) changes, and nothing
     /// is registered for undo.
     ///
+    /// On an entity with uniqueness constraints, the context's ``mergePolicy`` decides what a
+    /// dictionary whose constrained values another object already holds (stored, or given
+    /// by an earlier dictionary) does, as in Core Data: with `.error` (the default) the
+    /// request is refused; with another ``StandardMergePolicy`` it **upserts** — the values
+    /// are merged into that object by the policy's rule for a constraint clash
+    /// (`mergeByPropertyObjectTrump`: the dictionary's non-nil values win;
+    /// `mergeByPropertyStoreTrump`: the stored non-nil values win; `overwrite`: the
+    /// dictionary's values replace all; `rollback`: the stored values stay), and the result
+    /// names (or counts) each object once, updated or inserted.
+    ///
+    /// ```swift
+    /// context.mergePolicy = .mergeByPropertyObjectTrump
+    /// try context.execute(BatchInsertRequest(entityName: "Product", objects: downloaded))  // new serial codes inserted, known ones updated
+    /// ```
+    ///
     /// - Throws: ``ContextError/unknownEntity(_:)``; ``ContextError/invalidArgument(_:)`` for
     ///   an abstract entity, or naming the object and key of a value that isn't an attribute's
     ///   or can't be converted; ``ContextError/storeRefused(_:)`` when the store refuses the
-    ///   transaction (a uniqueness violation). Nothing is written then.
+    ///   transaction (a uniqueness violation under `.error` or a custom policy; a dictionary
+    ///   holding the constrained values of two different objects). Nothing is written then.
     public func execute(_ request: BatchInsertRequest) throws -> BatchResult { try core.executeBatchInsert(request) }
 
     /// Sets the request's values on every object it matches, in the store, as one

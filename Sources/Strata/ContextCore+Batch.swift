@@ -22,6 +22,12 @@ extension ContextCore {
         for property in info.defaultedProperties where !property.isTransient {
             if case .attribute = property.kind, let value = property.defaultValue { defaults[property.name] = .attribute(value) }
         }
+        // With uniqueness constraints and a standard policy other than `error`, a row that
+        // clashes becomes an update of the object holding its values (Core Data's upsert).
+        let constraints = uniquenessConstraints(of: info)
+        if !constraints.isEmpty, let policy = mergePolicy as? StandardMergePolicy, policy.type != .error {
+            return try executeBatchUpsert(request, info: info, defaults: defaults, constraints: constraints, policy: policy.type, store: store)
+        }
         // Temporary IDs only need to be distinct within the draft: one random UUID with the
         // object's number in its last eight bytes, not a fresh random UUID (a system call) each.
         let base = UUID().uuid
@@ -51,7 +57,12 @@ extension ContextCore {
             }
         }
         guard !inserted.isEmpty else { return BatchResult(type: request.resultType, ids: [], sequence: nil) }
-        let result = try batchCommit("batch insert into \(info.entity.name)") { try store.log.commit(draft) }
+        let hint =
+            constraints.isEmpty ? ""
+            : mergePolicy is StandardMergePolicy
+                ? " (to update the object holding the values instead, an upsert, set the context's mergePolicy to a policy other than .error)"
+                : " (a batch insert upserts under the standard merge policies only, not a custom one)"
+        let result = try batchCommit("batch insert into \(info.entity.name)", uniquenessHint: hint) { try store.log.commit(draft) }
         guard let result else { return BatchResult(type: request.resultType, ids: [], sequence: nil) }
         // The event's inserts are the draft's, in order (spec 0004 §6.3): their IDs are the
         // permanent ones, read without a lookup per object.
@@ -68,6 +79,209 @@ extension ContextCore {
         }
         let ids = stored.map { ManagedObjectID.permanent($0, store: store.identifier) }
         return BatchResult(type: request.resultType, ids: ids, sequence: result.sequence)
+    }
+
+    // MARK: - Upsert
+
+    /// The uniqueness constraints that apply to `info`'s objects: its own and its
+    /// superentities', each with no relationship in it (a batch insert sets none, so a
+    /// constraint naming one never clashes), in declaration order.
+    private func uniquenessConstraints(of info: EntityInfo) -> [[String]] {
+        var result: [[String]] = []
+        for owner in [info.entity.name] + info.entity.superentityNames {
+            guard let declaring = model.entity(named: owner) else { continue }
+            for constraint in declaring.uniquenessConstraints where !constraint.isEmpty && !result.contains(constraint) {
+                guard constraint.allSatisfy({ declaring.attributesByName[$0] != nil }) else { continue }
+                result.append(constraint)
+            }
+        }
+        return result
+    }
+
+    /// One uniqueness key in a batch: a constraint (by position) and its values.
+    private struct BatchUniqueKey: Hashable {
+        let constraint: Int
+        let values: [AttributeValue]
+    }
+
+    /// A batch insert on an entity with uniqueness constraints, under a standard merge
+    /// policy other than `error` (spec 0006 §20.2): rows whose constrained values another
+    /// object holds — stored, or made by an earlier row — are merged into that object by the
+    /// policy's rule for a constraint clash (§17.3), the stored object's values first, then
+    /// the rows in order. Everything is decided inside the commit's write transaction.
+    private func executeBatchUpsert(
+        _ request: BatchInsertRequest, info: EntityInfo, defaults: [String: DraftValue], constraints: [[String]],
+        policy: StandardMergePolicy.PolicyType, store: PersistentStore
+    ) throws -> BatchResult {
+        let entityName = info.entity.name
+        var rows: [[String: DraftValue]] = []
+        func add(_ object: [String: any Sendable]) throws {
+            var values = defaults
+            for (key, value) in object {
+                values[key] = try batchAttributeValue(value, key, of: info, what: "batch insert into \(entityName), object \(rows.count + 1)")
+            }
+            rows.append(values)
+        }
+        if let objects = request.objectsToInsert {
+            for object in objects { try add(object) }
+        } else if let handler = request.dictionaryHandler {
+            while true {
+                var object: [String: any Sendable] = [:]
+                if try handler(&object) { break }
+                try add(object)
+            }
+        }
+        guard !rows.isEmpty else { return BatchResult(type: request.resultType, ids: [], sequence: nil) }
+        // Every stored attribute, for `overwrite` (the last source's values, nil included).
+        let attributes = info.entity.allAttributes.filter { !$0.isTransient }.map(\.name)
+
+        /// What a row became: a new object (by its position among the new ones) or a stored one.
+        enum Target: Hashable {
+            case new(Int)
+            case stored(StoredObjectID)
+        }
+        var newValues: [[String: DraftValue]] = []
+        var storedTargets: [StoredObjectID] = []
+        var storedValues: [StoredObjectID: (entity: String, before: [String: LogValue], after: [String: DraftValue])] = [:]
+        var outcome: [Target] = []
+        let what = "batch insert into \(entityName)"
+
+        func keys(_ values: [String: DraftValue]) -> [BatchUniqueKey] {
+            constraints.enumerated().compactMap { index, constraint in
+                var held: [AttributeValue] = []
+                for property in constraint {
+                    guard case .attribute(let value)? = values[property] else { return nil }
+                    held.append(value)
+                }
+                return BatchUniqueKey(constraint: index, values: held)
+            }
+        }
+        /// `row` merged into `current` by the policy (`current` is the older source).
+        func merged(_ current: [String: DraftValue], _ row: [String: DraftValue]) -> [String: DraftValue] {
+            switch policy {
+            case .mergeByPropertyObjectTrump:
+                return current.merging(row.filter { $0.value != .null }) { _, later in later }
+            case .mergeByPropertyStoreTrump:
+                return current.merging(row.filter { $0.value != .null }) { earlier, later in earlier == .null ? later : earlier }
+            case .overwrite:
+                var result = current
+                for name in attributes { result[name] = row[name] ?? .null }
+                return result
+            case .rollback, .error:
+                return current
+            }
+        }
+
+        let result = try batchCommit(what) {
+            try store.log.commit(preparedBy: {
+                newValues = []
+                storedTargets = []
+                storedValues = [:]
+                outcome = []
+                var owners: [BatchUniqueKey: Target] = [:]
+                try store.log.read { (reader: borrowing LogReader) throws in
+                    for (number, row) in rows.enumerated() {
+                        var targets: Set<Target> = []
+                        for key in keys(row) {
+                            if let owner = owners[key] {
+                                targets.insert(owner)
+                                continue
+                            }
+                            let constraint = constraints[key.constraint]
+                            let held = Dictionary(uniqueKeysWithValues: zip(constraint, key.values.map { LogValue.attribute($0) }))
+                            for id in try reader.objects(holding: held, unique: constraint, of: entityName) {
+                                targets.insert(.stored(id))
+                            }
+                        }
+                        guard targets.count <= 1 else {
+                            let names = targets.map { target -> String in
+                                switch target {
+                                case .new(let index): "object \(outcome.firstIndex(of: .new(index)).map { $0 + 1 } ?? 0) of the batch"
+                                case .stored(let id): "\(id)"
+                                }
+                            }.sorted()
+                            throw ContextError.storeRefused(
+                                "\(what) was refused and nothing was written: object \(number + 1) has the constrained values of \(names.count) different objects (\(names.joined(separator: ", "))), which a merge can't make one")
+                        }
+                        let target: Target
+                        switch targets.first {
+                        case nil:
+                            target = .new(newValues.count)
+                            newValues.append(row)
+                        case .new(let index)?:
+                            target = .new(index)
+                            newValues[index] = merged(newValues[index], row)
+                        case .stored(let id)?:
+                            target = .stored(id)
+                            if storedValues[id] == nil {
+                                guard let stored = try reader.object(id) else {
+                                    throw ContextError.store("\(what): the uniqueness index names \(id), which the store doesn't hold; run strata verify")
+                                }
+                                guard let storedEntity = self.entities[id.entity], row.keys.allSatisfy({ storedEntity.properties[$0] != nil }) else {
+                                    throw ContextError.storeRefused(
+                                        "\(what) was refused and nothing was written: object \(number + 1) has the constrained values of \(id), an object of entity \(id.entity), which lacks some of its attributes")
+                                }
+                                var current: [String: DraftValue] = [:]
+                                for (name, value) in stored.values {
+                                    if case .attribute(let attribute) = value { current[name] = .attribute(attribute) }
+                                }
+                                storedValues[id] = (id.entity, stored.values, current)
+                                storedTargets.append(id)
+                            }
+                            if var entry = storedValues[id] {
+                                entry.after = merged(entry.after, row)
+                                storedValues[id] = entry
+                            }
+                        }
+                        // Later rows find this object by its values now.
+                        switch target {
+                        case .new(let index): for key in keys(newValues[index]) { owners[key] = target }
+                        case .stored(let id): for key in keys(storedValues[id]?.after ?? [:]) { owners[key] = target }
+                        }
+                        outcome.append(target)
+                    }
+                }
+                var draft = TransactionDraft(author: self.transactionAuthor, contextName: self.name, kind: .import)
+                var changed = false
+                for id in storedTargets {
+                    guard let entry = storedValues[id] else { continue }
+                    var changes: [String: DraftValue] = [:]
+                    for (name, value) in entry.after {
+                        let before: DraftValue
+                        if case .attribute(let attribute)? = entry.before[name] { before = .attribute(attribute) } else { before = .null }
+                        if value != before { changes[name] = value }
+                    }
+                    if !changes.isEmpty {
+                        draft.update(.stored(id), values: changes)
+                        changed = true
+                    }
+                }
+                for values in newValues {
+                    draft.insert(entityName, values: values)
+                    changed = true
+                }
+                return changed ? draft : nil
+            })
+        }
+        // The new objects' permanent IDs are the event's inserts, in order.
+        var newIDs: [StoredObjectID] = []
+        if let result {
+            for change in result.event.changes { if case .insert(let id, _) = change { newIDs.append(id) } }
+        }
+        var seen: Set<StoredObjectID> = []
+        var ids: [ManagedObjectID] = []
+        for target in outcome {
+            let id: StoredObjectID
+            switch target {
+            case .new(let index):
+                guard index < newIDs.count else { continue }
+                id = newIDs[index]
+            case .stored(let stored):
+                id = stored
+            }
+            if seen.insert(id).inserted { ids.append(ManagedObjectID.permanent(id, store: store.identifier)) }
+        }
+        return BatchResult(type: request.resultType, ids: ids, sequence: result?.sequence)
     }
 
     // MARK: - Update
@@ -331,13 +545,15 @@ extension ContextCore {
     /// Runs `commit`, turning the log's refusals into context errors naming the request, and
     /// tells automatically merging contexts (this one too: its objects didn't change) about
     /// the new transaction.
-    private func batchCommit(_ what: String, _ commit: () throws -> CommitResult?) throws -> CommitResult? {
+    private func batchCommit(_ what: String, uniquenessHint: String = "", _ commit: () throws -> CommitResult?) throws -> CommitResult? {
         let result: CommitResult?
         do {
             result = try commit()
         } catch let error as LogError {
             switch error {
-            case .uniquenessViolation, .missingReference, .objectExists, .objectNotFound, .typeMismatch:
+            case .uniquenessViolation:
+                throw ContextError.storeRefused("\(what) was refused and nothing was written: \(error.description)\(uniquenessHint)")
+            case .missingReference, .objectExists, .objectNotFound, .typeMismatch:
                 throw ContextError.storeRefused("\(what) was refused and nothing was written: \(error.description)")
             default:
                 throw ContextError.store("\(what) failed and nothing was written: \(error.description)")

@@ -390,6 +390,40 @@ public struct LogReader: ~Copyable {
         }
     }
 
+    /// The objects holding `values` for the uniqueness constraint `constraint` of `entity`
+    /// (declared on it or inherited; the objects may be of any entity the constraint
+    /// applies to), in key order: at most one in a consistent store. Empty when a value is
+    /// nil or missing (nil never clashes). Long values cut in the index key are checked
+    /// against each candidate's record.
+    ///
+    /// - Throws: ``LogError/invalidOperation(_:)`` if `entity` has no such constraint.
+    public func objects(holding values: [String: LogValue], unique constraint: [String], of entity: String) throws -> [StoredObjectID] {
+        let definition = try log.schema.entity(entity).indexes.first { $0.isUnique && $0.properties == constraint }
+        guard let definition else {
+            throw LogError.invalidOperation("\(entity) has no uniqueness constraint on \(constraint.joined(separator: ", "))")
+        }
+        var prefix: [UInt8] = []
+        TableWriter.appendIndexCode(try log.catalog.indexCode(definition.name), to: &prefix)
+        var complete = true
+        for property in constraint {
+            guard let value = values[property], value != .null else { return [] }
+            var target: ObjectKey?
+            if case .reference(let id) = value { target = try writer.key(id) }
+            complete = TableWriter.appendIndexValue(value, target: target, to: &prefix) && complete
+        }
+        var found: [StoredObjectID] = []
+        try txn.forEach(in: tables.index, range: .prefix(prefix)) { key, _ in
+            guard let objectKey = key.withUnsafeBytes({ ObjectKey($0, at: $0.count - ObjectKey.byteCount) }) else { return .next }
+            found.append(try writer.id(objectKey))
+            return .next
+        }
+        guard !complete else { return found }
+        return try found.filter { id in
+            guard let stored = try object(id) else { return false }
+            return constraint.allSatisfy { stored.values[$0] == values[$0] }
+        }
+    }
+
     /// The number of objects of `entity` (and its sub-entities) whose `attribute` is in
     /// `range`: index entries counted without reading records or making IDs. For cut long
     /// values (see ``scanIndex(entity:attribute:range:reverse:_:)``) an entry sharing a
