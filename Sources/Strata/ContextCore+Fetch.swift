@@ -707,7 +707,7 @@ final class FetchExecution {
                 for index in 0..<count {
                     let result = SortKey.compare(
                         keys[a + index], keys[b + index], caseInsensitive: descriptors[index].caseInsensitive,
-                        diacriticInsensitive: descriptors[index].diacriticInsensitive)
+                        diacriticInsensitive: descriptors[index].diacriticInsensitive, numeric: descriptors[index].numeric)
                     if result != .orderedSame {
                         return descriptors[index].ascending ? result == .orderedAscending : result == .orderedDescending
                     }
@@ -751,7 +751,7 @@ final class FetchExecution {
     /// the sort is anything else or a key isn't a string.
     func singleStringSortKeys(_ matches: [Match]) -> ([String], [Bool])? {
         guard request.sortDescriptors.count == 1, let descriptor = request.sortDescriptors.first,
-            !descriptor.caseInsensitive, !descriptor.diacriticInsensitive
+            descriptor.usesPlainOrder
         else { return nil }
         var texts: [String] = []
         var isNull: [Bool] = []
@@ -868,14 +868,17 @@ enum SortKey {
         }
     }
 
-    static func compare(_ a: SortKey, _ b: SortKey, caseInsensitive: Bool, diacriticInsensitive: Bool = false) -> ComparisonResult {
+    static func compare(
+        _ a: SortKey, _ b: SortKey, caseInsensitive: Bool, diacriticInsensitive: Bool = false, numeric: Bool = false
+    ) -> ComparisonResult {
         switch (a, b) {
         case (.null, .null): return .orderedSame
         case (.null, _): return .orderedAscending
         case (_, .null): return .orderedDescending
         case (.string(let x), .string(let y)):
-            if caseInsensitive || diacriticInsensitive {
-                return FetchSortDescriptor.compareValues(x, y, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
+            if caseInsensitive || diacriticInsensitive || numeric {
+                return FetchSortDescriptor.compareValues(
+                    x, y, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive, numeric: numeric)
             }
             return x < y ? .orderedAscending : (x == y ? .orderedSame : .orderedDescending)
         case (.integer(let x), .integer(let y)): return x < y ? .orderedAscending : (x == y ? .orderedSame : .orderedDescending)
@@ -883,7 +886,9 @@ enum SortKey {
         case (.decimal(let x), .decimal(let y)): return SortNumber.compare(.decimal(x), .decimal(y))
         case (.date(let x), .date(let y)): return x < y ? .orderedAscending : (x == y ? .orderedSame : .orderedDescending)
         case (.bool(let x), .bool(let y)): return x == y ? .orderedSame : (!x ? .orderedAscending : .orderedDescending)
-        default: return FetchSortDescriptor.compareValues(a.value, b.value, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
+        default:
+            return FetchSortDescriptor.compareValues(
+                a.value, b.value, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive, numeric: numeric)
         }
     }
 }

@@ -493,7 +493,7 @@ extension ContextCore {
             for descriptor in descriptors {
                 let order = FetchSortDescriptor.compareValues(
                     a.element[descriptor.key]?.sendable, b.element[descriptor.key]?.sendable, caseInsensitive: descriptor.caseInsensitive,
-                    diacriticInsensitive: descriptor.diacriticInsensitive)
+                    diacriticInsensitive: descriptor.diacriticInsensitive, numeric: descriptor.numeric)
                 if order != .orderedSame { return descriptor.ascending == (order == .orderedAscending) }
             }
             return a.offset < b.offset

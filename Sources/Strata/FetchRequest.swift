@@ -26,33 +26,50 @@ public struct FetchSortDescriptor: Sendable, Hashable {
     public var caseInsensitive: Bool
     /// Compare strings ignoring diacritics (`é` sorts with `e`).
     public var diacriticInsensitive: Bool = false
+    /// Compare runs of digits in strings by their numeric value, so "Item 2" sorts before
+    /// "Item 10" (`String.CompareOptions.numeric`).
+    public var numeric: Bool = false
     /// The Swift key path given instead of `key`, resolved against the model at fetch time.
     let swiftKeyPath: SwiftKeyPath?
 
     /// Creates a sort descriptor over a model key path.
-    public init(key: String, ascending: Bool = true, caseInsensitive: Bool = false, diacriticInsensitive: Bool = false) {
+    public init(key: String, ascending: Bool = true, caseInsensitive: Bool = false, diacriticInsensitive: Bool = false, numeric: Bool = false) {
         self.key = key
         self.ascending = ascending
         self.caseInsensitive = caseInsensitive
         self.diacriticInsensitive = diacriticInsensitive
+        self.numeric = numeric
         swiftKeyPath = nil
+    }
+
+    /// The sort Core Data apps ask for with `NSString.localizedStandardCompare(_:)`
+    /// ("Finder-like"): strings compared ignoring case, with runs of digits compared as
+    /// numbers ("file2" before "File10"). Strata compares without a locale, so the order is
+    /// the same on every machine; Core Data's follows the user's locale.
+    ///
+    /// ```swift
+    /// request.sortDescriptors = [.localizedStandard(key: "title")]
+    /// ```
+    public static func localizedStandard(key: String, ascending: Bool = true) -> FetchSortDescriptor {
+        FetchSortDescriptor(key: key, ascending: ascending, caseInsensitive: true, numeric: true)
     }
 
     /// Creates a sort descriptor over a typed property of a custom class, such as
     /// `\Person.age`; the property must read its value through `value(forKey:)`.
     public init<Root: ManagedObject, Value>(
         _ keyPath: any KeyPath<Root, Value> & Sendable, ascending: Bool = true, caseInsensitive: Bool = false,
-        diacriticInsensitive: Bool = false
+        diacriticInsensitive: Bool = false, numeric: Bool = false
     ) {
         key = ""
         self.ascending = ascending
         self.caseInsensitive = caseInsensitive
         self.diacriticInsensitive = diacriticInsensitive
+        self.numeric = numeric
         swiftKeyPath = SwiftKeyPath(keyPath)
     }
 
     /// Whether strings compare by plain scalar order (so an index's order serves the sort).
-    var usesPlainOrder: Bool { !caseInsensitive && !diacriticInsensitive }
+    var usesPlainOrder: Bool { !caseInsensitive && !diacriticInsensitive && !numeric }
 
     /// Orders `a` and `b` by `descriptors` in turn; nil sorts first.
     static func compare(_ a: Any, _ b: Any, by descriptors: [FetchSortDescriptor]) throws -> ComparisonResult {
@@ -60,13 +77,13 @@ public struct FetchSortDescriptor: Sendable, Hashable {
         for descriptor in descriptors {
             let order = compareValues(
                 value(a, descriptor.key), value(b, descriptor.key), caseInsensitive: descriptor.caseInsensitive,
-                diacriticInsensitive: descriptor.diacriticInsensitive)
+                diacriticInsensitive: descriptor.diacriticInsensitive, numeric: descriptor.numeric)
             if order != .orderedSame { return descriptor.ascending ? order : (order == .orderedAscending ? .orderedDescending : .orderedAscending) }
         }
         return .orderedSame
     }
 
-    static func compareValues(_ x: Any?, _ y: Any?, caseInsensitive: Bool, diacriticInsensitive: Bool = false) -> ComparisonResult {
+    static func compareValues(_ x: Any?, _ y: Any?, caseInsensitive: Bool, diacriticInsensitive: Bool = false, numeric: Bool = false) -> ComparisonResult {
         switch (x, y) {
         case (nil, nil): return .orderedSame
         case (nil, _): return .orderedAscending
@@ -75,6 +92,7 @@ public struct FetchSortDescriptor: Sendable, Hashable {
             var options: String.CompareOptions = []
             if caseInsensitive { options.insert(.caseInsensitive) }
             if diacriticInsensitive { options.insert(.diacriticInsensitive) }
+            if numeric { options.insert(.numeric) }
             if !options.isEmpty { return a.compare(b, options: options) }
             return a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)
         case (let a as Date, let b as Date): return a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)

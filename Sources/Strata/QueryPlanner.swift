@@ -115,7 +115,7 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
         if hasInMemoryFilter { text += filter == nil ? " then filter (in-memory closure)" : " and an in-memory closure" }
         if !sortDescriptors.isEmpty {
             text += "; sorted by " + sortDescriptors.map { d in
-                d.key + (d.ascending ? "" : " descending") + (d.caseInsensitive ? " (case-insensitive)" : "") + (d.diacriticInsensitive ? " (diacritic-insensitive)" : "")
+                d.key + (d.ascending ? "" : " descending") + (d.caseInsensitive ? " (case-insensitive)" : "") + (d.diacriticInsensitive ? " (diacritic-insensitive)" : "") + (d.numeric ? " (numeric)" : "")
             }.joined(separator: ", ")
         }
         if case .indexOrder = kind {} else {

@@ -483,6 +483,60 @@ struct FetchRequestTests {
         }
     }
 
+    @Test("numeric and localizedStandard sorts: digit runs by value, case folded; with a limit on an indexed attribute, unsaved changes, in a child context, for dictionaries and in memory")
+    func numericSort() async throws {
+        let model = try ManagedObjectModel {
+            Entity("File") {
+                Attribute("name", .string).indexed()
+                Attribute("size", .int64)
+            }
+        }
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: model)
+        let context = privateContext(coordinator)
+        let standard = ["file1", "File2", "file9", "file10", "File11", "file100", "image2", "Image10"]
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
+            for (index, name) in ["file10", "image2", "File11", "file1", "file100", "Image10"].enumerated() {
+                let file = try context.insertNewObject(forEntityName: "File")
+                file.setValue(name, forKey: "name")
+                file.setValue(Int64(index), forKey: "size")
+            }
+            try context.save()
+            // Two unsaved inserts take part.
+            for name in ["file9", "File2"] { try context.insertNewObject(forEntityName: "File").setValue(name, forKey: "name") }
+            func names(_ descriptor: FetchSortDescriptor, limit: Int = 0, _ context: isolated ManagedObjectContext) throws -> [String] {
+                var request = FetchRequest(entityName: "File", sortDescriptors: [descriptor])
+                request.fetchLimit = limit
+                return try context.fetch(request).map { $0.value(forKey: "name") as? String ?? "nil" }
+            }
+            #expect(try names(.localizedStandard(key: "name"), context) == standard)
+            #expect(try names(.localizedStandard(key: "name", ascending: false), context) == standard.reversed())
+            // A limited sort on the indexed attribute isn't walked in the index's byte order.
+            #expect(try names(.localizedStandard(key: "name"), limit: 3, context) == Array(standard.prefix(3)))
+            let explained = try context.explain(FetchRequest(entityName: "File", sortDescriptors: [.localizedStandard(key: "name")]))
+            #expect(explained.description.contains("(numeric)"), "\(explained)")
+            // Numeric alone keeps case: capitals sort before lowercase.
+            #expect(try names(FetchSortDescriptor(key: "name", numeric: true), context) == ["File2", "File11", "Image10", "file1", "file9", "file10", "file100", "image2"])
+            // Plain order, for contrast: "file10" before "file9".
+            let plain = try names(FetchSortDescriptor(key: "name"), context)
+            #expect(plain == ["File11", "File2", "Image10", "file1", "file10", "file100", "file9", "image2"])
+            // Dictionaries and in-memory sorting agree.
+            var rows = FetchRequest(entityName: "File", sortDescriptors: [.localizedStandard(key: "name")])
+            rows.resultType = .dictionary
+            rows.propertiesToFetch = ["name"]
+            #expect(try context.fetchDictionaries(rows).map { $0["name"] as? String ?? "nil" } == standard)
+            let all = try context.fetch(FetchRequest(entityName: "File"))
+            #expect(all.sorted(using: [.localizedStandard(key: "name")]).map { $0.value(forKey: "name") as? String ?? "nil" } == standard)
+            try context.save()
+        }
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: context)
+        try await child.perform { (child: isolated ManagedObjectContext) throws in
+            try child.insertNewObject(forEntityName: "File").setValue("file3", forKey: "name")
+            let names = try child.fetch(FetchRequest(entityName: "File", sortDescriptors: [.localizedStandard(key: "name")])).map { $0.value(forKey: "name") as? String ?? "nil" }
+            #expect(names == ["file1", "File2", "file3"] + standard.dropFirst(2))
+        }
+    }
+
     @Test("affectedStores: the coordinator's store is searched, an empty list searches none, a foreign store is refused")
     func affectedStores() async throws {
         let dir = try TemporaryDirectory()
