@@ -750,6 +750,7 @@ extension ContextCore {
         guard !object.isInvalidated, !object.isInsertedFlag else { return }
         object.row = nil  // a fetch-time row is as stale as the committed values
         object.rowVersion = nil
+        object.isInaccessible = false  // re-read: found again, or empty again
         noteRefreshed(object.objectID)
         if mergeChanges {
             let transients = object.transients

@@ -416,6 +416,9 @@ final class ContextCore {
     var ownSequences: Set<UInt64> = []
     /// How conflicts found at save are resolved (`mergePolicy`).
     var mergePolicy: any MergePolicy = StandardMergePolicy.error
+    /// Whether a fault the store no longer holds reads as a deleted, empty object (true,
+    /// Core Data's default) or records `objectNotFound` for the next save to throw.
+    var shouldDeleteInaccessibleFaults = true
     /// Unchanged objects whose version is checked at the next save (`detectConflicts(for:)`).
     var lockedObjects: [ManagedObjectID: ManagedObject] = [:]
     /// The values `overwrite` writes for objects in conflict, while a save resolves them.
@@ -493,7 +496,22 @@ final class ContextCore {
     /// Loads a fault's values; a missing object stays a fault and is recorded as a problem.
     func fulfill(_ object: ManagedObject) {
         guard !object.hasCommittedValues, !object.isInsertedFlag else { return }
-        do { try fulfillThrowing(object) } catch { recordProblem(error as? ContextError ?? .store("\(error)")) }
+        do {
+            try fulfillThrowing(object)
+        } catch ContextError.objectNotFound(let what) {
+            guard shouldDeleteInaccessibleFaults else {
+                recordProblem(.objectNotFound(what))
+                return
+            }
+            // Core Data's default: the object counts as deleted and reads as empty.
+            var empty = PropertyRow(info: object.info)
+            for property in object.info.properties.values where !property.isTransient { empty[property] = property.emptyValue }
+            object.fastCommitted = empty
+            object.version = nil
+            object.isInaccessible = true
+        } catch {
+            recordProblem(error as? ContextError ?? .store("\(error)"))
+        }
     }
 
     func fulfillThrowing(_ object: ManagedObject) throws {

@@ -219,8 +219,13 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     public var isInserted: Bool { isInsertedFlag }
     /// Whether the object has unsaved changes to a persistent property (`isUpdated`).
     public var isUpdated: Bool { !isInsertedFlag && !isDeletedFlag && !changes.isEmpty }
-    /// Whether the object is deleted and the deletion not yet saved (`isDeleted`).
-    public var isDeleted: Bool { isDeletedFlag }
+    /// Whether the object is deleted and the deletion not yet saved (`isDeleted`) — or, as
+    /// in Core Data, its fault couldn't be fulfilled because the store no longer holds it,
+    /// and the context's ``ManagedObjectContext/shouldDeleteInaccessibleFaults`` is on.
+    public var isDeleted: Bool { isDeletedFlag || isInaccessible }
+    /// The object's fault couldn't be fulfilled (the store no longer holds it) and was
+    /// given empty values (``ManagedObjectContext/shouldDeleteInaccessibleFaults``).
+    @exclusivity(unchecked) var isInaccessible = false
     /// Whether the object is inserted, updated or deleted (`hasChanges`).
     public var hasChanges: Bool { isInsertedFlag || isDeletedFlag || !changes.isEmpty }
 
@@ -433,6 +438,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// - Throws: ``ContextError/objectNotFound(_:)`` if the object was deleted from the store.
     public func fulfillFault() throws {
         guard let core else { throw ContextError.invalidObject("\(objectID) has no context") }
+        if isInaccessible { throw ContextError.objectNotFound(objectID.description) }
         try core.fulfillThrowing(self)
     }
 

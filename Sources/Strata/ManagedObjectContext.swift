@@ -154,6 +154,20 @@ public actor ManagedObjectContext {
     /// How long fetched values stay fresh (`stalenessInterval`); kept for API parity — the
     /// store never serves stale snapshots, so any value behaves like 0.
     public var stalenessInterval: TimeInterval = -1
+
+    /// What a fault does when its object is no longer in the store — another context or
+    /// process deleted it — and a property read fires it (`shouldDeleteInaccessibleFaults`).
+    ///
+    /// On (the default, as in Core Data), the object is marked deleted (``ManagedObject/isDeleted``)
+    /// and reads as empty: nil attributes and to-one relationships, empty to-many ones; the
+    /// next save is not affected. Off, every property reads as nil and `objectNotFound`
+    /// (133000) is recorded for the next `save()` to throw. Either way, `existingObject(with:)`
+    /// and ``ManagedObject/fulfillFault()`` throw `objectNotFound` for such an object, and a
+    /// change saved to it is refused by the store.
+    public var shouldDeleteInaccessibleFaults: Bool {
+        get { core.shouldDeleteInaccessibleFaults }
+        set { core.shouldDeleteInaccessibleFaults = newValue }
+    }
     /// The model.
     public nonisolated var managedObjectModel: ManagedObjectModel { persistentStoreCoordinator.managedObjectModel }
 
