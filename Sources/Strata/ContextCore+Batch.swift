@@ -47,15 +47,7 @@ extension ContextCore {
             }
             inserted.append(draft.insert(info.entity.name, id: temporaryID(number), values: values))
         }
-        if let objects = request.objectsToInsert {
-            for object in objects { try add(object) }
-        } else if let handler = request.dictionaryHandler {
-            while true {
-                var object: [String: any Sendable] = [:]
-                if try handler(&object) { break }
-                try add(object)
-            }
-        }
+        try forEachObject(of: request, add)
         guard !inserted.isEmpty else { return BatchResult(type: request.resultType, ids: [], sequence: nil) }
         let hint =
             constraints.isEmpty ? ""
@@ -79,6 +71,20 @@ extension ContextCore {
         }
         let ids = stored.map { ManagedObjectID.permanent($0, store: store.identifier) }
         return BatchResult(type: request.resultType, ids: ids, sequence: result.sequence)
+    }
+
+    /// Calls `body` with each dictionary of `request`: its array's, or the handler's until it
+    /// returns true (that call's dictionary is not one).
+    private func forEachObject(of request: BatchInsertRequest, _ body: ([String: any Sendable]) throws -> Void) throws {
+        if let objects = request.objectsToInsert {
+            for object in objects { try body(object) }
+        } else if let handler = request.dictionaryHandler {
+            while true {
+                var object: [String: any Sendable] = [:]
+                if try handler(&object) { break }
+                try body(object)
+            }
+        }
     }
 
     // MARK: - Upsert
@@ -122,15 +128,7 @@ extension ContextCore {
             }
             rows.append(values)
         }
-        if let objects = request.objectsToInsert {
-            for object in objects { try add(object) }
-        } else if let handler = request.dictionaryHandler {
-            while true {
-                var object: [String: any Sendable] = [:]
-                if try handler(&object) { break }
-                try add(object)
-            }
-        }
+        try forEachObject(of: request, add)
         guard !rows.isEmpty else { return BatchResult(type: request.resultType, ids: [], sequence: nil) }
         // Every stored attribute, for `overwrite` (the last source's values, nil included).
         let attributes = info.entity.allAttributes.filter { !$0.isTransient }.map(\.name)
