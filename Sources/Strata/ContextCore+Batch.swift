@@ -140,7 +140,7 @@ extension ContextCore {
         }
         var newValues: [[String: DraftValue]] = []
         var storedTargets: [StoredObjectID] = []
-        var storedValues: [StoredObjectID: (entity: String, before: [String: LogValue], after: [String: DraftValue])] = [:]
+        var storedValues: [StoredObjectID: (before: [String: LogValue], after: [String: DraftValue])] = [:]
         var outcome: [Target] = []
         let what = "batch insert into \(entityName)"
 
@@ -223,7 +223,7 @@ extension ContextCore {
                                 for (name, value) in stored.values {
                                     if case .attribute(let attribute) = value { current[name] = .attribute(attribute) }
                                 }
-                                storedValues[id] = (id.entity, stored.values, current)
+                                storedValues[id] = (stored.values, current)
                                 storedTargets.append(id)
                             }
                             if var entry = storedValues[id] {

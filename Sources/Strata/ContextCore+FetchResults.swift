@@ -153,7 +153,7 @@ extension ContextCore {
 
     /// The objects for `ids`, in order, their values loaded now: the faults' rows read in one
     /// store snapshot (a child's: in one request to its parent). Nil where the object isn't
-    /// in the store (or the parent); nil IDs the context can't resolve throw.
+    /// in the store (or the parent); an ID the context can't resolve throws.
     func existingObjects(with ids: [ManagedObjectID]) throws -> [ManagedObject?] {
         var objects: [ManagedObject] = []
         objects.reserveCapacity(ids.count)
@@ -181,7 +181,7 @@ extension ContextCore {
             } catch ContextError.objectNotFound {
                 return nil
             }
-            return object.isInvalidated ? nil : object
+            return object.isInvalidated || object.isInaccessible ? nil : object
         }
     }
 

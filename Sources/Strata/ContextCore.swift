@@ -493,7 +493,8 @@ final class ContextCore {
 
     func store() throws -> PersistentStore { try coordinator.requireStore() }
 
-    /// Loads a fault's values; a missing object stays a fault and is recorded as a problem.
+    /// Loads a fault's values. A missing object is marked deleted with empty values
+    /// (`shouldDeleteInaccessibleFaults`), or stays a fault and is recorded as a problem.
     func fulfill(_ object: ManagedObject) {
         guard !object.hasCommittedValues, !object.isInsertedFlag else { return }
         do {

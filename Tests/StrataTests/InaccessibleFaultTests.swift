@@ -44,6 +44,7 @@ struct InaccessibleFaultTests {
             try context.save()
             #expect(throws: ContextError.objectNotFound(teamID.description)) { try team.fulfillFault() }
             #expect(throws: ContextError.objectNotFound(teamID.description)) { _ = try context.existingObject(with: teamID) }
+            #expect(try context.existingObjects(with: [teamID, other.objectID]).map { $0?.objectID } == [nil, other.objectID])
             // A refresh turns it back into a fault (still gone: the next read empties it again).
             context.refresh(team, mergeChanges: false)
             #expect(team.isFault && !team.isDeleted)
