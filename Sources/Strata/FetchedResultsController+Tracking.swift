@@ -483,6 +483,8 @@ extension AnyFetchedResultsController: ContextChangeTracker {
         var changed: [Set<ManagedObjectID>] = []
         /// Objects that left the context: only the instances the notification carries count.
         var gone: Set<ManagedObjectID> = []
+        /// Only objects shown can be concerned (a save changes no values).
+        var onlyShown = false
         var touchedIDs: [Set<ManagedObjectID>] = []
         var fresh: Set<ManagedObjectID> = []
         var everything = false
@@ -502,6 +504,7 @@ extension AnyFetchedResultsController: ContextChangeTracker {
         case .didSave(let save):
             // The saved inserts are stored objects now: they take their primary-key place.
             changed = [save.inserted]
+            onlyShown = true
             if plan.refetchesEachBatch {
                 // The stored state the request shows changed.
                 changed += [save.updated, save.deleted]
@@ -535,7 +538,8 @@ extension AnyFetchedResultsController: ContextChangeTracker {
         let touchedSet = touchedIDs.reduce(into: Set<ManagedObjectID>()) { $0.formUnion($1) }
         for ids in changed {
             for id in ids where plan.relevantEntities.contains(id.entityName) {
-                guard let object = resolve(id, known, creating: !gone.contains(id), plan) else { continue }
+                guard let object = resolve(id, known, creating: !gone.contains(id) && !onlyShown, plan) else { continue }
+                if onlyShown && entries[ObjectIdentifier(object)] == nil { continue }
                 let touching = touchedSet.contains(id)
                 if plan.majors[id.entityName] != nil {
                     add(object, touching: touching)
