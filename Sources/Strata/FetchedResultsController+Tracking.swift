@@ -44,7 +44,7 @@ final class ResultsSection {
 
 /// A step of a key path through a relationship, walked backwards through its inverse to
 /// find the objects a change to a related object concerns.
-struct RelatedStep {
+struct RelatedStep: Hashable {
     /// The relationship's destination entity and its sub-entities.
     let destinations: Set<String>
     /// The inverse relationship (on the destination); nil when there is none.
@@ -135,7 +135,8 @@ extension AnyFetchedResultsController: ContextChangeTracker {
         var relatedEntities: Set<String> = []
         for path in paths {
             let steps = relatedSteps(path, from: prepared.entityName)
-            guard !steps.isEmpty else { continue }
+            // A path sorted by and sectioned by (`team.name` twice) is walked once.
+            guard !steps.isEmpty, !related.contains(steps) else { continue }
             related.append(steps)
             for step in steps { relatedEntities.formUnion(step.destinations) }
         }
@@ -366,7 +367,7 @@ extension AnyFetchedResultsController: ContextChangeTracker {
     /// Fetches and makes the results the controller's (`performFetch()`).
     func fetchAndInstall() throws {
         let plan = try makePlan()
-        let objects = try core.fetchManagedObjects(fetchRequest)
+        let objects = try core.fetchManagedObjects(plan.request)
         let sections = try buildSections(objects, plan, strict: true)
         install(sections, plan)
         missedChanges = false
@@ -840,7 +841,8 @@ extension AnyFetchedResultsController: ContextChangeTracker {
     func refetchedChanges(touched: Set<ObjectIdentifier>, touchingAll: Bool, _ plan: ResultsPlan) -> ResultsChanges? {
         let newSections: [ResultsSection]
         do {
-            newSections = try buildSections(try core.fetchManagedObjects(fetchRequest), plan, strict: false)
+            // The request last fetched (a changed `fetchRequest` waits for performFetch()).
+            newSections = try buildSections(try core.fetchManagedObjects(plan.request), plan, strict: false)
         } catch {
             missedChanges = true
             return nil

@@ -189,7 +189,16 @@ extension FetchedResultsControllerDelegate {
 public class AnyFetchedResultsController {
     /// The request whose results the controller shows (`fetchRequest`). It must have sort
     /// descriptors; its entity is `fetchRequest.entityName` (Core Data's `fetchRequest.entity`).
-    public let fetchRequest: FetchRequest
+    ///
+    /// A change takes effect at the next ``performFetch()`` — Core Data's way to filter a
+    /// list as the user types; until then the controller goes on showing and tracking the
+    /// results of the request it last fetched.
+    ///
+    /// ```swift
+    /// teams.fetchRequest.predicate = try FormatPredicate(format: "name BEGINSWITH[c] %@", text)
+    /// try teams.performFetch()
+    /// ```
+    public var fetchRequest: FetchRequest
     /// The context the controller fetches in and follows (`managedObjectContext`); the
     /// controller keeps it alive, as Core Data's does.
     public let managedObjectContext: ManagedObjectContext

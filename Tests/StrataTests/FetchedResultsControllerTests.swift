@@ -500,6 +500,32 @@ struct FetchedResultsControllerTests {
         }
     }
 
+    @Test("a changed fetchRequest takes effect at the next performFetch, and tracking follows it (filtering as the user types)")
+    func changedRequest() async throws {
+        let dir = try TemporaryDirectory()
+        try await leagueContext(dir).perform { (context: isolated ManagedObjectContext) throws in
+            for name in ["Crew", "Comets", "Fire"] { try team(context, name) }
+            try context.save()
+            let teams = FetchedResultsController(fetchRequest: teamRequest(), managedObjectContext: context)
+            try teams.performFetch()
+            let delegate = RecordingDelegate(mirroring: teams)
+            teams.delegate = delegate
+            teams.fetchRequest.predicate = try FormatPredicate(format: "name BEGINSWITH[c] %@", "c")
+            #expect(names(teams.fetchedObjects) == ["Comets", "Crew", "Fire"], "not before performFetch")
+            try team(context, "Foxes")
+            context.processPendingChanges()
+            #expect(names(teams.fetchedObjects) == ["Comets", "Crew", "Fire", "Foxes"], "tracking the request last fetched")
+            try teams.performFetch()
+            #expect(names(teams.fetchedObjects) == ["Comets", "Crew"])
+            delegate.mirror = shown(teams)
+            try team(context, "Cats")
+            try team(context, "Dogs")
+            context.processPendingChanges()
+            #expect(delegate.last?.lines() == ["insert ->0.0 Cats"])
+            #expect(delegate.problems.isEmpty, "\(delegate.problems)")
+        }
+    }
+
     @Test("changes between two processPendingChanges are one batch; a save flushes what is pending first")
     func oneBatchPerEvent() async throws {
         let dir = try TemporaryDirectory()
