@@ -604,6 +604,7 @@ extension ContextCore {
         // Moved objects' entries follow them: every old key out first (one object may take
         // another's old ID), then the new keys in.
         guard !moved.isEmpty else { return }
+        if !changeTrackers.isEmpty { tellTrackers { $0.context(remapped: moved) } }
         var movedRegistered: [ManagedObject] = []
         var movedRetained: [ManagedObject] = []
         movedRegistered.reserveCapacity(moved.count)
@@ -743,6 +744,7 @@ extension ContextCore {
         // reset posts invalidated-all at once, replacing whatever was pending.
         notice = ObjectsDidChange()
         noticeObjects.removeAll()
+        trackedInsertUpdates.removeAll()
         post(.objectsDidChange(ObjectsDidChange(invalidatedAll: true)))
     }
 

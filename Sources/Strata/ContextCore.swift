@@ -439,6 +439,14 @@ final class ContextCore {
     /// The values properties had at `willChangeValue(forKey:)`, until the matching
     /// `didChangeValue(forKey:)`: by object, then property name.
     var changesInProgress: [ObjectIdentifier: [String: PropertyValue]] = [:]
+    /// Fetched results controllers following this context's changes, weakly: each is told
+    /// of every notification the context posts (after the synchronous observers) and of
+    /// objects whose IDs change (``FetchedResultsController``, spec 0006 §21).
+    var changeTrackers: [WeakChangeTracker] = []
+    /// Unsaved inserts whose values changed since the last objects-did-change, noted only
+    /// while there are trackers: the notification leaves them out of `updated` (spec 0006
+    /// §15.3), but a fetched results controller must place them again.
+    @exclusivity(unchecked) var trackedInsertUpdates: Set<ManagedObjectID> = []
 
     init(coordinator: PersistentStoreCoordinator, hub: NotificationHub) {
         self.hub = hub

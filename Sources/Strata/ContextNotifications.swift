@@ -284,6 +284,34 @@ final class NotificationHub: Sendable {
     }
 }
 
+// MARK: - Trackers (fetched results controllers)
+
+/// Something inside a context that follows its changes as they are posted (a fetched
+/// results controller). Called on the context's queue.
+protocol ContextChangeTracker: AnyObject {
+    /// The context posted `notification`; `objects` holds objects it may no longer have;
+    /// `insertUpdates` are unsaved inserts changed since their insert was posted (which
+    /// objects-did-change leaves out of `updated`).
+    func context(posted notification: ContextNotification, objects: [ManagedObjectID: ManagedObject], insertUpdates: Set<ManagedObjectID>)
+    /// These objects' IDs changed (a save, `obtainPermanentIDs`, a parent's save).
+    func context(remapped objects: [(old: ManagedObjectID, object: ManagedObject)])
+}
+
+/// A tracker held weakly by the context, so a controller never keeps itself alive.
+struct WeakChangeTracker {
+    weak var tracker: (any ContextChangeTracker)?
+}
+
+extension ContextCore {
+    /// Calls `body` with every live tracker (a copy of the list: a delegate may add or
+    /// remove controllers meanwhile).
+    func tellTrackers(_ body: (any ContextChangeTracker) -> Void) {
+        for entry in changeTrackers {
+            if let tracker = entry.tracker { body(tracker) }
+        }
+    }
+}
+
 // MARK: - Posting (inside the context)
 
 /// A synchronous observer registered inside the context.
@@ -296,9 +324,13 @@ extension ContextCore {
     /// Posts `notification` to every channel: synchronous observers (with objects), async
     /// subscribers, `NotificationCenter`. `objects` supplies objects the context no longer
     /// holds (deleted or invalidated ones).
-    func post(_ notification: ContextNotification, objects: @autoclosure () -> [ManagedObjectID: ManagedObject] = [:]) {
+    /// `insertUpdates` goes to fetched results controllers only (``trackedInsertUpdates``).
+    func post(
+        _ notification: ContextNotification, objects: @autoclosure () -> [ManagedObjectID: ManagedObject] = [:],
+        insertUpdates: Set<ManagedObjectID> = []
+    ) {
+        let known = observers.isEmpty && changeTrackers.isEmpty ? [:] : objects()
         if !observers.isEmpty {
-            let known = objects()
             func resolve(_ ids: Set<ManagedObjectID>) -> Set<ManagedObject> {
                 Set(ids.compactMap { id in known[id] ?? registered(id) ?? (id.isTemporaryID ? nil : object(with: id)) })
             }
@@ -309,16 +341,26 @@ extension ContextCore {
                 invalidatedObjects: resolve(sets.invalidated))
             for observer in observers { observer.body(change) }
         }
+        if !changeTrackers.isEmpty { tellTrackers { $0.context(posted: notification, objects: known, insertUpdates: insertUpdates) } }
         hub.deliver(notification)
         if let context { notification.postToNotificationCenter(from: context) }
     }
 
     /// Posts the objects-did-change accumulated since the last one, if any.
     func postPendingChanges() {
-        guard !notice.isEmpty else { return }
+        let insertUpdates = trackedInsertUpdates
+        if !insertUpdates.isEmpty { trackedInsertUpdates = [] }
+        guard !notice.isEmpty else {
+            // Only sets of unsaved inserts announced before: no notification (§15.3), but
+            // fetched results controllers need them to place those objects again.
+            if !insertUpdates.isEmpty {
+                tellTrackers { $0.context(posted: .objectsDidChange(ObjectsDidChange()), objects: [:], insertUpdates: insertUpdates) }
+            }
+            return
+        }
         let change = notice
         notice = ObjectsDidChange()
-        post(.objectsDidChange(change), objects: noticeObjects)
+        post(.objectsDidChange(change), objects: noticeObjects, insertUpdates: insertUpdates)
         noticeObjects.removeAll()
     }
 
@@ -331,7 +373,12 @@ extension ContextCore {
 
     func noteUpdated(_ object: ManagedObject) {
         changeRecorder?.insert(object.objectID)
-        guard !object.isInsertedFlag else { return }
+        guard !object.isInsertedFlag else {
+            // Not in `updated` (§15.3); fetched results controllers are told (one array
+            // count read when there are none, on the insert path's hot loop).
+            if !changeTrackers.isEmpty { trackedInsertUpdates.insert(object.objectID) }
+            return
+        }
         notice.updated.insert(object.objectID)
     }
 
