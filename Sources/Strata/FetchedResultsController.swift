@@ -199,9 +199,15 @@ public class AnyFetchedResultsController {
     /// try teams.performFetch()
     /// ```
     public var fetchRequest: FetchRequest
-    /// The context the controller fetches in and follows (`managedObjectContext`); the
-    /// controller keeps it alive, as Core Data's does.
-    public let managedObjectContext: ManagedObjectContext
+    /// The context the controller fetches in and follows (`managedObjectContext`).
+    ///
+    /// Unlike Core Data's, the controller doesn't keep its context alive: it lives inside
+    /// the context (used in its `perform`, or kept from one block to the next in its
+    /// ``ManagedObjectContext/userInfo``), and a strong reference would make a controller
+    /// kept there hold the context forever.
+    public var managedObjectContext: ManagedObjectContext { context }
+    /// The context, unowned (see ``managedObjectContext``).
+    unowned let context: ManagedObjectContext
     /// The key path whose value names each object's section (`sectionNameKeyPath`), such as
     /// `"group"` or `"team.name"` (through to-one relationships); nil for one section
     /// holding every object. The first sort descriptor must order the sections:
@@ -265,7 +271,7 @@ public class AnyFetchedResultsController {
         accepts: @escaping (ManagedObject) -> Bool
     ) {
         self.fetchRequest = fetchRequest
-        managedObjectContext = context
+        self.context = context
         self.sectionNameKeyPath = sectionNameKeyPath
         self.cacheName = cacheName
         core = context.core

@@ -155,6 +155,29 @@ public actor ManagedObjectContext {
     /// store never serves stale snapshots, so any value behaves like 0.
     public var stalenessInterval: TimeInterval = -1
 
+    /// The app's own values kept with the context (Core Data's `userInfo`), usable only on
+    /// the context's queue. This is where something that lives inside the context — a
+    /// ``FetchedResultsController`` and its delegate, managed objects — is kept from one
+    /// `perform` to the next:
+    ///
+    /// ```swift
+    /// try await viewContext.perform { context in
+    ///     let teams = FetchedResultsController(fetchRequest: request, managedObjectContext: context)
+    ///     teams.delegate = list
+    ///     try teams.performFetch()
+    ///     context.userInfo["teams"] = teams
+    ///     context.userInfo["teamList"] = list          // the delegate is held weakly
+    /// }
+    /// // later, after other blocks changed and saved teams:
+    /// try await viewContext.perform { context in
+    ///     let teams = context.userInfo["teams"] as? FetchedResultsController<ManagedObject>
+    /// }
+    /// ```
+    ///
+    /// A controller kept here holds its context weakly, so the context and the controller
+    /// are freed together. `reset()` leaves the dictionary alone.
+    public var userInfo: [AnyHashable: Any] = [:]
+
     /// What a fault does when its object is no longer in the store — another context or
     /// process deleted it — and a property read fires it (`shouldDeleteInaccessibleFaults`).
     ///

@@ -813,6 +813,47 @@ struct FetchedResultsControllerTests {
         #expect(weakContext == nil, "the context isn't kept alive")
     }
 
+    @Test("kept in the context's userInfo, a controller and its delegate follow changes made in later perform blocks, another context's merged save included; freed with the context")
+    func keptAcrossPerformBlocks() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        weak var weakContext: ManagedObjectContext?
+        do {
+            let context = privateContext(coordinator)
+            weakContext = context
+            try await context.perform { (context: isolated ManagedObjectContext) throws in
+                context.automaticallyMergesChangesFromParent = true
+                try team(context, "Herons")
+                try context.save()
+                let teams = FetchedResultsController(fetchRequest: teamRequest(), managedObjectContext: context)
+                try teams.performFetch()
+                let delegate = RecordingDelegate(mirroring: teams)
+                teams.delegate = delegate
+                context.userInfo["teams"] = teams
+                context.userInfo["teamList"] = delegate
+            }
+            // A later block inserts and saves; another context saves a team too.
+            try await context.perform { (context: isolated ManagedObjectContext) throws in
+                try team(context, "Otters")
+                try context.save()
+            }
+            try await privateContext(coordinator).perform { (other: isolated ManagedObjectContext) throws in
+                try team(other, "Ibis")
+                try other.save()
+            }
+            try await context.perform { (context: isolated ManagedObjectContext) throws in
+                context.processPendingChanges()
+                let teams = try #require(context.userInfo["teams"] as? FetchedResultsController<ManagedObject>)
+                let delegate = try #require(context.userInfo["teamList"] as? RecordingDelegate)
+                #expect(names(teams.fetchedObjects) == ["Herons", "Ibis", "Otters"])
+                #expect(delegate.problems.isEmpty, "\(delegate.problems)")
+                #expect(delegate.batches.count >= 2, "the insert in a later block and the merged save were heard")
+                #expect(names(delegate.mirror.flatMap(\.objects)) == ["Herons", "Ibis", "Otters"], "the batches, applied, give the table")
+            }
+        }
+        #expect(weakContext == nil, "the controller in userInfo doesn't keep its context alive")
+    }
+
     @Test("objects tied under every sort descriptor keep store order: stored by primary key, then unsaved inserts in insertion order")
     func tiesKeepStoreOrder() async throws {
         let dir = try TemporaryDirectory()
