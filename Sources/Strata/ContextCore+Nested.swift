@@ -316,7 +316,7 @@ extension ContextCore {
         register(object)
         markChanged(object)
         if id.isTemporaryID { insertionOrder.append(id) } else { restored.insert(id) }
-        noteInserted(id)
+        noteInserted(object)
         if journal.isRegistering && !isApplyingUndo { journal.open.recordInsert(id) }
         return object
     }

@@ -706,6 +706,8 @@ extension ContextCore {
         notice.inserted.removeAll()
         notice.updated.removeAll()
         notice.deleted.removeAll()
+        for object in noticeInserted { object.insertPending = false }
+        noticeInserted.removeAll()
         for object in Array(retained.values) {
             if object.isInsertedFlag && (object.objectID.isTemporaryID || restored.contains(object.objectID)) {
                 object.isInsertedFlag = false
@@ -744,7 +746,7 @@ extension ContextCore {
         // reset posts invalidated-all at once, replacing whatever was pending.
         notice = ObjectsDidChange()
         noticeObjects.removeAll()
-        trackedInsertUpdates.removeAll()
+        noticeInserted.removeAll()
         post(.objectsDidChange(ObjectsDidChange(invalidatedAll: true)))
     }
 

@@ -443,10 +443,9 @@ final class ContextCore {
     /// of every notification the context posts (after the synchronous observers) and of
     /// objects whose IDs change (``FetchedResultsController``, spec 0006 §21).
     var changeTrackers: [WeakChangeTracker] = []
-    /// Unsaved inserts whose values changed since the last objects-did-change, noted only
-    /// while there are trackers: the notification leaves them out of `updated` (spec 0006
-    /// §15.3), but a fetched results controller must place them again.
-    @exclusivity(unchecked) var trackedInsertUpdates: Set<ManagedObjectID> = []
+    /// The objects whose inserts the next objects-did-change posts (their `insertPending`
+    /// is cleared then).
+    @exclusivity(unchecked) var noticeInserted: [ManagedObject] = []
 
     init(coordinator: PersistentStoreCoordinator, hub: NotificationHub) {
         self.hub = hub
@@ -975,7 +974,7 @@ final class ContextCore {
         register(object)
         markChanged(object)
         insertionOrder.append(id)
-        noteInserted(id)
+        noteInserted(object)
         if journal.isRegistering && !isApplyingUndo { journal.open.recordInsert(id, object: object) }
         for property in info.defaultedProperties {
             if let value = property.defaultValue { setRaw(object, property, old: property.emptyValue, new: .attribute(value), register: false) }
@@ -1255,7 +1254,7 @@ final class ContextCore {
         }
         object.isInvalidated = false
         markChanged(object)
-        noteInserted(id)
+        noteInserted(object)
         return object
     }
 

@@ -289,10 +289,8 @@ final class NotificationHub: Sendable {
 /// Something inside a context that follows its changes as they are posted (a fetched
 /// results controller). Called on the context's queue.
 protocol ContextChangeTracker: AnyObject {
-    /// The context posted `notification`; `objects` holds objects it may no longer have;
-    /// `insertUpdates` are unsaved inserts changed since their insert was posted (which
-    /// objects-did-change leaves out of `updated`).
-    func context(posted notification: ContextNotification, objects: [ManagedObjectID: ManagedObject], insertUpdates: Set<ManagedObjectID>)
+    /// The context posted `notification`; `objects` holds objects it may no longer have.
+    func context(posted notification: ContextNotification, objects: [ManagedObjectID: ManagedObject])
     /// These objects' IDs changed (a save, `obtainPermanentIDs`, a parent's save).
     func context(remapped objects: [(old: ManagedObjectID, object: ManagedObject)])
 }
@@ -324,11 +322,7 @@ extension ContextCore {
     /// Posts `notification` to every channel: synchronous observers (with objects), async
     /// subscribers, `NotificationCenter`. `objects` supplies objects the context no longer
     /// holds (deleted or invalidated ones).
-    /// `insertUpdates` goes to fetched results controllers only (``trackedInsertUpdates``).
-    func post(
-        _ notification: ContextNotification, objects: @autoclosure () -> [ManagedObjectID: ManagedObject] = [:],
-        insertUpdates: Set<ManagedObjectID> = []
-    ) {
+    func post(_ notification: ContextNotification, objects: @autoclosure () -> [ManagedObjectID: ManagedObject] = [:]) {
         let known = observers.isEmpty && changeTrackers.isEmpty ? [:] : objects()
         if !observers.isEmpty {
             func resolve(_ ids: Set<ManagedObjectID>) -> Set<ManagedObject> {
@@ -341,44 +335,39 @@ extension ContextCore {
                 invalidatedObjects: resolve(sets.invalidated))
             for observer in observers { observer.body(change) }
         }
-        if !changeTrackers.isEmpty { tellTrackers { $0.context(posted: notification, objects: known, insertUpdates: insertUpdates) } }
+        if !changeTrackers.isEmpty { tellTrackers { $0.context(posted: notification, objects: known) } }
         hub.deliver(notification)
         if let context { notification.postToNotificationCenter(from: context) }
     }
 
     /// Posts the objects-did-change accumulated since the last one, if any.
     func postPendingChanges() {
-        let insertUpdates = trackedInsertUpdates
-        if !insertUpdates.isEmpty { trackedInsertUpdates = [] }
-        guard !notice.isEmpty else {
-            // Only sets of unsaved inserts announced before: no notification (§15.3), but
-            // fetched results controllers need them to place those objects again.
-            if !insertUpdates.isEmpty {
-                tellTrackers { $0.context(posted: .objectsDidChange(ObjectsDidChange()), objects: [:], insertUpdates: insertUpdates) }
-            }
-            return
+        // The inserts are posted now: later changes to those objects are updates.
+        if !noticeInserted.isEmpty {
+            for object in noticeInserted { object.insertPending = false }
+            noticeInserted.removeAll(keepingCapacity: true)
         }
+        guard !notice.isEmpty else { return }
         let change = notice
         notice = ObjectsDidChange()
-        post(.objectsDidChange(change), objects: noticeObjects, insertUpdates: insertUpdates)
+        post(.objectsDidChange(change), objects: noticeObjects)
         noticeObjects.removeAll()
     }
 
     // MARK: Recording for the next objects-did-change
 
-    func noteInserted(_ id: ManagedObjectID) {
+    func noteInserted(_ object: ManagedObject) {
+        let id = object.objectID
         notice.inserted.insert(id)
         changeRecorder?.insert(id)
+        object.insertPending = true
+        noticeInserted.append(object)
     }
 
     func noteUpdated(_ object: ManagedObject) {
         changeRecorder?.insert(object.objectID)
-        guard !object.isInsertedFlag else {
-            // Not in `updated` (§15.3); fetched results controllers are told (one array
-            // count read when there are none, on the insert path's hot loop).
-            if !changeTrackers.isEmpty { trackedInsertUpdates.insert(object.objectID) }
-            return
-        }
+        // An unsaved insert's changes before its insert is posted are part of it (§15.3).
+        guard !object.insertPending else { return }
         notice.updated.insert(object.objectID)
     }
 

@@ -462,22 +462,22 @@ extension AnyFetchedResultsController: ContextChangeTracker {
         }
     }
 
-    func context(posted notification: ContextNotification, objects: [ManagedObjectID: ManagedObject], insertUpdates: Set<ManagedObjectID>) {
+    func context(posted notification: ContextNotification, objects: [ManagedObjectID: ManagedObject]) {
         guard plan != nil else { return }
         // A notification posted by a delegate's own changes waits for the batch being delivered.
         if isDelivering {
-            queued.append((notification, objects, insertUpdates))
+            queued.append((notification, objects))
             return
         }
-        handle(notification, objects, insertUpdates)
+        handle(notification, objects)
         while !queued.isEmpty, !isDelivering {
-            let (next, known, updates) = queued.removeFirst()
-            handle(next, known, updates)
+            let (next, known) = queued.removeFirst()
+            handle(next, known)
         }
     }
 
     /// Turns one notification into a batch and tells the delegate.
-    func handle(_ notification: ContextNotification, _ known: [ManagedObjectID: ManagedObject], _ insertUpdates: Set<ManagedObjectID>) {
+    func handle(_ notification: ContextNotification, _ known: [ManagedObjectID: ManagedObject]) {
         guard let plan else { return }
         let expected = expectedMergeChange
         expectedMergeChange = nil
@@ -494,10 +494,10 @@ extension AnyFetchedResultsController: ContextChangeTracker {
             return
         case .objectsDidChange(let change):
             // A merge posts it right after its did-merge, which was handled as the batch.
-            if let expected, change == expected, insertUpdates.isEmpty { return }
+            if let expected, change == expected { return }
             everything = change.invalidatedAll
-            changed = [change.inserted, change.updated, change.deleted, change.refreshed, change.invalidated, insertUpdates]
-            touchedIDs = [change.updated, change.refreshed, insertUpdates]
+            changed = [change.inserted, change.updated, change.deleted, change.refreshed, change.invalidated]
+            touchedIDs = [change.updated, change.refreshed]
             fresh = change.inserted
             gone = change.deleted.union(change.invalidated)
             for id in change.invalidated { insertRanks[id] = nil }

@@ -258,7 +258,7 @@ public class AnyFetchedResultsController {
     var expectedMergeChange: ObjectsDidChange?
     /// Whether a batch is being delivered (notifications posted meanwhile wait their turn).
     var isDelivering = false
-    var queued: [(ContextNotification, [ManagedObjectID: ManagedObject], Set<ManagedObjectID>)] = []
+    var queued: [(ContextNotification, [ManagedObjectID: ManagedObject])] = []
     /// Whether the current delegate implements the difference callback, once known.
     var differenceSupport: (delegate: ObjectIdentifier, implements: Bool)?
     /// Set by the protocol's default difference callback.

@@ -226,6 +226,9 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// The object's fault couldn't be fulfilled (the store no longer holds it) and was
     /// given empty values (``ManagedObjectContext/shouldDeleteInaccessibleFaults``).
     @exclusivity(unchecked) var isInaccessible = false
+    /// The insert is noted for the next objects-did-change and not posted yet: until it is,
+    /// the object's changes are part of its insert, not updates (spec 0006 §15.3).
+    @exclusivity(unchecked) var insertPending = false
     /// Whether the object is inserted, updated or deleted (`hasChanges`).
     public var hasChanges: Bool { isInsertedFlag || isDeletedFlag || !changes.isEmpty }
 

@@ -168,6 +168,54 @@ struct NotificationTests {
         #expect(center.value(3, .invalidatedAllObjects) as? Bool == true)
     }
 
+    @Test("an unsaved insert changed after its insert was posted is updated (as in Core Data); before, its changes are part of the insert; rollback and undo/redo start over")
+    func unsavedInsertChangedLater() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let (posted, ids) = try await privateContext(coordinator).perform {
+            (context: isolated ManagedObjectContext) throws -> ([ObjectsDidChange], [ManagedObjectID]) in
+            var posted: [ObjectsDidChange] = []
+            let token = context.addObserver { change in
+                if case .objectsDidChange(let value) = change.notification { posted.append(value) }
+            }
+            defer { context.removeObserver(token) }
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Kites", forKey: "name")  // part of the insert
+            context.processPendingChanges()  // 0: inserted
+            team.setValue("Hawks", forKey: "name")  // the insert was posted: an update
+            context.processPendingChanges()  // 1: updated
+            let gone = try context.insertNewObject(forEntityName: "Team")
+            context.processPendingChanges()  // 2: inserted
+            gone.setValue("Owls", forKey: "name")
+            context.delete(gone)  // changed and deleted in one event: deleted only
+            context.processPendingChanges()  // 3: deleted
+            let undone = try context.insertNewObject(forEntityName: "Team")
+            context.processPendingChanges()  // 4: inserted
+            try context.undo()  // the insert goes: invalidated
+            try context.redo()  // and comes back, its insert pending again
+            undone.setValue("Terns", forKey: "name")
+            context.processPendingChanges()
+            context.rollback()  // every unsaved insert is discarded
+            let fresh = try context.insertNewObject(forEntityName: "Team")
+            fresh.setValue("Rooks", forKey: "name")
+            context.processPendingChanges()
+            return (posted, [team.objectID, gone.objectID, undone.objectID, fresh.objectID])
+        }
+        let lines = posted.map { "\($0)" }.joined(separator: "\n")
+        try #require(posted.count >= 6, "\(lines)")
+        #expect(posted[0].inserted == [ids[0]] && posted[0].updated.isEmpty, "\(lines)")
+        #expect(posted[1].updated == [ids[0]] && posted[1].inserted.isEmpty, "\(lines)")
+        #expect(posted[2].inserted == [ids[1]], "\(lines)")
+        #expect(posted[3].deleted == [ids[1]] && posted[3].updated.isEmpty, "\(lines)")
+        #expect(posted[4].inserted == [ids[2]], "\(lines)")
+        // After undo and redo, the object is back as an insert and its set is part of it.
+        let back = try #require(posted.dropFirst(5).first { $0.inserted.contains(ids[2]) }, "\(lines)")
+        #expect(!back.updated.contains(ids[2]), "\(lines)")
+        #expect(posted.contains { $0.invalidated.contains(ids[0]) && $0.invalidated.contains(ids[2]) }, "rollback: \(lines)")
+        let last = try #require(posted.last)
+        #expect(last.inserted == [ids[3]] && last.updated.isEmpty, "after rollback a new insert starts over: \(lines)")
+    }
+
     @Test("a synchronous observer inside the context gets the objects themselves")
     func observerGetsObjects() async throws {
         let dir = try TemporaryDirectory()
