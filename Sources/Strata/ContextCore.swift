@@ -36,7 +36,7 @@ final class ObjectRegistry: Sequence {
     private let indexes: [String: Int]
     /// Unchecked exclusivity, as ``ManagedObject``'s state (every fetched object is put in and taken out).
     /// The entries of permanent IDs of ``storeUUID``, per entity, by primary key.
-    @exclusivity(unchecked) private var tables: [KeyTable]
+    private let tables: [KeyTable]
     /// Every other entry: temporary IDs, and permanent IDs of another store.
     @exclusivity(unchecked) private var others: [ManagedObjectID: WeakObject] = [:]
     /// The store of the permanent IDs in ``tables``: the first one registered.
@@ -49,7 +49,7 @@ final class ObjectRegistry: Sequence {
         var indexes: [String: Int] = [:]
         for (index, name) in names.enumerated() { indexes[name] = index }
         self.indexes = indexes
-        tables = Array(repeating: KeyTable(), count: names.count)
+        tables = (0..<names.count).map { _ in KeyTable() }
     }
 
     /// The table of `id` and its key there, or nil when the entry is one of ``others``.
@@ -143,9 +143,19 @@ final class ObjectRegistry: Sequence {
 /// pages and a write in the page — no probing, however the keys are spread, and objects
 /// made and freed in key order touch their pages in order. A page goes when its last entry
 /// does, so a table holds at most one page per entry.
-struct KeyTable {
-    typealias Page = ContiguousArray<UnsafeMutableRawPointer?>
-    private static var emptyPage: Page { Page(repeating: nil, count: 16) }
+///
+/// A page is 17 words of memory the table allocates itself: the 16 entries (an object's
+/// address, 0 for none), then how many are set. The table remembers the last page it
+/// reached, so a run of neighbouring keys (a fetch registering its objects, then freeing
+/// them) reads and writes that memory directly: no hashing, no uniqueness check of the
+/// page table or of a page array (each page was a `ContiguousArray` in the dictionary, and
+/// writing one through `pages.values[index]` cost ≈ 150 instructions an entry). A class,
+/// so the pages have one owner, which frees them (``RegistryTests`` checks the table
+/// against a dictionary).
+final class KeyTable {
+    /// A page's entries and their count: ``pageEntries`` words, then the count.
+    typealias Page = UnsafeMutablePointer<UInt>
+    private static let pageEntries = 16
 
     /// A page number (a key without its low four bits), hashed by one mixing pass.
     struct PageNumber: Hashable {
@@ -164,92 +174,100 @@ struct KeyTable {
         }
     }
 
-    private var pages: [PageNumber: Page] = [:]
+    @exclusivity(unchecked) private var pages: [PageNumber: Page] = [:]
     /// The number of entries.
-    private(set) var count = 0
-    /// The page the last set or removal reached, and where it is in ``pages``: a fetch
-    /// registers (and later forgets) objects in key order, so most accesses stay on one
-    /// page and need no hashing. Indexes stay valid while no page is added or removed;
-    /// both forget it.
-    private var recent: (number: UInt64, index: Dictionary<PageNumber, Page>.Index)?
+    @exclusivity(unchecked) private(set) var count = 0
+    /// The page the last access reached (valid while it is in ``pages``: removing a page
+    /// forgets it), and its number.
+    @exclusivity(unchecked) private var recentNumber: UInt64 = .max
+    @exclusivity(unchecked) private var recentPage: Page?
 
-    /// Where page `number` is in ``pages``, or nil.
+    init() {}
+
+    deinit {
+        for page in pages.values { page.deallocate() }
+    }
+
+    /// Page `number`, or nil.
     @inline(__always)
-    private mutating func pageIndex(_ number: UInt64) -> Dictionary<PageNumber, Page>.Index? {
-        if let recent, recent.number == number { return recent.index }
-        guard let index = pages.index(forKey: PageNumber(value: number)) else { return nil }
-        recent = (number, index)
-        return index
+    private func page(_ number: UInt64) -> Page? {
+        if let recentPage, recentNumber == number { return recentPage }
+        guard let page = pages[PageNumber(value: number)] else { return nil }
+        recentNumber = number
+        recentPage = page
+        return page
     }
 
     var isEmpty: Bool { count == 0 }
 
     subscript(key: UInt64) -> WeakObject? {
         get {
-            guard let page = pages[PageNumber(value: key >> 4)], let pointer = page[Int(key & 15)] else { return nil }
+            guard let page = page(key >> 4) else { return nil }
+            let bits = page[Int(key & 15)]
+            guard bits != 0, let pointer = UnsafeMutableRawPointer(bitPattern: bits) else { return nil }
             return WeakObject(reference: .fromOpaque(pointer))
         }
         set {
             let number = key >> 4, slot = Int(key & 15)
             if let newValue {
-                let pointer = newValue.reference.toOpaque()
-                if let index = pageIndex(number) {
-                    if Self.exchange(&pages.values[index], slot, pointer) == nil { count += 1 }
+                let bits = UInt(bitPattern: newValue.reference.toOpaque())
+                if let page = page(number) {
+                    if page[slot] == 0 {
+                        page[Self.pageEntries] += 1
+                        count += 1
+                    }
+                    page[slot] = bits
                 } else {
-                    var page = Self.emptyPage
-                    page[slot] = pointer
+                    let page = Page.allocate(capacity: Self.pageEntries + 1)
+                    page.initialize(repeating: 0, count: Self.pageEntries + 1)
+                    page[slot] = bits
+                    page[Self.pageEntries] = 1
                     pages[PageNumber(value: number)] = page
-                    recent = nil
+                    recentNumber = number
+                    recentPage = page
                     count += 1
                 }
             } else {
-                guard let index = pageIndex(number), pages.values[index][slot] != nil else { return }
-                clear(index, slot)
+                guard let page = page(number), page[slot] != 0 else { return }
+                clear(page, number, slot)
             }
         }
     }
 
+    /// Empties `slot` of `page` (set); frees the page when that was its last entry.
     @inline(__always)
-    private static func exchange(_ page: inout Page, _ slot: Int, _ pointer: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer? {
-        let old = page[slot]
-        page[slot] = pointer
-        return old
-    }
-
-    /// Empties `slot`; whether the page is empty now (one access to the page, not two).
-    @inline(__always)
-    private static func clearSlot(_ page: inout Page, _ slot: Int) -> Bool {
-        page[slot] = nil
-        return page.allSatisfy { $0 == nil }
-    }
-
-    private mutating func clear(_ index: Dictionary<PageNumber, Page>.Index, _ slot: Int) {
+    private func clear(_ page: Page, _ number: UInt64, _ slot: Int) {
+        page[slot] = 0
         count -= 1
-        if Self.clearSlot(&pages.values[index], slot) {
-            pages.remove(at: index)
-            recent = nil
-        }
+        page[Self.pageEntries] -= 1
+        guard page[Self.pageEntries] == 0 else { return }
+        pages[PageNumber(value: number)] = nil
+        page.deallocate()
+        recentPage = nil
     }
 
     /// Removes the entry of `key` if it holds `pointer`.
-    mutating func remove(_ key: UInt64, ifItHolds pointer: UnsafeMutableRawPointer) {
-        let slot = Int(key & 15)
-        guard let index = pageIndex(key >> 4), pages.values[index][slot] == pointer else { return }
-        clear(index, slot)
+    func remove(_ key: UInt64, ifItHolds pointer: UnsafeMutableRawPointer) {
+        let number = key >> 4, slot = Int(key & 15)
+        guard let page = page(number), page[slot] == UInt(bitPattern: pointer) else { return }
+        clear(page, number, slot)
     }
 
     /// Calls `body` with every entry.
     func forEach(_ body: (UInt64, WeakObject) -> Void) {
         for (number, page) in pages {
-            for (slot, pointer) in page.enumerated() {
-                if let pointer { body(number.value << 4 | UInt64(slot), WeakObject(reference: .fromOpaque(pointer))) }
+            for slot in 0..<Self.pageEntries {
+                if let pointer = UnsafeMutableRawPointer(bitPattern: page[slot]) {
+                    body(number.value << 4 | UInt64(slot), WeakObject(reference: .fromOpaque(pointer)))
+                }
             }
         }
     }
 
-    mutating func removeAll() {
+    func removeAll() {
+        for page in pages.values { page.deallocate() }
         pages.removeAll()
-        recent = nil
+        recentPage = nil
         count = 0
     }
 }

@@ -140,7 +140,7 @@ struct RegistryTests {
     @Test("the key table agrees with a dictionary through random sets, replacements and removals (pages made, emptied and made again)")
     func keyTableMatchesDictionary() {
         var generator = SeededGenerator(seed: 0x5EED)
-        var table = KeyTable()
+        let table = KeyTable()
         var model: [UInt64: UInt] = [:]
         // Fake object addresses: the table stores and compares them, never follows them.
         func entry(_ bits: UInt) -> WeakObject {
