@@ -279,8 +279,13 @@ final class FetchExecution {
     /// what ``row(_:_:)`` makes of stored fields, without copying each value and releasing it again.
     func row(taking values: inout [LogValue?], _ names: [String], _ info: EntityInfo) -> PropertyRow {
         let identity = names.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
-        let layout = rowLayout(identity, info) { names }
-        var row = PropertyRow(info: info)
+        return row(taking: &values, rowLayout(identity, info) { names })
+    }
+
+    /// ``row(taking:_:_:)`` with the records' layout found already (a plain fetch finds it
+    /// once per entity: every record of an entity shares its names).
+    func row(taking values: inout [LogValue?], _ layout: RowLayout) -> PropertyRow {
+        var row = PropertyRow(info: layout.info)
         let count = min(layout.slots.count, values.count)
         row.values.withUnsafeMutableBufferPointer { slots in
             values.withUnsafeMutableBufferPointer { values in
@@ -292,7 +297,7 @@ final class FetchExecution {
 
     /// The layout of records whose property names are `identity` (made from `names` the
     /// first time it is seen).
-    private func rowLayout(_ identity: UnsafeRawPointer?, _ info: EntityInfo, _ names: () -> [String]) -> RowLayout {
+    func rowLayout(_ identity: UnsafeRawPointer?, _ info: EntityInfo, _ names: () -> [String]) -> RowLayout {
         if let known = layouts.first(where: { $0.layout == identity && $0.info === info }) { return known }
         let layout = RowLayout(layout: identity, info: info, properties: names().map { info.properties[$0] })
         layouts.append(layout)
@@ -619,11 +624,16 @@ final class FetchExecution {
         var result: [ManagedObject] = []
         for (name, info) in entities {
             let type = core.coordinator.objectClass(for: info)
+            // Every record of the entity has its names (the same array): the layout is found
+            // for the first and kept.
+            var layout: (identity: UnsafeRawPointer?, layout: RowLayout)?
             try reader.forEachFieldsInPlace(of: name, includingSubentities: false) { stored, version, names, values in
                 let id = ManagedObjectID.permanent(stored, store: storeUUID)
                 let object = (lookUp ? core.registered(id) : nil) ?? core.makeObject(id, info: info, type: type)
                 if !object.hasCommittedValues {
-                    object.keepRow(row(taking: &values, names, info))
+                    let identity = names.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
+                    if layout?.identity != identity { layout = (identity, rowLayout(identity, info) { names }) }
+                    if let layout { object.keepRow(row(taking: &values, layout.layout)) }
                     object.rowVersion = version
                 }
                 result.append(object)

@@ -156,10 +156,12 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             storedRow?[property.name] = value
         }
     }
-    /// Unsaved values of persistent properties, by name.
-    @exclusivity(unchecked) var changes: [String: PropertyValue] = [:] { didSet { valuesChanged() } }
+    /// Unsaved values of persistent properties, by name. (`Dictionary()` rather than `[:]`
+    /// here and in ``transients``: the literal calls the unspecialized
+    /// `init(dictionaryLiteral:)` for every object made.)
+    @exclusivity(unchecked) var changes: [String: PropertyValue] = Dictionary() { didSet { valuesChanged() } }
     /// Transient values.
-    @exclusivity(unchecked) var transients: [String: PropertyValue] = [:] { didSet { valuesChanged() } }
+    @exclusivity(unchecked) var transients: [String: PropertyValue] = Dictionary() { didSet { valuesChanged() } }
     /// Changes each time the values change (``changes``, ``transients``, the committed
     /// values), to a stamp unique in the registry: a save compares it with the stamp an undo
     /// group took with its copy of an inserted object's values, to know the copy is current
