@@ -304,16 +304,19 @@ final class FetchExecution {
         return layout
     }
 
-    /// Puts the value of property code `code` in its slot of the row (`properties` are
-    /// `info`'s own: their slots are the row's).
+    /// Puts the value of property code `code` in its slot of a new row (`properties` are
+    /// `info`'s own: their slots are the row's). The slot is initialized, not assigned: a new
+    /// row's slots are nil, which holds nothing to release, and each property has its own
+    /// slot, so none is filled twice (assigning called the optional value's outlined destroy
+    /// on the nil first).
     @inline(__always)
     private func fill(_ slots: inout UnsafeMutableBufferPointer<PropertyValue?>, _ layout: RowLayout, _ code: Int, _ value: LogValue?) {
         let slot = layout.slots[code]
         guard slot >= 0 else { return }
         switch value {
         case nil: return
-        case .attribute(let value)?: slots[slot] = .attribute(value)
-        case .reference(let id)?: slots[slot] = toOne(id)
+        case .attribute(let value)?: slots.initializeElement(at: slot, to: .attribute(value))
+        case .reference(let id)?: slots.initializeElement(at: slot, to: toOne(id))
         case let value?:
             if let property = layout.properties[code] { slots[slot] = core.propertyValue(value, property, storeUUID: storeUUID) }
         }
