@@ -37,6 +37,10 @@ final class ObjectRegistry: Sequence {
     /// Unchecked exclusivity, as ``ManagedObject``'s state (every fetched object is put in and taken out).
     /// The entries of permanent IDs of ``storeUUID``, per entity, by primary key.
     private let tables: [KeyTable]
+    /// ``tables`` unretained, for the fetch's hot path: calling a table through
+    /// `_withUnsafeGuaranteedRef` doesn't retain and release it (reached through
+    /// ``tables``, each registration and each forgetting did). ``tables`` keeps them alive.
+    private let tableReferences: [Unmanaged<KeyTable>]
     /// Every other entry: temporary IDs, and permanent IDs of another store.
     @exclusivity(unchecked) private var others: [ManagedObjectID: WeakObject] = [:]
     /// The store of the permanent IDs in ``tables``: the first one registered.
@@ -50,21 +54,40 @@ final class ObjectRegistry: Sequence {
         for (index, name) in names.enumerated() { indexes[name] = index }
         self.indexes = indexes
         tables = (0..<names.count).map { _ in KeyTable() }
+        tableReferences = tables.map { Unmanaged.passUnretained($0) }
     }
 
     /// The table of `id` and its key there, or nil when the entry is one of ``others``.
     @inline(__always)
     private func slot(_ id: ManagedObjectID) -> (table: Int, key: UInt64)? {
-        guard case .permanent(let store, let primaryKey) = id.storage, store == storeUUID else { return nil }
-        let table: Int
-        if lastIndex < names.count, names[lastIndex] == id.entityName {
-            table = lastIndex
-        } else {
-            guard let found = indexes[id.entityName] else { return nil }
-            lastIndex = found
-            table = found
-        }
+        guard case .permanent(let store, let primaryKey) = id.storage, store == storeUUID,
+            let table = table(of: id.entityName)
+        else { return nil }
         return (table, primaryKey)
+    }
+
+    /// The index in ``tables`` of the entity named `name`, or nil.
+    @inline(__always)
+    private func table(of name: String) -> Int? {
+        if lastIndex < names.count, names[lastIndex] == name { return lastIndex }
+        guard let found = indexes[name] else { return nil }
+        lastIndex = found
+        return found
+    }
+
+    /// Registers `object` under `id` (what `self[id] = WeakObject(object: object)` does),
+    /// reading the ID in place: the subscript's setter copied it (a retain and release of
+    /// its entity name) for every object a fetch made.
+    func register(_ object: ManagedObject, as id: ManagedObjectID) {
+        if case .permanent(let store, let key) = id.storage {
+            if storeUUID == nil, indexes[id.entityName] != nil { storeUUID = store }
+            if store == storeUUID, let table = table(of: id.entityName) {
+                let pointer = Unmanaged.passUnretained(object).toOpaque()
+                tableReferences[table]._withUnsafeGuaranteedRef { $0.insert(key, pointer) }
+                return
+            }
+        }
+        others[id] = WeakObject(object: object)
     }
 
     /// The entry of `id`; setting nil removes it.
@@ -95,8 +118,11 @@ final class ObjectRegistry: Sequence {
     /// (another instance may have been registered under its ID since, after a reset).
     func forget(_ object: ManagedObject) {
         let mine = Unmanaged.passUnretained(object).toOpaque()
-        if let (table, key) = slot(object.objectID) {
-            tables[table].remove(key, ifItHolds: mine)
+        // The ID read in place (``slot(_:)`` took a copy of it).
+        if case .permanent(let store, let key) = object.objectID.storage, store == storeUUID,
+            let table = table(of: object.objectID.entityName)
+        {
+            tableReferences[table]._withUnsafeGuaranteedRef { $0.remove(key, ifItHolds: mine) }
         } else {
             guard let index = others.index(forKey: object.objectID), others[index].value.reference.toOpaque() == mine else { return }
             others.remove(at: index)
@@ -210,27 +236,33 @@ final class KeyTable {
         set {
             let number = key >> 4, slot = Int(key & 15)
             if let newValue {
-                let bits = UInt(bitPattern: newValue.reference.toOpaque())
-                if let page = page(number) {
-                    if page[slot] == 0 {
-                        page[Self.pageEntries] += 1
-                        count += 1
-                    }
-                    page[slot] = bits
-                } else {
-                    let page = Page.allocate(capacity: Self.pageEntries + 1)
-                    page.initialize(repeating: 0, count: Self.pageEntries + 1)
-                    page[slot] = bits
-                    page[Self.pageEntries] = 1
-                    pages[PageNumber(value: number)] = page
-                    recentNumber = number
-                    recentPage = page
-                    count += 1
-                }
+                insert(key, newValue.reference.toOpaque())
             } else {
                 guard let page = page(number), page[slot] != 0 else { return }
                 clear(page, number, slot)
             }
+        }
+    }
+
+    /// Sets the entry of `key` to `pointer` (what setting ``subscript(_:)`` to an entry does).
+    func insert(_ key: UInt64, _ pointer: UnsafeMutableRawPointer) {
+        let number = key >> 4, slot = Int(key & 15)
+        let bits = UInt(bitPattern: pointer)
+        if let page = page(number) {
+            if page[slot] == 0 {
+                page[Self.pageEntries] += 1
+                count += 1
+            }
+            page[slot] = bits
+        } else {
+            let page = Page.allocate(capacity: Self.pageEntries + 1)
+            page.initialize(repeating: 0, count: Self.pageEntries + 1)
+            page[slot] = bits
+            page[Self.pageEntries] = 1
+            pages[PageNumber(value: number)] = page
+            recentNumber = number
+            recentPage = page
+            count += 1
         }
     }
 
@@ -486,7 +518,7 @@ final class ContextCore {
             ? ManagedObject(info: info, objectID: id, registry: objects)
             : type.init(ObjectCreation(entity: info, objectID: id, registry: objects))
         // Under `id` (the object's own ID, which its init can't change), not a copy read back.
-        objects[id] = WeakObject(object: object)
+        objects.register(object, as: id)
         return object
     }
 
