@@ -161,16 +161,72 @@ enum EventCodec {
         }
     }
 
-    /// Whether `property` can hold `value`: nil, an attribute value of its type, a reference
-    /// for a to-one, a list for a recorded to-many. A value that can't be the property's is a
-    /// damaged type tag or property code, refused rather than handed to readers.
+    /// The kind of value a property holds, without payloads (``ModelSchema/Entity/valueKinds``):
+    /// an attribute's type, a reference (a to-one), a list of references (a recorded
+    /// to-many), or nothing but nil (a derived side).
+    enum ValueKind: Sendable, Equatable {
+        case int16, int32, int64, decimal, double, float, string, boolean, date, binaryData, uuid, uri, transformable
+        case reference, references, nothing
+
+        init(_ property: ModelSchema.Property) {
+            if let type = property.attributeType {
+                self = switch type {
+                case .int16: .int16
+                case .int32: .int32
+                case .int64: .int64
+                case .decimal: .decimal
+                case .double: .double
+                case .float: .float
+                case .string: .string
+                case .boolean: .boolean
+                case .date: .date
+                case .binaryData: .binaryData
+                case .uuid: .uuid
+                case .uri: .uri
+                case .transformable: .transformable
+                }
+            } else {
+                switch property.relationship {
+                case .toOne?: self = .reference
+                case .orderedToMany?, .unorderedToMany?: self = .references
+                case .derived?, nil: self = .nothing
+                }
+            }
+        }
+
+        /// The kind of an attribute value (``AttributeValue/matches(_:)`` of a type is
+        /// equality of kinds).
+        @inline(__always)
+        init(_ value: AttributeValue) {
+            self = switch value {
+            case .int16: .int16
+            case .int32: .int32
+            case .int64: .int64
+            case .decimal: .decimal
+            case .double: .double
+            case .float: .float
+            case .string: .string
+            case .boolean: .boolean
+            case .date: .date
+            case .binaryData: .binaryData
+            case .uuid: .uuid
+            case .uri: .uri
+            case .transformable: .transformable
+            }
+        }
+    }
+
+    /// Whether a property of kind `kind` can hold `value`: nil, an attribute value of its
+    /// type, a reference for a to-one, a list for a recorded to-many. A value that can't be
+    /// the property's is a damaged type tag or property code, refused rather than handed to
+    /// readers.
     @inline(__always)
-    static func fits(_ value: LogValue, _ property: ModelSchema.Property) -> Bool {
+    static func fits(_ value: LogValue, _ kind: ValueKind) -> Bool {
         switch value {
         case .null: true
-        case .attribute(let attribute): property.attributeType.map { attribute.matches($0) } ?? false
-        case .reference: property.relationship == .toOne
-        case .references: property.relationship == .orderedToMany || property.relationship == .unorderedToMany
+        case .attribute(let attribute): ValueKind(attribute) == kind
+        case .reference: kind == .reference
+        case .references: kind == .references
         }
     }
 
@@ -474,7 +530,7 @@ enum EventCodec {
                 previous = code
                 let property = try name(code)
                 let value = try readValue(&r, catalog)
-                guard fits(value, entity.properties[code]) else { throw misfit(value, entity.properties[code], entity: id.entity, r) }
+                guard fits(value, entity.valueKinds[code]) else { throw misfit(value, entity.properties[code], entity: id.entity, r) }
                 values[property] = value
             }
             return op == 1 ? .insert(id, values: values) : .delete(id, before: values)
@@ -496,9 +552,9 @@ enum EventCodec {
                     changes.append(.membership(property: property, added: added, removed: removed))
                 } else {
                     let before = try readValue(&r, catalog)
-                    guard fits(before, described) else { throw misfit(before, described, entity: id.entity, r) }
+                    guard fits(before, entity.valueKinds[code]) else { throw misfit(before, described, entity: id.entity, r) }
                     let after = try readValue(&r, catalog)
-                    guard fits(after, described) else { throw misfit(after, described, entity: id.entity, r) }
+                    guard fits(after, entity.valueKinds[code]) else { throw misfit(after, described, entity: id.entity, r) }
                     changes.append(.value(property: property, before: before, after: after))
                 }
             }
