@@ -247,7 +247,9 @@ struct TableWriter: CodecCatalog {
                         guard EventCodec.fits(value, kinds[code]) else {
                             throw EventCodec.misfit(value, entity.properties[code], entity: entity.name, r)
                         }
-                        slots[code] = value
+                        // Initialized, not assigned: every slot is nil here (emptied above,
+                        // and codes ascend), which holds nothing to destroy.
+                        slots.initializeElement(at: code, to: value)
                     }
                 }
                 guard r.isAtEnd else { throw r.failure("trailing bytes") }
