@@ -632,7 +632,9 @@ final class FetchExecution {
             var layout: (identity: UnsafeRawPointer?, layout: RowLayout)?
             try reader.forEachFieldsInPlace(of: name, includingSubentities: false) { stored, version, names, values in
                 let id = ManagedObjectID.permanent(stored, store: storeUUID)
-                let object = (lookUp ? core.registered(id) : nil) ?? core.makeObject(id, info: info, type: type)
+                // `id` moves into a new object (its last use), not copied.
+                let object: ManagedObject
+                if lookUp, let known = core.registered(id) { object = known } else { object = core.makeObject(id, info: info, type: type) }
                 if !object.hasCommittedValues {
                     let identity = names.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
                     if layout?.identity != identity { layout = (identity, rowLayout(identity, info) { names }) }

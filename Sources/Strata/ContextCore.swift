@@ -75,19 +75,19 @@ final class ObjectRegistry: Sequence {
         return found
     }
 
-    /// Registers `object` under `id` (what `self[id] = WeakObject(object: object)` does),
-    /// reading the ID in place: the subscript's setter copied it (a retain and release of
-    /// its entity name) for every object a fetch made.
-    func register(_ object: ManagedObject, as id: ManagedObjectID) {
-        if case .permanent(let store, let key) = id.storage {
-            if storeUUID == nil, indexes[id.entityName] != nil { storeUUID = store }
-            if store == storeUUID, let table = table(of: id.entityName) {
+    /// Registers `object` under its ID (what `self[object.objectID] = WeakObject(object:
+    /// object)` does), reading the ID in place: the subscript's setter copied it (a retain
+    /// and release of its entity name) for every object a fetch made.
+    func register(_ object: ManagedObject) {
+        if case .permanent(let store, let key) = object.objectID.storage {
+            if storeUUID == nil, indexes[object.objectID.entityName] != nil { storeUUID = store }
+            if store == storeUUID, let table = table(of: object.objectID.entityName) {
                 let pointer = Unmanaged.passUnretained(object).toOpaque()
                 tableReferences[table]._withUnsafeGuaranteedRef { $0.insert(key, pointer) }
                 return
             }
         }
-        others[id] = WeakObject(object: object)
+        others[object.objectID] = WeakObject(object: object)
     }
 
     /// The entry of `id`; setting nil removes it.
@@ -512,13 +512,15 @@ final class ContextCore {
     }
 
     /// A new object of `type` (the class registered for the entity when nil), registered.
-    func makeObject(_ id: ManagedObjectID, info: EntityInfo, type: ManagedObject.Type? = nil) -> ManagedObject {
+    /// `id` is consumed: a plain object takes it without a copy (a retain of the entity name
+    /// here and a release when the caller's copy went).
+    func makeObject(_ id: consuming ManagedObjectID, info: EntityInfo, type: ManagedObject.Type? = nil) -> ManagedObject {
         let type = type ?? coordinator.objectClass(for: info)
         let object = type == ManagedObject.self
             ? ManagedObject(info: info, objectID: id, registry: objects)
             : type.init(ObjectCreation(entity: info, objectID: id, registry: objects))
-        // Under `id` (the object's own ID, which its init can't change), not a copy read back.
-        objects.register(object, as: id)
+        // Under the object's own ID (which its init can't change), read in place.
+        objects.register(object)
         return object
     }
 

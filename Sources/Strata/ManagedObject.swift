@@ -199,7 +199,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
 
     /// What ``init(_:)`` does, for the class itself (no subclass): the context makes plain
     /// objects this way, without building an ``ObjectCreation`` to take apart again.
-    init(info: EntityInfo, objectID: ManagedObjectID, registry: ObjectRegistry) {
+    init(info: EntityInfo, objectID: consuming ManagedObjectID, registry: ObjectRegistry) {
         self.info = info
         self.objectID = objectID
         self.registry = registry
