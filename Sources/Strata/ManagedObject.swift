@@ -425,8 +425,11 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     @inline(__always)
     final func rowAttribute(at slot: Int) -> AttributeValue? {
         guard changes.isEmpty, !info.transientSlots[slot] else { return nil }
-        if fastCommitted == nil, storedCommitted == nil, !isInsertedFlag { _ = fireFromRow() }
-        guard changes.isEmpty else { return nil }
+        if fastCommitted == nil, storedCommitted == nil, !isInsertedFlag {
+            _ = fireFromRow()
+            // Its `awakeFromFetch` may have changed values.
+            guard changes.isEmpty else { return nil }
+        }
         return fastCommitted?.attribute(at: slot, of: info)
     }
 

@@ -137,12 +137,14 @@ struct ByteReader {
     }
 
     /// A big-endian 32-bit integer, loaded in one piece.
+    @inline(__always)
     mutating func uint32() throws(LogError) -> UInt32 {
         let raw = try rawBytes(4)
         return UInt32(bigEndian: raw.loadUnaligned(as: UInt32.self))
     }
 
     /// A big-endian 64-bit integer, loaded in one piece.
+    @inline(__always)
     mutating func uint64() throws(LogError) -> UInt64 {
         let raw = try rawBytes(8)
         return UInt64(bigEndian: raw.loadUnaligned(as: UInt64.self))

@@ -42,6 +42,33 @@ enum EventCodec {
         case reference = 0x10
         case references = 0x11
         case membership = 0x12
+
+        /// The tag of byte `raw` (`init(rawValue:)` written out, so it is inlined where every
+        /// value of every record is read: the synthesized initializer was a call each time).
+        @inline(__always)
+        static func of(_ raw: UInt8) -> ValueTag? {
+            switch raw {
+            case 0x00: .null
+            case 0x01: .int16
+            case 0x02: .int32
+            case 0x03: .int64
+            case 0x04: .decimal
+            case 0x05: .double
+            case 0x06: .float
+            case 0x07: .string
+            case 0x08: .falseValue
+            case 0x09: .trueValue
+            case 0x0A: .date
+            case 0x0B: .binaryData
+            case 0x0C: .uuid
+            case 0x0D: .uri
+            case 0x0E: .transformable
+            case 0x10: .reference
+            case 0x11: .references
+            case 0x12: .membership
+            default: nil
+            }
+        }
     }
 
     // MARK: - Values
@@ -124,7 +151,7 @@ enum EventCodec {
 
     static func readValue(_ r: inout ByteReader, _ catalog: some CodecCatalog) throws(LogError) -> LogValue {
         let raw = try r.byte()
-        guard let tag = ValueTag(rawValue: raw) else { throw r.failure("unknown value tag 0x\(String(raw, radix: 16))") }
+        guard let tag = ValueTag.of(raw) else { throw r.failure("unknown value tag 0x\(String(raw, radix: 16))") }
         switch tag {
         case .null: return .null
         case .int16: return .attribute(.int16(Int16(bitPattern: try r.uint16())))
