@@ -36,6 +36,24 @@ struct ByteReaderStringTests {
         }
     }
 
+    @Test("strings of every length up to 40 read back to back: each ends where the next begins")
+    func backToBack() throws {
+        let ascii = (0...40).map { length in String((0..<length).map { Character(UnicodeScalar(UInt8(0x41 + $0 % 26))) }) }
+        let texts = ascii + ["é", "", "naïve café au lait"]
+        var writer = ByteWriter()
+        for text in texts { writer.string(text) }
+        writer.byte(0xAB)
+        let (read, last) = try writer.bytes.withUnsafeBytes { raw in
+            var reader = ByteReader(raw, context: "test")
+            var read: [String] = []
+            for _ in texts { read.append(try reader.string()) }
+            return (read, try reader.byte())
+        }
+        #expect(read == texts)
+        #expect(read.map { Array($0.utf8) } == texts.map { Array($0.utf8) })
+        #expect(last == 0xAB)
+    }
+
     @Test("the ASCII check agrees with a byte-by-byte one at every alignment")
     func asciiCheckAgrees() {
         var generator = SeededGenerator(seed: 0xA5C11)
