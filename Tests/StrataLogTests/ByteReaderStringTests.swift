@@ -6,11 +6,12 @@ import Testing
 
 @Suite("Decoding primitives: varints and strings")
 struct ByteReaderStringTests {
-    /// `bytes` framed as the log writes a string (length, then UTF-8), read back.
-    private func decode(_ bytes: [UInt8]) throws -> String {
+    /// `bytes` framed as the log writes a string (length, then UTF-8), read back, with
+    /// `trailing` bytes after it (what follows a string in a record).
+    private func decode(_ bytes: [UInt8], trailing: [UInt8] = []) throws -> String {
         var writer = ByteWriter()
         writer.varint(bytes.count)
-        let framed = writer.bytes + bytes
+        let framed = writer.bytes + bytes + trailing
         return try framed.withUnsafeBytes { raw in
             var reader = ByteReader(raw, context: "test")
             return try reader.string()
@@ -32,6 +33,24 @@ struct ByteReaderStringTests {
                 var invalid = ascii
                 invalid[position] = 0xFF
                 #expect(throws: LogError.self) { try decode(invalid) }
+            }
+        }
+    }
+
+    @Test("a string followed by more bytes (a record's next values): only its own bytes decide ASCII, at every length and position")
+    func trailingBytesIgnored() throws {
+        for trailing in [[UInt8](repeating: 0xFF, count: 16), [UInt8](repeating: 0x00, count: 16), [UInt8](repeating: 0x80, count: 3)] {
+            for length in 0...20 {
+                let ascii = (0..<length).map { UInt8(0x61 + $0 % 26) }
+                #expect(try decode(ascii, trailing: trailing) == String(decoding: ascii, as: UTF8.self))
+                for position in 0..<length {
+                    var accented = ascii
+                    accented.replaceSubrange(position...position, with: [0xC3, 0xA9])
+                    #expect(try decode(accented, trailing: trailing) == String(decoding: accented, as: UTF8.self))
+                    var invalid = ascii
+                    invalid[position] = 0xFF
+                    #expect(throws: LogError.self) { try decode(invalid, trailing: trailing) }
+                }
             }
         }
     }
