@@ -302,8 +302,13 @@ final class FetchExecution {
     /// what ``row(_:_:)`` makes of stored fields, without copying each value and releasing it again.
     func row(taking values: inout [LogValue?], _ names: [String], _ info: EntityInfo) -> PropertyRow {
         let identity = names.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
-        let layout = rowLayout(identity, info) { names }
-        var row = PropertyRow(info: info)
+        return row(taking: &values, rowLayout(identity, info) { names })
+    }
+
+    /// ``row(taking:_:_:)`` with the records' layout found already (a plain fetch finds it
+    /// once per entity: every record of an entity shares its names).
+    func row(taking values: inout [LogValue?], _ layout: RowLayout) -> PropertyRow {
+        var row = PropertyRow(info: layout.info)
         let count = min(layout.slots.count, values.count)
         row.values.withUnsafeMutableBufferPointer { slots in
             values.withUnsafeMutableBufferPointer { values in
@@ -315,23 +320,26 @@ final class FetchExecution {
 
     /// The layout of records whose property names are `identity` (made from `names` the
     /// first time it is seen).
-    private func rowLayout(_ identity: UnsafeRawPointer?, _ info: EntityInfo, _ names: () -> [String]) -> RowLayout {
+    func rowLayout(_ identity: UnsafeRawPointer?, _ info: EntityInfo, _ names: () -> [String]) -> RowLayout {
         if let known = layouts.first(where: { $0.layout == identity && $0.info === info }) { return known }
         let layout = RowLayout(layout: identity, info: info, properties: names().map { info.properties[$0] })
         layouts.append(layout)
         return layout
     }
 
-    /// Puts the value of property code `code` in its slot of the row (`properties` are
-    /// `info`'s own: their slots are the row's).
+    /// Puts the value of property code `code` in its slot of a new row (`properties` are
+    /// `info`'s own: their slots are the row's). The slot is initialized, not assigned: a new
+    /// row's slots are nil, which holds nothing to release, and each property has its own
+    /// slot, so none is filled twice (assigning called the optional value's outlined destroy
+    /// on the nil first).
     @inline(__always)
     private func fill(_ slots: inout UnsafeMutableBufferPointer<PropertyValue?>, _ layout: RowLayout, _ code: Int, _ value: LogValue?) {
         let slot = layout.slots[code]
         guard slot >= 0 else { return }
         switch value {
         case nil: return
-        case .attribute(let value)?: slots[slot] = .attribute(value)
-        case .reference(let id)?: slots[slot] = toOne(id)
+        case .attribute(let value)?: slots.initializeElement(at: slot, to: .attribute(value))
+        case .reference(let id)?: slots.initializeElement(at: slot, to: toOne(id))
         case let value?:
             if let property = layout.properties[code] { slots[slot] = core.propertyValue(value, property, storeUUID: storeUUID) }
         }
@@ -643,11 +651,18 @@ final class FetchExecution {
         var result: [ManagedObject] = []
         for (name, info) in entities {
             let type = core.coordinator.objectClass(for: info)
+            // Every record of the entity has its names (the same array): the layout is found
+            // for the first and kept.
+            var layout: (identity: UnsafeRawPointer?, layout: RowLayout)?
             try reader.forEachFieldsInPlace(of: name, includingSubentities: false) { stored, version, names, values in
                 let id = ManagedObjectID.permanent(stored, store: storeUUID)
-                let object = (lookUp ? core.registered(id) : nil) ?? core.makeObject(id, info: info, type: type)
+                // `id` moves into a new object (its last use), not copied.
+                let object: ManagedObject
+                if lookUp, let known = core.registered(id) { object = known } else { object = core.makeObject(id, info: info, type: type) }
                 if !object.hasCommittedValues {
-                    object.keepRow(row(taking: &values, names, info))
+                    let identity = names.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
+                    if layout?.identity != identity { layout = (identity, rowLayout(identity, info) { names }) }
+                    if let layout { object.keepRow(row(taking: &values, layout.layout)) }
                     object.rowVersion = version
                 }
                 result.append(object)

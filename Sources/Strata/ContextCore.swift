@@ -36,7 +36,11 @@ final class ObjectRegistry: Sequence {
     private let indexes: [String: Int]
     /// Unchecked exclusivity, as ``ManagedObject``'s state (every fetched object is put in and taken out).
     /// The entries of permanent IDs of ``storeUUID``, per entity, by primary key.
-    @exclusivity(unchecked) private var tables: [KeyTable]
+    private let tables: [KeyTable]
+    /// ``tables`` unretained, for the fetch's hot path: calling a table through
+    /// `_withUnsafeGuaranteedRef` doesn't retain and release it (reached through
+    /// ``tables``, each registration and each forgetting did). ``tables`` keeps them alive.
+    private let tableReferences: [Unmanaged<KeyTable>]
     /// Every other entry: temporary IDs, and permanent IDs of another store.
     @exclusivity(unchecked) private var others: [ManagedObjectID: WeakObject] = [:]
     /// The store of the permanent IDs in ``tables``: the first one registered.
@@ -49,22 +53,41 @@ final class ObjectRegistry: Sequence {
         var indexes: [String: Int] = [:]
         for (index, name) in names.enumerated() { indexes[name] = index }
         self.indexes = indexes
-        tables = Array(repeating: KeyTable(), count: names.count)
+        tables = (0..<names.count).map { _ in KeyTable() }
+        tableReferences = tables.map { Unmanaged.passUnretained($0) }
     }
 
     /// The table of `id` and its key there, or nil when the entry is one of ``others``.
     @inline(__always)
     private func slot(_ id: ManagedObjectID) -> (table: Int, key: UInt64)? {
-        guard case .permanent(let store, let primaryKey) = id.storage, store == storeUUID else { return nil }
-        let table: Int
-        if lastIndex < names.count, names[lastIndex] == id.entityName {
-            table = lastIndex
-        } else {
-            guard let found = indexes[id.entityName] else { return nil }
-            lastIndex = found
-            table = found
-        }
+        guard case .permanent(let store, let primaryKey) = id.storage, store == storeUUID,
+            let table = table(of: id.entityName)
+        else { return nil }
         return (table, primaryKey)
+    }
+
+    /// The index in ``tables`` of the entity named `name`, or nil.
+    @inline(__always)
+    private func table(of name: String) -> Int? {
+        if lastIndex < names.count, names[lastIndex] == name { return lastIndex }
+        guard let found = indexes[name] else { return nil }
+        lastIndex = found
+        return found
+    }
+
+    /// Registers `object` under its ID (what `self[object.objectID] = WeakObject(object:
+    /// object)` does), reading the ID in place: the subscript's setter copied it (a retain
+    /// and release of its entity name) for every object a fetch made.
+    func register(_ object: ManagedObject) {
+        if case .permanent(let store, let key) = object.objectID.storage {
+            if storeUUID == nil, indexes[object.objectID.entityName] != nil { storeUUID = store }
+            if store == storeUUID, let table = table(of: object.objectID.entityName) {
+                let pointer = Unmanaged.passUnretained(object).toOpaque()
+                tableReferences[table]._withUnsafeGuaranteedRef { $0.insert(key, pointer) }
+                return
+            }
+        }
+        others[object.objectID] = WeakObject(object: object)
     }
 
     /// The entry of `id`; setting nil removes it.
@@ -95,8 +118,11 @@ final class ObjectRegistry: Sequence {
     /// (another instance may have been registered under its ID since, after a reset).
     func forget(_ object: ManagedObject) {
         let mine = Unmanaged.passUnretained(object).toOpaque()
-        if let (table, key) = slot(object.objectID) {
-            tables[table].remove(key, ifItHolds: mine)
+        // The ID read in place (``slot(_:)`` took a copy of it).
+        if case .permanent(let store, let key) = object.objectID.storage, store == storeUUID,
+            let table = table(of: object.objectID.entityName)
+        {
+            tableReferences[table]._withUnsafeGuaranteedRef { $0.remove(key, ifItHolds: mine) }
         } else {
             guard let index = others.index(forKey: object.objectID), others[index].value.reference.toOpaque() == mine else { return }
             others.remove(at: index)
@@ -143,9 +169,19 @@ final class ObjectRegistry: Sequence {
 /// pages and a write in the page — no probing, however the keys are spread, and objects
 /// made and freed in key order touch their pages in order. A page goes when its last entry
 /// does, so a table holds at most one page per entry.
-struct KeyTable {
-    typealias Page = ContiguousArray<UnsafeMutableRawPointer?>
-    private static var emptyPage: Page { Page(repeating: nil, count: 16) }
+///
+/// A page is 17 words of memory the table allocates itself: the 16 entries (an object's
+/// address, 0 for none), then how many are set. The table remembers the last page it
+/// reached, so a run of neighbouring keys (a fetch registering its objects, then freeing
+/// them) reads and writes that memory directly: no hashing, no uniqueness check of the
+/// page table or of a page array (each page was a `ContiguousArray` in the dictionary, and
+/// writing one through `pages.values[index]` cost ≈ 150 instructions an entry). A class,
+/// so the pages have one owner, which frees them (``RegistryTests`` checks the table
+/// against a dictionary).
+final class KeyTable {
+    /// A page's entries and their count: ``pageEntries`` words, then the count.
+    typealias Page = UnsafeMutablePointer<UInt>
+    private static let pageEntries = 16
 
     /// A page number (a key without its low four bits), hashed by one mixing pass.
     struct PageNumber: Hashable {
@@ -164,92 +200,106 @@ struct KeyTable {
         }
     }
 
-    private var pages: [PageNumber: Page] = [:]
+    @exclusivity(unchecked) private var pages: [PageNumber: Page] = [:]
     /// The number of entries.
-    private(set) var count = 0
-    /// The page the last set or removal reached, and where it is in ``pages``: a fetch
-    /// registers (and later forgets) objects in key order, so most accesses stay on one
-    /// page and need no hashing. Indexes stay valid while no page is added or removed;
-    /// both forget it.
-    private var recent: (number: UInt64, index: Dictionary<PageNumber, Page>.Index)?
+    @exclusivity(unchecked) private(set) var count = 0
+    /// The page the last access reached (valid while it is in ``pages``: removing a page
+    /// forgets it), and its number.
+    @exclusivity(unchecked) private var recentNumber: UInt64 = .max
+    @exclusivity(unchecked) private var recentPage: Page?
 
-    /// Where page `number` is in ``pages``, or nil.
+    init() {}
+
+    deinit {
+        for page in pages.values { page.deallocate() }
+    }
+
+    /// Page `number`, or nil.
     @inline(__always)
-    private mutating func pageIndex(_ number: UInt64) -> Dictionary<PageNumber, Page>.Index? {
-        if let recent, recent.number == number { return recent.index }
-        guard let index = pages.index(forKey: PageNumber(value: number)) else { return nil }
-        recent = (number, index)
-        return index
+    private func page(_ number: UInt64) -> Page? {
+        if let recentPage, recentNumber == number { return recentPage }
+        guard let page = pages[PageNumber(value: number)] else { return nil }
+        recentNumber = number
+        recentPage = page
+        return page
     }
 
     var isEmpty: Bool { count == 0 }
 
     subscript(key: UInt64) -> WeakObject? {
         get {
-            guard let page = pages[PageNumber(value: key >> 4)], let pointer = page[Int(key & 15)] else { return nil }
+            guard let page = page(key >> 4) else { return nil }
+            let bits = page[Int(key & 15)]
+            guard bits != 0, let pointer = UnsafeMutableRawPointer(bitPattern: bits) else { return nil }
             return WeakObject(reference: .fromOpaque(pointer))
         }
         set {
             let number = key >> 4, slot = Int(key & 15)
             if let newValue {
-                let pointer = newValue.reference.toOpaque()
-                if let index = pageIndex(number) {
-                    if Self.exchange(&pages.values[index], slot, pointer) == nil { count += 1 }
-                } else {
-                    var page = Self.emptyPage
-                    page[slot] = pointer
-                    pages[PageNumber(value: number)] = page
-                    recent = nil
-                    count += 1
-                }
+                insert(key, newValue.reference.toOpaque())
             } else {
-                guard let index = pageIndex(number), pages.values[index][slot] != nil else { return }
-                clear(index, slot)
+                guard let page = page(number), page[slot] != 0 else { return }
+                clear(page, number, slot)
             }
         }
     }
 
-    @inline(__always)
-    private static func exchange(_ page: inout Page, _ slot: Int, _ pointer: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer? {
-        let old = page[slot]
-        page[slot] = pointer
-        return old
-    }
-
-    /// Empties `slot`; whether the page is empty now (one access to the page, not two).
-    @inline(__always)
-    private static func clearSlot(_ page: inout Page, _ slot: Int) -> Bool {
-        page[slot] = nil
-        return page.allSatisfy { $0 == nil }
-    }
-
-    private mutating func clear(_ index: Dictionary<PageNumber, Page>.Index, _ slot: Int) {
-        count -= 1
-        if Self.clearSlot(&pages.values[index], slot) {
-            pages.remove(at: index)
-            recent = nil
+    /// Sets the entry of `key` to `pointer` (what setting ``subscript(_:)`` to an entry does).
+    func insert(_ key: UInt64, _ pointer: UnsafeMutableRawPointer) {
+        let number = key >> 4, slot = Int(key & 15)
+        let bits = UInt(bitPattern: pointer)
+        if let page = page(number) {
+            if page[slot] == 0 {
+                page[Self.pageEntries] += 1
+                count += 1
+            }
+            page[slot] = bits
+        } else {
+            let page = Page.allocate(capacity: Self.pageEntries + 1)
+            page.initialize(repeating: 0, count: Self.pageEntries + 1)
+            page[slot] = bits
+            page[Self.pageEntries] = 1
+            pages[PageNumber(value: number)] = page
+            recentNumber = number
+            recentPage = page
+            count += 1
         }
     }
 
+    /// Empties `slot` of `page` (set); frees the page when that was its last entry.
+    @inline(__always)
+    private func clear(_ page: Page, _ number: UInt64, _ slot: Int) {
+        page[slot] = 0
+        count -= 1
+        page[Self.pageEntries] -= 1
+        guard page[Self.pageEntries] == 0 else { return }
+        pages[PageNumber(value: number)] = nil
+        page.deallocate()
+        recentPage = nil
+    }
+
     /// Removes the entry of `key` if it holds `pointer`.
-    mutating func remove(_ key: UInt64, ifItHolds pointer: UnsafeMutableRawPointer) {
-        let slot = Int(key & 15)
-        guard let index = pageIndex(key >> 4), pages.values[index][slot] == pointer else { return }
-        clear(index, slot)
+    func remove(_ key: UInt64, ifItHolds pointer: UnsafeMutableRawPointer) {
+        let number = key >> 4, slot = Int(key & 15)
+        guard let page = page(number), page[slot] == UInt(bitPattern: pointer) else { return }
+        clear(page, number, slot)
     }
 
     /// Calls `body` with every entry.
     func forEach(_ body: (UInt64, WeakObject) -> Void) {
         for (number, page) in pages {
-            for (slot, pointer) in page.enumerated() {
-                if let pointer { body(number.value << 4 | UInt64(slot), WeakObject(reference: .fromOpaque(pointer))) }
+            for slot in 0..<Self.pageEntries {
+                if let pointer = UnsafeMutableRawPointer(bitPattern: page[slot]) {
+                    body(number.value << 4 | UInt64(slot), WeakObject(reference: .fromOpaque(pointer)))
+                }
             }
         }
     }
 
-    mutating func removeAll() {
+    func removeAll() {
+        for page in pages.values { page.deallocate() }
         pages.removeAll()
-        recent = nil
+        recentPage = nil
         count = 0
     }
 }
@@ -472,13 +522,15 @@ final class ContextCore {
     }
 
     /// A new object of `type` (the class registered for the entity when nil), registered.
-    func makeObject(_ id: ManagedObjectID, info: EntityInfo, type: ManagedObject.Type? = nil) -> ManagedObject {
+    /// `id` is consumed: a plain object takes it without a copy (a retain of the entity name
+    /// here and a release when the caller's copy went).
+    func makeObject(_ id: consuming ManagedObjectID, info: EntityInfo, type: ManagedObject.Type? = nil) -> ManagedObject {
         let type = type ?? coordinator.objectClass(for: info)
         let object = type == ManagedObject.self
             ? ManagedObject(info: info, objectID: id, registry: objects)
             : type.init(ObjectCreation(entity: info, objectID: id, registry: objects))
-        // Under `id` (the object's own ID, which its init can't change), not a copy read back.
-        objects[id] = WeakObject(object: object)
+        // Under the object's own ID (which its init can't change), read in place.
+        objects.register(object)
         return object
     }
 

@@ -156,10 +156,12 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             storedRow?[property.name] = value
         }
     }
-    /// Unsaved values of persistent properties, by name.
-    @exclusivity(unchecked) var changes: [String: PropertyValue] = [:] { didSet { valuesChanged() } }
+    /// Unsaved values of persistent properties, by name. (`Dictionary()` rather than `[:]`
+    /// here and in ``transients``: the literal calls the unspecialized
+    /// `init(dictionaryLiteral:)` for every object made.)
+    @exclusivity(unchecked) var changes: [String: PropertyValue] = Dictionary() { didSet { valuesChanged() } }
     /// Transient values.
-    @exclusivity(unchecked) var transients: [String: PropertyValue] = [:] { didSet { valuesChanged() } }
+    @exclusivity(unchecked) var transients: [String: PropertyValue] = Dictionary() { didSet { valuesChanged() } }
     /// Changes each time the values change (``changes``, ``transients``, the committed
     /// values), to a stamp unique in the registry: a save compares it with the stamp an undo
     /// group took with its copy of an inserted object's values, to know the copy is current
@@ -197,7 +199,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
 
     /// What ``init(_:)`` does, for the class itself (no subclass): the context makes plain
     /// objects this way, without building an ``ObjectCreation`` to take apart again.
-    init(info: EntityInfo, objectID: ManagedObjectID, registry: ObjectRegistry) {
+    init(info: EntityInfo, objectID: consuming ManagedObjectID, registry: ObjectRegistry) {
         self.info = info
         self.objectID = objectID
         self.registry = registry
@@ -431,8 +433,11 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     @inline(__always)
     final func rowAttribute(at slot: Int) -> AttributeValue? {
         guard changes.isEmpty, !info.transientSlots[slot] else { return nil }
-        if fastCommitted == nil, storedCommitted == nil, !isInsertedFlag { _ = fireFromRow() }
-        guard changes.isEmpty else { return nil }
+        if fastCommitted == nil, storedCommitted == nil, !isInsertedFlag {
+            _ = fireFromRow()
+            // Its `awakeFromFetch` may have changed values.
+            guard changes.isEmpty else { return nil }
+        }
         return fastCommitted?.attribute(at: slot, of: info)
     }
 

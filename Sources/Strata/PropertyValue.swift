@@ -462,7 +462,10 @@ final class RowSlotStorage: ManagedBuffer<Int, PropertyValue?> {
                 // optional property value goes through three value-witness calls).
                 if case .attribute(.string(let string)?)? = (slots + slot).move() { _ = consume string }
             default:
-                (slots + slot).deinitialize(count: 1)
+                // Moved out and destroyed as the concrete optional property value it is:
+                // `deinitialize(count:)` went through `Optional`'s generic destroy witness,
+                // looking the type's metadata up each time (a to-one in every person's row).
+                _ = (slots + slot).move()
             }
         }
     }

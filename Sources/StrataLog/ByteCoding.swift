@@ -137,12 +137,14 @@ struct ByteReader {
     }
 
     /// A big-endian 32-bit integer, loaded in one piece.
+    @inline(__always)
     mutating func uint32() throws(LogError) -> UInt32 {
         let raw = try rawBytes(4)
         return UInt32(bigEndian: raw.loadUnaligned(as: UInt32.self))
     }
 
     /// A big-endian 64-bit integer, loaded in one piece.
+    @inline(__always)
     mutating func uint64() throws(LogError) -> UInt64 {
         let raw = try rawBytes(8)
         return UInt64(bigEndian: raw.loadUnaligned(as: UInt64.self))
@@ -168,7 +170,18 @@ struct ByteReader {
         let raw = try rawBytes(n)
         // ASCII is valid UTF-8: decode it directly (the validating initializer is generic
         // and unspecialized here, several times slower per string).
-        if Self.isASCII(raw) { return String(decoding: raw, as: UTF8.self) }
+        if Self.isASCII(raw) {
+            // Up to 15 bytes the string is held inline: the uninitialized-capacity initializer
+            // (inlined) copies the bytes in and checks them for ASCII with a mask, where
+            // `String(decoding:as:)` calls into the runtime to scan them again.
+            if n <= 15 {
+                return String(unsafeUninitializedCapacity: n) { buffer in
+                    UnsafeMutableRawBufferPointer(buffer).copyMemory(from: raw)
+                    return n
+                }
+            }
+            return String(decoding: raw, as: UTF8.self)
+        }
         guard let s = String(validating: raw, as: UTF8.self) else { throw failure("invalid UTF-8 in a string") }
         return s
     }

@@ -42,6 +42,33 @@ enum EventCodec {
         case reference = 0x10
         case references = 0x11
         case membership = 0x12
+
+        /// The tag of byte `raw` (`init(rawValue:)` written out, so it is inlined where every
+        /// value of every record is read: the synthesized initializer was a call each time).
+        @inline(__always)
+        static func of(_ raw: UInt8) -> ValueTag? {
+            switch raw {
+            case 0x00: .null
+            case 0x01: .int16
+            case 0x02: .int32
+            case 0x03: .int64
+            case 0x04: .decimal
+            case 0x05: .double
+            case 0x06: .float
+            case 0x07: .string
+            case 0x08: .falseValue
+            case 0x09: .trueValue
+            case 0x0A: .date
+            case 0x0B: .binaryData
+            case 0x0C: .uuid
+            case 0x0D: .uri
+            case 0x0E: .transformable
+            case 0x10: .reference
+            case 0x11: .references
+            case 0x12: .membership
+            default: nil
+            }
+        }
     }
 
     // MARK: - Values
@@ -124,7 +151,7 @@ enum EventCodec {
 
     static func readValue(_ r: inout ByteReader, _ catalog: some CodecCatalog) throws(LogError) -> LogValue {
         let raw = try r.byte()
-        guard let tag = ValueTag(rawValue: raw) else { throw r.failure("unknown value tag 0x\(String(raw, radix: 16))") }
+        guard let tag = ValueTag.of(raw) else { throw r.failure("unknown value tag 0x\(String(raw, radix: 16))") }
         switch tag {
         case .null: return .null
         case .int16: return .attribute(.int16(Int16(bitPattern: try r.uint16())))
@@ -161,16 +188,72 @@ enum EventCodec {
         }
     }
 
-    /// Whether `property` can hold `value`: nil, an attribute value of its type, a reference
-    /// for a to-one, a list for a recorded to-many. A value that can't be the property's is a
-    /// damaged type tag or property code, refused rather than handed to readers.
+    /// The kind of value a property holds, without payloads (``ModelSchema/Entity/valueKinds``):
+    /// an attribute's type, a reference (a to-one), a list of references (a recorded
+    /// to-many), or nothing but nil (a derived side).
+    enum ValueKind: Sendable, Equatable {
+        case int16, int32, int64, decimal, double, float, string, boolean, date, binaryData, uuid, uri, transformable
+        case reference, references, nothing
+
+        init(_ property: ModelSchema.Property) {
+            if let type = property.attributeType {
+                self = switch type {
+                case .int16: .int16
+                case .int32: .int32
+                case .int64: .int64
+                case .decimal: .decimal
+                case .double: .double
+                case .float: .float
+                case .string: .string
+                case .boolean: .boolean
+                case .date: .date
+                case .binaryData: .binaryData
+                case .uuid: .uuid
+                case .uri: .uri
+                case .transformable: .transformable
+                }
+            } else {
+                switch property.relationship {
+                case .toOne?: self = .reference
+                case .orderedToMany?, .unorderedToMany?: self = .references
+                case .derived?, nil: self = .nothing
+                }
+            }
+        }
+
+        /// The kind of an attribute value (``AttributeValue/matches(_:)`` of a type is
+        /// equality of kinds).
+        @inline(__always)
+        init(_ value: AttributeValue) {
+            self = switch value {
+            case .int16: .int16
+            case .int32: .int32
+            case .int64: .int64
+            case .decimal: .decimal
+            case .double: .double
+            case .float: .float
+            case .string: .string
+            case .boolean: .boolean
+            case .date: .date
+            case .binaryData: .binaryData
+            case .uuid: .uuid
+            case .uri: .uri
+            case .transformable: .transformable
+            }
+        }
+    }
+
+    /// Whether a property of kind `kind` can hold `value`: nil, an attribute value of its
+    /// type, a reference for a to-one, a list for a recorded to-many. A value that can't be
+    /// the property's is a damaged type tag or property code, refused rather than handed to
+    /// readers.
     @inline(__always)
-    static func fits(_ value: LogValue, _ property: ModelSchema.Property) -> Bool {
+    static func fits(_ value: LogValue, _ kind: ValueKind) -> Bool {
         switch value {
         case .null: true
-        case .attribute(let attribute): property.attributeType.map { attribute.matches($0) } ?? false
-        case .reference: property.relationship == .toOne
-        case .references: property.relationship == .orderedToMany || property.relationship == .unorderedToMany
+        case .attribute(let attribute): ValueKind(attribute) == kind
+        case .reference: kind == .reference
+        case .references: kind == .references
         }
     }
 
@@ -474,7 +557,7 @@ enum EventCodec {
                 previous = code
                 let property = try name(code)
                 let value = try readValue(&r, catalog)
-                guard fits(value, entity.properties[code]) else { throw misfit(value, entity.properties[code], entity: id.entity, r) }
+                guard fits(value, entity.valueKinds[code]) else { throw misfit(value, entity.properties[code], entity: id.entity, r) }
                 values[property] = value
             }
             return op == 1 ? .insert(id, values: values) : .delete(id, before: values)
@@ -496,9 +579,9 @@ enum EventCodec {
                     changes.append(.membership(property: property, added: added, removed: removed))
                 } else {
                     let before = try readValue(&r, catalog)
-                    guard fits(before, described) else { throw misfit(before, described, entity: id.entity, r) }
+                    guard fits(before, entity.valueKinds[code]) else { throw misfit(before, described, entity: id.entity, r) }
                     let after = try readValue(&r, catalog)
-                    guard fits(after, described) else { throw misfit(after, described, entity: id.entity, r) }
+                    guard fits(after, entity.valueKinds[code]) else { throw misfit(after, described, entity: id.entity, r) }
                     changes.append(.value(property: property, before: before, after: after))
                 }
             }

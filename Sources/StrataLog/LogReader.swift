@@ -290,7 +290,8 @@ public struct LogReader: ~Copyable {
         let writer = self.writer
         try forEachRecord(of: entity, includingSubentities: includingSubentities) { described, id, key, raw in
             let version = try writer.decodeFields(raw, entity: described, context: "record \(described.name)/p\(key.primaryKey)", into: &buffer)
-            try writer.addMembers(txn, key, to: &buffer, entity: described)
+            // Only an entity with unordered to-many relationships has members to add.
+            if !described.unorderedToMany.isEmpty { try writer.addMembers(txn, key, to: &buffer, entity: described) }
             return try body(id, version, described.propertyNames, &buffer)
         }
     }

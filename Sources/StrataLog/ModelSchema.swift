@@ -69,6 +69,10 @@ struct ModelSchema: Sendable {
         /// The unordered to-many relationships among ``properties`` (their members live in
         /// the membership table, read with each record).
         let unorderedToMany: [Property]
+        /// What a record may hold for each property, by code (``properties``' order):
+        /// ``EventCodec/fits(_:_:)`` checks a decoded value against it without copying the
+        /// property (which retained and released its strings for every value read).
+        let valueKinds: [EventCodec.ValueKind]
 
         /// Whether any index the entity's objects are in is unique.
         var hasUniqueIndex: Bool { indexes.contains(where: \.isUnique) }
@@ -85,6 +89,7 @@ struct ModelSchema: Sendable {
             self.selfAndSubentities = selfAndSubentities
             self.propertyNames = propertyNames
             unorderedToMany = properties.filter { $0.relationship == .unorderedToMany }
+            valueKinds = properties.map(EventCodec.ValueKind.init)
         }
     }
 

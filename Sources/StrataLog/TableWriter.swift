@@ -180,7 +180,7 @@ struct TableWriter: CodecCatalog {
             guard code > previous else { throw r.failure("property code \(code) after \(previous): codes must ascend") }
             previous = code
             let value = try EventCodec.readValue(&r, self)
-            guard EventCodec.fits(value, entity.properties[code]) else {
+            guard EventCodec.fits(value, entity.valueKinds[code]) else {
                 throw EventCodec.misfit(value, entity.properties[code], entity: entityName, r)
             }
             values[entity.properties[code].name] = value
@@ -235,6 +235,7 @@ struct TableWriter: CodecCatalog {
             if version == modelVersion {
                 let n = try r.count(limit: r.remaining)
                 // Written through the buffer: one uniqueness check per record, not per value.
+                let kinds = entity.valueKinds
                 try values.withUnsafeMutableBufferPointer { (slots) throws(LogError) in
                     var previous = -1
                     for _ in 0..<n {
@@ -243,10 +244,12 @@ struct TableWriter: CodecCatalog {
                         guard code > previous else { throw r.failure("property code \(code) after \(previous): codes must ascend") }
                         previous = code
                         let value = try EventCodec.readValue(&r, self)
-                        guard EventCodec.fits(value, entity.properties[code]) else {
+                        guard EventCodec.fits(value, kinds[code]) else {
                             throw EventCodec.misfit(value, entity.properties[code], entity: entity.name, r)
                         }
-                        slots[code] = value
+                        // Initialized, not assigned: every slot is nil here (emptied above,
+                        // and codes ascend), which holds nothing to destroy.
+                        slots.initializeElement(at: code, to: value)
                     }
                 }
                 guard r.isAtEnd else { throw r.failure("trailing bytes") }

@@ -6,11 +6,12 @@ import Testing
 
 @Suite("Decoding primitives: varints and strings")
 struct ByteReaderStringTests {
-    /// `bytes` framed as the log writes a string (length, then UTF-8), read back.
-    private func decode(_ bytes: [UInt8]) throws -> String {
+    /// `bytes` framed as the log writes a string (length, then UTF-8), read back, with
+    /// `trailing` bytes after it (what follows a string in a record).
+    private func decode(_ bytes: [UInt8], trailing: [UInt8] = []) throws -> String {
         var writer = ByteWriter()
         writer.varint(bytes.count)
-        let framed = writer.bytes + bytes
+        let framed = writer.bytes + bytes + trailing
         return try framed.withUnsafeBytes { raw in
             var reader = ByteReader(raw, context: "test")
             return try reader.string()
@@ -34,6 +35,42 @@ struct ByteReaderStringTests {
                 #expect(throws: LogError.self) { try decode(invalid) }
             }
         }
+    }
+
+    @Test("a string followed by more bytes (a record's next values): only its own bytes decide ASCII, at every length and position")
+    func trailingBytesIgnored() throws {
+        for trailing in [[UInt8](repeating: 0xFF, count: 16), [UInt8](repeating: 0x00, count: 16), [UInt8](repeating: 0x80, count: 3)] {
+            for length in 0...20 {
+                let ascii = (0..<length).map { UInt8(0x61 + $0 % 26) }
+                #expect(try decode(ascii, trailing: trailing) == String(decoding: ascii, as: UTF8.self))
+                for position in 0..<length {
+                    var accented = ascii
+                    accented.replaceSubrange(position...position, with: [0xC3, 0xA9])
+                    #expect(try decode(accented, trailing: trailing) == String(decoding: accented, as: UTF8.self))
+                    var invalid = ascii
+                    invalid[position] = 0xFF
+                    #expect(throws: LogError.self) { try decode(invalid, trailing: trailing) }
+                }
+            }
+        }
+    }
+
+    @Test("strings of every length up to 40 read back to back: each ends where the next begins")
+    func backToBack() throws {
+        let ascii = (0...40).map { length in String((0..<length).map { Character(UnicodeScalar(UInt8(0x41 + $0 % 26))) }) }
+        let texts = ascii + ["é", "", "naïve café au lait"]
+        var writer = ByteWriter()
+        for text in texts { writer.string(text) }
+        writer.byte(0xAB)
+        let (read, last) = try writer.bytes.withUnsafeBytes { raw in
+            var reader = ByteReader(raw, context: "test")
+            var read: [String] = []
+            for _ in texts { read.append(try reader.string()) }
+            return (read, try reader.byte())
+        }
+        #expect(read == texts)
+        #expect(read.map { Array($0.utf8) } == texts.map { Array($0.utf8) })
+        #expect(last == 0xAB)
     }
 
     @Test("the ASCII check agrees with a byte-by-byte one at every alignment")

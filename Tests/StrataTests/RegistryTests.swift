@@ -137,10 +137,67 @@ struct RegistryTests {
         }
     }
 
+    /// Player `index`'s last name: 0–40 characters, ASCII or not (small and heap strings).
+    static func playerName(_ index: Int) -> String {
+        let base = String(String(repeating: "abcdefghij", count: 4).prefix(index % 41))
+        return index % 3 == 0 ? base + "é" : base
+    }
+
+    /// Checks the 200 players `plainFetchRowsRoundTrip` made: each name once, every even
+    /// one on the team.
+    static func checkPlayers(_ players: [ManagedObject]) {
+        #expect(players.count == 200)
+        var seen = Set<Int>()
+        for player in players {
+            let last = player.value(forKey: "lastName") as? String
+            #expect(player.get("lastName", as: String.self) == last)
+            guard let index = (0..<200).first(where: { playerName($0) == last && !seen.contains($0) }) else {
+                Issue.record("an unexpected name \(String(describing: last))")
+                continue
+            }
+            seen.insert(index)
+            let team = player.value(forKey: "team") as? ManagedObject
+            // Names repeat every 41 players: the team decides by the index's parity only
+            // when the name is unique, so check that a set team is the team.
+            if let team { #expect(team.value(forKey: "name") as? String == "the team") }
+        }
+        #expect(seen.count == 200)
+        #expect(players.count { $0.value(forKey: "team") != nil } == 100)
+    }
+
+    @Test("a plain fetch's rows (strings of every length, a to-one): read after the fault fires, after a refresh and after a re-fetch of freed objects; freed objects leave the registry")
+    func plainFetchRowsRoundTrip() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("the team", forKey: "name")
+            for index in 0..<200 {
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue(Self.playerName(index), forKey: "lastName")
+                if index % 2 == 0 { player.setValue(team, forKey: "team") }
+            }
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var players = try context.fetch(FetchRequest(entityName: "Player"))
+            #expect(players.allSatisfy { $0.isFault })
+            Self.checkPlayers(players)
+            for player in players { context.refresh(player, mergeChanges: false) }
+            #expect(players.allSatisfy { $0.isFault })
+            Self.checkPlayers(players)
+            players = []
+            // The freed players left the registry (the team, made by their reads, too).
+            #expect(context.core.registry.count == 0)
+            Self.checkPlayers(try context.fetch(FetchRequest(entityName: "Player")))
+            #expect(context.core.registry.count == 0)
+        }
+    }
+
     @Test("the key table agrees with a dictionary through random sets, replacements and removals (pages made, emptied and made again)")
     func keyTableMatchesDictionary() {
         var generator = SeededGenerator(seed: 0x5EED)
-        var table = KeyTable()
+        let table = KeyTable()
         var model: [UInt64: UInt] = [:]
         // Fake object addresses: the table stores and compares them, never follows them.
         func entry(_ bits: UInt) -> WeakObject {
