@@ -312,7 +312,7 @@ extension AnyFetchedResultsController: ContextChangeTracker {
         for (index, descriptor) in descriptors.enumerated() {
             let order = SortKey.compare(
                 a.values[index], b.values[index], caseInsensitive: descriptor.caseInsensitive,
-                diacriticInsensitive: descriptor.diacriticInsensitive)
+                diacriticInsensitive: descriptor.diacriticInsensitive, numeric: descriptor.numeric)
             if order != .orderedSame { return descriptor.ascending ? order == .orderedAscending : order == .orderedDescending }
         }
         return a.position < b.position
@@ -644,7 +644,8 @@ extension AnyFetchedResultsController: ContextChangeTracker {
             if let old = candidate.old, let new = candidate.new, old.entry.section == new.section {
                 candidate.sameValues = zip(plan.descriptors, zip(old.entry.key.values, new.key.values)).allSatisfy { descriptor, pair in
                     SortKey.compare(
-                        pair.0, pair.1, caseInsensitive: descriptor.caseInsensitive, diacriticInsensitive: descriptor.diacriticInsensitive)
+                        pair.0, pair.1, caseInsensitive: descriptor.caseInsensitive, diacriticInsensitive: descriptor.diacriticInsensitive,
+                        numeric: descriptor.numeric)
                         == .orderedSame
                 }
                 candidate.stays = candidate.sameValues && old.entry.key.position == new.key.position
@@ -664,14 +665,18 @@ extension AnyFetchedResultsController: ContextChangeTracker {
             if old.row == 0 { section.anchor = new.key }
             entries[candidate.id]?.key = new.key
         }
-        // Sections that may empty: their index and contents before the batch.
+        // Sections that may empty — every row taken out — with their index and contents
+        // before the batch. Only those: an info holds the section's array, and taking rows out
+        // of a shared array copies all of it (every object retained and released again).
         var before: [ObjectIdentifier: (index: Int, info: FetchedResultsSectionInfo)] = [:]
         var removedRows: [Int: [Int]] = [:]
         for candidate in candidates where !candidate.stays {
             guard let old = candidate.old else { continue }
             removedRows[old.section, default: []].append(old.row)
-            let section = sectionList[old.section]
-            if before[ObjectIdentifier(section)] == nil { before[ObjectIdentifier(section)] = (old.section, info(of: section)) }
+        }
+        for (index, rows) in removedRows where rows.count >= sectionList[index].objects.count {
+            let section = sectionList[index]
+            before[ObjectIdentifier(section)] = (index, info(of: section))
         }
         // Take out what moves or leaves, bottom up so rows stay valid.
         for (sectionIndex, rows) in removedRows {

@@ -854,6 +854,31 @@ struct FetchedResultsControllerTests {
         #expect(weakContext == nil, "the controller in userInfo doesn't keep its context alive")
     }
 
+    @Test("a localizedStandard (numeric, case-insensitive) sort places changes as a fetch orders them")
+    func numericSortTracked() async throws {
+        let dir = try TemporaryDirectory()
+        try await leagueContext(dir).perform { (context: isolated ManagedObjectContext) throws in
+            for name in ["file1", "File2", "file10", "file100"] { try team(context, name) }
+            try context.save()
+            let request = FetchRequest(entityName: "Team", sortDescriptors: [.localizedStandard(key: "name")])
+            let teams = FetchedResultsController(fetchRequest: request, managedObjectContext: context)
+            try teams.performFetch()
+            #expect(names(teams.fetchedObjects) == ["file1", "File2", "file10", "file100"])
+            let delegate = RecordingDelegate(mirroring: teams)
+            teams.delegate = delegate
+            try team(context, "FILE9")
+            context.processPendingChanges()
+            #expect(names(teams.fetchedObjects) == ["file1", "File2", "FILE9", "file10", "file100"])
+            teams.fetchedObjects?.first { $0.value(forKey: "name") as? String == "file100" }?.setValue("file3", forKey: "name")
+            context.processPendingChanges()
+            let expected = ["file1", "File2", "file3", "FILE9", "file10"]
+            #expect(names(teams.fetchedObjects) == expected)
+            #expect(names(try context.fetch(request)) == expected, "a fresh fetch agrees")
+            #expect(names(delegate.mirror.flatMap(\.objects)) == expected, "the batches, applied, give the table")
+            #expect(delegate.problems.isEmpty, "\(delegate.problems)")
+        }
+    }
+
     @Test("objects tied under every sort descriptor keep store order: stored by primary key, then unsaved inserts in insertion order")
     func tiesKeepStoreOrder() async throws {
         let dir = try TemporaryDirectory()

@@ -15,6 +15,11 @@ import Strata
 // F4. sorted by `email` (indexed), limit 20, at `fetchObjects` and at `largeObjects`
 //     people: the planner walks the index and stops, so the time must stay flat. GRDB's
 //     `ORDER BY email LIMIT 20` (its unique index) for context.
+// R1. A fetched results controller over `fetchObjects` people sorted by `lastName`:
+//     `performFetch()` ÷ a plain `fetch` of the same request; then `edits` single edits
+//     (a person's lastName set, `processPendingChanges()`, the delegate told of the move),
+//     per edit ÷ GRDB re-fetching the sorted rows (what an app following a GRDB query with
+//     `ValueObservation` gets after each change).
 
 func runFetchBenchmarks(objects: Int, largeObjects: Int, lookups: Int, repetitions: Int) throws {
     let model = try peopleModel()
@@ -28,6 +33,7 @@ func runFetchBenchmarks(objects: Int, largeObjects: Int, lookups: Int, repetitio
     defer { remove(large.directory) }
     try runEmailEquality(model: model, store: large, people: Array(people.prefix(largeObjects)), lookups: lookups, repetitions: repetitions)
     try runLimitFlat(model: model, small: small, large: large, repetitions: repetitions)
+    try runControllerEdits(store: small, edits: environmentInt("STRATA_BENCH_FRC_EDITS", 200), repetitions: repetitions)
 }
 
 // MARK: - Stores
@@ -312,4 +318,82 @@ private func runLimitFlat(model: ManagedObjectModel, small: FetchStore, large: F
     record(name, "Strata \(large.count / 1000)k ÷ \(small.count / 1000)k", flat, target: "flat (≈ 1×)")
     record(name, "Strata \(small.count / 1000)k / \(large.count / 1000)k", "\(format(strataSmall.median)) / \(format(strataLarge.median))")
     record(name, "GRDB \(small.count / 1000)k / \(large.count / 1000)k", "\(format(grdbSmall.median)) / \(format(grdbLarge.median))")
+}
+
+// MARK: - R1. A fetched results controller following single edits
+
+/// Counts the batches and object changes a controller reports.
+private final class CountingDelegate: FetchedResultsControllerDelegate {
+    var batches = 0
+    var changes = 0
+    func controllerDidChangeContent(_ controller: AnyFetchedResultsController) { batches += 1 }
+    func controller(
+        _ controller: AnyFetchedResultsController, didChange anObject: ManagedObject, at indexPath: IndexPath?,
+        for type: FetchedResultsChangeType, newIndexPath: IndexPath?
+    ) { changes += 1 }
+}
+
+private func runControllerEdits(store: FetchStore, edits: Int, repetitions: Int) throws {
+    heading("R1. Fetched results controller: \(store.count) people sorted by lastName, then \(edits) single edits followed one by one")
+    let request = FetchRequest(entityName: "Person", sortDescriptors: [FetchSortDescriptor(key: "lastName")])
+    let initial = try measureAlternately(
+        "controller performFetch()", "plain fetch() of the same request", repetitions: repetitions,
+        {
+            try timedRound(setup: { FetchRun(store) }, body: { run in
+                run.count = try run.context.performAndWait { context in
+                    let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context)
+                    try controller.performFetch()
+                    return controller.fetchedObjects?.count ?? 0
+                }
+            })
+        },
+        {
+            try timedRound(setup: { FetchRun(store) }, body: { run in
+                run.count = try run.context.performAndWait { context in try context.fetch(request).count }
+            })
+        })
+    let initialRatio = String(format: "%.2f×", initial.pairedRatio)
+    say("  performFetch() ÷ fetch() = \(initialRatio)")
+    // Edits: random people renamed, each followed by its batch. The picks are drawn once, so
+    // every repetition makes the same edits; only the edit loop is timed (the fetch and the
+    // rollback after it are not).
+    var random = SplitMix64(seed: 16)
+    let picks = (0..<edits).map { _ in (Int(random.next() % UInt64(store.count)), "Edited \(random.next() % 1_000_000)") }
+    var perEdit: [Duration] = []
+    for round in 0..<(repetitions + 1) {
+        let run = FetchRun(store)
+        let (elapsed, batches, changes) = try run.context.performAndWait { context in
+            let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context)
+            try controller.performFetch()
+            let delegate = CountingDelegate()
+            controller.delegate = delegate
+            let people = controller.fetchedObjects ?? []
+            let clock = ContinuousClock()
+            let start = clock.now
+            for (index, name) in picks where index < people.count {
+                people[index].setValue(name, forKey: "lastName")
+                context.processPendingChanges()
+            }
+            let elapsed = clock.now - start
+            context.rollback()
+            return (elapsed, delegate.batches, delegate.changes)
+        }
+        if batches != edits || changes != edits {
+            throw RawLMDBError(code: -1, call: "the controller reported \(batches) batches and \(changes) changes for \(edits) edits")
+        }
+        if round > 0 { perEdit.append(elapsed / edits) }
+    }
+    let edit = Stats(samples: perEdit)
+    report("one edit + its batch (controller)", edit)
+    let refetch = try measure("GRDB re-fetch of the sorted rows (per change)", repetitions: repetitions) { () } body: { _ in
+        let rows = try store.grdb.read { db in try GRDBPerson.order(Column("lastName")).fetchAll(db) }
+        if rows.count != store.count { throw RawLMDBError(code: -1, call: "GRDB fetched \(rows.count) rows") }
+    }
+    // Four decimals: the controller's share is far below a hundredth.
+    let perChange = String(format: "%.4f×", edit.median.seconds / max(refetch.median.seconds, 1e-12))
+    say("  one edit followed by the controller ÷ GRDB re-fetch = \(perChange)")
+    let name = "R1. fetched results controller, \(store.count / 1000)k rows"
+    record(name, "performFetch() ÷ plain fetch()", initialRatio)
+    record(name, "one edit + batch ÷ GRDB re-fetch of the sorted rows", perChange)
+    record(name, "one edit + batch / GRDB re-fetch", "\(format(edit.median)) / \(format(refetch.median))")
 }
