@@ -213,6 +213,15 @@ func names(_ objects: [ManagedObject]?, _ key: String = "name") -> [String] {
 }
 
 /// Teams sorted by name, ascending unless told.
+/// A controller of the teams by name, fetched, with a recording delegate set.
+func followedTeams(_ context: isolated ManagedObjectContext) throws -> (FetchedResultsController<ManagedObject>, RecordingDelegate) {
+    let teams = FetchedResultsController(fetchRequest: teamRequest(), managedObjectContext: context)
+    try teams.performFetch()
+    let delegate = RecordingDelegate(mirroring: teams)
+    teams.delegate = delegate
+    return (teams, delegate)
+}
+
 func teamRequest(ascending: Bool = true) -> FetchRequest {
     FetchRequest(entityName: "Team", sortDescriptors: [FetchSortDescriptor(key: "name", ascending: ascending)])
 }
@@ -437,10 +446,7 @@ struct FetchedResultsControllerTests {
         try await leagueContext(dir).perform { (context: isolated ManagedObjectContext) throws in
             for name in ["A", "C", "E", "G"] { try team(context, name) }
             try context.save()
-            let teams = FetchedResultsController(fetchRequest: teamRequest(), managedObjectContext: context)
-            try teams.performFetch()
-            let delegate = RecordingDelegate(mirroring: teams)
-            teams.delegate = delegate
+            let (teams, delegate) = try followedTeams(context)
 
             teams.object(at: IndexPath(row: 0, section: 0)).setValue("F", forKey: "name")
             context.processPendingChanges()
@@ -506,10 +512,7 @@ struct FetchedResultsControllerTests {
         try await leagueContext(dir).perform { (context: isolated ManagedObjectContext) throws in
             for name in ["Crew", "Comets", "Fire"] { try team(context, name) }
             try context.save()
-            let teams = FetchedResultsController(fetchRequest: teamRequest(), managedObjectContext: context)
-            try teams.performFetch()
-            let delegate = RecordingDelegate(mirroring: teams)
-            teams.delegate = delegate
+            let (teams, delegate) = try followedTeams(context)
             teams.fetchRequest.predicate = try FormatPredicate(format: "name BEGINSWITH[c] %@", "c")
             #expect(names(teams.fetchedObjects) == ["Comets", "Crew", "Fire"], "not before performFetch")
             try team(context, "Foxes")
@@ -530,10 +533,7 @@ struct FetchedResultsControllerTests {
     func oneBatchPerEvent() async throws {
         let dir = try TemporaryDirectory()
         try await leagueContext(dir).perform { (context: isolated ManagedObjectContext) throws in
-            let teams = FetchedResultsController(fetchRequest: teamRequest(), managedObjectContext: context)
-            try teams.performFetch()
-            let delegate = RecordingDelegate(mirroring: teams)
-            teams.delegate = delegate
+            let (teams, delegate) = try followedTeams(context)
             for name in ["B", "A", "C"] { try team(context, name) }
             #expect(delegate.batches.isEmpty, "nothing before the event ends")
             #expect(names(teams.fetchedObjects).isEmpty, "the results change with the batch")
@@ -554,10 +554,7 @@ struct FetchedResultsControllerTests {
         try await leagueContext(dir).perform { (context: isolated ManagedObjectContext) throws in
             for name in ["B", "D"] { try team(context, name) }
             try context.save()
-            let teams = FetchedResultsController(fetchRequest: teamRequest(), managedObjectContext: context)
-            try teams.performFetch()
-            let delegate = RecordingDelegate(mirroring: teams)
-            teams.delegate = delegate
+            let (teams, delegate) = try followedTeams(context)
 
             try team(context, "C")
             context.processPendingChanges()
@@ -615,10 +612,7 @@ struct FetchedResultsControllerTests {
         try await leagueContext(dir).perform { (context: isolated ManagedObjectContext) throws in
             for name in ["B", "D", "F"] { try team(context, name) }
             try context.save()
-            let teams = FetchedResultsController(fetchRequest: teamRequest(), managedObjectContext: context)
-            try teams.performFetch()
-            let delegate = RecordingDelegate(mirroring: teams)
-            teams.delegate = delegate
+            let (teams, delegate) = try followedTeams(context)
             let b = teams.object(at: IndexPath(row: 0, section: 0))
             b.setValue("G", forKey: "name")
             context.processPendingChanges()
@@ -642,10 +636,7 @@ struct FetchedResultsControllerTests {
         try await privateContext(coordinator, name: "main").perform { (context: isolated ManagedObjectContext) throws in
             for name in ["B", "D"] { try team(context, name) }
             try context.save()
-            let teams = FetchedResultsController(fetchRequest: teamRequest(), managedObjectContext: context)
-            try teams.performFetch()
-            let delegate = RecordingDelegate(mirroring: teams)
-            teams.delegate = delegate
+            let (teams, delegate) = try followedTeams(context)
 
             /// Runs `body` in the other context, saves, and returns its did-save.
             func elsewhere(_ body: @escaping @Sendable (isolated ManagedObjectContext) throws -> Void) throws -> ContextDidSave {
@@ -825,10 +816,7 @@ struct FetchedResultsControllerTests {
                 context.automaticallyMergesChangesFromParent = true
                 try team(context, "Herons")
                 try context.save()
-                let teams = FetchedResultsController(fetchRequest: teamRequest(), managedObjectContext: context)
-                try teams.performFetch()
-                let delegate = RecordingDelegate(mirroring: teams)
-                teams.delegate = delegate
+                let (teams, delegate) = try followedTeams(context)
                 context.userInfo["teams"] = teams
                 context.userInfo["teamList"] = delegate
             }
