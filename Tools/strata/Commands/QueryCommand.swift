@@ -150,12 +150,14 @@ struct QueryCommand: ParsableCommand {
                 out.line("{\"store\":\(ValueRendering.jsonString(log.storeUUID.uuidString)),\"entity\":\(ValueRendering.jsonString(request.entityName)),\"objects\":[")
             }
             var printed = 0
-            var vanished: [ManagedObjectID] = []
+            var vanished = 0
+            var firstVanished: ManagedObjectID?
             for start in stride(from: 0, to: ids.count, by: printChunk) {
                 let chunk = Array(ids[start..<min(start + printChunk, ids.count)])
                 for (id, found) in zip(chunk, try context.existingObjects(with: chunk)) {
                     guard let object = found else {
-                        vanished.append(id)
+                        vanished += 1
+                        if firstVanished == nil { firstVanished = id }
                         continue
                     }
                     let text = try QueryRendering.objectJSON(object, log)
@@ -169,8 +171,8 @@ struct QueryCommand: ParsableCommand {
             let headAfter = try log.head
             if headAfter != headBefore {
                 var note = "the store changed while the query ran (head \(headBefore) -> \(headAfter)): objects printed after the change may show newer values"
-                if !vanished.isEmpty {
-                    note += "; \(vanished.count) matched object(s) deleted meanwhile were left out (first: \(vanished[0].uriRepresentation().absoluteString))"
+                if let firstVanished {
+                    note += "; \(vanished) matched object(s) deleted meanwhile were left out (first: \(firstVanished.uriRepresentation().absoluteString))"
                 }
                 printError(note)
             }
