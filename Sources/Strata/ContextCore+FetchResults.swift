@@ -195,7 +195,7 @@ extension ContextCore {
         // fetch holds its rows.
         let order = wanted.indices.sorted { wanted[$0].1 < wanted[$1].1 }
         var rows = [StoredFields?](repeating: nil, count: wanted.count)
-        try log.read { reader in
+        try readPinned(log) { reader in
             var next = 0
             try reader.forEachFields(order.map { wanted[$0].1 }) { fields in
                 // Each found ID is at or after the next position in order (missing ones skipped).
@@ -237,7 +237,7 @@ extension ContextCore {
             if !derived.isEmpty {
                 let log = try store().log
                 let store = log.storeUUID
-                let related = try log.read { reader in
+                let related = try readPinned(log) { reader in
                     try derived.map { object, property in try object.objectID.storedID.map { try reader.related($0, property.name) } ?? [] }
                 }
                 for ((object, property), ids) in zip(derived, related) {

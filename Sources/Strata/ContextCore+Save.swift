@@ -441,6 +441,7 @@ extension ContextCore {
             for effect in pending where effect.kind == .user { effect.source.pushed = true }
         }
         remapIDs(idMap, finishingSave: true)
+        if let sequence, parentContext == nil { advanceGeneration(to: sequence) }
         // The notification names the objects by their IDs after the save.
         var insertedIDs = Set<ManagedObjectID>(minimumCapacity: saved.count)
         var updatedIDs: Set<ManagedObjectID> = []
@@ -734,6 +735,7 @@ extension ContextCore {
     /// Forgets every object; clears the undo stacks.
     func reset() {
         rollback()
+        advanceGeneration(to: nil)
         for object in registry.values.compactMap(\.object) {
             object.isInvalidated = true
             object.committed = nil

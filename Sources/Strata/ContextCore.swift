@@ -469,6 +469,8 @@ final class ContextCore {
     /// Whether a fault the store no longer holds reads as a deleted, empty object (true,
     /// Core Data's default) or records `objectNotFound` for the next save to throw.
     var shouldDeleteInaccessibleFaults = true
+    /// The query generation the context reads (nil: the store's current state), spec 0006 §22.
+    var generation: GenerationView?
     /// Unchanged objects whose version is checked at the next save (`detectConflicts(for:)`).
     var lockedObjects: [ManagedObjectID: ManagedObject] = [:]
     /// The values `overwrite` writes for objects in conflict, while a save resolves them.
@@ -592,7 +594,7 @@ final class ContextCore {
         let log = try store().log
         // Read by property code and held by slot, as a fetch holds its rows: no dictionary
         // to build, and later reads and saves of the object don't hash names.
-        guard let fields = try log.read({ reader in try reader.fields(stored) }) else {
+        guard let fields = try readPinned(log, { reader in try reader.fields(stored) }) else {
             throw ContextError.objectNotFound(object.objectID.description)
         }
         object.fastCommitted = row(from: fields, info: object.info, storeUUID: log.storeUUID)
@@ -618,7 +620,7 @@ final class ContextCore {
             return value
         }
         guard let stored = object.objectID.storedID, let log = try? store().log,
-            let related = try? log.read({ reader in try reader.related(stored, property.name) })
+            let related = try? readPinned(log, { reader in try reader.related(stored, property.name) })
         else { return nil }
         let value = PropertyValue.related(related, for: property, store: log.storeUUID)
         object.cacheCommittedValue(value, for: property)

@@ -191,6 +191,28 @@ public actor ManagedObjectContext {
         get { core.shouldDeleteInaccessibleFaults }
         set { core.shouldDeleteInaccessibleFaults = newValue }
     }
+    /// The query generation the context reads (`queryGenerationToken`): nil while it reads
+    /// the store's current state (the default); otherwise the generation it is pinned to —
+    /// pass it to another context's ``setQueryGenerationFrom(_:)`` to read the same state.
+    /// A context set to ``QueryGenerationToken/current`` that hasn't read yet is pinned to
+    /// the newest generation when this is asked. Spec 0006 §22.
+    public var queryGenerationToken: QueryGenerationToken? { core.queryGenerationToken }
+
+    /// Pins the context to a generation of its store (`setQueryGenerationFrom(_:)`), so its
+    /// fetches, counts and faults keep seeing that state while others save; nil unpins it.
+    ///
+    /// - ``QueryGenerationToken/current``: the newest generation at the next read.
+    /// - Another context's ``queryGenerationToken``: that context's generation.
+    ///
+    /// The generation moves to the newest when the context saves (to the state its save
+    /// made), merges (`mergeChanges(fromContextDidSave:)` or automatic merging: to the state
+    /// merged) or is reset. Unsaved changes are kept and seen on top of it, as always.
+    ///
+    /// - Throws: ``ContextError/invalidArgument(_:)`` for a token of another store, a
+    ///   generation past the store's head or before its purge point, or a child context (it
+    ///   sees its parent's generation).
+    public func setQueryGenerationFrom(_ token: QueryGenerationToken?) throws { try core.setQueryGeneration(token) }
+
     /// The model.
     public nonisolated var managedObjectModel: ManagedObjectModel { persistentStoreCoordinator.managedObjectModel }
 
