@@ -471,6 +471,9 @@ final class ContextCore {
     var shouldDeleteInaccessibleFaults = true
     /// The query generation the context reads (nil: the store's current state), spec 0006 §22.
     var generation: GenerationView?
+    /// The generation the context last moved on from, kept in case it is pinned back
+    /// (``setQueryGeneration(_:)``): `strata query` re-pins after each chunk's reset.
+    var retiredGeneration: GenerationView?
     /// Unchanged objects whose version is checked at the next save (`detectConflicts(for:)`).
     var lockedObjects: [ManagedObjectID: ManagedObject] = [:]
     /// The values `overwrite` writes for objects in conflict, while a save resolves them.

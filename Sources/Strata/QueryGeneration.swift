@@ -90,6 +90,7 @@ extension ContextCore {
     func setQueryGeneration(_ token: QueryGenerationToken?) throws {
         guard let token else {
             generation = nil
+            retiredGeneration = nil
             return
         }
         guard parentContext == nil else {
@@ -113,7 +114,13 @@ extension ContextCore {
                 throw ContextError.invalidArgument(
                     "query generation \(sequence) can't be read: the store's history through \(purged) was purged")
             }
-            generation = GenerationView(sequence: sequence)
+            // The view of a generation the context read before (a reset or a save moved it
+            // on, and it is pinned back) is kept: it has already read the log since.
+            if let retired = retiredGeneration, retired.sequence == sequence {
+                generation = retired
+            } else if generation?.sequence != sequence {
+                generation = GenerationView(sequence: sequence)
+            }
         }
     }
 
@@ -124,9 +131,13 @@ extension ContextCore {
     func advanceGeneration(to sequence: UInt64?) {
         guard let generation else { return }
         guard let sequence, let pinned = generation.sequence else {
+            if generation.sequence != nil { retiredGeneration = generation }
             self.generation = GenerationView(sequence: nil)
             return
         }
-        if sequence > pinned { self.generation = GenerationView(sequence: sequence) }
+        if sequence > pinned {
+            retiredGeneration = generation
+            self.generation = GenerationView(sequence: sequence)
+        }
     }
 }

@@ -36,6 +36,10 @@ public final class GenerationView {
     /// For each object, the entries that referred to it at the generation, by relationship
     /// (built on demand).
     private var referrers: [StoredObjectID: [(property: String, source: StoredObjectID)]]?
+    /// The entries' keys, to tell a record of a changed object without hashing its entity's name.
+    private var keys: Set<ObjectKey>?
+    /// Each index's keys of the entries that existed at the generation, ascending (built on demand).
+    private var indexKeys: [String: [(key: [UInt8], id: StoredObjectID)]] = [:]
 
     /// A view pinned to `sequence`, or to the head at its first read when nil.
     public init(sequence: UInt64?) {
@@ -80,6 +84,7 @@ public final class GenerationView {
         // Objects touched for the first time since the generation: untouched until now, so
         // their values as of it are their values before these transactions.
         var image = StateImage()
+        var existsNow: [StoredObjectID: Bool] = [:]
         var fresh: Set<StoredObjectID> = []
         var touched: Set<StoredObjectID> = []
         for event in events {
@@ -88,6 +93,7 @@ public final class GenerationView {
                 guard touched.insert(id).inserted, entries[id] == nil else { continue }
                 fresh.insert(id)
                 if let now = try reader.object(id) { image.objects[id] = now.values }
+                existsNow[id] = image.objects[id] != nil
             }
         }
         for event in events.reversed() {
@@ -97,12 +103,32 @@ public final class GenerationView {
             let values = image.objects[id]
             var version: UInt64 = 0
             if values != nil { version = try reader.history(of: id).last { $0 <= sequence } ?? 0 }
-            entries[id] = Entry(values: values, version: version, existsNow: false)
+            entries[id] = Entry(values: values, version: version, existsNow: existsNow[id] ?? false)
         }
-        for id in touched { entries[id]?.existsNow = try reader.contains(id) }
+        for id in touched where !fresh.contains(id) { entries[id]?.existsNow = try reader.contains(id) }
         caughtUpThrough = head
         byEntity = nil
         referrers = nil
+        keys = nil
+        indexKeys = [:]
+    }
+
+    /// The keys of the objects changed since the generation; `code` gives an entity's code.
+    func changedKeys(_ code: (String) throws -> UInt16) rethrows -> Set<ObjectKey> {
+        if let keys { return keys }
+        var built = Set<ObjectKey>(minimumCapacity: entries.count)
+        for id in entries.keys { built.insert(ObjectKey(entity: try code(id.entity), primaryKey: id.primaryKey)) }
+        keys = built
+        return built
+    }
+
+    /// The keys in index `name` of the objects changed since the generation that existed
+    /// then, ascending: made by `make` once per catching up.
+    func indexKeys(_ name: String, make: () throws -> [(key: [UInt8], id: StoredObjectID)]) rethrows -> [(key: [UInt8], id: StoredObjectID)] {
+        if let known = indexKeys[name] { return known }
+        let made = try make().sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        indexKeys[name] = made
+        return made
     }
 
     /// The entries of `entity` (exactly) that existed at the generation, by primary key.

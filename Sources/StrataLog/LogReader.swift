@@ -217,6 +217,7 @@ public struct LogReader: ~Copyable {
     /// primary key) find their neighbours' leaf pages without searching from the root.
     public func forEachFields(_ ids: [StoredObjectID], _ body: (StoredFields) throws -> Void) throws {
         var current: (name: String, entity: ModelSchema.Entity, code: UInt16)?
+        let changed = try view.map { view in try view.changedKeys { try log.catalog.entityCode($0) } }
         // One buffer for every record's values: unique again once `body` lets go of them.
         var buffer: [LogValue?] = []
         try txn.withCursor(on: tables.state) { cursor in
@@ -225,11 +226,11 @@ public struct LogReader: ~Copyable {
                     current = (id.entity, try log.schema.entity(id.entity), try writer.entityCode(id.entity))
                 }
                 guard let (_, entity, code) = current else { continue }
-                if let entry = view?.entries[id] {
+                let key = ObjectKey(entity: code, primaryKey: id.primaryKey)
+                if let changed, changed.contains(key), let entry = view?.entries[id] {
                     if let values = entry.values { try body(pinnedFields(id, values, entry.version, entity)) }
                     continue
                 }
-                let key = ObjectKey(entity: code, primaryKey: id.primaryKey)
                 guard try key.withBytes({ try cursor.seek(exactly: $0) }) else { continue }
                 guard let fields = try cursor.withCurrent({ _, value in try value.withUnsafeBytes { try self.fields(id, key, $0, entity, &buffer) } })
                 else { continue }
@@ -339,6 +340,7 @@ public struct LogReader: ~Copyable {
     ) throws {
         let described = try log.schema.entity(entity)
         let view = self.view.flatMap { $0.isCurrent ? nil : $0 }
+        let changed = try view.map { view in try view.changedKeys { try log.catalog.entityCode($0) } } ?? []
         for name in includingSubentities ? described.selfAndSubentities : [entity] {
             let schemaEntity = try log.schema.entity(name)
             let code = try log.catalog.entityCode(name)
@@ -349,7 +351,7 @@ public struct LogReader: ~Copyable {
             try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, value in
                 guard let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) else { return .next }
                 let id = StoredObjectID(entity: name, primaryKey: objectKey.primaryKey)
-                if let view {
+                if view != nil {
                     while next < old.endIndex && old[next].primaryKey < objectKey.primaryKey {
                         let entry = old[next]
                         next += 1
@@ -358,7 +360,7 @@ public struct LogReader: ~Copyable {
                             return .stop
                         }
                     }
-                    if view.entries[id] != nil { return .next }
+                    if changed.contains(objectKey) { return .next }
                 }
                 guard try value.withUnsafeBytes({ raw in try body(schemaEntity, id, objectKey, raw) }) == .stop else { return .next }
                 stopped = true
@@ -491,20 +493,39 @@ public struct LogReader: ~Copyable {
         guard let definition = try index(for: entity, attributes: [attribute]) else {
             throw LogError.invalidOperation("\(entity).\(attribute) has no index")
         }
-        func before(_ a: [UInt8], _ b: [UInt8]) -> Bool { reverse ? b.lexicographicallyPrecedes(a) : a.lexicographicallyPrecedes(b) }
-        var old: [(key: [UInt8], id: StoredObjectID)] = []
-        for name in try log.schema.entity(entity).selfAndSubentities {
-            let described = try log.schema.entity(name)
-            let code = try log.catalog.entityCode(name)
-            for entry in view.existing(of: name) {
-                let objectKey = ObjectKey(entity: code, primaryKey: entry.primaryKey)
-                for (index, bytes, _) in try writer.indexKeys(objectKey, values: entry.values, entity: described)
-                where index.name == definition.name && keyRange.contains(bytes) {
-                    old.append((bytes, StoredObjectID(entity: name, primaryKey: entry.primaryKey)))
+        // Every changed object's key in this index as of the generation (whatever entity
+        // the index is scanned for: those of other entities are skipped below), once per
+        // catching up; then those in the range, in the scan's order.
+        let all = try view.indexKeys(definition.name) {
+            var made: [(key: [UInt8], id: StoredObjectID)] = []
+            for name in log.schema.entities.keys {
+                let described = try log.schema.entity(name)
+                guard described.indexes.contains(where: { $0.name == definition.name }) else { continue }
+                let code = try log.catalog.entityCode(name)
+                for entry in view.existing(of: name) {
+                    let objectKey = ObjectKey(entity: code, primaryKey: entry.primaryKey)
+                    for (index, bytes, _) in try writer.indexKeys(objectKey, values: entry.values, entity: described) where index.name == definition.name {
+                        made.append((bytes, StoredObjectID(entity: name, primaryKey: entry.primaryKey)))
+                    }
                 }
             }
+            return made
         }
-        old.sort { before($0.key, $1.key) }
+        let wantedNames = Set(try log.schema.entity(entity).selfAndSubentities)
+        var old = all.filter { wantedNames.contains($0.id.entity) && keyRange.contains($0.key) }
+        if reverse { old.reverse() }
+        let changed = try view.changedKeys { try log.catalog.entityCode($0) }
+        /// Whether the key `a` comes before the index key under the cursor, in the scan's order.
+        func before(_ a: [UInt8], _ b: UnsafeRawBufferPointer) -> Bool {
+            a.withUnsafeBytes { a in
+                let common = min(a.count, b.count)
+                var order: Int32 = 0
+                if common > 0, let pa = a.baseAddress, let pb = b.baseAddress { order = memcmp(pa, pb, common) }
+                let less = order != 0 ? order < 0 : a.count < b.count
+                let equal = order == 0 && a.count == b.count
+                return reverse ? !less && !equal : less
+            }
+        }
         var next = old.startIndex
         var stopped = false
         try txn.forEach(in: tables.index, range: keyRange, reverse: reverse) { key, _ in
@@ -512,8 +533,7 @@ public struct LogReader: ~Copyable {
                 wanted.contains(objectKey.entity)
             else { return .next }
             if next < old.endIndex {
-                let bytes = key.withUnsafeBytes { Array($0) }
-                while next < old.endIndex && before(old[next].key, bytes) {
+                while next < old.endIndex && key.withUnsafeBytes({ before(old[next].key, $0) }) {
                     let id = old[next].id
                     next += 1
                     if try body(id) == .stop {
@@ -522,8 +542,8 @@ public struct LogReader: ~Copyable {
                     }
                 }
             }
+            if changed.contains(objectKey) { return .next }
             let id = try writer.id(objectKey)
-            if view.entries[id] != nil { return .next }
             if try body(id) == .stop {
                 stopped = true
                 return .stop
