@@ -47,6 +47,11 @@ final class ObjectRegistry: Sequence {
     @exclusivity(unchecked) private var storeUUID: UUID?
     /// The entity the last ID named (most runs of lookups name one entity).
     @exclusivity(unchecked) private var lastIndex = 0
+    /// Whether every registered object is also held strongly (the context's
+    /// `retainsRegisteredObjects`): then ``held`` keeps each one until it leaves the registry.
+    @exclusivity(unchecked) private(set) var holdsObjects = false
+    /// The registered objects held strongly while ``holdsObjects`` is on, by identity.
+    @exclusivity(unchecked) private var held: [ObjectIdentifier: ManagedObject] = [:]
 
     init(names: [String]) {
         self.names = names
@@ -79,6 +84,7 @@ final class ObjectRegistry: Sequence {
     /// object)` does), reading the ID in place: the subscript's setter copied it (a retain
     /// and release of its entity name) for every object a fetch made.
     func register(_ object: ManagedObject) {
+        if holdsObjects { held[ObjectIdentifier(object)] = object }
         if case .permanent(let store, let key) = object.objectID.storage {
             if storeUUID == nil, indexes[object.objectID.entityName] != nil { storeUUID = store }
             if store == storeUUID, let table = table(of: object.objectID.entityName) {
@@ -100,8 +106,41 @@ final class ObjectRegistry: Sequence {
             if storeUUID == nil, newValue != nil, case .permanent(let store, _) = id.storage, indexes[id.entityName] != nil {
                 storeUUID = store
             }
+            // The object leaving the entry, if held: let go only once the entry is gone (its
+            // `deinit` takes its entry out, which must find nothing).
+            var released: ManagedObject?
+            if holdsObjects {
+                let incoming = newValue?.object
+                if let current = self[id]?.object, current !== incoming {
+                    released = held.removeValue(forKey: ObjectIdentifier(current))
+                }
+                if let incoming { held[ObjectIdentifier(incoming)] = incoming }
+            }
             if let (table, key) = slot(id) { tables[table][key] = newValue } else { others[id] = newValue }
+            withExtendedLifetime(released) {}
         }
+    }
+
+    /// Starts or stops holding every registered object strongly (`retainsRegisteredObjects`).
+    /// Starting holds the objects registered now too; stopping lets go of them all, so those
+    /// nothing else holds (the context holds changed ones itself) are freed.
+    func holdObjects(_ holds: Bool) {
+        guard holds != holdsObjects else { return }
+        holdsObjects = holds
+        if holds {
+            for entry in values { if let object = entry.object { held[ObjectIdentifier(object)] = object } }
+        } else {
+            releaseHeld()
+        }
+    }
+
+    /// Lets go of every object held strongly; each freed object takes its own entry out.
+    private func releaseHeld() {
+        guard !held.isEmpty else { return }
+        var released: [ObjectIdentifier: ManagedObject] = [:]
+        swap(&released, &held)
+        // Freed here, after ``held`` is empty again: a `deinit` reaches the registry.
+        released.removeAll()
     }
 
     /// The last stamp handed out (``nextStamp()``).
@@ -161,6 +200,8 @@ final class ObjectRegistry: Sequence {
     func removeAll() {
         for index in tables.indices { tables[index].removeAll() }
         others.removeAll()
+        // After the entries: the objects freed now find none to take out.
+        releaseHeld()
     }
 }
 

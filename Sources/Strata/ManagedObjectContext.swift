@@ -191,6 +191,25 @@ public actor ManagedObjectContext {
         get { core.shouldDeleteInaccessibleFaults }
         set { core.shouldDeleteInaccessibleFaults = newValue }
     }
+    /// Whether the context keeps every object registered in it alive (`retainsRegisteredObjects`).
+    ///
+    /// Off (the default), the context holds only objects with unsaved changes; an unchanged
+    /// object lives as long as the app holds it, and one the app drops is freed (its next
+    /// `object(with:)` is a new fault). On, the context holds every registered object —
+    /// those registered before it was turned on too — until ``reset()`` or until it is turned
+    /// off again, when unchanged objects nothing else holds are freed. Turn it on to keep a
+    /// working set loaded between blocks without holding the objects yourself.
+    ///
+    /// ```swift
+    /// context.retainsRegisteredObjects = true
+    /// _ = try context.fetch(FetchRequest(entityName: "Book"))   // dropped at once…
+    /// context.registeredObject(for: bookID)                       // …and still here, loaded
+    /// ```
+    public var retainsRegisteredObjects: Bool {
+        get { core.registry.holdsObjects }
+        set { core.registry.holdObjects(newValue) }
+    }
+
     /// The model.
     public nonisolated var managedObjectModel: ManagedObjectModel { persistentStoreCoordinator.managedObjectModel }
 
@@ -288,7 +307,9 @@ public actor ManagedObjectContext {
     public var updatedObjects: Set<ManagedObject> { Set(core.updatedObjects) }
     /// Objects deleted but not yet saved (`deletedObjects`).
     public var deletedObjects: Set<ManagedObject> { Set(core.deletedObjects) }
-    /// Every object the context knows and something still holds (`registeredObjects`).
+    /// Every object the context knows and something still holds (`registeredObjects`): the
+    /// app, or the context itself (objects with unsaved changes; every registered object
+    /// while ``retainsRegisteredObjects`` is on).
     public var registeredObjects: Set<ManagedObject> {
         Set(core.registry.values.compactMap(\.object)).union(core.retained.values)
     }
