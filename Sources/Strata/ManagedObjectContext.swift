@@ -210,6 +210,25 @@ public actor ManagedObjectContext {
         set { core.registry.holdObjects(newValue) }
     }
 
+    /// Whether delete rules run as soon as an object is deleted (`propagatesDeletesAtEndOfEvent`).
+    ///
+    /// On (the default), ``delete(_:)`` applies the cascade and nullify rules at once: the
+    /// objects a cascade reaches are deleted and the inverses of the others drop the object
+    /// before `delete` returns (Core Data applies them at the end of the event, in
+    /// `processPendingChanges()`; by then the two agree). Off, they wait for ``save()``:
+    /// until then only the object itself is deleted, and its destinations still name it. The
+    /// save runs them before validating, recorded for undo with the deletes, so undoing the
+    /// delete brings the cascaded objects and the nullified references back; what is stored
+    /// is the same either way. Turning it on again runs the rules still waiting. Deny rules
+    /// are checked at save in both modes.
+    public var propagatesDeletesAtEndOfEvent: Bool {
+        get { core.propagatesDeletes }
+        set {
+            core.propagatesDeletes = newValue
+            if newValue { core.propagateDeferredDeletes(in: self) }
+        }
+    }
+
     /// The model.
     public nonisolated var managedObjectModel: ManagedObjectModel { persistentStoreCoordinator.managedObjectModel }
 
@@ -249,7 +268,8 @@ public actor ManagedObjectContext {
         return try insert(type, entityName: names[0])
     }
 
-    /// Deletes `object`, applying delete rules now (cascade, nullify); deny is checked at save.
+    /// Deletes `object`, applying delete rules now (cascade, nullify) — at the save instead
+    /// when ``propagatesDeletesAtEndOfEvent`` is off; deny is checked at save.
     public func delete(_ object: ManagedObject) { core.delete(object, in: self) }
 
     /// The object for `id`: registered, or a new fault — no I/O (`object(with:)`).

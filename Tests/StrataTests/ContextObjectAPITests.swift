@@ -34,6 +34,20 @@ private func leagueWithPlayers(_ dir: TemporaryDirectory, classes: [(ManagedObje
     return (coordinator, team, players, other)
 }
 
+/// What the store holds, read by a fresh context: team names, and each player's first name
+/// with its team's name (nil for none).
+private func storedLeague(_ coordinator: PersistentStoreCoordinator) async throws -> (teams: [String], players: [String: String?]) {
+    try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> ([String], [String: String?]) in
+        let teams = try context.fetch(FetchRequest(entityName: "Team")).compactMap { $0.value(forKey: "name") as? String }.sorted()
+        var players: [String: String?] = [:]
+        for player in try context.fetch(FetchRequest(entityName: "Player")) {
+            guard let name = player.value(forKey: "firstName") as? String else { continue }
+            players[name] = (player.value(forKey: "team") as? ManagedObject)?.value(forKey: "name") as? String
+        }
+        return (teams, players)
+    }
+}
+
 @Suite("Contexts: further context and object API (spec 0006 §23)")
 struct ContextObjectAPITests {
     // MARK: retainsRegisteredObjects
@@ -139,5 +153,163 @@ struct ContextObjectAPITests {
             #expect(context.registeredObject(for: cyID) == nil, "a saved delete is no longer registered")
             #expect(context.registeredObjects.count == 3)
         }
+    }
+
+    // MARK: propagatesDeletesAtEndOfEvent
+
+    @Test("propagatesDeletesAtEndOfEvent on (default): cascade and nullify are visible as soon as delete returns")
+    func propagatesAtDelete() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, players, otherID) = try await leagueWithPlayers(dir)
+        let adaID = try #require(players["Ada"])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let propagatesByDefault = context.propagatesDeletesAtEndOfEvent
+            #expect(propagatesByDefault, "on by default")
+            // Nullify: a player's team drops it at once.
+            let other = try context.existingObject(with: otherID)
+            let ada = try context.existingObject(with: adaID)
+            ada.setValue(other, forKey: "team")
+            context.delete(ada)
+            #expect((other.value(forKey: "players") as? Set<ManagedObject>)?.isEmpty == true)
+            // Cascade: the team's players are deleted at once.
+            let team = try context.existingObject(with: teamID)
+            let members = try #require(team.value(forKey: "players") as? Set<ManagedObject>)
+            #expect(members.count == 2)
+            context.delete(team)
+            #expect(members.allSatisfy { $0.isDeleted })
+            #expect(context.deletedObjects.count == 4)
+            try context.save()
+        }
+        let stored = try await storedLeague(coordinator)
+        #expect(stored.teams == ["Herons"])
+        #expect(stored.players.isEmpty)
+    }
+
+    @Test("propagatesDeletesAtEndOfEvent off: only the object is deleted until save; the save cascades and nullifies, storing what the default stores")
+    func propagatesAtSave() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, players, otherID) = try await leagueWithPlayers(dir)
+        let adaID = try #require(players["Ada"])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.propagatesDeletesAtEndOfEvent = false
+            let other = try context.existingObject(with: otherID)
+            let ada = try context.existingObject(with: adaID)
+            ada.setValue(other, forKey: "team")
+            context.processPendingChanges()
+            context.delete(ada)
+            #expect((other.value(forKey: "players") as? Set<ManagedObject>) == [ada], "nullify waits for the save")
+            let team = try context.existingObject(with: teamID)
+            let members = try #require(team.value(forKey: "players") as? Set<ManagedObject>)
+            context.delete(team)
+            context.processPendingChanges()
+            #expect(team.isDeleted)
+            #expect(members.count == 2 && members.allSatisfy { !$0.isDeleted }, "cascade waits for the save")
+            #expect(members.allSatisfy { $0.value(forKey: "team") as? ManagedObject == team })
+            #expect(context.deletedObjects == [ada, team])
+            let stillThere = try context.count(for: FetchRequest(entityName: "Player"))
+            #expect(stillThere == 2, "the cascaded players still match a fetch")
+
+            try context.save()
+            #expect(members.allSatisfy { $0.managedObjectContext == nil }, "the save deleted them")
+            #expect((other.value(forKey: "players") as? Set<ManagedObject>)?.isEmpty == true)
+        }
+        let stored = try await storedLeague(coordinator)
+        #expect(stored.teams == ["Herons"])
+        #expect(stored.players.isEmpty, "the same stored result as deleting with the default")
+    }
+
+    @Test("propagatesDeletesAtEndOfEvent, both modes: undo of a saved delete restores the cascaded players; undo before the save restores the team alone")
+    func propagationUndo() async throws {
+        for propagates in [true, false] {
+            let dir = try TemporaryDirectory()
+            let (coordinator, teamID, _, _) = try await leagueWithPlayers(dir)
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                context.propagatesDeletesAtEndOfEvent = propagates
+                let team = try context.existingObject(with: teamID)
+                // Undone before any save: nothing was cascaded that needs restoring.
+                context.delete(team)
+                context.processPendingChanges()
+                try context.undo()
+                #expect(!team.isDeleted)
+                let hasChanges = context.hasChanges
+                #expect(!hasChanges)
+                try context.save()
+
+                // Deleted in a group closed before the save, saved, undone in one step.
+                context.delete(team)
+                context.processPendingChanges()
+                try context.save()
+                #expect(team.managedObjectContext == nil)
+                try context.undo()
+                let canUndo = context.canUndo
+                #expect(!canUndo, "one group: the delete and what it cascaded to")
+                try context.save()
+            }
+            let stored = try await storedLeague(coordinator)
+            #expect(stored.teams == ["Herons", "Otters"], "propagates: \(propagates)")
+            #expect(stored.players == ["Ada": "Otters", "Bea": "Otters", "Cy": "Otters"], "propagates: \(propagates)")
+        }
+    }
+
+    @Test("propagatesDeletesAtEndOfEvent off: the save's rules see the values then (a player moved away isn't cascaded); turning it on runs the waiting rules")
+    func deferredRulesSeeCurrentValues() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, players, otherID) = try await leagueWithPlayers(dir)
+        let beaID = try #require(players["Bea"])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.propagatesDeletesAtEndOfEvent = false
+            let team = try context.existingObject(with: teamID)
+            let bea = try context.existingObject(with: beaID)
+            context.delete(team)
+            bea.setValue(try context.existingObject(with: otherID), forKey: "team")
+            try context.save()
+            #expect(!bea.isDeleted && bea.managedObjectContext != nil, "moved to the Herons before the save: not cascaded")
+        }
+        var stored = try await storedLeague(coordinator)
+        #expect(stored.teams == ["Herons"])
+        #expect(stored.players == ["Bea": "Herons"])
+
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.propagatesDeletesAtEndOfEvent = false
+            let herons = try context.existingObject(with: otherID)
+            let bea = try context.existingObject(with: beaID)
+            // Player.team nullifies: the Herons keep listing Bea until the rules run…
+            context.delete(bea)
+            #expect((herons.value(forKey: "players") as? Set<ManagedObject>) == [bea])
+            context.propagatesDeletesAtEndOfEvent = true
+            #expect((herons.value(forKey: "players") as? Set<ManagedObject>)?.isEmpty == true, "…which turning the setting on runs")
+            try context.undo()
+            #expect(!bea.isDeleted)
+            #expect((herons.value(forKey: "players") as? Set<ManagedObject>) == [bea], "undone with the delete")
+            // On again: Team.players cascades at once.
+            context.delete(herons)
+            #expect(bea.isDeleted)
+            try context.save()
+        }
+        stored = try await storedLeague(coordinator)
+        #expect(stored.teams.isEmpty)
+        #expect(stored.players.isEmpty)
+    }
+
+    @Test("propagatesDeletesAtEndOfEvent off: an unsaved team deleted before the save still cascades to its unsaved players at the save")
+    func deferredRulesOfAnUnsavedObject() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _, _, _) = try await leagueWithPlayers(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.propagatesDeletesAtEndOfEvent = false
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Gulls", forKey: "name")
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue("Dee", forKey: "firstName")
+            player.setValue(team, forKey: "team")
+            context.delete(team)
+            #expect(team.managedObjectContext == nil, "an unsaved insert leaves the context at its delete")
+            #expect(player.isInserted && !player.isDeleted)
+            try context.save()
+            #expect(player.managedObjectContext == nil, "cascaded at the save, never stored")
+        }
+        let stored = try await storedLeague(coordinator)
+        #expect(stored.teams == ["Herons", "Otters"])
+        #expect(stored.players.keys.sorted() == ["Ada", "Bea", "Cy"])
     }
 }
