@@ -312,4 +312,109 @@ struct ContextObjectAPITests {
         #expect(stored.teams == ["Herons", "Otters"])
         #expect(stored.players.keys.sorted() == ["Ada", "Bea", "Cy"])
     }
+
+    // MARK: objectIDs(forRelationshipNamed:) and hasFault(forRelationshipNamed:)
+
+    @Test("objectIDs(forRelationshipNamed:): a to-many still a fault gives its members' IDs without making a player; a to-one without firing its team")
+    func objectIDsWithoutFaults() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, players, _) = try await leagueWithPlayers(dir)
+        let adaID = try #require(players["Ada"])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.object(with: teamID)
+            #expect(team.isFault)
+            #expect(team.hasFault(forRelationshipNamed: "players"))
+            let ids = try team.objectIDs(forRelationshipNamed: "players")
+            #expect(Set(ids) == Set(players.values))
+            for id in ids { #expect(context.registeredObject(for: id) == nil, "no player made for \(id)") }
+            #expect(!team.hasFault(forRelationshipNamed: "players"), "read now (as IDs)")
+            #expect(context.registeredObjects.count == 1)
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            // A player registered as a fault stays one; the to-one's team isn't made.
+            let bea = try context.object(with: try #require(players["Bea"]))
+            let ada = try context.existingObject(with: adaID)
+            #expect(try ada.objectIDs(forRelationshipNamed: "team") == [teamID])
+            #expect(context.registeredObject(for: teamID) == nil, "the team isn't made")
+            let team = try context.object(with: teamID)
+            _ = try team.objectIDs(forRelationshipNamed: "players")
+            #expect(bea.isFault, "a member registered as a fault isn't fired")
+        }
+    }
+
+    @Test("objectIDs(forRelationshipNamed:) reflects unsaved changes; an ordered to-many is in order; bad names throw naming entity and key")
+    func objectIDsChangesOrderErrors() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, players, _) = try await leagueWithPlayers(dir)
+        let adaID = try #require(players["Ada"])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            let ada = try context.existingObject(with: adaID)
+            ada.setValue(nil, forKey: "team")
+            let newcomer = try context.insertNewObject(forEntityName: "Player")
+            newcomer.setValue(team, forKey: "team")
+            let ids = Set(try team.objectIDs(forRelationshipNamed: "players"))
+            #expect(ids == Set(players.values).subtracting([adaID]).union([newcomer.objectID]))
+            #expect(try ada.objectIDs(forRelationshipNamed: "team").isEmpty)
+            #expect(!team.hasFault(forRelationshipNamed: "players"), "a changed value is loaded")
+            #expect(!newcomer.hasFault(forRelationshipNamed: "team"), "an inserted object's relationships are loaded")
+
+            let unknown = #expect(throws: ContextError.self) { try team.objectIDs(forRelationshipNamed: "coach") }
+            #expect(unknown == .unknownKey(entity: "Team", key: "coach"))
+            #expect(unknown?.description.contains("Team") == true && unknown?.description.contains("coach") == true)
+            let attribute = #expect(throws: ContextError.self) { try team.objectIDs(forRelationshipNamed: "name") }
+            #expect(attribute?.description.contains("Team.name is an attribute") == true)
+            #expect(!team.hasFault(forRelationshipNamed: "coach"))
+            #expect(!team.hasFault(forRelationshipNamed: "name"))
+        }
+
+        // An ordered to-many (the library's Author.books), as a fault, in order.
+        let library = try TemporaryDirectory()
+        let container = try libraryContainer(library)
+        try await container.performBackgroundTask { try seedLibrary($0) }
+        let (austenID, titles) = try await container.performBackgroundTask { (context: isolated ManagedObjectContext) throws -> (ManagedObjectID, [String]) in
+            let austen = try #require(try context.fetch(try FetchRequest(entityName: "Author", format: "name == 'Jane Austen'")).first)
+            let books = austen.mutableOrderedSetValue(forKey: "books")
+            books.moveObject(at: 2, to: 0)
+            try context.save()
+            return (austen.objectID, books.objects.compactMap { $0.value(forKey: "title") as? String })
+        }
+        #expect(titles == ["Sanditon", "Emma", "Persuasion"])
+        try await container.performBackgroundTask { (context: isolated ManagedObjectContext) throws in
+            let austen = try context.object(with: austenID)
+            #expect(austen.hasFault(forRelationshipNamed: "books"))
+            let ids = try austen.objectIDs(forRelationshipNamed: "books")
+            #expect(ids.allSatisfy { context.registeredObject(for: $0) == nil }, "no book made")
+            let inOrder = try ids.map { try context.existingObject(with: $0).value(forKey: "title") as? String }
+            #expect(inOrder == ["Sanditon", "Emma", "Persuasion"])
+        }
+    }
+
+    @Test("hasFault(forRelationshipNamed:): true for a fault's relationships and a derived to-many not read yet; false once loaded or set; asking fires nothing")
+    func hasFault() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, players, _) = try await leagueWithPlayers(dir)
+        let adaID = try #require(players["Ada"])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let ada = try context.object(with: adaID)
+            #expect(ada.hasFault(forRelationshipNamed: "team"))
+            #expect(ada.isFault, "asking fired nothing")
+            #expect(ada.value(forKey: "firstName") as? String == "Ada")
+            #expect(!ada.hasFault(forRelationshipNamed: "team"), "a to-one is loaded with its object")
+            #expect(context.registeredObject(for: teamID) == nil)
+
+            var request = FetchRequest(entityName: "Team", predicate: try FormatPredicate(format: "name == 'Otters'"))
+            request.returnsObjectsAsFaults = false
+            let team = try #require(try context.fetch(request).first)
+            #expect(!team.isFault)
+            #expect(team.hasFault(forRelationshipNamed: "players"), "a derived to-many isn't read with its object")
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.count == 3)
+            #expect(!team.hasFault(forRelationshipNamed: "players"))
+
+            context.refresh(team, mergeChanges: false)
+            #expect(team.hasFault(forRelationshipNamed: "players"), "a fault again")
+            team.setValue(Set<ManagedObject>(), forKey: "players")
+            #expect(!team.hasFault(forRelationshipNamed: "players"), "set in this context")
+        }
+    }
 }
