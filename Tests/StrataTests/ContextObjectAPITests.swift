@@ -48,6 +48,22 @@ private func storedLeague(_ coordinator: PersistentStoreCoordinator) async throw
     }
 }
 
+/// A team that records the snapshot events it is woken with.
+final class RecordingTeam: ManagedObject {
+    var events: [SnapshotEvents] = []
+    var fetches = 0
+
+    override func awake(fromSnapshotEvents events: SnapshotEvents) {
+        super.awake(fromSnapshotEvents: events)
+        self.events.append(events)
+    }
+
+    override func awakeFromFetch() {
+        super.awakeFromFetch()
+        fetches += 1
+    }
+}
+
 @Suite("Contexts: further context and object API (spec 0006 §23)")
 struct ContextObjectAPITests {
     // MARK: retainsRegisteredObjects
@@ -415,6 +431,73 @@ struct ContextObjectAPITests {
             #expect(team.hasFault(forRelationshipNamed: "players"), "a fault again")
             team.setValue(Set<ManagedObject>(), forKey: "players")
             #expect(!team.hasFault(forRelationshipNamed: "players"), "set in this context")
+        }
+    }
+
+    // MARK: shouldRefreshRefetchedObjects
+
+    @Test("shouldRefreshRefetchedObjects off (default): a refetch leaves a loaded object's values as this context read them, though another context saved new ones")
+    func refetchKeepsSnapshot() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _, _) = try await leagueWithPlayers(dir, classes: [(RecordingTeam.self, "Team")])
+        let reader = privateContext(coordinator)
+        let request = try FetchRequest(entityName: "Team", format: "uniformColor == 'blue'")
+        #expect(!request.shouldRefreshRefetchedObjects)
+        try await reader.perform { (context: isolated ManagedObjectContext) throws in
+            context.retainsRegisteredObjects = true
+            let team = try #require(try context.fetch(request).first)
+            #expect(team.value(forKey: "name") as? String == "Otters")
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Lions", forKey: "name")
+            try context.save()
+        }
+        try await reader.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try #require(try context.fetch(request).first as? RecordingTeam)
+            #expect(team === context.registeredObject(for: teamID))
+            #expect(team.value(forKey: "name") as? String == "Otters", "the context's snapshot, not the store's")
+            #expect(team.events.isEmpty && team.fetches == 1)
+            context.refresh(team, mergeChanges: true)
+            #expect(team.value(forKey: "name") as? String == "Lions", "a refresh brings the store's values")
+        }
+    }
+
+    @Test("shouldRefreshRefetchedObjects on: a refetch gives a loaded object the store's values, keeps its unsaved changes, wakes it with .refresh and reports it refreshed")
+    func refetchRefreshes() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _, _) = try await leagueWithPlayers(dir, classes: [(RecordingTeam.self, "Team")])
+        let reader = privateContext(coordinator)
+        try await reader.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("green", forKey: "uniformColor")  // unsaved: the context holds it
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Lions", forKey: "name")
+            try context.save()
+        }
+        try await reader.perform { (context: isolated ManagedObjectContext) throws in
+            var refreshed: [Set<ManagedObjectID>] = []
+            let token = context.addObserver { change in
+                if case .objectsDidChange(let payload) = change.notification, !payload.refreshed.isEmpty { refreshed.append(payload.refreshed) }
+            }
+            defer { context.removeObserver(token) }
+            var request = FetchRequest(entityName: "Team")
+            request.shouldRefreshRefetchedObjects = true
+            let team = try #require(try context.fetch(request).first { $0.objectID == teamID } as? RecordingTeam)
+            #expect(team === context.registeredObject(for: teamID))
+            #expect(team.value(forKey: "name") as? String == "Lions", "the store's value")
+            #expect(team.value(forKey: "uniformColor") as? String == "green", "the unsaved change stays on top")
+            #expect(team.isUpdated)
+            #expect(team.events == [.refresh])
+            #expect(team.fetches == 2)
+            context.processPendingChanges()
+            #expect(refreshed == [[teamID]])
+            try context.save()  // its version is the store's now: no conflict
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            #expect(team.value(forKey: "name") as? String == "Lions")
+            #expect(team.value(forKey: "uniformColor") as? String == "green")
         }
     }
 }
