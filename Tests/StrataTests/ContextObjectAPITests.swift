@@ -500,4 +500,27 @@ struct ContextObjectAPITests {
             #expect(team.value(forKey: "uniformColor") as? String == "green")
         }
     }
+
+    // MARK: persistentStore(for:)
+
+    @Test("persistentStore(for:) finds the added store by its standardized file URL; another URL, a non-file URL, a removed store and an in-memory store give nil")
+    func persistentStoreForURL() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try SeedModels.leagueManager)
+        let url = dir.url.appendingPathComponent("League.strata")
+        #expect(coordinator.persistentStore(for: url) == nil, "no store yet")
+        let store = try coordinator.addPersistentStore(type: .eventLog, at: url)
+        #expect(coordinator.persistentStore(for: url) === store)
+        let roundabout = dir.url.appendingPathComponent("sub/../.").appendingPathComponent("League.strata")
+        #expect(coordinator.persistentStore(for: roundabout) === store)
+        #expect(coordinator.persistentStore(for: URL(fileURLWithPath: url.path + "/")) === store)
+        #expect(coordinator.persistentStore(for: dir.url.appendingPathComponent("Other.strata")) == nil)
+        #expect(coordinator.persistentStore(for: try #require(URL(string: "https://example.com/League.strata"))) == nil)
+        try coordinator.remove(store)
+        #expect(coordinator.persistentStore(for: url) == nil, "removed")
+
+        let memory = PersistentStoreCoordinator(managedObjectModel: try SeedModels.leagueManager)
+        try memory.addPersistentStore(type: .inMemory)
+        #expect(memory.persistentStore(for: URL(fileURLWithPath: "/dev/null")) == nil)
+    }
 }
