@@ -114,6 +114,13 @@ extension ContextCore {
         let request = try prepared(request)
         if searchesNoStore(request) { return [] }
         let objects = try fetchObjects(request)
+        if request.shouldRefreshRefetchedObjects && request.includesPropertyValues {
+            // Objects loaded before the fetch (it gave its rows to faults only) get the
+            // store's values now, keeping their unsaved changes (`refresh(_:mergeChanges: true)`).
+            let loaded = objects.filter { $0.hasCommittedValues && !$0.isInsertedFlag && !$0.isInvalidated }
+            for object in loaded { noteRefreshed(object.objectID) }
+            reloadKeepingChanges(loaded, events: .refresh)
+        }
         // Faults the fetch can leave alone: registered by it, unchanged, not yet fired
         // (found only when something is done to them: a plain fetch copies no array).
         func isFault(_ object: ManagedObject) -> Bool { !object.hasCommittedValues && !object.isInsertedFlag && object.changes.isEmpty }

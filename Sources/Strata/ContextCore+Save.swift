@@ -178,10 +178,15 @@ extension ContextCore {
             problems.removeAll()
             throw found.count == 1 ? found[0] : ContextError.invalidArgument(found.map(\.description).joined(separator: "\n"))
         }
+        // Delete rules deferred by `propagatesDeletesAtEndOfEvent` (off) run now, recorded
+        // with the group of the deletes (spec 0006 §23.2).
+        propagateDeferredDeletes(in: context)
         guard !retained.isEmpty || !pending.isEmpty else { return }
         postPendingChanges()
         post(.willSave(ContextWillSave(contextName: name)))
         for object in Array(retained.values) { object.willSave(in: context) }
+        // …and those of objects the hooks deleted.
+        propagateDeferredDeletes(in: context)
         closeOpenGroup()
         postPendingChanges()
 
@@ -729,6 +734,7 @@ extension ContextCore {
         pending.removeAll()
         problems.removeAll()
         removedObjects.removeAll()
+        deferredDeletes.removeAll()
         journal.clearStacks()
     }
 
