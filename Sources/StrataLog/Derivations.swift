@@ -72,11 +72,16 @@ extension TableWriter {
     /// is inserted, deleted or moves, a employee's `department.name` when the department is
     /// renamed). `now()` is recomputed for the objects the commit itself inserted or updated.
     ///
+    /// `recomputing` names plans (`Entity.attribute`) computed for **every** object of their
+    /// entity — a model version that adds or changes them (``EventLog/migrateIfNeeded()``);
+    /// the derived attributes that read theirs follow.
+    ///
     /// - Throws: ``LogError/derivation(_:)`` when a value doesn't fit its attribute's type or
     ///   the model has derivations that can't be resolved; what reading and writing throw.
     func applyDerivations(
         _ derivations: DerivationSchema, after groups: [ChangeGroup], _ txn: borrowing LMDBTransaction, sequence: UInt64,
-        timestamp: Date, recordUniqueKeys: (ObjectKey, [String: LogValue], ModelSchema.Entity) throws -> Void
+        timestamp: Date, recomputing: Set<String> = [],
+        recordUniqueKeys: (ObjectKey, [String: LogValue], ModelSchema.Entity) throws -> Void
     ) throws -> [Change] {
         if let problem = derivations.problems.first { throw LogError.derivation(problem) }
 
@@ -159,6 +164,17 @@ extension TableWriter {
             let levels = plan.levels
             // The objects of the plan's entity whose value may have changed.
             var candidates: Set<StoredObjectID> = []
+            if recomputing.contains(plan.qualifiedName) {
+                for name in schema.entities[plan.entity]?.selfAndSubentities ?? [] {
+                    let code = try entityCode(name)
+                    try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, _ in
+                        if let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) {
+                            candidates.insert(StoredObjectID(entity: name, primaryKey: objectKey.primaryKey))
+                        }
+                        return .next
+                    }
+                }
+            }
             for (id, touch) in touched where !deleted.contains(id) {
                 for level in levels.indices where derivations.isKind(id.entity, of: levels[level]) {
                     if plan.isNow {

@@ -409,6 +409,50 @@ struct DerivedAttributeTests {
         }
     }
 
+    @Test("a model version that adds a derived attribute or changes a derivation computes it for every stored object, once")
+    func newModelVersion() async throws {
+        let dir = try TemporaryDirectory()
+        func model(_ extra: [AttributeDescription]) throws -> ManagedObjectModel {
+            try ManagedObjectModel {
+                Entity("Department") {
+                    Attribute("name", .string)
+                    for attribute in extra { attribute }
+                    Relationship("employees", to: "Employee", inverse: "department", toMany: true)
+                }
+                Entity("Employee") {
+                    Attribute("name", .string)
+                    Attribute("salary", .decimal)
+                    Relationship("department", to: "Department", inverse: "employees")
+                }
+            }
+        }
+        var coordinator = try openCoordinator(dir, model: try model([]))
+        let (department, _) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try saveDepartment(context, name: "Field", employees: [("Ana", 0), ("Ben", 0)])
+        }
+        let before = try coordinator.history(HistoryRequest()).count
+
+        let counted = try model([Attribute("employeeCount", .int32).derived(from: "employees.@count"), Attribute("key", .string).derived(from: "lowercase(name)")])
+        coordinator = try openCoordinator(dir, model: counted)
+        let migration = try newestTransaction(coordinator)
+        #expect(migration.kind == .migration)
+        #expect(migration.changes.count == 1)
+        #expect(migration.changes.first?.changedProperties == ["employeeCount", "key"])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try value("employeeCount", of: department, in: context) as? Int32 == 2)
+            #expect(try value("key", of: department, in: context) as? String == "field")
+        }
+        coordinator = try openCoordinator(dir, model: counted)
+        #expect(try coordinator.history(HistoryRequest()).count == before + 1, "the same model again computes nothing")
+
+        let changed = try model([Attribute("employeeCount", .int32).derived(from: "employees.@count"), Attribute("key", .string).derived(from: "uppercase(name)")])
+        coordinator = try openCoordinator(dir, model: changed)
+        #expect(try newestTransaction(coordinator).changes.first?.changedProperties == ["key"])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try value("key", of: department, in: context) as? String == "FIELD")
+        }
+    }
+
     @Test("a derived value that doesn't fit its attribute's type fails the save by name, and nothing is written")
     func overflowFailsTheSave() async throws {
         let dir = try TemporaryDirectory()
