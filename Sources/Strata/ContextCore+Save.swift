@@ -507,6 +507,10 @@ extension ContextCore {
         // show them now, and those the save didn't otherwise change are reported updated.
         let derived = result.map { adoptDerivedValues(of: $0.event) } ?? []
         for object in derived where !insertedIDs.contains(object.objectID) { updatedIDs.insert(object.objectID) }
+        // The next objects-did-change reports them refreshed (their values were re-read from
+        // the store), so what follows the context — a fetched results controller sorted by a
+        // derived attribute — sees the new values.
+        for object in derived { noteRefreshed(object.objectID) }
         retained.removeAll()
         insertionOrder.removeAll()
         restored.removeAll()

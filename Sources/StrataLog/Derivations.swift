@@ -69,7 +69,7 @@ extension TableWriter {
     /// The objects computed are those of an entity with derived attributes that the commit
     /// inserted or whose derivation inputs it changed — found by walking each plan's key path
     /// back from every changed object (a department's `employees.@count` when an employee
-    /// is inserted, deleted or moves, a employee's `department.name` when the department is
+    /// is inserted, deleted or moves, an employee's `department.name` when the department is
     /// renamed). `now()` is recomputed for the objects the commit itself inserted or updated.
     ///
     /// `recomputing` names plans (`Entity.attribute`) computed for **every** object of their

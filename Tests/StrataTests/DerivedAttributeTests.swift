@@ -453,6 +453,33 @@ struct DerivedAttributeTests {
         }
     }
 
+    @Test("a fetched results controller in the saving context sorted by a derived attribute follows the values the save computed")
+    func fetchedResultsController() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let (small, _) = try saveDepartment(context, name: "Small", employees: [("A", 1)])
+            _ = try saveDepartment(context, name: "Large", employees: [("B", 1), ("C", 1)])
+            let request = FetchRequest(
+                entityName: "Department", sortDescriptors: [FetchSortDescriptor(key: "employeeCount", ascending: false)])
+            let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context)
+            try controller.performFetch()
+            let delegate = RecordingDelegate(mirroring: controller)
+            controller.delegate = delegate
+            #expect(names(controller.fetchedObjects) == ["Large", "Small"])
+            for name in ["D", "E"] {
+                let employee = try context.insertNewObject(forEntityName: "Employee")
+                employee.setValue(name, forKey: "name")
+                employee.setValue(try context.existingObject(with: small), forKey: "department")
+            }
+            try context.save()
+            context.processPendingChanges()
+            #expect(names(controller.fetchedObjects) == ["Small", "Large"])
+            #expect(delegate.problems.isEmpty, "\(delegate.problems)")
+            #expect(delegate.batches.contains { batch in batch.objects.contains { $0.type == .move } })
+        }
+    }
+
     @Test("a derived value that doesn't fit its attribute's type fails the save by name, and nothing is written")
     func overflowFailsTheSave() async throws {
         let dir = try TemporaryDirectory()
