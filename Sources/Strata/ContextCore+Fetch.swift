@@ -47,7 +47,7 @@ extension ContextCore {
     func explain(_ request: FetchRequest) throws -> QueryPlan {
         try validate(request)
         let planner = try self.planner(for: request)
-        return try store().log.read { (reader: borrowing LogReader) throws in try planner.plan(reader) }
+        return try readPinned(try store().log) { (reader: borrowing LogReader) throws in try planner.plan(reader) }
     }
 
     func planner(for request: FetchRequest) throws -> QueryPlanner {
@@ -71,7 +71,7 @@ extension ContextCore {
         // (one fetch never names an object twice).
         let knewNone = objects.isEmpty && retained.isEmpty
         var plain: [ManagedObject]?
-        let (matches, order) = try store.log.read { (reader: borrowing LogReader) throws -> ([FetchExecution.Match], [Int]) in
+        let (matches, order) = try readPinned(store.log) { (reader: borrowing LogReader) throws -> ([FetchExecution.Match], [Int]) in
             let plan = try planner.plan(reader)
             let execution = FetchExecution(core: self, request: request, plan: plan, storeUUID: store.identifier)
             if execution.isPlain, try execution.pendingMatches(reader).isEmpty {
@@ -103,7 +103,7 @@ extension ContextCore {
         if let parent = context?.parent { return try fetchThroughParent(request, parent: parent).map(\.objectID) }
         let planner = try self.planner(for: request)
         let store = try self.store()
-        return try store.log.read { (reader: borrowing LogReader) throws -> [ManagedObjectID] in
+        return try readPinned(store.log) { (reader: borrowing LogReader) throws -> [ManagedObjectID] in
             let plan = try planner.plan(reader)
             let execution = FetchExecution(core: self, request: request, plan: plan, storeUUID: store.identifier)
             execution.keepsRows = false
@@ -124,7 +124,7 @@ extension ContextCore {
         unsorted.sortDescriptors = []
         let planner = try self.planner(for: unsorted)
         let store = try self.store()
-        let total = try store.log.read { (reader: borrowing LogReader) throws -> Int in
+        let total = try readPinned(store.log) { (reader: borrowing LogReader) throws -> Int in
             let plan = try planner.plan(reader)
             let execution = FetchExecution(core: self, request: unsorted, plan: plan, storeUUID: store.identifier)
             return try execution.count(reader)

@@ -114,6 +114,13 @@ extension ContextCore {
         let request = try prepared(request)
         if searchesNoStore(request) { return [] }
         let objects = try fetchObjects(request)
+        if request.shouldRefreshRefetchedObjects && request.includesPropertyValues {
+            // Objects loaded before the fetch (it gave its rows to faults only) get the
+            // store's values now, keeping their unsaved changes (`refresh(_:mergeChanges: true)`).
+            let loaded = objects.filter { $0.hasCommittedValues && !$0.isInsertedFlag && !$0.isInvalidated }
+            for object in loaded { noteRefreshed(object.objectID) }
+            reloadKeepingChanges(loaded, events: .refresh)
+        }
         // Faults the fetch can leave alone: registered by it, unchanged, not yet fired
         // (found only when something is done to them: a plain fetch copies no array).
         func isFault(_ object: ManagedObject) -> Bool { !object.hasCommittedValues && !object.isInsertedFlag && object.changes.isEmpty }
@@ -195,7 +202,7 @@ extension ContextCore {
         // fetch holds its rows.
         let order = wanted.indices.sorted { wanted[$0].1 < wanted[$1].1 }
         var rows = [StoredFields?](repeating: nil, count: wanted.count)
-        try log.read { reader in
+        try readPinned(log) { reader in
             var next = 0
             try reader.forEachFields(order.map { wanted[$0].1 }) { fields in
                 // Each found ID is at or after the next position in order (missing ones skipped).
@@ -237,7 +244,7 @@ extension ContextCore {
             if !derived.isEmpty {
                 let log = try store().log
                 let store = log.storeUUID
-                let related = try log.read { reader in
+                let related = try readPinned(log) { reader in
                     try derived.map { object, property in try object.objectID.storedID.map { try reader.related($0, property.name) } ?? [] }
                 }
                 for ((object, property), ids) in zip(derived, related) {

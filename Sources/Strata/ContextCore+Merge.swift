@@ -139,6 +139,7 @@ extension ContextCore {
         lastMergedSequence = through
         ownSequences = ownSequences.filter { $0 > through }
         summary.normalize()
+        advanceGeneration(to: through)
         merge(summary, through: through)
     }
 
@@ -148,6 +149,7 @@ extension ContextCore {
         if let storeIdentifier = save.storeIdentifier, storeIdentifier != (try? store().identifier) { return }
         var summary = ChangeSummary(inserted: save.inserted, updated: save.updated, deleted: save.deleted)
         summary.normalize()
+        advanceGeneration(to: save.sequence)
         merge(summary, through: nil)
     }
 
@@ -208,7 +210,7 @@ extension ContextCore {
                 for (id, values) in try parentValues(for: objects.map(\.objectID)) { records[id] = (values, nil) }
             } else {
                 let log = try store().log
-                try log.read { reader in
+                try readPinned(log) { reader in
                     for object in objects {
                         if let stored = object.objectID.storedID, let record = try reader.object(stored) {
                             records[object.objectID] = (values(from: record.values, info: object.info), record.version)

@@ -178,10 +178,15 @@ extension ContextCore {
             problems.removeAll()
             throw found.count == 1 ? found[0] : ContextError.invalidArgument(found.map(\.description).joined(separator: "\n"))
         }
+        // Delete rules deferred by `propagatesDeletesAtEndOfEvent` (off) run now, recorded
+        // with the group of the deletes (spec 0006 §23.2).
+        propagateDeferredDeletes(in: context)
         guard !retained.isEmpty || !pending.isEmpty else { return }
         postPendingChanges()
         post(.willSave(ContextWillSave(contextName: name)))
         for object in Array(retained.values) { object.willSave(in: context) }
+        // …and those of objects the hooks deleted.
+        propagateDeferredDeletes(in: context)
         closeOpenGroup()
         postPendingChanges()
 
@@ -441,6 +446,7 @@ extension ContextCore {
             for effect in pending where effect.kind == .user { effect.source.pushed = true }
         }
         remapIDs(idMap, finishingSave: true)
+        if let sequence, parentContext == nil { advanceGeneration(to: sequence) }
         // The notification names the objects by their IDs after the save.
         var insertedIDs = Set<ManagedObjectID>(minimumCapacity: saved.count)
         var updatedIDs: Set<ManagedObjectID> = []
@@ -736,12 +742,14 @@ extension ContextCore {
         pending.removeAll()
         problems.removeAll()
         removedObjects.removeAll()
+        deferredDeletes.removeAll()
         journal.clearStacks()
     }
 
     /// Forgets every object; clears the undo stacks.
     func reset() {
         rollback()
+        advanceGeneration(to: nil)
         for object in registry.values.compactMap(\.object) {
             object.isInvalidated = true
             object.committed = nil

@@ -47,6 +47,11 @@ final class ObjectRegistry: Sequence {
     @exclusivity(unchecked) private var storeUUID: UUID?
     /// The entity the last ID named (most runs of lookups name one entity).
     @exclusivity(unchecked) private var lastIndex = 0
+    /// Whether every registered object is also held strongly (the context's
+    /// `retainsRegisteredObjects`): then ``held`` keeps each one until it leaves the registry.
+    @exclusivity(unchecked) private(set) var holdsObjects = false
+    /// The registered objects held strongly while ``holdsObjects`` is on, by identity.
+    @exclusivity(unchecked) private var held: [ObjectIdentifier: ManagedObject] = [:]
 
     init(names: [String]) {
         self.names = names
@@ -79,6 +84,7 @@ final class ObjectRegistry: Sequence {
     /// object)` does), reading the ID in place: the subscript's setter copied it (a retain
     /// and release of its entity name) for every object a fetch made.
     func register(_ object: ManagedObject) {
+        if holdsObjects { held[ObjectIdentifier(object)] = object }
         if case .permanent(let store, let key) = object.objectID.storage {
             if storeUUID == nil, indexes[object.objectID.entityName] != nil { storeUUID = store }
             if store == storeUUID, let table = table(of: object.objectID.entityName) {
@@ -100,8 +106,41 @@ final class ObjectRegistry: Sequence {
             if storeUUID == nil, newValue != nil, case .permanent(let store, _) = id.storage, indexes[id.entityName] != nil {
                 storeUUID = store
             }
+            // The object leaving the entry, if held: let go only once the entry is gone (its
+            // `deinit` takes its entry out, which must find nothing).
+            var released: ManagedObject?
+            if holdsObjects {
+                let incoming = newValue?.object
+                if let current = self[id]?.object, current !== incoming {
+                    released = held.removeValue(forKey: ObjectIdentifier(current))
+                }
+                if let incoming { held[ObjectIdentifier(incoming)] = incoming }
+            }
             if let (table, key) = slot(id) { tables[table][key] = newValue } else { others[id] = newValue }
+            withExtendedLifetime(released) {}
         }
+    }
+
+    /// Starts or stops holding every registered object strongly (`retainsRegisteredObjects`).
+    /// Starting holds the objects registered now too; stopping lets go of them all, so those
+    /// nothing else holds (the context holds changed ones itself) are freed.
+    func holdObjects(_ holds: Bool) {
+        guard holds != holdsObjects else { return }
+        holdsObjects = holds
+        if holds {
+            for entry in values { if let object = entry.object { held[ObjectIdentifier(object)] = object } }
+        } else {
+            releaseHeld()
+        }
+    }
+
+    /// Lets go of every object held strongly; each freed object takes its own entry out.
+    private func releaseHeld() {
+        guard !held.isEmpty else { return }
+        var released: [ObjectIdentifier: ManagedObject] = [:]
+        swap(&released, &held)
+        // Freed here, after ``held`` is empty again: a `deinit` reaches the registry.
+        released.removeAll()
     }
 
     /// The last stamp handed out (``nextStamp()``).
@@ -161,6 +200,8 @@ final class ObjectRegistry: Sequence {
     func removeAll() {
         for index in tables.indices { tables[index].removeAll() }
         others.removeAll()
+        // After the entries: the objects freed now find none to take out.
+        releaseHeld()
     }
 }
 
@@ -469,6 +510,19 @@ final class ContextCore {
     /// Whether a fault the store no longer holds reads as a deleted, empty object (true,
     /// Core Data's default) or records `objectNotFound` for the next save to throw.
     var shouldDeleteInaccessibleFaults = true
+    /// The query generation the context reads (nil: the store's current state), spec 0006 §22.
+    var generation: GenerationView?
+    /// The generation the context last moved on from, kept in case it is pinned back
+    /// (``setQueryGeneration(_:)``): `strata query` re-pins after each chunk's reset.
+    var retiredGeneration: GenerationView?
+    /// Whether delete rules (cascade, nullify) run when an object is deleted (true, the
+    /// default) or only at the next save (`propagatesDeletesAtEndOfEvent`, spec 0006 §23.2).
+    var propagatesDeletes = true
+    /// Deleted objects whose delete rules wait for the save (``propagatesDeletes`` off), in
+    /// the order deleted.
+    var deferredDeletes: [DeferredDelete] = []
+    /// While deferred delete rules run: objects they delete apply their rules at once.
+    var isPropagatingDeletes = false
     /// Unchanged objects whose version is checked at the next save (`detectConflicts(for:)`).
     var lockedObjects: [ManagedObjectID: ManagedObject] = [:]
     /// The values `overwrite` writes for objects in conflict, while a save resolves them.
@@ -592,7 +646,7 @@ final class ContextCore {
         let log = try store().log
         // Read by property code and held by slot, as a fetch holds its rows: no dictionary
         // to build, and later reads and saves of the object don't hash names.
-        guard let fields = try log.read({ reader in try reader.fields(stored) }) else {
+        guard let fields = try readPinned(log, { reader in try reader.fields(stored) }) else {
             throw ContextError.objectNotFound(object.objectID.description)
         }
         object.fastCommitted = row(from: fields, info: object.info, storeUUID: log.storeUUID)
@@ -618,7 +672,7 @@ final class ContextCore {
             return value
         }
         guard let stored = object.objectID.storedID, let log = try? store().log,
-            let related = try? log.read({ reader in try reader.related(stored, property.name) })
+            let related = try? readPinned(log, { reader in try reader.related(stored, property.name) })
         else { return nil }
         let value = PropertyValue.related(related, for: property, store: log.storeUUID)
         object.cacheCommittedValue(value, for: property)
@@ -1049,12 +1103,45 @@ final class ContextCore {
         if journal.isRegistering && !isApplyingUndo { journal.open.recordDelete(object.objectID, snapshot: snapshot) }
         object.isDeletedFlag = true
         markChanged(object)
-        // Delete rules, at delete time (deny is checked at save).
+        let inserted = object.isInsertedFlag
+        if propagatesDeletes || isPropagatingDeletes {
+            // Delete rules, at delete time (deny is checked at save).
+            applyDeleteRules(of: object, targets: snapshot, deferred: false, in: context)
+        } else {
+            // `propagatesDeletesAtEndOfEvent` off: the rules run at the save.
+            deferredDeletes.append(DeferredDelete(object: object, values: snapshot, wasInserted: inserted))
+        }
+        if inserted {
+            // Inserted and deleted before any save: it never reaches the store. Not inserted,
+            // not deleted (nothing will be deleted from the store), invalidated.
+            object.isInsertedFlag = false
+            object.isDeletedFlag = false
+            insertionOrder.remove(object.objectID)
+            retained[object.objectID] = nil
+            registry[object.objectID] = nil
+            object.isInvalidated = true
+            removedObjects[object.objectID] = object
+        }
+    }
+
+    /// Runs the cascade and nullify rules of `object`'s persistent relationships, whose
+    /// destinations `targets` gives (the object's values). `deferred`: the rules run later
+    /// than the delete (at the save), so a destination that has left the object since —
+    /// its inverse no longer names it — is left alone.
+    private func applyDeleteRules(of object: ManagedObject, targets values: [String: PropertyValue], deferred: Bool, in context: isolated ManagedObjectContext) {
         for property in object.info.properties.values where property.isRelationship && !property.isTransient {
-            let targets = snapshot[property.name]?.ids ?? []
+            let targets = values[property.name]?.ids ?? []
             switch property.deleteRule {
             case .cascade:
-                for id in targets { if let target = self.object(with: id) { delete(target, in: context) } }
+                for id in targets {
+                    guard let target = self.object(with: id) else { continue }
+                    if deferred, let inverseName = property.inverse, let inverse = target.info.properties[inverseName],
+                        !target.isDeletedFlag, !unsavedValue(target, inverse).ids.contains(object.objectID)
+                    {
+                        continue
+                    }
+                    delete(target, in: context)
+                }
             case .nullify:
                 guard let inverseName = property.inverse else { continue }
                 for id in targets {
@@ -1066,6 +1153,7 @@ final class ContextCore {
                         continue
                     }
                     let current = target.currentValue(inverse)
+                    if deferred && current.ids.first != object.objectID { continue }
                     let updated: PropertyValue = inverse.isToMany ? (inverse.isOrdered ? .toMany(current.ids.filter { $0 != object.objectID }) : .unordered(current.ids.filter { $0 != object.objectID })) : .toOne(nil)
                     if updated != current { setRaw(target, inverse, old: current, new: updated, register: true) }
                 }
@@ -1073,17 +1161,47 @@ final class ContextCore {
                 continue
             }
         }
-        if object.isInsertedFlag {
-            // Inserted and deleted before any save: it never reaches the store. Not inserted,
-            // not deleted (nothing will be deleted from the store), invalidated.
-            object.isInsertedFlag = false
-            object.isDeletedFlag = false
-            insertionOrder.remove(object.objectID)
-            retained[object.objectID] = nil
-            registry[object.objectID] = nil
-            object.isInvalidated = true
-            removedObjects[object.objectID] = object
+    }
+
+    /// Runs the delete rules ``delete(_:in:)`` deferred while `propagatesDeletesAtEndOfEvent`
+    /// was off (at the save, or when it is turned on again), for the objects still deleted —
+    /// an undo, rollback or refresh may have brought one back. A deleted object's rules see
+    /// its values now (an unsaved insert's: at its delete, as it left the context then).
+    ///
+    /// What they change is recorded for undo with the deletes: in the open group, or, when
+    /// that is empty (the deletes' group was closed), in the group on top of the undo stack
+    /// if it is the last one waiting to be saved — so undoing the delete restores what it
+    /// cascaded to and nullified too.
+    func propagateDeferredDeletes(in context: isolated ManagedObjectContext) {
+        guard !deferredDeletes.isEmpty else { return }
+        let entries = deferredDeletes
+        deferredDeletes.removeAll()
+        let openWasEmpty = journal.open.isEmpty
+        isPropagatingDeletes = true
+        defer { isPropagatingDeletes = false }
+        var seen: Set<ObjectIdentifier> = []
+        for entry in entries where seen.insert(ObjectIdentifier(entry.object)).inserted {
+            let object = entry.object
+            if entry.wasInserted {
+                // Still out of the context (an undo of the delete would have brought it back).
+                guard object.isInvalidated, !object.isInsertedFlag else { continue }
+                applyDeleteRules(of: object, targets: entry.values, deferred: true, in: context)
+            } else {
+                guard object.isDeletedFlag, !object.isInvalidated else { continue }
+                applyDeleteRules(of: object, targets: currentValues(object), deferred: true, in: context)
+            }
         }
+        // Recorded with the deletes' group when that was closed already.
+        guard openWasEmpty, !journal.open.isEmpty, journal.explicitDepth == 0, journal.isRegistering,
+            let previous = journal.undoStack.last, previous.saved == nil, !previous.fromLog, !previous.pushed,
+            let last = pending.last, last.kind == .user, last.source === previous
+        else { return }
+        let propagation = journal.open
+        journal.open = UndoGroup()
+        propagation.close { id in registered(id).map { (currentValues($0), $0.valuesStamp) } }
+        previous.absorb(propagation) { id in registered(id).map { (currentValues($0), $0.valuesStamp) } }
+        // A group whose inserts the rules deleted again may be left empty: it goes.
+        removeEmptiedEffects()
     }
 
     /// Every value of the object now (persistent and transient).
@@ -1506,6 +1624,15 @@ final class ContextCore {
         }
         return result
     }
+}
+
+/// A deleted object whose delete rules wait for the save (`propagatesDeletesAtEndOfEvent`
+/// off), with its values at its delete (an unsaved insert leaves the context at once; its
+/// rules use these).
+struct DeferredDelete {
+    let object: ManagedObject
+    let values: [String: PropertyValue]
+    let wasInserted: Bool
 }
 
 /// Temporary IDs for one context's inserts: a random (version 4) UUID drawn once, then that

@@ -69,6 +69,14 @@ public struct ContextDidSave: Sendable, Hashable {
     /// The saving context, so a context never merges its own save.
     let source: ObjectIdentifier
 
+    /// The query generation the save made (Core Data's `NSManagedObjectContextQueryGenerationKey`):
+    /// give it to ``ManagedObjectContext/setQueryGenerationFrom(_:)`` to read the store as
+    /// this save left it (spec 0006 §22). Nil when the save wrote nothing to the store.
+    public var queryGenerationToken: QueryGenerationToken? {
+        guard let sequence, let storeIdentifier else { return nil }
+        return QueryGenerationToken(storeIdentifier: storeIdentifier, sequence: sequence)
+    }
+
     init(
         inserted: Set<ManagedObjectID>, updated: Set<ManagedObjectID>, deleted: Set<ManagedObjectID>, sequence: UInt64?,
         storeIdentifier: UUID?, contextName: String?, transactionAuthor: String?, source: ObjectIdentifier

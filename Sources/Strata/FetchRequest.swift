@@ -177,6 +177,19 @@ public struct FetchRequest: Sendable {
     /// Read the objects' values with the fetch (default true); false returns bare faults
     /// that read the store when fired (`includesPropertyValues`).
     public var includesPropertyValues = true
+    /// Whether objects the context has loaded already get the values the fetch reads
+    /// (`shouldRefreshRefetchedObjects`, default false).
+    ///
+    /// By default a fetch returns an object the context holds with the values it has —
+    /// those it read or saved last — even when another context or process has saved new
+    /// ones since (the object keeps its snapshot until it is refreshed or a merge brings the
+    /// change). With `true`, each such object is refreshed as
+    /// ``ManagedObjectContext/refresh(_:mergeChanges:)`` with `mergeChanges: true` does: the
+    /// store's values replace its committed ones, its unsaved changes and transient values
+    /// stay on top, `awakeFromFetch()` then `awake(fromSnapshotEvents: .refresh)` run, and it
+    /// is reported refreshed. Faults get the fetched values either way. Ignored when
+    /// ``includesPropertyValues`` is off.
+    public var shouldRefreshRefetchedObjects = false
     /// Relationship key paths whose destinations are read with the fetch, so firing them
     /// needs no further store read (`relationshipKeyPathsForPrefetching`).
     public var relationshipKeyPathsForPrefetching: [String] = []

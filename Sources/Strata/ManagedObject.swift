@@ -450,6 +450,53 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         try core.fulfillThrowing(self)
     }
 
+    /// The IDs of the objects relationship `key` relates this object to
+    /// (`objectIDs(forRelationshipNamed:)`), without making or loading them: a to-one gives
+    /// none or one, a to-many its members — an ordered one in order. Unsaved changes in the
+    /// context count. The related objects' faults don't fire, and a to-many not read yet
+    /// (its side is derived from the other objects' references) is read as IDs only: no
+    /// member object is made. This object's own fault fires if it is one.
+    ///
+    /// ```swift
+    /// let bookIDs = try author.objectIDs(forRelationshipNamed: "books")   // no Book made
+    /// ```
+    ///
+    /// - Throws: ``ContextError/unknownKey(entity:key:)`` when the entity has no property
+    ///   `key` (Core Data raises); ``ContextError/invalidArgument(_:)`` when `key` is an
+    ///   attribute, or when the relationship holds a value of the wrong type (set through
+    ///   `setValue(_:forKey:)`, refused at save).
+    public func objectIDs(forRelationshipNamed key: String) throws -> [ManagedObjectID] {
+        guard let property = info.properties[key] else { throw ContextError.unknownKey(entity: entity.name, key: key) }
+        guard property.isRelationship else {
+            throw ContextError.invalidArgument(
+                "objectIDs(forRelationshipNamed:): \(entity.name).\(key) is an attribute, not a relationship")
+        }
+        let value = core?.unsavedValue(self, property) ?? currentValue(property)
+        if case .invalid(let what) = value {
+            throw ContextError.invalidArgument(
+                "objectIDs(forRelationshipNamed:): \(entity.name).\(key) of \(objectID) holds an invalid value (\(what)); the next save refuses it")
+        }
+        return value.ids
+    }
+
+    /// Whether relationship `key`'s value is not loaded yet (`hasFault(forRelationshipNamed:)`):
+    /// true for every relationship of an object that is a fault, and for a loaded object's
+    /// to-many whose side is derived from the other objects' references until it is first
+    /// read; false once the value is loaded, and for a value set in this context. Asking
+    /// fires nothing. A to-one's value is the related object's ID, loaded with this object:
+    /// the related object may itself still be a fault (its ``isFault``).
+    ///
+    /// False for a name that isn't a relationship of the entity (Core Data raises): there
+    /// is nothing to load.
+    public func hasFault(forRelationshipNamed key: String) -> Bool {
+        guard let property = info.properties[key], property.isRelationship, !property.isTransient, !isInsertedFlag,
+            changes[key] == nil
+        else { return false }
+        guard hasCommittedValues else { return true }
+        if property.isRecorded { return false }
+        return committedValue(property) == nil
+    }
+
     // MARK: - Internal value access
 
     func currentValue(_ property: PropertyInfo) -> PropertyValue {

@@ -191,6 +191,65 @@ public actor ManagedObjectContext {
         get { core.shouldDeleteInaccessibleFaults }
         set { core.shouldDeleteInaccessibleFaults = newValue }
     }
+    /// The query generation the context reads (`queryGenerationToken`): nil while it reads
+    /// the store's current state (the default); otherwise the generation it is pinned to —
+    /// pass it to another context's ``setQueryGenerationFrom(_:)`` to read the same state.
+    /// A context set to ``QueryGenerationToken/current`` that hasn't read yet is pinned to
+    /// the newest generation when this is asked. Spec 0006 §22.
+    public var queryGenerationToken: QueryGenerationToken? { core.queryGenerationToken }
+
+    /// Pins the context to a generation of its store (`setQueryGenerationFrom(_:)`), so its
+    /// fetches, counts and faults keep seeing that state while others save; nil unpins it.
+    ///
+    /// - ``QueryGenerationToken/current``: the newest generation at the next read.
+    /// - Another context's ``queryGenerationToken``: that context's generation.
+    ///
+    /// The generation moves to the newest when the context saves (to the state its save
+    /// made), merges (`mergeChanges(fromContextDidSave:)` or automatic merging: to the state
+    /// merged) or is reset. Unsaved changes are kept and seen on top of it, as always.
+    ///
+    /// - Throws: ``ContextError/invalidArgument(_:)`` for a token of another store, a
+    ///   generation past the store's head or before its purge point, or a child context (it
+    ///   sees its parent's generation).
+    public func setQueryGenerationFrom(_ token: QueryGenerationToken?) throws { try core.setQueryGeneration(token) }
+    /// Whether the context keeps every object registered in it alive (`retainsRegisteredObjects`).
+    ///
+    /// Off (the default), the context holds only objects with unsaved changes; an unchanged
+    /// object lives as long as the app holds it, and one the app drops is freed (its next
+    /// `object(with:)` is a new fault). On, the context holds every registered object —
+    /// those registered before it was turned on too — until ``reset()`` or until it is turned
+    /// off again, when unchanged objects nothing else holds are freed. Turn it on to keep a
+    /// working set loaded between blocks without holding the objects yourself.
+    ///
+    /// ```swift
+    /// context.retainsRegisteredObjects = true
+    /// _ = try context.fetch(FetchRequest(entityName: "Book"))   // dropped at once…
+    /// context.registeredObject(for: bookID)                       // …and still here, loaded
+    /// ```
+    public var retainsRegisteredObjects: Bool {
+        get { core.registry.holdsObjects }
+        set { core.registry.holdObjects(newValue) }
+    }
+
+    /// Whether delete rules run as soon as an object is deleted (`propagatesDeletesAtEndOfEvent`).
+    ///
+    /// On (the default), ``delete(_:)`` applies the cascade and nullify rules at once: the
+    /// objects a cascade reaches are deleted and the inverses of the others drop the object
+    /// before `delete` returns (Core Data applies them at the end of the event, in
+    /// `processPendingChanges()`; by then the two agree). Off, they wait for ``save()``:
+    /// until then only the object itself is deleted, and its destinations still name it. The
+    /// save runs them before validating, recorded for undo with the deletes, so undoing the
+    /// delete brings the cascaded objects and the nullified references back; what is stored
+    /// is the same either way. Turning it on again runs the rules still waiting. Deny rules
+    /// are checked at save in both modes.
+    public var propagatesDeletesAtEndOfEvent: Bool {
+        get { core.propagatesDeletes }
+        set {
+            core.propagatesDeletes = newValue
+            if newValue { core.propagateDeferredDeletes(in: self) }
+        }
+    }
+
     /// The model.
     public nonisolated var managedObjectModel: ManagedObjectModel { persistentStoreCoordinator.managedObjectModel }
 
@@ -230,7 +289,8 @@ public actor ManagedObjectContext {
         return try insert(type, entityName: names[0])
     }
 
-    /// Deletes `object`, applying delete rules now (cascade, nullify); deny is checked at save.
+    /// Deletes `object`, applying delete rules now (cascade, nullify) — at the save instead
+    /// when ``propagatesDeletesAtEndOfEvent`` is off; deny is checked at save.
     public func delete(_ object: ManagedObject) { core.delete(object, in: self) }
 
     /// The object for `id`: registered, or a new fault — no I/O (`object(with:)`).
@@ -288,7 +348,9 @@ public actor ManagedObjectContext {
     public var updatedObjects: Set<ManagedObject> { Set(core.updatedObjects) }
     /// Objects deleted but not yet saved (`deletedObjects`).
     public var deletedObjects: Set<ManagedObject> { Set(core.deletedObjects) }
-    /// Every object the context knows and something still holds (`registeredObjects`).
+    /// Every object the context knows and something still holds (`registeredObjects`): the
+    /// app, or the context itself (objects with unsaved changes; every registered object
+    /// while ``retainsRegisteredObjects`` is on).
     public var registeredObjects: Set<ManagedObject> {
         Set(core.registry.values.compactMap(\.object)).union(core.retained.values)
     }

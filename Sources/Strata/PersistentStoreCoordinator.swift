@@ -152,6 +152,23 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The stores, in the order added (`persistentStores`).
     public var persistentStores: [PersistentStore] { state.withLock { $0.store.map { [$0] } ?? [] } }
 
+    /// The store added at `url` (`persistentStore(for:)`), or nil when the coordinator has
+    /// none there. File URLs compare standardized (`/stores/./a/../Library.strata` finds the
+    /// store added at `/stores/Library.strata`); an in-memory store has no URL and a URL that
+    /// isn't a file URL names no store.
+    ///
+    /// ```swift
+    /// if let store = coordinator.persistentStore(for: storeURL) { try coordinator.remove(store) }
+    /// ```
+    public func persistentStore(for url: URL) -> PersistentStore? {
+        guard url.isFileURL else { return nil }
+        let wanted = url.standardizedFileURL.path
+        return persistentStores.first { store in
+            guard let storeURL = store.url, storeURL.isFileURL else { return false }
+            return storeURL.standardizedFileURL.path == wanted
+        }
+    }
+
     /// The store, or an error saying there is none.
     func requireStore() throws -> PersistentStore {
         guard let store = state.withLock({ $0.store }) else { throw ContextError.noPersistentStore }

@@ -197,6 +197,66 @@ final class UndoGroup {
         if dropped { order.removeAll { changes[$0] == nil } }
     }
 
+    /// Takes the changes of `later`, a closed group recorded after this closed one, into
+    /// this group, coalesced as if they had been recorded here (the rules of
+    /// ``recordDelete(_:snapshot:)`` and ``recordSet(_:_:old:new:)``, then ``close(values:)``'s):
+    /// an object new to this group is appended; insert then delete is nothing; insert then
+    /// update is the insert with `values`' current values; update then delete is a delete
+    /// with the values from before this group; update then update keeps this group's old
+    /// values and `later`'s new ones, dropping properties set back. (Delete rules deferred to
+    /// the save join the group of the deletes this way.)
+    func absorb(_ later: UndoGroup, values: (ManagedObjectID) -> (values: [String: PropertyValue], stamp: UInt64)?) {
+        mayHoldTemporaryIDs = true
+        dropStaleOrder()
+        var dropped = false
+        for id in later.order {
+            guard let change = later.changes[id] else { continue }
+            guard let index = changes.index(forKey: id) else {
+                order.append(id)
+                changes[id] = change
+                continue
+            }
+            var mine = changes.values[index]
+            switch (mine.kind, change.kind) {
+            case (.deleted, _):
+                continue
+            case (.inserted, .deleted):
+                changes.remove(at: index)
+                dropped = true
+                continue
+            case (.inserted, _):
+                if let current = values(id) {
+                    mine.values = current.values
+                    mine.stamp = current.stamp
+                } else {
+                    mine.stamp = 0
+                }
+            case (.updated, .deleted):
+                var before = change.values
+                for (key, value) in mine.old { before[key] = value }
+                mine = ObjectChange(kind: .deleted, values: before)
+            case (.updated, .updated):
+                for (key, old) in change.old where mine.old[key] == nil { mine.old[key] = old }
+                for (key, new) in change.new { mine.new[key] = new }
+                for (key, membership) in change.memberships where mine.memberships[key] == nil { mine.memberships[key] = membership }
+                for (key, old) in mine.old where mine.new[key] == old {
+                    mine.old[key] = nil
+                    mine.new[key] = nil
+                }
+                if mine.old.isEmpty && mine.memberships.isEmpty {
+                    changes.remove(at: index)
+                    dropped = true
+                    continue
+                }
+            case (.updated, .inserted):
+                // Not met (an object updated here exists), kept coherent: the later insert wins.
+                mine = change
+            }
+            changes.values[index] = mine
+        }
+        if dropped { order.removeAll { changes[$0] == nil } }
+    }
+
     /// Replaces temporary IDs after a save, everywhere in the group; `normalize` restores
     /// each value's canonical form (unordered to-many values sorted again). With
     /// `onlyTemporary` (the map's keys are all temporary IDs), permanent IDs aren't looked up.

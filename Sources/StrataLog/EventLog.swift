@@ -277,6 +277,24 @@ public final class EventLog: Sendable {
         }
     }
 
+    /// Calls `body` with a reader of one consistent snapshot that sees the store as of
+    /// `view`'s generation (Core Data's query generations): objects, entity scans, counts,
+    /// relationships and index scans answer as they were just after that transaction; the
+    /// log itself (events, history, the head) reads as it is. With a nil view, ``read(_:)``.
+    ///
+    /// The view first catches up with this snapshot's head (see ``GenerationView``).
+    ///
+    /// - Throws: what the view's catching up throws (a generation past the head, or before a
+    ///   purge point), or what `body` throws.
+    public func read<R>(pinnedTo view: GenerationView?, _ body: (borrowing LogReader) throws -> R) throws -> R {
+        guard let view else { return try read(body) }
+        return try environment.read { txn in
+            try view.catchUp(LogReader(transaction: txn.makeAlias(), log: self))
+            let reader = LogReader(transaction: txn.makeAlias(), log: self, view: view.isCurrent ? nil : view, generation: view.sequence)
+            return try body(reader)
+        }
+    }
+
     /// The sequence number of the newest transaction (0 for an empty log).
     public var head: UInt64 {
         get throws { try read { reader in try reader.head } }

@@ -92,11 +92,18 @@ public struct LogReader: ~Copyable {
     let txn: LMDBTransaction
     let log: EventLog
     let writer: TableWriter
+    /// The objects changed since the generation this reader is pinned to, with their values
+    /// as of it (``EventLog/read(pinnedTo:_:)``); nil for a reader of the current state.
+    let view: GenerationView?
+    /// The generation this reader is pinned to (nil: it reads the current state).
+    public let generation: UInt64?
 
-    init(transaction: consuming LMDBTransaction, log: EventLog) {
+    init(transaction: consuming LMDBTransaction, log: EventLog, view: GenerationView? = nil, generation: UInt64? = nil) {
         txn = transaction
         self.log = log
         writer = TableWriter(tables: log.tables, catalog: log.catalog, schema: log.schema, modelVersion: log.modelVersion)
+        self.view = view
+        self.generation = generation
     }
 
     var tables: StoreTables { log.tables }
@@ -179,6 +186,9 @@ public struct LogReader: ~Copyable {
 
     /// The object with `id`, or nil if it doesn't exist (now, in this snapshot).
     public func object(_ id: StoredObjectID) throws -> StoredObject? {
+        if let entry = view?.entries[id] {
+            return entry.values.map { StoredObject(id: id, version: entry.version, values: $0) }
+        }
         let key = try writer.key(id)
         guard let record = try writer.readRecord(txn, key, entityName: id.entity) else { return nil }
         return try storedObject(id, key: key, record: record)
@@ -187,7 +197,8 @@ public struct LogReader: ~Copyable {
     /// The version of the object with `id` (the sequence of its last change), or nil if it
     /// doesn't exist: ``object(_:)``'s `version` without decoding the values.
     public func version(of id: StoredObjectID) throws -> UInt64? {
-        try writer.readVersion(txn, try writer.key(id), entityName: id.entity)
+        if let entry = view?.entries[id] { return entry.values == nil ? nil : entry.version }
+        return try writer.readVersion(txn, try writer.key(id), entityName: id.entity)
     }
 
     /// The object with `id` as values by property code, or nil if it doesn't exist: what
@@ -206,6 +217,7 @@ public struct LogReader: ~Copyable {
     /// primary key) find their neighbours' leaf pages without searching from the root.
     public func forEachFields(_ ids: [StoredObjectID], _ body: (StoredFields) throws -> Void) throws {
         var current: (name: String, entity: ModelSchema.Entity, code: UInt16)?
+        let changed = try view.map { view in try view.changedKeys { try log.catalog.entityCode($0) } }
         // One buffer for every record's values: unique again once `body` lets go of them.
         var buffer: [LogValue?] = []
         try txn.withCursor(on: tables.state) { cursor in
@@ -215,6 +227,10 @@ public struct LogReader: ~Copyable {
                 }
                 guard let (_, entity, code) = current else { continue }
                 let key = ObjectKey(entity: code, primaryKey: id.primaryKey)
+                if let changed, changed.contains(key), let entry = view?.entries[id] {
+                    if let values = entry.values { try body(pinnedFields(id, values, entry.version, entity)) }
+                    continue
+                }
                 guard try key.withBytes({ try cursor.seek(exactly: $0) }) else { continue }
                 guard let fields = try cursor.withCurrent({ _, value in try value.withUnsafeBytes { try self.fields(id, key, $0, entity, &buffer) } })
                 else { continue }
@@ -225,7 +241,13 @@ public struct LogReader: ~Copyable {
 
     /// Whether an object with `id` exists.
     public func contains(_ id: StoredObjectID) throws -> Bool {
-        try txn.containsKey(try writer.key(id).bytes, in: tables.state)
+        if let entry = view?.entries[id] { return entry.values != nil }
+        return try txn.containsKey(try writer.key(id).bytes, in: tables.state)
+    }
+
+    /// An object's values as of the pinned generation, by property code.
+    func pinnedFields(_ id: StoredObjectID, _ values: [String: LogValue], _ version: UInt64, _ entity: ModelSchema.Entity) -> StoredFields {
+        StoredFields(id: id, version: version, names: entity.propertyNames, values: entity.propertyNames.map { values[$0] })
     }
 
     func storedObject(_ id: StoredObjectID, key: ObjectKey, record: Record) throws -> StoredObject {
@@ -252,6 +274,8 @@ public struct LogReader: ~Copyable {
         try forEachRecord(of: entity, includingSubentities: includingSubentities) { _, id, key, raw in
             let record = try writer.decodeRecord(raw, entityName: id.entity, context: "record \(id)")
             return try body(try storedObject(id, key: key, record: record))
+        } pinned: { _, id, values, version in
+            try body(StoredObject(id: id, version: version, values: values))
         }
     }
 
@@ -261,7 +285,7 @@ public struct LogReader: ~Copyable {
     public func forEachObjectID(
         of entity: String, includingSubentities: Bool = true, _ body: (StoredObjectID) throws -> IterationDecision
     ) throws {
-        try forEachRecord(of: entity, includingSubentities: includingSubentities) { _, id, _, _ in try body(id) }
+        try forEachRecord(of: entity, includingSubentities: includingSubentities) { _, id, _, _ in try body(id) } pinned: { _, id, _, _ in try body(id) }
     }
 
     /// Calls `body` with the values by property code of each object of `entity` (and its
@@ -273,6 +297,8 @@ public struct LogReader: ~Copyable {
         var buffer: [LogValue?] = []
         try forEachRecord(of: entity, includingSubentities: includingSubentities) { described, id, key, raw in
             try body(try fields(id, key, raw, described, &buffer))
+        } pinned: { described, id, values, version in
+            try body(pinnedFields(id, values, version, described))
         }
     }
 
@@ -293,6 +319,9 @@ public struct LogReader: ~Copyable {
             // Only an entity with unordered to-many relationships has members to add.
             if !described.unorderedToMany.isEmpty { try writer.addMembers(txn, key, to: &buffer, entity: described) }
             return try body(id, version, described.propertyNames, &buffer)
+        } pinned: { described, id, values, version in
+            var pinned = described.propertyNames.map { values[$0] }
+            return try body(id, version, described.propertyNames, &pinned)
         }
     }
 
@@ -300,23 +329,49 @@ public struct LogReader: ~Copyable {
     /// sub-entities unless told not to), in primary-key order per entity, until it answers
     /// `.stop`. Streams: one record at a time, nothing kept (LMDB allows the body's own reads
     /// while the cursor is open).
+    ///
+    /// A reader pinned to a generation calls `pinned` instead for the objects changed since
+    /// (their values as of it), in their place in key order, and skips those that didn't
+    /// exist then.
     func forEachRecord(
         of entity: String, includingSubentities: Bool,
-        _ body: (ModelSchema.Entity, StoredObjectID, ObjectKey, UnsafeRawBufferPointer) throws -> IterationDecision
+        _ body: (ModelSchema.Entity, StoredObjectID, ObjectKey, UnsafeRawBufferPointer) throws -> IterationDecision,
+        pinned: (ModelSchema.Entity, StoredObjectID, [String: LogValue], UInt64) throws -> IterationDecision
     ) throws {
         let described = try log.schema.entity(entity)
+        let view = self.view.flatMap { $0.isCurrent ? nil : $0 }
+        let changed = try view.map { view in try view.changedKeys { try log.catalog.entityCode($0) } } ?? []
         for name in includingSubentities ? described.selfAndSubentities : [entity] {
             let schemaEntity = try log.schema.entity(name)
             let code = try log.catalog.entityCode(name)
             var stopped = false
+            // The changed objects of this entity as of the generation, merged in by primary key.
+            let old = view?.existing(of: name) ?? []
+            var next = old.startIndex
             try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, value in
                 guard let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) else { return .next }
                 let id = StoredObjectID(entity: name, primaryKey: objectKey.primaryKey)
+                if view != nil {
+                    while next < old.endIndex && old[next].primaryKey < objectKey.primaryKey {
+                        let entry = old[next]
+                        next += 1
+                        if try pinned(schemaEntity, StoredObjectID(entity: name, primaryKey: entry.primaryKey), entry.values, entry.version) == .stop {
+                            stopped = true
+                            return .stop
+                        }
+                    }
+                    if changed.contains(objectKey) { return .next }
+                }
                 guard try value.withUnsafeBytes({ raw in try body(schemaEntity, id, objectKey, raw) }) == .stop else { return .next }
                 stopped = true
                 return .stop
             }
             if stopped { return }
+            while next < old.endIndex {
+                let entry = old[next]
+                next += 1
+                if try pinned(schemaEntity, StoredObjectID(entity: name, primaryKey: entry.primaryKey), entry.values, entry.version) == .stop { return }
+            }
         }
     }
 
@@ -328,6 +383,7 @@ public struct LogReader: ~Copyable {
             let code = try log.catalog.entityCode(name)
             total += try txn.count(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)]))
         }
+        if let view { total += view.countAdjustment(for: includingSubentities ? described.selfAndSubentities : [entity]) }
         return total
     }
 
@@ -338,6 +394,14 @@ public struct LogReader: ~Copyable {
         guard let described = entity.propertiesByName[property], let storage = described.relationship else {
             throw LogError.unknownProperty(entity: id.entity, property: property)
         }
+        if let view, !view.isCurrent { return try pinnedRelated(id, property, described, storage, view) }
+        return try currentRelated(id, property, described, storage)
+    }
+
+    /// ``related(_:_:)`` of the current state.
+    private func currentRelated(
+        _ id: StoredObjectID, _ property: String, _ described: ModelSchema.Property, _ storage: ModelSchema.RelationshipStorage
+    ) throws -> [StoredObjectID] {
         let key = try writer.key(id)
         switch storage {
         case .toOne, .orderedToMany:
@@ -353,6 +417,30 @@ public struct LogReader: ~Copyable {
         case .derived(let inverseEntity, let inverse):
             let code = try log.catalog.relationshipCode("\(inverseEntity).\(inverse)")
             return try writer.referrers(txn, of: key, relationship: code).map { try writer.id($0) }.sorted()
+        }
+    }
+
+    /// ``related(_:_:)`` as of the pinned generation: a changed object's recorded sides as
+    /// they were then; a derived side's referrers without the changed objects, plus the
+    /// changed objects that referred to `id` then.
+    private func pinnedRelated(
+        _ id: StoredObjectID, _ property: String, _ described: ModelSchema.Property, _ storage: ModelSchema.RelationshipStorage,
+        _ view: GenerationView
+    ) throws -> [StoredObjectID] {
+        let entry = view.entries[id]
+        if let entry, entry.values == nil { return [] }
+        switch storage {
+        case .toOne, .orderedToMany, .unorderedToMany:
+            guard let entry else { return try currentRelated(id, property, described, storage) }
+            switch entry.values?[property] {
+            case .reference(let target)?: return [target]
+            case .references(let targets)?: return storage == .unorderedToMany ? targets.sorted() : targets
+            default: return []
+            }
+        case .derived(let inverseEntity, let inverse):
+            let entities = Set(try log.schema.entity(inverseEntity).selfAndSubentities)
+            let unchanged = try currentRelated(id, property, described, storage).filter { view.entries[$0] == nil }
+            return (unchanged + view.referrers(to: id, through: inverse, among: entities)).sorted()
         }
     }
 
@@ -383,11 +471,89 @@ public struct LogReader: ~Copyable {
     ) throws {
         let keyRange = try indexKeyRange(entity: entity, attribute: attribute, range: range)
         let wanted = Set(try log.schema.entity(entity).selfAndSubentities.map { try log.catalog.entityCode($0) })
+        if let view, !view.isCurrent {
+            try pinnedScan(entity: entity, attribute: attribute, keyRange: keyRange, wanted: wanted, reverse: reverse, view: view, body)
+            return
+        }
         try txn.forEach(in: tables.index, range: keyRange, reverse: reverse) { key, _ in
             guard let objectKey = key.withUnsafeBytes({ ObjectKey($0, at: $0.count - ObjectKey.byteCount) }),
                 wanted.contains(objectKey.entity)
             else { return .next }
             return try body(try writer.id(objectKey))
+        }
+    }
+
+    /// ``scanIndex(entity:attribute:range:reverse:_:)`` as of the pinned generation: the
+    /// index without the changed objects, and the changed objects' keys as of the generation
+    /// merged in, in key order.
+    private func pinnedScan(
+        entity: String, attribute: String, keyRange: KeyRange, wanted: Set<UInt16>, reverse: Bool, view: GenerationView,
+        _ body: (StoredObjectID) throws -> IterationDecision
+    ) throws {
+        guard let definition = try index(for: entity, attributes: [attribute]) else {
+            throw LogError.invalidOperation("\(entity).\(attribute) has no index")
+        }
+        // Every changed object's key in this index as of the generation (whatever entity
+        // the index is scanned for: those of other entities are skipped below), once per
+        // catching up; then those in the range, in the scan's order.
+        let all = try view.indexKeys(definition.name) {
+            var made: [(key: [UInt8], id: StoredObjectID)] = []
+            for name in log.schema.entities.keys {
+                let described = try log.schema.entity(name)
+                guard described.indexes.contains(where: { $0.name == definition.name }) else { continue }
+                let code = try log.catalog.entityCode(name)
+                for entry in view.existing(of: name) {
+                    let objectKey = ObjectKey(entity: code, primaryKey: entry.primaryKey)
+                    for (index, bytes, _) in try writer.indexKeys(objectKey, values: entry.values, entity: described) where index.name == definition.name {
+                        made.append((bytes, StoredObjectID(entity: name, primaryKey: entry.primaryKey)))
+                    }
+                }
+            }
+            return made
+        }
+        let wantedNames = Set(try log.schema.entity(entity).selfAndSubentities)
+        var old = all.filter { wantedNames.contains($0.id.entity) && keyRange.contains($0.key) }
+        if reverse { old.reverse() }
+        let changed = try view.changedKeys { try log.catalog.entityCode($0) }
+        /// Whether the key `a` comes before the index key under the cursor, in the scan's order.
+        func before(_ a: [UInt8], _ b: UnsafeRawBufferPointer) -> Bool {
+            a.withUnsafeBytes { a in
+                let common = min(a.count, b.count)
+                var order: Int32 = 0
+                if common > 0, let pa = a.baseAddress, let pb = b.baseAddress { order = memcmp(pa, pb, common) }
+                let less = order != 0 ? order < 0 : a.count < b.count
+                let equal = order == 0 && a.count == b.count
+                return reverse ? !less && !equal : less
+            }
+        }
+        var next = old.startIndex
+        var stopped = false
+        try txn.forEach(in: tables.index, range: keyRange, reverse: reverse) { key, _ in
+            guard let objectKey = key.withUnsafeBytes({ ObjectKey($0, at: $0.count - ObjectKey.byteCount) }),
+                wanted.contains(objectKey.entity)
+            else { return .next }
+            if next < old.endIndex {
+                while next < old.endIndex && key.withUnsafeBytes({ before(old[next].key, $0) }) {
+                    let id = old[next].id
+                    next += 1
+                    if try body(id) == .stop {
+                        stopped = true
+                        return .stop
+                    }
+                }
+            }
+            if changed.contains(objectKey) { return .next }
+            let id = try writer.id(objectKey)
+            if try body(id) == .stop {
+                stopped = true
+                return .stop
+            }
+            return .next
+        }
+        while !stopped && next < old.endIndex {
+            let id = old[next].id
+            next += 1
+            if try body(id) == .stop { return }
         }
     }
 
@@ -432,6 +598,14 @@ public struct LogReader: ~Copyable {
     ///
     /// - Throws: ``LogError/invalidOperation(_:)`` if the attribute has no index.
     public func countIndex(entity: String, attribute: String, range: IndexRange) throws -> Int {
+        if let view, !view.isCurrent {
+            var count = 0
+            try scanIndex(entity: entity, attribute: attribute, range: range) { _ in
+                count += 1
+                return .next
+            }
+            return count
+        }
         let keyRange = try indexKeyRange(entity: entity, attribute: attribute, range: range)
         // The index of an entity holds only its own and its sub-entities' objects unless it
         // is inherited: then others' entries are skipped.

@@ -101,4 +101,17 @@ struct PurgedStoreCommandTests {
         #expect(compact.standardOutput.contains("moved events 21…29 (9 events)"))
         #expect(try strata("verify", store.path).status == 0)
     }
+
+    @Test("query --at the base or later, as export; before it, exit 1 naming the purge point")
+    func queryAt() throws {
+        let store = try makePurgedLeagueStore()
+        let atBase = try strata("query", store.path, "Player", "--at", "20", "--format", "ndjson")
+        #expect(atBase.status == 0, "\(atBase.standardError)")
+        let exported = try strata("export", store.path, "--at", "20", "--format", "ndjson", "--entity", "Player")
+        let queried = atBase.standardOutput.split(separator: "\n").count
+        #expect(queried > 0 && queried == exported.standardOutput.split(separator: "\n").filter { $0.contains("\"entity\":\"Player\"") }.count)
+        let purged = try strata("query", store.path, "Player", "--at", "5")
+        #expect(purged.status == 1)
+        #expect(purged.standardError == "strata: --at 5: the store's history through 20 was purged; its earliest state is 20\n", "\(purged.standardError)")
+    }
 }

@@ -201,15 +201,15 @@ struct QueryCommandTests {
         #expect((document["objects"] as? [Any])?.count == all.count)
     }
 
-    @Test("a save landing while a query prints is reported on stderr, and objects deleted meanwhile are left out and counted")
+    @Test("saves landing while a query prints don't change what it prints: every object as of the generation the query started at, which stderr names and --at reproduces byte for byte")
     func concurrentSave() throws {
         let store = try QueryStore()
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try queryModel())
         try coordinator.addPersistentStore(type: .eventLog, at: URL(fileURLWithPath: store.path))
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         try insertPeople((0..<8_000).map { PersonRow(name: "w\($0)", age: Int32($0 % 50)) }, into: context)
-        // Another writer deletes people from the end of store order (printed last), one per
-        // save, until told to stop.
+        // Another writer works from the end of store order (printed last), one save each,
+        // until told to stop: renaming one person, deleting the next.
         let stop = Atomic<Bool>(false)
         let writer = DispatchGroup()
         writer.enter()
@@ -217,38 +217,71 @@ struct QueryCommandTests {
             defer { writer.leave() }
             try? context.performAndWait { context in
                 var ids = try context.fetchObjectIDs(FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "name BEGINSWITH 'w'")))
+                var rename = true
                 while !stop.load(ordering: .relaxed), let last = ids.popLast() {
-                    context.delete(try context.existingObject(with: last))
+                    let person = try context.existingObject(with: last)
+                    if rename { person.setValue("renamed", forKey: "name") } else { context.delete(person) }
+                    rename.toggle()
                     try context.save()
                 }
             }
         }
-        defer {
-            stop.store(true, ordering: .relaxed)
-            writer.wait()
-        }
-        var noted = 0
-        var leftOut = 0
-        for _ in 0..<20 where leftOut == 0 {
+        var noted: [(sequence: String, output: String)] = []
+        for _ in 0..<20 where noted.count < 2 {
             let result = try runProcess(BuildProducts.executable("strata"), ["query", store.path, "Person", "--format", "ndjson"])
             #expect(result.status == 0, "\(result.standardError)")
             let lines = result.standardOutput.split(separator: "\n")
             let objects = try lines.map { try #require(try parseJSON(String($0)) as? [String: Any]) }
             #expect(Set(uris(objects)).count == objects.count, "each object once")
-            guard result.standardError.contains("the store changed while the query ran (head ") else {
+            guard let range = result.standardError.range(of: #"^the store changed while the query ran \(head (\d+) -> (\d+)\): the objects are printed as they were at (\d+)\n$"#, options: .regularExpression) else {
                 #expect(result.standardError.isEmpty, "\(result.standardError)")
                 continue
             }
-            noted += 1
-            #expect(result.standardError.contains("objects printed after the change may show newer values"))
-            if let range = result.standardError.range(of: #"; (\d+) matched object\(s\) deleted meanwhile were left out \(first: x-strata://[^)]+/Person/p\d+\)"#, options: .regularExpression) {
-                let text = result.standardError[range]
-                leftOut = Int(text.dropFirst(2).prefix { $0.isNumber }) ?? 0
-                #expect(leftOut > 0)
-            }
+            let sequence = String(result.standardError[range].split(separator: " ").last?.dropLast() ?? "")
+            noted.append((sequence, result.standardOutput))
         }
-        #expect(noted > 0, "a query ran while saves landed")
-        #expect(leftOut > 0, "a query chose objects deleted before they were printed")
+        stop.store(true, ordering: .relaxed)
+        writer.wait()
+        #expect(!noted.isEmpty, "a query ran while saves landed")
+        for (sequence, output) in noted {
+            // The same generation, asked for after the writer stopped: the same bytes.
+            let again = try runProcess(BuildProducts.executable("strata"), ["query", store.path, "Person", "--format", "ndjson", "--at", sequence])
+            #expect(again.status == 0 && again.standardError.isEmpty, "\(again.standardError)")
+            #expect(again.standardOutput == output, "--at \(sequence) prints what the query printed")
+            let count = try runProcess(BuildProducts.executable("strata"), ["query", store.path, "Person", "--count", "--at", sequence])
+            #expect(count.standardOutput == "\(output.split(separator: "\n").count)\n")
+        }
+        // And differs from the store now.
+        let now = try runProcess(BuildProducts.executable("strata"), ["query", store.path, "Person", "--format", "ndjson"])
+        #expect(noted.allSatisfy { $0.output != now.standardOutput })
+    }
+
+    @Test("--at SEQ: the query as of that transaction (objects, --count, --explain); past the head is exit 1")
+    func atSequence() throws {
+        let store = try QueryStore()
+        let before = try strata("query", store.path, "Person", "--sort", "name", "--format", "ndjson")
+        let beforeCount = try strata("query", store.path, "Person", "--where", "age >= 30", "--count")
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try queryModel())
+        try coordinator.addPersistentStore(type: .eventLog, at: URL(fileURLWithPath: store.path))
+        let head = try coordinator.persistentStores[0].log.head
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait { context in
+            for person in try context.fetch(try FetchRequest(entityName: "Person", format: "age >= 30")) { person.setValue(Int32(1), forKey: "age") }
+            try context.save()
+        }
+        try insertPeople([PersonRow(name: "Zed", age: 99)], into: context)
+        let now = try strata("query", store.path, "Person", "--sort", "name", "--format", "ndjson")
+        #expect(now.standardOutput != before.standardOutput, "the saves changed what a query prints")
+        let then = try strata("query", store.path, "Person", "--sort", "name", "--format", "ndjson", "--at", "\(head)")
+        #expect(then.standardOutput == before.standardOutput && then.standardError.isEmpty)
+        let thenCount = try strata("query", store.path, "Person", "--where", "age >= 30", "--count", "--at", "\(head)")
+        #expect(thenCount.standardOutput == beforeCount.standardOutput && beforeCount.standardOutput != "0\n")
+        #expect(try strata("query", store.path, "Person", "--where", "age >= 30", "--count").standardOutput == "1\n")
+        let explained = try strata("query", store.path, "Person", "--where", "age == 31", "--explain", "--at", "\(head)")
+        #expect(explained.standardOutput.hasPrefix("index scan Person.age"))
+        let future = try runProcess(BuildProducts.executable("strata"), ["query", store.path, "Person", "--at", "\(head + 100)"])
+        #expect(future.status == 1)
+        #expect(future.standardError == "strata: sequence \(head + 100) is past the head (\(head + 2))\n", "\(future.standardError)")
     }
 
     @Test("each object: entity, URI, every attribute but transient ones, both sides of relationships, export's JSON values")

@@ -16,11 +16,11 @@ struct QueryCommand: ParsableCommand {
             --no-subentities, the sort keys in the order given (nil sorts first
             ascending, last descending; ties keep store order), then --offset and
             --limit (0: no limit). Nothing is written; an app may hold the store open
-            and write meanwhile. The fetch chooses and orders the objects in one
-            snapshot, then they are read and printed a thousand at a time, so memory
-            stays small for any number of results; if a save lands meanwhile, stderr
-            says so (objects printed after it may show its values; ones it deleted are
-            left out).
+            and write meanwhile. The fetch chooses and orders the objects, then they are
+            read and printed a thousand at a time, so memory stays small for any number
+            of results. Everything printed is the store as of one transaction: the
+            newest when the query starts (if saves land meanwhile, stderr names the
+            transaction printed), or the one --at SEQ names.
 
             Objects are printed in fetch order, each with its entity, its URI and its
             values: every attribute (transient ones left out) and every relationship,
@@ -46,6 +46,7 @@ struct QueryCommand: ParsableCommand {
               strata query League.strata Player --where 'age BETWEEN {30, 40}' --explain
               strata query League.strata Player --where 'name ENDSWITH "son"' --count
               strata query League.strata Person --no-subentities --format ndjson
+              strata query League.strata Player --where 'team.name == "Owls"' --at 120
             """
     )
 
@@ -78,6 +79,9 @@ struct QueryCommand: ParsableCommand {
     @Flag(name: .customLong("no-subentities"), help: "Only objects of the entity itself, not of its sub-entities.")
     var noSubentities = false
 
+    @Option(help: ArgumentHelp("Query the store as it was just after this transaction (default: as it is when the query starts).", valueName: "seq"))
+    var at: UInt64?
+
     /// The output formats of the objects.
     enum QueryFormat: String, ExpressibleByArgument, CaseIterable {
         case json, ndjson
@@ -103,12 +107,21 @@ struct QueryCommand: ParsableCommand {
                 throw CommandFailure(
                     "the store's model has no entity \(entity) (entities: \(log.model.entities.map(\.name).sorted().joined(separator: ", ")))")
             }
+            if let at {
+                let (head, purged) = try log.read { reader in (try reader.head, try reader.purgedThrough) }
+                try log.checkSequence(at, head: head)
+                if at < purged { throw CommandFailure("--at \(at): the store's history through \(purged) was purged; its earliest state is \(purged)") }
+            }
             let coordinator = PersistentStoreCoordinator(managedObjectModel: log.model)
             try coordinator.addPersistentStore(openedLog: log)
             let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "strata query")
+            // The whole query reads one generation of the store: the one asked for, or the
+            // newest when it starts (spec 0006 §22), whatever saves land meanwhile.
+            let generation = at.map { QueryGenerationToken(storeIdentifier: log.storeUUID, sequence: $0) } ?? .current
             do {
                 let matched = try context.performAndWait { context in
-                    try Self.execute(request, mode: mode, in: context, log: log)
+                    try context.setQueryGenerationFrom(generation)
+                    return try Self.execute(request, mode: mode, in: context, log: log, pinnedByOption: at != nil)
                 }
                 if matched == 0, case .objects = mode { printError("no objects match") }
             } catch let error as ContextError {
@@ -129,7 +142,7 @@ struct QueryCommand: ParsableCommand {
     /// Runs `request` on `context` and writes what `mode` asks for to standard output;
     /// returns the number of objects printed (for objects).
     private static func execute(
-        _ request: FetchRequest, mode: Mode, in context: isolated ManagedObjectContext, log: EventLog
+        _ request: FetchRequest, mode: Mode, in context: isolated ManagedObjectContext, log: EventLog, pinnedByOption: Bool
     ) throws -> Int {
         let out = OutputSink()
         defer { out.close() }
@@ -141,40 +154,34 @@ struct QueryCommand: ParsableCommand {
             out.line(String(try context.count(for: request)))
             return 0
         case .objects(let format):
-            // The fetch chooses and orders the objects in one snapshot, as IDs (tens of
-            // bytes each); the objects are then read a chunk at a time (one snapshot per
-            // chunk), printed and dropped, so memory doesn't grow with the result.
-            let headBefore = try log.head
+            // The fetch chooses and orders the objects as IDs (tens of bytes each); the
+            // objects are then read a chunk at a time, printed and dropped, so memory doesn't
+            // grow with the result. Every read is of the context's query generation, so the
+            // objects printed are those the fetch chose, as they were then.
             let ids = try context.fetchObjectIDs(request)
+            let generation = context.queryGenerationToken
             if format == .json {
                 out.line("{\"store\":\(ValueRendering.jsonString(log.storeUUID.uuidString)),\"entity\":\(ValueRendering.jsonString(request.entityName)),\"objects\":[")
             }
             var printed = 0
-            var vanished = 0
-            var firstVanished: ManagedObjectID?
             for start in stride(from: 0, to: ids.count, by: printChunk) {
                 let chunk = Array(ids[start..<min(start + printChunk, ids.count)])
                 for (id, found) in zip(chunk, try context.existingObjects(with: chunk)) {
                     guard let object = found else {
-                        vanished += 1
-                        if firstVanished == nil { firstVanished = id }
-                        continue
+                        throw CommandFailure("\(id.uriRepresentation().absoluteString), which the query matched, can't be read at \(generation?.description ?? "its generation")")
                     }
                     let text = try QueryRendering.objectJSON(object, log)
                     out.line(format == .json && printed > 0 ? "," + text : text)
                     printed += 1
                 }
-                // Forget this chunk's objects and the relationship targets printing made.
+                // Forget this chunk's objects and the relationship targets printing made; a
+                // reset moves the context to the newest generation, so pin it back.
                 context.reset()
+                try context.setQueryGenerationFrom(generation)
             }
             if format == .json { out.line("]}") }
-            let headAfter = try log.head
-            if headAfter != headBefore {
-                var note = "the store changed while the query ran (head \(headBefore) -> \(headAfter)): objects printed after the change may show newer values"
-                if let firstVanished {
-                    note += "; \(vanished) matched object(s) deleted meanwhile were left out (first: \(firstVanished.uriRepresentation().absoluteString))"
-                }
-                printError(note)
+            if let sequence = generation?.sequence, let head = try? log.head, head != sequence, !pinnedByOption {
+                printError("the store changed while the query ran (head \(sequence) -> \(head)): the objects are printed as they were at \(sequence)")
             }
             return printed
         }

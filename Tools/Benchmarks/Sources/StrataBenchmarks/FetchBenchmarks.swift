@@ -20,6 +20,12 @@ import Strata
 //     (a person's lastName set, `processPendingChanges()`, the delegate told of the move),
 //     per edit ÷ GRDB re-fetching the sorted rows (what an app following a GRDB query with
 //     `ValueObservation` gets after each change).
+// G1. F1's request in a context pinned to a query generation (spec 0006 §22) from before
+//     `fetchObjects / 10` people were changed by one save, then as many again by 500 small
+//     saves: the first pinned fetch in a fresh context (its view of the changed objects
+//     built from the log) and a later one (the view kept), each ÷ the same fetch unpinned
+//     before the changes (the same rows), and ÷ GRDB's fetch of those rows. Runs last: it
+//     changes the small store.
 
 func runFetchBenchmarks(objects: Int, largeObjects: Int, lookups: Int, repetitions: Int) throws {
     let model = try peopleModel()
@@ -27,6 +33,8 @@ func runFetchBenchmarks(objects: Int, largeObjects: Int, lookups: Int, repetitio
     let people = (0..<max(objects, largeObjects)).map { makePerson($0, &random) }
     let small = try buildFetchStore(model: model, people: Array(people.prefix(objects)), label: "fetch-small")
     defer { remove(small.directory) }
+    // STRATA_BENCH_G1_ONLY=1: only G1, on the small store.
+    if environmentInt("STRATA_BENCH_G1_ONLY", 0) != 0 { return try runPinnedFetch(store: small, repetitions: repetitions) }
     try runBetweenSorted(model: model, store: small, repetitions: repetitions)
     try runBetweenCount(model: model, store: small, repetitions: repetitions)
     let large = try buildFetchStore(model: model, people: Array(people.prefix(largeObjects)), label: "fetch-large")
@@ -34,6 +42,98 @@ func runFetchBenchmarks(objects: Int, largeObjects: Int, lookups: Int, repetitio
     try runEmailEquality(model: model, store: large, people: Array(people.prefix(largeObjects)), lookups: lookups, repetitions: repetitions)
     try runLimitFlat(model: model, small: small, large: large, repetitions: repetitions)
     try runControllerEdits(store: small, edits: environmentInt("STRATA_BENCH_FRC_EDITS", 200), repetitions: repetitions)
+    try runPinnedFetch(store: small, repetitions: repetitions)
+}
+
+// MARK: - G1. A fetch pinned to a query generation
+
+private func runPinnedFetch(store: FetchStore, repetitions: Int) throws {
+    heading("G1. F1's fetch pinned to a query generation from before later saves, \(store.count) people")
+    let request = try between()
+    func fetchAndRead(_ context: ManagedObjectContext) throws -> Int {
+        try context.performAndWait { context in try context.fetch(request).reduce(0) { $0 &+ readAll($1) } }
+    }
+    let setup = newContext(store.coordinator)
+    let before = try fetchAndRead(setup)
+    let token = try setup.performAndWait { context -> QueryGenerationToken? in
+        try context.setQueryGenerationFrom(.current)
+        return context.queryGenerationToken
+    }
+    // The baselines read the generation's rows too: Strata unpinned before any change, and
+    // GRDB (its database isn't changed by the saves below).
+    let unpinned = try measure(
+        "unpinned fetch + read, before the changes", repetitions: repetitions, setup: { newContext(store.coordinator) },
+        body: { context in _ = try fetchAndRead(context) })
+    let grdb = try measure(
+        "GRDB Record fetchAll + read (the same rows)", repetitions: repetitions, setup: { () },
+        body: { _ in
+            let people = try store.grdb.read { db in
+                try GRDBPerson.fetchAll(db, sql: "SELECT * FROM person WHERE age BETWEEN 30 AND 40 ORDER BY lastName")
+            }
+            _ = people.reduce(0) { $0 &+ readAll($1) }
+        })
+    // Every 10th person changed by one save: a new last name and an age in the range.
+    let tenth = max(1, store.count / 10)
+    let ids = try setup.performAndWait { context in try context.fetchObjectIDs(FetchRequest(entityName: "Person")) }
+    try setup.performAndWait { context in
+        try context.setQueryGenerationFrom(nil)
+        for id in stride(from: 0, to: ids.count, by: 10).map({ ids[$0] }).prefix(tenth) {
+            let person = try context.existingObject(with: id)
+            person.setValue("Changed", forKey: "lastName")
+            person.setValue(Int32(35), forKey: "age")
+        }
+        try context.save()
+        context.reset()
+    }
+    func stage(_ label: String) throws {
+        var firstSum = 0
+        let first = try measure(
+            "pinned, first fetch in a fresh context (view built)", repetitions: repetitions,
+            setup: { () -> ManagedObjectContext in
+                let context = newContext(store.coordinator)
+                try context.performAndWait { try $0.setQueryGenerationFrom(token) }
+                return context
+            },
+            body: { context in firstSum = try fetchAndRead(context) })
+        var laterSum = 0
+        let later = try measure(
+            "pinned, a later fetch (view kept)", repetitions: repetitions,
+            setup: { () -> ManagedObjectContext in
+                let context = newContext(store.coordinator)
+                try context.performAndWait { try $0.setQueryGenerationFrom(token) }
+                _ = try fetchAndRead(context)
+                try context.performAndWait { context in
+                    context.reset()  // forgets the objects; moves the generation, so pin it back
+                    try context.setQueryGenerationFrom(token)
+                }
+                return context
+            },
+            body: { context in laterSum = try fetchAndRead(context) })
+        if firstSum != before || laterSum != before {
+            say("  warning: the pinned fetch differs from the generation's (\(firstSum), \(laterSum) vs \(before))")
+        }
+        let name = "G1. pinned fetch, \(label)"
+        say("  \(label): first pinned ÷ unpinned \(ratio(first.medianSeconds, unpinned.medianSeconds)), later pinned ÷ unpinned \(ratio(later.medianSeconds, unpinned.medianSeconds)); first ÷ GRDB \(ratio(first.medianSeconds, grdb.medianSeconds)), later ÷ GRDB \(ratio(later.medianSeconds, grdb.medianSeconds))")
+        record(name, "first pinned / later pinned ÷ unpinned", "\(ratio(first.medianSeconds, unpinned.medianSeconds)) / \(ratio(later.medianSeconds, unpinned.medianSeconds))")
+        record(name, "first pinned / later pinned ÷ GRDB fetchAll", "\(ratio(first.medianSeconds, grdb.medianSeconds)) / \(ratio(later.medianSeconds, grdb.medianSeconds))")
+    }
+    try stage("\(tenth) people changed since by 1 save")
+    // As many again, 20 a save.
+    try setup.performAndWait { context in
+        var changed = 0
+        for id in stride(from: 5, to: ids.count, by: 10).map({ ids[$0] }).prefix(tenth) {
+            let person = try context.existingObject(with: id)
+            person.setValue("Later", forKey: "lastName")
+            person.setValue(Int32(36), forKey: "age")
+            changed += 1
+            if changed % 20 == 0 {
+                try context.save()
+                context.reset()
+            }
+        }
+        try context.save()
+    }
+    try stage("\(2 * tenth) people changed since by \(1 + tenth / 20) saves")
 }
 
 // MARK: - Stores

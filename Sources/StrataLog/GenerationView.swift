@@ -1,0 +1,193 @@
+import Foundation
+import StrataStorage
+
+/// What a reader pinned to an earlier generation (sequence) of the store sees in place of
+/// the current records: the objects transactions after that sequence touched, with their
+/// values as of it — Core Data's query generations, from the log's before-images instead of
+/// a long-lived read transaction (which would keep LMDB from reusing pages and the map from
+/// growing).
+///
+/// Give one to ``EventLog/read(pinnedTo:_:)`` for each read; the view catches up with the
+/// log's head at the start of each (only the transactions since its last read are decoded),
+/// and the reader answers every object, entity, count, relationship and index read as of
+/// ``sequence``. An object no later transaction touched reads as it is now: the state as of
+/// the generation is the current state with the touched objects put back. The cost is
+/// memory for the touched objects' old values, and decoding each later transaction once.
+///
+/// Not thread-safe: one context's reads use it, on that context's executor.
+public final class GenerationView {
+    /// One object a later transaction touched: its values and version as of ``sequence``
+    /// (nil values: it didn't exist then), and whether it exists now.
+    struct Entry {
+        var values: [String: LogValue]?
+        var version: UInt64
+        var existsNow: Bool
+    }
+
+    /// The generation: reads see the store as it was just after this transaction (0: empty).
+    /// Nil until the first read pins it to the head then.
+    public private(set) var sequence: UInt64?
+    /// The head the entries are complete through.
+    public private(set) var caughtUpThrough: UInt64 = 0
+    /// The objects touched in `sequence + 1 ... caughtUpThrough`.
+    var entries: [StoredObjectID: Entry] = [:]
+    /// The entries of each entity that existed at the generation, by primary key (built on demand).
+    private var byEntity: [String: [(primaryKey: UInt64, values: [String: LogValue], version: UInt64)]]?
+    /// For each object, the entries that referred to it at the generation, by relationship
+    /// (built on demand).
+    private var referrers: [StoredObjectID: [(property: String, source: StoredObjectID)]]?
+    /// The entries' keys, to tell a record of a changed object without hashing its entity's name.
+    private var keys: Set<ObjectKey>?
+    /// Each index's keys of the entries that existed at the generation, ascending (built on demand).
+    private var indexKeys: [String: [(key: [UInt8], id: StoredObjectID)]] = [:]
+
+    /// A view pinned to `sequence`, or to the head at its first read when nil.
+    public init(sequence: UInt64?) {
+        self.sequence = sequence
+        if let sequence { caughtUpThrough = sequence }
+    }
+
+    /// The number of objects changed since the generation (what the view holds in memory).
+    public var changedObjectCount: Int { entries.count }
+
+    /// Whether reads through the view are the current ones: nothing changed since.
+    var isCurrent: Bool { entries.isEmpty }
+
+    /// Brings the view up to `reader`'s head: decodes the transactions since the last read
+    /// and puts back the values, as of the generation, of the objects they touched first.
+    ///
+    /// - Throws: ``LogError/sequenceOutOfRange(requested:head:)`` when the generation is past
+    ///   the head (the token names a later state than this store has);
+    ///   ``LogError/historyPurged(requested:purgedThrough:)`` when a purge removed the
+    ///   transactions needed to go back to it; ``LogError/invalidOperation(_:)`` when the
+    ///   head went backwards (the store was replaced).
+    func catchUp(_ reader: borrowing LogReader) throws {
+        let head = try reader.head
+        guard let sequence else {
+            sequence = head
+            caughtUpThrough = head
+            return
+        }
+        guard sequence <= head else { throw LogError.sequenceOutOfRange(requested: sequence, head: head) }
+        guard head != caughtUpThrough else { return }
+        guard head > caughtUpThrough else {
+            throw LogError.invalidOperation(
+                "the store's head went back from \(caughtUpThrough) to \(head) while a context was pinned to generation \(sequence): the store was replaced")
+        }
+        let purged = try reader.purgedThrough
+        guard sequence >= purged else { throw LogError.historyPurged(requested: sequence, purgedThrough: purged) }
+        var events: [TransactionEvent] = []
+        try reader.forEachEvent(from: caughtUpThrough + 1, through: head) { event in
+            events.append(event)
+            return .next
+        }
+        // Objects touched for the first time since the generation: untouched until now, so
+        // their values as of it are their values before these transactions.
+        var image = StateImage()
+        var existsNow: [StoredObjectID: Bool] = [:]
+        var fresh: Set<StoredObjectID> = []
+        var touched: Set<StoredObjectID> = []
+        for event in events {
+            for change in event.changes {
+                let id = change.objectID
+                guard touched.insert(id).inserted, entries[id] == nil else { continue }
+                fresh.insert(id)
+                if let now = try reader.object(id) { image.objects[id] = now.values }
+                existsNow[id] = image.objects[id] != nil
+            }
+        }
+        for event in events.reversed() {
+            for change in event.changes.reversed() where fresh.contains(change.objectID) { image.revert(change) }
+        }
+        for id in fresh {
+            let values = image.objects[id]
+            var version: UInt64 = 0
+            if values != nil { version = try reader.history(of: id).last { $0 <= sequence } ?? 0 }
+            entries[id] = Entry(values: values, version: version, existsNow: existsNow[id] ?? false)
+        }
+        for id in touched where !fresh.contains(id) { entries[id]?.existsNow = try reader.contains(id) }
+        caughtUpThrough = head
+        byEntity = nil
+        referrers = nil
+        keys = nil
+        indexKeys = [:]
+    }
+
+    /// The keys of the objects changed since the generation; `code` gives an entity's code.
+    func changedKeys(_ code: (String) throws -> UInt16) rethrows -> Set<ObjectKey> {
+        if let keys { return keys }
+        var built = Set<ObjectKey>(minimumCapacity: entries.count)
+        for id in entries.keys { built.insert(ObjectKey(entity: try code(id.entity), primaryKey: id.primaryKey)) }
+        keys = built
+        return built
+    }
+
+    /// The keys in index `name` of the objects changed since the generation that existed
+    /// then, ascending: made by `make` once per catching up.
+    func indexKeys(_ name: String, make: () throws -> [(key: [UInt8], id: StoredObjectID)]) rethrows -> [(key: [UInt8], id: StoredObjectID)] {
+        if let known = indexKeys[name] { return known }
+        let made = try make().sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        indexKeys[name] = made
+        return made
+    }
+
+    /// The entries of `entity` (exactly) that existed at the generation, by primary key.
+    func existing(of entity: String) -> [(primaryKey: UInt64, values: [String: LogValue], version: UInt64)] {
+        if byEntity == nil {
+            var built: [String: [(primaryKey: UInt64, values: [String: LogValue], version: UInt64)]] = [:]
+            for (id, entry) in entries {
+                guard let values = entry.values else { continue }
+                built[id.entity, default: []].append((id.primaryKey, values, entry.version))
+            }
+            for key in built.keys { built[key]?.sort { $0.primaryKey < $1.primaryKey } }
+            byEntity = built
+        }
+        return byEntity?[entity] ?? []
+    }
+
+    /// The entries whose relationship `property` (of `entities`) referred to `target` at the
+    /// generation.
+    func referrers(to target: StoredObjectID, through property: String, among entities: Set<String>) -> [StoredObjectID] {
+        if referrers == nil {
+            var built: [StoredObjectID: [(property: String, source: StoredObjectID)]] = [:]
+            for (id, entry) in entries {
+                for (name, value) in entry.values ?? [:] {
+                    switch value {
+                    case .reference(let destination): built[destination, default: []].append((name, id))
+                    case .references(let destinations): for destination in destinations { built[destination, default: []].append((name, id)) }
+                    default: break
+                    }
+                }
+            }
+            referrers = built
+        }
+        return (referrers?[target] ?? []).filter { $0.property == property && entities.contains($0.source.entity) }.map(\.source)
+    }
+
+    /// How many of `entities`' objects the entries add to the current count (negative:
+    /// remove): those that existed at the generation, less those that exist now.
+    func countAdjustment(for entities: some Sequence<String>) -> Int {
+        let wanted = Set(entities)
+        var adjustment = 0
+        for (id, entry) in entries where wanted.contains(id.entity) {
+            if entry.values != nil { adjustment += 1 }
+            if entry.existsNow { adjustment -= 1 }
+        }
+        return adjustment
+    }
+}
+
+extension KeyRange {
+    /// Whether `key` is in the range, by byte order.
+    func contains(_ key: [UInt8]) -> Bool {
+        if let lower = lowerBound {
+            if key.lexicographicallyPrecedes(lower) { return false }
+            if !includesLowerBound && key == lower { return false }
+        }
+        if let upper = upperBound {
+            if upper.lexicographicallyPrecedes(key) { return false }
+            if !includesUpperBound && key == upper { return false }
+        }
+        return true
+    }
+}
