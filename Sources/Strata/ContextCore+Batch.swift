@@ -469,6 +469,10 @@ extension ContextCore {
         guard !property.isTransient else {
             throw ContextError.invalidArgument("\(what): \(key) is transient; batch requests write stored attributes only")
         }
+        if let derivation = property.derivation {
+            throw ContextError.invalidArgument(
+                "\(what): \(key) is a derived attribute (derivation \(derivation)); the store computes its value at save, so a batch request can't set it")
+        }
         // The attribute's usual Swift type first: one cast that succeeds (the general
         // conversion and the optional check below cost several per value).
         if let common = ManagedObject.commonAttributeValue(value, type) { return .attribute(common) }

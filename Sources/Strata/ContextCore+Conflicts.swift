@@ -64,7 +64,19 @@ extension ContextCore {
                             expected[stored] = version
                             continue
                         }
+                        // A newer version that differs from what the context saw only in
+                        // derived attributes (the store recomputed them for another writer's
+                        // change elsewhere, spec 0006 §24): not a conflict.
+                        if object.info.hasDerivedAttributes, let committed = object.committed,
+                            sameRecordedValues(committed, storeValues, info: object.info)
+                        {
+                            adoptDerivedValues(storeValues, into: object)
+                            object.version = record.version
+                            expected[stored] = record.version
+                            continue
+                        }
                     } else if object.committed.map({ sameRecordedValues($0, storeValues, info: object.info) }) ?? true {
+                        adoptDerivedValues(storeValues, into: object)
                         // Values taken from a fetched row (or never loaded) and still the
                         // store's: the current version is the one the context saw.
                         object.version = record.version
@@ -78,8 +90,10 @@ extension ContextCore {
         return (conflicts, expected)
     }
 
+    /// Whether `a` and `b` hold the same values of the recorded properties a context writes
+    /// (derived attributes, which the store computes, aside).
     func sameRecordedValues(_ a: [String: PropertyValue], _ b: [String: PropertyValue], info: EntityInfo) -> Bool {
-        for (name, property) in info.properties where property.isRecorded {
+        for (name, property) in info.properties where property.isWritten {
             if (a[name] ?? property.emptyValue) != (b[name] ?? property.emptyValue) { return false }
         }
         return true
@@ -109,7 +123,8 @@ extension ContextCore {
         let theirs = record == nil ? base : storeValues
         var properties: [MergeConflict.PropertyConflict] = []
         for name in object.info.orderedNames {
-            guard let property = object.info.properties[name], property.isRecorded else { continue }
+            // Derived attributes are the store's to compute, never the context's to merge.
+            guard let property = object.info.properties[name], property.isWritten else { continue }
             let baseValue = base[name] ?? property.emptyValue
             let ours = object.changes[name] ?? object.committed?[name] ?? property.emptyValue
             let theirValue = theirs[name] ?? property.emptyValue
@@ -168,7 +183,7 @@ extension ContextCore {
             }
             if let overwrite = pendingOverwrites[id] {
                 for (key, value) in overwrite {
-                    guard let property = object.info.properties[key], property.isRecorded else { continue }
+                    guard let property = object.info.properties[key], property.isWritten else { continue }
                     object.changes[key] = (object.committed?[key] ?? property.emptyValue) == value ? nil : value
                 }
             }
@@ -236,7 +251,7 @@ extension ContextCore {
     /// The object's recorded values now (what `overwrite` writes).
     func recordedValues(_ object: ManagedObject) -> [String: PropertyValue] {
         var values: [String: PropertyValue] = [:]
-        for (name, property) in object.info.properties where property.isRecorded {
+        for (name, property) in object.info.properties where property.isWritten {
             values[name] = object.changes[name] ?? object.committed?[name] ?? property.emptyValue
         }
         return values
@@ -500,17 +515,17 @@ extension ContextCore {
         // A child's reference to an object merged away resolves to the keeper.
         addAliases(idMap)
         for (name, value) in merged {
-            guard let property = keeper.info.properties[name], property.isRecorded else { continue }
+            guard let property = keeper.info.properties[name], property.isWritten else { continue }
             let value = normalized(remapped(value, idMap), property)
             if keeper.currentValue(property) != value { set(keeper, property, value, maintainInverse: true, register: false) }
         }
         noteUpdated(keeper)
     }
 
-    /// An object's persistent values now, recorded sides only.
+    /// An object's persistent values now, recorded sides only (derived attributes aside).
     func persistentValues(_ object: ManagedObject) -> [String: PropertyValue] {
         var values: [String: PropertyValue] = [:]
-        for (name, property) in object.info.properties where property.isRecorded {
+        for (name, property) in object.info.properties where property.isWritten {
             values[name] = object.currentValue(property)
         }
         return values

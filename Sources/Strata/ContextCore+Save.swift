@@ -339,12 +339,12 @@ extension ContextCore {
             switch change.kind {
             case .inserted:
                 let values: [String: DraftValue]
-                if change.values.keys.allSatisfy({ info.property(named: $0)?.isRecorded == true }) {
+                if change.values.keys.allSatisfy({ info.property(named: $0)?.isWritten == true }) {
                     // Every value is written: the same keys, mapped without hashing them again.
                     values = change.values.mapValues { draftValue($0) }
                 } else {
                     var recorded = [String: DraftValue](minimumCapacity: change.values.count)
-                    for (key, value) in change.values where info.property(named: key)?.isRecorded == true {
+                    for (key, value) in change.values where info.property(named: key)?.isWritten == true {
                         recorded[key] = draftValue(value)
                     }
                     values = recorded
@@ -356,13 +356,13 @@ extension ContextCore {
                 var values: [String: DraftValue] = [:]
                 var coverage = covered.removeValue(forKey: id) ?? SaveCoverage()
                 for (key, value) in change.new {
-                    guard let property = info.property(named: key), property.isRecorded else { continue }
+                    guard let property = info.property(named: key), property.isWritten else { continue }
                     values[key] = draftValue(value)
                     coverage.updates[key] = .some(value)
                 }
                 if !values.isEmpty { operations.append(.update(draftID(id), values: values)) }
                 for (key, membership) in change.memberships {
-                    guard let property = info.property(named: key), property.isRecorded else { continue }
+                    guard let property = info.property(named: key), property.isWritten else { continue }
                     operations.append(.membership(draftID(id), property: key, added: membership.added.map(draftID), removed: membership.removed.map(draftID)))
                     coverage.updates[key] = .some(nil)
                 }
@@ -392,7 +392,7 @@ extension ContextCore {
                     // any: the insert writes exactly its current values.
                     if coverage.updates.isEmpty && coverage.stamp != 0 && coverage.stamp == object.valuesStamp { continue }
                     // Covered: every recorded property has a covered value; write what differs.
-                    for property in object.info.propertyList where property.isRecorded {
+                    for property in object.info.propertyList where property.isWritten {
                         guard let expected = coverage.value(property) else {
                             if let changed = object.changes[property.name], changed != property.emptyValue {
                                 values[property.name] = draftValue(changed)
@@ -405,7 +405,7 @@ extension ContextCore {
                     if !values.isEmpty { found.append((id, .update(draftID(id), values: values))) }
                 } else {
                     values.reserveCapacity(object.info.propertyList.count)
-                    for property in object.info.propertyList where property.isRecorded {
+                    for property in object.info.propertyList where property.isWritten {
                         let value = current(property)
                         if !value.isNil { values[property.name] = draftValue(value) }
                     }
@@ -413,7 +413,7 @@ extension ContextCore {
                 }
                 continue
             }
-            for property in object.info.propertyList where property.isRecorded {
+            for property in object.info.propertyList where property.isWritten {
                 guard object.changes[property.name] != nil else { continue }
                 let current = object.currentValue(property)
                 let expected = coverage?.value(property) ?? object.committedValue(property) ?? property.emptyValue
@@ -509,6 +509,14 @@ extension ContextCore {
             }
             register(object)
         }
+        // The derived values the commit computed (spec 0006 §24): the objects holding them
+        // show them now, and those the save didn't otherwise change are reported updated.
+        let derived = result.map { adoptDerivedValues(of: $0.event) } ?? []
+        for object in derived where !insertedIDs.contains(object.objectID) { updatedIDs.insert(object.objectID) }
+        // The next objects-did-change reports them refreshed (their values were re-read from
+        // the store), so what follows the context — a fetched results controller sorted by a
+        // derived attribute — sees the new values.
+        for object in derived { noteRefreshed(object.objectID) }
         retained.removeAll()
         insertionOrder.removeAll()
         restored.removeAll()
@@ -521,7 +529,7 @@ extension ContextCore {
         let didSave = ContextDidSave(
             inserted: insertedIDs, updated: updatedIDs, deleted: deletedIDs, sequence: sequence, storeIdentifier: storeIdentifier,
             contextName: name, transactionAuthor: transactionAuthor, source: ObjectIdentifier(self))
-        post(.didSave(didSave), objects: Dictionary(saved.map { ($0.objectID, $0) }, uniquingKeysWith: { first, _ in first }))
+        post(.didSave(didSave), objects: Dictionary((saved + derived).map { ($0.objectID, $0) }, uniquingKeysWith: { first, _ in first }))
         if let sequence { coordinator.mergeHub.didCommit(through: sequence, source: ObjectIdentifier(self)) }
         // Children: temporary IDs made permanent first, then the saved changes to merge.
         if !idMap.isEmpty {

@@ -708,6 +708,12 @@ final class ContextCore {
             recordProblem(.invalidObject("\(object.objectID) was removed from its context; setting \(property.name) has no effect"))
             return
         }
+        if let derivation = property.derivation {
+            // The store computes a derived attribute at save (spec 0006 §24.1).
+            recordProblem(.invalidArgument(
+                "\(object.entity.name).\(property.name) is a derived attribute (derivation \(derivation)): the store computes its value at save; setting it has no effect"))
+            return
+        }
         if object.isInsertedFlag, case .attribute = property.kind, !property.isTransient {
             return setInsertedAttribute(object, property, value, register: register)
         }
@@ -1579,12 +1585,21 @@ final class ContextCore {
         for change in group.changes {
             let id = ManagedObjectID.permanent(change.objectID, store: storeUUID)
             guard let info = entities[id.entityName] else { continue }
+            // Derived attributes are left out (spec 0006 §24): undo never sets them; the save
+            // of the undo recomputes them.
             func converted(_ values: [String: LogValue]) -> [String: PropertyValue] {
                 var result: [String: PropertyValue] = [:]
                 for (key, value) in values {
-                    if let property = info.properties[key] { result[key] = propertyValue(value, property, storeUUID: storeUUID) }
+                    if let property = info.properties[key], !property.isDerived {
+                        result[key] = propertyValue(value, property, storeUUID: storeUUID)
+                    }
                 }
                 return result
+            }
+            if case .update(_, let changes) = change,
+                changes.allSatisfy({ info.properties[$0.property]?.isDerived == true })
+            {
+                continue  // only derived values: nothing to undo
             }
             if result.changes[id] == nil { result.order.append(id) }
             switch change {
@@ -1595,7 +1610,7 @@ final class ContextCore {
                 for propertyChange in changes {
                     switch propertyChange {
                     case .value(let key, let before, let after):
-                        guard let property = info.properties[key] else { continue }
+                        guard let property = info.properties[key], !property.isDerived else { continue }
                         if objectChange.old[key] == nil { objectChange.old[key] = propertyValue(before, property, storeUUID: storeUUID) }
                         objectChange.new[key] = propertyValue(after, property, storeUUID: storeUUID)
                     case .membership(let key, let added, let removed):

@@ -163,15 +163,25 @@ final class PropertyInfo: Sendable {
     let deleteRule: DeleteRule
     /// Whether the log records this side (false for derived sides and transient properties).
     let isRecorded: Bool
+    /// A derived attribute's derivation (spec 0006 §24): the store computes its value at
+    /// save; the context never sets it or writes it to a draft.
+    let derivation: String?
+    /// Whether the property is a derived attribute.
+    var isDerived: Bool { derivation != nil }
+    /// Whether a save writes the context's changes of the property to the store: a
+    /// recorded property that isn't a derived attribute.
+    let isWritten: Bool
     /// The property's position in its entity's ``EntityInfo/orderedNames``: where a
     /// ``PropertyRow`` holds its value.
     let slot: Int
 
     init(
         name: String, kind: Kind, isTransient: Bool, isOptional: Bool, defaultValue: AttributeValue?, destination: String?,
-        inverse: String?, deleteRule: DeleteRule, isRecorded: Bool, slot: Int = 0
+        inverse: String?, deleteRule: DeleteRule, isRecorded: Bool, slot: Int = 0, derivation: String? = nil
     ) {
         self.slot = slot
+        self.derivation = derivation
+        isWritten = isRecorded && derivation == nil
         self.name = name
         self.kind = kind
         self.isTransient = isTransient
@@ -243,7 +253,8 @@ final class EntityInfo: Sendable {
             properties[attribute.name] = PropertyInfo(
                 name: attribute.name, kind: .attribute(attribute.attributeType), isTransient: attribute.isTransient,
                 isOptional: attribute.isOptional, defaultValue: attribute.defaultValue, destination: nil, inverse: nil,
-                deleteRule: .nullify, isRecorded: !attribute.isTransient, slot: slots[attribute.name] ?? 0)
+                deleteRule: .nullify, isRecorded: !attribute.isTransient, slot: slots[attribute.name] ?? 0,
+                derivation: attribute.derivationExpression?.format)
         }
         for relationship in entity.allRelationships {
             let recorded = RecordedSide.isRecorded(relationship, of: entity, in: model)
@@ -262,7 +273,8 @@ final class EntityInfo: Sendable {
         classLookupNames = [entity.name] + entity.superentityNames
         lookup = NameLookup(propertyList.map(\.name))
         transientSlots = ContiguousArray(propertyList.map(\.isTransient))
-        attributes = entity.allAttributes.compactMap { attribute in properties[attribute.name].map { (attribute, $0) } }
+        // Derived attributes aren't validated: the store computes their values after validation.
+        attributes = entity.allAttributes.filter { !$0.isDerived }.compactMap { attribute in properties[attribute.name].map { (attribute, $0) } }
         attributeChecks = attributes.map { attribute, property in
             let rules = attribute.minimumValue != nil || attribute.maximumValue != nil || attribute.minimumLength != nil
                 || attribute.maximumLength != nil || attribute.regularExpression != nil || !attribute.validationPredicates.isEmpty
@@ -279,6 +291,7 @@ final class EntityInfo: Sendable {
         for (index, check) in relationshipChecks.enumerated() { checkBySlot[check.property.slot] = -1 - index }
         self.checkBySlot = checkBySlot
         requiredRelationshipCount = relationshipChecks.count { !$0.isOptional }
+        hasDerivedAttributes = propertyList.contains { $0.isDerived }
         checksOnlyPersistent = !attributeChecks.contains { $0.property.isTransient }
             && !relationshipChecks.contains { $0.property.isTransient }
     }
@@ -291,6 +304,8 @@ final class EntityInfo: Sendable {
     let requiredRelationshipCount: Int
     /// Whether no checked property is transient (a transient's value isn't in the changes).
     let checksOnlyPersistent: Bool
+    /// Whether the entity has derived attributes (spec 0006 §24).
+    let hasDerivedAttributes: Bool
 
     /// The properties' slots by name: ``slot(named:)`` compares a key with the one or two
     /// names of its length instead of hashing it, and retains no property.

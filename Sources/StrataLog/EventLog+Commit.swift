@@ -196,6 +196,10 @@ extension EventLog {
                 throw LogError.derivedRelationshipSide(
                     entity: coding.entity.name, property: name, recordedSide: "\(inverseEntity).\(inverse)")
             }
+            // The log computes derived attributes itself, after the draft's changes.
+            if let derivations = schema.derivations, let derivation = derivations.derivedByEntity[coding.entity.name]?[name] {
+                throw LogError.derivedAttribute(entity: coding.entity.name, property: name, derivation: derivation)
+            }
             return code
         }
 
@@ -403,6 +407,21 @@ extension EventLog {
             groupBytes.append(w.bytes)
         }
         try writer.putDeferred(txn, &writes, uniqueness: &uniqueness)
+
+        // Derived attributes (spec 0006 §24): computed from the state the changes left, and
+        // written as updates at the end of the last group, in this same transaction.
+        if let derivations = schema.derivations, !groups.isEmpty {
+            let derived = try writer.applyDerivations(
+                derivations, after: groups, txn, sequence: sequence, timestamp: timestamp,
+                recordUniqueKeys: { key, values, entity in try recordUniqueKeys(key, values: values, coding: try codings.coding(entity.name)) })
+            if !derived.isEmpty {
+                var w = ByteWriter(capacity: derived.count * 48)
+                for change in derived { try EventCodec.writeChange(change, &w, schema: eventSchema, catalog: writer) }
+                let last = groups.count - 1
+                groups[last].changes += derived
+                groupBytes[last] += w.bytes
+            }
+        }
 
         // Deferred checks, on the state as the transaction leaves it: an object that doesn't
         // exist must have no references left pointing at it — whether they were written by

@@ -1,7 +1,8 @@
 import Foundation
+import StrataModel
 import StrataStorage
 
-// MARK: - Index migration (spec 0004 §6.4)
+// MARK: - Index and derived-attribute migration (spec 0004 §6.4, spec 0006 §24.6)
 
 extension EventLog {
     /// At a writable open: when the opening model version defines an index (or a uniqueness
@@ -10,11 +11,17 @@ extension EventLog {
     /// Objects written before an index existed have no entries in it otherwise, and a fetch
     /// planned on the index would miss them.
     ///
+    /// Likewise, when it adds a derived attribute or changes a derivation, the attribute is
+    /// computed for every stored object of its entity (and the derived attributes that read
+    /// it follow), and the new values are the `migration` transaction's changes — as Core
+    /// Data's migration computes a new derived attribute for the rows it moves.
+    ///
     /// - Throws: ``LogError/uniquenessViolation(entity:properties:value:objects:)`` when a
-    ///   uniqueness constraint the version adds is already broken by stored objects; nothing
-    ///   is written then, and the store opens with its earlier model.
-    func migrateIndexesIfNeeded() throws {
-        guard !schema.indexes.isEmpty else { return }
+    ///   uniqueness constraint the version adds is already broken by stored objects (or by
+    ///   the derived values computed); ``LogError/derivation(_:)`` when a derived value
+    ///   doesn't fit its type. Nothing is written then, and the open fails.
+    func migrateIfNeeded() throws {
+        guard !schema.indexes.isEmpty || schema.derivations != nil else { return }
         let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion, shapes: entityShapes)
         // The head transaction's model version is read first (it may be in a segment); the
         // write then goes ahead only if the head is still that transaction.
@@ -37,15 +44,27 @@ extension EventLog {
             }
             if previous == nil { previous = try? read { try $0.event(head).modelVersion } }
             guard let previous, previous != modelVersion else { return }
-            let added = Set(schema.indexes).subtracting(Set(try catalog.schema(forModelVersion: previous).indexes))
-            guard !added.isEmpty else { return }
+            let previousSchema = try catalog.schema(forModelVersion: previous)
+            let added = Set(schema.indexes).subtracting(Set(previousSchema.indexes))
+            // Derived attributes the version adds, or whose derivation (or type) it changes.
+            let known = Set(previousSchema.derivations?.plans ?? [])
+            let recomputing = Set((schema.derivations?.plans ?? []).filter { !known.contains($0) }.map(\.qualifiedName))
+            guard !added.isEmpty || !recomputing.isEmpty else { return }
             let timestamp = EventCodec.date(microseconds: EventCodec.microsecondsNow())
             let sequence = try environment.write { txn -> UInt64? in
                 guard try nextSequence(txn) - 1 == head else { return nil }
+                var groups: [ChangeGroup] = []
+                if let derivations = schema.derivations, !recomputing.isEmpty {
+                    // Unique indexes are checked by the rebuild below, over every object.
+                    let changes = try writer.applyDerivations(
+                        derivations, after: [], txn, sequence: head + 1, timestamp: timestamp, recomputing: recomputing,
+                        recordUniqueKeys: { _, _, _ in })
+                    if !changes.isEmpty { groups = [ChangeGroup(changes: changes)] }
+                }
                 try writer.rebuildIndexes(txn)
                 let event = TransactionEvent(
                     sequence: head + 1, timestamp: timestamp, author: nil, contextName: nil,
-                    processID: ProcessInfo.processInfo.processIdentifier, kind: .migration, modelVersion: modelVersion, groups: [])
+                    processID: ProcessInfo.processInfo.processIdentifier, kind: .migration, modelVersion: modelVersion, groups: groups)
                 try writeEventChunks(
                     txn, sequence: head + 1, bytes: try EventCodec.encode(event, catalog: writer), author: event.author,
                     contextName: event.contextName)
@@ -57,7 +76,7 @@ extension EventLog {
                 return
             }
         }
-        throw LogError.invalidOperation("the store at \(path) kept changing while its indexes were being migrated; open it again")
+        throw LogError.invalidOperation("the store at \(path) kept changing while it was being migrated to its new model version; open it again")
     }
 }
 

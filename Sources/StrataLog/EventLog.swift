@@ -230,7 +230,7 @@ public final class EventLog: Sendable {
             modelVersion = version
             try repairSegments()
             if indexThrough != head { try buildContextIndex() }
-            try migrateIndexesIfNeeded()
+            try migrateIfNeeded()
         }
     }
 

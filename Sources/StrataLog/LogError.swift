@@ -29,6 +29,12 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
     case versionMismatch(object: String, expected: UInt64, found: UInt64?)
     /// A change was recorded on the side of a relationship the log derives from its inverse.
     case derivedRelationshipSide(entity: String, property: String, recordedSide: String)
+    /// A change set a derived attribute, whose value the log computes from `derivation` at
+    /// commit (`Specs/0006-context-undo.md` §24). Nothing was written.
+    case derivedAttribute(entity: String, property: String, derivation: String)
+    /// A derived attribute's value couldn't be computed (it doesn't fit the attribute's type,
+    /// or the model's derivation can't be resolved). Nothing was written.
+    case derivation(String)
     /// A sequence number outside the log.
     case sequenceOutOfRange(requested: UInt64, head: UInt64)
     /// A segment file is missing or unreadable.
@@ -65,6 +71,9 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
             "\(object) changed since version \(expected): it is now " + (found.map { "version \($0)" } ?? "deleted")
         case .derivedRelationshipSide(let entity, let property, let recordedSide):
             "\(entity).\(property) is derived from its inverse \(recordedSide); record the change there"
+        case .derivedAttribute(let entity, let property, let derivation):
+            "\(entity).\(property) is a derived attribute (derivation \(derivation)): the store computes its value at save; it can't be set"
+        case .derivation(let detail): "derived attribute: \(detail)"
         case .sequenceOutOfRange(let requested, let head): "sequence \(requested) is past the head (\(head))"
         case .segment(let detail): "segment: \(detail)"
         case .notAStore(let path): "no Strata store at \(path)"

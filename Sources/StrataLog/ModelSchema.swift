@@ -98,6 +98,8 @@ struct ModelSchema: Sendable {
     let indexes: [IndexDefinition]
     /// Relationships whose storage is recorded, as "Entity.property" (catalog names).
     let recordedRelationships: [String]
+    /// The model's derived attributes; nil when it has none (a commit then computes nothing).
+    let derivations: DerivationSchema?
 
     init(model: ManagedObjectModel) {
         self.model = model
@@ -175,6 +177,7 @@ struct ModelSchema: Sendable {
         self.entities = entities
         self.indexes = allIndexes.values.sorted { $0.name < $1.name }
         self.recordedRelationships = recorded.sorted()
+        derivations = DerivationSchema(model: model)
     }
 
     /// Which side of a relationship the log records (`Specs/0004-event-log.md` §4.2):

@@ -6,8 +6,10 @@ internal import Foundation
 /// validation rules.
 ///
 /// Corresponds to Core Data's `NSAttributeDescription`. As in Core Data, a new attribute is
-/// optional; call ``required()`` (or set ``isOptional``) for a mandatory one. The builder
-/// spelling is ``Attribute`` (a type alias):
+/// optional; call ``required()`` (or set ``isOptional``) for a mandatory one. With a
+/// ``derivationExpression`` it is a derived attribute (Core Data's subclass
+/// `NSDerivedAttributeDescription`), whose value the store computes at save; see
+/// ``isDerived``. The builder spelling is ``Attribute`` (a type alias):
 ///
 /// ```swift
 /// Attribute("processID", .int32, default: -1)
@@ -45,6 +47,20 @@ public struct AttributeDescription: Sendable, Hashable, Codable {
     /// ``attributeType``.
     public var defaultValue: AttributeValue?
 
+    // MARK: - Derivation
+
+    /// The expression the store computes the attribute's value from at each save that may
+    /// change it (`NSDerivedAttributeDescription.derivationExpression`); nil for an
+    /// ordinary attribute.
+    ///
+    /// Supported, as in Core Data: a key path to an attribute of the object or through
+    /// to-one relationships (`department.name`), an aggregate of a to-many relationship
+    /// (`employees.@count`, `employees.@sum.salary`, `@avg`, `@min`, `@max`), `now()` (the
+    /// save's time), and `lowercase(…)`, `uppercase(…)` or `canonical(…)` of a key path to a
+    /// string. The model checker refuses anything else (``ModelError/Kind/invalidDerivation``).
+    /// Apps read a derived attribute and never set it (`Specs/0006-context-undo.md` §24).
+    public var derivationExpression: ModelExpression?
+
     // MARK: - Validation rules
 
     /// The smallest allowed value, for numeric and date attributes (Core Data's "Minimum"
@@ -79,7 +95,7 @@ public struct AttributeDescription: Sendable, Hashable, Codable {
     enum CodingKeys: String, CodingKey {
         case name, attributeType, isOptional, isTransient, isIndexed, isProvidedAtInsert, defaultValue
         case minimumValue, maximumValue, minimumLength, maximumLength, regularExpression, validationPredicates
-        case renamingIdentifier, userInfo, versionHashModifier
+        case renamingIdentifier, userInfo, versionHashModifier, derivationExpression
     }
 
     // MARK: - Creating
@@ -93,10 +109,14 @@ public struct AttributeDescription: Sendable, Hashable, Codable {
     /// ```swift
     /// AttributeDescription("age", .int16, default: 0)
     /// AttributeDescription("nickname", .string, optional: true)
+    /// AttributeDescription("employeeCount", .int64, derivation: "employees.@count")
     /// ```
+    ///
+    /// A `derivation` makes a derived attribute (Core Data's `NSDerivedAttributeDescription`),
+    /// whose value the store computes at save; see ``derivationExpression``.
     public init(
         _ name: String, _ type: AttributeType, optional: Bool = true, transient: Bool = false,
-        indexed: Bool = false, default defaultValue: AttributeValue? = nil
+        indexed: Bool = false, default defaultValue: AttributeValue? = nil, derivation: ModelExpression? = nil
     ) {
         self.name = name
         self.attributeType = type
@@ -104,6 +124,7 @@ public struct AttributeDescription: Sendable, Hashable, Codable {
         self.isTransient = transient
         self.isIndexed = indexed
         self.defaultValue = defaultValue.map { $0.coerced(to: type) }
+        self.derivationExpression = derivation
     }
 
     // MARK: - Derived
@@ -122,6 +143,14 @@ public struct AttributeDescription: Sendable, Hashable, Codable {
     /// AttributeDescription("fullName", .string, transient: true).isPersisted  // false
     /// ```
     public var isPersisted: Bool { !isTransient }
+
+    /// Whether the store computes the attribute's value from its ``derivationExpression``
+    /// (Core Data: the attribute is an `NSDerivedAttributeDescription`).
+    ///
+    /// ```swift
+    /// Attribute("employeeCount", .int64).derived(from: "employees.@count").isDerived  // true
+    /// ```
+    public var isDerived: Bool { derivationExpression != nil }
 }
 
 // MARK: - Builder spelling
@@ -171,6 +200,15 @@ extension AttributeDescription {
     /// Attribute("date", .date).required().providedAtInsert()
     /// ```
     public func providedAtInsert() -> AttributeDescription { with { $0.isProvidedAtInsert = true } }
+
+    /// Makes the attribute derived: the store computes its value from `derivation` at each
+    /// save that may change it (``derivationExpression``).
+    ///
+    /// ```swift
+    /// Attribute("employeeCount", .int64).derived(from: "employees.@count")
+    /// Attribute("searchName", .string).derived(from: "canonical(name)").indexed()
+    /// ```
+    public func derived(from derivation: ModelExpression) -> AttributeDescription { with { $0.derivationExpression = derivation } }
 
     /// Adds a validation predicate with its warning
     /// (`setValidationPredicates(_:withValidationWarnings:)`).

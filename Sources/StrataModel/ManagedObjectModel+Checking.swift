@@ -26,6 +26,11 @@ extension ManagedObjectModel {
     /// - uniqueness constraints name persisted attributes or to-one relationships — `invalidUniquenessConstraint`
     /// - fetched properties name an existing entity — `invalidFetchedProperty`
     /// - fetch request templates have unique names and an existing entity — `invalidFetchRequestTemplate`
+    /// - derived attributes have a derivation Strata computes — a key path to an attribute
+    ///   (through to-one relationships), a to-many aggregate, `now()`, `lowercase`,
+    ///   `uppercase` or `canonical` of a key path — whose result fits the attribute's type,
+    ///   read no derived attribute in a cycle, and are optional, persisted, without a default
+    ///   or validation rules — `invalidDerivation`
     ///
     /// ```swift
     /// var model = ManagedObjectModel()
@@ -96,6 +101,7 @@ struct ModelChecker {
             }
         }
         checkTemplates()
+        checkDerivations()
     }
 
     // MARK: - Entities
@@ -157,7 +163,7 @@ struct ModelChecker {
                 .wrongValueType, entity.name, a.name, path + ".defaultValue",
                 "default value \(value) of \(subject) does not match its type \(a.attributeType)\(ModelChecker.conversionHint(value, a.attributeType))")
         }
-        if !a.isOptional, !a.isTransient, a.defaultValue == nil, !a.isProvidedAtInsert, !entity.isAbstract {
+        if !a.isOptional, !a.isTransient, !a.isDerived, a.defaultValue == nil, !a.isProvidedAtInsert, !entity.isAbstract {
             report(
                 .missingDefaultValue, entity.name, a.name, path,
                 "\(subject) is mandatory but has no default value, so a new '\(entity.name)' object fails validation; give it a default, make it optional, or mark it provided at insert")
@@ -204,6 +210,7 @@ struct ModelChecker {
                     "regular expression \"\(pattern)\" of \(subject) does not compile: \(error.localizedDescription)")
             }
         }
+        if a.isDerived { checkDerivedFlags(a, entity, path) }
         for (pi, rule) in a.validationPredicates.enumerated() {
             if let message = rule.predicate.syntaxError {
                 report(
@@ -229,11 +236,66 @@ struct ModelChecker {
         for ancestorName in entity.superentityNames {
             guard let ancestor = model.entitiesByName[ancestorName], ancestor.isAbstract else { continue }
             for a in ancestor.attributes
-            where !a.isOptional && !a.isTransient && a.defaultValue == nil && !a.isProvidedAtInsert {
+            where !a.isOptional && !a.isTransient && !a.isDerived && a.defaultValue == nil && !a.isProvidedAtInsert {
                 report(
                     .missingDefaultValue, entity.name, a.name, path,
                     "attribute '\(a.name)', inherited from abstract '\(ancestorName)', is mandatory but has no default value, so a new '\(entity.name)' object fails validation")
             }
+        }
+    }
+
+    // MARK: - Derived attributes
+
+    /// What a derived attribute can't also be: the store computes its value at save, so it is
+    /// stored, empty until then, and neither defaulted nor validated.
+    mutating func checkDerivedFlags(_ a: AttributeDescription, _ entity: EntityDescription, _ path: String) {
+        let subject = "derived attribute '\(a.name)'"
+        if a.isTransient {
+            report(.invalidDerivation, entity.name, a.name, path + ".transient", "\(subject) can't be transient: the store computes and keeps its value")
+        }
+        if !a.isOptional {
+            report(
+                .invalidDerivation, entity.name, a.name, path + ".optional",
+                "\(subject) must be optional: it has no value until its object is first saved, and a key path through an empty relationship gives none")
+        }
+        if a.defaultValue != nil {
+            report(.invalidDerivation, entity.name, a.name, path + ".defaultValue", "\(subject) can't have a default value: the store computes its value at save")
+        }
+        if a.isProvidedAtInsert {
+            report(.invalidDerivation, entity.name, a.name, path + ".providedAtInsert", "\(subject) can't be provided at insert: apps never set it")
+        }
+        let rules: [(Bool, String)] = [
+            (a.minimumValue != nil, "minimumValue"), (a.maximumValue != nil, "maximumValue"), (a.minimumLength != nil, "minimumLength"),
+            (a.maximumLength != nil, "maximumLength"), (a.regularExpression != nil, "regularExpression"),
+            (!a.validationPredicates.isEmpty, "validationPredicates"),
+        ]
+        for (present, key) in rules where present {
+            report(
+                .invalidDerivation, entity.name, a.name, "\(path).\(key)",
+                "\(subject) can't have validation rules (\(key)): the store computes its value at save, after validation")
+        }
+    }
+
+    /// Each derivation resolves against the model, and none reads derived attributes in a cycle.
+    mutating func checkDerivations() {
+        var plans: [DerivationPlan] = []
+        var locations: [String: String] = [:]  // "Entity.attribute" → location
+        for (ei, entity) in model.entities.enumerated() {
+            for (ai, attribute) in entity.attributes.enumerated() where attribute.isDerived {
+                let path = "entities[\(ei)].attributes[\(ai)].derivation"
+                locations["\(entity.name).\(attribute.name)"] = path
+                switch DerivationPlan.resolve(attribute, declaredBy: entity, in: model) {
+                case .success(let plan):
+                    plans.append(plan)
+                case .failure(let problem) where !problem.isReportedElsewhere:
+                    report(.invalidDerivation, entity.name, attribute.name, path, "derived attribute '\(attribute.name)': \(problem.message)")
+                case .failure:
+                    break
+                }
+            }
+        }
+        for (plan, message) in DerivationPlan.dependencyOrder(plans).cycles {
+            report(.invalidDerivation, plan.entity, plan.attribute, locations[plan.qualifiedName] ?? "", "derived attribute '\(plan.attribute)': \(message)")
         }
     }
 

@@ -3,9 +3,21 @@ public import Foundation
 // MARK: - Model files
 
 extension ManagedObjectModel {
-    /// The model file format version this library writes and the newest it reads
-    /// (`Specs/0002-model-file.md`).
-    public static let currentFormatVersion = 1
+    /// The newest model file format version this library reads and writes
+    /// (`Specs/0002-model-file.md`). Version 2 added derived attributes (`derivation`); the
+    /// writer writes the oldest version that holds the model — 1 for a model without derived
+    /// attributes — so such files are unchanged and older readers still read them.
+    public static let currentFormatVersion = 2
+
+    /// The format version ``jsonData(prettyPrinted:)`` writes for this model: 2 when an
+    /// entity has a derived attribute, else 1.
+    ///
+    /// ```swift
+    /// model.formatVersion  // 1
+    /// ```
+    public var formatVersion: Int {
+        entities.contains { $0.attributes.contains(where: \.isDerived) } ? 2 : 1
+    }
 
     /// Loads and checks a JSON model file.
     ///
@@ -61,7 +73,7 @@ extension ManagedObjectModel {
         self = model
     }
 
-    /// The model as JSON model file bytes (format ``currentFormatVersion``).
+    /// The model as JSON model file bytes (format ``formatVersion``).
     ///
     /// Output is deterministic: members in a fixed order (`name` first), dictionaries
     /// sorted by key, members with their default value left out, two-space indentation
@@ -91,7 +103,7 @@ enum ModelFileWriter {
     typealias Members = [(key: String, value: JSONValue)]
 
     static func document(_ model: ManagedObjectModel) -> JSONValue {
-        var m: Members = [("formatVersion", .number(String(ManagedObjectModel.currentFormatVersion)))]
+        var m: Members = [("formatVersion", .number(String(model.formatVersion)))]
         if !model.versionIdentifiers.isEmpty {
             m.append(("versionIdentifiers", .array(model.versionIdentifiers.sorted().map(JSONValue.string))))
         }
@@ -133,6 +145,7 @@ enum ModelFileWriter {
     static func attribute(_ a: AttributeDescription) -> JSONValue {
         var m: Members = [("name", .string(a.name)), ("type", .string(a.attributeType.name))]
         if case .transformable(let valueType) = a.attributeType { m.append(("valueType", .string(valueType))) }
+        add(&m, "derivation", a.derivationExpression?.format)
         add(&m, "optional", a.isOptional, default: true)
         add(&m, "transient", a.isTransient, default: false)
         add(&m, "indexed", a.isIndexed, default: false)
@@ -191,6 +204,9 @@ enum ModelFileWriter {
 /// location instead of stopping at the first.
 struct ModelFileReader {
     var issues: [ModelError.Issue] = []
+    /// The document's `formatVersion` (members added by a later version are refused in an
+    /// older one).
+    var formatVersion = ManagedObjectModel.currentFormatVersion
 
     mutating func fail(_ path: String, _ message: String, entity: String? = nil, property: String? = nil) {
         issues.append(.init(.malformedFile, entity: entity, property: property, message: message, location: path))
@@ -286,6 +302,7 @@ struct ModelFileReader {
                         location: "formatVersion")
                 ])
             }
+            formatVersion = version
         case nil:
             throw ModelError([.init(.malformedFile, entity: nil, property: nil, message: "missing required member 'formatVersion'", location: "$")])
         case let other?:
@@ -354,9 +371,9 @@ struct ModelFileReader {
 
     mutating func attribute(_ json: JSONValue, _ path: String, entity: String) -> AttributeDescription {
         let allowed = [
-            "name", "type", "valueType", "optional", "transient", "indexed", "providedAtInsert", "defaultValue", "minimumValue",
-            "maximumValue", "minimumLength", "maximumLength", "regularExpression", "validationPredicates", "renamingIdentifier",
-            "versionHashModifier", "userInfo",
+            "name", "type", "valueType", "derivation", "optional", "transient", "indexed", "providedAtInsert", "defaultValue",
+            "minimumValue", "maximumValue", "minimumLength", "maximumLength", "regularExpression", "validationPredicates",
+            "renamingIdentifier", "versionHashModifier", "userInfo",
         ]
         guard let obj = object(json, path, "an attribute", allowed: allowed) else { return AttributeDescription("", .string) }
         let name = string(obj, "name", path, required: true) ?? ""
@@ -372,6 +389,16 @@ struct ModelFileReader {
             }
         }
         var a = AttributeDescription(name, type ?? .string)
+        if let derivation = string(obj, "derivation", path) {
+            if formatVersion < 2 {
+                issues.append(
+                    .init(
+                        .malformedFile, entity: entity, property: name,
+                        message: "'derivation' (a derived attribute) needs formatVersion 2; the file has formatVersion \(formatVersion)",
+                        location: path + ".derivation"))
+            }
+            a.derivationExpression = ModelExpression(derivation)
+        }
         a.isOptional = bool(obj, "optional", path, default: true)
         a.isTransient = bool(obj, "transient", path, default: false)
         a.isIndexed = bool(obj, "indexed", path, default: false)

@@ -9,7 +9,8 @@ extension EntityDescription {
     /// Corresponds to Core Data's `versionHash`. Hashed (in this order): the entity name,
     /// `isAbstract`, the superentity name, the entity's `versionHashModifier`; then every
     /// persisted attribute, inherited ones included, sorted by name — name, type (with the
-    /// transformable value type), `isOptional`, `versionHashModifier`; then every persisted
+    /// transformable value type, and a derived attribute's derivation), `isOptional`,
+    /// `versionHashModifier`; then every persisted
     /// relationship likewise — name, destination entity, `isToMany`, `isOrdered`,
     /// `versionHashModifier`. Not hashed: transient properties, fetched properties, class
     /// name, defaults, validation rules, indexes, uniqueness constraints, delete rules,
@@ -30,7 +31,8 @@ extension EntityDescription {
         e.count(attributes.count)
         for a in attributes {
             e.string(a.name)
-            e.string(a.attributeType.description)
+            // A derived attribute's type names its derivation (an ordinary one's is unchanged).
+            e.string(a.derivationExpression.map { "derived(\(a.attributeType.description), \($0.format))" } ?? a.attributeType.description)
             e.bool(a.isOptional)
             e.optional(a.versionHashModifier)
         }

@@ -156,5 +156,10 @@ public struct ModelError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let invalidFetchedProperty = Kind(rawValue: "invalidFetchedProperty")
         /// A fetch request template is duplicated or names an unknown entity.
         public static let invalidFetchRequestTemplate = Kind(rawValue: "invalidFetchRequestTemplate")
+        /// A derived attribute's derivation doesn't parse, isn't a supported shape, names an
+        /// unknown key, follows a to-many relationship without an aggregate, gives values of
+        /// another type than the attribute's, reads derived attributes in a cycle — or the
+        /// attribute is transient, mandatory, defaulted or validated.
+        public static let invalidDerivation = Kind(rawValue: "invalidDerivation")
     }
 }

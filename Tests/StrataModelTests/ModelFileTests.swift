@@ -10,7 +10,10 @@ struct ModelFileTests {
     /// before they are compared (after an intended format change; review the diff).
     static var regenerating: Bool { ProcessInfo.processInfo.environment["STRATA_REGENERATE_SPECS"] == "1" }
 
-    static let seedFiles = ["run.json", "student-class.json", "league-manager.json", "employee-department.json", "person.json", "people.json"]
+    static let seedFiles = [
+        "run.json", "student-class.json", "league-manager.json", "employee-department.json", "person.json", "people.json",
+        "derived-attributes.json",
+    ]
 
     @Test("The model file equals the builder model", arguments: seedFiles)
     func fileEqualsBuilder(file: String) throws {
@@ -64,7 +67,7 @@ struct ModelFileTests {
         let error = try #require(throws: ModelError.self) { try ManagedObjectModel(contentsOf: url) }
         #expect(error.kinds == [.unsupportedFormatVersion])
         #expect(error.file == url.path)
-        #expect(error.description.contains("formatVersion 2"))
+        #expect(error.description.contains("formatVersion 3"))
         #expect(error.description.contains("future-version.json"))
     }
 

@@ -78,6 +78,7 @@ struct VersionHashTests {
         ("abstract", changing { $0.isAbstract = true }),
         ("superentity", changing { $0.superentityName = "Department" }),
         ("rename entity", changing { $0.name = "Staff" }),
+        ("make derived", changing { $0.attributes[0].derivationExpression = "lastName" }),
     ]
 
     /// Changes that leave the persisted shape alone: the hash must not change.

@@ -169,6 +169,43 @@ public enum SeedModels {
         }
     }
 
+    // MARK: - Derived attributes
+
+    /// Derived attributes of every kind (`Specs/0002-model-file/derived-attributes.json`):
+    /// a `Department`'s employee count (indexed), salary sum, average, minimum and maximum,
+    /// its `canonical(name)` and the time of its last save (`now()`); an `Employee`'s
+    /// `department.name`, `uppercase(name)`, and `department.searchName` — a derivation
+    /// reading another derived attribute.
+    ///
+    /// ```swift
+    /// try SeedModels.derivedAttributes.entity(named: "Department")?.attributesByName["employeeCount"]?.isDerived  // true
+    /// ```
+    public static var derivedAttributes: ManagedObjectModel {
+        get throws {
+            try ManagedObjectModel {
+                Entity("Department") {
+                    Attribute("name", .string)
+                    Attribute("employeeCount", .int64).derived(from: "employees.@count").indexed()
+                    Attribute("totalSalary", .decimal).derived(from: "employees.@sum.salary")
+                    Attribute("averageSalary", .decimal).derived(from: "employees.@avg.salary")
+                    Attribute("lowestSalary", .decimal).derived(from: "employees.@min.salary")
+                    Attribute("highestSalary", .decimal).derived(from: "employees.@max.salary")
+                    Attribute("searchName", .string).derived(from: "canonical(name)").indexed()
+                    Attribute("lastSaved", .date).derived(from: "now()")
+                    Relationship("employees", to: "Employee", inverse: "department", toMany: true)
+                }
+                Entity("Employee") {
+                    Attribute("name", .string)
+                    Attribute("salary", .decimal)
+                    Attribute("departmentName", .string).derived(from: "department.name")
+                    Attribute("shoutedName", .string).derived(from: "uppercase(name)")
+                    Attribute("departmentSearchName", .string).derived(from: "department.searchName")
+                    Relationship("department", to: "Department", inverse: "employees")
+                }
+            }
+        }
+    }
+
     /// Every seed model by the name of its model file under `Specs/0002-model-file/`.
     ///
     /// ```swift
@@ -179,6 +216,7 @@ public enum SeedModels {
             [
                 ("run.json", try run), ("student-class.json", try studentClass), ("league-manager.json", try leagueManager),
                 ("employee-department.json", try employeeDepartment), ("person.json", try person), ("people.json", try people),
+                ("derived-attributes.json", try derivedAttributes),
             ]
         }
     }

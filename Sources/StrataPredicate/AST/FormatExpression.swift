@@ -44,3 +44,31 @@ public indirect enum FormatExpression: Sendable, Hashable {
     /// (`NSSubqueryExpressionType`).
     case subquery(collection: FormatExpression, variable: String, predicate: PredicateNode)
 }
+
+// MARK: - Parsing and printing
+
+extension FormatExpression: CustomStringConvertible {
+    /// Parses `format` as a single expression (Core Data's `NSExpression(format:)`), with
+    /// `arguments` for `%@`, `%K` and the other specifiers, as ``FormatPredicate`` parses them.
+    ///
+    /// Throws ``FormatPredicateError`` with the position of the problem when the string is
+    /// not one expression: `"employees.@count"`, `"lowercase(name)"` and `"now()"` are;
+    /// `"age > 3"` (a predicate) is not.
+    ///
+    /// ```swift
+    /// let count = try FormatExpression(format: "employees.@count")
+    /// print(count)  // employees.@count
+    /// ```
+    public init(format: String, _ arguments: Any...) throws {
+        var parser = Parser(format: format, arguments: arguments)
+        self = try parser.parseStandaloneExpression()
+    }
+
+    /// The expression as a canonical format string that ``init(format:_:)`` parses back to
+    /// an equal expression.
+    ///
+    /// ```swift
+    /// try FormatExpression(format: "LOWERCASE( name )").description  // "lowercase(name)"
+    /// ```
+    public var description: String { PredicatePrinter.print(self) }
+}

@@ -1,3 +1,5 @@
+internal import Foundation
+
 // MARK: - FormatFunction
 
 /// A built-in function callable in a format string as `name(arguments)`, matching
@@ -15,6 +17,9 @@ public enum FormatFunction: String, Sendable, Hashable, CaseIterable {
     case lowercase
     /// `uppercase(string)`.
     case uppercase
+    /// `canonical(string)`: the string with case and diacritics folded away (`"Émile"` →
+    /// `"emile"`), Core Data's `canonical:` — what `==[cd]` compares.
+    case canonical
     /// `abs(number)`.
     case abs
     /// `sqrt(number)`, a `Double`.
@@ -38,4 +43,16 @@ public enum FormatFunction: String, Sendable, Hashable, CaseIterable {
 
     /// The number of arguments the function takes.
     var arity: Int { self == .now ? 0 : 1 }
+}
+
+extension FormatFunction {
+    /// The canonical form `canonical()` gives: `string` with case and diacritics folded
+    /// (no locale), so two strings that `==[cd]` finds equal have the same canonical form.
+    ///
+    /// ```swift
+    /// FormatFunction.canonical("Émile Zola")  // "emile zola"
+    /// ```
+    public static func canonical(_ string: String) -> String {
+        string.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
+    }
 }

@@ -164,6 +164,10 @@ struct Evaluator {
             if argument.isNull { return .null }
             guard case .string(let string) = argument else { throw mismatch() }
             return .string(function == .lowercase ? string.lowercased() : string.uppercased())
+        case .canonical:
+            if argument.isNull { return .null }
+            guard case .string(let string) = argument else { throw mismatch() }
+            return .string(FormatFunction.canonical(string))
         case .length:
             if argument.isNull { return .null }
             guard case .string(let string) = argument else { throw mismatch() }

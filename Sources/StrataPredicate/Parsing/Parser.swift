@@ -51,6 +51,26 @@ struct Parser {
         return predicate
     }
 
+    /// Parses the whole format string as one expression (`NSExpression(format:)`): a key
+    /// path, a function call, arithmetic, an aggregate, a constant. A trailing comparison or
+    /// anything else after the expression is an error.
+    mutating func parseStandaloneExpression() throws -> FormatExpression {
+        var lexer = Lexer(format: format, arguments: arguments)
+        tokens = try lexer.tokenize()
+        index = 0
+        let expression = try parseExpression()
+        guard current.kind == .end else {
+            throw error("unexpected \(current.display)", expected: "an operator or the end of the expression")
+        }
+        if lexer.argumentsUsed < arguments.count {
+            throw FormatPredicateError(
+                kind: .extraArguments,
+                message: "\(arguments.count) arguments given but the format string uses \(lexer.argumentsUsed)",
+                position: current.position, expected: nil)
+        }
+        return expression
+    }
+
     // MARK: - Tokens
 
     private var current: Token {

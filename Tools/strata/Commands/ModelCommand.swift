@@ -83,6 +83,7 @@ struct ModelCommand: ParsableCommand {
                 if attribute.isIndexed { traits.append("indexed") }
                 if attribute.isTransient { traits.append("transient") }
                 if let value = attribute.defaultValue { traits.append("default \(LogValue.attribute(value))") }
+                if let derivation = attribute.derivationExpression { traits.append("derived from \(derivation.format)") }
                 lines.append("  attribute     \(attribute.name): \(attribute.attributeType.name)  (\(traits.joined(separator: ", ")))")
             }
             for relationship in entity.relationships.sorted(by: { $0.name < $1.name }) {
