@@ -11,7 +11,8 @@ extension ContextCore {
     /// A fault isn't loaded for it; a fault's fetched row, now stale, is dropped (it fires
     /// from the store). Returns the objects given new values.
     func adoptDerivedValues(of event: TransactionEvent) -> [ManagedObject] {
-        guard let store = try? store() else { return [] }
+        // A model without derived attributes has none to adopt: no walk over a large save's changes.
+        guard entities.values.contains(where: \.hasDerivedAttributes), let store = try? store() else { return [] }
         var adopted: [ManagedObject] = []
         for change in event.changes {
             guard case .update(let stored, let changes) = change, let info = entities[stored.entity] else { continue }
