@@ -42,6 +42,42 @@ struct DerivationSchema: Sendable {
 }
 
 extension TableWriter {
+    /// Where the members' side of a plan kept incrementally (``DerivationPlan/isKeptIncrementally``)
+    /// records the relationship: the to-one inverse's name, when the plan's to-many step is
+    /// the side the log derives from it (one-to-many, the usual case); nil otherwise (the
+    /// value is computed from every member).
+    private func keptInverse(_ plan: DerivationPlan) -> String? {
+        guard let step = plan.steps.first,
+            case .derived(let inverseEntity, let inverse)? = schema.entities[plan.entity]?.propertiesByName[step.relationship]?.relationship,
+            case .toOne? = schema.entities[inverseEntity]?.propertiesByName[inverse]?.relationship
+        else { return nil }
+        return inverse
+    }
+
+    /// One object's values before a commit's changes, as the changes tell them: absent when
+    /// its first change is its insert; else, per property, the before-value of its first
+    /// change of it, or its delete's before-image, or (unchanged) its value now.
+    private struct Start {
+        var absent: Bool
+        var firstBefore: [String: LogValue] = [:]
+        var deleteImage: [String: LogValue]?
+
+        mutating func note(_ change: Change) {
+            switch change {
+            case .insert:
+                break
+            case .update(_, let changes):
+                for case .value(let name, let before, _) in changes where firstBefore[name] == nil { firstBefore[name] = before }
+            case .delete(_, let before):
+                if deleteImage == nil { deleteImage = before }
+            }
+        }
+
+        func value(_ name: String, now: [String: LogValue]?) -> LogValue? {
+            firstBefore[name] ?? deleteImage?[name] ?? now?[name]
+        }
+    }
+
     /// What a commit changed about one object, for deciding which derived values to compute.
     private struct Touch {
         /// The commit inserted the object.
@@ -89,6 +125,9 @@ extension TableWriter {
         // value before or after it names.
         var touched: [StoredObjectID: Touch] = [:]
         var deleted: Set<StoredObjectID> = []
+        /// Each changed object's values before the transaction, as far as its changes tell
+        /// them (for aggregates kept from their stored value).
+        var starts: [StoredObjectID: Start] = [:]
         func reference(_ value: LogValue) {
             switch value {
             case .reference(let id): touched[id, default: Touch()].referenced = true
@@ -98,6 +137,7 @@ extension TableWriter {
         }
         for group in groups {
             for change in group.changes {
+                starts[change.objectID, default: Start(absent: { if case .insert = change { return true } else { return false } }())].note(change)
                 switch change {
                 case .insert(let id, let values):
                     touched[id, default: Touch()].inserted = true
@@ -193,11 +233,43 @@ extension TableWriter {
                     for object in reached where derivations.isKind(object.entity, of: plan.entity) { candidates.insert(object) }
                 }
             }
+            // A @count or @sum over a one-to-many relationship is kept from its stored value:
+            // what the members that joined or left (or changed the value summed) add and take
+            // away, instead of every member read again — one small save into a department
+            // of 10,000 employees reads the employees it changed, not 10,000.
+            var kept: [StoredObjectID: (added: [AttributeValue?], removed: [AttributeValue?])] = [:]
+            let inverse = plan.isKeptIncrementally && !recomputing.contains(plan.qualifiedName) ? keptInverse(plan) : nil
+            if let inverse {
+                let source = plan.source
+                for (member, start) in starts where derivations.isKind(member.entity, of: plan.steps[0].destination) {
+                    let now = try record(member)?.values
+                    func before(_ name: String) -> LogValue? { start.absent ? nil : start.value(name, now: now) }
+                    func owner(_ value: LogValue?) -> StoredObjectID? {
+                        if case .reference(let id)? = value { return id }
+                        return nil
+                    }
+                    func summed(_ value: LogValue?) -> AttributeValue? {
+                        if case .attribute(let v)? = value { return v }
+                        return nil
+                    }
+                    let (ownerBefore, ownerAfter) = (owner(before(inverse)), owner(now?[inverse]))
+                    let (valueBefore, valueAfter) = (source.flatMap { summed(before($0)) }, source.flatMap { summed(now?[$0]) })
+                    if ownerBefore == ownerAfter && valueBefore == valueAfter { continue }
+                    if let ownerBefore, candidates.contains(ownerBefore) { kept[ownerBefore, default: ([], [])].removed.append(valueBefore) }
+                    if let ownerAfter, candidates.contains(ownerAfter) { kept[ownerAfter, default: ([], [])].added.append(valueAfter) }
+                }
+            }
             for id in candidates.sorted() where !deleted.contains(id) {
                 guard let current = try record(id), let entity = schema.entities[id.entity] else { continue }
-                let computed: AttributeValue?
+                var computed: AttributeValue?
                 do {
-                    computed = try plan.value(of: id, now: timestamp, attribute: attribute, related: { step, object in try related(step.relationship, object) })
+                    if inverse != nil, touched[id]?.inserted != true, case .attribute(let stored)? = current.values[plan.attribute],
+                        let adjusted = try plan.adjusted(stored, added: kept[id]?.added ?? [], removed: kept[id]?.removed ?? [])
+                    {
+                        computed = adjusted
+                    } else {
+                        computed = try plan.value(of: id, now: timestamp, attribute: attribute, related: { step, object in try related(step.relationship, object) })
+                    }
                 } catch let overflow as DerivationOverflow {
                     throw LogError.derivation("\(overflow.description) (for \(id))")
                 }

@@ -421,6 +421,60 @@ extension DerivationPlan {
         return try converted(type == .float ? Float(mean) as Any : mean as Any)
     }
 
+    /// Whether ``adjusted(_:added:removed:)`` can keep the value: a `@count`, or a `@sum`,
+    /// over the plan's only step, a to-many relationship.
+    package var isKeptIncrementally: Bool {
+        guard steps.count == 1, steps[0].isToMany else { return false }
+        return aggregate == .count || aggregate == .sum
+    }
+
+    /// A `@count` or `@sum` kept from its stored value rather than computed from every
+    /// member (``isKeptIncrementally``): `stored` less what the members that left (or whose
+    /// value changed) held, plus what those that joined hold — `removed` and `added`, the
+    /// members' source values (nil: a member without one). Nil when `stored` isn't a value
+    /// of the aggregate's kind (the caller computes from every member instead).
+    ///
+    /// Integer and decimal sums are exact, as a fresh sum is; a floating-point sum kept this
+    /// way can differ from a fresh one in its last digits (as SQL triggers keeping a running
+    /// total do).
+    ///
+    /// - Throws: ``DerivationOverflow`` as ``value(of:now:attribute:related:)`` does.
+    package func adjusted(_ stored: AttributeValue, added: [AttributeValue?], removed: [AttributeValue?]) throws -> AttributeValue? {
+        switch aggregate {
+        case .count?:
+            guard let count = Self.integer(stored) else { return nil }
+            let (result, overflow) = count.addingReportingOverflow(added.count - removed.count)
+            if overflow || result < 0 { return nil }
+            return try finish(count: result)
+        case .sum?:
+            switch sourceType {
+            case let found? where found.isInteger:
+                guard var total = Self.integer(stored) else { return nil }
+                for (values, sign) in [(removed, -1), (added, 1)] {
+                    for case let value? in values {
+                        guard let n = Self.integer(value) else { continue }
+                        let (result, overflow) = total.addingReportingOverflow(sign * n)
+                        if overflow { throw DerivationOverflow(description: "the sum for \(qualifiedName) overflows 64-bit integers") }
+                        total = result
+                    }
+                }
+                return try converted(total)
+            case .decimal?:
+                guard case .decimal(var total) = stored else { return nil }
+                for case .decimal(let d)? in removed { total -= d }
+                for case .decimal(let d)? in added { total += d }
+                return try converted(total)
+            default:
+                guard var total = Self.floating(stored) else { return nil }
+                for case let value? in removed { total -= Self.floating(value) ?? 0 }
+                for case let value? in added { total += Self.floating(value) ?? 0 }
+                return try converted(type == .float ? Float(total) as Any : total as Any)
+            }
+        default:
+            return nil
+        }
+    }
+
     private static func integer(_ value: AttributeValue) -> Int? {
         switch value {
         case .int16(let n): Int(n)

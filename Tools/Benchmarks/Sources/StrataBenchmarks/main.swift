@@ -5,7 +5,7 @@ import Foundation
 //
 //     swift run -c release StrataBenchmarks [filter…]
 //
-// Filters (any substring): commit, small, scan, compaction, open, context, fetch, merge, batch, history
+// Filters (any substring): commit, small, scan, compaction, open, context, fetch, merge, batch, derived, history
 // (or one of history-feed, history-consumers, history-queries). Sizes and repetitions
 // come from the environment (see README.md).
 
@@ -58,6 +58,11 @@ do {
     }
     if wanted("merge") { try runMergeBenchmarks(saves: mergeSaves) }
     if wanted("batch") { try runBatchBenchmarks(objects: objects, repetitions: repetitions) }
+    if wanted("derived") {
+        try runDerivedBenchmarks(
+            departments: environmentInt("STRATA_BENCH_DERIVED_DEPARTMENTS", 10), perDepartment: environmentInt("STRATA_BENCH_DERIVED_EMPLOYEES", 10_000),
+            saves: environmentInt("STRATA_BENCH_DERIVED_SAVES", 200), repetitions: repetitions)
+    }
     // Opt-in (not part of a full run): the context layer's scaling probe.
     if arguments.contains("scale") {
         let sizes = (environmentString("STRATA_BENCH_SCALE_SIZES") ?? "1000,2000,4000").split(separator: ",").compactMap { Int($0) }
