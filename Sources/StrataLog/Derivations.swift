@@ -51,6 +51,13 @@ extension TableWriter {
             case .derived(let inverseEntity, let inverse)? = schema.entities[plan.entity]?.propertiesByName[step.relationship]?.relationship,
             case .toOne? = schema.entities[inverseEntity]?.propertiesByName[inverse]?.relationship
         else { return nil }
+        // A sum of a derived attribute of the members: its old values aren't in the changes
+        // (this commit computed them), so the sum is computed from every member.
+        if let source = plan.source,
+            schema.entities[step.destination]?.selfAndSubentities.contains(where: { schema.derivations?.derivedByEntity[$0]?[source] != nil }) ?? true
+        {
+            return nil
+        }
         return inverse
     }
 

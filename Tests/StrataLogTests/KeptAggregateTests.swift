@@ -89,6 +89,42 @@ struct KeptAggregateTests {
         #expect(try log.verify().isClean)
     }
 
+    @Test("a sum of the members' own derived attribute follows it (computed from every member)")
+    func sumOfDerived() throws {
+        let model = try ManagedObjectModel {
+            Entity("Department") {
+                Attribute("projects", .int64).derived(from: "employees.@sum.projectCount")
+                Relationship("employees", to: "Employee", inverse: "department", toMany: true)
+            }
+            Entity("Employee") {
+                Attribute("projectCount", .int64).derived(from: "projects.@count")
+                Relationship("department", to: "Department", inverse: "employees")
+                Relationship("projects", to: "Project", inverse: "owner", toMany: true)
+            }
+            Entity("Project") {
+                Attribute("name", .string)
+                Relationship("owner", to: "Employee", inverse: "projects")
+            }
+        }
+        let dir = try TemporaryDirectory("strata-kept")
+        let log = try openLog(dir, model: model)
+        var draft = TransactionDraft()
+        let department = draft.insert("Department", values: [:])
+        let employee = draft.insert("Employee", values: ["department": .reference(department)])
+        let first = try log.commit(draft)
+        let (departmentID, employeeID) = (try #require(first.permanentID(for: department)), try #require(first.permanentID(for: employee)))
+        for n in 1...3 {
+            var draft = TransactionDraft()
+            _ = draft.insert("Project", values: ["name": s("p\(n)"), "owner": .reference(.stored(employeeID))])
+            try log.commit(draft)
+            let (projects, count) = try log.read { reader in
+                (try reader.object(departmentID)?["projects"], try reader.object(employeeID)?["projectCount"])
+            }
+            #expect(count == .attribute(.int64(Int64(n))))
+            #expect(projects == .attribute(.int64(Int64(n))), "after project \(n)")
+        }
+    }
+
     /// Every department's derived values against its employees now.
     static func check(_ log: EventLog, _ departments: [StoredObjectID], context: String) throws {
         try log.read { (reader: borrowing LogReader) throws in
