@@ -42,13 +42,18 @@ struct Parser {
         guard current.kind == .end else {
             throw error("unexpected \(current.display)", expected: "AND, OR or the end of the format string")
         }
+        try requireEveryArgumentUsed(lexer)
+        return predicate
+    }
+
+    /// Refuses arguments the format string didn't use (`%@` fewer than the arguments given).
+    private func requireEveryArgumentUsed(_ lexer: Lexer) throws {
         if lexer.argumentsUsed < arguments.count {
             throw FormatPredicateError(
                 kind: .extraArguments,
                 message: "\(arguments.count) arguments given but the format string uses \(lexer.argumentsUsed)",
                 position: current.position, expected: nil)
         }
-        return predicate
     }
 
     /// Parses the whole format string as one expression (`NSExpression(format:)`): a key
@@ -62,12 +67,7 @@ struct Parser {
         guard current.kind == .end else {
             throw error("unexpected \(current.display)", expected: "an operator or the end of the expression")
         }
-        if lexer.argumentsUsed < arguments.count {
-            throw FormatPredicateError(
-                kind: .extraArguments,
-                message: "\(arguments.count) arguments given but the format string uses \(lexer.argumentsUsed)",
-                position: current.position, expected: nil)
-        }
+        try requireEveryArgumentUsed(lexer)
         return expression
     }
 
