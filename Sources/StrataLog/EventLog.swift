@@ -198,6 +198,11 @@ public final class EventLog: Sendable {
                 }
                 try txn.put(now, forKey: MetaKey.openedAt, in: tables.meta)
                 let existing = try catalog.load(txn)
+                if let newest = existing.modelJSON.keys.max(), let json = existing.modelJSON[newest],
+                    let previous = try? ManagedObjectModel(jsonData: json)
+                {
+                    try Self.refuseRenames(from: previous, version: newest, to: model)
+                }
                 let registered = try Catalog.register(schema, in: txn, tables: tables, existing: existing)
                 let hash = Array(model.versionHash)
                 let version: Int
@@ -235,6 +240,35 @@ public final class EventLog: Sendable {
     }
 
     deinit { storeMonitor.shutdown() }
+
+    /// Refuses a model that renames an entity or property of the newest stored model version
+    /// (its `renamingIdentifier` names one the previous version has, whose name the new
+    /// version no longer has): the store keeps values by name, so a rename would hide every
+    /// stored value of it — Core Data's lightweight migration carries them over, Strata can't
+    /// yet (spec 0002 §2). The open fails and writes nothing.
+    static func refuseRenames(from previous: ManagedObjectModel, version: Int, to model: ManagedObjectModel) throws {
+        func refuse(_ what: String, _ old: String, _ new: String) -> LogError {
+            LogError.invalidOperation(
+                "the model renames \(what) \(old) to \(new) (renamingIdentifier \"\(old.split(separator: ".").last ?? "")\"), but this store can't carry stored values across a rename: they would read as nil. Keep the name \(old) (stored model version \(version) has it), or add \(new) beside it and copy the values over in a save")
+        }
+        for entity in model.entities {
+            guard let old = previous.entity(named: entity.name) else {
+                if let renamed = entity.renamingIdentifier, renamed != entity.name, previous.entity(named: renamed) != nil,
+                    model.entity(named: renamed) == nil
+                {
+                    throw refuse("entity", renamed, entity.name)
+                }
+                continue
+            }
+            for property in entity.properties {
+                guard let renamed = property.renamingIdentifier, renamed != property.name,
+                    old.propertiesByName[renamed] != nil, old.propertiesByName[property.name] == nil,
+                    entity.propertiesByName[renamed] == nil
+                else { continue }
+                throw refuse("property", "\(entity.name).\(renamed)", "\(entity.name).\(property.name)")
+            }
+        }
+    }
 
     /// Whether the stored model file `json` defines the indexes and uniqueness constraints
     /// `schema` does (false when it doesn't load: it is stored again as a new version).
