@@ -198,13 +198,15 @@ public final class EventLog: Sendable {
                 }
                 try txn.put(now, forKey: MetaKey.openedAt, in: tables.meta)
                 let existing = try catalog.load(txn)
-                if let newest = existing.modelJSON.keys.max(), let json = existing.modelJSON[newest],
+                let hash = Array(model.versionHash)
+                // A model not stored yet may rename what the newest stored one has.
+                if try txn.value(forKey: MetaKey.modelHash(hash), in: tables.meta) == nil,
+                    let newest = existing.modelJSON.keys.max(), let json = existing.modelJSON[newest],
                     let previous = try? ManagedObjectModel(jsonData: json)
                 {
                     try Self.refuseRenames(from: previous, version: newest, to: model)
                 }
                 let registered = try Catalog.register(schema, in: txn, tables: tables, existing: existing)
-                let hash = Array(model.versionHash)
                 let version: Int
                 if let stored = try txn.value(forKey: MetaKey.modelHash(hash), in: tables.meta),
                     let number = stored.withUnsafeBytes({ readBigEndian($0, count: 4) }),
