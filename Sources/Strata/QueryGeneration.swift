@@ -20,7 +20,7 @@ import StrataLog
 ///
 /// Spec 0006 §22.
 public struct QueryGenerationToken: Sendable, Hashable, Codable, CustomStringConvertible {
-    enum Kind: Sendable, Hashable, Codable {
+    enum Kind: Sendable, Hashable {
         case current
         case pinned(store: UUID, sequence: UInt64)
     }
@@ -58,6 +58,34 @@ public struct QueryGenerationToken: Sendable, Hashable, Codable, CustomStringCon
         switch kind {
         case .current: "current"
         case .pinned(let store, let sequence): "generation \(sequence) of store \(store.uuidString)"
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case current, store, sequence
+    }
+
+    /// Encodes `{"store":"UUID","sequence":N}`, or `{"current":true}` for ``current``.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch kind {
+        case .current:
+            try container.encode(true, forKey: .current)
+        case .pinned(let store, let sequence):
+            try container.encode(store, forKey: .store)
+            try container.encode(sequence, forKey: .sequence)
+        }
+    }
+
+    /// Decodes what ``encode(to:)`` writes.
+    ///
+    /// - Throws: `DecodingError` naming the missing or mistyped member.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        if try container.decodeIfPresent(Bool.self, forKey: .current) == true {
+            kind = .current
+        } else {
+            kind = .pinned(store: try container.decode(UUID.self, forKey: .store), sequence: try container.decode(UInt64.self, forKey: .sequence))
         }
     }
 }

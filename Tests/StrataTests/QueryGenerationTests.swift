@@ -275,6 +275,12 @@ struct QueryGenerationTests {
         #expect(token.description.hasPrefix("generation \(try #require(token.sequence)) of store "))
         let json = try JSONEncoder().encode(token)
         #expect(try JSONDecoder().decode(QueryGenerationToken.self, from: json) == token)
+        let store = try #require(token.storeIdentifier)
+        #expect(try JSONDecoder().decode(
+            QueryGenerationToken.self, from: Data(#"{"store":"\#(store.uuidString)","sequence":3}"#.utf8)) == QueryGenerationToken(storeIdentifier: store, sequence: 3))
+        #expect(try JSONDecoder().decode(QueryGenerationToken.self, from: Data(#"{"current":true}"#.utf8)) == .current)
+        #expect(try JSONDecoder().decode(QueryGenerationToken.self, from: try JSONEncoder().encode(QueryGenerationToken.current)) == .current)
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(QueryGenerationToken.self, from: Data(#"{"sequence":3}"#.utf8)) }
         // A token for a later generation than the store has (made by editing the JSON).
         let text = try #require(String(data: json, encoding: .utf8))
         let future = try JSONDecoder().decode(
