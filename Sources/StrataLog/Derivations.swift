@@ -61,30 +61,6 @@ extension TableWriter {
         return inverse
     }
 
-    /// One object's values before a commit's changes, as the changes tell them: absent when
-    /// its first change is its insert; else, per property, the before-value of its first
-    /// change of it, or its delete's before-image, or (unchanged) its value now.
-    private struct Start {
-        var absent: Bool
-        var firstBefore: [String: LogValue] = [:]
-        var deleteImage: [String: LogValue]?
-
-        mutating func note(_ change: Change) {
-            switch change {
-            case .insert:
-                break
-            case .update(_, let changes):
-                for case .value(let name, let before, _) in changes where firstBefore[name] == nil { firstBefore[name] = before }
-            case .delete(_, let before):
-                if deleteImage == nil { deleteImage = before }
-            }
-        }
-
-        func value(_ name: String, now: [String: LogValue]?) -> LogValue? {
-            firstBefore[name] ?? deleteImage?[name] ?? now?[name]
-        }
-    }
-
     /// What a commit changed about one object, for deciding which derived values to compute.
     private struct Touch {
         /// The commit inserted the object.

@@ -76,36 +76,34 @@ public final class GenerationView {
         }
         let purged = try reader.purgedThrough
         guard sequence >= purged else { throw LogError.historyPurged(requested: sequence, purgedThrough: purged) }
-        var events: [TransactionEvent] = []
-        try reader.forEachEvent(from: caughtUpThrough + 1, through: head) { event in
-            events.append(event)
-            return .next
-        }
-        // Objects touched for the first time since the generation: untouched until now, so
-        // their values as of it are their values before these transactions.
-        var image = StateImage()
-        var existsNow: [StoredObjectID: Bool] = [:]
-        var fresh: Set<StoredObjectID> = []
+        // One pass, event by event (none kept): for each object touched for the first time
+        // since the generation, what its changes say about its values before them — it
+        // didn't exist (its first change is its insert), or each property's before-value in
+        // its first change of it, its delete's before-image, and its to-many memberships
+        // undone; the rest are its values now.
+        var starts: [StoredObjectID: Start] = [:]
         var touched: Set<StoredObjectID> = []
-        for event in events {
+        try reader.forEachEvent(from: caughtUpThrough + 1, through: head) { event in
             for change in event.changes {
                 let id = change.objectID
-                guard touched.insert(id).inserted, entries[id] == nil else { continue }
-                fresh.insert(id)
-                if let now = try reader.object(id) { image.objects[id] = now.values }
-                existsNow[id] = image.objects[id] != nil
+                touched.insert(id)
+                guard entries[id] == nil else { continue }
+                if starts[id] == nil {
+                    if case .insert = change { starts[id] = Start(absent: true) } else { starts[id] = Start(absent: false) }
+                }
+                starts[id]?.note(change)
             }
+            return .next
         }
-        for event in events.reversed() {
-            for change in event.changes.reversed() where fresh.contains(change.objectID) { image.revert(change) }
-        }
-        for id in fresh {
-            let values = image.objects[id]
+        for (id, start) in starts {
+            let now = try reader.object(id)
+            var values: [String: LogValue]?
+            if !start.absent { values = start.values(now: now?.values) }
             var version: UInt64 = 0
             if values != nil { version = try reader.history(of: id).last { $0 <= sequence } ?? 0 }
-            entries[id] = Entry(values: values, version: version, existsNow: existsNow[id] ?? false)
+            entries[id] = Entry(values: values, version: version, existsNow: now != nil)
         }
-        for id in touched where !fresh.contains(id) { entries[id]?.existsNow = try reader.contains(id) }
+        for id in touched where starts[id] == nil { entries[id]?.existsNow = try reader.contains(id) }
         caughtUpThrough = head
         byEntity = nil
         referrers = nil
@@ -174,6 +172,71 @@ public final class GenerationView {
             if entry.existsNow { adjustment -= 1 }
         }
         return adjustment
+    }
+}
+
+/// One object's values before a run of changes, from the changes alone and its values
+/// after them (what ``StateImage/revert(_:)`` of each change, newest first, gives).
+struct Start {
+    /// Its first change is its insert: it didn't exist before.
+    var absent: Bool
+    /// Each property's value before its first value change.
+    var firstBefore: [String: LogValue] = [:]
+    /// The before-image of its delete, if it was deleted.
+    var deleteImage: [String: LogValue]?
+    /// For each unordered to-many property, the members to take out of the later set and
+    /// those to put back: the set before is (after − added) ∪ removed.
+    var memberships: [String: (added: Set<StoredObjectID>, removed: Set<StoredObjectID>)] = [:]
+
+    init(absent: Bool) { self.absent = absent }
+
+    /// Takes in the object's next change, in log order.
+    mutating func note(_ change: Change) {
+        switch change {
+        case .insert:
+            break
+        case .update(_, let changes):
+            for propertyChange in changes {
+                switch propertyChange {
+                case .value(let name, let before, _):
+                    if firstBefore[name] == nil { firstBefore[name] = before }
+                case .membership(let name, let added, let removed):
+                    // Undoing this change after the earlier ones' undo: (M − a) ∪ r first, so
+                    // the composition takes a into `added` and r, less what `added` held, into `removed`.
+                    var net = memberships[name] ?? ([], [])
+                    let previouslyAdded = net.added
+                    net.added.formUnion(added)
+                    net.removed.formUnion(Set(removed).subtracting(previouslyAdded))
+                    memberships[name] = net
+                }
+            }
+        case .delete(_, let before):
+            if deleteImage == nil { deleteImage = before }
+        }
+    }
+
+    /// The value of `name` before the changes (nil: none, or it didn't exist), given its
+    /// values after them: the before-value of its first change of it, or its delete's
+    /// before-image, or — unchanged — its value now. (Unordered memberships aside.)
+    func value(_ name: String, now: [String: LogValue]?) -> LogValue? {
+        if absent { return nil }
+        return firstBefore[name] ?? deleteImage?[name] ?? now?[name]
+    }
+
+    /// Its values before the changes, given its values after them (nil: it doesn't exist
+    /// now); nil when it didn't exist before.
+    func values(now: [String: LogValue]?) -> [String: LogValue]? {
+        if absent { return nil }
+        var values = (deleteImage ?? now ?? [:]).filter { $0.value != .null }
+        for (name, before) in firstBefore { values[name] = before == .null ? nil : before }
+        for (name, net) in memberships {
+            var members: Set<StoredObjectID> = []
+            if case .references(let ids)? = values[name] { members = Set(ids) }
+            members.subtract(net.added)
+            members.formUnion(net.removed)
+            values[name] = members.isEmpty ? nil : .references(members.sorted())
+        }
+        return values
     }
 }
 
