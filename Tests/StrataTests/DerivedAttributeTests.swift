@@ -509,4 +509,57 @@ struct DerivedAttributeTests {
         }
         #expect(try coordinator.history(HistoryRequest()).isEmpty)
     }
+
+    /// Products with a unique code and a derived lower-case name; shelves count their products.
+    static var catalogWithDerivations: ManagedObjectModel {
+        get throws {
+            try ManagedObjectModel {
+                Entity("Product") {
+                    Attribute("code", .string)
+                    Attribute("name", .string)
+                    Attribute("price", .int64)
+                    Attribute("searchName", .string).derived(from: "lowercase(name)")
+                    Relationship("shelf", to: "Shelf", inverse: "products")
+                    Unique("code")
+                }
+                Entity("Shelf") {
+                    Attribute("label", .string)
+                    Attribute("productCount", .int64).derived(from: "products.@count")
+                    Relationship("products", to: "Product", inverse: "shelf", toMany: true)
+                }
+            }
+        }
+    }
+
+    @Test("a batch insert upserting into stored objects with derived attributes, under every merge policy, writes and recomputes them")
+    func batchUpsertWithDerived() async throws {
+        for policy in [StandardMergePolicy.overwrite, .mergeByPropertyObjectTrump, .mergeByPropertyStoreTrump, .rollback] {
+            let dir = try TemporaryDirectory()
+            let coordinator = try openCoordinator(dir, model: try Self.catalogWithDerivations)
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                let product = try context.insertNewObject(forEntityName: "Product")
+                product.setValue("P1", forKey: "code")
+                product.setValue("Lamp", forKey: "name")
+                product.setValue(Int64(10), forKey: "price")
+                try context.save()
+                #expect(product.value(forKey: "searchName") as? String == "lamp")
+            }
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                context.mergePolicy = policy
+                let rows: [[String: any Sendable]] = [
+                    ["code": "P1", "name": "Desk Lamp", "price": Int64(12)],
+                    ["code": "P2", "name": "Chair"],
+                    ["code": "P2", "name": "Stool"],
+                ]
+                _ = try context.execute(BatchInsertRequest(entityName: "Product", objects: rows))
+                let request = FetchRequest(entityName: "Product", sortDescriptors: [FetchSortDescriptor(key: "code")])
+                let products = try context.fetch(request)
+                #expect(products.count == 2, "\(policy)")
+                for product in products {
+                    let name = product.value(forKey: "name") as? String
+                    #expect(product.value(forKey: "searchName") as? String == name?.lowercased(), "\(policy)")
+                }
+            }
+        }
+    }
 }
