@@ -1475,7 +1475,10 @@ final class ContextCore {
             case .inserted:
                 guard step < insertCount, let object = broughtBack[step] else { continue }
                 for (key, value) in change.values {
-                    guard let property = info.property(named: key) else { continue }
+                    // A delete's snapshot holds the derived values the object had loaded: the
+                    // store computes them again at the save (spec 0006 §24.4); setting one
+                    // would be refused.
+                    guard let property = info.property(named: key), !property.isDerived else { continue }
                     set(object, property, value, maintainInverse: group.fromLog, register: false)
                 }
                 touched.append((object, .undoDeletion))

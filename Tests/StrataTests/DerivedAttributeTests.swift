@@ -562,4 +562,61 @@ struct DerivedAttributeTests {
             }
         }
     }
+
+    @Test("undo of a saved delete of a department and an employee re-creates them without their old derived values, computed again at the save; redo deletes them again")
+    func undoSavedDeleteWithDerived() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
+        let departmentID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try saveDepartment(context, name: "A", employees: [("Ada", 10), ("Bo", 20)]).department
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let department = try context.existingObject(with: departmentID)
+            let employees = (department.value(forKey: "employees") as? Set<ManagedObject>) ?? []
+            #expect(department.value(forKey: "employeeCount") as? Int64 == 2)
+            let ada = try #require(employees.first { $0.value(forKey: "name") as? String == "Ada" })
+            #expect(ada.value(forKey: "departmentName") as? String == "A")
+            context.delete(ada)
+            context.delete(department)
+            try context.save()
+            try context.undo()
+            try context.save()
+            let restored = try context.existingObject(with: departmentID)
+            #expect(restored.value(forKey: "employeeCount") as? Int64 == 2)
+            #expect(restored.value(forKey: "searchName") as? String == "a")
+            try context.redo()
+            try context.save()
+            #expect(try context.count(for: FetchRequest(entityName: "Department")) == 0)
+            try context.undo()
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let department = try context.existingObject(with: departmentID)
+            #expect(department.value(forKey: "employeeCount") as? Int64 == 2)
+            #expect(department.value(forKey: "totalSalary") as? Decimal == 30)
+            let employees = try context.fetch(try FetchRequest(entityName: "Employee", format: "departmentName == 'A'"))
+            #expect(employees.count == 2)
+        }
+    }
+
+    @Test("undo of an unsaved delete of a loaded department brings it back with its derived values as loaded; the next save succeeds")
+    func undoUnsavedDeleteWithDerived() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
+        let departmentID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try saveDepartment(context, name: "A", employees: [("Ada", 10), ("Bo", 20)]).department
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let department = try context.existingObject(with: departmentID)
+            #expect(department.value(forKey: "employeeCount") as? Int64 == 2)
+            context.delete(department)
+            try context.undo()
+            #expect(!department.isDeleted)
+            #expect(department.value(forKey: "employeeCount") as? Int64 == 2)
+            #expect(department.value(forKey: "searchName") as? String == "a")
+            department.setValue("B", forKey: "name")
+            try context.save()
+            #expect(department.value(forKey: "searchName") as? String == "b")
+        }
+    }
 }
