@@ -551,4 +551,107 @@ struct ReviewProbeTests {
         }
         #expect(try coordinator.persistentStores[0].log.verify().isClean)
     }
+
+    @Test("batch update and batch delete of employees recompute their departments' derived values; a batch insert computes the new objects'")
+    func batchRequestsRecompute() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.inheritedDerivations)
+        let departmentID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> ManagedObjectID in
+            let department = try context.insertNewObject(forEntityName: "Department")
+            department.setValue("Ops", forKey: "name")
+            for (name, salary) in [("A", Int64(1)), ("B", Int64(2)), ("C", Int64(4))] {
+                let employee = try context.insertNewObject(forEntityName: name == "C" ? "Manager" : "Employee")
+                employee.setValue(name, forKey: "name")
+                employee.setValue(salary, forKey: "salary")
+                employee.setValue(department, forKey: "department")
+            }
+            try context.save()
+            return department.objectID
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var update = BatchUpdateRequest(entityName: "Employee")
+            update.propertiesToUpdate = ["salary": Int64(10)]
+            _ = try context.execute(update)
+            #expect(try context.existingObject(with: departmentID).value(forKey: "payroll") as? Int64 == 30)
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            _ = try context.execute(BatchDeleteRequest(fetchRequest: try FetchRequest(entityName: "Employee", format: "name != 'A'")))
+            let department = try context.existingObject(with: departmentID)
+            #expect(department.value(forKey: "payroll") as? Int64 == 10)
+            #expect(department.value(forKey: "headcount") as? Int64 == 1)
+            _ = try context.execute(BatchInsertRequest(entityName: "Department", objects: [["name": "New"]]))
+            let new = try context.fetch(try FetchRequest(entityName: "Department", format: "name == 'New'"))
+            #expect(new.first?.value(forKey: "headcount") as? Int64 == 0)
+            #expect(new.first?.value(forKey: "payroll") as? Int64 == 0)
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
+
+    @Test("derived aggregates over both sides of a many-to-many and over an ordered to-many follow adds, removals, reorders and deletes")
+    func manyToManyDerived() async throws {
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel {
+            Entity("Article") {
+                Attribute("title", .string)
+                Attribute("words", .int64)
+                Attribute("tagCount", .int64).derived(from: "tags.@count")
+                Relationship("tags", to: "Tag", inverse: "articles", toMany: true)
+                Relationship("issue", to: "Issue", inverse: "articles")
+            }
+            Entity("Tag") {
+                Attribute("name", .string)
+                Attribute("articleCount", .int64).derived(from: "articles.@count")
+                Attribute("totalWords", .int64).derived(from: "articles.@sum.words")
+                Relationship("articles", to: "Article", inverse: "tags", toMany: true)
+            }
+            Entity("Issue") {
+                Attribute("longest", .int64).derived(from: "articles.@max.words")
+                Relationship("articles", to: "Article", inverse: "issue", toMany: true, ordered: true)
+            }
+        }
+        let coordinator = try openCoordinator(dir, model: model)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let swift = try context.insertNewObject(forEntityName: "Tag")
+            swift.setValue("swift", forKey: "name")
+            let linux = try context.insertNewObject(forEntityName: "Tag")
+            linux.setValue("linux", forKey: "name")
+            let issue = try context.insertNewObject(forEntityName: "Issue")
+            var articles: [ManagedObject] = []
+            for (title, words) in [("a", Int64(100)), ("b", Int64(300)), ("c", Int64(200))] {
+                let article = try context.insertNewObject(forEntityName: "Article")
+                article.setValue(title, forKey: "title")
+                article.setValue(words, forKey: "words")
+                articles.append(article)
+            }
+            issue.setValue(articles, forKey: "articles")
+            for tag in [swift, linux] { articles[0].mutableSetValue(forKey: "tags").add(tag) }
+            articles[1].mutableSetValue(forKey: "tags").add(swift)
+            try context.save()
+            #expect(swift.value(forKey: "articleCount") as? Int64 == 2)
+            #expect(swift.value(forKey: "totalWords") as? Int64 == 400)
+            #expect(linux.value(forKey: "articleCount") as? Int64 == 1)
+            #expect(articles[0].value(forKey: "tagCount") as? Int64 == 2)
+            #expect(issue.value(forKey: "longest") as? Int64 == 300)
+
+            // From the tag's side: the articles' counts follow.
+            for article in [articles[1], articles[2]] { linux.mutableSetValue(forKey: "articles").add(article) }
+            swift.mutableSetValue(forKey: "articles").remove(articles[0])
+            articles[1].setValue(Int64(50), forKey: "words")
+            issue.setValue([articles[2], articles[0]], forKey: "articles")
+            try context.save()
+            #expect(articles[0].value(forKey: "tagCount") as? Int64 == 1)
+            #expect(articles[1].value(forKey: "tagCount") as? Int64 == 2)
+            #expect(articles[2].value(forKey: "tagCount") as? Int64 == 1)
+            #expect(swift.value(forKey: "totalWords") as? Int64 == 50)
+            #expect(linux.value(forKey: "totalWords") as? Int64 == 350)
+            #expect(issue.value(forKey: "longest") as? Int64 == 200)
+
+            context.delete(articles[2])
+            try context.save()
+            #expect(linux.value(forKey: "articleCount") as? Int64 == 2)
+            #expect(linux.value(forKey: "totalWords") as? Int64 == 150)
+            #expect(issue.value(forKey: "longest") as? Int64 == 100)
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
 }
