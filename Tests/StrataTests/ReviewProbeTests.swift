@@ -654,4 +654,82 @@ struct ReviewProbeTests {
         }
         #expect(try coordinator.persistentStores[0].log.verify().isClean)
     }
+
+    @Test("retainsRegisteredObjects in a child context: an object it inserted, pushed to the parent and dropped keeps its instance when the parent's save makes its ID permanent")
+    func retainsInChildAcrossParentSave() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let parent = privateContext(coordinator)
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
+        final class Box: @unchecked Sendable { var identity: ObjectIdentifier? }
+        let box = Box()
+        let temporary = try await child.perform { (context: isolated ManagedObjectContext) throws -> ManagedObjectID in
+            context.retainsRegisteredObjects = true
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Otters", forKey: "name")
+            team.setValue("blue", forKey: "uniformColor")
+            box.identity = ObjectIdentifier(team)
+            try context.save()
+            return team.objectID
+        }
+        #expect(temporary.isTemporaryID)
+        let permanent = try await parent.perform { (context: isolated ManagedObjectContext) throws -> ManagedObjectID in
+            try context.save()
+            let found = try context.fetch(FetchRequest(entityName: "Team"))
+            return try #require(found.first?.objectID)
+        }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let registered = context.registeredObject(for: permanent)
+            let team = try #require(registered)
+            #expect(ObjectIdentifier(team) == box.identity)
+            #expect(team.objectID == permanent)
+            #expect(team.value(forKey: "name") as? String == "Otters")
+        }
+    }
+
+    @Test("a pinned context's index walks for nil and non-nil values, and string ranges, see each object's value as of its generation")
+    func pinnedNilIndex() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.catalog)
+        let ids = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> [ManagedObjectID] in
+            var objects: [ManagedObject] = []
+            for n in 0..<6 {
+                let item = try context.insertNewObject(forEntityName: n % 2 == 0 ? "Item" : "Gizmo")
+                item.setValue("n\(n)", forKey: "name")
+                if n < 3 { item.setValue(Int16(n), forKey: "rank") }
+                objects.append(item)
+            }
+            try context.save()
+            return objects.map(\.objectID)
+        }
+        let pinned = privateContext(coordinator)
+        try await pinned.perform { (context: isolated ManagedObjectContext) throws in
+            try context.setQueryGenerationFrom(.current)
+            _ = try context.count(for: FetchRequest(entityName: "Item"))
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: ids[1]).setValue(nil, forKey: "rank")
+            try context.existingObject(with: ids[4]).setValue(Int16(9), forKey: "rank")
+            try context.existingObject(with: ids[5]).setValue("a5", forKey: "name")
+            try context.existingObject(with: ids[0]).setValue("z0", forKey: "name")
+            try context.save()
+        }
+        try await pinned.perform { (context: isolated ManagedObjectContext) throws in
+            let names = { (request: FetchRequest) throws -> [String] in QueryGenerationTests.names(try context.fetch(request)) }
+            var nilRank = try FetchRequest(entityName: "Item", format: "rank == nil")
+            nilRank.sortDescriptors = [FetchSortDescriptor(key: "name")]
+            #expect(try names(nilRank) == ["n3", "n4", "n5"])
+            #expect(try context.count(for: nilRank) == 3)
+            var ranked = try FetchRequest(entityName: "Item", format: "rank != nil")
+            ranked.sortDescriptors = [FetchSortDescriptor(key: "rank", ascending: false)]
+            #expect(try names(ranked) == ["n2", "n1", "n0"])
+            #expect(try context.count(for: ranked) == 3)
+            var byName = try FetchRequest(entityName: "Item", format: "name BEGINSWITH 'n'")
+            byName.sortDescriptors = [FetchSortDescriptor(key: "name", ascending: false)]
+            byName.fetchLimit = 3
+            #expect(try names(byName) == ["n5", "n4", "n3"])
+            #expect(try context.count(for: try FetchRequest(entityName: "Item", format: "name < 'b'")) == 0)
+            #expect(try context.count(for: try FetchRequest(entityName: "Gizmo", format: "name BEGINSWITH 'n'")) == 3)
+        }
+    }
 }
