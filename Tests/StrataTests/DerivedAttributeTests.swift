@@ -619,4 +619,34 @@ struct DerivedAttributeTests {
             #expect(department.value(forKey: "searchName") as? String == "b")
         }
     }
+
+    @Test("the did-save notification names the objects given new derived values that the saving context doesn't hold, so a context merging it refreshes them")
+    func didSaveNamesDerivedUpdates() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
+        let (department, people) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try saveDepartment(context, name: "A", employees: [("Ada", 10), ("Bo", 20)])
+        }
+        let reader = privateContext(coordinator)
+        try await reader.perform { (context: isolated ManagedObjectContext) throws in
+            context.retainsRegisteredObjects = true
+            #expect(try value("departmentName", of: people[0], in: context) as? String == "A")
+        }
+        let writer = privateContext(coordinator)
+        let save = try await writer.perform { (context: isolated ManagedObjectContext) throws -> ContextDidSave? in
+            var seen: ContextDidSave?
+            _ = context.addObserver { change in
+                if case .didSave(let save) = change.notification { seen = save }
+            }
+            try context.existingObject(with: department).setValue("Renamed", forKey: "name")
+            try context.save()
+            return seen
+        }
+        let didSave = try #require(save)
+        #expect(didSave.updated == Set([department] + people))
+        try await reader.perform { (context: isolated ManagedObjectContext) throws in
+            context.mergeChanges(fromContextDidSave: didSave)
+            #expect(try value("departmentName", of: people[0], in: context) as? String == "Renamed")
+        }
+    }
 }
