@@ -517,7 +517,7 @@ extension ContextCore {
         // renamed), so a context merging the notification refreshes them too (§24.3).
         if let result, let storeUUID = try? store().identifier {
             for change in result.event.changes {
-                guard case .update(let stored, let changes) = change, let info = entities[stored.entity],
+                guard case .update(let stored, let changes) = change, let info = entities[stored.entity], info.hasDerivedAttributes,
                     changes.contains(where: { info.property(named: $0.property)?.isDerived == true })
                 else { continue }
                 let id = ManagedObjectID.permanent(stored, store: storeUUID)
