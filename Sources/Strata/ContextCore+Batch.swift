@@ -130,8 +130,9 @@ extension ContextCore {
         }
         try forEachObject(of: request, add)
         guard !rows.isEmpty else { return BatchResult(type: request.resultType, ids: [], sequence: nil) }
-        // Every stored attribute, for `overwrite` (the last source's values, nil included).
-        let attributes = info.entity.allAttributes.filter { !$0.isTransient }.map(\.name)
+        // Every stored attribute the batch may set, for `overwrite` (the last source's values,
+        // nil included): derived ones are the store's to compute (spec 0006 §24.1).
+        let attributes = info.entity.allAttributes.filter { !$0.isTransient && !$0.isDerived }.map(\.name)
 
         /// What a row became: a new object (by its position among the new ones) or a stored one.
         enum Target: Hashable {
@@ -220,7 +221,7 @@ extension ContextCore {
                                         "\(what) was refused and nothing was written: object \(number + 1) has the constrained values of \(id), an object of entity \(id.entity), which lacks some of its attributes")
                                 }
                                 var current: [String: DraftValue] = [:]
-                                for (name, value) in stored.values {
+                                for (name, value) in stored.values where storedEntity.properties[name]?.isDerived != true {
                                     if case .attribute(let attribute) = value { current[name] = .attribute(attribute) }
                                 }
                                 storedValues[id] = (stored.values, current)

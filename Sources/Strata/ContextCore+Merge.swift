@@ -149,7 +149,10 @@ extension ContextCore {
         if let storeIdentifier = save.storeIdentifier, storeIdentifier != (try? store().identifier) { return }
         var summary = ChangeSummary(inserted: save.inserted, updated: save.updated, deleted: save.deleted)
         summary.normalize()
-        advanceGeneration(to: save.sequence)
+        // A save that wrote nothing to the store (a child's, pushed into its parent) has no
+        // generation to move to: moving to the newest would show other writers' saves this
+        // context was never told of (spec 0006 §22.3).
+        if let sequence = save.sequence { advanceGeneration(to: sequence) }
         merge(summary, through: nil)
     }
 

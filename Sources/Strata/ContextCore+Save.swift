@@ -513,6 +513,17 @@ extension ContextCore {
         // show them now, and those the save didn't otherwise change are reported updated.
         let derived = result.map { adoptDerivedValues(of: $0.event) } ?? []
         for object in derived where !insertedIDs.contains(object.objectID) { updatedIDs.insert(object.objectID) }
+        // …and so are those this context doesn't hold (an employee whose department was
+        // renamed), so a context merging the notification refreshes them too (§24.3).
+        if let result, let storeUUID = try? store().identifier {
+            for change in result.event.changes {
+                guard case .update(let stored, let changes) = change, let info = entities[stored.entity], info.hasDerivedAttributes,
+                    changes.contains(where: { info.property(named: $0.property)?.isDerived == true })
+                else { continue }
+                let id = ManagedObjectID.permanent(stored, store: storeUUID)
+                if !insertedIDs.contains(id) && !deletedIDs.contains(id) { updatedIDs.insert(id) }
+            }
+        }
         // The next objects-did-change reports them refreshed (their values were re-read from
         // the store), so what follows the context — a fetched results controller sorted by a
         // derived attribute — sees the new values.

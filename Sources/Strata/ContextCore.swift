@@ -1475,13 +1475,22 @@ final class ContextCore {
             case .inserted:
                 guard step < insertCount, let object = broughtBack[step] else { continue }
                 for (key, value) in change.values {
-                    guard let property = info.property(named: key) else { continue }
+                    // A delete's snapshot holds the derived values the object had loaded: the
+                    // store computes them again at the save (spec 0006 §24.4); setting one
+                    // would be refused.
+                    guard let property = info.property(named: key), !property.isDerived else { continue }
                     set(object, property, value, maintainInverse: group.fromLog, register: false)
                 }
                 touched.append((object, .undoDeletion))
             case .deleted:
                 guard let object = self.object(with: id) else { continue }
+                // With `propagatesDeletesAtEndOfEvent` off, a group's delete may be one whose
+                // rules never ran (undone before a save that then consumed them): they wait
+                // for the save again, as a delete's do (spec 0006 §23.2). A group read from
+                // the log holds what the rules did.
+                let waits = !propagatesDeletes && !group.fromLog
                 if object.isInsertedFlag && (id.isTemporaryID || restored.contains(id)) {
+                    if waits { deferredDeletes.append(DeferredDelete(object: object, values: currentValues(object), wasInserted: true)) }
                     object.isInsertedFlag = false
                     restored.remove(id)
                     insertionOrder.remove(id)
@@ -1499,6 +1508,7 @@ final class ContextCore {
                     }
                     object.isDeletedFlag = true
                     markChanged(object)
+                    if waits { deferredDeletes.append(DeferredDelete(object: object, values: [:], wasInserted: false)) }
                 }
                 touched.append((object, .undoInsertion))
             case .updated:

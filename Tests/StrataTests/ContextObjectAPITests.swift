@@ -267,6 +267,27 @@ struct ContextObjectAPITests {
         }
     }
 
+    @Test("propagatesDeletesAtEndOfEvent off: a delete undone before a save and redone after it cascades at the next save; undoing that brings all back")
+    func propagationRedoAfterSave() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _, _) = try await leagueWithPlayers(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.propagatesDeletesAtEndOfEvent = false
+            context.delete(try context.existingObject(with: teamID))
+            context.processPendingChanges()
+            try context.undo()
+            try context.save()  // nothing to write; the waiting rules go with the undone delete
+            try context.redo()
+            try context.save()
+            #expect(try context.count(for: FetchRequest(entityName: "Player")) == 0, "the redone delete cascaded at the save")
+            try context.undo()
+            try context.save()
+        }
+        let stored = try await storedLeague(coordinator)
+        #expect(stored.teams == ["Herons", "Otters"])
+        #expect(stored.players == ["Ada": "Otters", "Bea": "Otters", "Cy": "Otters"])
+    }
+
     @Test("propagatesDeletesAtEndOfEvent off: the save's rules see the values then (a player moved away isn't cascaded); turning it on runs the waiting rules")
     func deferredRulesSeeCurrentValues() async throws {
         let dir = try TemporaryDirectory()

@@ -509,4 +509,144 @@ struct DerivedAttributeTests {
         }
         #expect(try coordinator.history(HistoryRequest()).isEmpty)
     }
+
+    /// Products with a unique code and a derived lower-case name; shelves count their products.
+    static var catalogWithDerivations: ManagedObjectModel {
+        get throws {
+            try ManagedObjectModel {
+                Entity("Product") {
+                    Attribute("code", .string)
+                    Attribute("name", .string)
+                    Attribute("price", .int64)
+                    Attribute("searchName", .string).derived(from: "lowercase(name)")
+                    Relationship("shelf", to: "Shelf", inverse: "products")
+                    Unique("code")
+                }
+                Entity("Shelf") {
+                    Attribute("label", .string)
+                    Attribute("productCount", .int64).derived(from: "products.@count")
+                    Relationship("products", to: "Product", inverse: "shelf", toMany: true)
+                }
+            }
+        }
+    }
+
+    @Test("a batch insert upserting into stored objects with derived attributes, under every merge policy, writes and recomputes them")
+    func batchUpsertWithDerived() async throws {
+        for policy in [StandardMergePolicy.overwrite, .mergeByPropertyObjectTrump, .mergeByPropertyStoreTrump, .rollback] {
+            let dir = try TemporaryDirectory()
+            let coordinator = try openCoordinator(dir, model: try Self.catalogWithDerivations)
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                let product = try context.insertNewObject(forEntityName: "Product")
+                product.setValue("P1", forKey: "code")
+                product.setValue("Lamp", forKey: "name")
+                product.setValue(Int64(10), forKey: "price")
+                try context.save()
+                #expect(product.value(forKey: "searchName") as? String == "lamp")
+            }
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                context.mergePolicy = policy
+                let rows: [[String: any Sendable]] = [
+                    ["code": "P1", "name": "Desk Lamp", "price": Int64(12)],
+                    ["code": "P2", "name": "Chair"],
+                    ["code": "P2", "name": "Stool"],
+                ]
+                _ = try context.execute(BatchInsertRequest(entityName: "Product", objects: rows))
+                let request = FetchRequest(entityName: "Product", sortDescriptors: [FetchSortDescriptor(key: "code")])
+                let products = try context.fetch(request)
+                #expect(products.count == 2, "\(policy)")
+                for product in products {
+                    let name = product.value(forKey: "name") as? String
+                    #expect(product.value(forKey: "searchName") as? String == name?.lowercased(), "\(policy)")
+                }
+            }
+        }
+    }
+
+    @Test("undo of a saved delete of a department and an employee re-creates them without their old derived values, computed again at the save; redo deletes them again")
+    func undoSavedDeleteWithDerived() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
+        let departmentID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try saveDepartment(context, name: "A", employees: [("Ada", 10), ("Bo", 20)]).department
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let department = try context.existingObject(with: departmentID)
+            let employees = (department.value(forKey: "employees") as? Set<ManagedObject>) ?? []
+            #expect(department.value(forKey: "employeeCount") as? Int64 == 2)
+            let ada = try #require(employees.first { $0.value(forKey: "name") as? String == "Ada" })
+            #expect(ada.value(forKey: "departmentName") as? String == "A")
+            context.delete(ada)
+            context.delete(department)
+            try context.save()
+            try context.undo()
+            try context.save()
+            let restored = try context.existingObject(with: departmentID)
+            #expect(restored.value(forKey: "employeeCount") as? Int64 == 2)
+            #expect(restored.value(forKey: "searchName") as? String == "a")
+            try context.redo()
+            try context.save()
+            #expect(try context.count(for: FetchRequest(entityName: "Department")) == 0)
+            try context.undo()
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let department = try context.existingObject(with: departmentID)
+            #expect(department.value(forKey: "employeeCount") as? Int64 == 2)
+            #expect(department.value(forKey: "totalSalary") as? Decimal == 30)
+            let employees = try context.fetch(try FetchRequest(entityName: "Employee", format: "departmentName == 'A'"))
+            #expect(employees.count == 2)
+        }
+    }
+
+    @Test("undo of an unsaved delete of a loaded department brings it back with its derived values as loaded; the next save succeeds")
+    func undoUnsavedDeleteWithDerived() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
+        let departmentID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try saveDepartment(context, name: "A", employees: [("Ada", 10), ("Bo", 20)]).department
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let department = try context.existingObject(with: departmentID)
+            #expect(department.value(forKey: "employeeCount") as? Int64 == 2)
+            context.delete(department)
+            try context.undo()
+            #expect(!department.isDeleted)
+            #expect(department.value(forKey: "employeeCount") as? Int64 == 2)
+            #expect(department.value(forKey: "searchName") as? String == "a")
+            department.setValue("B", forKey: "name")
+            try context.save()
+            #expect(department.value(forKey: "searchName") as? String == "b")
+        }
+    }
+
+    @Test("the did-save notification names the objects given new derived values that the saving context doesn't hold, so a context merging it refreshes them")
+    func didSaveNamesDerivedUpdates() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
+        let (department, people) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try saveDepartment(context, name: "A", employees: [("Ada", 10), ("Bo", 20)])
+        }
+        let reader = privateContext(coordinator)
+        try await reader.perform { (context: isolated ManagedObjectContext) throws in
+            context.retainsRegisteredObjects = true
+            #expect(try value("departmentName", of: people[0], in: context) as? String == "A")
+        }
+        let writer = privateContext(coordinator)
+        let save = try await writer.perform { (context: isolated ManagedObjectContext) throws -> ContextDidSave? in
+            var seen: ContextDidSave?
+            _ = context.addObserver { change in
+                if case .didSave(let save) = change.notification { seen = save }
+            }
+            try context.existingObject(with: department).setValue("Renamed", forKey: "name")
+            try context.save()
+            return seen
+        }
+        let didSave = try #require(save)
+        #expect(didSave.updated == Set([department] + people))
+        try await reader.perform { (context: isolated ManagedObjectContext) throws in
+            context.mergeChanges(fromContextDidSave: didSave)
+            #expect(try value("departmentName", of: people[0], in: context) as? String == "Renamed")
+        }
+    }
 }

@@ -221,6 +221,38 @@ struct QueryGenerationTests {
         }
     }
 
+    @Test("merging a did-save notification of a save that wrote nothing to the store (a child's) leaves a pinned context where it is")
+    func mergeChildSaveKeepsGeneration() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, ids) = try await Self.shop(dir)
+        let pinned = privateContext(coordinator)
+        let token = try await pinned.perform { (context: isolated ManagedObjectContext) throws -> QueryGenerationToken? in
+            try context.setQueryGenerationFrom(.current)
+            #expect(try context.count(for: Self.byName()) == 5)
+            return context.queryGenerationToken
+        }
+        _ = try await Self.changeEverything(coordinator, ids)
+        let parent = privateContext(coordinator)
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
+        let childSave = try await child.perform { (context: isolated ManagedObjectContext) throws -> ContextDidSave? in
+            var seen: ContextDidSave?
+            _ = context.addObserver { change in
+                if case .didSave(let save) = change.notification { seen = save }
+            }
+            let customer = try context.insertNewObject(forEntityName: "Customer")
+            customer.setValue("c9", forKey: "name")
+            try context.save()
+            return seen
+        }
+        let save = try #require(childSave)
+        #expect(save.sequence == nil)
+        try await pinned.perform { (context: isolated ManagedObjectContext) throws in
+            context.mergeChanges(fromContextDidSave: save)
+            #expect(context.queryGenerationToken == token)
+            #expect(try context.count(for: Self.byName()) == 5)
+        }
+    }
+
     @Test("unsaved changes show on top of the generation; saving a change to an object changed since the generation is a merge conflict, which a merge policy resolves")
     func changesOnTopAndConflicts() async throws {
         let dir = try TemporaryDirectory()
