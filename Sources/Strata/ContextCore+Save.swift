@@ -515,7 +515,7 @@ extension ContextCore {
         for object in derived where !insertedIDs.contains(object.objectID) { updatedIDs.insert(object.objectID) }
         // …and so are those this context doesn't hold (an employee whose department was
         // renamed), so a context merging the notification refreshes them too (§24.3).
-        if let result, let storeUUID = try? store().identifier {
+        if let result, !derived.isEmpty || entities.values.contains(where: \.hasDerivedAttributes), let storeUUID = try? store().identifier {
             for change in result.event.changes {
                 guard case .update(let stored, let changes) = change, let info = entities[stored.entity], info.hasDerivedAttributes,
                     changes.contains(where: { info.property(named: $0.property)?.isDerived == true })
