@@ -733,8 +733,8 @@ struct ReviewProbeTests {
         }
     }
 
-/// Each person's kept report count and pay sum against a fresh count of its reports.
-static func checkReports(_ context: isolated ManagedObjectContext) throws {
+    /// Each person's kept report count and pay sum against a fresh count of its reports.
+    static func checkReports(_ context: isolated ManagedObjectContext) throws {
         for person in try context.fetch(FetchRequest(entityName: "Person")) {
             let reports = (person.value(forKey: "reports") as? Set<ManagedObject>) ?? []
             let name = person.value(forKey: "name") as? String ?? "?"
