@@ -732,4 +732,64 @@ struct ReviewProbeTests {
             #expect(try context.count(for: try FetchRequest(entityName: "Gizmo", format: "name BEGINSWITH 'n'")) == 3)
         }
     }
+
+    /// Each person's kept report count and pay sum against a fresh count of its reports.
+    static func checkReports(_ context: isolated ManagedObjectContext) throws {
+        for person in try context.fetch(FetchRequest(entityName: "Person")) {
+            let reports = (person.value(forKey: "reports") as? Set<ManagedObject>) ?? []
+            let name = person.value(forKey: "name") as? String ?? "?"
+            #expect(person.value(forKey: "reportCount") as? Int64 == Int64(reports.count), "\(name)")
+            #expect(person.value(forKey: "reportPay") as? Int64 == reports.reduce(0) { $0 + (($1.value(forKey: "pay") as? Int64) ?? 0) }, "\(name)")
+        }
+    }
+
+    @Test("a kept @count and @sum over a self-referential one-to-many (managers and their reports) follow inserts, moves, value changes and deletes, matching a fresh count")
+    func selfReferentialKeptAggregates() async throws {
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel {
+            Entity("Person") {
+                Attribute("name", .string)
+                Attribute("pay", .int64)
+                Attribute("reportCount", .int64).derived(from: "reports.@count")
+                Attribute("reportPay", .int64).derived(from: "reports.@sum.pay")
+                Relationship("manager", to: "Person", inverse: "reports")
+                Relationship("reports", to: "Person", inverse: "manager", toMany: true)
+            }
+        }
+        let coordinator = try openCoordinator(dir, model: model)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var people: [ManagedObject] = []
+            for n in 0..<6 {
+                let person = try context.insertNewObject(forEntityName: "Person")
+                person.setValue("p\(n)", forKey: "name")
+                person.setValue(Int64(n * 10), forKey: "pay")
+                if n > 0 { person.setValue(people[(n - 1) / 2], forKey: "manager") }
+                people.append(person)
+            }
+            try context.save()
+        }
+        for round in 0..<5 {
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                let people = try context.fetch(FetchRequest(entityName: "Person", sortDescriptors: [FetchSortDescriptor(key: "name")]))
+                guard people.count > 2 else { return }
+                let mover = people[(round * 3 + 2) % people.count]
+                let target = people[(round * 5) % people.count]
+                if mover !== target { mover.setValue(target, forKey: "manager") }
+                people[round % people.count].setValue(Int64(round * 7 + 1), forKey: "pay")
+                if round == 2 { context.delete(people[1]) }
+                if round == 3 {
+                    let newcomer = try context.insertNewObject(forEntityName: "Person")
+                    newcomer.setValue("q\(round)", forKey: "name")
+                    newcomer.setValue(Int64(99), forKey: "pay")
+                    newcomer.setValue(people[0], forKey: "manager")
+                }
+                try context.save()
+                if round == 4 {
+                    try context.undo()
+                    try context.save()
+                }
+            }
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in try Self.checkReports(context) }
+        }
+    }
 }
