@@ -446,7 +446,10 @@ extension ContextCore {
             for effect in pending where effect.kind == .user { effect.source.pushed = true }
         }
         remapIDs(idMap, finishingSave: true)
-        if let sequence, parentContext == nil { advanceGeneration(to: sequence) }
+        // A pinned context moves on at a save (§22.3): to the transaction its save appended,
+        // or, when the save wrote nothing (its changes netted out, or a merge policy resolved
+        // its conflicts to the store's values, which its objects now hold), to the newest.
+        if parentContext == nil { advanceGeneration(to: sequence) }
         // The notification names the objects by their IDs after the save.
         var insertedIDs = Set<ManagedObjectID>(minimumCapacity: saved.count)
         var updatedIDs: Set<ManagedObjectID> = []

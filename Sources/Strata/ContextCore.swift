@@ -512,8 +512,9 @@ final class ContextCore {
     var shouldDeleteInaccessibleFaults = true
     /// The query generation the context reads (nil: the store's current state), spec 0006 §22.
     var generation: GenerationView?
-    /// The generation the context last moved on from, kept in case it is pinned back
-    /// (``setQueryGeneration(_:)``): `strata query` re-pins after each chunk's reset.
+    /// The generation the context last moved on from, kept until the next read in case it is
+    /// pinned back first (``setQueryGeneration(_:)``): `strata query` re-pins after each
+    /// chunk's reset.
     var retiredGeneration: GenerationView?
     /// Whether delete rules (cascade, nullify) run when an object is deleted (true, the
     /// default) or only at the next save (`propagatesDeletesAtEndOfEvent`, spec 0006 §23.2).

@@ -95,6 +95,9 @@ extension ContextCore {
     /// otherwise the current state.
     func readPinned<R>(_ log: EventLog, _ body: (borrowing LogReader) throws -> R) throws -> R {
         guard let generation else { return try log.read(body) }
+        // Read at the new generation: the one moved on from isn't pinned back to, and its
+        // view (the old values of everything changed since it) is let go.
+        retiredGeneration = nil
         do {
             return try log.read(pinnedTo: generation, body)
         } catch LogError.historyPurged(let requested, let purged) where requested == generation.sequence {

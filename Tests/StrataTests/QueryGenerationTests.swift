@@ -291,6 +291,34 @@ struct QueryGenerationTests {
         }
     }
 
+    @Test("a save whose conflicts the rollback policy resolves writes nothing and moves a pinned context to the newest generation, whose values its objects now hold")
+    func saveResolvedToNothing() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, ids) = try await Self.shop(dir)
+        let pinned = privateContext(coordinator)
+        try await pinned.perform { (context: isolated ManagedObjectContext) throws in
+            try context.setQueryGenerationFrom(.current)
+            _ = try context.existingObject(with: try #require(ids["c2"])).value(forKey: "name")
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: try #require(ids["c2"])).setValue(Int32(44), forKey: "age")
+            context.delete(try context.existingObject(with: try #require(ids["c5"])))
+            try context.save()
+        }
+        let head = try coordinator.persistentStores[0].log.head
+        try await pinned.perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.count(for: Self.byName()) == 5, "still pinned")
+            let c2 = try context.existingObject(with: try #require(ids["c2"]))
+            c2.setValue(Int32(33), forKey: "age")
+            context.mergePolicy = StandardMergePolicy.rollback
+            try context.save()
+            #expect(try coordinator.persistentStores[0].log.head == head, "nothing written")
+            #expect(c2.value(forKey: "age") as? Int32 == 44, "the store's value")
+            #expect(try context.count(for: Self.byName()) == 4, "the newest generation")
+            #expect(context.queryGenerationToken?.sequence == head)
+        }
+    }
+
     @Test("tokens: Codable; refused for a child context, another store, a generation past the head or before a purge point; a purge under a pinned context is a clear error")
     func tokensAndRefusals() async throws {
         let dir = try TemporaryDirectory()
