@@ -22,6 +22,18 @@ private func saveDepartment(
     return (department.objectID, people.map(\.objectID))
 }
 
+/// A store of the derived-attributes seed model in `dir`, with one department saved by
+/// ``saveDepartment(_:name:employees:)``.
+private func departmentStore(_ dir: TemporaryDirectory, name: String, employees: [(String, Decimal)]) async throws
+    -> (coordinator: PersistentStoreCoordinator, department: ManagedObjectID, employees: [ManagedObjectID])
+{
+    let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
+    let (department, people) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+        try saveDepartment(context, name: name, employees: employees)
+    }
+    return (coordinator, department, people)
+}
+
 /// The value of `key` of the object `id`, read in `context`.
 private func value(_ key: String, of id: ManagedObjectID, in context: isolated ManagedObjectContext) throws -> Any? {
     try context.existingObject(with: id).value(forKey: key)
@@ -104,10 +116,7 @@ struct DerivedAttributeTests {
     @Test("a department's count follows an employee who is inserted, moves, and is deleted, though the department has no other change")
     func countFollowsMoves() async throws {
         let dir = try TemporaryDirectory()
-        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
-        let (first, people) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            try saveDepartment(context, name: "A", employees: [("Ada", 10), ("Bo", 20)])
-        }
+        let (coordinator, first, people) = try await departmentStore(dir, name: "A", employees: [("Ada", 10), ("Bo", 20)])
         let (second, _) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
             try saveDepartment(context, name: "B", employees: [("Cy", 30)])
         }
@@ -149,10 +158,7 @@ struct DerivedAttributeTests {
     @Test("now() is the save's timestamp, set when the object itself is inserted or updated")
     func nowIsTheSaveTime() async throws {
         let dir = try TemporaryDirectory()
-        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
-        let (department, _) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            try saveDepartment(context, name: "Ops", employees: [])
-        }
+        let (coordinator, department, _) = try await departmentStore(dir, name: "Ops", employees: [])
         let inserted = try newestTransaction(coordinator).timestamp
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
             #expect(try value("lastSaved", of: department, in: context) as? Date == inserted)
@@ -175,10 +181,7 @@ struct DerivedAttributeTests {
     @Test("setting a derived attribute — setValue, nil, setPrimitiveValue, a batch update — is refused by name and changes nothing")
     func settingIsRefused() async throws {
         let dir = try TemporaryDirectory()
-        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
-        let (department, _) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            try saveDepartment(context, name: "Legal", employees: [("Ann", 1)])
-        }
+        let (coordinator, department, _) = try await departmentStore(dir, name: "Legal", employees: [("Ann", 1)])
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
             let object = try context.existingObject(with: department)
             for set in [
@@ -241,10 +244,7 @@ struct DerivedAttributeTests {
     @Test("undo of saved work and rollback leave derived values to the next save, which recomputes them")
     func undoAndRollback() async throws {
         let dir = try TemporaryDirectory()
-        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
-        let (department, _) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            try saveDepartment(context, name: "Lab", employees: [("Ida", 10)])
-        }
+        let (coordinator, department, _) = try await departmentStore(dir, name: "Lab", employees: [("Ida", 10)])
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
             let lab = try context.existingObject(with: department)
             let employee = try context.insertNewObject(forEntityName: "Employee")
@@ -300,10 +300,7 @@ struct DerivedAttributeTests {
     @Test("another writer's change of derived values only is no conflict for a context that changes the object")
     func derivedChangeIsNoConflict() async throws {
         let dir = try TemporaryDirectory()
-        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
-        let (department, _) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            try saveDepartment(context, name: "HR", employees: [("Kim", 10)])
-        }
+        let (coordinator, department, _) = try await departmentStore(dir, name: "HR", employees: [("Kim", 10)])
         let editor = privateContext(coordinator)
         try await editor.perform { (context: isolated ManagedObjectContext) throws in
             // Loaded, and kept by the unsaved change.
@@ -325,10 +322,7 @@ struct DerivedAttributeTests {
     @Test("an automatically merging context sees derived values another context's save computed")
     func automaticMerge() async throws {
         let dir = try TemporaryDirectory()
-        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
-        let (department, _) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            try saveDepartment(context, name: "IT", employees: [("Lu", 10)])
-        }
+        let (coordinator, department, _) = try await departmentStore(dir, name: "IT", employees: [("Lu", 10)])
         let viewer = privateContext(coordinator)
         try await viewer.perform { (context: isolated ManagedObjectContext) throws in
             context.automaticallyMergesChangesFromParent = true
@@ -355,10 +349,7 @@ struct DerivedAttributeTests {
     @Test("a child context's save computes nothing; the parent's save to the store does, and a merging child sees it")
     func nestedContexts() async throws {
         let dir = try TemporaryDirectory()
-        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
-        let (department, _) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            try saveDepartment(context, name: "Docs", employees: [("Mo", 10)])
-        }
+        let (coordinator, department, _) = try await departmentStore(dir, name: "Docs", employees: [("Mo", 10)])
         let parent = privateContext(coordinator)
         let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
         try await child.perform { (context: isolated ManagedObjectContext) throws in
@@ -623,10 +614,7 @@ struct DerivedAttributeTests {
     @Test("the did-save notification names the objects given new derived values that the saving context doesn't hold, so a context merging it refreshes them")
     func didSaveNamesDerivedUpdates() async throws {
         let dir = try TemporaryDirectory()
-        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
-        let (department, people) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            try saveDepartment(context, name: "A", employees: [("Ada", 10), ("Bo", 20)])
-        }
+        let (coordinator, department, people) = try await departmentStore(dir, name: "A", employees: [("Ada", 10), ("Bo", 20)])
         let reader = privateContext(coordinator)
         try await reader.perform { (context: isolated ManagedObjectContext) throws in
             context.retainsRegisteredObjects = true
