@@ -93,7 +93,8 @@ public struct LogReader: ~Copyable {
     let log: EventLog
     let writer: TableWriter
     /// The objects changed since the generation this reader is pinned to, with their values
-    /// as of it (``EventLog/read(pinnedTo:_:)``); nil for a reader of the current state.
+    /// as of it (``EventLog/read(pinnedTo:_:)``); nil for a reader of the current state, and
+    /// when nothing changed since (the current reads are the generation's then).
     let view: GenerationView?
     /// The generation this reader is pinned to (nil: it reads the current state).
     public let generation: UInt64?
@@ -339,7 +340,6 @@ public struct LogReader: ~Copyable {
         pinned: (ModelSchema.Entity, StoredObjectID, [String: LogValue], UInt64) throws -> IterationDecision
     ) throws {
         let described = try log.schema.entity(entity)
-        let view = self.view.flatMap { $0.isCurrent ? nil : $0 }
         let changed = try view.map { view in try view.changedKeys { try log.catalog.entityCode($0) } } ?? []
         for name in includingSubentities ? described.selfAndSubentities : [entity] {
             let schemaEntity = try log.schema.entity(name)
@@ -394,7 +394,7 @@ public struct LogReader: ~Copyable {
         guard let described = entity.propertiesByName[property], let storage = described.relationship else {
             throw LogError.unknownProperty(entity: id.entity, property: property)
         }
-        if let view, !view.isCurrent { return try pinnedRelated(id, property, described, storage, view) }
+        if let view { return try pinnedRelated(id, property, described, storage, view) }
         return try currentRelated(id, property, described, storage)
     }
 
@@ -471,7 +471,7 @@ public struct LogReader: ~Copyable {
     ) throws {
         let keyRange = try indexKeyRange(entity: entity, attribute: attribute, range: range)
         let wanted = Set(try log.schema.entity(entity).selfAndSubentities.map { try log.catalog.entityCode($0) })
-        if let view, !view.isCurrent {
+        if let view {
             try pinnedScan(entity: entity, attribute: attribute, keyRange: keyRange, wanted: wanted, reverse: reverse, view: view, body)
             return
         }
@@ -598,7 +598,7 @@ public struct LogReader: ~Copyable {
     ///
     /// - Throws: ``LogError/invalidOperation(_:)`` if the attribute has no index.
     public func countIndex(entity: String, attribute: String, range: IndexRange) throws -> Int {
-        if let view, !view.isCurrent {
+        if view != nil {
             var count = 0
             try scanIndex(entity: entity, attribute: attribute, range: range) { _ in
                 count += 1
