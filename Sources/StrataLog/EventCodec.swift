@@ -197,27 +197,32 @@ enum EventCodec {
 
         init(_ property: ModelSchema.Property) {
             if let type = property.attributeType {
-                self = switch type {
-                case .int16: .int16
-                case .int32: .int32
-                case .int64: .int64
-                case .decimal: .decimal
-                case .double: .double
-                case .float: .float
-                case .string: .string
-                case .boolean: .boolean
-                case .date: .date
-                case .binaryData: .binaryData
-                case .uuid: .uuid
-                case .uri: .uri
-                case .transformable: .transformable
-                }
+                self.init(type)
             } else {
                 switch property.relationship {
                 case .toOne?: self = .reference
                 case .orderedToMany?, .unorderedToMany?: self = .references
                 case .derived?, nil: self = .nothing
                 }
+            }
+        }
+
+        /// The kind of an attribute type's values.
+        init(_ type: AttributeType) {
+            self = switch type {
+            case .int16: .int16
+            case .int32: .int32
+            case .int64: .int64
+            case .decimal: .decimal
+            case .double: .double
+            case .float: .float
+            case .string: .string
+            case .boolean: .boolean
+            case .date: .date
+            case .binaryData: .binaryData
+            case .uuid: .uuid
+            case .uri: .uri
+            case .transformable: .transformable
             }
         }
 
@@ -476,7 +481,9 @@ enum EventCodec {
             let changeCount = try r.count(limit: r.remaining)
             var changes: [Change] = []
             changes.reserveCapacity(changeCount)
-            for _ in 0..<changeCount { changes.append(try readChange(&r, schema: schema, catalog: catalog)) }
+            for _ in 0..<changeCount {
+                changes.append(try readChange(&r, schema: schema, catalog: catalog, migrating: kind == .migration))
+            }
             groups.append(ChangeGroup(actionName: actionName, changes: changes, origin: origin))
         }
         guard r.isAtEnd else { throw r.failure("\(r.remaining) unexpected trailing bytes") }
@@ -536,7 +543,9 @@ enum EventCodec {
         }
     }
 
-    static func readChange(_ r: inout ByteReader, schema: ModelSchema, catalog: some CodecCatalog) throws(LogError) -> Change {
+    static func readChange(
+        _ r: inout ByteReader, schema: ModelSchema, catalog: some CodecCatalog, migrating: Bool = false
+    ) throws(LogError) -> Change {
         let op = try r.byte()
         let id = try readReference(&r, catalog)
         guard let entity = schema.entities[id.entity] else { throw r.failure("entity \(id.entity) is not in the event's model") }
@@ -579,7 +588,10 @@ enum EventCodec {
                     changes.append(.membership(property: property, added: added, removed: removed))
                 } else {
                     let before = try readValue(&r, catalog)
-                    guard fits(before, entity.valueKinds[code]) else { throw misfit(before, described, entity: id.entity, r) }
+                    // A migration's before-value of an attribute may be of the type an earlier
+                    // model version stored (a value it converted, §4.4).
+                    let converted = migrating && described.isAttribute && { if case .attribute = before { true } else { false } }()
+                    guard converted || fits(before, entity.valueKinds[code]) else { throw misfit(before, described, entity: id.entity, r) }
                     let after = try readValue(&r, catalog)
                     guard fits(after, entity.valueKinds[code]) else { throw misfit(after, described, entity: id.entity, r) }
                     changes.append(.value(property: property, before: before, after: after))

@@ -49,6 +49,12 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
     /// gone, and the earliest state the store can rebuild is its base snapshot as of
     /// `purgedThrough` (`Specs/0004-event-log.md` §7.6).
     case historyPurged(requested: UInt64, purgedThrough: UInt64)
+    /// A writable open's model version can't take over the stored values: an attribute it
+    /// makes mandatory (or adds) has no default value for objects without one, or a stored
+    /// value doesn't convert to the attribute's new type without loss
+    /// (`Specs/0004-event-log.md` §4.4). Nothing was written; the store opens as before with
+    /// its earlier model.
+    case migration(String)
 
     /// A sentence naming what was wrong and where.
     public var description: String {
@@ -79,6 +85,7 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
         case .notAStore(let path): "no Strata store at \(path)"
         case .modelMismatch(let detail): "model mismatch: \(detail)"
         case .invalidOperation(let detail): detail
+        case .migration(let detail): "migration: \(detail)"
         case .historyPurged(let requested, let purgedThrough):
             "sequence \(requested) was purged: history through \(purgedThrough) was removed, and the earliest state kept is as of \(purgedThrough)"
         }

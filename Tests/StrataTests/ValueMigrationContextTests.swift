@@ -1,0 +1,69 @@
+import Foundation
+import Strata
+import StrataTestSupport
+import Testing
+
+/// A Core Data app's usual model changes, through a coordinator: adding a mandatory
+/// attribute with a default, widening a type; the objects saved before read the new values
+/// and save again (spec 0004 §4.4).
+@Suite("Contexts: a later model version's defaults and conversions")
+struct ValueMigrationContextTests {
+    static func model(priority: AttributeDescription, extra: [AttributeDescription] = []) throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Task") {
+                Attribute("title", .string, default: "").required()
+                priority
+                for attribute in extra { attribute }
+            }
+        }
+    }
+
+    @Test("objects saved before a version that adds a mandatory attribute with a default and widens a type: fetched by the new values, read typed, saved again; a version whose conversion loses values is refused and the store opens as before")
+    func addAndWiden() async throws {
+        let dir = try TemporaryDirectory()
+        let v1 = try Self.model(priority: Attribute("priority", .int16))
+        var coordinator = try openCoordinator(dir, model: v1)
+        let ids = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let first = try context.insertNewObject(forEntityName: "Task")
+            first.setValue("Write spec", forKey: "title")
+            first.setValue(Int16(5), forKey: "priority")
+            let second = try context.insertNewObject(forEntityName: "Task")
+            second.setValue("Test", forKey: "title")
+            try context.save()
+            return [first.objectID, second.objectID]
+        }
+
+        let v2 = try Self.model(
+            priority: Attribute("priority", .int64, default: 3).required(), extra: [Attribute("done", .boolean, default: false).required()])
+        coordinator = try openCoordinator(dir, model: v2)
+        let migration = try #require(try coordinator.history(HistoryRequest()).last)
+        #expect(migration.kind == .migration)
+        #expect(migration.changes.map(\.changedObjectID) == ids)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let first = try context.existingObject(with: ids[0])
+            let second = try context.existingObject(with: ids[1])
+            #expect(first.value(forKey: "priority") as? Int64 == 5, "int16 5 converted to int64")
+            #expect(second.value(forKey: "priority") as? Int64 == 3, "nil in a now-mandatory attribute: its default")
+            #expect(first.value(forKey: "done") as? Bool == false, "an added mandatory attribute: its default")
+            var request = try FetchRequest(entityName: "Task", format: "done == NO AND priority >= 3")
+            request.sortDescriptors = [FetchSortDescriptor(key: "priority")]
+            #expect(try context.fetch(request).map(\.objectID) == [ids[1], ids[0]])
+            second.setValue("Test more", forKey: "title")
+            first.setValue(Int64(70_000), forKey: "priority")
+            try context.save()
+        }
+
+        let v3 = try Self.model(
+            priority: Attribute("priority", .int16, default: 3).required(), extra: [Attribute("done", .boolean, default: false).required()])
+        #expect {
+            _ = try openCoordinator(dir, model: v3)
+        } throws: { error in
+            "\(error)".contains("Task/p1 has Task.priority = 70000 (int64), which doesn't convert to int16 without loss")
+        }
+        coordinator = try openCoordinator(dir, model: v2)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: ids[0]).value(forKey: "priority") as? Int64 == 70_000)
+            #expect(try context.existingObject(with: ids[1]).value(forKey: "title") as? String == "Test more")
+        }
+    }
+}
