@@ -125,7 +125,9 @@ final class PersistedUndoReader {
             case .redo(let sequence, let target)?: onUndoStack(Ref(sequence: sequence, group: target), nil)
             case nil:
                 guard !group.changes.isEmpty else { continue }
-                onUndoStack(Ref(sequence: event.sequence, group: index), group)
+                // Under the current model's names: a later model version may have renamed
+                // or removed its properties (spec 0006 §13.3).
+                onUndoStack(Ref(sequence: event.sequence, group: index), log.translating(group, fromModelVersion: event.modelVersion))
                 pushRead = true
             }
         }
@@ -160,7 +162,7 @@ final class PersistedUndoReader {
                 event.groups.indices.contains(ref.group)
             else { return nil }
             if !event.kind.isUndoable { return nil }
-            let group = event.groups[ref.group]
+            let group = log.translating(event.groups[ref.group], fromModelVersion: event.modelVersion)
             let hasOrigins = event.groups.contains { $0.origin != nil }
             if !hasOrigins, event.kind.isUndoOrRedo { return nil }
             guard group.origin == nil, !group.changes.isEmpty else { return nil }

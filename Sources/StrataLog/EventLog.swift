@@ -243,31 +243,18 @@ public final class EventLog: Sendable {
 
     deinit { storeMonitor.shutdown() }
 
-    /// Refuses a model that renames an entity or property of the newest stored model version
-    /// (its `renamingIdentifier` names one the previous version has, whose name the new
-    /// version no longer has): the store keeps values by name, so a rename would hide every
-    /// stored value of it — Core Data's lightweight migration carries them over, Strata can't
-    /// yet (spec 0002 §2). The open fails and writes nothing.
+    /// Refuses a model that renames an entity of the newest stored model version (its
+    /// `renamingIdentifier` names one the previous version has, whose name the new version no
+    /// longer has): objects are filed under their entity's code, and Strata can't move them
+    /// to another entity yet (spec 0002 §2). Renamed properties are migrated (spec 0004 §4.5).
+    /// The open fails and writes nothing.
     static func refuseRenames(from previous: ManagedObjectModel, version: Int, to model: ManagedObjectModel) throws {
-        func refuse(_ what: String, _ old: String, _ new: String) -> LogError {
-            LogError.invalidOperation(
-                "the model renames \(what) \(old) to \(new) (renamingIdentifier \"\(old.split(separator: ".").last ?? "")\"), but this store can't carry stored values across a rename: they would read as nil. Keep the name \(old) (stored model version \(version) has it), or add \(new) beside it and copy the values over in a save")
-        }
-        for entity in model.entities {
-            guard let old = previous.entity(named: entity.name) else {
-                if let renamed = entity.renamingIdentifier, renamed != entity.name, previous.entity(named: renamed) != nil,
-                    model.entity(named: renamed) == nil
-                {
-                    throw refuse("entity", renamed, entity.name)
-                }
-                continue
-            }
-            for property in entity.properties {
-                guard let renamed = property.renamingIdentifier, renamed != property.name,
-                    old.propertiesByName[renamed] != nil, old.propertiesByName[property.name] == nil,
-                    entity.propertiesByName[renamed] == nil
-                else { continue }
-                throw refuse("property", "\(entity.name).\(renamed)", "\(entity.name).\(property.name)")
+        for entity in model.entities where previous.entity(named: entity.name) == nil {
+            if let renamed = entity.renamingIdentifier, renamed != entity.name, previous.entity(named: renamed) != nil,
+                model.entity(named: renamed) == nil
+            {
+                throw LogError.invalidOperation(
+                    "the model renames entity \(renamed) to \(entity.name) (renamingIdentifier \"\(renamed)\"), but this store can't move objects to another entity: they would be lost. Keep the name \(renamed) (stored model version \(version) has it); renaming its properties is fine")
             }
         }
     }

@@ -628,9 +628,16 @@ struct TableWriter: CodecCatalog {
                 for id in added { try link(txn, key, code, try self.key(id), member: true) }
             }
         }
+        let writtenWith = record.modelVersion
         record.version = sequence
         record.modelVersion = modelVersion
-        try writeRecord(txn, key, record, entity: entity)
+        do {
+            try writeRecord(txn, key, record, entity: entity)
+        } catch LogError.unknownProperty(let entityName, let property) where writtenWith > modelVersion {
+            // A later model version wrote the object with a property this one doesn't have.
+            throw LogError.invalidOperation(
+                "\(entityName)/p\(key.primaryKey) was written with model version \(writtenWith), which has \(entityName).\(property); this store's model (version \(modelVersion)) can't store it, so the object can't be changed with it: open the store with the later model")
+        }
         try updateIndexes(txn, key, old: old, new: record.values, entity: entity)
         try putHistory(txn, key, sequence)
         return record.values

@@ -67,3 +67,59 @@ struct ValueMigrationContextTests {
         }
     }
 }
+
+extension ValueMigrationContextTests {
+    @Test("persisted undo across model versions: a group saved before a rename, a type change and a removal undoes and redoes under the new names and types, after a restart")
+    func persistedUndoAcrossVersions() async throws {
+        let dir = try TemporaryDirectory()
+        let v1 = try ManagedObjectModel {
+            Entity("Task") { Attribute("title", .string); Attribute("priority", .int16); Attribute("scratch", .string) }
+        }
+        var coordinator = try openCoordinator(dir, model: v1)
+        func editor(_ coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
+            privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true)
+        }
+        let id = try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let task = try context.insertNewObject(forEntityName: "Task")
+            task.setValue("A", forKey: "title")
+            task.setValue(Int16(3), forKey: "priority")
+            task.setValue("q", forKey: "scratch")
+            try context.save()
+            task.setValue("B", forKey: "title")
+            task.setValue(Int16(5), forKey: "priority")
+            task.setValue("r", forKey: "scratch")
+            try context.save()
+            return task.objectID
+        }
+        let v2 = try ManagedObjectModel {
+            Entity("Task") { Attribute("heading", .string).renamed(from: "title"); Attribute("priority", .int64) }
+        }
+        coordinator = try openCoordinator(dir, model: v2)
+        try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let task = try context.existingObject(with: id)
+            #expect(task.value(forKey: "heading") as? String == "B")
+            let canUndo = context.canUndo
+            #expect(canUndo)
+            try context.undo()
+            #expect(task.value(forKey: "heading") as? String == "A", "the renamed attribute is undone under its new name")
+            #expect(task.value(forKey: "priority") as? Int64 == 3, "the old value converted to the new type (no conflict with the converted 5)")
+            try context.save()
+            try context.redo()
+            #expect(task.value(forKey: "heading") as? String == "B")
+            #expect(task.value(forKey: "priority") as? Int64 == 5)
+            try context.save()
+            try context.undo()
+            try context.save()
+        }
+        coordinator = try openCoordinator(dir, model: v2)
+        try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let task = try context.existingObject(with: id)
+            #expect(task.value(forKey: "heading") as? String == "A")
+            #expect(task.value(forKey: "priority") as? Int64 == 3)
+            let canRedo = context.canRedo
+            #expect(canRedo, "the redo stack is read back under the new names too")
+            try context.redo()
+            #expect(task.value(forKey: "heading") as? String == "B")
+        }
+    }
+}
