@@ -199,13 +199,6 @@ public final class EventLog: Sendable {
                 try txn.put(now, forKey: MetaKey.openedAt, in: tables.meta)
                 let existing = try catalog.load(txn)
                 let hash = Array(model.versionHash)
-                // A model not stored yet may rename what the newest stored one has.
-                if try txn.value(forKey: MetaKey.modelHash(hash), in: tables.meta) == nil,
-                    let newest = existing.modelJSON.keys.max(), let json = existing.modelJSON[newest],
-                    let previous = try? ManagedObjectModel(jsonData: json)
-                {
-                    try Self.refuseRenames(from: previous, version: newest, to: model)
-                }
                 let registered = try Catalog.register(schema, in: txn, tables: tables, existing: existing)
                 let version: Int
                 if let stored = try txn.value(forKey: MetaKey.modelHash(hash), in: tables.meta),
@@ -242,22 +235,6 @@ public final class EventLog: Sendable {
     }
 
     deinit { storeMonitor.shutdown() }
-
-    /// Refuses a model that renames an entity of the newest stored model version (its
-    /// `renamingIdentifier` names one the previous version has, whose name the new version no
-    /// longer has): objects are filed under their entity's code, and Strata can't move them
-    /// to another entity yet (spec 0002 §2). Renamed properties are migrated (spec 0004 §4.5).
-    /// The open fails and writes nothing.
-    static func refuseRenames(from previous: ManagedObjectModel, version: Int, to model: ManagedObjectModel) throws {
-        for entity in model.entities where previous.entity(named: entity.name) == nil {
-            if let renamed = entity.renamingIdentifier, renamed != entity.name, previous.entity(named: renamed) != nil,
-                model.entity(named: renamed) == nil
-            {
-                throw LogError.invalidOperation(
-                    "the model renames entity \(renamed) to \(entity.name) (renamingIdentifier \"\(renamed)\"), but this store can't move objects to another entity: they would be lost. Keep the name \(renamed) (stored model version \(version) has it); renaming its properties is fine")
-            }
-        }
-    }
 
     /// Whether the stored model file `json` defines the indexes and uniqueness constraints
     /// `schema` does (false when it doesn't load: it is stored again as a new version).

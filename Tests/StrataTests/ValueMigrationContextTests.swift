@@ -123,3 +123,39 @@ extension ValueMigrationContextTests {
         }
     }
 }
+
+extension ValueMigrationContextTests {
+    @Test("an entity renamed: its objects are found under the new name with the same primary keys, fetched and edited; a group saved before undoes on them; the old URI no longer resolves")
+    func entityRenamed() async throws {
+        let dir = try TemporaryDirectory()
+        let v1 = try ManagedObjectModel { Entity("Player") { Attribute("name", .string) } }
+        var coordinator = try openCoordinator(dir, model: v1)
+        func editor(_ coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
+            privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true)
+        }
+        let old = try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue("Ann", forKey: "name")
+            try context.save()
+            player.setValue("Anna", forKey: "name")
+            try context.save()
+            return player.objectID
+        }
+        let oldURI = old.uriRepresentation()
+        let v2 = try ManagedObjectModel { Entity("Athlete") { Attribute("name", .string) }.renamed(from: "Player") }
+        coordinator = try openCoordinator(dir, model: v2)
+        #expect(coordinator.managedObjectID(forURIRepresentation: oldURI) == nil, "as in Core Data, the URI names the old entity")
+        try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let athletes = try context.fetch(FetchRequest(entityName: "Athlete"))
+            #expect(athletes.map { $0.value(forKey: "name") as? String } == ["Anna"])
+            #expect(athletes.first?.objectID.uriRepresentation().absoluteString.hasSuffix("/Athlete/p1") == true)
+            try context.undo()
+            #expect(athletes.first?.value(forKey: "name") as? String == "Ann", "the group saved on Player/p1 undoes on Athlete/p1")
+            try context.save()
+        }
+        coordinator = try openCoordinator(dir, model: v2)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.fetch(FetchRequest(entityName: "Athlete")).map { $0.value(forKey: "name") as? String } == ["Ann"])
+        }
+    }
+}

@@ -1,0 +1,187 @@
+import Foundation
+import StrataModel
+import StrataStorage
+
+// MARK: - Entities a later model version renames (spec 0004 §4.6)
+
+extension EventLog {
+    /// The entities of earlier stored model versions that the opening model renames: old
+    /// name → new name. An entity of the opening model that no earlier version has renames
+    /// one when its `renamingIdentifier` is that entity's name, or equals that entity's own
+    /// `renamingIdentifier`, and the opening model no longer has that name.
+    func renamedEntities() throws -> [String: String] {
+        var renamed: [String: String] = [:]
+        for version in catalog.modelVersions where version < modelVersion {
+            let earlier = try catalog.schema(forModelVersion: version).model
+            for entity in model.entities where earlier.entity(named: entity.name) == nil {
+                guard let identifier = entity.renamingIdentifier, identifier != entity.name,
+                    let old = earlier.entities.first(where: { $0.name == identifier || $0.renamingIdentifier == identifier }),
+                    model.entity(named: old.name) == nil
+                else { continue }
+                renamed[old.name] = entity.name
+            }
+        }
+        return renamed
+    }
+
+    /// Takes the objects of the entities `renamed` out of the store, in their versions'
+    /// terms (``writeTakeOut(_:_:sequence:timestamp:)``): first every reference to them is
+    /// taken out of the objects holding it (a to-one or ordered list whole, an unordered
+    /// to-many's members of those entities), then each object is deleted with its full
+    /// before-image. Returns the values taken out, with every such object's ID replaced by
+    /// its ID under the new entity name (the same primary key), and those new IDs: the
+    /// objects to insert.
+    func takeOutRenamedEntities(
+        _ renamed: [String: String], _ txn: borrowing LMDBTransaction, sequence: inout UInt64, timestamp: Date
+    ) throws -> (taken: [RetiredValue], inserting: [StoredObjectID: MovedFrom]) {
+        let reader = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion, shapes: entityShapes)
+        var objects: [(key: ObjectKey, id: StoredObjectID)] = []
+        for old in renamed.keys.sorted() {
+            guard let code = try? reader.entityCode(old) else { continue }
+            try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, _ in
+                if let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) {
+                    objects.append((objectKey, StoredObjectID(entity: old, primaryKey: objectKey.primaryKey)))
+                }
+                return .next
+            }
+        }
+        guard !objects.isEmpty else { return ([], [:]) }
+        var taken: [RetiredValue] = []
+
+        // The references to them: referrers rows are target · relationship · source.
+        var incoming: [ObjectKey: [UInt16: [ObjectKey]]] = [:]
+        for (key, _) in objects {
+            try txn.forEach(in: tables.referrers, range: .prefix(key.bytes)) { row, _ in
+                row.withUnsafeBytes { raw in
+                    guard raw.count == 22, let source = ObjectKey(raw, at: 12) else { return }
+                    incoming[source, default: [:]][UInt16(raw[10]) << 8 | UInt16(raw[11]), default: []].append(key)
+                }
+                return .next
+            }
+        }
+        var updates: [Int: [TakeOut]] = [:]
+        for (source, byRelationship) in incoming.sorted(by: { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }) {
+            let sourceID = try reader.id(source)
+            guard let record = try reader.readRecord(txn, source, entityName: sourceID.entity) else { continue }
+            let written = try catalog.schema(forModelVersion: record.modelVersion)
+            guard let entity = written.entities[sourceID.entity] else { continue }
+            let described = written.model.entity(named: sourceID.entity)
+            var changes: [PropertyChange] = []
+            for (code, targets) in byRelationship.sorted(by: { $0.key < $1.key }) {
+                guard let qualified = catalog.relationshipName(code), let name = qualified.split(separator: ".").last.map(String.init),
+                    let property = entity.propertiesByName[name], property.isRecorded
+                else {
+                    throw LogError.migration(
+                        "\(sourceID) refers to an object of a renamed entity through relationship code \(code), which its model version \(record.modelVersion) doesn't record; run strata verify")
+                }
+                let value: LogValue
+                if property.relationship == .unorderedToMany {
+                    let ids = try targets.map { (k) throws(LogError) in try reader.id(k) }.sorted()
+                    changes.append(.membership(property: name, added: [], removed: ids))
+                    value = .references(ids)
+                } else {
+                    guard let whole = record.values[name], whole != .null else { continue }
+                    changes.append(.value(property: name, before: whole, after: .null))
+                    value = whole
+                }
+                taken.append(
+                    RetiredValue(
+                        object: sourceID, version: record.modelVersion, earlierEntity: sourceID.entity, property: property,
+                        renamingIdentifier: described?.propertiesByName[name]?.renamingIdentifier, value: value
+                    ).movingObjects(of: renamed))
+            }
+            if !changes.isEmpty {
+                updates[record.modelVersion, default: []].append(
+                    TakeOut(key: source, id: sourceID, entity: entity, record: record, changes: changes.sorted { $0.property < $1.property }))
+            }
+        }
+        try writeTakeOut(updates, txn, sequence: &sequence, timestamp: timestamp)
+
+        // The objects themselves, with what they still hold.
+        var deletes: [Int: [TakeOut]] = [:]
+        var inserting: [StoredObjectID: MovedFrom] = [:]
+        for (key, id) in objects {
+            guard let record = try reader.readRecord(txn, key, entityName: id.entity) else { continue }
+            let written = try catalog.schema(forModelVersion: record.modelVersion)
+            guard let entity = written.entities[id.entity] else { continue }
+            let writer = TableWriter(tables: tables, catalog: catalog, schema: written, modelVersion: record.modelVersion)
+            let before = try writer.beforeImage(txn, key, record: record, entity: entity)
+            deletes[record.modelVersion, default: []].append(TakeOut(key: key, id: id, entity: entity, deleted: before))
+            let described = written.model.entity(named: id.entity)
+            for (name, value) in before.sorted(by: { $0.key < $1.key }) where value != .null {
+                guard let property = entity.propertiesByName[name] else { continue }
+                taken.append(
+                    RetiredValue(
+                        object: id, version: record.modelVersion, earlierEntity: id.entity, property: property,
+                        renamingIdentifier: described?.propertiesByName[name]?.renamingIdentifier, value: value
+                    ).movingObjects(of: renamed))
+            }
+            if let new = renamed[id.entity] {
+                inserting[StoredObjectID(entity: new, primaryKey: id.primaryKey)] = MovedFrom(version: record.modelVersion, entity: id.entity)
+            }
+        }
+        try writeTakeOut(deletes, txn, sequence: &sequence, timestamp: timestamp)
+        return (taken, inserting)
+    }
+}
+
+extension TableWriter {
+    /// Inserts `id`, an object of an entity the opening version renames, under its new ID
+    /// with the values put back for it (``planPutBack(_:inserting:)``): to-many destinations
+    /// added as lists, and each attribute without a value given its default when it is
+    /// mandatory or new to the entity (as §4.4 fills stored objects); the entity's primary-key
+    /// counter is raised past it.
+    ///
+    /// - Throws: ``LogError/migration(_:)`` for a mandatory attribute without a value or a
+    ///   default.
+    func insertMoved(
+        _ id: StoredObjectID, from earlier: MovedFrom, values: [String: LogValue], additions: [String: [StoredObjectID]],
+        _ txn: borrowing LMDBTransaction, sequence: UInt64
+    ) throws -> Change {
+        guard let entity = schema.entities[id.entity], let described = schema.model.entity(named: id.entity) else {
+            throw LogError.unknownEntity(id.entity)
+        }
+        let earlierSchema = try schema(forModelVersion: earlier.version)
+        let earlierEntity = earlierSchema.entities[earlier.entity]
+        let earlierDescribed = earlierSchema.model.entity(named: earlier.entity)
+        /// Whether the object's earlier entity had the attribute (under its name, or one it renames).
+        func had(_ attribute: AttributeDescription) -> Bool {
+            if earlierEntity?.propertiesByName[attribute.name] != nil { return true }
+            guard let identifier = attribute.renamingIdentifier else { return false }
+            return earlierDescribed?.properties.contains { $0.name == identifier || $0.renamingIdentifier == identifier } == true
+        }
+        var inserted = values
+        for (name, destinations) in additions {
+            guard let property = entity.propertiesByName[name] else { continue }
+            var list = destinations.reduce(into: [StoredObjectID]()) { list, id in if !list.contains(id) { list.append(id) } }
+            if property.relationship == .unorderedToMany { list.sort() }
+            inserted[name] = .references(list)
+        }
+        for attribute in described.allAttributes where attribute.isPersisted && !attribute.isDerived && inserted[attribute.name] == nil {
+            guard let fallback = attribute.defaultValue.map({ LogValue.attribute($0.coerced(to: attribute.attributeType)) }) else {
+                if !attribute.isOptional {
+                    throw LogError.migration(
+                        "the stored values can't be taken over by model version \(modelVersion): \(id.entity).\(attribute.name) is mandatory and has no default value, but \(id) has no value for it. Nothing was written")
+                }
+                continue
+            }
+            // An optional attribute keeps a nil its object had; one new to the entity takes
+            // the default. Mandatory ones always do.
+            if attribute.isOptional && had(attribute) { continue }
+            inserted[attribute.name] = fallback
+        }
+        let key = try key(id)
+        try applyInsert(txn, key, values: inserted, sequence: sequence, entity: entity)
+        if key.primaryKey > (try lastPrimaryKey(txn, entity: key.entity)) {
+            try txn.put(bigEndianBytes(key.primaryKey), forKey: Self.counterKey(key.entity), in: tables.counters)
+        }
+        return .insert(id, values: inserted.filter { $0.value != .null })
+    }
+}
+
+/// Where an object of a renamed entity came from: its record's model version and its entity
+/// there.
+struct MovedFrom: Hashable {
+    let version: Int
+    let entity: String
+}

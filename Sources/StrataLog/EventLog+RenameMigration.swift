@@ -1,0 +1,325 @@
+import Foundation
+import StrataModel
+import StrataStorage
+
+// MARK: - Values earlier versions stored under names the opening version doesn't (spec 0004 §4.5)
+
+/// A value an earlier model version stored that the opening version doesn't store under
+/// that name: a property it removes, renames (`renamingIdentifier`), or a relationship side
+/// it no longer records. Taken out in the earlier version's terms, then put back (or
+/// dropped) in the opening version's.
+struct RetiredValue {
+    /// The object.
+    var object: StoredObjectID
+    /// The model version its record was written with.
+    let version: Int
+    /// The object's entity in that version (another when the opening version renames it).
+    var earlierEntity: String
+    /// The property as the earlier version defines it.
+    let property: ModelSchema.Property
+    /// Its name's renaming identifier in the earlier version (chains of renames).
+    let renamingIdentifier: String?
+    /// The value taken out (for an unordered to-many: its members as `.references`).
+    var value: LogValue
+
+    /// This value with the object and the objects it names moved to their new IDs, when
+    /// their entity is one of `renamed` (old name → new name; the same primary key).
+    func movingObjects(of renamed: [String: String]) -> RetiredValue {
+        guard !renamed.isEmpty else { return self }
+        func moved(_ id: StoredObjectID) -> StoredObjectID {
+            renamed[id.entity].map { StoredObjectID(entity: $0, primaryKey: id.primaryKey) } ?? id
+        }
+        var copy = self
+        copy.object = moved(object)
+        switch value {
+        case .reference(let id): copy.value = .reference(moved(id))
+        case .references(let ids): copy.value = .references(ids.map(moved))
+        default: break
+        }
+        return copy
+    }
+}
+
+extension EventLog {
+    /// The stored properties of earlier stored model versions that the opening version doesn't
+    /// store the same way, by entity of the opening model: a name it doesn't have, an
+    /// attribute it makes a relationship (or the reverse), or a recorded relationship side
+    /// it records differently or derives.
+    func retiredPropertyNames() throws -> [String: Set<String>] {
+        var retired: [String: Set<String>] = [:]
+        for version in catalog.modelVersions where version < modelVersion {
+            let other = try catalog.schema(forModelVersion: version)
+            for (name, entity) in schema.entities {
+                guard let before = other.entities[name] else { continue }
+                for property in before.properties where property.isAttribute || property.isRecorded {
+                    let now = entity.propertiesByName[property.name]
+                    let same = now.map { now in
+                        property.isAttribute ? now.isAttribute : now.relationship == property.relationship && now.isRecorded
+                    } ?? false
+                    if !same { retired[name, default: []].insert(property.name) }
+                }
+            }
+        }
+        return retired
+    }
+
+    /// Takes the values of `retired` (``retiredPropertyNames()``) out of every live object
+    /// of their entities: for each model version the objects' records were written with, one
+    /// `migration` transaction in that version's terms (from `sequence` on, which it
+    /// advances) sets them to nil — references unlinked, unordered members removed — and
+    /// rebuilds that version's indexes. Returns the values taken out.
+    func takeOutRetiredValues(
+        _ retired: [String: Set<String>], _ txn: borrowing LMDBTransaction, sequence: inout UInt64, timestamp: Date
+    ) throws -> [RetiredValue] {
+        var taken: [RetiredValue] = []
+        var byVersion: [Int: [TakeOut]] = [:]
+        let reader = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion, shapes: entityShapes)
+        for (entityName, names) in retired.sorted(by: { $0.key < $1.key }) {
+            guard let code = try? reader.entityCode(entityName) else { continue }
+            var records: [(ObjectKey, [UInt8])] = []
+            try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, value in
+                guard let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) else { return .next }
+                records.append((objectKey, value.withUnsafeBytes { Array($0) }))
+                return .next
+            }
+            for (key, bytes) in records {
+                let id = StoredObjectID(entity: entityName, primaryKey: key.primaryKey)
+                let record = try bytes.withUnsafeBytes { raw throws(LogError) in
+                    try reader.decodeRecord(raw, entityName: entityName, context: "state \(id)")
+                }
+                // A record a later model version wrote is left for it.
+                guard record.modelVersion < modelVersion else { continue }
+                let written = try catalog.schema(forModelVersion: record.modelVersion)
+                guard let entity = written.entities[entityName] else { continue }
+                let described = written.model.entity(named: entityName)
+                var changes: [PropertyChange] = []
+                for name in names.sorted() {
+                    guard let property = entity.propertiesByName[name], property.isAttribute || property.isRecorded else { continue }
+                    let renamingIdentifier = described?.propertiesByName[name]?.renamingIdentifier
+                    if property.relationship == .unorderedToMany {
+                        let members = try reader.members(txn, of: key, relationship: try reader.relationshipCode(property.qualifiedName))
+                            .map { (k) throws(LogError) in try reader.id(k) }.sorted()
+                        guard !members.isEmpty else { continue }
+                        changes.append(.membership(property: name, added: [], removed: members))
+                        taken.append(RetiredValue(object: id, version: record.modelVersion, earlierEntity: entityName, property: property, renamingIdentifier: renamingIdentifier, value: .references(members)))
+                    } else if let value = record.values[name], value != .null {
+                        changes.append(.value(property: name, before: value, after: .null))
+                        taken.append(RetiredValue(object: id, version: record.modelVersion, earlierEntity: entityName, property: property, renamingIdentifier: renamingIdentifier, value: value))
+                    }
+                }
+                if !changes.isEmpty {
+                    byVersion[record.modelVersion, default: []].append(TakeOut(key: key, id: id, entity: entity, record: record, changes: changes))
+                }
+            }
+        }
+        try writeTakeOut(byVersion, txn, sequence: &sequence, timestamp: timestamp)
+        return taken
+    }
+
+    /// Writes one `migration` transaction per model version of `byVersion` (oldest first,
+    /// from `sequence` on, which it advances), in that version's terms: each object's
+    /// updates or its delete applied, then the version's indexes rebuilt, as replay does.
+    func writeTakeOut(_ byVersion: [Int: [TakeOut]], _ txn: borrowing LMDBTransaction, sequence: inout UInt64, timestamp: Date) throws {
+        for (version, objects) in byVersion.sorted(by: { $0.key < $1.key }) {
+            let writer = TableWriter(tables: tables, catalog: catalog, schema: try catalog.schema(forModelVersion: version), modelVersion: version)
+            var changes: [Change] = []
+            for object in objects {
+                if let before = object.deleted {
+                    try writer.applyDelete(txn, object.key, sequence: sequence, entity: object.entity)
+                    changes.append(.delete(object.id, before: before))
+                } else {
+                    _ = try writer.applyUpdate(txn, object.key, changes: object.changes, sequence: sequence, entity: object.entity, current: object.record)
+                    changes.append(.update(object.id, changes: object.changes))
+                }
+            }
+            try writer.rebuildIndexes(txn)
+            let event = TransactionEvent(
+                sequence: sequence, timestamp: timestamp, author: nil, contextName: nil,
+                processID: ProcessInfo.processInfo.processIdentifier, kind: .migration, modelVersion: version,
+                groups: [ChangeGroup(changes: changes)])
+            try writeEventChunks(
+                txn, sequence: sequence, bytes: try EventCodec.encode(event, catalog: writer), author: nil, contextName: nil)
+            sequence += 1
+        }
+    }
+}
+
+/// One object's part of a take-out transaction (``EventLog/writeTakeOut(_:_:sequence:timestamp:)``).
+struct TakeOut {
+    let key: ObjectKey
+    let id: StoredObjectID
+    /// Its entity in the take-out's model version.
+    let entity: ModelSchema.Entity
+    /// Its record as read (updates), so it isn't decoded again.
+    var record: Record?
+    /// The properties set to nil or emptied (an update).
+    var changes: [PropertyChange] = []
+    /// Its full before-image, when it is deleted instead.
+    var deleted: [String: LogValue]?
+}
+
+extension TableWriter {
+    /// Where the values taken out (``EventLog/takeOutRetiredValues(_:_:sequence:timestamp:)``)
+    /// go back under the opening version's names (``applyPutBack(_:_:sequence:)`` puts them
+    /// there): a property of the same name, or
+    /// the one whose `renamingIdentifier` names it (or shares its identifier); an attribute's
+    /// value converted to its type when that loses nothing; a relationship's destinations
+    /// set on whichever side the version records. A removed property's values stay out.
+    ///
+    /// - Throws: ``LogError/migration(_:)`` when a value can't be put back.
+    ///
+    /// Objects of `inserting` (a renamed entity's, under their new IDs) get their values at
+    /// their insert instead.
+    func planPutBack(_ taken: [RetiredValue], inserting: [StoredObjectID: MovedFrom] = [:]) throws -> PutBack {
+        var problems: [String] = []
+        /// Per object and property: the value to set (attributes, to-ones), the destinations
+        /// to add (to-many).
+        var values: [StoredObjectID: [String: LogValue]] = [:]
+        var additions: [StoredObjectID: [String: [StoredObjectID]]] = [:]
+        var renamed: [String: [String: String]] = [:]
+        for retired in taken {
+            let entityName = retired.object.entity
+            guard let entity = schema.entities[entityName], let described = schema.model.entity(named: entityName) else { continue }
+            let old = retired.property
+            // Where the value goes: the same name, or a rename of it.
+            var target: ModelSchema.Property?
+            if let same = entity.propertiesByName[old.name] {
+                target = same
+            } else if let earlier = try schema(forModelVersion: retired.version).entities[retired.earlierEntity],
+                let renamedTo = renameTarget(of: old.name, identifier: retired.renamingIdentifier, earlier: earlier, later: described),
+                let property = entity.propertiesByName[renamedTo]
+            {
+                target = property
+                renamed[entityName, default: [:]][property.name] = old.name
+            }
+            guard let target else { continue }  // removed: the value stays out
+            let described2 = "\(entityName).\(old.name)" + (target.name == old.name ? "" : " (now \(target.name))")
+            if old.isAttribute {
+                guard let type = target.attributeType, case .attribute(let value) = retired.value else {
+                    problems.append("\(described2) was an attribute and the version makes it a relationship")
+                    continue
+                }
+                let converted = LogValue.attribute(value.coerced(to: type))
+                guard EventCodec.fits(converted, EventCodec.ValueKind(type)) else {
+                    problems.append("\(retired.object) has \(described2) = \(value.canonicalJSON) (\(value.typeName)), which doesn't convert to \(type.name) without loss")
+                    continue
+                }
+                values[retired.object, default: [:]][target.name] = converted
+                continue
+            }
+            guard let storage = target.relationship else {
+                problems.append("\(described2) was a relationship and the version makes it an attribute")
+                continue
+            }
+            let destinations: [StoredObjectID] =
+                switch retired.value {
+                case .reference(let id): [id]
+                case .references(let ids): ids
+                default: []
+                }
+            func setToOne(_ object: StoredObjectID, _ property: String, _ destination: StoredObjectID) {
+                if let existing = values[object]?[property], existing != .reference(destination) {
+                    problems.append("\(object).\(property) would be both \(existing) and \(destination)")
+                }
+                values[object, default: [:]][property] = .reference(destination)
+            }
+            switch storage {
+            case .toOne:
+                guard destinations.count <= 1 else {
+                    problems.append("\(retired.object) has \(destinations.count) destinations in \(described2), which the version makes to-one")
+                    continue
+                }
+                if let destination = destinations.first { setToOne(retired.object, target.name, destination) }
+            case .orderedToMany, .unorderedToMany:
+                additions[retired.object, default: [:]][target.name, default: []].append(contentsOf: destinations)
+            case .derived(_, let inverse):
+                for destination in destinations {
+                    guard let side = schema.entities[destination.entity]?.propertiesByName[inverse], let sideStorage = side.relationship else {
+                        problems.append("\(destination), a destination of \(retired.object)'s \(described2), has no \(inverse)")
+                        continue
+                    }
+                    if sideStorage == .toOne {
+                        setToOne(destination, inverse, retired.object)
+                    } else {
+                        additions[destination, default: [:]][inverse, default: []].append(retired.object)
+                    }
+                }
+            }
+        }
+        guard problems.isEmpty else {
+            let shown = problems.prefix(5).joined(separator: "; ")
+            let more = problems.count > 5 ? "; and \(problems.count - 5) more" : ""
+            throw LogError.migration(
+                "the stored values can't be taken over by model version \(modelVersion): \(shown)\(more). Nothing was written")
+        }
+        return PutBack(values: values, additions: additions, renamed: renamed, inserts: inserting)
+    }
+
+    /// Puts the values of `plan` back, at `sequence`; returns the changes, one update per
+    /// object.
+    func applyPutBack(_ plan: PutBack, _ txn: borrowing LMDBTransaction, sequence: UInt64) throws -> [Change] {
+        let (values, additions) = (plan.values, plan.additions)
+        var changes: [Change] = []
+        for (id, earlier) in plan.inserts.sorted(by: { $0.key < $1.key }) {
+            changes.append(try insertMoved(id, from: earlier, values: values[id] ?? [:], additions: additions[id] ?? [:], txn, sequence: sequence))
+        }
+        for id in Set(values.keys).union(additions.keys).subtracting(plan.inserts.keys).sorted() {
+            guard let entity = schema.entities[id.entity] else { continue }
+            let key = try key(id)
+            guard let record = try readRecord(txn, key, entityName: id.entity) else { continue }
+            var propertyChanges: [PropertyChange] = []
+            for (name, value) in values[id] ?? [:] {
+                let before = record.values[name] ?? .null
+                if before != value { propertyChanges.append(.value(property: name, before: before, after: value)) }
+            }
+            for (name, destinations) in additions[id] ?? [:] {
+                guard let property = entity.propertiesByName[name] else { continue }
+                if property.relationship == .unorderedToMany {
+                    let present = Set(try members(txn, of: key, relationship: try relationshipCode(property.qualifiedName)))
+                    var added: [StoredObjectID] = []
+                    for destination in destinations where !present.contains(try self.key(destination)) && !added.contains(destination) {
+                        added.append(destination)
+                    }
+                    if !added.isEmpty { propertyChanges.append(.membership(property: name, added: added.sorted(), removed: [])) }
+                } else {
+                    let before = record.values[name] ?? .null
+                    var list: [StoredObjectID] = try targets(of: before).map { (k) throws(LogError) in try self.id(k) }
+                    for destination in destinations where !list.contains(destination) { list.append(destination) }
+                    let after = LogValue.references(list)
+                    if before != after { propertyChanges.append(.value(property: name, before: before, after: after)) }
+                }
+            }
+            guard !propertyChanges.isEmpty else { continue }
+            propertyChanges.sort { $0.property < $1.property }
+            _ = try applyUpdate(txn, key, changes: propertyChanges, sequence: sequence, entity: entity, current: record)
+            changes.append(.update(id, changes: propertyChanges))
+        }
+        return changes
+    }
+}
+
+/// Where the values taken out go back (``TableWriter/planPutBack(_:)``).
+struct PutBack {
+    /// Per object and property: the value to set (attributes, to-ones).
+    var values: [StoredObjectID: [String: LogValue]]
+    /// Per object and to-many relationship: the destinations to add.
+    var additions: [StoredObjectID: [String: [StoredObjectID]]]
+    /// The renames used: entity → new name → old name.
+    var renamed: [String: [String: String]]
+    /// Objects inserted with their values (a renamed entity's), before the updates, and
+    /// where they came from.
+    var inserts: [StoredObjectID: MovedFrom] = [:]
+}
+
+/// The property of `later` (a later model version's entity) that renames property `name` of
+/// `earlier` (whose `renamingIdentifier` in the earlier version is `identifier`): one whose
+/// `renamingIdentifier` is that name or shares that identifier (Core Data matches renaming
+/// identifiers), and whose own name the earlier version doesn't have (such a property keeps
+/// its own values). Nil when none does.
+func renameTarget(of name: String, identifier: String?, earlier: ModelSchema.Entity, later: EntityDescription) -> String? {
+    later.properties.first { property in
+        guard let renaming = property.renamingIdentifier, renaming != property.name, earlier.propertiesByName[property.name] == nil
+        else { return false }
+        return renaming == name || renaming == identifier
+    }?.name
+}

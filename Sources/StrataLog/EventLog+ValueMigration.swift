@@ -1,0 +1,125 @@
+import Foundation
+import StrataModel
+import StrataStorage
+
+// MARK: - Stored values a later model version fills or converts (spec 0004 §4.4)
+
+extension EventLog {
+    /// The attributes of the opening model whose stored values a migration may fill or
+    /// convert, by entity: an ordinary stored attribute that an earlier stored model version lacks
+    /// (when it has a default value or is mandatory), has with a value of another kind, or has
+    /// optional where it is mandatory now. Empty when no earlier version is stored.
+    func valueMigrationCandidates() throws -> [String: [AttributeDescription]] {
+        // Only earlier versions: an earlier model opening a store a later one wrote leaves the
+        // later values alone, for the later model.
+        let others = try catalog.modelVersions.filter { $0 < modelVersion }.map { try catalog.schema(forModelVersion: $0).model }
+        guard !others.isEmpty else { return [:] }
+        var candidates: [String: [AttributeDescription]] = [:]
+        for entity in model.entities {
+            let attributes = entity.allAttributes.filter { attribute in
+                guard attribute.isPersisted, !attribute.isDerived else { return false }
+                return others.contains { other in
+                    guard let before = other.entity(named: entity.name) else { return false }
+                    guard let was = before.attributesByName[attribute.name], was.isPersisted else {
+                        return attribute.defaultValue != nil || !attribute.isOptional
+                    }
+                    return EventCodec.ValueKind(was.attributeType) != EventCodec.ValueKind(attribute.attributeType)
+                        || (was.isOptional && !attribute.isOptional)
+                }
+            }
+            if !attributes.isEmpty { candidates[entity.name] = attributes }
+        }
+        return candidates
+    }
+}
+
+extension TableWriter {
+    /// Fills and converts the stored values of `candidates` (``EventLog/valueMigrationCandidates()``)
+    /// for every live object of their entities, inside a `migration` transaction at `sequence`;
+    /// returns the changes it made, one update per object changed.
+    ///
+    /// For each object and attribute: a nil value of a mandatory attribute takes its default
+    /// value, as does a nil value of an attribute the object's record version didn't have; a
+    /// value of another kind is converted to the attribute's type when that loses nothing
+    /// (``AttributeValue/coerced(to:)``).
+    ///
+    /// - Throws: ``LogError/migration(_:)`` naming the objects whose values can't be taken
+    ///   over: a mandatory attribute without a default value, or a value that doesn't convert.
+    func migrateStoredValues(
+        _ candidates: [String: [AttributeDescription]], _ txn: borrowing LMDBTransaction, sequence: UInt64,
+        renamed: [String: [String: String]] = [:], settled: [StoredObjectID: Set<String>] = [:]
+    ) throws -> [Change] {
+        var changes: [Change] = []
+        var problems: [String] = []
+        var problemCount = 0
+        func problem(_ text: @autoclosure () -> String) {
+            problemCount += 1
+            if problems.count < 5 { problems.append(text()) }
+        }
+        for (entityName, attributes) in candidates.sorted(by: { $0.key < $1.key }) {
+            guard let entity = schema.entities[entityName], let code = try? entityCode(entityName) else { continue }
+            var records: [(ObjectKey, [UInt8])] = []
+            try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, value in
+                guard let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) else { return .next }
+                records.append((objectKey, value.withUnsafeBytes { Array($0) }))
+                return .next
+            }
+            for (key, bytes) in records {
+                let id = StoredObjectID(entity: entityName, primaryKey: key.primaryKey)
+                let record = try bytes.withUnsafeBytes { raw throws(LogError) in
+                    try decodeRecord(raw, entityName: entityName, context: "state \(id)")
+                }
+                // A record a later model version wrote is left for it.
+                guard record.modelVersion <= modelVersion else { continue }
+                let recorded = try? schema(forModelVersion: record.modelVersion).model.entity(named: entityName)
+                var propertyChanges: [PropertyChange] = []
+                for attribute in attributes {
+                    // A value put back under this name after (a renamed attribute's) settles it.
+                    guard let property = entity.propertiesByName[attribute.name], settled[id]?.contains(attribute.name) != true else { continue }
+                    let kind = entity.valueKinds[property.code]
+                    let described = "\(entityName).\(attribute.name)"
+                    let stored = record.values[attribute.name] ?? .null
+                    switch stored {
+                    case .null:
+                        // A renamed attribute the record's version had under its old name.
+                        let name = renamed[entityName]?[attribute.name] ?? attribute.name
+                        let had = recorded?.attributesByName[attribute.name]?.isPersisted == true
+                            || recorded?.attributesByName[name]?.isPersisted == true
+                        guard !attribute.isOptional || !had else { continue }
+                        guard let fallback = attribute.defaultValue.map({ LogValue.attribute($0.coerced(to: attribute.attributeType)) }) else {
+                            if !attribute.isOptional {
+                                problem("\(described) is mandatory and has no default value, but \(id) has no value for it")
+                            }
+                            continue
+                        }
+                        guard EventCodec.fits(fallback, kind) else {
+                            problem("\(described)'s default value doesn't fit its type \(attribute.attributeType.name)")
+                            continue
+                        }
+                        propertyChanges.append(.value(property: attribute.name, before: .null, after: fallback))
+                    case .attribute(let value):
+                        guard !EventCodec.fits(stored, kind) else { continue }
+                        let converted = LogValue.attribute(value.coerced(to: attribute.attributeType))
+                        guard EventCodec.fits(converted, kind) else {
+                            problem("\(id) has \(described) = \(value.canonicalJSON) (\(value.typeName)), which doesn't convert to \(attribute.attributeType.name) without loss")
+                            continue
+                        }
+                        propertyChanges.append(.value(property: attribute.name, before: stored, after: converted))
+                    case .reference, .references:
+                        problem("\(id) has a relationship's value under \(described), which the model version makes an attribute")
+                    }
+                }
+                guard !propertyChanges.isEmpty, problemCount == 0 else { continue }
+                propertyChanges.sort { $0.property < $1.property }
+                _ = try applyUpdate(txn, key, changes: propertyChanges, sequence: sequence, entity: entity, current: record)
+                changes.append(.update(id, changes: propertyChanges))
+            }
+        }
+        guard problemCount == 0 else {
+            let more = problemCount > problems.count ? "; and \(problemCount - problems.count) more" : ""
+            throw LogError.migration(
+                "the stored values can't be taken over by model version \(modelVersion): \(problems.joined(separator: "; "))\(more). Nothing was written; give the attribute a default value, keep it optional, or keep its type")
+        }
+        return changes
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import StrataModel
+import StrataStorage
+
+// MARK: - Names across versions, for persisted undo (spec 0006 §13)
+
+extension EventLog {
+    /// The name the opening model gives the entity that model version `version` called
+    /// `name`: the same name, or the one its renames lead to through the stored versions
+    /// after it (§4.6); nil when one of them removed it.
+    package func currentEntityName(_ name: String, modelVersion version: Int) -> String? {
+        currentNames(entity: name, property: nil, modelVersion: version)?.entity
+    }
+
+    /// The name the opening model gives the stored property that model version `version`
+    /// called `name` in `entity`: the same name, or the one its renames lead to through the
+    /// stored versions after it (spec 0004 §4.5); nil when one of them removed it (or its
+    /// entity). Versions after the opening one aren't followed.
+    package func currentPropertyName(_ name: String, entity: String, modelVersion version: Int) -> String? {
+        currentNames(entity: entity, property: name, modelVersion: version)?.property
+    }
+
+    /// The entity and property names, followed version by version.
+    private func currentNames(entity: String, property: String?, modelVersion version: Int) -> (entity: String, property: String?)? {
+        guard version < modelVersion else { return (entity, property) }
+        var (entityName, propertyName) = (entity, property)
+        var earlierVersion = version
+        for later in catalog.modelVersions where later > version && later <= modelVersion {
+            guard let earlierSchema = try? catalog.schema(forModelVersion: earlierVersion),
+                let laterSchema = try? catalog.schema(forModelVersion: later)
+            else { return nil }
+            let earlierDescribed = earlierSchema.model.entity(named: entityName)
+            var laterName = entityName
+            if laterSchema.model.entity(named: entityName) == nil {
+                let identifier = earlierDescribed?.renamingIdentifier
+                guard let renamed = laterSchema.model.entities.first(where: { candidate in
+                    guard let renaming = candidate.renamingIdentifier, renaming != candidate.name,
+                        earlierSchema.model.entity(named: candidate.name) == nil
+                    else { return false }
+                    return renaming == entityName || renaming == identifier
+                }) else { return nil }
+                laterName = renamed.name
+            }
+            if let current = propertyName {
+                guard let earlier = earlierSchema.entities[entityName], let laterEntity = laterSchema.entities[laterName],
+                    let described = laterSchema.model.entity(named: laterName)
+                else { return nil }
+                if laterEntity.propertiesByName[current] == nil {
+                    let identifier = earlierDescribed?.propertiesByName[current]?.renamingIdentifier
+                    guard let renamed = renameTarget(of: current, identifier: identifier, earlier: earlier, later: described) else { return nil }
+                    propertyName = renamed
+                }
+            }
+            entityName = laterName
+            earlierVersion = later
+        }
+        return (entityName, propertyName)
+    }
+
+    /// `group`, written with model version `version`, with its properties under the opening
+    /// model's names (``currentPropertyName(_:entity:modelVersion:)``) and its attribute
+    /// values converted to their types there when that loses nothing, as a migration
+    /// converts them (§4.4); properties a later version removed are left out. A group of the
+    /// opening version comes back as it is.
+    package func translating(_ group: ChangeGroup, fromModelVersion version: Int) -> ChangeGroup {
+        guard version < modelVersion else { return group }
+        /// The object's ID under its entity's current name (the same primary key).
+        func moved(_ id: StoredObjectID) -> StoredObjectID? {
+            currentEntityName(id.entity, modelVersion: version).map { StoredObjectID(entity: $0, primaryKey: id.primaryKey) }
+        }
+        func converted(_ value: LogValue, _ name: String, _ entity: String) -> LogValue {
+            switch value {
+            case .reference(let id): return moved(id).map(LogValue.reference) ?? .null
+            case .references(let ids): return .references(ids.compactMap(moved))
+            case .null: return value
+            case .attribute(let attribute):
+                guard let type = schema.entities[entity]?.propertiesByName[name]?.attributeType else { return value }
+                let coerced = LogValue.attribute(attribute.coerced(to: type))
+                return EventCodec.fits(coerced, EventCodec.ValueKind(type)) ? coerced : value
+            }
+        }
+        func values(_ values: [String: LogValue], _ earlier: StoredObjectID, _ current: StoredObjectID) -> [String: LogValue] {
+            var result: [String: LogValue] = [:]
+            for (name, value) in values {
+                if let now = currentPropertyName(name, entity: earlier.entity, modelVersion: version) {
+                    result[now] = converted(value, now, current.entity)
+                }
+            }
+            return result
+        }
+        var translated = group
+        translated.changes = group.changes.compactMap { change in
+            // An object of an entity a later version removed: nothing of it is left to undo.
+            guard let id = moved(change.objectID) else { return nil }
+            switch change {
+            case .insert(let earlier, let inserted): return .insert(id, values: values(inserted, earlier, id))
+            case .delete(let earlier, let before): return .delete(id, before: values(before, earlier, id))
+            case .update(let earlier, let changes):
+                return .update(
+                    id,
+                    changes: changes.compactMap { change in
+                        guard let current = currentPropertyName(change.property, entity: earlier.entity, modelVersion: version) else { return nil }
+                        switch change {
+                        case .value(_, let before, let after):
+                            return .value(property: current, before: converted(before, current, id.entity), after: converted(after, current, id.entity))
+                        case .membership(_, let added, let removed):
+                            return .membership(property: current, added: added.compactMap(moved), removed: removed.compactMap(moved))
+                        }
+                    })
+            }
+        }
+        return translated
+    }
+}
