@@ -120,6 +120,24 @@ extension EventLog {
 }
 
 extension TableWriter {
+    /// Every live object of entity `name` (its own objects, not its sub-entities'), with
+    /// its record decoded, in key order. The records are copied out of the cursor first, so
+    /// the caller may write the state table while it goes through them.
+    func records(of name: String, _ txn: borrowing LMDBTransaction) throws -> [(key: ObjectKey, id: StoredObjectID, record: Record)] {
+        let code = try entityCode(name)
+        var raw: [(ObjectKey, [UInt8])] = []
+        try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, value in
+            guard let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) else { return .next }
+            raw.append((objectKey, value.withUnsafeBytes { Array($0) }))
+            return .next
+        }
+        return try raw.map { (key, bytes) in
+            let id = StoredObjectID(entity: name, primaryKey: key.primaryKey)
+            let record = try bytes.withUnsafeBytes { raw throws(LogError) in try decodeRecord(raw, entityName: name, context: "state \(id)") }
+            return (key, id, record)
+        }
+    }
+
     /// Rebuilds every index of the schema from the state table (a `migration` transaction,
     /// at commit and in replay): each index's entries are cleared, then every live object of
     /// its entity and sub-entities gets its key. Two objects with equal values in a unique
@@ -139,17 +157,7 @@ extension TableWriter {
             var entries: [(key: [UInt8], complete: Bool, checked: Bool)] = []
             for name in schema.entities[index.entity]?.selfAndSubentities ?? [] {
                 guard let entity = schema.entities[name] else { continue }
-                let code = try entityCode(name)
-                var records: [(ObjectKey, [UInt8])] = []
-                try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, value in
-                    guard let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) else { return .next }
-                    records.append((objectKey, value.withUnsafeBytes { Array($0) }))
-                    return .next
-                }
-                for (objectKey, bytes) in records {
-                    let record = try bytes.withUnsafeBytes { raw throws(LogError) in
-                        try decodeRecord(raw, entityName: name, context: "state \(name)/p\(objectKey.primaryKey)")
-                    }
+                for (objectKey, _, record) in try records(of: name, txn) {
                     let hasNil = index.properties.contains { (record.values[$0] ?? .null) == .null }
                     for (definition, key, complete) in try indexKeys(objectKey, values: record.values, entity: entity) where definition.name == index.name {
                         entries.append((key, complete, index.isUnique && !hasNil))

@@ -75,18 +75,8 @@ extension EventLog {
         var byVersion: [Int: [TakeOut]] = [:]
         let reader = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion, shapes: entityShapes)
         for (entityName, names) in retired.sorted(by: { $0.key < $1.key }) {
-            guard let code = try? reader.entityCode(entityName) else { continue }
-            var records: [(ObjectKey, [UInt8])] = []
-            try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, value in
-                guard let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) else { return .next }
-                records.append((objectKey, value.withUnsafeBytes { Array($0) }))
-                return .next
-            }
-            for (key, bytes) in records {
-                let id = StoredObjectID(entity: entityName, primaryKey: key.primaryKey)
-                let record = try bytes.withUnsafeBytes { raw throws(LogError) in
-                    try reader.decodeRecord(raw, entityName: entityName, context: "state \(id)")
-                }
+            guard (try? reader.entityCode(entityName)) != nil else { continue }
+            for (key, id, record) in try reader.records(of: entityName, txn) {
                 // A record a later model version wrote is left for it.
                 guard record.modelVersion < modelVersion else { continue }
                 let written = try catalog.schema(forModelVersion: record.modelVersion)

@@ -57,18 +57,8 @@ extension TableWriter {
             if problems.count < 5 { problems.append(text()) }
         }
         for (entityName, attributes) in candidates.sorted(by: { $0.key < $1.key }) {
-            guard let entity = schema.entities[entityName], let code = try? entityCode(entityName) else { continue }
-            var records: [(ObjectKey, [UInt8])] = []
-            try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, value in
-                guard let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) else { return .next }
-                records.append((objectKey, value.withUnsafeBytes { Array($0) }))
-                return .next
-            }
-            for (key, bytes) in records {
-                let id = StoredObjectID(entity: entityName, primaryKey: key.primaryKey)
-                let record = try bytes.withUnsafeBytes { raw throws(LogError) in
-                    try decodeRecord(raw, entityName: entityName, context: "state \(id)")
-                }
+            guard let entity = schema.entities[entityName], (try? entityCode(entityName)) != nil else { continue }
+            for (key, id, record) in try records(of: entityName, txn) {
                 // A record a later model version wrote is left for it.
                 guard record.modelVersion <= modelVersion else { continue }
                 let recorded = try? schema(forModelVersion: record.modelVersion).model.entity(named: entityName)
