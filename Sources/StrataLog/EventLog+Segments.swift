@@ -871,6 +871,27 @@ struct SegmentReader {
             return Int(status.st_size)
         }
 
+        /// Writes the whole file to the new file `target` (created exclusively), in pieces.
+        func copy(to target: String) throws {
+            let handle = try createExclusively(target)
+            do {
+                var offset: UInt64 = 0
+                while true {
+                    let piece = try read(count: 1 << 20, at: offset, context: "copying to \(target)")
+                    if piece.isEmpty { break }
+                    try handle.write(contentsOf: piece)
+                    offset += UInt64(piece.count)
+                }
+                try handle.close()
+            } catch let error as LogError {
+                try? handle.close()
+                throw error
+            } catch {
+                try? handle.close()
+                throw LogError.segment("cannot write \(target): \(EventLog.reason(error))")
+            }
+        }
+
         /// The whole file.
         func readAll(context: String) throws -> [UInt8] {
             let total = try size()
