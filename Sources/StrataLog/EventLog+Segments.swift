@@ -502,6 +502,11 @@ func createExclusively(_ path: String) throws -> FileHandle {
     return FileHandle(fileDescriptor: fd, closeOnDealloc: true)
 }
 
+/// Opens `path` for reading with `open(2)`; the descriptor, or -1 with `errno` set.
+func openForReading(_ path: String) -> Int32 {
+    open(path, O_RDONLY | O_CLOEXEC)
+}
+
 /// fsyncs a directory so a rename in it is durable.
 func syncDirectory(_ path: String) {
     let fd = open(path, O_RDONLY)
@@ -683,6 +688,11 @@ extension LogReader {
 /// A reader whose snapshot is older than a purge finds the files that purge dropped set
 /// aside as `.purged-T-NAME` (T: the purge's write transaction), until no reader that old
 /// is left (``EventLog/sweepSetAsideSegments()``).
+///
+/// The file is opened once, when the reader is made, and read through that descriptor: a
+/// purge that sets the file aside (renames it) afterwards, even between two frames, doesn't
+/// change what this reader reads. Finding the file and opening it is one step
+/// (``openFile(_:in:snapshot:context:)``): a name that vanishes between the two is looked for again.
 struct SegmentReader {
     let descriptor: SegmentDescriptor
     let directory: String
@@ -690,6 +700,8 @@ struct SegmentReader {
     /// file's own name is looked for.
     let snapshot: Int?
     let dictionary: ZstdDictionary?
+    /// The segment file, open for reading.
+    let file: OpenFile
 
     static let setAsidePrefix = ".purged-"
 
@@ -708,31 +720,31 @@ struct SegmentReader {
         self.descriptor = descriptor
         self.directory = directory
         self.snapshot = snapshot
-        guard Self.locate(descriptor.fileName, in: directory, snapshot: snapshot) != nil else {
+        let what = "segment \(descriptor.fileName) (events \(descriptor.first)…\(descriptor.last))"
+        guard let file = try Self.openFile(descriptor.fileName, in: directory, snapshot: snapshot, context: what) else {
             throw Self.notFound(descriptor, in: directory)
         }
+        self.file = file
         if let name = descriptor.dictionaryFileName {
-            guard let dictionaryPath = Self.locate(name, in: directory, snapshot: snapshot) else {
+            let context = "the dictionary \(name) of \(descriptor.fileName)"
+            guard let dictionaryFile = try Self.openFile(name, in: directory, snapshot: snapshot, context: context) else {
                 if let denied = Self.permissionProblem(name, in: directory) {
-                    throw LogError.segment("the dictionary \(name) of \(descriptor.fileName) can't be read: \(denied)")
+                    throw LogError.segment("\(context) can't be read: \(denied)")
                 }
-                throw LogError.segment("the dictionary \(name) of \(descriptor.fileName) is missing")
+                throw LogError.segment("\(context) is missing")
             }
-            guard let bytes = FileManager.default.contents(atPath: dictionaryPath) else {
-                let reason = access(dictionaryPath, R_OK) == 0 ? "it can't be read" : "\(String(cString: strerror(errno))) (errno \(errno))"
-                throw LogError.segment("the dictionary \(dictionaryPath) of \(descriptor.fileName) can't be read: \(reason)")
-            }
+            let bytes = try dictionaryFile.readAll(context: context)
             do {
-                dictionary = try ZstdDictionary(bytes: Array(bytes))
+                dictionary = try ZstdDictionary(bytes: bytes)
             } catch {
-                throw LogError.segment("the dictionary \(name) of \(descriptor.fileName) is damaged: \(error)")
+                throw LogError.segment("\(context) is damaged: \(error)")
             }
         } else {
             dictionary = nil
         }
     }
 
-    /// The error for a segment file that `locate` didn't find: missing, or in a directory
+    /// The error for a segment file that `openFile` didn't find: missing, or in a directory
     /// this user can't search (which looks the same to `fileExists`).
     static func notFound(_ descriptor: SegmentDescriptor, in directory: String) -> LogError {
         let what = "\(descriptor.fileName) (events \(descriptor.first)…\(descriptor.last))"
@@ -751,6 +763,9 @@ struct SegmentReader {
 
     /// Where the file `name` is for a reader of `snapshot`: under its own name, or set aside
     /// by the first purge after the snapshot (a name can come back and be dropped again).
+    ///
+    /// The answer can be out of date as soon as it is given (a purge may set the file aside
+    /// right after): open the file with ``openFile(_:in:snapshot:context:)``, not by this path.
     static func locate(_ name: String, in directory: String, snapshot: Int?) -> String? {
         let path = (directory as NSString).appendingPathComponent(name)
         if FileManager.default.fileExists(atPath: path) { return path }
@@ -764,23 +779,36 @@ struct SegmentReader {
         return candidates.min { $0.0 < $1.0 }.map { (directory as NSString).appendingPathComponent($0.1) }
     }
 
+    /// The file `name` for a reader of `snapshot`, opened for reading: where ``locate(_:in:snapshot:)``
+    /// finds it, or nil if it is nowhere. A purge renames the files it drops after its
+    /// transaction commits, so a file found under its own name can be gone from it by the
+    /// time it is opened: it is then looked for again, and found set aside (a rename is
+    /// atomic, and a set-aside file outlives every reader older than the purge).
+    ///
+    /// - Throws: ``LogError/segment(_:)`` naming the path when the file is there but can't be
+    ///   opened (a permission, say); `context` says what the file is.
+    static func openFile(_ name: String, in directory: String, snapshot: Int?, context: String) throws -> OpenFile? {
+        // Each path is tried once: the loop ends when the file is found nowhere new.
+        var tried: Set<String> = []
+        while let path = locate(name, in: directory, snapshot: snapshot), tried.insert(path).inserted {
+            let descriptor = openForReading(path)
+            if descriptor >= 0 { return OpenFile(descriptor: descriptor, path: path) }
+            let code = errno
+            guard code == ENOENT else {
+                throw LogError.segment("\(context): cannot read \(path): \(String(cString: strerror(code))) (errno \(code))")
+            }
+        }
+        return nil
+    }
+
+    /// The size of the file this reader reads, in bytes.
+    func fileSize() throws -> Int { try file.size() }
+
     /// The events' bytes in frame `index`.
     func events(inFrame index: Int) throws -> [[UInt8]] {
         let frame = descriptor.frames[index]
         let context = "segment \(descriptor.fileName) frame \(index) (events \(frame.first)…\(frame.last), bytes \(frame.offset)…)"
-        // Looked up at each read: a purge may set the file aside while this reader lives.
-        guard let path = Self.locate(descriptor.fileName, in: directory, snapshot: snapshot) else {
-            throw Self.notFound(descriptor, in: directory)
-        }
-        let compressed: Data
-        do {
-            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-            defer { try? handle.close() }
-            try handle.seek(toOffset: frame.offset)
-            compressed = try handle.read(upToCount: Int(frame.compressedLength)) ?? Data()
-        } catch {
-            throw LogError.segment("\(context): cannot read \(path): \(EventLog.reason(error))")
-        }
+        let compressed = try file.read(count: Int(frame.compressedLength), at: frame.offset, context: context)
         guard compressed.count == Int(frame.compressedLength) else {
             throw LogError.segment("\(context): the file is truncated (\(compressed.count) of \(frame.compressedLength) bytes)")
         }
@@ -794,6 +822,81 @@ struct SegmentReader {
             throw LogError.segment("\(context): decompressed to \(raw.count) bytes, the manifest says \(frame.rawLength)")
         }
         return try FrameContent.split(raw, context: context)
+    }
+
+    /// A file open for reading by position (`pread`, so readers on several threads don't
+    /// share an offset), closed when the last reader holding it goes. Renaming or deleting
+    /// the file's name doesn't change what is read through it.
+    final class OpenFile: Sendable {
+        let descriptor: Int32
+        /// Where the file was when it was opened (for messages).
+        let path: String
+
+        init(descriptor: Int32, path: String) {
+            self.descriptor = descriptor
+            self.path = path
+        }
+
+        deinit { close(descriptor) }
+
+        /// Up to `count` bytes from `offset`: fewer only at the end of the file (so a damaged
+        /// manifest's length never sizes the buffer beyond the file).
+        func read(count: Int, at offset: UInt64, context: String) throws -> Data {
+            let size = try size()
+            let wanted = offset >= UInt64(size) ? 0 : min(count, size - Int(offset))
+            var data = Data(count: wanted)
+            var done = 0
+            while done < wanted {
+                let result = data.withUnsafeMutableBytes { buffer in
+                    pread(descriptor, buffer.baseAddress.map { $0 + done }, wanted - done, off_t(offset) + off_t(done))
+                }
+                if result == 0 { break }
+                if result < 0 {
+                    let code = errno
+                    if code == EINTR { continue }
+                    throw LogError.segment("\(context): cannot read \(path): \(String(cString: strerror(code))) (errno \(code))")
+                }
+                done += result
+            }
+            return data.prefix(done)
+        }
+
+        /// The file's size in bytes (`fstat`).
+        func size() throws -> Int {
+            var status = stat()
+            guard fstat(descriptor, &status) == 0 else {
+                let code = errno
+                throw LogError.segment("cannot read the size of \(path): \(String(cString: strerror(code))) (errno \(code))")
+            }
+            return Int(status.st_size)
+        }
+
+        /// Writes the whole file to the new file `target` (created exclusively), in pieces.
+        func copy(to target: String) throws {
+            let handle = try createExclusively(target)
+            do {
+                var offset: UInt64 = 0
+                while true {
+                    let piece = try read(count: 1 << 20, at: offset, context: "copying to \(target)")
+                    if piece.isEmpty { break }
+                    try handle.write(contentsOf: piece)
+                    offset += UInt64(piece.count)
+                }
+                try handle.close()
+            } catch let error as LogError {
+                try? handle.close()
+                throw error
+            } catch {
+                try? handle.close()
+                throw LogError.segment("cannot write \(target): \(EventLog.reason(error))")
+            }
+        }
+
+        /// The whole file.
+        func readAll(context: String) throws -> [UInt8] {
+            let total = try size()
+            return Array(try read(count: total, at: 0, context: context))
+        }
     }
 }
 

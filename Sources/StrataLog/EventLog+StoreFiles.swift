@@ -167,27 +167,24 @@ extension EventLog {
             throw LogError.invalidOperation("\(destination) exists; a store is copied into a new directory")
         }
         try fileManager.createDirectory(atPath: destination, withIntermediateDirectories: false)
-        try read { _ in
+        try read { reader in
             // mdb_env_copy2 reads in its own transaction, no older than this one.
+            let snapshot = reader.txn.id
             try environment.copy(to: destination, compacting: false)
             let files = try Self.segmentFiles(ofStoreAt: destination)
             if !files.isEmpty {
                 let segments = (destination as NSString).appendingPathComponent("segments")
                 try fileManager.createDirectory(atPath: segments, withIntermediateDirectories: false)
-                let sourceNames = (try? fileManager.contentsOfDirectory(atPath: segmentDirectory)) ?? []
                 for name in files {
-                    var source = (segmentDirectory as NSString).appendingPathComponent(name)
-                    if !fileManager.fileExists(atPath: source) {
-                        // Set aside by a purge after the copy's snapshot (`.purged-T-NAME`).
-                        guard let aside = sourceNames.first(where: {
-                            SegmentReader.setAsideTransaction($0) != nil && $0.hasSuffix("-" + name)
-                        }) else {
-                            throw LogError.segment("the segment file \(source) the store's manifest names is missing; nothing was copied")
-                        }
-                        source = (segmentDirectory as NSString).appendingPathComponent(aside)
+                    // Under its own name, or set aside by a purge after the copy's snapshot
+                    // (`.purged-T-NAME`), even one that renames it while it is being found.
+                    let source = (segmentDirectory as NSString).appendingPathComponent(name)
+                    guard let file = try SegmentReader.openFile(name, in: segmentDirectory, snapshot: snapshot, context: "the segment file \(name)")
+                    else {
+                        throw LogError.segment("the segment file \(source) the store's manifest names is missing; nothing was copied")
                     }
                     let target = (segments as NSString).appendingPathComponent(name)
-                    try fileManager.copyItem(atPath: source, toPath: target)
+                    try file.copy(to: target)
                     try syncFile(target)
                 }
                 syncDirectory(segments)

@@ -126,12 +126,14 @@ extension EventLog {
                 expected = descriptor.last + 1
                 continue
             }
-            let path =
-                SegmentReader.locate(descriptor.fileName, in: segmentDirectory, snapshot: snapshot)
-                ?? (segmentDirectory as NSString).appendingPathComponent(descriptor.fileName)
-            let size = ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? Int) ?? -1
-            if size != Int(descriptor.compressedBytes) {
-                problem(.segment, location, "is \(size) bytes, the manifest says \(descriptor.compressedBytes)")
+            // The size of the file the reader opened, not of whatever has its name by now.
+            do {
+                let size = try segmentReader.fileSize()
+                if size != Int(descriptor.compressedBytes) {
+                    problem(.segment, location, "is \(size) bytes, the manifest says \(descriptor.compressedBytes)")
+                }
+            } catch {
+                problem(.segment, location, "\(error)")
             }
             for (index, frame) in descriptor.frames.enumerated() {
                 let events: [[UInt8]]

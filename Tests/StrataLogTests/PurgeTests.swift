@@ -295,4 +295,57 @@ struct PurgeTests {
         #expect(setAsideFiles(reopened).isEmpty)
         #expect(try reopened.verify().problems.isEmpty)
     }
+
+    /// The race `SnapshotWhileWritingTests.verifyWhileWriting` once lost: a reader found the
+    /// segment under its own name, the purge set it aside, then the reader opened the name it
+    /// had found — gone (`cannot read …-00000000000000000076.zst: No such file or directory`),
+    /// so `verify` reported false damage. A reader now opens the file once, when it is made,
+    /// and reads every frame through that descriptor, whatever becomes of the name. Here the
+    /// set-aside file is even moved out of the directory after the purge, so no lookup by name
+    /// could find it: only the open file stands between the reader and its events.
+    @Test("a segment reader reads every frame of the file it opened, though a purge sets the file aside between its reads")
+    func segmentReaderKeepsItsFileAcrossAPurge() throws {
+        let dir = try TemporaryDirectory()
+        let log = try purgeStore(dir)
+        var request = CompactionRequest(before: 55)  // segment 1…54, frames of 8 events
+        request.eventsPerFrame = 8
+        try log.compact(request)
+        let expected = try log.read { reader in try (1...54).map { try reader.event(UInt64($0)) } }
+        let outcome = Mutex<Result<PurgeReport, any Error>?>(nil)
+        try log.read { (reader: borrowing LogReader) throws in
+            let descriptor = try #require(try reader.segmentDescriptors().first)
+            #expect(descriptor.fileName == "00000000000000000001-00000000000000000054.zst")
+            let segmentReader = try SegmentReader(descriptor, directory: log.segmentDirectory, snapshot: reader.txn.id)
+            var events: [TransactionEvent] = []
+            func readFrames(_ frames: Range<Int>) throws {
+                for index in frames {
+                    for bytes in try segmentReader.events(inFrame: index) {
+                        events.append(try bytes.withUnsafeBytes { try EventCodec.decode($0, catalog: log.catalog, context: "frame \(index)") })
+                    }
+                }
+            }
+            try readFrames(0..<5)  // events 1…40
+
+            // Another thread purges through 40: the segment is rewritten as 41…54 and its
+            // old file set aside, while this reader is between two frames.
+            let done = DispatchSemaphore(value: 0)
+            Thread {
+                let result = Result { try log.purge(through: 40, author: "retention") }
+                outcome.withLock { $0 = result }
+                done.signal()
+            }.start()
+            done.wait()
+            let report = try #require(outcome.withLock { $0 }).get()
+            #expect(report.segmentRewritten == "00000000000000000041-00000000000000000054.zst")
+            let aside = setAsideFiles(log)
+            #expect(aside.count == 1 && aside.allSatisfy { $0.hasSuffix("-" + descriptor.fileName) }, "\(aside)")
+            for name in aside {
+                try FileManager.default.moveItem(
+                    atPath: (log.segmentDirectory as NSString).appendingPathComponent(name), toPath: dir.file("moved-\(name)"))
+            }
+
+            try readFrames(5..<descriptor.frames.count)  // events 41…54, from the file opened before the purge
+            #expect(events == expected)
+        }
+    }
 }
