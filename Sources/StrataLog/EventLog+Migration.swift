@@ -71,9 +71,9 @@ extension EventLog {
                 var sequence = head + 1
                 var groups: [ChangeGroup] = []
                 // Values stored under retired names are taken out first (in their versions'
-                // terms); the stored values are filled and converted; then the values taken
-                // out are put back under the new names — converted as they go, so every
-                // record written in this version holds values of its types.
+                // terms); then each object is written once in this version: its fills and
+                // conversions with the values put back under the new names (converted as
+                // they go), so every record written holds values of this version's types.
                 var putBack = PutBack(values: [:], additions: [:], renamed: [:])
                 if !retired.isEmpty || !renamedEntities.isEmpty {
                     // References to a renamed entity's objects name them by their new IDs.
@@ -82,13 +82,11 @@ extension EventLog {
                     let entities = try takeOutRenamedEntities(renamedEntities, txn, sequence: &sequence, timestamp: timestamp)
                     putBack = try writer.planPutBack(taken + entities.taken, inserting: entities.inserting)
                 }
-                if !values.isEmpty {
-                    let changes = try writer.migrateStoredValues(
-                        values, txn, sequence: sequence, renamed: putBack.renamed, settled: putBack.values.mapValues { Set($0.keys) })
-                    if !changes.isEmpty { groups.append(ChangeGroup(changes: changes)) }
-                }
-                if !putBack.values.isEmpty || !putBack.additions.isEmpty || !putBack.inserts.isEmpty {
-                    let changes = try writer.applyPutBack(putBack, txn, sequence: sequence)
+                let planned =
+                    values.isEmpty
+                    ? [:] : try writer.planStoredValues(values, txn, renamed: putBack.renamed, settled: putBack.values.mapValues { Set($0.keys) })
+                if !planned.isEmpty || !putBack.values.isEmpty || !putBack.additions.isEmpty || !putBack.inserts.isEmpty {
+                    let changes = try writer.applyPutBack(putBack, planned: planned, txn, sequence: sequence)
                     if !changes.isEmpty { groups.append(ChangeGroup(changes: changes)) }
                 }
                 // Nothing to write (0): the next open looks again, as the head's version still differs.

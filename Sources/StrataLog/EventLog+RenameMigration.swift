@@ -167,22 +167,39 @@ extension TableWriter {
         var values: [StoredObjectID: [String: LogValue]] = [:]
         var additions: [StoredObjectID: [String: [StoredObjectID]]] = [:]
         var renamed: [String: [String: String]] = [:]
+        /// Where each (earlier version, earlier entity, property, entity) goes: found once,
+        /// not for every object.
+        struct Origin: Hashable {
+            let version: Int
+            let earlierEntity: String
+            let property: String
+            let entity: String
+        }
+        var targets: [Origin: ModelSchema.Property?] = [:]
+        func target(of retired: RetiredValue) throws -> ModelSchema.Property? {
+            let origin = Origin(version: retired.version, earlierEntity: retired.earlierEntity, property: retired.property.name, entity: retired.object.entity)
+            if let known = targets[origin] { return known }
+            let entityName = retired.object.entity
+            var found: ModelSchema.Property?
+            // The same name, or a rename of it.
+            if let entity = schema.entities[entityName], let described = schema.model.entity(named: entityName) {
+                if let same = entity.propertiesByName[origin.property] {
+                    found = same
+                } else if let earlier = try schema(forModelVersion: retired.version).entities[retired.earlierEntity],
+                    let renamedTo = renameTarget(of: origin.property, identifier: retired.renamingIdentifier, earlier: earlier, later: described),
+                    let property = entity.propertiesByName[renamedTo]
+                {
+                    found = property
+                    renamed[entityName, default: [:]][property.name] = origin.property
+                }
+            }
+            targets[origin] = found
+            return found
+        }
         for retired in taken {
             let entityName = retired.object.entity
-            guard let entity = schema.entities[entityName], let described = schema.model.entity(named: entityName) else { continue }
             let old = retired.property
-            // Where the value goes: the same name, or a rename of it.
-            var target: ModelSchema.Property?
-            if let same = entity.propertiesByName[old.name] {
-                target = same
-            } else if let earlier = try schema(forModelVersion: retired.version).entities[retired.earlierEntity],
-                let renamedTo = renameTarget(of: old.name, identifier: retired.renamingIdentifier, earlier: earlier, later: described),
-                let property = entity.propertiesByName[renamedTo]
-            {
-                target = property
-                renamed[entityName, default: [:]][property.name] = old.name
-            }
-            guard let target else { continue }  // removed: the value stays out
+            guard let target = try target(of: retired) else { continue }  // removed: the value stays out
             let described2 = "\(entityName).\(old.name)" + (target.name == old.name ? "" : " (now \(target.name))")
             if old.isAttribute {
                 guard let type = target.attributeType, case .attribute(let value) = retired.value else {
@@ -245,19 +262,23 @@ extension TableWriter {
         return PutBack(values: values, additions: additions, renamed: renamed, inserts: inserting)
     }
 
-    /// Puts the values of `plan` back, at `sequence`; returns the changes, one update per
-    /// object.
-    func applyPutBack(_ plan: PutBack, _ txn: borrowing LMDBTransaction, sequence: UInt64) throws -> [Change] {
+    /// Puts the values of `plan` back, at `sequence`, with the fills and conversions
+    /// `planned` (§4.4): the objects to insert first, then one update per object, in ID
+    /// order. Returns the changes.
+    func applyPutBack(
+        _ plan: PutBack, planned: [StoredObjectID: PlannedUpdate] = [:], _ txn: borrowing LMDBTransaction, sequence: UInt64
+    ) throws -> [Change] {
         let (values, additions) = (plan.values, plan.additions)
         var changes: [Change] = []
         for (id, earlier) in plan.inserts.sorted(by: { $0.key < $1.key }) {
             changes.append(try insertMoved(id, from: earlier, values: values[id] ?? [:], additions: additions[id] ?? [:], txn, sequence: sequence))
         }
-        for id in Set(values.keys).union(additions.keys).subtracting(plan.inserts.keys).sorted() {
+        for id in Set(values.keys).union(additions.keys).union(planned.keys).subtracting(plan.inserts.keys).sorted() {
             guard let entity = schema.entities[id.entity] else { continue }
             let key = try key(id)
-            guard let record = try readRecord(txn, key, entityName: id.entity) else { continue }
-            var propertyChanges: [PropertyChange] = []
+            let read = try planned[id].map(\.record) ?? readRecord(txn, key, entityName: id.entity)
+            guard let record = read else { continue }
+            var propertyChanges: [PropertyChange] = planned[id]?.changes ?? []
             for (name, value) in values[id] ?? [:] {
                 let before = record.values[name] ?? .null
                 if before != value { propertyChanges.append(.value(property: name, before: before, after: value)) }

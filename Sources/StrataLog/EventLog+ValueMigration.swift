@@ -34,22 +34,25 @@ extension EventLog {
 }
 
 extension TableWriter {
-    /// Fills and converts the stored values of `candidates` (``EventLog/valueMigrationCandidates()``)
-    /// for every live object of their entities, inside a `migration` transaction at `sequence`;
-    /// returns the changes it made, one update per object changed.
+    /// The fills and conversions of `candidates` (``EventLog/valueMigrationCandidates()``)
+    /// for every live object of their entities, planned, not applied: the changes by object,
+    /// each with the record read (``applyPutBack(_:planned:_:sequence:)`` writes them, with
+    /// the values put back, one update per object).
     ///
     /// For each object and attribute: a nil value of a mandatory attribute takes its default
-    /// value, as does a nil value of an attribute the object's record version didn't have; a
-    /// value of another kind is converted to the attribute's type when that loses nothing
-    /// (``AttributeValue/coerced(to:)``).
+    /// value, as does a nil value of an attribute the object's record version didn't have
+    /// (under its name, or one it renames: `renamed`, entity → new name → old name); a value
+    /// of another kind is converted to the attribute's type when that loses nothing
+    /// (``AttributeValue/coerced(to:)``). Attributes a value is put back into (`settled`)
+    /// are left to that.
     ///
     /// - Throws: ``LogError/migration(_:)`` naming the objects whose values can't be taken
     ///   over: a mandatory attribute without a default value, or a value that doesn't convert.
-    func migrateStoredValues(
-        _ candidates: [String: [AttributeDescription]], _ txn: borrowing LMDBTransaction, sequence: UInt64,
+    func planStoredValues(
+        _ candidates: [String: [AttributeDescription]], _ txn: borrowing LMDBTransaction,
         renamed: [String: [String: String]] = [:], settled: [StoredObjectID: Set<String>] = [:]
-    ) throws -> [Change] {
-        var changes: [Change] = []
+    ) throws -> [StoredObjectID: PlannedUpdate] {
+        var planned: [StoredObjectID: PlannedUpdate] = [:]
         var problems: [String] = []
         var problemCount = 0
         func problem(_ text: @autoclosure () -> String) {
@@ -100,9 +103,7 @@ extension TableWriter {
                     }
                 }
                 guard !propertyChanges.isEmpty, problemCount == 0 else { continue }
-                propertyChanges.sort { $0.property < $1.property }
-                _ = try applyUpdate(txn, key, changes: propertyChanges, sequence: sequence, entity: entity, current: record)
-                changes.append(.update(id, changes: propertyChanges))
+                planned[id] = PlannedUpdate(key: key, entity: entity, record: record, changes: propertyChanges)
             }
         }
         guard problemCount == 0 else {
@@ -110,6 +111,15 @@ extension TableWriter {
             throw LogError.migration(
                 "the stored values can't be taken over by model version \(modelVersion): \(problems.joined(separator: "; "))\(more). Nothing was written; give the attribute a default value, keep it optional, or keep its type")
         }
-        return changes
+        return planned
     }
+}
+
+/// An object's changes planned by ``TableWriter/planStoredValues(_:_:renamed:settled:)``.
+struct PlannedUpdate {
+    let key: ObjectKey
+    let entity: ModelSchema.Entity
+    /// The record as read when planning (nothing writes it before the put-back).
+    let record: Record
+    var changes: [PropertyChange]
 }

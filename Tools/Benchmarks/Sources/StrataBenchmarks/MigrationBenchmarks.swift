@@ -4,7 +4,7 @@ import Strata
 
 // Model-version migration (spec 0004 §4.4–4.6), `migration` filter; no target in the issues.
 //
-// M1. A store of `objects` members {name, email (indexed), age int16, rating, team}, written
+// V1. A store of `objects` members {name, email (indexed), age int16, rating, team}, written
 //     with one model version, opened with the next: email renamed to contact (still
 //     indexed), age widened to int64, rating removed, level added (mandatory, default 1). The
 //     open — take-out, put-back, fills, conversions, index rebuild, all in one LMDB write
@@ -17,7 +17,7 @@ import Strata
 //       type: the cheapest SQLite can do, for reference.
 
 func runMigrationBenchmarks(objects: Int, repetitions: Int) throws {
-    heading("M1. Opening a store of \(objects) members with a model version that renames, widens, removes and adds attributes")
+    heading("V1. Opening a store of \(objects) members with a model version that renames, widens, removes and adds attributes")
     func model(evolved: Bool) throws -> ManagedObjectModel {
         try ManagedObjectModel {
             Entity("Team") {
@@ -153,7 +153,7 @@ func runMigrationBenchmarks(objects: Int, repetitions: Int) throws {
     let toRebuild = ratio(migrated.medianSeconds, rebuilt.medianSeconds)
     let toAlter = ratio(migrated.medianSeconds, altered.medianSeconds)
     say("  migration ÷ writing the objects \(toWriting); ÷ GRDB table rebuild \(toRebuild); ÷ GRDB ALTER TABLE \(toAlter)")
-    let name = "M1. migration of \(objects) members"
+    let name = "V1. migration of \(objects) members"
     record(name, "open with version 2 ÷ committing the objects", toWriting)
     record(name, "open with version 2 ÷ GRDB table rebuild", toRebuild)
     record(name, "open with version 2 ÷ GRDB ALTER TABLE", toAlter)
