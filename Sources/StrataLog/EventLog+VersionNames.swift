@@ -8,7 +8,7 @@ extension EventLog {
     /// The name the opening model gives the entity that model version `version` called
     /// `name`: the same name, or the one its renames lead to through the stored versions
     /// after it (§4.6); nil when one of them removed it.
-    package func currentEntityName(_ name: String, modelVersion version: Int) -> String? {
+    func currentEntityName(_ name: String, modelVersion version: Int) -> String? {
         currentNames(entity: name, property: nil, modelVersion: version)?.entity
     }
 
@@ -16,7 +16,7 @@ extension EventLog {
     /// called `name` in `entity`: the same name, or the one its renames lead to through the
     /// stored versions after it (spec 0004 §4.5); nil when one of them removed it (or its
     /// entity). Versions after the opening one aren't followed.
-    package func currentPropertyName(_ name: String, entity: String, modelVersion version: Int) -> String? {
+    func currentPropertyName(_ name: String, entity: String, modelVersion version: Int) -> String? {
         currentNames(entity: entity, property: name, modelVersion: version)?.property
     }
 
@@ -64,9 +64,24 @@ extension EventLog {
     /// opening version comes back as it is.
     package func translating(_ group: ChangeGroup, fromModelVersion version: Int) -> ChangeGroup {
         guard version < modelVersion else { return group }
+        // Names are followed through the versions once per entity and property, not per change.
+        var entityNames: [String: String?] = [:]
+        var propertyNames: [String: [String: String?]] = [:]
+        func currentEntity(_ name: String) -> String? {
+            if let known = entityNames[name] { return known }
+            let found = currentEntityName(name, modelVersion: version)
+            entityNames[name] = found
+            return found
+        }
+        func currentProperty(_ name: String, _ entity: String) -> String? {
+            if let known = propertyNames[entity]?[name] { return known }
+            let found = currentPropertyName(name, entity: entity, modelVersion: version)
+            propertyNames[entity, default: [:]][name] = found
+            return found
+        }
         /// The object's ID under its entity's current name (the same primary key).
         func moved(_ id: StoredObjectID) -> StoredObjectID? {
-            currentEntityName(id.entity, modelVersion: version).map { StoredObjectID(entity: $0, primaryKey: id.primaryKey) }
+            currentEntity(id.entity).map { StoredObjectID(entity: $0, primaryKey: id.primaryKey) }
         }
         func converted(_ value: LogValue, _ name: String, _ entity: String) -> LogValue {
             switch value {
@@ -82,7 +97,7 @@ extension EventLog {
         func values(_ values: [String: LogValue], _ earlier: StoredObjectID, _ current: StoredObjectID) -> [String: LogValue] {
             var result: [String: LogValue] = [:]
             for (name, value) in values {
-                if let now = currentPropertyName(name, entity: earlier.entity, modelVersion: version) {
+                if let now = currentProperty(name, earlier.entity) {
                     result[now] = converted(value, now, current.entity)
                 }
             }
@@ -99,7 +114,7 @@ extension EventLog {
                 return .update(
                     id,
                     changes: changes.compactMap { change in
-                        guard let current = currentPropertyName(change.property, entity: earlier.entity, modelVersion: version) else { return nil }
+                        guard let current = currentProperty(change.property, earlier.entity) else { return nil }
                         switch change {
                         case .value(_, let before, let after):
                             return .value(property: current, before: converted(before, current, id.entity), after: converted(after, current, id.entity))
