@@ -85,7 +85,10 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Opens (creating if needed) a store and adds it (`addPersistentStore(ofType:…)`).
     ///
     /// - Throws: ``ContextError/storeAlreadyAdded`` if the coordinator holds a store already;
-    ///   the log's errors for a store that can't be opened.
+    ///   ``PersistentStoreError/migrationFailed(path:reason:)`` when the store's data can't be
+    ///   migrated to the model; ``PersistentStoreError/incompatibleModel(path:reason:)`` when
+    ///   it would need a migration and `configuration.migratesAutomatically` is off; the
+    ///   log's errors for a store that can't be opened.
     @discardableResult
     public func addPersistentStore(
         type: PersistentStore.StoreType, at url: URL? = nil, configuration: EventLog.Configuration = EventLog.Configuration()
@@ -97,7 +100,14 @@ public final class PersistentStoreCoordinator: Sendable {
         switch type {
         case .eventLog:
             guard let url else { throw ContextError.invalidArgument("an event-log store needs a URL") }
-            let log = try EventLog(path: url.path, model: managedObjectModel, configuration: configuration)
+            let log: EventLog
+            do {
+                log = try EventLog(path: url.path, model: managedObjectModel, configuration: configuration)
+            } catch LogError.modelMismatch(let reason) where !configuration.migratesAutomatically && !configuration.isReadOnly {
+                throw PersistentStoreError.incompatibleModel(path: url.path, reason: reason)
+            } catch LogError.migration(let reason) {
+                throw PersistentStoreError.migrationFailed(path: url.path, reason: reason)
+            }
             store = PersistentStore(type: .eventLog, url: url, log: log, temporaryDirectory: nil, userMetadata: try log.userMetadata())
         case .inMemory:
             let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent("strata-memory-\(UUID().uuidString)")

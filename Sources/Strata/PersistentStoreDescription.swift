@@ -19,6 +19,8 @@ public final class PersistentStoreDescription: Sendable, CustomStringConvertible
         var url: URL?
         var type: PersistentStore.StoreType
         var configuration: EventLog.Configuration
+        var migratesAutomatically = true
+        var infersMappingModel = true
     }
     private let state: Mutex<State>
 
@@ -50,10 +52,34 @@ public final class PersistentStoreDescription: Sendable, CustomStringConvertible
     }
 
     /// How the event log is opened: durability, map sizes, checkpoints, readers (Strata's
-    /// store options, in place of Core Data's `options` dictionary).
+    /// store options, in place of Core Data's `options` dictionary). Its
+    /// `migratesAutomatically` is on only while both migration options below are.
     public var logConfiguration: EventLog.Configuration {
-        get { state.withLock { $0.configuration } }
+        get {
+            state.withLock { state in
+                var configuration = state.configuration
+                configuration.migratesAutomatically = configuration.migratesAutomatically && state.migratesAutomatically && state.infersMappingModel
+                return configuration
+            }
+        }
         set { state.withLock { $0.configuration = newValue } }
+    }
+
+    /// Whether a store written with another model version is migrated to the model when it
+    /// is added (`shouldMigrateStoreAutomatically`; default true). Off, adding such a store
+    /// fails with ``PersistentStoreError/incompatibleModel(path:reason:)`` (134100), writing
+    /// nothing (spec 0006 §19.5).
+    public var shouldMigrateStoreAutomatically: Bool {
+        get { state.withLock { $0.migratesAutomatically } }
+        set { state.withLock { $0.migratesAutomatically = newValue } }
+    }
+
+    /// Whether the migration is inferred from the two models (`shouldInferMappingModelAutomatically`;
+    /// default true) — Strata's only kind: it has no mapping models. Off, a store that needs
+    /// a migration fails to be added as with ``shouldMigrateStoreAutomatically`` off.
+    public var shouldInferMappingModelAutomatically: Bool {
+        get { state.withLock { $0.infersMappingModel } }
+        set { state.withLock { $0.infersMappingModel = newValue } }
     }
 
     /// `<PersistentStoreDescription: EventLog at PATH, read-only>`.

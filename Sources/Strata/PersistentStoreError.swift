@@ -26,6 +26,14 @@ public enum PersistentStoreError: Error, Sendable, Hashable, CustomStringConvert
     case unsupportedMetadataValue(key: String, type: String)
     /// The container's store descriptions can't be loaded, and why (134070).
     case invalidDescription(String)
+    /// The store was written with another model version, and the store description turns
+    /// automatic migration off (`NSPersistentStoreIncompatibleVersionHashError`, 134100).
+    /// Nothing was written.
+    case incompatibleModel(path: String, reason: String)
+    /// The store's data can't be migrated to the model, and why — a value that doesn't
+    /// convert, a mandatory attribute without a default (`NSMigrationError`, 134110; spec
+    /// 0004 §4.4–4.6). Nothing was written; the store opens as before with its earlier model.
+    case migrationFailed(path: String, reason: String)
 
     /// Core Data's error code for the case.
     public var code: Int {
@@ -34,6 +42,8 @@ public enum PersistentStoreError: Error, Sendable, Hashable, CustomStringConvert
         case .notAStore: 259
         case .storeInUse, .readOnlyStore, .invalidDescription: 134070
         case .reservedMetadataKey, .unsupportedMetadataValue: 134060
+        case .incompatibleModel: 134100
+        case .migrationFailed: 134110
         }
     }
 
@@ -48,6 +58,8 @@ public enum PersistentStoreError: Error, Sendable, Hashable, CustomStringConvert
         case .unsupportedMetadataValue(let key, let type):
             "metadata key \(JSONText.quoted(key)) holds a \(type), which isn't a property-list type (String, an integer, Double, Bool, Date, Data, or an array or dictionary of those)"
         case .invalidDescription(let detail): detail
+        case .incompatibleModel(let path, let reason): "the store at \(path) is incompatible with the model: \(reason)"
+        case .migrationFailed(let path, let reason): "the store at \(path) can't be migrated to the model: \(reason)"
         }
     }
 }

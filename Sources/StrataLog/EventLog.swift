@@ -45,6 +45,11 @@ public final class EventLog: Sendable {
         /// once needs more; past it a read fails with `MDB_READERS_FULL`. The first process
         /// to open the store sizes the table; later ones use it as it is.
         public var maximumReaders: Int = 126
+        /// Whether a writable open with a model the store hasn't stored yet migrates the
+        /// stored data to it (default true; spec 0004 §4.3–4.6). When false, such an open is
+        /// refused with ``LogError/modelMismatch(_:)``, writing nothing, as Core Data refuses
+        /// a store whose model differs when `shouldMigrateStoreAutomatically` is off.
+        public var migratesAutomatically: Bool = true
 
         /// The defaults.
         public init() {}
@@ -196,9 +201,15 @@ public final class EventLog: Sendable {
                 } else {
                     try Self.checkFormat(try txn.value(forKey: MetaKey.formatVersion, in: tables.meta), path: path)
                 }
-                try txn.put(now, forKey: MetaKey.openedAt, in: tables.meta)
                 let existing = try catalog.load(txn)
                 let hash = Array(model.versionHash)
+                if !configuration.migratesAutomatically, let newest = existing.modelJSON.keys.max(),
+                    try txn.value(forKey: MetaKey.modelHash(hash), in: tables.meta) == nil
+                {
+                    throw LogError.modelMismatch(
+                        "the store at \(path) was written with model version \(newest), and this model's version hash isn't one it has stored; migrating the store automatically is turned off, so it isn't opened (nothing was written)")
+                }
+                try txn.put(now, forKey: MetaKey.openedAt, in: tables.meta)
                 let registered = try Catalog.register(schema, in: txn, tables: tables, existing: existing)
                 let version: Int
                 if let stored = try txn.value(forKey: MetaKey.modelHash(hash), in: tables.meta),

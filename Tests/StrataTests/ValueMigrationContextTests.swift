@@ -159,3 +159,54 @@ extension ValueMigrationContextTests {
         }
     }
 }
+
+extension ValueMigrationContextTests {
+    @Test("shouldMigrateStoreAutomatically or shouldInferMappingModelAutomatically off: a store written with another model is refused with 134100 and left as it was; the same model loads; on, it migrates; a migration that can't be done is 134110")
+    func migrationOptions() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.url.appendingPathComponent("store")
+        let v1 = try Self.model(priority: Attribute("priority", .int16))
+        let v2 = try Self.model(priority: Attribute("priority", .int64, default: 3).required())
+        func container(_ model: ManagedObjectModel, migrate: Bool = true, infer: Bool = true) -> PersistentContainer {
+            let container = PersistentContainer(name: "Tasks", managedObjectModel: model)
+            let description = PersistentStoreDescription(url: url)
+            description.shouldMigrateStoreAutomatically = migrate
+            description.shouldInferMappingModelAutomatically = infer
+            container.persistentStoreDescriptions = [description]
+            return container
+        }
+        do {
+            let first = container(v1)
+            try first.loadPersistentStores()
+            try first.viewContext.performAndWait { context in
+                let task = try context.insertNewObject(forEntityName: "Task")
+                task.setValue(Int16(70), forKey: "priority")
+                try context.save()
+            }
+        }
+        for (migrate, infer) in [(false, true), (true, false)] {
+            #expect {
+                try container(v2, migrate: migrate, infer: infer).loadPersistentStores()
+            } throws: { error in
+                guard case PersistentStoreError.incompatibleModel = error else { return false }
+                return (error as NSError).code == 134100 && "\(error)".contains("written with model version 1")
+            }
+        }
+        let same = container(v1, migrate: false, infer: false)
+        try same.loadPersistentStores()
+        let stored = try same.persistentStoreCoordinator.history(HistoryRequest())
+        #expect(stored.count == 1, "nothing was written by the refused loads")
+
+        let migrating = container(v2)
+        try migrating.loadPersistentStores()
+        #expect(try migrating.persistentStoreCoordinator.history(HistoryRequest()).last?.kind == .migration)
+
+        let v3 = try Self.model(priority: Attribute("priority", .boolean, default: false).required())
+        #expect {
+            try container(v3).loadPersistentStores()
+        } throws: { error in
+            guard case PersistentStoreError.migrationFailed = error else { return false }
+            return (error as NSError).code == 134110 && "\(error)".contains("Task/p1 has Task.priority = 70 (int64), which doesn't convert to boolean without loss")
+        }
+    }
+}
