@@ -24,19 +24,34 @@ extension EventLog {
         return renamed
     }
 
-    /// Takes the objects of the entities `renamed` out of the store, in their versions'
+    /// The entities of earlier stored model versions that the opening model neither has nor
+    /// renames: their objects are deleted by the migration, as Core Data's migration leaves
+    /// a removed entity's rows behind (§4.6).
+    func removedEntities(renamed: [String: String]) throws -> Set<String> {
+        var removed: Set<String> = []
+        for version in catalog.modelVersions where version < modelVersion {
+            for entity in try catalog.schema(forModelVersion: version).model.entities
+            where model.entity(named: entity.name) == nil && renamed[entity.name] == nil {
+                removed.insert(entity.name)
+            }
+        }
+        return removed
+    }
+
+    /// Takes the objects of the entities `renamed` and `removed` out of the store, in their versions'
     /// terms (``writeTakeOut(_:_:sequence:timestamp:)``): first every reference to them is
     /// taken out of the objects holding it (a to-one or ordered list whole, an unordered
     /// to-many's members of those entities), then each object is deleted with its full
-    /// before-image. Returns the values taken out, with every such object's ID replaced by
-    /// its ID under the new entity name (the same primary key), and those new IDs: the
-    /// objects to insert.
+    /// before-image. Returns the values taken out — with every renamed entity's object named
+    /// by its ID under the new entity name (the same primary key), and references to a removed
+    /// entity's objects left out — and the new IDs: the objects to insert.
     func takeOutRenamedEntities(
-        _ renamed: [String: String], _ txn: borrowing LMDBTransaction, sequence: inout UInt64, timestamp: Date
+        _ renamed: [String: String], removing removed: Set<String> = [], _ txn: borrowing LMDBTransaction, sequence: inout UInt64,
+        timestamp: Date
     ) throws -> (taken: [RetiredValue], inserting: [StoredObjectID: MovedFrom]) {
         let reader = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion, shapes: entityShapes)
         var objects: [(key: ObjectKey, id: StoredObjectID)] = []
-        for old in renamed.keys.sorted() {
+        for old in Set(renamed.keys).union(removed).sorted() {
             guard let code = try? reader.entityCode(old) else { continue }
             try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, _ in
                 if let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) {
@@ -84,11 +99,14 @@ extension EventLog {
                     changes.append(.value(property: name, before: whole, after: .null))
                     value = whole
                 }
-                taken.append(
-                    RetiredValue(
-                        object: sourceID, version: record.modelVersion, earlierEntity: sourceID.entity, property: property,
-                        renamingIdentifier: described?.propertiesByName[name]?.renamingIdentifier, value: value
-                    ).movingObjects(of: renamed))
+                // A removed object's own references go with it.
+                if !removed.contains(sourceID.entity) {
+                    taken.append(
+                        RetiredValue(
+                            object: sourceID, version: record.modelVersion, earlierEntity: sourceID.entity, property: property,
+                            renamingIdentifier: described?.propertiesByName[name]?.renamingIdentifier, value: value
+                        ).movingObjects(of: renamed, removing: removed))
+                }
             }
             if !changes.isEmpty {
                 updates[record.modelVersion, default: []].append(
@@ -108,13 +126,14 @@ extension EventLog {
             let before = try writer.beforeImage(txn, key, record: record, entity: entity)
             deletes[record.modelVersion, default: []].append(TakeOut(key: key, id: id, entity: entity, deleted: before))
             let described = written.model.entity(named: id.entity)
+            guard !removed.contains(id.entity) else { continue }
             for (name, value) in before.sorted(by: { $0.key < $1.key }) where value != .null {
                 guard let property = entity.propertiesByName[name] else { continue }
                 taken.append(
                     RetiredValue(
                         object: id, version: record.modelVersion, earlierEntity: id.entity, property: property,
                         renamingIdentifier: described?.propertiesByName[name]?.renamingIdentifier, value: value
-                    ).movingObjects(of: renamed))
+                    ).movingObjects(of: renamed, removing: removed))
             }
             if let new = renamed[id.entity] {
                 inserting[StoredObjectID(entity: new, primaryKey: id.primaryKey)] = MovedFrom(version: record.modelVersion, entity: id.entity)

@@ -63,7 +63,9 @@ extension EventLog {
             let retired = try retiredPropertyNames()
             // Entities it renames (§4.6).
             let renamedEntities = try renamedEntities()
-            guard !added.isEmpty || !recomputing.isEmpty || !values.isEmpty || !retired.isEmpty || !renamedEntities.isEmpty else { return }
+            let removedEntities = try removedEntities(renamed: renamedEntities)
+            guard !added.isEmpty || !recomputing.isEmpty || !values.isEmpty || !retired.isEmpty || !renamedEntities.isEmpty || !removedEntities.isEmpty
+            else { return }
             let timestamp = EventCodec.date(microseconds: EventCodec.microsecondsNow())
             // nil: another writer moved the head first; look again.
             let sequence = try environment.write { txn -> UInt64? in
@@ -75,11 +77,13 @@ extension EventLog {
                 // conversions with the values put back under the new names (converted as
                 // they go), so every record written holds values of this version's types.
                 var putBack = PutBack(values: [:], additions: [:], renamed: [:])
-                if !retired.isEmpty || !renamedEntities.isEmpty {
-                    // References to a renamed entity's objects name them by their new IDs.
+                if !retired.isEmpty || !renamedEntities.isEmpty || !removedEntities.isEmpty {
+                    // References to a renamed entity's objects name them by their new IDs;
+                    // those to a removed entity's objects go.
                     let taken = try takeOutRetiredValues(retired, txn, sequence: &sequence, timestamp: timestamp)
-                        .map { $0.movingObjects(of: renamedEntities) }
-                    let entities = try takeOutRenamedEntities(renamedEntities, txn, sequence: &sequence, timestamp: timestamp)
+                        .map { $0.movingObjects(of: renamedEntities, removing: removedEntities) }
+                    let entities = try takeOutRenamedEntities(
+                        renamedEntities, removing: removedEntities, txn, sequence: &sequence, timestamp: timestamp)
                     putBack = try writer.planPutBack(taken + entities.taken, inserting: entities.inserting)
                 }
                 let planned =

@@ -23,17 +23,19 @@ struct RetiredValue {
     var value: LogValue
 
     /// This value with the object and the objects it names moved to their new IDs, when
-    /// their entity is one of `renamed` (old name → new name; the same primary key).
-    func movingObjects(of renamed: [String: String]) -> RetiredValue {
-        guard !renamed.isEmpty else { return self }
-        func moved(_ id: StoredObjectID) -> StoredObjectID {
-            renamed[id.entity].map { StoredObjectID(entity: $0, primaryKey: id.primaryKey) } ?? id
+    /// their entity is one of `renamed` (old name → new name; the same primary key), and
+    /// without the objects of the entities `removed`.
+    func movingObjects(of renamed: [String: String], removing removed: Set<String> = []) -> RetiredValue {
+        guard !renamed.isEmpty || !removed.isEmpty else { return self }
+        func moved(_ id: StoredObjectID) -> StoredObjectID? {
+            if removed.contains(id.entity) { return nil }
+            return renamed[id.entity].map { StoredObjectID(entity: $0, primaryKey: id.primaryKey) } ?? id
         }
         var copy = self
-        copy.object = moved(object)
+        copy.object = moved(object) ?? object
         switch value {
-        case .reference(let id): copy.value = .reference(moved(id))
-        case .references(let ids): copy.value = .references(ids.map(moved))
+        case .reference(let id): copy.value = moved(id).map(LogValue.reference) ?? .null
+        case .references(let ids): copy.value = .references(ids.compactMap(moved))
         default: break
         }
         return copy

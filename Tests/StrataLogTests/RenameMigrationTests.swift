@@ -367,4 +367,51 @@ struct RenameMigrationTests {
         #expect(takeOut[1].groups.first?.changes.map(\.objectID) == [oldP2, oldP1])
         try ValueMigrationTests.expectConsistent(log, dir, before: before, migration: 2)
     }
+
+    @Test("an entity a version removes (a sub-entity here, and one referring to it): its objects are deleted, and references to them from kept objects go; the rest of an ordered list keeps its order")
+    func entityRemoved() throws {
+        let dir = try TemporaryDirectory("strata-rename")
+        func model(removing: Bool) throws -> ManagedObjectModel {
+            try ManagedObjectModel {
+                Entity("Club") {
+                    Attribute("name", .string)
+                    Relationship("roster", to: "Member", toMany: true, ordered: true)
+                }
+                Entity("Member") { Attribute("name", .string) }
+                if !removing {
+                    Entity("Captain", parent: "Member") { Attribute("since", .int32) }
+                    Entity("Badge") {
+                        Attribute("colour", .string)
+                        Relationship("holder", to: "Member")
+                    }
+                }
+            }
+        }
+        var ids: [StoredObjectID] = []
+        do {
+            let log = try openLog(dir, model: try model(removing: false))
+            var draft = TransactionDraft()
+            let m1 = draft.insert("Member", values: ["name": s("Ann")])
+            let c1 = draft.insert("Captain", values: ["name": s("Cy"), "since": i(2001)])
+            let m2 = draft.insert("Member", values: ["name": s("Bo")])
+            let club = draft.insert("Club", values: ["name": s("Otters"), "roster": .references([m2, c1, m1])])
+            let badge = draft.insert("Badge", values: ["colour": s("gold"), "holder": .reference(c1)])
+            let result = try log.commit(draft)
+            ids = [m1, c1, m2, club, badge].compactMap { result.permanentID(for: $0) }
+        }
+        #expect(ids.count == 5)
+        let before = try openLog(dir, model: try model(removing: false)).read { try $0.currentState() }
+        let log = try openLog(dir, model: try model(removing: true))
+        #expect(try log.read { try $0.related(ids[3], "roster") } == [ids[2], ids[0]], "the captain left the roster, which kept its order")
+        #expect(try log.verify().isClean)
+        #expect(try log.read { try $0.state(asOf: 1) } == before, "the removed objects are history")
+        let head = try log.head
+        let earlier = try openLog(dir, model: try model(removing: false))
+        #expect(try earlier.head == head, "an earlier model migrates nothing back")
+        try earlier.read { reader throws in
+            #expect(try reader.count(of: "Captain") == 0, "the sub-entity's objects were deleted")
+            #expect(try reader.count(of: "Badge") == 0)
+            #expect(try reader.count(of: "Member") == 2)
+        }
+    }
 }
