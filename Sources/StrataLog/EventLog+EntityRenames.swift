@@ -87,7 +87,7 @@ extension EventLog {
                     let property = entity.propertiesByName[name], property.isRecorded
                 else {
                     throw LogError.migration(
-                        "\(sourceID) refers to an object of a renamed entity through relationship code \(code), which its model version \(record.modelVersion) doesn't record; run strata verify")
+                        "\(sourceID) refers to an object of a renamed or removed entity through relationship code \(code), which its model version \(record.modelVersion) doesn't record; run strata verify")
                 }
                 let value: LogValue
                 if property.relationship == .unorderedToMany {
