@@ -74,7 +74,7 @@ extension EventLog {
                 // terms); the stored values are filled and converted; then the values taken
                 // out are put back under the new names — converted as they go, so every
                 // record written in this version holds values of its types.
-                var putBack = PutBack(values: [:], additions: [:], renamed: [:])
+                var putBack = PutBack(values: [:], additions: [:])
                 if !retired.isEmpty || !renamedEntities.isEmpty {
                     // References to a renamed entity's objects name them by their new IDs.
                     let taken = try takeOutRetiredValues(retired, txn, sequence: &sequence, timestamp: timestamp)
@@ -84,7 +84,7 @@ extension EventLog {
                 }
                 if !values.isEmpty {
                     let changes = try writer.migrateStoredValues(
-                        values, txn, sequence: sequence, renamed: putBack.renamed, settled: putBack.values.mapValues { Set($0.keys) })
+                        values, txn, sequence: sequence, settled: putBack.values.mapValues { Set($0.keys) })
                     if !changes.isEmpty { groups.append(ChangeGroup(changes: changes)) }
                 }
                 if !putBack.values.isEmpty || !putBack.additions.isEmpty || !putBack.inserts.isEmpty {

@@ -176,7 +176,6 @@ extension TableWriter {
         /// to add (to-many).
         var values: [StoredObjectID: [String: LogValue]] = [:]
         var additions: [StoredObjectID: [String: [StoredObjectID]]] = [:]
-        var renamed: [String: [String: String]] = [:]
         for retired in taken {
             let entityName = retired.object.entity
             guard let entity = schema.entities[entityName], let described = schema.model.entity(named: entityName) else { continue }
@@ -190,7 +189,6 @@ extension TableWriter {
                 let property = entity.propertiesByName[renamedTo]
             {
                 target = property
-                renamed[entityName, default: [:]][property.name] = old.name
             }
             guard let target else { continue }  // removed: the value stays out
             let described2 = "\(entityName).\(old.name)" + (target.name == old.name ? "" : " (now \(target.name))")
@@ -252,7 +250,7 @@ extension TableWriter {
             throw LogError.migration(
                 "the stored values can't be taken over by model version \(modelVersion): \(shown)\(more). Nothing was written")
         }
-        return PutBack(values: values, additions: additions, renamed: renamed, inserts: inserting)
+        return PutBack(values: values, additions: additions, inserts: inserting)
     }
 
     /// Puts the values of `plan` back, at `sequence`; returns the changes, one update per
@@ -304,8 +302,6 @@ struct PutBack {
     var values: [StoredObjectID: [String: LogValue]]
     /// Per object and to-many relationship: the destinations to add.
     var additions: [StoredObjectID: [String: [StoredObjectID]]]
-    /// The renames used: entity → new name → old name.
-    var renamed: [String: [String: String]]
     /// Objects inserted with their values (a renamed entity's), before the updates, and
     /// where they came from.
     var inserts: [StoredObjectID: MovedFrom] = [:]

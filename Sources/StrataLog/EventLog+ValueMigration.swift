@@ -47,7 +47,7 @@ extension TableWriter {
     ///   over: a mandatory attribute without a default value, or a value that doesn't convert.
     func migrateStoredValues(
         _ candidates: [String: [AttributeDescription]], _ txn: borrowing LMDBTransaction, sequence: UInt64,
-        renamed: [String: [String: String]] = [:], settled: [StoredObjectID: Set<String>] = [:]
+        settled: [StoredObjectID: Set<String>] = [:]
     ) throws -> [Change] {
         var changes: [Change] = []
         var problems: [String] = []
@@ -71,7 +71,20 @@ extension TableWriter {
                 }
                 // A record a later model version wrote is left for it.
                 guard record.modelVersion <= modelVersion else { continue }
-                let recorded = try? schema(forModelVersion: record.modelVersion).model.entity(named: entityName)
+                let recordedSchema = try? schema(forModelVersion: record.modelVersion)
+                let recorded = recordedSchema?.model.entity(named: entityName)
+                /// Whether the record's version had the attribute: under its name, or under one
+                /// it renames (as the put-back matches them, whether or not a value was taken out).
+                func had(_ attribute: AttributeDescription) -> Bool {
+                    if recorded?.attributesByName[attribute.name]?.isPersisted == true { return true }
+                    guard let earlier = recordedSchema?.entities[entityName], let described = schema.model.entity(named: entityName) else { return false }
+                    return earlier.properties.contains { old in
+                        old.isAttribute && entity.propertiesByName[old.name] == nil
+                            && renameTarget(
+                                of: old.name, identifier: recorded?.propertiesByName[old.name]?.renamingIdentifier, earlier: earlier, later: described)
+                                == attribute.name
+                    }
+                }
                 var propertyChanges: [PropertyChange] = []
                 for attribute in attributes {
                     // A value put back under this name after (a renamed attribute's) settles it.
@@ -81,11 +94,8 @@ extension TableWriter {
                     let stored = record.values[attribute.name] ?? .null
                     switch stored {
                     case .null:
-                        // A renamed attribute the record's version had under its old name.
-                        let name = renamed[entityName]?[attribute.name] ?? attribute.name
-                        let had = recorded?.attributesByName[attribute.name]?.isPersisted == true
-                            || recorded?.attributesByName[name]?.isPersisted == true
-                        guard !attribute.isOptional || !had else { continue }
+                        // A nil the app set, or one a renamed attribute had under its old name, is kept.
+                        guard !attribute.isOptional || !had(attribute) else { continue }
                         guard let fallback = attribute.defaultValue.map({ LogValue.attribute($0.coerced(to: attribute.attributeType)) }) else {
                             if !attribute.isOptional {
                                 problem("\(described) is mandatory and has no default value, but \(id) has no value for it")
