@@ -44,7 +44,7 @@ extension EventLog {
     /// The stored properties of earlier stored model versions that the opening version doesn't
     /// store the same way, by entity of the opening model: a name it doesn't have, an
     /// attribute it makes a relationship (or the reverse), or a recorded relationship side
-    /// it records differently or derives.
+    /// it records differently, derives, or declares on another entity (a renamed parent).
     func retiredPropertyNames() throws -> [String: Set<String>] {
         var retired: [String: Set<String>] = [:]
         for version in catalog.modelVersions where version < modelVersion {
@@ -53,8 +53,13 @@ extension EventLog {
                 guard let before = other.entities[name] else { continue }
                 for property in before.properties where property.isAttribute || property.isRecorded {
                     let now = entity.propertiesByName[property.name]
+                    // A relationship's references are filed under its code, which names the
+                    // entity declaring it: one a parent's rename or a move up or down the
+                    // hierarchy re-declares moves to the new code.
                     let same = now.map { now in
-                        property.isAttribute ? now.isAttribute : now.relationship == property.relationship && now.isRecorded
+                        property.isAttribute
+                            ? now.isAttribute
+                            : now.relationship == property.relationship && now.isRecorded && now.qualifiedName == property.qualifiedName
                     } ?? false
                     if !same { retired[name, default: []].insert(property.name) }
                 }

@@ -57,3 +57,116 @@ struct MigrationReviewTests {
         #expect(try log.verify().isClean)
     }
 }
+
+extension MigrationReviewTests {
+    /// Person (abstract) ← Player ← Captain, Coach ← Person; Team.lineup an ordered to-many
+    /// to Person (mixed destinations); Player.follows ↔ Player.followers (self, many-to-many);
+    /// Player.queue (ordered, self, no inverse). `renamed`: Player → Athlete, Captain → Skipper
+    /// (beneath Athlete), Person → Human (abstract).
+    static func hierarchy(renamed: Bool) throws -> ManagedObjectModel {
+        let (person, player, captain) = renamed ? ("Human", "Athlete", "Skipper") : ("Person", "Player", "Captain")
+        return try ManagedObjectModel {
+            Entity("Team") {
+                Attribute("name", .string)
+                Relationship("lineup", to: person, inverse: "lineupTeam", toMany: true, ordered: true)
+                Relationship("members", to: person, inverse: "team", toMany: true)
+            }
+            Entity(person, abstract: true) {
+                Attribute("name", .string)
+                Relationship("team", to: "Team", inverse: "members")
+                Relationship("lineupTeam", to: "Team", inverse: "lineup")
+            }.renamed(from: "Person")
+            Entity(player, parent: person) {
+                Attribute("email", .string)
+                Relationship("follows", to: player, inverse: "followers", toMany: true)
+                Relationship("followers", to: player, inverse: "follows", toMany: true)
+                Relationship("queue", to: player, toMany: true, ordered: true)
+            }.renamed(from: "Player")
+            Entity(captain, parent: player) {
+                Attribute("since", .int32)
+            }.renamed(from: "Captain")
+            Entity("Coach", parent: person) {
+                Attribute("level", .int32)
+            }
+        }
+    }
+
+    @Test("renaming an abstract parent, a sub-entity and its sub-entity: objects move with self-references, ordered mixed lists and memberships; verify, replay, as-of agree")
+    func renamedHierarchy() throws {
+        let dir = try TemporaryDirectory("strata-review")
+        var ids: [String: StoredObjectID] = [:]
+        do {
+            let log = try openLog(dir, model: try Self.hierarchy(renamed: false))
+            var draft = TransactionDraft()
+            let team = draft.insert("Team", values: ["name": s("Otters")])
+            let coach = draft.insert("Coach", values: ["name": s("Kim"), "level": i(3), "team": .reference(team)])
+            let p1 = draft.insert("Player", values: ["name": s("Ann"), "email": s("a@x"), "team": .reference(team)])
+            let p2 = draft.insert("Player", values: ["name": s("Ben"), "queue": .references([p1])])
+            let c1 = draft.insert("Captain", values: ["name": s("Cy"), "since": i(2001), "queue": .references([p2, p1]), "team": .reference(team)])
+            draft.update(p1, values: ["queue": .references([c1, p2]), "followers": .references([p2, c1])])
+            draft.update(p2, values: ["followers": .references([c1])])
+            draft.update(team, values: ["lineup": .references([p2, coach, c1, p1])])
+            let result = try log.commit(draft)
+            for (name, object) in [("team", team), ("coach", coach), ("p1", p1), ("p2", p2), ("c1", c1)] {
+                ids[name] = result.permanentID(for: object)
+            }
+        }
+        let before = try openLog(dir, model: try Self.hierarchy(renamed: false)).read { try $0.currentState() }
+        let log = try openLog(dir, model: try Self.hierarchy(renamed: true))
+        let team = try #require(ids["team"]), coach = try #require(ids["coach"])
+        func athlete(_ name: String) throws -> StoredObjectID { StoredObjectID(entity: "Athlete", primaryKey: try #require(ids[name]).primaryKey) }
+        let a1 = try athlete("p1"), a2 = try athlete("p2")
+        let k1 = StoredObjectID(entity: "Skipper", primaryKey: try #require(ids["c1"]).primaryKey)
+        try log.read { reader throws in
+            #expect(try reader.related(team, "lineup") == [a2, coach, k1, a1], "the ordered list keeps its order")
+            let members = try reader.related(team, "members"), t1 = try reader.related(a1, "team"), t2 = try reader.related(k1, "team")
+            #expect(Set(members) == [coach, a1, k1], "\(members) \(t1) \(t2)")
+            #expect(Set(try reader.related(k1, "follows")) == [a1, a2])
+            #expect(Set(try reader.related(a1, "followers")) == [a2, k1])
+            #expect(try reader.related(a1, "queue") == [k1, a2])
+            #expect(try reader.related(k1, "queue") == [a2, a1])
+            #expect(try reader.related(a2, "queue") == [a1])
+            #expect(try reader.object(k1)?["since"] == .attribute(.int32(2001)))
+            #expect(try reader.object(a1)?["email"] == .attribute(.string("a@x")))
+            #expect(try reader.related(a1, "team") == [team])
+        }
+        try ValueMigrationTests.expectConsistent(log, dir, before: before, migration: 2)
+    }
+}
+
+extension MigrationReviewTests {
+    @Test("a relationship whose declaration moves up to the parent entity (no rename): its inverse still finds the sub-entity's objects")
+    func relationshipMovedUp() throws {
+        let dir = try TemporaryDirectory("strata-review")
+        func model(onParent: Bool) throws -> ManagedObjectModel {
+            try ManagedObjectModel {
+                Entity("Team") {
+                    Attribute("name", .string)
+                    Relationship("members", to: onParent ? "Person" : "Player", inverse: "team", toMany: true)
+                }
+                Entity("Person") {
+                    Attribute("name", .string)
+                    if onParent { Relationship("team", to: "Team", inverse: "members") }
+                }
+                Entity("Player", parent: "Person") {
+                    if !onParent { Relationship("team", to: "Team", inverse: "members") }
+                }
+            }
+        }
+        let (team, player): (StoredObjectID, StoredObjectID)
+        do {
+            let log = try openLog(dir, model: try model(onParent: false))
+            var draft = TransactionDraft()
+            let t = draft.insert("Team", values: ["name": s("Otters")])
+            let p = draft.insert("Player", values: ["name": s("Ann"), "team": .reference(t)])
+            let result = try log.commit(draft)
+            team = try #require(result.permanentID(for: t))
+            player = try #require(result.permanentID(for: p))
+        }
+        let before = try openLog(dir, model: try model(onParent: false)).read { try $0.currentState() }
+        let log = try openLog(dir, model: try model(onParent: true))
+        #expect(try log.read { try $0.related(player, "team") } == [team])
+        #expect(try log.read { try $0.related(team, "members") } == [player])
+        try ValueMigrationTests.expectConsistent(log, dir, before: before, migration: 2)
+    }
+}
