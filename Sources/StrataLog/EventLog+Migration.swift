@@ -93,10 +93,18 @@ extension EventLog {
                 }
                 // Nothing to write (0): the next open looks again, as the head's version still differs.
                 if sequence == head + 1, groups.isEmpty, added.isEmpty, recomputing.isEmpty { return 0 }
-                if let derivations = schema.derivations, !recomputing.isEmpty {
+                // Values filled, converted or put back: the derived attributes that read them
+                // follow, computed afresh for every object (a kept aggregate's stored value
+                // predates the take-out); `now()` ones keep theirs, as a save that doesn't
+                // touch the object does.
+                var computing = recomputing
+                if !groups.isEmpty, let derivations = schema.derivations {
+                    computing.formUnion(derivations.plans.filter { !$0.isNow }.map(\.qualifiedName))
+                }
+                if let derivations = schema.derivations, !computing.isEmpty {
                     // Unique indexes are checked by the rebuild below, over every object.
                     let changes = try writer.applyDerivations(
-                        derivations, after: [], txn, sequence: sequence, timestamp: timestamp, recomputing: recomputing,
+                        derivations, after: [], txn, sequence: sequence, timestamp: timestamp, recomputing: computing,
                         recordUniqueKeys: { _, _, _ in })
                     if !changes.isEmpty { groups.append(ChangeGroup(changes: changes)) }
                 }

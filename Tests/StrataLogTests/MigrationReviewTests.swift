@@ -170,3 +170,77 @@ extension MigrationReviewTests {
         try ValueMigrationTests.expectConsistent(log, dir, before: before, migration: 2)
     }
 }
+
+extension MigrationReviewTests {
+    /// A derived attribute whose derivation doesn't change, reading an attribute the
+    /// migration fills with its default: it follows, as a save would compute it.
+    @Test("a derived attribute reading an attribute the migration fills follows the filled value")
+    func derivedFollowsFill() throws {
+        let dir = try TemporaryDirectory("strata-review")
+        let v1 = try ManagedObjectModel {
+            Entity("P") {
+                Attribute("name", .string)
+                Attribute("level", .int16)
+                Attribute("shown", .int16).derived(from: "level")
+                Relationship("t", to: "T", inverse: "members")
+            }
+            Entity("T") {
+                Attribute("total", .int64).derived(from: "members.@sum.level")
+                Relationship("members", to: "P", inverse: "t", toMany: true)
+            }
+        }
+        let (p, t): (StoredObjectID, StoredObjectID)
+        do {
+            let log = try openLog(dir, model: v1)
+            var draft = TransactionDraft()
+            let team = draft.insert("T", values: [:])
+            let object = draft.insert("P", values: ["name": s("Ann"), "t": .reference(team)])
+            let result = try log.commit(draft)
+            p = try #require(result.permanentID(for: object))
+            t = try #require(result.permanentID(for: team))
+        }
+        let before = try openLog(dir, model: v1).read { try $0.currentState() }
+        let v2 = try ManagedObjectModel {
+            Entity("P") {
+                Attribute("name", .string)
+                Attribute("level", .int16, default: 5).required()
+                Attribute("shown", .int16).derived(from: "level")
+                Relationship("t", to: "T", inverse: "members")
+            }
+            Entity("T") {
+                Attribute("total", .int64).derived(from: "members.@sum.level")
+                Relationship("members", to: "P", inverse: "t", toMany: true)
+            }
+        }
+        let log = try openLog(dir, model: v2)
+        #expect(try log.read { try $0.object(p)?["level"] } == .attribute(.int16(5)))
+        #expect(try log.read { try $0.object(p)?["shown"] } == .attribute(.int16(5)), "the derived value follows its input")
+        #expect(try log.read { try $0.object(t)?["total"] } == .attribute(.int64(5)), "the aggregate follows its input")
+        try ValueMigrationTests.expectConsistent(log, dir, before: before, migration: 2)
+    }
+
+    /// Two strings that convert to the same UUID under a uniqueness constraint: refused,
+    /// nothing written, the earlier model still reads the strings.
+    @Test("a conversion that makes two values equal under a uniqueness constraint refuses the open and writes nothing")
+    func conversionClash() throws {
+        let dir = try TemporaryDirectory("strata-review")
+        let v1 = try ManagedObjectModel { Entity("P") { Attribute("code", .string); Unique("code") } }
+        let upper = "6BA7B810-9DAD-11D1-80B4-00C04FD430C8"
+        do {
+            let log = try openLog(dir, model: v1)
+            var draft = TransactionDraft()
+            draft.insert("P", values: ["code": s(upper)])
+            draft.insert("P", values: ["code": s(upper.lowercased())])
+            try log.commit(draft)
+        }
+        let v2 = try ManagedObjectModel { Entity("P") { Attribute("code", .uuid); Unique("code") } }
+        #expect(throws: LogError.self) { _ = try openLog(dir, model: v2) }
+        let log = try openLog(dir, model: v1)
+        #expect(try log.head == 1)
+        #expect(try log.verify().isClean)
+        // Renaming it as well: the same refusal.
+        let v3 = try ManagedObjectModel { Entity("P") { Attribute("key", .uuid).renamed(from: "code"); Unique("key") } }
+        #expect(throws: LogError.self) { _ = try openLog(dir, model: v3) }
+        #expect(try openLog(dir, model: v1).head == 1)
+    }
+}
