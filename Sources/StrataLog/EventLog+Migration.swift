@@ -77,9 +77,10 @@ extension EventLog {
                 var putBack = PutBack(values: [:], additions: [:])
                 if !retired.isEmpty || !renamedEntities.isEmpty {
                     // References to a renamed entity's objects name them by their new IDs.
+                    let moves = try movedObjectIDs(renamedEntities, txn)
                     let taken = try takeOutRetiredValues(retired, txn, sequence: &sequence, timestamp: timestamp)
-                        .map { $0.movingObjects(of: renamedEntities) }
-                    let entities = try takeOutRenamedEntities(renamedEntities, txn, sequence: &sequence, timestamp: timestamp)
+                        .map { $0.movingObjects(moves) }
+                    let entities = try takeOutRenamedEntities(renamedEntities, moves: moves, txn, sequence: &sequence, timestamp: timestamp)
                     putBack = try writer.planPutBack(taken + entities.taken, inserting: entities.inserting)
                 }
                 if !values.isEmpty {

@@ -23,12 +23,10 @@ struct RetiredValue {
     var value: LogValue
 
     /// This value with the object and the objects it names moved to their new IDs, when
-    /// their entity is one of `renamed` (old name → new name; the same primary key).
-    func movingObjects(of renamed: [String: String]) -> RetiredValue {
-        guard !renamed.isEmpty else { return self }
-        func moved(_ id: StoredObjectID) -> StoredObjectID {
-            renamed[id.entity].map { StoredObjectID(entity: $0, primaryKey: id.primaryKey) } ?? id
-        }
+    /// their entity is a renamed one (`moves`: old ID → new ID, ``EventLog/movedObjectIDs(_:_:)``).
+    func movingObjects(_ moves: [StoredObjectID: StoredObjectID]) -> RetiredValue {
+        guard !moves.isEmpty else { return self }
+        func moved(_ id: StoredObjectID) -> StoredObjectID { moves[id] ?? id }
         var copy = self
         copy.object = moved(object)
         switch value {

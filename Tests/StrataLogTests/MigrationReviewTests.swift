@@ -244,3 +244,55 @@ extension MigrationReviewTests {
         #expect(try openLog(dir, model: v1).head == 1)
     }
 }
+
+extension MigrationReviewTests {
+    static func entityModel(renamed: Bool) throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            if renamed {
+                Entity("Athlete") { Attribute("name", .string) }.renamed(from: "Player")
+            } else {
+                Entity("Player") { Attribute("name", .string) }
+            }
+        }
+    }
+
+    /// The earlier model inserts under the old entity name after the later one moved its
+    /// objects and inserted its own: the later model's next open moves the newcomer too.
+    @Test("an entity rename, then the earlier model inserting under the old name while the later one inserted too: the later model still opens, nothing lost")
+    func renamedEntityKeyClash() throws {
+        let dir = try TemporaryDirectory("strata-review")
+        do {
+            let log = try openLog(dir, model: try Self.entityModel(renamed: false))
+            var draft = TransactionDraft()
+            draft.insert("Player", values: ["name": s("Ann")])
+            try log.commit(draft)
+        }
+        do {
+            let log = try openLog(dir, model: try Self.entityModel(renamed: true))
+            var draft = TransactionDraft()
+            let ben = draft.insert("Athlete", values: ["name": s("Ben")])
+            #expect(try log.commit(draft).permanentID(for: ben) == StoredObjectID(entity: "Athlete", primaryKey: 2))
+        }
+        do {
+            let log = try openLog(dir, model: try Self.entityModel(renamed: false))
+            var draft = TransactionDraft()
+            draft.insert("Player", values: ["name": s("Cy")])
+            try log.commit(draft)
+        }
+        let log = try openLog(dir, model: try Self.entityModel(renamed: true))
+        let names = try log.read { reader in
+            try reader.currentState().objects.values.compactMap { $0["name"] }
+        }
+        #expect(Set(names) == [.attribute(.string("Ann")), .attribute(.string("Ben")), .attribute(.string("Cy"))])
+        let cy = StoredObjectID(entity: "Athlete", primaryKey: 3)
+        #expect(try log.read { try $0.object(cy)?["name"] } == .attribute(.string("Cy")), "the newcomer takes the next key: p2 is Ben's")
+        #expect(try log.read { try $0.lastPrimaryKey(of: "Athlete") } == 3)
+        var draft = TransactionDraft()
+        let dee = draft.insert("Athlete", values: ["name": s("Dee")])
+        #expect(try log.commit(draft).permanentID(for: dee) == StoredObjectID(entity: "Athlete", primaryKey: 4))
+        #expect(try log.verify().isClean)
+        let copy = dir.file("replayed")
+        _ = try log.replay(through: try log.head, into: copy)
+        #expect(try EventLog(openingExistingAt: copy).read { try $0.currentState() } == (try log.read { try $0.currentState() }))
+    }
+}
