@@ -112,3 +112,47 @@ extension EventLog {
         return translated
     }
 }
+
+extension EventLog {
+    /// The names stored model versions later than the opening one give the opening model's
+    /// entity `name`, when they rename it (spec 0004 §4.6), followed version by version.
+    func laterEntityNames(_ name: String) -> [String] {
+        var names: [String] = []
+        var current = name
+        var earlierVersion = modelVersion
+        for later in catalog.modelVersions where later > modelVersion {
+            guard let earlierSchema = try? catalog.schema(forModelVersion: earlierVersion),
+                let laterSchema = try? catalog.schema(forModelVersion: later)
+            else { break }
+            if laterSchema.model.entity(named: current) == nil {
+                let identifier = earlierSchema.model.entity(named: current)?.renamingIdentifier
+                guard let renamed = laterSchema.model.entities.first(where: { candidate in
+                    guard let renaming = candidate.renamingIdentifier, renaming != candidate.name,
+                        earlierSchema.model.entity(named: candidate.name) == nil
+                    else { return false }
+                    return renaming == current || renaming == identifier
+                }) else { break }
+                current = renamed.name
+                if !names.contains(current) { names.append(current) }
+            }
+            earlierVersion = later
+        }
+        return names
+    }
+
+    /// For each entity of the opening model that a later stored model version renames: the
+    /// codes of its later names, whose primary-key counters its inserts stay above. The later
+    /// version's migration moves this entity's objects under the same primary keys (§4.6), so
+    /// an earlier model inserting after it mustn't give out a key the later one gave out
+    /// under the new name. Empty when no later version is stored.
+    func counterPartners() -> [UInt16: [UInt16]] {
+        guard let newest = catalog.modelVersions.last, newest > modelVersion else { return [:] }
+        var partners: [UInt16: [UInt16]] = [:]
+        for entity in model.entities {
+            let codes = laterEntityNames(entity.name).compactMap { try? catalog.entityCode($0) }
+            guard !codes.isEmpty, let code = try? catalog.entityCode(entity.name) else { continue }
+            partners[code] = codes
+        }
+        return partners
+    }
+}
