@@ -329,3 +329,132 @@ extension MigrationReviewTests {
         #expect(try log.verify().isClean)
     }
 }
+
+extension MigrationReviewTests {
+    static func chain(_ version: Int) throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Team") {
+                Attribute("name", .string)
+                Attribute("size", .int64).derived(from: version == 1 ? "players.@count" : "roster.@count")
+                if version == 1 {
+                    Relationship("players", to: "Player", inverse: "team", toMany: true)
+                } else {
+                    Relationship("roster", to: version == 2 ? "Athlete" : "Member", inverse: "club", toMany: true).renamed(from: "players")
+                }
+            }
+            switch version {
+            case 1:
+                Entity("Player") {
+                    Attribute("email", .string).indexed()
+                    Relationship("team", to: "Team", inverse: "players")
+                }
+                Entity("Captain", parent: "Player") { Attribute("since", .int16) }
+            case 2:
+                Entity("Athlete") {
+                    Attribute("mail", .string).indexed().renamed(from: "email")
+                    Relationship("club", to: "Team", inverse: "roster").renamed(from: "team")
+                }.renamed(from: "Player")
+                Entity("Captain", parent: "Athlete") { Attribute("since", .int32) }
+            default:
+                Entity("Member") {
+                    Attribute("contact", .string).indexed().renamed(from: "email")
+                    Relationship("club", to: "Team", inverse: "roster").renamed(from: "team")
+                    Unique("contact")
+                }.renamed(from: "Player")
+                Entity("Captain", parent: "Member") { Attribute("since", .int64) }
+            }
+        }
+    }
+
+    static func chainStore(_ dir: TemporaryDirectory) throws -> [StoredObjectID] {
+        let log = try openLog(dir, model: try chain(1))
+        var draft = TransactionDraft()
+        let team = draft.insert("Team", values: ["name": s("Otters")])
+        let p = draft.insert("Player", values: ["email": s("a@x"), "team": .reference(team)])
+        let c = draft.insert("Captain", values: ["email": s("c@x"), "since": .attribute(.int16(7)), "team": .reference(team)])
+        let result = try log.commit(draft)
+        return try [team, p, c].map { try #require(result.permanentID(for: $0)) }
+    }
+
+    static func expectChained(_ log: EventLog, _ ids: [StoredObjectID], entity: String, attribute: String, verifying: Bool = true) throws {
+        let (team, p, c) = (ids[0], StoredObjectID(entity: entity, primaryKey: ids[1].primaryKey), ids[2])
+        try log.read { reader throws in
+            #expect(try reader.object(p)?[attribute] == .attribute(.string("a@x")))
+            #expect(try reader.object(c)?[attribute] == .attribute(.string("c@x")), "a sub-entity's inherited renamed attribute")
+            #expect(Set(try reader.related(team, "roster")) == [p, c])
+            #expect(try reader.object(team)?["size"] == .attribute(.int64(2)))
+            var indexed: [StoredObjectID] = []
+            try reader.scanIndex(entity: entity, attribute: attribute, range: .all) { id in
+                indexed.append(id)
+                return .next
+            }
+            #expect(Set(indexed) == [p, c], "the index over the renamed attribute holds the entity and its sub-entity")
+        }
+        if verifying { #expect(try log.verify().isClean) }
+    }
+
+    @Test("three versions with chained entity and property renames under a parent with a sub-entity: opened in sequence, and a store jumping from the first straight to the third")
+    func chainedVersions() throws {
+        let dir = try TemporaryDirectory("strata-review")
+        let ids = try Self.chainStore(dir)
+        let before = try openLog(dir, model: try Self.chain(1)).read { try $0.currentState() }
+        try Self.expectChained(try openLog(dir, model: try Self.chain(2)), ids, entity: "Athlete", attribute: "mail")
+        let third = try openLog(dir, model: try Self.chain(3))
+        try Self.expectChained(third, ids, entity: "Member", attribute: "contact")
+        try ValueMigrationTests.expectConsistent(third, dir, before: before, migration: 2)
+
+        let jump = try TemporaryDirectory("strata-review")
+        let jumped = try Self.chainStore(jump)
+        let log = try openLog(jump, model: try Self.chain(3))
+        try Self.expectChained(log, jumped, entity: "Member", attribute: "contact")
+        try ValueMigrationTests.expectConsistent(log, jump, before: before, migration: 2)
+    }
+
+    @Test("purging through the take-out, then through the put-back: the store stays whole and reopens with nothing to migrate")
+    func purgeAfterMigration() throws {
+        let dir = try TemporaryDirectory("strata-review")
+        let ids = try Self.chainStore(dir)
+        let log = try openLog(dir, model: try Self.chain(2))
+        let head = try log.head
+        #expect(head > 2)
+        let state = try log.read { try $0.currentState() }
+        try log.purge(through: 2, author: "review")
+        let report = try log.verify()
+        #expect(report.isClean, "\(report)")
+        #expect(try log.read { try $0.currentState() } == state)
+        try log.purge(through: head, author: "review")
+        let second = try log.verify()
+        withKnownIssue("index rows of an index the model version no longer defines (Player.email) stay in the live table, but the base snapshot rebuilds only the version's own indexes (see purgeAfterDroppedIndex)") {
+            #expect(second.isClean, "\(second)")
+        }
+        let reopened = try openLog(dir, model: try Self.chain(2))
+        #expect(try reopened.head == head + 2, "the two purge markers; nothing migrated again")
+        try Self.expectChained(reopened, ids, entity: "Athlete", attribute: "mail", verifying: false)
+        let copy = dir.file("replayed")
+        _ = try reopened.replay(through: try reopened.head, into: copy)
+        #expect(try EventLog(openingExistingAt: copy).read { try $0.currentState() } == state)
+    }
+}
+
+extension MigrationReviewTests {
+    /// Not fixed (it predates model-version migration: §4.3): a purge's base snapshot
+    /// rebuilds only the purging version's indexes, while the live table keeps the rows of
+    /// an index an earlier version defined, so verify reports them after the purge. A rename
+    /// of an indexed attribute (§4.5) now leads here routinely.
+    @Test("known issue: a version that drops an index, then a purge through the head: verify reports the dropped index's rows")
+    func purgeAfterDroppedIndex() throws {
+        let dir = try TemporaryDirectory("strata-review")
+        do {
+            let log = try openLog(dir, model: try ManagedObjectModel { Entity("P") { Attribute("email", .string).indexed(); Attribute("name", .string) } })
+            var draft = TransactionDraft()
+            draft.insert("P", values: ["email": s("a@x"), "name": s("Ann")])
+            try log.commit(draft)
+        }
+        let log = try openLog(dir, model: try ManagedObjectModel { Entity("P") { Attribute("email", .string); Attribute("name", .string).indexed() } })
+        try log.purge(through: try log.head, author: "review")
+        let report = try log.verify()
+        withKnownIssue("the dropped index's rows stay in the live table; the base snapshot doesn't rebuild them") {
+            #expect(report.isClean, "\(report)")
+        }
+    }
+}

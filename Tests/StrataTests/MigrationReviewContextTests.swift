@@ -54,3 +54,76 @@ struct MigrationReviewContextTests {
         #expect(left.contains("Ben"), "Ben, who holds Cy's old key, isn't undone: \(left)")
     }
 }
+
+extension MigrationReviewContextTests {
+    static func teamModel(v2: Bool) throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Team") {
+                Attribute("name", .string)
+                if v2 {
+                    Relationship("roster", to: "Athlete", inverse: "club", toMany: true).renamed(from: "players")
+                } else {
+                    Relationship("players", to: "Player", inverse: "team", toMany: true)
+                }
+            }
+            if v2 {
+                Entity("Athlete") {
+                    Attribute("name", .string)
+                    Relationship("club", to: "Team", inverse: "roster").renamed(from: "team")
+                }.renamed(from: "Player")
+            } else {
+                Entity("Player") {
+                    Attribute("name", .string)
+                    Attribute("scratch", .string)
+                    Relationship("team", to: "Team", inverse: "players")
+                }
+            }
+        }
+    }
+
+    @Test("history across an entity and relationship rename lists every transaction (take-outs in the old names, the put-back in the new); persisted undo of groups saved before it: a removed property's change is skipped, a renamed relationship's undone and redone")
+    func historyAndUndoAcrossRenames() async throws {
+        let dir = try TemporaryDirectory()
+        func editor(_ coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
+            privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true)
+        }
+        var coordinator = try openCoordinator(dir, model: try Self.teamModel(v2: false))
+        try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let a = try context.insertNewObject(forEntityName: "Team")
+            a.setValue("A", forKey: "name")
+            let b = try context.insertNewObject(forEntityName: "Team")
+            b.setValue("B", forKey: "name")
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue("Ann", forKey: "name")
+            player.setValue(a, forKey: "team")
+            try context.save()
+            player.setValue(b, forKey: "team")
+            try context.save()
+            player.setValue("s", forKey: "scratch")
+            try context.save()
+        }
+        let before = try coordinator.history(HistoryRequest()).count
+        coordinator = try openCoordinator(dir, model: try Self.teamModel(v2: true))
+        let history = try coordinator.history(HistoryRequest())
+        #expect(history.count > before)
+        var byEntity = HistoryRequest()
+        byEntity.entityName = "Athlete"
+        #expect(try coordinator.history(byEntity).isEmpty == false)
+        try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let athletes = try context.fetch(FetchRequest(entityName: "Athlete"))
+            let athlete = try #require(athletes.first)
+            #expect((athlete.value(forKey: "club") as? ManagedObject)?.value(forKey: "name") as? String == "B")
+            // The scratch group: its only property is gone, nothing to undo in it.
+            try context.undo()
+            try context.save()
+            #expect((athlete.value(forKey: "club") as? ManagedObject)?.value(forKey: "name") as? String == "B")
+            try context.undo()
+            try context.save()
+            #expect((athlete.value(forKey: "club") as? ManagedObject)?.value(forKey: "name") as? String == "A", "the club move undone under the new name")
+            try context.redo()
+            try context.save()
+            #expect((athlete.value(forKey: "club") as? ManagedObject)?.value(forKey: "name") as? String == "B")
+        }
+        #expect(try coordinator.history(HistoryRequest()).count > history.count)
+    }
+}
