@@ -20,9 +20,13 @@ extension EventLog {
         currentNames(entity: entity, property: name, modelVersion: version)?.property
     }
 
-    /// The entity and property names, followed version by version.
+    /// The entity and property names: matched from `version` straight to the opening version
+    /// first, as a migration carries a record's values (spec 0004 §4.5–4.6) — stored versions
+    /// in between may never have migrated anything (one whose open was refused) —, else
+    /// followed version by version (renames whose identifiers name the previous name).
     private func currentNames(entity: String, property: String?, modelVersion version: Int) -> (entity: String, property: String?)? {
         guard version < modelVersion else { return (entity, property) }
+        if let direct = directNames(entity: entity, property: property, modelVersion: version) { return direct }
         var (entityName, propertyName) = (entity, property)
         var earlierVersion = version
         for later in catalog.modelVersions where later > version && later <= modelVersion {
@@ -55,6 +59,34 @@ extension EventLog {
             earlierVersion = later
         }
         return (entityName, propertyName)
+    }
+
+    /// The names the opening model gives `entity` and `property` of model version `version`
+    /// by the migration's rules applied to those two versions alone: the same name, or the
+    /// one whose renaming identifier matches it; nil when they don't match.
+    private func directNames(entity: String, property: String?, modelVersion version: Int) -> (entity: String, property: String?)? {
+        guard let earlierSchema = try? catalog.schema(forModelVersion: version) else { return nil }
+        let described = earlierSchema.model.entity(named: entity)
+        let entityName: String
+        if model.entity(named: entity) != nil {
+            entityName = entity
+        } else if let renamed = model.entities.first(where: { candidate in
+            guard let renaming = candidate.renamingIdentifier, renaming != candidate.name,
+                earlierSchema.model.entity(named: candidate.name) == nil
+            else { return false }
+            return renaming == entity || renaming == described?.renamingIdentifier
+        }) {
+            entityName = renamed.name
+        } else {
+            return nil
+        }
+        guard let property else { return (entityName, nil) }
+        guard let earlier = earlierSchema.entities[entity], let later = schema.entities[entityName],
+            let laterDescribed = model.entity(named: entityName)
+        else { return nil }
+        if later.propertiesByName[property] != nil { return (entityName, property) }
+        let identifier = described?.propertiesByName[property]?.renamingIdentifier
+        return renameTarget(of: property, identifier: identifier, earlier: earlier, later: laterDescribed).map { (entityName, $0) }
     }
 
     /// `group`, written with model version `version`, with its properties under the opening

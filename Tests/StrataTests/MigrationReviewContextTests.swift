@@ -127,3 +127,40 @@ extension MigrationReviewContextTests {
         #expect(try coordinator.history(HistoryRequest()).count > history.count)
     }
 }
+
+extension MigrationReviewContextTests {
+    @Test("persisted undo after a refused model version: a group saved before it undoes under the names the store kept")
+    func undoAfterRefusedVersion() async throws {
+        let dir = try TemporaryDirectory()
+        func editor(_ coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
+            privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true)
+        }
+        let v1 = try ManagedObjectModel { Entity("Task") { Attribute("title", .string); Attribute("count", .int64) } }
+        var coordinator = try openCoordinator(dir, model: v1)
+        let id = try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let task = try context.insertNewObject(forEntityName: "Task")
+            task.setValue("A", forKey: "title")
+            task.setValue(Int64(70_000), forKey: "count")
+            try context.save()
+            task.setValue("B", forKey: "title")
+            try context.save()
+            return task.objectID
+        }
+        // A version the store refuses (a lossy conversion): nothing migrated.
+        let refused = try ManagedObjectModel {
+            Entity("Task") { Attribute("heading", .string).renamed(from: "title"); Attribute("count", .int16) }
+        }
+        #expect(throws: (any Error).self) { _ = try openCoordinator(dir, model: refused) }
+        // The next version keeps the name and adds an attribute with a default.
+        let v3 = try ManagedObjectModel {
+            Entity("Task") { Attribute("title", .string); Attribute("count", .int64); Attribute("rank", .int32, default: 1).required() }
+        }
+        coordinator = try openCoordinator(dir, model: v3)
+        try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let task = try context.existingObject(with: id)
+            #expect(task.value(forKey: "title") as? String == "B")
+            try context.undo()
+            #expect(task.value(forKey: "title") as? String == "A", "the title change is undone")
+        }
+    }
+}
