@@ -467,3 +467,124 @@ extension MigrationReviewTests {
         #expect(try log.verify().isClean)
     }
 }
+
+extension MigrationReviewTests {
+    /// Files under the store directory, with their sizes (data.mdb aside: the catalog records
+    /// the refused model there, by design).
+    static func files(_ dir: TemporaryDirectory) throws -> [String: Int] {
+        let root = dir.file("store")
+        var found: [String: Int] = [:]
+        let enumerator = FileManager.default.enumerator(atPath: root)
+        while let name = enumerator?.nextObject() as? String {
+            guard name != "data.mdb", name != "lock.mdb" else { continue }
+            let attributes = try FileManager.default.attributesOfItem(atPath: (root as NSString).appendingPathComponent(name))
+            found[name] = (attributes[.size] as? NSNumber)?.intValue ?? -1
+        }
+        return found
+    }
+
+    @Test("a refused migration (a to-many put into a to-one) writes no file and no event; a compacted store too")
+    func refusalWritesNothing() throws {
+        let dir = try TemporaryDirectory("strata-review")
+        let v1 = try ManagedObjectModel {
+            Entity("T") { Attribute("name", .string); Relationship("items", to: "I", toMany: true, ordered: true) }
+            Entity("I") { Attribute("name", .string) }
+        }
+        do {
+            let log = try openLog(dir, model: v1)
+            for n in 0..<3 {
+                var draft = TransactionDraft()
+                let a = draft.insert("I", values: ["name": s("a\(n)")])
+                let b = draft.insert("I", values: ["name": s("b\(n)")])
+                draft.insert("T", values: ["name": s("t\(n)"), "items": .references([a, b])])
+                try log.commit(draft)
+            }
+            try log.compact(CompactionRequest())
+        }
+        let before = try Self.files(dir)
+        let state = try openLog(dir, model: v1).read { try $0.currentState() }
+        let v2 = try ManagedObjectModel {
+            Entity("T") { Attribute("name", .string); Relationship("item", to: "I").renamed(from: "items") }
+            Entity("I") { Attribute("name", .string) }
+        }
+        #expect {
+            _ = try openLog(dir, model: v2)
+        } throws: { error in
+            "\(error)".contains("which the version makes to-one") && "\(error)".contains("Nothing was written")
+        }
+        #expect(try Self.files(dir) == before)
+        let log = try openLog(dir, model: v1)
+        #expect(try log.head == 3)
+        #expect(try log.read { try $0.currentState() } == state)
+        #expect(try log.verify().isClean)
+    }
+
+    @Test("an ordered to-many renamed and made unordered, to a parent with mixed sub-entity destinations: every member is carried over")
+    func orderedRenamedUnordered() throws {
+        let dir = try TemporaryDirectory("strata-review")
+        func model(_ v2: Bool) throws -> ManagedObjectModel {
+            try ManagedObjectModel {
+                Entity("T") {
+                    if v2 {
+                        Relationship("members", to: "Person", inverse: "team", toMany: true).renamed(from: "lineup")
+                    } else {
+                        Relationship("lineup", to: "Person", inverse: "team", toMany: true, ordered: true)
+                    }
+                }
+                Entity("Person", abstract: true) {
+                    Attribute("name", .string)
+                    Relationship("team", to: "T", inverse: v2 ? "members" : "lineup")
+                }
+                Entity("Player", parent: "Person") { Attribute("number", .int16) }
+                Entity("Coach", parent: "Person") { Attribute("level", .int16) }
+            }
+        }
+        var people: [StoredObjectID] = []
+        let team: StoredObjectID
+        do {
+            let log = try openLog(dir, model: try model(false))
+            var draft = TransactionDraft()
+            let objects = [
+                draft.insert("Player", values: ["name": s("a")]), draft.insert("Coach", values: ["name": s("b")]),
+                draft.insert("Player", values: ["name": s("c")]),
+            ]
+            let t = draft.insert("T", values: ["lineup": .references([objects[2], objects[1], objects[0]])])
+            let result = try log.commit(draft)
+            people = try objects.map { try #require(result.permanentID(for: $0)) }
+            team = try #require(result.permanentID(for: t))
+        }
+        let before = try openLog(dir, model: try model(false)).read { try $0.currentState() }
+        let log = try openLog(dir, model: try model(true))
+        try log.read { reader throws in
+            #expect(Set(try reader.related(team, "members")) == Set(people))
+            for person in people { #expect(try reader.related(person, "team") == [team]) }
+        }
+        try ValueMigrationTests.expectConsistent(log, dir, before: before, migration: 2)
+    }
+
+    @Test("replay through a migration's take-out is refused (the store was never as of it); through the events around it, the copies open to the states before and after")
+    func replayMidMigration() throws {
+        let dir = try TemporaryDirectory("strata-review")
+        _ = try Self.chainStore(dir)
+        let before = try openLog(dir, model: try Self.chain(1)).read { try $0.currentState() }
+        let log = try openLog(dir, model: try Self.chain(2))
+        let state = try log.read { try $0.currentState() }
+        #expect(try log.head == 4)
+        for through in [UInt64(2), 3] {
+            #expect {
+                _ = try log.replay(through: through, into: dir.file("copy-\(through)"))
+            } throws: { error in
+                "\(error)".contains("event \(through) takes values out for the migration to model version 2, which events 2…4 make in one transaction")
+                    && "\(error)".contains("Replay through 1 or 4")
+            }
+        }
+        _ = try log.replay(through: 1, into: dir.file("copy-1"))
+        let first = try EventLog(path: dir.file("copy-1"), model: try Self.chain(1))
+        #expect(try first.read { try $0.currentState() } == before)
+        #expect(try first.verify().isClean)
+        _ = try log.replay(through: 4, into: dir.file("copy-4"))
+        let last = try EventLog(openingExistingAt: dir.file("copy-4"))
+        #expect(try last.read { try $0.currentState() } == state)
+        #expect(try last.verify().isClean)
+    }
+}
