@@ -178,7 +178,7 @@ extension EventLog {
     /// an earlier model inserting after it mustn't give out a key the later one gave out
     /// under the new name. Empty when no later version is stored.
     func counterPartners() -> [UInt16: [UInt16]] {
-        guard let newest = catalog.modelVersions.last, newest > modelVersion else { return [:] }
+        guard let newest = catalog.newestModelVersion, newest > modelVersion else { return [:] }
         var partners: [UInt16: [UInt16]] = [:]
         for entity in model.entities {
             let codes = laterEntityNames(entity.name).compactMap { try? catalog.entityCode($0) }
