@@ -164,3 +164,57 @@ extension MigrationReviewContextTests {
         }
     }
 }
+
+extension MigrationReviewContextTests {
+    static func lineupModel(ordered: Bool) throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Team") {
+                Attribute("name", .string)
+                Relationship("lineup", to: "Player", inverse: "lineupTeam", toMany: true, ordered: ordered)
+            }
+            Entity("Player") {
+                Attribute("name", .string)
+                Relationship("lineupTeam", to: "Team", inverse: "lineup")
+            }
+        }
+    }
+
+    @Test("persisted undo of a group that set an ordered to-many, after a version makes it unordered (recorded on the inverse now): undo and redo")
+    func undoAcrossResidedRelationship() async throws {
+        let dir = try TemporaryDirectory()
+        func editor(_ coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
+            privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true)
+        }
+        var coordinator = try openCoordinator(dir, model: try Self.lineupModel(ordered: true))
+        let teamID = try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            let a = try context.insertNewObject(forEntityName: "Player")
+            a.setValue("a", forKey: "name")
+            let b = try context.insertNewObject(forEntityName: "Player")
+            b.setValue("b", forKey: "name")
+            try context.save()
+            team.setValue([b, a], forKey: "lineup")
+            try context.save()
+            return team.objectID
+        }
+        coordinator = try openCoordinator(dir, model: try Self.lineupModel(ordered: false))
+        try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            func names() -> Set<String> {
+                Set(((team.value(forKey: "lineup") as? Set<ManagedObject>) ?? []).compactMap { $0.value(forKey: "name") as? String })
+            }
+            #expect(names() == ["a", "b"])
+            try context.undo()
+            #expect(names().isEmpty, "the lineup set undone")
+            try context.save()
+            try context.redo()
+            #expect(names() == ["a", "b"])
+            try context.save()
+        }
+        coordinator = try openCoordinator(dir, model: try Self.lineupModel(ordered: false))
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            #expect(((team.value(forKey: "lineup") as? Set<ManagedObject>) ?? []).count == 2)
+        }
+    }
+}
