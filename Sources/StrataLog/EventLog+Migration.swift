@@ -54,15 +54,27 @@ extension EventLog {
             guard let previous, previous != modelVersion else { return }
             let previousSchema = try catalog.schema(forModelVersion: previous)
             let added = Set(schema.indexes).subtracting(Set(previousSchema.indexes))
-            // Derived attributes the version adds, or whose derivation (or type) it changes.
+            // Entities it renames (§4.6).
+            let renamedEntities = try renamedEntities()
+            // Derived attributes the version adds, or whose derivation (or type) it changes —
+            // but a now() attribute the head's version had (under its entity's or its own
+            // earlier name) keeps its values: a migration moves objects, it doesn't save them.
             let known = Set(previousSchema.derivations?.plans ?? [])
-            let recomputing = Set((schema.derivations?.plans ?? []).filter { !known.contains($0) }.map(\.qualifiedName))
+            let previousNow = known.filter(\.isNow)
+            let recomputing = Set(
+                (schema.derivations?.plans ?? []).filter { plan in
+                    guard !known.contains(plan) else { return false }
+                    guard plan.isNow else { return true }
+                    let identifier = model.entity(named: plan.entity)?.attributesByName[plan.attribute]?.renamingIdentifier
+                    return !previousNow.contains { old in
+                        (old.entity == plan.entity || renamedEntities[old.entity] == plan.entity)
+                            && (old.attribute == plan.attribute || old.attribute == identifier)
+                    }
+                }.map(\.qualifiedName))
             // Attributes whose stored values the version fills or converts (§4.4).
             let values = try valueMigrationCandidates()
             // Values stored under names the version doesn't store them by (§4.5).
             let retired = try retiredPropertyNames()
-            // Entities it renames (§4.6).
-            let renamedEntities = try renamedEntities()
             guard !added.isEmpty || !recomputing.isEmpty || !values.isEmpty || !retired.isEmpty || !renamedEntities.isEmpty else { return }
             let timestamp = EventCodec.date(microseconds: EventCodec.microsecondsNow())
             // nil: another writer moved the head first; look again.

@@ -643,3 +643,30 @@ extension MigrationReviewTests {
         #expect(try log.commit(draft).permanentID(for: newcomer) == StoredObjectID(entity: "Player", primaryKey: 2))
     }
 }
+
+extension MigrationReviewTests {
+    @Test("a now() derived attribute of a renamed entity keeps its value through the move (a migration isn't a save of the object)")
+    func nowThroughEntityRename() throws {
+        let dir = try TemporaryDirectory("strata-review")
+        func model(_ renamed: Bool) throws -> ManagedObjectModel {
+            try ManagedObjectModel {
+                if renamed {
+                    Entity("Athlete") { Attribute("name", .string); Attribute("touched", .date).derived(from: "now()") }.renamed(from: "Player")
+                } else {
+                    Entity("Player") { Attribute("name", .string); Attribute("touched", .date).derived(from: "now()") }
+                }
+            }
+        }
+        let player: StoredObjectID
+        do {
+            let log = try openLog(dir, model: try model(false))
+            var draft = TransactionDraft()
+            let p = draft.insert("Player", values: ["name": s("Ann")])
+            player = try #require(try log.commit(draft).permanentID(for: p))
+        }
+        let touched = try #require(try openLog(dir, model: try model(false)).read { try $0.object(player)?["touched"] })
+        Thread.sleep(forTimeInterval: 0.01)
+        let log = try openLog(dir, model: try model(true))
+        #expect(try log.read { try $0.object(StoredObjectID(entity: "Athlete", primaryKey: player.primaryKey))?["touched"] } == touched)
+    }
+}
