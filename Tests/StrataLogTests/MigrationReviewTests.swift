@@ -670,3 +670,49 @@ extension MigrationReviewTests {
         #expect(try log.read { try $0.object(StoredObjectID(entity: "Athlete", primaryKey: player.primaryKey))?["touched"] } == touched)
     }
 }
+
+extension MigrationReviewTests {
+    @Test("two entities renamed at once, referring to each other (a to-one, its inverse to-many, an ordered list and a many-to-many): every reference moves")
+    func twoEntitiesRenamed() throws {
+        let dir = try TemporaryDirectory("strata-review")
+        func model(_ renamed: Bool) throws -> ManagedObjectModel {
+            let (team, player) = renamed ? ("Club", "Athlete") : ("Team", "Player")
+            return try ManagedObjectModel {
+                Entity(team) {
+                    Attribute("name", .string)
+                    Relationship("players", to: player, inverse: "team", toMany: true)
+                    Relationship("order", to: player, inverse: "orderTeam", toMany: true, ordered: true)
+                    Relationship("fans", to: player, inverse: "favourites", toMany: true)
+                }.renamed(from: "Team")
+                Entity(player) {
+                    Attribute("name", .string)
+                    Relationship("team", to: team, inverse: "players")
+                    Relationship("orderTeam", to: team, inverse: "order")
+                    Relationship("favourites", to: team, inverse: "fans", toMany: true)
+                }.renamed(from: "Player")
+            }
+        }
+        do {
+            let log = try openLog(dir, model: try model(false))
+            var draft = TransactionDraft()
+            let t1 = draft.insert("Team", values: ["name": s("t1")])
+            let t2 = draft.insert("Team", values: ["name": s("t2")])
+            let p1 = draft.insert("Player", values: ["name": s("p1"), "team": .reference(t1), "favourites": .references([t1, t2])])
+            let p2 = draft.insert("Player", values: ["name": s("p2"), "team": .reference(t1), "favourites": .references([t2])])
+            draft.update(t1, values: ["order": .references([p2, p1])])
+            try log.commit(draft)
+        }
+        let before = try openLog(dir, model: try model(false)).read { try $0.currentState() }
+        let log = try openLog(dir, model: try model(true))
+        let c1 = StoredObjectID(entity: "Club", primaryKey: 1), c2 = StoredObjectID(entity: "Club", primaryKey: 2)
+        let a1 = StoredObjectID(entity: "Athlete", primaryKey: 1), a2 = StoredObjectID(entity: "Athlete", primaryKey: 2)
+        try log.read { reader throws in
+            #expect(Set(try reader.related(c1, "players")) == [a1, a2])
+            #expect(try reader.related(c1, "order") == [a2, a1])
+            #expect(Set(try reader.related(c2, "fans")) == [a1, a2])
+            #expect(Set(try reader.related(a1, "favourites")) == [c1, c2])
+            #expect(try reader.related(a2, "orderTeam") == [c1])
+        }
+        try ValueMigrationTests.expectConsistent(log, dir, before: before, migration: 2)
+    }
+}
