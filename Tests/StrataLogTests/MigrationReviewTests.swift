@@ -716,3 +716,24 @@ extension MigrationReviewTests {
         try ValueMigrationTests.expectConsistent(log, dir, before: before, migration: 2)
     }
 }
+
+extension MigrationReviewTests {
+    @Test("known issue: after a refused version that renames an entity, a read-only open without a model (the CLI's) reads none of the entity's objects")
+    func readOnlyAfterRefusedRename() throws {
+        let dir = try TemporaryDirectory("strata-review")
+        let v1 = try ManagedObjectModel { Entity("Player") { Attribute("name", .string); Attribute("score", .int64) } }
+        do {
+            let log = try openLog(dir, model: v1)
+            var draft = TransactionDraft()
+            draft.insert("Player", values: ["name": s("Ann"), "score": .attribute(.int64(70_000))])
+            try log.commit(draft)
+        }
+        let v2 = try ManagedObjectModel { Entity("Athlete") { Attribute("name", .string); Attribute("score", .int16) }.renamed(from: "Player") }
+        #expect(throws: LogError.self) { _ = try openLog(dir, model: v2) }
+        let readOnly = try EventLog(openingExistingAt: dir.file("store"))
+        let count = try readOnly.read { try $0.currentState() }.objects.count
+        withKnownIssue("not fixed: a read-only open without a model takes the newest stored version (specs 0006, 0007), here the refused one, which has no Player") {
+            #expect(count == 1)
+        }
+    }
+}
