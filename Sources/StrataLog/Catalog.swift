@@ -230,5 +230,8 @@ final class Catalog: CodecCatalog, Sendable {
     /// The stored model versions, oldest first.
     var modelVersions: [Int] { state.withLock { $0.modelJSON.keys.sorted() } }
 
+    /// The newest stored model version (no array built: read at every commit).
+    var newestModelVersion: Int? { state.withLock { $0.modelJSON.keys.max() } }
+
     func modelJSON(version: Int) -> Data? { lookup { $0.modelJSON[version] } }
 }

@@ -78,8 +78,13 @@ extension EventLog {
         /// The permanent IDs of the temporary objects, in the order pass 2 meets their inserts.
         var insertedIDs: [StoredObjectID] = []
         insertedIDs.reserveCapacity(operationCount)
+        // An entity a later stored model version renames gives out keys above the new name's
+        // too (spec 0004 §4.6).
+        let partners = counterPartners()
         func lastPrimaryKey(_ code: UInt16) throws -> UInt64 {
-            try writer.lastPrimaryKey(txn, entity: code)
+            var last = try writer.lastPrimaryKey(txn, entity: code)
+            for partner in partners[code] ?? [] { last = max(last, try writer.lastPrimaryKey(txn, entity: partner)) }
+            return last
         }
         for group in draft.groups {
             // By position, reading only the object: binding the operation would retain its
@@ -476,7 +481,8 @@ extension EventLog {
         let (range, sequence) = try environment.write { txn in
             let head = try nextSequence(txn) - 1
             let code = try writer.entityCode(entity)
-            let last = try writer.lastPrimaryKey(txn, entity: code)
+            var last = try writer.lastPrimaryKey(txn, entity: code)
+            for partner in counterPartners()[code] ?? [] { last = max(last, try writer.lastPrimaryKey(txn, entity: partner)) }
             guard UInt64.max - last >= UInt64(count) else {
                 throw LogError.invalidOperation(
                     "entity \(entity) has \(UInt64.max - last) primary key(s) left to give out (the last given is \(last)); \(count) can't be reserved")

@@ -38,15 +38,58 @@ extension EventLog {
         return removed
     }
 
-    /// Takes the objects of the entities `renamed` and `removed` out of the store, in their versions'
-    /// terms (``writeTakeOut(_:_:sequence:timestamp:)``): first every reference to them is
-    /// taken out of the objects holding it (a to-one or ordered list whole, an unordered
-    /// to-many's members of those entities), then each object is deleted with its full
-    /// before-image. Returns the values taken out — with every renamed entity's object named
-    /// by its ID under the new entity name (the same primary key), and references to a removed
-    /// entity's objects left out — and the new IDs: the objects to insert.
+    /// Where each object of the entities `renamed` (old name → new name) moves: the same
+    /// primary key under the new name — or, when an object of the new entity already has
+    /// that key, the new entity's next one. (An earlier model version, opened after a later
+    /// one moved the entity's objects, inserts under the old name from the old counter,
+    /// while the later version inserted under the new name from the new one.)
+    func movedObjectIDs(_ renamed: [String: String], _ txn: borrowing LMDBTransaction) throws -> [StoredObjectID: StoredObjectID] {
+        let reader = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion, shapes: entityShapes)
+        var moves: [StoredObjectID: StoredObjectID] = [:]
+        var taken: [String: Set<UInt64>] = [:]
+        var clashing: [StoredObjectID] = []
+        for (old, new) in renamed.sorted(by: { $0.key < $1.key }) {
+            guard let code = try? reader.entityCode(old), let newCode = try? reader.entityCode(new) else { continue }
+            var keys: [UInt64] = []
+            try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, _ in
+                if let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) { keys.append(objectKey.primaryKey) }
+                return .next
+            }
+            for primaryKey in keys {
+                let id = StoredObjectID(entity: old, primaryKey: primaryKey)
+                let exists = try ObjectKey(entity: newCode, primaryKey: primaryKey).withBytes { try txn.containsKey($0, in: tables.state) }
+                if exists || taken[new]?.contains(primaryKey) == true {
+                    clashing.append(id)
+                } else {
+                    moves[id] = StoredObjectID(entity: new, primaryKey: primaryKey)
+                    taken[new, default: []].insert(primaryKey)
+                }
+            }
+        }
+        var next: [String: UInt64] = [:]
+        for id in clashing {
+            guard let new = renamed[id.entity] else { continue }
+            if next[new] == nil {
+                next[new] = max(try reader.lastPrimaryKey(txn, entity: try reader.entityCode(new)), taken[new]?.max() ?? 0)
+            }
+            let primaryKey = (next[new] ?? 0) + 1
+            next[new] = primaryKey
+            moves[id] = StoredObjectID(entity: new, primaryKey: primaryKey)
+        }
+        return moves
+    }
+
+    /// Takes the objects of the entities `renamed` and `removed` out of the store, in their
+    /// versions' terms (``writeTakeOut(_:_:sequence:timestamp:)``): first every reference to
+    /// them is taken out of the objects holding it (a to-one or ordered list whole, an
+    /// unordered to-many's members of those entities), then each object is deleted with its
+    /// full before-image. Returns the values taken out — with every renamed entity's object
+    /// named by its ID under the new entity name (`moves`, ``movedObjectIDs(_:_:)``), and
+    /// references to a removed entity's objects left out — and the new IDs: the objects to
+    /// insert.
     func takeOutRenamedEntities(
-        _ renamed: [String: String], removing removed: Set<String> = [], _ txn: borrowing LMDBTransaction, sequence: inout UInt64,
+        _ renamed: [String: String], moves: [StoredObjectID: StoredObjectID], removing removed: Set<String> = [],
+        _ txn: borrowing LMDBTransaction, sequence: inout UInt64,
         timestamp: Date
     ) throws -> (taken: [RetiredValue], inserting: [StoredObjectID: MovedFrom]) {
         let reader = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion, shapes: entityShapes)
@@ -105,7 +148,7 @@ extension EventLog {
                         RetiredValue(
                             object: sourceID, version: record.modelVersion, earlierEntity: sourceID.entity, property: property,
                             renamingIdentifier: described?.propertiesByName[name]?.renamingIdentifier, value: value
-                        ).movingObjects(of: renamed, removing: removed))
+                        ).movingObjects(moves, removing: removed))
                 }
             }
             if !changes.isEmpty {
@@ -133,10 +176,10 @@ extension EventLog {
                     RetiredValue(
                         object: id, version: record.modelVersion, earlierEntity: id.entity, property: property,
                         renamingIdentifier: described?.propertiesByName[name]?.renamingIdentifier, value: value
-                    ).movingObjects(of: renamed, removing: removed))
+                    ).movingObjects(moves, removing: removed))
             }
-            if let new = renamed[id.entity] {
-                inserting[StoredObjectID(entity: new, primaryKey: id.primaryKey)] = MovedFrom(version: record.modelVersion, entity: id.entity)
+            if let new = moves[id] {
+                inserting[new] = MovedFrom(version: record.modelVersion, entity: id.entity)
             }
         }
         try writeTakeOut(deletes, txn, sequence: &sequence, timestamp: timestamp)

@@ -54,15 +54,27 @@ extension EventLog {
             guard let previous, previous != modelVersion else { return }
             let previousSchema = try catalog.schema(forModelVersion: previous)
             let added = Set(schema.indexes).subtracting(Set(previousSchema.indexes))
-            // Derived attributes the version adds, or whose derivation (or type) it changes.
+            // Entities it renames (§4.6).
+            let renamedEntities = try renamedEntities()
+            // Derived attributes the version adds, or whose derivation (or type) it changes —
+            // but a now() attribute the head's version had (under its entity's or its own
+            // earlier name) keeps its values: a migration moves objects, it doesn't save them.
             let known = Set(previousSchema.derivations?.plans ?? [])
-            let recomputing = Set((schema.derivations?.plans ?? []).filter { !known.contains($0) }.map(\.qualifiedName))
+            let previousNow = known.filter(\.isNow)
+            let recomputing = Set(
+                (schema.derivations?.plans ?? []).filter { plan in
+                    guard !known.contains(plan) else { return false }
+                    guard plan.isNow else { return true }
+                    let identifier = model.entity(named: plan.entity)?.attributesByName[plan.attribute]?.renamingIdentifier
+                    return !previousNow.contains { old in
+                        (old.entity == plan.entity || renamedEntities[old.entity] == plan.entity)
+                            && (old.attribute == plan.attribute || old.attribute == identifier)
+                    }
+                }.map(\.qualifiedName))
             // Attributes whose stored values the version fills or converts (§4.4).
             let values = try valueMigrationCandidates()
             // Values stored under names the version doesn't store them by (§4.5).
             let retired = try retiredPropertyNames()
-            // Entities it renames (§4.6).
-            let renamedEntities = try renamedEntities()
             let removedEntities = try removedEntities(renamed: renamedEntities)
             guard !added.isEmpty || !recomputing.isEmpty || !values.isEmpty || !retired.isEmpty || !renamedEntities.isEmpty || !removedEntities.isEmpty
             else { return }
@@ -76,29 +88,36 @@ extension EventLog {
                 // terms); then each object is written once in this version: its fills and
                 // conversions with the values put back under the new names (converted as
                 // they go), so every record written holds values of this version's types.
-                var putBack = PutBack(values: [:], additions: [:], renamed: [:])
+                var putBack = PutBack(values: [:], additions: [:])
                 if !retired.isEmpty || !renamedEntities.isEmpty || !removedEntities.isEmpty {
                     // References to a renamed entity's objects name them by their new IDs;
                     // those to a removed entity's objects go.
+                    let moves = try movedObjectIDs(renamedEntities, txn)
                     let taken = try takeOutRetiredValues(retired, txn, sequence: &sequence, timestamp: timestamp)
-                        .map { $0.movingObjects(of: renamedEntities, removing: removedEntities) }
+                        .map { $0.movingObjects(moves, removing: removedEntities) }
                     let entities = try takeOutRenamedEntities(
-                        renamedEntities, removing: removedEntities, txn, sequence: &sequence, timestamp: timestamp)
+                        renamedEntities, moves: moves, removing: removedEntities, txn, sequence: &sequence, timestamp: timestamp)
                     putBack = try writer.planPutBack(taken + entities.taken, inserting: entities.inserting)
                 }
-                let planned =
-                    values.isEmpty
-                    ? [:] : try writer.planStoredValues(values, txn, renamed: putBack.renamed, settled: putBack.values.mapValues { Set($0.keys) })
+                let planned = values.isEmpty ? [:] : try writer.planStoredValues(values, txn, settled: putBack.values.mapValues { Set($0.keys) })
                 if !planned.isEmpty || !putBack.values.isEmpty || !putBack.additions.isEmpty || !putBack.inserts.isEmpty {
                     let changes = try writer.applyPutBack(putBack, planned: planned, txn, sequence: sequence)
                     if !changes.isEmpty { groups.append(ChangeGroup(changes: changes)) }
                 }
                 // Nothing to write (0): the next open looks again, as the head's version still differs.
                 if sequence == head + 1, groups.isEmpty, added.isEmpty, recomputing.isEmpty { return 0 }
-                if let derivations = schema.derivations, !recomputing.isEmpty {
+                // Values filled, converted or put back: the derived attributes that read them
+                // follow, computed afresh for every object (a kept aggregate's stored value
+                // predates the take-out); `now()` ones keep theirs, as a save that doesn't
+                // touch the object does.
+                var computing = recomputing
+                if !groups.isEmpty, let derivations = schema.derivations {
+                    computing.formUnion(derivations.plans.filter { !$0.isNow }.map(\.qualifiedName))
+                }
+                if let derivations = schema.derivations, !computing.isEmpty {
                     // Unique indexes are checked by the rebuild below, over every object.
                     let changes = try writer.applyDerivations(
-                        derivations, after: [], txn, sequence: sequence, timestamp: timestamp, recomputing: recomputing,
+                        derivations, after: [], txn, sequence: sequence, timestamp: timestamp, recomputing: computing,
                         recordUniqueKeys: { _, _, _ in })
                     if !changes.isEmpty { groups.append(ChangeGroup(changes: changes)) }
                 }

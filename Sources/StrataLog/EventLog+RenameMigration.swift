@@ -23,13 +23,13 @@ struct RetiredValue {
     var value: LogValue
 
     /// This value with the object and the objects it names moved to their new IDs, when
-    /// their entity is one of `renamed` (old name → new name; the same primary key), and
-    /// without the objects of the entities `removed`.
-    func movingObjects(of renamed: [String: String], removing removed: Set<String> = []) -> RetiredValue {
-        guard !renamed.isEmpty || !removed.isEmpty else { return self }
+    /// their entity is a renamed one (`moves`: old ID → new ID, ``EventLog/movedObjectIDs(_:_:)``),
+    /// and without the objects of the entities `removed`.
+    func movingObjects(_ moves: [StoredObjectID: StoredObjectID], removing removed: Set<String> = []) -> RetiredValue {
+        guard !moves.isEmpty || !removed.isEmpty else { return self }
         func moved(_ id: StoredObjectID) -> StoredObjectID? {
             if removed.contains(id.entity) { return nil }
-            return renamed[id.entity].map { StoredObjectID(entity: $0, primaryKey: id.primaryKey) } ?? id
+            return moves[id] ?? id
         }
         var copy = self
         copy.object = moved(object) ?? object
@@ -46,7 +46,7 @@ extension EventLog {
     /// The stored properties of earlier stored model versions that the opening version doesn't
     /// store the same way, by entity of the opening model: a name it doesn't have, an
     /// attribute it makes a relationship (or the reverse), or a recorded relationship side
-    /// it records differently or derives.
+    /// it records differently, derives, or declares on another entity (a renamed parent).
     func retiredPropertyNames() throws -> [String: Set<String>] {
         var retired: [String: Set<String>] = [:]
         for version in catalog.modelVersions where version < modelVersion {
@@ -55,8 +55,13 @@ extension EventLog {
                 guard let before = other.entities[name] else { continue }
                 for property in before.properties where property.isAttribute || property.isRecorded {
                     let now = entity.propertiesByName[property.name]
+                    // A relationship's references are filed under its code, which names the
+                    // entity declaring it: one a parent's rename or a move up or down the
+                    // hierarchy re-declares moves to the new code.
                     let same = now.map { now in
-                        property.isAttribute ? now.isAttribute : now.relationship == property.relationship && now.isRecorded
+                        property.isAttribute
+                            ? now.isAttribute
+                            : now.relationship == property.relationship && now.isRecorded && now.qualifiedName == property.qualifiedName
                     } ?? false
                     if !same { retired[name, default: []].insert(property.name) }
                 }
@@ -168,7 +173,6 @@ extension TableWriter {
         /// to add (to-many).
         var values: [StoredObjectID: [String: LogValue]] = [:]
         var additions: [StoredObjectID: [String: [StoredObjectID]]] = [:]
-        var renamed: [String: [String: String]] = [:]
         /// Where each (earlier version, earlier entity, property, entity) goes: found once,
         /// not for every object.
         struct Origin: Hashable {
@@ -192,7 +196,6 @@ extension TableWriter {
                     let property = entity.propertiesByName[renamedTo]
                 {
                     found = property
-                    renamed[entityName, default: [:]][property.name] = origin.property
                 }
             }
             targets[origin] = found
@@ -261,7 +264,7 @@ extension TableWriter {
             throw LogError.migration(
                 "the stored values can't be taken over by model version \(modelVersion): \(shown)\(more). Nothing was written")
         }
-        return PutBack(values: values, additions: additions, renamed: renamed, inserts: inserting)
+        return PutBack(values: values, additions: additions, inserts: inserting)
     }
 
     /// Puts the values of `plan` back, at `sequence`, with the fills and conversions
@@ -317,8 +320,6 @@ struct PutBack {
     var values: [StoredObjectID: [String: LogValue]]
     /// Per object and to-many relationship: the destinations to add.
     var additions: [StoredObjectID: [String: [StoredObjectID]]]
-    /// The renames used: entity → new name → old name.
-    var renamed: [String: [String: String]]
     /// Objects inserted with their values (a renamed entity's), before the updates, and
     /// where they came from.
     var inserts: [StoredObjectID: MovedFrom] = [:]

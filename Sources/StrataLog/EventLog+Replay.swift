@@ -34,12 +34,46 @@ extension EventLog {
     ///
     /// - Throws: ``LogError/sequenceOutOfRange(requested:head:)`` past the head;
     ///   ``LogError/historyPurged(requested:purgedThrough:)`` before the purge point;
-    ///   ``LogError/invalidOperation(_:)`` if `path` exists and is not an empty directory.
+    ///   ``LogError/invalidOperation(_:)`` if `path` exists and is not an empty directory, or
+    ///   when `sequence` is a migration's take-out (spec 0004 §4.5: the store was never as of it).
     @discardableResult
     public func replay(through sequence: UInt64, into path: String) throws -> ReplayReport {
         // One snapshot throughout: a purge or compaction running meanwhile can't move the
         // base or the events out from under the replay.
         try read { reader in try replay(reader, through: sequence, into: path) }
+    }
+
+    /// Refuses a replay through a take-out of a migration (spec 0004 §4.5–4.6): the take-outs
+    /// and the put-back after them are written in one LMDB transaction, so the store was never
+    /// as of a take-out — a copy through one would hold neither the old names' values nor the
+    /// new ones'. A take-out is a `migration` event followed by another of the same commit
+    /// (the same timestamp and process).
+    private func refuseMidMigration(_ reader: borrowing LogReader, _ sequence: UInt64, head: UInt64) throws {
+        let purged = try reader.purgedThrough
+        guard head > sequence, sequence > purged else { return }
+        func isMigration(_ event: TransactionEvent) -> Bool {
+            if case .migration = event.kind { return true }
+            return false
+        }
+        let event = try reader.event(sequence)
+        guard isMigration(event) else { return }
+        var last = sequence
+        var version = event.modelVersion
+        while last < head {
+            let next = try reader.event(last + 1)
+            guard isMigration(next), next.timestamp == event.timestamp, next.processID == event.processID else { break }
+            last += 1
+            version = next.modelVersion
+        }
+        guard last > sequence else { return }
+        var first = sequence
+        while first - 1 > purged {
+            let previous = try reader.event(first - 1)
+            guard isMigration(previous), previous.timestamp == event.timestamp, previous.processID == event.processID else { break }
+            first -= 1
+        }
+        throw LogError.invalidOperation(
+            "event \(sequence) takes values out for the migration to model version \(version), which events \(first)…\(last) make in one transaction: the store was never as of event \(sequence). Replay through \(first - 1) or \(last)")
     }
 
     private func replay(_ reader: borrowing LogReader, through sequence: UInt64, into path: String) throws -> ReplayReport {
@@ -51,6 +85,7 @@ extension EventLog {
         if purged > 0 && base?.hasCounters != true {
             throw LogError.malformed("history through \(purged) was purged, but the base snapshot as of it is missing")
         }
+        try refuseMidMigration(reader, sequence, head: head)
         let fileManager = FileManager.default
         if fileManager.fileExists(atPath: path) {
             let contents = (try? fileManager.contentsOfDirectory(atPath: path)) ?? ["?"]

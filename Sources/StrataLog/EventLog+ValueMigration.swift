@@ -41,7 +41,7 @@ extension TableWriter {
     ///
     /// For each object and attribute: a nil value of a mandatory attribute takes its default
     /// value, as does a nil value of an attribute the object's record version didn't have
-    /// (under its name, or one it renames: `renamed`, entity → new name → old name); a value
+    /// (under its name, or one it renames, matched as the put-back matches them); a value
     /// of another kind is converted to the attribute's type when that loses nothing
     /// (``AttributeValue/coerced(to:)``). Attributes a value is put back into (`settled`)
     /// are left to that.
@@ -50,7 +50,7 @@ extension TableWriter {
     ///   over: a mandatory attribute without a default value, or a value that doesn't convert.
     func planStoredValues(
         _ candidates: [String: [AttributeDescription]], _ txn: borrowing LMDBTransaction,
-        renamed: [String: [String: String]] = [:], settled: [StoredObjectID: Set<String>] = [:]
+        settled: [StoredObjectID: Set<String>] = [:]
     ) throws -> [StoredObjectID: PlannedUpdate] {
         var planned: [StoredObjectID: PlannedUpdate] = [:]
         var problems: [String] = []
@@ -64,7 +64,20 @@ extension TableWriter {
             for (key, id, record) in try records(of: entityName, txn) {
                 // A record a later model version wrote is left for it.
                 guard record.modelVersion <= modelVersion else { continue }
-                let recorded = try? schema(forModelVersion: record.modelVersion).model.entity(named: entityName)
+                let recordedSchema = try? schema(forModelVersion: record.modelVersion)
+                let recorded = recordedSchema?.model.entity(named: entityName)
+                /// Whether the record's version had the attribute: under its name, or under one
+                /// it renames (as the put-back matches them, whether or not a value was taken out).
+                func had(_ attribute: AttributeDescription) -> Bool {
+                    if recorded?.attributesByName[attribute.name]?.isPersisted == true { return true }
+                    guard let earlier = recordedSchema?.entities[entityName], let described = schema.model.entity(named: entityName) else { return false }
+                    return earlier.properties.contains { old in
+                        old.isAttribute && entity.propertiesByName[old.name] == nil
+                            && renameTarget(
+                                of: old.name, identifier: recorded?.propertiesByName[old.name]?.renamingIdentifier, earlier: earlier, later: described)
+                                == attribute.name
+                    }
+                }
                 var propertyChanges: [PropertyChange] = []
                 for attribute in attributes {
                     // A value put back under this name after (a renamed attribute's) settles it.
@@ -74,11 +87,8 @@ extension TableWriter {
                     let stored = record.values[attribute.name] ?? .null
                     switch stored {
                     case .null:
-                        // A renamed attribute the record's version had under its old name.
-                        let name = renamed[entityName]?[attribute.name] ?? attribute.name
-                        let had = recorded?.attributesByName[attribute.name]?.isPersisted == true
-                            || recorded?.attributesByName[name]?.isPersisted == true
-                        guard !attribute.isOptional || !had else { continue }
+                        // A nil the app set, or one a renamed attribute had under its old name, is kept.
+                        guard !attribute.isOptional || !had(attribute) else { continue }
                         guard let fallback = attribute.defaultValue.map({ LogValue.attribute($0.coerced(to: attribute.attributeType)) }) else {
                             if !attribute.isOptional {
                                 problem("\(described) is mandatory and has no default value, but \(id) has no value for it")
@@ -115,7 +125,7 @@ extension TableWriter {
     }
 }
 
-/// An object's changes planned by ``TableWriter/planStoredValues(_:_:renamed:settled:)``.
+/// An object's changes planned by ``TableWriter/planStoredValues(_:_:settled:)``.
 struct PlannedUpdate {
     let key: ObjectKey
     let entity: ModelSchema.Entity

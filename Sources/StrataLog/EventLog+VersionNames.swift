@@ -20,9 +20,13 @@ extension EventLog {
         currentNames(entity: entity, property: name, modelVersion: version)?.property
     }
 
-    /// The entity and property names, followed version by version.
+    /// The entity and property names: matched from `version` straight to the opening version
+    /// first, as a migration carries a record's values (spec 0004 §4.5–4.6) — stored versions
+    /// in between may never have migrated anything (one whose open was refused) —, else
+    /// followed version by version (renames whose identifiers name the previous name).
     private func currentNames(entity: String, property: String?, modelVersion version: Int) -> (entity: String, property: String?)? {
         guard version < modelVersion else { return (entity, property) }
+        if let direct = directNames(entity: entity, property: property, modelVersion: version) { return direct }
         var (entityName, propertyName) = (entity, property)
         var earlierVersion = version
         for later in catalog.modelVersions where later > version && later <= modelVersion {
@@ -55,6 +59,34 @@ extension EventLog {
             earlierVersion = later
         }
         return (entityName, propertyName)
+    }
+
+    /// The names the opening model gives `entity` and `property` of model version `version`
+    /// by the migration's rules applied to those two versions alone: the same name, or the
+    /// one whose renaming identifier matches it; nil when they don't match.
+    private func directNames(entity: String, property: String?, modelVersion version: Int) -> (entity: String, property: String?)? {
+        guard let earlierSchema = try? catalog.schema(forModelVersion: version) else { return nil }
+        let described = earlierSchema.model.entity(named: entity)
+        let entityName: String
+        if model.entity(named: entity) != nil {
+            entityName = entity
+        } else if let renamed = model.entities.first(where: { candidate in
+            guard let renaming = candidate.renamingIdentifier, renaming != candidate.name,
+                earlierSchema.model.entity(named: candidate.name) == nil
+            else { return false }
+            return renaming == entity || renaming == described?.renamingIdentifier
+        }) {
+            entityName = renamed.name
+        } else {
+            return nil
+        }
+        guard let property else { return (entityName, nil) }
+        guard let earlier = earlierSchema.entities[entity], let later = schema.entities[entityName],
+            let laterDescribed = model.entity(named: entityName)
+        else { return nil }
+        if later.propertiesByName[property] != nil { return (entityName, property) }
+        let identifier = described?.propertiesByName[property]?.renamingIdentifier
+        return renameTarget(of: property, identifier: identifier, earlier: earlier, later: laterDescribed).map { (entityName, $0) }
     }
 
     /// `group`, written with model version `version`, with its properties under the opening
@@ -125,5 +157,49 @@ extension EventLog {
             }
         }
         return translated
+    }
+}
+
+extension EventLog {
+    /// The names stored model versions later than the opening one give the opening model's
+    /// entity `name`, when they rename it (spec 0004 §4.6), followed version by version.
+    func laterEntityNames(_ name: String) -> [String] {
+        var names: [String] = []
+        var current = name
+        var earlierVersion = modelVersion
+        for later in catalog.modelVersions where later > modelVersion {
+            guard let earlierSchema = try? catalog.schema(forModelVersion: earlierVersion),
+                let laterSchema = try? catalog.schema(forModelVersion: later)
+            else { break }
+            if laterSchema.model.entity(named: current) == nil {
+                let identifier = earlierSchema.model.entity(named: current)?.renamingIdentifier
+                guard let renamed = laterSchema.model.entities.first(where: { candidate in
+                    guard let renaming = candidate.renamingIdentifier, renaming != candidate.name,
+                        earlierSchema.model.entity(named: candidate.name) == nil
+                    else { return false }
+                    return renaming == current || renaming == identifier
+                }) else { break }
+                current = renamed.name
+                if !names.contains(current) { names.append(current) }
+            }
+            earlierVersion = later
+        }
+        return names
+    }
+
+    /// For each entity of the opening model that a later stored model version renames: the
+    /// codes of its later names, whose primary-key counters its inserts stay above. The later
+    /// version's migration moves this entity's objects under the same primary keys (§4.6), so
+    /// an earlier model inserting after it mustn't give out a key the later one gave out
+    /// under the new name. Empty when no later version is stored.
+    func counterPartners() -> [UInt16: [UInt16]] {
+        guard let newest = catalog.newestModelVersion, newest > modelVersion else { return [:] }
+        var partners: [UInt16: [UInt16]] = [:]
+        for entity in model.entities {
+            let codes = laterEntityNames(entity.name).compactMap { try? catalog.entityCode($0) }
+            guard !codes.isEmpty, let code = try? catalog.entityCode(entity.name) else { continue }
+            partners[code] = codes
+        }
+        return partners
     }
 }
