@@ -169,7 +169,9 @@ public final class EventLog: Sendable {
             try Self.checkFormat(format, path: path)
             storeUUID = Self.uuid(uuidBytes)
             try catalog.reload()
-            guard let newest = catalog.modelVersions.last else { throw LogError.notAStore("\(path) (no model stored)") }
+            guard let newest = try Self.newestUsableVersion(environment, tables, catalog) else {
+                throw LogError.notAStore("\(path) (no model stored)")
+            }
             let schema = try catalog.schema(forModelVersion: newest)
             if let givenModel, givenModel.versionHash != schema.model.versionHash {
                 throw LogError.modelMismatch("the store's newest model differs from the one given; open it writable to add a version")
@@ -183,7 +185,7 @@ public final class EventLog: Sendable {
                 model = givenModel
             } else {
                 try catalog.reload()
-                guard let newest = catalog.modelVersions.last else { throw LogError.notAStore(path) }
+                guard let newest = try Self.newestUsableVersion(environment, tables, catalog) else { throw LogError.notAStore(path) }
                 model = try catalog.schema(forModelVersion: newest).model
             }
             let schema = ModelSchema(model: model)
@@ -241,7 +243,36 @@ public final class EventLog: Sendable {
             modelVersion = version
             try repairSegments()
             if indexThrough != head { try buildContextIndex() }
+            try migrateRecordingRefusal()
+        }
+    }
+
+    /// ``migrateIfNeeded()``, remembering whether this model version's migration was
+    /// refused: a refused version stays stored (its number can't be given to another
+    /// model), but opens without a model — tools', read-only ones — take the newest version
+    /// whose migration wasn't refused (spec 0004 §4.3). The mark goes when the version opens.
+    private func migrateRecordingRefusal() throws {
+        let key = MetaKey.refusedModel(modelVersion)
+        do {
             try migrateIfNeeded()
+        } catch {
+            // Best effort: the refusal itself is what the caller must hear.
+            try? environment.write { txn in try txn.put([1], forKey: key, in: tables.meta) }
+            throw error
+        }
+        if try environment.read({ txn in try txn.value(forKey: key, in: tables.meta) }) != nil {
+            try environment.write { txn in _ = try txn.delete(key: key, in: tables.meta) }
+        }
+    }
+
+    /// The newest stored model version whose migration wasn't refused (nil: none stored).
+    private static func newestUsableVersion(_ environment: LMDBEnvironment, _ tables: StoreTables, _ catalog: Catalog) throws -> Int? {
+        let versions = catalog.modelVersions
+        return try environment.read { txn in
+            for version in versions.reversed() where try txn.value(forKey: MetaKey.refusedModel(version), in: tables.meta) == nil {
+                return version
+            }
+            return versions.last
         }
     }
 

@@ -88,6 +88,9 @@ enum MetaKey {
     /// `contexts` table (0 or absent: none — a store written before the table existed).
     static let contextIndexThrough = Array("contextIndexThrough".utf8)
     static func modelHash(_ hash: [UInt8]) -> [UInt8] { Array("modelHash:".utf8) + hash }
+    /// Present while model version `version`'s migration was refused (spec 0004 §4.3): the
+    /// version is stored, but the store's data isn't in its terms.
+    static func refusedModel(_ version: Int) -> [UInt8] { Array("refusedModel:".utf8) + bigEndianBytes(UInt32(clamping: version)) }
 }
 
 extension MetaKey {
