@@ -19,6 +19,12 @@ func privateContext(_ coordinator: PersistentStoreCoordinator, name: String? = n
     ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: name, transactionAuthor: author, persistentUndo: persistentUndo)
 }
 
+/// A context with persisted undo, named "editor", author "alice": the same context after a
+/// restart (a new coordinator) reads its undo stack back.
+func editor(_ coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
+    privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true)
+}
+
 /// Seed 001's `Run`: `date` set in `awakeFromInsert`, `processID` set to 0 when nil.
 final class Run: ManagedObject {
     var processID: Int32 {

@@ -84,9 +84,6 @@ extension MigrationReviewContextTests {
     @Test("history across an entity and relationship rename lists every transaction (take-outs in the old names, the put-back in the new); persisted undo of groups saved before it: a removed property's change is skipped, a renamed relationship's undone and redone")
     func historyAndUndoAcrossRenames() async throws {
         let dir = try TemporaryDirectory()
-        func editor(_ coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
-            privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true)
-        }
         var coordinator = try openCoordinator(dir, model: try Self.teamModel(v2: false))
         try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
             let a = try context.insertNewObject(forEntityName: "Team")
@@ -132,9 +129,6 @@ extension MigrationReviewContextTests {
     @Test("persisted undo after a refused model version: a group saved before it undoes under the names the store kept")
     func undoAfterRefusedVersion() async throws {
         let dir = try TemporaryDirectory()
-        func editor(_ coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
-            privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true)
-        }
         let v1 = try ManagedObjectModel { Entity("Task") { Attribute("title", .string); Attribute("count", .int64) } }
         var coordinator = try openCoordinator(dir, model: v1)
         let id = try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
@@ -182,9 +176,6 @@ extension MigrationReviewContextTests {
     @Test("persisted undo of a group that set an ordered to-many, after a version makes it unordered (recorded on the inverse now): undo and redo")
     func undoAcrossResidedRelationship() async throws {
         let dir = try TemporaryDirectory()
-        func editor(_ coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
-            privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true)
-        }
         var coordinator = try openCoordinator(dir, model: try Self.lineupModel(ordered: true))
         let teamID = try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
             let team = try context.insertNewObject(forEntityName: "Team")

@@ -76,9 +76,6 @@ extension ValueMigrationContextTests {
             Entity("Task") { Attribute("title", .string); Attribute("priority", .int16); Attribute("scratch", .string) }
         }
         var coordinator = try openCoordinator(dir, model: v1)
-        func editor(_ coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
-            privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true)
-        }
         let id = try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
             let task = try context.insertNewObject(forEntityName: "Task")
             task.setValue("A", forKey: "title")
@@ -130,9 +127,6 @@ extension ValueMigrationContextTests {
         let dir = try TemporaryDirectory()
         let v1 = try ManagedObjectModel { Entity("Player") { Attribute("name", .string) } }
         var coordinator = try openCoordinator(dir, model: v1)
-        func editor(_ coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
-            privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true)
-        }
         let old = try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
             let player = try context.insertNewObject(forEntityName: "Player")
             player.setValue("Ann", forKey: "name")
