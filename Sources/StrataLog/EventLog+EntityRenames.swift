@@ -25,8 +25,8 @@ extension EventLog {
     }
 
     /// The entities of earlier stored model versions that the opening model neither has nor
-    /// renames: their objects are deleted by the migration, as Core Data's migration leaves
-    /// a removed entity's rows behind (§4.6).
+    /// renames: their objects are deleted by the migration, as Core Data's migration doesn't
+    /// carry a removed entity's rows over (§4.6).
     func removedEntities(renamed: [String: String]) throws -> Set<String> {
         var removed: Set<String> = []
         for version in catalog.modelVersions where version < modelVersion {
