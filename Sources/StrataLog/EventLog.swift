@@ -216,13 +216,15 @@ public final class EventLog: Sendable {
                 let version: Int
                 if let stored = try txn.value(forKey: MetaKey.modelHash(hash), in: tables.meta),
                     let number = stored.withUnsafeBytes({ readBigEndian($0, count: 4) }),
-                    Self.sameIndexes(registered.modelJSON[Int(number)], schema)
+                    Self.sameShape(registered.modelJSON[Int(number)], schema)
                 {
                     version = Int(number)
                 } else {
                     // A new model, or one whose version hash is stored but whose indexes or
                     // uniqueness constraints differ (the hash leaves them out, as Core Data's
                     // does): a new version, so replay knows which indexes each event maintained.
+                    // Likewise renaming identifiers (not hashed either): a model that renames
+                    // back to an earlier version's names is a later version, which migrates.
                     version = (registered.modelJSON.keys.max() ?? 0) + 1
                     try txn.put(Array(model.jsonData(prettyPrinted: false)), forKey: bigEndianBytes(UInt32(version)), in: tables.models)
                     try txn.put(bigEndianBytes(UInt32(version)), forKey: MetaKey.modelHash(hash), in: tables.meta)
@@ -278,23 +280,43 @@ public final class EventLog: Sendable {
 
     deinit { storeMonitor.shutdown() }
 
-    /// Whether the stored model file `json` defines the indexes and uniqueness constraints
-    /// `schema` does (false when it doesn't load: it is stored again as a new version).
-    private static func sameIndexes(_ json: Data?, _ schema: ModelSchema) -> Bool {
+    /// Whether the stored model file `json` defines the indexes, uniqueness constraints and
+    /// renaming identifiers `schema` does (false when it doesn't load: it is stored again as a
+    /// new version).
+    private static func sameShape(_ json: Data?, _ schema: ModelSchema) -> Bool {
         guard let json else { return false }
-        // A stored model's indexes are read once per process (parsing it costs more than
-        // the rest of an open).
-        let stored = storedIndexes.withLock { $0[json] } ?? {
+        // A stored model's shape is read once per process (parsing it costs more than the
+        // rest of an open).
+        let stored = storedShapes.withLock { $0[json] } ?? {
             guard let model = try? ManagedObjectModel(jsonData: json) else { return nil }
-            let indexes = Set(ModelSchema(model: model).indexes)
-            storedIndexes.withLock { $0[json] = indexes }
-            return indexes
+            let shape = StoredShape(indexes: Set(ModelSchema(model: model).indexes), renamings: renamings(model))
+            storedShapes.withLock { $0[json] = shape }
+            return shape
         }()
-        return stored == Set(schema.indexes)
+        return stored == StoredShape(indexes: Set(schema.indexes), renamings: renamings(schema.model))
     }
 
-    /// The indexes of stored model files already read, by their JSON.
-    private static let storedIndexes = Mutex<[Data: Set<ModelSchema.IndexDefinition>]>([:])
+    /// What a stored model version must share with an opening model besides its version
+    /// hash to be the same version.
+    private struct StoredShape: Sendable, Hashable {
+        let indexes: Set<ModelSchema.IndexDefinition>
+        /// `Entity=identifier` and `Entity.property=identifier` for each renaming identifier.
+        let renamings: Set<String>
+    }
+
+    private static func renamings(_ model: ManagedObjectModel) -> Set<String> {
+        var result: Set<String> = []
+        for entity in model.entities {
+            if let identifier = entity.renamingIdentifier { result.insert("\(entity.name)=\(identifier)") }
+            for property in entity.properties {
+                if let identifier = property.renamingIdentifier { result.insert("\(entity.name).\(property.name)=\(identifier)") }
+            }
+        }
+        return result
+    }
+
+    /// The shapes of stored model files already read, by their JSON.
+    private static let storedShapes = Mutex<[Data: StoredShape]>([:])
 
     private static func checkFormat(_ bytes: [UInt8]?, path: String) throws {
         guard let bytes, bytes.count == 4 else { throw LogError.notAStore("\(path) (no format version)") }
