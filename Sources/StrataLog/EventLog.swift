@@ -216,9 +216,9 @@ public final class EventLog: Sendable {
                 let version: Int
                 if let stored = try txn.value(forKey: MetaKey.modelHash(hash), in: tables.meta),
                     let number = stored.withUnsafeBytes({ readBigEndian($0, count: 4) }),
-                    Self.sameShape(registered.modelJSON[Int(number)], schema)
+                    let match = Self.storedVersion(of: schema, newest: Int(number), in: registered.modelJSON)
                 {
-                    version = Int(number)
+                    version = match
                 } else {
                     // A new model, or one whose version hash is stored but whose indexes or
                     // uniqueness constraints differ (the hash leaves them out, as Core Data's
@@ -280,20 +280,47 @@ public final class EventLog: Sendable {
 
     deinit { storeMonitor.shutdown() }
 
+    /// The stored version that is `schema`'s model: the same version hash (`newest` is the
+    /// newest version with it, which the `modelHash:` entry names) and shape. An older
+    /// version with the hash is looked for too: apps of two models with one hash — one
+    /// renaming back to the other's names, or other indexes — take turns opening the store,
+    /// and each must open as its own version, not be stored again as a new, later one each
+    /// time (which would migrate, or delete as removed, what the other wrote).
+    private static func storedVersion(of schema: ModelSchema, newest: Int, in models: [Int: Data]) -> Int? {
+        if sameShape(models[newest], schema) { return newest }
+        let hash = schema.model.versionHash
+        for (version, json) in models.sorted(by: { $0.key > $1.key }) where version < newest {
+            guard let facts = storedFacts(json), facts.hash == hash, facts.shape == shape(of: schema) else { continue }
+            return version
+        }
+        return nil
+    }
+
     /// Whether the stored model file `json` defines the indexes, uniqueness constraints and
     /// renaming identifiers `schema` does (false when it doesn't load: it is stored again as a
     /// new version).
     private static func sameShape(_ json: Data?, _ schema: ModelSchema) -> Bool {
-        guard let json else { return false }
-        // A stored model's shape is read once per process (parsing it costs more than the
-        // rest of an open).
-        let stored = storedShapes.withLock { $0[json] } ?? {
-            guard let model = try? ManagedObjectModel(jsonData: json) else { return nil }
-            let shape = StoredShape(indexes: Set(ModelSchema(model: model).indexes), renamings: renamings(model))
-            storedShapes.withLock { $0[json] = shape }
-            return shape
-        }()
-        return stored == StoredShape(indexes: Set(schema.indexes), renamings: renamings(schema.model))
+        guard let json, let stored = storedFacts(json) else { return false }
+        return stored.shape == shape(of: schema)
+    }
+
+    /// A stored model file's version hash and shape (nil when it doesn't load). Read once per
+    /// process: parsing a model costs more than the rest of an open.
+    private static func storedFacts(_ json: Data) -> StoredFacts? {
+        if let known = storedShapes.withLock({ $0[json] }) { return known }
+        guard let model = try? ManagedObjectModel(jsonData: json) else { return nil }
+        let facts = StoredFacts(hash: model.versionHash, shape: shape(of: ModelSchema(model: model)))
+        storedShapes.withLock { $0[json] = facts }
+        return facts
+    }
+
+    private static func shape(of schema: ModelSchema) -> StoredShape {
+        StoredShape(indexes: Set(schema.indexes), renamings: renamings(schema.model))
+    }
+
+    private struct StoredFacts: Sendable {
+        let hash: Data
+        let shape: StoredShape
     }
 
     /// What a stored model version must share with an opening model besides its version
@@ -316,7 +343,7 @@ public final class EventLog: Sendable {
     }
 
     /// The shapes of stored model files already read, by their JSON.
-    private static let storedShapes = Mutex<[Data: StoredShape]>([:])
+    private static let storedShapes = Mutex<[Data: StoredFacts]>([:])
 
     private static func checkFormat(_ bytes: [UInt8]?, path: String) throws {
         guard let bytes, bytes.count == 4 else { throw LogError.notAStore("\(path) (no format version)") }

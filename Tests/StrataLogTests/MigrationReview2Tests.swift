@@ -1,0 +1,62 @@
+import Foundation
+import StrataLog
+import StrataModel
+import StrataStorage
+import StrataTestSupport
+import Testing
+
+/// Second review of model-version migration (spec 0004 §4, §4.3–4.6).
+@Suite("Event log: migration review 2")
+struct MigrationReview2Tests {
+    /// Version 1 `Player`, version 2 renames it `Athlete`, version 3 renames it back (the
+    /// first version's hash, other renaming identifiers).
+    static func renamingModel(_ version: Int) throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            switch version {
+            case 1:
+                Entity("Player") { Attribute("email", .string) }
+            case 2:
+                Entity("Athlete") { Attribute("mail", .string).renamed(from: "email") }.renamed(from: "Player")
+            default:
+                Entity("Player") { Attribute("email", .string).renamed(from: "mail") }.renamed(from: "Athlete")
+            }
+        }
+    }
+
+    /// Apps of two model versions with one version hash alternate opens: each opens as the
+    /// version stored for it, not as a new (later) version each time — which would also
+    /// count as later than the version in between and delete its entity's objects as removed.
+    @Test("a model stored under an earlier version with its hash opens as that version, not a new later one")
+    func alternatingSameHash() throws {
+        let dir = try TemporaryDirectory("strata-review2")
+        do {
+            let log = try openLog(dir, model: try Self.renamingModel(1))
+            var draft = TransactionDraft()
+            _ = draft.insert("Player", values: ["email": s("a@x")])
+            _ = try log.commit(draft)
+        }
+        _ = try openLog(dir, model: try Self.renamingModel(2))
+        _ = try openLog(dir, model: try Self.renamingModel(3))
+        do {
+            // The version-2 app, opened after version 3, keeps inserting under its name.
+            let log = try openLog(dir, model: try Self.renamingModel(2))
+            #expect(log.modelVersion == 2)
+            var draft = TransactionDraft()
+            _ = draft.insert("Athlete", values: ["mail": s("b@x")])
+            _ = try log.commit(draft)
+        }
+        do {
+            let log = try openLog(dir, model: try Self.renamingModel(1))
+            #expect(log.modelVersion == 1, "the first model is stored as version 1")
+            #expect(try log.verify().isClean)
+        }
+        let log = try openLog(dir, model: try Self.renamingModel(3))
+        #expect(log.modelVersion == 3)
+        #expect(log.storedModels().count == 3)
+        let emails = try log.read { reader in
+            try reader.currentState().objects(ofEntity: "Player").compactMap { $0.value["email"] }
+        }
+        #expect(Set(emails) == [.attribute(.string("a@x")), .attribute(.string("b@x"))], "the version-2 app's Athlete moved to Player, not deleted")
+        #expect(try log.verify().isClean)
+    }
+}
