@@ -45,7 +45,8 @@ public final class EventLog: Sendable {
         /// once needs more; past it a read fails with `MDB_READERS_FULL`. The first process
         /// to open the store sizes the table; later ones use it as it is.
         public var maximumReaders: Int = 126
-        /// Whether a writable open with a model the store hasn't stored yet migrates the
+        /// Whether a writable open with a model the store hasn't stored yet (a new version
+        /// hash, or a stored one with other indexes or renaming identifiers) migrates the
         /// stored data to it (default true; spec 0004 §4.3–4.6). When false, such an open is
         /// refused with ``LogError/modelMismatch(_:)``, writing nothing, as Core Data refuses
         /// a store whose model differs when `shouldMigrateStoreAutomatically` is off.
@@ -205,12 +206,6 @@ public final class EventLog: Sendable {
                 }
                 let existing = try catalog.load(txn)
                 let hash = Array(model.versionHash)
-                if !configuration.migratesAutomatically, let newest = existing.modelJSON.keys.max(),
-                    try txn.value(forKey: MetaKey.modelHash(hash), in: tables.meta) == nil
-                {
-                    throw LogError.modelMismatch(
-                        "the store at \(path) was written with model version \(newest), and this model's version hash isn't one it has stored; migrating the store automatically is turned off, so it isn't opened (nothing was written)")
-                }
                 try txn.put(now, forKey: MetaKey.openedAt, in: tables.meta)
                 let registered = try Catalog.register(schema, in: txn, tables: tables, existing: existing)
                 let version: Int
@@ -225,6 +220,18 @@ public final class EventLog: Sendable {
                     // does): a new version, so replay knows which indexes each event maintained.
                     // Likewise renaming identifiers (not hashed either): a model that renames
                     // back to an earlier version's names is a later version, which migrates.
+                    // Automatic migration off: a store that has a model refuses another (a
+                    // stored hash with other indexes or renaming identifiers too: a new version
+                    // migrates); the write is abandoned, so nothing is written.
+                    if !configuration.migratesAutomatically, let newest = existing.modelJSON.keys.max() {
+                        let known = try txn.value(forKey: MetaKey.modelHash(hash), in: tables.meta) != nil
+                        throw LogError.modelMismatch(
+                            "the store at \(path) was written with model version \(newest), and "
+                                + (known
+                                    ? "this model's version hash is stored, but with other indexes, uniqueness constraints or renaming identifiers (a new version, which would migrate the store)"
+                                    : "this model's version hash isn't one it has stored")
+                                + "; migrating the store automatically is turned off, so it isn't opened (nothing was written)")
+                    }
                     version = (registered.modelJSON.keys.max() ?? 0) + 1
                     try txn.put(Array(model.jsonData(prettyPrinted: false)), forKey: bigEndianBytes(UInt32(version)), in: tables.models)
                     try txn.put(bigEndianBytes(UInt32(version)), forKey: MetaKey.modelHash(hash), in: tables.meta)

@@ -59,4 +59,26 @@ struct MigrationReview2Tests {
         #expect(Set(emails) == [.attribute(.string("a@x")), .attribute(.string("b@x"))], "the version-2 app's Athlete moved to Player, not deleted")
         #expect(try log.verify().isClean)
     }
+
+    /// With automatic migration off, a model whose version hash is stored but as another
+    /// version (other renaming identifiers or indexes) is refused, writing nothing: opening
+    /// it would register a new version and migrate (here: move an entity's objects back).
+    @Test("automatic migration off: a stored hash with other renaming identifiers is refused, nothing written")
+    func migrationOffSameHash() throws {
+        let dir = try TemporaryDirectory("strata-review2")
+        do {
+            let log = try openLog(dir, model: try Self.renamingModel(1))
+            var draft = TransactionDraft()
+            _ = draft.insert("Player", values: ["email": s("a@x")])
+            _ = try log.commit(draft)
+        }
+        let head = try openLog(dir, model: try Self.renamingModel(2)).head
+        #expect(throws: LogError.self) {
+            _ = try openLog(dir, model: try Self.renamingModel(3)) { $0.migratesAutomatically = false }
+        }
+        let log = try openLog(dir, model: try Self.renamingModel(2))
+        #expect(try log.head == head, "nothing written")
+        #expect(log.storedModels().count == 2, "no version registered")
+        #expect(try log.read { try $0.currentState().objects(ofEntity: "Athlete").count } == 1)
+    }
 }
