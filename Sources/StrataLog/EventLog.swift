@@ -191,7 +191,8 @@ public final class EventLog: Sendable {
             }
             let schema = ModelSchema(model: model)
             let now = bigEndianBytes(UInt64(bitPattern: EventCodec.microsecondsNow()))
-            let (uuid, version, state, head, indexThrough) = try environment.write { txn -> (UUID, Int, Catalog.State, UInt64?, UInt64?) in
+            let (uuid, version, isNewVersion, state, head, indexThrough) = try environment.write {
+                txn -> (UUID, Int, Bool, Catalog.State, UInt64?, UInt64?) in
                 var uuidBytes = try txn.value(forKey: MetaKey.storeUUID, in: tables.meta)
                 if uuidBytes == nil {
                     let fresh = UUID()
@@ -209,6 +210,7 @@ public final class EventLog: Sendable {
                 try txn.put(now, forKey: MetaKey.openedAt, in: tables.meta)
                 let registered = try Catalog.register(schema, in: txn, tables: tables, existing: existing)
                 let version: Int
+                var isNewVersion = false
                 if let stored = try txn.value(forKey: MetaKey.modelHash(hash), in: tables.meta),
                     let number = stored.withUnsafeBytes({ readBigEndian($0, count: 4) }),
                     let match = Self.storedVersion(of: schema, newest: Int(number), in: registered.modelJSON)
@@ -233,6 +235,7 @@ public final class EventLog: Sendable {
                                 + "; migrating the store automatically is turned off, so it isn't opened (nothing was written)")
                     }
                     version = (registered.modelJSON.keys.max() ?? 0) + 1
+                    isNewVersion = true
                     try txn.put(Array(model.jsonData(prettyPrinted: false)), forKey: bigEndianBytes(UInt32(version)), in: tables.models)
                     try txn.put(bigEndianBytes(UInt32(version)), forKey: MetaKey.modelHash(hash), in: tables.meta)
                 }
@@ -242,7 +245,7 @@ public final class EventLog: Sendable {
                 let head = try? MetaKey.number(try txn.value(forKey: MetaKey.head, in: tables.meta), key: MetaKey.head)
                 let indexThrough = try? MetaKey.number(
                     try txn.value(forKey: MetaKey.contextIndexThrough, in: tables.meta), key: MetaKey.contextIndexThrough)
-                return (Self.uuid(uuidBytes ?? []), version, registered, head, indexThrough)
+                return (Self.uuid(uuidBytes ?? []), version, isNewVersion, registered, head, indexThrough)
             }
             catalog.replace(with: state)
             try catalog.reload()
@@ -252,7 +255,7 @@ public final class EventLog: Sendable {
             modelVersion = version
             try repairSegments()
             if indexThrough != head { try buildContextIndex() }
-            try migrateRecordingRefusal()
+            try migrateRecordingRefusal(isNewVersion: isNewVersion)
         }
     }
 
@@ -260,11 +263,16 @@ public final class EventLog: Sendable {
     /// refused: a refused version stays stored (its number can't be given to another
     /// model), but opens without a model — tools', read-only ones — take the newest version
     /// whose migration wasn't refused (spec 0004 §4.3). The mark goes when the version opens.
-    private func migrateRecordingRefusal() throws {
+    /// Only a version this open stored is marked: one stored before has opened (or is marked
+    /// already), and the store's data may be in its terms — a later refusal (an earlier
+    /// model's app wrote a value it can't take over) mustn't hide that data from tools and
+    /// from read-only opens with it.
+    private func migrateRecordingRefusal(isNewVersion: Bool) throws {
         let key = MetaKey.refusedModel(modelVersion)
         do {
             try migrateIfNeeded()
         } catch {
+            guard isNewVersion else { throw error }
             // Best effort: the refusal itself is what the caller must hear.
             try? environment.write { txn in try txn.put([1], forKey: key, in: tables.meta) }
             throw error

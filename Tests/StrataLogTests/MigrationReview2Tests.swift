@@ -81,4 +81,46 @@ struct MigrationReview2Tests {
         #expect(log.storedModels().count == 2, "no version registered")
         #expect(try log.read { try $0.currentState().objects(ofEntity: "Athlete").count } == 1)
     }
+
+    /// A version that has migrated the store and written with it, whose later open is refused
+    /// (an earlier model's app wrote a value it can't take over), isn't marked refused: the
+    /// store's data is in its terms, so a read-only open with it and an open without a model
+    /// still use it.
+    @Test("a refused open of a version that migrated before doesn't hide its data from read-only and model-less opens")
+    func refusedAfterMigrating() throws {
+        let dir = try TemporaryDirectory("strata-review2")
+        func model(_ version: Int) throws -> ManagedObjectModel {
+            try ManagedObjectModel {
+                if version == 1 {
+                    Entity("Player") { Attribute("score", .int64) }
+                } else {
+                    Entity("Athlete") { Attribute("score", .int16) }.renamed(from: "Player")
+                }
+            }
+        }
+        do {
+            let log = try openLog(dir, model: try model(1))
+            var draft = TransactionDraft()
+            _ = draft.insert("Player", values: ["score": .attribute(.int64(7))])
+            _ = try log.commit(draft)
+        }
+        do {
+            let log = try openLog(dir, model: try model(2))
+            var draft = TransactionDraft()
+            _ = draft.insert("Athlete", values: ["score": .attribute(.int16(8))])
+            _ = try log.commit(draft)
+        }
+        do {
+            let log = try openLog(dir, model: try model(1))
+            var draft = TransactionDraft()
+            _ = draft.insert("Player", values: ["score": .attribute(.int64(70000))])
+            _ = try log.commit(draft)
+        }
+        #expect(throws: LogError.self) { _ = try openLog(dir, model: try model(2)) }
+        let tool = try EventLog(openingExistingAt: dir.file("store"))
+        #expect(tool.modelVersion == 2, "the version the store's data is in")
+        #expect(try tool.read { try $0.currentState().objects(ofEntity: "Athlete").count } == 2)
+        let readOnly = try openLog(dir, model: try model(2)) { $0.isReadOnly = true }
+        #expect(readOnly.modelVersion == 2)
+    }
 }
