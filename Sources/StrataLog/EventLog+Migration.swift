@@ -106,12 +106,13 @@ extension EventLog {
                 }
                 // Nothing to write (0): the next open looks again, as the head's version still differs.
                 if sequence == head + 1, groups.isEmpty, added.isEmpty, recomputing.isEmpty { return 0 }
-                // Values filled, converted or put back: the derived attributes that read them
-                // follow, computed afresh for every object (a kept aggregate's stored value
-                // predates the take-out); `now()` ones keep theirs, as a save that doesn't
+                // Values filled, converted, taken out or put back: the derived attributes that
+                // read them follow, computed afresh for every object (a kept aggregate's stored
+                // value predates the take-out — which may put nothing back: a removed entity's
+                // objects are only deleted); `now()` ones keep theirs, as a save that doesn't
                 // touch the object does.
                 var computing = recomputing
-                if !groups.isEmpty, let derivations = schema.derivations {
+                if !groups.isEmpty || sequence > head + 1, let derivations = schema.derivations {
                     computing.formUnion(derivations.plans.filter { !$0.isNow }.map(\.qualifiedName))
                 }
                 if let derivations = schema.derivations, !computing.isEmpty {

@@ -123,4 +123,46 @@ struct MigrationReview2Tests {
         let readOnly = try openLog(dir, model: try model(2)) { $0.isReadOnly = true }
         #expect(readOnly.modelVersion == 2)
     }
+
+    /// A version removing a sub-entity deletes its objects in a take-out, with nothing put
+    /// back: the derived attributes counting them follow all the same (before, a kept
+    /// `@count` stayed at the old count, and every later save kept it off by one per object).
+    @Test("a removed entity's deleted objects leave the aggregates that counted them")
+    func removedEntityAggregates() throws {
+        let dir = try TemporaryDirectory("strata-review2")
+        func model(removing: Bool) throws -> ManagedObjectModel {
+            try ManagedObjectModel {
+                Entity("Team") {
+                    Attribute("name", .string)
+                    Attribute("headcount", .int64).derived(from: "members.@count")
+                    Relationship("members", to: "Person", inverse: "team", toMany: true)
+                }
+                Entity("Person") {
+                    Attribute("name", .string)
+                    Relationship("team", to: "Team", inverse: "members")
+                }
+                if !removing {
+                    Entity("Employee", parent: "Person") { Attribute("badge", .string) }
+                }
+            }
+        }
+        let team: StoredObjectID
+        do {
+            let log = try openLog(dir, model: try model(removing: false))
+            var draft = TransactionDraft()
+            let t = draft.insert("Team", values: ["name": s("Otters")])
+            _ = draft.insert("Person", values: ["name": s("Ann"), "team": .reference(t)])
+            _ = draft.insert("Employee", values: ["name": s("Bo"), "team": .reference(t)])
+            team = try #require(try log.commit(draft).permanentID(for: t))
+            #expect(try log.read { try $0.object(team)?.values["headcount"] } == .attribute(.int64(2)))
+        }
+        let log = try openLog(dir, model: try model(removing: true))
+        #expect(try log.read { try $0.related(team, "members").count } == 1)
+        #expect(try log.read { try $0.object(team)?.values["headcount"] } == .attribute(.int64(1)))
+        var draft = TransactionDraft()
+        _ = draft.insert("Person", values: ["name": s("Cy"), "team": .reference(.stored(team))])
+        _ = try log.commit(draft)
+        #expect(try log.read { try $0.object(team)?.values["headcount"] } == .attribute(.int64(2)))
+        #expect(try log.verify().isClean)
+    }
 }
