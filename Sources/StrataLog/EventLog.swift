@@ -269,15 +269,18 @@ public final class EventLog: Sendable {
     /// from read-only opens with it.
     private func migrateRecordingRefusal(isNewVersion: Bool) throws {
         let key = MetaKey.refusedModel(modelVersion)
+        let marked = try environment.read { txn in try txn.value(forKey: key, in: tables.meta) } != nil
         do {
-            try migrateIfNeeded()
+            // With automatic migration off, a version whose migration was refused isn't
+            // migrated now either (it is a store needing a migration).
+            try migrateIfNeeded(refusing: marked && !configuration.migratesAutomatically)
         } catch {
             guard isNewVersion else { throw error }
             // Best effort: the refusal itself is what the caller must hear.
             try? environment.write { txn in try txn.put([1], forKey: key, in: tables.meta) }
             throw error
         }
-        if try environment.read({ txn in try txn.value(forKey: key, in: tables.meta) }) != nil {
+        if marked {
             try environment.write { txn in _ = try txn.delete(key: key, in: tables.meta) }
         }
     }

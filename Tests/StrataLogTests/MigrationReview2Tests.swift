@@ -165,4 +165,34 @@ struct MigrationReview2Tests {
         #expect(try log.read { try $0.object(team)?.values["headcount"] } == .attribute(.int64(2)))
         #expect(try log.verify().isClean)
     }
+
+    /// With automatic migration off, a stored version whose migration was refused (so never
+    /// done) is refused again, writing nothing, instead of migrating the store now.
+    @Test("automatic migration off: a version whose migration was refused isn't migrated at a later open")
+    func migrationOffRefusedVersion() throws {
+        let dir = try TemporaryDirectory("strata-review2")
+        let v1 = try ManagedObjectModel { Entity("P") { Attribute("level", .int64) } }
+        let v2 = try ManagedObjectModel { Entity("P") { Attribute("level", .int16) } }
+        let p: StoredObjectID
+        do {
+            let log = try openLog(dir, model: v1)
+            var draft = TransactionDraft()
+            let object = draft.insert("P", values: ["level": .attribute(.int64(70000))])
+            p = try #require(try log.commit(draft).permanentID(for: object))
+        }
+        #expect(throws: LogError.self) { _ = try openLog(dir, model: v2) }
+        let head: UInt64
+        do {
+            let log = try openLog(dir, model: v1)
+            var draft = TransactionDraft()
+            draft.update(.stored(p), values: ["level": .attribute(.int64(7))])
+            _ = try log.commit(draft)
+            head = try log.head
+        }
+        #expect(throws: LogError.self) { _ = try openLog(dir, model: v2) { $0.migratesAutomatically = false } }
+        #expect(try openLog(dir, model: v1).head == head, "nothing written")
+        let log = try openLog(dir, model: v2)
+        #expect(try log.read { try $0.object(p)?.values["level"] } == .attribute(.int16(7)))
+        #expect(try log.verify().isClean)
+    }
 }
