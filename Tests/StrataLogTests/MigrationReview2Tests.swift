@@ -195,4 +195,60 @@ struct MigrationReview2Tests {
         #expect(try log.read { try $0.object(p)?.values["level"] } == .attribute(.int16(7)))
         #expect(try log.verify().isClean)
     }
+
+    /// Probe: one version renaming an entity and an attribute (made mandatory with a default,
+    /// retyped), removing another entity the renamed one refers to, and adding a mandatory
+    /// attribute — every object written once, verify clean, the old state as of before.
+    @Test("rename, retype, fill and removal in one migration: one update per object, the old state as of before")
+    func combinedMigration() throws {
+        let dir = try TemporaryDirectory("strata-review2")
+        let v1 = try ManagedObjectModel {
+            Entity("Team") {
+                Attribute("name", .string)
+                Relationship("players", to: "Player", inverse: "team", toMany: true, ordered: true)
+            }
+            Entity("Player") {
+                Attribute("level", .int16)
+                Relationship("team", to: "Team", inverse: "players")
+                Relationship("coach", to: "Coach", inverse: "players")
+            }
+            Entity("Coach") { Relationship("players", to: "Player", inverse: "coach", toMany: true) }
+        }
+        let v2 = try ManagedObjectModel {
+            Entity("Team") {
+                Attribute("name", .string)
+                Attribute("size", .int64).derived(from: "players.@count")
+                Relationship("players", to: "Athlete", inverse: "team", toMany: true, ordered: true)
+            }
+            Entity("Athlete") {
+                Attribute("rank", .int64, default: 1).required().renamed(from: "level")
+                Attribute("joined", .string, default: "x").required()
+                Relationship("team", to: "Team", inverse: "players")
+            }.renamed(from: "Player")
+        }
+        let before: StateImage
+        let head: UInt64
+        do {
+            let log = try openLog(dir, model: v1)
+            var draft = TransactionDraft()
+            let c = draft.insert("Coach", values: [:])
+            let p1 = draft.insert("Player", values: ["level": .attribute(.int16(3)), "coach": .reference(c)])
+            let p2 = draft.insert("Player", values: [:])
+            _ = draft.insert("Player", values: ["coach": .reference(c)])
+            _ = draft.insert("Team", values: ["name": s("Otters"), "players": .references([p2, p1])])
+            _ = try log.commit(draft)
+            before = try log.read { try $0.currentState() }
+            head = try log.head
+        }
+        let log = try openLog(dir, model: v2)
+        let now = try log.read { try $0.currentState() }
+        #expect(now.objects(ofEntity: "Coach").isEmpty && now.objects(ofEntity: "Player").isEmpty)
+        let athletes = now.objects(ofEntity: "Athlete")
+        #expect(athletes.count == 3)
+        #expect(Set(athletes.values.map { $0["rank"] }) == [.attribute(.int64(3)), .attribute(.int64(1))])
+        #expect(athletes.values.allSatisfy { $0["joined"] == .attribute(.string("x")) })
+        #expect(now.objects(ofEntity: "Team").values.first?["size"] == .attribute(.int64(2)))
+        #expect(try log.read { try $0.state(asOf: head) } == before)
+        #expect(try log.verify().isClean)
+    }
 }
