@@ -28,7 +28,11 @@ extension EventLog {
     ///   the derived values computed); ``LogError/derivation(_:)`` when a derived value
     ///   doesn't fit its type; ``LogError/migration(_:)`` when a stored value can't be taken
     ///   over. Nothing is written then, and the open fails.
-    func migrateIfNeeded() throws {
+    ///
+    /// `refusing`: a migration that would write anything is refused with
+    /// ``LogError/modelMismatch(_:)`` instead (automatic migration off, and the version's
+    /// own migration was refused before, so it was never done).
+    func migrateIfNeeded(refusing: Bool = false) throws {
         guard !schema.indexes.isEmpty || schema.derivations != nil || catalog.modelVersions.count > 1 else { return }
         let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion, shapes: entityShapes)
         // The head transaction's model version is read first (it may be in a segment); the
@@ -78,6 +82,10 @@ extension EventLog {
             let removedEntities = try removedEntities(renamed: renamedEntities)
             guard !added.isEmpty || !recomputing.isEmpty || !values.isEmpty || !retired.isEmpty || !renamedEntities.isEmpty || !removedEntities.isEmpty
             else { return }
+            if refusing {
+                throw LogError.modelMismatch(
+                    "the store at \(path) hasn't been migrated to model version \(modelVersion) (its migration was refused before); migrating the store automatically is turned off, so it isn't opened (nothing was written)")
+            }
             let timestamp = EventCodec.date(microseconds: EventCodec.microsecondsNow())
             // nil: another writer moved the head first; look again.
             let sequence = try environment.write { txn -> UInt64? in
@@ -106,12 +114,13 @@ extension EventLog {
                 }
                 // Nothing to write (0): the next open looks again, as the head's version still differs.
                 if sequence == head + 1, groups.isEmpty, added.isEmpty, recomputing.isEmpty { return 0 }
-                // Values filled, converted or put back: the derived attributes that read them
-                // follow, computed afresh for every object (a kept aggregate's stored value
-                // predates the take-out); `now()` ones keep theirs, as a save that doesn't
+                // Values filled, converted, taken out or put back: the derived attributes that
+                // read them follow, computed afresh for every object (a kept aggregate's stored
+                // value predates the take-out — which may put nothing back: a removed entity's
+                // objects are only deleted); `now()` ones keep theirs, as a save that doesn't
                 // touch the object does.
                 var computing = recomputing
-                if !groups.isEmpty, let derivations = schema.derivations {
+                if !groups.isEmpty || sequence > head + 1, let derivations = schema.derivations {
                     computing.formUnion(derivations.plans.filter { !$0.isNow }.map(\.qualifiedName))
                 }
                 if let derivations = schema.derivations, !computing.isEmpty {

@@ -45,7 +45,8 @@ public final class EventLog: Sendable {
         /// once needs more; past it a read fails with `MDB_READERS_FULL`. The first process
         /// to open the store sizes the table; later ones use it as it is.
         public var maximumReaders: Int = 126
-        /// Whether a writable open with a model the store hasn't stored yet migrates the
+        /// Whether a writable open with a model the store hasn't stored yet (a new version
+        /// hash, or a stored one with other indexes or renaming identifiers) migrates the
         /// stored data to it (default true; spec 0004 §4.3–4.6). When false, such an open is
         /// refused with ``LogError/modelMismatch(_:)``, writing nothing, as Core Data refuses
         /// a store whose model differs when `shouldMigrateStoreAutomatically` is off.
@@ -190,7 +191,8 @@ public final class EventLog: Sendable {
             }
             let schema = ModelSchema(model: model)
             let now = bigEndianBytes(UInt64(bitPattern: EventCodec.microsecondsNow()))
-            let (uuid, version, state, head, indexThrough) = try environment.write { txn -> (UUID, Int, Catalog.State, UInt64?, UInt64?) in
+            let (uuid, version, isNewVersion, state, head, indexThrough) = try environment.write {
+                txn -> (UUID, Int, Bool, Catalog.State, UInt64?, UInt64?) in
                 var uuidBytes = try txn.value(forKey: MetaKey.storeUUID, in: tables.meta)
                 if uuidBytes == nil {
                     let fresh = UUID()
@@ -205,27 +207,35 @@ public final class EventLog: Sendable {
                 }
                 let existing = try catalog.load(txn)
                 let hash = Array(model.versionHash)
-                if !configuration.migratesAutomatically, let newest = existing.modelJSON.keys.max(),
-                    try txn.value(forKey: MetaKey.modelHash(hash), in: tables.meta) == nil
-                {
-                    throw LogError.modelMismatch(
-                        "the store at \(path) was written with model version \(newest), and this model's version hash isn't one it has stored; migrating the store automatically is turned off, so it isn't opened (nothing was written)")
-                }
                 try txn.put(now, forKey: MetaKey.openedAt, in: tables.meta)
                 let registered = try Catalog.register(schema, in: txn, tables: tables, existing: existing)
                 let version: Int
+                var isNewVersion = false
                 if let stored = try txn.value(forKey: MetaKey.modelHash(hash), in: tables.meta),
                     let number = stored.withUnsafeBytes({ readBigEndian($0, count: 4) }),
-                    Self.sameShape(registered.modelJSON[Int(number)], schema)
+                    let match = Self.storedVersion(of: schema, newest: Int(number), in: registered.modelJSON)
                 {
-                    version = Int(number)
+                    version = match
                 } else {
                     // A new model, or one whose version hash is stored but whose indexes or
                     // uniqueness constraints differ (the hash leaves them out, as Core Data's
                     // does): a new version, so replay knows which indexes each event maintained.
                     // Likewise renaming identifiers (not hashed either): a model that renames
                     // back to an earlier version's names is a later version, which migrates.
+                    // Automatic migration off: a store that has a model refuses another (a
+                    // stored hash with other indexes or renaming identifiers too: a new version
+                    // migrates); the write is abandoned, so nothing is written.
+                    if !configuration.migratesAutomatically, let newest = existing.modelJSON.keys.max() {
+                        let known = try txn.value(forKey: MetaKey.modelHash(hash), in: tables.meta) != nil
+                        throw LogError.modelMismatch(
+                            "the store at \(path) was written with model version \(newest), and "
+                                + (known
+                                    ? "this model's version hash is stored, but with other indexes, uniqueness constraints or renaming identifiers (a new version, which would migrate the store)"
+                                    : "this model's version hash isn't one it has stored")
+                                + "; migrating the store automatically is turned off, so it isn't opened (nothing was written)")
+                    }
                     version = (registered.modelJSON.keys.max() ?? 0) + 1
+                    isNewVersion = true
                     try txn.put(Array(model.jsonData(prettyPrinted: false)), forKey: bigEndianBytes(UInt32(version)), in: tables.models)
                     try txn.put(bigEndianBytes(UInt32(version)), forKey: MetaKey.modelHash(hash), in: tables.meta)
                 }
@@ -235,7 +245,7 @@ public final class EventLog: Sendable {
                 let head = try? MetaKey.number(try txn.value(forKey: MetaKey.head, in: tables.meta), key: MetaKey.head)
                 let indexThrough = try? MetaKey.number(
                     try txn.value(forKey: MetaKey.contextIndexThrough, in: tables.meta), key: MetaKey.contextIndexThrough)
-                return (Self.uuid(uuidBytes ?? []), version, registered, head, indexThrough)
+                return (Self.uuid(uuidBytes ?? []), version, isNewVersion, registered, head, indexThrough)
             }
             catalog.replace(with: state)
             try catalog.reload()
@@ -245,7 +255,7 @@ public final class EventLog: Sendable {
             modelVersion = version
             try repairSegments()
             if indexThrough != head { try buildContextIndex() }
-            try migrateRecordingRefusal()
+            try migrateRecordingRefusal(isNewVersion: isNewVersion)
         }
     }
 
@@ -253,16 +263,24 @@ public final class EventLog: Sendable {
     /// refused: a refused version stays stored (its number can't be given to another
     /// model), but opens without a model — tools', read-only ones — take the newest version
     /// whose migration wasn't refused (spec 0004 §4.3). The mark goes when the version opens.
-    private func migrateRecordingRefusal() throws {
+    /// Only a version this open stored is marked: one stored before has opened (or is marked
+    /// already), and the store's data may be in its terms — a later refusal (an earlier
+    /// model's app wrote a value it can't take over) mustn't hide that data from tools and
+    /// from read-only opens with it.
+    private func migrateRecordingRefusal(isNewVersion: Bool) throws {
         let key = MetaKey.refusedModel(modelVersion)
+        let marked = try environment.read { txn in try txn.value(forKey: key, in: tables.meta) } != nil
         do {
-            try migrateIfNeeded()
+            // With automatic migration off, a version whose migration was refused isn't
+            // migrated now either (it is a store needing a migration).
+            try migrateIfNeeded(refusing: marked && !configuration.migratesAutomatically)
         } catch {
+            guard isNewVersion else { throw error }
             // Best effort: the refusal itself is what the caller must hear.
             try? environment.write { txn in try txn.put([1], forKey: key, in: tables.meta) }
             throw error
         }
-        if try environment.read({ txn in try txn.value(forKey: key, in: tables.meta) }) != nil {
+        if marked {
             try environment.write { txn in _ = try txn.delete(key: key, in: tables.meta) }
         }
     }
@@ -280,20 +298,47 @@ public final class EventLog: Sendable {
 
     deinit { storeMonitor.shutdown() }
 
+    /// The stored version that is `schema`'s model: the same version hash (`newest` is the
+    /// newest version with it, which the `modelHash:` entry names) and shape. An older
+    /// version with the hash is looked for too: apps of two models with one hash — one
+    /// renaming back to the other's names, or other indexes — take turns opening the store,
+    /// and each must open as its own version, not be stored again as a new, later one each
+    /// time (which would migrate, or delete as removed, what the other wrote).
+    private static func storedVersion(of schema: ModelSchema, newest: Int, in models: [Int: Data]) -> Int? {
+        if sameShape(models[newest], schema) { return newest }
+        let hash = schema.model.versionHash
+        for (version, json) in models.sorted(by: { $0.key > $1.key }) where version < newest {
+            guard let facts = storedFacts(json), facts.hash == hash, facts.shape == shape(of: schema) else { continue }
+            return version
+        }
+        return nil
+    }
+
     /// Whether the stored model file `json` defines the indexes, uniqueness constraints and
     /// renaming identifiers `schema` does (false when it doesn't load: it is stored again as a
     /// new version).
     private static func sameShape(_ json: Data?, _ schema: ModelSchema) -> Bool {
-        guard let json else { return false }
-        // A stored model's shape is read once per process (parsing it costs more than the
-        // rest of an open).
-        let stored = storedShapes.withLock { $0[json] } ?? {
-            guard let model = try? ManagedObjectModel(jsonData: json) else { return nil }
-            let shape = StoredShape(indexes: Set(ModelSchema(model: model).indexes), renamings: renamings(model))
-            storedShapes.withLock { $0[json] = shape }
-            return shape
-        }()
-        return stored == StoredShape(indexes: Set(schema.indexes), renamings: renamings(schema.model))
+        guard let json, let stored = storedFacts(json) else { return false }
+        return stored.shape == shape(of: schema)
+    }
+
+    /// A stored model file's version hash and shape (nil when it doesn't load). Read once per
+    /// process: parsing a model costs more than the rest of an open.
+    private static func storedFacts(_ json: Data) -> StoredFacts? {
+        if let known = storedShapes.withLock({ $0[json] }) { return known }
+        guard let model = try? ManagedObjectModel(jsonData: json) else { return nil }
+        let facts = StoredFacts(hash: model.versionHash, shape: shape(of: ModelSchema(model: model)))
+        storedShapes.withLock { $0[json] = facts }
+        return facts
+    }
+
+    private static func shape(of schema: ModelSchema) -> StoredShape {
+        StoredShape(indexes: Set(schema.indexes), renamings: renamings(schema.model))
+    }
+
+    private struct StoredFacts: Sendable {
+        let hash: Data
+        let shape: StoredShape
     }
 
     /// What a stored model version must share with an opening model besides its version
@@ -316,7 +361,7 @@ public final class EventLog: Sendable {
     }
 
     /// The shapes of stored model files already read, by their JSON.
-    private static let storedShapes = Mutex<[Data: StoredShape]>([:])
+    private static let storedShapes = Mutex<[Data: StoredFacts]>([:])
 
     private static func checkFormat(_ bytes: [UInt8]?, path: String) throws {
         guard let bytes, bytes.count == 4 else { throw LogError.notAStore("\(path) (no format version)") }
