@@ -23,18 +23,22 @@ struct MigrationReview2Tests {
         }
     }
 
+    /// A store written with `renamingModel(1)`: one player.
+    static func storeOfFirstVersion() throws -> TemporaryDirectory {
+        let dir = try TemporaryDirectory("strata-review2")
+        let log = try openLog(dir, model: try renamingModel(1))
+        var draft = TransactionDraft()
+        _ = draft.insert("Player", values: ["email": s("a@x")])
+        _ = try log.commit(draft)
+        return dir
+    }
+
     /// Apps of two model versions with one version hash alternate opens: each opens as the
     /// version stored for it, not as a new (later) version each time — which would also
     /// count as later than the version in between and delete its entity's objects as removed.
     @Test("a model stored under an earlier version with its hash opens as that version, not a new later one")
     func alternatingSameHash() throws {
-        let dir = try TemporaryDirectory("strata-review2")
-        do {
-            let log = try openLog(dir, model: try Self.renamingModel(1))
-            var draft = TransactionDraft()
-            _ = draft.insert("Player", values: ["email": s("a@x")])
-            _ = try log.commit(draft)
-        }
+        let dir = try Self.storeOfFirstVersion()
         _ = try openLog(dir, model: try Self.renamingModel(2))
         _ = try openLog(dir, model: try Self.renamingModel(3))
         do {
@@ -65,13 +69,7 @@ struct MigrationReview2Tests {
     /// it would register a new version and migrate (here: move an entity's objects back).
     @Test("automatic migration off: a stored hash with other renaming identifiers is refused, nothing written")
     func migrationOffSameHash() throws {
-        let dir = try TemporaryDirectory("strata-review2")
-        do {
-            let log = try openLog(dir, model: try Self.renamingModel(1))
-            var draft = TransactionDraft()
-            _ = draft.insert("Player", values: ["email": s("a@x")])
-            _ = try log.commit(draft)
-        }
+        let dir = try Self.storeOfFirstVersion()
         let head = try openLog(dir, model: try Self.renamingModel(2)).head
         #expect(throws: LogError.self) {
             _ = try openLog(dir, model: try Self.renamingModel(3)) { $0.migratesAutomatically = false }
