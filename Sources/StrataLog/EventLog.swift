@@ -211,10 +211,21 @@ public final class EventLog: Sendable {
                 let registered = try Catalog.register(schema, in: txn, tables: tables, existing: existing)
                 let version: Int
                 var isNewVersion = false
+                var storedMatch: Int?
                 if let stored = try txn.value(forKey: MetaKey.modelHash(hash), in: tables.meta),
-                    let number = stored.withUnsafeBytes({ readBigEndian($0, count: 4) }),
-                    let match = Self.storedVersion(of: schema, newest: Int(number), in: registered.modelJSON)
+                    let number = stored.withUnsafeBytes({ readBigEndian($0, count: 4) })
                 {
+                    storedMatch = Self.storedVersion(of: schema, newest: Int(number), in: registered.modelJSON)
+                }
+                // A refused version (never written with) that later versions have passed since
+                // is stored again, as the newest: only earlier versions' data migrates, and the
+                // store's data may now be in a later one's terms (spec 0004 §4.3).
+                if let match = storedMatch, configuration.migratesAutomatically, match < (registered.modelJSON.keys.max() ?? 0),
+                    try txn.value(forKey: MetaKey.refusedModel(match), in: tables.meta) != nil
+                {
+                    storedMatch = nil
+                }
+                if let match = storedMatch {
                     version = match
                 } else {
                     // A new model, or one whose version hash is stored but whose indexes or
@@ -317,14 +328,14 @@ public final class EventLog: Sendable {
     /// Whether the stored model file `json` defines the indexes, uniqueness constraints and
     /// renaming identifiers `schema` does (false when it doesn't load: it is stored again as a
     /// new version).
-    private static func sameShape(_ json: Data?, _ schema: ModelSchema) -> Bool {
+    static func sameShape(_ json: Data?, _ schema: ModelSchema) -> Bool {
         guard let json, let stored = storedFacts(json) else { return false }
         return stored.shape == shape(of: schema)
     }
 
     /// A stored model file's version hash and shape (nil when it doesn't load). Read once per
     /// process: parsing a model costs more than the rest of an open.
-    private static func storedFacts(_ json: Data) -> StoredFacts? {
+    static func storedFacts(_ json: Data) -> StoredFacts? {
         if let known = storedShapes.withLock({ $0[json] }) { return known }
         guard let model = try? ManagedObjectModel(jsonData: json) else { return nil }
         let facts = StoredFacts(hash: model.versionHash, shape: shape(of: ModelSchema(model: model)))
@@ -332,24 +343,24 @@ public final class EventLog: Sendable {
         return facts
     }
 
-    private static func shape(of schema: ModelSchema) -> StoredShape {
+    static func shape(of schema: ModelSchema) -> StoredShape {
         StoredShape(indexes: Set(schema.indexes), renamings: renamings(schema.model))
     }
 
-    private struct StoredFacts: Sendable {
+    struct StoredFacts: Sendable {
         let hash: Data
         let shape: StoredShape
     }
 
     /// What a stored model version must share with an opening model besides its version
     /// hash to be the same version.
-    private struct StoredShape: Sendable, Hashable {
+    struct StoredShape: Sendable, Hashable {
         let indexes: Set<ModelSchema.IndexDefinition>
         /// `Entity=identifier` and `Entity.property=identifier` for each renaming identifier.
         let renamings: Set<String>
     }
 
-    private static func renamings(_ model: ManagedObjectModel) -> Set<String> {
+    static func renamings(_ model: ManagedObjectModel) -> Set<String> {
         var result: Set<String> = []
         for entity in model.entities {
             if let identifier = entity.renamingIdentifier { result.insert("\(entity.name)=\(identifier)") }
@@ -361,7 +372,7 @@ public final class EventLog: Sendable {
     }
 
     /// The shapes of stored model files already read, by their JSON.
-    private static let storedShapes = Mutex<[Data: StoredFacts]>([:])
+    static let storedShapes = Mutex<[Data: StoredFacts]>([:])
 
     private static func checkFormat(_ bytes: [UInt8]?, path: String) throws {
         guard let bytes, bytes.count == 4 else { throw LogError.notAStore("\(path) (no format version)") }

@@ -250,3 +250,42 @@ struct MigrationReview2Tests {
         #expect(try log.verify().isClean)
     }
 }
+
+extension MigrationReview2Tests {
+    /// A version refused first (store at v1), then a fixed intermediate version (v2) stored
+    /// and written with, then the first one again: it was version 2, older than v2's 3, so
+    /// it opened as an *earlier* model, migrated nothing and couldn't change the objects v2
+    /// wrote. A refused version that later ones passed is stored again, as the newest.
+    @Test("a refused version opened again after a later version was stored and written with is stored again as the newest, and migrates")
+    func refusedVersionAfterLaterOne() throws {
+        let v1 = try ManagedObjectModel { Entity("Person") { Attribute("name", .string).required().providedAtInsert() } }
+        let v2 = try ManagedObjectModel {
+            Entity("Person") { Attribute("name", .string); Attribute("first", .string) }
+        }
+        let v3 = try ManagedObjectModel { Entity("Person") { Attribute("first", .string).required().providedAtInsert() } }
+        let dir = try TemporaryDirectory("strata-review2")
+        do {
+            let log = try openLog(dir, model: v1)
+            var draft = TransactionDraft()
+            _ = draft.insert("Person", values: ["name": s("Ada Lovelace")])
+            _ = try log.commit(draft)
+        }
+        #expect(throws: LogError.self) { _ = try openLog(dir, model: v3) }
+        let ada = StoredObjectID(entity: "Person", primaryKey: 1)
+        do {
+            let log = try openLog(dir, model: v2)
+            #expect(log.modelVersion == 3)
+            var draft = TransactionDraft()
+            draft.update(.stored(ada), values: ["first": s("Ada")])
+            _ = try log.commit(draft)
+        }
+        let log = try openLog(dir, model: v3)
+        #expect(log.modelVersion == 4, "stored again after version 3")
+        #expect(try log.read { try $0.object(ada) }?.values == ["first": LogValue.attribute(.string("Ada"))], "v2's name taken out")
+        var draft = TransactionDraft()
+        draft.update(.stored(ada), values: ["first": s("Augusta Ada")])
+        _ = try log.commit(draft)
+        #expect(try EventLog(openingExistingAt: dir.file("store")).modelVersion == 4, "tools open the store at it")
+        #expect(try log.verify().isClean)
+    }
+}
