@@ -200,7 +200,10 @@ extension PersistentStoreCoordinator {
     /// Adds the store `description` describes (`addPersistentStore(with:)`, synchronously):
     /// an in-memory store for type `.inMemory` or the URL `/dev/null` (Core Data's idiom for
     /// a throwaway store), else the event-log store at its URL, read-only if it says so,
-    /// opened with its ``PersistentStoreDescription/logConfiguration``.
+    /// opened with its ``PersistentStoreDescription/logConfiguration``. A description with a
+    /// ``PersistentStoreDescription/stagedMigrationManager`` first runs the stages the store
+    /// hasn't been through (spec 0006 §19.6), when it migrates automatically and isn't
+    /// read-only.
     ///
     /// - Throws: ``PersistentStoreError/invalidDescription(_:)`` for an event-log
     ///   description without a URL or a read-only in-memory one; what
@@ -215,6 +218,10 @@ extension PersistentStoreCoordinator {
             return try addPersistentStore(type: .inMemory, configuration: configuration)
         }
         guard let url else { throw PersistentStoreError.invalidDescription("the event-log store description has no URL") }
+        if let manager = description.stagedMigrationManager, configuration.migratesAutomatically, !configuration.isReadOnly {
+            if let existing = persistentStores.first { throw ContextError.storeAlreadyAdded(existing.description) }
+            try runStagedMigration(manager, storeAt: url, configuration: configuration)
+        }
         return try addPersistentStore(type: .eventLog, at: url, configuration: configuration)
     }
 }

@@ -230,6 +230,12 @@ public final class PersistentStoreCoordinator: Sendable {
         state.withLock { $0.classes[entityName] = type }
     }
 
+    /// Every registration, for a coordinator that must create the same classes (a staged
+    /// migration's handler containers).
+    var registeredClasses: [(entity: String, type: ManagedObject.Type)] {
+        state.withLock { state in state.classes.map { ($0.key, $0.value) } }
+    }
+
     /// The entities `type` is registered for (``register(_:forEntityName:)``), sorted.
     func entityNames(registeredFor type: ManagedObject.Type) -> [String] {
         state.withLock { state in

@@ -21,6 +21,7 @@ public final class PersistentStoreDescription: Sendable, CustomStringConvertible
         var configuration: EventLog.Configuration
         var migratesAutomatically = true
         var infersMappingModel = true
+        var stagedMigrationManager: StagedMigrationManager?
     }
     private let state: Mutex<State>
 
@@ -80,6 +81,15 @@ public final class PersistentStoreDescription: Sendable, CustomStringConvertible
     public var shouldInferMappingModelAutomatically: Bool {
         get { state.withLock { $0.infersMappingModel } }
         set { state.withLock { $0.infersMappingModel = newValue } }
+    }
+
+    /// The stages a store written with earlier model versions goes through as it is added
+    /// (Core Data's `NSPersistentStoreStagedMigrationManagerOptionKey` option; default nil:
+    /// inferred migration straight to the model). Used only while the store migrates
+    /// automatically (both options above on) and isn't read-only (spec 0006 §19.6).
+    public var stagedMigrationManager: StagedMigrationManager? {
+        get { state.withLock { $0.stagedMigrationManager } }
+        set { state.withLock { $0.stagedMigrationManager = newValue } }
     }
 
     /// `<PersistentStoreDescription: EventLog at PATH, read-only>`.

@@ -1,0 +1,330 @@
+import Foundation
+public import StrataModel
+import StrataLog
+import Synchronization
+
+/// One stage of a staged migration (Core Data's `NSMigrationStage`): a run of model versions
+/// the store moves through by inferred (lightweight) migration, or one step between two
+/// versions with code before and after it.
+public enum MigrationStage: Sendable {
+    /// Each model migrates to the next one listed, and the last to the next stage's first
+    /// model (Core Data's `NSLightweightMigrationStage`, which lists version checksums).
+    case lightweight([ManagedObjectModel])
+    /// A step from one model version to the next with handlers (`NSCustomMigrationStage`).
+    case custom(CustomMigrationStage)
+}
+
+/// A migration step from one model version to the next, with code that runs before and
+/// after the store's data moves (Core Data's `NSCustomMigrationStage`).
+///
+/// The move itself is the inferred migration of spec 0004 §4.3–4.6. `willMigrateHandler`
+/// runs with the store open at ``currentModel``: it can change the data so the inferred
+/// migration can take it over (clamp values a narrower type can't hold, fill a value an
+/// attribute about to become mandatory needs). `didMigrateHandler` runs with the store open
+/// at ``nextModel``: it can fill what the new version added from what it kept (split a name
+/// into its parts). Each handler reaches the store through the manager's
+/// ``StagedMigrationManager/container``, and saves what it changes:
+///
+/// ```swift
+/// let split = CustomMigrationStage(migratingFrom: v1, to: v2, label: "split names")
+/// split.didMigrateHandler = { manager, _ in
+///     guard let context = manager.container?.newBackgroundContext() else { return }
+///     try context.performAndWait { context in
+///         for person in try context.fetch(FetchRequest(entityName: "Person")) { ... }
+///         try context.save()
+///     }
+/// }
+/// description.stagedMigrationManager = StagedMigrationManager([.lightweight([v0, v1]), .custom(split)])
+/// ```
+///
+/// A handler may run again (spec 0006 §19.6): after it throws, or after a crash, the next add
+/// runs the step's handlers again, so write them to do no harm twice.
+public final class CustomMigrationStage: Sendable, CustomStringConvertible {
+    /// A handler: the manager (whose ``StagedMigrationManager/container`` is open at the
+    /// stage's model) and the stage.
+    public typealias Handler = @Sendable (StagedMigrationManager, CustomMigrationStage) throws -> Void
+
+    /// The model version the step starts from (`currentModel`).
+    public let currentModel: ManagedObjectModel
+    /// The model version the step migrates to (`nextModel`).
+    public let nextModel: ManagedObjectModel
+    /// A name for the stage, used in errors (`label`).
+    public let label: String
+
+    private struct Handlers {
+        var willMigrate: Handler?
+        var didMigrate: Handler?
+    }
+    private let handlers = Mutex(Handlers())
+
+    /// A step from `currentModel` to `nextModel` (`init(migratingFrom:to:)`).
+    public init(migratingFrom currentModel: ManagedObjectModel, to nextModel: ManagedObjectModel, label: String = "") {
+        self.currentModel = currentModel
+        self.nextModel = nextModel
+        self.label = label
+    }
+
+    /// Runs with the store open at ``currentModel``, before its data migrates to
+    /// ``nextModel`` (`willMigrateHandler`). Throwing stops the migration: the store keeps
+    /// what the handler saved, and nothing more.
+    public var willMigrateHandler: Handler? {
+        get { handlers.withLock { $0.willMigrate } }
+        set { handlers.withLock { $0.willMigrate = newValue } }
+    }
+
+    /// Runs with the store open at ``nextModel``, after its data migrated
+    /// (`didMigrateHandler`). Throwing fails the add; the next add runs it again.
+    public var didMigrateHandler: Handler? {
+        get { handlers.withLock { $0.didMigrate } }
+        set { handlers.withLock { $0.didMigrate = newValue } }
+    }
+
+    /// `custom stage "LABEL"`, or `custom stage` without a label.
+    public var description: String { label.isEmpty ? "custom stage" : "custom stage \(JSONText.quoted(label))" }
+}
+
+/// Migrates a store through model versions in order, running code between them (Core Data's
+/// `NSStagedMigrationManager`). Set it on the store's ``PersistentStoreDescription``
+/// (``PersistentStoreDescription/stagedMigrationManager``); adding the store runs the stages
+/// the store hasn't been through (spec 0006 §19.6).
+///
+/// The stages list the model versions in the order the store moves through them; the
+/// coordinator's model comes last (listed or not). Adding a store finds its newest model
+/// version among them and migrates from there, one version at a time — a custom stage's
+/// handlers around its step, inferred migration alone for the others. A store at none of
+/// them is refused (``PersistentStoreError/migrationFailed(path:reason:)``), unless a later
+/// model than the coordinator's wrote it (it then opens as without stages).
+///
+/// One manager migrates one store at a time; a second add using it waits.
+public final class StagedMigrationManager: Sendable {
+    /// The stages, in order (`stages`).
+    public let stages: [MigrationStage]
+
+    private let current = Mutex<PersistentContainer?>(nil)
+    private let running = Mutex(())
+
+    /// A manager for `stages` (`init(_:)`).
+    public init(_ stages: [MigrationStage]) {
+        self.stages = stages
+    }
+
+    /// The container open at the model of the handler running (`container`): its
+    /// coordinator's model is the stage's current model in a `willMigrateHandler`, its next
+    /// model in a `didMigrateHandler`. Nil outside a handler.
+    public var container: PersistentContainer? { current.withLock { $0 } }
+
+    /// Runs `body` as the only migration of this manager, with `container` current while a
+    /// handler runs.
+    func exclusively<T>(_ body: () throws -> T) throws -> T {
+        try running.withLock { _ in try body() }
+    }
+
+    func setContainer(_ container: PersistentContainer?) {
+        current.withLock { $0 = container }
+    }
+}
+
+// MARK: - Running the stages
+
+/// The model versions a manager goes through, and the custom stage of each step.
+struct MigrationPlan {
+    /// In order; the coordinator's model last.
+    var models: [ManagedObjectModel] = []
+    /// Step `i` (from `models[i]` to `models[i + 1]`) → its custom stage.
+    var custom: [Int: CustomMigrationStage] = [:]
+
+    /// The plan of `stages` ending at `finalModel`.
+    ///
+    /// - Throws: ``PersistentStoreError/invalidDescription(_:)`` for stages that don't make one
+    ///   path: an empty lightweight stage, a custom stage from a model to the same version, a
+    ///   model version met twice, two custom stages for one step.
+    init(_ stages: [MigrationStage], finalModel: ManagedObjectModel) throws {
+        func append(_ model: ManagedObjectModel) {
+            if let last = models.last, EventLog.isSameVersion(last, model) { return }
+            models.append(model)
+        }
+        for (position, stage) in stages.enumerated() {
+            switch stage {
+            case .lightweight(let list):
+                guard !list.isEmpty else {
+                    throw PersistentStoreError.invalidDescription("the staged migration's stage \(position + 1) (lightweight) lists no models")
+                }
+                list.forEach(append)
+            case .custom(let stage):
+                guard !EventLog.isSameVersion(stage.currentModel, stage.nextModel) else {
+                    throw PersistentStoreError.invalidDescription(
+                        "the staged migration's stage \(position + 1) (\(stage)) migrates from a model version to the same version")
+                }
+                append(stage.currentModel)
+                append(stage.nextModel)
+                custom[models.count - 2] = stage
+            }
+        }
+        append(finalModel)
+        for i in models.indices {
+            for j in models.indices where j > i && EventLog.isSameVersion(models[i], models[j]) {
+                throw PersistentStoreError.invalidDescription(
+                    "the staged migration meets model version \(Self.name(of: models[i])) twice (as model \(i + 1) and model \(j + 1) of \(models.count), counting the coordinator's last): a store goes through each version once")
+            }
+        }
+    }
+
+    /// How errors name a model: its version identifiers, else its version hash's first bytes.
+    static func name(of model: ManagedObjectModel) -> String {
+        if !model.versionIdentifiers.isEmpty { return model.versionIdentifiers.sorted().joined(separator: ", ") }
+        return "#" + model.versionHash.prefix(6).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// `from MODEL (model i of n) to MODEL (model i+1 of n)`.
+    func describeStep(_ step: Int) -> String {
+        let stage = custom[step].map { " (\($0))" } ?? ""
+        return "the step from model version \(Self.name(of: models[step])) (\(step + 1) of \(models.count)) to \(Self.name(of: models[step + 1]))\(stage)"
+    }
+}
+
+/// The marker a step with a `didMigrateHandler` leaves in the store while it runs
+/// (spec 0006 §19.6).
+struct StagedMigrationMarker: Codable, Equatable {
+    /// The step's index in the plan.
+    var step: Int
+    /// The step's target model's version hash, hex.
+    var target: String
+    /// The custom stage's label.
+    var label: String
+
+    init(step: Int, plan: MigrationPlan) {
+        self.step = step
+        target = Self.hex(plan.models[step + 1].versionHash)
+        label = plan.custom[step]?.label ?? ""
+    }
+
+    init?(bytes: [UInt8]) {
+        guard let marker = try? JSONDecoder().decode(Self.self, from: Data(bytes)) else { return nil }
+        self = marker
+    }
+
+    var bytes: [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return Array((try? encoder.encode(self)) ?? Data())
+    }
+
+    /// Whether it names step `step` of `plan`.
+    func names(step: Int, of plan: MigrationPlan) -> Bool {
+        self == StagedMigrationMarker(step: step, plan: plan)
+    }
+
+    static func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }
+}
+
+extension PersistentStoreCoordinator {
+    /// Runs `manager`'s stages the event-log store at `url` hasn't been through, leaving it
+    /// at the last stage model before this coordinator's (spec 0006 §19.6); the add that
+    /// follows migrates it the last step. Nothing happens for a store that doesn't exist yet.
+    ///
+    /// - Throws: ``PersistentStoreError/migrationFailed(path:reason:)`` naming the step for a
+    ///   store at none of the stages' models, a handler that threw, a step's migration that
+    ///   was refused; ``PersistentStoreError/invalidDescription(_:)`` for stages that don't
+    ///   make one path.
+    func runStagedMigration(_ manager: StagedMigrationManager, storeAt url: URL, configuration: EventLog.Configuration) throws {
+        let path = url.path
+        guard FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent("data.mdb")) else { return }
+        let plan = try MigrationPlan(manager.stages, finalModel: managedObjectModel)
+        try manager.exclusively {
+            // The store's newest model version (whose migration wasn't refused), read without
+            // writing; a store that doesn't open is left to the add to report.
+            let probe: (index: Int?, isLater: Bool, marker: StagedMigrationMarker?)
+            do {
+                let log = try EventLog(openingExistingAt: path, readOnly: true)
+                let index = plan.models.firstIndex { EventLog.isSameVersion($0, log.model) }
+                let finalVersion = try log.storedVersion(matching: managedObjectModel)
+                probe = (index, finalVersion.map { $0 < log.modelVersion } ?? false,
+                         try log.stagedMigrationMarker().flatMap(StagedMigrationMarker.init(bytes:)))
+            } catch {
+                return
+            }
+            guard var step = probe.index else {
+                if probe.isLater { return }
+                throw PersistentStoreError.migrationFailed(
+                    path: path,
+                    reason: "its newest model version is none of the staged migration's \(plan.models.count) model versions (\(plan.models.map(MigrationPlan.name(of:)).joined(separator: ", ")), the coordinator's last), so the stages can't say how to migrate it; nothing was changed")
+            }
+            // A step whose didMigrate handler didn't finish: its migration is done when the
+            // store is at its target.
+            if let marker = probe.marker {
+                if step > 0, marker.names(step: step - 1, of: plan) {
+                    try runHandler(\.didMigrateHandler, of: step - 1, plan: plan, manager: manager, url: url, configuration: configuration)
+                }
+                // Done, or naming a step that didn't migrate (or another plan's): it goes.
+                try clearMarker(path: path, model: plan.models[step], configuration: configuration)
+            }
+            while step < plan.models.count - 1 {
+                let stage = plan.custom[step]
+                if stage?.willMigrateHandler != nil {
+                    try runHandler(\.willMigrateHandler, of: step, plan: plan, manager: manager, url: url, configuration: configuration)
+                }
+                let isLast = step == plan.models.count - 2
+                if stage?.didMigrateHandler != nil {
+                    let log = try openLog(path: path, model: plan.models[step], configuration: configuration, plan: plan, step: step)
+                    try log.setStagedMigrationMarker(StagedMigrationMarker(step: step, plan: plan).bytes)
+                }
+                if !isLast || stage?.didMigrateHandler != nil {
+                    // The last step without a didMigrate handler is the add's own open.
+                    _ = try openLog(path: path, model: plan.models[step + 1], configuration: configuration, plan: plan, step: step)
+                }
+                if stage?.didMigrateHandler != nil {
+                    try runHandler(\.didMigrateHandler, of: step, plan: plan, manager: manager, url: url, configuration: configuration)
+                    try clearMarker(path: path, model: plan.models[step + 1], configuration: configuration)
+                }
+                step += 1
+            }
+        }
+    }
+
+    /// Opens the store at `model` (migrating it there), with errors naming the step.
+    private func openLog(
+        path: String, model: ManagedObjectModel, configuration: EventLog.Configuration, plan: MigrationPlan, step: Int
+    ) throws -> EventLog {
+        do {
+            return try EventLog(path: path, model: model, configuration: configuration)
+        } catch LogError.migration(let reason) {
+            throw PersistentStoreError.migrationFailed(path: path, reason: "staged migration, \(plan.describeStep(step)): \(reason)")
+        }
+    }
+
+    private func clearMarker(path: String, model: ManagedObjectModel, configuration: EventLog.Configuration) throws {
+        try EventLog(path: path, model: model, configuration: configuration).setStagedMigrationMarker(nil)
+    }
+
+    /// Runs step `step`'s custom stage's handler at `handler` with a container at the
+    /// step's model for it (its current model before the move, its next one after).
+    private func runHandler(
+        _ handler: KeyPath<CustomMigrationStage, CustomMigrationStage.Handler?>, of step: Int, plan: MigrationPlan,
+        manager: StagedMigrationManager, url: URL, configuration: EventLog.Configuration
+    ) throws {
+        guard let stage = plan.custom[step], let body = stage[keyPath: handler] else { return }
+        let isWill = handler == \CustomMigrationStage.willMigrateHandler
+        let model = plan.models[isWill ? step : step + 1]
+        let container = PersistentContainer(name: "StagedMigration", managedObjectModel: model, storeURL: url)
+        container.persistentStoreDescriptions = [PersistentStoreDescription(url: url, type: .eventLog, logConfiguration: configuration)]
+        for (entity, type) in registeredClasses { container.persistentStoreCoordinator.register(type, forEntityName: entity) }
+        do {
+            try container.loadPersistentStores()
+        } catch PersistentStoreError.migrationFailed(_, let reason) {
+            throw PersistentStoreError.migrationFailed(path: url.path, reason: "staged migration, \(plan.describeStep(step)): \(reason)")
+        }
+        manager.setContainer(container)
+        defer {
+            manager.setContainer(nil)
+            for store in container.persistentStoreCoordinator.persistentStores { try? container.persistentStoreCoordinator.remove(store) }
+        }
+        do {
+            try body(manager, stage)
+        } catch {
+            throw PersistentStoreError.migrationFailed(
+                path: url.path,
+                reason: "staged migration, \(plan.describeStep(step)): its \(isWill ? "willMigrateHandler" : "didMigrateHandler") threw: \(error)"
+                    + (isWill ? "; the store keeps what the handler saved and wasn't migrated further" : "; the store is migrated to \(MigrationPlan.name(of: model)), and the next add runs the handler again"))
+        }
+    }
+}
