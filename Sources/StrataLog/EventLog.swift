@@ -457,4 +457,16 @@ public struct StoreMetadata: Sendable, Hashable {
     public let purgedThrough: UInt64
     /// The stored model versions, oldest first.
     public let modelVersions: [Int]
+    /// The stored versions whose migration was refused and that haven't opened since (spec
+    /// 0004 §4.3): the store's data isn't in their terms.
+    public let refusedModelVersions: [Int]
+    /// The version opens without a model (tools) and read-only opens use: the newest one not
+    /// refused (0: none stored).
+    public var modelVersionInUse: Int {
+        modelVersions.last { !refusedModelVersions.contains($0) } ?? modelVersions.last ?? 0
+    }
+    /// A staged migration's step that migrated the store but whose `didMigrate` handler
+    /// hasn't finished (spec 0006 §19.6), as the JSON the coordinator recorded; nil when
+    /// none is pending.
+    public let pendingStagedMigration: String?
 }

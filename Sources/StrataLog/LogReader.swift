@@ -175,7 +175,9 @@ public struct LogReader: ~Copyable {
         return StoreMetadata(
             storeUUID: log.storeUUID, formatVersion: Int(format), createdAt: try date(MetaKey.createdAt),
             openedAt: try date(MetaKey.openedAt), head: try head, compactedThrough: try compactedThrough,
-            purgedThrough: try purgedThrough, modelVersions: log.catalog.modelVersions)
+            purgedThrough: try purgedThrough, modelVersions: log.catalog.modelVersions,
+            refusedModelVersions: try log.catalog.modelVersions.filter { try txn.value(forKey: MetaKey.refusedModel($0), in: tables.meta) != nil },
+            pendingStagedMigration: try txn.value(forKey: MetaKey.stagedMigration, in: tables.meta).map { String(decoding: $0, as: UTF8.self) })
     }
 
     /// The last primary key given to an object of `entity` (0 if none).

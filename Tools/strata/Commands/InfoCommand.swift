@@ -105,7 +105,15 @@ struct StoreInfo {
         out.line("store        \(path)")
         out.line("uuid         \(metadata.storeUUID.uuidString)")
         out.line("format       \(metadata.formatVersion)")
-        out.line("models       \(metadata.modelVersions.map(String.init).joined(separator: ", ")) (newest \(metadata.modelVersions.last ?? 0))")
+        var models = "models       \(metadata.modelVersions.map(String.init).joined(separator: ", ")) (newest \(metadata.modelVersions.last ?? 0)"
+        if !metadata.refusedModelVersions.isEmpty {
+            let refused = metadata.refusedModelVersions.map(String.init).joined(separator: ", ")
+            models += "; in use \(metadata.modelVersionInUse): \(refused) refused, \(metadata.refusedModelVersions.count == 1 ? "its" : "their") migration failed"
+        }
+        out.line(models + ")")
+        if let pending = metadata.pendingStagedMigration {
+            out.line("staged migration  \(Self.describe(pendingStagedMigration: pending))")
+        }
         out.line("created      \(Timestamps.format(metadata.createdAt))")
         out.line("opened       \(Timestamps.format(metadata.openedAt)) (last writable open)")
         out.line("head         \(metadata.head)")
@@ -168,6 +176,16 @@ struct StoreInfo {
         }
     }
 
+    /// `step N ("LABEL") migrated the store; its didMigrate handler hasn't finished …`, from
+    /// the recorded JSON (spec 0006 §19.6); the text itself when it doesn't read.
+    static func describe(pendingStagedMigration json: String) -> String {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
+            let step = object["step"] as? Int, let label = object["label"] as? String
+        else { return "pending, recorded as \(json)" }
+        let name = label.isEmpty ? "" : " (\(JSONText.quoted(label)))"
+        return "step \(step + 1)\(name) migrated the store, but its didMigrate handler hasn't finished; the app's next add with its staged migration runs the handler again"
+    }
+
     func ratio(_ raw: Int, _ compressed: Int) -> String {
         compressed == 0 ? "0" : String(format: "%.2f", Double(raw) / Double(compressed))
     }
@@ -178,6 +196,8 @@ struct StoreInfo {
             "storeUUID": metadata.storeUUID.uuidString,
             "formatVersion": metadata.formatVersion,
             "modelVersions": metadata.modelVersions,
+            "modelVersionInUse": metadata.modelVersionInUse,
+            "refusedModelVersions": metadata.refusedModelVersions,
             "createdAt": Timestamps.format(metadata.createdAt),
             "openedAt": Timestamps.format(metadata.openedAt),
             "head": metadata.head,
@@ -197,6 +217,9 @@ struct StoreInfo {
             "checkpoints": checkpoints,
             "metadata": userMetadata.mapValues(\.jsonObject),
         ]
+        if let pending = metadata.pendingStagedMigration {
+            object["stagedMigration"] = (try? JSONSerialization.jsonObject(with: Data(pending.utf8))) ?? pending
+        }
         // A part that can't be read is left out (not shown empty) and named under "damaged".
         if !damaged.isEmpty {
             let keys = [

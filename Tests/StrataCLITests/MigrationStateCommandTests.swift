@@ -1,0 +1,69 @@
+import Foundation
+import Strata
+import StrataTestSupport
+import Testing
+
+/// `strata info` says which model version the store is in and what a migration left
+/// pending (spec 0007): a refused version is stored but not in use, and a staged migration's
+/// unfinished didMigrate handler is named.
+@Suite("strata info: model versions in use and pending migrations")
+struct MigrationStateCommandTests {
+    struct Refusal: Error {}
+
+    @Test("a refused model version is shown as not in use, and a staged migration step whose didMigrate handler threw as pending, text and JSON; both go once the migration finishes")
+    func refusedAndPending() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.url.appendingPathComponent("store")
+        let v1 = try ManagedObjectModel { Entity("Player") { Attribute("score", .int64) } }
+        let v2 = try ManagedObjectModel { Entity("Player") { Attribute("score", .int16) } }
+        func add(_ model: ManagedObjectModel, _ manager: StagedMigrationManager? = nil) throws -> PersistentContainer {
+            let container = PersistentContainer(name: "Scores", managedObjectModel: model, storeURL: url)
+            container.persistentStoreDescriptions.first?.stagedMigrationManager = manager
+            try container.loadPersistentStores()
+            return container
+        }
+        try add(v1).newBackgroundContext().performAndWait { context in
+            try context.insertNewObject(forEntityName: "Player").setValue(Int64(70_000), forKey: "score")
+            try context.save()
+        }
+        #expect(throws: PersistentStoreError.self) { _ = try add(v2) }
+
+        let refused = try strata("info", url.path)
+        #expect(refused.status == 0, "\(refused.standardError)")
+        #expect(refused.standardOutput.contains("models       1, 2 (newest 2; in use 1: 2 refused, its migration failed)\n"), "\(refused.standardOutput)")
+        #expect(!refused.standardOutput.contains("staged migration"))
+        let refusedJSON = try strata("info", url.path, "--format", "json")
+        let refusedObject = try #require(try JSONSerialization.jsonObject(with: Data(refusedJSON.standardOutput.utf8)) as? [String: Any])
+        #expect(refusedObject["refusedModelVersions"] as? [Int] == [2])
+        #expect(refusedObject["modelVersionInUse"] as? Int == 1)
+        #expect(refusedObject["stagedMigration"] == nil)
+
+        let stage = CustomMigrationStage(migratingFrom: v1, to: v2, label: "clamp")
+        stage.willMigrateHandler = { manager, _ in
+            try #require(manager.container).newBackgroundContext().performAndWait { context in
+                for player in try context.fetch(FetchRequest(entityName: "Player")) { player.setValue(Int64(Int16.max), forKey: "score") }
+                try context.save()
+            }
+        }
+        stage.didMigrateHandler = { _, _ in throw Refusal() }
+        let manager = StagedMigrationManager([.custom(stage)])
+        #expect(throws: PersistentStoreError.self) { _ = try add(v2, manager) }
+
+        let pending = try strata("info", url.path)
+        #expect(pending.status == 0, "\(pending.standardError)")
+        #expect(pending.standardOutput.contains("models       1, 2 (newest 2)\n"), "the refused version migrated: \(pending.standardOutput)")
+        #expect(pending.standardOutput.contains(
+            "staged migration  step 1 (\"clamp\") migrated the store, but its didMigrate handler hasn't finished; the app's next add with its staged migration runs the handler again\n"))
+        let json = try strata("info", url.path, "--format", "json")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any])
+        #expect(object["modelVersionInUse"] as? Int == 2)
+        #expect(object["refusedModelVersions"] as? [Int] == [])
+        let staged = try #require(object["stagedMigration"] as? [String: Any], "\(json.standardOutput)")
+        #expect(staged["label"] as? String == "clamp" && staged["step"] as? Int == 0)
+
+        stage.didMigrateHandler = { _, _ in }
+        _ = try add(v2, manager)
+        let done = try strata("info", url.path)
+        #expect(!done.standardOutput.contains("staged migration"), "\(done.standardOutput)")
+    }
+}
