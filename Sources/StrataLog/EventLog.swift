@@ -51,6 +51,9 @@ public final class EventLog: Sendable {
         /// refused with ``LogError/modelMismatch(_:)``, writing nothing, as Core Data refuses
         /// a store whose model differs when `shouldMigrateStoreAutomatically` is off.
         public var migratesAutomatically: Bool = true
+        /// Tests only: stop a writable open that stored a new model version right after
+        /// storing it, as a crash there would (the open throws `LogError.invalidOperation`).
+        package var stopsAfterStoringNewVersion: Bool = false
 
         /// The defaults.
         public init() {}
@@ -249,6 +252,10 @@ public final class EventLog: Sendable {
                     isNewVersion = true
                     try txn.put(Array(model.jsonData(prettyPrinted: false)), forKey: bigEndianBytes(UInt32(version)), in: tables.models)
                     try txn.put(bigEndianBytes(UInt32(version)), forKey: MetaKey.modelHash(hash), in: tables.meta)
+                    // Marked until its migration has committed (spec 0004 §4.3): a crash
+                    // before, or a tool opening meanwhile, finds the store's data in the
+                    // earlier version's terms, as it is.
+                    try txn.put([1], forKey: MetaKey.refusedModel(version), in: tables.meta)
                 }
                 // Whether the per-context transaction index covers the log (spec 0004 §6.4):
                 // two meta rows, so an open of a store whose index is complete costs nothing
@@ -264,6 +271,9 @@ public final class EventLog: Sendable {
             self.model = model
             self.schema = schema
             modelVersion = version
+            if isNewVersion && configuration.stopsAfterStoringNewVersion {
+                throw LogError.invalidOperation("stopped after storing model version \(version), as asked (a test of a crash there)")
+            }
             try repairSegments()
             if indexThrough != head { try buildContextIndex() }
             try migrateRecordingRefusal(isNewVersion: isNewVersion)
@@ -273,8 +283,9 @@ public final class EventLog: Sendable {
     /// ``migrateIfNeeded()``, remembering whether this model version's migration was
     /// refused: a refused version stays stored (its number can't be given to another
     /// model), but opens without a model — tools', read-only ones — take the newest version
-    /// whose migration wasn't refused (spec 0004 §4.3). The mark goes when the version opens.
-    /// Only a version this open stored is marked: one stored before has opened (or is marked
+    /// whose migration wasn't refused (spec 0004 §4.3). A new version is stored marked; the
+    /// mark goes when the version's migration has committed (or found nothing to do). Only a
+    /// version this open stored is marked: one stored before has opened (or is marked
     /// already), and the store's data may be in its terms — a later refusal (an earlier
     /// model's app wrote a value it can't take over) mustn't hide that data from tools and
     /// from read-only opens with it.

@@ -108,7 +108,8 @@ struct StoreInfo {
         var models = "models       \(metadata.modelVersions.map(String.init).joined(separator: ", ")) (newest \(metadata.modelVersions.last ?? 0)"
         if !metadata.refusedModelVersions.isEmpty {
             let refused = metadata.refusedModelVersions.map(String.init).joined(separator: ", ")
-            models += "; in use \(metadata.modelVersionInUse): \(refused) refused, \(metadata.refusedModelVersions.count == 1 ? "its" : "their") migration failed"
+            let one = metadata.refusedModelVersions.count == 1
+            models += "; in use \(metadata.modelVersionInUse): the migration\(one ? "" : "s") to \(refused) \(one ? "was" : "were") refused or didn't finish"
         }
         out.line(models + ")")
         if let pending = metadata.pendingStagedMigration {
