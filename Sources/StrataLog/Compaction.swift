@@ -108,6 +108,9 @@ public struct VerificationProblem: Sendable, Hashable, CustomStringConvertible {
         /// The base snapshot a purge keeps (the state as of the purge point) is missing or
         /// doesn't load.
         case base
+        /// A derived attribute's stored value that its derivation, computed afresh over the
+        /// replayed state, doesn't give.
+        case derived
     }
 
     /// The kind.

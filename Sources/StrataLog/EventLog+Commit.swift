@@ -415,7 +415,7 @@ extension EventLog {
 
         // Derived attributes (spec 0006 §24): computed from the state the changes left, and
         // written as updates at the end of the last group, in this same transaction.
-        if let derivations = schema.derivations, !groups.isEmpty {
+        if let derivations = schema.derivations, !groups.isEmpty, !configuration.skipsDerivations {
             let derived = try writer.applyDerivations(
                 derivations, after: groups, txn, sequence: sequence, timestamp: timestamp,
                 recordUniqueKeys: { key, values, entity in try recordUniqueKeys(key, values: values, coding: try codings.coding(entity.name)) })

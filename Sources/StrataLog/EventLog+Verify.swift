@@ -1,5 +1,6 @@
 import Foundation
 import StrataStorage
+import StrataModel
 
 extension EventLog {
     /// Checks the store against its log (`Specs/0004-event-log.md` §8): every event and
@@ -88,7 +89,26 @@ extension EventLog {
         // The per-context index the log implies: every event's row, and the pairs by hash.
         var contextRows: [(pair: UInt64, sequence: UInt64)] = []
         var pairNames: [UInt64: [(author: String?, contextName: String?)]] = [:]
+        // Whether the stored derived values must be what the opening version's derivations
+        // give (see `checkDerivedValues`): an event of a version that doesn't maintain them
+        // all may leave them stale until a migration of one that does recomputes them.
+        var derivedValuesKept = purged == 0
+        var maintains: [Int: Bool] = [:]
+        let checkedPlans = Set((schema.derivations?.plans ?? []).filter { !$0.isNow })
         func queue(_ event: TransactionEvent) {
+            if !checkedPlans.isEmpty {
+                let kept = maintains[event.modelVersion] ?? {
+                    let plans = (try? catalog.schema(forModelVersion: event.modelVersion).derivations?.plans) ?? nil
+                    let kept = checkedPlans.isSubset(of: Set(plans ?? []))
+                    maintains[event.modelVersion] = kept
+                    return kept
+                }()
+                if !kept {
+                    derivedValuesKept = false
+                } else if event.kind == .migration {
+                    derivedValuesKept = true
+                }
+            }
             let pair = ContextIndex.pairHash(author: event.author, contextName: event.contextName)
             contextRows.append((pair, event.sequence))
             if !(pairNames[pair]?.contains { $0.author == event.author && $0.contextName == event.contextName } ?? false) {
@@ -216,6 +236,10 @@ extension EventLog {
             }
         }
 
+        if derivedValuesKept, let derivations = schema.derivations, !checkedPlans.isEmpty {
+            checkDerivedValues(derivations, plans: checkedPlans, scratch: scratch, writer: writer, head: head, report: problem)
+        }
+
         try compareContextIndex(reader, expected: contextRows, pairNames: pairNames, purged: purged, head: head, report: problem)
 
         // Every consumer's processed point is a sequence of the log.
@@ -244,6 +268,61 @@ extension EventLog {
         return VerificationReport(
             problems: problems, eventsChecked: eventsChecked, segmentsChecked: segmentsChecked,
             objectsRebuilt: objectsRebuilt)
+    }
+
+    /// Computes every derived attribute (but `now()` ones, spec 0006 §24) afresh over the
+    /// replayed state, in a scratch write transaction that is thrown away, and reports each
+    /// stored value that differs (spec 0004 §8): `Team/p1.size`, *"is stored as 3,
+    /// but its derivation (@count:(members)) gives 2"*. Floating-point values kept from their
+    /// stored value (a `@sum` of doubles) may differ from a fresh sum in their last digits, so
+    /// those compare within a relative 1e-9.
+    ///
+    /// The replayed state's derived values are the log's, so a difference is a derived value
+    /// the commit (or a migration) computed wrong, and apps read it. Only checked when they
+    /// must agree: no purge (the base snapshot's history is gone), and no event since the
+    /// last migration recomputing them written by a model version that doesn't maintain
+    /// every one of them (an earlier app leaves them stale until the later one next opens).
+    private func checkDerivedValues(
+        _ derivations: DerivationSchema, plans: Set<DerivationPlan>, scratch: LMDBEnvironment, writer: TableWriter, head: UInt64,
+        report: (VerificationProblem.Kind, String, String) -> Void
+    ) {
+        struct Computed: Error { let changes: [Change] }
+        let changes: [Change]
+        do {
+            try scratch.write { txn in
+                let changes = try writer.applyDerivations(
+                    derivations, after: [], txn, sequence: head + 1, timestamp: Date(),
+                    recomputing: Set(plans.map(\.qualifiedName)), recordUniqueKeys: { _, _, _ in })
+                throw Computed(changes: changes)
+            }
+            return
+        } catch let computed as Computed {
+            changes = computed.changes
+        } catch {
+            report(.derived, "derived attributes", "can't be computed over the replayed state: \(error)")
+            return
+        }
+        for change in changes {
+            guard case .update(let id, let propertyChanges) = change else { continue }
+            for case .value(let property, let stored, let computed) in propertyChanges {
+                if case .attribute(let a) = stored, case .attribute(let b) = computed, Self.closeFloatingPoint(a, b) { continue }
+                let plan = derivations.plans.first { $0.attribute == property && derivations.isKind(id.entity, of: $0.entity) }
+                let expression = plan.flatMap { schema.model.entity(named: $0.entity)?.attributesByName[$0.attribute]?.derivationExpression }
+                let derivation = expression.map { " (\($0))" } ?? ""
+                report(.derived, "\(id).\(property)", "is stored as \(stored), but its derivation\(derivation) gives \(computed)")
+            }
+        }
+    }
+
+    /// Whether `a` and `b` are floating-point values equal within a relative 1e-9.
+    private static func closeFloatingPoint(_ a: AttributeValue, _ b: AttributeValue) -> Bool {
+        let pair: (Double, Double)
+        switch (a, b) {
+        case (.double(let x), .double(let y)): pair = (x, y)
+        case (.float(let x), .float(let y)): pair = (Double(x), Double(y))
+        default: return false
+        }
+        return abs(pair.0 - pair.1) <= 1e-9 * max(abs(pair.0), abs(pair.1), 1)
     }
 
     /// Compares the `contexts` table with the rows the log implies (`expected`: one per event

@@ -54,6 +54,9 @@ public final class EventLog: Sendable {
         /// Tests only: stop a writable open that stored a new model version right after
         /// storing it, as a crash there would (the open throws `LogError.invalidOperation`).
         package var stopsAfterStoringNewVersion: Bool = false
+        /// Tests only: commits compute no derived attributes, as a bug in their upkeep would
+        /// (so verify's check of derived values has something to find).
+        package var skipsDerivations: Bool = false
 
         /// The defaults.
         public init() {}

@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataLog
 import StrataTestSupport
 import Testing
 
@@ -65,5 +66,49 @@ struct MigrationStateCommandTests {
         _ = try add(v2, manager)
         let done = try strata("info", url.path)
         #expect(!done.standardOutput.contains("staged migration"), "\(done.standardOutput)")
+    }
+}
+
+/// `strata verify` reports a derived attribute's stored value its derivation doesn't give
+/// (spec 0007, spec 0004 §8).
+@Suite("strata verify: derived values")
+struct VerifyDerivedCommandTests {
+    @Test("a team size a commit left wrong: one `derived:` line naming the object, the derivation and both values; exit 1")
+    func wrongDerivedValue() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.url.appendingPathComponent("store").path
+        let model = try ManagedObjectModel {
+            Entity("Team") {
+                Attribute("name", .string)
+                Attribute("size", .int64).derived(from: "members.@count")
+                Relationship("members", to: "Member", inverse: "team", toMany: true)
+            }
+            Entity("Member") { Relationship("team", to: "Team", inverse: "members") }
+        }
+        let team: StoredObjectID
+        do {
+            let log = try EventLog(path: path, model: model)
+            var draft = TransactionDraft()
+            let made = draft.insert("Team", values: ["name": .attribute(.string("Otters"))])
+            team = try #require(try log.commit(draft).permanentID(for: made))
+            var member = TransactionDraft()
+            _ = member.insert("Member", values: ["team": .reference(.stored(team))])
+            _ = try log.commit(member)
+        }
+        let clean = try strata("verify", path)
+        #expect(clean.status == 0, "\(clean.standardOutput)")
+        do {
+            var configuration = EventLog.Configuration()
+            configuration.skipsDerivations = true
+            let buggy = try EventLog(path: path, model: model, configuration: configuration)
+            var member = TransactionDraft()
+            _ = member.insert("Member", values: ["team": .reference(.stored(team))])
+            _ = try buggy.commit(member)
+        }
+        let result = try strata("verify", path)
+        #expect(result.status == 1)
+        let lines = result.standardOutput.split(separator: "\n").map(String.init)
+        #expect(lines.first == "derived: Team/p1.size: is stored as 1, but its derivation (members.@count) gives 2", "\(result.standardOutput)")
+        #expect(lines.last?.hasSuffix(": 1 problem") == true, "\(result.standardOutput)")
     }
 }
