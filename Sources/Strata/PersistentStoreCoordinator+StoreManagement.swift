@@ -175,6 +175,53 @@ extension PersistentStoreCoordinator {
         try Self.translatingStoreErrors(path: destination) { try EventLog.replaceStore(at: destination, withCopyOf: source) }
     }
 
+    // MARK: - Moving the store
+
+    /// Moves the coordinator's `store` to a new event-log store at `url`
+    /// (`migratePersistentStore(_:to:options:type:)`, Core Data's "Save As"): a consistent
+    /// copy of it is made at `url` (as ``replacePersistentStore(at:withPersistentStoreFrom:type:)``
+    /// makes one), opened with `configuration`, and put in `store`'s place; the new store is
+    /// returned. An in-memory store becomes an event log on disk this way.
+    ///
+    /// The copy keeps the store's UUID and whole history, so object IDs, URIs, contexts and
+    /// their registered objects carry on with the new store — nothing needs resetting. The
+    /// old store is no longer the coordinator's (use the returned one); its files stay
+    /// where they were (an in-memory store's go when it is released). Unsaved changes stay
+    /// in their contexts and save to the new store.
+    ///
+    /// - Throws: ``ContextError/invalidArgument(_:)`` when `store` isn't this coordinator's,
+    ///   or `type` is `.inMemory`; ``PersistentStoreError/storeInUse(path:detail:)`` when
+    ///   anything is at `url` already (``destroyPersistentStore(at:type:)`` or
+    ///   ``replacePersistentStore(at:withPersistentStoreFrom:type:)`` it first). Nothing is
+    ///   changed then, and on any failure the coordinator keeps `store` and no copy is left.
+    @discardableResult
+    public func migratePersistentStore(
+        _ store: PersistentStore, to url: URL, configuration: EventLog.Configuration = EventLog.Configuration(),
+        type: PersistentStore.StoreType = .eventLog
+    ) throws -> PersistentStore {
+        guard persistentStores.first === store else { throw ContextError.invalidArgument("\(store) is not this coordinator's store") }
+        guard type == .eventLog else {
+            throw ContextError.invalidArgument("a store can be moved only to an event-log store at a URL, not to an in-memory one; nothing was changed")
+        }
+        let path = (url.path as NSString).standardizingPath
+        guard !FileManager.default.fileExists(atPath: path) else {
+            throw PersistentStoreError.storeInUse(
+                path: path, detail: "something is there already; destroy or replace it first (the store isn't moved over it). Nothing was changed")
+        }
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try Self.translatingStoreErrors(path: path) { try EventLog.replaceStore(at: path, withCopyOf: store.log) }
+        let moved: PersistentStore
+        do {
+            let log = try EventLog(path: path, model: managedObjectModel, configuration: configuration)
+            moved = PersistentStore(type: .eventLog, url: URL(fileURLWithPath: path), log: log, temporaryDirectory: nil, userMetadata: try log.userMetadata())
+            try replaceStore(store, with: moved)
+        } catch {
+            try? FileManager.default.removeItem(atPath: path)
+            throw error
+        }
+        return moved
+    }
+
     /// Throws ``PersistentStoreError/storeInUse(path:detail:)`` if this coordinator's store
     /// is at `path`.
     private func refuseOwnStore(at path: String) throws {
@@ -223,5 +270,32 @@ extension PersistentStoreCoordinator {
             try runStagedMigration(manager, storeAt: url, configuration: configuration)
         }
         return try addPersistentStore(type: .eventLog, at: url, configuration: configuration)
+    }
+}
+
+// MARK: - Compatibility
+
+extension ManagedObjectModel {
+    /// Whether a store with `metadata` (``PersistentStoreCoordinator/metadataForPersistentStore(type:at:)``)
+    /// holds this model's entities as they are — so adding it migrates no data — Core Data's
+    /// `isConfiguration(withName:compatibleWithStoreMetadata:)`: every entity's version hash
+    /// (`EntityVersionHash.NAME`) is the store's newest model's, and the store has no other
+    /// entity. Strata has no model configurations, so `configuration` must be nil (or
+    /// `"Default"`, Core Data's name for the whole model); another name is never compatible.
+    ///
+    /// Like Core Data's, it compares version hashes only: a model that differs in indexes,
+    /// uniqueness constraints or renaming identifiers is compatible here, and adding the store
+    /// stores it as a new version and rebuilds its indexes (spec 0004 §4.3).
+    public func isConfiguration(withName configuration: String?, compatibleWithStoreMetadata metadata: [String: MetadataValue]) -> Bool {
+        guard configuration == nil || configuration == "Default" else { return false }
+        let prefix = "EntityVersionHash."
+        var stored: [String: String] = [:]
+        for (key, value) in metadata where key.hasPrefix(prefix) {
+            guard case .string(let hash) = value else { return false }
+            stored[String(key.dropFirst(prefix.count))] = hash
+        }
+        guard !stored.isEmpty else { return false }
+        let own = entityVersionHashesByName.mapValues { $0.map { String(format: "%02x", $0) }.joined() }
+        return own == stored
     }
 }

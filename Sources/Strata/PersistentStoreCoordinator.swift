@@ -120,6 +120,7 @@ public final class PersistentStoreCoordinator: Sendable {
             if let existing = state.store { throw ContextError.storeAlreadyAdded(existing.description) }
             state.store = store
         }
+        storeWasAdded()
         return store
     }
 
@@ -148,6 +149,7 @@ public final class PersistentStoreCoordinator: Sendable {
             if let existing = state.store { throw ContextError.storeAlreadyAdded(existing.description) }
             state.store = store
         }
+        storeWasAdded()
         return store
     }
 
@@ -157,6 +159,32 @@ public final class PersistentStoreCoordinator: Sendable {
             guard state.store === store else { throw ContextError.invalidArgument("\(store) is not this coordinator's store") }
             state.store = nil
         }
+        // The watch for automatically merging contexts follows the store: a store added later
+        // is watched instead (``storeWasAdded()``).
+        storeWatch.withLock { watch in
+            watch?.cancel()
+            watch = nil
+        }
+    }
+
+    /// Puts `new` in `old`'s place (``migratePersistentStore(_:to:configuration:type:)``).
+    func replaceStore(_ old: PersistentStore, with new: PersistentStore) throws {
+        try state.withLock { state in
+            guard state.store === old else { throw ContextError.invalidArgument("\(old) is no longer this coordinator's store") }
+            state.store = new
+        }
+        storeWatch.withLock { watch in
+            watch?.cancel()
+            watch = nil
+        }
+        storeWasAdded()
+    }
+
+    /// After a store is added: automatically merging contexts registered before (a store
+    /// removed and another added, or moved) have the new store watched for other processes'
+    /// commits.
+    func storeWasAdded() {
+        if !mergeHub.contexts(except: nil).isEmpty { watchStoreForMerging() }
     }
 
     /// The stores, in the order added (`persistentStores`).

@@ -1,0 +1,145 @@
+import Foundation
+import Strata
+import StrataLog
+import StrataTestSupport
+import Testing
+
+/// Moving a coordinator's store (`migratePersistentStore`, spec 0006 §19.7) and checking a
+/// store's metadata against a model (`isConfiguration(withName:compatibleWithStoreMetadata:)`,
+/// §19.8).
+@Suite("Contexts: moving a store and checking its compatibility", .serialized)
+struct StoreMoveTests {
+    @Test("a store moved to a new URL: same UUID and history, contexts carry on — an unsaved change saves to the new store, URIs resolve — and the old store is left as it was")
+    func moveToNewURL() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let old = try #require(coordinator.persistentStores.first)
+        let oldHead = try old.log.head
+        let context = privateContext(coordinator, name: "editor")
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+        }
+        let destination = dir.url.appendingPathComponent("moved/League.strata")
+        let moved = try coordinator.migratePersistentStore(old, to: destination)
+        #expect(coordinator.persistentStores.map { $0 === moved } == [true])
+        #expect(moved.url?.path == destination.path)
+        #expect(moved.identifier == old.identifier, "the copy keeps the store's UUID")
+        #expect(try moved.log.head == oldHead)
+        #expect(coordinator.managedObjectID(forURIRepresentation: teamID.uriRepresentation()) == teamID)
+
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
+            let changed = context.hasChanges
+            #expect(changed, "the unsaved change is still in the context")
+            try context.save()
+        }
+        #expect(try moved.log.head == oldHead + 1, "the save went to the new store")
+        let oldOnDisk = try EventLog(openingExistingAt: dir.url.appendingPathComponent("store").path)
+        #expect(try oldOnDisk.head == oldHead, "the old store's files are as they were")
+
+        let reopened = PersistentStoreCoordinator(managedObjectModel: try SeedModels.leagueManager)
+        try reopened.addPersistentStore(type: .eventLog, at: destination)
+        let name = try await privateContext(reopened).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).value(forKey: "name") as? String
+        }
+        #expect(name == "Herons")
+        #expect(try reopened.history(HistoryRequest()).count == Int(oldHead) + 1, "the whole history moved")
+    }
+
+    @Test("an in-memory store saved to disk (Save As): the objects are in the store at the URL")
+    func inMemoryToDisk() async throws {
+        let dir = try TemporaryDirectory()
+        let model = try SeedModels.leagueManager
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        let memory = try coordinator.addPersistentStore(type: .inMemory)
+        let teamID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Otters", forKey: "name")
+            try context.save()
+            return team.objectID
+        }
+        let url = dir.url.appendingPathComponent("Saved.strata")
+        let saved = try coordinator.migratePersistentStore(memory, to: url)
+        #expect(saved.type == .eventLog)
+        let reopened = PersistentStoreCoordinator(managedObjectModel: model)
+        try reopened.addPersistentStore(type: .eventLog, at: url)
+        let name = try await privateContext(reopened).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).value(forKey: "name") as? String
+        }
+        #expect(name == "Otters")
+    }
+
+    @Test("refusals change nothing: something at the destination, a store not the coordinator's, an in-memory destination")
+    func refusals() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let store = try #require(coordinator.persistentStores.first)
+        let occupied = dir.url.appendingPathComponent("occupied")
+        try FileManager.default.createDirectory(at: occupied, withIntermediateDirectories: true)
+        try Data("mine".utf8).write(to: occupied.appendingPathComponent("notes.txt"))
+        #expect {
+            try coordinator.migratePersistentStore(store, to: occupied)
+        } throws: { error in
+            guard case .storeInUse(_, let detail) = error as? PersistentStoreError else { return false }
+            return detail.contains("something is there already")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: occupied.path) == ["notes.txt"])
+        #expect(throws: ContextError.self) { try coordinator.migratePersistentStore(store, to: dir.url.appendingPathComponent("x"), type: .inMemory) }
+        let other = PersistentStoreCoordinator(managedObjectModel: try SeedModels.leagueManager)
+        let otherStore = try other.addPersistentStore(type: .inMemory)
+        #expect(throws: ContextError.self) { try coordinator.migratePersistentStore(otherStore, to: dir.url.appendingPathComponent("y")) }
+        #expect(coordinator.persistentStores.first === store)
+        #expect(!FileManager.default.fileExists(atPath: dir.url.appendingPathComponent("y").path))
+    }
+
+    @Test("an automatically merging context after its store moved: another process's save into the new store is merged by the watcher, without the context being asked to run")
+    func watcherFollowsTheMove() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _) = try await leagueStoreWithDoomed(dir)
+        let context = privateContext(coordinator, name: "main")
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
+            context.automaticallyMergesChangesFromParent = true
+            _ = try context.existingObject(with: teamID).value(forKey: "name")
+        }
+        let destination = dir.url.appendingPathComponent("moved")
+        try coordinator.migratePersistentStore(try #require(coordinator.persistentStores.first), to: destination)
+        let merges = context.notifications(.didMerge)
+        let saved = try runProcess(BuildProducts.executable("StrataContextProbe"), ["save", destination.path, teamID.description, "Moved"])
+        #expect(saved.status == 0, "\(saved.standardError)")
+        let sequence = try #require(UInt64(saved.standardOutput.split(separator: " ").dropFirst().first ?? ""))
+        let merged = await withTaskGroup(of: UInt64?.self) { group in
+            group.addTask {
+                for await merge in merges { return merge.throughSequence }
+                return nil
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(30))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        #expect(merged == sequence, "the new store is watched")
+    }
+
+    @Test("isConfiguration(withName:compatibleWithStoreMetadata:): the store's own model is compatible, a changed entity isn't, an index alone is; another configuration name never is")
+    func compatibility() async throws {
+        let dir = try TemporaryDirectory()
+        let v1 = try ManagedObjectModel { Entity("Task") { Attribute("title", .string); Attribute("rank", .int16) } }
+        _ = try openCoordinator(dir, model: v1)
+        let metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: .eventLog, at: dir.url.appendingPathComponent("store"))
+        #expect(v1.isConfiguration(withName: nil, compatibleWithStoreMetadata: metadata))
+        #expect(v1.isConfiguration(withName: "Default", compatibleWithStoreMetadata: metadata))
+        #expect(!v1.isConfiguration(withName: "Cloud", compatibleWithStoreMetadata: metadata))
+        let indexed = try ManagedObjectModel { Entity("Task") { Attribute("title", .string).indexed(); Attribute("rank", .int16) } }
+        #expect(indexed.isConfiguration(withName: nil, compatibleWithStoreMetadata: metadata), "an index changes no entity hash")
+        let widened = try ManagedObjectModel { Entity("Task") { Attribute("title", .string); Attribute("rank", .int64) } }
+        #expect(!widened.isConfiguration(withName: nil, compatibleWithStoreMetadata: metadata))
+        let more = try ManagedObjectModel {
+            Entity("Task") { Attribute("title", .string); Attribute("rank", .int16) }
+            Entity("Tag") { Attribute("name", .string) }
+        }
+        #expect(!more.isConfiguration(withName: nil, compatibleWithStoreMetadata: metadata), "an entity the store doesn't have")
+        #expect(!v1.isConfiguration(withName: nil, compatibleWithStoreMetadata: [:]))
+    }
+}
