@@ -167,6 +167,18 @@ extension PersistentStoreCoordinator {
         return store.log.storeMonitor.addObserver { head in handler(HistoryToken(storeIdentifier: identifier, sequence: head)) }
     }
 
+    /// The token of the newest transaction in the store (Core Data's
+    /// `currentPersistentHistoryToken(fromStores:)`): fetch history after it later to see
+    /// only what changed since now. Nil without a store, when `stores` doesn't include the
+    /// coordinator's, or when its head can't be read. An empty store's token is sequence 0,
+    /// before every transaction.
+    public func currentPersistentHistoryToken(fromStores stores: [PersistentStore]? = nil) -> HistoryToken? {
+        guard let store = persistentStores.first, stores?.contains(where: { $0 === store }) ?? true,
+            let head = try? store.log.head
+        else { return nil }
+        return HistoryToken(storeIdentifier: store.identifier, sequence: head)
+    }
+
     /// Reads the store's head now and tells observers if it moved (the fallback where no
     /// file watcher runs, and a cheap check when a context next runs). Returns the current
     /// token.

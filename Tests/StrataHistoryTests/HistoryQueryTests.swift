@@ -211,3 +211,24 @@ struct HistoryQueryTests {
         #expect(start.objects.isEmpty)
     }
 }
+
+extension HistoryQueryTests {
+    @Test("currentPersistentHistoryToken(fromStores:) is the head's token: history after it is what is saved later; nil for another coordinator's store or none")
+    func currentToken() async throws {
+        let (_, coordinator, _) = try await league()
+        let store = try #require(coordinator.persistentStores.first)
+        let token = try #require(coordinator.currentPersistentHistoryToken())
+        #expect(token == HistoryToken(storeIdentifier: store.identifier, sequence: 6))
+        #expect(coordinator.currentPersistentHistoryToken(fromStores: [store]) == token)
+        let other = PersistentStoreCoordinator(managedObjectModel: try historyModel())
+        #expect(other.currentPersistentHistoryToken() == nil, "no store")
+        let otherStore = try other.addPersistentStore(type: .inMemory)
+        #expect(other.currentPersistentHistoryToken() == HistoryToken(storeIdentifier: otherStore.identifier, sequence: 0))
+        #expect(coordinator.currentPersistentHistoryToken(fromStores: [otherStore]) == nil)
+        try await ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Team").setValue("Later", forKey: "name")
+            try context.save()
+        }
+        #expect(try sequences(coordinator, .after(token)) == [7])
+    }
+}
