@@ -161,10 +161,7 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         // The watch for automatically merging contexts follows the store: a store added later
         // is watched instead (``storeWasAdded()``).
-        storeWatch.withLock { watch in
-            watch?.cancel()
-            watch = nil
-        }
+        stopWatchingStore()
     }
 
     /// Puts `new` in `old`'s place (``migratePersistentStore(_:to:configuration:type:)``).
@@ -173,11 +170,16 @@ public final class PersistentStoreCoordinator: Sendable {
             guard state.store === old else { throw ContextError.invalidArgument("\(old) is no longer this coordinator's store") }
             state.store = new
         }
+        stopWatchingStore()
+        storeWasAdded()
+    }
+
+    /// Ends the watch of the store that is no longer the coordinator's.
+    private func stopWatchingStore() {
         storeWatch.withLock { watch in
             watch?.cancel()
             watch = nil
         }
-        storeWasAdded()
     }
 
     /// After a store is added: automatically merging contexts registered before (a store

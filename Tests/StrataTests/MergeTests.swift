@@ -66,6 +66,24 @@ func leagueStoreWithDoomed(_ dir: TemporaryDirectory) async throws -> (Persisten
     return (coordinator, teamID, doomedID)
 }
 
+/// The sequence the first did-merge of `merges` went through, or nil after 30 s (rather than
+/// hang when none comes).
+func firstMerge(_ merges: AsyncStream<ContextDidMerge>) async -> UInt64? {
+    await withTaskGroup(of: UInt64?.self) { group in
+        group.addTask {
+            for await merge in merges { return merge.throughSequence }
+            return nil
+        }
+        group.addTask {
+            try? await Task.sleep(for: .seconds(30))
+            return nil
+        }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
+    }
+}
+
 @Suite("Contexts: merging saves between contexts and processes", .serialized)
 struct MergeTests {
     @Test("two contexts in one process: each one's saves merge into the other, with did-merge and objects-did-change")
@@ -301,20 +319,8 @@ struct MergeTests {
         let saved = try runProcess(BuildProducts.executable("StrataContextProbe"), ["save", storePath, teamID.description, "Watched"])
         #expect(saved.status == 0, "\(saved.standardError)")
         let sequence = try #require(UInt64(saved.standardOutput.split(separator: " ").dropFirst().first ?? ""))
-        // No perform: only the watcher can bring the merge. Give up after 30 s rather than hang.
-        let merged = await withTaskGroup(of: UInt64?.self) { group in
-            group.addTask {
-                for await merge in merges { return merge.throughSequence }
-                return nil
-            }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(30))
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
+        // No perform: only the watcher can bring the merge.
+        let merged = await firstMerge(merges)
         #expect(merged == sequence, "the watcher noticed the other process's commit")
     }
 }

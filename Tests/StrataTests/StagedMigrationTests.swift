@@ -48,25 +48,15 @@ struct StagedMigrationTests {
 
     // MARK: - Models
 
-    static let v1People: ManagedObjectModel = {
-        var model = (try? ManagedObjectModel { Entity("Person") { Attribute("name", .string).required().providedAtInsert() } }) ?? ManagedObjectModel()
-        model.versionIdentifiers = ["1"]
-        return model
-    }()
-    static let v2People: ManagedObjectModel = {
-        var model = (try? ManagedObjectModel {
-            Entity("Person") { Attribute("name", .string); Attribute("firstName", .string); Attribute("lastName", .string) }
-        }) ?? ManagedObjectModel()
-        model.versionIdentifiers = ["2"]
-        return model
-    }()
-    static let v3People: ManagedObjectModel = {
-        var model = (try? ManagedObjectModel {
-            Entity("Person") { Attribute("firstName", .string).required().providedAtInsert(); Attribute("lastName", .string).required().providedAtInsert() }
-        }) ?? ManagedObjectModel()
-        model.versionIdentifiers = ["3"]
-        return model
-    }()
+    /// A one-entity model with the version identifier `identifier` (an empty model, failing
+    /// the tests that use it, if it doesn't build).
+    static func version(_ identifier: String, _ entity: EntityDescription) -> ManagedObjectModel {
+        (try? ManagedObjectModel(entities: [entity], versionIdentifiers: [identifier])) ?? ManagedObjectModel()
+    }
+
+    static let v1People = version("1", Entity("Person") { Attribute("name", .string).required().providedAtInsert() })
+    static let v2People = version("2", Entity("Person") { Attribute("name", .string); Attribute("firstName", .string); Attribute("lastName", .string) })
+    static let v3People = version("3", Entity("Person") { Attribute("firstName", .string).required().providedAtInsert(); Attribute("lastName", .string).required().providedAtInsert() })
 
     /// The stage from `v1People` to `v2People` whose didMigrate handler splits each name.
     static func splitStage(_ calls: Calls) -> CustomMigrationStage {
@@ -126,16 +116,8 @@ struct StagedMigrationTests {
 }
 
 extension StagedMigrationTests {
-    static let v1Scores: ManagedObjectModel = {
-        var model = (try? ManagedObjectModel { Entity("Player") { Attribute("name", .string); Attribute("score", .int64) } }) ?? ManagedObjectModel()
-        model.versionIdentifiers = ["scores 1"]
-        return model
-    }()
-    static let v2Scores: ManagedObjectModel = {
-        var model = (try? ManagedObjectModel { Entity("Player") { Attribute("name", .string); Attribute("score", .int16) } }) ?? ManagedObjectModel()
-        model.versionIdentifiers = ["scores 2"]
-        return model
-    }()
+    static let v1Scores = version("scores 1", Entity("Player") { Attribute("name", .string); Attribute("score", .int64) })
+    static let v2Scores = version("scores 2", Entity("Player") { Attribute("name", .string); Attribute("score", .int16) })
 
     /// The stage narrowing `score` whose willMigrate handler clamps scores into `int16`.
     static func clampStage(_ calls: Calls) -> CustomMigrationStage {

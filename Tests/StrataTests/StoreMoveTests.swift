@@ -106,20 +106,7 @@ struct StoreMoveTests {
         let saved = try runProcess(BuildProducts.executable("StrataContextProbe"), ["save", destination.path, teamID.description, "Moved"])
         #expect(saved.status == 0, "\(saved.standardError)")
         let sequence = try #require(UInt64(saved.standardOutput.split(separator: " ").dropFirst().first ?? ""))
-        let merged = await withTaskGroup(of: UInt64?.self) { group in
-            group.addTask {
-                for await merge in merges { return merge.throughSequence }
-                return nil
-            }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(30))
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
-        #expect(merged == sequence, "the new store is watched")
+        #expect(await firstMerge(merges) == sequence, "the new store is watched")
     }
 
     @Test("isConfiguration(withName:compatibleWithStoreMetadata:): the store's own model is compatible, a changed entity isn't, an index alone is; another configuration name never is")
