@@ -217,8 +217,9 @@ extension EventLog {
     ///   what the copy throws.
     public static func replaceStore(at destination: String, withCopyOf source: EventLog) throws {
         let fileManager = FileManager.default
-        let standardized = (destination as NSString).standardizingPath
-        guard standardized != (source.path as NSString).standardizingPath else {
+        // Absolute: a relative path's parent would be "" (the current directory unnamed).
+        let standardized = URL(fileURLWithPath: destination).standardizedFileURL.path
+        guard standardized != URL(fileURLWithPath: source.path).standardizedFileURL.path else {
             throw LogError.invalidOperation("\(destination) is the source store itself; nothing was replaced")
         }
         var isDirectory: ObjCBool = false

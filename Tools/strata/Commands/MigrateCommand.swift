@@ -1,0 +1,105 @@
+import ArgumentParser
+import Foundation
+import Strata
+
+/// `strata migrate`: what opening a store with a new model would do, tried on a copy.
+struct MigrateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract: "Try a model file's migration on a copy of a store: what it changes, or why it is refused.",
+        discussion: """
+            Copies the store (a consistent copy, as replacing a store makes one) and opens the
+            copy writable with the model in MODEL_FILE (a model file, spec 0002), as an app
+            with that model would at its first open: the model-version migration runs (spec
+            0004 §4.3–4.6). Prints the model version the copy stores the model as, each
+            migration transaction with its inserts, updates and deletes per entity, and what
+            verify finds in the migrated copy; or why the migration is refused (the objects
+            and values it can't take over), exit status 1. STORE itself is opened read-only
+            and never changed. The copy is deleted afterwards, unless --into keeps it (a
+            store with STORE's UUID).
+
+            Examples:
+              strata migrate League.strata League-v4.json
+              strata migrate League.strata League-v4.json --into /tmp/league-v4.strata
+            """
+    )
+
+    @OptionGroup var options: StoreOptions
+
+    @Argument(help: ArgumentHelp("The model file to migrate to (JSON, spec 0002).", valueName: "model-file"))
+    var modelFile: String
+
+    @Option(help: ArgumentHelp("Keep the migrated copy as a store in this directory (new, or empty).", valueName: "dir"))
+    var into: String?
+
+    func validate() throws {
+        if let into, FileManager.default.fileExists(atPath: into) {
+            let contents = (try? FileManager.default.contentsOfDirectory(atPath: into)) ?? ["?"]
+            if !contents.isEmpty { throw ValidationError("--into \(into) already exists and is not an empty directory") }
+        }
+    }
+
+    func run() throws {
+        try runCommand {
+            let model: ManagedObjectModel
+            do {
+                model = try ManagedObjectModel(jsonData: try Data(contentsOf: URL(fileURLWithPath: modelFile)))
+            } catch {
+                throw CommandFailure("\(modelFile): \(error)")
+            }
+            let source = try options.openReadOnly()
+            let scratch = into == nil
+                ? (NSTemporaryDirectory() as NSString).appendingPathComponent("strata-migrate-\(UUID().uuidString)")
+                : nil
+            let path = into ?? (scratch.map { ($0 as NSString).appendingPathComponent("store") } ?? "")
+            defer { if let scratch { try? FileManager.default.removeItem(atPath: scratch) } }
+            try EventLog.replaceStore(at: path, withCopyOf: source)
+            let head = try source.head
+            let out = OutputSink()
+            defer { out.close() }
+
+            let copy: EventLog
+            do {
+                copy = try EventLog(path: path, model: model)
+            } catch LogError.migration(let reason) {
+                out.line("refused: the store can't be migrated to \(modelFile): \(reason)")
+                out.line("(nothing was written to \(options.store))")
+                out.close()
+                throw ExitStatus.failure
+            }
+            let stored = source.storedModels().map(\.version)
+            out.line("model        \(modelFile) is model version \(copy.modelVersion)"
+                + (stored.contains(copy.modelVersion) ? " (stored already)" : " (new; the store has \(stored.map(String.init).joined(separator: ", ")))"))
+            let events = try copy.read { reader in try (head + 1..<((try reader.head) + 1)).map { try reader.event($0) } }
+            if events.isEmpty { out.line("migration    nothing to migrate: the store's data is in this model's terms already") }
+            for event in events {
+                var counts: [String: (inserts: Int, updates: Int, deletes: Int)] = [:]
+                for change in event.groups.flatMap(\.changes) {
+                    switch change {
+                    case .insert(let id, _): counts[id.entity, default: (0, 0, 0)].inserts += 1
+                    case .update(let id, _): counts[id.entity, default: (0, 0, 0)].updates += 1
+                    case .delete(let id, _): counts[id.entity, default: (0, 0, 0)].deletes += 1
+                    }
+                }
+                let summary = counts.isEmpty
+                    ? "no object changes (indexes rebuilt)"
+                    : counts.sorted { $0.key < $1.key }.map { entity, count in
+                        [("inserted", count.inserts), ("updated", count.updates), ("deleted", count.deletes)]
+                            .filter { $0.1 > 0 }.map { "\($0.1) \($0.0)" }.joined(separator: ", ") + " \(entity)"
+                    }.joined(separator: "; ")
+                let role = event.modelVersion == copy.modelVersion
+                    ? ""
+                    : " (taking out values model version \(copy.modelVersion) stores under other names, or not at all)"
+                out.line("migration    #\(event.sequence) in model version \(event.modelVersion)\(role): \(summary)")
+            }
+            let report = try copy.verify()
+            for problem in report.problems { out.line("verify       \(problem)") }
+            out.line("verify       \(report.isClean ? "no problems" : "\(report.problems.count) problem\(report.problems.count == 1 ? "" : "s")") in the migrated copy")
+            if let into { out.line("kept         the migrated copy is at \(into) (with the store's UUID)") }
+            if !report.isClean {
+                out.close()
+                throw ExitStatus.failure
+            }
+        }
+    }
+}
