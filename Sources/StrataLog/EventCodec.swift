@@ -482,7 +482,7 @@ enum EventCodec {
             var changes: [Change] = []
             changes.reserveCapacity(changeCount)
             for _ in 0..<changeCount {
-                changes.append(try readChange(&r, schema: schema, catalog: catalog, migrating: kind == .migration))
+                changes.append(try readChange(&r, schema: schema, catalog: catalog))
             }
             groups.append(ChangeGroup(actionName: actionName, changes: changes, origin: origin))
         }
@@ -544,7 +544,7 @@ enum EventCodec {
     }
 
     static func readChange(
-        _ r: inout ByteReader, schema: ModelSchema, catalog: some CodecCatalog, migrating: Bool = false
+        _ r: inout ByteReader, schema: ModelSchema, catalog: some CodecCatalog
     ) throws(LogError) -> Change {
         let op = try r.byte()
         let id = try readReference(&r, catalog)
@@ -566,7 +566,10 @@ enum EventCodec {
                 previous = code
                 let property = try name(code)
                 let value = try readValue(&r, catalog)
-                guard fits(value, entity.valueKinds[code]) else { throw misfit(value, entity.properties[code], entity: id.entity, r) }
+                // A delete's before-value of an attribute is what the record held, which
+                // another model version may have written in its own type (§3.5).
+                guard fits(value, entity.valueKinds[code]) || (op == 3 && isRecordedAttribute(value, entity.properties[code]))
+                else { throw misfit(value, entity.properties[code], entity: id.entity, r) }
                 values[property] = value
             }
             return op == 1 ? .insert(id, values: values) : .delete(id, before: values)
@@ -588,10 +591,12 @@ enum EventCodec {
                     changes.append(.membership(property: property, added: added, removed: removed))
                 } else {
                     let before = try readValue(&r, catalog)
-                    // A migration's before-value of an attribute may be of the type an earlier
-                    // model version stored (a value it converted, §4.4).
-                    let converted = migrating && described.isAttribute && { if case .attribute = before { true } else { false } }()
-                    guard converted || fits(before, entity.valueKinds[code]) else { throw misfit(before, described, entity: id.entity, r) }
+                    // An update's before-value of an attribute is what the record held: of the
+                    // type another model version stored — an earlier one's a migration converts
+                    // (§4.4), a later one's an earlier app changes (§3.5).
+                    guard fits(before, entity.valueKinds[code]) || isRecordedAttribute(before, described) else {
+                        throw misfit(before, described, entity: id.entity, r)
+                    }
                     let after = try readValue(&r, catalog)
                     guard fits(after, entity.valueKinds[code]) else { throw misfit(after, described, entity: id.entity, r) }
                     changes.append(.value(property: property, before: before, after: after))
@@ -601,6 +606,13 @@ enum EventCodec {
         default:
             throw r.failure("unknown change operation \(op)")
         }
+    }
+
+    /// Whether `value` is an attribute value (of any type) and `property` an attribute: a
+    /// before-value another model version's record may hold.
+    private static func isRecordedAttribute(_ value: LogValue, _ property: ModelSchema.Property) -> Bool {
+        guard property.isAttribute, case .attribute = value else { return false }
+        return true
     }
 
     /// Microseconds since 1970, the timestamp's stored precision, or nil for a date that has
