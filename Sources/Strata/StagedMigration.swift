@@ -220,7 +220,8 @@ struct StagedMigrationMarker: Codable, Equatable {
 extension PersistentStoreCoordinator {
     /// Runs `manager`'s stages the event-log store at `url` hasn't been through, leaving it
     /// at the last stage model before this coordinator's (spec 0006 §19.6); the add that
-    /// follows migrates it the last step. Nothing happens for a store that doesn't exist yet.
+    /// follows migrates it the last step. A store that doesn't exist yet has nothing to migrate
+    /// (the stages are checked all the same).
     ///
     /// - Throws: ``PersistentStoreError/migrationFailed(path:reason:)`` naming the step for a
     ///   store at none of the stages' models, a handler that threw, a step's migration that
@@ -228,8 +229,10 @@ extension PersistentStoreCoordinator {
     ///   make one path.
     func runStagedMigration(_ manager: StagedMigrationManager, storeAt url: URL, configuration: EventLog.Configuration) throws {
         let path = url.path
-        guard FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent("data.mdb")) else { return }
+        // Checked for every add, a new store's too: a plan that doesn't make one path is a
+        // mistake in the app, which a store to migrate mustn't be the first to show.
         let plan = try MigrationPlan(manager.stages, finalModel: managedObjectModel)
+        guard FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent("data.mdb")) else { return }
         try manager.exclusively {
             // The store's newest model version (whose migration wasn't refused), read without
             // writing; a store that doesn't open is left to the add to report.
