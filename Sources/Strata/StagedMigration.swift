@@ -95,7 +95,8 @@ public final class CustomMigrationStage: Sendable, CustomStringConvertible {
 /// them is refused (``PersistentStoreError/migrationFailed(path:reason:)``), unless a later
 /// model than the coordinator's wrote it (it then opens as without stages).
 ///
-/// One manager migrates one store at a time; a second add using it waits.
+/// One manager migrates one store at a time, and a store migrates through one manager at a
+/// time in a process: a second add waits, and finds the store migrated.
 public final class StagedMigrationManager: Sendable {
     /// The stages, in order (`stages`).
     public let stages: [MigrationStage]
@@ -161,6 +162,9 @@ struct MigrationPlan {
             }
         }
         append(finalModel)
+        // The coordinator's own model, when a stage lists one of its version: what the hash
+        // leaves out (defaults, validation, delete rules) is the coordinator's to say.
+        models[models.count - 1] = finalModel
         for i in models.indices {
             for j in models.indices where j > i && EventLog.isSameVersion(models[i], models[j]) {
                 throw PersistentStoreError.invalidDescription(
@@ -219,8 +223,9 @@ struct StagedMigrationMarker: Codable, Equatable {
 
 extension PersistentStoreCoordinator {
     /// Runs `manager`'s stages the event-log store at `url` hasn't been through, leaving it
-    /// at the last stage model before this coordinator's (spec 0006 §19.6); the add that
-    /// follows migrates it the last step. A store that doesn't exist yet has nothing to migrate
+    /// at this coordinator's model (spec 0006 §19.6), for the add that follows to open. The
+    /// whole migration holds the manager and the store's process-wide staged-migration
+    /// lock, so another add of the store, through any manager, finds it migrated. A store that doesn't exist yet has nothing to migrate
     /// (the stages are checked all the same).
     ///
     /// - Throws: ``PersistentStoreError/migrationFailed(path:reason:)`` naming the step for a
@@ -233,7 +238,7 @@ extension PersistentStoreCoordinator {
         // mistake in the app, which a store to migrate mustn't be the first to show.
         let plan = try MigrationPlan(manager.stages, finalModel: managedObjectModel)
         guard FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent("data.mdb")) else { return }
-        try manager.exclusively {
+        try manager.exclusively { try StagedMigrationLocks.withLock(path: path) {
             // The store's newest model version (whose migration wasn't refused), read without
             // writing; a store that doesn't open is left to the add to report.
             let probe: (index: Int?, isLater: Bool, marker: StagedMigrationMarker?)
@@ -266,22 +271,20 @@ extension PersistentStoreCoordinator {
                 if stage?.willMigrateHandler != nil {
                     try runHandler(\.willMigrateHandler, of: step, plan: plan, manager: manager, url: url, configuration: configuration)
                 }
-                let isLast = step == plan.models.count - 2
                 if stage?.didMigrateHandler != nil {
                     let log = try openLog(path: path, model: plan.models[step], configuration: configuration, plan: plan, step: step)
                     try log.setStagedMigrationMarker(StagedMigrationMarker(step: step, plan: plan).bytes)
                 }
-                if !isLast || stage?.didMigrateHandler != nil {
-                    // The last step without a didMigrate handler is the add's own open.
-                    _ = try openLog(path: path, model: plan.models[step + 1], configuration: configuration, plan: plan, step: step)
-                }
+                // The last step too (the add then opens the store at its model, migrating
+                // nothing): under the lock, and refused with the step named.
+                _ = try openLog(path: path, model: plan.models[step + 1], configuration: configuration, plan: plan, step: step)
                 if stage?.didMigrateHandler != nil {
                     try runHandler(\.didMigrateHandler, of: step, plan: plan, manager: manager, url: url, configuration: configuration)
                     try clearMarker(path: path, model: plan.models[step + 1], configuration: configuration)
                 }
                 step += 1
             }
-        }
+        } }
     }
 
     /// Opens the store at `model` (migrating it there), with errors naming the step.
@@ -329,5 +332,28 @@ extension PersistentStoreCoordinator {
                 reason: "staged migration, \(plan.describeStep(step)): its \(isWill ? "willMigrateHandler" : "didMigrateHandler") threw: \(error)"
                     + (isWill ? "; the store keeps what the handler saved and wasn't migrated further" : "; the store is migrated to \(MigrationPlan.name(of: model)), and the next add runs the handler again"))
         }
+    }
+}
+
+/// The staged migrations running in this process, one at a time per store whichever manager
+/// runs them (spec 0006 §19.6): two containers of an app, each with its own manager, adding
+/// one store at once would otherwise both run the handlers, at the same time.
+enum StagedMigrationLocks {
+    /// A lock per store directory (standardized, symbolic links resolved); kept for the
+    /// process's life, one per store.
+    private static let locks = Mutex<[String: NSLock]>([:])
+
+    /// Runs `body` holding the lock of the store at `path`.
+    static func withLock<T>(path: String, _ body: () throws -> T) throws -> T {
+        let key = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+        let lock = locks.withLock { locks in
+            if let lock = locks[key] { return lock }
+            let lock = NSLock()
+            locks[key] = lock
+            return lock
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
     }
 }

@@ -27,4 +27,78 @@ extension StagedMigrationTests {
         }
         #expect(!FileManager.default.fileExists(atPath: Self.storeURL(dir).appendingPathComponent("data.mdb").path), "no store created")
     }
+
+    @Test("the last step's migration refused is named like any step's (before, the last step without a didMigrate handler was left to the add, whose error didn't say which step of the staged migration failed); the next add runs the step from its willMigrate again")
+    func lastStepRefusalNamed() throws {
+        let dir = try TemporaryDirectory()
+        try Self.insert(try Self.load(dir, Self.v1Scores), "Player", [["name": "a", "score": Int64(70_000)]])
+        let calls = Calls()
+        let lax = CustomMigrationStage(migratingFrom: Self.v1Scores, to: Self.v2Scores, label: "lax")
+        lax.willMigrateHandler = { _, _ in calls.record("will lax") }
+        #expect {
+            _ = try Self.load(dir, Self.v2Scores, StagedMigrationManager([.custom(lax)]))
+        } throws: { error in
+            let text = "\(error)"
+            return (error as? PersistentStoreError)?.code == 134_110
+                && text.contains("staged migration, the step from model version scores 1 (1 of 2) to scores 2 (custom stage \"lax\"): ")
+                && text.contains("doesn't convert to int16 without loss")
+        }
+        let container = try Self.load(dir, Self.v2Scores, StagedMigrationManager([.custom(Self.clampStage(calls))]))
+        #expect(calls.all == ["will lax", "will clamp"])
+        #expect(try Self.values(container, "Player", ["score"], sortedBy: "name") == [["32767"]])
+    }
+
+    @Test("two adds of one store at once, through one manager or two, run each handler once: the second waits until the first has migrated the store to the coordinator's model (before, the last step was left to the add after the lock, and two managers didn't exclude each other: the handlers ran again, at the same time)")
+    func concurrentAddsRunHandlersOnce() throws {
+        let rounds = max(1, Int(ProcessInfo.processInfo.environment["STRATA_STAGED_RACE_ROUNDS"] ?? "") ?? 3)
+        for round in 0..<rounds {
+            let dir = try TemporaryDirectory()
+            try Self.insert(try Self.load(dir, Self.v1Scores), "Player", [["name": "a", "score": Int64(70_000)], ["name": "b", "score": Int64(3)]])
+            let calls = Calls()
+            let stage = Self.clampStage(calls)
+            let shared = StagedMigrationManager([.custom(stage)])
+            // Round 0 and every other: one manager; the others: a manager each.
+            let managers = round.isMultiple(of: 2) ? [shared, shared] : [shared, StagedMigrationManager([.custom(stage)])]
+            let failures = Mutex<[String]>([])
+            let containers = Mutex<[PersistentContainer]>([])
+            DispatchQueue.concurrentPerform(iterations: 2) { index in
+                do {
+                    let container = try Self.load(dir, Self.v2Scores, managers[index])
+                    containers.withLock { $0.append(container) }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+            #expect(failures.withLock { $0 }.isEmpty, "round \(round)")
+            #expect(calls.all == ["will clamp"], "round \(round)")
+            for container in containers.withLock({ $0 }) {
+                #expect(try Self.values(container, "Player", ["score"], sortedBy: "name") == [["32767"], ["3"]])
+            }
+        }
+    }
+
+    @Test("the coordinator's model is the plan's last even when a stage lists a model of its version: what the version hash leaves out (a default filling a new mandatory attribute) is the coordinator's (before, a last step with a didMigrate handler migrated with the listed model, and was refused for the default it lacked)")
+    func listedFinalModelIsTheCoordinators() throws {
+        let dir = try TemporaryDirectory()
+        try Self.insert(try Self.load(dir, Self.v1Scores), "Player", [["name": "a", "score": Int64(5)]])
+        var listed = try ManagedObjectModel {
+            Entity("Player") { Attribute("name", .string); Attribute("score", .int64); Attribute("level", .int64).required().providedAtInsert() }
+        }
+        listed.versionIdentifiers = ["scores 3"]
+        var own = try ManagedObjectModel {
+            Entity("Player") { Attribute("name", .string); Attribute("score", .int64); Attribute("level", .int64, default: 1).required() }
+        }
+        own.versionIdentifiers = ["scores 3"]
+        #expect(listed.versionHash == own.versionHash)
+        let calls = Calls()
+        let stage = CustomMigrationStage(migratingFrom: Self.v1Scores, to: listed, label: "levels")
+        stage.didMigrateHandler = { manager, _ in
+            calls.record("did levels")
+            let container = try #require(manager.container)
+            #expect(container.managedObjectModel.entity(named: "Player")?.attributesByName["level"]?.defaultValue != nil)
+        }
+        let container = try Self.load(dir, own, StagedMigrationManager([.custom(stage)]))
+        #expect(calls.all == ["did levels"])
+        #expect(try Self.values(container, "Player", ["level"], sortedBy: "name") == [["1"]])
+    }
 }
