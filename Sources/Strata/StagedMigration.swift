@@ -189,7 +189,7 @@ struct MigrationPlan {
 /// The marker a step with a `didMigrateHandler` leaves in the store while it runs
 /// (spec 0006 §19.6).
 struct StagedMigrationMarker: Codable, Equatable {
-    /// The step's index in the plan.
+    /// The step's index in the plan (recorded, not compared: see ``names(step:of:)``).
     var step: Int
     /// The step's target model's version hash, hex.
     var target: String
@@ -213,9 +213,12 @@ struct StagedMigrationMarker: Codable, Equatable {
         return Array((try? encoder.encode(self)) ?? Data())
     }
 
-    /// Whether it names step `step` of `plan`.
+    /// Whether it names step `step` of `plan`: a step to the same target version, of a stage
+    /// with the same label. The index is left out: an app update may list versions before
+    /// the step, moving it, and its unfinished didMigrate handler must still run.
     func names(step: Int, of plan: MigrationPlan) -> Bool {
-        self == StagedMigrationMarker(step: step, plan: plan)
+        let expected = StagedMigrationMarker(step: step, plan: plan)
+        return target == expected.target && label == expected.label
     }
 
     static func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }

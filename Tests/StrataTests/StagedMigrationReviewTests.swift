@@ -101,4 +101,32 @@ extension StagedMigrationTests {
         #expect(calls.all == ["did levels"])
         #expect(try Self.values(container, "Player", ["level"], sortedBy: "name") == [["1"]])
     }
+
+    @Test("a didMigrate handler that didn't finish runs at the next add after an app update added versions before its step (before, the pending step was recognised by its index in the plan: with the index moved, the record was dropped, the handler never ran, and the next step's migration was refused for the values it should have filled)")
+    func pendingDidMigrateAfterPlanGrew() throws {
+        var v0 = try ManagedObjectModel { Entity("Person") { Attribute("name", .string).required().providedAtInsert(); Attribute("nickname", .string) } }
+        v0.versionIdentifiers = ["0"]
+        let dir = try TemporaryDirectory()
+        try Self.insert(try Self.load(dir, Self.v1People), "Person", [["name": "Ada Lovelace"]])
+
+        // Release 1: v1 → v2 (split) → v3; the split fails once, on the user's device.
+        let calls = Calls()
+        let failing = Self.splitStage(calls)
+        failing.didMigrateHandler = { _, _ in
+            calls.record("did failing")
+            struct Interrupted: Error {}
+            throw Interrupted()
+        }
+        #expect(throws: PersistentStoreError.self) {
+            _ = try Self.load(dir, Self.v3People, StagedMigrationManager([.custom(failing)]))
+        }
+        #expect(try EventLog(openingExistingAt: Self.storeURL(dir).path).stagedMigrationMarker() != nil)
+
+        // Release 2 lists an older version first: the split is now the plan's second step.
+        let manager = StagedMigrationManager([.lightweight([v0]), .custom(Self.splitStage(calls)), .lightweight([Self.v3People])])
+        let container = try Self.load(dir, Self.v3People, manager)
+        #expect(calls.all == ["did failing", "did split names"])
+        #expect(try Self.values(container, "Person", ["firstName", "lastName"], sortedBy: "firstName") == [["Ada", "Lovelace"]])
+        #expect(try EventLog(openingExistingAt: Self.storeURL(dir).path).stagedMigrationMarker() == nil)
+    }
 }
