@@ -290,7 +290,9 @@ extension PersistentStoreCoordinator {
         } }
     }
 
-    /// Opens the store at `model` (migrating it there), with errors naming the step.
+    /// Opens the store at `model` (migrating it there), with errors naming the step: a
+    /// migration refused — for values it can't take over, a uniqueness constraint the
+    /// store's values break, a derived value that doesn't fit — is `migrationFailed`.
     private func openLog(
         path: String, model: ManagedObjectModel, configuration: EventLog.Configuration, plan: MigrationPlan, step: Int
     ) throws -> EventLog {
@@ -298,6 +300,13 @@ extension PersistentStoreCoordinator {
             return try EventLog(path: path, model: model, configuration: configuration)
         } catch LogError.migration(let reason) {
             throw PersistentStoreError.migrationFailed(path: path, reason: "staged migration, \(plan.describeStep(step)): \(reason)")
+        } catch let error as LogError {
+            switch error {
+            case .uniquenessViolation, .derivation:
+                throw PersistentStoreError.migrationFailed(path: path, reason: "staged migration, \(plan.describeStep(step)): \(error)")
+            default:
+                throw error
+            }
         }
     }
 

@@ -129,4 +129,105 @@ extension StagedMigrationTests {
         #expect(try Self.values(container, "Person", ["firstName", "lastName"], sortedBy: "firstName") == [["Ada", "Lovelace"]])
         #expect(try EventLog(openingExistingAt: Self.storeURL(dir).path).stagedMigrationMarker() == nil)
     }
+
+    @Test("a step's migration refused for a uniqueness constraint it adds is the migration error naming the step, like a conversion's refusal (before, the raw uniqueness error escaped, naming no step); a willMigrate handler that merges the duplicates lets it through, and a derived attribute the step adds is computed")
+    func uniquenessRefusalNamed() throws {
+        var u1 = try ManagedObjectModel { Entity("Tag") { Attribute("name", .string); Attribute("uses", .int64) } }
+        u1.versionIdentifiers = ["tags 1"]
+        var u2 = try ManagedObjectModel {
+            Entity("Tag") { Attribute("name", .string); Attribute("uses", .int64); Attribute("key", .string).derived(from: "lowercase(name)"); Unique("name") }
+        }
+        u2.versionIdentifiers = ["tags 2"]
+        let dir = try TemporaryDirectory()
+        try Self.insert(try Self.load(dir, u1), "Tag", [["name": "Swift", "uses": Int64(2)], ["name": "Swift", "uses": Int64(3)], ["name": "Rust", "uses": Int64(1)]])
+        let calls = Calls()
+        let lax = CustomMigrationStage(migratingFrom: u1, to: u2, label: "lax")
+        lax.willMigrateHandler = { _, _ in calls.record("will lax") }
+        #expect {
+            _ = try Self.load(dir, u2, StagedMigrationManager([.custom(lax)]))
+        } throws: { error in
+            let text = "\(error)"
+            return (error as? PersistentStoreError)?.code == 134_110
+                && text.contains("staged migration, the step from model version tags 1 (1 of 2) to tags 2 (custom stage \"lax\"): ")
+                && text.contains("uniqueness constraint (name) of Tag")
+        }
+        let merge = CustomMigrationStage(migratingFrom: u1, to: u2, label: "merge")
+        merge.willMigrateHandler = { manager, _ in
+            calls.record("will merge")
+            try #require(manager.container).newBackgroundContext().performAndWait { context in
+                var kept: [String: ManagedObject] = [:]
+                for tag in try context.fetch(FetchRequest(entityName: "Tag", sortDescriptors: [FetchSortDescriptor(key: "uses")])) {
+                    let name = tag.value(forKey: "name") as? String ?? ""
+                    if let first = kept[name] {
+                        first.setValue((first.value(forKey: "uses") as? Int64 ?? 0) + (tag.value(forKey: "uses") as? Int64 ?? 0), forKey: "uses")
+                        context.delete(tag)
+                    } else {
+                        kept[name] = tag
+                    }
+                }
+                try context.save()
+            }
+        }
+        let container = try Self.load(dir, u2, StagedMigrationManager([.custom(merge)]))
+        #expect(calls.all == ["will lax", "will merge"])
+        #expect(try Self.values(container, "Tag", ["name", "uses", "key"], sortedBy: "name") == [["Rust", "1", "rust"], ["Swift", "5", "swift"]])
+    }
+
+    @Test("an entity renamed by a step: the didMigrate handler fetches it by its new name and fills what the version added; the next version makes that mandatory")
+    func entityRenamedByStep() throws {
+        var r1 = try ManagedObjectModel { Entity("Person") { Attribute("name", .string) } }
+        r1.versionIdentifiers = ["r1"]
+        var r2 = try ManagedObjectModel { Entity("Human") { Attribute("name", .string); Attribute("initial", .string) }.renamed(from: "Person") }
+        r2.versionIdentifiers = ["r2"]
+        var r3 = try ManagedObjectModel {
+            Entity("Human") { Attribute("name", .string); Attribute("initial", .string).required().providedAtInsert() }.renamed(from: "Person")
+        }
+        r3.versionIdentifiers = ["r3"]
+        let dir = try TemporaryDirectory()
+        try Self.insert(try Self.load(dir, r1), "Person", [["name": "Ada"], ["name": "Grace"]])
+        let stage = CustomMigrationStage(migratingFrom: r1, to: r2, label: "initials")
+        stage.didMigrateHandler = { manager, _ in
+            try #require(manager.container).newBackgroundContext().performAndWait { context in
+                for human in try context.fetch(FetchRequest(entityName: "Human")) {
+                    human.setValue(String((human.value(forKey: "name") as? String ?? "?").prefix(1)), forKey: "initial")
+                }
+                try context.save()
+            }
+        }
+        let container = try Self.load(dir, r3, StagedMigrationManager([.custom(stage), .lightweight([r3])]))
+        #expect(try Self.values(container, "Human", ["name", "initial"], sortedBy: "name") == [["Ada", "A"], ["Grace", "G"]])
+    }
+
+    @Test("a handler that keeps the manager's container: once the handler returned, its store is gone from it — a fetch through it fails (no crash, nothing written) — while the added store works; an in-memory description runs no stage")
+    func containerKeptPastHandler() throws {
+        let dir = try TemporaryDirectory()
+        try Self.insert(try Self.load(dir, Self.v1People), "Person", [["name": "Ada Lovelace"]])
+        let kept = Mutex<PersistentContainer?>(nil)
+        let calls = Calls()
+        let stage = Self.splitStage(calls)
+        let split = stage.didMigrateHandler
+        stage.didMigrateHandler = { manager, stage in
+            try split?(manager, stage)
+            kept.withLock { $0 = manager.container }
+        }
+        let container = try Self.load(dir, Self.v3People, StagedMigrationManager([.custom(stage)]))
+        let head = try EventLog(openingExistingAt: Self.storeURL(dir).path).head
+        let old = try #require(kept.withLock { $0 })
+        #expect(old.persistentStoreCoordinator.persistentStores.isEmpty)
+        #expect(throws: (any Error).self) {
+            try old.newBackgroundContext().performAndWait { context in
+                let person = try context.insertNewObject(forEntityName: "Person")
+                person.setValue("Late", forKey: "name")
+                try context.save()
+            }
+        }
+        #expect(try EventLog(openingExistingAt: Self.storeURL(dir).path).head == head)
+        #expect(try Self.values(container, "Person", ["firstName"], sortedBy: "firstName") == [["Ada"]])
+
+        let memory = PersistentContainer(name: "People", managedObjectModel: Self.v3People)
+        memory.persistentStoreDescriptions = [PersistentStoreDescription(url: URL(fileURLWithPath: "/dev/null"))]
+        memory.persistentStoreDescriptions.first?.stagedMigrationManager = StagedMigrationManager([.custom(Self.splitStage(calls))])
+        try memory.loadPersistentStores()
+        #expect(calls.all == ["did split names"])
+    }
 }
