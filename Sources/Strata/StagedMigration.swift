@@ -30,7 +30,7 @@ public enum MigrationStage: Sendable {
 /// split.didMigrateHandler = { manager, _ in
 ///     guard let context = manager.container?.newBackgroundContext() else { return }
 ///     try context.performAndWait { context in
-///         for person in try context.fetch(FetchRequest(entityName: "Person")) { ... }
+///         for person in try context.fetch(try FetchRequest(entityName: "Person", format: "firstName == nil")) { ... }
 ///         try context.save()
 ///     }
 /// }
@@ -38,7 +38,9 @@ public enum MigrationStage: Sendable {
 /// ```
 ///
 /// A handler may run again (spec 0006 §19.6): after it throws, or after a crash, the next add
-/// runs the step's handlers again, so write them to do no harm twice.
+/// runs the step's handlers again, and after an earlier app wrote to the migrated store the
+/// steps run again over objects later versions wrote — so write handlers to do no harm
+/// twice, filling only what is missing.
 public final class CustomMigrationStage: Sendable, CustomStringConvertible {
     /// A handler: the manager (whose ``StagedMigrationManager/container`` is open at the
     /// stage's model) and the stage.
@@ -90,7 +92,8 @@ public final class CustomMigrationStage: Sendable, CustomStringConvertible {
 ///
 /// The stages list the model versions in the order the store moves through them; the
 /// coordinator's model comes last (listed or not). Adding a store finds its newest model
-/// version among them and migrates from there, one version at a time — a custom stage's
+/// version among them and migrates from there (from the version that wrote last, when an
+/// earlier app wrote what the newest can't take over), one version at a time — a custom stage's
 /// handlers around its step, inferred migration alone for the others. A store at none of
 /// them is refused (``PersistentStoreError/migrationFailed(path:reason:)``), unless a later
 /// model than the coordinator's wrote it (it then opens as without stages).
@@ -244,13 +247,17 @@ extension PersistentStoreCoordinator {
         try manager.exclusively { try StagedMigrationLocks.withLock(path: path) {
             // The store's newest model version (whose migration wasn't refused), read without
             // writing; a store that doesn't open is left to the add to report.
-            let probe: (index: Int?, isLater: Bool, marker: StagedMigrationMarker?)
+            let probe: (index: Int?, isLater: Bool, marker: StagedMigrationMarker?, headIndex: Int?)
             do {
                 let log = try EventLog(openingExistingAt: path, readOnly: true)
                 let index = plan.models.firstIndex { EventLog.isSameVersion($0, log.model) }
                 let finalVersion = try log.storedVersion(matching: managedObjectModel)
+                // The plan model the last transaction was written with, when it isn't the newest.
+                let head = log.headEventModel().flatMap { model in
+                    EventLog.isSameVersion(model, log.model) ? nil : plan.models.firstIndex { EventLog.isSameVersion($0, model) }
+                }
                 probe = (index, finalVersion.map { $0 < log.modelVersion } ?? false,
-                         try log.stagedMigrationMarker().flatMap(StagedMigrationMarker.init(bytes:)))
+                         try log.stagedMigrationMarker().flatMap(StagedMigrationMarker.init(bytes:)), head)
             } catch {
                 return
             }
@@ -259,6 +266,17 @@ extension PersistentStoreCoordinator {
                 throw PersistentStoreError.migrationFailed(
                     path: path,
                     reason: "its newest model version is none of the staged migration's \(plan.models.count) model versions (\(plan.models.map(MigrationPlan.name(of:)).joined(separator: ", ")), the coordinator's last), so the stages can't say how to migrate it; nothing was changed")
+            }
+            // An earlier app wrote after the store reached its newest version (an earlier model
+            // may open a later store, spec 0004 §4.3): the newest version's open migrates what
+            // it wrote. When that is refused — what the app wrote needs the handlers — the
+            // steps run again from the version that wrote it.
+            if let headIndex = probe.headIndex, headIndex < step {
+                do {
+                    _ = try EventLog(path: path, model: plan.models[step], configuration: configuration)
+                } catch LogError.migration(_), LogError.uniquenessViolation(_, _, _, _), LogError.derivation(_) {
+                    step = headIndex
+                }
             }
             // A step whose didMigrate handler didn't finish: its migration is done when the
             // store is at its target.

@@ -48,4 +48,17 @@ extension EventLog {
             }
         }
     }
+
+    /// The model the head event (the last transaction) was written with, nil when the store
+    /// has no event after its purge point or the head doesn't read: a staged migration's
+    /// look at whether an earlier model wrote after a later one (spec 0006 §19.6).
+    package func headEventModel() -> ManagedObjectModel? {
+        let version = try? read { reader -> Int? in
+            let head = try reader.head
+            guard head > 0, head > (try reader.purgedThrough) else { return nil }
+            return try reader.event(head).modelVersion
+        }
+        guard let number = version else { return nil }
+        return try? catalog.schema(forModelVersion: number).model
+    }
 }

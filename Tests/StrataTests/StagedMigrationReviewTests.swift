@@ -230,4 +230,34 @@ extension StagedMigrationTests {
         try memory.loadPersistentStores()
         #expect(calls.all == ["did split names"])
     }
+
+    @Test("an older app wrote after the staged migration (an earlier model may open a later store, spec 0004 §4.3): the next add, whose open at the newest version is refused for what that app wrote, runs the steps again from the version that wrote it, and a handler filling only what is missing finishes it (before, no stage ran and the store couldn't be added at all)")
+    func olderAppWroteAfterMigration() throws {
+        let dir = try TemporaryDirectory()
+        try Self.insert(try Self.load(dir, Self.v1People), "Person", [["name": "Ada Lovelace"]])
+        let calls = Calls()
+        let stage = CustomMigrationStage(migratingFrom: Self.v1People, to: Self.v2People, label: "split missing")
+        stage.didMigrateHandler = { manager, _ in
+            calls.record("did")
+            try #require(manager.container).newBackgroundContext().performAndWait { context in
+                for person in try context.fetch(FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "firstName == nil"))) {
+                    let (first, last) = StagedPeopleModels.split(person.value(forKey: "name") as? String ?? "")
+                    person.setValue(first, forKey: "firstName")
+                    person.setValue(last, forKey: "lastName")
+                }
+                try context.save()
+            }
+        }
+        let manager = StagedMigrationManager([.custom(stage)])
+        _ = try Self.load(dir, Self.v3People, manager)
+        #expect(calls.all == ["did"])
+
+        try Self.insert(try Self.load(dir, Self.v1People), "Person", [["name": "Grace Hopper"]])
+        let container = try Self.load(dir, Self.v3People, manager)
+        #expect(calls.all == ["did", "did"])
+        #expect(try Self.values(container, "Person", ["firstName", "lastName"], sortedBy: "firstName") == [["Ada", "Lovelace"], ["Grace", "Hopper"]])
+
+        _ = try Self.load(dir, Self.v3People, manager)
+        #expect(calls.all == ["did", "did"], "once migrated again, nothing runs")
+    }
 }
