@@ -247,7 +247,7 @@ extension PersistentStoreCoordinator {
         try manager.exclusively { try StagedMigrationLocks.withLock(path: path) {
             // The store's newest model version (whose migration wasn't refused), read without
             // writing; a store that doesn't open is left to the add to report.
-            let probe: (index: Int?, isLater: Bool, marker: StagedMigrationMarker?, headIndex: Int?)
+            let probe: (index: Int?, isLater: Bool, marker: StagedMigrationMarker?, headIndex: Int?, newest: String)
             do {
                 let log = try EventLog(openingExistingAt: path, readOnly: true)
                 let index = plan.models.firstIndex { EventLog.isSameVersion($0, log.model) }
@@ -257,7 +257,7 @@ extension PersistentStoreCoordinator {
                     EventLog.isSameVersion(model, log.model) ? nil : plan.models.firstIndex { EventLog.isSameVersion($0, model) }
                 }
                 probe = (index, finalVersion.map { $0 < log.modelVersion } ?? false,
-                         try log.stagedMigrationMarker().flatMap(StagedMigrationMarker.init(bytes:)), head)
+                         try log.stagedMigrationMarker().flatMap(StagedMigrationMarker.init(bytes:)), head, MigrationPlan.name(of: log.model))
             } catch {
                 return
             }
@@ -265,7 +265,7 @@ extension PersistentStoreCoordinator {
                 if probe.isLater { return }
                 throw PersistentStoreError.migrationFailed(
                     path: path,
-                    reason: "its newest model version is none of the staged migration's \(plan.models.count) model versions (\(plan.models.map(MigrationPlan.name(of:)).joined(separator: ", ")), the coordinator's last), so the stages can't say how to migrate it; nothing was changed")
+                    reason: "its newest model version, \(probe.newest), is none of the staged migration's \(plan.models.count) model versions (\(plan.models.map(MigrationPlan.name(of:)).joined(separator: ", ")), the coordinator's last), so the stages can't say how to migrate it; nothing was changed")
             }
             // An earlier app wrote after the store reached its newest version (an earlier model
             // may open a later store, spec 0004 §4.3): the newest version's open migrates what
