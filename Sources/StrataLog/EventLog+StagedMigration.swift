@@ -61,4 +61,11 @@ extension EventLog {
         guard let number = version else { return nil }
         return try? catalog.schema(forModelVersion: number).model
     }
+
+    /// The stored model version number whose version hash is `hash` (the newest with it),
+    /// nil when the store has none: how `strata info` names a pending staged step's target.
+    package func storedVersion(hash: [UInt8]) throws -> Int? {
+        let bytes = try environment.read { txn in try txn.value(forKey: MetaKey.modelHash(hash), in: tables.meta) }
+        return bytes.flatMap { bytes in bytes.withUnsafeBytes { readBigEndian($0, count: 4) } }.map { Int($0) }
+    }
 }
