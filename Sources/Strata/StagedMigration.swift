@@ -1,5 +1,8 @@
 import Foundation
 public import StrataModel
+#if canImport(Glibc)
+import Glibc
+#endif
 import StrataLog
 import Synchronization
 
@@ -365,15 +368,20 @@ extension PersistentStoreCoordinator {
     }
 }
 
-/// The staged migrations running in this process, one at a time per store whichever manager
-/// runs them (spec 0006 §19.6): two containers of an app, each with its own manager, adding
-/// one store at once would otherwise both run the handlers, at the same time.
+/// The staged migrations of a store, one at a time whichever manager and process runs them
+/// (spec 0006 §19.6): two containers of an app, each with its own manager, or an app and its
+/// extension, adding one store at once would otherwise both run the handlers, at the same
+/// time (their saves then conflict, failing one add).
 enum StagedMigrationLocks {
     /// A lock per store directory (standardized, symbolic links resolved); kept for the
     /// process's life, one per store.
     private static let locks = Mutex<[String: NSLock]>([:])
 
-    /// Runs `body` holding the lock of the store at `path`.
+    /// Runs `body` holding the lock of the store at `path`: this process's lock of the
+    /// store, then an exclusive `flock` on its `data.mdb` for other processes (a `flock`
+    /// lock, apart from LMDB's `fcntl` locks on `lock.mdb`; released when the descriptor
+    /// closes, so a crash releases it too). A `data.mdb` that doesn't open is locked in
+    /// this process only: the store's open then reports what is wrong.
     static func withLock<T>(path: String, _ body: () throws -> T) throws -> T {
         let key = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
         let lock = locks.withLock { locks in
@@ -384,6 +392,12 @@ enum StagedMigrationLocks {
         }
         lock.lock()
         defer { lock.unlock() }
+        let descriptor = open((key as NSString).appendingPathComponent("data.mdb"), O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return try body() }
+        defer { close(descriptor) }
+        while flock(descriptor, LOCK_EX) != 0 {
+            guard errno == EINTR else { return try body() }
+        }
         return try body()
     }
 }

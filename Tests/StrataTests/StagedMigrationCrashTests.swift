@@ -9,7 +9,7 @@ import Testing
 /// staged` process, then added again here (spec 0006 §19.6): the store ends at the last
 /// model with every handler's work done once over, whatever the point.
 ///
-///   STRATA_STAGED_KILL_ROUNDS  kills (default 3)
+///   STRATA_STAGED_KILL_ROUNDS  kills (default 3); rounds of two processes at once: one fewer
 @Suite("Contexts: staged migration after a crash")
 struct StagedMigrationCrashTests {
     static let rounds = max(1, Int(ProcessInfo.processInfo.environment["STRATA_STAGED_KILL_ROUNDS"] ?? "") ?? 3)
@@ -120,5 +120,53 @@ struct StagedMigrationCrashTests {
             #expect(report.isClean, "\(context): \(report.problems.prefix(5))")
         }
         #expect(Self.rounds < 3 || kills > 0, "no round killed the probe mid-migration")
+    }
+
+    /// A version-1 people store at `url` with ``people`` names.
+    static func makeVersion1Store(_ url: URL) throws {
+        let v1 = PersistentContainer(name: "People", managedObjectModel: try StagedPeopleModels.version(1), storeURL: url)
+        try v1.loadPersistentStores()
+        try v1.newBackgroundContext().performAndWait { context in
+            for index in 0..<Self.people {
+                try context.insertNewObject(forEntityName: "Person").setValue(Self.name(index), forKey: "name")
+            }
+            try context.save()
+        }
+        try v1.persistentStoreCoordinator.remove(try #require(v1.persistentStoreCoordinator.persistentStores.first))
+    }
+
+    @Test("two processes adding one store with a staged migration at once (an app and its extension after an update): one migrates, running each handler once; the other waits and finds the store migrated (before, only adds in one process excluded each other: both ran the handlers, at the same time)")
+    func twoProcessesAtOnce() throws {
+        for round in 0..<max(1, Self.rounds - 1) {
+            let dir = try TemporaryDirectory()
+            let url = dir.url.appendingPathComponent("store")
+            try Self.makeVersion1Store(url)
+            let probes = (0..<2).map { _ in
+                let process = Process()
+                process.executableURL = BuildProducts.executable("StrataContextProbe")
+                process.arguments = ["staged", url.path]
+                let output = Pipe()
+                process.standardOutput = output
+                let errors = Pipe()
+                process.standardError = errors
+                return (process, output, errors)
+            }
+            for (process, _, _) in probes { try process.run() }
+            var lines: [String] = []
+            for (process, output, errors) in probes {
+                let data = output.fileHandleForReading.readDataToEndOfFile()
+                let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                process.waitUntilExit()
+                #expect(process.terminationStatus == 0, "round \(round): \(problem)")
+                lines += String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+            }
+            #expect(lines.filter { $0 == "will" }.count == 1, "round \(round): \(lines)")
+            #expect(lines.filter { $0 == "did" }.count == 1, "round \(round): \(lines)")
+            #expect(lines.filter { $0 == "loaded" }.count == 2, "round \(round): \(lines)")
+            let container = PersistentContainer(name: "People", managedObjectModel: try StagedPeopleModels.version(3), storeURL: url)
+            try container.loadPersistentStores()
+            let count = try container.newBackgroundContext().performAndWait { context in try context.count(for: FetchRequest(entityName: "Person")) }
+            #expect(count == Self.people, "round \(round)")
+        }
     }
 }
