@@ -102,7 +102,7 @@ public final class CustomMigrationStage: Sendable, CustomStringConvertible {
 /// model than the coordinator's wrote it (it then opens as without stages).
 ///
 /// One manager migrates one store at a time, and a store migrates through one manager at a
-/// time in a process: a second add waits, and finds the store migrated.
+/// time, in any process: a second add waits, and finds the store migrated.
 public final class StagedMigrationManager: Sendable {
     /// The stages, in order (`stages`).
     public let stages: [MigrationStage]
@@ -233,9 +233,10 @@ struct StagedMigrationMarker: Codable, Equatable {
 extension PersistentStoreCoordinator {
     /// Runs `manager`'s stages the event-log store at `url` hasn't been through, leaving it
     /// at this coordinator's model (spec 0006 §19.6), for the add that follows to open. The
-    /// whole migration holds the manager and the store's process-wide staged-migration
-    /// lock, so another add of the store, through any manager, finds it migrated. A store that doesn't exist yet has nothing to migrate
-    /// (the stages are checked all the same).
+    /// whole migration holds the manager and the store's staged-migration lock
+    /// (``StagedMigrationLocks``), so another add of the store, through any manager and in
+    /// any process, finds it migrated. A store that doesn't exist yet has nothing to
+    /// migrate (the stages are checked all the same).
     ///
     /// - Throws: ``PersistentStoreError/migrationFailed(path:reason:)`` naming the step for a
     ///   store at none of the stages' models, a handler that threw, a step's migration that
