@@ -257,7 +257,36 @@ extension StagedMigrationTests {
         #expect(calls.all == ["did", "did"])
         #expect(try Self.values(container, "Person", ["firstName", "lastName"], sortedBy: "firstName") == [["Ada", "Lovelace"], ["Grace", "Hopper"]])
 
+        let report = try #require(try container.persistentStoreCoordinator.persistentStores.first?.log.verify())
+        #expect(report.isClean, "\(report.problems.prefix(5))")
         _ = try Self.load(dir, Self.v3People, manager)
         #expect(calls.all == ["did", "did"], "once migrated again, nothing runs")
+    }
+
+    @Test("an older app wrote a value the newest version can't take over (a score too wide for int16): the steps run again from its version, and a willMigrate handler that clamps only the values out of range (not every object: those the newer version wrote read through the older model) lets it through")
+    func olderAppWroteForWillMigrate() throws {
+        let dir = try TemporaryDirectory()
+        try Self.insert(try Self.load(dir, Self.v1Scores), "Player", [["name": "a", "score": Int64(70_000)]])
+        let calls = Calls()
+        let stage = CustomMigrationStage(migratingFrom: Self.v1Scores, to: Self.v2Scores, label: "clamp out of range")
+        stage.willMigrateHandler = { manager, _ in
+            calls.record("will")
+            try #require(manager.container).newBackgroundContext().performAndWait { context in
+                let wide = try FetchRequest(entityName: "Player", format: "score > %@ OR score < %@", Int64(Int16.max), Int64(Int16.min))
+                for player in try context.fetch(wide) {
+                    let score = player.value(forKey: "score") as? Int64 ?? 0
+                    player.setValue(min(max(score, Int64(Int16.min)), Int64(Int16.max)), forKey: "score")
+                }
+                try context.save()
+            }
+        }
+        let manager = StagedMigrationManager([.custom(stage)])
+        _ = try Self.load(dir, Self.v2Scores, manager)
+        try Self.insert(try Self.load(dir, Self.v1Scores), "Player", [["name": "b", "score": Int64(-90_000)]])
+        let container = try Self.load(dir, Self.v2Scores, manager)
+        #expect(calls.all == ["will", "will"])
+        #expect(try Self.values(container, "Player", ["score"], sortedBy: "name") == [["32767"], ["-32768"]])
+        let report = try #require(try container.persistentStoreCoordinator.persistentStores.first?.log.verify())
+        #expect(report.isClean, "\(report.problems.prefix(5))")
     }
 }
