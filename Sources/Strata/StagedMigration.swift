@@ -143,8 +143,9 @@ struct MigrationPlan {
     /// The plan of `stages` ending at `finalModel`.
     ///
     /// - Throws: ``PersistentStoreError/invalidDescription(_:)`` for stages that don't make one
-    ///   path: an empty lightweight stage, a custom stage from a model to the same version, a
-    ///   model version met twice, two custom stages for one step.
+    ///   path: an empty lightweight stage, a custom stage from a model to the same version, the
+    ///   coordinator's model before other versions, a model version met twice (two custom
+    ///   stages for one step among them).
     init(_ stages: [MigrationStage], finalModel: ManagedObjectModel) throws {
         func append(_ model: ManagedObjectModel) {
             if let last = models.last, EventLog.isSameVersion(last, model) { return }
@@ -171,6 +172,13 @@ struct MigrationPlan {
         // The coordinator's own model, when a stage lists one of its version: what the hash
         // leaves out (defaults, validation, delete rules) is the coordinator's to say.
         models[models.count - 1] = finalModel
+        // The coordinator's model met before the end: the stages go past it — most likely the
+        // app's current model version was left at an older one.
+        if let early = models.dropLast().firstIndex(where: { EventLog.isSameVersion($0, finalModel) }) {
+            let after = models[(early + 1)..<(models.count - 1)].map(Self.name(of:))
+            throw PersistentStoreError.invalidDescription(
+                "the staged migration lists the coordinator's model version, \(Self.name(of: finalModel)), as model \(early + 1) of \(models.count), and version\(after.count == 1 ? "" : "s") \(after.joined(separator: ", ")) after it: the stages end at the coordinator's model (is it the newest version?)")
+        }
         for i in models.indices {
             for j in models.indices where j > i && EventLog.isSameVersion(models[i], models[j]) {
                 throw PersistentStoreError.invalidDescription(

@@ -289,4 +289,18 @@ extension StagedMigrationTests {
         let report = try #require(try container.persistentStoreCoordinator.persistentStores.first?.log.verify())
         #expect(report.isClean, "\(report.problems.prefix(5))")
     }
+
+    @Test("a coordinator whose model isn't the stages' last version (the app's current model version left at an older one) is an invalid description saying so, naming the versions after it (before: only that a version was met twice)")
+    func coordinatorModelNotLast() throws {
+        let dir = try TemporaryDirectory()
+        let calls = Calls()
+        let manager = StagedMigrationManager([.custom(Self.splitStage(calls)), .lightweight([Self.v3People])])
+        #expect {
+            _ = try Self.load(dir, Self.v2People, manager)
+        } throws: { error in
+            Self.isInvalidDescription(
+                error,
+                containing: "the staged migration lists the coordinator's model version, 2, as model 2 of 4, and version 3 after it: the stages end at the coordinator's model (is it the newest version?)")
+        }
+    }
 }
