@@ -256,6 +256,15 @@ extension PersistentStoreCoordinator {
         // mistake in the app, which a store to migrate mustn't be the first to show.
         let plan = try MigrationPlan(manager.stages, finalModel: managedObjectModel)
         guard FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent("data.mdb")) else { return }
+        // A handler's add of this store, or through this manager, on the handler's thread
+        // would wait for the migration it runs in.
+        let entered = ["store " + StagedMigrationLocks.key(path), "manager \(ObjectIdentifier(manager).hashValue)"]
+        guard StagedMigrationLocks.enter(entered) else {
+            throw PersistentStoreError.migrationFailed(
+                path: path,
+                reason: "a staged migration handler added the store it is migrating, or a store through the same manager: the add would wait for the migration it runs in; reach the store through the manager's container instead; nothing was changed")
+        }
+        defer { StagedMigrationLocks.leave(entered) }
         try manager.exclusively { try StagedMigrationLocks.withLock(path: path) {
             // The store's newest model version (whose migration wasn't refused), read without
             // writing; a store that doesn't open is left to the add to report.
@@ -385,6 +394,33 @@ enum StagedMigrationLocks {
     /// A lock per store directory (standardized, symbolic links resolved); kept for the
     /// process's life, one per store.
     private static let locks = Mutex<[String: NSLock]>([:])
+    /// What each thread is migrating (``enter(_:)``): stores and managers, by thread.
+    private static let running = Mutex<[ObjectIdentifier: Set<String>]>([:])
+
+    /// The key of the store at `path`: its directory, standardized, symbolic links resolved.
+    static func key(_ path: String) -> String {
+        URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+    }
+
+    /// Records that this thread migrates `items` (a store's key, a manager); false, recording
+    /// nothing, when it already migrates one of them — a handler adding it again.
+    static func enter(_ items: [String]) -> Bool {
+        let thread = ObjectIdentifier(Thread.current)
+        return running.withLock { running in
+            guard running[thread, default: []].isDisjoint(with: items) else { return false }
+            running[thread, default: []].formUnion(items)
+            return true
+        }
+    }
+
+    /// Undoes ``enter(_:)``.
+    static func leave(_ items: [String]) {
+        let thread = ObjectIdentifier(Thread.current)
+        running.withLock { running in
+            running[thread]?.subtract(items)
+            if running[thread]?.isEmpty == true { running[thread] = nil }
+        }
+    }
 
     /// Runs `body` holding the lock of the store at `path`: this process's lock of the
     /// store, then an exclusive `flock` on its `data.mdb` for other processes (a `flock`
@@ -392,7 +428,7 @@ enum StagedMigrationLocks {
     /// closes, so a crash releases it too). A `data.mdb` that doesn't open is locked in
     /// this process only: the store's open then reports what is wrong.
     static func withLock<T>(path: String, _ body: () throws -> T) throws -> T {
-        let key = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+        let key = key(path)
         let lock = locks.withLock { locks in
             if let lock = locks[key] { return lock }
             let lock = NSLock()

@@ -303,4 +303,34 @@ extension StagedMigrationTests {
                 containing: "the staged migration lists the coordinator's model version, 2, as model 2 of 4, and version 3 after it: the stages end at the coordinator's model (is it the newest version?)")
         }
     }
+
+    @Test("a handler that adds the store it is migrating through a container with a staged migration of its own (the app's usual container, built in the handler) fails the add with an error saying so; before, it waited for itself forever")
+    func handlerAddingItsOwnStore() throws {
+        let dir = try TemporaryDirectory()
+        try Self.insert(try Self.load(dir, Self.v1People), "Person", [["name": "Ada Lovelace"]])
+        let calls = Calls()
+        let stage = CustomMigrationStage(migratingFrom: Self.v1People, to: Self.v2People, label: "nested")
+        stage.didMigrateHandler = { _, _ in
+            calls.record("did")
+            _ = try Self.load(dir, Self.v3People, StagedMigrationManager([.custom(Self.splitStage(calls))]))
+        }
+        let outcome = Mutex<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            do {
+                _ = try Self.load(dir, Self.v3People, StagedMigrationManager([.custom(stage)]))
+                outcome.withLock { $0 = "added" }
+            } catch {
+                outcome.withLock { $0 = "\(error)" }
+            }
+            done.signal()
+        }.start()
+        guard done.wait(timeout: .now() + 30) == .success else {
+            Issue.record("the add didn't return in 30 s: it waits for itself")
+            return
+        }
+        let text = try #require(outcome.withLock { $0 })
+        #expect(text.contains("a staged migration handler added the store it is migrating"), "\(text)")
+        #expect(calls.all == ["did"])
+    }
 }
