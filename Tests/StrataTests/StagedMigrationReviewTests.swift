@@ -333,4 +333,51 @@ extension StagedMigrationTests {
         #expect(text.contains("a staged migration handler added the store it is migrating"), "\(text)")
         #expect(calls.all == ["did"])
     }
+
+    @Test("a to-many made a to-one: refused while an owner has several; a willMigrate handler keeping each owner's first pet (deleting the others) lets the step through, references intact")
+    func toManyMadeToOne() throws {
+        var p1 = try ManagedObjectModel {
+            Entity("Owner") { Attribute("name", .string); Relationship("pets", to: "Pet", inverse: "owner", toMany: true) }
+            Entity("Pet") { Attribute("name", .string); Relationship("owner", to: "Owner", inverse: "pets") }
+        }
+        p1.versionIdentifiers = ["pets 1"]
+        var p2 = try ManagedObjectModel {
+            Entity("Owner") { Attribute("name", .string); Relationship("pets", to: "Pet", inverse: "owner") }
+            Entity("Pet") { Attribute("name", .string); Relationship("owner", to: "Owner", inverse: "pets") }
+        }
+        p2.versionIdentifiers = ["pets 2"]
+        let dir = try TemporaryDirectory()
+        let v1 = try Self.load(dir, p1)
+        try v1.newBackgroundContext().performAndWait { context in
+            let ada = try context.insertNewObject(forEntityName: "Owner")
+            ada.setValue("Ada", forKey: "name")
+            let alan = try context.insertNewObject(forEntityName: "Owner")
+            alan.setValue("Alan", forKey: "name")
+            for (name, owner) in [("a1", ada), ("a2", ada), ("t1", alan)] {
+                let pet = try context.insertNewObject(forEntityName: "Pet")
+                pet.setValue(name, forKey: "name")
+                pet.setValue(owner, forKey: "owner")
+            }
+            try context.save()
+        }
+        #expect(throws: (any Error).self) { _ = try Self.load(dir, p2) }
+        let stage = CustomMigrationStage(migratingFrom: p1, to: p2, label: "one pet")
+        stage.willMigrateHandler = { manager, _ in
+            try #require(manager.container).newBackgroundContext().performAndWait { context in
+                for pet in try context.fetch(FetchRequest(entityName: "Pet", sortDescriptors: [FetchSortDescriptor(key: "name")])) {
+                    guard let owner = pet.value(forKey: "owner") as? ManagedObject else { continue }
+                    let kept = (owner.value(forKey: "pets") as? Set<ManagedObject> ?? []).compactMap { $0.value(forKey: "name") as? String }.min()
+                    if pet.value(forKey: "name") as? String != kept { context.delete(pet) }
+                }
+                try context.save()
+            }
+        }
+        let container = try Self.load(dir, p2, StagedMigrationManager([.custom(stage)]))
+        let pairs = try container.newBackgroundContext().performAndWait { context in
+            try context.fetch(FetchRequest(entityName: "Owner", sortDescriptors: [FetchSortDescriptor(key: "name")])).map {
+                "\($0.value(forKey: "name") ?? "nil") \((($0.value(forKey: "pets") as? ManagedObject)?.value(forKey: "name")).map { "\($0)" } ?? "nil")"
+            }
+        }
+        #expect(pairs == ["Ada a1", "Alan t1"])
+    }
 }
