@@ -48,4 +48,24 @@ extension EventLog {
             }
         }
     }
+
+    /// The model the head event (the last transaction) was written with, nil when the store
+    /// has no event after its purge point or the head doesn't read: a staged migration's
+    /// look at whether an earlier model wrote after a later one (spec 0006 §19.6).
+    package func headEventModel() -> ManagedObjectModel? {
+        let version = try? read { reader -> Int? in
+            let head = try reader.head
+            guard head > 0, head > (try reader.purgedThrough) else { return nil }
+            return try reader.event(head).modelVersion
+        }
+        guard let number = version else { return nil }
+        return try? catalog.schema(forModelVersion: number).model
+    }
+
+    /// The stored model version number whose version hash is `hash` (the newest with it),
+    /// nil when the store has none: how `strata info` names a pending staged step's target.
+    package func storedVersion(hash: [UInt8]) throws -> Int? {
+        let bytes = try environment.read { txn in try txn.value(forKey: MetaKey.modelHash(hash), in: tables.meta) }
+        return bytes.flatMap { bytes in bytes.withUnsafeBytes { readBigEndian($0, count: 4) } }.map { Int($0) }
+    }
 }

@@ -479,8 +479,4 @@ public struct StoreMetadata: Sendable, Hashable {
     public var modelVersionInUse: Int {
         modelVersions.last { !refusedModelVersions.contains($0) } ?? modelVersions.last ?? 0
     }
-    /// A staged migration's step that migrated the store but whose `didMigrate` handler
-    /// hasn't finished (spec 0006 §19.6), as the JSON the coordinator recorded; nil when
-    /// none is pending.
-    public let pendingStagedMigration: String?
 }

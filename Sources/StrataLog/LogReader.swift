@@ -176,8 +176,7 @@ public struct LogReader: ~Copyable {
             storeUUID: log.storeUUID, formatVersion: Int(format), createdAt: try date(MetaKey.createdAt),
             openedAt: try date(MetaKey.openedAt), head: try head, compactedThrough: try compactedThrough,
             purgedThrough: try purgedThrough, modelVersions: log.catalog.modelVersions,
-            refusedModelVersions: try log.catalog.modelVersions.filter { try txn.value(forKey: MetaKey.refusedModel($0), in: tables.meta) != nil },
-            pendingStagedMigration: try txn.value(forKey: MetaKey.stagedMigration, in: tables.meta).map { String(decoding: $0, as: UTF8.self) })
+            refusedModelVersions: try log.catalog.modelVersions.filter { try txn.value(forKey: MetaKey.refusedModel($0), in: tables.meta) != nil })
     }
 
     /// The last primary key given to an object of `entity` (0 if none).

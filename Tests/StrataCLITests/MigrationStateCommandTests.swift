@@ -32,7 +32,7 @@ struct MigrationStateCommandTests {
         let refused = try strata("info", url.path)
         #expect(refused.status == 0, "\(refused.standardError)")
         #expect(refused.standardOutput.contains("models       1, 2 (newest 2; in use 1: the migration to 2 was refused or didn't finish)\n"), "\(refused.standardOutput)")
-        #expect(!refused.standardOutput.contains("staged migration"))
+        #expect(!refused.standardOutput.contains("staged  "))
         let refusedJSON = try strata("info", url.path, "--format", "json")
         let refusedObject = try #require(try JSONSerialization.jsonObject(with: Data(refusedJSON.standardOutput.utf8)) as? [String: Any])
         #expect(refusedObject["refusedModelVersions"] as? [Int] == [2])
@@ -54,7 +54,7 @@ struct MigrationStateCommandTests {
         #expect(pending.status == 0, "\(pending.standardError)")
         #expect(pending.standardOutput.contains("models       1, 2 (newest 2)\n"), "the refused version migrated: \(pending.standardOutput)")
         #expect(pending.standardOutput.contains(
-            "staged migration  step 1 (\"clamp\") migrated the store, but its didMigrate handler hasn't finished; the app's next add with its staged migration runs the handler again\n"))
+            "staged       step 1 to model version 2 (custom stage \"clamp\"): its didMigrate handler hasn't finished; the next add with the staged migration runs it again\n"), "\(pending.standardOutput)")
         let json = try strata("info", url.path, "--format", "json")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any])
         #expect(object["modelVersionInUse"] as? Int == 2)
@@ -65,7 +65,7 @@ struct MigrationStateCommandTests {
         stage.didMigrateHandler = { _, _ in }
         _ = try add(v2, manager)
         let done = try strata("info", url.path)
-        #expect(!done.standardOutput.contains("staged migration"), "\(done.standardOutput)")
+        #expect(!done.standardOutput.contains("staged  "), "\(done.standardOutput)")
     }
 }
 

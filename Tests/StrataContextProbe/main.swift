@@ -11,6 +11,9 @@
 //                                                  perform (the head check merges what other
 //                                                  processes saved) and print "name NAME
 //                                                  MERGED_THROUGH"; exit at end of input
+//   StrataContextProbe staged STORE                add the StagedPeopleModels store at version
+//                                                  3 through a staged migration (Staged.swift)
+//                                                  printing its steps; "loaded" at the end
 import Foundation
 import Strata
 import StrataTestSupport
@@ -25,6 +28,7 @@ func fail(_ text: String) -> Never {
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "staged" { runStaged(arguments) }
 guard arguments.count >= 3 else { fail("usage: save STORE TEAM_URI NAME | watch STORE TEAM_URI") }
 
 do {

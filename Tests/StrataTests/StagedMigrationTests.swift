@@ -299,7 +299,7 @@ extension StagedMigrationTests {
             _ = try Self.load(stranger, Self.v3People, manager)
         } throws: { error in
             (error as? PersistentStoreError)?.code == 134_110
-                && "\(error)".contains("its newest model version is none of the staged migration's 3 model versions (1, 2, 3, the coordinator's last)")
+                && "\(error)".contains("its newest model version, 0, is none of the staged migration's 3 model versions (1, 2, 3, the coordinator's last)")
         }
         let after = try EventLog(openingExistingAt: Self.storeURL(stranger).path)
         #expect(try after.head == head)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Strata
+import StrataLog
 
 /// `strata info`: what a store holds and how it is laid out.
 struct InfoCommand: ParsableCommand {
@@ -60,6 +61,11 @@ struct StoreInfo {
     let purgeMarker: TransactionEvent?
     /// The user's store metadata (`PersistentStoreCoordinator.setMetadata`).
     let userMetadata: [String: MetadataValue]
+    /// The step of a staged migration whose didMigrate handler hasn't finished (the
+    /// `stagedMigration` meta row, spec 0006 §19.6: `label`, `step`, `target`), nil when none.
+    let stagedMigration: [String: Any]?
+    /// The store's number for that step's target model version, nil when it isn't stored.
+    let stagedTargetVersion: Int?
     /// The parts that couldn't be read (damage), with why; the others are reported as usual.
     let damaged: [(section: String, error: String)]
 
@@ -89,10 +95,30 @@ struct StoreInfo {
             let user = part("metadata", [:]) { try reader.userMetadata() }
             return (metadata, counts, segments, consumers, checkpoints, marker, user)
         }
+        (stagedMigration, stagedTargetVersion) = part("staged migration", (nil, nil)) { () throws -> ([String: Any]?, Int?) in
+            guard let bytes = try log.stagedMigrationMarker() else { return (nil, nil) }
+            guard let object = try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
+                throw CommandFailure("the stagedMigration row isn't a JSON object")
+            }
+            let target = (object["target"] as? String).flatMap(Self.hexBytes)
+            return (object, try target.flatMap { try log.storedVersion(hash: $0) })
+        }
         self.damaged = damaged
         files = [("data.mdb", diskSize((path as NSString).appendingPathComponent("data.mdb"))),
                  ("lock.mdb", diskSize((path as NSString).appendingPathComponent("lock.mdb"))),
                  ("segments", diskSize((path as NSString).appendingPathComponent("segments")))]
+    }
+
+    /// The bytes of lowercase or uppercase hex `text`, nil when it isn't hex.
+    static func hexBytes(_ text: String) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard digits.count.isMultiple(of: 2) else { return nil }
+        var bytes: [UInt8] = []
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(byte)
+        }
+        return bytes
     }
 
     /// Events kept in segments (compacted, not purged).
@@ -112,9 +138,13 @@ struct StoreInfo {
             models += "; in use \(metadata.modelVersionInUse): the migration\(one ? "" : "s") to \(refused) \(one ? "was" : "were") refused or didn't finish"
         }
         out.line(models + ")")
-        if let pending = metadata.pendingStagedMigration {
-            out.line("staged migration  \(Self.describe(pendingStagedMigration: pending))")
+        if let pending = stagedMigration {
+            let step = (pending["step"] as? Int).map { "step \($0 + 1)" } ?? "a step"
+            let target = stagedTargetVersion.map(String.init) ?? "#" + String((pending["target"] as? String ?? "?").prefix(12))
+            let label = (pending["label"] as? String).flatMap { $0.isEmpty ? nil : $0 }.map { "custom stage \"\($0)\"" } ?? "custom stage"
+            out.line("staged       \(step) to model version \(target) (\(label)): its didMigrate handler hasn't finished; the next add with the staged migration runs it again")
         }
+        if let error = unreadable["staged migration"] { out.line("staged       can't be read: \(error)") }
         out.line("created      \(Timestamps.format(metadata.createdAt))")
         out.line("opened       \(Timestamps.format(metadata.openedAt)) (last writable open)")
         out.line("head         \(metadata.head)")
@@ -177,16 +207,6 @@ struct StoreInfo {
         }
     }
 
-    /// `step N ("LABEL") migrated the store; its didMigrate handler hasn't finished …`, from
-    /// the recorded JSON (spec 0006 §19.6); the text itself when it doesn't read.
-    static func describe(pendingStagedMigration json: String) -> String {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
-            let step = object["step"] as? Int, let label = object["label"] as? String
-        else { return "pending, recorded as \(json)" }
-        let name = label.isEmpty ? "" : " (\(JSONText.quoted(label)))"
-        return "step \(step + 1)\(name) migrated the store, but its didMigrate handler hasn't finished; the app's next add with its staged migration runs the handler again"
-    }
-
     func ratio(_ raw: Int, _ compressed: Int) -> String {
         compressed == 0 ? "0" : String(format: "%.2f", Double(raw) / Double(compressed))
     }
@@ -218,9 +238,7 @@ struct StoreInfo {
             "checkpoints": checkpoints,
             "metadata": userMetadata.mapValues(\.jsonObject),
         ]
-        if let pending = metadata.pendingStagedMigration {
-            object["stagedMigration"] = (try? JSONSerialization.jsonObject(with: Data(pending.utf8))) ?? pending
-        }
+        if let stagedMigration { object["stagedMigration"] = stagedMigration }
         // A part that can't be read is left out (not shown empty) and named under "damaged".
         if !damaged.isEmpty {
             let keys = [
