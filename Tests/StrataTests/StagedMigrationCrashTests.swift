@@ -57,14 +57,7 @@ struct StagedMigrationCrashTests {
         for round in 0..<Self.rounds {
             let dir = try TemporaryDirectory()
             let url = dir.url.appendingPathComponent("store")
-            let v1 = PersistentContainer(name: "People", managedObjectModel: try StagedPeopleModels.version(1), storeURL: url)
-            try v1.loadPersistentStores()
-            try v1.newBackgroundContext().performAndWait { context in
-                for index in 0..<Self.people {
-                    try context.insertNewObject(forEntityName: "Person").setValue(Self.name(index), forKey: "name")
-                }
-                try context.save()
-            }
+            try Self.makeVersion1Store(url)
 
             // Kill after line `stop` (start, will, batch 1…5, did, loaded) and a few hundred µs more.
             random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
