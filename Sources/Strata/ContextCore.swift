@@ -577,13 +577,10 @@ final class ContextCore {
     }
 
     /// A new object of `type` (the class registered for the entity when nil), registered.
-    /// `id` is consumed: a plain object takes it without a copy (a retain of the entity name
-    /// here and a release when the caller's copy went).
+    /// `id` is consumed into the object's creation.
     func makeObject(_ id: consuming ManagedObjectID, info: EntityInfo, type: ManagedObject.Type? = nil) -> ManagedObject {
         let type = type ?? coordinator.objectClass(for: info)
-        let object = type == ManagedObject.self
-            ? ManagedObject(info: info, objectID: id, registry: objects)
-            : type.init(ObjectCreation(entity: info, objectID: id, registry: objects))
+        let object = type.init(ObjectCreation(entity: info, objectID: id, registry: objects))
         // Under the object's own ID (which its init can't change), read in place.
         objects.register(object)
         return object
@@ -1070,16 +1067,34 @@ final class ContextCore {
     // MARK: - Inserting and deleting
 
     func insert(entityName: String, as type: (ManagedObject.Type)?, in context: isolated ManagedObjectContext) throws -> ManagedObject {
+        let (info, id) = try newObjectIdentity(entityName)
+        let objectType = type ?? coordinator.objectClass(for: info)
+        let object = objectType.init(ObjectCreation(entity: info, objectID: id, registry: objects))
+        completeInsert(object, info: info, in: context)
+        return object
+    }
+
+    /// What an object made by its class's own initializer (`Run(context:)`) is created
+    /// from: `entityName`'s description and a new temporary ID.
+    ///
+    /// - Throws: ``ContextError/unknownEntity(_:)``; ``ContextError/invalidArgument(_:)`` for
+    ///   an abstract entity.
+    func creation(forInserting entityName: String) throws -> ObjectCreation {
+        let (info, id) = try newObjectIdentity(entityName)
+        return ObjectCreation(entity: info, objectID: id, registry: objects)
+    }
+
+    private func newObjectIdentity(_ entityName: String) throws -> (EntityInfo, ManagedObjectID) {
         guard let info = entities[entityName] else { throw ContextError.unknownEntity(entityName) }
         guard !info.isAbstract else {
             throw ContextError.invalidArgument("entity \(entityName) is abstract; insert one of its sub-entities")
         }
-        let id = temporaryIDs.next(entityName)
-        let objectType = type ?? coordinator.objectClass(for: info)
-        // A plain object without an ``ObjectCreation`` to take apart again, as `makeObject` does.
-        let object = objectType == ManagedObject.self
-            ? ManagedObject(info: info, objectID: id, registry: objects)
-            : objectType.init(ObjectCreation(entity: info, objectID: id, registry: objects))
+        return (info, temporaryIDs.next(entityName))
+    }
+
+    /// Registers a new `object` as inserted: defaults set, undo registered, `awakeFromInsert`.
+    func completeInsert(_ object: ManagedObject, info: EntityInfo, in context: isolated ManagedObjectContext) {
+        let id = object.objectID
         object.isInsertedFlag = true
         object.committed = [:]
         // Room for every property: setting them one by one doesn't grow the table each time.
@@ -1093,7 +1108,6 @@ final class ContextCore {
             if let value = property.defaultValue { setRaw(object, property, old: property.emptyValue, new: .attribute(value), register: false) }
         }
         object.awakeFromInsert(in: context)
-        return object
     }
 
     func delete(_ object: ManagedObject, in context: isolated ManagedObjectContext) {

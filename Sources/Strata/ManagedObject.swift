@@ -188,22 +188,14 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// when the fault fires from the row.
     @exclusivity(unchecked) var rowVersion: UInt64?
 
-    /// Created by a context; apps insert objects with `context.insertNewObject(forEntityName:)`
-    /// or `context.insert(Run.self)`.
+    /// Created by a context; apps insert objects with `Run(context: context)`,
+    /// `context.insertNewObject(forEntityName:)` or `context.insert(Run.self)`. The only
+    /// designated initializer, so subclasses inherit ``init(context:)``.
     public required init(_ creation: ObjectCreation) {
         info = creation.entity
         objectID = creation.objectID
         registry = creation.registry
         valuesStamp = creation.registry.nextStamp()
-    }
-
-    /// What ``init(_:)`` does, for the class itself (no subclass): the context makes plain
-    /// objects this way, without building an ``ObjectCreation`` to take apart again.
-    init(info: EntityInfo, objectID: consuming ManagedObjectID, registry: ObjectRegistry) {
-        self.info = info
-        self.objectID = objectID
-        self.registry = registry
-        valuesStamp = registry.nextStamp()
     }
 
     deinit {

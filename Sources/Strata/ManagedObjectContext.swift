@@ -289,6 +289,27 @@ public actor ManagedObjectContext {
         return try insert(type, entityName: names[0])
     }
 
+    /// The entity a class inserts objects of (``ManagedObject/init(context:)``): the one it is
+    /// registered for, else — as Core Data's generated classes are named after their
+    /// entities — the entity of its own name, for which it is then registered (when no other
+    /// class is).
+    func entityName(inserting type: ManagedObject.Type) throws -> String {
+        let coordinator = persistentStoreCoordinator
+        let names = coordinator.entityNames(registeredFor: type)
+        if names.count == 1 { return names[0] }
+        if names.count > 1 {
+            throw ContextError.invalidArgument(
+                "\(type) is registered for several entities (\(names.joined(separator: ", "))): name one with init(entityName:context:)")
+        }
+        let own = String(describing: type)
+        guard let entity = managedObjectModel.entity(named: own) else {
+            throw ContextError.invalidArgument(
+                "\(type) is registered for no entity and the model has no entity \(own): register it with register(\(type).self, forEntityName:) or name the entity with init(entityName:context:)")
+        }
+        if !entity.isAbstract, !coordinator.hasRegisteredClass(forEntityName: own) { coordinator.register(type, forEntityName: own) }
+        return own
+    }
+
     /// Deletes `object`, applying delete rules now (cascade, nullify) — at the save instead
     /// when ``propagatesDeletesAtEndOfEvent`` is off; deny is checked at save.
     public func delete(_ object: ManagedObject) { core.delete(object, in: self) }
@@ -629,5 +650,44 @@ extension ManagedObjectContext {
                 }
             }
         }
+    }
+}
+
+// MARK: - Inserting through a class's initializer
+
+extension ManagedObject {
+    /// Inserts a new object of this class into `context` (Core Data's `init(context:)`, the
+    /// usual idiom in Swift: `let run = Run(context: context)`), of the entity the class is
+    /// registered for with ``PersistentStoreCoordinator/register(_:forEntityName:)`` — else
+    /// the entity named as the class, as Core Data's generated classes are, for which the
+    /// class is then registered (if no other class is), so fetches return it too. The same
+    /// as ``ManagedObjectContext/insert(_:)``: defaults set, undo registered,
+    /// ``awakeFromInsert(in:)`` run.
+    ///
+    /// ```swift
+    /// final class Run: ManagedObject { ... }
+    /// try context.perform { context in
+    ///     let run = try Run(context: context)   // entity "Run"
+    ///     run.processID = 7
+    ///     try context.save()
+    /// }
+    /// ```
+    ///
+    /// - Throws: ``ContextError/invalidArgument(_:)`` when the class is registered for
+    ///   several entities, or for none and the model has no entity of its name;
+    ///   ``ContextError/unknownEntity(_:)``.
+    public convenience init(context: isolated ManagedObjectContext) throws {
+        try self.init(entityName: try context.entityName(inserting: Self.self), context: context)
+    }
+
+    /// Inserts a new object of this class and entity `entityName` into `context` (Core Data's
+    /// `init(entity:insertInto:)`), as ``ManagedObjectContext/insert(_:entityName:)`` does.
+    ///
+    /// - Throws: ``ContextError/unknownEntity(_:)``; ``ContextError/invalidArgument(_:)`` for
+    ///   an abstract entity.
+    public convenience init(entityName: String, context: isolated ManagedObjectContext) throws {
+        let creation = try context.core.creation(forInserting: entityName)
+        self.init(creation)
+        context.core.completeInsert(self, info: creation.entity, in: context)
     }
 }

@@ -266,6 +266,11 @@ public final class PersistentStoreCoordinator: Sendable {
         state.withLock { state in state.classes.map { ($0.key, $0.value) } }
     }
 
+    /// Whether a class is registered for `entityName` itself.
+    func hasRegisteredClass(forEntityName entityName: String) -> Bool {
+        state.withLock { $0.classes[entityName] != nil }
+    }
+
     /// The entities `type` is registered for (``register(_:forEntityName:)``), sorted.
     func entityNames(registeredFor type: ManagedObject.Type) -> [String] {
         state.withLock { state in
