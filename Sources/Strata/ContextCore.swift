@@ -577,10 +577,13 @@ final class ContextCore {
     }
 
     /// A new object of `type` (the class registered for the entity when nil), registered.
-    /// `id` is consumed into the object's creation.
+    /// `id` is consumed: a plain object takes it without a copy (a retain of the entity name
+    /// here and a release when the caller's copy went).
     func makeObject(_ id: consuming ManagedObjectID, info: EntityInfo, type: ManagedObject.Type? = nil) -> ManagedObject {
         let type = type ?? coordinator.objectClass(for: info)
-        let object = type.init(ObjectCreation(entity: info, objectID: id, registry: objects))
+        let object = type == ManagedObject.self
+            ? ManagedObject(info: info, objectID: id, registry: objects)
+            : type.init(ObjectCreation(entity: info, objectID: id, registry: objects))
         // Under the object's own ID (which its init can't change), read in place.
         objects.register(object)
         return object
@@ -1069,7 +1072,10 @@ final class ContextCore {
     func insert(entityName: String, as type: (ManagedObject.Type)?, in context: isolated ManagedObjectContext) throws -> ManagedObject {
         let (info, id) = try newObjectIdentity(entityName)
         let objectType = type ?? coordinator.objectClass(for: info)
-        let object = objectType.init(ObjectCreation(entity: info, objectID: id, registry: objects))
+        // A plain object without an ``ObjectCreation`` to take apart again, as `makeObject` does.
+        let object = objectType == ManagedObject.self
+            ? ManagedObject(info: info, objectID: id, registry: objects)
+            : objectType.init(ObjectCreation(entity: info, objectID: id, registry: objects))
         completeInsert(object, info: info, in: context)
         return object
     }

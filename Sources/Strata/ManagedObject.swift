@@ -189,13 +189,64 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     @exclusivity(unchecked) var rowVersion: UInt64?
 
     /// Created by a context; apps insert objects with `Run(context: context)`,
-    /// `context.insertNewObject(forEntityName:)` or `context.insert(Run.self)`. The only
-    /// designated initializer, so subclasses inherit ``init(context:)``.
+    /// `context.insertNewObject(forEntityName:)` or `context.insert(Run.self)`.
     public required init(_ creation: ObjectCreation) {
         info = creation.entity
         objectID = creation.objectID
         registry = creation.registry
         valuesStamp = creation.registry.nextStamp()
+    }
+
+    /// What ``init(_:)`` does, for the class itself (no subclass): the context makes plain
+    /// objects this way, without building an ``ObjectCreation`` to take apart again.
+    init(info: EntityInfo, objectID: consuming ManagedObjectID, registry: ObjectRegistry) {
+        self.info = info
+        self.objectID = objectID
+        self.registry = registry
+        valuesStamp = registry.nextStamp()
+    }
+
+    /// Inserts a new object of this class into `context` (Core Data's `init(context:)`, the
+    /// usual idiom in Swift: `let run = Run(context: context)`), of the entity the class is
+    /// registered for with ``PersistentStoreCoordinator/register(_:forEntityName:)`` — else
+    /// the entity named as the class, as Core Data's generated classes are, for which the
+    /// class is then registered (if no other class is), so fetches return it too. The same
+    /// as ``ManagedObjectContext/insert(_:)``: defaults set, undo registered,
+    /// ``awakeFromInsert(in:)`` run.
+    ///
+    /// ```swift
+    /// final class Run: ManagedObject { ... }
+    /// try context.perform { context in
+    ///     let run = try Run(context: context)   // entity "Run"
+    ///     run.processID = 7
+    ///     try context.save()
+    /// }
+    /// ```
+    ///
+    /// - Throws: ``ContextError/invalidArgument(_:)`` when the class is registered for
+    ///   several entities, or for none and the model has no entity of its name;
+    ///   ``ContextError/unknownEntity(_:)``.
+    public init(context: isolated ManagedObjectContext) throws {
+        let creation = try context.core.creation(forInserting: try context.entityName(inserting: Self.self))
+        info = creation.entity
+        objectID = creation.objectID
+        registry = creation.registry
+        valuesStamp = creation.registry.nextStamp()
+        context.core.completeInsert(self, info: creation.entity, in: context)
+    }
+
+    /// Inserts a new object of this class and entity `entityName` into `context` (Core Data's
+    /// `init(entity:insertInto:)`), as ``ManagedObjectContext/insert(_:entityName:)`` does.
+    ///
+    /// - Throws: ``ContextError/unknownEntity(_:)``; ``ContextError/invalidArgument(_:)`` for
+    ///   an abstract entity.
+    public init(entityName: String, context: isolated ManagedObjectContext) throws {
+        let creation = try context.core.creation(forInserting: entityName)
+        info = creation.entity
+        objectID = creation.objectID
+        registry = creation.registry
+        valuesStamp = creation.registry.nextStamp()
+        context.core.completeInsert(self, info: creation.entity, in: context)
     }
 
     deinit {
