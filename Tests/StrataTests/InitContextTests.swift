@@ -29,6 +29,13 @@ struct InitContextTests {
         }
         #expect(fetched.count == 1)
         #expect(fetched.first?.0 == id && fetched.first?.1 == true && fetched.first?.2 == 7, "registered by init(context:): fetches make Run")
+        let typed = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var request = Run.fetchRequest()
+            request.predicate = try FormatPredicate(format: "processID > %d", 0)
+            return try context.fetch(request, as: Run.self).map(\.processID)
+        }
+        #expect(Run.fetchRequest().entityName == "Run")
+        #expect(typed == [7], "Run.fetchRequest() with a predicate, fetched typed")
     }
 
     @Test("init(entityName:context:) for a class registered for several entities or none; errors name the class and what to do; an abstract entity is refused")
