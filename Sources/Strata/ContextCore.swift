@@ -1568,11 +1568,13 @@ final class ContextCore {
     /// of what was read. A failure is recorded as a problem (spec 0006 §8.5) and ends the stack.
     func loadOlderUndo() {
         guard journal.undoStack.isEmpty, let older = journal.older else { return }
-        guard let store = try? store(), store.log === older.log else {
+        guard let store = try? store(), store.continues(older.log) else {
             // The store was removed: its groups can't be undone through this context.
             journal.older = nil
             return
         }
+        // A store moved (`migratePersistentStore`) has the same history: read on from it.
+        older.log = store.log
         do {
             var groups: [UndoGroup] = []
             while groups.isEmpty, !older.isExhausted {

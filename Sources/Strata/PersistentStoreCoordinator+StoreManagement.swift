@@ -213,7 +213,9 @@ extension PersistentStoreCoordinator {
         let moved: PersistentStore
         do {
             let log = try EventLog(path: path, model: managedObjectModel, configuration: configuration)
-            moved = PersistentStore(type: .eventLog, url: URL(fileURLWithPath: path), log: log, temporaryDirectory: nil, userMetadata: try log.userMetadata())
+            moved = PersistentStore(
+                type: .eventLog, url: URL(fileURLWithPath: path), log: log, temporaryDirectory: nil, userMetadata: try log.userMetadata(),
+                continuedLogs: store.continuedLogs.union([ObjectIdentifier(store.log)]))
             try replaceStore(store, with: moved)
         } catch {
             try? FileManager.default.removeItem(atPath: path)

@@ -130,3 +130,40 @@ struct StoreMoveTests {
         #expect(!v1.isConfiguration(withName: nil, compatibleWithStoreMetadata: [:]))
     }
 }
+
+/// Review probes of moving a store (session 19).
+@Suite("Contexts: moving a store — review", .serialized)
+struct StoreMoveReviewTests {
+    @Test("a persisted-undo context after its store moved undoes every saved group, the older ones read from the log after the move too")
+    func persistedUndoAfterMove() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let saves = 40  // more than the 32 groups persisted undo reads at a context's creation
+        let writer = privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true)
+        try await writer.perform { (context: isolated ManagedObjectContext) throws in
+            for step in 0..<saves {
+                try context.existingObject(with: teamID).setValue("step \(step)", forKey: "name")
+                try context.save()
+            }
+        }
+        // A context of the same author and name after a restart: the top of the stack is read now.
+        let context = privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true)
+        let loaded = await context.perform { (context: isolated ManagedObjectContext) in context.canUndo }
+        #expect(loaded)
+        let destination = dir.url.appendingPathComponent("moved")
+        try coordinator.migratePersistentStore(try #require(coordinator.persistentStores.first), to: destination)
+        let (undone, name) = try await context.perform { (context: isolated ManagedObjectContext) throws -> (Int, String?) in
+            var undone = 0
+            while undone < saves + 5 {
+                let more = context.canUndo
+                guard more else { break }
+                try context.undo()
+                undone += 1
+            }
+            try context.save()
+            return (undone, try context.existingObject(with: teamID).value(forKey: "name") as? String)
+        }
+        #expect(undone == saves, "every saved group undoes, the older ones read from the moved store")
+        #expect(name == "Otters")
+    }
+}
