@@ -167,3 +167,31 @@ struct StoreMoveReviewTests {
         #expect(name == "Otters")
     }
 }
+
+extension StoreMoveReviewTests {
+    @Test("a destination inside the store's own directory (directly, deeper, or through a symbolic link to it) is refused, changing nothing; a sibling named like it isn't")
+    func destinationInsideTheStore() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let store = try #require(coordinator.persistentStores.first)
+        let storeDirectory = dir.url.appendingPathComponent("store")
+        let before = try FileManager.default.contentsOfDirectory(atPath: storeDirectory.path).sorted()
+        let link = dir.url.appendingPathComponent("link")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: storeDirectory)
+        for destination in [
+            storeDirectory.appendingPathComponent("moved"), storeDirectory.appendingPathComponent("deeper/moved"),
+            link.appendingPathComponent("moved"), URL(fileURLWithPath: storeDirectory.path + "/./moved/"),
+        ] {
+            #expect(throws: ContextError.self, "\(destination.path)") { try coordinator.migratePersistentStore(store, to: destination) }
+        }
+        #expect(coordinator.persistentStores.first === store)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: storeDirectory.path).sorted() == before)
+        #expect(throws: LogError.self) { try EventLog.replaceStore(at: storeDirectory.appendingPathComponent("copy").path, withCopyOf: store.log) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: storeDirectory.path).sorted() == before)
+        // A sibling whose name starts with the store's is not inside it.
+        let sibling = dir.url.appendingPathComponent("store-moved")
+        let moved = try coordinator.migratePersistentStore(store, to: sibling)
+        #expect(moved.url?.path == sibling.path)
+        #expect(try EventLog.foreignEntries(inStoreDirectory: storeDirectory.path).isEmpty, "the old store can still be destroyed or replaced")
+    }
+}
