@@ -249,3 +249,29 @@ struct VerifyDerivedContextReviewTests {
         #expect(counts == [1, 4], "e0 moved, e2 batch-deleted, e5's delete undone")
     }
 }
+
+extension StoreMoveReviewTests {
+    @Test("a history feed waiting for new transactions when its store is moved follows it: a save to the new store is delivered")
+    func historyFeedFollowsTheMove() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let feed = try coordinator.historyFeed(after: coordinator.currentPersistentHistoryToken())
+        let waiting = Task { () throws -> UInt64? in
+            var iterator = feed.makeAsyncIterator()
+            return try await iterator.next()?.token.sequence
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let moved = try coordinator.migratePersistentStore(try #require(coordinator.persistentStores.first), to: dir.url.appendingPathComponent("moved"))
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            try context.save()
+        }
+        let timeout = Task {
+            try await Task.sleep(for: .seconds(5))
+            waiting.cancel()
+        }
+        let delivered = try await waiting.value
+        timeout.cancel()
+        #expect(delivered == (try moved.log.head), "the feed delivered the save to the moved store")
+    }
+}
