@@ -196,60 +196,6 @@ extension StoreMoveReviewTests {
     }
 }
 
-/// Review probe (session 19): verify's derived-value check on a store written through
-/// contexts — batch updates and deletes, a rename reaching the employees, a move, an undone
-/// saved delete, compaction — finds nothing (spec 0004 §8, 0006 §24).
-@Suite("Review: verify's derived check after contexts' work")
-struct VerifyDerivedContextReviewTests {
-    @Test("batch update and delete, a department renamed, an employee moved, a saved delete undone and saved, compaction: verify is clean and derived values are the fresh ones")
-    func contextsWork() async throws {
-        let dir = try TemporaryDirectory()
-        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
-        let context = privateContext(coordinator, name: "hr")
-        let (sales, support, doomed) = try await context.perform { (context: isolated ManagedObjectContext) throws in
-            let sales = try context.insertNewObject(forEntityName: "Department")
-            sales.setValue("Sales", forKey: "name")
-            let support = try context.insertNewObject(forEntityName: "Department")
-            support.setValue("Support", forKey: "name")
-            var last: ManagedObject?
-            for index in 0..<6 {
-                let employee = try context.insertNewObject(forEntityName: "Employee")
-                employee.setValue("e\(index)", forKey: "name")
-                employee.setValue(Decimal(1000 + index * 250) / 3, forKey: "salary")
-                employee.setValue(index < 3 ? sales : support, forKey: "department")
-                last = employee
-            }
-            try context.save()
-            return (sales.objectID, support.objectID, try #require(last).objectID)
-        }
-        try await context.perform { (context: isolated ManagedObjectContext) throws in
-            var update = BatchUpdateRequest(entityName: "Employee")
-            update.predicate = try FormatPredicate(format: "name == %@", "e1")
-            update.propertiesToUpdate = ["salary": Decimal(string: "12345.67") ?? 0]
-            _ = try context.execute(update)
-            _ = try context.execute(BatchDeleteRequest(fetchRequest: try FetchRequest(entityName: "Employee", format: "name == %@", "e2")))
-            try context.existingObject(with: sales).setValue("Field Sales", forKey: "name")
-            let e0 = try context.fetch(try FetchRequest(entityName: "Employee", format: "name == %@", "e0")).first
-            e0?.setValue(try context.existingObject(with: support), forKey: "department")
-            try context.save()
-            context.delete(try context.existingObject(with: doomed))
-            try context.save()
-            try context.undo()
-            try context.save()
-        }
-        let log = try #require(coordinator.persistentStores.first).log
-        let report = try log.verify()
-        #expect(report.isClean, "\(report.problems)")
-        _ = try log.compact(CompactionRequest(before: try log.head))
-        let compacted = try log.verify()
-        #expect(compacted.isClean, "\(compacted.problems)")
-        let counts = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            try [sales, support].map { id in try context.existingObject(with: id).value(forKey: "employeeCount") as? Int64 }
-        }
-        #expect(counts == [1, 4], "e0 moved, e2 batch-deleted, e5's delete undone")
-    }
-}
-
 extension StoreMoveReviewTests {
     @Test("a history feed waiting for new transactions when its store is moved follows it: a save to the new store is delivered")
     func historyFeedFollowsTheMove() async throws {
