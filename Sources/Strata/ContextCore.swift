@@ -690,15 +690,32 @@ final class ContextCore {
         return result
     }
 
+    ///
+    /// An attribute value of another model version's type — a record a later version
+    /// converted, read by an earlier model's app, or a before-value such an app logged (spec
+    /// 0004 §3.5) — is given in this model's type when it converts without loss (reads
+    /// expect it, and a save refuses the other type: undo of such a change failed to save);
+    /// otherwise as it is.
     func propertyValue(_ value: LogValue, _ property: PropertyInfo, storeUUID: UUID) -> PropertyValue {
         switch value {
         case .null: return property.emptyValue
-        case .attribute(let v): return .attribute(v)
+        case .attribute(let v):
+            guard case .attribute(let type) = property.kind, !v.matches(type) else { return .attribute(v) }
+            return .attribute(Self.convertedWithoutLoss(v, to: type) ?? v)
         case .reference(let id): return .toOne(.permanent(id, store: storeUUID))
         case .references(let ids):
             let mapped = ids.map { ManagedObjectID.permanent($0, store: storeUUID) }
             return property.isOrdered ? .toMany(mapped) : .unordered(mapped)
         }
+    }
+
+    /// `value` in `type` when it converts there and back unchanged; nil otherwise.
+    static func convertedWithoutLoss(_ value: AttributeValue, to type: AttributeType) -> AttributeValue? {
+        let types: [AttributeType] = [.int16, .int32, .int64, .decimal, .double, .float, .string, .boolean, .date, .binaryData, .uuid, .uri]
+        let converted = value.coerced(to: type)
+        guard converted.matches(type), let original = types.first(where: { value.matches($0) }), converted.coerced(to: original) == value
+        else { return nil }
+        return converted
     }
 
     // MARK: - Setting values
@@ -1588,11 +1605,13 @@ final class ContextCore {
     /// of what was read. A failure is recorded as a problem (spec 0006 §8.5) and ends the stack.
     func loadOlderUndo() {
         guard journal.undoStack.isEmpty, let older = journal.older else { return }
-        guard let store = try? store(), store.log === older.log else {
+        guard let store = try? store(), store.continues(older.log) else {
             // The store was removed: its groups can't be undone through this context.
             journal.older = nil
             return
         }
+        // A store moved (`migratePersistentStore`) has the same history: read on from it.
+        older.log = store.log
         do {
             var groups: [UndoGroup] = []
             while groups.isEmpty, !older.isExhausted {

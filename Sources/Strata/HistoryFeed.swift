@@ -36,20 +36,28 @@ public struct HistoryFeed: AsyncSequence, Sendable {
     /// The most transactions read from the log at a time (default 64).
     public let batchSize: Int
 
-    init(store: PersistentStore, request: HistoryRequest, batchSize: Int) {
+    /// The coordinator whose store it is: a feed follows the store when it is moved
+    /// (``PersistentStoreCoordinator/migratePersistentStore(_:to:configuration:type:)``).
+    weak var coordinator: PersistentStoreCoordinator?
+
+    init(store: PersistentStore, request: HistoryRequest, batchSize: Int, coordinator: PersistentStoreCoordinator? = nil) {
         self.store = store
         self.request = request
         self.batchSize = Swift.max(1, batchSize)
+        self.coordinator = coordinator
     }
 
     /// A new iterator, starting at the request's point.
     public func makeAsyncIterator() -> Iterator {
-        Iterator(store: store, request: request, batchSize: batchSize)
+        var iterator = Iterator(store: store, request: request, batchSize: batchSize)
+        iterator.coordinator = coordinator
+        return iterator
     }
 
     /// Reads the feed; not `Sendable` (use it from one task).
     public struct Iterator: AsyncIteratorProtocol {
-        let store: PersistentStore
+        var store: PersistentStore
+        weak var coordinator: PersistentStoreCoordinator?
         let request: HistoryRequest
         let batchSize: Int
         private var resolved: ResolvedHistoryRequest?
@@ -79,6 +87,11 @@ public struct HistoryFeed: AsyncSequence, Sendable {
                     delivered += 1
                     if let limit = resolved?.limit, limit > 0, delivered >= limit { finish() }
                     return transaction
+                }
+                // The store moved (same UUID and history): read on from the new one.
+                if let current = coordinator?.persistentStores.first, current !== store, current.continues(store.log) {
+                    store = current
+                    changes = nil
                 }
                 // Listen before reading, so a commit right after the read still wakes us.
                 if changes == nil { changes = store.log.storeMonitor.changes().makeAsyncIterator() }
@@ -129,7 +142,7 @@ extension PersistentStoreCoordinator {
     /// - Throws: ``ContextError/noPersistentStore`` without a store. The request's own
     ///   errors come from the feed's first `next()`.
     public func historyFeed(_ request: HistoryRequest = HistoryRequest(), batchSize: Int = 64) throws -> HistoryFeed {
-        HistoryFeed(store: try requireStore(), request: request, batchSize: batchSize)
+        HistoryFeed(store: try requireStore(), request: request, batchSize: batchSize, coordinator: self)
     }
 
     /// A live feed of every transaction after `token` (nil: from the beginning of the

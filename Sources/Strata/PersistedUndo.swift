@@ -28,8 +28,9 @@ final class PersistedUndoReader {
         let group: Int
     }
 
-    /// The log read; reading stops if the context's store is no longer this one.
-    let log: EventLog
+    /// The log read; reading stops if the context's store is no longer this one (or a store
+    /// moved from it, whose log it reads on from).
+    var log: EventLog
     private let author: String?
     private let name: String?
     private let makeGroup: (ChangeGroup, UInt64, Int) -> UndoGroup

@@ -190,7 +190,8 @@ extension PersistentStoreCoordinator {
     /// in their contexts and save to the new store.
     ///
     /// - Throws: ``ContextError/invalidArgument(_:)`` when `store` isn't this coordinator's,
-    ///   or `type` is `.inMemory`; ``PersistentStoreError/storeInUse(path:detail:)`` when
+    ///   `type` is `.inMemory`, or `url` is inside the store's directory;
+    ///   ``PersistentStoreError/storeInUse(path:detail:)`` when
     ///   anything is at `url` already (``destroyPersistentStore(at:type:)`` or
     ///   ``replacePersistentStore(at:withPersistentStoreFrom:type:)`` it first). Nothing is
     ///   changed then, and on any failure the coordinator keeps `store` and no copy is left.
@@ -208,12 +209,19 @@ extension PersistentStoreCoordinator {
             throw PersistentStoreError.storeInUse(
                 path: path, detail: "something is there already; destroy or replace it first (the store isn't moved over it). Nothing was changed")
         }
+        do {
+            try EventLog.refuseDestination(path, insideStoreAt: store.log.path)
+        } catch LogError.invalidOperation(let reason) {
+            throw ContextError.invalidArgument(reason)
+        }
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try Self.translatingStoreErrors(path: path) { try EventLog.replaceStore(at: path, withCopyOf: store.log) }
         let moved: PersistentStore
         do {
             let log = try EventLog(path: path, model: managedObjectModel, configuration: configuration)
-            moved = PersistentStore(type: .eventLog, url: URL(fileURLWithPath: path), log: log, temporaryDirectory: nil, userMetadata: try log.userMetadata())
+            moved = PersistentStore(
+                type: .eventLog, url: URL(fileURLWithPath: path), log: log, temporaryDirectory: nil, userMetadata: try log.userMetadata(),
+                continuedLogs: store.continuedLogs.union([ObjectIdentifier(store.log)]))
             try replaceStore(store, with: moved)
         } catch {
             try? FileManager.default.removeItem(atPath: path)

@@ -29,13 +29,26 @@ public final class PersistentStore: Sendable, Hashable, CustomStringConvertible 
     /// The user's metadata as last read or set through this store (Core Data reads a store's
     /// metadata when it is added, and keeps it with the store).
     let userMetadata: Mutex<[String: MetadataValue]>
+    /// The logs of the stores this one was moved from (``PersistentStoreCoordinator/migratePersistentStore(_:to:configuration:type:)``):
+    /// their history is this store's, so what a context read from them (persisted undo's
+    /// older groups) reads on from this one.
+    let continuedLogs: Set<ObjectIdentifier>
 
-    init(type: StoreType, url: URL?, log: EventLog, temporaryDirectory: String?, userMetadata: [String: MetadataValue] = [:]) {
+    init(
+        type: StoreType, url: URL?, log: EventLog, temporaryDirectory: String?, userMetadata: [String: MetadataValue] = [:],
+        continuedLogs: Set<ObjectIdentifier> = []
+    ) {
         self.type = type
         self.url = url
         self.log = log
         self.temporaryDirectory = temporaryDirectory
         self.userMetadata = Mutex(userMetadata)
+        self.continuedLogs = continuedLogs
+    }
+
+    /// Whether this store's history continues `log`'s: it is that log's, or a store moved from it.
+    func continues(_ log: EventLog) -> Bool {
+        self.log === log || continuedLogs.contains(ObjectIdentifier(log))
     }
 
     deinit {
@@ -172,6 +185,8 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         stopWatchingStore()
         storeWasAdded()
+        // History feeds waiting on the old store look again, and follow the new one.
+        old.log.storeMonitor.wakeObservers()
     }
 
     /// Ends the watch of the store that is no longer the coordinator's.

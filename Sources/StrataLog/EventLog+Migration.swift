@@ -32,7 +32,11 @@ extension EventLog {
     /// `refusing`: a migration that would write anything is refused with
     /// ``LogError/modelMismatch(_:)`` instead (automatic migration off, and the version's
     /// own migration was refused before, so it was never done).
-    func migrateIfNeeded(refusing: Bool = false) throws {
+    ///
+    /// `unmarking`: a `meta` key (the version's refused-migration mark) deleted in the
+    /// migration's own transaction, so no moment has the migration committed and the version
+    /// still marked (spec 0004 §4.3).
+    func migrateIfNeeded(refusing: Bool = false, unmarking: [UInt8]? = nil) throws {
         guard !schema.indexes.isEmpty || schema.derivations != nil || catalog.modelVersions.count > 1 else { return }
         let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion, shapes: entityShapes)
         // The head transaction's model version is read first (it may be in a segment); the
@@ -138,6 +142,7 @@ extension EventLog {
                     txn, sequence: sequence, bytes: try EventCodec.encode(event, catalog: writer), author: event.author,
                     contextName: event.contextName)
                 try txn.put(bigEndianBytes(sequence), forKey: MetaKey.head, in: tables.meta)
+                if let unmarking { _ = try txn.delete(key: unmarking, in: tables.meta) }
                 return sequence
             }
             if let sequence {

@@ -202,6 +202,28 @@ extension EventLog {
         return try copy.segments().flatMap { [$0.fileName] + ($0.dictionaryFileName.map { [$0] } ?? []) }
     }
 
+    /// Throws ``LogError/invalidOperation(_:)`` when `destination` is inside the store
+    /// directory at `source` (symbolic links followed): a store copied there would be an entry
+    /// Strata doesn't create in the source's directory, which then couldn't be destroyed or
+    /// replaced (and deleting it by hand would delete the copy).
+    package static func refuseDestination(_ destination: String, insideStoreAt source: String) throws {
+        func resolved(_ path: String) -> String {
+            // The nearest existing ancestor's symbolic links resolved, the rest appended.
+            var url = URL(fileURLWithPath: path).standardizedFileURL
+            var rest: [String] = []
+            while !FileManager.default.fileExists(atPath: url.path), url.pathComponents.count > 1 {
+                rest.insert(url.lastPathComponent, at: 0)
+                url.deleteLastPathComponent()
+            }
+            return rest.reduce(url.resolvingSymlinksInPath()) { $0.appendingPathComponent($1) }.path
+        }
+        let inner = resolved(destination)
+        let outer = resolved(source)
+        guard inner.hasPrefix(outer.hasSuffix("/") ? outer : outer + "/") else { return }
+        throw LogError.invalidOperation(
+            "\(destination) is inside the store at \(source): a store there would be in the other's directory (which then couldn't be destroyed or replaced, and deleting it would delete both); nothing was changed")
+    }
+
     /// Puts a copy of `source` (``copyStore(to:)``) at `destination`, replacing the store
     /// there if there is one: the copy is made in a directory beside it
     /// (`.NAME.copy-UUID`), fsynced, then renamed into place — the old store is first
@@ -210,7 +232,8 @@ extension EventLog {
     /// the copy at the copy name, whole (nothing at `destination`).
     ///
     /// It refuses, changing nothing, a `destination` that is a file or a directory that
-    /// isn't a Strata store (``destroyStore(at:)``'s rules), or a store open anywhere.
+    /// isn't a Strata store (``destroyStore(at:)``'s rules), a store open anywhere, or a path
+    /// inside `source`'s directory.
     ///
     /// - Throws: ``LogError/notAStore(_:)``, ``LogError/invalidOperation(_:)``, ``LMDBError``
     ///   with ``LMDBError/Code/incompatibleOpen`` naming who has `destination` open, and
@@ -222,6 +245,7 @@ extension EventLog {
         guard standardized != URL(fileURLWithPath: source.path).standardizedFileURL.path else {
             throw LogError.invalidOperation("\(destination) is the source store itself; nothing was replaced")
         }
+        try refuseDestination(destination, insideStoreAt: source.path)
         var isDirectory: ObjCBool = false
         let exists = fileManager.fileExists(atPath: standardized, isDirectory: &isDirectory)
         if exists {

@@ -95,8 +95,21 @@ extension EventLog {
         var derivedValuesKept = purged == 0
         var maintains: [Int: Bool] = [:]
         let checkedPlans = Set((schema.derivations?.plans ?? []).filter { !$0.isNow })
+        // The largest magnitude each object's floating-point derived value held in the log:
+        // a sum kept from its stored value rounds relative to the totals it went through.
+        let checkedNames = Set(checkedPlans.map(\.attribute))
+        var floatingScales: [DerivedValueKey: Double] = [:]
         func queue(_ event: TransactionEvent) {
             if !checkedPlans.isEmpty {
+                for case .update(let id, let changes) in event.groups.lazy.flatMap(\.changes) {
+                    for case .value(let property, let before, let after) in changes where checkedNames.contains(property) {
+                        for value in [before, after] {
+                            guard case .attribute(let attribute) = value, let magnitude = Self.floatingMagnitude(attribute) else { continue }
+                            floatingScales[DerivedValueKey(id: id, property: property), default: 0] =
+                                max(floatingScales[DerivedValueKey(id: id, property: property)] ?? 0, magnitude)
+                        }
+                    }
+                }
                 let kept = maintains[event.modelVersion] ?? {
                     let plans = (try? catalog.schema(forModelVersion: event.modelVersion).derivations?.plans) ?? nil
                     let kept = checkedPlans.isSubset(of: Set(plans ?? []))
@@ -237,7 +250,8 @@ extension EventLog {
         }
 
         if derivedValuesKept, let derivations = schema.derivations, !checkedPlans.isEmpty {
-            checkDerivedValues(derivations, plans: checkedPlans, scratch: scratch, writer: writer, head: head, report: problem)
+            checkDerivedValues(
+                derivations, plans: checkedPlans, floatingScales: floatingScales, scratch: scratch, writer: writer, head: head, report: problem)
         }
 
         try compareContextIndex(reader, expected: contextRows, pairNames: pairNames, purged: purged, head: head, report: problem)
@@ -274,8 +288,10 @@ extension EventLog {
     /// replayed state, in a scratch write transaction that is thrown away, and reports each
     /// stored value that differs (spec 0004 §8): `Team/p1.size`, *"is stored as 3,
     /// but its derivation (@count:(members)) gives 2"*. Floating-point values kept from their
-    /// stored value (a `@sum` of doubles) may differ from a fresh sum in their last digits, so
-    /// those compare within a relative 1e-9.
+    /// stored value (a `@sum` of doubles) may differ from a fresh sum in their last digits —
+    /// digits of the largest totals the sum went through, which may be far larger than the
+    /// value now (a balance of charges and their refunds) — so those compare within a relative
+    /// 1e-9 of the largest magnitude the value held in the log (`floatingScales`) or now.
     ///
     /// The replayed state's derived values are the log's, so a difference is a derived value
     /// the commit (or a migration) computed wrong, and apps read it. Only checked when they
@@ -283,7 +299,8 @@ extension EventLog {
     /// last migration recomputing them written by a model version that doesn't maintain
     /// every one of them (an earlier app leaves them stale until the later one next opens).
     private func checkDerivedValues(
-        _ derivations: DerivationSchema, plans: Set<DerivationPlan>, scratch: LMDBEnvironment, writer: TableWriter, head: UInt64,
+        _ derivations: DerivationSchema, plans: Set<DerivationPlan>, floatingScales: [DerivedValueKey: Double], scratch: LMDBEnvironment,
+        writer: TableWriter, head: UInt64,
         report: (VerificationProblem.Kind, String, String) -> Void
     ) {
         struct Computed: Error { let changes: [Change] }
@@ -305,7 +322,11 @@ extension EventLog {
         for change in changes {
             guard case .update(let id, let propertyChanges) = change else { continue }
             for case .value(let property, let stored, let computed) in propertyChanges {
-                if case .attribute(let a) = stored, case .attribute(let b) = computed, Self.closeFloatingPoint(a, b) { continue }
+                if case .attribute(let a) = stored, case .attribute(let b) = computed,
+                    Self.closeFloatingPoint(a, b, scale: floatingScales[DerivedValueKey(id: id, property: property)] ?? 0)
+                {
+                    continue
+                }
                 let plan = derivations.plans.first { $0.attribute == property && derivations.isKind(id.entity, of: $0.entity) }
                 let expression = plan.flatMap { schema.model.entity(named: $0.entity)?.attributesByName[$0.attribute]?.derivationExpression }
                 let derivation = expression.map { " (\($0))" } ?? ""
@@ -314,15 +335,29 @@ extension EventLog {
         }
     }
 
-    /// Whether `a` and `b` are floating-point values equal within a relative 1e-9.
-    private static func closeFloatingPoint(_ a: AttributeValue, _ b: AttributeValue) -> Bool {
-        let pair: (Double, Double)
+    /// Whether `a` and `b` are floating-point values equal within a relative 1e-9 of the
+    /// larger of them, 1, and `scale` (the largest magnitude the value held before).
+    private static func closeFloatingPoint(_ a: AttributeValue, _ b: AttributeValue, scale: Double) -> Bool {
         switch (a, b) {
-        case (.double(let x), .double(let y)): pair = (x, y)
-        case (.float(let x), .float(let y)): pair = (Double(x), Double(y))
+        case (.double, .double), (.float, .float): break
         default: return false
         }
-        return abs(pair.0 - pair.1) <= 1e-9 * max(abs(pair.0), abs(pair.1), 1)
+        guard let x = double(a), let y = double(b) else { return false }
+        return abs(x - y) <= 1e-9 * max(abs(x), abs(y), 1, scale)
+    }
+
+    /// The magnitude of a floating-point value (nil for other values, and for NaN and infinities).
+    private static func floatingMagnitude(_ value: AttributeValue) -> Double? {
+        guard let number = double(value), number.isFinite else { return nil }
+        return abs(number)
+    }
+
+    private static func double(_ value: AttributeValue) -> Double? {
+        switch value {
+        case .double(let x): x
+        case .float(let x): Double(x)
+        default: nil
+        }
     }
 
     /// Compares the `contexts` table with the rows the log implies (`expected`: one per event
@@ -521,4 +556,10 @@ extension EventLog {
             return "the \(side) record does not decode: \(error)"
         }
     }
+}
+
+/// One object's derived attribute, for verify's floating-point tolerance.
+struct DerivedValueKey: Hashable {
+    let id: StoredObjectID
+    let property: String
 }

@@ -54,6 +54,9 @@ public final class EventLog: Sendable {
         /// Tests only: stop a writable open that stored a new model version right after
         /// storing it, as a crash there would (the open throws `LogError.invalidOperation`).
         package var stopsAfterStoringNewVersion: Bool = false
+        /// Tests only: stop a writable open right after its model-version migration has
+        /// committed, as a crash there would (the open throws `LogError.invalidOperation`).
+        package var stopsAfterMigrating: Bool = false
         /// Tests only: commits compute no derived attributes, as a bug in their upkeep would
         /// (so verify's check of derived values has something to find).
         package var skipsDerivations: Bool = false
@@ -298,12 +301,17 @@ public final class EventLog: Sendable {
         do {
             // With automatic migration off, a version whose migration was refused isn't
             // migrated now either (it is a store needing a migration).
-            try migrateIfNeeded(refusing: marked && !configuration.migratesAutomatically)
+            // The mark goes in the migration's transaction (and after it, when there was
+            // nothing to migrate): a crash right after the migration leaves it unmarked.
+            try migrateIfNeeded(refusing: marked && !configuration.migratesAutomatically, unmarking: marked ? key : nil)
         } catch {
             guard isNewVersion else { throw error }
             // Best effort: the refusal itself is what the caller must hear.
             try? environment.write { txn in try txn.put([1], forKey: key, in: tables.meta) }
             throw error
+        }
+        if configuration.stopsAfterMigrating {
+            throw LogError.invalidOperation("stopped after migrating to model version \(modelVersion), as asked (a test of a crash there)")
         }
         if marked {
             try environment.write { txn in _ = try txn.delete(key: key, in: tables.meta) }

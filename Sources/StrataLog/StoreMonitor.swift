@@ -89,6 +89,13 @@ public final class StoreMonitor: Sendable {
         for handler in handlers { handler(head) }
     }
 
+    /// Calls every observer with the head last known, moved or not: wakes those waiting on
+    /// this store to look again (the store was moved, and they follow the new one).
+    package func wakeObservers() {
+        let (head, handlers) = state.withLock { state in (state.knownHead, Array(state.observers.values)) }
+        for handler in handlers { handler(head) }
+    }
+
     /// Calls `handler` with the new head each time it moves, until the returned observation
     /// is cancelled or released. `handler` runs on the committing thread (this process's
     /// commits) or the watcher's thread (other processes'): keep it short and don't block.

@@ -99,3 +99,34 @@ struct MigrateCommandTests {
         #expect(malformed.standardError.contains("JSON syntax error"))
     }
 }
+
+extension MigrateCommandTests {
+    @Test("a uniqueness constraint the store's objects break is a refused migration: the 'refused' line naming the objects and value, '(nothing was written …)', exit 1; --into inside the store is refused, changing nothing")
+    func uniquenessRefusedAndIntoInsideStore() throws {
+        let (dir, store, _) = try Self.fixture()
+        var draft = TransactionDraft()
+        _ = draft.insert("Player", values: ["email": .attribute(.string("a@x")), "score": .attribute(.int64(9))])
+        _ = try EventLog(path: store, model: try Self.model(1)).commit(draft)
+        let unique = try ManagedObjectModel {
+            Entity("Player") {
+                Attribute("email", .string)
+                Attribute("score", .int64)
+                Unique("email")
+            }
+        }
+        let file = dir.file("unique.json")
+        try unique.jsonData(prettyPrinted: true).write(to: URL(fileURLWithPath: file))
+        let refused = try strata("migrate", store, file)
+        #expect(refused.status == 1)
+        #expect(refused.standardOutput.hasPrefix("refused: the store can't be migrated to \(file): "), "\(refused.standardOutput)\(refused.standardError)")
+        #expect(refused.standardOutput.contains("a@x"), "\(refused.standardOutput)")
+        #expect(refused.standardOutput.hasSuffix("(nothing was written to \(store))\n"), "\(refused.standardOutput)")
+        #expect(try EventLog(openingExistingAt: store).storedModels().count == 1)
+
+        let before = try FileManager.default.contentsOfDirectory(atPath: store).sorted()
+        let inside = try strata("migrate", store, dir.file("v2.json"), "--into", store + "/copy")
+        #expect(inside.status == 1)
+        #expect(inside.standardError.contains("is inside the store at"), "\(inside.standardError)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: store).sorted() == before)
+    }
+}

@@ -44,3 +44,27 @@ struct VersionMarkTests {
         #expect(try log.verify().isClean)
     }
 }
+
+extension VersionMarkTests {
+    @Test("an open stopped right after its migration committed (a crash): the version is unmarked with the migration, so tools and read-only opens read the store as the new version its data is in — and a writable tool open doesn't migrate it back")
+    func stoppedAfterMigrating() throws {
+        let v1 = try ManagedObjectModel { Entity("Player") { Attribute("score", .int64) } }
+        let v2 = try ManagedObjectModel { Entity("Player") { Attribute("score", .int16); Attribute("level", .int16, default: 1).required() } }
+        let dir = try TemporaryDirectory()
+        do {
+            let log = try openLog(dir, model: v1)
+            var draft = TransactionDraft()
+            _ = draft.insert("Player", values: ["score": .attribute(.int64(5))])
+            _ = try log.commit(draft)
+        }
+        #expect(throws: LogError.self) { _ = try openLog(dir, model: v2) { $0.stopsAfterMigrating = true } }
+        let tool = try EventLog(openingExistingAt: dir.file("store"))
+        #expect(tool.modelVersion == 2, "the migration committed: the data is in version 2's terms")
+        #expect(try tool.metadata.refusedModelVersions == [])
+        #expect(try tool.read { try $0.object(StoredObjectID(entity: "Player", primaryKey: 1)) }?.values["level"] == .attribute(.int16(1)))
+        let head = try tool.head
+        let writable = try EventLog(openingExistingAt: dir.file("store"), readOnly: false)
+        #expect(writable.modelVersion == 2)
+        #expect(try writable.head == head, "nothing migrated back to version 1")
+    }
+}

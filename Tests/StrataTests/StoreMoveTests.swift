@@ -130,3 +130,94 @@ struct StoreMoveTests {
         #expect(!v1.isConfiguration(withName: nil, compatibleWithStoreMetadata: [:]))
     }
 }
+
+/// Review probes of moving a store (session 19).
+@Suite("Contexts: moving a store — review", .serialized)
+struct StoreMoveReviewTests {
+    @Test("a persisted-undo context after its store moved undoes every saved group, the older ones read from the log after the move too")
+    func persistedUndoAfterMove() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let saves = 40  // more than the 32 groups persisted undo reads at a context's creation
+        let writer = privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true)
+        try await writer.perform { (context: isolated ManagedObjectContext) throws in
+            for step in 0..<saves {
+                try context.existingObject(with: teamID).setValue("step \(step)", forKey: "name")
+                try context.save()
+            }
+        }
+        // A context of the same author and name after a restart: the top of the stack is read now.
+        let context = privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true)
+        let loaded = await context.perform { (context: isolated ManagedObjectContext) in context.canUndo }
+        #expect(loaded)
+        let destination = dir.url.appendingPathComponent("moved")
+        try coordinator.migratePersistentStore(try #require(coordinator.persistentStores.first), to: destination)
+        let (undone, name) = try await context.perform { (context: isolated ManagedObjectContext) throws -> (Int, String?) in
+            var undone = 0
+            while undone < saves + 5 {
+                let more = context.canUndo
+                guard more else { break }
+                try context.undo()
+                undone += 1
+            }
+            try context.save()
+            return (undone, try context.existingObject(with: teamID).value(forKey: "name") as? String)
+        }
+        #expect(undone == saves, "every saved group undoes, the older ones read from the moved store")
+        #expect(name == "Otters")
+    }
+}
+
+extension StoreMoveReviewTests {
+    @Test("a destination inside the store's own directory (directly, deeper, or through a symbolic link to it) is refused, changing nothing; a sibling named like it isn't")
+    func destinationInsideTheStore() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let store = try #require(coordinator.persistentStores.first)
+        let storeDirectory = dir.url.appendingPathComponent("store")
+        let before = try FileManager.default.contentsOfDirectory(atPath: storeDirectory.path).sorted()
+        let link = dir.url.appendingPathComponent("link")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: storeDirectory)
+        for destination in [
+            storeDirectory.appendingPathComponent("moved"), storeDirectory.appendingPathComponent("deeper/moved"),
+            link.appendingPathComponent("moved"), URL(fileURLWithPath: storeDirectory.path + "/./moved/"),
+        ] {
+            #expect(throws: ContextError.self, "\(destination.path)") { try coordinator.migratePersistentStore(store, to: destination) }
+        }
+        #expect(coordinator.persistentStores.first === store)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: storeDirectory.path).sorted() == before)
+        #expect(throws: LogError.self) { try EventLog.replaceStore(at: storeDirectory.appendingPathComponent("copy").path, withCopyOf: store.log) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: storeDirectory.path).sorted() == before)
+        // A sibling whose name starts with the store's is not inside it.
+        let sibling = dir.url.appendingPathComponent("store-moved")
+        let moved = try coordinator.migratePersistentStore(store, to: sibling)
+        #expect(moved.url?.path == sibling.path)
+        #expect(try EventLog.foreignEntries(inStoreDirectory: storeDirectory.path).isEmpty, "the old store can still be destroyed or replaced")
+    }
+}
+
+extension StoreMoveReviewTests {
+    @Test("a history feed waiting for new transactions when its store is moved follows it: a save to the new store is delivered")
+    func historyFeedFollowsTheMove() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let feed = try coordinator.historyFeed(after: coordinator.currentPersistentHistoryToken())
+        let waiting = Task { () throws -> UInt64? in
+            var iterator = feed.makeAsyncIterator()
+            return try await iterator.next()?.token.sequence
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let moved = try coordinator.migratePersistentStore(try #require(coordinator.persistentStores.first), to: dir.url.appendingPathComponent("moved"))
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            try context.save()
+        }
+        let timeout = Task {
+            try await Task.sleep(for: .seconds(5))
+            waiting.cancel()
+        }
+        let delivered = try await waiting.value
+        timeout.cancel()
+        #expect(delivered == (try moved.log.head), "the feed delivered the save to the moved store")
+    }
+}

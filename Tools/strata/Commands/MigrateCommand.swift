@@ -61,7 +61,16 @@ struct MigrateCommand: ParsableCommand {
             let copy: EventLog
             do {
                 copy = try EventLog(path: path, model: model)
-            } catch LogError.migration(let reason) {
+            } catch let error as LogError {
+                // What refuses a model version's migration (spec 0004 §4.3–4.6): a value it
+                // can't take over, a uniqueness constraint the objects break, a derived value
+                // that doesn't fit its type.
+                let reason: String
+                switch error {
+                case .migration(let detail): reason = detail
+                case .uniquenessViolation, .derivation: reason = error.description
+                default: throw error
+                }
                 out.line("refused: the store can't be migrated to \(modelFile): \(reason)")
                 out.line("(nothing was written to \(options.store))")
                 out.close()
