@@ -54,7 +54,8 @@ struct MigrateCommand: ParsableCommand {
             let path = into ?? (scratch.map { ($0 as NSString).appendingPathComponent("store") } ?? "")
             defer { if let scratch { try? FileManager.default.removeItem(atPath: scratch) } }
             try EventLog.replaceStore(at: path, withCopyOf: source)
-            let head = try source.head
+            // The copy's head, not the store's: an app may have committed since the copy.
+            let head = try EventLog(openingExistingAt: path).head
             let out = OutputSink()
             defer { out.close() }
 
@@ -79,7 +80,10 @@ struct MigrateCommand: ParsableCommand {
             let stored = source.storedModels().map(\.version)
             out.line("model        \(modelFile) is model version \(copy.modelVersion)"
                 + (stored.contains(copy.modelVersion) ? " (stored already)" : " (new; the store has \(stored.map(String.init).joined(separator: ", ")))"))
-            let events = try copy.read { reader in try (head + 1..<((try reader.head) + 1)).map { try reader.event($0) } }
+            let events = try copy.read { reader in
+                let migrated = try reader.head
+                return migrated > head ? try (head + 1...migrated).map { try reader.event($0) } : []
+            }
             if events.isEmpty { out.line("migration    nothing to migrate: the store's data is in this model's terms already") }
             for event in events {
                 var counts: [String: (inserts: Int, updates: Int, deletes: Int)] = [:]
