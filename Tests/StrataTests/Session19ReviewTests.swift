@@ -62,11 +62,11 @@ struct VerifyDerivedContextReviewTests {
 /// whose before-value a later version stored in its own type.
 @Suite("Review: undoing an earlier model's change to a value a later version converted")
 struct EarlierModelUndoReviewTests {
-    @Test("an earlier app's persisted undo of its change to a converted value: the value comes back, the save works, verify is clean")
-    func persistedUndoOfConvertedValue() async throws {
+    /// A store of `P` whose `score` 5 was saved as `int16`, then converted to `int64` by a
+    /// later version; the object's ID and a coordinator with the first version.
+    static func convertedStore(_ dir: TemporaryDirectory) async throws -> (ManagedObjectID, PersistentStoreCoordinator) {
         let v1 = try ManagedObjectModel { Entity("P") { Attribute("score", .int16); Attribute("name", .string) } }
         let v2 = try ManagedObjectModel { Entity("P") { Attribute("score", .int64); Attribute("name", .string) } }
-        let dir = try TemporaryDirectory()
         let id = try await privateContext(try openCoordinator(dir, model: v1)).perform { (context: isolated ManagedObjectContext) throws in
             let object = try context.insertNewObject(forEntityName: "P")
             object.setValue(Int16(5), forKey: "score")
@@ -74,7 +74,13 @@ struct EarlierModelUndoReviewTests {
             return object.objectID
         }
         _ = try openCoordinator(dir, model: v2)
-        let earlier = try openCoordinator(dir, model: v1)
+        return (id, try openCoordinator(dir, model: v1))
+    }
+
+    @Test("an earlier app's persisted undo of its change to a converted value: the value comes back, the save works, verify is clean")
+    func persistedUndoOfConvertedValue() async throws {
+        let dir = try TemporaryDirectory()
+        let (id, earlier) = try await Self.convertedStore(dir)
         try await privateContext(earlier, name: "editor", author: "alice", persistentUndo: true).perform { (context: isolated ManagedObjectContext) throws in
             try context.existingObject(with: id).setValue(Int16(7), forKey: "score")
             try context.save()
@@ -92,17 +98,8 @@ struct EarlierModelUndoReviewTests {
 
     @Test("an earlier app reads a value a later version converted in its own type, and its in-memory undo of a saved change to it saves")
     func inMemoryUndoOfConvertedValue() async throws {
-        let v1 = try ManagedObjectModel { Entity("P") { Attribute("score", .int16); Attribute("name", .string) } }
-        let v2 = try ManagedObjectModel { Entity("P") { Attribute("score", .int64); Attribute("name", .string) } }
         let dir = try TemporaryDirectory()
-        let id = try await privateContext(try openCoordinator(dir, model: v1)).perform { (context: isolated ManagedObjectContext) throws in
-            let object = try context.insertNewObject(forEntityName: "P")
-            object.setValue(Int16(5), forKey: "score")
-            try context.save()
-            return object.objectID
-        }
-        _ = try openCoordinator(dir, model: v2)
-        let earlier = try openCoordinator(dir, model: v1)
+        let (id, earlier) = try await Self.convertedStore(dir)
         let score = try await privateContext(earlier).perform { (context: isolated ManagedObjectContext) throws -> Int16? in
             let read = try context.existingObject(with: id).value(forKey: "score") as? Int16
             #expect(read == 5, "read in this model's type")
