@@ -303,7 +303,7 @@ extension ManagedObjectModel {
             stored[String(key.dropFirst(prefix.count))] = hash
         }
         guard !stored.isEmpty else { return false }
-        let own = entityVersionHashesByName.mapValues { $0.map { String(format: "%02x", $0) }.joined() }
+        let own = entityVersionHashesByName.mapValues { lowercaseHex($0) }
         return own == stored
     }
 }

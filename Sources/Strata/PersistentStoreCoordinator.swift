@@ -248,10 +248,10 @@ public final class PersistentStoreCoordinator: Sendable {
     static func strataMetadata(type: PersistentStore.StoreType, storeUUID: UUID, model: ManagedObjectModel) -> [String: MetadataValue] {
         var metadata: [String: MetadataValue] = [
             "StoreType": .string(type.rawValue), "StoreUUID": .string(storeUUID.uuidString),
-            "ModelVersionHash": .string(model.versionHash.map { String(format: "%02x", $0) }.joined()),
+            "ModelVersionHash": .string(lowercaseHex(model.versionHash)),
         ]
         for (entity, hash) in model.entityVersionHashesByName {
-            metadata["EntityVersionHash.\(entity)"] = .string(hash.map { String(format: "%02x", $0) }.joined())
+            metadata["EntityVersionHash.\(entity)"] = .string(lowercaseHex(hash))
         }
         return metadata
     }
@@ -301,4 +301,10 @@ public final class PersistentStoreCoordinator: Sendable {
             return ManagedObject.self
         }
     }
+}
+
+/// `bytes` as lowercase hex, two digits a byte: how store metadata writes version hashes
+/// (`ModelVersionHash`, `EntityVersionHash.NAME`), and how they are compared and named.
+func lowercaseHex(_ bytes: some Sequence<UInt8>) -> String {
+    bytes.map { String(format: "%02x", $0) }.joined()
 }

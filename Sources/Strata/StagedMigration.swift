@@ -190,7 +190,7 @@ struct MigrationPlan {
     /// How errors name a model: its version identifiers, else its version hash's first bytes.
     static func name(of model: ManagedObjectModel) -> String {
         if !model.versionIdentifiers.isEmpty { return model.versionIdentifiers.sorted().joined(separator: ", ") }
-        return "#" + model.versionHash.prefix(6).map { String(format: "%02x", $0) }.joined()
+        return "#" + lowercaseHex(model.versionHash.prefix(6))
     }
 
     /// `from MODEL (model i of n) to MODEL (model i+1 of n)`.
@@ -235,7 +235,7 @@ struct StagedMigrationMarker: Codable, Equatable {
         return target == expected.target && label == expected.label
     }
 
-    static func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }
+    static func hex(_ data: Data) -> String { lowercaseHex(data) }
 }
 
 extension PersistentStoreCoordinator {
