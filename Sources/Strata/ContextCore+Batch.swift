@@ -54,7 +54,7 @@ extension ContextCore {
             : mergePolicy is StandardMergePolicy
                 ? " (to update the object holding the values instead, an upsert, set the context's mergePolicy to a policy other than .error)"
                 : " (a batch insert upserts under the standard merge policies only, not a custom one)"
-        let result = try batchCommit("batch insert into \(info.entity.name)", uniquenessHint: hint) { try store.log.commit(draft) }
+        let result = try batchCommit("batch insert into \(info.entity.name)", uniquenessHint: hint) { store in try store.log.commit(draft) }
         guard let result else { return BatchResult(type: request.resultType, ids: [], sequence: nil) }
         // The event's inserts are the draft's, in order (spec 0004 §6.3): their IDs are the
         // permanent ones, read without a lookup per object.
@@ -171,7 +171,7 @@ extension ContextCore {
             }
         }
 
-        let result = try batchCommit(what) {
+        let result = try batchCommit(what) { store in
             try store.log.commit(preparedBy: {
                 newValues = []
                 storedTargets = []
@@ -300,7 +300,7 @@ extension ContextCore {
         let selection = try batchSelection(fetch)
         let store = try self.store()
         var matched: [StoredObjectID] = []
-        let result = try batchCommit(what) {
+        let result = try batchCommit(what) { store in
             try store.log.commit(preparedBy: {
                 matched = try self.batchMatches(selection, store: store)
                 guard !matched.isEmpty else { return nil }
@@ -345,7 +345,7 @@ extension ContextCore {
             }
         }
         var deleted: [StoredObjectID] = []
-        let result = try batchCommit(what) {
+        let result = try batchCommit(what) { store in
             try store.log.commit(preparedBy: {
                 let roots = try selection.map { try self.batchMatches($0, store: store) } ?? given
                 let (draft, all) = try self.batchDeletion(of: roots, what: what, store: store)
@@ -548,10 +548,13 @@ extension ContextCore {
     /// Runs `commit`, turning the log's refusals into context errors naming the request, and
     /// tells automatically merging contexts (this one too: its objects didn't change) about
     /// the new transaction.
-    private func batchCommit(_ what: String, uniquenessHint: String = "", _ commit: () throws -> CommitResult?) throws -> CommitResult? {
+    private func batchCommit(
+        _ what: String, uniquenessHint: String = "", _ commit: (PersistentStore) throws -> CommitResult?
+    ) throws -> CommitResult? {
         let result: CommitResult?
         do {
-            result = try commit()
+            // Given the store that took the store's place, when it moved meanwhile.
+            result = try coordinator.writingToStore(commit)
         } catch let error as LogError {
             switch error {
             case .uniquenessViolation:

@@ -216,7 +216,7 @@ extension ContextCore {
             try pushToParent(parent, in: context)
             return
         }
-        let store = try self.store()
+        var store = try self.store()
         // The first round is optimistic: versions checked, then the commit checks them again.
         // After another writer slipped in between, later rounds check and commit inside one
         // write transaction, so a writer that commits all the time can't starve this save.
@@ -236,6 +236,11 @@ extension ContextCore {
                 committed = locked ? try store.log.commit(preparedBy: prepare) : try prepare().map { try store.log.commit($0) }
             } catch let error as LogError {
                 switch error {
+                case .storeMoved where attempt < Self.maximumSaveAttempts && store.current !== store:
+                    // The store moved after this save took it: the move's copy has everything
+                    // before, so the same save goes to the new store (spec 0006 §19.7).
+                    store = store.current
+                    continue
                 case .versionMismatch where attempt < Self.maximumSaveAttempts:
                     locked = true  // another writer slipped in: check again, holding the lock
                     continue
@@ -683,7 +688,9 @@ extension ContextCore {
         var idMap: [ManagedObjectID: ManagedObjectID] = [:]
         for entity in byEntity.keys.sorted() {
             guard let group = byEntity[entity] else { continue }
-            let range = try store.log.reservePrimaryKeys(of: entity, count: group.count, author: transactionAuthor, contextName: name)
+            let range = try coordinator.writingToStore { store in
+                try store.log.reservePrimaryKeys(of: entity, count: group.count, author: transactionAuthor, contextName: name)
+            }
             for (offset, object) in group.enumerated() {
                 let permanent = ManagedObjectID.permanent(StoredObjectID(entity: entity, primaryKey: range.lowerBound + UInt64(offset)), store: store.identifier)
                 idMap[object.objectID] = permanent

@@ -22,7 +22,11 @@
 public struct HistoryConsumer: Sendable, Hashable {
     /// The consumer's name (unique in the store).
     public let name: String
+    /// The store the consumer was made for; it reads and writes ``live``.
     let store: PersistentStore
+    /// Where the store is now: the consumer follows a store moved
+    /// (`migratePersistentStore`), whose copy holds its point.
+    private var live: PersistentStore { store.current }
 
     /// Identity: the store and the name.
     public static func == (lhs: HistoryConsumer, rhs: HistoryConsumer) -> Bool {
@@ -39,9 +43,9 @@ public struct HistoryConsumer: Sendable, Hashable {
     ///
     /// - Throws: ``HistoryError/unknownConsumer(_:)`` if it was removed.
     public func processedToken() throws -> HistoryToken {
-        let sequence = try store.log.read { reader in try reader.consumers().first { $0.name == name }?.processedThrough }
+        let sequence = try live.log.read { reader in try reader.consumers().first { $0.name == name }?.processedThrough }
         guard let sequence else { throw HistoryError.unknownConsumer(name) }
-        return HistoryToken(storeIdentifier: store.identifier, sequence: sequence)
+        return HistoryToken(storeIdentifier: live.identifier, sequence: sequence)
     }
 
     /// The next transactions after the processed point, at most `limit`, oldest first (empty
@@ -52,9 +56,10 @@ public struct HistoryConsumer: Sendable, Hashable {
     public func nextBatch(limit: Int = 256) throws -> [HistoryTransaction] {
         guard limit > 0 else { throw HistoryError.invalidRequest("a batch limit must be at least 1, not \(limit)") }
         let request = HistoryRequest.after(try processedToken()).limited(to: limit)
-        return try store.log.read { reader in
-            let resolved = try store.resolve(request, reader)
-            return try store.transactions(resolved, maximum: limit, reader).transactions
+        let live = self.live
+        return try live.log.read { reader in
+            let resolved = try live.resolve(request, reader)
+            return try live.transactions(resolved, maximum: limit, reader).transactions
         }
     }
 
@@ -64,27 +69,29 @@ public struct HistoryConsumer: Sendable, Hashable {
     /// - Throws: ``HistoryError`` for a foreign token, one past the head, one below a purge
     ///   point, or a consumer that was removed.
     public func markProcessed(through token: HistoryToken) throws {
-        try store.log.read { reader in try store.check(token, head: try reader.head) }
-        // The rest is checked where it is written, so another writer can't remove the
-        // consumer, or purge past the token, in between.
-        switch try store.log.moveConsumer(name, to: token.sequence) {
-        case .moved: return
-        case .unknownConsumer: throw HistoryError.unknownConsumer(name)
-        case .pastHead(let head): throw HistoryError.tokenAheadOfStore(token, head: head)
-        case .purged(let purged):
-            throw try store.log.read { reader in store.purgedError(requested: token.sequence, purgedThrough: purged, reader) }
+        try store.writing { live in
+            try live.log.read { reader in try live.check(token, head: try reader.head) }
+            // The rest is checked where it is written, so another writer can't remove the
+            // consumer, or purge past the token, in between.
+            switch try live.log.moveConsumer(name, to: token.sequence) {
+            case .moved: return
+            case .unknownConsumer: throw HistoryError.unknownConsumer(name)
+            case .pastHead(let head): throw HistoryError.tokenAheadOfStore(token, head: head)
+            case .purged(let purged):
+                throw try live.log.read { reader in live.purgedError(requested: token.sequence, purgedThrough: purged, reader) }
+            }
         }
     }
 
     /// A live feed of the transactions after the processed point (``HistoryFeed``). The feed
     /// doesn't mark anything processed.
     public func feed() throws -> HistoryFeed {
-        HistoryFeed(store: store, request: .after(try processedToken()), batchSize: 64)
+        HistoryFeed(store: live, request: .after(try processedToken()), batchSize: 64)
     }
 
     /// Unregisters the consumer: it no longer holds compaction back.
     public func remove() throws {
-        try store.log.removeConsumer(name)
+        try store.writing { live in try live.log.removeConsumer(name) }
     }
 }
 
@@ -102,12 +109,13 @@ extension PersistentStoreCoordinator {
             throw HistoryError.invalidRequest(
                 "a consumer name is at most \(EventLog.maximumConsumerNameLength) bytes of UTF-8; this one has \(name.utf8.count)")
         }
-        let store = try requireStore()
-        if let token { try store.log.read { reader in try store.check(token, head: try reader.head) } }
-        // Registered only if absent, checked where it is written: a registration racing
-        // this one (in another process) keeps its point.
-        _ = try store.log.registerConsumerIfAbsent(name, processedThrough: token?.sequence ?? 0)
-        return HistoryConsumer(name: name, store: store)
+        return try writingToStore { store in
+            if let token { try store.log.read { reader in try store.check(token, head: try reader.head) } }
+            // Registered only if absent, checked where it is written: a registration racing
+            // this one (in another process) keeps its point.
+            _ = try store.log.registerConsumerIfAbsent(name, processedThrough: token?.sequence ?? 0)
+            return HistoryConsumer(name: name, store: store)
+        }
     }
 
     /// Every registered consumer with the point it has processed through, by name.

@@ -328,9 +328,10 @@ extension PersistentStoreCoordinator {
     ///   a read-only store or a concurrent compaction.
     @discardableResult
     public func purgeHistory(before token: HistoryToken, author: String, contextName: String? = nil) throws -> PurgeReport {
-        let store = try requireStore()
-        try store.check(token, head: try store.log.head)
-        return try store.log.purge(through: token.sequence, author: author, contextName: contextName)
+        try writingToStore { store in
+            try store.check(token, head: try store.log.head)
+            return try store.log.purge(through: token.sequence, author: author, contextName: contextName)
+        }
     }
 }
 

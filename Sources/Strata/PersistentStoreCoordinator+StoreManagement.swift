@@ -215,19 +215,28 @@ extension PersistentStoreCoordinator {
             throw ContextError.invalidArgument(reason)
         }
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        try Self.translatingStoreErrors(path: path) { try EventLog.replaceStore(at: path, withCopyOf: store.log) }
-        let moved: PersistentStore
-        do {
-            let log = try EventLog(path: path, model: managedObjectModel, configuration: configuration)
-            moved = PersistentStore(
-                type: .eventLog, url: URL(fileURLWithPath: path), log: log, temporaryDirectory: nil, userMetadata: try log.userMetadata(),
-                continuedLogs: store.continuedLogs.union([ObjectIdentifier(store.log)]))
-            try replaceStore(store, with: moved)
-        } catch {
-            try? FileManager.default.removeItem(atPath: path)
-            throw error
+        // This process's writes to the store wait from the copy until the new store is in
+        // place; then the old log refuses them (`LogError.storeMoved`), and the coordinator's
+        // writers — saves, batch requests, history consumers — write again to the new store.
+        // A save that took the store before the move so can't land in the old place after
+        // the copy, and be lost (spec 0006 §19.7).
+        return try store.log.holdingWrites {
+            try Self.translatingStoreErrors(path: path) { try EventLog.replaceStore(at: path, withCopyOf: store.log) }
+            let moved: PersistentStore
+            do {
+                let log = try EventLog(path: path, model: managedObjectModel, configuration: configuration)
+                moved = PersistentStore(
+                    type: .eventLog, url: URL(fileURLWithPath: path), log: log, temporaryDirectory: nil, userMetadata: try log.userMetadata(),
+                    continuedLogs: store.continuedLogs.union([ObjectIdentifier(store.log)]))
+                try replaceStore(store, with: moved)
+            } catch {
+                try? FileManager.default.removeItem(atPath: path)
+                throw error
+            }
+            store.movedTo(moved)
+            store.log.refuseWrites(movedTo: path)
+            return moved
         }
-        return moved
     }
 
     /// Throws ``PersistentStoreError/storeInUse(path:detail:)`` if this coordinator's store

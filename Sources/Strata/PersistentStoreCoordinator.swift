@@ -33,6 +33,8 @@ public final class PersistentStore: Sendable, Hashable, CustomStringConvertible 
     /// their history is this store's, so what a context read from them (persisted undo's
     /// older groups) reads on from this one.
     let continuedLogs: Set<ObjectIdentifier>
+    /// The store this one was moved to, once it was (its log then refuses writes).
+    private let successor = Mutex<PersistentStore?>(nil)
 
     init(
         type: StoreType, url: URL?, log: EventLog, temporaryDirectory: String?, userMetadata: [String: MetadataValue] = [:],
@@ -50,6 +52,33 @@ public final class PersistentStore: Sendable, Hashable, CustomStringConvertible 
     func continues(_ log: EventLog) -> Bool {
         self.log === log || continuedLogs.contains(ObjectIdentifier(log))
     }
+
+    /// This store, or the store it was moved to (and on, if that moved too): where what was
+    /// this store's is now.
+    var current: PersistentStore {
+        var store = self
+        while let next = store.successor.withLock({ $0 }) { store = next }
+        return store
+    }
+
+    /// Runs `body` with ``current`` — and, when the store was moved meanwhile (its old log
+    /// refuses writes with ``LogError/storeMoved(from:to:)``), again with the store that took
+    /// its place, whose copy holds everything written before the move.
+    func writing<R>(_ body: (PersistentStore) throws -> R) throws -> R {
+        var store = current
+        while true {
+            do {
+                return try body(store)
+            } catch LogError.storeMoved(let from, let to) {
+                let next = store.current
+                guard next !== store else { throw LogError.storeMoved(from: from, to: to) }
+                store = next
+            }
+        }
+    }
+
+    /// Records that the store moved to `store`.
+    func movedTo(_ store: PersistentStore) { successor.withLock { $0 = store } }
 
     deinit {
         if let temporaryDirectory { try? FileManager.default.removeItem(atPath: temporaryDirectory) }
@@ -228,6 +257,14 @@ public final class PersistentStoreCoordinator: Sendable {
     func requireStore() throws -> PersistentStore {
         guard let store = state.withLock({ $0.store }) else { throw ContextError.noPersistentStore }
         return store
+    }
+
+    /// Runs `body` with the store — and, when the store was moved meanwhile
+    /// (``migratePersistentStore(_:to:configuration:type:)``: its old log refuses writes with
+    /// ``LogError/storeMoved(from:to:)``), again with the store that took its place. Writes go
+    /// through this, so none lands in the old place, where it would be lost.
+    func writingToStore<R>(_ body: (PersistentStore) throws -> R) throws -> R {
+        try requireStore().writing(body)
     }
 
     /// The store's metadata (`metadata(for:)`): the user's keys

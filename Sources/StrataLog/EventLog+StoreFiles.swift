@@ -202,6 +202,20 @@ extension EventLog {
         return try copy.segments().flatMap { [$0.fileName] + ($0.dictionaryFileName.map { [$0] } ?? []) }
     }
 
+    /// Runs `body` while no write of this process to the store runs (through this log or
+    /// another open on it): writes started meanwhile wait until it returns. `body` may read
+    /// and copy the store (``copyStore(to:)``), not write to it.
+    package func holdingWrites<R>(_ body: () throws -> R) throws -> R {
+        try environment.holdingWrites(body)
+    }
+
+    /// Makes every later write through this log throw ``LogError/storeMoved(from:to:)``:
+    /// the store was moved to `destination`, and a write to its old place would be lost.
+    /// Other logs open on the old place write on.
+    package func refuseWrites(movedTo destination: String) {
+        environment.refuseWrites(throwing: LogError.storeMoved(from: path, to: destination))
+    }
+
     /// Throws ``LogError/invalidOperation(_:)`` when `destination` is inside the store
     /// directory at `source` (symbolic links followed): a store copied there would be an entry
     /// Strata doesn't create in the source's directory, which then couldn't be destroyed or

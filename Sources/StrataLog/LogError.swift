@@ -55,6 +55,10 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
     /// (`Specs/0004-event-log.md` §4.4). Nothing was written; the store opens as before with
     /// its earlier model.
     case migration(String)
+    /// The store was moved to `path` (`PersistentStoreCoordinator.migratePersistentStore`)
+    /// and this log of its old place takes no more writes: they would be lost with the old
+    /// files. Nothing was written; write to the store at `path`.
+    case storeMoved(from: String, to: String)
 
     /// A sentence naming what was wrong and where.
     public var description: String {
@@ -86,6 +90,8 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
         case .modelMismatch(let detail): "model mismatch: \(detail)"
         case .invalidOperation(let detail): detail
         case .migration(let detail): "migration: \(detail)"
+        case .storeMoved(let from, let to):
+            "the store at \(from) was moved to \(to), and its old place takes no more writes; nothing was written (write to the store at \(to))"
         case .historyPurged(let requested, let purgedThrough):
             "sequence \(requested) was purged: history through \(purgedThrough) was removed, and the earliest state kept is as of \(purgedThrough)"
         }

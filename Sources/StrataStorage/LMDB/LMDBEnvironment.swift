@@ -1,5 +1,6 @@
 internal import CStrataLMDB
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -96,6 +97,8 @@ public final class LMDBEnvironment: @unchecked Sendable {
     let shared: SharedEnvironment
     var handle: OpaquePointer { shared.handle }
     private let databasesByName: [String: LMDBDatabase]
+    /// What writes through this value throw instead of starting (``refuseWrites(throwing:)``).
+    private let writeRefusal = Mutex<(any Error & Sendable)?>(nil)
     private let mainDatabase: LMDBDatabase?
     var resizeGate: ResizeGate { shared.resizeGate }
     private var writerGate: WriterGate { shared.writerGate }
@@ -455,6 +458,7 @@ public final class LMDBEnvironment: @unchecked Sendable {
                 message: "the environment was opened read-only", detail: path)
         }
         return try writerGate.withExclusive {
+            if let refusal = writeRefusal.withLock({ $0 }) { throw refusal }
             while true {
                 let state = WriteState()
                 do {
@@ -629,6 +633,24 @@ public final class LMDBEnvironment: @unchecked Sendable {
         }
         try check(rc, "mdb_reader_list", detail: path)
         return lowest.value
+    }
+
+    /// Runs `body` while no write transaction of this process runs on the environment,
+    /// through this value or any other sharing it: writes started meanwhile wait until `body`
+    /// returns. A copy made inside (``copy(to:compacting:)``) misses no write of this process
+    /// that `body`'s caller goes on to refuse (``refuseWrites(throwing:)``).
+    ///
+    /// `body` must not write to the environment itself (that throws
+    /// ``LMDBError/Code/nestedWriteTransaction``); it may read it.
+    public func holdingWrites<R>(_ body: () throws -> R) throws -> R {
+        try writerGate.withExclusive(body)
+    }
+
+    /// Makes every later write through this value throw `error` before it starts a
+    /// transaction; other values sharing the environment write on. Used when the store it
+    /// holds was moved elsewhere: a write that reached the old files would be lost.
+    public func refuseWrites(throwing error: any Error & Sendable) {
+        writeRefusal.withLock { $0 = error }
     }
 
     /// Copies the environment to `destination` (`mdb_env_copy2`), with `compacting`
