@@ -194,7 +194,8 @@ extension PersistentStoreCoordinator {
     ///   ``PersistentStoreError/storeInUse(path:detail:)`` when
     ///   anything is at `url` already (``destroyPersistentStore(at:type:)`` or
     ///   ``replacePersistentStore(at:withPersistentStoreFrom:type:)`` it first). Nothing is
-    ///   changed then, and on any failure the coordinator keeps `store` and no copy is left.
+    ///   changed then, and on any failure the coordinator keeps `store`, and neither a copy nor
+    ///   a directory the move made is left.
     @discardableResult
     public func migratePersistentStore(
         _ store: PersistentStore, to url: URL, configuration: EventLog.Configuration = EventLog.Configuration(),
@@ -214,23 +215,25 @@ extension PersistentStoreCoordinator {
         } catch LogError.invalidOperation(let reason) {
             throw ContextError.invalidArgument(reason)
         }
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        // What the move creates — the store and the directories above it that were missing —
+        // goes again if it fails.
+        let created = EventLog.firstMissingAncestor(of: path) ?? path
         // This process's writes to the store wait from the copy until the new store is in
         // place; then the old log refuses them (`LogError.storeMoved`), and the coordinator's
         // writers — saves, batch requests, history consumers — write again to the new store.
         // A save that took the store before the move so can't land in the old place after
         // the copy, and be lost (spec 0006 §19.7).
         return try store.log.holdingWrites {
-            try Self.translatingStoreErrors(path: path) { try EventLog.replaceStore(at: path, withCopyOf: store.log) }
             let moved: PersistentStore
             do {
+                try Self.translatingStoreErrors(path: path) { try EventLog.replaceStore(at: path, withCopyOf: store.log) }
                 let log = try EventLog(path: path, model: managedObjectModel, configuration: configuration)
                 moved = PersistentStore(
                     type: .eventLog, url: URL(fileURLWithPath: path), log: log, temporaryDirectory: nil, userMetadata: try log.userMetadata(),
                     continuedLogs: store.continuedLogs.union([ObjectIdentifier(store.log)]))
                 try replaceStore(store, with: moved)
             } catch {
-                try? FileManager.default.removeItem(atPath: path)
+                try? FileManager.default.removeItem(atPath: created)
                 throw error
             }
             store.movedTo(moved)

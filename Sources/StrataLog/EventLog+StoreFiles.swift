@@ -202,6 +202,18 @@ extension EventLog {
         return try copy.segments().flatMap { [$0.fileName] + ($0.dictionaryFileName.map { [$0] } ?? []) }
     }
 
+    /// The highest of `path` and its ancestors that doesn't exist — what creating `path`
+    /// with its parents makes, and removing undoes —, or nil when `path` exists.
+    package static func firstMissingAncestor(of path: String) -> String? {
+        var missing: String?
+        var current = URL(fileURLWithPath: path).standardizedFileURL.path
+        while current != "/", !FileManager.default.fileExists(atPath: current) {
+            missing = current
+            current = (current as NSString).deletingLastPathComponent
+        }
+        return missing
+    }
+
     /// Runs `body` while no write of this process to the store runs (through this log or
     /// another open on it): writes started meanwhile wait until it returns. `body` may read
     /// and copy the store (``copyStore(to:)``), not write to it.
@@ -275,7 +287,11 @@ extension EventLog {
         }
         let parent = (standardized as NSString).deletingLastPathComponent
         let name = (standardized as NSString).lastPathComponent
+        // Directories made for the destination go again if the copy fails.
+        let createdParent = firstMissingAncestor(of: parent)
         try fileManager.createDirectory(atPath: parent, withIntermediateDirectories: true)
+        var placed = false
+        defer { if !placed, let createdParent { try? fileManager.removeItem(atPath: createdParent) } }
         let staging = (parent as NSString).appendingPathComponent(".\(name).copy-\(UUID().uuidString)")
         defer { try? fileManager.removeItem(atPath: staging) }
         try source.copyStore(to: staging)
@@ -289,9 +305,11 @@ extension EventLog {
         }
         guard exists else {
             try move(staging, standardized)
+            placed = true
             syncDirectory(parent)
             return
         }
+        placed = true  // the parent existed: it held the store replaced
         let aside = (parent as NSString).appendingPathComponent(".\(name).replaced-\(UUID().uuidString)")
         try LMDBEnvironment.withExclusiveAccess(path: standardized, operation: "replace a store") {
             try move(standardized, aside)

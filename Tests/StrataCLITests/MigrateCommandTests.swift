@@ -85,6 +85,18 @@ struct MigrateCommandTests {
         #expect(same.status == 0)
         #expect(same.standardOutput.contains("is model version 1 (stored already)\nmigration    nothing to migrate"), "\(same.standardOutput)")
 
+        // Refused with --into: nothing is kept there — a new DIR (and the directory above it
+        // the command made) goes, one given empty stays empty.
+        let intoNew = dir.file("made/kept")
+        let refusedInto = try strata("migrate", store, files[2], "--into", intoNew)
+        #expect(refusedInto.status == 1)
+        #expect(refusedInto.standardOutput.hasSuffix("(nothing was written to \(store); nothing was kept at \(intoNew))\n"), "\(refusedInto.standardOutput)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("made")), "the directories the command made are gone")
+        let intoEmpty = dir.file("empty")
+        try FileManager.default.createDirectory(atPath: intoEmpty, withIntermediateDirectories: false)
+        #expect(try strata("migrate", store, files[2], "--into", intoEmpty).status == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: intoEmpty).isEmpty, "a directory given empty is left empty")
+
         let narrowing = try strata("migrate", store, files[2])
         #expect(narrowing.status == 1)
         #expect(narrowing.standardOutput.hasPrefix("refused: the store can't be migrated to \(files[2]): "), "\(narrowing.standardOutput)")

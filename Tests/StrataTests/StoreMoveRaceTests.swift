@@ -117,4 +117,33 @@ struct StoreMoveRaceTests {
         try consumer.remove()
         #expect(try moved.log.read { reader in try reader.consumers() }.isEmpty)
     }
+
+    @Test("a move that fails leaves nothing: not the copy, not the directories made for it (a segment file of the store is missing); the coordinator keeps its store, which writes on")
+    func failedMoveLeavesNothing() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let store = try #require(coordinator.persistentStores.first)
+        for name in ["Herons", "Kites", "Rooks"] {
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                try context.existingObject(with: teamID).setValue(name, forKey: "name")
+                try context.save()
+            }
+        }
+        let report = try store.log.compact(CompactionRequest(before: try store.log.head))
+        let segment = try #require(report.segmentFile)
+        try FileManager.default.removeItem(atPath: segment)
+
+        let destination = dir.url.appendingPathComponent("made/deeper/Moved.strata")
+        #expect {
+            try coordinator.migratePersistentStore(store, to: destination)
+        } throws: { error in
+            "\(error)".contains("is missing")
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir.url.appendingPathComponent("made").path), "the directories made for the copy are gone")
+        #expect(coordinator.persistentStores.first === store)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Swifts", forKey: "name")
+            try context.save()
+        }
+    }
 }

@@ -16,7 +16,7 @@ struct MigrateCommand: ParsableCommand {
             verify finds in the migrated copy; or why the migration is refused (the objects
             and values it can't take over), exit status 1. STORE itself is opened read-only
             and never changed. The copy is deleted afterwards, unless --into keeps it (a
-            store with STORE's UUID).
+            store with STORE's UUID); a refused migration keeps nothing there.
 
             Examples:
               strata migrate League.strata League-v4.json
@@ -53,6 +53,21 @@ struct MigrateCommand: ParsableCommand {
                 : nil
             let path = into ?? (scratch.map { ($0 as NSString).appendingPathComponent("store") } ?? "")
             defer { if let scratch { try? FileManager.default.removeItem(atPath: scratch) } }
+            // A copy the migration doesn't get through isn't kept in --into: it would be an
+            // unmigrated store there. What --into made goes; a directory given empty stays empty.
+            let createdInto = into.flatMap { EventLog.firstMissingAncestor(of: $0) }
+            var keep = false
+            defer {
+                if let into, !keep {
+                    if let createdInto {
+                        try? FileManager.default.removeItem(atPath: createdInto)
+                    } else {
+                        for entry in (try? FileManager.default.contentsOfDirectory(atPath: into)) ?? [] {
+                            try? FileManager.default.removeItem(atPath: (into as NSString).appendingPathComponent(entry))
+                        }
+                    }
+                }
+            }
             try EventLog.replaceStore(at: path, withCopyOf: source)
             // The copy's head, not the store's: an app may have committed since the copy.
             let head = try EventLog(openingExistingAt: path).head
@@ -73,10 +88,11 @@ struct MigrateCommand: ParsableCommand {
                 default: throw error
                 }
                 out.line("refused: the store can't be migrated to \(modelFile): \(reason)")
-                out.line("(nothing was written to \(options.store))")
+                out.line("(nothing was written to \(options.store)\(into.map { "; nothing was kept at \($0)" } ?? ""))")
                 out.close()
                 throw ExitStatus.failure
             }
+            keep = true  // migrated: --into keeps it, whatever verify finds in it
             let stored = source.storedModels().map(\.version)
             out.line("model        \(modelFile) is model version \(copy.modelVersion)"
                 + (stored.contains(copy.modelVersion) ? " (stored already)" : " (new; the store has \(stored.map(String.init).joined(separator: ", ")))"))
