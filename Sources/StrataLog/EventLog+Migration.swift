@@ -30,8 +30,8 @@ extension EventLog {
     ///   over. Nothing is written then, and the open fails.
     ///
     /// `refusing`: a migration that would write anything is refused with
-    /// ``LogError/modelMismatch(_:)`` instead (automatic migration off, and the version's
-    /// own migration was refused before, so it was never done).
+    /// ``LogError/modelMismatch(_:)`` instead (automatic migration off, and the version is
+    /// still marked: its own migration was refused, or a crash came before it committed).
     ///
     /// `unmarking`: a `meta` key (the version's refused-migration mark) deleted in the
     /// migration's own transaction, so no moment has the migration committed and the version
@@ -88,7 +88,7 @@ extension EventLog {
             else { return }
             if refusing {
                 throw LogError.modelMismatch(
-                    "the store at \(path) hasn't been migrated to model version \(modelVersion) (its migration was refused before); migrating the store automatically is turned off, so it isn't opened (nothing was written)")
+                    "the store at \(path) hasn't been migrated to model version \(modelVersion) (its migration was refused, or didn't finish, when the version was first opened); migrating the store automatically is turned off, so it isn't opened (nothing was written)")
             }
             let timestamp = EventCodec.date(microseconds: EventCodec.microsecondsNow())
             // nil: another writer moved the head first; look again.

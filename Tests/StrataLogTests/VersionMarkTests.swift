@@ -33,6 +33,14 @@ struct VersionMarkTests {
         #expect(try tool.metadata.refusedModelVersions == [2])
         #expect(try tool.read { try $0.object(StoredObjectID(entity: "Player", primaryKey: 1)) }?.values["score"] == .attribute(.int64(5)))
         _ = try openLog(dir, model: v1) { $0.isReadOnly = true }
+        // With automatic migration off, the still-marked version is refused, naming both
+        // reasons a version stays marked (before, only "refused before", though it never was).
+        #expect {
+            _ = try openLog(dir, model: v2) { $0.migratesAutomatically = false }
+        } throws: { error in
+            guard case .modelMismatch(let text) = error as? LogError else { return false }
+            return text.contains("hasn't been migrated to model version 2 (its migration was refused, or didn't finish, when the version was first opened)")
+        }
 
         let log = try openLog(dir, model: v2)
         #expect(log.modelVersion == 2)
