@@ -1,4 +1,5 @@
 public import StrataLog
+import Synchronization
 
 /// A live change feed: the transactions a ``HistoryRequest`` selects, oldest first — those
 /// already committed, then each new one as it is committed, by this process or another —
@@ -159,12 +160,8 @@ extension PersistentStoreCoordinator {
     ///
     /// - Throws: ``ContextError/noPersistentStore`` without a store.
     public func storeChanges() throws -> AsyncStream<HistoryToken> {
-        let store = try requireStore()
-        let identifier = store.identifier
         let (stream, continuation) = AsyncStream.makeStream(of: HistoryToken.self, bufferingPolicy: .bufferingNewest(1))
-        let observation = store.log.storeMonitor.addObserver { head in
-            continuation.yield(HistoryToken(storeIdentifier: identifier, sequence: head))
-        }
+        let observation = try observeStoreChanges { token in continuation.yield(token) }
         continuation.onTermination = { _ in observation.cancel() }
         return stream
     }
@@ -175,9 +172,9 @@ extension PersistentStoreCoordinator {
     ///
     /// - Throws: ``ContextError/noPersistentStore`` without a store.
     public func observeStoreChanges(_ handler: @escaping @Sendable (HistoryToken) -> Void) throws -> StoreObservation {
-        let store = try requireStore()
-        let identifier = store.identifier
-        return store.log.storeMonitor.addObserver { head in handler(HistoryToken(storeIdentifier: identifier, sequence: head)) }
+        let observer = StoreChangeObserver(handler)
+        observer.observe(try requireStore())
+        return StoreObservation { observer.cancel() }
     }
 
     /// The token of the newest transaction in the store (Core Data's
@@ -199,5 +196,53 @@ extension PersistentStoreCoordinator {
     public func checkForStoreChanges() throws -> HistoryToken {
         let store = try requireStore()
         return HistoryToken(storeIdentifier: store.identifier, sequence: try store.log.storeMonitor.checkForChanges())
+    }
+}
+
+/// Observes the head of a store, and of the store it is moved to when it moves
+/// (``PersistentStoreCoordinator/migratePersistentStore(_:to:configuration:type:)`` wakes the
+/// old store's observers once the new one is in place): the observation the coordinator's
+/// ``PersistentStoreCoordinator/observeStoreChanges(_:)`` and
+/// ``PersistentStoreCoordinator/storeChanges()`` return.
+private final class StoreChangeObserver: Sendable {
+    private let handler: @Sendable (HistoryToken) -> Void
+    /// The store observed and its monitor's observation; nil once cancelled.
+    private let observed = Mutex<(store: PersistentStore, observation: StoreObservation)?>(nil)
+    private let isCancelled = Atomic<Bool>(false)
+
+    init(_ handler: @escaping @Sendable (HistoryToken) -> Void) {
+        self.handler = handler
+    }
+
+    /// Observes `store`'s head from now on (and no longer the store observed before).
+    func observe(_ store: PersistentStore) {
+        let observation = store.log.storeMonitor.addObserver { [weak self] head in self?.headMoved(head, in: store) }
+        let previous = observed.withLock { observed -> StoreObservation? in
+            defer { observed = isCancelled.load(ordering: .acquiring) ? nil : (store, observation) }
+            return observed?.observation
+        }
+        previous?.cancel()
+        if isCancelled.load(ordering: .acquiring) { observation.cancel() }
+    }
+
+    private func headMoved(_ head: UInt64, in store: PersistentStore) {
+        let current = store.current
+        guard current !== store else {
+            handler(HistoryToken(storeIdentifier: store.identifier, sequence: head))
+            return
+        }
+        // The store moved: observe the new one, and report its head.
+        guard observed.withLock({ $0?.store === store }) else { return }
+        observe(current)
+        if let moved = try? current.log.head { handler(HistoryToken(storeIdentifier: current.identifier, sequence: moved)) }
+    }
+
+    func cancel() {
+        isCancelled.store(true, ordering: .releasing)
+        let observation = observed.withLock { observed -> StoreObservation? in
+            defer { observed = nil }
+            return observed?.observation
+        }
+        observation?.cancel()
     }
 }

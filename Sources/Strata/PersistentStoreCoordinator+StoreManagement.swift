@@ -223,7 +223,7 @@ extension PersistentStoreCoordinator {
         // writers — saves, batch requests, history consumers — write again to the new store.
         // A save that took the store before the move so can't land in the old place after
         // the copy, and be lost (spec 0006 §19.7).
-        return try store.log.holdingWrites {
+        let moved = try store.log.holdingWrites { () throws -> PersistentStore in
             let moved: PersistentStore
             do {
                 try Self.translatingStoreErrors(path: path) { try EventLog.replaceStore(at: path, withCopyOf: store.log) }
@@ -240,6 +240,10 @@ extension PersistentStoreCoordinator {
             store.log.refuseWrites(movedTo: path)
             return moved
         }
+        // History feeds waiting on the old store and store-change observers look again, and
+        // follow the new one (once this process's writes go on).
+        store.log.storeMonitor.wakeObservers()
+        return moved
     }
 
     /// Throws ``PersistentStoreError/storeInUse(path:detail:)`` if this coordinator's store

@@ -214,8 +214,6 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         stopWatchingStore()
         storeWasAdded()
-        // History feeds waiting on the old store look again, and follow the new one.
-        old.log.storeMonitor.wakeObservers()
     }
 
     /// Ends the watch of the store that is no longer the coordinator's.

@@ -163,7 +163,8 @@ public final class StoreMonitor: Sendable {
 public final class StoreObservation: Sendable {
     private let action: Mutex<(@Sendable () -> Void)?>
 
-    init(_ cancel: @escaping @Sendable () -> Void) {
+    /// An observation that runs `cancel` when cancelled or released.
+    package init(_ cancel: @escaping @Sendable () -> Void) {
         action = Mutex(cancel)
     }
 

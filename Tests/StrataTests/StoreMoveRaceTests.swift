@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import Synchronization
 import StrataLog
 import StrataTestSupport
 import Testing
@@ -145,5 +146,37 @@ struct StoreMoveRaceTests {
             try context.existingObject(with: teamID).setValue("Swifts", forKey: "name")
             try context.save()
         }
+    }
+
+    @Test("store-change observers follow a moved store: observeStoreChanges and storeChanges made before the move hear a save to the new store (before, they watched the old place for ever)")
+    func storeChangeObserversFollowTheMove() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let heard = Mutex<[UInt64]>([])
+        let observation = try coordinator.observeStoreChanges { token in heard.withLock { $0.append(token.sequence) } }
+        let stream = try coordinator.storeChanges()
+        let moved = try coordinator.migratePersistentStore(try #require(coordinator.persistentStores.first), to: dir.url.appendingPathComponent("moved.strata"))
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            try context.save()
+        }
+        let head = try moved.log.head
+        let streamed = Task { () -> UInt64? in
+            for await token in stream where token.sequence == head { return token.sequence }
+            return nil
+        }
+        let timeout = Task {
+            try await Task.sleep(for: .seconds(5))
+            streamed.cancel()
+        }
+        #expect(await streamed.value == head, "the stream delivered the new store's head")
+        timeout.cancel()
+        #expect(heard.withLock { $0.contains(head) }, "the observer heard the save to the new store: \(heard.withLock { $0 })")
+        observation.cancel()
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Kites", forKey: "name")
+            try context.save()
+        }
+        #expect(!heard.withLock { $0.contains(head + 1) }, "a cancelled observation hears nothing more")
     }
 }
