@@ -181,7 +181,10 @@ extension PersistentStoreCoordinator {
     /// (`migratePersistentStore(_:to:options:type:)`, Core Data's "Save As"): a consistent
     /// copy of it is made at `url` (as ``replacePersistentStore(at:withPersistentStoreFrom:type:)``
     /// makes one), opened with `configuration`, and put in `store`'s place; the new store is
-    /// returned. An in-memory store becomes an event log on disk this way.
+    /// returned. An in-memory store becomes an event log on disk this way; with `type`
+    /// `.inMemory` a store on disk is loaded into a new in-memory store instead (`url` is then
+    /// ignored: the copy goes to a private temporary directory, removed with the store, and
+    /// the store on disk takes no more of this coordinator's writes).
     ///
     /// The copy keeps the store's UUID and whole history, so object IDs, URIs, contexts and
     /// their registered objects carry on with the new store — nothing needs resetting. The
@@ -190,7 +193,7 @@ extension PersistentStoreCoordinator {
     /// in their contexts and save to the new store.
     ///
     /// - Throws: ``ContextError/invalidArgument(_:)`` when `store` isn't this coordinator's,
-    ///   `type` is `.inMemory`, or `url` is inside the store's directory;
+    ///   or `url` is inside the store's directory;
     ///   ``PersistentStoreError/storeInUse(path:detail:)`` when
     ///   anything is at `url` already (``destroyPersistentStore(at:type:)`` or
     ///   ``replacePersistentStore(at:withPersistentStoreFrom:type:)`` it first). Nothing is
@@ -202,10 +205,10 @@ extension PersistentStoreCoordinator {
         type: PersistentStore.StoreType = .eventLog
     ) throws -> PersistentStore {
         guard persistentStores.first === store else { throw ContextError.invalidArgument("\(store) is not this coordinator's store") }
-        guard type == .eventLog else {
-            throw ContextError.invalidArgument("a store can be moved only to an event-log store at a URL, not to an in-memory one; nothing was changed")
-        }
-        let path = (url.path as NSString).standardizingPath
+        let inMemory = type == .inMemory
+        let path = inMemory
+            ? (NSTemporaryDirectory() as NSString).appendingPathComponent("strata-memory-\(UUID().uuidString)")
+            : (url.path as NSString).standardizingPath
         guard !FileManager.default.fileExists(atPath: path) else {
             throw PersistentStoreError.storeInUse(
                 path: path, detail: "something is there already; destroy or replace it first (the store isn't moved over it). Nothing was changed")
@@ -227,10 +230,13 @@ extension PersistentStoreCoordinator {
             let moved: PersistentStore
             do {
                 try Self.translatingStoreErrors(path: path) { try EventLog.replaceStore(at: path, withCopyOf: store.log) }
+                var configuration = configuration
+                // As `addPersistentStore(type: .inMemory)` opens one: nothing to keep on a crash.
+                if inMemory { configuration.durability = .fast }
                 let log = try EventLog(path: path, model: managedObjectModel, configuration: configuration)
                 moved = PersistentStore(
-                    type: .eventLog, url: URL(fileURLWithPath: path), log: log, temporaryDirectory: nil, userMetadata: try log.userMetadata(),
-                    continuedLogs: store.continuedLogs.union([ObjectIdentifier(store.log)]))
+                    type: type, url: inMemory ? nil : URL(fileURLWithPath: path), log: log, temporaryDirectory: inMemory ? path : nil,
+                    userMetadata: try log.userMetadata(), continuedLogs: store.continuedLogs.union([ObjectIdentifier(store.log)]))
                 try replaceStore(store, with: moved)
             } catch {
                 try? FileManager.default.removeItem(atPath: created)

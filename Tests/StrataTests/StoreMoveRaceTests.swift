@@ -179,4 +179,34 @@ struct StoreMoveRaceTests {
         }
         #expect(!heard.withLock { $0.contains(head + 1) }, "a cancelled observation hears nothing more")
     }
+
+    @Test("a store on disk moved to an in-memory store (type .inMemory): contexts carry on, saves go to memory, the store on disk stays as it was and takes no more of the coordinator's writes; the memory store's directory goes with it")
+    func diskToMemory() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let disk = try #require(coordinator.persistentStores.first)
+        let diskHead = try disk.log.head
+        let memory = try coordinator.migratePersistentStore(disk, to: URL(fileURLWithPath: "/ignored"), type: .inMemory)
+        #expect(memory.type == .inMemory && memory.url == nil)
+        #expect(memory.identifier == disk.identifier, "the copy keeps the store's UUID")
+        #expect(!FileManager.default.fileExists(atPath: "/ignored"))
+        let memoryPath = memory.log.path
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            try context.save()
+        }
+        #expect(try memory.log.head == diskHead + 1)
+        #expect(try disk.log.head == diskHead, "the store on disk is as it was")
+        #expect(try await teamNames(at: URL(fileURLWithPath: disk.log.path)) == ["Otters"])
+        let name = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).value(forKey: "name") as? String
+        }
+        #expect(name == "Herons")
+        try coordinator.remove(memory)
+        #expect(FileManager.default.fileExists(atPath: memoryPath))
+        // The store it was moved from leads to it (a consumer made on that one follows it).
+        _ = consume memory
+        _ = consume disk
+        #expect(!FileManager.default.fileExists(atPath: memoryPath), "released, the in-memory store's directory is gone")
+    }
 }
