@@ -478,6 +478,34 @@ public actor ManagedObjectContext {
     public func undo() throws { try core.undo() }
     /// Redoes the last undone group (`undoManager.redo()`).
     public func redo() throws { try core.redo() }
+
+    /// Reverts the saved transaction at `token` — any context's, author's or process's, found
+    /// through the history (``history(_:)``, `strata log`) — as ``undo()`` undoes this
+    /// context's own saved work (spec 0006 §25): its changes, all its groups as one, are
+    /// applied backwards to this context's objects (inserted objects deleted, deleted ones
+    /// brought back under their IDs, values and memberships set back), and the next
+    /// ``save()`` writes them as an `undo(of:)` transaction. Until then ``rollback()``
+    /// discards it; ``redo()`` applies the transaction again.
+    ///
+    /// It is checked against the store's current state first: if a later transaction changed
+    /// a value it set, deleted an object it changed, or brought back one it deleted, nothing
+    /// is changed and it throws ``ContextError/undoConflict(object:property:expected:found:)``
+    /// naming the object, the property and both values — never a silent overwrite.
+    ///
+    /// ```swift
+    /// let bad = try context.history(HistoryRequest(author: "importer")).last!
+    /// try context.revertTransaction(at: bad.token)
+    /// try context.save()
+    /// ```
+    ///
+    /// - Parameter actionName: the undo action name (default: the transaction's own).
+    /// - Throws: ``HistoryError`` for a token of another store, past the head, or in purged
+    ///   history; ``ContextError/invalidArgument(_:)`` for a migration, a transaction without
+    ///   object changes, one naming entities or properties this model doesn't have (another
+    ///   model version's names), or a child context; the conflict above.
+    public func revertTransaction(at token: HistoryToken, actionName: String? = nil) throws {
+        try core.revertTransaction(at: token, actionName: actionName)
+    }
     /// Whether there is something to undo.
     public var canUndo: Bool {
         core.loadOlderUndo()

@@ -203,7 +203,8 @@ final class UndoGroup {
     /// an object new to this group is appended; insert then delete is nothing; insert then
     /// update is the insert with `values`' current values; update then delete is a delete
     /// with the values from before this group; update then update keeps this group's old
-    /// values and `later`'s new ones, dropping properties set back. (Delete rules deferred to
+    /// values and `later`'s new ones, dropping properties set back, and each to-many's
+    /// membership change net of both (an object added then removed is no change). (Delete rules deferred to
     /// the save join the group of the deletes this way.)
     func absorb(_ later: UndoGroup, values: (ManagedObjectID) -> (values: [String: PropertyValue], stamp: UInt64)?) {
         mayHoldTemporaryIDs = true
@@ -238,7 +239,19 @@ final class UndoGroup {
             case (.updated, .updated):
                 for (key, old) in change.old where mine.old[key] == nil { mine.old[key] = old }
                 for (key, new) in change.new { mine.new[key] = new }
-                for (key, membership) in change.memberships where mine.memberships[key] == nil { mine.memberships[key] = membership }
+                for (key, later) in change.memberships {
+                    guard let earlier = mine.memberships[key] else {
+                        mine.memberships[key] = later
+                        continue
+                    }
+                    // Net of both: added by one and not removed by the other (an object
+                    // added then removed, or removed then added back, is no change).
+                    let (addedFirst, removedFirst) = (Set(earlier.added), Set(earlier.removed))
+                    let (addedLater, removedLater) = (Set(later.added), Set(later.removed))
+                    let added = earlier.added.filter { !removedLater.contains($0) } + later.added.filter { !removedFirst.contains($0) }
+                    let removed = earlier.removed.filter { !addedLater.contains($0) } + later.removed.filter { !addedFirst.contains($0) }
+                    mine.memberships[key] = added.isEmpty && removed.isEmpty ? nil : (added, removed)
+                }
                 for (key, old) in mine.old where mine.new[key] == old {
                     mine.old[key] = nil
                     mine.new[key] = nil

@@ -16,7 +16,7 @@ struct StrataCommand: ParsableCommand {
         version: StrataVersion.current,
         subcommands: [
             InfoCommand.self, LogCommand.self, ReplayCommand.self, ExportCommand.self, QueryCommand.self, CompactCommand.self,
-            VerifyCommand.self, ModelCommand.self, MigrateCommand.self, DemoCommand.self, DoctorCommand.self,
+            VerifyCommand.self, ModelCommand.self, MigrateCommand.self, RevertCommand.self, DemoCommand.self, DoctorCommand.self,
         ]
     )
 }

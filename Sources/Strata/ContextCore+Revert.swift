@@ -1,0 +1,133 @@
+import Foundation
+import StrataLog
+
+// Reverting a saved transaction, any writer's (spec 0006 §25): undone as `undo()` undoes a
+// saved group — its inverse checked against the store's current state — whoever saved it.
+
+extension ContextCore {
+    func revertTransaction(at token: HistoryToken, actionName: String?) throws {
+        guard parentContext == nil else {
+            throw ContextError.invalidArgument(
+                "a child context can't revert a saved transaction (it saves into its parent, not the store); revert in a context of the coordinator")
+        }
+        processPendingChanges()
+        let store = try self.store()
+        let sequence = token.sequence
+        let event = try store.log.read { reader -> TransactionEvent in
+            try store.check(token, head: try reader.head)
+            guard sequence > 0 else {
+                throw ContextError.invalidArgument("sequence 0 is the point before the first transaction, not a transaction; nothing to revert")
+            }
+            let purged = try reader.purgedThrough
+            if sequence <= purged { throw store.purgedError(requested: sequence, purgedThrough: purged, reader) }
+            return try reader.event(sequence)
+        }
+        let what = "transaction \(sequence) (\(event.kind))"
+        switch event.kind {
+        case .save, .undo, .redo, .import: break
+        case .migration:
+            throw ContextError.invalidArgument(
+                "\(what) is a model-version migration: its inverse would put values back in an earlier version's terms; nothing was changed")
+        case .reservation, .purge:
+            throw ContextError.invalidArgument("\(what) changes no object; nothing to revert")
+        }
+        // Every entity and property it names must be this model's: a transaction written
+        // with other names (an earlier model version that renamed them) isn't reverted by
+        // half.
+        for change in event.groups.flatMap(\.changes) {
+            let id = change.objectID
+            guard let info = entities[id.entity] else {
+                throw ContextError.invalidArgument(
+                    "\(what) changes \(id), of entity \(id.entity), which this context's model doesn't have (it was written by model version \(event.modelVersion)); nothing was changed")
+            }
+            let names: [String] = switch change {
+            case .insert(_, let values), .delete(_, let values): Array(values.keys)
+            case .update(_, let changes): changes.map(\.property)
+            }
+            for name in names where info.properties[name] == nil {
+                throw ContextError.invalidArgument(
+                    "\(what) changes \(id).\(name), which entity \(id.entity) of this context's model doesn't have (it was written by model version \(event.modelVersion)); nothing was changed")
+            }
+        }
+        // The transaction's groups as one: what it did to the store, net.
+        let combined = UndoGroup(actionName: actionName ?? event.groups.lazy.compactMap(\.actionName).first)
+        combined.fromLog = true
+        combined.saved = (sequence, 0)
+        var latest: [ManagedObjectID: [String: PropertyValue]] = [:]
+        for (index, group) in event.groups.enumerated() {
+            let undoGroup = undoGroup(from: group, sequence: sequence, index: index, storeUUID: store.identifier)
+            // An object it inserts and a later group of it changes: the insert's values are
+            // those after the whole transaction.
+            for (id, change) in undoGroup.changes {
+                switch change.kind {
+                case .inserted: latest[id] = change.values
+                case .updated where latest[id] != nil: for (key, value) in change.new { latest[id]?[key] = value }
+                default: break
+                }
+            }
+            combined.absorb(undoGroup) { id in latest[id].map { ($0, 0) } }
+        }
+        guard !combined.isEmpty else { throw ContextError.invalidArgument("\(what) changes no stored value this context keeps (only derived ones); nothing to revert") }
+        // Then as `undo()` undoes a saved group: refused, changing nothing, if another
+        // transaction changed what it changed since; applied backwards; on the redo stack
+        // (`redo()` applies the transaction again); saved as `undo(of: sequence)`.
+        try checkConflicts(applying: combined, reversed: true)
+        try checkInsertsUnchanged(combined, sequence: sequence, store: store)
+        apply(combined, reversed: true, events: .undoUpdate)
+        journal.redoStack.append(combined)
+        pending.append(PendingEffect(changes: combined.inverse, source: combined, kind: .undo(sequence, 0)))
+    }
+
+    /// Refuses to delete an object the transaction inserted if a later transaction changed it
+    /// (its version is newer) or linked another object to it: the revert would silently
+    /// take that later work with it (undo of a context's own saved insert checks only that
+    /// the object still exists).
+    private func checkInsertsUnchanged(_ combined: UndoGroup, sequence: UInt64, store: PersistentStore) throws {
+        let inserted = combined.order.filter { combined.changes[$0]?.kind == .inserted }
+        guard !inserted.isEmpty else { return }
+        let storeUUID = store.identifier
+        /// Whether the transaction itself links `other` to `id` through `other`'s `property`.
+        func linkedByTransaction(_ other: ManagedObjectID, _ property: String, to id: ManagedObjectID) -> Bool {
+            guard let change = combined.changes[other] else { return false }
+            func holds(_ value: PropertyValue?) -> Bool {
+                switch value {
+                case .toOne(let target?): target == id
+                case .toMany(let targets): targets.contains(id)
+                default: false
+                }
+            }
+            switch change.kind {
+            case .inserted: return holds(change.values[property])
+            case .updated: return holds(change.new[property]) || change.memberships[property]?.added.contains(id) == true
+            case .deleted: return false
+            }
+        }
+        try store.log.read { reader in
+            var versions: [StoredObjectID: UInt64] = [:]
+            try reader.forEachFields(inserted.compactMap(\.storedID)) { fields in versions[fields.id] = fields.version }
+            for id in inserted {
+                guard let stored = id.storedID, let info = entities[id.entityName] else { continue }
+                if let version = versions[stored], version > sequence {
+                    throw ContextError.undoConflict(
+                        object: id.description, property: "(object)", expected: "the object as transaction \(sequence) inserted it",
+                        found: "it as transaction \(version) changed it")
+                }
+                for property in info.propertyList where property.isRelationship && !property.isTransient {
+                    guard let inverse = property.inverse else { continue }
+                    for other in try reader.related(stored, property.name) {
+                        let otherID = ManagedObjectID.permanent(other, store: storeUUID)
+                        if combined.changes[otherID]?.kind == .inserted || linkedByTransaction(otherID, inverse, to: id)
+                            || linkedByTransaction(id, property.name, to: otherID)
+                        {
+                            continue
+                        }
+                        throw ContextError.undoConflict(
+                            object: id.description, property: property.name, expected: "only the links transaction \(sequence) made",
+                            found: "a link to \(otherID) made later")
+                    }
+                }
+            }
+        }
+    }
+}
+

@@ -1,0 +1,359 @@
+import Foundation
+import Strata
+import StrataLog
+import StrataTestSupport
+import Testing
+
+/// Reverting a saved transaction, any writer's (`revertTransaction(at:)`, spec 0006 §25).
+@Suite("Contexts: reverting a saved transaction")
+struct RevertTransactionTests {
+    /// A store with team "Otters" (players Ada, Bob) saved by "setup", then transaction 2 by
+    /// "importer": Otters renamed "Herons", Bob's email set, player Cy added to the team.
+    private func importedStore(_ dir: TemporaryDirectory) async throws -> (PersistentStoreCoordinator, team: ManagedObjectID, bob: ManagedObjectID, cy: ManagedObjectID) {
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let (team, bob) = try await privateContext(coordinator, name: "setup", author: "setup").perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Otters", forKey: "name")
+            var bob: ManagedObject?
+            for name in ["Ada", "Bob"] {
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue(name, forKey: "firstName")
+                player.setValue(team, forKey: "team")
+                if name == "Bob" { bob = player }
+            }
+            try context.save()
+            return (team.objectID, try #require(bob).objectID)
+        }
+        let cy = try await privateContext(coordinator, name: "import", author: "importer").perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: team)
+            team.setValue("Herons", forKey: "name")
+            try context.existingObject(with: bob).setValue("bob@example.com", forKey: "email")
+            let cy = try context.insertNewObject(forEntityName: "Player")
+            cy.setValue("Cy", forKey: "firstName")
+            cy.setValue(team, forKey: "team")
+            try context.save()
+            return cy.objectID
+        }
+        return (coordinator, team, bob, cy)
+    }
+
+    /// The names of `post`'s tags, sorted.
+    private static func tagNames(_ post: ManagedObject) -> [String] {
+        ((post.value(forKey: "tags") as? Set<ManagedObject>) ?? []).compactMap { $0.value(forKey: "name") as? String }.sorted()
+    }
+
+    private func token(_ coordinator: PersistentStoreCoordinator, _ sequence: UInt64) throws -> HistoryToken {
+        HistoryToken(storeIdentifier: try #require(coordinator.persistentStores.first).identifier, sequence: sequence)
+    }
+
+    @Test("another author's save reverted by a fresh context after a restart: values set back, its insert deleted (and gone from the inverse to-many), saved as undo(of: 2); the store reopened holds the state before it, and verify is clean")
+    func revertAnotherAuthorsSave() async throws {
+        let dir = try TemporaryDirectory()
+        let (_, teamID, bobID, cyID) = try await importedStore(dir)
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let context = privateContext(coordinator, name: "operator", author: "alice")
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(coordinator, 2))
+            let team = try context.existingObject(with: teamID)
+            #expect(team.value(forKey: "name") as? String == "Otters")
+            #expect(try context.existingObject(with: bobID).value(forKey: "email") == nil)
+            #expect(context.deletedObjects.map(\.objectID) == [cyID])
+            let players = (team.value(forKey: "players") as? Set<ManagedObject>)?.compactMap { $0.value(forKey: "firstName") as? String }.sorted()
+            #expect(players == ["Ada", "Bob"], "the deleted insert left the team's players")
+            try context.save()
+        }
+        let store = try #require(coordinator.persistentStores.first)
+        let saved = try store.log.read { try $0.event(try $0.head) }
+        #expect(saved.kind == .undo(of: 2, group: 0))
+        #expect(saved.author == "alice")
+
+        let reopened = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await privateContext(reopened).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
+            #expect(try context.existingObject(with: bobID).value(forKey: "email") == nil)
+            #expect(throws: ContextError.self) { try context.existingObject(with: cyID) }
+        }
+        #expect(try #require(reopened.persistentStores.first).log.verify().isClean)
+    }
+
+    @Test("a cascade delete reverted: the team and its players come back under their IDs with their values and their relationship")
+    func revertCascadeDelete() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, bobID, _) = try await importedStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: teamID))
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.fetch(FetchRequest(entityName: "Player")).isEmpty, "the cascade deleted the players")
+            try context.revertTransaction(at: try token(coordinator, 3))
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            #expect(team.value(forKey: "name") as? String == "Herons")
+            let bob = try context.existingObject(with: bobID)
+            #expect(bob.value(forKey: "email") as? String == "bob@example.com")
+            #expect((bob.value(forKey: "team") as? ManagedObject)?.objectID == teamID)
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.count == 3)
+        }
+        #expect(try #require(coordinator.persistentStores.first).log.verify().isClean)
+    }
+
+    @Test("a later transaction that changed a value the reverted one set: undoConflict naming the object, the property and both values; nothing is changed in the context or the store")
+    func conflictRefusesTheRevert() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _, _) = try await importedStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Kites", forKey: "name")
+            try context.save()
+        }
+        let head = try #require(coordinator.persistentStores.first).log.head
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect {
+                try context.revertTransaction(at: try token(coordinator, 2))
+            } throws: { error in
+                guard case .undoConflict(let object, let property, let expected, let found) = error as? ContextError else { return false }
+                return object == teamID.description && property == "name" && expected.contains("Herons") && found.contains("Kites")
+            }
+            let (changed, redoable) = (context.hasChanges, context.canRedo)
+            #expect(!changed, "nothing was changed")
+            #expect(!redoable)
+            try context.save()
+        }
+        #expect(try #require(coordinator.persistentStores.first).log.head == head)
+    }
+
+    @Test("a save of several undo groups setting the same value twice and changing an object it inserted is reverted as one: no false conflict, the state before it")
+    func multiGroupTransaction() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _, _) = try await importedStore(dir)
+        let daveID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Rooks", forKey: "name")
+            let dave = try context.insertNewObject(forEntityName: "Player")
+            dave.setValue("Dave", forKey: "firstName")
+            context.processPendingChanges()
+            team.setValue("Swifts", forKey: "name")
+            dave.setValue(team, forKey: "team")
+            dave.setValue("dave@example.com", forKey: "email")
+            try context.save()
+            return dave.objectID
+        }
+        let store = try #require(coordinator.persistentStores.first)
+        #expect(try store.log.read { try $0.event(3) }.groups.count == 2, "the save holds two groups")
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(coordinator, 3))
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Herons")
+            #expect(throws: ContextError.self) { try context.existingObject(with: daveID) }
+        }
+        #expect(try store.log.verify().isClean)
+    }
+
+    @Test("before the save: rollback discards the revert; redo() applies the transaction again, and the save then writes nothing; after the save, redo() is a redo(of:) transaction")
+    func rollbackAndRedo() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _, _) = try await importedStore(dir)
+        let store = try #require(coordinator.persistentStores.first)
+        let head = try store.log.head
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(coordinator, 2), actionName: "Revert import")
+            let redoName = context.redoActionName
+            #expect(redoName == "Revert import")
+            context.rollback()
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Herons")
+            let changed = context.hasChanges
+            #expect(!changed)
+
+            try context.revertTransaction(at: try token(coordinator, 2))
+            let redoable = context.canRedo
+            #expect(redoable)
+            try context.redo()
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Herons")
+            try context.save()
+        }
+        #expect(try store.log.head == head, "a revert redone before the save writes nothing")
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(coordinator, 2))
+            try context.save()
+            try context.redo()
+            try context.save()
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Herons")
+        }
+        #expect(try store.log.read { try $0.event(head + 2) }.kind == .redo(of: 2, group: 0))
+        #expect(try store.log.verify().isClean)
+    }
+
+    @Test("a batch import reverted: its objects are deleted")
+    func revertBatchImport() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _, _, _) = try await importedStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            _ = try context.execute(BatchInsertRequest(entityName: "Team", objects: [["name": "Imported 1"], ["name": "Imported 2"]]))
+        }
+        let store = try #require(coordinator.persistentStores.first)
+        #expect(try store.log.read { try $0.event(3) }.kind == .import)
+        let names = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(coordinator, 3))
+            try context.save()
+            return try context.fetch(FetchRequest(entityName: "Team")).compactMap { $0.value(forKey: "name") as? String }
+        }
+        #expect(names == ["Herons"])
+    }
+
+    @Test("refusals, nothing changed: sequence 0, past the head, another store's token, purged history, a reservation, a model-version migration, a child context")
+    func refusals() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _, _, _) = try await importedStore(dir)
+        let store = try #require(coordinator.persistentStores.first)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(throws: ContextError.self) { try context.revertTransaction(at: try token(coordinator, 0)) }
+            #expect { try context.revertTransaction(at: try token(coordinator, 99)) } throws: { error in
+                if case .tokenAheadOfStore = error as? HistoryError { true } else { false }
+            }
+            #expect { try context.revertTransaction(at: HistoryToken(storeIdentifier: UUID(), sequence: 1)) } throws: { error in
+                if case .foreignToken = error as? HistoryError { true } else { false }
+            }
+            let player = try context.insertNewObject(forEntityName: "Player")
+            try context.obtainPermanentIDs(for: [player])
+            context.rollback()
+            #expect(try store.log.read { try $0.event(3) }.kind.description.hasPrefix("reservation"))
+            #expect { try context.revertTransaction(at: try token(coordinator, 3)) } throws: { error in
+                "\(error)".contains("changes no object")
+            }
+            let changed = context.hasChanges
+            #expect(!changed)
+        }
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: privateContext(coordinator))
+        try await child.perform { (context: isolated ManagedObjectContext) throws -> Void in
+            #expect { try context.revertTransaction(at: try token(coordinator, 2)) } throws: { error in
+                "\(error)".contains("child context")
+            }
+        }
+        _ = try coordinator.purgeHistory(before: try token(coordinator, 2), author: "ops")
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> Void in
+            #expect { try context.revertTransaction(at: try token(coordinator, 2)) } throws: { error in
+                if case .historyPurged = error as? HistoryError { true } else { false }
+            }
+        }
+
+        // A model version that fills a new mandatory attribute migrates with a transaction
+        // of its own, which can't be reverted.
+        let v2 = try ManagedObjectModel {
+            Entity("Team") {
+                Attribute("name", .string)
+                Attribute("uniformColor", .string)
+                Attribute("rank", .int64, default: 1).required()
+                Relationship("players", to: "Player", inverse: "team", toMany: true, deleteRule: .cascade)
+            }
+            Entity("Player") {
+                Attribute("firstName", .string)
+                Attribute("lastName", .string)
+                Attribute("email", .string)
+                Relationship("team", to: "Team", inverse: "players")
+            }
+        }
+        try coordinator.remove(store)
+        let migrated = try openCoordinator(dir, model: v2)
+        let migration = try #require(migrated.persistentStores.first).log.head
+        #expect(try #require(migrated.persistentStores.first).log.read { try $0.event(migration) }.kind == .migration)
+        try await privateContext(migrated).perform { (context: isolated ManagedObjectContext) throws -> Void in
+            #expect { try context.revertTransaction(at: try token(migrated, migration)) } throws: { error in
+                "\(error)".contains("model-version migration")
+            }
+        }
+    }
+
+    @Test("many-to-many memberships a save changed in two groups (tags added, one removed, one added and removed again) are set back, net: the revert removes what it added and puts back what it removed")
+    func revertMemberships() async throws {
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel {
+            Entity("Post") {
+                Attribute("title", .string)
+                Relationship("tags", to: "Tag", inverse: "posts", toMany: true)
+            }
+            Entity("Tag") {
+                Attribute("name", .string)
+                Relationship("posts", to: "Post", inverse: "tags", toMany: true)
+            }
+        }
+        let coordinator = try openCoordinator(dir, model: model)
+        let postID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let post = try context.insertNewObject(forEntityName: "Post")
+            post.setValue("Hello", forKey: "title")
+            for name in ["a", "b", "c", "d"] {
+                let tag = try context.insertNewObject(forEntityName: "Tag")
+                tag.setValue(name, forKey: "name")
+                if name == "a" || name == "b" { post.mutableSetValue(forKey: "tags").add(tag) }
+            }
+            try context.save()
+            return post.objectID
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let post = try context.existingObject(with: postID)
+            let tags = Dictionary(uniqueKeysWithValues: try context.fetch(FetchRequest(entityName: "Tag")).map { ($0.value(forKey: "name") as? String ?? "", $0) })
+            let set = post.mutableSetValue(forKey: "tags")
+            set.add(try #require(tags["c"]))
+            set.remove(try #require(tags["a"]))
+            context.processPendingChanges()
+            set.add(try #require(tags["d"]))
+            set.remove(try #require(tags["c"]))
+            try context.save()
+            #expect(Self.tagNames(post) == ["b", "d"])
+        }
+        let store = try #require(coordinator.persistentStores.first)
+        #expect(try store.log.read { try $0.event(2) }.groups.count == 2)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(coordinator, 2))
+            #expect(Self.tagNames(try context.existingObject(with: postID)) == ["a", "b"])
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(Self.tagNames(try context.existingObject(with: postID)) == ["a", "b"])
+        }
+        #expect(try store.log.verify().isClean)
+    }
+
+    @Test("an object the transaction inserted that a later transaction changed, or linked another object to, isn't deleted by the revert: undoConflict naming the later transaction or the link, nothing changed")
+    func laterWorkOnInsertedObjects() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _, bobID, _) = try await importedStore(dir)
+        let kitesID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let kites = try context.insertNewObject(forEntityName: "Team")
+            kites.setValue("Kites", forKey: "name")
+            try context.save()  // 3
+            return kites.objectID
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: bobID).setValue(try context.existingObject(with: kitesID), forKey: "team")
+            try context.save()  // 4: Bob moves to Kites
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> Void in
+            #expect {
+                try context.revertTransaction(at: try token(coordinator, 3))
+            } throws: { error in
+                guard case .undoConflict(let object, let property, _, let found) = error as? ContextError else { return false }
+                return object == kitesID.description && property == "players" && found.contains(bobID.description)
+            }
+            let changed = context.hasChanges
+            #expect(!changed)
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: kitesID).setValue("Kestrels", forKey: "uniformColor")
+            try context.save()  // 5: the team itself changed
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> Void in
+            #expect {
+                try context.revertTransaction(at: try token(coordinator, 3))
+            } throws: { error in
+                guard case .undoConflict(let object, let property, _, let found) = error as? ContextError else { return false }
+                return object == kitesID.description && property == "(object)" && found.contains("transaction 5")
+            }
+        }
+        #expect(try #require(coordinator.persistentStores.first).log.head == 5)
+    }
+}
+
