@@ -166,6 +166,11 @@ public struct HistoryChange: Sendable, Hashable {
     public let actionName: String?
     /// Set when the group undoes or redoes a saved group.
     public let groupOrigin: GroupOrigin?
+    /// For a delete, the deleted object's values of the attributes its entity marks
+    /// ``AttributeDescription/preservesValueInHistoryOnDeletion`` (inherited ones included),
+    /// by name (Core Data's `tombstone`); nil for an insert or update, or an entity that
+    /// marks none. The whole before-image is in ``propertyChanges`` either way.
+    public let tombstone: [String: HistoryValue]?
 
     /// The entity of the changed object.
     public var entityName: String { changedObjectID.entityName }
@@ -288,9 +293,17 @@ public enum HistoryError: Error, Sendable, Hashable, CustomStringConvertible {
 /// (attribute, to-one, to-many) from the other side: no model lookup is needed.
 struct HistoryConverter {
     let store: UUID
+    /// The attributes whose values deletes keep in their tombstone, by entity name.
+    let preserved: [String: Set<String>]
 
-    init(store: UUID) {
+    init(store: UUID, model: ManagedObjectModel? = nil) {
         self.store = store
+        var preserved: [String: Set<String>] = [:]
+        for entity in model?.entities ?? [] {
+            let names = Set(entity.allAttributes.filter { $0.preservesValueInHistoryOnDeletion && !$0.isTransient }.map(\.name))
+            if !names.isEmpty { preserved[entity.name] = names }
+        }
+        self.preserved = preserved
     }
 
     func objectID(_ id: StoredObjectID) -> ManagedObjectID { .permanent(id, store: store) }
@@ -324,6 +337,7 @@ struct HistoryConverter {
                 if let keep, !keep(id) { continue }
                 let type: HistoryChange.ChangeType
                 var properties: [HistoryPropertyChange] = []
+                var tombstone: [String: HistoryValue]?
                 switch change {
                 case .insert(_, let values):
                     type = .insert
@@ -336,6 +350,11 @@ struct HistoryConverter {
                     for name in before.keys.sorted() {
                         let old = value(before[name] ?? .null)
                         properties.append(.value(property: name, before: old, after: Self.empty(like: old)))
+                    }
+                    if let kept = preserved[id.entity] {
+                        var values: [String: HistoryValue] = [:]
+                        for name in kept { if let value = before[name], value != .null { values[name] = self.value(value) } }
+                        tombstone = values
                     }
                 case .update(_, let updates):
                     type = .update
@@ -356,7 +375,7 @@ struct HistoryConverter {
                 changes.append(
                     HistoryChange(
                         changedObjectID: objectID(id), changeType: type, propertyChanges: properties, groupIndex: index,
-                        actionName: group.actionName, groupOrigin: group.origin))
+                        actionName: group.actionName, groupOrigin: group.origin, tombstone: tombstone))
             }
         }
         if keep != nil && changes.isEmpty { return nil }

@@ -208,7 +208,7 @@ extension PersistentStore {
         if resolved.after < purged { throw purgedError(requested: resolved.after, purgedThrough: purged, reader) }
         let last = min(upTo ?? head, resolved.through ?? .max, head)
         guard last > resolved.after else { return ([], resolved.after) }
-        let converter = HistoryConverter(store: identifier)
+        let converter = HistoryConverter(store: identifier, model: log.model)
         let keep = resolved.keep
         var result: [HistoryTransaction] = []
         var examined = resolved.after

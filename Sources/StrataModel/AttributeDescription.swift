@@ -40,6 +40,12 @@ public struct AttributeDescription: Sendable, Hashable, Codable {
     /// Strata-specific: the model checker otherwise reports a mandatory, persisted attribute
     /// without a default in a concrete entity (see ``ModelError/Kind/missingDefaultValue``).
     public var isProvidedAtInsert: Bool = false
+    /// Whether a deleted object's value of the attribute is in its history change's
+    /// tombstone (`preservesValueInHistoryOnDeletion`): what a sync or search consumer that
+    /// only learns of the delete later needs to find the object elsewhere (an identifier).
+    /// The log keeps every before-value of a delete anyway; this marks the ones Core Data's
+    /// `tombstone` holds. Not part of the version hash.
+    public var preservesValueInHistoryOnDeletion: Bool = false
 
     // MARK: - Values
 
@@ -93,7 +99,7 @@ public struct AttributeDescription: Sendable, Hashable, Codable {
     var regexSlot = RegexSlot()
 
     enum CodingKeys: String, CodingKey {
-        case name, attributeType, isOptional, isTransient, isIndexed, isProvidedAtInsert, defaultValue
+        case name, attributeType, isOptional, isTransient, isIndexed, isProvidedAtInsert, preservesValueInHistoryOnDeletion, defaultValue
         case minimumValue, maximumValue, minimumLength, maximumLength, regularExpression, validationPredicates
         case renamingIdentifier, userInfo, versionHashModifier, derivationExpression
     }
@@ -192,6 +198,14 @@ extension AttributeDescription {
     /// Attribute("email", .string).indexed()
     /// ```
     public func indexed() -> AttributeDescription { with { $0.isIndexed = true } }
+
+    /// Puts a deleted object's value of the attribute in its history change's tombstone
+    /// (`preservesValueInHistoryOnDeletion = true`).
+    ///
+    /// ```swift
+    /// Attribute("uuid", .uuid).preservedInHistoryOnDeletion()
+    /// ```
+    public func preservedInHistoryOnDeletion() -> AttributeDescription { with { $0.preservesValueInHistoryOnDeletion = true } }
 
     /// Declares that the entity's class sets the attribute at insert (in
     /// `awakeFromInsert()`), so a mandatory attribute needs no default.

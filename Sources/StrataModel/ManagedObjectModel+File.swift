@@ -150,6 +150,7 @@ enum ModelFileWriter {
         add(&m, "transient", a.isTransient, default: false)
         add(&m, "indexed", a.isIndexed, default: false)
         add(&m, "providedAtInsert", a.isProvidedAtInsert, default: false)
+        add(&m, "preservesValueInHistoryOnDeletion", a.preservesValueInHistoryOnDeletion, default: false)
         add(&m, "defaultValue", a.defaultValue)
         add(&m, "minimumValue", a.minimumValue)
         add(&m, "maximumValue", a.maximumValue)
@@ -371,7 +372,8 @@ struct ModelFileReader {
 
     mutating func attribute(_ json: JSONValue, _ path: String, entity: String) -> AttributeDescription {
         let allowed = [
-            "name", "type", "valueType", "derivation", "optional", "transient", "indexed", "providedAtInsert", "defaultValue",
+            "name", "type", "valueType", "derivation", "optional", "transient", "indexed", "providedAtInsert",
+            "preservesValueInHistoryOnDeletion", "defaultValue",
             "minimumValue", "maximumValue", "minimumLength", "maximumLength", "regularExpression", "validationPredicates",
             "renamingIdentifier", "versionHashModifier", "userInfo",
         ]
@@ -403,6 +405,7 @@ struct ModelFileReader {
         a.isTransient = bool(obj, "transient", path, default: false)
         a.isIndexed = bool(obj, "indexed", path, default: false)
         a.isProvidedAtInsert = bool(obj, "providedAtInsert", path, default: false)
+        a.preservesValueInHistoryOnDeletion = bool(obj, "preservesValueInHistoryOnDeletion", path, default: false)
         a.defaultValue = value(obj, "defaultValue", path, type, entity: entity, property: name)
         if type == nil, obj["defaultValue"] != nil { a.isProvidedAtInsert = true }  // no second report for the unknown type
         a.minimumValue = value(obj, "minimumValue", path, type, entity: entity, property: name)
