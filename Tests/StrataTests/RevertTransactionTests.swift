@@ -242,19 +242,11 @@ struct RevertTransactionTests {
 
         // A model version that fills a new mandatory attribute migrates with a transaction
         // of its own, which can't be reverted.
-        let v2 = try ManagedObjectModel {
-            Entity("Team") {
-                Attribute("name", .string)
-                Attribute("uniformColor", .string)
-                Attribute("rank", .int64, default: 1).required()
-                Relationship("players", to: "Player", inverse: "team", toMany: true, deleteRule: .cascade)
-            }
-            Entity("Player") {
-                Attribute("firstName", .string)
-                Attribute("lastName", .string)
-                Attribute("email", .string)
-                Relationship("team", to: "Team", inverse: "players")
-            }
+        var v2 = try SeedModels.leagueManager
+        v2.entities = v2.entities.map { entity in
+            var entity = entity
+            if entity.name == "Team" { entity.attributes.append(Attribute("rank", .int64, default: 1).required()) }
+            return entity
         }
         try coordinator.remove(store)
         let migrated = try openCoordinator(dir, model: v2)
