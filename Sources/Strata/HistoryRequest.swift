@@ -1,5 +1,6 @@
 public import Foundation
 public import StrataLog
+public import StrataPredicate
 
 /// What history to read (Core Data's `NSPersistentHistoryChangeRequest`): every condition
 /// set must hold. Run it with ``PersistentStoreCoordinator/history(_:)`` (or
@@ -44,6 +45,18 @@ public struct HistoryRequest: Sendable, Hashable {
     public var contextName: String?
     /// At most this many transactions, oldest first (0: no limit; `fetchLimit`).
     public var fetchLimit = 0
+    /// Only transactions this predicate accepts (Core Data's request `fetchRequest`, made from
+    /// `NSPersistentHistoryTransaction.fetchRequest` with a predicate), evaluated on each
+    /// transaction's header — so transactions it rejects are never decoded. Its keys:
+    /// `author` and `contextName` (strings, nil when not set), `timestamp` (a date),
+    /// `processID` and `transactionNumber` (the sequence; integers) and `storeID` (the store
+    /// UUID's string). Another key is an ``HistoryError/invalidRequest(_:)``.
+    ///
+    /// ```swift
+    /// var request = HistoryRequest.after(lastToken)
+    /// request.transactionPredicate = try FormatPredicate(format: "author != %@", "app")   // others' changes
+    /// ```
+    public var transactionPredicate: FormatPredicate?
 
     /// Every transaction the store keeps.
     public init() {}
@@ -113,16 +126,37 @@ struct ResolvedHistoryRequest {
     var author: String?
     var contextName: String?
     var limit: Int
+    /// ``HistoryRequest/transactionPredicate``, and the store's UUID string it reads as `storeID`.
+    var predicate: (FormatPredicate, storeID: String)?
 
     /// Whether a header passes the transaction-level conditions.
     func accepts(_ header: EventHeader) -> Bool {
         if let afterDate, header.timestamp <= afterDate { return false }
         if let author, header.author != author { return false }
         if let contextName, header.contextName != contextName { return false }
+        if let (predicate, storeID) = predicate {
+            // Checked against a sample header when the request was resolved: a predicate
+            // that fails to evaluate here rejects the transaction.
+            return (try? predicate.evaluate(with: Self.keys(of: header, storeID: storeID))) ?? false
+        }
         return true
     }
 
-    var hasHeaderFilter: Bool { afterDate != nil || author != nil || contextName != nil }
+    var hasHeaderFilter: Bool { afterDate != nil || author != nil || contextName != nil || predicate != nil }
+
+    /// The keys ``HistoryRequest/transactionPredicate`` reads, in the order documented there.
+    static let predicateKeys = ["author", "contextName", "timestamp", "processID", "transactionNumber", "storeID"]
+
+    /// A header as the predicate sees it.
+    static func keys(of header: EventHeader, storeID: String) -> [String: Any] {
+        var keys: [String: Any] = [
+            "timestamp": header.timestamp, "processID": Int(header.processID), "transactionNumber": Int64(clamping: header.sequence),
+            "storeID": storeID,
+        ]
+        if let author = header.author { keys["author"] = author }
+        if let contextName = header.contextName { keys["contextName"] = contextName }
+        return keys
+    }
 
     /// The change filter, if any.
     var keep: ((StoredObjectID) -> Bool)? {
@@ -164,6 +198,23 @@ extension PersistentStore {
         var resolved = ResolvedHistoryRequest(
             after: purged, through: nil, objectID: nil, entities: nil, afterDate: request.afterDate, author: request.author,
             contextName: request.contextName, limit: request.fetchLimit)
+        if let predicate = request.transactionPredicate {
+            var paths: [FormatKeyPath] = []
+            FetchedResultsController.collectKeyPaths(in: predicate.node, into: &paths)
+            for path in paths {
+                guard case .key(let key)? = path.components.first, ResolvedHistoryRequest.predicateKeys.contains(key) else {
+                    throw HistoryError.invalidRequest(
+                        "the transaction predicate (\(predicate)) reads \(path), which a transaction doesn't have; its keys are \(ResolvedHistoryRequest.predicateKeys.joined(separator: ", "))")
+                }
+            }
+            let sample = EventHeader(sequence: 1, timestamp: Date(), author: "", contextName: "", processID: 0)
+            do {
+                _ = try predicate.evaluate(with: ResolvedHistoryRequest.keys(of: sample, storeID: identifier.uuidString))
+            } catch {
+                throw HistoryError.invalidRequest("the transaction predicate (\(predicate)) can't be evaluated on a transaction: \(error)")
+            }
+            resolved.predicate = (predicate, identifier.uuidString)
+        }
         if let token = request.afterToken {
             try check(token, head: head)
             if token.sequence < purged { throw purgedError(requested: token.sequence, purgedThrough: purged, reader) }
