@@ -384,6 +384,33 @@ extension PersistentStoreCoordinator {
             return try store.log.purge(through: token.sequence, author: author, contextName: contextName)
         }
     }
+
+    /// Removes the history committed before `date` for good (Core Data's
+    /// `deleteHistory(before: Date)`), as the purge before a token does, through the last transaction before the first one committed at or after `date`.
+    /// Timestamps come from the committing processes' clocks and needn't grow with the
+    /// sequence, so nothing committed at or after `date` is removed, even if an earlier-dated
+    /// transaction follows it. Only transaction headers are read to find the point.
+    ///
+    /// - Returns: the purge's report, or nil when no transaction kept is before `date`
+    ///   (nothing is written then).
+    @discardableResult
+    public func purgeHistory(before date: Date, author: String, contextName: String? = nil) throws -> PurgeReport? {
+        let store = try requireStore()
+        let through = try store.log.read { reader -> UInt64? in
+            let purged = try reader.purgedThrough
+            var through = purged
+            var reachedDate = false
+            try reader.forEachEvent(from: purged + 1, where: { header in
+                if !reachedDate {
+                    if header.timestamp < date { through = header.sequence } else { reachedDate = true }
+                }
+                return false
+            }) { _ in .stop }
+            return through > purged ? through : nil
+        }
+        guard let through else { return nil }
+        return try purgeHistory(before: HistoryToken(storeIdentifier: store.identifier, sequence: through), author: author, contextName: contextName)
+    }
 }
 
 extension ManagedObjectContext {

@@ -66,3 +66,31 @@ struct TransactionPredicateTests {
         }
     }
 }
+
+/// `purgeHistory(before: Date)` (spec 0009 §7): Core Data's `deleteHistory(before:)`.
+@Suite("History: purging before a date")
+struct PurgeBeforeDateTests {
+    @Test("purges through the last transaction before the first one dated at or after the date — a later transaction with an earlier date isn't purged; nothing before the date: nil, nothing written")
+    func purgeBeforeDate() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try historyModel())
+        let log = try #require(coordinator.persistentStores.first).log
+        for seconds in [100.0, 200, 300, 150, 400] {
+            var draft = TransactionDraft(author: "clock")
+            draft.timestamp = Date(timeIntervalSince1970: seconds)
+            _ = draft.insert("Team", values: ["name": .attribute(.string("t\(Int(seconds))"))])
+            _ = try log.commit(draft)
+        }
+        #expect(try coordinator.purgeHistory(before: Date(timeIntervalSince1970: 50), author: "ops") == nil)
+        #expect(try log.head == 5, "nothing written")
+
+        let report = try #require(try coordinator.purgeHistory(before: Date(timeIntervalSince1970: 250), author: "ops"))
+        #expect(report.purgedThrough == 2, "300 at sequence 3 stops it; 150 at sequence 4 is kept")
+        let kept = try coordinator.history(HistoryRequest())
+        #expect(kept.map(\.sequence) == [3, 4, 5, 6])
+        #expect(kept.last?.kind == .purge(through: 2))
+        #expect(kept.last?.author == "ops")
+        #expect(try log.verify().isClean)
+        #expect(try coordinator.purgeHistory(before: Date(timeIntervalSince1970: 250), author: "ops") == nil, "nothing before it is left")
+    }
+}
