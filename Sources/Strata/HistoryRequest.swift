@@ -58,6 +58,41 @@ public struct HistoryRequest: Sendable, Hashable {
     /// ```
     public var transactionPredicate: FormatPredicate?
 
+    /// The keys ``transactionPredicate`` reads, in the order documented there.
+    public static let transactionPredicateKeys = ["author", "contextName", "timestamp", "processID", "transactionNumber", "storeID"]
+
+    /// A transaction's header as ``transactionPredicate`` sees it: its values by key (no key
+    /// for a nil author or context name).
+    public static func transactionPredicateValues(of header: EventHeader, storeIdentifier: UUID) -> [String: Any] {
+        var keys: [String: Any] = [
+            "timestamp": header.timestamp, "processID": Int(header.processID), "transactionNumber": Int64(clamping: header.sequence),
+            "storeID": storeIdentifier.uuidString,
+        ]
+        if let author = header.author { keys["author"] = author }
+        if let contextName = header.contextName { keys["contextName"] = contextName }
+        return keys
+    }
+
+    /// Throws ``HistoryError/invalidRequest(_:)`` when `predicate` reads a key a transaction
+    /// doesn't have (``transactionPredicateKeys``), or throws when evaluated on a sample
+    /// transaction (an invalid `MATCHES` pattern, arithmetic on a string).
+    public static func validateTransactionPredicate(_ predicate: FormatPredicate) throws {
+        var paths: [FormatKeyPath] = []
+        FetchedResultsController.collectKeyPaths(in: predicate.node, into: &paths)
+        for path in paths {
+            guard case .key(let key)? = path.components.first, transactionPredicateKeys.contains(key) else {
+                throw HistoryError.invalidRequest(
+                    "the transaction predicate (\(predicate)) reads \(path), which a transaction doesn't have; its keys are \(transactionPredicateKeys.joined(separator: ", "))")
+            }
+        }
+        let sample = EventHeader(sequence: 1, timestamp: Date(), author: "", contextName: "", processID: 0)
+        do {
+            _ = try predicate.evaluate(with: transactionPredicateValues(of: sample, storeIdentifier: UUID()))
+        } catch {
+            throw HistoryError.invalidRequest("the transaction predicate (\(predicate)) can't be evaluated on a transaction: \(error)")
+        }
+    }
+
     /// Every transaction the store keeps.
     public init() {}
 
@@ -126,8 +161,8 @@ struct ResolvedHistoryRequest {
     var author: String?
     var contextName: String?
     var limit: Int
-    /// ``HistoryRequest/transactionPredicate``, and the store's UUID string it reads as `storeID`.
-    var predicate: (FormatPredicate, storeID: String)?
+    /// ``HistoryRequest/transactionPredicate``, and the store's UUID it reads as `storeID`.
+    var predicate: (FormatPredicate, storeID: UUID)?
 
     /// Whether a header passes the transaction-level conditions.
     func accepts(_ header: EventHeader) -> Bool {
@@ -137,26 +172,12 @@ struct ResolvedHistoryRequest {
         if let (predicate, storeID) = predicate {
             // Checked against a sample header when the request was resolved: a predicate
             // that fails to evaluate here rejects the transaction.
-            return (try? predicate.evaluate(with: Self.keys(of: header, storeID: storeID))) ?? false
+            return (try? predicate.evaluate(with: HistoryRequest.transactionPredicateValues(of: header, storeIdentifier: storeID))) ?? false
         }
         return true
     }
 
     var hasHeaderFilter: Bool { afterDate != nil || author != nil || contextName != nil || predicate != nil }
-
-    /// The keys ``HistoryRequest/transactionPredicate`` reads, in the order documented there.
-    static let predicateKeys = ["author", "contextName", "timestamp", "processID", "transactionNumber", "storeID"]
-
-    /// A header as the predicate sees it.
-    static func keys(of header: EventHeader, storeID: String) -> [String: Any] {
-        var keys: [String: Any] = [
-            "timestamp": header.timestamp, "processID": Int(header.processID), "transactionNumber": Int64(clamping: header.sequence),
-            "storeID": storeID,
-        ]
-        if let author = header.author { keys["author"] = author }
-        if let contextName = header.contextName { keys["contextName"] = contextName }
-        return keys
-    }
 
     /// The change filter, if any.
     var keep: ((StoredObjectID) -> Bool)? {
@@ -199,21 +220,8 @@ extension PersistentStore {
             after: purged, through: nil, objectID: nil, entities: nil, afterDate: request.afterDate, author: request.author,
             contextName: request.contextName, limit: request.fetchLimit)
         if let predicate = request.transactionPredicate {
-            var paths: [FormatKeyPath] = []
-            FetchedResultsController.collectKeyPaths(in: predicate.node, into: &paths)
-            for path in paths {
-                guard case .key(let key)? = path.components.first, ResolvedHistoryRequest.predicateKeys.contains(key) else {
-                    throw HistoryError.invalidRequest(
-                        "the transaction predicate (\(predicate)) reads \(path), which a transaction doesn't have; its keys are \(ResolvedHistoryRequest.predicateKeys.joined(separator: ", "))")
-                }
-            }
-            let sample = EventHeader(sequence: 1, timestamp: Date(), author: "", contextName: "", processID: 0)
-            do {
-                _ = try predicate.evaluate(with: ResolvedHistoryRequest.keys(of: sample, storeID: identifier.uuidString))
-            } catch {
-                throw HistoryError.invalidRequest("the transaction predicate (\(predicate)) can't be evaluated on a transaction: \(error)")
-            }
-            resolved.predicate = (predicate, identifier.uuidString)
+            try HistoryRequest.validateTransactionPredicate(predicate)
+            resolved.predicate = (predicate, identifier)
         }
         if let token = request.afterToken {
             try check(token, head: head)

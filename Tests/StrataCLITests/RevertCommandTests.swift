@@ -101,3 +101,29 @@ struct RevertCommandTests {
         #expect(try EventLog(openingExistingAt: store).head == 3)
     }
 }
+
+/// `strata log --where PREDICATE` (spec 0007): transactions a predicate over their header accepts.
+@Suite("strata log --where")
+struct LogWhereCommandTests {
+    @Test("--where selects by author, transactionNumber and processID, alone and with --object; an unknown key or a malformed predicate is exit 64 naming it")
+    func logWhere() throws {
+        let (dir, store) = try RevertCommandTests.fixture()
+        defer { withExtendedLifetime(dir) {} }
+        func headers(_ arguments: String...) throws -> [String] {
+            let result = try runProcess(BuildProducts.executable("strata"), ["log", store] + arguments)
+            #expect(result.status == 0, "\(result.standardError)")
+            return result.standardOutput.split(separator: "\n").filter { $0.hasPrefix("#") }.map { String($0.prefix(while: { $0 != " " })) }
+        }
+        #expect(try headers("--where", "author != 'setup'") == ["#2"])
+        #expect(try headers("--where", "transactionNumber <= 1 OR author == 'nobody'") == ["#1"])
+        let pid = ProcessInfo.processInfo.processIdentifier
+        #expect(try headers("--where", "processID == \(pid)") == ["#1", "#2"])
+        let uuid = try EventLog(openingExistingAt: store).storeUUID.uuidString
+        #expect(try headers("--object", "x-strata://\(uuid)/Player/p1", "--where", "author == 'importer'") == ["#2"])
+
+        let unknown = try strata("log", store, "--where", "authr == 'x'")
+        #expect(unknown.status == 64 && unknown.standardError.contains("reads authr, which a transaction doesn't have"), "\(unknown.standardError)")
+        let malformed = try strata("log", store, "--where", "author ==")
+        #expect(malformed.status == 64 && malformed.standardError.contains("--where: syntax error"), "\(malformed.standardError)")
+    }
+}

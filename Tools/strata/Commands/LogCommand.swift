@@ -10,7 +10,9 @@ struct LogCommand: ParsableCommand {
         abstract: "Show the audit trail: every transaction and, per change, each property's before → after.",
         discussion: """
             Reads raw and compacted history alike, oldest first. Filters combine (all must
-            match). --author, --context and --kind select transactions; --entity, --object and
+            match). --author, --context, --kind and --where (a predicate over author,
+            contextName, timestamp, processID, transactionNumber and storeID, as
+            HistoryRequest.transactionPredicate) select transactions; --entity, --object and
             --property select changes, and a transaction is shown only with the changes that
             match. --from and --to take a sequence number or an ISO 8601 date/time (UTC unless
             it has an offset; to the microsecond) and are inclusive.
@@ -21,6 +23,7 @@ struct LogCommand: ParsableCommand {
               strata log League.strata --from 2026-03-01T09:00:00Z --author importer
               strata log League.strata --object x-strata://6F1C…/Player/p12 --property team
               strata log League.strata --kind undo --format ndjson | jq .sequence
+              strata log League.strata --where 'author != "app" AND processID == 4242'
             """
     )
 
@@ -40,6 +43,13 @@ struct LogCommand: ParsableCommand {
 
     @Option(help: "Only transactions of this kind: save, undo, redo, migration, import, reservation, purge.")
     var kind: KindFilter?
+
+    @Option(
+        name: .customLong("where"),
+        help: ArgumentHelp(
+            "Only transactions this predicate accepts, over author, contextName, timestamp, processID, transactionNumber and storeID.",
+            valueName: "predicate"))
+    var transactionPredicate: String?
 
     @Option(help: "Only changes to objects of this entity (or its sub-entities). Repeatable.")
     var entity: [String] = []
@@ -71,12 +81,35 @@ struct LogCommand: ParsableCommand {
         if case .date(let a) = from, case .date(let b) = to, a > b {
             throw ValidationError("--from \(Timestamps.format(a)) is after --to \(Timestamps.format(b))")
         }
+        _ = try parsedPredicate()
+    }
+
+    /// `--where`, parsed and checked against a transaction's keys.
+    private func parsedPredicate() throws -> FormatPredicate? {
+        guard let transactionPredicate else { return nil }
+        do {
+            let predicate = try FormatPredicate(format: transactionPredicate)
+            try HistoryRequest.validateTransactionPredicate(predicate)
+            return predicate
+        } catch let error as HistoryError {
+            guard case .invalidRequest(let reason) = error else { throw ValidationError("--where: \(error)") }
+            throw ValidationError("--where: \(reason)")
+        } catch {
+            throw ValidationError("--where: \(error)")
+        }
     }
 
     func run() throws {
         try runCommand {
             let log = try options.openReadOnly()
             let filter = try ChangeFilter(log: log, entities: entity, object: object, property: property)
+            let predicate = try parsedPredicate()
+            let storeUUID = log.storeUUID
+            /// Whether `--where` accepts the transaction with `header`.
+            func accepted(_ header: EventHeader) -> Bool {
+                guard let predicate else { return true }
+                return (try? predicate.evaluate(with: HistoryRequest.transactionPredicateValues(of: header, storeIdentifier: storeUUID))) ?? false
+            }
             let out = OutputSink()
             defer { out.close() }
             try log.read { reader in
@@ -114,14 +147,14 @@ struct LogCommand: ParsableCommand {
                 // The header's fields are read without decoding the event: events the date,
                 // author and context filters reject cost no decoding (the body checks them again).
                 let headerFilter: ((EventHeader) -> Bool)? =
-                    fromDate == nil && toDate == nil && author == nil && context == nil
+                    fromDate == nil && toDate == nil && author == nil && context == nil && predicate == nil
                     ? nil
                     : { header in
                         if let toDate, header.timestamp > toDate { return false }
                         if let fromDate, header.timestamp < fromDate { return false }
                         if let author, header.author != author { return false }
                         if let context, header.contextName != context { return false }
-                        return true
+                        return accepted(header)
                     }
 
                 if format == .json {
@@ -137,6 +170,12 @@ struct LogCommand: ParsableCommand {
                     if let author, event.author != author { return .next }
                     if let context, event.contextName != context { return .next }
                     if let kind, !matches(kind, event.kind) { return .next }
+                    if predicate != nil {
+                        let header = EventHeader(
+                            sequence: event.sequence, timestamp: event.timestamp, author: event.author, contextName: event.contextName,
+                            processID: event.processID)
+                        if !accepted(header) { return .next }
+                    }
                     let groups = filter.groups(of: event)
                     if filter.isActive && groups.isEmpty { return .next }
                     switch format {
