@@ -71,11 +71,43 @@ extension ContextCore {
         // Then as `undo()` undoes a saved group: refused, changing nothing, if another
         // transaction changed what it changed since; applied backwards; on the redo stack
         // (`redo()` applies the transaction again); saved as `undo(of: sequence)`.
+        try checkUnsavedWork(combined)
         try checkConflicts(applying: combined, reversed: true)
         try checkInsertsUnchanged(combined, sequence: sequence, store: store)
         apply(combined, reversed: true, events: .undoUpdate)
         journal.redoStack.append(combined)
         pending.append(PendingEffect(changes: combined.inverse, source: combined, kind: .undo(sequence, 0)))
+    }
+
+    /// Refuses a revert that would set back this context's own unsaved work: an object the
+    /// transaction changed that this context has inserted, deleted (a revert of it already
+    /// applied) or changed a value or membership of that the revert sets; an object it
+    /// inserted that this context changed at all (deleting it would take the change with
+    /// it). Applied on top, the revert would overwrite that work at the save without a word
+    /// (a context's undo never meets its unsaved work under a saved group: that work is
+    /// undone first); the same transaction reverted twice before a save is refused so too.
+    private func checkUnsavedWork(_ combined: UndoGroup) throws {
+        for id in combined.order {
+            guard let change = combined.changes[id], let object = registered(id) else { continue }
+            if object.isInsertedFlag || object.isDeletedFlag {
+                throw ContextError.undoConflict(
+                    object: id.description, property: "(object)", expected: "the object as the store holds it",
+                    found: object.isDeletedFlag ? "an unsaved delete of it in this context" : "an unsaved insert of it in this context")
+            }
+            let keys: [String] = switch change.kind {
+            case .updated: Array(change.old.keys) + Array(change.memberships.keys)
+            case .inserted: Array(object.changes.keys)
+            case .deleted: []
+            }
+            for key in keys.sorted() {
+                guard let value = object.changes[key], let property = object.info.property(named: key), !property.isDerived else { continue }
+                let committed = object.committedValue(property)
+                if let committed, committed == value || (committed.isNil && value.isNil) { continue }
+                throw ContextError.undoConflict(
+                    object: id.description, property: key, expected: committed?.text ?? "the stored value",
+                    found: "an unsaved change to \(value.text) in this context")
+            }
+        }
     }
 
     /// Refuses to delete an object the transaction inserted if a later transaction changed it

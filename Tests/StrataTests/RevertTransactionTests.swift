@@ -355,5 +355,63 @@ struct RevertTransactionTests {
         }
         #expect(try #require(coordinator.persistentStores.first).log.head == 5)
     }
+
+    @Test("the context's own unsaved change to a value the reverted transaction set refuses the revert (undoConflict naming it), instead of the revert silently overwriting it at the save")
+    func unsavedChangeRefusesTheRevert() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _, _) = try await importedStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Mine", forKey: "name")
+            #expect {
+                try context.revertTransaction(at: try token(coordinator, 2))
+            } throws: { error in
+                guard case .undoConflict(let object, let property, _, let found) = error as? ContextError else { return false }
+                return object == teamID.description && property == "name" && found.contains("Mine")
+            }
+            #expect(team.value(forKey: "name") as? String == "Mine")
+            let redoable = context.canRedo
+            #expect(!redoable)
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Mine", "the unsaved change was saved")
+        }
+        #expect(try #require(coordinator.persistentStores.first).log.verify().isClean)
+    }
+
+    @Test("the context's unsaved link of another object to an object the transaction inserted refuses the revert, instead of the revert deleting the object and dropping the link")
+    func unsavedLinkRefusesTheRevert() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _, bobID, cyID) = try await importedStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let kites = try context.insertNewObject(forEntityName: "Team")
+            kites.setValue("Kites", forKey: "name")
+            try context.save()  // 3
+            // Unsaved: Bob moves to Kites.
+            try context.existingObject(with: bobID).setValue(kites, forKey: "team")
+            #expect(throws: ContextError.self) { try context.revertTransaction(at: try token(coordinator, 3)) }
+            #expect((try context.existingObject(with: bobID).value(forKey: "team") as? ManagedObject)?.objectID == kites.objectID)
+            _ = cyID
+        }
+    }
+
+    @Test("a transaction reverted twice before a save: the second is refused (already reverted here), and the save writes one undo(of:) with verify clean")
+    func revertTwiceBeforeSave() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _, cyID) = try await importedStore(dir)
+        let store = try #require(coordinator.persistentStores.first)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(coordinator, 2))
+            #expect(throws: (any Error).self) { try context.revertTransaction(at: try token(coordinator, 2)) }
+            try context.save()
+        }
+        #expect(try store.log.head == 3, "one revert transaction")
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
+            #expect(throws: ContextError.self) { try context.existingObject(with: cyID) }
+        }
+        #expect(try store.log.verify().isClean)
+    }
 }
 
