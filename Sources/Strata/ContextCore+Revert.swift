@@ -75,6 +75,11 @@ extension ContextCore {
         try checkConflicts(applying: combined, reversed: true)
         try checkInsertsUnchanged(combined, sequence: sequence, store: store)
         apply(combined, reversed: true, events: .undoUpdate)
+        // This context's own groups of the transaction (its saved work still on its stacks,
+        // or persisted undo's) are what the revert takes back: left there, undo() would
+        // apply them backwards a second time.
+        journal.undoStack.removeAll { $0.saved?.sequence == sequence }
+        journal.redoStack.removeAll { $0.saved?.sequence == sequence }
         journal.redoStack.append(combined)
         pending.append(PendingEffect(changes: combined.inverse, source: combined, kind: .undo(sequence, 0)))
     }

@@ -413,5 +413,34 @@ struct RevertTransactionTests {
         }
         #expect(try store.log.verify().isClean)
     }
+
+    @Test("a context that reverts its own saved transaction still on its undo stack: undo() afterwards doesn't undo that transaction's groups a second time")
+    func revertOwnSaveThenUndo() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _, _) = try await importedStore(dir)
+        let store = try #require(coordinator.persistentStores.first)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Rooks", forKey: "name")
+            context.processPendingChanges()
+            let dave = try context.insertNewObject(forEntityName: "Player")
+            dave.setValue("Dave", forKey: "firstName")
+            dave.setValue(team, forKey: "team")
+            try context.save()  // 3: two groups
+            try context.revertTransaction(at: try token(coordinator, 3))
+            #expect(team.value(forKey: "name") as? String == "Herons")
+            let undoable = context.canUndo
+            #expect(!undoable, "the reverted groups left the undo stack")
+            try context.undo()
+            try context.undo()
+            try context.save()
+            #expect(team.value(forKey: "name") as? String == "Herons")
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Herons")
+            #expect(try context.fetch(FetchRequest(entityName: "Player")).count == 3)
+        }
+        #expect(try store.log.verify().isClean)
+    }
 }
 
