@@ -54,8 +54,10 @@ extension ContextCore {
         combined.fromLog = true
         combined.saved = (sequence, 0)
         var latest: [ManagedObjectID: [String: PropertyValue]] = [:]
+        var parts: [UndoGroup] = []
         for (index, group) in event.groups.enumerated() {
             let undoGroup = undoGroup(from: group, sequence: sequence, index: index, storeUUID: store.identifier)
+            parts.append(undoGroup)
             // An object it inserts and a later group of it changes: the insert's values are
             // those after the whole transaction.
             for (id, change) in undoGroup.changes {
@@ -81,7 +83,13 @@ extension ContextCore {
         journal.undoStack.removeAll { $0.saved?.sequence == sequence }
         journal.redoStack.removeAll { $0.saved?.sequence == sequence }
         journal.redoStack.append(combined)
-        pending.append(PendingEffect(changes: combined.inverse, source: combined, kind: .undo(sequence, 0)))
+        // Saved as one event group per group of the transaction, last first, each the
+        // undo of its group (origin `undo(of: sequence, group: i)`): persisted undo reads a
+        // group's origin as what happened to that group, so one group marked as the undo of
+        // group 0 would leave the others on the undo stack of a context with the
+        // transaction's author and name, and its redo would redo group 0 alone.
+        combined.parts = parts
+        appendEffects(of: combined, undoing: true)
     }
 
     /// Refuses a revert that would set back this context's own unsaved work: an object the

@@ -442,5 +442,70 @@ struct RevertTransactionTests {
         }
         #expect(try store.log.verify().isClean)
     }
+
+    @Test("a context with the transaction's author and name reverting its several-group save: after a restart persisted undo holds every group of it undone (none left to undo a second time), and redo brings them all back")
+    func persistedUndoAfterRevertOfOwnSave() async throws {
+        let dir = try TemporaryDirectory()
+        let (first, teamID, _, _) = try await importedStore(dir)
+        let store = try #require(first.persistentStores.first)
+        try await editor(first).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Rooks", forKey: "name")
+            context.processPendingChanges()
+            team.setValue("Swifts", forKey: "uniformColor")
+            try context.save()  // 3: two groups
+        }
+        let head = try store.log.head
+        try await editor(openCoordinator(dir, model: try SeedModels.leagueManager)).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(first, head))
+            try context.save()  // 4: undo(of: 3)
+        }
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            let undoable = context.canUndo
+            #expect(!undoable, "no group of transaction 3 is left to undo: the revert undid them all")
+            try context.redo()
+            try context.redo()
+            #expect(team.value(forKey: "name") as? String == "Rooks")
+            #expect(team.value(forKey: "uniformColor") as? String == "Swifts", "redo brings back every group of it, not group 0 alone")
+            try context.save()
+        }
+        #expect(try store.log.verify().isClean)
+    }
+
+    @Test("a several-group save that inserts an object and deletes it again in a later group: reverted (one event group per group, each the undo of its own, last first), then redone after the save; the store holds each state and verify is clean")
+    func revertInsertDeletedLaterInTheSameSave() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _, _) = try await importedStore(dir)
+        let store = try #require(coordinator.persistentStores.first)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            let eve = try context.insertNewObject(forEntityName: "Player")
+            eve.setValue("Eve", forKey: "firstName")
+            eve.setValue(team, forKey: "team")
+            context.processPendingChanges()
+            context.delete(eve)
+            team.setValue("Rooks", forKey: "name")
+            try context.save()  // 3
+        }
+        #expect(try store.log.read { try $0.event(3) }.groups.count == 2)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(coordinator, 3))
+            try context.save()  // 4
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Herons")
+            #expect(try context.fetch(FetchRequest(entityName: "Player")).count == 3)
+            try context.redo()
+            try context.save()  // 5
+        }
+        let (revert, redo) = try store.log.read { (try $0.event(4), try $0.event(5)) }
+        #expect(revert.groups.map(\.origin) == [.undo(of: 3, group: 1), .undo(of: 3, group: 0)])
+        #expect(redo.groups.map(\.origin) == [.redo(of: 3, group: 0), .redo(of: 3, group: 1)])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Rooks")
+            #expect(try context.fetch(FetchRequest(entityName: "Player")).count == 3)
+        }
+        #expect(try store.log.verify().isClean)
+    }
 }
 
