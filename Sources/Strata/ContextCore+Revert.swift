@@ -76,6 +76,7 @@ extension ContextCore {
         try checkUnsavedWork(combined)
         try checkConflicts(applying: combined, reversed: true)
         try checkInsertsUnchanged(combined, sequence: sequence, store: store)
+        try checkReferencesExist(combined, store: store)
         apply(combined, reversed: true, events: .undoUpdate)
         // This context's own groups of the transaction (its saved work still on its stacks,
         // or persisted undo's) are what the revert takes back: left there, undo() would
@@ -120,6 +121,44 @@ extension ContextCore {
                     object: id.description, property: key, expected: committed?.text ?? "the stored value",
                     found: "an unsaved change to \(value.text) in this context")
             }
+        }
+    }
+
+    /// Refuses a revert that would point an object at one that no longer exists: a deleted
+    /// object brought back with a relationship to an object a later transaction deleted, a
+    /// relationship set back (or a to-many member put back) to such an object. The log
+    /// records a relationship on its recorded side only, so the conflict check (which sees
+    /// only what the transaction recorded) doesn't find it, and the store would refuse the
+    /// save with the revert applied to the context.
+    private func checkReferencesExist(_ combined: UndoGroup, store: PersistentStore) throws {
+        var references: [(owner: ManagedObjectID, property: String, target: ManagedObjectID)] = []
+        for id in combined.order {
+            guard let change = combined.changes[id], let info = entities[id.entityName] else { continue }
+            func note(_ values: [String: PropertyValue]) {
+                for (key, value) in values.sorted(by: { $0.key < $1.key }) {
+                    guard info.properties[key]?.isRelationship == true else { continue }
+                    for target in value.ids where combined.changes[target]?.kind != .deleted { references.append((id, key, target)) }
+                }
+            }
+            switch change.kind {
+            case .deleted: note(change.values)
+            case .updated:
+                note(change.old)
+                for (key, membership) in change.memberships.sorted(by: { $0.key < $1.key }) {
+                    for target in membership.removed where combined.changes[target]?.kind != .deleted { references.append((id, key, target)) }
+                }
+            case .inserted: break
+            }
+        }
+        guard !references.isEmpty else { return }
+        var existing: Set<StoredObjectID> = []
+        try store.log.read { reader in
+            try reader.forEachFields(Array(Set(references.compactMap(\.target.storedID)))) { fields in existing.insert(fields.id) }
+        }
+        for (owner, property, target) in references {
+            guard let stored = target.storedID, !existing.contains(stored) else { continue }
+            throw ContextError.undoConflict(
+                object: owner.description, property: property, expected: target.description, found: "a deleted object (\(target) was deleted later)")
         }
     }
 

@@ -507,5 +507,43 @@ struct RevertTransactionTests {
         }
         #expect(try store.log.verify().isClean)
     }
+
+    @Test("a revert that would point an object at one a later transaction deleted (a deleted player brought back to its deleted team; a moved player set back to its deleted old team) is refused as an undoConflict naming the reference, nothing changed, rather than accepted and then refused by the store at the save")
+    func referenceToALaterDeletedObject() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, bobID, _) = try await importedStore(dir)
+        let store = try #require(coordinator.persistentStores.first)
+        let kitesID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: bobID))
+            try context.save()  // 3: Bob deleted
+            let kites = try context.insertNewObject(forEntityName: "Team")
+            kites.setValue("Kites", forKey: "name")
+            try context.save()  // 4
+            return kites.objectID
+        }
+        let adaID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let ada = try #require(try context.fetch(FetchRequest(entityName: "Player")).first { $0.value(forKey: "firstName") as? String == "Ada" })
+            ada.setValue(try context.existingObject(with: kitesID), forKey: "team")
+            try context.save()  // 5: Ada moves to Kites
+            context.delete(try context.existingObject(with: teamID))
+            try context.save()  // 6: Otters deleted (cascading to Cy)
+            return ada.objectID
+        }
+        let head = try store.log.head
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for (sequence, object) in [(UInt64(3), bobID), (5, adaID)] {
+                #expect {
+                    try context.revertTransaction(at: try token(coordinator, sequence))
+                } throws: { error in
+                    guard case .undoConflict(let name, let property, let expected, let found) = error as? ContextError else { return false }
+                    return name == object.description && property == "team" && expected.contains(teamID.description) && found.contains("deleted")
+                }
+                let changed = context.hasChanges
+                #expect(!changed, "nothing was changed")
+            }
+            try context.save()
+        }
+        #expect(try store.log.head == head)
+    }
 }
 
