@@ -77,6 +77,7 @@ extension ContextCore {
         try checkConflicts(applying: combined, reversed: true)
         try checkInsertsUnchanged(combined, sequence: sequence, store: store)
         try checkReferencesExist(combined, store: store)
+        try checkUniqueValuesFree(combined, store: store)
         apply(combined, reversed: true, events: .undoUpdate)
         // This context's own groups of the transaction (its saved work still on its stacks,
         // or persisted undo's) are what the revert takes back: left there, undo() would
@@ -159,6 +160,75 @@ extension ContextCore {
             guard let stored = target.storedID, !existing.contains(stored) else { continue }
             throw ContextError.undoConflict(
                 object: owner.description, property: property, expected: target.description, found: "a deleted object (\(target) was deleted later)")
+        }
+    }
+
+    /// Refuses a revert that would give an object values of a uniqueness constraint another
+    /// stored object holds now (a deleted object brought back, or a value set back, that a
+    /// later transaction gave another object): the save would find the clash, and a merge
+    /// policy other than `.error` would resolve it by merging the objects — overwriting the
+    /// later object's values with the reverted one's.
+    private func checkUniqueValuesFree(_ combined: UndoGroup, store: PersistentStore) throws {
+        let storeUUID = store.identifier
+        // The objects whose constraint values the revert sets: brought back, or set back.
+        let candidates = combined.order.filter { id in
+            switch combined.changes[id]?.kind {
+            case .deleted: true
+            case .updated: !(combined.changes[id]?.old.isEmpty ?? true)
+            default: false
+            }
+        }
+        guard !candidates.isEmpty else { return }
+        try store.log.read { reader in
+            for entity in model.entities.sorted(by: { $0.name < $1.name }) {
+                let family = Set(model.selfAndSubentityNames(of: entity.name))
+                for constraint in entity.uniquenessConstraints where !constraint.isEmpty {
+                    /// `id`'s values for the constraint after the revert (nil: one is empty,
+                    /// or the revert doesn't set any of them); `stored`: its values now.
+                    func afterRevert(_ id: ManagedObjectID, stored: StoredObject?) -> [PropertyValue]? {
+                        guard let change = combined.changes[id], let info = entities[id.entityName] else { return nil }
+                        let set = change.kind == .deleted ? change.values : change.old
+                        if change.kind == .updated && !constraint.contains(where: { set[$0] != nil }) { return nil }
+                        var values: [PropertyValue] = []
+                        for name in constraint {
+                            guard let property = info.properties[name] else { return nil }
+                            let value = set[name] ?? (change.kind == .deleted ? .none : stored.map { propertyValue($0[name], property, storeUUID: storeUUID) } ?? .none)
+                            if value.isNil { return nil }
+                            values.append(value)
+                        }
+                        return values
+                    }
+                    var wanted: [[PropertyValue]: ManagedObjectID] = [:]
+                    for id in candidates where family.contains(id.entityName) {
+                        let stored = try id.storedID.flatMap { try reader.object($0) }
+                        if let values = afterRevert(id, stored: stored), wanted[values] == nil { wanted[values] = id }
+                    }
+                    guard !wanted.isEmpty else { continue }
+                    var clash: (object: ManagedObjectID, values: [PropertyValue], holder: ManagedObjectID)?
+                    try reader.forEachObject(of: entity.name) { stored in
+                        let id = ManagedObjectID.permanent(stored.id, store: storeUUID)
+                        guard let info = entities[stored.id.entity] else { return .next }
+                        // Its values after the revert: deleted by it, set back by it, or as stored.
+                        let values: [PropertyValue]?
+                        switch combined.changes[id]?.kind {
+                        case .inserted?: values = nil
+                        case .updated?: values = afterRevert(id, stored: stored) ?? constraint.map { name in
+                                info.properties[name].map { propertyValue(stored[name], $0, storeUUID: storeUUID) } ?? .none
+                            }
+                        default: values = constraint.map { name in info.properties[name].map { propertyValue(stored[name], $0, storeUUID: storeUUID) } ?? .none }
+                        }
+                        guard let values, let object = wanted[values], object != id else { return .next }
+                        clash = (object, values, id)
+                        return .stop
+                    }
+                    if let clash {
+                        throw ContextError.undoConflict(
+                            object: clash.object.description, property: constraint.joined(separator: ", "),
+                            expected: "no other object with \(clash.values.map(\.text).joined(separator: ", ")) (uniqueness constraint)",
+                            found: "\(clash.holder) with them, written later")
+                    }
+                }
+            }
         }
     }
 

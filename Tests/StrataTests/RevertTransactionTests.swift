@@ -545,5 +545,47 @@ struct RevertTransactionTests {
         }
         #expect(try store.log.head == head)
     }
+
+    @Test("a revert bringing back a deleted object whose unique value a later transaction gave another object is refused as an undoConflict naming both, nothing changed — under any merge policy (before, an object-trump or overwrite policy merged it into the later object at the save, overwriting that object's values)", arguments: [0, 1, 2])
+    func uniqueValueTakenLater(_ policy: Int) async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.people)
+        let store = try #require(coordinator.persistentStores.first)
+        let oldID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let person = try context.insertNewObject(forEntityName: "Person")
+            person.setValue("Old", forKey: "firstName")
+            person.setValue("a@example.com", forKey: "email")
+            try context.save()  // 1
+            return person.objectID
+        }
+        let newID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: oldID))
+            try context.save()  // 2: Old deleted
+            let person = try context.insertNewObject(forEntityName: "Person")
+            person.setValue("New", forKey: "firstName")
+            person.setValue("a@example.com", forKey: "email")
+            person.setValue(Int32(7), forKey: "age")
+            try context.save()  // 3: New takes Old's email
+            return person.objectID
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.mergePolicy = [StandardMergePolicy.error, .mergeByPropertyObjectTrump, .overwrite][policy]
+            #expect {
+                try context.revertTransaction(at: try token(coordinator, 2))
+            } throws: { error in
+                guard case .undoConflict(let object, let property, _, let found) = error as? ContextError else { return false }
+                return object == oldID.description && property == "email" && found.contains(newID.description)
+            }
+            let changed = context.hasChanges
+            #expect(!changed, "nothing was changed")
+            try context.save()
+        }
+        #expect(try store.log.head == 3)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let new = try context.existingObject(with: newID)
+            #expect(new.value(forKey: "firstName") as? String == "New")
+            #expect(new.value(forKey: "age") as? Int32 == 7)
+        }
+    }
 }
 
