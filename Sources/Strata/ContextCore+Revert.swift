@@ -256,15 +256,35 @@ extension ContextCore {
             case .deleted: return false
             }
         }
+        /// The first transaction after `sequence` that changed a stored value of `stored`
+        /// (nil: later transactions only recomputed its derived attributes, which the store
+        /// does when an object they read changes — no one's work on it).
+        func laterChange(of stored: StoredObjectID, info: EntityInfo, after sequence: UInt64, _ reader: borrowing LogReader) throws -> UInt64? {
+            let later = try reader.history(of: stored).filter { $0 > sequence }
+            var found: UInt64?
+            try reader.forEachEvent(among: later) { event in
+                for change in event.groups.flatMap(\.changes) where change.objectID == stored {
+                    switch change {
+                    case .insert, .delete: found = event.sequence
+                    case .update(_, let changes):
+                        // A name this model doesn't have (another version's) counts as a change.
+                        if changes.contains(where: { info.properties[$0.property]?.isDerived != true }) { found = event.sequence }
+                    }
+                    if found != nil { return .stop }
+                }
+                return .next
+            }
+            return found
+        }
         try store.log.read { reader in
             var versions: [StoredObjectID: UInt64] = [:]
             try reader.forEachFields(inserted.compactMap(\.storedID)) { fields in versions[fields.id] = fields.version }
             for id in inserted {
                 guard let stored = id.storedID, let info = entities[id.entityName] else { continue }
-                if let version = versions[stored], version > sequence {
+                if let version = versions[stored], version > sequence, let later = try laterChange(of: stored, info: info, after: sequence, reader) {
                     throw ContextError.undoConflict(
                         object: id.description, property: "(object)", expected: "the object as transaction \(sequence) inserted it",
-                        found: "it as transaction \(version) changed it")
+                        found: "it as transaction \(later) changed it")
                 }
                 for property in info.propertyList where property.isRelationship && !property.isTransient {
                     guard let inverse = property.inverse else { continue }

@@ -587,5 +587,39 @@ struct RevertTransactionTests {
             #expect(new.value(forKey: "age") as? Int32 == 7)
         }
     }
+
+    @Test("an object the transaction inserted whose derived attributes alone a later transaction recomputed (its department renamed) is deleted by the revert: no false conflict; the department's derived count drops back, verify clean")
+    func derivedRecomputationIsNoLaterWork() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
+        let store = try #require(coordinator.persistentStores.first)
+        let departmentID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let department = try context.insertNewObject(forEntityName: "Department")
+            department.setValue("Sales", forKey: "name")
+            try context.save()  // 1
+            return department.objectID
+        }
+        let eveID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let eve = try context.insertNewObject(forEntityName: "Employee")
+            eve.setValue("Eve", forKey: "name")
+            eve.setValue(Decimal(10), forKey: "salary")
+            eve.setValue(try context.existingObject(with: departmentID), forKey: "department")
+            try context.save()  // 2
+            try context.existingObject(with: departmentID).setValue("Ops", forKey: "name")
+            try context.save()  // 3: Eve's departmentName recomputed, nothing else of her
+            return eve.objectID
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(coordinator, 2))
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(throws: ContextError.self) { try context.existingObject(with: eveID) }
+            let department = try context.existingObject(with: departmentID)
+            #expect(department.value(forKey: "name") as? String == "Ops")
+            #expect(department.value(forKey: "employeeCount") as? Int64 == 0)
+        }
+        #expect(try store.log.verify().isClean)
+    }
 }
 
