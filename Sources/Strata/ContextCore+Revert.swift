@@ -31,10 +31,40 @@ extension ContextCore {
         case .reservation, .purge:
             throw ContextError.invalidArgument("\(what) changes no object; nothing to revert")
         }
+        // Under this model's names: a transaction an earlier model version wrote, with its
+        // entities and properties as later versions renamed them (as persisted undo reads
+        // it, §13.3). What a later version removed isn't reverted by half: translating
+        // leaves it out, and that refuses it below.
+        let groups = event.groups.map { store.log.translating($0, fromModelVersion: event.modelVersion) }
+        func names(_ change: Change) -> [String] {
+            switch change {
+            case .insert(_, let values), .delete(_, let values): Array(values.keys)
+            case .update(_, let changes): changes.map(\.property)
+            }
+        }
+        for (original, translated) in zip(event.groups, groups) {
+            var kept = translated.changes.makeIterator()
+            for change in original.changes {
+                // Translation keeps the order, dropping an object of a removed entity and a
+                // removed property's values.
+                var current = kept.next()
+                if let next = current, next.objectID.primaryKey != change.objectID.primaryKey || names(next).count != names(change).count {
+                    current = nil
+                }
+                guard current == nil else { continue }
+                let id = change.objectID
+                guard let info = entities[id.entity] else {
+                    throw ContextError.invalidArgument(
+                        "\(what) changes \(id), of entity \(id.entity), which this context's model doesn't have (it was written by model version \(event.modelVersion)); nothing was changed")
+                }
+                let name = names(change).first { info.properties[$0] == nil } ?? names(change).joined(separator: ", ")
+                throw ContextError.invalidArgument(
+                    "\(what) changes \(id).\(name), which entity \(id.entity) of this context's model doesn't have (it was written by model version \(event.modelVersion)); nothing was changed")
+            }
+        }
         // Every entity and property it names must be this model's: a transaction written
-        // with other names (an earlier model version that renamed them) isn't reverted by
-        // half.
-        for change in event.groups.flatMap(\.changes) {
+        // with other names isn't reverted by half.
+        for change in groups.flatMap(\.changes) {
             let id = change.objectID
             guard let info = entities[id.entity] else {
                 throw ContextError.invalidArgument(
@@ -50,12 +80,12 @@ extension ContextCore {
             }
         }
         // The transaction's groups as one: what it did to the store, net.
-        let combined = UndoGroup(actionName: actionName ?? event.groups.lazy.compactMap(\.actionName).first)
+        let combined = UndoGroup(actionName: actionName ?? groups.lazy.compactMap(\.actionName).first)
         combined.fromLog = true
         combined.saved = (sequence, 0)
         var latest: [ManagedObjectID: [String: PropertyValue]] = [:]
         var parts: [UndoGroup] = []
-        for (index, group) in event.groups.enumerated() {
+        for (index, group) in groups.enumerated() {
             let undoGroup = undoGroup(from: group, sequence: sequence, index: index, storeUUID: store.identifier)
             parts.append(undoGroup)
             // An object it inserts and a later group of it changes: the insert's values are

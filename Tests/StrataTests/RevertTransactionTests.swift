@@ -621,5 +621,53 @@ struct RevertTransactionTests {
         }
         #expect(try store.log.verify().isClean)
     }
+
+    @Test("a transaction written by an earlier model version is reverted under the current version's names (a renamed attribute set back under its new name); one changing a property a later version removed is still refused, nothing changed")
+    func revertAcrossARename() async throws {
+        let dir = try TemporaryDirectory()
+        func model(_ version: Int) throws -> ManagedObjectModel {
+            try ManagedObjectModel {
+                Entity("Player") {
+                    Attribute("firstName", .string)
+                    if version == 1 { Attribute("email", .string) } else { Attribute("contact", .string).renamed(from: "email") }
+                    if version < 3 { Attribute("nickname", .string) }
+                }
+            }
+        }
+        let first = try openCoordinator(dir, model: try model(1))
+        let bobID = try await privateContext(first).perform { (context: isolated ManagedObjectContext) throws in
+            let bob = try context.insertNewObject(forEntityName: "Player")
+            bob.setValue("Bob", forKey: "firstName")
+            try context.save()  // 1
+            bob.setValue("bob@example.com", forKey: "email")
+            try context.save()  // 2
+            bob.setValue("Bobby", forKey: "nickname")
+            try context.save()  // 3
+            return bob.objectID
+        }
+        try first.remove(try #require(first.persistentStores.first))
+        let second = try openCoordinator(dir, model: try model(2))
+        try await privateContext(second).perform { (context: isolated ManagedObjectContext) throws in
+            let bob = try context.existingObject(with: bobID)
+            #expect(bob.value(forKey: "contact") as? String == "bob@example.com")
+            try context.revertTransaction(at: try token(second, 2))
+            #expect(bob.value(forKey: "contact") == nil)
+            try context.save()
+        }
+        try second.remove(try #require(second.persistentStores.first))
+        let coordinator = try openCoordinator(dir, model: try model(3))
+        let store = try #require(coordinator.persistentStores.first)
+        let head = try store.log.head
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: bobID).value(forKey: "contact") == nil)
+            #expect { try context.revertTransaction(at: try token(coordinator, 3)) } throws: { error in
+                "\(error)".contains("nickname")
+            }
+            let changed = context.hasChanges
+            #expect(!changed)
+        }
+        #expect(try store.log.head == head)
+        #expect(try store.log.verify().isClean)
+    }
 }
 
