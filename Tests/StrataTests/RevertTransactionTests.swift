@@ -669,5 +669,41 @@ struct RevertTransactionTests {
         #expect(try store.log.head == head)
         #expect(try store.log.verify().isClean)
     }
+
+    @Test("after compaction (the transaction and those after it in zstd segments): the revert reads it and the inserted object's later history from the segments; a later change to a stored value still refuses, a derived recomputation doesn't; verify clean")
+    func revertAfterCompaction() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
+        let store = try #require(coordinator.persistentStores.first)
+        let departmentID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let department = try context.insertNewObject(forEntityName: "Department")
+            department.setValue("Sales", forKey: "name")
+            try context.save()  // 1
+            let eve = try context.insertNewObject(forEntityName: "Employee")
+            eve.setValue("Eve", forKey: "name")
+            eve.setValue(department, forKey: "department")
+            try context.save()  // 2
+            department.setValue("Ops", forKey: "name")
+            try context.save()  // 3
+            let other = try context.insertNewObject(forEntityName: "Department")
+            other.setValue("Other", forKey: "name")
+            try context.save()  // 4
+            return department.objectID
+        }
+        let report = try store.log.compact(CompactionRequest(before: try store.log.head))
+        #expect(report.moved == 1...3)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect {
+                try context.revertTransaction(at: try token(coordinator, 1))
+            } throws: { error in
+                guard case .undoConflict(let object, _, _, let found) = error as? ContextError else { return false }
+                return object == departmentID.description && found.contains("transaction 3")
+            }
+            try context.revertTransaction(at: try token(coordinator, 2))
+            try context.save()
+            #expect(try context.existingObject(with: departmentID).value(forKey: "employeeCount") as? Int64 == 0)
+        }
+        #expect(try store.log.verify().isClean)
+    }
 }
 
