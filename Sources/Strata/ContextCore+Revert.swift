@@ -31,10 +31,40 @@ extension ContextCore {
         case .reservation, .purge:
             throw ContextError.invalidArgument("\(what) changes no object; nothing to revert")
         }
+        // Under this model's names: a transaction an earlier model version wrote, with its
+        // entities and properties as later versions renamed them (as persisted undo reads
+        // it, §13.3). What a later version removed isn't reverted by half: translating
+        // leaves it out, and that refuses it below.
+        let groups = event.groups.map { store.log.translating($0, fromModelVersion: event.modelVersion) }
+        func names(_ change: Change) -> [String] {
+            switch change {
+            case .insert(_, let values), .delete(_, let values): Array(values.keys)
+            case .update(_, let changes): changes.map(\.property)
+            }
+        }
+        for (original, translated) in zip(event.groups, groups) {
+            var kept = translated.changes.makeIterator()
+            for change in original.changes {
+                // Translation keeps the order, dropping an object of a removed entity and a
+                // removed property's values.
+                var current = kept.next()
+                if let next = current, next.objectID.primaryKey != change.objectID.primaryKey || names(next).count != names(change).count {
+                    current = nil
+                }
+                guard current == nil else { continue }
+                let id = change.objectID
+                guard let info = entities[id.entity] else {
+                    throw ContextError.invalidArgument(
+                        "\(what) changes \(id), of entity \(id.entity), which this context's model doesn't have (it was written by model version \(event.modelVersion)); nothing was changed")
+                }
+                let name = names(change).first { info.properties[$0] == nil } ?? names(change).joined(separator: ", ")
+                throw ContextError.invalidArgument(
+                    "\(what) changes \(id).\(name), which entity \(id.entity) of this context's model doesn't have (it was written by model version \(event.modelVersion)); nothing was changed")
+            }
+        }
         // Every entity and property it names must be this model's: a transaction written
-        // with other names (an earlier model version that renamed them) isn't reverted by
-        // half.
-        for change in event.groups.flatMap(\.changes) {
+        // with other names isn't reverted by half.
+        for change in groups.flatMap(\.changes) {
             let id = change.objectID
             guard let info = entities[id.entity] else {
                 throw ContextError.invalidArgument(
@@ -50,12 +80,14 @@ extension ContextCore {
             }
         }
         // The transaction's groups as one: what it did to the store, net.
-        let combined = UndoGroup(actionName: actionName ?? event.groups.lazy.compactMap(\.actionName).first)
+        let combined = UndoGroup(actionName: actionName ?? groups.lazy.compactMap(\.actionName).first)
         combined.fromLog = true
         combined.saved = (sequence, 0)
         var latest: [ManagedObjectID: [String: PropertyValue]] = [:]
-        for (index, group) in event.groups.enumerated() {
+        var parts: [UndoGroup] = []
+        for (index, group) in groups.enumerated() {
             let undoGroup = undoGroup(from: group, sequence: sequence, index: index, storeUUID: store.identifier)
+            parts.append(undoGroup)
             // An object it inserts and a later group of it changes: the insert's values are
             // those after the whole transaction.
             for (id, change) in undoGroup.changes {
@@ -71,11 +103,163 @@ extension ContextCore {
         // Then as `undo()` undoes a saved group: refused, changing nothing, if another
         // transaction changed what it changed since; applied backwards; on the redo stack
         // (`redo()` applies the transaction again); saved as `undo(of: sequence)`.
+        try checkUnsavedWork(combined)
         try checkConflicts(applying: combined, reversed: true)
         try checkInsertsUnchanged(combined, sequence: sequence, store: store)
+        try checkReferencesExist(combined, store: store)
+        try checkUniqueValuesFree(combined, store: store)
         apply(combined, reversed: true, events: .undoUpdate)
+        // This context's own groups of the transaction (its saved work still on its stacks,
+        // or persisted undo's) are what the revert takes back: left there, undo() would
+        // apply them backwards a second time.
+        journal.undoStack.removeAll { $0.saved?.sequence == sequence }
+        journal.redoStack.removeAll { $0.saved?.sequence == sequence }
         journal.redoStack.append(combined)
-        pending.append(PendingEffect(changes: combined.inverse, source: combined, kind: .undo(sequence, 0)))
+        // Saved as one event group per group of the transaction, last first, each the
+        // undo of its group (origin `undo(of: sequence, group: i)`): persisted undo reads a
+        // group's origin as what happened to that group, so one group marked as the undo of
+        // group 0 would leave the others on the undo stack of a context with the
+        // transaction's author and name, and its redo would redo group 0 alone.
+        combined.parts = parts
+        appendEffects(of: combined, undoing: true)
+    }
+
+    /// Refuses a revert that would set back this context's own unsaved work: an object the
+    /// transaction changed that this context has inserted, deleted (a revert of it already
+    /// applied) or changed a value or membership of that the revert sets; an object it
+    /// inserted that this context changed at all (deleting it would take the change with
+    /// it). Applied on top, the revert would overwrite that work at the save without a word
+    /// (a context's undo never meets its unsaved work under a saved group: that work is
+    /// undone first); the same transaction reverted twice before a save is refused so too.
+    private func checkUnsavedWork(_ combined: UndoGroup) throws {
+        for id in combined.order {
+            guard let change = combined.changes[id], let object = registered(id) else { continue }
+            if object.isInsertedFlag || object.isDeletedFlag {
+                throw ContextError.undoConflict(
+                    object: id.description, property: "(object)", expected: "the object as the store holds it",
+                    found: object.isDeletedFlag ? "an unsaved delete of it in this context" : "an unsaved insert of it in this context")
+            }
+            let keys: [String] = switch change.kind {
+            case .updated: Array(change.old.keys) + Array(change.memberships.keys)
+            case .inserted: Array(object.changes.keys)
+            case .deleted: []
+            }
+            for key in keys.sorted() {
+                guard let value = object.changes[key], let property = object.info.property(named: key), !property.isDerived else { continue }
+                let committed = object.committedValue(property)
+                if let committed, committed == value || (committed.isNil && value.isNil) { continue }
+                throw ContextError.undoConflict(
+                    object: id.description, property: key, expected: committed?.text ?? "the stored value",
+                    found: "an unsaved change to \(value.text) in this context")
+            }
+        }
+    }
+
+    /// Refuses a revert that would point an object at one that no longer exists: a deleted
+    /// object brought back with a relationship to an object a later transaction deleted, a
+    /// relationship set back (or a to-many member put back) to such an object. The log
+    /// records a relationship on its recorded side only, so the conflict check (which sees
+    /// only what the transaction recorded) doesn't find it, and the store would refuse the
+    /// save with the revert applied to the context.
+    private func checkReferencesExist(_ combined: UndoGroup, store: PersistentStore) throws {
+        var references: [(owner: ManagedObjectID, property: String, target: ManagedObjectID)] = []
+        for id in combined.order {
+            guard let change = combined.changes[id], let info = entities[id.entityName] else { continue }
+            func note(_ values: [String: PropertyValue]) {
+                for (key, value) in values.sorted(by: { $0.key < $1.key }) {
+                    guard info.properties[key]?.isRelationship == true else { continue }
+                    for target in value.ids where combined.changes[target]?.kind != .deleted { references.append((id, key, target)) }
+                }
+            }
+            switch change.kind {
+            case .deleted: note(change.values)
+            case .updated:
+                note(change.old)
+                for (key, membership) in change.memberships.sorted(by: { $0.key < $1.key }) {
+                    for target in membership.removed where combined.changes[target]?.kind != .deleted { references.append((id, key, target)) }
+                }
+            case .inserted: break
+            }
+        }
+        guard !references.isEmpty else { return }
+        var existing: Set<StoredObjectID> = []
+        try store.log.read { reader in
+            try reader.forEachFields(Array(Set(references.compactMap(\.target.storedID)))) { fields in existing.insert(fields.id) }
+        }
+        for (owner, property, target) in references {
+            guard let stored = target.storedID, !existing.contains(stored) else { continue }
+            throw ContextError.undoConflict(
+                object: owner.description, property: property, expected: target.description, found: "a deleted object (\(target) was deleted later)")
+        }
+    }
+
+    /// Refuses a revert that would give an object values of a uniqueness constraint another
+    /// stored object holds now (a deleted object brought back, or a value set back, that a
+    /// later transaction gave another object): the save would find the clash, and a merge
+    /// policy other than `.error` would resolve it by merging the objects — overwriting the
+    /// later object's values with the reverted one's.
+    private func checkUniqueValuesFree(_ combined: UndoGroup, store: PersistentStore) throws {
+        let storeUUID = store.identifier
+        // The objects whose constraint values the revert sets: brought back, or set back.
+        let candidates = combined.order.filter { id in
+            switch combined.changes[id]?.kind {
+            case .deleted: true
+            case .updated: !(combined.changes[id]?.old.isEmpty ?? true)
+            default: false
+            }
+        }
+        guard !candidates.isEmpty else { return }
+        try store.log.read { reader in
+            for entity in model.entities.sorted(by: { $0.name < $1.name }) {
+                let family = Set(model.selfAndSubentityNames(of: entity.name))
+                for constraint in entity.uniquenessConstraints where !constraint.isEmpty {
+                    /// `id`'s values for the constraint after the revert (nil: one is empty,
+                    /// or the revert doesn't set any of them); `stored`: its values now.
+                    func afterRevert(_ id: ManagedObjectID, stored: StoredObject?) -> [PropertyValue]? {
+                        guard let change = combined.changes[id], let info = entities[id.entityName] else { return nil }
+                        let set = change.kind == .deleted ? change.values : change.old
+                        if change.kind == .updated && !constraint.contains(where: { set[$0] != nil }) { return nil }
+                        var values: [PropertyValue] = []
+                        for name in constraint {
+                            guard let property = info.properties[name] else { return nil }
+                            let value = set[name] ?? (change.kind == .deleted ? .none : stored.map { propertyValue($0[name], property, storeUUID: storeUUID) } ?? .none)
+                            if value.isNil { return nil }
+                            values.append(value)
+                        }
+                        return values
+                    }
+                    var wanted: [[PropertyValue]: ManagedObjectID] = [:]
+                    for id in candidates where family.contains(id.entityName) {
+                        let stored = try id.storedID.flatMap { try reader.object($0) }
+                        if let values = afterRevert(id, stored: stored), wanted[values] == nil { wanted[values] = id }
+                    }
+                    guard !wanted.isEmpty else { continue }
+                    var clash: (object: ManagedObjectID, values: [PropertyValue], holder: ManagedObjectID)?
+                    try reader.forEachObject(of: entity.name) { stored in
+                        let id = ManagedObjectID.permanent(stored.id, store: storeUUID)
+                        guard let info = entities[stored.id.entity] else { return .next }
+                        // Its values after the revert: deleted by it, set back by it, or as stored.
+                        let values: [PropertyValue]?
+                        switch combined.changes[id]?.kind {
+                        case .inserted?: values = nil
+                        case .updated?: values = afterRevert(id, stored: stored) ?? constraint.map { name in
+                                info.properties[name].map { propertyValue(stored[name], $0, storeUUID: storeUUID) } ?? .none
+                            }
+                        default: values = constraint.map { name in info.properties[name].map { propertyValue(stored[name], $0, storeUUID: storeUUID) } ?? .none }
+                        }
+                        guard let values, let object = wanted[values], object != id else { return .next }
+                        clash = (object, values, id)
+                        return .stop
+                    }
+                    if let clash {
+                        throw ContextError.undoConflict(
+                            object: clash.object.description, property: constraint.joined(separator: ", "),
+                            expected: "no other object with \(clash.values.map(\.text).joined(separator: ", ")) (uniqueness constraint)",
+                            found: "\(clash.holder) with them, written later")
+                    }
+                }
+            }
+        }
     }
 
     /// Refuses to delete an object the transaction inserted if a later transaction changed it
@@ -102,15 +286,35 @@ extension ContextCore {
             case .deleted: return false
             }
         }
+        /// The first transaction after `sequence` that changed a stored value of `stored`
+        /// (nil: later transactions only recomputed its derived attributes, which the store
+        /// does when an object they read changes — no one's work on it).
+        func laterChange(of stored: StoredObjectID, info: EntityInfo, after sequence: UInt64, _ reader: borrowing LogReader) throws -> UInt64? {
+            let later = try reader.history(of: stored).filter { $0 > sequence }
+            var found: UInt64?
+            try reader.forEachEvent(among: later) { event in
+                for change in event.groups.flatMap(\.changes) where change.objectID == stored {
+                    switch change {
+                    case .insert, .delete: found = event.sequence
+                    case .update(_, let changes):
+                        // A name this model doesn't have (another version's) counts as a change.
+                        if changes.contains(where: { info.properties[$0.property]?.isDerived != true }) { found = event.sequence }
+                    }
+                    if found != nil { return .stop }
+                }
+                return .next
+            }
+            return found
+        }
         try store.log.read { reader in
             var versions: [StoredObjectID: UInt64] = [:]
             try reader.forEachFields(inserted.compactMap(\.storedID)) { fields in versions[fields.id] = fields.version }
             for id in inserted {
                 guard let stored = id.storedID, let info = entities[id.entityName] else { continue }
-                if let version = versions[stored], version > sequence {
+                if let version = versions[stored], version > sequence, let later = try laterChange(of: stored, info: info, after: sequence, reader) {
                     throw ContextError.undoConflict(
                         object: id.description, property: "(object)", expected: "the object as transaction \(sequence) inserted it",
-                        found: "it as transaction \(version) changed it")
+                        found: "it as transaction \(later) changed it")
                 }
                 for property in info.propertyList where property.isRelationship && !property.isTransient {
                     guard let inverse = property.inverse else { continue }

@@ -1290,10 +1290,11 @@ final class ContextCore {
         journal.undoStack.removeLast()
         apply(group, reversed: true, events: .undoUpdate)
         journal.redoStack.append(group)
-        if let index = pending.lastIndex(where: { $0.source === group }) {
-            pending.remove(at: index)
-        } else if let saved = group.saved {
-            pending.append(PendingEffect(changes: group.inverse, source: group, kind: .undo(saved.sequence, saved.group)))
+        if pending.contains(where: { $0.source === group }) {
+            // Its effects (one; a revert's, one per part) are unsaved: they go.
+            pending.removeAll { $0.source === group }
+        } else if group.saved != nil {
+            appendEffects(of: group, undoing: true)
         } else if group.pushed {
             // Pushed into the parent by a child's save: the next save pushes the inverse.
             pending.append(PendingEffect(changes: group.inverse, source: group, kind: .user))
@@ -1307,12 +1308,33 @@ final class ContextCore {
         journal.redoStack.removeLast()
         apply(group, events: .undoUpdate)
         journal.undoStack.append(group)
-        if let index = pending.lastIndex(where: { $0.source === group }) {
-            pending.remove(at: index)
-        } else if let saved = group.saved {
-            pending.append(PendingEffect(changes: group, source: group, kind: .redo(saved.sequence, saved.group)))
+        if pending.contains(where: { $0.source === group }) {
+            pending.removeAll { $0.source === group }
+        } else if group.saved != nil {
+            appendEffects(of: group, undoing: false)
         } else {
             pending.append(PendingEffect(changes: group, source: group, kind: .user))
+        }
+    }
+
+    /// The pending effects that save the undo (`undoing`) or redo of `group`, saved work:
+    /// one for the group; for a reverted transaction's (``UndoGroup/parts``), one per group
+    /// of the transaction, each the undo (last first) or redo (first first) of its group.
+    func appendEffects(of group: UndoGroup, undoing: Bool) {
+        guard let saved = group.saved else { return }
+        guard !group.parts.isEmpty else {
+            pending.append(
+                undoing
+                    ? PendingEffect(changes: group.inverse, source: group, kind: .undo(saved.sequence, saved.group))
+                    : PendingEffect(changes: group, source: group, kind: .redo(saved.sequence, saved.group)))
+            return
+        }
+        let parts = Array(group.parts.enumerated())
+        for (index, part) in undoing ? parts.reversed() : parts {
+            pending.append(
+                undoing
+                    ? PendingEffect(changes: part.inverse, source: group, kind: .undo(saved.sequence, index))
+                    : PendingEffect(changes: part, source: group, kind: .redo(saved.sequence, index)))
         }
     }
 

@@ -501,8 +501,8 @@ public actor ManagedObjectContext {
     /// - Parameter actionName: the undo action name (default: the transaction's own).
     /// - Throws: ``HistoryError`` for a token of another store, past the head, or in purged
     ///   history; ``ContextError/invalidArgument(_:)`` for a migration, a transaction without
-    ///   object changes, one naming entities or properties this model doesn't have (another
-    ///   model version's names), or a child context; the conflict above.
+    ///   object changes, one naming entities or properties this model doesn't have (removed
+    ///   by a later model version; renamed ones are read under their new names), or a child context; the conflict above.
     public func revertTransaction(at token: HistoryToken, actionName: String? = nil) throws {
         try core.revertTransaction(at: token, actionName: actionName)
     }

@@ -347,5 +347,355 @@ struct RevertTransactionTests {
         }
         #expect(try #require(coordinator.persistentStores.first).log.head == 5)
     }
+
+    @Test("the context's own unsaved change to a value the reverted transaction set refuses the revert (undoConflict naming it), instead of the revert silently overwriting it at the save")
+    func unsavedChangeRefusesTheRevert() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _, _) = try await importedStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Mine", forKey: "name")
+            #expect {
+                try context.revertTransaction(at: try token(coordinator, 2))
+            } throws: { error in
+                guard case .undoConflict(let object, let property, _, let found) = error as? ContextError else { return false }
+                return object == teamID.description && property == "name" && found.contains("Mine")
+            }
+            #expect(team.value(forKey: "name") as? String == "Mine")
+            let redoable = context.canRedo
+            #expect(!redoable)
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Mine", "the unsaved change was saved")
+        }
+        #expect(try #require(coordinator.persistentStores.first).log.verify().isClean)
+    }
+
+    @Test("the context's unsaved link of another object to an object the transaction inserted refuses the revert, instead of the revert deleting the object and dropping the link")
+    func unsavedLinkRefusesTheRevert() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _, bobID, cyID) = try await importedStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let kites = try context.insertNewObject(forEntityName: "Team")
+            kites.setValue("Kites", forKey: "name")
+            try context.save()  // 3
+            // Unsaved: Bob moves to Kites.
+            try context.existingObject(with: bobID).setValue(kites, forKey: "team")
+            #expect(throws: ContextError.self) { try context.revertTransaction(at: try token(coordinator, 3)) }
+            #expect((try context.existingObject(with: bobID).value(forKey: "team") as? ManagedObject)?.objectID == kites.objectID)
+            _ = cyID
+        }
+    }
+
+    @Test("a transaction reverted twice before a save: the second is refused (already reverted here), and the save writes one undo(of:) with verify clean")
+    func revertTwiceBeforeSave() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _, cyID) = try await importedStore(dir)
+        let store = try #require(coordinator.persistentStores.first)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(coordinator, 2))
+            #expect(throws: (any Error).self) { try context.revertTransaction(at: try token(coordinator, 2)) }
+            try context.save()
+        }
+        #expect(try store.log.head == 3, "one revert transaction")
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
+            #expect(throws: ContextError.self) { try context.existingObject(with: cyID) }
+        }
+        #expect(try store.log.verify().isClean)
+    }
+
+    @Test("a context that reverts its own saved transaction still on its undo stack: undo() afterwards doesn't undo that transaction's groups a second time")
+    func revertOwnSaveThenUndo() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _, _) = try await importedStore(dir)
+        let store = try #require(coordinator.persistentStores.first)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Rooks", forKey: "name")
+            context.processPendingChanges()
+            let dave = try context.insertNewObject(forEntityName: "Player")
+            dave.setValue("Dave", forKey: "firstName")
+            dave.setValue(team, forKey: "team")
+            try context.save()  // 3: two groups
+            try context.revertTransaction(at: try token(coordinator, 3))
+            #expect(team.value(forKey: "name") as? String == "Herons")
+            let undoable = context.canUndo
+            #expect(!undoable, "the reverted groups left the undo stack")
+            try context.undo()
+            try context.undo()
+            try context.save()
+            #expect(team.value(forKey: "name") as? String == "Herons")
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Herons")
+            #expect(try context.fetch(FetchRequest(entityName: "Player")).count == 3)
+        }
+        #expect(try store.log.verify().isClean)
+    }
+
+    @Test("a context with the transaction's author and name reverting its several-group save: after a restart persisted undo holds every group of it undone (none left to undo a second time), and redo brings them all back")
+    func persistedUndoAfterRevertOfOwnSave() async throws {
+        let dir = try TemporaryDirectory()
+        let (first, teamID, _, _) = try await importedStore(dir)
+        let store = try #require(first.persistentStores.first)
+        try await editor(first).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Rooks", forKey: "name")
+            context.processPendingChanges()
+            team.setValue("Swifts", forKey: "uniformColor")
+            try context.save()  // 3: two groups
+        }
+        let head = try store.log.head
+        try await editor(openCoordinator(dir, model: try SeedModels.leagueManager)).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(first, head))
+            try context.save()  // 4: undo(of: 3)
+        }
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            let undoable = context.canUndo
+            #expect(!undoable, "no group of transaction 3 is left to undo: the revert undid them all")
+            try context.redo()
+            try context.redo()
+            #expect(team.value(forKey: "name") as? String == "Rooks")
+            #expect(team.value(forKey: "uniformColor") as? String == "Swifts", "redo brings back every group of it, not group 0 alone")
+            try context.save()
+        }
+        #expect(try store.log.verify().isClean)
+    }
+
+    @Test("a several-group save that inserts an object and deletes it again in a later group: reverted (one event group per group, each the undo of its own, last first), then redone after the save; the store holds each state and verify is clean")
+    func revertInsertDeletedLaterInTheSameSave() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _, _) = try await importedStore(dir)
+        let store = try #require(coordinator.persistentStores.first)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            let eve = try context.insertNewObject(forEntityName: "Player")
+            eve.setValue("Eve", forKey: "firstName")
+            eve.setValue(team, forKey: "team")
+            context.processPendingChanges()
+            context.delete(eve)
+            team.setValue("Rooks", forKey: "name")
+            try context.save()  // 3
+        }
+        #expect(try store.log.read { try $0.event(3) }.groups.count == 2)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(coordinator, 3))
+            try context.save()  // 4
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Herons")
+            #expect(try context.fetch(FetchRequest(entityName: "Player")).count == 3)
+            try context.redo()
+            try context.save()  // 5
+        }
+        let (revert, redo) = try store.log.read { (try $0.event(4), try $0.event(5)) }
+        #expect(revert.groups.map(\.origin) == [.undo(of: 3, group: 1), .undo(of: 3, group: 0)])
+        #expect(redo.groups.map(\.origin) == [.redo(of: 3, group: 0), .redo(of: 3, group: 1)])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Rooks")
+            #expect(try context.fetch(FetchRequest(entityName: "Player")).count == 3)
+        }
+        #expect(try store.log.verify().isClean)
+    }
+
+    @Test("a revert that would point an object at one a later transaction deleted (a deleted player brought back to its deleted team; a moved player set back to its deleted old team) is refused as an undoConflict naming the reference, nothing changed, rather than accepted and then refused by the store at the save")
+    func referenceToALaterDeletedObject() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, bobID, _) = try await importedStore(dir)
+        let store = try #require(coordinator.persistentStores.first)
+        let kitesID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: bobID))
+            try context.save()  // 3: Bob deleted
+            let kites = try context.insertNewObject(forEntityName: "Team")
+            kites.setValue("Kites", forKey: "name")
+            try context.save()  // 4
+            return kites.objectID
+        }
+        let adaID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let ada = try #require(try context.fetch(FetchRequest(entityName: "Player")).first { $0.value(forKey: "firstName") as? String == "Ada" })
+            ada.setValue(try context.existingObject(with: kitesID), forKey: "team")
+            try context.save()  // 5: Ada moves to Kites
+            context.delete(try context.existingObject(with: teamID))
+            try context.save()  // 6: Otters deleted (cascading to Cy)
+            return ada.objectID
+        }
+        let head = try store.log.head
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for (sequence, object) in [(UInt64(3), bobID), (5, adaID)] {
+                #expect {
+                    try context.revertTransaction(at: try token(coordinator, sequence))
+                } throws: { error in
+                    guard case .undoConflict(let name, let property, let expected, let found) = error as? ContextError else { return false }
+                    return name == object.description && property == "team" && expected.contains(teamID.description) && found.contains("deleted")
+                }
+                let changed = context.hasChanges
+                #expect(!changed, "nothing was changed")
+            }
+            try context.save()
+        }
+        #expect(try store.log.head == head)
+    }
+
+    @Test("a revert bringing back a deleted object whose unique value a later transaction gave another object is refused as an undoConflict naming both, nothing changed — under any merge policy (before, an object-trump or overwrite policy merged it into the later object at the save, overwriting that object's values)", arguments: [0, 1, 2])
+    func uniqueValueTakenLater(_ policy: Int) async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.people)
+        let store = try #require(coordinator.persistentStores.first)
+        let oldID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let person = try context.insertNewObject(forEntityName: "Person")
+            person.setValue("Old", forKey: "firstName")
+            person.setValue("a@example.com", forKey: "email")
+            try context.save()  // 1
+            return person.objectID
+        }
+        let newID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: oldID))
+            try context.save()  // 2: Old deleted
+            let person = try context.insertNewObject(forEntityName: "Person")
+            person.setValue("New", forKey: "firstName")
+            person.setValue("a@example.com", forKey: "email")
+            person.setValue(Int32(7), forKey: "age")
+            try context.save()  // 3: New takes Old's email
+            return person.objectID
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.mergePolicy = [StandardMergePolicy.error, .mergeByPropertyObjectTrump, .overwrite][policy]
+            #expect {
+                try context.revertTransaction(at: try token(coordinator, 2))
+            } throws: { error in
+                guard case .undoConflict(let object, let property, _, let found) = error as? ContextError else { return false }
+                return object == oldID.description && property == "email" && found.contains(newID.description)
+            }
+            let changed = context.hasChanges
+            #expect(!changed, "nothing was changed")
+            try context.save()
+        }
+        #expect(try store.log.head == 3)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let new = try context.existingObject(with: newID)
+            #expect(new.value(forKey: "firstName") as? String == "New")
+            #expect(new.value(forKey: "age") as? Int32 == 7)
+        }
+    }
+
+    @Test("an object the transaction inserted whose derived attributes alone a later transaction recomputed (its department renamed) is deleted by the revert: no false conflict; the department's derived count drops back, verify clean")
+    func derivedRecomputationIsNoLaterWork() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
+        let store = try #require(coordinator.persistentStores.first)
+        let departmentID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let department = try context.insertNewObject(forEntityName: "Department")
+            department.setValue("Sales", forKey: "name")
+            try context.save()  // 1
+            return department.objectID
+        }
+        let eveID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let eve = try context.insertNewObject(forEntityName: "Employee")
+            eve.setValue("Eve", forKey: "name")
+            eve.setValue(Decimal(10), forKey: "salary")
+            eve.setValue(try context.existingObject(with: departmentID), forKey: "department")
+            try context.save()  // 2
+            try context.existingObject(with: departmentID).setValue("Ops", forKey: "name")
+            try context.save()  // 3: Eve's departmentName recomputed, nothing else of her
+            return eve.objectID
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(coordinator, 2))
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(throws: ContextError.self) { try context.existingObject(with: eveID) }
+            let department = try context.existingObject(with: departmentID)
+            #expect(department.value(forKey: "name") as? String == "Ops")
+            #expect(department.value(forKey: "employeeCount") as? Int64 == 0)
+        }
+        #expect(try store.log.verify().isClean)
+    }
+
+    @Test("a transaction written by an earlier model version is reverted under the current version's names (a renamed attribute set back under its new name); one changing a property a later version removed is still refused, nothing changed")
+    func revertAcrossARename() async throws {
+        let dir = try TemporaryDirectory()
+        func model(_ version: Int) throws -> ManagedObjectModel {
+            try ManagedObjectModel {
+                Entity("Player") {
+                    Attribute("firstName", .string)
+                    if version == 1 { Attribute("email", .string) } else { Attribute("contact", .string).renamed(from: "email") }
+                    if version < 3 { Attribute("nickname", .string) }
+                }
+            }
+        }
+        let first = try openCoordinator(dir, model: try model(1))
+        let bobID = try await privateContext(first).perform { (context: isolated ManagedObjectContext) throws in
+            let bob = try context.insertNewObject(forEntityName: "Player")
+            bob.setValue("Bob", forKey: "firstName")
+            try context.save()  // 1
+            bob.setValue("bob@example.com", forKey: "email")
+            try context.save()  // 2
+            bob.setValue("Bobby", forKey: "nickname")
+            try context.save()  // 3
+            return bob.objectID
+        }
+        try first.remove(try #require(first.persistentStores.first))
+        let second = try openCoordinator(dir, model: try model(2))
+        try await privateContext(second).perform { (context: isolated ManagedObjectContext) throws in
+            let bob = try context.existingObject(with: bobID)
+            #expect(bob.value(forKey: "contact") as? String == "bob@example.com")
+            try context.revertTransaction(at: try token(second, 2))
+            #expect(bob.value(forKey: "contact") == nil)
+            try context.save()
+        }
+        try second.remove(try #require(second.persistentStores.first))
+        let coordinator = try openCoordinator(dir, model: try model(3))
+        let store = try #require(coordinator.persistentStores.first)
+        let head = try store.log.head
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: bobID).value(forKey: "contact") == nil)
+            #expect { try context.revertTransaction(at: try token(coordinator, 3)) } throws: { error in
+                "\(error)".contains("nickname")
+            }
+            let changed = context.hasChanges
+            #expect(!changed)
+        }
+        #expect(try store.log.head == head)
+        #expect(try store.log.verify().isClean)
+    }
+
+    @Test("after compaction (the transaction and those after it in zstd segments): the revert reads it and the inserted object's later history from the segments; a later change to a stored value still refuses, a derived recomputation doesn't; verify clean")
+    func revertAfterCompaction() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
+        let store = try #require(coordinator.persistentStores.first)
+        let departmentID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let department = try context.insertNewObject(forEntityName: "Department")
+            department.setValue("Sales", forKey: "name")
+            try context.save()  // 1
+            let eve = try context.insertNewObject(forEntityName: "Employee")
+            eve.setValue("Eve", forKey: "name")
+            eve.setValue(department, forKey: "department")
+            try context.save()  // 2
+            department.setValue("Ops", forKey: "name")
+            try context.save()  // 3
+            let other = try context.insertNewObject(forEntityName: "Department")
+            other.setValue("Other", forKey: "name")
+            try context.save()  // 4
+            return department.objectID
+        }
+        let report = try store.log.compact(CompactionRequest(before: try store.log.head))
+        #expect(report.moved == 1...3)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect {
+                try context.revertTransaction(at: try token(coordinator, 1))
+            } throws: { error in
+                guard case .undoConflict(let object, _, _, let found) = error as? ContextError else { return false }
+                return object == departmentID.description && found.contains("transaction 3")
+            }
+            try context.revertTransaction(at: try token(coordinator, 2))
+            try context.save()
+            #expect(try context.existingObject(with: departmentID).value(forKey: "employeeCount") as? Int64 == 0)
+        }
+        #expect(try store.log.verify().isClean)
+    }
 }
 
