@@ -233,29 +233,30 @@ extension ContextCore {
                         let stored = try id.storedID.flatMap { try reader.object($0) }
                         if let values = afterRevert(id, stored: stored), wanted[values] == nil { wanted[values] = id }
                     }
-                    guard !wanted.isEmpty else { continue }
-                    var clash: (object: ManagedObjectID, values: [PropertyValue], holder: ManagedObjectID)?
-                    try reader.forEachObject(of: entity.name) { stored in
-                        let id = ManagedObjectID.permanent(stored.id, store: storeUUID)
-                        guard let info = entities[stored.id.entity] else { return .next }
-                        // Its values after the revert: deleted by it, set back by it, or as stored.
-                        let values: [PropertyValue]?
-                        switch combined.changes[id]?.kind {
-                        case .inserted?: values = nil
-                        case .updated?: values = afterRevert(id, stored: stored) ?? constraint.map { name in
-                                info.properties[name].map { propertyValue(stored[name], $0, storeUUID: storeUUID) } ?? .none
+                    // The objects holding each wanted set of values now, found in the
+                    // constraint's index (not by reading every object of the entity).
+                    for (values, object) in wanted.sorted(by: { $0.value < $1.value }) {
+                        var held: [String: LogValue] = [:]
+                        for (name, value) in zip(constraint, values) { held[name] = Self.logValue(value) }
+                        for holder in try reader.objects(holding: held, unique: constraint, of: entity.name) {
+                            let id = ManagedObjectID.permanent(holder, store: storeUUID)
+                            guard id != object, let info = entities[holder.entity] else { continue }
+                            // Its values after the revert: deleted by it, set back by it, or as stored.
+                            switch combined.changes[id]?.kind {
+                            case .inserted?: continue
+                            case .updated?:
+                                let stored = try reader.object(holder)
+                                let after = afterRevert(id, stored: stored) ?? constraint.map { name in
+                                    info.properties[name].map { propertyValue(stored?[name] ?? .null, $0, storeUUID: storeUUID) } ?? .none
+                                }
+                                if after != values { continue }
+                            default: break
                             }
-                        default: values = constraint.map { name in info.properties[name].map { propertyValue(stored[name], $0, storeUUID: storeUUID) } ?? .none }
+                            throw ContextError.undoConflict(
+                                object: object.description, property: constraint.joined(separator: ", "),
+                                expected: "no other object with \(values.map(\.text).joined(separator: ", ")) (uniqueness constraint)",
+                                found: "\(id) with them, written later")
                         }
-                        guard let values, let object = wanted[values], object != id else { return .next }
-                        clash = (object, values, id)
-                        return .stop
-                    }
-                    if let clash {
-                        throw ContextError.undoConflict(
-                            object: clash.object.description, property: constraint.joined(separator: ", "),
-                            expected: "no other object with \(clash.values.map(\.text).joined(separator: ", ")) (uniqueness constraint)",
-                            found: "\(clash.holder) with them, written later")
                     }
                 }
             }
@@ -331,6 +332,16 @@ extension ContextCore {
                     }
                 }
             }
+        }
+    }
+
+    /// A context value as the log stores it (for an index lookup: stored objects only).
+    private static func logValue(_ value: PropertyValue) -> LogValue {
+        switch value {
+        case .attribute(let attribute?): .attribute(attribute)
+        case .toOne(let id?): id.storedID.map(LogValue.reference) ?? .null
+        case .toMany(let ids): .references(ids.compactMap(\.storedID))
+        case .attribute(nil), .toOne(nil), .invalid: .null
         }
     }
 }
