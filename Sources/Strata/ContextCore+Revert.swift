@@ -114,6 +114,8 @@ extension ContextCore {
         // apply them backwards a second time.
         journal.undoStack.removeAll { $0.saved?.sequence == sequence }
         journal.redoStack.removeAll { $0.saved?.sequence == sequence }
+        // …and those persisted undo hasn't read yet, when it reads them.
+        journal.reverted.insert(sequence)
         journal.redoStack.append(combined)
         // Saved as one event group per group of the transaction, last first, each the
         // undo of its group (origin `undo(of: sequence, group: i)`): persisted undo reads a

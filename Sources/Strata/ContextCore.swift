@@ -393,6 +393,9 @@ struct InsertionOrder: Sequence {
 final class UndoJournal {
     var undoStack: [UndoGroup] = []
     var redoStack: [UndoGroup] = []
+    /// Transactions this context reverted (``ContextCore/revertTransaction(at:actionName:)``):
+    /// their groups, read later from persisted undo's older groups, aren't undone again.
+    var reverted: Set<UInt64> = []
     /// The group collecting changes now.
     @exclusivity(unchecked) var open = UndoGroup()
     var levelsOfUndo = 0
@@ -1290,6 +1293,7 @@ final class ContextCore {
         journal.undoStack.removeLast()
         apply(group, reversed: true, events: .undoUpdate)
         journal.redoStack.append(group)
+        if !group.parts.isEmpty, let saved = group.saved { journal.reverted.insert(saved.sequence) }
         if pending.contains(where: { $0.source === group }) {
             // Its effects (one; a revert's, one per part) are unsaved: they go.
             pending.removeAll { $0.source === group }
@@ -1308,6 +1312,8 @@ final class ContextCore {
         journal.redoStack.removeLast()
         apply(group, events: .undoUpdate)
         journal.undoStack.append(group)
+        // A revert redone: the transaction's own groups are its to undo again.
+        if !group.parts.isEmpty, let saved = group.saved { journal.reverted.remove(saved.sequence) }
         if pending.contains(where: { $0.source === group }) {
             pending.removeAll { $0.source === group }
         } else if group.saved != nil {
@@ -1640,6 +1646,8 @@ final class ContextCore {
                 let wanted = min(Self.persistedUndoBatch, journal.olderBudget ?? Self.persistedUndoBatch)
                 guard wanted > 0 else { break }
                 groups = try older.nextUndoGroups(wanted)
+                // Groups of a transaction this context reverted were taken back already.
+                if !journal.reverted.isEmpty { groups.removeAll { $0.saved.map { journal.reverted.contains($0.sequence) } ?? false } }
             }
             journal.undoStack = groups
             if let budget = journal.olderBudget { journal.olderBudget = budget - groups.count }

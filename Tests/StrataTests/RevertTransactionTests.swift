@@ -697,5 +697,42 @@ struct RevertTransactionTests {
         }
         #expect(try store.log.verify().isClean)
     }
+
+    @Test("a persisted-undo context that reverts its own saved transaction deeper than the groups it read at first doesn't undo that transaction again when undo reaches it")
+    func revertedGroupReadLaterIsNotUndone() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let teamID = try await privateContext(coordinator, name: "setup", author: "setup").perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Start", forKey: "name")
+            try context.save()
+            return team.objectID
+        }
+        try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Renamed", forKey: "name")
+            try context.save()  // 2: deeper than the 32 groups a restarted context reads first
+            for number in 0..<40 {
+                try context.insertNewObject(forEntityName: "Player").setValue("P\(number)", forKey: "firstName")
+                try context.save()
+            }
+        }
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let undone = try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws -> Int in
+            try context.revertTransaction(at: try token(restarted, 2))
+            try context.save()
+            var count = 0
+            while context.canUndo && count < 50 {
+                try context.undo()
+                try context.save()
+                count += 1
+            }
+            return count
+        }
+        #expect(undone == 40, "the 40 later groups, not transaction 2's again")
+        try await privateContext(restarted).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Start")
+        }
+        #expect(try #require(restarted.persistentStores.first).log.verify().isClean)
+    }
 }
 
