@@ -37,28 +37,22 @@ public struct HistoryFeed: AsyncSequence, Sendable {
     /// The most transactions read from the log at a time (default 64).
     public let batchSize: Int
 
-    /// The coordinator whose store it is: a feed follows the store when it is moved
+    /// `store`: where the feed starts reading; it follows the store when it is moved
     /// (``PersistentStoreCoordinator/migratePersistentStore(_:to:configuration:type:)``).
-    weak var coordinator: PersistentStoreCoordinator?
-
-    init(store: PersistentStore, request: HistoryRequest, batchSize: Int, coordinator: PersistentStoreCoordinator? = nil) {
+    init(store: PersistentStore, request: HistoryRequest, batchSize: Int) {
         self.store = store
         self.request = request
         self.batchSize = Swift.max(1, batchSize)
-        self.coordinator = coordinator
     }
 
     /// A new iterator, starting at the request's point.
     public func makeAsyncIterator() -> Iterator {
-        var iterator = Iterator(store: store, request: request, batchSize: batchSize)
-        iterator.coordinator = coordinator
-        return iterator
+        Iterator(store: store, request: request, batchSize: batchSize)
     }
 
     /// Reads the feed; not `Sendable` (use it from one task).
     public struct Iterator: AsyncIteratorProtocol {
         var store: PersistentStore
-        weak var coordinator: PersistentStoreCoordinator?
         let request: HistoryRequest
         let batchSize: Int
         private var resolved: ResolvedHistoryRequest?
@@ -89,13 +83,20 @@ public struct HistoryFeed: AsyncSequence, Sendable {
                     if let limit = resolved?.limit, limit > 0, delivered >= limit { finish() }
                     return transaction
                 }
-                // The store moved (same UUID and history): read on from the new one.
-                if let current = coordinator?.persistentStores.first, current !== store, current.continues(store.log) {
-                    store = current
+                // The store moved (same UUID and history): read on from the new one. The
+                // store's own successor says so — a consumer's feed has no coordinator.
+                let successor = store.current
+                if successor !== store {
+                    store = successor
                     changes = nil
                 }
                 // Listen before reading, so a commit right after the read still wakes us.
-                if changes == nil { changes = store.log.storeMonitor.changes().makeAsyncIterator() }
+                if changes == nil {
+                    changes = store.log.storeMonitor.changes().makeAsyncIterator()
+                    // A move that finished before we listened woke the old store's listeners
+                    // without us: look again.
+                    if store.current !== store { continue }
+                }
                 let store = self.store
                 let request = self.request
                 let current = resolved
@@ -143,7 +144,7 @@ extension PersistentStoreCoordinator {
     /// - Throws: ``ContextError/noPersistentStore`` without a store. The request's own
     ///   errors come from the feed's first `next()`.
     public func historyFeed(_ request: HistoryRequest = HistoryRequest(), batchSize: Int = 64) throws -> HistoryFeed {
-        HistoryFeed(store: try requireStore(), request: request, batchSize: batchSize, coordinator: self)
+        HistoryFeed(store: try requireStore(), request: request, batchSize: batchSize)
     }
 
     /// A live feed of every transaction after `token` (nil: from the beginning of the

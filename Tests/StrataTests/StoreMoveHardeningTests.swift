@@ -29,6 +29,23 @@ struct StoreMoveHardeningTests {
         }
     }
 
+    @Test("a history consumer's feed made before the move reads on from the new store: it delivers a save made after the move (before, it waited on the old place for ever)")
+    func consumerFeedFollowsTheMove() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let old = try #require(coordinator.persistentStores.first)
+        let consumer = try coordinator.historyConsumer(named: "indexer", startingAfter: try coordinator.currentHistoryToken())
+        let feed = try consumer.feed()
+        let moved = try coordinator.migratePersistentStore(old, to: dir.url.appendingPathComponent("moved.strata"))
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            try context.save()
+        }
+        let head = try moved.log.head
+        let delivered = try await first(feed) { $0.token.sequence >= head }
+        #expect(delivered?.token.sequence == head, "the consumer's feed delivered the save to the new store")
+    }
+
     @Test("a store-change observation on a store that was removed and released is cancelled without a crash, and the store goes (before, cancelling it released the store inside its monitor's lock: 'Recursive call to lock Mutex')")
     func cancellingAnObservationOfAReleasedStore() async throws {
         let dir = try TemporaryDirectory()
