@@ -223,18 +223,30 @@ private final class StoreChangeObserver: Sendable {
             return observed?.observation
         }
         previous?.cancel()
-        if isCancelled.load(ordering: .acquiring) { observation.cancel() }
+        if isCancelled.load(ordering: .acquiring) {
+            observation.cancel()
+            return
+        }
+        // A move that finished before the observer was added woke the store's observers
+        // without it: follow now.
+        if store.current !== store { follow(from: store) }
     }
 
     private func headMoved(_ head: UInt64, in store: PersistentStore) {
-        let current = store.current
-        guard current !== store else {
-            handler(HistoryToken(storeIdentifier: store.identifier, sequence: head))
+        guard store.current === store else {
+            follow(from: store)
             return
         }
-        // The store moved: observe the new one, and report its head.
+        handler(HistoryToken(storeIdentifier: store.identifier, sequence: head))
+    }
+
+    /// `store` moved: observe the store now in its place, and report its head.
+    private func follow(from store: PersistentStore) {
         guard observed.withLock({ $0?.store === store }) else { return }
+        let current = store.current
         observe(current)
+        // Moved again meanwhile: observing that one reported its head.
+        guard current.current === current else { return }
         if let moved = try? current.log.head { handler(HistoryToken(storeIdentifier: current.identifier, sequence: moved)) }
     }
 

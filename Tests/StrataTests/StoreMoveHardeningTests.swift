@@ -46,6 +46,65 @@ struct StoreMoveHardeningTests {
         #expect(delivered?.token.sequence == head, "the consumer's feed delivered the save to the new store")
     }
 
+    @Test("store-change observers registered while the store moves all follow it: each hears the next save to the new store (before, one registered on the old store just after the move woke its observers watched the old place for ever)")
+    func observersRegisteredDuringMovesFollow() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let context = privateContext(coordinator)
+        let heard = Mutex<[Int: UInt64]>([:])
+        /// The observations registered while a move ran (their registration began or ended then).
+        let observations = Mutex<[Int: StoreObservation]>([:])
+        let moving = Atomic<Bool>(false)
+        let stop = Atomic<Bool>(false)
+        let registered = Atomic<Int>(0)
+        let registrar = Thread {
+            var index = 0
+            while !stop.load(ordering: .acquiring) {
+                guard moving.load(ordering: .acquiring) else { continue }
+                index += 1
+                let number = index
+                guard let observation = try? coordinator.observeStoreChanges({ token in
+                    heard.withLock { $0[number] = max($0[number] ?? 0, token.sequence) }
+                }) else { continue }
+                observations.withLock { $0[number] = observation }
+                registered.store(number, ordering: .releasing)
+            }
+        }
+        registrar.start()
+        defer { stop.store(true, ordering: .releasing) }
+        var store = try #require(coordinator.persistentStores.first)
+        var deaf = 0
+        var kept = 0
+        for hop in 0..<12 {
+            moving.store(true, ordering: .releasing)
+            while registered.load(ordering: .acquiring) == 0 { await Task.yield() }
+            store = try coordinator.migratePersistentStore(store, to: dir.url.appendingPathComponent("hop\(hop).strata"))
+            // The registration running as the move ended finishes too.
+            let last = registered.load(ordering: .acquiring)
+            while registered.load(ordering: .acquiring) < last + 2 { await Task.yield() }
+            moving.store(false, ordering: .releasing)
+            try await Task.sleep(for: .milliseconds(2))
+            let name = "Team \(hop)"
+            try await context.perform { (context: isolated ManagedObjectContext) throws in
+                try context.existingObject(with: teamID).setValue(name, forKey: "name")
+                try context.save()
+            }
+            let head = try store.log.head
+            let these = observations.withLock { observations in
+                defer { observations = [:] }
+                return observations
+            }
+            kept += these.count
+            func unheard() -> Int { heard.withLock { heard in these.keys.filter { (heard[$0] ?? 0) < head }.count } }
+            let deadline = ContinuousClock.now + .seconds(2)
+            while unheard() > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            deaf += unheard()
+            these.values.forEach { $0.cancel() }
+        }
+        #expect(kept > 0, "observers were registered while the store moved")
+        #expect(deaf == 0, "\(deaf) of \(kept) observers registered during the moves didn't hear the next save")
+    }
+
     @Test("a store-change observation on a store that was removed and released is cancelled without a crash, and the store goes (before, cancelling it released the store inside its monitor's lock: 'Recursive call to lock Mutex')")
     func cancellingAnObservationOfAReleasedStore() async throws {
         let dir = try TemporaryDirectory()
