@@ -32,7 +32,12 @@ extension PersistentStoreCoordinator {
         guard !store.isReadOnly else { throw PersistentStoreError.readOnlyStore(path: store.url?.path ?? store.log.path) }
         let user = try Self.userKeys(
             of: metadata, strata: Self.strataMetadata(type: store.type, storeUUID: store.identifier, model: managedObjectModel))
-        try store.log.setUserMetadata(user)
+        // A move that took the store after the check above: written to the store that took
+        // its place (its old log refuses writes), whose copy holds the metadata before.
+        try store.writing { live in
+            try live.log.setUserMetadata(user)
+            live.userMetadata.withLock { $0 = user }
+        }
         store.userMetadata.withLock { $0 = user }
     }
 

@@ -46,6 +46,44 @@ struct StoreMoveHardeningTests {
         #expect(delivered?.token.sequence == head, "the consumer's feed delivered the save to the new store")
     }
 
+    @Test("setMetadata racing moves writes to the store that took the old one's place: it never throws LogError.storeMoved (before, a call that took the store before a move threw it and wrote nothing)")
+    func setMetadataRacingMoves() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let stop = Atomic<Bool>(false)
+        let failures = Mutex<[String]>([])
+        let written = Atomic<Int>(0)
+        let setter = Thread {
+            var number: Int64 = 0
+            while !stop.load(ordering: .acquiring) {
+                guard let store = coordinator.persistentStores.first else { continue }
+                number += 1
+                do {
+                    try coordinator.setMetadata(["number": .integer(number)], for: store)
+                    written.store(Int(number), ordering: .releasing)
+                } catch ContextError.invalidArgument {
+                    // The move finished before the call: the store isn't the coordinator's any more.
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        setter.start()
+        var store = try #require(coordinator.persistentStores.first)
+        for hop in 0..<6 {
+            let before = written.load(ordering: .acquiring)
+            while written.load(ordering: .acquiring) < before + 2 { try await Task.sleep(for: .milliseconds(1)) }
+            store = try coordinator.migratePersistentStore(store, to: dir.url.appendingPathComponent("hop\(hop).strata"))
+        }
+        let last = written.load(ordering: .acquiring)
+        while written.load(ordering: .acquiring) < last + 2 { try await Task.sleep(for: .milliseconds(1)) }
+        stop.store(true, ordering: .releasing)
+        while !setter.isFinished { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(failures.withLock { $0 }.isEmpty, "setMetadata failed: \(failures.withLock { Array($0.prefix(3)) })")
+        let stored = try store.log.userMetadata()["number"]
+        #expect(stored == coordinator.metadata(for: store)["number"], "the final store's cached metadata is what it holds")
+    }
+
     @Test("store-change observers registered while the store moves all follow it: each hears the next save to the new store (before, one registered on the old store just after the move woke its observers watched the old place for ever)")
     func observersRegisteredDuringMovesFollow() async throws {
         let dir = try TemporaryDirectory()
