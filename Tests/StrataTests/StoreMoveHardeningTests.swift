@@ -159,4 +159,101 @@ struct StoreMoveHardeningTests {
         _ = consume stream
         #expect(log == nil, "the store removed, its log closed once the observations ended")
     }
+    /// Runs `body` while another thread holds this process's writes to `store` (as a save
+    /// committing does), until `body` returns; `body` gets a moment to start waiting.
+    private func whileWritesAreHeld(on store: PersistentStore, _ body: @Sendable () async throws -> Void) async throws {
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let holder = Thread {
+            try? store.log.holdingWrites {
+                held.signal()
+                release.wait()
+            }
+        }
+        holder.start()
+        held.wait()
+        defer { release.signal() }
+        try await body()
+    }
+
+    @Test("a move that fails removes only the directories it made that are still empty: another coordinator's store moved meanwhile into a directory the failed move made stays (before, the failed move deleted that directory with the other store in it)")
+    func failedMoveKeepsWhatOthersPutInItsDirectories() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let store = try #require(coordinator.persistentStores.first)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            try context.save()
+        }
+        // The copy fails: a segment file the store's manifest names is missing.
+        let report = try store.log.compact(CompactionRequest(before: try store.log.head))
+        try FileManager.default.removeItem(atPath: try #require(report.segmentFile))
+
+        let otherDir = try TemporaryDirectory()
+        let (other, _) = try await leagueStore(otherDir)
+        let otherDestination = dir.url.appendingPathComponent("made/Other.strata")
+        let started = Atomic<Bool>(false)
+        let failed = Task.detached { () -> (any Error)? in
+            do {
+                started.store(true, ordering: .releasing)
+                try coordinator.migratePersistentStore(store, to: dir.url.appendingPathComponent("made/deeper/Moved.strata"))
+                return nil
+            } catch {
+                return error
+            }
+        }
+        try await whileWritesAreHeld(on: store) {
+            // The move waits for the writes; the other coordinator's store moves in meanwhile.
+            while !started.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
+            try await Task.sleep(for: .milliseconds(200))
+            try other.migratePersistentStore(try #require(other.persistentStores.first), to: otherDestination)
+        }
+        let error = await failed.value
+        #expect(error.map { "\($0)" }?.contains("is missing") == true, "the move failed: \(String(describing: error))")
+        #expect(FileManager.default.fileExists(atPath: otherDestination.path), "the other coordinator's store is still there")
+        #expect(!FileManager.default.fileExists(atPath: dir.url.appendingPathComponent("made/deeper").path), "the failed move's own directory is gone")
+        try await privateContext(other).perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Team").setValue("Kites", forKey: "name")
+            try context.save()
+        }
+        let reopened = PersistentStoreCoordinator(managedObjectModel: try SeedModels.leagueManager)
+        try reopened.addPersistentStore(type: .eventLog, at: otherDestination)
+        let count = try await privateContext(reopened).perform { (context: isolated ManagedObjectContext) throws in
+            try context.count(for: FetchRequest(entityName: "Team"))
+        }
+        #expect(count == 2, "the other store kept its saves")
+    }
+
+    @Test("a move never replaces a store that appeared at its destination while it waited for this process's writes: it is refused with storeInUse and the store there is kept (before, the move replaced it with its copy)")
+    func moveDoesNotReplaceAStoreThatAppearedMeanwhile() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let store = try #require(coordinator.persistentStores.first)
+        let destination = dir.url.appendingPathComponent("Moved.strata")
+        let otherDir = try TemporaryDirectory()
+        let (other, _) = try await leagueStore(otherDir)
+        let otherUUID = try #require(other.persistentStores.first).identifier
+        let started = Atomic<Bool>(false)
+        let moving = Task.detached { () -> (any Error)? in
+            do {
+                started.store(true, ordering: .releasing)
+                try coordinator.migratePersistentStore(store, to: destination)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        try await whileWritesAreHeld(on: store) {
+            while !started.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
+            try await Task.sleep(for: .milliseconds(200))
+            // Another coordinator puts its store there, and closes it.
+            let placed = try other.migratePersistentStore(try #require(other.persistentStores.first), to: destination)
+            try other.remove(placed)
+        }
+        let error = await moving.value
+        #expect(error.map { "\($0)" }?.contains("something is there already") == true, "the move was refused: \(String(describing: error))")
+        #expect(coordinator.persistentStores.first === store, "the coordinator keeps its store")
+        let metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: .eventLog, at: destination)
+        #expect(metadata["StoreUUID"] == .string(otherUUID.uuidString), "the store that appeared there is kept")
+    }
 }
