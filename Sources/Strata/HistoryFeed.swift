@@ -205,10 +205,15 @@ extension PersistentStoreCoordinator {
 /// old store's observers once the new one is in place): the observation the coordinator's
 /// ``PersistentStoreCoordinator/observeStoreChanges(_:)`` and
 /// ``PersistentStoreCoordinator/storeChanges()`` return.
+///
+/// It holds the stores it observes weakly, as their monitors' observers did before moves were
+/// followed: an observation doesn't keep a store open that its coordinator no longer has (it
+/// can then be destroyed or replaced); a store released is observed no more.
 private final class StoreChangeObserver: Sendable {
     private let handler: @Sendable (HistoryToken) -> Void
-    /// The store observed and its monitor's observation; nil once cancelled.
-    private let observed = Mutex<(store: PersistentStore, observation: StoreObservation)?>(nil)
+    /// The store observed (its identity: while it is observed it lives) and its monitor's
+    /// observation; nil once cancelled.
+    private let observed = Mutex<(store: ObjectIdentifier, observation: StoreObservation)?>(nil)
     private let isCancelled = Atomic<Bool>(false)
 
     init(_ handler: @escaping @Sendable (HistoryToken) -> Void) {
@@ -217,9 +222,12 @@ private final class StoreChangeObserver: Sendable {
 
     /// Observes `store`'s head from now on (and no longer the store observed before).
     func observe(_ store: PersistentStore) {
-        let observation = store.log.storeMonitor.addObserver { [weak self] head in self?.headMoved(head, in: store) }
+        let observation = store.log.storeMonitor.addObserver { [weak self, weak store] head in
+            guard let self, let store else { return }
+            self.headMoved(head, in: store)
+        }
         let previous = observed.withLock { observed -> StoreObservation? in
-            defer { observed = isCancelled.load(ordering: .acquiring) ? nil : (store, observation) }
+            defer { observed = isCancelled.load(ordering: .acquiring) ? nil : (ObjectIdentifier(store), observation) }
             return observed?.observation
         }
         previous?.cancel()
@@ -242,7 +250,7 @@ private final class StoreChangeObserver: Sendable {
 
     /// `store` moved: observe the store now in its place, and report its head.
     private func follow(from store: PersistentStore) {
-        guard observed.withLock({ $0?.store === store }) else { return }
+        guard observed.withLock({ $0?.store == ObjectIdentifier(store) }) else { return }
         let current = store.current
         observe(current)
         // Moved again meanwhile: observing that one reported its head.

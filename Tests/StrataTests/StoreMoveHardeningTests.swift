@@ -256,4 +256,17 @@ struct StoreMoveHardeningTests {
         let metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: .eventLog, at: destination)
         #expect(metadata["StoreUUID"] == .string(otherUUID.uuidString), "the store that appeared there is kept")
     }
+    @Test("a store-change observation or stream doesn't keep a removed store open: the store is destroyed while they live (before, their observer held the store, and destroying it was refused as open in this process)")
+    func observationsDontKeepARemovedStoreOpen() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let observation = try coordinator.observeStoreChanges { _ in }
+        let stream = try coordinator.storeChanges()
+        let url = try #require(coordinator.persistentStores.first?.url)
+        try coordinator.remove(try #require(coordinator.persistentStores.first))
+        #expect(throws: Never.self) { try coordinator.destroyPersistentStore(at: url, type: .eventLog) }
+        #expect(!FileManager.default.fileExists(atPath: url.path), "the store was destroyed")
+        observation.cancel()
+        _ = consume stream
+    }
 }
