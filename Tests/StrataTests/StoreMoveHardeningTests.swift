@@ -269,4 +269,16 @@ struct StoreMoveHardeningTests {
         observation.cancel()
         _ = consume stream
     }
+    @Test("a history consumer made before a move is the same consumer as the one the moved store lists: equal, with the same hash (before, the two differed by the store they were made with)")
+    func consumerIdentityFollowsTheMove() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let before = try coordinator.historyConsumer(named: "indexer")
+        try coordinator.migratePersistentStore(try #require(coordinator.persistentStores.first), to: dir.url.appendingPathComponent("moved.strata"))
+        let listed = try coordinator.historyConsumers().map(\.consumer)
+        #expect(listed == [before], "the moved store's consumer is the one made before the move")
+        #expect(Set(listed).contains(before))
+        #expect(try coordinator.historyConsumer(named: "indexer") == before)
+        #expect(try coordinator.historyConsumer(named: "other") != before, "another name is another consumer")
+    }
 }
