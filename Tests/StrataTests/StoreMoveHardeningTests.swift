@@ -69,14 +69,20 @@ struct StoreMoveHardeningTests {
             }
         }
         setter.start()
+        /// Waits (at most 5 s) until two more calls succeeded.
+        func twoMoreWritten() async throws {
+            let before = written.load(ordering: .acquiring)
+            let deadline = ContinuousClock.now + .seconds(5)
+            while written.load(ordering: .acquiring) < before + 2, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(1))
+            }
+        }
         var store = try #require(coordinator.persistentStores.first)
         for hop in 0..<6 {
-            let before = written.load(ordering: .acquiring)
-            while written.load(ordering: .acquiring) < before + 2 { try await Task.sleep(for: .milliseconds(1)) }
+            try await twoMoreWritten()
             store = try coordinator.migratePersistentStore(store, to: dir.url.appendingPathComponent("hop\(hop).strata"))
         }
-        let last = written.load(ordering: .acquiring)
-        while written.load(ordering: .acquiring) < last + 2 { try await Task.sleep(for: .milliseconds(1)) }
+        try await twoMoreWritten()
         stop.store(true, ordering: .releasing)
         while !setter.isFinished { try await Task.sleep(for: .milliseconds(1)) }
         #expect(failures.withLock { $0 }.isEmpty, "setMetadata failed: \(failures.withLock { Array($0.prefix(3)) })")
@@ -95,10 +101,16 @@ struct StoreMoveHardeningTests {
         let moving = Atomic<Bool>(false)
         let stop = Atomic<Bool>(false)
         let registered = Atomic<Int>(0)
+        /// Whether the registrar saw `moving` off, so it registers nothing now.
+        let idle = Atomic<Bool>(true)
         let registrar = Thread {
             var index = 0
             while !stop.load(ordering: .acquiring) {
-                guard moving.load(ordering: .acquiring) else { continue }
+                guard moving.load(ordering: .acquiring) else {
+                    idle.store(true, ordering: .releasing)
+                    continue
+                }
+                idle.store(false, ordering: .releasing)
                 index += 1
                 let number = index
                 guard let observation = try? coordinator.observeStoreChanges({ token in
@@ -115,13 +127,15 @@ struct StoreMoveHardeningTests {
         var kept = 0
         for hop in 0..<12 {
             moving.store(true, ordering: .releasing)
-            while registered.load(ordering: .acquiring) == 0 { await Task.yield() }
+            // The registrar is registering as the move runs.
+            while idle.load(ordering: .acquiring) { await Task.yield() }
             store = try coordinator.migratePersistentStore(store, to: dir.url.appendingPathComponent("hop\(hop).strata"))
             // The registration running as the move ended finishes too.
             let last = registered.load(ordering: .acquiring)
             while registered.load(ordering: .acquiring) < last + 2 { await Task.yield() }
             moving.store(false, ordering: .releasing)
-            try await Task.sleep(for: .milliseconds(2))
+            // No registration runs on during the save: each one heard it, or missed a move.
+            while !idle.load(ordering: .acquiring) { await Task.yield() }
             let name = "Team \(hop)"
             try await context.perform { (context: isolated ManagedObjectContext) throws in
                 try context.existingObject(with: teamID).setValue(name, forKey: "name")
@@ -159,9 +173,13 @@ struct StoreMoveHardeningTests {
         _ = consume stream
         #expect(log == nil, "the store removed, its log closed once the observations ended")
     }
-    /// Runs `body` while another thread holds this process's writes to `store` (as a save
-    /// committing does), until `body` returns; `body` gets a moment to start waiting.
-    private func whileWritesAreHeld(on store: PersistentStore, _ body: @Sendable () async throws -> Void) async throws {
+
+    /// Runs `move` on a thread of its own while another thread holds this process's writes to
+    /// `store` (as a save committing does), and `meanwhile` once the move waits for them;
+    /// then lets the writes go and returns what the move threw, if anything.
+    private func moveWhileWritesAreHeld(
+        on store: PersistentStore, _ move: @escaping @Sendable () throws -> Void, meanwhile: () async throws -> Void
+    ) async throws -> (any Error)? {
         let held = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let holder = Thread {
@@ -172,8 +190,29 @@ struct StoreMoveHardeningTests {
         }
         holder.start()
         held.wait()
-        defer { release.signal() }
-        try await body()
+        let outcome = Mutex<(any Error)??>(nil)
+        let mover = Thread {
+            do {
+                try move()
+                outcome.withLock { $0 = .some(nil) }
+            } catch {
+                outcome.withLock { $0 = .some(error) }
+            }
+        }
+        mover.start()
+        do {
+            // The move gets to wait for the writes.
+            try await Task.sleep(for: .milliseconds(200))
+            try await meanwhile()
+        } catch {
+            release.signal()
+            throw error
+        }
+        release.signal()
+        while true {
+            if let thrown = outcome.withLock({ $0 }) { return thrown }
+            try await Task.sleep(for: .milliseconds(5))
+        }
     }
 
     @Test("a move that fails removes only the directories it made that are still empty: another coordinator's store moved meanwhile into a directory the failed move made stays (before, the failed move deleted that directory with the other store in it)")
@@ -192,23 +231,12 @@ struct StoreMoveHardeningTests {
         let otherDir = try TemporaryDirectory()
         let (other, _) = try await leagueStore(otherDir)
         let otherDestination = dir.url.appendingPathComponent("made/Other.strata")
-        let started = Atomic<Bool>(false)
-        let failed = Task.detached { () -> (any Error)? in
-            do {
-                started.store(true, ordering: .releasing)
-                try coordinator.migratePersistentStore(store, to: dir.url.appendingPathComponent("made/deeper/Moved.strata"))
-                return nil
-            } catch {
-                return error
-            }
-        }
-        try await whileWritesAreHeld(on: store) {
-            // The move waits for the writes; the other coordinator's store moves in meanwhile.
-            while !started.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
-            try await Task.sleep(for: .milliseconds(200))
+        let error = try await moveWhileWritesAreHeld(on: store) {
+            try coordinator.migratePersistentStore(store, to: dir.url.appendingPathComponent("made/deeper/Moved.strata"))
+        } meanwhile: {
+            // The other coordinator's store moves into the directory the move made.
             try other.migratePersistentStore(try #require(other.persistentStores.first), to: otherDestination)
         }
-        let error = await failed.value
         #expect(error.map { "\($0)" }?.contains("is missing") == true, "the move failed: \(String(describing: error))")
         #expect(FileManager.default.fileExists(atPath: otherDestination.path), "the other coordinator's store is still there")
         #expect(!FileManager.default.fileExists(atPath: dir.url.appendingPathComponent("made/deeper").path), "the failed move's own directory is gone")
@@ -233,24 +261,13 @@ struct StoreMoveHardeningTests {
         let otherDir = try TemporaryDirectory()
         let (other, _) = try await leagueStore(otherDir)
         let otherUUID = try #require(other.persistentStores.first).identifier
-        let started = Atomic<Bool>(false)
-        let moving = Task.detached { () -> (any Error)? in
-            do {
-                started.store(true, ordering: .releasing)
-                try coordinator.migratePersistentStore(store, to: destination)
-                return nil
-            } catch {
-                return error
-            }
-        }
-        try await whileWritesAreHeld(on: store) {
-            while !started.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
-            try await Task.sleep(for: .milliseconds(200))
+        let error = try await moveWhileWritesAreHeld(on: store) {
+            try coordinator.migratePersistentStore(store, to: destination)
+        } meanwhile: {
             // Another coordinator puts its store there, and closes it.
             let placed = try other.migratePersistentStore(try #require(other.persistentStores.first), to: destination)
             try other.remove(placed)
         }
-        let error = await moving.value
         #expect(error.map { "\($0)" }?.contains("something is there already") == true, "the move was refused: \(String(describing: error))")
         #expect(coordinator.persistentStores.first === store, "the coordinator keeps its store")
         let metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: .eventLog, at: destination)
