@@ -28,15 +28,16 @@ public struct HistoryConsumer: Sendable, Hashable {
     /// (`migratePersistentStore`), whose copy holds its point.
     private var live: PersistentStore { store.current }
 
-    /// Identity: the store and the name.
+    /// Identity: the store — where it is now, so a consumer made before a move is the one the
+    /// moved store lists — and the name.
     public static func == (lhs: HistoryConsumer, rhs: HistoryConsumer) -> Bool {
-        lhs.name == rhs.name && lhs.store === rhs.store
+        lhs.name == rhs.name && lhs.live === rhs.live
     }
 
-    /// Identity: the store and the name.
+    /// The name: the store a consumer is in changes when it moves, and equal consumers must
+    /// hash alike.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(name)
-        hasher.combine(ObjectIdentifier(store))
     }
 
     /// The point the consumer has processed through.

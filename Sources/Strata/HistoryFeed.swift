@@ -37,28 +37,22 @@ public struct HistoryFeed: AsyncSequence, Sendable {
     /// The most transactions read from the log at a time (default 64).
     public let batchSize: Int
 
-    /// The coordinator whose store it is: a feed follows the store when it is moved
+    /// `store`: where the feed starts reading; it follows the store when it is moved
     /// (``PersistentStoreCoordinator/migratePersistentStore(_:to:configuration:type:)``).
-    weak var coordinator: PersistentStoreCoordinator?
-
-    init(store: PersistentStore, request: HistoryRequest, batchSize: Int, coordinator: PersistentStoreCoordinator? = nil) {
+    init(store: PersistentStore, request: HistoryRequest, batchSize: Int) {
         self.store = store
         self.request = request
         self.batchSize = Swift.max(1, batchSize)
-        self.coordinator = coordinator
     }
 
     /// A new iterator, starting at the request's point.
     public func makeAsyncIterator() -> Iterator {
-        var iterator = Iterator(store: store, request: request, batchSize: batchSize)
-        iterator.coordinator = coordinator
-        return iterator
+        Iterator(store: store, request: request, batchSize: batchSize)
     }
 
     /// Reads the feed; not `Sendable` (use it from one task).
     public struct Iterator: AsyncIteratorProtocol {
         var store: PersistentStore
-        weak var coordinator: PersistentStoreCoordinator?
         let request: HistoryRequest
         let batchSize: Int
         private var resolved: ResolvedHistoryRequest?
@@ -89,13 +83,20 @@ public struct HistoryFeed: AsyncSequence, Sendable {
                     if let limit = resolved?.limit, limit > 0, delivered >= limit { finish() }
                     return transaction
                 }
-                // The store moved (same UUID and history): read on from the new one.
-                if let current = coordinator?.persistentStores.first, current !== store, current.continues(store.log) {
-                    store = current
+                // The store moved (same UUID and history): read on from the new one. The
+                // store's own successor says so — a consumer's feed has no coordinator.
+                let successor = store.current
+                if successor !== store {
+                    store = successor
                     changes = nil
                 }
                 // Listen before reading, so a commit right after the read still wakes us.
-                if changes == nil { changes = store.log.storeMonitor.changes().makeAsyncIterator() }
+                if changes == nil {
+                    changes = store.log.storeMonitor.changes().makeAsyncIterator()
+                    // A move that finished before we listened woke the old store's listeners
+                    // without us: look again.
+                    if store.current !== store { continue }
+                }
                 let store = self.store
                 let request = self.request
                 let current = resolved
@@ -143,7 +144,7 @@ extension PersistentStoreCoordinator {
     /// - Throws: ``ContextError/noPersistentStore`` without a store. The request's own
     ///   errors come from the feed's first `next()`.
     public func historyFeed(_ request: HistoryRequest = HistoryRequest(), batchSize: Int = 64) throws -> HistoryFeed {
-        HistoryFeed(store: try requireStore(), request: request, batchSize: batchSize, coordinator: self)
+        HistoryFeed(store: try requireStore(), request: request, batchSize: batchSize)
     }
 
     /// A live feed of every transaction after `token` (nil: from the beginning of the
@@ -204,10 +205,15 @@ extension PersistentStoreCoordinator {
 /// old store's observers once the new one is in place): the observation the coordinator's
 /// ``PersistentStoreCoordinator/observeStoreChanges(_:)`` and
 /// ``PersistentStoreCoordinator/storeChanges()`` return.
+///
+/// It holds the stores it observes weakly, as their monitors' observers did before moves were
+/// followed: an observation doesn't keep a store open that its coordinator no longer has (it
+/// can then be destroyed or replaced); a store released is observed no more.
 private final class StoreChangeObserver: Sendable {
     private let handler: @Sendable (HistoryToken) -> Void
-    /// The store observed and its monitor's observation; nil once cancelled.
-    private let observed = Mutex<(store: PersistentStore, observation: StoreObservation)?>(nil)
+    /// The store observed (its identity: while it is observed it lives) and its monitor's
+    /// observation; nil once cancelled.
+    private let observed = Mutex<(store: ObjectIdentifier, observation: StoreObservation)?>(nil)
     private let isCancelled = Atomic<Bool>(false)
 
     init(_ handler: @escaping @Sendable (HistoryToken) -> Void) {
@@ -216,24 +222,39 @@ private final class StoreChangeObserver: Sendable {
 
     /// Observes `store`'s head from now on (and no longer the store observed before).
     func observe(_ store: PersistentStore) {
-        let observation = store.log.storeMonitor.addObserver { [weak self] head in self?.headMoved(head, in: store) }
+        let observation = store.log.storeMonitor.addObserver { [weak self, weak store] head in
+            guard let self, let store else { return }
+            self.headMoved(head, in: store)
+        }
         let previous = observed.withLock { observed -> StoreObservation? in
-            defer { observed = isCancelled.load(ordering: .acquiring) ? nil : (store, observation) }
+            defer { observed = isCancelled.load(ordering: .acquiring) ? nil : (ObjectIdentifier(store), observation) }
             return observed?.observation
         }
         previous?.cancel()
-        if isCancelled.load(ordering: .acquiring) { observation.cancel() }
+        if isCancelled.load(ordering: .acquiring) {
+            observation.cancel()
+            return
+        }
+        // A move that finished before the observer was added woke the store's observers
+        // without it: follow now.
+        if store.current !== store { follow(from: store) }
     }
 
     private func headMoved(_ head: UInt64, in store: PersistentStore) {
-        let current = store.current
-        guard current !== store else {
-            handler(HistoryToken(storeIdentifier: store.identifier, sequence: head))
+        guard store.current === store else {
+            follow(from: store)
             return
         }
-        // The store moved: observe the new one, and report its head.
-        guard observed.withLock({ $0?.store === store }) else { return }
+        handler(HistoryToken(storeIdentifier: store.identifier, sequence: head))
+    }
+
+    /// `store` moved: observe the store now in its place, and report its head.
+    private func follow(from store: PersistentStore) {
+        guard observed.withLock({ $0?.store == ObjectIdentifier(store) }) else { return }
+        let current = store.current
         observe(current)
+        // Moved again meanwhile: observing that one reported its head.
+        guard current.current === current else { return }
         if let moved = try? current.log.head { handler(HistoryToken(storeIdentifier: current.identifier, sequence: moved)) }
     }
 

@@ -32,7 +32,12 @@ extension PersistentStoreCoordinator {
         guard !store.isReadOnly else { throw PersistentStoreError.readOnlyStore(path: store.url?.path ?? store.log.path) }
         let user = try Self.userKeys(
             of: metadata, strata: Self.strataMetadata(type: store.type, storeUUID: store.identifier, model: managedObjectModel))
-        try store.log.setUserMetadata(user)
+        // A move that took the store after the check above: written to the store that took
+        // its place (its old log refuses writes), whose copy holds the metadata before.
+        try store.writing { live in
+            try live.log.setUserMetadata(user)
+            live.userMetadata.withLock { $0 = user }
+        }
         store.userMetadata.withLock { $0 = user }
     }
 
@@ -218,18 +223,28 @@ extension PersistentStoreCoordinator {
         } catch LogError.invalidOperation(let reason) {
             throw ContextError.invalidArgument(reason)
         }
-        // What the move creates — the store and the directories above it that were missing —
-        // goes again if it fails.
-        let created = EventLog.firstMissingAncestor(of: path) ?? path
         // This process's writes to the store wait from the copy until the new store is in
         // place; then the old log refuses them (`LogError.storeMoved`), and the coordinator's
         // writers — saves, batch requests, history consumers — write again to the new store.
         // A save that took the store before the move so can't land in the old place after
         // the copy, and be lost (spec 0006 §19.7).
         let moved = try store.log.holdingWrites { () throws -> PersistentStore in
+            // Looked at again: a store may have been put there while the move waited for the
+            // writes, and the move never replaces one (before, the copy replaced it).
+            guard !FileManager.default.fileExists(atPath: path) else {
+                throw PersistentStoreError.storeInUse(
+                    path: path, detail: "something is there already; destroy or replace it first (the store isn't moved over it). Nothing was changed")
+            }
+            // What the move creates — the store, and the directories above it that were
+            // missing — goes again if it fails; a directory something else was put in
+            // meanwhile stays (before, it was deleted with what was in it).
+            let created = EventLog.firstMissingAncestor(of: path) ?? path
+            let parent = (path as NSString).deletingLastPathComponent
+            var placed = false
             let moved: PersistentStore
             do {
                 try Self.translatingStoreErrors(path: path) { try EventLog.replaceStore(at: path, withCopyOf: store.log) }
+                placed = true
                 var configuration = configuration
                 // As `addPersistentStore(type: .inMemory)` opens one: nothing to keep on a crash.
                 if inMemory { configuration.durability = .fast }
@@ -239,7 +254,8 @@ extension PersistentStoreCoordinator {
                     userMetadata: try log.userMetadata(), continuedLogs: store.continuedLogs.union([ObjectIdentifier(store.log)]))
                 try replaceStore(store, with: moved)
             } catch {
-                try? FileManager.default.removeItem(atPath: created)
+                if placed { try? FileManager.default.removeItem(atPath: path) }
+                EventLog.removeEmptyDirectories(from: parent, through: created)
                 throw error
             }
             store.movedTo(moved)

@@ -214,6 +214,20 @@ extension EventLog {
         return missing
     }
 
+    /// Removes `directory` and its ancestors up to `top` (itself, or an ancestor of it),
+    /// deepest first, as long as each is empty: the directories made for a destination
+    /// (``firstMissingAncestor(of:)``) when what was to go there failed. One that isn't empty
+    /// stays, with those above it: something else was put there meanwhile (another store
+    /// moved or copied beside it), which a removal of the whole tree would delete.
+    package static func removeEmptyDirectories(from directory: String, through top: String) {
+        let top = URL(fileURLWithPath: top).standardizedFileURL.path
+        var current = URL(fileURLWithPath: directory).standardizedFileURL.path
+        while current == top || current.hasPrefix(top.hasSuffix("/") ? top : top + "/") {
+            guard rmdir(current) == 0, current != top else { return }
+            current = (current as NSString).deletingLastPathComponent
+        }
+    }
+
     /// Runs `body` while no write of this process to the store runs (through this log or
     /// another open on it): writes started meanwhile wait until it returns. `body` may read
     /// and copy the store (``copyStore(to:)``), not write to it.
@@ -291,7 +305,7 @@ extension EventLog {
         let createdParent = firstMissingAncestor(of: parent)
         try fileManager.createDirectory(atPath: parent, withIntermediateDirectories: true)
         var placed = false
-        defer { if !placed, let createdParent { try? fileManager.removeItem(atPath: createdParent) } }
+        defer { if !placed, let createdParent { removeEmptyDirectories(from: parent, through: createdParent) } }
         let staging = (parent as NSString).appendingPathComponent(".\(name).copy-\(UUID().uuidString)")
         defer { try? fileManager.removeItem(atPath: staging) }
         try source.copyStore(to: staging)

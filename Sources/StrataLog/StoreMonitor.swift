@@ -123,24 +123,30 @@ public final class StoreMonitor: Sendable {
     }
 
     private func removeObserver(_ id: UInt64) {
-        let watcher: FileWatcher? = state.withLock { state in
-            state.observers[id] = nil
-            guard state.observers.isEmpty, let watcher = state.watcher else { return nil }
+        // The handler is released after the lock: it may hold the last reference to what
+        // owns this monitor, whose release shuts the monitor down (locking it again).
+        let (watcher, handler) = state.withLock { state -> (FileWatcher?, (@Sendable (UInt64) -> Void)?) in
+            let handler = state.observers.removeValue(forKey: id)
+            guard state.observers.isEmpty, let watcher = state.watcher else { return (nil, handler) }
             state.watcher = nil
-            return watcher
+            return (watcher, handler)
         }
         watcher?.stop()
+        _ = consume handler
     }
 
     /// Stops the watcher for good (the store is closing); observers hear nothing more.
     func shutdown() {
-        let watcher: FileWatcher? = state.withLock { state in
+        // The handlers too are released after the lock (see `removeObserver`).
+        let (watcher, handlers) = state.withLock { state -> (FileWatcher?, [UInt64: @Sendable (UInt64) -> Void]) in
             state.isShutDown = true
+            let handlers = state.observers
             state.observers.removeAll()
             defer { state.watcher = nil }
-            return state.watcher
+            return (state.watcher, handlers)
         }
         watcher?.stop()
+        _ = consume handlers
     }
 
     private func startWatcher() {

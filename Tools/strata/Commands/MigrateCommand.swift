@@ -55,20 +55,27 @@ struct MigrateCommand: ParsableCommand {
             defer { if let scratch { try? FileManager.default.removeItem(atPath: scratch) } }
             // A copy the migration doesn't get through isn't kept in --into: it would be an
             // unmigrated store there. What --into made goes; a directory given empty stays empty.
+            // Only the copy is removed, and the directories made for it that are still empty:
+            // a copy that failed (DIR taken meanwhile) leaves DIR and what is in it alone.
             let createdInto = into.flatMap { EventLog.firstMissingAncestor(of: $0) }
+            var copied = false
             var keep = false
             defer {
                 if let into, !keep {
-                    if let createdInto {
-                        try? FileManager.default.removeItem(atPath: createdInto)
-                    } else {
+                    if copied, createdInto != nil {
+                        try? FileManager.default.removeItem(atPath: into)
+                    } else if copied {
                         for entry in (try? FileManager.default.contentsOfDirectory(atPath: into)) ?? [] {
                             try? FileManager.default.removeItem(atPath: (into as NSString).appendingPathComponent(entry))
                         }
                     }
+                    if let createdInto {
+                        EventLog.removeEmptyDirectories(from: (into as NSString).deletingLastPathComponent, through: createdInto)
+                    }
                 }
             }
             try EventLog.replaceStore(at: path, withCopyOf: source)
+            copied = true
             // The copy's head, not the store's: an app may have committed since the copy.
             let head = try EventLog(openingExistingAt: path).head
             let out = OutputSink()
