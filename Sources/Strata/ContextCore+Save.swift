@@ -221,7 +221,10 @@ extension ContextCore {
         // After another writer slipped in between, later rounds check and commit inside one
         // write transaction, so a writer that commits all the time can't starve this save.
         var locked = false
-        for attempt in 1...Self.maximumSaveAttempts {
+        // A store move (its old log refusing the commit) doesn't use up an attempt.
+        var attempt = 0
+        while attempt < Self.maximumSaveAttempts {
+            attempt += 1
             var groupIndex: [Int: Int] = [:]
             // Optimistic locking: conflicts found now go to the merge policy; the versions
             // seen are the draft's expected versions, checked again by the commit.
@@ -236,10 +239,11 @@ extension ContextCore {
                 committed = locked ? try store.log.commit(preparedBy: prepare) : try prepare().map { try store.log.commit($0) }
             } catch let error as LogError {
                 switch error {
-                case .storeMoved where attempt < Self.maximumSaveAttempts && store.current !== store:
+                case .storeMoved where store.current !== store:
                     // The store moved after this save took it: the move's copy has everything
                     // before, so the same save goes to the new store (spec 0006 §19.7).
                     store = store.current
+                    attempt -= 1
                     continue
                 case .versionMismatch where attempt < Self.maximumSaveAttempts:
                     locked = true  // another writer slipped in: check again, holding the lock
