@@ -5,7 +5,7 @@ import Foundation
 //
 //     swift run -c release StrataBenchmarks [filter…]
 //
-// Filters (any substring): commit, small, scan, compaction, open, context, fetch, merge, batch, derived, migration, history
+// Filters (any substring): commit, small, scan, compaction, open, context, fetch, merge, batch, derived, migration, revert, history
 // (or one of history-feed, history-consumers, history-queries). Sizes and repetitions
 // come from the environment (see README.md).
 
@@ -64,6 +64,7 @@ do {
             saves: environmentInt("STRATA_BENCH_DERIVED_SAVES", 200), repetitions: repetitions)
     }
     if wanted("migration") { try runMigrationBenchmarks(objects: objects, repetitions: repetitions) }
+    if wanted("revert") { try runRevertBenchmarks(objects: objects, changes: undoChanges, repetitions: repetitions) }
     // Opt-in (not part of a full run): the context layer's scaling probe.
     if arguments.contains("scale") {
         let sizes = (environmentString("STRATA_BENCH_SCALE_SIZES") ?? "1000,2000,4000").split(separator: ",").compactMap { Int($0) }
