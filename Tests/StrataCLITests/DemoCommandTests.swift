@@ -80,7 +80,7 @@ struct DemoCommandTests {
         let commands = tryNextCommands(demo.standardOutput)
         #expect(commands.count >= 7, "\(demo.standardOutput)")
         for required in ["strata info ", "strata log ", "--author assistant", "strata replay ", "--to ", "--object x-strata://",
-                         "--format csv --output ", "strata verify ", "--dot"] {
+                         "--format csv --output ", "strata verify ", "strata revert ", "--dot"] {
             #expect(commands.contains { $0.contains(required) }, "no try-next command with \(required)")
         }
         for command in commands {

@@ -286,6 +286,7 @@ private struct LeagueDemo {
             ("strata replay \(dir) --object \(Self.shellQuoted(eli))", "Eli Moreau's history, value by value"),
             ("strata export \(dir) --format csv --output \(Self.shellQuoted(csvDirectory + "-csv"))", "Team.csv and Player.csv"),
             ("strata verify \(dir)", "checksums, the segment, the state rebuilt and compared"),
+            ("strata revert \(dir) \(head) --dry-run", "what taking back the last save would write"),
             ("strata model \(dir) --dot", "the model as Graphviz (pipe it to dot -Tsvg)"),
         ]
         // Comments line up after the commands, except after a long one (the URI's).
