@@ -104,10 +104,19 @@ extension ContextCore {
         // transaction changed what it changed since; applied backwards; on the redo stack
         // (`redo()` applies the transaction again); saved as `undo(of: sequence)`.
         try checkUnsavedWork(combined)
-        try checkConflicts(applying: combined, reversed: true)
-        try checkInsertsUnchanged(combined, sequence: sequence, store: store)
-        try checkReferencesExist(combined, store: store)
-        try checkUniqueValuesFree(combined, store: store)
+        do {
+            try checkConflicts(applying: combined, reversed: true)
+            try checkInsertsUnchanged(combined, sequence: sequence, store: store)
+            try checkReferencesExist(combined, store: store)
+            try checkUniqueValuesFree(combined, store: store)
+        } catch ContextError.undoConflict(let object, let property, let expected, let found) {
+            // Reverted already (and not redone since): say so, rather than what that revert changed.
+            if let reverter = try? lastRevert(of: sequence, among: combined, store: store) {
+                throw ContextError.invalidArgument(
+                    "\(what) was reverted already, by transaction \(reverter), and not redone since; nothing was changed")
+            }
+            throw ContextError.undoConflict(object: object, property: property, expected: expected, found: found)
+        }
         apply(combined, reversed: true, events: .undoUpdate)
         // This context's own groups of the transaction (its saved work still on its stacks,
         // or persisted undo's) are what the revert takes back: left there, undo() would
@@ -344,6 +353,30 @@ extension ContextCore {
         case .toOne(let id?): id.storedID.map(LogValue.reference) ?? .null
         case .toMany(let ids): .references(ids.compactMap(\.storedID))
         case .attribute(nil), .toOne(nil), .invalid: .null
+        }
+    }
+
+    /// The transaction that last undid `sequence` (its groups' origin `undo(of: sequence, …)`)
+    /// when no later one redid it or undid that undo, found among the later transactions of
+    /// an object it changed; nil when it stands (never reverted, or redone since).
+    private func lastRevert(of sequence: UInt64, among combined: UndoGroup, store: PersistentStore) throws -> UInt64? {
+        guard let object = combined.order.lazy.compactMap(\.storedID).first else { return nil }
+        return try store.log.read { reader -> UInt64? in
+            let later = try reader.history(of: object).filter { $0 > sequence }
+            var reverter: UInt64?
+            try reader.forEachEvent(among: later) { event in
+                for group in event.groups {
+                    switch group.origin {
+                    case .undo(let of, _)? where of == sequence: reverter = event.sequence
+                    // Redone, or its revert itself reverted: the transaction stands again.
+                    case .redo(let of, _)? where of == sequence: reverter = nil
+                    case .undo(let of, _)? where of == reverter: reverter = nil
+                    default: break
+                    }
+                }
+                return .next
+            }
+            return reverter
         }
     }
 }

@@ -734,5 +734,43 @@ struct RevertTransactionTests {
         }
         #expect(try #require(restarted.persistentStores.first).log.verify().isClean)
     }
+
+    @Test("reverting a transaction reverted already (and saved) says so, naming the reverting transaction, changing nothing; once that revert is itself reverted the transaction stands again, and isn't called reverted")
+    func alreadyReverted() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _, _) = try await importedStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(coordinator, 2))
+            try context.save()  // 3: undo of 2
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> Void in
+            #expect {
+                try context.revertTransaction(at: try token(coordinator, 2))
+            } throws: { error in
+                guard case .invalidArgument(let text) = error as? ContextError else { return false }
+                return text.contains("transaction 2 (save) was reverted already, by transaction 3, and not redone since")
+            }
+            let changed = context.hasChanges
+            #expect(!changed)
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(coordinator, 3))  // taking the revert back: 4 redoes 2
+            try context.save()
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Herons")
+        }
+        let kinds = try coordinator.history(HistoryRequest()).map(\.kind)
+        #expect(kinds.suffix(2) == [.undo(of: 2, group: 0), .undo(of: 3, group: 0)])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> Void in
+            // 2's revert (3) was itself reverted (4): 2 stands again, so it isn't "reverted
+            // already". Cy, which 2 inserted, was deleted and brought back since: refused as
+            // later work on it.
+            #expect {
+                try context.revertTransaction(at: try token(coordinator, 2))
+            } throws: { error in
+                guard case .undoConflict(_, let property, _, let found) = error as? ContextError else { return false }
+                return property == "(object)" && found.contains("transaction 3")
+            }
+        }
+    }
 }
 
