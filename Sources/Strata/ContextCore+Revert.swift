@@ -70,11 +70,7 @@ extension ContextCore {
                 throw ContextError.invalidArgument(
                     "\(what) changes \(id), of entity \(id.entity), which this context's model doesn't have (it was written by model version \(event.modelVersion)); nothing was changed")
             }
-            let names: [String] = switch change {
-            case .insert(_, let values), .delete(_, let values): Array(values.keys)
-            case .update(_, let changes): changes.map(\.property)
-            }
-            for name in names where info.properties[name] == nil {
+            for name in names(change) where info.properties[name] == nil {
                 throw ContextError.invalidArgument(
                     "\(what) changes \(id).\(name), which entity \(id.entity) of this context's model doesn't have (it was written by model version \(event.modelVersion)); nothing was changed")
             }
