@@ -41,9 +41,10 @@ struct ModelSchema: Sendable {
         var qualifiedName: String { "\(declaringEntity).\(name)" }
     }
 
-    /// An index on one attribute or a uniqueness constraint over several.
+    /// An index on one attribute, a uniqueness constraint, or a named index (a
+    /// ``FetchIndexDescription``) over one or more properties.
     struct IndexDefinition: Sendable, Hashable {
-        /// "Entity.attribute" or "Entity#a,b" (the catalog name).
+        /// "Entity.attribute", "Entity#a,b" or "Entity[name]" (the catalog name).
         let name: String
         /// The declaring entity; its sub-entities' objects are in the index too.
         let entity: String
@@ -164,6 +165,10 @@ struct ModelSchema: Sendable {
                         IndexDefinition(
                             name: "\(owner)#\(constraint.joined(separator: ","))", entity: owner,
                             properties: constraint, isUnique: true))
+                }
+                for index in e.indexes where !index.elements.isEmpty {
+                    entityIndexes.append(
+                        IndexDefinition(name: "\(owner)[\(index.name)]", entity: owner, properties: index.propertyNames, isUnique: false))
                 }
             }
             for index in entityIndexes { allIndexes[index.name] = index }

@@ -1,9 +1,9 @@
 // MARK: - EntityMember
 
-/// One item in an entity builder: a property or a uniqueness constraint.
+/// One item in an entity builder: a property, a uniqueness constraint or an index.
 ///
 /// You rarely name this type: the ``EntityBuilder`` turns attributes, relationships,
-/// fetched properties and ``Unique`` constraints into members.
+/// fetched properties, ``Unique`` constraints and ``FetchIndex`` indexes into members.
 ///
 /// ```swift
 /// let members: [EntityMember] = [.attribute(Attribute("name", .string))]
@@ -17,6 +17,8 @@ public enum EntityMember: Sendable, Hashable {
     case fetchedProperty(FetchedPropertyDescription)
     /// A uniqueness constraint over the named properties.
     case uniquenessConstraint([String])
+    /// A named index over one or more properties.
+    case fetchIndex(FetchIndexDescription)
 }
 
 // MARK: - Unique
@@ -48,7 +50,8 @@ public struct Unique: Sendable, Hashable {
 
 /// The result builder for an entity's contents.
 ///
-/// Accepts attributes, relationships, fetched properties and ``Unique`` constraints, with
+/// Accepts attributes, relationships, fetched properties, ``Unique`` constraints and
+/// ``FetchIndex`` indexes, with
 /// `if`, `if`/`else` and `for` loops.
 ///
 /// ```swift
@@ -66,6 +69,8 @@ public enum EntityBuilder {
     public static func buildExpression(_ property: FetchedPropertyDescription) -> [EntityMember] { [.fetchedProperty(property)] }
     /// Wraps a uniqueness constraint.
     public static func buildExpression(_ unique: Unique) -> [EntityMember] { [.uniquenessConstraint(unique.propertyNames)] }
+    /// Wraps a named index.
+    public static func buildExpression(_ index: FetchIndex) -> [EntityMember] { [.fetchIndex(index.description)] }
     /// Passes members through.
     public static func buildExpression(_ members: [EntityMember]) -> [EntityMember] { members }
     /// Joins the statements of a block.

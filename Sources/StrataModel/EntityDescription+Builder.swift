@@ -36,6 +36,7 @@ extension EntityDescription {
             case .relationship(let r): relationships.append(r)
             case .fetchedProperty(let f): fetched.append(f)
             case .uniquenessConstraint(let names): uniquenessConstraints.append(names)
+            case .fetchIndex(let index): indexes.append(index)
             }
         }
         self.attributes = attributes

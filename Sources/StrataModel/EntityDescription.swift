@@ -46,6 +46,9 @@ public struct EntityDescription: Sendable {
     /// Sets of property names whose values must be unique together among the entity's
     /// objects (`uniquenessConstraints`); each inner array is one constraint.
     public var uniquenessConstraints: [[String]] = []
+    /// Named indexes over one or more properties (`indexes`), kept by the store for
+    /// fetches; not part of the version hash. See ``FetchIndexDescription``.
+    public var indexes: [FetchIndexDescription] = []
     /// Free-form annotations (`userInfo`); not part of the version hash.
     public var userInfo: [String: String] = [:]
     /// The entity's name in the previous model version (`renamingIdentifier`).
@@ -87,7 +90,7 @@ public struct EntityDescription: Sendable {
         name: String, managedObjectClassName: String? = nil, isAbstract: Bool = false,
         superentityName: String? = nil, attributes: [AttributeDescription] = [],
         relationships: [RelationshipDescription] = [], fetchedProperties: [FetchedPropertyDescription] = [],
-        uniquenessConstraints: [[String]] = []
+        uniquenessConstraints: [[String]] = [], indexes: [FetchIndexDescription] = []
     ) {
         self.name = name
         self.managedObjectClassName = managedObjectClassName ?? name
@@ -97,6 +100,7 @@ public struct EntityDescription: Sendable {
         self.relationships = relationships
         self.fetchedProperties = fetchedProperties
         self.uniquenessConstraints = uniquenessConstraints
+        self.indexes = indexes
         rebuildIndex()
     }
 
@@ -217,6 +221,7 @@ extension EntityDescription: Hashable {
             && lhs.isAbstract == rhs.isAbstract && lhs.superentityName == rhs.superentityName
             && lhs.attributes == rhs.attributes && lhs.relationships == rhs.relationships
             && lhs.fetchedProperties == rhs.fetchedProperties && lhs.uniquenessConstraints == rhs.uniquenessConstraints
+            && lhs.indexes == rhs.indexes
             && lhs.userInfo == rhs.userInfo && lhs.renamingIdentifier == rhs.renamingIdentifier
             && lhs.versionHashModifier == rhs.versionHashModifier
     }
@@ -235,6 +240,7 @@ extension EntityDescription: Hashable {
         hasher.combine(relationships)
         hasher.combine(fetchedProperties)
         hasher.combine(uniquenessConstraints)
+        hasher.combine(indexes)
         hasher.combine(userInfo)
         hasher.combine(renamingIdentifier)
         hasher.combine(versionHashModifier)
@@ -246,7 +252,7 @@ extension EntityDescription: Hashable {
 extension EntityDescription: Codable {
     enum CodingKeys: String, CodingKey {
         case name, managedObjectClassName, isAbstract, superentityName, attributes, relationships
-        case fetchedProperties, uniquenessConstraints, userInfo, renamingIdentifier, versionHashModifier
+        case fetchedProperties, uniquenessConstraints, indexes, userInfo, renamingIdentifier, versionHashModifier
     }
 
     /// Decodes the declared parts; inheritance is resolved again by the model.
@@ -264,6 +270,7 @@ extension EntityDescription: Codable {
         relationships = try c.decodeIfPresent([RelationshipDescription].self, forKey: .relationships) ?? []
         fetchedProperties = try c.decodeIfPresent([FetchedPropertyDescription].self, forKey: .fetchedProperties) ?? []
         uniquenessConstraints = try c.decodeIfPresent([[String]].self, forKey: .uniquenessConstraints) ?? []
+        indexes = try c.decodeIfPresent([FetchIndexDescription].self, forKey: .indexes) ?? []
         userInfo = try c.decodeIfPresent([String: String].self, forKey: .userInfo) ?? [:]
         renamingIdentifier = try c.decodeIfPresent(String.self, forKey: .renamingIdentifier)
         versionHashModifier = try c.decodeIfPresent(String.self, forKey: .versionHashModifier)
@@ -285,6 +292,7 @@ extension EntityDescription: Codable {
         try c.encode(relationships, forKey: .relationships)
         try c.encode(fetchedProperties, forKey: .fetchedProperties)
         try c.encode(uniquenessConstraints, forKey: .uniquenessConstraints)
+        if !indexes.isEmpty { try c.encode(indexes, forKey: .indexes) }
         try c.encode(userInfo, forKey: .userInfo)
         try c.encodeIfPresent(renamingIdentifier, forKey: .renamingIdentifier)
         try c.encodeIfPresent(versionHashModifier, forKey: .versionHashModifier)

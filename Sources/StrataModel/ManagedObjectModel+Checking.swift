@@ -24,6 +24,9 @@ extension ManagedObjectModel {
     /// - minimum ≤ maximum, counts and lengths ≥ 0, and value/length/pattern rules only on
     ///   types they apply to — `invalidRange`
     /// - uniqueness constraints name persisted attributes or to-one relationships — `invalidUniquenessConstraint`
+    /// - indexes have a name unique along the inheritance chain and at least one element;
+    ///   each element names a persisted attribute or to-one relationship once, in binary
+    ///   collation — `invalidFetchIndex`
     /// - fetched properties name an existing entity — `invalidFetchedProperty`
     /// - fetch request templates have unique names and an existing entity — `invalidFetchRequestTemplate`
     /// - derived attributes have a derivation Strata computes — a key path to an attribute
@@ -99,6 +102,7 @@ struct ModelChecker {
             for (ci, constraint) in entity.uniquenessConstraints.enumerated() {
                 checkUniqueness(constraint, entity, "\(path).uniquenessConstraints[\(ci)]")
             }
+            checkFetchIndexes(entity, path)
         }
         checkTemplates()
         checkDerivations()
@@ -370,6 +374,54 @@ struct ModelChecker {
                 report(.invalidUniquenessConstraint, entity.name, name, path, "uniqueness constraint names transient property '\(name)', which is never stored")
             default:
                 break
+            }
+        }
+    }
+
+    mutating func checkFetchIndexes(_ entity: EntityDescription, _ path: String) {
+        // Names are unique along the inheritance chain: a sub-entity's objects are in its
+        // ancestors' indexes too.
+        var inherited: Set<String> = []
+        for ancestor in entity.superentityNames {
+            for index in model.entitiesByName[ancestor]?.indexes ?? [] { inherited.insert(index.name) }
+        }
+        var seen: Set<String> = []
+        for (ii, index) in entity.indexes.enumerated() {
+            let ipath = "\(path).indexes[\(ii)]"
+            if index.name.isEmpty {
+                report(.invalidFetchIndex, entity.name, nil, ipath + ".name", "index has no name")
+            } else if !seen.insert(index.name).inserted {
+                report(.invalidFetchIndex, entity.name, nil, ipath + ".name", "another index of '\(entity.name)' is already named '\(index.name)'")
+            } else if inherited.contains(index.name) {
+                report(.invalidFetchIndex, entity.name, nil, ipath + ".name", "index '\(index.name)' is already declared by a superentity of '\(entity.name)'")
+            }
+            if index.elements.isEmpty {
+                report(.invalidFetchIndex, entity.name, nil, ipath + ".elements", "index '\(index.name)' has no elements")
+            }
+            var properties: Set<String> = []
+            for (ei, element) in index.elements.enumerated() {
+                let epath = "\(ipath).elements[\(ei)]"
+                let name = element.propertyName
+                let what = "index '\(index.name)'"
+                if element.collationType == .rTree {
+                    report(.invalidFetchIndex, entity.name, name, epath + ".collationType", "\(what) asks for an R-tree on '\(name)'; Strata's store keeps binary indexes only")
+                }
+                if !properties.insert(name).inserted {
+                    report(.invalidFetchIndex, entity.name, name, epath, "\(what) names '\(name)' twice")
+                    continue
+                }
+                switch entity.propertiesByName[name] {
+                case nil:
+                    report(.invalidFetchIndex, entity.name, name, epath, "\(what) names '\(name)', which is not a property of '\(entity.name)'")
+                case .relationship(let r) where r.isToMany:
+                    report(.invalidFetchIndex, entity.name, name, epath, "\(what) names to-many relationship '\(name)'; only attributes and to-one relationships can be indexed")
+                case .fetchedProperty:
+                    report(.invalidFetchIndex, entity.name, name, epath, "\(what) names fetched property '\(name)'")
+                case let property? where property.isTransient:
+                    report(.invalidFetchIndex, entity.name, name, epath, "\(what) names transient property '\(name)', which is never stored")
+                default:
+                    break
+                }
             }
         }
     }

@@ -139,7 +139,18 @@ enum ModelFileWriter {
         if !e.uniquenessConstraints.isEmpty {
             m.append(("uniquenessConstraints", .array(e.uniquenessConstraints.map { .array($0.map(JSONValue.string)) })))
         }
+        if !e.indexes.isEmpty { m.append(("indexes", .array(e.indexes.map(fetchIndex)))) }
         return .object(m)
+    }
+
+    static func fetchIndex(_ index: FetchIndexDescription) -> JSONValue {
+        let elements: [JSONValue] = index.elements.map { element in
+            var m: Members = [("property", .string(element.propertyName))]
+            if element.collationType != .binary { m.append(("collationType", .string(element.collationType.rawValue))) }
+            add(&m, "ascending", element.isAscending, default: true)
+            return .object(m)
+        }
+        return .object([("name", .string(index.name)), ("elements", .array(elements))])
     }
 
     static func attribute(_ a: AttributeDescription) -> JSONValue {
@@ -328,7 +339,7 @@ struct ModelFileReader {
     mutating func entity(_ json: JSONValue, _ path: String) -> EntityDescription {
         let allowed = [
             "name", "className", "abstract", "superentity", "renamingIdentifier", "versionHashModifier", "userInfo",
-            "attributes", "relationships", "fetchedProperties", "uniquenessConstraints",
+            "attributes", "relationships", "fetchedProperties", "uniquenessConstraints", "indexes",
         ]
         guard let obj = object(json, path, "an entity", allowed: allowed) else { return EntityDescription(name: "") }
         let name = string(obj, "name", path, required: true) ?? ""
@@ -353,7 +364,33 @@ struct ModelFileReader {
             }
             e.uniquenessConstraints.append(constraint)
         }
+        e.indexes = array(obj, "indexes", path).enumerated().compactMap { fetchIndex($1, "\(path).indexes[\($0)]", entity: name) }
         return e
+    }
+
+    mutating func fetchIndex(_ json: JSONValue, _ path: String, entity: String) -> FetchIndexDescription? {
+        guard let obj = object(json, path, "an index", allowed: ["name", "elements"]) else { return nil }
+        let name = string(obj, "name", path, required: true) ?? ""
+        if obj["elements"] == nil { fail(path, "missing required member 'elements'", entity: entity) }
+        var elements: [FetchIndexElementDescription] = []
+        for (ei, item) in array(obj, "elements", path).enumerated() {
+            let epath = "\(path).elements[\(ei)]"
+            guard let element = object(item, epath, "an index element", allowed: ["property", "collationType", "ascending"]) else { continue }
+            guard let property = string(element, "property", epath, required: true) else { continue }
+            var collation = FetchIndexElementDescription.CollationType.binary
+            if let text = string(element, "collationType", epath) {
+                if let known = FetchIndexElementDescription.CollationType(rawValue: text) {
+                    collation = known
+                } else {
+                    let names = FetchIndexElementDescription.CollationType.allCases.map(\.rawValue).joined(separator: ", ")
+                    fail(epath + ".collationType", "unknown collation type '\(text)'; expected one of: \(names)", entity: entity)
+                }
+            }
+            elements.append(
+                FetchIndexElementDescription(
+                    propertyName: property, collationType: collation, isAscending: bool(element, "ascending", epath, default: true)))
+        }
+        return FetchIndexDescription(name: name, elements: elements)
     }
 
     mutating func value(_ obj: JSONValue, _ key: String, _ path: String, _ type: AttributeType?, entity: String, property: String) -> AttributeValue? {

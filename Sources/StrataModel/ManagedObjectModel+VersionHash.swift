@@ -13,7 +13,7 @@ extension EntityDescription {
     /// `versionHashModifier`; then every persisted
     /// relationship likewise — name, destination entity, `isToMany`, `isOrdered`,
     /// `versionHashModifier`. Not hashed: transient properties, fetched properties, class
-    /// name, defaults, validation rules, indexes, uniqueness constraints, delete rules,
+    /// name, defaults, validation rules, indexes (`isIndexed` and ``indexes``), uniqueness constraints, delete rules,
     /// inverses, min/max counts, user info, renaming identifiers, property order and the
     /// model's localization. Take the entity from its model so inherited properties count.
     ///

@@ -152,6 +152,10 @@ public struct ModelError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let invalidRange = Kind(rawValue: "invalidRange")
         /// A uniqueness constraint names an unknown, to-many or non-persisted property.
         public static let invalidUniquenessConstraint = Kind(rawValue: "invalidUniquenessConstraint")
+        /// An index (``FetchIndexDescription``) has no name or elements, repeats a name or a
+        /// property, names an unknown, to-many or non-persisted property, or asks for an
+        /// R-tree.
+        public static let invalidFetchIndex = Kind(rawValue: "invalidFetchIndex")
         /// A fetched property names an unknown entity.
         public static let invalidFetchedProperty = Kind(rawValue: "invalidFetchedProperty")
         /// A fetch request template is duplicated or names an unknown entity.
