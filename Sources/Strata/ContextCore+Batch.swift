@@ -529,7 +529,7 @@ extension ContextCore {
                 for (index, entry) in execution.entities.enumerated() { position[entry.name] = index }
                 var ids: [StoredObjectID] = []
                 for range in scan.ranges {
-                    try reader.scanIndex(entity: plan.entityName, attribute: scan.attribute, range: range) { id in
+                    try reader.scanIndex(entity: plan.entityName, properties: scan.properties, prefix: scan.prefix, range: range) { id in
                         if position[id.entity] != nil { ids.append(id) }
                         return .next
                     }

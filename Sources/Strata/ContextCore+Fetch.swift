@@ -514,7 +514,7 @@ final class FetchExecution {
         let unique = scans.count > 1
         for scan in scans {
             for range in scan.ranges {
-                try reader.scanIndex(entity: plan.entityName, attribute: scan.attribute, range: range) { id in
+                try reader.scanIndex(entity: plan.entityName, properties: scan.properties, prefix: scan.prefix, range: range) { id in
                     guard inScope(id), !(pending && isDirty(id)) else { return .next }
                     if unique { guard seen.insert(id).inserted else { return .next } }
                     ids.append(id)
@@ -553,7 +553,9 @@ final class FetchExecution {
         var exceeded = false
         let ranges = Self.sortOrderRanges(scan.ranges, type: core.entities[plan.entityName]?.entity.attributesByName[attribute]?.attributeType)
         for range in descending ? ranges.reversed() : ranges {
-            try reader.scanIndex(entity: plan.entityName, attribute: attribute, range: range, reverse: descending) { id in
+            try reader.scanIndex(
+                entity: plan.entityName, properties: scan.properties, prefix: scan.prefix, range: range, reverse: descending
+            ) { id in
                 guard inScope(id), !(pending && isDirty(id)) else { return .next }
                 guard let stored = try reader.object(id) else { return .next }
                 reads += 1
@@ -798,9 +800,9 @@ final class FetchExecution {
             stored = 0
             for range in scan.ranges {
                 if request.includesSubentities {
-                    stored += try reader.countIndex(entity: plan.entityName, attribute: scan.attribute, range: range)
+                    stored += try reader.countIndex(entity: plan.entityName, properties: scan.properties, prefix: scan.prefix, range: range)
                 } else {
-                    try reader.scanIndex(entity: plan.entityName, attribute: scan.attribute, range: range) { id in
+                    try reader.scanIndex(entity: plan.entityName, properties: scan.properties, prefix: scan.prefix, range: range) { id in
                         if inScope(id) { stored += 1 }
                         return .next
                     }

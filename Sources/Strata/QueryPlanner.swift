@@ -16,24 +16,58 @@ public import StrataPredicate
 /// ```
 public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
     /// One index and the ranges of it that are read.
+    ///
+    /// For an index over one attribute, ``ranges`` are ranges of ``attribute``. For a
+    /// compound index (a named index, spec 0002 §3.1, or a uniqueness constraint over
+    /// several properties), ``prefix`` fixes the values of the leading ``properties`` and
+    /// ``ranges`` are ranges of the property after them, ``attribute``.
     public struct IndexScan: Sendable, Hashable, CustomStringConvertible {
-        /// The indexed attribute.
+        /// The attribute whose ranges are read: the index's only attribute, or the property
+        /// after the fixed ``prefix`` of a compound index.
         public let attribute: String
         /// The entity that declares the index: the fetched entity or one of its superentities.
         public let indexEntity: String
         /// The ranges read, in index order and disjoint; several ranges mean their union.
         public let ranges: [IndexRange]
+        /// The index's properties in key order (`[attribute]` for a one-attribute index).
+        public let properties: [String]
+        /// The values of the first `prefix.count` ``properties``, which every entry read has.
+        public let prefix: [AttributeValue]
+        /// The name of the named index read (``FetchIndexDescription/name``), nil for an
+        /// indexed attribute or a uniqueness constraint.
+        public let indexName: String?
 
-        /// Creates an index scan description.
+        /// Creates a description of a scan of one attribute's index.
         public init(attribute: String, indexEntity: String, ranges: [IndexRange]) {
             self.attribute = attribute
             self.indexEntity = indexEntity
             self.ranges = ranges
+            properties = [attribute]
+            prefix = []
+            indexName = nil
         }
 
-        /// `Person.age [30, 40]`, `Person.email = "ada@example.com"`, `Person.age IN {30, 40}`.
+        /// Creates a description of a scan of a compound index: `prefix` fixes the leading
+        /// `properties`, and `ranges` are of the property after them.
+        public init(properties: [String], prefix: [AttributeValue], indexName: String?, indexEntity: String, ranges: [IndexRange]) {
+            attribute = properties[min(prefix.count, max(properties.count - 1, 0))]
+            self.indexEntity = indexEntity
+            self.ranges = ranges
+            self.properties = properties
+            self.prefix = prefix
+            self.indexName = indexName
+        }
+
+        /// `Person.age [30, 40]`, `Person.email = "ada@example.com"`, `Person.age IN {30, 40}`;
+        /// for a compound index its name (or its properties) first, then the fixed values:
+        /// `Player[byTeamAndScore] team = "Reds", score (90, +∞)`.
         public var description: String {
-            "\(indexEntity).\(attribute) \(QueryPlan.describe(ranges))"
+            guard properties.count > 1 else { return "\(indexEntity).\(attribute) \(QueryPlan.describe(ranges))" }
+            var text = indexEntity + (indexName.map { "[\($0)]" } ?? "(\(properties.joined(separator: ", ")))")
+            var parts = zip(properties, prefix).map { "\($0) = \(QueryPlan.describe($1))" }
+            if ranges != QueryPlan.wholeIndex { parts.append("\(attribute) \(QueryPlan.describe(ranges))") }
+            if !parts.isEmpty { text += " " + parts.joined(separator: ", ") }
+            return text
         }
     }
 
@@ -98,7 +132,15 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
             text = "index union " + scans.map(\.description).joined(separator: " | ")
             if scans.contains(where: { $0.indexEntity != entityName }) { text += " for \(entityName)" }
         case .indexOrder(let scan, let descending, let stopsAfter, let fallback, let fallbackAfter):
-            text = "index order \(scan.indexEntity).\(scan.attribute) \(descending ? "descending" : "ascending")"
+            if scan.properties.count > 1 {
+                // The index and its fixed values, then the walked property.
+                let fixed = QueryPlan.IndexScan(
+                    properties: scan.properties, prefix: scan.prefix, indexName: scan.indexName, indexEntity: scan.indexEntity,
+                    ranges: QueryPlan.wholeIndex)
+                text = "index order \(fixed) by \(scan.attribute) \(descending ? "descending" : "ascending")"
+            } else {
+                text = "index order \(scan.indexEntity).\(scan.attribute) \(descending ? "descending" : "ascending")"
+            }
             if scan.ranges != QueryPlan.wholeIndex { text += " over \(QueryPlan.describe(scan.ranges))" }
             if scan.indexEntity != entityName { text += " for \(entityName)" }
             text += ", stops after \(stopsAfter)"
@@ -326,6 +368,37 @@ struct QueryPlanner {
     let model: ManagedObjectModel
     let entity: EntityDescription
     let request: FetchRequest
+    /// The fetched entity's indexes over several properties, its own first.
+    let compounds: [CompoundIndex]
+    /// Every property of those indexes.
+    let compoundProperties: Set<String>
+
+    /// An index over several properties: a named index or a uniqueness constraint.
+    struct CompoundIndex {
+        /// The declaring entity: the fetched one or a superentity.
+        let owner: String
+        /// The named index's name; nil for a uniqueness constraint.
+        let name: String?
+        let properties: [String]
+    }
+
+    init(model: ManagedObjectModel, entity: EntityDescription, request: FetchRequest) {
+        self.model = model
+        self.entity = entity
+        self.request = request
+        var compounds: [CompoundIndex] = []
+        for owner in [entity.name] + entity.superentityNames {
+            guard let declaring = model.entity(named: owner) else { continue }
+            for index in declaring.indexes where index.elements.count > 1 {
+                compounds.append(CompoundIndex(owner: owner, name: index.name, properties: index.propertyNames))
+            }
+            for constraint in declaring.uniquenessConstraints where constraint.count > 1 {
+                compounds.append(CompoundIndex(owner: owner, name: nil, properties: constraint))
+            }
+        }
+        self.compounds = compounds
+        compoundProperties = Set(compounds.flatMap(\.properties))
+    }
 
     /// Objects counted at most when estimating an index range's size.
     static let estimateCap = 4096
@@ -343,8 +416,38 @@ struct QueryPlanner {
         /// Comparisons the ranges answer exactly (left out of the displayed filter). A set:
         /// an OR of thousands of branches answers thousands, looked up once each.
         var answered: Set<ComparisonPredicate>
+        /// Whether `attribute` has an index of its own. A candidate on an attribute that is
+        /// only part of compound indexes feeds ``QueryPlanner/compoundCandidates(_:)`` and
+        /// is never read alone.
+        var hasOwnIndex = true
+        /// For a compound index: its properties in key order (empty: `attribute`'s own
+        /// index), the fixed values of the leading ones, its name and declaring entity.
+        var properties: [String] = []
+        var prefix: [AttributeValue] = []
+        var indexName: String?
+        var indexEntity: String?
+        /// How many properties the access constrains: 1 for one attribute's index; for a
+        /// compound index its fixed properties, plus one when the next has ranges.
+        var constrained = 1
 
         var isEmpty: Bool { ranges.isEmpty }
+
+        /// Identifies the index entries read, so candidates on one slot can be united:
+        /// the attribute, or the compound index with its fixed values and ranged attribute.
+        var slot: String {
+            guard !properties.isEmpty else { return attribute }
+            var key: [UInt8] = []
+            for value in prefix { IndexKeyEncoding.append(value, to: &key) }
+            return "\(indexEntity ?? "")\u{1}\(properties.joined(separator: "\u{1}"))\u{2}\(key.map { String($0) }.joined(separator: ","))\u{2}\(attribute)"
+        }
+
+        /// The one value the ranges hold, when they are a single equality.
+        var point: KeyedBound? {
+            guard ranges.count == 1, !ranges[0].matchesNil, let lower = ranges[0].lower, let upper = ranges[0].upper,
+                lower.key == upper.key, lower.inclusive, upper.inclusive
+            else { return nil }
+            return lower
+        }
 
         static func rank(of ranges: [KeyedRange]) -> Int {
             var equalities = 0
@@ -396,8 +499,60 @@ struct QueryPlanner {
             guard let declaring = model.entity(named: owner) else { continue }
             if declaring.attributes.contains(where: { $0.name == attribute && $0.isIndexed && !$0.isTransient }) { return owner }
             if declaring.uniquenessConstraints.contains([attribute]) { return owner }
+            if declaring.indexes.contains(where: { $0.propertyNames == [attribute] }) { return owner }
         }
         return nil
+    }
+
+    /// The accesses compound indexes offer for a conjunction whose candidates (one per
+    /// attribute) are `byAttribute`: for each index, the leading properties fixed by single
+    /// equalities, then the next property's ranges (every entry when it has none). An index
+    /// whose first property has no candidate offers nothing; one whose first property alone
+    /// is constrained only when that property has no index of its own.
+    func compoundCandidates(_ byAttribute: [String: Candidate]) -> [Candidate] {
+        var result: [Candidate] = []
+        for index in compounds {
+            var prefix: [AttributeValue] = []
+            var answered: Set<ComparisonPredicate> = []
+            var exact = true
+            var fixed = 0
+            while fixed < index.properties.count - 1, let part = byAttribute[index.properties[fixed]], let point = part.point {
+                prefix.append(point.value)
+                answered.formUnion(part.answered)
+                exact = exact && part.exact && !point.isCut
+                fixed += 1
+            }
+            let next = index.properties[fixed]
+            let ranged = byAttribute[next]
+            if fixed == 0 && (ranged == nil || ranged?.hasOwnIndex == true) { continue }
+            var ranges = [KeyedRange.nilValues, .allValues]
+            var rank = 5
+            var constrained = fixed
+            if let ranged {
+                constrained += 1
+                ranges = ranged.ranges
+                rank = ranged.rank
+                answered.formUnion(ranged.answered)
+                exact = exact && ranged.exact
+            }
+            // Fixed equalities make it at least as selective as one equality.
+            if fixed > 0 { rank = 0 }
+            result.append(
+                Candidate(
+                    attribute: next, ranges: ranges, exact: exact, rank: rank, answered: answered,
+                    hasOwnIndex: true, properties: index.properties, prefix: prefix, indexName: index.name, indexEntity: index.owner,
+                    constrained: constrained))
+        }
+        return result
+    }
+
+    /// The accesses one conjunction offers on its own: its candidates on indexed attributes
+    /// and its compound-index candidates, compound ones first, those constraining the most
+    /// properties first (a tie in rank or size goes to them: they answer more of the
+    /// predicate).
+    func accesses(_ byAttribute: [String: Candidate]) -> [Candidate] {
+        compoundCandidates(byAttribute).sorted { ($0.rank, -$0.constrained, $0.slot) < ($1.rank, -$1.constrained, $1.slot) }
+            + byAttribute.values.filter(\.hasOwnIndex).sorted { ($0.rank, $0.attribute) < ($1.rank, $1.attribute) }
     }
 
     // MARK: Planning
@@ -414,9 +569,14 @@ struct QueryPlanner {
         var unionMembers: [Set<ComparisonPredicate>]?
 
         func scan(_ candidate: Candidate) -> QueryPlan.IndexScan {
-            QueryPlan.IndexScan(
-                attribute: candidate.attribute, indexEntity: indexEntity(for: candidate.attribute) ?? entity.name,
-                ranges: candidate.ranges.map(\.indexRange))
+            guard !candidate.properties.isEmpty else {
+                return QueryPlan.IndexScan(
+                    attribute: candidate.attribute, indexEntity: indexEntity(for: candidate.attribute) ?? entity.name,
+                    ranges: candidate.ranges.map(\.indexRange))
+            }
+            return QueryPlan.IndexScan(
+                properties: candidate.properties, prefix: candidate.prefix, indexName: candidate.indexName,
+                indexEntity: candidate.indexEntity ?? entity.name, ranges: candidate.ranges.map(\.indexRange))
         }
 
         var byAttribute: [String: Candidate] = [:]
@@ -429,17 +589,24 @@ struct QueryPlanner {
             unions = more
         }
         if kind != .noScan {
-            let options = byAttribute.values.sorted { ($0.rank, $0.attribute) < ($1.rank, $1.attribute) }.map { [$0] } + unions
-            let best = try choose(options, reader)
-            if request.fetchLimit > 0, let order = try orderAttribute(reader) {
-                // A limited sort on an indexed attribute: walk that index in order. When
-                // another index narrows the predicate, walk only if that index's range is
-                // large (then a limited walk reads fewer objects), with its scan as a
-                // fallback should the walk run long.
-                let sortCandidate = byAttribute[order.attribute]
+            let order = request.fetchLimit > 0 ? try orderAccess(reader, byAttribute) : nil
+            var singles = accesses(byAttribute)
+            // A compound access that is also the walk goes first among its rank, so a tie in
+            // size goes to it (and the walk runs).
+            if let order, !order.walk.properties.isEmpty, let at = singles.firstIndex(where: { $0.slot == order.walk.slot }) {
+                let walked = singles.remove(at: at)
+                singles.insert(walked, at: singles.firstIndex { $0.rank >= walked.rank } ?? singles.endIndex)
+            }
+            let best = try choose(singles.map { [$0] } + unions, reader)
+            if let order {
+                // A limited sort on an indexed attribute: walk that index in order (or a
+                // compound index whose leading properties the predicate fixes, then the sort
+                // attribute). When another index narrows the predicate, walk only if that
+                // index's range is large (then a limited walk reads fewer objects), with its
+                // scan as a fallback should the walk run long.
                 var walk = true
                 var fallback: Candidate?
-                if let best, !(best.count == 1 && best[0].attribute == order.attribute) {
+                if let best, !(best.count == 1 && best[0].slot == order.walk.slot) {
                     if best.count == 1, best[0].rank >= 3, try estimate(best[0], reader, cap: Self.estimateCap) >= Self.estimateCap {
                         fallback = best[0]
                     } else {
@@ -447,14 +614,11 @@ struct QueryPlanner {
                     }
                 }
                 if walk {
-                    let ranges = sortCandidate?.ranges ?? [.nilValues, .allValues]
-                    let scanned = QueryPlan.IndexScan(
-                        attribute: order.attribute, indexEntity: indexEntity(for: order.attribute) ?? entity.name,
-                        ranges: ranges.map(\.indexRange))
                     kind = .indexOrder(
-                        scanned, descending: !order.ascending, stopsAfter: Self.saturatingSum(max(0, request.fetchOffset), request.fetchLimit),
+                        scan(order.walk), descending: !order.ascending,
+                        stopsAfter: Self.saturatingSum(max(0, request.fetchOffset), request.fetchLimit),
                         fallback: fallback.map(scan), fallbackAfter: fallback == nil ? 0 : Self.estimateCap)
-                    answered = sortCandidate?.answered ?? []
+                    answered = order.walk.answered
                     inMemorySort = Array(request.sortDescriptors.dropFirst())
                 }
             }
@@ -493,17 +657,41 @@ struct QueryPlanner {
         return overflow ? .max : sum
     }
 
-    /// The first sort descriptor, when the index on its attribute gives its order: a
-    /// persistent attribute of the entity with an index, a type whose index order is the
-    /// sort's order, compared case-sensitively.
-    func orderAttribute(_ reader: borrowing LogReader) throws -> (attribute: String, ascending: Bool)? {
+    /// The index walk that gives the first sort descriptor's order, with the ascending flag:
+    /// the sort key is a persistent attribute of a type whose index order is the sort's
+    /// order, compared case-sensitively, and either a compound index has it right after
+    /// leading properties the conjunction `byAttribute` fixes by equalities (preferred: the
+    /// walk reads only those), or it has an index of its own, or it leads a compound index.
+    /// The walk's ranges are the sort key's candidate ranges, or every entry.
+    func orderAccess(
+        _ reader: borrowing LogReader, _ byAttribute: [String: Candidate]
+    ) throws -> (walk: Candidate, ascending: Bool)? {
         guard let first = request.sortDescriptors.first, first.usesPlainOrder, let attribute = attribute(first.key) else { return nil }
         switch attribute.attributeType {
         case .int16, .int32, .int64, .double, .float, .decimal, .date, .string, .boolean: break
         default: return nil
         }
-        guard try reader.hasIndex(entity: entity.name, attribute: attribute.name) else { return nil }
-        return (attribute.name, first.ascending)
+        for compound in compoundCandidates(byAttribute) where compound.attribute == attribute.name && !compound.prefix.isEmpty {
+            guard try reader.hasIndex(entity: entity.name, properties: compound.properties) else { continue }
+            return (compound, first.ascending)
+        }
+        let sorted = byAttribute[attribute.name]
+        let whole = Candidate(attribute: attribute.name, ranges: [.nilValues, .allValues], exact: true, rank: 5, answered: [])
+        if try reader.hasIndex(entity: entity.name, attribute: attribute.name) {
+            var walk = sorted ?? whole
+            walk.hasOwnIndex = true
+            return (walk, first.ascending)
+        }
+        for index in compounds where index.properties[0] == attribute.name {
+            guard try reader.hasIndex(entity: entity.name, properties: index.properties) else { continue }
+            var walk = sorted ?? whole
+            walk.properties = index.properties
+            walk.indexName = index.name
+            walk.indexEntity = index.owner
+            walk.hasOwnIndex = true
+            return (walk, first.ascending)
+        }
+        return nil
     }
 
     /// The most selective of the alternatives (each one candidate, or a union of several):
@@ -533,7 +721,10 @@ struct QueryPlanner {
     func estimate(_ candidate: Candidate, _ reader: borrowing LogReader, cap: Int) throws -> Int {
         var count = 0
         for range in candidate.ranges where count < cap {
-            try reader.scanIndex(entity: entity.name, attribute: candidate.attribute, range: range.indexRange) { _ in
+            try reader.scanIndex(
+                entity: entity.name, properties: candidate.properties.isEmpty ? [candidate.attribute] : candidate.properties,
+                prefix: candidate.prefix, range: range.indexRange
+            ) { _ in
                 count += 1
                 return count >= cap ? .stop : .next
             }
@@ -608,7 +799,8 @@ struct QueryPlanner {
                         if ranges.isEmpty { return .nothing }
                         byAttribute[attribute] = Candidate(
                             attribute: attribute, ranges: ranges, exact: existing.exact && candidate.exact,
-                            rank: Candidate.rank(of: ranges), answered: existing.answered.union(candidate.answered))
+                            rank: Candidate.rank(of: ranges), answered: existing.answered.union(candidate.answered),
+                            hasOwnIndex: existing.hasOwnIndex)
                     }
                 }
             }
@@ -620,14 +812,18 @@ struct QueryPlanner {
                 case .nothing: continue
                 case .unrestricted: return .unrestricted
                 case .restricted(let byAttribute, let unions):
-                    // The branch's most selective access (by rank).
-                    let single = byAttribute.values.min { ($0.rank, $0.attribute) < ($1.rank, $1.attribute) }
+                    // The branch's most selective access (by rank; compound indexes first).
+                    let single = accesses(byAttribute).min { $0.rank < $1.rank }
                     let union = unions.min { ($0.map(\.rank).max() ?? 5) < ($1.map(\.rank).max() ?? 5) }
                     if let single, union.map({ single.rank <= ($0.map(\.rank).max() ?? 5) }) ?? true {
                         // Only what this branch answers counts as answered for the OR.
                         branches.append(single)
                     } else if let union {
                         branches += union
+                    } else {
+                        // Only attributes without an index of their own, and no compound
+                        // index they fill: the branch can be anywhere.
+                        return .unrestricted
                     }
                 }
             }
@@ -639,13 +835,13 @@ struct QueryPlanner {
             var slots: [String: Int] = [:]
             var gathered: [Bool] = []
             for branch in branches {
-                if let slot = slots[branch.attribute] {
+                if let slot = slots[branch.slot] {
                     united[slot].ranges += branch.ranges
                     united[slot].exact = united[slot].exact && branch.exact
                     united[slot].answered.formUnion(branch.answered)
                     gathered[slot] = true
                 } else {
-                    slots[branch.attribute] = united.count
+                    slots[branch.slot] = united.count
                     united.append(branch)
                     gathered.append(false)
                 }
@@ -654,7 +850,9 @@ struct QueryPlanner {
                 united[slot].ranges = KeyedRange.normalized(united[slot].ranges)
                 united[slot].rank = Candidate.rank(of: united[slot].ranges)
             }
-            if united.count == 1 { return .restricted([united[0].attribute: united[0]], unions: []) }
+            // One access on an attribute's own index stands with the conjunction's others (an
+            // enclosing AND intersects it with them); a compound one stays an alternative.
+            if united.count == 1 && united[0].properties.isEmpty { return .restricted([united[0].attribute: united[0]], unions: []) }
             return .restricted([:], unions: [united])
         }
     }
@@ -684,9 +882,9 @@ struct QueryPlanner {
         } else {
             return nil
         }
-        guard path.components.count == 1, case .key(let key) = path.components[0], let attribute = attribute(key),
-            indexEntity(for: key) != nil
-        else { return nil }
+        guard path.components.count == 1, case .key(let key) = path.components[0], let attribute = attribute(key) else { return nil }
+        let hasOwnIndex = indexEntity(for: key) != nil
+        guard hasOwnIndex || compoundProperties.contains(key) else { return nil }
         let type = attribute.attributeType
         if type == .string && (comparison.options.contains(.caseInsensitive) || comparison.options.contains(.diacriticInsensitive)) {
             return nil
@@ -721,7 +919,8 @@ struct QueryPlanner {
         }
         ranges = KeyedRange.normalized(ranges)
         return Candidate(
-            attribute: key, ranges: ranges, exact: exact, rank: Candidate.rank(of: ranges), answered: exact ? [comparison] : [])
+            attribute: key, ranges: ranges, exact: exact, rank: Candidate.rank(of: ranges), answered: exact ? [comparison] : [],
+            hasOwnIndex: hasOwnIndex)
     }
 
     /// A constant, a `$variable` from the request, or an aggregate of those.

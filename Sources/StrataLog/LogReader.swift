@@ -452,10 +452,16 @@ public struct LogReader: ~Copyable {
         try log.schema.entity(entity).indexes.first { $0.properties == attributes }
     }
 
-    /// Whether `attribute` of `entity` has an index (an indexed attribute or a one-attribute
-    /// uniqueness constraint).
+    /// Whether `attribute` of `entity` has an index (an indexed attribute, a one-attribute
+    /// uniqueness constraint, or a named index over it alone).
     public func hasIndex(entity: String, attribute: String) throws -> Bool {
         try index(for: entity, attributes: [attribute]) != nil
+    }
+
+    /// Whether `entity` has an index over exactly `properties`, in that order (a named
+    /// index, or a uniqueness constraint), declared on it or inherited.
+    public func hasIndex(entity: String, properties: [String]) throws -> Bool {
+        try index(for: entity, attributes: properties) != nil
     }
 
     /// Walks the index on `attribute` of `entity` over `range`, in value order (reversed with
@@ -470,10 +476,34 @@ public struct LogReader: ~Copyable {
         entity: String, attribute: String, range: IndexRange, reverse: Bool = false,
         _ body: (StoredObjectID) throws -> IterationDecision
     ) throws {
-        let keyRange = try indexKeyRange(entity: entity, attribute: attribute, range: range)
+        try scanIndex(entity: entity, properties: [attribute], prefix: [], range: range, reverse: reverse, body)
+    }
+
+    /// Walks the index over `properties` of `entity` (a compound index: a named index or a
+    /// uniqueness constraint over exactly those properties, in that order), reading the
+    /// entries whose leading properties equal `prefix` and whose next property,
+    /// `properties[prefix.count]`, is in `range` — in that property's order (reversed with
+    /// `reverse`), calling `body` with each object until it answers `.stop`.
+    ///
+    /// ```swift
+    /// // players of one team scoring over 90, by score
+    /// try reader.scanIndex(entity: "Player", properties: ["teamName", "score"], prefix: [.string("Reds")],
+    ///                      range: IndexRange(lower: .int32(90), includesLower: false)) { id in … }
+    /// ```
+    ///
+    /// As with one attribute, long values are cut in keys: a cut prefix value or range bound
+    /// makes the entries candidates, to re-check against the record.
+    ///
+    /// - Throws: ``LogError/invalidOperation(_:)`` if there is no such index, or `prefix`
+    ///   leaves no property for `range`.
+    public func scanIndex(
+        entity: String, properties: [String], prefix: [AttributeValue], range: IndexRange, reverse: Bool = false,
+        _ body: (StoredObjectID) throws -> IterationDecision
+    ) throws {
+        let keyRange = try indexKeyRange(entity: entity, properties: properties, prefix: prefix, range: range)
         let wanted = Set(try log.schema.entity(entity).selfAndSubentities.map { try log.catalog.entityCode($0) })
         if let view {
-            try pinnedScan(entity: entity, attribute: attribute, keyRange: keyRange, wanted: wanted, reverse: reverse, view: view, body)
+            try pinnedScan(entity: entity, properties: properties, keyRange: keyRange, wanted: wanted, reverse: reverse, view: view, body)
             return
         }
         try txn.forEach(in: tables.index, range: keyRange, reverse: reverse) { key, _ in
@@ -484,15 +514,15 @@ public struct LogReader: ~Copyable {
         }
     }
 
-    /// ``scanIndex(entity:attribute:range:reverse:_:)`` as of the pinned generation: the
-    /// index without the changed objects, and the changed objects' keys as of the generation
-    /// merged in, in key order.
+    /// ``scanIndex(entity:properties:prefix:range:reverse:_:)`` as of the pinned generation:
+    /// the index without the changed objects, and the changed objects' keys as of the
+    /// generation merged in, in key order.
     private func pinnedScan(
-        entity: String, attribute: String, keyRange: KeyRange, wanted: Set<UInt16>, reverse: Bool, view: GenerationView,
+        entity: String, properties: [String], keyRange: KeyRange, wanted: Set<UInt16>, reverse: Bool, view: GenerationView,
         _ body: (StoredObjectID) throws -> IterationDecision
     ) throws {
-        guard let definition = try index(for: entity, attributes: [attribute]) else {
-            throw LogError.invalidOperation("\(entity).\(attribute) has no index")
+        guard let definition = try index(for: entity, attributes: properties) else {
+            throw LogError.invalidOperation("\(entity) has no index on \(properties.joined(separator: ", "))")
         }
         // Every changed object's key in this index as of the generation (whatever entity
         // the index is scanned for: those of other entities are skipped below), once per
@@ -599,18 +629,27 @@ public struct LogReader: ~Copyable {
     ///
     /// - Throws: ``LogError/invalidOperation(_:)`` if the attribute has no index.
     public func countIndex(entity: String, attribute: String, range: IndexRange) throws -> Int {
+        try countIndex(entity: entity, properties: [attribute], prefix: [], range: range)
+    }
+
+    /// The number of objects of `entity` (and its sub-entities) in the entries of the index
+    /// over `properties` that ``scanIndex(entity:properties:prefix:range:reverse:_:)`` reads,
+    /// counted without reading records or making IDs.
+    ///
+    /// - Throws: ``LogError/invalidOperation(_:)`` if there is no such index.
+    public func countIndex(entity: String, properties: [String], prefix: [AttributeValue], range: IndexRange) throws -> Int {
         if view != nil {
             var count = 0
-            try scanIndex(entity: entity, attribute: attribute, range: range) { _ in
+            try scanIndex(entity: entity, properties: properties, prefix: prefix, range: range) { _ in
                 count += 1
                 return .next
             }
             return count
         }
-        let keyRange = try indexKeyRange(entity: entity, attribute: attribute, range: range)
+        let keyRange = try indexKeyRange(entity: entity, properties: properties, prefix: prefix, range: range)
         // The index of an entity holds only its own and its sub-entities' objects unless it
         // is inherited: then others' entries are skipped.
-        if try index(for: entity, attributes: [attribute])?.entity == entity {
+        if try index(for: entity, attributes: properties)?.entity == entity {
             return try txn.count(in: tables.index, range: keyRange)
         }
         let wanted = Set(try log.schema.entity(entity).selfAndSubentities.map { try log.catalog.entityCode($0) })
@@ -624,13 +663,21 @@ public struct LogReader: ~Copyable {
         return count
     }
 
-    /// The keys of the index on `attribute` of `entity` that hold values in `range`.
-    func indexKeyRange(entity: String, attribute: String, range: IndexRange) throws -> KeyRange {
-        guard let index = try index(for: entity, attributes: [attribute]) else {
-            throw LogError.invalidOperation("\(entity).\(attribute) has no index")
+    /// The keys of the index over `properties` of `entity` whose leading values are `prefix`
+    /// and whose next value is in `range`.
+    func indexKeyRange(entity: String, properties: [String], prefix: [AttributeValue], range: IndexRange) throws -> KeyRange {
+        guard let index = try index(for: entity, attributes: properties) else {
+            if properties.count == 1 { throw LogError.invalidOperation("\(entity).\(properties[0]) has no index") }
+            throw LogError.invalidOperation("\(entity) has no index on \(properties.joined(separator: ", "))")
+        }
+        guard prefix.count < properties.count else {
+            throw LogError.invalidOperation(
+                "an index scan of \(entity) (\(properties.joined(separator: ", "))) fixes \(prefix.count) values, leaving no property for its range")
         }
         let code = try log.catalog.indexCode(index.name)
-        let base: [UInt8] = [UInt8(code >> 8), UInt8(truncatingIfNeeded: code)]
+        var base: [UInt8] = [UInt8(code >> 8), UInt8(truncatingIfNeeded: code)]
+        for value in prefix { IndexKeyEncoding.append(value, to: &base) }
+
         if range.matchesNil { return .prefix(base + IndexKeyEncoding.encode(nil)) }
         let lower: [UInt8]
         if let value = range.lower {

@@ -260,4 +260,49 @@ public enum SeedModels {
             }
         }
     }
+
+    /// ``catalog``'s entities and values with compound indexes in place of most single
+    /// ones: `name` and `count` keep an index of their own; `byFlagRank` (flag, rank),
+    /// `byNoteName` (note, name — `note` has no other index), `byDayScore` (day, score),
+    /// `byCountPriceWeight` (count, price, weight), `byGroupDay` (group, day — a to-one
+    /// relationship first) and the uniqueness constraint on `code`; `Gadget` adds
+    /// `byVoltsRank` (volts, rank), which `Gizmo` inherits.
+    ///
+    /// ```swift
+    /// try SeedModels.compoundCatalog.entity(named: "Item")?.indexes.map(\.name)
+    /// ```
+    public static var compoundCatalog: ManagedObjectModel {
+        get throws {
+            try ManagedObjectModel {
+                Entity("Item") {
+                    Attribute("name", .string).indexed()
+                    Attribute("code", .string)
+                    Attribute("rank", .int16)
+                    Attribute("count", .int64).indexed()
+                    Attribute("score", .double)
+                    Attribute("weight", .float)
+                    Attribute("price", .decimal)
+                    Attribute("flag", .boolean)
+                    Attribute("day", .date)
+                    Attribute("note", .string)
+                    Relationship("group", to: "Group", inverse: "items")
+                    Unique("code")
+                    FetchIndex("byFlagRank", "flag", "rank")
+                    FetchIndex("byNoteName", "note", "name")
+                    FetchIndex("byDayScore", elements: [.init(propertyName: "day"), .init(propertyName: "score", isAscending: false)])
+                    FetchIndex("byCountPriceWeight", "count", "price", "weight")
+                    FetchIndex("byGroupDay", "group", "day")
+                }
+                Entity("Gadget", parent: "Item") {
+                    Attribute("volts", .int32)
+                    FetchIndex("byVoltsRank", "volts", "rank")
+                }
+                Entity("Gizmo", parent: "Gadget")
+                Entity("Group") {
+                    Attribute("title", .string)
+                    Relationship("items", to: "Item", inverse: "group", toMany: true)
+                }
+            }
+        }
+    }
 }

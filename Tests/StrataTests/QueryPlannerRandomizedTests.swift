@@ -14,10 +14,31 @@ struct QueryPlannerRandomizedTests {
 
     @Test("index plans equal a reference scan: random predicates, sorts, offsets, limits and unsaved changes", arguments: [1, 2, 3] as [UInt64])
     func randomized(seed: UInt64) async throws {
+        let (failures, kinds) = try await run(seed: seed, model: try SeedModels.catalog)
+        #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+        if Self.queries >= 120 {
+            #expect(kinds == ["full scan", "index scan", "index union", "index order", "no scan"], "every kind of plan ran")
+        }
+    }
+
+    @Test(
+        "compound indexes: plans reading named indexes over several properties equal a reference scan",
+        arguments: [4, 5, 6] as [UInt64])
+    func randomizedCompound(seed: UInt64) async throws {
+        let (failures, kinds) = try await run(seed: seed, model: try SeedModels.compoundCatalog)
+        #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+        if Self.queries >= 120 {
+            #expect(kinds.isSuperset(of: ["compound scan", "compound order", "index union", "full scan"]), "compound plans ran: \(kinds)")
+        }
+    }
+
+    /// Random queries against a random store of `model` (the catalog's shape); the failures
+    /// (at most 5) and the kinds of plan that ran.
+    func run(seed: UInt64, model: ManagedObjectModel) async throws -> ([String], Set<String>) {
         let dir = try TemporaryDirectory()
-        let coordinator = try openCoordinator(dir, model: try SeedModels.catalog)
-        let (failures, kinds) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> ([String], Set<String>) in
-            var world = PlannerWorld(seed: seed)
+        let coordinator = try openCoordinator(dir, model: model)
+        return try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> ([String], Set<String>) in
+            var world = PlannerWorld(seed: seed, model: model)
             var kinds: Set<String> = []
             try world.populate(context, count: 160)
             var failures: [String] = []
@@ -28,6 +49,8 @@ struct QueryPlannerRandomizedTests {
                     let expected = world.reference(request)
                     let plan = try context.explain(request)
                     kinds.insert(Self.kindName(plan.kind))
+                    if case .indexScan(let scan) = plan.kind, scan.properties.count > 1 { kinds.insert("compound scan") }
+                    if case .indexOrder(let scan, _, _, _, _) = plan.kind, scan.properties.count > 1 { kinds.insert("compound order") }
                     let got = try context.fetch(request).map(\.objectID)
                     let count = try context.count(for: request)
                     if got != expected || count != expected.count {
@@ -42,10 +65,6 @@ struct QueryPlannerRandomizedTests {
                 }
             }
             return (failures, kinds)
-        }
-        #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
-        if Self.queries >= 120 {
-            #expect(kinds == ["full scan", "index scan", "index union", "index order", "no scan"], "every kind of plan ran")
         }
     }
 
@@ -83,9 +102,9 @@ struct PlannerWorld {
     var nextCode = 0
     let model: ManagedObjectModel
 
-    init(seed: UInt64) {
+    init(seed: UInt64, model: ManagedObjectModel) {
         rng = SeededGenerator(seed: seed)
-        model = (try? SeedModels.catalog) ?? ManagedObjectModel()
+        self.model = model
     }
 
     static let entities = ["Item", "Gadget", "Gizmo"]
