@@ -333,7 +333,7 @@ struct ModelFileReader {
         model.versionIdentifiers = identifiers
         if json["entities"] == nil { fail("$", "missing required member 'entities'") }
         model.entities = array(json, "entities", "$").enumerated().map { entity($1, "entities[\($0)]") }
-        model.fetchRequestTemplates = array(json, "fetchRequestTemplates", "$").enumerated().compactMap {
+        model.fetchRequestTemplates = array(json, "fetchRequestTemplates", "$").enumerated().map {
             template($1, "fetchRequestTemplates[\($0)]")
         }
         model.localizationDictionary = dictionary(json, "localizationDictionary", "$")
@@ -467,8 +467,13 @@ struct ModelFileReader {
         a.regularExpression = string(obj, "regularExpression", path)
         for (pi, item) in array(obj, "validationPredicates", path).enumerated() {
             let ppath = "\(path).validationPredicates[\(pi)]"
-            guard let rule = object(item, ppath, "a validation predicate", allowed: ["predicate", "warning"]) else { continue }
-            guard let predicate = string(rule, "predicate", ppath, required: true) else { continue }
+            // One that can't be read is kept as a placeholder so the ones after it keep their locations.
+            guard let rule = object(item, ppath, "a validation predicate", allowed: ["predicate", "warning"]),
+                let predicate = string(rule, "predicate", ppath, required: true)
+            else {
+                a.validationPredicates.append(ValidationPredicate(ModelPredicate("TRUEPREDICATE"), warning: ""))
+                continue
+            }
             a.validationPredicates.append(ValidationPredicate(ModelPredicate(predicate), warning: string(rule, "warning", ppath, required: true) ?? ""))
         }
         a.renamingIdentifier = string(obj, "renamingIdentifier", path)
@@ -518,8 +523,12 @@ struct ModelFileReader {
         return f
     }
 
-    mutating func template(_ json: JSONValue, _ path: String) -> FetchRequestTemplate? {
-        guard let obj = object(json, path, "a fetch request template", allowed: ["name", "entity", "predicate"]) else { return nil }
+    /// A template; one that is not an object is kept as a placeholder so the ones after it
+    /// keep their locations (the checker's issues about it are under its reported location).
+    mutating func template(_ json: JSONValue, _ path: String) -> FetchRequestTemplate {
+        guard let obj = object(json, path, "a fetch request template", allowed: ["name", "entity", "predicate"]) else {
+            return FetchRequestTemplate("", entity: "")
+        }
         return FetchRequestTemplate(
             string(obj, "name", path, required: true) ?? "", entity: string(obj, "entity", path, required: true) ?? "",
             predicate: string(obj, "predicate", path).map { ModelPredicate($0) })
