@@ -62,7 +62,7 @@ extension ManagedObjectModel {
         }
         var reader = ModelFileReader()
         let model = try reader.read(json)
-        let readerLocations = Set(reader.issues.compactMap(\.location))
+        let readerLocations = Set(reader.issues.compactMap(\.location) + reader.placeholderLocations)
         let checked = model.checkingIssues().filter { issue in
             guard let location = issue.location else { return true }
             // A member the reader already rejected is not reported twice.
@@ -219,6 +219,10 @@ struct ModelFileReader {
     /// The document's `formatVersion` (members added by a later version are refused in an
     /// older one).
     var formatVersion = ManagedObjectModel.currentFormatVersion
+    /// Locations where the reader put a placeholder in for an item it could not read (so
+    /// the items after it keep their indices, and their locations), besides the locations
+    /// of its issues; the checker's issues at or under them are not reported.
+    var placeholderLocations: [String] = []
 
     mutating func fail(_ path: String, _ message: String, entity: String? = nil, property: String? = nil) {
         issues.append(.init(.malformedFile, entity: entity, property: property, message: message, location: path))
@@ -329,7 +333,7 @@ struct ModelFileReader {
         model.versionIdentifiers = identifiers
         if json["entities"] == nil { fail("$", "missing required member 'entities'") }
         model.entities = array(json, "entities", "$").enumerated().map { entity($1, "entities[\($0)]") }
-        model.fetchRequestTemplates = array(json, "fetchRequestTemplates", "$").enumerated().compactMap {
+        model.fetchRequestTemplates = array(json, "fetchRequestTemplates", "$").enumerated().map {
             template($1, "fetchRequestTemplates[\($0)]")
         }
         model.localizationDictionary = dictionary(json, "localizationDictionary", "$")
@@ -364,19 +368,30 @@ struct ModelFileReader {
             }
             e.uniquenessConstraints.append(constraint)
         }
-        e.indexes = array(obj, "indexes", path).enumerated().compactMap { fetchIndex($1, "\(path).indexes[\($0)]", entity: name) }
+        e.indexes = array(obj, "indexes", path).enumerated().map { fetchIndex($1, "\(path).indexes[\($0)]", entity: name) }
         return e
     }
 
-    mutating func fetchIndex(_ json: JSONValue, _ path: String, entity: String) -> FetchIndexDescription? {
-        guard let obj = object(json, path, "an index", allowed: ["name", "elements"]) else { return nil }
+    /// An index; one that is not an object, and an element that is not an object or has no
+    /// string `property`, is kept as a placeholder so later ones keep their locations.
+    mutating func fetchIndex(_ json: JSONValue, _ path: String, entity: String) -> FetchIndexDescription {
+        guard let obj = object(json, path, "an index", allowed: ["name", "elements"]) else {
+            return FetchIndexDescription(name: "", elements: [])
+        }
         let name = string(obj, "name", path, required: true) ?? ""
         if obj["elements"] == nil { fail(path, "missing required member 'elements'", entity: entity) }
         var elements: [FetchIndexElementDescription] = []
         for (ei, item) in array(obj, "elements", path).enumerated() {
             let epath = "\(path).elements[\(ei)]"
-            guard let element = object(item, epath, "an index element", allowed: ["property", "collationType", "ascending"]) else { continue }
-            guard let property = string(element, "property", epath, required: true) else { continue }
+            guard let element = object(item, epath, "an index element", allowed: ["property", "collationType", "ascending"]),
+                let property = string(element, "property", epath, required: true)
+            else {
+                // A mistyped `property` is reported at `….property`; the checker would
+                // report the placeholder at the element.
+                elements.append(FetchIndexElementDescription(propertyName: ""))
+                placeholderLocations.append(epath)
+                continue
+            }
             var collation = FetchIndexElementDescription.CollationType.binary
             if let text = string(element, "collationType", epath) {
                 if let known = FetchIndexElementDescription.CollationType(rawValue: text) {
@@ -452,8 +467,13 @@ struct ModelFileReader {
         a.regularExpression = string(obj, "regularExpression", path)
         for (pi, item) in array(obj, "validationPredicates", path).enumerated() {
             let ppath = "\(path).validationPredicates[\(pi)]"
-            guard let rule = object(item, ppath, "a validation predicate", allowed: ["predicate", "warning"]) else { continue }
-            guard let predicate = string(rule, "predicate", ppath, required: true) else { continue }
+            // One that can't be read is kept as a placeholder so the ones after it keep their locations.
+            guard let rule = object(item, ppath, "a validation predicate", allowed: ["predicate", "warning"]),
+                let predicate = string(rule, "predicate", ppath, required: true)
+            else {
+                a.validationPredicates.append(ValidationPredicate(ModelPredicate("TRUEPREDICATE"), warning: ""))
+                continue
+            }
             a.validationPredicates.append(ValidationPredicate(ModelPredicate(predicate), warning: string(rule, "warning", ppath, required: true) ?? ""))
         }
         a.renamingIdentifier = string(obj, "renamingIdentifier", path)
@@ -503,8 +523,12 @@ struct ModelFileReader {
         return f
     }
 
-    mutating func template(_ json: JSONValue, _ path: String) -> FetchRequestTemplate? {
-        guard let obj = object(json, path, "a fetch request template", allowed: ["name", "entity", "predicate"]) else { return nil }
+    /// A template; one that is not an object is kept as a placeholder so the ones after it
+    /// keep their locations (the checker's issues about it are under its reported location).
+    mutating func template(_ json: JSONValue, _ path: String) -> FetchRequestTemplate {
+        guard let obj = object(json, path, "a fetch request template", allowed: ["name", "entity", "predicate"]) else {
+            return FetchRequestTemplate("", entity: "")
+        }
         return FetchRequestTemplate(
             string(obj, "name", path, required: true) ?? "", entity: string(obj, "entity", path, required: true) ?? "",
             predicate: string(obj, "predicate", path).map { ModelPredicate($0) })

@@ -151,6 +151,21 @@ struct ModelFileTests {
         #expect(issue.message.contains(message), "\(issue)")
     }
 
+    @Test("An unreadable template or validation predicate does not shift the locations of the ones after it", arguments: [
+        (#"{"formatVersion": 1, "entities": [{"name": "E"}], "fetchRequestTemplates": [5, {"name": "x", "entity": "Nope"}]}"#,
+         ["malformedFile|fetchRequestTemplates[0]", "invalidFetchRequestTemplate|fetchRequestTemplates[1].entity"]),
+        (#"{"formatVersion": 1, "entities": [{"name": "E", "attributes": [{"name": "a", "type": "int32", "validationPredicates": [5, {"warning": "w"}, {"predicate": "SELF >", "warning": "w"}]}]}]}"#,
+         [
+            "malformedFile|entities[0].attributes[0].validationPredicates[0]",
+            "malformedFile|entities[0].attributes[0].validationPredicates[1]",
+            "invalidPredicate|entities[0].attributes[0].validationPredicates[2].predicate",
+         ]),
+    ])
+    func unreadableItemsKeepLaterLocations(text: String, expected: [String]) throws {
+        let error = try #require(throws: ModelError.self) { try ManagedObjectModel(jsonData: Data(text.utf8)) }
+        #expect(error.issues.map { "\($0.kind)|\($0.location ?? "-")" } == expected)
+    }
+
     @Test("Thousands of mutated model files never crash the reader")
     func fuzz() throws {
         let base = Array(try SpecFiles.data("0002-model-file/kitchen-sink.json"))
