@@ -528,11 +528,9 @@ extension ContextCore {
                 var position: [String: Int] = [:]
                 for (index, entry) in execution.entities.enumerated() { position[entry.name] = index }
                 var ids: [StoredObjectID] = []
-                for range in scan.ranges {
-                    try reader.scanIndex(entity: plan.entityName, properties: scan.properties, prefix: scan.prefix, range: range) { id in
-                        if position[id.entity] != nil { ids.append(id) }
-                        return .next
-                    }
+                try scan.forEachObject(reader, of: plan.entityName) { id in
+                    if position[id.entity] != nil { ids.append(id) }
+                    return .next
                 }
                 ids.sort { a, b in
                     let x = position[a.entity] ?? 0, y = position[b.entity] ?? 0

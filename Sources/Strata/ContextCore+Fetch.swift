@@ -52,7 +52,7 @@ extension ContextCore {
 
     func planner(for request: FetchRequest) throws -> QueryPlanner {
         guard let info = entities[request.entityName] else { throw ContextError.unknownEntity(request.entityName) }
-        return QueryPlanner(model: model, entity: info.entity, request: request)
+        return QueryPlanner(model: model, entity: info.entity, request: request, storeUUID: try? store().identifier)
     }
 
     // MARK: - Fetching
@@ -513,13 +513,11 @@ final class FetchExecution {
         // One index's ranges are disjoint; only a union of indexes can find an object twice.
         let unique = scans.count > 1
         for scan in scans {
-            for range in scan.ranges {
-                try reader.scanIndex(entity: plan.entityName, properties: scan.properties, prefix: scan.prefix, range: range) { id in
-                    guard inScope(id), !(pending && isDirty(id)) else { return .next }
-                    if unique { guard seen.insert(id).inserted else { return .next } }
-                    ids.append(id)
-                    return .next
-                }
+            try scan.forEachObject(reader, of: plan.entityName) { id in
+                guard inScope(id), !(pending && isDirty(id)) else { return .next }
+                if unique { guard seen.insert(id).inserted else { return .next } }
+                ids.append(id)
+                return .next
             }
         }
         var result: [Match] = []
@@ -796,6 +794,12 @@ final class FetchExecution {
         switch plan.kind {
         case .fullScan where trivial:
             stored = try entities.reduce(0) { try $0 + reader.count(of: $1.name, includingSubentities: false) }
+        case .indexScan(let scan) where plan.countsFromIndex && scan.targets != nil:
+            stored = 0
+            try scan.forEachObject(reader, of: plan.entityName) { id in
+                if inScope(id) { stored += 1 }
+                return .next
+            }
         case .indexScan(let scan) where plan.countsFromIndex:
             stored = 0
             for range in scan.ranges {
@@ -1220,5 +1224,28 @@ struct FetchValidator {
         case .object: kind = "object"
         }
         return "\(literal) (\(kind))"
+    }
+}
+
+extension QueryPlan.IndexScan {
+    /// Calls `body` with each stored object the scan reads for a fetch of `entity`: the
+    /// entries of every range, in index order, or the referrers of each target.
+    func forEachObject(
+        _ reader: borrowing LogReader, of entity: String, _ body: (StoredObjectID) throws -> IterationDecision
+    ) throws {
+        if let targets {
+            for target in targets {
+                for id in try reader.referrers(to: target, through: attribute, of: entity) where try body(id) == .stop { return }
+            }
+            return
+        }
+        var stopped = false
+        for range in ranges where !stopped {
+            try reader.scanIndex(entity: entity, properties: properties, prefix: prefix, range: range) { id in
+                let decision = try body(id)
+                if decision == .stop { stopped = true }
+                return decision
+            }
+        }
     }
 }

@@ -31,11 +31,17 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
         public let ranges: [IndexRange]
         /// The index's properties in key order (`[attribute]` for a one-attribute index).
         public let properties: [String]
-        /// The values of the first `prefix.count` ``properties``, which every entry read has.
-        public let prefix: [AttributeValue]
+        /// The values of the first `prefix.count` ``properties``, which every entry read has
+        /// (`.attribute`, or `.reference` for a to-one relationship).
+        public let prefix: [LogValue]
         /// The name of the named index read (``FetchIndexDescription/name``), nil for an
         /// indexed attribute or a uniqueness constraint.
         public let indexName: String?
+        /// For an equality on a to-one relationship (`team == %@`, `team IN %@`): the objects
+        /// referred to, whose referrers through ``attribute`` the scan reads from the store's
+        /// references (spec 0004 §6.2) instead of an index; ``ranges`` is then empty. Nil
+        /// for an index scan.
+        public let targets: [StoredObjectID]?
 
         /// Creates a description of a scan of one attribute's index.
         public init(attribute: String, indexEntity: String, ranges: [IndexRange]) {
@@ -45,23 +51,42 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
             properties = [attribute]
             prefix = []
             indexName = nil
+            targets = nil
+        }
+
+        /// Creates a description of a read of the objects whose to-one `relationship`
+        /// (declared by `indexEntity`) refers to one of `targets`.
+        public init(relationship: String, indexEntity: String, targets: [StoredObjectID]) {
+            attribute = relationship
+            self.indexEntity = indexEntity
+            ranges = []
+            properties = [relationship]
+            prefix = []
+            indexName = nil
+            self.targets = targets
         }
 
         /// Creates a description of a scan of a compound index: `prefix` fixes the leading
         /// `properties`, and `ranges` are of the property after them.
-        public init(properties: [String], prefix: [AttributeValue], indexName: String?, indexEntity: String, ranges: [IndexRange]) {
+        public init(properties: [String], prefix: [LogValue], indexName: String?, indexEntity: String, ranges: [IndexRange]) {
             attribute = properties[min(prefix.count, max(properties.count - 1, 0))]
             self.indexEntity = indexEntity
             self.ranges = ranges
             self.properties = properties
             self.prefix = prefix
             self.indexName = indexName
+            targets = nil
         }
 
         /// `Person.age [30, 40]`, `Person.email = "ada@example.com"`, `Person.age IN {30, 40}`;
         /// for a compound index its name (or its properties) first, then the fixed values:
-        /// `Player[byTeamAndScore] team = "Reds", score (90, +∞)`.
+        /// `Player[byTeamAndScore] team = Team/p3, score (90, +∞)`; for a relationship's
+        /// referrers `Player.team = Team/p3` or `Player.team IN {Team/p1, Team/p2}`.
         public var description: String {
+            if let targets {
+                let names = targets.map(\.description)
+                return "\(indexEntity).\(attribute) " + (names.count == 1 ? "= \(names[0])" : "IN {\(names.joined(separator: ", "))}")
+            }
             guard properties.count > 1 else { return "\(indexEntity).\(attribute) \(QueryPlan.describe(ranges))" }
             var text = indexEntity + (indexName.map { "[\($0)]" } ?? "(\(properties.joined(separator: ", ")))")
             var parts = zip(properties, prefix).map { "\($0) = \(QueryPlan.describe($1))" }
@@ -188,6 +213,15 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
             return (range.includesLower && range.lower != nil ? "[" : "(") + (range.lower.map(describe) ?? "-∞") + ", "
                 + (range.upper.map(describe) ?? "+∞") + (range.includesUpper && range.upper != nil ? "]" : ")")
         }.joined(separator: " ∪ ")
+    }
+
+    static func describe(_ value: LogValue) -> String {
+        switch value {
+        case .attribute(let value): describe(value)
+        case .reference(let id): id.description
+        case .references(let ids): "[" + ids.map(\.description).joined(separator: ", ") + "]"
+        case .null: "nil"
+        }
     }
 
     static func describe(_ value: AttributeValue) -> String {
@@ -382,10 +416,15 @@ struct QueryPlanner {
         let properties: [String]
     }
 
-    init(model: ManagedObjectModel, entity: EntityDescription, request: FetchRequest) {
+    /// The store fetched from: object arguments of other stores (and temporary IDs) refer to
+    /// nothing in it. Nil: none is known, and no relationship equality is planned.
+    let storeUUID: UUID?
+
+    init(model: ManagedObjectModel, entity: EntityDescription, request: FetchRequest, storeUUID: UUID?) {
         self.model = model
         self.entity = entity
         self.request = request
+        self.storeUUID = storeUUID
         var compounds: [CompoundIndex] = []
         for owner in [entity.name] + entity.superentityNames {
             guard let declaring = model.entity(named: owner) else { continue }
@@ -423,31 +462,42 @@ struct QueryPlanner {
         /// For a compound index: its properties in key order (empty: `attribute`'s own
         /// index), the fixed values of the leading ones, its name and declaring entity.
         var properties: [String] = []
-        var prefix: [AttributeValue] = []
+        var prefix: [LogValue] = []
         var indexName: String?
         var indexEntity: String?
         /// How many properties the access constrains: 1 for one attribute's index; for a
         /// compound index its fixed properties, plus one when the next has ranges.
         var constrained = 1
+        /// For an equality on a to-one relationship: the stored objects it may refer to
+        /// (`ranges` is empty). Nil for attributes.
+        var targets: [StoredObjectID]?
 
-        var isEmpty: Bool { ranges.isEmpty }
+        var isEmpty: Bool { targets.map(\.isEmpty) ?? ranges.isEmpty }
 
-        /// Identifies the index entries read, so candidates on one slot can be united:
-        /// the attribute, or the compound index with its fixed values and ranged attribute.
-        var slot: String {
-            guard !properties.isEmpty else { return attribute }
-            var key: [UInt8] = []
-            for value in prefix { IndexKeyEncoding.append(value, to: &key) }
-            return "\(indexEntity ?? "")\u{1}\(properties.joined(separator: "\u{1}"))\u{2}\(key.map { String($0) }.joined(separator: ","))\u{2}\(attribute)"
+        /// Which entries a candidate reads, so candidates on one slot can be united: the
+        /// attribute (or relationship), or the compound index with its fixed values and
+        /// ranged attribute.
+        struct Slot: Hashable {
+            let attribute: String
+            let properties: [String]
+            let prefix: [LogValue]
+            let indexEntity: String?
         }
 
-        /// The one value the ranges hold, when they are a single equality.
-        var point: KeyedBound? {
+        var slot: Slot { Slot(attribute: attribute, properties: properties, prefix: prefix, indexEntity: indexEntity) }
+
+        /// The one value the candidate allows, when it is a single equality, and whether
+        /// the value's key is exact (not a cut string or a decimal sharing its double).
+        var point: (value: LogValue, exact: Bool)? {
+            if let targets { return targets.count == 1 ? (.reference(targets[0]), true) : nil }
             guard ranges.count == 1, !ranges[0].matchesNil, let lower = ranges[0].lower, let upper = ranges[0].upper,
                 lower.key == upper.key, lower.inclusive, upper.inclusive
             else { return nil }
-            return lower
+            return (.attribute(lower.value), !lower.isCut)
         }
+
+        /// The rank of an equality with `count` objects.
+        static func rank(targets count: Int) -> Int { count <= 1 ? 0 : (count <= 8 ? 1 : 2) }
 
         static func rank(of ranges: [KeyedRange]) -> Int {
             var equalities = 0
@@ -512,18 +562,19 @@ struct QueryPlanner {
     func compoundCandidates(_ byAttribute: [String: Candidate]) -> [Candidate] {
         var result: [Candidate] = []
         for index in compounds {
-            var prefix: [AttributeValue] = []
+            var prefix: [LogValue] = []
             var answered: Set<ComparisonPredicate> = []
             var exact = true
             var fixed = 0
             while fixed < index.properties.count - 1, let part = byAttribute[index.properties[fixed]], let point = part.point {
                 prefix.append(point.value)
                 answered.formUnion(part.answered)
-                exact = exact && part.exact && !point.isCut
+                exact = exact && part.exact && point.exact
                 fixed += 1
             }
             let next = index.properties[fixed]
-            let ranged = byAttribute[next]
+            // A relationship after the fixed values isn't ranged: its entries are read whole.
+            let ranged = byAttribute[next].flatMap { $0.targets == nil ? $0 : nil }
             if fixed == 0 && (ranged == nil || ranged?.hasOwnIndex == true) { continue }
             var ranges = [KeyedRange.nilValues, .allValues]
             var rank = 5
@@ -547,11 +598,11 @@ struct QueryPlanner {
     }
 
     /// The accesses one conjunction offers on its own: its candidates on indexed attributes
-    /// and its compound-index candidates, compound ones first, those constraining the most
-    /// properties first (a tie in rank or size goes to them: they answer more of the
-    /// predicate).
+    /// (and relationship equalities) and its compound-index candidates, compound ones first,
+    /// those constraining the most properties first, then in the model's order (a tie in
+    /// rank or size goes to them: they answer more of the predicate).
     func accesses(_ byAttribute: [String: Candidate]) -> [Candidate] {
-        compoundCandidates(byAttribute).sorted { ($0.rank, -$0.constrained, $0.slot) < ($1.rank, -$1.constrained, $1.slot) }
+        compoundCandidates(byAttribute).sorted { ($0.rank, -$0.constrained) < ($1.rank, -$1.constrained) }
             + byAttribute.values.filter(\.hasOwnIndex).sorted { ($0.rank, $0.attribute) < ($1.rank, $1.attribute) }
     }
 
@@ -569,6 +620,10 @@ struct QueryPlanner {
         var unionMembers: [Set<ComparisonPredicate>]?
 
         func scan(_ candidate: Candidate) -> QueryPlan.IndexScan {
+            if let targets = candidate.targets {
+                return QueryPlan.IndexScan(
+                    relationship: candidate.attribute, indexEntity: relationshipEntity(for: candidate.attribute) ?? entity.name, targets: targets)
+            }
             guard !candidate.properties.isEmpty else {
                 return QueryPlan.IndexScan(
                     attribute: candidate.attribute, indexEntity: indexEntity(for: candidate.attribute) ?? entity.name,
@@ -719,6 +774,13 @@ struct QueryPlanner {
 
     /// The number of index entries in `candidate`'s ranges, counting at most `cap`.
     func estimate(_ candidate: Candidate, _ reader: borrowing LogReader, cap: Int) throws -> Int {
+        if let targets = candidate.targets {
+            var count = 0
+            for target in targets where count < cap {
+                count += try reader.referrers(to: target, through: candidate.attribute, of: entity.name).count
+            }
+            return min(count, cap)
+        }
         var count = 0
         for range in candidate.ranges where count < cap {
             try reader.scanIndex(
@@ -795,6 +857,19 @@ struct QueryPlanner {
                             byAttribute[attribute] = candidate
                             continue
                         }
+                        if let mine = existing.targets, let theirs = candidate.targets {
+                            // Two equalities on one relationship: the objects both allow.
+                            let both = Set(theirs)
+                            let kept = mine.filter { both.contains($0) }
+                            if kept.isEmpty { return .nothing }
+                            var merged = existing
+                            merged.targets = kept
+                            merged.exact = existing.exact && candidate.exact
+                            merged.rank = Candidate.rank(targets: kept.count)
+                            merged.answered = existing.answered.union(candidate.answered)
+                            byAttribute[attribute] = merged
+                            continue
+                        }
                         let ranges = KeyedRange.intersect(existing.ranges, candidate.ranges)
                         if ranges.isEmpty { return .nothing }
                         byAttribute[attribute] = Candidate(
@@ -832,11 +907,12 @@ struct QueryPlanner {
             // ranges are gathered in place and normalized once per attribute (an OR of n
             // equalities is planned in O(n log n), as `IN` is).
             var united: [Candidate] = []
-            var slots: [String: Int] = [:]
+            var slots: [Candidate.Slot: Int] = [:]
             var gathered: [Bool] = []
             for branch in branches {
                 if let slot = slots[branch.slot] {
                     united[slot].ranges += branch.ranges
+                    if let more = branch.targets { united[slot].targets = (united[slot].targets ?? []) + more }
                     united[slot].exact = united[slot].exact && branch.exact
                     united[slot].answered.formUnion(branch.answered)
                     gathered[slot] = true
@@ -847,6 +923,11 @@ struct QueryPlanner {
                 }
             }
             for slot in united.indices where gathered[slot] {
+                if let targets = united[slot].targets {
+                    united[slot].targets = Array(Set(targets)).sorted()
+                    united[slot].rank = Candidate.rank(targets: united[slot].targets?.count ?? 0)
+                    continue
+                }
                 united[slot].ranges = KeyedRange.normalized(united[slot].ranges)
                 united[slot].rank = Candidate.rank(of: united[slot].ranges)
             }
@@ -882,7 +963,11 @@ struct QueryPlanner {
         } else {
             return nil
         }
-        guard path.components.count == 1, case .key(let key) = path.components[0], let attribute = attribute(key) else { return nil }
+        guard path.components.count == 1, case .key(let key) = path.components[0] else { return nil }
+        if let relationship = entity.relationshipsByName[key] {
+            return referenceCandidate(comparison, relationship, op, other)
+        }
+        guard let attribute = attribute(key) else { return nil }
         let hasOwnIndex = indexEntity(for: key) != nil
         guard hasOwnIndex || compoundProperties.contains(key) else { return nil }
         let type = attribute.attributeType
@@ -921,6 +1006,45 @@ struct QueryPlanner {
         return Candidate(
             attribute: key, ranges: ranges, exact: exact, rank: Candidate.rank(of: ranges), answered: exact ? [comparison] : [],
             hasOwnIndex: hasOwnIndex)
+    }
+
+    /// The objects an equality (`==`, or `IN` a collection) on a to-one relationship allows,
+    /// read from the store's references: the relationship must be a side the store records
+    /// and each constant an object (a managed object or an object ID) — of this store: a
+    /// temporary ID or one of another store refers to nothing stored. Nil (no plan) for
+    /// anything else, `nil` constants included.
+    func referenceCandidate(
+        _ comparison: ComparisonPredicate, _ relationship: RelationshipDescription, _ op: ComparisonOperator, _ other: FormatExpression
+    ) -> Candidate? {
+        guard !relationship.isToMany, let storeUUID, RecordedSide.isRecorded(relationship, of: entity, in: model),
+            let constant = resolve(other)
+        else { return nil }
+        let constants: [PredicateConstant]
+        switch (op, constant) {
+        case (.equalTo, .object): constants = [constant]
+        case (.in, .aggregate(let elements)): constants = elements
+        default: return nil
+        }
+        var targets: Set<StoredObjectID> = []
+        for element in constants {
+            guard case .object(let identity) = element, let id = identity.value as? ManagedObjectID else { return nil }
+            if case .permanent(let store, let primaryKey) = id.storage, store == storeUUID {
+                targets.insert(StoredObjectID(entity: id.entityName, primaryKey: primaryKey))
+            }
+        }
+        let sorted = targets.sorted()
+        return Candidate(
+            attribute: relationship.name, ranges: [], exact: true, rank: Candidate.rank(targets: sorted.count), answered: [comparison],
+            hasOwnIndex: true, targets: sorted)
+    }
+
+    /// The entity declaring `relationship` for the fetched entity: it or a superentity.
+    func relationshipEntity(for relationship: String) -> String? {
+        for owner in [entity.name] + entity.superentityNames
+        where model.entity(named: owner)?.relationships.contains(where: { $0.name == relationship }) == true {
+            return owner
+        }
+        return nil
     }
 
     /// A constant, a `$variable` from the request, or an aggregate of those.

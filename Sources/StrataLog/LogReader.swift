@@ -421,6 +421,33 @@ public struct LogReader: ~Copyable {
         }
     }
 
+    /// The objects of `entity` (and its sub-entities) whose to-one relationship `property`
+    /// refers to `target`, in key order: the store's `referrers` rows (spec 0004 §6.2) — an
+    /// index of every recorded reference — read without scanning the entity. Empty when
+    /// `target`'s entity isn't in the store's model. As of the pinned generation for a
+    /// pinned reader.
+    ///
+    /// ```swift
+    /// try reader.referrers(to: StoredObjectID(entity: "Team", primaryKey: 3), through: "team", of: "Player")
+    /// ```
+    ///
+    /// - Throws: ``LogError/invalidOperation(_:)`` unless `property` is a to-one
+    ///   relationship of `entity` whose side the store records.
+    public func referrers(to target: StoredObjectID, through property: String, of entity: String) throws -> [StoredObjectID] {
+        let described = try log.schema.entity(entity)
+        guard let relationship = described.propertiesByName[property], relationship.relationship == .toOne else {
+            throw LogError.invalidOperation("\(entity).\(property) is not a to-one relationship the store records")
+        }
+        guard log.schema.entities[target.entity] != nil, let key = try? writer.key(target) else { return [] }
+        let code = try log.catalog.relationshipCode(relationship.qualifiedName)
+        let wanted = Set(described.selfAndSubentities)
+        var found = try writer.referrers(txn, of: key, relationship: code).map { try writer.id($0) }.filter { wanted.contains($0.entity) }
+        if let view {
+            found = found.filter { view.entries[$0] == nil } + view.referrers(to: target, through: property, among: wanted)
+        }
+        return found.sorted()
+    }
+
     /// ``related(_:_:)`` as of the pinned generation: a changed object's recorded sides as
     /// they were then; a derived side's referrers without the changed objects, plus the
     /// changed objects that referred to `id` then.
@@ -485,9 +512,12 @@ public struct LogReader: ~Copyable {
     /// `properties[prefix.count]`, is in `range` — in that property's order (reversed with
     /// `reverse`), calling `body` with each object until it answers `.stop`.
     ///
+    /// A prefix value is an attribute value, a `.reference` for a to-one element, or
+    /// `.null`.
+    ///
     /// ```swift
     /// // players of one team scoring over 90, by score
-    /// try reader.scanIndex(entity: "Player", properties: ["teamName", "score"], prefix: [.string("Reds")],
+    /// try reader.scanIndex(entity: "Player", properties: ["team", "score"], prefix: [.reference(team)],
     ///                      range: IndexRange(lower: .int32(90), includesLower: false)) { id in … }
     /// ```
     ///
@@ -497,7 +527,7 @@ public struct LogReader: ~Copyable {
     /// - Throws: ``LogError/invalidOperation(_:)`` if there is no such index, or `prefix`
     ///   leaves no property for `range`.
     public func scanIndex(
-        entity: String, properties: [String], prefix: [AttributeValue], range: IndexRange, reverse: Bool = false,
+        entity: String, properties: [String], prefix: [LogValue], range: IndexRange, reverse: Bool = false,
         _ body: (StoredObjectID) throws -> IterationDecision
     ) throws {
         let keyRange = try indexKeyRange(entity: entity, properties: properties, prefix: prefix, range: range)
@@ -637,7 +667,7 @@ public struct LogReader: ~Copyable {
     /// counted without reading records or making IDs.
     ///
     /// - Throws: ``LogError/invalidOperation(_:)`` if there is no such index.
-    public func countIndex(entity: String, properties: [String], prefix: [AttributeValue], range: IndexRange) throws -> Int {
+    public func countIndex(entity: String, properties: [String], prefix: [LogValue], range: IndexRange) throws -> Int {
         if view != nil {
             var count = 0
             try scanIndex(entity: entity, properties: properties, prefix: prefix, range: range) { _ in
@@ -665,7 +695,7 @@ public struct LogReader: ~Copyable {
 
     /// The keys of the index over `properties` of `entity` whose leading values are `prefix`
     /// and whose next value is in `range`.
-    func indexKeyRange(entity: String, properties: [String], prefix: [AttributeValue], range: IndexRange) throws -> KeyRange {
+    func indexKeyRange(entity: String, properties: [String], prefix: [LogValue], range: IndexRange) throws -> KeyRange {
         guard let index = try index(for: entity, attributes: properties) else {
             if properties.count == 1 { throw LogError.invalidOperation("\(entity).\(properties[0]) has no index") }
             throw LogError.invalidOperation("\(entity) has no index on \(properties.joined(separator: ", "))")
@@ -676,7 +706,16 @@ public struct LogReader: ~Copyable {
         }
         let code = try log.catalog.indexCode(index.name)
         var base: [UInt8] = [UInt8(code >> 8), UInt8(truncatingIfNeeded: code)]
-        for value in prefix { IndexKeyEncoding.append(value, to: &base) }
+        for value in prefix {
+            var target: ObjectKey?
+            if case .reference(let id) = value {
+                // A reference to an object of an entity the store doesn't have matches nothing.
+                guard log.schema.entities[id.entity] != nil else { return KeyRange(lowerBound: base, includesLowerBound: true, upperBound: base, includesUpperBound: false) }
+                target = try writer.key(id)
+            }
+            if case .references = value { throw LogError.invalidOperation("an index prefix value can't be a to-many value") }
+            _ = TableWriter.appendIndexValue(value, target: target, to: &base)
+        }
 
         if range.matchesNil { return .prefix(base + IndexKeyEncoding.encode(nil)) }
         let lower: [UInt8]

@@ -115,7 +115,7 @@ struct CompoundIndexTests {
                 return
             }
             #expect(scan.properties == ["club", "score"])
-            #expect(scan.prefix == [.string("Reds")])
+            #expect(scan.prefix == [.attribute(.string("Reds"))])
             #expect(scan.attribute == "score")
             #expect(scan.indexName == "byClubScore")
             #expect(plan.filter == nil, "the index answers both comparisons")
@@ -344,7 +344,7 @@ struct CompoundIndexTests {
         try log.read { reader in
             var found: [StoredObjectID] = []
             try reader.scanIndex(
-                entity: "Player", properties: ["club", "position", "name"], prefix: [.string("Reds"), .string("GK")], range: .all, reverse: true
+                entity: "Player", properties: ["club", "position", "name"], prefix: [.attribute(.string("Reds")), .attribute(.string("GK"))], range: .all, reverse: true
             ) { id in
                 found.append(id)
                 return .next
@@ -354,16 +354,85 @@ struct CompoundIndexTests {
             let names = try found.map { try reader.object($0)?.values["name"] }
             #expect(names == want.map { LogValue.attribute(.string($0)) })
             #expect(
-                try reader.countIndex(entity: "Player", properties: ["club", "score"], prefix: [.string("Reds")], range: .all)
+                try reader.countIndex(entity: "Player", properties: ["club", "score"], prefix: [.attribute(.string("Reds"))], range: .all)
                     == Self.rows.filter { $0.club == "Reds" }.count)
             #expect(try reader.hasIndex(entity: "Captain", properties: ["club", "score"]))
             #expect(try !reader.hasIndex(entity: "Player", properties: ["score", "club"]))
             #expect(throws: LogError.self) {
-                try reader.scanIndex(entity: "Player", properties: ["club", "score"], prefix: [.string("Reds"), .int32(1)], range: .all) { _ in .next }
+                try reader.scanIndex(entity: "Player", properties: ["club", "score"], prefix: [.attribute(.string("Reds")), .attribute(.int32(1))], range: .all) { _ in .next }
             }
             #expect(throws: LogError.self) {
                 try reader.scanIndex(entity: "Player", properties: ["score", "club"], prefix: [], range: .all) { _ in .next }
             }
+        }
+    }
+
+    @Test("team == %@ and team IN %@ read the store's references; with a compound index on (team, score) the team is a prefix")
+    func relationshipEquality() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.model())
+        try await Self.populate(coordinator)
+        // Even-numbered insertions (odd n) are on the team.
+        let onTeam = Set(Self.rows.enumerated().filter { $0.offset % 2 == 0 }.map(\.element.name))
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.fetch(FetchRequest(entityName: "Team"))[0]
+            let equal = FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "team == %@", team))
+            // A compound index led by the relationship reads as well; on a tie it is preferred.
+            let equalPlan = try context.explain(equal).description
+            #expect(equalPlan == "index scan Player[byTeamScore] team = Team/p1 (+1 sub-entity)")
+            #expect(try Self.names(context, equal) == Self.expected { onTeam.contains($0.name) })
+            #expect(try context.count(for: equal) == onTeam.count)
+
+            // With the compound index (team, score): the team fixes the prefix.
+            let ranged = FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "team == %@ AND score > 30", team))
+            #expect(try context.explain(ranged).description == "index scan Player[byTeamScore] team = Team/p1, score [31, +∞) (+1 sub-entity)")
+            #expect(try Self.names(context, ranged) == Self.expected { onTeam.contains($0.name) && $0.score > 30 })
+            var walked = FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "team == %@", team))
+            walked.sortDescriptors = [FetchSortDescriptor(key: "score", ascending: false), FetchSortDescriptor(key: "name")]
+            walked.fetchLimit = 3
+            let walkPlan = try context.explain(walked).description
+            #expect(walkPlan == "index order Player[byTeamScore] team = Team/p1 by score descending, stops after 3 (+1 sub-entity); sorted by name")
+            let top = Self.rows.filter { onTeam.contains($0.name) }.sorted { $0.score != $1.score ? $0.score > $1.score : $0.name < $1.name }
+            #expect(try Self.names(context, walked) == top.prefix(3).map(\.name))
+
+            // An unsaved team: nothing stored refers to it, but pending changes are judged.
+            let newTeam = try context.insertNewObject(forEntityName: "Team")
+            let moved = try context.fetch(try Self.request("name == 'p1'"))[0]
+            moved.setValue(newTeam, forKey: "team")
+            let fresh = FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "team == %@", newTeam))
+            #expect(try context.explain(fresh).description.hasPrefix("no scan of Player"))
+            #expect(try Self.names(context, fresh) == ["p1"])
+            #expect(try !Self.names(context, equal).contains("p1"), "moved off the stored team (unsaved)")
+        }
+        // Without indexes: the store's references alone answer it.
+        let plainDir = try TemporaryDirectory()
+        let plain = try openCoordinator(plainDir, model: try Self.model(indexes: false))
+        try await Self.populate(plain)
+        try await privateContext(plain).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.fetch(FetchRequest(entityName: "Team"))[0]
+            let equal = FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "team == %@", team))
+            let equalPlan = try context.explain(equal).description
+            #expect(equalPlan == "index scan Player.team = Team/p1 (+1 sub-entity)")
+            #expect(try Self.names(context, equal) == Self.expected { onTeam.contains($0.name) })
+            #expect(try context.count(for: equal) == onTeam.count)
+            let byID = FetchRequest(entityName: "Captain", predicate: try FormatPredicate(format: "team IN %@ AND score < 40", [team.objectID]))
+            let byIDPlan = try context.explain(byID).description
+            #expect(byIDPlan == "index scan Player.team = Team/p1 for Captain then filter (score < 40)")
+            #expect(try Self.names(context, byID) == Self.expected { $0.entity == "Captain" && onTeam.contains($0.name) && $0.score < 40 })
+            let none = FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "team == %@ AND team IN %@", team, [ManagedObjectID]()))
+            #expect(try context.explain(none).description.hasPrefix("no scan of Player"))
+        }
+        // An object ID of another store refers to nothing here.
+        let otherDir = try TemporaryDirectory()
+        let other = try openCoordinator(otherDir, model: try Self.model())
+        try await Self.populate(other)
+        let foreign = try await privateContext(other).perform { (context: isolated ManagedObjectContext) throws in
+            try context.fetch(FetchRequest(entityName: "Team"))[0].objectID
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let request = FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "team == %@", foreign))
+            #expect(try context.explain(request).description.hasPrefix("no scan of Player"))
+            #expect(try Self.names(context, request) == [])
         }
     }
 }

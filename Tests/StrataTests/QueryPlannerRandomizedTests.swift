@@ -17,7 +17,7 @@ struct QueryPlannerRandomizedTests {
         let (failures, kinds) = try await run(seed: seed, model: try SeedModels.catalog)
         #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
         if Self.queries >= 120 {
-            #expect(kinds == ["full scan", "index scan", "index union", "index order", "no scan"], "every kind of plan ran")
+            #expect(kinds == ["full scan", "index scan", "index union", "index order", "no scan", "referrer scan"], "every kind of plan ran")
         }
     }
 
@@ -28,7 +28,9 @@ struct QueryPlannerRandomizedTests {
         let (failures, kinds) = try await run(seed: seed, model: try SeedModels.compoundCatalog)
         #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
         if Self.queries >= 120 {
-            #expect(kinds.isSuperset(of: ["compound scan", "compound order", "index union", "full scan"]), "compound plans ran: \(kinds)")
+            #expect(
+                kinds.isSuperset(of: ["compound scan", "compound order", "index union", "full scan", "compound scan under a reference"]),
+                "compound plans ran: \(kinds)")
         }
     }
 
@@ -50,6 +52,10 @@ struct QueryPlannerRandomizedTests {
                     let plan = try context.explain(request)
                     kinds.insert(Self.kindName(plan.kind))
                     if case .indexScan(let scan) = plan.kind, scan.properties.count > 1 { kinds.insert("compound scan") }
+                    if case .indexScan(let scan) = plan.kind, scan.targets != nil { kinds.insert("referrer scan") }
+                    if case .indexScan(let scan) = plan.kind, scan.prefix.contains(where: { if case .reference = $0 { true } else { false } }) {
+                        kinds.insert("compound scan under a reference")
+                    }
                     if case .indexOrder(let scan, _, _, _, _) = plan.kind, scan.properties.count > 1 { kinds.insert("compound order") }
                     let got = try context.fetch(request).map(\.objectID)
                     let count = try context.count(for: request)
@@ -316,6 +322,13 @@ struct PlannerWorld {
         if chance(5) {
             return .comparison(ComparisonPredicate(.keyPath("group.title"), .equalTo, .constant(.string("G\(int(0...2))"))))
         }
+        if chance(8), !groups.isEmpty {
+            // An equality on the to-one relationship: one group, or IN several.
+            let group = FormatExpression.keyPath(FormatKeyPath("group"))
+            func identity(_ index: Int) -> PredicateConstant { .object(PredicateIdentity(groups[index].objectID)) }
+            if chance(70) { return .comparison(ComparisonPredicate(group, .equalTo, .constant(identity(int(0...2))))) }
+            return .comparison(ComparisonPredicate(group, .in, .constant(.aggregate((0..<int(1...2)).map { _ in identity(int(0...2)) }))))
+        }
         var options: ComparisonOptions = []
         if attribute == "name" || attribute == "note" {
             if chance(15) { options = pick([.caseInsensitive, .diacriticInsensitive, [.caseInsensitive, .diacriticInsensitive], .normalized]) }
@@ -397,7 +410,7 @@ struct PlannerWorld {
         var kept: [(ManagedObjectID, [String: Any])] = []
         for (id, row) in candidates {
             var values = row.values
-            if let group = row.group { values["group"] = ["title": "G\(group)"] as [String: Any] }
+            if let group = row.group { values["group"] = GroupReference(id: groups[group].objectID, title: "G\(group)") }
             if let predicate = request.predicate {
                 guard (try? predicate.evaluate(with: values, substitutionVariables: variables)) == true else { continue }
             }
@@ -471,4 +484,14 @@ struct PlannerWorld {
             + "where \(request.predicate?.description ?? "-") vars \(request.substitutionVariables) sort \(sorts) "
             + "offset \(request.fetchOffset) limit \(request.fetchLimit)"
     }
+}
+
+/// A group as the reference sees it: its title by key-value coding, its object ID as its
+/// identity (what `group == %@` compares).
+struct GroupReference: KeyValueCoding, PredicateObjectIdentity {
+    let id: ManagedObjectID
+    let title: String
+
+    func value(forKey key: String) -> Any? { key == "title" ? title : nil }
+    var predicateIdentity: any Hashable & Sendable { id }
 }
