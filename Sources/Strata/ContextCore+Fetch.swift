@@ -555,14 +555,15 @@ final class FetchExecution {
                 entity: plan.entityName, properties: scan.properties, prefix: scan.prefix, range: range, reverse: descending
             ) { id in
                 guard inScope(id), !(pending && isDirty(id)) else { return .next }
-                guard let stored = try reader.object(id) else { return .next }
+                // By property code (no dictionary of the record's values).
+                guard let stored = try reader.fields(id) else { return .next }
                 reads += 1
                 if budget > 0 && reads > budget {
                     exceeded = true
                     return .stop
                 }
                 var attributeValue: AttributeValue?
-                if case .attribute(let value) = stored[attribute] { attributeValue = value }
+                if let slot = stored.names.firstIndex(of: attribute), case .attribute(let value)? = stored.values[slot] { attributeValue = value }
                 let key = Self.sortOrderKey(attributeValue)
                 let value = attributeValue?.anyValue
                 if result.count >= stopsAfter && !result.isEmpty {
@@ -1234,8 +1235,13 @@ extension QueryPlan.IndexScan {
         _ reader: borrowing LogReader, of entity: String, _ body: (StoredObjectID) throws -> IterationDecision
     ) throws {
         if let targets {
-            for target in targets {
-                for id in try reader.referrers(to: target, through: attribute, of: entity) where try body(id) == .stop { return }
+            var stopped = false
+            for target in targets where !stopped {
+                try reader.forEachReferrer(to: target, through: attribute, of: entity) { id in
+                    let decision = try body(id)
+                    if decision == .stop { stopped = true }
+                    return decision
+                }
             }
             return
         }

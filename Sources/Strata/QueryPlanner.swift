@@ -645,14 +645,19 @@ struct QueryPlanner {
         }
         if kind != .noScan {
             let order = request.fetchLimit > 0 ? try orderAccess(reader, byAttribute) : nil
-            var singles = accesses(byAttribute)
-            // A compound access that is also the walk goes first among its rank, so a tie in
-            // size goes to it (and the walk runs).
-            if let order, !order.walk.properties.isEmpty, let at = singles.firstIndex(where: { $0.slot == order.walk.slot }) {
-                let walked = singles.remove(at: at)
-                singles.insert(walked, at: singles.firstIndex { $0.rank >= walked.rank } ?? singles.endIndex)
+            let singles = accesses(byAttribute)
+            let best: [Candidate]?
+            if let order, !order.walk.prefix.isEmpty, let walked = singles.first(where: { $0.slot == order.walk.slot }) {
+                // A walk of a compound index under fixed values reads about as many entries
+                // as the results it needs: another access wins only when it holds fewer
+                // than a few times that (then scanning it and sorting is cheaper); the walk
+                // itself isn't counted.
+                let stopsAfter = Self.saturatingSum(max(0, request.fetchOffset), request.fetchLimit)
+                let threshold = min(Self.estimateCap, max(64, stopsAfter.multipliedReportingOverflow(by: 4).overflow ? Int.max : stopsAfter * 4))
+                best = try choose(against: walked, threshold: threshold, singles.filter { $0.slot != walked.slot }.map { [$0] } + unions, reader)
+            } else {
+                best = try choose(singles.map { [$0] } + unions, reader)
             }
-            let best = try choose(singles.map { [$0] } + unions, reader)
             if let order {
                 // A limited sort on an indexed attribute: walk that index in order (or a
                 // compound index whose leading properties the predicate fixes, then the sort
@@ -772,14 +777,36 @@ struct QueryPlanner {
         return best
     }
 
+    /// `walked` (the access an index walk reads), unless one of `options` holds fewer than
+    /// `threshold` objects: then the smallest of those.
+    func choose(against walked: Candidate, threshold: Int, _ options: [[Candidate]], _ reader: borrowing LogReader) throws -> [Candidate] {
+        var best = [walked]
+        var bestSize = threshold
+        for option in options.sorted(by: { ($0.map(\.rank).max() ?? 5) < ($1.map(\.rank).max() ?? 5) }) where bestSize > 0 {
+            var size = 0
+            for candidate in option {
+                size += try estimate(candidate, reader, cap: bestSize)
+                if size >= bestSize { break }
+            }
+            if size < bestSize {
+                best = option
+                bestSize = size
+            }
+        }
+        return best
+    }
+
     /// The number of index entries in `candidate`'s ranges, counting at most `cap`.
     func estimate(_ candidate: Candidate, _ reader: borrowing LogReader, cap: Int) throws -> Int {
         if let targets = candidate.targets {
             var count = 0
             for target in targets where count < cap {
-                count += try reader.referrers(to: target, through: candidate.attribute, of: entity.name).count
+                try reader.forEachReferrer(to: target, through: candidate.attribute, of: entity.name) { _ in
+                    count += 1
+                    return count >= cap ? .stop : .next
+                }
             }
-            return min(count, cap)
+            return count
         }
         var count = 0
         for range in candidate.ranges where count < cap {

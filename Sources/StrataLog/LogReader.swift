@@ -434,18 +434,47 @@ public struct LogReader: ~Copyable {
     /// - Throws: ``LogError/invalidOperation(_:)`` unless `property` is a to-one
     ///   relationship of `entity` whose side the store records.
     public func referrers(to target: StoredObjectID, through property: String, of entity: String) throws -> [StoredObjectID] {
+        var found: [StoredObjectID] = []
+        try forEachReferrer(to: target, through: property, of: entity) { id in
+            found.append(id)
+            return .next
+        }
+        return found
+    }
+
+    /// Calls `body` with each object ``referrers(to:through:of:)`` returns, in key order,
+    /// until it answers `.stop` — without reading the rest (a count up to a cap reads no
+    /// more than the cap).
+    ///
+    /// - Throws: as ``referrers(to:through:of:)``.
+    public func forEachReferrer(
+        to target: StoredObjectID, through property: String, of entity: String, _ body: (StoredObjectID) throws -> IterationDecision
+    ) throws {
         let described = try log.schema.entity(entity)
         guard let relationship = described.propertiesByName[property], relationship.relationship == .toOne else {
             throw LogError.invalidOperation("\(entity).\(property) is not a to-one relationship the store records")
         }
-        guard log.schema.entities[target.entity] != nil, let key = try? writer.key(target) else { return [] }
+        guard log.schema.entities[target.entity] != nil, let key = try? writer.key(target) else { return }
         let code = try log.catalog.relationshipCode(relationship.qualifiedName)
-        let wanted = Set(described.selfAndSubentities)
-        var found = try writer.referrers(txn, of: key, relationship: code).map { try writer.id($0) }.filter { wanted.contains($0.entity) }
+        let wanted = Set(try described.selfAndSubentities.map { try log.catalog.entityCode($0) })
         if let view {
-            found = found.filter { view.entries[$0] == nil } + view.referrers(to: target, through: property, among: wanted)
+            // As of the generation: unchanged objects' rows, and changed objects that referred then.
+            var found: [StoredObjectID] = []
+            for source in try writer.referrers(txn, of: key, relationship: code) where wanted.contains(source.entity) {
+                let id = try writer.id(source)
+                if view.entries[id] == nil { found.append(id) }
+            }
+            found += view.referrers(to: target, through: property, among: Set(described.selfAndSubentities))
+            for id in found.sorted() where try body(id) == .stop { return }
+            return
         }
-        return found.sorted()
+        var prefix = ByteWriter(capacity: 12)
+        key.append(to: &prefix)
+        prefix.uint16(code)
+        try txn.forEach(in: tables.referrers, range: .prefix(prefix.bytes)) { row, _ in
+            guard let source = row.withUnsafeBytes({ ObjectKey($0, at: 12) }), wanted.contains(source.entity) else { return .next }
+            return try body(try writer.id(source))
+        }
     }
 
     /// ``related(_:_:)`` as of the pinned generation: a changed object's recorded sides as

@@ -52,9 +52,9 @@ struct CompoundIndexTests {
         var armband: Bool?
     }
 
-    /// Player n (1…60): club n % 3, position n % 4, score n * 7 % 50, name "p<n>"; every
+    /// Player n (1…300): club n % 3, position n % 4, score n * 7 % 50, name "p<n>"; every
     /// tenth a Captain, its armband n % 20 == 0.
-    static let rows: [Row] = (1...60).map(row)
+    static let rows: [Row] = (1...300).map(row)
 
     static func row(_ n: Int) -> Row {
         let captain = n % 10 == 0
@@ -185,6 +185,14 @@ struct CompoundIndexTests {
                 }
                 #expect(try Self.names(context, request) == Array(blues.prefix(4)).map(\.name))
             }
+            // Another access holding fewer than max(64, 4 × limit) objects beats the walk: scan, sort in memory.
+            let narrow = try Self.request(
+                "club == 'Blues' AND position == 'GK'", sort: [FetchSortDescriptor(key: "score"), FetchSortDescriptor(key: "name")], limit: 4)
+            let narrowPlan = try context.explain(narrow).description
+            #expect(narrowPlan == #"index scan Player[byClubPositionName] club = "Blues", position = "GK" (+1 sub-entity); sorted by score, name; limit 4"#)
+            let bluesGK = Self.rows.filter { $0.club == "Blues" && $0.position == "GK" }
+            #expect(bluesGK.count < 64)
+            #expect(try Self.names(context, narrow) == bluesGK.sorted { $0.score != $1.score ? $0.score < $1.score : $0.name < $1.name }.prefix(4).map(\.name))
             // A sort the leading property doesn't fix walks nothing compound: scan, sort in memory.
             let unfixed = try Self.request("club != 'Blues'", sort: [FetchSortDescriptor(key: "position")], limit: 3)
             #expect(try context.explain(unfixed).description.hasPrefix("full scan Player"))

@@ -147,7 +147,7 @@ struct FetchStore {
     let count: Int
 }
 
-private func buildFetchStore(model: ManagedObjectModel, people: [PersonRow], label: String) throws -> FetchStore {
+func buildFetchStore(model: ManagedObjectModel, people: [PersonRow], label: String) throws -> FetchStore {
     let directory = try scratchDirectory(label)
     let (_, strataTime) = try timeOnce { () throws in
         let log = try EventLog(path: (directory as NSString).appendingPathComponent("store"), model: model, configuration: benchConfiguration())
@@ -201,7 +201,7 @@ private final class FetchRun {
 }
 
 /// Reads every attribute of `person` into a checksum.
-private func readAll(_ person: ManagedObject) -> Int {
+func readAll(_ person: ManagedObject) -> Int {
     var sum = (person.value(forKey: "firstName") as? String)?.utf8.count ?? 0
     sum &+= (person.value(forKey: "lastName") as? String)?.utf8.count ?? 0
     sum &+= (person.value(forKey: "email") as? String)?.utf8.count ?? 0
@@ -210,7 +210,7 @@ private func readAll(_ person: ManagedObject) -> Int {
     return sum
 }
 
-private func readAll(_ person: GRDBPerson) -> Int {
+func readAll(_ person: GRDBPerson) -> Int {
     person.firstName.utf8.count &+ person.lastName.utf8.count &+ person.email.utf8.count &+ Int(person.age) &+ Int(person.score)
 }
 

@@ -3,8 +3,9 @@ import Strata
 
 /// The benchmark model: `Person {firstName, lastName, email (indexed, unique), age (int32,
 /// indexed), score (double)}` with a to-one `team` → `Team {name}`, inverse `members`.
-/// The same shape as `SeedModels.people` in the test support.
-func peopleModel() throws -> ManagedObjectModel {
+/// The same shape as `SeedModels.people` in the test support. With `teamAgeIndex`, Person
+/// also has the named index `byTeamAge` over (team, age).
+func peopleModel(teamAgeIndex: Bool = false) throws -> ManagedObjectModel {
     try ManagedObjectModel {
         Entity("Person") {
             Attribute("firstName", .string)
@@ -14,6 +15,7 @@ func peopleModel() throws -> ManagedObjectModel {
             Attribute("score", .double)
             Relationship("team", to: "Team", inverse: "members")
             Unique("email")
+            if teamAgeIndex { FetchIndex("byTeamAge", "team", "age") }
         }
         Entity("Team") {
             Attribute("name", .string)

@@ -56,6 +56,7 @@ do {
     if wanted("fetch") {
         try runFetchBenchmarks(objects: fetchObjects, largeObjects: fetchLargeObjects, lookups: fetchLookups, repetitions: repetitions)
     }
+    if wanted("related-fetch") { try runRelatedFetchBenchmarks(objects: fetchObjects, repetitions: repetitions) }
     if wanted("merge") { try runMergeBenchmarks(saves: mergeSaves) }
     if wanted("batch") { try runBatchBenchmarks(objects: objects, repetitions: repetitions) }
     if wanted("derived") {

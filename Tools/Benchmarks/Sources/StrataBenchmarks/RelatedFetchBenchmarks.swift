@@ -1,0 +1,200 @@
+import Foundation
+import GRDB
+import Strata
+
+// Session 21's benchmarks: fetches by a to-one relationship, Core Data's most common
+// predicate (`team == %@`), and a compound index under it. Same people as F1–F4 (benchmark
+// 1's, seed 6: 8 teams, so about an eighth of the people each); GRDB's `belongsTo("team")`
+// indexes `teamId`, as Core Data's SQLite store indexes a to-one's foreign key.
+//
+// F5. `team == %@` for each of the 8 teams, every object read: Strata reads the store's
+//     referrers of the team (the planner's relationship equality) ÷ GRDB
+//     `filter(teamId == id).fetchAll`, timed alternately; and the same fetch written so
+//     the planner can't serve it (`NOT (team != %@)`: a full scan, what every such fetch
+//     cost before session 21) ÷ the served one.
+// F6. `team == %@ AND age >= 60` sorted by age descending then email, limit 10, for each
+//     team, objects read: with the named index `byTeamAge` (team, age) the planner walks
+//     it under the team ÷ GRDB with an index on (teamId, age); and without it (referrers,
+//     then a sort in memory) ÷ with it.
+
+func runRelatedFetchBenchmarks(objects: Int, repetitions: Int) throws {
+    var random = SplitMix64(seed: 6)
+    let people = (0..<objects).map { makePerson($0, &random) }
+    let plain = try buildFetchStore(model: try peopleModel(), people: people, label: "related-plain")
+    defer { remove(plain.directory) }
+    // STRATA_BENCH_F6_ONLY=1: only F6; =2: only its walk, 200 rounds (for a profiler).
+    if environmentInt("STRATA_BENCH_F6_ONLY", 0) == 0 { try runTeamEquality(store: plain, repetitions: repetitions) }
+    let compound = try buildFetchStore(model: try peopleModel(teamAgeIndex: true), people: people, label: "related-compound")
+    defer { remove(compound.directory) }
+    try compound.grdb.write { db in try db.execute(sql: "CREATE INDEX person_team_age ON person(teamId, age)") }
+    try runTeamTopAges(plain: plain, compound: compound, repetitions: repetitions)
+}
+
+/// The teams of `context`'s store by their GRDB id (the position of their name in
+/// `teamNames`, plus one).
+private func teamsByID(_ context: ManagedObjectContext) throws -> [(id: Int64, team: ManagedObjectID)] {
+    try context.performAndWait { context in
+        try context.fetch(Strata.FetchRequest(entityName: "Team")).compactMap { team in
+            guard let name = team.value(forKey: "name") as? String, let index = teamNames.firstIndex(of: name) else { return nil }
+            return (Int64(index + 1), team.objectID)
+        }.sorted { $0.id < $1.id }
+    }
+}
+
+private func relatedContext(_ coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
+    ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "bench")
+}
+
+// MARK: - F5. team == %@
+
+private func runTeamEquality(store: FetchStore, repetitions: Int) throws {
+    heading("F5. Fetch: team == %@ for each of \(teamNames.count) teams, \(store.count) people, objects read")
+    let probe = relatedContext(store.coordinator)
+    let teams = try teamsByID(probe)
+    guard let first = teams.first else { throw RelatedFetchBenchmarkError(description: "no teams in the store") }
+    let plan = try probe.performAndWait { context in
+        try context.explain(Strata.FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "team == %@", first.team))).description
+    }
+    let unserved = try probe.performAndWait { context in
+        try context.explain(Strata.FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "NOT (team != %@)", first.team))).description
+    }
+    say("  Strata plan: \(plan)")
+    say("  unserved form's plan: \(unserved)")
+
+    /// One round: a fresh context, every team's people fetched and read; the checksum.
+    func strataRound(_ format: String) throws -> (Duration, Int) {
+        let context = relatedContext(store.coordinator)
+        let teams = try teamsByID(context)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let sum = try context.performAndWait { context in
+            var sum = 0
+            for (_, team) in teams {
+                let request = Strata.FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: format, team))
+                for person in try context.fetch(request) { sum &+= readAll(person) }
+            }
+            return sum
+        }
+        return (clock.now - start, sum)
+    }
+    func grdbRound() throws -> (Duration, Int) {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let sum = try store.grdb.read { db in
+            var sum = 0
+            for (id, _) in teams {
+                for person in try GRDBPerson.filter(Column("teamId") == id).fetchAll(db) { sum &+= readAll(person) }
+            }
+            return sum
+        }
+        return (clock.now - start, sum)
+    }
+    var sums: (strata: Int, grdb: Int, unserved: Int) = (0, 0, 0)
+    let paired = try measureAlternately(
+        "Strata fetch(team == %@) + read, 8 teams", "GRDB fetchAll(teamId ==) + read, 8 teams", repetitions: repetitions,
+        {
+            let (time, sum) = try strataRound("team == %@")
+            sums.strata = sum
+            return time
+        },
+        {
+            let (time, sum) = try grdbRound()
+            sums.grdb = sum
+            return time
+        })
+    let full = try measureAlternately(
+        "Strata fetch(NOT (team != %@)) + read (full scans)", "Strata fetch(team == %@) + read", repetitions: max(3, repetitions / 2),
+        {
+            let (time, sum) = try strataRound("NOT (team != %@)")
+            sums.unserved = sum
+            return time
+        },
+        { try strataRound("team == %@").0 })
+    if sums.strata != sums.grdb || sums.unserved != sums.strata {
+        say("  warning: checksums differ (Strata \(sums.strata), GRDB \(sums.grdb), unserved \(sums.unserved))")
+    }
+    say("  Strata ÷ GRDB = \(String(format: "%.2f×", paired.pairedRatio)) (paired rounds)")
+    say("  full scans ÷ served = \(String(format: "%.1f×", full.pairedRatio))")
+    let name = "F5. team == %@, \(store.count / 1000)k people"
+    record(name, "Strata ÷ GRDB (teamId index)", String(format: "%.2f×", paired.pairedRatio))
+    record(name, "unserved (full scan) ÷ served", String(format: "%.1f×", full.pairedRatio))
+}
+
+// MARK: - F6. team == %@ AND age >= 60, top 10 by age
+
+private func topAgesRequest(_ team: ManagedObjectID) throws -> Strata.FetchRequest {
+    var request = Strata.FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "team == %@ AND age >= 60", team))
+    request.sortDescriptors = [FetchSortDescriptor(key: "age", ascending: false), FetchSortDescriptor(key: "email")]
+    request.fetchLimit = 10
+    return request
+}
+
+private func runTeamTopAges(plain: FetchStore, compound: FetchStore, repetitions: Int) throws {
+    heading("F6. Fetch: team == %@ AND age >= 60 sorted by age descending, email, limit 10, each team, objects read")
+    for (label, store) in [("with byTeamAge", compound), ("without", plain)] {
+        let context = relatedContext(store.coordinator)
+        guard let first = try teamsByID(context).first else { throw RelatedFetchBenchmarkError(description: "no teams in the store") }
+        let plan = try context.performAndWait { try $0.explain(try topAgesRequest(first.team)).description }
+        say("  Strata plan \(label): \(plan)")
+    }
+    func strataRound(_ store: FetchStore) throws -> (Duration, Int) {
+        let context = relatedContext(store.coordinator)
+        let teams = try teamsByID(context)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let sum = try context.performAndWait { context in
+            var sum = 0
+            for (_, team) in teams {
+                for person in try context.fetch(try topAgesRequest(team)) { sum &+= readAll(person) }
+            }
+            return sum
+        }
+        return (clock.now - start, sum)
+    }
+    if environmentInt("STRATA_BENCH_F6_ONLY", 0) == 2 {
+        let walks = try measure("Strata, index byTeamAge walked (alone)", repetitions: 200, setup: {}, body: { _ in _ = try strataRound(compound) })
+        say("  per round: \(format(walks.median))")
+        return
+    }
+    var sums: (compound: Int, plain: Int, grdb: Int) = (0, 0, 0)
+    let paired = try measureAlternately(
+        "Strata, index byTeamAge walked", "GRDB, index (teamId, age)", repetitions: max(repetitions, 9),
+        {
+            let (time, sum) = try strataRound(compound)
+            sums.compound = sum
+            return time
+        },
+        {
+            let clock = ContinuousClock()
+            let start = clock.now
+            sums.grdb = try compound.grdb.read { db in
+                var sum = 0
+                for id in 1...Int64(teamNames.count) {
+                    let people = try GRDBPerson.filter(Column("teamId") == id && Column("age") >= 60)
+                        .order(Column("age").desc, Column("email")).limit(10).fetchAll(db)
+                    for person in people { sum &+= readAll(person) }
+                }
+                return sum
+            }
+            return clock.now - start
+        })
+    let without = try measureAlternately(
+        "Strata without it (referrers, sort in memory)", "Strata, index byTeamAge walked", repetitions: max(repetitions, 9),
+        {
+            let (time, sum) = try strataRound(plain)
+            sums.plain = sum
+            return time
+        },
+        { try strataRound(compound).0 })
+    if sums.compound != sums.grdb || sums.plain != sums.compound {
+        say("  warning: checksums differ (walked \(sums.compound), GRDB \(sums.grdb), without \(sums.plain))")
+    }
+    say("  walked ÷ GRDB = \(String(format: "%.2f×", paired.pairedRatio)); without the index ÷ walked = \(String(format: "%.1f×", without.pairedRatio))")
+    let name = "F6. team == %@ AND age >= 60, top 10, \(compound.count / 1000)k people"
+    record(name, "Strata (compound walk) ÷ GRDB", String(format: "%.2f×", paired.pairedRatio))
+    record(name, "without the index ÷ with", String(format: "%.1f×", without.pairedRatio))
+}
+
+struct RelatedFetchBenchmarkError: Error, CustomStringConvertible {
+    let description: String
+}
