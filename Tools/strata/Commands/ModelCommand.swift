@@ -96,6 +96,12 @@ struct ModelCommand: ParsableCommand {
             for constraint in entity.uniquenessConstraints {
                 lines.append("  unique        (\(constraint.joined(separator: ", ")))")
             }
+            for index in entity.indexes {
+                let elements = index.elements.map { element in
+                    element.propertyName + (element.isAscending ? "" : " descending") + (element.collationType == .binary ? "" : " (\(element.collationType.rawValue))")
+                }
+                lines.append("  index         \(index.name) (\(elements.joined(separator: ", ")))")
+            }
         }
         return lines.joined(separator: "\n") + "\n"
     }
