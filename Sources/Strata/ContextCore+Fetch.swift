@@ -1230,10 +1230,18 @@ struct FetchValidator {
 
 extension QueryPlan.IndexScan {
     /// Calls `body` with each stored object the scan reads for a fetch of `entity`: the
-    /// entries of every range, in index order, or the referrers of each target.
+    /// entries of every range, in index order, the referrers of each target, or the
+    /// targets themselves that the store holds.
     func forEachObject(
         _ reader: borrowing LogReader, of entity: String, _ body: (StoredObjectID) throws -> IterationDecision
     ) throws {
+        if let targets, properties.isEmpty {
+            // The objects themselves (SELF == obj, SELF IN …): those the store holds.
+            for target in targets where try reader.contains(target) {
+                if try body(target) == .stop { return }
+            }
+            return
+        }
         if let targets {
             var stopped = false
             for target in targets where !stopped {

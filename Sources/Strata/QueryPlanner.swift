@@ -54,6 +54,19 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
             targets = nil
         }
 
+        /// Creates a description of a read of the objects `targets` themselves, those of them
+        /// the store holds (`SELF == obj`, `SELF IN %@`): ``attribute`` is `SELF`,
+        /// ``properties`` and ``ranges`` are empty.
+        public init(objects targets: [StoredObjectID], entity: String) {
+            attribute = "SELF"
+            indexEntity = entity
+            ranges = []
+            properties = []
+            prefix = []
+            indexName = nil
+            self.targets = targets
+        }
+
         /// Creates a description of a read of the objects whose to-one `relationship`
         /// (declared by `indexEntity`) refers to one of `targets`.
         public init(relationship: String, indexEntity: String, targets: [StoredObjectID]) {
@@ -620,6 +633,9 @@ struct QueryPlanner {
         var unionMembers: [Set<ComparisonPredicate>]?
 
         func scan(_ candidate: Candidate) -> QueryPlan.IndexScan {
+            if let targets = candidate.targets, candidate.attribute == "SELF" {
+                return QueryPlan.IndexScan(objects: targets, entity: entity.name)
+            }
             if let targets = candidate.targets {
                 return QueryPlan.IndexScan(
                     relationship: candidate.attribute, indexEntity: relationshipEntity(for: candidate.attribute) ?? entity.name, targets: targets)
@@ -798,6 +814,7 @@ struct QueryPlanner {
 
     /// The number of index entries in `candidate`'s ranges, counting at most `cap`.
     func estimate(_ candidate: Candidate, _ reader: borrowing LogReader, cap: Int) throws -> Int {
+        if let targets = candidate.targets, candidate.attribute == "SELF" { return min(targets.count, cap) }
         if let targets = candidate.targets {
             var count = 0
             for target in targets where count < cap {
@@ -969,6 +986,7 @@ struct QueryPlanner {
     /// serves it.
     func candidate(_ comparison: ComparisonPredicate) -> Candidate? {
         guard comparison.modifier == .direct else { return nil }
+        if let objects = objectsCandidate(comparison) { return objects }
         var op = comparison.operatorType
         let path: FormatKeyPath
         let other: FormatExpression
@@ -1043,9 +1061,19 @@ struct QueryPlanner {
     func referenceCandidate(
         _ comparison: ComparisonPredicate, _ relationship: RelationshipDescription, _ op: ComparisonOperator, _ other: FormatExpression
     ) -> Candidate? {
-        guard !relationship.isToMany, let storeUUID, RecordedSide.isRecorded(relationship, of: entity, in: model),
-            let constant = resolve(other)
+        guard !relationship.isToMany, RecordedSide.isRecorded(relationship, of: entity, in: model),
+            let targets = storedObjects(op, other)
         else { return nil }
+        return Candidate(
+            attribute: relationship.name, ranges: [], exact: true, rank: Candidate.rank(targets: targets.count), answered: [comparison],
+            hasOwnIndex: true, targets: targets)
+    }
+
+    /// The stored objects of this store an `==` (one object) or `IN` (a collection of
+    /// objects) allows: managed objects or object IDs; temporary IDs and other stores' are
+    /// left out (they are no stored object). Nil for any other operator or constant.
+    func storedObjects(_ op: ComparisonOperator, _ other: FormatExpression) -> [StoredObjectID]? {
+        guard let storeUUID, let constant = resolve(other) else { return nil }
         let constants: [PredicateConstant]
         switch (op, constant) {
         case (.equalTo, .object): constants = [constant]
@@ -1059,10 +1087,27 @@ struct QueryPlanner {
                 targets.insert(StoredObjectID(entity: id.entityName, primaryKey: primaryKey))
             }
         }
-        let sorted = targets.sorted()
+        return targets.sorted()
+    }
+
+    /// `SELF == obj`, `obj == SELF` or `SELF IN %@` (Core Data's fetch of objects by ID):
+    /// the objects themselves, those of the fetched entity or its sub-entities. Nil for
+    /// other comparisons.
+    func objectsCandidate(_ comparison: ComparisonPredicate) -> Candidate? {
+        let other: FormatExpression
+        if case .evaluatedObject = comparison.leftExpression {
+            other = comparison.rightExpression
+        } else if case .evaluatedObject = comparison.rightExpression, comparison.operatorType == .equalTo {
+            other = comparison.leftExpression
+        } else {
+            return nil
+        }
+        guard let objects = storedObjects(comparison.operatorType, other) else { return nil }
+        let scope = Set(model.selfAndSubentityNames(of: entity.name))
+        let targets = objects.filter { scope.contains($0.entity) }
         return Candidate(
-            attribute: relationship.name, ranges: [], exact: true, rank: Candidate.rank(targets: sorted.count), answered: [comparison],
-            hasOwnIndex: true, targets: sorted)
+            attribute: "SELF", ranges: [], exact: true, rank: Candidate.rank(targets: targets.count), answered: [comparison],
+            hasOwnIndex: true, targets: targets)
     }
 
     /// The entity declaring `relationship` for the fetched entity: it or a superentity.

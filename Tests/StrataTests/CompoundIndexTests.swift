@@ -443,4 +443,44 @@ struct CompoundIndexTests {
             #expect(try Self.names(context, request) == [])
         }
     }
+
+    @Test("SELF IN %@ and SELF == %@ read the objects themselves: deleted, other entities' and other stores' left out; unsaved ones judged")
+    func objectsByID() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.model())
+        try await Self.populate(coordinator)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let players = try context.fetch(try Self.request("name IN {'p3', 'p10', 'p20', 'p7'}"))
+            let team = try context.fetch(FetchRequest(entityName: "Team"))[0]
+            let ids = players.map(\.objectID) + [team.objectID]
+            var request = FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "SELF IN %@", ids))
+            request.sortDescriptors = [FetchSortDescriptor(key: "name")]
+            let plan = try context.explain(request).description
+            #expect(plan.hasPrefix("index scan Player.SELF IN {"), "\(plan)")
+            #expect(!plan.contains("Team/"), "another entity's object is no Player: \(plan)")
+            #expect(!plan.contains("then filter"))
+            #expect(try Self.names(context, request) == ["p10", "p20", "p3", "p7"])
+            #expect(try context.count(for: request) == 4)
+
+            var captains = request
+            captains.entityName = "Captain"
+            #expect(try Self.names(context, captains) == ["p10", "p20"], "only the sub-entity's")
+
+            let one = FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "SELF == %@", players[0]))
+            #expect(try context.explain(one).description.hasPrefix("index scan Player.SELF = "))
+            #expect(try context.fetch(one).map(\.objectID) == [players[0].objectID])
+
+            // Deleted and saved: gone from the store, so not read; an unsaved insert by its temporary ID is judged.
+            let gone = players[1]
+            context.delete(gone)
+            try context.save()
+            let fresh = try context.insertNewObject(forEntityName: "Player")
+            fresh.setValue("fresh", forKey: "name")
+            let mixed = FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "SELF IN %@", ids + [fresh.objectID]))
+            #expect(Set(try Self.names(context, mixed)) == Set(["p10", "p20", "p3", "p7", "fresh"]).subtracting([gone.value(forKey: "name") as? String ?? "?"]))
+            let onlyFresh = FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "SELF == %@", fresh.objectID))
+            #expect(try context.explain(onlyFresh).description.hasPrefix("no scan of Player"))
+            #expect(try Self.names(context, onlyFresh) == ["fresh"])
+        }
+    }
 }

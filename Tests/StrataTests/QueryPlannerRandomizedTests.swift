@@ -17,7 +17,7 @@ struct QueryPlannerRandomizedTests {
         let (failures, kinds) = try await run(seed: seed, model: try SeedModels.catalog)
         #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
         if Self.queries >= 120 {
-            #expect(kinds == ["full scan", "index scan", "index union", "index order", "no scan", "referrer scan"], "every kind of plan ran")
+            #expect(kinds == ["full scan", "index scan", "index union", "index order", "no scan", "referrer scan", "objects by ID"], "every kind of plan ran")
         }
     }
 
@@ -52,7 +52,7 @@ struct QueryPlannerRandomizedTests {
                     let plan = try context.explain(request)
                     kinds.insert(Self.kindName(plan.kind))
                     if case .indexScan(let scan) = plan.kind, scan.properties.count > 1 { kinds.insert("compound scan") }
-                    if case .indexScan(let scan) = plan.kind, scan.targets != nil { kinds.insert("referrer scan") }
+                    if case .indexScan(let scan) = plan.kind, scan.targets != nil { kinds.insert(scan.attribute == "SELF" ? "objects by ID" : "referrer scan") }
                     if case .indexScan(let scan) = plan.kind, scan.prefix.contains(where: { if case .reference = $0 { true } else { false } }) {
                         kinds.insert("compound scan under a reference")
                     }
@@ -322,6 +322,15 @@ struct PlannerWorld {
         if chance(5) {
             return .comparison(ComparisonPredicate(.keyPath("group.title"), .equalTo, .constant(.string("G\(int(0...2))"))))
         }
+        if chance(5), !current.isEmpty {
+            // Objects by ID: SELF == one, or SELF IN a few (sometimes an unsaved insert's temporary ID).
+            let ids = current.keys.sorted()
+            var picked = (0..<int(1...3)).map { _ in ids[int(0...(ids.count - 1))] }
+            if chance(30), let fresh = inserted.last { picked.append(fresh.0) }
+            let constants = picked.map { PredicateConstant.object(PredicateIdentity($0)) }
+            if picked.count == 1 { return .comparison(ComparisonPredicate(.evaluatedObject, .equalTo, .constant(constants[0]))) }
+            return .comparison(ComparisonPredicate(.evaluatedObject, .in, .constant(.aggregate(constants))))
+        }
         if chance(8), !groups.isEmpty {
             // An equality on the to-one relationship: one group, or IN several.
             let group = FormatExpression.keyPath(FormatKeyPath("group"))
@@ -412,7 +421,8 @@ struct PlannerWorld {
             var values = row.values
             if let group = row.group { values["group"] = GroupReference(id: groups[group].objectID, title: "G\(group)") }
             if let predicate = request.predicate {
-                guard (try? predicate.evaluate(with: values, substitutionVariables: variables)) == true else { continue }
+                let subject = RowReference(id: id, values: values)
+                guard (try? predicate.evaluate(with: subject, substitutionVariables: variables)) == true else { continue }
             }
             kept.append((id, values))
         }
@@ -484,6 +494,16 @@ struct PlannerWorld {
             + "where \(request.predicate?.description ?? "-") vars \(request.substitutionVariables) sort \(sorts) "
             + "offset \(request.fetchOffset) limit \(request.fetchLimit)"
     }
+}
+
+/// A row as the reference sees it: its values by key-value coding, its object ID as its
+/// identity (what `SELF == %@` compares).
+struct RowReference: KeyValueCoding, PredicateObjectIdentity {
+    let id: ManagedObjectID
+    let values: [String: Any]
+
+    func value(forKey key: String) -> Any? { values[key] }
+    var predicateIdentity: any Hashable & Sendable { id }
 }
 
 /// A group as the reference sees it: its title by key-value coding, its object ID as its
