@@ -796,11 +796,15 @@ final class FetchExecution {
         case .fullScan where trivial:
             stored = try entities.reduce(0) { try $0 + reader.count(of: $1.name, includingSubentities: false) }
         case .indexScan(let scan) where plan.countsFromIndex && scan.targets != nil:
-            stored = 0
+            // The objects found that aren't changed here match as stored; changed ones are
+            // among the pending matches (judging a changed object's stored row through the
+            // context, as below, can see its relationships as they are now).
+            var unchanged = 0
             try scan.forEachObject(reader, of: plan.entityName) { id in
-                if inScope(id) { stored += 1 }
+                if inScope(id), !(pending && isDirty(id)) { unchanged += 1 }
                 return .next
             }
+            return unchanged + pendingCount
         case .indexScan(let scan) where plan.countsFromIndex:
             stored = 0
             for range in scan.ranges {
@@ -1244,8 +1248,11 @@ extension QueryPlan.IndexScan {
         }
         if let targets {
             var stopped = false
+            // Objects holding several of the targets are found once per target: read once.
+            var seen: Set<StoredObjectID>? = isMembership && targets.count > 1 ? [] : nil
             for target in targets where !stopped {
                 try reader.forEachReferrer(to: target, through: attribute, of: entity) { id in
+                    if seen != nil, seen?.insert(id).inserted == false { return .next }
                     let decision = try body(id)
                     if decision == .stop { stopped = true }
                     return decision

@@ -42,6 +42,10 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
         /// references (spec 0004 §6.2) instead of an index; ``ranges`` is then empty. Nil
         /// for an index scan.
         public let targets: [StoredObjectID]?
+        /// For ``targets`` through a to-many relationship (`ANY tags == %@`,
+        /// `tags CONTAINS %@`, `%@ IN tags`): the objects whose relationship holds one of
+        /// them. False otherwise.
+        public let isMembership: Bool
 
         /// Creates a description of a scan of one attribute's index.
         public init(attribute: String, indexEntity: String, ranges: [IndexRange]) {
@@ -52,6 +56,7 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
             prefix = []
             indexName = nil
             targets = nil
+            isMembership = false
         }
 
         /// Creates a description of a read of the objects `targets` themselves, those of them
@@ -65,11 +70,13 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
             prefix = []
             indexName = nil
             self.targets = targets
+            isMembership = false
         }
 
         /// Creates a description of a read of the objects whose to-one `relationship`
         /// (declared by `indexEntity`) refers to one of `targets`.
-        public init(relationship: String, indexEntity: String, targets: [StoredObjectID]) {
+        /// (a to-many one holds, with `isMembership`) one of `targets`.
+        public init(relationship: String, indexEntity: String, targets: [StoredObjectID], isMembership: Bool = false) {
             attribute = relationship
             self.indexEntity = indexEntity
             ranges = []
@@ -77,6 +84,7 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
             prefix = []
             indexName = nil
             self.targets = targets
+            self.isMembership = isMembership
         }
 
         /// Creates a description of a scan of a compound index: `prefix` fixes the leading
@@ -89,15 +97,20 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
             self.prefix = prefix
             self.indexName = indexName
             targets = nil
+            isMembership = false
         }
 
         /// `Person.age [30, 40]`, `Person.email = "ada@example.com"`, `Person.age IN {30, 40}`;
         /// for a compound index its name (or its properties) first, then the fixed values:
         /// `Player[byTeamAndScore] team = Team/p3, score (90, +∞)`; for a relationship's
-        /// referrers `Player.team = Team/p3` or `Player.team IN {Team/p1, Team/p2}`.
+        /// referrers `Player.team = Team/p3` or `Player.team IN {Team/p1, Team/p2}`; through
+        /// a to-many `Team.players CONTAINS Player/p3` or `… CONTAINS ANY {…}`.
         public var description: String {
             if let targets {
                 let names = targets.map(\.description)
+                if isMembership {
+                    return "\(indexEntity).\(attribute) CONTAINS " + (names.count == 1 ? names[0] : "ANY {\(names.joined(separator: ", "))}")
+                }
                 return "\(indexEntity).\(attribute) " + (names.count == 1 ? "= \(names[0])" : "IN {\(names.joined(separator: ", "))}")
             }
             guard properties.count > 1 else { return "\(indexEntity).\(attribute) \(QueryPlan.describe(ranges))" }
@@ -484,6 +497,9 @@ struct QueryPlanner {
         /// For an equality on a to-one relationship: the stored objects it may refer to
         /// (`ranges` is empty). Nil for attributes.
         var targets: [StoredObjectID]?
+        /// Whether `targets` are members of a to-many relationship (objects holding any of
+        /// them): two such in one conjunction are not intersected.
+        var isMembership = false
 
         var isEmpty: Bool { targets.map(\.isEmpty) ?? ranges.isEmpty }
 
@@ -638,7 +654,8 @@ struct QueryPlanner {
             }
             if let targets = candidate.targets {
                 return QueryPlan.IndexScan(
-                    relationship: candidate.attribute, indexEntity: relationshipEntity(for: candidate.attribute) ?? entity.name, targets: targets)
+                    relationship: candidate.attribute, indexEntity: relationshipEntity(for: candidate.attribute) ?? entity.name, targets: targets,
+                    isMembership: candidate.isMembership)
             }
             guard !candidate.properties.isEmpty else {
                 return QueryPlan.IndexScan(
@@ -901,6 +918,11 @@ struct QueryPlanner {
                             byAttribute[attribute] = candidate
                             continue
                         }
+                        if existing.isMembership || candidate.isMembership {
+                            // `ANY tags == a AND ANY tags == b`: each holds for other objects'
+                            // sets; one narrows, the other is filtered.
+                            continue
+                        }
                         if let mine = existing.targets, let theirs = candidate.targets {
                             // Two equalities on one relationship: the objects both allow.
                             let both = Set(theirs)
@@ -985,6 +1007,7 @@ struct QueryPlanner {
     /// The index ranges holding every object `comparison` can match, or nil when no index
     /// serves it.
     func candidate(_ comparison: ComparisonPredicate) -> Candidate? {
+        if let membership = membershipCandidate(comparison) { return membership }
         guard comparison.modifier == .direct else { return nil }
         if let objects = objectsCandidate(comparison) { return objects }
         var op = comparison.operatorType
@@ -1061,12 +1084,39 @@ struct QueryPlanner {
     func referenceCandidate(
         _ comparison: ComparisonPredicate, _ relationship: RelationshipDescription, _ op: ComparisonOperator, _ other: FormatExpression
     ) -> Candidate? {
-        guard !relationship.isToMany, RecordedSide.isRecorded(relationship, of: entity, in: model),
-            let targets = storedObjects(op, other)
-        else { return nil }
+        guard !relationship.isToMany, !relationship.isTransient, let targets = storedObjects(op, other) else { return nil }
         return Candidate(
             attribute: relationship.name, ranges: [], exact: true, rank: Candidate.rank(targets: targets.count), answered: [comparison],
             hasOwnIndex: true, targets: targets)
+    }
+
+    /// The objects whose to-many relationship holds one of some objects: `ANY r == obj`,
+    /// `ANY r IN {obj, …}`, `r CONTAINS obj` and `obj IN r` — read from the store's
+    /// references (the recorded side's `referrers` rows, or each object's own recorded
+    /// inverse). Nil for other comparisons.
+    func membershipCandidate(_ comparison: ComparisonPredicate) -> Candidate? {
+        let key: String
+        let targets: [StoredObjectID]?
+        switch (comparison.modifier, comparison.operatorType, comparison.leftExpression, comparison.rightExpression) {
+        case (.any, .equalTo, .keyPath(let path), let other), (.any, .in, .keyPath(let path), let other):
+            guard path.components.count == 1, case .key(let name) = path.components[0] else { return nil }
+            key = name
+            targets = storedObjects(comparison.operatorType, other)
+        case (.direct, .contains, .keyPath(let path), let other):
+            guard path.components.count == 1, case .key(let name) = path.components[0] else { return nil }
+            key = name
+            targets = storedObjects(.equalTo, other)
+        case (.direct, .in, let other, .keyPath(let path)):
+            guard path.components.count == 1, case .key(let name) = path.components[0] else { return nil }
+            key = name
+            targets = storedObjects(.equalTo, other)
+        default:
+            return nil
+        }
+        guard let relationship = entity.relationshipsByName[key], relationship.isToMany, !relationship.isTransient, let targets else { return nil }
+        return Candidate(
+            attribute: key, ranges: [], exact: true, rank: Candidate.rank(targets: targets.count), answered: [comparison],
+            hasOwnIndex: true, targets: targets, isMembership: true)
     }
 
     /// The stored objects of this store an `==` (one object) or `IN` (a collection of

@@ -421,18 +421,19 @@ public struct LogReader: ~Copyable {
         }
     }
 
-    /// The objects of `entity` (and its sub-entities) whose to-one relationship `property`
-    /// refers to `target`, in key order: the store's `referrers` rows (spec 0004 §6.2) — an
-    /// index of every recorded reference — read without scanning the entity. Empty when
-    /// `target`'s entity isn't in the store's model. As of the pinned generation for a
-    /// pinned reader.
+    /// The objects of `entity` (and its sub-entities) whose relationship `property` refers
+    /// to `target` — a to-one pointing at it, a to-many holding it — in key order, read
+    /// without scanning the entity: for a side the store records, its `referrers` rows
+    /// (spec 0004 §6.2, an index of every recorded reference); for a derived side,
+    /// `target`'s own recorded inverse. Empty when `target`'s entity isn't in the store's
+    /// model or has no such inverse. As of the pinned generation for a pinned reader.
     ///
     /// ```swift
     /// try reader.referrers(to: StoredObjectID(entity: "Team", primaryKey: 3), through: "team", of: "Player")
     /// ```
     ///
-    /// - Throws: ``LogError/invalidOperation(_:)`` unless `property` is a to-one
-    ///   relationship of `entity` whose side the store records.
+    /// - Throws: ``LogError/invalidOperation(_:)`` unless `property` is a relationship of
+    ///   `entity`.
     public func referrers(to target: StoredObjectID, through property: String, of entity: String) throws -> [StoredObjectID] {
         var found: [StoredObjectID] = []
         try forEachReferrer(to: target, through: property, of: entity) { id in
@@ -451,10 +452,19 @@ public struct LogReader: ~Copyable {
         to target: StoredObjectID, through property: String, of entity: String, _ body: (StoredObjectID) throws -> IterationDecision
     ) throws {
         let described = try log.schema.entity(entity)
-        guard let relationship = described.propertiesByName[property], relationship.relationship == .toOne else {
-            throw LogError.invalidOperation("\(entity).\(property) is not a to-one relationship the store records")
+        guard let relationship = described.propertiesByName[property], let storage = relationship.relationship else {
+            throw LogError.invalidOperation("\(entity).\(property) is not a relationship")
         }
-        guard log.schema.entities[target.entity] != nil, let key = try? writer.key(target) else { return }
+        guard let targetEntity = log.schema.entities[target.entity], let key = try? writer.key(target) else { return }
+        if case .derived(_, let inverse) = storage {
+            // The target's own side lists them.
+            guard targetEntity.propertiesByName[inverse]?.relationship != nil else { return }
+            let wanted = Set(described.selfAndSubentities)
+            for id in try related(target, inverse) where wanted.contains(id.entity) {
+                if try body(id) == .stop { return }
+            }
+            return
+        }
         let code = try log.catalog.relationshipCode(relationship.qualifiedName)
         let wanted = Set(try described.selfAndSubentities.map { try log.catalog.entityCode($0) })
         if let view {
