@@ -56,3 +56,382 @@ struct Session21ReviewTests {
         }
     }
 }
+
+/// A model whose compound indexes lead with values whose keys are cut, shared or folded,
+/// and with a to-one relationship first, in the middle and last.
+enum ProbeModel {
+    static let long = String(repeating: "L", count: 125)
+
+    static func model() throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Team") {
+                Attribute("name", .string)
+                Relationship("things", to: "Thing", inverse: "team", toMany: true)
+            }
+            Entity("Thing") {
+                Attribute("name", .string)
+                Attribute("label", .string)
+                Attribute("price", .decimal)
+                Attribute("score", .double)
+                Attribute("flag", .boolean)
+                Attribute("rank", .int16)
+                Attribute("club", .string)
+                Relationship("team", to: "Team", inverse: "things")
+                FetchIndex("byLabelRank", "label", "rank")
+                FetchIndex("byPriceRank", "price", "rank")
+                FetchIndex("byScoreRank", "score", "rank")
+                FetchIndex("byFlagRank", "flag", "rank")
+                FetchIndex("byRankScore", "rank", "score")
+                FetchIndex("byClubTeamRank", "club", "team", "rank")
+                FetchIndex("byRankTeam", "rank", "team")
+                FetchIndex("byTeamLabel", "team", "label")
+            }
+            Entity("SubThing", parent: "Thing") {
+                Attribute("extra", .int32)
+                FetchIndex("bySubLabelRank", "label", "rank")
+            }
+        }
+    }
+
+    static let labels: [String?] = [long + "a", long + "b", long, "caf\u{e9}", "cafe\u{301}", "x", nil]
+    static let prices: [Decimal?] = [Decimal(string: "1.1"), Decimal(string: "1.10000000000000000001"), 2, nil]
+    static let scores: [Double?] = [0.0, -0.0, .nan, 1.5, .infinity, -.infinity, nil]
+    static let flags: [Bool?] = [true, false, nil]
+    static let ranks: [Int16?] = [1, 2, 3, nil]
+    static let clubs: [String?] = ["x", "y", nil]
+
+    /// 84 things (every 5th a SubThing) over two teams and none.
+    static func populate(_ coordinator: PersistentStoreCoordinator) async throws {
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var teams: [ManagedObject] = []
+            for name in ["A", "B", "C"] {
+                let team = try context.insertNewObject(forEntityName: "Team")
+                team.setValue(name, forKey: "name")
+                teams.append(team)
+            }
+            for n in 0..<84 {
+                let thing = try context.insertNewObject(forEntityName: n % 5 == 4 ? "SubThing" : "Thing")
+                thing.setValue("t\(n)", forKey: "name")
+                if let v = labels[n % labels.count] { thing.setValue(v, forKey: "label") }
+                if let v = prices[n % prices.count] { thing.setValue(v, forKey: "price") }
+                if let v = scores[(n / 2) % scores.count] { thing.setValue(v, forKey: "score") }
+                if let v = flags[(n / 3) % flags.count] { thing.setValue(v, forKey: "flag") }
+                if let v = ranks[(n / 5) % ranks.count] { thing.setValue(v, forKey: "rank") }
+                if let v = clubs[(n / 7) % clubs.count] { thing.setValue(v, forKey: "club") }
+                if n % 4 != 3 { thing.setValue(teams[n % 2], forKey: "team") }
+            }
+            try context.save()
+        }
+    }
+}
+
+extension Session21ReviewTests {
+    /// Every request's fetch and count against the in-memory judgement of every object.
+    static func checkAll(
+        _ context: isolated ManagedObjectContext, _ requests: [FetchRequest], file: String = #fileID, line: Int = #line
+    ) throws -> [String] {
+        var failures: [String] = []
+        for request in requests {
+            let (got, want, count) = try compare(context, request)
+            if got != want || count != want.count {
+                failures.append("\(request.predicate?.description ?? "-") [sub \(request.includesSubentities)] plan \(try context.explain(request)): got \(got) count \(count), want \(want)")
+            }
+        }
+        return failures
+    }
+
+    static func probes(_ context: isolated ManagedObjectContext, entity: String = "Thing") throws -> [FetchRequest] {
+        let teams = try context.fetch(FetchRequest(entityName: "Team", predicate: try FormatPredicate(format: "name != nil")))
+            .sorted { ($0.value(forKey: "name") as? String ?? "") < ($1.value(forKey: "name") as? String ?? "") }
+        let (a, b, c) = (teams[0], teams[1], teams[2])
+        let someThing = try context.fetch(FetchRequest(entityName: "Thing"))[0]
+        let long = ProbeModel.long
+        let formats: [(String, [Any])] = [
+            ("label == %@ AND rank > 1", [long + "a"]),
+            ("label == %@ AND rank == 2", [long + "b"]),
+            ("label == %@ AND rank >= 1", [long]),
+            ("label BETWEEN {%@, %@} AND rank > 0", [long + "a", long + "b"]),
+            ("label IN {%@} AND rank >= 1", [long + "a"]),
+            ("label IN %@ AND rank == 1", [[long + "a", long + "b"]]),
+            ("label == %@ AND rank == 1", ["caf\u{e9}"]),
+            ("label == %@ AND rank == 1", ["cafe\u{301}"]),
+            ("label == %@ AND rank < 3", ["cafe\u{301}"]),
+            ("label > %@ AND rank == 1", ["caf"]),
+            ("price == %@ AND rank == 1", [Decimal(string: "1.1")!]),
+            ("price == %@ AND rank >= 1", [Decimal(string: "1.10000000000000000001")!]),
+            ("price == 1.1 AND rank >= 1", []),
+            ("price == 2 AND rank > 1", []),
+            ("score == 0 AND rank == 1", []),
+            ("score == %@ AND rank >= 1", [-0.0]),
+            ("score == %@ AND rank >= 1", [Double.nan]),
+            ("score == %@ AND rank >= 1", [Double.infinity]),
+            ("score < 0 AND rank == 2", []),
+            ("flag == 1 AND rank == 2", []),
+            ("flag == 0 AND rank >= 2", []),
+            ("flag == 2 AND rank == 1", []),
+            ("flag == YES AND rank > 1", []),
+            ("flag == nil AND rank > 1", []),
+            ("rank == 2.5 AND score > 0", []),
+            ("rank == 2.0 AND score > 0", []),
+            ("rank == %@ AND score >= 0", [true]),
+            ("rank BETWEEN {2, 2} AND score > 1", []),
+            ("rank == nil AND score > 0", []),
+            ("rank == 2 AND team == %@", [a]),
+            ("rank == 2 AND team IN %@", [[a, b]]),
+            ("rank == 2 AND team == nil", []),
+            ("club == 'x' AND team == %@ AND rank > 1", [a]),
+            ("club == 'x' AND team == %@", [b]),
+            ("club == 'x' AND team == nil AND rank > 1", []),
+            ("club == nil AND team == %@ AND rank > 1", [a]),
+            ("team == %@ AND team == %@", [a, b]),
+            ("team == %@ AND team == %@", [a, a]),
+            ("team == %@ OR team == %@", [a, c]),
+            ("(team == %@ AND rank == 1) OR rank == 3", [a]),
+            ("(team == %@ AND label == %@) OR (team == %@ AND label == %@)", [a, long + "a", b, "x"]),
+            ("team == %@ AND label == %@", [a, long + "b"]),
+            ("team == %@ AND label BEGINSWITH 'L'", [a]),
+            ("team == %@", [someThing]),
+            ("team == %@ AND rank == 1", [someThing]),
+            ("team == %@", [c]),
+            ("team IN %@", [[a.objectID, c.objectID]]),
+            ("(rank == 1 AND score == 0) OR (rank == 1 AND score == 1.5) OR flag == YES", []),
+            ("(label == %@ AND rank == 1) OR (label == %@ AND rank == 2)", [long + "a", long + "b"]),
+        ]
+        var requests: [FetchRequest] = []
+        for (format, args) in formats {
+            for includesSubentities in [true, false] {
+                var request = FetchRequest(entityName: entity, predicate: try FormatPredicate(format: format, argumentArray: args))
+                request.includesSubentities = includesSubentities
+                requests.append(request)
+            }
+        }
+        return requests
+    }
+
+    @Test("probes: cut, shared and folded prefix values, relationship elements; fetch and count equal an in-memory judgement")
+    func probeCompoundPrefixes() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try ProbeModel.model())
+        try await ProbeModel.populate(coordinator)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let failures = try Self.checkAll(context, try Self.probes(context)) + Self.checkAll(context, try Self.probes(context, entity: "SubThing"))
+            #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
+}
+
+extension Session21ReviewTests {
+    /// The compound-index store with a second team, "Away", holding no one; the IDs of the
+    /// teams ("Town", "Away").
+    static func twoTeams(_ coordinator: PersistentStoreCoordinator) async throws -> (ManagedObjectID, ManagedObjectID) {
+        try await CompoundIndexTests.populate(coordinator)
+        return try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let away = try context.insertNewObject(forEntityName: "Team")
+            away.setValue("Away", forKey: "name")
+            try context.save()
+            let town = try context.fetch(try FetchRequest(entityName: "Team", format: "name == 'Town'"))[0]
+            return (town.objectID, away.objectID)
+        }
+    }
+
+    static func relationshipRequests(_ town: ManagedObjectID, _ away: ManagedObjectID, pending: Bool = true) throws -> [FetchRequest] {
+        let formats: [(String, [Any])] = [
+            ("team == %@", [town]), ("team == %@", [away]), ("team IN %@", [[town, away]]),
+            ("team == %@ AND score > 20", [town]), ("team == %@ AND score > 20", [away]),
+            ("team == %@ OR club == 'Reds'", [away]), ("(team == %@ AND score < 10) OR (team == %@ AND score > 40)", [town, away]),
+        ]
+        var result: [FetchRequest] = []
+        for (format, args) in formats {
+            for entity in ["Player", "Captain"] {
+                var request = FetchRequest(entityName: entity, predicate: try FormatPredicate(format: format, argumentArray: args))
+                request.includesPendingChanges = pending
+                result.append(request)
+            }
+        }
+        return result
+    }
+
+    @Test("relationship equality with unsaved moves between teams, pending changes counted or not")
+    func relationshipEqualityPending() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try CompoundIndexTests.model())
+        let (town, away) = try await Self.twoTeams(coordinator)
+        let stored = try Self.relationshipRequests(town, away, pending: false)
+        let (failures, got, counts) = try await privateContext(coordinator).perform {
+            (context: isolated ManagedObjectContext) throws -> ([String], [[String]], [Int]) in
+            let awayTeam = try context.existingObject(with: away)
+            let townTeam = try context.existingObject(with: town)
+            for name in ["p1", "p3", "p10", "p20"] {
+                let player = try context.fetch(try CompoundIndexTests.request("name == '\(name)'"))[0]
+                player.setValue(awayTeam, forKey: "team")
+                player.setValue(Int32(45), forKey: "score")
+            }
+            let p2 = try context.fetch(try CompoundIndexTests.request("name == 'p2'"))[0]
+            p2.setValue(townTeam, forKey: "team")
+            let fresh = try context.insertNewObject(forEntityName: "Captain")
+            fresh.setValue("fresh", forKey: "name")
+            fresh.setValue(awayTeam, forKey: "team")
+            fresh.setValue(Int32(41), forKey: "score")
+            let gone = try context.fetch(try CompoundIndexTests.request("name == 'p5'"))[0]
+            context.delete(gone)
+            let failures = try Self.checkAll(context, try Self.relationshipRequests(town, away))
+            // Without pending changes: the stored state.
+            let got = try stored.map { try context.fetch($0).compactMap { $0.value(forKey: "name") as? String }.sorted() }
+            let counts = try stored.map { try context.count(for: $0) }
+            return (failures, got, counts)
+        }
+        #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+        let (want, wantCounts) = try await privateContext(coordinator).perform {
+            (context: isolated ManagedObjectContext) throws -> ([[String]], [Int]) in
+            (try stored.map { try context.fetch($0).compactMap { $0.value(forKey: "name") as? String }.sorted() }, try stored.map { try context.count(for: $0) })
+        }
+        #expect(got == want)
+        #expect(counts == wantCounts)
+    }
+
+    /// Names (sorted) and counts of `requests` in `context`.
+    static func answers(_ context: isolated ManagedObjectContext, _ requests: [FetchRequest]) throws -> [String] {
+        try requests.map { request in
+            let names = try context.fetch(request).compactMap { $0.value(forKey: "name") as? String }.sorted()
+            return "\(names) #\(try context.count(for: request))"
+        }
+    }
+
+    /// Moves players between the teams and changes scores, deletes one, inserts one, saves.
+    static func shuffle(_ coordinator: PersistentStoreCoordinator, _ town: ManagedObjectID, _ away: ManagedObjectID) async throws {
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let awayTeam = try context.existingObject(with: away)
+            let townTeam = try context.existingObject(with: town)
+            for name in ["p1", "p3", "p10", "p20"] {
+                let player = try context.fetch(try CompoundIndexTests.request("name == '\(name)'"))[0]
+                player.setValue(awayTeam, forKey: "team")
+                player.setValue(Int32(45), forKey: "score")
+            }
+            try context.fetch(try CompoundIndexTests.request("name == 'p2'"))[0].setValue(townTeam, forKey: "team")
+            try context.fetch(try CompoundIndexTests.request("name == 'p7'"))[0].setValue(nil, forKey: "team")
+            context.delete(try context.fetch(try CompoundIndexTests.request("name == 'p5'"))[0])
+            let fresh = try context.insertNewObject(forEntityName: "Captain")
+            fresh.setValue("fresh", forKey: "name")
+            fresh.setValue(awayTeam, forKey: "team")
+            fresh.setValue(Int32(41), forKey: "score")
+            try context.save()
+        }
+    }
+
+    @Test("a pinned context reads relationship equalities (referrers and compound prefixes) as of its generation")
+    func relationshipEqualityPinned() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try CompoundIndexTests.model())
+        let (town, away) = try await Self.twoTeams(coordinator)
+        let requests = try Self.relationshipRequests(town, away)
+        let reader = privateContext(coordinator)
+        let before = try await reader.perform { (context: isolated ManagedObjectContext) throws -> [String] in
+            try context.setQueryGenerationFrom(.current)
+            return try Self.answers(context, requests)
+        }
+        try await Self.shuffle(coordinator, town, away)
+        let pinned = try await reader.perform { (context: isolated ManagedObjectContext) throws -> [String] in
+            try Self.answers(context, requests)
+        }
+        #expect(pinned == before)
+        let after = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> [String] in
+            try Self.answers(context, requests)
+        }
+        #expect(after != before)
+        let unpinned = try await reader.perform { (context: isolated ManagedObjectContext) throws -> [String] in
+            try context.setQueryGenerationFrom(nil)
+            return try Self.answers(context, requests)
+        }
+        #expect(unpinned == after)
+        // What a scan finds, judged in memory.
+        let failures = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> [String] in
+            try Self.checkAll(context, requests)
+        }
+        #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
+
+    @Test("a child context's relationship equality sees its parent's unsaved moves and its own")
+    func relationshipEqualityNested() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try CompoundIndexTests.model())
+        let (town, away) = try await Self.twoTeams(coordinator)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent, name: "child")
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            let awayTeam = try context.existingObject(with: away)
+            for name in ["p1", "p3"] {
+                try context.fetch(try CompoundIndexTests.request("name == '\(name)'"))[0].setValue(awayTeam, forKey: "team")
+            }
+        }
+        let requests = try Self.relationshipRequests(town, away)
+        let failures = try await child.perform { (context: isolated ManagedObjectContext) throws -> [String] in
+            let townTeam = try context.existingObject(with: town)
+            try context.fetch(try CompoundIndexTests.request("name == 'p3'"))[0].setValue(townTeam, forKey: "team")
+            return try Self.checkAll(context, requests)
+        }
+        #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+    }
+
+    @Test("batch update and delete with relationship equalities select what the fetch selects")
+    func relationshipEqualityBatch() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try CompoundIndexTests.model())
+        let (town, away) = try await Self.twoTeams(coordinator)
+        try await Self.shuffle(coordinator, town, away)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for (format, args) in [("team == %@", [away]), ("team == %@ AND score > 20", [town]), ("team IN %@ AND club == 'Reds'", [[town, away]])] as [(String, [Any])] {
+                for entity in ["Player", "Captain"] {
+                    let fetch = FetchRequest(entityName: entity, predicate: try FormatPredicate(format: format, argumentArray: args))
+                    let want = Set(try context.fetch(fetch).map(\.objectID))
+                    var update = BatchUpdateRequest(entityName: entity)
+                    update.predicate = fetch.predicate
+                    update.propertiesToUpdate = ["position": "ZZ"]
+                    update.resultType = .objectIDs
+                    let updated = Set(try context.execute(update).objectIDs ?? [])
+                    #expect(updated == want, "\(format) \(entity)")
+                }
+            }
+            let fetch = FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "team == %@ AND score > 20", town))
+            let want = Set(try context.fetch(fetch).map(\.objectID))
+            var delete = BatchDeleteRequest(fetchRequest: fetch)
+            delete.resultType = .objectIDs
+            let deleted = Set(try context.execute(delete).objectIDs ?? [])
+            #expect(deleted == want)
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
+
+    @Test("a store opened read-only by a model that adds indexes the store doesn't have yet: fetches scan instead of failing")
+    func readOnlyWithNewIndexes() async throws {
+        let dir = try TemporaryDirectory()
+        do {
+            let plain = try openCoordinator(dir, model: try CompoundIndexTests.model(indexes: false))
+            try await CompoundIndexTests.populate(plain)
+        }
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try CompoundIndexTests.model())
+        var configuration = EventLog.Configuration()
+        configuration.isReadOnly = true
+        try coordinator.addPersistentStore(type: .eventLog, at: dir.url.appendingPathComponent("store"), configuration: configuration)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let requests = [
+                try CompoundIndexTests.request("club == 'Reds' AND score > 20"),
+                try CompoundIndexTests.request("score > 20"),
+                try CompoundIndexTests.request("club == 'Reds'", sort: [FetchSortDescriptor(key: "score")], limit: 3),
+                try CompoundIndexTests.request("(club == 'Reds' AND score == 7) OR (club == 'Blues' AND score < 5)"),
+            ]
+            for request in requests {
+                let want = try context.fetch(FetchRequest(entityName: "Player")).filter { object in
+                    try request.predicate?.evaluate(with: object, substitutionVariables: [:]) ?? true
+                }.count
+                #expect(throws: Never.self, "\(request.predicate?.description ?? "")") {
+                    let got = try context.fetch(request)
+                    #expect(got.count == (request.fetchLimit > 0 ? min(want, request.fetchLimit) : want))
+                    let count = try context.count(for: request)
+                    #expect(count == want || (request.fetchLimit > 0 && count == min(want, request.fetchLimit)), "\(count) of \(want)")
+                }
+            }
+        }
+    }
+}
