@@ -434,4 +434,118 @@ extension Session21ReviewTests {
             }
         }
     }
+
+    /// Players with one named index `byX` over `elements`.
+    static func renamedIndexModel(_ elements: [String]) throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Team") {
+                Attribute("name", .string)
+                Relationship("players", to: "Player", inverse: "team", toMany: true)
+            }
+            Entity("Player") {
+                Attribute("name", .string)
+                Attribute("club", .string)
+                Attribute("position", .string)
+                Attribute("score", .int32)
+                Relationship("team", to: "Team", inverse: "players")
+                FetchIndex("byX", elements: elements.map { FetchIndexElementDescription(propertyName: $0) })
+            }
+            Entity("Captain", parent: "Player") {
+                Attribute("armband", .boolean)
+            }
+        }
+    }
+
+    @Test("an index keeping its name but changing its elements is rebuilt; verify stays clean both ways")
+    func indexChangesElements() async throws {
+        let dir = try TemporaryDirectory()
+        do {
+            let first = try openCoordinator(dir, model: try Self.renamedIndexModel(["club", "score"]))
+            try await CompoundIndexTests.populate(first)
+        }
+        for elements in [["club", "position"], ["team", "club"], ["score", "club"], ["club", "score"]] {
+            let coordinator = try openCoordinator(dir, model: try Self.renamedIndexModel(elements))
+            let (town, away) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> (ManagedObjectID, ManagedObjectID) in
+                let teams = try context.fetch(FetchRequest(entityName: "Team"))
+                return (teams[0].objectID, teams.last?.objectID ?? teams[0].objectID)
+            }
+            let failures = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> [String] in
+                let formats = [
+                    "club == 'Reds' AND position == 'GK'", "club == 'Reds' AND score > 20", "score == 21 AND club == 'Reds'",
+                    "club == 'Blues'",
+                ]
+                var requests = try formats.map { try CompoundIndexTests.request($0) }
+                requests += try Self.relationshipRequests(town, away)
+                return try Self.checkAll(context, requests)
+            }
+            #expect(failures.isEmpty, "\(elements): \(failures.joined(separator: "\n"))")
+            #expect(try coordinator.persistentStores[0].log.verify().isClean, "\(elements)")
+        }
+    }
+
+    @Test("after compaction, pinned and current relationship equalities and compound scans read as before; verify clean")
+    func compactionThenFetch() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try CompoundIndexTests.model())
+        let (town, away) = try await Self.twoTeams(coordinator)
+        let requests = try Self.relationshipRequests(town, away)
+            + ["club == 'Reds' AND score > 20", "club == 'Blues' AND position == 'GK'"].map { try CompoundIndexTests.request($0) }
+        let reader = privateContext(coordinator)
+        let before = try await reader.perform { (context: isolated ManagedObjectContext) throws -> [String] in
+            try context.setQueryGenerationFrom(.current)
+            return try Self.answers(context, requests)
+        }
+        try await Self.shuffle(coordinator, town, away)
+        let after = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> [String] in
+            try Self.answers(context, requests)
+        }
+        let log = coordinator.persistentStores[0].log
+        try log.compact(CompactionRequest())
+        let pinned = try await reader.perform { (context: isolated ManagedObjectContext) throws -> [String] in
+            try Self.answers(context, requests)
+        }
+        #expect(pinned == before)
+        let current = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> [String] in
+            try Self.answers(context, requests)
+        }
+        #expect(current == after)
+        #expect(try log.verify().isClean)
+    }
+
+    @Test("limited sorts walking compound indexes under cut, shared and reference prefixes equal the unlimited sort's slice")
+    func probeCompoundWalks() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try ProbeModel.model())
+        try await ProbeModel.populate(coordinator)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            // Unsaved changes too: some moved, some new.
+            let things = try context.fetch(FetchRequest(entityName: "Thing")).sorted { ($0.value(forKey: "name") as? String ?? "") < ($1.value(forKey: "name") as? String ?? "") }
+            for (n, thing) in things.enumerated() where n % 9 == 0 {
+                thing.setValue(Int16(n % 4), forKey: "rank")
+                thing.setValue(Double(n) / 7, forKey: "score")
+            }
+            let base = try Self.probes(context).filter(\.includesSubentities)
+            var failures: [String] = []
+            for request in base {
+                for key in ["rank", "score", "label", "price", "flag"] {
+                    for ascending in [true, false] {
+                        for (offset, limit) in [(0, 1), (0, 3), (2, 4)] {
+                            var full = request
+                            full.sortDescriptors = [FetchSortDescriptor(key: key, ascending: ascending), FetchSortDescriptor(key: "name")]
+                            var limited = full
+                            limited.fetchOffset = offset
+                            limited.fetchLimit = limit
+                            let all = try context.fetch(full).map { $0.value(forKey: "name") as? String ?? "?" }
+                            let want = Array(all.dropFirst(offset).prefix(limit))
+                            let got = try context.fetch(limited).map { $0.value(forKey: "name") as? String ?? "?" }
+                            if got != want {
+                                failures.append("\(request.predicate?.description ?? "-") by \(key) \(ascending) \(offset)/\(limit): plan \(try context.explain(limited)) got \(got) want \(want)")
+                            }
+                        }
+                    }
+                }
+            }
+            #expect(failures.isEmpty, "\(failures.prefix(8).joined(separator: "\n"))")
+        }
+    }
 }
