@@ -548,4 +548,110 @@ extension Session21ReviewTests {
             #expect(failures.isEmpty, "\(failures.prefix(8).joined(separator: "\n"))")
         }
     }
+
+    @Test("relationship equality on a to-one without inverse, both sides of a one-to-one, and compound indexes over them")
+    func oneToOneAndNoInverse() async throws {
+        let model = try ManagedObjectModel {
+            Entity("Car") {
+                Attribute("name", .string)
+            }
+            Entity("Husband") {
+                Attribute("name", .string)
+                Attribute("age", .int32)
+                Relationship("car", to: "Car")
+                Relationship("wife", to: "Wife", inverse: "husband")
+                FetchIndex("byCarAge", "car", "age")
+                FetchIndex("byWifeAge", "wife", "age")
+                FetchIndex("byAgeWife", "age", "wife")
+            }
+            Entity("Wife") {
+                Attribute("name", .string)
+                Attribute("age", .int32)
+                Relationship("husband", to: "Husband", inverse: "wife")
+                FetchIndex("byHusbandAge", "husband", "age")
+                FetchIndex("byAgeHusband", "age", "husband")
+            }
+        }
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: model)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var cars: [ManagedObject] = []
+            for n in 0..<3 {
+                let car = try context.insertNewObject(forEntityName: "Car")
+                car.setValue("c\(n)", forKey: "name")
+                cars.append(car)
+            }
+            for n in 0..<12 {
+                let husband = try context.insertNewObject(forEntityName: "Husband")
+                husband.setValue("h\(n)", forKey: "name")
+                husband.setValue(Int32(n % 4), forKey: "age")
+                if n % 3 != 0 { husband.setValue(cars[n % 3], forKey: "car") }
+                let wife = try context.insertNewObject(forEntityName: "Wife")
+                wife.setValue("w\(n)", forKey: "name")
+                wife.setValue(Int32(n % 5), forKey: "age")
+                if n % 4 != 0 { husband.setValue(wife, forKey: "wife") }
+            }
+            try context.save()
+            let husbands = try context.fetch(FetchRequest(entityName: "Husband")).sorted { ($0.value(forKey: "name") as? String ?? "") < ($1.value(forKey: "name") as? String ?? "") }
+            let wives = try context.fetch(FetchRequest(entityName: "Wife")).sorted { ($0.value(forKey: "name") as? String ?? "") < ($1.value(forKey: "name") as? String ?? "") }
+            // Unsaved: one husband swaps wives with another, one car changes.
+            let w1 = husbands[1].value(forKey: "wife")
+            husbands[1].setValue(husbands[2].value(forKey: "wife"), forKey: "wife")
+            husbands[2].setValue(w1, forKey: "wife")
+            husbands[5].setValue(cars[0], forKey: "car")
+            let formats: [(String, String, [Any])] = [
+                ("Husband", "car == %@", [cars[1]]), ("Husband", "car == %@ AND age > 1", [cars[2]]), ("Husband", "car IN %@", [[cars[0], cars[1]]]),
+                ("Husband", "wife == %@", [wives[1]]), ("Husband", "wife == %@ AND age == 1", [wives[1]]), ("Husband", "age == 2 AND wife == %@", [wives[2]]),
+                ("Wife", "husband == %@", [husbands[1]]), ("Wife", "husband == %@ AND age > 0", [husbands[2]]),
+                ("Wife", "age == 1 AND husband == %@", [husbands[6]]), ("Wife", "husband IN %@", [[husbands[1], husbands[5]]]),
+            ]
+            var requests: [FetchRequest] = []
+            for (entity, format, args) in formats {
+                requests.append(FetchRequest(entityName: entity, predicate: try FormatPredicate(format: format, argumentArray: args)))
+            }
+            let failures = try Self.checkAll(context, requests)
+            #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+            for request in requests where request.entityName == "Wife" {
+                let plan = try context.explain(request).description
+                #expect(!plan.contains("Wife.husband ="), "the derived side isn't read as referrers: \(plan)")
+            }
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
+
+    @Test("relationship equality on an object saved after the predicate was made, and on a deleted object")
+    func savedAfterPredicateAndDeleted() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try CompoundIndexTests.model())
+        let (town, _) = try await Self.twoTeams(coordinator)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let fresh = try context.insertNewObject(forEntityName: "Team")
+            fresh.setValue("Fresh", forKey: "name")
+            for name in ["p1", "p2", "p10"] {
+                try context.fetch(try CompoundIndexTests.request("name == '\(name)'"))[0].setValue(fresh, forKey: "team")
+            }
+            let early = [
+                FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "team == %@", fresh)),
+                FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "team == %@ AND score > 3", fresh)),
+            ]
+            let before = try Self.checkAll(context, early)
+            #expect(before.isEmpty, "\(before.joined(separator: "\n"))")
+            try context.save()
+            let after = try Self.checkAll(context, early)
+            #expect(after.isEmpty, "\(after.joined(separator: "\n"))")
+            // A deleted team, unsaved then saved.
+            let townTeam = try context.existingObject(with: town)
+            let deleted = [
+                FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "team == %@", townTeam)),
+                FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "team == %@ AND score > 20", town)),
+            ]
+            context.delete(townTeam)
+            let pendingDelete = try Self.checkAll(context, deleted)
+            #expect(pendingDelete.isEmpty, "\(pendingDelete.joined(separator: "\n"))")
+            try context.save()
+            let savedDelete = try Self.checkAll(context, deleted)
+            #expect(savedDelete.isEmpty, "\(savedDelete.joined(separator: "\n"))")
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
 }
