@@ -67,9 +67,11 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
         }
 
         /// Creates a description of a scan of a compound index: `prefix` fixes the leading
-        /// `properties`, and `ranges` are of the property after them.
+        /// `properties`, and `ranges` are of the property after them (the last property when
+        /// `prefix` fixes them all; no attribute, "", when `properties` is empty).
         public init(properties: [String], prefix: [LogValue], indexName: String?, indexEntity: String, ranges: [IndexRange]) {
-            attribute = properties[min(prefix.count, max(properties.count - 1, 0))]
+            // Before, an empty `properties` trapped on an index out of range.
+            attribute = properties.isEmpty ? "" : properties[min(prefix.count, properties.count - 1)]
             self.indexEntity = indexEntity
             self.ranges = ranges
             self.properties = properties

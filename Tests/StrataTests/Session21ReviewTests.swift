@@ -654,4 +654,14 @@ extension Session21ReviewTests {
         }
         #expect(try coordinator.persistentStores[0].log.verify().isClean)
     }
+
+    @Test("a compound index scan description made with no properties names no attribute instead of trapping")
+    func indexScanWithoutProperties() {
+        let scan = QueryPlan.IndexScan(properties: [], prefix: [], indexName: nil, indexEntity: "Player", ranges: [.all])
+        #expect(scan.attribute == "")
+        let fixed = QueryPlan.IndexScan(
+            properties: ["club", "score"], prefix: [.attribute(.string("Reds")), .attribute(.int32(1))], indexName: "byClubScore",
+            indexEntity: "Player", ranges: [.all])
+        #expect(fixed.attribute == "score")
+    }
 }
