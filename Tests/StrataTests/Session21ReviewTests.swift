@@ -664,4 +664,47 @@ extension Session21ReviewTests {
             indexEntity: "Player", ranges: [.all])
         #expect(fixed.attribute == "score")
     }
+
+    /// A random predicate over the probe model, with repeated comparisons and nested OR,
+    /// AND and NOT, from a small pool so comparisons recur across branches.
+    static func randomPredicate(_ rng: inout SeededGenerator, depth: Int, pool: [String]) -> String {
+        let roll = Int.random(in: 0..<10, using: &rng)
+        if depth == 0 || roll < 4 { return pool[Int.random(in: 0..<pool.count, using: &rng)] }
+        let count = Int.random(in: 2...3, using: &rng)
+        let parts = (0..<count).map { _ in randomPredicate(&rng, depth: depth - 1, pool: pool) }
+        if roll == 9 { return "NOT (\(parts[0]))" }
+        return "(" + parts.joined(separator: roll < 7 ? " AND " : " OR ") + ")"
+    }
+
+    @Test("random nested predicates whose comparisons recur across branches: fetch and count equal an in-memory judgement")
+    func randomRecurringComparisons() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try ProbeModel.model())
+        try await ProbeModel.populate(coordinator)
+        let iterations = Int(ProcessInfo.processInfo.environment["STRATA_PLANNER_ITERATIONS"] ?? "") ?? 300
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let teams = try context.fetch(FetchRequest(entityName: "Team")).sorted { ($0.value(forKey: "name") as? String ?? "") < ($1.value(forKey: "name") as? String ?? "") }
+            let long = ProbeModel.long
+            let pool = [
+                "rank == 1", "rank == 2", "rank > 1", "rank == nil", "score == 0", "score > 1", "score == 1.5",
+                "flag == YES", "flag == NO", "club == 'x'", "club == 'y'", "label == 'x'", "label == '\(long)a'", "label == 'café'",
+                "price == 2", "team == $A", "team == $B", "team IN {$A, $B}", "team == nil", "name BEGINSWITH 't1'",
+                // Conjunctions a compound index reads under a prefix.
+                "(label == 'x' AND rank == 1)", "(label == 'x' AND rank == 2)", "(score == 0 AND rank == 2)", "(rank == 2 AND score > 1)",
+                "(flag == YES AND rank == 1)", "(flag == YES AND rank == 3)", "(club == 'x' AND team == $A)", "(club == 'x' AND team == $A AND rank == 1)",
+            ]
+            var rng = SeededGenerator(seed: 21)
+            var failures: [String] = []
+            for _ in 0..<iterations {
+                let format = Self.randomPredicate(&rng, depth: 3, pool: pool)
+                let predicate = try FormatPredicate(format: format)
+                    .withSubstitutionVariables(["A": teams[0], "B": teams[1]] as [String: Any])
+                var request = FetchRequest(entityName: "Thing", predicate: predicate)
+                request.includesSubentities = Bool.random(using: &rng)
+                failures += try Self.checkAll(context, [request])
+                if failures.count >= 5 { break }
+            }
+            #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+        }
+    }
 }
