@@ -707,4 +707,46 @@ extension Session21ReviewTests {
             #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
         }
     }
+
+    @Test("a batch delete of a referenced team keeps compound indexes over the relationship right")
+    func batchDeleteReferencedTeam() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try CompoundIndexTests.model())
+        let (town, away) = try await Self.twoTeams(coordinator)
+        try await Self.shuffle(coordinator, town, away)
+        let outcome = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> String in
+            var delete = BatchDeleteRequest(fetchRequest: try FetchRequest(entityName: "Team", format: "name == 'Away'"))
+            delete.resultType = .count
+            do {
+                _ = try context.execute(delete)
+            } catch {
+                return "refused: \(error)"
+            }
+            return "deleted"
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var requests = try Self.relationshipRequests(town, away)
+            requests += try ["team == nil AND score > 20", "team == nil"].map { try CompoundIndexTests.request($0) }
+            let failures = try Self.checkAll(context, requests)
+            #expect(failures.isEmpty, "\(outcome): \(failures.joined(separator: "\n"))")
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean, "\(outcome)")
+    }
+
+    @Test("reopening with the same model (with a descending index element) adds no model version")
+    func reopenKeepsVersion() async throws {
+        let dir = try TemporaryDirectory()
+        var versions: [Int] = []
+        for _ in 0..<3 {
+            let coordinator = try openCoordinator(dir, model: try CompoundIndexTests.model())
+            versions.append(coordinator.persistentStores[0].log.modelVersion)
+        }
+        #expect(Set(versions).count == 1, "\(versions)")
+        let probeDir = try TemporaryDirectory()
+        var probeVersions: [Int] = []
+        for _ in 0..<2 {
+            probeVersions.append(try openCoordinator(probeDir, model: try ProbeModel.model()).persistentStores[0].log.modelVersion)
+        }
+        #expect(Set(probeVersions).count == 1, "\(probeVersions)")
+    }
 }
