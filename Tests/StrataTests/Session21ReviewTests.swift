@@ -749,4 +749,32 @@ extension Session21ReviewTests {
         }
         #expect(Set(probeVersions).count == 1, "\(probeVersions)")
     }
+
+    @Test("a fetched results controller over team == %@ (a compound prefix, sorted by score) follows unsaved and saved moves")
+    func resultsControllerOnTeam() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try CompoundIndexTests.model())
+        let (town, away) = try await Self.twoTeams(coordinator)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let awayTeam = try context.existingObject(with: away)
+            var request = FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "team == %@ AND score > 10", town))
+            request.sortDescriptors = [FetchSortDescriptor(key: "score", ascending: false), FetchSortDescriptor(key: "name")]
+            let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context)
+            try controller.performFetch()
+            // Without a delegate a controller doesn't follow changes (as in Core Data).
+            let delegate = RecordingDelegate(mirroring: controller)
+            controller.delegate = delegate
+            #expect(names(controller.fetchedObjects) == names(try context.fetch(request)))
+            // Move the top scorer away, unsaved, then saved.
+            let top = try #require(controller.fetchedObjects?.first)
+            top.setValue(awayTeam, forKey: "team")
+            context.processPendingChanges()
+            #expect(names(controller.fetchedObjects) == names(try context.fetch(request)))
+            try context.save()
+            #expect(names(controller.fetchedObjects) == names(try context.fetch(request)))
+            try controller.performFetch()
+            #expect(names(controller.fetchedObjects) == names(try context.fetch(request)))
+            #expect(!names(controller.fetchedObjects).contains(top.value(forKey: "name") as? String ?? ""))
+        }
+    }
 }
