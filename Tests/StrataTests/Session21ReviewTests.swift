@@ -777,4 +777,59 @@ extension Session21ReviewTests {
             #expect(!names(controller.fetchedObjects).contains(top.value(forKey: "name") as? String ?? ""))
         }
     }
+
+    /// Each relationship request sorted, limited and offset, against its unlimited sort's slice.
+    static func walks(_ context: isolated ManagedObjectContext, _ town: ManagedObjectID, _ away: ManagedObjectID) throws -> [String] {
+        var failures: [String] = []
+        for request in try Self.relationshipRequests(town, away) {
+            for ascending in [true, false] {
+                var full = request
+                full.sortDescriptors = [FetchSortDescriptor(key: "score", ascending: ascending), FetchSortDescriptor(key: "name")]
+                let all = try context.fetch(full).map { $0.value(forKey: "name") as? String ?? "?" }
+                for (offset, limit) in [(0, 1), (0, 3), (1, 2)] {
+                    var limited = full
+                    limited.fetchOffset = offset
+                    limited.fetchLimit = limit
+                    let got = try context.fetch(limited).map { $0.value(forKey: "name") as? String ?? "?" }
+                    let want = Array(all.dropFirst(offset).prefix(limit))
+                    if got != want { failures.append("\(try context.explain(limited)): got \(got) want \(want)") }
+                }
+            }
+        }
+        return failures
+    }
+
+    @Test("limited sorts under relationship equalities (walking team-prefixed compound indexes) with unsaved moves, pinned too")
+    func relationshipWalksPendingAndPinned() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try CompoundIndexTests.model())
+        let (town, away) = try await Self.twoTeams(coordinator)
+        let reader = privateContext(coordinator)
+        let pinnedBefore = try await reader.perform { (context: isolated ManagedObjectContext) throws -> [String] in
+            try context.setQueryGenerationFrom(.current)
+            return try Self.walks(context, town, away)
+        }
+        #expect(pinnedBefore.isEmpty, "\(pinnedBefore.prefix(5).joined(separator: "\n"))")
+        try await Self.shuffle(coordinator, town, away)
+        let pinnedAfter = try await reader.perform { (context: isolated ManagedObjectContext) throws -> [String] in
+            try Self.walks(context, town, away)
+        }
+        #expect(pinnedAfter.isEmpty, "\(pinnedAfter.prefix(5).joined(separator: "\n"))")
+        let pending = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> [String] in
+            let awayTeam = try context.existingObject(with: away)
+            let townTeam = try context.existingObject(with: town)
+            for name in ["p2", "p4", "p9"] {
+                let player = try context.fetch(try CompoundIndexTests.request("name == '\(name)'"))[0]
+                player.setValue(awayTeam, forKey: "team")
+                player.setValue(Int32(49), forKey: "score")
+            }
+            try context.fetch(try CompoundIndexTests.request("name == 'p1'"))[0].setValue(townTeam, forKey: "team")
+            let fresh = try context.insertNewObject(forEntityName: "Player")
+            fresh.setValue("zz", forKey: "name")
+            fresh.setValue(townTeam, forKey: "team")
+            fresh.setValue(Int32(48), forKey: "score")
+            return try Self.walks(context, town, away)
+        }
+        #expect(pending.isEmpty, "\(pending.prefix(5).joined(separator: "\n"))")
+    }
 }
