@@ -50,9 +50,17 @@ extension ContextCore {
         return try readPinned(try store().log) { (reader: borrowing LogReader) throws in try planner.plan(reader) }
     }
 
+    /// The planner for `request`, over the store's own model: the indexes it plans are the
+    /// ones the store keeps. A store opened read-only by a model that adds indexes (indexes
+    /// aren't in the version hash, and only a writable open builds them) keeps the stored
+    /// model's; planned from the context's model, fetches failed with "has no index".
     func planner(for request: FetchRequest) throws -> QueryPlanner {
         guard let info = entities[request.entityName] else { throw ContextError.unknownEntity(request.entityName) }
-        return QueryPlanner(model: model, entity: info.entity, request: request, storeUUID: try? store().identifier)
+        let store = try? store()
+        guard let stored = store?.log.model, let entity = stored.entity(named: request.entityName) else {
+            return QueryPlanner(model: model, entity: info.entity, request: request, storeUUID: store?.identifier)
+        }
+        return QueryPlanner(model: stored, entity: entity, request: request, storeUUID: store?.identifier)
     }
 
     // MARK: - Fetching

@@ -88,9 +88,11 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
         }
 
         /// Creates a description of a scan of a compound index: `prefix` fixes the leading
-        /// `properties`, and `ranges` are of the property after them.
+        /// `properties`, and `ranges` are of the property after them (the last property when
+        /// `prefix` fixes them all; no attribute, "", when `properties` is empty).
         public init(properties: [String], prefix: [LogValue], indexName: String?, indexEntity: String, ranges: [IndexRange]) {
-            attribute = properties[min(prefix.count, max(properties.count - 1, 0))]
+            // Before, an empty `properties` trapped on an index out of range.
+            attribute = properties.isEmpty ? "" : properties[min(prefix.count, properties.count - 1)]
             self.indexEntity = indexEntity
             self.ranges = ranges
             self.properties = properties
@@ -478,9 +480,8 @@ struct QueryPlanner {
         /// Lower is more selective: 0 one value, 1 a few values, 2 many values, 3 a bounded
         /// range, 4 a half-open range, 5 every non-nil value.
         var rank: Int
-        /// Comparisons the ranges answer exactly (left out of the displayed filter). A set:
-        /// an OR of thousands of branches answers thousands, looked up once each.
-        var answered: Set<ComparisonPredicate>
+        /// What every object in the ranges satisfies (left out of the displayed filter).
+        var answered: Answers
         /// Whether `attribute` has an index of its own. A candidate on an attribute that is
         /// only part of compound indexes feeds ``QueryPlanner/compoundCandidates(_:)`` and
         /// is never read alone.
@@ -551,6 +552,43 @@ struct QueryPlanner {
         }
     }
 
+    /// What every object an access reads satisfies: comparisons its ranges answer exactly,
+    /// and ORs whose branches it reads whole. Each holds of the objects as a formula, so it
+    /// is left out wherever it occurs in the predicate; a comparison of one branch of an OR
+    /// is never one of them (it holds only for that branch's objects). Before, an OR united
+    /// its branches' comparisons: `(club == 'a' AND score == 1) OR (club == 'a' AND score ==
+    /// 2)` read under one compound prefix answered `score == 1` for a conjunct outside it too.
+    struct Answers: ExpressibleByArrayLiteral {
+        /// A set: an AND of thousands of comparisons answers thousands, looked up once each.
+        var comparisons: Set<ComparisonPredicate> = []
+        /// ORs of the predicate (few: found by `==`, which two copies of one node answer at
+        /// once, without hashing a large OR).
+        var ors: [PredicateNode] = []
+
+        init(arrayLiteral elements: ComparisonPredicate...) { comparisons = Set(elements) }
+
+        func contains(_ comparison: ComparisonPredicate) -> Bool { comparisons.contains(comparison) }
+        func contains(or node: PredicateNode) -> Bool { ors.contains(node) }
+
+        /// What objects satisfying both `self` and `other` satisfy.
+        func union(_ other: Answers) -> Answers {
+            var result = self
+            result.formUnion(other)
+            return result
+        }
+
+        mutating func formUnion(_ other: Answers) {
+            comparisons.formUnion(other.comparisons)
+            for node in other.ors where !ors.contains(node) { ors.append(node) }
+        }
+
+        /// What objects satisfying `self` or `other` both satisfy.
+        mutating func formIntersection(_ other: Answers) {
+            comparisons.formIntersection(other.comparisons)
+            ors.removeAll { !other.ors.contains($0) }
+        }
+    }
+
     /// What a predicate node says about where its matches can be.
     enum Narrowing {
         /// Nothing known: any object may match.
@@ -592,7 +630,7 @@ struct QueryPlanner {
         var result: [Candidate] = []
         for index in compounds {
             var prefix: [LogValue] = []
-            var answered: Set<ComparisonPredicate> = []
+            var answered: Answers = []
             var exact = true
             var fixed = 0
             while fixed < index.properties.count - 1, let part = byAttribute[index.properties[fixed]], let point = part.point {
@@ -642,11 +680,11 @@ struct QueryPlanner {
         let allSubentities = Array(model.selfAndSubentityNames(of: entity.name).dropFirst())
         let narrowing = request.predicate.map { analyze($0.node) } ?? .unrestricted
         var kind: QueryPlan.Kind = .fullScan
-        var answered: Set<ComparisonPredicate> = []
+        var answered: Answers = []
         var inMemorySort = request.sortDescriptors
         var countsFromIndex = false
         /// For an index union: what each member answers exactly.
-        var unionMembers: [Set<ComparisonPredicate>]?
+        var unionMembers: [Answers]?
 
         func scan(_ candidate: Candidate) -> QueryPlan.IndexScan {
             if let targets = candidate.targets, candidate.attribute == "SELF" {
@@ -858,14 +896,16 @@ struct QueryPlanner {
     /// `node` without what every row of an index union satisfies; nil when nothing is left.
     /// A comparison one member answers holds only for that member's rows, so only an OR
     /// with, for every member, a branch that member answers is dropped.
-    func residual(_ node: PredicateNode, union members: [Set<ComparisonPredicate>]) -> PredicateNode? {
+    func residual(_ node: PredicateNode, union members: [Answers]) -> PredicateNode? {
         switch node {
         case .and(let children):
             let left = children.compactMap { residual($0, union: members) }
             if left.isEmpty { return nil }
             return left.count == 1 ? left[0] : .and(left)
         case .or(let children):
-            let covered = members.allSatisfy { answered in children.contains { residual($0, answered: answered) == nil } }
+            let covered = members.allSatisfy { answered in
+                answered.contains(or: node) || children.contains { residual($0, answered: answered) == nil }
+            }
             return covered ? nil : node
         case .constant(true):
             return nil
@@ -874,8 +914,8 @@ struct QueryPlanner {
         }
     }
 
-    /// `node` without the comparisons in `answered`; nil when nothing is left.
-    func residual(_ node: PredicateNode, answered: Set<ComparisonPredicate>) -> PredicateNode? {
+    /// `node` without what `answered` holds; nil when nothing is left.
+    func residual(_ node: PredicateNode, answered: Answers) -> PredicateNode? {
         switch node {
         case .comparison(let comparison):
             return answered.contains(comparison) ? nil : node
@@ -884,7 +924,8 @@ struct QueryPlanner {
             if left.isEmpty { return nil }
             return left.count == 1 ? left[0] : .and(left)
         case .or(let children):
-            // An OR is answered when each branch is.
+            // An OR is answered when it is one of the answered ORs, or each branch is.
+            if answered.contains(or: node) { return nil }
             return children.allSatisfy({ residual($0, answered: answered) == nil }) ? nil : node
         case .constant(true):
             return nil
@@ -948,6 +989,8 @@ struct QueryPlanner {
             return byAttribute.isEmpty && unions.isEmpty ? .unrestricted : .restricted(byAttribute, unions: unions)
         case .or(let children):
             var branches: [Candidate] = []
+            // Whether each access reads only objects its branch matches.
+            var whole: [Bool] = []
             for child in children {
                 switch analyze(child) {
                 case .nothing: continue
@@ -956,15 +999,19 @@ struct QueryPlanner {
                     // The branch's most selective access (by rank; compound indexes first).
                     let single = accesses(byAttribute).min { $0.rank < $1.rank }
                     let union = unions.min { ($0.map(\.rank).max() ?? 5) < ($1.map(\.rank).max() ?? 5) }
+                    let chosen: [Candidate]
                     if let single, union.map({ single.rank <= ($0.map(\.rank).max() ?? 5) }) ?? true {
-                        // Only what this branch answers counts as answered for the OR.
-                        branches.append(single)
+                        chosen = [single]
                     } else if let union {
-                        branches += union
+                        chosen = union
                     } else {
                         // Only attributes without an index of their own, and no compound
                         // index they fill: the branch can be anywhere.
                         return .unrestricted
+                    }
+                    for access in chosen {
+                        branches.append(access)
+                        whole.append(residual(child, answered: access.answered) == nil)
                     }
                 }
             }
@@ -975,19 +1022,26 @@ struct QueryPlanner {
             var united: [Candidate] = []
             var slots: [Candidate.Slot: Int] = [:]
             var gathered: [Bool] = []
-            for branch in branches {
+            // Whether every access united in a slot reads only objects its branch matches:
+            // then each object the slot reads matches the OR.
+            var answersOr: [Bool] = []
+            for (branch, whole) in zip(branches, whole) {
                 if let slot = slots[branch.slot] {
                     united[slot].ranges += branch.ranges
                     if let more = branch.targets { united[slot].targets = (united[slot].targets ?? []) + more }
                     united[slot].exact = united[slot].exact && branch.exact
-                    united[slot].answered.formUnion(branch.answered)
+                    // Only what every branch united here answers holds for all the slot reads.
+                    united[slot].answered.formIntersection(branch.answered)
                     gathered[slot] = true
+                    answersOr[slot] = answersOr[slot] && whole
                 } else {
                     slots[branch.slot] = united.count
                     united.append(branch)
                     gathered.append(false)
+                    answersOr.append(whole)
                 }
             }
+            for slot in united.indices where answersOr[slot] { united[slot].answered.ors.append(node) }
             for slot in united.indices where gathered[slot] {
                 if let targets = united[slot].targets {
                     united[slot].targets = Array(Set(targets)).sorted()
