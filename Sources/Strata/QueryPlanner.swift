@@ -633,7 +633,9 @@ struct QueryPlanner {
             var answered: Answers = []
             var exact = true
             var fixed = 0
-            while fixed < index.properties.count - 1, let part = byAttribute[index.properties[fixed]], let point = part.point {
+            while fixed < index.properties.count - 1, let part = byAttribute[index.properties[fixed]], let point = part.point,
+                part.targets == nil || recordsReference(index.properties[fixed])
+            {
                 prefix.append(point.value)
                 answered.formUnion(part.answered)
                 exact = exact && part.exact && point.exact
@@ -662,6 +664,13 @@ struct QueryPlanner {
                     constrained: constrained))
         }
         return result
+    }
+
+    /// Whether the to-one relationship `name` of the fetched entity is the side the store
+    /// records: only then do index keys hold its value (a derived side's is always nil).
+    func recordsReference(_ name: String) -> Bool {
+        guard let relationship = entity.relationshipsByName[name] else { return false }
+        return RecordedSide.isRecorded(relationship, of: entity, in: model)
     }
 
     /// The accesses one conjunction offers on its own: its candidates on indexed attributes
