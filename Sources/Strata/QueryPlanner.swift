@@ -453,14 +453,18 @@ struct QueryPlanner {
         self.entity = entity
         self.request = request
         self.storeUUID = storeUUID
+        // In the log's order (spec 0004 §4.2: uniqueness constraints, then named indexes),
+        // one per list of properties: the store reads the first index over them, so explain
+        // names that one.
         var compounds: [CompoundIndex] = []
+        var seen: Set<[String]> = []
         for owner in [entity.name] + entity.superentityNames {
             guard let declaring = model.entity(named: owner) else { continue }
-            for index in declaring.indexes where index.elements.count > 1 {
-                compounds.append(CompoundIndex(owner: owner, name: index.name, properties: index.propertyNames))
-            }
-            for constraint in declaring.uniquenessConstraints where constraint.count > 1 {
+            for constraint in declaring.uniquenessConstraints where constraint.count > 1 && seen.insert(constraint).inserted {
                 compounds.append(CompoundIndex(owner: owner, name: nil, properties: constraint))
+            }
+            for index in declaring.indexes where index.elements.count > 1 && seen.insert(index.propertyNames).inserted {
+                compounds.append(CompoundIndex(owner: owner, name: index.name, properties: index.propertyNames))
             }
         }
         self.compounds = compounds

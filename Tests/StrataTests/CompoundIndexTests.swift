@@ -139,7 +139,9 @@ struct CompoundIndexTests {
                     == #"index scan Player[byClubPositionName] club = "Reds", position = "GK" (+1 sub-entity) then filter (name BEGINSWITH "p1")"#)
             #expect(try Self.names(context, request) == Self.expected { $0.club == "Reds" && $0.position == "GK" && $0.name.hasPrefix("p1") })
 
-            // A uniqueness constraint over two properties is an index too: it holds one object here.
+            // A uniqueness constraint over two properties is an index too: it holds one object
+            // here. (The model also has no named index over club, name; with one, the store
+            // would read the constraint's, and explain names the constraint.)
             let unique = try Self.request("name == 'p4' AND club == 'Blues'")
             #expect(try context.explain(unique).description == #"index scan Player(club, name) club = "Blues", name = "p4" (+1 sub-entity)"#)
             #expect(try Self.names(context, unique) == ["p4"])
@@ -481,6 +483,31 @@ struct CompoundIndexTests {
             let onlyFresh = FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "SELF == %@", fresh.objectID))
             #expect(try context.explain(onlyFresh).description.hasPrefix("no scan of Player"))
             #expect(try Self.names(context, onlyFresh) == ["fresh"])
+        }
+    }
+
+    @Test("a named index over the same properties as a uniqueness constraint: explain names the index the store reads, the constraint's")
+    func sameProperties() async throws {
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel {
+            Entity("Player") {
+                Attribute("name", .string)
+                Attribute("club", .string)
+                FetchIndex("byClubName", "club", "name")
+                Unique("club", "name")
+            }
+        }
+        let coordinator = try openCoordinator(dir, model: model)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for n in 0..<10 {
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue("p\(n)", forKey: "name")
+                player.setValue(n % 2 == 0 ? "Reds" : "Blues", forKey: "club")
+            }
+            try context.save()
+            let request = try Self.request("club == 'Reds' AND name == 'p4'")
+            #expect(try context.explain(request).description == #"index scan Player(club, name) club = "Reds", name = "p4""#)
+            #expect(try Self.names(context, request) == ["p4"])
         }
     }
 }
