@@ -843,30 +843,29 @@ struct QueryPlanner {
     func choose(_ options: [[Candidate]], _ reader: borrowing LogReader) throws -> [Candidate]? {
         guard !options.isEmpty else { return nil }
         if options.count == 1 { return options[0] }
-        func rank(_ option: [Candidate]) -> Int { option.map(\.rank).max() ?? 5 }
-        let ordered = options.sorted { rank($0) < rank($1) }
-        var best = ordered[0]
-        var bestSize = try ordered[0].reduce(0) { try $0 + estimate($1, reader, cap: Self.estimateCap) }
-        for option in ordered.dropFirst() where bestSize > 0 {
-            var size = 0
-            for candidate in option {
-                size += try estimate(candidate, reader, cap: bestSize)
-                if size >= bestSize { break }
-            }
-            if size < bestSize {
-                best = option
-                bestSize = size
-            }
-        }
-        return best
+        let ordered = Self.byRank(options)
+        let size = try ordered[0].reduce(0) { try $0 + estimate($1, reader, cap: Self.estimateCap) }
+        return try smallest(ordered.dropFirst(), than: ordered[0], size: size, reader)
     }
 
     /// `walked` (the access an index walk reads), unless one of `options` holds fewer than
     /// `threshold` objects: then the smallest of those.
     func choose(against walked: Candidate, threshold: Int, _ options: [[Candidate]], _ reader: borrowing LogReader) throws -> [Candidate] {
-        var best = [walked]
-        var bestSize = threshold
-        for option in options.sorted(by: { ($0.map(\.rank).max() ?? 5) < ($1.map(\.rank).max() ?? 5) }) where bestSize > 0 {
+        try smallest(Self.byRank(options)[...], than: [walked], size: threshold, reader)
+    }
+
+    /// Alternatives in rank order (an alternative ranks as its least selective member).
+    static func byRank(_ options: [[Candidate]]) -> [[Candidate]] {
+        func rank(_ option: [Candidate]) -> Int { option.map(\.rank).max() ?? 5 }
+        return options.sorted { rank($0) < rank($1) }
+    }
+
+    /// The first of `options` holding fewer objects than `best` (of `size`), and so on:
+    /// each counted up to the best size so far.
+    func smallest(_ options: ArraySlice<[Candidate]>, than best: [Candidate], size: Int, _ reader: borrowing LogReader) throws -> [Candidate] {
+        var best = best
+        var bestSize = size
+        for option in options where bestSize > 0 {
             var size = 0
             for candidate in option {
                 size += try estimate(candidate, reader, cap: bestSize)

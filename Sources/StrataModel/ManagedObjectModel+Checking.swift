@@ -363,18 +363,22 @@ struct ModelChecker {
             report(.invalidUniquenessConstraint, entity.name, nil, path, "uniqueness constraint names no property")
         }
         for name in constraint {
-            switch entity.propertiesByName[name] {
-            case nil:
-                report(.invalidUniquenessConstraint, entity.name, name, path, "uniqueness constraint names '\(name)', which is not a property of '\(entity.name)'")
-            case .relationship(let r) where r.isToMany:
-                report(.invalidUniquenessConstraint, entity.name, name, path, "uniqueness constraint names to-many relationship '\(name)'; only attributes and to-one relationships can be unique")
-            case .fetchedProperty:
-                report(.invalidUniquenessConstraint, entity.name, name, path, "uniqueness constraint names fetched property '\(name)'")
-            case let property? where property.isTransient:
-                report(.invalidUniquenessConstraint, entity.name, name, path, "uniqueness constraint names transient property '\(name)', which is never stored")
-            default:
-                break
+            if let problem = Self.unstoredKey(name, entity, toManyNote: "only attributes and to-one relationships can be unique") {
+                report(.invalidUniquenessConstraint, entity.name, name, path, "uniqueness constraint names \(problem)")
             }
+        }
+    }
+
+    /// Why `name` can't be part of a stored key of `entity` (a uniqueness constraint, an
+    /// index) — not a property, a to-many (`toManyNote` said after it), a fetched or a
+    /// transient property — or nil when it is a persisted attribute or to-one relationship.
+    static func unstoredKey(_ name: String, _ entity: EntityDescription, toManyNote: String) -> String? {
+        switch entity.propertiesByName[name] {
+        case nil: "'\(name)', which is not a property of '\(entity.name)'"
+        case .relationship(let r) where r.isToMany: "to-many relationship '\(name)'; \(toManyNote)"
+        case .fetchedProperty: "fetched property '\(name)'"
+        case let property? where property.isTransient: "transient property '\(name)', which is never stored"
+        default: nil
         }
     }
 
@@ -410,17 +414,8 @@ struct ModelChecker {
                     report(.invalidFetchIndex, entity.name, name, epath, "\(what) names '\(name)' twice")
                     continue
                 }
-                switch entity.propertiesByName[name] {
-                case nil:
-                    report(.invalidFetchIndex, entity.name, name, epath, "\(what) names '\(name)', which is not a property of '\(entity.name)'")
-                case .relationship(let r) where r.isToMany:
-                    report(.invalidFetchIndex, entity.name, name, epath, "\(what) names to-many relationship '\(name)'; only attributes and to-one relationships can be indexed")
-                case .fetchedProperty:
-                    report(.invalidFetchIndex, entity.name, name, epath, "\(what) names fetched property '\(name)'")
-                case let property? where property.isTransient:
-                    report(.invalidFetchIndex, entity.name, name, epath, "\(what) names transient property '\(name)', which is never stored")
-                default:
-                    break
+                if let problem = Self.unstoredKey(name, entity, toManyNote: "only attributes and to-one relationships can be indexed") {
+                    report(.invalidFetchIndex, entity.name, name, epath, "\(what) names \(problem)")
                 }
             }
         }
