@@ -16,6 +16,9 @@ import Strata
 //     team, objects read: with the named index `byTeamAge` (team, age) the planner walks
 //     it under the team ÷ GRDB with an index on (teamId, age); and without it (referrers,
 //     then a sort in memory) ÷ with it.
+// F7. `SELF IN %@` with 1,000 object IDs drawn at random (Core Data's fetch of objects by
+//     ID), objects read: Strata reads those objects ÷ GRDB `filter(keys:)`; and the same
+//     fetch unserved (`NOT (NOT (SELF IN %@))`, a full scan) ÷ served.
 
 func runRelatedFetchBenchmarks(objects: Int, repetitions: Int) throws {
     var random = SplitMix64(seed: 6)
@@ -23,7 +26,10 @@ func runRelatedFetchBenchmarks(objects: Int, repetitions: Int) throws {
     let plain = try buildFetchStore(model: try peopleModel(), people: people, label: "related-plain")
     defer { remove(plain.directory) }
     // STRATA_BENCH_F6_ONLY=1: only F6; =2: only its walk, 200 rounds (for a profiler).
-    if environmentInt("STRATA_BENCH_F6_ONLY", 0) == 0 { try runTeamEquality(store: plain, repetitions: repetitions) }
+    if environmentInt("STRATA_BENCH_F6_ONLY", 0) == 0 {
+        try runTeamEquality(store: plain, repetitions: repetitions)
+        try runObjectsByID(store: plain, repetitions: repetitions)
+    }
     let compound = try buildFetchStore(model: try peopleModel(teamAgeIndex: true), people: people, label: "related-compound")
     defer { remove(compound.directory) }
     try compound.grdb.write { db in try db.execute(sql: "CREATE INDEX person_team_age ON person(teamId, age)") }
@@ -117,6 +123,72 @@ private func runTeamEquality(store: FetchStore, repetitions: Int) throws {
     say("  full scans ÷ served = \(String(format: "%.1f×", full.pairedRatio))")
     let name = "F5. team == %@, \(store.count / 1000)k people"
     record(name, "Strata ÷ GRDB (teamId index)", String(format: "%.2f×", paired.pairedRatio))
+    record(name, "unserved (full scan) ÷ served", String(format: "%.1f×", full.pairedRatio))
+}
+
+// MARK: - F7. SELF IN %@
+
+private func runObjectsByID(store: FetchStore, repetitions: Int) throws {
+    let wanted = 1000
+    heading("F7. Fetch: SELF IN %@ with \(wanted) object IDs among \(store.count) people, objects read")
+    // Person primary keys are 1…count, in insertion order, as GRDB's ids are.
+    var random = SplitMix64(seed: 21)
+    let keys = (0..<wanted).map { _ in Int64(1 + random.next() % UInt64(store.count)) }
+    let probe = relatedContext(store.coordinator)
+    let ids: [ManagedObjectID] = try probe.performAndWait { context in
+        let all = try context.fetchObjectIDs(Strata.FetchRequest(entityName: "Person"))
+        let byKey = Dictionary(uniqueKeysWithValues: all.compactMap { id in
+            Int64(id.uriRepresentation().lastPathComponent.dropFirst()).map { ($0, id) }
+        })
+        return keys.compactMap { byKey[$0] }
+    }
+    let plan = try probe.performAndWait { context in
+        try context.explain(Strata.FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "SELF IN %@", ids))).description
+    }
+    say("  Strata plan: \(plan.prefix(80))…")
+    func strataRound(_ format: String) throws -> (Duration, Int) {
+        let context = relatedContext(store.coordinator)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let sum = try context.performAndWait { context in
+            var sum = 0
+            let request = Strata.FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: format, ids))
+            for person in try context.fetch(request) { sum &+= readAll(person) }
+            return sum
+        }
+        return (clock.now - start, sum)
+    }
+    var sums: (strata: Int, grdb: Int, unserved: Int) = (0, 0, 0)
+    let paired = try measureAlternately(
+        "Strata fetch(SELF IN %@) + read", "GRDB fetchAll(keys:) + read", repetitions: max(repetitions, 9),
+        {
+            let (time, sum) = try strataRound("SELF IN %@")
+            sums.strata = sum
+            return time
+        },
+        {
+            let clock = ContinuousClock()
+            let start = clock.now
+            sums.grdb = try store.grdb.read { db in
+                try GRDBPerson.fetchAll(db, keys: Set(keys)).reduce(0) { $0 &+ readAll($1) }
+            }
+            return clock.now - start
+        })
+    let full = try measureAlternately(
+        // One round: the full scan judges SELF IN against the 1,000 IDs for each of the people (≈ 20 s).
+        "Strata fetch(NOT (NOT (SELF IN %@))) (a full scan)", "Strata fetch(SELF IN %@) + read", warmup: 0, repetitions: 1,
+        {
+            let (time, sum) = try strataRound("NOT (NOT (SELF IN %@))")
+            sums.unserved = sum
+            return time
+        },
+        { try strataRound("SELF IN %@").0 })
+    if sums.strata != sums.grdb || sums.unserved != sums.strata {
+        say("  warning: checksums differ (Strata \(sums.strata), GRDB \(sums.grdb), unserved \(sums.unserved))")
+    }
+    say("  Strata ÷ GRDB = \(String(format: "%.2f×", paired.pairedRatio)); full scan ÷ served = \(String(format: "%.1f×", full.pairedRatio))")
+    let name = "F7. SELF IN %@, \(wanted) of \(store.count / 1000)k people"
+    record(name, "Strata ÷ GRDB fetchAll(keys:)", String(format: "%.2f×", paired.pairedRatio))
     record(name, "unserved (full scan) ÷ served", String(format: "%.1f×", full.pairedRatio))
 }
 
