@@ -521,7 +521,8 @@ final class FetchExecution {
         // One index's ranges are disjoint; only a union of indexes can find an object twice.
         let unique = scans.count > 1
         for scan in scans {
-            try scan.forEachObject(reader, of: plan.entityName) { id in
+            // Records that aren't there are skipped by the read below.
+            try scan.forEachObject(reader, of: plan.entityName, existing: false) { id in
                 guard inScope(id), !(pending && isDirty(id)) else { return .next }
                 if unique { guard seen.insert(id).inserted else { return .next } }
                 ids.append(id)
@@ -1244,12 +1245,16 @@ extension QueryPlan.IndexScan {
     /// Calls `body` with each stored object the scan reads for a fetch of `entity`: the
     /// entries of every range, in index order, the referrers of each target, or the
     /// targets themselves that the store holds.
+    ///
+    /// With `existing` false, the targets of a read of objects by ID are given whether or not
+    /// the store holds them (for a caller that reads their records anyway, skipping those
+    /// it doesn't find).
     func forEachObject(
-        _ reader: borrowing LogReader, of entity: String, _ body: (StoredObjectID) throws -> IterationDecision
+        _ reader: borrowing LogReader, of entity: String, existing: Bool = true, _ body: (StoredObjectID) throws -> IterationDecision
     ) throws {
         if let targets, properties.isEmpty {
             // The objects themselves (SELF == obj, SELF IN …): those the store holds.
-            for target in targets where try reader.contains(target) {
+            for target in targets where try !existing || reader.contains(target) {
                 if try body(target) == .stop { return }
             }
             return

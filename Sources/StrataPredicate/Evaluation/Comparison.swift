@@ -110,6 +110,11 @@ enum Comparison {
             else { return false }
             return low != .orderedAscending && high != .orderedDescending
         case .in:
+            // A constant collection of object identities: a lookup (equal to comparing with
+            // each: an identity equals only an object or identity with the same identity).
+            if let identities = comparison.rightAggregate?.identities, let key = identity(lhs) {
+                return identities.contains(key)
+            }
             switch rhs {
             case .collection(let elements):
                 return elements.contains { equal(lhs, $0, options: options) }

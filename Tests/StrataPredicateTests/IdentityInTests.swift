@@ -1,0 +1,40 @@
+import Foundation
+import StrataPredicate
+import Testing
+
+/// `IN` a constant collection of objects (`SELF IN %@`, Core Data's fetch by object IDs)
+/// looks the identity up instead of comparing with each element; the answers are those of
+/// comparing with each.
+@Suite("IN a collection of objects")
+struct IdentityInTests {
+    static var objects: [IdentifiedObject] { (0..<500).map { IdentifiedObject(identity: "o\($0)", properties: ["n": $0]) } }
+
+    @Test("SELF IN objects: members and non-members, nil, a number, and another type's identity")
+    func lookup() throws {
+        let objects = Self.objects
+        let chosen = Array(objects.filter { $0.properties["n"] as? Int ?? 0 > 0 && ($0.properties["n"] as? Int ?? 0) % 7 == 0 })
+        let predicate = try FormatPredicate(format: "SELF IN %@", chosen)
+        for object in objects {
+            let n = object.properties["n"] as? Int ?? 0
+            #expect(try predicate.evaluate(with: object) == (n > 0 && n % 7 == 0), "o\(n)")
+        }
+        // The same identity value of another type is another identity.
+        let other = IdentifiedObjectInt(identity: 7)
+        #expect(try !predicate.evaluate(with: other))
+        // A key path that is nil, a number: in no collection of objects.
+        #expect(try !FormatPredicate(format: "missing IN %@", chosen).evaluate(with: objects[7]))
+        #expect(try !FormatPredicate(format: "n IN %@", chosen).evaluate(with: objects[7]))
+        // An element of another kind leaves the comparison with each element: still an answer.
+        let mixed = try FormatPredicate(format: "SELF IN %@", argumentArray: [[objects[3], 7] as [Any]])
+        #expect(try mixed.evaluate(with: objects[3]))
+        #expect(try !mixed.evaluate(with: objects[4]))
+        #expect(try FormatPredicate(format: "n IN %@", argumentArray: [[objects[3], 7] as [Any]]).evaluate(with: objects[7]))
+    }
+}
+
+/// An object whose identity is an `Int` (never equal to a `String` identity).
+struct IdentifiedObjectInt: KeyValueCoding, PredicateObjectIdentity {
+    let identity: Int
+    func value(forKey key: String) -> Any? { nil }
+    var predicateIdentity: any Hashable & Sendable { identity }
+}
