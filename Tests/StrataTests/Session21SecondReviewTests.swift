@@ -202,3 +202,302 @@ extension Session21SecondReviewTests {
         }
     }
 }
+
+extension Session21SecondReviewTests {
+    /// Posts with tags (many-to-many: `Post.tags` recorded, `Tag.posts` derived), links to
+    /// tags without an inverse, ordered chapters (`Post.chapters` recorded, `Chapter.post`
+    /// derived); owners with pets (`Animal.owner` recorded, `Owner.pets` derived), dogs
+    /// being animals.
+    static func memberships() throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Post") {
+                Attribute("name", .string)
+                Attribute("rank", .int32)
+                Relationship("tags", to: "Tag", inverse: "posts", toMany: true)
+                Relationship("links", to: "Tag", toMany: true)
+                Relationship("chapters", to: "Chapter", inverse: "post", toMany: true, ordered: true)
+                FetchIndex("byRank", "rank")
+            }
+            Entity("Tag") {
+                Attribute("name", .string)
+                Relationship("posts", to: "Post", inverse: "tags", toMany: true)
+            }
+            Entity("Chapter") {
+                Attribute("name", .string)
+                Relationship("post", to: "Post", inverse: "chapters")
+            }
+            Entity("Owner") {
+                Attribute("name", .string)
+                Relationship("pets", to: "Animal", inverse: "owner", toMany: true)
+            }
+            Entity("Animal") {
+                Attribute("name", .string)
+                Relationship("owner", to: "Owner", inverse: "pets")
+            }
+            Entity("Dog", parent: "Animal") {
+                Attribute("breed", .string)
+            }
+        }
+    }
+
+    /// 8 posts (post n has tag t when (n + t) % 3 == 0, links to tag n % 4, two chapters
+    /// when even), 4 tags, 3 owners with two pets each (odd pets are dogs).
+    static func populateMemberships(_ context: isolated ManagedObjectContext) throws {
+        let tags = try (0..<4).map { t in
+            let tag = try context.insertNewObject(forEntityName: "Tag")
+            tag.setValue("t\(t)", forKey: "name")
+            return tag
+        }
+        for n in 0..<8 {
+            let post = try context.insertNewObject(forEntityName: "Post")
+            post.setValue("p\(n)", forKey: "name")
+            post.setValue(Int32(n % 3), forKey: "rank")
+            post.setValue(Set(tags.enumerated().filter { t, _ in (n + t) % 3 == 0 }.map(\.element)), forKey: "tags")
+            post.setValue(Set([tags[n % 4]]), forKey: "links")
+            if n % 2 == 0 {
+                for c in 0..<2 {
+                    let chapter = try context.insertNewObject(forEntityName: "Chapter")
+                    chapter.setValue("c\(n).\(c)", forKey: "name")
+                    chapter.setValue(post, forKey: "post")
+                }
+            }
+        }
+        for o in 0..<3 {
+            let owner = try context.insertNewObject(forEntityName: "Owner")
+            owner.setValue("o\(o)", forKey: "name")
+            for a in 0..<2 {
+                let pet = try context.insertNewObject(forEntityName: a == 1 ? "Dog" : "Animal")
+                pet.setValue("a\(o).\(a)", forKey: "name")
+                pet.setValue(owner, forKey: "owner")
+            }
+        }
+        try context.save()
+    }
+
+    /// Every membership spelling (and the ones that must not be planned) against a full scan.
+    static func membershipDisagreements(_ context: isolated ManagedObjectContext, pending: Bool = true) throws -> [String] {
+        func all(_ entity: String) throws -> [ManagedObject] {
+            try context.fetch(FetchRequest(entityName: entity, sortDescriptors: [FetchSortDescriptor(key: "name")]))
+        }
+        let tags = try all("Tag"), posts = try all("Post"), chapters = try all("Chapter"), pets = try all("Animal"), owners = try all("Owner")
+        var failures: [String] = []
+        for tag in tags + [owners[0]] {
+            for format in [
+                "ANY tags == %@", "tags CONTAINS %@", "%@ IN tags", "ANY links == %@", "NOT (ANY tags == %@)", "ALL tags == %@",
+                "NONE tags == %@", "ANY tags != %@", "ANY tags == %@ AND rank == 1", "ANY tags == %@ OR rank == 2",
+                "ANY tags == %@ AND ANY links == %@",
+            ] {
+                failures += try disagreements(context, "Post", format, Array(repeating: tag, count: format.components(separatedBy: "%@").count - 1), pending: pending)
+            }
+        }
+        failures += try disagreements(context, "Post", "ANY tags IN %@", [tags.prefix(3).map(\.objectID)], pending: pending)
+        failures += try disagreements(context, "Post", "ANY tags IN %@ OR ANY links IN %@", [Array(tags.prefix(2)), Array(tags.suffix(2))], pending: pending)
+        for post in posts {
+            failures += try disagreements(context, "Tag", "ANY posts == %@", [post], pending: pending)
+            failures += try disagreements(context, "Chapter", "post == %@", [post], pending: pending)
+        }
+        failures += try disagreements(context, "Tag", "ANY posts IN %@", [Array(posts.prefix(4))], pending: pending)
+        failures += try disagreements(context, "Chapter", "post IN %@", [Array(posts.prefix(4))], pending: pending)
+        for chapter in chapters {
+            failures += try disagreements(context, "Post", "ANY chapters == %@", [chapter], pending: pending)
+        }
+        failures += try disagreements(context, "Post", "ANY chapters IN %@", [chapters], pending: pending)
+        for pet in pets {
+            failures += try disagreements(context, "Owner", "ANY pets == %@", [pet], pending: pending)
+        }
+        failures += try disagreements(context, "Owner", "ANY pets IN %@", [pets], pending: pending)
+        for owner in owners {
+            failures += try disagreements(context, "Animal", "owner == %@", [owner], pending: pending)
+            failures += try disagreements(context, "Dog", "owner == %@", [owner], pending: pending)
+        }
+        return failures
+    }
+
+    @Test("membership with unsaved changes: added, removed, whole sets, deleted members and owners, inserts; counts follow")
+    func membershipWithUnsavedChanges() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.memberships())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Self.populateMemberships(context)
+            var failures = try Self.membershipDisagreements(context)
+            #expect(failures.isEmpty, "saved: \(failures)")
+            let t0 = try Self.object(context, "Tag", "t0"), t1 = try Self.object(context, "Tag", "t1"), t2 = try Self.object(context, "Tag", "t2")
+            let p0 = try Self.object(context, "Post", "p0"), p1 = try Self.object(context, "Post", "p1"), p3 = try Self.object(context, "Post", "p3")
+            let p4 = try Self.object(context, "Post", "p4")
+            p1.mutableSetValue(forKey: "tags").add(t0)
+            p0.mutableSetValue(forKey: "tags").remove(t0)
+            p3.setValue(Set([t1, t2]), forKey: "tags")
+            p1.mutableSetValue(forKey: "links").add(t2)
+            let c40 = try Self.object(context, "Chapter", "c4.0")
+            c40.setValue(p1, forKey: "post")
+            let fresh = try context.insertNewObject(forEntityName: "Post")
+            fresh.setValue("new", forKey: "name")
+            fresh.setValue(Set([t0, t2]), forKey: "tags")
+            let a01 = try Self.object(context, "Animal", "a0.1")
+            a01.setValue(try Self.object(context, "Owner", "o2"), forKey: "owner")
+            failures = try Self.membershipDisagreements(context)
+            #expect(failures.isEmpty, "changed: \(failures)")
+            context.delete(t1)
+            context.delete(p4)
+            context.delete(try Self.object(context, "Animal", "a1.0"))
+            failures = try Self.membershipDisagreements(context)
+            #expect(failures.isEmpty, "deleted: \(failures)")
+            // A to-many without inverse keeps a deleted tag: the store refuses it.
+            p1.mutableSetValue(forKey: "links").remove(t1)
+            try Self.object(context, "Post", "p5").mutableSetValue(forKey: "links").remove(t1)
+            try context.save()
+            failures = try Self.membershipDisagreements(context)
+            #expect(failures.isEmpty, "saved again: \(failures)")
+        }
+    }
+}
+
+extension Session21SecondReviewTests {
+    @Test("a pinned generation: objects by ID and memberships as they were, objects inserted and deleted after the pin")
+    func pinnedObjectsAndMemberships() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.memberships())
+        let reader = privateContext(coordinator, name: "reader")
+        let ids = try await reader.perform { (context: isolated ManagedObjectContext) throws -> [ManagedObjectID] in
+            try Self.populateMemberships(context)
+            try context.setQueryGenerationFrom(.current)
+            _ = try context.count(for: FetchRequest(entityName: "Tag"))  // the first read pins it
+            return try context.fetch(FetchRequest(entityName: "Post")).map(\.objectID)
+        }
+        let (fresh, freshTag) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> (ManagedObjectID, ManagedObjectID) in
+            let t0 = try Self.object(context, "Tag", "t0"), t3 = try Self.object(context, "Tag", "t3")
+            try Self.object(context, "Post", "p1").mutableSetValue(forKey: "tags").add(t0)
+            try Self.object(context, "Post", "p0").mutableSetValue(forKey: "tags").remove(t0)
+            for name in ["p3", "p7"] { try Self.object(context, "Post", name).mutableSetValue(forKey: "links").remove(t3) }
+            context.delete(t3)
+            context.delete(try Self.object(context, "Post", "p2"))
+            try Self.object(context, "Chapter", "c4.0").setValue(try Self.object(context, "Post", "p1"), forKey: "post")
+            try Self.object(context, "Animal", "a0.1").setValue(try Self.object(context, "Owner", "o2"), forKey: "owner")
+            let post = try context.insertNewObject(forEntityName: "Post")
+            post.setValue("new", forKey: "name")
+            let tag = try context.insertNewObject(forEntityName: "Tag")
+            tag.setValue("t9", forKey: "name")
+            post.setValue(Set([t0, tag]), forKey: "tags")
+            try context.save()
+            return (post.objectID, tag.objectID)
+        }
+        let failures = try await reader.perform { (context: isolated ManagedObjectContext) throws -> [String] in
+            var failures = try Self.membershipDisagreements(context)
+            failures += try Self.disagreements(context, "Post", "SELF IN %@", [ids + [fresh]])
+            failures += try Self.disagreements(context, "Post", "SELF == %@", [fresh])
+            failures += try Self.disagreements(context, "Post", "ANY tags == %@", [freshTag])
+            failures += try Self.disagreements(context, "Tag", "ANY posts == %@", [fresh])
+            failures += try Self.disagreements(context, "Post", "SELF IN %@ AND rank == 1", [ids])
+            return failures
+        }
+        #expect(failures.isEmpty, "\(failures)")
+    }
+
+    @Test("a child context: objects by ID and memberships with its parent's unsaved changes and its own")
+    func nestedObjectsAndMemberships() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.memberships())
+        let parent = privateContext(coordinator, name: "parent")
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent, name: "child")
+        let ids = try await parent.perform { (context: isolated ManagedObjectContext) throws -> [ManagedObjectID] in
+            try Self.populateMemberships(context)
+            let t0 = try Self.object(context, "Tag", "t0")
+            try Self.object(context, "Post", "p1").mutableSetValue(forKey: "tags").add(t0)
+            try Self.object(context, "Post", "p0").mutableSetValue(forKey: "tags").remove(t0)
+            context.delete(try Self.object(context, "Post", "p2"))
+            return try context.fetch(FetchRequest(entityName: "Post")).map(\.objectID)
+        }
+        let failures = try await child.perform { (context: isolated ManagedObjectContext) throws -> [String] in
+            let t1 = try Self.object(context, "Tag", "t1")
+            try Self.object(context, "Post", "p3").mutableSetValue(forKey: "tags").add(t1)
+            try Self.object(context, "Post", "p4").mutableSetValue(forKey: "tags").remove(t1)
+            context.delete(try Self.object(context, "Post", "p5"))
+            var failures = try Self.membershipDisagreements(context)
+            failures += try Self.disagreements(context, "Post", "SELF IN %@", [ids])
+            failures += try Self.disagreements(context, "Post", "SELF IN %@ OR ANY tags == %@", [Array(ids.prefix(2)), t1])
+            return failures
+        }
+        #expect(failures.isEmpty, "\(failures)")
+    }
+}
+
+extension Session21SecondReviewTests {
+    /// The sorted IDs a batch request changed, and what the fetch forced through a full scan selects.
+    static func batchAgrees(_ context: isolated ManagedObjectContext, _ entity: String, _ format: String, _ arguments: [Any], delete: Bool) throws -> String? {
+        let predicate = try FormatPredicate(format: format, argumentArray: arguments)
+        let forced = FetchRequest(entityName: entity, predicate: FormatPredicate(.not(.not(predicate.node))))
+        let want = try context.fetchObjectIDs(forced).map { $0.uriRepresentation().absoluteString }.sorted()
+        let result: BatchResult
+        if delete {
+            var request = BatchDeleteRequest(fetchRequest: FetchRequest(entityName: entity, predicate: predicate))
+            request.resultType = .objectIDs
+            result = try context.execute(request)
+        } else {
+            var request = BatchUpdateRequest(entityName: entity)
+            request.predicate = predicate
+            request.propertiesToUpdate = ["name": "updated"]
+            request.resultType = .objectIDs
+            result = try context.execute(request)
+        }
+        let got = (result.objectIDs ?? []).map { $0.uriRepresentation().absoluteString }.sorted()
+        // A batch delete also deletes what cascades; here nothing does.
+        return got == want ? nil : "\(entity) \(format) delete=\(delete): got \(got), want \(want)"
+    }
+
+    @Test("batch update and delete select by objects by ID and by membership what the full scan selects")
+    func batchByObjectsAndMembership() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.memberships())
+        let failures = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> [String] in
+            try Self.populateMemberships(context)
+            let posts = try context.fetch(FetchRequest(entityName: "Post", sortDescriptors: [FetchSortDescriptor(key: "name")]))
+            let t0 = try Self.object(context, "Tag", "t0"), t1 = try Self.object(context, "Tag", "t1")
+            let o1 = try Self.object(context, "Owner", "o1")
+            let dog = try Self.object(context, "Animal", "a2.1")
+            var failures: [String?] = []
+            failures.append(try Self.batchAgrees(context, "Post", "SELF IN %@", [[posts[0], posts[1], posts[1], t0]], delete: false))
+            failures.append(try Self.batchAgrees(context, "Post", "ANY tags == %@", [t0], delete: false))
+            failures.append(try Self.batchAgrees(context, "Tag", "ANY posts IN %@", [Array(posts.prefix(3))], delete: false))
+            failures.append(try Self.batchAgrees(context, "Animal", "owner == %@", [o1], delete: false))
+            failures.append(try Self.batchAgrees(context, "Owner", "ANY pets == %@", [dog], delete: false))
+            failures.append(try Self.batchAgrees(context, "Chapter", "post IN %@", [Array(posts.prefix(3))], delete: true))
+            failures.append(try Self.batchAgrees(context, "Post", "SELF IN %@ AND ANY tags == %@", [Array(posts.prefix(5)), t1], delete: true))
+            return failures.compactMap { $0 }
+        }
+        #expect(failures.isEmpty, "\(failures)")
+    }
+
+    @Test("a limited sort walking a compound index under a team: offsets near Int.max, limits of every size")
+    func compoundWalkExtremes() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try CompoundIndexTests.model())
+        try await CompoundIndexTests.populate(coordinator)
+        let failures = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> [String] in
+            let team = try context.fetch(try FetchRequest(entityName: "Team", format: "name == 'Town'"))[0]
+            let players = try context.fetch(FetchRequest(entityName: "Player", sortDescriptors: [FetchSortDescriptor(key: "name")]))
+            var failures: [String] = []
+            let formats: [(String, [Any])] = [
+                ("team == %@ AND score > 3", [team]), ("team == %@", [team]), ("team == %@ AND SELF IN %@", [team, Array(players.prefix(40))]),
+                ("SELF IN %@", [Array(players.prefix(70))]), ("team == %@ AND score < 30 AND club == 'Reds'", [team]),
+            ]
+            for (format, arguments) in formats {
+                let predicate = try FormatPredicate(format: format, argumentArray: arguments)
+                for (offset, limit) in [(Int.max, 1), (Int.max - 1, 5), (Int.max / 4, 3), (0, Int.max), (5, Int.max - 3), (3, 1), (0, 65), (100, 20)] {
+                    for ascending in [true, false] {
+                        var request = FetchRequest(entityName: "Player", predicate: predicate)
+                        request.sortDescriptors = [FetchSortDescriptor(key: "score", ascending: ascending), FetchSortDescriptor(key: "name")]
+                        request.fetchOffset = offset
+                        request.fetchLimit = limit
+                        var forced = request
+                        forced.predicate = FormatPredicate(.not(.not(predicate.node)))
+                        let got = try context.fetch(request).map(\.objectID)
+                        let want = try context.fetch(forced).map(\.objectID)
+                        if got != want { failures.append("\(format) offset \(offset) limit \(limit) \(ascending): \(try context.explain(request))") }
+                    }
+                }
+            }
+            return failures
+        }
+        #expect(failures.isEmpty, "\(failures)")
+    }
+}
