@@ -73,9 +73,9 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
             isMembership = false
         }
 
-        /// Creates a description of a read of the objects whose to-one `relationship`
-        /// (declared by `indexEntity`) refers to one of `targets`.
-        /// (a to-many one holds, with `isMembership`) one of `targets`.
+        /// Creates a description of a read of the objects whose `relationship` (declared by
+        /// `indexEntity`) refers to one of `targets`: a to-one pointing at one, or, with
+        /// `isMembership`, a to-many holding one.
         public init(relationship: String, indexEntity: String, targets: [StoredObjectID], isMembership: Bool = false) {
             attribute = relationship
             self.indexEntity = indexEntity

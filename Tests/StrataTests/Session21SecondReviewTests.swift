@@ -95,11 +95,11 @@ struct Session21SecondReviewTests {
         let predicate = try FormatPredicate(format: format, argumentArray: arguments)
         var failures: [String] = []
         for subentities in [true, false] {
-            for (offset, limit) in [(0, 0), (1, 2), (0, 1)] {
+            for (offset, limit, sorted) in [(0, 0, true), (1, 2, true), (0, 1, true), (0, 0, false), (1, 3, false)] {
                 var request = FetchRequest(entityName: entity, predicate: predicate)
                 request.includesSubentities = subentities
                 request.includesPendingChanges = pending
-                request.sortDescriptors = [FetchSortDescriptor(key: "name", ascending: true)]
+                request.sortDescriptors = sorted ? [FetchSortDescriptor(key: "name", ascending: true)] : []
                 request.fetchOffset = offset
                 request.fetchLimit = limit
                 var forced = request
@@ -496,6 +496,31 @@ extension Session21SecondReviewTests {
                     }
                 }
             }
+            return failures
+        }
+        #expect(failures.isEmpty, "\(failures)")
+    }
+}
+
+extension Session21SecondReviewTests {
+    @Test("membership on a derived side after an unsaved move whose old holder the context never loaded")
+    func derivedMembershipOldHolderNotLoaded() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.memberships())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Self.populateMemberships(context)
+        }
+        let failures = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> [String] in
+            // Only the pet and its new owner are loaded: o0, its old owner, is not.
+            let pet = try Self.object(context, "Animal", "a0.1")
+            let o2 = try Self.object(context, "Owner", "o2")
+            pet.setValue(o2, forKey: "owner")
+            let chapter = try Self.object(context, "Chapter", "c0.1")
+            let p1 = try Self.object(context, "Post", "p1")
+            chapter.setValue(p1, forKey: "post")
+            var failures = try Self.disagreements(context, "Owner", "ANY pets == %@", [pet])
+            failures += try Self.disagreements(context, "Owner", "ANY pets IN %@", [[pet]])
+            failures += try Self.disagreements(context, "Post", "ANY chapters == %@", [chapter])
             return failures
         }
         #expect(failures.isEmpty, "\(failures)")
