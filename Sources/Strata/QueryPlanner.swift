@@ -1144,10 +1144,10 @@ struct QueryPlanner {
     }
 
     /// The objects an equality (`==`, or `IN` a collection) on a to-one relationship allows,
-    /// read from the store's references: the relationship must be a side the store records
-    /// and each constant an object (a managed object or an object ID) — of this store: a
-    /// temporary ID or one of another store refers to nothing stored. Nil (no plan) for
-    /// anything else, `nil` constants included.
+    /// read from the store's references (a recorded side's `referrers` rows, or a derived
+    /// side's targets' own recorded inverse): each constant must be an object (a managed
+    /// object or an object ID) of this store — a temporary ID or one of another store refers
+    /// to nothing stored. Nil (no plan) for anything else, `nil` constants included.
     func referenceCandidate(
         _ comparison: ComparisonPredicate, _ relationship: RelationshipDescription, _ op: ComparisonOperator, _ other: FormatExpression
     ) -> Candidate? {

@@ -526,3 +526,31 @@ extension Session21SecondReviewTests {
         #expect(failures.isEmpty, "\(failures)")
     }
 }
+
+extension Session21SecondReviewTests {
+    @Test("pending changes off: a derived side planned from the saved references, a full scan reading the live object (known, not fixed)")
+    func derivedSideWithoutPendingChanges() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.model())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Self.populate(context)
+            let p5 = try Self.object(context, "Player", "p5")
+            p5.setValue(try Self.object(context, "Team", "t0"), forKey: "team")
+            let chapter = try Self.object(context, "Chapter", "ch0")
+            let post = try Self.object(context, "Post", "post")
+            post.mutableOrderedSetValue(forKey: "chapters").remove(chapter)
+            // The plan reads what the store holds (t2 holds p5; ch0 is the post's), as Core
+            // Data's store would; the full scan judges a derived side through the managed
+            // object, unsaved changes included (t0; none).
+            var request = FetchRequest(entityName: "Team", predicate: try FormatPredicate(format: "ANY players == %@", p5))
+            request.includesPendingChanges = false
+            let planned = try context.fetch(request).map { $0.value(forKey: "name") as? String }
+            #expect(planned == ["t2"])
+            let failures = try Self.disagreements(context, "Team", "ANY players == %@", [p5], pending: false)
+                + Self.disagreements(context, "Chapter", "post == %@", [post], pending: false)
+            withKnownIssue("with includesPendingChanges = false a full scan reads derived sides from the live objects") {
+                #expect(failures.isEmpty, "\(failures)")
+            }
+        }
+    }
+}
