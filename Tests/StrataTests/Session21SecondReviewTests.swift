@@ -178,6 +178,14 @@ extension Session21SecondReviewTests {
                 ("Player", "SELF IN %@ AND team == %@", [[p1, p3], t0]),
                 ("Player", "NOT (SELF IN %@)", [[p1, p3]]),
                 ("Player", "SELF IN %@ AND ANY team.players == %@", [[p1, p4], p1]),
+                ("Player", "(SELF IN %@ AND score > 3) OR SELF IN %@", [[p1, p4, p5], [p3]]),
+                ("Player", "(SELF IN %@ AND score > 3) OR (team == %@ AND score < 5)", [[p1, p4, p5], t0]),
+                ("Player", "SELF IN %@ AND SELF IN %@", [[p1, p4, p5], [p4, p5, p3]]),
+                ("Player", "SELF IN %@ AND SELF == %@", [[p1, p4], p3]),
+                ("Player", "SELF == %@ OR SELF == %@ OR score == 7", [p1, p3]),
+                ("Team", "ANY players == %@ OR ANY players IN %@ OR name == 't2'", [p1, [p3, p4]]),
+                ("Team", "(ANY players == %@ AND name == 't0') OR ANY players == %@", [p1, p4]),
+                ("Team", "ANY coaches == %@ AND ANY players == %@", [c0, p3]),
             ]
             for (entity, format, arguments) in cases {
                 failures += try Self.disagreements(context, entity, format, arguments)
