@@ -73,9 +73,9 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
             isMembership = false
         }
 
-        /// Creates a description of a read of the objects whose to-one `relationship`
-        /// (declared by `indexEntity`) refers to one of `targets`.
-        /// (a to-many one holds, with `isMembership`) one of `targets`.
+        /// Creates a description of a read of the objects whose `relationship` (declared by
+        /// `indexEntity`) refers to one of `targets`: a to-one pointing at one, or, with
+        /// `isMembership`, a to-many holding one.
         public init(relationship: String, indexEntity: String, targets: [StoredObjectID], isMembership: Bool = false) {
             attribute = relationship
             self.indexEntity = indexEntity
@@ -1143,10 +1143,10 @@ struct QueryPlanner {
     }
 
     /// The objects an equality (`==`, or `IN` a collection) on a to-one relationship allows,
-    /// read from the store's references: the relationship must be a side the store records
-    /// and each constant an object (a managed object or an object ID) — of this store: a
-    /// temporary ID or one of another store refers to nothing stored. Nil (no plan) for
-    /// anything else, `nil` constants included.
+    /// read from the store's references (a recorded side's `referrers` rows, or a derived
+    /// side's targets' own recorded inverse): each constant must be an object (a managed
+    /// object or an object ID) of this store — a temporary ID or one of another store refers
+    /// to nothing stored. Nil (no plan) for anything else, `nil` constants included.
     func referenceCandidate(
         _ comparison: ComparisonPredicate, _ relationship: RelationshipDescription, _ op: ComparisonOperator, _ other: FormatExpression
     ) -> Candidate? {

@@ -426,7 +426,8 @@ public struct LogReader: ~Copyable {
     /// without scanning the entity: for a side the store records, its `referrers` rows
     /// (spec 0004 §6.2, an index of every recorded reference); for a derived side,
     /// `target`'s own recorded inverse. Empty when `target`'s entity isn't in the store's
-    /// model or has no such inverse. As of the pinned generation for a pinned reader.
+    /// model or isn't the relationship's destination (the inverse's entity or one of its
+    /// sub-entities). As of the pinned generation for a pinned reader.
     ///
     /// ```swift
     /// try reader.referrers(to: StoredObjectID(entity: "Team", primaryKey: 3), through: "team", of: "Player")
@@ -456,9 +457,12 @@ public struct LogReader: ~Copyable {
             throw LogError.invalidOperation("\(entity).\(property) is not a relationship")
         }
         guard let targetEntity = log.schema.entities[target.entity], let key = try? writer.key(target) else { return }
-        if case .derived(_, let inverse) = storage {
-            // The target's own side lists them.
-            guard targetEntity.propertiesByName[inverse]?.relationship != nil else { return }
+        if case .derived(let inverseEntity, let inverse) = storage {
+            // The target's own side lists them — when the target is of the inverse's entity
+            // (or a sub-entity): another entity's relationship of the same name is no inverse.
+            guard try log.schema.entity(inverseEntity).selfAndSubentities.contains(target.entity),
+                targetEntity.propertiesByName[inverse]?.relationship != nil
+            else { return }
             let wanted = Set(described.selfAndSubentities)
             for id in try related(target, inverse) where wanted.contains(id.entity) {
                 if try body(id) == .stop { return }
