@@ -1142,6 +1142,14 @@ struct QueryPlanner {
             hasOwnIndex: hasOwnIndex)
     }
 
+    /// Whether a comparison on `relationship` is planned from the store's references: always
+    /// on the side the store records; on a derived side only with `includesPendingChanges`
+    /// — without it, judging a row reads a derived side through the managed object, unsaved
+    /// changes included, which the saved references don't hold (spec 0008 Planner 3a).
+    func readsFromReferences(_ relationship: RelationshipDescription) -> Bool {
+        request.includesPendingChanges || RecordedSide.isRecorded(relationship, of: entity, in: model)
+    }
+
     /// The objects an equality (`==`, or `IN` a collection) on a to-one relationship allows,
     /// read from the store's references (a recorded side's `referrers` rows, or a derived
     /// side's targets' own recorded inverse): each constant must be an object (a managed
@@ -1150,7 +1158,9 @@ struct QueryPlanner {
     func referenceCandidate(
         _ comparison: ComparisonPredicate, _ relationship: RelationshipDescription, _ op: ComparisonOperator, _ other: FormatExpression
     ) -> Candidate? {
-        guard !relationship.isToMany, !relationship.isTransient, let targets = storedObjects(op, other) else { return nil }
+        guard !relationship.isToMany, !relationship.isTransient, readsFromReferences(relationship),
+            let targets = storedObjects(op, other)
+        else { return nil }
         return Candidate(
             attribute: relationship.name, ranges: [], exact: true, rank: Candidate.rank(targets: targets.count), answered: [comparison],
             hasOwnIndex: true, targets: targets)
@@ -1179,7 +1189,9 @@ struct QueryPlanner {
         default:
             return nil
         }
-        guard let relationship = entity.relationshipsByName[key], relationship.isToMany, !relationship.isTransient, let targets else { return nil }
+        guard let relationship = entity.relationshipsByName[key], relationship.isToMany, !relationship.isTransient,
+            readsFromReferences(relationship), let targets
+        else { return nil }
         return Candidate(
             attribute: key, ranges: [], exact: true, rank: Candidate.rank(targets: targets.count), answered: [comparison],
             hasOwnIndex: true, targets: targets, isMembership: true)
