@@ -47,6 +47,25 @@ private func teamsByID(_ context: ManagedObjectContext) throws -> [(id: Int64, t
     }
 }
 
+/// One timed round: a fresh context, `request` of each team fetched and every object read;
+/// the time and the checksum.
+private func teamRound(
+    _ store: FetchStore, _ request: @escaping @Sendable (ManagedObjectID) throws -> Strata.FetchRequest
+) throws -> (Duration, Int) {
+    let context = relatedContext(store.coordinator)
+    let teams = try teamsByID(context)
+    let clock = ContinuousClock()
+    let start = clock.now
+    let sum = try context.performAndWait { context in
+        var sum = 0
+        for (_, team) in teams {
+            for person in try context.fetch(try request(team)) { sum &+= readAll(person) }
+        }
+        return sum
+    }
+    return (clock.now - start, sum)
+}
+
 private func relatedContext(_ coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
     ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "bench")
 }
@@ -67,21 +86,8 @@ private func runTeamEquality(store: FetchStore, repetitions: Int) throws {
     say("  Strata plan: \(plan)")
     say("  unserved form's plan: \(unserved)")
 
-    /// One round: a fresh context, every team's people fetched and read; the checksum.
     func strataRound(_ format: String) throws -> (Duration, Int) {
-        let context = relatedContext(store.coordinator)
-        let teams = try teamsByID(context)
-        let clock = ContinuousClock()
-        let start = clock.now
-        let sum = try context.performAndWait { context in
-            var sum = 0
-            for (_, team) in teams {
-                let request = Strata.FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: format, team))
-                for person in try context.fetch(request) { sum &+= readAll(person) }
-            }
-            return sum
-        }
-        return (clock.now - start, sum)
+        try teamRound(store) { team in Strata.FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: format, team)) }
     }
     func grdbRound() throws -> (Duration, Int) {
         let clock = ContinuousClock()
@@ -209,20 +215,7 @@ private func runTeamTopAges(plain: FetchStore, compound: FetchStore, repetitions
         let plan = try context.performAndWait { try $0.explain(try topAgesRequest(first.team)).description }
         say("  Strata plan \(label): \(plan)")
     }
-    func strataRound(_ store: FetchStore) throws -> (Duration, Int) {
-        let context = relatedContext(store.coordinator)
-        let teams = try teamsByID(context)
-        let clock = ContinuousClock()
-        let start = clock.now
-        let sum = try context.performAndWait { context in
-            var sum = 0
-            for (_, team) in teams {
-                for person in try context.fetch(try topAgesRequest(team)) { sum &+= readAll(person) }
-            }
-            return sum
-        }
-        return (clock.now - start, sum)
-    }
+    func strataRound(_ store: FetchStore) throws -> (Duration, Int) { try teamRound(store, topAgesRequest) }
     if environmentInt("STRATA_BENCH_F6_ONLY", 0) == 2 {
         let walks = try measure("Strata, index byTeamAge walked (alone)", repetitions: 200, setup: {}, body: { _ in _ = try strataRound(compound) })
         say("  per round: \(format(walks.median))")
