@@ -30,6 +30,25 @@ struct IdentityInTests {
         #expect(try !mixed.evaluate(with: objects[4]))
         #expect(try FormatPredicate(format: "n IN %@", argumentArray: [[objects[3], 7] as [Any]]).evaluate(with: objects[7]))
     }
+
+    @Test("name IN strings: a lookup that keeps canonical equivalence; [c] and [d] still fold; other kinds aren't strings")
+    func strings() throws {
+        let names = (0..<300).map { "n\($0)" } + ["é", "Straße"]
+        let predicate = try FormatPredicate(format: "name IN %@", names)
+        #expect(try predicate.evaluate(with: ["name": "n42"]))
+        #expect(try !predicate.evaluate(with: ["name": "n300"]))
+        #expect(try predicate.evaluate(with: ["name": "e\u{301}"]), "canonically equivalent to é")
+        #expect(try !predicate.evaluate(with: ["name": "N42"]))
+        #expect(try !predicate.evaluate(with: ["name": 42]))
+        #expect(try !predicate.evaluate(with: [String: Any]()))
+        let folded = try FormatPredicate(format: "name IN[c] %@", names)
+        #expect(try folded.evaluate(with: ["name": "N42"]))
+        let diacritics = try FormatPredicate(format: "name IN[d] %@", names)
+        #expect(try diacritics.evaluate(with: ["name": "e"]))
+        let mixed = try FormatPredicate(format: "n IN %@", argumentArray: [["a", 7] as [Any]])
+        #expect(try mixed.evaluate(with: ["n": 7]))
+        #expect(try mixed.evaluate(with: ["n": "a"]))
+    }
 }
 
 /// An object whose identity is an `Int` (never equal to a `String` identity).

@@ -115,6 +115,12 @@ enum Comparison {
             if let identities = comparison.rightAggregate?.identities, let key = identity(lhs) {
                 return identities.contains(key)
             }
+            // A constant collection of strings, compared exactly: a lookup too.
+            if let strings = comparison.rightAggregate?.strings, case .string(let string) = lhs,
+                !options.contains(.caseInsensitive), !options.contains(.diacriticInsensitive)
+            {
+                return strings.contains(string)
+            }
             switch rhs {
             case .collection(let elements):
                 return elements.contains { equal(lhs, $0, options: options) }

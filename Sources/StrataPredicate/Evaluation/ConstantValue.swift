@@ -7,21 +7,35 @@ final class ConstantValue: @unchecked Sendable {
     /// For a collection of object identities only (`SELF IN %@` with objects or IDs): the
     /// identities, so `IN` is a lookup rather than a comparison with each element.
     let identities: Set<AnyHashable>?
+    /// For a collection of strings only (`name IN {"a", "b", …}`): the strings, so `IN`
+    /// without `[c]` or `[d]` is a lookup (Swift's `String` equality and hashing both go by
+    /// canonical equivalence, as the comparison does).
+    let strings: Set<String>?
 
     init(_ value: Value) {
         self.value = value
-        if case .collection(let elements) = value, !elements.isEmpty {
-            var identities: Set<AnyHashable> = []
-            for element in elements {
-                guard case .identity(let identity) = element else {
-                    self.identities = nil
-                    return
-                }
-                identities.insert(AnyHashable(identity))
-            }
-            self.identities = identities
-        } else {
+        guard case .collection(let elements) = value, !elements.isEmpty else {
             identities = nil
+            strings = nil
+            return
         }
+        var identities: Set<AnyHashable>? = []
+        var strings: Set<String>? = []
+        for element in elements {
+            switch element {
+            case .identity(let identity):
+                identities?.insert(AnyHashable(identity))
+                strings = nil
+            case .string(let string):
+                strings?.insert(string)
+                identities = nil
+            default:
+                identities = nil
+                strings = nil
+            }
+            if identities == nil && strings == nil { break }
+        }
+        self.identities = identities
+        self.strings = strings
     }
 }
