@@ -14,8 +14,9 @@ struct CompoundIndexTests {
     static let positions = ["GK", "DF", "MF", "FW"]
 
     /// Players with a club, position, score and name; `Captain` a sub-entity. With
-    /// `indexes` false, the same model without any index (the store before a migration).
-    static func model(indexes: Bool = true) throws -> ManagedObjectModel {
+    /// `indexes` false, the same model without any index (the store before a migration);
+    /// with `byX`, one named index `byX` over those properties of Player instead of all.
+    static func model(indexes: Bool = true, byX: [String]? = nil) throws -> ManagedObjectModel {
         try ManagedObjectModel {
             Entity("Team") {
                 Attribute("name", .string)
@@ -27,7 +28,9 @@ struct CompoundIndexTests {
                 Attribute("position", .string)
                 Attribute("score", .int32)
                 Relationship("team", to: "Team", inverse: "players")
-                if indexes {
+                if let byX {
+                    FetchIndex("byX", elements: byX.map { FetchIndexElementDescription(propertyName: $0) })
+                } else if indexes {
                     FetchIndex("byClubScore", "club", "score")
                     FetchIndex("byClubPositionName", "club", "position", "name")
                     FetchIndex("byScore", "score")
@@ -37,7 +40,7 @@ struct CompoundIndexTests {
             }
             Entity("Captain", parent: "Player") {
                 Attribute("armband", .boolean)
-                if indexes { FetchIndex("byArmbandScore", elements: [.init(propertyName: "armband"), .init(propertyName: "score", isAscending: false)]) }
+                if indexes && byX == nil { FetchIndex("byArmbandScore", elements: [.init(propertyName: "armband"), .init(propertyName: "score", isAscending: false)]) }
             }
         }
     }

@@ -453,36 +453,15 @@ extension Session21ReviewTests {
         }
     }
 
-    /// Players with one named index `byX` over `elements`.
-    static func renamedIndexModel(_ elements: [String]) throws -> ManagedObjectModel {
-        try ManagedObjectModel {
-            Entity("Team") {
-                Attribute("name", .string)
-                Relationship("players", to: "Player", inverse: "team", toMany: true)
-            }
-            Entity("Player") {
-                Attribute("name", .string)
-                Attribute("club", .string)
-                Attribute("position", .string)
-                Attribute("score", .int32)
-                Relationship("team", to: "Team", inverse: "players")
-                FetchIndex("byX", elements: elements.map { FetchIndexElementDescription(propertyName: $0) })
-            }
-            Entity("Captain", parent: "Player") {
-                Attribute("armband", .boolean)
-            }
-        }
-    }
-
     @Test("an index keeping its name but changing its elements is rebuilt; verify stays clean both ways")
     func indexChangesElements() async throws {
         let dir = try TemporaryDirectory()
         do {
-            let first = try openCoordinator(dir, model: try Self.renamedIndexModel(["club", "score"]))
+            let first = try openCoordinator(dir, model: try CompoundIndexTests.model(byX: ["club", "score"]))
             try await CompoundIndexTests.populate(first)
         }
         for elements in [["club", "position"], ["team", "club"], ["score", "club"], ["club", "score"]] {
-            let coordinator = try openCoordinator(dir, model: try Self.renamedIndexModel(elements))
+            let coordinator = try openCoordinator(dir, model: try CompoundIndexTests.model(byX: elements))
             let (town, away) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> (ManagedObjectID, ManagedObjectID) in
                 let teams = try context.fetch(FetchRequest(entityName: "Team"))
                 return (teams[0].objectID, teams.last?.objectID ?? teams[0].objectID)
