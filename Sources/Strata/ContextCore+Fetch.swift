@@ -6,7 +6,7 @@ import StrataPredicate
 // Fetching: validation, planning, and running a plan against one snapshot of the store,
 // merged with the context's unsaved changes (`Specs/0008-fetch-requests.md`).
 
-extension ContextCore {
+extension ContextCore: JoinResolving {
     // MARK: - Validation
 
     /// Checks `request` against the model before anything is read: the entity exists, every
@@ -58,9 +58,53 @@ extension ContextCore {
         guard let info = entities[request.entityName] else { throw ContextError.unknownEntity(request.entityName) }
         let store = try? store()
         guard let stored = store?.log.model, let entity = stored.entity(named: request.entityName) else {
-            return QueryPlanner(model: model, entity: info.entity, request: request, storeUUID: store?.identifier)
+            return QueryPlanner(model: model, entity: info.entity, request: request, storeUUID: store?.identifier, resolver: self)
         }
-        return QueryPlanner(model: stored, entity: entity, request: request, storeUUID: store?.identifier)
+        return QueryPlanner(model: stored, entity: entity, request: request, storeUUID: store?.identifier, resolver: self)
+    }
+
+    // MARK: - Joins
+
+    func storedObjects(matching request: FetchRequest, _ reader: borrowing LogReader, cap: Int) throws -> (objects: [StoredObjectID], plan: QueryPlan)? {
+        let planner = try self.planner(for: request)
+        let plan = try planner.plan(reader)
+        if case .fullScan = plan.kind, try reader.count(of: request.entityName) > cap { return nil }
+        let store = try self.store()
+        let execution = FetchExecution(core: self, request: request, plan: plan, storeUUID: store.identifier)
+        execution.keepsRows = false
+        var objects: [StoredObjectID] = []
+        for match in try execution.storedMatches(reader) {
+            guard objects.count < cap else { return nil }
+            if let stored = match.id.storedID { objects.append(stored) }
+        }
+        return (objects, plan)
+    }
+
+    func divergentObjects(of entities: [String], _ reader: borrowing LogReader, cap: Int) throws -> [StoredObjectID]? {
+        var found: Set<StoredObjectID> = []
+        let names = Set(entities)
+        for (id, _) in retained where names.contains(id.entityName) {
+            if let stored = id.storedID { found.insert(stored) }
+        }
+        // Unchanged registered objects: a fault without a row reads the store when it fires;
+        // one holding values, or a fetched row, holds them as of a version.
+        guard entities.reduce(0, { $0 + objects.count(ofEntity: $1) }) <= cap else { return nil }
+        var held: [(StoredObjectID, UInt64?)] = []
+        for name in entities {
+            objects.forEachObject(ofEntity: name) { key, object in
+                guard retained[object.objectID] == nil else { return }
+                if object.hasCommittedValues {
+                    held.append((StoredObjectID(entity: name, primaryKey: key), object.version))
+                } else if object.hasRow {
+                    held.append((StoredObjectID(entity: name, primaryKey: key), object.rowVersion))
+                }
+            }
+        }
+        for (id, version) in held {
+            if let version, try reader.version(of: id) == version { continue }
+            found.insert(id)
+        }
+        return found.count <= cap ? found.sorted() : nil
     }
 
     // MARK: - Fetching

@@ -171,6 +171,22 @@ final class ObjectRegistry: Sequence {
     var count: Int { tables.reduce(others.count) { $0 + $1.count } }
     var isEmpty: Bool { others.isEmpty && tables.allSatisfy(\.isEmpty) }
 
+    /// How many objects of the entity named `name` are registered under permanent IDs of
+    /// the registry's store (its sub-entities not counted).
+    func count(ofEntity name: String) -> Int {
+        guard let index = indexes[name] else { return 0 }
+        return tables[index].count
+    }
+
+    /// Calls `body` with the primary key and the object of each entry of the entity named
+    /// `name` under a permanent ID of the registry's store (its sub-entities not included).
+    func forEachObject(ofEntity name: String, _ body: (UInt64, ManagedObject) -> Void) {
+        guard let index = indexes[name] else { return }
+        tables[index].forEach { key, entry in
+            if let object = entry.object { body(key, object) }
+        }
+    }
+
     /// Every entry, as a dictionary's elements (a snapshot).
     var entries: [(key: ManagedObjectID, value: WeakObject)] {
         var result: [(key: ManagedObjectID, value: WeakObject)] = []

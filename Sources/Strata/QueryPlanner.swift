@@ -46,6 +46,36 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
         /// `tags CONTAINS %@`, `%@ IN tags`): the objects whose relationship holds one of
         /// them. False otherwise.
         public let isMembership: Bool
+        /// For ``targets`` found through a relationship key path (`team.name == "Otters"`,
+        /// `ANY members.email == %@`): how they were found — the plan of the fetch of the
+        /// destination's stored objects that satisfy the rest of the path — and how many of
+        /// them are objects the context holds changed or holds with values other than the
+        /// store's. Nil otherwise.
+        public let joined: Join?
+
+        /// How the ``targets`` of a scan through a relationship key path were found (spec
+        /// 0008 Planner 3c).
+        public struct Join: Sendable, Hashable, CustomStringConvertible {
+            /// The plan that found the destination's stored objects satisfying the rest of
+            /// the key path's comparison (their stored rows; objects changed in the context
+            /// are added instead, counted by ``changedInContext``).
+            public let plan: String
+            /// How many targets were added because the context holds them changed, or with
+            /// values other than the store's (their referrers are candidates too).
+            public let changedInContext: Int
+
+            /// Creates a description of how a join's targets were found.
+            public init(plan: String, changedInContext: Int) {
+                self.plan = plan
+                self.changedInContext = changedInContext
+            }
+
+            /// `(index scan Team.name = "Otters")`, with `+ 2 changed here` when the context
+            /// added targets.
+            public var description: String {
+                "(\(plan))" + (changedInContext > 0 ? " + \(changedInContext) changed here" : "")
+            }
+        }
 
         /// Creates a description of a scan of one attribute's index.
         public init(attribute: String, indexEntity: String, ranges: [IndexRange]) {
@@ -57,6 +87,7 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
             indexName = nil
             targets = nil
             isMembership = false
+            joined = nil
         }
 
         /// Creates a description of a read of the objects `targets` themselves, those of them
@@ -71,12 +102,14 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
             indexName = nil
             self.targets = targets
             isMembership = false
+            joined = nil
         }
 
         /// Creates a description of a read of the objects whose `relationship` (declared by
         /// `indexEntity`) refers to one of `targets`: a to-one pointing at one, or, with
-        /// `isMembership`, a to-many holding one.
-        public init(relationship: String, indexEntity: String, targets: [StoredObjectID], isMembership: Bool = false) {
+        /// `isMembership`, a to-many holding one; `joined` when the targets were found
+        /// through a key path.
+        public init(relationship: String, indexEntity: String, targets: [StoredObjectID], isMembership: Bool = false, joined: Join? = nil) {
             attribute = relationship
             self.indexEntity = indexEntity
             ranges = []
@@ -85,6 +118,7 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
             indexName = nil
             self.targets = targets
             self.isMembership = isMembership
+            self.joined = joined
         }
 
         /// Creates a description of a scan of a compound index: `prefix` fixes the leading
@@ -100,14 +134,20 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
             self.indexName = indexName
             targets = nil
             isMembership = false
+            joined = nil
         }
 
         /// `Person.age [30, 40]`, `Person.email = "ada@example.com"`, `Person.age IN {30, 40}`;
         /// for a compound index its name (or its properties) first, then the fixed values:
         /// `Player[byTeamAndScore] team = Team/p3, score (90, +∞)`; for a relationship's
         /// referrers `Player.team = Team/p3` or `Player.team IN {Team/p1, Team/p2}`; through
-        /// a to-many `Team.players CONTAINS Player/p3` or `… CONTAINS ANY {…}`.
+        /// a to-many `Team.players CONTAINS Player/p3` or `… CONTAINS ANY {…}`; through a key
+        /// path `Person.team IN (index scan Team.name = "Otters") [1 object]`.
         public var description: String {
+            if let targets, let joined {
+                let count = "[\(targets.count) object\(targets.count == 1 ? "" : "s")]"
+                return "\(indexEntity).\(attribute) " + (isMembership ? "CONTAINS ANY " : "IN ") + "\(joined) \(count)"
+            }
             if let targets {
                 let names = targets.map(\.description)
                 if isMembership {
@@ -426,10 +466,30 @@ struct KeyedRange {
 /// the attribute's own value type; `AND` intersects ranges on one attribute and picks the
 /// most selective index; `OR` unions its branches when each has one; anything else leaves
 /// the entity to a full scan. A sort on an indexed attribute with a limit walks the index.
+/// What the planner asks the context when a comparison goes through a relationship key
+/// path (spec 0008 Planner 3c): the destination's stored objects that satisfy the rest of
+/// the path, and the destination's objects the context holds otherwise than the store does.
+protocol JoinResolving: AnyObject {
+    /// The stored objects `request` selects in the store as `reader` reads it (its pending
+    /// changes not included), with the plan that found them; nil when that plan would scan
+    /// more than `cap` objects in full, or more than `cap` match.
+    func storedObjects(matching request: FetchRequest, _ reader: borrowing LogReader, cap: Int) throws -> (objects: [StoredObjectID], plan: QueryPlan)?
+    /// The stored objects of `entities` whose values, as the context would read them, may
+    /// differ from the store's: changed or deleted there, or holding values (or a fetched
+    /// row) of another version than the store's. Nil when more than `cap` objects of them
+    /// are registered.
+    func divergentObjects(of entities: [String], _ reader: borrowing LogReader, cap: Int) throws -> [StoredObjectID]?
+}
+
 struct QueryPlanner {
     let model: ManagedObjectModel
     let entity: EntityDescription
     let request: FetchRequest
+    /// The context, for comparisons through a relationship key path; nil: none is planned.
+    let resolver: (any JoinResolving)?
+    /// The accesses of the predicate's comparisons through a relationship key path, found
+    /// with a reader before the predicate is analyzed (``plan(_:)``).
+    var joins: [ComparisonPredicate: Candidate] = [:]
     /// The fetched entity's indexes over several properties, its own first.
     let compounds: [CompoundIndex]
     /// Every property of those indexes.
@@ -448,11 +508,12 @@ struct QueryPlanner {
     /// nothing in it. Nil: none is known, and no relationship equality is planned.
     let storeUUID: UUID?
 
-    init(model: ManagedObjectModel, entity: EntityDescription, request: FetchRequest, storeUUID: UUID?) {
+    init(model: ManagedObjectModel, entity: EntityDescription, request: FetchRequest, storeUUID: UUID?, resolver: (any JoinResolving)? = nil) {
         self.model = model
         self.entity = entity
         self.request = request
         self.storeUUID = storeUUID
+        self.resolver = resolver
         // In the log's order (spec 0004 §4.2: uniqueness constraints, then named indexes),
         // one per list of properties: the store reads the first index over them, so explain
         // names that one.
@@ -505,6 +566,8 @@ struct QueryPlanner {
         /// Whether `targets` are members of a to-many relationship (objects holding any of
         /// them): two such in one conjunction are not intersected.
         var isMembership = false
+        /// For targets found through a relationship key path: how (for explain).
+        var joined: QueryPlan.IndexScan.Join?
 
         var isEmpty: Bool { targets.map(\.isEmpty) ?? ranges.isEmpty }
 
@@ -688,8 +751,17 @@ struct QueryPlanner {
 
     // MARK: Planning
 
-    /// The plan; `reader` answers which indexes exist and how large ranges are.
+    /// The plan; `reader` answers which indexes exist and how large ranges are, and finds
+    /// the targets of comparisons through relationship key paths.
     func plan(_ reader: borrowing LogReader) throws -> QueryPlan {
+        guard resolver != nil, let predicate = request.predicate else { return try planResolved(reader) }
+        var resolved = self
+        try collectJoins(predicate.node, reader, into: &resolved.joins)
+        return try resolved.planResolved(reader)
+    }
+
+    /// The plan, once ``joins`` are found.
+    private func planResolved(_ reader: borrowing LogReader) throws -> QueryPlan {
         let allSubentities = Array(model.selfAndSubentityNames(of: entity.name).dropFirst())
         let narrowing = request.predicate.map { analyze($0.node) } ?? .unrestricted
         var kind: QueryPlan.Kind = .fullScan
@@ -706,7 +778,7 @@ struct QueryPlanner {
             if let targets = candidate.targets {
                 return QueryPlan.IndexScan(
                     relationship: candidate.attribute, indexEntity: relationshipEntity(for: candidate.attribute) ?? entity.name, targets: targets,
-                    isMembership: candidate.isMembership)
+                    isMembership: candidate.isMembership, joined: candidate.joined)
             }
             guard !candidate.properties.isEmpty else {
                 return QueryPlan.IndexScan(
@@ -986,6 +1058,8 @@ struct QueryPlanner {
                             merged.exact = existing.exact && candidate.exact
                             merged.rank = Candidate.rank(targets: kept.count)
                             merged.answered = existing.answered.union(candidate.answered)
+                            // The objects both allow, named one by one.
+                            merged.joined = nil
                             byAttribute[attribute] = merged
                             continue
                         }
@@ -1040,7 +1114,11 @@ struct QueryPlanner {
             for (branch, whole) in zip(branches, whole) {
                 if let slot = slots[branch.slot] {
                     united[slot].ranges += branch.ranges
-                    if let more = branch.targets { united[slot].targets = (united[slot].targets ?? []) + more }
+                    if let more = branch.targets {
+                        united[slot].targets = (united[slot].targets ?? []) + more
+                        // Several branches' objects, named one by one.
+                        united[slot].joined = nil
+                    }
                     united[slot].exact = united[slot].exact && branch.exact
                     // Only what every branch united here answers holds for all the slot reads.
                     united[slot].answered.formIntersection(branch.answered)
@@ -1073,6 +1151,7 @@ struct QueryPlanner {
     /// The index ranges holding every object `comparison` can match, or nil when no index
     /// serves it.
     func candidate(_ comparison: ComparisonPredicate) -> Candidate? {
+        if !joins.isEmpty, let join = joins[comparison] { return join }
         if let membership = membershipCandidate(comparison) { return membership }
         guard comparison.modifier == .direct else { return nil }
         if let objects = objectsCandidate(comparison) { return objects }
