@@ -19,6 +19,16 @@ import Strata
 // F7. `SELF IN %@` with 1,000 object IDs drawn at random (Core Data's fetch of objects by
 //     ID), objects read: Strata reads those objects ÷ GRDB `filter(keys:)`; and the same
 //     fetch unserved (`NOT (NOT (SELF IN %@))`, a full scan) ÷ served.
+// F8. Fetches through a relationship key path (joins). F8a: `team.name == %@` for each of
+//     the 8 team names, every object read, in a fresh context (no team known beforehand):
+//     Strata ÷ GRDB `SELECT person.* … JOIN team … WHERE team.name = ?`, timed alternately;
+//     and the same fetch unserved (`NOT (NOT (team.name == %@))`, a full scan) ÷ served.
+//     F8b: `ANY members.email == %@` on Team (a person's team found from their email,
+//     Core Data's to-many ANY through a key path) for 100 emails drawn at random, each team's
+//     name read: Strata ÷ GRDB `SELECT DISTINCT team.* … JOIN person … WHERE person.email = ?`;
+//     and unserved (`NOT (NOT (ANY members.email == %@))`, every team's members judged for
+//     each email: ≈ 0.7 s an email at 100,000 people) ÷ served, once, over the first 20
+//     emails only.
 
 func runRelatedFetchBenchmarks(objects: Int, repetitions: Int) throws {
     var random = SplitMix64(seed: 6)
@@ -29,6 +39,8 @@ func runRelatedFetchBenchmarks(objects: Int, repetitions: Int) throws {
     if environmentInt("STRATA_BENCH_F6_ONLY", 0) == 0 {
         try runTeamEquality(store: plain, repetitions: repetitions)
         try runObjectsByID(store: plain, repetitions: repetitions)
+        try runTeamNameEquality(store: plain, repetitions: repetitions)
+        try runMemberEmail(store: plain, people: people, repetitions: repetitions)
     }
     let compound = try buildFetchStore(model: try peopleModel(teamAgeIndex: true), people: people, label: "related-compound")
     defer { remove(compound.directory) }
@@ -196,6 +208,163 @@ private func runObjectsByID(store: FetchStore, repetitions: Int) throws {
     let name = "F7. SELF IN %@, \(wanted) of \(store.count / 1000)k people"
     record(name, "Strata ÷ GRDB fetchAll(keys:)", String(format: "%.2f×", paired.pairedRatio))
     record(name, "unserved (full scan) ÷ served", String(format: "%.1f×", full.pairedRatio))
+}
+
+// MARK: - F8a. team.name == %@
+
+private func runTeamNameEquality(store: FetchStore, repetitions: Int) throws {
+    heading("F8a. Fetch: team.name == %@ for each of \(teamNames.count) team names, \(store.count) people, objects read")
+    guard let first = teamNames.first else { throw RelatedFetchBenchmarkError(description: "no team names") }
+    let probe = relatedContext(store.coordinator)
+    for (label, format) in [("Strata plan", "team.name == %@"), ("unserved form's plan", "NOT (NOT (team.name == %@))")] {
+        let plan = try probe.performAndWait { context in
+            try context.explain(Strata.FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: format, first))).description
+        }
+        say("  \(label): \(plan)")
+    }
+    // A fresh context each round, knowing no team: the fetch finds the teams by their name.
+    func strataRound(_ format: String) throws -> (Duration, Int) {
+        let context = relatedContext(store.coordinator)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let sum = try context.performAndWait { context in
+            var sum = 0
+            for name in teamNames {
+                let request = Strata.FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: format, name))
+                for person in try context.fetch(request) { sum &+= readAll(person) }
+            }
+            return sum
+        }
+        return (clock.now - start, sum)
+    }
+    func grdbRound() throws -> (Duration, Int) {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let sum = try store.grdb.read { db in
+            var sum = 0
+            for name in teamNames {
+                let people = try GRDBPerson.fetchAll(
+                    db, sql: "SELECT person.* FROM person JOIN team ON team.id = person.teamId WHERE team.name = ?", arguments: [name])
+                for person in people { sum &+= readAll(person) }
+            }
+            return sum
+        }
+        return (clock.now - start, sum)
+    }
+    var sums: (strata: Int, grdb: Int, unserved: Int) = (0, 0, 0)
+    let paired = try measureAlternately(
+        "Strata fetch(team.name == %@) + read, 8 names", "GRDB person JOIN team WHERE name + read", repetitions: repetitions,
+        {
+            let (time, sum) = try strataRound("team.name == %@")
+            sums.strata = sum
+            return time
+        },
+        {
+            let (time, sum) = try grdbRound()
+            sums.grdb = sum
+            return time
+        })
+    let full = try measureAlternately(
+        "Strata fetch(NOT (NOT (team.name == %@))) + read", "Strata fetch(team.name == %@) + read", repetitions: max(3, repetitions / 2),
+        {
+            let (time, sum) = try strataRound("NOT (NOT (team.name == %@))")
+            sums.unserved = sum
+            return time
+        },
+        { try strataRound("team.name == %@").0 })
+    if sums.strata != sums.grdb || sums.unserved != sums.strata {
+        say("  warning: checksums differ (Strata \(sums.strata), GRDB \(sums.grdb), unserved \(sums.unserved))")
+    }
+    say("  Strata ÷ GRDB = \(String(format: "%.2f×", paired.pairedRatio)) (paired rounds)")
+    say("  full scans ÷ served = \(String(format: "%.1f×", full.pairedRatio))")
+    let name = "F8a. team.name == %@, \(store.count / 1000)k people"
+    record(name, "Strata ÷ GRDB (join)", String(format: "%.2f×", paired.pairedRatio))
+    record(name, "unserved (full scan) ÷ served", String(format: "%.1f×", full.pairedRatio))
+}
+
+// MARK: - F8b. ANY members.email == %@
+
+/// A checksum of a team's name that tells the 8 names apart (their lengths alone don't).
+private func nameChecksum(_ name: String) -> Int {
+    name.utf8.reduce(0) { $0 &* 31 &+ Int($1) }
+}
+
+private func runMemberEmail(store: FetchStore, people: [PersonRow], repetitions: Int) throws {
+    let wanted = 100
+    // The unserved form judges every team's members (all the people) for each email:
+    // ≈ 0.7 s an email at 100,000 people (≈ 70 s for the 100), so its one round takes only
+    // the first 20 emails (≈ 15 s), served and unserved alike.
+    let unservedWanted = 20
+    heading("F8b. Fetch Team: ANY members.email == %@ for \(wanted) emails among \(store.count) people, team names read")
+    guard !people.isEmpty else { throw RelatedFetchBenchmarkError(description: "no people") }
+    var random = SplitMix64(seed: 28)
+    let emails = (0..<wanted).map { _ in people[Int(random.next() % UInt64(people.count))].email }
+    let few = Array(emails.prefix(unservedWanted))
+    let probe = relatedContext(store.coordinator)
+    for (label, format) in [("Strata plan", "ANY members.email == %@"), ("unserved form's plan", "NOT (NOT (ANY members.email == %@))")] {
+        let plan = try probe.performAndWait { context in
+            try context.explain(Strata.FetchRequest(entityName: "Team", predicate: try FormatPredicate(format: format, emails[0]))).description
+        }
+        say("  \(label): \(plan)")
+    }
+    func strataRound(_ format: String, _ emails: [String]) throws -> (Duration, Int) {
+        let context = relatedContext(store.coordinator)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let sum = try context.performAndWait { context in
+            var sum = 0
+            for email in emails {
+                let request = Strata.FetchRequest(entityName: "Team", predicate: try FormatPredicate(format: format, email))
+                for team in try context.fetch(request) { sum &+= nameChecksum(team.value(forKey: "name") as? String ?? "") }
+            }
+            return sum
+        }
+        return (clock.now - start, sum)
+    }
+    var sums: (strata: Int, grdb: Int, unserved: Int, served: Int) = (0, 0, 0, 0)
+    let paired = try measureAlternately(
+        "Strata fetch(ANY members.email == %@) + name, \(wanted)", "GRDB team JOIN person WHERE email + name", repetitions: max(repetitions, 9),
+        {
+            let (time, sum) = try strataRound("ANY members.email == %@", emails)
+            sums.strata = sum
+            return time
+        },
+        {
+            let clock = ContinuousClock()
+            let start = clock.now
+            sums.grdb = try store.grdb.read { db in
+                var sum = 0
+                for email in emails {
+                    let teams = try GRDBTeam.fetchAll(
+                        db, sql: "SELECT DISTINCT team.* FROM team JOIN person ON person.teamId = team.id WHERE person.email = ?",
+                        arguments: [email])
+                    for team in teams { sum &+= nameChecksum(team.name) }
+                }
+                return sum
+            }
+            return clock.now - start
+        })
+    let full = try measureAlternately(
+        "Strata fetch(NOT (NOT (ANY …))), \(few.count) emails", "Strata fetch(ANY members.email == %@), \(few.count) emails",
+        warmup: 0, repetitions: 1,
+        {
+            let (time, sum) = try strataRound("NOT (NOT (ANY members.email == %@))", few)
+            sums.unserved = sum
+            return time
+        },
+        {
+            let (time, sum) = try strataRound("ANY members.email == %@", few)
+            sums.served = sum
+            return time
+        })
+    if sums.strata != sums.grdb || sums.unserved != sums.served {
+        say("  warning: checksums differ (Strata \(sums.strata), GRDB \(sums.grdb); over \(few.count) emails: unserved \(sums.unserved), served \(sums.served))")
+    }
+    say("  Strata ÷ GRDB = \(String(format: "%.2f×", paired.pairedRatio)) (paired rounds)")
+    say("  full scans ÷ served = \(String(format: "%.1f×", full.pairedRatio)) (over the first \(few.count) of the \(wanted) emails)")
+    let name = "F8b. ANY members.email == %@, \(wanted) emails, \(store.count / 1000)k people"
+    record(name, "Strata ÷ GRDB (join)", String(format: "%.2f×", paired.pairedRatio))
+    record(name, "unserved (full scan) ÷ served", String(format: "%.1f×", full.pairedRatio) + " (\(few.count) emails)")
 }
 
 // MARK: - F6. team == %@ AND age >= 60, top 10 by age
