@@ -58,4 +58,30 @@ struct JoinCommandTests {
         #expect(teams.standardOutput.hasPrefix("index scan Team.players CONTAINS ANY (full scan Player then filter (name == \"p5\")) [1 object]"), "\(teams.standardOutput)")
         #expect(names(try queryObjects(path, "Team", "--where", "ANY players.name == 'p5'")) == ["Greens"])
     }
+
+    @Test("a string compared with a relationship or SELF names an object: Entity/pN or its URI; one naming no object is an error")
+    func objectReferences() throws {
+        let directory = try TemporaryDirectory("strata-join")
+        let path = try Self.store(directory)
+        let blues = (1...90).filter { $0 % 3 == 1 }.map { "p\($0)" }.sorted()
+        #expect(names(try queryObjects(path, "Player", "--where", "team == 'Team/p2'", "--sort", "name")) == blues)
+        let uri = try #require(try queryObjects(path, "Team", "--where", "name == 'Blues'").first?["uri"] as? String)
+        #expect(names(try queryObjects(path, "Player", "--where", "team == '\(uri)'", "--sort", "name")) == blues)
+        let explained = try strata("query", path, "Player", "--where", "team == 'Team/p2'", "--explain")
+        #expect(explained.standardOutput == "index scan Player.team = Team/p2\n", "\(explained.standardOutput)")
+        #expect(names(try queryObjects(path, "Player", "--where", "SELF IN {'Player/p1', 'Player/p4'}")) == ["p1", "p4"])
+        #expect(names(try queryObjects(path, "Team", "--where", "ANY players == 'Player/p5'")) == ["Greens"])
+        #expect(names(try queryObjects(path, "Team", "--where", "'Player/p5' IN players")) == ["Greens"])
+        #expect(names(try queryObjects(path, "Team", "--where", "NOT (players CONTAINS 'Player/p5')", "--sort", "name")) == ["Blues", "Reds"])
+        // A string compared with an attribute is a string.
+        let plain = try strata("query", path, "Player", "--where", "name == 'Team/p2'", "--count")
+        #expect(plain.status == 0 && plain.standardOutput == "0\n")
+
+        let notAnObject = try strata("query", path, "Player", "--where", "team == 'Blues'")
+        #expect(notAnObject.status == 1)
+        #expect(notAnObject.standardError.contains(#"--where "team == 'Blues'": "Blues" is compared with objects but names none"#), "\(notAnObject.standardError)")
+        let unknown = try strata("query", path, "Player", "--where", "team == 'Coach/p1'")
+        #expect(unknown.status == 1)
+        #expect(unknown.standardError.contains("\"Coach/p1\" names no object of this store (its entities: Player, Team"), "\(unknown.standardError)")
+    }
 }

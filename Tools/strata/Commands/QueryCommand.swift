@@ -31,6 +31,11 @@ struct QueryCommand: ParsableCommand {
             {"store":…,"entity":…,"objects":[…]}, one object per line; --format ndjson
             writes one object per line, {"entity":…,"uri":…,"values":{…}}.
 
+            A predicate has no literal for an object, so a string compared with a
+            relationship or SELF names one: "Team/p3" (as --explain and the printed
+            URIs name objects) or its whole x-strata:// URI. A string that names no
+            object of the store's entities is exit 1.
+
             --count prints only the number of matches (offset and limit applied).
             --explain prints only the plan the planner chose, as one line
             (Specs/0008-fetch-requests.md, "Explain"), and fetches nothing.
@@ -47,6 +52,8 @@ struct QueryCommand: ParsableCommand {
               strata query League.strata Player --where 'name ENDSWITH "son"' --count
               strata query League.strata Person --no-subentities --format ndjson
               strata query League.strata Player --where 'team.name == "Owls"' --at 120
+              strata query League.strata Player --where 'team == "Team/p3"'
+              strata query League.strata Player --where 'SELF IN {"Player/p1", "Player/p4"}'
             """
     )
 
@@ -99,7 +106,7 @@ struct QueryCommand: ParsableCommand {
     }
 
     func run() throws {
-        let request = try fetchRequest()
+        let parsed = try fetchRequest()
         let mode: Mode = explain ? .explain : (count ? .count : .objects(format ?? .json))
         try runCommand {
             let log = try options.openReadOnly()
@@ -114,6 +121,17 @@ struct QueryCommand: ParsableCommand {
             }
             let coordinator = PersistentStoreCoordinator(managedObjectModel: log.model)
             try coordinator.addPersistentStore(openedLog: log)
+            var resolved = parsed
+            if let node = parsed.predicate?.node, let described = log.model.entity(named: entity) {
+                // Strings compared with a relationship or SELF name objects: `team == "Team/p3"`.
+                do {
+                    resolved.predicate = FormatPredicate(
+                        try QueryObjectReferences.resolve(node, entity: described, model: log.model, coordinator: coordinator))
+                } catch let problem as QueryObjectReferences.Problem {
+                    throw CommandFailure("--where \(Self.quoted(predicate ?? "")): \(problem)")
+                }
+            }
+            let request = resolved
             let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "strata query")
             // The whole query reads one generation of the store: the one asked for, or the
             // newest when it starts (spec 0006 §22), whatever saves land meanwhile.
