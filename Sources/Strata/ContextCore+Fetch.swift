@@ -65,10 +65,20 @@ extension ContextCore: JoinResolving {
 
     // MARK: - Joins
 
-    func storedObjects(matching request: FetchRequest, _ reader: borrowing LogReader, cap: Int) throws -> (objects: [StoredObjectID], plan: QueryPlan)? {
+    func storedObjects(matching request: FetchRequest, _ reader: borrowing LogReader, cap: Int, scanLimit: Int) throws -> (objects: [StoredObjectID], plan: QueryPlan)? {
         let planner = try self.planner(for: request)
         let plan = try planner.plan(reader)
-        if case .fullScan = plan.kind, try reader.count(of: request.entityName) > cap { return nil }
+        switch plan.kind {
+        case .fullScan:
+            if try reader.count(of: request.entityName) > scanLimit { return nil }
+        case .indexScan(let scan):
+            // More entries than `cap` read only to give up: counted first, up to the cap.
+            if try Self.entries(of: [scan], reader, entity: request.entityName, moreThan: cap) { return nil }
+        case .indexUnion(let scans):
+            if try Self.entries(of: scans, reader, entity: request.entityName, moreThan: cap) { return nil }
+        case .indexOrder, .noScan:
+            break
+        }
         let store = try self.store()
         let execution = FetchExecution(core: self, request: request, plan: plan, storeUUID: store.identifier)
         execution.keepsRows = false
@@ -78,6 +88,18 @@ extension ContextCore: JoinResolving {
             if let stored = match.id.storedID { objects.append(stored) }
         }
         return (objects, plan)
+    }
+
+    /// Whether `scans` hold more than `cap` entries (counting no further).
+    private static func entries(of scans: [QueryPlan.IndexScan], _ reader: borrowing LogReader, entity: String, moreThan cap: Int) throws -> Bool {
+        var count = 0
+        for scan in scans where count <= cap {
+            try scan.forEachObject(reader, of: entity) { _ in
+                count += 1
+                return count > cap ? .stop : .next
+            }
+        }
+        return count > cap
     }
 
     func divergentObjects(of entities: [String], _ reader: borrowing LogReader, cap: Int) throws -> [StoredObjectID]? {

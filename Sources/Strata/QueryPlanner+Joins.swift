@@ -19,8 +19,10 @@ import StrataPredicate
 /// (``JoinResolving/divergentObjects(of:_:cap:)``).
 extension QueryPlanner {
     /// The most targets (destination objects) a comparison through a key path is planned
-    /// with, and the largest destination scanned in full to find them: beyond it, the
-    /// fetch is left to its other accesses (or a full scan).
+    /// with, and the most index entries read to find them: beyond it, the fetch is left to
+    /// its other accesses (or a full scan). A destination is scanned in full to find them
+    /// when it holds at most this many objects, or no more than the fetched entity (any
+    /// number through a to-many).
     static let joinCap = 4096
 
     /// Finds the accesses of the comparisons through relationship key paths in `node`,
@@ -51,7 +53,11 @@ extension QueryPlanner {
         // are among the divergent objects. (With pending changes, a derived side in the
         // rest of the path is read from the store's references too.)
         request.includesPendingChanges = true
-        guard let (stored, plan) = try resolver.storedObjects(matching: request, reader, cap: Self.joinCap),
+        // Scanning the destination in full is worth it when it holds few objects — or no
+        // more than the fetched entities, whose full scan reads a related object for each
+        // (for a to-many, every member of every object: never fewer than the scan).
+        let scanLimit = relationship.isToMany ? Int.max : max(Self.joinCap, try reader.count(of: entity.name))
+        guard let (stored, plan) = try resolver.storedObjects(matching: request, reader, cap: Self.joinCap, scanLimit: scanLimit),
             let divergent = try resolver.divergentObjects(of: model.selfAndSubentityNames(of: destination.name), reader, cap: Self.joinCap)
         else { return nil }
         var targets = Set(stored)

@@ -470,10 +470,11 @@ struct KeyedRange {
 /// path (spec 0008 Planner 3c): the destination's stored objects that satisfy the rest of
 /// the path, and the destination's objects the context holds otherwise than the store does.
 protocol JoinResolving: AnyObject {
-    /// The stored objects `request` selects in the store as `reader` reads it (its pending
-    /// changes not included), with the plan that found them; nil when that plan would scan
-    /// more than `cap` objects in full, or more than `cap` match.
-    func storedObjects(matching request: FetchRequest, _ reader: borrowing LogReader, cap: Int) throws -> (objects: [StoredObjectID], plan: QueryPlan)?
+    /// The stored objects `request` selects in the store as `reader` reads it, judged by
+    /// their stored rows (rows of objects the context changed are skipped), with the plan
+    /// that found them; nil when that plan would scan more than `scanLimit` objects in full,
+    /// or read more than `cap` index entries, or more than `cap` match.
+    func storedObjects(matching request: FetchRequest, _ reader: borrowing LogReader, cap: Int, scanLimit: Int) throws -> (objects: [StoredObjectID], plan: QueryPlan)?
     /// The stored objects of `entities` whose values, as the context would read them, may
     /// differ from the store's: changed or deleted there, or holding values (or a fetched
     /// row) of another version than the store's. Nil when more than `cap` objects of them

@@ -263,7 +263,7 @@ struct JoinPlanTests {
         }
     }
 
-    @Test("a destination too large to scan, or too many registered objects of it, leaves the comparison to a full scan")
+    @Test("a destination larger than the fetched entity and 4,096 objects, more than 4,096 targets or entries, or too many registered objects of it: left to a full scan")
     func limits() async throws {
         let dir = try TemporaryDirectory()
         let coordinator = try openCoordinator(dir, model: try Self.model())
@@ -274,10 +274,33 @@ struct JoinPlanTests {
                 team.setValue("X\(n)", forKey: "name")
             }
             try context.save()
-            // 4,109 teams, `name` unindexed: scanning them to find the targets is not planned.
+            // 4,109 teams, `name` unindexed, 60 people: scanning the teams to find the targets
+            // costs more than scanning the people, so it is not planned.
             let unindexed = try Self.check(context, "Person", "team.name == 'T3'")
             #expect(unindexed.plan.hasPrefix("full scan Person"), "\(unindexed.plan)")
             #expect(unindexed.agrees && unindexed.results.count == 6)
+            // 4,160 people: now the teams are no more than the people.
+            for n in 0..<4100 {
+                let person = try context.insertNewObject(forEntityName: "Person")
+                person.setValue("q\(n)", forKey: "name")
+                person.setValue(Int32(30), forKey: "age")
+            }
+            try context.save()
+            let scanned = try Self.check(context, "Person", "team.name == 'T3'")
+            #expect(scanned.plan.hasPrefix("index scan Person.team IN (full scan Team then filter (name == \"T3\")) [1 object]"), "\(scanned.plan)")
+            #expect(scanned.agrees && scanned.results.count == 6)
+            // Through a to-many, the destination is scanned whatever its size (a full scan of the
+            // teams would read every member of each).
+            let members = try Self.check(context, "Team", "ANY members.name == 'p7'")
+            #expect(members.plan.hasPrefix("index scan Team.members CONTAINS ANY (full scan Person"), "\(members.plan)")
+            #expect(members.agrees && members.results.count == 1)
+            // More than 4,096 targets, or index entries to read: not planned.
+            let many = try Self.check(context, "Person", "team.name BEGINSWITH 'X'")
+            #expect(many.plan.hasPrefix("full scan Person"), "\(many.plan)")
+            #expect(many.agrees && many.results.isEmpty)
+            let entries = try Self.check(context, "Team", "ANY members.age == 30")
+            #expect(entries.plan.hasPrefix("full scan Team"), "\(entries.plan)")
+            #expect(entries.agrees)
             // Leagues are few and indexed, but 4,109 registered teams (held here) are too many to check.
             context.retainsRegisteredObjects = true
             let teams = try context.fetch(FetchRequest(entityName: "Team"))
