@@ -140,25 +140,83 @@ extension ContextCore {
     /// undone first); the same transaction reverted twice before a save is refused so too.
     private func checkUnsavedWork(_ combined: UndoGroup) throws {
         for id in combined.order {
-            guard let change = combined.changes[id], let object = registered(id) else { continue }
-            if object.isInsertedFlag || object.isDeletedFlag {
+            guard let change = combined.changes[id], let info = entities[id.entityName] else { continue }
+            let object = registered(id)
+            if let object, object.isInsertedFlag || object.isDeletedFlag {
                 throw ContextError.undoConflict(
                     object: id.description, property: "(object)", expected: "the object as the store holds it",
                     found: object.isDeletedFlag ? "an unsaved delete of it in this context" : "an unsaved insert of it in this context")
             }
             let keys: [String] = switch change.kind {
-            case .updated: Array(change.old.keys) + Array(change.memberships.keys)
-            case .inserted: Array(object.changes.keys)
+            case .updated: Array(change.old.keys)
+            case .inserted: object.map { Array($0.changes.keys) } ?? []
             case .deleted: []
             }
             for key in keys.sorted() {
-                guard let value = object.changes[key], let property = object.info.property(named: key), !property.isDerived else { continue }
-                let committed = object.committedValue(property)
-                if let committed, committed == value || (committed.isNil && value.isNil) { continue }
-                throw ContextError.undoConflict(
-                    object: id.description, property: key, expected: committed?.text ?? "the stored value",
-                    found: "an unsaved change to \(value.text) in this context")
+                guard let property = info.property(named: key), !property.isDerived else { continue }
+                if let object, let value = object.changes[key] {
+                    let committed = object.committedValue(property)
+                    if !(committed.map { $0 == value || ($0.isNil && value.isNil) } ?? false) {
+                        throw ContextError.undoConflict(
+                            object: id.description, property: key, expected: committed?.text ?? "the stored value",
+                            found: "an unsaved change to \(value.text) in this context")
+                    }
+                }
+                if change.kind == .updated, property.isRelationship {
+                    // A relationship set back moves objects on their own sides too: the
+                    // targets it leaves and returns to, an ordered to-many's members —
+                    // whether or not this context holds the object itself.
+                    let before = change.old[key]?.ids ?? [], after = change.new[key]?.ids ?? []
+                    try checkUnsavedMembers(of: id, object, property, moved: Array(Set(before).symmetricDifference(after)))
+                }
             }
+            if change.kind == .updated {
+                for (key, membership) in change.memberships.sorted(by: { $0.key < $1.key }) {
+                    guard let property = info.property(named: key) else { continue }
+                    try checkUnsavedMembers(of: id, object, property, moved: membership.added + membership.removed)
+                }
+            }
+        }
+    }
+
+    /// Refuses a revert that moves members of `owner`'s to-many `key` (`moved`, in or out)
+    /// that this context's unsaved work moved too: on the to-many itself, or on a member's
+    /// own side (its inverse: a to-one set elsewhere, a to-many gaining or losing `owner`),
+    /// or a member deleted here. An unsaved change to other members is kept: the revert
+    /// applies its memberships to the to-many as it is now (before, any unsaved change to
+    /// the to-many refused the revert, and one made on a member's own side was overwritten
+    /// at the save without a word).
+    private func checkUnsavedMembers(
+        of ownerID: ManagedObjectID, _ owner: ManagedObject?, _ property: PropertyInfo, moved: [ManagedObjectID]
+    ) throws {
+        let ordered = moved.sorted { $0.description < $1.description }
+        func unsavedDelta(_ object: ManagedObject, _ property: PropertyInfo) -> Set<ManagedObjectID>? {
+            guard let value = object.changes[property.name] else { return [] }
+            // Unknown committed members: every member counts as changed.
+            guard let committed = object.committedValue(property) else { return nil }
+            return Set(committed.ids).symmetricDifference(value.ids)
+        }
+        if let owner, let value = owner.changes[property.name] {
+            let delta = unsavedDelta(owner, property)
+            if let member = ordered.first(where: { delta?.contains($0) ?? true }) {
+                throw ContextError.undoConflict(
+                    object: ownerID.description, property: property.name, expected: owner.committedValue(property)?.text ?? "the stored value",
+                    found: "an unsaved change to \(value.text) in this context, moving \(member.description) too")
+            }
+        }
+        guard let inverse = property.inverse else { return }
+        for member in ordered {
+            guard let object = registered(member) else { continue }
+            if object.isDeletedFlag {
+                throw ContextError.undoConflict(
+                    object: member.description, property: "(object)", expected: "the object as the store holds it",
+                    found: "an unsaved delete of it in this context")
+            }
+            guard let inverseProperty = object.info.property(named: inverse), let value = object.changes[inverse] else { continue }
+            if case .toMany = inverseProperty.kind, let delta = unsavedDelta(object, inverseProperty), !delta.contains(ownerID) { continue }
+            throw ContextError.undoConflict(
+                object: member.description, property: inverse, expected: object.committedValue(inverseProperty)?.text ?? "the stored value",
+                found: "an unsaved change to \(value.text) in this context")
         }
     }
 
