@@ -565,6 +565,8 @@ final class FetchExecution {
                 }
             }
             return result
+        case .indexScan(let scan) where scan.joined != nil:
+            return try joinMatches(reader, scan)
         case .indexScan(let scan):
             return try scanMatches(reader, [scan], by: plan.filter)
         case .indexUnion(let scans):
@@ -606,6 +608,40 @@ final class FetchExecution {
         }
         try reader.forEachFields(ids) { fields in
             if let match = try judge(fields, by: rowPredicate) { result.append(match) }
+        }
+        return result
+    }
+
+    /// The stored objects referring to a join's targets (spec 0008 Planner 3c), judged: one
+    /// referring to a target the context holds as the store does satisfies the join's
+    /// comparison — its related object (unchanged here, as the referrer is) is that
+    /// target, which satisfies the rest of the path — so only the rest of the filter is
+    /// tested on it; one reached only from a changed target is judged by the whole filter.
+    /// (Before, every referrer was judged by the whole filter: `ANY members.email == %@`
+    /// read every member of the team found.)
+    func joinMatches(_ reader: borrowing LogReader, _ scan: QueryPlan.IndexScan) throws -> [Match] {
+        guard let targets = scan.targets, let join = scan.joined else { return [] }
+        let changed = Set(join.changedTargets)
+        var proven: [StoredObjectID: Bool] = [:]
+        for target in targets {
+            let clean = !changed.contains(target)
+            try reader.forEachReferrer(to: target, through: scan.attribute, of: plan.entityName) { id in
+                guard inScope(id), !(pending && isDirty(id)) else { return .next }
+                if clean { proven[id] = true } else if proven[id] == nil { proven[id] = false }
+                return .next
+            }
+        }
+        let rest = plan.filter.flatMap { QueryPlanner.residual($0.node, answered: [join.comparison]).map(FormatPredicate.init) }
+        var ids = Array(proven.keys)
+        if ids.count > 1, let entity = ids.first?.entity, ids.allSatisfy({ $0.entity == entity }) {
+            ids.sort { $0.primaryKey < $1.primaryKey }
+        } else {
+            ids.sort()
+        }
+        var result: [Match] = []
+        result.reserveCapacity(ids.count)
+        try reader.forEachFields(ids) { fields in
+            if let match = try judge(fields, by: proven[fields.id] == true ? rest : plan.filter) { result.append(match) }
         }
         return result
     }

@@ -61,13 +61,13 @@ extension QueryPlanner {
             let divergent = try resolver.divergentObjects(of: model.selfAndSubentityNames(of: destination.name), reader, cap: Self.joinCap)
         else { return nil }
         var targets = Set(stored)
-        let changed = divergent.reduce(0) { $0 + (targets.insert($1).inserted ? 1 : 0) }
+        let added = divergent.reduce(0) { $0 + (targets.insert($1).inserted ? 1 : 0) }
         guard targets.count <= Self.joinCap else { return nil }
         let sorted = targets.sorted()
         return Candidate(
             attribute: relationship.name, ranges: [], exact: false, rank: Candidate.rank(targets: sorted.count), answered: [],
             hasOwnIndex: true, targets: sorted, isMembership: relationship.isToMany,
-            joined: QueryPlan.IndexScan.Join(plan: plan.description, changedInContext: changed))
+            joined: QueryPlan.IndexScan.Join(plan: plan.description, comparison: comparison, changedTargets: divergent, changedInContext: added))
     }
 
     /// A comparison through a relationship key path split into its first relationship and

@@ -60,13 +60,22 @@ public struct QueryPlan: Sendable, Hashable, CustomStringConvertible {
             /// the key path's comparison (their stored rows; objects changed in the context
             /// are added instead, counted by ``changedInContext``).
             public let plan: String
-            /// How many targets were added because the context holds them changed, or with
-            /// values other than the store's (their referrers are candidates too).
+            /// The comparison through the key path the targets serve.
+            public let comparison: ComparisonPredicate
+            /// The targets that are objects the context holds changed, or with values other
+            /// than the store's: their referrers are judged by ``comparison``. The others'
+            /// referrers satisfy it (those the context hasn't changed): the target satisfies
+            /// the rest of the path as the store holds it, and the context holds it so.
+            public let changedTargets: [StoredObjectID]
+            /// How many targets were added because the context holds them otherwise than
+            /// the store (``changedTargets`` that the destination's plan didn't find).
             public let changedInContext: Int
 
             /// Creates a description of how a join's targets were found.
-            public init(plan: String, changedInContext: Int) {
+            public init(plan: String, comparison: ComparisonPredicate, changedTargets: [StoredObjectID], changedInContext: Int) {
                 self.plan = plan
+                self.comparison = comparison
+                self.changedTargets = changedTargets
                 self.changedInContext = changedInContext
             }
 
@@ -1000,7 +1009,10 @@ struct QueryPlanner {
     }
 
     /// `node` without what `answered` holds; nil when nothing is left.
-    func residual(_ node: PredicateNode, answered: Answers) -> PredicateNode? {
+    func residual(_ node: PredicateNode, answered: Answers) -> PredicateNode? { Self.residual(node, answered: answered) }
+
+    /// `node` without what `answered` holds; nil when nothing is left.
+    static func residual(_ node: PredicateNode, answered: Answers) -> PredicateNode? {
         switch node {
         case .comparison(let comparison):
             return answered.contains(comparison) ? nil : node
