@@ -621,7 +621,10 @@ final class FetchExecution {
     /// read every member of the team found.)
     func joinMatches(_ reader: borrowing LogReader, _ scan: QueryPlan.IndexScan) throws -> [Match] {
         guard let targets = scan.targets, let join = scan.joined else { return [] }
+        let rest = plan.filter.flatMap { QueryPlanner.residual($0.node, answered: [join.comparison]).map(FormatPredicate.init) }
         let changed = Set(join.changedTargets)
+        // No target changed here (the usual case): every referrer satisfies the comparison.
+        if changed.isEmpty || !targets.contains(where: changed.contains) { return try scanMatches(reader, [scan], by: rest) }
         var proven: [StoredObjectID: Bool] = [:]
         for target in targets {
             let clean = !changed.contains(target)
@@ -631,7 +634,6 @@ final class FetchExecution {
                 return .next
             }
         }
-        let rest = plan.filter.flatMap { QueryPlanner.residual($0.node, answered: [join.comparison]).map(FormatPredicate.init) }
         var ids = Array(proven.keys)
         if ids.count > 1, let entity = ids.first?.entity, ids.allSatisfy({ $0.entity == entity }) {
             ids.sort { $0.primaryKey < $1.primaryKey }
