@@ -51,6 +51,28 @@ struct IdentityInTests {
     }
 }
 
+extension IdentityInTests {
+    @Test("n IN integers: a lookup for integers and Booleans that answers as comparing with each element; doubles, decimals, strings and nil too")
+    func integers() throws {
+        let members = [0, 1, 7, -3, 9_007_199_254_740_993, Int.max, Int.min]
+        let lookup = try FormatPredicate(format: "n IN %@", members)
+        // The same collection with a string element: no lookup, every element compared.
+        let linear = try FormatPredicate(format: "n IN %@", argumentArray: [members.map { $0 as Any } + ["x"]])
+        let probes: [Any?] = [
+            0, 1, 2, 7, -3, 9_007_199_254_740_993, 9_007_199_254_740_992, Int.max, Int.min, true, false, 7.0, 7.5, -3.0,
+            9_007_199_254_740_992.0, Double.nan, Decimal(7), Decimal(string: "7.0000001"), "7", nil,
+        ]
+        for probe in probes {
+            let subject: [String: Any] = probe.map { ["n": $0] } ?? [:]
+            #expect(try lookup.evaluate(with: subject) == linear.evaluate(with: subject), "\(String(describing: probe))")
+        }
+        #expect(try lookup.evaluate(with: ["n": 7]))
+        #expect(try lookup.evaluate(with: ["n": true]))
+        #expect(try !lookup.evaluate(with: ["n": 2]))
+        #expect(try lookup.evaluate(with: ["n": 7.0]), "a double compares by value")
+    }
+}
+
 /// An object whose identity is an `Int` (never equal to a `String` identity).
 struct IdentifiedObjectInt: KeyValueCoding, PredicateObjectIdentity {
     let identity: Int

@@ -121,6 +121,14 @@ enum Comparison {
             {
                 return strings.contains(string)
             }
+            // A constant collection of integers, for an integer or a Boolean: a lookup too.
+            if let integers = comparison.rightAggregate?.integers {
+                switch lhs {
+                case .int(let integer): return integers.contains(integer)
+                case .bool(let flag): return integers.contains(flag ? 1 : 0)
+                default: break
+                }
+            }
             switch rhs {
             case .collection(let elements):
                 return elements.contains { equal(lhs, $0, options: options) }
