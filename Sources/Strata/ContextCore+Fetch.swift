@@ -89,22 +89,80 @@ extension ContextCore: JoinResolving {
         // Unchanged registered objects: a fault without a row reads the store when it fires;
         // one holding values, or a fetched row, holds them as of a version.
         guard entities.reduce(0, { $0 + objects.count(ofEntity: $1) }) <= cap else { return nil }
-        var held: [(StoredObjectID, UInt64?)] = []
+        var held: [(StoredObjectID, UInt64?, ManagedObject)] = []
         for name in entities {
             objects.forEachObject(ofEntity: name) { key, object in
                 guard retained[object.objectID] == nil else { return }
                 if object.hasCommittedValues {
-                    held.append((StoredObjectID(entity: name, primaryKey: key), object.version))
+                    held.append((StoredObjectID(entity: name, primaryKey: key), object.version, object))
                 } else if object.hasRow {
-                    held.append((StoredObjectID(entity: name, primaryKey: key), object.rowVersion))
+                    held.append((StoredObjectID(entity: name, primaryKey: key), object.rowVersion, object))
                 }
             }
         }
-        for (id, version) in held {
-            if let version, try reader.version(of: id) == version { continue }
+        let storeUUID = try store().identifier
+        for (id, version, object) in held {
+            // Its own record as of the store's version, and no derived side it holds that
+            // another writer's change of a referrer made stale (which leaves the version).
+            if let version, try reader.version(of: id) == version, try !holdsStaleDerivedSide(object, id, reader, storeUUID: storeUUID) {
+                continue
+            }
             found.insert(id)
         }
         return found.count <= cap ? found.sorted() : nil
+    }
+
+    func staleDerivedSides(_ relationships: Set<String>, of entities: [String], _ reader: borrowing LogReader, cap: Int) throws -> Set<String> {
+        // The objects holding one of the sides (values, or a fetched row, with it).
+        var held: [(StoredObjectID, ManagedObject)] = []
+        for name in entities {
+            objects.forEachObject(ofEntity: name) { key, object in
+                guard object.hasCommittedValues || object.hasRow else { return }
+                let holds = relationships.contains { name in
+                    guard let property = object.info.properties[name] else { return false }
+                    if object.hasCommittedValues { return object.committedValue(property) != nil }
+                    return object.fastRow?[property] != nil || object.storedRow?[name] != nil
+                }
+                if holds { held.append((StoredObjectID(entity: name, primaryKey: key), object)) }
+            }
+        }
+        // Too many to check: each may be stale.
+        guard held.count <= cap else { return relationships }
+        let storeUUID = try store().identifier
+        var stale: Set<String> = []
+        for (id, object) in held {
+            for name in relationships.subtracting(stale) {
+                guard let property = object.info.properties[name] else { continue }
+                if try holdsStaleDerivedSide(object, id, reader, storeUUID: storeUUID, only: property) { stale.insert(name) }
+            }
+            if stale == relationships { break }
+        }
+        return stale
+    }
+
+    /// Whether `object` (the stored object `id`) holds a derived relationship side — read
+    /// from the store's references and kept with its committed values or its fetched row —
+    /// other than the store's, as `reader` reads it: another writer changed a referrer,
+    /// which leaves the object's own record and version as they were. Only `property`
+    /// when given; a side not held reads the store when used.
+    func holdsStaleDerivedSide(
+        _ object: ManagedObject, _ id: StoredObjectID, _ reader: borrowing LogReader, storeUUID: UUID, only property: PropertyInfo? = nil
+    ) throws -> Bool {
+        for property in property.map({ [$0] }) ?? object.info.propertyList where property.isRelationship && !property.isRecorded && !property.isTransient {
+            let held: PropertyValue?
+            if object.hasCommittedValues {
+                held = object.committedValue(property)
+            } else if let row = object.fastRow {
+                held = row[property]
+            } else {
+                held = object.storedRow?[property.name]
+            }
+            guard let held else { continue }
+            // A side the store can't read (another model version's) is taken as stale.
+            guard let related = try? reader.related(id, property.name) else { return true }
+            if PropertyValue.related(related, for: property, store: storeUUID) != held { return true }
+        }
+        return false
     }
 
     // MARK: - Fetching
