@@ -54,13 +54,19 @@ extension ContextCore: JoinResolving {
     /// ones the store keeps. A store opened read-only by a model that adds indexes (indexes
     /// aren't in the version hash, and only a writable open builds them) keeps the stored
     /// model's; planned from the context's model, fetches failed with "has no index".
-    func planner(for request: FetchRequest) throws -> QueryPlanner {
+    ///
+    /// With `resolvesJoins` false, no comparison through a relationship key path is planned
+    /// (3c) and every derived side is taken as the store's: for a plan run with a reader
+    /// other than the one the context reads its objects with (a batch request's, of the
+    /// current state, in a context pinned to a query generation).
+    func planner(for request: FetchRequest, resolvesJoins: Bool = true) throws -> QueryPlanner {
         guard let info = entities[request.entityName] else { throw ContextError.unknownEntity(request.entityName) }
         let store = try? store()
+        let resolver = resolvesJoins ? self : nil
         guard let stored = store?.log.model, let entity = stored.entity(named: request.entityName) else {
-            return QueryPlanner(model: model, entity: info.entity, request: request, storeUUID: store?.identifier, resolver: self)
+            return QueryPlanner(model: model, entity: info.entity, request: request, storeUUID: store?.identifier, resolver: resolver)
         }
-        return QueryPlanner(model: stored, entity: entity, request: request, storeUUID: store?.identifier, resolver: self)
+        return QueryPlanner(model: stored, entity: entity, request: request, storeUUID: store?.identifier, resolver: resolver)
     }
 
     // MARK: - Joins

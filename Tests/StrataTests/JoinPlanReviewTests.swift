@@ -270,4 +270,42 @@ struct JoinPlanReviewTests {
             try Self.checkOrgCases(context, "unsaved")
         }
     }
+
+    /// The IDs a batch update of `format` selects, planned and forced through a full scan
+    /// (the update sets `age`, which the predicate doesn't read).
+    static func batchSelections(_ context: isolated ManagedObjectContext, _ entity: String, _ format: String) throws -> (planned: [ManagedObjectID], forced: [ManagedObjectID]) {
+        let predicate = try FormatPredicate(format: format)
+        var selections: [[ManagedObjectID]] = []
+        for node in [predicate.node, .not(.not(predicate.node))] {
+            var update = BatchUpdateRequest(entityName: entity)
+            update.predicate = FormatPredicate(node)
+            update.propertiesToUpdate = ["age": Int32(99)]
+            update.resultType = .objectIDs
+            selections.append(try context.execute(update).objectIDs ?? [])
+        }
+        return (selections[0].sorted(), selections[1].sorted())
+    }
+
+    @Test("a batch request from a context pinned to a generation selects what the forced full scan selects")
+    func batchFromPinnedContext() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Base.model())
+        let reader = privateContext(coordinator)
+        try await reader.perform { (context: isolated ManagedObjectContext) throws in
+            try Base.populate(context)
+            context.reset()
+            try context.setQueryGenerationFrom(.current)
+            _ = try context.count(for: FetchRequest(entityName: "Team"))
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Base.object(context, "Team", "T4").setValue("T4b", forKey: "name")
+            try context.save()
+        }
+        try await reader.perform { (context: isolated ManagedObjectContext) throws in
+            for name in ["T4", "T4b"] {
+                let (planned, forced) = try Self.batchSelections(context, "Person", "team.name == '\(name)'")
+                #expect(planned == forced, "\(name): planned \(planned.count), forced \(forced.count)")
+            }
+        }
+    }
 }
