@@ -308,4 +308,146 @@ struct JoinPlanReviewTests {
             }
         }
     }
+
+    /// Every join format of the base model checked with ``agrees(_:_:_:_:pending:variables:)``,
+    /// with and without pending changes.
+    static func checkBase(_ context: isolated ManagedObjectContext, _ label: String) throws {
+        let formats: [(String, String)] = [
+            ("Person", "team.name == 'T3'"), ("Person", "team.name == 'Renamed'"), ("Person", "team.name BEGINSWITH 'T'"),
+            ("Person", "team.league.name == 'L1'"), ("Person", "team.league.name == 'Moved'"), ("Team", "ANY members.name == 'p7'"),
+            ("League", "ANY teams.name == 'T3'"), ("League", "ANY teams.members.age > 60"), ("Person", "ANY tags.label == 'tag1'"),
+            ("Person", "team.rank > 5"), ("Person", "team.name == 'T3' OR team.league.name == 'L2'"),
+        ]
+        for (entity, format) in formats {
+            for pending in [true, false] {
+                let result = try Self.agrees(context, entity, format, pending: pending)
+                #expect(result.agrees, "\(label): \(entity) \(format) pending \(pending): \(result)")
+            }
+        }
+    }
+
+    @Test("merges, refreshes, undo, redo, rollback, reset and batch faults: plan and scan agree")
+    func contextStates() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Base.model())
+        let viewer = privateContext(coordinator, name: "viewer")
+        let editor = privateContext(coordinator, name: "editor")
+        try await viewer.perform { (context: isolated ManagedObjectContext) throws in
+            try Base.populate(context)
+            context.reset()
+            context.retainsRegisteredObjects = true
+            // Held: T3 with values, T5 in batch faults, League L1 with its teams.
+            _ = try Base.object(context, "Team", "T3").value(forKey: "name")
+            var batched = FetchRequest(entityName: "Team")
+            batched.fetchBatchSize = 2
+            _ = try context.fetch(batched)
+            _ = try Base.object(context, "League", "L1").value(forKey: "teams")
+        }
+        let saves = editor.notifications(.didSave)
+        var iterator = saves.makeAsyncIterator()
+        try await editor.perform { (context: isolated ManagedObjectContext) throws in
+            try Base.object(context, "Team", "T3").setValue("Renamed", forKey: "name")
+            try Base.object(context, "Team", "T5").setValue(try Base.object(context, "League", "L2"), forKey: "league")
+            try Base.object(context, "League", "L1").setValue("Moved", forKey: "name")
+            try context.save()
+        }
+        let save = try #require(await iterator.next())
+        try await viewer.perform { (context: isolated ManagedObjectContext) throws in
+            try Self.checkBase(context, "stale")
+            context.mergeChanges(fromContextDidSave: save)
+            try Self.checkBase(context, "merged")
+            let t3 = try Base.object(context, "Team", "Renamed")
+            t3.setValue("T3", forKey: "name")
+            try Self.checkBase(context, "renamed back, unsaved")
+            context.refresh(t3, mergeChanges: true)
+            try Self.checkBase(context, "refreshed, merging")
+            context.refresh(t3, mergeChanges: false)
+            try Self.checkBase(context, "refreshed")
+        }
+        try await editor.perform { (context: isolated ManagedObjectContext) throws in
+            try context.undo()
+            try Self.checkBase(context, "undone")
+            try context.redo()
+            try Self.checkBase(context, "redone")
+            try context.undo()
+            try context.save()
+            try Self.checkBase(context, "undo saved")
+            let t3 = try Base.object(context, "Team", "T3")
+            context.delete(t3)
+            try context.save()
+            try context.undo()
+            try Self.checkBase(context, "delete undone (restored)")
+            context.rollback()
+            try Self.checkBase(context, "rolled back")
+            context.reset()
+            try Self.checkBase(context, "reset")
+        }
+        try await viewer.perform { (context: isolated ManagedObjectContext) throws in
+            try Self.checkBase(context, "stale again")
+            context.refreshAllObjects()
+            try Self.checkBase(context, "refreshed all")
+        }
+    }
+
+    @Test("a child context, a fetched results controller, a compound index fixing the relationship")
+    func childControllerCompound() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Base.model())
+        let parent = privateContext(coordinator)
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            try Base.populate(context)
+            try Base.object(context, "Team", "T4").setValue("Parent", forKey: "name")
+        }
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            try Base.object(context, "Team", "T3").setValue("Child", forKey: "name")
+            try Base.object(context, "Person", "p0").setValue(try Base.object(context, "Team", "Parent"), forKey: "team")
+            for format in ["team.name == 'Child'", "team.name == 'Parent'", "team.name == 'T3'", "team.league.name == 'L1'"] {
+                let result = try Self.agrees(context, "Person", format)
+                #expect(result.agrees, "child \(format): \(result)")
+            }
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            for format in ["team.name == 'Parent'", "team.name BEGINSWITH 'T'", "ANY members.name == 'p3'"] {
+                let entity = format.hasPrefix("ANY") ? "Team" : "Person"
+                var request = FetchRequest(entityName: entity, predicate: try FormatPredicate(format: format))
+                request.sortDescriptors = [FetchSortDescriptor(key: "name")]
+                var forced = request
+                forced.predicate = FormatPredicate(.not(.not(try FormatPredicate(format: format).node)))
+                let planned = FetchedResultsController(fetchRequest: request, managedObjectContext: context)
+                let scanned = FetchedResultsController(fetchRequest: forced, managedObjectContext: context)
+                try planned.performFetch()
+                try scanned.performFetch()
+                #expect(planned.fetchedObjects?.map(\.objectID) == scanned.fetchedObjects?.map(\.objectID), "controller \(format)")
+            }
+        }
+        let compound = try TemporaryDirectory()
+        let players = try openCoordinator(compound, model: try CompoundIndexTests.model(indexes: true))
+        try await privateContext(players).perform { (context: isolated ManagedObjectContext) throws in
+            let teams = try (0..<3).map { n in
+                let team = try context.insertNewObject(forEntityName: "Team")
+                team.setValue("t\(n)", forKey: "name")
+                return team
+            }
+            for n in 0..<40 {
+                let player = try context.insertNewObject(forEntityName: n % 5 == 0 ? "Captain" : "Player")
+                player.setValue("n\(n)", forKey: "name")
+                player.setValue("c\(n % 4)", forKey: "club")
+                player.setValue(Int32(n), forKey: "score")
+                player.setValue(teams[n % 3], forKey: "team")
+            }
+            try context.save()
+            teams[1].setValue("t0", forKey: "name")
+            for format in ["team.name == 't0' AND score > 20", "team.name == 't2' AND score > 20", "team.name == 't1' AND score > 5 AND club == 'c1'"] {
+                for pending in [true, false] {
+                    let result = try Self.agrees(context, "Player", format, pending: pending)
+                    #expect(result.agrees, "compound \(format) pending \(pending): \(result)")
+                }
+            }
+            try context.save()
+            let single = try Self.agrees(context, "Player", "team.name == 't2' AND score > 20")
+            #expect(single.agrees, "\(single)")
+            #expect(single.plan.contains("byTeamScore"), "\(single.plan)")
+        }
+    }
 }
