@@ -488,7 +488,7 @@ final class FetchExecution {
     /// named by a one-component key is read from the row as it is (no key-value coding);
     /// anything else goes through the row's subject, made when first needed.
     func recordSortKeys(
-        _ values: PropertyRow, _ info: EntityInfo, _ subject: inout StoredRowSubject?, _ id: ManagedObjectID
+        _ values: PropertyRow, _ info: EntityInfo, _ subject: inout StoredRowSubject?, _ id: ManagedObjectID, version: UInt64
     ) -> Int {
         let start = sortKeys.count
         for (descriptor, simple) in zip(request.sortDescriptors, simpleSortKeys) {
@@ -503,7 +503,7 @@ final class FetchExecution {
                 default: break
                 }
             }
-            let made = subject ?? StoredRowSubject(id: id, info: info, values: values, core: core)
+            let made = subject ?? StoredRowSubject(id: id, info: info, values: values, core: core, version: version)
             subject = made
             sortKeys.append(SortKey(simple ? made.value(forKey: descriptor.key) : made.value(forKeyPath: descriptor.key)))
         }
@@ -530,20 +530,19 @@ final class FetchExecution {
         let id = ManagedObjectID.permanent(storedID, store: storeUUID)
         var subject: StoredRowSubject?
         if let rowPredicate {
-            let made = StoredRowSubject(id: id, info: info, values: values, core: core)
+            let made = StoredRowSubject(id: id, info: info, values: values, core: core, version: version)
             subject = made
             guard try rowPredicate.evaluate(with: made, substitutionVariables: variables) else { return nil }
         }
         var object = subject?.object
         if let filter = request.memoryFilter {
-            let made = subject ?? StoredRowSubject(id: id, info: info, values: values, core: core)
+            let made = subject ?? StoredRowSubject(id: id, info: info, values: values, core: core, version: version)
             subject = made
             let materialized = made.materialize()
-            if !materialized.hasCommittedValues { materialized.rowVersion = version }
             guard try filter(materialized) else { return nil }
             object = materialized
         }
-        let keys = recordSortKeys(values, info, &subject, id)
+        let keys = recordSortKeys(values, info, &subject, id, version: version)
         if object == nil { object = subject?.object }
         return Match(
             position: Position(group: 0, major: major, minor: storedID.primaryKey), id: id, info: info, row: keepsRows ? values : nil,
@@ -942,7 +941,7 @@ final class FetchExecution {
         for (id, _) in dirty {
             guard let row = try reader.object(id), let (_, info) = entity(id.entity) else { continue }
             let subject = StoredRowSubject(
-                id: .permanent(id, store: storeUUID), info: info, values: self.row(row, info), core: core)
+                id: .permanent(id, store: storeUUID), info: info, values: self.row(row, info), core: core, version: row.version)
             if try matches(subject) { stored -= 1 }
         }
         return stored + pendingCount
@@ -1047,21 +1046,29 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
     let info: EntityInfo
     let values: PropertyRow
     let core: ContextCore
+    /// The store version of the row (nil: not known), kept with it by a fault made from it:
+    /// the object then holds the store's values as of that version, not values that may
+    /// differ (``JoinResolving/divergentObjects(of:_:cap:)``), and its save checks it.
+    let version: UInt64?
     /// The managed object, once something needed it.
     private(set) var object: ManagedObject?
 
-    init(id: ManagedObjectID, info: EntityInfo, values: PropertyRow, core: ContextCore) {
+    init(id: ManagedObjectID, info: EntityInfo, values: PropertyRow, core: ContextCore, version: UInt64? = nil) {
         self.id = id
         self.info = info
         self.values = values
         self.core = core
+        self.version = version
     }
 
     /// The managed object for the row: registered, or a new fault holding the row.
     func materialize() -> ManagedObject {
         if let object { return object }
         let made = core.registered(id) ?? core.makeObject(id, info: info)
-        if !made.hasCommittedValues { made.keepRow(values) }
+        if !made.hasCommittedValues {
+            made.keepRow(values)
+            made.rowVersion = version
+        }
         object = made
         return made
     }

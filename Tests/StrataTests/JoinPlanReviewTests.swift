@@ -450,4 +450,22 @@ struct JoinPlanReviewTests {
             #expect(single.plan.contains("byTeamScore"), "\(single.plan)")
         }
     }
+
+    @Test("objects a full scan made to read a derived side hold the store's version: explain counts no change, targets aren't inflated")
+    func scannedObjectsAreNotChanges() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Base.model())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Base.populate(context)
+            context.reset()
+            context.retainsRegisteredObjects = true
+            // A full scan of Team reading the derived side `members` through each team's object.
+            let scanned = try Self.agrees(context, "Team", "ANY members.age > 65 OR name == 'T1'")
+            #expect(scanned.plan.hasPrefix("full scan Team"), "\(scanned.plan)")
+            #expect(scanned.agrees)
+            let joined = try Self.agrees(context, "Person", "team.name == 'T3'")
+            #expect(joined.agrees && joined.results.count == 6, "\(joined)")
+            #expect(joined.plan.hasSuffix("[1 object] then filter (team.name == \"T3\")"), "nothing changed here: \(joined.plan)")
+        }
+    }
 }
