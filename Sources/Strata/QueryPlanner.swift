@@ -459,13 +459,6 @@ struct KeyedRange {
 
 // MARK: - The planner
 
-/// Chooses a ``QueryPlan`` for a fetch request (`Specs/0008-fetch-requests.md`, "Planner").
-///
-/// It reads the predicate's syntax tree: comparisons of an indexed attribute with a
-/// constant (`==`, `IN`, `<`, `<=`, `>`, `>=`, `BETWEEN`, `== nil`) become index ranges in
-/// the attribute's own value type; `AND` intersects ranges on one attribute and picks the
-/// most selective index; `OR` unions its branches when each has one; anything else leaves
-/// the entity to a full scan. A sort on an indexed attribute with a limit walks the index.
 /// What the planner asks the context when a comparison goes through a relationship key
 /// path (spec 0008 Planner 3c): the destination's stored objects that satisfy the rest of
 /// the path, and the destination's objects the context holds otherwise than the store does.
@@ -487,6 +480,13 @@ protocol JoinResolving: AnyObject {
     func staleDerivedSides(_ relationships: Set<String>, of entities: [String], _ reader: borrowing LogReader, cap: Int) throws -> Set<String>
 }
 
+/// Chooses a ``QueryPlan`` for a fetch request (`Specs/0008-fetch-requests.md`, "Planner").
+///
+/// It reads the predicate's syntax tree: comparisons of an indexed attribute with a
+/// constant (`==`, `IN`, `<`, `<=`, `>`, `>=`, `BETWEEN`, `== nil`) become index ranges in
+/// the attribute's own value type; `AND` intersects ranges on one attribute and picks the
+/// most selective index; `OR` unions its branches when each has one; anything else leaves
+/// the entity to a full scan. A sort on an indexed attribute with a limit walks the index.
 struct QueryPlanner {
     let model: ManagedObjectModel
     let entity: EntityDescription
