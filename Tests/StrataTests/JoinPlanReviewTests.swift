@@ -468,4 +468,30 @@ struct JoinPlanReviewTests {
             #expect(joined.plan.hasSuffix("[1 object] then filter (team.name == \"T3\")"), "nothing changed here: \(joined.plan)")
         }
     }
+
+    @Test("a destination class whose value(forKey:) reads a persistent key otherwise than its stored value (known issue)")
+    func overriddenAccessor() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Base.model(), classes: [(ShoutingTeam.self, "Team")])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Base.populate(context)
+            context.reset()
+            // The full scan reads each person's team through the object: "T3!" matches; the
+            // plan finds the stored teams named "T3!" first, and there are none.
+            let result = try Self.agrees(context, "Person", "team.name == 'T3!'")
+            withKnownIssue("the plan reads the destination's stored values; the full scan reads them through the object's class") {
+                #expect(result.agrees, "\(result)")
+            }
+        }
+    }
+}
+
+/// A team whose `name` reads with an exclamation mark: a class reading a persistent key
+/// otherwise than the value the store holds.
+final class ShoutingTeam: ManagedObject {
+    override func value(forKey key: String) -> Any? {
+        let value = super.value(forKey: key)
+        guard key == "name", let name = value as? String else { return value }
+        return name + "!"
+    }
 }
