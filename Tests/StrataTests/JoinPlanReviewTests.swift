@@ -484,6 +484,43 @@ struct JoinPlanReviewTests {
             }
         }
     }
+
+    @Test("a walk of an index in sort order with a join in the filter, and destinations of exactly 4,096 and 4,097 objects")
+    func walksAndBoundaries() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Base.model())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Base.populate(context)
+            try Base.object(context, "Team", "T5").setValue("T3", forKey: "name")
+            for (limit, offset, ascending) in [(3, 0, true), (2, 4, false), (20, 1, true)] {
+                var request = FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "team.name == 'T3' OR team.league.name == 'L2'"))
+                request.sortDescriptors = [FetchSortDescriptor(key: "age", ascending: ascending), FetchSortDescriptor(key: "name")]
+                request.fetchLimit = limit
+                request.fetchOffset = offset
+                var forced = request
+                forced.predicate = FormatPredicate(.not(.not(try #require(request.predicate).node)))
+                let plan = try context.explain(request).description
+                let got = try context.fetch(request).map(\.objectID)
+                let want = try context.fetch(forced).map(\.objectID)
+                #expect(got == want, "\(plan)")
+                #expect(try context.count(for: request) == want.count, "\(plan)")
+            }
+            try context.save()
+            // 9 teams now; 4,087 more make 4,096 (scanned to find the targets), one more 4,097 (not).
+            for n in 0..<4087 {
+                try context.insertNewObject(forEntityName: "Team").setValue("X\(n)", forKey: "name")
+            }
+            try context.save()
+            let at = try Self.agrees(context, "Person", "team.name == 'T3'")
+            #expect(at.agrees && at.results.count == 12, "\(at)")
+            #expect(at.plan.hasPrefix("index scan Person.team IN (full scan Team"), "\(at.plan)")
+            try context.insertNewObject(forEntityName: "Team").setValue("X", forKey: "name")
+            try context.save()
+            let over = try Self.agrees(context, "Person", "team.name == 'T3'")
+            #expect(over.agrees && over.results.count == 12, "\(over)")
+            #expect(over.plan.hasPrefix("full scan Person"), "\(over.plan)")
+        }
+    }
 }
 
 /// A team whose `name` reads with an exclamation mark: a class reading a persistent key
