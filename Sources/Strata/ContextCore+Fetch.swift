@@ -166,7 +166,13 @@ extension ContextCore: JoinResolving {
             guard let held else { continue }
             // A side the store can't read (another model version's) is taken as stale.
             guard let related = try? reader.related(id, property.name) else { return true }
-            if PropertyValue.related(related, for: property, store: storeUUID) != held { return true }
+            let stored = PropertyValue.related(related, for: property, store: storeUUID)
+            // An unordered side's members in any order (the store's are sorted).
+            if !property.isOrdered, case .toMany(let a) = stored, case .toMany(let b) = held {
+                if a.count != b.count || Set(a) != Set(b) { return true }
+            } else if stored != held {
+                return true
+            }
         }
         return false
     }

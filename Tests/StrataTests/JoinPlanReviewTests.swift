@@ -521,6 +521,51 @@ struct JoinPlanReviewTests {
             #expect(over.plan.hasPrefix("full scan Person"), "\(over.plan)")
         }
     }
+
+    @Test("a fetch in a context holding no objects returns the objects its planning and judging registered, not second ones")
+    func oneObjectPerID() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.orgModel())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Self.populateOrgs(context)
+            for format in ["manager.name == 'w1' OR name == 'w1'", "manager.manager.name == 'w1' OR ANY reports.name == 'w9'", "ANY reports.manager.name == 'w3'"] {
+                for forced in [false, true] {
+                    context.reset()
+                    let predicate = try FormatPredicate(format: format)
+                    let request = FetchRequest(entityName: "Worker", predicate: forced ? FormatPredicate(.not(.not(predicate.node))) : predicate)
+                    let results = try context.fetch(request)
+                    #expect(!results.isEmpty)
+                    for object in results {
+                        #expect(try context.object(with: object.objectID) === object, "\(format) forced \(forced): \(object.objectID)")
+                    }
+                }
+            }
+        }
+    }
+
+    @Test("derived sides the context saved itself are the store's: still served from the references")
+    func savedDerivedSidesServe() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Base.model())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Base.populate(context)
+            context.retainsRegisteredObjects = true
+            let t5 = try Base.object(context, "Team", "T5"), t7 = try Base.object(context, "Team", "T7")
+            _ = (t5.value(forKey: "members"), t7.value(forKey: "members"))
+            let p7 = try Base.object(context, "Person", "p7")
+            p7.setValue(t5, forKey: "team")
+            let fresh = try context.insertNewObject(forEntityName: "Person")
+            fresh.setValue("p99", forKey: "name")
+            fresh.setValue(t5, forKey: "team")
+            try context.save()
+            let byObject = try Self.agrees(context, "Team", "ANY members == %@", [p7])
+            #expect(byObject.agrees && byObject.plan.hasPrefix("index scan Team.members CONTAINS"), "\(byObject)")
+            let joined = try Self.agrees(context, "Team", "ANY members.name == 'p99'")
+            #expect(joined.agrees && joined.plan.hasPrefix("index scan Team.members CONTAINS ANY"), "\(joined)")
+            let leagues = try Self.agrees(context, "League", "ANY teams.members.name == 'p7'")
+            #expect(leagues.agrees && !leagues.plan.contains("changed here"), "\(leagues)")
+        }
+    }
 }
 
 /// A team whose `name` reads with an exclamation mark: a class reading a persistent key
