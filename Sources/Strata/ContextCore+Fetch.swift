@@ -124,10 +124,10 @@ extension ContextCore: JoinResolving {
         for name in entities {
             objects.forEachObject(ofEntity: name) { key, object in
                 guard object.hasCommittedValues || object.hasRow else { return }
-                let holds = relationships.contains { name in
-                    guard let property = object.info.properties[name] else { return false }
+                let holds = relationships.contains { relationship in
+                    guard let property = object.info.properties[relationship] else { return false }
                     if object.hasCommittedValues { return object.committedValue(property) != nil }
-                    return object.fastRow?[property] != nil || object.storedRow?[name] != nil
+                    return object.fastRow?[property] != nil || object.storedRow?[relationship] != nil
                 }
                 if holds { held.append((StoredObjectID(entity: name, primaryKey: key), object)) }
             }
