@@ -566,6 +566,48 @@ struct JoinPlanReviewTests {
             #expect(leagues.agrees && !leagues.plan.contains("changed here"), "\(leagues)")
         }
     }
+
+    @Test("a derived side cached as of one generation, read when pinned to a later one, and one merged automatically")
+    func derivedSidesAcrossGenerationsAndMerges() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Base.model())
+        let pinned = privateContext(coordinator, name: "pinned")
+        let merging = privateContext(coordinator, name: "merging")
+        try await pinned.perform { (context: isolated ManagedObjectContext) throws in
+            try Base.populate(context)
+            context.reset()
+            context.retainsRegisteredObjects = true
+            try context.setQueryGenerationFrom(.current)
+            _ = try Base.object(context, "Team", "T7").value(forKey: "members")
+        }
+        try await merging.perform { (context: isolated ManagedObjectContext) throws in
+            context.automaticallyMergesChangesFromParent = true
+            context.retainsRegisteredObjects = true
+            _ = try Base.object(context, "Team", "T7").value(forKey: "members")
+        }
+        var merges = merging.notifications(.didMerge).makeAsyncIterator()
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Base.object(context, "Person", "p7").setValue(try Base.object(context, "Team", "T5"), forKey: "team")
+            try context.save()
+        }
+        _ = try #require(await merges.next())
+        for viewer in [pinned, merging] {
+            try await viewer.perform { (context: isolated ManagedObjectContext) throws in
+                for (entity, format) in [("Team", "ANY members.name == 'p7'"), ("League", "ANY teams.members.name == 'p7'")] {
+                    let before = try Self.agrees(context, entity, format)
+                    #expect(before.agrees, "\(context.name ?? "") \(format): \(before)")
+                }
+                if context.name == "pinned" {
+                    // Pinned to the later generation, T7 still holds the earlier one's members.
+                    try context.setQueryGenerationFrom(.current)
+                    for (entity, format) in [("Team", "ANY members.name == 'p7'"), ("League", "ANY teams.members.name == 'p7'")] {
+                        let after = try Self.agrees(context, entity, format)
+                        #expect(after.agrees, "re-pinned \(format): \(after)")
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// A team whose `name` reads with an exclamation mark: a class reading a persistent key
