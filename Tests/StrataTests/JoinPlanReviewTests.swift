@@ -37,7 +37,7 @@ struct JoinPlanReviewTests {
         var sortedPlanned = planned, sortedForced = forced
         for index in [0, 1] {
             var request = index == 0 ? sortedPlanned : sortedForced
-            request.sortDescriptors = [FetchSortDescriptor(key: ["Badge": "code", "Project": "title"][entity] ?? "name", ascending: false)]
+            request.sortDescriptors = [FetchSortDescriptor(key: ["Badge": "code", "Project": "title", "Tag": "label"][entity] ?? "name", ascending: false)]
             request.fetchOffset = 1
             request.fetchLimit = 3
             if index == 0 { sortedPlanned = request } else { sortedForced = request }
@@ -642,6 +642,39 @@ struct JoinPlanReviewTests {
                     let result = try Self.agrees(context, entity, format, pending: pending)
                     #expect(result.agrees, "\(format) pending \(pending): \(result)")
                 }
+            }
+        }
+    }
+
+    @Test("a recorded many-to-many another context changed: the viewer's held members and the tags' derived sides")
+    func staleManyToMany() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Base.model())
+        let viewer = privateContext(coordinator)
+        try await viewer.perform { (context: isolated ManagedObjectContext) throws in
+            try Base.populate(context)
+            context.reset()
+            context.retainsRegisteredObjects = true
+            for name in ["p2", "p3"] { _ = try Base.object(context, "Person", name).value(forKey: "tags") }
+            for tag in try context.fetch(FetchRequest(entityName: "Tag")) { _ = tag.value(forKey: "people") }
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let tag3 = try #require(try context.fetch(FetchRequest(entityName: "Tag", predicate: try FormatPredicate(format: "label == 'tag3'"))).first)
+            try Base.object(context, "Person", "p2").setValue(Set([tag3]), forKey: "tags")
+            try Base.object(context, "Person", "p3").mutableSetValue(forKey: "tags").add(tag3)
+            try context.save()
+        }
+        try await viewer.perform { (context: isolated ManagedObjectContext) throws in
+            for label in ["tag0", "tag1", "tag2", "tag3"] {
+                for (entity, format) in [
+                    ("Team", "ANY members.tags.label == %@"), ("Person", "ANY tags.label == %@"), ("Tag", "ANY people.tags.label == %@"),
+                    ("League", "ANY teams.members.tags.label == %@"),
+                ] {
+                    let result = try Self.agrees(context, entity, format, [label])
+                    #expect(result.agrees, "\(entity) \(format) \(label): \(result)")
+                }
+                let byName = try Self.agrees(context, "Tag", "ANY people.name == 'p2'")
+                #expect(byName.agrees, "\(byName)")
             }
         }
     }
