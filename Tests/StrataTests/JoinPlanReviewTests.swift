@@ -306,6 +306,16 @@ struct JoinPlanReviewTests {
                 let (planned, forced) = try Self.batchSelections(context, "Person", "team.name == '\(name)'")
                 #expect(planned == forced, "\(name): planned \(planned.count), forced \(forced.count)")
             }
+            // Unpinned, holding T4 as of the generation (stale) and T3 renamed unsaved.
+            context.retainsRegisteredObjects = true
+            let t4 = try #require(try context.fetch(FetchRequest(entityName: "Team", predicate: try FormatPredicate(format: "name == 'T4'"))).first)
+            _ = t4.value(forKey: "name")
+            try context.setQueryGenerationFrom(nil)
+            try Base.object(context, "Team", "T3").setValue("T4b", forKey: "name")
+            for name in ["T4", "T4b", "T3"] {
+                let (planned, forced) = try Self.batchSelections(context, "Person", "team.name == '\(name)'")
+                #expect(planned == forced, "unpinned \(name): planned \(planned.count), forced \(forced.count)")
+            }
         }
     }
 
