@@ -507,7 +507,9 @@ extension ContextCore {
     /// or filter closure, when every object of the entities matches or an index answers the
     /// whole predicate, only IDs are read (no record decoded); otherwise the fetch runs.
     private func batchMatches(_ request: FetchRequest, store: PersistentStore) throws -> [StoredObjectID] {
-        let planner = try self.planner(for: request)
+        // The selection reads the current state; a pinned context reads related objects as
+        // of its generation, which a join's targets, found with this reader, wouldn't match.
+        let planner = try self.planner(for: request, resolvesJoins: generation == nil)
         return try store.log.read { (reader: borrowing LogReader) throws -> [StoredObjectID] in
             let plan = try planner.plan(reader)
             let execution = FetchExecution(core: self, request: request, plan: plan, storeUUID: store.identifier)

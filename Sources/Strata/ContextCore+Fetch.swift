@@ -54,13 +54,19 @@ extension ContextCore: JoinResolving {
     /// ones the store keeps. A store opened read-only by a model that adds indexes (indexes
     /// aren't in the version hash, and only a writable open builds them) keeps the stored
     /// model's; planned from the context's model, fetches failed with "has no index".
-    func planner(for request: FetchRequest) throws -> QueryPlanner {
+    ///
+    /// With `resolvesJoins` false, no comparison through a relationship key path is planned
+    /// (3c) and every derived side is taken as the store's: for a plan run with a reader
+    /// other than the one the context reads its objects with (a batch request's, of the
+    /// current state, in a context pinned to a query generation).
+    func planner(for request: FetchRequest, resolvesJoins: Bool = true) throws -> QueryPlanner {
         guard let info = entities[request.entityName] else { throw ContextError.unknownEntity(request.entityName) }
         let store = try? store()
+        let resolver = resolvesJoins ? self : nil
         guard let stored = store?.log.model, let entity = stored.entity(named: request.entityName) else {
-            return QueryPlanner(model: model, entity: info.entity, request: request, storeUUID: store?.identifier, resolver: self)
+            return QueryPlanner(model: model, entity: info.entity, request: request, storeUUID: store?.identifier, resolver: resolver)
         }
-        return QueryPlanner(model: stored, entity: entity, request: request, storeUUID: store?.identifier, resolver: self)
+        return QueryPlanner(model: stored, entity: entity, request: request, storeUUID: store?.identifier, resolver: resolver)
     }
 
     // MARK: - Joins
@@ -111,22 +117,86 @@ extension ContextCore: JoinResolving {
         // Unchanged registered objects: a fault without a row reads the store when it fires;
         // one holding values, or a fetched row, holds them as of a version.
         guard entities.reduce(0, { $0 + objects.count(ofEntity: $1) }) <= cap else { return nil }
-        var held: [(StoredObjectID, UInt64?)] = []
+        var held: [(StoredObjectID, UInt64?, ManagedObject)] = []
         for name in entities {
             objects.forEachObject(ofEntity: name) { key, object in
                 guard retained[object.objectID] == nil else { return }
                 if object.hasCommittedValues {
-                    held.append((StoredObjectID(entity: name, primaryKey: key), object.version))
+                    held.append((StoredObjectID(entity: name, primaryKey: key), object.version, object))
                 } else if object.hasRow {
-                    held.append((StoredObjectID(entity: name, primaryKey: key), object.rowVersion))
+                    held.append((StoredObjectID(entity: name, primaryKey: key), object.rowVersion, object))
                 }
             }
         }
-        for (id, version) in held {
-            if let version, try reader.version(of: id) == version { continue }
+        let storeUUID = try store().identifier
+        for (id, version, object) in held {
+            // Its own record as of the store's version, and no derived side it holds that
+            // another writer's change of a referrer made stale (which leaves the version).
+            if let version, try reader.version(of: id) == version, try !holdsStaleDerivedSide(object, id, reader, storeUUID: storeUUID) {
+                continue
+            }
             found.insert(id)
         }
         return found.count <= cap ? found.sorted() : nil
+    }
+
+    func staleDerivedSides(_ relationships: Set<String>, of entities: [String], _ reader: borrowing LogReader, cap: Int) throws -> Set<String> {
+        // The objects holding one of the sides (values, or a fetched row, with it).
+        var held: [(StoredObjectID, ManagedObject)] = []
+        for name in entities {
+            objects.forEachObject(ofEntity: name) { key, object in
+                guard object.hasCommittedValues || object.hasRow else { return }
+                let holds = relationships.contains { relationship in
+                    guard let property = object.info.properties[relationship] else { return false }
+                    if object.hasCommittedValues { return object.committedValue(property) != nil }
+                    return object.fastRow?[property] != nil || object.storedRow?[relationship] != nil
+                }
+                if holds { held.append((StoredObjectID(entity: name, primaryKey: key), object)) }
+            }
+        }
+        // Too many to check: each may be stale.
+        guard held.count <= cap else { return relationships }
+        let storeUUID = try store().identifier
+        var stale: Set<String> = []
+        for (id, object) in held {
+            for name in relationships.subtracting(stale) {
+                guard let property = object.info.properties[name] else { continue }
+                if try holdsStaleDerivedSide(object, id, reader, storeUUID: storeUUID, only: property) { stale.insert(name) }
+            }
+            if stale == relationships { break }
+        }
+        return stale
+    }
+
+    /// Whether `object` (the stored object `id`) holds a derived relationship side — read
+    /// from the store's references and kept with its committed values or its fetched row —
+    /// other than the store's, as `reader` reads it: another writer changed a referrer,
+    /// which leaves the object's own record and version as they were. Only `property`
+    /// when given; a side not held reads the store when used.
+    func holdsStaleDerivedSide(
+        _ object: ManagedObject, _ id: StoredObjectID, _ reader: borrowing LogReader, storeUUID: UUID, only property: PropertyInfo? = nil
+    ) throws -> Bool {
+        for property in property.map({ [$0] }) ?? object.info.propertyList where property.isRelationship && !property.isRecorded && !property.isTransient {
+            let held: PropertyValue?
+            if object.hasCommittedValues {
+                held = object.committedValue(property)
+            } else if let row = object.fastRow {
+                held = row[property]
+            } else {
+                held = object.storedRow?[property.name]
+            }
+            guard let held else { continue }
+            // A side the store can't read (another model version's) is taken as stale.
+            guard let related = try? reader.related(id, property.name) else { return true }
+            let stored = PropertyValue.related(related, for: property, store: storeUUID)
+            // An unordered side's members in any order (the store's are sorted).
+            if !property.isOrdered, case .toMany(let a) = stored, case .toMany(let b) = held {
+                if a.count != b.count || Set(a) != Set(b) { return true }
+            } else if stored != held {
+                return true
+            }
+        }
+        return false
     }
 
     // MARK: - Fetching
@@ -446,7 +516,7 @@ final class FetchExecution {
     /// named by a one-component key is read from the row as it is (no key-value coding);
     /// anything else goes through the row's subject, made when first needed.
     func recordSortKeys(
-        _ values: PropertyRow, _ info: EntityInfo, _ subject: inout StoredRowSubject?, _ id: ManagedObjectID
+        _ values: PropertyRow, _ info: EntityInfo, _ subject: inout StoredRowSubject?, _ id: ManagedObjectID, version: UInt64
     ) -> Int {
         let start = sortKeys.count
         for (descriptor, simple) in zip(request.sortDescriptors, simpleSortKeys) {
@@ -461,7 +531,7 @@ final class FetchExecution {
                 default: break
                 }
             }
-            let made = subject ?? StoredRowSubject(id: id, info: info, values: values, core: core)
+            let made = subject ?? StoredRowSubject(id: id, info: info, values: values, core: core, version: version)
             subject = made
             sortKeys.append(SortKey(simple ? made.value(forKey: descriptor.key) : made.value(forKeyPath: descriptor.key)))
         }
@@ -488,20 +558,19 @@ final class FetchExecution {
         let id = ManagedObjectID.permanent(storedID, store: storeUUID)
         var subject: StoredRowSubject?
         if let rowPredicate {
-            let made = StoredRowSubject(id: id, info: info, values: values, core: core)
+            let made = StoredRowSubject(id: id, info: info, values: values, core: core, version: version)
             subject = made
             guard try rowPredicate.evaluate(with: made, substitutionVariables: variables) else { return nil }
         }
         var object = subject?.object
         if let filter = request.memoryFilter {
-            let made = subject ?? StoredRowSubject(id: id, info: info, values: values, core: core)
+            let made = subject ?? StoredRowSubject(id: id, info: info, values: values, core: core, version: version)
             subject = made
             let materialized = made.materialize()
-            if !materialized.hasCommittedValues { materialized.rowVersion = version }
             guard try filter(materialized) else { return nil }
             object = materialized
         }
-        let keys = recordSortKeys(values, info, &subject, id)
+        let keys = recordSortKeys(values, info, &subject, id, version: version)
         if object == nil { object = subject?.object }
         return Match(
             position: Position(group: 0, major: major, minor: storedID.primaryKey), id: id, info: info, row: keepsRows ? values : nil,
@@ -938,7 +1007,7 @@ final class FetchExecution {
         for (id, _) in dirty {
             guard let row = try reader.object(id), let (_, info) = entity(id.entity) else { continue }
             let subject = StoredRowSubject(
-                id: .permanent(id, store: storeUUID), info: info, values: self.row(row, info), core: core)
+                id: .permanent(id, store: storeUUID), info: info, values: self.row(row, info), core: core, version: row.version)
             if try matches(subject) { stored -= 1 }
         }
         return stored + pendingCount
@@ -1043,21 +1112,29 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
     let info: EntityInfo
     let values: PropertyRow
     let core: ContextCore
+    /// The store version of the row (nil: not known), kept with it by a fault made from it:
+    /// the object then holds the store's values as of that version, not values that may
+    /// differ (``JoinResolving/divergentObjects(of:_:cap:)``), and its save checks it.
+    let version: UInt64?
     /// The managed object, once something needed it.
     private(set) var object: ManagedObject?
 
-    init(id: ManagedObjectID, info: EntityInfo, values: PropertyRow, core: ContextCore) {
+    init(id: ManagedObjectID, info: EntityInfo, values: PropertyRow, core: ContextCore, version: UInt64? = nil) {
         self.id = id
         self.info = info
         self.values = values
         self.core = core
+        self.version = version
     }
 
     /// The managed object for the row: registered, or a new fault holding the row.
     func materialize() -> ManagedObject {
         if let object { return object }
         let made = core.registered(id) ?? core.makeObject(id, info: info)
-        if !made.hasCommittedValues { made.keepRow(values) }
+        if !made.hasCommittedValues {
+            made.keepRow(values)
+            made.rowVersion = version
+        }
         object = made
         return made
     }

@@ -468,13 +468,6 @@ struct KeyedRange {
 
 // MARK: - The planner
 
-/// Chooses a ``QueryPlan`` for a fetch request (`Specs/0008-fetch-requests.md`, "Planner").
-///
-/// It reads the predicate's syntax tree: comparisons of an indexed attribute with a
-/// constant (`==`, `IN`, `<`, `<=`, `>`, `>=`, `BETWEEN`, `== nil`) become index ranges in
-/// the attribute's own value type; `AND` intersects ranges on one attribute and picks the
-/// most selective index; `OR` unions its branches when each has one; anything else leaves
-/// the entity to a full scan. A sort on an indexed attribute with a limit walks the index.
 /// What the planner asks the context when a comparison goes through a relationship key
 /// path (spec 0008 Planner 3c): the destination's stored objects that satisfy the rest of
 /// the path, and the destination's objects the context holds otherwise than the store does.
@@ -486,11 +479,24 @@ protocol JoinResolving: AnyObject {
     func storedObjects(matching request: FetchRequest, _ reader: borrowing LogReader, cap: Int, scanLimit: Int) throws -> (objects: [StoredObjectID], plan: QueryPlan)?
     /// The stored objects of `entities` whose values, as the context would read them, may
     /// differ from the store's: changed or deleted there, or holding values (or a fetched
-    /// row) of another version than the store's. Nil when more than `cap` objects of them
-    /// are registered.
+    /// row) of another version than the store's, or a derived relationship side other than
+    /// the store's references. Nil when more than `cap` objects of them are registered.
     func divergentObjects(of entities: [String], _ reader: borrowing LogReader, cap: Int) throws -> [StoredObjectID]?
+    /// Which of `relationships` (derived sides of `entities`) some registered object holds
+    /// with other objects than the store's references, as `reader` reads them: another
+    /// writer changed a referrer since the side was read. A full scan reads such a side
+    /// through the object, so the store's references can't find what it matches. All of
+    /// them when more than `cap` objects hold one.
+    func staleDerivedSides(_ relationships: Set<String>, of entities: [String], _ reader: borrowing LogReader, cap: Int) throws -> Set<String>
 }
 
+/// Chooses a ``QueryPlan`` for a fetch request (`Specs/0008-fetch-requests.md`, "Planner").
+///
+/// It reads the predicate's syntax tree: comparisons of an indexed attribute with a
+/// constant (`==`, `IN`, `<`, `<=`, `>`, `>=`, `BETWEEN`, `== nil`) become index ranges in
+/// the attribute's own value type; `AND` intersects ranges on one attribute and picks the
+/// most selective index; `OR` unions its branches when each has one; anything else leaves
+/// the entity to a full scan. A sort on an indexed attribute with a limit walks the index.
 struct QueryPlanner {
     let model: ManagedObjectModel
     let entity: EntityDescription
@@ -500,6 +506,10 @@ struct QueryPlanner {
     /// The accesses of the predicate's comparisons through a relationship key path, found
     /// with a reader before the predicate is analyzed (``plan(_:)``).
     var joins: [ComparisonPredicate: Candidate] = [:]
+    /// The fetched entity's derived relationship sides that a registered object holds
+    /// otherwise than the store's references (``JoinResolving/staleDerivedSides(_:of:_:cap:)``):
+    /// not read from the references (3a, 3c), found with a reader by ``plan(_:)``.
+    var staleSides: Set<String> = []
     /// The fetched entity's indexes over several properties, its own first.
     let compounds: [CompoundIndex]
     /// Every property of those indexes.
@@ -764,10 +774,37 @@ struct QueryPlanner {
     /// The plan; `reader` answers which indexes exist and how large ranges are, and finds
     /// the targets of comparisons through relationship key paths.
     func plan(_ reader: borrowing LogReader) throws -> QueryPlan {
-        guard resolver != nil, let predicate = request.predicate else { return try planResolved(reader) }
+        guard let resolver, let predicate = request.predicate else { return try planResolved(reader) }
         var resolved = self
-        try collectJoins(predicate.node, reader, into: &resolved.joins)
+        let derived = Self.firstKeys(of: predicate.node).filter { name in
+            entity.relationshipsByName[name].map { !RecordedSide.isRecorded($0, of: entity, in: model) } ?? false
+        }
+        if !derived.isEmpty {
+            resolved.staleSides = try resolver.staleDerivedSides(
+                derived, of: model.selfAndSubentityNames(of: entity.name), reader, cap: Self.joinCap)
+        }
+        var joins: [ComparisonPredicate: Candidate] = [:]
+        try resolved.collectJoins(predicate.node, reader, into: &joins)
+        resolved.joins = joins
         return try resolved.planResolved(reader)
+    }
+
+    /// The first key of each key path compared in `node` (`team` of `team.name == "T3"`).
+    static func firstKeys(of node: PredicateNode) -> Set<String> {
+        switch node {
+        case .comparison(let comparison):
+            var keys: Set<String> = []
+            for case .keyPath(let path) in [comparison.leftExpression, comparison.rightExpression] {
+                if case .key(let key)? = path.components.first { keys.insert(key) }
+            }
+            return keys
+        case .and(let children), .or(let children):
+            return children.reduce(into: []) { $0.formUnion(firstKeys(of: $1)) }
+        case .not(let child):
+            return firstKeys(of: child)
+        case .constant:
+            return []
+        }
     }
 
     /// The plan, once ``joins`` are found.
@@ -1237,9 +1274,12 @@ struct QueryPlanner {
     /// Whether a comparison on `relationship` is planned from the store's references: always
     /// on the side the store records; on a derived side only with `includesPendingChanges`
     /// — without it, judging a row reads a derived side through the managed object, unsaved
-    /// changes included, which the saved references don't hold (spec 0008 Planner 3a).
+    /// changes included, which the saved references don't hold (spec 0008 Planner 3a) —
+    /// and never on a derived side a registered object holds otherwise than the store's
+    /// references (``staleSides``), which the full scan reads through that object.
     func readsFromReferences(_ relationship: RelationshipDescription) -> Bool {
-        request.includesPendingChanges || RecordedSide.isRecorded(relationship, of: entity, in: model)
+        guard !staleSides.contains(relationship.name) else { return false }
+        return request.includesPendingChanges || RecordedSide.isRecorded(relationship, of: entity, in: model)
     }
 
     /// The objects an equality (`==`, or `IN` a collection) on a to-one relationship allows,
