@@ -84,27 +84,8 @@ extension QueryPlanner {
     ///   refers to nothing.
     func splitJoin(_ comparison: ComparisonPredicate) -> (RelationshipDescription, ComparisonPredicate)? {
         guard comparison.modifier == .direct || comparison.modifier == .any else { return nil }
-        var op = comparison.operatorType
-        let path: FormatKeyPath
-        let other: FormatExpression
         // Most comparisons name one key: they are left at once.
-        if case .keyPath(let left) = comparison.leftExpression, left.components.count >= 2 {
-            path = left
-            other = comparison.rightExpression
-        } else if case .keyPath(let right) = comparison.rightExpression, right.components.count >= 2 {
-            switch op {
-            case .equalTo: break
-            case .lessThan: op = .greaterThan
-            case .lessThanOrEqualTo: op = .greaterThanOrEqualTo
-            case .greaterThan: op = .lessThan
-            case .greaterThanOrEqualTo: op = .lessThanOrEqualTo
-            default: return nil
-            }
-            path = right
-            other = comparison.leftExpression
-        } else {
-            return nil
-        }
+        guard let (path, op, other) = Self.oriented(comparison), path.components.count >= 2 else { return nil }
         switch op {
         case .equalTo, .lessThan, .lessThanOrEqualTo, .greaterThan, .greaterThanOrEqualTo, .between, .in, .contains, .beginsWith,
             .endsWith, .like, .matches:

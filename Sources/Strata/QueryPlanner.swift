@@ -1205,28 +1205,9 @@ struct QueryPlanner {
         if let membership = membershipCandidate(comparison) { return membership }
         guard comparison.modifier == .direct else { return nil }
         if let objects = objectsCandidate(comparison) { return objects }
-        var op = comparison.operatorType
-        let path: FormatKeyPath
-        let other: FormatExpression
-        if case .keyPath(let left) = comparison.leftExpression {
-            path = left
-            other = comparison.rightExpression
-        } else if case .keyPath(let right) = comparison.rightExpression {
-            // `30 < age` is `age > 30`.
-            switch op {
-            case .equalTo: break
-            case .lessThan: op = .greaterThan
-            case .lessThanOrEqualTo: op = .greaterThanOrEqualTo
-            case .greaterThan: op = .lessThan
-            case .greaterThanOrEqualTo: op = .lessThanOrEqualTo
-            default: return nil
-            }
-            path = right
-            other = comparison.leftExpression
-        } else {
+        guard let (path, op, other) = Self.oriented(comparison), path.components.count == 1, case .key(let key) = path.components[0] else {
             return nil
         }
-        guard path.components.count == 1, case .key(let key) = path.components[0] else { return nil }
         if let relationship = entity.relationshipsByName[key] {
             return referenceCandidate(comparison, relationship, op, other)
         }
@@ -1269,6 +1250,24 @@ struct QueryPlanner {
         return Candidate(
             attribute: key, ranges: ranges, exact: exact, rank: Candidate.rank(of: ranges), answered: exact ? [comparison] : [],
             hasOwnIndex: hasOwnIndex)
+    }
+
+    /// `comparison` with its key path on the left: as it is, or turned around when the key
+    /// path is on the right of `==` or an order (`30 < age` is `age > 30`). Nil when neither
+    /// side is a key path, or the key path is on the right of another operator.
+    static func oriented(_ comparison: ComparisonPredicate) -> (path: FormatKeyPath, op: ComparisonOperator, other: FormatExpression)? {
+        if case .keyPath(let left) = comparison.leftExpression { return (left, comparison.operatorType, comparison.rightExpression) }
+        guard case .keyPath(let right) = comparison.rightExpression else { return nil }
+        let op: ComparisonOperator
+        switch comparison.operatorType {
+        case .equalTo: op = .equalTo
+        case .lessThan: op = .greaterThan
+        case .lessThanOrEqualTo: op = .greaterThanOrEqualTo
+        case .greaterThan: op = .lessThan
+        case .greaterThanOrEqualTo: op = .lessThanOrEqualTo
+        default: return nil
+        }
+        return (right, op, comparison.leftExpression)
     }
 
     /// Whether a comparison on `relationship` is planned from the store's references: always

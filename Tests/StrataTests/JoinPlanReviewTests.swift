@@ -17,35 +17,9 @@ struct JoinPlanReviewTests {
         _ context: isolated ManagedObjectContext, _ entity: String, _ format: String, _ arguments: [Any] = [],
         pending: Bool = true, variables: [String: AttributeValue] = [:]
     ) throws -> (plan: String, results: [ManagedObjectID], forced: [ManagedObjectID], agrees: Bool) {
-        let predicate = try FormatPredicate(format: format, argumentArray: arguments)
-        func request(_ predicate: FormatPredicate) throws -> FetchRequest {
-            var request = FetchRequest(entityName: entity, predicate: predicate)
-            request.includesPendingChanges = pending
-            request.substitutionVariables = variables
-            return request
-        }
-        let planned = try request(predicate)
-        let forced = try request(FormatPredicate(.not(.not(predicate.node))))
-        let plan = try context.explain(planned).description
-        #expect(try context.explain(forced).description.hasPrefix("full scan"))
-        let got = try context.fetch(planned).map(\.objectID)
-        let want = try context.fetch(forced).map(\.objectID)
-        var same = got == want
-        let ids = try context.fetchObjectIDs(planned)
-        let count = try context.count(for: planned)
-        same = same && ids == want && count == want.count
-        var sortedPlanned = planned, sortedForced = forced
-        for index in [0, 1] {
-            var request = index == 0 ? sortedPlanned : sortedForced
-            request.sortDescriptors = [FetchSortDescriptor(key: ["Badge": "code", "Project": "title", "Tag": "label"][entity] ?? "name", ascending: false)]
-            request.fetchOffset = 1
-            request.fetchLimit = 3
-            if index == 0 { sortedPlanned = request } else { sortedForced = request }
-        }
-        let page = try context.fetch(sortedPlanned).map(\.objectID)
-        let forcedPage = try context.fetch(sortedForced).map(\.objectID)
-        same = same && page == forcedPage
-        return (plan, got, want, same)
+        try PlanAgreement.check(
+            context, entity, format, arguments, pending: pending, variables: variables,
+            pageKey: ["Badge": "code", "Project": "title", "Tag": "label"][entity] ?? "name")
     }
 
     /// Fires `name`'s team in `context` and reads its members (the derived side, cached with

@@ -82,17 +82,8 @@ struct JoinPlanTests {
         _ context: isolated ManagedObjectContext, _ entity: String, _ format: String, _ arguments: [Any] = [],
         pending: Bool = true
     ) throws -> (plan: String, results: [ManagedObjectID], agrees: Bool) {
-        let predicate = try FormatPredicate(format: format, argumentArray: arguments)
-        var request = FetchRequest(entityName: entity, predicate: predicate)
-        request.includesPendingChanges = pending
-        var forced = FetchRequest(entityName: entity, predicate: FormatPredicate(.not(.not(predicate.node))))
-        forced.includesPendingChanges = pending
-        let plan = try context.explain(request).description
-        let got = try context.fetch(request).map(\.objectID)
-        let want = try context.fetch(forced).map(\.objectID)
-        #expect(try context.explain(forced).description.hasPrefix("full scan"))
-        let count = try context.count(for: request)
-        return (plan, got, got == want && count == want.count)
+        let checked = try PlanAgreement.check(context, entity, format, arguments, pending: pending)
+        return (checked.plan, checked.results, checked.agrees)
     }
 
     static func names(_ context: isolated ManagedObjectContext, _ ids: [ManagedObjectID]) throws -> [String] {

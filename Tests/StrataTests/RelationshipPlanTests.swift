@@ -87,15 +87,8 @@ struct RelationshipPlanTests {
     static func check(
         _ context: isolated ManagedObjectContext, _ entity: String, _ format: String, _ arguments: [Any]
     ) throws -> (plan: String, results: [ManagedObjectID], agrees: Bool) {
-        let predicate = try FormatPredicate(format: format, argumentArray: arguments)
-        let request = FetchRequest(entityName: entity, predicate: predicate)
-        let forced = FetchRequest(entityName: entity, predicate: FormatPredicate(.not(.not(predicate.node))))
-        let plan = try context.explain(request).description
-        let got = try context.fetch(request).map(\.objectID)
-        let want = try context.fetch(forced).map(\.objectID)
-        #expect(try context.explain(forced).description.hasPrefix("full scan"))
-        let count = try context.count(for: request)
-        return (plan, got, got == want && count == want.count)
+        let checked = try PlanAgreement.check(context, entity, format, arguments)
+        return (checked.plan, checked.results, checked.agrees)
     }
 
     @Test("membership in a recorded to-many (its referrers rows) and a derived one (the object's own side), in every spelling")

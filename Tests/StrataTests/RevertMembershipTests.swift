@@ -12,24 +12,8 @@ import Testing
 @Suite("Contexts: reverts and unsaved to-many changes")
 struct RevertMembershipTests {
     /// Posts with tags (many-to-many, `Post.tags` recorded) and ordered chapters
-    /// (`Post.chapters` recorded, `Chapter.post` derived).
-    static func model() throws -> ManagedObjectModel {
-        try ManagedObjectModel {
-            Entity("Post") {
-                Attribute("title", .string)
-                Relationship("tags", to: "Tag", inverse: "posts", toMany: true)
-                Relationship("chapters", to: "Chapter", inverse: "post", toMany: true, ordered: true)
-            }
-            Entity("Tag") {
-                Attribute("name", .string)
-                Relationship("posts", to: "Post", inverse: "tags", toMany: true)
-            }
-            Entity("Chapter") {
-                Attribute("name", .string)
-                Relationship("post", to: "Post", inverse: "chapters")
-            }
-        }
-    }
+    /// (`Post.chapters` recorded, `Chapter.post` derived): the relationship plans' model.
+    static func model() throws -> ManagedObjectModel { try RelationshipPlanTests.model() }
 
     /// Saved by setup (1): posts P and Q, tags a–d, P tagged a; chapters c1, c2 in P.
     /// Transaction 2: P tagged b and c1 taken out of P.
