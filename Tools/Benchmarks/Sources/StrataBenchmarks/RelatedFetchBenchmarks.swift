@@ -113,35 +113,14 @@ private func runTeamEquality(store: FetchStore, repetitions: Int) throws {
         }
         return (clock.now - start, sum)
     }
-    var sums: (strata: Int, grdb: Int, unserved: Int) = (0, 0, 0)
-    let paired = try measureAlternately(
-        "Strata fetch(team == %@) + read, 8 teams", "GRDB fetchAll(teamId ==) + read, 8 teams", repetitions: repetitions,
-        {
-            let (time, sum) = try strataRound("team == %@")
-            sums.strata = sum
-            return time
-        },
-        {
-            let (time, sum) = try grdbRound()
-            sums.grdb = sum
-            return time
-        })
-    let full = try measureAlternately(
-        "Strata fetch(NOT (team != %@)) + read (full scans)", "Strata fetch(team == %@) + read", repetitions: max(3, repetitions / 2),
-        {
-            let (time, sum) = try strataRound("NOT (team != %@)")
-            sums.unserved = sum
-            return time
-        },
-        { try strataRound("team == %@").0 })
-    if sums.strata != sums.grdb || sums.unserved != sums.strata {
-        say("  warning: checksums differ (Strata \(sums.strata), GRDB \(sums.grdb), unserved \(sums.unserved))")
-    }
-    say("  Strata ÷ GRDB = \(String(format: "%.2f×", paired.pairedRatio)) (paired rounds)")
-    say("  full scans ÷ served = \(String(format: "%.1f×", full.pairedRatio))")
-    let name = "F5. team == %@, \(store.count / 1000)k people"
-    record(name, "Strata ÷ GRDB (teamId index)", String(format: "%.2f×", paired.pairedRatio))
-    record(name, "unserved (full scan) ÷ served", String(format: "%.1f×", full.pairedRatio))
+    try compareServed(
+        ServedComparison(
+            name: "F5. team == %@, \(store.count / 1000)k people", grdbRow: "Strata ÷ GRDB (teamId index)",
+            strata: "Strata fetch(team == %@) + read, 8 teams", grdb: "GRDB fetchAll(teamId ==) + read, 8 teams",
+            unserved: "Strata fetch(NOT (team != %@)) + read (full scans)", served: "Strata fetch(team == %@) + read",
+            repetitions: repetitions, unservedRepetitions: max(3, repetitions / 2)),
+        strata: { try strataRound("team == %@") }, grdb: grdbRound, unserved: { try strataRound("NOT (team != %@)") },
+        served: { try strataRound("team == %@") })
 }
 
 // MARK: - F7. SELF IN %@
@@ -176,38 +155,21 @@ private func runObjectsByID(store: FetchStore, repetitions: Int) throws {
         }
         return (clock.now - start, sum)
     }
-    var sums: (strata: Int, grdb: Int, unserved: Int) = (0, 0, 0)
-    let paired = try measureAlternately(
-        "Strata fetch(SELF IN %@) + read", "GRDB fetchAll(keys:) + read", repetitions: max(repetitions, 9),
-        {
-            let (time, sum) = try strataRound("SELF IN %@")
-            sums.strata = sum
-            return time
-        },
-        {
+    try compareServed(
+        ServedComparison(
+            name: "F7. SELF IN %@, \(wanted) of \(store.count / 1000)k people", grdbRow: "Strata ÷ GRDB fetchAll(keys:)",
+            strata: "Strata fetch(SELF IN %@) + read", grdb: "GRDB fetchAll(keys:) + read",
+            // One round: the full scan judges SELF IN against the 1,000 IDs for each of the people (≈ 20 s).
+            unserved: "Strata fetch(NOT (NOT (SELF IN %@))) (a full scan)", served: "Strata fetch(SELF IN %@) + read",
+            repetitions: max(repetitions, 9), unservedWarmup: 0, unservedRepetitions: 1),
+        strata: { try strataRound("SELF IN %@") },
+        grdb: {
             let clock = ContinuousClock()
             let start = clock.now
-            sums.grdb = try store.grdb.read { db in
-                try GRDBPerson.fetchAll(db, keys: Set(keys)).reduce(0) { $0 &+ readAll($1) }
-            }
-            return clock.now - start
-        })
-    let full = try measureAlternately(
-        // One round: the full scan judges SELF IN against the 1,000 IDs for each of the people (≈ 20 s).
-        "Strata fetch(NOT (NOT (SELF IN %@))) (a full scan)", "Strata fetch(SELF IN %@) + read", warmup: 0, repetitions: 1,
-        {
-            let (time, sum) = try strataRound("NOT (NOT (SELF IN %@))")
-            sums.unserved = sum
-            return time
+            let sum = try store.grdb.read { db in try GRDBPerson.fetchAll(db, keys: Set(keys)).reduce(0) { $0 &+ readAll($1) } }
+            return (clock.now - start, sum)
         },
-        { try strataRound("SELF IN %@").0 })
-    if sums.strata != sums.grdb || sums.unserved != sums.strata {
-        say("  warning: checksums differ (Strata \(sums.strata), GRDB \(sums.grdb), unserved \(sums.unserved))")
-    }
-    say("  Strata ÷ GRDB = \(String(format: "%.2f×", paired.pairedRatio)); full scan ÷ served = \(String(format: "%.1f×", full.pairedRatio))")
-    let name = "F7. SELF IN %@, \(wanted) of \(store.count / 1000)k people"
-    record(name, "Strata ÷ GRDB fetchAll(keys:)", String(format: "%.2f×", paired.pairedRatio))
-    record(name, "unserved (full scan) ÷ served", String(format: "%.1f×", full.pairedRatio))
+        unserved: { try strataRound("NOT (NOT (SELF IN %@))") }, served: { try strataRound("SELF IN %@") })
 }
 
 // MARK: - F8a. team.name == %@
@@ -251,35 +213,14 @@ private func runTeamNameEquality(store: FetchStore, repetitions: Int) throws {
         }
         return (clock.now - start, sum)
     }
-    var sums: (strata: Int, grdb: Int, unserved: Int) = (0, 0, 0)
-    let paired = try measureAlternately(
-        "Strata fetch(team.name == %@) + read, 8 names", "GRDB person JOIN team WHERE name + read", repetitions: repetitions,
-        {
-            let (time, sum) = try strataRound("team.name == %@")
-            sums.strata = sum
-            return time
-        },
-        {
-            let (time, sum) = try grdbRound()
-            sums.grdb = sum
-            return time
-        })
-    let full = try measureAlternately(
-        "Strata fetch(NOT (NOT (team.name == %@))) + read", "Strata fetch(team.name == %@) + read", repetitions: max(3, repetitions / 2),
-        {
-            let (time, sum) = try strataRound("NOT (NOT (team.name == %@))")
-            sums.unserved = sum
-            return time
-        },
-        { try strataRound("team.name == %@").0 })
-    if sums.strata != sums.grdb || sums.unserved != sums.strata {
-        say("  warning: checksums differ (Strata \(sums.strata), GRDB \(sums.grdb), unserved \(sums.unserved))")
-    }
-    say("  Strata ÷ GRDB = \(String(format: "%.2f×", paired.pairedRatio)) (paired rounds)")
-    say("  full scans ÷ served = \(String(format: "%.1f×", full.pairedRatio))")
-    let name = "F8a. team.name == %@, \(store.count / 1000)k people"
-    record(name, "Strata ÷ GRDB (join)", String(format: "%.2f×", paired.pairedRatio))
-    record(name, "unserved (full scan) ÷ served", String(format: "%.1f×", full.pairedRatio))
+    try compareServed(
+        ServedComparison(
+            name: "F8a. team.name == %@, \(store.count / 1000)k people", grdbRow: "Strata ÷ GRDB (join)",
+            strata: "Strata fetch(team.name == %@) + read, 8 names", grdb: "GRDB person JOIN team WHERE name + read",
+            unserved: "Strata fetch(NOT (NOT (team.name == %@))) + read", served: "Strata fetch(team.name == %@) + read",
+            repetitions: repetitions, unservedRepetitions: max(3, repetitions / 2)),
+        strata: { try strataRound("team.name == %@") }, grdb: grdbRound, unserved: { try strataRound("NOT (NOT (team.name == %@))") },
+        served: { try strataRound("team.name == %@") })
 }
 
 // MARK: - F8b. ANY members.email == %@
@@ -321,18 +262,17 @@ private func runMemberEmail(store: FetchStore, people: [PersonRow], repetitions:
         }
         return (clock.now - start, sum)
     }
-    var sums: (strata: Int, grdb: Int, unserved: Int, served: Int) = (0, 0, 0, 0)
-    let paired = try measureAlternately(
-        "Strata fetch(ANY members.email == %@) + name, \(wanted)", "GRDB team JOIN person WHERE email + name", repetitions: max(repetitions, 9),
-        {
-            let (time, sum) = try strataRound("ANY members.email == %@", emails)
-            sums.strata = sum
-            return time
-        },
-        {
+    try compareServed(
+        ServedComparison(
+            name: "F8b. ANY members.email == %@, \(wanted) emails, \(store.count / 1000)k people", grdbRow: "Strata ÷ GRDB (join)",
+            strata: "Strata fetch(ANY members.email == %@) + name, \(wanted)", grdb: "GRDB team JOIN person WHERE email + name",
+            unserved: "Strata fetch(NOT (NOT (ANY …))), \(few.count) emails", served: "Strata fetch(ANY members.email == %@), \(few.count) emails",
+            repetitions: max(repetitions, 9), unservedWarmup: 0, unservedRepetitions: 1, unservedNote: "\(few.count) emails"),
+        strata: { try strataRound("ANY members.email == %@", emails) },
+        grdb: {
             let clock = ContinuousClock()
             let start = clock.now
-            sums.grdb = try store.grdb.read { db in
+            let sum = try store.grdb.read { db in
                 var sum = 0
                 for email in emails {
                     let teams = try GRDBTeam.fetchAll(
@@ -342,29 +282,9 @@ private func runMemberEmail(store: FetchStore, people: [PersonRow], repetitions:
                 }
                 return sum
             }
-            return clock.now - start
-        })
-    let full = try measureAlternately(
-        "Strata fetch(NOT (NOT (ANY …))), \(few.count) emails", "Strata fetch(ANY members.email == %@), \(few.count) emails",
-        warmup: 0, repetitions: 1,
-        {
-            let (time, sum) = try strataRound("NOT (NOT (ANY members.email == %@))", few)
-            sums.unserved = sum
-            return time
+            return (clock.now - start, sum)
         },
-        {
-            let (time, sum) = try strataRound("ANY members.email == %@", few)
-            sums.served = sum
-            return time
-        })
-    if sums.strata != sums.grdb || sums.unserved != sums.served {
-        say("  warning: checksums differ (Strata \(sums.strata), GRDB \(sums.grdb); over \(few.count) emails: unserved \(sums.unserved), served \(sums.served))")
-    }
-    say("  Strata ÷ GRDB = \(String(format: "%.2f×", paired.pairedRatio)) (paired rounds)")
-    say("  full scans ÷ served = \(String(format: "%.1f×", full.pairedRatio)) (over the first \(few.count) of the \(wanted) emails)")
-    let name = "F8b. ANY members.email == %@, \(wanted) emails, \(store.count / 1000)k people"
-    record(name, "Strata ÷ GRDB (join)", String(format: "%.2f×", paired.pairedRatio))
-    record(name, "unserved (full scan) ÷ served", String(format: "%.1f×", full.pairedRatio) + " (\(few.count) emails)")
+        unserved: { try strataRound("NOT (NOT (ANY members.email == %@))", few) }, served: { try strataRound("ANY members.email == %@", few) })
 }
 
 // MARK: - F6. team == %@ AND age >= 60, top 10 by age
@@ -431,4 +351,64 @@ private func runTeamTopAges(plain: FetchStore, compound: FetchStore, repetitions
 
 struct RelatedFetchBenchmarkError: Error, CustomStringConvertible {
     let description: String
+}
+
+// MARK: - Served against GRDB, and against unserved
+
+/// One round of a peer: its time and the checksum of what it read.
+private typealias Round = () throws -> (Duration, Int)
+
+/// How a served fetch is compared: Strata ÷ GRDB timed alternately (`repetitions`), then
+/// the same fetch written so the planner can't serve it ÷ the served one
+/// (`unservedRepetitions`, after `unservedWarmup`). The labels name the four sides.
+private struct ServedComparison {
+    var name: String
+    var grdbRow: String
+    var strata: String
+    var grdb: String
+    var unserved: String
+    var served: String
+    var repetitions: Int
+    var unservedWarmup = 1
+    var unservedRepetitions: Int
+    /// Said of the unserved comparison when it reads less than the paired one.
+    var unservedNote = ""
+}
+
+/// Runs `comparison`: the checksums of Strata and GRDB, and of the unserved and served
+/// sides, must agree (a warning is printed otherwise); both ratios are printed and recorded.
+private func compareServed(_ comparison: ServedComparison, strata: Round, grdb: Round, unserved: Round, served: Round) throws {
+    var sums: (strata: Int, grdb: Int, unserved: Int, served: Int) = (0, 0, 0, 0)
+    let paired = try measureAlternately(
+        comparison.strata, comparison.grdb, repetitions: comparison.repetitions,
+        {
+            let (time, sum) = try strata()
+            sums.strata = sum
+            return time
+        },
+        {
+            let (time, sum) = try grdb()
+            sums.grdb = sum
+            return time
+        })
+    let full = try measureAlternately(
+        comparison.unserved, comparison.served, warmup: comparison.unservedWarmup, repetitions: comparison.unservedRepetitions,
+        {
+            let (time, sum) = try unserved()
+            sums.unserved = sum
+            return time
+        },
+        {
+            let (time, sum) = try served()
+            sums.served = sum
+            return time
+        })
+    if sums.strata != sums.grdb || sums.unserved != sums.served {
+        say("  warning: checksums differ (Strata \(sums.strata), GRDB \(sums.grdb); unserved \(sums.unserved), served \(sums.served))")
+    }
+    let note = comparison.unservedNote.isEmpty ? "" : " (\(comparison.unservedNote))"
+    say("  Strata ÷ GRDB = \(String(format: "%.2f×", paired.pairedRatio)) (paired rounds)")
+    say("  full scans ÷ served = \(String(format: "%.1f×", full.pairedRatio))\(note)")
+    record(comparison.name, comparison.grdbRow, String(format: "%.2f×", paired.pairedRatio))
+    record(comparison.name, "unserved (full scan) ÷ served", String(format: "%.1f×", full.pairedRatio) + note)
 }
