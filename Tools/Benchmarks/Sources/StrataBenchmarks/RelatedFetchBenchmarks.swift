@@ -144,16 +144,10 @@ private func runObjectsByID(store: FetchStore, repetitions: Int) throws {
     }
     say("  Strata plan: \(plan.prefix(80))…")
     func strataRound(_ format: String) throws -> (Duration, Int) {
-        let context = relatedContext(store.coordinator)
-        let clock = ContinuousClock()
-        let start = clock.now
-        let sum = try context.performAndWait { context in
-            var sum = 0
+        try freshRound(store) { context in
             let request = Strata.FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: format, ids))
-            for person in try context.fetch(request) { sum &+= readAll(person) }
-            return sum
+            return try context.fetch(request).reduce(0) { $0 &+ readAll($1) }
         }
-        return (clock.now - start, sum)
     }
     try compareServed(
         ServedComparison(
@@ -186,10 +180,7 @@ private func runTeamNameEquality(store: FetchStore, repetitions: Int) throws {
     }
     // A fresh context each round, knowing no team: the fetch finds the teams by their name.
     func strataRound(_ format: String) throws -> (Duration, Int) {
-        let context = relatedContext(store.coordinator)
-        let clock = ContinuousClock()
-        let start = clock.now
-        let sum = try context.performAndWait { context in
+        try freshRound(store) { context in
             var sum = 0
             for name in teamNames {
                 let request = Strata.FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: format, name))
@@ -197,7 +188,6 @@ private func runTeamNameEquality(store: FetchStore, repetitions: Int) throws {
             }
             return sum
         }
-        return (clock.now - start, sum)
     }
     func grdbRound() throws -> (Duration, Int) {
         let clock = ContinuousClock()
@@ -249,10 +239,7 @@ private func runMemberEmail(store: FetchStore, people: [PersonRow], repetitions:
         say("  \(label): \(plan)")
     }
     func strataRound(_ format: String, _ emails: [String]) throws -> (Duration, Int) {
-        let context = relatedContext(store.coordinator)
-        let clock = ContinuousClock()
-        let start = clock.now
-        let sum = try context.performAndWait { context in
+        try freshRound(store) { context in
             var sum = 0
             for email in emails {
                 let request = Strata.FetchRequest(entityName: "Team", predicate: try FormatPredicate(format: format, email))
@@ -260,7 +247,6 @@ private func runMemberEmail(store: FetchStore, people: [PersonRow], repetitions:
             }
             return sum
         }
-        return (clock.now - start, sum)
     }
     try compareServed(
         ServedComparison(
@@ -354,6 +340,16 @@ struct RelatedFetchBenchmarkError: Error, CustomStringConvertible {
 }
 
 // MARK: - Served against GRDB, and against unserved
+
+/// One timed round in a fresh context (which knows no object yet): the time `body` takes
+/// and the checksum it returns.
+private func freshRound(_ store: FetchStore, _ body: @Sendable (isolated ManagedObjectContext) throws -> Int) throws -> (Duration, Int) {
+    let context = relatedContext(store.coordinator)
+    let clock = ContinuousClock()
+    let start = clock.now
+    let sum = try context.performAndWait(body)
+    return (clock.now - start, sum)
+}
 
 /// One round of a peer: its time and the checksum of what it read.
 private typealias Round = () throws -> (Duration, Int)
