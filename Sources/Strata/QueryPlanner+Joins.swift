@@ -11,12 +11,13 @@ import StrataPredicate
 /// destination planned as any other (an index, or a scan of a small entity) — and reading
 /// their referrers through the first relationship (spec 0008 Planner 3c).
 ///
-/// The referrers are candidates, never answers: each is judged by the whole comparison as a
-/// full scan judges it, through the related objects as the context holds them. So the
-/// targets need only hold every destination object that can satisfy the rest as the
-/// context reads it: the stored objects that satisfy it in the store, plus every object the
-/// context holds changed, deleted, or with values of another version than the store's
-/// (``JoinResolving/divergentObjects(of:_:cap:)``).
+/// The targets hold every destination object that can satisfy the rest as the context
+/// reads it: the stored objects that satisfy it in the store, plus every object the context
+/// holds changed, deleted, or with values of another version than the store's
+/// (``JoinResolving/divergentObjects(of:_:cap:)``). A referrer of one of the latter is
+/// judged by the whole comparison, as a full scan judges it (through the related objects as
+/// the context holds them); a referrer of a stored match the context holds as stored
+/// satisfies it (``FetchExecution/joinMatches(_:_:)``).
 extension QueryPlanner {
     /// The most targets (destination objects) a comparison through a key path is planned
     /// with, and the most index entries read to find them: beyond it, the fetch is left to
