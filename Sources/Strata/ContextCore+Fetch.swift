@@ -1159,6 +1159,17 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
         return nil
     }
 
+    /// A to-many's count (`members.@count`): a recorded side's stored IDs, counted as the
+    /// object counts them; a derived side through the object (its IDs, no member made).
+    func count(forKey key: String) -> Int? {
+        guard let property = info.properties[key], property.isToMany, !property.isTransient else { return nil }
+        switch values[property] {
+        case .toMany(let targets)?: return core.countObjects(targets)
+        case nil: return property.isRecorded ? 0 : materialize().count(forKey: key)
+        default: return nil  // read as value(forKey:) reads it
+        }
+    }
+
     var predicateIdentity: any Hashable & Sendable { id }
 
     /// An attribute value for the predicate and the sort: integers as `Int` and floats as

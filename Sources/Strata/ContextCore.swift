@@ -618,6 +618,26 @@ final class ContextCore {
         return makeObject(id, info: info)
     }
 
+    /// How many of `ids` ``object(with:)`` gives an object for — registered, or one it can
+    /// make — without making any: what a to-many's `@count` counts.
+    func countObjects(_ ids: [ManagedObjectID]) -> Int {
+        var storeUUID: UUID??
+        var count = 0
+        for id in ids {
+            if registered(id) != nil {
+                count += 1
+                continue
+            }
+            guard let info = entities[id.entityName], !id.isTemporaryID || parentContext != nil, !info.entity.isAbstract else { continue }
+            if case .permanent(let store, _) = id.storage {
+                if storeUUID == nil { storeUUID = .some(try? self.store().identifier) }
+                guard store == storeUUID ?? nil else { continue }
+            }
+            count += 1
+        }
+        return count
+    }
+
     func markChanged(_ object: ManagedObject) {
         retained[object.objectID] = object
     }

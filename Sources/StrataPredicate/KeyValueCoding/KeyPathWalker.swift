@@ -25,6 +25,8 @@ enum KeyPathWalker {
                 return walk(dictionary[key], rest)
             }
             if let object = value as? any KeyValueCoding {
+                // `key.@count`: counted by the object when it can (no element made).
+                if case .collectionOperator(.count)? = rest.first, let count = object.count(forKey: key) { return count }
                 return walk(object.value(forKey: key), rest)
             }
             guard let items = elements(of: value) else {

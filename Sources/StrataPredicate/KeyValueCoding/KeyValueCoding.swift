@@ -23,6 +23,24 @@ public protocol KeyValueCoding {
     /// func value(forKey key: String) -> Any? { key == "name" ? name : nil }
     /// ```
     func value(forKey key: String) -> Any?
+
+    /// The number of elements of the collection property `key` — what `key.@count` counts
+    /// — when the receiver can tell without making them; nil otherwise (the default: the
+    /// collection is read with ``value(forKey:)`` and counted).
+    ///
+    /// A managed object counts a to-many relationship's object IDs, so `members.@count`
+    /// in a predicate or a key path makes no object for a member. An answer must equal the
+    /// count of ``value(forKey:)``'s collection.
+    ///
+    /// ```swift
+    /// func count(forKey key: String) -> Int? { key == "tags" ? tagIDs.count : nil }
+    /// ```
+    func count(forKey key: String) -> Int?
+}
+
+extension KeyValueCoding {
+    /// Nil: the collection is read with ``value(forKey:)`` and counted.
+    public func count(forKey key: String) -> Int? { nil }
 }
 
 // MARK: - Key paths
