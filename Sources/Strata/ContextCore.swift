@@ -621,18 +621,26 @@ final class ContextCore {
     /// How many of `ids` ``object(with:)`` gives an object for — registered, or one it can
     /// make — without making any: what a to-many's `@count` counts.
     func countObjects(_ ids: [ManagedObjectID]) -> Int {
-        var storeUUID: UUID??
+        let storeUUID = try? self.store().identifier
+        // The entity of the last ID, and whether object(with:) makes its objects (IDs of a
+        // to-many mostly name one entity).
+        var last: (name: String, concrete: Bool)?
         var count = 0
         for id in ids {
+            // The usual case first, without a registry lookup: a permanent ID of this store,
+            // of a concrete entity of the model — made if not registered.
+            if case .permanent(let store, _) = id.storage, store == storeUUID {
+                if last?.name != id.entityName { last = (id.entityName, entities[id.entityName].map { !$0.entity.isAbstract } ?? false) }
+                if last?.concrete == true {
+                    count += 1
+                    continue
+                }
+            }
             if registered(id) != nil {
                 count += 1
                 continue
             }
-            guard let info = entities[id.entityName], !id.isTemporaryID || parentContext != nil, !info.entity.isAbstract else { continue }
-            if case .permanent(let store, _) = id.storage {
-                if storeUUID == nil { storeUUID = .some(try? self.store().identifier) }
-                guard store == storeUUID ?? nil else { continue }
-            }
+            guard id.isTemporaryID, parentContext != nil, let info = entities[id.entityName], !info.entity.isAbstract else { continue }
             count += 1
         }
         return count
