@@ -176,6 +176,16 @@ extension ContextCore {
                     try checkUnsavedMembers(of: id, object, property, moved: membership.added + membership.removed)
                 }
             }
+            if change.kind == .deleted {
+                // An object brought back takes its relationships back: each target gains it
+                // on its own side, which this context may have deleted or changed unsaved
+                // (before, the revert went ahead and the save failed on a deleted target,
+                // or a one-to-one target given to another object here was taken from it).
+                for (key, value) in change.values.sorted(by: { $0.key < $1.key }) {
+                    guard let property = info.property(named: key), property.isRelationship else { continue }
+                    try checkUnsavedMembers(of: id, object, property, moved: value.ids)
+                }
+            }
         }
     }
 
@@ -204,15 +214,16 @@ extension ContextCore {
                     found: "an unsaved change to \(value.text) in this context, moving \(member.description) too")
             }
         }
-        guard let inverse = property.inverse else { return }
         for member in ordered {
             guard let object = registered(member) else { continue }
+            // Deleted here: the revert would point at it (with an inverse or without one).
             if object.isDeletedFlag {
                 throw ContextError.undoConflict(
                     object: member.description, property: "(object)", expected: "the object as the store holds it",
                     found: "an unsaved delete of it in this context")
             }
-            guard let inverseProperty = object.info.property(named: inverse), let value = object.changes[inverse] else { continue }
+            guard let inverse = property.inverse, let inverseProperty = object.info.property(named: inverse), let value = object.changes[inverse]
+            else { continue }
             if case .toMany = inverseProperty.kind, let delta = unsavedDelta(object, inverseProperty), !delta.contains(ownerID) { continue }
             throw ContextError.undoConflict(
                 object: member.description, property: inverse, expected: object.committedValue(inverseProperty)?.text ?? "the stored value",

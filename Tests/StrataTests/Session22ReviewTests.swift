@@ -1,0 +1,192 @@
+import Foundation
+import Strata
+import StrataLog
+import StrataPredicate
+import StrataTestSupport
+import Testing
+
+/// Session 22's review: join referrers taken as satisfying the join's comparison (spec 0008
+/// Planner 3c), reverts meeting unsaved relationship changes (spec 0006 §25), and `IN` a
+/// collection of integers.
+@Suite("Session 22 review")
+struct Session22ReviewTests {
+    // MARK: Reverts
+
+    /// Person {name, passport (one-to-one, recorded here), team}; Passport {number, person};
+    /// Team {name, players (derived from Player.team)}; Player {name, team}.
+    static func revertModel() throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Person") {
+                Attribute("name", .string)
+                Relationship("passport", to: "Passport", inverse: "person")
+            }
+            Entity("Passport") {
+                Attribute("name", .string)
+                Relationship("person", to: "Person", inverse: "passport")
+            }
+            Entity("Team") {
+                Attribute("name", .string)
+                Relationship("players", to: "Player", inverse: "team", toMany: true, deleteRule: .nullify)
+            }
+            Entity("Player") {
+                Attribute("name", .string)
+                Relationship("team", to: "Team", inverse: "players")
+            }
+        }
+    }
+
+    static func object(_ context: isolated ManagedObjectContext, _ entity: String, _ name: String) throws -> ManagedObject {
+        try #require(try context.fetch(FetchRequest(entityName: entity, predicate: try FormatPredicate(format: "name == %@", name))).first)
+    }
+
+    static func token(_ coordinator: PersistentStoreCoordinator, _ sequence: UInt64) throws -> HistoryToken {
+        HistoryToken(storeIdentifier: try #require(coordinator.persistentStores.first).identifier, sequence: sequence)
+    }
+
+    /// Saved (1): persons A, B; passports D1, D2 (A holds D1); teams T1, T2; players P1, P2 in T1.
+    static func revertStore(_ dir: TemporaryDirectory) async throws -> PersistentStoreCoordinator {
+        let coordinator = try openCoordinator(dir, model: try revertModel())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var made: [String: ManagedObject] = [:]
+            for (entity, name) in [("Person", "A"), ("Person", "B"), ("Passport", "D1"), ("Passport", "D2"), ("Team", "T1"), ("Team", "T2"),
+                                   ("Player", "P1"), ("Player", "P2")] {
+                let object = try context.insertNewObject(forEntityName: entity)
+                object.setValue(name, forKey: "name")
+                made[name] = object
+            }
+            made["A"]?.setValue(made["D1"], forKey: "passport")
+            made["P1"]?.setValue(made["T1"], forKey: "team")
+            made["P2"]?.setValue(made["T1"], forKey: "team")
+            try context.save()
+        }
+        return coordinator
+    }
+
+    @Test("a revert bringing back a deleted object refuses when this context deleted its related object unsaved, changing nothing; the save then holds the context's work")
+    func revertOfDeleteMeetsUnsavedDelete() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try await Self.revertStore(dir)
+        // 2: P2 (in T1) deleted.
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try Self.object(context, "Player", "P2"))
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            // Unsaved: T1 deleted here; the revert would bring P2 back into T1.
+            let t1 = try Self.object(context, "Team", "T1")
+            context.delete(t1)
+            #expect {
+                try context.revertTransaction(at: try Self.token(coordinator, 2))
+            } throws: { error in
+                guard case .undoConflict(let object, _, _, let found) = error as? ContextError else { return false }
+                return object == t1.objectID.description && found.contains("unsaved delete")
+            }
+            #expect(!context.insertedObjects.contains { $0.value(forKey: "name") as? String == "P2" }, "nothing changed")
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.count(for: FetchRequest(entityName: "Team")) == 1)
+            #expect(try context.count(for: FetchRequest(entityName: "Player")) == 1)
+        }
+    }
+
+    @Test("a revert bringing back a person whose one-to-one passport this context gave to another person unsaved refuses, changing nothing")
+    func revertOfDeleteMeetsUnsavedOneToOne() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try await Self.revertStore(dir)
+        // 2: A (holding D1) deleted.
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try Self.object(context, "Person", "A"))
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let b = try Self.object(context, "Person", "B")
+            let d1 = try Self.object(context, "Passport", "D1")
+            b.setValue(d1, forKey: "passport")
+            #expect {
+                try context.revertTransaction(at: try Self.token(coordinator, 2))
+            } throws: { error in
+                guard case .undoConflict(let object, _, _, let found) = error as? ContextError else { return false }
+                return object == d1.objectID.description && found.contains("unsaved")
+            }
+            #expect((b.value(forKey: "passport") as? ManagedObject)?.objectID == d1.objectID, "the unsaved change stands")
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.count(for: FetchRequest(entityName: "Person")) == 1)
+            #expect((try Self.object(context, "Person", "B").value(forKey: "passport") as? ManagedObject)?.value(forKey: "name") as? String == "D1")
+        }
+    }
+
+    @Test("a revert bringing back a deleted object whose related objects this context changed otherwise goes ahead (held: an unsaved player joining the team)")
+    func revertOfDeleteKeepsOtherMembers() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try await Self.revertStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try Self.object(context, "Player", "P2"))
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let p9 = try context.insertNewObject(forEntityName: "Player")
+            p9.setValue("P9", forKey: "name")
+            p9.setValue(try Self.object(context, "Team", "T1"), forKey: "team")
+            try context.revertTransaction(at: try Self.token(coordinator, 2))
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let players = try Self.object(context, "Team", "T1").value(forKey: "players") as? Set<ManagedObject> ?? []
+            #expect(players.compactMap { $0.value(forKey: "name") as? String }.sorted() == ["P1", "P2", "P9"])
+        }
+    }
+
+    // MARK: Joins
+
+    @Test("probe: a derived one-to-one first relationship, its passport given to another person unsaved")
+    func probeJoinOneToOne() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try await Self.revertStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let b = try Self.object(context, "Person", "B")
+            b.setValue(try Self.object(context, "Passport", "D1"), forKey: "passport")
+            print("PROBE A.hasChanges=\(try Self.object(context, "Person", "A").hasChanges) A.passport=\(String(describing: (try Self.object(context, "Person", "A").value(forKey: "passport") as? ManagedObject)?.value(forKey: "name")))")
+            for pending in [true, false] {
+                for format in ["person.name == 'A'", "person.name == 'B'"] {
+                    let got = try JoinPlanTests.check(context, "Passport", format, pending: pending)
+                    print("PROBE join1:1 \(format) pending=\(pending) \(got.plan) agrees=\(got.agrees)")
+                }
+            }
+        }
+    }
+
+    @Test("probe: a referrer the context holds stale (another context moved it), and one deleted in the store")
+    func probeJoinStaleReferrer() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try JoinPlanTests.model())
+        let viewer = privateContext(coordinator)
+        try await viewer.perform { (context: isolated ManagedObjectContext) throws in
+            try JoinPlanTests.populate(context)
+            context.reset()
+            context.retainsRegisteredObjects = true
+            let p5 = try JoinPlanTests.object(context, "Person", "p5")
+            _ = p5.value(forKey: "team")
+            _ = try JoinPlanTests.object(context, "Person", "p6").value(forKey: "team")
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try JoinPlanTests.object(context, "Person", "p5").setValue(try JoinPlanTests.object(context, "Team", "T3"), forKey: "team")
+            context.delete(try JoinPlanTests.object(context, "Person", "p6"))
+            try context.save()
+        }
+        try await viewer.perform { (context: isolated ManagedObjectContext) throws in
+            for pending in [true, false] {
+                for format in ["team.name == 'T3'", "team.name == 'T5'", "team.name == 'T6'", "team.name == 'T3' OR name == 'p5'", "team.name == 'T3' AND team.name == 'T3'"] {
+                    let got = try JoinPlanTests.check(context, "Person", format, pending: pending)
+                    print("PROBE stale \(format) pending=\(pending) \(got.plan) agrees=\(got.agrees) n=\(got.results.count)")
+                }
+                for format in ["ANY members.name == 'p5'", "ANY members.name == 'p6'"] {
+                    let got = try JoinPlanTests.check(context, "Team", format, pending: pending)
+                    print("PROBE stale \(format) pending=\(pending) \(got.plan) agrees=\(got.agrees) n=\(got.results.count)")
+                }
+            }
+        }
+    }
+}
