@@ -31,6 +31,7 @@ struct Session22ReviewTests {
             Entity("Player") {
                 Attribute("name", .string)
                 Relationship("team", to: "Team", inverse: "players")
+                Relationship("favorite", to: "Team")
             }
         }
     }
@@ -136,6 +137,78 @@ struct Session22ReviewTests {
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
             let players = try Self.object(context, "Team", "T1").value(forKey: "players") as? Set<ManagedObject> ?? []
             #expect(players.compactMap { $0.value(forKey: "name") as? String }.sorted() == ["P1", "P2", "P9"])
+        }
+    }
+
+    @Test("a revert of an insert refuses when an unsaved change here points at the inserted object through a relationship without an inverse (before: applied, and the save failed); one the store holds already is taken back")
+    func revertOfInsertMeetsUnsavedReference() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try await Self.revertStore(dir)
+        // 2: team T3 inserted, P2's favorite.
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let t3 = try context.insertNewObject(forEntityName: "Team")
+            t3.setValue("T3", forKey: "name")
+            try Self.object(context, "Player", "P2").setValue(t3, forKey: "favorite")
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let p1 = try Self.object(context, "Player", "P1")
+            let t3 = try Self.object(context, "Team", "T3")
+            p1.setValue(t3, forKey: "favorite")
+            #expect {
+                try context.revertTransaction(at: try Self.token(coordinator, 2))
+            } throws: { error in
+                guard case .undoConflict(let object, let property, _, let found) = error as? ContextError else { return false }
+                return object == p1.objectID.description && property == "favorite" && found.contains("unsaved")
+            }
+            #expect(!t3.isDeleted, "nothing changed")
+            context.rollback()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            // An unsaved change elsewhere: the revert takes T3 and P2's favorite back.
+            let p2 = try Self.object(context, "Player", "P2")
+            p2.setValue("P2b", forKey: "name")
+            try context.revertTransaction(at: try Self.token(coordinator, 2))
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.count(for: FetchRequest(entityName: "Team")) == 2)
+            #expect(try Self.object(context, "Player", "P2b").value(forKey: "favorite") == nil)
+        }
+    }
+
+    @Test("a revert of an insert refuses when a later transaction pointed at the object through a relationship without an inverse (before: applied, and the save failed)")
+    func revertOfInsertLinkedLaterOneWay() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try await Self.revertStore(dir)
+        // 2: T3 inserted; 3: P1's favorite set to it.
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let t3 = try context.insertNewObject(forEntityName: "Team")
+            t3.setValue("T3", forKey: "name")
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Self.object(context, "Player", "P1").setValue(try Self.object(context, "Team", "T3"), forKey: "favorite")
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let p1 = try Self.object(context, "Player", "P1")
+            #expect {
+                try context.revertTransaction(at: try Self.token(coordinator, 2))
+            } throws: { error in
+                guard case .undoConflict(let object, let property, _, let found) = error as? ContextError else { return false }
+                return object == p1.objectID.description && property == "favorite" && found.contains("later")
+            }
+            let changed = context.hasChanges
+            #expect(!changed, "nothing changed")
+            // Once the link is taken back (transaction 3 reverted), so is the insert.
+            try context.revertTransaction(at: try Self.token(coordinator, 3))
+            try context.save()
+            try context.revertTransaction(at: try Self.token(coordinator, 2))
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.count(for: FetchRequest(entityName: "Team")) == 2)
         }
     }
 
