@@ -338,4 +338,38 @@ struct Session22ReviewTests {
         }
         #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
     }
+
+    // MARK: IN a collection of integers
+
+    @Test("IN a constant collection of integers answers as comparing with each element: integers, Booleans, doubles, decimals, strings, nil, ANY/ALL, NOT, options (held)")
+    func integerInAgreesWithEachElement() throws {
+        let values: [Any?] = [1, 2, -1, 0, Int.max, Int64(3), 1.0, 1.5, 2.0000000000000004, Decimal(2), Decimal(string: "2.5"), true, false, "1", nil,
+                              [1, 5] as [Any], [5, 6] as [Any], [] as [Any]]
+        var matched = 0
+        let collections = ["{1, 2}", "{0}", "{1, 2, 3, 9223372036854775807}", "{-1, 3}"]
+        for collection in collections {
+            let elements = collection.dropFirst().dropLast().split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            let pairs: [(String, String)] = [
+                ("v IN \(collection)", elements.map { "v == \($0)" }.joined(separator: " OR ")),
+                ("NOT v IN \(collection)", "NOT (" + elements.map { "v == \($0)" }.joined(separator: " OR ") + ")"),
+                ("v IN[c] \(collection)", elements.map { "v ==[c] \($0)" }.joined(separator: " OR ")),
+                ("ANY v IN \(collection)", elements.map { "ANY v == \($0)" }.joined(separator: " OR ")),
+                ("SUBQUERY(v, $x, $x IN \(collection)).@count == v.@count", "SUBQUERY(v, $x, " + elements.map { "$x == \($0)" }.joined(separator: " OR ") + ").@count == v.@count"),
+            ]
+            for (format, reference) in pairs {
+                let predicate = try FormatPredicate(format: format)
+                let expected = try FormatPredicate(format: reference)
+                for value in values {
+                    let object: [String: Any] = value.map { ["v": $0] } ?? [:]
+                    let isCollection = value is [Any]
+                    if format.hasPrefix("ANY") || format.hasPrefix("SUBQUERY") { guard isCollection else { continue } } else if isCollection { continue }
+                    let got = try? predicate.evaluate(with: object)
+                    let want = try? expected.evaluate(with: object)
+                    if got == true { matched += 1 }
+                    #expect(got == want, "\(format) with \(String(describing: value)): \(String(describing: got)) vs \(String(describing: want))")
+                }
+            }
+        }
+        #expect(matched > 20, "\(matched) matches")
+    }
 }
