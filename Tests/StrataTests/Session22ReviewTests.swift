@@ -331,6 +331,18 @@ struct Session22ReviewTests {
                     for pending in [true, false] {
                         let got = try JoinPlanTests.check(context, entity, format, pending: pending)
                         if !got.agrees { found.append("seed \(seed) round \(round) \(entity) \(format) pending=\(pending): \(got.plan)") }
+                        // Sorted, a page of it, as IDs.
+                        let predicate = try FormatPredicate(format: format)
+                        var request = FetchRequest(entityName: entity, predicate: predicate)
+                        request.includesPendingChanges = pending
+                        request.sortDescriptors = [FetchSortDescriptor(key: entity == "Tag" ? "label" : "name", ascending: false)]
+                        request.fetchLimit = 3
+                        request.fetchOffset = 1
+                        var forced = request
+                        forced.predicate = FormatPredicate(.not(.not(predicate.node)))
+                        if try context.fetchObjectIDs(request) != context.fetchObjectIDs(forced) {
+                            found.append("seed \(seed) round \(round) \(entity) \(format) pending=\(pending), sorted page of IDs")
+                        }
                     }
                 }
                 return found
