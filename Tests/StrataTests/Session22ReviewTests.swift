@@ -212,6 +212,37 @@ struct Session22ReviewTests {
         }
     }
 
+    @Test("a revert bringing back a deleted post keeps an unsaved change to other members of its tags' posts (many-to-many, checked from the tags' side)")
+    func revertOfDeleteKeepsManyToManyWork() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try await RevertMembershipTests.store(dir)
+        // 3: P (tagged a, b; chapters c2) deleted.
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try RevertMembershipTests.object(context, "Post", "title", "P"))
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            // Unsaved: Q tagged a, through a's own side.
+            let a = try RevertMembershipTests.object(context, "Tag", "name", "a")
+            a.mutableSetValue(forKey: "posts").add(try RevertMembershipTests.object(context, "Post", "title", "Q"))
+            try context.revertTransaction(at: try RevertMembershipTests.token(coordinator, 3))
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(RevertMembershipTests.names(try RevertMembershipTests.object(context, "Post", "title", "P").value(forKey: "tags"), "name") == ["a", "b"])
+            #expect(RevertMembershipTests.names(try RevertMembershipTests.object(context, "Post", "title", "Q").value(forKey: "tags"), "name") == ["a"])
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            // Deleted again (4); unsaved here: tag b deleted. Bringing P back into b refuses.
+            context.delete(try RevertMembershipTests.object(context, "Post", "title", "P"))
+            try context.save()
+            let b = try RevertMembershipTests.object(context, "Tag", "name", "b")
+            context.delete(b)
+            #expect(throws: ContextError.self) { try context.revertTransaction(at: try RevertMembershipTests.token(coordinator, 5)) }
+            #expect(try context.count(for: FetchRequest(entityName: "Post")) == 1)
+        }
+    }
+
     // MARK: Joins
 
     @Test("a derived one-to-one first relationship: a passport given to another person unsaved is judged as the full scan judges it")
