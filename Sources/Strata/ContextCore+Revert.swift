@@ -176,6 +176,33 @@ extension ContextCore {
                     try checkUnsavedMembers(of: id, object, property, moved: membership.added + membership.removed)
                 }
             }
+            if change.kind == .deleted {
+                // An object brought back takes its relationships back: each target gains it
+                // on its own side, which this context may have deleted or changed unsaved
+                // (before, the revert went ahead and the save failed on a deleted target,
+                // or a one-to-one target given to another object here was taken from it).
+                for (key, value) in change.values.sorted(by: { $0.key < $1.key }) {
+                    guard let property = info.property(named: key), property.isRelationship else { continue }
+                    try checkUnsavedMembers(of: id, object, property, moved: value.ids)
+                }
+            }
+        }
+        // An object the transaction inserted is deleted by the revert: an unsaved change here
+        // that points at it — through a relationship without an inverse, which leaves the
+        // object itself unchanged — would be saved pointing at nothing (before, the revert
+        // was applied and the save failed). A reference the store holds already is the
+        // transaction's, taken back with the object.
+        let deleted = Set(combined.order.filter { combined.changes[$0]?.kind == .inserted })
+        guard !deleted.isEmpty else { return }
+        for (id, object) in retained.sorted(by: { $0.key.description < $1.key.description }) where !object.isDeletedFlag && !deleted.contains(id) {
+            for (key, value) in object.changes.sorted(by: { $0.key < $1.key }) {
+                guard let property = object.info.properties[key], property.isRelationship else { continue }
+                let committed = Set(object.isInsertedFlag ? [] : object.committedValue(property)?.ids ?? [])
+                guard let target = value.ids.first(where: { deleted.contains($0) && !committed.contains($0) }) else { continue }
+                throw ContextError.undoConflict(
+                    object: id.description, property: key, expected: "no reference to \(target.description), which the revert deletes",
+                    found: "an unsaved change to \(value.text) in this context")
+            }
         }
     }
 
@@ -204,15 +231,16 @@ extension ContextCore {
                     found: "an unsaved change to \(value.text) in this context, moving \(member.description) too")
             }
         }
-        guard let inverse = property.inverse else { return }
         for member in ordered {
             guard let object = registered(member) else { continue }
+            // Deleted here: the revert would point at it (with an inverse or without one).
             if object.isDeletedFlag {
                 throw ContextError.undoConflict(
                     object: member.description, property: "(object)", expected: "the object as the store holds it",
                     found: "an unsaved delete of it in this context")
             }
-            guard let inverseProperty = object.info.property(named: inverse), let value = object.changes[inverse] else { continue }
+            guard let inverse = property.inverse, let inverseProperty = object.info.property(named: inverse), let value = object.changes[inverse]
+            else { continue }
             if case .toMany = inverseProperty.kind, let delta = unsavedDelta(object, inverseProperty), !delta.contains(ownerID) { continue }
             throw ContextError.undoConflict(
                 object: member.description, property: inverse, expected: object.committedValue(inverseProperty)?.text ?? "the stored value",
@@ -336,6 +364,10 @@ extension ContextCore {
         let inserted = combined.order.filter { combined.changes[$0]?.kind == .inserted }
         guard !inserted.isEmpty else { return }
         let storeUUID = store.identifier
+        // The relationships without an inverse, each with the entity declaring it.
+        let oneWay = model.entities.sorted { $0.name < $1.name }.flatMap { entity in
+            entity.relationships.filter { $0.inverseName == nil && !$0.isTransient }.map { (entity.name, $0) }
+        }
         /// Whether the transaction itself links `other` to `id` through `other`'s `property`.
         func linkedByTransaction(_ other: ManagedObjectID, _ property: String, to id: ManagedObjectID) -> Bool {
             guard let change = combined.changes[other] else { return false }
@@ -394,6 +426,20 @@ extension ContextCore {
                         throw ContextError.undoConflict(
                             object: id.description, property: property.name, expected: "only the links transaction \(sequence) made",
                             found: "a link to \(otherID) made later")
+                    }
+                }
+                // A relationship without an inverse leaves no trace on the object: its
+                // referrers are read from the store's index (before, a later link through
+                // one was missed, and the save failed on the deleted object).
+                for (owner, relationship) in oneWay where relationship.destinationEntityName == id.entityName
+                    || model.entity(named: relationship.destinationEntityName).map({ model.selfAndSubentityNames(of: $0.name).contains(id.entityName) }) == true
+                {
+                    for other in try reader.referrers(to: stored, through: relationship.name, of: owner) {
+                        let otherID = ManagedObjectID.permanent(other, store: storeUUID)
+                        if combined.changes[otherID]?.kind == .inserted || linkedByTransaction(otherID, relationship.name, to: id) { continue }
+                        throw ContextError.undoConflict(
+                            object: otherID.description, property: relationship.name, expected: "no link to \(id.description), which the revert deletes",
+                            found: "a link to it made later")
                     }
                 }
             }

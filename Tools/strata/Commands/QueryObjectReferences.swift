@@ -13,54 +13,97 @@ enum QueryObjectReferences {
     }
 
     /// `node` with every string compared with a relationship key path or `SELF` replaced by
-    /// the object it names, for a fetch of `entity`.
+    /// the object it names, for a fetch of `entity`; in a `SUBQUERY` over a relationship,
+    /// the same for its variable (`$p == "Player/p5"`, `$p.team == "Team/p1"`), which
+    /// stands for the relationship's objects (`variables`: each variable's entity).
     ///
     /// - Throws: ``Problem`` for a string that is no object reference of this store (the
     ///   forms `Entity/pN` and `x-strata://<store UUID>/Entity/pN`), or that names an entity
     ///   the model lacks.
-    static func resolve(_ node: PredicateNode, entity: EntityDescription, model: ManagedObjectModel, coordinator: PersistentStoreCoordinator)
-        throws -> PredicateNode
-    {
+    static func resolve(
+        _ node: PredicateNode, entity: EntityDescription, model: ManagedObjectModel, coordinator: PersistentStoreCoordinator,
+        variables: [String: EntityDescription] = [:]
+    ) throws -> PredicateNode {
         switch node {
         case .comparison(let comparison):
-            let left = comparison.leftExpression, right = comparison.rightExpression
+            let left = try subqueries(in: comparison.leftExpression, entity, model, coordinator, variables)
+            let right = try subqueries(in: comparison.rightExpression, entity, model, coordinator, variables)
             var newLeft = left, newRight = right
-            if endsAtObject(left, entity, model) { newRight = try objects(in: right, coordinator) }
-            if endsAtObject(right, entity, model) { newLeft = try objects(in: left, coordinator) }
-            guard newLeft != left || newRight != right else { return node }
+            if endsAtObject(left, entity, model, variables) { newRight = try objects(in: right, coordinator) }
+            if endsAtObject(right, entity, model, variables) { newLeft = try objects(in: left, coordinator) }
+            guard newLeft != comparison.leftExpression || newRight != comparison.rightExpression else { return node }
             return .comparison(
                 ComparisonPredicate(newLeft, comparison.operatorType, newRight, modifier: comparison.modifier, options: comparison.options))
         case .and(let children):
-            return .and(try children.map { try resolve($0, entity: entity, model: model, coordinator: coordinator) })
+            return .and(try children.map { try resolve($0, entity: entity, model: model, coordinator: coordinator, variables: variables) })
         case .or(let children):
-            return .or(try children.map { try resolve($0, entity: entity, model: model, coordinator: coordinator) })
+            return .or(try children.map { try resolve($0, entity: entity, model: model, coordinator: coordinator, variables: variables) })
         case .not(let child):
-            return .not(try resolve(child, entity: entity, model: model, coordinator: coordinator))
+            return .not(try resolve(child, entity: entity, model: model, coordinator: coordinator, variables: variables))
         default:
             return node
         }
     }
 
-    /// Whether `expression` reads objects: `SELF`, or a key path whose last key is a
-    /// relationship (reached through relationships from `entity`).
-    static func endsAtObject(_ expression: FormatExpression, _ entity: EntityDescription, _ model: ManagedObjectModel) -> Bool {
+    /// `expression` with the predicate of each `SUBQUERY` in it resolved, its variable
+    /// standing for the objects of the relationship it ranges over (before, a string
+    /// compared with the variable stayed a string, and the subquery matched nothing).
+    static func subqueries(
+        in expression: FormatExpression, _ entity: EntityDescription, _ model: ManagedObjectModel, _ coordinator: PersistentStoreCoordinator,
+        _ variables: [String: EntityDescription]
+    ) throws -> FormatExpression {
         switch expression {
-        case .evaluatedObject:
-            return true
-        case .keyPath(let path):
-            var current: EntityDescription? = entity
-            var isRelationship = false
-            for component in path.components {
-                guard case .key(let key) = component, let here = current, let relationship = here.relationshipsByName[key] else {
-                    return false
-                }
-                current = model.entity(named: relationship.destinationEntityName)
-                isRelationship = true
-            }
-            return isRelationship
+        case .subquery(let collection, let variable, let predicate):
+            let inner = try subqueries(in: collection, entity, model, coordinator, variables)
+            var scope = variables
+            // A variable over anything but objects (or shadowing one) stands for no entity.
+            scope[variable] = destination(of: inner, entity, model, variables)
+            let resolved = try resolve(predicate, entity: entity, model: model, coordinator: coordinator, variables: scope)
+            return .subquery(collection: inner, variable: variable, predicate: resolved)
+        case .keyPathOf(let inner, let path):
+            return .keyPathOf(try subqueries(in: inner, entity, model, coordinator, variables), path)
         default:
-            return false
+            return expression
         }
+    }
+
+    /// Whether `expression` reads objects: `SELF`, a subquery's variable over objects, or a
+    /// key path whose last key is a relationship (reached through relationships from
+    /// `entity`, or from such a variable).
+    static func endsAtObject(
+        _ expression: FormatExpression, _ entity: EntityDescription, _ model: ManagedObjectModel, _ variables: [String: EntityDescription] = [:]
+    ) -> Bool {
+        switch expression {
+        case .evaluatedObject: true
+        case .variable(let name): variables[name] != nil
+        default: destination(of: expression, entity, model, variables) != nil
+        }
+    }
+
+    /// The entity of the objects a key path of relationships reads (from `entity`, or from
+    /// a subquery's variable over objects); nil for anything else.
+    static func destination(
+        of expression: FormatExpression, _ entity: EntityDescription, _ model: ManagedObjectModel, _ variables: [String: EntityDescription]
+    ) -> EntityDescription? {
+        let start: EntityDescription?
+        let path: FormatKeyPath
+        switch expression {
+        case .keyPath(let keyPath):
+            start = entity
+            path = keyPath
+        case .keyPathOf(.variable(let name), let keyPath):
+            start = variables[name]
+            path = keyPath
+        default:
+            return nil
+        }
+        guard !path.components.isEmpty else { return nil }
+        var current = start
+        for component in path.components {
+            guard case .key(let key) = component, let here = current, let relationship = here.relationshipsByName[key] else { return nil }
+            current = model.entity(named: relationship.destinationEntityName)
+        }
+        return current
     }
 
     /// `expression` with its strings (alone, or in a collection) replaced by the objects they name.
