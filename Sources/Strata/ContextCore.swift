@@ -727,6 +727,14 @@ final class ContextCore {
         return value
     }
 
+    /// The number of objects the derived side `property` of saved `object` relates to in
+    /// the store (as ``derivedValue(_:_:)`` would read them), counted without reading them;
+    /// nil in a child context or when the store can't say.
+    func derivedCount(_ object: ManagedObject, _ property: PropertyInfo) -> Int? {
+        guard parentContext == nil, let stored = object.objectID.storedID, let log = try? store().log else { return nil }
+        return try? readPinned(log, { reader in try reader.countRelated(stored, property.name) })
+    }
+
     func values(from stored: [String: LogValue], info: EntityInfo) -> [String: PropertyValue] {
         let storeUUID = (try? store().identifier) ?? UUID()
         var result: [String: PropertyValue] = [:]

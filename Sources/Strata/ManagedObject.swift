@@ -341,6 +341,14 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// ``value(forKey:)`` for a to-many relationship overrides this too.
     open func count(forKey key: String) -> Int? {
         guard keyProbe == nil, let core, let property = info.property(named: key), property.isToMany else { return nil }
+        if !property.isRecorded, !property.isTransient, !isInsertedFlag, changes[key] == nil {
+            // A derived side not read yet: its rows counted in the store (reading it fires
+            // the fault, as reading the relationship does).
+            fireFault()
+            if hasCommittedValues, committedValue(property) == nil, changes[key] == nil, let counted = core.derivedCount(self, property) {
+                return counted
+            }
+        }
         return core.countObjects(currentValue(property).ids)
     }
 

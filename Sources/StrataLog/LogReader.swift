@@ -399,6 +399,33 @@ public struct LogReader: ~Copyable {
         return try currentRelated(id, property, described, storage)
     }
 
+    /// How many objects ``related(_:_:)`` returns, counted without making their IDs: a
+    /// derived or unordered to-many side's rows counted in place (`members.@count` of a
+    /// team of 12,500). As of the pinned generation for a pinned reader.
+    public func countRelated(_ id: StoredObjectID, _ property: String) throws -> Int {
+        let entity = try log.schema.entity(id.entity)
+        guard let described = entity.propertiesByName[property], let storage = described.relationship else {
+            throw LogError.unknownProperty(entity: id.entity, property: property)
+        }
+        if view != nil { return try related(id, property).count }
+        let table: LMDBDatabase
+        let code: UInt16
+        switch storage {
+        case .toOne, .orderedToMany:
+            return try currentRelated(id, property, described, storage).count
+        case .unorderedToMany:
+            table = tables.members
+            code = try log.catalog.relationshipCode(described.qualifiedName)
+        case .derived(let inverseEntity, let inverse):
+            table = tables.referrers
+            code = try log.catalog.relationshipCode("\(inverseEntity).\(inverse)")
+        }
+        var prefix = ByteWriter(capacity: 12)
+        try writer.key(id).append(to: &prefix)
+        prefix.uint16(code)
+        return try txn.count(in: table, range: .prefix(prefix.bytes))
+    }
+
     /// ``related(_:_:)`` of the current state.
     private func currentRelated(
         _ id: StoredObjectID, _ property: String, _ described: ModelSchema.Property, _ storage: ModelSchema.RelationshipStorage

@@ -18,10 +18,17 @@ struct ToManyCountTests {
             context.reset()
             // Every object made stays registered: counting must make no tag and no chapter.
             context.retainsRegisteredObjects = true
-            let posts = try context.fetch(FetchRequest(entityName: "Post"))
-            let counts = posts.map { ($0.value(forKeyPath: "tags.@count") as? Int, $0.value(forKeyPath: "chapters.@count") as? Int) }
+            let counts = try context.fetch(FetchRequest(entityName: "Post")).map {
+                ($0.value(forKeyPath: "tags.@count") as? Int, $0.value(forKeyPath: "chapters.@count") as? Int)
+            }
             #expect(context.registeredObjects.allSatisfy { $0.entity.name == "Post" }, "no member made")
             #expect(counts.contains { ($0.0 ?? 0) > 0 } && counts.contains { ($0.1 ?? 0) > 0 })
+            // A derived side (Tag.posts) is counted in the store, making no post either.
+            context.reset()
+            let counted = try context.fetch(FetchRequest(entityName: "Tag")).map { $0.value(forKeyPath: "posts.@count") as? Int }
+            #expect(context.registeredObjects.allSatisfy { $0.entity.name == "Tag" }, "no post made")
+            #expect(counted.contains { ($0 ?? 0) > 1 })
+            let posts = try context.fetch(FetchRequest(entityName: "Post"))
             let tags = try context.fetch(FetchRequest(entityName: "Tag"))
             for object in posts + tags {
                 for key in object.entity.name == "Post" ? ["tags", "chapters"] : ["posts"] {
@@ -56,6 +63,34 @@ struct ToManyCountTests {
             #expect(tags[0].value(forKeyPath: "posts.@count") as? Int == taggedBefore?.count)
             let pending = try PlanAgreement.check(context, "Tag", "posts.@count >= 3")
             #expect(pending.agrees)
+        }
+    }
+
+    @Test("a context pinned to a query generation counts a derived side as of it; after another context's save, as the store holds it once unpinned")
+    func pinnedCounts() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try RelationshipPlanTests.model())
+        let reader = privateContext(coordinator)
+        try await reader.perform { (context: isolated ManagedObjectContext) throws in
+            try RelationshipPlanTests.populate(context)
+            context.reset()
+            try context.setQueryGenerationFrom(.current)
+            _ = try context.count(for: FetchRequest(entityName: "Tag"))
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let tag = try RelationshipPlanTests.object(context, "Tag", "name", "t0")
+            for post in try context.fetch(FetchRequest(entityName: "Post")) { post.mutableSetValue(forKey: "tags").add(tag) }
+            try context.save()
+        }
+        try await reader.perform { (context: isolated ManagedObjectContext) throws in
+            let tag = try RelationshipPlanTests.object(context, "Tag", "name", "t0")
+            let pinned = tag.value(forKeyPath: "posts.@count") as? Int
+            #expect(pinned == (tag.value(forKey: "posts") as? Set<ManagedObject>)?.count)
+            #expect(pinned != 12, "the pinned generation's posts, not the store's 12")
+            try context.setQueryGenerationFrom(nil)
+            context.reset()
+            let now = try RelationshipPlanTests.object(context, "Tag", "name", "t0")
+            #expect(now.value(forKeyPath: "posts.@count") as? Int == 12)
         }
     }
 }
