@@ -293,7 +293,10 @@ struct Session22ReviewTests {
         }
     }
 
-    @Test("join plans agree with the full scan through random unsaved changes, moves through either side, inserts, deletes and another context's saves, with and without pending changes", arguments: [11, 12, 13, 14, 15, 16] as [UInt64])
+    /// Rounds per seed (`STRATA_JOIN_ROUNDS`, small by default).
+    static let joinRounds = Int(ProcessInfo.processInfo.environment["STRATA_JOIN_ROUNDS"] ?? "") ?? 6
+
+    @Test("join plans agree with the full scan through random unsaved changes, moves through either side, inserts, deletes and another context's saves, with and without pending changes", arguments: [11, 12, 13] as [UInt64])
     func joinsRandomized(seed: UInt64) async throws {
         let dir = try TemporaryDirectory()
         let coordinator = try openCoordinator(dir, model: try JoinPlanTests.model())
@@ -315,7 +318,7 @@ struct Session22ReviewTests {
             ("Tag", "ANY people.name IN {'p3', 'p4'}"), ("League", "ANY teams.members.name == 'p4'"), ("League", "ANY teams.name == 'T2'"),
             ("Team", "league.name == 'L2'"), ("Team", "ANY members.tags.label == 'tag3'"),
         ]
-        for round in 0..<12 {
+        for round in 0..<Self.joinRounds {
             let ops = (0..<3).map { _ in (Int.random(in: 0..<9, using: &generator), Int.random(in: 0..<60, using: &generator), Int.random(in: 0..<9, using: &generator)) }
             let useWriter = Bool.random(using: &generator)
             let work: @Sendable (isolated ManagedObjectContext) throws -> Void = { context in
