@@ -244,16 +244,7 @@ private func runMemberEmail(store: FetchStore, people: [PersonRow], repetitions:
         }
         say("  \(label): \(plan)")
     }
-    func strataRound(_ format: String, _ emails: [String]) throws -> (Duration, Int) {
-        try freshRound(store) { context in
-            var sum = 0
-            for email in emails {
-                let request = Strata.FetchRequest(entityName: "Team", predicate: try FormatPredicate(format: format, email))
-                for team in try context.fetch(request) { sum &+= nameChecksum(team.value(forKey: "name") as? String ?? "") }
-            }
-            return sum
-        }
-    }
+    func strataRound(_ format: String, _ emails: [String]) throws -> (Duration, Int) { try teamsRound(store, format, emails) }
     try compareServed(
         ServedComparison(
             name: "F8b. ANY members.email == %@, \(wanted) emails, \(store.count / 1000)k people", grdbRow: "Strata ÷ GRDB (join)",
@@ -261,21 +252,7 @@ private func runMemberEmail(store: FetchStore, people: [PersonRow], repetitions:
             unserved: "Strata fetch(NOT (NOT (ANY …))), \(few.count) emails", served: "Strata fetch(ANY members.email == %@), \(few.count) emails",
             repetitions: max(repetitions, 9), unservedWarmup: 0, unservedRepetitions: 1, unservedNote: "\(few.count) emails"),
         strata: { try strataRound("ANY members.email == %@", emails) },
-        grdb: {
-            let clock = ContinuousClock()
-            let start = clock.now
-            let sum = try store.grdb.read { db in
-                var sum = 0
-                for email in emails {
-                    let teams = try GRDBTeam.fetchAll(
-                        db, sql: "SELECT DISTINCT team.* FROM team JOIN person ON person.teamId = team.id WHERE person.email = ?",
-                        arguments: [email])
-                    for team in teams { sum &+= nameChecksum(team.name) }
-                }
-                return sum
-            }
-            return (clock.now - start, sum)
-        },
+        grdb: { try grdbTeamsRound(store, "SELECT DISTINCT team.* FROM team JOIN person ON person.teamId = team.id WHERE person.email = ?", emails) },
         unserved: { try strataRound("NOT (NOT (ANY members.email == %@))", few) }, served: { try strataRound("ANY members.email == %@", few) })
 }
 
@@ -285,16 +262,7 @@ private func runMemberCount(store: FetchStore, repetitions: Int) throws {
     heading("F9. Fetch Team: members.@count >= %d for 8 thresholds, \(store.count) people, team names read")
     let size = store.count / teamNames.count
     let thresholds = (0..<8).map { max(0, size - size / 20 + $0 * size / 80) }
-    func strataRound(_ format: String) throws -> (Duration, Int) {
-        try freshRound(store) { context in
-            var sum = 0
-            for threshold in thresholds {
-                let request = Strata.FetchRequest(entityName: "Team", predicate: try FormatPredicate(format: format, threshold))
-                for team in try context.fetch(request) { sum &+= nameChecksum(team.value(forKey: "name") as? String ?? "") }
-            }
-            return sum
-        }
-    }
+    func strataRound(_ format: String) throws -> (Duration, Int) { try teamsRound(store, format, thresholds) }
     try compareServed(
         ServedComparison(
             name: "F9. members.@count >= %d, 8 thresholds, \(store.count / 1000)k people", grdbRow: "Strata ÷ GRDB (COUNT subquery)",
@@ -303,21 +271,7 @@ private func runMemberCount(store: FetchStore, repetitions: Int) throws {
             repetitions: repetitions, unservedRepetitions: max(3, repetitions / 2),
             unservedRow: "members made and counted (SUBQUERY) ÷ IDs counted"),
         strata: { try strataRound("members.@count >= %d") },
-        grdb: {
-            let clock = ContinuousClock()
-            let start = clock.now
-            let sum = try store.grdb.read { db in
-                var sum = 0
-                for threshold in thresholds {
-                    let teams = try GRDBTeam.fetchAll(
-                        db, sql: "SELECT * FROM team WHERE (SELECT COUNT(*) FROM person WHERE person.teamId = team.id) >= ?",
-                        arguments: [threshold])
-                    for team in teams { sum &+= nameChecksum(team.name) }
-                }
-                return sum
-            }
-            return (clock.now - start, sum)
-        },
+        grdb: { try grdbTeamsRound(store, "SELECT * FROM team WHERE (SELECT COUNT(*) FROM person WHERE person.teamId = team.id) >= ?", thresholds) },
         unserved: { try strataRound("SUBQUERY(members, $m, TRUEPREDICATE).@count >= %d") },
         served: { try strataRound("members.@count >= %d") })
 }
@@ -386,6 +340,35 @@ private func runTeamTopAges(plain: FetchStore, compound: FetchStore, repetitions
 
 struct RelatedFetchBenchmarkError: Error, CustomStringConvertible {
     let description: String
+}
+
+// MARK: - Rounds fetching teams
+
+/// One Strata round fetching Team with `format` and each of `arguments` in a fresh context,
+/// each result's name read (checksummed).
+private func teamsRound<Argument: Sendable>(_ store: FetchStore, _ format: String, _ arguments: [Argument]) throws -> (Duration, Int) {
+    try freshRound(store) { context in
+        var sum = 0
+        for argument in arguments {
+            let request = Strata.FetchRequest(entityName: "Team", predicate: try FormatPredicate(format: format, argument))
+            for team in try context.fetch(request) { sum &+= nameChecksum(team.value(forKey: "name") as? String ?? "") }
+        }
+        return sum
+    }
+}
+
+/// The same from GRDB: `GRDBTeam.fetchAll` with `sql` and each of `arguments`.
+private func grdbTeamsRound<Argument: DatabaseValueConvertible>(_ store: FetchStore, _ sql: String, _ arguments: [Argument]) throws -> (Duration, Int) {
+    let clock = ContinuousClock()
+    let start = clock.now
+    let sum = try store.grdb.read { db in
+        var sum = 0
+        for argument in arguments {
+            for team in try GRDBTeam.fetchAll(db, sql: sql, arguments: [argument]) { sum &+= nameChecksum(team.name) }
+        }
+        return sum
+    }
+    return (clock.now - start, sum)
 }
 
 // MARK: - Served against GRDB, and against unserved
