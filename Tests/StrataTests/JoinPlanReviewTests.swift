@@ -22,6 +22,17 @@ struct JoinPlanReviewTests {
             pageKey: ["Badge": "code", "Project": "title", "Tag": "label"][entity] ?? "name")
     }
 
+    /// A new store and a viewer context whose T7 holds its members as they were before
+    /// another context moved p7 away (``cacheMembersThenMove(_:_:prefetch:)``); the
+    /// directory is returned to be kept while the viewer is used.
+    static func staleViewer(prefetch: Bool) async throws -> (TemporaryDirectory, ManagedObjectContext) {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Base.model())
+        let viewer = privateContext(coordinator)
+        try await cacheMembersThenMove(viewer, coordinator, prefetch: prefetch)
+        return (dir, viewer)
+    }
+
     /// Fires `name`'s team in `context` and reads its members (the derived side, cached with
     /// its committed values), then moves p7 from T7 to T5 in another context and saves,
     /// without merging into `context`.
@@ -53,10 +64,8 @@ struct JoinPlanReviewTests {
     @Test("a destination object whose cached derived side is stale (its own record unchanged) is a target")
     func staleDerivedSideInTheRest() async throws {
         for prefetch in [false, true] {
-            let dir = try TemporaryDirectory()
-            let coordinator = try openCoordinator(dir, model: try Base.model())
-            let viewer = privateContext(coordinator)
-            try await Self.cacheMembersThenMove(viewer, coordinator, prefetch: prefetch)
+            let (dir, viewer) = try await Self.staleViewer(prefetch: prefetch)
+            defer { withExtendedLifetime(dir) {} }
             try await viewer.perform { (context: isolated ManagedObjectContext) throws in
                 // The viewer's T7 still lists p7 among its members; the store's T5 does.
                 let leagues = try Self.agrees(context, "League", "ANY teams.members.name == 'p7'")
@@ -73,10 +82,8 @@ struct JoinPlanReviewTests {
     @Test("a fetched object whose cached derived side is stale is judged as the full scan judges it")
     func staleDerivedSideFirst() async throws {
         for prefetch in [false, true] {
-            let dir = try TemporaryDirectory()
-            let coordinator = try openCoordinator(dir, model: try Base.model())
-            let viewer = privateContext(coordinator)
-            try await Self.cacheMembersThenMove(viewer, coordinator, prefetch: prefetch)
+            let (dir, viewer) = try await Self.staleViewer(prefetch: prefetch)
+            defer { withExtendedLifetime(dir) {} }
             try await viewer.perform { (context: isolated ManagedObjectContext) throws in
                 let teams = try Self.agrees(context, "Team", "ANY members.name == 'p7'")
                 #expect(teams.agrees, "prefetch \(prefetch): \(teams)")
