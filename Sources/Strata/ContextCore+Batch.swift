@@ -512,7 +512,7 @@ extension ContextCore {
         let planner = try self.planner(for: request, resolvesJoins: generation == nil)
         return try store.log.read { (reader: borrowing LogReader) throws -> [StoredObjectID] in
             let plan = try planner.plan(reader)
-            let execution = FetchExecution(core: self, request: request, plan: plan, storeUUID: store.identifier)
+            let execution = FetchExecution(core: self, request: request, plan: plan, storeUUID: store.identifier, readsCurrentState: true)
             let plain = request.memoryFilter == nil && request.sortDescriptors.isEmpty && request.fetchOffset == 0 && request.fetchLimit == 0
             let everything = request.predicate == nil || request.predicate?.node == .constant(true)
             if plain && plan.kind == .fullScan && everything {

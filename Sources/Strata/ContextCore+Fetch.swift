@@ -295,6 +295,9 @@ final class FetchExecution {
     /// Objects with unsaved changes (or deleted) whose stored rows the plan skips; they are
     /// judged by their current values instead. Empty without pending changes.
     let dirty: [StoredObjectID: ManagedObject]
+    /// Without pending changes, the store's saved state that key paths through
+    /// relationships read (spec 0008, Pending changes 3); nil with them.
+    let storedState: StoredState?
     /// The sort descriptors' values of every match, `request.sortDescriptors.count` per
     /// match, read once (a sort compares them many times).
     @exclusivity(unchecked) var sortKeys: [SortKey] = []
@@ -376,7 +379,9 @@ final class FetchExecution {
         }
     }
 
-    init(core: ContextCore, request: FetchRequest, plan: QueryPlan, storeUUID: UUID) {
+    /// `readsCurrentState`: related rows without pending changes are read as the store is
+    /// now, whatever the context's query generation (a batch request's selection).
+    init(core: ContextCore, request: FetchRequest, plan: QueryPlan, storeUUID: UUID, readsCurrentState: Bool = false) {
         self.core = core
         self.request = request
         self.plan = plan
@@ -400,6 +405,7 @@ final class FetchExecution {
             }
         }
         self.dirty = dirty
+        storedState = pending ? nil : StoredState(core: core, storeUUID: storeUUID, readsCurrentState: readsCurrentState)
     }
 
     /// The entity's position in store order and its property table, if it is fetched.
@@ -531,7 +537,7 @@ final class FetchExecution {
                 default: break
                 }
             }
-            let made = subject ?? StoredRowSubject(id: id, info: info, values: values, core: core, version: version)
+            let made = subject ?? StoredRowSubject(id: id, info: info, values: values, core: core, version: version, storedState: storedState)
             subject = made
             sortKeys.append(SortKey(simple ? made.value(forKey: descriptor.key) : made.value(forKeyPath: descriptor.key)))
         }
@@ -558,19 +564,22 @@ final class FetchExecution {
         let id = ManagedObjectID.permanent(storedID, store: storeUUID)
         var subject: StoredRowSubject?
         if let rowPredicate {
-            let made = StoredRowSubject(id: id, info: info, values: values, core: core, version: version)
+            let made = StoredRowSubject(id: id, info: info, values: values, core: core, version: version, storedState: storedState)
             subject = made
-            guard try rowPredicate.evaluate(with: made, substitutionVariables: variables) else { return nil }
+            let matched = try rowPredicate.evaluate(with: made, substitutionVariables: variables)
+            try storedState?.check()
+            guard matched else { return nil }
         }
         var object = subject?.object
         if let filter = request.memoryFilter {
-            let made = subject ?? StoredRowSubject(id: id, info: info, values: values, core: core, version: version)
+            let made = subject ?? StoredRowSubject(id: id, info: info, values: values, core: core, version: version, storedState: storedState)
             subject = made
             let materialized = made.materialize()
             guard try filter(materialized) else { return nil }
             object = materialized
         }
         let keys = recordSortKeys(values, info, &subject, id, version: version)
+        try storedState?.check()
         if object == nil { object = subject?.object }
         return Match(
             position: Position(group: 0, major: major, minor: storedID.primaryKey), id: id, info: info, row: keepsRows ? values : nil,
@@ -1119,12 +1128,20 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
     /// The managed object, once something needed it.
     private(set) var object: ManagedObject?
 
-    init(id: ManagedObjectID, info: EntityInfo, values: PropertyRow, core: ContextCore, version: UInt64? = nil) {
+    /// The store's saved state, for a fetch without pending changes: a relationship then
+    /// leads to the related objects' stored rows, not to the context's objects (nil: it
+    /// leads to the context's objects, with their current values).
+    weak var storedState: StoredState?
+
+    init(
+        id: ManagedObjectID, info: EntityInfo, values: PropertyRow, core: ContextCore, version: UInt64? = nil, storedState: StoredState? = nil
+    ) {
         self.id = id
         self.info = info
         self.values = values
         self.core = core
         self.version = version
+        self.storedState = storedState
     }
 
     /// The managed object for the row: registered, or a new fault holding the row.
@@ -1142,6 +1159,7 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
     func value(forKey key: String) -> Any? {
         guard let property = info.properties[key] else { return nil }
         if property.isTransient { return materialize().value(forKey: key) }
+        if let storedState, property.isRelationship { return storedState.value(of: self, property) }
         if let value = values[property] {
             switch value {
             case .attribute(let attribute): return attribute.map(Self.evaluationValue)
@@ -1163,6 +1181,7 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
     /// object counts them; a derived side through the object (its IDs, no member made).
     func count(forKey key: String) -> Int? {
         guard let property = info.properties[key], property.isToMany, !property.isTransient else { return nil }
+        if let storedState { return storedState.count(of: self, property) }
         switch values[property] {
         case .toMany(let targets)?: return core.countObjects(targets)
         case nil: return property.isRecorded ? 0 : materialize().count(forKey: key)

@@ -332,12 +332,16 @@ extension ContextCore {
         // Grouped rows are sorted by their own keys (which may name expressions) afterwards.
         if grouped { base.sortDescriptors = [] }
         let objects = try fetchObjects(base)
+        // Without pending changes, the rows hold the values the store holds, as the objects
+        // were chosen and ordered by (Core Data's dictionaries always do). A child context's
+        // store is its parent: its rows hold the parent's current values.
+        let saved = request.includesPendingChanges || parentContext != nil ? nil : StoredState(core: self, storeUUID: try store().identifier)
         var rows: [[String: Cell]] = []
         if grouped {
             var order: [[Cell]] = []
             var members: [[Cell]: [ManagedObject]] = [:]
             for object in objects {
-                let key = try groupBy.map { try cell(of: object, path: $0) }
+                let key = try groupBy.map { try cell(of: object, path: $0, saved: saved) }
                 if members[key] == nil { order.append(key) }
                 members[key, default: []].append(object)
             }
@@ -350,7 +354,7 @@ extension ContextCore {
                 for (path, value) in zip(groupBy, key) { row[path] = value }
                 for entry in fetched {
                     guard case .expression(let name, let function, let keyPath) = entry else { continue }
-                    let values = try (members[key] ?? []).map { try cell(of: $0, path: keyPath) }
+                    let values = try (members[key] ?? []).map { try cell(of: $0, path: keyPath, saved: saved) }
                     row[name] = try aggregate(function, values, keyPath: keyPath, entity: request.entityName)
                 }
                 rows.append(row)
@@ -369,7 +373,7 @@ extension ContextCore {
         } else {
             for object in objects {
                 var row: [String: Cell] = [:]
-                for entry in fetched { row[entry.name] = try cell(of: object, path: entry.name) }
+                for entry in fetched { row[entry.name] = try cell(of: object, path: entry.name, saved: saved) }
                 rows.append(row)
             }
         }
@@ -437,7 +441,8 @@ extension ContextCore {
 
     /// The value at `path` of `object`, read without firing the fault of an unchanged
     /// object that has a fetched row.
-    func cell(of object: ManagedObject, path: String) throws -> Cell {
+    func cell(of object: ManagedObject, path: String, saved: StoredState? = nil) throws -> Cell {
+        if let saved { return try savedCell(of: object.objectID, path: path, saved) }
         var current = object
         let components = path.split(separator: ".").map(String.init)
         for (index, component) in components.enumerated() {
@@ -454,6 +459,30 @@ extension ContextCore {
             guard case .toOne(let id?) = value, let next = self.object(with: id) else { return .null }
             current = next
         }
+        return .null
+    }
+
+    /// The cell of `path` as the store holds it, from the object's stored row (a fetch
+    /// without pending changes: spec 0008, Dictionary results).
+    private func savedCell(of id: ManagedObjectID, path: String, _ saved: StoredState) throws -> Cell {
+        var current = saved.subject(id)
+        let components = path.split(separator: ".").map(String.init)
+        for (index, component) in components.enumerated() {
+            guard let subject = current, let property = subject.info.properties[component] else { break }
+            let value = property.isRelationship ? saved.relationshipValue(of: subject, property) : subject.values[property]
+            try saved.check()
+            if index == components.count - 1 {
+                switch value {
+                case .attribute(let v?)?: return .attribute(v)
+                case .toOne(let id?)?: return .object(id)
+                case .toMany(let ids)?: return .objects(ids)
+                default: return .null
+                }
+            }
+            guard case .toOne(let id?)? = value else { break }
+            current = saved.subject(id)
+        }
+        try saved.check()
         return .null
     }
 

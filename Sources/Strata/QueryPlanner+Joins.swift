@@ -50,16 +50,21 @@ extension QueryPlanner {
         else { return nil }
         var request = FetchRequest(entityName: destination.name, predicate: FormatPredicate(.comparison(rest)))
         request.substitutionVariables = self.request.substitutionVariables
-        // Stored rows of objects the context changed are skipped, as in any fetch: they
-        // are among the divergent objects. (With pending changes, a derived side in the
-        // rest of the path is read from the store's references too.)
-        request.includesPendingChanges = true
+        // With pending changes, stored rows of objects the context changed are skipped, as
+        // in any fetch: they are among the divergent objects (and a derived side in the
+        // rest of the path is read from the store's references too). Without them, the
+        // fetched entity's rows are judged through the related objects' stored rows
+        // (spec 0008, Pending changes 3): the targets are the destination's stored matches
+        // as the store holds them, and nothing the context holds diverges.
+        let pending = self.request.includesPendingChanges
+        request.includesPendingChanges = pending
         // Scanning the destination in full is worth it when it holds few objects — or no
         // more than the fetched entities, whose full scan reads a related object for each
         // (for a to-many, every member of every object: never fewer than the scan).
         let scanLimit = relationship.isToMany ? Int.max : max(Self.joinCap, try reader.count(of: entity.name))
         guard let (stored, plan) = try resolver.storedObjects(matching: request, reader, cap: Self.joinCap, scanLimit: scanLimit),
-            let divergent = try resolver.divergentObjects(of: model.selfAndSubentityNames(of: destination.name), reader, cap: Self.joinCap)
+            let divergent = pending
+                ? try resolver.divergentObjects(of: model.selfAndSubentityNames(of: destination.name), reader, cap: Self.joinCap) : []
         else { return nil }
         var targets = Set(stored)
         let added = divergent.reduce(0) { $0 + (targets.insert($1).inserted ? 1 : 0) }

@@ -779,7 +779,9 @@ struct QueryPlanner {
         let derived = Self.firstKeys(of: predicate.node).filter { name in
             entity.relationshipsByName[name].map { !RecordedSide.isRecorded($0, of: entity, in: model) } ?? false
         }
-        if !derived.isEmpty {
+        // Without pending changes a derived side is read from the store's references, as
+        // the plans read it: a side a registered object holds stale doesn't matter.
+        if !derived.isEmpty && request.includesPendingChanges {
             resolved.staleSides = try resolver.staleDerivedSides(
                 derived, of: model.selfAndSubentityNames(of: entity.name), reader, cap: Self.joinCap)
         }
@@ -1271,14 +1273,12 @@ struct QueryPlanner {
     }
 
     /// Whether a comparison on `relationship` is planned from the store's references: always
-    /// on the side the store records; on a derived side only with `includesPendingChanges`
-    /// — without it, judging a row reads a derived side through the managed object, unsaved
-    /// changes included, which the saved references don't hold (spec 0008 Planner 3a) —
-    /// and never on a derived side a registered object holds otherwise than the store's
-    /// references (``staleSides``), which the full scan reads through that object.
+    /// without `includesPendingChanges`, where judging a row reads every relationship as the
+    /// store's references hold it (spec 0008, Pending changes 3); with it, on any side but a
+    /// derived side a registered object holds otherwise than the store's references
+    /// (``staleSides``), which the full scan reads through that object.
     func readsFromReferences(_ relationship: RelationshipDescription) -> Bool {
-        guard !staleSides.contains(relationship.name) else { return false }
-        return request.includesPendingChanges || RecordedSide.isRecorded(relationship, of: entity, in: model)
+        !request.includesPendingChanges || !staleSides.contains(relationship.name)
     }
 
     /// The objects an equality (`==`, or `IN` a collection) on a to-one relationship allows,

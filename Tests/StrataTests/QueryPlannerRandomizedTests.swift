@@ -101,10 +101,12 @@ struct PlannerWorld {
 
     var rng: SeededGenerator
     var groups: [ManagedObject] = []
-    /// The groups' titles as the context holds them (renamed unsaved at times): a full scan
-    /// reads a related object as the context holds it, whether or not pending changes are
-    /// included.
+    /// The groups' titles as the context holds them (renamed unsaved at times): a fetch with
+    /// pending changes reads a related object as the context holds it.
     var groupTitles: [String] = []
+    /// The groups' titles as saved: a fetch without pending changes reads a related object
+    /// as the store holds it (spec 0008, Pending changes 3).
+    var savedGroupTitles: [String] = []
     /// Every object the test made, held so IDs stay resolvable.
     var objects: [ManagedObjectID: ManagedObject] = [:]
     var saved: [ManagedObjectID: Row] = [:]
@@ -174,6 +176,7 @@ struct PlannerWorld {
             group.setValue("G\(index)", forKey: "title")
             groups.append(group)
             groupTitles.append("G\(index)")
+            savedGroupTitles.append("G\(index)")
         }
         var made: [(ManagedObject, Row)] = []
         for _ in 0..<count {
@@ -287,6 +290,7 @@ struct PlannerWorld {
         }
         saved = now
         current = now
+        savedGroupTitles = groupTitles
         objects = held
         deleted = []
         inserted = []
@@ -443,7 +447,8 @@ struct PlannerWorld {
         var kept: [(ManagedObjectID, [String: Any])] = []
         for (id, row) in candidates {
             var values = row.values
-            if let group = row.group { values["group"] = GroupReference(id: groups[group].objectID, title: groupTitles[group]) }
+            let titles = request.includesPendingChanges ? groupTitles : savedGroupTitles
+            if let group = row.group { values["group"] = GroupReference(id: groups[group].objectID, title: titles[group]) }
             if let predicate = request.predicate {
                 let subject = RowReference(id: id, values: values)
                 guard (try? predicate.evaluate(with: subject, substitutionVariables: variables)) == true else { continue }
