@@ -6,22 +6,115 @@ import StrataLog
 
 extension ContextCore {
     func revertTransaction(at token: HistoryToken, actionName: String?) throws {
+        try revertTransactions(at: [token], actionName: actionName)
+    }
+
+    /// Reverts the transactions `tokens` name as one (spec 0006 §25.6): their changes taken
+    /// together, net, in log order, checked and applied backwards as one revert.
+    func revertTransactions(at tokens: [HistoryToken], actionName: String?) throws {
         guard parentContext == nil else {
             throw ContextError.invalidArgument(
                 "a child context can't revert a saved transaction (it saves into its parent, not the store); revert in a context of the coordinator")
         }
+        guard !tokens.isEmpty else { throw ContextError.invalidArgument("no transaction to revert was given; nothing was changed") }
         processPendingChanges()
         let store = try self.store()
-        let sequence = token.sequence
-        let event = try store.log.read { reader -> TransactionEvent in
-            try store.check(token, head: try reader.head)
-            guard sequence > 0 else {
-                throw ContextError.invalidArgument("sequence 0 is the point before the first transaction, not a transaction; nothing to revert")
-            }
+        let events = try store.log.read { reader -> [TransactionEvent] in
+            let head = try reader.head
             let purged = try reader.purgedThrough
-            if sequence <= purged { throw store.purgedError(requested: sequence, purgedThrough: purged, reader) }
-            return try reader.event(sequence)
+            var sequences: Set<UInt64> = []
+            for token in tokens {
+                try store.check(token, head: head)
+                guard token.sequence > 0 else {
+                    throw ContextError.invalidArgument("sequence 0 is the point before the first transaction, not a transaction; nothing to revert")
+                }
+                if token.sequence <= purged { throw store.purgedError(requested: token.sequence, purgedThrough: purged, reader) }
+                sequences.insert(token.sequence)
+            }
+            return try sequences.sorted().map { try reader.event($0) }
         }
+        let sequences = events.map(\.sequence)
+        let reverted = Set(sequences)
+        let what = events.count == 1 ? "transaction \(sequences[0]) (\(events[0].kind))" : "transactions \(Self.list(sequences))"
+        // The transactions' groups, in log order, each as an undo group of its own (its
+        // sequence and index, which its saved undo names), under this model's names.
+        var parts: [UndoGroup] = []
+        for event in events {
+            parts += try revertibleGroups(of: event, store: store)
+        }
+        // Taken as one: what they did to the store, net. An object one of them inserted and
+        // a later group changed: the insert's values are those after all of them.
+        let combined = UndoGroup(actionName: actionName ?? parts.lazy.compactMap(\.actionName).first)
+        combined.fromLog = true
+        combined.saved = (sequences[sequences.count - 1], 0)
+        var latest: [ManagedObjectID: [String: PropertyValue]] = [:]
+        // The value each property was last given by one of them, and by which.
+        var given: [ManagedObjectID: [String: (value: PropertyValue, sequence: UInt64)]] = [:]
+        for part in parts {
+            guard let sequence = part.saved?.sequence else { continue }
+            if events.count > 1 { try checkContiguous(part, sequence: sequence, given: given, reverted: reverted, store: store) }
+            for (id, change) in part.changes {
+                switch change.kind {
+                case .inserted:
+                    latest[id] = change.values
+                    given[id] = change.values.mapValues { ($0, sequence) }
+                case .updated:
+                    if latest[id] != nil { for (key, value) in change.new { latest[id]?[key] = value } }
+                    for (key, value) in change.new { given[id, default: [:]][key] = (value, sequence) }
+                case .deleted:
+                    given[id] = nil
+                }
+            }
+            combined.absorb(part) { id in latest[id].map { ($0, 0) } }
+        }
+        guard !combined.isEmpty else { throw ContextError.invalidArgument("\(what) changes no stored value this context keeps (only derived ones); nothing to revert") }
+        // Then as `undo()` undoes a saved group: refused, changing nothing, if another
+        // transaction changed what they changed since; applied backwards; on the redo stack
+        // (`redo()` applies them again); saved as their undo, group by group.
+        try checkUnsavedWork(combined)
+        do {
+            try checkConflicts(applying: combined, reversed: true)
+            try checkInsertsUnchanged(combined, sequences: reverted, store: store)
+            try checkReferencesExist(combined, store: store)
+            try checkUniqueValuesFree(combined, store: store)
+        } catch ContextError.undoConflict(let object, let property, let expected, let found) {
+            // Reverted already (and not redone since): say so, rather than what that revert changed.
+            for sequence in sequences {
+                guard let reverter = try? lastRevert(of: sequence, among: combined, store: store) else { continue }
+                let name = events.count == 1 ? what : "transaction \(sequence)"
+                throw ContextError.invalidArgument(
+                    "\(name) was reverted already, by transaction \(reverter), and not redone since; nothing was changed")
+            }
+            throw ContextError.undoConflict(object: object, property: property, expected: expected, found: found)
+        }
+        apply(combined, reversed: true, events: .undoUpdate)
+        // This context's own groups of the transactions (its saved work still on its
+        // stacks, or persisted undo's) are what the revert takes back: left there, undo()
+        // would apply them backwards a second time.
+        journal.undoStack.removeAll { $0.saved.map { reverted.contains($0.sequence) } ?? false }
+        journal.redoStack.removeAll { $0.saved.map { reverted.contains($0.sequence) } ?? false }
+        // …and those persisted undo hasn't read yet, when it reads them.
+        journal.reverted.formUnion(reverted)
+        journal.redoStack.append(combined)
+        // Saved as one event group per group of the transactions, last first, each the
+        // undo of its group (origin `undo(of: sequence, group: i)`): persisted undo reads a
+        // group's origin as what happened to that group, so one group marked as the undo of
+        // group 0 would leave the others on the undo stack of a context with the
+        // transaction's author and name, and its redo would redo group 0 alone.
+        combined.parts = parts
+        appendEffects(of: combined, undoing: true)
+    }
+
+    /// `sequences` as a reader writes them: `3, 5, 9`.
+    private static func list(_ sequences: [UInt64]) -> String {
+        sequences.map(String.init).joined(separator: ", ")
+    }
+
+    /// The groups of `event` as undo groups (their sequence and index kept), under this
+    /// model's names; refused, naming it, for a kind that can't be reverted or for an entity
+    /// or property this model doesn't have.
+    private func revertibleGroups(of event: TransactionEvent, store: PersistentStore) throws -> [UndoGroup] {
+        let sequence = event.sequence
         let what = "transaction \(sequence) (\(event.kind))"
         switch event.kind {
         case .save, .undo, .redo, .import: break
@@ -75,60 +168,36 @@ extension ContextCore {
                     "\(what) changes \(id).\(name), which entity \(id.entity) of this context's model doesn't have (it was written by model version \(event.modelVersion)); nothing was changed")
             }
         }
-        // The transaction's groups as one: what it did to the store, net.
-        let combined = UndoGroup(actionName: actionName ?? groups.lazy.compactMap(\.actionName).first)
-        combined.fromLog = true
-        combined.saved = (sequence, 0)
-        var latest: [ManagedObjectID: [String: PropertyValue]] = [:]
-        var parts: [UndoGroup] = []
-        for (index, group) in groups.enumerated() {
-            let undoGroup = undoGroup(from: group, sequence: sequence, index: index, storeUUID: store.identifier)
-            parts.append(undoGroup)
-            // An object it inserts and a later group of it changes: the insert's values are
-            // those after the whole transaction.
-            for (id, change) in undoGroup.changes {
-                switch change.kind {
-                case .inserted: latest[id] = change.values
-                case .updated where latest[id] != nil: for (key, value) in change.new { latest[id]?[key] = value }
-                default: break
+        return groups.enumerated().map { index, group in undoGroup(from: group, sequence: sequence, index: index, storeUUID: store.identifier) }
+    }
+
+    /// Refuses to take several transactions as one when a transaction between them, not
+    /// among them, changed a value one of them set and a later one of them changed again:
+    /// `part` (of transaction `sequence`) replaces a value other than the one the earlier
+    /// transaction left (`given`), so setting back the earlier one's value would take the
+    /// transaction between with it.
+    private func checkContiguous(
+        _ part: UndoGroup, sequence: UInt64, given: [ManagedObjectID: [String: (value: PropertyValue, sequence: UInt64)]],
+        reverted: Set<UInt64>, store: PersistentStore
+    ) throws {
+        for id in part.order {
+            guard let change = part.changes[id], let earlier = given[id] else { continue }
+            let replaced: [String: PropertyValue] = switch change.kind {
+            case .updated: change.old
+            case .deleted: change.values
+            case .inserted: [:]
+            }
+            for (key, value) in replaced.sorted(by: { $0.key < $1.key }) {
+                guard let (left, by) = earlier[key], by != sequence, !(left == value || (left.isNil && value.isNil)) else { continue }
+                // The transaction between them that changed it, from the object's history.
+                let between = try id.storedID.flatMap { stored in
+                    try store.log.read { reader in try reader.history(of: stored).first { $0 > by && $0 < sequence && !reverted.contains($0) } }
                 }
+                throw ContextError.undoConflict(
+                    object: id.description, property: key, expected: "\(left.text), as transaction \(by) left it",
+                    found: "\(value.text) from \(between.map { "transaction \($0)" } ?? "a transaction"), between them and not reverted with them (transaction \(sequence) changed it next)")
             }
-            combined.absorb(undoGroup) { id in latest[id].map { ($0, 0) } }
         }
-        guard !combined.isEmpty else { throw ContextError.invalidArgument("\(what) changes no stored value this context keeps (only derived ones); nothing to revert") }
-        // Then as `undo()` undoes a saved group: refused, changing nothing, if another
-        // transaction changed what it changed since; applied backwards; on the redo stack
-        // (`redo()` applies the transaction again); saved as `undo(of: sequence)`.
-        try checkUnsavedWork(combined)
-        do {
-            try checkConflicts(applying: combined, reversed: true)
-            try checkInsertsUnchanged(combined, sequence: sequence, store: store)
-            try checkReferencesExist(combined, store: store)
-            try checkUniqueValuesFree(combined, store: store)
-        } catch ContextError.undoConflict(let object, let property, let expected, let found) {
-            // Reverted already (and not redone since): say so, rather than what that revert changed.
-            if let reverter = try? lastRevert(of: sequence, among: combined, store: store) {
-                throw ContextError.invalidArgument(
-                    "\(what) was reverted already, by transaction \(reverter), and not redone since; nothing was changed")
-            }
-            throw ContextError.undoConflict(object: object, property: property, expected: expected, found: found)
-        }
-        apply(combined, reversed: true, events: .undoUpdate)
-        // This context's own groups of the transaction (its saved work still on its stacks,
-        // or persisted undo's) are what the revert takes back: left there, undo() would
-        // apply them backwards a second time.
-        journal.undoStack.removeAll { $0.saved?.sequence == sequence }
-        journal.redoStack.removeAll { $0.saved?.sequence == sequence }
-        // …and those persisted undo hasn't read yet, when it reads them.
-        journal.reverted.insert(sequence)
-        journal.redoStack.append(combined)
-        // Saved as one event group per group of the transaction, last first, each the
-        // undo of its group (origin `undo(of: sequence, group: i)`): persisted undo reads a
-        // group's origin as what happened to that group, so one group marked as the undo of
-        // group 0 would leave the others on the undo stack of a context with the
-        // transaction's author and name, and its redo would redo group 0 alone.
-        combined.parts = parts
-        appendEffects(of: combined, undoing: true)
     }
 
     /// Refuses a revert that would set back this context's own unsaved work: an object the
@@ -360,9 +429,10 @@ extension ContextCore {
     /// (its version is newer) or linked another object to it: the revert would silently
     /// take that later work with it (undo of a context's own saved insert checks only that
     /// the object still exists).
-    private func checkInsertsUnchanged(_ combined: UndoGroup, sequence: UInt64, store: PersistentStore) throws {
+    private func checkInsertsUnchanged(_ combined: UndoGroup, sequences: Set<UInt64>, store: PersistentStore) throws {
         let inserted = combined.order.filter { combined.changes[$0]?.kind == .inserted }
-        guard !inserted.isEmpty else { return }
+        guard !inserted.isEmpty, let sequence = sequences.min() else { return }
+        let transactions = sequences.count == 1 ? "transaction \(sequence)" : "transactions \(Self.list(sequences.sorted()))"
         let storeUUID = store.identifier
         // The relationships without an inverse, each with the entity declaring it.
         let oneWay = model.entities.sorted { $0.name < $1.name }.flatMap { entity in
@@ -384,11 +454,12 @@ extension ContextCore {
             case .deleted: return false
             }
         }
-        /// The first transaction after `sequence` that changed a stored value of `stored`
-        /// (nil: later transactions only recomputed its derived attributes, which the store
-        /// does when an object they read changes — no one's work on it).
+        /// The first transaction after `sequence`, not one of those reverted, that changed a
+        /// stored value of `stored` (nil: later transactions only recomputed its derived
+        /// attributes, which the store does when an object they read changes — no one's
+        /// work on it).
         func laterChange(of stored: StoredObjectID, info: EntityInfo, after sequence: UInt64, _ reader: borrowing LogReader) throws -> UInt64? {
-            let later = try reader.history(of: stored).filter { $0 > sequence }
+            let later = try reader.history(of: stored).filter { $0 > sequence && !sequences.contains($0) }
             var found: UInt64?
             try reader.forEachEvent(among: later) { event in
                 for change in event.groups.flatMap(\.changes) where change.objectID == stored {
@@ -410,8 +481,9 @@ extension ContextCore {
             for id in inserted {
                 guard let stored = id.storedID, let info = entities[id.entityName] else { continue }
                 if let version = versions[stored], version > sequence, let later = try laterChange(of: stored, info: info, after: sequence, reader) {
+                    let inserted = sequences.count == 1 ? "inserted it" : "left it"
                     throw ContextError.undoConflict(
-                        object: id.description, property: "(object)", expected: "the object as transaction \(sequence) inserted it",
+                        object: id.description, property: "(object)", expected: "the object as \(transactions) \(inserted)",
                         found: "it as transaction \(later) changed it")
                 }
                 for property in info.propertyList where property.isRelationship && !property.isTransient {
@@ -424,7 +496,7 @@ extension ContextCore {
                             continue
                         }
                         throw ContextError.undoConflict(
-                            object: id.description, property: property.name, expected: "only the links transaction \(sequence) made",
+                            object: id.description, property: property.name, expected: "only the links \(transactions) made",
                             found: "a link to \(otherID) made later")
                     }
                 }

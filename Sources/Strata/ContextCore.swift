@@ -1345,7 +1345,7 @@ final class ContextCore {
         journal.undoStack.removeLast()
         apply(group, reversed: true, events: .undoUpdate)
         journal.redoStack.append(group)
-        if !group.parts.isEmpty, let saved = group.saved { journal.reverted.insert(saved.sequence) }
+        journal.reverted.formUnion(group.revertedSequences)
         if pending.contains(where: { $0.source === group }) {
             // Its effects (one; a revert's, one per part) are unsaved: they go.
             pending.removeAll { $0.source === group }
@@ -1365,7 +1365,7 @@ final class ContextCore {
         apply(group, events: .undoUpdate)
         journal.undoStack.append(group)
         // A revert redone: the transaction's own groups are its to undo again.
-        if !group.parts.isEmpty, let saved = group.saved { journal.reverted.remove(saved.sequence) }
+        journal.reverted.subtract(group.revertedSequences)
         if pending.contains(where: { $0.source === group }) {
             pending.removeAll { $0.source === group }
         } else if group.saved != nil {
@@ -1389,10 +1389,13 @@ final class ContextCore {
         }
         let parts = Array(group.parts.enumerated())
         for (index, part) in undoing ? parts.reversed() : parts {
+            // A revert's parts name their own transaction and group (a revert of several
+            // transactions holds groups of each).
+            let (sequence, number) = part.saved ?? (saved.sequence, index)
             pending.append(
                 undoing
-                    ? PendingEffect(changes: part.inverse, source: group, kind: .undo(saved.sequence, index))
-                    : PendingEffect(changes: part, source: group, kind: .redo(saved.sequence, index)))
+                    ? PendingEffect(changes: part.inverse, source: group, kind: .undo(sequence, number))
+                    : PendingEffect(changes: part, source: group, kind: .redo(sequence, number)))
         }
     }
 

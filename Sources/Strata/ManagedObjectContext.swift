@@ -493,8 +493,9 @@ public actor ManagedObjectContext {
     /// naming the object, the property and both values — never a silent overwrite.
     ///
     /// ```swift
-    /// let bad = try context.history(HistoryRequest(author: "importer")).last!
-    /// try context.revertTransaction(at: bad.token)
+    /// if let bad = try context.fetchHistory(.author("importer")).last {
+    ///     try context.revertTransaction(at: bad.token)
+    /// }
     /// try context.save()
     /// ```
     ///
@@ -505,6 +506,38 @@ public actor ManagedObjectContext {
     ///   by a later model version; renamed ones are read under their new names), or a child context; the conflict above.
     public func revertTransaction(at token: HistoryToken, actionName: String? = nil) throws {
         try core.revertTransaction(at: token, actionName: actionName)
+    }
+
+    /// Reverts several saved transactions as one (spec 0006 §25.6): a bad import of many
+    /// saves, or everything a buggy client wrote since a deploy, taken back in one go.
+    ///
+    /// Their changes are taken together in log order, net — a value two of them changed goes
+    /// back to what it was before the first, an object one inserted and a later one changed
+    /// is deleted — then checked and applied backwards exactly as
+    /// ``revertTransaction(at:actionName:)`` checks and applies one transaction. Transactions
+    /// between them that aren't reverted are kept: if one of those changed a value that one
+    /// of the reverted transactions set and a later one changed again, setting the value
+    /// back would take that work with it, so nothing is changed and it throws
+    /// ``ContextError/undoConflict(object:property:expected:found:)`` naming the transaction
+    /// between them. The next ``save()`` writes one transaction holding the undo of each of
+    /// their groups, last first; ``redo()`` applies them all again, ``rollback()`` discards
+    /// the revert.
+    ///
+    /// ```swift
+    /// var request = HistoryRequest.after(deployToken)
+    /// request.author = "sync-client"
+    /// let bad = try context.fetchHistory(request)
+    /// try context.revertTransactions(at: bad.map(\.token))
+    /// try context.save()
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - tokens: the transactions, in any order (each once).
+    ///   - actionName: the undo action name (default: the first transaction's own).
+    /// - Throws: what ``revertTransaction(at:actionName:)`` throws, for any of them;
+    ///   ``ContextError/invalidArgument(_:)`` for an empty list.
+    public func revertTransactions(at tokens: [HistoryToken], actionName: String? = nil) throws {
+        try core.revertTransactions(at: tokens, actionName: actionName)
     }
     /// Whether there is something to undo.
     public var canUndo: Bool {

@@ -54,10 +54,13 @@ final class UndoGroup {
     /// sequence). Undoing it later must push the inverse too: for an object the group
     /// inserted under a temporary ID nothing else would tell the parent to drop it.
     var pushed = false
-    /// A reverted transaction's groups, read from the log (spec 0006 §25); this group is
-    /// their net. Its undo or redo is saved as one event group per part, each with its own
-    /// origin, as persisted undo reads them. Empty for any other group.
+    /// A reverted transaction's groups (or several transactions'), read from the log
+    /// (spec 0006 §25); this group is their net. Its undo or redo is saved as one event
+    /// group per part, each with its own origin, as persisted undo reads them. Empty for
+    /// any other group.
     var parts: [UndoGroup] = []
+    /// The transactions a revert group takes back (its parts'); empty for any other group.
+    var revertedSequences: Set<UInt64> { Set(parts.compactMap { $0.saved?.sequence }) }
     /// Whether the group may name a temporary ID: false once a remap left none, until
     /// something is recorded again. Saves skip remapping groups that can't.
     @exclusivity(unchecked) var mayHoldTemporaryIDs = true

@@ -84,6 +84,57 @@ struct RevertCommandTests {
         #expect(try EventLog(openingExistingAt: store).head == 3)
     }
 
+    @Test("several sequences, in any order: --dry-run prints each and their inverse, last first; the revert writes one transaction taking them all back, a score two of them changed set to what it was before the first")
+    func severalTransactions() throws {
+        let (dir, store) = try Self.fixture()
+        defer { withExtendedLifetime(dir) {} }
+        do {
+            let log = try EventLog(path: store, model: Self.model)
+            var third = TransactionDraft(author: "importer")
+            third.update(.stored(Self.p1), values: ["score": .attribute(.int64(12))])
+            _ = try log.commit(third)
+        }
+        let dry = try strata("revert", store, "3", "2", "--dry-run")
+        #expect(dry.status == 0, "\(dry.standardOutput)\(dry.standardError)")
+        let lines = dry.standardOutput.split(separator: "\n").map(String.init)
+        #expect(lines.filter { $0.hasPrefix("revert       #") }.map { $0.prefix(16) } == ["revert       #2 ", "revert       #3 "], "\(dry.standardOutput)")
+        #expect(lines.firstIndex(of: "    score: 12 → 9") ?? .max < lines.firstIndex(of: "    score: 9 → 5") ?? -1, "\(dry.standardOutput)")
+        #expect(try EventLog(openingExistingAt: store).head == 3)
+
+        let done = try strata("revert", store, "3", "2")
+        #expect(done.status == 0, "\(done.standardOutput)\(done.standardError)")
+        #expect(done.standardOutput.contains("wrote        #4  "), "\(done.standardOutput)")
+        let log = try EventLog(openingExistingAt: store)
+        let written = try log.read { try $0.event(4) }
+        #expect(written.kind == .undo(of: 3, group: 0))
+        #expect(written.groups.map(\.origin) == [.undo(of: 3, group: 0), .undo(of: 2, group: 0)])
+        #expect(try log.read { try $0.object(Self.p1) }?.values["score"] == .attribute(.int64(5)))
+        #expect(try log.read { try $0.object(StoredObjectID(entity: "Player", primaryKey: 3)) } == nil)
+        #expect(try log.verify().isClean)
+    }
+
+    @Test("several sequences with an unlisted transaction between them that changed the same value: exit 1 naming it, nothing written")
+    func severalWithATransactionBetween() throws {
+        let (dir, store) = try Self.fixture()
+        defer { withExtendedLifetime(dir) {} }
+        do {
+            let log = try EventLog(path: store, model: Self.model)
+            for (author, score) in [("app", 11), ("importer", 13)] as [(String, Int64)] {
+                var draft = TransactionDraft(author: author)
+                draft.update(.stored(Self.p1), values: ["score": .attribute(.int64(score))])
+                _ = try log.commit(draft)
+            }
+        }
+        let result = try strata("revert", store, "2", "4")
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("strata: transactions 2, 4 can't be reverted, nothing was written: undo conflict on "), "\(result.standardError)")
+        #expect(result.standardError.contains("from transaction 3, between them"), "\(result.standardError)")
+        #expect(try EventLog(openingExistingAt: store).head == 4)
+        let all = try strata("revert", store, "2", "3", "4")
+        #expect(all.status == 0, "\(all.standardError)")
+        #expect(try EventLog(openingExistingAt: store).read { try $0.object(Self.p1) }?.values["score"] == .attribute(.int64(5)))
+    }
+
     @Test("sequence 0, one past the head and a reservation are refused with exit 1, writing nothing")
     func refusals() throws {
         let (dir, store) = try Self.fixture()

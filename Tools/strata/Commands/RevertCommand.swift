@@ -2,11 +2,11 @@ import ArgumentParser
 import Foundation
 import Strata
 
-/// `strata revert`: undo one saved transaction, whoever wrote it, as a new transaction.
+/// `strata revert`: undo saved transactions, whoever wrote them, as a new transaction.
 struct RevertCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "revert",
-        abstract: "Revert a saved transaction (a bad import, a buggy client's save) with a new undo transaction.",
+        abstract: "Revert saved transactions (a bad import, a buggy client's saves) with a new undo transaction.",
         discussion: """
             Opens the store writable with its newest model and reverts transaction SEQ as a
             context's undo of saved work does (spec 0006 §25): inserted objects are deleted,
@@ -14,8 +14,15 @@ struct RevertCommand: ParsableCommand {
             model's validation and delete rules run at the save. It is written as a new
             transaction, "undo of SEQ", so the history keeps both.
 
+            Several sequences are reverted as one, in one new transaction (spec 0006 §25.6):
+            their changes taken together in log order, so a value two of them changed goes
+            back to what it was before the first. Transactions between them that aren't
+            listed are kept; if one of those changed a value a listed transaction set and a
+            later listed one changed again, nothing is written and the transaction between
+            them is named.
+
             Nothing is written, and the exit status is 1, if a later transaction changed what
-            SEQ changed (the conflict names the object, the property and both values), or if
+            they changed (the conflict names the object, the property and both values), or if
             the save is refused. --dry-run checks the conflicts and prints what would be
             reverted without writing.
 
@@ -23,13 +30,14 @@ struct RevertCommand: ParsableCommand {
               strata log League.strata --author importer
               strata revert League.strata 1042 --dry-run
               strata revert League.strata 1042 --author "alice (ops)"
+              strata revert League.strata 1042 1043 1050
             """
     )
 
     @OptionGroup var options: StoreOptions
 
-    @Argument(help: ArgumentHelp("The sequence number of the transaction to revert.", valueName: "seq"))
-    var sequence: UInt64
+    @Argument(help: ArgumentHelp("The sequence numbers of the transactions to revert (one or more, in any order).", valueName: "seq"))
+    var sequences: [UInt64]
 
     @Option(help: "The author recorded on the revert transaction.")
     var author = "strata revert"
@@ -37,35 +45,45 @@ struct RevertCommand: ParsableCommand {
     @Flag(help: "Check and print what would be reverted, without writing.")
     var dryRun = false
 
+    func validate() throws {
+        guard !sequences.isEmpty else { throw ValidationError("give the sequence number of at least one transaction to revert") }
+    }
+
     func run() throws {
         try runCommand {
             let log = dryRun ? try options.openReadOnly() : try options.openWritable()
             let (head, purged) = try log.read { reader in (try reader.head, try reader.purgedThrough) }
-            guard sequence > 0 else { throw CommandFailure("sequence 0 is the point before the first transaction; nothing to revert") }
-            try log.checkSequence(sequence, head: head)
-            if sequence <= purged { throw CommandFailure("transaction \(sequence) was purged: the store's history through \(purged) is gone") }
-            let event = try log.read { reader in try reader.event(sequence) }
+            let sequences = Array(Set(self.sequences)).sorted()
+            let named = sequences.count == 1 ? "transaction \(sequences[0])" : "transactions \(sequences.map(String.init).joined(separator: ", "))"
+            for sequence in sequences {
+                guard sequence > 0 else { throw CommandFailure("sequence 0 is the point before the first transaction; nothing to revert") }
+                try log.checkSequence(sequence, head: head)
+                if sequence <= purged { throw CommandFailure("transaction \(sequence) was purged: the store's history through \(purged) is gone") }
+            }
+            let events = try log.read { reader in try sequences.map { try reader.event($0) } }
             let coordinator = PersistentStoreCoordinator(managedObjectModel: log.model)
             try coordinator.addPersistentStore(openedLog: log)
             let context = ManagedObjectContext(
                 concurrencyType: .privateQueue, coordinator: coordinator, name: "strata revert", transactionAuthor: author)
-            let token = HistoryToken(storeIdentifier: log.storeUUID, sequence: sequence)
+            let tokens = sequences.map { HistoryToken(storeIdentifier: log.storeUUID, sequence: $0) }
             let dryRun = self.dryRun
             let out = OutputSink()
             defer { out.close() }
-            out.line("revert       \(EventText.header(event))")
+            for event in events { out.line("revert       \(EventText.header(event))") }
             do {
                 let written = try context.performAndWait { context -> UInt64? in
-                    try context.revertTransaction(at: token)
+                    try context.revertTransactions(at: tokens)
                     guard !dryRun else { return nil }
                     try context.save()
                     return try log.read { reader in try reader.head }
                 }
                 guard let written else {
                     out.line("would write  the inverse of these changes (dry run: nothing was written)")
-                    for group in event.groups.reversed() {
-                        for change in group.changes.reversed() {
-                            for line in EventText.lines(Self.inverse(change), log) { out.line(line) }
+                    for event in events.reversed() {
+                        for group in event.groups.reversed() {
+                            for change in group.changes.reversed() {
+                                for line in EventText.lines(Self.inverse(change), log) { out.line(line) }
+                            }
                         }
                     }
                     return
@@ -79,10 +97,10 @@ struct RevertCommand: ParsableCommand {
                 for line in EventText.lines(saved, groups: saved.groups, log).dropFirst() { out.line(line) }
             } catch let error as ContextError {
                 out.close()
-                throw CommandFailure("transaction \(sequence) can't be reverted, nothing was written: \(error)")
+                throw CommandFailure("\(named) can't be reverted, nothing was written: \(error)")
             } catch let error as HistoryError {
                 out.close()
-                throw CommandFailure("transaction \(sequence) can't be reverted, nothing was written: \(error)")
+                throw CommandFailure("\(named) can't be reverted, nothing was written: \(error)")
             }
         }
     }

@@ -1,0 +1,233 @@
+import Foundation
+import Strata
+import StrataLog
+import StrataTestSupport
+import Testing
+
+/// Reverting several saved transactions as one (`revertTransactions(at:)`, spec 0006 §25.6).
+@Suite("Contexts: reverting several saved transactions as one")
+struct RevertSeveralTransactionsTests {
+    /// Transaction 1 ("setup"): team Otters (orange) with players Ada and Bob. Then, by
+    /// "client": 2 renames the team "Herons"; 3 renames it "Kites" and sets Bob's email;
+    /// 4 adds player Cy to the team. Returns the coordinator and the objects' IDs.
+    private func clientStore(_ dir: TemporaryDirectory) async throws
+        -> (PersistentStoreCoordinator, team: ManagedObjectID, bob: ManagedObjectID, cy: ManagedObjectID)
+    {
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let (team, bob) = try await privateContext(coordinator, name: "setup", author: "setup").perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Otters", forKey: "name")
+            team.setValue("orange", forKey: "uniformColor")
+            var bob: ManagedObject?
+            for name in ["Ada", "Bob"] {
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue(name, forKey: "firstName")
+                player.setValue(team, forKey: "team")
+                if name == "Bob" { bob = player }
+            }
+            try context.save()
+            return (team.objectID, try #require(bob).objectID)
+        }
+        let cy = try await privateContext(coordinator, name: "client", author: "client").perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: team)
+            team.setValue("Herons", forKey: "name")
+            try context.save()
+            team.setValue("Kites", forKey: "name")
+            try context.existingObject(with: bob).setValue("bob@example.com", forKey: "email")
+            try context.save()
+            let cy = try context.insertNewObject(forEntityName: "Player")
+            cy.setValue("Cy", forKey: "firstName")
+            cy.setValue(team, forKey: "team")
+            try context.save()
+            return cy.objectID
+        }
+        return (coordinator, team, bob, cy)
+    }
+
+    private func tokens(_ coordinator: PersistentStoreCoordinator, _ sequences: [UInt64]) throws -> [HistoryToken] {
+        let store = try #require(coordinator.persistentStores.first)
+        return sequences.map { HistoryToken(storeIdentifier: store.identifier, sequence: $0) }
+    }
+
+    private func log(_ coordinator: PersistentStoreCoordinator) throws -> EventLog {
+        try #require(coordinator.persistentStores.first).log
+    }
+
+    @Test("three transactions of a client reverted in one save, in any order given: a value two of them changed goes back to before the first, the insert is deleted; one transaction holds the undo of each group, last first")
+    func threeTransactionsInOneSave() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, bobID, cyID) = try await clientStore(dir)
+        try await privateContext(coordinator, name: "ops", author: "alice").perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransactions(at: try tokens(coordinator, [4, 2, 3]))
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
+            #expect(try context.existingObject(with: bobID).value(forKey: "email") == nil)
+            #expect(context.deletedObjects.map(\.objectID) == [cyID])
+            try context.save()
+        }
+        let saved = try log(coordinator).read { try $0.event(try $0.head) }
+        #expect(saved.sequence == 5)
+        #expect(saved.author == "alice")
+        #expect(saved.kind == .undo(of: 4, group: 0))
+        #expect(saved.groups.map(\.origin) == [.undo(of: 4, group: 0), .undo(of: 3, group: 0), .undo(of: 2, group: 0)])
+        let reopened = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await privateContext(reopened).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            #expect(team.value(forKey: "name") as? String == "Otters")
+            #expect(team.value(forKey: "uniformColor") as? String == "orange")
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.count == 2)
+            #expect(throws: ContextError.self) { try context.existingObject(with: cyID) }
+        }
+        #expect(try log(reopened).verify().isClean)
+    }
+
+    @Test("one at a time, the first of two chained renames can't be reverted (the second changed its value); together they can")
+    func chainedChangesRevertTogether() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _, _) = try await clientStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(throws: ContextError.self) { try context.revertTransaction(at: try tokens(coordinator, [2])[0]) }
+            let changed = context.hasChanges
+            #expect(!changed)
+            try context.revertTransactions(at: try tokens(coordinator, [2, 3]))
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
+            // Cy (transaction 4, not reverted) is still on the team.
+            #expect((try context.existingObject(with: teamID).value(forKey: "players") as? Set<ManagedObject>)?.count == 3)
+            // Reverted again: refused, saying by which transaction.
+            #expect(throws: ContextError.invalidArgument("transaction 2 was reverted already, by transaction 5, and not redone since; nothing was changed")) {
+                try context.revertTransactions(at: try tokens(coordinator, [2, 3]))
+            }
+        }
+    }
+
+    @Test("a transaction between two reverted ones that changed the same value, not reverted with them: undoConflict naming it; nothing changed in the context or the store")
+    func transactionBetweenThemRefuses() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _, _) = try await clientStore(dir)
+        // 5 (another author) renames the team "Swans"; 6 (the client) renames it "Rooks".
+        try await privateContext(coordinator, author: "coach").perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Swans", forKey: "name")
+            try context.save()
+        }
+        try await privateContext(coordinator, author: "client").perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Rooks", forKey: "name")
+            try context.save()
+        }
+        let head = try log(coordinator).head
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect {
+                try context.revertTransactions(at: try tokens(coordinator, [2, 3, 6]))
+            } throws: { error in
+                guard case .undoConflict(let object, let property, let expected, let found) = error as? ContextError else { return false }
+                return object == teamID.description && property == "name" && expected.contains("Kites") && expected.contains("transaction 3")
+                    && found.contains("Swans") && found.contains("from transaction 5, between them")
+            }
+            let (changed, redoable) = (context.hasChanges, context.canRedo)
+            #expect(!changed && !redoable, "nothing was changed")
+            // With 5 among them, they revert: the name goes back to before 2.
+            try context.revertTransactions(at: try tokens(coordinator, [2, 3, 5, 6]))
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
+            context.rollback()
+        }
+        #expect(try log(coordinator).head == head, "nothing was written")
+    }
+
+    @Test("an object one inserted and a later one changed is deleted by reverting both; reverting the insert alone is refused")
+    func insertChangedByALaterRevertedTransaction() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _, _, cyID) = try await clientStore(dir)
+        // 5 (the client) sets Cy's email.
+        try await privateContext(coordinator, author: "client").perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: cyID).setValue("cy@example.com", forKey: "email")
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect {
+                try context.revertTransaction(at: try tokens(coordinator, [4])[0])
+            } throws: { error in
+                guard case .undoConflict(_, _, _, let found) = error as? ContextError else { return false }
+                return found.contains("transaction 5")
+            }
+            try context.revertTransactions(at: try tokens(coordinator, [4, 5]))
+            #expect(context.deletedObjects.map(\.objectID) == [cyID])
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(throws: ContextError.self) { try context.existingObject(with: cyID) }
+            #expect(try context.count(for: FetchRequest(entityName: "Player")) == 2)
+        }
+        #expect(try log(coordinator).verify().isClean)
+    }
+
+    @Test("redo of the revert applies them all again (saved as their redo, first first); rollback before a save discards the revert")
+    func redoUndoAndRollback() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, bobID, _) = try await clientStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransactions(at: try tokens(coordinator, [2, 3]))
+            context.rollback()
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Kites")
+            let (changed, redoable) = (context.hasChanges, context.canRedo)
+            #expect(!changed && !redoable)
+            try context.revertTransactions(at: try tokens(coordinator, [2, 3]))
+            try context.save()
+            let canRedo = context.canRedo
+            #expect(canRedo)
+            try context.redo()
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Kites")
+            #expect(try context.existingObject(with: bobID).value(forKey: "email") as? String == "bob@example.com")
+            try context.save()
+        }
+        let redone = try log(coordinator).read { try $0.event(try $0.head) }
+        #expect(redone.kind == .redo(of: 2, group: 0))
+        #expect(redone.groups.map(\.origin) == [.redo(of: 2, group: 0), .redo(of: 3, group: 0)])
+        #expect(try log(coordinator).verify().isClean)
+    }
+
+    @Test("a bad list: empty, a token past the head, a migration among them; the error names the transaction, and nothing is changed")
+    func refusals() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _, _, _) = try await clientStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(throws: ContextError.invalidArgument("no transaction to revert was given; nothing was changed")) {
+                try context.revertTransactions(at: [])
+            }
+            #expect(throws: HistoryError.self) { try context.revertTransactions(at: try tokens(coordinator, [2, 99])) }
+            #expect {
+                try context.revertTransactions(at: try tokens(coordinator, [2, 0]))
+            } throws: { error in
+                guard case .invalidArgument(let text) = error as? ContextError else { return false }
+                return text.contains("sequence 0")
+            }
+            let (changed, redoable) = (context.hasChanges, context.canRedo)
+            #expect(!changed && !redoable)
+            // The same transaction twice is one.
+            try context.revertTransactions(at: try tokens(coordinator, [4, 4]))
+            #expect(context.deletedObjects.count == 1)
+        }
+    }
+
+    @Test("the client reverting its own three transactions together: after a restart its persisted undo has none of their groups left to undo, and redo brings each back (each group saved as the undo of its own)")
+    func persistedUndoOfTheClient() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, bobID, cyID) = try await clientStore(dir)
+        try await privateContext(coordinator, name: "client", author: "client").perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransactions(at: try tokens(coordinator, [2, 3, 4]))
+            try context.save()
+        }
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await privateContext(restarted, name: "client", author: "client", persistentUndo: true).perform { (context: isolated ManagedObjectContext) throws in
+            let undoable = context.canUndo
+            #expect(!undoable, "every group of the client's transactions was undone by the revert")
+            for _ in 0..<3 { try context.redo() }
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Kites")
+            #expect(try context.existingObject(with: bobID).value(forKey: "email") as? String == "bob@example.com")
+            #expect(try context.existingObject(with: cyID).value(forKey: "firstName") as? String == "Cy")
+            try context.save()
+        }
+        #expect(try log(restarted).verify().isClean)
+    }
+}
