@@ -113,6 +113,38 @@ struct RevertCommandTests {
         #expect(try log.verify().isClean)
     }
 
+    @Test("--where selects the transactions to revert by their header (the importer's, not the setup's or the app's); a malformed one is exit 64 naming it, one accepting nothing exit 1; nothing written by either")
+    func revertWhere() throws {
+        let (dir, store) = try Self.fixture()
+        defer { withExtendedLifetime(dir) {} }
+        do {
+            let log = try EventLog(path: store, model: Self.model)
+            var app = TransactionDraft(author: "app")
+            _ = app.insert("Player", values: ["email": .attribute(.string("d@x")), "score": .attribute(.int64(1))])
+            _ = try log.commit(app)
+            var third = TransactionDraft(author: "importer")
+            third.update(.stored(Self.p1), values: ["score": .attribute(.int64(12))])
+            _ = try log.commit(third)
+        }
+        let bad = try strata("revert", store, "--where", "author ==")
+        #expect(bad.status == 64 && bad.standardError.contains("--where"), "\(bad.standardError)")
+        let unknown = try strata("revert", store, "--where", "colour == 'red'")
+        #expect(unknown.status == 64 && unknown.standardError.contains("colour"), "\(unknown.standardError)")
+        let none = try strata("revert", store, "--where", "author == 'nobody'")
+        #expect(none.status == 1 && none.standardError.contains("no save, undo, redo or import is accepted by --where"), "\(none.standardError)")
+        let dry = try strata("revert", store, "--where", "author == 'importer'", "--dry-run")
+        #expect(dry.status == 0, "\(dry.standardError)")
+        let reverted = dry.standardOutput.split(separator: "\n").filter { $0.hasPrefix("revert       #") }.map { String($0.prefix(16)) }
+        #expect(reverted == ["revert       #2 ", "revert       #4 "], "\(dry.standardOutput)")
+        #expect(try EventLog(openingExistingAt: store).head == 4)
+        let done = try strata("revert", store, "--where", "author == 'importer' AND transactionNumber >= 2")
+        #expect(done.status == 0, "\(done.standardError)")
+        let log = try EventLog(openingExistingAt: store)
+        #expect(try log.read { try $0.object(Self.p1) }?.values["score"] == .attribute(.int64(5)))
+        #expect(try log.read { try $0.object(StoredObjectID(entity: "Player", primaryKey: 4)) } != nil, "the app's insert is kept")
+        #expect(try log.verify().isClean)
+    }
+
     @Test("several sequences with an unlisted transaction between them that changed the same value: exit 1 naming it, nothing written")
     func severalWithATransactionBetween() throws {
         let (dir, store) = try Self.fixture()

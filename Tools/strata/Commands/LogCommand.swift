@@ -86,17 +86,7 @@ struct LogCommand: ParsableCommand {
 
     /// `--where`, parsed and checked against a transaction's keys.
     private func parsedPredicate() throws -> FormatPredicate? {
-        guard let transactionPredicate else { return nil }
-        do {
-            let predicate = try FormatPredicate(format: transactionPredicate)
-            try HistoryRequest.validateTransactionPredicate(predicate)
-            return predicate
-        } catch let error as HistoryError {
-            guard case .invalidRequest(let reason) = error else { throw ValidationError("--where: \(error)") }
-            throw ValidationError("--where: \(reason)")
-        } catch {
-            throw ValidationError("--where: \(error)")
-        }
+        try transactionPredicate.map(TransactionWhere.parse)
     }
 
     func run() throws {
@@ -108,7 +98,7 @@ struct LogCommand: ParsableCommand {
             /// Whether `--where` accepts the transaction with `header`.
             func accepted(_ header: EventHeader) -> Bool {
                 guard let predicate else { return true }
-                return (try? predicate.evaluate(with: HistoryRequest.transactionPredicateValues(of: header, storeIdentifier: storeUUID))) ?? false
+                return TransactionWhere.accepts(predicate, header, storeUUID: storeUUID)
             }
             let out = OutputSink()
             defer { out.close() }

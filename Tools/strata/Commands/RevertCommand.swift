@@ -26,18 +26,32 @@ struct RevertCommand: ParsableCommand {
             the save is refused. --dry-run checks the conflicts and prints what would be
             reverted without writing.
 
+            --where selects transactions by a predicate over their header, as strata log
+            --where does (author, contextName, timestamp, processID, transactionNumber,
+            storeID), with the sequences given or instead of them: every save, undo, redo and
+            import it accepts is reverted with them (other kinds change no object the revert
+            could take back, and are left out). None accepted and no sequence given: exit 1.
+
             Examples:
               strata log League.strata --author importer
               strata revert League.strata 1042 --dry-run
               strata revert League.strata 1042 --author "alice (ops)"
               strata revert League.strata 1042 1043 1050
+              strata revert League.strata --where 'author == "sync-client" AND transactionNumber > 1040' --dry-run
             """
     )
 
     @OptionGroup var options: StoreOptions
 
     @Argument(help: ArgumentHelp("The sequence numbers of the transactions to revert (one or more, in any order).", valueName: "seq"))
-    var sequences: [UInt64]
+    var sequences: [UInt64] = []
+
+    @Option(
+        name: .customLong("where"),
+        help: ArgumentHelp(
+            "Also revert every save, undo, redo and import this predicate accepts, over author, contextName, timestamp, processID, transactionNumber and storeID.",
+            valueName: "predicate"))
+    var transactionPredicate: String?
 
     @Option(help: "The author recorded on the revert transaction.")
     var author = "strata revert"
@@ -46,14 +60,35 @@ struct RevertCommand: ParsableCommand {
     var dryRun = false
 
     func validate() throws {
-        guard !sequences.isEmpty else { throw ValidationError("give the sequence number of at least one transaction to revert") }
+        guard !sequences.isEmpty || transactionPredicate != nil else {
+            throw ValidationError("give the sequence number of at least one transaction to revert, or --where")
+        }
+        _ = try transactionPredicate.map(TransactionWhere.parse)
     }
 
     func run() throws {
         try runCommand {
             let log = dryRun ? try options.openReadOnly() : try options.openWritable()
             let (head, purged) = try log.read { reader in (try reader.head, try reader.purgedThrough) }
-            let sequences = Array(Set(self.sequences)).sorted()
+            var selected = Set(self.sequences)
+            if let text = transactionPredicate {
+                let predicate = try TransactionWhere.parse(text)
+                let storeUUID = log.storeUUID
+                try log.read { reader in
+                    guard purged < head else { return }
+                    try reader.forEachEvent(from: purged + 1, through: head, where: { TransactionWhere.accepts(predicate, $0, storeUUID: storeUUID) }) { event in
+                        switch event.kind {
+                        case .save, .undo, .redo, .import: selected.insert(event.sequence)
+                        case .migration, .reservation, .purge: break
+                        }
+                        return .next
+                    }
+                }
+                guard !selected.isEmpty else {
+                    throw CommandFailure("no save, undo, redo or import is accepted by --where \(text); nothing was written")
+                }
+            }
+            let sequences = selected.sorted()
             let named = sequences.count == 1 ? "transaction \(sequences[0])" : "transactions \(sequences.map(String.init).joined(separator: ", "))"
             for sequence in sequences {
                 guard sequence > 0 else { throw CommandFailure("sequence 0 is the point before the first transaction; nothing to revert") }
