@@ -1116,7 +1116,7 @@ enum SortKey {
 /// unchanged object by what the store holds without creating or firing a managed object.
 /// Relationships resolve through the context; transient properties and derived
 /// relationship sides are read from the object, created on demand.
-final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
+final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity, Hashable {
     let id: ManagedObjectID
     let info: EntityInfo
     let values: PropertyRow
@@ -1190,6 +1190,14 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
     }
 
     var predicateIdentity: any Hashable & Sendable { id }
+
+    /// Subjects naming one object are equal: a distinct union of related objects read as
+    /// saved (`count(members.@distinctUnionOfObjects.team)`) keeps one of each, as it keeps
+    /// one of each managed object (one registered instance per ID). Before, a subject wasn't
+    /// hashable and the union kept every one.
+    static func == (a: StoredRowSubject, b: StoredRowSubject) -> Bool { a.id == b.id }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(id) }
 
     /// An attribute value for the predicate and the sort: integers as `Int` and floats as
     /// `Double`, which is how the predicate language and the sort classify them anyway

@@ -1,0 +1,167 @@
+import Foundation
+import Strata
+import StrataPredicate
+import StrataTestSupport
+import Testing
+
+/// Review of session 23's saved-state fetches (`Specs/0008-fetch-requests.md`, Pending
+/// changes 3): a fetch with `includesPendingChanges = false` judges key paths through
+/// relationships by the store's saved state, planned or scanned alike.
+@Suite("Session 23 review: fetches of the saved state")
+struct Session23ReviewTests {
+    typealias Fixture = JoinPlanTests
+
+    /// Owner {name, mood (transient), items (ordered, recorded), badge (one-to-one, the
+    /// derived side), favorite (no inverse), cachedBest (transient to-one)};
+    /// Item (abstract) {title, owner (derived)} with Book {pages} and Disc {minutes};
+    /// Badge {code, holder (recorded)}.
+    static func model() throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Owner") {
+                Attribute("name", .string)
+                Attribute("mood", .string).transient()
+                Relationship("items", to: "Item", inverse: "owner", toMany: true, ordered: true)
+                Relationship("badge", to: "Badge", inverse: "holder")
+                Relationship("favorite", to: "Item")
+                Relationship("cachedBest", to: "Item").transient()
+            }
+            Entity("Item", abstract: true) {
+                Attribute("title", .string)
+                Relationship("owner", to: "Owner", inverse: "items")
+            }
+            Entity("Book", parent: "Item") {
+                Attribute("pages", .int32)
+            }
+            Entity("Disc", parent: "Item") {
+                Attribute("minutes", .int32)
+            }
+            Entity("Badge") {
+                Attribute("code", .string)
+                Relationship("holder", to: "Owner", inverse: "badge")
+            }
+        }
+    }
+
+    /// Owners o0–o3; o_n holds items b_n (a book), d_n (a disc) in that order, badge B_n,
+    /// favorite d_n.
+    static func populate(_ context: isolated ManagedObjectContext) throws {
+        for n in 0..<4 {
+            let owner = try context.insertNewObject(forEntityName: "Owner")
+            owner.setValue("o\(n)", forKey: "name")
+            let book = try context.insertNewObject(forEntityName: "Book")
+            book.setValue("b\(n)", forKey: "title")
+            book.setValue(Int32(100 + n), forKey: "pages")
+            let disc = try context.insertNewObject(forEntityName: "Disc")
+            disc.setValue("d\(n)", forKey: "title")
+            disc.setValue(Int32(60 + n), forKey: "minutes")
+            owner.setValue([book, disc], forKey: "items")
+            owner.setValue(disc, forKey: "favorite")
+            let badge = try context.insertNewObject(forEntityName: "Badge")
+            badge.setValue("B\(n)", forKey: "code")
+            badge.setValue(owner, forKey: "holder")
+        }
+        try context.save()
+    }
+
+    static func one(_ context: isolated ManagedObjectContext, _ entity: String, _ format: String) throws -> ManagedObject {
+        try #require(try context.fetch(FetchRequest(entityName: entity, predicate: try FormatPredicate(format: format))).first)
+    }
+
+    /// The names (`key`) of the results without pending changes, after checking the plan
+    /// agrees with a forced full scan.
+    static func saved(
+        _ context: isolated ManagedObjectContext, _ entity: String, _ format: String, _ arguments: [Any] = [], key: String,
+        pending: Bool = false
+    ) throws -> [String] {
+        let checked = try PlanAgreement.check(context, entity, format, arguments, pending: pending, pageKey: key)
+        #expect(checked.agrees, "\(entity) \(format) pending=\(pending): plan \(checked.plan) gave \(checked.results), a full scan \(checked.forced)")
+        return try checked.results.map { try context.existingObject(with: $0).value(forKey: key) as? String ?? "?" }.sorted()
+    }
+
+    @Test("@distinctUnionOfObjects over related objects read as saved keeps one of each, as over the context's objects")
+    func distinctUnionOfSavedObjects() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Fixture.model())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Fixture.populate(context)
+            // Every team's six members name one team. Before, the saved state's related
+            // objects (not hashable) were never merged: six "distinct" teams, no match.
+            let format = "count(members.@distinctUnionOfObjects.team) == 1"
+            let teams = (0..<9).map { "T\($0)" }
+            #expect(try Self.saved(context, "Team", format, key: "name", pending: true) == teams)
+            #expect(try Self.saved(context, "Team", format, key: "name") == teams)
+            #expect(try Self.saved(context, "League", "count(teams.members.@distinctUnionOfObjects.team) == 3", key: "name").count == 2)
+        }
+    }
+
+    @Test("a cycle through a relationship and its inverse, SELF among related objects, read as saved")
+    func cycles() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Fixture.model())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Fixture.populate(context)
+            try Fixture.object(context, "Person", "p3").setValue(try Fixture.object(context, "Team", "T4"), forKey: "team")
+            #expect(try Self.saved(context, "Person", "SELF IN team.members", key: "name").count == 54)
+            #expect(try Self.saved(context, "Person", "ANY team.members.name == 'p3'", key: "name") == Fixture.teamThreeSorted)
+            // Only the six people without a team (nil == nil).
+            #expect(try Self.saved(context, "Person", "team.name == team.league.name", key: "name").count == 6)
+            #expect(try Self.saved(context, "Person", "SUBQUERY(team.members, $m, $m.team == $m.team AND $m.name == 'p3').@count == 1", key: "name") == Fixture.teamThreeSorted)
+            #expect(try Self.saved(context, "Team", "ALL members.team.name == name", key: "name").count == 9)
+            #expect(try Self.saved(context, "Team", "NONE members.name == 'p3'", key: "name").count == 8)
+        }
+    }
+
+    @Test("an in-memory store's saved state")
+    func inMemoryStore() async throws {
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try Fixture.model())
+        try coordinator.addPersistentStore(type: .inMemory)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Fixture.populate(context)
+            try Fixture.object(context, "Team", "T3").setValue("Zebras", forKey: "name")
+            #expect(try Self.saved(context, "Person", "team.name == 'T3'", key: "name") == Fixture.teamThreeSorted)
+            #expect(try Self.saved(context, "Team", "ANY members.name == 'p3'", key: "name") == ["Zebras"])
+        }
+    }
+
+    @Test("sub-entities, an ordered to-many, a one-to-one's derived side, a relationship without an inverse: read as saved")
+    func shapesOfRelationships() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.model())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Self.populate(context)
+            let o1 = try Self.one(context, "Owner", "name == 'o1'")
+            o1.setValue("renamed", forKey: "name")
+            let d1 = try Self.one(context, "Item", "title == 'd1'")
+            let b1 = try Self.one(context, "Item", "title == 'b1'")
+            o1.setValue([d1, b1], forKey: "items")
+            d1.setValue("dd", forKey: "title")
+            let badge = try Self.one(context, "Badge", "code == 'B1'")
+            badge.setValue("XX", forKey: "code")
+            badge.setValue(try Self.one(context, "Owner", "name == 'o2'"), forKey: "holder")
+            #expect(try Self.saved(context, "Item", "owner.name == 'o1'", key: "title") == ["b1", "dd"])
+            #expect(try Self.saved(context, "Book", "owner.name == 'o1'", key: "title") == ["b1"])
+            #expect(try Self.saved(context, "Owner", "items[FIRST].title == 'b1'", key: "name") == ["renamed"])
+            #expect(try Self.saved(context, "Owner", "ANY items.title == 'd1'", key: "name") == ["renamed"])
+            #expect(try Self.saved(context, "Owner", "badge.code == 'B1'", key: "name") == ["renamed"])
+            #expect(try Self.saved(context, "Owner", "badge == %@", [badge], key: "name") == ["renamed"])
+            #expect(try Self.saved(context, "Badge", "holder.name == 'o1'", key: "code") == ["XX"])
+            #expect(try Self.saved(context, "Owner", "favorite.title == 'd1'", key: "name") == ["renamed"])
+            #expect(try Self.saved(context, "Owner", "items.@count == 2", key: "name").count == 4)
+            #expect(try Self.saved(context, "Owner", "SUBQUERY(items, $i, $i.title == 'd1').@count == 1", key: "name") == ["renamed"])
+            #expect(try Self.saved(context, "Owner", "items.@max.title == 'd1'", key: "name") == ["renamed"])
+            var request = FetchRequest(entityName: "Item", predicate: try FormatPredicate(format: "title IN {'b1', 'd1', 'dd'}"))
+            request.propertiesToFetch = ["title", "owner.name", "owner"]
+            request.sortDescriptors = [FetchSortDescriptor(key: "title")]
+            request.includesPendingChanges = false
+            let rows = try context.fetchDictionaries(request)
+            #expect(rows.map { $0["title"] as? String } == ["b1", "d1"])
+            #expect(rows.map { $0["owner.name"] as? String } == ["o1", "o1"])
+            #expect(rows.map { $0["owner"] as? ManagedObjectID } == [o1.objectID, o1.objectID])
+        }
+    }
+}
+
+extension JoinPlanTests {
+    /// T3's people by name, sorted as strings.
+    static var teamThreeSorted: [String] { (0..<6).map { "p\($0 * 10 + 3)" }.sorted() }
+}
