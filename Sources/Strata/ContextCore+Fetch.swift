@@ -1116,7 +1116,7 @@ enum SortKey {
 /// unchanged object by what the store holds without creating or firing a managed object.
 /// Relationships resolve through the context; transient properties and derived
 /// relationship sides are read from the object, created on demand.
-final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity, Hashable {
+final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity, Hashable, CustomStringConvertible {
     let id: ManagedObjectID
     let info: EntityInfo
     let values: PropertyRow
@@ -1198,6 +1198,12 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity, Hashable 
     static func == (a: StoredRowSubject, b: StoredRowSubject) -> Bool { a.id == b.id }
 
     func hash(into hasher: inout Hasher) { hasher.combine(id) }
+
+    /// A fault's description (``ManagedObject/description``): a sort by a to-one object
+    /// (`team`) compares the objects' descriptions, so one read as saved sorts where its
+    /// managed object does. Before, every subject described itself alike, and a sort by a
+    /// to-one without pending changes left the objects in store order.
+    var description: String { "<\(info.entity.name): \(id)> (fault)" }
 
     /// An attribute value for the predicate and the sort: integers as `Int` and floats as
     /// `Double`, which is how the predicate language and the sort classify them anyway

@@ -94,6 +94,22 @@ struct Session23ReviewTests {
         }
     }
 
+    @Test("a sort by a to-one object orders the same without pending changes as with them, nothing changed")
+    func sortByAToOneObject() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Fixture.model())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Fixture.populate(context)
+            var request = FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "name IN {'p3', 'p1', 'p2', 'p14', 'p9'}"))
+            request.sortDescriptors = [FetchSortDescriptor(key: "team", ascending: false)]
+            let live = try context.fetch(request).map { $0.value(forKey: "name") as? String ?? "?" }
+            #expect(live == ["p14", "p3", "p2", "p1", "p9"])
+            // Before, the related objects read as saved all sorted alike: store order.
+            request.includesPendingChanges = false
+            #expect(try context.fetch(request).map { $0.value(forKey: "name") as? String ?? "?" } == live)
+        }
+    }
+
     @Test("a cycle through a relationship and its inverse, SELF among related objects, read as saved")
     func cycles() async throws {
         let dir = try TemporaryDirectory()
