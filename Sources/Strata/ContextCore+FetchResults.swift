@@ -469,6 +469,13 @@ extension ContextCore {
         let components = path.split(separator: ".").map(String.init)
         for (index, component) in components.enumerated() {
             guard let subject = current, let property = subject.info.properties[component] else { break }
+            // A transient property has no saved value: it is read from the object, as the
+            // predicate reads it (before, a transient attribute read as nil and a transient
+            // relationship was asked of the store, which failed the fetch).
+            if property.isTransient {
+                guard let object = object(with: subject.id) else { break }
+                return try cell(of: object, path: components[index...].joined(separator: "."))
+            }
             let value = property.isRelationship ? saved.relationshipValue(of: subject, property) : subject.values[property]
             try saved.check()
             if index == components.count - 1 {

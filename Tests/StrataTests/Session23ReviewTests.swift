@@ -110,6 +110,35 @@ struct Session23ReviewTests {
         }
     }
 
+    @Test("dictionaries without pending changes read transient properties from the object, as the predicate does")
+    func transientsInSavedDictionaries() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.model())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Self.populate(context)
+            let o1 = try Self.one(context, "Owner", "name == 'o1'")
+            o1.setValue("happy", forKey: "mood")
+            let b1 = try Self.one(context, "Item", "title == 'b1'")
+            o1.setValue(b1, forKey: "cachedBest")
+            #expect(try Self.saved(context, "Owner", "mood == 'happy'", key: "name") == ["o1"])
+            #expect(try Self.saved(context, "Book", "owner.mood == 'happy'", key: "title") == ["b1"])
+            #expect(try Self.saved(context, "Owner", "cachedBest.title == 'b1'", key: "name") == ["o1"])
+            var request = FetchRequest(entityName: "Owner", predicate: try FormatPredicate(format: "mood == 'happy'"))
+            request.propertiesToFetch = ["name", "mood", "cachedBest", "cachedBest.title"]
+            for pending in [true, false] {
+                request.includesPendingChanges = pending
+                // Before, without pending changes: no mood, and the transient relationship
+                // was asked of the store ("entity Owner has no stored property").
+                let rows = try context.fetchDictionaries(request)
+                #expect(rows.count == 1)
+                #expect(rows.first?["name"] as? String == "o1")
+                #expect(rows.first?["mood"] as? String == "happy", "pending \(pending)")
+                #expect(rows.first?["cachedBest"] as? ManagedObjectID == b1.objectID, "pending \(pending)")
+                #expect(rows.first?["cachedBest.title"] as? String == "b1", "pending \(pending)")
+            }
+        }
+    }
+
     @Test("a cycle through a relationship and its inverse, SELF among related objects, read as saved")
     func cycles() async throws {
         let dir = try TemporaryDirectory()
