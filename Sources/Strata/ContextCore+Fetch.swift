@@ -1132,6 +1132,10 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity, Hashable,
     /// leads to the related objects' stored rows, not to the context's objects (nil: it
     /// leads to the context's objects, with their current values).
     weak var storedState: StoredState?
+    /// Whether the subject reads the saved state (``storedState`` was given): checked before
+    /// the weak reference is loaded, so a fetch with pending changes (the default), and
+    /// every attribute read, never touches it.
+    let readsSavedState: Bool
 
     init(
         id: ManagedObjectID, info: EntityInfo, values: PropertyRow, core: ContextCore, version: UInt64? = nil, storedState: StoredState? = nil
@@ -1142,6 +1146,7 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity, Hashable,
         self.core = core
         self.version = version
         self.storedState = storedState
+        readsSavedState = storedState != nil
     }
 
     /// The managed object for the row: registered, or a new fault holding the row.
@@ -1159,7 +1164,7 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity, Hashable,
     func value(forKey key: String) -> Any? {
         guard let property = info.properties[key] else { return nil }
         if property.isTransient { return materialize().value(forKey: key) }
-        if let storedState, property.isRelationship { return storedState.value(of: self, property) }
+        if readsSavedState, property.isRelationship, let storedState { return storedState.value(of: self, property) }
         if let value = values[property] {
             switch value {
             case .attribute(let attribute): return attribute.map(Self.evaluationValue)
@@ -1181,7 +1186,7 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity, Hashable,
     /// object counts them; a derived side through the object (its IDs, no member made).
     func count(forKey key: String) -> Int? {
         guard let property = info.properties[key], property.isToMany, !property.isTransient else { return nil }
-        if let storedState { return storedState.count(of: self, property) }
+        if readsSavedState, let storedState { return storedState.count(of: self, property) }
         switch values[property] {
         case .toMany(let targets)?: return core.countObjects(targets)
         case nil: return property.isRecorded ? 0 : materialize().count(forKey: key)
