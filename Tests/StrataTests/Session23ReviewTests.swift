@@ -139,6 +139,34 @@ struct Session23ReviewTests {
         }
     }
 
+    @Test("saved dictionaries read a fault's fetched row, and a stale object's row from the store")
+    func savedDictionariesOfFaultsAndStaleObjects() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Fixture.model())
+        let viewer = privateContext(coordinator)
+        try await viewer.perform { (context: isolated ManagedObjectContext) throws in
+            try Fixture.populate(context)
+            context.reset()
+            context.retainsRegisteredObjects = true
+            // p3 fired here (its values kept), p13 a fault.
+            #expect(try Fixture.object(context, "Person", "p3").value(forKey: "age") as? Int32 == 23)
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for name in ["p3", "p13"] { try Fixture.object(context, "Person", name).setValue(Int32(7), forKey: "age") }
+            try context.save()
+        }
+        try await viewer.perform { (context: isolated ManagedObjectContext) throws in
+            var request = FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "name IN {'p3', 'p13'}"))
+            request.propertiesToFetch = ["name", "age"]
+            request.sortDescriptors = [FetchSortDescriptor(key: "name")]
+            request.includesPendingChanges = false
+            #expect(try context.fetchDictionaries(request).map { $0["age"] as? Int32 } == [7, 7])
+            // With pending changes the stale p3 shows the value it holds.
+            request.includesPendingChanges = true
+            #expect(try context.fetchDictionaries(request).map { $0["age"] as? Int32 } == [7, 23])
+        }
+    }
+
     @Test("a cycle through a relationship and its inverse, SELF among related objects, read as saved")
     func cycles() async throws {
         let dir = try TemporaryDirectory()
