@@ -238,3 +238,181 @@ extension JoinPlanTests {
     /// T3's people by name, sorted as strings.
     static var teamThreeSorted: [String] { (0..<6).map { "p\($0 * 10 + 3)" }.sorted() }
 }
+
+/// The saved state as an oracle: a fetch without pending changes returns, in a context
+/// holding anything (unsaved changes, stale objects and derived sides, a pinned
+/// generation), what a fresh context with nothing registered returns from the same
+/// store state — which objects, their order, a page, the IDs and the count.
+extension Session23ReviewTests {
+
+    static let oracleCases: [(String, String, [String])] = [
+        ("Person", "team.name == 'T3'", ["team.name", "name"]),
+        ("Person", "team.name BEGINSWITH 'T' AND age > 40", ["team.name", "name"]),
+        ("Person", "team.league.name == 'L1'", ["team.league.name", "name"]),
+        ("Person", "team.league.name == 'L1' OR team.rank > 5", ["team.rank", "name"]),
+        ("Person", "ANY tags.label == 'tag1'", ["name"]),
+        ("Person", "ANY tags.people.name == 'p3'", ["name"]),
+        ("Person", "SUBQUERY(tags, $t, $t.label == 'tag2' AND $t.people.@count > 5).@count > 0", ["name"]),
+        ("Person", "team.members.@count == 6", ["name"]),
+        ("Person", "SELF IN team.members", ["name"]),
+        ("Person", "team == nil", ["name"]),
+        ("Person", "team.name == nil", ["name"]),
+        ("Person", "team.name != 'T3'", ["team.name", "name"]),
+        ("Person", "NOT (team.name IN {'T1', 'T3'})", ["team.name", "name"]),
+        ("Person", "ALL tags.label BEGINSWITH 'tag'", ["name"]),
+        ("Person", "NONE tags.label == 'tag0'", ["name"]),
+        ("Person", "tags.@count >= 2", ["tags.@count", "name"]),
+        ("Person", "team.members.@max.age > 65", ["name"]),
+        ("Team", "ANY members.name == 'p3'", ["name"]),
+        ("Team", "ANY members.name IN {'p3', 'p13', 'p4'}", ["name"]),
+        ("Team", "members.@count == 6", ["members.@count", "name"]),
+        ("Team", "members.@count != 6", ["name"]),
+        ("Team", "SUBQUERY(members, $m, $m.age > 40).@count >= 3", ["name"]),
+        ("Team", "ANY members.tags.label == 'tag3'", ["name"]),
+        ("Team", "league.name == 'L0'", ["league.name", "name"]),
+        ("Team", "ALL members.team.name == name", ["name"]),
+        ("Team", "members.@sum.age > 250", ["members.@sum.age", "name"]),
+        ("Team", "members.@avg.age > 40", ["name"]),
+        ("League", "ANY teams.members.name == 'p4'", ["name"]),
+        ("League", "teams.@count == 3", ["name"]),
+        ("League", "ANY teams.name == 'T3'", ["name"]),
+        ("Tag", "ANY people.team.name == 'T3'", ["label"]),
+        ("Tag", "people.@count > 20", ["label"]),
+        ("Tag", "ANY people.name == 'p3'", ["label"]),
+        ("Team", "count(members.@distinctUnionOfObjects.team) == 1", ["name"]),
+        ("Person", "age > 30", ["team", "name"]),
+    ]
+
+    /// Every case's results: the planned fetch (sorted by the keys, descending, through
+    /// relationships), after checking it against `fetchObjectIDs`, `count(for:)` and the
+    /// same predicate forced through a full scan, and a page of it (offset 1, limit 3).
+    static func oracleResults(_ context: isolated ManagedObjectContext, pending: Bool) throws -> [String] {
+        var out: [String] = []
+        for (entity, format, sort) in oracleCases {
+            var request = FetchRequest(entityName: entity, predicate: try FormatPredicate(format: format))
+            request.includesPendingChanges = pending
+            request.sortDescriptors = sort.map { FetchSortDescriptor(key: $0, ascending: false) }
+            let ids = try context.fetch(request).map(\.objectID.description)
+            let idOnly = try context.fetchObjectIDs(request).map(\.description)
+            let count = try context.count(for: request)
+            var scan = request
+            scan.predicate = FormatPredicate(.not(.not(try FormatPredicate(format: format).node)))
+            let scanned = try context.fetch(scan).map(\.objectID.description)
+            var page = request
+            page.fetchOffset = 1
+            page.fetchLimit = 3
+            let paged = try context.fetch(page).map(\.objectID.description)
+            let plan = try context.explain(request).description
+            #expect(ids == idOnly && ids == scanned && count == ids.count, "\(entity) \(format) pending \(pending): plan \(plan)")
+            out.append("\(entity) \(format): \(ids.joined(separator: ",")) | \(paged.joined(separator: ","))")
+        }
+        return out
+    }
+
+    @Test("without pending changes, a context holding unsaved renames, moves, deletes and inserts gets what a fresh context gets from the store")
+    func oracleWithUnsavedChanges() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Fixture.model())
+        let oracle = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Fixture.populate(context)
+            context.reset()
+            return try Self.oracleResults(context, pending: true)
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.retainsRegisteredObjects = true
+            let t3 = try Fixture.object(context, "Team", "T3")
+            t3.setValue("Zebras", forKey: "name")
+            t3.setValue(Int32(77), forKey: "rank")
+            t3.setValue(try Fixture.object(context, "League", "L2"), forKey: "league")
+            try Fixture.object(context, "Person", "p3").setValue(try Fixture.object(context, "Team", "T4"), forKey: "team")
+            try Fixture.object(context, "Person", "p13").setValue(nil, forKey: "team")
+            try Fixture.object(context, "Person", "p4").setValue(Int32(99), forKey: "age")
+            try Fixture.object(context, "Person", "p4").setValue("renamed", forKey: "name")
+            context.delete(try Fixture.object(context, "Team", "T5"))
+            context.delete(try Fixture.object(context, "Person", "p6"))
+            try Fixture.object(context, "League", "L0").setValue("LL", forKey: "name")
+            let tag = try #require(try context.fetch(FetchRequest(entityName: "Tag", predicate: try FormatPredicate(format: "label == 'tag1'"))).first)
+            tag.setValue("tagX", forKey: "label")
+            tag.setValue(Set<ManagedObject>(), forKey: "people")
+            let newPerson = try context.insertNewObject(forEntityName: "Person")
+            newPerson.setValue("p3", forKey: "name")
+            newPerson.setValue(try Fixture.object(context, "Team", "T4"), forKey: "team")
+            let newTeam = try context.insertNewObject(forEntityName: "Team")
+            newTeam.setValue("T3", forKey: "name")
+            try Fixture.object(context, "Person", "p23").setValue(newTeam, forKey: "team")
+            let got = try Self.oracleResults(context, pending: false)
+            for (a, b) in zip(got, oracle) where a != b { Issue.record("saved \(a)\n oracle \(b)") }
+        }
+    }
+
+    @Test("without pending changes, a context holding objects and derived sides read before another context's save gets what a fresh context gets")
+    func oracleWithStaleObjects() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Fixture.model())
+        let viewer = privateContext(coordinator)
+        try await viewer.perform { (context: isolated ManagedObjectContext) throws in
+            try Fixture.populate(context)
+            context.reset()
+            context.retainsRegisteredObjects = true
+            _ = try Self.oracleResults(context, pending: true)
+            for team in try context.fetch(FetchRequest(entityName: "Team")) { _ = team.value(forKey: "members"); _ = team.value(forKey: "name") }
+            for p in try context.fetch(FetchRequest(entityName: "Person")) { _ = p.value(forKey: "tags"); _ = p.value(forKey: "name") }
+            for t in try context.fetch(FetchRequest(entityName: "Tag")) { _ = t.value(forKey: "people") }
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let t3 = try Fixture.object(context, "Team", "T3")
+            t3.setValue("Zebras", forKey: "name")
+            t3.setValue(try Fixture.object(context, "League", "L2"), forKey: "league")
+            try Fixture.object(context, "Person", "p3").setValue(try Fixture.object(context, "Team", "T4"), forKey: "team")
+            try Fixture.object(context, "Person", "p13").setValue(nil, forKey: "team")
+            try Fixture.object(context, "Person", "p4").setValue("renamed", forKey: "name")
+            context.delete(try Fixture.object(context, "Team", "T5"))
+            context.delete(try Fixture.object(context, "Person", "p6"))
+            let tag = try #require(try context.fetch(FetchRequest(entityName: "Tag", predicate: try FormatPredicate(format: "label == 'tag1'"))).first)
+            tag.setValue(Set<ManagedObject>(), forKey: "people")
+            try context.save()
+        }
+        let oracle = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Self.oracleResults(context, pending: true)
+        }
+        try await viewer.perform { (context: isolated ManagedObjectContext) throws in
+            let got = try Self.oracleResults(context, pending: false)
+            for (a, b) in zip(got, oracle) where a != b { Issue.record("saved \(a)\n oracle \(b)") }
+        }
+    }
+
+    @Test("without pending changes, a pinned context with unsaved changes gets what a fresh context got at its generation")
+    func oracleInAPinnedContext() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Fixture.model())
+        let viewer = privateContext(coordinator)
+        try await viewer.perform { (context: isolated ManagedObjectContext) throws in
+            try Fixture.populate(context)
+            context.reset()
+            context.retainsRegisteredObjects = true
+            try context.setQueryGenerationFrom(.current)
+            _ = try Self.oracleResults(context, pending: true)
+        }
+        let oracle = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Self.oracleResults(context, pending: true)
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let t3 = try Fixture.object(context, "Team", "T3")
+            t3.setValue("Zebras", forKey: "name")
+            t3.setValue(try Fixture.object(context, "League", "L2"), forKey: "league")
+            try Fixture.object(context, "Person", "p3").setValue(try Fixture.object(context, "Team", "T4"), forKey: "team")
+            try Fixture.object(context, "Person", "p13").setValue(nil, forKey: "team")
+            context.delete(try Fixture.object(context, "Team", "T5"))
+            context.delete(try Fixture.object(context, "Person", "p6"))
+            let tag = try #require(try context.fetch(FetchRequest(entityName: "Tag", predicate: try FormatPredicate(format: "label == 'tag1'"))).first)
+            tag.setValue(Set<ManagedObject>(), forKey: "people")
+            try context.save()
+        }
+        try await viewer.perform { (context: isolated ManagedObjectContext) throws in
+            try Fixture.object(context, "Team", "T4").setValue("Zebras", forKey: "name")
+            try Fixture.object(context, "Person", "p7").setValue(try Fixture.object(context, "Team", "T1"), forKey: "team")
+            let got = try Self.oracleResults(context, pending: false)
+            for (a, b) in zip(got, oracle) where a != b { Issue.record("saved \(a)\n oracle \(b)") }
+        }
+    }
+}
