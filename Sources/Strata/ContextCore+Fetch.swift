@@ -1116,7 +1116,7 @@ enum SortKey {
 /// unchanged object by what the store holds without creating or firing a managed object.
 /// Relationships resolve through the context; transient properties and derived
 /// relationship sides are read from the object, created on demand.
-final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
+final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity, Hashable, CustomStringConvertible {
     let id: ManagedObjectID
     let info: EntityInfo
     let values: PropertyRow
@@ -1132,6 +1132,10 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
     /// leads to the related objects' stored rows, not to the context's objects (nil: it
     /// leads to the context's objects, with their current values).
     weak var storedState: StoredState?
+    /// Whether the subject reads the saved state (``storedState`` was given): checked before
+    /// the weak reference is loaded, so a fetch with pending changes (the default), and
+    /// every attribute read, never touches it.
+    let readsSavedState: Bool
 
     init(
         id: ManagedObjectID, info: EntityInfo, values: PropertyRow, core: ContextCore, version: UInt64? = nil, storedState: StoredState? = nil
@@ -1142,6 +1146,7 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
         self.core = core
         self.version = version
         self.storedState = storedState
+        readsSavedState = storedState != nil
     }
 
     /// The managed object for the row: registered, or a new fault holding the row.
@@ -1159,7 +1164,7 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
     func value(forKey key: String) -> Any? {
         guard let property = info.properties[key] else { return nil }
         if property.isTransient { return materialize().value(forKey: key) }
-        if let storedState, property.isRelationship { return storedState.value(of: self, property) }
+        if readsSavedState, property.isRelationship, let storedState { return storedState.value(of: self, property) }
         if let value = values[property] {
             switch value {
             case .attribute(let attribute): return attribute.map(Self.evaluationValue)
@@ -1181,7 +1186,7 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
     /// object counts them; a derived side through the object (its IDs, no member made).
     func count(forKey key: String) -> Int? {
         guard let property = info.properties[key], property.isToMany, !property.isTransient else { return nil }
-        if let storedState { return storedState.count(of: self, property) }
+        if readsSavedState, let storedState { return storedState.count(of: self, property) }
         switch values[property] {
         case .toMany(let targets)?: return core.countObjects(targets)
         case nil: return property.isRecorded ? 0 : materialize().count(forKey: key)
@@ -1190,6 +1195,20 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity {
     }
 
     var predicateIdentity: any Hashable & Sendable { id }
+
+    /// Subjects naming one object are equal: a distinct union of related objects read as
+    /// saved (`count(members.@distinctUnionOfObjects.team)`) keeps one of each, as it keeps
+    /// one of each managed object (one registered instance per ID). Before, a subject wasn't
+    /// hashable and the union kept every one.
+    static func == (a: StoredRowSubject, b: StoredRowSubject) -> Bool { a.id == b.id }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(id) }
+
+    /// A fault's description (``ManagedObject/description``): a sort by a to-one object
+    /// (`team`) compares the objects' descriptions, so one read as saved sorts where its
+    /// managed object does. Before, every subject described itself alike, and a sort by a
+    /// to-one without pending changes left the objects in store order.
+    var description: String { "<\(info.entity.name): \(id)> (fault)" }
 
     /// An attribute value for the predicate and the sort: integers as `Int` and floats as
     /// `Double`, which is how the predicate language and the sort classify them anyway

@@ -442,7 +442,7 @@ extension ContextCore {
     /// The value at `path` of `object`, read without firing the fault of an unchanged
     /// object that has a fetched row.
     func cell(of object: ManagedObject, path: String, saved: StoredState? = nil) throws -> Cell {
-        if let saved { return try savedCell(of: object.objectID, path: path, saved) }
+        if let saved { return try savedCell(of: object, path: path, saved) }
         var current = object
         let components = path.split(separator: ".").map(String.init)
         for (index, component) in components.enumerated() {
@@ -464,11 +464,18 @@ extension ContextCore {
 
     /// The cell of `path` as the store holds it, from the object's stored row (a fetch
     /// without pending changes: spec 0008, Dictionary results).
-    private func savedCell(of id: ManagedObjectID, path: String, _ saved: StoredState) throws -> Cell {
-        var current = saved.subject(id)
+    private func savedCell(of root: ManagedObject, path: String, _ saved: StoredState) throws -> Cell {
+        var current = saved.subject(of: root)
         let components = path.split(separator: ".").map(String.init)
         for (index, component) in components.enumerated() {
             guard let subject = current, let property = subject.info.properties[component] else { break }
+            // A transient property has no saved value: it is read from the object, as the
+            // predicate reads it (before, a transient attribute read as nil and a transient
+            // relationship was asked of the store, which failed the fetch).
+            if property.isTransient {
+                guard let object = object(with: subject.id) else { break }
+                return try cell(of: object, path: components[index...].joined(separator: "."))
+            }
             let value = property.isRelationship ? saved.relationshipValue(of: subject, property) : subject.values[property]
             try saved.check()
             if index == components.count - 1 {

@@ -56,6 +56,19 @@ final class StoredState {
         return made
     }
 
+    /// The stored row of `object` as a subject: the row the fetch just gave it when it is a
+    /// fault holding one (what the predicate judged, read with the fetch's reader), else
+    /// read as ``subject(_:)`` reads it. A dictionary fetch without pending changes reads
+    /// each result's row so, not once more from the store.
+    func subject(of object: ManagedObject) -> StoredRowSubject? {
+        guard !object.hasCommittedValues, let row = object.fastRow, let stored = object.objectID.storedID, subjects[stored] == nil,
+            case .permanent(let store, _) = object.objectID.storage, store == storeUUID
+        else { return subject(object.objectID) }
+        let made = StoredRowSubject(id: object.objectID, info: object.info, values: row, core: core, version: object.rowVersion, storedState: self)
+        subjects[stored] = made
+        return made
+    }
+
     /// Relationship `property` of `subject` as the store holds it: the related rows' subjects
     /// (a to-one's, or nil; a to-many's in an array, in the store's order). A recorded side
     /// is the row's own value; a derived side is read from the store's references.
