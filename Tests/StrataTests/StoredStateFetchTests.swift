@@ -193,6 +193,15 @@ struct StoredStateFetchTests {
         }
     }
 
+    /// A batch update setting the age of the people `format` selects to 99, counting them.
+    static func ageUpdate(_ format: String) throws -> BatchUpdateRequest {
+        var update = BatchUpdateRequest(entityName: "Person")
+        update.predicate = try FormatPredicate(format: format)
+        update.propertiesToUpdate = ["age": Int32(99)]
+        update.resultType = .count
+        return update
+    }
+
     @Test("a batch request's selection through a relationship reads the saved state: an unsaved rename here takes no part")
     func batchSelectionThroughARelationship() async throws {
         let dir = try TemporaryDirectory()
@@ -200,14 +209,9 @@ struct StoredStateFetchTests {
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
             try Fixture.populate(context)
             try Fixture.object(context, "Team", "T3").setValue("Zebras", forKey: "name")
-            var update = BatchUpdateRequest(entityName: "Person")
-            update.predicate = try FormatPredicate(format: "team.name == 'Zebras'")
-            update.propertiesToUpdate = ["age": Int32(99)]
-            update.resultType = .count
             // Before session 23 the unsaved name decided: T3's six people were updated.
-            #expect(try context.execute(update).count == 0)
-            update.predicate = try FormatPredicate(format: "team.name == 'T3'")
-            #expect(try context.execute(update).count == 6)
+            #expect(try context.execute(try Self.ageUpdate("team.name == 'Zebras'")).count == 0)
+            #expect(try context.execute(try Self.ageUpdate("team.name == 'T3'")).count == 6)
             var delete = BatchDeleteRequest(fetchRequest: FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "ANY tags.label == 'tag0' AND team.name == 'T3'")))
             delete.resultType = .count
             #expect(try context.execute(delete).count == (0..<60).filter { $0 % 10 == 3 && Fixture.tagged($0, 0) }.count)
@@ -231,13 +235,8 @@ struct StoredStateFetchTests {
         try await pinned.perform { (context: isolated ManagedObjectContext) throws in
             // The pinned fetch still sees "T3"; the batch selects in the store as it is.
             #expect(try Self.saved(context, "Person", "team.name == 'T3'") == Self.teamThree)
-            var update = BatchUpdateRequest(entityName: "Person")
-            update.predicate = try FormatPredicate(format: "team.name == 'Herons'")
-            update.propertiesToUpdate = ["age": Int32(99)]
-            update.resultType = .count
-            #expect(try context.execute(update).count == 6)
-            update.predicate = try FormatPredicate(format: "team.name == 'T3'")
-            #expect(try context.execute(update).count == 0)
+            #expect(try context.execute(try Self.ageUpdate("team.name == 'Herons'")).count == 6)
+            #expect(try context.execute(try Self.ageUpdate("team.name == 'T3'")).count == 0)
         }
     }
 
