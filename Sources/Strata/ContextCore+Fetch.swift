@@ -631,6 +631,7 @@ final class FetchExecution {
 
     /// The stored objects the plan reads, judged (rows of changed objects skipped).
     func storedMatches(_ reader: borrowing LogReader) throws -> [Match] {
+        storedState?.pin(to: reader)
         switch plan.kind {
         case .noScan:
             return []
@@ -980,6 +981,7 @@ final class FetchExecution {
 
     /// How many objects match (offset and limit not applied).
     func count(_ reader: borrowing LogReader) throws -> Int {
+        storedState?.pin(to: reader)
         let pendingCount = try pendingMatches(reader).count
         let trivial = request.predicate == nil || request.predicate?.node == .constant(true)
         var stored: Int

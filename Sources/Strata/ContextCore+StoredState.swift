@@ -11,10 +11,10 @@ import StrataModel
 /// `members.@count` counts the saved members. Core Data's SQL store answers such a fetch the
 /// same way: the whole predicate, joins included, is evaluated against the saved rows.
 ///
-/// One per fetch. Each related row is read once (the team of 12,500 people once), as the
-/// context reads the store — as of its query generation when it is pinned (a batch
-/// request's selection: the current state) — in a read of its own, as a fault firing
-/// during a fetch reads. A read that fails is kept
+/// One per fetch. Each related row is read once (the team of 12,500 people once), in a read
+/// of its own, as of the fetch's snapshot: the context's query generation when it is
+/// pinned, otherwise the head the fetch's reader saw (a save committed meanwhile is read
+/// around, through a ``GenerationView``). A read that fails is kept
 /// and thrown by the fetch (``check()``), not taken as a missing object.
 final class StoredState {
     let core: ContextCore
@@ -23,6 +23,10 @@ final class StoredState {
     private var subjects: [StoredObjectID: StoredRowSubject?] = [:]
     /// The first read that failed.
     private var failure: (any Error)?
+    /// The fetch's own snapshot, for a context reading the current state: related rows are
+    /// read as of the head the fetch's reader saw (``pin(to:)``), so a save committed while
+    /// the fetch runs isn't half seen (its related rows newer than the fetched ones).
+    private var snapshot: GenerationView?
 
     /// Whether the rows are read as the store is now, not as of the context's query
     /// generation (a batch request's selection, which reads the current state).
@@ -32,6 +36,18 @@ final class StoredState {
         self.core = core
         self.storeUUID = storeUUID
         self.readsCurrentState = readsCurrentState
+    }
+
+    /// Reads related rows as of `reader`'s snapshot from now on: its head, when it reads the
+    /// current state (a pinned reader is the context's generation, which ``read(_:)`` reads
+    /// anyway). The first call decides.
+    func pin(to reader: borrowing LogReader) {
+        guard snapshot == nil, reader.generation == nil else { return }
+        do {
+            snapshot = GenerationView(sequence: try reader.head)
+        } catch {
+            if failure == nil { failure = error }
+        }
     }
 
     /// Throws the first read that failed, if one did.
@@ -115,6 +131,7 @@ final class StoredState {
     private func read<R>(_ body: (borrowing LogReader) throws -> R) -> R? {
         do {
             let log = try core.store().log
+            if let snapshot { return try log.read(pinnedTo: snapshot, body) }
             return try readsCurrentState ? log.read(body) : core.readPinned(log, body)
         } catch {
             if failure == nil { failure = error }

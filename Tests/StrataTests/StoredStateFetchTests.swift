@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataLog
 import StrataPredicate
 import StrataTestSupport
 import Testing
@@ -258,5 +259,74 @@ struct StoredStateFetchTests {
             request.includesPendingChanges = false
             #expect(try context.fetchDictionaries(request).map { $0["name"] as? String } == ["T9", "Zebras"])
         }
+    }
+
+    @Test("a save committed while a fetch without pending changes runs isn't half seen: related rows are read as of the fetch's snapshot")
+    func saveDuringTheFetch() async throws {
+        let model = try ManagedObjectModel {
+            Entity("Team") {
+                Attribute("name", .string)
+                Relationship("members", to: "Person", inverse: "team", toMany: true)
+            }
+            Entity("Person") {
+                Attribute("name", .string)
+                Attribute("probe", .int64).transient()
+                Relationship("team", to: "Team", inverse: "members")
+            }
+        }
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: model, classes: [(CommittingProbe.self, "Person")])
+        let log = try #require(coordinator.persistentStores.first).log
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let teams = try (0..<3).map { n in
+                let team = try context.insertNewObject(forEntityName: "Team")
+                team.setValue("T\(n)", forKey: "name")
+                return team
+            }
+            for n in 0..<9 {
+                let person = try context.insertNewObject(forEntityName: "Person")
+                person.setValue("p\(n)", forKey: "name")
+                person.setValue(teams[n % 3], forKey: "team")
+            }
+            try context.save()
+            let t2 = try #require(UInt64(teams[2].objectID.uriRepresentation().lastPathComponent.dropFirst()))
+            context.reset()
+            // The first person judged reads `probe`, which commits T2's rename in the middle
+            // of the fetch; T2's row is read after it.
+            CommittingProbe.arm {
+                var rename = TransactionDraft(author: "elsewhere")
+                rename.update(.stored(StoredObjectID(entity: "Team", primaryKey: t2)), values: ["name": .attribute(.string("Renamed"))])
+                _ = try log.commit(rename)
+            }
+            // (The OR keeps the join plan, which would read T2 before the first person, out.)
+            var request = FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "probe == 1 AND (team.name == 'T2' OR name == 'nobody')"))
+            request.includesPendingChanges = false
+            #expect(try context.explain(request).description.hasPrefix("full scan Person"))
+            let found = try context.fetch(request).compactMap { $0.value(forKey: "name") as? String }
+            #expect(CommittingProbe.fired, "the probe committed during the fetch")
+            #expect(found == ["p2", "p5", "p8"], "T2 as of the fetch's snapshot, not renamed by the save committed meanwhile")
+            #expect(try log.read { try $0.head } == 2)
+        }
+    }
+}
+
+/// A person whose transient `probe` reads 1, running the armed action (once) the first
+/// time it is read: a save committed in the middle of a fetch.
+final class CommittingProbe: ManagedObject {
+    nonisolated(unsafe) static var action: (() throws -> Void)?
+    nonisolated(unsafe) static var fired = false
+
+    static func arm(_ action: @escaping () throws -> Void) {
+        self.action = action
+        fired = false
+    }
+
+    override func value(forKey key: String) -> Any? {
+        guard key == "probe" else { return super.value(forKey: key) }
+        if let action = Self.action {
+            Self.action = nil
+            Self.fired = (try? action()) != nil
+        }
+        return Int64(1)
     }
 }
