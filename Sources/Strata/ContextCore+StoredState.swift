@@ -21,6 +21,8 @@ final class StoredState {
     let storeUUID: UUID
     /// The subjects of the rows read so far (nil: no such stored object).
     private var subjects: [StoredObjectID: StoredRowSubject?] = [:]
+    /// The derived sides read so far, by object and relationship.
+    private var derived: [StoredObjectID: [String: [ManagedObjectID]]] = [:]
     /// The first read that failed.
     private var failure: (any Error)?
     /// The fetch's own snapshot, for a context reading the current state: related rows are
@@ -98,6 +100,7 @@ final class StoredState {
     /// reading them.
     func count(of subject: StoredRowSubject, _ property: PropertyInfo) -> Int? {
         if !property.isRecorded, let stored = subject.id.storedID {
+            if let known = derived[stored]?[property.name] { return known.count }
             return read { reader in try reader.countRelated(stored, property.name) }
         }
         return relatedIDs(of: subject, property)?.count
@@ -120,10 +123,14 @@ final class StoredState {
             case .attribute?, .invalid?: return nil
             }
         }
-        guard let stored = subject.id.storedID,
-            let related = read({ reader in try reader.related(stored, property.name) })
-        else { return nil }
-        return related.map { .permanent($0, store: storeUUID) }
+        guard let stored = subject.id.storedID else { return nil }
+        // A derived side read once per object and relationship in a fetch (a predicate
+        // naming `members` twice, a sort and a predicate both through it).
+        if let known = derived[stored]?[property.name] { return known }
+        guard let related = read({ reader in try reader.related(stored, property.name) }) else { return nil }
+        let ids = related.map { ManagedObjectID.permanent($0, store: storeUUID) }
+        derived[stored, default: [:]][property.name] = ids
+        return ids
     }
 
     /// `body`'s result with a reader of the store as the context reads it; nil (the error
