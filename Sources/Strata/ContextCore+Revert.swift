@@ -475,6 +475,38 @@ extension ContextCore {
             }
             return found
         }
+        // A link to an object they inserted that the revert puts back — a value it sets back,
+        // a deleted object it brings back, a to-many member it returns — was made by a
+        // transaction not among them (their own links to it are net of theirs: a link one
+        // of them made and a later one took back is no change). Deleting the object and
+        // putting the link back would point at nothing: the store refused the save.
+        let deletes = Set(inserted)
+        var putBack: (owner: ManagedObjectID, property: String, target: ManagedObjectID)?
+        for id in combined.order where putBack == nil {
+            guard let change = combined.changes[id], let info = entities[id.entityName] else { continue }
+            let values: [String: PropertyValue] = switch change.kind {
+            case .updated: change.old
+            case .deleted: change.values
+            case .inserted: [:]
+            }
+            for (key, value) in values.sorted(by: { $0.key < $1.key }) where info.properties[key]?.isRelationship == true {
+                if let target = value.ids.first(where: deletes.contains) {
+                    putBack = (id, key, target)
+                    break
+                }
+            }
+            for (key, membership) in change.memberships.sorted(by: { $0.key < $1.key }) where putBack == nil {
+                if let target = membership.removed.first(where: deletes.contains) { putBack = (id, key, target) }
+            }
+        }
+        if let (owner, property, target) = putBack {
+            let linker = try owner.storedID.flatMap { stored in
+                try store.log.read { reader in try reader.history(of: stored).first { $0 > sequence && !sequences.contains($0) } }
+            }
+            throw ContextError.undoConflict(
+                object: owner.description, property: property, expected: "no link to \(target.description), which the revert deletes",
+                found: "a link to it made by \(linker.map { "transaction \($0)" } ?? "a transaction") not reverted with them")
+        }
         try store.log.read { reader in
             var versions: [StoredObjectID: UInt64] = [:]
             try reader.forEachFields(inserted.compactMap(\.storedID)) { fields in versions[fields.id] = fields.version }

@@ -230,4 +230,121 @@ struct RevertSeveralTransactionsTests {
         }
         #expect(try log(restarted).verify().isClean)
     }
+
+    /// Owners with a many-to-many `tags` and a one-way `fav` tag.
+    private static func tagModel() throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Owner") {
+                Attribute("name", .string)
+                Relationship("tags", to: "Tag", inverse: "owners", toMany: true)
+                Relationship("fav", to: "Tag")
+            }
+            Entity("Tag") {
+                Attribute("name", .string)
+                Relationship("owners", to: "Owner", inverse: "tags", toMany: true)
+            }
+        }
+    }
+
+    /// Expects the revert of `sequences` refused as an undoConflict on `object`.`property`
+    /// naming the link a transaction between them made, with nothing changed.
+    private func expectLinkBetweenRefuses(
+        _ coordinator: PersistentStoreCoordinator, _ sequences: [UInt64], object: ManagedObjectID, property: String, between: UInt64
+    ) async throws {
+        let head = try log(coordinator).head
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect {
+                try context.revertTransactions(at: try tokens(coordinator, sequences))
+            } throws: { error in
+                guard case .undoConflict(let owner, let key, let expected, let found) = error as? ContextError else { return false }
+                return owner == object.description && key == property && expected.contains("which the revert deletes")
+                    && found.contains("transaction \(between) not reverted with them")
+            }
+            let (changed, redoable) = (context.hasChanges, context.canRedo)
+            #expect(!changed && !redoable, "nothing was changed")
+        }
+        #expect(try log(coordinator).head == head, "nothing was written")
+        #expect(try log(coordinator).verify().isClean)
+    }
+
+    @Test("a link a transaction between them made to an object one of them inserted, which a later one of them took back, refuses the revert (undoConflict naming it), nothing changed — a to-one with an inverse, a deleted object's, a many-to-many member's, a one-way to-one's (before, the revert deleted the object and put the link back, and the store refused the save)")
+    func linkBetweenToAnInsertedObject() async throws {
+        // To-one with an inverse: 2 (client) inserts X; 3 (coach) moves Bob to X; 4 (client) moves him on.
+        do {
+            let dir = try TemporaryDirectory()
+            let (coordinator, _, bobID, _) = try await clientStore(dir)  // 1–4
+            let x = try await privateContext(coordinator, author: "client").perform { (context: isolated ManagedObjectContext) throws in
+                let x = try context.insertNewObject(forEntityName: "Team")
+                x.setValue("X", forKey: "name")
+                try context.save()  // 5
+                return x.objectID
+            }
+            try await privateContext(coordinator, author: "coach").perform { (context: isolated ManagedObjectContext) throws in
+                try context.existingObject(with: bobID).setValue(try context.existingObject(with: x), forKey: "team")
+                try context.save()  // 6
+            }
+            try await privateContext(coordinator, author: "client").perform { (context: isolated ManagedObjectContext) throws in
+                let team = try context.insertNewObject(forEntityName: "Team")
+                team.setValue("Y", forKey: "name")
+                try context.existingObject(with: bobID).setValue(team, forKey: "team")
+                try context.save()  // 7
+            }
+            try await expectLinkBetweenRefuses(coordinator, [5, 7], object: bobID, property: "team", between: 6)
+        }
+        // A deleted object's: 1 (client) inserts X; 2 (coach) inserts Zed on X; 3 (client) deletes Zed.
+        do {
+            let dir = try TemporaryDirectory()
+            let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+            let x = try await privateContext(coordinator, author: "client").perform { (context: isolated ManagedObjectContext) throws in
+                let x = try context.insertNewObject(forEntityName: "Team")
+                x.setValue("X", forKey: "name")
+                try context.save()
+                return x.objectID
+            }
+            let zed = try await privateContext(coordinator, author: "coach").perform { (context: isolated ManagedObjectContext) throws in
+                let zed = try context.insertNewObject(forEntityName: "Player")
+                zed.setValue("Zed", forKey: "firstName")
+                zed.setValue(try context.existingObject(with: x), forKey: "team")
+                try context.save()
+                return zed.objectID
+            }
+            try await privateContext(coordinator, author: "client").perform { (context: isolated ManagedObjectContext) throws in
+                context.delete(try context.existingObject(with: zed))
+                try context.save()
+            }
+            try await expectLinkBetweenRefuses(coordinator, [1, 3], object: zed, property: "team", between: 2)
+        }
+        // A many-to-many member's and a one-way to-one's: 2 (client) inserts tag X; 3 (coach)
+        // tags O with it (or makes it O's fav); 4 (client) takes it off.
+        for oneWay in [false, true] {
+            let dir = try TemporaryDirectory()
+            let coordinator = try openCoordinator(dir, model: try Self.tagModel())
+            let owner = try await privateContext(coordinator, author: "setup").perform { (context: isolated ManagedObjectContext) throws in
+                let owner = try context.insertNewObject(forEntityName: "Owner")
+                owner.setValue("O", forKey: "name")
+                try context.save()
+                return owner.objectID
+            }
+            let x = try await privateContext(coordinator, author: "client").perform { (context: isolated ManagedObjectContext) throws in
+                let x = try context.insertNewObject(forEntityName: "Tag")
+                x.setValue("X", forKey: "name")
+                try context.save()
+                return x.objectID
+            }
+            for (author, link) in [("coach", true), ("client", false)] {
+                try await privateContext(coordinator, author: author).perform { (context: isolated ManagedObjectContext) throws in
+                    let (o, tag) = (try context.existingObject(with: owner), try context.existingObject(with: x))
+                    if oneWay {
+                        o.setValue(link ? tag : nil, forKey: "fav")
+                    } else if link {
+                        o.mutableSetValue(forKey: "tags").add(tag)
+                    } else {
+                        o.mutableSetValue(forKey: "tags").remove(tag)
+                    }
+                    try context.save()
+                }
+            }
+            try await expectLinkBetweenRefuses(coordinator, [2, 4], object: owner, property: oneWay ? "fav" : "tags", between: 3)
+        }
+    }
 }
