@@ -50,19 +50,25 @@ extension ContextCore {
         var latest: [ManagedObjectID: [String: PropertyValue]] = [:]
         // The value each property was last given by one of them, and by which.
         var given: [ManagedObjectID: [String: (value: PropertyValue, sequence: UInt64)]] = [:]
+        // The objects one of them inserted, and by which.
+        var insertedBy: [ManagedObjectID: UInt64] = [:]
         for part in parts {
             guard let sequence = part.saved?.sequence else { continue }
-            if events.count > 1 { try checkContiguous(part, sequence: sequence, given: given, reverted: reverted, store: store) }
+            if events.count > 1 {
+                try checkContiguous(part, sequence: sequence, given: given, insertedBy: insertedBy, reverted: reverted, store: store)
+            }
             for (id, change) in part.changes {
                 switch change.kind {
                 case .inserted:
                     latest[id] = change.values
                     given[id] = change.values.mapValues { ($0, sequence) }
+                    insertedBy[id] = sequence
                 case .updated:
                     if latest[id] != nil { for (key, value) in change.new { latest[id]?[key] = value } }
                     for (key, value) in change.new { given[id, default: [:]][key] = (value, sequence) }
                 case .deleted:
                     given[id] = nil
+                    insertedBy[id] = nil
                 }
             }
             combined.absorb(part) { id in latest[id].map { ($0, 0) } }
@@ -108,6 +114,32 @@ extension ContextCore {
     /// `sequences` as a reader writes them: `3, 5, 9`.
     private static func list(_ sequences: [UInt64]) -> String {
         sequences.map(String.init).joined(separator: ", ")
+    }
+
+    /// The first of the transactions `among` that inserted or deleted `stored` or changed a
+    /// property of it `counts` accepts: named as the transaction wrote it, or `translated`
+    /// under this model's names (a property a later version removed is then left out).
+    private func firstChange(
+        of stored: StoredObjectID, among sequences: [UInt64], store: PersistentStore, _ reader: borrowing LogReader,
+        translated: Bool = false, counts: (String) -> Bool
+    ) throws -> UInt64? {
+        guard !sequences.isEmpty else { return nil }
+        var found: UInt64?
+        try reader.forEachEvent(among: sequences) { event in
+            for group in event.groups {
+                let group = translated ? store.log.translating(group, fromModelVersion: event.modelVersion) : group
+                for change in group.changes where change.objectID == stored {
+                    switch change {
+                    case .insert, .delete: found = event.sequence
+                    case .update(_, let changes):
+                        if changes.contains(where: { counts($0.property) }) { found = event.sequence }
+                    }
+                    if found != nil { return .stop }
+                }
+            }
+            return .next
+        }
+        return found
     }
 
     /// The groups of `event` as undo groups (their sequence and index kept), under this
@@ -176,12 +208,31 @@ extension ContextCore {
     /// `part` (of transaction `sequence`) replaces a value other than the one the earlier
     /// transaction left (`given`), so setting back the earlier one's value would take the
     /// transaction between with it.
+    ///
+    /// An object one of them inserted (`insertedBy`) that `part` deletes is refused if a
+    /// transaction between them changed it at all: taken together they leave no trace of it,
+    /// and that transaction's work would go with it without a word (a value the insert
+    /// didn't set — a relationship it left empty — isn't in `given`).
     private func checkContiguous(
         _ part: UndoGroup, sequence: UInt64, given: [ManagedObjectID: [String: (value: PropertyValue, sequence: UInt64)]],
-        reverted: Set<UInt64>, store: PersistentStore
+        insertedBy: [ManagedObjectID: UInt64], reverted: Set<UInt64>, store: PersistentStore
     ) throws {
         for id in part.order {
-            guard let change = part.changes[id], let earlier = given[id] else { continue }
+            guard let change = part.changes[id] else { continue }
+            if change.kind == .deleted, let inserter = insertedBy[id], inserter != sequence, let stored = id.storedID, let info = entities[id.entityName] {
+                let between = try store.log.read { reader -> UInt64? in
+                    let window = try reader.history(of: stored).filter { $0 > inserter && $0 < sequence && !reverted.contains($0) }
+                    // A name this model doesn't have (another version's) counts as a change.
+                    return try firstChange(of: stored, among: window, store: store, reader) { info.properties[$0]?.isDerived != true }
+                }
+                if let between {
+                    throw ContextError.undoConflict(
+                        object: id.description, property: "(object)",
+                        expected: "the object as transaction \(inserter) inserted it (transaction \(sequence) deleted it)",
+                        found: "it as transaction \(between) changed it, between them and not reverted with them")
+                }
+            }
+            guard let earlier = given[id] else { continue }
             let replaced: [String: PropertyValue] = switch change.kind {
             case .updated: change.old
             case .deleted: change.values
@@ -460,20 +511,8 @@ extension ContextCore {
         /// work on it).
         func laterChange(of stored: StoredObjectID, info: EntityInfo, after sequence: UInt64, _ reader: borrowing LogReader) throws -> UInt64? {
             let later = try reader.history(of: stored).filter { $0 > sequence && !sequences.contains($0) }
-            var found: UInt64?
-            try reader.forEachEvent(among: later) { event in
-                for change in event.groups.flatMap(\.changes) where change.objectID == stored {
-                    switch change {
-                    case .insert, .delete: found = event.sequence
-                    case .update(_, let changes):
-                        // A name this model doesn't have (another version's) counts as a change.
-                        if changes.contains(where: { info.properties[$0.property]?.isDerived != true }) { found = event.sequence }
-                    }
-                    if found != nil { return .stop }
-                }
-                return .next
-            }
-            return found
+            // A name this model doesn't have (another version's) counts as a change.
+            return try firstChange(of: stored, among: later, store: store, reader) { info.properties[$0]?.isDerived != true }
         }
         // A link to an object they inserted that the revert puts back — a value it sets back,
         // a deleted object it brings back, a to-many member it returns — was made by a

@@ -347,4 +347,53 @@ struct RevertSeveralTransactionsTests {
             try await expectLinkBetweenRefuses(coordinator, [2, 4], object: owner, property: oneWay ? "fav" : "tags", between: 3)
         }
     }
+
+    @Test("an object one of them inserted and a later one deleted, changed between them by a transaction not among them (a relationship the insert left empty: a one-way to-one, a many-to-many), refuses the revert naming that transaction; nothing changed (before, the revert went ahead and that work was silently left gone)")
+    func insertedAndDeletedObjectChangedBetween() async throws {
+        for oneWay in [false, true] {
+            let dir = try TemporaryDirectory()
+            let coordinator = try openCoordinator(dir, model: try Self.tagModel())
+            let (owner, tag) = try await privateContext(coordinator, author: "setup").perform { (context: isolated ManagedObjectContext) throws in
+                let owner = try context.insertNewObject(forEntityName: "Owner")
+                owner.setValue("O", forKey: "name")
+                let tag = try context.insertNewObject(forEntityName: "Tag")
+                tag.setValue("t", forKey: "name")
+                try context.save()  // 1
+                return (owner.objectID, tag.objectID)
+            }
+            let q = try await privateContext(coordinator, author: "client").perform { (context: isolated ManagedObjectContext) throws in
+                let q = try context.insertNewObject(forEntityName: "Owner")
+                q.setValue("Q", forKey: "name")
+                try context.save()  // 2
+                return q.objectID
+            }
+            try await privateContext(coordinator, author: "coach").perform { (context: isolated ManagedObjectContext) throws in
+                let (object, tagObject) = (try context.existingObject(with: q), try context.existingObject(with: tag))
+                if oneWay { object.setValue(tagObject, forKey: "fav") } else { object.mutableSetValue(forKey: "tags").add(tagObject) }
+                try context.save()  // 3
+            }
+            try await privateContext(coordinator, author: "client").perform { (context: isolated ManagedObjectContext) throws in
+                context.delete(try context.existingObject(with: q))
+                try context.existingObject(with: owner).setValue("O2", forKey: "name")
+                try context.save()  // 4
+            }
+            let head = try log(coordinator).head
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                #expect {
+                    try context.revertTransactions(at: try tokens(coordinator, [2, 4]))
+                } throws: { error in
+                    guard case .undoConflict(let object, let property, let expected, let found) = error as? ContextError else { return false }
+                    return object == q.description && property == "(object)" && expected.contains("transaction 2 inserted it")
+                        && found.contains("transaction 3 changed it, between them")
+                }
+                let (changed, redoable) = (context.hasChanges, context.canRedo)
+                #expect(!changed && !redoable, "nothing was changed")
+                // With 3 among them, they revert.
+                try context.revertTransactions(at: try tokens(coordinator, [2, 3, 4]))
+                #expect(try context.existingObject(with: owner).value(forKey: "name") as? String == "O")
+                context.rollback()
+            }
+            #expect(try log(coordinator).head == head, "nothing was written")
+        }
+    }
 }
