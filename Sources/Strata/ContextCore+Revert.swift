@@ -55,7 +55,8 @@ extension ContextCore {
         for part in parts {
             guard let sequence = part.saved?.sequence else { continue }
             if events.count > 1 {
-                try checkContiguous(part, sequence: sequence, given: given, insertedBy: insertedBy, reverted: reverted, store: store)
+                try checkContiguous(
+                    part, sequence: sequence, given: given, insertedBy: insertedBy, reverted: reverted, members: sequences, store: store)
             }
             for (id, change) in part.changes {
                 switch change.kind {
@@ -215,7 +216,7 @@ extension ContextCore {
     /// didn't set — a relationship it left empty — isn't in `given`).
     private func checkContiguous(
         _ part: UndoGroup, sequence: UInt64, given: [ManagedObjectID: [String: (value: PropertyValue, sequence: UInt64)]],
-        insertedBy: [ManagedObjectID: UInt64], reverted: Set<UInt64>, store: PersistentStore
+        insertedBy: [ManagedObjectID: UInt64], reverted: Set<UInt64>, members: [UInt64], store: PersistentStore
     ) throws {
         for id in part.order {
             guard let change = part.changes[id] else { continue }
@@ -239,16 +240,45 @@ extension ContextCore {
             case .inserted: [:]
             }
             for (key, value) in replaced.sorted(by: { $0.key < $1.key }) {
-                guard let (left, by) = earlier[key], by != sequence, !(left == value || (left.isNil && value.isNil)) else { continue }
+                guard let (left, by) = earlier[key], by != sequence else { continue }
+                // The value the earlier one left: unless a transaction between them changed it
+                // and another set it back (setting the earlier one's before-value back would
+                // take those with it: they left it as it is now, not as it was).
+                let same = left == value || (left.isNil && value.isNil)
+                if same && !Self.othersBetween(by, sequence, members: members) { continue }
                 // The transaction between them that changed it, from the object's history.
                 let between = try id.storedID.flatMap { stored in
-                    try store.log.read { reader in try reader.history(of: stored).first { $0 > by && $0 < sequence && !reverted.contains($0) } }
+                    try store.log.read { reader -> UInt64? in
+                        let window = try reader.history(of: stored).filter { $0 > by && $0 < sequence && !reverted.contains($0) }
+                        return try firstChange(of: stored, among: window, store: store, reader, translated: true) { $0 == key }
+                    }
+                }
+                if same {
+                    guard let between else { continue }
+                    throw ContextError.undoConflict(
+                        object: id.description, property: key, expected: "\(left.text), as transaction \(by) left it, unchanged until transaction \(sequence)",
+                        found: "it set back to \(value.text) after transaction \(between) changed it, between them and not reverted with them")
                 }
                 throw ContextError.undoConflict(
                     object: id.description, property: key, expected: "\(left.text), as transaction \(by) left it",
                     found: "\(value.text) from \(between.map { "transaction \($0)" } ?? "a transaction"), between them and not reverted with them (transaction \(sequence) changed it next)")
             }
         }
+    }
+
+    /// Whether a transaction not among `members` (ascending) lies strictly between `from` and `to`.
+    private static func othersBetween(_ from: UInt64, _ to: UInt64, members: [UInt64]) -> Bool {
+        guard to > from + 1 else { return false }
+        func firstIndex(above value: UInt64) -> Int {
+            var (low, high) = (0, members.count)
+            while low < high {
+                let middle = (low + high) / 2
+                if members[middle] > value { high = middle } else { low = middle + 1 }
+            }
+            return low
+        }
+        let inside = firstIndex(above: to - 1) - firstIndex(above: from)
+        return UInt64(inside) < to - from - 1
     }
 
     /// Refuses a revert that would set back this context's own unsaved work: an object the

@@ -396,4 +396,34 @@ struct RevertSeveralTransactionsTests {
             #expect(try log(coordinator).head == head, "nothing was written")
         }
     }
+
+    @Test("a value one of them set that transactions between them changed and set back before a later one of them changed it refuses the revert, naming the first of those; nothing changed (before, the equal values hid them, and the revert set back the earlier value over their work)")
+    func valueChangedAndSetBackBetweenThem() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _, _) = try await clientStore(dir)  // 2: "Herons", 3: "Kites"
+        // 5 (coach) renames it "Swans", 6 (coach) "Kites" again, 7 (client) "Rooks".
+        for (author, name) in [("coach", "Swans"), ("coach", "Kites"), ("client", "Rooks")] {
+            try await privateContext(coordinator, author: author).perform { (context: isolated ManagedObjectContext) throws in
+                try context.existingObject(with: teamID).setValue(name, forKey: "name")
+                try context.save()
+            }
+        }
+        let head = try log(coordinator).head
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect {
+                try context.revertTransactions(at: try tokens(coordinator, [2, 3, 7]))
+            } throws: { error in
+                guard case .undoConflict(let object, let property, let expected, let found) = error as? ContextError else { return false }
+                return object == teamID.description && property == "name" && expected.contains("as transaction 3 left it")
+                    && found.contains("after transaction 5 changed it, between them")
+            }
+            let (changed, redoable) = (context.hasChanges, context.canRedo)
+            #expect(!changed && !redoable, "nothing was changed")
+            // With 5 and 6 among them they revert (4, between them too, changed no name: it added Cy).
+            try context.revertTransactions(at: try tokens(coordinator, [2, 3, 5, 6, 7]))
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
+            context.rollback()
+        }
+        #expect(try log(coordinator).head == head, "nothing was written")
+    }
 }
