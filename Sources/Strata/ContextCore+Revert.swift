@@ -87,7 +87,8 @@ extension ContextCore {
         } catch ContextError.undoConflict(let object, let property, let expected, let found) {
             // Reverted already (and not redone since): say so, rather than what that revert changed.
             for sequence in sequences {
-                guard let reverter = try? lastRevert(of: sequence, among: combined, store: store) else { continue }
+                // An undo among them (one of them undone by another) isn't a revert of it.
+                guard let reverter = try? lastRevert(of: sequence, among: combined, store: store), !reverted.contains(reverter) else { continue }
                 let name = events.count == 1 ? what : "transaction \(sequence)"
                 throw ContextError.invalidArgument(
                     "\(name) was reverted already, by transaction \(reverter), and not redone since; nothing was changed")

@@ -426,4 +426,30 @@ struct RevertSeveralTransactionsTests {
         }
         #expect(try log(coordinator).head == head, "nothing was written")
     }
+
+    @Test("a save and its undo reverted together with a later save whose value another transaction changed since: the conflict names that change, not the undo among them as a revert of the save")
+    func undoAmongThemIsNoEarlierRevert() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _, _) = try await clientStore(dir)
+        try await privateContext(coordinator, name: "client", author: "client").perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Swans", forKey: "name")
+            try context.save()  // 5
+            try context.undo()
+            try context.save()  // 6: undo of 5
+            try context.existingObject(with: teamID).setValue("blue", forKey: "uniformColor")
+            try context.save()  // 7
+        }
+        try await privateContext(coordinator, author: "coach").perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("green", forKey: "uniformColor")
+            try context.save()  // 8
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> Void in
+            #expect {
+                try context.revertTransactions(at: try tokens(coordinator, [5, 6, 7]))
+            } throws: { error in
+                guard case .undoConflict(let object, let property, _, let found) = error as? ContextError else { return false }
+                return object == teamID.description && property == "uniformColor" && found.contains("green")
+            }
+        }
+    }
 }
