@@ -74,7 +74,12 @@ extension ContextCore {
             }
             combined.absorb(part) { id in latest[id].map { ($0, 0) } }
         }
-        guard !combined.isEmpty else { throw ContextError.invalidArgument("\(what) changes no stored value this context keeps (only derived ones); nothing to revert") }
+        guard !combined.isEmpty else {
+            throw ContextError.invalidArgument(
+                events.count == 1
+                    ? "\(what) changes no stored value this context keeps (only derived ones); nothing to revert"
+                    : "\(what) change no stored value this context keeps, taken together (what one of them changed another set back, or only derived values); nothing to revert")
+        }
         // Then as `undo()` undoes a saved group: refused, changing nothing, if another
         // transaction changed what they changed since; applied backwards; on the redo stack
         // (`redo()` applies them again); saved as their undo, group by group.

@@ -452,4 +452,26 @@ struct RevertSeveralTransactionsTests {
             }
         }
     }
+
+    @Test("a save and its undo reverted together change nothing: refused saying their changes cancel out (not \"only derived ones\"), nothing changed")
+    func saveAndItsUndoCancelOut() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, _, _) = try await clientStore(dir)
+        try await privateContext(coordinator, name: "client", author: "client").perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Swans", forKey: "name")
+            try context.save()  // 5
+            try context.undo()
+            try context.save()  // 6: undo of 5
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(
+                throws: ContextError.invalidArgument(
+                    "transactions 5, 6 change no stored value this context keeps, taken together (what one of them changed another set back, or only derived values); nothing to revert")
+            ) {
+                try context.revertTransactions(at: try tokens(coordinator, [6, 5]))
+            }
+            let (changed, redoable) = (context.hasChanges, context.canRedo)
+            #expect(!changed && !redoable)
+        }
+    }
 }
