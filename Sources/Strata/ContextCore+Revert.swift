@@ -52,11 +52,14 @@ extension ContextCore {
         var given: [ManagedObjectID: [String: (value: PropertyValue, sequence: UInt64)]] = [:]
         // The objects one of them inserted, and by which.
         var insertedBy: [ManagedObjectID: UInt64] = [:]
+        // Each to-many member one of them last added (true) or removed, and by which.
+        var moved: [ManagedObjectID: [String: [ManagedObjectID: (added: Bool, sequence: UInt64)]]] = [:]
         for part in parts {
             guard let sequence = part.saved?.sequence else { continue }
             if events.count > 1 {
                 try checkContiguous(
-                    part, sequence: sequence, given: given, insertedBy: insertedBy, reverted: reverted, members: sequences, store: store)
+                    part, sequence: sequence, given: given, insertedBy: insertedBy, moved: moved, reverted: reverted, members: sequences,
+                    store: store)
             }
             for (id, change) in part.changes {
                 switch change.kind {
@@ -67,9 +70,14 @@ extension ContextCore {
                 case .updated:
                     if latest[id] != nil { for (key, value) in change.new { latest[id]?[key] = value } }
                     for (key, value) in change.new { given[id, default: [:]][key] = (value, sequence) }
+                    for (key, membership) in change.memberships {
+                        for member in membership.added { moved[id, default: [:]][key, default: [:]][member] = (true, sequence) }
+                        for member in membership.removed { moved[id, default: [:]][key, default: [:]][member] = (false, sequence) }
+                    }
                 case .deleted:
                     given[id] = nil
                     insertedBy[id] = nil
+                    moved[id] = nil
                 }
             }
             combined.absorb(part) { id in latest[id].map { ($0, 0) } }
@@ -124,11 +132,11 @@ extension ContextCore {
     }
 
     /// The first of the transactions `among` that inserted or deleted `stored` or changed a
-    /// property of it `counts` accepts: named as the transaction wrote it, or `translated`
+    /// property of it as `counts` accepts: named as the transaction wrote it, or `translated`
     /// under this model's names (a property a later version removed is then left out).
     private func firstChange(
         of stored: StoredObjectID, among sequences: [UInt64], store: PersistentStore, _ reader: borrowing LogReader,
-        translated: Bool = false, counts: (String) -> Bool
+        translated: Bool = false, counts: (PropertyChange) -> Bool
     ) throws -> UInt64? {
         guard !sequences.isEmpty else { return nil }
         var found: UInt64?
@@ -139,7 +147,7 @@ extension ContextCore {
                     switch change {
                     case .insert, .delete: found = event.sequence
                     case .update(_, let changes):
-                        if changes.contains(where: { counts($0.property) }) { found = event.sequence }
+                        if changes.contains(where: counts) { found = event.sequence }
                     }
                     if found != nil { return .stop }
                 }
@@ -222,7 +230,8 @@ extension ContextCore {
     /// didn't set — a relationship it left empty — isn't in `given`).
     private func checkContiguous(
         _ part: UndoGroup, sequence: UInt64, given: [ManagedObjectID: [String: (value: PropertyValue, sequence: UInt64)]],
-        insertedBy: [ManagedObjectID: UInt64], reverted: Set<UInt64>, members: [UInt64], store: PersistentStore
+        insertedBy: [ManagedObjectID: UInt64], moved: [ManagedObjectID: [String: [ManagedObjectID: (added: Bool, sequence: UInt64)]]],
+        reverted: Set<UInt64>, members: [UInt64], store: PersistentStore
     ) throws {
         for id in part.order {
             guard let change = part.changes[id] else { continue }
@@ -230,13 +239,41 @@ extension ContextCore {
                 let between = try store.log.read { reader -> UInt64? in
                     let window = try reader.history(of: stored).filter { $0 > inserter && $0 < sequence && !reverted.contains($0) }
                     // A name this model doesn't have (another version's) counts as a change.
-                    return try firstChange(of: stored, among: window, store: store, reader) { info.properties[$0]?.isDerived != true }
+                    return try firstChange(of: stored, among: window, store: store, reader) { info.properties[$0.property]?.isDerived != true }
                 }
                 if let between {
                     throw ContextError.undoConflict(
                         object: id.description, property: "(object)",
                         expected: "the object as transaction \(inserter) inserted it (transaction \(sequence) deleted it)",
                         found: "it as transaction \(between) changed it, between them and not reverted with them")
+                }
+            }
+            // A to-many member one of them added and a later one removed (or the other way
+            // round) cancels out, net — unless transactions between them moved it too, which
+            // the later one's move undid: taken together, the member would stay where the
+            // later one put it, over their work (moved in and out again between them, or the
+            // other way round: values of memberships, as a value changed and set back).
+            if change.kind == .updated, let earlierMoves = moved[id] {
+                for (key, membership) in change.memberships.sorted(by: { $0.key < $1.key }) {
+                    guard let earlier = earlierMoves[key] else { continue }
+                    let moves = membership.added.map { ($0, true) } + membership.removed.map { ($0, false) }
+                    for (member, added) in moves {
+                        guard let (wasAdded, by) = earlier[member], by != sequence, wasAdded != added,
+                            Self.othersBetween(by, sequence, members: members), let stored = id.storedID, let target = member.storedID
+                        else { continue }
+                        let between = try store.log.read { reader -> UInt64? in
+                            let window = try reader.history(of: stored).filter { $0 > by && $0 < sequence && !reverted.contains($0) }
+                            return try firstChange(of: stored, among: window, store: store, reader, translated: true) { change in
+                                guard case .membership(key, let added, let removed) = change else { return change.property == key }
+                                return added.contains(target) || removed.contains(target)
+                            }
+                        }
+                        guard let between else { continue }
+                        throw ContextError.undoConflict(
+                            object: id.description, property: key,
+                            expected: "\(member.description) \(wasAdded ? "in it" : "not in it"), as transaction \(by) left it, until transaction \(sequence)",
+                            found: "it \(added ? "added" : "removed") again after transaction \(between) moved it, between them and not reverted with them")
+                    }
                 }
             }
             guard let earlier = given[id] else { continue }
@@ -256,7 +293,7 @@ extension ContextCore {
                 let between = try id.storedID.flatMap { stored in
                     try store.log.read { reader -> UInt64? in
                         let window = try reader.history(of: stored).filter { $0 > by && $0 < sequence && !reverted.contains($0) }
-                        return try firstChange(of: stored, among: window, store: store, reader, translated: true) { $0 == key }
+                        return try firstChange(of: stored, among: window, store: store, reader, translated: true) { $0.property == key }
                     }
                 }
                 if same {
@@ -548,7 +585,7 @@ extension ContextCore {
         func laterChange(of stored: StoredObjectID, info: EntityInfo, after sequence: UInt64, _ reader: borrowing LogReader) throws -> UInt64? {
             let later = try reader.history(of: stored).filter { $0 > sequence && !sequences.contains($0) }
             // A name this model doesn't have (another version's) counts as a change.
-            return try firstChange(of: stored, among: later, store: store, reader) { info.properties[$0]?.isDerived != true }
+            return try firstChange(of: stored, among: later, store: store, reader) { info.properties[$0.property]?.isDerived != true }
         }
         // A link to an object they inserted that the revert puts back — a value it sets back,
         // a deleted object it brings back, a to-many member it returns — was made by a

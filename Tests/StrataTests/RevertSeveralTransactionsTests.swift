@@ -474,4 +474,60 @@ struct RevertSeveralTransactionsTests {
             #expect(!changed && !redoable)
         }
     }
+
+    private static func isTagged(_ context: isolated ManagedObjectContext, _ owner: ManagedObjectID) throws -> Bool {
+        !((try context.existingObject(with: owner).value(forKey: "tags") as? Set<ManagedObject>)?.isEmpty ?? true)
+    }
+
+    @Test("a to-many member one of them took out and a later one put back, moved in and out again between them by transactions not among them, refuses the revert naming the first (before, the two cancelled out and the member stayed in, over their removal); moved once between them, the revert keeps that move")
+    func membershipMovedAndMovedBackBetweenThem() async throws {
+        /// 1: O tagged t. Then each (author, tagged) tags or untags O with t; the first also renames O.
+        func store(_ moves: [(String, Bool)]) async throws -> (PersistentStoreCoordinator, owner: ManagedObjectID, tag: ManagedObjectID) {
+            let coordinator = try openCoordinator(try TemporaryDirectory(), model: try Self.tagModel())
+            let (owner, tag) = try await privateContext(coordinator, author: "setup").perform { (context: isolated ManagedObjectContext) throws in
+                let owner = try context.insertNewObject(forEntityName: "Owner")
+                owner.setValue("O", forKey: "name")
+                let tag = try context.insertNewObject(forEntityName: "Tag")
+                tag.setValue("t", forKey: "name")
+                owner.mutableSetValue(forKey: "tags").add(tag)
+                try context.save()
+                return (owner.objectID, tag.objectID)
+            }
+            for (index, (author, tagged)) in moves.enumerated() {
+                try await privateContext(coordinator, author: author).perform { (context: isolated ManagedObjectContext) throws in
+                    let (o, t) = (try context.existingObject(with: owner), try context.existingObject(with: tag))
+                    if tagged { o.mutableSetValue(forKey: "tags").add(t) } else { o.mutableSetValue(forKey: "tags").remove(t) }
+                    if index == 0 { o.setValue("O2", forKey: "name") }
+                    try context.save()
+                }
+            }
+            return (coordinator, owner, tag)
+        }
+        // 2 (client) untags, 3 and 4 (coach) tag and untag, 5 (client) tags: without 2 and 5, O is untagged (4).
+        let (coordinator, owner, tag) = try await store([("client", false), ("coach", true), ("coach", false), ("client", true)])
+        let head = try log(coordinator).head
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect {
+                try context.revertTransactions(at: try tokens(coordinator, [2, 5]))
+            } throws: { error in
+                guard case .undoConflict(let object, let property, let expected, let found) = error as? ContextError else { return false }
+                return object == owner.description && property == "tags" && expected.contains("\(tag.description) not in it, as transaction 2 left it")
+                    && found.contains("after transaction 3 moved it, between them")
+            }
+            let (changed, redoable) = (context.hasChanges, context.canRedo)
+            #expect(!changed && !redoable, "nothing was changed")
+            try context.revertTransactions(at: try tokens(coordinator, [2, 3, 4, 5]))
+            #expect(try Self.isTagged(context, owner))
+            context.rollback()
+        }
+        #expect(try log(coordinator).head == head, "nothing was written")
+        // 2 (client) untags, 3 (coach) tags, 4 (client) untags: without 2 and 4, O is tagged (3).
+        let (once, onceOwner, _) = try await store([("client", false), ("coach", true), ("client", false)])
+        try await privateContext(once).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransactions(at: try tokens(once, [2, 4]))
+            #expect(try Self.isTagged(context, onceOwner))
+            try context.save()
+        }
+        #expect(try log(once).verify().isClean)
+    }
 }
