@@ -235,7 +235,9 @@ extension ContextCore {
     ) throws {
         for id in part.order {
             guard let change = part.changes[id] else { continue }
-            if change.kind == .deleted, let inserter = insertedBy[id], inserter != sequence, let stored = id.storedID, let info = entities[id.entityName] {
+            if change.kind == .deleted, let inserter = insertedBy[id], Self.othersBetween(inserter, sequence, members: members),
+                let stored = id.storedID, let info = entities[id.entityName]
+            {
                 let between = try store.log.read { reader -> UInt64? in
                     let window = try reader.history(of: stored).filter { $0 > inserter && $0 < sequence && !reverted.contains($0) }
                     // A name this model doesn't have (another version's) counts as a change.
