@@ -131,8 +131,8 @@ extension ContextCore {
         sequences.map(String.init).joined(separator: ", ")
     }
 
-    /// The first of the transactions `among` that inserted or deleted `stored` or changed a
-    /// property of it as `counts` accepts: named as the transaction wrote it, or `translated`
+    /// The first of the transactions `among`, migrations left out, that inserted or deleted
+    /// `stored` or changed a property of it as `counts` accepts: named as the transaction wrote it, or `translated`
     /// under this model's names (a property a later version removed is then left out).
     private func firstChange(
         of stored: StoredObjectID, among sequences: [UInt64], store: PersistentStore, _ reader: borrowing LogReader,
@@ -141,6 +141,9 @@ extension ContextCore {
         guard !sequences.isEmpty else { return nil }
         var found: UInt64?
         try reader.forEachEvent(among: sequences) { event in
+            // A migration converts or fills stored values for a later model version (spec
+            // 0004 §4.4): no one's work (the revert reads values converted as it converts them).
+            if event.kind == .migration { return .next }
             for group in event.groups {
                 let group = translated ? store.log.translating(group, fromModelVersion: event.modelVersion) : group
                 for change in group.changes where change.objectID == stored {

@@ -530,4 +530,47 @@ struct RevertSeveralTransactionsTests {
         }
         #expect(try log(once).verify().isClean)
     }
+
+    @Test("a model-version migration converting stored values (int16 to int64) is no one's work: two transactions around it that changed a value it converted revert together, and an object inserted before it is deleted by reverting its insert (before, the migration counted as a change between them, or to the object, and refused both)")
+    func migrationConvertingValuesIsNoWork() async throws {
+        let dir = try TemporaryDirectory()
+        func model(_ version: Int) throws -> ManagedObjectModel {
+            try ManagedObjectModel {
+                Entity("Player") {
+                    Attribute("firstName", .string)
+                    Attribute("score", version == 1 ? .int16 : .int64)
+                }
+            }
+        }
+        let first = try openCoordinator(dir, model: try model(1))
+        let (bob, dee) = try await privateContext(first, author: "client").perform { (context: isolated ManagedObjectContext) throws in
+            let bob = try context.insertNewObject(forEntityName: "Player")
+            bob.setValue("Bob", forKey: "firstName")
+            bob.setValue(Int16(5), forKey: "score")
+            try context.save()  // 1
+            bob.setValue(Int16(7), forKey: "score")
+            try context.save()  // 2
+            let dee = try context.insertNewObject(forEntityName: "Player")
+            dee.setValue("Dee", forKey: "firstName")
+            dee.setValue(Int16(3), forKey: "score")
+            try context.save()  // 3
+            return (bob.objectID, dee.objectID)
+        }
+        try first.remove(try #require(first.persistentStores.first))
+        let coordinator = try openCoordinator(dir, model: try model(2))  // 4: the migration converts every score
+        try await privateContext(coordinator, author: "client").perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: bob).setValue(Int64(9), forKey: "score")
+            try context.save()  // 5
+        }
+        #expect(try log(coordinator).read { try $0.event(4) }.kind == .migration)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransactions(at: try tokens(coordinator, [2, 5]))
+            #expect(try context.existingObject(with: bob).value(forKey: "score") as? Int64 == 5)
+            context.rollback()
+            try context.revertTransaction(at: try tokens(coordinator, [3])[0])
+            #expect(context.deletedObjects.map(\.objectID) == [dee])
+            try context.save()
+        }
+        #expect(try log(coordinator).verify().isClean)
+    }
 }
