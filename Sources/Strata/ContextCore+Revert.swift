@@ -132,8 +132,9 @@ extension ContextCore {
     }
 
     /// The first of the transactions `among`, migrations left out, that inserted or deleted
-    /// `stored` or changed a property of it as `counts` accepts: named as the transaction wrote it, or `translated`
-    /// under this model's names (a property a later version removed is then left out).
+    /// `stored` or changed a property of it as `counts` accepts: named as the transaction
+    /// wrote it, or `translated` under this model's names (a property a later version
+    /// removed is then left out).
     private func firstChange(
         of stored: StoredObjectID, among sequences: [UInt64], store: PersistentStore, _ reader: borrowing LogReader,
         translated: Bool = false, counts: (PropertyChange) -> Bool
@@ -617,8 +618,12 @@ extension ContextCore {
             }
         }
         if let (owner, property, target) = putBack {
+            // The transaction that made it: the first not among them that set that property.
             let linker = try owner.storedID.flatMap { stored in
-                try store.log.read { reader in try reader.history(of: stored).first { $0 > sequence && !sequences.contains($0) } }
+                try store.log.read { reader -> UInt64? in
+                    let later = try reader.history(of: stored).filter { $0 > sequence && !sequences.contains($0) }
+                    return try firstChange(of: stored, among: later, store: store, reader, translated: true) { $0.property == property }
+                }
             }
             throw ContextError.undoConflict(
                 object: owner.description, property: property, expected: "no link to \(target.description), which the revert deletes",
