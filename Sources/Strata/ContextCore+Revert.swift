@@ -54,15 +54,25 @@ extension ContextCore {
         var insertedBy: [ManagedObjectID: UInt64] = [:]
         // Each to-many member one of them last added (true) or removed, and by which.
         var moved: [ManagedObjectID: [String: [ManagedObjectID: (added: Bool, sequence: UInt64)]]] = [:]
+        // The objects one of them deleted, and by which.
+        var deletedBy: [ManagedObjectID: UInt64] = [:]
         for part in parts {
             guard let sequence = part.saved?.sequence else { continue }
             if events.count > 1 {
                 try checkContiguous(
-                    part, sequence: sequence, given: given, insertedBy: insertedBy, moved: moved, reverted: reverted, members: sequences,
-                    store: store)
+                    part, sequence: sequence, given: given, insertedBy: insertedBy, moved: moved, deletedBy: deletedBy, reverted: reverted,
+                    members: sequences, store: store)
             }
+            // An object one of them deleted that a later one brings back (its undo, among
+            // them): there before them and after, it is net an update from the values it was
+            // deleted with to those it came back with (before, the delete stood, net, and the
+            // revert was refused: the object exists).
+            let reinserted = part.order.filter { part.changes[$0]?.kind == .inserted && combined.changes[$0]?.kind == .deleted }
             for (id, change) in part.changes {
                 switch change.kind {
+                case .inserted where reinserted.contains(id):
+                    given[id] = change.values.mapValues { ($0, sequence) }
+                    deletedBy[id] = nil
                 case .inserted:
                     latest[id] = change.values
                     given[id] = change.values.mapValues { ($0, sequence) }
@@ -78,9 +88,30 @@ extension ContextCore {
                     given[id] = nil
                     insertedBy[id] = nil
                     moved[id] = nil
+                    deletedBy[id] = sequence
                 }
             }
-            combined.absorb(part) { id in latest[id].map { ($0, 0) } }
+            guard !reinserted.isEmpty else {
+                combined.absorb(part) { id in latest[id].map { ($0, 0) } }
+                continue
+            }
+            let bridge = UndoGroup()
+            bridge.fromLog = true
+            for id in reinserted {
+                guard let deleted = combined.changes[id]?.values, let inserted = part.changes[id]?.values else { continue }
+                combined.changes[id] = nil
+                combined.order.removeAll { $0 == id }
+                if let update = reinsertion(of: id, deletedWith: deleted, insertedWith: inserted) {
+                    bridge.order.append(id)
+                    bridge.changes[id] = update
+                }
+            }
+            let rest = UndoGroup(actionName: part.actionName)
+            rest.fromLog = true
+            rest.order = part.order.filter { !reinserted.contains($0) }
+            rest.changes = part.changes.filter { !reinserted.contains($0.key) }
+            combined.absorb(bridge) { _ in nil }
+            combined.absorb(rest) { id in latest[id].map { ($0, 0) } }
         }
         guard !combined.isEmpty else {
             throw ContextError.invalidArgument(
@@ -124,6 +155,34 @@ extension ContextCore {
         // transaction's author and name, and its redo would redo group 0 alone.
         combined.parts = parts
         appendEffects(of: combined, undoing: true)
+    }
+
+    /// The net change of an object deleted with `deleted` and brought back with `inserted`:
+    /// an update of each stored value that differs (an unordered to-many's members added and
+    /// removed), nil when none does.
+    private func reinsertion(
+        of id: ManagedObjectID, deletedWith deleted: [String: PropertyValue], insertedWith inserted: [String: PropertyValue]
+    ) -> ObjectChange? {
+        guard let info = entities[id.entityName] else { return nil }
+        var change = ObjectChange(kind: .updated)
+        for key in Set(deleted.keys).union(inserted.keys).sorted() {
+            guard let property = info.properties[key], !property.isDerived else { continue }
+            let empty: PropertyValue = switch property.kind {
+            case .attribute: .none
+            case .toOne: .noObject
+            case .toMany: .toMany([])
+            }
+            let (old, new) = (deleted[key] ?? empty, inserted[key] ?? empty)
+            if old == new || (old.isNil && new.isNil) { continue }
+            if case .toMany(ordered: false) = property.kind {
+                let (before, after) = (Set(old.ids), Set(new.ids))
+                change.memberships[key] = (new.ids.filter { !before.contains($0) }, old.ids.filter { !after.contains($0) })
+            } else {
+                change.old[key] = old
+                change.new[key] = new
+            }
+        }
+        return change.old.isEmpty && change.memberships.isEmpty ? nil : change
     }
 
     /// `sequences` as a reader writes them: `3, 5, 9`.
@@ -235,10 +294,26 @@ extension ContextCore {
     private func checkContiguous(
         _ part: UndoGroup, sequence: UInt64, given: [ManagedObjectID: [String: (value: PropertyValue, sequence: UInt64)]],
         insertedBy: [ManagedObjectID: UInt64], moved: [ManagedObjectID: [String: [ManagedObjectID: (added: Bool, sequence: UInt64)]]],
-        reverted: Set<UInt64>, members: [UInt64], store: PersistentStore
+        deletedBy: [ManagedObjectID: UInt64], reverted: Set<UInt64>, members: [UInt64], store: PersistentStore
     ) throws {
         for id in part.order {
             guard let change = part.changes[id] else { continue }
+            // An object one of them deleted that `part` changes or deletes again: a
+            // transaction between them brought it back (an undo or a revert of that delete):
+            // reverted together, the delete would be taken back twice (before, the store
+            // refused the save: the object already exists) or over that transaction's work.
+            if change.kind != .inserted, let deleter = deletedBy[id], deleter != sequence {
+                let between = try id.storedID.flatMap { stored in
+                    try store.log.read { reader -> UInt64? in
+                        let window = try reader.history(of: stored).filter { $0 > deleter && $0 < sequence && !reverted.contains($0) }
+                        return try firstChange(of: stored, among: window, store: store, reader) { _ in false }
+                    }
+                }
+                throw ContextError.undoConflict(
+                    object: id.description, property: "(object)",
+                    expected: "the object deleted, as transaction \(deleter) left it (transaction \(sequence) changed it next)",
+                    found: "it brought back by \(between.map { "transaction \($0)" } ?? "a transaction"), between them and not reverted with them")
+            }
             if change.kind == .deleted, let inserter = insertedBy[id], Self.othersBetween(inserter, sequence, members: members),
                 let stored = id.storedID, let info = entities[id.entityName]
             {

@@ -573,4 +573,63 @@ struct RevertSeveralTransactionsTests {
         }
         #expect(try log(coordinator).verify().isClean)
     }
+
+    @Test("a delete and its undo among them are net no change of the object: with a later save, they revert (before, the delete stood, net, and the revert was refused: the object exists); the store holds the state before them, verify clean")
+    func deleteAndItsUndoAmongThem() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, bobID, _) = try await clientStore(dir)
+        try await privateContext(coordinator, name: "client", author: "client").perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: bobID))
+            try context.save()  // 5
+            try context.undo()
+            try context.save()  // 6: undo of 5, Bob back
+            try context.existingObject(with: teamID).setValue("Swans", forKey: "name")
+            try context.save()  // 7
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransactions(at: try tokens(coordinator, [5, 6, 7]))
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Kites")
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: bobID).value(forKey: "email") as? String == "bob@example.com")
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Kites")
+        }
+        #expect(try log(coordinator).verify().isClean)
+    }
+
+    @Test("an object one of them deleted, brought back between them by a transaction not among them (a revert of that delete) and deleted again by a later one, refuses the revert naming the transaction that brought it back; nothing changed (before, the revert was accepted and the store refused the save: two inserts of the object)")
+    func deletedObjectBroughtBackBetweenThem() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _, bobID, _) = try await clientStore(dir)
+        try await privateContext(coordinator, author: "client").perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: bobID))
+            try context.save()  // 5
+        }
+        try await privateContext(coordinator, author: "ops").perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try tokens(coordinator, [5])[0])
+            try context.save()  // 6: Bob back
+        }
+        try await privateContext(coordinator, author: "coach").perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: bobID).setValue("coach@example.com", forKey: "email")
+            try context.save()  // 7
+        }
+        try await privateContext(coordinator, author: "client").perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: bobID))
+            try context.save()  // 8
+        }
+        let head = try log(coordinator).head
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect {
+                try context.revertTransactions(at: try tokens(coordinator, [5, 8]))
+            } throws: { error in
+                guard case .undoConflict(let object, let property, let expected, let found) = error as? ContextError else { return false }
+                return object == bobID.description && property == "(object)" && expected.contains("as transaction 5 left it")
+                    && found.contains("brought back by transaction 6, between them")
+            }
+            let (changed, redoable) = (context.hasChanges, context.canRedo)
+            #expect(!changed && !redoable, "nothing was changed")
+        }
+        #expect(try log(coordinator).head == head, "nothing was written")
+    }
 }
