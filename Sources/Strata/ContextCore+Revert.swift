@@ -77,6 +77,7 @@ extension ContextCore {
                     latest[id] = change.values
                     given[id] = change.values.mapValues { ($0, sequence) }
                     insertedBy[id] = sequence
+                    deletedBy[id] = nil
                 case .updated:
                     if latest[id] != nil { for (key, value) in change.new { latest[id]?[key] = value } }
                     for (key, value) in change.new { given[id, default: [:]][key] = (value, sequence) }

@@ -632,4 +632,24 @@ struct RevertSeveralTransactionsTests {
         }
         #expect(try log(coordinator).head == head, "nothing was written")
     }
+
+    @Test("an object one of them inserted, another deleted, a third brought back (its undo) and a fourth changed: reverted together, it is deleted — no transaction between them brought it back")
+    func insertedDeletedBroughtBackAndChangedAmongThem() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _, _, cyID) = try await clientStore(dir)  // 4 inserts Cy
+        try await privateContext(coordinator, name: "client", author: "client").perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: cyID))
+            try context.save()  // 5
+            try context.undo()
+            try context.save()  // 6: Cy back
+            try context.existingObject(with: cyID).setValue("cy@example.com", forKey: "email")
+            try context.save()  // 7
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransactions(at: try tokens(coordinator, [4, 5, 6, 7]))
+            #expect(context.deletedObjects.map(\.objectID) == [cyID])
+            try context.save()
+        }
+        #expect(try log(coordinator).verify().isClean)
+    }
 }
