@@ -50,24 +50,76 @@ extension ContextCore {
         var latest: [ManagedObjectID: [String: PropertyValue]] = [:]
         // The value each property was last given by one of them, and by which.
         var given: [ManagedObjectID: [String: (value: PropertyValue, sequence: UInt64)]] = [:]
+        // The objects one of them inserted, and by which.
+        var insertedBy: [ManagedObjectID: UInt64] = [:]
+        // Each to-many member one of them last added (true) or removed, and by which.
+        var moved: [ManagedObjectID: [String: [ManagedObjectID: (added: Bool, sequence: UInt64)]]] = [:]
+        // The objects one of them deleted, and by which.
+        var deletedBy: [ManagedObjectID: UInt64] = [:]
         for part in parts {
             guard let sequence = part.saved?.sequence else { continue }
-            if events.count > 1 { try checkContiguous(part, sequence: sequence, given: given, reverted: reverted, store: store) }
+            if events.count > 1 {
+                try checkContiguous(
+                    part, sequence: sequence, given: given, insertedBy: insertedBy, moved: moved, deletedBy: deletedBy, reverted: reverted,
+                    members: sequences, store: store)
+            }
+            // An object one of them deleted that a later one brings back (its undo, among
+            // them): there before them and after, it is net an update from the values it was
+            // deleted with to those it came back with (before, the delete stood, net, and the
+            // revert was refused: the object exists).
+            let reinserted = part.order.filter { part.changes[$0]?.kind == .inserted && combined.changes[$0]?.kind == .deleted }
             for (id, change) in part.changes {
                 switch change.kind {
+                case .inserted where reinserted.contains(id):
+                    given[id] = change.values.mapValues { ($0, sequence) }
+                    deletedBy[id] = nil
                 case .inserted:
                     latest[id] = change.values
                     given[id] = change.values.mapValues { ($0, sequence) }
+                    insertedBy[id] = sequence
+                    deletedBy[id] = nil
                 case .updated:
                     if latest[id] != nil { for (key, value) in change.new { latest[id]?[key] = value } }
                     for (key, value) in change.new { given[id, default: [:]][key] = (value, sequence) }
+                    for (key, membership) in change.memberships {
+                        for member in membership.added { moved[id, default: [:]][key, default: [:]][member] = (true, sequence) }
+                        for member in membership.removed { moved[id, default: [:]][key, default: [:]][member] = (false, sequence) }
+                    }
                 case .deleted:
                     given[id] = nil
+                    insertedBy[id] = nil
+                    moved[id] = nil
+                    deletedBy[id] = sequence
                 }
             }
-            combined.absorb(part) { id in latest[id].map { ($0, 0) } }
+            guard !reinserted.isEmpty else {
+                combined.absorb(part) { id in latest[id].map { ($0, 0) } }
+                continue
+            }
+            let bridge = UndoGroup()
+            bridge.fromLog = true
+            for id in reinserted {
+                guard let deleted = combined.changes[id]?.values, let inserted = part.changes[id]?.values else { continue }
+                combined.changes[id] = nil
+                combined.order.removeAll { $0 == id }
+                if let update = reinsertion(of: id, deletedWith: deleted, insertedWith: inserted) {
+                    bridge.order.append(id)
+                    bridge.changes[id] = update
+                }
+            }
+            let rest = UndoGroup(actionName: part.actionName)
+            rest.fromLog = true
+            rest.order = part.order.filter { !reinserted.contains($0) }
+            rest.changes = part.changes.filter { !reinserted.contains($0.key) }
+            combined.absorb(bridge) { _ in nil }
+            combined.absorb(rest) { id in latest[id].map { ($0, 0) } }
         }
-        guard !combined.isEmpty else { throw ContextError.invalidArgument("\(what) changes no stored value this context keeps (only derived ones); nothing to revert") }
+        guard !combined.isEmpty else {
+            throw ContextError.invalidArgument(
+                events.count == 1
+                    ? "\(what) changes no stored value this context keeps (only derived ones); nothing to revert"
+                    : "\(what) change no stored value this context keeps, taken together (what one of them changed another set back, or only derived values); nothing to revert")
+        }
         // Then as `undo()` undoes a saved group: refused, changing nothing, if another
         // transaction changed what they changed since; applied backwards; on the redo stack
         // (`redo()` applies them again); saved as their undo, group by group.
@@ -80,7 +132,8 @@ extension ContextCore {
         } catch ContextError.undoConflict(let object, let property, let expected, let found) {
             // Reverted already (and not redone since): say so, rather than what that revert changed.
             for sequence in sequences {
-                guard let reverter = try? lastRevert(of: sequence, among: combined, store: store) else { continue }
+                // An undo among them (one of them undone by another) isn't a revert of it.
+                guard let reverter = try? lastRevert(of: sequence, among: combined, store: store), !reverted.contains(reverter) else { continue }
                 let name = events.count == 1 ? what : "transaction \(sequence)"
                 throw ContextError.invalidArgument(
                     "\(name) was reverted already, by transaction \(reverter), and not redone since; nothing was changed")
@@ -105,9 +158,67 @@ extension ContextCore {
         appendEffects(of: combined, undoing: true)
     }
 
+    /// The net change of an object deleted with `deleted` and brought back with `inserted`:
+    /// an update of each stored value that differs (an unordered to-many's members added and
+    /// removed), nil when none does.
+    private func reinsertion(
+        of id: ManagedObjectID, deletedWith deleted: [String: PropertyValue], insertedWith inserted: [String: PropertyValue]
+    ) -> ObjectChange? {
+        guard let info = entities[id.entityName] else { return nil }
+        var change = ObjectChange(kind: .updated)
+        for key in Set(deleted.keys).union(inserted.keys).sorted() {
+            guard let property = info.properties[key], !property.isDerived else { continue }
+            let empty: PropertyValue = switch property.kind {
+            case .attribute: .none
+            case .toOne: .noObject
+            case .toMany: .toMany([])
+            }
+            let (old, new) = (deleted[key] ?? empty, inserted[key] ?? empty)
+            if old == new || (old.isNil && new.isNil) { continue }
+            if case .toMany(ordered: false) = property.kind {
+                let (before, after) = (Set(old.ids), Set(new.ids))
+                change.memberships[key] = (new.ids.filter { !before.contains($0) }, old.ids.filter { !after.contains($0) })
+            } else {
+                change.old[key] = old
+                change.new[key] = new
+            }
+        }
+        return change.old.isEmpty && change.memberships.isEmpty ? nil : change
+    }
+
     /// `sequences` as a reader writes them: `3, 5, 9`.
     private static func list(_ sequences: [UInt64]) -> String {
         sequences.map(String.init).joined(separator: ", ")
+    }
+
+    /// The first of the transactions `among`, migrations left out, that inserted or deleted
+    /// `stored` or changed a property of it as `counts` accepts: named as the transaction
+    /// wrote it, or `translated` under this model's names (a property a later version
+    /// removed is then left out).
+    private func firstChange(
+        of stored: StoredObjectID, among sequences: [UInt64], store: PersistentStore, _ reader: borrowing LogReader,
+        translated: Bool = false, counts: (PropertyChange) -> Bool
+    ) throws -> UInt64? {
+        guard !sequences.isEmpty else { return nil }
+        var found: UInt64?
+        try reader.forEachEvent(among: sequences) { event in
+            // A migration converts or fills stored values for a later model version (spec
+            // 0004 §4.4): no one's work (the revert reads values converted as it converts them).
+            if event.kind == .migration { return .next }
+            for group in event.groups {
+                let group = translated ? store.log.translating(group, fromModelVersion: event.modelVersion) : group
+                for change in group.changes where change.objectID == stored {
+                    switch change {
+                    case .insert, .delete: found = event.sequence
+                    case .update(_, let changes):
+                        if changes.contains(where: counts) { found = event.sequence }
+                    }
+                    if found != nil { return .stop }
+                }
+            }
+            return .next
+        }
+        return found
     }
 
     /// The groups of `event` as undo groups (their sequence and index kept), under this
@@ -176,28 +287,123 @@ extension ContextCore {
     /// `part` (of transaction `sequence`) replaces a value other than the one the earlier
     /// transaction left (`given`), so setting back the earlier one's value would take the
     /// transaction between with it.
+    ///
+    /// An object one of them inserted (`insertedBy`) that `part` deletes is refused if a
+    /// transaction between them changed it at all: taken together they leave no trace of it,
+    /// and that transaction's work would go with it without a word (a value the insert
+    /// didn't set — a relationship it left empty — isn't in `given`).
     private func checkContiguous(
         _ part: UndoGroup, sequence: UInt64, given: [ManagedObjectID: [String: (value: PropertyValue, sequence: UInt64)]],
-        reverted: Set<UInt64>, store: PersistentStore
+        insertedBy: [ManagedObjectID: UInt64], moved: [ManagedObjectID: [String: [ManagedObjectID: (added: Bool, sequence: UInt64)]]],
+        deletedBy: [ManagedObjectID: UInt64], reverted: Set<UInt64>, members: [UInt64], store: PersistentStore
     ) throws {
         for id in part.order {
-            guard let change = part.changes[id], let earlier = given[id] else { continue }
+            guard let change = part.changes[id] else { continue }
+            // An object one of them deleted that `part` changes or deletes again: a
+            // transaction between them brought it back (an undo or a revert of that delete):
+            // reverted together, the delete would be taken back twice (before, the store
+            // refused the save: the object already exists) or over that transaction's work.
+            if change.kind != .inserted, let deleter = deletedBy[id], deleter != sequence {
+                let between = try id.storedID.flatMap { stored in
+                    try store.log.read { reader -> UInt64? in
+                        let window = try reader.history(of: stored).filter { $0 > deleter && $0 < sequence && !reverted.contains($0) }
+                        return try firstChange(of: stored, among: window, store: store, reader) { _ in false }
+                    }
+                }
+                throw ContextError.undoConflict(
+                    object: id.description, property: "(object)",
+                    expected: "the object deleted, as transaction \(deleter) left it (transaction \(sequence) changed it next)",
+                    found: "it brought back by \(between.map { "transaction \($0)" } ?? "a transaction"), between them and not reverted with them")
+            }
+            if change.kind == .deleted, let inserter = insertedBy[id], Self.othersBetween(inserter, sequence, members: members),
+                let stored = id.storedID, let info = entities[id.entityName]
+            {
+                let between = try store.log.read { reader -> UInt64? in
+                    let window = try reader.history(of: stored).filter { $0 > inserter && $0 < sequence && !reverted.contains($0) }
+                    // A name this model doesn't have (another version's) counts as a change.
+                    return try firstChange(of: stored, among: window, store: store, reader) { info.properties[$0.property]?.isDerived != true }
+                }
+                if let between {
+                    throw ContextError.undoConflict(
+                        object: id.description, property: "(object)",
+                        expected: "the object as transaction \(inserter) inserted it (transaction \(sequence) deleted it)",
+                        found: "it as transaction \(between) changed it, between them and not reverted with them")
+                }
+            }
+            // A to-many member one of them added and a later one removed (or the other way
+            // round) cancels out, net — unless transactions between them moved it too, which
+            // the later one's move undid: taken together, the member would stay where the
+            // later one put it, over their work (moved in and out again between them, or the
+            // other way round: values of memberships, as a value changed and set back).
+            if change.kind == .updated, let earlierMoves = moved[id] {
+                for (key, membership) in change.memberships.sorted(by: { $0.key < $1.key }) {
+                    guard let earlier = earlierMoves[key] else { continue }
+                    let moves = membership.added.map { ($0, true) } + membership.removed.map { ($0, false) }
+                    for (member, added) in moves {
+                        guard let (wasAdded, by) = earlier[member], by != sequence, wasAdded != added,
+                            Self.othersBetween(by, sequence, members: members), let stored = id.storedID, let target = member.storedID
+                        else { continue }
+                        let between = try store.log.read { reader -> UInt64? in
+                            let window = try reader.history(of: stored).filter { $0 > by && $0 < sequence && !reverted.contains($0) }
+                            return try firstChange(of: stored, among: window, store: store, reader, translated: true) { change in
+                                guard case .membership(key, let added, let removed) = change else { return change.property == key }
+                                return added.contains(target) || removed.contains(target)
+                            }
+                        }
+                        guard let between else { continue }
+                        throw ContextError.undoConflict(
+                            object: id.description, property: key,
+                            expected: "\(member.description) \(wasAdded ? "in it" : "not in it"), as transaction \(by) left it, until transaction \(sequence)",
+                            found: "it \(added ? "added" : "removed") again after transaction \(between) moved it, between them and not reverted with them")
+                    }
+                }
+            }
+            guard let earlier = given[id] else { continue }
             let replaced: [String: PropertyValue] = switch change.kind {
             case .updated: change.old
             case .deleted: change.values
             case .inserted: [:]
             }
             for (key, value) in replaced.sorted(by: { $0.key < $1.key }) {
-                guard let (left, by) = earlier[key], by != sequence, !(left == value || (left.isNil && value.isNil)) else { continue }
+                guard let (left, by) = earlier[key], by != sequence else { continue }
+                // The value the earlier one left: unless a transaction between them changed it
+                // and another set it back (setting the earlier one's before-value back would
+                // take those with it: they left it as it is now, not as it was).
+                let same = left == value || (left.isNil && value.isNil)
+                if same && !Self.othersBetween(by, sequence, members: members) { continue }
                 // The transaction between them that changed it, from the object's history.
                 let between = try id.storedID.flatMap { stored in
-                    try store.log.read { reader in try reader.history(of: stored).first { $0 > by && $0 < sequence && !reverted.contains($0) } }
+                    try store.log.read { reader -> UInt64? in
+                        let window = try reader.history(of: stored).filter { $0 > by && $0 < sequence && !reverted.contains($0) }
+                        return try firstChange(of: stored, among: window, store: store, reader, translated: true) { $0.property == key }
+                    }
+                }
+                if same {
+                    guard let between else { continue }
+                    throw ContextError.undoConflict(
+                        object: id.description, property: key, expected: "\(left.text), as transaction \(by) left it, unchanged until transaction \(sequence)",
+                        found: "it set back to \(value.text) after transaction \(between) changed it, between them and not reverted with them")
                 }
                 throw ContextError.undoConflict(
                     object: id.description, property: key, expected: "\(left.text), as transaction \(by) left it",
                     found: "\(value.text) from \(between.map { "transaction \($0)" } ?? "a transaction"), between them and not reverted with them (transaction \(sequence) changed it next)")
             }
         }
+    }
+
+    /// Whether a transaction not among `members` (ascending) lies strictly between `from` and `to`.
+    private static func othersBetween(_ from: UInt64, _ to: UInt64, members: [UInt64]) -> Bool {
+        guard to > from + 1 else { return false }
+        func firstIndex(above value: UInt64) -> Int {
+            var (low, high) = (0, members.count)
+            while low < high {
+                let middle = (low + high) / 2
+                if members[middle] > value { high = middle } else { low = middle + 1 }
+            }
+            return low
+        }
+        let inside = firstIndex(above: to - 1) - firstIndex(above: from)
+        return UInt64(inside) < to - from - 1
     }
 
     /// Refuses a revert that would set back this context's own unsaved work: an object the
@@ -460,20 +666,44 @@ extension ContextCore {
         /// work on it).
         func laterChange(of stored: StoredObjectID, info: EntityInfo, after sequence: UInt64, _ reader: borrowing LogReader) throws -> UInt64? {
             let later = try reader.history(of: stored).filter { $0 > sequence && !sequences.contains($0) }
-            var found: UInt64?
-            try reader.forEachEvent(among: later) { event in
-                for change in event.groups.flatMap(\.changes) where change.objectID == stored {
-                    switch change {
-                    case .insert, .delete: found = event.sequence
-                    case .update(_, let changes):
-                        // A name this model doesn't have (another version's) counts as a change.
-                        if changes.contains(where: { info.properties[$0.property]?.isDerived != true }) { found = event.sequence }
-                    }
-                    if found != nil { return .stop }
-                }
-                return .next
+            // A name this model doesn't have (another version's) counts as a change.
+            return try firstChange(of: stored, among: later, store: store, reader) { info.properties[$0.property]?.isDerived != true }
+        }
+        // A link to an object they inserted that the revert puts back — a value it sets back,
+        // a deleted object it brings back, a to-many member it returns — was made by a
+        // transaction not among them (their own links to it are net of theirs: a link one
+        // of them made and a later one took back is no change). Deleting the object and
+        // putting the link back would point at nothing: the store refused the save.
+        let deletes = Set(inserted)
+        var putBack: (owner: ManagedObjectID, property: String, target: ManagedObjectID)?
+        for id in combined.order where putBack == nil {
+            guard let change = combined.changes[id], let info = entities[id.entityName] else { continue }
+            let values: [String: PropertyValue] = switch change.kind {
+            case .updated: change.old
+            case .deleted: change.values
+            case .inserted: [:]
             }
-            return found
+            for (key, value) in values.sorted(by: { $0.key < $1.key }) where info.properties[key]?.isRelationship == true {
+                if let target = value.ids.first(where: deletes.contains) {
+                    putBack = (id, key, target)
+                    break
+                }
+            }
+            for (key, membership) in change.memberships.sorted(by: { $0.key < $1.key }) where putBack == nil {
+                if let target = membership.removed.first(where: deletes.contains) { putBack = (id, key, target) }
+            }
+        }
+        if let (owner, property, target) = putBack {
+            // The transaction that made it: the first not among them that set that property.
+            let linker = try owner.storedID.flatMap { stored in
+                try store.log.read { reader -> UInt64? in
+                    let later = try reader.history(of: stored).filter { $0 > sequence && !sequences.contains($0) }
+                    return try firstChange(of: stored, among: later, store: store, reader, translated: true) { $0.property == property }
+                }
+            }
+            throw ContextError.undoConflict(
+                object: owner.description, property: property, expected: "no link to \(target.description), which the revert deletes",
+                found: "a link to it made by \(linker.map { "transaction \($0)" } ?? "a transaction") not reverted with them")
         }
         try store.log.read { reader in
             var versions: [StoredObjectID: UInt64] = [:]
