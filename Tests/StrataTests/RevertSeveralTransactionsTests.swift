@@ -14,20 +14,7 @@ struct RevertSeveralTransactionsTests {
         -> (PersistentStoreCoordinator, team: ManagedObjectID, bob: ManagedObjectID, cy: ManagedObjectID)
     {
         let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
-        let (team, bob) = try await privateContext(coordinator, name: "setup", author: "setup").perform { (context: isolated ManagedObjectContext) throws in
-            let team = try context.insertNewObject(forEntityName: "Team")
-            team.setValue("Otters", forKey: "name")
-            team.setValue("orange", forKey: "uniformColor")
-            var bob: ManagedObject?
-            for name in ["Ada", "Bob"] {
-                let player = try context.insertNewObject(forEntityName: "Player")
-                player.setValue(name, forKey: "firstName")
-                player.setValue(team, forKey: "team")
-                if name == "Bob" { bob = player }
-            }
-            try context.save()
-            return (team.objectID, try #require(bob).objectID)
-        }
+        let (team, bob) = try await saveOtters(coordinator, color: "orange")
         let cy = try await privateContext(coordinator, name: "client", author: "client").perform { (context: isolated ManagedObjectContext) throws in
             let team = try context.existingObject(with: team)
             team.setValue("Herons", forKey: "name")

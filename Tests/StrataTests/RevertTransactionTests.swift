@@ -4,6 +4,25 @@ import StrataLog
 import StrataTestSupport
 import Testing
 
+/// Transaction 1 of the revert tests' stores, by "setup": team Otters (in `color`, if
+/// given) with players Ada and Bob. The IDs of the team and Bob.
+func saveOtters(_ coordinator: PersistentStoreCoordinator, color: String? = nil) async throws -> (team: ManagedObjectID, bob: ManagedObjectID) {
+    try await privateContext(coordinator, name: "setup", author: "setup").perform { (context: isolated ManagedObjectContext) throws in
+        let team = try context.insertNewObject(forEntityName: "Team")
+        team.setValue("Otters", forKey: "name")
+        if let color { team.setValue(color, forKey: "uniformColor") }
+        var bob: ManagedObject?
+        for name in ["Ada", "Bob"] {
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue(name, forKey: "firstName")
+            player.setValue(team, forKey: "team")
+            if name == "Bob" { bob = player }
+        }
+        try context.save()
+        return (team.objectID, try #require(bob).objectID)
+    }
+}
+
 /// Reverting a saved transaction, any writer's (`revertTransaction(at:)`, spec 0006 §25).
 @Suite("Contexts: reverting a saved transaction")
 struct RevertTransactionTests {
@@ -11,19 +30,7 @@ struct RevertTransactionTests {
     /// "importer": Otters renamed "Herons", Bob's email set, player Cy added to the team.
     private func importedStore(_ dir: TemporaryDirectory) async throws -> (PersistentStoreCoordinator, team: ManagedObjectID, bob: ManagedObjectID, cy: ManagedObjectID) {
         let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
-        let (team, bob) = try await privateContext(coordinator, name: "setup", author: "setup").perform { (context: isolated ManagedObjectContext) throws in
-            let team = try context.insertNewObject(forEntityName: "Team")
-            team.setValue("Otters", forKey: "name")
-            var bob: ManagedObject?
-            for name in ["Ada", "Bob"] {
-                let player = try context.insertNewObject(forEntityName: "Player")
-                player.setValue(name, forKey: "firstName")
-                player.setValue(team, forKey: "team")
-                if name == "Bob" { bob = player }
-            }
-            try context.save()
-            return (team.objectID, try #require(bob).objectID)
-        }
+        let (team, bob) = try await saveOtters(coordinator)
         let cy = try await privateContext(coordinator, name: "import", author: "importer").perform { (context: isolated ManagedObjectContext) throws in
             let team = try context.existingObject(with: team)
             team.setValue("Herons", forKey: "name")
