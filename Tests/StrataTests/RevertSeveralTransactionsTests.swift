@@ -36,6 +36,23 @@ struct RevertSeveralTransactionsTests {
         return sequences.map { HistoryToken(storeIdentifier: store.identifier, sequence: $0) }
     }
 
+    /// Expects reverting `tokens` to be refused with an undo conflict on `object`.`property`
+    /// whose expected and found texts hold every one of `expected` and `found`, and the
+    /// context to be left unchanged (no change, nothing to redo).
+    private func expectRefused(
+        _ context: isolated ManagedObjectContext, _ tokens: [HistoryToken], object: ManagedObjectID, property: String, expected: [String],
+        found: [String], sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        #expect(sourceLocation: sourceLocation) {
+            try context.revertTransactions(at: tokens)
+        } throws: { error in
+            guard case .undoConflict(let conflicted, let key, let wanted, let held) = error as? ContextError else { return false }
+            return conflicted == object.description && key == property && expected.allSatisfy(wanted.contains) && found.allSatisfy(held.contains)
+        }
+        let (changed, redoable) = (context.hasChanges, context.canRedo)
+        #expect(!changed && !redoable, "nothing was changed", sourceLocation: sourceLocation)
+    }
+
     private func log(_ coordinator: PersistentStoreCoordinator) throws -> EventLog {
         try #require(coordinator.persistentStores.first).log
     }
@@ -105,15 +122,9 @@ struct RevertSeveralTransactionsTests {
         }
         let head = try log(coordinator).head
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            #expect {
-                try context.revertTransactions(at: try tokens(coordinator, [2, 3, 6]))
-            } throws: { error in
-                guard case .undoConflict(let object, let property, let expected, let found) = error as? ContextError else { return false }
-                return object == teamID.description && property == "name" && expected.contains("Kites") && expected.contains("transaction 3")
-                    && found.contains("Swans") && found.contains("from transaction 5, between them")
-            }
-            let (changed, redoable) = (context.hasChanges, context.canRedo)
-            #expect(!changed && !redoable, "nothing was changed")
+            try expectRefused(
+                context, try tokens(coordinator, [2, 3, 6]), object: teamID, property: "name",
+                expected: ["Kites", "transaction 3"], found: ["Swans", "from transaction 5, between them"])
             // With 5 among them, they revert: the name goes back to before 2.
             try context.revertTransactions(at: try tokens(coordinator, [2, 3, 5, 6]))
             #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
@@ -366,15 +377,9 @@ struct RevertSeveralTransactionsTests {
             }
             let head = try log(coordinator).head
             try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-                #expect {
-                    try context.revertTransactions(at: try tokens(coordinator, [2, 4]))
-                } throws: { error in
-                    guard case .undoConflict(let object, let property, let expected, let found) = error as? ContextError else { return false }
-                    return object == q.description && property == "(object)" && expected.contains("transaction 2 inserted it")
-                        && found.contains("transaction 3 changed it, between them")
-                }
-                let (changed, redoable) = (context.hasChanges, context.canRedo)
-                #expect(!changed && !redoable, "nothing was changed")
+                try expectRefused(
+                    context, try tokens(coordinator, [2, 4]), object: q, property: "(object)",
+                    expected: ["transaction 2 inserted it"], found: ["transaction 3 changed it, between them"])
                 // With 3 among them, they revert.
                 try context.revertTransactions(at: try tokens(coordinator, [2, 3, 4]))
                 #expect(try context.existingObject(with: owner).value(forKey: "name") as? String == "O")
@@ -397,15 +402,9 @@ struct RevertSeveralTransactionsTests {
         }
         let head = try log(coordinator).head
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            #expect {
-                try context.revertTransactions(at: try tokens(coordinator, [2, 3, 7]))
-            } throws: { error in
-                guard case .undoConflict(let object, let property, let expected, let found) = error as? ContextError else { return false }
-                return object == teamID.description && property == "name" && expected.contains("as transaction 3 left it")
-                    && found.contains("after transaction 5 changed it, between them")
-            }
-            let (changed, redoable) = (context.hasChanges, context.canRedo)
-            #expect(!changed && !redoable, "nothing was changed")
+            try expectRefused(
+                context, try tokens(coordinator, [2, 3, 7]), object: teamID, property: "name",
+                expected: ["as transaction 3 left it"], found: ["after transaction 5 changed it, between them"])
             // With 5 and 6 among them they revert (4, between them too, changed no name: it added Cy).
             try context.revertTransactions(at: try tokens(coordinator, [2, 3, 5, 6, 7]))
             #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
@@ -494,15 +493,9 @@ struct RevertSeveralTransactionsTests {
         let (coordinator, owner, tag) = try await store([("client", false), ("coach", true), ("coach", false), ("client", true)])
         let head = try log(coordinator).head
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            #expect {
-                try context.revertTransactions(at: try tokens(coordinator, [2, 5]))
-            } throws: { error in
-                guard case .undoConflict(let object, let property, let expected, let found) = error as? ContextError else { return false }
-                return object == owner.description && property == "tags" && expected.contains("\(tag.description) not in it, as transaction 2 left it")
-                    && found.contains("after transaction 3 moved it, between them")
-            }
-            let (changed, redoable) = (context.hasChanges, context.canRedo)
-            #expect(!changed && !redoable, "nothing was changed")
+            try expectRefused(
+                context, try tokens(coordinator, [2, 5]), object: owner, property: "tags",
+                expected: ["\(tag.description) not in it, as transaction 2 left it"], found: ["after transaction 3 moved it, between them"])
             try context.revertTransactions(at: try tokens(coordinator, [2, 3, 4, 5]))
             #expect(try Self.isTagged(context, owner))
             context.rollback()
@@ -607,15 +600,9 @@ struct RevertSeveralTransactionsTests {
         }
         let head = try log(coordinator).head
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            #expect {
-                try context.revertTransactions(at: try tokens(coordinator, [5, 8]))
-            } throws: { error in
-                guard case .undoConflict(let object, let property, let expected, let found) = error as? ContextError else { return false }
-                return object == bobID.description && property == "(object)" && expected.contains("as transaction 5 left it")
-                    && found.contains("brought back by transaction 6, between them")
-            }
-            let (changed, redoable) = (context.hasChanges, context.canRedo)
-            #expect(!changed && !redoable, "nothing was changed")
+            try expectRefused(
+                context, try tokens(coordinator, [5, 8]), object: bobID, property: "(object)",
+                expected: ["as transaction 5 left it"], found: ["brought back by transaction 6, between them"])
         }
         #expect(try log(coordinator).head == head, "nothing was written")
     }
