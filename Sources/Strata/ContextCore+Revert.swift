@@ -758,22 +758,41 @@ extension ContextCore {
         }
     }
 
-    /// The transaction that last undid `sequence` (its groups' origin `undo(of: sequence, …)`)
-    /// when no later one redid it or undid that undo, found among the later transactions of
-    /// an object it changed; nil when it stands (never reverted, or redone since).
+    /// The transaction that last undid `sequence` (its groups' origin `undo(of: sequence, …)`;
+    /// for a transaction that is itself the undo or redo of a group, the redo or undo of that
+    /// group) when no later one redid it or undid that undo, found among the later
+    /// transactions of an object it changed; nil when it stands (never reverted, or redone since).
     private func lastRevert(of sequence: UInt64, among combined: UndoGroup, store: PersistentStore) throws -> UInt64? {
         guard let object = combined.order.lazy.compactMap(\.storedID).first else { return nil }
         return try store.log.read { reader -> UInt64? in
+            // What takes the transaction back, and what makes it stand again: for one that
+            // is itself the undo (redo) of a group, a redo (undo) of that group — its revert
+            // is written so (§25.5) — else an undo (redo) of the transaction itself.
+            let (taken, standing): ((GroupOrigin) -> Bool, (GroupOrigin) -> Bool)
+            switch try reader.event(sequence).groups.first?.origin {
+            case .undo(let of, _)?:
+                taken = { if case .redo(of, _) = $0 { true } else { false } }
+                standing = { if case .undo(of, _) = $0 { true } else { false } }
+            case .redo(let of, _)?:
+                taken = { if case .undo(of, _) = $0 { true } else { false } }
+                standing = { if case .redo(of, _) = $0 { true } else { false } }
+            case nil:
+                taken = { if case .undo(sequence, _) = $0 { true } else { false } }
+                standing = { if case .redo(sequence, _) = $0 { true } else { false } }
+            }
             let later = try reader.history(of: object).filter { $0 > sequence }
             var reverter: UInt64?
             try reader.forEachEvent(among: later) { event in
                 for group in event.groups {
-                    switch group.origin {
-                    case .undo(let of, _)? where of == sequence: reverter = event.sequence
-                    // Redone, or its revert itself reverted: the transaction stands again.
-                    case .redo(let of, _)? where of == sequence: reverter = nil
-                    case .undo(let of, _)? where of == reverter: reverter = nil
-                    default: break
+                    guard let origin = group.origin else { continue }
+                    if taken(origin) {
+                        reverter = event.sequence
+                    } else if standing(origin) {
+                        // Redone, or taken back again: the transaction stands again.
+                        reverter = nil
+                    } else if case .undo(let of, _) = origin, of == reverter {
+                        // Its revert itself reverted.
+                        reverter = nil
                     }
                 }
                 return .next

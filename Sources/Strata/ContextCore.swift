@@ -1390,12 +1390,20 @@ final class ContextCore {
         let parts = Array(group.parts.enumerated())
         for (index, part) in undoing ? parts.reversed() : parts {
             // A revert's parts name their own transaction and group (a revert of several
-            // transactions holds groups of each).
+            // transactions holds groups of each) — or, for a part that is itself the undo
+            // (redo) of a group, that group: reverting an undo of a group redoes it, and
+            // reverting a redo undoes it (spec 0006 §25.5). Persisted undo reads the origin
+            // as what happened to the group it names (before, it was written as the undo of
+            // the undo transaction, which persisted undo ignores: after a restart the group
+            // stood on the wrong stack).
             let (sequence, number) = part.saved ?? (saved.sequence, index)
-            pending.append(
-                undoing
-                    ? PendingEffect(changes: part.inverse, source: group, kind: .undo(sequence, number))
-                    : PendingEffect(changes: part, source: group, kind: .redo(sequence, number)))
+            let kind: PendingEffect.Kind = switch (part.logOrigin, undoing) {
+            case (.undo(let of, let group)?, true), (.redo(let of, let group)?, false): .redo(of, group)
+            case (.redo(let of, let group)?, true), (.undo(let of, let group)?, false): .undo(of, group)
+            case (nil, true): .undo(sequence, number)
+            case (nil, false): .redo(sequence, number)
+            }
+            pending.append(PendingEffect(changes: undoing ? part.inverse : part, source: group, kind: kind))
         }
     }
 
@@ -1717,6 +1725,7 @@ final class ContextCore {
         let result = UndoGroup(actionName: group.actionName)
         result.saved = (sequence, index)
         result.fromLog = true
+        result.logOrigin = group.origin
         for change in group.changes {
             let id = ManagedObjectID.permanent(change.objectID, store: storeUUID)
             guard let info = entities[id.entityName] else { continue }

@@ -59,6 +59,10 @@ final class UndoGroup {
     /// group per part, each with its own origin, as persisted undo reads them. Empty for
     /// any other group.
     var parts: [UndoGroup] = []
+    /// For a group read from the log: the origin its log group carries — an undo or a redo
+    /// of another group (a part of a reverted undo or redo transaction) — nil for a group a
+    /// save pushed. A revert of such a part redoes (undoes) that other group.
+    var logOrigin: GroupOrigin?
     /// The transactions a revert group takes back (its parts'); empty for any other group.
     var revertedSequences: Set<UInt64> { Set(parts.compactMap { $0.saved?.sequence }) }
     /// Whether the group may name a temporary ID: false once a remap left none, until

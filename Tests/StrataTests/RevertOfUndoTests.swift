@@ -1,0 +1,85 @@
+import Foundation
+import Strata
+import StrataLog
+import StrataTestSupport
+import Testing
+
+/// Reverting a transaction that is itself an undo or a redo (spec 0006 §25.5): written as
+/// what it is — the revert of an undo of a group redoes that group, the revert of a redo
+/// undoes it — so persisted undo reads the group back where it stands.
+@Suite("Contexts: reverting an undo or a redo transaction")
+struct RevertOfUndoTests {
+    private func token(_ coordinator: PersistentStoreCoordinator, _ sequence: UInt64) throws -> HistoryToken {
+        HistoryToken(storeIdentifier: try #require(coordinator.persistentStores.first).identifier, sequence: sequence)
+    }
+
+    /// Transaction 1 ("setup"): team Otters; then the editor renames it "Herons" (2) and
+    /// undoes that (3: undo of 2).
+    private func renamedAndUndone(_ dir: TemporaryDirectory) async throws -> (PersistentStoreCoordinator, team: ManagedObjectID) {
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let (team, _) = try await saveOtters(coordinator)
+        try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: team).setValue("Herons", forKey: "name")
+            try context.save()  // 2
+            try context.undo()
+            try context.save()  // 3: undo of 2
+        }
+        return (coordinator, team)
+    }
+
+    @Test("the editor reverts its own undo (3): written as the redo of 2; after a restart its persisted undo has the rename to undo again, nothing to redo")
+    func revertOfAnUndoIsARedo() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await renamedAndUndone(dir)
+        try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(coordinator, 3))
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Herons")
+            try context.save()  // 4
+        }
+        let written = try #require(coordinator.persistentStores.first).log.read { try $0.event(4) }
+        #expect(written.kind == .redo(of: 2, group: 0))
+        #expect(written.groups.map(\.origin) == [.redo(of: 2, group: 0)])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(throws: ContextError.invalidArgument("transaction 3 (undo of 2 (group 0)) was reverted already, by transaction 4, and not redone since; nothing was changed")) {
+                try context.revertTransaction(at: try token(coordinator, 3))
+            }
+            let changed = context.hasChanges
+            #expect(!changed)
+        }
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws in
+            let (undoable, redoable) = (context.canUndo, context.canRedo)
+            #expect(undoable && !redoable, "the rename is done again: undo it, nothing to redo")
+            try context.undo()
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
+            try context.save()
+        }
+        #expect(try #require(restarted.persistentStores.first).log.verify().isClean)
+    }
+
+    @Test("the editor redoes the rename (4: redo of 2), then reverts that redo: written as the undo of 2; after a restart the rename is on the redo stack again")
+    func revertOfARedoIsAnUndo() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await renamedAndUndone(dir)
+        try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.redo()
+            try context.save()  // 4: redo of 2
+        }
+        try await editor(openCoordinator(dir, model: try SeedModels.leagueManager)).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(coordinator, 4))
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
+            try context.save()  // 5
+        }
+        let written = try #require(coordinator.persistentStores.first).log.read { try $0.event(5) }
+        #expect(written.kind == .undo(of: 2, group: 0))
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws in
+            let (undoable, redoable) = (context.canUndo, context.canRedo)
+            #expect(!undoable && redoable, "the rename is undone again: redo it, nothing to undo")
+            try context.redo()
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Herons")
+            try context.save()
+        }
+        #expect(try #require(restarted.persistentStores.first).log.verify().isClean)
+    }
+}
