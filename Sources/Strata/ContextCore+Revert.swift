@@ -148,13 +148,22 @@ extension ContextCore {
         journal.redoStack.removeAll { $0.saved.map { reverted.contains($0.sequence) } ?? false }
         // …and those persisted undo hasn't read yet, when it reads them.
         journal.reverted.formUnion(reverted)
+        // A redo among them: the group it redid is undone again (§25.5), so it leaves the
+        // undo stack as well (left there, undo() would apply it backwards a second time; its
+        // revert's redo applies it again). An undo among them leaves the group it undid on
+        // the redo stack, below the revert: redoing the revert undoes it again.
+        combined.parts = parts
+        let undone = combined.undoneRedoneGroups
+        if !undone.isEmpty {
+            journal.undoStack.removeAll { $0.isSaved(as: undone) }
+            journal.undoneByRevert.formUnion(undone)
+        }
         journal.redoStack.append(combined)
         // Saved as one event group per group of the transactions, last first, each the
         // undo of its group (origin `undo(of: sequence, group: i)`): persisted undo reads a
         // group's origin as what happened to that group, so one group marked as the undo of
         // group 0 would leave the others on the undo stack of a context with the
         // transaction's author and name, and its redo would redo group 0 alone.
-        combined.parts = parts
         appendEffects(of: combined, undoing: true)
     }
 

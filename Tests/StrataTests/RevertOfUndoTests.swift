@@ -82,4 +82,53 @@ struct RevertOfUndoTests {
         }
         #expect(try #require(restarted.persistentStores.first).log.verify().isClean)
     }
+
+    @Test("the editor reverts its own redo (4) with the rename on its undo stack: the rename leaves its undo stack (undo would apply it backwards a second time), redo applies 4 again")
+    func revertOfOwnRedoLeavesUndoStack() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await renamedAndUndone(dir)
+        try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.redo()
+            try context.save()  // 4: redo of 2
+            try context.revertTransaction(at: try token(coordinator, 4))
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
+            let (undoable, redoable) = (context.canUndo, context.canRedo)
+            #expect(!undoable && redoable, "the rename is undone: nothing to undo, redo applies it again")
+            try context.undo()
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
+            try context.save()  // 5: undo of 2
+            try context.redo()
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Herons")
+            try context.save()  // 6: redo of 2
+        }
+        let written = try #require(coordinator.persistentStores.first).log.read { try $0.head }
+        #expect(written == 6)
+        #expect(try #require(coordinator.persistentStores.first).log.verify().isClean)
+    }
+
+    @Test("a fresh editor reads the rename back on its undo stack below other groups, reverts its redo (4): when undo reaches it, it isn't undone a second time")
+    func revertOfOwnRedoLeavesOlderUndo() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await renamedAndUndone(dir)
+        try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.redo()
+            try context.save()  // 4: redo of 2
+        }
+        // 5: more groups than a context reads back at first (32): the rename is read later.
+        try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            for index in 0..<40 {
+                team.setValue("color \(index)", forKey: "uniformColor")
+                context.processPendingChanges()
+            }
+            try context.save()
+        }
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(restarted, 4))
+            try context.save()  // 6: undo of 2
+            while context.canUndo { try context.undo() }
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
+        }
+    }
 }
