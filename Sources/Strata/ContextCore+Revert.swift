@@ -774,20 +774,31 @@ extension ContextCore {
     private func lastRevert(of sequence: UInt64, among combined: UndoGroup, store: PersistentStore) throws -> UInt64? {
         guard let object = combined.order.lazy.compactMap(\.storedID).first else { return nil }
         return try store.log.read { reader -> UInt64? in
-            // What takes the transaction back, and what makes it stand again: for one that
-            // is itself the undo (redo) of a group, a redo (undo) of that group — its revert
-            // is written so (§25.5) — else an undo (redo) of the transaction itself.
-            let (taken, standing): ((GroupOrigin) -> Bool, (GroupOrigin) -> Bool)
-            switch try reader.event(sequence).groups.first?.origin {
-            case .undo(let of, _)?:
-                taken = { if case .redo(of, _) = $0 { true } else { false } }
-                standing = { if case .undo(of, _) = $0 { true } else { false } }
-            case .redo(let of, _)?:
-                taken = { if case .undo(of, _) = $0 { true } else { false } }
-                standing = { if case .redo(of, _) = $0 { true } else { false } }
-            case nil:
-                taken = { if case .undo(sequence, _) = $0 { true } else { false } }
-                standing = { if case .redo(sequence, _) = $0 { true } else { false } }
+            // What takes the transaction back, and what makes it stand again: for a group of
+            // it that is itself the undo (redo) of a group, a redo (undo) of that very group —
+            // its revert is written so (§25.5); a redo of another group of the same
+            // transaction is no revert of it — else an undo (redo) of the transaction itself.
+            var undoneBy: Set<SavedGroup> = []  // undone: redone again by a redo of these
+            var redoneBy: Set<SavedGroup> = []  // redone: undone again by an undo of these
+            var plain = false
+            for group in try reader.event(sequence).groups {
+                switch group.origin {
+                case .undo(let of, let index)?: undoneBy.insert(SavedGroup(sequence: of, group: index))
+                case .redo(let of, let index)?: redoneBy.insert(SavedGroup(sequence: of, group: index))
+                case nil: plain = true
+                }
+            }
+            func taken(_ origin: GroupOrigin) -> Bool {
+                switch origin {
+                case .redo(let of, let index): undoneBy.contains(SavedGroup(sequence: of, group: index))
+                case .undo(let of, let index): (plain && of == sequence) || redoneBy.contains(SavedGroup(sequence: of, group: index))
+                }
+            }
+            func standing(_ origin: GroupOrigin) -> Bool {
+                switch origin {
+                case .undo(let of, let index): undoneBy.contains(SavedGroup(sequence: of, group: index))
+                case .redo(let of, let index): (plain && of == sequence) || redoneBy.contains(SavedGroup(sequence: of, group: index))
+                }
             }
             let later = try reader.history(of: object).filter { $0 > sequence }
             var reverter: UInt64?

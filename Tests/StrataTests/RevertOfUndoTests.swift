@@ -131,4 +131,36 @@ struct RevertOfUndoTests {
             #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
         }
     }
+
+    @Test("undo transaction 3 undid group 1 (the color) of 2; 5 redid group 0 (the name): 5 isn't 3's revert, so reverting 3 over a later color is refused as a conflict, not as reverted already by 5")
+    func redoOfAnotherGroupIsNoRevert() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let (teamID, _) = try await saveOtters(coordinator)
+        try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Herons", forKey: "name")
+            context.processPendingChanges()
+            team.setValue("red", forKey: "uniformColor")
+            try context.save()  // 2: groups 0 (name) and 1 (color)
+            try context.undo()
+            try context.save()  // 3: undo of (2, 1)
+            try context.undo()
+            try context.save()  // 4: undo of (2, 0)
+            try context.redo()
+            try context.save()  // 5: redo of (2, 0)
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("blue", forKey: "uniformColor")
+            try context.save()  // 6
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> Void in
+            #expect {
+                try context.revertTransaction(at: try token(coordinator, 3))
+            } throws: { error in
+                guard case .undoConflict(_, let property, _, _) = error as? ContextError else { return false }
+                return property == "uniformColor"
+            }
+        }
+    }
 }
