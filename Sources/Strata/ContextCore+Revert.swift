@@ -288,7 +288,24 @@ extension ContextCore {
                     "\(what) changes \(id).\(name), which entity \(id.entity) of this context's model doesn't have (it was written by model version \(event.modelVersion)); nothing was changed")
             }
         }
-        return groups.enumerated().map { index, group in undoGroup(from: group, sequence: sequence, index: index, storeUUID: store.identifier) }
+        let parts = groups.enumerated().map { index, group in undoGroup(from: group, sequence: sequence, index: index, storeUUID: store.identifier) }
+        // An undo or redo transaction written before groups carried origins is one undo or
+        // redo of the group its kind names (§13): its revert redoes or undoes that group.
+        if let origin = Self.kindOrigin(of: event) {
+            for part in parts { part.logOrigin = origin }
+        }
+        return parts
+    }
+
+    /// For an `undo` or `redo` transaction none of whose groups carries an origin (written
+    /// before groups did), the origin its kind names; nil for any other.
+    private static func kindOrigin(of event: TransactionEvent) -> GroupOrigin? {
+        guard !event.groups.contains(where: { $0.origin != nil }) else { return nil }
+        return switch event.kind {
+        case .undo(let of, let group): .undo(of: of, group: group)
+        case .redo(let of, let group): .redo(of: of, group: group)
+        default: nil
+        }
     }
 
     /// Refuses to take several transactions as one when a transaction between them, not
@@ -781,8 +798,10 @@ extension ContextCore {
             var undoneBy: Set<SavedGroup> = []  // undone: redone again by a redo of these
             var redoneBy: Set<SavedGroup> = []  // redone: undone again by an undo of these
             var plain = false
-            for group in try reader.event(sequence).groups {
-                switch group.origin {
+            let event = try reader.event(sequence)
+            let kindOrigin = Self.kindOrigin(of: event)
+            for group in event.groups {
+                switch group.origin ?? kindOrigin {
                 case .undo(let of, let index)?: undoneBy.insert(SavedGroup(sequence: of, group: index))
                 case .redo(let of, let index)?: redoneBy.insert(SavedGroup(sequence: of, group: index))
                 case nil: plain = true

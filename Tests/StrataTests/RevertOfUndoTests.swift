@@ -1,5 +1,5 @@
 import Foundation
-import Strata
+@testable import Strata
 import StrataLog
 import StrataTestSupport
 import Testing
@@ -162,5 +162,44 @@ struct RevertOfUndoTests {
                 return property == "uniformColor"
             }
         }
+    }
+
+    @Test("undo transaction 3 written before groups carried origins (its kind names the group): the editor's revert of it is written as the redo of 2, so after a restart the rename is on its undo stack")
+    func revertOfAnOldFormatUndo() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let (teamID, _) = try await saveOtters(coordinator)
+        try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            try context.save()  // 2
+        }
+        let store = try #require(coordinator.persistentStores.first)
+        var draft = TransactionDraft(author: "alice", contextName: "editor", kind: .undo(of: 2, group: 0))
+        draft.update(.stored(try #require(teamID.storedID)), values: ["name": .attribute(.string("Otters"))])
+        try store.log.commit(draft)  // 3: undo of 2, its group without origin
+        let reopened = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(reopened).perform { (context: isolated ManagedObjectContext) throws in
+            let (undoable, redoable) = (context.canUndo, context.canRedo)
+            #expect(!undoable && redoable)
+            try context.revertTransaction(at: try token(reopened, 3))
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Herons")
+            try context.save()  // 4
+        }
+        let written = try #require(reopened.persistentStores.first).log.read { try $0.event(4) }
+        #expect(written.groups.map(\.origin) == [.redo(of: 2, group: 0)])
+        try await privateContext(reopened).perform { (context: isolated ManagedObjectContext) throws -> Void in
+            #expect(throws: ContextError.invalidArgument("transaction 3 (undo of 2 (group 0)) was reverted already, by transaction 4, and not redone since; nothing was changed")) {
+                try context.revertTransaction(at: try token(reopened, 3))
+            }
+        }
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws in
+            let (undoable, redoable) = (context.canUndo, context.canRedo)
+            #expect(undoable && !redoable, "the rename is done again: undo it, nothing to redo")
+            try context.undo()
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
+            try context.save()
+        }
+        #expect(try #require(restarted.persistentStores.first).log.verify().isClean)
     }
 }
