@@ -794,29 +794,29 @@ extension ContextCore {
             // What takes the transaction back, and what makes it stand again: for a group of
             // it that is itself the undo (redo) of a group, a redo (undo) of that very group —
             // its revert is written so (§25.5); a redo of another group of the same
-            // transaction is no revert of it — else an undo (redo) of the transaction itself.
+            // transaction is no revert of it — and an undo (redo) of the transaction itself
+            // (how a revert of any transaction was written before session 23).
             var undoneBy: Set<SavedGroup> = []  // undone: redone again by a redo of these
             var redoneBy: Set<SavedGroup> = []  // redone: undone again by an undo of these
-            var plain = false
             let event = try reader.event(sequence)
             let kindOrigin = Self.kindOrigin(of: event)
             for group in event.groups {
                 switch group.origin ?? kindOrigin {
                 case .undo(let of, let index)?: undoneBy.insert(SavedGroup(sequence: of, group: index))
                 case .redo(let of, let index)?: redoneBy.insert(SavedGroup(sequence: of, group: index))
-                case nil: plain = true
+                case nil: break
                 }
             }
             func taken(_ origin: GroupOrigin) -> Bool {
                 switch origin {
                 case .redo(let of, let index): undoneBy.contains(SavedGroup(sequence: of, group: index))
-                case .undo(let of, let index): (plain && of == sequence) || redoneBy.contains(SavedGroup(sequence: of, group: index))
+                case .undo(let of, let index): of == sequence || redoneBy.contains(SavedGroup(sequence: of, group: index))
                 }
             }
             func standing(_ origin: GroupOrigin) -> Bool {
                 switch origin {
                 case .undo(let of, let index): undoneBy.contains(SavedGroup(sequence: of, group: index))
-                case .redo(let of, let index): (plain && of == sequence) || redoneBy.contains(SavedGroup(sequence: of, group: index))
+                case .redo(let of, let index): of == sequence || redoneBy.contains(SavedGroup(sequence: of, group: index))
                 }
             }
             let later = try reader.history(of: object).filter { $0 > sequence }

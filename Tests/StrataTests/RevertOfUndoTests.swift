@@ -202,4 +202,20 @@ struct RevertOfUndoTests {
         }
         #expect(try #require(restarted.persistentStores.first).log.verify().isClean)
     }
+
+    @Test("undo transaction 3's revert written before session 23 (4: the undo of 3 itself): reverting 3 again is refused as reverted already by 4")
+    func oldStyleRevertOfAnUndoIsReverted() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await renamedAndUndone(dir)
+        let store = try #require(coordinator.persistentStores.first)
+        var draft = TransactionDraft(author: "ops", kind: .undo(of: 3, group: 0))
+        draft.beginGroup(origin: .undo(of: 3, group: 0))
+        draft.update(.stored(try #require(teamID.storedID)), values: ["name": .attribute(.string("Herons"))])
+        try store.log.commit(draft)  // 4
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> Void in
+            #expect(throws: ContextError.invalidArgument("transaction 3 (undo of 2 (group 0)) was reverted already, by transaction 4, and not redone since; nothing was changed")) {
+                try context.revertTransaction(at: try token(coordinator, 3))
+            }
+        }
+    }
 }
