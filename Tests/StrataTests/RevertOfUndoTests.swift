@@ -218,4 +218,41 @@ struct RevertOfUndoTests {
             }
         }
     }
+
+    @Test("the editor reverts its save 2 (name, color) with 3, its undo of the color, as one: after a restart both groups are on its redo stack and redo cleanly")
+    func revertOfASaveWithItsUndo() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let (teamID, _) = try await saveOtters(coordinator)
+        try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Herons", forKey: "name")
+            context.processPendingChanges()
+            team.setValue("red", forKey: "uniformColor")
+            try context.save()  // 2: groups 0 (name) and 1 (color)
+            try context.undo()
+            try context.save()  // 3: undo of (2, 1)
+            try context.revertTransactions(at: [try token(coordinator, 2), try token(coordinator, 3)])
+            try context.save()  // 4
+        }
+        let written = try #require(coordinator.persistentStores.first).log.read { try $0.event(4) }
+        #expect(written.groups.map(\.origin) == [.redo(of: 2, group: 1), .undo(of: 2, group: 1), .undo(of: 2, group: 0)])
+        #expect(try #require(coordinator.persistentStores.first).log.verify().isClean)
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            #expect(team.value(forKey: "name") as? String == "Otters")
+            #expect(team.value(forKey: "uniformColor") as? String == nil)
+            let (undoable, redoable) = (context.canUndo, context.canRedo)
+            #expect(!undoable && redoable)
+            while context.canRedo { try context.redo() }
+            #expect(team.value(forKey: "name") as? String == "Herons")
+            #expect(team.value(forKey: "uniformColor") as? String == "red")
+            try context.save()
+            while context.canUndo { try context.undo() }
+            #expect(team.value(forKey: "name") as? String == "Otters")
+            try context.save()
+        }
+        #expect(try #require(restarted.persistentStores.first).log.verify().isClean)
+    }
 }
