@@ -148,13 +148,22 @@ extension ContextCore {
         journal.redoStack.removeAll { $0.saved.map { reverted.contains($0.sequence) } ?? false }
         // …and those persisted undo hasn't read yet, when it reads them.
         journal.reverted.formUnion(reverted)
+        // A redo among them: the group it redid is undone again (§25.5), so it leaves the
+        // undo stack as well (left there, undo() would apply it backwards a second time; its
+        // revert's redo applies it again). An undo among them leaves the group it undid on
+        // the redo stack, below the revert: redoing the revert undoes it again.
+        combined.parts = parts
+        let undone = combined.undoneRedoneGroups
+        if !undone.isEmpty {
+            journal.undoStack.removeAll { $0.isSaved(as: undone) }
+            journal.undoneByRevert.formUnion(undone)
+        }
         journal.redoStack.append(combined)
         // Saved as one event group per group of the transactions, last first, each the
         // undo of its group (origin `undo(of: sequence, group: i)`): persisted undo reads a
         // group's origin as what happened to that group, so one group marked as the undo of
         // group 0 would leave the others on the undo stack of a context with the
         // transaction's author and name, and its redo would redo group 0 alone.
-        combined.parts = parts
         appendEffects(of: combined, undoing: true)
     }
 
@@ -279,7 +288,24 @@ extension ContextCore {
                     "\(what) changes \(id).\(name), which entity \(id.entity) of this context's model doesn't have (it was written by model version \(event.modelVersion)); nothing was changed")
             }
         }
-        return groups.enumerated().map { index, group in undoGroup(from: group, sequence: sequence, index: index, storeUUID: store.identifier) }
+        let parts = groups.enumerated().map { index, group in undoGroup(from: group, sequence: sequence, index: index, storeUUID: store.identifier) }
+        // An undo or redo transaction written before groups carried origins is one undo or
+        // redo of the group its kind names (§13): its revert redoes or undoes that group.
+        if let origin = Self.kindOrigin(of: event) {
+            for part in parts { part.logOrigin = origin }
+        }
+        return parts
+    }
+
+    /// For an `undo` or `redo` transaction none of whose groups carries an origin (written
+    /// before groups did), the origin its kind names; nil for any other.
+    private static func kindOrigin(of event: TransactionEvent) -> GroupOrigin? {
+        guard !event.groups.contains(where: { $0.origin != nil }) else { return nil }
+        return switch event.kind {
+        case .undo(let of, let group): .undo(of: of, group: group)
+        case .redo(let of, let group): .redo(of: of, group: group)
+        default: nil
+        }
     }
 
     /// Refuses to take several transactions as one when a transaction between them, not
@@ -765,20 +791,33 @@ extension ContextCore {
     private func lastRevert(of sequence: UInt64, among combined: UndoGroup, store: PersistentStore) throws -> UInt64? {
         guard let object = combined.order.lazy.compactMap(\.storedID).first else { return nil }
         return try store.log.read { reader -> UInt64? in
-            // What takes the transaction back, and what makes it stand again: for one that
-            // is itself the undo (redo) of a group, a redo (undo) of that group — its revert
-            // is written so (§25.5) — else an undo (redo) of the transaction itself.
-            let (taken, standing): ((GroupOrigin) -> Bool, (GroupOrigin) -> Bool)
-            switch try reader.event(sequence).groups.first?.origin {
-            case .undo(let of, _)?:
-                taken = { if case .redo(of, _) = $0 { true } else { false } }
-                standing = { if case .undo(of, _) = $0 { true } else { false } }
-            case .redo(let of, _)?:
-                taken = { if case .undo(of, _) = $0 { true } else { false } }
-                standing = { if case .redo(of, _) = $0 { true } else { false } }
-            case nil:
-                taken = { if case .undo(sequence, _) = $0 { true } else { false } }
-                standing = { if case .redo(sequence, _) = $0 { true } else { false } }
+            // What takes the transaction back, and what makes it stand again: for a group of
+            // it that is itself the undo (redo) of a group, a redo (undo) of that very group —
+            // its revert is written so (§25.5); a redo of another group of the same
+            // transaction is no revert of it — and an undo (redo) of the transaction itself
+            // (how a revert of any transaction was written before session 23).
+            var undoneBy: Set<SavedGroup> = []  // undone: redone again by a redo of these
+            var redoneBy: Set<SavedGroup> = []  // redone: undone again by an undo of these
+            let event = try reader.event(sequence)
+            let kindOrigin = Self.kindOrigin(of: event)
+            for group in event.groups {
+                switch group.origin ?? kindOrigin {
+                case .undo(let of, let index)?: undoneBy.insert(SavedGroup(sequence: of, group: index))
+                case .redo(let of, let index)?: redoneBy.insert(SavedGroup(sequence: of, group: index))
+                case nil: break
+                }
+            }
+            func taken(_ origin: GroupOrigin) -> Bool {
+                switch origin {
+                case .redo(let of, let index): undoneBy.contains(SavedGroup(sequence: of, group: index))
+                case .undo(let of, let index): of == sequence || redoneBy.contains(SavedGroup(sequence: of, group: index))
+                }
+            }
+            func standing(_ origin: GroupOrigin) -> Bool {
+                switch origin {
+                case .undo(let of, let index): undoneBy.contains(SavedGroup(sequence: of, group: index))
+                case .redo(let of, let index): of == sequence || redoneBy.contains(SavedGroup(sequence: of, group: index))
+                }
             }
             let later = try reader.history(of: object).filter { $0 > sequence }
             var reverter: UInt64?

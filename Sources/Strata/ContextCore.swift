@@ -412,6 +412,9 @@ final class UndoJournal {
     /// Transactions this context reverted (``ContextCore/revertTransaction(at:actionName:)``):
     /// their groups, read later from persisted undo's older groups, aren't undone again.
     var reverted: Set<UInt64> = []
+    /// Groups this context undid by reverting their redo (spec 0006 §25.5): read later
+    /// from persisted undo's older groups, they aren't undone again.
+    var undoneByRevert: Set<SavedGroup> = []
     /// The group collecting changes now.
     @exclusivity(unchecked) var open = UndoGroup()
     var levelsOfUndo = 0
@@ -1346,6 +1349,7 @@ final class ContextCore {
         apply(group, reversed: true, events: .undoUpdate)
         journal.redoStack.append(group)
         journal.reverted.formUnion(group.revertedSequences)
+        journal.undoneByRevert.formUnion(group.undoneRedoneGroups)
         if pending.contains(where: { $0.source === group }) {
             // Its effects (one; a revert's, one per part) are unsaved: they go.
             pending.removeAll { $0.source === group }
@@ -1366,6 +1370,7 @@ final class ContextCore {
         journal.undoStack.append(group)
         // A revert redone: the transaction's own groups are its to undo again.
         journal.reverted.subtract(group.revertedSequences)
+        journal.undoneByRevert.subtract(group.undoneRedoneGroups)
         if pending.contains(where: { $0.source === group }) {
             pending.removeAll { $0.source === group }
         } else if group.saved != nil {
@@ -1711,6 +1716,8 @@ final class ContextCore {
                 groups = try older.nextUndoGroups(wanted)
                 // Groups of a transaction this context reverted were taken back already.
                 if !journal.reverted.isEmpty { groups.removeAll { $0.saved.map { journal.reverted.contains($0.sequence) } ?? false } }
+                // …and so were those whose redo it reverted.
+                if !journal.undoneByRevert.isEmpty { groups.removeAll { $0.isSaved(as: journal.undoneByRevert) } }
             }
             journal.undoStack = groups
             if let budget = journal.olderBudget { journal.olderBudget = budget - groups.count }

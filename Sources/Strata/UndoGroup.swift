@@ -65,6 +65,15 @@ final class UndoGroup {
     var logOrigin: GroupOrigin?
     /// The transactions a revert group takes back (its parts'); empty for any other group.
     var revertedSequences: Set<UInt64> { Set(parts.compactMap { $0.saved?.sequence }) }
+    /// The groups a revert undoes by reverting their redo (its parts that are the redo of a
+    /// group, spec 0006 §25.5); empty for any other group.
+    var undoneRedoneGroups: Set<SavedGroup> {
+        Set(parts.compactMap { if case .redo(let sequence, let group)? = $0.logOrigin { SavedGroup(sequence: sequence, group: group) } else { nil } })
+    }
+    /// Whether this group was saved as one of `groups`.
+    func isSaved(as groups: Set<SavedGroup>) -> Bool {
+        saved.map { groups.contains(SavedGroup(sequence: $0.sequence, group: $0.group)) } ?? false
+    }
     /// Whether the group may name a temporary ID: false once a remap left none, until
     /// something is recorded again. Saves skip remapping groups that can't.
     @exclusivity(unchecked) var mayHoldTemporaryIDs = true
@@ -358,4 +367,10 @@ final class UndoGroup {
         }
         return group
     }
+}
+
+/// A group of a saved transaction: its sequence and its index among the transaction's groups.
+struct SavedGroup: Hashable {
+    let sequence: UInt64
+    let group: Int
 }

@@ -12,7 +12,8 @@ struct RevertCommand: ParsableCommand {
             context's undo of saved work does (spec 0006 §25): inserted objects are deleted,
             deleted ones brought back under their IDs, values and memberships set back; the
             model's validation and delete rules run at the save. It is written as a new
-            transaction, "undo of SEQ", so the history keeps both.
+            transaction, "undo of SEQ" (SEQ itself an "undo of S" is reverted as "redo of S",
+            a "redo of S" as "undo of S"), so the history keeps both.
 
             Several sequences are reverted as one, in one new transaction (spec 0006 §25.6):
             their changes taken together in log order, so a value two of them changed goes
