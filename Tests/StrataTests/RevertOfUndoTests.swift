@@ -13,6 +13,22 @@ struct RevertOfUndoTests {
         HistoryToken(storeIdentifier: try #require(coordinator.persistentStores.first).identifier, sequence: sequence)
     }
 
+    /// After a restart, the editor's persisted undo holds the rename done (to undo, nothing
+    /// to redo); undoing it gives "Otters" back and saves, and verify is clean.
+    private func expectRenameToUndoAfterRestart(
+        _ dir: TemporaryDirectory, _ teamID: ManagedObjectID, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws in
+            let (undoable, redoable) = (context.canUndo, context.canRedo)
+            #expect(undoable && !redoable, "the rename is done again: undo it, nothing to redo", sourceLocation: sourceLocation)
+            try context.undo()
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters", sourceLocation: sourceLocation)
+            try context.save()
+        }
+        #expect(try #require(restarted.persistentStores.first).log.verify().isClean, sourceLocation: sourceLocation)
+    }
+
     /// Transaction 1 ("setup"): team Otters; then the editor renames it "Herons" (2) and
     /// undoes that (3: undo of 2).
     private func renamedAndUndone(_ dir: TemporaryDirectory) async throws -> (PersistentStoreCoordinator, team: ManagedObjectID) {
@@ -46,15 +62,7 @@ struct RevertOfUndoTests {
             let changed = context.hasChanges
             #expect(!changed)
         }
-        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
-        try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws in
-            let (undoable, redoable) = (context.canUndo, context.canRedo)
-            #expect(undoable && !redoable, "the rename is done again: undo it, nothing to redo")
-            try context.undo()
-            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
-            try context.save()
-        }
-        #expect(try #require(restarted.persistentStores.first).log.verify().isClean)
+        try await expectRenameToUndoAfterRestart(dir, teamID)
     }
 
     @Test("the editor redoes the rename (4: redo of 2), then reverts that redo: written as the undo of 2; after a restart the rename is on the redo stack again")
@@ -192,15 +200,7 @@ struct RevertOfUndoTests {
                 try context.revertTransaction(at: try token(reopened, 3))
             }
         }
-        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
-        try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws in
-            let (undoable, redoable) = (context.canUndo, context.canRedo)
-            #expect(undoable && !redoable, "the rename is done again: undo it, nothing to redo")
-            try context.undo()
-            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
-            try context.save()
-        }
-        #expect(try #require(restarted.persistentStores.first).log.verify().isClean)
+        try await expectRenameToUndoAfterRestart(dir, teamID)
     }
 
     @Test("undo transaction 3's revert written before session 23 (4: the undo of 3 itself): reverting 3 again is refused as reverted already by 4")
