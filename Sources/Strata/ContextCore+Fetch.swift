@@ -205,6 +205,14 @@ extension ContextCore: JoinResolving {
     /// context's pending changes (when `includesPendingChanges`), filtered by the predicate
     /// and the in-memory filter, sorted, offset and limited.
     func fetchObjects(_ request: FetchRequest) throws -> [ManagedObject] {
+        var savedState: StoredState?
+        return try fetchObjects(request, savedState: &savedState)
+    }
+
+    /// ``fetchObjects(_:)``, giving the saved state the fetch read related rows through
+    /// (without pending changes, from the store), pinned to the fetch's snapshot: a
+    /// dictionary fetch reads its rows' values through it, as the predicate read them.
+    func fetchObjects(_ request: FetchRequest, savedState: inout StoredState?) throws -> [ManagedObject] {
         // No processPendingChanges here: a fetch must not split the undo group it runs in.
         try validate(request)
         // A child context sees its parent's current state, not the store's.
@@ -218,6 +226,8 @@ extension ContextCore: JoinResolving {
         let (matches, order) = try readPinned(store.log) { (reader: borrowing LogReader) throws -> ([FetchExecution.Match], [Int]) in
             let plan = try planner.plan(reader)
             let execution = FetchExecution(core: self, request: request, plan: plan, storeUUID: store.identifier)
+            execution.storedState?.pin(to: reader)
+            savedState = execution.storedState
             if execution.isPlain, try execution.pendingMatches(reader).isEmpty {
                 plain = try execution.plainObjects(reader, lookUp: !knewNone)
                 return ([], [])

@@ -331,11 +331,13 @@ extension ContextCore {
         }
         // Grouped rows are sorted by their own keys (which may name expressions) afterwards.
         if grouped { base.sortDescriptors = [] }
-        let objects = try fetchObjects(base)
+        var fetchState: StoredState?
+        let objects = try fetchObjects(base, savedState: &fetchState)
         // Without pending changes, the rows hold the values the store holds, as the objects
-        // were chosen and ordered by (Core Data's dictionaries always do). A child context's
-        // store is its parent: its rows hold the parent's current values.
-        let saved = request.includesPendingChanges || parentContext != nil ? nil : StoredState(core: self, storeUUID: try store().identifier)
+        // were chosen and ordered by (Core Data's dictionaries always do): read through the
+        // fetch's own saved state, as of its snapshot, with the related rows it read already.
+        // A child context's store is its parent: its rows hold the parent's current values.
+        let saved = request.includesPendingChanges || parentContext != nil ? nil : try fetchState ?? StoredState(core: self, storeUUID: store().identifier)
         var rows: [[String: Cell]] = []
         if grouped {
             var order: [[Cell]] = []

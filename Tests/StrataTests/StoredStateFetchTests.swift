@@ -306,6 +306,22 @@ struct StoredStateFetchTests {
             #expect(CommittingProbe.fired, "the probe committed during the fetch")
             #expect(found == ["p2", "p5", "p8"], "T2 as of the fetch's snapshot, not renamed by the save committed meanwhile")
             #expect(try log.read { try $0.head } == 2)
+            // Dictionaries: the rows' values are read as of the fetch's snapshot too, so the
+            // team matched as "T2" is "T2" in the rows (before, read after the fetch).
+            context.reset()
+            CommittingProbe.arm {
+                var rename = TransactionDraft(author: "elsewhere")
+                rename.update(.stored(StoredObjectID(entity: "Team", primaryKey: t2)), values: ["name": .attribute(.string("Renamed again"))])
+                _ = try log.commit(rename)
+            }
+            var dictionaries = FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "probe == 1 AND (team.name == 'Renamed' OR name == 'nobody')"))
+            dictionaries.includesPendingChanges = false
+            dictionaries.propertiesToFetch = ["name", "team.name"]
+            dictionaries.sortDescriptors = [FetchSortDescriptor(key: "name")]
+            let rows = try context.fetchDictionaries(dictionaries)
+            #expect(CommittingProbe.fired)
+            #expect(rows.map { $0["name"] as? String } == ["p2", "p5", "p8"])
+            #expect(rows.map { $0["team.name"] as? String } == ["Renamed", "Renamed", "Renamed"], "\(rows)")
         }
     }
 }
