@@ -29,6 +29,23 @@ struct RevertOfUndoTests {
         #expect(try #require(restarted.persistentStores.first).log.verify().isClean, sourceLocation: sourceLocation)
     }
 
+    /// Transaction 1 ("setup"): team Otters; then the editor saves 2 in two groups — 0
+    /// renames it "Herons", 1 colors it red — and undoes group 1 (3: undo of (2, 1)).
+    private func renamedAndRecoloredThenColorUndone(_ dir: TemporaryDirectory) async throws -> (PersistentStoreCoordinator, team: ManagedObjectID) {
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let (teamID, _) = try await saveOtters(coordinator)
+        try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Herons", forKey: "name")
+            context.processPendingChanges()
+            team.setValue("red", forKey: "uniformColor")
+            try context.save()  // 2: groups 0 (name) and 1 (color)
+            try context.undo()
+            try context.save()  // 3: undo of (2, 1)
+        }
+        return (coordinator, teamID)
+    }
+
     /// Transaction 1 ("setup"): team Otters; then the editor renames it "Herons" (2) and
     /// undoes that (3: undo of 2).
     private func renamedAndUndone(_ dir: TemporaryDirectory) async throws -> (PersistentStoreCoordinator, team: ManagedObjectID) {
@@ -143,16 +160,8 @@ struct RevertOfUndoTests {
     @Test("undo transaction 3 undid group 1 (the color) of 2; 5 redid group 0 (the name): 5 isn't 3's revert, so reverting 3 over a later color is refused as a conflict, not as reverted already by 5")
     func redoOfAnotherGroupIsNoRevert() async throws {
         let dir = try TemporaryDirectory()
-        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
-        let (teamID, _) = try await saveOtters(coordinator)
+        let (coordinator, teamID) = try await renamedAndRecoloredThenColorUndone(dir)
         try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            let team = try context.existingObject(with: teamID)
-            team.setValue("Herons", forKey: "name")
-            context.processPendingChanges()
-            team.setValue("red", forKey: "uniformColor")
-            try context.save()  // 2: groups 0 (name) and 1 (color)
-            try context.undo()
-            try context.save()  // 3: undo of (2, 1)
             try context.undo()
             try context.save()  // 4: undo of (2, 0)
             try context.redo()
@@ -222,16 +231,8 @@ struct RevertOfUndoTests {
     @Test("the editor reverts its save 2 (name, color) with 3, its undo of the color, as one: after a restart both groups are on its redo stack and redo cleanly")
     func revertOfASaveWithItsUndo() async throws {
         let dir = try TemporaryDirectory()
-        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
-        let (teamID, _) = try await saveOtters(coordinator)
+        let (coordinator, teamID) = try await renamedAndRecoloredThenColorUndone(dir)
         try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            let team = try context.existingObject(with: teamID)
-            team.setValue("Herons", forKey: "name")
-            context.processPendingChanges()
-            team.setValue("red", forKey: "uniformColor")
-            try context.save()  // 2: groups 0 (name) and 1 (color)
-            try context.undo()
-            try context.save()  // 3: undo of (2, 1)
             try context.revertTransactions(at: [try token(coordinator, 2), try token(coordinator, 3)])
             try context.save()  // 4
         }

@@ -293,11 +293,7 @@ struct StoredStateFetchTests {
             context.reset()
             // The first person judged reads `probe`, which commits T2's rename in the middle
             // of the fetch; T2's row is read after it.
-            CommittingProbe.arm {
-                var rename = TransactionDraft(author: "elsewhere")
-                rename.update(.stored(StoredObjectID(entity: "Team", primaryKey: t2)), values: ["name": .attribute(.string("Renamed"))])
-                _ = try log.commit(rename)
-            }
+            CommittingProbe.armRename(StoredObjectID(entity: "Team", primaryKey: t2), to: "Renamed", in: log)
             // (The OR keeps the join plan, which would read T2 before the first person, out.)
             var request = FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "probe == 1 AND (team.name == 'T2' OR name == 'nobody')"))
             request.includesPendingChanges = false
@@ -309,11 +305,7 @@ struct StoredStateFetchTests {
             // Dictionaries: the rows' values are read as of the fetch's snapshot too, so the
             // team matched as "T2" is "T2" in the rows (before, read after the fetch).
             context.reset()
-            CommittingProbe.arm {
-                var rename = TransactionDraft(author: "elsewhere")
-                rename.update(.stored(StoredObjectID(entity: "Team", primaryKey: t2)), values: ["name": .attribute(.string("Renamed again"))])
-                _ = try log.commit(rename)
-            }
+            CommittingProbe.armRename(StoredObjectID(entity: "Team", primaryKey: t2), to: "Renamed again", in: log)
             var dictionaries = FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "probe == 1 AND (team.name == 'Renamed' OR name == 'nobody')"))
             dictionaries.includesPendingChanges = false
             dictionaries.propertiesToFetch = ["name", "team.name"]
@@ -335,6 +327,15 @@ final class CommittingProbe: ManagedObject {
     static func arm(_ action: @escaping () throws -> Void) {
         self.action = action
         fired = false
+    }
+
+    /// Arms a commit, by another writer, renaming `team` to `name`.
+    static func armRename(_ team: StoredObjectID, to name: String, in log: EventLog) {
+        arm {
+            var rename = TransactionDraft(author: "elsewhere")
+            rename.update(.stored(team), values: ["name": .attribute(.string(name))])
+            _ = try log.commit(rename)
+        }
     }
 
     override func value(forKey key: String) -> Any? {
