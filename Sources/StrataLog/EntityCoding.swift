@@ -56,6 +56,8 @@ final class EntityCoding {
     let names: [String]
     let indexes: [IndexCoding]
     let hasUniqueIndex: Bool
+    /// Whether the entity has an unordered to-many (members kept outside its record).
+    let hasUnorderedToMany: Bool
     /// The last primary key this commit gave out for the entity (nil: none yet).
     var lastPrimaryKey: UInt64?
 
@@ -116,6 +118,7 @@ final class EntityCoding {
         lookup = shape.lookup
         indexes = shape.indexes
         hasUniqueIndex = shape.entity.hasUniqueIndex
+        hasUnorderedToMany = shape.properties.contains { $0.kind == .unorderedToMany }
     }
 
     /// The code of the stored property `name` (as ``ModelSchema/Entity/propertiesByName``,
@@ -274,6 +277,8 @@ struct PendingUniqueness {
 
     /// Forgets `key`'s object (deleted).
     mutating func remove(_ key: ObjectKey) {
+        // Nothing recorded yet (a run of deletes): no entry of the object to supersede.
+        guard !objects.isEmpty else { return }
         latest[key] = -1
     }
 
@@ -512,6 +517,22 @@ struct DeferredWrites {
         reserve(&members, before.members)
         reserve(&index, before.index)
     }
+}
+
+/// What a run of a commit's deletes removes from the state, index, referrer and member
+/// tables (keys; the values are empty) and the history rows it puts, applied by
+/// ``TableWriter/applyDeferredDeletes(_:_:)``.
+struct DeferredDeletes {
+    var state = DeferredRows(expectedObjects: 0)
+    var index = DeferredRows(expectedObjects: 0)
+    var referrers = DeferredRows(expectedObjects: 0)
+    var members = DeferredRows(expectedObjects: 0)
+    var history = DeferredRows(expectedObjects: 0)
+
+    var isEmpty: Bool { state.isEmpty && index.isEmpty && referrers.isEmpty && members.isEmpty && history.isEmpty }
+
+    /// Bytes of keys waiting.
+    var bufferedBytes: Int { state.bytes.count + index.bytes.count + referrers.bytes.count + members.bytes.count + history.bytes.count }
 }
 
 /// The entity shapes of one log's schema, made at the first commit that needs each and kept

@@ -78,6 +78,8 @@ extension EventLog {
         /// The permanent IDs of the temporary objects, in the order pass 2 meets their inserts.
         var insertedIDs: [StoredObjectID] = []
         insertedIDs.reserveCapacity(operationCount)
+        /// The draft's deletes, to make room for them at the first.
+        var deleteCount = 0
         // An entity a later stored model version renames gives out keys above the new name's
         // too (spec 0004 §4.6).
         let partners = counterPartners()
@@ -90,7 +92,10 @@ extension EventLog {
             // By position, reading only the object: binding the operation would retain its
             // values, which pass 2 reads anyway.
             for position in group.operations.indices {
-                guard let object = group.operations[position].insertedObject else { continue }
+                guard let object = group.operations[position].insertedObject else {
+                    if group.operations[position].isDelete { deleteCount += 1 }
+                    continue
+                }
                 if case .stored(let id) = object {
                     // Restoring a deleted object under its own ID (undo of a delete): the ID
                     // must have been given out before, and the object must not exist now.
@@ -230,11 +235,17 @@ extension EventLog {
         var byCode: [LogValue?] = []
         var nextInserted = 0
         var writes = DeferredWrites(expectedObjects: operationCount)
+        var deletes = DeferredDeletes()
         for group in draft.groups where !group.operations.isEmpty {
             var changes: [Change] = []
             changes.reserveCapacity(group.operations.count)
             var w = ByteWriter(capacity: 64 + group.operations.count * 96)
             for operation in group.operations {
+                if !deletes.isEmpty, !operation.isDelete || deletes.bufferedBytes >= DeferredWrites.flushThreshold {
+                    // A run of deletes ends (or has buffered enough): the operations below read
+                    // the rows the deletes remove.
+                    try writer.applyDeferredDeletes(txn, &deletes)
+                }
                 if case .insert(.temporary, _) = operation, writes.bufferedBytes < DeferredWrites.flushThreshold {} else {
                     // The operations below read what inserts write (a restore looks for its
                     // object): put the inserts' rows first. So do inserts past the threshold.
@@ -394,15 +405,26 @@ extension EventLog {
                     let id = try resolve(object)
                     let coding = try codings.coding(id.entity)
                     let key = try writer.key(id)
-                    guard let record = try writer.readRecord(txn, key, entityName: id.entity) else {
+                    // Deleted earlier in this run of deletes, its rows not removed yet: gone.
+                    guard deleted[key] == nil,
+                        let (record, stored) = try writer.readRecordAndValues(txn, key, entityName: id.entity, valuesOf: modelVersion)
+                    else {
                         throw LogError.objectNotFound(id.description)
                     }
                     let before = try writer.beforeImage(txn, key, record: record, entity: coding.entity)
-                    try writer.applyDelete(txn, key, sequence: sequence, entity: coding.entity)
+                    try writer.deferDelete(txn, key, values: record.values, coding: coding, sequence: sequence, into: &deletes)
+                    if deleted.isEmpty { deleted.reserveCapacity(deleteCount) }
                     deleted[key] = id
                     if coding.hasUniqueIndex { uniqueness.remove(key) }
                     let change = Change.delete(id, before: before)
-                    try EventCodec.writeChange(change, &w, schema: eventSchema, catalog: writer)
+                    if let stored, !coding.hasUnorderedToMany {
+                        // The record's values section is the before-image's, byte for byte
+                        // (the same layout, the event's model version): copied, not encoded again.
+                        EventCodec.writeImageStart(insert: false, entityCode: key.entity, primaryKey: key.primaryKey, &w)
+                        w.raw(stored)
+                    } else {
+                        try EventCodec.writeChange(change, &w, schema: eventSchema, catalog: writer)
+                    }
                     changes.append(change)
                 }
             }
@@ -411,6 +433,7 @@ extension EventLog {
             groups.append(ChangeGroup(actionName: group.actionName, changes: changes, origin: group.origin))
             groupBytes.append(w.bytes)
         }
+        try writer.applyDeferredDeletes(txn, &deletes)
         try writer.putDeferred(txn, &writes, uniqueness: &uniqueness)
 
         // Derived attributes (spec 0006 §24): computed from the state the changes left, and
@@ -588,5 +611,11 @@ extension TransactionDraft.Operation {
     fileprivate var insertedObject: DraftObjectID? {
         if case .insert(let object, _) = self { return object }
         return nil
+    }
+
+    /// Whether this is a delete.
+    var isDelete: Bool {
+        if case .delete = self { return true }
+        return false
     }
 }

@@ -644,8 +644,12 @@ struct TableWriter: CodecCatalog {
     }
 
     /// Applies a delete: removes the record, its outgoing references and membership, its index entries.
-    func applyDelete(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, sequence: UInt64, entity: ModelSchema.Entity) throws {
-        guard let record = try readRecord(txn, key, entityName: entity.name) else {
+    /// `current`: the record the caller read in this transaction (a commit reads it for the
+    /// before-image), so it isn't read and decoded twice.
+    func applyDelete(
+        _ txn: borrowing LMDBTransaction, _ key: ObjectKey, sequence: UInt64, entity: ModelSchema.Entity, current: Record? = nil
+    ) throws {
+        guard let record = try current ?? readRecord(txn, key, entityName: entity.name) else {
             throw LogError.objectNotFound("\(entity.name)/p\(key.primaryKey)")
         }
         for property in entity.properties {
@@ -663,6 +667,97 @@ struct TableWriter: CodecCatalog {
         try updateIndexes(txn, key, old: record.values, new: nil, entity: entity)
         _ = try key.withBytes { key in try txn.delete(key: key, in: tables.state) }
         try putHistory(txn, key, sequence)
+    }
+
+    /// Defers a commit's delete of `key`, whose record holds `values`: the rows
+    /// ``applyDelete(_:_:sequence:entity:current:)`` removes — its outgoing references,
+    /// membership rows, index rows and record — and the history row it adds go into `deletes`,
+    /// found through `coding`'s resolved codes, for ``applyDeferredDeletes(_:_:)`` to remove
+    /// (and put) in key order. Until then the object's rows are still in the tables: the
+    /// commit applies them before any operation other than a delete.
+    func deferDelete(
+        _ txn: borrowing LMDBTransaction, _ key: ObjectKey, values: [String: LogValue], coding: EntityCoding, sequence: UInt64,
+        into deletes: inout DeferredDeletes
+    ) throws {
+        for (code, property) in coding.properties.enumerated() {
+            switch property.kind {
+            case .attribute, .derived: continue
+            case .toOne, .orderedToMany:
+                let relationship = try coding.relationshipCode(code, self)
+                for target in try targets(of: values[coding.names[code]]) {
+                    Self.withLinkKey(target, relationship, key) { deletes.referrers.add($0, value: Self.emptyBytes) }
+                }
+            case .unorderedToMany:
+                let relationship = try coding.relationshipCode(code, self)
+                for target in try members(txn, of: key, relationship: relationship) {
+                    Self.withLinkKey(target, relationship, key) { deletes.referrers.add($0, value: Self.emptyBytes) }
+                    Self.withLinkKey(key, relationship, target) { deletes.members.add($0, value: Self.emptyBytes) }
+                }
+            }
+        }
+        if !coding.indexes.isEmpty {
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(64)
+            for index in coding.indexes {
+                bytes.removeAll(keepingCapacity: true)
+                Self.appendIndexCode(try coding.indexCode(index, self), to: &bytes)
+                for property in index.propertyCodes {
+                    let value = property >= 0 ? values[coding.names[property]] : nil
+                    var target: ObjectKey?
+                    if case .reference(let id)? = value { target = try self.key(id) }
+                    _ = Self.appendIndexValue(value, target: target, to: &bytes)
+                }
+                key.append(to: &bytes)
+                deletes.index.add(bytes, uniqueKey: -1)
+            }
+        }
+        key.withBytes { deletes.state.add($0, value: Self.emptyBytes) }
+        Self.withHistoryKey(key, sequence) { deletes.history.add($0, value: Self.emptyBytes) }
+    }
+
+    /// Removes the rows ``deferDelete(_:_:values:coding:sequence:into:)`` deferred, each
+    /// table's in key order through one cursor, puts the deletes' history rows, and empties
+    /// `deletes`. A delete through `mdb_del` searches the tree from its root each time; one
+    /// through a cursor already on the key's page finds it there.
+    func applyDeferredDeletes(_ txn: borrowing LMDBTransaction, _ deletes: inout DeferredDeletes) throws {
+        guard !deletes.isEmpty else { return }
+        func remove(_ rows: inout DeferredRows, in table: LMDBDatabase) throws {
+            guard !rows.isEmpty else { return }
+            rows.sort()
+            try txn.withCursor(on: table) { cursor in
+                try rows.forEach { _, key, _ in
+                    if try cursor.seek(exactly: key) { try cursor.deleteCurrent() }
+                }
+            }
+            rows.removeAll()
+        }
+        try remove(&deletes.referrers, in: tables.referrers)
+        try remove(&deletes.members, in: tables.members)
+        try remove(&deletes.index, in: tables.index)
+        try remove(&deletes.state, in: tables.state)
+        try putRows(txn, &deletes.history, in: tables.history)
+    }
+
+    /// The state record of `key` and, when it was written with model version `version`, its
+    /// values section (the property count, then each code and value, by code): the bytes a
+    /// delete's before-image has in an event of that version when the entity has no
+    /// unordered to-many (whose members aren't in the record). Nil when there is no record.
+    func readRecordAndValues(
+        _ txn: borrowing LMDBTransaction, _ key: ObjectKey, entityName: String, valuesOf version: Int
+    ) throws -> (record: Record, values: [UInt8]?)? {
+        try key.withBytes { keyBytes in
+            try txn.withValue(forKey: keyBytes, in: tables.state) { span in
+                try span.withUnsafeBytes { raw -> (record: Record, values: [UInt8]?) in
+                    let record = try decodeRecord(raw, entityName: entityName, context: "record \(entityName)/p\(key.primaryKey)")
+                    guard record.modelVersion == version else { return (record, nil) }
+                    // The header decoded above: the model version, then the sequence.
+                    var r = ByteReader(raw, context: "record \(entityName)/p\(key.primaryKey)")
+                    _ = try r.count(limit: Int(Int32.max))
+                    _ = try r.varint()
+                    return (record, Array(UnsafeRawBufferPointer(rebasing: raw[r.offset...])))
+                }
+            }
+        }
     }
 
     /// The full before-image of a live object: its record values plus unordered members.
