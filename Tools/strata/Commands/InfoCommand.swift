@@ -152,7 +152,7 @@ struct StoreInfo {
         if metadata.purgedThrough > 0 {
             var line = "purged       1…\(metadata.purgedThrough) (the state as of \(metadata.purgedThrough) is kept as the base snapshot)"
             if let marker = purgeMarker {
-                line += "; #\(marker.sequence)\(marker.author.map { " by \($0)" } ?? "") at \(Timestamps.format(marker.timestamp))"
+                line += "; #\(marker.sequence)\(marker.author.map { " by \(ValueRendering.oneLine($0))" } ?? "") at \(Timestamps.format(marker.timestamp))"
             }
             out.line(line)
         }

@@ -1,0 +1,63 @@
+import Foundation
+import StrataLog
+import StrataModel
+import StrataTestSupport
+import Testing
+
+/// Session 24's review of the `strata` tool: defects found exercising every command.
+@Suite("Session 24 review: strata")
+struct Session24ReviewCommandTests {
+    /// A store whose one Note's text holds a quote, a newline and what looks like a change
+    /// line, saved by an author and under an action name with a newline and quotes; then
+    /// the text changed to a plain value.
+    static func awkwardTextStore(_ directory: TemporaryDirectory) throws -> (path: String, uuid: UUID) {
+        let path = directory.file("Notes.strata")
+        let model = try ManagedObjectModel {
+            Entity("Note") { Attribute("text", .string) }
+        }
+        let log = try EventLog(path: path, model: model)
+        var draft = TransactionDraft(author: "mallory\n#9  forged header", contextName: "sync\tclient")
+        draft.setActionName("Paste \"all\"\n  delete x-strata://forged/Note/p7")
+        let note = draft.insert("Note", values: ["text": .attribute(.string("a\" → \"b\n  delete x-strata://forged/Note/p9\\"))])
+        let inserted = try log.commit(draft)
+        var update = TransactionDraft(author: "alice")
+        update.update(.stored(try required(inserted.permanentID(for: note))), values: ["text": .attribute(.string("plain"))])
+        try log.commit(update)
+        return (path, log.storeUUID)
+    }
+
+    @Test("log, replay (--object, --diff, --step) and revert --dry-run print a string value, an action name and a header on their own lines: quotes, backslashes and control characters escaped, so a value can't forge a change or a transaction (before: printed raw, a newline in a value started a line of its own)")
+    func textEscaping() throws {
+        let directory = try TemporaryDirectory("strata-s24")
+        let (path, uuid) = try Self.awkwardTextStore(directory)
+        let note = "x-strata://\(uuid.uuidString)/Note/p1"
+        let value = #""a\" → \"b\n  delete x-strata://forged/Note/p9\\""#
+
+        let log = try strata("log", path)
+        #expect(log.status == 0, "\(log.standardError)")
+        let lines = log.standardOutput.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines.filter { $0.hasPrefix("#") }.count == 2, "\(log.standardOutput)")
+        #expect(!lines.contains { $0.contains("delete") && !$0.contains("\\n  delete") }, "\(log.standardOutput)")
+        #expect(lines.contains { $0.hasPrefix("#1  ") && $0.contains("  author mallory\\n#9  forged header  context sync\\tclient  pid ") })
+        #expect(lines.contains(#"  action "Paste \"all\"\n  delete x-strata://forged/Note/p7""#), "\(log.standardOutput)")
+        #expect(lines.contains("    text: nil → \(value)"), "\(log.standardOutput)")
+        #expect(lines.contains("    text: \(value) → \"plain\""), "\(log.standardOutput)")
+
+        let blame = try strata("replay", path, "--object", note, "--to", "1")
+        #expect(blame.status == 0, "\(blame.standardError)")
+        #expect(blame.standardOutput.contains("  * text  \(value)\n"), "\(blame.standardOutput)")
+        #expect(!blame.standardOutput.contains("\n  delete"), "\(blame.standardOutput)")
+
+        let diff = try strata("replay", path, "--diff", "1..2")
+        #expect(diff.status == 0, "\(diff.standardError)")
+        #expect(diff.standardOutput.contains("    text: \(value) → \"plain\"\n"), "\(diff.standardOutput)")
+
+        let step = try strata("replay", path, "--step", input: "\n")
+        #expect(step.status == 0, "\(step.standardError)")
+        #expect(step.standardOutput.contains("    text: nil → \(value)\n"), "\(step.standardOutput)")
+
+        let revert = try strata("revert", path, "2", "--dry-run")
+        #expect(revert.status == 0, "\(revert.standardError)")
+        #expect(revert.standardOutput.contains("    text: \"plain\" → \(value)\n"), "\(revert.standardOutput)")
+    }
+}
