@@ -60,4 +60,20 @@ struct Session24ReviewCommandTests {
         #expect(revert.status == 0, "\(revert.standardError)")
         #expect(revert.standardOutput.contains("    text: \"plain\" → \(value)\n"), "\(revert.standardOutput)")
     }
+
+    @Test("replay --step --from 0 on a store never purged steps from 1, as log --from 0 reads from 1 (before: exit 1, \"sequence 0 was purged: history through 0 was removed\"); after a purge it is still refused as purged history")
+    func stepFromZero() throws {
+        let store = try makeLeagueStore()
+        let step = try strata("replay", store.path, "--step", "--from", "0", "--to", "2", input: "\n")
+        #expect(step.status == 0, "\(step.standardError)")
+        #expect(step.standardOutput.hasPrefix("#1  "), "\(step.standardOutput)")
+        #expect(step.standardOutput.contains("\n#2  "))
+        #expect(step.standardOutput.hasSuffix("-- end (sequence 2) --\n"))
+        #expect(!step.standardError.contains("purged"))
+
+        let purged = try makePurgedLeagueStore()
+        let refused = try strata("replay", purged.path, "--step", "--from", "0")
+        #expect(refused.status == 1)
+        #expect(refused.standardError == "strata: sequence 0 was purged: history through 20 was removed, and the earliest state kept is as of 20\n", "\(refused.standardError)")
+    }
 }
