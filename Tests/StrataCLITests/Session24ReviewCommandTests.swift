@@ -76,4 +76,25 @@ struct Session24ReviewCommandTests {
         #expect(refused.status == 1)
         #expect(refused.standardError == "strata: sequence 0 was purged: history through 20 was removed, and the earliest state kept is as of 20\n", "\(refused.standardError)")
     }
+
+    @Test("log --where and revert --where comparing a header key with a constant of another type (timestamp with a string, processID with a string, author with a number) are exit 64 naming the comparison (before: it matched nothing, silently: 'no transactions match', exit 0); a date constant still selects")
+    func whereTypeMismatch() throws {
+        let store = try makeLeagueStore()
+        for (predicate, problem) in [
+            ("timestamp > '2026-01-01T00:03:00Z'", #"timestamp (Date) compared with "2026-01-01T00:03:00Z" (string)"#),
+            ("processID == 'x'", #"processID (Integer 64) compared with "x" (string)"#),
+            ("author == 5 OR contextName == 'editor'", "author (String) compared with 5 (number)"),
+        ] {
+            for command in [["log", store.path], ["revert", store.path, "--dry-run"]] {
+                let result = try runProcess(BuildProducts.executable("strata"), command + ["--where", predicate])
+                #expect(result.status == 64, "\(command[0]) \(predicate): \(result.standardOutput)")
+                #expect(result.standardError.hasPrefix("Error: --where: "), "\(result.standardError)")
+                #expect(result.standardError.contains(problem), "\(result.standardError)")
+            }
+        }
+        // 2026-01-01T00:03:00Z is 788_918_580 seconds after 2001-01-01.
+        let dated = try strata("log", store.path, "--where", "timestamp > CAST(788918580, 'NSDate')", "--format", "json")
+        #expect(dated.status == 0, "\(dated.standardError)")
+        #expect(sequences(try logTransactions(dated.standardOutput)) == [4, 5, 6, 7])
+    }
 }
