@@ -97,4 +97,36 @@ struct Session24ReviewCommandTests {
         #expect(dated.status == 0, "\(dated.standardError)")
         #expect(sequences(try logTransactions(dated.standardOutput)) == [4, 5, 6, 7])
     }
+
+    @Test("export --output naming one of the store's own files (data.mdb, lock.mdb, a segment; directly or through a symlink) is exit 64 and changes nothing (before: the export replaced data.mdb and the store was gone)")
+    func exportOverStoreFile() throws {
+        let store = try makeLeagueStore()
+        let log = try EventLog(openingExistingAt: store.path, readOnly: false)
+        try log.compact(CompactionRequest(before: 4))
+        let segment = try #require(try FileManager.default.contentsOfDirectory(atPath: (store.path as NSString).appendingPathComponent("segments")).first { $0.hasSuffix(".zst") })
+        let alias = store.directory.file("alias")
+        try FileManager.default.createSymbolicLink(atPath: alias, withDestinationPath: store.path)
+        let before = try snapshotFiles(store.path)
+        for (format, output) in [
+            ("json", (store.path as NSString).appendingPathComponent("data.mdb")),
+            ("ndjson", (alias as NSString).appendingPathComponent("data.mdb")),
+            ("sql", (alias as NSString).appendingPathComponent("lock.mdb")),
+            ("json", (store.path as NSString).appendingPathComponent("segments/\(segment)")),
+        ] {
+            let result = try strata("export", store.path, "--format", format, "--output", output)
+            #expect(result.status == 64, "\(output): \(result.standardError)")
+            #expect(result.standardError.hasPrefix("Error: --output \(output) is the store's own file"), "\(result.standardError)")
+        }
+        let after = try snapshotFiles(store.path)
+        #expect(Set(after.keys) == Set(before.keys))
+        for (name, (data, date)) in before {
+            #expect(after[name]?.0 == data && after[name]?.1 == date, "\(name) changed")
+        }
+        let verify = try strata("verify", store.path)
+        #expect(verify.status == 0, "\(verify.standardOutput)\(verify.standardError)")
+        // A file of its own beside the store's is written as before.
+        let beside = (store.path as NSString).appendingPathComponent("export.json")
+        #expect(try strata("export", store.path, "--output", beside).status == 0)
+        #expect(FileManager.default.fileExists(atPath: beside))
+    }
 }
