@@ -129,4 +129,17 @@ struct Session24ReviewCommandTests {
         #expect(try strata("export", store.path, "--output", beside).status == 0)
         #expect(FileManager.default.fileExists(atPath: beside))
     }
+
+    @Test("replay --into a directory inside the store (beside data.mdb, or in segments) is exit 1 naming it, as migrate --into is, and creates nothing (before: a second store was written inside the first's directory)")
+    func replayIntoInsideStore() throws {
+        let store = try makeLeagueStore()
+        for inside in ["copy", "segments/copy"] {
+            let destination = (store.path as NSString).appendingPathComponent(inside)
+            let result = try strata("replay", store.path, "--to", "3", "--into", destination)
+            #expect(result.status == 1, "\(result.standardOutput)")
+            #expect(result.standardError.hasPrefix("strata: \(destination) is inside the store at \(store.path)"), "\(result.standardError)")
+            #expect(!FileManager.default.fileExists(atPath: destination))
+        }
+        #expect(!FileManager.default.fileExists(atPath: (store.path as NSString).appendingPathComponent("segments")))
+    }
 }
