@@ -142,4 +142,24 @@ struct Session24ReviewCommandTests {
         }
         #expect(!FileManager.default.fileExists(atPath: (store.path as NSString).appendingPathComponent("segments")))
     }
+
+    @Test("revert refused for its arguments — a sequence past the head, 0, purged, none accepted by --where — exits 1 without opening the store writable: no byte or modification time of its files changes (before: the writable open recorded itself in data.mdb, though the message said nothing was written)")
+    func revertRefusalsWriteNothing() throws {
+        let store = try makePurgedLeagueStore()
+        for arguments in [["99"], ["0"], ["39", "22"], ["3"], ["--where", "author == 'nobody'"]] {
+            let before = try snapshotFiles(store.path)
+            let result = try runProcess(BuildProducts.executable("strata"), ["revert", store.path] + arguments)
+            #expect(result.status == 1, "\(arguments): \(result.standardOutput)")
+            #expect(result.standardError.hasPrefix("strata: "), "\(result.standardError)")
+            let after = try snapshotFiles(store.path)
+            #expect(Set(after.keys) == Set(before.keys))
+            for (name, (data, date)) in before {
+                #expect(after[name]?.0 == data && after[name]?.1 == date, "revert \(arguments) changed \(name)")
+            }
+        }
+        // Not refused: written as before.
+        let revert = try strata("revert", store.path, "37")
+        #expect(revert.status == 0, "\(revert.standardError)")
+        #expect(revert.standardOutput.contains("wrote        #39  "), "\(revert.standardOutput)")
+    }
 }

@@ -69,13 +69,15 @@ struct RevertCommand: ParsableCommand {
 
     func run() throws {
         try runCommand {
-            let log = dryRun ? try options.openReadOnly() : try options.openWritable()
-            let (head, purged) = try log.read { reader in (try reader.head, try reader.purgedThrough) }
+            // What to revert is settled on a read-only open: a revert refused for its
+            // arguments doesn't open the store writable, which records the open in data.mdb.
+            let checking = try options.openReadOnly()
+            let (head, purged) = try checking.read { reader in (try reader.head, try reader.purgedThrough) }
             var selected = Set(self.sequences)
             if let text = transactionPredicate {
                 let predicate = try TransactionWhere.parse(text)
-                let storeUUID = log.storeUUID
-                try log.read { reader in
+                let storeUUID = checking.storeUUID
+                try checking.read { reader in
                     guard purged < head else { return }
                     try reader.forEachEvent(from: purged + 1, through: head, where: { TransactionWhere.accepts(predicate, $0, storeUUID: storeUUID) }) { event in
                         switch event.kind {
@@ -93,9 +95,10 @@ struct RevertCommand: ParsableCommand {
             let named = sequences.count == 1 ? "transaction \(sequences[0])" : "transactions \(sequences.map(String.init).joined(separator: ", "))"
             for sequence in sequences {
                 guard sequence > 0 else { throw CommandFailure("sequence 0 is the point before the first transaction; nothing to revert") }
-                try log.checkSequence(sequence, head: head)
+                try checking.checkSequence(sequence, head: head)
                 if sequence <= purged { throw CommandFailure("transaction \(sequence) was purged: the store's history through \(purged) is gone") }
             }
+            let log = dryRun ? checking : try options.openWritable()
             let events = try log.read { reader in try sequences.map { try reader.event($0) } }
             let coordinator = PersistentStoreCoordinator(managedObjectModel: log.model)
             try coordinator.addPersistentStore(openedLog: log)
