@@ -162,4 +162,24 @@ struct Session24ReviewCommandTests {
         #expect(revert.status == 0, "\(revert.standardError)")
         #expect(revert.standardOutput.contains("wrote        #39  "), "\(revert.standardOutput)")
     }
+
+    @Test("a write to standard output that fails — the reader gone with SIGPIPE ignored, a full disk — is exit 1 with 'strata: can't write to standard output: REASON' (before: a trap, exit 132 and a backtrace)")
+    func stdoutWriteError() throws {
+        let bash = "/bin/bash"
+        guard FileManager.default.isExecutableFile(atPath: bash) else { return }
+        // More than the sink's 64 KiB buffer, so a write happens after the reader is gone.
+        let store = try makeLeagueStore(extraTransactions: 400)
+        let executable = BuildProducts.executable("strata").path
+        let bashURL = URL(fileURLWithPath: bash)
+        let pipe = try runProcess(bashURL, ["-c", #"trap '' PIPE; "$0" log "$1" --format ndjson 2>"$2" | head -c 10 >/dev/null; echo "${PIPESTATUS[0]}"; cat "$2""#, executable, store.path, store.directory.file("stderr-pipe")])
+        #expect(pipe.standardOutput.hasPrefix("1\nstrata: can't write to standard output: "), "\(pipe.standardOutput)")
+        #expect(!pipe.standardOutput.contains("Fatal error"), "\(pipe.standardOutput)")
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: "/dev/full", isDirectory: &isDirectory), !isDirectory.boolValue {
+            let full = try runProcess(bashURL, ["-c", #""$0" export "$1" >/dev/full"#, executable, store.path])
+            #expect(full.status == 1, "\(full.standardError)")
+            #expect(full.standardError.hasPrefix("strata: can't write to standard output: "), "\(full.standardError)")
+            #expect(!full.standardError.contains("Fatal error"))
+        }
+    }
 }

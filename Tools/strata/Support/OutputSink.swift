@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 
 /// Buffered output to standard output or a file: large exports and logs are written in
@@ -5,12 +6,15 @@ import Foundation
 final class OutputSink {
     private let handle: FileHandle
     private let ownsHandle: Bool
+    /// What the output is, for an error: `standard output` or the file's path.
+    private let name: String
     private var buffer: [UInt8] = []
 
     /// Standard output.
     init() {
         handle = FileHandle.standardOutput
         ownsHandle = false
+        name = "standard output"
         buffer.reserveCapacity(1 << 16)
     }
 
@@ -21,6 +25,7 @@ final class OutputSink {
         }
         handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         ownsHandle = true
+        name = path
         buffer.reserveCapacity(1 << 16)
     }
 
@@ -37,9 +42,18 @@ final class OutputSink {
     }
 
     /// Writes out what is buffered.
+    ///
+    /// A write that fails — the reader of a pipe gone while SIGPIPE is ignored, a full disk —
+    /// ends the command with exit status 1 and `strata: can't write to NAME: REASON`: nothing
+    /// more can be delivered, and the output so far is incomplete.
     func flush() {
         guard !buffer.isEmpty else { return }
-        handle.write(Data(buffer))
+        do {
+            try handle.write(contentsOf: buffer)
+        } catch {
+            printError("strata: can't write to \(name): \(Self.reason(error))")
+            exit(ExitStatus.failure.rawValue)
+        }
         buffer.removeAll(keepingCapacity: true)
     }
 
@@ -47,5 +61,14 @@ final class OutputSink {
     func close() {
         flush()
         if ownsHandle { try? handle.close() }
+    }
+
+    /// The system's words for a failed write (`Broken pipe`, `No space left on device`).
+    static func reason(_ error: any Error) -> String {
+        let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+        if let posix = underlying ?? (error as NSError?), posix.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(posix.code)))
+        }
+        return "\(error)"
     }
 }
