@@ -182,4 +182,32 @@ struct Session24ReviewCommandTests {
             #expect(!full.standardError.contains("Fatal error"))
         }
     }
+
+    @Test("export --output writes through the path it is given: a symlink keeps pointing at its file, which gets the export; a pipe (/dev/fd/N, as bash's >(…) gives) receives it (before: the output was written to a new file put in the path's place — the symlink replaced, the pipe refused with 'cannot create')")
+    func outputWritesThrough() throws {
+        let store = try makeLeagueStore()
+        let expected = try strata("export", store.path, "--format", "ndjson").standardOutput
+        #expect(!expected.isEmpty)
+        let target = store.directory.file("exports/latest.ndjson")
+        try FileManager.default.createDirectory(atPath: store.directory.file("exports"), withIntermediateDirectories: true)
+        try Data("old".utf8).write(to: URL(fileURLWithPath: target))
+        let link = store.directory.file("latest.ndjson")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        let viaLink = try strata("export", store.path, "--format", "ndjson", "--output", link)
+        #expect(viaLink.status == 0, "\(viaLink.standardError)")
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == target, "the symlink was replaced")
+        #expect(try String(contentsOfFile: target, encoding: .utf8) == expected)
+
+        let bash = "/bin/bash"
+        guard FileManager.default.isExecutableFile(atPath: bash) else { return }
+        let received = store.directory.file("received.ndjson")
+        let piped = try runProcess(URL(fileURLWithPath: bash), [
+            "-c", #""$0" export "$1" --format ndjson --output >(cat > "$2"); status=$?; wait; echo "$status""#,
+            BuildProducts.executable("strata").path, store.path, received,
+        ])
+        #expect(piped.standardOutput == "0\n", "\(piped.standardOutput)\(piped.standardError)")
+        // The process substitution's cat may finish after bash's wait: give it a moment.
+        for _ in 0..<50 where (try? String(contentsOfFile: received, encoding: .utf8)) != expected { Thread.sleep(forTimeInterval: 0.1) }
+        #expect(try String(contentsOfFile: received, encoding: .utf8) == expected)
+    }
 }

@@ -18,12 +18,16 @@ final class OutputSink {
         buffer.reserveCapacity(1 << 16)
     }
 
-    /// A new file at `path` (replacing one that exists).
+    /// The file at `path`, created or emptied, written through what the path names: a
+    /// symlink's file, a pipe (`/dev/fd/N`, a FIFO), a device — as a shell's `>` writes. (A
+    /// new file put in the path's place would replace a symlink and can't be made for a
+    /// pipe.)
     init(path: String) throws {
-        guard FileManager.default.createFile(atPath: path, contents: nil) else {
-            throw CommandFailure("cannot create \(path)")
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
+        guard descriptor >= 0 else {
+            throw CommandFailure("cannot create \(path): \(String(cString: strerror(errno)))")
         }
-        handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         ownsHandle = true
         name = path
         buffer.reserveCapacity(1 << 16)
