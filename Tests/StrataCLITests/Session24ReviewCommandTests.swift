@@ -210,4 +210,21 @@ struct Session24ReviewCommandTests {
         for _ in 0..<50 where (try? String(contentsOfFile: received, encoding: .utf8)) != expected { Thread.sleep(forTimeInterval: 0.1) }
         #expect(try String(contentsOfFile: received, encoding: .utf8) == expected)
     }
+
+    @Test("doctor --keep names where it kept the scratch environment, which without --directory is a fresh temporary directory (before: kept at a path it never printed)")
+    func doctorKeepNamesThePlace() throws {
+        let directory = try TemporaryDirectory("strata-s24")
+        let result = try runProcess(BuildProducts.executable("strata"), ["doctor", "--keep"], environment: ["TMPDIR": directory.path + "/"])
+        #expect(result.status == 0, "\(result.standardOutput)\(result.standardError)")
+        let lines = result.standardOutput.split(separator: "\n").map(String.init)
+        let kept = try #require(lines.first { $0.hasPrefix("kept    ") }, "\(result.standardOutput)")
+        let path = String(kept.dropFirst("kept    the scratch environment at ".count))
+        #expect(kept.hasPrefix("kept    the scratch environment at \(directory.path)"), "\(kept)")
+        #expect(FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent("data.mdb")), "\(path)")
+        #expect(lines.last == "all checks passed")
+        // Without --keep, no such line.
+        let plain = try runProcess(BuildProducts.executable("strata"), ["doctor"], environment: ["TMPDIR": directory.path + "/"])
+        #expect(plain.status == 0)
+        #expect(!plain.standardOutput.contains("kept"))
+    }
 }
