@@ -227,4 +227,29 @@ struct Session24ReviewCommandTests {
         #expect(plain.status == 0)
         #expect(!plain.standardOutput.contains("kept"))
     }
+
+    @Test("info prints the user's metadata dates as everything else prints dates: to the microsecond, and one with no ISO form (NaN, 10^300 s out) as its seconds since 1970, never a made-up date; a key with a newline stays on its line (before: milliseconds, an empty value for NaN, '5838270-09-20T00:00:00.000Z' for -10^300 s)")
+    func infoMetadataDates() throws {
+        let directory = try TemporaryDirectory("strata-s24")
+        let path = directory.file("Meta.strata")
+        do {
+            let log = try EventLog(path: path, model: try ManagedObjectModel { Entity("Note") { Attribute("text", .string) } })
+            try log.setUserMetadata([
+                "nan": .date(Date(timeIntervalSince1970: .nan)),
+                "past": .array([.date(Date(timeIntervalSince1970: -1e300))]),
+                "micro": .date(Date(timeIntervalSince1970: 1.000001)),
+                "two\nlines": .string("v"),
+            ])
+        }
+        let info = try strata("info", path)
+        #expect(info.status == 0, "\(info.standardError)")
+        let lines = info.standardOutput.split(separator: "\n").map(String.init)
+        let start = try #require(lines.firstIndex(of: "metadata     4 keys"), "\(info.standardOutput)")
+        #expect(Array(lines[(start + 1)...]) == [
+            "  micro       1970-01-01T00:00:01.000001Z (date)",
+            "  nan         nan (date)",
+            "  past        [-1e+300] (array)",
+            "  two\\nlines  \"v\" (string)",
+        ], "\(info.standardOutput)")
+    }
 }
