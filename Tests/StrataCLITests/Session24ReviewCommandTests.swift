@@ -124,9 +124,30 @@ struct Session24ReviewCommandTests {
         }
         let verify = try strata("verify", store.path)
         #expect(verify.status == 0, "\(verify.standardOutput)\(verify.standardError)")
-        // A file of its own beside the store's is written as before.
-        let beside = (store.path as NSString).appendingPathComponent("export.json")
-        #expect(try strata("export", store.path, "--output", beside).status == 0)
+    }
+
+    @Test("export --output inside the store's directory — a file of its own beside data.mdb, csv into the directory or its segments — is exit 64 and creates nothing, so the store can still be destroyed and replaced (before: the export was written there, and destroyStore then refused the store: 'holds export.json, which Strata doesn't create in a store')")
+    func exportIntoStoreDirectory() throws {
+        let store = try makeLeagueStore()
+        let alias = store.directory.file("alias")
+        try FileManager.default.createSymbolicLink(atPath: alias, withDestinationPath: store.path)
+        let before = try FileManager.default.subpathsOfDirectory(atPath: store.path).sorted()
+        for (format, output) in [
+            ("json", (store.path as NSString).appendingPathComponent("export.json")),
+            ("sql", (alias as NSString).appendingPathComponent("dump/export.sql")),
+            ("csv", store.path),
+            ("csv", (store.path as NSString).appendingPathComponent("segments")),
+        ] {
+            let result = try strata("export", store.path, "--format", format, "--output", output)
+            #expect(result.status == 64, "\(format) \(output): \(result.standardError)")
+            #expect(result.standardError.hasPrefix("Error: --output \(output) is inside the store at \(store.path)"), "\(result.standardError)")
+        }
+        #expect(try FileManager.default.subpathsOfDirectory(atPath: store.path).sorted() == before)
+        #expect(try EventLog.destroyStore(at: store.path))
+        // Beside a store, not in it: written.
+        let other = try makeLeagueStore()
+        let beside = other.directory.file("export.json")
+        #expect(try strata("export", other.path, "--output", beside).status == 0)
         #expect(FileManager.default.fileExists(atPath: beside))
     }
 
