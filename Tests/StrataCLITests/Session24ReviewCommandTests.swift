@@ -273,4 +273,32 @@ struct Session24ReviewCommandTests {
             "  two\\nlines  \"v\" (string)",
         ], "\(info.standardOutput)")
     }
+
+    @Test("demo --force on a store another process has open is exit 1 naming that process, and the store is left as it was (before: it was deleted and rebuilt under the open process, which then read the new store's segments against its old log)")
+    func demoForceOnAnOpenStore() throws {
+        let directory = try TemporaryDirectory("strata-s24")
+        let path = directory.file("demo")
+        let built = try strata("demo", path)
+        #expect(built.status == 0, "\(built.standardError)")
+        let open = try EventLog(openingExistingAt: path)
+        let uuid = open.storeUUID
+        let forced = try strata("demo", path, "--force")
+        #expect(forced.status == 1, "\(forced.standardOutput)")
+        #expect(forced.standardError.hasPrefix("strata: "), "\(forced.standardError)")
+        #expect(forced.standardError.contains("\(ProcessInfo.processInfo.processIdentifier)"), "\(forced.standardError)")
+        #expect(try EventLog(openingExistingAt: path).storeUUID == uuid)
+        #expect(try open.head == 10)
+        withExtendedLifetime(open) {}  // held open through the --force
+    }
+
+    @Test("demo --force with nothing else holding the store replaces it")
+    func demoForceReplaces() throws {
+        let directory = try TemporaryDirectory("strata-s24")
+        let path = directory.file("demo")
+        #expect(try strata("demo", path).status == 0)
+        let uuid = try EventLog(openingExistingAt: path).storeUUID
+        let forced = try strata("demo", path, "--force")
+        #expect(forced.status == 0, "\(forced.standardError)")
+        #expect(try EventLog(openingExistingAt: path).storeUUID != uuid)
+    }
 }
