@@ -57,7 +57,8 @@ struct ExportCommand: ParsableCommand {
             throw ValidationError(
                 "--output \(output) is the store's own file: exporting there would overwrite the store \(options.store); give another path")
         }
-        if let output, Self.isInside(output, directory: options.store) {
+        // (A path without a store is left to the open to refuse: "no Strata store at PATH".)
+        if let output, FileManager.default.fileExists(atPath: options.store), Self.isInside(output, directory: options.store) {
             throw ValidationError(
                 "--output \(output) is inside the store at \(options.store): a file there is one Strata doesn't create in a store's directory, and the store then couldn't be destroyed or replaced; give a path outside it")
         }
