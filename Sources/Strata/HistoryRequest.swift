@@ -85,6 +85,15 @@ public struct HistoryRequest: Sendable, Hashable {
                     "the transaction predicate (\(predicate)) reads \(path), which a transaction doesn't have; its keys are \(transactionPredicateKeys.joined(separator: ", "))")
             }
         }
+        // A key compared with a constant of another type (`timestamp > "2026-01-01"`, a date
+        // with a string) matches no transaction, and would pass the sample below unnoticed:
+        // checked as a fetch checks an attribute's comparisons, on an entity of the keys.
+        if let header = transactionHeaderEntity,
+            let problem = FetchValidator(model: header.model, entity: header.entity, variables: [:]).problem(in: predicate.node)
+        {
+            throw HistoryError.invalidRequest(
+                "the transaction predicate (\(predicate)) can't match any transaction: \(problem)")
+        }
         let sample = EventHeader(sequence: 1, timestamp: Date(), author: "", contextName: "", processID: 0)
         do {
             _ = try predicate.evaluate(with: transactionPredicateValues(of: sample, storeIdentifier: UUID()))
@@ -92,6 +101,25 @@ public struct HistoryRequest: Sendable, Hashable {
             throw HistoryError.invalidRequest("the transaction predicate (\(predicate)) can't be evaluated on a transaction: \(error)")
         }
     }
+
+    /// ``transactionPredicateKeys`` as the attributes of an entity, with the types
+    /// ``transactionPredicateValues(of:storeIdentifier:)`` gives them, for checking a
+    /// predicate's comparisons (nil only if the model could not be built).
+    private static let transactionHeaderEntity: (model: ManagedObjectModel, entity: EntityDescription)? = {
+        guard
+            let model = try? ManagedObjectModel({
+                Entity("Transaction") {
+                    Attribute("author", .string)
+                    Attribute("contextName", .string)
+                    Attribute("timestamp", .date)
+                    Attribute("processID", .int64)
+                    Attribute("transactionNumber", .int64)
+                    Attribute("storeID", .string)
+                }
+            }), let entity = model.entity(named: "Transaction")
+        else { return nil }
+        return (model, entity)
+    }()
 
     /// Every transaction the store keeps.
     public init() {}

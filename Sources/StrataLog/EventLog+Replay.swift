@@ -34,13 +34,16 @@ extension EventLog {
     ///
     /// - Throws: ``LogError/sequenceOutOfRange(requested:head:)`` past the head;
     ///   ``LogError/historyPurged(requested:purgedThrough:)`` before the purge point;
-    ///   ``LogError/invalidOperation(_:)`` if `path` exists and is not an empty directory, or
-    ///   when `sequence` is a migration's take-out (spec 0004 §4.5: the store was never as of it).
+    ///   ``LogError/invalidOperation(_:)`` if `path` exists and is not an empty directory, is
+    ///   inside this store's directory (a store there couldn't be destroyed or replaced on its
+    ///   own, as ``replaceStore(at:withCopyOf:)`` refuses), or when `sequence` is a
+    ///   migration's take-out (spec 0004 §4.5: the store was never as of it).
     @discardableResult
     public func replay(through sequence: UInt64, into path: String) throws -> ReplayReport {
+        try Self.refuseDestination(path, insideStoreAt: self.path)
         // One snapshot throughout: a purge or compaction running meanwhile can't move the
         // base or the events out from under the replay.
-        try read { reader in try replay(reader, through: sequence, into: path) }
+        return try read { reader in try replay(reader, through: sequence, into: path) }
     }
 
     /// Refuses a replay through a take-out of a migration (spec 0004 §4.5–4.6): the take-outs

@@ -31,7 +31,7 @@ struct StoreMetadataCommandTests {
         #expect(Array(lines[(start + 1)...].prefix(5)) == [
             "  appVersion  \"2.1\" (string)",
             "  flags       [\"beta\", true] (array)",
-            "  lastSync    2026-01-01T00:00:00.500Z (date)",
+            "  lastSync    2026-01-01T00:00:00.500000Z (date)",
             "  revision    42 (integer)",
             "  token       2 bytes dead (data)",
         ])

@@ -64,6 +64,15 @@ struct TransactionPredicateTests {
             guard case .invalidRequest(let text) = error as? HistoryError else { return false }
             return text.contains("can't be evaluated")
         }
+        // A key compared with a constant of another type would match nothing, silently.
+        var mismatched = HistoryRequest()
+        mismatched.transactionPredicate = try FormatPredicate(format: "author == 'bob' OR timestamp > '2026-01-01'")
+        #expect {
+            try coordinator.history(mismatched)
+        } throws: { error in
+            guard case .invalidRequest(let text) = error as? HistoryError else { return false }
+            return text.contains("can't match any transaction: timestamp (Date) compared with \"2026-01-01\" (string)")
+        }
     }
 }
 

@@ -60,7 +60,10 @@ struct DemoCommand: ParsableCommand {
         try runCommand {
             let fileManager = FileManager.default
             if force, fileManager.fileExists(atPath: directory) {
-                try fileManager.removeItem(atPath: directory)
+                // As a store is destroyed (validate checked DIR holds one): refused while any
+                // process has it open, which would go on reading a store deleted under it.
+                try EventLog.destroyStore(at: directory)
+                if fileManager.fileExists(atPath: directory) { try fileManager.removeItem(atPath: directory) }
             }
             try fileManager.createDirectory(atPath: directory, withIntermediateDirectories: true)
             try LeagueDemo(directory: directory).run()

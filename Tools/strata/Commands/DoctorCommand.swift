@@ -85,6 +85,8 @@ struct DoctorCommand: ParsableCommand {
                 return ""
             }
         }
+        // Kept where? Without --directory it is a fresh temporary directory: say which.
+        if keep { print("kept    the scratch environment at \(root)") }
         if failures > 0 { throw ExitStatus.failure }
         print("all checks passed")
     }

@@ -53,6 +53,53 @@ struct ExportCommand: ParsableCommand {
             throw ValidationError("--format csv writes one file per entity: give --output DIRECTORY")
         }
         if dialect != nil && format != .sql { throw ValidationError("--dialect applies only to --format sql") }
+        if let output, format != .csv, Self.isStoreFile(output, store: options.store) {
+            throw ValidationError(
+                "--output \(output) is the store's own file: exporting there would overwrite the store \(options.store); give another path")
+        }
+        // (A path without a store is left to the open to refuse: "no Strata store at PATH".)
+        if let output, FileManager.default.fileExists(atPath: options.store), Self.isInside(output, directory: options.store) {
+            throw ValidationError(
+                "--output \(output) is inside the store at \(options.store): a file there is one Strata doesn't create in a store's directory, and the store then couldn't be destroyed or replaced; give a path outside it")
+        }
+    }
+
+    /// Whether `path` is `directory` or inside it, symlinks resolved (in the nearest existing
+    /// ancestor of `path`, which needn't exist yet).
+    static func isInside(_ path: String, directory: String) -> Bool {
+        func resolved(_ path: String) -> String {
+            var url = URL(fileURLWithPath: path).standardizedFileURL
+            var rest: [String] = []
+            while !FileManager.default.fileExists(atPath: url.path), url.pathComponents.count > 1 {
+                rest.insert(url.lastPathComponent, at: 0)
+                url.deleteLastPathComponent()
+            }
+            return rest.reduce(url.resolvingSymlinksInPath()) { $0.appendingPathComponent($1) }.path
+        }
+        let inner = resolved(path)
+        let outer = resolved(directory)
+        return inner == outer || inner.hasPrefix(outer.hasSuffix("/") ? outer : outer + "/")
+    }
+
+    /// Whether `path` is one of the store's own files — `data.mdb`, `lock.mdb` or a segment
+    /// file — by any name (a symlink, `..`): the export replaces its output file, and
+    /// replacing one of those destroys the store it reads. (csv writes `ENTITY.csv` files,
+    /// which are never the store's.)
+    static func isStoreFile(_ path: String, store: String) -> Bool {
+        guard let target = fileIdentity(path) else { return false }
+        var own = ["data.mdb", "lock.mdb"].map { (store as NSString).appendingPathComponent($0) }
+        let segments = (store as NSString).appendingPathComponent("segments")
+        own += ((try? FileManager.default.contentsOfDirectory(atPath: segments)) ?? []).map { (segments as NSString).appendingPathComponent($0) }
+        return own.contains { fileIdentity($0) == target }
+    }
+
+    /// The device and inode of the file at `path` (following symlinks), nil when there is none.
+    private static func fileIdentity(_ path: String) -> [UInt64]? {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: (path as NSString).resolvingSymlinksInPath),
+            let device = (attributes[.systemNumber] as? NSNumber)?.uint64Value,
+            let inode = (attributes[.systemFileNumber] as? NSNumber)?.uint64Value
+        else { return nil }
+        return [device, inode]
     }
 
     func run() throws {

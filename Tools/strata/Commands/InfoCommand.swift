@@ -152,7 +152,7 @@ struct StoreInfo {
         if metadata.purgedThrough > 0 {
             var line = "purged       1…\(metadata.purgedThrough) (the state as of \(metadata.purgedThrough) is kept as the base snapshot)"
             if let marker = purgeMarker {
-                line += "; #\(marker.sequence)\(marker.author.map { " by \($0)" } ?? "") at \(Timestamps.format(marker.timestamp))"
+                line += "; #\(marker.sequence)\(marker.author.map { " by \(ValueRendering.oneLine($0))" } ?? "") at \(Timestamps.format(marker.timestamp))"
             }
             out.line(line)
         }
@@ -200,10 +200,27 @@ struct StoreInfo {
             out.line("metadata     none")
         } else {
             out.line("metadata     \(userMetadata.count) key\(userMetadata.count == 1 ? "" : "s")")
-            let width = userMetadata.keys.map(\.count).max() ?? 0
-            for (key, value) in userMetadata.sorted(by: { $0.key < $1.key }) {
-                out.line("  \(key.padding(toLength: width, withPad: " ", startingAt: 0))  \(value) (\(value.typeName))")
+            let keys = userMetadata.keys.sorted()
+            let width = keys.map { ValueRendering.oneLine($0).count }.max() ?? 0
+            for key in keys {
+                guard let value = userMetadata[key] else { continue }
+                let name = ValueRendering.oneLine(key).padding(toLength: width, withPad: " ", startingAt: 0)
+                out.line("  \(name)  \(Self.text(value)) (\(value.typeName))")
             }
+        }
+    }
+
+    /// A metadata value as `MetadataValue.description` writes it — strings quoted, data as
+    /// its byte count and hex — but dates as every other date the tool prints: to the
+    /// microsecond, and one with no ISO form as its seconds since 1970 (``Timestamps/format(_:)``),
+    /// not a made-up date.
+    static func text(_ value: MetadataValue) -> String {
+        switch value {
+        case .date(let date): Timestamps.format(date)
+        case .array(let values): "[" + values.map(text).joined(separator: ", ") + "]"
+        case .dictionary(let values):
+            "[" + values.sorted { $0.key < $1.key }.map { "\(ValueRendering.jsonString($0.key)): \(text($0.value))" }.joined(separator: ", ") + "]"
+        default: value.description
         }
     }
 

@@ -82,7 +82,7 @@ struct ModelCommand: ParsableCommand {
                 var traits: [String] = [attribute.isOptional ? "optional" : "required"]
                 if attribute.isIndexed { traits.append("indexed") }
                 if attribute.isTransient { traits.append("transient") }
-                if let value = attribute.defaultValue { traits.append("default \(LogValue.attribute(value))") }
+                if let value = attribute.defaultValue { traits.append("default \(ValueRendering.text(value))") }
                 if let derivation = attribute.derivationExpression { traits.append("derived from \(derivation.format)") }
                 lines.append("  attribute     \(attribute.name): \(attribute.attributeType.name)  (\(traits.joined(separator: ", ")))")
             }

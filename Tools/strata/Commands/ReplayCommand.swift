@@ -90,7 +90,8 @@ struct ReplayCommand: ParsableCommand {
             if step, let from {
                 try log.checkSequence(from, head: head)
                 // Stepping shows transaction `from` itself: it must be one the log still holds.
-                if from <= purged { throw LogError.historyPurged(requested: from, purgedThrough: purged) }
+                // 0 is the start (as `log --from 0`), unless history was purged.
+                if purged > 0 && from <= purged { throw LogError.historyPurged(requested: from, purgedThrough: purged) }
             }
             let out = OutputSink()
             defer { out.close() }
@@ -103,7 +104,7 @@ struct ReplayCommand: ParsableCommand {
             } else if let diff {
                 try self.diff(diff, log, out)
             } else if step {
-                try walk(from: from ?? purged + 1, through: target, log, out)
+                try walk(from: max(from ?? purged + 1, 1), through: target, log, out)
             } else {
                 try summary(through: target, log, out)
             }

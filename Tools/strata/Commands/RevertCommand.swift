@@ -69,33 +69,9 @@ struct RevertCommand: ParsableCommand {
 
     func run() throws {
         try runCommand {
-            let log = dryRun ? try options.openReadOnly() : try options.openWritable()
-            let (head, purged) = try log.read { reader in (try reader.head, try reader.purgedThrough) }
-            var selected = Set(self.sequences)
-            if let text = transactionPredicate {
-                let predicate = try TransactionWhere.parse(text)
-                let storeUUID = log.storeUUID
-                try log.read { reader in
-                    guard purged < head else { return }
-                    try reader.forEachEvent(from: purged + 1, through: head, where: { TransactionWhere.accepts(predicate, $0, storeUUID: storeUUID) }) { event in
-                        switch event.kind {
-                        case .save, .undo, .redo, .import: selected.insert(event.sequence)
-                        case .migration, .reservation, .purge: break
-                        }
-                        return .next
-                    }
-                }
-                guard !selected.isEmpty else {
-                    throw CommandFailure("no save, undo, redo or import is accepted by --where \(text); nothing was written")
-                }
-            }
-            let sequences = selected.sorted()
+            let (head, sequences) = try settle()
             let named = sequences.count == 1 ? "transaction \(sequences[0])" : "transactions \(sequences.map(String.init).joined(separator: ", "))"
-            for sequence in sequences {
-                guard sequence > 0 else { throw CommandFailure("sequence 0 is the point before the first transaction; nothing to revert") }
-                try log.checkSequence(sequence, head: head)
-                if sequence <= purged { throw CommandFailure("transaction \(sequence) was purged: the store's history through \(purged) is gone") }
-            }
+            let log = dryRun ? try options.openReadOnly() : try options.openWritable()
             let events = try log.read { reader in try sequences.map { try reader.event($0) } }
             let coordinator = PersistentStoreCoordinator(managedObjectModel: log.model)
             try coordinator.addPersistentStore(openedLog: log)
@@ -139,6 +115,40 @@ struct RevertCommand: ParsableCommand {
                 throw CommandFailure("\(named) can't be reverted, nothing was written: \(error)")
             }
         }
+    }
+
+    /// The head and the sequences to revert, checked, settled on a read-only open (released
+    /// on return): a revert refused for its arguments — a sequence past the head, 0, purged,
+    /// or nothing `--where` accepts — doesn't open the store writable, which records the open
+    /// in data.mdb.
+    private func settle() throws -> (head: UInt64, sequences: [UInt64]) {
+        let log = try options.openReadOnly()
+        let (head, purged) = try log.read { reader in (try reader.head, try reader.purgedThrough) }
+        var selected = Set(self.sequences)
+        if let text = transactionPredicate {
+            let predicate = try TransactionWhere.parse(text)
+            let storeUUID = log.storeUUID
+            try log.read { reader in
+                guard purged < head else { return }
+                try reader.forEachEvent(from: purged + 1, through: head, where: { TransactionWhere.accepts(predicate, $0, storeUUID: storeUUID) }) { event in
+                    switch event.kind {
+                    case .save, .undo, .redo, .import: selected.insert(event.sequence)
+                    case .migration, .reservation, .purge: break
+                    }
+                    return .next
+                }
+            }
+            guard !selected.isEmpty else {
+                throw CommandFailure("no save, undo, redo or import is accepted by --where \(text); nothing was written")
+            }
+        }
+        let sequences = selected.sorted()
+        for sequence in sequences {
+            guard sequence > 0 else { throw CommandFailure("sequence 0 is the point before the first transaction; nothing to revert") }
+            try log.checkSequence(sequence, head: head)
+            if sequence <= purged { throw CommandFailure("transaction \(sequence) was purged: the store's history through \(purged) is gone") }
+        }
+        return (head, sequences)
     }
 
     /// What reverting `change` does, as a change.

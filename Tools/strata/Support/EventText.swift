@@ -5,8 +5,8 @@ enum EventText {
     /// The header line: `#12  2026-01-01T10:00:00.000000Z  save  author alice  context editor  pid 42  model 1`.
     static func header(_ event: TransactionEvent) -> String {
         var parts = ["#\(event.sequence)", Timestamps.format(event.timestamp), kind(event.kind)]
-        if let author = event.author { parts.append("author \(author)") }
-        if let context = event.contextName { parts.append("context \(context)") }
+        if let author = event.author { parts.append("author \(ValueRendering.oneLine(author))") }
+        if let context = event.contextName { parts.append("context \(ValueRendering.oneLine(context))") }
         parts.append("pid \(event.processID)")
         parts.append("model \(event.modelVersion)")
         return parts.joined(separator: "  ")
@@ -25,7 +25,7 @@ enum EventText {
     static func lines(_ event: TransactionEvent, groups: [ChangeGroup], _ log: EventLog) -> [String] {
         var lines = [header(event)]
         for group in groups {
-            if let name = group.actionName { lines.append("  action \"\(name)\"") }
+            if let name = group.actionName { lines.append("  action \(ValueRendering.jsonString(name))") }
             for change in group.changes { lines.append(contentsOf: self.lines(change, log)) }
         }
         return lines

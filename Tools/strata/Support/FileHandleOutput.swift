@@ -2,8 +2,8 @@ import Foundation
 
 /// Unbuffered writes to the standard streams.
 enum FileHandleOutput {
-    /// Writes `text` to standard error.
+    /// Writes `text` to standard error; a write that fails (nobody reads it) is dropped.
     static func standardError(_ text: String) {
-        FileHandle.standardError.write(Data(text.utf8))
+        try? FileHandle.standardError.write(contentsOf: Data(text.utf8))
     }
 }

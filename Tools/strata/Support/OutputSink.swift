@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 
 /// Buffered output to standard output or a file: large exports and logs are written in
@@ -5,22 +6,30 @@ import Foundation
 final class OutputSink {
     private let handle: FileHandle
     private let ownsHandle: Bool
+    /// What the output is, for an error: `standard output` or the file's path.
+    private let name: String
     private var buffer: [UInt8] = []
 
     /// Standard output.
     init() {
         handle = FileHandle.standardOutput
         ownsHandle = false
+        name = "standard output"
         buffer.reserveCapacity(1 << 16)
     }
 
-    /// A new file at `path` (replacing one that exists).
+    /// The file at `path`, created or emptied, written through what the path names: a
+    /// symlink's file, a pipe (`/dev/fd/N`, a FIFO), a device — as a shell's `>` writes. (A
+    /// new file put in the path's place would replace a symlink and can't be made for a
+    /// pipe.)
     init(path: String) throws {
-        guard FileManager.default.createFile(atPath: path, contents: nil) else {
-            throw CommandFailure("cannot create \(path)")
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
+        guard descriptor >= 0 else {
+            throw CommandFailure("cannot create \(path): \(String(cString: strerror(errno)))")
         }
-        handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         ownsHandle = true
+        name = path
         buffer.reserveCapacity(1 << 16)
     }
 
@@ -37,9 +46,18 @@ final class OutputSink {
     }
 
     /// Writes out what is buffered.
+    ///
+    /// A write that fails — the reader of a pipe gone while SIGPIPE is ignored, a full disk —
+    /// ends the command with exit status 1 and `strata: can't write to NAME: REASON`: nothing
+    /// more can be delivered, and the output so far is incomplete.
     func flush() {
         guard !buffer.isEmpty else { return }
-        handle.write(Data(buffer))
+        do {
+            try handle.write(contentsOf: buffer)
+        } catch {
+            printError("strata: can't write to \(name): \(Self.reason(error))")
+            exit(ExitStatus.failure.rawValue)
+        }
         buffer.removeAll(keepingCapacity: true)
     }
 
@@ -47,5 +65,14 @@ final class OutputSink {
     func close() {
         flush()
         if ownsHandle { try? handle.close() }
+    }
+
+    /// The system's words for a failed write (`Broken pipe`, `No space left on device`).
+    static func reason(_ error: any Error) -> String {
+        let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+        if let posix = underlying ?? (error as NSError?), posix.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(posix.code)))
+        }
+        return "\(error)"
     }
 }

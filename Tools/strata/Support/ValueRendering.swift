@@ -7,13 +7,42 @@ enum ValueRendering {
     // MARK: - Text
 
     /// `"Ng"`, `42`, `nil`, a reference as its URI, a list as `[uri, uri]`.
+    ///
+    /// A string is quoted as a JSON string literal (`"`, `\` and control characters
+    /// escaped: `"a\"b\n"`), so a value is always one line and its end is where its quote
+    /// is: a string holding a newline can't start a line that reads as another change.
     static func text(_ value: LogValue, _ log: EventLog) -> String {
         switch value {
         case .reference(let id): log.uri(id)
         case .references(let ids): "[" + ids.map { log.uri($0) }.joined(separator: ", ") + "]"
-        case .attribute(.date(let date)): Timestamps.format(date)
-        default: value.description
+        case .attribute(let attribute): text(attribute)
+        case .null: value.description
         }
+    }
+
+    /// An attribute value as ``text(_:_:)`` prints it.
+    static func text(_ value: AttributeValue) -> String {
+        switch value {
+        case .string(let string): jsonString(string)
+        case .date(let date): Timestamps.format(date)
+        default: LogValue.attribute(value).description
+        }
+    }
+
+    /// `text` with its control characters escaped as in JSON (`\n`, `\t`, `\u0000`), for
+    /// a name printed bare on a line (an author, a context name): it stays on that line.
+    static func oneLine(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { $0.value < 0x20 }) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            guard scalar.value < 0x20 else {
+                out.unicodeScalars.append(scalar)
+                continue
+            }
+            let quoted = JSONText.quoted(String(scalar))
+            out += quoted.dropFirst().dropLast()
+        }
+        return out
     }
 
     // MARK: - Plain JSON (export)
