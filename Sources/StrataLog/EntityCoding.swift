@@ -56,6 +56,8 @@ final class EntityCoding {
     let names: [String]
     let indexes: [IndexCoding]
     let hasUniqueIndex: Bool
+    /// The properties of the entity's uniqueness constraints.
+    let uniqueProperties: Set<String>
     /// Whether the entity has an unordered to-many (members kept outside its record).
     let hasUnorderedToMany: Bool
     /// The last primary key this commit gave out for the entity (nil: none yet).
@@ -118,6 +120,7 @@ final class EntityCoding {
         lookup = shape.lookup
         indexes = shape.indexes
         hasUniqueIndex = shape.entity.hasUniqueIndex
+        uniqueProperties = Set(shape.entity.indexes.filter(\.isUnique).flatMap(\.properties))
         hasUnorderedToMany = shape.properties.contains { $0.kind == .unorderedToMany }
     }
 

@@ -236,6 +236,12 @@ extension EventLog {
         var nextInserted = 0
         var writes = DeferredWrites(expectedObjects: operationCount)
         var deletes = DeferredDeletes()
+        /// The history rows of updated objects, put in key order at the end (or when a million wait).
+        var updateHistory = DeferredRows(expectedObjects: 0)
+        func deferHistory(_ key: ObjectKey) throws {
+            TableWriter.withHistoryKey(key, sequence) { updateHistory.add($0, value: TableWriter.emptyBytes) }
+            if updateHistory.rows.count >= 1 << 20 { try writer.putRows(txn, &updateHistory, in: tables.history) }
+        }
         for group in draft.groups where !group.operations.isEmpty {
             var changes: [Change] = []
             changes.reserveCapacity(group.operations.count)
@@ -363,9 +369,15 @@ extension EventLog {
                         }
                     }
                     guard !propertyChanges.isEmpty else { continue }
-                    let updated = try writer.applyUpdate(
+                    let updated = try writer.applyUpdateRows(
                         txn, key, changes: propertyChanges, sequence: sequence, entity: coding.entity, current: record)
-                    if coding.hasUniqueIndex { try recordUniqueKeys(key, values: updated, coding: coding) }
+                    try deferHistory(key)
+                    // An update that leaves every uniqueness constraint's values as they were
+                    // can't make a clash of its own: a clash with it is another object's,
+                    // whose change is checked (and finds this one's index rows).
+                    if coding.hasUniqueIndex, propertyChanges.contains(where: { coding.uniqueProperties.contains($0.property) }) {
+                        try recordUniqueKeys(key, values: updated, coding: coding)
+                    }
                     let change = Change.update(id, changes: propertyChanges)
                     try EventCodec.writeChange(change, &w, schema: eventSchema, catalog: writer)
                     changes.append(change)
@@ -395,7 +407,8 @@ extension EventLog {
                     }
                     guard !added.isEmpty || !removed.isEmpty else { continue }
                     let propertyChange = PropertyChange.membership(property: name, added: added, removed: removed)
-                    let updated = try writer.applyUpdate(txn, key, changes: [propertyChange], sequence: sequence, entity: coding.entity)
+                    let updated = try writer.applyUpdateRows(txn, key, changes: [propertyChange], sequence: sequence, entity: coding.entity)
+                    try deferHistory(key)
                     if coding.hasUniqueIndex { try recordUniqueKeys(key, values: updated, coding: coding) }
                     let change = Change.update(id, changes: [propertyChange])
                     try EventCodec.writeChange(change, &w, schema: eventSchema, catalog: writer)
@@ -435,6 +448,7 @@ extension EventLog {
         }
         try writer.applyDeferredDeletes(txn, &deletes)
         try writer.putDeferred(txn, &writes, uniqueness: &uniqueness)
+        try writer.putRows(txn, &updateHistory, in: tables.history)
 
         // Derived attributes (spec 0006 §24): computed from the state the changes left, and
         // written as updates at the end of the last group, in this same transaction.

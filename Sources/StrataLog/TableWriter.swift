@@ -529,7 +529,7 @@ struct TableWriter: CodecCatalog {
     /// `noOverwrite` (the state rows of inserted objects), a row whose key is taken is refused:
     /// an inserted object's primary key was given out before, so the entity's counter is
     /// behind its objects (damaged), and putting the row would overwrite another object.
-    private func putRows(_ txn: borrowing LMDBTransaction, _ rows: inout DeferredRows, in table: LMDBDatabase, noOverwrite: Bool = false) throws {
+    func putRows(_ txn: borrowing LMDBTransaction, _ rows: inout DeferredRows, in table: LMDBDatabase, noOverwrite: Bool = false) throws {
         guard !rows.isEmpty else { return }
         rows.sort()
         try txn.withCursor(on: table) { cursor in
@@ -602,6 +602,18 @@ struct TableWriter: CodecCatalog {
         _ txn: borrowing LMDBTransaction, _ key: ObjectKey, changes: [PropertyChange], sequence: UInt64,
         entity: ModelSchema.Entity, current: Record? = nil
     ) throws -> [String: LogValue] {
+        let values = try applyUpdateRows(txn, key, changes: changes, sequence: sequence, entity: entity, current: current)
+        try putHistory(txn, key, sequence)
+        return values
+    }
+
+    /// ``applyUpdate(_:_:changes:sequence:entity:current:)`` but for the history row, which a
+    /// commit puts with the others in key order at its end (nothing in a commit reads the
+    /// history table).
+    func applyUpdateRows(
+        _ txn: borrowing LMDBTransaction, _ key: ObjectKey, changes: [PropertyChange], sequence: UInt64,
+        entity: ModelSchema.Entity, current: Record? = nil
+    ) throws -> [String: LogValue] {
         // `current`: the record the caller read in this transaction (a commit reads it for the
         // before-values), so it isn't read and decoded twice.
         guard var record = try current ?? readRecord(txn, key, entityName: entity.name) else {
@@ -639,7 +651,6 @@ struct TableWriter: CodecCatalog {
                 "\(entityName)/p\(key.primaryKey) was written with model version \(writtenWith), which has \(entityName).\(property); this store's model (version \(modelVersion)) can't store it, so the object can't be changed with it: open the store with the later model")
         }
         try updateIndexes(txn, key, old: old, new: record.values, entity: entity)
-        try putHistory(txn, key, sequence)
         return record.values
     }
 
