@@ -650,7 +650,11 @@ struct TableWriter: CodecCatalog {
             throw LogError.invalidOperation(
                 "\(entityName)/p\(key.primaryKey) was written with model version \(writtenWith), which has \(entityName).\(property); this store's model (version \(modelVersion)) can't store it, so the object can't be changed with it: open the store with the later model")
         }
-        try updateIndexes(txn, key, old: old, new: record.values, entity: entity)
+        // Only an index with a changed property can have a changed key (comparing the
+        // property names costs less than comparing the indexed values of old and new).
+        if entity.indexes.contains(where: { index in changes.contains { index.properties.contains($0.property) } }) {
+            try updateIndexes(txn, key, old: old, new: record.values, entity: entity)
+        }
         return record.values
     }
 
