@@ -348,7 +348,8 @@ extension ContextCore {
         let result = try batchCommit(what) { store in
             try store.log.commit(preparedBy: {
                 let roots = try selection.map { try self.batchMatches($0, store: store) } ?? given
-                let (draft, all) = try self.batchDeletion(of: roots, what: what, store: store)
+                // The selection's matches were just read from the store: they exist.
+                let (draft, all) = try self.batchDeletion(of: roots, existing: selection != nil, what: what, store: store)
                 deleted = all
                 return draft
             })
@@ -359,20 +360,21 @@ extension ContextCore {
 
     /// The transaction deleting `roots` (those that exist) with the delete rules applied, in
     /// the store as it stands, and every object it deletes (roots first, then cascades, in
-    /// the order reached); nil when nothing is deleted.
+    /// the order reached); nil when nothing is deleted. `existing`: the roots were read from
+    /// the store in this transaction, so they aren't looked up again.
     ///
     /// Cascade adds the destinations; deny refuses while a destination not deleted too
     /// remains; nullify removes each deleted object from a destination's inverse when the
     /// destination's side is the recorded one (a derived side follows by itself); no action
     /// does nothing, so a reference it leaves makes the log refuse the commit.
-    private func batchDeletion(of roots: [StoredObjectID], what: String, store: PersistentStore) throws
+    private func batchDeletion(of roots: [StoredObjectID], existing: Bool, what: String, store: PersistentStore) throws
         -> (TransactionDraft?, [StoredObjectID])
     {
         try store.log.read { reader in
             var order: [StoredObjectID] = []
             var deleting: Set<StoredObjectID> = []
             for id in roots {
-                guard try reader.contains(id), deleting.insert(id).inserted else { continue }
+                guard try existing || reader.contains(id), deleting.insert(id).inserted else { continue }
                 order.append(id)
             }
             var denied: [(source: StoredObjectID, property: String, targets: [StoredObjectID])] = []
