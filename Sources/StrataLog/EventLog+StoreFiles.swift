@@ -242,11 +242,9 @@ extension EventLog {
         environment.refuseWrites(throwing: LogError.storeMoved(from: path, to: destination))
     }
 
-    /// Throws ``LogError/invalidOperation(_:)`` when `destination` is inside the store
-    /// directory at `source` (symbolic links followed): a store copied there would be an entry
-    /// Strata doesn't create in the source's directory, which then couldn't be destroyed or
-    /// replaced (and deleting it by hand would delete the copy).
-    package static func refuseDestination(_ destination: String, insideStoreAt source: String) throws {
+    /// Whether `path` is inside `directory` (or, with `orItself`, is `directory`), symbolic
+    /// links followed in the nearest existing ancestor of each (`path` needn't exist yet).
+    package static func isPath(_ path: String, inside directory: String, orItself: Bool = false) -> Bool {
         func resolved(_ path: String) -> String {
             // The nearest existing ancestor's symbolic links resolved, the rest appended.
             var url = URL(fileURLWithPath: path).standardizedFileURL
@@ -257,9 +255,17 @@ extension EventLog {
             }
             return rest.reduce(url.resolvingSymlinksInPath()) { $0.appendingPathComponent($1) }.path
         }
-        let inner = resolved(destination)
-        let outer = resolved(source)
-        guard inner.hasPrefix(outer.hasSuffix("/") ? outer : outer + "/") else { return }
+        let inner = resolved(path)
+        let outer = resolved(directory)
+        return (orItself && inner == outer) || inner.hasPrefix(outer.hasSuffix("/") ? outer : outer + "/")
+    }
+
+    /// Throws ``LogError/invalidOperation(_:)`` when `destination` is inside the store
+    /// directory at `source` (symbolic links followed): a store copied there would be an entry
+    /// Strata doesn't create in the source's directory, which then couldn't be destroyed or
+    /// replaced (and deleting it by hand would delete the copy).
+    package static func refuseDestination(_ destination: String, insideStoreAt source: String) throws {
+        guard isPath(destination, inside: source) else { return }
         throw LogError.invalidOperation(
             "\(destination) is inside the store at \(source): a store there would be in the other's directory (which then couldn't be destroyed or replaced, and deleting it would delete both); nothing was changed")
     }

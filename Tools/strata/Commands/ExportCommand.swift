@@ -58,27 +58,10 @@ struct ExportCommand: ParsableCommand {
                 "--output \(output) is the store's own file: exporting there would overwrite the store \(options.store); give another path")
         }
         // (A path without a store is left to the open to refuse: "no Strata store at PATH".)
-        if let output, FileManager.default.fileExists(atPath: options.store), Self.isInside(output, directory: options.store) {
+        if let output, FileManager.default.fileExists(atPath: options.store), EventLog.isPath(output, inside: options.store, orItself: true) {
             throw ValidationError(
                 "--output \(output) is inside the store at \(options.store): a file there is one Strata doesn't create in a store's directory, and the store then couldn't be destroyed or replaced; give a path outside it")
         }
-    }
-
-    /// Whether `path` is `directory` or inside it, symlinks resolved (in the nearest existing
-    /// ancestor of `path`, which needn't exist yet).
-    static func isInside(_ path: String, directory: String) -> Bool {
-        func resolved(_ path: String) -> String {
-            var url = URL(fileURLWithPath: path).standardizedFileURL
-            var rest: [String] = []
-            while !FileManager.default.fileExists(atPath: url.path), url.pathComponents.count > 1 {
-                rest.insert(url.lastPathComponent, at: 0)
-                url.deleteLastPathComponent()
-            }
-            return rest.reduce(url.resolvingSymlinksInPath()) { $0.appendingPathComponent($1) }.path
-        }
-        let inner = resolved(path)
-        let outer = resolved(directory)
-        return inner == outer || inner.hasPrefix(outer.hasSuffix("/") ? outer : outer + "/")
     }
 
     /// Whether `path` is one of the store's own files — `data.mdb`, `lock.mdb` or a segment
