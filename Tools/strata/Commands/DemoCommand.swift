@@ -38,6 +38,7 @@ struct DemoCommand: ParsableCommand {
     var force = false
 
     func validate() throws {
+        guard !directory.isEmpty else { throw ValidationError("the directory is empty text; give a directory that doesn't exist or is empty") }
         let fileManager = FileManager.default
         var isDirectory: ObjCBool = false
         guard fileManager.fileExists(atPath: directory, isDirectory: &isDirectory) else { return }

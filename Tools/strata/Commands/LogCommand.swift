@@ -217,6 +217,22 @@ struct ChangeFilter {
         if let property {
             let known = log.model.entities.contains { $0.propertiesByName[property] != nil }
             if !known { throw CommandFailure("no entity of the store's model has a property \"\(property)\"") }
+            // A relationship side the log doesn't record (its inverse holds the references)
+            // appears in no change: selecting it would silently select nothing.
+            var derived: (entity: String, destination: String, inverse: String)?
+            var recorded = false
+            for entity in log.concreteEntityNames {
+                guard let stored = try log.storedProperties(ofEntity: entity).first(where: { $0.name == property }) else { continue }
+                if stored.isRecorded {
+                    recorded = true
+                } else if derived == nil, case .relationship(let destination, _, _, _, let inverse?) = stored.kind {
+                    derived = (entity, destination, inverse)
+                }
+            }
+            if !recorded, let (entity, destination, inverse) = derived {
+                throw CommandFailure(
+                    "\(entity).\(property) is the inverse of \(destination).\(inverse), which the store records: a change to \(entity).\(property) is written as a change to \(destination).\(inverse); give --property \(inverse)")
+            }
         }
     }
 

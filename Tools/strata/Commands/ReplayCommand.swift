@@ -244,7 +244,7 @@ struct ReplayCommand: ParsableCommand {
                 }
                 differences += 1
             }
-            out.line("\(differences) object\(differences == 1 ? "" : "s") differ")
+            out.line("\(differences) object\(differences == 1 ? " differs" : "s differ")")
         }
     }
 
