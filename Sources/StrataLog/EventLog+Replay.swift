@@ -148,10 +148,14 @@ extension EventLog {
             }
         }
         let chunkSize = max(configuration.chunkSize, 64)
+        /// The newest model version an event replayed was written with: the copy's data is in
+        /// its terms (0: no event replayed).
+        var inForce = 0
         func flush(_ batch: [TransactionEvent]) throws {
             guard let last = batch.last else { return }
             try target.write { txn in
                 for event in batch {
+                    inForce = max(inForce, event.modelVersion)
                     try writer.apply(txn, event, checkBeforeImages: false)
                     let bytes = try EventCodec.encode(event, catalog: catalog)
                     var chunk: UInt32 = 0
@@ -182,6 +186,20 @@ extension EventLog {
                 return .next
             }
             try flush(batch)
+        }
+        // The stored versions later than the one the copy's data is in — a migration to them
+        // came after `sequence` — are marked as a version whose migration hasn't committed is
+        // (spec 0004 §4.3): tools and read-only opens read the copy in its data's terms, and
+        // a writable open with a later model migrates it, as it did this store. (Before, the
+        // copy of a store as of a point before a migration read as migrated: a renamed
+        // property's values hidden under the old name.)
+        if inForce > 0 {
+            let later = catalog.modelVersions.filter { $0 > inForce }
+            if !later.isEmpty {
+                try target.write { txn in
+                    for version in later { try txn.put([1], forKey: MetaKey.refusedModel(version), in: targetTables.meta) }
+                }
+            }
         }
         let objectCount = try target.read { txn in try txn.count(in: targetTables.state) }
         return ReplayReport(path: path, storeUUID: uuid, head: sequence, objectCount: objectCount)

@@ -1,5 +1,6 @@
 import Foundation
 import StrataLog
+import StrataModel
 import StrataTestSupport
 import Testing
 
@@ -29,6 +30,58 @@ struct ReplayIntoTests {
             try log.replay(through: 151, into: dir.file("too-far"))
         }
         #expect(throws: LogError.self) { try log.replay(through: 10, into: dir.file("copy-40")) }
+    }
+
+    @Test("a copy as of a point before a migration reads in its data's terms: the later version is stored marked as not migrated to, and a writable open with it migrates the copy")
+    func copyBeforeAMigration() throws {
+        let v1 = try ManagedObjectModel {
+            Entity("Player") {
+                Attribute("name", .string)
+                Attribute("rating", .int32)
+            }
+        }
+        let v2 = try ManagedObjectModel {
+            Entity("Player") { Attribute("nick", .string).renamed(from: "name") }
+        }
+        let dir = try TemporaryDirectory()
+        var player: StoredObjectID?
+        do {
+            let log = try openLog(dir, model: v1)
+            var draft = TransactionDraft()
+            let ada = draft.insert("Player", values: ["name": s("Ng, Ada"), "rating": i(7)])
+            player = try log.commit(draft).permanentID(for: ada)
+            var second = TransactionDraft()
+            second.update(.stored(try #require(player)), values: ["rating": i(8)])
+            _ = try log.commit(second)
+        }
+        let id = try #require(player)
+        let log = try openLog(dir, model: v2)
+        #expect(try log.read { try $0.object(id)?["nick"] } == .attribute(.string("Ng, Ada")))
+
+        let before = dir.file("before")
+        _ = try log.replay(through: 2, into: before)
+        do {
+            let copy = try EventLog(openingExistingAt: before)
+            #expect(copy.modelVersion == 1)
+            #expect(try copy.read { try $0.metadata() }.modelVersionInUse == 1)
+            let values = try copy.read { try $0.object(id) }
+            #expect(values?["name"] == .attribute(.string("Ng, Ada")) && values?["rating"] == .attribute(.int32(8)), "\(String(describing: values))")
+            #expect(try copy.storedProperties(ofEntity: "Player").map(\.name) == ["name", "rating"])
+            #expect(try copy.verify().isClean)
+        }
+        // An app with the later model migrates the copy, as it migrated the original.
+        do {
+            let migrated = try EventLog(path: before, model: v2)
+            #expect(migrated.modelVersion == 2)
+            #expect(try migrated.read { try $0.object(id)?.values } == ["nick": .attribute(.string("Ng, Ada"))])
+            #expect(try migrated.read { try $0.metadata() }.modelVersionInUse == 2)
+        }
+        // A copy through the head is in the later version's terms.
+        let after = dir.file("after")
+        _ = try log.replay(through: try log.read { try $0.head }, into: after)
+        let copy = try EventLog(openingExistingAt: after)
+        #expect(copy.modelVersion == 2)
+        #expect(try copy.read { try $0.object(id)?.values } == ["nick": .attribute(.string("Ng, Ada"))])
     }
 
     @Test("storedProperties(ofEntity:) says which relationship side is recorded")
