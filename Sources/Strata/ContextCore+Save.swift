@@ -831,18 +831,43 @@ extension ContextCore {
             group.order.removeAll { $0 == id }
         }
         drop(journal.open)
-        for effect in pending {
+        for index in pending.indices {
+            let effect = pending[index]
             if effect.kind != .user {
-                // An unsaved undo or redo of saved work: what it would write for the object.
-                drop(effect.changes)
+                // An unsaved undo or redo of saved work: what it would write for the object. A
+                // redo's changes are the saved group itself, which a later undo undoes whole:
+                // the object leaves a copy (before, it left the group for good).
+                if effect.changes === effect.source && effect.changes.changes[id] != nil {
+                    pending[index] = PendingEffect(changes: effect.changes.copyOfChanges(), source: effect.source, kind: effect.kind)
+                }
+                drop(pending[index].changes)
             } else if effect.source.saved == nil {
                 drop(effect.source)
             }
         }
         func isEmptied(_ effect: PendingEffect) -> Bool { effect.kind == .user ? effect.source.isEmpty : effect.changes.isEmpty }
         let emptied = pending.filter { $0.kind == .user && $0.source.isEmpty }.map(\.source)
+        // An unsaved undo (redo) of saved work whose every change was discarded: nothing of it
+        // remains to save, so the group is done (undone) again, as the store still has it. It
+        // goes back to the stack it came from; before, it stayed on the other one, and redoing
+        // (undoing) it was refused as a conflict with the store's unchanged values, for good.
+        let withdrawn = pending.filter { effect in
+            effect.kind != .user && effect.changes.isEmpty && effect.source.parts.isEmpty
+                && !pending.contains { $0.source === effect.source && !$0.changes.isEmpty }
+        }
         pending.removeAll(where: isEmptied)
         journal.undoStack.removeAll { group in emptied.contains { $0 === group } }
+        for effect in withdrawn {
+            let group = effect.source
+            if case .undo = effect.kind, let index = journal.redoStack.lastIndex(where: { $0 === group }) {
+                journal.redoStack.remove(at: index)
+                journal.undoStack.append(group)
+                journal.trim()
+            } else if case .redo = effect.kind, let index = journal.undoStack.lastIndex(where: { $0 === group }) {
+                journal.undoStack.remove(at: index)
+                journal.redoStack.append(group)
+            }
+        }
     }
 }
 

@@ -351,6 +351,16 @@ final class UndoGroup {
         mayHoldTemporaryIDs = remainsTemporary
     }
 
+    /// A copy of the group's changes (not its saved state), to change without changing this group.
+    func copyOfChanges() -> UndoGroup {
+        let group = UndoGroup(actionName: actionName)
+        group.order = order
+        group.changes = changes
+        group.fromLog = fromLog
+        group.staleInOrder = staleInOrder
+        return group
+    }
+
     /// The same changes, reversed (what undoing this group does).
     var inverse: UndoGroup {
         let group = UndoGroup(actionName: actionName)
