@@ -165,6 +165,7 @@ extension ContextCore {
             guard let record = records[id] else {
                 if object.isInsertedFlag && restored.contains(id) { continue }  // re-created (overwrite)
                 removeFromContext(object)
+                discardUnsavedRedo(for: id)
                 noteInvalidated(object)
                 removed.insert(id)
                 continue

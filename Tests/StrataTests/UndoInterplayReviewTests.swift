@@ -76,4 +76,67 @@ struct UndoInterplayReviewTests {
         }
         #expect(try await storedName(coordinator, teamID) == "Otters")
     }
+
+    @Test("a merged delete of an object an unsaved undone group changed: redo leaves it gone, redoes the rest, and the save succeeds")
+    func mergedDeleteLeavesUnsavedRedo() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let otherID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Kites", forKey: "name")
+            try context.save()
+            return team.objectID
+        }
+        let editor = privateContext(coordinator, name: "editor")
+        try await editor.perform { (context: isolated ManagedObjectContext) throws in
+            context.automaticallyMergesChangesFromParent = true
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            try context.existingObject(with: otherID).setValue("Hawks", forKey: "name")
+            context.processPendingChanges()
+            try context.undo()  // unsaved: the group waits on the redo stack
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: teamID))
+            try context.save()
+        }
+        try await editor.perform { (context: isolated ManagedObjectContext) throws in
+            #expect(context.registeredObject(for: teamID) == nil, "the merge removed the deleted team")
+            try context.redo()
+            // Before, redo brought the deleted team back as a fault holding "Herons", and the
+            // save failed: "the context saw an unknown version; the store has deleted it".
+            #expect(context.registeredObject(for: teamID) == nil)
+            let updated = context.updatedObjects.map(\.objectID)
+            #expect(updated == [otherID])
+            try context.save()
+        }
+        #expect(try await storedName(coordinator, otherID) == "Hawks")
+    }
+
+    @Test("a merged delete of the only object an unsaved undone group changed: the group leaves the redo stack")
+    func mergedDeleteEmptiesUnsavedRedo() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let editor = privateContext(coordinator, name: "editor")
+        try await editor.perform { (context: isolated ManagedObjectContext) throws in
+            context.automaticallyMergesChangesFromParent = true
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            context.processPendingChanges()
+            try context.undo()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: teamID))
+            try context.save()
+        }
+        let log = try #require(coordinator.persistentStores.first).log
+        let head = try log.head
+        try await editor.perform { (context: isolated ManagedObjectContext) throws in
+            let canRedo = context.canRedo
+            #expect(!canRedo)
+            try context.redo()
+            let dirty = context.hasChanges
+            #expect(!dirty)
+            try context.save()
+        }
+        #expect(try log.head == head, "nothing to write")
+    }
 }
