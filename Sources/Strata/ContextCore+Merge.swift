@@ -298,9 +298,10 @@ extension ContextCore {
     }
 
     /// Forgets an object's entries in every pending effect's changes (user groups not yet
-    /// saved, and undos or redos of saved ones); groups left empty go too.
-    func discardPendingJournal(for id: ManagedObjectID) {
+    /// saved, and undos or redos of saved ones) but `kept`; groups left empty go too.
+    func discardPendingJournal(for id: ManagedObjectID, keeping kept: UndoGroup? = nil) {
         func drop(_ group: UndoGroup) {
+            if group === kept { return }
             // Only a group that changed the object scans its order (an object deleted
             // elsewhere is usually unchanged here: merging n deletes scanned every
             // unsaved group's order n times).

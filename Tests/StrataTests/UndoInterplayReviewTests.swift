@@ -139,4 +139,94 @@ struct UndoInterplayReviewTests {
         }
         #expect(try log.head == head, "nothing to write")
     }
+
+    /// The stored person's first and last name and age, read by a new context.
+    func storedPerson(_ coordinator: PersistentStoreCoordinator, _ id: ManagedObjectID) async throws -> [String?] {
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let person = try context.existingObject(with: id)
+            return [person.value(forKey: "firstName") as? String, person.value(forKey: "lastName") as? String, (person.value(forKey: "age") as? Int32).map { "\($0)" }]
+        }
+    }
+
+    /// The store holds Old (a@example.com, age 50); the editor (persisted undo) inserts New
+    /// Newman with the same email, names the action and saves under `policy`: an upsert.
+    func upsert(_ dir: TemporaryDirectory, policy: any MergePolicy) async throws -> (PersistentStoreCoordinator, ManagedObjectID) {
+        let coordinator = try openCoordinator(dir, model: try SeedModels.people)
+        let storedID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let person = try context.insertNewObject(forEntityName: "Person")
+            person.setValue("Old", forKey: "firstName")
+            person.setValue("a@example.com", forKey: "email")
+            person.setValue(Int32(50), forKey: "age")
+            try context.save()
+            return person.objectID
+        }
+        try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.mergePolicy = policy
+            let person = try context.insertNewObject(forEntityName: "Person")
+            person.setValue("New", forKey: "firstName")
+            person.setValue("Newman", forKey: "lastName")
+            person.setValue("a@example.com", forKey: "email")
+            context.setActionName("Add Newman")
+            try context.save()
+        }
+        return (coordinator, storedID)
+    }
+
+    @Test("an upsert by a uniqueness constraint (object trump) is undoable: undo takes the stored object back, redo after a restart does it again")
+    func upsertObjectTrumpUndo() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, storedID) = try await upsert(dir, policy: .mergeByPropertyObjectTrump)
+        #expect(try await storedPerson(coordinator, storedID) == ["New", "Newman", "50"])
+        // A new editor reads the stack back from the log: the upsert is its group.
+        try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let (canUndo, name) = (context.canUndo, context.undoActionName)
+            // Before, the upsert's values were saved by the reconciliation group: nothing to undo.
+            #expect(canUndo && name == "Add Newman")
+            try context.undo()
+            let person = try context.existingObject(with: storedID)
+            #expect(person.value(forKey: "firstName") as? String == "Old")
+            #expect(person.value(forKey: "lastName") == nil)
+            try context.save()
+        }
+        #expect(try await storedPerson(coordinator, storedID) == ["Old", nil, "50"])
+        let restarted = try openCoordinator(dir, model: try SeedModels.people)
+        try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws in
+            let canRedo = context.canRedo
+            #expect(canRedo)
+            try context.redo()
+            try context.save()
+        }
+        #expect(try await storedPerson(restarted, storedID) == ["New", "Newman", "50"])
+    }
+
+    @Test("an upsert by a uniqueness constraint (store trump) is undoable in the saving context: only what it filled in is taken back")
+    func upsertStoreTrumpUndo() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.people)
+        let storedID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let person = try context.insertNewObject(forEntityName: "Person")
+            person.setValue("Old", forKey: "firstName")
+            person.setValue("a@example.com", forKey: "email")
+            person.setValue(Int32(50), forKey: "age")
+            try context.save()
+            return person.objectID
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.mergePolicy = .mergeByPropertyStoreTrump
+            let person = try context.insertNewObject(forEntityName: "Person")
+            person.setValue("New", forKey: "firstName")
+            person.setValue("Newman", forKey: "lastName")
+            person.setValue("a@example.com", forKey: "email")
+            context.setActionName("Add Newman")
+            try context.save()
+            let name = context.undoActionName
+            #expect(name == "Add Newman")
+            try context.undo()
+            let stored = try context.existingObject(with: storedID)
+            #expect(stored.value(forKey: "firstName") as? String == "Old")
+            #expect(stored.value(forKey: "lastName") == nil)
+            try context.save()
+        }
+        #expect(try await storedPerson(coordinator, storedID) == ["Old", nil, "50"])
+    }
 }
