@@ -833,6 +833,25 @@ extension ContextCore {
         drop(journal.open)
         for index in pending.indices {
             let effect = pending[index]
+            let group = effect.source
+            if effect.kind != .user, effect.changes.changes[id] != nil, effect.changes.changes.count > 1, group.parts.isEmpty,
+                group.changes[id] != nil, !pending.indices.contains(where: { $0 != index && pending[$0].source === group })
+            {
+                // An unsaved undo (redo) of saved work that changes other objects too: the
+                // object's part of the group stays done (undone), as the store still has it,
+                // in a group of its own saved as the group; the rest stays undone (redone).
+                // Before, the whole group counted as undone, and undoing the group below (or
+                // redoing this one) was refused as a conflict with the value the store kept.
+                let part = group.splitOff(id)
+                if effect.changes !== group { drop(effect.changes) }
+                if case .undo = effect.kind {
+                    journal.undoStack.append(part)
+                    journal.trim()
+                } else {
+                    journal.redoStack.append(part)
+                }
+                continue
+            }
             if effect.kind != .user {
                 // An unsaved undo or redo of saved work: what it would write for the object. A
                 // redo's changes are the saved group itself, which a later undo undoes whole:

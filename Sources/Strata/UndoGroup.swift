@@ -361,6 +361,22 @@ final class UndoGroup {
         return group
     }
 
+    /// Takes `id`'s change out of this group into a group of its own, saved as this one
+    /// (the same transaction and event group, origin and action name).
+    func splitOff(_ id: ManagedObjectID) -> UndoGroup {
+        let part = UndoGroup(actionName: actionName)
+        if let change = changes.removeValue(forKey: id) {
+            part.changes[id] = change
+            part.order = [id]
+        }
+        order.removeAll { $0 == id }
+        part.saved = saved
+        part.fromLog = fromLog
+        part.logOrigin = logOrigin
+        part.pushed = pushed
+        return part
+    }
+
     /// The same changes, reversed (what undoing this group does).
     var inverse: UndoGroup {
         let group = UndoGroup(actionName: actionName)

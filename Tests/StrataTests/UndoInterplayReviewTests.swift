@@ -77,6 +77,83 @@ struct UndoInterplayReviewTests {
         #expect(try await storedName(coordinator, teamID) == "Otters")
     }
 
+    @Test("refresh(false) discarding one object's part of a pending undo of a saved group: that part stays done, on the undo stack; undo and redo walk both parts without a false conflict")
+    func refreshDiscardsPartOfPendingUndo() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, firstID) = try await leagueStore(dir)
+        let secondID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Kites", forKey: "name")
+            try context.save()
+            return team.objectID
+        }
+        try await privateContext(coordinator, name: "editor", author: "alice").perform { (context: isolated ManagedObjectContext) throws in
+            let first = try context.existingObject(with: firstID)
+            let second = try context.existingObject(with: secondID)
+            first.setValue("Herons", forKey: "name")
+            context.processPendingChanges()  // group 1: first
+            first.setValue("Comets", forKey: "name")
+            second.setValue("Hawks", forKey: "name")
+            try context.save()  // groups 1 and 2 saved
+            try context.undo()  // group 2: first back to Herons, second to Kites, unsaved
+            context.refresh(first, mergeChanges: false)  // first's part of the undo is discarded
+            #expect(first.value(forKey: "name") as? String == "Comets")
+            #expect(second.value(forKey: "name") as? String == "Kites")
+            let (canUndo, canRedo) = (context.canUndo, context.canRedo)
+            #expect(canUndo && canRedo)
+            // Before, this undo was group 1's, refused: "undo expected Herons but the store
+            // holds Comets, written by another change".
+            try context.undo()  // first's part of group 2
+            #expect(first.value(forKey: "name") as? String == "Herons")
+            try context.undo()  // group 1
+            #expect(first.value(forKey: "name") as? String == "Otters")
+            try context.save()
+            try context.redo()
+            try context.redo()
+            try context.redo()
+            #expect(first.value(forKey: "name") as? String == "Comets")
+            #expect(second.value(forKey: "name") as? String == "Hawks")
+            let stillCanRedo = context.canRedo
+            #expect(!stillCanRedo)
+            try context.save()
+        }
+        #expect(try await storedName(coordinator, firstID) == "Comets")
+        #expect(try await storedName(coordinator, secondID) == "Hawks")
+    }
+
+    @Test("refresh(false) discarding one object's part of a pending undo, then redo: the rest is redone, no false conflict")
+    func refreshDiscardsPartThenRedo() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, firstID) = try await leagueStore(dir)
+        let secondID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Kites", forKey: "name")
+            try context.save()
+            return team.objectID
+        }
+        try await privateContext(coordinator, name: "editor", author: "alice").perform { (context: isolated ManagedObjectContext) throws in
+            let first = try context.existingObject(with: firstID)
+            let second = try context.existingObject(with: secondID)
+            first.setValue("Comets", forKey: "name")
+            second.setValue("Hawks", forKey: "name")
+            try context.save()
+            try context.undo()
+            context.refresh(first, mergeChanges: false)
+            try context.save()  // second's undo only
+            // Before: "undo expected Otters but the store holds Comets".
+            try context.redo()
+            #expect(second.value(forKey: "name") as? String == "Hawks")
+            try context.save()
+            try context.undo()
+            try context.undo()
+            #expect(first.value(forKey: "name") as? String == "Otters")
+            #expect(second.value(forKey: "name") as? String == "Kites")
+            try context.save()
+        }
+        #expect(try await storedName(coordinator, firstID) == "Otters")
+        #expect(try await storedName(coordinator, secondID) == "Kites")
+    }
+
     @Test("a merged delete of an object an unsaved undone group changed: redo leaves it gone, redoes the rest, and the save succeeds")
     func mergedDeleteLeavesUnsavedRedo() async throws {
         let dir = try TemporaryDirectory()
@@ -228,5 +305,87 @@ struct UndoInterplayReviewTests {
             try context.save()
         }
         #expect(try await storedPerson(coordinator, storedID) == ["Old", nil, "50"])
+    }
+
+    /// How many random sequences `randomInterplay` runs and how long each is
+    /// (`STRATA_UNDO_INTERPLAY_SEEDS`, 40 by default; `STRATA_UNDO_INTERPLAY_STEPS`, 80).
+    static let interplaySeeds = Int(ProcessInfo.processInfo.environment["STRATA_UNDO_INTERPLAY_SEEDS"] ?? "") ?? 40
+    static let interplaySteps = Int(ProcessInfo.processInfo.environment["STRATA_UNDO_INTERPLAY_STEPS"] ?? "") ?? 80
+
+    @Test("random renames, groups, undo, redo, saves, refresh (both forms), rollback and merges of another writer's colour changes: no undo or redo is refused (only the editor writes names), and every save leaves the store's names the editor's")
+    func randomInterplay() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let other = privateContext(coordinator, name: "other")
+        for seed in 0..<Self.interplaySeeds {
+            // Three new teams and a new editor for each sequence, in one store.
+            let ids = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                let teams = try (0..<3).map { n in
+                    let team = try context.insertNewObject(forEntityName: "Team")
+                    team.setValue("T\(n)", forKey: "name")
+                    return team
+                }
+                try context.save()
+                return teams.map(\.objectID)
+            }
+            let editor = privateContext(coordinator, name: "editor \(seed)", author: "alice")
+            let failed = try await editor.perform { (context: isolated ManagedObjectContext) throws -> Bool in
+                // Another writer's colour changes are conflicts for optimistic locking only.
+                context.mergePolicy = .mergeByPropertyObjectTrump
+                var random = SeededGenerator(seed: UInt64(seed))
+                var steps: [String] = []
+                func fail(_ what: String) -> Bool {
+                    Issue.record("seed \(seed), step \(steps.count): \(what)\n\(steps.joined(separator: "; "))")
+                    return true
+                }
+                for step in 0..<Self.interplaySteps {
+                    let i = Int.random(in: 0..<3, using: &random)
+                    let team = try context.existingObject(with: ids[i])
+                    switch Int.random(in: 0..<14, using: &random) {
+                    case 0, 1, 2:
+                        steps.append("rename \(i) n\(step)")
+                        team.setValue("n\(step)", forKey: "name")
+                    case 3:
+                        steps.append("close group")
+                        context.processPendingChanges()
+                    case 4, 5:
+                        steps.append("undo")
+                        do { try context.undo() } catch { return fail("undo: \(error)") }
+                    case 6:
+                        steps.append("redo")
+                        do { try context.redo() } catch { return fail("redo: \(error)") }
+                    case 7, 8:
+                        steps.append("save")
+                        do { try context.save() } catch { return fail("save: \(error)") }
+                        let stored = try other.performAndWait { (other: isolated ManagedObjectContext) throws in
+                            other.reset()
+                            return try ids.map { try other.existingObject(with: $0).value(forKey: "name") as? String }
+                        }
+                        let mine = try ids.map { try context.existingObject(with: $0).value(forKey: "name") as? String }
+                        if stored != mine { return fail("the store holds \(stored), the editor \(mine)") }
+                    case 9:
+                        steps.append("refresh \(i) false")
+                        context.refresh(team, mergeChanges: false)
+                    case 10:
+                        steps.append("refresh \(i) true")
+                        context.refresh(team, mergeChanges: true)
+                    case 11:
+                        steps.append("rollback")
+                        context.rollback()
+                    case 12:
+                        steps.append("other colours \(i)")
+                        try other.performAndWait { (other: isolated ManagedObjectContext) throws in
+                            try other.existingObject(with: ids[i]).setValue("c\(step)", forKey: "uniformColor")
+                            try other.save()
+                        }
+                    default:
+                        steps.append("merge")
+                        _ = try context.mergeStoreChanges()
+                    }
+                }
+                return false
+            }
+            if failed { return }
+        }
     }
 }
