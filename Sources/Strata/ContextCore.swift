@@ -1337,7 +1337,12 @@ final class ContextCore {
     }
 
     func undo() throws {
-        processPendingChanges()
+        // The open group closes even inside explicit grouping, as at a save: undo must not
+        // apply an older group under changes still being recorded (before, inside
+        // `beginUndoGrouping()` it undid the group below the open one, whose recorded old
+        // values then no longer matched, and the next save or undo wrote or expected wrong
+        // values). Later changes in the explicit group form the next group.
+        closeOpenGroup()
         loadOlderUndo()
         guard let group = journal.undoStack.last else { return }
         // Undone by applying the group backwards. Saved work is checked against the store
@@ -1362,7 +1367,7 @@ final class ContextCore {
     }
 
     func redo() throws {
-        processPendingChanges()
+        closeOpenGroup()
         guard let group = journal.redoStack.last else { return }
         if group.saved != nil || group.fromLog { try checkConflicts(applying: group) }
         journal.redoStack.removeLast()

@@ -307,6 +307,56 @@ struct UndoInterplayReviewTests {
         #expect(try await storedPerson(coordinator, storedID) == ["Old", nil, "50"])
     }
 
+    @Test("undo inside explicit grouping undoes the changes made in it so far (the open group closes first), not the group below")
+    func undoInsideExplicitGrouping() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Herons", forKey: "name")
+            context.processPendingChanges()  // group 1
+            context.beginUndoGrouping()
+            team.setValue("Comets", forKey: "name")
+            try context.undo()
+            // Before, this undid group 1 ("Otters") under the open group, which still held
+            // Herons → Comets and wrote or expected those values later.
+            #expect(team.value(forKey: "name") as? String == "Herons")
+            try context.undo()
+            #expect(team.value(forKey: "name") as? String == "Otters")
+            team.setValue("Kites", forKey: "name")  // still inside the explicit group
+            context.endUndoGrouping()
+            let canRedo = context.canRedo
+            #expect(!canRedo, "a new change clears the redo stack")
+            try context.save()
+            try context.undo()
+            #expect(team.value(forKey: "name") as? String == "Otters")
+            try context.save()
+        }
+        #expect(try await storedName(coordinator, teamID) == "Otters")
+    }
+
+    @Test("redo inside explicit grouping closes the open group first: what it recorded stays undoable")
+    func redoInsideExplicitGrouping() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Herons", forKey: "name")
+            context.processPendingChanges()
+            try context.undo()  // Herons on the redo stack
+            context.beginUndoGrouping()
+            team.setValue("red", forKey: "uniformColor")
+            try context.redo()  // closes the colour group: a new group clears the redo stack
+            #expect(team.value(forKey: "name") as? String == "Otters")
+            #expect(team.value(forKey: "uniformColor") as? String == "red")
+            context.endUndoGrouping()
+            try context.undo()
+            #expect(team.value(forKey: "uniformColor") == nil)
+            let dirty = context.hasChanges
+            #expect(!dirty)
+        }
+    }
+
     /// How many random sequences `randomInterplay` runs and how long each is
     /// (`STRATA_UNDO_INTERPLAY_SEEDS`, 40 by default; `STRATA_UNDO_INTERPLAY_STEPS`, 80).
     static let interplaySeeds = Int(ProcessInfo.processInfo.environment["STRATA_UNDO_INTERPLAY_SEEDS"] ?? "") ?? 40
