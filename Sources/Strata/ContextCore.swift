@@ -1442,6 +1442,11 @@ final class ContextCore {
             guard let info = info(for: id, last: &lastInfo) else { return }
             switch reversed ? change.kind.reversed : change.kind {
             case .updated:
+                // An object this context's unsaved undo (or redo) re-creates — gone from the
+                // store, back as an insert: nothing stored to overwrite, and its values are
+                // this context's own unsaved work (before, undoing the group below the undone
+                // delete was refused: "the store holds a deleted object").
+                if stored == nil, restored.contains(id), registered(id)?.isInsertedFlag == true { return }
                 // "Another writer changed it" means the store no longer holds what this
                 // context last knew it to hold: the loaded object's committed value, or,
                 // for an object the context hasn't loaded (a restart), the value the

@@ -357,6 +357,38 @@ struct UndoInterplayReviewTests {
         }
     }
 
+    @Test("undo of a saved group below the pending undo of a saved delete of the same object: no conflict with the store's deletion (this context's own unsaved re-creation)")
+    func undoBelowPendingUndoOfDelete() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let playerID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue("Ng", forKey: "lastName")
+            player.setValue(try context.existingObject(with: teamID), forKey: "team")
+            try context.save()
+            return player.objectID
+        }
+        try await privateContext(coordinator, name: "editor", author: "alice").perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.existingObject(with: playerID)
+            player.setValue("Ngata", forKey: "lastName")
+            try context.save()  // group 1
+            context.delete(player)
+            try context.save()  // group 2
+            try context.undo()  // the player is back, unsaved
+            // Before: "undo conflict on …Player/p1.lastName: undo expected "Ngata" but the
+            // store holds a deleted object".
+            try context.undo()
+            let restored = try context.existingObject(with: playerID)
+            #expect(restored.value(forKey: "lastName") as? String == "Ng")
+            try context.save()
+        }
+        let stored = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.existingObject(with: playerID)
+            return [player.value(forKey: "lastName") as? String, (player.value(forKey: "team") as? ManagedObject).map { "\($0.objectID)" }]
+        }
+        #expect(stored == ["Ng", "\(teamID)"])
+    }
+
     /// How many random sequences `randomInterplay` runs and how long each is
     /// (`STRATA_UNDO_INTERPLAY_SEEDS`, 40 by default; `STRATA_UNDO_INTERPLAY_STEPS`, 80).
     static let interplaySeeds = Int(ProcessInfo.processInfo.environment["STRATA_UNDO_INTERPLAY_SEEDS"] ?? "") ?? 40
