@@ -389,85 +389,160 @@ struct UndoInterplayReviewTests {
         #expect(stored == ["Ng", "\(teamID)"])
     }
 
-    /// How many random sequences `randomInterplay` runs and how long each is
-    /// (`STRATA_UNDO_INTERPLAY_SEEDS`, 40 by default; `STRATA_UNDO_INTERPLAY_STEPS`, 80).
-    static let interplaySeeds = Int(ProcessInfo.processInfo.environment["STRATA_UNDO_INTERPLAY_SEEDS"] ?? "") ?? 40
+    /// How many random sequences each randomized test runs and how long each is
+    /// (`STRATA_UNDO_INTERPLAY_SEEDS`, 25 by default; `STRATA_UNDO_INTERPLAY_STEPS`, 80).
+    static let interplaySeeds = Int(ProcessInfo.processInfo.environment["STRATA_UNDO_INTERPLAY_SEEDS"] ?? "") ?? 25
     static let interplaySteps = Int(ProcessInfo.processInfo.environment["STRATA_UNDO_INTERPLAY_STEPS"] ?? "") ?? 80
 
-    @Test("random renames, groups, undo, redo, saves, refresh (both forms), rollback and merges of another writer's colour changes: no undo or redo is refused (only the editor writes names), and every save leaves the store's names the editor's")
+    /// One random sequence on the editor: renames of three teams, players inserted, moved and
+    /// deleted, groups closed, explicit grouping, undo, redo, saves, refresh (without merging
+    /// only with `discarding`), rollback, another writer's colour changes and merges of them.
+    /// Only the editor writes names and players, so no undo or redo may be refused; after each
+    /// save the store's team names must be the editor's. Records an issue and returns false
+    /// at the first failure.
+    static func interplay(
+        _ context: isolated ManagedObjectContext, seed: Int, teams ids: [ManagedObjectID], other: ManagedObjectContext, discarding: Bool
+    ) throws -> Bool {
+        // Another writer's colour changes are conflicts for optimistic locking only.
+        context.mergePolicy = .mergeByPropertyObjectTrump
+        var random = SeededGenerator(seed: UInt64(seed))
+        var steps: [String] = []
+        var depth = 0
+        func fail(_ what: String) -> Bool {
+            Issue.record("seed \(seed), step \(steps.count): \(what)\n\(steps.joined(separator: "; "))")
+            return false
+        }
+        for step in 0..<interplaySteps {
+            let i = Int.random(in: 0..<3, using: &random)
+            let team = try context.existingObject(with: ids[i])
+            switch Int.random(in: 0..<20, using: &random) {
+            case 0, 1, 2:
+                steps.append("rename \(i) n\(step)")
+                team.setValue("n\(step)", forKey: "name")
+            case 3:
+                steps.append("close group")
+                context.processPendingChanges()
+            case 4, 5:
+                steps.append("undo")
+                do { try context.undo() } catch { return fail("undo: \(error)") }
+            case 6:
+                steps.append("redo")
+                do { try context.redo() } catch { return fail("redo: \(error)") }
+            case 7, 8:
+                steps.append("save")
+                do { try context.save() } catch { return fail("save: \(error)") }
+                let stored = try other.performAndWait { (other: isolated ManagedObjectContext) throws in
+                    other.reset()
+                    return try ids.map { try other.existingObject(with: $0).value(forKey: "name") as? String }
+                }
+                let mine = try ids.map { try context.existingObject(with: $0).value(forKey: "name") as? String }
+                if stored != mine { return fail("the store holds \(stored), the editor \(mine)") }
+            case 9:
+                guard discarding else { continue }
+                steps.append("refresh \(i) false")
+                context.refresh(team, mergeChanges: false)
+            case 10:
+                steps.append("refresh \(i) true")
+                context.refresh(team, mergeChanges: true)
+            case 11:
+                steps.append("rollback")
+                context.rollback()
+                depth = 0
+            case 12:
+                steps.append("other colours \(i)")
+                try other.performAndWait { (other: isolated ManagedObjectContext) throws in
+                    try other.existingObject(with: ids[i]).setValue("c\(step)", forKey: "uniformColor")
+                    try other.save()
+                }
+            case 13:
+                steps.append("merge")
+                _ = try context.mergeStoreChanges()
+            case 14, 15:
+                steps.append("insert player in \(i)")
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue(team, forKey: "team")
+                player.setValue("p\(step)", forKey: "lastName")
+            case 16, 17:
+                let players = (team.value(forKey: "players") as? Set<ManagedObject> ?? []).sorted { $0.objectID < $1.objectID }
+                guard let player = players.randomElement(using: &random) else { continue }
+                let target = Int.random(in: 0..<3, using: &random)
+                if step.isMultiple(of: 2) {
+                    steps.append("delete \(player.objectID)")
+                    context.delete(player)
+                } else {
+                    steps.append("move \(player.objectID) to \(target)")
+                    player.setValue(try context.existingObject(with: ids[target]), forKey: "team")
+                }
+            default:
+                if depth == 0 || Bool.random(using: &random) {
+                    steps.append("begin grouping")
+                    context.beginUndoGrouping()
+                    depth += 1
+                } else {
+                    steps.append("end grouping")
+                    context.endUndoGrouping()
+                    depth -= 1
+                }
+            }
+        }
+        return true
+    }
+
+    /// Three new teams, saved.
+    static func newTeams(_ coordinator: PersistentStoreCoordinator) async throws -> [ManagedObjectID] {
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let teams = try (0..<3).map { n in
+                let team = try context.insertNewObject(forEntityName: "Team")
+                team.setValue("T\(n)", forKey: "name")
+                return team
+            }
+            try context.save()
+            return teams.map(\.objectID)
+        }
+    }
+
+    @Test("random renames, players inserted, moved and deleted, groups, explicit grouping, undo, redo, saves, refresh (both forms), rollback and merges of another writer's colour changes: no undo or redo is refused, and every save leaves the store's names the editor's")
     func randomInterplay() async throws {
         let dir = try TemporaryDirectory()
         let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
         let other = privateContext(coordinator, name: "other")
         for seed in 0..<Self.interplaySeeds {
-            // Three new teams and a new editor for each sequence, in one store.
-            let ids = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-                let teams = try (0..<3).map { n in
-                    let team = try context.insertNewObject(forEntityName: "Team")
-                    team.setValue("T\(n)", forKey: "name")
-                    return team
-                }
-                try context.save()
-                return teams.map(\.objectID)
-            }
+            let ids = try await Self.newTeams(coordinator)
             let editor = privateContext(coordinator, name: "editor \(seed)", author: "alice")
-            let failed = try await editor.perform { (context: isolated ManagedObjectContext) throws -> Bool in
-                // Another writer's colour changes are conflicts for optimistic locking only.
-                context.mergePolicy = .mergeByPropertyObjectTrump
-                var random = SeededGenerator(seed: UInt64(seed))
-                var steps: [String] = []
-                func fail(_ what: String) -> Bool {
-                    Issue.record("seed \(seed), step \(steps.count): \(what)\n\(steps.joined(separator: "; "))")
-                    return true
-                }
-                for step in 0..<Self.interplaySteps {
-                    let i = Int.random(in: 0..<3, using: &random)
-                    let team = try context.existingObject(with: ids[i])
-                    switch Int.random(in: 0..<14, using: &random) {
-                    case 0, 1, 2:
-                        steps.append("rename \(i) n\(step)")
-                        team.setValue("n\(step)", forKey: "name")
-                    case 3:
-                        steps.append("close group")
-                        context.processPendingChanges()
-                    case 4, 5:
-                        steps.append("undo")
-                        do { try context.undo() } catch { return fail("undo: \(error)") }
-                    case 6:
-                        steps.append("redo")
-                        do { try context.redo() } catch { return fail("redo: \(error)") }
-                    case 7, 8:
-                        steps.append("save")
-                        do { try context.save() } catch { return fail("save: \(error)") }
-                        let stored = try other.performAndWait { (other: isolated ManagedObjectContext) throws in
-                            other.reset()
-                            return try ids.map { try other.existingObject(with: $0).value(forKey: "name") as? String }
-                        }
-                        let mine = try ids.map { try context.existingObject(with: $0).value(forKey: "name") as? String }
-                        if stored != mine { return fail("the store holds \(stored), the editor \(mine)") }
-                    case 9:
-                        steps.append("refresh \(i) false")
-                        context.refresh(team, mergeChanges: false)
-                    case 10:
-                        steps.append("refresh \(i) true")
-                        context.refresh(team, mergeChanges: true)
-                    case 11:
-                        steps.append("rollback")
-                        context.rollback()
-                    case 12:
-                        steps.append("other colours \(i)")
-                        try other.performAndWait { (other: isolated ManagedObjectContext) throws in
-                            try other.existingObject(with: ids[i]).setValue("c\(step)", forKey: "uniformColor")
-                            try other.save()
-                        }
-                    default:
-                        steps.append("merge")
-                        _ = try context.mergeStoreChanges()
-                    }
-                }
-                return false
+            let passed = try await editor.perform { (context: isolated ManagedObjectContext) throws in
+                try Self.interplay(context, seed: seed, teams: ids, other: other, discarding: true)
             }
-            if failed { return }
+            if !passed { return }
+        }
+    }
+
+    @Test("the same without refresh(false), then a restart: persisted undo undoes every group and redoes them all without a refusal")
+    func randomInterplayRestarted() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let other = privateContext(coordinator, name: "other")
+        for seed in 0..<Self.interplaySeeds {
+            let ids = try await Self.newTeams(coordinator)
+            let name = "editor \(seed)"
+            let passed = try await privateContext(coordinator, name: name, author: "alice", persistentUndo: true).perform {
+                (context: isolated ManagedObjectContext) throws in
+                guard try Self.interplay(context, seed: seed + 1000, teams: ids, other: other, discarding: false) else { return false }
+                try context.save()
+                return true
+            }
+            if !passed { return }
+            let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+            try await privateContext(restarted, name: name, author: "alice", persistentUndo: true).perform {
+                (context: isolated ManagedObjectContext) throws in
+                while context.canUndo {
+                    try context.undo()
+                    try context.save()
+                }
+                while context.canRedo {
+                    try context.redo()
+                    try context.save()
+                }
+            }
         }
     }
 }
