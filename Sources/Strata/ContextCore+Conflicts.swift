@@ -36,7 +36,7 @@ extension ContextCore {
             let objects = conflicts.compactMap { registered($0.objectID) ?? lockedObjects[$0.objectID] }
             try mergePolicy.resolve(optimisticLockingConflicts: conflicts, in: context)
             // Changes a custom policy made through KVC form their own undo group, saved with the rest.
-            closeOpenGroup()
+            closeOpenGroup(continuing: true)
             try adoptStoreState(objects)
         }
         throw ContextError.store("the save gave up after \(Self.maximumSaveAttempts) attempts: other writers kept changing the same objects")

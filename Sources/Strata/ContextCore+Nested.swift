@@ -251,6 +251,8 @@ extension ContextCore {
                 continue
             }
         }
+        // The parent's explicit group, if one is open, goes on after the push under its name.
+        let explicitName = journal.explicitDepth > 0 ? journal.open.actionName : nil
         closeOpenGroup()
         changeRecorder = []
         defer { changeRecorder = nil }
@@ -303,6 +305,7 @@ extension ContextCore {
             }
         }
         closeOpenGroup()
+        journal.open.actionName = explicitName
         summary.updated = (changeRecorder ?? []).subtracting(summary.inserted).subtracting(summary.deleted)
         tellChildren(.merge(summary), except: child)
         return summary

@@ -172,7 +172,7 @@ extension ContextCore {
     func save(in context: isolated ManagedObjectContext) throws {
         // A save closes the current undo group even inside explicit grouping: what it writes
         // is one group; later changes in the explicit group form the next one.
-        closeOpenGroup()
+        closeOpenGroup(continuing: true)
         if !problems.isEmpty {
             let found = problems
             problems.removeAll()
@@ -187,7 +187,7 @@ extension ContextCore {
         for object in Array(retained.values) { object.willSave(in: context) }
         // …and those of objects the hooks deleted.
         propagateDeferredDeletes(in: context)
-        closeOpenGroup()
+        closeOpenGroup(continuing: true)
         postPendingChanges()
 
         // Validate everything; report every failure at once (in object ID order); write
@@ -255,7 +255,7 @@ extension ContextCore {
                     let conflicts = try detectConstraintConflicts()
                     guard !conflicts.isEmpty else { throw ContextError.storeRefused(error.description) }
                     try mergePolicy.resolve(constraintConflicts: conflicts, in: context)
-                    closeOpenGroup()
+                    closeOpenGroup(continuing: true)
                     continue
                 case .uniquenessViolation, .missingReference, .objectExists, .objectNotFound:
                     throw ContextError.storeRefused(error.description)

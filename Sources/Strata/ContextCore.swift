@@ -1325,9 +1325,13 @@ final class ContextCore {
         closeOpenGroup()
     }
 
-    func closeOpenGroup() {
+    /// Closes the open group. `continuing`: inside explicit grouping, the changes that follow
+    /// (the next group) are still the explicit group's, under its action name — a save, undo
+    /// or redo closes the group there (before, the rest of the group lost its name, and
+    /// `undoActionName` after `endUndoGrouping()` was nil).
+    func closeOpenGroup(continuing: Bool = false) {
         let group = journal.open
-        journal.open = UndoGroup()
+        journal.open = UndoGroup(actionName: continuing && journal.explicitDepth > 0 ? group.actionName : nil)
         group.close { id in registered(id).map { (currentValues($0), $0.valuesStamp) } }
         guard !group.isEmpty else { return }
         journal.undoStack.append(group)
@@ -1342,7 +1346,7 @@ final class ContextCore {
         // `beginUndoGrouping()` it undid the group below the open one, whose recorded old
         // values then no longer matched, and the next save or undo wrote or expected wrong
         // values). Later changes in the explicit group form the next group.
-        closeOpenGroup()
+        closeOpenGroup(continuing: true)
         loadOlderUndo()
         guard let group = journal.undoStack.last else { return }
         // Undone by applying the group backwards. Saved work is checked against the store
@@ -1367,7 +1371,7 @@ final class ContextCore {
     }
 
     func redo() throws {
-        closeOpenGroup()
+        closeOpenGroup(continuing: true)
         guard let group = journal.redoStack.last else { return }
         if group.saved != nil || group.fromLog { try checkConflicts(applying: group) }
         journal.redoStack.removeLast()

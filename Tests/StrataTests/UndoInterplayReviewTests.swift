@@ -357,6 +357,28 @@ struct UndoInterplayReviewTests {
         }
     }
 
+    @Test("an explicit group that a save (or undo) splits keeps its action name for the rest of it")
+    func explicitGroupKeepsNameAcrossSave() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            context.beginUndoGrouping()
+            context.setActionName("Restyle")
+            team.setValue("Herons", forKey: "name")
+            try context.save()  // the first part of the group is saved
+            team.setValue("red", forKey: "uniformColor")
+            context.endUndoGrouping()
+            // Before, nil: the part after the save had lost the group's name.
+            #expect(context.undoActionName == "Restyle")
+            try context.undo()
+            #expect(context.undoActionName == "Restyle")
+            #expect(context.redoActionName == "Restyle")
+            try context.undo()
+            #expect(team.value(forKey: "name") as? String == "Otters")
+        }
+    }
+
     @Test("undo of a saved group below the pending undo of a saved delete of the same object: no conflict with the store's deletion (this context's own unsaved re-creation)")
     func undoBelowPendingUndoOfDelete() async throws {
         let dir = try TemporaryDirectory()
