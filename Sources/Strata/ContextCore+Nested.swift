@@ -232,6 +232,10 @@ extension ContextCore {
                     throw ContextError.storeRefused("the parent context already has \(id(object))")
                 }
             case .update(let object, _), .membership(let object, _, _, _), .delete(let object):
+                // An object this push inserts (in an earlier group of the child's save: inserted,
+                // then changed or deleted after the group closed) is the push's own (before, the
+                // save was refused: "the parent context no longer has" the new object).
+                if insertedHere.contains(id(object)) { break }
                 guard let found = self.object(with: id(object)), !found.isInvalidated, !found.isDeletedFlag else {
                     throw ContextError.storeRefused("the parent context no longer has \(id(object)) (deleted or unknown)")
                 }

@@ -411,6 +411,29 @@ struct UndoInterplayReviewTests {
         #expect(stored == ["Ng", "\(teamID)"])
     }
 
+    @Test("a child's save of an object inserted in one undo group and deleted in a later one: pushed as nothing, not refused")
+    func childInsertThenDeleteAcrossGroups() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent, name: "child")
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue(try context.existingObject(with: teamID), forKey: "team")
+            context.processPendingChanges()  // the insert's group closes
+            context.delete(player)
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            // Before: "the parent context no longer has x-strata:///Player/t…".
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            let inserted = context.insertedObjects.count
+            #expect(inserted == 0)
+            try context.save()
+        }
+        #expect(try await storedName(coordinator, teamID) == "Herons")
+    }
+
     /// How many random sequences each randomized test runs and how long each is
     /// (`STRATA_UNDO_INTERPLAY_SEEDS`, 25 by default; `STRATA_UNDO_INTERPLAY_STEPS`, 80).
     static let interplaySeeds = Int(ProcessInfo.processInfo.environment["STRATA_UNDO_INTERPLAY_SEEDS"] ?? "") ?? 25
