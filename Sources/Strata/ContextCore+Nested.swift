@@ -277,6 +277,14 @@ extension ContextCore {
                 noteUpdated(existing)
                 continue
             }
+            // An object of an earlier push that a later one deleted, unsaved (the child undid
+            // its delete): the parent's pending groups insert and delete it, and inserting it
+            // again in the same transaction was refused at the parent's save ("object … already
+            // exists"). The pair nets to nothing: it leaves the pending groups, and the object
+            // is inserted once, by this push.
+            if id(object).isTemporaryID, registered(id(object)) == nil || registered(id(object))?.isInvalidated == true {
+                discardPendingJournal(for: id(object))
+            }
             let inserted = insertPushed(id(object), info: info)
             summary.inserted.insert(inserted.objectID)
         }

@@ -434,6 +434,32 @@ struct UndoInterplayReviewTests {
         #expect(try await storedName(coordinator, teamID) == "Herons")
     }
 
+    @Test("a child's undo of its pushed delete of an object it pushed before, saved into the parent: the parent's save stores the object once")
+    func childUndoOfPushedDeleteOfNewObject() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent, name: "child")
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue("Ng", forKey: "lastName")
+            player.setValue(try context.existingObject(with: teamID), forKey: "team")
+            try context.save()  // the insert, into the parent
+            context.delete(player)
+            try context.save()  // the delete, into the parent
+            try context.undo()  // the player is back
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            // Before: "the store refused the save: object Player/t… already exists".
+            try context.save()
+        }
+        let players = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.fetch(FetchRequest(entityName: "Player")).map { [$0.value(forKey: "lastName") as? String, ($0.value(forKey: "team") as? ManagedObject).map { "\($0.objectID)" }] }
+        }
+        #expect(players == [["Ng", "\(teamID)"]])
+    }
+
     /// How many random sequences each randomized test runs and how long each is
     /// (`STRATA_UNDO_INTERPLAY_SEEDS`, 25 by default; `STRATA_UNDO_INTERPLAY_STEPS`, 80).
     static let interplaySeeds = Int(ProcessInfo.processInfo.environment["STRATA_UNDO_INTERPLAY_SEEDS"] ?? "") ?? 25
