@@ -411,6 +411,77 @@ struct UndoInterplayReviewTests {
         #expect(stored == ["Ng", "\(teamID)"])
     }
 
+    @Test("a child's undo of a rename it pushed, after another writer's rename was merged into the parent: refused as a conflict naming both values, nothing overwritten")
+    func childUndoConflictsWithMergedChange() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent, name: "child")
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in context.automaticallyMergesChangesFromParent = true }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            try context.save()  // into the parent
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Comets", forKey: "name")
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            _ = try context.mergeStoreChanges()
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Comets")
+        }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            // Before, no check: the undo put "Otters" back, and the saves wrote it over Comets.
+            let found = expectUndoConflict { try context.undo() }
+            #expect(found?.object == teamID.description)
+            #expect(found?.property == "name")
+            #expect(found?.expected.contains("Herons") == true)
+            #expect(found?.found.contains("Comets") == true)
+            let (canUndo, dirty) = (context.canUndo, context.hasChanges)
+            #expect(canUndo && !dirty)
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        #expect(try await storedName(coordinator, teamID) == "Comets")
+    }
+
+    @Test("a child's undo and redo of its own pushed groups, saved into the parent or not in between: never a conflict")
+    func childUndoRedoOwnPushedWork() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent, name: "child")
+        let playerID = try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Herons", forKey: "name")
+            try context.save()
+            team.setValue("Comets", forKey: "name")
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue(team, forKey: "team")
+            try context.save()
+            return player.objectID
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            try context.undo()
+            try context.undo()  // the first undo not pushed yet: its own work
+            let team = try context.existingObject(with: teamID)
+            #expect(team.value(forKey: "name") as? String == "Otters")
+            try context.save()
+            try context.redo()
+            try context.save()
+            try context.redo()
+            #expect(team.value(forKey: "name") as? String == "Comets")
+            try context.undo()
+            try context.redo()
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        #expect(try await storedName(coordinator, teamID) == "Comets")
+        _ = playerID
+    }
+
     @Test("a child's save of an object inserted in one undo group and deleted in a later one: pushed as nothing, not refused")
     func childInsertThenDeleteAcrossGroups() async throws {
         let dir = try TemporaryDirectory()
