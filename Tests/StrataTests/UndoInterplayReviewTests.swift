@@ -687,4 +687,73 @@ struct UndoInterplayReviewTests {
             }
         }
     }
+
+    @Test("random child edits (renames, players inserted and deleted), undo, redo, child saves into the parent and parent saves, with and without merging from the parent: nothing refused, and the store ends with the child's names")
+    func randomChildParentInterplay() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        for seed in 0..<(Self.interplaySeeds * 2) {
+            let ids = try await Self.newTeams(coordinator)
+            let parent = privateContext(coordinator, name: "parent \(seed)")
+            let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent, name: "child \(seed)")
+            let passed = try await child.perform { (context: isolated ManagedObjectContext) throws -> Bool in
+                context.automaticallyMergesChangesFromParent = seed.isMultiple(of: 2)
+                var random = SeededGenerator(seed: UInt64(seed))
+                var steps: [String] = []
+                func fail(_ what: String) -> Bool {
+                    Issue.record("seed \(seed), step \(steps.count): \(what)\n\(steps.joined(separator: "; "))")
+                    return false
+                }
+                func saveParent() -> Bool {
+                    do {
+                        try parent.performAndWait { (parent: isolated ManagedObjectContext) throws in try parent.save() }
+                        return true
+                    } catch {
+                        return fail("parent save: \(error)")
+                    }
+                }
+                for step in 0..<Self.interplaySteps {
+                    let i = Int.random(in: 0..<3, using: &random)
+                    let team = try context.existingObject(with: ids[i])
+                    switch Int.random(in: 0..<12, using: &random) {
+                    case 0, 1, 2:
+                        steps.append("rename \(i) n\(step)")
+                        team.setValue("n\(step)", forKey: "name")
+                    case 3:
+                        steps.append("close group")
+                        context.processPendingChanges()
+                    case 4, 5:
+                        steps.append("undo")
+                        do { try context.undo() } catch { return fail("undo: \(error)") }
+                    case 6:
+                        steps.append("redo")
+                        do { try context.redo() } catch { return fail("redo: \(error)") }
+                    case 7, 8:
+                        steps.append("child save")
+                        do { try context.save() } catch { return fail("child save: \(error)") }
+                    case 9:
+                        steps.append("parent save")
+                        guard saveParent() else { return false }
+                    case 10:
+                        steps.append("insert player in \(i)")
+                        try context.insertNewObject(forEntityName: "Player").setValue(team, forKey: "team")
+                    default:
+                        let players = (team.value(forKey: "players") as? Set<ManagedObject> ?? []).sorted { $0.objectID < $1.objectID }
+                        guard let player = players.first else { continue }
+                        steps.append("delete \(player.objectID)")
+                        context.delete(player)
+                    }
+                }
+                steps.append("child save, parent save")
+                do { try context.save() } catch { return fail("child save: \(error)") }
+                guard saveParent() else { return false }
+                let mine = try ids.map { try context.existingObject(with: $0).value(forKey: "name") as? String }
+                let stored = try privateContext(coordinator).performAndWait { (other: isolated ManagedObjectContext) throws in
+                    try ids.map { try other.existingObject(with: $0).value(forKey: "name") as? String }
+                }
+                return stored == mine || fail("the store holds \(stored), the child \(mine)")
+            }
+            if !passed { return }
+        }
+    }
 }
