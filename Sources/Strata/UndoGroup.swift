@@ -97,6 +97,10 @@ final class UndoGroup {
     func recordSet(_ object: ManagedObject, _ key: String, old: PropertyValue, new: PropertyValue) {
         mayHoldTemporaryIDs = true
         if object === lastInserted { return }  // inserted in the group: its values are captured at close
+        // Deleted (in an earlier group; in this one its change is a delete): the save deletes
+        // it, so a change has nothing to write — recorded, it was written after the delete and
+        // the store refused the save ("no object Player/p1 in the store").
+        if object.isDeletedFlag { return }
         let id = object.objectID
         if let index = changes.index(forKey: id) {
             switch changes.values[index].kind {

@@ -531,6 +531,41 @@ struct UndoInterplayReviewTests {
         #expect(players == [["Ng", "\(teamID)"]])
     }
 
+    @Test("a change to an object deleted in an earlier undo group is not recorded: the save deletes it and succeeds, and undo brings it back as it was")
+    func changeAfterDeleteInEarlierGroup() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let playerID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue("Ng", forKey: "lastName")
+            player.setValue(try context.existingObject(with: teamID), forKey: "team")
+            try context.save()
+            return player.objectID
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.existingObject(with: playerID)
+            let team = try context.existingObject(with: teamID)
+            context.delete(player)
+            context.processPendingChanges()  // group 1: the delete
+            player.setValue("Ngata", forKey: "lastName")
+            team.setValue("Herons", forKey: "name")  // group 2
+            // Before: "the store refused the save: no object Player/p1 in the store" (the
+            // change was written after the delete).
+            try context.save()
+            #expect(try context.count(for: FetchRequest(entityName: "Player")) == 0)
+            try context.undo()  // group 2: the rename
+            try context.undo()  // group 1: the player is back
+            let restored = try context.existingObject(with: playerID)
+            #expect(restored.value(forKey: "lastName") as? String == "Ng")
+            try context.save()
+        }
+        #expect(try await storedName(coordinator, teamID) == "Otters")
+        let lastName = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: playerID).value(forKey: "lastName") as? String
+        }
+        #expect(lastName == "Ng")
+    }
+
     /// How many random sequences each randomized test runs and how long each is
     /// (`STRATA_UNDO_INTERPLAY_SEEDS`, 25 by default; `STRATA_UNDO_INTERPLAY_STEPS`, 80).
     static let interplaySeeds = Int(ProcessInfo.processInfo.environment["STRATA_UNDO_INTERPLAY_SEEDS"] ?? "") ?? 25
