@@ -831,6 +831,9 @@ extension ContextCore {
             group.order.removeAll { $0 == id }
         }
         drop(journal.open)
+        // Groups going back to the stack they came from (below), by their effect's place in
+        // `pending`: the whole group, or (`part`) the object's part split off it.
+        var restacked: [(index: Int, group: UndoGroup, part: UndoGroup?, undoing: Bool)] = []
         for index in pending.indices {
             let effect = pending[index]
             let group = effect.source
@@ -844,12 +847,7 @@ extension ContextCore {
                 // redoing this one) was refused as a conflict with the value the store kept.
                 let part = group.splitOff(id)
                 if effect.changes !== group { drop(effect.changes) }
-                if case .undo = effect.kind {
-                    journal.undoStack.append(part)
-                    journal.trim()
-                } else {
-                    journal.redoStack.append(part)
-                }
+                restacked.append((index, group, part, effect.kind.isUndo))
                 continue
             }
             if effect.kind != .user {
@@ -860,31 +858,40 @@ extension ContextCore {
                     pending[index] = PendingEffect(changes: effect.changes.copyOfChanges(), source: effect.source, kind: effect.kind)
                 }
                 drop(pending[index].changes)
+                // An unsaved undo (redo) of saved work whose every change was discarded:
+                // nothing of it remains to save, so the group is done (undone) again, as the
+                // store still has it. Before, it stayed on the other stack, and redoing
+                // (undoing) it was refused as a conflict with the store's unchanged values.
+                if pending[index].changes.isEmpty, group.parts.isEmpty,
+                    !pending.indices.contains(where: { $0 != index && pending[$0].source === group })
+                {
+                    restacked.append((index, group, nil, effect.kind.isUndo))
+                }
             } else if effect.source.saved == nil {
                 drop(effect.source)
             }
         }
         func isEmptied(_ effect: PendingEffect) -> Bool { effect.kind == .user ? effect.source.isEmpty : effect.changes.isEmpty }
         let emptied = pending.filter { $0.kind == .user && $0.source.isEmpty }.map(\.source)
-        // An unsaved undo (redo) of saved work whose every change was discarded: nothing of it
-        // remains to save, so the group is done (undone) again, as the store still has it. It
-        // goes back to the stack it came from; before, it stayed on the other one, and redoing
-        // (undoing) it was refused as a conflict with the store's unchanged values, for good.
-        let withdrawn = pending.filter { effect in
-            effect.kind != .user && effect.changes.isEmpty && effect.source.parts.isEmpty
-                && !pending.contains { $0.source === effect.source && !$0.changes.isEmpty }
-        }
         pending.removeAll(where: isEmptied)
         journal.undoStack.removeAll { group in emptied.contains { $0 === group } }
-        for effect in withdrawn {
-            let group = effect.source
-            if case .undo = effect.kind, let index = journal.redoStack.lastIndex(where: { $0 === group }) {
-                journal.redoStack.remove(at: index)
-                journal.undoStack.append(group)
+        // The latest effect's group first, so each stack keeps its order: undos are made
+        // newest group first (the undo stack's top is then the newest group done), redos
+        // oldest first (the redo stack's top the oldest undone). Before, several groups went
+        // back in the wrong order, and undoing the older one first was refused as a conflict.
+        // A group no longer on the redo stack (a new group cleared it) is gone from the
+        // journal, and so is its part.
+        for entry in restacked.sorted(by: { $0.index > $1.index }) {
+            let group = entry.group
+            if entry.undoing {
+                guard let index = journal.redoStack.lastIndex(where: { $0 === group }) else { continue }
+                if entry.part == nil { journal.redoStack.remove(at: index) }
+                journal.undoStack.append(entry.part ?? group)
                 journal.trim()
-            } else if case .redo = effect.kind, let index = journal.undoStack.lastIndex(where: { $0 === group }) {
-                journal.undoStack.remove(at: index)
-                journal.redoStack.append(group)
+            } else {
+                guard let index = journal.undoStack.lastIndex(where: { $0 === group }) else { continue }
+                if entry.part == nil { journal.undoStack.remove(at: index) }
+                journal.redoStack.append(entry.part ?? group)
             }
         }
     }
@@ -919,5 +926,12 @@ struct SaveCoverage {
         if let update = updates[property.name] { return update }
         guard let inserted else { return nil }
         return inserted[property.name] ?? property.emptyValue
+    }
+}
+
+extension PendingEffect.Kind {
+    /// Whether the effect is the undo of saved work.
+    var isUndo: Bool {
+        if case .undo = self { true } else { false }
     }
 }

@@ -154,6 +154,43 @@ struct UndoInterplayReviewTests {
         #expect(try await storedName(coordinator, secondID) == "Kites")
     }
 
+    @Test("refresh(false) discarding the pending undos of two saved groups of the object: both go back on the undo stack in their order, whole or as parts")
+    func refreshDiscardsTwoPendingUndos() async throws {
+        for alone in [true, false] {
+            let dir = try TemporaryDirectory()
+            let (coordinator, firstID) = try await leagueStore(dir)
+            let secondID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                let team = try context.insertNewObject(forEntityName: "Team")
+                team.setValue("Kites", forKey: "name")
+                try context.save()
+                return team.objectID
+            }
+            try await privateContext(coordinator, name: "editor", author: "alice").perform { (context: isolated ManagedObjectContext) throws in
+                let first = try context.existingObject(with: firstID)
+                let second = try context.existingObject(with: secondID)
+                first.setValue("Herons", forKey: "name")
+                if !alone { second.setValue("Hawks", forKey: "name") }
+                context.processPendingChanges()  // group 1
+                first.setValue("Comets", forKey: "name")
+                if !alone { second.setValue("Falcons", forKey: "name") }
+                try context.save()  // groups 1 and 2
+                try context.undo()
+                try context.undo()
+                context.refresh(first, mergeChanges: false)
+                #expect(first.value(forKey: "name") as? String == "Comets")
+                // Before, group 1 (or its part) went back above group 2: this undo was refused,
+                // "undo expected Herons but the store holds Comets".
+                try context.undo()
+                #expect(first.value(forKey: "name") as? String == "Herons")
+                try context.undo()
+                #expect(first.value(forKey: "name") as? String == "Otters")
+                try context.save()
+            }
+            #expect(try await storedName(coordinator, firstID) == "Otters")
+            #expect(try await storedName(coordinator, secondID) == "Kites")
+        }
+    }
+
     @Test("a merged delete of an object an unsaved undone group changed: redo leaves it gone, redoes the rest, and the save succeeds")
     func mergedDeleteLeavesUnsavedRedo() async throws {
         let dir = try TemporaryDirectory()
@@ -787,6 +824,95 @@ struct UndoInterplayReviewTests {
                     try ids.map { try other.existingObject(with: $0).value(forKey: "name") as? String }
                 }
                 return stored == mine || fail("the store holds \(stored), the child \(mine)")
+            }
+            if !passed { return }
+        }
+    }
+
+    @Test("random edits with another writer inserting and deleting players, merged: every save succeeds, and an undo or redo refused as a conflict changes nothing")
+    func randomInterplayWithOtherWritersDeletes() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let other = privateContext(coordinator, name: "other")
+        for seed in 0..<Self.interplaySeeds {
+            let ids = try await Self.newTeams(coordinator)
+            let passed = try await privateContext(coordinator, name: "editor \(seed)", author: "alice").perform {
+                (context: isolated ManagedObjectContext) throws -> Bool in
+                context.mergePolicy = .mergeByPropertyObjectTrump
+                var random = SeededGenerator(seed: UInt64(seed))
+                var steps: [String] = []
+                func fail(_ what: String) -> Bool {
+                    Issue.record("seed \(seed), step \(steps.count): \(what)\n\(steps.joined(separator: "; "))")
+                    return false
+                }
+                /// What an undo or redo refused must leave as it was.
+                func state(_ context: isolated ManagedObjectContext) throws -> [String] {
+                    let teams = try ids.map { try context.existingObject(with: $0) }
+                    return teams.map { "\($0.value(forKey: "name") ?? "-") \(($0.value(forKey: "players") as? Set<ManagedObject>)?.count ?? -1)" }
+                        + ["\(context.canUndo) \(context.canRedo) \(context.hasChanges) \(context.insertedObjects.count) \(context.updatedObjects.count) \(context.deletedObjects.count)"]
+                }
+                for step in 0..<Self.interplaySteps {
+                    let i = Int.random(in: 0..<3, using: &random)
+                    let team = try context.existingObject(with: ids[i])
+                    let players = (team.value(forKey: "players") as? Set<ManagedObject> ?? []).sorted { $0.objectID < $1.objectID }
+                    switch Int.random(in: 0..<16, using: &random) {
+                    case 0, 1:
+                        steps.append("rename \(i) n\(step)")
+                        team.setValue("n\(step)", forKey: "name")
+                    case 2:
+                        steps.append("close group")
+                        context.processPendingChanges()
+                    case 3, 4, 5, 6:
+                        let undoing = step.isMultiple(of: 3)
+                        steps.append(undoing ? "redo" : "undo")
+                        let before = try state(context)
+                        do {
+                            if undoing { try context.redo() } else { try context.undo() }
+                        } catch ContextError.undoConflict {
+                            if try state(context) != before { return fail("a refused undo or redo changed \(before) to \(try state(context))") }
+                        } catch {
+                            return fail("undo or redo: \(error)")
+                        }
+                    case 7, 8:
+                        steps.append("save")
+                        do { try context.save() } catch { return fail("save: \(error)") }
+                    case 9:
+                        steps.append("insert player in \(i)")
+                        try context.insertNewObject(forEntityName: "Player").setValue(team, forKey: "team")
+                    case 10:
+                        guard let player = players.first else { continue }
+                        steps.append("delete \(player.objectID)")
+                        context.delete(player)
+                    case 11:
+                        guard let player = players.last else { continue }
+                        let target = Int.random(in: 0..<3, using: &random)
+                        steps.append("move \(player.objectID) to \(target)")
+                        player.setValue(try context.existingObject(with: ids[target]), forKey: "team")
+                    case 12, 13:
+                        let deleting = step.isMultiple(of: 2)
+                        steps.append(deleting ? "other deletes a player of \(i)" : "other inserts a player in \(i)")
+                        try other.performAndWait { (other: isolated ManagedObjectContext) throws in
+                            other.reset()
+                            let team = try other.existingObject(with: ids[i])
+                            if deleting {
+                                let players = (team.value(forKey: "players") as? Set<ManagedObject> ?? []).sorted { $0.objectID < $1.objectID }
+                                guard let player = players.first else { return }
+                                other.delete(player)
+                            } else {
+                                try other.insertNewObject(forEntityName: "Player").setValue(team, forKey: "team")
+                            }
+                            try other.save()
+                        }
+                    case 14:
+                        steps.append("merge")
+                        _ = try context.mergeStoreChanges()
+                    default:
+                        let merging = step.isMultiple(of: 2)
+                        steps.append("refresh \(i) \(merging)")
+                        context.refresh(team, mergeChanges: merging)
+                    }
+                }
+                return true
             }
             if !passed { return }
         }
