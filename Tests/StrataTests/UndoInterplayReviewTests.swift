@@ -4,8 +4,10 @@ import StrataLog
 import StrataTestSupport
 import Testing
 
-/// Review of how undo and redo meet the context's other features (session 24): refresh,
-/// merges of other contexts' deletes.
+/// Review of how undo and redo meet the context's other features (session 24): refresh
+/// without merging, merges of other contexts' deletes, uniqueness upserts, explicit grouping,
+/// changes to deleted objects, child contexts' pushed groups; and randomized runs of all of
+/// these (`STRATA_UNDO_INTERPLAY_SEEDS`, `STRATA_UNDO_INTERPLAY_STEPS` for longer runs).
 @Suite("Undo interplay review (session 24)")
 struct UndoInterplayReviewTests {
     /// The store's name of team `id`, read by a new context.
