@@ -36,7 +36,7 @@ extension ContextCore {
             let objects = conflicts.compactMap { registered($0.objectID) ?? lockedObjects[$0.objectID] }
             try mergePolicy.resolve(optimisticLockingConflicts: conflicts, in: context)
             // Changes a custom policy made through KVC form their own undo group, saved with the rest.
-            closeOpenGroup()
+            closeOpenGroup(continuing: true)
             try adoptStoreState(objects)
         }
         throw ContextError.store("the save gave up after \(Self.maximumSaveAttempts) attempts: other writers kept changing the same objects")
@@ -165,6 +165,7 @@ extension ContextCore {
             guard let record = records[id] else {
                 if object.isInsertedFlag && restored.contains(id) { continue }  // re-created (overwrite)
                 removeFromContext(object)
+                discardUnsavedRedo(for: id)
                 noteInvalidated(object)
                 removed.insert(id)
                 continue
@@ -443,6 +444,14 @@ extension ContextCore {
             changed = []
         }
         guard !inserted.isEmpty else { return }
+        // The unsaved undo group that inserted the clashing objects records what becomes of
+        // the stored object that stays, so undoing it takes the upsert back (before, the
+        // inserts left the journal and the stored object's new values were saved by the
+        // reconciliation group: the change could not be undone, even with its action name).
+        let insertedIDs = Set(inserted.map(\.objectID))
+        let resolutionGroup = unsavedGroups().first { group in
+            insertedIDs.contains { group.changes[$0]?.kind == .inserted }
+        }
 
         // The keeper and the merge sources, oldest (the established object) first.
         let storeID = conflict.databaseObject
@@ -470,6 +479,16 @@ extension ContextCore {
         sources += inserted.map(persistentValues)
         let merged = mergedValues(sources, type: type, info: keeper.info)
 
+        // A stored keeper's entry in that group, held before the others leave (so the group
+        // isn't emptied meanwhile) and filled in once its values are merged.
+        if let resolutionGroup, takesOverStoreID || !keeper.isInsertedFlag {
+            let id = keeper.objectID
+            if takesOverStoreID || resolutionGroup.changes[id] == nil {
+                if resolutionGroup.changes[id] == nil { resolutionGroup.order.append(id) }
+                resolutionGroup.changes[id] = ObjectChange(kind: .updated)
+            }
+        }
+
         // The others leave; their references move to the keeper.
         let keeperID = storeID ?? keeper.objectID
         var idMap: [ManagedObjectID: ManagedObjectID] = [:]
@@ -482,8 +501,9 @@ extension ContextCore {
             idMap[other.objectID] = keeperID
         }
         if takesOverStoreID, let storeID {
-            // The inserted object becomes the stored one: its insert is no longer pending.
-            discardPendingJournal(for: keeper.objectID)
+            // The inserted object becomes the stored one: its insert is no longer pending
+            // (the resolution group's entry for it becomes the stored object's update).
+            discardPendingJournal(for: keeper.objectID, keeping: resolutionGroup)
             let keeperTemporaryID = keeper.objectID
             idMap[keeperTemporaryID] = storeID
             keeper.isInsertedFlag = false
@@ -514,12 +534,48 @@ extension ContextCore {
         }
         // A child's reference to an object merged away resolves to the keeper.
         addAliases(idMap)
+        let beforeMerge = resolutionGroup != nil && !keeper.isInsertedFlag ? persistentValues(keeper) : [:]
         for (name, value) in merged {
             guard let property = keeper.info.properties[name], property.isWritten else { continue }
             let value = normalized(remapped(value, idMap), property)
             if keeper.currentValue(property) != value { set(keeper, property, value, maintainInverse: true, register: false) }
         }
+        if let resolutionGroup, !keeper.isInsertedFlag { recordResolution(of: keeper, in: resolutionGroup, before: beforeMerge) }
         noteUpdated(keeper)
+    }
+
+    /// The groups whose changes are unsaved: the pending user groups, oldest first, then the
+    /// open group.
+    func unsavedGroups() -> [UndoGroup] {
+        pending.compactMap { $0.kind == .user && $0.source.saved == nil && !$0.source.pushed ? $0.source : nil } + [journal.open]
+    }
+
+    /// Records in `group` what a uniqueness resolution did to the stored `object`: each
+    /// written property whose value differs from `before` (its values before the merge — for
+    /// an inserted object taking over the stored ID, the stored values) changed from that
+    /// value, or from the old value the group already has, to its current one; a property back
+    /// at its old value drops out, and an entry left with nothing goes (with a group it empties).
+    func recordResolution(of object: ManagedObject, in group: UndoGroup, before: [String: PropertyValue]) {
+        let id = object.objectID
+        guard var change = group.changes[id], change.kind == .updated else { return }
+        for property in object.info.propertyList where property.isWritten {
+            let current = object.currentValue(property)
+            let previous = before[property.name] ?? property.emptyValue
+            guard current != previous else { continue }
+            if change.old[property.name] == nil { change.old[property.name] = previous }
+            change.new[property.name] = current
+        }
+        for (key, old) in change.old where change.new[key] == old {
+            change.old[key] = nil
+            change.new[key] = nil
+        }
+        if change.old.isEmpty && change.memberships.isEmpty {
+            group.changes[id] = nil
+            group.order.removeAll { $0 == id }
+            removeEmptiedEffects()
+        } else {
+            group.changes[id] = change
+        }
     }
 
     /// An object's persistent values now, recorded sides only (derived attributes aside).

@@ -185,6 +185,8 @@ extension ContextCore {
         // next read recorded as missing and the next save threw 133000 for).
         let gone = summary.deleted.union(summary.vanished)
         for id in gone.sorted() {
+            // Registered or not: an undone group names the object by its ID only.
+            discardUnsavedRedo(for: id)
             guard let object = registered(id), !object.isInvalidated else { continue }
             removeFromContext(object)
             removed[id] = object
@@ -296,9 +298,10 @@ extension ContextCore {
     }
 
     /// Forgets an object's entries in every pending effect's changes (user groups not yet
-    /// saved, and undos or redos of saved ones); groups left empty go too.
-    func discardPendingJournal(for id: ManagedObjectID) {
+    /// saved, and undos or redos of saved ones) but `kept`; groups left empty go too.
+    func discardPendingJournal(for id: ManagedObjectID, keeping kept: UndoGroup? = nil) {
         func drop(_ group: UndoGroup) {
+            if group === kept { return }
             // Only a group that changed the object scans its order (an object deleted
             // elsewhere is usually unchanged here: merging n deletes scanned every
             // unsaved group's order n times).
@@ -308,6 +311,22 @@ extension ContextCore {
         drop(journal.open)
         for effect in pending { drop(effect.changes) }
         removeEmptiedEffects()
+    }
+
+    /// Forgets an object gone from the store in the groups on the redo stack that were undone
+    /// before any save (the context's own unsaved work, checked against nothing when redone):
+    /// redoing one must not bring the object back — before, it came back as a fault holding
+    /// the group's values, and the next save failed on an object the store no longer has.
+    /// Groups left empty leave the redo stack. Saved groups keep it: redoing one is refused as
+    /// a conflict naming it (§12).
+    func discardUnsavedRedo(for id: ManagedObjectID) {
+        var emptied = false
+        for group in journal.redoStack where group.saved == nil && !group.fromLog && !group.pushed && group.parts.isEmpty {
+            guard group.changes.removeValue(forKey: id) != nil else { continue }
+            group.order.removeAll { $0 == id }
+            if group.isEmpty { emptied = true }
+        }
+        if emptied { journal.redoStack.removeAll(where: \.isEmpty) }
     }
 
     /// Removes pending effects whose changes became empty; emptied user groups also leave the

@@ -232,6 +232,10 @@ extension ContextCore {
                     throw ContextError.storeRefused("the parent context already has \(id(object))")
                 }
             case .update(let object, _), .membership(let object, _, _, _), .delete(let object):
+                // An object this push inserts (in an earlier group of the child's save: inserted,
+                // then changed or deleted after the group closed) is the push's own (before, the
+                // save was refused: "the parent context no longer has" the new object).
+                if insertedHere.contains(id(object)) { break }
                 guard let found = self.object(with: id(object)), !found.isInvalidated, !found.isDeletedFlag else {
                     throw ContextError.storeRefused("the parent context no longer has \(id(object)) (deleted or unknown)")
                 }
@@ -251,6 +255,8 @@ extension ContextCore {
                 continue
             }
         }
+        // The parent's explicit group, if one is open, goes on after the push under its name.
+        let explicitName = journal.explicitDepth > 0 ? journal.open.actionName : nil
         closeOpenGroup()
         changeRecorder = []
         defer { changeRecorder = nil }
@@ -270,6 +276,14 @@ extension ContextCore {
                 markChanged(existing)
                 noteUpdated(existing)
                 continue
+            }
+            // An object of an earlier push that a later one deleted, unsaved (the child undid
+            // its delete): the parent's pending groups insert and delete it, and inserting it
+            // again in the same transaction was refused at the parent's save ("object … already
+            // exists"). The pair nets to nothing: it leaves the pending groups, and the object
+            // is inserted once, by this push.
+            if id(object).isTemporaryID, registered(id(object)) == nil || registered(id(object))?.isInvalidated == true {
+                discardPendingJournal(for: id(object))
             }
             let inserted = insertPushed(id(object), info: info)
             summary.inserted.insert(inserted.objectID)
@@ -303,6 +317,7 @@ extension ContextCore {
             }
         }
         closeOpenGroup()
+        journal.open.actionName = explicitName
         summary.updated = (changeRecorder ?? []).subtracting(summary.inserted).subtracting(summary.deleted)
         tellChildren(.merge(summary), except: child)
         return summary

@@ -172,7 +172,7 @@ extension ContextCore {
     func save(in context: isolated ManagedObjectContext) throws {
         // A save closes the current undo group even inside explicit grouping: what it writes
         // is one group; later changes in the explicit group form the next one.
-        closeOpenGroup()
+        closeOpenGroup(continuing: true)
         if !problems.isEmpty {
             let found = problems
             problems.removeAll()
@@ -187,7 +187,7 @@ extension ContextCore {
         for object in Array(retained.values) { object.willSave(in: context) }
         // …and those of objects the hooks deleted.
         propagateDeferredDeletes(in: context)
-        closeOpenGroup()
+        closeOpenGroup(continuing: true)
         postPendingChanges()
 
         // Validate everything; report every failure at once (in object ID order); write
@@ -255,7 +255,7 @@ extension ContextCore {
                     let conflicts = try detectConstraintConflicts()
                     guard !conflicts.isEmpty else { throw ContextError.storeRefused(error.description) }
                     try mergePolicy.resolve(constraintConflicts: conflicts, in: context)
-                    closeOpenGroup()
+                    closeOpenGroup(continuing: true)
                     continue
                 case .uniquenessViolation, .missingReference, .objectExists, .objectNotFound:
                     throw ContextError.storeRefused(error.description)
@@ -831,10 +831,42 @@ extension ContextCore {
             group.order.removeAll { $0 == id }
         }
         drop(journal.open)
-        for effect in pending {
+        // Groups going back to the stack they came from (below), by their effect's place in
+        // `pending`: the whole group, or (`part`) the object's part split off it.
+        var restacked: [(index: Int, group: UndoGroup, part: UndoGroup?, undoing: Bool)] = []
+        for index in pending.indices {
+            let effect = pending[index]
+            let group = effect.source
+            if effect.kind != .user, effect.changes.changes[id] != nil, effect.changes.changes.count > 1, group.parts.isEmpty,
+                group.changes[id] != nil, !pending.indices.contains(where: { $0 != index && pending[$0].source === group })
+            {
+                // An unsaved undo (redo) of saved work that changes other objects too: the
+                // object's part of the group stays done (undone), as the store still has it,
+                // in a group of its own saved as the group; the rest stays undone (redone).
+                // Before, the whole group counted as undone, and undoing the group below (or
+                // redoing this one) was refused as a conflict with the value the store kept.
+                let part = group.splitOff(id)
+                if effect.changes !== group { drop(effect.changes) }
+                restacked.append((index, group, part, effect.kind.isUndo))
+                continue
+            }
             if effect.kind != .user {
-                // An unsaved undo or redo of saved work: what it would write for the object.
-                drop(effect.changes)
+                // An unsaved undo or redo of saved work: what it would write for the object. A
+                // redo's changes are the saved group itself, which a later undo undoes whole:
+                // the object leaves a copy (before, it left the group for good).
+                if effect.changes === effect.source && effect.changes.changes[id] != nil {
+                    pending[index] = PendingEffect(changes: effect.changes.copyOfChanges(), source: effect.source, kind: effect.kind)
+                }
+                drop(pending[index].changes)
+                // An unsaved undo (redo) of saved work whose every change was discarded:
+                // nothing of it remains to save, so the group is done (undone) again, as the
+                // store still has it. Before, it stayed on the other stack, and redoing
+                // (undoing) it was refused as a conflict with the store's unchanged values.
+                if pending[index].changes.isEmpty, group.parts.isEmpty,
+                    !pending.indices.contains(where: { $0 != index && pending[$0].source === group })
+                {
+                    restacked.append((index, group, nil, effect.kind.isUndo))
+                }
             } else if effect.source.saved == nil {
                 drop(effect.source)
             }
@@ -843,6 +875,25 @@ extension ContextCore {
         let emptied = pending.filter { $0.kind == .user && $0.source.isEmpty }.map(\.source)
         pending.removeAll(where: isEmptied)
         journal.undoStack.removeAll { group in emptied.contains { $0 === group } }
+        // The latest effect's group first, so each stack keeps its order: undos are made
+        // newest group first (the undo stack's top is then the newest group done), redos
+        // oldest first (the redo stack's top the oldest undone). Before, several groups went
+        // back in the wrong order, and undoing the older one first was refused as a conflict.
+        // A group no longer on the redo stack (a new group cleared it) is gone from the
+        // journal, and so is its part.
+        for entry in restacked.sorted(by: { $0.index > $1.index }) {
+            let group = entry.group
+            if entry.undoing {
+                guard let index = journal.redoStack.lastIndex(where: { $0 === group }) else { continue }
+                if entry.part == nil { journal.redoStack.remove(at: index) }
+                journal.undoStack.append(entry.part ?? group)
+                journal.trim()
+            } else {
+                guard let index = journal.undoStack.lastIndex(where: { $0 === group }) else { continue }
+                if entry.part == nil { journal.undoStack.remove(at: index) }
+                journal.redoStack.append(entry.part ?? group)
+            }
+        }
     }
 }
 
@@ -875,5 +926,12 @@ struct SaveCoverage {
         if let update = updates[property.name] { return update }
         guard let inserted else { return nil }
         return inserted[property.name] ?? property.emptyValue
+    }
+}
+
+extension PendingEffect.Kind {
+    /// Whether the effect is the undo of saved work.
+    var isUndo: Bool {
+        if case .undo = self { true } else { false }
     }
 }

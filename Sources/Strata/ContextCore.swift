@@ -1325,9 +1325,13 @@ final class ContextCore {
         closeOpenGroup()
     }
 
-    func closeOpenGroup() {
+    /// Closes the open group. `continuing`: inside explicit grouping, the changes that follow
+    /// (the next group) are still the explicit group's, under its action name — a save, undo
+    /// or redo closes the group there (before, the rest of the group lost its name, and
+    /// `undoActionName` after `endUndoGrouping()` was nil).
+    func closeOpenGroup(continuing: Bool = false) {
         let group = journal.open
-        journal.open = UndoGroup()
+        journal.open = UndoGroup(actionName: continuing && journal.explicitDepth > 0 ? group.actionName : nil)
         group.close { id in registered(id).map { (currentValues($0), $0.valuesStamp) } }
         guard !group.isEmpty else { return }
         journal.undoStack.append(group)
@@ -1337,14 +1341,23 @@ final class ContextCore {
     }
 
     func undo() throws {
-        processPendingChanges()
+        // The open group closes even inside explicit grouping, as at a save: undo must not
+        // apply an older group under changes still being recorded (before, inside
+        // `beginUndoGrouping()` it undid the group below the open one, whose recorded old
+        // values then no longer matched, and the next save or undo wrote or expected wrong
+        // values). Later changes in the explicit group form the next group.
+        closeOpenGroup(continuing: true)
         loadOlderUndo()
         guard let group = journal.undoStack.last else { return }
         // Undone by applying the group backwards. Saved work is checked against the store
         // first, and its inverse is saved as an effect of its own: only then is the inverse
         // built (building it for unsaved work cost as much as a third of the undo).
         let saved = group.saved != nil || group.fromLog
-        if saved { try checkConflicts(applying: group, reversed: true) }
+        if saved {
+            try checkConflicts(applying: group, reversed: true)
+        } else if group.pushed, !pending.contains(where: { $0.source === group }) {
+            try checkConflictsThroughParent(applying: group, reversed: true)
+        }
         journal.undoStack.removeLast()
         apply(group, reversed: true, events: .undoUpdate)
         journal.redoStack.append(group)
@@ -1362,9 +1375,13 @@ final class ContextCore {
     }
 
     func redo() throws {
-        processPendingChanges()
+        closeOpenGroup(continuing: true)
         guard let group = journal.redoStack.last else { return }
-        if group.saved != nil || group.fromLog { try checkConflicts(applying: group) }
+        if group.saved != nil || group.fromLog {
+            try checkConflicts(applying: group)
+        } else if group.pushed, !pending.contains(where: { $0.source === group }) {
+            try checkConflictsThroughParent(applying: group)
+        }
         journal.redoStack.removeLast()
         apply(group, events: .undoUpdate)
         journal.undoStack.append(group)
@@ -1437,6 +1454,11 @@ final class ContextCore {
             guard let info = info(for: id, last: &lastInfo) else { return }
             switch reversed ? change.kind.reversed : change.kind {
             case .updated:
+                // An object this context's unsaved undo (or redo) re-creates — gone from the
+                // store, back as an insert: nothing stored to overwrite, and its values are
+                // this context's own unsaved work (before, undoing the group below the undone
+                // delete was refused: "the store holds a deleted object").
+                if stored == nil, restored.contains(id), registered(id)?.isInsertedFlag == true { return }
                 // "Another writer changed it" means the store no longer holds what this
                 // context last knew it to hold: the loaded object's committed value, or,
                 // for an object the context hasn't loaded (a restart), the value the
@@ -1505,6 +1527,60 @@ final class ContextCore {
         }
     }
 
+    /// ``checkConflicts(applying:reversed:)`` for a group this child context pushed into its
+    /// parent (§18: the parent is its store): each property the group is about to set must
+    /// still hold, in the parent, the value being replaced — what this context knows, as for
+    /// saved work (§12). Before, such a group was applied unchecked: undoing a rename the
+    /// parent had saved, after another writer's rename was merged into the parent, silently
+    /// put the old name back over it. Objects the parent no longer has are left to the push,
+    /// which refuses them (§18.3).
+    func checkConflictsThroughParent(applying group: UndoGroup, reversed: Bool = false) throws {
+        guard let parent = parentContext else { return }
+        var checks: [ChildExpectation] = []
+        var lastInfo: EntityInfo?
+        let order = reversed ? Array(group.order.reversed()) : group.order
+        for id in order {
+            guard let change = group.changes[id], change.kind == .updated, let info = info(for: id, last: &lastInfo) else { continue }
+            let known = registered(id).flatMap { $0.hasCommittedValues && !$0.isInsertedFlag ? $0 : nil }
+            for (key, replaced) in (reversed ? change.new : change.old).sorted(by: { $0.key < $1.key }) {
+                guard let property = info.property(named: key), property.isRecorded else { continue }
+                var expected = replaced
+                if let known {
+                    let committed = known.committedValue(property) ?? property.emptyValue
+                    if same(committed, replaced) || pendingUndoOrRedo(changes: id, key) { expected = committed }
+                }
+                checks.append(ChildExpectation(id: id, key: key, expected: expected))
+            }
+        }
+        guard !checks.isEmpty else { return }
+        let expectations = checks
+        let found = parent.performAndWait { (parent: isolated ManagedObjectContext) in parent.core.firstMismatch(ofChild: expectations) }
+        if let (index, value) = found {
+            let check = checks[index]
+            throw ContextError.undoConflict(object: check.id.description, property: check.key, expected: check.expected.text, found: value.text)
+        }
+    }
+
+    /// For a child's ``checkConflictsThroughParent(applying:reversed:)``: the first expectation
+    /// this context's current values don't meet (IDs the child names followed to the ones
+    /// made permanent since), with the value found; objects it doesn't have are skipped.
+    func firstMismatch(ofChild checks: [ChildExpectation]) -> (Int, PropertyValue)? {
+        for (index, check) in checks.enumerated() {
+            guard let object = objectForChild(check.id), !object.isInvalidated, !object.isDeletedFlag,
+                let property = object.info.properties[check.key], property.isRecorded
+            else { continue }
+            if !object.hasCommittedValues && !object.isInsertedFlag && (try? fulfillThrowing(object)) == nil { continue }
+            let found = object.currentValue(property)
+            let matches: Bool = switch (found, check.expected) {
+            case (.toOne(let a), .toOne(let b)): a == b.map(aliased)
+            case (.toMany(let a), .toMany(let b)): property.isOrdered ? a == b.map(aliased) : Set(a) == Set(b.map(aliased))
+            default: same(found, check.expected)
+            }
+            if !matches { return (index, found) }
+        }
+        return nil
+    }
+
     /// Whether two stored values are the same (nil and an empty value alike).
     private func same(_ a: PropertyValue, _ b: PropertyValue) -> Bool {
         a == b || (a.isNil && b.isNil)
@@ -1513,7 +1589,8 @@ final class ContextCore {
     /// Whether a pending (unsaved) undo or redo of saved work changes `key` of `id`.
     private func pendingUndoOrRedo(changes id: ManagedObjectID, _ key: String) -> Bool {
         pending.contains { effect in
-            guard effect.kind != .user, let change = effect.changes.changes[id] else { return false }
+            // A child's undo or redo of a group it pushed is a user effect of that group.
+            guard effect.kind != .user || effect.source.pushed, let change = effect.changes.changes[id] else { return false }
             return change.new[key] != nil || change.old[key] != nil || change.values[key] != nil
         }
     }
@@ -1810,4 +1887,12 @@ struct TemporaryIDSource {
         withUnsafeMutableBytes(of: &uuid) { raw in raw.storeBytes(of: bits.bigEndian, toByteOffset: 8, as: UInt64.self) }
         return ManagedObjectID(entityName: entityName, storage: .temporary(UUID(uuid: uuid)))
     }
+}
+
+/// What a child expects its parent to hold for one property before undoing or redoing a group
+/// it pushed there.
+struct ChildExpectation: Sendable {
+    let id: ManagedObjectID
+    let key: String
+    let expected: PropertyValue
 }

@@ -97,6 +97,10 @@ final class UndoGroup {
     func recordSet(_ object: ManagedObject, _ key: String, old: PropertyValue, new: PropertyValue) {
         mayHoldTemporaryIDs = true
         if object === lastInserted { return }  // inserted in the group: its values are captured at close
+        // Deleted (in an earlier group; in this one its change is a delete): the save deletes
+        // it, so a change has nothing to write — recorded, it was written after the delete and
+        // the store refused the save ("no object Player/p1 in the store").
+        if object.isDeletedFlag { return }
         let id = object.objectID
         if let index = changes.index(forKey: id) {
             switch changes.values[index].kind {
@@ -349,6 +353,32 @@ final class UndoGroup {
         for (index, owner) in zip(changes.indices, owners) { remapped[owner] = changes.values[index] }
         changes = remapped
         mayHoldTemporaryIDs = remainsTemporary
+    }
+
+    /// A copy of the group's changes (not its saved state), to change without changing this group.
+    func copyOfChanges() -> UndoGroup {
+        let group = UndoGroup(actionName: actionName)
+        group.order = order
+        group.changes = changes
+        group.fromLog = fromLog
+        group.staleInOrder = staleInOrder
+        return group
+    }
+
+    /// Takes `id`'s change out of this group into a group of its own, saved as this one
+    /// (the same transaction and event group, origin and action name).
+    func splitOff(_ id: ManagedObjectID) -> UndoGroup {
+        let part = UndoGroup(actionName: actionName)
+        if let change = changes.removeValue(forKey: id) {
+            part.changes[id] = change
+            part.order = [id]
+        }
+        order.removeAll { $0 == id }
+        part.saved = saved
+        part.fromLog = fromLog
+        part.logOrigin = logOrigin
+        part.pushed = pushed
+        return part
     }
 
     /// The same changes, reversed (what undoing this group does).
