@@ -83,6 +83,20 @@ extension LogReader {
         }
     }
 
+    /// The model version the store's data was in just after transaction `sequence`: the
+    /// version transaction `sequence` was written with — a point before a migration is in an
+    /// earlier version's terms, whose entities and property names ``state(asOf:)`` and
+    /// ``objects(_:asOf:)`` give. For 0 (the empty store), the oldest stored version; for the
+    /// purge point, whose transaction is gone, the version in use.
+    ///
+    /// - Throws: as ``plan(asOf:)``.
+    public func modelVersion(asOf sequence: UInt64) throws -> Int {
+        _ = try plan(asOf: sequence)
+        if sequence == 0 { return log.catalog.modelVersions.first ?? log.modelVersion }
+        guard sequence > (try purgedThrough) else { return log.modelVersion }
+        return try event(sequence).modelVersion
+    }
+
     /// One object's values as they were just after transaction `sequence`; nil if it didn't
     /// exist then. Walks back only through the transactions that touched it.
     ///

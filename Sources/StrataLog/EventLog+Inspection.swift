@@ -52,8 +52,28 @@ extension EventLog {
     ///
     /// - Throws: ``LogError/unknownEntity(_:)`` for an entity the model doesn't have.
     public func storedProperties(ofEntity entity: String) throws -> [StoredPropertyDescription] {
+        try storedProperties(ofEntity: entity, in: schema)
+    }
+
+    /// The entities of stored model version `version` that can have objects, sorted by name.
+    ///
+    /// - Throws: ``LogError/malformed(_:)`` for a version the store doesn't hold.
+    public func concreteEntityNames(modelVersion version: Int) throws -> [String] {
+        try catalog.schema(forModelVersion: version).entities.values.filter { !$0.isAbstract }.map(\.name).sorted()
+    }
+
+    /// ``storedProperties(ofEntity:)`` in stored model version `version`: what a record of
+    /// that version holds (a point in the log before a migration is in its terms).
+    ///
+    /// - Throws: ``LogError/unknownEntity(_:)`` for an entity that version doesn't have;
+    ///   ``LogError/malformed(_:)`` for a version the store doesn't hold.
+    public func storedProperties(ofEntity entity: String, modelVersion version: Int) throws -> [StoredPropertyDescription] {
+        try storedProperties(ofEntity: entity, in: try catalog.schema(forModelVersion: version))
+    }
+
+    private func storedProperties(ofEntity entity: String, in schema: ModelSchema) throws -> [StoredPropertyDescription] {
         let described = try schema.entity(entity)
-        let relationships = model.entity(named: entity)?.relationshipsByName ?? [:]
+        let relationships = schema.model.entity(named: entity)?.relationshipsByName ?? [:]
         return described.properties.map { property in
             if let type = property.attributeType {
                 return StoredPropertyDescription(name: property.name, kind: .attribute(type))

@@ -88,13 +88,19 @@ struct ExportCommand: ParsableCommand {
     func run() throws {
         try runCommand {
             let log = try options.openReadOnly()
-            let exported = try Set(entity.isEmpty ? log.concreteEntityNames : Array(log.entityNames(including: entity)))
-            let entities = log.concreteEntityNames.filter { exported.contains($0) }
             try log.read { reader in
                 let head = try reader.head
                 if let at { try log.checkSequence(at, head: head) }
-                let layouts = try entities.map { name in
-                    EntityLayout(name: name, properties: try log.storedProperties(ofEntity: name).filter(\.isRecorded))
+                // A point before a migration is exported in the terms of the model version
+                // the store's data was in then: its entities and property names (before, the
+                // newest version's: a renamed property showed nil, its old name's values and a
+                // removed property's were left out).
+                let version = try at.map { try reader.modelVersion(asOf: $0) } ?? log.modelVersion
+                let model = version == log.modelVersion ? log.model : try log.storedModel(version: version)
+                let concrete = version == log.modelVersion ? log.concreteEntityNames : try log.concreteEntityNames(modelVersion: version)
+                let exported = try Set(entity.isEmpty ? concrete : Array(log.entityNames(including: entity, in: model)))
+                let layouts = try concrete.filter { exported.contains($0) }.map { name in
+                    EntityLayout(name: name, properties: try log.storedProperties(ofEntity: name, modelVersion: version).filter(\.isRecorded))
                 }
                 if format == .csv || format == .sql { try Self.checkKeyColumn(layouts) }
                 let writer: any SnapshotWriter

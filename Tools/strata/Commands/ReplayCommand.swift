@@ -116,7 +116,10 @@ struct ReplayCommand: ParsableCommand {
     private func summary(through sequence: UInt64, _ log: EventLog, _ out: OutputSink) throws {
         let counts: [(String, Int)] = try log.read { reader in
             var counts: [(String, Int)] = []
-            for entity in log.concreteEntityNames {
+            // In the terms of the model version the data was in then (before a migration: an
+            // earlier version's entities).
+            let version = try reader.modelVersion(asOf: sequence)
+            for entity in version == log.modelVersion ? log.concreteEntityNames : try log.concreteEntityNames(modelVersion: version) {
                 var count = 0
                 try Snapshot.forEachObject(of: entity, asOf: sequence, reader) { _, _ in count += 1 }
                 counts.append((entity, count))
@@ -147,9 +150,20 @@ struct ReplayCommand: ParsableCommand {
     // MARK: - Blame
 
     private func blame(_ id: StoredObjectID, through sequence: UInt64, _ log: EventLog, _ out: OutputSink) throws {
-        let properties = try log.storedProperties(ofEntity: id.entity).filter(\.isRecorded).map(\.name)
-        let width = properties.map(\.count).max() ?? 0
+        // Each step shows the properties of the model version its transaction was written
+        // with: before a migration an earlier version's names (a renamed property's values
+        // under its old name, a removed one's still there; before, the newest version's,
+        // which showed them nil or not at all).
+        var byVersion: [Int: (names: [String], width: Int)] = [:]
+        func layout(_ version: Int) throws -> (names: [String], width: Int) {
+            if let known = byVersion[version] { return known }
+            let names = try log.storedProperties(ofEntity: id.entity, modelVersion: version).filter(\.isRecorded).map(\.name)
+            let found = (names, names.map(\.count).max() ?? 0)
+            byVersion[version] = found
+            return found
+        }
         try log.read { reader in
+            let (properties, width) = try layout(try reader.modelVersion(asOf: sequence))
             let touching = try reader.history(of: id).filter { $0 <= sequence }
             out.line("\(log.uri(id)) through sequence \(sequence): \(touching.count) transaction\(touching.count == 1 ? "" : "s")")
             // After a purge, the object's history starts from the base snapshot.
@@ -186,6 +200,7 @@ struct ReplayCommand: ParsableCommand {
                     out.line("  (deleted)")
                     return .next
                 }
+                let (properties, width) = try layout(event.modelVersion)
                 for name in properties {
                     let mark = changed.contains(name) ? "*" : " "
                     out.line("  \(mark) \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(ValueRendering.text(values[name] ?? .null, log))")

@@ -67,8 +67,9 @@ extension EventLog {
         return id
     }
 
-    /// `names` and every sub-entity of them.
-    func entityNames(including names: [String]) throws -> Set<String> {
+    /// `names` and every sub-entity of them, in `model` (default: the store's newest).
+    func entityNames(including names: [String], in model: ManagedObjectModel? = nil) throws -> Set<String> {
+        let model = model ?? self.model
         var result: Set<String> = []
         for name in names {
             guard model.entity(named: name) != nil else {
