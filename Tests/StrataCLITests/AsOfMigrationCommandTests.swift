@@ -71,4 +71,19 @@ struct AsOfMigrationCommandTests {
         #expect(summary.status == 0, "\(summary.standardError)")
         #expect(summary.standardOutput.contains("Player  1"), "\(summary.standardOutput)")
     }
+
+    @Test("log --property takes a property an earlier version had (renamed or removed since): its changes before the migration; a name no version had is still exit 1")
+    func logPropertyOfAnEarlierVersion() throws {
+        let directory = try TemporaryDirectory()
+        let (path, _) = try Self.migratedStore(directory)
+        let rating = try strata("log", path, "--property", "rating")
+        #expect(rating.status == 0, "\(rating.standardError)")
+        #expect(rating.standardOutput.contains("rating: 7 → 8"), "\(rating.standardOutput)")
+        let name = try strata("log", path, "--property", "name")
+        #expect(name.status == 0, "\(name.standardError)")
+        #expect(name.standardOutput.contains("\"Ng, Ada\""), "\(name.standardOutput)")
+        let unknown = try strata("log", path, "--property", "height")
+        #expect(unknown.status == 1)
+        #expect(unknown.standardError.contains("no entity of the store's models has a property \"height\""), "\(unknown.standardError)")
+    }
 }

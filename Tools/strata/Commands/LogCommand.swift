@@ -215,18 +215,26 @@ struct ChangeFilter {
         objectID = try object.map { try log.objectID(fromURI: $0) }
         self.property = property
         if let property {
-            let known = log.model.entities.contains { $0.propertiesByName[property] != nil }
-            if !known { throw CommandFailure("no entity of the store's model has a property \"\(property)\"") }
+            // Any stored model version's property: changes before a migration carry the
+            // names of then (a property renamed or removed since).
+            let versions = log.storedModels().map(\.version)
+            let known = try versions.contains { version in
+                try log.storedModel(version: version).entities.contains { $0.propertiesByName[property] != nil }
+            }
+            if !known { throw CommandFailure("no entity of the store's models has a property \"\(property)\"") }
             // A relationship side the log doesn't record (its inverse holds the references)
             // appears in no change: selecting it would silently select nothing.
             var derived: (entity: String, destination: String, inverse: String)?
             var recorded = false
-            for entity in log.concreteEntityNames {
-                guard let stored = try log.storedProperties(ofEntity: entity).first(where: { $0.name == property }) else { continue }
-                if stored.isRecorded {
-                    recorded = true
-                } else if derived == nil, case .relationship(let destination, _, _, _, let inverse?) = stored.kind {
-                    derived = (entity, destination, inverse)
+            for version in versions {
+                for entity in try log.concreteEntityNames(modelVersion: version) {
+                    guard let stored = try log.storedProperties(ofEntity: entity, modelVersion: version).first(where: { $0.name == property })
+                    else { continue }
+                    if stored.isRecorded {
+                        recorded = true
+                    } else if derived == nil, case .relationship(let destination, _, _, _, let inverse?) = stored.kind {
+                        derived = (entity, destination, inverse)
+                    }
                 }
             }
             if !recorded, let (entity, destination, inverse) = derived {
