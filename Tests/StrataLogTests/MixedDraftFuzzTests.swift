@@ -44,6 +44,8 @@ struct MixedDraftFuzzTests {
                 Relationship("friend", to: "Thing")
                 Unique("email")
                 Unique("a", "b")
+                // A reference in a uniqueness constraint: its key holds the target's key.
+                Unique("friend", "a")
                 FetchIndex("byTeamName", "team", "name")
             }
             Entity("Gadget", parent: "Thing") {
@@ -116,7 +118,11 @@ struct MixedDraftFuzzTests {
                 let keys: [[LogValue]] =
                     id.entity == "Team"
                     ? [[.attribute(.string("code")), values["code"] ?? .null]]
-                    : [[.attribute(.string("email")), values["email"] ?? .null], [.attribute(.string("ab")), values["a"] ?? .null, values["b"] ?? .null]]
+                    : [
+                        [.attribute(.string("email")), values["email"] ?? .null],
+                        [.attribute(.string("ab")), values["a"] ?? .null, values["b"] ?? .null],
+                        [.attribute(.string("fa")), values["friend"] ?? .null, values["a"] ?? .null],
+                    ]
                 for key in keys where !key.contains(.null) {
                     if !seen.insert(key).inserted { return true }
                 }
