@@ -347,6 +347,10 @@ struct MixedDraftFuzzTests {
                 guard outcome == expected else { return }
                 if let result {
                     for id in touched { next.history[id, default: []].append(result.sequence) }
+                    // Walking back through the event (its before-images) gives the state before it.
+                    let ids = touched.sorted()
+                    let before = try log.read { try $0.objects(ids, asOf: result.sequence - 1) }.mapValues { $0.filter { !Self.derived.contains($0.key) } }
+                    #expect(before == model.objects.filter { touched.contains($0.key) }, "\(context)")
                     model = next
                     let readBack = try log.read { try $0.event(result.sequence) }
                     #expect(readBack == result.event, "\(context)")
