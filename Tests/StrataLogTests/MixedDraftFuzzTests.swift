@@ -10,7 +10,7 @@ import Testing
 // refused (and why), the state, the history, the before-images of deletes, the event read
 // back, and `verify`.
 //
-// Knobs: STRATA_MIXED_DRAFTS (drafts, default 150), STRATA_MIXED_SEED.
+// Knobs: STRATA_MIXED_DRAFTS (drafts, default 400), STRATA_MIXED_SEED.
 
 @Suite("Event log: random drafts mixing deletes, inserts, restores, updates and memberships")
 struct MixedDraftFuzzTests {
