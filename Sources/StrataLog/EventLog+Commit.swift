@@ -399,11 +399,19 @@ extension EventLog {
                     let current = Set(try writer.members(txn, of: key, relationship: relationship))
                     var added: [StoredObjectID] = []
                     var removed: [StoredObjectID] = []
+                    var given: Set<StoredObjectID> = []
                     if case .references(let ids) = try convert(.references(addedObjects), code, of: coding, from: id) {
+                        given = Set(ids)
                         added = try ids.filter { !current.contains(try writer.key($0)) }
                     }
                     if case .references(let ids) = try convert(.references(removedObjects), code, of: coding, from: id) {
-                        removed = try ids.filter { current.contains(try writer.key($0)) && !added.contains($0) }
+                        // An object both added and removed: which is meant? (Before, the
+                        // answer depended on the state — a member was removed, another added.)
+                        if let both = ids.first(where: { given.contains($0) }) {
+                            throw LogError.invalidOperation(
+                                "a membership change of \(id).\(name) both adds and removes \(both); give each object in one list")
+                        }
+                        removed = try ids.filter { current.contains(try writer.key($0)) }
                     }
                     guard !added.isEmpty || !removed.isEmpty else { continue }
                     let propertyChange = PropertyChange.membership(property: name, added: added, removed: removed)

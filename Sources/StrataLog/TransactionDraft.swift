@@ -134,7 +134,8 @@ public struct TransactionDraft: Sendable {
         append(.update(object, values: values))
     }
 
-    /// Adds and removes members of the unordered to-many relationship `property`.
+    /// Adds and removes members of the unordered to-many relationship `property`. An object
+    /// in both lists makes the commit refuse the draft (``LogError/invalidOperation(_:)``).
     public mutating func changeMembers(
         of object: DraftObjectID, _ property: String, adding added: [DraftObjectID] = [],
         removing removed: [DraftObjectID] = []

@@ -79,4 +79,30 @@ struct UpdateCommitTests {
         _ = try log.commit(swap)
         #expect(try log.verify().isClean)
     }
+
+    @Test("a membership change naming an object in both its lists is refused, naming it, whether or not it is a member; nothing is written")
+    func membershipBothAddedAndRemoved() throws {
+        let dir = try TemporaryDirectory()
+        let log = try openLog(dir, model: try libraryModel())
+        let seed = try Self.seeded(log)
+        var link = TransactionDraft()
+        link.changeMembers(of: .stored(seed.club), "sponsors", adding: [.stored(seed.sponsor)])
+        _ = try log.commit(link)
+        var second = TransactionDraft()
+        second.insert("Sponsor", values: ["name": s("Other")])
+        let other = try #require(try log.commit(second).event.changes.first?.objectID)
+        for target in [seed.sponsor, other] {
+            var draft = TransactionDraft()
+            draft.update(.stored(seed.ada), values: ["age": i(99)])
+            draft.changeMembers(of: .stored(seed.club), "sponsors", adding: [.stored(target)], removing: [.stored(target)])
+            #expect(throws: LogError.invalidOperation("a membership change of \(seed.club).sponsors both adds and removes \(target); give each object in one list")) {
+                try log.commit(draft)
+            }
+        }
+        try log.read { (reader: borrowing LogReader) throws in
+            #expect(try reader.head == 3)
+            #expect(try reader.related(seed.club, "sponsors") == [seed.sponsor])
+            #expect(try reader.object(seed.ada)?["age"] == .attribute(.int32(36)))
+        }
+    }
 }
