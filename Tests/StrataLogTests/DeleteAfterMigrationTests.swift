@@ -53,6 +53,9 @@ struct DeleteAfterMigrationTests {
         draft.update(.stored(stored.players[0]), values: ["name": s("Anna")])
         _ = try log.commit(draft)
         try Self.deleteEverything(log, entities: ["Player", "Sponsor", "Team"])
+        try log.read { (reader: borrowing LogReader) throws in
+            for entity in ["Player", "Sponsor", "Team"] { #expect(try reader.count(of: entity) == 0, "\(entity)") }
+        }
     }
 
     static func entityModel(renamed: Bool) throws -> ManagedObjectModel {

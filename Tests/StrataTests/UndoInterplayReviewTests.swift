@@ -728,6 +728,8 @@ struct UndoInterplayReviewTests {
             let passed = try await editor.perform { (context: isolated ManagedObjectContext) throws in
                 try Self.interplay(context, seed: seed, teams: ids, other: other, discarding: true)
             }
+            // The run records its first failure, naming the seed and the steps; it says so.
+            #expect(passed, "seed \(seed)")
             if !passed { return }
         }
     }
@@ -746,6 +748,8 @@ struct UndoInterplayReviewTests {
                 try context.save()
                 return true
             }
+            // The run records its first failure, naming the seed and the steps; it says so.
+            #expect(passed, "seed \(seed)")
             if !passed { return }
             let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
             try await privateContext(restarted, name: name, author: "alice", persistentUndo: true).perform {
@@ -827,6 +831,8 @@ struct UndoInterplayReviewTests {
                 }
                 return stored == mine || fail("the store holds \(stored), the child \(mine)")
             }
+            // The run records its first failure, naming the seed and the steps; it says so.
+            #expect(passed, "seed \(seed)")
             if !passed { return }
         }
     }
@@ -916,6 +922,8 @@ struct UndoInterplayReviewTests {
                 }
                 return true
             }
+            // The run records its first failure, naming the seed and the steps; it says so.
+            #expect(passed, "seed \(seed)")
             if !passed { return }
         }
     }
