@@ -610,6 +610,29 @@ struct UndoInterplayReviewTests {
     static let interplaySeeds = Int(ProcessInfo.processInfo.environment["STRATA_UNDO_INTERPLAY_SEEDS"] ?? "") ?? 25
     static let interplaySteps = Int(ProcessInfo.processInfo.environment["STRATA_UNDO_INTERPLAY_STEPS"] ?? "") ?? 80
 
+    /// The steps the randomized runs share, by roll: 0–2 rename `team` (team `index`), 3 close
+    /// the group, 4–5 undo, 6 redo. Records the step in `steps`; returns what failed (a
+    /// refused undo or redo), nil otherwise.
+    static func sharedStep(
+        _ roll: Int, team: ManagedObject, index i: Int, step: Int, _ context: isolated ManagedObjectContext, steps: inout [String]
+    ) -> String? {
+        switch roll {
+        case 0, 1, 2:
+            steps.append("rename \(i) n\(step)")
+            team.setValue("n\(step)", forKey: "name")
+        case 3:
+            steps.append("close group")
+            context.processPendingChanges()
+        case 4, 5:
+            steps.append("undo")
+            do { try context.undo() } catch { return "undo: \(error)" }
+        default:
+            steps.append("redo")
+            do { try context.redo() } catch { return "redo: \(error)" }
+        }
+        return nil
+    }
+
     /// One random sequence on the editor: renames of three teams, players inserted, moved and
     /// deleted, groups closed, explicit grouping, undo, redo, saves, refresh (without merging
     /// only with `discarding`), rollback, another writer's colour changes and merges of them.
@@ -632,18 +655,8 @@ struct UndoInterplayReviewTests {
             let i = Int.random(in: 0..<3, using: &random)
             let team = try context.existingObject(with: ids[i])
             switch Int.random(in: 0..<20, using: &random) {
-            case 0, 1, 2:
-                steps.append("rename \(i) n\(step)")
-                team.setValue("n\(step)", forKey: "name")
-            case 3:
-                steps.append("close group")
-                context.processPendingChanges()
-            case 4, 5:
-                steps.append("undo")
-                do { try context.undo() } catch { return fail("undo: \(error)") }
-            case 6:
-                steps.append("redo")
-                do { try context.redo() } catch { return fail("redo: \(error)") }
+            case let roll where roll <= 6:
+                if let failure = sharedStep(roll, team: team, index: i, step: step, context, steps: &steps) { return fail(failure) }
             case 7, 8:
                 steps.append("save")
                 do { try context.save() } catch { return fail("save: \(error)") }
@@ -794,18 +807,10 @@ struct UndoInterplayReviewTests {
                     let i = Int.random(in: 0..<3, using: &random)
                     let team = try context.existingObject(with: ids[i])
                     switch Int.random(in: 0..<12, using: &random) {
-                    case 0, 1, 2:
-                        steps.append("rename \(i) n\(step)")
-                        team.setValue("n\(step)", forKey: "name")
-                    case 3:
-                        steps.append("close group")
-                        context.processPendingChanges()
-                    case 4, 5:
-                        steps.append("undo")
-                        do { try context.undo() } catch { return fail("undo: \(error)") }
-                    case 6:
-                        steps.append("redo")
-                        do { try context.redo() } catch { return fail("redo: \(error)") }
+                    case let roll where roll <= 6:
+                        if let failure = Self.sharedStep(roll, team: team, index: i, step: step, context, steps: &steps) {
+                            return fail(failure)
+                        }
                     case 7, 8:
                         steps.append("child save")
                         do { try context.save() } catch { return fail("child save: \(error)") }
