@@ -659,12 +659,8 @@ struct TableWriter: CodecCatalog {
     }
 
     /// Applies a delete: removes the record, its outgoing references and membership, its index entries.
-    /// `current`: the record the caller read in this transaction (a commit reads it for the
-    /// before-image), so it isn't read and decoded twice.
-    func applyDelete(
-        _ txn: borrowing LMDBTransaction, _ key: ObjectKey, sequence: UInt64, entity: ModelSchema.Entity, current: Record? = nil
-    ) throws {
-        guard let record = try current ?? readRecord(txn, key, entityName: entity.name) else {
+    func applyDelete(_ txn: borrowing LMDBTransaction, _ key: ObjectKey, sequence: UInt64, entity: ModelSchema.Entity) throws {
+        guard let record = try readRecord(txn, key, entityName: entity.name) else {
             throw LogError.objectNotFound("\(entity.name)/p\(key.primaryKey)")
         }
         for property in entity.properties {
@@ -685,7 +681,7 @@ struct TableWriter: CodecCatalog {
     }
 
     /// Defers a commit's delete of `key`, whose record holds `values`: the rows
-    /// ``applyDelete(_:_:sequence:entity:current:)`` removes — its outgoing references,
+    /// ``applyDelete(_:_:sequence:entity:)`` (replay's) removes — its outgoing references,
     /// membership rows, index rows and record — and the history row it adds go into `deletes`,
     /// found through `coding`'s resolved codes, for ``applyDeferredDeletes(_:_:)`` to remove
     /// (and put) in key order. Until then the object's rows are still in the tables: the
@@ -766,7 +762,7 @@ struct TableWriter: CodecCatalog {
                     let record = try decodeRecord(raw, entityName: entityName, context: "record \(entityName)/p\(key.primaryKey)")
                     guard record.modelVersion == version else { return (record, nil) }
                     // The header decoded above: the model version, then the sequence.
-                    var r = ByteReader(raw, context: "record \(entityName)/p\(key.primaryKey)")
+                    var r = ByteReader(raw, context: "record header")
                     _ = try r.count(limit: Int(Int32.max))
                     _ = try r.varint()
                     return (record, Array(UnsafeRawBufferPointer(rebasing: raw[r.offset...])))
