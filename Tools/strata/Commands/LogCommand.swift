@@ -216,17 +216,12 @@ struct ChangeFilter {
         self.property = property
         if let property {
             // Any stored model version's property: changes before a migration carry the
-            // names of then (a property renamed or removed since).
-            let versions = log.storedModels().map(\.version)
-            let known = try versions.contains { version in
-                try log.storedModel(version: version).entities.contains { $0.propertiesByName[property] != nil }
-            }
-            if !known { throw CommandFailure("no entity of the store's models has a property \"\(property)\"") }
-            // A relationship side the log doesn't record (its inverse holds the references)
-            // appears in no change: selecting it would silently select nothing.
+            // names of then (a property renamed or removed since). A relationship side the
+            // log doesn't record (its inverse holds the references) appears in no change:
+            // selecting it would silently select nothing.
             var derived: (entity: String, destination: String, inverse: String)?
             var recorded = false
-            for version in versions {
+            for version in log.storedModels().map(\.version) {
                 for entity in try log.concreteEntityNames(modelVersion: version) {
                     guard let stored = try log.storedProperties(ofEntity: entity, modelVersion: version).first(where: { $0.name == property })
                     else { continue }
@@ -237,6 +232,7 @@ struct ChangeFilter {
                     }
                 }
             }
+            if !recorded && derived == nil { throw CommandFailure("no entity of the store's models has a property \"\(property)\"") }
             if !recorded, let (entity, destination, inverse) = derived {
                 throw CommandFailure(
                     "\(entity).\(property) is the inverse of \(destination).\(inverse), which the store records: a change to \(entity).\(property) is written as a change to \(destination).\(inverse); give --property \(inverse)")
