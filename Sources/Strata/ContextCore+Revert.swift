@@ -17,7 +17,11 @@ extension ContextCore {
                 "a child context can't revert a saved transaction (it saves into its parent, not the store); revert in a context of the coordinator")
         }
         guard !tokens.isEmpty else { throw ContextError.invalidArgument("no transaction to revert was given; nothing was changed") }
-        processPendingChanges()
+        // The open group closes first, even inside explicit grouping, as at `undo()`: the
+        // revert goes onto the redo stack above it (before, inside `beginUndoGrouping()` the
+        // group stayed open, and closing it at `endUndoGrouping()` cleared the redo stack,
+        // losing the revert's redo).
+        closeOpenGroup(continuing: true)
         let store = try self.store()
         let events = try store.log.read { reader -> [TransactionEvent] in
             let head = try reader.head

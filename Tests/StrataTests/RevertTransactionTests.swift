@@ -781,5 +781,37 @@ struct RevertTransactionTests {
             }
         }
     }
+
+    @Test("a revert inside explicit grouping closes the open group first, as undo() does: the revert stays redoable after endUndoGrouping, and the group's own changes stay undoable below it")
+    func revertInsideExplicitGrouping() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID, bobID, _) = try await importedStore(dir)
+        try await privateContext(coordinator, name: "operator", author: "alice").perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            let bob = try context.existingObject(with: bobID)
+            context.beginUndoGrouping()
+            bob.setValue("Robert", forKey: "firstName")
+            try context.revertTransaction(at: try token(coordinator, 2))
+            #expect(team.value(forKey: "name") as? String == "Otters")
+            context.endUndoGrouping()
+            // Before, the revert went onto the redo stack under the still-open group, whose
+            // closing at endUndoGrouping() cleared the redo stack: the revert was lost.
+            let canRedo = context.canRedo
+            #expect(canRedo, "the revert is on the redo stack")
+            try context.redo()
+            #expect(team.value(forKey: "name") as? String == "Herons")
+            #expect(bob.value(forKey: "email") as? String == "bob@example.com")
+            try context.undo()
+            #expect(team.value(forKey: "name") as? String == "Otters")
+            #expect(bob.value(forKey: "firstName") as? String == "Robert")
+            try context.undo()
+            #expect(bob.value(forKey: "firstName") as? String == "Bob")
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
+            #expect(try context.existingObject(with: bobID).value(forKey: "firstName") as? String == "Bob")
+        }
+    }
 }
 
