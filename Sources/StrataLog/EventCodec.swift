@@ -518,7 +518,22 @@ enum EventCodec {
     /// The model version an event's bytes name, read without decoding its groups (nil when
     /// the bytes don't read as an event; the checksum isn't checked).
     static func modelVersion(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        modelVersion(bytes, checkingChecksum: false)
+    }
+
+    /// ``modelVersion(_:)`` of bytes whose checksum is also checked: nil as well when it
+    /// doesn't match (the caller decodes the event then, for the error that names it).
+    static func checkedModelVersion(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        modelVersion(bytes, checkingChecksum: true)
+    }
+
+    private static func modelVersion(_ bytes: UnsafeRawBufferPointer, checkingChecksum: Bool) -> Int? {
         guard header(bytes) != nil else { return nil }
+        if checkingChecksum {
+            var stored: UInt32 = 0
+            for i in (bytes.count - 4)..<bytes.count { stored = stored << 8 | UInt32(bytes[i]) }
+            guard stored == CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<(bytes.count - 4)])) else { return nil }
+        }
         var r = ByteReader(UnsafeRawBufferPointer(rebasing: bytes[0..<(bytes.count - 4)]), context: "event header")
         do {
             _ = try r.rawBytes(5)

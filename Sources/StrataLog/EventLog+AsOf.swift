@@ -94,6 +94,19 @@ extension LogReader {
         _ = try plan(asOf: sequence)
         if sequence == 0 { return log.catalog.modelVersions.first ?? log.modelVersion }
         guard sequence > (try purgedThrough) else { return log.modelVersion }
+        // An event still in the events table: its version read from its header, its checksum
+        // checked, without decoding its changes (a bulk import's are many). Compacted, damaged
+        // or otherwise unreadable that way: decoded, which names what is wrong.
+        if sequence > (try compactedThrough) {
+            var version: Int?
+            try log.forEachRawEvent(in: txn, from: sequence, through: sequence) { found, bytes, damage in
+                guard found == sequence, damage == nil else { return }
+                version = bytes.withUnsafeBytes { raw in
+                    EventCodec.header(raw)?.sequence == sequence ? EventCodec.checkedModelVersion(raw) : nil
+                }
+            }
+            if let version { return version }
+        }
         return try event(sequence).modelVersion
     }
 

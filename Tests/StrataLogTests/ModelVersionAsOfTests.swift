@@ -1,0 +1,61 @@
+import Foundation
+@testable import StrataLog
+import StrataModel
+import StrataStorage
+import StrataTestSupport
+import Testing
+
+/// `LogReader.modelVersion(asOf:)`: the version a transaction was written with, read from a
+/// raw event's header (its checksum checked) or by decoding a compacted one.
+@Suite("Event log: the model version as of a point")
+struct ModelVersionAsOfTests {
+    @Test("every point of a store with a migration (1: version 1; 2–3: the migration's two transactions; 4: version 2), raw and after compaction, gives the version its event was written with")
+    func versionsOfEveryPoint() throws {
+        let dir = try TemporaryDirectory("strata-version-asof")
+        _ = try RenameMigrationTests.store(dir)
+        let log = try openLog(dir, model: try RenameMigrationTests.v2())
+        var draft = TransactionDraft()
+        _ = draft.insert("Team", values: ["name": s("Kites")])
+        _ = try log.commit(draft)
+        func versions() throws -> (asOf: [Int], decoded: [Int]) {
+            try log.read { reader in
+                let head = try reader.head
+                return (try (1...head).map { try reader.modelVersion(asOf: $0) }, try (1...head).map { try reader.event($0).modelVersion })
+            }
+        }
+        let raw = try versions()
+        #expect(raw.asOf == [1, 1, 2, 2])
+        #expect(raw.asOf == raw.decoded)
+        #expect(try log.read { try $0.modelVersion(asOf: 0) } == 1, "the empty store: the oldest version")
+        _ = try log.compact(CompactionRequest(before: 3))
+        #expect(try log.read { try $0.compactedThrough } == 2)
+        let compacted = try versions()
+        #expect(compacted.asOf == [1, 1, 2, 2])
+        #expect(compacted.asOf == compacted.decoded)
+    }
+
+    @Test("a raw event whose bytes are damaged (one byte of its changes flipped) is refused with the checksum error naming it, not read for a version")
+    func damagedEvent() throws {
+        let dir = try TemporaryDirectory("strata-version-asof-damaged")
+        _ = try RenameMigrationTests.store(dir)
+        let log = try openLog(dir, model: try RenameMigrationTests.v1())
+        let key = bigEndianBytes(UInt64(1))
+        try log.environment.write { txn in
+            var chunks: [([UInt8], [UInt8])] = []
+            try txn.forEach(in: log.tables.events, range: .prefix(key)) { key, value in
+                chunks.append((key.withUnsafeBytes { Array($0) }, value.withUnsafeBytes { Array($0) }))
+                return .next
+            }
+            let (chunkKey, original) = try #require(chunks.last)
+            var bytes = original
+            bytes[bytes.count - 10] ^= 0x40
+            try txn.put(bytes, forKey: chunkKey, in: log.tables.events)
+        }
+        #expect {
+            try log.read { try $0.modelVersion(asOf: 1) }
+        } throws: { error in
+            guard case .checksumMismatch(let text) = error as? LogError else { return false }
+            return text.contains("1")
+        }
+    }
+}
