@@ -63,6 +63,19 @@ struct DoctorCommandTests {
         #expect(!FileManager.default.fileExists(atPath: target))
     }
 
+    @Test("a --directory whose parents don't exist yet: the directories it created for them go too (unless --keep), an existing parent stays")
+    func cleansUpCreatedParents() throws {
+        let dir = try TemporaryDirectory()
+        let target = dir.file("a/b/scratch")
+        let result = try strata("doctor", "--directory", target)
+        #expect(result.status == 0, "\(result.standardOutput)\(result.standardError)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("a")), "before, a/b was left behind")
+        #expect(FileManager.default.fileExists(atPath: dir.path))
+        let kept = try strata("doctor", "--directory", target, "--keep")
+        #expect(kept.status == 0)
+        #expect(FileManager.default.fileExists(atPath: target + "/data.mdb"))
+    }
+
     @Test("an existing --directory is refused as bad usage, naming it")
     func refusesExistingDirectory() throws {
         let dir = try TemporaryDirectory()

@@ -36,7 +36,10 @@ struct DoctorCommand: ParsableCommand {
     func run() throws {
         let root = directory ?? (NSTemporaryDirectory() as NSString)
             .appendingPathComponent("strata-doctor-\(UUID().uuidString.prefix(8))")
-        defer { if !keep { try? FileManager.default.removeItem(atPath: root) } }
+        // Removed with the directories made for it: `--directory a/b/scratch` with no `a`
+        // leaves no `a` behind (before, it left `a/b`).
+        let created = Self.outermostMissing(root)
+        defer { if !keep { try? FileManager.default.removeItem(atPath: created) } }
 
         print("strata \(StrataVersion.current)")
         print("LMDB \(LMDBEnvironment.libraryVersion), zstd \(Zstd.libraryVersion)")
@@ -89,6 +92,20 @@ struct DoctorCommand: ParsableCommand {
         if keep { print("kept    the scratch environment at \(root)") }
         if failures > 0 { throw ExitStatus.failure }
         print("all checks passed")
+    }
+}
+
+extension DoctorCommand {
+    /// The outermost directory of `path` that doesn't exist yet (`path` itself when its
+    /// parent exists): removing it removes everything the run created.
+    static func outermostMissing(_ path: String) -> String {
+        var missing = path
+        var parent = (path as NSString).deletingLastPathComponent
+        while !parent.isEmpty, parent != missing, !FileManager.default.fileExists(atPath: parent) {
+            missing = parent
+            parent = (parent as NSString).deletingLastPathComponent
+        }
+        return missing
     }
 }
 
