@@ -89,6 +89,35 @@ extension EventLog {
         return renameTarget(of: property, identifier: identifier, earlier: earlier, later: laterDescribed).map { (entityName, $0) }
     }
 
+    /// The values of an object of `entity` (the opening model's name) that model version
+    /// `version` wrote and no migration carried over — one deleted before it, read back as it
+    /// was then — with what a migration fills in for the objects it carries (§4.4): each
+    /// attribute with a default value that `version` didn't have (under its name or one
+    /// renamed to it), or had with no value where it is mandatory now, takes the default.
+    /// `values` are under the opening model's names already (``translating(_:fromModelVersion:)``).
+    package func filledAsMigrated(_ values: [String: LogValue], entity: String, fromModelVersion version: Int) -> [String: LogValue] {
+        guard version < modelVersion, let described = model.entity(named: entity), let current = schema.entities[entity],
+            let earlier = try? catalog.schema(forModelVersion: version)
+        else { return values }
+        // The opening model's names of the attributes `version` had.
+        var had: Set<String> = []
+        for old in earlier.model.entities where currentEntityName(old.name, modelVersion: version) == entity {
+            for attribute in old.allAttributes where attribute.isPersisted {
+                if let name = currentPropertyName(attribute.name, entity: old.name, modelVersion: version) { had.insert(name) }
+            }
+        }
+        var filled = values
+        for attribute in described.allAttributes where attribute.isPersisted && !attribute.isDerived {
+            guard (values[attribute.name] ?? .null) == .null, let fallback = attribute.defaultValue,
+                !had.contains(attribute.name) || !attribute.isOptional,
+                let property = current.propertiesByName[attribute.name]
+            else { continue }
+            let value = LogValue.attribute(fallback.coerced(to: attribute.attributeType))
+            if EventCodec.fits(value, current.valueKinds[property.code]) { filled[attribute.name] = value }
+        }
+        return filled
+    }
+
     /// `group`, written with model version `version`, with its properties under the opening
     /// model's names (``currentPropertyName(_:entity:modelVersion:)``) and its attribute
     /// values converted to their types there when that loses nothing, as a migration

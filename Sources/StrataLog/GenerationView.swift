@@ -83,9 +83,25 @@ public final class GenerationView {
         // undone; the rest are its values now.
         var starts: [StoredObjectID: Start] = [:]
         var touched: Set<StoredObjectID> = []
+        // The model version of each first delete an earlier version wrote.
+        var deletedIn: [StoredObjectID: Int] = [:]
+        let log = reader.log
         try reader.forEachEvent(from: caughtUpThrough + 1, through: head) { event in
-            for change in event.changes {
+            // The view reads the generation in the opening model version's terms. A
+            // migration's changes move the same data between versions (spec 0004 §4.4): they
+            // are not undone, and an earlier version's changes are undone under today's names,
+            // their values converted as the migration converted them (before, a point before
+            // a migration read a renamed property as nil: its values were put back under the
+            // old name).
+            if event.kind == .migration { return .next }
+            let changes =
+                event.modelVersion < log.modelVersion
+                ? event.groups.flatMap { log.translating($0, fromModelVersion: event.modelVersion).changes } : event.changes
+            for change in changes {
                 let id = change.objectID
+                if case .delete = change, event.modelVersion < log.modelVersion, entries[id] == nil, starts[id]?.deleteImage == nil {
+                    deletedIn[id] = event.modelVersion
+                }
                 touched.insert(id)
                 guard entries[id] == nil else { continue }
                 if starts[id] == nil {
@@ -99,6 +115,11 @@ public final class GenerationView {
             let now = try reader.object(id)
             var values: [String: LogValue]?
             if !start.absent { values = start.values(now: now?.values) }
+            // Deleted before a migration, read back from its delete: what the migration
+            // would have filled in (an attribute the version adds, with its default).
+            if now == nil, let version = deletedIn[id], let found = values {
+                values = log.filledAsMigrated(found, entity: id.entity, fromModelVersion: version)
+            }
             var version: UInt64 = 0
             if values != nil { version = try reader.history(of: id).last { $0 <= sequence } ?? 0 }
             entries[id] = Entry(values: values, version: version, existsNow: now != nil)

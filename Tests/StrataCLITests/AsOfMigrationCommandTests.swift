@@ -86,4 +86,18 @@ struct AsOfMigrationCommandTests {
         #expect(unknown.status == 1)
         #expect(unknown.standardError.contains("no entity of the store's models has a property \"height\""), "\(unknown.standardError)")
     }
+
+    @Test("query --at a point before the migration answers in the model the query is written against: nick holds the name then, rating (removed) isn't shown, and a predicate on nick matches it")
+    func queryBeforeMigration() throws {
+        let directory = try TemporaryDirectory()
+        let (path, _) = try Self.migratedStore(directory)
+        let before = try strata("query", path, "Player", "--at", "1", "--where", "nick == 'Ng, Ada'", "--format", "ndjson")
+        #expect(before.status == 0, "\(before.standardError)")
+        // Before, nick read nil at any point before the migration and the predicate matched nothing.
+        #expect(before.standardOutput.contains(#""nick":"Ng, Ada""#), "\(before.standardOutput)")
+        #expect(!before.standardOutput.contains("rating"), "\(before.standardOutput)")
+        let counted = try strata("query", path, "Player", "--at", "2", "--where", "nick BEGINSWITH 'Ng'", "--count")
+        #expect(counted.status == 0, "\(counted.standardError)")
+        #expect(counted.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "\(counted.standardOutput)")
+    }
 }

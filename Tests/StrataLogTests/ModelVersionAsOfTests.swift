@@ -59,3 +59,24 @@ struct ModelVersionAsOfTests {
         }
     }
 }
+
+/// A reader pinned to a generation before a migration reads it in the opening version's terms.
+@Suite("Event log: a generation before a migration")
+struct GenerationBeforeMigrationTests {
+    @Test("RenameMigrationTests' store (renamed attributes and relationships, one recorded on its other side, a removed property), pinned at 1 — before the migration, nothing changed since but by it: every object, each entity's objects and counts read as now")
+    func pinnedBeforeRenames() throws {
+        let dir = try TemporaryDirectory("strata-generation-renames")
+        let stored = try RenameMigrationTests.store(dir)
+        let log = try openLog(dir, model: try RenameMigrationTests.v2())
+        #expect(try log.read { try $0.head } > 1)
+        let ids = stored.teams + stored.players + stored.sponsors
+        let now = try log.read { reader in try ids.map { try reader.object($0)?.values } }
+        let view = GenerationView(sequence: 1)
+        let then = try log.read(pinnedTo: view) { reader in try ids.map { try reader.object($0)?.values } }
+        #expect(then == now)
+        for entity in ["Team", "Player", "Sponsor"] {
+            let counts = try log.read { try $0.count(of: entity) }
+            #expect(try log.read(pinnedTo: view) { try $0.count(of: entity) } == counts, "\(entity)")
+        }
+    }
+}
