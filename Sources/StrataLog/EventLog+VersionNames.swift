@@ -118,6 +118,19 @@ extension EventLog {
         return filled
     }
 
+    /// `change` (translated to the opening model's names) without the relationship sides the
+    /// opening model doesn't record (spec 0004 §4.1): a side an earlier version recorded that
+    /// a later one moved to the other end. Records never hold such a side's values.
+    package func recordedSidesOnly(_ change: Change) -> Change {
+        guard let entity = schema.entities[change.objectID.entity] else { return change }
+        func recorded(_ name: String) -> Bool { entity.propertiesByName[name]?.isRecorded ?? false }
+        switch change {
+        case .insert(let id, let values): return .insert(id, values: values.filter { recorded($0.key) })
+        case .delete(let id, let before): return .delete(id, before: before.filter { recorded($0.key) })
+        case .update(let id, let changes): return .update(id, changes: changes.filter { recorded($0.property) })
+        }
+    }
+
     /// `group`, written with model version `version`, with its properties under the opening
     /// model's names (``currentPropertyName(_:entity:modelVersion:)``) and its attribute
     /// values converted to their types there when that loses nothing, as a migration

@@ -96,7 +96,8 @@ public final class GenerationView {
             if event.kind == .migration { return .next }
             let changes =
                 event.modelVersion < log.modelVersion
-                ? event.groups.flatMap { log.translating($0, fromModelVersion: event.modelVersion).changes } : event.changes
+                ? event.groups.flatMap { log.translating($0, fromModelVersion: event.modelVersion).changes.map(log.recordedSidesOnly) }
+                : event.changes
             for change in changes {
                 let id = change.objectID
                 if case .delete = change, event.modelVersion < log.modelVersion, entries[id] == nil, starts[id]?.deleteImage == nil {
