@@ -118,6 +118,90 @@ extension EventLog {
         return filled
     }
 
+    /// `changes` (one transaction's, translated to the opening model's names) on the
+    /// relationship sides the opening model records (spec 0004 §4.1): a change an earlier
+    /// version recorded on a side a later one moved to the other end is rewritten there —
+    /// each object that gained or lost an owner through it gets the update of its own side
+    /// (a to-one set from or to that owner, or a membership change of an unordered to-many),
+    /// after the transaction's own changes. An ordered to-many recorded now in place of
+    /// the side the transaction recorded can't be rebuilt from it (the positions are
+    /// unknown): that change is left out, as are values of sides not recorded now.
+    package func onRecordedSides(_ changes: [Change]) -> [Change] {
+        var result: [Change] = []
+        result.reserveCapacity(changes.count)
+        // Per object that gained or lost an owner, per now-recorded property: to-one before
+        // and after (null unless an owner was lost or gained), or members added and removed.
+        var toOne: [StoredObjectID: [String: (before: LogValue, after: LogValue)]] = [:]
+        var members: [StoredObjectID: [String: (added: [StoredObjectID], removed: [StoredObjectID])]] = [:]
+        var touchedOrder: [StoredObjectID] = []
+        func ids(_ value: LogValue?) -> [StoredObjectID] {
+            switch value {
+            case .reference(let id)?: [id]
+            case .references(let ids)?: ids
+            default: []
+            }
+        }
+        func note(owner: StoredObjectID, property name: String, lost: [StoredObjectID], gained: [StoredObjectID]) {
+            guard let property = schema.entities[owner.entity]?.propertiesByName[name],
+                case .derived(_, let inverse)? = property.relationship
+            else { return }
+            for (targets, gaining) in [(lost, false), (gained, true)] {
+                for target in targets {
+                    guard let side = schema.entities[target.entity]?.propertiesByName[inverse] else { continue }
+                    if toOne[target] == nil && members[target] == nil { touchedOrder.append(target) }
+                    switch side.relationship {
+                    case .toOne?:
+                        var entry = toOne[target, default: [:]][inverse] ?? (.null, .null)
+                        if gaining { entry.after = .reference(owner) } else { entry.before = .reference(owner) }
+                        toOne[target, default: [:]][inverse] = entry
+                    case .unorderedToMany?:
+                        var entry = members[target, default: [:]][inverse] ?? ([], [])
+                        if gaining { entry.added.append(owner) } else { entry.removed.append(owner) }
+                        members[target, default: [:]][inverse] = entry
+                    default: continue
+                    }
+                }
+            }
+        }
+        for change in changes {
+            guard let entity = schema.entities[change.objectID.entity] else {
+                result.append(change)
+                continue
+            }
+            func isDerivedSide(_ name: String) -> Bool { entity.propertiesByName[name].map { !$0.isRecorded } ?? false }
+            let owner = change.objectID
+            switch change {
+            case .insert(_, let values):
+                for (name, value) in values where isDerivedSide(name) { note(owner: owner, property: name, lost: [], gained: ids(value)) }
+            case .delete(_, let before):
+                for (name, value) in before where isDerivedSide(name) { note(owner: owner, property: name, lost: ids(value), gained: []) }
+            case .update(_, let propertyChanges):
+                for propertyChange in propertyChanges where isDerivedSide(propertyChange.property) {
+                    switch propertyChange {
+                    case .value(let name, let before, let after):
+                        let (old, new) = (ids(before), ids(after))
+                        let (oldSet, newSet) = (Set(old), Set(new))
+                        note(owner: owner, property: name, lost: old.filter { !newSet.contains($0) }, gained: new.filter { !oldSet.contains($0) })
+                    case .membership(let name, let added, let removed):
+                        note(owner: owner, property: name, lost: removed, gained: added)
+                    }
+                }
+            }
+            result.append(recordedSidesOnly(change))
+        }
+        for target in touchedOrder {
+            var propertyChanges: [PropertyChange] = []
+            for (name, values) in (toOne[target] ?? [:]).sorted(by: { $0.key < $1.key }) where values.before != values.after {
+                propertyChanges.append(.value(property: name, before: values.before, after: values.after))
+            }
+            for (name, delta) in (members[target] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                propertyChanges.append(.membership(property: name, added: delta.added, removed: delta.removed))
+            }
+            if !propertyChanges.isEmpty { result.append(.update(target, changes: propertyChanges)) }
+        }
+        return result
+    }
+
     /// `change` (translated to the opening model's names) without the relationship sides the
     /// opening model doesn't record (spec 0004 §4.1): a side an earlier version recorded that
     /// a later one moved to the other end. Records never hold such a side's values.

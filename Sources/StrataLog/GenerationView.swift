@@ -96,7 +96,7 @@ public final class GenerationView {
             if event.kind == .migration { return .next }
             let changes =
                 event.modelVersion < log.modelVersion
-                ? event.groups.flatMap { log.translating($0, fromModelVersion: event.modelVersion).changes.map(log.recordedSidesOnly) }
+                ? log.onRecordedSides(event.groups.flatMap { log.translating($0, fromModelVersion: event.modelVersion).changes })
                 : event.changes
             for change in changes {
                 let id = change.objectID
