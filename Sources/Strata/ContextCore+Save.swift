@@ -114,6 +114,18 @@ extension ContextCore {
             var value: Any? = object.externalValue(current)
             do {
                 try object.validateValue(&value, forKey: property.name)
+                // A validation method may replace the value (Core Data's `validateValue`
+                // returns it by reference, and the save keeps it): the value the rules
+                // passed is the one saved, not the one they would have refused.
+                let replaced = object.internalValue(value, for: property)
+                if case .invalid(let what) = replaced {
+                    let type = info.attributes[index].description.attributeType
+                    failures.append(ValidationFailure(
+                        code: .managedObjectValidation, entity: entity.name, key: property.name, value: nil,
+                        message: "validateValue(_:forKey:) replaced \(entity.name).\(property.name), which holds \(type.name) values, with \(what)"))
+                } else if !Self.isSameValue(replaced, current) {
+                    set(object, property, replaced, maintainInverse: false, register: true)
+                }
             } catch ContextError.validation(let found) {
                 failures += found
             } catch {
@@ -142,6 +154,17 @@ extension ContextCore {
         if !failures.isEmpty { throw ContextError.validation(named(failures, object)) }
     }
 
+    /// Whether the value a validation method left is the one it was given: equal, or both
+    /// the same kind of NaN (which never equals itself, and would otherwise look replaced).
+    private static func isSameValue(_ a: PropertyValue, _ b: PropertyValue) -> Bool {
+        if !PropertyValue.differ(a, b) { return true }
+        switch (a, b) {
+        case (.attribute(.some(.double(let x))), .attribute(.some(.double(let y)))): return x.isNaN && y.isNaN
+        case (.attribute(.some(.float(let x))), .attribute(.some(.float(let y)))): return x.isNaN && y.isNaN
+        default: return false
+        }
+    }
+
     /// `failures`, each naming `object` (`NSValidationObjectErrorKey`).
     private func named(_ failures: [ValidationFailure], _ object: ManagedObject) -> [ValidationFailure] {
         let uri = object.objectID.uriRepresentation()
@@ -159,7 +182,7 @@ extension ContextCore {
             let targets = (object.changes[property.name] ?? object.currentValue(property)).ids.filter { registered($0)?.isDeletedFlag != true }
             if !targets.isEmpty {
                 failures.append(ValidationFailure(
-                    code: ValidationFailure.Code(rawValue: 1600), entity: object.entity.name, key: property.name, value: nil,
+                    code: .relationshipDeniedDelete, entity: object.entity.name, key: property.name, value: nil,
                     message: "\(object.entity.name).\(property.name) still holds \(targets.count) object(s) (\(targets.map(\.description).joined(separator: ", "))); its delete rule denies deleting \(object.objectID)",
                     object: object.objectID.uriRepresentation()))
             }
@@ -184,9 +207,7 @@ extension ContextCore {
         guard !retained.isEmpty || !pending.isEmpty else { return }
         postPendingChanges()
         post(.willSave(ContextWillSave(contextName: name)))
-        for object in Array(retained.values) { object.willSave(in: context) }
-        // …and those of objects the hooks deleted.
-        propagateDeferredDeletes(in: context)
+        try runWillSaveHooks(in: context)
         closeOpenGroup(continuing: true)
         postPendingChanges()
 
@@ -210,6 +231,10 @@ extension ContextCore {
         if !failed.isEmpty {
             throw ContextError.validation(failed.sorted { $0.id < $1.id }.flatMap(\.failures))
         }
+        // Values a `validateValue(_:forKey:)` replaced form a group of their own, as the
+        // `willSave` hooks' changes do.
+        closeOpenGroup(continuing: true)
+        postPendingChanges()
 
         // A child's save goes to its parent, not to the store.
         if let parent = parentContext {
@@ -275,6 +300,43 @@ extension ContextCore {
             }
             finishSave(sequence: result.sequence, idMap: idMap, groupIndex: groupIndex, result: result, in: context)
             return
+        }
+    }
+
+    /// The most rounds of `willSave` hooks a save runs (``runWillSaveHooks(in:)``).
+    static let maximumWillSaveRounds = 100
+
+    /// `willSave(in:)` on every object the save writes; then, as in Core Data ("Core Data
+    /// will observe the resultant change notification and so invoke `willSave` again"),
+    /// again on each object whose values a hook changed through its accessors — KVC, a
+    /// relationship's inverse, a delete; not `setPrimitiveValue(_:forKey:)` — and on each
+    /// object a hook changed, inserted or deleted that hasn't had its call yet, until a round
+    /// changes nothing. Delete rules deferred by `propagatesDeletesAtEndOfEvent` run after
+    /// each round, for objects the hooks deleted. A hook that changes a value every time it
+    /// runs stops the save after ``maximumWillSaveRounds`` rounds (`invalidArgument`;
+    /// Core Data recurses until it crashes); nothing is written, the changes stay.
+    func runWillSaveHooks(in context: isolated ManagedObjectContext) throws {
+        var called: [ObjectIdentifier: ManagedObject] = [:]
+        var round = Array(retained.values)
+        var rounds = 0
+        defer { willSaveWatch = nil }
+        while !round.isEmpty {
+            rounds += 1
+            guard rounds <= Self.maximumWillSaveRounds else {
+                let names = round.prefix(5).map(\.objectID.description).joined(separator: ", ")
+                throw ContextError.invalidArgument(
+                    "willSave kept changing objects (\(names)) after \(Self.maximumWillSaveRounds) rounds: a willSave hook must test a value before setting it, or set it with setPrimitiveValue(_:forKey:); nothing was saved")
+            }
+            willSaveWatch = []
+            for object in round {
+                called[ObjectIdentifier(object)] = object
+                object.willSave(in: context)
+            }
+            let changed = willSaveWatch ?? []
+            willSaveWatch = nil
+            // …and the delete rules of objects the hooks deleted.
+            propagateDeferredDeletes(in: context)
+            round = retained.values.filter { called[ObjectIdentifier($0)] == nil || changed.contains(ObjectIdentifier($0)) }
         }
     }
 

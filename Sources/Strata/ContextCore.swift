@@ -561,6 +561,9 @@ final class ContextCore {
     var idAliasBacklog: [[ManagedObjectID: ManagedObjectID]] = []
     /// While a child's save is applied: every object it touches.
     @exclusivity(unchecked) var changeRecorder: Set<ManagedObjectID>?
+    /// While a save runs `willSave` hooks: the objects whose values the hooks changed through
+    /// accessors (not primitive values), inserted or deleted — their hooks run again.
+    @exclusivity(unchecked) var willSaveWatch: Set<ObjectIdentifier>?
     /// Where inserted objects' temporary IDs come from.
     var temporaryIDs = TemporaryIDSource()
     /// The values properties had at `willChangeValue(forKey:)`, until the matching
@@ -832,6 +835,7 @@ final class ContextCore {
         if register && journal.isRegistering && !isApplyingUndo {
             journal.open.recordSet(object, property.name, old: old, new: value)
         }
+        if register, willSaveWatch != nil { willSaveWatch?.insert(ObjectIdentifier(object)) }
         noteUpdated(object)
     }
 
@@ -840,6 +844,7 @@ final class ContextCore {
         if register && journal.isRegistering && !isApplyingUndo {
             journal.open.recordSet(object, property.name, old: old, new: new)
         }
+        if register, willSaveWatch != nil { willSaveWatch?.insert(ObjectIdentifier(object)) }
         noteUpdated(object)
         if property.isTransient {
             object.transients[property.name] = new
@@ -925,6 +930,7 @@ final class ContextCore {
                 let changed = owner.changes.values[index].updateIDs(body)
                 if inPlace == .reattach { journal.open.reattach(owner.objectID, property.name, owner.changes.values[index]) }
                 guard changed == true else { return }
+                if register, willSaveWatch != nil { willSaveWatch?.insert(ObjectIdentifier(owner)) }
                 noteUpdated(owner)
                 settle(owner, property)
                 return
@@ -1194,6 +1200,7 @@ final class ContextCore {
     func delete(_ object: ManagedObject, in context: isolated ManagedObjectContext) {
         guard !object.isDeletedFlag, !object.isInvalidated else { return }
         noteDeleted(object)
+        if willSaveWatch != nil { willSaveWatch?.insert(ObjectIdentifier(object)) }
         object.prepareForDeletion(in: context)
         let snapshot = currentValues(object)
         if journal.isRegistering && !isApplyingUndo { journal.open.recordDelete(object.objectID, snapshot: snapshot) }
