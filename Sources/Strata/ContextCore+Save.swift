@@ -179,7 +179,16 @@ extension ContextCore {
     func validateDeletion(_ object: ManagedObject) throws {
         var failures: [ValidationFailure] = []
         for property in object.info.properties.values where property.isRelationship && property.deleteRule == .deny {
-            let targets = (object.changes[property.name] ?? object.currentValue(property)).ids.filter { registered($0)?.isDeletedFlag != true }
+            // A destination deleted in the same save doesn't deny, nor does an unsaved insert
+            // deleted again: it left the context, and the nullify of its delete skipped this
+            // object, already deleted, so its ID stays here (before, it refused the save,
+            // naming an object that no longer exists). In a child context an unregistered
+            // temporary ID may be the parent's unsaved insert: gone only if this context
+            // removed it.
+            let targets = (object.changes[property.name] ?? object.currentValue(property)).ids.filter { id in
+                if let target = registered(id) { return !target.isDeletedFlag }
+                return !(id.isTemporaryID && (parentContext == nil || removedObjects[id] != nil))
+            }
             if !targets.isEmpty {
                 failures.append(ValidationFailure(
                     code: .relationshipDeniedDelete, entity: object.entity.name, key: property.name, value: nil,

@@ -73,7 +73,7 @@ enum ValidationReviewModels {
                 }
                 Entity("Customer") {
                     Attribute("name", .string)
-                    Relationship("order", to: "Order", inverse: "customer")
+                    Relationship("order", to: "Order", inverse: "customer", deleteRule: .deny)
                 }
                 Entity("Order") {
                     Attribute("number", .int32, default: 0).required()
@@ -136,6 +136,17 @@ final class RelocatingDepartment: ManagedObject {
             let fallback = (try? context.fetch(request))?.first, fallback !== self
         else { return }
         for employee in mutableSetValue(forKey: "employees").objects { employee.setValue(fallback, forKey: "department") }
+    }
+}
+
+/// A room that can't be deleted while its number is 101 (a rule added after super's).
+final class GuardedRoom: ManagedObject {
+    override func validateForDelete() throws {
+        try super.validateForDelete()
+        if value(forKey: "number") as? Int32 == 101 {
+            throw ContextError.validation([ValidationFailure(
+                code: .managedObjectValidation, entity: "Room", key: "number", value: .int32(101), message: "room 101 stays")])
+        }
     }
 }
 
@@ -706,5 +717,207 @@ struct ValidationReviewTests {
             context.delete(bob)
             try context.save()
         }
+    }
+
+    // MARK: - Round two: deny and counts in the corners
+
+    @Test("deny: an employee inserted and deleted again before the save doesn't deny its department's delete")
+    func denyIgnoresInsertedThenDeleted() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try open(dir)
+        try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            let sales = try context.insertNewObject(forEntityName: "Department")
+            sales.setValue("Sales", forKey: "name")
+            try context.save()
+            let temp = try context.insertNewObject(forEntityName: "Employee")
+            temp.setValue("Temp", forKey: "name")
+            temp.setValue(sales, forKey: "department")
+            context.delete(sales)
+            context.delete(temp)
+            try context.save()
+        }
+        #expect(try count(coordinator, "Department") == 0 && count(coordinator, "Employee") == 0)
+    }
+
+    @Test("deny in a child context: its own insert deleted again doesn't deny; the parent's unsaved insert does")
+    func denyInChildWithTemporaryIDs() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try open(dir)
+        let parent = privateContext(coordinator)
+        let (salesID, opsID) = try parent.performAndWait { (context: isolated ManagedObjectContext) throws in
+            let sales = try context.insertNewObject(forEntityName: "Department")
+            sales.setValue("Sales", forKey: "name")
+            let ops = try context.insertNewObject(forEntityName: "Department")
+            ops.setValue("Ops", forKey: "name")
+            try context.save()
+            // An unsaved employee of Ops, in the parent only.
+            let bob = try context.insertNewObject(forEntityName: "Employee")
+            bob.setValue("Bob", forKey: "name")
+            bob.setValue(ops, forKey: "department")
+            return (sales.objectID, ops.objectID)
+        }
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
+        try child.performAndWait { (context: isolated ManagedObjectContext) throws in
+            let sales = try context.existingObject(with: salesID)
+            let temp = try context.insertNewObject(forEntityName: "Employee")
+            temp.setValue("Temp", forKey: "name")
+            temp.setValue(sales, forKey: "department")
+            context.delete(sales)
+            context.delete(temp)
+            try context.save()
+            context.delete(try context.existingObject(with: opsID))
+            let found = failures { try context.save() }
+            #expect(found?.map(\.code) == [.relationshipDeniedDelete])
+        }
+    }
+
+    @Test("deny on a to-one: a customer with an order can't be deleted (1600 naming customer and order); with its order it can")
+    func denyToOne() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try open(dir)
+        try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            let customer = try context.insertNewObject(forEntityName: "Customer")
+            let order = try context.insertNewObject(forEntityName: "Order")
+            order.setValue(customer, forKey: "customer")
+            try context.save()
+            context.delete(customer)
+            let found = failures { try context.save() }
+            #expect(found?.count == 1 && found?.first?.code == .relationshipDeniedDelete && found?.first?.key == "order")
+            #expect(found?.first?.object == customer.objectID.uriRepresentation())
+            #expect(found?.first?.description.contains(order.objectID.description) == true)
+            context.delete(order)
+            try context.save()
+        }
+        #expect(try count(coordinator, "Customer") == 0 && count(coordinator, "Order") == 0)
+    }
+
+    @Test("deny checked against a department the context never loaded; undo of the delete instead of rollback, then the save writes nothing")
+    func denyUnloadedThenUndo() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try open(dir)
+        let salesID = try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            let sales = try context.insertNewObject(forEntityName: "Department")
+            sales.setValue("Sales", forKey: "name")
+            let ann = try context.insertNewObject(forEntityName: "Employee")
+            ann.setValue("Ann", forKey: "name")
+            ann.setValue(sales, forKey: "department")
+            try context.save()
+            return sales.objectID
+        }
+        try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            let sales = try context.object(with: salesID)
+            context.delete(sales)
+            let found = failures { try context.save() }
+            #expect(found?.map(\.code) == [.relationshipDeniedDelete])
+            try context.undo()
+            #expect(!sales.isDeleted)
+            try context.save()
+            let dirty = context.hasChanges
+            #expect(!dirty)
+        }
+        #expect(try count(coordinator, "Department") == 1 && count(coordinator, "Employee", "department.name == 'Sales'") == 1)
+    }
+
+    @Test("propagatesDeletesAtEndOfEvent off: the deferred nullify leaves the squad short at save (1580), deny still refuses (1600), both in one error")
+    func deferredRulesThenValidation() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try open(dir)
+        try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            let squad = try context.insertNewObject(forEntityName: "Squad")
+            let a = try context.insertNewObject(forEntityName: "Player")
+            let b = try context.insertNewObject(forEntityName: "Player")
+            a.setValue(squad, forKey: "squad")
+            b.setValue(squad, forKey: "squad")
+            let sales = try context.insertNewObject(forEntityName: "Department")
+            sales.setValue("Sales", forKey: "name")
+            let ann = try context.insertNewObject(forEntityName: "Employee")
+            ann.setValue("Ann", forKey: "name")
+            ann.setValue(sales, forKey: "department")
+            try context.save()
+            context.propagatesDeletesAtEndOfEvent = false
+            context.delete(a)
+            context.delete(sales)
+            #expect(squad.mutableSetValue(forKey: "players").count == 2, "not propagated yet")
+            let found = failures { try context.save() } ?? []
+            #expect(Set(found.map(\.code.rawValue)) == [1580, 1600], "\(found)")
+            #expect(squad.mutableSetValue(forKey: "players").count == 1)
+            context.rollback()
+            #expect(squad.mutableSetValue(forKey: "players").count == 2 && !a.isDeleted && !sales.isDeleted)
+        }
+        #expect(try count(coordinator, "Player") == 2 && count(coordinator, "Department") == 1)
+    }
+
+    @Test("a deleted employee's teams the context never loaded lose a member (1580 naming the team)")
+    func manyToManyCountUnloaded() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try open(dir)
+        let (annID, teamID) = try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            var first: ManagedObject?
+            for name in ["Ann", "Bob"] {
+                let person = try context.insertNewObject(forEntityName: "Employee")
+                person.setValue(name, forKey: "name")
+                team.mutableSetValue(forKey: "members").add(person)
+                first = first ?? person
+            }
+            try context.save()
+            return (try #require(first).objectID, team.objectID)
+        }
+        try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: annID))
+            let found = failures { try context.save() }
+            #expect(found?.count == 1 && found?.first?.code.rawValue == 1580 && found?.first?.object == teamID.uriRepresentation())
+        }
+    }
+
+    @Test("a child context's save validates (1600 in the child, the parent untouched); fixed in the child, the parent saves it")
+    func childContextDeny() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try open(dir)
+        let parent = privateContext(coordinator)
+        let salesID = try parent.performAndWait { (context: isolated ManagedObjectContext) throws in
+            let sales = try context.insertNewObject(forEntityName: "Department")
+            sales.setValue("Sales", forKey: "name")
+            let ann = try context.insertNewObject(forEntityName: "Employee")
+            ann.setValue("Ann", forKey: "name")
+            ann.setValue(sales, forKey: "department")
+            try context.save()
+            return sales.objectID
+        }
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
+        try child.performAndWait { (context: isolated ManagedObjectContext) throws in
+            let sales = try context.existingObject(with: salesID)
+            context.delete(sales)
+            let found = failures { try context.save() }
+            #expect(found?.map(\.code) == [.relationshipDeniedDelete])
+            for employee in sales.mutableSetValue(forKey: "employees").objects { context.delete(employee) }
+            try context.save()
+        }
+        try parent.performAndWait { (context: isolated ManagedObjectContext) throws in
+            try context.save()
+        }
+        #expect(try count(coordinator, "Department") == 0 && count(coordinator, "Employee") == 0)
+    }
+
+    @Test("validateForDelete overridden to add a failure after super's: every object's failures together, the deny one too")
+    func validateForDeleteOverride() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try ValidationReviewModels.org, classes: [(GuardedRoom.self, "Room")])
+        try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            let sales = try context.insertNewObject(forEntityName: "Department")
+            sales.setValue("Sales", forKey: "name")
+            let ann = try context.insertNewObject(forEntityName: "Employee")
+            ann.setValue("Ann", forKey: "name")
+            ann.setValue(sales, forKey: "department")
+            let room = try context.insertNewObject(forEntityName: "Room")
+            room.setValue(Int32(101), forKey: "number")
+            room.setValue(sales, forKey: "department")
+            try context.save()
+            context.delete(sales)  // cascades to the room, whose hook refuses room 101
+            let found = failures { try context.save() } ?? []
+            #expect(Set(found.map { "\($0.code.rawValue) \($0.entity).\($0.key)" }) == ["1600 Department.employees", "1550 Room.number"])
+            #expect(found.first { $0.entity == "Room" }?.object == room.objectID.uriRepresentation())
+        }
+        #expect(try count(coordinator, "Room") == 1)
     }
 }
