@@ -920,4 +920,24 @@ struct ValidationReviewTests {
         }
         #expect(try count(coordinator, "Room") == 1)
     }
+
+    @Test("a one-way relationship (seed 001's monitor) left naming a deleted student: the store refuses it (133021), nothing written; cleared, the save goes through")
+    func oneWayNullifyLeavesReference() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.studentClass)
+        try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            let klass = try context.insertNewObject(forEntityName: "ClassEntity")
+            let student = try context.insertNewObject(forEntityName: "StudentEntity")
+            klass.setValue(student, forKey: "monitor")
+            try context.save()
+            context.delete(student)
+            #expect(klass.value(forKey: "monitor") as? ManagedObject === student, "nothing reaches the class")
+            let error = #expect(throws: ContextError.self) { try context.save() }
+            #expect(error?.code == 133021 && error?.description.contains("monitor") == true, "\(String(describing: error))")
+            #expect(try count(coordinator, "StudentEntity") == 1)
+            klass.setValue(nil, forKey: "monitor")
+            try context.save()
+        }
+        #expect(try count(coordinator, "StudentEntity") == 0)
+    }
 }
