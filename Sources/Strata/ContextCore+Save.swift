@@ -72,6 +72,8 @@ extension ContextCore {
                 case .attribute, .invalid: return false
                 }
                 let relationship = info.relationshipChecks[index]
+                // A reference to an unsaved insert that left the context fails: the full path says so.
+                if !removedObjects.isEmpty, relationship.property.isRecorded, value.ids.contains(where: isRemovedInsert) { return false }
                 if count == 0 {
                     guard relationship.isOptional else { return false }
                 } else {
@@ -81,6 +83,16 @@ extension ContextCore {
             }
         }
         return attributes == info.attributeChecks.count && required == info.requiredRelationshipCount
+    }
+
+    /// Whether `id` names an unsaved insert that left this context — deleted, or its insert
+    /// undone — and hasn't come back: no save can write it, so a reference to it dangles
+    /// (Core Data's "dangling reference to an invalid object", 1550). Known while undo can
+    /// bring the object back (``removedObjects``); after that the store refuses the
+    /// reference (133021).
+    func isRemovedInsert(_ id: ManagedObjectID) -> Bool {
+        guard id.isTemporaryID, let object = removedObjects[id] else { return false }
+        return object.isInvalidated && registered(id) == nil
     }
 
     /// ``validateRules(_:)`` with each property's unsaved value from `current`.
@@ -150,6 +162,11 @@ extension ContextCore {
             if !passes {
                 failures += info.relationships[index].description.validate(count: count, entity: entity.name, localization: localization)
             }
+            if check.property.isRecorded, !removedObjects.isEmpty, let gone = current.ids.first(where: isRemovedInsert) {
+                failures.append(ValidationFailure(
+                    code: .managedObjectValidation, entity: entity.name, key: check.property.name, value: nil,
+                    message: "\(entity.name).\(check.property.name) refers to \(gone), an object deleted (or its insert undone) before it was saved: a dangling reference to an invalid object"))
+            }
         }
         if !failures.isEmpty { throw ContextError.validation(named(failures, object)) }
     }
@@ -187,7 +204,7 @@ extension ContextCore {
             // removed it.
             let targets = (object.changes[property.name] ?? object.currentValue(property)).ids.filter { id in
                 if let target = registered(id) { return !target.isDeletedFlag }
-                return !(id.isTemporaryID && (parentContext == nil || removedObjects[id] != nil))
+                return !(id.isTemporaryID && (parentContext == nil || isRemovedInsert(id)))
             }
             if !targets.isEmpty {
                 failures.append(ValidationFailure(

@@ -1007,6 +1007,10 @@ final class ContextCore {
             recordProblem(.invalidArgument("\(owner.entity.name).\(key): \(wrong); nothing was added"))
             return
         }
+        if let gone = objects.first(where: \.isRemovedInsert) {
+            recordProblem(.invalidArgument("\(owner.entity.name).\(key): \(ManagedObject.danglingReference(to: gone.objectID)); nothing was added"))
+            return
+        }
         if objects.count == 1 {
             changeMember(owner, property, objects[0].objectID, adding: true)
             return
@@ -1040,6 +1044,10 @@ final class ContextCore {
         guard let property = toManyProperty(owner, key) else { return nil }
         if let wrong = ManagedObject.misfit(nil, of: [member.entity], for: property) {
             recordProblem(.invalidArgument("\(owner.entity.name).\(key): \(wrong); nothing was inserted"))
+            return nil
+        }
+        if member.isRemovedInsert {
+            recordProblem(.invalidArgument("\(owner.entity.name).\(key): \(ManagedObject.danglingReference(to: member.objectID)); nothing was inserted"))
             return nil
         }
         let count = unsavedValue(owner, property).ids.count

@@ -940,4 +940,61 @@ struct ValidationReviewTests {
         }
         #expect(try count(coordinator, "StudentEntity") == 0)
     }
+
+    @Test("a reference to an unsaved insert deleted again fails validation (1550, naming object and relationship) rather than reaching the store; cleared, the save goes through")
+    func danglingReferenceToRemovedInsert() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try open(dir)
+        try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            let ann = try context.insertNewObject(forEntityName: "Employee")
+            ann.setValue("Ann", forKey: "name")
+            try context.save()
+            let gone = try context.insertNewObject(forEntityName: "Department")
+            gone.setValue("Gone", forKey: "name")
+            context.delete(gone)
+            ann.setValue(gone, forKey: "department")
+            // A plain new player (whose values pass without a rule to evaluate) naming a squad deleted before its save.
+            let squad = try context.insertNewObject(forEntityName: "Squad")
+            context.delete(squad)
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue("Pat", forKey: "name")
+            player.setValue(squad, forKey: "squad")
+            let found = failures { try context.save() } ?? []
+            #expect(Set(found.map { "\($0.code.rawValue) \($0.entity).\($0.key) \($0.object?.absoluteString ?? "")" }) == [
+                "1550 Employee.department \(ann.objectID.uriRepresentation().absoluteString)",
+                "1550 Player.squad \(player.objectID.uriRepresentation().absoluteString)",
+            ], "\(found)")
+            #expect(found.allSatisfy { $0.message.contains("dangling reference") })
+            #expect(ann.value(forKey: "department") as? ManagedObject == nil)
+            // Cleared in a later undo group: the save goes through (before, the store refused
+            // the earlier group's reference, 133021, however the app fixed it).
+            context.processPendingChanges()
+            ann.setValue(nil, forKey: "department")
+            context.delete(player)
+            try context.save()
+
+            // Through a proxy: refused at once (nothing added), reported by the next save.
+            let removed = try context.insertNewObject(forEntityName: "Team")
+            context.delete(removed)
+            ann.mutableSetValue(forKey: "teams").add(removed)
+            #expect(ann.mutableSetValue(forKey: "teams").count == 0)
+            let problem = #expect(throws: ContextError.self) { try context.save() }
+            #expect(problem?.description.contains("dangling reference") == true, "\(String(describing: problem))")
+            try context.save()
+
+            // A reference made before the delete, which the delete (deny on the department's
+            // side) leaves: 1550 at save; cleared later, the save goes through.
+            let d = try context.insertNewObject(forEntityName: "Department")
+            d.setValue("D", forKey: "name")
+            ann.setValue(d, forKey: "department")
+            context.processPendingChanges()
+            context.delete(d)
+            let left = failures { try context.save() }
+            #expect(left?.count == 1 && left?.first?.code.rawValue == 1550 && left?.first?.key == "department")
+            ann.setValue(nil, forKey: "department")
+            try context.save()
+        }
+        #expect(try count(coordinator, "Department") == 0 && count(coordinator, "Player") == 0 && count(coordinator, "Employee") == 1)
+        #expect(try count(coordinator, "Team") == 0)
+    }
 }
