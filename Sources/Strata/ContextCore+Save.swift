@@ -167,6 +167,22 @@ extension ContextCore {
                     code: .managedObjectValidation, entity: entity.name, key: check.property.name, value: nil,
                     message: "\(entity.name).\(check.property.name) refers to \(gone), an object deleted (or its insert undone) before it was saved: a dangling reference to an invalid object"))
             }
+            // Core Data's `validateForInsert`/`validateForUpdate` run every property through
+            // `validateValue(_:forKey:)`, relationships too (a ported `validateEmployees:`):
+            // a subclass's override sees every relationship of an inserted object and each
+            // changed one of an updated object (an unchanged one isn't loaded for it). Before,
+            // it never saw a relationship's key. A replacement it makes is not applied.
+            if !baseValidation, object.isInsertedFlag || object.changes[check.property.name] != nil || object.transients[check.property.name] != nil {
+                var value: Any? = object.externalValue(current, ordered: check.property.isOrdered)
+                do {
+                    try object.validateValue(&value, forKey: check.property.name)
+                } catch ContextError.validation(let found) {
+                    failures += found
+                } catch {
+                    failures.append(ValidationFailure(
+                        code: .managedObjectValidation, entity: entity.name, key: check.property.name, value: nil, message: "\(error)"))
+                }
+            }
         }
         if !failures.isEmpty { throw ContextError.validation(named(failures, object)) }
     }

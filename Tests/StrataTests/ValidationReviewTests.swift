@@ -139,6 +139,23 @@ final class RelocatingDepartment: ManagedObject {
     }
 }
 
+/// A squad whose ported `validatePlayers:` lives in `validateValue(_:forKey:)`: no two
+/// players of one name.
+final class UniqueNamesSquad: ManagedObject {
+    var keysSeen: [String] = []
+    override func validateValue(_ value: inout Any?, forKey key: String) throws {
+        keysSeen.append(key)
+        try super.validateValue(&value, forKey: key)
+        if key == "players", let players = value as? Set<ManagedObject> {
+            let names = players.compactMap { $0.value(forKey: "name") as? String }
+            if Set(names).count != names.count {
+                throw ContextError.validation([ValidationFailure(
+                    code: .managedObjectValidation, entity: "Squad", key: "players", value: nil, message: "two players share a name")])
+            }
+        }
+    }
+}
+
 /// A room that can't be deleted while its number is 101 (a rule added after super's).
 final class GuardedRoom: ManagedObject {
     override func validateForDelete() throws {
@@ -996,5 +1013,38 @@ struct ValidationReviewTests {
         }
         #expect(try count(coordinator, "Department") == 0 && count(coordinator, "Player") == 0 && count(coordinator, "Employee") == 1)
         #expect(try count(coordinator, "Team") == 0)
+    }
+
+    @Test("validateValue(_:forKey:) sees relationship keys too (a ported validatePlayers:): an inserted squad's, then a changed one's; an unchanged relationship isn't loaded for it")
+    func validateValueForRelationships() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try ValidationReviewModels.org, classes: [(UniqueNamesSquad.self, "Squad")])
+        try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            let squad = try context.insertNewObject(forEntityName: "Squad")
+            for name in ["Pat", "Pat"] {
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue(name, forKey: "name")
+                player.setValue(squad, forKey: "squad")
+            }
+            let found = failures { try context.save() }
+            #expect(found?.count == 1 && found?.first?.key == "players" && found?.first?.object == squad.objectID.uriRepresentation())
+            let players = squad.mutableSetValue(forKey: "players").objects
+            players.first?.setValue("Sam", forKey: "name")
+            try context.save()
+            // A third Pat joins: the squad's players change through the inverse, and the rule sees it.
+            let third = try context.insertNewObject(forEntityName: "Player")
+            third.setValue("Pat", forKey: "name")
+            third.setValue(squad, forKey: "squad")
+            #expect(failures { try context.save() }?.first?.message == "two players share a name")
+            third.setValue("Kim", forKey: "name")
+            try context.save()
+            // Renaming the squad alone: its players (unchanged) aren't validated again.
+            let hooked = try #require(squad as? UniqueNamesSquad)
+            hooked.keysSeen = []
+            squad.setValue("Reds", forKey: "name")
+            try context.save()
+            #expect(hooked.keysSeen == ["name"])
+        }
+        #expect(try count(coordinator, "Player") == 3)
     }
 }
