@@ -546,6 +546,9 @@ final class ContextCore {
     var deferredDeletes: [DeferredDelete] = []
     /// While deferred delete rules run: objects they delete apply their rules at once.
     var isPropagatingDeletes = false
+    /// The objects whose `prepareForDeletion` is running: a delete that comes back to one
+    /// (its hook deletes an object that cascades to it) is the delete already under way.
+    var deletionsInProgress: Set<ObjectIdentifier> = []
     /// Unchanged objects whose version is checked at the next save (`detectConflicts(for:)`).
     var lockedObjects: [ManagedObjectID: ManagedObject] = [:]
     /// The values `overwrite` writes for objects in conflict, while a save resolves them.
@@ -1206,10 +1209,15 @@ final class ContextCore {
     }
 
     func delete(_ object: ManagedObject, in context: isolated ManagedObjectContext) {
-        guard !object.isDeletedFlag, !object.isInvalidated else { return }
+        guard !object.isDeletedFlag, !object.isInvalidated, !deletionsInProgress.contains(ObjectIdentifier(object)) else { return }
         noteDeleted(object)
         if willSaveWatch != nil { willSaveWatch?.insert(ObjectIdentifier(object)) }
+        // Once, as in Core Data: a delete that reaches the object again while its hook runs
+        // (the hook deletes an object that cascades back) finds it under way. Before, the hook
+        // ran twice and the delete was recorded twice.
+        deletionsInProgress.insert(ObjectIdentifier(object))
         object.prepareForDeletion(in: context)
+        deletionsInProgress.remove(ObjectIdentifier(object))
         let snapshot = currentValues(object)
         if journal.isRegistering && !isApplyingUndo { journal.open.recordDelete(object.objectID, snapshot: snapshot) }
         object.isDeletedFlag = true

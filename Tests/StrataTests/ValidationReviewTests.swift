@@ -156,6 +156,17 @@ final class UniqueNamesSquad: ManagedObject {
     }
 }
 
+/// A node that deletes its children itself in `prepareForDeletion` (a child cascades to
+/// its parents, so the delete comes back to the node while its hook runs); counts its calls.
+final class PruningNode: ManagedObject {
+    var prepareCalls = 0
+    override func prepareForDeletion(in context: isolated ManagedObjectContext) {
+        super.prepareForDeletion(in: context)
+        prepareCalls += 1
+        for child in mutableSetValue(forKey: "parents").objects { context.delete(child) }
+    }
+}
+
 /// A room that can't be deleted while its number is 101 (a rule added after super's).
 final class GuardedRoom: ManagedObject {
     override func validateForDelete() throws {
@@ -1046,5 +1057,33 @@ struct ValidationReviewTests {
             #expect(hooked.keysSeen == ["name"])
         }
         #expect(try count(coordinator, "Player") == 3)
+    }
+
+    @Test("prepareForDeletion runs once when the objects it deletes cascade back to the object being deleted; undo, redo and the save agree")
+    func reentrantDeleteRunsHookOnce() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try ValidationReviewModels.org, classes: [(PruningNode.self, "Node")])
+        try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            // The child cascades to its children (the parent); the parent's hook deletes the
+            // nodes naming it as a child (the child), which cascades back to the parent.
+            let parent = try context.insertNewObject(forEntityName: "Node")
+            parent.setValue("parent", forKey: "name")
+            let child = try context.insertNewObject(forEntityName: "Node")
+            child.setValue("child", forKey: "name")
+            child.mutableSetValue(forKey: "children").add(parent)
+            try context.save()
+            context.delete(parent)
+            #expect((parent as? PruningNode)?.prepareCalls == 1)
+            #expect((child as? PruningNode)?.prepareCalls == 1)
+            #expect(parent.isDeleted && child.isDeleted)
+            context.processPendingChanges()
+            try context.undo()
+            #expect(!parent.isDeleted && !child.isDeleted)
+            #expect(members(child, "children") == [ObjectIdentifier(parent)] && members(parent, "parents") == [ObjectIdentifier(child)])
+            try context.redo()
+            #expect(parent.isDeleted && child.isDeleted)
+            try context.save()
+        }
+        #expect(try count(coordinator, "Node") == 0)
     }
 }
