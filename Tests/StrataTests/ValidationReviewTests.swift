@@ -1086,4 +1086,24 @@ struct ValidationReviewTests {
         }
         #expect(try count(coordinator, "Node") == 0)
     }
+
+    @Test("a validation predicate's warning is localized through the model's dictionary, for a plain object and a subclass alike")
+    func localizedPredicateWarning() throws {
+        for classes in [[], [(Run.self as ManagedObject.Type, "Run")]] {
+            let dir = try TemporaryDirectory()
+            let coordinator = try openCoordinator(dir, model: try SeedModels.run, classes: classes)
+            try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+                let run = try context.insertNewObject(forEntityName: "Run")
+                run.setValue(Date(timeIntervalSince1970: 0), forKey: "date")
+                run.setValue(Int32(-1), forKey: "processID")
+                let found = failures { try context.save() }
+                #expect(found?.count == 1)
+                #expect(found?.first?.code.rawValue == 1550 && found?.first?.key == "processID" && found?.first?.value == .int32(-1))
+                #expect(found?.first?.message == "Process ID must not be less than 1", "\(String(describing: found))")
+                #expect(found?.first?.object == run.objectID.uriRepresentation())
+                run.setValue(Int32(3), forKey: "processID")
+                try context.save()
+            }
+        }
+    }
 }
