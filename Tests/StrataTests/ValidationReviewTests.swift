@@ -79,6 +79,12 @@ enum ValidationReviewModels {
                     Attribute("number", .int32, default: 0).required()
                     Relationship("customer", to: "Customer", inverse: "order").required()
                 }
+                Entity("Event") {
+                    Attribute("code", .string).matching("[A-Z]{3}")
+                    Attribute("when", .date).range(min: .date(Date(timeIntervalSince1970: 0)), max: .date(Date(timeIntervalSince1970: 1_000_000)))
+                    Attribute("blob", .binaryData).length(min: 2, max: 4)
+                    Attribute("price", .decimal).range(min: .decimal(0), max: .decimal(Decimal(string: "9.99") ?? 9))
+                }
                 Entity("Note") {
                     Attribute("title", .string).length(max: 5)
                     Attribute("body", .string)
@@ -1105,5 +1111,37 @@ struct ValidationReviewTests {
                 try context.save()
             }
         }
+    }
+
+    @Test("dates (1630/1640), data lengths in bytes (1660/1670), a pattern matched whole (1680), decimals (1610/1620)")
+    func moreCodes() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try open(dir)
+        try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            let late = try context.insertNewObject(forEntityName: "Event")
+            late.setValue("ABCD", forKey: "code")  // contains a match, doesn't match whole
+            late.setValue(Date(timeIntervalSince1970: 2_000_000), forKey: "when")
+            late.setValue(Data([1, 2, 3, 4, 5]), forKey: "blob")
+            late.setValue(Decimal(string: "10.00"), forKey: "price")
+            let early = try context.insertNewObject(forEntityName: "Event")
+            early.setValue("abc", forKey: "code")
+            early.setValue(Date(timeIntervalSince1970: -1), forKey: "when")
+            early.setValue(Data([1]), forKey: "blob")
+            early.setValue(Decimal(string: "-0.01"), forKey: "price")
+            let found = failures { try context.save() } ?? []
+            func codes(_ object: ManagedObject) -> [String: Int] {
+                Dictionary(found.filter { $0.object == object.objectID.uriRepresentation() }.map { ($0.key, $0.code.rawValue) }, uniquingKeysWith: { a, _ in a })
+            }
+            #expect(codes(late) == ["code": 1680, "when": 1630, "blob": 1660, "price": 1610], "\(found)")
+            #expect(codes(early) == ["code": 1680, "when": 1640, "blob": 1670, "price": 1620], "\(found)")
+            #expect(found.count == 8)
+            late.setValue("ABC", forKey: "code")
+            late.setValue(Date(timeIntervalSince1970: 1_000_000), forKey: "when")
+            late.setValue(Data([1, 2, 3, 4]), forKey: "blob")
+            late.setValue(Decimal(string: "9.99"), forKey: "price")
+            context.delete(early)
+            try context.save()
+        }
+        #expect(try count(coordinator, "Event") == 1)
     }
 }
