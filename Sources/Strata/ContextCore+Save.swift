@@ -374,10 +374,10 @@ extension ContextCore {
                 called[ObjectIdentifier(object)] = object
                 object.willSave(in: context)
             }
+            // …and the delete rules of objects the hooks deleted (what they change counts too).
+            propagateDeferredDeletes(in: context)
             let changed = willSaveWatch ?? []
             willSaveWatch = nil
-            // …and the delete rules of objects the hooks deleted.
-            propagateDeferredDeletes(in: context)
             round = retained.values.filter { called[ObjectIdentifier($0)] == nil || changed.contains(ObjectIdentifier($0)) }
         }
     }
