@@ -407,8 +407,17 @@ struct ValidationReviewTests {
             try context.undo()
             #expect(note.value(forKey: "title") as? String == "Hi")
             try context.save()
+            // Undo registration off: the coerced value is saved all the same.
+            context.disableUndoRegistration()
+            let other = try context.insertNewObject(forEntityName: "Note")
+            other.setValue("Goodbye", forKey: "title")
+            try context.save()
+            note.setValue("Hi again", forKey: "title")
+            try context.save()
+            context.enableUndoRegistration()
         }
-        #expect(try count(coordinator, "Note", "title == 'Hi'") == 1)
+        #expect(try count(coordinator, "Note", "title == 'Hi ag'") == 1)
+        #expect(try count(coordinator, "Note", "title == 'Goodb'") == 1)
     }
 
     @Test("prepareForDeletion moves the employees to another department: the deny rule no longer refuses the save")
