@@ -173,6 +173,22 @@ final class PruningNode: ManagedObject {
     }
 }
 
+/// A badge whose insert check skips super (so the model's rules don't run, as in Core Data)
+/// and throws a plain error for the code "X"; its update check throws a validation failure
+/// without naming the object.
+final class CheckedBadge: ManagedObject {
+    struct Refused: Error, CustomStringConvertible { var description: String { "code X is retired" } }
+    override func validateForInsert() throws {
+        if value(forKey: "code") as? String == "X" { throw Refused() }
+    }
+    override func validateForUpdate() throws {
+        try super.validateForUpdate()
+        if value(forKey: "code") as? String == "Y" {
+            throw ContextError.validation([ValidationFailure(code: .managedObjectValidation, entity: "Badge", key: "code", value: .string("Y"), message: "no Y")])
+        }
+    }
+}
+
 /// A room that can't be deleted while its number is 101 (a rule added after super's).
 final class GuardedRoom: ManagedObject {
     override func validateForDelete() throws {
@@ -1152,5 +1168,25 @@ struct ValidationReviewTests {
             try context.save()
         }
         #expect(try count(coordinator, "Event") == 1)
+    }
+
+    @Test("validateForInsert without super skips the model's rules; a plain error it throws is 1550 naming the object; a failure validateForUpdate throws without an object gets it")
+    func insertAndUpdateOverrides() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try ValidationReviewModels.org, classes: [(CheckedBadge.self, "Badge")])
+        try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            let badge = try context.insertNewObject(forEntityName: "Badge")
+            badge.setValue("X", forKey: "code")
+            let found = failures { try context.save() }
+            #expect(found?.count == 1 && found?.first?.code.rawValue == 1550 && found?.first?.object == badge.objectID.uriRepresentation())
+            #expect(found?.first?.message.contains("code X is retired") == true)
+            badge.setValue("A", forKey: "code")
+            try context.save()
+            badge.setValue("Y", forKey: "code")
+            let updated = failures { try context.save() }
+            #expect(updated?.count == 1 && updated?.first?.object == badge.objectID.uriRepresentation() && updated?.first?.message == "no Y")
+            context.rollback()
+        }
+        #expect(try count(coordinator, "Badge", "code == 'A'") == 1)
     }
 }
