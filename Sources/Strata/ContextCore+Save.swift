@@ -73,7 +73,7 @@ extension ContextCore {
                 }
                 let relationship = info.relationshipChecks[index]
                 // A reference to an unsaved insert that left the context fails: the full path says so.
-                if !removedObjects.isEmpty, relationship.property.isRecorded, value.ids.contains(where: isRemovedInsert) { return false }
+                if savingDeletes || !removedObjects.isEmpty, relationship.property.isRecorded, value.ids.contains(where: isDangling) { return false }
                 if count == 0 {
                     guard relationship.isOptional else { return false }
                 } else {
@@ -93,6 +93,17 @@ extension ContextCore {
     func isRemovedInsert(_ id: ManagedObjectID) -> Bool {
         guard id.isTemporaryID, let object = removedObjects[id] else { return false }
         return object.isInvalidated && registered(id) == nil
+    }
+
+    /// Whether a reference to `id`, left on the store's recorded side of a relationship of an
+    /// object the save writes, dangles: an unsaved insert that left the context
+    /// (``isRemovedInsert(_:)``), or, while a save that deletes objects validates
+    /// (``savingDeletes``), an object it deletes. The store would refuse either (133021);
+    /// validation names object and key (1550), as Core Data's "dangling reference to an
+    /// invalid object" does.
+    func isDangling(_ id: ManagedObjectID) -> Bool {
+        if isRemovedInsert(id) { return true }
+        return savingDeletes && registered(id)?.isDeletedFlag == true
     }
 
     /// ``validateRules(_:)`` with each property's unsaved value from `current`.
@@ -162,10 +173,11 @@ extension ContextCore {
             if !passes {
                 failures += info.relationships[index].description.validate(count: count, entity: entity.name, localization: localization)
             }
-            if check.property.isRecorded, !removedObjects.isEmpty, let gone = current.ids.first(where: isRemovedInsert) {
+            if check.property.isRecorded, savingDeletes || !removedObjects.isEmpty, let gone = current.ids.first(where: isDangling) {
+                let what = isRemovedInsert(gone) ? "an object deleted (or its insert undone) before it was saved" : "which this save deletes"
                 failures.append(ValidationFailure(
                     code: .managedObjectValidation, entity: entity.name, key: check.property.name, value: nil,
-                    message: "\(entity.name).\(check.property.name) refers to \(gone), an object deleted (or its insert undone) before it was saved: a dangling reference to an invalid object"))
+                    message: "\(entity.name).\(check.property.name) refers to \(gone), \(what): a dangling reference to an invalid object"))
             }
             // Core Data's `validateForInsert`/`validateForUpdate` run every property through
             // `validateValue(_:forKey:)`, relationships too (a ported `validateEmployees:`):
@@ -256,6 +268,8 @@ extension ContextCore {
         // Validate everything; report every failure at once (in object ID order); write
         // nothing if any. Only the objects that fail are sorted.
         var failed: [(id: ManagedObjectID, failures: [ValidationFailure])] = []
+        savingDeletes = retained.values.contains { $0.isDeletedFlag }
+        defer { savingDeletes = false }
         for object in retained.values {
             do {
                 if object.isDeletedFlag { try object.validateForDelete(in: context) }

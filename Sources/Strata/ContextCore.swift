@@ -549,6 +549,9 @@ final class ContextCore {
     /// The objects whose `prepareForDeletion` is running: a delete that comes back to one
     /// (its hook deletes an object that cascades to it) is the delete already under way.
     var deletionsInProgress: Set<ObjectIdentifier> = []
+    /// While a save that deletes objects validates: a reference to one of them from an object
+    /// the save writes dangles (``isDangling(_:)``).
+    var savingDeletes = false
     /// Unchanged objects whose version is checked at the next save (`detectConflicts(for:)`).
     var lockedObjects: [ManagedObjectID: ManagedObject] = [:]
     /// The values `overwrite` writes for objects in conflict, while a save resolves them.

@@ -1189,4 +1189,33 @@ struct ValidationReviewTests {
         }
         #expect(try count(coordinator, "Badge", "code == 'A'") == 1)
     }
+
+    @Test("a changed object naming an object the same save deletes fails validation (1550, dangling reference) rather than reaching the store")
+    func danglingReferenceToDeletedObject() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try open(dir)
+        try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            let reds = try context.insertNewObject(forEntityName: "Squad")
+            let blues = try context.insertNewObject(forEntityName: "Squad")
+            var players: [ManagedObject] = []
+            for squad in [reds, reds, blues, blues] {
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue(squad, forKey: "squad")
+                players.append(player)
+            }
+            try context.save()
+            context.delete(reds)  // nullifies its players' squad; they move to the blues…
+            players[0].setValue(blues, forKey: "squad")
+            players[1].setValue(blues, forKey: "squad")
+            players[2].setValue(reds, forKey: "squad")  // …and a blue is pointed at the deleted reds
+            let found = failures { try context.save() } ?? []
+            #expect(found.count == 1, "\(found)")
+            #expect(found.first?.code.rawValue == 1550 && found.first?.key == "squad" && found.first?.object == players[2].objectID.uriRepresentation())
+            #expect(found.first?.message.contains("which this save deletes: a dangling reference") == true, "\(found)")
+            #expect(try count(coordinator, "Squad") == 2)
+            context.delete(players[2])
+            try context.save()
+        }
+        #expect(try count(coordinator, "Squad") == 1 && count(coordinator, "Player") == 3)
+    }
 }
