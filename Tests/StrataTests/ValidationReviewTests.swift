@@ -85,6 +85,13 @@ enum ValidationReviewModels {
                     Attribute("blob", .binaryData).length(min: 2, max: 4)
                     Attribute("price", .decimal).range(min: .decimal(0), max: .decimal(Decimal(string: "9.99") ?? 9))
                 }
+                Entity("Specimen") {
+                    Attribute("i16", .int16); Attribute("i32", .int32); Attribute("i64", .int64)
+                    Attribute("dec", .decimal); Attribute("dbl", .double); Attribute("flt", .float)
+                    Attribute("str", .string); Attribute("flag", .boolean); Attribute("when", .date)
+                    Attribute("data", .binaryData); Attribute("id", .uuid); Attribute("link", .uri)
+                    Attribute("blob", .transformable(valueTypeName: "Data"))
+                }
                 Entity("Note") {
                     Attribute("title", .string).length(max: 5)
                     Attribute("body", .string)
@@ -188,6 +195,9 @@ final class CheckedBadge: ManagedObject {
         }
     }
 }
+
+/// A subclass with no overrides: its values go through the base `validateValue(_:forKey:)`.
+final class Specimen: ManagedObject {}
 
 /// A room that can't be deleted while its number is 101 (a rule added after super's).
 final class GuardedRoom: ManagedObject {
@@ -1217,5 +1227,31 @@ struct ValidationReviewTests {
             try context.save()
         }
         #expect(try count(coordinator, "Squad") == 1 && count(coordinator, "Player") == 3)
+    }
+
+    @Test("a subclass's values of every type (NaN too) pass through validateValue unchanged: a save adds no change of its own")
+    func noSpuriousReplacement() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try ValidationReviewModels.org, classes: [(Specimen.self, "Specimen")])
+        try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            let specimen = try context.insertNewObject(forEntityName: "Specimen")
+            let values: [String: Any] = [
+                "i16": Int16(1), "i32": Int32(2), "i64": Int64(3), "dec": Decimal(string: "1.5") ?? 1, "dbl": Double.nan,
+                "flt": Float.nan, "str": "s", "flag": true, "when": Date(timeIntervalSince1970: 5), "data": Data([1]),
+                "id": UUID(), "link": URL(string: "https://example.com/a") ?? URL(fileURLWithPath: "/"), "blob": Data([2, 3]),
+            ]
+            for (key, value) in values { specimen.setValue(value, forKey: key) }
+            try context.save()
+            context.removeAllUndoActions()
+            specimen.setValue("t", forKey: "str")
+            try context.save()
+            let dirty = context.hasChanges
+            #expect(!dirty)
+            try context.undo()
+            let more = context.canUndo
+            #expect(!more, "the save added an undo group of its own")
+            #expect(specimen.value(forKey: "str") as? String == "s")
+            #expect((specimen.value(forKey: "dbl") as? Double)?.isNaN == true)
+        }
     }
 }
