@@ -72,6 +72,8 @@ extension ContextCore {
                 case .attribute, .invalid: return false
                 }
                 let relationship = info.relationshipChecks[index]
+                // A reference to an unsaved insert that left the context fails: the full path says so.
+                if savingDeletes || !removedObjects.isEmpty, relationship.property.isRecorded, value.ids.contains(where: isDangling) { return false }
                 if count == 0 {
                     guard relationship.isOptional else { return false }
                 } else {
@@ -81,6 +83,27 @@ extension ContextCore {
             }
         }
         return attributes == info.attributeChecks.count && required == info.requiredRelationshipCount
+    }
+
+    /// Whether `id` names an unsaved insert that left this context — deleted, or its insert
+    /// undone — and hasn't come back: no save can write it, so a reference to it dangles
+    /// (Core Data's "dangling reference to an invalid object", 1550). Known while undo can
+    /// bring the object back (``removedObjects``); after that the store refuses the
+    /// reference (133021).
+    func isRemovedInsert(_ id: ManagedObjectID) -> Bool {
+        guard id.isTemporaryID, let object = removedObjects[id] else { return false }
+        return object.isInvalidated && registered(id) == nil
+    }
+
+    /// Whether a reference to `id`, left on the store's recorded side of a relationship of an
+    /// object the save writes, dangles: an unsaved insert that left the context
+    /// (``isRemovedInsert(_:)``), or, while a save that deletes objects validates
+    /// (``savingDeletes``), an object it deletes. The store would refuse either (133021);
+    /// validation names object and key (1550), as Core Data's "dangling reference to an
+    /// invalid object" does.
+    func isDangling(_ id: ManagedObjectID) -> Bool {
+        if isRemovedInsert(id) { return true }
+        return savingDeletes && registered(id)?.isDeletedFlag == true
     }
 
     /// ``validateRules(_:)`` with each property's unsaved value from `current`.
@@ -114,6 +137,18 @@ extension ContextCore {
             var value: Any? = object.externalValue(current)
             do {
                 try object.validateValue(&value, forKey: property.name)
+                // A validation method may replace the value (Core Data's `validateValue`
+                // returns it by reference, and the save keeps it): the value the rules
+                // passed is the one saved, not the one they would have refused.
+                let replaced = object.internalValue(value, for: property)
+                if case .invalid(let what) = replaced {
+                    let type = info.attributes[index].description.attributeType
+                    failures.append(ValidationFailure(
+                        code: .managedObjectValidation, entity: entity.name, key: property.name, value: nil,
+                        message: "validateValue(_:forKey:) replaced \(entity.name).\(property.name), which holds \(type.name) values, with \(what)"))
+                } else if !Self.isSameValue(replaced, current) {
+                    set(object, property, replaced, maintainInverse: false, register: true)
+                }
             } catch ContextError.validation(let found) {
                 failures += found
             } catch {
@@ -138,8 +173,41 @@ extension ContextCore {
             if !passes {
                 failures += info.relationships[index].description.validate(count: count, entity: entity.name, localization: localization)
             }
+            if check.property.isRecorded, savingDeletes || !removedObjects.isEmpty, let gone = current.ids.first(where: isDangling) {
+                let what = isRemovedInsert(gone) ? "an object deleted (or its insert undone) before it was saved" : "which this save deletes"
+                failures.append(ValidationFailure(
+                    code: .managedObjectValidation, entity: entity.name, key: check.property.name, value: nil,
+                    message: "\(entity.name).\(check.property.name) refers to \(gone), \(what): a dangling reference to an invalid object"))
+            }
+            // Core Data's `validateForInsert`/`validateForUpdate` run every property through
+            // `validateValue(_:forKey:)`, relationships too (a ported `validateEmployees:`):
+            // a subclass's override sees every relationship of an inserted object and each
+            // changed one of an updated object (an unchanged one isn't loaded for it). Before,
+            // it never saw a relationship's key. A replacement it makes is not applied.
+            if !baseValidation, object.isInsertedFlag || object.changes[check.property.name] != nil || object.transients[check.property.name] != nil {
+                var value: Any? = object.externalValue(current, ordered: check.property.isOrdered)
+                do {
+                    try object.validateValue(&value, forKey: check.property.name)
+                } catch ContextError.validation(let found) {
+                    failures += found
+                } catch {
+                    failures.append(ValidationFailure(
+                        code: .managedObjectValidation, entity: entity.name, key: check.property.name, value: nil, message: "\(error)"))
+                }
+            }
         }
         if !failures.isEmpty { throw ContextError.validation(named(failures, object)) }
+    }
+
+    /// Whether the value a validation method left is the one it was given: equal, or both
+    /// the same kind of NaN (which never equals itself, and would otherwise look replaced).
+    private static func isSameValue(_ a: PropertyValue, _ b: PropertyValue) -> Bool {
+        if !PropertyValue.differ(a, b) { return true }
+        switch (a, b) {
+        case (.attribute(.some(.double(let x))), .attribute(.some(.double(let y)))): return x.isNaN && y.isNaN
+        case (.attribute(.some(.float(let x))), .attribute(.some(.float(let y)))): return x.isNaN && y.isNaN
+        default: return false
+        }
     }
 
     /// `failures`, each naming `object` (`NSValidationObjectErrorKey`).
@@ -156,10 +224,19 @@ extension ContextCore {
     func validateDeletion(_ object: ManagedObject) throws {
         var failures: [ValidationFailure] = []
         for property in object.info.properties.values where property.isRelationship && property.deleteRule == .deny {
-            let targets = (object.changes[property.name] ?? object.currentValue(property)).ids.filter { registered($0)?.isDeletedFlag != true }
+            // A destination deleted in the same save doesn't deny, nor does an unsaved insert
+            // deleted again: it left the context, and the nullify of its delete skipped this
+            // object, already deleted, so its ID stays here (before, it refused the save,
+            // naming an object that no longer exists). In a child context an unregistered
+            // temporary ID may be the parent's unsaved insert: gone only if this context
+            // removed it.
+            let targets = (object.changes[property.name] ?? object.currentValue(property)).ids.filter { id in
+                if let target = registered(id) { return !target.isDeletedFlag }
+                return !(id.isTemporaryID && (parentContext == nil || isRemovedInsert(id)))
+            }
             if !targets.isEmpty {
                 failures.append(ValidationFailure(
-                    code: ValidationFailure.Code(rawValue: 1600), entity: object.entity.name, key: property.name, value: nil,
+                    code: .relationshipDeniedDelete, entity: object.entity.name, key: property.name, value: nil,
                     message: "\(object.entity.name).\(property.name) still holds \(targets.count) object(s) (\(targets.map(\.description).joined(separator: ", "))); its delete rule denies deleting \(object.objectID)",
                     object: object.objectID.uriRepresentation()))
             }
@@ -184,15 +261,15 @@ extension ContextCore {
         guard !retained.isEmpty || !pending.isEmpty else { return }
         postPendingChanges()
         post(.willSave(ContextWillSave(contextName: name)))
-        for object in Array(retained.values) { object.willSave(in: context) }
-        // …and those of objects the hooks deleted.
-        propagateDeferredDeletes(in: context)
+        try runWillSaveHooks(in: context)
         closeOpenGroup(continuing: true)
         postPendingChanges()
 
         // Validate everything; report every failure at once (in object ID order); write
         // nothing if any. Only the objects that fail are sorted.
         var failed: [(id: ManagedObjectID, failures: [ValidationFailure])] = []
+        savingDeletes = retained.values.contains { $0.isDeletedFlag }
+        defer { savingDeletes = false }
         for object in retained.values {
             do {
                 if object.isDeletedFlag { try object.validateForDelete(in: context) }
@@ -210,6 +287,10 @@ extension ContextCore {
         if !failed.isEmpty {
             throw ContextError.validation(failed.sorted { $0.id < $1.id }.flatMap(\.failures))
         }
+        // Values a `validateValue(_:forKey:)` replaced form a group of their own, as the
+        // `willSave` hooks' changes do.
+        closeOpenGroup(continuing: true)
+        postPendingChanges()
 
         // A child's save goes to its parent, not to the store.
         if let parent = parentContext {
@@ -275,6 +356,43 @@ extension ContextCore {
             }
             finishSave(sequence: result.sequence, idMap: idMap, groupIndex: groupIndex, result: result, in: context)
             return
+        }
+    }
+
+    /// The most rounds of `willSave` hooks a save runs (``runWillSaveHooks(in:)``).
+    static let maximumWillSaveRounds = 100
+
+    /// `willSave(in:)` on every object the save writes; then, as in Core Data ("Core Data
+    /// will observe the resultant change notification and so invoke `willSave` again"),
+    /// again on each object whose values a hook changed through its accessors — KVC, a
+    /// relationship's inverse, a delete; not `setPrimitiveValue(_:forKey:)` — and on each
+    /// object a hook changed, inserted or deleted that hasn't had its call yet, until a round
+    /// changes nothing. Delete rules deferred by `propagatesDeletesAtEndOfEvent` run after
+    /// each round, for objects the hooks deleted. A hook that changes a value every time it
+    /// runs stops the save after ``maximumWillSaveRounds`` rounds (`invalidArgument`;
+    /// Core Data recurses until it crashes); nothing is written, the changes stay.
+    func runWillSaveHooks(in context: isolated ManagedObjectContext) throws {
+        var called: [ObjectIdentifier: ManagedObject] = [:]
+        var round = Array(retained.values)
+        var rounds = 0
+        defer { willSaveWatch = nil }
+        while !round.isEmpty {
+            rounds += 1
+            guard rounds <= Self.maximumWillSaveRounds else {
+                let names = round.prefix(5).map(\.objectID.description).joined(separator: ", ")
+                throw ContextError.invalidArgument(
+                    "willSave kept changing objects (\(names)) after \(Self.maximumWillSaveRounds) rounds: a willSave hook must test a value before setting it, or set it with setPrimitiveValue(_:forKey:); nothing was saved")
+            }
+            willSaveWatch = []
+            for object in round {
+                called[ObjectIdentifier(object)] = object
+                object.willSave(in: context)
+            }
+            // …and the delete rules of objects the hooks deleted (what they change counts too).
+            propagateDeferredDeletes(in: context)
+            let changed = willSaveWatch ?? []
+            willSaveWatch = nil
+            round = retained.values.filter { called[ObjectIdentifier($0)] == nil || changed.contains(ObjectIdentifier($0)) }
         }
     }
 

@@ -546,6 +546,12 @@ final class ContextCore {
     var deferredDeletes: [DeferredDelete] = []
     /// While deferred delete rules run: objects they delete apply their rules at once.
     var isPropagatingDeletes = false
+    /// The objects whose `prepareForDeletion` is running: a delete that comes back to one
+    /// (its hook deletes an object that cascades to it) is the delete already under way.
+    var deletionsInProgress: Set<ObjectIdentifier> = []
+    /// While a save that deletes objects validates: a reference to one of them from an object
+    /// the save writes dangles (``isDangling(_:)``).
+    var savingDeletes = false
     /// Unchanged objects whose version is checked at the next save (`detectConflicts(for:)`).
     var lockedObjects: [ManagedObjectID: ManagedObject] = [:]
     /// The values `overwrite` writes for objects in conflict, while a save resolves them.
@@ -561,6 +567,9 @@ final class ContextCore {
     var idAliasBacklog: [[ManagedObjectID: ManagedObjectID]] = []
     /// While a child's save is applied: every object it touches.
     @exclusivity(unchecked) var changeRecorder: Set<ManagedObjectID>?
+    /// While a save runs `willSave` hooks: the objects whose values the hooks changed through
+    /// accessors (not primitive values), inserted or deleted — their hooks run again.
+    @exclusivity(unchecked) var willSaveWatch: Set<ObjectIdentifier>?
     /// Where inserted objects' temporary IDs come from.
     var temporaryIDs = TemporaryIDSource()
     /// The values properties had at `willChangeValue(forKey:)`, until the matching
@@ -832,6 +841,7 @@ final class ContextCore {
         if register && journal.isRegistering && !isApplyingUndo {
             journal.open.recordSet(object, property.name, old: old, new: value)
         }
+        if register, willSaveWatch != nil { willSaveWatch?.insert(ObjectIdentifier(object)) }
         noteUpdated(object)
     }
 
@@ -840,6 +850,7 @@ final class ContextCore {
         if register && journal.isRegistering && !isApplyingUndo {
             journal.open.recordSet(object, property.name, old: old, new: new)
         }
+        if register, willSaveWatch != nil { willSaveWatch?.insert(ObjectIdentifier(object)) }
         noteUpdated(object)
         if property.isTransient {
             object.transients[property.name] = new
@@ -925,6 +936,7 @@ final class ContextCore {
                 let changed = owner.changes.values[index].updateIDs(body)
                 if inPlace == .reattach { journal.open.reattach(owner.objectID, property.name, owner.changes.values[index]) }
                 guard changed == true else { return }
+                if register, willSaveWatch != nil { willSaveWatch?.insert(ObjectIdentifier(owner)) }
                 noteUpdated(owner)
                 settle(owner, property)
                 return
@@ -1001,6 +1013,10 @@ final class ContextCore {
             recordProblem(.invalidArgument("\(owner.entity.name).\(key): \(wrong); nothing was added"))
             return
         }
+        if let gone = objects.first(where: \.isRemovedInsert) {
+            recordProblem(.invalidArgument("\(owner.entity.name).\(key): \(ManagedObject.danglingReference(to: gone.objectID)); nothing was added"))
+            return
+        }
         if objects.count == 1 {
             changeMember(owner, property, objects[0].objectID, adding: true)
             return
@@ -1034,6 +1050,10 @@ final class ContextCore {
         guard let property = toManyProperty(owner, key) else { return nil }
         if let wrong = ManagedObject.misfit(nil, of: [member.entity], for: property) {
             recordProblem(.invalidArgument("\(owner.entity.name).\(key): \(wrong); nothing was inserted"))
+            return nil
+        }
+        if member.isRemovedInsert {
+            recordProblem(.invalidArgument("\(owner.entity.name).\(key): \(ManagedObject.danglingReference(to: member.objectID)); nothing was inserted"))
             return nil
         }
         let count = unsavedValue(owner, property).ids.count
@@ -1192,9 +1212,15 @@ final class ContextCore {
     }
 
     func delete(_ object: ManagedObject, in context: isolated ManagedObjectContext) {
-        guard !object.isDeletedFlag, !object.isInvalidated else { return }
+        guard !object.isDeletedFlag, !object.isInvalidated, !deletionsInProgress.contains(ObjectIdentifier(object)) else { return }
         noteDeleted(object)
+        if willSaveWatch != nil { willSaveWatch?.insert(ObjectIdentifier(object)) }
+        // Once, as in Core Data: a delete that reaches the object again while its hook runs
+        // (the hook deletes an object that cascades back) finds it under way. Before, the hook
+        // ran twice and the delete was recorded twice.
+        deletionsInProgress.insert(ObjectIdentifier(object))
         object.prepareForDeletion(in: context)
+        deletionsInProgress.remove(ObjectIdentifier(object))
         let snapshot = currentValues(object)
         if journal.isRegistering && !isApplyingUndo { journal.open.recordDelete(object.objectID, snapshot: snapshot) }
         object.isDeletedFlag = true

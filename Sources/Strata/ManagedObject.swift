@@ -617,12 +617,14 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         case .toOne:
             if let object = value as? ManagedObject {
                 if let wrong = Self.misfit(object.info, for: property) { return .invalid(wrong) }
+                if object.isRemovedInsert { return .invalid(Self.danglingReference(to: object.objectID)) }
                 return .toOne(object.objectID)
             }
             if let id = value as? ManagedObjectID {
                 if let entity = core?.model.entity(named: id.entityName), let wrong = Self.misfit(id.entityName, of: [entity], for: property) {
                     return .invalid(wrong)
                 }
+                if core?.isRemovedInsert(id) == true { return .invalid(Self.danglingReference(to: id)) }
                 return .toOne(id)
             }
             return .invalid("\(type(of: value)) where a \(property.destination ?? "?") object was expected")
@@ -632,6 +634,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             else if let array = value as? [ManagedObject] { objects = array }
             else { return .invalid("\(type(of: value)) where a collection of \(property.destination ?? "?") objects was expected") }
             if let wrong = Self.misfit(nil, of: objects.map(\.entity), for: property) { return .invalid(wrong) }
+            if let gone = objects.first(where: \.isRemovedInsert) { return .invalid(Self.danglingReference(to: gone.objectID)) }
             let ids = objects.map(\.objectID)
             return ordered ? .toMany(ids) : .unordered(ids)
         }
@@ -646,6 +649,18 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         } catch {
             return .invalid("\(value) (\(error))")
         }
+    }
+
+    /// Whether the object is an unsaved insert that left its context — deleted, its insert
+    /// undone or rolled back, or the context reset — so no save can write it: a relationship
+    /// set to it is kept as invalid and refused at save (1550), as Core Data refuses an object
+    /// without a context (before, the ID was kept, read back as nil, and the store refused
+    /// the save, 133021 — even after a later change cleared it).
+    var isRemovedInsert: Bool { isInvalidated && objectID.isTemporaryID }
+
+    /// The invalid value's text for a relationship set to an unsaved insert that left its context.
+    static func danglingReference(to id: ManagedObjectID) -> String {
+        "\(id), an object removed before it was saved (a dangling reference to an invalid object)"
     }
 
     /// Why objects of `entities` can't be values of relationship `property` (one that isn't

@@ -78,7 +78,7 @@ public struct ValidationFailure: Error, Sendable, Hashable, CustomStringConverti
             let names: [Int: String] = [
                 1550: "NSManagedObjectValidationError", 1560: "NSValidationMultipleErrorsError",
                 1570: "NSValidationMissingMandatoryPropertyError", 1580: "NSValidationRelationshipLacksMinimumCountError",
-                1590: "NSValidationRelationshipExceedsMaximumCountError", 1610: "NSValidationNumberTooLargeError",
+                1590: "NSValidationRelationshipExceedsMaximumCountError", 1600: "NSValidationRelationshipDeniedDeleteError", 1610: "NSValidationNumberTooLargeError",
                 1620: "NSValidationNumberTooSmallError", 1630: "NSValidationDateTooLateError",
                 1640: "NSValidationDateTooSoonError", 1660: "NSValidationStringTooLongError",
                 1670: "NSValidationStringTooShortError", 1680: "NSValidationStringPatternMatchingError",
@@ -97,6 +97,9 @@ public struct ValidationFailure: Error, Sendable, Hashable, CustomStringConverti
         public static let relationshipLacksMinimumCount = Code(rawValue: 1580)
         /// A relationship has more than `maxCount` objects (1590).
         public static let relationshipExceedsMaximumCount = Code(rawValue: 1590)
+        /// A deleted object's relationship with the deny rule still has destinations
+        /// (`NSValidationRelationshipDeniedDeleteError`, 1600).
+        public static let relationshipDeniedDelete = Code(rawValue: 1600)
         /// A number is above `maximumValue` (`NSValidationNumberTooLargeError`, 1610).
         public static let numberTooLarge = Code(rawValue: 1610)
         /// A number is below `minimumValue` (`NSValidationNumberTooSmallError`, 1620).
