@@ -199,9 +199,9 @@ extension ContextCore {
         if !failures.isEmpty { throw ContextError.validation(named(failures, object)) }
     }
 
-    /// Whether the value a validation method left is the one it was given: equal, or both
-    /// the same kind of NaN (which never equals itself, and would otherwise look replaced).
-    private static func isSameValue(_ a: PropertyValue, _ b: PropertyValue) -> Bool {
+    /// Whether two values are the same: equal, or both the same kind of NaN (which never
+    /// equals itself): a value a validation method left unchanged, a value an undo expects.
+    static func isSameValue(_ a: PropertyValue, _ b: PropertyValue) -> Bool {
         if !PropertyValue.differ(a, b) { return true }
         switch (a, b) {
         case (.attribute(.some(.double(let x))), .attribute(.some(.double(let y)))): return x.isNaN && y.isNaN

@@ -1508,7 +1508,7 @@ final class ContextCore {
                     }
                     let value = stored.names.firstIndex(of: key).flatMap { stored.values[$0] } ?? .null
                     let found = propertyValue(value, property, storeUUID: storeUUID)
-                    if found != expected && !(found.isNil && expected.isNil) {
+                    if !same(found, expected) {
                         throw ContextError.undoConflict(object: id.description, property: key, expected: expected.text, found: found.text)
                     }
                 }
@@ -1609,7 +1609,9 @@ final class ContextCore {
 
     /// Whether two stored values are the same (nil and an empty value alike).
     private func same(_ a: PropertyValue, _ b: PropertyValue) -> Bool {
-        a == b || (a.isNil && b.isNil)
+        // NaN too: an undo of a change to NaN found the store's NaN "changed by another
+        // writer" (NaN != NaN) and was refused.
+        a == b || (a.isNil && b.isNil) || Self.isSameValue(a, b)
     }
 
     /// Whether a pending (unsaved) undo or redo of saved work changes `key` of `id`.

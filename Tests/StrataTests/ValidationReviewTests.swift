@@ -1254,4 +1254,24 @@ struct ValidationReviewTests {
             #expect((specimen.value(forKey: "dbl") as? Double)?.isNaN == true)
         }
     }
+
+    @Test("a saved change to NaN can be undone: the store's NaN is what the undo expects, not another writer's change")
+    func undoOfChangeToNaN() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try open(dir)
+        try privateContext(coordinator).performAndWait { (context: isolated ManagedObjectContext) throws in
+            let specimen = try context.insertNewObject(forEntityName: "Specimen")
+            specimen.setValue(1.0, forKey: "dbl")
+            try context.save()
+            specimen.setValue(Double.nan, forKey: "dbl")
+            try context.save()
+            try context.undo()
+            #expect(specimen.value(forKey: "dbl") as? Double == 1.0)
+            try context.save()
+            try context.redo()
+            #expect((specimen.value(forKey: "dbl") as? Double)?.isNaN == true)
+            try context.save()
+        }
+        #expect(try count(coordinator, "Specimen", "dbl == 1.0") == 0)
+    }
 }
