@@ -169,6 +169,41 @@ extension ContextCore {
 
     // MARK: - Saving
 
+    /// The most rounds of `willSave` hooks a save runs before giving up (Core Data's: "The
+    /// context is still dirty after 100 attempts").
+    static let maximumWillSaveRounds = 100
+
+    /// Runs `willSave(in:)` on every changed object, then again on the objects a round's
+    /// hooks changed with tracked changes (`setValue`, inserts, deletes — not primitive
+    /// sets) or inserted, until a round changes nothing (Core Data's `willSave`: "Core Data
+    /// will observe the resultant change notification and so invoke `willSave` again").
+    /// The delete rules waiting for the save (`propagatesDeletesAtEndOfEvent` off) run after
+    /// each round, for the objects its hooks deleted.
+    ///
+    /// - Throws: ``ContextError/invalidArgument(_:)`` when the hooks still change objects
+    ///   after ``maximumWillSaveRounds`` rounds (Core Data crashes); nothing is written and
+    ///   the changes stay.
+    private func runWillSave(in context: isolated ManagedObjectContext) throws {
+        defer { willSaveChanged = nil }
+        var due = Array(retained.values)
+        var round = 0
+        while !due.isEmpty {
+            round += 1
+            guard round <= Self.maximumWillSaveRounds else {
+                let names = due.prefix(5).map(\.objectID.description).sorted().joined(separator: ", ")
+                throw ContextError.invalidArgument(
+                    "the save gave up: willSave kept changing objects after \(Self.maximumWillSaveRounds) rounds (\(names)\(due.count > 5 ? ", …" : "")); a willSave must not change a value it already set in this save. Nothing was written")
+            }
+            willSaveChanged = [:]
+            for object in due { object.willSave(in: context) }
+            propagateDeferredDeletes(in: context)
+            let changed = willSaveChanged ?? [:]
+            willSaveChanged = nil
+            // Objects still to be saved (a change set back, or an insert deleted again, isn't).
+            due = changed.values.filter { retained[$0.objectID] === $0 }.sorted { $0.objectID < $1.objectID }
+        }
+    }
+
     func save(in context: isolated ManagedObjectContext) throws {
         // A save closes the current undo group even inside explicit grouping: what it writes
         // is one group; later changes in the explicit group form the next one.
@@ -184,9 +219,7 @@ extension ContextCore {
         guard !retained.isEmpty || !pending.isEmpty else { return }
         postPendingChanges()
         post(.willSave(ContextWillSave(contextName: name)))
-        for object in Array(retained.values) { object.willSave(in: context) }
-        // …and those of objects the hooks deleted.
-        propagateDeferredDeletes(in: context)
+        try runWillSave(in: context)
         closeOpenGroup(continuing: true)
         postPendingChanges()
 
@@ -483,11 +516,13 @@ extension ContextCore {
                 if others.contains(change.objectID) { written.insert(change.objectID) }
             }
         }
+        // Deleted objects leave the context now, but keep `isDeleted` until their `didSave`.
+        var deleted: [ManagedObject] = []
         for (index, object) in saved.enumerated() {
             if object.isDeletedFlag {
-                object.isDeletedFlag = false
                 object.isInvalidated = true
                 registry[object.objectID] = nil
+                deleted.append(object)
                 continue
             }
             if !object.changes.isEmpty {
@@ -547,6 +582,13 @@ extension ContextCore {
         lockedObjects.removeAll()
         if let sequence { noteOwnCommit(sequence) }
         for object in saved where !object.isInvalidated { object.didSave(in: context) }
+        // Core Data's `didSave` "applies to deletions as well": a deleted object hears it with
+        // `isDeleted` true (where an app removes the files it kept for the object), then
+        // is left invalidated, not deleted.
+        for object in deleted {
+            object.didSave(in: context)
+            object.isDeletedFlag = false
+        }
 
         let storeIdentifier = parentContext == nil ? try? store().identifier : nil
         let didSave = ContextDidSave(

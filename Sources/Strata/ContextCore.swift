@@ -546,6 +546,15 @@ final class ContextCore {
     var deferredDeletes: [DeferredDelete] = []
     /// While deferred delete rules run: objects they delete apply their rules at once.
     var isPropagatingDeletes = false
+    /// While a save runs `willSave` hooks: the objects a tracked change (a set that registers
+    /// undo, an insert, a delete) touched in this round, to run `willSave` on again (Core
+    /// Data's rule: a change `willSave` makes with the standard accessors has it called again).
+    /// Primitive sets don't count. Nil outside the hooks.
+    @exclusivity(unchecked) var willSaveChanged: [ObjectIdentifier: ManagedObject]?
+    /// Notes `object` in ``willSaveChanged`` while `willSave` hooks run.
+    @inline(__always) func noteTrackedChange(_ object: ManagedObject) {
+        if willSaveChanged != nil { willSaveChanged?[ObjectIdentifier(object)] = object }
+    }
     /// Unchanged objects whose version is checked at the next save (`detectConflicts(for:)`).
     var lockedObjects: [ManagedObjectID: ManagedObject] = [:]
     /// The values `overwrite` writes for objects in conflict, while a save resolves them.
@@ -832,6 +841,7 @@ final class ContextCore {
         if register && journal.isRegistering && !isApplyingUndo {
             journal.open.recordSet(object, property.name, old: old, new: value)
         }
+        if register { noteTrackedChange(object) }
         noteUpdated(object)
     }
 
@@ -845,6 +855,7 @@ final class ContextCore {
             object.transients[property.name] = new
             return
         }
+        if register { noteTrackedChange(object) }
         object.changes[property.name] = new
         settle(object, property)
     }
@@ -925,6 +936,7 @@ final class ContextCore {
                 let changed = owner.changes.values[index].updateIDs(body)
                 if inPlace == .reattach { journal.open.reattach(owner.objectID, property.name, owner.changes.values[index]) }
                 guard changed == true else { return }
+                if register { noteTrackedChange(owner) }
                 noteUpdated(owner)
                 settle(owner, property)
                 return
@@ -1184,6 +1196,7 @@ final class ContextCore {
         markChanged(object)
         insertionOrder.append(id)
         noteInserted(object)
+        noteTrackedChange(object)
         if journal.isRegistering && !isApplyingUndo { journal.open.recordInsert(id, object: object) }
         for property in info.defaultedProperties {
             if let value = property.defaultValue { setRaw(object, property, old: property.emptyValue, new: .attribute(value), register: false) }
@@ -1194,6 +1207,7 @@ final class ContextCore {
     func delete(_ object: ManagedObject, in context: isolated ManagedObjectContext) {
         guard !object.isDeletedFlag, !object.isInvalidated else { return }
         noteDeleted(object)
+        noteTrackedChange(object)
         object.prepareForDeletion(in: context)
         let snapshot = currentValues(object)
         if journal.isRegistering && !isApplyingUndo { journal.open.recordDelete(object.objectID, snapshot: snapshot) }

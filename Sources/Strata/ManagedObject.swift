@@ -712,9 +712,14 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     open func awakeFromFetch() {}
     /// Called after undo, redo, rollback or refresh changed the object's values (`awake(fromSnapshotEvents:)`).
     open func awake(fromSnapshotEvents events: SnapshotEvents) {}
-    /// Called before the object is saved (`willSave`).
+    /// Called before the object is saved (`willSave`), for inserted, updated and deleted
+    /// objects. A change made here with `setValue(_:forKey:)` (or an object inserted here) has
+    /// `willSave` called again, as in Core Data, so set a value only when it differs, or with
+    /// ``setPrimitiveValue(_:forKey:)``; a save whose hooks still change objects after 100
+    /// rounds throws.
     open func willSave() {}
-    /// Called after the object was saved (`didSave`).
+    /// Called after the object was saved (`didSave`) — a deleted object too, with
+    /// ``isDeleted`` true during the call (remove the files you kept for it here).
     open func didSave() {}
     /// Called when the object is deleted, before delete rules run (`prepareForDeletion`).
     open func prepareForDeletion() {}
