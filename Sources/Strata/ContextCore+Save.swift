@@ -840,6 +840,13 @@ extension ContextCore {
         object.isInaccessible = false  // re-read: found again, or empty again
         noteRefreshed(object.objectID)
         if mergeChanges {
+            // A fault (nothing loaded, nothing changed) stays one: its next read loads the
+            // store's values. Before, it was read now — `refreshAllObjects()` read every
+            // registered fault, one store read and `awakeFromFetch` each.
+            if !object.hasCommittedValues, object.changes.isEmpty, !object.isDeletedFlag {
+                object.version = nil
+                return
+            }
             let transients = object.transients
             object.committed = nil
             object.version = nil

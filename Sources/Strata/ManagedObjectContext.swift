@@ -394,11 +394,13 @@ public actor ManagedObjectContext {
     public func reset() { core.reset() }
 
     /// Re-reads `object` from the store (`refresh(_:mergeChanges:)`): with `mergeChanges`,
-    /// unsaved changes win over store values and transient values are restored; without,
-    /// the object becomes a fault and its unsaved changes are dropped.
+    /// unsaved changes win over store values and transient values are restored (a fault stays
+    /// a fault, read when next used); without, the object becomes a fault and its unsaved
+    /// changes are dropped.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) { core.refresh(object, mergeChanges: mergeChanges) }
 
-    /// Refreshes every registered object, keeping unsaved changes (`refreshAllObjects()`).
+    /// Refreshes every registered object, keeping unsaved changes (`refreshAllObjects()`):
+    /// loaded objects show the store's values, faults stay faults (nothing is read for them).
     public func refreshAllObjects() {
         for object in registeredObjects { core.refresh(object, mergeChanges: true) }
     }
