@@ -1230,7 +1230,13 @@ final class ContextCore {
             retained[object.objectID] = nil
             registry[object.objectID] = nil
             object.isInvalidated = true
-            removedObjects[object.objectID] = object
+            // Held for undo to bring back — only when an undo can: the open group holds the
+            // delete (an insert and delete in one group net out, and with undo off nothing is
+            // recorded). Before, every such object was held until rollback, reset or
+            // `removeAllUndoActions()`, however long the context lived.
+            if journal.isRegistering && !isApplyingUndo && journal.open.changes[object.objectID] != nil {
+                removedObjects[object.objectID] = object
+            }
         }
     }
 
@@ -1350,8 +1356,24 @@ final class ContextCore {
         guard !group.isEmpty else { return }
         journal.undoStack.append(group)
         journal.trim()
+        let redoCleared = !journal.redoStack.isEmpty
         journal.redoStack.removeAll()
+        // Objects only a redo could have brought back are no longer held.
+        if redoCleared { releaseUnreachableRemovedObjects() }
         pending.append(PendingEffect(changes: group, source: group, kind: .user))
+    }
+
+    /// Stops holding the removed objects (``removedObjects``) that no group on the stacks, the
+    /// open group or a pending effect names any more: nothing can bring them back.
+    func releaseUnreachableRemovedObjects() {
+        guard !removedObjects.isEmpty else { return }
+        for id in Array(removedObjects.keys) {
+            let named = journal.open.changes[id] != nil
+                || journal.undoStack.contains { $0.changes[id] != nil }
+                || journal.redoStack.contains { $0.changes[id] != nil }
+                || pending.contains { $0.changes.changes[id] != nil || $0.source.changes[id] != nil }
+            if !named { removedObjects[id] = nil }
+        }
     }
 
     func undo() throws {
