@@ -551,6 +551,10 @@ final class ContextCore {
     /// Data's rule: a change `willSave` makes with the standard accessors has it called again).
     /// Primitive sets don't count. Nil outside the hooks.
     @exclusivity(unchecked) var willSaveChanged: [ObjectIdentifier: ManagedObject]?
+    /// Above zero while `awakeFromFetch` runs: Core Data's change processing is off around it,
+    /// so a public setter caching a value there registers no undo, maintains no inverse and
+    /// reports no change (``set(_:_:_:maintainInverse:register:)``).
+    @exclusivity(unchecked) var awakingFromFetch = 0
     /// Notes `object` in ``willSaveChanged`` while `willSave` hooks run.
     @inline(__always) func noteTrackedChange(_ object: ManagedObject) {
         if willSaveChanged != nil { willSaveChanged?[ObjectIdentifier(object)] = object }
@@ -699,7 +703,7 @@ final class ContextCore {
             }
             object.committed = values
             object.version = nil
-            object.awakeFromFetch()
+            object.awakeFromFetchUntracked()
             return
         }
         guard let stored = object.objectID.storedID else { return }
@@ -711,7 +715,7 @@ final class ContextCore {
         }
         object.fastCommitted = row(from: fields, info: object.info, storeUUID: log.storeUUID)
         object.version = fields.version
-        object.awakeFromFetch()
+        object.awakeFromFetchUntracked()
     }
 
     /// A stored object's values as the context holds them, by slot.
@@ -802,6 +806,11 @@ final class ContextCore {
         if object.isInsertedFlag, case .attribute = property.kind, !property.isTransient {
             return setInsertedAttribute(object, property, value, register: register)
         }
+        if awakingFromFetch > 0 && (register || maintainInverse) {
+            // Change processing is off during `awakeFromFetch` (Core Data's documentation):
+            // a setter there works as a primitive set.
+            return set(object, property, value, maintainInverse: false, register: false)
+        }
         var value = value
         if case .toMany(let ids) = value {
             if !property.isOrdered {
@@ -842,7 +851,7 @@ final class ContextCore {
             journal.open.recordSet(object, property.name, old: old, new: value)
         }
         if register { noteTrackedChange(object) }
-        noteUpdated(object)
+        if awakingFromFetch == 0 { noteUpdated(object) }
     }
 
     /// Stores a value and records it for undo, without touching inverses.
@@ -850,7 +859,7 @@ final class ContextCore {
         if register && journal.isRegistering && !isApplyingUndo {
             journal.open.recordSet(object, property.name, old: old, new: new)
         }
-        noteUpdated(object)
+        if awakingFromFetch == 0 { noteUpdated(object) }
         if property.isTransient {
             object.transients[property.name] = new
             return

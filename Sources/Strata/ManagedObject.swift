@@ -144,8 +144,19 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         }
         version = rowVersion
         rowVersion = nil
-        awakeFromFetch()
+        awakeFromFetchUntracked()
         return true
+    }
+
+    /// Runs ``awakeFromFetch()`` with the context's change processing off, as Core Data does
+    /// ("so that you can use public setters to establish transient values and other caches
+    /// without dirtying the object or its context"): a `setValue(_:forKey:)` there works as
+    /// ``setPrimitiveValue(_:forKey:)`` — no undo, no inverse, no objects-did-change.
+    func awakeFromFetchUntracked() {
+        guard let core else { return awakeFromFetch() }
+        core.awakingFromFetch += 1
+        defer { core.awakingFromFetch -= 1 }
+        awakeFromFetch()
     }
 
     /// Keeps `value` in the waiting row for `property` (a prefetched derived side).
@@ -330,6 +341,9 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         }
         if let value = rowAttribute(at: slot) { return value.boxed }
         let property = info.propertyList[slot]
+        // Reading a transient fires the fault too, as in Core Data: its `awakeFromFetch` is
+        // where a cached transient (seed 000's `fullName`) is computed.
+        if property.isTransient, !hasCommittedValues, !isInsertedFlag, !isInvalidated { fireFault() }
         return externalValue(currentValue(property), ordered: property.isOrdered)
     }
 
@@ -708,7 +722,11 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
 
     /// Called once when the object is inserted (`awakeFromInsert`): set initial values here.
     open func awakeFromInsert() {}
-    /// Called after the object's values are loaded from the store (`awakeFromFetch`).
+    /// Called after the object's values are loaded from the store (`awakeFromFetch`): when its
+    /// fault fires (reading any property, a transient one included), not at the fetch. Change
+    /// processing is off around it, as in Core Data: a public setter caching a transient value
+    /// here doesn't dirty the object or its context and records no undo; don't change
+    /// relationships here (their inverses aren't maintained).
     open func awakeFromFetch() {}
     /// Called after undo, redo, rollback or refresh changed the object's values (`awake(fromSnapshotEvents:)`).
     open func awake(fromSnapshotEvents events: SnapshotEvents) {}

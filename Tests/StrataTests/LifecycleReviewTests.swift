@@ -426,6 +426,50 @@ struct LifecycleReviewTests {
             #expect(context.insertedObjects.contains { $0 === undoable.object })
         }
     }
+
+    @Test("awakeFromFetch: change processing is off around it (Core Data's documentation) — a public setter caching a transient doesn't dirty the object or the context, records no undo and posts no change; firing a fault posts nothing")
+    func awakeFromFetchDoesNotDirty() async throws {
+        final class Cached: ManagedObject {
+            override func awakeFromFetch() {
+                super.awakeFromFetch()
+                setValue((value(forKey: "name") as? String)?.uppercased(), forKey: "note")
+            }
+        }
+        final class PrimitiveCached: ManagedObject {
+            override func awakeFromFetch() {
+                super.awakeFromFetch()
+                setPrimitiveValue((value(forKey: "name") as? String)?.lowercased(), forKey: "note")
+            }
+        }
+        for type in [Cached.self, PrimitiveCached.self] as [ManagedObject.Type] {
+            let dir = try TemporaryDirectory()
+            let coordinator = try openCoordinator(dir, model: try LifecycleModels.league, classes: [(type, "Team")])
+            let ids = try await seedTeams(coordinator, ["Otters"])
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                var heard: [Set<ManagedObjectID>] = []
+                let token = context.addObserver { change in
+                    if case .objectsDidChange(let objects) = change.notification { heard.append(objects.updated.union(objects.refreshed)) }
+                }
+                defer { context.removeObserver(token) }
+                let team = try #require(try context.fetch(FetchRequest(entityName: "Team")).first)
+                #expect(team.objectID == ids[0])
+                #expect((team.value(forKey: "note") as? String)?.lowercased() == "otters")
+                #expect(!team.hasChanges && !team.isUpdated)
+                let (dirty, canUndo) = (context.hasChanges, context.canUndo)
+                #expect(!dirty && !canUndo)
+                context.processPendingChanges()
+                #expect(heard.isEmpty)
+                let stillClean = !context.hasChanges && !context.canUndo
+                #expect(stillClean)
+                // The cached transient stays through a refresh that merges (its awakeFromFetch
+                // runs again, and the value before the refresh is put back).
+                context.refresh(team, mergeChanges: true)
+                #expect((team.value(forKey: "note") as? String)?.lowercased() == "otters")
+                let afterRefresh = !context.hasChanges && !context.canUndo
+                #expect(afterRefresh)
+            }
+        }
+    }
 }
 
 /// Inserts a scratch team into `context`, runs `body` on it and returns a weak reference to it.
