@@ -416,9 +416,14 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     }
 
     /// Sets `key` without registering undo or maintaining inverses (`setPrimitiveValue`);
-    /// the change is still saved.
+    /// the change is still saved. A key the entity lacks sets nothing and is recorded as a
+    /// problem the next `save()` throws (``ContextError/unknownKey(entity:key:)``), as
+    /// ``setValue(_:forKey:)`` records it.
     public func setPrimitiveValue(_ value: Any?, forKey key: String) {
-        guard let core, let property = info.properties[key] else { return }
+        guard let core, let property = info.properties[key] else {
+            core?.recordProblem(.unknownKey(entity: entity.name, key: key))
+            return
+        }
         core.set(self, property, internalValue(value, for: property), maintainInverse: false, register: false)
     }
 

@@ -470,6 +470,29 @@ struct LifecycleReviewTests {
             }
         }
     }
+
+    @Test("setPrimitiveValue with a key the entity lacks (a typo in awakeFromInsert) is reported at the next save, as setValue's is; nothing is set")
+    func primitiveUnknownKey() async throws {
+        final class Typo: ManagedObject {
+            override func awakeFromInsert() { setPrimitiveValue(Int64(7), forKey: "stmap") }
+        }
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try LifecycleModels.league, classes: [(Typo.self, "Team")])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Otters", forKey: "name")
+            #expect(team.value(forKey: "stamp") == nil)
+            do {
+                try context.save()
+                Issue.record("a primitive set of an unknown key must be reported")
+            } catch let error as ContextError {
+                #expect(error == .unknownKey(entity: "Team", key: "stmap"))
+            }
+            // Reported once; the save after it succeeds.
+            try context.save()
+            #expect(!team.objectID.isTemporaryID)
+        }
+    }
 }
 
 /// Inserts a scratch team into `context`, runs `body` on it and returns a weak reference to it.
