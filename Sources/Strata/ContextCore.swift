@@ -1214,11 +1214,17 @@ final class ContextCore {
     }
 
     func delete(_ object: ManagedObject, in context: isolated ManagedObjectContext) {
-        guard !object.isDeletedFlag, !object.isInvalidated else { return }
+        // An object another context or process deleted, found gone when its fault fired
+        // (`shouldDeleteInaccessibleFaults`), already counts as deleted: there is nothing to
+        // delete or propagate. Before, its delete went to the save, which failed with a
+        // conflict ("changed by another writer") the app couldn't resolve.
+        guard !object.isDeletedFlag, !object.isInvalidated, !object.isInaccessible else { return }
         noteDeleted(object)
         noteTrackedChange(object)
         object.prepareForDeletion(in: context)
         let snapshot = currentValues(object)
+        // Reading the values fired the fault: gone too.
+        guard !object.isInaccessible else { return }
         if journal.isRegistering && !isApplyingUndo { journal.open.recordDelete(object.objectID, snapshot: snapshot) }
         object.isDeletedFlag = true
         markChanged(object)

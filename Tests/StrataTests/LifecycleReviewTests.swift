@@ -493,6 +493,35 @@ struct LifecycleReviewTests {
             #expect(!team.objectID.isTemporaryID)
         }
     }
+
+    @Test("deleting an object another context already deleted (a fault, or one read as inaccessible) succeeds: the save writes nothing for it instead of failing with storeRefused")
+    func deleteWhatIsAlreadyGone() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try lifecycleCoordinator(dir)
+        let ids = try await seedTeams(coordinator, ["Otters", "Herons", "Egrets"])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            // Faults without a fetched row: firing one reads the store.
+            let read = try context.object(with: ids[0])
+            let fault = try context.object(with: ids[1])
+            let kept = try context.existingObject(with: ids[2])
+            try privateContext(coordinator).performAndWait { (other: isolated ManagedObjectContext) throws in
+                other.delete(try other.existingObject(with: ids[0]))
+                other.delete(try other.existingObject(with: ids[1]))
+                try other.save()
+            }
+            #expect(read.value(forKey: "name") == nil && read.isDeleted)  // inaccessible
+            context.delete(read)
+            context.delete(fault)  // never read: a fault of a deleted object
+            kept.setValue("Great Egrets", forKey: "name")
+            try context.save()
+            #expect(read.isDeleted && fault.isDeleted)
+            #expect(kept.value(forKey: "name") as? String == "Great Egrets" && !kept.hasChanges)
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.count(for: FetchRequest(entityName: "Team")) == 1)
+            #expect(try context.count(for: FetchRequest(entityName: "Player")) == 2)
+        }
+    }
 }
 
 /// Inserts a scratch team into `context`, runs `body` on it and returns a weak reference to it.
