@@ -1,5 +1,5 @@
 import Foundation
-import Strata
+@testable import Strata
 import StrataTestSupport
 import Testing
 
@@ -520,6 +520,49 @@ struct LifecycleReviewTests {
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
             #expect(try context.count(for: FetchRequest(entityName: "Team")) == 1)
             #expect(try context.count(for: FetchRequest(entityName: "Player")) == 2)
+        }
+    }
+
+    @Test("a context without children keeps no temporary-to-permanent ID map of what it saved (an importer saving batches grew it by every object it ever inserted); with a child, the child can still name a saved object by its temporary ID")
+    func noIDAliasesWithoutChildren() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try lifecycleCoordinator(dir)
+        let importer = privateContext(coordinator)
+        try await importer.perform { (context: isolated ManagedObjectContext) throws in
+            for batch in 0..<5 {
+                for index in 0..<20 {
+                    let team = try context.insertNewObject(forEntityName: "Team")
+                    team.setValue("\(batch)-\(index)", forKey: "name")
+                }
+                try context.save()
+            }
+            #expect(try context.count(for: FetchRequest(entityName: "Team")) == 100)
+            let kept = context.core.idAliases.count + context.core.idAliasBacklog.reduce(0) { $0 + $1.count }
+            #expect(kept == 0)
+        }
+        // With a child that holds a parent's unsaved object by its temporary ID: the parent
+        // saves, and the child's later change to that object still reaches it.
+        let parent = privateContext(coordinator)
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
+        let temporary = try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Parent", forKey: "name")
+            context.userInfo["team"] = team
+            return team.objectID
+        }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            context.userInfo["team"] = try context.existingObject(with: temporary)
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try #require(context.userInfo["team"] as? ManagedObject)
+            team.setValue("Child", forKey: "name")
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try #require(context.userInfo["team"] as? ManagedObject)
+            #expect(team.value(forKey: "name") as? String == "Child")
+            try context.save()
         }
     }
 }
