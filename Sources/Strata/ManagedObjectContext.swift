@@ -151,8 +151,10 @@ public actor ManagedObjectContext {
         get { core.transactionAuthor }
         set { core.transactionAuthor = newValue }
     }
-    /// How long fetched values stay fresh (`stalenessInterval`); kept for API parity — the
-    /// store never serves stale snapshots, so any value behaves like 0.
+    /// How long fetched values stay fresh (`stalenessInterval`); kept for API parity and not
+    /// consulted. A fault that isn't holding a fetched row reads the store when it fires (as
+    /// with 0); a fault a fetch left its row on fires from that row, however old (as with
+    /// Core Data's default, -1) — `refresh(_:mergeChanges:)` drops the row.
     public var stalenessInterval: TimeInterval = -1
 
     /// The app's own values kept with the context (Core Data's `userInfo`), usable only on
