@@ -1370,23 +1370,25 @@ final class ContextCore {
         group.close { id in registered(id).map { (currentValues($0), $0.valuesStamp) } }
         guard !group.isEmpty else { return }
         journal.undoStack.append(group)
+        let kept = journal.undoStack.count
         journal.trim()
-        let redoCleared = !journal.redoStack.isEmpty
+        let dropped = journal.undoStack.count < kept || !journal.redoStack.isEmpty
         journal.redoStack.removeAll()
-        // Objects only a redo could have brought back are no longer held.
-        if redoCleared { releaseUnreachableRemovedObjects() }
+        // Objects only a redo, or a group `levelsOfUndo` dropped, could have brought back are
+        // no longer held.
+        if dropped { releaseUnreachableRemovedObjects() }
         pending.append(PendingEffect(changes: group, source: group, kind: .user))
     }
 
-    /// Stops holding the removed objects (``removedObjects``) that no group on the stacks, the
-    /// open group or a pending effect names any more: nothing can bring them back.
+    /// Stops holding the removed objects (``removedObjects``) that no group on the stacks or
+    /// the open group names any more: only undo and redo bring an object back (a group
+    /// waiting to be saved writes by ID), so nothing can.
     func releaseUnreachableRemovedObjects() {
         guard !removedObjects.isEmpty else { return }
         for id in Array(removedObjects.keys) {
             let named = journal.open.changes[id] != nil
                 || journal.undoStack.contains { $0.changes[id] != nil }
                 || journal.redoStack.contains { $0.changes[id] != nil }
-                || pending.contains { $0.changes.changes[id] != nil || $0.source.changes[id] != nil }
             if !named { removedObjects[id] = nil }
         }
     }

@@ -424,6 +424,19 @@ struct LifecycleReviewTests {
             #expect(undoable.object != nil)
             try context.undo()
             #expect(context.insertedObjects.contains { $0 === undoable.object })
+            // Only a group `levelsOfUndo` dropped could bring it back: let go.
+            context.rollback()
+            context.levelsOfUndo = 1
+            let trimmed = try lifecycleScratch(context) { object in
+                context.processPendingChanges()
+                context.delete(object)
+                context.processPendingChanges()
+            }
+            #expect(trimmed.object != nil)  // the delete's group is the one kept
+            let another = try context.insertNewObject(forEntityName: "Team")
+            another.setValue("another", forKey: "name")
+            context.processPendingChanges()
+            #expect(trimmed.object == nil)
         }
     }
 
