@@ -886,10 +886,12 @@ final class ContextCore {
         guard !object.isInvalidated else { return }
         let new = unsavedValue(object, property)
         guard old != new else { return }
-        if property.isRelationship, let inverseName = property.inverse {
+        // Untracked during `awakeFromFetch`, as `setValue` is there.
+        let tracked = awakingFromFetch == 0
+        if tracked, property.isRelationship, let inverseName = property.inverse {
             updateInverse(of: object, property, from: old, to: new, inverseName: inverseName, register: true)
         }
-        setRaw(object, property, old: old, new: new, register: true)
+        setRaw(object, property, old: old, new: new, register: tracked)
     }
 
     /// After `object`'s pending value of `property` changed: a value equal to the committed

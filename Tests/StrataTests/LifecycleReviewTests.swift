@@ -454,7 +454,15 @@ struct LifecycleReviewTests {
                 setPrimitiveValue((value(forKey: "name") as? String)?.lowercased(), forKey: "note")
             }
         }
-        for type in [Cached.self, PrimitiveCached.self] as [ManagedObject.Type] {
+        final class AccessorCached: ManagedObject {
+            override func awakeFromFetch() {
+                super.awakeFromFetch()
+                willChangeValue(forKey: "note")
+                setPrimitiveValue((value(forKey: "name") as? String)?.lowercased(), forKey: "note")
+                didChangeValue(forKey: "note")
+            }
+        }
+        for type in [Cached.self, PrimitiveCached.self, AccessorCached.self] as [ManagedObject.Type] {
             let dir = try TemporaryDirectory()
             let coordinator = try openCoordinator(dir, model: try LifecycleModels.league, classes: [(type, "Team")])
             let ids = try await seedTeams(coordinator, ["Otters"])
