@@ -777,8 +777,15 @@ extension ContextCore {
 
     // MARK: - Rollback, reset, refresh
 
-    /// Discards unsaved changes without reading the store; clears the undo stacks.
-    func rollback() {
+    /// Discards unsaved changes without reading the store; clears the undo stacks. The
+    /// objects brought back to their committed values then get
+    /// `awake(fromSnapshotEvents: .rollback)` (unless `awaking` is false: `reset()` forgets
+    /// them anyway), once the rollback is done: what a hook sets is an ordinary change, not
+    /// recorded for undo.
+    /// Before, the hooks ran mid-rollback, and a persistent value one set was left on an
+    /// object the context no longer held (`isUpdated`, but not in `updatedObjects`).
+    func rollback(awaking: Bool = true) {
+        var reverted: [ManagedObject] = []
         journal.open = UndoGroup()
         journal.explicitDepth = 0
         changesInProgress = [:]
@@ -800,7 +807,7 @@ extension ContextCore {
             object.changes.removeAll()
             object.isDeletedFlag = false
             noteRefreshed(object.objectID)
-            object.awake(fromSnapshotEvents: .rollback)
+            reverted.append(object)
         }
         lockedObjects.removeAll()
         retained.removeAll()
@@ -811,11 +818,17 @@ extension ContextCore {
         removedObjects.removeAll()
         deferredDeletes.removeAll()
         journal.clearStacks()
+        if awaking && !reverted.isEmpty {
+            // Not recorded for undo: the stacks stay empty after a rollback.
+            journal.disabledCount += 1
+            defer { journal.disabledCount -= 1 }
+            for object in reverted { object.awake(fromSnapshotEvents: .rollback) }
+        }
     }
 
     /// Forgets every object; clears the undo stacks.
     func reset() {
-        rollback()
+        rollback(awaking: false)
         advanceGeneration(to: nil)
         for object in registry.values.compactMap(\.object) {
             object.isInvalidated = true

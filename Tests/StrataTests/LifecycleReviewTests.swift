@@ -607,6 +607,39 @@ struct LifecycleReviewTests {
             #expect(fetched.value(forKey: "name") as? String == "Renamed")
         }
     }
+
+    @Test("awake(fromSnapshotEvents: .rollback) runs once rollback is done: a persistent value its hook sets is a change the context holds and saves; the undo stack stays empty")
+    func rollbackAwakeRunsAfterRollback() async throws {
+        final class Recomputing: ManagedObject {
+            override func awake(fromSnapshotEvents events: SnapshotEvents) {
+                super.awake(fromSnapshotEvents: events)
+                guard events.contains(.rollback) else { return }
+                setValue((value(forKey: "name") as? String)?.uppercased(), forKey: "note")
+                if value(forKey: "stamp") == nil { setValue(Int64(42), forKey: "stamp") }
+            }
+        }
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try LifecycleModels.league, classes: [(Recomputing.self, "Team")])
+        let ids = try await seedTeams(coordinator, ["Otters"])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: ids[0])
+            team.setValue("Sea Otters", forKey: "name")
+            context.processPendingChanges()
+            context.rollback()
+            #expect(team.value(forKey: "name") as? String == "Otters")
+            #expect(team.value(forKey: "note") as? String == "OTTERS")
+            // The hook's persistent change is a change like any other: the object is updated,
+            // held and saved; neither it nor the transient is recorded for undo.
+            #expect(team.isUpdated && context.updatedObjects.contains(team))
+            context.processPendingChanges()
+            let canUndo = context.canUndo
+            #expect(!canUndo)
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: ids[0]).value(forKey: "stamp") as? Int64 == 42)
+        }
+    }
 }
 
 /// Inserts a scratch team into `context`, runs `body` on it and returns a weak reference to it.
