@@ -177,7 +177,7 @@ extension ContextCore {
                 guard let row = values[fault.objectID], !fault.hasCommittedValues else { continue }
                 fault.committed = row
                 fault.version = nil
-                fault.awakeFromFetch()
+                fault.awakeFromFetchUntracked()
             }
         } else {
             try loadRows(of: faults)

@@ -238,7 +238,7 @@ extension ContextCore {
             object.committed = record.values
             object.version = record.version
             dropChangesEqualToCommitted(object)
-            object.awakeFromFetch()
+            object.awakeFromFetchUntracked()
             object.transients = transients
             object.awake(fromSnapshotEvents: events)
         }

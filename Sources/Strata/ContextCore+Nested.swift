@@ -137,8 +137,16 @@ extension ContextCore {
 
     /// Notes temporary IDs made permanent, for children that may still use them. Kept as
     /// the maps are and merged into ``idAliases`` only when a child's ID is looked up, so a
-    /// save doesn't copy its every new ID.
+    /// save doesn't copy its every new ID. Only children name objects by such IDs: a context
+    /// without live children keeps none, and drops what it kept for children now gone
+    /// (before, every save added its new IDs for the context's life — an importer saving
+    /// batches held a map of every object it had inserted).
     func addAliases(_ map: [ManagedObjectID: ManagedObjectID]) {
+        guard let context, !context.children.contexts(except: nil).isEmpty else {
+            idAliases = [:]
+            idAliasBacklog = []
+            return
+        }
         idAliasBacklog.append(map)
     }
 

@@ -232,7 +232,7 @@ extension ContextCore {
             // removed it.
             let targets = (object.changes[property.name] ?? object.currentValue(property)).ids.filter { id in
                 if let target = registered(id) { return !target.isDeletedFlag }
-                return !(id.isTemporaryID && (parentContext == nil || isRemovedInsert(id)))
+                return !(id.isTemporaryID && (parentContext == nil || isRemovedInsert(id) || discardedInserts.contains(id)))
             }
             if !targets.isEmpty {
                 failures.append(ValidationFailure(
@@ -359,7 +359,8 @@ extension ContextCore {
         }
     }
 
-    /// The most rounds of `willSave` hooks a save runs (``runWillSaveHooks(in:)``).
+    /// The most rounds of `willSave` hooks a save runs (``runWillSaveHooks(in:)``; Core
+    /// Data's message at its limit: "The context is still dirty after 100 attempts").
     static let maximumWillSaveRounds = 100
 
     /// `willSave(in:)` on every object the save writes; then, as in Core Data ("Core Data
@@ -601,11 +602,13 @@ extension ContextCore {
                 if others.contains(change.objectID) { written.insert(change.objectID) }
             }
         }
+        // Deleted objects leave the context now, but keep `isDeleted` until their `didSave`.
+        var deleted: [ManagedObject] = []
         for (index, object) in saved.enumerated() {
             if object.isDeletedFlag {
-                object.isDeletedFlag = false
                 object.isInvalidated = true
                 registry[object.objectID] = nil
+                deleted.append(object)
                 continue
             }
             if !object.changes.isEmpty {
@@ -665,6 +668,13 @@ extension ContextCore {
         lockedObjects.removeAll()
         if let sequence { noteOwnCommit(sequence) }
         for object in saved where !object.isInvalidated { object.didSave(in: context) }
+        // Core Data's `didSave` "applies to deletions as well": a deleted object hears it with
+        // `isDeleted` true (where an app removes the files it kept for the object), then
+        // is left invalidated, not deleted.
+        for object in deleted {
+            object.didSave(in: context)
+            object.isDeletedFlag = false
+        }
 
         let storeIdentifier = parentContext == nil ? try? store().identifier : nil
         let didSave = ContextDidSave(
@@ -853,8 +863,15 @@ extension ContextCore {
 
     // MARK: - Rollback, reset, refresh
 
-    /// Discards unsaved changes without reading the store; clears the undo stacks.
-    func rollback() {
+    /// Discards unsaved changes without reading the store; clears the undo stacks. The
+    /// objects brought back to their committed values then get
+    /// `awake(fromSnapshotEvents: .rollback)` (unless `awaking` is false: `reset()` forgets
+    /// them anyway), once the rollback is done: what a hook sets is an ordinary change, not
+    /// recorded for undo.
+    /// Before, the hooks ran mid-rollback, and a persistent value one set was left on an
+    /// object the context no longer held (`isUpdated`, but not in `updatedObjects`).
+    func rollback(awaking: Bool = true) {
+        var reverted: [ManagedObject] = []
         journal.open = UndoGroup()
         journal.explicitDepth = 0
         changesInProgress = [:]
@@ -876,7 +893,7 @@ extension ContextCore {
             object.changes.removeAll()
             object.isDeletedFlag = false
             noteRefreshed(object.objectID)
-            object.awake(fromSnapshotEvents: .rollback)
+            reverted.append(object)
         }
         lockedObjects.removeAll()
         retained.removeAll()
@@ -885,13 +902,20 @@ extension ContextCore {
         pending.removeAll()
         problems.removeAll()
         removedObjects.removeAll()
+        discardedInserts.removeAll()
         deferredDeletes.removeAll()
         journal.clearStacks()
+        if awaking && !reverted.isEmpty {
+            // Not recorded for undo: the stacks stay empty after a rollback.
+            journal.disabledCount += 1
+            defer { journal.disabledCount -= 1 }
+            for object in reverted { object.awake(fromSnapshotEvents: .rollback) }
+        }
     }
 
     /// Forgets every object; clears the undo stacks.
     func reset() {
-        rollback()
+        rollback(awaking: false)
         advanceGeneration(to: nil)
         for object in registry.values.compactMap(\.object) {
             object.isInvalidated = true
@@ -916,6 +940,13 @@ extension ContextCore {
         object.isInaccessible = false  // re-read: found again, or empty again
         noteRefreshed(object.objectID)
         if mergeChanges {
+            // A fault (nothing loaded, nothing changed) stays one: its next read loads the
+            // store's values. Before, it was read now — `refreshAllObjects()` read every
+            // registered fault, one store read and `awakeFromFetch` each.
+            if !object.hasCommittedValues, object.changes.isEmpty, !object.isDeletedFlag {
+                object.version = nil
+                return
+            }
             let transients = object.transients
             object.committed = nil
             object.version = nil

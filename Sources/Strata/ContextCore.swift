@@ -491,6 +491,11 @@ final class ContextCore {
     /// Unsaved objects removed by a delete or an undo, kept so that undo or redo brings back
     /// the same instance the app holds (Core Data's identity rule). Cleared with the stacks.
     var removedObjects: [ManagedObjectID: ManagedObject] = [:]
+    /// In a child context, the temporary IDs of its inserts deleted before any save (never
+    /// pushed): a deny rule tells them from its parent's unsaved inserts, which it doesn't hold
+    /// either, even once ``removedObjects`` let the object go. Empty in a context of the
+    /// coordinator; cleared at rollback and reset.
+    var discardedInserts: Set<ManagedObjectID> = []
 
     let journal = UndoJournal()
     var pending: [PendingEffect] = []
@@ -552,6 +557,15 @@ final class ContextCore {
     /// While a save that deletes objects validates: a reference to one of them from an object
     /// the save writes dangles (``isDangling(_:)``).
     var savingDeletes = false
+    /// Above zero while `awakeFromFetch` runs: Core Data's change processing is off around it,
+    /// so a public setter caching a value there registers no undo, maintains no inverse and
+    /// reports no change (``set(_:_:_:maintainInverse:register:)``).
+    @exclusivity(unchecked) var awakingFromFetch = 0
+    /// Notes `object` in ``willSaveWatch`` while `willSave` hooks run: a tracked change (a
+    /// set that registers undo, an insert, a delete) has its hook run again.
+    @inline(__always) func noteTrackedChange(_ object: ManagedObject) {
+        if willSaveWatch != nil { willSaveWatch?.insert(ObjectIdentifier(object)) }
+    }
     /// Unchanged objects whose version is checked at the next save (`detectConflicts(for:)`).
     var lockedObjects: [ManagedObjectID: ManagedObject] = [:]
     /// The values `overwrite` writes for objects in conflict, while a save resolves them.
@@ -699,7 +713,7 @@ final class ContextCore {
             }
             object.committed = values
             object.version = nil
-            object.awakeFromFetch()
+            object.awakeFromFetchUntracked()
             return
         }
         guard let stored = object.objectID.storedID else { return }
@@ -711,7 +725,7 @@ final class ContextCore {
         }
         object.fastCommitted = row(from: fields, info: object.info, storeUUID: log.storeUUID)
         object.version = fields.version
-        object.awakeFromFetch()
+        object.awakeFromFetchUntracked()
     }
 
     /// A stored object's values as the context holds them, by slot.
@@ -802,6 +816,11 @@ final class ContextCore {
         if object.isInsertedFlag, case .attribute = property.kind, !property.isTransient {
             return setInsertedAttribute(object, property, value, register: register)
         }
+        if awakingFromFetch > 0 && (register || maintainInverse) {
+            // Change processing is off during `awakeFromFetch` (Core Data's documentation):
+            // a setter there works as a primitive set.
+            return set(object, property, value, maintainInverse: false, register: false)
+        }
         var value = value
         if case .toMany(let ids) = value {
             if !property.isOrdered {
@@ -841,8 +860,8 @@ final class ContextCore {
         if register && journal.isRegistering && !isApplyingUndo {
             journal.open.recordSet(object, property.name, old: old, new: value)
         }
-        if register, willSaveWatch != nil { willSaveWatch?.insert(ObjectIdentifier(object)) }
-        noteUpdated(object)
+        if register { noteTrackedChange(object) }
+        if awakingFromFetch == 0 { noteUpdated(object) }
     }
 
     /// Stores a value and records it for undo, without touching inverses.
@@ -850,12 +869,13 @@ final class ContextCore {
         if register && journal.isRegistering && !isApplyingUndo {
             journal.open.recordSet(object, property.name, old: old, new: new)
         }
-        if register, willSaveWatch != nil { willSaveWatch?.insert(ObjectIdentifier(object)) }
-        noteUpdated(object)
+        if register { noteTrackedChange(object) }
+        if awakingFromFetch == 0 { noteUpdated(object) }
         if property.isTransient {
             object.transients[property.name] = new
             return
         }
+        if register { noteTrackedChange(object) }
         object.changes[property.name] = new
         settle(object, property)
     }
@@ -877,10 +897,12 @@ final class ContextCore {
         guard !object.isInvalidated else { return }
         let new = unsavedValue(object, property)
         guard old != new else { return }
-        if property.isRelationship, let inverseName = property.inverse {
+        // Untracked during `awakeFromFetch`, as `setValue` is there.
+        let tracked = awakingFromFetch == 0
+        if tracked, property.isRelationship, let inverseName = property.inverse {
             updateInverse(of: object, property, from: old, to: new, inverseName: inverseName, register: true)
         }
-        setRaw(object, property, old: old, new: new, register: true)
+        setRaw(object, property, old: old, new: new, register: tracked)
     }
 
     /// After `object`'s pending value of `property` changed: a value equal to the committed
@@ -936,7 +958,7 @@ final class ContextCore {
                 let changed = owner.changes.values[index].updateIDs(body)
                 if inPlace == .reattach { journal.open.reattach(owner.objectID, property.name, owner.changes.values[index]) }
                 guard changed == true else { return }
-                if register, willSaveWatch != nil { willSaveWatch?.insert(ObjectIdentifier(owner)) }
+                if register { noteTrackedChange(owner) }
                 noteUpdated(owner)
                 settle(owner, property)
                 return
@@ -1204,6 +1226,7 @@ final class ContextCore {
         markChanged(object)
         insertionOrder.append(id)
         noteInserted(object)
+        noteTrackedChange(object)
         if journal.isRegistering && !isApplyingUndo { journal.open.recordInsert(id, object: object) }
         for property in info.defaultedProperties {
             if let value = property.defaultValue { setRaw(object, property, old: property.emptyValue, new: .attribute(value), register: false) }
@@ -1212,9 +1235,13 @@ final class ContextCore {
     }
 
     func delete(_ object: ManagedObject, in context: isolated ManagedObjectContext) {
-        guard !object.isDeletedFlag, !object.isInvalidated, !deletionsInProgress.contains(ObjectIdentifier(object)) else { return }
+        // An object another context or process deleted, found gone when its fault fired
+        // (`shouldDeleteInaccessibleFaults`), already counts as deleted: there is nothing to
+        // delete or propagate. Before, its delete went to the save, which failed with a
+        // conflict ("changed by another writer") the app couldn't resolve.
+        guard !object.isDeletedFlag, !object.isInvalidated, !object.isInaccessible, !deletionsInProgress.contains(ObjectIdentifier(object)) else { return }
         noteDeleted(object)
-        if willSaveWatch != nil { willSaveWatch?.insert(ObjectIdentifier(object)) }
+        noteTrackedChange(object)
         // Once, as in Core Data: a delete that reaches the object again while its hook runs
         // (the hook deletes an object that cascades back) finds it under way. Before, the hook
         // ran twice and the delete was recorded twice.
@@ -1222,6 +1249,8 @@ final class ContextCore {
         object.prepareForDeletion(in: context)
         deletionsInProgress.remove(ObjectIdentifier(object))
         let snapshot = currentValues(object)
+        // Reading the values fired the fault: gone too.
+        guard !object.isInaccessible else { return }
         if journal.isRegistering && !isApplyingUndo { journal.open.recordDelete(object.objectID, snapshot: snapshot) }
         object.isDeletedFlag = true
         markChanged(object)
@@ -1242,7 +1271,14 @@ final class ContextCore {
             retained[object.objectID] = nil
             registry[object.objectID] = nil
             object.isInvalidated = true
-            removedObjects[object.objectID] = object
+            // Held for undo to bring back — only when an undo can: the open group holds the
+            // delete (an insert and delete in one group net out, and with undo off nothing is
+            // recorded). Before, every such object was held until rollback, reset or
+            // `removeAllUndoActions()`, however long the context lived.
+            if journal.isRegistering && !isApplyingUndo && journal.open.changes[object.objectID] != nil {
+                removedObjects[object.objectID] = object
+            }
+            if parentContext != nil { discardedInserts.insert(object.objectID) }
         }
     }
 
@@ -1361,9 +1397,27 @@ final class ContextCore {
         group.close { id in registered(id).map { (currentValues($0), $0.valuesStamp) } }
         guard !group.isEmpty else { return }
         journal.undoStack.append(group)
+        let kept = journal.undoStack.count
         journal.trim()
+        let dropped = journal.undoStack.count < kept || !journal.redoStack.isEmpty
         journal.redoStack.removeAll()
+        // Objects only a redo, or a group `levelsOfUndo` dropped, could have brought back are
+        // no longer held.
+        if dropped { releaseUnreachableRemovedObjects() }
         pending.append(PendingEffect(changes: group, source: group, kind: .user))
+    }
+
+    /// Stops holding the removed objects (``removedObjects``) that no group on the stacks or
+    /// the open group names any more: only undo and redo bring an object back (a group
+    /// waiting to be saved writes by ID), so nothing can.
+    func releaseUnreachableRemovedObjects() {
+        guard !removedObjects.isEmpty else { return }
+        for id in Array(removedObjects.keys) {
+            let named = journal.open.changes[id] != nil
+                || journal.undoStack.contains { $0.changes[id] != nil }
+                || journal.redoStack.contains { $0.changes[id] != nil }
+            if !named { removedObjects[id] = nil }
+        }
     }
 
     func undo() throws {

@@ -144,8 +144,19 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         }
         version = rowVersion
         rowVersion = nil
-        awakeFromFetch()
+        awakeFromFetchUntracked()
         return true
+    }
+
+    /// Runs ``awakeFromFetch()`` with the context's change processing off, as Core Data does
+    /// ("so that you can use public setters to establish transient values and other caches
+    /// without dirtying the object or its context"): a `setValue(_:forKey:)` there works as
+    /// ``setPrimitiveValue(_:forKey:)`` — no undo, no inverse, no objects-did-change.
+    func awakeFromFetchUntracked() {
+        guard let core else { return awakeFromFetch() }
+        core.awakingFromFetch += 1
+        defer { core.awakingFromFetch -= 1 }
+        awakeFromFetch()
     }
 
     /// Keeps `value` in the waiting row for `property` (a prefetched derived side).
@@ -330,6 +341,9 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         }
         if let value = rowAttribute(at: slot) { return value.boxed }
         let property = info.propertyList[slot]
+        // Reading a transient fires the fault too, as in Core Data: its `awakeFromFetch` is
+        // where a cached transient (seed 000's `fullName`) is computed.
+        if property.isTransient, !hasCommittedValues, !isInsertedFlag, !isInvalidated { fireFault() }
         return externalValue(currentValue(property), ordered: property.isOrdered)
     }
 
@@ -402,9 +416,14 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     }
 
     /// Sets `key` without registering undo or maintaining inverses (`setPrimitiveValue`);
-    /// the change is still saved.
+    /// the change is still saved. A key the entity lacks sets nothing and is recorded as a
+    /// problem the next `save()` throws (``ContextError/unknownKey(entity:key:)``), as
+    /// ``setValue(_:forKey:)`` records it.
     public func setPrimitiveValue(_ value: Any?, forKey key: String) {
-        guard let core, let property = info.properties[key] else { return }
+        guard let core, let property = info.properties[key] else {
+            core?.recordProblem(.unknownKey(entity: entity.name, key: key))
+            return
+        }
         core.set(self, property, internalValue(value, for: property), maintainInverse: false, register: false)
     }
 
@@ -723,13 +742,22 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
 
     /// Called once when the object is inserted (`awakeFromInsert`): set initial values here.
     open func awakeFromInsert() {}
-    /// Called after the object's values are loaded from the store (`awakeFromFetch`).
+    /// Called after the object's values are loaded from the store (`awakeFromFetch`): when its
+    /// fault fires (reading any property, a transient one included), not at the fetch. Change
+    /// processing is off around it, as in Core Data: a public setter caching a transient value
+    /// here doesn't dirty the object or its context and records no undo; don't change
+    /// relationships here (their inverses aren't maintained).
     open func awakeFromFetch() {}
     /// Called after undo, redo, rollback or refresh changed the object's values (`awake(fromSnapshotEvents:)`).
     open func awake(fromSnapshotEvents events: SnapshotEvents) {}
-    /// Called before the object is saved (`willSave`).
+    /// Called before the object is saved (`willSave`), for inserted, updated and deleted
+    /// objects. A change made here with `setValue(_:forKey:)` (or an object inserted here) has
+    /// `willSave` called again, as in Core Data, so set a value only when it differs, or with
+    /// ``setPrimitiveValue(_:forKey:)``; a save whose hooks still change objects after 100
+    /// rounds throws.
     open func willSave() {}
-    /// Called after the object was saved (`didSave`).
+    /// Called after the object was saved (`didSave`) — a deleted object too, with
+    /// ``isDeleted`` true during the call (remove the files you kept for it here).
     open func didSave() {}
     /// Called when the object is deleted, before delete rules run (`prepareForDeletion`).
     open func prepareForDeletion() {}

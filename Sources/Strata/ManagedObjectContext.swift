@@ -151,8 +151,10 @@ public actor ManagedObjectContext {
         get { core.transactionAuthor }
         set { core.transactionAuthor = newValue }
     }
-    /// How long fetched values stay fresh (`stalenessInterval`); kept for API parity — the
-    /// store never serves stale snapshots, so any value behaves like 0.
+    /// How long fetched values stay fresh (`stalenessInterval`); kept for API parity and not
+    /// consulted. A fault that isn't holding a fetched row reads the store when it fires (as
+    /// with 0); a fault a fetch left its row on fires from that row, however old (as with
+    /// Core Data's default, -1) — `refresh(_:mergeChanges:)` drops the row.
     public var stalenessInterval: TimeInterval = -1
 
     /// The app's own values kept with the context (Core Data's `userInfo`), usable only on
@@ -394,11 +396,13 @@ public actor ManagedObjectContext {
     public func reset() { core.reset() }
 
     /// Re-reads `object` from the store (`refresh(_:mergeChanges:)`): with `mergeChanges`,
-    /// unsaved changes win over store values and transient values are restored; without,
-    /// the object becomes a fault and its unsaved changes are dropped.
+    /// unsaved changes win over store values and transient values are restored (a fault stays
+    /// a fault, read when next used); without, the object becomes a fault and its unsaved
+    /// changes are dropped.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) { core.refresh(object, mergeChanges: mergeChanges) }
 
-    /// Refreshes every registered object, keeping unsaved changes (`refreshAllObjects()`).
+    /// Refreshes every registered object, keeping unsaved changes (`refreshAllObjects()`):
+    /// loaded objects show the store's values, faults stay faults (nothing is read for them).
     public func refreshAllObjects() {
         for object in registeredObjects { core.refresh(object, mergeChanges: true) }
     }
