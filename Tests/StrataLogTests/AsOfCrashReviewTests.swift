@@ -1,0 +1,270 @@
+import Foundation
+@testable import StrataLog
+import StrataModel
+import StrataStorage
+import StrataTestSupport
+import Testing
+
+// Review of as-of reads, checkpoints and crash safety (spec 0004 §6.3, §7, §8).
+//
+// Knobs (environment variables):
+//   STRATA_ASOF_REVIEW_TRANSACTIONS  transactions of the as-of workload (default 60)
+//   STRATA_ASOF_REVIEW_SEED          its seed
+//   STRATA_CRASH_ITERATIONS          kills per crash test (default 8, shared with CrashSafetyTests)
+
+@Suite("As-of reads, checkpoints and crash safety: review")
+struct AsOfCrashReviewTests {
+    static let transactions = max(environmentNumber("STRATA_ASOF_REVIEW_TRANSACTIONS", default: 60), 24)
+    static let seed = UInt64(environmentNumber("STRATA_ASOF_REVIEW_SEED", default: 0xA50F_2025))
+
+    /// A random workload over the library model: inserts (members, captains, sponsors, clubs),
+    /// updates, ordered and unordered to-many changes, deletes and restores under the same ID.
+    /// Returns every committed event, by sequence.
+    struct Workload {
+        var rng: SeededGenerator
+        var members: [StoredObjectID] = []
+        var clubs: [StoredObjectID] = []
+        var sponsors: [StoredObjectID] = []
+        var deleted: [StoredObjectID: [String: DraftValue]] = [:]
+        var events: [UInt64: TransactionEvent] = [:]
+
+        init(seed: UInt64) { rng = SeededGenerator(seed: seed) }
+
+        mutating func step(_ log: EventLog, _ n: Int) throws {
+            var draft = TransactionDraft(author: "review")
+            switch rng.int(0..<9) {
+            case 0, 1:
+                let entity = rng.int(0..<3) == 0 ? "Captain" : "Member"
+                var values: [String: DraftValue] = ["name": s("m\(n)"), "email": s("m\(n)@x"), "age": i(Int32(n % 50))]
+                if entity == "Captain" { values["since"] = .attribute(.date(Date(timeIntervalSinceReferenceDate: Double(n)))) }
+                if let sponsor = sponsors.randomElement(using: &rng) { values["favourites"] = .references([.stored(sponsor)]) }
+                _ = draft.insert(entity, values: values)
+            case 2:
+                _ = draft.insert("Sponsor", values: ["name": s("s\(n)")])
+            case 3:
+                // A club with an ordered lineup (maybe empty) and unordered sponsors.
+                let lineup = members.shuffled(using: &rng).prefix(rng.int(0...3)).map { DraftObjectID.stored($0) }
+                let chosen = sponsors.shuffled(using: &rng).prefix(rng.int(0...2)).map { DraftObjectID.stored($0) }
+                var values: [String: DraftValue] = ["name": s("c\(n)"), "lineup": .references(lineup)]
+                if !chosen.isEmpty || rng.int(0..<2) == 0 { values["sponsors"] = .references(chosen) }
+                _ = draft.insert("Club", values: values)
+            case 4:
+                guard let member = members.randomElement(using: &rng) else { return }
+                draft.update(.stored(member), values: ["age": i(Int32(rng.int(0..<90))), "rating": rng.int(0..<3) == 0 ? .null : .attribute(.double(Double(n)))])
+            case 5:
+                guard let club = clubs.randomElement(using: &rng), let sponsor = sponsors.randomElement(using: &rng) else { return }
+                if rng.int(0..<2) == 0 {
+                    draft.changeMembers(of: .stored(club), "sponsors", adding: [.stored(sponsor)])
+                } else {
+                    draft.changeMembers(of: .stored(club), "sponsors", removing: [.stored(sponsor)])
+                }
+            case 6:
+                guard let club = clubs.randomElement(using: &rng) else { return }
+                let lineup = members.shuffled(using: &rng).prefix(rng.int(0...3)).map { DraftObjectID.stored($0) }
+                draft.update(.stored(club), values: ["lineup": .references(lineup), "name": s("c\(n)'")])
+            case 7:
+                // Delete a member nothing refers to (no lineup holds it), remembering its values.
+                guard let member = members.randomElement(using: &rng) else { return }
+                let values = try log.read { reader -> [String: LogValue]? in
+                    guard try reader.related(member, "lineupClub").isEmpty else { return nil }
+                    return try reader.object(member)?.values
+                }
+                guard let values else { return }
+                draft.delete(.stored(member))
+                deleted[member] = values.mapValues(Self.draftValue)
+            default:
+                // Restore a deleted member under its own ID.
+                guard let (member, values) = deleted.first else { return }
+                draft.restore(member, values: values)
+            }
+            let result: CommitResult
+            do {
+                result = try log.commit(draft)
+            } catch is LogError {
+                return  // refused (a uniqueness clash, a reference gone): nothing written
+            }
+            events[result.sequence] = result.event
+            for change in result.event.changes {
+                switch change {
+                case .insert(let id, _):
+                    deleted[id] = nil
+                    switch id.entity {
+                    case "Club": clubs.append(id)
+                    case "Sponsor": sponsors.append(id)
+                    default: members.append(id)
+                    }
+                case .delete(let id, _):
+                    members.removeAll { $0 == id }
+                default: break
+                }
+            }
+        }
+
+        static func draftValue(_ value: LogValue) -> DraftValue {
+            switch value {
+            case .null: .null
+            case .attribute(let attribute): .attribute(attribute)
+            case .reference(let id): .reference(.stored(id))
+            case .references(let ids): .references(ids.map { .stored($0) })
+            }
+        }
+    }
+
+    /// Every sequence's state, replaying `events` (keyed by sequence, 1…head; gaps are events
+    /// with no changes) forward from nothing.
+    static func replayed(_ events: [UInt64: TransactionEvent], head: UInt64) -> [StateImage] {
+        var states = [StateImage()]
+        var image = StateImage()
+        if head > 0 {
+            for sequence in 1...head {
+                if let event = events[sequence] { image.apply(event) }
+                states.append(image)
+            }
+        }
+        return states
+    }
+
+    /// Checks `state(asOf:)` and `objects(_:asOf:)` against `expected` for every N in `range`;
+    /// returns the plans used.
+    static func check(_ log: EventLog, _ expected: [StateImage], _ range: ClosedRange<UInt64>, _ what: String) throws -> Set<String> {
+        var plans: Set<String> = []
+        let ids = Set(expected.flatMap { $0.objects.keys })
+        try log.read { reader throws in
+            for n in range {
+                let plan = try reader.plan(asOf: n)
+                switch plan {
+                case .backwardFromHead: plans.insert("backward")
+                case .forwardFromCheckpoint: plans.insert("checkpoint")
+                case .forwardFromStart: plans.insert("start")
+                }
+                let state = try reader.state(asOf: n)
+                #expect(state == expected[Int(n)], "\(what): state(asOf: \(n)) by \(plan): \(stateDifferences(state.objects, expected[Int(n)].objects))")
+                let objects = try reader.objects(ids, asOf: n)
+                #expect(objects == expected[Int(n)].objects, "\(what): objects(asOf: \(n)): \(stateDifferences(objects, expected[Int(n)].objects))")
+            }
+        }
+        return plans
+    }
+
+    @Test("as-of equals the replay for every N, by every plan: around checkpoints, segment boundaries, the compaction horizon and a purge point, with deletes, restores, ordered and unordered to-many (STRATA_ASOF_REVIEW_TRANSACTIONS)")
+    func asOfAgainstReplay() throws {
+        let dir = try TemporaryDirectory("strata-asof-review")
+        let log = try openLog(dir, model: try libraryModel()) {
+            $0.checkpointInterval = 9
+            $0.maximumCheckpoints = 3
+        }
+        var workload = Workload(seed: Self.seed)
+        let total = Self.transactions
+        var n = 0
+        func run(until count: Int) throws {
+            while n < count {
+                try workload.step(log, n)
+                n += 1
+            }
+        }
+        try run(until: total / 3)
+        var request = CompactionRequest(before: try log.head / 2)
+        request.eventsPerFrame = 4
+        try log.compact(request)
+        try log.checkpoint()
+        try run(until: total / 2)
+        var head = try log.head
+        var expected = Self.replayed(workload.events, head: head)
+        var plans = try Self.check(log, expected, 0...head, "before the purge")
+        #expect(plans == ["backward", "checkpoint", "start"], "every plan ran: \(plans)")
+
+        // Purge inside the segment (it straddles), then a checkpoint at once and more commits.
+        let compacted = try log.read { try $0.compactedThrough }
+        let point = max(compacted / 2, 1)
+        try log.purge(through: point, author: "review")
+        try log.checkpoint()
+        try run(until: total * 3 / 4)
+        request.before = try log.head - 2
+        try log.compact(request)
+        try run(until: total)
+        head = try log.head
+        expected = Self.replayed(workload.events, head: head)
+        plans = try Self.check(log, expected, point...head, "after the purge")
+        #expect(plans.isSuperset(of: ["backward", "checkpoint"]), "\(plans)")
+        #expect(try log.verify().isClean)
+
+        // The same store replayed into one without the checkpoints: the walk back instead.
+        let copy = dir.file("replayed")
+        _ = try log.replay(through: head, into: copy)
+        let replayedLog = try EventLog(openingExistingAt: copy)
+        plans = try Self.check(replayedLog, expected, point...head, "the replayed copy")
+        #expect(plans.contains("backward"))
+
+        // Out of range: a clear error, never a state.
+        try log.read { reader throws in
+            #expect(throws: LogError.sequenceOutOfRange(requested: head + 1, head: head)) { try reader.state(asOf: head + 1) }
+            #expect(throws: LogError.sequenceOutOfRange(requested: head + 1, head: head)) { try reader.objects([], asOf: head + 1) }
+            #expect(throws: LogError.historyPurged(requested: point - 1, purgedThrough: point)) { try reader.state(asOf: point - 1) }
+        }
+    }
+}
+
+// MARK: - Crash safety beyond commits and compaction
+
+extension AsOfCrashReviewTests {
+    @Test("SIGKILL during commits, compaction and purge: every acknowledged commit survives (or was purged), the purge point never goes back, no orphan segment file, state == replay from the base, verify clean")
+    func killDuringPurge() throws {
+        let dir = try TemporaryDirectory("strata-crash-purge")
+        let store = dir.file("store")
+        var rng = SeededGenerator(seed: CrashSafetyTests.seed ^ 0x9E6)
+        var lastAck: UInt64 = 0
+        var lastPurged: UInt64 = 0
+        var purges = 0
+        for round in 1...CrashSafetyTests.iterations {
+            let context = "seed \(CrashSafetyTests.seed), purge round \(round)"
+            let probe = try LogProbeProcess(["purge", store, String(rng.int(2...5))])
+            let wanted = rng.int(1...3)
+            var seen = 0
+            while seen < wanted, let line = probe.nextLine() {
+                if line.hasPrefix("purged ") { seen += 1 }
+            }
+            usleep(UInt32(rng.int(0..<8000)))
+            probe.kill()
+            guard probe.wasKilled else {
+                Issue.record("\(context): the probe exited by itself (\(probe.process.terminationStatus)): \(probe.standardError)")
+                return
+            }
+            let acks = probe.numbers(after: "ack")
+            lastAck = max(lastAck, acks.max() ?? 0)
+            lastPurged = max(lastPurged, probe.numbers(after: "purged").max() ?? 0)
+            purges += probe.numbers(after: "purged").count
+
+            let log = try EventLog(openingExistingAt: store, readOnly: false)
+            let (head, purged, state, replayed, members) = try log.read { reader throws in
+                let purged = try reader.purgedThrough
+                var image = try reader.state(asOf: purged)
+                try reader.forEachEvent(from: purged + 1) { event in
+                    image.apply(event)
+                    return .next
+                }
+                var members: Set<String> = []
+                try reader.forEachObject(of: "Member") { object in
+                    if case .attribute(.string(let email)) = object.values["email"] { members.insert(email) }
+                    return .next
+                }
+                return (try reader.head, purged, try reader.currentState(), image, members)
+            }
+            #expect(head >= lastAck, "\(context): acknowledged commit \(lastAck) is lost (head \(head))")
+            #expect(purged >= lastPurged, "\(context): acknowledged purge through \(lastPurged) is lost (now \(purged))")
+            #expect(replayed == state, "\(context): the base and the events after it vs the state: \(stateDifferences(replayed.objects, state.objects))")
+            for ack in acks where !members.contains("purge-\(ack)@probe.test") {
+                Issue.record("\(context): the member acknowledged at \(ack) is missing")
+                break
+            }
+            let segments = try log.segments()
+            let named = Set(segments.map(\.fileName) + segments.compactMap(\.dictionaryFileName))
+            let files = CrashSafetyTests.segmentFiles(store).filter { !$0.hasPrefix(".purged-") }
+            #expect(files == named, "\(context): segments/ holds \(files.sorted()), the manifest names \(named.sorted())")
+            let report = try log.verify()
+            #expect(report.isClean, "\(context): verify after a crash: \(report.problems.prefix(10))")
+            lastAck = head
+            lastPurged = purged
+        }
+        print("crash during purge: \(CrashSafetyTests.iterations) kills, head \(lastAck), purged through \(lastPurged), \(purges) purges acknowledged")
+    }
+}
