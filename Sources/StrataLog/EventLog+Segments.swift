@@ -365,6 +365,18 @@ extension EventLog {
         }
     }
 
+    /// Removes the scratch copies (`.vacuum-UUID/`) vacuums killed before they finished left
+    /// in the store directory — a partial or whole copy of `data.mdb`, as large as the store,
+    /// which nothing reads. Runs at every writable open: while this process has the
+    /// environment open, no vacuum can run (a vacuum needs the store closed everywhere, and
+    /// one running holds the lock an open waits for). Best effort.
+    static func removeVacuumScratch(inStoreDirectory path: String) {
+        let fileManager = FileManager.default
+        for name in (try? fileManager.contentsOfDirectory(atPath: path)) ?? [] where name.hasPrefix(".vacuum-") {
+            try? fileManager.removeItem(atPath: (path as NSString).appendingPathComponent(name))
+        }
+    }
+
     // MARK: - Consumers and retention
 
     /// Records that consumer `name` has processed every transaction through `sequence`;

@@ -207,6 +207,74 @@ struct AsOfCrashReviewTests {
 // MARK: - Crash safety beyond commits and compaction
 
 extension AsOfCrashReviewTests {
+    /// Entries of the store directory a vacuum leaves (`.vacuum-…`).
+    static func vacuumLeftovers(_ store: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: store)) ?? []).filter { $0.hasPrefix(".vacuum-") }.sorted()
+    }
+
+    @Test("SIGKILL during vacuum (commits, close, mdb_env_copy2, rename): every acknowledged commit survives, verify clean, and the next writable open removes the scratch copy")
+    func killDuringVacuum() throws {
+        let dir = try TemporaryDirectory("strata-crash-vacuum")
+        let store = dir.file("store")
+        var rng = SeededGenerator(seed: CrashSafetyTests.seed ^ 0xFAC)
+        var lastAck: UInt64 = 0
+        var leftoversSeen = 0
+        for round in 1...CrashSafetyTests.iterations {
+            let context = "seed \(CrashSafetyTests.seed), vacuum round \(round)"
+            let probe = try LogProbeProcess(["vacuum", store, String(rng.int(1...6))])
+            let wanted = rng.int(1...3)
+            var vacuums = 0
+            while vacuums < wanted, let line = probe.nextLine() {
+                if line.hasPrefix("vacuumed") { vacuums += 1 }
+            }
+            usleep(UInt32(rng.int(0..<6000)))
+            probe.kill()
+            guard probe.wasKilled else {
+                Issue.record("\(context): the probe exited by itself (\(probe.process.terminationStatus)): \(probe.standardError)")
+                return
+            }
+            lastAck = max(lastAck, probe.numbers(after: "ack").max() ?? 0)
+            if !Self.vacuumLeftovers(store).isEmpty { leftoversSeen += 1 }
+            let head = try CrashSafetyTests.checkAfterCrash(store, lastAck: lastAck, lastCompacted: 0, context: context)
+            #expect(Self.vacuumLeftovers(store).isEmpty, "\(context): a vacuum's scratch copy outlived a writable open: \(Self.vacuumLeftovers(store))")
+            lastAck = head
+        }
+        print("crash during vacuum: \(CrashSafetyTests.iterations) kills, head \(lastAck), scratch copies left in \(leftoversSeen) rounds")
+    }
+
+    @Test("a vacuum's scratch copy left by a kill (a partial data.mdb in .vacuum-UUID/) is removed by the next writable open and by the next vacuum; a read-only open leaves it")
+    func vacuumScratchRemoved() throws {
+        let dir = try TemporaryDirectory("strata-vacuum-leftover")
+        let store = dir.file("store")
+        do {
+            let log = try openLog(dir, model: try libraryModel())
+            var draft = TransactionDraft()
+            _ = draft.insert("Sponsor", values: ["name": s("Acme")])
+            try log.commit(draft)
+        }
+        func plant() throws -> String {
+            let scratch = (store as NSString).appendingPathComponent(".vacuum-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: false)
+            #expect(FileManager.default.createFile(atPath: (scratch as NSString).appendingPathComponent("data.mdb"), contents: Data(repeating: 7, count: 1 << 16)))
+            return scratch
+        }
+        let first = try plant()
+        do {
+            let log = try EventLog(openingExistingAt: store, readOnly: true)
+            #expect(try log.head == 1)
+        }
+        #expect(FileManager.default.fileExists(atPath: first), "a read-only open writes nothing")
+        do {
+            let log = try EventLog(openingExistingAt: store, readOnly: false)
+            #expect(try log.head == 1)
+        }
+        #expect(Self.vacuumLeftovers(store).isEmpty, "\(Self.vacuumLeftovers(store))")
+        _ = try plant()
+        _ = try EventLog.vacuum(path: store)
+        #expect(Self.vacuumLeftovers(store).isEmpty, "\(Self.vacuumLeftovers(store))")
+        #expect(try EventLog(openingExistingAt: store).verify().isClean)
+    }
+
     @Test("SIGKILL during commits, compaction and purge: every acknowledged commit survives (or was purged), the purge point never goes back, no orphan segment file, state == replay from the base, verify clean")
     func killDuringPurge() throws {
         let dir = try TemporaryDirectory("strata-crash-purge")

@@ -328,6 +328,11 @@ extension LMDBEnvironment {
         }
 
         let before = size(dataFile)
+        // Scratch copies of vacuums killed before they finished: nothing reads them, and no
+        // other vacuum can be running (the lock is ours).
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] where name.hasPrefix(".vacuum-") {
+            try? FileManager.default.removeItem(atPath: (path as NSString).appendingPathComponent(name))
+        }
         let scratch = (path as NSString).appendingPathComponent(".vacuum-\(UUID().uuidString)")
         do {
             try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: false)
