@@ -210,6 +210,11 @@ extension LogReader {
         return result
     }
 
+    /// The tally row of the checkpoint at `sequence` (nil: it has none).
+    func checkpointTally(_ sequence: UInt64) throws -> [UInt8]? {
+        try txn.value(forKey: bigEndianBytes(sequence) + [CheckpointTag.tally], in: tables.checkpoints)
+    }
+
     func checkpoint(atOrBefore sequence: UInt64) throws -> UInt64? {
         var found: UInt64?
         try txn.forEach(
@@ -265,6 +270,16 @@ extension LogReader {
             unordered.append((try writer.id(source), property, try writer.id(target)))
             return .next
         }
+        // The header counts the records; the tally (checkpoints written since it exists) the
+        // membership and counter rows: a lost one would read as a member gone, without a word.
+        if let tally = try checkpointTally(sequence) {
+            var counters: UInt64 = 0
+            try txn.forEach(in: tables.checkpoints, range: .prefix(bigEndianBytes(sequence) + [CheckpointTag.counter])) { _, _ in
+                counters += 1
+                return .next
+            }
+            try CheckpointRows.checkTally(tally, sequence: sequence, members: UInt64(unordered.count), counters: counters)
+        }
         for (source, property, target) in unordered {
             var ids: [StoredObjectID] = []
             if case .references(let existing) = image.objects[source]?[property] { ids = existing }
@@ -280,6 +295,9 @@ enum CheckpointTag {
     static let record: UInt8 = 0x01
     static let member: UInt8 = 0x02
     static let counter: UInt8 = 0x03
+    /// The tally row (key: seq · `04`, 9 bytes): the number of membership rows (u64) and of
+    /// counter rows (u64) the checkpoint holds, as the header counts its records.
+    static let tally: UInt8 = 0x04
     /// Header flag: the checkpoint holds the primary-key counters (`03` rows).
     static let hasCounters: UInt8 = 0x01
 }
@@ -298,6 +316,29 @@ struct CheckpointRows {
     /// The sequence and the object count its header declares, for a checkpoint read from the
     /// table (nil for rows made from the current state).
     var declared: (sequence: UInt64, count: UInt64?)?
+    /// The checkpoint's tally row as stored (nil: none — checkpoints written before it
+    /// existed, and rows made from the current state).
+    var tally: [UInt8]?
+
+    /// The tally row's value for `members` membership rows and `counters` counter rows.
+    static func tallyValue(members: Int, counters: Int) -> [UInt8] {
+        bigEndianBytes(UInt64(members)) + bigEndianBytes(UInt64(counters))
+    }
+
+    /// Refuses a checkpoint whose tally row isn't 16 bytes or doesn't count the membership
+    /// and counter rows it holds.
+    static func checkTally(_ tally: [UInt8], sequence: UInt64, members: UInt64, counters: UInt64) throws {
+        let hex = tally.map { String(format: "%02x", $0) }.joined()
+        guard tally.count == 16, let declaredMembers = tally.withUnsafeBytes({ readBigEndian($0) }),
+            let declaredCounters = tally.withUnsafeBytes({ readBigEndian($0, at: 8) })
+        else {
+            throw LogError.malformed("checkpoint \(sequence): its tally row (\(hex)) is \(tally.count) bytes, not 16: the checkpoint is damaged")
+        }
+        guard declaredMembers == members, declaredCounters == counters else {
+            throw LogError.malformed(
+                "checkpoint \(sequence) holds \(members) membership rows and \(counters) counter rows, but its tally says \(declaredMembers) and \(declaredCounters): the checkpoint is damaged")
+        }
+    }
 }
 
 extension LogReader {
@@ -309,6 +350,10 @@ extension LogReader {
         rows.hasCounters = header.count >= 9 && header[8] & CheckpointTag.hasCounters != 0
         rows.declared = (sequence, header.count == 8 || header.count == 9 ? header.withUnsafeBytes { readBigEndian($0) } : nil)
         try txn.forEach(in: tables.checkpoints, range: .prefix(prefix)) { key, value in
+            if key.byteCount == 9, key.withUnsafeBytes({ $0[8] }) == CheckpointTag.tally {
+                rows.tally = value.withUnsafeBytes { Array($0) }
+                return .next
+            }
             guard key.byteCount > 9 else { return .next }
             key.withUnsafeBytes { raw in
                 let rest = Array(raw[9...])
@@ -333,6 +378,9 @@ extension TableWriter {
         for (key, value) in rows.records { try txn.put(value, forKey: prefix + [CheckpointTag.record] + key, in: tables.checkpoints) }
         for key in rows.members { try txn.put([UInt8](), forKey: prefix + [CheckpointTag.member] + key, in: tables.checkpoints) }
         for (key, value) in rows.counters { try txn.put(value, forKey: prefix + [CheckpointTag.counter] + key, in: tables.checkpoints) }
+        try txn.put(
+            CheckpointRows.tallyValue(members: rows.members.count, counters: rows.counters.count), forKey: prefix + [CheckpointTag.tally],
+            in: tables.checkpoints)
         let flags: UInt8 = rows.hasCounters ? CheckpointTag.hasCounters : 0
         try txn.put(bigEndianBytes(UInt64(rows.records.count)) + [flags], forKey: prefix, in: tables.checkpoints)
     }
@@ -376,6 +424,9 @@ extension TableWriter {
         if let (sequence, count) = rows.declared, count != UInt64(rows.records.count) {
             throw LogError.malformed(
                 "checkpoint \(sequence) holds \(rows.records.count) records, but its header says \(count.map { "\($0)" } ?? "nothing readable"): the checkpoint is damaged")
+        }
+        if let (sequence, _) = rows.declared, let tally = rows.tally {
+            try CheckpointRows.checkTally(tally, sequence: sequence, members: UInt64(rows.members.count), counters: UInt64(rows.counters.count))
         }
         for (keyBytes, value) in rows.records {
             guard let objectKey = keyBytes.withUnsafeBytes({ ObjectKey($0) }), keyBytes.count == ObjectKey.byteCount else {

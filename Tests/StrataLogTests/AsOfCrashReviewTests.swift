@@ -202,6 +202,43 @@ struct AsOfCrashReviewTests {
             #expect(throws: LogError.historyPurged(requested: point - 1, purgedThrough: point)) { try reader.state(asOf: point - 1) }
         }
     }
+
+    @Test("a checkpoint that lost a membership row is an error for as-of reads naming it, not a club without that sponsor")
+    func checkpointLostMembershipRow() throws {
+        let dir = try TemporaryDirectory("strata-asof-review")
+        let log = try openLog(dir, model: try libraryModel()) { $0.checkpointInterval = 0 }
+        var draft = TransactionDraft()
+        let sponsors = (0..<3).map { draft.insert("Sponsor", values: ["name": s("s\($0)")]) }
+        let club = draft.insert("Club", values: ["name": s("Otters"), "sponsors": .references(sponsors)])
+        let clubID = try #require(try log.commit(draft).permanentID(for: club))
+        try log.checkpoint()
+        for k in 0..<5 {
+            var draft = TransactionDraft()
+            draft.update(.stored(clubID), values: ["name": s("Otters \(k)")])
+            try log.commit(draft)
+        }
+        let head = try log.head
+        let intact = try log.read { try $0.state(asOf: 2) }
+        #expect(try log.read { try $0.plan(asOf: 2) } == .forwardFromCheckpoint(checkpoint: 1, events: 1))
+        let memberRows: [[UInt8]] = try log.environment.read { txn in
+            var keys: [[UInt8]] = []
+            try txn.forEach(in: log.tables.checkpoints, range: .prefix(bigEndianBytes(UInt64(1)) + [CheckpointTag.member])) { key, _ in
+                keys.append(key.withUnsafeBytes { Array($0) })
+                return .next
+            }
+            return keys
+        }
+        #expect(memberRows.count == 3)
+        try log.environment.write { txn in _ = try txn.delete(key: memberRows[1], in: log.tables.checkpoints) }
+        do {
+            let state = try log.read { try $0.state(asOf: 2) }
+            Issue.record("as of 2 read from the damaged checkpoint without an error: \(stateDifferences(state.objects, intact.objects))")
+        } catch {
+            #expect("\(error)".contains("checkpoint 1"), "\(error)")
+        }
+        #expect(try log.read { try $0.state(asOf: head) } == log.read { try $0.currentState() })
+        #expect(try log.verify().problems.contains { $0.location.hasPrefix("checkpoint 1") })
+    }
 }
 
 // MARK: - Crash safety beyond commits and compaction
