@@ -2,16 +2,68 @@ import Foundation
 public import StrataStorage
 
 extension LogReader {
-    /// The current state of every object, in memory.
+    /// The current state of every object, in memory: every record of the state table, each
+    /// decoded with the model version that wrote it, and the membership rows — whatever this
+    /// handle's model (an earlier version's handle sees the objects a later one renamed or
+    /// added, under their names, as the log's replay has them) and whatever generation the
+    /// reader is pinned to (as-of reads read the log as it is; before, a pinned reader's
+    /// walk back started from the generation's objects and reverted their later changes a
+    /// second time).
     public func currentState() throws -> StateImage {
         var image = StateImage()
-        for entity in log.schema.entities.keys.sorted() where !(log.schema.entities[entity]?.isAbstract ?? true) {
-            try forEachObject(of: entity, includingSubentities: false) { object in
-                image.objects[object.id] = object.values
-                return .next
+        var ids: [ObjectKey: StoredObjectID] = [:]
+        try txn.forEach(in: tables.state) { key, value in
+            guard key.byteCount == ObjectKey.byteCount, let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) else {
+                throw LogError.malformed("the state table holds a key of \(key.byteCount) bytes, not \(ObjectKey.byteCount)")
             }
+            let id = try writer.id(objectKey)
+            let record = try value.withUnsafeBytes { raw in try writer.decodeRecord(raw, entityName: id.entity, context: "record \(id)") }
+            image.objects[id] = record.values
+            ids[objectKey] = id
+            return .next
         }
+        try addMembers(to: &image, range: .all) { ids[$0] }
         return image
+    }
+
+    /// One object's values as the state table holds them now (nil: it doesn't exist), as
+    /// ``currentState()`` gives them: not as a pinned generation or this handle's model
+    /// would read them.
+    func storedValues(_ id: StoredObjectID) throws -> [String: LogValue]? {
+        let key = try writer.key(id)
+        guard let record = try writer.readRecord(txn, key, entityName: id.entity) else { return nil }
+        var image = StateImage(objects: [id: record.values])
+        try addMembers(to: &image, range: .prefix(key.bytes)) { $0 == key ? id : nil }
+        return image.objects[id]
+    }
+
+    /// Adds the `members` rows in `range` to the objects of `image` (`source` names each
+    /// row's source object, nil: skip it) as sorted `.references` under the relationship's
+    /// name, as a checkpoint's membership rows are read.
+    private func addMembers(
+        to image: inout StateImage, range: KeyRange, source: (ObjectKey) -> StoredObjectID?
+    ) throws {
+        var members: [StoredObjectID: [String: [StoredObjectID]]] = [:]
+        try txn.forEach(in: tables.members, range: range) { key, _ in
+            let parts = key.withUnsafeBytes { raw -> (ObjectKey, UInt16, ObjectKey)? in
+                guard raw.count == 22, let from = ObjectKey(raw, at: 0), let code = readBigEndian(raw, at: 10, count: 2),
+                    let to = ObjectKey(raw, at: 12)
+                else { return nil }
+                return (from, UInt16(code), to)
+            }
+            guard let (from, code, to) = parts else {
+                throw LogError.malformed("the members table holds a key of \(key.byteCount) bytes, not 22")
+            }
+            guard let id = source(from) else { return .next }
+            guard let qualified = log.catalog.relationshipName(code) else {
+                throw LogError.malformed("a membership row of \(id) names relationship code \(code), which the catalog doesn't have")
+            }
+            members[id, default: [:]][String(qualified.split(separator: ".").last ?? ""), default: []].append(try writer.id(to))
+            return .next
+        }
+        for (id, properties) in members where image.objects[id] != nil {
+            for (property, targets) in properties { image.objects[id]?[property] = .references(targets.sorted()) }
+        }
     }
 
     /// How `state(asOf:)` will build the state as of `sequence`, and what it costs in events.
@@ -137,7 +189,7 @@ extension LogReader {
         var wanted: Set<StoredObjectID> = []
         var later: Set<UInt64> = []
         for id in ids where wanted.insert(id).inserted {
-            if let current = try object(id) { image.objects[id] = current.values }
+            if let current = try storedValues(id) { image.objects[id] = current }
             for touching in try history(of: id) where touching > sequence { later.insert(touching) }
         }
         func revert(_ event: TransactionEvent) {
@@ -189,7 +241,7 @@ extension LogReader {
         let purged = try purgedThrough
         let touching = try history(of: id).filter { $0 > purged }.suffix(max(limit, 0))
         var image = StateImage()
-        if let current = try object(id) { image.objects[id] = current.values }
+        if let current = try storedValues(id) { image.objects[id] = current }
         try forEachEvent(among: Array(touching), reversed: true) { event in
             // The events after this one are reverted: the image is the state just after it.
             if try body(event.sequence, image.objects[id]) == .stop { return .stop }

@@ -373,3 +373,118 @@ extension AsOfCrashReviewTests {
         print("crash during purge: \(CrashSafetyTests.iterations) kills, head \(lastAck), purged through \(lastPurged), \(purges) purges acknowledged")
     }
 }
+
+// MARK: - As-of through pinned readers and earlier models
+
+extension AsOfCrashReviewTests {
+    /// Every event of `log`, by sequence.
+    static func eventsBySequence(_ log: EventLog) throws -> [UInt64: TransactionEvent] {
+        try log.read { reader throws in
+            var events: [UInt64: TransactionEvent] = [:]
+            try reader.forEachEvent { event in
+                events[event.sequence] = event
+                return .next
+            }
+            return events
+        }
+    }
+
+    @Test("as-of reads through a reader pinned to a query generation read the log as it is: the same states as an unpinned reader, not the generation's objects reverted again")
+    func asOfThroughPinnedReader() throws {
+        let dir = try TemporaryDirectory("strata-asof-review")
+        let log = try openLog(dir, model: try libraryModel()) { $0.checkpointInterval = 0 }
+        var workload = Workload(seed: Self.seed ^ 0x91)
+        for n in 0..<12 { try workload.step(log, n) }
+        let view = GenerationView(sequence: try log.head)
+        _ = try log.read(pinnedTo: view) { try $0.head }
+        for n in 12..<30 { try workload.step(log, n) }
+        let head = try log.head
+        let expected = Self.replayed(try Self.eventsBySequence(log), head: head)
+        let ids = Set(expected.flatMap { $0.objects.keys })
+        try log.read(pinnedTo: view) { reader throws in
+            for n in 0...head {
+                let state = try reader.state(asOf: n)
+                let plan = try reader.plan(asOf: n)
+                #expect(state == expected[Int(n)], "pinned: state(asOf: \(n)) by \(plan): \(stateDifferences(state.objects, expected[Int(n)].objects))")
+                let objects = try reader.objects(ids, asOf: n)
+                #expect(objects == expected[Int(n)].objects, "pinned: objects(asOf: \(n)): \(stateDifferences(objects, expected[Int(n)].objects))")
+            }
+        }
+        for id in ids.sorted().prefix(8) {
+            func versions(_ pinned: Bool) throws -> [(UInt64, [String: LogValue]?)] {
+                try log.read(pinnedTo: pinned ? view : nil) { reader throws in
+                    var result: [(UInt64, [String: LogValue]?)] = []
+                    try reader.forEachVersion(of: id) { sequence, values in
+                        result.append((sequence, values))
+                        return .next
+                    }
+                    return result
+                }
+            }
+            let (pinned, current) = (try versions(true), try versions(false))
+            #expect(pinned.map(\.0) == current.map(\.0) && zip(pinned, current).allSatisfy { $0.1 == $1.1 }, "forEachVersion(of: \(id)) pinned vs not")
+            for (sequence, values) in current { #expect(values == expected[Int(sequence)].objects[id], "\(id) after \(sequence)") }
+        }
+    }
+
+    static func renameModel(renamed: Bool) throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Team") {
+                Attribute("name", .string)
+                if renamed {
+                    Relationship("players", to: "Athlete", inverse: "team", toMany: true)
+                } else {
+                    Relationship("players", to: "Player", inverse: "team", toMany: true)
+                }
+            }
+            if renamed {
+                Entity("Athlete") {
+                    Attribute("name", .string)
+                    Attribute("score", .int32)
+                    Relationship("team", to: "Team", inverse: "players")
+                }
+                .renamed(from: "Player")
+            } else {
+                Entity("Player") {
+                    Attribute("name", .string)
+                    Attribute("score", .int32)
+                    Relationship("team", to: "Team", inverse: "players")
+                }
+            }
+        }
+    }
+
+    @Test("as-of reads by a handle of an earlier model version, after a later one renamed an entity and wrote its objects: every N equals the replay, whichever way it is read")
+    func asOfByEarlierModelAfterRename() throws {
+        let dir = try TemporaryDirectory("strata-asof-review")
+        var team: StoredObjectID?
+        do {
+            let log = try openLog(dir, model: try Self.renameModel(renamed: false)) { $0.checkpointInterval = 0 }
+            var draft = TransactionDraft()
+            let t = draft.insert("Team", values: ["name": s("Otters")])
+            for k in 0..<3 { _ = draft.insert("Player", values: ["name": s("p\(k)"), "score": i(Int32(k)), "team": .reference(t)]) }
+            team = try log.commit(draft).permanentID(for: t)
+            try log.checkpoint()
+        }
+        let teamID = try #require(team)
+        do {
+            let log = try openLog(dir, model: try Self.renameModel(renamed: true)) { $0.checkpointInterval = 0 }
+            for k in 0..<6 {
+                var draft = TransactionDraft()
+                draft.update(.stored(StoredObjectID(entity: "Athlete", primaryKey: UInt64(k % 3 + 1))), values: ["score": i(Int32(100 + k))])
+                if k == 2 { _ = draft.insert("Athlete", values: ["name": s("new"), "team": .reference(.stored(teamID))]) }
+                try log.commit(draft)
+            }
+        }
+        let earlier = try openLog(dir, model: try Self.renameModel(renamed: false)) { $0.checkpointInterval = 0 }
+        var draft = TransactionDraft()
+        draft.update(.stored(teamID), values: ["name": s("Otters II")])
+        try earlier.commit(draft)
+        let head = try earlier.head
+        let expected = Self.replayed(try Self.eventsBySequence(earlier), head: head)
+        #expect(try earlier.read { try $0.currentState() } == expected[Int(head)], "the current state: every object stored, whatever the handle's model")
+        _ = try Self.check(earlier, expected, 0...head, "earlier model")
+        let later = try openLog(dir, model: try Self.renameModel(renamed: true)) { $0.checkpointInterval = 0 }
+        _ = try Self.check(later, expected, 0...head, "later model")
+    }
+}
