@@ -119,9 +119,10 @@ extension EventLog {
                 if let dictionary = descriptor.dictionaryFileName { deletedFiles.append(dictionary) }
             }
             if let rewrite {
+                // LMDB may run this closure again after growing the map: the file moved the
+                // first time round is kept, not deleted (before, the purge then failed).
                 let finalPath = (segmentDirectory as NSString).appendingPathComponent(rewrite.new.fileName)
-                if FileManager.default.fileExists(atPath: finalPath) { try FileManager.default.removeItem(atPath: finalPath) }
-                try FileManager.default.moveItem(atPath: rewrite.temporary, toPath: finalPath)
+                try moveIntoPlace(rewrite.temporary, finalPath)
                 syncDirectory(segmentDirectory)
                 try txn.delete(key: bigEndianBytes(rewrite.old.first), in: tables.segments)
                 try txn.put(rewrite.new.encoded(), forKey: bigEndianBytes(rewrite.new.first), in: tables.segments)

@@ -295,7 +295,10 @@ extension EventLog {
         return head + 1
     }
 
-    private func moveIntoPlace(_ temporary: String, _ final: String) throws {
+    /// Renames `temporary` to `final` (replacing a file there), inside a write transaction's
+    /// closure: when LMDB runs the closure again (after growing the map), `temporary` is gone
+    /// and `final` is the file moved the first time, which is kept.
+    func moveIntoPlace(_ temporary: String, _ final: String) throws {
         let fileManager = FileManager.default
         if fileManager.fileExists(atPath: temporary) {
             if fileManager.fileExists(atPath: final) { try fileManager.removeItem(atPath: final) }

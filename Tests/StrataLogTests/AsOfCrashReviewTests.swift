@@ -525,4 +525,41 @@ extension AsOfCrashReviewTests {
             }
         }
     }
+
+    @Test("a purge whose write transaction LMDB runs again after growing the map puts the rewritten segment in place (before: it deleted it the second time round and failed, \"The file doesn't exist\")")
+    func purgeRetriedAfterMapGrowth() throws {
+        // A small map the purge's transaction outgrows: these sizes did, with a segment
+        // straddling the purge point.
+        for count in [20, 240] {
+            let dir = try TemporaryDirectory("strata-purge-grow")
+            let log = try openLog(dir, model: try libraryModel()) {
+                $0.initialMapSize = 128 << 10
+                $0.checkpointInterval = 0
+            }
+            let padding = String(repeating: "x", count: 1500)
+            var events: [UInt64: TransactionEvent] = [:]
+            for k in 0..<count {
+                var draft = TransactionDraft()
+                _ = draft.insert("Sponsor", values: ["name": s("sponsor \(k) \(padding)")])
+                let result = try log.commit(draft)
+                events[result.sequence] = result.event
+            }
+            var request = CompactionRequest(before: UInt64(count))
+            request.eventsPerFrame = 8
+            try log.compact(request)
+            let point = UInt64(count / 2)
+            let report = try log.purge(through: point, author: "review")
+            #expect(report.segmentRewritten != nil, "\(count): the segment straddled the purge point")
+            let head = try log.head
+            let expected = Self.replayed(events, head: head)
+            try log.read { reader throws in
+                #expect(try reader.state(asOf: point) == expected[Int(point)], "\(count): the base")
+                #expect(try reader.state(asOf: head) == expected[Int(head)], "\(count): the head")
+            }
+            let segments = try log.segments()
+            let named = Set(segments.map(\.fileName) + segments.compactMap(\.dictionaryFileName))
+            #expect(CrashSafetyTests.segmentFiles(dir.file("store")).filter { !$0.hasPrefix(".") } == named, "\(count)")
+            #expect(try log.verify().isClean, "\(count)")
+        }
+    }
 }
