@@ -256,8 +256,7 @@ extension EventLog {
         -> (old: SegmentDescriptor, new: SegmentDescriptor, temporary: String)
     {
         let reader = try SegmentReader(segment, directory: segmentDirectory)
-        let temporary = (segmentDirectory as NSString).appendingPathComponent(
-            ".tmp-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString).zst")
+        let temporary = (segmentDirectory as NSString).appendingPathComponent(Self.temporarySegmentName(suffix: "zst"))
         let handle = try createExclusively(temporary)
         var frames: [SegmentDescriptor.Frame] = []
         var offset: UInt64 = 0

@@ -48,9 +48,9 @@ extension EventLog {
         if !request.dryRun {
             try FileManager.default.createDirectory(atPath: segmentDirectory, withIntermediateDirectories: true)
         }
-        let token = "\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString)"
-        let temporaryPath = (segmentDirectory as NSString).appendingPathComponent(".tmp-\(token).zst")
-        let temporaryDictionaryPath = (segmentDirectory as NSString).appendingPathComponent(".tmp-\(token).dict")
+        let id = UUID()
+        let temporaryPath = (segmentDirectory as NSString).appendingPathComponent(Self.temporarySegmentName(suffix: "zst", id: id))
+        let temporaryDictionaryPath = (segmentDirectory as NSString).appendingPathComponent(Self.temporarySegmentName(suffix: "dict", id: id))
         defer {
             try? FileManager.default.removeItem(atPath: temporaryPath)
             try? FileManager.default.removeItem(atPath: temporaryDictionaryPath)
@@ -338,10 +338,7 @@ extension EventLog {
                 if name.hasPrefix(SegmentReader.setAsidePrefix) {
                     continue  // deleted by the sweep below, once no reader can need them
                 } else if name.hasPrefix(".tmp-") {
-                    let pid = name.dropFirst(5).split(separator: "-").first.flatMap { Int32($0) } ?? 0
-                    if pid != ProcessInfo.processInfo.processIdentifier && !processIsAlive(pid) {
-                        try? fileManager.removeItem(atPath: full)
-                    }
+                    if !Self.temporaryFileMayBeWritten(name) { try? fileManager.removeItem(atPath: full) }
                 } else if name.hasPrefix(".dat.nosync") {
                     // A Foundation atomic-write temporary, stranded by a kill (older builds
                     // created segment files that way; nothing writes them here now).
@@ -366,6 +363,35 @@ extension EventLog {
         for (name, transaction) in setAside where oldest >= transaction {
             try? fileManager.removeItem(atPath: (segmentDirectory as NSString).appendingPathComponent(name))
         }
+    }
+
+    /// This process's token in the names of the temporary segment files it writes (16 hex
+    /// digits, random per process): a file named with this process's ID but another token —
+    /// or none, as names were before — was left by an earlier process that had the same ID
+    /// (a container's app is PID 1 at every start), which is gone.
+    static let processToken: String = {
+        var generator = SystemRandomNumberGenerator()
+        let value = UInt64.random(in: 1...UInt64.max, using: &generator)
+        return String(value, radix: 16).leftPadded(to: 16)
+    }()
+
+    /// The name of a temporary segment (`zst`) or dictionary (`dict`) file this process
+    /// writes: `.tmp-PID-TOKEN-UUID.SUFFIX` (spec 0004 §7.3).
+    static func temporarySegmentName(suffix: String, id: UUID = UUID()) -> String {
+        ".tmp-\(ProcessInfo.processInfo.processIdentifier)-\(processToken)-\(id.uuidString).\(suffix)"
+    }
+
+    /// Whether the temporary file `name` (`.tmp-PID-…`) may still be being written: this
+    /// process's, named with its token, or another live process's. A file of this process's
+    /// ID without its token is an earlier process's (before, it was kept for good, as this
+    /// process's own); a PID that doesn't parse or isn't running is a dead process's.
+    static func temporaryFileMayBeWritten(_ name: String) -> Bool {
+        let parts = name.dropFirst(5).split(separator: "-", omittingEmptySubsequences: false)
+        guard let first = parts.first, let pid = Int32(first), pid > 0 else { return false }
+        if pid == ProcessInfo.processInfo.processIdentifier {
+            return parts.count > 1 && parts[1] == Substring(processToken)
+        }
+        return processIsAlive(pid)
     }
 
     /// Removes the scratch copies (`.vacuum-UUID/`) vacuums killed before they finished left
@@ -926,5 +952,12 @@ extension ArraySlice where Element == UInt64 {
             if predicate(self[middle]) { high = middle } else { low = middle + 1 }
         }
         return low
+    }
+}
+
+extension String {
+    /// The string with zeros before it up to `width` characters.
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

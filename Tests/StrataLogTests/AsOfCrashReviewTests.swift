@@ -562,4 +562,40 @@ extension AsOfCrashReviewTests {
             #expect(try log.verify().isClean, "\(count)")
         }
     }
+
+    @Test("temporary segment files a killed process left under this process's own ID (a container's app is PID 1 at every start) are removed at the next writable open; this process's own files of the moment are kept")
+    func temporaryFilesOfEarlierProcessWithSameID() throws {
+        let dir = try TemporaryDirectory("strata-tmp-pid")
+        let store = dir.file("store")
+        let pid = ProcessInfo.processInfo.processIdentifier
+        do {
+            let log = try openLog(dir, model: try libraryModel())
+            for k in 0..<6 {
+                var draft = TransactionDraft()
+                _ = draft.insert("Sponsor", values: ["name": s("s\(k)")])
+                try log.commit(draft)
+            }
+            try log.compact(CompactionRequest(before: 4))
+        }
+        let segments = (store as NSString).appendingPathComponent("segments")
+        func plant(_ name: String) throws -> String {
+            let path = (segments as NSString).appendingPathComponent(name)
+            #expect(FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x28, count: 4096)))
+            return path
+        }
+        // What a compaction and a purge killed in an earlier process with this ID left: the
+        // names before the process token, and with another process's token.
+        let stale = [
+            try plant(".tmp-\(pid)-\(UUID().uuidString).zst"),
+            try plant(".tmp-\(pid)-\(UUID().uuidString).dict"),
+            try plant(".tmp-\(pid)-00000000deadbeef-\(UUID().uuidString).zst"),
+        ]
+        // This process's own, as a compaction running now names them.
+        let own = try plant(EventLog.temporarySegmentName(suffix: "zst"))
+        let log = try EventLog(openingExistingAt: store, readOnly: false)
+        for path in stale { #expect(!FileManager.default.fileExists(atPath: path), "\((path as NSString).lastPathComponent) outlived the open") }
+        #expect(FileManager.default.fileExists(atPath: own), "a temporary file of this process, which may be writing it, was removed")
+        try FileManager.default.removeItem(atPath: own)
+        #expect(try log.verify().isClean)
+    }
 }
