@@ -223,8 +223,14 @@ extension EventLog {
 
     /// A fresh LMDB environment in the temporary directory with this store's tables, catalog
     /// and models (so codes in keys and records mean the same): for `verify` and `purge`.
+    ///
+    /// Its directory is `strata-scratch-PID-TOKEN-UUID` (TOKEN: ``processToken``); those a
+    /// killed process left (a Ctrl-C of `strata verify`: as large as the replayed state) are
+    /// removed here — a PID that isn't running, or this process's own PID with another token.
     func makeScratchEnvironment() throws -> (LMDBEnvironment, StoreTables, String) {
-        let scratchPath = (NSTemporaryDirectory() as NSString).appendingPathComponent("strata-scratch-\(UUID().uuidString)")
+        Self.removeStaleScratch()
+        let scratchPath = (NSTemporaryDirectory() as NSString).appendingPathComponent(
+            "\(Self.scratchPrefix)\(ProcessInfo.processInfo.processIdentifier)-\(Self.processToken)-\(UUID().uuidString)")
         var options = LMDBEnvironment.Options()
         options.durability = .fast
         options.additionalFlags = [.noSync]
@@ -248,6 +254,23 @@ extension EventLog {
             }
         }
         return (scratch, scratchTables, scratchPath)
+    }
+
+    static let scratchPrefix = "strata-scratch-"
+
+    /// Removes the scratch environments of processes that are gone from the temporary
+    /// directory (best effort; see ``makeScratchEnvironment()``).
+    static func removeStaleScratch() {
+        let temporary = NSTemporaryDirectory()
+        let fileManager = FileManager.default
+        for name in (try? fileManager.contentsOfDirectory(atPath: temporary)) ?? [] where name.hasPrefix(scratchPrefix) {
+            // `strata-scratch-PID-TOKEN-UUID`: names without a PID and token (older ones) are left.
+            let rest = name.dropFirst(scratchPrefix.count)
+            let parts = rest.split(separator: "-", omittingEmptySubsequences: false)
+            guard parts.count == 7, let pid = Int32(parts[0]), pid > 0, parts[1].count == 16 else { continue }
+            let mayBeUsed = pid == ProcessInfo.processInfo.processIdentifier ? parts[1] == Substring(processToken) : processIsAlive(pid)
+            if !mayBeUsed { try? fileManager.removeItem(atPath: (temporary as NSString).appendingPathComponent(name)) }
+        }
     }
 
     /// Writes the events of `segment` after `point` as a new segment in a temporary file

@@ -598,4 +598,35 @@ extension AsOfCrashReviewTests {
         try FileManager.default.removeItem(atPath: own)
         #expect(try log.verify().isClean)
     }
+
+    @Test("scratch environments a killed verify or purge left in the temporary directory (a Ctrl-C of `strata verify`: the size of the replayed state) are removed by the next verify or purge; those of live processes are kept")
+    func scratchOfKilledVerifyRemoved() throws {
+        let dir = try TemporaryDirectory("strata-scratch-review")
+        let log = try openLog(dir, model: try libraryModel())
+        var draft = TransactionDraft()
+        _ = draft.insert("Sponsor", values: ["name": s("Acme")])
+        try log.commit(draft)
+        let temporary = NSTemporaryDirectory()
+        func plant(_ name: String) throws -> String {
+            let path = (temporary as NSString).appendingPathComponent(name)
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            #expect(FileManager.default.createFile(atPath: (path as NSString).appendingPathComponent("data.mdb"), contents: Data(repeating: 1, count: 1 << 16)))
+            return path
+        }
+        let pid = ProcessInfo.processInfo.processIdentifier
+        // A process that is gone, and an earlier process with this one's ID.
+        let stale = [
+            try plant("strata-scratch-\(Int32.max)-00000000deadbeef-\(UUID().uuidString)"),
+            try plant("strata-scratch-\(pid)-00000000deadbeef-\(UUID().uuidString)"),
+        ]
+        // This process's own (another verify may be running in it) and a live process's (pid 1).
+        let live = [
+            try plant("strata-scratch-\(pid)-\(EventLog.processToken)-\(UUID().uuidString)"),
+            try plant("strata-scratch-1-00000000deadbeef-\(UUID().uuidString)"),
+        ]
+        defer { for path in stale + live { try? FileManager.default.removeItem(atPath: path) } }
+        #expect(try log.verify().isClean)
+        for path in stale { #expect(!FileManager.default.fileExists(atPath: path), "\((path as NSString).lastPathComponent) outlived the verify") }
+        for path in live { #expect(FileManager.default.fileExists(atPath: path), "\((path as NSString).lastPathComponent) was removed while its process may use it") }
+    }
 }
