@@ -7,6 +7,8 @@
 //                                        "compacted THROUGH" after each compaction returns
 //   StrataLogProbe vacuum  STORE [BATCH] loop: open, commit BATCH transactions (acked as above),
 //                                        close, vacuum; "vacuumed" after each vacuum returns
+//   StrataLogProbe vacuum-hang STORE     vacuum once, stopping right after the rename of the
+//                                        copy over data.mdb ("renamed") until killed
 //   StrataLogProbe purge   STORE [BATCH] loop: commit BATCH inserts of one member each (its
 //                                        email `purge-SEQ@probe.test`, "ack SEQ"), compact all
 //                                        but the newest two, purge through half of that;
@@ -26,6 +28,7 @@
 import Foundation
 import StrataLog
 import StrataModel
+import StrataStorage
 
 func say(_ text: String) {
     // Unbuffered: the test reads each line as soon as the step it reports has returned.
@@ -99,7 +102,7 @@ func commitNext(_ log: EventLog) throws {
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
-    fail("usage: StrataLogProbe commit|compact|vacuum|purge STORE [N]")
+    fail("usage: StrataLogProbe commit|compact|vacuum|vacuum-hang|purge STORE [N]")
 }
 let mode = arguments[1]
 let path = arguments[2]
@@ -112,6 +115,15 @@ func commitAndClose(_ batch: Int) throws {
 }
 
 do {
+    if mode == "vacuum-hang" {
+        // One vacuum that stops right after putting the copy in place, until killed.
+        LMDBEnvironment.setVacuumAfterRenameHook {
+            say("renamed")
+            while true { sleep(60) }
+        }
+        _ = try EventLog.vacuum(path: path)
+        fail("the vacuum returned")
+    }
     if mode == "vacuum" {
         // The store must be closed everywhere to be vacuumed.
         let batch = max(number ?? 4, 1)

@@ -629,4 +629,39 @@ extension AsOfCrashReviewTests {
         for path in stale { #expect(!FileManager.default.fileExists(atPath: path), "\((path as NSString).lastPathComponent) outlived the verify") }
         for path in live { #expect(FileManager.default.fileExists(atPath: path), "\((path as NSString).lastPathComponent) was removed while its process may use it") }
     }
+
+    @Test("a vacuum killed right after putting its copy in place, while another process waits to open the store: the waiting open never reads the copy through the old file's lock table (the copy's transaction IDs start again at 1), and every commit is kept")
+    func vacuumKilledAfterRenameWithWaitingOpener() throws {
+        // Two stores whose last transaction IDs differ by one: the stale lock table picks the
+        // meta page by the ID's parity, and one of the two is the copy's empty one.
+        for commits in [6, 7] {
+            let dir = try TemporaryDirectory("strata-vacuum-waiter")
+            let store = dir.file("store")
+            let seed = try LogProbeProcess(["commit", store, String(commits)])
+            while seed.nextLine() != nil {}
+            seed.process.waitUntilExit()
+            #expect(seed.process.terminationStatus == 0, "\(seed.standardError)")
+
+            let vacuum = try LogProbeProcess(["vacuum-hang", store])
+            while let line = vacuum.nextLine(), line != "renamed" {}
+            #expect(vacuum.lines.last == "renamed", "the vacuum didn't reach the rename: \(vacuum.standardError)")
+            // An app opening the store meanwhile waits for the vacuum's lock.
+            let waiter = try LogProbeProcess(["commit", store, "2"])
+            usleep(300_000)
+            #expect(waiter.process.isRunning, "the open didn't wait for the vacuum")
+            vacuum.kill()
+            while waiter.nextLine() != nil {}
+            waiter.process.waitUntilExit()
+            let acked = waiter.numbers(after: "ack")
+            #expect(acked == [UInt64(commits) + 1, UInt64(commits) + 2], "\(commits): the waiting open goes on after the store's commits: \(waiter.lines) \(waiter.standardError)")
+
+            // The store holds the seed's commits and the waiter's, and verifies clean.
+            let log = try EventLog(openingExistingAt: store, readOnly: false)
+            let head = try log.head
+            #expect(head >= UInt64(commits) + UInt64(acked.count), "\(commits): head \(head) after \(commits) commits and the waiter's \(acked) (it said: \(waiter.lines) \(waiter.standardError))")
+            let state = try log.read { try $0.currentState() }
+            #expect(state.objects == ProbeContract.state(head: head), "\(commits): \(stateDifferences(state.objects, ProbeContract.state(head: head)))")
+            #expect(try log.verify().isClean, "\(commits)")
+        }
+    }
 }
