@@ -139,14 +139,26 @@ extension LogReader {
     /// version transaction `sequence` was written with — a point before a migration is in an
     /// earlier version's terms, whose entities and property names ``state(asOf:)`` and
     /// ``objects(_:asOf:)`` give. For 0 (the empty store), the oldest stored version; for the
-    /// purge point, whose transaction is gone, the version in use.
+    /// purge point, whose transaction is gone, the version the purge recorded it was written
+    /// with (before, the version in use: after a later version renamed an entity, the
+    /// state there named entities that version doesn't have) — or, purged by a Strata that
+    /// didn't record it, the version in use.
     ///
-    /// - Throws: as ``plan(asOf:)``.
+    /// - Throws: as ``plan(asOf:)``; ``LogError/malformed(_:)`` for a recorded version that
+    ///   isn't 4 bytes.
     public func modelVersion(asOf sequence: UInt64) throws -> Int {
         _ = try plan(asOf: sequence)
         if sequence == 0 { return log.catalog.modelVersions.first ?? log.modelVersion }
-        guard sequence > (try purgedThrough) else { return log.modelVersion }
+        guard sequence > (try purgedThrough) else { return try purgeModelVersion ?? log.modelVersion }
         return try event(sequence).modelVersion
+    }
+
+    /// The model version the purge recorded for its point (nil: none recorded).
+    var purgeModelVersion: Int? {
+        get throws {
+            guard let row = try txn.value(forKey: MetaKey.purgeModelVersion, in: tables.meta) else { return nil }
+            return Int(try MetaKey.number(row, key: MetaKey.purgeModelVersion, byteCount: 4))
+        }
     }
 
     /// One object's values as they were just after transaction `sequence`; nil if it didn't

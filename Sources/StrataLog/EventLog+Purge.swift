@@ -53,7 +53,7 @@ extension EventLog {
     @discardableResult
     public func purge(through point: UInt64, author: String?, contextName: String? = nil) throws -> PurgeReport {
         if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
-        let (head, oldBase, compacted, descriptors, start) = try read { reader in
+        let (head, oldBase, compacted, descriptors, start, pointVersion) = try read { reader in
             let oldBase = try reader.purgedThrough
             // The newest checkpoint with counters between the old base and the point.
             var start: UInt64 = oldBase
@@ -63,7 +63,10 @@ extension EventLog {
                     break
                 }
             }
-            return (try reader.head, oldBase, try reader.compactedThrough, try reader.segmentDescriptors(), start)
+            // The base is in the terms of the version event `point` was written with.
+            let head = try reader.head
+            let pointVersion = point > oldBase && point <= head ? try reader.modelVersion(asOf: point) : nil
+            return (head, oldBase, try reader.compactedThrough, try reader.segmentDescriptors(), start, pointVersion)
         }
         guard point <= head else { throw LogError.sequenceOutOfRange(requested: point, head: head) }
         guard point > oldBase else {
@@ -152,6 +155,9 @@ extension EventLog {
             }
 
             try txn.put(bigEndianBytes(point), forKey: MetaKey.purgedThrough, in: tables.meta)
+            if let pointVersion {
+                try txn.put(bigEndianBytes(UInt32(clamping: pointVersion)), forKey: MetaKey.purgeModelVersion, in: tables.meta)
+            }
             if compacted < point { try txn.put(bigEndianBytes(point), forKey: MetaKey.compactedThrough, in: tables.meta) }
 
             // The marker.

@@ -83,6 +83,7 @@ extension EventLog {
         let purged = try reader.purgedThrough
         let (head, marker) = (try reader.head, try reader.purgeMarker)
         let base = purged > 0 ? try reader.checkpointRows(purged) : nil
+        let baseVersion = purged > 0 ? try reader.purgeModelVersion : nil
         guard sequence <= head else { throw LogError.sequenceOutOfRange(requested: sequence, head: head) }
         guard sequence >= purged else { throw LogError.historyPurged(requested: sequence, purgedThrough: purged) }
         if purged > 0 && base?.hasCounters != true {
@@ -141,6 +142,9 @@ extension EventLog {
                 // The per-context index starts, like the log, after the purge point.
                 for key in [MetaKey.head, MetaKey.purgedThrough, MetaKey.compactedThrough, MetaKey.contextIndexThrough] {
                     try txn.put(bigEndianBytes(purged), forKey: key, in: targetTables.meta)
+                }
+                if let baseVersion {
+                    try txn.put(bigEndianBytes(UInt32(clamping: baseVersion)), forKey: MetaKey.purgeModelVersion, in: targetTables.meta)
                 }
                 if marker > purged && marker <= sequence {
                     try txn.put(bigEndianBytes(marker), forKey: MetaKey.purgeMarker, in: targetTables.meta)

@@ -664,4 +664,36 @@ extension AsOfCrashReviewTests {
             #expect(try log.verify().isClean, "\(commits)")
         }
     }
+
+    @Test("the model version as of a purge point is the one its data was in: after a later version renamed the entity, not the handle's (before: the export of that point used the new names and left every object out)")
+    func modelVersionAtPurgePointAfterRename() throws {
+        let dir = try TemporaryDirectory("strata-asof-review")
+        do {
+            let log = try openLog(dir, model: try Self.renameModel(renamed: false)) { $0.checkpointInterval = 0 }
+            var draft = TransactionDraft()
+            let team = draft.insert("Team", values: ["name": s("Otters")])
+            for k in 0..<3 { _ = draft.insert("Player", values: ["name": s("p\(k)"), "team": .reference(team)]) }
+            try log.commit(draft)
+            draft = TransactionDraft()
+            draft.update(.stored(StoredObjectID(entity: "Player", primaryKey: 1)), values: ["score": i(7)])
+            try log.commit(draft)
+            try log.purge(through: 2, author: "review")
+        }
+        let log = try openLog(dir, model: try Self.renameModel(renamed: true)) { $0.checkpointInterval = 0 }
+        #expect(log.modelVersion == 2)
+        try log.read { reader throws in
+            let state = try reader.state(asOf: 2)
+            #expect(Set(state.objects.keys.map(\.entity)) == ["Team", "Player"], "as of the purge point, before the rename")
+            let version = try reader.modelVersion(asOf: 2)
+            #expect(version == 1, "the data as of 2 is in version 1's terms")
+            let entities = try log.storedModel(version: version).entities.map(\.name)
+            #expect(state.objects.keys.allSatisfy { entities.contains($0.entity) }, "\(entities)")
+            #expect(try reader.modelVersion(asOf: try reader.head) == 2)
+        }
+        // A copy through the purge point, and a later purge, say the same.
+        _ = try log.replay(through: 3, into: dir.file("copy"))
+        #expect(try EventLog(openingExistingAt: dir.file("copy")).read { try $0.modelVersion(asOf: 2) } == 1)
+        try log.purge(through: try log.head, author: "review")
+        #expect(try log.read { try $0.modelVersion(asOf: try $0.purgedThrough) } == 2)
+    }
 }
