@@ -534,6 +534,18 @@ extension EventLog {
         try thinCheckpoints(txn)
     }
 
+    /// Writes a checkpoint at `last` when a multiple of ``Configuration/checkpointInterval``
+    /// falls among `first…last`, the sequences of the events the transaction appends —
+    /// whatever they are: saves, reservations, migrations (a take-out's sequence is due at
+    /// the put-back's: the store was never as of a take-out alone), purge markers (before,
+    /// only saves wrote one, and an interval's checkpoint that fell on another event was
+    /// skipped, doubling the gap).
+    func checkpointIfDue(_ txn: borrowing LMDBTransaction, appended first: UInt64, through last: UInt64) throws {
+        let interval = configuration.checkpointInterval
+        guard interval > 0, first >= 1, last >= first, last / interval > (first - 1) / interval else { return }
+        try writeCheckpoint(txn, at: last)
+    }
+
     /// Removes checkpoints beyond ``Configuration/maximumCheckpoints``: each time, the one
     /// (never the newest, never the base snapshot of a purge) whose removal leaves the
     /// smallest gap between its neighbours.

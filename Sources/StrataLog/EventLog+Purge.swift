@@ -171,6 +171,7 @@ extension EventLog {
                 contextName: event.contextName)
             try txn.put(bigEndianBytes(head + 1), forKey: MetaKey.head, in: tables.meta)
             try txn.put(bigEndianBytes(head + 1), forKey: MetaKey.purgeMarker, in: tables.meta)
+            try checkpointIfDue(txn, appended: head + 1, through: head + 1)
             return (head + 1, removedCheckpoints, historyKeys.count, (txn.id, deletedFiles))
         }
         // The manifest no longer names these files. A reader whose snapshot is older than

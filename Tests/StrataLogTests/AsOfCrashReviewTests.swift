@@ -696,4 +696,39 @@ extension AsOfCrashReviewTests {
         try log.purge(through: try log.head, author: "review")
         #expect(try log.read { try $0.modelVersion(asOf: try $0.purgedThrough) } == 2)
     }
+
+    @Test("a checkpoint falls due on every multiple of the interval, whatever event lands there — a reservation of primary keys, a purge marker, a migration — so as-of reads near it stay cheap (before: only saves wrote one, and the gap doubled)")
+    func checkpointsDueOnEveryKindOfEvent() throws {
+        let dir = try TemporaryDirectory("strata-asof-review")
+        var events: [UInt64: TransactionEvent] = [:]
+        do {
+            let log = try openLog(dir, model: try Self.renameModel(renamed: false)) { $0.checkpointInterval = 4 }
+            func save(_ k: Int) throws {
+                var draft = TransactionDraft()
+                _ = draft.insert("Player", values: ["name": s("p\(k)"), "score": i(Int32(k))])
+                let result = try log.commit(draft)
+                events[result.sequence] = result.event
+            }
+            for k in 0..<3 { try save(k) }
+            _ = try log.reservePrimaryKeys(of: "Player", count: 2)  // event 4
+            for k in 3..<6 { try save(k) }  // 5, 6, 7
+            try log.purge(through: 2, author: "review")  // the marker is event 8
+            for k in 6..<9 { try save(k) }  // 9, 10, 11
+            #expect(try log.read { try $0.checkpoints() }.filter { $0 > 2 } == [4, 8])
+        }
+        // The migration to the rename: a take-out at 12, the put-back at 13 — due at 12, written
+        // at 13 (the store was never as of the take-out alone).
+        let log = try openLog(dir, model: try Self.renameModel(renamed: true)) { $0.checkpointInterval = 4 }
+        let head = try log.head
+        #expect(head >= 12)
+        try log.read { reader throws in
+            #expect(try reader.checkpoints().filter { $0 > 2 } == [4, 8, head])
+            #expect(try reader.plan(asOf: 9) == .forwardFromCheckpoint(checkpoint: 8, events: 1))
+            #expect(try reader.state(asOf: head) == reader.currentState())
+        }
+        for event in try Self.eventsBySequence(log).values { events[event.sequence] = event }
+        let expected = Self.replayed(events, head: head)
+        _ = try Self.check(log, expected, 2...head, "checkpoints of every kind of event")
+        #expect(try log.verify().isClean)
+    }
 }
