@@ -336,7 +336,12 @@ extension LogReader {
         }
         // The header counts the records; the tally (checkpoints written since it exists) the
         // membership and counter rows: a lost one would read as a member gone, without a word.
-        if let tally = try checkpointTally(sequence) {
+        let header = try txn.value(forKey: bigEndianBytes(sequence), in: tables.checkpoints)
+        let tally = try checkpointTally(sequence)
+        if tally == nil, let header, header.count >= 9, header[8] & CheckpointTag.hasTally != 0 {
+            throw LogError.malformed("checkpoint \(sequence): its tally row is missing, though its header says it has one: the checkpoint is damaged")
+        }
+        if let tally {
             var counters: UInt64 = 0
             try txn.forEach(in: tables.checkpoints, range: .prefix(bigEndianBytes(sequence) + [CheckpointTag.counter])) { _, _ in
                 counters += 1
@@ -364,6 +369,8 @@ enum CheckpointTag {
     static let tally: UInt8 = 0x04
     /// Header flag: the checkpoint holds the primary-key counters (`03` rows).
     static let hasCounters: UInt8 = 0x01
+    /// Header flag: the checkpoint has a tally row (`04`), so one missing is damage.
+    static let hasTally: UInt8 = 0x02
 }
 
 /// Every row of one checkpoint: what a base snapshot is made of, and what `restore` loads.
@@ -383,6 +390,19 @@ struct CheckpointRows {
     /// The checkpoint's tally row as stored (nil: none — checkpoints written before it
     /// existed, and rows made from the current state).
     var tally: [UInt8]?
+    /// Whether the header says the checkpoint has a tally row.
+    var declaresTally = false
+
+    /// Refuses a checkpoint read from the table whose tally row doesn't count its rows, or
+    /// is missing though its header says it has one.
+    func checkTally() throws {
+        guard let (sequence, _) = declared else { return }
+        if let tally {
+            try Self.checkTally(tally, sequence: sequence, members: UInt64(members.count), counters: UInt64(counters.count))
+        } else if declaresTally {
+            throw LogError.malformed("checkpoint \(sequence): its tally row is missing, though its header says it has one: the checkpoint is damaged")
+        }
+    }
 
     /// The tally row's value for `members` membership rows and `counters` counter rows.
     static func tallyValue(members: Int, counters: Int) -> [UInt8] {
@@ -412,6 +432,7 @@ extension LogReader {
         guard let header = try txn.value(forKey: prefix, in: tables.checkpoints) else { return nil }
         var rows = CheckpointRows()
         rows.hasCounters = header.count >= 9 && header[8] & CheckpointTag.hasCounters != 0
+        rows.declaresTally = header.count >= 9 && header[8] & CheckpointTag.hasTally != 0
         rows.declared = (sequence, header.count == 8 || header.count == 9 ? header.withUnsafeBytes { readBigEndian($0) } : nil)
         try txn.forEach(in: tables.checkpoints, range: .prefix(prefix)) { key, value in
             if key.byteCount == 9, key.withUnsafeBytes({ $0[8] }) == CheckpointTag.tally {
@@ -445,7 +466,7 @@ extension TableWriter {
         try txn.put(
             CheckpointRows.tallyValue(members: rows.members.count, counters: rows.counters.count), forKey: prefix + [CheckpointTag.tally],
             in: tables.checkpoints)
-        let flags: UInt8 = rows.hasCounters ? CheckpointTag.hasCounters : 0
+        let flags: UInt8 = (rows.hasCounters ? CheckpointTag.hasCounters : 0) | CheckpointTag.hasTally
         try txn.put(bigEndianBytes(UInt64(rows.records.count)) + [flags], forKey: prefix, in: tables.checkpoints)
     }
 
@@ -489,9 +510,7 @@ extension TableWriter {
             throw LogError.malformed(
                 "checkpoint \(sequence) holds \(rows.records.count) records, but its header says \(count.map { "\($0)" } ?? "nothing readable"): the checkpoint is damaged")
         }
-        if let (sequence, _) = rows.declared, let tally = rows.tally {
-            try CheckpointRows.checkTally(tally, sequence: sequence, members: UInt64(rows.members.count), counters: UInt64(rows.counters.count))
-        }
+        try rows.checkTally()
         for (keyBytes, value) in rows.records {
             guard let objectKey = keyBytes.withUnsafeBytes({ ObjectKey($0) }), keyBytes.count == ObjectKey.byteCount else {
                 throw LogError.malformed("checkpoint record key of \(keyBytes.count) bytes")

@@ -452,12 +452,10 @@ extension EventLog {
                 .projection, location,
                 "its header (\(header.map { String(format: "%02x", $0) }.joined())) doesn't say it holds the \(rows.records.count) records stored")
         }
-        if let tally = rows.tally {
-            do {
-                try CheckpointRows.checkTally(tally, sequence: sequence, members: UInt64(rows.members.count), counters: UInt64(rows.counters.count))
-            } catch {
-                report(.projection, location, "its tally row doesn't count the rows stored: \(error)")
-            }
+        do {
+            try rows.checkTally()
+        } catch {
+            report(.projection, location, "its tally row doesn't count the rows stored: \(error)")
         }
         func within(_ kind: VerificationProblem.Kind, _ place: String, _ message: String) { report(kind, "\(location) \(place)", message) }
         try compare("state", live: rows.records, rebuilt: scratchTables.state, scratch: scratch, writer: writer, side: "checkpoint", report: within)

@@ -238,6 +238,17 @@ struct AsOfCrashReviewTests {
         }
         #expect(try log.read { try $0.state(asOf: head) } == log.read { try $0.currentState() })
         #expect(try log.verify().problems.contains { $0.location.hasPrefix("checkpoint 1") })
+
+        // The tally row lost too: the header's flag says there was one.
+        let tally = bigEndianBytes(UInt64(1)) + [CheckpointTag.tally]
+        try log.environment.write { txn in _ = try txn.delete(key: tally, in: log.tables.checkpoints) }
+        do {
+            let state = try log.read { try $0.state(asOf: 2) }
+            Issue.record("as of 2 read from a checkpoint without its tally: \(stateDifferences(state.objects, intact.objects))")
+        } catch {
+            #expect("\(error)".contains("checkpoint 1") && "\(error)".contains("tally"), "\(error)")
+        }
+        #expect(try log.verify().problems.contains { $0.location == "checkpoint 1" && $0.message.contains("tally") })
     }
 }
 
