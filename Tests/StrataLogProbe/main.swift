@@ -12,7 +12,8 @@
 //   StrataLogProbe purge   STORE [BATCH] loop: commit BATCH inserts of one member each (its
 //                                        email `purge-SEQ@probe.test`, "ack SEQ"), compact all
 //                                        but the newest two, purge through half of that;
-//                                        "purged THROUGH" after each purge returns
+//                                        "purged THROUGH" after each purge returns; a checkpoint
+//                                        every 3 transactions, at most 3 kept
 //
 // Transaction SEQ is a pure function of SEQ (`ProbeWorkload`), so the test can rebuild the
 // exact state the store must hold for any head from the sequence numbers alone:
@@ -134,7 +135,13 @@ do {
             say("vacuumed")
         }
     }
-    let log = try EventLog(path: path, model: try probeModel())
+    // The purge mode writes checkpoints often, so kills land in their writing and thinning too.
+    var configuration = EventLog.Configuration()
+    if mode == "purge" {
+        configuration.checkpointInterval = 3
+        configuration.maximumCheckpoints = 3
+    }
+    let log = try EventLog(path: path, model: try probeModel(), configuration: configuration)
     say("ready \(try log.head)")
     switch mode {
     case "commit":
