@@ -48,8 +48,9 @@ extension EventLog {
     /// ```
     ///
     /// - Throws: ``LogError/sequenceOutOfRange(requested:head:)`` past the head;
-    ///   ``LogError/invalidOperation(_:)`` on a read-only store or when a compaction or
-    ///   another purge changed the log meanwhile (nothing is changed then).
+    ///   ``LogError/invalidOperation(_:)`` on a read-only store, when a compaction or
+    ///   another purge changed the log meanwhile, or when `point` is a migration's take-out
+    ///   (spec 0004 §4.5: the store was never as of it) — nothing is changed then.
     @discardableResult
     public func purge(through point: UInt64, author: String?, contextName: String? = nil) throws -> PurgeReport {
         if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
@@ -65,6 +66,8 @@ extension EventLog {
             }
             // The base is in the terms of the version event `point` was written with.
             let head = try reader.head
+            // Never through a migration's take-out: the store was never as of it.
+            if point > oldBase && point <= head { try refuseMidMigration(reader, point, head: head, verb: "Purge") }
             let pointVersion = point > oldBase && point <= head ? try reader.modelVersion(asOf: point) : nil
             return (head, oldBase, try reader.compactedThrough, try reader.segmentDescriptors(), start, pointVersion)
         }

@@ -51,7 +51,10 @@ extension EventLog {
     /// as of a take-out — a copy through one would hold neither the old names' values nor the
     /// new ones'. A take-out is a `migration` event followed by another of the same commit
     /// (the same timestamp and process).
-    private func refuseMidMigration(_ reader: borrowing LogReader, _ sequence: UInt64, head: UInt64) throws {
+    ///
+    /// A purge through one is refused the same way (`verb` "Purge"): its base would be that
+    /// state, kept for good as the earliest one.
+    func refuseMidMigration(_ reader: borrowing LogReader, _ sequence: UInt64, head: UInt64, verb: String = "Replay") throws {
         let purged = try reader.purgedThrough
         guard head > sequence, sequence > purged else { return }
         func isMigration(_ event: TransactionEvent) -> Bool {
@@ -76,7 +79,7 @@ extension EventLog {
             first -= 1
         }
         throw LogError.invalidOperation(
-            "event \(sequence) takes values out for the migration to model version \(version), which events \(first)…\(last) make in one transaction: the store was never as of event \(sequence). Replay through \(first - 1) or \(last)")
+            "event \(sequence) takes values out for the migration to model version \(version), which events \(first)…\(last) make in one transaction: the store was never as of event \(sequence). \(verb) through \(first - 1) or \(last)")
     }
 
     private func replay(_ reader: borrowing LogReader, through sequence: UInt64, into path: String) throws -> ReplayReport {

@@ -742,4 +742,32 @@ extension AsOfCrashReviewTests {
         _ = try Self.check(log, expected, 2...head, "checkpoints of every kind of event")
         #expect(try log.verify().isClean)
     }
+
+    @Test("a purge through a migration's take-out is refused, as a replay through one is: its base would be a state the store never had — the renamed entity's objects under neither name — kept for good as the earliest state")
+    func purgeThroughTakeOutRefused() throws {
+        let dir = try TemporaryDirectory("strata-asof-review")
+        do {
+            let log = try openLog(dir, model: try Self.renameModel(renamed: false))
+            var draft = TransactionDraft()
+            let team = draft.insert("Team", values: ["name": s("Otters")])
+            for k in 0..<3 { _ = draft.insert("Player", values: ["name": s("p\(k)"), "team": .reference(team)]) }
+            try log.commit(draft)
+        }
+        let log = try openLog(dir, model: try Self.renameModel(renamed: true))
+        let head = try log.head
+        let migration = try log.read { reader throws in try (2...head).map { try reader.event($0) } }
+        #expect(migration.allSatisfy { if case .migration = $0.kind { true } else { false } } && migration.count >= 2, "take-outs, then the put-back")
+        for takeOut in 2..<head {
+            do {
+                try log.purge(through: takeOut, author: "review")
+                Issue.record("purged through the take-out \(takeOut)")
+            } catch let error as LogError {
+                #expect("\(error)".contains("the store was never as of event \(takeOut)"), "\(error)")
+            }
+            #expect(try log.read { try $0.purgedThrough } == 0, "nothing was purged")
+        }
+        try log.purge(through: head, author: "review")
+        #expect(try log.read { try $0.state(asOf: head) } == log.read { try $0.currentState() })
+        #expect(try log.verify().isClean)
+    }
 }
