@@ -310,9 +310,10 @@ extension EventLog {
 
     // MARK: - Repair
 
-    /// Removes what an interrupted compaction left in `segments/`: temporary files of dead
-    /// processes, and segment or dictionary files no manifest entry names. Runs at every
-    /// writable open, under LMDB's writer lock.
+    /// Removes what an interrupted compaction or purge left in `segments/`: temporary files
+    /// of dead processes, and segment or dictionary files no manifest entry names (set aside
+    /// first, as a purge sets its dropped files aside, and deleted once no reader older than
+    /// this repair is left). Runs at every writable open, under LMDB's writer lock.
     func repairSegments() throws {
         let fileManager = FileManager.default
         guard fileManager.fileExists(atPath: segmentDirectory) else { return }
@@ -344,7 +345,12 @@ extension EventLog {
                     // created segment files that way; nothing writes them here now).
                     try? fileManager.removeItem(atPath: full)
                 } else if manifestIsWhole && (name.hasSuffix(".zst") || name.hasSuffix(".dict")) && !referenced.contains(name) {
-                    try? fileManager.removeItem(atPath: full)
+                    // Set aside, not deleted: a file a purge dropped but was killed before
+                    // setting aside may still be read by a reader older than that purge (in
+                    // another process); the sweep below deletes it once none can (before, it
+                    // was deleted at once, and such a reader failed naming it missing).
+                    let aside = (segmentDirectory as NSString).appendingPathComponent(SegmentReader.setAsideName(name, droppedBy: txn.id))
+                    if (try? fileManager.moveItem(atPath: full, toPath: aside)) == nil { try? fileManager.removeItem(atPath: full) }
                 }
             }
         }

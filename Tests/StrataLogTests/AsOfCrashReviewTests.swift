@@ -3,6 +3,7 @@ import Foundation
 import StrataModel
 import StrataStorage
 import StrataTestSupport
+import Synchronization
 import Testing
 
 // Review of as-of reads, checkpoints and crash safety (spec 0004 §6.3, §7, §8).
@@ -768,6 +769,54 @@ extension AsOfCrashReviewTests {
         }
         try log.purge(through: head, author: "review")
         #expect(try log.read { try $0.state(asOf: head) } == log.read { try $0.currentState() })
+        #expect(try log.verify().isClean)
+    }
+
+    @Test("a purge killed after its commit but before setting its dropped files aside: the next writable open sets them aside rather than deleting them, so a reader whose snapshot is older than the purge still reads every event it saw")
+    func purgeKilledBeforeSetAsideKeepsOlderReaders() throws {
+        let dir = try TemporaryDirectory("strata-purge-aside")
+        let path = dir.file("store")
+        let log = try openLog(dir, model: try libraryModel())
+        for k in 0..<30 {
+            var draft = TransactionDraft()
+            _ = draft.insert("Sponsor", values: ["name": s("s\(k)")])
+            try log.commit(draft)
+        }
+        var request = CompactionRequest(before: 11)
+        request.eventsPerFrame = 4
+        try log.compact(request)  // 1…10
+        request.before = 21
+        try log.compact(request)  // 11…20
+        let expected = try log.read { reader in try (1...20).map { try reader.event(UInt64($0)) } }
+        let segments = log.segmentDirectory
+        func onAnotherThread(_ body: @escaping @Sendable () throws -> Void) throws {
+            let outcome = Mutex<(any Error)?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            Thread {
+                do { try body() } catch { outcome.withLock { $0 = error } }
+                done.signal()
+            }.start()
+            done.wait()
+            if let error = outcome.withLock({ $0 }) { throw error }
+        }
+        try log.read { (reader: borrowing LogReader) throws in
+            try onAnotherThread { _ = try log.purge(through: 15, author: "review") }
+            // What a kill right after the purge's commit leaves: its dropped files under their
+            // own names, which no manifest entry names any more.
+            for name in try FileManager.default.contentsOfDirectory(atPath: segments) where name.hasPrefix(".purged-") {
+                let original = String(name.split(separator: "-", maxSplits: 2)[2])
+                try FileManager.default.moveItem(
+                    atPath: (segments as NSString).appendingPathComponent(name), toPath: (segments as NSString).appendingPathComponent(original))
+            }
+            // Another handle opens the store writable, and repairs it.
+            try onAnotherThread { _ = try EventLog(openingExistingAt: path, readOnly: false) }
+            let events = try (1...20).map { try reader.event(UInt64($0)) }
+            #expect(events == expected, "the old snapshot reads every event it saw")
+        }
+        log.sweepSetAsideSegments()
+        let files = CrashSafetyTests.segmentFiles(path)
+        let named = Set(try log.segments().map(\.fileName))
+        #expect(files == named, "no reader is that old any more: \(files.sorted())")
         #expect(try log.verify().isClean)
     }
 }
