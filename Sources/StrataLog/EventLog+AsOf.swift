@@ -2,16 +2,68 @@ import Foundation
 public import StrataStorage
 
 extension LogReader {
-    /// The current state of every object, in memory.
+    /// The current state of every object, in memory: every record of the state table, each
+    /// decoded with the model version that wrote it, and the membership rows — whatever this
+    /// handle's model (an earlier version's handle sees the objects a later one renamed or
+    /// added, under their names, as the log's replay has them) and whatever generation the
+    /// reader is pinned to (as-of reads read the log as it is; before, a pinned reader's
+    /// walk back started from the generation's objects and reverted their later changes a
+    /// second time).
     public func currentState() throws -> StateImage {
         var image = StateImage()
-        for entity in log.schema.entities.keys.sorted() where !(log.schema.entities[entity]?.isAbstract ?? true) {
-            try forEachObject(of: entity, includingSubentities: false) { object in
-                image.objects[object.id] = object.values
-                return .next
+        var ids: [ObjectKey: StoredObjectID] = [:]
+        try txn.forEach(in: tables.state) { key, value in
+            guard key.byteCount == ObjectKey.byteCount, let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) else {
+                throw LogError.malformed("the state table holds a key of \(key.byteCount) bytes, not \(ObjectKey.byteCount)")
             }
+            let id = try writer.id(objectKey)
+            let record = try value.withUnsafeBytes { raw in try writer.decodeRecord(raw, entityName: id.entity, context: "record \(id)") }
+            image.objects[id] = record.values
+            ids[objectKey] = id
+            return .next
         }
+        try addMembers(to: &image, range: .all) { ids[$0] }
         return image
+    }
+
+    /// One object's values as the state table holds them now (nil: it doesn't exist), as
+    /// ``currentState()`` gives them: not as a pinned generation or this handle's model
+    /// would read them.
+    func storedValues(_ id: StoredObjectID) throws -> [String: LogValue]? {
+        let key = try writer.key(id)
+        guard let record = try writer.readRecord(txn, key, entityName: id.entity) else { return nil }
+        var image = StateImage(objects: [id: record.values])
+        try addMembers(to: &image, range: .prefix(key.bytes)) { $0 == key ? id : nil }
+        return image.objects[id]
+    }
+
+    /// Adds the `members` rows in `range` to the objects of `image` (`source` names each
+    /// row's source object, nil: skip it) as sorted `.references` under the relationship's
+    /// name, as a checkpoint's membership rows are read.
+    private func addMembers(
+        to image: inout StateImage, range: KeyRange, source: (ObjectKey) -> StoredObjectID?
+    ) throws {
+        var members: [StoredObjectID: [String: [StoredObjectID]]] = [:]
+        try txn.forEach(in: tables.members, range: range) { key, _ in
+            let parts = key.withUnsafeBytes { raw -> (ObjectKey, UInt16, ObjectKey)? in
+                guard raw.count == 22, let from = ObjectKey(raw, at: 0), let code = readBigEndian(raw, at: 10, count: 2),
+                    let to = ObjectKey(raw, at: 12)
+                else { return nil }
+                return (from, UInt16(code), to)
+            }
+            guard let (from, code, to) = parts else {
+                throw LogError.malformed("the members table holds a key of \(key.byteCount) bytes, not 22")
+            }
+            guard let id = source(from) else { return .next }
+            guard let qualified = log.catalog.relationshipName(code) else {
+                throw LogError.malformed("a membership row of \(id) names relationship code \(code), which the catalog doesn't have")
+            }
+            members[id, default: [:]][String(qualified.split(separator: ".").last ?? ""), default: []].append(try writer.id(to))
+            return .next
+        }
+        for (id, properties) in members where image.objects[id] != nil {
+            for (property, targets) in properties { image.objects[id]?[property] = .references(targets.sorted()) }
+        }
     }
 
     /// How `state(asOf:)` will build the state as of `sequence`, and what it costs in events.
@@ -87,13 +139,17 @@ extension LogReader {
     /// version transaction `sequence` was written with — a point before a migration is in an
     /// earlier version's terms, whose entities and property names ``state(asOf:)`` and
     /// ``objects(_:asOf:)`` give. For 0 (the empty store), the oldest stored version; for the
-    /// purge point, whose transaction is gone, the version in use.
+    /// purge point, whose transaction is gone, the version the purge recorded it was written
+    /// with (before, the version in use: after a later version renamed an entity, the
+    /// state there named entities that version doesn't have) — or, purged by a Strata that
+    /// didn't record it, the version in use.
     ///
-    /// - Throws: as ``plan(asOf:)``.
+    /// - Throws: as ``plan(asOf:)``; ``LogError/malformed(_:)`` for a recorded version that
+    ///   isn't 4 bytes.
     public func modelVersion(asOf sequence: UInt64) throws -> Int {
         _ = try plan(asOf: sequence)
         if sequence == 0 { return log.catalog.modelVersions.first ?? log.modelVersion }
-        guard sequence > (try purgedThrough) else { return log.modelVersion }
+        guard sequence > (try purgedThrough) else { return try purgeModelVersion ?? log.modelVersion }
         // An event still in the events table: its version read from its header, its checksum
         // checked, without decoding its changes (a bulk import's are many). Compacted, damaged
         // or otherwise unreadable that way: decoded, which names what is wrong.
@@ -108,6 +164,14 @@ extension LogReader {
             if let version { return version }
         }
         return try event(sequence).modelVersion
+    }
+
+    /// The model version the purge recorded for its point (nil: none recorded).
+    var purgeModelVersion: Int? {
+        get throws {
+            guard let row = try txn.value(forKey: MetaKey.purgeModelVersion, in: tables.meta) else { return nil }
+            return Int(try MetaKey.number(row, key: MetaKey.purgeModelVersion, byteCount: 4))
+        }
     }
 
     /// One object's values as they were just after transaction `sequence`; nil if it didn't
@@ -150,7 +214,7 @@ extension LogReader {
         var wanted: Set<StoredObjectID> = []
         var later: Set<UInt64> = []
         for id in ids where wanted.insert(id).inserted {
-            if let current = try object(id) { image.objects[id] = current.values }
+            if let current = try storedValues(id) { image.objects[id] = current }
             for touching in try history(of: id) where touching > sequence { later.insert(touching) }
         }
         func revert(_ event: TransactionEvent) {
@@ -202,7 +266,7 @@ extension LogReader {
         let purged = try purgedThrough
         let touching = try history(of: id).filter { $0 > purged }.suffix(max(limit, 0))
         var image = StateImage()
-        if let current = try object(id) { image.objects[id] = current.values }
+        if let current = try storedValues(id) { image.objects[id] = current }
         try forEachEvent(among: Array(touching), reversed: true) { event in
             // The events after this one are reverted: the image is the state just after it.
             if try body(event.sequence, image.objects[id]) == .stop { return .stop }
@@ -221,6 +285,11 @@ extension LogReader {
             return .next
         }
         return result
+    }
+
+    /// The tally row of the checkpoint at `sequence` (nil: it has none).
+    func checkpointTally(_ sequence: UInt64) throws -> [UInt8]? {
+        try txn.value(forKey: bigEndianBytes(sequence) + [CheckpointTag.tally], in: tables.checkpoints)
     }
 
     func checkpoint(atOrBefore sequence: UInt64) throws -> UInt64? {
@@ -278,6 +347,21 @@ extension LogReader {
             unordered.append((try writer.id(source), property, try writer.id(target)))
             return .next
         }
+        // The header counts the records; the tally (checkpoints written since it exists) the
+        // membership and counter rows: a lost one would read as a member gone, without a word.
+        let header = try txn.value(forKey: bigEndianBytes(sequence), in: tables.checkpoints)
+        let tally = try checkpointTally(sequence)
+        if tally == nil, let header, header.count >= 9, header[8] & CheckpointTag.hasTally != 0 {
+            throw LogError.malformed("checkpoint \(sequence): its tally row is missing, though its header says it has one: the checkpoint is damaged")
+        }
+        if let tally {
+            var counters: UInt64 = 0
+            try txn.forEach(in: tables.checkpoints, range: .prefix(bigEndianBytes(sequence) + [CheckpointTag.counter])) { _, _ in
+                counters += 1
+                return .next
+            }
+            try CheckpointRows.checkTally(tally, sequence: sequence, members: UInt64(unordered.count), counters: counters)
+        }
         for (source, property, target) in unordered {
             var ids: [StoredObjectID] = []
             if case .references(let existing) = image.objects[source]?[property] { ids = existing }
@@ -293,8 +377,13 @@ enum CheckpointTag {
     static let record: UInt8 = 0x01
     static let member: UInt8 = 0x02
     static let counter: UInt8 = 0x03
+    /// The tally row (key: seq · `04`, 9 bytes): the number of membership rows (u64) and of
+    /// counter rows (u64) the checkpoint holds, as the header counts its records.
+    static let tally: UInt8 = 0x04
     /// Header flag: the checkpoint holds the primary-key counters (`03` rows).
     static let hasCounters: UInt8 = 0x01
+    /// Header flag: the checkpoint has a tally row (`04`), so one missing is damage.
+    static let hasTally: UInt8 = 0x02
 }
 
 /// Every row of one checkpoint: what a base snapshot is made of, and what `restore` loads.
@@ -311,6 +400,42 @@ struct CheckpointRows {
     /// The sequence and the object count its header declares, for a checkpoint read from the
     /// table (nil for rows made from the current state).
     var declared: (sequence: UInt64, count: UInt64?)?
+    /// The checkpoint's tally row as stored (nil: none — checkpoints written before it
+    /// existed, and rows made from the current state).
+    var tally: [UInt8]?
+    /// Whether the header says the checkpoint has a tally row.
+    var declaresTally = false
+
+    /// Refuses a checkpoint read from the table whose tally row doesn't count its rows, or
+    /// is missing though its header says it has one.
+    func checkTally() throws {
+        guard let (sequence, _) = declared else { return }
+        if let tally {
+            try Self.checkTally(tally, sequence: sequence, members: UInt64(members.count), counters: UInt64(counters.count))
+        } else if declaresTally {
+            throw LogError.malformed("checkpoint \(sequence): its tally row is missing, though its header says it has one: the checkpoint is damaged")
+        }
+    }
+
+    /// The tally row's value for `members` membership rows and `counters` counter rows.
+    static func tallyValue(members: Int, counters: Int) -> [UInt8] {
+        bigEndianBytes(UInt64(members)) + bigEndianBytes(UInt64(counters))
+    }
+
+    /// Refuses a checkpoint whose tally row isn't 16 bytes or doesn't count the membership
+    /// and counter rows it holds.
+    static func checkTally(_ tally: [UInt8], sequence: UInt64, members: UInt64, counters: UInt64) throws {
+        let hex = tally.map { String(format: "%02x", $0) }.joined()
+        guard tally.count == 16, let declaredMembers = tally.withUnsafeBytes({ readBigEndian($0) }),
+            let declaredCounters = tally.withUnsafeBytes({ readBigEndian($0, at: 8) })
+        else {
+            throw LogError.malformed("checkpoint \(sequence): its tally row (\(hex)) is \(tally.count) bytes, not 16: the checkpoint is damaged")
+        }
+        guard declaredMembers == members, declaredCounters == counters else {
+            throw LogError.malformed(
+                "checkpoint \(sequence) holds \(members) membership rows and \(counters) counter rows, but its tally says \(declaredMembers) and \(declaredCounters): the checkpoint is damaged")
+        }
+    }
 }
 
 extension LogReader {
@@ -320,8 +445,13 @@ extension LogReader {
         guard let header = try txn.value(forKey: prefix, in: tables.checkpoints) else { return nil }
         var rows = CheckpointRows()
         rows.hasCounters = header.count >= 9 && header[8] & CheckpointTag.hasCounters != 0
+        rows.declaresTally = header.count >= 9 && header[8] & CheckpointTag.hasTally != 0
         rows.declared = (sequence, header.count == 8 || header.count == 9 ? header.withUnsafeBytes { readBigEndian($0) } : nil)
         try txn.forEach(in: tables.checkpoints, range: .prefix(prefix)) { key, value in
+            if key.byteCount == 9, key.withUnsafeBytes({ $0[8] }) == CheckpointTag.tally {
+                rows.tally = value.withUnsafeBytes { Array($0) }
+                return .next
+            }
             guard key.byteCount > 9 else { return .next }
             key.withUnsafeBytes { raw in
                 let rest = Array(raw[9...])
@@ -346,7 +476,10 @@ extension TableWriter {
         for (key, value) in rows.records { try txn.put(value, forKey: prefix + [CheckpointTag.record] + key, in: tables.checkpoints) }
         for key in rows.members { try txn.put([UInt8](), forKey: prefix + [CheckpointTag.member] + key, in: tables.checkpoints) }
         for (key, value) in rows.counters { try txn.put(value, forKey: prefix + [CheckpointTag.counter] + key, in: tables.checkpoints) }
-        let flags: UInt8 = rows.hasCounters ? CheckpointTag.hasCounters : 0
+        try txn.put(
+            CheckpointRows.tallyValue(members: rows.members.count, counters: rows.counters.count), forKey: prefix + [CheckpointTag.tally],
+            in: tables.checkpoints)
+        let flags: UInt8 = (rows.hasCounters ? CheckpointTag.hasCounters : 0) | CheckpointTag.hasTally
         try txn.put(bigEndianBytes(UInt64(rows.records.count)) + [flags], forKey: prefix, in: tables.checkpoints)
     }
 
@@ -390,6 +523,7 @@ extension TableWriter {
             throw LogError.malformed(
                 "checkpoint \(sequence) holds \(rows.records.count) records, but its header says \(count.map { "\($0)" } ?? "nothing readable"): the checkpoint is damaged")
         }
+        try rows.checkTally()
         for (keyBytes, value) in rows.records {
             guard let objectKey = keyBytes.withUnsafeBytes({ ObjectKey($0) }), keyBytes.count == ObjectKey.byteCount else {
                 throw LogError.malformed("checkpoint record key of \(keyBytes.count) bytes")
@@ -430,6 +564,18 @@ extension EventLog {
         let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion)
         try writer.writeCheckpoint(txn, at: sequence, rows: try writer.currentRows(txn))
         try thinCheckpoints(txn)
+    }
+
+    /// Writes a checkpoint at `last` when a multiple of ``Configuration/checkpointInterval``
+    /// falls among `first…last`, the sequences of the events the transaction appends —
+    /// whatever they are: saves, reservations, migrations (a take-out's sequence is due at
+    /// the put-back's: the store was never as of a take-out alone), purge markers (before,
+    /// only saves wrote one, and an interval's checkpoint that fell on another event was
+    /// skipped, doubling the gap).
+    func checkpointIfDue(_ txn: borrowing LMDBTransaction, appended first: UInt64, through last: UInt64) throws {
+        let interval = configuration.checkpointInterval
+        guard interval > 0, first >= 1, last >= first, last / interval > (first - 1) / interval else { return }
+        try writeCheckpoint(txn, at: last)
     }
 
     /// Removes checkpoints beyond ``Configuration/maximumCheckpoints``: each time, the one

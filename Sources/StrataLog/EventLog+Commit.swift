@@ -504,9 +504,7 @@ extension EventLog {
             try txn.put(bigEndianBytes(last), forKey: TableWriter.counterKey(try coding.entityCode(writer)), in: tables.counters)
         }
         try txn.put(bigEndianBytes(sequence), forKey: MetaKey.head, in: tables.meta)
-        if configuration.checkpointInterval > 0 && sequence % configuration.checkpointInterval == 0 {
-            try writeCheckpoint(txn, at: sequence)
-        }
+        try checkpointIfDue(txn, appended: sequence, through: sequence)
         return CommitResult(event: event, permanentIDs: permanent)
     }
 
@@ -542,6 +540,7 @@ extension EventLog {
                 contextName: event.contextName)
             try txn.put(bigEndianBytes(range.upperBound), forKey: TableWriter.counterKey(code), in: tables.counters)
             try txn.put(bigEndianBytes(head + 1), forKey: MetaKey.head, in: tables.meta)
+            try checkpointIfDue(txn, appended: head + 1, through: head + 1)
             return (range, head + 1)
         }
         storeMonitor.publish(sequence)

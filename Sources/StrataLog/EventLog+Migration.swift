@@ -142,6 +142,7 @@ extension EventLog {
                     txn, sequence: sequence, bytes: try EventCodec.encode(event, catalog: writer), author: event.author,
                     contextName: event.contextName)
                 try txn.put(bigEndianBytes(sequence), forKey: MetaKey.head, in: tables.meta)
+                try checkpointIfDue(txn, appended: head + 1, through: sequence)
                 if let unmarking { _ = try txn.delete(key: unmarking, in: tables.meta) }
                 return sequence
             }

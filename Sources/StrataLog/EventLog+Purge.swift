@@ -48,12 +48,13 @@ extension EventLog {
     /// ```
     ///
     /// - Throws: ``LogError/sequenceOutOfRange(requested:head:)`` past the head;
-    ///   ``LogError/invalidOperation(_:)`` on a read-only store or when a compaction or
-    ///   another purge changed the log meanwhile (nothing is changed then).
+    ///   ``LogError/invalidOperation(_:)`` on a read-only store, when a compaction or
+    ///   another purge changed the log meanwhile, or when `point` is a migration's take-out
+    ///   (spec 0004 §4.5: the store was never as of it) — nothing is changed then.
     @discardableResult
     public func purge(through point: UInt64, author: String?, contextName: String? = nil) throws -> PurgeReport {
         if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
-        let (head, oldBase, compacted, descriptors, start) = try read { reader in
+        let (head, oldBase, compacted, descriptors, start, pointVersion) = try read { reader in
             let oldBase = try reader.purgedThrough
             // The newest checkpoint with counters between the old base and the point.
             var start: UInt64 = oldBase
@@ -63,7 +64,12 @@ extension EventLog {
                     break
                 }
             }
-            return (try reader.head, oldBase, try reader.compactedThrough, try reader.segmentDescriptors(), start)
+            // The base is in the terms of the version event `point` was written with.
+            let head = try reader.head
+            // Never through a migration's take-out: the store was never as of it.
+            if point > oldBase && point <= head { try refuseMidMigration(reader, point, head: head, verb: "Purge") }
+            let pointVersion = point > oldBase && point <= head ? try reader.modelVersion(asOf: point) : nil
+            return (head, oldBase, try reader.compactedThrough, try reader.segmentDescriptors(), start, pointVersion)
         }
         guard point <= head else { throw LogError.sequenceOutOfRange(requested: point, head: head) }
         guard point > oldBase else {
@@ -119,9 +125,10 @@ extension EventLog {
                 if let dictionary = descriptor.dictionaryFileName { deletedFiles.append(dictionary) }
             }
             if let rewrite {
+                // LMDB may run this closure again after growing the map: the file moved the
+                // first time round is kept, not deleted (before, the purge then failed).
                 let finalPath = (segmentDirectory as NSString).appendingPathComponent(rewrite.new.fileName)
-                if FileManager.default.fileExists(atPath: finalPath) { try FileManager.default.removeItem(atPath: finalPath) }
-                try FileManager.default.moveItem(atPath: rewrite.temporary, toPath: finalPath)
+                try moveIntoPlace(rewrite.temporary, finalPath)
                 syncDirectory(segmentDirectory)
                 try txn.delete(key: bigEndianBytes(rewrite.old.first), in: tables.segments)
                 try txn.put(rewrite.new.encoded(), forKey: bigEndianBytes(rewrite.new.first), in: tables.segments)
@@ -151,6 +158,9 @@ extension EventLog {
             }
 
             try txn.put(bigEndianBytes(point), forKey: MetaKey.purgedThrough, in: tables.meta)
+            if let pointVersion {
+                try txn.put(bigEndianBytes(UInt32(clamping: pointVersion)), forKey: MetaKey.purgeModelVersion, in: tables.meta)
+            }
             if compacted < point { try txn.put(bigEndianBytes(point), forKey: MetaKey.compactedThrough, in: tables.meta) }
 
             // The marker.
@@ -164,6 +174,7 @@ extension EventLog {
                 contextName: event.contextName)
             try txn.put(bigEndianBytes(head + 1), forKey: MetaKey.head, in: tables.meta)
             try txn.put(bigEndianBytes(head + 1), forKey: MetaKey.purgeMarker, in: tables.meta)
+            try checkpointIfDue(txn, appended: head + 1, through: head + 1)
             return (head + 1, removedCheckpoints, historyKeys.count, (txn.id, deletedFiles))
         }
         // The manifest no longer names these files. A reader whose snapshot is older than
@@ -222,8 +233,14 @@ extension EventLog {
 
     /// A fresh LMDB environment in the temporary directory with this store's tables, catalog
     /// and models (so codes in keys and records mean the same): for `verify` and `purge`.
+    ///
+    /// Its directory is `strata-scratch-PID-TOKEN-UUID` (TOKEN: ``processToken``); those a
+    /// killed process left (a Ctrl-C of `strata verify`: as large as the replayed state) are
+    /// removed here — a PID that isn't running, or this process's own PID with another token.
     func makeScratchEnvironment() throws -> (LMDBEnvironment, StoreTables, String) {
-        let scratchPath = (NSTemporaryDirectory() as NSString).appendingPathComponent("strata-scratch-\(UUID().uuidString)")
+        Self.removeStaleScratch()
+        let scratchPath = (NSTemporaryDirectory() as NSString).appendingPathComponent(
+            "\(Self.scratchPrefix)\(ProcessInfo.processInfo.processIdentifier)-\(Self.processToken)-\(UUID().uuidString)")
         var options = LMDBEnvironment.Options()
         options.durability = .fast
         options.additionalFlags = [.noSync]
@@ -249,14 +266,30 @@ extension EventLog {
         return (scratch, scratchTables, scratchPath)
     }
 
+    static let scratchPrefix = "strata-scratch-"
+
+    /// Removes the scratch environments of processes that are gone from the temporary
+    /// directory (best effort; see ``makeScratchEnvironment()``).
+    static func removeStaleScratch() {
+        let temporary = NSTemporaryDirectory()
+        let fileManager = FileManager.default
+        for name in (try? fileManager.contentsOfDirectory(atPath: temporary)) ?? [] where name.hasPrefix(scratchPrefix) {
+            // `strata-scratch-PID-TOKEN-UUID`: names without a PID and token (older ones) are left.
+            let rest = name.dropFirst(scratchPrefix.count)
+            let parts = rest.split(separator: "-", omittingEmptySubsequences: false)
+            guard parts.count == 7, let pid = Int32(parts[0]), pid > 0, parts[1].count == 16 else { continue }
+            let mayBeUsed = pid == ProcessInfo.processInfo.processIdentifier ? parts[1] == Substring(processToken) : processIsAlive(pid)
+            if !mayBeUsed { try? fileManager.removeItem(atPath: (temporary as NSString).appendingPathComponent(name)) }
+        }
+    }
+
     /// Writes the events of `segment` after `point` as a new segment in a temporary file
     /// (same dictionary, level 3, 256 events a frame); returns the old and new descriptors.
     private func rewriteSegment(_ segment: SegmentDescriptor, keepingAfter point: UInt64) throws
         -> (old: SegmentDescriptor, new: SegmentDescriptor, temporary: String)
     {
         let reader = try SegmentReader(segment, directory: segmentDirectory)
-        let temporary = (segmentDirectory as NSString).appendingPathComponent(
-            ".tmp-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString).zst")
+        let temporary = (segmentDirectory as NSString).appendingPathComponent(Self.temporarySegmentName(suffix: "zst"))
         let handle = try createExclusively(temporary)
         var frames: [SegmentDescriptor.Frame] = []
         var offset: UInt64 = 0

@@ -51,7 +51,10 @@ extension EventLog {
     /// as of a take-out — a copy through one would hold neither the old names' values nor the
     /// new ones'. A take-out is a `migration` event followed by another of the same commit
     /// (the same timestamp and process).
-    private func refuseMidMigration(_ reader: borrowing LogReader, _ sequence: UInt64, head: UInt64) throws {
+    ///
+    /// A purge through one is refused the same way (`verb` "Purge"): its base would be that
+    /// state, kept for good as the earliest one.
+    func refuseMidMigration(_ reader: borrowing LogReader, _ sequence: UInt64, head: UInt64, verb: String = "Replay") throws {
         let purged = try reader.purgedThrough
         guard head > sequence, sequence > purged else { return }
         func isMigration(_ event: TransactionEvent) -> Bool {
@@ -76,13 +79,14 @@ extension EventLog {
             first -= 1
         }
         throw LogError.invalidOperation(
-            "event \(sequence) takes values out for the migration to model version \(version), which events \(first)…\(last) make in one transaction: the store was never as of event \(sequence). Replay through \(first - 1) or \(last)")
+            "event \(sequence) takes values out for the migration to model version \(version), which events \(first)…\(last) make in one transaction: the store was never as of event \(sequence). \(verb) through \(first - 1) or \(last)")
     }
 
     private func replay(_ reader: borrowing LogReader, through sequence: UInt64, into path: String) throws -> ReplayReport {
         let purged = try reader.purgedThrough
         let (head, marker) = (try reader.head, try reader.purgeMarker)
         let base = purged > 0 ? try reader.checkpointRows(purged) : nil
+        let baseVersion = purged > 0 ? try reader.purgeModelVersion : nil
         guard sequence <= head else { throw LogError.sequenceOutOfRange(requested: sequence, head: head) }
         guard sequence >= purged else { throw LogError.historyPurged(requested: sequence, purgedThrough: purged) }
         if purged > 0 && base?.hasCounters != true {
@@ -141,6 +145,9 @@ extension EventLog {
                 // The per-context index starts, like the log, after the purge point.
                 for key in [MetaKey.head, MetaKey.purgedThrough, MetaKey.compactedThrough, MetaKey.contextIndexThrough] {
                     try txn.put(bigEndianBytes(purged), forKey: key, in: targetTables.meta)
+                }
+                if let baseVersion {
+                    try txn.put(bigEndianBytes(UInt32(clamping: baseVersion)), forKey: MetaKey.purgeModelVersion, in: targetTables.meta)
                 }
                 if marker > purged && marker <= sequence {
                     try txn.put(bigEndianBytes(marker), forKey: MetaKey.purgeMarker, in: targetTables.meta)

@@ -48,9 +48,9 @@ extension EventLog {
         if !request.dryRun {
             try FileManager.default.createDirectory(atPath: segmentDirectory, withIntermediateDirectories: true)
         }
-        let token = "\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString)"
-        let temporaryPath = (segmentDirectory as NSString).appendingPathComponent(".tmp-\(token).zst")
-        let temporaryDictionaryPath = (segmentDirectory as NSString).appendingPathComponent(".tmp-\(token).dict")
+        let id = UUID()
+        let temporaryPath = (segmentDirectory as NSString).appendingPathComponent(Self.temporarySegmentName(suffix: "zst", id: id))
+        let temporaryDictionaryPath = (segmentDirectory as NSString).appendingPathComponent(Self.temporarySegmentName(suffix: "dict", id: id))
         defer {
             try? FileManager.default.removeItem(atPath: temporaryPath)
             try? FileManager.default.removeItem(atPath: temporaryDictionaryPath)
@@ -295,7 +295,10 @@ extension EventLog {
         return head + 1
     }
 
-    private func moveIntoPlace(_ temporary: String, _ final: String) throws {
+    /// Renames `temporary` to `final` (replacing a file there), inside a write transaction's
+    /// closure: when LMDB runs the closure again (after growing the map), `temporary` is gone
+    /// and `final` is the file moved the first time, which is kept.
+    func moveIntoPlace(_ temporary: String, _ final: String) throws {
         let fileManager = FileManager.default
         if fileManager.fileExists(atPath: temporary) {
             if fileManager.fileExists(atPath: final) { try fileManager.removeItem(atPath: final) }
@@ -307,9 +310,10 @@ extension EventLog {
 
     // MARK: - Repair
 
-    /// Removes what an interrupted compaction left in `segments/`: temporary files of dead
-    /// processes, and segment or dictionary files no manifest entry names. Runs at every
-    /// writable open, under LMDB's writer lock.
+    /// Removes what an interrupted compaction or purge left in `segments/`: temporary files
+    /// of dead processes, and segment or dictionary files no manifest entry names (set aside
+    /// first, as a purge sets its dropped files aside, and deleted once no reader older than
+    /// this repair is left). Runs at every writable open, under LMDB's writer lock.
     func repairSegments() throws {
         let fileManager = FileManager.default
         guard fileManager.fileExists(atPath: segmentDirectory) else { return }
@@ -335,16 +339,18 @@ extension EventLog {
                 if name.hasPrefix(SegmentReader.setAsidePrefix) {
                     continue  // deleted by the sweep below, once no reader can need them
                 } else if name.hasPrefix(".tmp-") {
-                    let pid = name.dropFirst(5).split(separator: "-").first.flatMap { Int32($0) } ?? 0
-                    if pid != ProcessInfo.processInfo.processIdentifier && !processIsAlive(pid) {
-                        try? fileManager.removeItem(atPath: full)
-                    }
+                    if !Self.temporaryFileMayBeWritten(name) { try? fileManager.removeItem(atPath: full) }
                 } else if name.hasPrefix(".dat.nosync") {
                     // A Foundation atomic-write temporary, stranded by a kill (older builds
                     // created segment files that way; nothing writes them here now).
                     try? fileManager.removeItem(atPath: full)
                 } else if manifestIsWhole && (name.hasSuffix(".zst") || name.hasSuffix(".dict")) && !referenced.contains(name) {
-                    try? fileManager.removeItem(atPath: full)
+                    // Set aside, not deleted: a file a purge dropped but was killed before
+                    // setting aside may still be read by a reader older than that purge (in
+                    // another process); the sweep below deletes it once none can (before, it
+                    // was deleted at once, and such a reader failed naming it missing).
+                    let aside = (segmentDirectory as NSString).appendingPathComponent(SegmentReader.setAsideName(name, droppedBy: txn.id))
+                    if (try? fileManager.moveItem(atPath: full, toPath: aside)) == nil { try? fileManager.removeItem(atPath: full) }
                 }
             }
         }
@@ -362,6 +368,47 @@ extension EventLog {
         guard !setAside.isEmpty, let oldest = try? environment.oldestReaderSnapshot() ?? Int.max else { return }
         for (name, transaction) in setAside where oldest >= transaction {
             try? fileManager.removeItem(atPath: (segmentDirectory as NSString).appendingPathComponent(name))
+        }
+    }
+
+    /// This process's token in the names of the temporary segment files it writes (16 hex
+    /// digits, random per process): a file named with this process's ID but another token —
+    /// or none, as names were before — was left by an earlier process that had the same ID
+    /// (a container's app is PID 1 at every start), which is gone.
+    static let processToken: String = {
+        var generator = SystemRandomNumberGenerator()
+        let value = UInt64.random(in: 1...UInt64.max, using: &generator)
+        return String(value, radix: 16).leftPadded(to: 16)
+    }()
+
+    /// The name of a temporary segment (`zst`) or dictionary (`dict`) file this process
+    /// writes: `.tmp-PID-TOKEN-UUID.SUFFIX` (spec 0004 §7.3).
+    static func temporarySegmentName(suffix: String, id: UUID = UUID()) -> String {
+        ".tmp-\(ProcessInfo.processInfo.processIdentifier)-\(processToken)-\(id.uuidString).\(suffix)"
+    }
+
+    /// Whether the temporary file `name` (`.tmp-PID-…`) may still be being written: this
+    /// process's, named with its token, or another live process's. A file of this process's
+    /// ID without its token is an earlier process's (before, it was kept for good, as this
+    /// process's own); a PID that doesn't parse or isn't running is a dead process's.
+    static func temporaryFileMayBeWritten(_ name: String) -> Bool {
+        let parts = name.dropFirst(5).split(separator: "-", omittingEmptySubsequences: false)
+        guard let first = parts.first, let pid = Int32(first), pid > 0 else { return false }
+        if pid == ProcessInfo.processInfo.processIdentifier {
+            return parts.count > 1 && parts[1] == Substring(processToken)
+        }
+        return processIsAlive(pid)
+    }
+
+    /// Removes the scratch copies (`.vacuum-UUID/`) vacuums killed before they finished left
+    /// in the store directory — a partial or whole copy of `data.mdb`, as large as the store,
+    /// which nothing reads. Runs at every writable open: while this process has the
+    /// environment open, no vacuum can run (a vacuum needs the store closed everywhere, and
+    /// one running holds the lock an open waits for). Best effort.
+    static func removeVacuumScratch(inStoreDirectory path: String) {
+        let fileManager = FileManager.default
+        for name in (try? fileManager.contentsOfDirectory(atPath: path)) ?? [] where name.hasPrefix(".vacuum-") {
+            try? fileManager.removeItem(atPath: (path as NSString).appendingPathComponent(name))
         }
     }
 
@@ -911,5 +958,12 @@ extension ArraySlice where Element == UInt64 {
             if predicate(self[middle]) { high = middle } else { low = middle + 1 }
         }
         return low
+    }
+}
+
+extension String {
+    /// The string with zeros before it up to `width` characters.
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

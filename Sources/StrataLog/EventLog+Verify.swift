@@ -437,7 +437,8 @@ extension EventLog {
 
     /// Compares the checkpoint at `sequence` — its records, membership rows and counters —
     /// with the scratch tables, which hold the log's replay through `sequence`; reports each
-    /// difference at `checkpoint N …`, and a header whose object count is not the records'.
+    /// difference at `checkpoint N …`, a header whose object count is not the records', and a
+    /// tally row that doesn't count its membership and counter rows.
     private func compareCheckpoint(
         _ sequence: UInt64, _ reader: borrowing LogReader, scratch: LMDBEnvironment, tables scratchTables: StoreTables,
         writer: TableWriter, report: (VerificationProblem.Kind, String, String) -> Void
@@ -450,6 +451,11 @@ extension EventLog {
             report(
                 .projection, location,
                 "its header (\(header.map { String(format: "%02x", $0) }.joined())) doesn't say it holds the \(rows.records.count) records stored")
+        }
+        do {
+            try rows.checkTally()
+        } catch {
+            report(.projection, location, "its tally row doesn't count the rows stored: \(error)")
         }
         func within(_ kind: VerificationProblem.Kind, _ place: String, _ message: String) { report(kind, "\(location) \(place)", message) }
         try compare("state", live: rows.records, rebuilt: scratchTables.state, scratch: scratch, writer: writer, side: "checkpoint", report: within)

@@ -281,6 +281,7 @@ public final class EventLog: Sendable {
                 throw LogError.invalidOperation("stopped after storing model version \(version), as asked (a test of a crash there)")
             }
             try repairSegments()
+            Self.removeVacuumScratch(inStoreDirectory: path)
             if indexThrough != head { try buildContextIndex() }
             try migrateRecordingRefusal(isNewVersion: isNewVersion)
         }

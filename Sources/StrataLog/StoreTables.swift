@@ -87,6 +87,10 @@ enum MetaKey {
     /// The sequence through which every event (after the purge point) has its row in the
     /// `contexts` table (0 or absent: none — a store written before the table existed).
     static let contextIndexThrough = Array("contextIndexThrough".utf8)
+    /// The model version (u32) the store's data was in at the purge point — that of the
+    /// purged event there: the base snapshot is in its terms (absent: a purge before it was
+    /// recorded, read as the version in use).
+    static let purgeModelVersion = Array("purgeModelVersion".utf8)
     static func modelHash(_ hash: [UInt8]) -> [UInt8] { Array("modelHash:".utf8) + hash }
     /// Present while model version `version`'s migration was refused (spec 0004 §4.3): the
     /// version is stored, but the store's data isn't in its terms.

@@ -5,6 +5,15 @@
 //   StrataLogProbe compact STORE [BATCH] loop: commit BATCH transactions (acked as above), then
 //                                        compact all but the newest two events;
 //                                        "compacted THROUGH" after each compaction returns
+//   StrataLogProbe vacuum  STORE [BATCH] loop: open, commit BATCH transactions (acked as above),
+//                                        close, vacuum; "vacuumed" after each vacuum returns
+//   StrataLogProbe vacuum-hang STORE     vacuum once, stopping right after the rename of the
+//                                        copy over data.mdb ("renamed") until killed
+//   StrataLogProbe purge   STORE [BATCH] loop: commit BATCH inserts of one member each (its
+//                                        email `purge-SEQ@probe.test`, "ack SEQ"), compact all
+//                                        but the newest two, purge through half of that;
+//                                        "purged THROUGH" after each purge returns; a checkpoint
+//                                        every 3 transactions, at most 3 kept
 //
 // Transaction SEQ is a pure function of SEQ (`ProbeWorkload`), so the test can rebuild the
 // exact state the store must hold for any head from the sequence numbers alone:
@@ -20,6 +29,7 @@
 import Foundation
 import StrataLog
 import StrataModel
+import StrataStorage
 
 func say(_ text: String) {
     // Unbuffered: the test reads each line as soon as the step it reports has returned.
@@ -93,14 +103,45 @@ func commitNext(_ log: EventLog) throws {
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
-    fail("usage: StrataLogProbe commit|compact STORE [N]")
+    fail("usage: StrataLogProbe commit|compact|vacuum|vacuum-hang|purge STORE [N]")
 }
 let mode = arguments[1]
 let path = arguments[2]
 let number = arguments.count >= 4 ? Int(arguments[3]) : nil
 
-do {
+/// One round of the vacuum mode: open, commit `batch` transactions, close.
+func commitAndClose(_ batch: Int) throws {
     let log = try EventLog(path: path, model: try probeModel())
+    for _ in 0..<batch { try commitNext(log) }
+}
+
+do {
+    if mode == "vacuum-hang" {
+        // One vacuum that stops right after putting the copy in place, until killed.
+        LMDBEnvironment.setVacuumAfterRenameHook {
+            say("renamed")
+            while true { sleep(60) }
+        }
+        _ = try EventLog.vacuum(path: path)
+        fail("the vacuum returned")
+    }
+    if mode == "vacuum" {
+        // The store must be closed everywhere to be vacuumed.
+        let batch = max(number ?? 4, 1)
+        say("ready")
+        while true {
+            try commitAndClose(batch)
+            _ = try EventLog.vacuum(path: path)
+            say("vacuumed")
+        }
+    }
+    // The purge mode writes checkpoints often, so kills land in their writing and thinning too.
+    var configuration = EventLog.Configuration()
+    if mode == "purge" {
+        configuration.checkpointInterval = 3
+        configuration.maximumCheckpoints = 3
+    }
+    let log = try EventLog(path: path, model: try probeModel(), configuration: configuration)
     say("ready \(try log.head)")
     switch mode {
     case "commit":
@@ -111,6 +152,32 @@ do {
             done += 1
         }
         say("done")
+    case "purge":
+        let batch = max(number ?? 4, 1)
+        while true {
+            for _ in 0..<batch {
+                let sequence = try log.head + 1
+                var draft = TransactionDraft(author: "probe", contextName: "purge")
+                _ = draft.insert("Member", values: [
+                    "name": .attribute(.string("purge \(sequence)")),
+                    "email": .attribute(.string("purge-\(sequence)@probe.test")),
+                    "age": .attribute(.int32(Int32(sequence % 97))),
+                ])
+                let result = try log.commit(draft)
+                guard result.sequence == sequence else { fail("transaction \(sequence) committed as \(result.sequence)") }
+                say("ack \(sequence)")
+            }
+            var request = CompactionRequest(before: try log.head - 1)
+            request.eventsPerFrame = 3
+            try log.compact(request)
+            let compacted = try log.read { try $0.compactedThrough }
+            let purged = try log.read { try $0.purgedThrough }
+            let point = purged + max((compacted - purged) / 2, 1)
+            if point < compacted {
+                try log.purge(through: point, author: "probe")
+                say("purged \(point)")
+            }
+        }
     case "compact":
         let batch = max(number ?? 4, 1)
         while true {

@@ -410,7 +410,7 @@ extension MigrationReviewTests {
         try ValueMigrationTests.expectConsistent(log, jump, before: before, migration: 2)
     }
 
-    @Test("purging through the take-out, then through the put-back: the store stays whole and reopens with nothing to migrate")
+    @Test("purging through the take-out is refused (the store was never as of it), before the migration and then through the put-back is not: the store stays whole and reopens with nothing to migrate")
     func purgeAfterMigration() throws {
         let dir = try TemporaryDirectory("strata-review")
         let ids = try Self.chainStore(dir)
@@ -418,7 +418,11 @@ extension MigrationReviewTests {
         let head = try log.head
         #expect(head > 2)
         let state = try log.read { try $0.currentState() }
-        try log.purge(through: 2, author: "review")
+        #expect(throws: LogError.self, "a base as of the take-out would be a state the store never had (spec 0004 §7.6)") {
+            try log.purge(through: 2, author: "review")
+        }
+        #expect(try log.read { try $0.purgedThrough } == 0)
+        try log.purge(through: 1, author: "review")
         let report = try log.verify()
         #expect(report.isClean, "\(report)")
         #expect(try log.read { try $0.currentState() } == state)

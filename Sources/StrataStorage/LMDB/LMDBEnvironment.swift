@@ -249,6 +249,16 @@ public final class LMDBEnvironment: @unchecked Sendable {
                 (env, result) = try create(flags.union(.noLock))
             }
         }
+        // A lock file emptied by a vacuum killed before it rebuilt it (see
+        // ``replaceWithCompactedCopy(path:)``): this open waited for the vacuum's lock and got
+        // it shared, so LMDB couldn't build the table (EINVAL). Opened again, the first user
+        // alone builds it afresh from the file in place.
+        var attempts = 0
+        while result == EINVAL, options.usesSubdirectory, !options.additionalFlags.contains(.noLock), fileSize(lockFile) == 0, attempts < 200 {
+            attempts += 1
+            usleep(10_000)
+            (env, result) = try create(flags)
+        }
         if result != 0 {
             var detail = path
             if result == EACCES,

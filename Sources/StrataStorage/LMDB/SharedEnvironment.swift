@@ -1,5 +1,6 @@
 internal import CStrataLMDB
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -328,6 +329,11 @@ extension LMDBEnvironment {
         }
 
         let before = size(dataFile)
+        // Scratch copies of vacuums killed before they finished: nothing reads them, and no
+        // other vacuum can be running (the lock is ours).
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] where name.hasPrefix(".vacuum-") {
+            try? FileManager.default.removeItem(atPath: (path as NSString).appendingPathComponent(name))
+        }
         let scratch = (path as NSString).appendingPathComponent(".vacuum-\(UUID().uuidString)")
         do {
             try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: false)
@@ -342,8 +348,20 @@ extension LMDBEnvironment {
             try check(mdb_env_copy2(env, scratch, UInt32(MDB_CP_COMPACT)), "mdb_env_copy2", detail: scratch)
         }
         let copied = (scratch as NSString).appendingPathComponent("data.mdb")
+        // The lock table describes the old file: its last transaction ID picks the meta page
+        // readers and writers use, and the copy's IDs start again at 1. An open waiting for
+        // our lock that got it with that table — this process killed between the rename and
+        // the rebuild below — read the copy's empty meta page and wrote a new store over it,
+        // losing every commit. Emptied first, the table can't be used: such an open fails
+        // (and the next one, the first user, builds it afresh from the file in place).
+        guard ftruncate(lockDescriptor, 0) == 0 else {
+            let code = errno
+            throw LMDBError(lmdbCode: code, operation: "ftruncate", detail: "\(lockFile): cannot reset the lock file")
+        }
         guard rename(copied, dataFile) == 0 else {
             let code = errno
+            // Rebuild the table from the file still in place.
+            try? withRawEnvironment(path: path, flags: [.readOnly, .noThreadLocalStorage]) { _ in }
             throw LMDBError(lmdbCode: code, operation: "rename", detail: "\(copied) → \(dataFile): cannot put the compacted copy in place")
         }
         let directory = open(path, O_RDONLY | O_CLOEXEC)
@@ -351,6 +369,7 @@ extension LMDBEnvironment {
             fsync(directory)
             close(directory)
         }
+        if let hook = vacuumAfterRenameHook.withLock({ $0 }) { hook() }
         // The lock file still describes the old file (its last transaction ID picks the meta
         // page readers use). An open in this process gets LMDB's exclusive lock (ours, same
         // process) and so rebuilds it from the new file, as the first user of an environment
@@ -358,6 +377,12 @@ extension LMDBEnvironment {
         try withRawEnvironment(path: path, flags: [.readOnly, .noThreadLocalStorage]) { _ in }
         return (before, size(dataFile))
     }
+
+    /// Tests only: called by ``replaceWithCompactedCopy(path:)`` right after the compacted
+    /// copy is renamed over `data.mdb`, before the lock file is made for it (a crash test
+    /// kills the process there).
+    package static func setVacuumAfterRenameHook(_ hook: (@Sendable () -> Void)?) { vacuumAfterRenameHook.withLock { $0 = hook } }
+    private static let vacuumAfterRenameHook = Mutex<(@Sendable () -> Void)?>(nil)
 
     /// Opens a bare `MDB_env` at `path` with `flags` for `body`, then closes it.
     private static func withRawEnvironment(path: String, flags: EnvironmentFlags, _ body: (OpaquePointer) throws -> Void) throws {
