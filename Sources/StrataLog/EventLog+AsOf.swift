@@ -147,9 +147,13 @@ extension LogReader {
     /// - Throws: as ``plan(asOf:)``; ``LogError/malformed(_:)`` for a recorded version that
     ///   isn't 4 bytes.
     public func modelVersion(asOf sequence: UInt64) throws -> Int {
-        _ = try plan(asOf: sequence)
+        // The range checks of ``plan(asOf:)``, without planning (which seeks a checkpoint).
+        let head = try head
+        guard sequence <= head else { throw LogError.sequenceOutOfRange(requested: sequence, head: head) }
+        let purged = try purgedThrough
+        guard sequence >= purged else { throw LogError.historyPurged(requested: sequence, purgedThrough: purged) }
         if sequence == 0 { return log.catalog.modelVersions.first ?? log.modelVersion }
-        guard sequence > (try purgedThrough) else { return try purgeModelVersion ?? log.modelVersion }
+        guard sequence > purged else { return try purgeModelVersion ?? log.modelVersion }
         // An event still in the events table: its version read from its header, its checksum
         // checked, without decoding its changes (a bulk import's are many). Compacted, damaged
         // or otherwise unreadable that way: decoded, which names what is wrong.
@@ -279,12 +283,7 @@ extension LogReader {
 
     /// The sequences that have a checkpoint, oldest first.
     public func checkpoints() throws -> [UInt64] {
-        var result: [UInt64] = []
-        try txn.forEach(in: tables.checkpoints) { key, _ in
-            if key.byteCount == 8, let sequence = key.withUnsafeBytes({ readBigEndian($0) }) { result.append(sequence) }
-            return .next
-        }
-        return result
+        try checkpointHeaders(txn, tables.checkpoints)
     }
 
     /// The tally row of the checkpoint at `sequence` (nil: it has none).
@@ -292,18 +291,26 @@ extension LogReader {
         try txn.value(forKey: bigEndianBytes(sequence) + [CheckpointTag.tally], in: tables.checkpoints)
     }
 
+    /// The newest checkpoint at or before `sequence`: found by seeking from checkpoint to
+    /// checkpoint, not by walking their rows (before, the walk back passed every row of the
+    /// checkpoint it found — the whole state — on every as-of plan).
     func checkpoint(atOrBefore sequence: UInt64) throws -> UInt64? {
-        var found: UInt64?
-        try txn.forEach(
-            in: tables.checkpoints, range: KeyRange(lowerBound: nil, upperBound: bigEndianBytes(sequence + 1)), reverse: true
-        ) { key, _ in
-            if key.byteCount == 8 {
-                found = key.withUnsafeBytes { readBigEndian($0) }
+        var bound = sequence
+        while true {
+            // The last key at or before `bound`'s rows: its first 8 bytes name a checkpoint C.
+            var prefix: UInt64?
+            let upper = bound == .max ? nil : bigEndianBytes(bound + 1)
+            try txn.forEach(in: tables.checkpoints, range: KeyRange(lowerBound: nil, upperBound: upper), reverse: true) { key, _ in
+                guard key.byteCount >= 8 else { return .next }
+                prefix = key.withUnsafeBytes { readBigEndian($0) }
                 return .stop
             }
-            return .next
+            guard let found = prefix else { return nil }
+            // C's header (a damaged checkpoint may have rows without one): else below C.
+            if try txn.value(forKey: bigEndianBytes(found), in: tables.checkpoints) != nil { return found }
+            guard found > 0 else { return nil }
+            bound = found - 1
         }
-        return found
     }
 
     /// The state stored in the checkpoint at `sequence`.
@@ -373,6 +380,30 @@ extension LogReader {
 }
 
 /// Row kinds inside a checkpoint.
+/// The sequences of the checkpoints in `table` (their header rows, keys of 8 bytes), in
+/// order: found by seeking from one checkpoint's first key to the next checkpoint's, not by
+/// walking every row of each (a checkpoint holds the whole state). Rows without a header
+/// (damage) don't count.
+func checkpointHeaders(_ txn: borrowing LMDBTransaction, _ table: LMDBDatabase) throws -> [UInt64] {
+    var result: [UInt64] = []
+    var next: UInt64? = 0
+    while let start = next {
+        var prefix: UInt64?
+        var isHeader = false
+        try txn.forEach(in: table, range: KeyRange(lowerBound: bigEndianBytes(start), upperBound: nil)) { key, _ in
+            guard key.byteCount >= 8 else { return .next }
+            prefix = key.withUnsafeBytes { readBigEndian($0) }
+            // A header sorts before the rows it heads (a key sorts before its extensions).
+            isHeader = key.byteCount == 8
+            return .stop
+        }
+        guard let found = prefix else { break }
+        if isHeader { result.append(found) }
+        next = found == .max ? nil : found + 1
+    }
+    return result
+}
+
 enum CheckpointTag {
     static let record: UInt8 = 0x01
     static let member: UInt8 = 0x02
@@ -583,13 +614,7 @@ extension EventLog {
     /// smallest gap between its neighbours.
     func thinCheckpoints(_ txn: borrowing LMDBTransaction) throws {
         let purged = try number(MetaKey.purgedThrough, txn)
-        var sequences: [UInt64] = []
-        try txn.forEach(in: tables.checkpoints) { key, _ in
-            if key.byteCount == 8, let sequence = key.withUnsafeBytes({ readBigEndian($0) }), sequence > purged || purged == 0 {
-                sequences.append(sequence)
-            }
-            return .next
-        }
+        var sequences = try checkpointHeaders(txn, tables.checkpoints).filter { $0 > purged || purged == 0 }
         let limit = max(1, configuration.maximumCheckpoints)
         while sequences.count > limit {
             var victim = 0

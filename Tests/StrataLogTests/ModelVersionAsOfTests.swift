@@ -80,3 +80,32 @@ struct GenerationBeforeMigrationTests {
         }
     }
 }
+
+/// Finding checkpoints by seeking from one to the next (`checkpoints()`,
+/// `checkpoint(atOrBefore:)`), not by walking their rows.
+@Suite("Event log: finding checkpoints")
+struct CheckpointSeekTests {
+    @Test("checkpoints at 100, 200, 300: listed, and the newest at or before each point found (none before 100); a checkpoint whose header row is gone (its rows left) is skipped both ways, and plans go to the one before it")
+    func seekAcrossCheckpoints() throws {
+        let dir = try TemporaryDirectory()
+        let log = try populatedLog(dir, transactions: 350)
+        let intact = try log.read { (reader: borrowing LogReader) throws -> StateImage in
+            #expect(try reader.checkpoints() == [100, 200, 300])
+            #expect(try reader.checkpoint(atOrBefore: 99) == nil)
+            #expect(try reader.checkpoint(atOrBefore: 100) == 100)
+            #expect(try reader.checkpoint(atOrBefore: 299) == 200)
+            #expect(try reader.checkpoint(atOrBefore: 350) == 300)
+            #expect(try reader.checkpoint(atOrBefore: .max) == 300)
+            #expect(try reader.plan(asOf: 210) == .forwardFromCheckpoint(checkpoint: 200, events: 10))
+            return try reader.state(asOf: 210)
+        }
+        try log.environment.write { txn in _ = try txn.delete(key: bigEndianBytes(UInt64(200)), in: log.tables.checkpoints) }
+        try log.read { (reader: borrowing LogReader) throws in
+            #expect(try reader.checkpoints() == [100, 300])
+            #expect(try reader.checkpoint(atOrBefore: 299) == 100)
+            #expect(try reader.checkpoint(atOrBefore: 200) == 100)
+            #expect(try reader.plan(asOf: 210) == .forwardFromCheckpoint(checkpoint: 100, events: 110))
+            #expect(try reader.state(asOf: 210) == intact, "from checkpoint 100, as from 200")
+        }
+    }
+}
