@@ -182,6 +182,10 @@ extension EventLog {
         // transaction dropped them, and deleted once no reader that old is left (now, if
         // none is, or at a later purge, compaction or writable open).
         let (purgeTransaction, names) = deletedFiles
+        // The purge's commit on disk first: with `.fast` durability its meta page isn't synced
+        // yet, and a power cut would bring back the manifest naming these files after they
+        // were swept.
+        if !names.isEmpty { try environment.sync(force: true) }
         for name in names where rewrite?.new.dictionaryFileName != name {
             let file = (segmentDirectory as NSString).appendingPathComponent(name)
             let aside = (segmentDirectory as NSString).appendingPathComponent(SegmentReader.setAsideName(name, droppedBy: purgeTransaction))

@@ -45,8 +45,11 @@ extension EventLog {
         }
 
         // A dry run writes nothing: no directory, no temporary file.
-        if !request.dryRun {
+        if !request.dryRun && !FileManager.default.fileExists(atPath: segmentDirectory) {
             try FileManager.default.createDirectory(atPath: segmentDirectory, withIntermediateDirectories: true)
+            // The new directory's entry on disk, so the segment renamed into it survives a
+            // power cut with the manifest that names it.
+            syncDirectory(path)
         }
         let id = UUID()
         let temporaryPath = (segmentDirectory as NSString).appendingPathComponent(Self.temporarySegmentName(suffix: "zst", id: id))

@@ -348,6 +348,19 @@ extension LMDBEnvironment {
             try check(mdb_env_copy2(env, scratch, UInt32(MDB_CP_COMPACT)), "mdb_env_copy2", detail: scratch)
         }
         let copied = (scratch as NSString).appendingPathComponent("data.mdb")
+        // The copy on disk before it replaces the file: `mdb_env_copy2` writes it but doesn't
+        // sync it, so a power cut after the rename could leave a data file whose pages never
+        // reached the disk in place of the old one.
+        let copyDescriptor = open(copied, O_RDONLY | O_CLOEXEC)
+        guard copyDescriptor >= 0 else {
+            let code = errno
+            throw LMDBError(lmdbCode: code, operation: "open", detail: "\(copied): cannot open the compacted copy to sync it")
+        }
+        let synced = fsync(copyDescriptor) == 0 ? 0 : errno
+        close(copyDescriptor)
+        guard synced == 0 else {
+            throw LMDBError(lmdbCode: synced, operation: "fsync", detail: "\(copied): the compacted copy can't be synced; the data file was left as it was")
+        }
         // The lock table describes the old file: its last transaction ID picks the meta page
         // readers and writers use, and the copy's IDs start again at 1. An open waiting for
         // our lock that got it with that table — this process killed between the rename and
