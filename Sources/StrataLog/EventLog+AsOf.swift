@@ -609,13 +609,16 @@ extension EventLog {
         try writeCheckpoint(txn, at: last)
     }
 
-    /// Removes checkpoints beyond ``Configuration/maximumCheckpoints``: each time, the one
+    /// Removes checkpoints beyond ``Configuration/maximumCheckpoints`` (none when it is 0):
+    /// each time, the one
     /// (never the newest, never the base snapshot of a purge) whose removal leaves the
     /// smallest gap between its neighbours.
     func thinCheckpoints(_ txn: borrowing LMDBTransaction) throws {
         let purged = try number(MetaKey.purgedThrough, txn)
         var sequences = try checkpointHeaders(txn, tables.checkpoints).filter { $0 > purged || purged == 0 }
-        let limit = max(1, configuration.maximumCheckpoints)
+        // 0: every checkpoint is kept.
+        guard configuration.maximumCheckpoints > 0 else { return }
+        let limit = configuration.maximumCheckpoints
         while sequences.count > limit {
             var victim = 0
             var smallest = UInt64.max

@@ -37,7 +37,10 @@ public final class EventLog: Sendable {
         public var checkpointInterval: UInt64 = 10_000
         /// The most checkpoints kept (each is a copy of the state). When a new one would pass
         /// the limit, the one whose removal leaves the smallest gap goes, so spacing grows
-        /// with age: recent points stay cheap to reach, storage stays bounded.
+        /// with age: recent points stay cheap to reach, storage stays bounded — but an as-of
+        /// read of an old point costs more as the log grows. 0 keeps every checkpoint: an
+        /// as-of read then decodes fewer than ``checkpointInterval`` events for any point,
+        /// whatever the log's length, for a copy of the state per interval.
         public var maximumCheckpoints: Int = 6
         /// The most read transactions open at once, across every process using the store
         /// (LMDB's reader table; default 126). Each read of a store (a fetch, a `read`

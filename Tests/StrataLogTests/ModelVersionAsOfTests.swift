@@ -109,3 +109,45 @@ struct CheckpointSeekTests {
         }
     }
 }
+
+/// `maximumCheckpoints = 0`: every checkpoint kept, so as-of reads cost fewer than
+/// `checkpointInterval` events at any point, whatever the log's length.
+@Suite("Event log: keeping every checkpoint")
+struct KeepEveryCheckpointTests {
+    @Test("interval 10, 120 transactions: with maximumCheckpoints 0 all twelve checkpoints stay and every point's plan decodes fewer than 10 events, its state the replay's; with 3, three stay")
+    func everyCheckpointKept() throws {
+        func log(_ dir: TemporaryDirectory, keeping limit: Int) throws -> EventLog {
+            let log = try openLog(dir, model: try libraryModel()) {
+                $0.checkpointInterval = 10
+                $0.maximumCheckpoints = limit
+            }
+            for n in 0..<120 {
+                var draft = TransactionDraft()
+                _ = draft.insert("Club", values: ["name": s("club \(n)")])
+                try log.commit(draft)
+            }
+            return log
+        }
+        let all = try log(try TemporaryDirectory(), keeping: 0)
+        try all.read { (reader: borrowing LogReader) throws in
+            #expect(try reader.checkpoints() == Array(stride(from: UInt64(10), through: 120, by: 10)))
+            var replayed = StateImage()
+            var states: [UInt64: StateImage] = [0: replayed]
+            try reader.forEachEvent { event in
+                replayed.apply(event)
+                states[event.sequence] = replayed
+                return .next
+            }
+            for point in UInt64(0)...120 {
+                let plan = try reader.plan(asOf: point)
+                let events: UInt64 = switch plan {
+                case .backwardFromHead(let events), .forwardFromStart(let events), .forwardFromCheckpoint(_, let events): events
+                }
+                #expect(events < 10, "as of \(point): \(plan)")
+                #expect(try reader.state(asOf: point) == states[point], "as of \(point)")
+            }
+        }
+        let few = try log(try TemporaryDirectory(), keeping: 3)
+        #expect(try few.read { try $0.checkpoints() }.count == 3)
+    }
+}
