@@ -373,7 +373,10 @@ extension ContextCore {
     /// runs stops the save after ``maximumWillSaveRounds`` rounds (`invalidArgument`;
     /// Core Data recurses until it crashes); nothing is written, the changes stay.
     func runWillSaveHooks(in context: isolated ManagedObjectContext) throws {
-        var called: [ObjectIdentifier: ManagedObject] = [:]
+        // Which objects had their call in this save: stamped with the save's serial, not
+        // kept in a table (a save of many inserts hashed each one twice).
+        willSaveSerial &+= 1
+        let serial = willSaveSerial
         var round = Array(retained.values)
         var rounds = 0
         defer { willSaveWatch = nil }
@@ -386,14 +389,17 @@ extension ContextCore {
             }
             willSaveWatch = []
             for object in round {
-                called[ObjectIdentifier(object)] = object
+                object.willSaveStamp = serial
                 object.willSave(in: context)
             }
             // …and the delete rules of objects the hooks deleted (what they change counts too).
             propagateDeferredDeletes(in: context)
             let changed = willSaveWatch ?? []
             willSaveWatch = nil
-            round = retained.values.filter { called[ObjectIdentifier($0)] == nil || changed.contains(ObjectIdentifier($0)) }
+            round =
+                changed.isEmpty
+                ? retained.values.filter { $0.willSaveStamp != serial }
+                : retained.values.filter { $0.willSaveStamp != serial || changed.contains(ObjectIdentifier($0)) }
         }
     }
 

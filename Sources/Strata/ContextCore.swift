@@ -584,6 +584,9 @@ final class ContextCore {
     /// While a save runs `willSave` hooks: the objects whose values the hooks changed through
     /// accessors (not primitive values), inserted or deleted — their hooks run again.
     @exclusivity(unchecked) var willSaveWatch: Set<ObjectIdentifier>?
+    /// Counts the saves' `willSave` passes: an object whose ``ManagedObject/willSaveStamp``
+    /// holds the current one had its call in this save.
+    var willSaveSerial: UInt64 = 0
     /// Where inserted objects' temporary IDs come from.
     var temporaryIDs = TemporaryIDSource()
     /// The values properties had at `willChangeValue(forKey:)`, until the matching

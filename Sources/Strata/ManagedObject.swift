@@ -179,6 +179,8 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// without comparing them.
     @exclusivity(unchecked) private(set) var valuesStamp: UInt64
     private func valuesChanged() { valuesStamp = registry.nextStamp() }
+    /// The context's ``ContextCore/willSaveSerial`` when this object's `willSave` last ran.
+    @exclusivity(unchecked) var willSaveStamp: UInt64 = 0
     @exclusivity(unchecked) var isInsertedFlag = false
     @exclusivity(unchecked) var isDeletedFlag = false
     /// Set once the object is removed from its context (after reset, or after a saved delete).
