@@ -28,22 +28,40 @@ struct CoalescingPersistedUndoReviewTests {
     /// operations net out to nothing must not be pushed at all.
     @Test("random multi-operation groups: undo restores the state before each group, redo the state after; net-nothing groups are dropped", arguments: [11, 12, 13, 14] as [UInt64])
     func coalescedGroupsMatchModel(seed: UInt64) async throws {
+        try await Self.randomGroups(seed: seed, persisted: false)
+    }
+
+    /// The same with persisted undo, the context restarted (a new coordinator and context
+    /// reading its stacks back from the log) after saves whose stacks the log describes:
+    /// groups read back hold only recorded sides and membership changes, and undoing them
+    /// maintains inverses.
+    @Test("random multi-operation groups with persisted undo and restarts after saves: groups read back from the log undo and redo as the live ones did", arguments: [21, 22, 23, 24] as [UInt64])
+    func persistedGroupsMatchModel(seed: UInt64) async throws {
+        try await Self.randomGroups(seed: seed, persisted: true)
+    }
+
+    static func randomGroups(seed: UInt64, persisted: Bool) async throws {
         let dir = try TemporaryDirectory()
-        let coordinator = try openCoordinator(dir, model: try propertyModel())
-        let context = privateContext(coordinator)
+        let model = try propertyModel()
+        var coordinator = try openCoordinator(dir, model: model)
+        var context = privateContext(coordinator, name: persisted ? "editor" : nil, author: persisted ? "alice" : nil, persistentUndo: persisted)
         var rng = SeededGenerator(state: seed)
         var expected = ExpectedState()
         var saved = ExpectedState()
         var groupStart = ExpectedState()  // the state when the open group began
-        var undoStack: [ExpectedState] = []  // the state before each closed group
-        var redoStack: [ExpectedState] = []
+        // The state before each closed group, and whether the group was saved (a group
+        // undone before any save stays unsaved on the redo stack: the log can't know it).
+        var undoStack: [(state: ExpectedState, saved: Bool)] = []
+        var redoStack: [(state: ExpectedState, saved: Bool)] = []
+        var diverged = false  // a rollback cleared stacks the log still describes
+        var restarts = 0
         var counter = 0
         var log: [String] = []
 
         /// Closes the model's open group as the context does: pushed unless it nets out.
         func closeGroup() {
             if expected != groupStart {
-                undoStack.append(groupStart)
+                undoStack.append((groupStart, false))
                 redoStack.removeAll()
             }
             groupStart = expected
@@ -133,8 +151,8 @@ struct CoalescingPersistedUndoReviewTests {
                     continue
                 }
                 description = "undo"
-                redoStack.append(expected)
-                expected = before
+                redoStack.append((expected, before.saved))
+                expected = before.state
                 groupStart = expected
                 try await context.perform { context in try context.undo() }
             case 87..<91:
@@ -144,8 +162,8 @@ struct CoalescingPersistedUndoReviewTests {
                     continue
                 }
                 description = "redo"
-                undoStack.append(expected)
-                expected = after
+                undoStack.append((expected, after.saved))
+                expected = after.state
                 groupStart = expected
                 try await context.perform { context in try context.redo() }
             case 91..<98:
@@ -153,14 +171,25 @@ struct CoalescingPersistedUndoReviewTests {
                 closeGroup()
                 try await context.perform { context in try context.save() }
                 saved = expected
+                for index in undoStack.indices { undoStack[index].saved = true }
                 let stored = try await privateContext(coordinator).perform { context in try observe(context) }
                 #expect(stored == saved, "seed \(seed) step \(step): the store after save\n\(log.suffix(16).joined(separator: "\n"))")
-            case 98..<100:
+                if persisted, !diverged, redoStack.allSatisfy(\.saved), rng.next() % 2 == 0 {
+                    description = "save, restart"
+                    restarts += 1
+                    coordinator = try openCoordinator(dir, model: model)
+                    context = privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true)
+                    let problems = await context.perform { context in context.core.problems.map { "\($0)" } }
+                    #expect(problems.isEmpty)
+                }
+            case 98..<100 where !persisted || rng.next() % 8 == 0:
+                // Rare with persisted undo: the log still describes the stacks it clears.
                 description = "rollback"
                 expected = saved
                 groupStart = saved
                 undoStack.removeAll()
                 redoStack.removeAll()
+                diverged = true
                 await context.perform { context in context.rollback() }
             default:
                 continue
@@ -175,13 +204,14 @@ struct CoalescingPersistedUndoReviewTests {
             let (canUndo, canRedo) = await context.perform { context in (context.canUndo, context.canRedo) }
             // (An open group with changes that will net out still counts, so only closed states are compared.)
             let modelCanUndo = !undoStack.isEmpty
-            if ["processPendingChanges", "undo", "redo", "save", "rollback"].contains(description), canUndo != modelCanUndo || canRedo != !redoStack.isEmpty {
+            if ["processPendingChanges", "undo", "redo", "save", "save, restart", "rollback"].contains(description), canUndo != modelCanUndo || canRedo != !redoStack.isEmpty {
                 Issue.record("seed \(seed) step \(step) after \(description): canUndo \(canUndo) canRedo \(canRedo), model \(modelCanUndo) \(!redoStack.isEmpty)\n\(log.suffix(16).joined(separator: "\n"))")
                 return
             }
         }
         try await context.perform { context in try context.save() }
         #expect(try coordinator.persistentStores[0].log.verify().isClean)
+        if persisted && Self.steps >= 100 { #expect(restarts > 0) }
     }
 
     // MARK: - Persisted undo
