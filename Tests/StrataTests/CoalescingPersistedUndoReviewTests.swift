@@ -432,4 +432,71 @@ struct CoalescingPersistedUndoReviewTests {
             try context.save()
         }
     }
+
+    /// The inverse of an insert is a delete: it throws away every value the object has. Undoing
+    /// a saved insert after another writer changed the object (or redoing a saved delete after
+    /// another writer changed the re-created object) must be refused like an update's undo,
+    /// naming the property — before, the undo deleted the object with the other writer's
+    /// value, live or after a restart, and the save wrote it.
+    @Test("undo of a saved insert, and redo of a saved delete, after another writer changed the object: a conflict naming the property, nothing deleted", arguments: [false, true])
+    func insertUndoAfterOtherWriter(restart: Bool) async throws {
+        let dir = try TemporaryDirectory()
+        let model = try SeedModels.leagueManager
+        var coordinator = try openCoordinator(dir, model: model)
+        let alice = privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true)
+        let (teamID, otherID) = try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            // A saved team deleted, its delete undone and saved: the delete on the redo stack.
+            let other = try context.insertNewObject(forEntityName: "Team")
+            other.setValue("X", forKey: "name")
+            try context.save()
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("A", forKey: "name")
+            context.setActionName("create")
+            try context.save()
+            context.delete(other)
+            context.setActionName("delete")
+            try context.save()
+            try context.undo()
+            try context.save()
+            return (team.objectID, other.objectID)
+        }
+        try await privateContext(coordinator, name: "sync", author: "bob").perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("B", forKey: "name")
+            try context.existingObject(with: otherID).setValue("Y", forKey: "name")
+            try context.save()
+        }
+        var context = alice
+        if restart {
+            coordinator = try openCoordinator(dir, model: model)
+            context = privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true)
+        }
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
+            #expect(context.redoActionName == "delete")
+            do {
+                try context.redo()
+                Issue.record("the redo deleted the team bob renamed")
+            } catch ContextError.undoConflict(let object, let property, _, let found) {
+                #expect(object == otherID.description)
+                #expect(property == "name")
+                #expect(found.contains("Y"))
+            }
+            #expect(context.redoActionName == "delete")
+            #expect(context.undoActionName == "create")
+            do {
+                try context.undo()
+                Issue.record("the undo deleted the team bob renamed")
+            } catch ContextError.undoConflict(let object, let property, _, let found) {
+                #expect(object == teamID.description)
+                #expect(property == "name")
+                #expect(found.contains("B"))
+            }
+            #expect(context.undoActionName == "create")
+            #expect(context.hasChanges == false)
+            try context.save()
+        }
+        let names = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.fetch(FetchRequest(entityName: "Team")).compactMap { $0.value(forKey: "name") as? String }.sorted()
+        }
+        #expect(names == ["B", "Y"])
+    }
 }
