@@ -499,4 +499,32 @@ struct CoalescingPersistedUndoReviewTests {
         }
         #expect(names == ["B", "Y"])
     }
+
+    /// `UndoManager.removeAllActions()`: "Clears the undo and redo stacks and reenables the
+    /// manager." Before, registration disabled (twice) stayed disabled after it.
+    @Test("removeAllUndoActions re-enables undo registration: a change after it is undoable")
+    func removeAllReenables() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("A", forKey: "name")
+            try context.save()
+            context.disableUndoRegistration()
+            context.disableUndoRegistration()
+            team.setValue("B", forKey: "name")
+            context.removeAllUndoActions()
+            #expect(context.canUndo == false)
+            team.setValue("C", forKey: "name")
+            context.processPendingChanges()
+            #expect(context.canUndo == true)
+            try context.undo()
+            #expect(team.value(forKey: "name") as? String == "B")
+            // The old disables are gone: an enable now doesn't go below zero.
+            context.enableUndoRegistration()
+            team.setValue("D", forKey: "name")
+            context.processPendingChanges()
+            #expect(context.canUndo == true)
+        }
+    }
 }
