@@ -527,4 +527,94 @@ struct CoalescingPersistedUndoReviewTests {
             #expect(context.canUndo == true)
         }
     }
+
+    static func listModel() throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("List") {
+                Attribute("name", .string)
+                Relationship("entries", to: "Entry", inverse: "list", toMany: true, ordered: true)
+                Relationship("tags", to: "Tag", inverse: "lists", toMany: true)
+            }
+            Entity("Entry") {
+                Attribute("name", .string)
+                Relationship("list", to: "List", inverse: "entries")
+            }
+            Entity("Tag") {
+                Attribute("name", .string)
+                Relationship("lists", to: "List", inverse: "tags", toMany: true)
+            }
+        }
+    }
+
+    static func listState(_ context: isolated ManagedObjectContext, _ id: ManagedObjectID) throws -> (entries: [String], tags: [String]) {
+        let list = try context.existingObject(with: id)
+        let entries = (list.value(forKey: "entries") as? [ManagedObject] ?? []).map { $0.value(forKey: "name") as? String ?? "?" }
+        let tags = (list.value(forKey: "tags") as? Set<ManagedObject> ?? []).map { $0.value(forKey: "name") as? String ?? "?" }.sorted()
+        return (entries, tags)
+    }
+
+    @Test("ordered and many-to-many membership: a move and a tag set back within a group drop out; a saved move and tag change undo and redo after restarts")
+    func orderedAndManyToManyAcrossRestarts() async throws {
+        let dir = try TemporaryDirectory()
+        let model = try Self.listModel()
+        var coordinator = try openCoordinator(dir, model: model)
+        let listID = try await privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true).perform {
+            (context: isolated ManagedObjectContext) throws in
+            let list = try context.insertNewObject(forEntityName: "List")
+            for name in ["e1", "e2", "e3"] {
+                let entry = try context.insertNewObject(forEntityName: "Entry")
+                entry.setValue(name, forKey: "name")
+                list.mutableSetValue(forKey: "entries").add(entry)
+            }
+            for name in ["t1", "t2"] {
+                let tag = try context.insertNewObject(forEntityName: "Tag")
+                tag.setValue(name, forKey: "name")
+            }
+            context.setActionName("create")
+            try context.save()
+            let tags = try context.fetch(FetchRequest(entityName: "Tag")).sorted { ($0.value(forKey: "name") as? String ?? "") < ($1.value(forKey: "name") as? String ?? "") }
+            list.mutableSetValue(forKey: "tags").add(tags[0])
+            context.setActionName("tag")
+            try context.save()
+            // Moved and moved back, tagged and untagged: nothing.
+            list.mutableSetValue(forKey: "entries").moveObject(at: 2, to: 0)
+            list.mutableSetValue(forKey: "entries").moveObject(at: 0, to: 2)
+            list.mutableSetValue(forKey: "tags").add(tags[1])
+            list.mutableSetValue(forKey: "tags").remove(tags[1])
+            context.processPendingChanges()
+            #expect(context.undoActionName == "tag")
+            // A move, a tag swap and a removed entry, one group.
+            list.mutableSetValue(forKey: "entries").moveObject(at: 2, to: 0)
+            list.mutableSetValue(forKey: "tags").remove(tags[0])
+            list.mutableSetValue(forKey: "tags").add(tags[1])
+            let e2 = try #require((list.value(forKey: "entries") as? [ManagedObject])?.first { $0.value(forKey: "name") as? String == "e2" })
+            e2.setValue(nil, forKey: "list")
+            context.setActionName("rearrange")
+            try context.save()
+            let state = try Self.listState(context, list.objectID)
+            #expect(state.entries == ["e3", "e1"])
+            #expect(state.tags == ["t2"])
+            return list.objectID
+        }
+        for (step, (undo, entries, tags)) in [
+            (true, ["e1", "e2", "e3"], ["t1"]), (true, ["e1", "e2", "e3"], []), (false, ["e1", "e2", "e3"], ["t1"]), (false, ["e3", "e1"], ["t2"]),
+            (true, ["e1", "e2", "e3"], ["t1"]),
+        ].enumerated() {
+            coordinator = try openCoordinator(dir, model: model)
+            try await privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true).perform {
+                (context: isolated ManagedObjectContext) throws in
+                #expect(context.core.problems.isEmpty)
+                if undo { try context.undo() } else { try context.redo() }
+                try context.save()
+                let state = try Self.listState(context, listID)
+                #expect(state.entries == entries, "step \(step)")
+                #expect(state.tags == tags, "step \(step)")
+            }
+            let stored = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                let state = try Self.listState(context, listID)
+                return state.entries + state.tags
+            }
+            #expect(stored == entries + tags, "step \(step): the store")
+        }
+    }
 }
