@@ -129,7 +129,8 @@ extension ContextCore {
         // (`redo()` applies them again); saved as their undo, group by group.
         try checkUnsavedWork(combined)
         do {
-            try checkConflicts(applying: combined, reversed: true)
+            // Its inserts are checked against their history, which names the transaction.
+            try checkConflicts(applying: combined, reversed: true, insertValues: false)
             try checkInsertsUnchanged(combined, sequences: reverted, store: store)
             try checkReferencesExist(combined, store: store)
             try checkUniqueValuesFree(combined, store: store)

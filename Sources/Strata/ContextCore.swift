@@ -1515,7 +1515,9 @@ final class ContextCore {
     /// Refuses to undo or redo saved work that another writer has changed since: each
     /// property about to be set must still hold, in the store, the value being replaced.
     /// `reversed`: the check for undoing `group` (its inverse), without building the inverse.
-    func checkConflicts(applying group: UndoGroup, reversed: Bool = false) throws {
+    /// `insertValues`: whether undoing an insert (redoing a delete) checks the values it
+    /// throws away; a revert checks its inserts against their history instead (§25).
+    func checkConflicts(applying group: UndoGroup, reversed: Bool = false, insertValues: Bool = true) throws {
         let log = try store().log
         let storeUUID = log.storeUUID
         // The stored objects the group changes, in the order it applies them (the first
@@ -1582,6 +1584,28 @@ final class ContextCore {
             case .deleted:
                 if stored == nil && !id.isTemporaryID && registered(id)?.isInsertedFlag != true && !restored.contains(id) {
                     throw ContextError.undoConflict(object: id.description, property: "(object)", expected: "the object", found: "it was deleted by another writer")
+                }
+                // Undoing an insert (redoing a delete) throws the object's values away: each
+                // recorded attribute and to-one must still hold what the group saved (the
+                // values it inserted, or had before it deleted), as for an update — else
+                // another writer's later change to the object went with it, unseen (before,
+                // undoing a saved insert after another writer renamed the object deleted it).
+                // To-many memberships are the other sides' or checked by their own groups.
+                guard insertValues, let stored, registered(id)?.isInsertedFlag != true, !restored.contains(id) else { return }
+                let known = registered(id).flatMap { $0.hasCommittedValues ? $0 : nil }
+                for (key, replaced) in change.values {
+                    guard let property = info.property(named: key), property.isWritten else { continue }
+                    if case .toMany = property.kind { continue }
+                    var expected = replaced
+                    if let known {
+                        let committed = known.committedValue(property) ?? property.emptyValue
+                        if same(committed, replaced) || pendingUndoOrRedo(changes: id, key) { expected = committed }
+                    }
+                    let value = stored.names.firstIndex(of: key).flatMap { stored.values[$0] } ?? .null
+                    let found = propertyValue(value, property, storeUUID: storeUUID)
+                    if !same(found, expected) {
+                        throw ContextError.undoConflict(object: id.description, property: key, expected: expected.text, found: found.text)
+                    }
                 }
             case .inserted:
                 if stored != nil && registered(id)?.isDeletedFlag != true {

@@ -594,10 +594,13 @@ public actor ManagedObjectContext {
         core.processPendingChanges()
         core.journal.disabledCount = max(0, core.journal.disabledCount - 1)
     }
-    /// Clears the undo and redo stacks (`removeAllActions()`).
+    /// Clears the undo and redo stacks and re-enables undo registration, as
+    /// `UndoManager.removeAllActions()` does ("clears the undo and redo stacks and reenables
+    /// the manager"): every `disableUndoRegistration()` still open is ended.
     public func removeAllUndoActions() {
         core.processPendingChanges()
         core.journal.clearStacks()
+        core.journal.disabledCount = 0
         core.removedObjects.removeAll()
     }
 }
