@@ -391,6 +391,43 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         core.set(self, property, internalValue(of: value, for: property), maintainInverse: true, register: true)
     }
 
+    /// Sets the property at the end of a dotted key path (`setValue(_:forKeyPath:)`): each
+    /// relationship before the last key is followed with ``value(forKey:)`` and the last key
+    /// is set with ``setValue(_:forKey:)`` on the object reached — on every member when a
+    /// to-many is followed, as `NSSet`'s `setValue(_:forKey:)` does. An empty to-one on the way
+    /// sets nothing, as a message to nil does. A key the entity lacks (anywhere in the path)
+    /// or a collection operator sets nothing and is recorded as a problem the next `save()`
+    /// throws.
+    ///
+    /// ```swift
+    /// employee.setValue("R&D", forKeyPath: "department.name")
+    /// ```
+    open func setValue(_ value: Any?, forKeyPath keyPath: String) {
+        let keys = keyPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard keys.count > 1 else { return setValue(value, forKey: keyPath) }
+        var targets: [ManagedObject] = [self]
+        for key in keys.dropLast() {
+            var next: [ManagedObject] = []
+            for target in targets {
+                guard let property = target.info.property(named: key), property.isRelationship else {
+                    core?.recordProblem(key.hasPrefix("@")
+                        ? .invalidArgument("setValue(_:forKeyPath: \"\(keyPath)\") on \(entity.name): a collection operator can't be set; nothing was changed")
+                        : .unknownKey(entity: target.entity.name, key: key))
+                    return
+                }
+                switch target.value(forKey: key) {
+                case let object as ManagedObject: next.append(object)
+                case let set as Set<ManagedObject>: next.append(contentsOf: set)
+                case let array as [ManagedObject]: next.append(contentsOf: array)
+                default: break
+                }
+            }
+            targets = next
+        }
+        let last = keys[keys.count - 1]
+        for target in targets { target.setValue(value, forKey: last) }
+    }
+
     /// What `setValue(nil, forKey: key)` (or `NSNull`) does: ``setNilValueForKey(_:)`` for a
     /// required numeric or Boolean attribute, otherwise the property's empty value.
     private func setNil(_ property: PropertyInfo, forKey key: String, core: ContextCore) {
@@ -968,6 +1005,40 @@ public struct MutableRelationship {
         owner.core?.recordProblem(.invalidArgument(
             "\(operation) on \(owner.entity.name).\(key) of \(owner.objectID): index \(index) is out of range (the relationship has \(count) member(s)); nothing was changed"))
     }
+    /// Replaces the member at `index` of an ordered relationship with `object`
+    /// (`replaceObject(at:with:)`): the old member leaves (its inverse cleared), `object` takes
+    /// its place (moved there if it was a member elsewhere); one undo step takes both back.
+    /// An index out of range changes nothing and is recorded as a problem the next `save()`
+    /// throws (Core Data raises a range exception).
+    ///
+    /// ```swift
+    /// author.mutableOrderedSetValue(forKey: "books").replaceObject(at: 0, with: newEdition)
+    /// ```
+    public func replaceObject(at index: Int, with object: ManagedObject) {
+        let count = self.count
+        guard (0..<count).contains(index) else {
+            outOfRange(index, count, "replaceObject(at:with:)")
+            return
+        }
+        guard let old = self.object(at: index), old !== object else { return }
+        remove(old)
+        insert(object, at: Swift.min(index, self.count))
+    }
+    /// Adds each of `objects` that isn't a member yet (`addObjects(from:)`, `union(_:)`),
+    /// maintaining inverses; an ordered relationship appends them in the order given.
+    public func addObjects(from objects: [ManagedObject]) {
+        guard !objects.isEmpty else { return }
+        owner.core?.addMembers(owner, key, objects)
+    }
+    /// Removes each of `objects` that is a member (`removeObjects(in:)`, `minus(_:)`),
+    /// maintaining inverses.
+    public func removeObjects(in objects: [ManagedObject]) {
+        guard !objects.isEmpty else { return }
+        owner.core?.removeMembers(owner, key, objects)
+    }
+    /// Removes every member (`removeAllObjects()`), maintaining inverses; one undo step puts
+    /// them all back.
+    public func removeAllObjects() { removeObjects(in: objects) }
     /// Removes `object`, maintaining its inverse.
     public func remove(_ object: ManagedObject) { owner.core?.removeMembers(owner, key, [object]) }
     /// The number of members.
