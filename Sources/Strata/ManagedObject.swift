@@ -332,12 +332,16 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// The value of the property `key`: attribute values as Swift values (`Int16`, `String`,
     /// `Date`, …), a to-one as its `ManagedObject`, a to-many as `Set<ManagedObject>` (or an
     /// array when ordered). Reading a persistent property fires a fault; nil for a fault
-    /// whose object is gone (``fulfillFault()`` says why) or an unknown key.
+    /// whose object is gone (``fulfillFault()`` says why) or an unknown key. As on
+    /// `NSManagedObject`, `objectID`, `self`, `entity`, `managedObjectContext`, `isInserted`,
+    /// `isUpdated`, `isDeleted`, `isFault` and `hasChanges` read the object's own properties
+    /// (`value(forKeyPath: "employees.objectID")`) unless the entity has a property so named.
     open func value(forKey key: String) -> Any? {
         if let keyProbe { return keyProbe.record(key, on: self) }
         guard let slot = info.slot(named: key) else {
             // A fetched property: its fetch runs each time it is read.
-            return core?.fetchedPropertyValue(self, key)
+            if entity.fetchedPropertiesByName[key] != nil { return core?.fetchedPropertyValue(self, key) }
+            return builtInValue(forKey: key)
         }
         if let value = rowAttribute(at: slot) { return value.boxed }
         let property = info.propertyList[slot]
@@ -345,6 +349,25 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         // where a cached transient (seed 000's `fullName`) is computed.
         if property.isTransient, !hasCommittedValues, !isInsertedFlag, !isInvalidated { fireFault() }
         return externalValue(currentValue(property), ordered: property.isOrdered)
+    }
+
+    /// The object's own properties that key-value coding reads as `NSManagedObject`'s are
+    /// read (`objectID`, `self`, `entity`, `managedObjectContext`, `isInserted`, `isUpdated`,
+    /// `isDeleted`, `isFault`, `hasChanges`), so `value(forKeyPath: "employees.objectID")`
+    /// gives the members' IDs; nil for any other key.
+    private func builtInValue(forKey key: String) -> Any? {
+        switch key {
+        case "objectID": objectID
+        case "self": self
+        case "entity": entity
+        case "managedObjectContext": managedObjectContext
+        case "isInserted": isInserted
+        case "isUpdated": isUpdated
+        case "isDeleted": isDeleted
+        case "isFault": isFault
+        case "hasChanges": hasChanges
+        default: nil
+        }
     }
 
     /// The number of objects in the to-many relationship `key` — what

@@ -174,6 +174,40 @@ struct KVCStackReviewKVCTests {
         }
     }
 
+    @Test("objectID and self through key-value coding; chains of to-many relationships flatten; deleted objects")
+    func objectIDAndSelf() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try KVCStackModels.shop)
+        let context = privateContext(coordinator)
+        try await context.perform { (context: isolated ManagedObjectContext) in
+            let owner = try context.insertNewObject(forEntityName: "Owner")
+            var shops: [ManagedObject] = []
+            for index in 0..<2 {
+                let shop = try context.insertNewObject(forEntityName: "Shop")
+                shop.setValue(owner, forKey: "owner")
+                shops.append(shop)
+                for _ in 0...index {
+                    let item = try context.insertNewObject(forEntityName: "Item")
+                    item.setValue(shop, forKey: "shop")
+                    item.setValue("b\(index)", forKey: "name")
+                }
+            }
+            try context.save()
+            #expect(shops[0].value(forKey: "objectID") as? ManagedObjectID == shops[0].objectID)
+            #expect(shops[0].value(forKeyPath: "owner.objectID") as? ManagedObjectID == owner.objectID)
+            #expect(shops[0].value(forKey: "self") as? ManagedObject === shops[0])
+            let ids = (owner.value(forKeyPath: "shops.objectID") as? [Any])?.compactMap { $0 as? ManagedObjectID }
+            #expect(Set(ids ?? []) == Set(shops.map(\.objectID)))
+            #expect((owner.value(forKeyPath: "shops.items") as? [Any])?.count == 3)
+            #expect(owner.value(forKeyPath: "shops.items.@count") as? Int == 3)
+            #expect(owner.value(forKeyPath: "shops.items.@max.name") as? String == "b1")
+            #expect((owner.value(forKeyPath: "shops.@distinctUnionOfObjects.owner") as? [Any])?.count == 1)
+            context.delete(shops[1])
+            context.processPendingChanges()
+            #expect(owner.value(forKeyPath: "shops.@count") as? Int == 1)
+        }
+    }
+
     @Test("setNilValueForKey: nil on a required Int16 calls it; the default leaves the save to report the missing value")
     func setNil() async throws {
         let dir = try TemporaryDirectory()
