@@ -433,9 +433,11 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             var next: [ManagedObject] = []
             for target in targets {
                 guard let property = target.info.property(named: key), property.isRelationship else {
-                    core?.recordProblem(key.hasPrefix("@")
-                        ? .invalidArgument("setValue(_:forKeyPath: \"\(keyPath)\") on \(entity.name): a collection operator can't be set; nothing was changed")
-                        : .unknownKey(entity: target.entity.name, key: key))
+                    let reason = key.hasPrefix("@") ? "a collection operator can't be set"
+                        : target.info.property(named: key) != nil ? "\(target.entity.name).\(key) is not a relationship" : nil
+                    core?.recordProblem(reason.map {
+                        .invalidArgument("setValue(_:forKeyPath: \"\(keyPath)\") on \(entity.name): \($0); nothing was changed")
+                    } ?? .unknownKey(entity: target.entity.name, key: key))
                     return
                 }
                 switch target.value(forKey: key) {

@@ -208,6 +208,25 @@ struct KVCStackReviewKVCTests {
         }
     }
 
+    @Test("odd key paths give nil or a count, never a crash")
+    func oddKeyPaths() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try KVCStackModels.shop)
+        let context = privateContext(coordinator)
+        try await context.perform { (context: isolated ManagedObjectContext) in
+            let shop = try context.insertNewObject(forEntityName: "Shop")
+            let item = try context.insertNewObject(forEntityName: "Item")
+            item.setValue(shop, forKey: "shop")
+            item.setValue(Int64(2), forKey: "count")
+            for path in ["", ".", "..", "@", "items.", ".items", "items..count", "items.@", "items.@foo.count", "items.@sum", "name.@count", "items.@count.x", "@count"] {
+                _ = shop.value(forKeyPath: path)
+                shop.setValue("x", forKeyPath: path)
+            }
+            #expect(shop.value(forKeyPath: "items.@avg.count") as? Double == 2)
+            context.rollback()
+        }
+    }
+
     @Test("setNilValueForKey: nil on a required Int16 calls it; the default leaves the save to report the missing value")
     func setNil() async throws {
         let dir = try TemporaryDirectory()
