@@ -400,6 +400,122 @@ struct KVCStackReviewStackTests {
         }
     }
 
+    @Test("a well-formed URI of an object that never existed resolves to an ID; existingObject(with:) then throws a clear error")
+    func neverExisted() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try KVCStackModels.shop)
+        let store = try #require(coordinator.persistentStores.first).identifier.uuidString
+        let url = try #require(URL(string: "x-strata://\(store)/Shop/p999"))
+        let id = try #require(coordinator.managedObjectID(forURIRepresentation: url))
+        let context = privateContext(coordinator)
+        let message = await context.perform { (context: isolated ManagedObjectContext) -> String in
+            do {
+                _ = try context.existingObject(with: id)
+                return ""
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(message.contains("p999"), "\(message)")
+        // After the store is removed, nothing resolves.
+        try coordinator.remove(try #require(coordinator.persistentStores.first))
+        #expect(coordinator.managedObjectID(forURIRepresentation: url) == nil)
+    }
+
+    @Test("remove a store and add it again at the same URL; destroy it and start over (a reset-the-store flow)")
+    func removeAndReAdd() async throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.url.appendingPathComponent("Shop.strata")
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try KVCStackModels.shop)
+        let previous = try await removeAndReAdd(coordinator, url)
+        try await destroyAndReAdd(coordinator, url, previous: previous)
+    }
+
+    /// Adds, saves, removes, saves without a store, adds again, removes; returns the store's UUID.
+    private func removeAndReAdd(_ coordinator: PersistentStoreCoordinator, _ url: URL) async throws -> UUID {
+        let first = try coordinator.addPersistentStore(type: .eventLog, at: url)
+        let context = privateContext(coordinator)
+        let id = try await context.perform { (context: isolated ManagedObjectContext) in
+            let shop = try context.insertNewObject(forEntityName: "Shop")
+            shop.setValue("One", forKey: "name")
+            try context.save()
+            return shop.objectID
+        }
+        try coordinator.remove(first)
+        let saveWithoutStore = await context.perform { (context: isolated ManagedObjectContext) -> String in
+            do {
+                let shop = try context.insertNewObject(forEntityName: "Shop")
+                shop.setValue("Two", forKey: "name")
+                try context.save()
+                return ""
+            } catch {
+                context.rollback()
+                return "\(error)"
+            }
+        }
+        #expect(!saveWithoutStore.isEmpty)
+        let second = try coordinator.addPersistentStore(type: .eventLog, at: url)
+        #expect(second.identifier == first.identifier)
+        #expect(coordinator.managedObjectID(forURIRepresentation: id.uriRepresentation()) == id)
+        let fresh = privateContext(coordinator)
+        let names = try await fresh.perform { (context: isolated ManagedObjectContext) in
+            let shop = try context.insertNewObject(forEntityName: "Shop")
+            shop.setValue("Three", forKey: "name")
+            try context.save()
+            return try context.fetch(FetchRequest(entityName: "Shop")).compactMap { $0.value(forKey: "name") as? String }.sorted()
+        }
+        #expect(names == ["One", "Three"])
+        let firstUUID = first.identifier
+        try coordinator.remove(second)
+        // Core Data's reset-the-store flow, with the removed store still referenced here
+        // (`first`, `second`): Strata keeps a store's files open while anything references
+        // it, so the destroy is refused, naming the reason.
+        var refused = ""
+        do { try coordinator.destroyPersistentStore(at: url, type: .eventLog) } catch { refused = "\(error)" }
+        #expect(refused.contains("in use"), "\(refused)")
+        _ = (first, second)
+        return firstUUID
+    }
+
+    @Test("the reset-the-store flow with a container: the viewContext, which lives on, doesn't keep the removed store open")
+    func resetWithLiveViewContext() async throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.url.appendingPathComponent("Shop.strata")
+        let container = PersistentContainer(name: "Shop", managedObjectModel: try KVCStackModels.shop, storeURL: url)
+        try container.loadPersistentStores()
+        let count = try await container.viewContext.perform { (context: isolated ManagedObjectContext) in
+            let shop = try context.insertNewObject(forEntityName: "Shop")
+            shop.setValue("One", forKey: "name")
+            try context.save()
+            return try context.count(for: FetchRequest(entityName: "Shop"))
+        }
+        #expect(count == 1)
+        let coordinator = container.persistentStoreCoordinator
+        try await resetStore(coordinator, url)
+        let after = try await container.viewContext.perform { (context: isolated ManagedObjectContext) in
+            context.reset()
+            return try context.count(for: FetchRequest(entityName: "Shop"))
+        }
+        #expect(after == 0)
+    }
+
+    private func resetStore(_ coordinator: PersistentStoreCoordinator, _ url: URL) async throws {
+        for store in coordinator.persistentStores { try coordinator.remove(store) }
+        try coordinator.destroyPersistentStore(at: url, type: .eventLog)
+        try coordinator.addPersistentStore(type: .eventLog, at: url)
+    }
+
+    /// Destroys the store at `url` (no reference to it left) and adds a new one there.
+    private func destroyAndReAdd(_ coordinator: PersistentStoreCoordinator, _ url: URL, previous: UUID) async throws {
+        try coordinator.destroyPersistentStore(at: url, type: .eventLog)
+        let third = try coordinator.addPersistentStore(type: .eventLog, at: url)
+        #expect(third.identifier != previous)
+        let count = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) in
+            try context.count(for: FetchRequest(entityName: "Shop"))
+        }
+        #expect(count == 0)
+    }
+
     @Test("ManagedObjectID: Sendable, Hashable, Codable through JSON; garbage decodes to a clear DecodingError")
     func objectIDCodable() async throws {
         let dir = try TemporaryDirectory()
