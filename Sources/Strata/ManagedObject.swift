@@ -1046,6 +1046,14 @@ public struct MutableRelationship {
             return
         }
         guard let old = self.object(at: index), old !== object else { return }
+        if let property = owner.info.properties[key],
+            ManagedObject.misfit(nil, of: [object.entity], for: property) != nil || object.isRemovedInsert
+        {
+            // Refused whole: `insert` records the problem and changes nothing, so the old
+            // member isn't removed for a replacement that can't go in.
+            insert(object, at: index)
+            return
+        }
         remove(old)
         insert(object, at: Swift.min(index, self.count))
     }

@@ -303,6 +303,28 @@ struct KVCStackReviewKVCTests {
         }
     }
 
+    @Test("replaceObject(at:with:) with an object the relationship can't hold changes nothing and is a clear error at save")
+    func replaceWithWrongEntity() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try KVCStackModels.shop)
+        let context = privateContext(coordinator)
+        try await context.perform { (context: isolated ManagedObjectContext) in
+            let shop = try context.insertNewObject(forEntityName: "Shop")
+            let item = try context.insertNewObject(forEntityName: "Item")
+            let owner = try context.insertNewObject(forEntityName: "Owner")
+            let queue = shop.mutableOrderedSetValue(forKey: "queue")
+            queue.add(item)
+            queue.replaceObject(at: 0, with: owner)
+            #expect(queue.count == 1)
+            #expect(queue.object(at: 0) === item)
+            #expect(item.value(forKey: "queuedAt") as? ManagedObject === shop)
+            queue.replaceObject(at: 3, with: item)
+            var caught = ""
+            do { try context.save() } catch { caught = "\(error)" }
+            #expect(caught.contains("Owner"), "\(caught)")
+        }
+    }
+
     @Test("mutable set proxy: add, remove, removeAll, union, minus with inverses and undo")
     func setProxy() async throws {
         let dir = try TemporaryDirectory()
