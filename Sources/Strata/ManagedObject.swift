@@ -334,12 +334,16 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// The value of the property `key`: attribute values as Swift values (`Int16`, `String`,
     /// `Date`, …), a to-one as its `ManagedObject`, a to-many as `Set<ManagedObject>` (or an
     /// array when ordered). Reading a persistent property fires a fault; nil for a fault
-    /// whose object is gone (``fulfillFault()`` says why) or an unknown key.
+    /// whose object is gone (``fulfillFault()`` says why) or an unknown key. As on
+    /// `NSManagedObject`, `objectID`, `self`, `entity`, `managedObjectContext`, `isInserted`,
+    /// `isUpdated`, `isDeleted`, `isFault` and `hasChanges` read the object's own properties
+    /// (`value(forKeyPath: "employees.objectID")`) unless the entity has a property so named.
     open func value(forKey key: String) -> Any? {
         if let keyProbe { return keyProbe.record(key, on: self) }
         guard let slot = info.slot(named: key) else {
             // A fetched property: its fetch runs each time it is read.
-            return core?.fetchedPropertyValue(self, key)
+            if entity.fetchedPropertiesByName[key] != nil { return core?.fetchedPropertyValue(self, key) }
+            return builtInValue(forKey: key)
         }
         if let value = rowAttribute(at: slot) { return value.boxed }
         let property = info.propertyList[slot]
@@ -347,6 +351,25 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         // where a cached transient (seed 000's `fullName`) is computed.
         if property.isTransient, !hasCommittedValues, !isInsertedFlag, !isInvalidated { fireFault() }
         return externalValue(currentValue(property), ordered: property.isOrdered)
+    }
+
+    /// The object's own properties that key-value coding reads as `NSManagedObject`'s are
+    /// read (`objectID`, `self`, `entity`, `managedObjectContext`, `isInserted`, `isUpdated`,
+    /// `isDeleted`, `isFault`, `hasChanges`), so `value(forKeyPath: "employees.objectID")`
+    /// gives the members' IDs; nil for any other key.
+    private func builtInValue(forKey key: String) -> Any? {
+        switch key {
+        case "objectID": objectID
+        case "self": self
+        case "entity": entity
+        case "managedObjectContext": managedObjectContext
+        case "isInserted": isInserted
+        case "isUpdated": isUpdated
+        case "isDeleted": isDeleted
+        case "isFault": isFault
+        case "hasChanges": hasChanges
+        default: nil
+        }
     }
 
     /// The number of objects in the to-many relationship `key` — what
@@ -391,6 +414,45 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         }
         guard !Self.isNull(value) else { return setNil(property, forKey: key, core: core) }
         core.set(self, property, internalValue(of: value, for: property), maintainInverse: true, register: true)
+    }
+
+    /// Sets the property at the end of a dotted key path (`setValue(_:forKeyPath:)`): each
+    /// relationship before the last key is followed with ``value(forKey:)`` and the last key
+    /// is set with ``setValue(_:forKey:)`` on the object reached — on every member when a
+    /// to-many is followed, as `NSSet`'s `setValue(_:forKey:)` does. An empty to-one on the way
+    /// sets nothing, as a message to nil does. A key the entity lacks (anywhere in the path)
+    /// or a collection operator sets nothing and is recorded as a problem the next `save()`
+    /// throws.
+    ///
+    /// ```swift
+    /// employee.setValue("R&D", forKeyPath: "department.name")
+    /// ```
+    open func setValue(_ value: Any?, forKeyPath keyPath: String) {
+        let keys = keyPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard keys.count > 1 else { return setValue(value, forKey: keyPath) }
+        var targets: [ManagedObject] = [self]
+        for key in keys.dropLast() {
+            var next: [ManagedObject] = []
+            for target in targets {
+                guard let property = target.info.property(named: key), property.isRelationship else {
+                    let reason = key.hasPrefix("@") ? "a collection operator can't be set"
+                        : target.info.property(named: key) != nil ? "\(target.entity.name).\(key) is not a relationship" : nil
+                    core?.recordProblem(reason.map {
+                        .invalidArgument("setValue(_:forKeyPath: \"\(keyPath)\") on \(entity.name): \($0); nothing was changed")
+                    } ?? .unknownKey(entity: target.entity.name, key: key))
+                    return
+                }
+                switch target.value(forKey: key) {
+                case let object as ManagedObject: next.append(object)
+                case let set as Set<ManagedObject>: next.append(contentsOf: set)
+                case let array as [ManagedObject]: next.append(contentsOf: array)
+                default: break
+                }
+            }
+            targets = next
+        }
+        let last = keys[keys.count - 1]
+        for target in targets { target.setValue(value, forKey: last) }
     }
 
     /// What `setValue(nil, forKey: key)` (or `NSNull`) does: ``setNilValueForKey(_:)`` for a
@@ -970,6 +1032,48 @@ public struct MutableRelationship {
         owner.core?.recordProblem(.invalidArgument(
             "\(operation) on \(owner.entity.name).\(key) of \(owner.objectID): index \(index) is out of range (the relationship has \(count) member(s)); nothing was changed"))
     }
+    /// Replaces the member at `index` of an ordered relationship with `object`
+    /// (`replaceObject(at:with:)`): the old member leaves (its inverse cleared), `object` takes
+    /// its place (moved there if it was a member elsewhere); one undo step takes both back.
+    /// An index out of range changes nothing and is recorded as a problem the next `save()`
+    /// throws (Core Data raises a range exception).
+    ///
+    /// ```swift
+    /// author.mutableOrderedSetValue(forKey: "books").replaceObject(at: 0, with: newEdition)
+    /// ```
+    public func replaceObject(at index: Int, with object: ManagedObject) {
+        let count = self.count
+        guard (0..<count).contains(index) else {
+            outOfRange(index, count, "replaceObject(at:with:)")
+            return
+        }
+        guard let old = self.object(at: index), old !== object else { return }
+        if let property = owner.info.properties[key],
+            ManagedObject.misfit(nil, of: [object.entity], for: property) != nil || object.isRemovedInsert
+        {
+            // Refused whole: `insert` records the problem and changes nothing, so the old
+            // member isn't removed for a replacement that can't go in.
+            insert(object, at: index)
+            return
+        }
+        remove(old)
+        insert(object, at: Swift.min(index, self.count))
+    }
+    /// Adds each of `objects` that isn't a member yet (`addObjects(from:)`, `union(_:)`),
+    /// maintaining inverses; an ordered relationship appends them in the order given.
+    public func addObjects(from objects: [ManagedObject]) {
+        guard !objects.isEmpty else { return }
+        owner.core?.addMembers(owner, key, objects)
+    }
+    /// Removes each of `objects` that is a member (`removeObjects(in:)`, `minus(_:)`),
+    /// maintaining inverses.
+    public func removeObjects(in objects: [ManagedObject]) {
+        guard !objects.isEmpty else { return }
+        owner.core?.removeMembers(owner, key, objects)
+    }
+    /// Removes every member (`removeAllObjects()`), maintaining inverses; one undo step puts
+    /// them all back.
+    public func removeAllObjects() { removeObjects(in: objects) }
     /// Removes `object`, maintaining its inverse.
     public func remove(_ object: ManagedObject) { owner.core?.removeMembers(owner, key, [object]) }
     /// The number of members.

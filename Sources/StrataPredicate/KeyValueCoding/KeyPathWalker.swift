@@ -6,31 +6,35 @@ internal import Foundation
 /// collections, with collection operators. Shared by `value(forKeyPath:)` and evaluation.
 enum KeyPathWalker {
     /// The value at `path` starting from `root`.
-    static func value(of root: Any?, path: FormatKeyPath) -> Any? {
-        walk(root, path.components[...])
+    ///
+    /// `nilsAverageAsZero`: `@avg` counts a nil value as 0, as `NSObject.value(forKeyPath:)`
+    /// does (``KeyValueCoding/value(forKeyPath:)``); predicates leave nils out, as the
+    /// store's aggregates (and SQL's `AVG`) do.
+    static func value(of root: Any?, path: FormatKeyPath, nilsAverageAsZero: Bool = false) -> Any? {
+        walk(root, path.components[...], nilsAverageAsZero)
     }
 
     /// Reads one component at a time. Nil, `NSNull` and empty optionals hidden in an `Any`
     /// need no unwrapping here: no cast below matches them, so they read as nil.
-    private static func walk(_ value: Any?, _ components: ArraySlice<FormatKeyPath.Component>) -> Any? {
+    private static func walk(_ value: Any?, _ components: ArraySlice<FormatKeyPath.Component>, _ nilsAverageAsZero: Bool) -> Any? {
         guard let first = components.first else { return value }
         guard let value else { return nil }
         let rest = components.dropFirst()
         switch first {
         case .collectionOperator(let op):
             guard let items = elements(of: value) else { return nil }
-            return apply(op, to: items, rest: rest)
+            return apply(op, to: items, rest: rest, nilsAverageAsZero)
         case .key(let key):
             if let dictionary = value as? [String: Any] {
-                return walk(dictionary[key], rest)
+                return walk(dictionary[key], rest, nilsAverageAsZero)
             }
             if let object = value as? any KeyValueCoding {
                 // `key.@count`: counted by the object when it can (no element made).
                 if case .collectionOperator(.count)? = rest.first, let count = object.count(forKey: key) { return count }
-                return walk(object.value(forKey: key), rest)
+                return walk(object.value(forKey: key), rest, nilsAverageAsZero)
             }
             guard let items = elements(of: value) else {
-                return walk(readKey(key, of: value), rest)
+                return walk(readKey(key, of: value), rest, nilsAverageAsZero)
             }
             // To-many: read the key from every element; collection results are flattened one
             // level, so chains of to-many relationships give one flat array.
@@ -44,7 +48,7 @@ enum KeyPathWalker {
                     mapped.append(read ?? NSNull())
                 }
             }
-            return walk(mapped, rest)
+            return walk(mapped, rest, nilsAverageAsZero)
         }
     }
 
@@ -91,13 +95,13 @@ enum KeyPathWalker {
     // MARK: - Collection operators
 
     private static func apply(_ op: FormatKeyPath.CollectionOperator, to items: [Any],
-                              rest: ArraySlice<FormatKeyPath.Component>) -> Any? {
+                              rest: ArraySlice<FormatKeyPath.Component>, _ nilsAverageAsZero: Bool) -> Any? {
         if op == .count { return items.count }
         let values: [Any]
         if rest.isEmpty {
             values = items
         } else {
-            values = elements(of: walk(items, rest) ?? []) ?? []
+            values = elements(of: walk(items, rest, nilsAverageAsZero) ?? []) ?? []
         }
         switch op {
         case .count:
@@ -105,7 +109,10 @@ enum KeyPathWalker {
         case .sum:
             return Aggregates.sum(values.map { Value(any: $0) })?.any
         case .average:
-            return Aggregates.average(values.map { Value(any: $0) })?.any
+            // Key-value coding's `@avg` counts a nil as 0 (the Key-Value Coding Programming
+            // Guide: "In the case where the value is nil, 0 is assumed instead").
+            let read = values.map { Value(any: $0) }
+            return Aggregates.average(nilsAverageAsZero ? read.map { $0.isNull ? .int(0) : $0 } : read)?.any
         case .minimum:
             return Aggregates.extreme(values.map { Value(any: $0) }, want: .orderedAscending)?.any
         case .maximum:

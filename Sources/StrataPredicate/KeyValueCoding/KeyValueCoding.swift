@@ -56,14 +56,16 @@ extension KeyValueCoding {
     /// path read from each element: `@count`, `@sum`, `@avg`, `@min`, `@max`,
     /// `@distinctUnionOfObjects`, `@unionOfObjects`, `@distinctUnionOfArrays`,
     /// `@unionOfArrays` and `@distinctUnionOfSets`. `@sum` of an empty collection is 0;
-    /// `@avg`, `@min` and `@max` of an empty collection are nil.
+    /// `@avg`, `@min` and `@max` of an empty collection are nil. As in Foundation, `@sum`,
+    /// `@min` and `@max` leave nil values out and `@avg` counts them as 0 (the mean of 10
+    /// and nil is 5); a predicate's `@avg` leaves them out, as a store's average does.
     ///
     /// ```swift
     /// company.value(forKeyPath: "department.employees.@sum.salary")
     /// company.value(forKeyPath: "departments.@count")
     /// ```
     public func value(forKeyPath keyPath: String) -> Any? {
-        KeyPathWalker.value(of: self, path: FormatKeyPath(lenient: keyPath))
+        KeyPathWalker.value(of: self, path: FormatKeyPath(lenient: keyPath), nilsAverageAsZero: true)
     }
 }
 
