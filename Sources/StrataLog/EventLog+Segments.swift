@@ -863,12 +863,26 @@ struct SegmentReader {
         do {
             raw = try Zstd.decompress(compressed, maximumSize: Int(frame.rawLength), dictionary: dictionary)
         } catch let error as ZstdError {
-            throw LogError.segment("\(context): \(error)")
+            throw LogError.segment("\(context): \(error)\(dictionaryNote(compressed))")
         }
         guard raw.count == Int(frame.rawLength) else {
             throw LogError.segment("\(context): decompressed to \(raw.count) bytes, the manifest says \(frame.rawLength)")
         }
         return try FrameContent.split(raw, context: context)
+    }
+
+    /// What a frame that failed to decompress says about the segment's dictionary, which is
+    /// as likely the damaged file as the segment: its name, and the ID the frame names beside
+    /// the ID of the dictionary file (another segment's dictionary, or one damaged in its
+    /// header, has another). Empty for a segment without a dictionary.
+    func dictionaryNote(_ compressed: Data) -> String {
+        guard let name = descriptor.dictionaryFileName else { return "" }
+        let wanted = Zstd.dictionaryID(ofFrame: compressed)
+        let held = dictionary?.id ?? 0
+        let ids = wanted == held
+            ? "ID \(held), as the frame names"
+            : "ID \(held), where the frame names ID \(wanted): another dictionary than the frame's"
+        return "; decompressed with the dictionary \(name) (\(ids)), which may be the damaged file"
     }
 
     /// A file open for reading by position (`pread`, so readers on several threads don't
