@@ -539,3 +539,35 @@ extension EncodingReadsReviewTests {
         print("crash during dictionary compaction: \(iterations) kills, head \(lastAck), compacted through \(lastCompacted), \(segments.count) segments, leftovers repaired in \(leftovers) rounds")
     }
 }
+
+// MARK: - The chunk size bound
+
+extension EncodingReadsReviewTests {
+    /// `Configuration.chunkSize` is "the largest LMDB value an event chunk takes, so chunks
+    /// stay in B-tree pages" (spec 0004 §3.4), but nothing bounded it from above: a store
+    /// configured with 100,000 wrote each event of 10 KB as one value on overflow pages. The
+    /// chunk size is now at most what a leaf page holds under a 12-byte key.
+    @Test("a chunk size beyond what a leaf page holds is bounded by it: no event chunk goes to overflow pages")
+    func chunkSizeBound() throws {
+        let dir = try TemporaryDirectory()
+        let log = try openLog(dir, model: try libraryModel()) { $0.chunkSize = 100_000 }
+        for n in 1...3 {
+            var draft = TransactionDraft()
+            draft.insert("Sponsor", values: ["name": s(String(repeating: "long name \(n) ", count: 1000))])
+            _ = try log.commit(draft)
+        }
+        let (statistics, largest) = try log.environment.read { txn -> (DatabaseStatistics, Int) in
+            var largest = 0
+            try txn.forEach(in: log.tables.events, range: .all) { _, value in
+                largest = max(largest, value.withUnsafeBytes { $0.count })
+                return .next
+            }
+            return (try txn.statistics(of: log.tables.events), largest)
+        }
+        #expect(statistics.overflowPages == 0, "event chunks on \(statistics.overflowPages) overflow pages (largest chunk \(largest) bytes)")
+        // LMDB's largest leaf node (me_nodemax), less the node header (8) and the key (12).
+        let inline = (((statistics.pageSize - 16) / 2) & ~1) - 2 - 8 - 12
+        #expect(largest <= inline && largest >= 1900, "largest chunk \(largest), a leaf holds \(inline)")
+        #expect(try allEvents(log).count == 3)
+    }
+}
