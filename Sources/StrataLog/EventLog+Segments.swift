@@ -645,7 +645,7 @@ extension LogReader {
         for segment in try segmentDescriptors(overlapping: from, through) where segment.last >= from && segment.first <= through {
             let reader = try SegmentReader(segment, directory: log.segmentDirectory, snapshot: txn.id)
             for (index, frame) in segment.frames.enumerated() where frame.last >= from && frame.first <= through {
-                for bytes in try reader.events(inFrame: index) {
+                for (position, bytes) in try reader.events(inFrame: index).enumerated() {
                     if let wanted, let header = bytes.withUnsafeBytes({ EventCodec.header($0) }) {
                         guard header.sequence >= from, header.sequence <= through else { continue }
                         guard header.sequence == expected else {
@@ -657,7 +657,11 @@ extension LogReader {
                         }
                     }
                     let event = try bytes.withUnsafeBytes { raw in
-                        try EventCodec.decode(raw, catalog: log.catalog, context: "segment \(segment.fileName) frame \(index)")
+                        // Named by the sequence its position in the frame gives, as a raw
+                        // event is by its key.
+                        try EventCodec.decode(
+                            raw, catalog: log.catalog,
+                            context: "event \(frame.first &+ UInt64(position)) (segment \(segment.fileName) frame \(index))")
                     }
                     guard event.sequence >= from, event.sequence <= through else { continue }
                     guard event.sequence == expected else {
@@ -719,7 +723,7 @@ extension LogReader {
             let order = reversed ? Array(step.wanted.reversed()) : Array(step.wanted)
             for sequence in order {
                 let event = try bytes[Int(sequence - frame.first)].withUnsafeBytes { raw in
-                    try EventCodec.decode(raw, catalog: log.catalog, context: context)
+                    try EventCodec.decode(raw, catalog: log.catalog, context: "event \(sequence) (\(context))")
                 }
                 guard event.sequence == sequence else {
                     throw LogError.segment("\(step.segment.fileName): expected event \(sequence), found \(event.sequence)")
