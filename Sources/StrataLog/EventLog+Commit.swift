@@ -62,6 +62,15 @@ extension EventLog {
     private func commit(
         _ draft: TransactionDraft, timestamp: Date, writer: TableWriter, _ txn: borrowing LMDBTransaction
     ) throws -> CommitResult {
+        // A reservation and a purge marker have no groups (spec 0004 §3.1): only
+        // `reservePrimaryKeys` and `purge` write them, doing what their headers say.
+        switch draft.kind {
+        case .reservation:
+            throw LogError.invalidOperation("a draft can't be of kind \(draft.kind): reserve primary keys with reservePrimaryKeys(of:count:)")
+        case .purge:
+            throw LogError.invalidOperation("a draft can't be of kind \(draft.kind): purge history with purge(through:)")
+        default: break
+        }
         let sequence = try nextSequence(txn)
 
         // Optimistic locking, inside this write transaction: no other writer can slip in.

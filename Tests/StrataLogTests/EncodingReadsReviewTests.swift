@@ -615,3 +615,29 @@ extension EncodingReadsReviewTests {
         #expect(!problems.contains { $0.kind == .sequence }, "\(problems)")
     }
 }
+
+// MARK: - Reservations and purge markers have no groups
+
+extension EncodingReadsReviewTests {
+    /// Spec 0004 §3.1: a reservation (kind 5) and a purge marker (kind 6) have no groups —
+    /// `reservePrimaryKeys` and `purge` write them. But `commit` took a draft of either kind
+    /// with operations and wrote such an event with groups: a "reservation" that raises no
+    /// counter as its range says (or a "purge marker" claiming a purge that didn't happen)
+    /// while inserting objects. A draft of either kind is now refused; nothing is written.
+    @Test("a draft of kind reservation or purge is refused by commit, nothing written")
+    func reservationDraftRefused() throws {
+        let dir = try TemporaryDirectory()
+        let log = try openLog(dir, model: try libraryModel())
+        var first = TransactionDraft()
+        first.insert("Sponsor", values: ["name": s("one")])
+        _ = try log.commit(first)
+        for kind in [TransactionKind.reservation(entity: "Sponsor", range: 5...9), .purge(through: 1)] {
+            var draft = TransactionDraft(kind: kind)
+            draft.insert("Sponsor", values: ["name": s("smuggled")])
+            let error = #expect(throws: LogError.self) { _ = try log.commit(draft) }
+            #expect(error?.description.contains("reservePrimaryKeys") == true || error?.description.contains("purge") == true, "\(kind): \(String(describing: error))")
+            #expect(try log.read { try $0.head } == 1, "\(kind): nothing is written")
+        }
+        #expect(try log.verify().isClean)
+    }
+}
