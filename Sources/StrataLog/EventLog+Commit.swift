@@ -62,6 +62,15 @@ extension EventLog {
     private func commit(
         _ draft: TransactionDraft, timestamp: Date, writer: TableWriter, _ txn: borrowing LMDBTransaction
     ) throws -> CommitResult {
+        // A reservation and a purge marker have no groups (spec 0004 §3.1): only
+        // `reservePrimaryKeys` and `purge` write them, doing what their headers say.
+        switch draft.kind {
+        case .reservation:
+            throw LogError.invalidOperation("a draft can't be of kind \(draft.kind): reserve primary keys with reservePrimaryKeys(of:count:)")
+        case .purge:
+            throw LogError.invalidOperation("a draft can't be of kind \(draft.kind): purge history with purge(through:)")
+        default: break
+        }
         let sequence = try nextSequence(txn)
 
         // Optimistic locking, inside this write transaction: no other writer can slip in.
@@ -547,12 +556,26 @@ extension EventLog {
         return range
     }
 
+    /// The largest value a leaf page of `pageSize` bytes holds under an `events` key (12
+    /// bytes): LMDB's largest node (`me_nodemax`: half the page past its 16-byte header, even,
+    /// less a 2-byte slot) less the 8-byte node header and the key — 2,018 bytes with 4 KiB
+    /// pages. A larger value goes to overflow pages.
+    static func largestInlineChunk(pageSize: Int) -> Int {
+        ((pageSize - 16) / 2 & ~1) - 2 - 8 - 12
+    }
+
+    /// The chunk size events are written with: the configured one, at least 64 bytes and at
+    /// most what a leaf page holds (spec 0004 §3.4).
+    static func chunkSize(_ configured: Int, pageSize: Int) -> Int {
+        min(max(configured, 64), max(largestInlineChunk(pageSize: pageSize), 64))
+    }
+
     /// Appends event `sequence`'s bytes in chunks, and files it under (`author`,
     /// `contextName`) — the event's own — in the per-context transaction index.
     func writeEventChunks(
         _ txn: borrowing LMDBTransaction, sequence: UInt64, bytes: [UInt8], author: String?, contextName: String?
     ) throws {
-        let size = max(configuration.chunkSize, 64)
+        let size = Self.chunkSize(configuration.chunkSize, pageSize: try txn.statistics(of: tables.events).pageSize)
         var chunk: UInt32 = 0
         var offset = 0
         repeat {

@@ -154,7 +154,8 @@ extension EventLog {
                 }
             }
         }
-        let chunkSize = max(configuration.chunkSize, 64)
+        let pageSize = try target.read { try $0.statistics(of: targetTables.events).pageSize }
+        let chunkSize = Self.chunkSize(configuration.chunkSize, pageSize: pageSize)
         /// The newest model version an event replayed was written with: the copy's data is in
         /// its terms (0: no event replayed).
         var inForce = 0

@@ -648,7 +648,7 @@ extension LogReader {
         for segment in try segmentDescriptors(overlapping: from, through) where segment.last >= from && segment.first <= through {
             let reader = try SegmentReader(segment, directory: log.segmentDirectory, snapshot: txn.id)
             for (index, frame) in segment.frames.enumerated() where frame.last >= from && frame.first <= through {
-                for bytes in try reader.events(inFrame: index) {
+                for (position, bytes) in try reader.events(inFrame: index).enumerated() {
                     if let wanted, let header = bytes.withUnsafeBytes({ EventCodec.header($0) }) {
                         guard header.sequence >= from, header.sequence <= through else { continue }
                         guard header.sequence == expected else {
@@ -660,7 +660,11 @@ extension LogReader {
                         }
                     }
                     let event = try bytes.withUnsafeBytes { raw in
-                        try EventCodec.decode(raw, catalog: log.catalog, context: "segment \(segment.fileName) frame \(index)")
+                        // Named by the sequence its position in the frame gives, as a raw
+                        // event is by its key.
+                        try EventCodec.decode(
+                            raw, catalog: log.catalog,
+                            context: "event \(frame.first &+ UInt64(position)) (segment \(segment.fileName) frame \(index))")
                     }
                     guard event.sequence >= from, event.sequence <= through else { continue }
                     guard event.sequence == expected else {
@@ -722,7 +726,7 @@ extension LogReader {
             let order = reversed ? Array(step.wanted.reversed()) : Array(step.wanted)
             for sequence in order {
                 let event = try bytes[Int(sequence - frame.first)].withUnsafeBytes { raw in
-                    try EventCodec.decode(raw, catalog: log.catalog, context: context)
+                    try EventCodec.decode(raw, catalog: log.catalog, context: "event \(sequence) (\(context))")
                 }
                 guard event.sequence == sequence else {
                     throw LogError.segment("\(step.segment.fileName): expected event \(sequence), found \(event.sequence)")
@@ -866,12 +870,26 @@ struct SegmentReader {
         do {
             raw = try Zstd.decompress(compressed, maximumSize: Int(frame.rawLength), dictionary: dictionary)
         } catch let error as ZstdError {
-            throw LogError.segment("\(context): \(error)")
+            throw LogError.segment("\(context): \(error)\(dictionaryNote(compressed))")
         }
         guard raw.count == Int(frame.rawLength) else {
             throw LogError.segment("\(context): decompressed to \(raw.count) bytes, the manifest says \(frame.rawLength)")
         }
         return try FrameContent.split(raw, context: context)
+    }
+
+    /// What a frame that failed to decompress says about the segment's dictionary, which is
+    /// as likely the damaged file as the segment: its name, and the ID the frame names beside
+    /// the ID of the dictionary file (another segment's dictionary, or one damaged in its
+    /// header, has another). Empty for a segment without a dictionary.
+    func dictionaryNote(_ compressed: Data) -> String {
+        guard let name = descriptor.dictionaryFileName else { return "" }
+        let wanted = Zstd.dictionaryID(ofFrame: compressed)
+        let held = dictionary?.id ?? 0
+        let ids = wanted == held
+            ? "ID \(held), as the frame names"
+            : "ID \(held), where the frame names ID \(wanted): another dictionary than the frame's"
+        return "; decompressed with the dictionary \(name) (\(ids)), which may be the damaged file"
     }
 
     /// A file open for reading by position (`pread`, so readers on several threads don't

@@ -180,7 +180,7 @@ extension EventLog {
                 for bytes in events {
                     do {
                         let event = try bytes.withUnsafeBytes { raw in
-                            try EventCodec.decode(raw, catalog: catalog, context: "\(location) frame \(index)")
+                            try EventCodec.decode(raw, catalog: catalog, context: "event \(expected) (\(location) frame \(index))")
                         }
                         eventsChecked += 1
                         if event.sequence != expected {
@@ -190,6 +190,8 @@ extension EventLog {
                         queue(event)
                     } catch {
                         problem(.event, "\(location) frame \(index)", "\(error)")
+                        // The next event is the next sequence: not a second problem.
+                        expected += 1
                     }
                 }
             }

@@ -31,7 +31,8 @@ public final class EventLog: Sendable {
         public var maximumMapSize: Int = 1 << 40
         /// Open read-only: nothing is written, not even the opened-at time.
         public var isReadOnly: Bool = false
-        /// The largest LMDB value an event chunk takes, so chunks stay in B-tree pages.
+        /// The largest LMDB value an event chunk takes, so chunks stay in B-tree pages: at
+        /// least 64, and at most what a leaf page holds (2,018 bytes with 4 KiB pages).
         public var chunkSize: Int = 1900
         /// Write a checkpoint every this many transactions (0: only when asked).
         public var checkpointInterval: UInt64 = 10_000

@@ -788,17 +788,22 @@ public struct LogReader: ~Copyable {
         }
 
         if range.matchesNil { return .prefix(base + IndexKeyEncoding.encode(nil)) }
+        // A bound whose key is cut (a long string, data or URI; a decimal other decimals
+        // share the key of) stands for every value with that key: the range takes in the
+        // whole key even when the bound itself is excluded, and readers re-check (§5).
         let lower: [UInt8]
         if let value = range.lower {
-            let encoded = base + IndexKeyEncoding.encode(value)
-            lower = range.includesLower ? encoded : (KeyRange.prefix(encoded).upperBound ?? encoded)
+            var encoded = base
+            let whole = IndexKeyEncoding.append(value, to: &encoded)
+            lower = range.includesLower || !whole ? encoded : (KeyRange.prefix(encoded).upperBound ?? encoded)
         } else {
             lower = base + [0x01]  // past the nils
         }
         let upper: [UInt8]?
         if let value = range.upper {
-            let encoded = base + IndexKeyEncoding.encode(value)
-            upper = range.includesUpper ? KeyRange.prefix(encoded).upperBound : encoded
+            var encoded = base
+            let whole = IndexKeyEncoding.append(value, to: &encoded)
+            upper = range.includesUpper || !whole ? KeyRange.prefix(encoded).upperBound : encoded
         } else {
             upper = KeyRange.prefix(base).upperBound
         }

@@ -5,6 +5,9 @@
 //   StrataLogProbe compact STORE [BATCH] loop: commit BATCH transactions (acked as above), then
 //                                        compact all but the newest two events;
 //                                        "compacted THROUGH" after each compaction returns
+//   StrataLogProbe compact-dict STORE [BATCH] as compact, BATCH (at least 66) transactions a
+//                                        round, compacted with a trained dictionary; "compacting"
+//                                        before each compaction starts
 //   StrataLogProbe vacuum  STORE [BATCH] loop: open, commit BATCH transactions (acked as above),
 //                                        close, vacuum; "vacuumed" after each vacuum returns
 //   StrataLogProbe vacuum-hang STORE     vacuum once, stopping right after the rename of the
@@ -186,6 +189,18 @@ do {
             request.eventsPerFrame = 3
             let report = try log.compact(request)
             say("compacted \(try log.read { try $0.compactedThrough }) \(report.eventCount)")
+        }
+    case "compact-dict":
+        // Each compaction moves enough events for zstd to train a dictionary (64 or more).
+        let batch = max(number ?? 72, 66)
+        while true {
+            for _ in 0..<batch { try commitNext(log) }
+            var request = CompactionRequest(before: try log.head - 1)
+            request.eventsPerFrame = 8
+            request.usesDictionary = true
+            say("compacting")
+            let report = try log.compact(request)
+            say("compacted \(try log.read { try $0.compactedThrough }) \(report.dictionaryFile == nil ? "plain" : "dictionary")")
         }
     default:
         fail("unknown mode \(mode)")

@@ -100,6 +100,20 @@ func vectorEvents() throws -> [(name: String, event: TransactionEvent)] {
                     "tags": .attribute(.transformable(Data("[\"a\",\"b\"]".utf8))),
                 ]),
             ])])),
+        // A list of references (tag 11: a recorded to-many in an insert's values and a
+        // delete's before-image), a group whose origin is a redo, and a timestamp before 1970
+        // (negative microseconds, two's complement).
+        ("redo before 1970, with lists of references", TransactionEvent(
+            sequence: 6, timestamp: Date(timeIntervalSince1970: -14_182_940.25), author: "eagle", processID: 11,
+            kind: .redo(of: 4, group: 0), modelVersion: 1,
+            groups: [ChangeGroup(actionName: "Friends", changes: [
+                .insert(StoredObjectID(entity: "Person", primaryKey: 3), values: [
+                    "name": .attribute(.string("Cy")), "friends": .references([ada, bob]),
+                ]),
+                .delete(StoredObjectID(entity: "Person", primaryKey: 4), before: [
+                    "age": .attribute(.int16(-1)), "friends": .references([ada]), "team": .reference(team),
+                ]),
+            ], origin: .redo(of: 4, group: 0))])),
     ]
 }
 
