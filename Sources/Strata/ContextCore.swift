@@ -31,6 +31,9 @@ struct WeakObject {
 final class ObjectRegistry: Sequence {
     /// The context; nil once it is gone (its objects keep their loaded values).
     weak var core: ContextCore?
+    /// Above zero while an object's `awakeFromFetch` runs (``ContextCore/awakingFromFetch``):
+    /// kept here, where the objects reach it without loading the context's weak reference.
+    @exclusivity(unchecked) var awakingFromFetch = 0
     /// Entities' names in model order: an entity's table is ``tables``[its index].
     let names: [String]
     private let indexes: [String: Int]
@@ -560,7 +563,7 @@ final class ContextCore {
     /// Above zero while `awakeFromFetch` runs: Core Data's change processing is off around it,
     /// so a public setter caching a value there registers no undo, maintains no inverse and
     /// reports no change (``set(_:_:_:maintainInverse:register:)``).
-    @exclusivity(unchecked) var awakingFromFetch = 0
+    var awakingFromFetch: Int { objects.awakingFromFetch }
     /// Notes `object` in ``willSaveWatch`` while `willSave` hooks run: a tracked change (a
     /// set that registers undo, an insert, a delete) has its hook run again.
     @inline(__always) func noteTrackedChange(_ object: ManagedObject) {
