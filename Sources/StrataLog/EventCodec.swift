@@ -409,6 +409,19 @@ enum EventCodec {
         }
     }
 
+    /// ``decode(_:catalog:context:)`` with the context a failure names built only when it
+    /// fails: the bytes are decoded again under it, which throws the same error naming it. A
+    /// scan of a million compacted events built a million such strings, 8% of its time.
+    static func decode(
+        _ bytes: UnsafeRawBufferPointer, catalog: some CodecCatalog, naming context: () -> String
+    ) throws(LogError) -> TransactionEvent {
+        do {
+            return try decode(bytes, catalog: catalog, context: "")
+        } catch {
+            return try decode(bytes, catalog: catalog, context: context())
+        }
+    }
+
     /// Decodes an event, checking its magic, version and checksum first.
     static func decode(_ bytes: UnsafeRawBufferPointer, catalog: some CodecCatalog, context: String) throws(LogError)
         -> TransactionEvent

@@ -662,9 +662,9 @@ extension LogReader {
                     let event = try bytes.withUnsafeBytes { raw in
                         // Named by the sequence its position in the frame gives, as a raw
                         // event is by its key.
-                        try EventCodec.decode(
-                            raw, catalog: log.catalog,
-                            context: "event \(frame.first &+ UInt64(position)) (segment \(segment.fileName) frame \(index))")
+                        try EventCodec.decode(raw, catalog: log.catalog) {
+                            "event \(frame.first &+ UInt64(position)) (segment \(segment.fileName) frame \(index))"
+                        }
                     }
                     guard event.sequence >= from, event.sequence <= through else { continue }
                     guard event.sequence == expected else {
@@ -726,7 +726,7 @@ extension LogReader {
             let order = reversed ? Array(step.wanted.reversed()) : Array(step.wanted)
             for sequence in order {
                 let event = try bytes[Int(sequence - frame.first)].withUnsafeBytes { raw in
-                    try EventCodec.decode(raw, catalog: log.catalog, context: "event \(sequence) (\(context))")
+                    try EventCodec.decode(raw, catalog: log.catalog) { "event \(sequence) (\(context))" }
                 }
                 guard event.sequence == sequence else {
                     throw LogError.segment("\(step.segment.fileName): expected event \(sequence), found \(event.sequence)")

@@ -180,7 +180,7 @@ extension EventLog {
                 for bytes in events {
                     do {
                         let event = try bytes.withUnsafeBytes { raw in
-                            try EventCodec.decode(raw, catalog: catalog, context: "event \(expected) (\(location) frame \(index))")
+                            try EventCodec.decode(raw, catalog: catalog) { "event \(expected) (\(location) frame \(index))" }
                         }
                         eventsChecked += 1
                         if event.sequence != expected {
@@ -212,7 +212,7 @@ extension EventLog {
             }
             do {
                 let event = try bytes.withUnsafeBytes { raw in
-                    try EventCodec.decode(raw, catalog: catalog, context: "event \(sequence)")
+                    try EventCodec.decode(raw, catalog: catalog) { "event \(sequence)" }
                 }
                 eventsChecked += 1
                 if event.sequence != sequence {

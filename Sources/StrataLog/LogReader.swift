@@ -962,7 +962,7 @@ public struct LogReader: ~Copyable {
 
     func decode(_ bytes: [UInt8], sequence: UInt64) throws -> TransactionEvent {
         let event = try bytes.withUnsafeBytes { raw in
-            try EventCodec.decode(raw, catalog: log.catalog, context: "event \(sequence)")
+            try EventCodec.decode(raw, catalog: log.catalog) { "event \(sequence)" }
         }
         guard event.sequence == sequence else {
             throw LogError.malformed("event stored under sequence \(sequence) says it is \(event.sequence)")
