@@ -28,7 +28,8 @@ struct CoalescingPersistedUndoReviewTests {
     /// operations net out to nothing must not be pushed at all.
     @Test("random multi-operation groups: undo restores the state before each group, redo the state after; net-nothing groups are dropped", arguments: [11, 12, 13, 14] as [UInt64])
     func coalescedGroupsMatchModel(seed: UInt64) async throws {
-        try await Self.randomGroups(seed: seed, persisted: false)
+        let matched = try await Self.randomGroups(seed: seed, persisted: false)
+        #expect(matched == Self.steps, "every step's state and stacks matched the model")
     }
 
     /// The same with persisted undo, the context restarted (a new coordinator and context
@@ -37,10 +38,13 @@ struct CoalescingPersistedUndoReviewTests {
     /// maintains inverses.
     @Test("random multi-operation groups with persisted undo and restarts after saves: groups read back from the log undo and redo as the live ones did", arguments: [21, 22, 23, 24] as [UInt64])
     func persistedGroupsMatchModel(seed: UInt64) async throws {
-        try await Self.randomGroups(seed: seed, persisted: true)
+        let matched = try await Self.randomGroups(seed: seed, persisted: true)
+        #expect(matched == Self.steps, "every step's state and stacks matched the model")
     }
 
-    static func randomGroups(seed: UInt64, persisted: Bool) async throws {
+    /// Runs the random steps against the model; returns how many matched it (all of them
+    /// unless one diverged, which is recorded as an issue naming the step).
+    static func randomGroups(seed: UInt64, persisted: Bool) async throws -> Int {
         let dir = try TemporaryDirectory()
         let model = try propertyModel()
         var coordinator = try openCoordinator(dir, model: model)
@@ -198,7 +202,7 @@ struct CoalescingPersistedUndoReviewTests {
             let observed = try await context.perform { context in try observe(context) }
             if observed != expected {
                 Issue.record("seed \(seed) step \(step) after \(description):\nexpected \(expected)\nobserved \(observed)\n\(log.suffix(16).joined(separator: "\n"))")
-                return
+                return step
             }
             // The context's stacks are the model's: the open group counts for canUndo while it has changes.
             let (canUndo, canRedo) = await context.perform { context in (context.canUndo, context.canRedo) }
@@ -206,12 +210,13 @@ struct CoalescingPersistedUndoReviewTests {
             let modelCanUndo = !undoStack.isEmpty
             if ["processPendingChanges", "undo", "redo", "save", "save, restart", "rollback"].contains(description), canUndo != modelCanUndo || canRedo != !redoStack.isEmpty {
                 Issue.record("seed \(seed) step \(step) after \(description): canUndo \(canUndo) canRedo \(canRedo), model \(modelCanUndo) \(!redoStack.isEmpty)\n\(log.suffix(16).joined(separator: "\n"))")
-                return
+                return step
             }
         }
         try await context.perform { context in try context.save() }
         #expect(try coordinator.persistentStores[0].log.verify().isClean)
         if persisted && Self.steps >= 100 { #expect(restarts > 0) }
+        return Self.steps
     }
 
     // MARK: - Persisted undo
