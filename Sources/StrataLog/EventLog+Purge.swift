@@ -241,7 +241,23 @@ extension EventLog {
     /// Its directory is `strata-scratch-PID-TOKEN-UUID` (TOKEN: ``processToken``); those a
     /// killed process left (a Ctrl-C of `strata verify`: as large as the replayed state) are
     /// removed here — a PID that isn't running, or this process's own PID with another token.
-    func makeScratchEnvironment() throws -> (LMDBEnvironment, StoreTables, String) {
+    /// The rows of the `catalog` and `models` tables (whether each is the catalog's, key,
+    /// value), as `txn` reads them.
+    func catalogRows(_ txn: borrowing LMDBTransaction) throws -> [(Bool, [UInt8], [UInt8])] {
+        var rows: [(Bool, [UInt8], [UInt8])] = []
+        for database in [tables.catalog, tables.models] {
+            try txn.forEach(in: database) { key, value in
+                rows.append((database == tables.catalog, key.withUnsafeBytes { Array($0) }, value.withUnsafeBytes { Array($0) }))
+                return .next
+            }
+        }
+        return rows
+    }
+
+    /// `given`: the catalog rows, read by a caller already inside a read of the store
+    /// (``catalogRows(_:)``). A read nested in another can't adopt a map another process
+    /// grew meanwhile (`MDB_MAP_RESIZED`): `verify` while another process committed failed so.
+    func makeScratchEnvironment(catalogRows given: [(Bool, [UInt8], [UInt8])]? = nil) throws -> (LMDBEnvironment, StoreTables, String) {
         Self.removeStaleScratch()
         let scratchPath = (NSTemporaryDirectory() as NSString).appendingPathComponent(
             "\(Self.scratchPrefix)\(ProcessInfo.processInfo.processIdentifier)-\(Self.processToken)-\(UUID().uuidString)")
@@ -252,18 +268,9 @@ extension EventLog {
         options.mapSize = max(environment.mapSize, 16 << 20)
         let scratch = try LMDBEnvironment(path: scratchPath, databases: StoreTables.names.map { DatabaseDescriptor($0) }, options: options)
         let scratchTables = try StoreTables(scratch)
-        let catalogRows: [(Bool, [UInt8], [UInt8])] = try environment.read { txn in
-            var rows: [(Bool, [UInt8], [UInt8])] = []
-            for database in [tables.catalog, tables.models] {
-                try txn.forEach(in: database) { key, value in
-                    rows.append((database == tables.catalog, key.withUnsafeBytes { Array($0) }, value.withUnsafeBytes { Array($0) }))
-                    return .next
-                }
-            }
-            return rows
-        }
+        let rows = try given ?? environment.read { txn in try catalogRows(txn) }
         try scratch.write { txn in
-            for (isCatalog, key, value) in catalogRows {
+            for (isCatalog, key, value) in rows {
                 try txn.put(value, forKey: key, in: isCatalog ? scratchTables.catalog : scratchTables.models)
             }
         }
@@ -273,7 +280,7 @@ extension EventLog {
     static let scratchPrefix = "strata-scratch-"
 
     /// Removes the scratch environments of processes that are gone from the temporary
-    /// directory (best effort; see ``makeScratchEnvironment()``).
+    /// directory (best effort; see ``makeScratchEnvironment(catalogRows:)``).
     static func removeStaleScratch() {
         let temporary = NSTemporaryDirectory()
         let fileManager = FileManager.default

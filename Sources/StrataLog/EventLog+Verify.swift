@@ -24,7 +24,9 @@ extension EventLog {
         }
 
         // The scratch store shares the live catalog, so codes and keys are comparable.
-        let (scratch, scratchTables, scratchPath) = try makeScratchEnvironment()
+        // Its catalog rows read in this reader's snapshot: a nested read fails when another
+        // process grew the map meanwhile.
+        let (scratch, scratchTables, scratchPath) = try makeScratchEnvironment(catalogRows: try catalogRows(reader.txn))
         defer { try? FileManager.default.removeItem(atPath: scratchPath) }
         let writer = TableWriter(tables: scratchTables, catalog: catalog, schema: schema, modelVersion: modelVersion)
 
