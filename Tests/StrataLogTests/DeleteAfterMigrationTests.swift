@@ -105,5 +105,8 @@ struct DeleteAfterMigrationTests {
         }
         let log = try openLog(dir, model: try Self.entityModel(renamed: true))
         try Self.deleteEverything(log, entities: ["Athlete", "Team"])
+        try log.read { (reader: borrowing LogReader) throws in
+            for entity in ["Athlete", "Team"] { #expect(try reader.count(of: entity) == 0, "\(entity)") }
+        }
     }
 }

@@ -449,12 +449,14 @@ struct KVCStackReviewStackTests {
         let dir = try TemporaryDirectory()
         let url = dir.url.appendingPathComponent("Shop.strata")
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try KVCStackModels.shop)
-        let previous = try await removeAndReAdd(coordinator, url)
+        let previous = try await addRemoveAndAddAgain(coordinator, url)
         try await destroyAndReAdd(coordinator, url, previous: previous)
+        #expect(coordinator.persistentStores.count == 1, "one store at the URL again, a new one")
+        #expect(coordinator.persistentStores.first?.identifier != previous)
     }
 
     /// Adds, saves, removes, saves without a store, adds again, removes; returns the store's UUID.
-    private func removeAndReAdd(_ coordinator: PersistentStoreCoordinator, _ url: URL) async throws -> UUID {
+    private func addRemoveAndAddAgain(_ coordinator: PersistentStoreCoordinator, _ url: URL) async throws -> UUID {
         let first = try coordinator.addPersistentStore(type: .eventLog, at: url)
         let context = privateContext(coordinator)
         let id = try await context.perform { (context: isolated ManagedObjectContext) in
