@@ -435,9 +435,7 @@ enum EventCodec {
         }
         guard bytes[4] >= 1 else { throw .malformed("\(context): format version 0, which no Strata writes") }
         let body = UnsafeRawBufferPointer(rebasing: bytes[0..<(bytes.count - 4)])
-        var stored: UInt32 = 0
-        for i in (bytes.count - 4)..<bytes.count { stored = stored << 8 | UInt32(bytes[i]) }
-        let computed = CRC32C.checksum(body)
+        let (stored, computed) = checksums(bytes)
         guard stored == computed else {
             throw .checksumMismatch(
                 "\(context): stored 0x\(String(stored, radix: 16)), computed 0x\(String(computed, radix: 16))")
@@ -540,12 +538,19 @@ enum EventCodec {
         modelVersion(bytes, checkingChecksum: true)
     }
 
+    /// An event's stored checksum (its last 4 bytes, big-endian) and the one computed over
+    /// the bytes before it; the bytes are at least 4 long.
+    private static func checksums(_ bytes: UnsafeRawBufferPointer) -> (stored: UInt32, computed: UInt32) {
+        var stored: UInt32 = 0
+        for i in (bytes.count - 4)..<bytes.count { stored = stored << 8 | UInt32(bytes[i]) }
+        return (stored, CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<(bytes.count - 4)])))
+    }
+
     private static func modelVersion(_ bytes: UnsafeRawBufferPointer, checkingChecksum: Bool) -> Int? {
         guard header(bytes) != nil else { return nil }
         if checkingChecksum {
-            var stored: UInt32 = 0
-            for i in (bytes.count - 4)..<bytes.count { stored = stored << 8 | UInt32(bytes[i]) }
-            guard stored == CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<(bytes.count - 4)])) else { return nil }
+            let (stored, computed) = checksums(bytes)
+            guard stored == computed else { return nil }
         }
         var r = ByteReader(UnsafeRawBufferPointer(rebasing: bytes[0..<(bytes.count - 4)]), context: "event header")
         do {

@@ -205,7 +205,7 @@ extension EventLog {
     /// `change` (translated to the opening model's names) without the relationship sides the
     /// opening model doesn't record (spec 0004 §4.1): a side an earlier version recorded that
     /// a later one moved to the other end. Records never hold such a side's values.
-    package func recordedSidesOnly(_ change: Change) -> Change {
+    private func recordedSidesOnly(_ change: Change) -> Change {
         guard let entity = schema.entities[change.objectID.entity] else { return change }
         func recorded(_ name: String) -> Bool { entity.propertiesByName[name]?.isRecorded ?? false }
         switch change {
