@@ -79,10 +79,10 @@ struct CompactCommand: ParsableCommand {
                     request.dryRun = true
                     let report = try log.compact(request)
                     if let moved = report.moved {
-                        print("would move events \(moved.lowerBound)…\(moved.upperBound) (\(report.eventCount) events): \(report.rawBytes) bytes raw → about \(report.compressedBytes) bytes compressed (ratio \(String(format: "%.2f", report.ratio))), saving about \(max(0, report.rawBytes - report.compressedBytes)) bytes")
-                        print("horizon \(report.horizon), limited by \(report.limitedBy)")
+                        try writeLine("would move events \(moved.lowerBound)…\(moved.upperBound) (\(report.eventCount) events): \(report.rawBytes) bytes raw → about \(report.compressedBytes) bytes compressed (ratio \(String(format: "%.2f", report.ratio))), saving about \(max(0, report.rawBytes - report.compressedBytes)) bytes")
+                        try writeLine("horizon \(report.horizon), limited by \(report.limitedBy)")
                     } else {
-                        print("nothing to move: horizon \(report.horizon), limited by \(report.limitedBy)")
+                        try writeLine("nothing to move: horizon \(report.horizon), limited by \(report.limitedBy)")
                     }
                     return
                 }
@@ -94,7 +94,7 @@ struct CompactCommand: ParsableCommand {
                 let plan = try log.compact(probe)
                 // Nothing to move still falls through: --vacuum shrinks the file all the same.
                 guard let range = plan.moved else {
-                    print("nothing to move: horizon \(plan.horizon), limited by \(plan.limitedBy)")
+                    try writeLine("nothing to move: horizon \(plan.horizon), limited by \(plan.limitedBy)")
                     break moving
                 }
                 let total = range.upperBound - range.lowerBound + 1
@@ -116,22 +116,22 @@ struct CompactCommand: ParsableCommand {
                 }
                 progress.finish()
                 let ratio = compressed == 0 ? 0 : Double(raw) / Double(compressed)
-                print("moved events \(range.lowerBound)…\(next - 1) (\(next - range.lowerBound) events): \(raw) bytes raw → \(compressed) bytes in segments (ratio \(String(format: "%.2f", ratio)))")
-                print("horizon \(plan.horizon), limited by \(plan.limitedBy)")
+                try writeLine("moved events \(range.lowerBound)…\(next - 1) (\(next - range.lowerBound) events): \(raw) bytes raw → \(compressed) bytes in segments (ratio \(String(format: "%.2f", ratio)))")
+                try writeLine("horizon \(plan.horizon), limited by \(plan.limitedBy)")
             }
             if vacuum {
                 let (a, b) = try EventLog.vacuum(path: options.store)
-                print("vacuum: data.mdb \(a) → \(b) bytes")
+                try writeLine("vacuum: data.mdb \(a) → \(b) bytes")
             } else if movedAny {
-                print("note: data.mdb keeps its size (LMDB reuses the freed pages); --vacuum shrinks it")
+                try writeLine("note: data.mdb keeps its size (LMDB reuses the freed pages); --vacuum shrinks it")
             }
-            printSizes(before: sizesBefore, after: (diskSize(dataPath), diskSize(segmentsPath)))
+            try printSizes(before: sizesBefore, after: (diskSize(dataPath), diskSize(segmentsPath)))
         }
     }
 
-    private func printSizes(before: (Int, Int), after: (Int, Int)) {
-        print("before: data.mdb \(byteCount(before.0)), segments \(byteCount(before.1)), total \(byteCount(before.0 + before.1))")
-        print("after:  data.mdb \(byteCount(after.0)), segments \(byteCount(after.1)), total \(byteCount(after.0 + after.1))")
+    private func printSizes(before: (Int, Int), after: (Int, Int)) throws {
+        try writeLine("before: data.mdb \(byteCount(before.0)), segments \(byteCount(before.1)), total \(byteCount(before.0 + before.1))")
+        try writeLine("after:  data.mdb \(byteCount(after.0)), segments \(byteCount(after.1)), total \(byteCount(after.0 + after.1))")
     }
 }
 

@@ -113,8 +113,8 @@ private struct LeagueDemo {
 
     func run() throws {
         let model = try Self.leagueManager()
-        print("strata demo: seed 004's League Manager, written through two contexts, in \(directory)")
-        print()
+        try writeLine("strata demo: seed 004's League Manager, written through two contexts, in \(directory)")
+        try writeLine()
         let first = try firstSession(model)
         let (teamNames, playerCount) = try secondSession(model, first)
         // Both coordinators are gone now, so this is the only handle on the store.
@@ -219,9 +219,9 @@ private struct LeagueDemo {
         var rebuilt: [String] = []
         if let undoName { rebuilt.append("undo \"\(undoName)\"") }
         if let redoName { rebuilt.append("redo \"\(redoName)\"") }
-        print(Writer.line("", "restart", "closed the store and opened it again"))
+        try writeLine(Writer.line("", "restart", "closed the store and opened it again"))
         if !rebuilt.isEmpty {
-            print(Writer.line("", "", "the coach's undo stack came back from the log: \(rebuilt.joined(separator: ", "))"))
+            try writeLine(Writer.line("", "", "the coach's undo stack came back from the log: \(rebuilt.joined(separator: ", "))"))
         }
         let herons = try required(first.teamIDs["Herons"], "team Herons")
         let coach = Writer(context: context, author: "coach", log: store.log)
@@ -256,24 +256,24 @@ private struct LeagueDemo {
                 return .next
             }
         }
-        print()
+        try writeLine()
         if let moved = report.moved {
             let file = report.segmentFile.map { "segments/" + ($0 as NSString).lastPathComponent } ?? "a segment"
-            print(
+            try writeLine(
                 "compacted events \(moved.lowerBound)…\(moved.upperBound) into \(file): \(report.rawBytes) bytes raw → \(report.compressedBytes) bytes (ratio \(String(format: "%.2f", report.ratio))); events \(moved.upperBound + 1)…\(head) stay raw"
             )
         } else {
-            print("compacted nothing: horizon \(report.horizon), limited by \(report.limitedBy)")
+            try writeLine("compacted nothing: horizon \(report.horizon), limited by \(report.limitedBy)")
         }
-        print()
+        try writeLine()
         let byAuthor = authors.sorted { $0.value > $1.value || ($0.value == $1.value && $0.key < $1.key) }
             .map { "\($0.value) by \($0.key)" }.joined(separator: ", ")
         let absolute = url.standardizedFileURL.path
-        print("store         \(absolute) (\(log.storeUUID.uuidString))")
-        print("teams         \(teamNames.count): \(teamNames.joined(separator: ", "))")
-        print("players       \(playerCount)")
-        print("transactions  \(head): \(byAuthor); \(undos) undo\(undos == 1 ? "" : "s")")
-        print()
+        try writeLine("store         \(absolute) (\(log.storeUUID.uuidString))")
+        try writeLine("teams         \(teamNames.count): \(teamNames.joined(separator: ", "))")
+        try writeLine("players       \(playerCount)")
+        try writeLine("transactions  \(head): \(byAuthor); \(undos) undo\(undos == 1 ? "" : "s")")
+        try writeLine()
 
         let dir = Self.shellQuoted(directory)
         var csvDirectory = directory
@@ -295,9 +295,9 @@ private struct LeagueDemo {
         ]
         // Comments line up after the commands, except after a long one (the URI's).
         let width = commands.map(\.0.count).filter { $0 <= 56 }.max() ?? 0
-        print("Try next:")
+        try writeLine("Try next:")
         for (command, comment) in commands {
-            print("  \(command.padding(toLength: max(width, command.count), withPad: " ", startingAt: 0))  # \(comment)")
+            try writeLine("  \(command.padding(toLength: max(width, command.count), withPad: " ", startingAt: 0))  # \(comment)")
         }
     }
 
@@ -329,7 +329,7 @@ private struct Writer {
         guard head == before + 1 else {
             throw CommandFailure("demo: expected one transaction for \"\(summary)\", the log went from \(before) to \(head)")
         }
-        print(Self.line("#\(head)", author, summary))
+        try writeLine(Self.line("#\(head)", author, summary))
         return result
     }
 

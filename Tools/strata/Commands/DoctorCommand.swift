@@ -41,24 +41,26 @@ struct DoctorCommand: ParsableCommand {
         let created = Self.outermostMissing(root)
         defer { if !keep { try? FileManager.default.removeItem(atPath: created) } }
 
-        print("strata \(StrataVersion.current)")
-        print("LMDB \(LMDBEnvironment.libraryVersion), zstd \(Zstd.libraryVersion)")
+        try writeLine("strata \(StrataVersion.current)")
+        try writeLine("LMDB \(LMDBEnvironment.libraryVersion), zstd \(Zstd.libraryVersion)")
         var failures = 0
-        func step(_ name: String, _ body: () throws -> String) {
+        func step(_ name: String, _ body: () throws -> String) throws {
+            let line: String
             do {
                 let detail = try body()
-                print("ok      \(name)\(detail.isEmpty ? "" : ": \(detail)")")
+                line = "ok      \(name)\(detail.isEmpty ? "" : ": \(detail)")"
             } catch {
                 failures += 1
-                print("FAILED  \(name): \(error)")
+                line = "FAILED  \(name): \(error)"
             }
+            try writeLine(line)
         }
 
         var options = LMDBEnvironment.Options()
         options.mapSize = 1 << 20
         let records = 4096
         let value = [UInt8](repeating: 0x5A, count: 1024)
-        step("LMDB write, map growth and read") {
+        try step("LMDB write, map growth and read") {
             let env = try LMDBEnvironment(path: root, databases: [DatabaseDescriptor("doctor")], options: options)
             let db = try env.database(named: "doctor")
             let before = env.mapSize
@@ -72,14 +74,14 @@ struct DoctorCommand: ParsableCommand {
             guard count == records else { throw DoctorError("read back \(count) records, wrote \(records)") }
             return "\(records) records, map \(before >> 20) MiB → \(env.mapSize >> 20) MiB"
         }
-        step("zstd round trip with checksum") {
+        try step("zstd round trip with checksum") {
             let input = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 % 251) }
             let frame = try Zstd.compress(input)
             let output = try Zstd.decompress(frame, maximumSize: input.count)
             guard output == input else { throw DoctorError("decompressed bytes differ") }
             return "\(input.count) → \(frame.count) bytes"
         }
-        step("zstd bound refuses an oversized frame") {
+        try step("zstd bound refuses an oversized frame") {
             let frame = try Zstd.compress([UInt8](repeating: 0, count: 1 << 20))
             do {
                 _ = try Zstd.decompress(frame, maximumSize: 1024)
@@ -89,9 +91,9 @@ struct DoctorCommand: ParsableCommand {
             }
         }
         // Kept where? Without --directory it is a fresh temporary directory: say which.
-        if keep { print("kept    the scratch environment at \(root)") }
+        if keep { try writeLine("kept    the scratch environment at \(root)") }
         if failures > 0 { throw ExitStatus.failure }
-        print("all checks passed")
+        try writeLine("all checks passed")
     }
 }
 

@@ -1,0 +1,48 @@
+import Foundation
+import StrataLog
+import StrataModel
+import StrataTestSupport
+import Testing
+
+/// Session 26's review of the `strata` tool: defects found running every command against
+/// real stores.
+@Suite("Session 26 review: strata")
+struct CLIReviewCommandTests {
+    /// Runs `strata ARGUMENTS… >/dev/full` through bash; nil where there is no bash or /dev/full.
+    static func toFullDisk(_ arguments: [String], in directory: String? = nil) throws -> ProcessResult? {
+        let bash = "/bin/bash"
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.isExecutableFile(atPath: bash),
+            FileManager.default.fileExists(atPath: "/dev/full", isDirectory: &isDirectory), !isDirectory.boolValue
+        else { return nil }
+        return try runProcess(
+            URL(fileURLWithPath: bash), ["-c", #""$@" >/dev/full"#, "bash", BuildProducts.executable("strata").path] + arguments,
+            currentDirectory: directory.map { URL(fileURLWithPath: $0) })
+    }
+
+    @Test("compact, doctor and demo whose standard output can't be written (a full disk) end with exit 1 and 'strata: can't write to standard output: REASON', as every other command does (before: print's failures were dropped, the output lost and the exit status 0)")
+    func writeErrorsOfPrintingCommands() throws {
+        let store = try makeLeagueStore(extraTransactions: 3)
+        let directory = try TemporaryDirectory("strata-s26")
+        let runs: [(String, [String])] = [
+            ("compact", ["compact", store.path, "--before", "3"]),
+            ("compact --dry-run", ["compact", store.path, "--dry-run"]),
+            ("doctor", ["doctor", "--directory", directory.file("doctor-scratch")]),
+            ("demo", ["demo", directory.file("demo")]),
+        ]
+        for (name, arguments) in runs {
+            guard let result = try Self.toFullDisk(arguments) else { return }
+            #expect(result.status == 1, "\(name): \(result.status) \(result.standardError)")
+            #expect(result.standardError.contains("strata: can't write to standard output: No space left on device"), "\(name): \(result.standardError)")
+            #expect(!result.standardError.contains("Fatal error"), "\(name)")
+        }
+        // The doctor's scratch environment still goes afterwards.
+        #expect(!FileManager.default.fileExists(atPath: directory.file("doctor-scratch")))
+        // Written normally, the output is all there.
+        let doctor = try strata("doctor")
+        #expect(doctor.status == 0, "\(doctor.standardError)")
+        #expect(doctor.standardOutput.hasPrefix("strata "), "\(doctor.standardOutput)")
+        #expect(doctor.standardOutput.hasSuffix("all checks passed\n"), "\(doctor.standardOutput)")
+        #expect(doctor.standardOutput.components(separatedBy: "\nok      ").count == 4, "\(doctor.standardOutput)")
+    }
+}
