@@ -45,4 +45,17 @@ struct CLIReviewCommandTests {
         #expect(doctor.standardOutput.hasSuffix("all checks passed\n"), "\(doctor.standardOutput)")
         #expect(doctor.standardOutput.components(separatedBy: "\nok      ").count == 4, "\(doctor.standardOutput)")
     }
+
+    @Test("migrate with a model file that can't be read names it and the system's reason (before: Foundation's error dump, 'Error Domain=NSCocoaErrorDomain Code=260 …')")
+    func migrateUnreadableModelFile() throws {
+        let store = try makeLeagueStore()
+        let missing = store.directory.file("no-such-model.json")
+        let absent = try strata("migrate", store.path, missing)
+        #expect(absent.status == 1)
+        #expect(absent.standardError == "strata: \(missing): can't read the model file: No such file or directory\n", "\(absent.standardError)")
+        let folder = try strata("migrate", store.path, store.directory.path)
+        #expect(folder.status == 1)
+        #expect(folder.standardError == "strata: \(store.directory.path): can't read the model file: Is a directory\n", "\(folder.standardError)")
+        #expect(absent.standardOutput.isEmpty && folder.standardOutput.isEmpty)
+    }
 }

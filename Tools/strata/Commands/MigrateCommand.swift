@@ -41,9 +41,18 @@ struct MigrateCommand: ParsableCommand {
 
     func run() throws {
         try runCommand {
+            // A file that can't be read is named with the system's reason (`No such file or
+            // directory`, `Is a directory`; before, Foundation's error dump), one that doesn't
+            // load with the model's problems.
+            let data: Data
+            do {
+                data = try Data(contentsOf: URL(fileURLWithPath: modelFile))
+            } catch {
+                throw CommandFailure("\(modelFile): can't read the model file: \(OutputSink.reason(error))")
+            }
             let model: ManagedObjectModel
             do {
-                model = try ManagedObjectModel(jsonData: try Data(contentsOf: URL(fileURLWithPath: modelFile)))
+                model = try ManagedObjectModel(jsonData: data)
             } catch {
                 throw CommandFailure("\(modelFile): \(error)")
             }

@@ -69,7 +69,8 @@ final class OutputSink {
 
     /// The system's words for a failed write (`Broken pipe`, `No space left on device`).
     static func reason(_ error: any Error) -> String {
-        let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+        // The underlying error may be stored as a Swift error (Foundation on Linux): bridge it.
+        let underlying = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? any Error).map { $0 as NSError }
         if let posix = underlying ?? (error as NSError?), posix.domain == NSPOSIXErrorDomain {
             return String(cString: strerror(Int32(posix.code)))
         }
