@@ -58,4 +58,17 @@ struct CLIReviewCommandTests {
         #expect(folder.standardError == "strata: \(store.directory.path): can't read the model file: Is a directory\n", "\(folder.standardError)")
         #expect(absent.standardOutput.isEmpty && folder.standardOutput.isEmpty)
     }
+
+    @Test("replay --diff B..A (reversed) is exit 64 saying so and giving the range the right way round (before: 'The value '5..3' is invalid', as for text that isn't a range)")
+    func diffReversed() throws {
+        let store = try makeLeagueStore()
+        let reversed = try strata("replay", store.path, "--diff", "5..3")
+        #expect(reversed.status == 64)
+        #expect(reversed.standardError.hasPrefix("Error: --diff 5..3 is reversed: give the earlier point first (--diff 3..5)\n"), "\(reversed.standardError)")
+        let malformed = try strata("replay", store.path, "--diff", "5")
+        #expect(malformed.status == 64)
+        let same = try strata("replay", store.path, "--diff", "3..3")
+        #expect(same.status == 0, "\(same.standardError)")
+        #expect(same.standardOutput == "changes from sequence 3 to 3\n0 objects differ\n", "\(same.standardOutput)")
+    }
 }

@@ -63,6 +63,9 @@ struct ReplayCommand: ParsableCommand {
         if let object, ObjectURI.parse(object) == nil {
             throw ValidationError("--object \(object) is not an object URI (x-strata://STORE-UUID/Entity/pN)")
         }
+        if let diff, diff.lower > diff.upper {
+            throw ValidationError("--diff \(diff.lower)..\(diff.upper) is reversed: give the earlier point first (--diff \(diff.upper)..\(diff.lower))")
+        }
         if diff != nil && to != nil { throw ValidationError("--diff A..B gives both points; leave out --to") }
         if from != nil && !step { throw ValidationError("--from applies only to --step") }
         if let from, let to, from > to { throw ValidationError("--from \(from) is after --to \(to)") }
@@ -304,14 +307,16 @@ struct ReplayCommand: ParsableCommand {
     }
 }
 
-/// `A..B`: two sequence numbers, A ≤ B.
+/// `A..B`: two sequence numbers (`validate()` refuses A > B).
 struct SequenceRange: ExpressibleByArgument {
     let lower: UInt64
     let upper: UInt64
 
     init?(argument: String) {
         let parts = argument.components(separatedBy: "..")
-        guard parts.count == 2, let a = UInt64(parts[0]), let b = UInt64(parts[1]), a <= b else { return nil }
+        // A reversed range parses, so validate() can say what is wrong with it (before, it
+        // was "the value is invalid", as for text that isn't a range at all).
+        guard parts.count == 2, let a = UInt64(parts[0]), let b = UInt64(parts[1]) else { return nil }
         lower = a
         upper = b
     }
