@@ -54,7 +54,7 @@ extension EventLog {
     ///
     /// A purge through one is refused the same way (`verb` "Purge"): its base would be that
     /// state, kept for good as the earliest one.
-    func refuseMidMigration(_ reader: borrowing LogReader, _ sequence: UInt64, head: UInt64, verb: String = "Replay") throws {
+    package func refuseMidMigration(_ reader: borrowing LogReader, _ sequence: UInt64, head: UInt64, verb: String = "Replay") throws {
         let purged = try reader.purgedThrough
         guard head > sequence, sequence > purged else { return }
         func isMigration(_ event: TransactionEvent) -> Bool {

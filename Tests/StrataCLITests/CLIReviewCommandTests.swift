@@ -71,4 +71,32 @@ struct CLIReviewCommandTests {
         #expect(same.status == 0, "\(same.standardError)")
         #expect(same.standardOutput == "changes from sequence 3 to 3\n0 objects differ\n", "\(same.standardOutput)")
     }
+
+    @Test("export --at, replay's summary --to and either end of replay --diff at a migration's take-out — a state the store was never in — are exit 1 naming the points to use instead, as replay --into is (before: exported with every taken-out value null, and a diff to it showed them going to nil)")
+    func takeOutPointRefused() throws {
+        let directory = try TemporaryDirectory("strata-s26")
+        let (path, uri) = try AsOfMigrationCommandTests.migratedStore(directory)
+        // Transactions 1–2 in version 1; 3 takes name and rating out, 4 puts nick back in.
+        let message = "the store was never as of event 3."
+        for arguments in [["export", path, "--at", "3"], ["export", path, "--at", "3", "--format", "csv", "--output", directory.file("csv")],
+                          ["replay", path, "--to", "3"], ["replay", path, "--to", "3", "--format", "json"],
+                          ["replay", path, "--diff", "1..3"], ["replay", path, "--diff", "3..4"]] {
+            let result = try runProcess(BuildProducts.executable("strata"), arguments)
+            #expect(result.status == 1, "\(arguments): \(result.standardOutput)")
+            #expect(result.standardError.hasPrefix("strata: event 3 takes values out for the migration to model version 2, which events 3…4 make in one transaction: \(message)"), "\(arguments): \(result.standardError)")
+            #expect(result.standardError.hasSuffix(" through 2 or 4\n"), "\(arguments): \(result.standardError)")
+            #expect(result.standardOutput.isEmpty, "\(arguments): \(result.standardOutput)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.file("csv")))
+        // The points around it work, and a diff across it shows the rename.
+        let before = try strata("export", path, "--at", "2", "--format", "ndjson")
+        #expect(before.standardOutput.contains(#""values":{"name":"Ng, Ada","rating":8}"#), "\(before.standardOutput)")
+        let across = try strata("replay", path, "--diff", "2..4")
+        #expect(across.status == 0, "\(across.standardError)")
+        #expect(across.standardOutput.contains("    nick: nil → \"Ng, Ada\"\n"), "\(across.standardOutput)")
+        // The history views still show the take-out as the log holds it.
+        let blame = try strata("replay", path, "--object", uri, "--to", "3")
+        #expect(blame.status == 0, "\(blame.standardError)")
+        #expect(blame.standardOutput.contains("migration"), "\(blame.standardOutput)")
+    }
 }

@@ -90,7 +90,12 @@ struct ExportCommand: ParsableCommand {
             let log = try options.openReadOnly()
             try log.read { reader in
                 let head = try reader.head
-                if let at { try log.checkSequence(at, head: head) }
+                if let at {
+                    try log.checkSequence(at, head: head)
+                    // A migration's take-out (spec 0004 §4.5) is no state the store was ever in:
+                    // its values are out, the put-back's not in (before, exported as all nil).
+                    try log.refuseMidMigration(reader, at, head: head, verb: "Export")
+                }
                 // A point before a migration is exported in the terms of the model version
                 // the store's data was in then: its entities and property names (before, the
                 // newest version's: a renamed property showed nil, its old name's values and a

@@ -90,6 +90,14 @@ struct ReplayCommand: ParsableCommand {
                 try log.checkSequence(diff.upper, head: head)
                 if diff.lower < purged { throw LogError.historyPurged(requested: diff.lower, purgedThrough: purged) }
             }
+            // The states a summary and a diff compare are ones the store was in: a migration's
+            // take-out (spec 0004 §4.5), written in one transaction with its put-back, is not
+            // (before, a diff to it showed the migrated values going to nil).
+            try log.read { reader in
+                for point in diff.map({ [$0.lower, $0.upper] }) ?? (object == nil && !step ? [target] : []) {
+                    try log.refuseMidMigration(reader, point, head: head)
+                }
+            }
             if step, let from {
                 try log.checkSequence(from, head: head)
                 // Stepping shows transaction `from` itself: it must be one the log still holds.
