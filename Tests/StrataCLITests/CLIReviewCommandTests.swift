@@ -99,4 +99,59 @@ struct CLIReviewCommandTests {
         #expect(blame.status == 0, "\(blame.standardError)")
         #expect(blame.standardOutput.contains("migration"), "\(blame.standardOutput)")
     }
+
+    /// Team "Otters" and Player "Ada" on it saved with version 1 (transaction 1); version 2
+    /// renames Player to Athlete, migrating the store (2 deletes Player/p1, 3 inserts
+    /// Athlete/p1); then Athlete "Ben" (4).
+    static func renamedEntityStore(_ directory: TemporaryDirectory) throws -> (path: String, uuid: UUID) {
+        let path = directory.file("Renamed.strata")
+        let v1 = try ManagedObjectModel {
+            Entity("Player") { Attribute("name", .string); Relationship("team", to: "Team", inverse: "players") }
+            Entity("Team") { Attribute("name", .string); Relationship("players", to: "Player", inverse: "team", toMany: true) }
+        }
+        let v2 = try ManagedObjectModel {
+            Entity("Athlete") { Attribute("name", .string); Relationship("team", to: "Team", inverse: "players") }.renamed(from: "Player")
+            Entity("Team") { Attribute("name", .string); Relationship("players", to: "Athlete", inverse: "team", toMany: true) }
+        }
+        do {
+            let log = try EventLog(path: path, model: v1)
+            var draft = TransactionDraft(author: "app")
+            let team = draft.insert("Team", values: ["name": str("Otters")])
+            draft.insert("Player", values: ["name": str("Ada"), "team": .reference(team)])
+            try log.commit(draft)
+        }
+        let log = try EventLog(path: path, model: v2)
+        var draft = TransactionDraft(author: "app")
+        draft.insert("Athlete", values: ["name": str("Ben")])
+        try log.commit(draft)
+        return (path, log.storeUUID)
+    }
+
+    @Test("log --entity and --object, and replay --object, take an entity of an older stored model version (renamed since) and show its changes, as --property takes an older version's property (before: 'the store's model has no entity Player', the history unreachable)")
+    func entityOfAnOlderModelVersion() throws {
+        let directory = try TemporaryDirectory("strata-s26")
+        let (path, uuid) = try Self.renamedEntityStore(directory)
+        let player = "x-strata://\(uuid.uuidString)/Player/p1"
+        let byEntity = try strata("log", path, "--entity", "Player", "--format", "json")
+        #expect(byEntity.status == 0, "\(byEntity.standardError)")
+        #expect(sequences(try logTransactions(byEntity.standardOutput)) == [1, 2], "\(byEntity.standardOutput)")
+        let byObject = try strata("log", path, "--object", player)
+        #expect(byObject.status == 0, "\(byObject.standardError)")
+        #expect(byObject.standardOutput.contains("  insert \(player)\n    name: nil → \"Ada\"\n"), "\(byObject.standardOutput)")
+        #expect(byObject.standardOutput.contains("  delete \(player)\n"), "\(byObject.standardOutput)")
+        let blame = try strata("replay", path, "--object", player)
+        #expect(blame.status == 0, "\(blame.standardError)")
+        #expect(blame.standardOutput.hasPrefix("\(player) through sequence 4: 2 transactions\n"), "\(blame.standardOutput)")
+        #expect(blame.standardOutput.contains("  * name  \"Ada\"\n"), "\(blame.standardOutput)")
+        #expect(blame.standardOutput.hasSuffix("migration  pid \(ProcessInfo.processInfo.processIdentifier)  model 1  delete\n  (deleted)\n"), "\(blame.standardOutput)")
+        // The newest name works as before; a name no version has is still refused.
+        let athletes = try strata("log", path, "--entity", "Athlete", "--format", "ndjson")
+        #expect(athletes.standardOutput.split(separator: "\n").count == 2, "\(athletes.standardOutput)")
+        let unknown = try strata("log", path, "--entity", "Referee")
+        #expect(unknown.status == 1)
+        #expect(unknown.standardError == "strata: the store's model has no entity Referee (entities: Athlete, Team)\n", "\(unknown.standardError)")
+        let unknownObject = try strata("replay", path, "--object", "x-strata://\(uuid.uuidString)/Referee/p1")
+        #expect(unknownObject.status == 1)
+        #expect(unknownObject.standardError.hasPrefix("strata: the store's model has no entity Referee"), "\(unknownObject.standardError)")
+    }
 }

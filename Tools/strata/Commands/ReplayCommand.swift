@@ -174,7 +174,6 @@ struct ReplayCommand: ParsableCommand {
             return found
         }
         try log.read { reader in
-            let (properties, width) = try layout(try reader.modelVersion(asOf: sequence))
             let touching = try reader.history(of: id).filter { $0 <= sequence }
             out.line("\(log.uri(id)) through sequence \(sequence): \(touching.count) transaction\(touching.count == 1 ? "" : "s")")
             // After a purge, the object's history starts from the base snapshot.
@@ -185,6 +184,9 @@ struct ReplayCommand: ParsableCommand {
                 out.line("(history through \(purged) was purged; values as of \(purged) are the starting point)")
                 out.line()
                 out.line("#\(purged)  base snapshot")
+                // The version the base was written with (an entity renamed since has no
+                // properties under its old name in the newest).
+                let (properties, width) = try layout(try reader.modelVersion(asOf: purged))
                 for name in properties {
                     out.line("    \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(ValueRendering.text(base[name] ?? .null, log))")
                 }

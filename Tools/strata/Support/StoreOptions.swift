@@ -51,8 +51,12 @@ extension EventLog {
 
     /// The object `text` names in this store.
     ///
+    /// An entity of any stored model version is accepted: the log holds the changes to an
+    /// object of an entity renamed or removed since (before, `Player/p1` of a store whose
+    /// newest model renamed Player was refused, its history unreachable).
+    ///
     /// - Throws: `CommandFailure` naming the URI when it is malformed, temporary, or another
-    ///   store's, or names an entity the store's model doesn't have.
+    ///   store's, or names an entity no stored model version has.
     func objectID(fromURI text: String) throws -> StoredObjectID {
         guard let parsed = ObjectURI.parse(text) else { throw CommandFailure("not an object URI: \(text)") }
         guard case .permanent(let store, let id) = parsed else {
@@ -61,21 +65,31 @@ extension EventLog {
         guard store == storeUUID else {
             throw CommandFailure("not a URI of this store: \(text) (this store is \(storeUUID.uuidString))")
         }
-        guard model.entity(named: id.entity) != nil else {
+        let known = try model.entity(named: id.entity) != nil || storedVersionModels().contains { $0.entity(named: id.entity) != nil }
+        guard known else {
             throw CommandFailure("the store's model has no entity \(id.entity) (in \(text))")
         }
         return id
     }
 
-    /// `names` and every sub-entity of them, in `model` (default: the store's newest).
+    /// The model of every stored version, oldest first.
+    func storedVersionModels() throws -> [ManagedObjectModel] {
+        try storedModels().map { $0.version == modelVersion ? model : try storedModel(version: $0.version) }
+    }
+
+    /// `names` and every sub-entity of them, in `model`; without one, in any stored model
+    /// version (the log's changes to an entity renamed or removed since are under its old
+    /// name), the error naming the newest's entities.
     func entityNames(including names: [String], in model: ManagedObjectModel? = nil) throws -> Set<String> {
-        let model = model ?? self.model
+        let models = try model.map { [$0] } ?? storedVersionModels()
         var result: Set<String> = []
         for name in names {
-            guard model.entity(named: name) != nil else {
-                throw CommandFailure("the store's model has no entity \(name) (entities: \(model.entities.map(\.name).sorted().joined(separator: ", ")))")
+            let having = models.filter { $0.entity(named: name) != nil }
+            guard !having.isEmpty else {
+                let listed = model ?? self.model
+                throw CommandFailure("the store's model has no entity \(name) (entities: \(listed.entities.map(\.name).sorted().joined(separator: ", ")))")
             }
-            result.formUnion(model.selfAndSubentityNames(of: name))
+            for found in having { result.formUnion(found.selfAndSubentityNames(of: name)) }
         }
         return result
     }
