@@ -154,4 +154,13 @@ struct CLIReviewCommandTests {
         #expect(unknownObject.status == 1)
         #expect(unknownObject.standardError.hasPrefix("strata: the store's model has no entity Referee"), "\(unknownObject.standardError)")
     }
+
+    @Test("replay --help gives --step's starting point as the spec does: 1, or P+1 after a purge through P (before: 'default 1' only, though a purged store starts at P+1)")
+    func replayHelpStartingPoint() throws {
+        let help = try strata("replay", "--help")
+        #expect(help.status == 0)
+        let text = help.standardOutput.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(text.contains("the first transaction to show (default 1, or P+1 after a purge through P)"), "\(help.standardOutput)")
+        #expect(text.contains("walk forward from --from (default 1; after a purge through P, P+1) through --to"), "\(help.standardOutput)")
+    }
 }

@@ -16,9 +16,10 @@ struct ReplayCommand: ParsableCommand {
                              that touched it, the value of every property (* marks changes)
               --diff A..B    what changed between just after A and just after B, per object
                              and property
-              --step         walk forward from --from (default 1) through --to, one
-                             transaction at a time: print it and its effect, then wait for
-                             Enter (q then Enter, or end of input, quits); works from a pipe
+              --step         walk forward from --from (default 1; after a purge through P,
+                             P+1) through --to, one transaction at a time: print it and its
+                             effect, then wait for Enter (q then Enter, or end of input,
+                             quits); works from a pipe
               --into DIR     write the state as of --to as a new, independent store at DIR
                              (a fresh UUID; events 1…--to with their own sequence numbers
                              and object IDs)
@@ -39,7 +40,7 @@ struct ReplayCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Replay through this sequence (default: the head).", valueName: "seq"))
     var to: UInt64?
 
-    @Option(help: ArgumentHelp("With --step: the first transaction to show (default 1).", valueName: "seq"))
+    @Option(help: ArgumentHelp("With --step: the first transaction to show (default 1, or P+1 after a purge through P).", valueName: "seq"))
     var from: UInt64?
 
     @Option(help: ArgumentHelp("Show one object's history with every property's value after each change.", valueName: "uri"))
