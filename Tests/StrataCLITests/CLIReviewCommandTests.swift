@@ -163,4 +163,25 @@ struct CLIReviewCommandTests {
         #expect(text.contains("the first transaction to show (default 1, or P+1 after a purge through P)"), "\(help.standardOutput)")
         #expect(text.contains("walk forward from --from (default 1; after a purge through P, P+1) through --to"), "\(help.standardOutput)")
     }
+
+    @Test("compact on another program's LMDB environment (a data.mdb without a store's tables: doctor's kept scratch environment) is exit 1, 'no Strata store', and leaves data.mdb byte for byte as it was (before: the writable open created the store's tables in it first, a page more)")
+    func compactOnAForeignEnvironment() throws {
+        let directory = try TemporaryDirectory("strata-s26")
+        let foreign = directory.file("other-app")
+        let doctor = try strata("doctor", "--directory", foreign, "--keep")
+        #expect(doctor.status == 0, "\(doctor.standardError)")
+        let dataFile = (foreign as NSString).appendingPathComponent("data.mdb")
+        let before = try Data(contentsOf: URL(fileURLWithPath: dataFile))
+        for arguments in [["compact", foreign], ["compact", foreign, "--dry-run"], ["revert", foreign, "1"]] {
+            let result = try runProcess(BuildProducts.executable("strata"), arguments)
+            #expect(result.status == 1, "\(arguments): \(result.standardOutput)")
+            #expect(result.standardError.hasPrefix("strata: no Strata store at \(foreign)"), "\(arguments): \(result.standardError)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: dataFile)) == before, "\(arguments) changed data.mdb")
+        }
+        // A store is compacted as before.
+        let store = try makeLeagueStore()
+        let compact = try strata("compact", store.path, "--before", "3")
+        #expect(compact.status == 0, "\(compact.standardError)")
+        #expect(compact.standardOutput.hasPrefix("moved events 1…2 (2 events): "), "\(compact.standardOutput)")
+    }
 }

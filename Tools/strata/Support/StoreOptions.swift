@@ -13,8 +13,16 @@ struct StoreOptions: ParsableArguments {
     }
 
     /// Opens the store writable (compaction).
+    ///
+    /// A read-only open checks first that the directory holds a Strata store: a writable open
+    /// of another program's LMDB environment (a `data.mdb` without the store's tables)
+    /// creates the store's tables in it before finding no store there (before, `strata
+    /// compact` on such a directory said "no Strata store" having written to its data.mdb).
     func openWritable() throws -> EventLog {
-        try CommandFailure.wrap { try EventLog(openingExistingAt: store, readOnly: false) }
+        try CommandFailure.wrap {
+            _ = try EventLog(openingExistingAt: store, readOnly: true)
+            return try EventLog(openingExistingAt: store, readOnly: false)
+        }
     }
 }
 
