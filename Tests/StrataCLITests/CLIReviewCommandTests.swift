@@ -184,4 +184,23 @@ struct CLIReviewCommandTests {
         #expect(compact.status == 0, "\(compact.standardError)")
         #expect(compact.standardOutput.hasPrefix("moved events 1…2 (2 events): "), "\(compact.standardOutput)")
     }
+
+    @Test("compact's stdout is the spec's lines in order, the note on data.mdb's size included (the spec left it out), and with nothing to move the one line then the sizes")
+    func compactOutputLines() throws {
+        let store = try makeLeagueStore()
+        let moved = try strata("compact", store.path, "--before", "3")
+        #expect(moved.status == 0, "\(moved.standardError)")
+        let lines = moved.standardOutput.split(separator: "\n").map(String.init)
+        #expect(lines.count == 5, "\(moved.standardOutput)")
+        let prefixes = ["moved events 1…2 (2 events): ", "horizon 2, limited by the requested horizon",
+                        "note: data.mdb keeps its size (LMDB reuses the freed pages); --vacuum shrinks it", "before: data.mdb ", "after:  data.mdb "]
+        for (line, prefix) in zip(lines, prefixes) { #expect(line.hasPrefix(prefix), "\(line)") }
+        #expect(moved.standardError == "compacted 2/2 events (100%)\n", "\(moved.standardError)")
+        let nothing = try strata("compact", store.path, "--before", "2")
+        #expect(nothing.status == 0, "\(nothing.standardError)")
+        let nothingLines = nothing.standardOutput.split(separator: "\n").map(String.init)
+        #expect(nothingLines.count == 3, "\(nothing.standardOutput)")
+        #expect(nothingLines.first == "nothing to move: horizon 1, limited by the requested horizon", "\(nothing.standardOutput)")
+        #expect(nothingLines.dropFirst().first?.hasPrefix("before: data.mdb ") == true, "\(nothing.standardOutput)")
+    }
 }
