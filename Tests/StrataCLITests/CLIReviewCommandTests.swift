@@ -203,4 +203,34 @@ struct CLIReviewCommandTests {
         #expect(nothingLines.first == "nothing to move: horizon 1, limited by the requested horizon", "\(nothing.standardOutput)")
         #expect(nothingLines.dropFirst().first?.hasPrefix("before: data.mdb ") == true, "\(nothing.standardOutput)")
     }
+
+    @Test("a negative number given to a sequence, date, level or version option is exit 64 naming the value and the option (before: \"Missing value for '--to <seq>'\", the -1 read as an option)", arguments: [
+        (["replay", "--to", "-1"], "Error: The value '-1' is invalid for '--to <seq>'"),
+        (["replay", "--step", "--from", "-2"], "Error: The value '-2' is invalid for '--from <seq>'"),
+        (["replay", "--diff", "-1..3"], "Error: The value '-1..3' is invalid for '--diff <A..B>'"),
+        (["export", "--at", "-1"], "Error: The value '-1' is invalid for '--at <seq>'"),
+        (["log", "--from", "-1"], "Error: The value '-1' is invalid for '--from <seq|date>'"),
+        (["log", "--to", "-3"], "Error: The value '-3' is invalid for '--to <seq|date>'"),
+        (["compact", "--before", "-1"], "Error: The value '-1' is invalid for '--before <seq|date>'"),
+        (["compact", "--level", "-1"], "Error: --level must be between 1 and 19, not -1"),
+        (["model", "--version", "-1"], "Error: --version must be 1 or more, not -1"),
+    ])
+    func negativeOptionValues(_ arguments: [String], _ message: String) throws {
+        let store = try makeLeagueStore()
+        let dataFile = (store.path as NSString).appendingPathComponent("data.mdb")
+        let before = try Data(contentsOf: URL(fileURLWithPath: dataFile))
+        let result = try runProcess(BuildProducts.executable("strata"), [arguments[0], store.path] + arguments.dropFirst())
+        #expect(result.status == 64, "\(arguments): \(result.standardError)")
+        #expect(result.standardError.hasPrefix(message + "\n"), "\(arguments): \(result.standardError)")
+        #expect(result.standardOutput.isEmpty)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dataFile)) == before)
+    }
+
+    @Test("query --at -1 names the value and the option too")
+    func negativeQueryAt() throws {
+        let store = try makeLeagueStore()
+        let result = try strata("query", store.path, "Player", "--at", "-1")
+        #expect(result.status == 64)
+        #expect(result.standardError.hasPrefix("Error: The value '-1' is invalid for '--at <seq>'\n"), "\(result.standardError)")
+    }
 }

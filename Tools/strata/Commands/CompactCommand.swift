@@ -32,10 +32,10 @@ struct CompactCommand: ParsableCommand {
 
     @OptionGroup var options: StoreOptions
 
-    @Option(help: ArgumentHelp("Move events below this sequence, or committed before this date.", valueName: "seq|date"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Move events below this sequence, or committed before this date.", valueName: "seq|date"))
     var before: LogPoint?
 
-    @Option(help: "The zstd level, 1 to 19.")
+    @Option(parsing: .unconditional, help: "The zstd level, 1 to 19.")
     var level: Int = 3
 
     @Flag(help: "Train a zstd dictionary on the moved events.")

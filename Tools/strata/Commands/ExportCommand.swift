@@ -36,7 +36,7 @@ struct ExportCommand: ParsableCommand {
     @Option(help: "json, ndjson, csv or sql.")
     var format: ExportFormat = .json
 
-    @Option(help: ArgumentHelp("Export the state just after this transaction (default: the head).", valueName: "seq"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Export the state just after this transaction (default: the head).", valueName: "seq"))
     var at: UInt64?
 
     @Option(help: "Only this entity (and its sub-entities). Repeatable.")

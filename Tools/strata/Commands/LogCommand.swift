@@ -29,10 +29,10 @@ struct LogCommand: ParsableCommand {
 
     @OptionGroup var options: StoreOptions
 
-    @Option(help: ArgumentHelp("The first transaction: a sequence number or an ISO 8601 date/time.", valueName: "seq|date"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("The first transaction: a sequence number or an ISO 8601 date/time.", valueName: "seq|date"))
     var from: LogPoint?
 
-    @Option(help: ArgumentHelp("The last transaction: a sequence number or an ISO 8601 date/time.", valueName: "seq|date"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("The last transaction: a sequence number or an ISO 8601 date/time.", valueName: "seq|date"))
     var to: LogPoint?
 
     @Option(help: "Only transactions by this author.")

@@ -28,7 +28,7 @@ struct ModelCommand: ParsableCommand {
     @Flag(help: "Print a Graphviz diagram.")
     var dot = false
 
-    @Option(help: "The stored model version (default: the newest).")
+    @Option(parsing: .unconditional, help: "The stored model version (default: the newest).")
     var version: Int?
 
     func validate() throws {

@@ -86,7 +86,7 @@ struct QueryCommand: ParsableCommand {
     @Flag(name: .customLong("no-subentities"), help: "Only objects of the entity itself, not of its sub-entities.")
     var noSubentities = false
 
-    @Option(help: ArgumentHelp("Query the store as it was just after this transaction (default: as it is when the query starts).", valueName: "seq"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Query the store as it was just after this transaction (default: as it is when the query starts).", valueName: "seq"))
     var at: UInt64?
 
     /// The output formats of the objects.

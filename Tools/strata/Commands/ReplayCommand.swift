@@ -37,16 +37,16 @@ struct ReplayCommand: ParsableCommand {
 
     @OptionGroup var options: StoreOptions
 
-    @Option(help: ArgumentHelp("Replay through this sequence (default: the head).", valueName: "seq"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Replay through this sequence (default: the head).", valueName: "seq"))
     var to: UInt64?
 
-    @Option(help: ArgumentHelp("With --step: the first transaction to show (default 1, or P+1 after a purge through P).", valueName: "seq"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("With --step: the first transaction to show (default 1, or P+1 after a purge through P).", valueName: "seq"))
     var from: UInt64?
 
     @Option(help: ArgumentHelp("Show one object's history with every property's value after each change.", valueName: "uri"))
     var object: String?
 
-    @Option(help: ArgumentHelp("Show what changed between two points.", valueName: "A..B"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Show what changed between two points.", valueName: "A..B"))
     var diff: SequenceRange?
 
     @Flag(help: "Walk forward one transaction at a time (Enter: next, q: quit).")
