@@ -233,4 +233,26 @@ struct CLIReviewCommandTests {
         #expect(result.status == 64)
         #expect(result.standardError.hasPrefix("Error: The value '-1' is invalid for '--at <seq>'\n"), "\(result.standardError)")
     }
+
+    @Test("demo into a directory inside a store's directory (directly, deeper, through a symlink) is exit 64 naming the store, and writes nothing there (before: the demo's store was made inside the other, which then held a directory Strata doesn't create)")
+    func demoInsideAStore() throws {
+        let store = try makeLeagueStore()
+        let link = store.directory.file("league-link")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: store.path)
+        let resolved = URL(fileURLWithPath: store.path).resolvingSymlinksInPath().path
+        for target in [store.path + "/demo", store.path + "/a/b", link + "/demo"] {
+            let result = try strata("demo", target)
+            #expect(result.status == 64, "\(target): \(result.standardOutput)")
+            #expect(result.standardError.hasPrefix("Error: \(target) is inside the store at \(resolved): "), "\(result.standardError)")
+            #expect(result.standardOutput.isEmpty)
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: store.path).sorted() == ["data.mdb", "lock.mdb"])
+        let verify = try strata("verify", store.path)
+        #expect(verify.status == 0, "\(verify.standardOutput)")
+        // Beside the store, and replacing a store with --force, work as before.
+        let beside = store.directory.file("demo")
+        #expect(try strata("demo", beside).status == 0)
+        let again = try strata("demo", beside, "--force")
+        #expect(again.status == 0, "\(again.standardError)")
+    }
 }

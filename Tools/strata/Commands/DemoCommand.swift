@@ -40,6 +40,10 @@ struct DemoCommand: ParsableCommand {
     func validate() throws {
         guard !directory.isEmpty else { throw ValidationError("the directory is empty text; give a directory that doesn't exist or is empty") }
         let fileManager = FileManager.default
+        if let store = Self.enclosingStore(of: directory) {
+            throw ValidationError(
+                "\(directory) is inside the store at \(store): a store there would be in the other's directory (which then couldn't be destroyed or replaced); give a directory outside it")
+        }
         var isDirectory: ObjCBool = false
         guard fileManager.fileExists(atPath: directory, isDirectory: &isDirectory) else { return }
         guard isDirectory.boolValue else {
@@ -54,6 +58,29 @@ struct DemoCommand: ParsableCommand {
         guard fileManager.fileExists(atPath: dataFile) else {
             throw ValidationError(
                 "\(directory) isn't a Strata store (it has no data.mdb), so --force won't remove it; give another directory")
+        }
+    }
+
+    /// The directory above `path` (symlinks resolved) that holds a Strata store (a
+    /// `data.mdb`), nil when none does: the demo's store isn't made inside another store's
+    /// directory, as `replay --into` and `migrate --into` refuse to (before, `strata demo
+    /// League.strata/demo` wrote one there, and League.strata then held a directory Strata
+    /// doesn't create in a store).
+    static func enclosingStore(of path: String) -> String? {
+        let fileManager = FileManager.default
+        var url = URL(fileURLWithPath: path).standardizedFileURL
+        // DIR itself holding a store is what --force replaces: only the directories above it.
+        var checksItself = false
+        while !fileManager.fileExists(atPath: url.path), url.pathComponents.count > 1 {
+            url.deleteLastPathComponent()
+            checksItself = true
+        }
+        url = url.resolvingSymlinksInPath()
+        while true {
+            if checksItself, fileManager.fileExists(atPath: url.appendingPathComponent("data.mdb").path) { return url.path }
+            guard url.pathComponents.count > 1 else { return nil }
+            url.deleteLastPathComponent()
+            checksItself = true
         }
     }
 
