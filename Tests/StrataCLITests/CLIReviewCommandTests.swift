@@ -255,4 +255,22 @@ struct CLIReviewCommandTests {
         let again = try strata("demo", beside, "--force")
         #expect(again.status == 0, "\(again.standardError)")
     }
+
+    @Test("info prints a consumer's name with its control characters escaped, as a metadata key's, so a newline in it can't print a line that reads as another part of the report (before: printed raw)")
+    func consumerNameEscaped() throws {
+        let store = try makeLeagueStore()
+        do {
+            let log = try EventLog(openingExistingAt: store.path, readOnly: false)
+            try log.registerConsumer("sync\nmetadata     1 key", processedThrough: 3)
+            try log.registerConsumer("indexer", processedThrough: 5)
+        }
+        let info = try strata("info", store.path)
+        #expect(info.status == 0, "\(info.standardError)")
+        let lines = info.standardOutput.split(separator: "\n").map(String.init)
+        #expect(lines.contains("  sync\\nmetadata     1 key  processed through 3"), "\(info.standardOutput)")
+        #expect(lines.contains("  indexer  processed through 5"), "\(info.standardOutput)")
+        #expect(lines.filter { $0.hasPrefix("metadata") } == ["metadata     none"], "\(info.standardOutput)")
+        let json = try #require(try parseJSON(try strata("info", store.path, "--format", "json").standardOutput) as? [String: Any])
+        #expect((json["consumers"] as? [String: Int])?["sync\nmetadata     1 key"] == 3)
+    }
 }

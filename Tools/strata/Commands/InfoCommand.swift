@@ -187,7 +187,9 @@ struct StoreInfo {
             out.line("consumers    none")
         } else {
             out.line("consumers")
-            for (name, through) in consumers { out.line("  \(name)  processed through \(through)") }
+            // A name's control characters escaped, as a metadata key's: a newline in it can't
+            // print a line that reads as another part of the report (before, printed raw).
+            for (name, through) in consumers { out.line("  \(ValueRendering.oneLine(name))  processed through \(through)") }
         }
         if let error = unreadable["checkpoints"] {
             out.line("checkpoints  can't be read: \(error)")
