@@ -273,4 +273,26 @@ struct CLIReviewCommandTests {
         let json = try #require(try parseJSON(try strata("info", store.path, "--format", "json").standardOutput) as? [String: Any])
         #expect((json["consumers"] as? [String: Int])?["sync\nmetadata     1 key"] == 3)
     }
+
+    @Test("compact --dictionary says so when a segment got no dictionary (too few events to train one on), and says nothing when one was trained (before: the request was passed over in silence)")
+    func dictionaryNotTrainedIsSaid() throws {
+        let small = try makeLeagueStore()
+        let few = try strata("compact", small.path, "--dictionary")
+        #expect(few.status == 0, "\(few.standardError)")
+        #expect(few.standardOutput.contains("\nnote: --dictionary: no dictionary was trained for events 1…7 (too few events to train one on, or zstd's trainer refused them); they were compressed without one\n"), "\(few.standardOutput)")
+        let info = try #require(try parseJSON(try strata("info", small.path, "--format", "json").standardOutput) as? [String: Any])
+        let segments = try #require(info["segments"] as? [[String: Any]])
+        #expect(segments.count == 1 && segments[0]["dictionary"] == nil, "\(segments)")
+
+        let large = try makeLeagueStore(extraTransactions: 120)
+        let many = try strata("compact", large.path, "--dictionary")
+        #expect(many.status == 0, "\(many.standardError)")
+        let largeInfo = try #require(try parseJSON(try strata("info", large.path, "--format", "json").standardOutput) as? [String: Any])
+        let trained = try #require(largeInfo["segments"] as? [[String: Any]])
+        #expect(trained.count == 1 && trained[0]["dictionary"] != nil, "\(trained)")
+        #expect(!many.standardOutput.contains("no dictionary was trained"), "\(many.standardOutput)")
+        // Without --dictionary, no note.
+        let plain = try makeLeagueStore()
+        #expect(!(try strata("compact", plain.path).standardOutput.contains("--dictionary")))
+    }
 }

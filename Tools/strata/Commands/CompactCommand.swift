@@ -102,12 +102,16 @@ struct CompactCommand: ParsableCommand {
                 var raw = 0
                 var compressed = 0
                 var next = range.lowerBound
+                // Segments --dictionary asked a dictionary for and got none (the trainer needs
+                // enough events, and may refuse them): said, not passed over in silence.
+                var withoutDictionary: [ClosedRange<UInt64>] = []
                 while next <= range.upperBound {
                     var stepRequest = request
                     stepRequest.beforeDate = nil
                     stepRequest.before = min(range.upperBound, next + Self.step - 1) + 1
                     let report = try log.compact(stepRequest)
                     guard let moved = report.moved else { break }
+                    if dictionary && report.dictionaryFile == nil { withoutDictionary.append(moved) }
                     raw += report.rawBytes
                     compressed += report.compressedBytes
                     next = moved.upperBound + 1
@@ -118,6 +122,10 @@ struct CompactCommand: ParsableCommand {
                 let ratio = compressed == 0 ? 0 : Double(raw) / Double(compressed)
                 try writeLine("moved events \(range.lowerBound)…\(next - 1) (\(next - range.lowerBound) events): \(raw) bytes raw → \(compressed) bytes in segments (ratio \(String(format: "%.2f", ratio)))")
                 try writeLine("horizon \(plan.horizon), limited by \(plan.limitedBy)")
+                if !withoutDictionary.isEmpty {
+                    let ranges = withoutDictionary.map { "\($0.lowerBound)…\($0.upperBound)" }.joined(separator: ", ")
+                    try writeLine("note: --dictionary: no dictionary was trained for events \(ranges) (too few events to train one on, or zstd's trainer refused them); they were compressed without one")
+                }
             }
             if vacuum {
                 let (a, b) = try EventLog.vacuum(path: options.store)
