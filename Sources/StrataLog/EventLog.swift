@@ -146,7 +146,14 @@ public final class EventLog: Sendable {
         // existed lack: it is opened apart, and its absence means "scan the headers".
         let names = configuration.isReadOnly ? StoreTables.requiredNames : StoreTables.names
         do {
-            environment = try LMDBEnvironment(path: path, databases: names.map { DatabaseDescriptor($0) }, options: options)
+            // A writable open would create the store's tables in another program's LMDB
+            // environment before finding no store there: what the environment holds is
+            // checked first, and nothing is written to one that isn't a store's.
+            let probe = hasData && !configuration.isReadOnly ? try Self.refusingForeignEnvironment(path, options: options) : nil
+            environment = try withExtendedLifetime(probe) {
+                // Shares the probe's open environment: no second open.
+                try LMDBEnvironment(path: path, databases: names.map { DatabaseDescriptor($0) }, options: options)
+            }
         } catch let error as LMDBError where error.code == .databaseNotFound || error.code == .invalid {
             throw LogError.notAStore("\(path) (\(error.message))")
         }
@@ -400,6 +407,38 @@ public final class EventLog: Sendable {
 
     /// The shapes of stored model files already read, by their JSON.
     static let storedShapes = Mutex<[Data: StoredFacts]>([:])
+
+    /// Opens the environment at `path` with its main database only, and refuses it when that
+    /// database holds a key that isn't one of the store's table names: another program's
+    /// LMDB environment, which a writable open must not create tables in. An environment
+    /// with no keys (a store whose creation stopped before its tables) or only the store's
+    /// tables passes. Returns the open environment, for the open to share.
+    private static func refusingForeignEnvironment(_ path: String, options: LMDBEnvironment.Options) throws -> LMDBEnvironment {
+        let probe = try LMDBEnvironment(path: path, databases: [DatabaseDescriptor(nil)], options: options)
+        guard let main = probe.unnamedDatabase else { return probe }
+        let known = Set(StoreTables.names)
+        var foreign: [String] = []
+        var total = 0
+        try probe.read { txn in
+            try txn.forEach(in: main) { key, _ in
+                let bytes = key.withUnsafeBytes { Array($0) }
+                if let name = String(validating: bytes, as: UTF8.self), known.contains(name) { return .next }
+                total += 1
+                if foreign.count < 5 {
+                    let printable = String(validating: bytes, as: UTF8.self).flatMap { text in
+                        text.unicodeScalars.allSatisfy { $0.properties.isWhitespace == false && $0.value >= 0x20 && $0.value != 0x7F } ? text : nil
+                    }
+                    foreign.append(printable.map { "\"\($0)\"" } ?? "0x" + bytes.prefix(16).map { String(format: "%02x", $0) }.joined())
+                }
+                return .next
+            }
+        }
+        guard foreign.isEmpty else {
+            throw LogError.notAStore(
+                "\(path) (its LMDB environment is another program's: its main database holds \(total) key(s) that aren't a Strata table, \(foreign.joined(separator: ", "))\(total > foreign.count ? ", …" : ""); nothing was written)")
+        }
+        return probe
+    }
 
     private static func checkFormat(_ bytes: [UInt8]?, path: String) throws {
         guard let bytes, bytes.count == 4 else { throw LogError.notAStore("\(path) (no format version)") }
