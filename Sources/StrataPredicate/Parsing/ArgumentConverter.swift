@@ -105,6 +105,9 @@ enum ArgumentConverter {
         if let object = value as? any PredicateObjectIdentity {
             return .object(PredicateIdentity(object.predicateIdentity))
         }
+        // Foundation's number boxes before the Swift casts below, which would bridge them:
+        // NSNumber(value: 1) to `true`, an NSDecimalNumber to an inexact Double.
+        if type(of: value) is AnyClass, let boxed = value as? NSNumber { return number(boxed) }
         switch value {
         case let v as PredicateConstant: return v
         case let v as Bool: return .bool(v)
@@ -128,7 +131,6 @@ enum ArgumentConverter {
         case let v as Float: return .double(Double(v))
         case let v as Substring: return .string(String(v))
         case let v as Character: return .string(String(v))
-        case let v as NSNumber: return number(v)
         case let v as NSString: return .string(v as String)
         case let v as [Any]: return .aggregate(try elements(v))
         case let v as Set<AnyHashable>: return .aggregate(try elements(v.map(\.base)))
@@ -151,8 +153,10 @@ enum ArgumentConverter {
         return result
     }
 
+    /// An `NSNumber` by its `objCType`; an `NSDecimalNumber` is the decimal it holds.
     private static func number(_ number: NSNumber) -> PredicateConstant {
-        switch String(cString: number.objCType) {
+        if let decimal = number as? NSDecimalNumber { return .decimal(decimal.decimalValue) }
+        return switch String(cString: number.objCType) {
         case "d", "f": .double(number.doubleValue)
         case "B": .bool(number.boolValue)
         case "c" where number.intValue == 0 || number.intValue == 1: .bool(number.boolValue)
