@@ -39,4 +39,44 @@ struct PredicateReviewTests {
         #expect(try FormatPredicate(format: "SELF > CAST('19.98', 'NSDecimalNumber')").evaluate(with: NSDecimalNumber(string: "19.99")))
         #expect(try !FormatPredicate(format: "SELF > CAST('19.99', 'NSDecimalNumber')").evaluate(with: NSDecimalNumber(string: "19.99")))
     }
+
+    // MARK: Non-finite constants: printing and equality
+
+    @Test("a date at NaN or an infinity prints as a CAST that parses back", arguments: [Double.nan, .infinity, -.infinity])
+    func nonFiniteDateRoundTrip(_ seconds: Double) throws {
+        // Before, these printed as `CAST(nan, "NSDate")`, which reads `nan` as a key path and
+        // doesn't parse.
+        let predicate = try FormatPredicate(format: "d == %@", Date(timeIntervalSinceReferenceDate: seconds))
+        #expect(predicate.description == "d == CAST(CAST(\"\(seconds)\", \"NSNumber\"), \"NSDate\")")
+        #expect(try FormatPredicate(format: predicate.description) == predicate)
+    }
+
+    @Test("a predicate holding NaN equals itself, hashes consistently and round-trips")
+    func nanConstantsAreEqual() throws {
+        // Before, `.double(.nan) != .double(.nan)`: the predicate wasn't equal to itself, a
+        // Set couldn't find it, and its description didn't parse back to an equal predicate.
+        let predicates = [
+            try FormatPredicate(format: "a == %@", Double.nan),
+            try FormatPredicate(format: "d == %@", Date(timeIntervalSinceReferenceDate: .nan)),
+            try FormatPredicate(format: "x IN %@", [Double.nan, 1.0]),
+            try FormatPredicate(format: "p == %@", Decimal.nan),
+        ]
+        for predicate in predicates {
+            #expect(predicate == predicate, "\(predicate)")
+            #expect(Set([predicate]).contains(predicate), "\(predicate)")
+        }
+        for predicate in predicates.prefix(3) {
+            #expect(try FormatPredicate(format: predicate.description) == predicate, "\(predicate)")
+        }
+        // NaNs with different payloads are the same constant.
+        let quiet = PredicateConstant.double(Double(nan: 7, signaling: false))
+        #expect(quiet == .double(.nan))
+        #expect(quiet.hashValue == PredicateConstant.double(.nan).hashValue)
+        // Zero's sign doesn't matter (as before): 0.0 == -0.0.
+        #expect(PredicateConstant.double(0.0) == .double(-0.0))
+        #expect(PredicateConstant.double(0.0).hashValue == PredicateConstant.double(-0.0).hashValue)
+        // Evaluation is unchanged: NaN is unordered and equal to nothing.
+        #expect(try !FormatPredicate(format: "SELF == %@", Double.nan).evaluate(with: Double.nan))
+    }
+
 }
