@@ -79,4 +79,21 @@ struct PredicateReviewTests {
         #expect(try !FormatPredicate(format: "SELF == %@", Double.nan).evaluate(with: Double.nan))
     }
 
+
+    // MARK: String escapes
+
+    @Test("a \\u escape takes hexadecimal digits only, no sign", arguments: ["a == '\\u+041'", "a == '\\u{+41}'", "a == '\\u-041'", "a == '\\u{-1}'"])
+    func unicodeEscapeRejectsSigns(_ format: String) throws {
+        // Before, `UInt32(_:radix:)` accepted a leading `+`, so '\u+041' was "A".
+        let error = try #require(throws: FormatPredicateError.self) { try FormatPredicate(format: format) }
+        #expect(error.kind == .syntax)
+        #expect(error.position == 6)
+        #expect(error.message.contains("unicode escape"))
+    }
+
+    @Test("valid \\u escapes still read their scalar")
+    func unicodeEscapesStillWork() throws {
+        #expect(try FormatPredicate(format: "SELF == '\\u0041\\u{1F600}\\u00e9'").evaluate(with: "A😀é"))
+    }
+
 }
