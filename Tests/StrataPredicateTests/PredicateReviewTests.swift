@@ -96,4 +96,39 @@ struct PredicateReviewTests {
         #expect(try FormatPredicate(format: "SELF == '\\u0041\\u{1F600}\\u00e9'").evaluate(with: "A😀é"))
     }
 
+
+    // MARK: %K after a dot
+
+    @Test("a %K after a dot may hold a dotted key path, as at the start of one")
+    func keyPathArgumentAfterDot() throws {
+        // Before, `address.%K` with "city.name" was a syntax error ("unexpected a %K argument
+        // in key path"), while `%K.name` with "address.city" worked.
+        let predicate = try FormatPredicate(format: "address.%K == 'Oslo'", "city.name")
+        #expect(predicate == (try FormatPredicate(format: "address.city.name == 'Oslo'")))
+        let object: [String: Any] = ["address": ["city": ["name": "Oslo"] as [String: Any]] as [String: Any]]
+        #expect(try predicate.evaluate(with: object))
+        let both = try FormatPredicate(format: "%K.%K == 'Oslo'", "address", "city.name")
+        #expect(both == predicate)
+        let operatorTail = try FormatPredicate(format: "tags.%K == 2", "@count")
+        #expect(operatorTail == (try FormatPredicate(format: "tags.@count == 2")))
+        #expect(try operatorTail.evaluate(with: ["tags": ["a", "b"]] as [String: Any]))
+    }
+
+    @Test("a FormatKeyPath given for %K is checked like a string", arguments: [
+        FormatKeyPath(components: []), FormatKeyPath("first name"), FormatKeyPath("a..b"), FormatKeyPath("a.1b"),
+    ])
+    func keyPathArgumentChecked(_ path: FormatKeyPath) throws {
+        // Before, it was taken as given: `first name == 1` was its description, which
+        // doesn't parse.
+        let error = try #require(throws: FormatPredicateError.self) { try FormatPredicate(format: "x == 1 AND %K == 1", path) }
+        #expect(error.kind == .unsupportedArgument)
+        #expect(error.position == 11)
+    }
+
+    @Test("a valid FormatKeyPath for %K still works, reserved words and operators included")
+    func validKeyPathArgument() throws {
+        let predicate = try FormatPredicate(format: "%K == 2", FormatKeyPath(components: [.key("order"), .key("in"), .collectionOperator(.count)]))
+        #expect(predicate.description == "order.#in.@count == 2")
+        #expect(try FormatPredicate(format: predicate.description) == predicate)
+    }
 }

@@ -33,7 +33,16 @@ enum ArgumentConverter {
         case let string as String: text = string
         case let string as Substring: text = String(string)
         case let string as NSString: text = string as String
-        case let path as FormatKeyPath: return path
+        case let path as FormatKeyPath:
+            // Checked like a string (before, any FormatKeyPath was taken: an empty one, or
+            // `FormatKeyPath("first name")`, made a description that doesn't parse).
+            guard !path.components.isEmpty, path.components.allSatisfy(isNameOrOperator) else {
+                throw FormatPredicateError(
+                    kind: .unsupportedArgument,
+                    message: "argument \(index) for %K, the key path \(path.string.debugDescription), is not a valid key path",
+                    position: position, expected: "dot-separated names and collection operators")
+            }
+            return path
         default:
             throw FormatPredicateError(
                 kind: .unsupportedArgument,
@@ -47,6 +56,11 @@ enum ArgumentConverter {
                 position: position, expected: "dot-separated names and collection operators")
         }
         return path
+    }
+
+    private static func isNameOrOperator(_ component: FormatKeyPath.Component) -> Bool {
+        if case .key(let name) = component { return Lexer.isPlainIdentifier(name) }
+        return true
     }
 
     /// Splits a `%K` string into components, or nil when a component is not a name or a
