@@ -131,4 +131,33 @@ struct PredicateReviewTests {
         #expect(predicate.description == "order.#in.@count == 2")
         #expect(try FormatPredicate(format: predicate.description) == predicate)
     }
+
+    // MARK: MATCHES patterns ending in a comment or a quotation
+
+    @Test("a valid pattern ending in a (?x) comment or a \\Q quotation matches the whole string", arguments: [
+        ("SELF MATCHES '(?x) a b  # letters'", "ab", true),
+        ("SELF MATCHES '(?x) a b  # letters'", "abc", false),
+        ("SELF MATCHES '(?x) a b  # letters'", "a b", false),
+        ("SELF MATCHES '\\\\Qa.b'", "a.b", true),
+        ("SELF MATCHES '\\\\Qa.b'", "axb", false),
+        ("SELF MATCHES '\\\\Qa.b'", "a.bc", false),
+        ("SELF MATCHES[c] 'x\\\\QA.B'", "xa.b", true),
+    ])
+    func regexEndingInCommentOrQuotation(_ format: String, _ subject: String, _ expected: Bool) throws {
+        // Before, wrapping the pattern as \A(?:…)\z put the closing `)\z` inside the comment
+        // or the quotation, and the valid pattern was reported as invalidRegularExpression.
+        #expect(try FormatPredicate(format: format).evaluate(with: subject) == expected)
+        // The same from a key path (compiled through the pattern cache, not up front).
+        let pattern = try #require(format.split(separator: "'").dropFirst().first).replacingOccurrences(of: "\\\\", with: "\\")
+        let options = format.contains("[c]") ? "[c]" : ""
+        #expect(try FormatPredicate(format: "SELF MATCHES\(options) $p").evaluate(with: subject, substitutionVariables: ["p": pattern]) == expected)
+    }
+
+    @Test("an invalid pattern is still invalidRegularExpression", arguments: ["a)(b", "(?x) (", "ab\\"])
+    func invalidPatternsStillFail(_ pattern: String) throws {
+        let error = try #require(throws: PredicateEvaluationError.self) {
+            try FormatPredicate(format: "SELF MATCHES %@", pattern).evaluate(with: "x")
+        }
+        #expect(error.kind == .invalidRegularExpression)
+    }
 }
