@@ -13,6 +13,12 @@ private func labels(_ context: isolated ManagedObjectContext, _ format: String, 
         .compactMap { $0.value(forKey: "label") as? String }.sorted()
 }
 
+/// The values of `key` of the `entity` objects `format` selects.
+private func names(_ context: isolated ManagedObjectContext, _ entity: String, _ key: String, _ format: String) throws -> Set<String> {
+    Set(try context.fetch(FetchRequest(entityName: entity, predicate: try FormatPredicate(format: format)))
+        .compactMap { $0.value(forKey: key) as? String })
+}
+
 @Suite("Predicate arguments in fetches")
 struct PredicateContextReviewTests {
     private static func model() throws -> ManagedObjectModel {
@@ -52,6 +58,59 @@ struct PredicateContextReviewTests {
             let one = try FormatPredicate(format: "count == %@", NSNumber(value: 1))
             #expect(one.description == "count == 1")
             #expect(try labels(context, "count == %@", [NSNumber(value: 1)]) == ["b"])
+        }
+    }
+
+    @Test("ANY, ALL, NONE, @count, [SIZE] and SUBQUERY over saved to-manys, empty ones included, and key paths through a nil to-one")
+    func quantifiersOverStoredRelationships() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try RelationshipPlanTests.model())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            // Posts p0…p11; each even post has chapters c<n>.0 and c<n>.1, odd posts none.
+            // Husbands h0…h4; h4 has no wife.
+            try RelationshipPlanTests.populate(context)
+            context.reset()
+            let even = Set(stride(from: 0, to: 12, by: 2).map { "p\($0)" })
+            let odd = Set(stride(from: 1, to: 12, by: 2).map { "p\($0)" })
+            let cases: [(String, Set<String>)] = [
+                ("NONE chapters.name == 'c2.0'", even.union(odd).subtracting(["p2"])),
+                // ALL of an empty collection is true (NSPredicate's rule).
+                ("ALL chapters.name BEGINSWITH 'c0'", odd.union(["p0"])),
+                ("chapters.@count == 0", odd),
+                ("chapters[SIZE] == 2", even),
+                ("ANY chapters.name ENDSWITH '.1'", even),
+                ("NOT (ANY chapters.name ENDSWITH '.1')", odd),
+                ("SUBQUERY(chapters, $c, $c.name ENDSWITH '.1').@count == 1", even),
+                ("SUBQUERY(chapters, $c, $c.name ENDSWITH '.1').@count == 0", odd),
+            ]
+            for (format, expected) in cases {
+                #expect(try names(context, "Post", "title", format) == expected, "\(format)")
+            }
+            // Unsaved: a new post without chapters, and p2's chapters moved to it.
+            let fresh = try context.insertNewObject(forEntityName: "Post")
+            fresh.setValue("p12", forKey: "title")
+            let p2 = try #require(try context.fetch(FetchRequest(entityName: "Post", predicate: try FormatPredicate(format: "title == 'p2'"))).first)
+            p2.setValue([ManagedObject](), forKey: "chapters")
+            let unsaved: [(String, Set<String>)] = [
+                ("NONE chapters.name == 'c2.0'", even.union(odd).union(["p12"])),
+                ("ALL chapters.name BEGINSWITH 'c0'", odd.union(["p0", "p2", "p12"])),
+                ("chapters.@count == 0", odd.union(["p2", "p12"])),
+                ("SUBQUERY(chapters, $c, $c.name ENDSWITH '.1').@count == 1", even.subtracting(["p2"])),
+            ]
+            for (format, expected) in unsaved {
+                #expect(try names(context, "Post", "title", format) == expected, "unsaved: \(format)")
+            }
+            let husbands: [(String, Set<String>)] = [
+                ("wife == nil", ["h4"]),
+                // A key path through a nil to-one is nil.
+                ("wife.name == nil", ["h4"]),
+                ("wife.name != nil", ["h0", "h1", "h2", "h3"]),
+                ("NOT wife.name BEGINSWITH 'w'", ["h4"]),
+                ("wife.name IN {'w1', 'w3', nil}", ["h1", "h3", "h4"]),
+            ]
+            for (format, expected) in husbands {
+                #expect(try names(context, "Husband", "name", format) == expected, "\(format)")
+            }
         }
     }
 }
