@@ -113,4 +113,46 @@ struct PredicateContextReviewTests {
             }
         }
     }
+
+    @Test("#Predicate's starts(with: \"\") and contains(\"\") are true for every string, as Swift evaluates them")
+    func swiftPredicateEmptyAffix() async throws {
+        let model = try ManagedObjectModel {
+            Entity("Note") {
+                Attribute("title", .string).indexed()
+                Attribute("rank", .int64)
+            }
+        }
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: model, classes: [(ReviewNote.self, "Note")])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for (rank, title) in [(0, "abc"), (1, ""), (2, nil)] as [(Int, String?)] {
+                let note = try context.insertNewObject(forEntityName: "Note")
+                note.setValue(title, forKey: "title")
+                note.setValue(rank, forKey: "rank")
+            }
+            try context.save()
+            // Before, these were translated (as exact) to BEGINSWITH "" and CONTAINS "", which
+            // are false for every string (spec 0003), so they found nothing.
+            let empty = ""
+            #expect(try ranks(context, #Predicate<ReviewNote> { $0.title.starts(with: "") }) == [0, 1, 2])
+            #expect(try ranks(context, #Predicate<ReviewNote> { $0.title.contains("") }) == [0, 1, 2])
+            #expect(try ranks(context, #Predicate<ReviewNote> { $0.title.contains(empty) && $0.rank > 0 }) == [1, 2])
+            #expect(try ranks(context, #Predicate<ReviewNote> { !$0.title.starts(with: empty) }) == [])
+            // Non-empty affixes are unchanged.
+            #expect(try ranks(context, #Predicate<ReviewNote> { $0.title.starts(with: "ab") }) == [0])
+            #expect(try ranks(context, #Predicate<ReviewNote> { $0.title.contains("c") }) == [0])
+        }
+    }
+}
+
+/// The ranks of the notes `predicate` selects, in order.
+private func ranks(_ context: isolated ManagedObjectContext, _ predicate: Predicate<ReviewNote>) throws -> [Int64] {
+    try context.fetch(FetchRequest(entityName: "Note", predicate: predicate), as: ReviewNote.self).map(\.rank).sorted()
+}
+
+/// A note whose title reads nil as "" (a non-optional String property, as a Swift class
+/// over a Core Data model often has).
+final class ReviewNote: ManagedObject {
+    var title: String { self.get("title") ?? "" }
+    var rank: Int64 { self.get("rank") ?? -1 }
 }
