@@ -201,14 +201,18 @@ struct PredicateTranslator {
             else { return nil }
             return (Fragment(format: "%K IN %@", arguments: [key, list]), true)
         case "SequenceStartsWith":
-            guard let key = child("base").flatMap({ keyPath($0) }), let prefix = child("prefix").flatMap(constant), prefix is String else {
+            guard let key = child("base").flatMap({ keyPath($0) }), let prefix = child("prefix").flatMap(constant) as? String else {
                 return nil
             }
+            // Every string starts with "" in Swift, while BEGINSWITH "" is false (spec 0003).
+            if prefix.isEmpty { return (Fragment(format: "TRUEPREDICATE", arguments: []), true) }
             return (Fragment(format: "%K BEGINSWITH %@", arguments: [key, prefix]), true)
         case "CollectionContainsCollection":
-            guard let key = child("base").flatMap({ keyPath($0) }), let other = child("other").flatMap(constant), other is String else {
+            guard let key = child("base").flatMap({ keyPath($0) }), let other = child("other").flatMap(constant) as? String else {
                 return nil
             }
+            // Every string contains "" in Swift, while CONTAINS "" is false (spec 0003).
+            if other.isEmpty { return (Fragment(format: "TRUEPREDICATE", arguments: []), true) }
             return (Fragment(format: "%K CONTAINS %@", arguments: [key, other]), true)
         case "Value":
             if let flag = Self.child(expression, "value") as? Bool { return (Fragment(format: flag ? "TRUEPREDICATE" : "FALSEPREDICATE", arguments: []), true) }

@@ -33,13 +33,19 @@ final class PatternMatcher: @unchecked Sendable {
         var regexOptions: NSRegularExpression.Options = []
         if options.contains(.caseInsensitive) { regexOptions.insert(.caseInsensitive) }
         let folded = options.contains(.diacriticInsensitive) ? Comparison.fold(pattern, [.diacriticInsensitive]) : pattern
-        do {
-            // Check the pattern alone first: wrapping could make an unbalanced `)` valid.
-            _ = try NSRegularExpression(pattern: folded, options: regexOptions)
-            return .regex(try NSRegularExpression(pattern: "\\A(?:" + folded + ")\\z", options: regexOptions))
-        } catch {
-            return .invalid(pattern)
+        // Check the pattern alone first: wrapping could make an unbalanced `)` valid.
+        guard (try? NSRegularExpression(pattern: folded, options: regexOptions)) != nil else { return .invalid(pattern) }
+        // Anchored for a whole-string match. A valid pattern may end inside a `#` comment of
+        // `(?x)` mode or a `\Q` quotation, which would swallow the closing `)\z` (before, such
+        // a pattern was reported invalid): a newline, whitespace in `(?x)` mode, ends the
+        // comment, and `\E` the quotation. Each is tried only when the one before it doesn't
+        // compile, which the pattern's own meaning never allows otherwise.
+        for suffix in ["", "\n", "\\E"] {
+            if let regex = try? NSRegularExpression(pattern: "\\A(?:" + folded + suffix + ")\\z", options: regexOptions) {
+                return .regex(regex)
+            }
         }
+        return .invalid(pattern)
     }
 
     /// `*` matches any run, `?` one character, `\` escapes the next character.

@@ -35,6 +35,9 @@ enum Value {
         }
         // Casts to concrete types also unwrap optionals hidden in the `Any`.
         switch value {
+        // An NSNumber is classified by its objCType (`init(instance:)`), not by the Swift
+        // types it bridges to: as a Double an NSDecimalNumber would lose the decimal it holds.
+        case _ where type(of: value) is AnyClass && value is NSNumber: self = Value(uncommon: value)
         case let v as Int: self = .int(v)
         case let v as String: self = .string(v)
         case let v as Double: self = .double(v)

@@ -33,7 +33,16 @@ enum ArgumentConverter {
         case let string as String: text = string
         case let string as Substring: text = String(string)
         case let string as NSString: text = string as String
-        case let path as FormatKeyPath: return path
+        case let path as FormatKeyPath:
+            // Checked like a string (before, any FormatKeyPath was taken: an empty one, or
+            // `FormatKeyPath("first name")`, made a description that doesn't parse).
+            guard !path.components.isEmpty, path.components.allSatisfy(isNameOrOperator) else {
+                throw FormatPredicateError(
+                    kind: .unsupportedArgument,
+                    message: "argument \(index) for %K, the key path \(path.string.debugDescription), is not a valid key path",
+                    position: position, expected: "dot-separated names and collection operators")
+            }
+            return path
         default:
             throw FormatPredicateError(
                 kind: .unsupportedArgument,
@@ -47,6 +56,11 @@ enum ArgumentConverter {
                 position: position, expected: "dot-separated names and collection operators")
         }
         return path
+    }
+
+    private static func isNameOrOperator(_ component: FormatKeyPath.Component) -> Bool {
+        if case .key(let name) = component { return Lexer.isPlainIdentifier(name) }
+        return true
     }
 
     /// Splits a `%K` string into components, or nil when a component is not a name or a
@@ -105,6 +119,9 @@ enum ArgumentConverter {
         if let object = value as? any PredicateObjectIdentity {
             return .object(PredicateIdentity(object.predicateIdentity))
         }
+        // Foundation's number boxes before the Swift casts below, which would bridge them:
+        // NSNumber(value: 1) to `true`, an NSDecimalNumber to an inexact Double.
+        if type(of: value) is AnyClass, let boxed = value as? NSNumber { return number(boxed) }
         switch value {
         case let v as PredicateConstant: return v
         case let v as Bool: return .bool(v)
@@ -128,7 +145,6 @@ enum ArgumentConverter {
         case let v as Float: return .double(Double(v))
         case let v as Substring: return .string(String(v))
         case let v as Character: return .string(String(v))
-        case let v as NSNumber: return number(v)
         case let v as NSString: return .string(v as String)
         case let v as [Any]: return .aggregate(try elements(v))
         case let v as Set<AnyHashable>: return .aggregate(try elements(v.map(\.base)))
@@ -151,8 +167,10 @@ enum ArgumentConverter {
         return result
     }
 
+    /// An `NSNumber` by its `objCType`; an `NSDecimalNumber` is the decimal it holds.
     private static func number(_ number: NSNumber) -> PredicateConstant {
-        switch String(cString: number.objCType) {
+        if let decimal = number as? NSDecimalNumber { return .decimal(decimal.decimalValue) }
+        return switch String(cString: number.objCType) {
         case "d", "f": .double(number.doubleValue)
         case "B": .bool(number.boolValue)
         case "c" where number.intValue == 0 || number.intValue == 1: .bool(number.boolValue)

@@ -263,7 +263,10 @@ struct Lexer {
                 index += 1
             }
         }
-        guard !hex.isEmpty, hex.count <= 8, let code = UInt32(hex, radix: 16), let scalar = Unicode.Scalar(code) else {
+        // Hexadecimal digits only: `UInt32(_:radix:)` also takes a sign ('\u+041' was "A").
+        guard !hex.isEmpty, hex.count <= 8, hex.unicodeScalars.allSatisfy(\.properties.isASCIIHexDigit),
+              let code = UInt32(hex, radix: 16), let scalar = Unicode.Scalar(code)
+        else {
             throw syntaxError("invalid unicode escape", at: escapeStart, expected: "hexadecimal digits of a Unicode scalar")
         }
         return scalar

@@ -398,10 +398,10 @@ struct Parser {
 
     /// One or more dot-separated key path components, starting at the current token.
     private mutating func parseKeyPathComponents() throws -> FormatKeyPath {
-        var components: [FormatKeyPath.Component] = [try parseKeyPathComponent()]
+        var components = try parseKeyPathComponent()
         while current.isSymbol("."), isKeyPathComponent(peekToken(1)) {
             advance()
-            components.append(try parseKeyPathComponent())
+            components += try parseKeyPathComponent()
         }
         return FormatKeyPath(components: components)
     }
@@ -413,21 +413,24 @@ struct Parser {
         }
     }
 
-    private mutating func parseKeyPathComponent() throws -> FormatKeyPath.Component {
+    /// One component, or the components of a `%K` argument: a dotted key path is spliced in
+    /// wherever it appears (`address.%K` with "city.name" is `address.city.name`; before, only
+    /// a one-component `%K` was accepted after a dot).
+    private mutating func parseKeyPathComponent() throws -> [FormatKeyPath.Component] {
         switch current.kind {
         case .identifier(let name), .escapedIdentifier(let name):
             advance()
-            return .key(name)
+            return [.key(name)]
         case .atIdentifier(let name):
             guard let op = FormatKeyPath.CollectionOperator.named(name) else {
                 throw error("unknown collection operator '@\(name)'",
                             expected: "@count, @sum, @avg, @min, @max, @distinctUnionOfObjects, @unionOfObjects")
             }
             advance()
-            return .collectionOperator(op)
-        case .keyPathArgument(let path) where path.components.count == 1:
+            return [.collectionOperator(op)]
+        case .keyPathArgument(let path) where !path.components.isEmpty:
             advance()
-            return path.components[0]
+            return path.components
         default:
             throw error("unexpected \(current.display) in key path", expected: "a key or a collection operator")
         }

@@ -124,7 +124,9 @@ enum PredicatePrinter {
         case .string(let value):
             return quoted(value)
         case .date(let date):
-            return "CAST(\(String(date.timeIntervalSinceReferenceDate)), \"NSDate\")"
+            // A non-finite interval has no literal (`nan` would read as a key path): it goes
+            // through the number's own CAST.
+            return "CAST(\(print(.double(date.timeIntervalSinceReferenceDate))), \"NSDate\")"
         case .data(let data):
             return "CAST(\"\(data.base64EncodedString())\", \"NSData\")"
         case .uuid(let uuid):
