@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Strata
+import Synchronization
 
 /// `strata revert`: undo saved transactions, whoever wrote them, as a new transaction.
 struct RevertCommand: ParsableCommand {
@@ -83,11 +84,21 @@ struct RevertCommand: ParsableCommand {
             defer { out.close() }
             for event in events { out.line("revert       \(EventText.header(event))") }
             do {
+                // The save's own sequence, from its did-save notification (posted before save()
+                // returns): the head read after it could already be another writer's commit.
+                let savedSequence = Mutex<UInt64?>(nil)
+                let observer = NotificationCenter.default.addObserver(
+                    forName: ManagedObjectContext.didSaveObjectsNotification, object: context, queue: nil
+                ) { notification in
+                    let sequence = notification.userInfo?[ManagedObjectContext.NotificationKey.sequence.rawValue] as? UInt64
+                    savedSequence.withLock { $0 = sequence }
+                }
+                defer { NotificationCenter.default.removeObserver(observer) }
                 let written = try context.performAndWait { context -> UInt64? in
                     try context.revertTransactions(at: tokens)
                     guard !dryRun else { return nil }
                     try context.save()
-                    return try log.read { reader in try reader.head }
+                    return savedSequence.withLock { $0 } ?? head
                 }
                 guard let written else {
                     out.line("would write  the inverse of these changes (dry run: nothing was written)")
