@@ -45,7 +45,8 @@ public struct BatchResult: Sendable, Hashable {
     /// What the request's result type asked for.
     public let result: Value
     /// The sequence of the transaction the request committed (kind `import`); nil when it
-    /// changed nothing (no objects to insert, none matched), and then nothing was written.
+    /// changed nothing (no objects to insert, none matched, an update whose objects all
+    /// held its values already), and then nothing was written.
     public let sequence: UInt64?
 
     /// The count, for a ``BatchResultType/count`` request; nil otherwise.

@@ -303,7 +303,9 @@ extension ContextCore {
         let result = try batchCommit(what) { store in
             try store.log.commit(preparedBy: {
                 matched = try self.batchMatches(selection, store: store)
-                guard !matched.isEmpty else { return nil }
+                // Matched objects that all hold the values already: nothing to write (no
+                // empty transaction in the log, its history and the merges).
+                guard !matched.isEmpty, try self.batchUpdateChangesAny(matched, to: values, store: store) else { return nil }
                 var draft = TransactionDraft(author: self.transactionAuthor, contextName: self.name, kind: .import)
                 for id in matched { draft.update(.stored(id), values: values) }
                 return draft
@@ -311,6 +313,26 @@ extension ContextCore {
         }
         let ids = matched.map { ManagedObjectID.permanent($0, store: store.identifier) }
         return BatchResult(type: request.resultType, ids: ids, sequence: result?.sequence)
+    }
+
+    /// Whether setting `values` changes one of `ids` at least, in the store as it stands:
+    /// read until the first object that doesn't hold them all (the commit drops the values
+    /// the others already hold), so only a request changing nothing reads every object.
+    private func batchUpdateChangesAny(_ ids: [StoredObjectID], to values: [String: DraftValue], store: PersistentStore) throws -> Bool {
+        try store.log.read { (reader: borrowing LogReader) throws -> Bool in
+            for id in ids {
+                guard let stored = try reader.object(id) else { continue }
+                for (name, value) in values {
+                    let current = stored.values[name] ?? .null
+                    switch value {
+                    case .null: if current != .null { return true }
+                    case .attribute(let attribute): if current != .attribute(attribute) { return true }
+                    case .reference, .references: return true
+                    }
+                }
+            }
+            return false
+        }
     }
 
     // MARK: - Delete

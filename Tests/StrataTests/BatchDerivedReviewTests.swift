@@ -1,0 +1,279 @@
+import Foundation
+import Strata
+import StrataTestSupport
+import Testing
+
+/// Review of batch requests, derived attributes, fetched properties and fetch request
+/// templates (session 26): each test names the behaviour it checks against Core Data's
+/// documented semantics or Strata's specs (0006 §20, §24; 0008 "Fetched properties and templates").
+@Suite("Batch requests, derived attributes, fetched properties and templates (review)")
+struct BatchDerivedReviewTests {
+    func log(_ coordinator: PersistentStoreCoordinator) -> EventLog { coordinator.persistentStores[0].log }
+
+    /// A department "Sales" with three employees (salaries 100, 200, 300), saved; the IDs.
+    func salesStore(_ dir: TemporaryDirectory) async throws -> (PersistentStoreCoordinator, ManagedObjectID, [ManagedObjectID]) {
+        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
+        let (department, employees) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let department = try context.insertNewObject(forEntityName: "Department")
+            department.setValue("Sales", forKey: "name")
+            var people: [ManagedObject] = []
+            for (name, salary) in [("Ada", 100), ("Bo", 200), ("Cy", 300)] {
+                let employee = try context.insertNewObject(forEntityName: "Employee")
+                employee.setValue(name, forKey: "name")
+                employee.setValue(Decimal(salary), forKey: "salary")
+                employee.setValue(department, forKey: "department")
+                people.append(employee)
+            }
+            try context.save()
+            return (department.objectID, people.map(\.objectID))
+        }
+        return (coordinator, department, employees)
+    }
+
+    /// The values of `keys` of object `id`, read by a fresh context.
+    func values(_ keys: [String], of id: ManagedObjectID, _ coordinator: PersistentStoreCoordinator) async throws -> [String: String] {
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let object = try context.existingObject(with: id)
+            var result: [String: String] = [:]
+            for key in keys { result[key] = object.value(forKey: key).map { "\($0)" } ?? "nil" }
+            return result
+        }
+    }
+
+    // MARK: - Derived attributes after batch requests
+
+    @Test("batch update and batch delete of employees recompute their department's aggregates in the same import transaction; verify clean")
+    func batchChangesRecomputeAggregates() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, department, _) = try await salesStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var update = BatchUpdateRequest(entityName: "Employee")
+            update.predicate = try FormatPredicate(format: "name == %@", "Ada")
+            update.propertiesToUpdate = ["salary": Decimal(400)]
+            _ = try context.execute(update)
+        }
+        #expect(try await values(["employeeCount", "totalSalary", "lowestSalary", "highestSalary"], of: department, coordinator)
+            == ["employeeCount": "3", "totalSalary": "900", "lowestSalary": "200", "highestSalary": "400"])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            _ = try context.execute(BatchDeleteRequest(fetchRequest: try FetchRequest(entityName: "Employee", format: "salary > %@", Decimal(250))))
+        }
+        #expect(try await values(["employeeCount", "totalSalary", "averageSalary"], of: department, coordinator)
+            == ["employeeCount": "1", "totalSalary": "200", "averageSalary": "200"])
+        #expect(try log(coordinator).verify().isClean)
+    }
+
+    @Test("a batch rename of a department recomputes its canonical name and its employees' department names; a batch delete of it (nullify) gives them nil")
+    func batchChangesRecomputeKeyPaths() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, department, employees) = try await salesStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var update = BatchUpdateRequest(entityName: "Department")
+            update.propertiesToUpdate = ["name": "Ventes Générales"]
+            _ = try context.execute(update)
+        }
+        #expect(try await values(["searchName"], of: department, coordinator) == ["searchName": "ventes generales"])
+        #expect(try await values(["departmentName", "departmentSearchName"], of: employees[0], coordinator)
+            == ["departmentName": "Ventes Générales", "departmentSearchName": "ventes generales"])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            _ = try context.execute(BatchDeleteRequest(objectIDs: [department]))
+        }
+        #expect(try await values(["departmentName", "departmentSearchName"], of: employees[2], coordinator)
+            == ["departmentName": "nil", "departmentSearchName": "nil"])
+        #expect(try log(coordinator).verify().isClean)
+    }
+
+    @Test("a batch insert computes the new objects' derived values: count 0, sum 0, canonical name, now() the transaction's time")
+    func batchInsertComputesDerived() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
+        let result = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var request = BatchInsertRequest(entityName: "Department", objects: [["name": "Études"]])
+            request.resultType = .objectIDs
+            return try context.execute(request)
+        }
+        let id = try #require(result.objectIDs?.first)
+        let sequence = try #require(result.sequence)
+        let timestamp = try log(coordinator).read { try $0.event(sequence) }.timestamp
+        let read = try await values(["employeeCount", "totalSalary", "searchName", "averageSalary"], of: id, coordinator)
+        #expect(read == ["employeeCount": "0", "totalSalary": "0", "searchName": "etudes", "averageSalary": "nil"])
+        let saved = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: id).value(forKey: "lastSaved") as? Date
+        }
+        #expect(saved == timestamp)
+    }
+
+    @Test("a batch update whose values equal the stored ones writes no transaction (no empty event), though the result names the objects")
+    func batchUpdateChangingNothingWritesNothing() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _, employees) = try await salesStore(dir)
+        let head = try log(coordinator).read { try $0.head }
+        let result = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var update = BatchUpdateRequest(entityName: "Employee")
+            update.predicate = try FormatPredicate(format: "name == %@", "Ada")
+            update.propertiesToUpdate = ["salary": Decimal(100)]
+            update.resultType = .objectIDs
+            return try context.execute(update)
+        }
+        #expect(result.objectIDs == [employees[0]])
+        #expect(try log(coordinator).read { try $0.head } == head, "nothing changed, so nothing was written")
+        #expect(result.sequence == nil)
+    }
+
+    // MARK: - Reverting a batch
+
+    @Test("reverting a batch delete that nullified employees brings the department back, its employees with it, and recomputes the derived values")
+    func revertBatchDelete() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, department, employees) = try await salesStore(dir)
+        let sequence = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try #require(try context.execute(BatchDeleteRequest(objectIDs: [department])).sequence)
+        }
+        let store = try #require(coordinator.persistentStores.first)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: HistoryToken(storeIdentifier: store.identifier, sequence: sequence))
+            try context.save()
+        }
+        #expect(try await values(["name", "employeeCount", "totalSalary", "searchName"], of: department, coordinator)
+            == ["name": "Sales", "employeeCount": "3", "totalSalary": "600", "searchName": "sales"])
+        #expect(try await values(["departmentName"], of: employees[1], coordinator) == ["departmentName": "Sales"])
+        #expect(try log(coordinator).verify().isClean)
+    }
+
+    // MARK: - Fetched properties and templates
+
+    /// Teams and players, with fetched properties reading `$FETCH_SOURCE` and `$FETCHED_PROPERTY`,
+    /// and a template taking a team.
+    static var league: ManagedObjectModel {
+        get throws {
+            var keepers = FetchedProperty("keepers", entity: "Player", predicate: "team == $FETCH_SOURCE AND position == $FETCHED_PROPERTY.userInfo.position")
+            keepers.userInfo = ["position": "keeper"]
+            return try ManagedObjectModel {
+                Entity("Team") {
+                    Attribute("name", .string)
+                    Attribute("division", .string)
+                    Relationship("players", to: "Player", inverse: "team", toMany: true)
+                    keepers
+                    FetchedProperty("namesakes", entity: "Player", predicate: "nickname == $FETCH_SOURCE.name")
+                    FetchedProperty("byProperty", entity: "Player", predicate: "nickname == $FETCHED_PROPERTY.name")
+                }
+                Entity("Player") {
+                    Attribute("nickname", .string)
+                    Attribute("age", .int16)
+                    Attribute("position", .string)
+                    Relationship("team", to: "Team", inverse: "players")
+                }
+                FetchRequestTemplate("playersOf", entity: "Player", predicate: "team == $TEAM AND age < $AGE")
+            }
+        }
+    }
+
+    @Test("a fetched property's predicate reads $FETCHED_PROPERTY as the description (its name and userInfo), as Core Data's does, and $FETCH_SOURCE's attributes")
+    func fetchedPropertyVariables() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.league)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Reds", forKey: "name")
+            for (nickname, age) in [("Reds", 25), ("byProperty", 31), ("Cy", 45)] {
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue(nickname, forKey: "nickname")
+                player.setValue(age > 30 ? "keeper" : "forward", forKey: "position")
+                player.setValue(Int16(age), forKey: "age")
+                player.setValue(team, forKey: "team")
+            }
+            try context.save()
+            let namesakes = (team.value(forKey: "namesakes") as? [ManagedObject])?.compactMap { $0.value(forKey: "nickname") as? String }
+            #expect(namesakes == ["Reds"])
+            let byProperty = (team.value(forKey: "byProperty") as? [ManagedObject])?.compactMap { $0.value(forKey: "nickname") as? String }
+            #expect(byProperty == ["byProperty"])
+            let keepers = (team.value(forKey: "keepers") as? [ManagedObject])?.compactMap { $0.value(forKey: "age") as? Int16 }
+            #expect(keepers?.sorted() == [31, 45], "userInfo.position read through $FETCHED_PROPERTY")
+            #expect(context.hasChanges == false)
+            try context.save()
+        }
+    }
+
+    @Test("a template taking a managed object: fetchRequestFromTemplate substitutes it, and a batch delete runs the filled request")
+    func templateWithObjectAndBatchDelete() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.league)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let (reds, blues) = (try context.insertNewObject(forEntityName: "Team"), try context.insertNewObject(forEntityName: "Team"))
+            for (age, team) in [(20, reds), (30, reds), (20, blues)] {
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue(Int16(age), forKey: "age")
+                player.setValue(team, forKey: "team")
+            }
+            try context.save()
+            let model = coordinator.managedObjectModel
+            let request = try #require(try model.fetchRequestFromTemplate(withName: "playersOf", substitutionVariables: ["TEAM": reds, "AGE": 25]))
+            #expect(try context.count(for: request) == 1)
+            var delete = BatchDeleteRequest(fetchRequest: request)
+            delete.resultType = .count
+            #expect(try context.execute(delete).count == 1)
+            let missing = #expect(throws: ContextError.self) {
+                try model.fetchRequestFromTemplate(withName: "playersOf", substitutionVariables: ["TEAM": reds])
+            }
+            #expect(missing?.description.contains("$AGE") == true, "\(String(describing: missing))")
+        }
+        #expect(try log(coordinator).verify().isClean)
+    }
+
+    // MARK: - Many-to-many counts
+
+    static var tagged: ManagedObjectModel {
+        get throws {
+            try ManagedObjectModel {
+                Entity("Customer") {
+                    Attribute("name", .string)
+                    Attribute("tagCount", .int64).derived(from: "tags.@count")
+                    Relationship("tags", to: "Tag", inverse: "customers", toMany: true)
+                }
+                Entity("Tag") {
+                    Attribute("name", .string)
+                    Attribute("customerCount", .int64).derived(from: "customers.@count")
+                    Relationship("customers", to: "Customer", inverse: "tags", toMany: true)
+                }
+            }
+        }
+    }
+
+    @Test("many-to-many counts on both sides follow a batch delete of either side, and a context's delete")
+    func manyToManyCountsAfterDeletes() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.tagged)
+        let (customers, tags) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let tags = try (0..<3).map { index -> ManagedObject in
+                let tag = try context.insertNewObject(forEntityName: "Tag")
+                tag.setValue("t\(index)", forKey: "name")
+                return tag
+            }
+            let customers = try (0..<3).map { index -> ManagedObject in
+                let customer = try context.insertNewObject(forEntityName: "Customer")
+                customer.setValue("c\(index)", forKey: "name")
+                for tag in tags { customer.mutableSetValue(forKey: "tags").add(tag) }
+                return customer
+            }
+            try context.save()
+            return (customers.map(\.objectID), tags.map(\.objectID))
+        }
+        #expect(try await values(["customerCount"], of: tags[0], coordinator) == ["customerCount": "3"])
+        #expect(try await values(["tagCount"], of: customers[0], coordinator) == ["tagCount": "3"])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            _ = try context.execute(BatchDeleteRequest(objectIDs: [customers[0]]))
+        }
+        #expect(try await values(["customerCount"], of: tags[1], coordinator) == ["customerCount": "2"], "a batch-deleted customer leaves its tags")
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            _ = try context.execute(BatchDeleteRequest(objectIDs: [tags[0]]))
+        }
+        #expect(try await values(["tagCount"], of: customers[1], coordinator) == ["tagCount": "2"], "a batch-deleted tag leaves its customers")
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: customers[1]))
+            context.delete(try context.existingObject(with: tags[1]))
+            try context.save()
+        }
+        #expect(try await values(["customerCount"], of: tags[2], coordinator) == ["customerCount": "1"])
+        #expect(try await values(["tagCount"], of: customers[2], coordinator) == ["tagCount": "1"])
+        #expect(try log(coordinator).verify().isClean)
+    }
+}
