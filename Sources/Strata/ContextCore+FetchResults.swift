@@ -266,7 +266,8 @@ extension ContextCore {
     // MARK: - Fetched properties
 
     /// The objects fetched property `key` of `object` names, or nil if `key` is no fetched
-    /// property. `$FETCH_SOURCE` in its predicate is the object itself.
+    /// property. `$FETCH_SOURCE` in its predicate is the object itself, `$FETCHED_PROPERTY`
+    /// the property's description (`$FETCHED_PROPERTY.userInfo.key`, as in Core Data).
     func fetchedPropertyValue(_ object: ManagedObject, _ key: String) -> Any? {
         guard let fetched = object.entity.fetchedPropertiesByName[key] else { return nil }
         guard let predicate = fetched.predicate.predicate else {
@@ -275,11 +276,11 @@ extension ContextCore {
         }
         var request = FetchRequest(entityName: fetched.entityName)
         let sourceID = object.objectID
-        let name = fetched.name
+        let description = FetchedPropertyVariable(description: fetched)
         if predicate.description.contains("$") {
             request.filter { candidate in
                 let source: Any = candidate.core?.registered(sourceID) ?? NSNull()
-                return try predicate.evaluate(with: candidate, substitutionVariables: ["FETCH_SOURCE": source, "FETCHED_PROPERTY": name])
+                return try predicate.evaluate(with: candidate, substitutionVariables: ["FETCH_SOURCE": source, "FETCHED_PROPERTY": description])
             }
         } else {
             request.predicate = predicate
@@ -289,6 +290,22 @@ extension ContextCore {
         } catch {
             recordProblem(error as? ContextError ?? .store("\(error)"))
             return nil
+        }
+    }
+
+    /// `$FETCHED_PROPERTY` in a fetched property's predicate: its description, read by key
+    /// path as Core Data's `NSFetchedPropertyDescription` is — `name`, `userInfo` (and a key
+    /// of it: `$FETCHED_PROPERTY.userInfo.minimumAge`), `renamingIdentifier`.
+    struct FetchedPropertyVariable: KeyValueCoding, Sendable {
+        let description: FetchedPropertyDescription
+
+        func value(forKey key: String) -> Any? {
+            switch key {
+            case "name": description.name
+            case "userInfo": description.userInfo as [String: Any]
+            case "renamingIdentifier": description.renamingIdentifier
+            default: nil
+            }
         }
     }
 
