@@ -253,7 +253,7 @@ extension ManagedObjectContext {
     /// `changes` holds, under the raw values of ``NotificationKey/insertedObjects``,
     /// ``NotificationKey/updatedObjects`` and ``NotificationKey/deletedObjects`` (Core Data's
     /// `NSInsertedObjectsKey`, … have the same), arrays or sets of ``ManagedObjectID``s or
-    /// their URIs (`URL`); other keys, and URIs that name nothing in a context's store, are
+    /// their URIs (`URL`), or both mixed; other keys, and URIs that name nothing in a context's store, are
     /// ignored. In each context, as for ``mergeChanges(fromContextDidSave:)-(ContextDidSave)``:
     /// registered objects deleted leave it, registered objects updated are re-read keeping
     /// unsaved changes, and did-merge and objects-did-change are posted.
@@ -272,6 +272,8 @@ extension ManagedObjectContext {
                 case let array as [Any]: elements = array
                 case let set as Set<ManagedObjectID>: elements = Array(set)
                 case let set as Set<URL>: elements = Array(set)
+                // A set mixing IDs and URIs, or built as a notification's userInfo builds one.
+                case let set as Set<AnyHashable>: elements = set.map(\.base)
                 default: elements = []
                 }
                 for element in elements {

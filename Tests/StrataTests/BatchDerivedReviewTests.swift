@@ -276,4 +276,26 @@ struct BatchDerivedReviewTests {
         #expect(try await values(["tagCount"], of: customers[2], coordinator) == ["tagCount": "1"])
         #expect(try log(coordinator).verify().isClean)
     }
+
+    // MARK: - Merging a batch's IDs
+
+    @Test("mergeChanges(fromRemoteContextSave:into:) takes a set mixing object IDs and URIs (a Set<AnyHashable>, as a notification's userInfo holds)")
+    func remoteMergeMixedSet() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _, employees) = try await salesStore(dir)
+        let holder = privateContext(coordinator)
+        let worker = privateContext(coordinator)
+        try await holder.perform { (context: isolated ManagedObjectContext) throws in
+            let kept = try employees.map { try context.existingObject(with: $0) }
+            #expect(kept.count == 3)
+            _ = try worker.performAndWait { (worker: isolated ManagedObjectContext) throws in
+                try worker.execute(BatchDeleteRequest(objectIDs: [employees[0], employees[1]]))
+            }
+            let deleted: Set<AnyHashable> = [AnyHashable(employees[0]), AnyHashable(employees[1].uriRepresentation())]
+            ManagedObjectContext.mergeChanges(fromRemoteContextSave: [ManagedObjectContext.NotificationKey.deletedObjects.rawValue: deleted], into: [context])
+            #expect(context.registeredObject(for: employees[0]) == nil, "an ID in the set")
+            #expect(context.registeredObject(for: employees[1]) == nil, "a URI in the set")
+            #expect(context.registeredObject(for: employees[2]) === kept[2])
+        }
+    }
 }
