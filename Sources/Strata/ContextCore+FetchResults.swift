@@ -279,7 +279,10 @@ extension ContextCore {
         let description = FetchedPropertyVariable(description: fetched)
         if predicate.description.contains("$") {
             request.filter { candidate in
-                let source: Any = candidate.core?.registered(sourceID) ?? NSNull()
+                // The source in the candidate's context: a child's fetch judges the stored
+                // objects in its parent, where the source needn't be registered (before, it
+                // was then NSNull and a child's fetched property was always empty).
+                let source: Any = candidate.core?.object(with: sourceID) ?? NSNull()
                 return try predicate.evaluate(with: candidate, substitutionVariables: ["FETCH_SOURCE": source, "FETCHED_PROPERTY": description])
             }
         } else {

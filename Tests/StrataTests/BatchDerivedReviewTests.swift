@@ -298,4 +298,43 @@ struct BatchDerivedReviewTests {
             #expect(context.registeredObject(for: employees[2]) === kept[2])
         }
     }
+
+    @Test("fetch predicates and sort descriptors reading a fetched property (keepers.@count) see its objects, in a context and in a child context, whose own reads of it see them too")
+    func fetchedPropertyInPredicate() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.league)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for (name, keepers) in [("Reds", 2), ("Blues", 1)] {
+                let team = try context.insertNewObject(forEntityName: "Team")
+                team.setValue(name, forKey: "name")
+                for index in 0..<3 {
+                    let player = try context.insertNewObject(forEntityName: "Player")
+                    player.setValue(index < keepers ? "keeper" : "forward", forKey: "position")
+                    player.setValue(team, forKey: "team")
+                }
+            }
+            try context.save()
+        }
+        let parent = privateContext(coordinator)
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            let teams = try context.fetch(try FetchRequest(entityName: "Team", format: "keepers.@count >= 2"))
+            #expect(teams.map { $0.value(forKey: "name") as? String } == ["Reds"])
+        }
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let teams = try context.fetch(try FetchRequest(entityName: "Team", format: "keepers.@count == 1"))
+            #expect(teams.map { $0.value(forKey: "name") as? String } == ["Blues"], "a child context's fetch, through its parent")
+            let counts = try context.fetch(FetchRequest(entityName: "Team")).map { ($0.value(forKey: "name") as? String, ($0.value(forKey: "keepers") as? [ManagedObject])?.count) }
+            #expect(counts.map(\.0) == ["Reds", "Blues"] && counts.map(\.1) == [2, 1], "a child context reads the fetched property ($FETCH_SOURCE resolved in the parent that judges the stored players)")
+            for descending in [false, true] {
+                let request = FetchRequest(entityName: "Team", sortDescriptors: [FetchSortDescriptor(key: "keepers.@count", ascending: !descending)])
+                let sorted = try context.fetch(request).map { $0.value(forKey: "name") as? String }
+                #expect(sorted == (descending ? ["Reds", "Blues"] : ["Blues", "Reds"]), "a child context sorts by the fetched property")
+            }
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            let request = FetchRequest(entityName: "Team", sortDescriptors: [FetchSortDescriptor(key: "keepers.@count", ascending: true)])
+            #expect(try context.fetch(request).map { $0.value(forKey: "name") as? String } == ["Blues", "Reds"], "a stored row sorts by the fetched property")
+        }
+    }
 }
