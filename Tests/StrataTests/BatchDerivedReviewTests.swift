@@ -163,6 +163,7 @@ struct BatchDerivedReviewTests {
                     Relationship("team", to: "Team", inverse: "players")
                 }
                 FetchRequestTemplate("playersOf", entity: "Player", predicate: "team == $TEAM AND age < $AGE")
+                FetchRequestTemplate("youngerThan", entity: "Player", predicate: "age < $AGE")
             }
         }
     }
@@ -211,6 +212,11 @@ struct BatchDerivedReviewTests {
             var delete = BatchDeleteRequest(fetchRequest: request)
             delete.resultType = .count
             #expect(try context.execute(delete).count == 1)
+            var open = try #require(try model.fetchRequestTemplate(forName: "youngerThan"))
+            open.substitutionVariables = ["AGE": .int16(25)]
+            var byTemplate = BatchDeleteRequest(fetchRequest: open)
+            byTemplate.resultType = .count
+            #expect(try context.execute(byTemplate).count == 1, "the blue 20-year-old (the red one is gone): the open template's variables apply")
             let missing = #expect(throws: ContextError.self) {
                 try model.fetchRequestFromTemplate(withName: "playersOf", substitutionVariables: ["TEAM": reds])
             }
@@ -336,5 +342,92 @@ struct BatchDerivedReviewTests {
             let request = FetchRequest(entityName: "Team", sortDescriptors: [FetchSortDescriptor(key: "keepers.@count", ascending: true)])
             #expect(try context.fetch(request).map { $0.value(forKey: "name") as? String } == ["Blues", "Reds"], "a stored row sorts by the fetched property")
         }
+    }
+
+    // MARK: - Aggregates of every type, with nils
+
+    static var scores: ManagedObjectModel {
+        get throws {
+            try ManagedObjectModel {
+                Entity("Team") {
+                    Attribute("name", .string)
+                    Attribute("total", .int64).derived(from: "players.@sum.score")
+                    Attribute("mean", .double).derived(from: "players.@avg.score")
+                    Attribute("best", .int32).derived(from: "players.@max.score")
+                    Attribute("first", .string).derived(from: "players.@min.name")
+                    Attribute("latest", .date).derived(from: "players.@max.joined")
+                    Attribute("weight", .double).derived(from: "players.@sum.weight")
+                    Relationship("players", to: "Player", inverse: "team", toMany: true)
+                }
+                Entity("Player") {
+                    Attribute("name", .string)
+                    Attribute("score", .int32)
+                    Attribute("weight", .float)
+                    Attribute("joined", .date)
+                    Relationship("team", to: "Team", inverse: "players")
+                }
+            }
+        }
+    }
+
+    @Test("aggregates of integers, floats, strings and dates leave nils out, and follow batch updates (to nil too) and deletes")
+    func aggregatesWithNils() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.scores)
+        let day = Date(timeIntervalSinceReferenceDate: 800_000_000)
+        let team = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            let players: [(String, Int32?, Float?, Double?)] = [("Mo", 10, 1.5, 0), ("Al", nil, nil, nil), ("Zed", 30, 2.25, 86_400)]
+            for (name, score, weight, offset) in players {
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue(name, forKey: "name")
+                if let score { player.setValue(score, forKey: "score") }
+                if let weight { player.setValue(weight, forKey: "weight") }
+                if let offset { player.setValue(day.addingTimeInterval(offset), forKey: "joined") }
+                player.setValue(team, forKey: "team")
+            }
+            try context.save()
+            return team.objectID
+        }
+        let keys = ["total", "mean", "best", "first", "latest", "weight"]
+        #expect(try await values(keys, of: team, coordinator) == [
+            "total": "40", "mean": "20.0", "best": "30", "first": "Al", "latest": "\(day.addingTimeInterval(86_400))", "weight": "3.75",
+        ])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var update = BatchUpdateRequest(entityName: "Player")
+            update.predicate = try FormatPredicate(format: "name == %@", "Zed")
+            update.propertiesToUpdate = ["score": NSNull(), "weight": Float(0.5)]
+            _ = try context.execute(update)
+        }
+        #expect(try await values(keys, of: team, coordinator) == [
+            "total": "10", "mean": "10.0", "best": "10", "first": "Al", "latest": "\(day.addingTimeInterval(86_400))", "weight": "2.0",
+        ])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            _ = try context.execute(BatchDeleteRequest(fetchRequest: try FetchRequest(entityName: "Player", format: "name != %@", "Al")))
+        }
+        #expect(try await values(keys, of: team, coordinator) == [
+            "total": "0", "mean": "nil", "best": "nil", "first": "Al", "latest": "nil", "weight": "0.0",
+        ])
+        #expect(try log(coordinator).verify().isClean)
+    }
+
+    @Test("a context saving a change to an object a batch deleted meanwhile gets a clear error and writes nothing; the object stays deleted")
+    func saveAfterBatchDelete() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _, employees) = try await salesStore(dir)
+        let holder = privateContext(coordinator)
+        let head = try await holder.perform { (context: isolated ManagedObjectContext) throws -> UInt64 in
+            let employee = try context.existingObject(with: employees[0])
+            employee.setValue("Renamed", forKey: "name")
+            _ = try privateContext(coordinator).performAndWait { (worker: isolated ManagedObjectContext) throws in
+                try worker.execute(BatchDeleteRequest(objectIDs: [employees[0]]))
+            }
+            let head = try log(coordinator).read { try $0.head }
+            let error = #expect(throws: (any Error).self) { try context.save() }
+            #expect(error.map { "\($0)" }?.contains("changed by another writer") == true, "\(String(describing: error))")
+            return head
+        }
+        #expect(try log(coordinator).read { try $0.head } == head)
+        #expect(try log(coordinator).read { try $0.object(StoredObjectID(entity: "Employee", primaryKey: 1)) } == nil)
     }
 }
