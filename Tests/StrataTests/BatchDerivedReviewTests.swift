@@ -430,4 +430,47 @@ struct BatchDerivedReviewTests {
         #expect(try log(coordinator).read { try $0.head } == head)
         #expect(try log(coordinator).read { try $0.object(StoredObjectID(entity: "Employee", primaryKey: 1)) } == nil)
     }
+
+    @Test("history lists a batch delete as an import transaction with the recomputed derived values; the snapshot before it has the old ones")
+    func historyOfBatchWithDerived() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, department, employees) = try await salesStore(dir)
+        let sequence = try await privateContext(coordinator, name: "cleaner", author: "ops").perform { (context: isolated ManagedObjectContext) throws in
+            try #require(try context.execute(BatchDeleteRequest(objectIDs: [employees[2]])).sequence)
+        }
+        let transaction = try #require(try coordinator.history(HistoryRequest()).last)
+        #expect(transaction.sequence == sequence && transaction.kind == .import && transaction.author == "ops")
+        let departmentChange = try #require(transaction.changes.first { $0.changedObjectID == department })
+        let changed = Set(departmentChange.propertyChanges.map { "\($0)" }.compactMap { text in
+            ["employeeCount", "totalSalary", "averageSalary", "highestSalary"].first { text.contains($0) }
+        })
+        #expect(changed == ["employeeCount", "totalSalary", "averageSalary", "highestSalary"], "\(departmentChange.propertyChanges)")
+        #expect(transaction.changes.contains { $0.changedObjectID == employees[2] && $0.changeType == .delete })
+        let store = try #require(coordinator.persistentStores.first)
+        let before = try coordinator.historySnapshot(at: HistoryToken(storeIdentifier: store.identifier, sequence: sequence - 1))
+        #expect(before.objects[employees[2]] != nil)
+        #expect(before.objects[department]?["employeeCount"].map { "\($0)" }?.contains("3") == true, "\(String(describing: before.objects[department]))")
+        let after = try coordinator.historySnapshot(at: HistoryToken(storeIdentifier: store.identifier, sequence: sequence))
+        #expect(after.objects[employees[2]] == nil)
+        #expect(after.objects[department]?["employeeCount"].map { "\($0)" }?.contains("2") == true, "\(String(describing: after.objects[department]))")
+    }
+
+    @Test("reverting a batch upsert sets the stored object it updated back and deletes the objects it inserted")
+    func revertBatchUpsert() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await BatchUpsertTests.store(dir)
+        let before = try await BatchUpsertTests.customers(coordinator)
+        let sequence = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.mergePolicy = StandardMergePolicy.mergeByPropertyObjectTrump
+            return try #require(try context.execute(BatchInsertRequest(entityName: "Customer", objects: BatchUpsertTests.rows)).sequence)
+        }
+        #expect(try await BatchUpsertTests.customers(coordinator).count == 4)
+        let store = try #require(coordinator.persistentStores.first)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: HistoryToken(storeIdentifier: store.identifier, sequence: sequence))
+            try context.save()
+        }
+        #expect(try await BatchUpsertTests.customers(coordinator) == before)
+        #expect(try log(coordinator).verify().isClean)
+    }
 }
