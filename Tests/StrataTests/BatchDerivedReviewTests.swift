@@ -473,4 +473,30 @@ struct BatchDerivedReviewTests {
         #expect(try await BatchUpsertTests.customers(coordinator) == before)
         #expect(try log(coordinator).verify().isClean)
     }
+
+    @Test("Core Data's spelling of derivation functions, canonical:(name) and lowercase:(name), is accepted and computed as canonical(name)")
+    func coreDataFunctionSpelling() async throws {
+        let model = try ManagedObjectModel {
+            Entity("Book") {
+                Attribute("title", .string)
+                Attribute("searchTitle", .string).derived(from: "canonical:(title)")
+                Attribute("lowerTitle", .string).derived(from: "lowercase:(title)")
+                Attribute("upperTitle", .string).derived(from: "uppercase:(title)")
+            }
+        }
+        let expression = try #require(model.entity(named: "Book")?.attributesByName["searchTitle"]?.derivationExpression)
+        #expect(expression.format == "canonical(title)", "stored in its canonical form")
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: model)
+        let id = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let book = try context.insertNewObject(forEntityName: "Book")
+            book.setValue("Élan Vital", forKey: "title")
+            try context.save()
+            return book.objectID
+        }
+        #expect(try await values(["searchTitle", "lowerTitle", "upperTitle"], of: id, coordinator)
+            == ["searchTitle": "elan vital", "lowerTitle": "élan vital", "upperTitle": "ÉLAN VITAL"])
+        #expect(try FormatPredicate(format: "lowercase:(title) == 'x'").description == "lowercase(title) == \"x\"")
+        #expect(throws: FormatPredicateError.self) { try FormatPredicate(format: "title: == 'x'") }
+    }
 }
