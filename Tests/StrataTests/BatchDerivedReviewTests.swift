@@ -499,4 +499,53 @@ struct BatchDerivedReviewTests {
         #expect(try FormatPredicate(format: "lowercase:(title) == 'x'").description == "lowercase(title) == \"x\"")
         #expect(throws: FormatPredicateError.self) { try FormatPredicate(format: "title: == 'x'") }
     }
+
+    @Test("a count through a to-one (department.employees.@count) and a self-referential count (children.@count) follow inserts, moves and batch deletes")
+    func countsThroughToOneAndSelf() async throws {
+        let model = try ManagedObjectModel {
+            Entity("Office") {
+                Attribute("name", .string)
+                Relationship("staff", to: "Person", inverse: "office", toMany: true)
+            }
+            Entity("Person") {
+                Attribute("name", .string)
+                Attribute("officeSize", .int32).derived(from: "office.staff.@count")
+                Attribute("childCount", .int16).derived(from: "children.@count")
+                Relationship("office", to: "Office", inverse: "staff")
+                Relationship("parent", to: "Person", inverse: "children")
+                Relationship("children", to: "Person", inverse: "parent", toMany: true)
+            }
+        }
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: model)
+        let ids = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let (north, south) = (try context.insertNewObject(forEntityName: "Office"), try context.insertNewObject(forEntityName: "Office"))
+            var people: [ManagedObject] = []
+            for index in 0..<4 {
+                let person = try context.insertNewObject(forEntityName: "Person")
+                person.setValue("p\(index)", forKey: "name")
+                person.setValue(index < 3 ? north : south, forKey: "office")
+                if index > 0 { person.setValue(people[0], forKey: "parent") }
+                people.append(person)
+            }
+            try context.save()
+            return people.map(\.objectID)
+        }
+        #expect(try await values(["officeSize", "childCount"], of: ids[0], coordinator) == ["officeSize": "3", "childCount": "3"])
+        #expect(try await values(["officeSize", "childCount"], of: ids[3], coordinator) == ["officeSize": "1", "childCount": "0"])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let mover = try context.existingObject(with: ids[1])
+            mover.setValue(try context.existingObject(with: ids[3]).value(forKey: "office"), forKey: "office")
+            mover.setValue(try context.existingObject(with: ids[3]), forKey: "parent")
+            try context.save()
+        }
+        #expect(try await values(["officeSize", "childCount"], of: ids[0], coordinator) == ["officeSize": "2", "childCount": "2"])
+        #expect(try await values(["officeSize", "childCount"], of: ids[3], coordinator) == ["officeSize": "2", "childCount": "1"])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            _ = try context.execute(BatchDeleteRequest(objectIDs: [ids[2], ids[1]]))
+        }
+        #expect(try await values(["officeSize", "childCount"], of: ids[0], coordinator) == ["officeSize": "1", "childCount": "1"], "p3 is still p0's child")
+        #expect(try await values(["officeSize", "childCount"], of: ids[3], coordinator) == ["officeSize": "1", "childCount": "0"])
+        #expect(try log(coordinator).verify().isClean)
+    }
 }
