@@ -548,4 +548,81 @@ struct BatchDerivedReviewTests {
         #expect(try await values(["officeSize", "childCount"], of: ids[3], coordinator) == ["officeSize": "1", "childCount": "0"])
         #expect(try log(coordinator).verify().isClean)
     }
+
+    // MARK: - Randomized: batch requests and saves against a fresh computation
+
+    @Test("random batch updates, batch deletes and context saves keep every department's aggregates equal to a fresh computation (steps from STRATA_REVIEW_BATCH_STEPS, default 24)")
+    func randomBatchesKeepAggregates() async throws {
+        let steps = ProcessInfo.processInfo.environment["STRATA_REVIEW_BATCH_STEPS"].flatMap(Int.init) ?? 24
+        var generator = SeededGenerator(seed: 0x5EED_2026)
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.derivedAttributes)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let departments = try (0..<3).map { index -> ManagedObject in
+                let department = try context.insertNewObject(forEntityName: "Department")
+                department.setValue("D\(index)", forKey: "name")
+                return department
+            }
+            for index in 0..<12 {
+                let employee = try context.insertNewObject(forEntityName: "Employee")
+                employee.setValue("E\(index)", forKey: "name")
+                employee.setValue(Decimal(10 * (index + 1)), forKey: "salary")
+                employee.setValue(departments[index % 3], forKey: "department")
+            }
+            try context.save()
+        }
+        for step in 0..<steps {
+            let choice = Int.random(in: 0..<4, using: &generator)
+            let threshold = Decimal(Int.random(in: 0...150, using: &generator))
+            let newSalary: any Sendable = Bool.random(using: &generator) ? NSNull() : Decimal(Int.random(in: 1...90, using: &generator))
+            let pick = Int.random(in: 0..<1000, using: &generator)
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                switch choice {
+                case 0:
+                    var update = BatchUpdateRequest(entityName: "Employee")
+                    update.predicate = try FormatPredicate(format: "salary < %@", threshold)
+                    update.propertiesToUpdate = ["salary": newSalary]
+                    _ = try context.execute(update)
+                case 1:
+                    var request = try FetchRequest(entityName: "Employee", format: "salary > %@", threshold)
+                    request.fetchLimit = 2
+                    _ = try context.execute(BatchDeleteRequest(fetchRequest: request))
+                case 2:
+                    // A save: a new employee and a move, into departments picked by `pick`.
+                    let departments = try context.fetch(FetchRequest(entityName: "Department"))
+                    guard !departments.isEmpty else { return }
+                    let employee = try context.insertNewObject(forEntityName: "Employee")
+                    employee.setValue("N\(step)", forKey: "name")
+                    employee.setValue(Decimal(pick % 97), forKey: "salary")
+                    employee.setValue(departments[pick % departments.count], forKey: "department")
+                    let others = try context.fetch(FetchRequest(entityName: "Employee"))
+                    if let mover = others.first(where: { $0 !== employee }) {
+                        mover.setValue(departments[(pick / 7) % departments.count], forKey: "department")
+                    }
+                    try context.save()
+                default:
+                    // Now and then a department goes (nullify), replaced by a new one.
+                    if pick % 3 == 0, let department = try context.fetch(FetchRequest(entityName: "Department")).first {
+                        _ = try context.execute(BatchDeleteRequest(objectIDs: [department.objectID]))
+                    }
+                    var insert = BatchInsertRequest(entityName: "Department", objects: [["name": "B\(step)"]])
+                    insert.resultType = .count
+                    _ = try context.execute(insert)
+                }
+            }
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                for department in try context.fetch(FetchRequest(entityName: "Department")) {
+                    let members = try context.fetch(FetchRequest(entityName: "Employee", predicate: try FormatPredicate(format: "department == %@", department)))
+                    let salaries = members.compactMap { $0.value(forKey: "salary") as? Decimal }
+                    let name = department.value(forKey: "name") as? String ?? "?"
+                    #expect(department.value(forKey: "employeeCount") as? Int64 == Int64(members.count), "step \(step), \(name): count")
+                    #expect(department.value(forKey: "totalSalary") as? Decimal == salaries.reduce(0, +), "step \(step), \(name): sum")
+                    #expect(department.value(forKey: "lowestSalary") as? Decimal == salaries.min(), "step \(step), \(name): min")
+                    #expect(department.value(forKey: "highestSalary") as? Decimal == salaries.max(), "step \(step), \(name): max")
+                }
+            }
+        }
+        #expect(try log(coordinator).verify().isClean)
+    }
 }
+
