@@ -624,5 +624,41 @@ struct BatchDerivedReviewTests {
         }
         #expect(try log(coordinator).verify().isClean)
     }
-}
 
+    @Test("a batch update or delete whose predicate has a variable with no value is refused naming it; nothing is written")
+    func batchPredicateWithOpenVariable() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _, _) = try await salesStore(dir)
+        let head = try log(coordinator).read { try $0.head }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var update = BatchUpdateRequest(entityName: "Employee")
+            update.predicate = try FormatPredicate(format: "salary < $LIMIT")
+            update.propertiesToUpdate = ["name": "x"]
+            let updateError = #expect(throws: ContextError.self) { try context.execute(update) }
+            #expect(updateError.map { "\($0)" }?.contains("LIMIT") == true, "\(String(describing: updateError))")
+            let deleteError = #expect(throws: ContextError.self) {
+                try context.execute(BatchDeleteRequest(fetchRequest: try FetchRequest(entityName: "Employee", format: "salary < $LIMIT")))
+            }
+            #expect(deleteError.map { "\($0)" }?.contains("LIMIT") == true, "\(String(describing: deleteError))")
+        }
+        #expect(try log(coordinator).read { try $0.head } == head)
+    }
+
+    @Test("a batch request executed in a child context goes to the store, as Core Data's does, under the child's author and name")
+    func batchInChildContext() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, department, _) = try await salesStore(dir)
+        let parent = privateContext(coordinator)
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent, name: "child", transactionAuthor: "kid")
+        let result = try await child.perform { (context: isolated ManagedObjectContext) throws in
+            var request = BatchDeleteRequest(fetchRequest: try FetchRequest(entityName: "Employee", format: "salary >= %@", Decimal(200)))
+            request.resultType = .count
+            return try context.execute(request)
+        }
+        #expect(result.count == 2)
+        let sequence = try #require(result.sequence)
+        let event = try log(coordinator).read { try $0.event(sequence) }
+        #expect(event.kind == .import && event.author == "kid" && event.contextName == "child")
+        #expect(try await values(["employeeCount"], of: department, coordinator) == ["employeeCount": "1"])
+    }
+}
