@@ -277,7 +277,9 @@ extension ContextCore {
         var request = FetchRequest(entityName: fetched.entityName)
         let sourceID = object.objectID
         let description = FetchedPropertyVariable(description: fetched)
-        if predicate.description.contains("$") {
+        if predicate.description.contains("$"), let bound = Self.boundFetchedPropertyPredicate(predicate, source: object, description: description) {
+            request.predicate = bound
+        } else if predicate.description.contains("$") {
             request.filter { candidate in
                 // The source in the candidate's context: a child's fetch judges the stored
                 // objects in its parent, where the source needn't be registered (before, it
@@ -294,6 +296,63 @@ extension ContextCore {
             recordProblem(error as? ContextError ?? .store("\(error)"))
             return nil
         }
+    }
+
+    /// `predicate` with a fetched property's variables replaced by what they are now, as
+    /// Core Data substitutes them: `$FETCH_SOURCE` by the object (compared by identity), a
+    /// key path from `$FETCH_SOURCE` or `$FETCHED_PROPERTY` (`$FETCH_SOURCE.name`,
+    /// `$FETCHED_PROPERTY.userInfo.position`) by its value read now in the reading context
+    /// (a child's unsaved change included) — so the fetch is an ordinary one, which the
+    /// planner answers from indexes instead of judging every object of the entity. Nil when
+    /// that can't be done (`$FETCHED_PROPERTY` alone, another variable, a value no predicate
+    /// constant holds): the caller then evaluates the predicate for each candidate.
+    static func boundFetchedPropertyPredicate(
+        _ predicate: FormatPredicate, source: ManagedObject, description: FetchedPropertyVariable
+    ) -> FormatPredicate? {
+        var values: [String: Any] = ["FETCH_SOURCE": source]
+        var unbindable = false
+        func rewrite(_ expression: FormatExpression) -> FormatExpression {
+            switch expression {
+            case .constant, .evaluatedObject, .keyPath:
+                return expression
+            case .variable(let name):
+                if name == "FETCHED_PROPERTY" { unbindable = true }
+                return expression
+            case .keyPathOf(.variable(let name), let path) where name == "FETCH_SOURCE" || name == "FETCHED_PROPERTY":
+                let value = name == "FETCH_SOURCE" ? source.value(forKeyPath: path.string) : description.value(forKeyPath: path.string)
+                let variable = "FETCHED_PROPERTY_VALUE_\(values.count)"
+                values[variable] = value ?? NSNull()
+                return .variable(variable)
+            case .aggregate(let elements):
+                return .aggregate(elements.map(rewrite))
+            case .keyPathOf(let base, let path):
+                return .keyPathOf(rewrite(base), path)
+            case .index(let base, .expression(let index)):
+                return .index(rewrite(base), .expression(rewrite(index)))
+            case .index(let base, let subscriptValue):
+                return .index(rewrite(base), subscriptValue)
+            case .function(let function, let arguments):
+                return .function(function, arguments.map(rewrite))
+            case .arithmetic(let op, let left, let right):
+                return .arithmetic(op, rewrite(left), rewrite(right))
+            case .subquery(let collection, let variable, let inner):
+                return .subquery(collection: rewrite(collection), variable: variable, predicate: rewriteNode(inner))
+            }
+        }
+        func rewriteNode(_ node: PredicateNode) -> PredicateNode {
+            switch node {
+            case .constant: return node
+            case .comparison(let c):
+                return .comparison(ComparisonPredicate(
+                    rewrite(c.leftExpression), c.operatorType, rewrite(c.rightExpression), modifier: c.modifier, options: c.options))
+            case .and(let children): return .and(children.map(rewriteNode))
+            case .or(let children): return .or(children.map(rewriteNode))
+            case .not(let child): return .not(rewriteNode(child))
+            }
+        }
+        let rewritten = FormatPredicate(rewriteNode(predicate.node))
+        guard !unbindable else { return nil }
+        return try? rewritten.withSubstitutionVariables(values)
     }
 
     /// `$FETCHED_PROPERTY` in a fetched property's predicate: its description, read by key

@@ -661,4 +661,51 @@ struct BatchDerivedReviewTests {
         #expect(event.kind == .import && event.author == "kid" && event.contextName == "child")
         #expect(try await values(["employeeCount"], of: department, coordinator) == ["employeeCount": "1"])
     }
+
+    @Test("$FETCH_SOURCE.name reads the source as the reading context holds it: a child's unsaved rename counts for the stored players its parent judges")
+    func fetchedPropertySourceValuesInChild() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.league)
+        let teamID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Reds", forKey: "name")
+            for nickname in ["Reds", "Blues", "Blues"] {
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue(nickname, forKey: "nickname")
+            }
+            try context.save()
+            return team.objectID
+        }
+        let parent = privateContext(coordinator)
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            #expect((team.value(forKey: "namesakes") as? [ManagedObject])?.count == 1)
+            team.setValue("Blues", forKey: "name")
+            #expect((team.value(forKey: "namesakes") as? [ManagedObject])?.count == 2, "the child's unsaved name, as Core Data substitutes the source")
+        }
+    }
+
+    @Test("a fetched property of an unsaved source finds the unsaved objects naming it, and after the save the saved ones")
+    func fetchedPropertyOfUnsavedSource() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.league)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Reds", forKey: "name")
+            for (nickname, position) in [("A", "keeper"), ("Reds", "keeper"), ("C", "forward")] {
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue(nickname, forKey: "nickname")
+                player.setValue(position, forKey: "position")
+                player.setValue(team, forKey: "team")
+            }
+            #expect((team.value(forKey: "keepers") as? [ManagedObject])?.count == 2, "unsaved players of an unsaved team")
+            #expect((team.value(forKey: "namesakes") as? [ManagedObject])?.count == 1)
+            try context.save()
+            #expect((team.value(forKey: "keepers") as? [ManagedObject])?.count == 2, "saved")
+            context.reset()
+            let reread = try #require(try context.fetch(FetchRequest(entityName: "Team")).first)
+            #expect((reread.value(forKey: "keepers") as? [ManagedObject])?.count == 2, "from the store")
+        }
+    }
 }
