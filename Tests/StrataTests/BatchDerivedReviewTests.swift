@@ -708,4 +708,29 @@ struct BatchDerivedReviewTests {
             #expect((reread.value(forKey: "keepers") as? [ManagedObject])?.count == 2, "from the store")
         }
     }
+
+    @Test("a batch insert clashing on a uniqueness constraint over a derived attribute is refused, under any policy, with a message naming it; nothing is written")
+    func batchInsertClashOnDerivedConstraint() async throws {
+        let model = try ManagedObjectModel {
+            Entity("Tag") {
+                Attribute("name", .string)
+                Attribute("key", .string).derived(from: "canonical(name)")
+                Unique("key")
+            }
+        }
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: model)
+        for policy in [StandardMergePolicy.error, .mergeByPropertyObjectTrump] {
+            let message = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> String in
+                context.mergePolicy = policy
+                let error = #expect(throws: ContextError.self) {
+                    try context.execute(BatchInsertRequest(entityName: "Tag", objects: [["name": "Café"], ["name": "cafe"]]))
+                }
+                return error.map { "\($0)" } ?? ""
+            }
+            #expect(message.contains("key"), "\(policy): \(message)")
+            #expect(!message.contains("set the context's mergePolicy"), "an upsert can't merge on a derived attribute, so the hint doesn't offer it: \(message)")
+        }
+        #expect(try log(coordinator).read { try $0.head } == 0)
+    }
 }
