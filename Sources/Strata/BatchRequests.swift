@@ -45,7 +45,8 @@ public struct BatchResult: Sendable, Hashable {
     /// What the request's result type asked for.
     public let result: Value
     /// The sequence of the transaction the request committed (kind `import`); nil when it
-    /// changed nothing (no objects to insert, none matched), and then nothing was written.
+    /// changed nothing (no objects to insert, none matched, an update whose objects all
+    /// held its values already), and then nothing was written.
     public let sequence: UInt64?
 
     /// The count, for a ``BatchResultType/count`` request; nil otherwise.
@@ -252,7 +253,7 @@ extension ManagedObjectContext {
     /// `changes` holds, under the raw values of ``NotificationKey/insertedObjects``,
     /// ``NotificationKey/updatedObjects`` and ``NotificationKey/deletedObjects`` (Core Data's
     /// `NSInsertedObjectsKey`, … have the same), arrays or sets of ``ManagedObjectID``s or
-    /// their URIs (`URL`); other keys, and URIs that name nothing in a context's store, are
+    /// their URIs (`URL`), or both mixed; other keys, and URIs that name nothing in a context's store, are
     /// ignored. In each context, as for ``mergeChanges(fromContextDidSave:)-(ContextDidSave)``:
     /// registered objects deleted leave it, registered objects updated are re-read keeping
     /// unsaved changes, and did-merge and objects-did-change are posted.
@@ -271,6 +272,8 @@ extension ManagedObjectContext {
                 case let array as [Any]: elements = array
                 case let set as Set<ManagedObjectID>: elements = Array(set)
                 case let set as Set<URL>: elements = Array(set)
+                // A set mixing IDs and URIs, or built as a notification's userInfo builds one.
+                case let set as Set<AnyHashable>: elements = set.map(\.base)
                 default: elements = []
                 }
                 for element in elements {

@@ -49,11 +49,15 @@ extension ContextCore {
         }
         try forEachObject(of: request, add)
         guard !inserted.isEmpty else { return BatchResult(type: request.resultType, ids: [], sequence: nil) }
-        let hint =
-            constraints.isEmpty ? ""
-            : mergePolicy is StandardMergePolicy
+        // The upsert hint, for a clash on a constraint an upsert can merge on (not one over a
+        // derived attribute: the store computes it, so no dictionary holds its value).
+        let standard = mergePolicy is StandardMergePolicy
+        let hint = { (violated: [String]) -> String in
+            guard constraints.contains(where: { Set($0) == Set(violated) }) else { return "" }
+            return standard
                 ? " (to update the object holding the values instead, an upsert, set the context's mergePolicy to a policy other than .error)"
                 : " (a batch insert upserts under the standard merge policies only, not a custom one)"
+        }
         let result = try batchCommit("batch insert into \(info.entity.name)", uniquenessHint: hint) { store in try store.log.commit(draft) }
         guard let result else { return BatchResult(type: request.resultType, ids: [], sequence: nil) }
         // The event's inserts are the draft's, in order (spec 0004 §6.3): their IDs are the
@@ -89,15 +93,17 @@ extension ContextCore {
 
     // MARK: - Upsert
 
-    /// The uniqueness constraints that apply to `info`'s objects: its own and its
-    /// superentities', each with no relationship in it (a batch insert sets none, so a
-    /// constraint naming one never clashes), in declaration order.
+    /// The uniqueness constraints that apply to `info`'s objects and that an upsert can merge
+    /// on: its own and its superentities', each of stored attributes a batch insert sets —
+    /// no relationship (a batch insert sets none, so a constraint naming one never clashes)
+    /// and no derived attribute (the store computes it after the rows are merged, so a clash
+    /// on one is refused as under `.error`) — in declaration order.
     private func uniquenessConstraints(of info: EntityInfo) -> [[String]] {
         var result: [[String]] = []
         for owner in [info.entity.name] + info.entity.superentityNames {
             guard let declaring = model.entity(named: owner) else { continue }
             for constraint in declaring.uniquenessConstraints where !constraint.isEmpty && !result.contains(constraint) {
-                guard constraint.allSatisfy({ declaring.attributesByName[$0] != nil }) else { continue }
+                guard constraint.allSatisfy({ declaring.attributesByName[$0].map { !$0.isDerived } ?? false }) else { continue }
                 result.append(constraint)
             }
         }
@@ -303,7 +309,9 @@ extension ContextCore {
         let result = try batchCommit(what) { store in
             try store.log.commit(preparedBy: {
                 matched = try self.batchMatches(selection, store: store)
-                guard !matched.isEmpty else { return nil }
+                // Matched objects that all hold the values already: nothing to write (no
+                // empty transaction in the log, its history and the merges).
+                guard !matched.isEmpty, try self.batchUpdateChangesAny(matched, to: values, store: store) else { return nil }
                 var draft = TransactionDraft(author: self.transactionAuthor, contextName: self.name, kind: .import)
                 for id in matched { draft.update(.stored(id), values: values) }
                 return draft
@@ -311,6 +319,26 @@ extension ContextCore {
         }
         let ids = matched.map { ManagedObjectID.permanent($0, store: store.identifier) }
         return BatchResult(type: request.resultType, ids: ids, sequence: result?.sequence)
+    }
+
+    /// Whether setting `values` changes one of `ids` at least, in the store as it stands:
+    /// read until the first object that doesn't hold them all (the commit drops the values
+    /// the others already hold), so only a request changing nothing reads every object.
+    private func batchUpdateChangesAny(_ ids: [StoredObjectID], to values: [String: DraftValue], store: PersistentStore) throws -> Bool {
+        try store.log.read { (reader: borrowing LogReader) throws -> Bool in
+            for id in ids {
+                guard let stored = try reader.object(id) else { continue }
+                for (name, value) in values {
+                    let current = stored.values[name] ?? .null
+                    switch value {
+                    case .null: if current != .null { return true }
+                    case .attribute(let attribute): if current != .attribute(attribute) { return true }
+                    case .reference, .references: return true
+                    }
+                }
+            }
+            return false
+        }
     }
 
     // MARK: - Delete
@@ -551,7 +579,7 @@ extension ContextCore {
     /// tells automatically merging contexts (this one too: its objects didn't change) about
     /// the new transaction.
     private func batchCommit(
-        _ what: String, uniquenessHint: String = "", _ commit: (PersistentStore) throws -> CommitResult?
+        _ what: String, uniquenessHint: ([String]) -> String = { _ in "" }, _ commit: (PersistentStore) throws -> CommitResult?
     ) throws -> CommitResult? {
         let result: CommitResult?
         do {
@@ -559,8 +587,8 @@ extension ContextCore {
             result = try coordinator.writingToStore(commit)
         } catch let error as LogError {
             switch error {
-            case .uniquenessViolation:
-                throw ContextError.storeRefused("\(what) was refused and nothing was written: \(error.description)\(uniquenessHint)")
+            case .uniquenessViolation(_, let properties, _, _):
+                throw ContextError.storeRefused("\(what) was refused and nothing was written: \(error.description)\(uniquenessHint(properties))")
             case .missingReference, .objectExists, .objectNotFound, .typeMismatch:
                 throw ContextError.storeRefused("\(what) was refused and nothing was written: \(error.description)")
             default:

@@ -1174,7 +1174,11 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity, Hashable,
     }
 
     func value(forKey key: String) -> Any? {
-        guard let property = info.properties[key] else { return nil }
+        guard let property = info.properties[key] else {
+            // A fetched property runs its fetch through the object (spec 0008), as a read of
+            // it does: before, a predicate reading one (`keepers.@count > 1`) saw nil.
+            return info.entity.fetchedPropertiesByName[key] != nil ? materialize().value(forKey: key) : nil
+        }
         if property.isTransient { return materialize().value(forKey: key) }
         if readsSavedState, property.isRelationship, let storedState { return storedState.value(of: self, property) }
         if let value = values[property] {

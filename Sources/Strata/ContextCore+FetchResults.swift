@@ -266,7 +266,8 @@ extension ContextCore {
     // MARK: - Fetched properties
 
     /// The objects fetched property `key` of `object` names, or nil if `key` is no fetched
-    /// property. `$FETCH_SOURCE` in its predicate is the object itself.
+    /// property. `$FETCH_SOURCE` in its predicate is the object itself, `$FETCHED_PROPERTY`
+    /// the property's description (`$FETCHED_PROPERTY.userInfo.key`, as in Core Data).
     func fetchedPropertyValue(_ object: ManagedObject, _ key: String) -> Any? {
         guard let fetched = object.entity.fetchedPropertiesByName[key] else { return nil }
         guard let predicate = fetched.predicate.predicate else {
@@ -275,11 +276,16 @@ extension ContextCore {
         }
         var request = FetchRequest(entityName: fetched.entityName)
         let sourceID = object.objectID
-        let name = fetched.name
-        if predicate.description.contains("$") {
+        let description = FetchedPropertyVariable(description: fetched)
+        if predicate.description.contains("$"), let bound = Self.boundFetchedPropertyPredicate(predicate, source: object, description: description) {
+            request.predicate = bound
+        } else if predicate.description.contains("$") {
             request.filter { candidate in
-                let source: Any = candidate.core?.registered(sourceID) ?? NSNull()
-                return try predicate.evaluate(with: candidate, substitutionVariables: ["FETCH_SOURCE": source, "FETCHED_PROPERTY": name])
+                // The source in the candidate's context: a child's fetch judges the stored
+                // objects in its parent, where the source needn't be registered (before, it
+                // was then NSNull and a child's fetched property was always empty).
+                let source: Any = candidate.core?.object(with: sourceID) ?? NSNull()
+                return try predicate.evaluate(with: candidate, substitutionVariables: ["FETCH_SOURCE": source, "FETCHED_PROPERTY": description])
             }
         } else {
             request.predicate = predicate
@@ -289,6 +295,79 @@ extension ContextCore {
         } catch {
             recordProblem(error as? ContextError ?? .store("\(error)"))
             return nil
+        }
+    }
+
+    /// `predicate` with a fetched property's variables replaced by what they are now, as
+    /// Core Data substitutes them: `$FETCH_SOURCE` by the object (compared by identity), a
+    /// key path from `$FETCH_SOURCE` or `$FETCHED_PROPERTY` (`$FETCH_SOURCE.name`,
+    /// `$FETCHED_PROPERTY.userInfo.position`) by its value read now in the reading context
+    /// (a child's unsaved change included) — so the fetch is an ordinary one, which the
+    /// planner answers from indexes instead of judging every object of the entity. Nil when
+    /// that can't be done (`$FETCHED_PROPERTY` alone, another variable, a value no predicate
+    /// constant holds): the caller then evaluates the predicate for each candidate.
+    static func boundFetchedPropertyPredicate(
+        _ predicate: FormatPredicate, source: ManagedObject, description: FetchedPropertyVariable
+    ) -> FormatPredicate? {
+        var values: [String: Any] = ["FETCH_SOURCE": source]
+        var unbindable = false
+        func rewrite(_ expression: FormatExpression) -> FormatExpression {
+            switch expression {
+            case .constant, .evaluatedObject, .keyPath:
+                return expression
+            case .variable(let name):
+                if name == "FETCHED_PROPERTY" { unbindable = true }
+                return expression
+            case .keyPathOf(.variable(let name), let path) where name == "FETCH_SOURCE" || name == "FETCHED_PROPERTY":
+                let value = name == "FETCH_SOURCE" ? source.value(forKeyPath: path.string) : description.value(forKeyPath: path.string)
+                let variable = "FETCHED_PROPERTY_VALUE_\(values.count)"
+                values[variable] = value ?? NSNull()
+                return .variable(variable)
+            case .aggregate(let elements):
+                return .aggregate(elements.map(rewrite))
+            case .keyPathOf(let base, let path):
+                return .keyPathOf(rewrite(base), path)
+            case .index(let base, .expression(let index)):
+                return .index(rewrite(base), .expression(rewrite(index)))
+            case .index(let base, let subscriptValue):
+                return .index(rewrite(base), subscriptValue)
+            case .function(let function, let arguments):
+                return .function(function, arguments.map(rewrite))
+            case .arithmetic(let op, let left, let right):
+                return .arithmetic(op, rewrite(left), rewrite(right))
+            case .subquery(let collection, let variable, let inner):
+                return .subquery(collection: rewrite(collection), variable: variable, predicate: rewriteNode(inner))
+            }
+        }
+        func rewriteNode(_ node: PredicateNode) -> PredicateNode {
+            switch node {
+            case .constant: return node
+            case .comparison(let c):
+                return .comparison(ComparisonPredicate(
+                    rewrite(c.leftExpression), c.operatorType, rewrite(c.rightExpression), modifier: c.modifier, options: c.options))
+            case .and(let children): return .and(children.map(rewriteNode))
+            case .or(let children): return .or(children.map(rewriteNode))
+            case .not(let child): return .not(rewriteNode(child))
+            }
+        }
+        let rewritten = FormatPredicate(rewriteNode(predicate.node))
+        guard !unbindable else { return nil }
+        return try? rewritten.withSubstitutionVariables(values)
+    }
+
+    /// `$FETCHED_PROPERTY` in a fetched property's predicate: its description, read by key
+    /// path as Core Data's `NSFetchedPropertyDescription` is — `name`, `userInfo` (and a key
+    /// of it: `$FETCHED_PROPERTY.userInfo.minimumAge`), `renamingIdentifier`.
+    struct FetchedPropertyVariable: KeyValueCoding, Sendable {
+        let description: FetchedPropertyDescription
+
+        func value(forKey key: String) -> Any? {
+            switch key {
+            case "name": description.name
+            case "userInfo": description.userInfo as [String: Any]
+            case "renamingIdentifier": description.renamingIdentifier
+            default: nil
+            }
         }
     }
 

@@ -19,7 +19,8 @@ private struct ParentRow: KeyValueCoding, PredicateObjectIdentity {
     let object: ManagedObject
 
     func value(forKey key: String) -> Any? {
-        guard let property = object.info.properties[key] else { return nil }
+        // A fetched property (no property of the table) runs its fetch through the object.
+        guard let property = object.info.properties[key] else { return object.entity.fetchedPropertiesByName[key] != nil ? object.value(forKey: key) : nil }
         if let value = values[key], property.isRecorded { return object.externalValue(value, ordered: property.isOrdered) }
         return object.value(forKey: key)
     }

@@ -5,9 +5,9 @@ public import StrataPredicate
 /// The result of instantiating a fetch request template: the entity to fetch and the
 /// predicate with its variables substituted.
 ///
-/// Stands in for the `NSFetchRequest` Core Data's
-/// `fetchRequestFromTemplate(withName:substitutionVariables:)` returns, until Strata's
-/// `FetchRequest` exists.
+/// The model-level form of what Core Data's `fetchRequestFromTemplate(withName:substitutionVariables:)`
+/// returns; the `Strata` module's `ManagedObjectModel.fetchRequestFromTemplate(withName:substitutionVariables:)`
+/// gives it as a ready `FetchRequest`.
 ///
 /// ```swift
 /// let request = try model.fetchRequestTemplate(named: "playersOfTeam", substitutionVariables: ["TEAM": "Reds"])

@@ -3,7 +3,8 @@ internal import Foundation
 // MARK: - FormatFunction
 
 /// A built-in function callable in a format string as `name(arguments)`, matching
-/// `NSExpression(forFunction:arguments:)`'s names without the colons.
+/// `NSExpression(forFunction:arguments:)`'s names without the colons; Core Data's spelling
+/// with the colon, `lowercase:(name)`, is read as the same call.
 ///
 /// Names are case-insensitive in the format string; the description prints the raw value.
 ///
@@ -43,6 +44,11 @@ public enum FormatFunction: String, Sendable, Hashable, CaseIterable {
 
     /// The number of arguments the function takes.
     var arity: Int { self == .now ? 0 : 1 }
+
+    /// The function named `name`, in any case; nil for none.
+    static func named(_ name: String) -> FormatFunction? {
+        allCases.first { $0.rawValue.uppercased() == name.uppercased() }
+    }
 }
 
 extension FormatFunction {

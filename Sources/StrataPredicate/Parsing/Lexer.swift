@@ -114,6 +114,8 @@ struct Lexer {
         // Longest first, so `==` wins over `=`.
         "**", "==", "!=", "<>", "<=", "=<", ">=", "=>", "&&", "||",
         "=", "<", ">", "!", "(", ")", "{", "}", "[", "]", ",", ".", "+", "-", "*", "/",
+        // Only in Core Data's spelling of a built-in function call, `lowercase:(name)`.
+        ":",
     ]
 
     private mutating func readSymbol() throws -> Token {

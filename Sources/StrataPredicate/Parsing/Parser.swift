@@ -465,6 +465,12 @@ struct Parser {
             if peekToken(1).isSymbol("(") {
                 return try parseCall(name)
             }
+            // Core Data's spelling of a built-in function, its NSExpression selector name:
+            // `canonical:(title)`, `lowercase:(name)` (what Xcode's derived attributes show)
+            // is `canonical(title)`.
+            if peekToken(1).isSymbol(":"), peekToken(2).isSymbol("("), FormatFunction.named(name) != nil {
+                return try parseCall(name, colon: true)
+            }
             switch name.uppercased() {
             case "TRUE", "YES":
                 advance()
@@ -526,9 +532,10 @@ struct Parser {
 
     // MARK: - Calls
 
-    private mutating func parseCall(_ name: String) throws -> FormatExpression {
+    private mutating func parseCall(_ name: String, colon: Bool = false) throws -> FormatExpression {
         let nameToken = current
         advance()  // name
+        if colon { advance() }  // :
         advance()  // (
         switch name.uppercased() {
         case "SUBQUERY":
@@ -559,7 +566,7 @@ struct Parser {
             throw error("FUNCTION() (arbitrary method calls) is not supported", expected: "a built-in function",
                         at: nameToken.position)
         default:
-            guard let function = FormatFunction.allCases.first(where: { $0.rawValue.uppercased() == name.uppercased() }) else {
+            guard let function = FormatFunction.named(name) else {
                 throw error("unknown function '\(name)'",
                             expected: "one of " + FormatFunction.allCases.map { "\($0.rawValue)()" }.joined(separator: ", "),
                             at: nameToken.position)
