@@ -66,10 +66,30 @@ extension ContextCore {
     // MARK: - Where the context stands in the log
 
     /// Starts merging from the store's head now (a new context has nothing older to merge).
+    ///
+    /// When the coordinator's store is no longer the one whose log the known sequence counts
+    /// in (spec 0006 §16.3): for a store of another UUID (another store added after a
+    /// removal) the context is in step with it from its head when it was added — its
+    /// sequences aren't the old store's; for the same UUID (the store moved, or removed and
+    /// added again, maybe restored from an older copy) the history is the same, so the count
+    /// is kept, but never past that head (a restored copy's later sequences are new
+    /// transactions).
     func noteStoreHead() {
-        guard !knowsLastMergedSequence, let store = try? store(), let head = try? store.log.head else { return }
-        lastMergedSequence = head
-        knowsLastMergedSequence = true
+        guard let store = try? store() else { return }
+        if knowsLastMergedSequence {
+            if store.log === mergedLog { return }
+            let rebased = store.identifier == mergedStoreUUID ? min(lastMergedSequence, store.headWhenAdded) : store.headWhenAdded
+            if rebased != lastMergedSequence || store.identifier != mergedStoreUUID {
+                lastMergedSequence = rebased
+                ownSequences.removeAll()
+            }
+        } else {
+            guard let head = try? store.log.head else { return }
+            lastMergedSequence = head
+            knowsLastMergedSequence = true
+        }
+        mergedLog = store.log
+        mergedStoreUUID = store.identifier
     }
 
     /// A transaction this context committed: merging never brings it back.
@@ -109,6 +129,9 @@ extension ContextCore {
             noteStoreHead()
             return
         }
+        // Another store than the one the known sequence counts in: in step with it from
+        // when it was added.
+        if store.log !== mergedLog { noteStoreHead() }
         guard head.map({ $0 > lastMergedSequence }) ?? true else { return }
         var summary = ChangeSummary()
         var through = lastMergedSequence

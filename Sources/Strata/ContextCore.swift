@@ -539,6 +539,10 @@ final class ContextCore {
     var knowsLastMergedSequence = false
     /// Transactions this context committed after ``lastMergedSequence``: never merged back.
     var ownSequences: Set<UInt64> = []
+    /// The log whose sequences ``lastMergedSequence`` counts (weakly: a removed store's log
+    /// closes), and its store's UUID.
+    weak var mergedLog: EventLog?
+    var mergedStoreUUID: UUID?
     /// How conflicts found at save are resolved (`mergePolicy`).
     var mergePolicy: any MergePolicy = StandardMergePolicy.error
     /// Whether a fault the store no longer holds reads as a deleted, empty object (true,

@@ -266,6 +266,112 @@ struct ConcurrencyReviewTests {
             #expect(team.value(forKey: "name") as? String == "Renamed by first")
         }
     }
+
+    @Test("an automatically merging context after its coordinator's store was removed and another added: it merges the new store's saves")
+    func mergingFollowsReplacedStore() async throws {
+        let dirA = try TemporaryDirectory()
+        let dirB = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dirA, model: try SeedModels.leagueManager)
+        let merging = privateContext(coordinator, name: "merging")
+        await merging.perform { (context: isolated ManagedObjectContext) in context.automaticallyMergesChangesFromParent = true }
+        // Store A gets ahead of what B will have: five saves.
+        let writer = privateContext(coordinator, name: "writer")
+        for n in 0..<5 {
+            try await writer.perform { (context: isolated ManagedObjectContext) throws in
+                try context.insertNewObject(forEntityName: "Team").setValue("A\(n)", forKey: "name")
+                try context.save()
+            }
+        }
+        _ = try await merging.perform { (context: isolated ManagedObjectContext) throws in try context.mergeStoreChanges() }
+        // Store B: one team, made elsewhere.
+        do {
+            let other = try openCoordinator(dirB, model: try SeedModels.leagueManager)
+            try await privateContext(other).perform { (context: isolated ManagedObjectContext) throws in
+                try context.insertNewObject(forEntityName: "Team").setValue("Old", forKey: "name")
+                try context.save()
+            }
+        }
+        try coordinator.remove(try #require(coordinator.persistentStores.first))
+        try coordinator.addPersistentStore(type: .eventLog, at: dirB.url.appendingPathComponent("store"))
+        let teamID = try await merging.perform { (context: isolated ManagedObjectContext) throws in
+            context.retainsRegisteredObjects = true
+            let team = try #require(try context.fetch(FetchRequest(entityName: "Team")).first)
+            #expect(team.value(forKey: "name") as? String == "Old")
+            return team.objectID
+        }
+        // A context of the coordinator renames it in B and saves; the merging context is told.
+        let renamer = privateContext(coordinator, name: "renamer")
+        for name in ["New", "Newer"] {
+            try await renamer.perform { (context: isolated ManagedObjectContext) throws in
+                try context.existingObject(with: teamID).setValue(name, forKey: "name")
+                try context.save()
+            }
+            let seen = try await merging.perform { (context: isolated ManagedObjectContext) throws -> String? in
+                _ = try context.mergeStoreChanges()
+                return context.registeredObject(for: teamID)?.value(forKey: "name") as? String
+            }
+            // Before: it stayed in step with A's sequence 5 and skipped B's saves 2 and 3.
+            #expect(seen == name)
+        }
+        // Its own saves to B, then another's, are merged as usual.
+        try await merging.perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Team").setValue("Mine", forKey: "name")
+            try context.save()
+        }
+        try await renamer.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Newest", forKey: "name")
+            try context.save()
+        }
+        let last = try await merging.perform { (context: isolated ManagedObjectContext) throws -> (String?, UInt64) in
+            let through = try context.mergeStoreChanges()
+            return (context.registeredObject(for: teamID)?.value(forKey: "name") as? String, through)
+        }
+        #expect(last.0 == "Newest")
+        #expect(last.1 == 5)
+    }
+
+    @Test("an automatically merging context after its store was restored from an older copy: it merges the saves made after the restore")
+    func mergingFollowsRestoredStore() async throws {
+        let dir = try TemporaryDirectory()
+        let storeURL = dir.url.appendingPathComponent("store")
+        let backupURL = dir.url.appendingPathComponent("backup")
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let merging = privateContext(coordinator, name: "merging")
+        await merging.perform { (context: isolated ManagedObjectContext) in context.automaticallyMergesChangesFromParent = true }
+        let writer = privateContext(coordinator, name: "writer")
+        let teamID = try await writer.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Backed up", forKey: "name")
+            try context.save()
+            return team.objectID
+        }
+        try coordinator.replacePersistentStore(at: backupURL, withPersistentStoreFrom: storeURL, type: .eventLog)
+        for n in 0..<4 {
+            try await writer.perform { (context: isolated ManagedObjectContext) throws in
+                try context.existingObject(with: teamID).setValue("Later \(n)", forKey: "name")
+                try context.save()
+            }
+        }
+        #expect(try await merging.perform { (context: isolated ManagedObjectContext) throws in try context.mergeStoreChanges() } == 5)
+        // Restore the copy (head 1) in the store's place, and add it again.
+        try coordinator.remove(try #require(coordinator.persistentStores.first))
+        try coordinator.replacePersistentStore(at: storeURL, withPersistentStoreFrom: backupURL, type: .eventLog)
+        try coordinator.addPersistentStore(type: .eventLog, at: storeURL)
+        try await merging.perform { (context: isolated ManagedObjectContext) throws in
+            context.retainsRegisteredObjects = true
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Backed up")
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("After the restore", forKey: "name")
+            try context.save()
+        }
+        let seen = try await merging.perform { (context: isolated ManagedObjectContext) throws -> String? in
+            _ = try context.mergeStoreChanges()
+            return context.registeredObject(for: teamID)?.value(forKey: "name") as? String
+        }
+        // Before: it stayed in step with sequence 5 of the store before the restore.
+        #expect(seen == "After the restore")
+    }
 }
 
 /// Runs `body` on a thread of its own and waits at most `seconds` for it; a deadlock fails
