@@ -111,7 +111,19 @@ extension ContextCore {
     func beginEvent() {
         eventDepth += 1
         guard eventDepth == 1, automaticallyMerges, parentContext == nil else { return }
-        do { try mergeStoreChanges(through: nil) } catch { recordProblem(error as? ContextError ?? .store("\(error)")) }
+        mergeAutomatically(through: nil)
+    }
+
+    /// An automatic merge (at the start of a block, or the coordinator's broadcast): a
+    /// failure is recorded for the next save (§8.5) — except a coordinator without a store,
+    /// which has nothing to merge (before, each block run while the store was removed
+    /// recorded `noPersistentStore`, and the first save after a store was added again threw it).
+    func mergeAutomatically(through head: UInt64?) {
+        do { try mergeStoreChanges(through: head) } catch ContextError.noPersistentStore {
+            return
+        } catch {
+            recordProblem(error as? ContextError ?? .store("\(error)"))
+        }
     }
 
     /// At the end of the outermost block: post what changed.

@@ -372,6 +372,23 @@ struct ConcurrencyReviewTests {
         // Before: it stayed in step with sequence 5 of the store before the restore.
         #expect(seen == "After the restore")
     }
+
+    @Test("an automatically merging context run while its coordinator has no store: once a store is added again, its save goes through")
+    func mergingWithoutStoreDoesNotPoisonSave() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let merging = privateContext(coordinator, name: "merging")
+        await merging.perform { (context: isolated ManagedObjectContext) in context.automaticallyMergesChangesFromParent = true }
+        try coordinator.remove(try #require(coordinator.persistentStores.first))
+        // Blocks run while there is no store: each one's merge finds nothing to merge from.
+        for _ in 0..<2 { await merging.perform { (_: isolated ManagedObjectContext) in } }
+        try coordinator.addPersistentStore(type: .eventLog, at: dir.url.appendingPathComponent("store"))
+        try await merging.perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Team").setValue("After", forKey: "name")
+            // Before: "the coordinator has no persistent store", twice, from the merges.
+            try context.save()
+        }
+    }
 }
 
 /// Runs `body` on a thread of its own and waits at most `seconds` for it; a deadlock fails
