@@ -389,6 +389,14 @@ struct ConcurrencyReviewTests {
             try context.save()
         }
     }
+
+    @Test("a main-queue context in a program that runs dispatchMain(): perform, the non-async perform and performAndWait (from another thread, nested) all run")
+    func mainQueueUnderDispatchMain() throws {
+        let dir = try TemporaryDirectory()
+        let result = try runProcess(BuildProducts.executable("StrataContextProbe"), ["mainqueue", dir.file("store")])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.split(separator: "\n") == ["perform 1", "scheduled on-queue", "waited 1", "nested 1"], "\(result.standardOutput)")
+    }
 }
 
 /// Runs `body` on a thread of its own and waits at most `seconds` for it; a deadlock fails
