@@ -397,6 +397,72 @@ struct ConcurrencyReviewTests {
         #expect(result.status == 0, "\(result.standardError)")
         #expect(result.standardOutput.split(separator: "\n") == ["perform 1", "scheduled on-queue", "waited 1", "nested 1"], "\(result.standardOutput)")
     }
+
+    @Test("coordinators opening one new store from several threads at once: every open succeeds, one store UUID, saves from all land")
+    func concurrentOpensOfNewStore() async throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.url.appendingPathComponent("store")
+        let model = try SeedModels.leagueManager
+        let count = 6
+        let coordinators = try await withDeadline(seconds: 60) {
+            try await withThrowingTaskGroup(of: PersistentStoreCoordinator.self) { group in
+                for _ in 0..<count {
+                    group.addTask {
+                        try runWithDeadline {
+                            let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+                            try coordinator.addPersistentStore(type: .eventLog, at: url)
+                            return coordinator
+                        }
+                    }
+                }
+                var all: [PersistentStoreCoordinator] = []
+                for try await coordinator in group { all.append(coordinator) }
+                return all
+            }
+        }
+        let identifiers = Set(coordinators.compactMap { $0.persistentStores.first?.identifier })
+        #expect(identifiers.count == 1)
+        for (index, coordinator) in coordinators.enumerated() {
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                try context.insertNewObject(forEntityName: "Team").setValue("T\(index)", forKey: "name")
+                try context.save()
+            }
+        }
+        try await privateContext(coordinators[0]).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.count(for: FetchRequest(entityName: "Team")) == count)
+        }
+        #expect(try coordinators[0].persistentStores[0].log.verify().isClean)
+    }
+
+    @Test("another process saves the object this context changed: the error policy reports the conflict with their value; object-trump keeps ours and their insert")
+    func conflictWithAnotherProcess() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let context = privateContext(coordinator, name: "main")
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Ours", forKey: "name")
+        }
+        let saved = try runProcess(
+            BuildProducts.executable("StrataContextProbe"), ["save", dir.url.appendingPathComponent("store").path, teamID.description, "Theirs"])
+        #expect(saved.status == 0, "\(saved.standardError)")
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
+            do {
+                try context.save()
+                Issue.record("the save went through over another process's change")
+            } catch ContextError.mergeConflicts(let conflicts) {
+                #expect(conflicts.map(\.objectID) == [teamID])
+                let name = conflicts.first?.properties.first { $0.name == "name" }
+                #expect(name?.theirs == .attribute(.string("Theirs")) && name?.ours == .attribute(.string("Ours")), "\(String(describing: name))")
+            }
+            context.mergePolicy = StandardMergePolicy.mergeByPropertyObjectTrump
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            #expect(team.value(forKey: "name") as? String == "Ours")
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.compactMap { $0.value(forKey: "lastName") as? String } == ["Probe"])
+        }
+    }
 }
 
 /// Runs `body` on a thread of its own and waits at most `seconds` for it; a deadlock fails
