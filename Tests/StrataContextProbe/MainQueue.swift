@@ -7,7 +7,8 @@ import StrataTestSupport
 /// `dispatchMain()`, where the main queue's blocks may run on a thread other than the
 /// process's first. Uses the view context of a container on STORE with the awaiting
 /// `perform`, the non-async `perform`, and `performAndWait` from another thread and from
-/// inside its own block; prints "perform N", "scheduled on-queue", "waited N",
+/// inside its own block, and first from the main thread itself before `dispatchMain()`;
+/// prints "main thread N", "perform N", "scheduled on-queue", "waited N",
 /// "nested N" and exits 0. A watchdog exits 1 after 20 s (a deadlock).
 func runMainQueue(_ arguments: [String]) -> Never {
     guard arguments.count == 2 else { fail("usage: mainqueue STORE") }
@@ -21,6 +22,16 @@ func runMainQueue(_ arguments: [String]) -> Never {
         fail("\(error)")
     }
     let view = container.viewContext
+    // On the main thread, before the main queue runs (top-level code of a tool, as Core Data
+    // allows: the main thread is the main queue's).
+    do {
+        let initial = try view.performAndWait { (context: isolated ManagedObjectContext) throws -> Int in
+            try context.count(for: FetchRequest(entityName: "Team"))
+        }
+        say("main thread \(initial)")
+    } catch {
+        fail("performAndWait on the main thread: \(error)")
+    }
     Task {
         do {
             let count = try await view.perform { (context: isolated ManagedObjectContext) throws -> Int in

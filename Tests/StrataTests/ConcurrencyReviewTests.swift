@@ -395,7 +395,7 @@ struct ConcurrencyReviewTests {
         let dir = try TemporaryDirectory()
         let result = try runProcess(BuildProducts.executable("StrataContextProbe"), ["mainqueue", dir.file("store")])
         #expect(result.status == 0, "\(result.standardError)")
-        #expect(result.standardOutput.split(separator: "\n") == ["perform 1", "scheduled on-queue", "waited 1", "nested 1"], "\(result.standardOutput)")
+        #expect(result.standardOutput.split(separator: "\n") == ["main thread 0", "perform 1", "scheduled on-queue", "waited 1", "nested 1"], "\(result.standardOutput)")
     }
 
     @Test("coordinators opening one new store from several threads at once: every open succeeds, one store UUID, saves from all land")
