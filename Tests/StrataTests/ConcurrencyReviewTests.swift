@@ -44,6 +44,21 @@ struct ConcurrencyReviewTests {
             return inner
         }
         #expect(finished == 1)
+        // The nested blocks are one event: objects-did-change is posted once, at the end of
+        // the outermost block, not when an inner one returns.
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
+            let posted = PostCounter()
+            context.userInfo["posted"] = posted
+            _ = context.addObserver { change in
+                if case .objectsDidChange = change.notification { posted.value += 1 }
+            }
+            try context.performAndWait { (context: isolated ManagedObjectContext) throws in
+                try context.insertNewObject(forEntityName: "Team").setValue("Nested", forKey: "name")
+            }
+            #expect(posted.value == 0)
+        }
+        let posted = await context.perform { (context: isolated ManagedObjectContext) in (context.userInfo["posted"] as? PostCounter)?.value }
+        #expect(posted == 1)
         // And from a plain thread: performAndWait inside performAndWait.
         let result = try runWithDeadline {
             try context.performAndWait { (context: isolated ManagedObjectContext) throws -> Int in
@@ -52,7 +67,7 @@ struct ConcurrencyReviewTests {
                 }
             }
         }
-        #expect(result == 1)
+        #expect(result == 2, "the saved team and the nested block's unsaved one")
     }
 
     @Test("a child's block calling its private parent's performAndWait, and the parent's calling the child's: no deadlock")
@@ -463,6 +478,11 @@ struct ConcurrencyReviewTests {
             #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.compactMap { $0.value(forKey: "lastName") as? String } == ["Probe"])
         }
     }
+}
+
+/// Counts the notifications a synchronous observer saw (kept in a context's `userInfo`).
+private final class PostCounter {
+    var value = 0
 }
 
 /// Runs `body` on a thread of its own and waits at most `seconds` for it; a deadlock fails
