@@ -198,6 +198,7 @@ extension ContextCore {
         let wanted = objects.compactMap { object in object.objectID.storedID.map { (object, $0) } }
         guard !wanted.isEmpty else { return }
         let log = try store().log
+        if let foreign = wanted.lazy.compactMap({ self.foreignStoreError($0.0.objectID, storeUUID: log.storeUUID) }).first { throw foreign }
         // Read in key order through one cursor, by property code, and held by slot, as a
         // fetch holds its rows.
         let order = wanted.indices.sorted { wanted[$0].1 < wanted[$1].1 }

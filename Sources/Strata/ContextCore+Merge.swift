@@ -66,10 +66,30 @@ extension ContextCore {
     // MARK: - Where the context stands in the log
 
     /// Starts merging from the store's head now (a new context has nothing older to merge).
+    ///
+    /// When the coordinator's store is no longer the one whose log the known sequence counts
+    /// in (spec 0006 §16.3): for a store of another UUID (another store added after a
+    /// removal) the context is in step with it from its head when it was added — its
+    /// sequences aren't the old store's; for the same UUID (the store moved, or removed and
+    /// added again, maybe restored from an older copy) the history is the same, so the count
+    /// is kept, but never past that head (a restored copy's later sequences are new
+    /// transactions).
     func noteStoreHead() {
-        guard !knowsLastMergedSequence, let store = try? store(), let head = try? store.log.head else { return }
-        lastMergedSequence = head
-        knowsLastMergedSequence = true
+        guard let store = try? store() else { return }
+        if knowsLastMergedSequence {
+            if store.log === mergedLog { return }
+            let rebased = store.identifier == mergedStoreUUID ? min(lastMergedSequence, store.headWhenAdded) : store.headWhenAdded
+            if rebased != lastMergedSequence || store.identifier != mergedStoreUUID {
+                lastMergedSequence = rebased
+                ownSequences.removeAll()
+            }
+        } else {
+            guard let head = try? store.log.head else { return }
+            lastMergedSequence = head
+            knowsLastMergedSequence = true
+        }
+        mergedLog = store.log
+        mergedStoreUUID = store.identifier
     }
 
     /// A transaction this context committed: merging never brings it back.
@@ -91,7 +111,19 @@ extension ContextCore {
     func beginEvent() {
         eventDepth += 1
         guard eventDepth == 1, automaticallyMerges, parentContext == nil else { return }
-        do { try mergeStoreChanges(through: nil) } catch { recordProblem(error as? ContextError ?? .store("\(error)")) }
+        mergeAutomatically(through: nil)
+    }
+
+    /// An automatic merge (at the start of a block, or the coordinator's broadcast): a
+    /// failure is recorded for the next save (§8.5) — except a coordinator without a store,
+    /// which has nothing to merge (before, each block run while the store was removed
+    /// recorded `noPersistentStore`, and the first save after a store was added again threw it).
+    func mergeAutomatically(through head: UInt64?) {
+        do { try mergeStoreChanges(through: head) } catch ContextError.noPersistentStore {
+            return
+        } catch {
+            recordProblem(error as? ContextError ?? .store("\(error)"))
+        }
     }
 
     /// At the end of the outermost block: post what changed.
@@ -109,6 +141,9 @@ extension ContextCore {
             noteStoreHead()
             return
         }
+        // Another store than the one the known sequence counts in: in step with it from
+        // when it was added.
+        if store.log !== mergedLog { noteStoreHead() }
         guard head.map({ $0 > lastMergedSequence }) ?? true else { return }
         var summary = ChangeSummary()
         var through = lastMergedSequence

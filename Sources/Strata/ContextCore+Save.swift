@@ -298,6 +298,12 @@ extension ContextCore {
             return
         }
         var store = try self.store()
+        // Objects of a store the coordinator no longer has must not be written to the one it
+        // has now, where their keys name other objects (spec 0006 §1.6). References to them
+        // are caught as the draft is made.
+        for id in retained.keys {
+            if let foreign = foreignStoreError(id, storeUUID: store.identifier) { throw foreign }
+        }
         // The first round is optimistic: versions checked, then the commit checks them again.
         // After another writer slipped in between, later rounds check and commit inside one
         // write transaction, so a writer that commits all the time can't starve this save.
@@ -311,7 +317,11 @@ extension ContextCore {
             // seen are the draft's expected versions, checked again by the commit.
             func prepare() throws -> TransactionDraft? {
                 let expected = try resolveVersionConflicts(in: context)
+                draftStoreUUID = store.identifier
+                defer { draftStoreUUID = nil }
+                foreignDraftID = nil
                 let (draft, index) = makeDraft(expectedVersions: expected)
+                if let foreign = foreignDraftID, let error = foreignStoreError(foreign, storeUUID: store.identifier) { throw error }
                 groupIndex = index
                 return draft.isEmpty ? nil : draft
             }
@@ -446,8 +456,12 @@ extension ContextCore {
 
     func draftID(_ id: ManagedObjectID) -> DraftObjectID {
         switch id.storage {
-        case .temporary(let uuid): .temporary(entity: id.entityName, id: uuid)
-        case .permanent(_, let pk): .stored(StoredObjectID(entity: id.entityName, primaryKey: pk))
+        case .temporary(let uuid): return .temporary(entity: id.entityName, id: uuid)
+        case .permanent(let store, let pk):
+            // A reference to an object of a store the coordinator no longer has is noted for
+            // the save to refuse.
+            if let expected = draftStoreUUID, store != expected, foreignDraftID == nil { foreignDraftID = id }
+            return .stored(StoredObjectID(entity: id.entityName, primaryKey: pk))
         }
     }
 

@@ -524,6 +524,10 @@ final class ContextCore {
     var noticeObjects: [ManagedObjectID: ManagedObject] = [:]
     /// Nesting depth of `perform`/`performAndWait` blocks; the outermost one's end posts.
     var eventDepth = 0
+    /// While a save makes its draft: the store it writes to, and the first ID of another
+    /// store the draft named (``draftID(_:)``), which the save refuses.
+    var draftStoreUUID: UUID?
+    var foreignDraftID: ManagedObjectID?
 
     // MARK: Merging and conflicts
     /// Merge every transaction committed to the store (`automaticallyMergesChangesFromParent`).
@@ -535,6 +539,10 @@ final class ContextCore {
     var knowsLastMergedSequence = false
     /// Transactions this context committed after ``lastMergedSequence``: never merged back.
     var ownSequences: Set<UInt64> = []
+    /// The log whose sequences ``lastMergedSequence`` counts (weakly: a removed store's log
+    /// closes), and its store's UUID.
+    weak var mergedLog: EventLog?
+    var mergedStoreUUID: UUID?
     /// How conflicts found at save are resolved (`mergePolicy`).
     var mergePolicy: any MergePolicy = StandardMergePolicy.error
     /// Whether a fault the store no longer holds reads as a deleted, empty object (true,
@@ -686,6 +694,16 @@ final class ContextCore {
 
     func store() throws -> PersistentStore { try coordinator.requireStore() }
 
+    /// The error for an object of a store the coordinator no longer has (it was removed, and
+    /// maybe another added): its ID names nothing in the store there now — the same primary
+    /// key there is another object — so it is neither read nor written; nil for an ID of
+    /// `storeUUID` or a temporary one. Spec 0006 §1.6.
+    func foreignStoreError(_ id: ManagedObjectID, storeUUID: UUID) -> ContextError? {
+        guard case .permanent(let store, _) = id.storage, store != storeUUID else { return nil }
+        return .invalidObject(
+            "\(id) belongs to the store \(store.uuidString), which the coordinator no longer has (it was removed; its store is now \(storeUUID.uuidString)): the object can't be read or saved")
+    }
+
     /// Loads a fault's values. A missing object is marked deleted with empty values
     /// (`shouldDeleteInaccessibleFaults`), or stays a fault and is recorded as a problem.
     func fulfill(_ object: ManagedObject) {
@@ -724,6 +742,7 @@ final class ContextCore {
         }
         guard let stored = object.objectID.storedID else { return }
         let log = try store().log
+        if let foreign = foreignStoreError(object.objectID, storeUUID: log.storeUUID) { throw foreign }
         // Read by property code and held by slot, as a fetch holds its rows: no dictionary
         // to build, and later reads and saves of the object don't hash names.
         guard let fields = try readPinned(log, { reader in try reader.fields(stored) }) else {
@@ -752,6 +771,7 @@ final class ContextCore {
             return value
         }
         guard let stored = object.objectID.storedID, let log = try? store().log,
+            foreignStoreError(object.objectID, storeUUID: log.storeUUID) == nil,
             let related = try? readPinned(log, { reader in try reader.related(stored, property.name) })
         else { return nil }
         let value = PropertyValue.related(related, for: property, store: log.storeUUID)

@@ -712,11 +712,7 @@ extension ManagedObjectContext {
     /// Merges through `sequence` on the context's own queue, asynchronously (the coordinator's broadcast).
     nonisolated func scheduleMerge(through sequence: UInt64) {
         executor.queue.async { [weak self] in
-            self?.assumeIsolated { context in
-                do { try context.core.mergeStoreChanges(through: sequence) } catch {
-                    context.core.recordProblem(error as? ContextError ?? .store("\(error)"))
-                }
-            }
+            self?.assumeIsolated { context in context.core.mergeAutomatically(through: sequence) }
         }
     }
 }

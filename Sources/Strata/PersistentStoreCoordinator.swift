@@ -35,6 +35,10 @@ public final class PersistentStore: Sendable, Hashable, CustomStringConvertible 
     let continuedLogs: Set<ObjectIdentifier>
     /// The store this one was moved to, once it was (its log then refuses writes).
     private let successor = Mutex<PersistentStore?>(nil)
+    /// The log's head when the store was made (added to the coordinator): a context that
+    /// was in step with the coordinator's previous store is in step with this one from here
+    /// (spec 0006 §16.3).
+    let headWhenAdded: UInt64
 
     init(
         type: StoreType, url: URL?, log: EventLog, temporaryDirectory: String?, userMetadata: [String: MetadataValue] = [:],
@@ -46,6 +50,7 @@ public final class PersistentStore: Sendable, Hashable, CustomStringConvertible 
         self.temporaryDirectory = temporaryDirectory
         self.userMetadata = Mutex(userMetadata)
         self.continuedLogs = continuedLogs
+        headWhenAdded = (try? log.head) ?? 0
     }
 
     /// Whether this store's history continues `log`'s: it is that log's, or a store moved from it.

@@ -11,6 +11,8 @@
 //                                                  perform (the head check merges what other
 //                                                  processes saved) and print "name NAME
 //                                                  MERGED_THROUGH"; exit at end of input
+//   StrataContextProbe mainqueue STORE             a container's view context under dispatchMain()
+//                                                  (MainQueue.swift); exit 0 when every call ran
 //   StrataContextProbe staged STORE                add the StagedPeopleModels store at version
 //                                                  3 through a staged migration (Staged.swift)
 //                                                  printing its steps; "loaded" at the end
@@ -29,6 +31,7 @@ func fail(_ text: String) -> Never {
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "staged" { runStaged(arguments) }
+if arguments.first == "mainqueue" { runMainQueue(arguments) }
 guard arguments.count >= 3 else { fail("usage: save STORE TEAM_URI NAME | watch STORE TEAM_URI") }
 
 do {
