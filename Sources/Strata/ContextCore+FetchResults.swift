@@ -184,7 +184,7 @@ extension ContextCore {
         }
         return try objects.map { object in
             do {
-                try fulfillThrowing(object)
+                try fulfillThrowing(object, rowsReadNow: true)
             } catch ContextError.objectNotFound {
                 return nil
             }

@@ -34,6 +34,10 @@ final class ObjectRegistry: Sequence {
     /// Above zero while an object's `awakeFromFetch` runs (``ContextCore/awakingFromFetch``):
     /// kept here, where the objects reach it without loading the context's weak reference.
     @exclusivity(unchecked) var awakingFromFetch = 0
+    /// The context's `stalenessInterval`, kept here for the objects' fast path: below zero
+    /// (the default, -1), a fault fires from the row a fetch left on it, however old; zero
+    /// or more, it reads the store (spec 0006 §14.8).
+    @exclusivity(unchecked) var stalenessInterval: Double = -1
     /// Entities' names in model order: an entity's table is ``tables``[its index].
     let names: [String]
     private let indexes: [String: Int]
@@ -726,10 +730,21 @@ final class ContextCore {
         }
     }
 
-    func fulfillThrowing(_ object: ManagedObject) throws {
+    /// Loads a fault's values, throwing what keeps it from loading. `rowsReadNow`: the
+    /// object's row was read by the caller just now (`existingObjects(with:)`), so it is
+    /// fresh whatever the `stalenessInterval`.
+    func fulfillThrowing(_ object: ManagedObject, rowsReadNow: Bool = false) throws {
         guard !object.hasCommittedValues, !object.isInsertedFlag else { return }
-        if !object.hasRow, let batch = object.fetchBatch { try loadBatch(batch) }
-        if object.fireFromRow() { return }
+        if objects.stalenessInterval < 0 || rowsReadNow {
+            if !object.hasRow, let batch = object.fetchBatch { try loadBatch(batch) }
+            if object.fireFromRow() { return }
+        } else if object.hasRow || object.fetchBatch != nil {
+            // A row a fetch read earlier: its age isn't kept, so it can't be shown to be
+            // within the interval; the store (or the parent) is read instead.
+            object.row = nil
+            object.rowVersion = nil
+            object.fetchBatch = nil
+        }
         if parentContext != nil {
             // A child reads its parent's current (unsaved) state.
             guard let values = try parentValues(for: [object.objectID])[object.objectID] else {

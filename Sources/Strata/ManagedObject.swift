@@ -590,7 +590,9 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     final func rowAttribute(at slot: Int) -> AttributeValue? {
         guard changes.isEmpty, !info.transientSlots[slot] else { return nil }
         if fastCommitted == nil, storedCommitted == nil, !isInsertedFlag {
-            _ = fireFromRow()
+            // From its fetched row; with a `stalenessInterval` of zero or more, through the
+            // context, which reads the store.
+            if registry.stalenessInterval < 0 { _ = fireFromRow() } else { fireFault() }
             // Its `awakeFromFetch` may have changed values.
             guard changes.isEmpty else { return nil }
         }

@@ -151,11 +151,23 @@ public actor ManagedObjectContext {
         get { core.transactionAuthor }
         set { core.transactionAuthor = newValue }
     }
-    /// How long fetched values stay fresh (`stalenessInterval`); kept for API parity and not
-    /// consulted. A fault that isn't holding a fetched row reads the store when it fires (as
-    /// with 0); a fault a fetch left its row on fires from that row, however old (as with
-    /// Core Data's default, -1) — `refresh(_:mergeChanges:)` drops the row.
-    public var stalenessInterval: TimeInterval = -1
+    /// How long fetched values stay fresh (`stalenessInterval`): whether a fault a fetch
+    /// left its row on (Core Data's row cache) fires from that row or reads the store.
+    ///
+    /// Below zero (the default, -1, as in Core Data), it fires from the row however old it
+    /// is — values as of the fetch, though another context or process may have saved since;
+    /// `refresh(_:mergeChanges:)` drops the row. Zero or more, it reads the store (a child:
+    /// its parent) when it fires: Strata keeps no fetch time with a row, so no row can be
+    /// shown to be younger than the interval, and fresher values never break it. A fault
+    /// without a row always reads the store. Spec 0006 §14.8.
+    ///
+    /// ```swift
+    /// context.stalenessInterval = 0   // faults see what other processes saved since the fetch
+    /// ```
+    public var stalenessInterval: TimeInterval {
+        get { core.objects.stalenessInterval }
+        set { core.objects.stalenessInterval = newValue.isNaN ? -1 : newValue }
+    }
 
     /// The app's own values kept with the context (Core Data's `userInfo`), usable only on
     /// the context's queue. This is where something that lives inside the context — a

@@ -535,3 +535,56 @@ struct DeadlineExceeded: Error, CustomStringConvertible {
     let seconds: Double
     var description: String { "no result within \(seconds) s (deadlock?)" }
 }
+
+extension ConcurrencyReviewTests {
+    @Test("stalenessInterval 0: a fault a fetch left its row on reads the store when it fires; the default -1 fires from the row")
+    func stalenessIntervalHonoured() async throws {
+        let dir = try TemporaryDirectory()
+        let (writer, teamID) = try await leagueStore(dir)
+        let second = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let fresh = privateContext(second, name: "fresh")
+        let cached = privateContext(second, name: "cached")
+        let batched = privateContext(second, name: "batched")
+        for context in [fresh, cached, batched] {
+            try await context.perform { (context: isolated ManagedObjectContext) throws in
+                if context.name != "cached" { context.stalenessInterval = 0 }
+                context.retainsRegisteredObjects = true
+                var request = FetchRequest(entityName: "Team")
+                if context.name == "batched" { request.fetchBatchSize = 1 }
+                let teams = try context.fetch(request)
+                #expect(teams.count == 1 && teams[0].isFault)
+            }
+        }
+        // Another coordinator (as another process would) renames the team.
+        try await privateContext(writer).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Renamed", forKey: "name")
+            try context.save()
+        }
+        let names = try await [fresh, cached, batched].asyncMap { context in
+            try await context.perform { (context: isolated ManagedObjectContext) throws -> String? in
+                let team = context.registeredObject(for: teamID)
+                #expect(team?.isFault == true)
+                return team?.value(forKey: "name") as? String
+            }
+        }
+        // Before: the fault fired from the row the fetch left, whatever the interval.
+        #expect(names[0] == "Renamed", "stalenessInterval 0 read the fetched row")
+        #expect(names[1] != "Renamed", "the default (-1) fires from the fetched row, as Core Data's does")
+        #expect(names[2] == "Renamed", "stalenessInterval 0, batched fetch")
+        // With 0, the save of a change to it doesn't conflict: the values read are the store's.
+        try await fresh.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Again", forKey: "uniformColor")
+            try context.save()
+        }
+    }
+}
+
+extension Array where Element: Sendable {
+    /// `transform` applied to each element in order.
+    func asyncMap<T: Sendable>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var result: [T] = []
+        for element in self { result.append(try await transform(element)) }
+        return result
+    }
+}

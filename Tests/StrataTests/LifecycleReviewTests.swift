@@ -587,24 +587,28 @@ struct LifecycleReviewTests {
         }
     }
 
-    @Test("stalenessInterval isn't consulted: a fault a fetch left its row on fires from that row after another context's save, whatever the interval; refresh drops the row; a fault without a row reads the store")
+    @Test("stalenessInterval: by default (-1) a fault a fetch left its row on fires from that row after another context's save; with 0 it reads the store; refresh drops the row; a fault without a row reads the store")
     func stalenessOfFetchedRows() async throws {
         let dir = try TemporaryDirectory()
         let coordinator = try lifecycleCoordinator(dir)
         let ids = try await seedTeams(coordinator, ["Otters", "Herons"])
-        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            context.stalenessInterval = 0
-            let fetched = try #require(try context.fetch(try FetchRequest(entityName: "Team", format: "name == 'Otters'")).first)
-            let unread = try context.object(with: ids[1])
-            #expect(fetched.isFault && unread.isFault)
-            try privateContext(coordinator).performAndWait { (other: isolated ManagedObjectContext) throws in
-                for id in ids { try other.existingObject(with: id).setValue("Renamed", forKey: "name") }
-                try other.save()
+        for interval in [-1.0, 0] {
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                context.stalenessInterval = interval
+                let name = interval < 0 ? "Otters" : "Renamed"
+                let fetched = try #require(try context.fetch(try FetchRequest(entityName: "Team", format: "name == %@", name)).first)
+                let unread = try context.object(with: ids[1])
+                #expect(fetched.isFault && unread.isFault)
+                try privateContext(coordinator).performAndWait { (other: isolated ManagedObjectContext) throws in
+                    for id in ids { try other.existingObject(with: id).setValue(interval < 0 ? "Renamed" : "Renamed again", forKey: "name") }
+                    try other.save()
+                }
+                // -1: the fetch's row, however old; 0: the store, read now.
+                #expect(fetched.value(forKey: "name") as? String == (interval < 0 ? "Otters" : "Renamed again"))
+                #expect(unread.value(forKey: "name") as? String == (interval < 0 ? "Renamed" : "Renamed again"))  // read now
+                context.refresh(fetched, mergeChanges: false)
+                #expect(fetched.value(forKey: "name") as? String == (interval < 0 ? "Renamed" : "Renamed again"))
             }
-            #expect(fetched.value(forKey: "name") as? String == "Otters")  // the fetch's row
-            #expect(unread.value(forKey: "name") as? String == "Renamed")  // read now
-            context.refresh(fetched, mergeChanges: false)
-            #expect(fetched.value(forKey: "name") as? String == "Renamed")
         }
     }
 
