@@ -568,10 +568,13 @@ extension AnyFetchedResultsController: ContextChangeTracker {
     /// The object for `id`: one the notification carries, a registered one, or a new fault —
     /// nothing holds an unchanged object (a related object, a non-member whose change a
     /// rollback undid, a merge's insert), so it may have gone from the registry by the time
-    /// the change is posted. Temporary IDs that aren't registered name nothing any more.
+    /// the change is posted. Temporary IDs that aren't registered name nothing any more —
+    /// except in a child context, where they name the parent's unsaved objects (a sibling's
+    /// insert its save pushed into the parent, merged here): before, such an insert never
+    /// reached the child's controller.
     func resolve(_ id: ManagedObjectID, _ known: [ManagedObjectID: ManagedObject], creating: Bool, _ plan: ResultsPlan) -> ManagedObject? {
         if let object = known[id] ?? core.registered(id) { return object }
-        guard creating, !id.isTemporaryID else { return nil }
+        guard creating, !id.isTemporaryID || core.parentContext != nil else { return nil }
         return core.object(with: id)
     }
 
