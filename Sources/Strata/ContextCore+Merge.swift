@@ -235,14 +235,61 @@ extension ContextCore {
                 object.version = nil
                 continue
             }
+            let toMany = toManyChanges(object)
             object.committed = record.values
             object.version = record.version
+            rebaseToManyChanges(object, toMany)
             dropChangesEqualToCommitted(object)
             object.awakeFromFetchUntracked()
             object.transients = transients
             object.awake(fromSnapshotEvents: events)
         }
         pruneRetained()
+    }
+
+    /// The object's unsaved to-many changes with the values they were made against, taken
+    /// before its committed values are re-read (``rebaseToManyChanges(_:_:)``).
+    func toManyChanges(_ object: ManagedObject) -> [(property: PropertyInfo, base: PropertyValue, ours: PropertyValue)] {
+        guard !object.changes.isEmpty, !object.isInsertedFlag else { return [] }
+        var found: [(property: PropertyInfo, base: PropertyValue, ours: PropertyValue)] = []
+        for (key, ours) in object.changes {
+            guard let property = object.info.properties[key], property.isToMany, !property.isTransient else { continue }
+            // A derived side (a team's players) is cached with the committed values; a recorded
+            // one is there, or empty.
+            guard let base = object.committedValue(property) ?? (property.isRecorded ? property.emptyValue : nil) else { continue }
+            found.append((property, base, ours))
+        }
+        return found
+    }
+
+    /// Re-applies unsaved to-many changes to the values just re-read (a merge, a refresh
+    /// keeping changes): members the other writer added are added, members it removed are
+    /// removed, the context's own additions and removals stay — as Core Data re-applies a
+    /// to-many's changes. Before, the context's whole value (made from the old members)
+    /// stayed as its change, so a team the context had added a player to lost, in memory,
+    /// the player another context had saved into it.
+    func rebaseToManyChanges(_ object: ManagedObject, _ changes: [(property: PropertyInfo, base: PropertyValue, ours: PropertyValue)]) {
+        for (property, base, ours) in changes {
+            // The new base: the re-read committed value, or the derived side as the store (a
+            // child: the parent) has it now.
+            let theirs: PropertyValue
+            if let committed = object.committedValue(property) {
+                theirs = committed
+            } else if property.isRecorded {
+                theirs = property.emptyValue
+            } else if let derived = derivedValue(object, property) {
+                theirs = derived
+            } else {
+                continue
+            }
+            let before = Set(base.ids), now = Set(theirs.ids), mine = Set(ours.ids)
+            let added = theirs.ids.filter { !before.contains($0) && !mine.contains($0) }
+            let removed = before.subtracting(now)
+            guard !added.isEmpty || !removed.isEmpty else { continue }
+            let members = ours.ids.filter { !removed.contains($0) } + added
+            let merged: PropertyValue = property.isOrdered ? .toMany(members) : .unordered(members)
+            object.changes[property.name] = merged == theirs ? nil : merged
+        }
     }
 
     /// Drops recorded changes that equal the committed value.

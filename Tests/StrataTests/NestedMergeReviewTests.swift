@@ -49,4 +49,87 @@ struct NestedMergeReviewTests {
             #expect(delegate.problems.isEmpty, "\(delegate.problems)")
         }
     }
+
+    @Test("a merge keeps a team's unsaved new member and adds the member another context saved")
+    func mergeToManyWithLocalAddition() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let other = privateContext(coordinator, name: "other")
+        try await privateContext(coordinator, name: "mine").perform { (context: isolated ManagedObjectContext) throws in
+            let otters = try context.existingObject(with: teamID)
+            try player(context, "Mine", of: otters)
+            #expect((otters.value(forKey: "players") as? Set<ManagedObject>)?.count == 1)
+            let save = try other.performAndWait { (other: isolated ManagedObjectContext) throws -> ContextDidSave in
+                try player(other, "Theirs", of: try other.existingObject(with: teamID))
+                var captured: ContextDidSave?
+                let token = other.addObserver { change in
+                    if case .didSave(let save) = change.notification { captured = save }
+                }
+                try other.save()
+                other.removeObserver(token)
+                return try #require(captured)
+            }
+            context.mergeChanges(fromContextDidSave: save)
+            func members() -> [String] {
+                ((otters.value(forKey: "players") as? Set<ManagedObject>) ?? []).compactMap { $0.value(forKey: "lastName") as? String }.sorted()
+            }
+            #expect(members() == ["Mine", "Theirs"])
+            try context.save()
+            #expect(members() == ["Mine", "Theirs"])
+        }
+    }
+
+    static func tagNames(_ object: ManagedObject) -> [String] {
+        ((object.value(forKey: "tags") as? Set<ManagedObject>) ?? []).compactMap { $0.value(forKey: "name") as? String }.sorted()
+    }
+
+    @Test("refresh keeping changes re-applies a many-to-many's unsaved additions to the stored members; the save keeps both")
+    func refreshManyToManyKeepsBothAdditions() async throws {
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel {
+            Entity("Post") {
+                Attribute("title", .string)
+                Relationship("tags", to: "Tag", inverse: "posts", toMany: true)
+            }
+            Entity("Tag") {
+                Attribute("name", .string)
+                Relationship("posts", to: "Post", inverse: "tags", toMany: true)
+            }
+        }
+        let coordinator = try openCoordinator(dir, model: model)
+        let (postID, tagIDs) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let post = try context.insertNewObject(forEntityName: "Post")
+            post.setValue("Hello", forKey: "title")
+            var tags: [ManagedObject] = []
+            for name in ["a", "b", "c"] {
+                let tag = try context.insertNewObject(forEntityName: "Tag")
+                tag.setValue(name, forKey: "name")
+                tags.append(tag)
+            }
+            post.setValue(Set([tags[0]]), forKey: "tags")
+            try context.save()
+            return (post.objectID, tags.map(\.objectID))
+        }
+        let other = privateContext(coordinator, name: "other")
+        try await privateContext(coordinator, name: "mine").perform { (context: isolated ManagedObjectContext) throws in
+            let post = try context.existingObject(with: postID)
+            let tagB = try context.existingObject(with: tagIDs[1])
+            post.mutableSetValue(forKey: "tags").add(tagB)
+            #expect(Self.tagNames(post) == ["a", "b"])
+            try other.performAndWait { (other: isolated ManagedObjectContext) throws in
+                let post = try other.existingObject(with: postID)
+                post.mutableSetValue(forKey: "tags").add(try other.existingObject(with: tagIDs[2]))
+                try other.save()
+            }
+            context.refresh(post, mergeChanges: true)
+            #expect(Self.tagNames(post) == ["a", "b", "c"])
+            try context.save()
+            #expect(Self.tagNames(post) == ["a", "b", "c"])
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let post = try context.existingObject(with: postID)
+            #expect(Self.tagNames(post) == ["a", "b", "c"], "the store keeps both additions")
+            #expect(((try context.existingObject(with: tagIDs[2]).value(forKey: "posts") as? Set<ManagedObject>) ?? []).count == 1)
+        }
+    }
 }
