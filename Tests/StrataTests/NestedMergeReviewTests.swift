@@ -132,4 +132,41 @@ struct NestedMergeReviewTests {
             #expect(((try context.existingObject(with: tagIDs[2]).value(forKey: "posts") as? Set<ManagedObject>) ?? []).count == 1)
         }
     }
+
+    @Test("a child's controller keeps its pushed objects in place, in fetch order, across the child's and the parent's saves")
+    func childControllerTiesAcrossPush() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent)
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let request = FetchRequest(entityName: "Team", sortDescriptors: [FetchSortDescriptor(key: "uniformColor")])
+            let teams = FetchedResultsController(fetchRequest: request, managedObjectContext: context)
+            try teams.performFetch()
+            let delegate = RecordingDelegate(mirroring: teams)
+            teams.delegate = delegate
+            try team(context, "Apes")
+            try team(context, "Bats")
+            context.processPendingChanges()
+            #expect(names(teams.fetchedObjects) == names(try context.fetch(request)))
+            try context.save()
+            #expect(names(teams.fetchedObjects) == names(try context.fetch(request)))
+            #expect(names(teams.fetchedObjects) == ["Otters", "Apes", "Bats"])
+            #expect(delegate.batches.map { $0.lines() } == [["insert ->0.1 Apes", "insert ->0.2 Bats"]], "the save moves nothing")
+            #expect(delegate.problems.isEmpty, "\(delegate.problems)")
+            context.userInfo["teams"] = teams
+            context.userInfo["delegate"] = delegate
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let teams = try #require(context.userInfo["teams"] as? FetchedResultsController<ManagedObject>)
+            let delegate = try #require(context.userInfo["delegate"] as? RecordingDelegate)
+            try context.existingObject(with: try #require(teams.fetchedObjects?.last?.objectID)).setValue("Bees", forKey: "name")
+            context.processPendingChanges()
+            #expect(names(teams.fetchedObjects) == names(try context.fetch(teams.fetchRequest)))
+            #expect(names(teams.fetchedObjects) == ["Otters", "Apes", "Bees"])
+            #expect(delegate.last?.lines() == ["update 0.2>0.2 Bees"])
+            #expect(delegate.problems.isEmpty, "\(delegate.problems)")
+        }
+    }
 }
