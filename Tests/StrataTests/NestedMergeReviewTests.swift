@@ -169,4 +169,39 @@ struct NestedMergeReviewTests {
             #expect(delegate.problems.isEmpty, "\(delegate.problems)")
         }
     }
+
+    @Test("a child's fetch orders ties as a root's does: a changed stored object keeps its place, the child's inserts come last")
+    func childFetchTieOrder() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try team(context, "Bats")
+            try context.save()
+        }
+        let parent = privateContext(coordinator, name: "parent")
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            try team(context, "P1")
+            try team(context, "P2")
+        }
+        let child = childContext(parent)
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let request = FetchRequest(entityName: "Team", sortDescriptors: [FetchSortDescriptor(key: "uniformColor")])
+            let otters = try #require(try context.fetch(request).first)
+            #expect(otters.value(forKey: "name") as? String == "Otters")
+            otters.setValue("Otters2", forKey: "name")
+            let inserted = ["C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8"]
+            for name in inserted { try team(context, name) }
+            #expect(try names(context.fetch(request)) == ["Otters2", "Bats", "P1", "P2"] + inserted)
+            #expect(try names(context.fetch(FetchRequest(entityName: "Team"))) == ["Otters2", "Bats", "P1", "P2"] + inserted)
+            // A stored object only the child's change makes a match goes in its stored place.
+            try parent.performAndWait { (parent: isolated ManagedObjectContext) throws in
+                let bats = try #require(try parent.fetch(FetchRequest(entityName: "Team", predicate: try FormatPredicate(format: "name == 'Bats'"))).first)
+                bats.setValue("x", forKey: "uniformColor")
+            }
+            otters.setValue("x", forKey: "uniformColor")
+            var striped = request
+            striped.predicate = try FormatPredicate(format: "uniformColor == 'x'")
+            #expect(try names(context.fetch(striped)) == ["Otters2", "Bats"])
+        }
+    }
 }
