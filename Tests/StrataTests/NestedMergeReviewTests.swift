@@ -204,4 +204,182 @@ struct NestedMergeReviewTests {
             #expect(try names(context.fetch(striped)) == ["Otters2", "Bats"])
         }
     }
+
+    @Test("probe: the parent's controller follows a child's pushes: insert, rename, delete, and the child's undo")
+    func parentControllerFollowsPushes() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            let (teams, delegate) = try followedTeams(context)
+            context.userInfo["teams"] = teams
+            context.userInfo["delegate"] = delegate
+        }
+        let child = childContext(parent)
+        func lines() async throws -> [String] {
+            try await parent.perform { (context: isolated ManagedObjectContext) throws -> [String] in
+                let delegate = try #require(context.userInfo["delegate"] as? RecordingDelegate)
+                #expect(delegate.problems.isEmpty, "\(delegate.problems)")
+                return delegate.last?.lines() ?? []
+            }
+        }
+        let kitesID = try await child.perform { (context: isolated ManagedObjectContext) throws -> ManagedObjectID in
+            let kites = try team(context, "Kites")
+            try context.save()
+            return kites.objectID
+        }
+        #expect(try await lines() == ["insert ->0.0 Kites"])
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: kitesID).setValue("Zebras", forKey: "name")
+            try context.save()
+        }
+        #expect(try await lines() == ["move 0.0>0.1 Zebras"])
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            try context.undo()
+            try context.save()
+        }
+        #expect(try await lines() == ["move 0.1>0.0 Kites"])
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            try context.undo()
+            #expect(context.hasChanges == true)
+            try context.save()
+        }
+        #expect(try await lines() == ["delete 0.0>- ?"])
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            #expect(context.hasChanges == false)
+            let teams = try #require(context.userInfo["teams"] as? FetchedResultsController<ManagedObject>)
+            #expect(names(teams.fetchedObjects) == ["Otters"])
+        }
+    }
+
+    @Test("probe: a did-save names both teams of a moved player; a context merging it updates both teams' players")
+    func didSaveNamesBothSides() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let (a, b, p) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let a = try team(context, "A"), b = try team(context, "B")
+            let p = try player(context, "Ng", of: a)
+            try context.save()
+            return (a.objectID, b.objectID, p.objectID)
+        }
+        let mover = privateContext(coordinator, name: "mover")
+        try await privateContext(coordinator, name: "viewer").perform { (context: isolated ManagedObjectContext) throws in
+            let teamA = try context.existingObject(with: a), teamB = try context.existingObject(with: b)
+            #expect((teamA.value(forKey: "players") as? Set<ManagedObject>)?.count == 1)
+            #expect((teamB.value(forKey: "players") as? Set<ManagedObject>)?.count == 0)
+            let save = try mover.performAndWait { (mover: isolated ManagedObjectContext) throws -> ContextDidSave in
+                var captured: ContextDidSave?
+                let token = mover.addObserver { change in
+                    if case .didSave(let save) = change.notification { captured = save }
+                }
+                let player = try mover.existingObject(with: p)
+                player.setValue(try mover.object(with: b), forKey: "team")
+                try mover.save()
+                mover.removeObserver(token)
+                return try #require(captured)
+            }
+            #expect(save.updated == [a, b, p])
+            context.mergeChanges(fromContextDidSave: save)
+            #expect((teamA.value(forKey: "players") as? Set<ManagedObject>)?.count == 0)
+            #expect((teamB.value(forKey: "players") as? Set<ManagedObject>)?.count == 1)
+        }
+    }
+
+    @Test("probe: a child's cascading delete pushed, then undone and pushed: the parent's save keeps the team and its players")
+    func childUndoesPushedCascade() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let otters = try context.existingObject(with: teamID)
+            try player(context, "Ng", of: otters)
+            try player(context, "Oh", of: otters)
+            try context.save()
+        }
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent)
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: teamID))
+            try context.save()
+            try context.undo()
+            try context.save()
+            let otters = try context.existingObject(with: teamID)
+            #expect((otters.value(forKey: "players") as? Set<ManagedObject>)?.count == 2)
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            let otters = try context.existingObject(with: teamID)
+            #expect(otters.isDeleted == false)
+            #expect((otters.value(forKey: "players") as? Set<ManagedObject>)?.count == 2)
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let otters = try context.existingObject(with: teamID)
+            #expect(otters.value(forKey: "name") as? String == "Otters")
+            #expect((otters.value(forKey: "players") as? Set<ManagedObject>)?.count == 2)
+            #expect(try context.count(for: FetchRequest(entityName: "Player")) == 2)
+        }
+    }
+
+    @Test("the merge-by-property policies merge a many-to-many both contexts added to; overwrite writes the context's, rollback the store's")
+    func manyToManyUnderPolicies() async throws {
+        let expected: [(StandardMergePolicy, [String])] = [
+            (.mergeByPropertyObjectTrump, ["a", "b", "c"]), (.mergeByPropertyStoreTrump, ["a", "b", "c"]),
+            (.overwrite, ["a", "b"]), (.rollback, ["a", "c"]),
+        ]
+        for (policy, tags) in expected {
+            let dir = try TemporaryDirectory()
+            let coordinator = try openCoordinator(dir, model: try Self.postsModel())
+            let (postID, tagIDs) = try await Self.postWithTags(coordinator)
+            let other = privateContext(coordinator, name: "other")
+            try await privateContext(coordinator, name: "mine").perform { (context: isolated ManagedObjectContext) throws in
+                context.mergePolicy = policy
+                let post = try context.existingObject(with: postID)
+                post.mutableSetValue(forKey: "tags").add(try context.existingObject(with: tagIDs[1]))
+                post.setValue("Mine", forKey: "title")
+                try other.performAndWait { (other: isolated ManagedObjectContext) throws in
+                    let post = try other.existingObject(with: postID)
+                    post.mutableSetValue(forKey: "tags").add(try other.existingObject(with: tagIDs[2]))
+                    post.setValue("Theirs", forKey: "title")
+                    try other.save()
+                }
+                try context.save()
+                #expect(Self.tagNames(post) == tags, "\(policy.type)")
+            }
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                let post = try context.existingObject(with: postID)
+                #expect(Self.tagNames(post) == tags, "\(policy.type): stored")
+                let title = post.value(forKey: "title") as? String
+                #expect(title == ([.mergeByPropertyObjectTrump, .overwrite].contains(policy) ? "Mine" : "Theirs"), "\(policy.type)")
+            }
+        }
+    }
+
+    static func postsModel() throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Post") {
+                Attribute("title", .string)
+                Relationship("tags", to: "Tag", inverse: "posts", toMany: true)
+            }
+            Entity("Tag") {
+                Attribute("name", .string)
+                Relationship("posts", to: "Post", inverse: "tags", toMany: true)
+            }
+        }
+    }
+
+    /// A post "Hello" tagged "a", and the tags "a", "b", "c".
+    static func postWithTags(_ coordinator: PersistentStoreCoordinator) async throws -> (ManagedObjectID, [ManagedObjectID]) {
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let post = try context.insertNewObject(forEntityName: "Post")
+            post.setValue("Hello", forKey: "title")
+            var tags: [ManagedObject] = []
+            for name in ["a", "b", "c"] {
+                let tag = try context.insertNewObject(forEntityName: "Tag")
+                tag.setValue(name, forKey: "name")
+                tags.append(tag)
+            }
+            post.setValue(Set([tags[0]]), forKey: "tags")
+            try context.save()
+            return (post.objectID, tags.map(\.objectID))
+        }
+    }
 }
