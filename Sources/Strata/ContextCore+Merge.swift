@@ -289,7 +289,42 @@ extension ContextCore {
             let members = ours.ids.filter { !removed.contains($0) } + added
             let merged: PropertyValue = property.isOrdered ? .toMany(members) : .unordered(members)
             object.changes[property.name] = merged == theirs ? nil : merged
+            rebaseUnsavedGroups(object.objectID, property, added: added, removed: removed)
         }
+    }
+
+    /// The context's unsaved undo groups that change `property` of the object take the other
+    /// writer's additions and removals too, on both sides: undoing the context's change
+    /// takes back only what it added or removed (Core Data's undo of a to-many mutation),
+    /// and a save writing a group writes the members as merged. Before, undo set the
+    /// members read before the merge, and the next save removed the other writer's.
+    /// Saved and pushed groups describe what is in the store (the parent) and stay.
+    func rebaseUnsavedGroups(_ id: ManagedObjectID, _ property: PropertyInfo, added: [ManagedObjectID], removed: Set<ManagedObjectID>) {
+        func fix(_ value: PropertyValue) -> PropertyValue {
+            let present = Set(value.ids)
+            let members = value.ids.filter { !removed.contains($0) } + added.filter { !present.contains($0) }
+            return property.isOrdered ? .toMany(members) : .unordered(members)
+        }
+        var seen: Set<ObjectIdentifier> = []
+        func visit(_ group: UndoGroup) {
+            guard group.saved == nil, !group.pushed, !group.fromLog, group.parts.isEmpty, seen.insert(ObjectIdentifier(group)).inserted,
+                var change = group.changes[id], change.kind == .updated
+            else { return }
+            var changed = false
+            if let old = change.old[property.name] {
+                change.old[property.name] = fix(old)
+                changed = true
+            }
+            if let new = change.new[property.name] {
+                change.new[property.name] = fix(new)
+                changed = true
+            }
+            if changed { group.changes[id] = change }
+        }
+        visit(journal.open)
+        for group in journal.undoStack { visit(group) }
+        for group in journal.redoStack { visit(group) }
+        for effect in pending where effect.kind == .user { visit(effect.changes) }
     }
 
     /// Drops recorded changes that equal the committed value.

@@ -74,6 +74,10 @@ struct NestedMergeReviewTests {
                 ((otters.value(forKey: "players") as? Set<ManagedObject>) ?? []).compactMap { $0.value(forKey: "lastName") as? String }.sorted()
             }
             #expect(members() == ["Mine", "Theirs"])
+            try context.undo()
+            #expect(members() == ["Theirs"], "undo takes back the context's own addition only")
+            try context.redo()
+            #expect(members() == ["Mine", "Theirs"])
             try context.save()
             #expect(members() == ["Mine", "Theirs"])
         }
@@ -380,6 +384,35 @@ struct NestedMergeReviewTests {
             post.setValue(Set([tags[0]]), forKey: "tags")
             try context.save()
             return (post.objectID, tags.map(\.objectID))
+        }
+    }
+
+    @Test("undo after a merge re-applied a many-to-many change takes back only the context's addition; the save keeps the other writer's")
+    func undoAfterRebase() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.postsModel())
+        let (postID, tagIDs) = try await Self.postWithTags(coordinator)
+        let other = privateContext(coordinator, name: "other")
+        try await privateContext(coordinator, name: "mine").perform { (context: isolated ManagedObjectContext) throws in
+            let post = try context.existingObject(with: postID)
+            post.mutableSetValue(forKey: "tags").add(try context.existingObject(with: tagIDs[1]))
+            context.processPendingChanges()
+            try other.performAndWait { (other: isolated ManagedObjectContext) throws in
+                let post = try other.existingObject(with: postID)
+                post.mutableSetValue(forKey: "tags").add(try other.existingObject(with: tagIDs[2]))
+                try other.save()
+            }
+            context.refresh(post, mergeChanges: true)
+            #expect(Self.tagNames(post) == ["a", "b", "c"])
+            try context.undo()
+            #expect(Self.tagNames(post) == ["a", "c"])
+            try context.redo()
+            #expect(Self.tagNames(post) == ["a", "b", "c"])
+            try context.undo()
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(Self.tagNames(try context.existingObject(with: postID)) == ["a", "c"], "stored")
         }
     }
 }
