@@ -209,7 +209,7 @@ struct NestedMergeReviewTests {
         }
     }
 
-    @Test("probe: the parent's controller follows a child's pushes: insert, rename, delete, and the child's undo")
+    @Test("the parent's controller follows a child's pushes: insert, rename, delete, and the child's undo")
     func parentControllerFollowsPushes() async throws {
         let dir = try TemporaryDirectory()
         let (coordinator, _) = try await leagueStore(dir)
@@ -256,7 +256,7 @@ struct NestedMergeReviewTests {
         }
     }
 
-    @Test("probe: a did-save names both teams of a moved player; a context merging it updates both teams' players")
+    @Test("a did-save names both teams of a moved player; a context merging it updates both teams' players")
     func didSaveNamesBothSides() async throws {
         let dir = try TemporaryDirectory()
         let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
@@ -289,7 +289,7 @@ struct NestedMergeReviewTests {
         }
     }
 
-    @Test("probe: a child's cascading delete pushed, then undone and pushed: the parent's save keeps the team and its players")
+    @Test("a child's cascading delete pushed, then undone and pushed: the parent's save keeps the team and its players")
     func childUndoesPushedCascade() async throws {
         let dir = try TemporaryDirectory()
         let (coordinator, teamID) = try await leagueStore(dir)
@@ -414,5 +414,219 @@ struct NestedMergeReviewTests {
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
             #expect(Self.tagNames(try context.existingObject(with: postID)) == ["a", "c"], "stored")
         }
+    }
+
+    @Test("a child's sectioned controller follows a sibling's team rename merged from the parent")
+    func childSectionsFollowSiblingRename() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let (a, _) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let a = try team(context, "A"), b = try team(context, "B")
+            try player(context, "Ng", of: a)
+            try player(context, "Oh", of: b)
+            try context.save()
+            return (a.objectID, b.objectID)
+        }
+        let parent = privateContext(coordinator, name: "parent")
+        let viewer = childContext(parent, name: "viewer")
+        let editor = childContext(parent, name: "editor")
+        try await viewer.perform { (context: isolated ManagedObjectContext) throws in
+            context.automaticallyMergesChangesFromParent = true
+            let request = FetchRequest(
+                entityName: "Player", sortDescriptors: [FetchSortDescriptor(key: "team.name"), FetchSortDescriptor(key: "lastName")])
+            let players = FetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: "team.name")
+            try players.performFetch()
+            let delegate = RecordingDelegate(mirroring: players, label: "lastName")
+            players.delegate = delegate
+            context.userInfo["players"] = players
+            context.userInfo["delegate"] = delegate
+            #expect(players.sections?.map(\.name) == ["A", "B"])
+        }
+        try await editor.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: a).setValue("C", forKey: "name")
+            try context.save()
+        }
+        try await viewer.perform { (context: isolated ManagedObjectContext) throws in
+            let players = try #require(context.userInfo["players"] as? FetchedResultsController<ManagedObject>)
+            let delegate = try #require(context.userInfo["delegate"] as? RecordingDelegate)
+            #expect(players.sections?.map(\.name) == ["B", "C"])
+            #expect(names(players.fetchedObjects, "lastName") == ["Oh", "Ng"])
+            #expect(delegate.problems.isEmpty, "\(delegate.problems)")
+            #expect(delegate.batches.count == 1)
+        }
+    }
+
+    @Test("child refresh without merging reads the parent's current values")
+    func childRefreshReadsParent() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent)
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            #expect(team.value(forKey: "name") as? String == "Otters")
+            try parent.performAndWait { (parent: isolated ManagedObjectContext) throws in
+                try parent.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            }
+            team.setValue("Kites", forKey: "uniformColor")
+            context.refresh(team, mergeChanges: false)
+            #expect(team.value(forKey: "name") as? String == "Herons")
+            #expect(team.value(forKey: "uniformColor") == nil)
+            #expect(context.hasChanges == false)
+        }
+    }
+
+    @Test("child count, object IDs and limits honour its pending changes")
+    func childCounts() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            try team(context, "Apes")
+            try team(context, "Bats")
+        }
+        let child = childContext(parent)
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            try team(context, "Cats")
+            context.delete(try context.existingObject(with: teamID))
+            var request = teamRequest()
+            #expect(try context.count(for: request) == 3)
+            #expect(try context.fetchObjectIDs(request).count == 3)
+            request.fetchLimit = 2
+            #expect(try names(context.fetch(request)) == ["Apes", "Bats"])
+            #expect(try context.count(for: request) == 2)
+            request.fetchLimit = 0
+            request.fetchOffset = 1
+            #expect(try context.count(for: request) == 2)
+            request.fetchOffset = 0
+            request.includesPendingChanges = false
+            #expect(try names(context.fetch(request)) == ["Apes", "Bats", "Otters"])
+        }
+    }
+
+    @Test("an object inserted by one child save and deleted by the next leaves the parent clean")
+    func insertThenDeleteAcrossPushes() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent)
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let kites = try team(context, "Kites")
+            try player(context, "Ng", of: kites)
+            try context.save()
+            context.delete(kites)
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            #expect(context.insertedObjects.isEmpty)
+            #expect(context.deletedObjects.isEmpty)
+            #expect(context.hasChanges == false)
+            #expect(context.updatedObjects.isEmpty)
+            try context.save()
+        }
+    }
+
+    @Test("store-trump on a to-one both sides changed keeps the inverse sides in step")
+    func storeTrumpRelationship() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let (a, b, c, p) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let a = try team(context, "A"), b = try team(context, "B"), c = try team(context, "C")
+            let p = try player(context, "Ng", of: a)
+            try context.save()
+            return (a.objectID, b.objectID, c.objectID, p.objectID)
+        }
+        let other = privateContext(coordinator)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.mergePolicy = .mergeByPropertyStoreTrump
+            let player = try context.existingObject(with: p)
+            let teamB = try context.existingObject(with: b), teamC = try context.existingObject(with: c)
+            let teamA = try context.existingObject(with: a)
+            _ = teamA.value(forKey: "players")
+            _ = teamB.value(forKey: "players")
+            _ = teamC.value(forKey: "players")
+            try other.performAndWait { (other: isolated ManagedObjectContext) throws in
+                try other.existingObject(with: p).setValue(try other.existingObject(with: b), forKey: "team")
+                try other.save()
+            }
+            player.setValue(teamC, forKey: "team")
+            try context.save()
+            #expect((player.value(forKey: "team") as? ManagedObject)?.objectID == b)
+            #expect((teamB.value(forKey: "players") as? Set<ManagedObject>)?.map(\.objectID) == [p])
+            #expect((teamC.value(forKey: "players") as? Set<ManagedObject>)?.isEmpty == true)
+            #expect((teamA.value(forKey: "players") as? Set<ManagedObject>)?.isEmpty == true)
+        }
+    }
+
+    @Test("a child's save validates (nothing reaches the parent)")
+    func childSaveValidates() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.run, classes: [(Run.self, "Run")])
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent)
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let run = try context.insertNewObject(forEntityName: "Run")
+            run.setValue(Int32(-3), forKey: "processID")
+            #expect(throws: ContextError.self) { try context.save() }
+            #expect(context.hasChanges == true)
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            #expect(context.hasChanges == false)
+        }
+    }
+
+    @Test("both contexts delete a player; each non-error policy saves and leaves the team's players without it")
+    func bothDeleteUnderPolicies() async throws {
+        for policy in [StandardMergePolicy.rollback, .mergeByPropertyStoreTrump, .mergeByPropertyObjectTrump, .overwrite] {
+            let dir = try TemporaryDirectory()
+            let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+            let (t, p) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                let t = try team(context, "A")
+                let p = try player(context, "Ng", of: t)
+                try player(context, "Oh", of: t)
+                try context.save()
+                return (t.objectID, p.objectID)
+            }
+            let other = privateContext(coordinator)
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                context.mergePolicy = policy
+                let teamA = try context.existingObject(with: t)
+                let doomed = try context.existingObject(with: p)
+                _ = teamA.value(forKey: "players")
+                try other.performAndWait { (other: isolated ManagedObjectContext) throws in
+                    other.delete(try other.existingObject(with: p))
+                    try other.save()
+                }
+                context.delete(doomed)
+                do { try context.save() } catch { Issue.record("\(policy.type): \(error)") }
+                let members = (teamA.value(forKey: "players") as? Set<ManagedObject>) ?? []
+                #expect(members.count == 1, "\(policy.type)")
+                #expect(!members.contains { $0.objectID == p }, "\(policy.type)")
+                #expect(context.hasChanges == false, "\(policy.type)")
+            }
+        }
+    }
+
+    @Test("a child's pushed insert under an obtained permanent ID, deleted, the delete undone: the parent saves it once")
+    func permanentInsertDeleteUndoAcrossPushes() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent)
+        let id = try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let kites = try team(context, "Kites")
+            try context.obtainPermanentIDs(for: [kites])
+            try context.save()
+            context.delete(kites)
+            try context.save()
+            try context.undo()
+            #expect(context.hasChanges == true)
+            try context.save()
+            return kites.objectID
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            try context.save()
+        }
+        #expect(try await storedTeamName(coordinator, id) == "Kites")
     }
 }
