@@ -629,4 +629,34 @@ struct NestedMergeReviewTests {
         }
         #expect(try await storedTeamName(coordinator, id) == "Kites")
     }
+
+    @Test("a child's insert upserted by the parent's save: the child's object takes the stored ID and its next push updates it")
+    func childInsertUpserted() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, adaID) = try await peopleStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        await parent.perform { (context: isolated ManagedObjectContext) in context.mergePolicy = .mergeByPropertyObjectTrump }
+        let child = childContext(parent)
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let person = try context.insertNewObject(forEntityName: "Person")
+            person.setValue("ada@example.com", forKey: "email")
+            person.setValue("Augusta", forKey: "firstName")
+            try context.save()
+            context.userInfo["person"] = person
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let person = try #require(context.userInfo["person"] as? ManagedObject)
+            #expect(person.objectID == adaID)
+            person.setValue("Countess", forKey: "lastName")
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        let stored = try await storedPerson(coordinator, adaID)
+        #expect(stored?.firstName == "Augusta")
+        #expect(stored?.lastName == "Countess")
+        #expect(try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.count(for: FetchRequest(entityName: "Person"))
+        } == 1)
+    }
 }
