@@ -659,4 +659,32 @@ struct NestedMergeReviewTests {
             try context.count(for: FetchRequest(entityName: "Person"))
         } == 1)
     }
+
+    @Test("a child's delete of a department is denied by an employee the parent added, unsaved")
+    func childDeleteDeniedByParentMember() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.employeeDepartment)
+        let departmentID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let department = try context.insertNewObject(forEntityName: "Department")
+            department.setValue("Sales", forKey: "name")
+            try context.save()
+            return department.objectID
+        }
+        let parent = privateContext(coordinator, name: "parent")
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            let employee = try context.insertNewObject(forEntityName: "Employee")
+            employee.setValue("Ng", forKey: "lastName")
+            employee.setValue(try context.existingObject(with: departmentID), forKey: "department")
+        }
+        let child = childContext(parent)
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let department = try context.existingObject(with: departmentID)
+            #expect((department.value(forKey: "employees") as? Set<ManagedObject>)?.count == 1)
+            context.delete(department)
+            #expect(throws: ContextError.self) { try context.save() }
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.existingObject(with: departmentID).isDeleted == false)
+        }
+    }
 }
