@@ -90,11 +90,21 @@ extension ContextCore {
         }
         var parentPlace: [ManagedObjectID: Int] = [:]
         for (index, row) in rows.enumerated() { parentPlace[row.0] = 2 * index }
-        /// Where a stored object the parent didn't return goes: before the first parent row
-        /// that isn't stored before it.
+        // The parent's stored matches come first, in store order: their keys, for a binary search.
+        var storedKeys: [(Int, UInt64)] = []
+        for row in rows {
+            guard let key = storeKey(row.0), storedKeys.last.map({ $0 < key }) ?? true else { break }
+            storedKeys.append(key)
+        }
+        /// Where a stored object the parent didn't return goes: before the first of the
+        /// parent's stored matches that follows it in store order (else after them all).
         func storedPlace(_ key: (Int, UInt64)) -> Int {
-            let index = rows.firstIndex { row in storeKey(row.0).map { $0 > key } ?? true } ?? rows.count
-            return 2 * index - 1
+            var low = 0, high = storedKeys.count
+            while low < high {
+                let middle = (low + high) / 2
+                if storedKeys[middle] < key { low = middle + 1 } else { high = middle }
+            }
+            return 2 * low - 1
         }
         var insertPlace: [ManagedObjectID: Int] = [:]
         for (index, id) in insertionOrder.enumerated() { insertPlace[id] = index }

@@ -687,4 +687,31 @@ struct NestedMergeReviewTests {
             #expect(try context.existingObject(with: departmentID).isDeleted == false)
         }
     }
+
+    @Test("a child's difference-form controller hears the IDs its parent's save made permanent")
+    func childDifferenceAcrossParentSave() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent)
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            context.automaticallyMergesChangesFromParent = true
+            let teams = FetchedResultsController(fetchRequest: teamRequest(), managedObjectContext: context)
+            try teams.performFetch()
+            let delegate = DifferenceDelegate(mirroring: teams)
+            teams.delegate = delegate
+            context.userInfo["teams"] = teams
+            context.userInfo["delegate"] = delegate
+            try team(context, "Apes")
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let teams = try #require(context.userInfo["teams"] as? FetchedResultsController<ManagedObject>)
+            let delegate = try #require(context.userInfo["delegate"] as? DifferenceDelegate)
+            #expect(delegate.problems.isEmpty, "\(delegate.problems)")
+            #expect(delegate.ids == teams.fetchedObjects?.map(\.objectID))
+            #expect(delegate.ids.allSatisfy { !$0.isTemporaryID })
+        }
+    }
 }
