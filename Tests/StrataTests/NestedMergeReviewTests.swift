@@ -714,4 +714,44 @@ struct NestedMergeReviewTests {
             #expect(delegate.ids.allSatisfy { !$0.isTemporaryID })
         }
     }
+
+    @Test("a child's dictionary fetch without pending changes shows the parent's values, not the child's unsaved ones")
+    func childDictionariesWithoutPending() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent)
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            _ = try context.existingObject(with: teamID).value(forKey: "name")
+            try parent.performAndWait { (parent: isolated ManagedObjectContext) throws in
+                try parent.existingObject(with: teamID).setValue("Zebras", forKey: "uniformColor")
+            }
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            var request = FetchRequest(entityName: "Team")
+            request.propertiesToFetch = ["name", "uniformColor"]
+            request.includesPendingChanges = false
+            let rows = try context.fetchDictionaries(request)
+            #expect(rows.count == 1)
+            #expect(rows.first?["name"] as? String == "Otters", "the parent's value, not the child's unsaved one")
+            #expect(rows.first?["uniformColor"] as? String == "Zebras", "the parent's current value")
+            request.includesPendingChanges = true
+            let pending = try context.fetchDictionaries(request)
+            #expect(pending.first?["name"] as? String == "Herons")
+            // Through a relationship, and grouped.
+            let player = try player(context, "Ng", of: try context.existingObject(with: teamID))
+            try context.save()
+            player.setValue("Oh", forKey: "lastName")
+            var players = FetchRequest(entityName: "Player")
+            players.propertiesToFetch = ["lastName", "team.name"]
+            players.includesPendingChanges = false
+            let playerRows = try context.fetchDictionaries(players)
+            #expect(playerRows.first?["lastName"] as? String == "Ng")
+            #expect(playerRows.first?["team.name"] as? String == "Herons", "the parent has the pushed rename")
+            try context.existingObject(with: teamID).setValue("Kites", forKey: "name")
+            players.propertiesToFetch = ["team.name", .expression(name: "count", .count, keyPath: "lastName")]
+            players.propertiesToGroupBy = ["team.name"]
+            let grouped = try context.fetchDictionaries(players)
+            #expect(grouped.first?["team.name"] as? String == "Herons")
+        }
+    }
 }
