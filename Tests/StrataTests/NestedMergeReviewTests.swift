@@ -754,4 +754,37 @@ struct NestedMergeReviewTests {
             #expect(grouped.first?["team.name"] as? String == "Herons")
         }
     }
+
+    @Test("a sibling merges another child's did-save by hand: renames and inserts show, its controller follows")
+    func siblingMergesByHand() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let viewer = childContext(parent, name: "viewer")
+        let editor = childContext(parent, name: "editor")
+        try await viewer.perform { (context: isolated ManagedObjectContext) throws in
+            let (teams, delegate) = try followedTeams(context)
+            context.userInfo["teams"] = teams
+            context.userInfo["delegate"] = delegate
+        }
+        let save = try await editor.perform { (context: isolated ManagedObjectContext) throws -> ContextDidSave in
+            var captured: ContextDidSave?
+            let token = context.addObserver { change in
+                if case .didSave(let save) = change.notification { captured = save }
+            }
+            try context.existingObject(with: teamID).setValue("Zebras", forKey: "name")
+            try team(context, "Apes")
+            try context.save()
+            context.removeObserver(token)
+            return try #require(captured)
+        }
+        try await viewer.perform { (context: isolated ManagedObjectContext) throws in
+            context.mergeChanges(fromContextDidSave: save)
+            let teams = try #require(context.userInfo["teams"] as? FetchedResultsController<ManagedObject>)
+            let delegate = try #require(context.userInfo["delegate"] as? RecordingDelegate)
+            #expect(names(teams.fetchedObjects) == ["Apes", "Zebras"])
+            #expect(delegate.last?.lines().sorted() == ["insert ->0.0 Apes", "update 0.0>0.1 Zebras"].sorted())
+            #expect(delegate.problems.isEmpty, "\(delegate.problems)")
+        }
+    }
 }
