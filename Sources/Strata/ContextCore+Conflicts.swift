@@ -171,10 +171,15 @@ extension ContextCore {
                 continue
             }
             let transients = object.transients
+            // Unsaved to-many changes are merged with the store's (both sides' additions and
+            // removals, as Core Data merges to-many relationships), except where `overwrite`
+            // writes the context's whole object.
+            let toMany = pendingOverwrites[id] == nil ? toManyChanges(object) : []
             let before = object.committed
             object.row = nil
             object.committed = values(from: record.values, info: object.info)
             object.version = record.version
+            rebaseToManyChanges(object, toMany)
             for property in object.info.propertyList where property.isRecorded && property.isRelationship {
                 guard let inverse = property.inverse else { continue }
                 let old = before?[property.name] ?? property.emptyValue
@@ -269,7 +274,8 @@ extension ContextCore {
         case .mergeByPropertyStoreTrump:
             guard !conflict.isDeletedInStore, !object.isDeletedFlag else { return }
             for change in conflict.properties where change.changedInStore && change.changedByContext {
-                guard let property = object.info.properties[change.name] else { continue }
+                // A to-many isn't trumped: adoption merges both sides' additions and removals.
+                guard let property = object.info.properties[change.name], !property.isToMany else { continue }
                 set(object, property, conflict.storeValues[change.name] ?? property.emptyValue, maintainInverse: true, register: false)
             }
         case .overwrite:

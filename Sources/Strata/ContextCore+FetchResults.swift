@@ -418,6 +418,14 @@ extension ContextCore {
         // fetch's own saved state, as of its snapshot, with the related rows it read already.
         // A child context's store is its parent: its rows hold the parent's current values.
         let saved = request.includesPendingChanges || parentContext != nil ? nil : try fetchState ?? StoredState(core: self, storeUUID: store().identifier)
+        // A child's values are read from its parent (all the results' in one request); before,
+        // they came from the child's objects, its unsaved changes included.
+        let parentRows: ParentRows? = request.includesPendingChanges || parentContext == nil ? nil : ParentRows()
+        if let parentRows { try parentRows.load(objects.map(\.objectID), from: self) }
+        func cell(of object: ManagedObject, path: String, saved: StoredState?) throws -> Cell {
+            if let parentRows { return try parentCell(of: object, path: path, parentRows) }
+            return try self.cell(of: object, path: path, saved: saved)
+        }
         var rows: [[String: Cell]] = []
         if grouped {
             var order: [[Cell]] = []
@@ -544,6 +552,40 @@ extension ContextCore {
         return .null
     }
 
+    /// The cell of `path` as a child's store — its parent — holds it now (a child's fetch
+    /// without pending changes): recorded values from the parent's objects, derived sides
+    /// asked of the parent, transient ones read from the child's object.
+    private func parentCell(of root: ManagedObject, path: String, _ parentRows: ParentRows) throws -> Cell {
+        var id = root.objectID
+        let components = path.split(separator: ".").map(String.init)
+        for (index, component) in components.enumerated() {
+            guard let info = entities[id.entityName], let property = info.properties[component] else { break }
+            if property.isTransient {
+                guard let object = object(with: id) else { break }
+                return try cell(of: object, path: components[index...].joined(separator: "."))
+            }
+            let value: PropertyValue?
+            if property.isRecorded {
+                try parentRows.load([id], from: self)
+                guard let row = parentRows.values[id] ?? nil else { break }
+                value = row[component] ?? property.emptyValue
+            } else {
+                value = try parentValue(of: id, component)
+            }
+            if index == components.count - 1 {
+                switch value {
+                case .attribute(let v?)?: return .attribute(v)
+                case .toOne(let id?)?: return .object(id)
+                case .toMany(let ids)?: return .objects(ids)
+                default: return .null
+                }
+            }
+            guard case .toOne(let next?)? = value else { break }
+            id = next
+        }
+        return .null
+    }
+
     /// The cell of `path` as the store holds it, from the object's stored row (a fetch
     /// without pending changes: spec 0008, Dictionary results).
     private func savedCell(of root: ManagedObject, path: String, _ saved: StoredState) throws -> Cell {
@@ -623,5 +665,19 @@ extension ContextCore {
             }
             return a.offset < b.offset
         }.map(\.element)
+    }
+}
+
+/// A child's parent's current recorded values, by object, read as a dictionary fetch needs
+/// them (nil: the parent doesn't have the object).
+final class ParentRows {
+    var values: [ManagedObjectID: [String: PropertyValue]?] = [:]
+
+    /// Reads the values of the objects not read yet, in one request to the parent.
+    func load(_ ids: [ManagedObjectID], from core: ContextCore) throws {
+        let missing = ids.filter { values[$0] == nil }
+        guard !missing.isEmpty else { return }
+        let found = try core.parentValues(for: missing)
+        for id in missing { values[id] = .some(found[id]) }
     }
 }

@@ -270,14 +270,96 @@ extension ContextCore {
                 object.version = nil
                 continue
             }
+            let toMany = toManyChanges(object)
             object.committed = record.values
             object.version = record.version
+            rebaseToManyChanges(object, toMany)
             dropChangesEqualToCommitted(object)
             object.awakeFromFetchUntracked()
             object.transients = transients
             object.awake(fromSnapshotEvents: events)
         }
         pruneRetained()
+    }
+
+    /// The object's unsaved to-many changes with the values they were made against, taken
+    /// before its committed values are re-read (``rebaseToManyChanges(_:_:)``).
+    func toManyChanges(_ object: ManagedObject) -> [(property: PropertyInfo, base: PropertyValue, ours: PropertyValue)] {
+        guard !object.changes.isEmpty, !object.isInsertedFlag else { return [] }
+        var found: [(property: PropertyInfo, base: PropertyValue, ours: PropertyValue)] = []
+        for (key, ours) in object.changes {
+            guard let property = object.info.properties[key], property.isToMany, !property.isTransient else { continue }
+            // A derived side (a team's players) is cached with the committed values; a recorded
+            // one is there, or empty.
+            guard let base = object.committedValue(property) ?? (property.isRecorded ? property.emptyValue : nil) else { continue }
+            found.append((property, base, ours))
+        }
+        return found
+    }
+
+    /// Re-applies unsaved to-many changes to the values just re-read (a merge, a refresh
+    /// keeping changes): members the other writer added are added, members it removed are
+    /// removed, the context's own additions and removals stay — as Core Data re-applies a
+    /// to-many's changes. Before, the context's whole value (made from the old members)
+    /// stayed as its change, so a team the context had added a player to lost, in memory,
+    /// the player another context had saved into it.
+    func rebaseToManyChanges(_ object: ManagedObject, _ changes: [(property: PropertyInfo, base: PropertyValue, ours: PropertyValue)]) {
+        for (property, base, ours) in changes {
+            // The new base: the re-read committed value, or the derived side as the store (a
+            // child: the parent) has it now.
+            let theirs: PropertyValue
+            if let committed = object.committedValue(property) {
+                theirs = committed
+            } else if property.isRecorded {
+                theirs = property.emptyValue
+            } else if let derived = derivedValue(object, property) {
+                theirs = derived
+            } else {
+                continue
+            }
+            let before = Set(base.ids), now = Set(theirs.ids), mine = Set(ours.ids)
+            let added = theirs.ids.filter { !before.contains($0) && !mine.contains($0) }
+            let removed = before.subtracting(now)
+            guard !added.isEmpty || !removed.isEmpty else { continue }
+            let members = ours.ids.filter { !removed.contains($0) } + added
+            let merged: PropertyValue = property.isOrdered ? .toMany(members) : .unordered(members)
+            object.changes[property.name] = merged == theirs ? nil : merged
+            rebaseUnsavedGroups(object.objectID, property, added: added, removed: removed)
+        }
+    }
+
+    /// The context's unsaved undo groups that change `property` of the object take the other
+    /// writer's additions and removals too, on both sides: undoing the context's change
+    /// takes back only what it added or removed (Core Data's undo of a to-many mutation),
+    /// and a save writing a group writes the members as merged. Before, undo set the
+    /// members read before the merge, and the next save removed the other writer's.
+    /// Saved and pushed groups describe what is in the store (the parent) and stay.
+    func rebaseUnsavedGroups(_ id: ManagedObjectID, _ property: PropertyInfo, added: [ManagedObjectID], removed: Set<ManagedObjectID>) {
+        func fix(_ value: PropertyValue) -> PropertyValue {
+            let present = Set(value.ids)
+            let members = value.ids.filter { !removed.contains($0) } + added.filter { !present.contains($0) }
+            return property.isOrdered ? .toMany(members) : .unordered(members)
+        }
+        var seen: Set<ObjectIdentifier> = []
+        func visit(_ group: UndoGroup) {
+            guard group.saved == nil, !group.pushed, !group.fromLog, group.parts.isEmpty, seen.insert(ObjectIdentifier(group)).inserted,
+                var change = group.changes[id], change.kind == .updated
+            else { return }
+            var changed = false
+            if let old = change.old[property.name] {
+                change.old[property.name] = fix(old)
+                changed = true
+            }
+            if let new = change.new[property.name] {
+                change.new[property.name] = fix(new)
+                changed = true
+            }
+            if changed { group.changes[id] = change }
+        }
+        visit(journal.open)
+        for group in journal.undoStack { visit(group) }
+        for group in journal.redoStack { visit(group) }
+        for effect in pending where effect.kind == .user { visit(effect.changes) }
     }
 
     /// Drops recorded changes that equal the committed value.

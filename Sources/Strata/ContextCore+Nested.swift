@@ -78,24 +78,73 @@ extension ContextCore {
             rowsByObject[ObjectIdentifier(object)] = values
             results.append(object)
         }
+        // Ties go in store order, as a root context's fetch has them (spec 0008): the parent's
+        // matches in its order (stored objects by entity and key, then its unsaved inserts);
+        // an object the child changed in its stored place among them; the child's own inserts
+        // after all, in insertion order, then its objects restored by undo. Before, the
+        // child's changed objects went after every parent row, in ID order: renaming a stored
+        // object in a child moved it behind the others with equal sort values.
+        let scope = model.selfAndSubentityNames(of: info.entity.name)
+        func storeKey(_ id: ManagedObjectID) -> (Int, UInt64)? {
+            guard let stored = id.storedID else { return nil }
+            return (scope.firstIndex(of: id.entityName) ?? scope.count, stored.primaryKey)
+        }
+        var parentPlace: [ManagedObjectID: Int] = [:]
+        for (index, row) in rows.enumerated() { parentPlace[row.0] = 2 * index }
+        // The parent's stored matches come first, in store order: their keys, for a binary search.
+        var storedKeys: [(Int, UInt64)] = []
+        for row in rows {
+            guard let key = storeKey(row.0), storedKeys.last.map({ $0 < key }) ?? true else { break }
+            storedKeys.append(key)
+        }
+        /// Where a stored object the parent didn't return goes: before the first of the
+        /// parent's stored matches that follows it in store order (else after them all).
+        func storedPlace(_ key: (Int, UInt64)) -> Int {
+            var low = 0, high = storedKeys.count
+            while low < high {
+                let middle = (low + high) / 2
+                if storedKeys[middle] < key { low = middle + 1 } else { high = middle }
+            }
+            return 2 * low - 1
+        }
+        var insertPlace: [ManagedObjectID: Int] = [:]
+        for (index, id) in insertionOrder.enumerated() { insertPlace[id] = index }
+        var ties: [ObjectIdentifier: (Int, Int)] = [:]
+        func tie(_ object: ManagedObject) -> (Int, Int) {
+            let id = object.objectID
+            if object.isInsertedFlag {
+                if let place = insertPlace[id] { return (1, place) }
+                return (2, storeKey(id).map { Int(clamping: $0.1) } ?? 0)
+            }
+            if let place = parentPlace[id] { return (0, place) }
+            if let key = storeKey(id) { return (0, storedPlace(key)) }
+            return (0, 2 * rows.count)
+        }
         if pendingCounts {
             let variables = request.substitutionVariables.mapValues { $0.anyValue as Any }
             let changed = retained.values
                 .filter { entityNames.contains($0.entity.name) && !$0.isDeletedFlag && $0.hasChanges }
-                .sorted { $0.objectID < $1.objectID }
             for object in changed {
                 if let predicate = request.predicate, try !predicate.evaluate(with: object, substitutionVariables: variables) { continue }
                 if let filter = request.memoryFilter, try !filter(object) { continue }
                 results.append(object)
             }
         }
+        for object in results { ties[ObjectIdentifier(object)] = tie(object) }
         func subject(_ object: ManagedObject) -> Any {
             rowsByObject[ObjectIdentifier(object)].map { ParentRow(values: $0, object: object) } ?? object
         }
-        if !request.sortDescriptors.isEmpty {
-            results = try results.sorted { a, b in
-                try FetchSortDescriptor.compare(subject(a), subject(b), by: request.sortDescriptors) == .orderedAscending
+        func tieOrder(_ a: ManagedObject, _ b: ManagedObject) -> Bool {
+            let (x, y) = (ties[ObjectIdentifier(a)] ?? (0, 0), ties[ObjectIdentifier(b)] ?? (0, 0))
+            if x != y { return x < y }
+            return a.objectID < b.objectID
+        }
+        results = try results.sorted { a, b in
+            if !request.sortDescriptors.isEmpty {
+                let order = try FetchSortDescriptor.compare(subject(a), subject(b), by: request.sortDescriptors)
+                if order != .orderedSame { return order == .orderedAscending }
             }
+            return tieOrder(a, b)
         }
         if request.fetchOffset > 0 { results = Array(results.dropFirst(request.fetchOffset)) }
         if request.fetchLimit > 0 { results = Array(results.prefix(request.fetchLimit)) }

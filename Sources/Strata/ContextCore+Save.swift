@@ -968,9 +968,11 @@ extension ContextCore {
                 return
             }
             let transients = object.transients
+            let toMany = toManyChanges(object)
             object.committed = nil
             object.version = nil
             fulfill(object)
+            if object.hasCommittedValues { rebaseToManyChanges(object, toMany) }
             object.transients = transients
             object.awake(fromSnapshotEvents: .refresh)
         } else {

@@ -334,7 +334,8 @@ extension ContextCore {
         let known = observers.isEmpty && changeTrackers.isEmpty ? [:] : objects()
         if !observers.isEmpty {
             func resolve(_ ids: Set<ManagedObjectID>) -> Set<ManagedObject> {
-                Set(ids.compactMap { id in known[id] ?? registered(id) ?? (id.isTemporaryID ? nil : object(with: id)) })
+                // A child names its parent's unsaved objects by temporary IDs (a merge's inserts).
+                Set(ids.compactMap { id in known[id] ?? registered(id) ?? (id.isTemporaryID && parentContext == nil ? nil : object(with: id)) })
             }
             let sets = notification.idSets
             let change = ObservedContextChange(

@@ -233,8 +233,12 @@ extension AnyFetchedResultsController: ContextChangeTracker {
 
     /// Store order, as a fetch has it (spec 0008, **Sort order**): stored objects by entity
     /// then primary key, then unsaved inserts in insertion order, then objects restored by undo.
+    /// In a child, an object its save pushed into the parent (no longer inserted here, still
+    /// temporary) keeps its insert's place, as the parent's fetch has it: before, it took
+    /// primary key 0 — the child's save moved its new objects before the stored ones,
+    /// reversed among themselves, reported as moves.
     func position(of object: ManagedObject, major: Int) -> FetchExecution.Position {
-        guard object.isInsertedFlag else {
+        guard object.isInsertedFlag || object.objectID.isTemporaryID else {
             return FetchExecution.Position(group: 0, major: major, minor: object.objectID.storedID?.primaryKey ?? 0)
         }
         let rank = insertRanks[object.objectID] ?? newRank(for: object)
@@ -511,7 +515,8 @@ extension AnyFetchedResultsController: ContextChangeTracker {
                 changed += [save.updated, save.deleted]
                 touchedIDs = [save.updated]
             }
-            insertRanks.removeAll()
+            // A child's save leaves its pushed objects temporary: they keep their place.
+            insertRanks = core.parentContext == nil ? [:] : insertRanks.filter { $0.key.isTemporaryID }
         case .didMerge(let merge):
             expectedMergeChange = ObjectsDidChange(inserted: merge.inserted, deleted: merge.invalidated, refreshed: merge.refreshed)
             changed = [merge.inserted, merge.updated, merge.deleted, merge.refreshed, merge.invalidated]
@@ -568,10 +573,13 @@ extension AnyFetchedResultsController: ContextChangeTracker {
     /// The object for `id`: one the notification carries, a registered one, or a new fault —
     /// nothing holds an unchanged object (a related object, a non-member whose change a
     /// rollback undid, a merge's insert), so it may have gone from the registry by the time
-    /// the change is posted. Temporary IDs that aren't registered name nothing any more.
+    /// the change is posted. Temporary IDs that aren't registered name nothing any more —
+    /// except in a child context, where they name the parent's unsaved objects (a sibling's
+    /// insert its save pushed into the parent, merged here): before, such an insert never
+    /// reached the child's controller.
     func resolve(_ id: ManagedObjectID, _ known: [ManagedObjectID: ManagedObject], creating: Bool, _ plan: ResultsPlan) -> ManagedObject? {
         if let object = known[id] ?? core.registered(id) { return object }
-        guard creating, !id.isTemporaryID else { return nil }
+        guard creating, !id.isTemporaryID || core.parentContext != nil else { return nil }
         return core.object(with: id)
     }
 
