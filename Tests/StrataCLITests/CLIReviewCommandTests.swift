@@ -8,6 +8,16 @@ import Testing
 /// real stores.
 @Suite("Session 26 review: strata")
 struct CLIReviewCommandTests {
+    @Test("input for a command that exits without reading it (a missing store) is dropped: the test process isn't killed by SIGPIPE (the whole suite once died of signal 13 this way)")
+    func inputToAnExitedCommand() throws {
+        let directory = try TemporaryDirectory()
+        // More than a pipe holds, so the write meets the closed pipe whatever the timing.
+        let input = String(repeating: "\n", count: 1 << 20)
+        let result = try strata("replay", directory.file("missing"), "--step", input: input)
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("missing"), "\(result.standardError)")
+    }
+
     /// Runs `strata ARGUMENTS… >/dev/full` through bash; nil where there is no bash or /dev/full.
     static func toFullDisk(_ arguments: [String], in directory: String? = nil) throws -> ProcessResult? {
         let bash = "/bin/bash"

@@ -23,7 +23,7 @@ final class Probe {
     struct ProbeError: Error { let message: String }
 
     func send(_ command: String) throws -> String {
-        input.fileHandleForWriting.write(Data((command + "\n").utf8))
+        writeIgnoringBrokenPipe(Data((command + "\n").utf8), to: input.fileHandleForWriting)
         return try readLine()
     }
 
@@ -42,7 +42,7 @@ final class Probe {
 
     deinit {
         if process.isRunning {
-            input.fileHandleForWriting.write(Data("quit\n".utf8))
+            writeIgnoringBrokenPipe(Data("quit\n".utf8), to: input.fileHandleForWriting)
             process.waitUntilExit()
         }
     }

@@ -1,4 +1,9 @@
 public import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Finds executables built beside the test bundle (the `strata` CLI, test helpers), so
 /// tests run the real binaries.
@@ -51,7 +56,7 @@ public func runProcess(
     process.standardError = err
     process.standardInput = inPipe
     try process.run()
-    if let input { inPipe.fileHandleForWriting.write(Data(input.utf8)) }
+    if let input { writeIgnoringBrokenPipe(Data(input.utf8), to: inPipe.fileHandleForWriting) }
     try inPipe.fileHandleForWriting.close()
     // Read both pipes fully before waiting, so a chatty child can't block on a full pipe.
     let group = DispatchGroup()
@@ -73,4 +78,46 @@ public func runProcess(
 public func toolIsInstalled(_ tool: String) -> Bool {
     let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
     return paths.contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(tool)") }
+}
+
+/// Writes `data` to a child's standard input, giving up quietly when the child has gone.
+///
+/// A child that exits before reading its input (a command refusing its arguments) leaves
+/// the pipe without a reader: the write then raises SIGPIPE, which would kill the whole test
+/// process, and `FileHandle.write(_:)` traps on the EPIPE. So SIGPIPE is blocked on this
+/// thread around a plain `write(2)` loop, and one the write raised is taken off the thread's
+/// pending signals before the mask is restored.
+public func writeIgnoringBrokenPipe(_ data: Data, to handle: FileHandle) {
+    var pipeSignal = sigset_t()
+    sigemptyset(&pipeSignal)
+    sigaddset(&pipeSignal, SIGPIPE)
+    var previous = sigset_t()
+    pthread_sigmask(SIG_BLOCK, &pipeSignal, &previous)
+    defer {
+        var pending = sigset_t()
+        sigpending(&pending)
+        if sigismember(&pending, SIGPIPE) == 1 {
+            #if os(Linux)
+            var now = timespec(tv_sec: 0, tv_nsec: 0)
+            _ = sigtimedwait(&pipeSignal, nil, &now)
+            #else
+            var taken: Int32 = 0
+            _ = sigwait(&pipeSignal, &taken)
+            #endif
+        }
+        pthread_sigmask(SIG_SETMASK, &previous, nil)
+    }
+    data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+        guard var base = raw.baseAddress else { return }
+        var left = raw.count
+        while left > 0 {
+            let written = write(handle.fileDescriptor, base, left)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return  // EPIPE: the child has gone; what it didn't read doesn't matter
+            }
+            left -= written
+            base += written
+        }
+    }
 }

@@ -35,7 +35,7 @@ final class ContextProbeProcess {
     }
 
     func send(_ line: String) {
-        input.fileHandleForWriting.write(Data((line + "\n").utf8))
+        writeIgnoringBrokenPipe(Data((line + "\n").utf8), to: input.fileHandleForWriting)
     }
 
     /// Closes standard input and waits for the exit; returns the exit status and standard error.
