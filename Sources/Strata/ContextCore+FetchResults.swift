@@ -320,6 +320,18 @@ extension ContextCore {
         let groupBy = request.propertiesToGroupBy ?? []
         try checkDictionaryParts(request, fetched: fetched, groupBy: groupBy, entity: request.entityName)
         if searchesNoStore(request) { return [] }
+        // A child's store is its parent: without the child's pending changes, the rows are the
+        // parent's, as the parent holds them now (spec 0008, Dictionary results). Before, the
+        // parent chose the objects but the rows were read from the child's objects, its
+        // unsaved values included.
+        if let parent = parentContext, !request.includesPendingChanges {
+            let forParent = {
+                var copy = request
+                copy.includesPendingChanges = true
+                return copy
+            }()
+            return try parent.performAndWait { (parent: isolated ManagedObjectContext) throws in try parent.fetchDictionaries(forParent) }
+        }
         let hasAggregates = fetched.contains { if case .expression = $0 { true } else { false } }
         let grouped = !groupBy.isEmpty || hasAggregates
         // Grouping and distinct work on every matching object; offset and limit apply to the
