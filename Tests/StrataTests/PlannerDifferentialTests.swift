@@ -222,6 +222,36 @@ struct PlannerDifferentialTests {
             world = after
             failures += found
         }
+        // Another context changes and saves objects the main context hasn't changed; the main
+        // context merges the save and keeps its own unsaved changes.
+        let writer = privateContext(coordinator)
+        let writerStart = world.writerWorld()
+        let dirty = world.dirtyHandles()
+        let written = try await writer.perform { (context: isolated ManagedObjectContext) throws -> DWorld in
+            var world = writerStart
+            try world.makeExternalChanges(context, avoiding: dirty)
+            try world.save(context)
+            return world
+        }
+        let beforeMerge = world.merging(written, dirty: dirty)
+        if environment["STRATA_DIFF_VERBOSE"] != nil {
+            for (h, now) in written.saved.objects.sorted(by: { $0.key < $1.key }) {
+                let was = world.saved.objects[h]
+                if was?.values != now.values || was?.club != now.club || was?.tags != now.tags {
+                    print("writer changed \(written.label(h)): \(was.map { "\($0.values) \($0.tags.sorted())" } ?? "new") -> \(now.values) club \(now.club.map(written.label) ?? "-") tags \(now.tags.sorted().map(written.label))")
+                }
+            }
+            for h in world.saved.objects.keys where written.saved.objects[h] == nil { print("writer deleted \(world.label(h))") }
+            print("dirty here: \(dirty.sorted().map(world.label))")
+        }
+        let (merged, mergeFound) = try await main.perform { (context: isolated ManagedObjectContext) throws -> (DWorld, [String]) in
+            var world = beforeMerge
+            try context.mergeStoreChanges()
+            let found = try world.runQueries(context, count: queries, phase: "after merging another context's save", objectArguments: true)
+            return (world, found)
+        }
+        world = merged
+        failures += mergeFound
         // A child context of the main one (which still has unsaved changes): the parent's
         // current state is the child's store, the child's own changes on top.
         let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: main)
@@ -614,6 +644,100 @@ struct DWorld: Sendable {
         var scopes: [String: [String]] = [:]
         for entity in ["Person", "Staff", "Club", "Tag"] { scopes[entity] = model.selfAndSubentityNames(of: entity) }
         self.scopes = scopes
+    }
+
+    /// The objects with unsaved changes here, and the objects whose relationships those
+    /// changes touch (inverses): another writer leaves them alone.
+    func dirtyHandles() -> Set<Int> {
+        var dirty = Set(inserted)
+        for h in inserted {
+            if let club = current.objects[h]?.club { dirty.insert(club) }
+            dirty.formUnion(current.objects[h]?.tags ?? [])
+        }
+        for (h, was) in saved.objects {
+            guard let now = current.objects[h] else {
+                dirty.insert(h)
+                if let club = was.club { dirty.insert(club) }
+                dirty.formUnion(was.tags)
+                continue
+            }
+            if now.values != was.values || now.club != was.club || now.tags != was.tags {
+                dirty.insert(h)
+                if let club = was.club { dirty.insert(club) }
+                if let club = now.club { dirty.insert(club) }
+                dirty.formUnion(was.tags.symmetricDifference(now.tags))
+            }
+        }
+        return dirty
+    }
+
+    /// The world another root context sees: the saved state, nothing pending.
+    func writerWorld() -> DWorld {
+        var copy = self
+        copy.rngState = rngState &+ 99
+        copy.current = saved
+        copy.inserted = []
+        return copy
+    }
+
+    /// Changes to saved objects outside `avoiding`: updates, relationship changes, renames,
+    /// deletes and inserts.
+    mutating func makeExternalChanges(_ context: isolated ManagedObjectContext, avoiding dirty: Set<Int>) throws {
+        let clubs = handles("Club", in: current).filter { !dirty.contains($0) }
+        let tags = handles("Tag", in: current).filter { !dirty.contains($0) }
+        for h in personHandles(in: current) where !dirty.contains(h) {
+            guard let object = current.objects[h] else { continue }
+            let reachesDirty = object.club.map { dirty.contains($0) } == true || object.tags.contains { dirty.contains($0) }
+            if chance(5) && !reachesDirty {
+                try delete(context, h)
+            } else if chance(15) {
+                let key = pick(Self.personAttributes + (object.entity == "Staff" ? ["salary"] : []))
+                try set(context, h, key, randomValue(key))
+            } else if chance(8), object.club.map({ !dirty.contains($0) }) ?? true {
+                try setClub(context, h, clubs.isEmpty || chance(25) ? nil : pick(clubs), fromClubSide: chance(30))
+            } else if chance(8), let tag = tags.isEmpty ? nil : pick(tags) {
+                if object.tags.contains(tag) { try removeTag(context, h, tag) } else { try addTag(context, h, tag, fromTagSide: chance(40)) }
+            }
+        }
+        for club in clubs where chance(25) { try set(context, club, "name", .s(pick(Self.clubNames))) }
+        for tag in tags where chance(20) { try set(context, tag, "label", randomValue("label")) }
+        for _ in 0..<int(1...3) {
+            let h = try insertBare(context, chance(30) ? "Staff" : "Person")
+            if !clubs.isEmpty && chance(70) { try setClub(context, h, pick(clubs), fromClubSide: false) }
+            if !tags.isEmpty && chance(50) { try addTag(context, h, pick(tags), fromTagSide: false) }
+        }
+    }
+
+    /// Inserts an object with random attributes and no relationships.
+    mutating func insertBare(_ context: isolated ManagedObjectContext, _ entity: String) throws -> Int {
+        let object = try context.insertNewObject(forEntityName: entity)
+        let h = newHandle(entity, object)
+        current.objects[h] = DObj(entity: entity)
+        inserted.append(h)
+        for key in Self.personAttributes + (entity == "Staff" ? ["salary"] : []) {
+            if let value = randomValue(key) { try set(context, h, key, value) }
+        }
+        return h
+    }
+
+    /// This world after merging `other`'s save: the saved state is the other's, and this
+    /// context's unsaved changes (to the `dirty` objects, which the other left alone) stay.
+    func merging(_ other: DWorld, dirty: Set<Int>) -> DWorld {
+        var copy = self
+        copy.saved = other.saved
+        var now = other.saved
+        for h in dirty {
+            now.objects[h] = current.objects[h]
+        }
+        copy.current = now
+        for (h, id) in other.ids where copy.ids[h] == nil || other.primaryKey[h] != nil {
+            copy.ids[h] = id
+            copy.entityOf[h] = other.entityOf[h]
+        }
+        for (h, pk) in other.primaryKey { copy.primaryKey[h] = pk }
+        copy.nextHandle = max(nextHandle, other.nextHandle)
+        copy.nextCode = max(nextCode, other.nextCode)
+        return copy
     }
 
     /// The world a child context of this one sees: the parent's current state is its store.
@@ -1308,7 +1432,16 @@ struct DWorld: Sendable {
             case .objects:
                 let objects = try context.fetch(fetch)
                 let got = handles(objects.map(\.objectID))
-                if got != want { problems.append("fetch: expected \(want.map(label)), got \(got.map(label))") }
+                if got != want {
+                    problems.append("fetch: expected \(want.map(label)), got \(got.map(label))")
+                    let s = snapshot(request)
+                    for sort in request.sorts {
+                        let shown = zip(objects, got).prefix(12).map { object, h in
+                            "\(label(h)) \(String(describing: object.value(forKeyPath: sort.key))) vs \(String(describing: sortValue(sort.key, s, h)))"
+                        }
+                        problems.append("\(sort.key) (context vs reference): \(shown)")
+                    }
+                }
                 let count = try context.count(for: fetch)
                 if count != want.count { problems.append("count(for:) \(count), expected \(want.count)") }
                 let idList = handles(try context.fetchObjectIDs(fetch))
@@ -1410,4 +1543,3 @@ struct DWorld: Sendable {
 enum DifferentialError: Error {
     case unknownHandle(Int)
 }
-
