@@ -151,10 +151,20 @@ extension ContextCore {
         return objects
     }
 
-    /// Reads the values of every unfired fault of `batch` in one store snapshot.
+    /// Reads the values of every unfired fault of `batch` in one store snapshot — a child's
+    /// in one request to its parent, its store, whose unsaved changes count. (Before, a
+    /// child's batch was read from the store, so a fault past the first batch showed the
+    /// saved values, not the parent's.)
     func loadBatch(_ batch: FetchBatch) throws {
         let waiting = batch.ids.compactMap { registered($0) }.filter { !$0.hasCommittedValues && !$0.hasRow && !$0.isInsertedFlag }
         for object in waiting { object.fetchBatch = nil }
+        if parentContext != nil {
+            let values = try parentValues(for: waiting.map(\.objectID))
+            for object in waiting {
+                if let row = values[object.objectID] { object.row = row }
+            }
+            return
+        }
         try loadRows(of: waiting)
     }
 

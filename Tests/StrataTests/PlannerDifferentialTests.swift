@@ -185,6 +185,23 @@ struct PlannerDifferentialTests {
         }
     }
 
+    @Test("a child context's batched faults read their values from the parent, its unsaved changes included, not from the store")
+    func childBatchFaultsReadTheParent() async throws {
+        let (dir, parent, child, ids) = try await Self.childFixture()
+        _ = dir
+        guard let b = ids["b"] else { Issue.record("fixture"); return }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            try context.object(with: b).setValue("B-parent", forKey: "nick")
+        }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            var request = FetchRequest(entityName: "Person", sortDescriptors: [FetchSortDescriptor(key: "name")])
+            request.fetchBatchSize = 1
+            let people = try context.fetch(request)
+            #expect(people.map { $0.value(forKey: "name") as? String } == ["a", "b", "c", "d", "e", "f"])
+            #expect(people.dropFirst().first?.value(forKey: "nick") as? String == "B-parent")
+        }
+    }
+
     /// Runs every phase for `seed`; the failures found (at most a few per phase).
     static func run(seed: UInt64, size: Int, queries: Int) async throws -> [String] {
         let dir = try TemporaryDirectory()
@@ -256,13 +273,23 @@ struct PlannerDifferentialTests {
         // current state is the child's store, the child's own changes on top.
         let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: main)
         let childStart = world.childWorld()
-        failures += try await child.perform { (context: isolated ManagedObjectContext) throws -> [String] in
+        let (childWorld, childFound) = try await child.perform { (context: isolated ManagedObjectContext) throws -> (DWorld, [String]) in
             var world = childStart
             var found = try world.runQueries(context, count: queries / 2, phase: "child", objectArguments: true)
             try world.makePendingChanges(context)
             context.processPendingChanges()
             found += try world.runQueries(context, count: queries, phase: "child with changes", objectArguments: true)
-            return found
+            return (world, found)
+        }
+        failures += childFound
+        // A grandchild: the child's current state (its parent's changes and its own) is its store.
+        let grandchild = ManagedObjectContext(concurrencyType: .privateQueue, parent: child)
+        let grandchildStart = childWorld.childWorld()
+        failures += try await grandchild.perform { (context: isolated ManagedObjectContext) throws -> [String] in
+            var world = grandchildStart
+            try world.makePendingChanges(context)
+            context.processPendingChanges()
+            return try world.runQueries(context, count: queries / 2, phase: "grandchild with changes", objectArguments: false)
         }
         // The pinned context still sees the populated state, also with changes of its own, and
         // so does a fresh context pinned by its token.
@@ -745,7 +772,7 @@ struct DWorld: Sendable {
         var copy = self
         copy.rngState = rngState &+ 77
         copy.saved = current
-        copy.parentInserted = inserted
+        copy.parentInserted = parentInserted + inserted
         copy.inserted = []
         return copy
     }
