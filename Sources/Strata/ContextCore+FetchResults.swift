@@ -230,7 +230,10 @@ extension ContextCore {
     }
 
     /// Reads the destinations of relationship key path `path` from `objects` with their
-    /// rows, one store read per level.
+    /// rows, one store read per level — in a child context, one request to its parent per
+    /// level, whose current state is the child's store (before, a child's prefetch read the
+    /// store: destinations showed saved values and derived sides lacked the parent's unsaved
+    /// members, cached so for later reads).
     func prefetch(_ path: String, of objects: [ManagedObject]) throws {
         var level = objects
         for component in path.split(separator: ".").map(String.init) {
@@ -251,7 +254,18 @@ extension ContextCore {
                     derived.append((object, property))
                 }
             }
-            if !derived.isEmpty {
+            if !derived.isEmpty, parentContext != nil {
+                // A child's store is its parent: the sides as the parent holds them now.
+                for (object, property) in derived {
+                    guard let value = try parentValue(of: object.objectID, property.name) else { continue }
+                    if object.hasCommittedValues { object.cacheCommittedValue(value, for: property) } else { object.cacheRowValue(value, for: property) }
+                    for id in value.ids {
+                        guard let found = self.object(with: id) else { continue }
+                        object.prefetchedObjects.append(found)
+                        if seen.insert(id).inserted { next.append(found) }
+                    }
+                }
+            } else if !derived.isEmpty {
                 let log = try store().log
                 let store = log.storeUUID
                 let related = try readPinned(log) { reader in
@@ -268,7 +282,15 @@ extension ContextCore {
                     }
                 }
             }
-            try loadRows(of: next.filter { !$0.hasCommittedValues && !$0.hasRow && !$0.isInsertedFlag })
+            let faults = next.filter { !$0.hasCommittedValues && !$0.hasRow && !$0.isInsertedFlag }
+            if parentContext != nil {
+                let values = try parentValues(for: faults.map(\.objectID))
+                for object in faults {
+                    if let row = values[object.objectID] { object.row = row }
+                }
+            } else {
+                try loadRows(of: faults)
+            }
             level = next
         }
     }

@@ -202,6 +202,33 @@ struct PlannerDifferentialTests {
         }
     }
 
+    @Test("a child context's prefetching reads the parent's current state: a to-many side with the parent's unsaved members, a to-one destination with its unsaved values")
+    func childPrefetchReadsTheParent() async throws {
+        let (dir, parent, child, ids) = try await Self.childFixture()
+        _ = dir
+        guard let a = ids["a"], let b = ids["b"] else { Issue.record("fixture"); return }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            let club = try context.insertNewObject(forEntityName: "Club")
+            club.setValue("Otters", forKey: "name")
+            try context.object(with: a).setValue(club, forKey: "club")
+            try context.save()
+            // Unsaved in the parent: b joins, the club is renamed.
+            try context.object(with: b).setValue(club, forKey: "club")
+            club.setValue("Owls", forKey: "name")
+        }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            var clubs = FetchRequest(entityName: "Club")
+            clubs.relationshipKeyPathsForPrefetching = ["members"]
+            let members = (try context.fetch(clubs).first?.value(forKey: "members") as? Set<ManagedObject>)?
+                .map { $0.value(forKey: "name") as? String ?? "?" }.sorted()
+            #expect(members == ["a", "b"])
+            var people = try FetchRequest(entityName: "Person", format: "name == 'a'")
+            people.relationshipKeyPathsForPrefetching = ["club"]
+            let club = try context.fetch(people).first?.value(forKey: "club") as? ManagedObject
+            #expect(club?.value(forKey: "name") as? String == "Owls")
+        }
+    }
+
     /// Runs every phase for `seed`; the failures found (at most a few per phase).
     static func run(seed: UInt64, size: Int, queries: Int) async throws -> [String] {
         let dir = try TemporaryDirectory()
