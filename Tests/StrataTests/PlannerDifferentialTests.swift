@@ -621,6 +621,7 @@ struct DRequest: Sendable {
     var distinct = false
     var faults = true
     var propertyValues = true
+    var prefetch: [String] = []
 
     var reductions: [DRequest] {
         var out: [DRequest] = []
@@ -639,6 +640,7 @@ struct DRequest: Sendable {
         if batch != 0 { with { $0.batch = 0 } }
         if !faults { with { $0.faults = true } }
         if !propertyValues { with { $0.propertyValues = true } }
+        if !prefetch.isEmpty { with { $0.prefetch = [] } }
         if distinct { with { $0.distinct = false } }
         if result == .dictionaries, let properties, properties.count > 1 {
             for index in properties.indices { with { $0.properties?.remove(at: index) } }
@@ -1315,6 +1317,13 @@ struct DWorld: Sendable {
         request.pending = chance(70)
         request.faults = chance(80)
         request.propertyValues = chance(85)
+        if chance(20) {
+            switch entity {
+            case "Club": request.prefetch = [pick(["members", "members.tags"])]
+            case "Tag": request.prefetch = [pick(["people", "people.club"])]
+            default: request.prefetch = [pick(["club", "tags", "club.members", "tags.people"])]
+            }
+        }
         switch int(0...19) {
         case 0, 1, 2: request.result = .ids
         case 3, 4, 5: request.result = .count
@@ -1433,6 +1442,7 @@ struct DWorld: Sendable {
         fetch.includesPendingChanges = request.pending
         fetch.returnsObjectsAsFaults = request.faults
         fetch.includesPropertyValues = request.propertyValues
+        fetch.relationshipKeyPathsForPrefetching = request.prefetch
         switch request.result {
         case .objects: fetch.resultType = .managedObject
         case .ids: fetch.resultType = .managedObjectID
@@ -1463,6 +1473,7 @@ struct DWorld: Sendable {
         if !request.pending { parts.append("without pending changes") }
         if !request.faults { parts.append("not as faults") }
         if !request.propertyValues { parts.append("without property values") }
+        if !request.prefetch.isEmpty { parts.append("prefetching \(request.prefetch)") }
         parts.append("result \(request.result)")
         if let properties = request.properties { parts.append("properties \(properties)") }
         if request.distinct { parts.append("distinct") }
@@ -1512,6 +1523,27 @@ struct DWorld: Sendable {
                     if shown != current.value(h, key) {
                         problems.append("\(label(h)).\(key) reads \(String(describing: value)), expected \(String(describing: current.value(h, key)))")
                         break
+                    }
+                    // Relationships read as the context holds them.
+                    let related: (String, Int)
+                    switch request.entity {
+                    case "Club": related = ("members", current.members(h).count)
+                    case "Tag": related = ("people", current.people(h).count)
+                    default: related = ("tags", current.tags(h).count)
+                    }
+                    let count = (object.value(forKey: related.0) as? Set<ManagedObject>)?.count ?? -1
+                    if count != related.1 {
+                        problems.append("\(label(h)).\(related.0) has \(count) objects, expected \(related.1)")
+                        break
+                    }
+                    if request.entity == "Person" || request.entity == "Staff" {
+                        let club = object.value(forKey: "club") as? ManagedObject
+                        let clubName = club?.value(forKey: "name") as? String
+                        let want = current.club(h).flatMap { current.value($0, "name") }
+                        if clubName.map(DV.s) != want {
+                            problems.append("\(label(h)).club.name reads \(String(describing: clubName)), expected \(String(describing: want))")
+                            break
+                        }
                     }
                 }
             case .ids:
