@@ -151,10 +151,20 @@ extension ContextCore {
         return objects
     }
 
-    /// Reads the values of every unfired fault of `batch` in one store snapshot.
+    /// Reads the values of every unfired fault of `batch` in one store snapshot — a child's
+    /// in one request to its parent, its store, whose unsaved changes count. (Before, a
+    /// child's batch was read from the store, so a fault past the first batch showed the
+    /// saved values, not the parent's.)
     func loadBatch(_ batch: FetchBatch) throws {
         let waiting = batch.ids.compactMap { registered($0) }.filter { !$0.hasCommittedValues && !$0.hasRow && !$0.isInsertedFlag }
         for object in waiting { object.fetchBatch = nil }
+        if parentContext != nil {
+            let values = try parentValues(for: waiting.map(\.objectID))
+            for object in waiting {
+                if let row = values[object.objectID] { object.row = row }
+            }
+            return
+        }
         try loadRows(of: waiting)
     }
 
@@ -221,7 +231,10 @@ extension ContextCore {
     }
 
     /// Reads the destinations of relationship key path `path` from `objects` with their
-    /// rows, one store read per level.
+    /// rows, one store read per level — in a child context, one request to its parent per
+    /// level, whose current state is the child's store (before, a child's prefetch read the
+    /// store: destinations showed saved values and derived sides lacked the parent's unsaved
+    /// members, cached so for later reads).
     func prefetch(_ path: String, of objects: [ManagedObject]) throws {
         var level = objects
         for component in path.split(separator: ".").map(String.init) {
@@ -242,7 +255,18 @@ extension ContextCore {
                     derived.append((object, property))
                 }
             }
-            if !derived.isEmpty {
+            if !derived.isEmpty, parentContext != nil {
+                // A child's store is its parent: the sides as the parent holds them now.
+                for (object, property) in derived {
+                    guard let value = try parentValue(of: object.objectID, property.name) else { continue }
+                    if object.hasCommittedValues { object.cacheCommittedValue(value, for: property) } else { object.cacheRowValue(value, for: property) }
+                    for id in value.ids {
+                        guard let found = self.object(with: id) else { continue }
+                        object.prefetchedObjects.append(found)
+                        if seen.insert(id).inserted { next.append(found) }
+                    }
+                }
+            } else if !derived.isEmpty {
                 let log = try store().log
                 let store = log.storeUUID
                 let related = try readPinned(log) { reader in
@@ -259,7 +283,15 @@ extension ContextCore {
                     }
                 }
             }
-            try loadRows(of: next.filter { !$0.hasCommittedValues && !$0.hasRow && !$0.isInsertedFlag })
+            let faults = next.filter { !$0.hasCommittedValues && !$0.hasRow && !$0.isInsertedFlag }
+            if parentContext != nil {
+                let values = try parentValues(for: faults.map(\.objectID))
+                for object in faults {
+                    if let row = values[object.objectID] { object.row = row }
+                }
+            } else {
+                try loadRows(of: faults)
+            }
             level = next
         }
     }
@@ -400,6 +432,18 @@ extension ContextCore {
         let groupBy = request.propertiesToGroupBy ?? []
         try checkDictionaryParts(request, fetched: fetched, groupBy: groupBy, entity: request.entityName)
         if searchesNoStore(request) { return [] }
+        // A child's store is its parent: without the child's pending changes, the rows are the
+        // parent's, as the parent holds them now (spec 0008, Dictionary results). Before, the
+        // parent chose the objects but the rows were read from the child's objects, its
+        // unsaved values included.
+        if let parent = parentContext, !request.includesPendingChanges {
+            let forParent = {
+                var copy = request
+                copy.includesPendingChanges = true
+                return copy
+            }()
+            return try parent.performAndWait { (parent: isolated ManagedObjectContext) throws in try parent.fetchDictionaries(forParent) }
+        }
         let hasAggregates = fetched.contains { if case .expression = $0 { true } else { false } }
         let grouped = !groupBy.isEmpty || hasAggregates
         // Grouping and distinct work on every matching object; offset and limit apply to the
@@ -418,14 +462,6 @@ extension ContextCore {
         // fetch's own saved state, as of its snapshot, with the related rows it read already.
         // A child context's store is its parent: its rows hold the parent's current values.
         let saved = request.includesPendingChanges || parentContext != nil ? nil : try fetchState ?? StoredState(core: self, storeUUID: store().identifier)
-        // A child's values are read from its parent (all the results' in one request); before,
-        // they came from the child's objects, its unsaved changes included.
-        let parentRows: ParentRows? = request.includesPendingChanges || parentContext == nil ? nil : ParentRows()
-        if let parentRows { try parentRows.load(objects.map(\.objectID), from: self) }
-        func cell(of object: ManagedObject, path: String, saved: StoredState?) throws -> Cell {
-            if let parentRows { return try parentCell(of: object, path: path, parentRows) }
-            return try self.cell(of: object, path: path, saved: saved)
-        }
         var rows: [[String: Cell]] = []
         if grouped {
             var order: [[Cell]] = []
@@ -552,40 +588,6 @@ extension ContextCore {
         return .null
     }
 
-    /// The cell of `path` as a child's store — its parent — holds it now (a child's fetch
-    /// without pending changes): recorded values from the parent's objects, derived sides
-    /// asked of the parent, transient ones read from the child's object.
-    private func parentCell(of root: ManagedObject, path: String, _ parentRows: ParentRows) throws -> Cell {
-        var id = root.objectID
-        let components = path.split(separator: ".").map(String.init)
-        for (index, component) in components.enumerated() {
-            guard let info = entities[id.entityName], let property = info.properties[component] else { break }
-            if property.isTransient {
-                guard let object = object(with: id) else { break }
-                return try cell(of: object, path: components[index...].joined(separator: "."))
-            }
-            let value: PropertyValue?
-            if property.isRecorded {
-                try parentRows.load([id], from: self)
-                guard let row = parentRows.values[id] ?? nil else { break }
-                value = row[component] ?? property.emptyValue
-            } else {
-                value = try parentValue(of: id, component)
-            }
-            if index == components.count - 1 {
-                switch value {
-                case .attribute(let v?)?: return .attribute(v)
-                case .toOne(let id?)?: return .object(id)
-                case .toMany(let ids)?: return .objects(ids)
-                default: return .null
-                }
-            }
-            guard case .toOne(let next?)? = value else { break }
-            id = next
-        }
-        return .null
-    }
-
     /// The cell of `path` as the store holds it, from the object's stored row (a fetch
     /// without pending changes: spec 0008, Dictionary results).
     private func savedCell(of root: ManagedObject, path: String, _ saved: StoredState) throws -> Cell {
@@ -665,19 +667,5 @@ extension ContextCore {
             }
             return a.offset < b.offset
         }.map(\.element)
-    }
-}
-
-/// A child's parent's current recorded values, by object, read as a dictionary fetch needs
-/// them (nil: the parent doesn't have the object).
-final class ParentRows {
-    var values: [ManagedObjectID: [String: PropertyValue]?] = [:]
-
-    /// Reads the values of the objects not read yet, in one request to the parent.
-    func load(_ ids: [ManagedObjectID], from core: ContextCore) throws {
-        let missing = ids.filter { values[$0] == nil }
-        guard !missing.isEmpty else { return }
-        let found = try core.parentValues(for: missing)
-        for id in missing { values[id] = .some(found[id]) }
     }
 }

@@ -38,6 +38,26 @@ extension ContextCore {
         return parent.performAndWait { (parent: isolated ManagedObjectContext) in parent.core.valuesForChild(ids) }
     }
 
+    /// Whether judging `node` may read objects other than the one judged: a key path past its
+    /// first key, a subquery, a key path of an expression (conservatively, `tags.@count` too).
+    static func readsOtherObjects(_ node: PredicateNode) -> Bool {
+        func reads(_ expression: FormatExpression) -> Bool {
+            switch expression {
+            case .constant, .evaluatedObject, .variable: false
+            case .keyPath(let path): path.components.count > 1
+            case .aggregate(let elements), .function(_, let elements): elements.contains(where: reads)
+            case .arithmetic(_, let a, let b): reads(a) || reads(b)
+            case .keyPathOf, .index, .subquery: true
+            }
+        }
+        switch node {
+        case .constant: return false
+        case .comparison(let comparison): return reads(comparison.leftExpression) || reads(comparison.rightExpression)
+        case .and(let children), .or(let children): return children.contains(where: readsOtherObjects)
+        case .not(let child): return readsOtherObjects(child)
+        }
+    }
+
     /// The parent's current value of one property (a derived relationship side).
     func parentValue(of id: ManagedObjectID, _ key: String) throws -> PropertyValue? {
         guard let parent = parentContext else { return nil }
@@ -51,11 +71,28 @@ extension ContextCore {
     /// faults holding the parent's values as their row.
     func fetchThroughParent(_ request: FetchRequest, parent: ManagedObjectContext) throws -> [ManagedObject] {
         guard let info = entities[request.entityName] else { throw ContextError.unknownEntity(request.entityName) }
+        let pendingCounts = request.includesPendingChanges
+        // A predicate reading other objects (`team.name`, `ANY tags.label`) judges an object
+        // the child hasn't changed by the child's current values of those objects, as a root
+        // context's fetch does: the parent, which knows nothing of the child's changes, then
+        // sends every object of the entities and the child judges them. Before, the parent's
+        // verdict stood, so an object whose related object the child had changed was missed,
+        // or kept when it no longer matched.
+        let judgesHere = pendingCounts && hasChanges && request.predicate.map { Self.readsOtherObjects($0.node) } == true
         let parentRequest = {
             var unordered = request
-            unordered.fetchLimit = 0
-            unordered.fetchOffset = 0
-            unordered.sortDescriptors = []
+            if pendingCounts {
+                unordered.fetchLimit = 0
+                unordered.fetchOffset = 0
+                unordered.sortDescriptors = []
+            }
+            // Without the child's pending changes the parent's answer is the child's, sorted
+            // (key paths read as the parent, the child's store, holds them), offset and limited.
+            // Before, the child sorted it again reading related objects as the child holds them.
+            if judgesHere {
+                unordered.predicate = nil
+                unordered.memoryFilter = nil
+            }
             // The parent sends objects whatever the child's request returns (IDs, say).
             unordered.resultType = .managedObject
             // The parent is the child's store: its unsaved changes count whatever the child's
@@ -63,11 +100,12 @@ extension ContextCore {
             unordered.includesPendingChanges = true
             return unordered
         }()
-        let rows = try parent.performAndWait { (parent: isolated ManagedObjectContext) throws in
-            try parent.fetch(parentRequest).map { ($0.objectID, parent.core.snapshotForChild($0)) }
+        let (rows, parentRanks) = try parent.performAndWait { (parent: isolated ManagedObjectContext) throws in
+            (try parent.fetch(parentRequest).map { ($0.objectID, parent.core.snapshotForChild($0)) }, parent.core.insertRanksForChild())
         }
-        let entityNames = Set(request.includesSubentities ? model.selfAndSubentityNames(of: info.entity.name) : [info.entity.name])
-        let pendingCounts = request.includesPendingChanges
+        let scope = request.includesSubentities ? model.selfAndSubentityNames(of: info.entity.name) : [info.entity.name]
+        let entityNames = Set(scope)
+        let variables = request.substitutionVariables.mapValues { $0.anyValue as Any }
         var results: [ManagedObject] = []
         var rowsByObject: [ObjectIdentifier: [String: PropertyValue]] = [:]
         for (id, values) in rows {
@@ -75,76 +113,53 @@ extension ContextCore {
             let object = registered(id) ?? makeObject(id, info: entity)
             if !object.hasCommittedValues && !object.isInsertedFlag { object.row = values }
             if pendingCounts && (object.isDeletedFlag || object.hasChanges) { continue }  // judged below
+            if judgesHere {
+                if let predicate = request.predicate,
+                    try !predicate.evaluate(with: ParentRow(values: values, object: object), substitutionVariables: variables)
+                {
+                    continue
+                }
+                if let filter = request.memoryFilter, try !filter(object) { continue }
+            }
             rowsByObject[ObjectIdentifier(object)] = values
             results.append(object)
         }
-        // Ties go in store order, as a root context's fetch has them (spec 0008): the parent's
-        // matches in its order (stored objects by entity and key, then its unsaved inserts);
-        // an object the child changed in its stored place among them; the child's own inserts
-        // after all, in insertion order, then its objects restored by undo. Before, the
-        // child's changed objects went after every parent row, in ID order: renaming a stored
-        // object in a child moved it behind the others with equal sort values.
-        let scope = model.selfAndSubentityNames(of: info.entity.name)
-        func storeKey(_ id: ManagedObjectID) -> (Int, UInt64)? {
-            guard let stored = id.storedID else { return nil }
-            return (scope.firstIndex(of: id.entityName) ?? scope.count, stored.primaryKey)
+        guard pendingCounts else { return results }
+        let changed = retained.values
+            .filter { entityNames.contains($0.entity.name) && !$0.isDeletedFlag && $0.hasChanges }
+            .sorted { $0.objectID < $1.objectID }
+        for object in changed {
+            if let predicate = request.predicate, try !predicate.evaluate(with: object, substitutionVariables: variables) { continue }
+            if let filter = request.memoryFilter, try !filter(object) { continue }
+            results.append(object)
         }
-        var parentPlace: [ManagedObjectID: Int] = [:]
-        for (index, row) in rows.enumerated() { parentPlace[row.0] = 2 * index }
-        // The parent's stored matches come first, in store order: their keys, for a binary search.
-        var storedKeys: [(Int, UInt64)] = []
-        for row in rows {
-            guard let key = storeKey(row.0), storedKeys.last.map({ $0 < key }) ?? true else { break }
-            storedKeys.append(key)
-        }
-        /// Where a stored object the parent didn't return goes: before the first of the
-        /// parent's stored matches that follows it in store order (else after them all).
-        func storedPlace(_ key: (Int, UInt64)) -> Int {
-            var low = 0, high = storedKeys.count
-            while low < high {
-                let middle = (low + high) / 2
-                if storedKeys[middle] < key { low = middle + 1 } else { high = middle }
-            }
-            return 2 * low - 1
-        }
-        var insertPlace: [ManagedObjectID: Int] = [:]
-        for (index, id) in insertionOrder.enumerated() { insertPlace[id] = index }
-        var ties: [ObjectIdentifier: (Int, Int)] = [:]
-        func tie(_ object: ManagedObject) -> (Int, Int) {
-            let id = object.objectID
-            if object.isInsertedFlag {
-                if let place = insertPlace[id] { return (1, place) }
-                return (2, storeKey(id).map { Int(clamping: $0.1) } ?? 0)
-            }
-            if let place = parentPlace[id] { return (0, place) }
-            if let key = storeKey(id) { return (0, storedPlace(key)) }
-            return (0, 2 * rows.count)
-        }
-        if pendingCounts {
-            let variables = request.substitutionVariables.mapValues { $0.anyValue as Any }
-            let changed = retained.values
-                .filter { entityNames.contains($0.entity.name) && !$0.isDeletedFlag && $0.hasChanges }
-            for object in changed {
-                if let predicate = request.predicate, try !predicate.evaluate(with: object, substitutionVariables: variables) { continue }
-                if let filter = request.memoryFilter, try !filter(object) { continue }
-                results.append(object)
-            }
-        }
-        for object in results { ties[ObjectIdentifier(object)] = tie(object) }
         func subject(_ object: ManagedObject) -> Any {
             rowsByObject[ObjectIdentifier(object)].map { ParentRow(values: $0, object: object) } ?? object
         }
-        func tieOrder(_ a: ManagedObject, _ b: ManagedObject) -> Bool {
-            let (x, y) = (ties[ObjectIdentifier(a)] ?? (0, 0), ties[ObjectIdentifier(b)] ?? (0, 0))
-            if x != y { return x < y }
-            return a.objectID < b.objectID
+        // Store order, as a root context's fetch has it (spec 0008, Sort order): stored objects
+        // by entity then primary key, then unsaved inserts — the parent's, then the child's
+        // own — in insertion order. Before, the objects the child had changed or inserted were
+        // put after all the parent's matches, so a fetch without sort descriptors, ties of a
+        // sort, and the objects an offset or limit kept differed from the root context's.
+        var ranks = parentRanks
+        for id in insertionOrder where ranks[id] == nil { ranks[id] = ranks.count }
+        let major = Dictionary(scope.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        func position(_ object: ManagedObject) -> FetchExecution.Position {
+            let id = object.objectID
+            if let rank = ranks[id] { return FetchExecution.Position(group: 1, major: rank, minor: 0) }
+            guard let stored = id.storedID else { return FetchExecution.Position(group: 2, major: 0, minor: 0) }
+            return FetchExecution.Position(group: 0, major: major[id.entityName] ?? 0, minor: stored.primaryKey)
         }
-        results = try results.sorted { a, b in
-            if !request.sortDescriptors.isEmpty {
+        results = results.map { ($0, position($0)) }.sorted { $0.1 < $1.1 }.map(\.0)
+        if !request.sortDescriptors.isEmpty {
+            // Ties keep the store order just made, stated rather than left to the sort.
+            var place: [ObjectIdentifier: Int] = [:]
+            for (index, object) in results.enumerated() { place[ObjectIdentifier(object)] = index }
+            results = try results.sorted { a, b in
                 let order = try FetchSortDescriptor.compare(subject(a), subject(b), by: request.sortDescriptors)
                 if order != .orderedSame { return order == .orderedAscending }
+                return place[ObjectIdentifier(a)] ?? 0 < place[ObjectIdentifier(b)] ?? 0
             }
-            return tieOrder(a, b)
         }
         if request.fetchOffset > 0 { results = Array(results.dropFirst(request.fetchOffset)) }
         if request.fetchLimit > 0 { results = Array(results.prefix(request.fetchLimit)) }
@@ -210,6 +225,18 @@ extension ContextCore {
             idAliasBacklog.removeAll()
         }
         return idAliases[id] ?? id
+    }
+
+    /// Where each unsaved insert this context knows sits in store order, for a child's fetch:
+    /// its parent's inserts first (a parent's are the older), then its own, each in insertion
+    /// order.
+    func insertRanksForChild() -> [ManagedObjectID: Int] {
+        var ranks: [ManagedObjectID: Int] = [:]
+        if let parent = parentContext {
+            ranks = parent.performAndWait { (parent: isolated ManagedObjectContext) in parent.core.insertRanksForChild() }
+        }
+        for id in insertionOrder where ranks[id] == nil { ranks[id] = ranks.count }
+        return ranks
     }
 
     /// The object a child names, following IDs made permanent since.
