@@ -175,6 +175,16 @@ struct LMDBEnvironmentTests {
         }
         #expect(error?.code == .invalid)
         #expect(error?.description.contains(path) == true)
+        // The lock file LMDB made for it is gone again, read-only open or writable: a look at
+        // the wrong directory leaves nothing behind. One that was there stays.
+        #expect(!FileManager.default.fileExists(atPath: path + "/lock.mdb"))
+        var readOnly = LMDBEnvironment.Options()
+        readOnly.isReadOnly = true
+        #expect(throws: LMDBError.self) { _ = try LMDBEnvironment(path: path, databases: [], options: readOnly) }
+        #expect(!FileManager.default.fileExists(atPath: path + "/lock.mdb"))
+        try Data("someone's".utf8).write(to: URL(fileURLWithPath: path + "/lock.mdb"))
+        #expect(throws: LMDBError.self) { _ = try LMDBEnvironment(path: path, databases: [], options: readOnly) }
+        #expect(FileManager.default.fileExists(atPath: path + "/lock.mdb"))
     }
 
     @Test("asking for a database that wasn't opened is a clear error")

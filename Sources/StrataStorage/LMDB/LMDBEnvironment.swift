@@ -202,6 +202,10 @@ public final class LMDBEnvironment: @unchecked Sendable {
         let dataFile = options.usesSubdirectory ? (path as NSString).appendingPathComponent("data.mdb") : path
         let lockFile = options.usesSubdirectory ? (path as NSString).appendingPathComponent("lock.mdb") : path + "-lock"
 
+        // Whether the lock file was there before this open: one that LMDB made for a data file
+        // that turns out not to be an environment is removed again, so a look at such a
+        // directory (`strata info` on the wrong path) leaves nothing behind.
+        let lockFileExisted = access(lockFile, F_OK) == 0
         var flags = options.additionalFlags.union(.noThreadLocalStorage)
         if options.isReadOnly { flags.insert(.readOnly) }
         if !options.usesSubdirectory { flags.insert(.noSubdirectory) }
@@ -260,6 +264,7 @@ public final class LMDBEnvironment: @unchecked Sendable {
             (env, result) = try create(flags)
         }
         if result != 0 {
+            if !lockFileExisted, result == MDB_INVALID || result == MDB_VERSION_MISMATCH { unlink(lockFile) }
             var detail = path
             if result == EACCES,
                 let problem = accessProblem(path: path, dataFile: dataFile, lockFile: lockFile, readOnly: options.isReadOnly)
