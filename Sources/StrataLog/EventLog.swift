@@ -127,8 +127,11 @@ public final class EventLog: Sendable {
         let hasData = fileManager.fileExists(atPath: (path as NSString).appendingPathComponent("data.mdb"))
         if !hasData {
             if configuration.isReadOnly || givenModel == nil { throw LogError.notAStore(path) }
+            // LMDB's own files don't count: another thread or process creating the store at
+            // this moment has made `lock.mdb` and may have made `data.mdb` since the check
+            // above (before, a concurrent open of a new store failed here now and then).
             if exists, let contents = try? fileManager.contentsOfDirectory(atPath: path),
-                !contents.filter({ !$0.hasPrefix(".") }).isEmpty
+                !contents.filter({ !$0.hasPrefix(".") && $0 != "lock.mdb" && $0 != "data.mdb" }).isEmpty
             {
                 throw LogError.notAStore("\(path) (the directory holds other files)")
             }

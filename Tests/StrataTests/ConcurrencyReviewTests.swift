@@ -419,22 +419,28 @@ struct ConcurrencyReviewTests {
         let url = dir.url.appendingPathComponent("store")
         let model = try SeedModels.leagueManager
         let count = 6
-        let coordinators = try await withDeadline(seconds: 60) {
-            try await withThrowingTaskGroup(of: PersistentStoreCoordinator.self) { group in
-                for _ in 0..<count {
-                    group.addTask {
-                        try runWithDeadline {
-                            let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-                            try coordinator.addPersistentStore(type: .eventLog, at: url)
-                            return coordinator
-                        }
-                    }
+        // Plain threads, not tasks: under a loaded test run, other suites' blocking waits can
+        // hold every thread of the cooperative pool, and tasks here then never start (a soak
+        // run once timed out that way with nothing deadlocked).
+        let opened = Mutex<[Result<PersistentStoreCoordinator, any Error>]>([])
+        let group = DispatchGroup()
+        for _ in 0..<count {
+            group.enter()
+            Thread.detachNewThread {
+                let result = Result { () throws -> PersistentStoreCoordinator in
+                    let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+                    try coordinator.addPersistentStore(type: .eventLog, at: url)
+                    return coordinator
                 }
-                var all: [PersistentStoreCoordinator] = []
-                for try await coordinator in group { all.append(coordinator) }
-                return all
+                opened.withLock { $0.append(result) }
+                group.leave()
             }
         }
+        guard group.wait(timeout: .now() + 60) == .success else { throw DeadlineExceeded(seconds: 60) }
+        // Before, an open now and then found the directory holding the lock file another
+        // thread's open had just made, and refused it: "the directory holds other files".
+        let coordinators = try opened.withLock { $0 }.map { try $0.get() }
+        #expect(coordinators.count == count)
         let identifiers = Set(coordinators.compactMap { $0.persistentStores.first?.identifier })
         #expect(identifiers.count == 1)
         for (index, coordinator) in coordinators.enumerated() {
