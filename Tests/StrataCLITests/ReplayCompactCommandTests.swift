@@ -149,5 +149,10 @@ struct CompactCommandTests {
         let nothing = try strata("compact", store.path)
         #expect(nothing.status == 0)
         #expect(nothing.standardOutput.contains("nothing to move"))
+
+        // info lists each segment with its frame count, "1 frame" in the singular (the
+        // segments here are small: one frame each).
+        let info = try strata("info", store.path).standardOutput
+        #expect(info.contains(", 1 frame") && !info.contains(" 1 frames"), "\(info)")
     }
 }

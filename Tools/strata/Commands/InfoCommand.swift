@@ -176,7 +176,7 @@ struct StoreInfo {
             out.line("segments     \(segments.count): raw \(raw) bytes, compressed \(compressed) bytes, ratio \(ratio(raw, compressed))")
             for segment in segments {
                 let dictionary = segment.dictionaryFileName.map { ", dictionary \($0)" } ?? ""
-                out.line("  \(segment.sequences.lowerBound)…\(segment.sequences.upperBound)  \(segment.fileName)  raw \(segment.rawBytes), compressed \(segment.compressedBytes), ratio \(ratio(segment.rawBytes, segment.compressedBytes)), \(segment.frameCount) frames\(dictionary)")
+                out.line("  \(segment.sequences.lowerBound)…\(segment.sequences.upperBound)  \(segment.fileName)  raw \(segment.rawBytes), compressed \(segment.compressedBytes), ratio \(ratio(segment.rawBytes, segment.compressedBytes)), \(segment.frameCount) \(segment.frameCount == 1 ? "frame" : "frames")\(dictionary)")
             }
         }
         out.line("files")
