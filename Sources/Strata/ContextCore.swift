@@ -1462,6 +1462,8 @@ final class ContextCore {
     }
 
     func undo() throws {
+        // No undo manager (`isUndoEnabled` false, Core Data's `undoManager = nil`): nothing.
+        guard journal.isEnabled else { return }
         // The open group closes even inside explicit grouping, as at a save: undo must not
         // apply an older group under changes still being recorded (before, inside
         // `beginUndoGrouping()` it undid the group below the open one, whose recorded old
@@ -1496,6 +1498,7 @@ final class ContextCore {
     }
 
     func redo() throws {
+        guard journal.isEnabled else { return }
         closeOpenGroup(continuing: true)
         guard let group = journal.redoStack.last else { return }
         if group.saved != nil || group.fromLog {
@@ -1506,6 +1509,11 @@ final class ContextCore {
         journal.redoStack.removeLast()
         apply(group, events: .undoUpdate)
         journal.undoStack.append(group)
+        // A redo ends a group on the undo stack like any other: past `levelsOfUndo` the
+        // oldest go (before, redos could pile the stack up past the limit set since).
+        let kept = journal.undoStack.count
+        journal.trim()
+        if journal.undoStack.count < kept { releaseUnreachableRemovedObjects() }
         // A revert redone: the transaction's own groups are its to undo again.
         journal.reverted.subtract(group.revertedSequences)
         journal.undoneByRevert.subtract(group.undoneRedoneGroups)

@@ -555,21 +555,29 @@ public actor ManagedObjectContext {
     public func revertTransactions(at tokens: [HistoryToken], actionName: String? = nil) throws {
         try core.revertTransactions(at: tokens, actionName: actionName)
     }
-    /// Whether there is something to undo.
+    /// Whether there is something to undo: a group on the undo stack, or changes in the open
+    /// group that don't net out to nothing (a value set and set back is nothing to undo:
+    /// ``undo()`` would drop that group and undo the one below). False while
+    /// ``isUndoEnabled`` is off.
     public var canUndo: Bool {
+        guard core.journal.isEnabled else { return false }
+        if core.journal.open.hasNetChanges { return true }
         core.loadOlderUndo()
-        return !core.journal.undoStack.isEmpty || !core.journal.open.isEmpty
+        return !core.journal.undoStack.isEmpty
     }
-    /// Whether there is something to redo.
-    public var canRedo: Bool { !core.journal.redoStack.isEmpty }
-    /// The name of the action undo would undo.
+    /// Whether there is something to redo (false while ``isUndoEnabled`` is off).
+    public var canRedo: Bool { core.journal.isEnabled && !core.journal.redoStack.isEmpty }
+    /// The name of the action ``undo()`` would undo: the open group's while it has changes
+    /// that don't net out to nothing, else the top of the undo stack's (nil while
+    /// ``isUndoEnabled`` is off).
     public var undoActionName: String? {
-        guard core.journal.open.isEmpty else { return core.journal.open.actionName }
+        guard core.journal.isEnabled else { return nil }
+        if core.journal.open.hasNetChanges { return core.journal.open.actionName }
         core.loadOlderUndo()
         return core.journal.undoStack.last?.actionName
     }
-    /// The name of the action redo would redo.
-    public var redoActionName: String? { core.journal.redoStack.last?.actionName }
+    /// The name of the action redo would redo (nil while ``isUndoEnabled`` is off).
+    public var redoActionName: String? { core.journal.isEnabled ? core.journal.redoStack.last?.actionName : nil }
     /// Names the current undo group's action (`setActionName`).
     public func setActionName(_ name: String) { core.journal.open.actionName = name }
     /// The most undo groups kept (0: unbounded; `levelsOfUndo`).
@@ -577,10 +585,15 @@ public actor ManagedObjectContext {
         get { core.journal.levelsOfUndo }
         set {
             core.journal.levelsOfUndo = max(0, newValue)
+            let kept = core.journal.undoStack.count
             core.journal.trim()
+            if core.journal.undoStack.count < kept { core.releaseUnreachableRemovedObjects() }
         }
     }
-    /// Whether undo is recorded at all (`undoManager != nil`).
+    /// Whether the context has an undo manager (`undoManager != nil`): while false nothing is
+    /// recorded, there is nothing to undo or redo (``canUndo``, ``canRedo``, the action names)
+    /// and ``undo()``/``redo()`` do nothing, as messages to a nil manager; true again, the
+    /// stacks are back, as when an app reattaches the manager it took away.
     public var isUndoEnabled: Bool {
         get { core.journal.isEnabled }
         set { core.journal.isEnabled = newValue }
@@ -601,10 +614,17 @@ public actor ManagedObjectContext {
         core.processPendingChanges()
         core.journal.disabledCount += 1
     }
-    /// Resumes recording undo (`enableUndoRegistration()`).
+    /// Resumes recording undo (`enableUndoRegistration()`). Without a matching
+    /// ``disableUndoRegistration()`` in effect (``removeAllUndoActions()`` ends them all) it
+    /// changes nothing, and the next ``save()`` throws ``ContextError/invalidArgument(_:)``
+    /// saying so (`UndoManager` raises).
     public func enableUndoRegistration() {
         core.processPendingChanges()
-        core.journal.disabledCount = max(0, core.journal.disabledCount - 1)
+        guard core.journal.disabledCount > 0 else {
+            core.recordProblem(.invalidArgument("enableUndoRegistration() without a matching disableUndoRegistration(): nothing was changed"))
+            return
+        }
+        core.journal.disabledCount -= 1
     }
     /// Clears the undo and redo stacks and re-enables undo registration, as
     /// `UndoManager.removeAllActions()` does ("clears the undo and redo stacks and reenables

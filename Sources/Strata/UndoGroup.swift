@@ -86,6 +86,18 @@ final class UndoGroup {
 
     var isEmpty: Bool { changes.isEmpty }
 
+    /// Whether closing the group now would leave a change: ``close(values:)`` drops a
+    /// property set back to its value from before the group, and an update left with none.
+    /// (An open group whose changes net out to nothing is not something to undo.)
+    var hasNetChanges: Bool {
+        changes.values.contains { change in
+            switch change.kind {
+            case .inserted, .deleted: true
+            case .updated: !change.memberships.isEmpty || change.old.contains { key, old in change.new[key] != old }
+            }
+        }
+    }
+
     /// Records the insert of `id`; `object`, when given, is the object inserted (see ``lastInserted``).
     func recordInsert(_ id: ManagedObjectID, object: ManagedObject? = nil) {
         mayHoldTemporaryIDs = true
