@@ -126,4 +126,98 @@ struct HistoryReview2Tests {
             #expect(names == ["Comets", "Ravens"])
         }
     }
+
+    @Test("feeds across a purge: one caught up at the head reads the marker on; one behind the point gets historyPurged naming it; an object feed with a limit ends")
+    func feedsAcrossPurge() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let first = try await Self.saveTeam(coordinator, "A", author: "app", contextName: nil)
+        for name in ["B", "C"] { _ = try await Self.saveTeam(coordinator, name, author: "app", contextName: nil) }
+        let store = try coordinator.currentHistoryToken().storeIdentifier
+        var caughtUp = try coordinator.historyFeed(after: nil).makeAsyncIterator()
+        var behind = try coordinator.historyFeed(after: HistoryToken(storeIdentifier: store, sequence: 1)).makeAsyncIterator()
+        for expected: UInt64 in [1, 2, 3] { #expect(try await caughtUp.next()?.sequence == expected) }
+        try coordinator.purgeHistory(before: HistoryToken(storeIdentifier: store, sequence: 3), author: "admin")
+        let marker = try await caughtUp.next()
+        #expect(marker?.sequence == 4)
+        #expect(marker?.kind == .purge(through: 3))
+        #expect(marker?.author == "admin")
+        do {
+            _ = try await behind.next()
+            Issue.record("a feed behind the purge point read on")
+        } catch HistoryError.historyPurged(let purged) {
+            #expect(purged.requested.sequence == 1)
+            #expect(purged.restartToken.sequence == 3)
+            #expect(purged.markerToken?.sequence == 4)
+        }
+        _ = first
+        _ = try await Self.saveTeam(coordinator, "D", author: "app", contextName: nil)
+        var limited = try coordinator.historyFeed(HistoryRequest.entity("Team").limited(to: 1)).makeAsyncIterator()
+        #expect(try await limited.next()?.sequence == 5, "the marker has no Team change; the next Team transaction is 5")
+        #expect(try await limited.next() == nil)
+    }
+
+    @Test("consumers: a token past the head or of another store refused at registration and marking; a removed consumer's calls name it")
+    func consumerRefusals() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        _ = try await Self.saveTeam(coordinator, "A", author: "app", contextName: nil)
+        let head = try coordinator.currentHistoryToken()
+        let ahead = HistoryToken(storeIdentifier: head.storeIdentifier, sequence: 2)
+        let foreign = HistoryToken(storeIdentifier: UUID(), sequence: 1)
+        #expect(throws: HistoryError.tokenAheadOfStore(ahead, head: 1)) { _ = try coordinator.historyConsumer(named: "c", startingAfter: ahead) }
+        #expect(throws: HistoryError.foreignToken(foreign, storeIdentifier: head.storeIdentifier)) {
+            _ = try coordinator.historyConsumer(named: "c", startingAfter: foreign)
+        }
+        let consumer = try coordinator.historyConsumer(named: "c")
+        #expect(try consumer.processedToken().sequence == 0)
+        #expect(throws: HistoryError.tokenAheadOfStore(ahead, head: 1)) { try consumer.markProcessed(through: ahead) }
+        #expect(throws: HistoryError.foreignToken(foreign, storeIdentifier: head.storeIdentifier)) { try consumer.markProcessed(through: foreign) }
+        #expect(try consumer.nextBatch(limit: 5).map(\.sequence) == [1])
+        try consumer.markProcessed(through: head)
+        #expect(try consumer.nextBatch(limit: 5).isEmpty)
+        try consumer.remove()
+        #expect(throws: HistoryError.unknownConsumer("c")) { _ = try consumer.nextBatch(limit: 5) }
+        #expect(throws: HistoryError.unknownConsumer("c")) { try consumer.markProcessed(through: head) }
+        #expect(throws: HistoryError.unknownConsumer("c")) { _ = try consumer.feed() }
+        #expect(try coordinator.historyConsumers().isEmpty)
+    }
+
+    @Test("a change predicate (NSPersistentHistoryChange.fetchRequest): changeType, changedObjectID, changedEntity, updatedProperties CONTAINS select changes; a key a change doesn't have is refused")
+    func changePredicate() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let otters = try await Self.saveTeam(coordinator, "Otters", author: "app", contextName: nil)
+        let herons = try await Self.saveTeam(coordinator, "Herons", author: "app", contextName: nil)
+        let player = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: otters)
+            team.setValue("red", forKey: "uniformColor")
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue("Ada", forKey: "firstName")
+            player.setValue(team, forKey: "team")
+            try context.save()
+            context.delete(try context.existingObject(with: herons))
+            try context.save()
+            return player.objectID
+        }
+        func selected(_ format: String, _ arguments: any Sendable..., base: HistoryRequest = HistoryRequest()) throws -> [String] {
+            var request = base
+            request.changePredicate = try FormatPredicate(format: format, argumentArray: arguments)
+            return try coordinator.history(request).map { transaction in
+                "\(transaction.sequence):" + transaction.changes.map { "\($0.entityName).\($0.changeType)" }.joined(separator: ",")
+            }
+        }
+        #expect(try selected("changeType == 1") == ["3:Team.update"])
+        #expect(try selected("changeType == 2") == ["4:Team.delete"])
+        #expect(try selected("changedObjectID == %@", player) == ["3:Player.insert"])
+        #expect(try selected("changedEntity == 'Team' AND changeType != 0") == ["3:Team.update", "4:Team.delete"])
+        #expect(try selected("updatedProperties CONTAINS 'uniformColor'") == ["3:Team.update"])
+        #expect(try selected("changeType == 0", base: .after(HistoryToken(storeIdentifier: try coordinator.currentHistoryToken().storeIdentifier, sequence: 1))) == ["2:Team.insert", "3:Player.insert"])
+        var iterator = try coordinator.historyFeed({ var r = HistoryRequest().limited(to: 1); r.changePredicate = try FormatPredicate(format: "changeType == 2"); return r }()).makeAsyncIterator()
+        #expect(try await iterator.next()?.sequence == 4)
+        #expect(try await iterator.next() == nil)
+        var bad = HistoryRequest()
+        bad.changePredicate = try FormatPredicate(format: "name == 'Otters'")
+        #expect(throws: HistoryError.self) { try coordinator.history(bad) }
+    }
 }
