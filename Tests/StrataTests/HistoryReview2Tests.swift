@@ -220,4 +220,57 @@ struct HistoryReview2Tests {
         bad.changePredicate = try FormatPredicate(format: "name == 'Otters'")
         #expect(throws: HistoryError.self) { try coordinator.history(bad) }
     }
+
+    @Test("batch requests appear as import transactions with their changes, an undo as an undo transaction naming what it reverses; merging a batch delete's transaction removes the object")
+    func importsAndUndo() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await privateContext(coordinator, author: "importer").perform { (context: isolated ManagedObjectContext) throws in
+            _ = try context.execute(BatchInsertRequest(entityName: "Team", objects: [["name": "Otters"], ["name": "Herons"]]))
+            var update = BatchUpdateRequest(entityName: "Team")
+            update.predicate = try FormatPredicate(format: "name == %@", "Otters")
+            update.propertiesToUpdate = ["uniformColor": "red"]
+            _ = try context.execute(update)
+        }
+        let imported = try coordinator.history(HistoryRequest())
+        #expect(imported.map(\.kind) == [.import, .import])
+        #expect(imported.map { $0.changes.map(\.changeType) } == [[.insert, .insert], [.update]])
+        #expect(imported.last?.changes.first?.changedProperties == ["uniformColor"])
+        #expect(imported.first?.author == "importer")
+        let herons = try #require(imported.first?.changes.first { $0.change(of: "name") == .value(property: "name", before: .attribute(nil), after: .attribute(.string("Herons"))) }?.changedObjectID)
+        let viewer = privateContext(coordinator)
+        try await viewer.perform { (context: isolated ManagedObjectContext) throws in
+            context.retainsRegisteredObjects = true
+            _ = try context.existingObject(with: herons).value(forKey: "name")
+        }
+        let before = try coordinator.currentHistoryToken()
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            _ = try context.execute(BatchDeleteRequest(objectIDs: [herons]))
+        }
+        let deletion = try #require(try coordinator.history(.after(before)).first)
+        #expect(deletion.kind == .import)
+        #expect(deletion.contextDidSave.deleted == [herons])
+        try await viewer.perform { (context: isolated ManagedObjectContext) throws in
+            context.mergeChanges(fromContextDidSave: deletion.contextDidSave)
+            #expect(context.registeredObject(for: herons) == nil)
+        }
+        let editor = editor(coordinator)
+        let afterDelete = try coordinator.currentHistoryToken()
+        try await editor.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Comets", forKey: "name")
+            try context.save()
+            try context.undo()
+            try context.save()
+        }
+        let edits = try coordinator.history(.after(afterDelete))
+        #expect(edits.count == 2)
+        #expect(edits.last?.changes.map(\.changeType) == [.delete])
+        if case .undo(let of, _) = edits.last?.kind {
+            #expect(of == edits.first?.sequence)
+        } else {
+            Issue.record("the undo's transaction is \(String(describing: edits.last?.kind))")
+        }
+        #expect(edits.last?.changes.first?.groupOrigin != nil)
+    }
 }
