@@ -273,4 +273,29 @@ struct HistoryReview2Tests {
         }
         #expect(edits.last?.changes.first?.groupOrigin != nil)
     }
+
+    @Test("a feed part-way through reads on across a compaction that moves what it hasn't read, each transaction once and in order; an object's history after compaction is the same")
+    func feedAcrossCompaction() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        var teams: [ManagedObjectID] = []
+        for index in 0..<12 { teams.append(try await Self.saveTeam(coordinator, "T\(index)", author: "app", contextName: nil)) }
+        let first = teams[0]
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: first).setValue("renamed", forKey: "name")
+            try context.save()
+        }
+        let everything = try coordinator.history(HistoryRequest())
+        let objectHistory = try coordinator.history(.object(teams[0]))
+        var iterator = try coordinator.historyFeed(HistoryRequest(), batchSize: 4).makeAsyncIterator()
+        var fed: [HistoryTransaction] = []
+        for _ in 0..<2 { if let next = try await iterator.next() { fed.append(next) } }
+        let log = try #require(coordinator.persistentStores.first).log
+        let report = try log.compact(CompactionRequest())
+        #expect(report.moved != nil)
+        while fed.count < everything.count, let next = try await iterator.next() { fed.append(next) }
+        #expect(fed == everything)
+        #expect(try coordinator.history(.object(teams[0])) == objectHistory)
+        #expect(try coordinator.history(.object(teams[0])).map(\.sequence) == [1, 13])
+    }
 }
