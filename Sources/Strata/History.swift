@@ -384,3 +384,66 @@ struct HistoryConverter {
             processID: event.processID, kind: event.kind, modelVersion: event.modelVersion, changes: changes)
     }
 }
+
+// MARK: - Merging a transaction
+
+/// The source of a ``ContextDidSave`` made from history: no context, so every context merges it.
+private final class HistoryMergeSource: Sendable {
+    static let shared = HistoryMergeSource()
+}
+
+extension HistoryTransaction {
+    /// The transaction as a save to merge (Core Data's `objectIDNotification()`'s contents):
+    /// the objects its changes inserted, updated and deleted — an object a relationship change
+    /// names as a destination counts as updated (its inverse side changed), unless the
+    /// transaction inserted or deleted it. Give it to
+    /// ``ManagedObjectContext/mergeChanges(fromContextDidSave:)``: registered
+    /// objects it updated are refreshed, those it deleted leave the context, those it inserted
+    /// are found by the next fetch. Only the changes the transaction holds count (a request's
+    /// object or entity filter leaves some out).
+    public var contextDidSave: ContextDidSave {
+        var inserted: Set<ManagedObjectID> = []
+        var updated: Set<ManagedObjectID> = []
+        var deleted: Set<ManagedObjectID> = []
+        var destinations: Set<ManagedObjectID> = []
+        for change in changes {
+            switch change.changeType {
+            case .insert: inserted.insert(change.changedObjectID)
+            case .update: updated.insert(change.changedObjectID)
+            case .delete: deleted.insert(change.changedObjectID)
+            }
+            for property in change.propertyChanges {
+                switch property {
+                case .value(_, let before, let after):
+                    destinations.formUnion(before.objectIDs)
+                    destinations.formUnion(after.objectIDs)
+                case .membership(_, let added, let removed):
+                    destinations.formUnion(added)
+                    destinations.formUnion(removed)
+                }
+            }
+        }
+        // An object inserted and deleted in one transaction (by two groups) is gone.
+        inserted.subtract(deleted)
+        updated.subtract(deleted)
+        updated.subtract(inserted)
+        updated.formUnion(destinations.subtracting(inserted).subtracting(deleted))
+        return ContextDidSave(
+            inserted: inserted, updated: updated, deleted: deleted, sequence: sequence, storeIdentifier: token.storeIdentifier,
+            contextName: contextName, transactionAuthor: author, source: ObjectIdentifier(HistoryMergeSource.shared))
+    }
+
+    /// The transaction as a ``ManagedObjectContext/didSaveObjectsNotification`` (Core Data's
+    /// `objectIDNotification()`), for
+    /// ``ManagedObjectContext/mergeChanges(fromContextDidSave:)``: `userInfo`
+    /// holds the inserted, updated and deleted IDs, the sequence and ``contextDidSave``.
+    public func objectIDNotification() -> Notification {
+        let save = contextDidSave
+        typealias Key = ManagedObjectContext.NotificationKey
+        let info: [AnyHashable: Any] = [
+            Key.insertedObjects.rawValue: save.inserted, Key.updatedObjects.rawValue: save.updated,
+            Key.deletedObjects.rawValue: save.deleted, Key.sequence.rawValue: sequence, Key.contextDidSave.rawValue: save,
+        ]
+        return Notification(name: ManagedObjectContext.didSaveObjectsNotification, object: nil, userInfo: info)
+    }
+}

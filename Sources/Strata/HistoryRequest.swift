@@ -58,6 +58,57 @@ public struct HistoryRequest: Sendable, Hashable {
     /// ```
     public var transactionPredicate: FormatPredicate?
 
+    /// Only changes this predicate accepts (Core Data's request `fetchRequest` made from
+    /// `NSPersistentHistoryChange.fetchRequest` with a predicate): like the object and entity
+    /// conditions it selects **changes** — a transaction is returned with only those it
+    /// accepts, and only if it accepts one. Its keys: `changedObjectID` (a
+    /// ``ManagedObjectID``), `changeType` (Core Data's `NSPersistentHistoryChangeType` raw
+    /// values: 0 insert, 1 update, 2 delete), `changedEntity` (the entity's name),
+    /// `updatedProperties` (the names of the properties the change touched,
+    /// ``HistoryChange/changedProperties``) and `groupIndex`. Another key is an
+    /// ``HistoryError/invalidRequest(_:)``.
+    ///
+    /// ```swift
+    /// request.changePredicate = try FormatPredicate(format: "changeType == 1 AND updatedProperties CONTAINS 'score'")
+    /// ```
+    public var changePredicate: FormatPredicate?
+
+    /// The keys ``changePredicate`` reads.
+    public static let changePredicateKeys = ["changedObjectID", "changeType", "changedEntity", "updatedProperties", "groupIndex"]
+
+    /// A change as ``changePredicate`` sees it: its values by key.
+    public static func changePredicateValues(of change: HistoryChange) -> [String: Any] {
+        let type = switch change.changeType {
+        case .insert: 0
+        case .update: 1
+        case .delete: 2
+        }
+        return [
+            "changedObjectID": change.changedObjectID, "changeType": type, "changedEntity": change.entityName,
+            "updatedProperties": change.propertyChanges.map(\.property), "groupIndex": change.groupIndex,
+        ]
+    }
+
+    /// Throws ``HistoryError/invalidRequest(_:)`` when `predicate` reads a key a change
+    /// doesn't have (``changePredicateKeys``), or throws when evaluated on a sample change.
+    static func validateChangePredicate(_ predicate: FormatPredicate, sample id: ManagedObjectID) throws {
+        var paths: [FormatKeyPath] = []
+        FetchedResultsController.collectKeyPaths(in: predicate.node, into: &paths)
+        for path in paths {
+            guard case .key(let key)? = path.components.first, changePredicateKeys.contains(key) else {
+                throw HistoryError.invalidRequest(
+                    "the change predicate (\(predicate)) reads \(path), which a change doesn't have; its keys are \(changePredicateKeys.joined(separator: ", "))")
+            }
+        }
+        let sample = HistoryChange(
+            changedObjectID: id, changeType: .update, propertyChanges: [], groupIndex: 0, actionName: nil, groupOrigin: nil, tombstone: nil)
+        do {
+            _ = try predicate.evaluate(with: changePredicateValues(of: sample))
+        } catch {
+            throw HistoryError.invalidRequest("the change predicate (\(predicate)) can't be evaluated on a change: \(error)")
+        }
+    }
+
     /// The keys ``transactionPredicate`` reads, in the order documented there.
     public static let transactionPredicateKeys = ["author", "contextName", "timestamp", "processID", "transactionNumber", "storeID"]
 
@@ -191,6 +242,24 @@ struct ResolvedHistoryRequest {
     var limit: Int
     /// ``HistoryRequest/transactionPredicate``, and the store's UUID it reads as `storeID`.
     var predicate: (FormatPredicate, storeID: UUID)?
+    /// ``HistoryRequest/changePredicate``.
+    var changePredicate: FormatPredicate?
+
+    /// `transaction` with only the changes ``changePredicate`` accepts (all without one); nil
+    /// when it accepts none.
+    func selecting(_ transaction: HistoryTransaction) -> HistoryTransaction? {
+        guard let changePredicate else { return transaction }
+        // Checked against a sample change when the request was resolved: a predicate that
+        // fails to evaluate here rejects the change.
+        let changes = transaction.changes.filter {
+            (try? changePredicate.evaluate(with: HistoryRequest.changePredicateValues(of: $0))) ?? false
+        }
+        if changes.isEmpty { return nil }
+        return HistoryTransaction(
+            token: transaction.token, timestamp: transaction.timestamp, author: transaction.author,
+            contextName: transaction.contextName, processID: transaction.processID, kind: transaction.kind,
+            modelVersion: transaction.modelVersion, changes: changes)
+    }
 
     /// Whether a header passes the transaction-level conditions.
     func accepts(_ header: EventHeader) -> Bool {
@@ -250,6 +319,11 @@ extension PersistentStore {
         if let predicate = request.transactionPredicate {
             try HistoryRequest.validateTransactionPredicate(predicate)
             resolved.predicate = (predicate, identifier)
+        }
+        if let predicate = request.changePredicate {
+            let sample = ManagedObjectID.permanent(StoredObjectID(entity: log.model.entities.first?.name ?? "Entity", primaryKey: 1), store: identifier)
+            try HistoryRequest.validateChangePredicate(predicate, sample: sample)
+            resolved.changePredicate = predicate
         }
         if let token = request.afterToken {
             try check(token, head: head)
@@ -318,7 +392,9 @@ extension PersistentStore {
                 let header = EventHeader(
                     sequence: event.sequence, timestamp: event.timestamp, author: event.author, contextName: event.contextName,
                     processID: event.processID)
-                guard resolved.accepts(header), let transaction = converter.transaction(event, keep: keep) else { return .next }
+                guard resolved.accepts(header), let converted = converter.transaction(event, keep: keep),
+                    let transaction = resolved.selecting(converted)
+                else { return .next }
                 result.append(transaction)
                 if maximum > 0 && result.count >= maximum {
                     full = true
@@ -330,7 +406,7 @@ extension PersistentStore {
         }
         func take(_ event: TransactionEvent) -> IterationDecision {
             examined = event.sequence
-            if let transaction = converter.transaction(event, keep: keep) {
+            if let converted = converter.transaction(event, keep: keep), let transaction = resolved.selecting(converted) {
                 result.append(transaction)
                 if maximum > 0 && result.count >= maximum { return .stop }
             }
