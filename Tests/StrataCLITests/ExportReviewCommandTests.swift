@@ -275,6 +275,43 @@ struct ExportReviewCommandTests {
         #expect(empty == "uri,x\r\n")
     }
 
+    @Test("sql --dialect postgres: dates before year 1 and past the ISO form as to_timestamp(SECONDS), infinities as 'infinity', NaN refused naming the object (before: ISO text of year 0 and earlier, and number text, which psql refuses as out of range); with STRATA_EXPORT_REVIEW_PG (a libpq connection string) psql loads it")
+    func postgresDates() throws {
+        let store = try makeFidelityStore()
+        // postgres text can't hold the NUL of Item/p3's string (refused, as specified): replaced.
+        let log = try EventLog(openingExistingAt: store.path, readOnly: false)
+        var draft = TransactionDraft()
+        draft.update(.stored(StoredObjectID(entity: "Item", primaryKey: 3)), values: ["text": str("a b")])
+        // 1e13 s is past postgres's range (refused, below); 9.1e12 s, in it, has no ISO form.
+        draft.update(.stored(StoredObjectID(entity: "Item", primaryKey: 5)), values: ["when": .attribute(.date(Date(timeIntervalSince1970: 9.1e12)))])
+        try log.commit(draft)
+        let script = store.directory.file("pg.sql")
+        let result = try strata("export", store.path, "--format", "sql", "--dialect", "postgres", "--output", script)
+        #expect(result.status == 0, "\(result.standardError)")
+        let text = try String(contentsOfFile: script, encoding: .utf8)
+        #expect(text.contains("'2026-01-01T00:00:00.123456Z'"))
+        #expect(text.contains("to_timestamp(-62135596801.000000)"))
+        #expect(text.contains("to_timestamp(-100000000000.000000)"))
+        #expect(text.contains("to_timestamp(9100000000000.000000)"))
+        #expect(text.contains("'1969-12-31T23:59:59.750000Z'"))
+        if let connection = ProcessInfo.processInfo.environment["STRATA_EXPORT_REVIEW_PG"], toolIsInstalled("psql") {
+            let schema = "review\(UInt32.random(in: 0...UInt32.max))"
+            let load = try tool(
+                "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", connection, "-c", "CREATE SCHEMA \(schema)", "-c", "SET search_path TO \(schema)", "-f", script,
+                "-c", "SELECT count(*) FROM \"Item\" WHERE \"when\" IS NOT NULL", "-c", "DROP SCHEMA \(schema) CASCADE")
+            #expect(load.status == 0, "\(load.standardError)")
+            #expect(load.standardOutput.contains("\(FidelityValues.dates.count)"), "\(load.standardOutput)")
+        }
+
+        draft = TransactionDraft()
+        _ = draft.insert("Item", values: ["when": .attribute(.date(Date(timeIntervalSince1970: -3e11)))])
+        try log.commit(draft)
+        let out = try strata("export", store.path, "--format", "sql", "--dialect", "postgres", "--entity", "Item")
+        #expect(out.status == 1)
+        #expect(out.standardError.contains("\(store.uri("Item", UInt64(FidelityValues.rowCount + 1))) property when holds the date"), "\(out.standardError)")
+        #expect(out.standardError.contains("outside postgres's timestamp range"))
+    }
+
     @Test("sql: names sqlite takes as one — properties differing only in case, an entity named as another's join table — are refused before anything is written, naming both (before: the script failed halfway in sqlite3 with 'duplicate column name' or 'table already exists')")
     func sqlNameClashes() throws {
         let directory = try TemporaryDirectory("strata-export-clash")

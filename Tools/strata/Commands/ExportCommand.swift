@@ -431,7 +431,24 @@ final class SQLSnapshotWriter: SnapshotWriter {
 
     func literal(_ value: LogValue, _ id: StoredObjectID, _ property: String) throws -> String {
         if case .attribute(.string(let v)) = value { return try text(v, id, property) }
+        if case .attribute(.date(let v)) = value, dialect == .postgres { return try postgresDate(v, id, property) }
         return literal(value)
+    }
+
+    /// A date's literal for postgres, which reads the ISO text only from year 1 on (it
+    /// refused `0000-12-31T23:59:59.000000Z` and `-1200-…` as out of range, and the number
+    /// text of a date with no ISO form): earlier and later ones as `to_timestamp(SECONDS)`,
+    /// infinities as `'infinity'`, `'-infinity'`; NaN and a date outside postgres's range
+    /// (4714 BC to 294276 AD) stop the export naming the object and property.
+    func postgresDate(_ date: Date, _ id: StoredObjectID, _ property: String) throws -> String {
+        let seconds = date.timeIntervalSince1970
+        if seconds.isInfinite { return seconds < 0 ? "'-infinity'" : "'infinity'" }
+        guard seconds >= -210_866_803_200, seconds < 9_224_318_016_000 else {
+            throw CommandFailure(
+                "\(log.uri(id)) property \(property) holds the date \(Timestamps.format(date)), outside postgres's timestamp range (4714 BC to 294276 AD); export with --dialect sqlite or --format json")
+        }
+        if seconds >= -62_135_596_800 && seconds < 9e12 { return Self.string(Timestamps.format(date)) }
+        return "to_timestamp(\(String(format: "%.6f", seconds)))"
     }
 
     func literal(_ value: LogValue) -> String {
