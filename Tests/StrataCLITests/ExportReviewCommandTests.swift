@@ -333,6 +333,26 @@ struct ExportReviewCommandTests {
         #expect(before.standardOutput.contains(#"{"entity":"Rush","uri":"\#(store.uri("Rush", 1))","values":{"from":"f","group":8,"select":"s2"}}"#), "\(before.standardOutput)")
     }
 
+    @Test("export --at a point before a migration with --entity naming an entity a later version added: exit 1 naming the version and sequence (before: 'the store's model has no entity Coach (entities: Player)', as if the store didn't have it)")
+    func entityAddedLater() throws {
+        let directory = try TemporaryDirectory("strata-export-later")
+        let path = directory.file("Later.strata")
+        do {
+            let log = try EventLog(path: path, model: try ManagedObjectModel { Entity("Player") { Attribute("name", .string) } })
+            var draft = TransactionDraft()
+            _ = draft.insert("Player", values: ["name": str("Ng")])
+            try log.commit(draft)
+        }
+        _ = try EventLog(path: path, model: try ManagedObjectModel {
+            Entity("Player") { Attribute("name", .string) }
+            Entity("Coach") { Attribute("name", .string) }
+        })
+        let result = try strata("export", path, "--at", "1", "--entity", "Coach")
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("model version 1, which the store's data was in at sequence 1, has no entity Coach (its entities: Player)"), "\(result.standardError)")
+        #expect(try strata("export", path, "--entity", "Coach").status == 0)
+    }
+
     @Test("sql: names sqlite takes as one — properties differing only in case, an entity named as another's join table — are refused before anything is written, naming both (before: the script failed halfway in sqlite3 with 'duplicate column name' or 'table already exists')")
     func sqlNameClashes() throws {
         let directory = try TemporaryDirectory("strata-export-clash")

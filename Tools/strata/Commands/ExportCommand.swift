@@ -103,6 +103,12 @@ struct ExportCommand: ParsableCommand {
                 let version = try at.map { try reader.modelVersion(asOf: $0) } ?? log.modelVersion
                 let model = version == log.modelVersion ? log.model : try log.storedModel(version: version)
                 let concrete = version == log.modelVersion ? log.concreteEntityNames : try log.concreteEntityNames(modelVersion: version)
+                // Before, an entity a later version added was refused as one "the store's model"
+                // doesn't have, listing the earlier version's entities as the model's.
+                if let at, version != log.modelVersion, let missing = entity.first(where: { model.entity(named: $0) == nil }) {
+                    throw CommandFailure(
+                        "model version \(version), which the store's data was in at sequence \(at), has no entity \(missing) (its entities: \(model.entities.map(\.name).sorted().joined(separator: ", ")))")
+                }
                 let exported = try Set(entity.isEmpty ? concrete : Array(log.entityNames(including: entity, in: model)))
                 let layouts = try concrete.filter { exported.contains($0) }.map { name in
                     EntityLayout(name: name, properties: try log.storedProperties(ofEntity: name, modelVersion: version).filter(\.isRecorded))
