@@ -392,6 +392,8 @@ struct ExportReviewCommandTests {
     @Test("a large store exports streaming (set STRATA_EXPORT_REVIEW_OBJECTS, and STRATA_EXPORT_REVIEW_RSS=1 to print peak RSS through /usr/bin/time -v)")
     func largeExport() throws {
         let count = Int(ProcessInfo.processInfo.environment["STRATA_EXPORT_REVIEW_OBJECTS"] ?? "") ?? 2000
+        // Objects per transaction (STRATA_EXPORT_REVIEW_CHUNK): one large one is what --at keeps longest.
+        let chunk = max(1, Int(ProcessInfo.processInfo.environment["STRATA_EXPORT_REVIEW_CHUNK"] ?? "") ?? 10_000)
         let directory = try TemporaryDirectory("strata-export-large")
         let path = directory.file("Large.strata")
         var configuration = EventLog.Configuration()
@@ -401,14 +403,14 @@ struct ExportReviewCommandTests {
             var inserted = 0
             while inserted < count {
                 var draft = TransactionDraft()
-                for n in inserted..<min(count, inserted + 10_000) {
+                for n in inserted..<min(count, inserted + chunk) {
                     _ = draft.insert("Item", values: ["i64": .attribute(.int64(Int64(n))), "text": str("object \(n), \"quoted\"\nline")])
                 }
-                inserted = min(count, inserted + 10_000)
+                inserted = min(count, inserted + chunk)
                 try log.commit(draft)
             }
         }
-        for arguments in [["--format", "ndjson"], ["--format", "ndjson", "--at", "1"], ["--format", "sql"]] {
+        for arguments in [["--format", "ndjson"], ["--format", "ndjson", "--at", "\((count + chunk - 1) / chunk)"], ["--format", "sql"]] {
             let output = directory.file("out")
             let result = try runProcess(BuildProducts.executable("strata"), ["export", path, "--output", output] + arguments)
             #expect(result.status == 0, "\(result.standardError)")
