@@ -298,9 +298,20 @@ struct ExportReviewCommandTests {
             let schema = "review\(UInt32.random(in: 0...UInt32.max))"
             let load = try tool(
                 "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", connection, "-c", "CREATE SCHEMA \(schema)", "-c", "SET search_path TO \(schema)", "-f", script,
-                "-c", "SELECT count(*) FROM \"Item\" WHERE \"when\" IS NOT NULL", "-c", "DROP SCHEMA \(schema) CASCADE")
+                "-c", "SELECT count(*) FROM \"Item\" WHERE \"when\" IS NOT NULL",
+                "-c", "SELECT uri || '|' || coalesce(dec::text, '') || '|' || coalesce(encode(convert_to(\"text\", 'UTF8'), 'hex'), '') || '|' || coalesce(encode(blob, 'hex'), '') FROM \"Item\"",
+                "-c", "DROP SCHEMA \(schema) CASCADE")
             #expect(load.status == 0, "\(load.standardError)")
             #expect(load.standardOutput.contains("\(FidelityValues.dates.count)"), "\(load.standardOutput)")
+            for row in 0..<FidelityValues.rowCount where row != 2 {
+                var expected = itemURI(store, row) + "|"
+                if case .decimal(let v) = FidelityValues.value("dec", row: row) { expected += "\(v)" }
+                expected += "|"
+                if case .string(let v) = FidelityValues.value("text", row: row) { expected += hexText(Data(v.utf8)).lowercased() }
+                expected += "|"
+                if case .binaryData(let v) = FidelityValues.value("blob", row: row) { expected += hexText(v).lowercased() }
+                #expect(load.standardOutput.contains(" " + expected + "\n"), "row \(row): \(expected.prefix(200))")
+            }
         }
 
         draft = TransactionDraft()
