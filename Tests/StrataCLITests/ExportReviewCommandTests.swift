@@ -321,6 +321,13 @@ struct ExportReviewCommandTests {
         #expect(out.status == 1)
         #expect(out.standardError.contains("\(store.uri("Item", UInt64(FidelityValues.rowCount + 1))) property when holds the date"), "\(out.standardError)")
         #expect(out.standardError.contains("outside postgres's timestamp range"))
+
+        draft = TransactionDraft()
+        draft.update(.stored(StoredObjectID(entity: "Item", primaryKey: UInt64(FidelityValues.rowCount + 1))), values: ["when": .attribute(.date(Date(timeIntervalSince1970: .nan)))])
+        try log.commit(draft)
+        let nan = try strata("export", store.path, "--format", "sql", "--dialect", "postgres", "--entity", "Item")
+        #expect(nan.status == 1)
+        #expect(nan.standardError.contains("property when holds a NaN date, which postgres timestamps can't hold"), "\(nan.standardError)")
     }
 
     @Test("export --at HEAD (objects rebuilt from their transactions) is byte for byte the head's export, in every format, sub-entities and an empty entity included")

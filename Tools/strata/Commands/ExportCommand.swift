@@ -449,6 +449,10 @@ final class SQLSnapshotWriter: SnapshotWriter {
     func postgresDate(_ date: Date, _ id: StoredObjectID, _ property: String) throws -> String {
         let seconds = date.timeIntervalSince1970
         if seconds.isInfinite { return seconds < 0 ? "'-infinity'" : "'infinity'" }
+        guard !seconds.isNaN else {
+            throw CommandFailure(
+                "\(log.uri(id)) property \(property) holds a NaN date, which postgres timestamps can't hold; export with --dialect sqlite or --format json")
+        }
         guard seconds >= -210_866_803_200, seconds < 9_224_318_016_000 else {
             throw CommandFailure(
                 "\(log.uri(id)) property \(property) holds the date \(Timestamps.format(date)), outside postgres's timestamp range (4714 BC to 294276 AD); export with --dialect sqlite or --format json")
