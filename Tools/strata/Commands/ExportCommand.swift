@@ -103,11 +103,18 @@ struct ExportCommand: ParsableCommand {
                 let version = try at.map { try reader.modelVersion(asOf: $0) } ?? log.modelVersion
                 let model = version == log.modelVersion ? log.model : try log.storedModel(version: version)
                 let concrete = version == log.modelVersion ? log.concreteEntityNames : try log.concreteEntityNames(modelVersion: version)
+                // Before, an entity a later version added was refused as one "the store's model"
+                // doesn't have, listing the earlier version's entities as the model's.
+                if let at, version != log.modelVersion, let missing = entity.first(where: { model.entity(named: $0) == nil }) {
+                    throw CommandFailure(
+                        "model version \(version), which the store's data was in at sequence \(at), has no entity \(missing) (its entities: \(model.entities.map(\.name).sorted().joined(separator: ", ")))")
+                }
                 let exported = try Set(entity.isEmpty ? concrete : Array(log.entityNames(including: entity, in: model)))
                 let layouts = try concrete.filter { exported.contains($0) }.map { name in
                     EntityLayout(name: name, properties: try log.storedProperties(ofEntity: name, modelVersion: version).filter(\.isRecorded))
                 }
                 if format == .csv || format == .sql { try Self.checkKeyColumn(layouts) }
+                if format == .sql { try Self.checkSQLNames(layouts, dialect: dialect ?? .sqlite) }
                 let writer: any SnapshotWriter
                 switch format {
                 case .json: writer = JSONSnapshotWriter(log: log, out: try sink(), sequence: at ?? head)
@@ -137,6 +144,46 @@ struct ExportCommand: ParsableCommand {
             if let property = layout.properties.first(where: { $0.name.lowercased() == "uri" }) {
                 throw CommandFailure(
                     "entity \(layout.name) has a property named \"\(property.name)\", which clashes with the key column \"uri\" of csv and sql exports; export it with --format json or ndjson, which keep the URI apart from the values")
+            }
+        }
+    }
+
+    /// Table and column names the SQL database would take as one — sqlite compares them
+    /// without ASCII case (`name` and `Name`, entities `Team` and `team`), postgres cuts them
+    /// to 63 bytes — and an entity named as another's join table (`Team_players`): refused
+    /// before anything is written, naming both (before, the script stopped halfway in the
+    /// database with `duplicate column name` or `table … already exists`).
+    static func checkSQLNames(_ layouts: [EntityLayout], dialect: SQLDialect) throws {
+        func key(_ name: String) -> String {
+            switch dialect {
+            case .sqlite:
+                return String(String.UnicodeScalarView(name.unicodeScalars.map { (65...90).contains($0.value) ? Unicode.Scalar(UInt8($0.value + 32)) : $0 }))
+            case .postgres:
+                return String(decoding: Array(name.utf8.prefix(63)), as: UTF8.self)
+            }
+        }
+        let database = dialect == .sqlite ? "sqlite, which compares names without case" : "postgres, which keeps 63 bytes of a name"
+        var tables: [String: String] = [:]
+        func claim(_ table: String, _ what: String) throws {
+            if let other = tables[key(table)] {
+                throw CommandFailure(
+                    "\(other) and \(what) would be one table in \(database); export with --format json, ndjson or csv")
+            }
+            tables[key(table)] = what
+        }
+        for layout in layouts {
+            try claim(layout.name, "entity \(layout.name) (table \"\(layout.name)\")")
+            var columns: [String: String] = [:]
+            for property in layout.properties {
+                if case .relationship(_, true, _, _, _) = property.kind {
+                    let table = SQLSnapshotWriter.joinTable(layout.name, property.name)
+                    try claim(table, "the join table of \(layout.name).\(property.name) (table \"\(table)\")")
+                } else if let other = columns[key(property.name)] {
+                    throw CommandFailure(
+                        "entity \(layout.name)'s properties \"\(other)\" and \"\(property.name)\" would be one column in \(database); export with --format json, ndjson or csv")
+                } else {
+                    columns[key(property.name)] = property.name
+                }
             }
         }
     }
@@ -349,7 +396,9 @@ final class SQLSnapshotWriter: SnapshotWriter {
         case .int16: return "SMALLINT"
         case .int32: return "INTEGER"
         case .int64: return "BIGINT"
-        case .decimal: return "NUMERIC"
+        // sqlite's NUMERIC keeps 15 digits (12345678901234567890.5 became 1.23456789012346e+19):
+        // the exact text, as for dates.
+        case .decimal: return dialect == .sqlite ? "TEXT" : "NUMERIC"
         case .double: return "DOUBLE PRECISION"
         case .float: return "REAL"
         case .string, .uri: return "TEXT"
@@ -360,25 +409,26 @@ final class SQLSnapshotWriter: SnapshotWriter {
         }
     }
 
-    /// A string value's literal. SQL string literals can't hold U+0000: sqlite gets it as
-    /// `char(0)` joined in (`'a' || char(0) || 'b'`); postgres text can't hold it at all, so
-    /// the export fails naming the object and property.
+    /// A string value's literal. SQL string literals can't hold U+0000, and `sqlite3` reads
+    /// its input by lines, dropping the CR of every CRLF, inside a literal too: sqlite gets
+    /// each NUL and CR as `char(0)`, `char(13)` joined in (`'a' || char(0) || 'b'`; before, a
+    /// string's CRLF came back as LF); postgres text can't hold NUL at all, so the export
+    /// fails naming the object and property.
     func text(_ text: String, _ id: StoredObjectID, _ property: String) throws -> String {
-        guard text.unicodeScalars.contains("\u{0}") else { return Self.string(text) }
+        guard text.unicodeScalars.contains(where: { $0 == "\u{0}" || ($0 == "\r" && dialect == .sqlite) }) else { return Self.string(text) }
         switch dialect {
         case .sqlite:
             var pieces: [String] = []
             var piece = String.UnicodeScalarView()
             for scalar in text.unicodeScalars {
-                if scalar == "\u{0}" {
-                    pieces.append(String(piece))
+                if scalar == "\u{0}" || scalar == "\r" {
+                    pieces.append(Self.string(String(piece)) + " || char(\(scalar.value)) || ")
                     piece = String.UnicodeScalarView()
                 } else {
                     piece.append(scalar)
                 }
             }
-            pieces.append(String(piece))
-            return pieces.map(Self.string).joined(separator: " || char(0) || ")
+            return pieces.joined() + Self.string(String(piece))
         case .postgres:
             throw CommandFailure(
                 "\(log.uri(id)) property \(property) holds a string with a NUL character (U+0000), which postgres text can't hold; export with --dialect sqlite or --format json")
@@ -387,7 +437,28 @@ final class SQLSnapshotWriter: SnapshotWriter {
 
     func literal(_ value: LogValue, _ id: StoredObjectID, _ property: String) throws -> String {
         if case .attribute(.string(let v)) = value { return try text(v, id, property) }
+        if case .attribute(.date(let v)) = value, dialect == .postgres { return try postgresDate(v, id, property) }
         return literal(value)
+    }
+
+    /// A date's literal for postgres, which reads the ISO text only from year 1 on (it
+    /// refused `0000-12-31T23:59:59.000000Z` and `-1200-…` as out of range, and the number
+    /// text of a date with no ISO form): earlier and later ones as `to_timestamp(SECONDS)`,
+    /// infinities as `'infinity'`, `'-infinity'`; NaN and a date outside postgres's range
+    /// (4714 BC to 294276 AD) stop the export naming the object and property.
+    func postgresDate(_ date: Date, _ id: StoredObjectID, _ property: String) throws -> String {
+        let seconds = date.timeIntervalSince1970
+        if seconds.isInfinite { return seconds < 0 ? "'-infinity'" : "'infinity'" }
+        guard !seconds.isNaN else {
+            throw CommandFailure(
+                "\(log.uri(id)) property \(property) holds a NaN date, which postgres timestamps can't hold; export with --dialect sqlite or --format json")
+        }
+        guard seconds >= -210_866_803_200, seconds < 9_224_318_016_000 else {
+            throw CommandFailure(
+                "\(log.uri(id)) property \(property) holds the date \(Timestamps.format(date)), outside postgres's timestamp range (4714 BC to 294276 AD); export with --dialect sqlite or --format json")
+        }
+        if seconds >= -62_135_596_800 && seconds < 9e12 { return Self.string(Timestamps.format(date)) }
+        return "to_timestamp(\(String(format: "%.6f", seconds)))"
     }
 
     func literal(_ value: LogValue) -> String {
@@ -399,7 +470,7 @@ final class SQLSnapshotWriter: SnapshotWriter {
             case .int16(let v): return String(v)
             case .int32(let v): return String(v)
             case .int64(let v): return String(v)
-            case .decimal(let v): return v.description
+            case .decimal(let v): return dialect == .sqlite ? Self.string(v.description) : v.description
             case .double(let v): return float(v)
             case .float(let v): return v.isFinite ? v.description : float(Double(v))
             case .string(let v): return Self.string(v)
