@@ -16,7 +16,7 @@ fi
 command -v zstd >/dev/null 2>&1 || missing+=(zstd)
 command -v mdb_stat >/dev/null 2>&1 || missing+=(lmdb-utils)
 # Optional peers the CLI tests load exports into, when they can be had.
-for tool in sqlite3:sqlite3 dot:graphviz; do
+for tool in sqlite3:sqlite3 dot:graphviz python3:python3; do
     command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
 done
 
