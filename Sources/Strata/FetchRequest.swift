@@ -164,6 +164,10 @@ public struct FetchRequest: Sendable {
     var memoryFilter: (@Sendable (ManagedObject) throws -> Bool)?
     /// A Foundation `#Predicate` given for a custom class, translated at fetch time.
     var swiftPredicate: SwiftPredicate?
+    /// The custom class the request was made for (``ManagedObject/fetchRequest()``,
+    /// ``ManagedObjectContext/fetch(_:as:)``): registered at fetch time for the entity named
+    /// as it, if it is registered for none (``PersistentStoreCoordinator/registerByName(_:)``).
+    var resultClass: ManagedObject.Type?
 
     /// What the fetch returns (default: managed objects).
     public var resultType: FetchResultType = .managedObject
@@ -232,6 +236,7 @@ public struct FetchRequest: Sendable {
     public init<T: ManagedObject>(entityName: String, predicate: Predicate<T>, sortDescriptors: [FetchSortDescriptor] = []) {
         self.init(entityName: entityName, sortDescriptors: sortDescriptors)
         swiftPredicate = SwiftPredicate(predicate)
+        resultClass = T.self
     }
 
     /// Keeps only the objects `isIncluded` accepts, evaluated in memory after `predicate`

@@ -54,13 +54,20 @@ final class KeyProbe {
         let reader: ObjectIdentifier
         let key: String
         let produced: ObjectIdentifier?
+        /// The value the probe answered for an attribute (``sentinel(for:round:)``).
+        let sentinel: Any?
     }
     var reads: [Read] = []
+    /// Which of the two sentinel values attributes read as (0 or 1).
+    let round: Int
     /// Probe objects handed out for to-one reads, kept alive until the probe is done.
     var probes: [ManagedObject] = []
     let core: ContextCore
 
-    init(core: ContextCore) { self.core = core }
+    init(core: ContextCore, round: Int = 0) {
+        self.core = core
+        self.round = round
+    }
 
     func makeProbe(for entity: EntityInfo) -> ManagedObject {
         let type = core.coordinator.objectClass(for: entity)
@@ -71,10 +78,13 @@ final class KeyProbe {
     }
 
     /// What `value(forKey:)` answers on a probe: another probe for a to-one (so a key path
-    /// can continue through it), an empty collection for a to-many, nil otherwise.
+    /// can continue through it), an empty collection for a to-many, a sentinel value of an
+    /// attribute's type (so the resolver can tell a property that returns the attribute's
+    /// value from one that computes something from it), nil otherwise.
     func record(_ key: String, on object: ManagedObject) -> Any? {
         var produced: ManagedObject?
         var result: Any?
+        var sentinel: Any?
         if let property = object.info.properties[key] {
             switch property.kind {
             case .toOne:
@@ -84,12 +94,55 @@ final class KeyProbe {
                 }
             case .toMany(let ordered):
                 result = ordered ? [ManagedObject]() as Any : Set<ManagedObject>() as Any
-            default:
-                result = nil
+            case .attribute(let type):
+                sentinel = Self.sentinel(for: type, round: round)
+                result = sentinel
             }
         }
-        reads.append(Read(reader: ObjectIdentifier(object), key: key, produced: produced.map { ObjectIdentifier($0) }))
+        reads.append(Read(reader: ObjectIdentifier(object), key: key, produced: produced.map { ObjectIdentifier($0) }, sentinel: sentinel))
         return result
+    }
+
+    /// A value of `type`'s Swift type that a transformation (negating, scaling, clamping,
+    /// trimming, changing case, comparing) would not give back unchanged in both rounds;
+    /// nil for a type without one (transformable values). Small numbers, so that a
+    /// computed property's arithmetic on them can't overflow.
+    static func sentinel(for type: AttributeType, round: Int) -> Any? {
+        let n = round == 0 ? 2 : 3
+        switch type {
+        case .int16: return Int16(n)
+        case .int32: return Int32(n)
+        case .int64: return Int64(n)
+        case .decimal: return Decimal(n * 100 + 25) / 100
+        case .double: return Double(n) + 0.25
+        case .float: return Float(n) + 0.25
+        case .string: return " Strata Probe \(n) "
+        case .boolean: return round == 0
+        case .date: return Date(timeIntervalSinceReferenceDate: Double(n) * 1_000 + 0.25)
+        case .binaryData: return Data([0x53, UInt8(n)])
+        case .uuid: return UUID(uuid: (0x53, 0x54, 0x52, 0x41, 0x54, 0x41, 0, 0, 0, 0, 0, 0, 0, 0, 0, UInt8(n)))
+        case .uri: return URL(string: "x-strata-probe://value/\(n)")
+        default: return nil
+        }
+    }
+
+    /// Whether `result`, what a key path gave on the probe, is the value the probe answered
+    /// for its last read: the attribute's sentinel (a number of another type with the same
+    /// value counts), or the probe made for a to-one (nil counts: a class registered for
+    /// another type answers nil for the destination). A to-many, or a type without a
+    /// sentinel, can't be checked and counts.
+    static func gives(_ result: Any?, backFrom read: Read) -> Bool {
+        let value = result.map(PredicateTranslator.unwrap)
+        let got: Any? = value is NSNull ? nil : value
+        if let produced = read.produced {
+            guard let got else { return true }
+            return (got as AnyObject) is ManagedObject && ObjectIdentifier(got as AnyObject) == produced
+        }
+        guard let sentinel = read.sentinel else { return true }
+        guard let got else { return false }
+        if let a = FetchSortDescriptor.number(sentinel), let b = FetchSortDescriptor.number(got) { return a == b }
+        guard let a = sentinel as? AnyHashable, let b = got as? AnyHashable else { return false }
+        return a == b
     }
 }
 
@@ -105,7 +158,7 @@ final class KeyPathResolver {
         let probe = KeyProbe(core: core)
         let root = probe.makeProbe(for: info)
         // A key path of another class reads nothing here (the subscript answers nil).
-        _ = root[keyPath: keyPath]
+        let result = root[keyPath: keyPath]
         // The reads must form one chain: the first on the root, each next on the probe the
         // previous read produced.
         var expected = ObjectIdentifier(root)
@@ -124,6 +177,18 @@ final class KeyPathResolver {
         guard !keys.isEmpty else {
             throw ContextError.invalidArgument(
                 "key path \(keyPath) reads no model property of entity \(entityName) (class \(type(of: root))): the key path's root must be the class registered for the entity, and the property must read through value(forKey:)")
+        }
+        // The property must give back what it read, not compute from it (`rank <= 10`,
+        // `-rank`): else a predicate or sort on it isn't one on the model property. Checked
+        // with two different values, on a second probe.
+        let second = KeyProbe(core: core, round: 1)
+        let secondRoot = second.makeProbe(for: info)
+        let secondResult = secondRoot[keyPath: keyPath]
+        guard let last = probe.reads.last, let secondLast = second.reads.last, second.reads.map(\.key) == keys,
+            KeyProbe.gives(result, backFrom: last), KeyProbe.gives(secondResult, backFrom: secondLast)
+        else {
+            throw ContextError.invalidArgument(
+                "key path \(keyPath) computes its value from \(entityName).\(keys.joined(separator: ".")) rather than returning it, so it can't be stated on the model; sort or filter by a property that returns the model value")
         }
         return (keys.joined(separator: "."), entity)
     }
