@@ -96,4 +96,24 @@ struct TypedAPIReviewTests {
             #expect(byRank.compactMap(\.name) == ["C", "B", "A"])
         }
     }
+
+    @Test("sorted(using:) in memory by a computed key path: sorted by the computed value (it sorted by the property read, or not at all); model key paths as before")
+    func inMemorySortByComputedKeyPath() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try typedModel(), classes: [(TypedTeam.self, "TypedTeam")])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var teams: [TypedTeam] = []
+            for (name, rank) in [("B", 5), ("A", 1), ("C", 20)] {
+                let team = try TypedTeam(context: context)
+                team.name = name
+                team.rank = Int64(rank)
+                teams.append(team)
+            }
+            #expect(teams.sorted(using: [FetchSortDescriptor(\TypedTeam.negatedRank)]).compactMap(\.name) == ["C", "B", "A"])
+            #expect(teams.sorted(using: [FetchSortDescriptor(\TypedTeam.rank)]).compactMap(\.name) == ["A", "B", "C"])
+            #expect(
+                teams.sorted(using: [FetchSortDescriptor(\TypedTeam.isTopTen, ascending: false), FetchSortDescriptor(key: "name", ascending: false)])
+                    .compactMap(\.name) == ["B", "A", "C"], "top ten first (true after false ascending), then by name descending")
+        }
+    }
 }
