@@ -56,9 +56,11 @@ final class KeyProbe {
         let produced: ObjectIdentifier?
         /// The value the probe answered for an attribute (``sentinel(for:round:)``).
         let sentinel: Any?
+        /// Whether the property read is an optional attribute.
+        let optionalAttribute: Bool
     }
     var reads: [Read] = []
-    /// Which of the two sentinel values attributes read as (0 or 1).
+    /// Which of the two sentinel values attributes read as (0 or 1); 2: they read as nil.
     let round: Int
     /// Probe objects handed out for to-one reads, kept alive until the probe is done.
     var probes: [ManagedObject] = []
@@ -85,6 +87,7 @@ final class KeyProbe {
         var produced: ManagedObject?
         var result: Any?
         var sentinel: Any?
+        var optionalAttribute = false
         if let property = object.info.properties[key] {
             switch property.kind {
             case .toOne:
@@ -97,9 +100,11 @@ final class KeyProbe {
             case .attribute(let type):
                 sentinel = Self.sentinel(for: type, round: round)
                 result = sentinel
+                optionalAttribute = property.isOptional
             }
         }
-        reads.append(Read(reader: ObjectIdentifier(object), key: key, produced: produced.map { ObjectIdentifier($0) }, sentinel: sentinel))
+        reads.append(Read(reader: ObjectIdentifier(object), key: key, produced: produced.map { ObjectIdentifier($0) }, sentinel: sentinel,
+            optionalAttribute: optionalAttribute))
         return result
     }
 
@@ -108,6 +113,7 @@ final class KeyProbe {
     /// nil for a type without one (transformable values). Small numbers, so that a
     /// computed property's arithmetic on them can't overflow.
     static func sentinel(for type: AttributeType, round: Int) -> Any? {
+        guard round < 2 else { return nil }
         let n = round == 0 ? 2 : 3
         switch type {
         case .int16: return Int16(n)
@@ -192,6 +198,19 @@ final class KeyPathResolver {
         }
         return (keys.joined(separator: "."), entity)
     }
+
+    /// Whether `keyPath` (one ``resolve(_:from:)`` accepts) gives a value where the optional
+    /// attribute it reads is nil — a typed property with a default, `get("price") ?? 0` —
+    /// so a comparison on it can hold for objects whose attribute is nil, where the same
+    /// comparison on the attribute doesn't.
+    func substitutesDefault(_ keyPath: AnyKeyPath, from entityName: String) -> Bool {
+        guard let info = core.entities[entityName] else { return false }
+        let probe = KeyProbe(core: core, round: 2)
+        let root = probe.makeProbe(for: info)
+        let result = root[keyPath: keyPath]
+        guard let last = probe.reads.last, last.optionalAttribute, let result else { return false }
+        return !(PredicateTranslator.unwrap(result) is NSNull)
+    }
 }
 
 /// Translates the expression tree of a Foundation `Predicate` into the predicate language,
@@ -261,31 +280,31 @@ struct PredicateTranslator {
             return comparison(child("lhs"), op, child("rhs"))
         case "SequenceContains":
             // `[1, 2].contains($0.age)` → age IN {1, 2}; `$0.tags.contains(x)` is left to memory.
-            guard let key = child("element").flatMap({ keyPath($0) }), let values = child("sequence").flatMap(constant),
+            guard let element = child("element"), let key = keyPath(element), let values = child("sequence").flatMap(constant),
                 let list = values as? [Any]
             else { return nil }
-            return (Fragment(format: "%K IN %@", arguments: [key, list]), true)
+            return guarded(Fragment(format: "%K IN %@", arguments: [key, list]), key: key, of: element)
         case "SequenceStartsWith":
-            guard let key = child("base").flatMap({ keyPath($0) }), let prefix = child("prefix").flatMap(constant) as? String else {
+            guard let base = child("base"), let key = keyPath(base), let prefix = child("prefix").flatMap(constant) as? String else {
                 return nil
             }
             // Every string starts with "" in Swift, while BEGINSWITH "" is false (spec 0003).
             if prefix.isEmpty { return (Fragment(format: "TRUEPREDICATE", arguments: []), true) }
-            return (Fragment(format: "%K BEGINSWITH %@", arguments: [key, prefix]), true)
+            return guarded(Fragment(format: "%K BEGINSWITH %@", arguments: [key, prefix]), key: key, of: base)
         case "CollectionContainsCollection":
-            guard let key = child("base").flatMap({ keyPath($0) }), let other = child("other").flatMap(constant) as? String else {
+            guard let base = child("base"), let key = keyPath(base), let other = child("other").flatMap(constant) as? String else {
                 return nil
             }
             // Every string contains "" in Swift, while CONTAINS "" is false (spec 0003).
             if other.isEmpty { return (Fragment(format: "TRUEPREDICATE", arguments: []), true) }
-            return (Fragment(format: "%K CONTAINS %@", arguments: [key, other]), true)
+            return guarded(Fragment(format: "%K CONTAINS %@", arguments: [key, other]), key: key, of: base)
         case "Value":
             if let flag = Self.child(expression, "value") as? Bool { return (Fragment(format: flag ? "TRUEPREDICATE" : "FALSEPREDICATE", arguments: []), true) }
             return nil
         case "KeyPath":
             // A Boolean property used as a condition: `$0.isActive`.
             guard let key = keyPath(expression) else { return nil }
-            return (Fragment(format: "%K == YES", arguments: [key]), true)
+            return guarded(Fragment(format: "%K == YES", arguments: [key]), key: key, of: expression)
         default:
             return nil
         }
@@ -297,13 +316,13 @@ struct PredicateTranslator {
             if Self.kind(rhs) == "NilLiteral" { return (Fragment(format: "%K \(op) nil", arguments: [key]), true) }
             guard let value = constant(rhs) else { return nil }
             if value is NSNull { return (Fragment(format: "%K \(op) nil", arguments: [key]), true) }
-            return (Fragment(format: "%K \(op) %@", arguments: [key, value]), true)
+            return guarded(Fragment(format: "%K \(op) %@", arguments: [key, value]), key: key, of: lhs)
         }
         if let key = keyPath(rhs) {
             if Self.kind(lhs) == "NilLiteral" { return (Fragment(format: "nil \(op) %K", arguments: [key]), true) }
             guard let value = constant(lhs) else { return nil }
             if value is NSNull { return (Fragment(format: "nil \(op) %K", arguments: [key]), true) }
-            return (Fragment(format: "%@ \(op) %K", arguments: [value, key]), true)
+            return guarded(Fragment(format: "%@ \(op) %K", arguments: [value, key]), key: key, of: rhs)
         }
         return nil
     }
@@ -312,6 +331,35 @@ struct PredicateTranslator {
     /// input variable.
     func keyPath(_ expression: Any) -> String? {
         resolvedPath(expression, variable: input)?.path
+    }
+
+    /// Whether the key path expression substitutes a default for a nil attribute
+    /// (``KeyPathResolver/substitutesDefault(_:from:)``, on its last key path).
+    func substitutesDefault(_ expression: Any) -> Bool {
+        switch Self.kind(expression) {
+        case "KeyPath":
+            guard let root = Self.child(expression, "root"), let keyPath = Self.child(expression, "keyPath") as? AnyKeyPath else { return false }
+            if Self.kind(root) == "Variable" { return resolver.substitutesDefault(keyPath, from: rootEntity) }
+            guard let entity = resolvedPath(root, variable: input)?.entity else { return false }
+            return resolver.substitutesDefault(keyPath, from: entity)
+        case "OptionalFlatMap":
+            guard let wrapped = Self.child(expression, "wrapped"), let transform = Self.child(expression, "transform"),
+                let entity = resolvedPath(wrapped, variable: input)?.entity,
+                let keyPath = Self.child(transform, "keyPath") as? AnyKeyPath
+            else { return false }
+            return resolver.substitutesDefault(keyPath, from: entity)
+        default:
+            return false
+        }
+    }
+
+    /// `fragment` on key path `key` read from `expression`: as it is, exact — or, when the
+    /// typed property substitutes a default for nil, widened with `OR key == nil` and not
+    /// exact, so the original predicate decides those objects in memory (the comparison on
+    /// the attribute misses them; on the property's default it may hold).
+    func guarded(_ fragment: Fragment, key: String, of expression: Any) -> (Fragment, Bool) {
+        guard substitutesDefault(expression) else { return (fragment, true) }
+        return (Fragment(format: "(\(fragment.format)) OR %K == nil", arguments: fragment.arguments + [key]), false)
     }
 
     func resolvedPath(_ expression: Any, variable: String) -> (path: String, entity: String?)? {

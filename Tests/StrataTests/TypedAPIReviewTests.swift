@@ -117,3 +117,156 @@ struct TypedAPIReviewTests {
         }
     }
 }
+
+class TypedPerson: ManagedObject {
+    nonisolated(unsafe) static var log: [String] = []
+    override func awakeFromInsert() {
+        super.awakeFromInsert()
+        Self.log.append("person.insert")
+    }
+    override func willSave() {
+        super.willSave()
+        Self.log.append("person.willSave")
+    }
+}
+
+final class TypedEmployee: TypedPerson {
+    var salary: Decimal? {
+        get { get("salary") }
+        set { setValue(newValue, forKey: "salary") }
+    }
+    var ratio: Float {
+        get { get("ratio") ?? 0 }
+        set { setValue(newValue, forKey: "ratio") }
+    }
+    var badge: UUID? {
+        get { get("badge") }
+        set { setValue(newValue, forKey: "badge") }
+    }
+    var home: URL? {
+        get { get("home") }
+        set { setValue(newValue, forKey: "home") }
+    }
+    var level: Int16 {
+        get { get("level") ?? 0 }
+        set { setValue(newValue, forKey: "level") }
+    }
+    override func awakeFromInsert() {
+        super.awakeFromInsert()
+        Self.log.append("employee.insert")
+    }
+    override func setNilValueForKey(_ key: String) {
+        if key == "level" { setValue(Int16(1), forKey: key) } else { super.setNilValueForKey(key) }
+    }
+}
+
+extension TypedAPIReviewTests {
+    @Test("subclass of a subclass for a sub-entity: hooks run through super; Decimal, Float, UUID, URL, Int16 round trip through a restart; IDs JSON round trip across coordinators")
+    func subclassScalarsAndIDs() async throws {
+        let model = try ManagedObjectModel {
+            Entity("TypedPerson") { Attribute("name", .string) }
+            Entity("TypedEmployee", parent: "TypedPerson") {
+                Attribute("salary", .decimal)
+                Attribute("ratio", .float, default: 0).required()
+                Attribute("badge", .uuid)
+                Attribute("home", .uri)
+                Attribute("level", .int16, default: 0).required()
+            }
+        }
+        let dir = try TemporaryDirectory()
+        TypedPerson.log = []
+        let badge = UUID()
+        let (data, tempData): (Data, Data) = try await {
+            let coordinator = try openCoordinator(dir, model: model)
+            return try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                let employee = try TypedEmployee(context: context)
+                let tempData = try JSONEncoder().encode(employee.objectID)
+                employee.salary = Decimal(string: "1234.56")
+                employee.ratio = 0.5
+                employee.badge = badge
+                employee.home = URL(string: "https://example.com/a")
+                employee.level = 3
+                employee.setValue(nil, forKey: "level")
+                #expect(employee.level == 1, "setNilValueForKey override")
+                try context.save()
+                return (try JSONEncoder().encode(employee.objectID), tempData)
+            }
+        }()
+        #expect(TypedPerson.log == ["person.insert", "employee.insert", "person.willSave"])
+        let coordinator = try openCoordinator(dir, model: model)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let fetched = try context.fetch(TypedEmployee.fetchRequest(), as: TypedEmployee.self)
+            #expect(fetched.count == 1)
+            let id = try JSONDecoder().decode(ManagedObjectID.self, from: data)
+            #expect(try context.existingObject(with: id) === fetched.first, "the decoded ID names the fetched object")
+            if let e = fetched.first {
+                #expect(e.salary == Decimal(string: "1234.56"))
+                #expect(e.ratio == 0.5)
+                #expect(e.badge == badge)
+                #expect(e.home == URL(string: "https://example.com/a"))
+                #expect(e.level == 1)
+                #expect(coordinator.managedObjectID(forURIRepresentation: e.objectID.uriRepresentation()) == e.objectID)
+            }
+            let temp = try JSONDecoder().decode(ManagedObjectID.self, from: tempData)
+            #expect(temp.isTemporaryID)
+            #expect(throws: ContextError.self) { _ = try context.existingObject(with: temp) }
+        }
+    }
+}
+
+final class TypedItem: ManagedObject {
+    var name: String? { self.get("name") }
+    var count: Int32? { self.get("count") }
+    var flag: Bool { self.get("flag") ?? false }
+    var price: Double { self.get("price") ?? 0 }
+}
+
+extension TypedAPIReviewTests {
+    @Test("#Predicate forms: a fetch finds what Predicate.evaluate accepts on every object (translated or not)")
+    func predicateFormsAgreeWithEvaluate() async throws {
+        let model = try ManagedObjectModel {
+            Entity("TypedItem") {
+                Attribute("name", .string)
+                Attribute("count", .int32)
+                Attribute("flag", .boolean)
+                Attribute("price", .double)
+            }
+        }
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: model, classes: [(TypedItem.self, "TypedItem")])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let rows: [(String?, Int32?, Bool?, Double?)] = [
+                ("apple", 1, true, 1.5), ("Apricot", nil, false, nil), (nil, 3, nil, -2), ("", 0, true, 0), ("banana", -5, false, .nan),
+            ]
+            for (name, count, flag, price) in rows {
+                let item = try context.insertNewObject(forEntityName: "TypedItem")
+                item.setValue(name, forKey: "name")
+                item.setValue(count, forKey: "count")
+                item.setValue(flag, forKey: "flag")
+                item.setValue(price, forKey: "price")
+            }
+            try context.save()
+            let wanted: [Int32] = [1, 3]
+            let predicates: [(String, Predicate<TypedItem>)] = [
+                ("count == nil", #Predicate<TypedItem> { $0.count == nil }),
+                ("count != 1", #Predicate<TypedItem> { $0.count != 1 }),
+                ("count != nil", #Predicate<TypedItem> { $0.count != nil }),
+                ("name == nil", #Predicate<TypedItem> { $0.name == nil }),
+                ("name != apple", #Predicate<TypedItem> { $0.name != "apple" }),
+                ("flag", #Predicate<TypedItem> { $0.flag }),
+                ("!flag", #Predicate<TypedItem> { !$0.flag }),
+                ("price > 0", #Predicate<TypedItem> { $0.price > 0 }),
+                ("price <= 0", #Predicate<TypedItem> { $0.price <= 0 }),
+                ("!(price > 0)", #Predicate<TypedItem> { !($0.price > 0) }),
+                ("[1,3].contains(count)", #Predicate<TypedItem> { wanted.contains($0.count ?? -1) }),
+                ("price == 0", #Predicate<TypedItem> { $0.price == 0 }),
+            ]
+            let all = try context.fetch(FetchRequest(entityName: "TypedItem"), as: TypedItem.self)
+            for (label, predicate) in predicates {
+                let expected = Set(try all.filter { try predicate.evaluate($0) }.map(\.objectID))
+                let found = Set(try context.fetch(FetchRequest(entityName: "TypedItem", predicate: predicate)).map(\.objectID))
+                #expect(found == expected, "\(label)")
+            }
+        }
+    }
+}
