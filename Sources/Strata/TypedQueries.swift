@@ -137,11 +137,15 @@ final class KeyProbe {
     /// value counts), or the probe made for a to-one (nil counts: a class registered for
     /// another type answers nil for the destination). A to-many, or a type without a
     /// sentinel, can't be checked and counts.
-    static func gives(_ result: Any?, backFrom read: Read) -> Bool {
+    static func gives(_ result: Any?, backFrom read: Read, valueType: Any.Type) -> Bool {
         let value = result.map(PredicateTranslator.unwrap)
         let got: Any? = value is NSNull ? nil : value
         if let produced = read.produced {
-            guard let got else { return true }
+            // Nil from a key path whose value is an object: the class registered for the
+            // destination isn't the one the property casts to. From one whose value is not
+            // an object (`\Player.team?.name` with no class registered for Team, so `team`
+            // read nil), the key path ended early and means something else.
+            guard let got else { return unwrappedType(valueType) is ManagedObject.Type }
             return (got as AnyObject) is ManagedObject && ObjectIdentifier(got as AnyObject) == produced
         }
         guard let sentinel = read.sentinel else { return true }
@@ -149,6 +153,12 @@ final class KeyProbe {
         if let a = FetchSortDescriptor.number(sentinel), let b = FetchSortDescriptor.number(got) { return a == b }
         guard let a = sentinel as? AnyHashable, let b = got as? AnyHashable else { return false }
         return a == b
+    }
+
+    /// `type` without its optional layers.
+    static func unwrappedType(_ type: Any.Type) -> Any.Type {
+        guard let optional = type as? any OptionalType.Type else { return type }
+        return unwrappedType(optional.wrappedType)
     }
 }
 
@@ -191,10 +201,11 @@ final class KeyPathResolver {
         let secondRoot = second.makeProbe(for: info)
         let secondResult = secondRoot[keyPath: keyPath]
         guard let last = probe.reads.last, let secondLast = second.reads.last, second.reads.map(\.key) == keys,
-            KeyProbe.gives(result, backFrom: last), KeyProbe.gives(secondResult, backFrom: secondLast)
+            KeyProbe.gives(result, backFrom: last, valueType: type(of: keyPath).valueType),
+            KeyProbe.gives(secondResult, backFrom: secondLast, valueType: type(of: keyPath).valueType)
         else {
             throw ContextError.invalidArgument(
-                "key path \(keyPath) computes its value from \(entityName).\(keys.joined(separator: ".")) rather than returning it, so it can't be stated on the model; sort or filter by a property that returns the model value")
+                "key path \(keyPath) computes its value from \(entityName).\(keys.joined(separator: ".")) rather than returning it, so it can't be stated on the model (a to-one read as nil: is the destination's class registered?); sort or filter by a property that returns the model value")
         }
         return (keys.joined(separator: "."), entity)
     }
@@ -407,3 +418,7 @@ struct PredicateTranslator {
         return value
     }
 }
+
+/// Optional's wrapped type, to see through optional key path values.
+protocol OptionalType { static var wrappedType: Any.Type { get } }
+extension Optional: OptionalType { static var wrappedType: Any.Type { Wrapped.self } }

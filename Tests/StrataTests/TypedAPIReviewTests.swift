@@ -270,3 +270,45 @@ extension TypedAPIReviewTests {
         }
     }
 }
+
+final class TypedPlayer: ManagedObject {
+    var team: TypedClub? { self.get("team") }
+}
+/// Named unlike its entity, and never registered.
+final class TypedClub: ManagedObject {
+    var name: String? { self.get("name") }
+}
+
+extension TypedAPIReviewTests {
+    @Test("sort by \\Player.team?.name when the destination's class isn't registered: refused with a hint, not sorted by the team's ID")
+    func toOneKeyPathWithUnregisteredDestination() async throws {
+        let model = try ManagedObjectModel {
+            Entity("Club") {
+                Attribute("name", .string)
+                Relationship("players", to: "TypedPlayer", inverse: "team", toMany: true)
+            }
+            Entity("TypedPlayer") { Relationship("team", to: "Club", inverse: "players") }
+        }
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: model, classes: [(TypedPlayer.self, "TypedPlayer")])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for name in ["Zebras", "Ants"] {
+                let club = try context.insertNewObject(forEntityName: "Club")
+                club.setValue(name, forKey: "name")
+                let player = try TypedPlayer(context: context)
+                player.setValue(club, forKey: "team")
+            }
+            try context.save()
+            let request = FetchRequest(entityName: "TypedPlayer", sortDescriptors: [FetchSortDescriptor(\TypedPlayer.team?.name)])
+            #expect {
+                _ = try context.fetch(request)
+            } throws: { error in
+                "\(error)".contains("is the destination's class registered")
+            }
+            coordinator.register(TypedClub.self, forEntityName: "Club")
+            context.reset()
+            let sorted = try context.fetch(request, as: TypedPlayer.self).map { $0.team?.name }
+            #expect(sorted == ["Ants", "Zebras"])
+        }
+    }
+}
