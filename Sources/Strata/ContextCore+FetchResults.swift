@@ -18,6 +18,7 @@ extension ContextCore {
     func prepared(_ request: FetchRequest) throws -> FetchRequest {
         guard entities[request.entityName] != nil else { throw ContextError.unknownEntity(request.entityName) }
         var request = request
+        if let resultClass = request.resultClass { coordinator.registerByName(resultClass) }
         let resolver = KeyPathResolver(core: self)
         for index in request.sortDescriptors.indices {
             guard let swiftKeyPath = request.sortDescriptors[index].swiftKeyPath else { continue }

@@ -164,6 +164,10 @@ public struct FetchRequest: Sendable {
     var memoryFilter: (@Sendable (ManagedObject) throws -> Bool)?
     /// A Foundation `#Predicate` given for a custom class, translated at fetch time.
     var swiftPredicate: SwiftPredicate?
+    /// The custom class the request was made for (``ManagedObject/fetchRequest()``,
+    /// ``ManagedObjectContext/fetch(_:as:)``): registered at fetch time for the entity named
+    /// as it, if it is registered for none (``PersistentStoreCoordinator/registerByName(_:)``).
+    var resultClass: ManagedObject.Type?
 
     /// What the fetch returns (default: managed objects).
     public var resultType: FetchResultType = .managedObject
@@ -232,6 +236,7 @@ public struct FetchRequest: Sendable {
     public init<T: ManagedObject>(entityName: String, predicate: Predicate<T>, sortDescriptors: [FetchSortDescriptor] = []) {
         self.init(entityName: entityName, sortDescriptors: sortDescriptors)
         swiftPredicate = SwiftPredicate(predicate)
+        resultClass = T.self
     }
 
     /// Keeps only the objects `isIncluded` accepts, evaluated in memory after `predicate`
@@ -460,21 +465,45 @@ extension Sequence where Element: ManagedObject {
     /// ```
     public func sorted(using descriptors: [FetchSortDescriptor]) -> [Element] {
         let objects = Array(self)
-        var keyed = descriptors
-        if keyed.contains(where: { $0.swiftKeyPath != nil }), let first = objects.first, let core = first.core {
-            // Swift key paths (`\Player.lastName`) name their property through the model.
-            let resolver = KeyPathResolver(core: core)
-            for index in keyed.indices {
-                guard let keyPath = keyed[index].swiftKeyPath else { continue }
-                keyed[index].key = (try? resolver.resolve(keyPath.keyPath, from: first.entity.name).path) ?? ""
+        guard descriptors.contains(where: { $0.swiftKeyPath != nil }) else {
+            return objects.enumerated().sorted { a, b in
+                switch (try? FetchSortDescriptor.compare(a.element, b.element, by: descriptors)) ?? .orderedSame {
+                case .orderedAscending: true
+                case .orderedDescending: false
+                case .orderedSame: a.offset < b.offset
+                }
+            }.map(\.element)
+        }
+        // Swift key paths (`\Player.lastName`) name their property through the model; one
+        // that doesn't return a model property's value (a computed `-rank`, a property of
+        // a class the objects aren't) is read on each object, as Swift sorts by it (before,
+        // it sorted by the property it read, or left the order alone).
+        let resolver = objects.first?.core.map { KeyPathResolver(core: $0) }
+        let readers: [(ManagedObject) -> Any?] = descriptors.map { descriptor in
+            guard let keyPath = descriptor.swiftKeyPath else { return { $0.value(forKeyPath: descriptor.key) } }
+            if let resolver, let first = objects.first,
+                let path = try? resolver.resolve(keyPath.keyPath, from: first.entity.name).path
+            {
+                return { $0.value(forKeyPath: path) }
+            }
+            return { object in
+                guard let value = object[keyPath: keyPath.keyPath as AnyKeyPath] else { return nil }
+                let unwrapped = PredicateTranslator.unwrap(value)
+                return unwrapped is NSNull ? nil : unwrapped
             }
         }
-        return objects.enumerated().sorted { a, b in
-            switch (try? FetchSortDescriptor.compare(a.element, b.element, by: keyed)) ?? .orderedSame {
-            case .orderedAscending: true
-            case .orderedDescending: false
-            case .orderedSame: a.offset < b.offset
+        let keys = objects.map { object in readers.map { $0(object) } }
+        return objects.indices.sorted { a, b in
+            for (index, descriptor) in descriptors.enumerated() {
+                var order = FetchSortDescriptor.compareValues(
+                    keys[a][index], keys[b][index], caseInsensitive: descriptor.caseInsensitive,
+                    diacriticInsensitive: descriptor.diacriticInsensitive, numeric: descriptor.numeric)
+                if !descriptor.ascending, order != .orderedSame {
+                    order = order == .orderedAscending ? .orderedDescending : .orderedAscending
+                }
+                if order != .orderedSame { return order == .orderedAscending }
             }
-        }.map(\.element)
+            return a < b
+        }.map { objects[$0] }
     }
 }

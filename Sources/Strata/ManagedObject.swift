@@ -224,10 +224,14 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
 
     /// A fetch request for the entity named as this class (the `fetchRequest()` Core Data
     /// generates for each class: `let request = Run.fetchRequest()`); fetch it typed with
-    /// ``ManagedObjectContext/fetch(_:as:)``. Override it for a class whose entity has
-    /// another name.
+    /// ``ManagedObjectContext/fetch(_:as:)``. Fetching it registers the class for that
+    /// entity if it is registered for none (as ``init(context:)`` does), so the objects are
+    /// instances of the class even before any was inserted through it. Override it for a
+    /// class whose entity has another name.
     open class func fetchRequest() -> FetchRequest {
-        FetchRequest(entityName: String(describing: self))
+        var request = FetchRequest(entityName: String(describing: self))
+        request.resultClass = self
+        return request
     }
 
     /// Inserts a new object of this class into `context` (Core Data's `init(context:)`, the

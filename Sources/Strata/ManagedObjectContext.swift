@@ -316,11 +316,11 @@ public actor ManagedObjectContext {
                 "\(type) is registered for several entities (\(names.joined(separator: ", "))): name one with init(entityName:context:)")
         }
         let own = String(describing: type)
-        guard let entity = managedObjectModel.entity(named: own) else {
+        guard managedObjectModel.entity(named: own) != nil else {
             throw ContextError.invalidArgument(
                 "\(type) is registered for no entity and the model has no entity \(own): register it with register(\(type).self, forEntityName:) or name the entity with init(entityName:context:)")
         }
-        if !entity.isAbstract, !coordinator.hasRegisteredClass(forEntityName: own) { coordinator.register(type, forEntityName: own) }
+        coordinator.registerByName(type)
         return own
     }
 
@@ -444,13 +444,18 @@ public actor ManagedObjectContext {
     }
 
     /// The objects `request` matches, as instances of the custom class `type` (objects of
-    /// another class are left out).
+    /// another class are left out). A class registered for no entity is first registered
+    /// for the entity named as the class, as ``ManagedObject/init(context:)`` registers it
+    /// (when that entity isn't abstract and has no class), so `fetch(Run.fetchRequest(),
+    /// as: Run.self)` finds the runs in a coordinator where no `Run` was inserted yet.
     ///
     /// ```swift
     /// let runs = try context.fetch(FetchRequest(entityName: "Run"), as: Run.self)
     /// ```
     public func fetch<T: ManagedObject>(_ request: FetchRequest, as type: T.Type) throws -> [T] {
-        try fetch(request).compactMap { $0 as? T }
+        var request = request
+        if request.resultClass == nil { request.resultClass = type }
+        return try fetch(request).compactMap { $0 as? T }
     }
 
     /// The IDs of the objects `request` matches (the `managedObjectIDResultType` fetch);

@@ -321,6 +321,21 @@ public final class PersistentStoreCoordinator: Sendable {
         state.withLock { state in state.classes.map { ($0.key, $0.value) } }
     }
 
+    /// Registers `type` for the entity named as the class (Core Data's generated classes
+    /// are named after their entities) when it is registered for no entity, the model has
+    /// that entity, not abstract, and no class is registered for it; otherwise nothing.
+    /// What ``ManagedObject/init(context:)``, ``ManagedObject/fetchRequest()`` and
+    /// ``ManagedObjectContext/fetch(_:as:)`` rely on.
+    func registerByName(_ type: ManagedObject.Type) {
+        let own = String(describing: type)
+        guard let entity = managedObjectModel.entity(named: own), !entity.isAbstract else { return }
+        state.withLock { state in
+            guard state.classes[own] == nil, !state.classes.values.contains(where: { ObjectIdentifier($0) == ObjectIdentifier(type) })
+            else { return }
+            state.classes[own] = type
+        }
+    }
+
     /// Whether a class is registered for `entityName` itself.
     func hasRegisteredClass(forEntityName entityName: String) -> Bool {
         state.withLock { $0.classes[entityName] != nil }

@@ -54,13 +54,22 @@ final class KeyProbe {
         let reader: ObjectIdentifier
         let key: String
         let produced: ObjectIdentifier?
+        /// The value the probe answered for an attribute (``sentinel(for:round:)``).
+        let sentinel: Any?
+        /// Whether the property read is an optional attribute.
+        let optionalAttribute: Bool
     }
     var reads: [Read] = []
+    /// Which of the two sentinel values attributes read as (0 or 1); 2: they read as nil.
+    let round: Int
     /// Probe objects handed out for to-one reads, kept alive until the probe is done.
     var probes: [ManagedObject] = []
     let core: ContextCore
 
-    init(core: ContextCore) { self.core = core }
+    init(core: ContextCore, round: Int = 0) {
+        self.core = core
+        self.round = round
+    }
 
     func makeProbe(for entity: EntityInfo) -> ManagedObject {
         let type = core.coordinator.objectClass(for: entity)
@@ -71,10 +80,14 @@ final class KeyProbe {
     }
 
     /// What `value(forKey:)` answers on a probe: another probe for a to-one (so a key path
-    /// can continue through it), an empty collection for a to-many, nil otherwise.
+    /// can continue through it), an empty collection for a to-many, a sentinel value of an
+    /// attribute's type (so the resolver can tell a property that returns the attribute's
+    /// value from one that computes something from it), nil otherwise.
     func record(_ key: String, on object: ManagedObject) -> Any? {
         var produced: ManagedObject?
         var result: Any?
+        var sentinel: Any?
+        var optionalAttribute = false
         if let property = object.info.properties[key] {
             switch property.kind {
             case .toOne:
@@ -84,12 +97,68 @@ final class KeyProbe {
                 }
             case .toMany(let ordered):
                 result = ordered ? [ManagedObject]() as Any : Set<ManagedObject>() as Any
-            default:
-                result = nil
+            case .attribute(let type):
+                sentinel = Self.sentinel(for: type, round: round)
+                result = sentinel
+                optionalAttribute = property.isOptional
             }
         }
-        reads.append(Read(reader: ObjectIdentifier(object), key: key, produced: produced.map { ObjectIdentifier($0) }))
+        reads.append(Read(reader: ObjectIdentifier(object), key: key, produced: produced.map { ObjectIdentifier($0) }, sentinel: sentinel,
+            optionalAttribute: optionalAttribute))
         return result
+    }
+
+    /// A value of `type`'s Swift type that a transformation (negating, scaling, clamping,
+    /// trimming, changing case, comparing) would not give back unchanged in both rounds;
+    /// nil for a type without one (transformable values). Small numbers, so that a
+    /// computed property's arithmetic on them can't overflow.
+    static func sentinel(for type: AttributeType, round: Int) -> Any? {
+        guard round < 2 else { return nil }
+        let n = round == 0 ? 2 : 3
+        switch type {
+        case .int16: return Int16(n)
+        case .int32: return Int32(n)
+        case .int64: return Int64(n)
+        case .decimal: return Decimal(n * 100 + 25) / 100
+        case .double: return Double(n) + 0.25
+        case .float: return Float(n) + 0.25
+        case .string: return " Strata Probe \(n) "
+        case .boolean: return round == 0
+        case .date: return Date(timeIntervalSinceReferenceDate: Double(n) * 1_000 + 0.25)
+        case .binaryData: return Data([0x53, UInt8(n)])
+        case .uuid: return UUID(uuid: (0x53, 0x54, 0x52, 0x41, 0x54, 0x41, 0, 0, 0, 0, 0, 0, 0, 0, 0, UInt8(n)))
+        case .uri: return URL(string: "x-strata-probe://value/\(n)")
+        default: return nil
+        }
+    }
+
+    /// Whether `result`, what a key path gave on the probe, is the value the probe answered
+    /// for its last read: the attribute's sentinel (a number of another type with the same
+    /// value counts), or the probe made for a to-one (nil counts: a class registered for
+    /// another type answers nil for the destination). A to-many, or a type without a
+    /// sentinel, can't be checked and counts.
+    static func gives(_ result: Any?, backFrom read: Read, valueType: Any.Type) -> Bool {
+        let value = result.map(PredicateTranslator.unwrap)
+        let got: Any? = value is NSNull ? nil : value
+        if let produced = read.produced {
+            // Nil from a key path whose value is an object: the class registered for the
+            // destination isn't the one the property casts to. From one whose value is not
+            // an object (`\Player.team?.name` with no class registered for Team, so `team`
+            // read nil), the key path ended early and means something else.
+            guard let got else { return unwrappedType(valueType) is ManagedObject.Type }
+            return (got as AnyObject) is ManagedObject && ObjectIdentifier(got as AnyObject) == produced
+        }
+        guard let sentinel = read.sentinel else { return true }
+        guard let got else { return false }
+        if let a = FetchSortDescriptor.number(sentinel), let b = FetchSortDescriptor.number(got) { return a == b }
+        guard let a = sentinel as? AnyHashable, let b = got as? AnyHashable else { return false }
+        return a == b
+    }
+
+    /// `type` without its optional layers.
+    static func unwrappedType(_ type: Any.Type) -> Any.Type {
+        guard let optional = type as? any OptionalType.Type else { return type }
+        return unwrappedType(optional.wrappedType)
     }
 }
 
@@ -105,7 +174,7 @@ final class KeyPathResolver {
         let probe = KeyProbe(core: core)
         let root = probe.makeProbe(for: info)
         // A key path of another class reads nothing here (the subscript answers nil).
-        _ = root[keyPath: keyPath]
+        let result = root[keyPath: keyPath]
         // The reads must form one chain: the first on the root, each next on the probe the
         // previous read produced.
         var expected = ObjectIdentifier(root)
@@ -125,7 +194,33 @@ final class KeyPathResolver {
             throw ContextError.invalidArgument(
                 "key path \(keyPath) reads no model property of entity \(entityName) (class \(type(of: root))): the key path's root must be the class registered for the entity, and the property must read through value(forKey:)")
         }
+        // The property must give back what it read, not compute from it (`rank <= 10`,
+        // `-rank`): else a predicate or sort on it isn't one on the model property. Checked
+        // with two different values, on a second probe.
+        let second = KeyProbe(core: core, round: 1)
+        let secondRoot = second.makeProbe(for: info)
+        let secondResult = secondRoot[keyPath: keyPath]
+        guard let last = probe.reads.last, let secondLast = second.reads.last, second.reads.map(\.key) == keys,
+            KeyProbe.gives(result, backFrom: last, valueType: type(of: keyPath).valueType),
+            KeyProbe.gives(secondResult, backFrom: secondLast, valueType: type(of: keyPath).valueType)
+        else {
+            throw ContextError.invalidArgument(
+                "key path \(keyPath) computes its value from \(entityName).\(keys.joined(separator: ".")) rather than returning it, so it can't be stated on the model (a to-one read as nil: is the destination's class registered?); sort or filter by a property that returns the model value")
+        }
         return (keys.joined(separator: "."), entity)
+    }
+
+    /// Whether `keyPath` (one ``resolve(_:from:)`` accepts) gives a value where the optional
+    /// attribute it reads is nil — a typed property with a default, `get("price") ?? 0` —
+    /// so a comparison on it can hold for objects whose attribute is nil, where the same
+    /// comparison on the attribute doesn't.
+    func substitutesDefault(_ keyPath: AnyKeyPath, from entityName: String) -> Bool {
+        guard let info = core.entities[entityName] else { return false }
+        let probe = KeyProbe(core: core, round: 2)
+        let root = probe.makeProbe(for: info)
+        let result = root[keyPath: keyPath]
+        guard let last = probe.reads.last, last.optionalAttribute, let result else { return false }
+        return !(PredicateTranslator.unwrap(result) is NSNull)
     }
 }
 
@@ -196,31 +291,31 @@ struct PredicateTranslator {
             return comparison(child("lhs"), op, child("rhs"))
         case "SequenceContains":
             // `[1, 2].contains($0.age)` → age IN {1, 2}; `$0.tags.contains(x)` is left to memory.
-            guard let key = child("element").flatMap({ keyPath($0) }), let values = child("sequence").flatMap(constant),
+            guard let element = child("element"), let key = keyPath(element), let values = child("sequence").flatMap(constant),
                 let list = values as? [Any]
             else { return nil }
-            return (Fragment(format: "%K IN %@", arguments: [key, list]), true)
+            return guarded(Fragment(format: "%K IN %@", arguments: [key, list]), key: key, of: element)
         case "SequenceStartsWith":
-            guard let key = child("base").flatMap({ keyPath($0) }), let prefix = child("prefix").flatMap(constant) as? String else {
+            guard let base = child("base"), let key = keyPath(base), let prefix = child("prefix").flatMap(constant) as? String else {
                 return nil
             }
             // Every string starts with "" in Swift, while BEGINSWITH "" is false (spec 0003).
             if prefix.isEmpty { return (Fragment(format: "TRUEPREDICATE", arguments: []), true) }
-            return (Fragment(format: "%K BEGINSWITH %@", arguments: [key, prefix]), true)
+            return guarded(Fragment(format: "%K BEGINSWITH %@", arguments: [key, prefix]), key: key, of: base)
         case "CollectionContainsCollection":
-            guard let key = child("base").flatMap({ keyPath($0) }), let other = child("other").flatMap(constant) as? String else {
+            guard let base = child("base"), let key = keyPath(base), let other = child("other").flatMap(constant) as? String else {
                 return nil
             }
             // Every string contains "" in Swift, while CONTAINS "" is false (spec 0003).
             if other.isEmpty { return (Fragment(format: "TRUEPREDICATE", arguments: []), true) }
-            return (Fragment(format: "%K CONTAINS %@", arguments: [key, other]), true)
+            return guarded(Fragment(format: "%K CONTAINS %@", arguments: [key, other]), key: key, of: base)
         case "Value":
             if let flag = Self.child(expression, "value") as? Bool { return (Fragment(format: flag ? "TRUEPREDICATE" : "FALSEPREDICATE", arguments: []), true) }
             return nil
         case "KeyPath":
             // A Boolean property used as a condition: `$0.isActive`.
             guard let key = keyPath(expression) else { return nil }
-            return (Fragment(format: "%K == YES", arguments: [key]), true)
+            return guarded(Fragment(format: "%K == YES", arguments: [key]), key: key, of: expression)
         default:
             return nil
         }
@@ -232,13 +327,13 @@ struct PredicateTranslator {
             if Self.kind(rhs) == "NilLiteral" { return (Fragment(format: "%K \(op) nil", arguments: [key]), true) }
             guard let value = constant(rhs) else { return nil }
             if value is NSNull { return (Fragment(format: "%K \(op) nil", arguments: [key]), true) }
-            return (Fragment(format: "%K \(op) %@", arguments: [key, value]), true)
+            return guarded(Fragment(format: "%K \(op) %@", arguments: [key, value]), key: key, of: lhs)
         }
         if let key = keyPath(rhs) {
             if Self.kind(lhs) == "NilLiteral" { return (Fragment(format: "nil \(op) %K", arguments: [key]), true) }
             guard let value = constant(lhs) else { return nil }
             if value is NSNull { return (Fragment(format: "nil \(op) %K", arguments: [key]), true) }
-            return (Fragment(format: "%@ \(op) %K", arguments: [value, key]), true)
+            return guarded(Fragment(format: "%@ \(op) %K", arguments: [value, key]), key: key, of: rhs)
         }
         return nil
     }
@@ -247,6 +342,35 @@ struct PredicateTranslator {
     /// input variable.
     func keyPath(_ expression: Any) -> String? {
         resolvedPath(expression, variable: input)?.path
+    }
+
+    /// Whether the key path expression substitutes a default for a nil attribute
+    /// (``KeyPathResolver/substitutesDefault(_:from:)``, on its last key path).
+    func substitutesDefault(_ expression: Any) -> Bool {
+        switch Self.kind(expression) {
+        case "KeyPath":
+            guard let root = Self.child(expression, "root"), let keyPath = Self.child(expression, "keyPath") as? AnyKeyPath else { return false }
+            if Self.kind(root) == "Variable" { return resolver.substitutesDefault(keyPath, from: rootEntity) }
+            guard let entity = resolvedPath(root, variable: input)?.entity else { return false }
+            return resolver.substitutesDefault(keyPath, from: entity)
+        case "OptionalFlatMap":
+            guard let wrapped = Self.child(expression, "wrapped"), let transform = Self.child(expression, "transform"),
+                let entity = resolvedPath(wrapped, variable: input)?.entity,
+                let keyPath = Self.child(transform, "keyPath") as? AnyKeyPath
+            else { return false }
+            return resolver.substitutesDefault(keyPath, from: entity)
+        default:
+            return false
+        }
+    }
+
+    /// `fragment` on key path `key` read from `expression`: as it is, exact — or, when the
+    /// typed property substitutes a default for nil, widened with `OR key == nil` and not
+    /// exact, so the original predicate decides those objects in memory (the comparison on
+    /// the attribute misses them; on the property's default it may hold).
+    func guarded(_ fragment: Fragment, key: String, of expression: Any) -> (Fragment, Bool) {
+        guard substitutesDefault(expression) else { return (fragment, true) }
+        return (Fragment(format: "(\(fragment.format)) OR %K == nil", arguments: fragment.arguments + [key]), false)
     }
 
     func resolvedPath(_ expression: Any, variable: String) -> (path: String, entity: String?)? {
@@ -294,3 +418,7 @@ struct PredicateTranslator {
         return value
     }
 }
+
+/// Optional's wrapped type, to see through optional key path values.
+protocol OptionalType { static var wrappedType: Any.Type { get } }
+extension Optional: OptionalType { static var wrappedType: Any.Type { Wrapped.self } }
