@@ -90,30 +90,8 @@ struct NestedMergeReviewTests {
     @Test("refresh keeping changes re-applies a many-to-many's unsaved additions to the stored members; the save keeps both")
     func refreshManyToManyKeepsBothAdditions() async throws {
         let dir = try TemporaryDirectory()
-        let model = try ManagedObjectModel {
-            Entity("Post") {
-                Attribute("title", .string)
-                Relationship("tags", to: "Tag", inverse: "posts", toMany: true)
-            }
-            Entity("Tag") {
-                Attribute("name", .string)
-                Relationship("posts", to: "Post", inverse: "tags", toMany: true)
-            }
-        }
-        let coordinator = try openCoordinator(dir, model: model)
-        let (postID, tagIDs) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            let post = try context.insertNewObject(forEntityName: "Post")
-            post.setValue("Hello", forKey: "title")
-            var tags: [ManagedObject] = []
-            for name in ["a", "b", "c"] {
-                let tag = try context.insertNewObject(forEntityName: "Tag")
-                tag.setValue(name, forKey: "name")
-                tags.append(tag)
-            }
-            post.setValue(Set([tags[0]]), forKey: "tags")
-            try context.save()
-            return (post.objectID, tags.map(\.objectID))
-        }
+        let coordinator = try openCoordinator(dir, model: try Self.postsModel())
+        let (postID, tagIDs) = try await Self.postWithTags(coordinator)
         let other = privateContext(coordinator, name: "other")
         try await privateContext(coordinator, name: "mine").perform { (context: isolated ManagedObjectContext) throws in
             let post = try context.existingObject(with: postID)

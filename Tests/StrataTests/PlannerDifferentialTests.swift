@@ -2,6 +2,7 @@ import Foundation
 import Strata
 import StrataPredicate
 import StrataTestSupport
+import Synchronization
 import Testing
 
 /// Differential testing of the query planner and the fetch paths: random objects saved to a
@@ -68,11 +69,17 @@ struct PlannerDifferentialTests {
 
     @Test("random fetches equal the brute-force answer: saved, with unsaved changes, and pinned to an earlier generation", arguments: seeds)
     func differential(seed: UInt64) async throws {
+        Self.compared.withLock { $0[seed] = 0 }
         let failures = try await Self.run(seed: seed, size: Self.size, queries: Self.queries)
-        if !failures.isEmpty {
-            Issue.record("seed \(seed) (rerun with STRATA_DIFF_SEED=\(seed)):\n\(failures.joined(separator: "\n\n"))")
-        }
+        let compared = Self.compared.withLock { $0[seed] ?? 0 }
+        // Every phase compared requests with the reference (a run comparing none would pass
+        // vacuously), and none disagreed.
+        #expect(compared >= Self.queries * 4, "seed \(seed): only \(compared) requests compared")
+        #expect(failures.isEmpty, "seed \(seed) (rerun with STRATA_DIFF_SEED=\(seed)):\n\(failures.joined(separator: "\n\n"))")
     }
+
+    /// Requests compared with the reference, by the seed of the run comparing them.
+    static let compared = Mutex<[UInt64: Int]>([:])
 
     // MARK: Minimised findings
 
@@ -1614,6 +1621,7 @@ struct DWorld: Sendable {
                 if PlannerDifferentialTests.environment["STRATA_DIFF_VERBOSE"] == "2" { print("\(describe(request, fetch)) -> \(expected(request).count)\n   \(plan)") }
             }
             defer { if index == count - 1, !kinds.isEmpty { print("\(phase): \(kinds.sorted { $0.key < $1.key }) mean result \(sizes / max(1, count))") } }
+            PlannerDifferentialTests.compared.withLock { $0[seed, default: 0] += 1 }
             guard mismatch(request, context, objectArguments: objectArguments) != nil else { continue }
             let small = minimized(request, context, objectArguments: objectArguments)
             let fetch = try? fetchRequest(small, context, objectArguments: objectArguments)
