@@ -1,0 +1,208 @@
+import Foundation
+import Strata
+import StrataLog
+import StrataTestSupport
+import Testing
+
+/// A store saved with a seed model, opened with a structurally mutated version of that model
+/// (inferred migration, spec 0004 §4.3–4.6, spec 0006 §19): it migrates — and then every
+/// object reads, fetches work, a save works, `strata verify` is clean — or it is refused with
+/// a `PersistentStoreError` (or the log's uniqueness or derivation refusal), and the store still opens with its model holding every object.
+/// Never a crash. `STRATA_MIGRATION_FUZZ_SIZE` pairs (default 8), `STRATA_MODEL_FUZZ_SEED`.
+@Suite("Stores opened with mutated models (inferred migration)")
+struct MigrationFuzzCommandTests {
+    /// `node` without validation rules, so sample values save.
+    private static func relaxed(_ node: Any) -> Any {
+        if var object = node as? [String: Any] {
+            for key in ["regularExpression", "validationPredicates", "minimumValue", "maximumValue", "minimumLength", "maximumLength", "minCount", "maxCount"] {
+                object[key] = nil
+            }
+            return object.mapValues(relaxed)
+        }
+        if let array = node as? [Any] { return array.map(relaxed) }
+        return node
+    }
+
+    /// A refused migration (spec 0006 §19.1): `PersistentStoreError`, or, as an add without
+    /// a staged-migration manager throws them as they are, the log's uniqueness and
+    /// derivation refusals (spec 0004 §4.3).
+    private static func isRefusal(_ error: any Error) -> Bool {
+        switch error {
+        case is PersistentStoreError: true
+        case LogError.uniquenessViolation, LogError.derivation: true
+        default: false
+        }
+    }
+
+    /// Two objects of every concrete entity, a value in every attribute, relationships set.
+    private static func fill(_ context: isolated ManagedObjectContext, _ model: ManagedObjectModel, tag: Int) throws {
+        var objects: [ManagedObject] = []
+        for entity in model.entities where !entity.isAbstract {
+            for _ in 0..<2 { objects.append(try context.insertNewObject(forEntityName: entity.name)) }
+        }
+        for object in objects {
+            for attribute in object.entity.attributesByName.values where !attribute.isDerived {
+                var value = ModelFileMutator.sample(attribute.attributeType)
+                if attribute.attributeType == .string { value = "S\(tag)-\(objects.firstIndex(of: object) ?? 0)" }
+                object.setValue(value, forKey: attribute.name)
+            }
+            for relationship in object.entity.relationshipsByName.values {
+                guard let target = objects.last(where: { $0.entity.isKindOf(entityNamed: relationship.destinationEntityName) }) else { continue }
+                if relationship.isToMany {
+                    object.mutableSetValue(forKey: relationship.name).add(target)
+                } else {
+                    object.setValue(target, forKey: relationship.name)
+                }
+            }
+        }
+    }
+
+    /// The number of objects of each entity (sub-entities counted in their own entity only).
+    private static func counts(_ coordinator: PersistentStoreCoordinator) async throws -> [String: Int] {
+        let model = coordinator.managedObjectModel
+        return try await ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator).perform {
+            (context: isolated ManagedObjectContext) throws in
+            var counts: [String: Int] = [:]
+            for entity in model.entities {
+                var request = FetchRequest(entityName: entity.name)
+                request.includesSubentities = false
+                counts[entity.name] = try context.count(for: request)
+            }
+            return counts
+        }
+    }
+
+    /// The attributes whose values a migration from `old` to `new` must keep as they are:
+    /// by entity, those persisted and not derived in both models with the same type, in an
+    /// entity of the same name in both, where no renaming identifier of `new` is involved.
+    private static func keptAttributes(_ old: ManagedObjectModel, _ new: ManagedObjectModel) -> [String: [String]] {
+        var kept: [String: [String]] = [:]
+        for entity in new.entities {
+            guard let before = old.entity(named: entity.name), entity.renamingIdentifier == nil,
+                !new.entities.contains(where: { $0.renamingIdentifier == entity.name }) else { continue }
+            let renamed = Set(entity.properties.compactMap(\.renamingIdentifier))
+            kept[entity.name] = entity.attributesByName.values.filter { attribute in
+                guard let was = before.attributesByName[attribute.name], !renamed.contains(attribute.name),
+                    attribute.renamingIdentifier == nil else { return false }
+                return was.attributeType == attribute.attributeType && !was.isTransient && !attribute.isTransient
+                    && !was.isDerived && !attribute.isDerived
+            }.map(\.name).sorted()
+        }
+        return kept
+    }
+
+    /// Each entity's objects' values of `attributes` (its own objects, not sub-entities'), as
+    /// a sorted list of rows.
+    private static func rows(_ coordinator: PersistentStoreCoordinator, _ attributes: [String: [String]]) async throws -> [String: [String]] {
+        try await ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator).perform {
+            (context: isolated ManagedObjectContext) throws in
+            var rows: [String: [String]] = [:]
+            for (entity, keys) in attributes {
+                var request = FetchRequest(entityName: entity)
+                request.includesSubentities = false
+                rows[entity] = try context.fetch(request).map { object in
+                    keys.map { "\($0)=\(object.value(forKey: $0).map { "\($0)" } ?? "nil")" }.joined(separator: " ")
+                }.sorted()
+            }
+            return rows
+        }
+    }
+
+    @Test("a store opened with a mutated model migrates and works, or is refused with its data intact")
+    func mutatedModelMigrations() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let size = environment["STRATA_MIGRATION_FUZZ_SIZE"].flatMap(Int.init) ?? 8
+        var rng = SeededGenerator(seed: environment["STRATA_MODEL_FUZZ_SEED"].flatMap { UInt64($0) } ?? 0x316)
+        let files = ["kitchen-sink.json", "derived-attributes.json", "indexes.json", "employee-department.json", "league-manager.json"]
+        let roots = try files.map { Self.relaxed(try JSONSerialization.jsonObject(with: try SpecFiles.data("0002-model-file/\($0)"))) }
+        var pairs = 0, migrated = 0, refused = 0, attempts = 0, compared = 0
+        while pairs < size && attempts < size * 60 {
+            attempts += 1
+            let index = attempts % roots.count
+            let base = try ManagedObjectModel(jsonData: try JSONSerialization.data(withJSONObject: roots[index], options: [.sortedKeys]))
+            var log: [String] = []
+            var root = roots[index]
+            for _ in 0..<Int(rng.next() % 2 + 1) { root = ModelFileMutator.mutate(root, rng: &rng, log: &log) }
+            root = Self.relaxed(root)
+            guard let data = try? JSONSerialization.data(withJSONObject: root, options: [.sortedKeys]),
+                let mutated = try? ManagedObjectModel(jsonData: data), mutated != base else { continue }
+            pairs += 1
+            let what = "\(files[index]): \(log.joined(separator: "; "))"
+            let directory = try TemporaryDirectory()
+            let url = directory.url.appendingPathComponent("store")
+            do {
+                let coordinator = PersistentStoreCoordinator(managedObjectModel: base)
+                try coordinator.addPersistentStore(type: PersistentStore.StoreType.eventLog, at: url)
+                try await ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator).perform {
+                    (context: isolated ManagedObjectContext) throws in
+                    try Self.fill(context, base, tag: 1)
+                    try context.save()
+                }
+            }
+            let before = try await Self.counts({
+                let coordinator = PersistentStoreCoordinator(managedObjectModel: base)
+                try coordinator.addPersistentStore(type: PersistentStore.StoreType.eventLog, at: url)
+                return coordinator
+            }())
+            let kept = Self.keptAttributes(base, mutated)
+            let keptBefore = try await Self.rows({
+                let coordinator = PersistentStoreCoordinator(managedObjectModel: base)
+                try coordinator.addPersistentStore(type: PersistentStore.StoreType.eventLog, at: url)
+                return coordinator
+            }(), kept)
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: mutated)
+            do {
+                try coordinator.addPersistentStore(type: PersistentStore.StoreType.eventLog, at: url)
+            } catch let error where Self.isRefusal(error) {
+                refused += 1
+                #expect(!"\(error)".isEmpty)
+                // Refused: nothing written; the store opens with its model, every object there.
+                let again = PersistentStoreCoordinator(managedObjectModel: base)
+                try again.addPersistentStore(type: PersistentStore.StoreType.eventLog, at: url)
+                #expect(try await Self.counts(again) == before, "a refused migration keeps the data — \(what)")
+                let verify = try strata("verify", url.path)
+                #expect(verify.status == 0, "verify after a refused migration: \(verify.standardOutput) \(verify.standardError) — \(what)")
+                continue
+            } catch {
+                Issue.record("opening with a mutated model threw \(error), not a refusal of the migration — \(what)")
+                continue
+            }
+            migrated += 1
+            // What the migration had no reason to touch is as it was.
+            let keptAfter = try await Self.rows(coordinator, kept)
+            compared += keptBefore.values.reduce(0) { $0 + $1.count }
+            for (entity, rows) in keptBefore where keptAfter[entity] != rows {
+                Issue.record("\(entity)'s values changed by the migration: \(rows) became \(keptAfter[entity] ?? []) — \(what)")
+            }
+            // Migrated: every object reads, fetches sort, a save works (or fails validation).
+            do {
+                try await ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator).perform {
+                    (context: isolated ManagedObjectContext) throws in
+                    for entity in mutated.entities {
+                        var request = FetchRequest(entityName: entity.name)
+                        for object in try context.fetch(request) {
+                            for property in object.entity.properties { _ = object.value(forKey: property.name) }
+                        }
+                        for attribute in entity.attributesByName.keys.sorted() {
+                            request.sortDescriptors = [FetchSortDescriptor(key: attribute)]
+                            _ = try context.fetch(request)
+                        }
+                    }
+                    try Self.fill(context, mutated, tag: 2)
+                    do { try context.save() } catch is ContextError { context.rollback() }
+                }
+            } catch {
+                Issue.record("using the migrated store failed: \(error) — \(what)")
+            }
+            let verify = try strata("verify", url.path)
+            #expect(verify.status == 0, "verify after a migration: \(verify.standardOutput) \(verify.standardError) — \(what)")
+            for arguments in [["info", url.path], ["log", url.path], ["export", url.path]] {
+                let result = try runProcess(BuildProducts.executable("strata"), arguments)
+                #expect(result.status == 0, "strata \(arguments[0]): \(result.standardError) — \(what)")
+            }
+        }
+        #expect(pairs == size, "\(pairs) of \(size) pairs in \(attempts) attempts (\(migrated) migrated, \(refused) refused)")
+        #expect(migrated > 0, "\(migrated) migrated, \(refused) refused")
+        #expect(compared > 0, "rows compared across migrations: \(compared)")
+    }
+}
