@@ -133,7 +133,8 @@ public final class PersistentStoreCoordinator: Sendable {
     ///
     /// - Throws: ``ContextError/storeAlreadyAdded`` if the coordinator holds a store already;
     ///   ``PersistentStoreError/migrationFailed(path:reason:)`` when the store's data can't be
-    ///   migrated to the model; ``PersistentStoreError/incompatibleModel(path:reason:)`` when
+    ///   migrated to the model (``PersistentStoreError/migrationConstraintViolation(path:reason:)``
+    ///   when the migrated objects break a uniqueness constraint); ``PersistentStoreError/incompatibleModel(path:reason:)`` when
     ///   it would need a migration and `configuration.migratesAutomatically` is off; the
     ///   log's errors for a store that can't be opened.
     @discardableResult
@@ -154,6 +155,15 @@ public final class PersistentStoreCoordinator: Sendable {
                 throw PersistentStoreError.incompatibleModel(path: url.path, reason: reason)
             } catch LogError.migration(let reason) {
                 throw PersistentStoreError.migrationFailed(path: url.path, reason: reason)
+            } catch let error as LogError {
+                // An open writes only a migration: a constraint it breaks, or a derived value
+                // that doesn't fit, is the migration's failure (before, they escaped as the
+                // log's errors, which an app's handler for Core Data's migration codes missed).
+                switch error {
+                case .uniquenessViolation: throw PersistentStoreError.migrationConstraintViolation(path: url.path, reason: "\(error)")
+                case .derivation: throw PersistentStoreError.migrationFailed(path: url.path, reason: "\(error)")
+                default: throw error
+                }
             }
             store = PersistentStore(type: .eventLog, url: url, log: log, temporaryDirectory: nil, userMetadata: try log.userMetadata())
         case .inMemory:

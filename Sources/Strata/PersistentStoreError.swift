@@ -34,6 +34,12 @@ public enum PersistentStoreError: Error, Sendable, Hashable, CustomStringConvert
     /// convert, a mandatory attribute without a default (`NSMigrationError`, 134110; spec
     /// 0004 §4.4–4.6). Nothing was written; the store opens as before with its earlier model.
     case migrationFailed(path: String, reason: String)
+    /// The store's data can't be migrated to the model because the migrated objects break a
+    /// uniqueness constraint — one the model adds, or one their values come under after the
+    /// change (`NSMigrationConstraintViolationError`, 134111; spec 0004 §4.3). `reason` names
+    /// the constraint, the value and the objects. Nothing was written; the store opens as
+    /// before with its earlier model.
+    case migrationConstraintViolation(path: String, reason: String)
 
     /// Core Data's error code for the case.
     public var code: Int {
@@ -44,6 +50,7 @@ public enum PersistentStoreError: Error, Sendable, Hashable, CustomStringConvert
         case .reservedMetadataKey, .unsupportedMetadataValue: 134060
         case .incompatibleModel: 134100
         case .migrationFailed: 134110
+        case .migrationConstraintViolation: 134111
         }
     }
 
@@ -60,6 +67,8 @@ public enum PersistentStoreError: Error, Sendable, Hashable, CustomStringConvert
         case .invalidDescription(let detail): detail
         case .incompatibleModel(let path, let reason): "the store at \(path) is incompatible with the model: \(reason)"
         case .migrationFailed(let path, let reason): "the store at \(path) can't be migrated to the model: \(reason)"
+        case .migrationConstraintViolation(let path, let reason):
+            "the store at \(path) can't be migrated to the model: the migrated objects break a uniqueness constraint: \(reason)"
         }
     }
 }

@@ -209,3 +209,82 @@ extension MigrationReviewContextTests {
         }
     }
 }
+
+@Suite("Contexts: migration failures' errors (spec 0006 §19.1)")
+struct MigrationFailureErrorTests {
+    @Test("a migration whose objects break a uniqueness constraint fails the add with migrationConstraintViolation (134111, NSMigrationConstraintViolationError), not the log's error; a derived value that doesn't fit fails it with migrationFailed (134110); nothing written either way")
+    func constraintBrokenByMigration() async throws {
+        let dir = try TemporaryDirectory()
+        let plain = try ManagedObjectModel {
+            Entity("Player") {
+                Attribute("email", .string)
+                Attribute("points", .int16)
+            }
+        }
+        var coordinator = try openCoordinator(dir, model: plain)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for points in [Int16(30_000), 30_000] {
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue("same@example.com", forKey: "email")
+                player.setValue(points, forKey: "points")
+            }
+            try context.save()
+        }
+        let constrained = try ManagedObjectModel {
+            Entity("Player") {
+                Attribute("email", .string)
+                Attribute("points", .int16)
+                Unique("email")
+            }
+        }
+        do {
+            _ = try openCoordinator(dir, model: constrained)
+            Issue.record("the migration was accepted")
+        } catch let error as PersistentStoreError {
+            guard case .migrationConstraintViolation(_, let reason) = error else {
+                Issue.record("expected migrationConstraintViolation, got \(error)")
+                return
+            }
+            #expect(reason.contains("email") && reason.contains("same@example.com") && reason.contains("Player/p1"))
+            #expect((error as NSError).code == 134111 && (error as NSError).domain == NSCocoaErrorDomain)
+        }
+        // A team's derived total of its players' int16 points: 60,000 doesn't fit an int16.
+        let teams = { (derived: Bool) in
+            try ManagedObjectModel {
+                Entity("Team") {
+                    Attribute("name", .string)
+                    if derived { Attribute("total", .int16).derived(from: "players.@sum.points") }
+                    Relationship("players", to: "Player", inverse: "team", toMany: true)
+                }
+                Entity("Player") {
+                    Attribute("email", .string)
+                    Attribute("points", .int16)
+                    Relationship("team", to: "Team", inverse: "players")
+                }
+            }
+        }
+        coordinator = try openCoordinator(dir, model: try teams(false))
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            for player in try context.fetch(FetchRequest(entityName: "Player")) { player.setValue(team, forKey: "team") }
+            try context.save()
+        }
+        do {
+            _ = try openCoordinator(dir, model: try teams(true))
+            Issue.record("the migration was accepted")
+        } catch let error as PersistentStoreError {
+            guard case .migrationFailed(_, let reason) = error else {
+                Issue.record("expected migrationFailed, got \(error)")
+                return
+            }
+            #expect(reason.contains("total"), "\(reason)")
+            #expect((error as NSError).code == 134110)
+        }
+        // Nothing was written: the store opens with its model, both players on the team.
+        coordinator = try openCoordinator(dir, model: try teams(false))
+        let members = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.fetch(FetchRequest(entityName: "Team")).first.flatMap { ($0.value(forKey: "players") as? Set<ManagedObject>)?.count }
+        }
+        #expect(members == 2)
+    }
+}
