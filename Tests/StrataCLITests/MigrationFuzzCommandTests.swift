@@ -5,7 +5,8 @@ import Testing
 
 /// A store saved with a seed model, opened with a structurally mutated version of that model
 /// (inferred migration, spec 0004 §4.3–4.6, spec 0006 §19): it migrates — and then every
-/// object reads, fetches work, a save works, `strata verify` is clean — or it is refused with
+/// object reads, fetches work, a save works, the save before the migration undoes (persisted
+/// undo) or is refused with a context error, `strata verify` is clean — or it is refused with
 /// a `PersistentStoreError`, and the store still opens with its model holding every object.
 /// Never a crash. `STRATA_MIGRATION_FUZZ_SIZE` pairs (default 8), `STRATA_MODEL_FUZZ_SEED`.
 @Suite("Stores opened with mutated models (inferred migration)")
@@ -20,6 +21,11 @@ struct MigrationFuzzCommandTests {
         }
         if let array = node as? [Any] { return array.map(relaxed) }
         return node
+    }
+
+    /// The context whose save before the migration is undone after it (persisted undo).
+    private static func editor(_ coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
+        ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "editor", transactionAuthor: "fuzz", persistentUndo: true)
     }
 
     /// Two objects of every concrete entity, a value in every attribute, relationships set.
@@ -121,7 +127,7 @@ struct MigrationFuzzCommandTests {
             do {
                 let coordinator = PersistentStoreCoordinator(managedObjectModel: base)
                 try coordinator.addPersistentStore(type: PersistentStore.StoreType.eventLog, at: url)
-                try await ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator).perform {
+                try await Self.editor(coordinator).perform {
                     (context: isolated ManagedObjectContext) throws in
                     try Self.fill(context, base, tag: 1)
                     try context.save()
@@ -181,6 +187,21 @@ struct MigrationFuzzCommandTests {
                 }
             } catch {
                 Issue.record("using the migrated store failed: \(error) — \(what)")
+            }
+            // The persisted undo of the save before the migration: undone and saved, or
+            // refused with a context error (a conflict, a validation failure).
+            do {
+                try await Self.editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                    guard context.canUndo else { return }
+                    do {
+                        try context.undo()
+                        try context.save()
+                    } catch is ContextError {
+                        context.rollback()
+                    }
+                }
+            } catch {
+                Issue.record("undoing across the migration failed: \(error) — \(what)")
             }
             let verify = try strata("verify", url.path)
             #expect(verify.status == 0, "verify after a migration: \(verify.standardOutput) \(verify.standardError) — \(what)")
