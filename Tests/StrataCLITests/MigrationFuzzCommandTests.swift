@@ -11,44 +11,10 @@ import Testing
 /// Never a crash. `STRATA_MIGRATION_FUZZ_SIZE` pairs (default 8), `STRATA_MODEL_FUZZ_SEED`.
 @Suite("Stores opened with mutated models (inferred migration)")
 struct MigrationFuzzCommandTests {
-    /// `node` without validation rules, so sample values save.
-    private static func relaxed(_ node: Any) -> Any {
-        if var object = node as? [String: Any] {
-            for key in ["regularExpression", "validationPredicates", "minimumValue", "maximumValue", "minimumLength", "maximumLength", "minCount", "maxCount"] {
-                object[key] = nil
-            }
-            return object.mapValues(relaxed)
-        }
-        if let array = node as? [Any] { return array.map(relaxed) }
-        return node
-    }
 
     /// The context whose save before the migration is undone after it (persisted undo).
     private static func editor(_ coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
         ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "editor", transactionAuthor: "fuzz", persistentUndo: true)
-    }
-
-    /// Two objects of every concrete entity, a value in every attribute, relationships set.
-    private static func fill(_ context: isolated ManagedObjectContext, _ model: ManagedObjectModel, tag: Int) throws {
-        var objects: [ManagedObject] = []
-        for entity in model.entities where !entity.isAbstract {
-            for _ in 0..<2 { objects.append(try context.insertNewObject(forEntityName: entity.name)) }
-        }
-        for object in objects {
-            for attribute in object.entity.attributesByName.values where !attribute.isDerived {
-                var value = ModelFileMutator.sample(attribute.attributeType)
-                if attribute.attributeType == .string { value = "S\(tag)-\(objects.firstIndex(of: object) ?? 0)" }
-                object.setValue(value, forKey: attribute.name)
-            }
-            for relationship in object.entity.relationshipsByName.values {
-                guard let target = objects.last(where: { $0.entity.isKindOf(entityNamed: relationship.destinationEntityName) }) else { continue }
-                if relationship.isToMany {
-                    object.mutableSetValue(forKey: relationship.name).add(target)
-                } else {
-                    object.setValue(target, forKey: relationship.name)
-                }
-            }
-        }
     }
 
     /// The number of objects of each entity (sub-entities counted in their own entity only).
@@ -108,7 +74,7 @@ struct MigrationFuzzCommandTests {
         let size = environment["STRATA_MIGRATION_FUZZ_SIZE"].flatMap(Int.init) ?? 8
         var rng = SeededGenerator(seed: environment["STRATA_MODEL_FUZZ_SEED"].flatMap { UInt64($0) } ?? 0x316)
         let files = ["kitchen-sink.json", "derived-attributes.json", "indexes.json", "employee-department.json", "league-manager.json"]
-        let roots = try files.map { Self.relaxed(try JSONSerialization.jsonObject(with: try SpecFiles.data("0002-model-file/\($0)"))) }
+        let roots = try files.map { ModelFileMutator.withoutValidationRules(try JSONSerialization.jsonObject(with: try SpecFiles.data("0002-model-file/\($0)"))) }
         var pairs = 0, migrated = 0, refused = 0, attempts = 0, compared = 0
         while pairs < size && attempts < size * 60 {
             attempts += 1
@@ -117,7 +83,7 @@ struct MigrationFuzzCommandTests {
             var log: [String] = []
             var root = roots[index]
             for _ in 0..<Int(rng.next() % 2 + 1) { root = ModelFileMutator.mutate(root, rng: &rng, log: &log) }
-            root = Self.relaxed(root)
+            root = ModelFileMutator.withoutValidationRules(root)
             guard let data = try? JSONSerialization.data(withJSONObject: root, options: [.sortedKeys]),
                 let mutated = try? ManagedObjectModel(jsonData: data), mutated != base else { continue }
             pairs += 1
@@ -129,7 +95,7 @@ struct MigrationFuzzCommandTests {
                 try coordinator.addPersistentStore(type: PersistentStore.StoreType.eventLog, at: url)
                 try await Self.editor(coordinator).perform {
                     (context: isolated ManagedObjectContext) throws in
-                    try Self.fill(context, base, tag: 1)
+                    try fillWithSamples(context, base, tag: 1)
                     try context.save()
                 }
             }
@@ -182,7 +148,7 @@ struct MigrationFuzzCommandTests {
                             _ = try context.fetch(request)
                         }
                     }
-                    try Self.fill(context, mutated, tag: 2)
+                    try fillWithSamples(context, mutated, tag: 2)
                     do { try context.save() } catch is ContextError { context.rollback() }
                 }
             } catch {

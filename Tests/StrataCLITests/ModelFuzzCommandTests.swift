@@ -9,31 +9,14 @@ import Testing
 /// `STRATA_MODEL_FUZZ_CLI_SIZE` stores (default 6), `STRATA_MODEL_FUZZ_SEED`.
 @Suite("strata on stores with mutated models")
 struct ModelFuzzCommandTests {
-    /// A store with `model`: one object of every concrete entity, a value in every attribute,
-    /// every relationship set, saved (or, when that fails validation, the store empty).
+    /// A store with `model` filled by ``fillWithSamples(_:_:tag:)``, saved (or, when that fails validation, the store empty).
     private static func makeStore(_ model: ManagedObjectModel, in directory: TemporaryDirectory) async throws -> (path: String, saved: Bool) {
         let url = directory.url.appendingPathComponent("store")
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
         try coordinator.addPersistentStore(type: .eventLog, at: url)
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         return try await context.perform { (context: isolated ManagedObjectContext) throws in
-            var objects: [ManagedObject] = []
-            for entity in model.entities where !entity.isAbstract {
-                objects.append(try context.insertNewObject(forEntityName: entity.name))
-            }
-            for object in objects {
-                for attribute in object.entity.attributesByName.values where !attribute.isDerived {
-                    object.setValue(ModelFileMutator.sample(attribute.attributeType), forKey: attribute.name)
-                }
-                for relationship in object.entity.relationshipsByName.values {
-                    guard let target = objects.first(where: { $0.entity.isKindOf(entityNamed: relationship.destinationEntityName) }) else { continue }
-                    if relationship.isToMany {
-                        object.mutableSetValue(forKey: relationship.name).add(target)
-                    } else {
-                        object.setValue(target, forKey: relationship.name)
-                    }
-                }
-            }
+            try fillWithSamples(context, model, tag: 1)
             do {
                 try context.save()
                 return (url.path, true)
@@ -42,18 +25,6 @@ struct ModelFuzzCommandTests {
                 return (url.path, false)
             }
         }
-    }
-
-    /// `node` without validation rules on its attributes.
-    private static func relaxed(_ node: Any) -> Any {
-        if var object = node as? [String: Any] {
-            for key in ["regularExpression", "validationPredicates", "minimumValue", "maximumValue", "minimumLength", "maximumLength", "minCount", "maxCount"] {
-                object[key] = nil
-            }
-            return object.mapValues(relaxed)
-        }
-        if let array = node as? [Any] { return array.map(relaxed) }
-        return node
     }
 
     /// A command's result: it worked, or it refused with a message (exit 1 or 64); a signal
@@ -83,7 +54,7 @@ struct ModelFuzzCommandTests {
             var root = roots[attempts % roots.count]
             for _ in 0..<Int(rng.next() % 2 + 1) { root = ModelFileMutator.mutate(root, rng: &rng, log: &log) }
             // Validation rules off, so the sample values save: the commands read data.
-            root = Self.relaxed(root)
+            root = ModelFileMutator.withoutValidationRules(root)
             guard let data = try? JSONSerialization.data(withJSONObject: root, options: [.sortedKeys]),
                 let model = try? ManagedObjectModel(jsonData: data) else { continue }
             stores += 1
@@ -109,5 +80,29 @@ struct ModelFuzzCommandTests {
         }
         #expect(stores == size, "\(stores) of \(size) mutated models loaded in \(attempts) attempts")
         #expect(withData * 2 >= stores, "\(withData) of \(stores) stores hold data")
+    }
+}
+
+/// Two objects of every concrete entity of `model`, a value of its type in every attribute
+/// (strings tagged with `tag` and the object's position), every relationship set.
+func fillWithSamples(_ context: isolated ManagedObjectContext, _ model: ManagedObjectModel, tag: Int) throws {
+    var objects: [ManagedObject] = []
+    for entity in model.entities where !entity.isAbstract {
+        for _ in 0..<2 { objects.append(try context.insertNewObject(forEntityName: entity.name)) }
+    }
+    for object in objects {
+        for attribute in object.entity.attributesByName.values where !attribute.isDerived {
+            var value = ModelFileMutator.sample(attribute.attributeType)
+            if attribute.attributeType == .string { value = "S\(tag)-\(objects.firstIndex(of: object) ?? 0)" }
+            object.setValue(value, forKey: attribute.name)
+        }
+        for relationship in object.entity.relationshipsByName.values {
+            guard let target = objects.last(where: { $0.entity.isKindOf(entityNamed: relationship.destinationEntityName) }) else { continue }
+            if relationship.isToMany {
+                object.mutableSetValue(forKey: relationship.name).add(target)
+            } else {
+                object.setValue(target, forKey: relationship.name)
+            }
+        }
     }
 }

@@ -154,4 +154,17 @@ public enum ModelFileMutator {
         }
     }
 
+
+    /// `node` (a model file's JSON) without validation rules on its attributes and
+    /// relationships (bounds, lengths, patterns, predicates, counts), so sample values save.
+    public static func withoutValidationRules(_ node: Any) -> Any {
+        if var object = node as? [String: Any] {
+            for key in ["regularExpression", "validationPredicates", "minimumValue", "maximumValue", "minimumLength", "maximumLength", "minCount", "maxCount"] {
+                object[key] = nil
+            }
+            return object.mapValues(withoutValidationRules)
+        }
+        if let array = node as? [Any] { return array.map(withoutValidationRules) }
+        return node
+    }
 }
