@@ -55,10 +55,13 @@ extension EventLog {
         let change: String
     }
 
-    /// Test hook: called by ``compact(_:)`` with the store's path after the segment file is
-    /// written, before the write transaction that puts it in place (nil: none).
-    package static func setCompactionWillCommitHook(_ hook: (@Sendable (String) -> Void)?) { compactionWillCommitHook.withLock { $0 = hook } }
-    private static let compactionWillCommitHook = Mutex<(@Sendable (String) -> Void)?>(nil)
+    /// Test hook: called by ``compact(_:)`` with the store's path, and `segmentWritten` false
+    /// when the horizon has been read (before the raw events are), true when the segment
+    /// file is written, before the write transaction that puts it in place (nil: none).
+    package static func setCompactionHook(_ hook: (@Sendable (_ path: String, _ segmentWritten: Bool) -> Void)?) {
+        compactionHook.withLock { $0 = hook }
+    }
+    private static let compactionHook = Mutex<(@Sendable (String, Bool) -> Void)?>(nil)
 
     /// Why the horizon `horizon`, computed in an earlier snapshot, no longer holds in the write
     /// transaction `txn`, or nil if it does: compaction must not move an event a consumer
@@ -66,7 +69,7 @@ extension EventLog {
     /// keeps raw (spec 0004 §7.1, §7.3).
     private func horizonChange(_ horizon: UInt64, from: UInt64, _ txn: borrowing LMDBTransaction) throws -> String? {
         let compacted = try number(MetaKey.compactedThrough, txn)
-        guard compacted == from - 1 else { return "another compaction or a purge moved events \(from)… first" }
+        guard compacted == from - 1 else { return Self.overtakenChange(from) }
         let head = try number(MetaKey.head, txn)
         let retention = try number(MetaKey.undoRetention, txn)
         if retention > 0, head > retention ? head - retention < horizon : true {
@@ -89,10 +92,21 @@ extension EventLog {
         return change
     }
 
+    /// Whether another compaction or a purge has moved events from `from` on since this
+    /// compaction read its horizon: its reads of the raw log then find them missing, which
+    /// is no damage.
+    private func overtaken(from: UInt64) -> Bool {
+        guard let compacted = try? read({ reader in try reader.compactedThrough }) else { return false }
+        return compacted != from - 1
+    }
+
+    private static func overtakenChange(_ from: UInt64) -> String { "another compaction or a purge moved events \(from)… first" }
+
     private func compactOnce(_ request: CompactionRequest) throws -> CompactionAttempt {
         // Files an earlier purge set aside go once no reader can need them.
         sweepSetAsideSegments()
         let (from, horizon, limit) = try compactionHorizon(request)
+        if !request.dryRun, let hook = Self.compactionHook.withLock({ $0 }) { hook(path, false) }
         guard horizon >= from else {
             return .done(CompactionReport(
                 moved: nil, horizon: horizon, limitedBy: limit, rawBytes: 0, compressedBytes: 0, segmentFile: nil,
@@ -105,9 +119,14 @@ extension EventLog {
             var samples: [[UInt8]] = []
             let stride = max(1, Int((horizon - from + 1) / 4000))
             var index = 0
-            try forEachRawEvent(from: from, through: horizon) { _, bytes in
-                if index % stride == 0 { samples.append(bytes) }
-                index += 1
+            do {
+                try forEachRawEvent(from: from, through: horizon) { _, bytes in
+                    if index % stride == 0 { samples.append(bytes) }
+                    index += 1
+                }
+            } catch let error as LogError {
+                if overtaken(from: from) { return .horizonChanged(Self.overtakenChange(from)) }
+                throw error
             }
             // zstd's trainer wants many samples; fall back to no dictionary when there are too few.
             dictionary = samples.count >= 64 ? try? ZstdDictionary.train(samples: samples, capacity: 64 << 10) : nil
@@ -200,6 +219,9 @@ extension EventLog {
             try handle?.close()
         } catch let error as LogError {
             try? handle?.close()
+            // Another compaction (or a purge) that committed since the horizon was read took
+            // the raw events away: not damage, a horizon to read again.
+            if overtaken(from: from) { return .horizonChanged(Self.overtakenChange(from)) }
             throw error
         } catch let error as ZstdError {
             try? handle?.close()
@@ -237,7 +259,7 @@ extension EventLog {
             fileName: fileName, first: from, last: horizon, rawBytes: rawTotal, compressedBytes: offset,
             dictionaryFileName: dictionaryName, frames: frames)
 
-        if !request.dryRun, let hook = Self.compactionWillCommitHook.withLock({ $0 }) { hook(path) }
+        if let hook = Self.compactionHook.withLock({ $0 }) { hook(path, true) }
         // Rename and commit under LMDB's writer lock, so another process's repair can't
         // mistake the new file for an orphan between the two. The horizon is checked again
         // there: another writer may have lowered it meanwhile.
