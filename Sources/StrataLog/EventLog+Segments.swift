@@ -1,5 +1,6 @@
 import Foundation
 import StrataStorage
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -18,16 +19,98 @@ extension EventLog {
     /// written to a temporary file and fsynced; then, inside one LMDB write transaction, it
     /// is renamed into place, the manifest entry added and the raw events deleted. A crash
     /// before that transaction commits leaves a file the next writable open removes.
+    ///
+    /// Another writer may change the horizon while the segment is written: another
+    /// compaction or a purge moves events, a consumer registers or moves back, the undo
+    /// retention grows. The write transaction checks the horizon still holds; if it doesn't,
+    /// nothing is changed and the compaction starts again from the new horizon (at most
+    /// ``compactionAttempts`` times, then ``LogError/invalidOperation(_:)``).
     @discardableResult
     public func compact(_ request: CompactionRequest) throws -> CompactionReport {
         if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only") }
+        var lastChange = ""
+        for _ in 0..<Self.compactionAttempts {
+            switch try compactOnce(request) {
+            case .done(let report): return report
+            case .horizonChanged(let change): lastChange = change
+            }
+        }
+        throw LogError.invalidOperation(
+            "the compaction's horizon kept changing while it ran (\(lastChange)); tried \(Self.compactionAttempts) times, nothing was changed")
+    }
+
+    /// How many times ``compact(_:)`` starts again when another writer changed its horizon meanwhile.
+    static let compactionAttempts = 8
+
+    /// What one attempt of ``compact(_:)`` did.
+    private enum CompactionAttempt {
+        case done(CompactionReport)
+        /// Another writer changed the horizon (said how) before the segment was committed:
+        /// nothing was changed.
+        case horizonChanged(String)
+    }
+
+    /// Thrown inside the write transaction to abandon it (see ``CompactionAttempt``).
+    private struct HorizonChanged: Error {
+        let change: String
+    }
+
+    /// Test hook: called by ``compact(_:)`` with the store's path, and `segmentWritten` false
+    /// when the horizon has been read (before the raw events are), true when the segment
+    /// file is written, before the write transaction that puts it in place (nil: none).
+    package static func setCompactionHook(_ hook: (@Sendable (_ path: String, _ segmentWritten: Bool) -> Void)?) {
+        compactionHook.withLock { $0 = hook }
+    }
+    private static let compactionHook = Mutex<(@Sendable (String, Bool) -> Void)?>(nil)
+
+    /// Why the horizon `horizon`, computed in an earlier snapshot, no longer holds in the write
+    /// transaction `txn`, or nil if it does: compaction must not move an event a consumer
+    /// registered (or moved back) meanwhile hasn't processed, nor one the undo retention now
+    /// keeps raw (spec 0004 §7.1, §7.3).
+    private func horizonChange(_ horizon: UInt64, from: UInt64, _ txn: borrowing LMDBTransaction) throws -> String? {
+        let compacted = try number(MetaKey.compactedThrough, txn)
+        guard compacted == from - 1 else { return Self.overtakenChange(from) }
+        let head = try number(MetaKey.head, txn)
+        let retention = try number(MetaKey.undoRetention, txn)
+        if retention > 0, head > retention ? head - retention < horizon : true {
+            return "the undo retention is \(retention) transactions now, which keeps events after \(head > retention ? head - retention : 0) raw"
+        }
+        let purged = try number(MetaKey.purgedThrough, txn)
+        var change: String?
+        try txn.forEach(in: tables.consumers) { key, value in
+            let name = key.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+            guard value.byteCount == 8, let point = value.withUnsafeBytes({ readBigEndian($0) }), point <= head else {
+                throw LogError.malformed(
+                    "consumer \(name.debugDescription): " + LogReader.consumerDamage(value.withUnsafeBytes { Array($0) }, head: head))
+            }
+            if point >= purged && point < horizon {
+                change = "consumer \(name.debugDescription) has processed through \(point) now"
+                return .stop
+            }
+            return .next
+        }
+        return change
+    }
+
+    /// Whether another compaction or a purge has moved events from `from` on since this
+    /// compaction read its horizon: its reads of the raw log then find them missing, which
+    /// is no damage.
+    private func overtaken(from: UInt64) -> Bool {
+        guard let compacted = try? read({ reader in try reader.compactedThrough }) else { return false }
+        return compacted != from - 1
+    }
+
+    private static func overtakenChange(_ from: UInt64) -> String { "another compaction or a purge moved events \(from)… first" }
+
+    private func compactOnce(_ request: CompactionRequest) throws -> CompactionAttempt {
         // Files an earlier purge set aside go once no reader can need them.
         sweepSetAsideSegments()
         let (from, horizon, limit) = try compactionHorizon(request)
+        if !request.dryRun, let hook = Self.compactionHook.withLock({ $0 }) { hook(path, false) }
         guard horizon >= from else {
-            return CompactionReport(
+            return .done(CompactionReport(
                 moved: nil, horizon: horizon, limitedBy: limit, rawBytes: 0, compressedBytes: 0, segmentFile: nil,
-                dictionaryFile: nil, isDryRun: request.dryRun)
+                dictionaryFile: nil, isDryRun: request.dryRun))
         }
 
         // Dictionary first: it must exist before any frame is compressed.
@@ -36,9 +119,14 @@ extension EventLog {
             var samples: [[UInt8]] = []
             let stride = max(1, Int((horizon - from + 1) / 4000))
             var index = 0
-            try forEachRawEvent(from: from, through: horizon) { _, bytes in
-                if index % stride == 0 { samples.append(bytes) }
-                index += 1
+            do {
+                try forEachRawEvent(from: from, through: horizon) { _, bytes in
+                    if index % stride == 0 { samples.append(bytes) }
+                    index += 1
+                }
+            } catch let error as LogError {
+                if overtaken(from: from) { return .horizonChanged(Self.overtakenChange(from)) }
+                throw error
             }
             // zstd's trainer wants many samples; fall back to no dictionary when there are too few.
             dictionary = samples.count >= 64 ? try? ZstdDictionary.train(samples: samples, capacity: 64 << 10) : nil
@@ -131,6 +219,9 @@ extension EventLog {
             try handle?.close()
         } catch let error as LogError {
             try? handle?.close()
+            // Another compaction (or a purge) that committed since the horizon was read took
+            // the raw events away: not damage, a horizon to read again.
+            if overtaken(from: from) { return .horizonChanged(Self.overtakenChange(from)) }
             throw error
         } catch let error as ZstdError {
             try? handle?.close()
@@ -149,9 +240,9 @@ extension EventLog {
         let segmentPath = (segmentDirectory as NSString).appendingPathComponent(fileName)
         if request.dryRun {
             let estimate = sampledRaw == 0 ? 0 : Double(frameBytesTotal) * Double(sampledCompressed) / Double(sampledRaw)
-            return CompactionReport(
+            return .done(CompactionReport(
                 moved: from...horizon, horizon: horizon, limitedBy: limit, rawBytes: Int(rawTotal),
-                compressedBytes: Int(estimate.rounded()), segmentFile: nil, dictionaryFile: nil, isDryRun: true)
+                compressedBytes: Int(estimate.rounded()), segmentFile: nil, dictionaryFile: nil, isDryRun: true))
         }
         if let dictionary {
             let dictionaryHandle = try createExclusively(temporaryDictionaryPath)
@@ -168,32 +259,35 @@ extension EventLog {
             fileName: fileName, first: from, last: horizon, rawBytes: rawTotal, compressedBytes: offset,
             dictionaryFileName: dictionaryName, frames: frames)
 
+        if let hook = Self.compactionHook.withLock({ $0 }) { hook(path, true) }
         // Rename and commit under LMDB's writer lock, so another process's repair can't
-        // mistake the new file for an orphan between the two.
-        try environment.write { txn in
-            let compacted = try number(MetaKey.compactedThrough, txn)
-            guard compacted == from - 1 else {
-                throw LogError.invalidOperation("another compaction or a purge moved events \(from)… first; nothing was changed")
+        // mistake the new file for an orphan between the two. The horizon is checked again
+        // there: another writer may have lowered it meanwhile.
+        do {
+            try environment.write { txn in
+                if let change = try horizonChange(horizon, from: from, txn) { throw HorizonChanged(change: change) }
+                try moveIntoPlace(temporaryPath, segmentPath)
+                if let dictionaryName {
+                    try moveIntoPlace(temporaryDictionaryPath, (segmentDirectory as NSString).appendingPathComponent(dictionaryName))
+                }
+                syncDirectory(segmentDirectory)
+                try txn.put(descriptor.encoded(), forKey: bigEndianBytes(from), in: tables.segments)
+                var moved: [[UInt8]] = []
+                let range = KeyRange(lowerBound: bigEndianBytes(from), upperBound: bigEndianBytes(horizon + 1))
+                try txn.forEach(in: tables.events, range: range) { key, _ in
+                    moved.append(key.withUnsafeBytes { Array($0) })
+                    return .next
+                }
+                for key in moved { try txn.delete(key: key, in: tables.events) }
+                try txn.put(bigEndianBytes(horizon), forKey: MetaKey.compactedThrough, in: tables.meta)
             }
-            try moveIntoPlace(temporaryPath, segmentPath)
-            if let dictionaryName {
-                try moveIntoPlace(temporaryDictionaryPath, (segmentDirectory as NSString).appendingPathComponent(dictionaryName))
-            }
-            syncDirectory(segmentDirectory)
-            try txn.put(descriptor.encoded(), forKey: bigEndianBytes(from), in: tables.segments)
-            var moved: [[UInt8]] = []
-            let range = KeyRange(lowerBound: bigEndianBytes(from), upperBound: bigEndianBytes(horizon + 1))
-            try txn.forEach(in: tables.events, range: range) { key, _ in
-                moved.append(key.withUnsafeBytes { Array($0) })
-                return .next
-            }
-            for key in moved { try txn.delete(key: key, in: tables.events) }
-            try txn.put(bigEndianBytes(horizon), forKey: MetaKey.compactedThrough, in: tables.meta)
+        } catch let changed as HorizonChanged {
+            return .horizonChanged(changed.change)
         }
-        return CompactionReport(
+        return .done(CompactionReport(
             moved: from...horizon, horizon: horizon, limitedBy: limit, rawBytes: Int(rawTotal), compressedBytes: Int(offset),
             segmentFile: segmentPath,
-            dictionaryFile: dictionaryName.map { (segmentDirectory as NSString).appendingPathComponent($0) }, isDryRun: false)
+            dictionaryFile: dictionaryName.map { (segmentDirectory as NSString).appendingPathComponent($0) }, isDryRun: false))
     }
 
     /// A file system error's cause in words: the POSIX error underneath Foundation's
