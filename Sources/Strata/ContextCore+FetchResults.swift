@@ -492,10 +492,13 @@ extension ContextCore {
                 rows.append(row)
             }
             if let having = try request.havingPredicate.map({ try Self.rowKeyPredicate($0, rowKeys: rowKeys) }) {
+                // Its `$variables` take the request's values, as the predicate's do (before,
+                // any variable failed the fetch as having no value).
+                let variables = request.substitutionVariables.mapValues { $0.anyValue as Any }
                 rows = try rows.filter { row in
                     let subject: [String: Any] = row.mapValues { $0.sendable ?? NSNull() }
                     do {
-                        return try having.evaluate(with: subject)
+                        return try having.evaluate(with: subject, substitutionVariables: variables)
                     } catch {
                         throw ContextError.invalidFetchRequest(part: "havingPredicate", reason: "\(error)")
                     }
@@ -598,8 +601,14 @@ extension ContextCore {
     }
 
     func checkDictionaryParts(_ request: FetchRequest, fetched: [PropertyToFetch], groupBy: [String], entity: String) throws {
+        var names: [String: PropertyToFetch] = [:]
         for (index, entry) in fetched.enumerated() {
             let part = "propertiesToFetch[\(index)]"
+            // One key per entry: a name two different entries use would have one value
+            // replace the other in the row (before, silently). The same entry twice is harmless.
+            if let earlier = names.updateValue(entry, forKey: entry.name), earlier != entry {
+                throw ContextError.invalidFetchRequest(part: part, reason: "\"\(entry.name)\" names an earlier entry too; each entry needs its own name")
+            }
             switch entry {
             case .property(let path):
                 _ = try attributeType(at: path, from: entity, part: part)
@@ -610,6 +619,11 @@ extension ContextCore {
             case .expression(let name, let function, let keyPath):
                 guard !name.isEmpty else { throw ContextError.invalidFetchRequest(part: "\(part)", reason: "an expression needs a name") }
                 let type = try attributeType(at: keyPath, from: entity, part: part)
+                if function == .min || function == .max, type == nil {
+                    // An object has no order to pick the least or greatest by (before, it read nil).
+                    throw ContextError.invalidFetchRequest(
+                        part: "\(part)", reason: "\(function.rawValue) of \"\(keyPath)\" needs an attribute, not a relationship")
+                }
                 if function == .sum || function == .average {
                     guard let type, type.isNumeric else {
                         throw ContextError.invalidFetchRequest(

@@ -247,4 +247,60 @@ struct FetchSurfaceReviewTests {
             #expect(row["maxShop"] as? String == "B")
         }
     }
+
+    @Test("a havingPredicate's $variables take the request's substitutionVariables, as its predicate's do; one without a value is named")
+    func havingUsesSubstitutionVariables() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try await surfaceStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var request = try dictionaryRequest("Item", "qty >= $LOW")
+            request.substitutionVariables = ["LOW": 0, "MIN": 2]
+            request.propertiesToGroupBy = ["shop.name"]
+            request.propertiesToFetch = ["shop.name", .expression(name: "n", .count, keyPath: "name")]
+            request.havingPredicate = try FormatPredicate(format: "n >= $MIN")
+            request.sortDescriptors = [FetchSortDescriptor(key: "shop.name")]
+            #expect(try context.fetchDictionaries(request).map { $0["shop.name"] as? String } == ["A", "B"])
+            request.havingPredicate = try FormatPredicate(format: "n >= $MAX")
+            let error = #expect(throws: (any Error).self) { try context.fetchDictionaries(request) }
+            #expect(error.map { "\($0)" }?.contains("MAX") == true, "\(String(describing: error))")
+        }
+    }
+
+    @Test("min and max of a relationship, and an entry named twice in propertiesToFetch, are refused by name (they read nil, or one value silently replaced the other)")
+    func dictionaryEntriesRefused() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try await surfaceStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            func message(_ context: isolated ManagedObjectContext, _ build: (inout FetchRequest) -> Void) throws -> String {
+                var request = try dictionaryRequest()
+                build(&request)
+                do {
+                    _ = try context.fetchDictionaries(request)
+                    return "no error"
+                } catch {
+                    return "\(error)"
+                }
+            }
+            let minShop = try message(context) { $0.propertiesToFetch = [.expression(name: "m", .min, keyPath: "shop")] }
+            #expect(minShop.contains("propertiesToFetch[0]") && minShop.contains("min") && minShop.contains("shop"), "\(minShop)")
+            let maxShops = try message(context) { $0.entityName = "Shop"; $0.propertiesToFetch = [.expression(name: "m", .max, keyPath: "items")] }
+            #expect(maxShops.contains("propertiesToFetch[0]") && maxShops.contains("max"), "\(maxShops)")
+            let twice = try message(context) {
+                $0.propertiesToGroupBy = ["name"]
+                $0.propertiesToFetch = ["name", .expression(name: "name", .count, keyPath: "qty")]
+            }
+            #expect(twice.contains("propertiesToFetch[1]") && twice.contains("\"name\""), "\(twice)")
+            let twiceExpressions = try message(context) {
+                $0.propertiesToFetch = [.expression(name: "x", .count, keyPath: "qty"), .expression(name: "x", .max, keyPath: "qty")]
+            }
+            #expect(twiceExpressions.contains("propertiesToFetch[1]"), "\(twiceExpressions)")
+            // Still fine: the same entry twice; min and max of an attribute through a to-one,
+            // count of a to-one.
+            #expect(try message(context) { $0.propertiesToFetch = ["name", "name"] } == "no error")
+            let fine = try message(context) {
+                $0.propertiesToFetch = [.expression(name: "a", .max, keyPath: "shop.name"), .expression(name: "b", .count, keyPath: "shop")]
+            }
+            #expect(fine == "no error")
+        }
+    }
 }
