@@ -52,6 +52,23 @@ extension ContextCore {
         return request
     }
 
+    /// Refuses grouping in a fetch of objects or IDs: `propertiesToGroupBy` and
+    /// `havingPredicate` make dictionary rows, and Core Data requires the dictionary result
+    /// type for them. (Before, such a fetch returned every matching object, the grouping
+    /// and the having predicate silently ignored.)
+    func refuseGrouping(_ request: FetchRequest, returning what: String) throws {
+        let part: String
+        if !(request.propertiesToGroupBy ?? []).isEmpty {
+            part = "propertiesToGroupBy"
+        } else if request.havingPredicate != nil {
+            part = "havingPredicate"
+        } else {
+            return
+        }
+        throw ContextError.invalidFetchRequest(
+            part: part, reason: "grouping makes dictionary rows, not \(what): set resultType to .dictionary and use fetchDictionaries(_:) or execute(_:)")
+    }
+
     /// Whether the request searches no store (an empty `affectedStores`).
     func searchesNoStore(_ request: FetchRequest) -> Bool { request.affectedStores?.isEmpty ?? false }
 
@@ -106,6 +123,7 @@ extension ContextCore {
 
     func fetchObjectIDs(_ request: FetchRequest) throws -> [ManagedObjectID] {
         let request = try prepared(request)
+        try refuseGrouping(request, returning: "object IDs")
         if searchesNoStore(request) { return [] }
         return try fetchIDs(request)
     }
@@ -113,6 +131,7 @@ extension ContextCore {
     /// Managed objects, with the request's faulting, batching and prefetching applied.
     func fetchManagedObjects(_ request: FetchRequest) throws -> [ManagedObject] {
         let request = try prepared(request)
+        try refuseGrouping(request, returning: "managed objects")
         if searchesNoStore(request) { return [] }
         let objects = try fetchObjects(request)
         if request.shouldRefreshRefetchedObjects && request.includesPropertyValues {

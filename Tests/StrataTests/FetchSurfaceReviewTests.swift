@@ -303,4 +303,49 @@ struct FetchSurfaceReviewTests {
             #expect(fine == "no error")
         }
     }
+
+    @Test("a fetch of objects or IDs with propertiesToGroupBy or a havingPredicate is refused (it returned every object, the grouping ignored): Core Data requires the dictionary result type; a child context's grouped rows still work")
+    func groupingNeedsDictionaries() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try await surfaceStore(dir)
+        let parent = privateContext(coordinator)
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            var request = FetchRequest(entityName: "Item", sortDescriptors: [FetchSortDescriptor(key: "name")])
+            request.propertiesToGroupBy = ["shop.name"]
+            request.propertiesToFetch = ["shop.name"]
+            for resultType in [FetchResultType.managedObject, .managedObjectID] {
+                request.resultType = resultType
+                let viaExecute = #expect(throws: ContextError.self, "\(resultType)") { try context.execute(request) }
+                #expect(viaExecute.map { "\($0)" }?.contains("propertiesToGroupBy") == true, "\(String(describing: viaExecute))")
+            }
+            request.resultType = .managedObject
+            let viaFetch = #expect(throws: ContextError.self) { try context.fetch(request) }
+            #expect(viaFetch.map { "\($0)" }?.contains("resultType to .dictionary") == true, "\(String(describing: viaFetch))")
+            #expect(throws: ContextError.self) { try context.fetchObjectIDs(request) }
+            var having = FetchRequest(entityName: "Item")
+            having.havingPredicate = .truePredicate
+            let viaHaving = #expect(throws: ContextError.self) { try context.fetch(having) }
+            #expect(viaHaving.map { "\($0)" }?.contains("havingPredicate") == true, "\(String(describing: viaHaving))")
+            // An empty group-by list groups nothing: an ordinary fetch.
+            var empty = FetchRequest(entityName: "Item")
+            empty.propertiesToGroupBy = []
+            #expect(try context.fetch(empty).count == 5)
+            // The dictionary fetch of the same request groups (any resultType, as spec 0008 says).
+            request.sortDescriptors = [FetchSortDescriptor(key: "shop.name", ascending: false)]
+            let groups = try context.fetchDictionaries(request)
+            #expect(groups.map { $0["shop.name"] as? String } == ["B", "A", nil])
+        }
+        // A child context's grouped rows ask its parent for the objects, not the groups.
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let banana = try context.fetch(try FetchRequest(entityName: "Item", format: "name == 'Banana'"))[0]
+            banana.setValue(nil, forKey: "shop")
+            var request = try dictionaryRequest()
+            request.propertiesToGroupBy = ["shop.name"]
+            request.propertiesToFetch = ["shop.name", .expression(name: "n", .count, keyPath: "name")]
+            request.havingPredicate = try FormatPredicate(format: "n >= 1")
+            request.sortDescriptors = [FetchSortDescriptor(key: "shop.name")]
+            #expect(try context.fetchDictionaries(request).map { $0["n"] as? Int64 } == [2, 1, 2])
+        }
+    }
 }
