@@ -348,4 +348,32 @@ struct FetchSurfaceReviewTests {
             #expect(try context.fetchDictionaries(request).map { $0["n"] as? Int64 } == [2, 1, 2])
         }
     }
+
+    @Test("a batched fetch's later faults, fired after another context deleted one of them and changed another, read the saved state: the deleted one reads as deleted, its batch-mates load, counts follow")
+    func batchesAfterAnotherContextsSave() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try await surfaceStore(dir)
+        let context = privateContext(coordinator)
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
+            var request = FetchRequest(entityName: "Item", sortDescriptors: [FetchSortDescriptor(key: "name")])
+            request.fetchBatchSize = 2
+            // Banana, Elder | apple, cherry | date: later batches are faults without values.
+            context.userInfo["items"] = try context.fetch(request)
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.fetch(try FetchRequest(entityName: "Item", format: "name == 'cherry'"))[0])
+            try context.fetch(try FetchRequest(entityName: "Item", format: "name == 'apple'"))[0].setValue(Int32(99), forKey: "qty")
+            try context.save()
+        }
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
+            let items = try #require(context.userInfo["items"] as? [ManagedObject])
+            #expect(items.count == 5)
+            #expect(items.map { $0.value(forKey: "qty") as? Int32 } == [2, nil, 99, nil, 4])
+            #expect(items.map(\.isDeleted) == [false, false, false, true, false], "the object gone from the store reads as deleted")
+            var request = FetchRequest(entityName: "Item", sortDescriptors: [FetchSortDescriptor(key: "name")])
+            request.fetchBatchSize = 2
+            #expect(try context.fetch(request).map { $0.value(forKey: "name") as? String } == ["Banana", "Elder", "apple", "date"])
+            #expect(try context.count(for: request) == 4)
+        }
+    }
 }
