@@ -52,6 +52,23 @@ extension ContextCore {
         return request
     }
 
+    /// Refuses grouping in a fetch of objects or IDs: `propertiesToGroupBy` and
+    /// `havingPredicate` make dictionary rows, and Core Data requires the dictionary result
+    /// type for them. (Before, such a fetch returned every matching object, the grouping
+    /// and the having predicate silently ignored.)
+    func refuseGrouping(_ request: FetchRequest, returning what: String) throws {
+        let part: String
+        if !(request.propertiesToGroupBy ?? []).isEmpty {
+            part = "propertiesToGroupBy"
+        } else if request.havingPredicate != nil {
+            part = "havingPredicate"
+        } else {
+            return
+        }
+        throw ContextError.invalidFetchRequest(
+            part: part, reason: "grouping makes dictionary rows, not \(what): set resultType to .dictionary and use fetchDictionaries(_:) or execute(_:)")
+    }
+
     /// Whether the request searches no store (an empty `affectedStores`).
     func searchesNoStore(_ request: FetchRequest) -> Bool { request.affectedStores?.isEmpty ?? false }
 
@@ -106,6 +123,7 @@ extension ContextCore {
 
     func fetchObjectIDs(_ request: FetchRequest) throws -> [ManagedObjectID] {
         let request = try prepared(request)
+        try refuseGrouping(request, returning: "object IDs")
         if searchesNoStore(request) { return [] }
         return try fetchIDs(request)
     }
@@ -113,6 +131,7 @@ extension ContextCore {
     /// Managed objects, with the request's faulting, batching and prefetching applied.
     func fetchManagedObjects(_ request: FetchRequest) throws -> [ManagedObject] {
         let request = try prepared(request)
+        try refuseGrouping(request, returning: "managed objects")
         if searchesNoStore(request) { return [] }
         let objects = try fetchObjects(request)
         if request.shouldRefreshRefetchedObjects && request.includesPropertyValues {
@@ -432,6 +451,12 @@ extension ContextCore {
             ?? info.entity.allAttributes.filter { !$0.isTransient }.map { .property($0.name) }
         let groupBy = request.propertiesToGroupBy ?? []
         try checkDictionaryParts(request, fetched: fetched, groupBy: groupBy, entity: request.entityName)
+        let hasAggregates = fetched.contains { if case .expression = $0 { true } else { false } }
+        let grouped = !groupBy.isEmpty || hasAggregates
+        // The keys of a grouped row: its group-by key paths and its expressions' names.
+        let rowKeys = groupBy + fetched.compactMap { if case .expression(let name, _, _) = $0 { name } else { nil } }
+        if grouped { try checkGroupedSorts(request, rowKeys: rowKeys, groupBy: groupBy) }
+        if let having = request.havingPredicate { _ = try Self.rowKeyPredicate(having, rowKeys: rowKeys) }
         if searchesNoStore(request) { return [] }
         // A child's store is its parent: without the child's pending changes, the rows are the
         // parent's, as the parent holds them now (spec 0008, Dictionary results). Before, the
@@ -445,8 +470,6 @@ extension ContextCore {
             }()
             return try parent.performAndWait { (parent: isolated ManagedObjectContext) throws in try parent.fetchDictionaries(forParent) }
         }
-        let hasAggregates = fetched.contains { if case .expression = $0 { true } else { false } }
-        let grouped = !groupBy.isEmpty || hasAggregates
         // Grouping and distinct work on every matching object; offset and limit apply to the
         // rows that come out.
         var base = request
@@ -482,15 +505,19 @@ extension ContextCore {
                 for entry in fetched {
                     guard case .expression(let name, let function, let keyPath) = entry else { continue }
                     let values = try (members[key] ?? []).map { try cell(of: $0, path: keyPath, saved: saved) }
-                    row[name] = try aggregate(function, values, keyPath: keyPath, entity: request.entityName)
+                    let type = try attributeType(at: keyPath, from: request.entityName, part: name)
+                    row[name] = try aggregate(function, values, type: type, keyPath: keyPath, entity: request.entityName)
                 }
                 rows.append(row)
             }
-            if let having = request.havingPredicate {
+            if let having = try request.havingPredicate.map({ try Self.rowKeyPredicate($0, rowKeys: rowKeys) }) {
+                // Its `$variables` take the request's values, as the predicate's do (before,
+                // any variable failed the fetch as having no value).
+                let variables = request.substitutionVariables.mapValues { $0.anyValue as Any }
                 rows = try rows.filter { row in
                     let subject: [String: Any] = row.mapValues { $0.sendable ?? NSNull() }
                     do {
-                        return try having.evaluate(with: subject)
+                        return try having.evaluate(with: subject, substitutionVariables: variables)
                     } catch {
                         throw ContextError.invalidFetchRequest(part: "havingPredicate", reason: "\(error)")
                     }
@@ -515,9 +542,92 @@ extension ContextCore {
         return rows.map { row in row.compactMapValues { $0.sendable } }
     }
 
+    /// Checks the sort descriptors of grouped rows, which sort by the rows' own keys (spec
+    /// 0008, Dictionary results): each names a group-by key path or an expression. With no
+    /// group-by key path (aggregates over every match, one row) a key of the entity is also
+    /// accepted (one row needs no order); any other key is refused, naming the keys there
+    /// are. (Before, a key no row holds — a misspelt one too — sorted every row as nil:
+    /// the order was silently ignored.)
+    func checkGroupedSorts(_ request: FetchRequest, rowKeys: [String], groupBy: [String]) throws {
+        for (index, descriptor) in request.sortDescriptors.enumerated() where !rowKeys.contains(descriptor.key) {
+            let part = "sort descriptor \(index + 1) (\(descriptor.key))"
+            if groupBy.isEmpty {
+                var single = FetchRequest(entityName: request.entityName)
+                single.sortDescriptors = [descriptor]
+                do { try validate(single) } catch ContextError.invalidFetchRequest(_, let reason) {
+                    throw ContextError.invalidFetchRequest(part: part, reason: reason)
+                }
+                continue
+            }
+            throw ContextError.invalidFetchRequest(
+                part: part,
+                reason: "grouped dictionary rows are sorted by their own keys, the propertiesToGroupBy key paths and the expressions' names (\(rowKeys.joined(separator: ", ")))")
+        }
+    }
+
+    /// `having` with each key path read from a grouped row: a key path whose leading keys
+    /// join to one of `rowKeys` (`shop.name`, a group-by key path through a to-one) reads
+    /// that key of the row, and the rest of the path from its value. A key path that starts
+    /// with no row key is refused, naming the keys there are. (Before, a dotted group-by key
+    /// path was walked through the row — `shop`, then `name` — and read nil, so a
+    /// `havingPredicate` on it matched no group; a misspelt key read nil silently.)
+    static func rowKeyPredicate(_ having: FormatPredicate, rowKeys: [String]) throws -> FormatPredicate {
+        let keys = Set(rowKeys)
+        var problem: String?
+        func mapped(_ path: FormatKeyPath) -> FormatKeyPath {
+            var leading: [String] = []
+            for component in path.components {
+                guard case .key(let key) = component else { break }
+                leading.append(key)
+            }
+            for count in stride(from: leading.count, through: 1, by: -1) {
+                let joined = leading.prefix(count).joined(separator: ".")
+                if keys.contains(joined) { return FormatKeyPath(components: [.key(joined)] + path.components.dropFirst(count)) }
+            }
+            if problem == nil {
+                problem = "\"\(path)\" names no key of the grouped rows (\(rowKeys.joined(separator: ", ")))"
+            }
+            return path
+        }
+        func rewrite(_ expression: FormatExpression) -> FormatExpression {
+            switch expression {
+            case .constant, .evaluatedObject, .variable: expression
+            case .keyPath(let path): .keyPath(mapped(path))
+            case .keyPathOf(.evaluatedObject, let path): .keyPathOf(.evaluatedObject, mapped(path))
+            case .keyPathOf(let base, let path): .keyPathOf(rewrite(base), path)
+            case .aggregate(let elements): .aggregate(elements.map(rewrite))
+            case .index(let base, .expression(let index)): .index(rewrite(base), .expression(rewrite(index)))
+            case .index(let base, let subscriptValue): .index(rewrite(base), subscriptValue)
+            case .function(let function, let arguments): .function(function, arguments.map(rewrite))
+            case .arithmetic(let op, let left, let right): .arithmetic(op, rewrite(left), rewrite(right))
+            // The inner predicate reads the subquery's variable, not the row.
+            case .subquery(let collection, let variable, let inner): .subquery(collection: rewrite(collection), variable: variable, predicate: inner)
+            }
+        }
+        func rewriteNode(_ node: PredicateNode) -> PredicateNode {
+            switch node {
+            case .constant: node
+            case .comparison(let c):
+                .comparison(ComparisonPredicate(rewrite(c.leftExpression), c.operatorType, rewrite(c.rightExpression), modifier: c.modifier, options: c.options))
+            case .and(let children): .and(children.map(rewriteNode))
+            case .or(let children): .or(children.map(rewriteNode))
+            case .not(let child): .not(rewriteNode(child))
+            }
+        }
+        let rewritten = FormatPredicate(rewriteNode(having.node))
+        if let problem { throw ContextError.invalidFetchRequest(part: "havingPredicate", reason: problem) }
+        return rewritten
+    }
+
     func checkDictionaryParts(_ request: FetchRequest, fetched: [PropertyToFetch], groupBy: [String], entity: String) throws {
+        var names: [String: PropertyToFetch] = [:]
         for (index, entry) in fetched.enumerated() {
             let part = "propertiesToFetch[\(index)]"
+            // One key per entry: a name two different entries use would have one value
+            // replace the other in the row (before, silently). The same entry twice is harmless.
+            if let earlier = names.updateValue(entry, forKey: entry.name), earlier != entry {
+                throw ContextError.invalidFetchRequest(part: part, reason: "\"\(entry.name)\" names an earlier entry too; each entry needs its own name")
+            }
             switch entry {
             case .property(let path):
                 _ = try attributeType(at: path, from: entity, part: part)
@@ -528,6 +638,11 @@ extension ContextCore {
             case .expression(let name, let function, let keyPath):
                 guard !name.isEmpty else { throw ContextError.invalidFetchRequest(part: "\(part)", reason: "an expression needs a name") }
                 let type = try attributeType(at: keyPath, from: entity, part: part)
+                if function == .min || function == .max, type == nil {
+                    // An object has no order to pick the least or greatest by (before, it read nil).
+                    throw ContextError.invalidFetchRequest(
+                        part: "\(part)", reason: "\(function.rawValue) of \"\(keyPath)\" needs an attribute, not a relationship")
+                }
                 if function == .sum || function == .average {
                     guard let type, type.isNumeric else {
                         throw ContextError.invalidFetchRequest(
@@ -620,7 +735,12 @@ extension ContextCore {
         return .null
     }
 
-    func aggregate(_ function: ExpressionFunction, _ cells: [Cell], keyPath: String, entity: String) throws -> Cell {
+    /// The aggregate `function` of `cells`, the values at `keyPath` (of attribute `type`,
+    /// nil for a relationship) of a group's members. `sum` and `average` are typed by the
+    /// attribute, not by the values found: a sum over no values (an empty group, or only
+    /// nils) is 0 of the attribute's sum type — `Double` for floating point, `Decimal` for
+    /// decimals — as it is over values (before, it was an `Int64` 0 whatever the type).
+    func aggregate(_ function: ExpressionFunction, _ cells: [Cell], type: AttributeType?, keyPath: String, entity: String) throws -> Cell {
         let values = cells.compactMap { cell -> AttributeValue? in if case .attribute(let v) = cell { v } else { nil } }
         switch function {
         case .count:
@@ -630,16 +750,22 @@ extension ContextCore {
             guard let pick = function == .min ? ordered.first : ordered.last else { return .null }
             return .attribute(pick)
         case .sum, .average:
-            if values.contains(where: { if case .decimal = $0 { true } else { false } }) {
+            if type == .decimal || values.contains(where: { if case .decimal = $0 { true } else { false } }) {
                 var total = Decimal(0)
                 for case .decimal(let v) in values { total += v }
                 if function == .sum { return .attribute(.decimal(total)) }
                 return values.isEmpty ? .null : .attribute(.decimal(total / Decimal(values.count)))
             }
-            let integral = values.allSatisfy {
-                switch $0 {
-                case .int16, .int32, .int64: true
-                default: false
+            let integral: Bool
+            switch type {
+            case .int16?, .int32?, .int64?: integral = true
+            case .some: integral = false
+            case nil:
+                integral = values.allSatisfy {
+                    switch $0 {
+                    case .int16, .int32, .int64: true
+                    default: false
+                    }
                 }
             }
             if function == .sum && integral {

@@ -93,8 +93,11 @@ extension ContextCore {
                 unordered.predicate = nil
                 unordered.memoryFilter = nil
             }
-            // The parent sends objects whatever the child's request returns (IDs, say).
+            // The parent sends objects whatever the child's request returns (IDs, say, or the
+            // objects a child groups into dictionary rows itself).
             unordered.resultType = .managedObject
+            unordered.propertiesToGroupBy = nil
+            unordered.havingPredicate = nil
             // The parent is the child's store: its unsaved changes count whatever the child's
             // request says about the child's own.
             unordered.includesPendingChanges = true
