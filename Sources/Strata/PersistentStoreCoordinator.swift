@@ -147,9 +147,10 @@ public final class PersistentStoreCoordinator: Sendable {
         switch type {
         case .eventLog:
             guard let url else { throw ContextError.invalidArgument("an event-log store needs a URL") }
+            let path = try Self.storePath(of: url)
             let log: EventLog
             do {
-                log = try EventLog(path: url.path, model: managedObjectModel, configuration: configuration)
+                log = try EventLog(path: path, model: managedObjectModel, configuration: configuration)
             } catch LogError.modelMismatch(let reason) where !configuration.migratesAutomatically && !configuration.isReadOnly {
                 throw PersistentStoreError.incompatibleModel(path: url.path, reason: reason)
             } catch LogError.migration(let reason) {
@@ -169,6 +170,20 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         storeWasAdded()
         return store
+    }
+
+    /// The path of the store `url` names: a file URL's path. Any other URL is refused — its
+    /// path would name a directory on this machine the URL doesn't mean (before, adding
+    /// `https://host/tmp/a` created a store at `/tmp/a`, which ``persistentStore(for:)``
+    /// then didn't find, and destroying such a URL deleted the store at that path).
+    ///
+    /// - Throws: ``ContextError/invalidArgument(_:)`` naming the URL.
+    static func storePath(of url: URL) throws -> String {
+        guard url.isFileURL else {
+            throw ContextError.invalidArgument(
+                "\(url.absoluteString) is not a file URL: a store is a directory, named with a file URL (URL(fileURLWithPath:)); nothing was done")
+        }
+        return url.path
     }
 
     /// Adds `log`, already open, as the coordinator's event-log store.

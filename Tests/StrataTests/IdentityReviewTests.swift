@@ -49,4 +49,44 @@ struct IdentityReviewTests {
             #expect(ObjectURI.parse(text) == nil, "\(text)")
         }
     }
+
+    // MARK: - Store URLs
+
+    @Test("fix: a URL that isn't a file URL is refused, naming it, by addPersistentStore, a container, destroy, replace and migrate — nothing is created or deleted at its path (before, https://host/DIR/web made a store at DIR/web that persistentStore(for:) didn't find, and destroy deleted the store at the path)")
+    func nonFileURLsAreRefused() async throws {
+        let dir = try TemporaryDirectory()
+        let web = try #require(URL(string: "https://example.com\(dir.path)/web"))
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try SeedModels.leagueManager)
+        let error = thrown { try coordinator.addPersistentStore(type: .eventLog, at: web) }
+        #expect((error as? ContextError).map { "\($0)".contains(web.absoluteString) && "\($0)".contains("not a file URL") } == true, "\(String(describing: error))")
+        #expect(coordinator.persistentStores.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: dir.file("web")))
+
+        let container = PersistentContainer(name: "League", managedObjectModel: try SeedModels.leagueManager, storeURL: web)
+        #expect(thrown { try container.loadPersistentStores() } is ContextError)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
+
+        // A store at the path the web URL's path names: destroy, replace and migrate leave it.
+        let local = dir.url.appendingPathComponent("web")
+        let owner = PersistentStoreCoordinator(managedObjectModel: try SeedModels.leagueManager)
+        let store = try owner.addPersistentStore(type: .eventLog, at: local)
+        try await privateContext(owner).perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Team").setValue("Otters", forKey: "name")
+            try context.save()
+        }
+        try owner.remove(store)
+        let other = PersistentStoreCoordinator(managedObjectModel: try SeedModels.leagueManager)
+        #expect(thrown { try other.destroyPersistentStore(at: web, type: .eventLog) } is ContextError)
+        #expect(thrown { try other.replacePersistentStore(at: web, withPersistentStoreFrom: local, type: .eventLog) } is ContextError)
+        #expect(thrown { _ = try PersistentStoreCoordinator.metadataForPersistentStore(type: .eventLog, at: web) } is ContextError)
+        let added = try other.addPersistentStore(type: .eventLog, at: local)
+        let elsewhere = try #require(URL(string: "https://example.com\(dir.path)/moved"))
+        #expect(thrown { try other.migratePersistentStore(added, to: elsewhere) } is ContextError)
+        #expect(other.persistentStores.first === added)
+        #expect(!FileManager.default.fileExists(atPath: dir.file("moved")))
+        let names = try await privateContext(other).perform { (context: isolated ManagedObjectContext) throws in
+            try context.fetch(FetchRequest(entityName: "Team")).compactMap { $0.value(forKey: "name") as? String }
+        }
+        #expect(names == ["Otters"])
+    }
 }
