@@ -89,4 +89,44 @@ struct IdentityReviewTests {
         }
         #expect(names == ["Otters"])
     }
+
+    // MARK: - Resolving IDs in a context
+
+    @Test("fix: object(with:), existingObject(with:) and existingObjects(with:) say which case an ID they can't resolve is — another store's, another context's temporary ID, an unknown or abstract entity (before, every case said 'a temporary ID of another context or names an unknown entity')")
+    func unresolvableIDErrorsSayWhich() async throws {
+        let model = try ManagedObjectModel {
+            Entity("Item", abstract: true) { Attribute("title", .string) }
+            Entity("Book", parent: "Item") {}
+        }
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: model)
+        let otherDir = try TemporaryDirectory()
+        let otherCoordinator = try openCoordinator(otherDir, model: model)
+        let (foreign, foreignTemporary) = try await privateContext(otherCoordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let saved = try context.insertNewObject(forEntityName: "Book")
+            try context.save()
+            return (saved.objectID, try context.insertNewObject(forEntityName: "Book").objectID)
+        }
+        let store = try #require(coordinator.persistentStores.first).identifier.uuidString
+        let abstract = try JSONDecoder().decode(ManagedObjectID.self, from: Data("\"x-strata://\(store)/Item/p1\"".utf8))
+        let unknown = try JSONDecoder().decode(ManagedObjectID.self, from: Data("\"x-strata://\(store)/Song/p1\"".utf8))
+        let cases: [(ManagedObjectID, String)] = [
+            (foreign, "belongs to the store \(foreign.uriRepresentation().host ?? "?"), not this coordinator's store (\(store))"),
+            (foreignTemporary, "is a temporary ID this context doesn't hold"),
+            (abstract, "names the abstract entity Item"),
+            (unknown, "names the entity Song, which the model doesn't have"),
+        ]
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for (id, says) in cases {
+                for (call, body) in [
+                    ("object(with:)", { _ = try context.object(with: id) }), ("existingObject(with:)", { _ = try context.existingObject(with: id) }),
+                    ("existingObjects(with:)", { _ = try context.existingObjects(with: [id]) }),
+                ] as [(String, () throws -> Void)] {
+                    let error = thrown(body) as? ContextError
+                    #expect(error?.code == 134030, "\(call) \(id)")
+                    #expect(error.map { "\($0)".contains(says) } == true, "\(call) \(id): \(String(describing: error))")
+                }
+            }
+        }
+    }
 }
