@@ -377,6 +377,9 @@ public actor ManagedObjectContext {
     /// Gives the inserted objects permanent IDs before they are saved
     /// (`obtainPermanentIDs(for:)`): the primary keys are reserved in the log, so the IDs and
     /// URIs stay the same through the save. Objects already permanent are left alone.
+    ///
+    /// - Throws: ``ContextError/store(_:)`` when the store refuses the reservation (it is
+    ///   read-only, say); no object's ID is changed then.
     public func obtainPermanentIDs(for objects: [ManagedObject]) throws { try core.obtainPermanentIDs(for: objects) }
 
     /// Unsaved inserted objects (`insertedObjects`).

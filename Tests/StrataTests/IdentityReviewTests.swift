@@ -129,4 +129,27 @@ struct IdentityReviewTests {
             }
         }
     }
+
+    // MARK: - obtainPermanentIDs
+
+    @Test("fix: obtainPermanentIDs on a read-only store fails with a context error (256, NSCocoaErrorDomain) saying the store is read-only, as a save does, and the object keeps its temporary ID (before, the log's own LogError escaped)")
+    func obtainPermanentIDsReadOnly() async throws {
+        let dir = try TemporaryDirectory()
+        let writer = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try writer.remove(try #require(writer.persistentStores.first))
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try SeedModels.leagueManager)
+        let description = PersistentStoreDescription(url: dir.url.appendingPathComponent("store"))
+        description.isReadOnly = true
+        try coordinator.addPersistentStore(with: description)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            let temporary = team.objectID
+            let error = thrown { try context.obtainPermanentIDs(for: [team]) }
+            #expect(error is ContextError, "\(String(describing: error))")
+            #expect(error.map { ($0 as NSError).domain } == NSCocoaErrorDomain)
+            #expect((error as? ContextError)?.code == 256)
+            #expect(error.map { "\($0)".contains("read-only") } == true)
+            #expect(team.objectID == temporary && context.registeredObject(for: temporary) === team)
+        }
+    }
 }
