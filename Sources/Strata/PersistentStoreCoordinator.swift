@@ -134,8 +134,11 @@ public final class PersistentStoreCoordinator: Sendable {
     /// - Throws: ``ContextError/storeAlreadyAdded`` if the coordinator holds a store already;
     ///   ``PersistentStoreError/migrationFailed(path:reason:)`` when the store's data can't be
     ///   migrated to the model; ``PersistentStoreError/incompatibleModel(path:reason:)`` when
-    ///   it would need a migration and `configuration.migratesAutomatically` is off; the
-    ///   log's errors for a store that can't be opened.
+    ///   it would need a migration and `configuration.migratesAutomatically` is off;
+    ///   ``PersistentStoreError/notAStore(path:reason:)`` for a file or a directory that
+    ///   isn't a store, ``PersistentStoreError/noStore(path:)`` for a read-only add of a
+    ///   missing store; ``ContextError/invalidArgument(_:)`` for a URL that isn't a file URL;
+    ///   the log's errors for a store that can't be opened otherwise.
     @discardableResult
     public func addPersistentStore(
         type: PersistentStore.StoreType, at url: URL? = nil, configuration: EventLog.Configuration = EventLog.Configuration()
@@ -155,6 +158,15 @@ public final class PersistentStoreCoordinator: Sendable {
                 throw PersistentStoreError.incompatibleModel(path: url.path, reason: reason)
             } catch LogError.migration(let reason) {
                 throw PersistentStoreError.migrationFailed(path: url.path, reason: reason)
+            } catch LogError.notAStore(let detail) {
+                // Store errors, as the other store calls give them (before, the log's own
+                // error escaped: "The operation could not be completed. (StrataLog.LogError
+                // error 16.)" as a Core Data app prints it).
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                    throw PersistentStoreError.noStore(path: path)
+                }
+                throw PersistentStoreError.notAStore(path: path, reason: isDirectory.boolValue ? detail : "it is a file, not a store directory")
             }
             store = PersistentStore(type: .eventLog, url: url, log: log, temporaryDirectory: nil, userMetadata: try log.userMetadata())
         case .inMemory:

@@ -152,4 +152,38 @@ struct IdentityReviewTests {
             #expect(team.objectID == temporary && context.registeredObject(for: temporary) === team)
         }
     }
+
+    // MARK: - Adding a store
+
+    @Test("fix: adding a store at a file or at a directory of the user's gives PersistentStoreError.notAStore (259), a read-only add of a missing store noStore (260), through a container too, naming the path — nothing is written there (before, the log's own LogError escaped: 'The operation could not be completed. (StrataLog.LogError error 16.)')")
+    func addingANonStoreIsAStoreError() throws {
+        let dir = try TemporaryDirectory()
+        try Data("hello".utf8).write(to: dir.url.appendingPathComponent("file"))
+        try FileManager.default.createDirectory(atPath: dir.file("docs"), withIntermediateDirectories: true)
+        try Data("mine".utf8).write(to: dir.url.appendingPathComponent("docs/notes.txt"))
+        var readOnly = EventLog.Configuration()
+        readOnly.isReadOnly = true
+        let cases: [(String, EventLog.Configuration, Int)] = [
+            ("file", EventLog.Configuration(), 259), ("docs", EventLog.Configuration(), 259), ("missing", readOnly, 260),
+        ]
+        for (name, configuration, code) in cases {
+            let url = dir.url.appendingPathComponent(name)
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: try SeedModels.leagueManager)
+            let error = thrown { try coordinator.addPersistentStore(type: .eventLog, at: url, configuration: configuration) }
+            #expect(error is PersistentStoreError, "\(name): \(String(describing: error))")
+            let ns = error.map { $0 as NSError }
+            #expect(ns?.domain == NSCocoaErrorDomain && ns?.code == code, "\(name)")
+            #expect(ns.map { $0.localizedDescription.contains(url.path) } == true, "\(name): \(String(describing: ns?.localizedDescription))")
+            #expect(coordinator.persistentStores.isEmpty)
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.file("docs")) == ["notes.txt"])
+        #expect(!FileManager.default.fileExists(atPath: dir.file("missing")))
+        let container = PersistentContainer(name: "League", managedObjectModel: try SeedModels.leagueManager, storeURL: dir.url.appendingPathComponent("docs"))
+        var reported: (any Error)?
+        container.loadPersistentStores { store, error in
+            #expect(store == nil)
+            reported = error
+        }
+        #expect(reported is PersistentStoreError, "\(String(describing: reported))")
+    }
 }
