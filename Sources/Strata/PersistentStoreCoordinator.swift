@@ -134,7 +134,8 @@ public final class PersistentStoreCoordinator: Sendable {
     /// - Throws: ``ContextError/storeAlreadyAdded`` if the coordinator holds a store already;
     ///   ``PersistentStoreError/migrationFailed(path:reason:)`` when the store's data can't be
     ///   migrated to the model; ``PersistentStoreError/incompatibleModel(path:reason:)`` when
-    ///   it would need a migration and `configuration.migratesAutomatically` is off;
+    ///   it would need a migration and `configuration.migratesAutomatically` is off or the
+    ///   store is added read-only (a read-only store isn't migrated);
     ///   ``PersistentStoreError/notAStore(path:reason:)`` for a file or a directory that
     ///   isn't a store, ``PersistentStoreError/noStore(path:)`` for a read-only add of a
     ///   missing store; ``ContextError/invalidArgument(_:)`` for a URL that isn't a file URL;
@@ -154,7 +155,8 @@ public final class PersistentStoreCoordinator: Sendable {
             let log: EventLog
             do {
                 log = try EventLog(path: path, model: managedObjectModel, configuration: configuration)
-            } catch LogError.modelMismatch(let reason) where !configuration.migratesAutomatically && !configuration.isReadOnly {
+            } catch LogError.modelMismatch(let reason) {
+                // A read-only add too (before, its LogError escaped: not Core Data's 134100).
                 throw PersistentStoreError.incompatibleModel(path: url.path, reason: reason)
             } catch LogError.migration(let reason) {
                 throw PersistentStoreError.migrationFailed(path: url.path, reason: reason)

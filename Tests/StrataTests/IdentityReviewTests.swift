@@ -186,4 +186,31 @@ struct IdentityReviewTests {
         }
         #expect(reported is PersistentStoreError, "\(String(describing: reported))")
     }
+
+    @Test("fix: a read-only add of a store whose newest model isn't the coordinator's is PersistentStoreError.incompatibleModel (134100) naming the path and saying why, and writes nothing (before, the log's own LogError.modelMismatch escaped)")
+    func readOnlyAddWithAnotherModel() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.url.appendingPathComponent("store")
+        try PersistentStoreCoordinator(managedObjectModel: try SeedModels.leagueManager).addPersistentStore(type: .eventLog, at: url)
+        let before = try PersistentStoreCoordinator.metadataForPersistentStore(type: .eventLog, at: url)
+        let changed = try ManagedObjectModel {
+            Entity("Team") {
+                Attribute("name", .string)
+                Attribute("founded", .int64)
+            }
+        }
+        let description = PersistentStoreDescription(url: url)
+        description.isReadOnly = true
+        let container = PersistentContainer(name: "League", managedObjectModel: changed, storeURL: url)
+        container.persistentStoreDescriptions = [description]
+        let error = thrown { try container.loadPersistentStores() }
+        guard case .incompatibleModel(let path, let reason)? = error as? PersistentStoreError else {
+            Issue.record("\(String(describing: error))")
+            return
+        }
+        #expect(path == url.path)
+        #expect(reason.contains("read-only"), "\(reason)")
+        #expect(error.map { ($0 as NSError).code } == 134100)
+        #expect(try PersistentStoreCoordinator.metadataForPersistentStore(type: .eventLog, at: url) == before)
+    }
 }
