@@ -195,9 +195,7 @@ extension ContextCore {
         var objects: [ManagedObject] = []
         objects.reserveCapacity(ids.count)
         for id in ids {
-            guard let object = object(with: id) else {
-                throw ContextError.invalidObject("\(id) is a temporary ID of another context or names an unknown entity")
-            }
+            guard let object = object(with: id) else { throw unresolvableIDError(id) }
             objects.append(object)
         }
         let faults = objects.filter { !$0.hasCommittedValues && !$0.isInsertedFlag && !$0.hasRow }

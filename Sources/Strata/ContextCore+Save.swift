@@ -840,8 +840,15 @@ extension ContextCore {
         var idMap: [ManagedObjectID: ManagedObjectID] = [:]
         for entity in byEntity.keys.sorted() {
             guard let group = byEntity[entity] else { continue }
-            let range = try coordinator.writingToStore { store in
-                try store.log.reservePrimaryKeys(of: entity, count: group.count, author: transactionAuthor, contextName: name)
+            let range: ClosedRange<UInt64>
+            do {
+                range = try coordinator.writingToStore { store in
+                    try store.log.reservePrimaryKeys(of: entity, count: group.count, author: transactionAuthor, contextName: name)
+                }
+            } catch let error as LogError {
+                // A context error, as a save's (before, the log's own error escaped: a
+                // read-only store gave `LogError`, not Core Data's domain and code).
+                throw ContextError.store("obtaining permanent IDs failed and no object's ID was changed: \(error.description)")
             }
             for (offset, object) in group.enumerated() {
                 let permanent = ManagedObjectID.permanent(StoredObjectID(entity: entity, primaryKey: range.lowerBound + UInt64(offset)), store: store.identifier)

@@ -662,6 +662,26 @@ final class ContextCore {
         return makeObject(id, info: info)
     }
 
+    /// The error for an ID ``object(with:)`` gives no object for, saying which case it is
+    /// (spec 0006 §3.2). Before, every case said "is a temporary ID of another context or
+    /// names an unknown entity" — for another store's ID and an abstract entity too.
+    func unresolvableIDError(_ id: ManagedObjectID) -> ContextError {
+        guard let info = entities[id.entityName] else {
+            return .invalidObject("\(id) names the entity \(id.entityName), which the model doesn't have")
+        }
+        if info.entity.isAbstract {
+            return .invalidObject("\(id) names the abstract entity \(id.entityName), which has no objects of its own")
+        }
+        if id.isTemporaryID {
+            return .invalidObject("\(id) is a temporary ID this context doesn't hold: another context's unsaved object (save it, or obtain its permanent ID, and pass that)")
+        }
+        guard case .permanent(let store, _) = id.storage else { return .invalidObject("\(id) names no object here") }
+        guard let own = try? self.store().identifier else {
+            return .invalidObject("\(id) belongs to the store \(store.uuidString), and the coordinator has no store")
+        }
+        return .invalidObject("\(id) belongs to the store \(store.uuidString), not this coordinator's store (\(own.uuidString))")
+    }
+
     /// How many of `ids` ``object(with:)`` gives an object for — registered, or one it can
     /// make — without making any: what a to-many's `@count` counts.
     func countObjects(_ ids: [ManagedObjectID]) -> Int {

@@ -329,10 +329,12 @@ public actor ManagedObjectContext {
     public func delete(_ object: ManagedObject) { core.delete(object, in: self) }
 
     /// The object for `id`: registered, or a new fault — no I/O (`object(with:)`).
+    ///
+    /// - Throws: ``ContextError/invalidObject(_:)`` saying which it is for an ID that can name
+    ///   no object here: another store's, a temporary ID this context doesn't hold, an entity
+    ///   the model lacks or an abstract one (spec 0006 §3.2).
     public func object(with id: ManagedObjectID) throws -> ManagedObject {
-        guard let object = core.object(with: id) else {
-            throw ContextError.invalidObject("\(id) is a temporary ID of another context or names an unknown entity")
-        }
+        guard let object = core.object(with: id) else { throw core.unresolvableIDError(id) }
         return object
     }
 
@@ -375,6 +377,9 @@ public actor ManagedObjectContext {
     /// Gives the inserted objects permanent IDs before they are saved
     /// (`obtainPermanentIDs(for:)`): the primary keys are reserved in the log, so the IDs and
     /// URIs stay the same through the save. Objects already permanent are left alone.
+    ///
+    /// - Throws: ``ContextError/store(_:)`` when the store refuses the reservation (it is
+    ///   read-only, say); no object's ID is changed then.
     public func obtainPermanentIDs(for objects: [ManagedObject]) throws { try core.obtainPermanentIDs(for: objects) }
 
     /// Unsaved inserted objects (`insertedObjects`).

@@ -78,7 +78,8 @@ public final class PersistentContainer: Sendable {
                 "the container has \(descriptions.count) store descriptions (\(descriptions.map(\.description).joined(separator: ", "))), but a Strata coordinator holds one store; nothing was loaded")
         }
         guard let description = descriptions.first else { return }
-        if description.type == .eventLog, let url = description.url, url.path != "/dev/null", !description.isReadOnly {
+        // A URL that isn't a file URL is refused by the coordinator, naming it.
+        if description.type == .eventLog, let url = description.url, url.isFileURL, url.path != "/dev/null", !description.isReadOnly {
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         }
         try persistentStoreCoordinator.addPersistentStore(with: description)

@@ -113,7 +113,7 @@ extension PersistentStoreCoordinator {
     /// Opens the existing store at `url` with its newest model, as Strata's errors say.
     static func openExisting(type: PersistentStore.StoreType, at url: URL, readOnly: Bool) throws -> EventLog {
         guard type == .eventLog else { throw ContextError.invalidArgument("an in-memory store has no files at \(url.path)") }
-        let path = url.path
+        let path = try storePath(of: url)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { throw PersistentStoreError.noStore(path: path) }
         guard isDirectory.boolValue else { throw PersistentStoreError.notAStore(path: path, reason: "it is a file, not a store directory") }
@@ -142,7 +142,7 @@ extension PersistentStoreCoordinator {
     ///   for `.inMemory`.
     public func destroyPersistentStore(at url: URL, type: PersistentStore.StoreType) throws {
         guard type == .eventLog else { throw ContextError.invalidArgument("an in-memory store has no files at \(url.path) to destroy") }
-        let path = (url.path as NSString).standardizingPath
+        let path = (try Self.storePath(of: url) as NSString).standardizingPath
         try refuseOwnStore(at: path)
         try Self.translatingStoreErrors(path: path) { _ = try EventLog.destroyStore(at: path) }
     }
@@ -169,8 +169,8 @@ extension PersistentStoreCoordinator {
         at destinationURL: URL, withPersistentStoreFrom sourceURL: URL, type: PersistentStore.StoreType
     ) throws {
         guard type == .eventLog else { throw ContextError.invalidArgument("an in-memory store has no files to replace at \(destinationURL.path)") }
-        let destination = (destinationURL.path as NSString).standardizingPath
-        let sourcePath = (sourceURL.path as NSString).standardizingPath
+        let destination = (try Self.storePath(of: destinationURL) as NSString).standardizingPath
+        let sourcePath = (try Self.storePath(of: sourceURL) as NSString).standardizingPath
         guard destination != sourcePath else {
             throw ContextError.invalidArgument("\(destination) is both the source and the destination; nothing was replaced")
         }
@@ -213,7 +213,7 @@ extension PersistentStoreCoordinator {
         let inMemory = type == .inMemory
         let path = inMemory
             ? (NSTemporaryDirectory() as NSString).appendingPathComponent("strata-memory-\(UUID().uuidString)")
-            : (url.path as NSString).standardizingPath
+            : (try Self.storePath(of: url) as NSString).standardizingPath
         guard !FileManager.default.fileExists(atPath: path) else {
             throw PersistentStoreError.storeInUse(
                 path: path, detail: "something is there already; destroy or replace it first (the store isn't moved over it). Nothing was changed")

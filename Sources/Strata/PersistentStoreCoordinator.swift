@@ -134,9 +134,14 @@ public final class PersistentStoreCoordinator: Sendable {
     /// - Throws: ``ContextError/storeAlreadyAdded`` if the coordinator holds a store already;
     ///   ``PersistentStoreError/migrationFailed(path:reason:)`` when the store's data can't be
     ///   migrated to the model (``PersistentStoreError/migrationConstraintViolation(path:reason:)``
-    ///   when the migrated objects break a uniqueness constraint); ``PersistentStoreError/incompatibleModel(path:reason:)`` when
-    ///   it would need a migration and `configuration.migratesAutomatically` is off; the
-    ///   log's errors for a store that can't be opened.
+    ///   when the migrated objects break a uniqueness constraint);
+    ///   ``PersistentStoreError/incompatibleModel(path:reason:)`` when
+    ///   it would need a migration and `configuration.migratesAutomatically` is off or the
+    ///   store is added read-only (a read-only store isn't migrated);
+    ///   ``PersistentStoreError/notAStore(path:reason:)`` for a file or a directory that
+    ///   isn't a store, ``PersistentStoreError/noStore(path:)`` for a read-only add of a
+    ///   missing store; ``ContextError/invalidArgument(_:)`` for a URL that isn't a file URL;
+    ///   the log's errors for a store that can't be opened otherwise.
     @discardableResult
     public func addPersistentStore(
         type: PersistentStore.StoreType, at url: URL? = nil, configuration: EventLog.Configuration = EventLog.Configuration()
@@ -148,13 +153,24 @@ public final class PersistentStoreCoordinator: Sendable {
         switch type {
         case .eventLog:
             guard let url else { throw ContextError.invalidArgument("an event-log store needs a URL") }
+            let path = try Self.storePath(of: url)
             let log: EventLog
             do {
-                log = try EventLog(path: url.path, model: managedObjectModel, configuration: configuration)
-            } catch LogError.modelMismatch(let reason) where !configuration.migratesAutomatically && !configuration.isReadOnly {
+                log = try EventLog(path: path, model: managedObjectModel, configuration: configuration)
+            } catch LogError.modelMismatch(let reason) {
+                // A read-only add too (before, its LogError escaped: not Core Data's 134100).
                 throw PersistentStoreError.incompatibleModel(path: url.path, reason: reason)
             } catch LogError.migration(let reason) {
                 throw PersistentStoreError.migrationFailed(path: url.path, reason: reason)
+            } catch LogError.notAStore(let detail) {
+                // Store errors, as the other store calls give them (before, the log's own
+                // error escaped: "The operation could not be completed. (StrataLog.LogError
+                // error 16.)" as a Core Data app prints it).
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                    throw PersistentStoreError.noStore(path: path)
+                }
+                throw PersistentStoreError.notAStore(path: path, reason: isDirectory.boolValue ? detail : "it is a file, not a store directory")
             } catch let error as LogError {
                 // An open writes only a migration: a constraint it breaks, or a derived value
                 // that doesn't fit, is the migration's failure (before, they escaped as the
@@ -179,6 +195,20 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         storeWasAdded()
         return store
+    }
+
+    /// The path of the store `url` names: a file URL's path. Any other URL is refused — its
+    /// path would name a directory on this machine the URL doesn't mean (before, adding
+    /// `https://host/tmp/a` created a store at `/tmp/a`, which ``persistentStore(for:)``
+    /// then didn't find, and destroying such a URL deleted the store at that path).
+    ///
+    /// - Throws: ``ContextError/invalidArgument(_:)`` naming the URL.
+    static func storePath(of url: URL) throws -> String {
+        guard url.isFileURL else {
+            throw ContextError.invalidArgument(
+                "\(url.absoluteString) is not a file URL: a store is a directory, named with a file URL (URL(fileURLWithPath:)); nothing was done")
+        }
+        return url.path
     }
 
     /// Adds `log`, already open, as the coordinator's event-log store.

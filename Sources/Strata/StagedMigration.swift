@@ -251,7 +251,7 @@ extension PersistentStoreCoordinator {
     ///   was refused; ``PersistentStoreError/invalidDescription(_:)`` for stages that don't
     ///   make one path.
     func runStagedMigration(_ manager: StagedMigrationManager, storeAt url: URL, configuration: EventLog.Configuration) throws {
-        let path = url.path
+        let path = try Self.storePath(of: url)
         // Checked for every add, a new store's too: a plan that doesn't make one path is a
         // mistake in the app, which a store to migrate mustn't be the first to show.
         let plan = try MigrationPlan(manager.stages, finalModel: managedObjectModel)

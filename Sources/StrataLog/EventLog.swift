@@ -198,7 +198,8 @@ public final class EventLog: Sendable {
             }
             let schema = try catalog.schema(forModelVersion: newest)
             if let givenModel, givenModel.versionHash != schema.model.versionHash {
-                throw LogError.modelMismatch("the store's newest model differs from the one given; open it writable to add a version")
+                throw LogError.modelMismatch(
+                    "the store is opened read-only and its newest model isn't the one given: a read-only store takes no new model version and isn't migrated (open it writable to migrate it)")
             }
             self.schema = schema
             model = schema.model

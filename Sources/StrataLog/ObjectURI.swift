@@ -1,4 +1,5 @@
 public import Foundation
+import StrataModel
 
 /// Object URIs (`Specs/0005-uri-scheme.md`): Core Data's `x-coredata://` shape with
 /// Strata's scheme.
@@ -70,8 +71,9 @@ public enum ObjectURI {
         return name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? name
     }
 
-    static func isIdentifier(_ name: String) -> Bool {
-        guard let first = name.unicodeScalars.first, first == "_" || CharacterSet.letters.contains(first) else { return false }
-        return name.unicodeScalars.allSatisfy { $0 == "_" || CharacterSet.alphanumerics.contains($0) }
-    }
+    /// Whether `name` can be an entity's: the model's rule for names (spec 0002), so every
+    /// entity a model may have has URIs that parse back (before, this was a rule of its own —
+    /// Unicode letters, then letters and digits — that refused names the model allows, such
+    /// as `ⅫTeam` or `TeamⒶ`, so their objects' URIs resolved to nil and their IDs didn't decode).
+    static func isIdentifier(_ name: String) -> Bool { ManagedObjectModel.isValidName(name) }
 }

@@ -60,6 +60,13 @@ extension ManagedObjectModel {
 // MARK: - ModelChecker
 
 /// Collects model problems; one pass per concern, in model order.
+extension ManagedObjectModel {
+    /// Whether `name` is a name the model allows for an entity or property: a non-empty
+    /// identifier of Unicode alphabetic characters, ASCII digits and `_`, not starting with a
+    /// digit (spec 0002). Object URIs (spec 0005) accept exactly these entity names.
+    package static func isValidName(_ name: String) -> Bool { ModelChecker.isIdentifier(name) }
+}
+
 struct ModelChecker {
     let model: ManagedObjectModel
     var issues: [ModelError.Issue] = []
