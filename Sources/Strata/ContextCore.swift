@@ -1129,7 +1129,7 @@ final class ContextCore {
         }
         let id = member.objectID
         let isMember = orderedMembership(owner, property, id) ?? unsavedValue(owner, property).ids.contains(id)
-        if !isMember, let inverseName = property.inverse {
+        if !isMember, let inverseName = property.inverse, !Self.isOwnInverse(owner, property, id) {
             // The member's side first (it leaves a previous list), as `add` does.
             addInverse(of: owner, property, to: id, inverseName: inverseName, register: true)
         }
@@ -1183,7 +1183,10 @@ final class ContextCore {
             ? orderedMembership(owner, property, member) ?? ids.contains(member)
             : PropertyValue.position(of: member, in: ids).found || (!adding && ids.contains(member))
         guard isMember != adding else { return }
-        if property.isRelationship, let inverseName = property.inverse {
+        // An object joining (or leaving) its own reflexive relationship (`links`, its own
+        // inverse) is its own far side: the change below is the inverse too. Before, both
+        // were made and the object was in its ordered list twice.
+        if property.isRelationship, let inverseName = property.inverse, !Self.isOwnInverse(owner, property, member) {
             if adding {
                 addInverse(of: owner, property, to: member, inverseName: inverseName, register: true)
             } else {
@@ -1191,6 +1194,12 @@ final class ContextCore {
             }
         }
         changeMembership(of: owner, property, member, adding: adding, register: true, knownAbsent: adding)
+    }
+
+    /// Whether `member` is `owner` itself and `property` is its own inverse (a reflexive
+    /// to-many such as `friends`): then the member's inverse is the very value being changed.
+    private static func isOwnInverse(_ owner: ManagedObject, _ property: PropertyInfo, _ member: ManagedObjectID) -> Bool {
+        property.inverse == property.name && member == owner.objectID
     }
 
     /// Whether `member` is in `owner`'s ordered to-many `property`, read from `member`'s to-one
