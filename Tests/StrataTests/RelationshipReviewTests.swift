@@ -426,4 +426,116 @@ struct RelationshipReviewTests {
             }
         }
     }
+
+    @Test("a cascade reaching an object inserted in an earlier group: undo brings it back in its owner's list, redo removes it again, the save writes neither")
+    func cascadeIntoEarlierInsert() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try treeModel())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let root = try make(context, "Folder", "root")
+            let old = try make(context, "File", "old")
+            old.setValue(root, forKey: "parent")
+            try context.save()
+            let new = try make(context, "File", "new")
+            root.mutableSetValue(forKey: "children").add(new)
+            context.processPendingChanges()
+            context.delete(root)
+            #expect(new.managedObjectContext == nil)
+            #expect(old.isDeleted)
+            context.processPendingChanges()
+            try context.undo()
+            #expect(new.managedObjectContext != nil && new.isInserted)
+            #expect(labels(root, "children") == ["new", "old"])
+            #expect(label(new.value(forKey: "parent") as? ManagedObject) == "root")
+            try context.redo()
+            #expect(new.managedObjectContext == nil)
+            try context.save()
+            #expect(try context.count(for: FetchRequest(entityName: "Node")) == 0)
+            try context.undo()
+            #expect(labels(root, "children") == ["new", "old"])
+            try context.save()
+        }
+        let reopened = try openCoordinator(dir, model: try treeModel())
+        try await privateContext(reopened).perform { (context: isolated ManagedObjectContext) throws in
+            let nodes = try context.fetch(FetchRequest(entityName: "Node"))
+            let root = try #require(nodes.first { label($0) == "root" })
+            #expect(labels(root, "children") == ["new", "old"])
+            #expect(nodes.count == 3)
+        }
+    }
+
+    @Test("persisted undo after a restart of a cascade through an abstract entity's tree (folders and files) gives back every node and both sides of each link")
+    func abstractTreePersistedUndo() async throws {
+        let dir = try TemporaryDirectory()
+        try await editor(try openCoordinator(dir, model: try treeModel())).perform { (context: isolated ManagedObjectContext) throws in
+            let root = try make(context, "Folder", "root")
+            let sub = try make(context, "Folder", "sub")
+            let x = try make(context, "File", "x")
+            let y = try make(context, "File", "y")
+            sub.setValue(root, forKey: "parent")
+            x.setValue(root, forKey: "parent")
+            y.setValue(sub, forKey: "parent")
+            try context.save()
+            context.delete(sub)
+            try context.save()
+        }
+        try await editor(try openCoordinator(dir, model: try treeModel())).perform { (context: isolated ManagedObjectContext) throws in
+            try context.undo()
+            try context.save()
+        }
+        try await editor(try openCoordinator(dir, model: try treeModel())).perform { (context: isolated ManagedObjectContext) throws in
+            let nodes = try context.fetch(FetchRequest(entityName: "Node"))
+            let byName = Dictionary(uniqueKeysWithValues: nodes.map { (label($0) ?? "", $0) })
+            #expect(byName.keys.sorted() == ["root", "sub", "x", "y"])
+            #expect(labels(byName["root"], "children") == ["sub", "x"])
+            #expect(labels(byName["sub"], "children") == ["y"])
+            #expect(byName["sub"]?.entity.name == "Folder")
+            #expect(label(byName["y"]?.value(forKey: "parent") as? ManagedObject) == "sub")
+        }
+    }
+
+    @Test("a one-to-one pair on one entity (mentor ↔ mentee): a steal clears the old pair, an object its own mentor, undo of both")
+    func sameEntityOneToOne() async throws {
+        let model = try ManagedObjectModel {
+            Entity("Person") {
+                Attribute("name", .string)
+                Relationship("mentor", to: "Person", inverse: "mentee")
+                Relationship("mentee", to: "Person", inverse: "mentor")
+            }
+        }
+        let dir = try TemporaryDirectory()
+        try await privateContext(try openCoordinator(dir, model: model)).perform { (context: isolated ManagedObjectContext) throws in
+            let a = try make(context, "Person", "a")
+            let b = try make(context, "Person", "b")
+            let c = try make(context, "Person", "c")
+            a.setValue(b, forKey: "mentor")
+            try context.save()
+            c.setValue(b, forKey: "mentor")
+            #expect(a.value(forKey: "mentor") == nil)
+            #expect(label(b.value(forKey: "mentee") as? ManagedObject) == "c")
+            context.processPendingChanges()
+            a.setValue(a, forKey: "mentor")
+            #expect(label(a.value(forKey: "mentee") as? ManagedObject) == "a")
+            context.processPendingChanges()
+            b.setValue(a, forKey: "mentor")
+            #expect(a.value(forKey: "mentor") == nil)
+            #expect(label(a.value(forKey: "mentee") as? ManagedObject) == "b")
+            try context.save()
+            try context.undo()
+            try context.undo()
+            try context.undo()
+            #expect(label(a.value(forKey: "mentor") as? ManagedObject) == "b")
+            #expect(label(b.value(forKey: "mentee") as? ManagedObject) == "a")
+            #expect(b.value(forKey: "mentor") == nil && c.value(forKey: "mentor") == nil && a.value(forKey: "mentee") == nil)
+            try context.save()
+        }
+        try await privateContext(try openCoordinator(dir, model: model)).perform { (context: isolated ManagedObjectContext) throws in
+            let people = try context.fetch(FetchRequest(entityName: "Person"))
+            let byName = Dictionary(uniqueKeysWithValues: people.map { (label($0) ?? "", $0) })
+            #expect(label(byName["a"]?.value(forKey: "mentor") as? ManagedObject) == "b")
+            #expect(label(byName["b"]?.value(forKey: "mentee") as? ManagedObject) == "a")
+            #expect(byName["a"]?.value(forKey: "mentee") == nil)
+            #expect(byName["c"]?.value(forKey: "mentor") == nil)
+        }
+    }
 }
