@@ -917,8 +917,24 @@ final class ContextCore {
             return
         }
         if register { noteTrackedChange(object) }
+        if object.isDeletedFlag, property.isRelationship, new.ids.contains(where: { !old.ids.contains($0) }) {
+            relinkedDeleted(object)
+        }
         object.changes[property.name] = new
         settle(object, property)
+    }
+
+    /// A deleted object (not an unsaved insert: that left the context) gained a relationship
+    /// destination after its delete rules ran — the app related it, or related something to
+    /// it. Core Data propagates deletes at the end of the event, from the values then, so such
+    /// a destination is nullified (or cascaded to) too; here its rules run again at the save,
+    /// as deferred rules do (spec 0006 §6, §23.2). Before, the destination kept naming the
+    /// deleted object: after the save a department listed an employee the store no longer had.
+    private func relinkedDeleted(_ object: ManagedObject) {
+        guard propagatesDeletes, !isPropagatingDeletes, !isApplyingUndo, !object.isInsertedFlag, !object.isInvalidated,
+            !deletionsInProgress.contains(ObjectIdentifier(object)), deferredDeletes.last?.object !== object
+        else { return }
+        deferredDeletes.append(DeferredDelete(object: object, values: [:], wasInserted: false))
     }
 
     /// `willChangeValue(forKey:)`: notes the property's value before a custom setter changes
@@ -982,6 +998,7 @@ final class ContextCore {
         updateMembers(of: owner, property, register: register) { ids in
             PropertyValue.changeMembership(&ids, member, adding: adding, ordered: property.isOrdered, knownAbsent: knownAbsent)
         }
+        if adding, owner.isDeletedFlag { relinkedDeleted(owner) }
     }
 
     /// Changes `owner`'s to-many `property` by running `body` on its member IDs (`body` says

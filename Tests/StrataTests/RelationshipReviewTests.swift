@@ -538,4 +538,90 @@ struct RelationshipReviewTests {
             #expect(byName["c"]?.value(forKey: "mentor") == nil)
         }
     }
+
+    @Test("an object related to a deleted one after its delete lets go of it at the save, as Core Data's end-of-event propagation does: no stale inverse, no refused save; undo restores")
+    func relinkedAfterDelete() async throws {
+        let model = try ManagedObjectModel {
+            Entity("Dept") {
+                Attribute("name", .string)
+                Relationship("employees", to: "Employee", inverse: "department", toMany: true)
+            }
+            Entity("Employee") {
+                Attribute("name", .string)
+                Relationship("department", to: "Dept", inverse: "employees")
+                Relationship("friends", to: "Employee", inverse: "friends", toMany: true)
+            }
+        }
+        let dir = try TemporaryDirectory()
+        try await privateContext(try openCoordinator(dir, model: model)).perform { (context: isolated ManagedObjectContext) throws in
+            let d1 = try make(context, "Dept", "d1")
+            let d2 = try make(context, "Dept", "d2")
+            let d3 = try make(context, "Dept", "d3")
+            let e = try make(context, "Employee", "e")
+            let f = try make(context, "Employee", "f")
+            let g = try make(context, "Employee", "g")
+            e.setValue(d1, forKey: "department")
+            f.setValue(d1, forKey: "department")
+            try context.save()
+            context.delete(e)
+            #expect(labels(d1, "employees") == ["f"])
+            // The deleted employee moved (its recorded to-one set), the other deleted one
+            // added to a department's derived to-many and to a friend's recorded one.
+            e.setValue(d2, forKey: "department")
+            context.delete(f)
+            d3.mutableSetValue(forKey: "employees").add(f)
+            g.mutableSetValue(forKey: "friends").add(e)
+            try context.save()
+            #expect(labels(d2, "employees") == [])
+            #expect(labels(d3, "employees") == [])
+            #expect(labels(g, "friends") == [])
+            #expect(try context.count(for: FetchRequest(entityName: "Employee")) == 1)
+            try context.undo()
+            #expect(labels(d1, "employees") == ["e", "f"])
+            #expect(labels(d2, "employees") == [])
+            #expect(labels(d3, "employees") == [])
+            #expect(labels(g, "friends") == [])
+            try context.save()
+        }
+        try await privateContext(try openCoordinator(dir, model: model)).perform { (context: isolated ManagedObjectContext) throws in
+            let depts = try context.fetch(FetchRequest(entityName: "Dept"))
+            let byName = Dictionary(uniqueKeysWithValues: depts.map { (label($0) ?? "", $0) })
+            #expect(labels(byName["d1"], "employees") == ["e", "f"])
+            #expect(labels(byName["d2"], "employees") == [])
+            #expect(labels(byName["d3"], "employees") == [])
+        }
+    }
+
+    @Test("a changed object naming an object the same save deletes through a noAction relationship fails validation (1550, dangling reference), nothing written; cleared, the save goes")
+    func danglingAfterNoActionDelete() async throws {
+        let model = try ManagedObjectModel {
+            Entity("Dept") {
+                Attribute("name", .string)
+                Relationship("employees", to: "Employee", inverse: "department", toMany: true, deleteRule: .noAction)
+            }
+            Entity("Employee") {
+                Attribute("name", .string)
+                Relationship("department", to: "Dept", inverse: "employees")
+            }
+        }
+        let dir = try TemporaryDirectory()
+        try await privateContext(try openCoordinator(dir, model: model)).perform { (context: isolated ManagedObjectContext) throws in
+            let d1 = try make(context, "Dept", "d1")
+            let e = try make(context, "Employee", "e")
+            try context.save()
+            context.delete(d1)
+            e.setValue(d1, forKey: "department")
+            do {
+                try context.save()
+                Issue.record("saved an employee naming a deleted department")
+            } catch {
+                guard case ContextError.validation(let found) = error else { throw error }
+                #expect(found.map(\.code.rawValue) == [1550])
+                #expect(found.first?.message.contains("which this save deletes: a dangling reference") == true, "\(found)")
+            }
+            e.setValue(nil, forKey: "department")
+            try context.save()
+            #expect(try context.count(for: FetchRequest(entityName: "Dept")) == 0)
+        }
+    }
 }
