@@ -624,4 +624,38 @@ struct RelationshipReviewTests {
             #expect(try context.count(for: FetchRequest(entityName: "Dept")) == 0)
         }
     }
+
+    @Test("a delete and a relink after it in one group, undone and redone before the save: the save still lets go of the deleted object")
+    func relinkedAfterDeleteRedo() async throws {
+        let model = try ManagedObjectModel {
+            Entity("Dept") {
+                Attribute("name", .string)
+                Relationship("employees", to: "Employee", inverse: "department", toMany: true)
+            }
+            Entity("Employee") {
+                Attribute("name", .string)
+                Relationship("department", to: "Dept", inverse: "employees")
+            }
+        }
+        let dir = try TemporaryDirectory()
+        try await privateContext(try openCoordinator(dir, model: model)).perform { (context: isolated ManagedObjectContext) throws in
+            let d1 = try make(context, "Dept", "d1")
+            let d2 = try make(context, "Dept", "d2")
+            let e = try make(context, "Employee", "e")
+            e.setValue(d1, forKey: "department")
+            try context.save()
+            context.delete(e)
+            e.setValue(d2, forKey: "department")
+            context.processPendingChanges()
+            try context.undo()
+            #expect(labels(d1, "employees") == ["e"])
+            #expect(labels(d2, "employees") == [])
+            try context.save()
+            try context.redo()
+            #expect(e.isDeleted)
+            try context.save()
+            #expect(labels(d1, "employees") == [])
+            #expect(labels(d2, "employees") == [])
+        }
+    }
 }
