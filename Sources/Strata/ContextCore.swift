@@ -1353,8 +1353,12 @@ final class ContextCore {
     /// destinations `targets` gives (the object's values). `deferred`: the rules run later
     /// than the delete (at the save), so a destination that has left the object since —
     /// its inverse no longer names it — is left alone.
+    ///
+    /// Transient relationships too, as Core Data's rules cover every relationship: before, a
+    /// deleted object stayed in a transient to-many's members, and after the save it read as a
+    /// live fault of an object the store no longer had.
     private func applyDeleteRules(of object: ManagedObject, targets values: [String: PropertyValue], deferred: Bool, in context: isolated ManagedObjectContext) {
-        for property in object.info.properties.values where property.isRelationship && !property.isTransient {
+        for property in object.info.properties.values where property.isRelationship {
             let targets = values[property.name]?.ids ?? []
             switch property.deleteRule {
             case .cascade:

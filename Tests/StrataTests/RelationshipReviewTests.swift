@@ -658,4 +658,37 @@ struct RelationshipReviewTests {
             #expect(labels(d2, "employees") == [])
         }
     }
+
+    @Test("a transient relationship follows its delete rule too: a deleted tag leaves its owner's transient marks (nullify); undo puts it back")
+    func transientRelationshipDelete() async throws {
+        let model = try ManagedObjectModel {
+            Entity("Owner") {
+                Attribute("name", .string)
+                Relationship("marks", to: "Tag", inverse: "markedBy", toMany: true).transient()
+            }
+            Entity("Tag") {
+                Attribute("name", .string)
+                Relationship("markedBy", to: "Owner", inverse: "marks").transient()
+            }
+        }
+        let dir = try TemporaryDirectory()
+        try await privateContext(try openCoordinator(dir, model: model)).perform { (context: isolated ManagedObjectContext) throws in
+            let o = try make(context, "Owner", "o")
+            let t = try make(context, "Tag", "t")
+            let u = try make(context, "Tag", "u")
+            try context.save()
+            o.mutableSetValue(forKey: "marks").addObjects(from: [t, u])
+            context.processPendingChanges()
+            context.delete(t)
+            #expect(labels(o, "marks") == ["u"])
+            context.processPendingChanges()
+            try context.undo()
+            #expect(labels(o, "marks") == ["t", "u"])
+            #expect(label(t.value(forKey: "markedBy") as? ManagedObject) == "o")
+            try context.redo()
+            try context.save()
+            #expect(labels(o, "marks") == ["u"])
+            #expect(try context.count(for: FetchRequest(entityName: "Tag")) == 1)
+        }
+    }
 }
