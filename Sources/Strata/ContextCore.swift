@@ -917,11 +917,21 @@ final class ContextCore {
             return
         }
         if register { noteTrackedChange(object) }
-        if object.isDeletedFlag, property.isRelationship, new.ids.contains(where: { !old.ids.contains($0) }) {
-            relinkedDeleted(object)
-        }
+        if object.isDeletedFlag, property.isRelationship, Self.adds(old, new) { relinkedDeleted(object) }
         object.changes[property.name] = new
         settle(object, property)
+    }
+
+    /// Whether `new` names an object `old` doesn't (one pass over each: a deleted object's
+    /// large to-many shrinking costs no more than reading it).
+    private static func adds(_ old: PropertyValue, _ new: PropertyValue) -> Bool {
+        let added = new.ids
+        guard !added.isEmpty else { return false }
+        let before = old.ids
+        if before.isEmpty { return true }
+        if added.count == 1 { return !before.contains(added[0]) }
+        let known = Set(before)
+        return added.contains { !known.contains($0) }
     }
 
     /// A deleted object (not an unsaved insert: that left the context) gained a relationship
