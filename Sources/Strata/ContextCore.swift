@@ -937,8 +937,34 @@ final class ContextCore {
             return
         }
         if register { noteTrackedChange(object) }
+        if object.isDeletedFlag, property.isRelationship, Self.adds(old, new) { relinkedDeleted(object) }
         object.changes[property.name] = new
         settle(object, property)
+    }
+
+    /// Whether `new` names an object `old` doesn't (one pass over each: a deleted object's
+    /// large to-many shrinking costs no more than reading it).
+    private static func adds(_ old: PropertyValue, _ new: PropertyValue) -> Bool {
+        let added = new.ids
+        guard !added.isEmpty else { return false }
+        let before = old.ids
+        if before.isEmpty { return true }
+        if added.count == 1 { return !before.contains(added[0]) }
+        let known = Set(before)
+        return added.contains { !known.contains($0) }
+    }
+
+    /// A deleted object (not an unsaved insert: that left the context) gained a relationship
+    /// destination after its delete rules ran — the app related it, or related something to
+    /// it. Core Data propagates deletes at the end of the event, from the values then, so such
+    /// a destination is nullified (or cascaded to) too; here its rules run again at the save,
+    /// as deferred rules do (spec 0006 §6, §23.2). Before, the destination kept naming the
+    /// deleted object: after the save a department listed an employee the store no longer had.
+    private func relinkedDeleted(_ object: ManagedObject) {
+        guard propagatesDeletes, !isPropagatingDeletes, !isApplyingUndo, !object.isInsertedFlag, !object.isInvalidated,
+            !deletionsInProgress.contains(ObjectIdentifier(object)), deferredDeletes.last?.object !== object
+        else { return }
+        deferredDeletes.append(DeferredDelete(object: object, values: [:], wasInserted: false))
     }
 
     /// `willChangeValue(forKey:)`: notes the property's value before a custom setter changes
@@ -1002,6 +1028,7 @@ final class ContextCore {
         updateMembers(of: owner, property, register: register) { ids in
             PropertyValue.changeMembership(&ids, member, adding: adding, ordered: property.isOrdered, knownAbsent: knownAbsent)
         }
+        if adding, owner.isDeletedFlag { relinkedDeleted(owner) }
     }
 
     /// Changes `owner`'s to-many `property` by running `body` on its member IDs (`body` says
@@ -1149,7 +1176,7 @@ final class ContextCore {
         }
         let id = member.objectID
         let isMember = orderedMembership(owner, property, id) ?? unsavedValue(owner, property).ids.contains(id)
-        if !isMember, let inverseName = property.inverse {
+        if !isMember, let inverseName = property.inverse, !Self.isOwnInverse(owner, property, id) {
             // The member's side first (it leaves a previous list), as `add` does.
             addInverse(of: owner, property, to: id, inverseName: inverseName, register: true)
         }
@@ -1203,7 +1230,10 @@ final class ContextCore {
             ? orderedMembership(owner, property, member) ?? ids.contains(member)
             : PropertyValue.position(of: member, in: ids).found || (!adding && ids.contains(member))
         guard isMember != adding else { return }
-        if property.isRelationship, let inverseName = property.inverse {
+        // An object joining (or leaving) its own reflexive relationship (`links`, its own
+        // inverse) is its own far side: the change below is the inverse too. Before, both
+        // were made and the object was in its ordered list twice.
+        if property.isRelationship, let inverseName = property.inverse, !Self.isOwnInverse(owner, property, member) {
             if adding {
                 addInverse(of: owner, property, to: member, inverseName: inverseName, register: true)
             } else {
@@ -1211,6 +1241,12 @@ final class ContextCore {
             }
         }
         changeMembership(of: owner, property, member, adding: adding, register: true, knownAbsent: adding)
+    }
+
+    /// Whether `member` is `owner` itself and `property` is its own inverse (a reflexive
+    /// to-many such as `friends`): then the member's inverse is the very value being changed.
+    private static func isOwnInverse(_ owner: ManagedObject, _ property: PropertyInfo, _ member: ManagedObjectID) -> Bool {
+        property.inverse == property.name && member == owner.objectID
     }
 
     /// Whether `member` is in `owner`'s ordered to-many `property`, read from `member`'s to-one
@@ -1347,8 +1383,12 @@ final class ContextCore {
     /// destinations `targets` gives (the object's values). `deferred`: the rules run later
     /// than the delete (at the save), so a destination that has left the object since —
     /// its inverse no longer names it — is left alone.
+    ///
+    /// Transient relationships too, as Core Data's rules cover every relationship: before, a
+    /// deleted object stayed in a transient to-many's members, and after the save it read as a
+    /// live fault of an object the store no longer had.
     private func applyDeleteRules(of object: ManagedObject, targets values: [String: PropertyValue], deferred: Bool, in context: isolated ManagedObjectContext) {
-        for property in object.info.properties.values where property.isRelationship && !property.isTransient {
+        for property in object.info.properties.values where property.isRelationship {
             let targets = values[property.name]?.ids ?? []
             switch property.deleteRule {
             case .cascade:
