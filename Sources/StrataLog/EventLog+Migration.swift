@@ -61,7 +61,15 @@ extension EventLog {
             if previous == nil { previous = try? read { try $0.event(head).modelVersion } }
             guard let previous, previous != modelVersion else { return }
             let previousSchema = try catalog.schema(forModelVersion: previous)
-            let added = Set(schema.indexes).subtracting(Set(previousSchema.indexes))
+            // Indexes the head's version lacks — or has over other entities: an entity the
+            // version moves into or out of the index's entity's hierarchy has its objects
+            // added to it or taken out of it (before, they stayed out of the parent's index, or
+            // in it, and fetches of the parent through it missed them or found them).
+            let added = Set(schema.indexes.filter { index in
+                !previousSchema.indexes.contains(index)
+                    || Set(previousSchema.entities[index.entity]?.selfAndSubentities ?? [])
+                        != Set(schema.entities[index.entity]?.selfAndSubentities ?? [])
+            })
             // Entities it renames (§4.6).
             let renamedEntities = try renamedEntities()
             // Derived attributes the version adds, or whose derivation (or type) it changes —
