@@ -61,6 +61,7 @@ extension EventLog {
             if previous == nil { previous = try? read { try $0.event(head).modelVersion } }
             guard let previous, previous != modelVersion else { return }
             let previousSchema = try catalog.schema(forModelVersion: previous)
+            try refuseObjectsOfAbstractEntities(writer)
             // Indexes the head's version lacks — or has over other entities: an entity the
             // version moves into or out of the index's entity's hierarchy has its objects
             // added to it or taken out of it (before, they stayed out of the parent's index, or
@@ -160,6 +161,39 @@ extension EventLog {
             }
         }
         throw LogError.invalidOperation("the store at \(path) kept changing while it was being migrated to its new model version; open it again")
+    }
+}
+
+extension EventLog {
+    /// Refuses a model version that makes an entity abstract while the store holds objects
+    /// of that entity itself (not of its sub-entities): an abstract entity has no objects of
+    /// its own, and a context would never find them — fetches, faults and relationships to
+    /// them would act as if they were gone (before, the open went ahead and hid them).
+    ///
+    /// - Throws: ``LogError/migration(_:)`` naming the entity and up to five of its objects;
+    ///   nothing is written.
+    func refuseObjectsOfAbstractEntities(_ writer: TableWriter) throws {
+        var problems: [String] = []
+        for entity in schema.entities.values.filter(\.isAbstract).sorted(by: { $0.name < $1.name }) {
+            guard let code = try? writer.entityCode(entity.name) else { continue }
+            var keys: [UInt64] = []
+            var count = 0
+            try environment.read { txn in
+                try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, _ in
+                    count += 1
+                    if keys.count < 5, let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) { keys.append(objectKey.primaryKey) }
+                    return .next
+                }
+            }
+            guard count > 0 else { continue }
+            let named = keys.map { StoredObjectID(entity: entity.name, primaryKey: $0).description }.joined(separator: ", ")
+            let more = count > keys.count ? " and \(count - keys.count) more" : ""
+            problems.append(
+                "\(entity.name) is abstract in it, but the store has \(count) object\(count == 1 ? "" : "s") of \(entity.name) itself (\(named)\(more)), which no context would find")
+        }
+        guard !problems.isEmpty else { return }
+        throw LogError.migration(
+            "the stored objects can't be taken over by model version \(modelVersion): \(problems.joined(separator: "; ")). Nothing was written; keep the entity concrete, or make its objects objects of a sub-entity first (a staged migration's willMigrate handler)")
     }
 }
 

@@ -204,4 +204,48 @@ struct MigrationReview3Tests {
             #expect(throws: (any Error).self, "the uniqueness constraint covers the Cat") { try context.save() }
         }
     }
+
+    @Test("a version that makes an entity abstract while the store holds objects of that entity itself is refused, naming the entity and the objects; nothing is written and the earlier model still finds them (before, the open went ahead and no context found them)")
+    func madeAbstractWithObjects() async throws {
+        let dir = try TemporaryDirectory()
+        let v1 = try ManagedObjectModel {
+            Entity("Animal") { Attribute("name", .string) }
+            Entity("Dog", parent: "Animal") { Attribute("breed", .string) }
+        }
+        var coordinator = try openCoordinator(dir, model: v1)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for name in ["Generic", "Other"] {
+                let animal = try context.insertNewObject(forEntityName: "Animal")
+                animal.setValue(name, forKey: "name")
+            }
+            let dog = try context.insertNewObject(forEntityName: "Dog")
+            dog.setValue("Rex", forKey: "name")
+            try context.save()
+        }
+        let v2 = try ManagedObjectModel {
+            Entity("Animal", abstract: true) { Attribute("name", .string) }
+            Entity("Dog", parent: "Animal") { Attribute("breed", .string) }
+        }
+        #expect {
+            _ = try openCoordinator(dir, model: v2)
+        } throws: { error in
+            guard case PersistentStoreError.migrationFailed(_, let reason) = error else { return false }
+            return reason.contains("Animal is abstract in it, but the store has 2 objects of Animal itself (Animal/p1, Animal/p2)")
+                && reason.contains("Nothing was written")
+        }
+        coordinator = try openCoordinator(dir, model: v1)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try context.count(for: FetchRequest(entityName: "Animal")) == 3)
+        }
+        // With only sub-entity objects, the entity may become abstract.
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for animal in try context.fetch(FetchRequest(entityName: "Animal", format: "name != 'Rex'")) { context.delete(animal) }
+            try context.save()
+        }
+        coordinator = try openCoordinator(dir, model: v2)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let names = try context.fetch(FetchRequest(entityName: "Animal")).map { $0.value(forKey: "name") as? String }
+            #expect(names == ["Rex"])
+        }
+    }
 }
