@@ -62,14 +62,16 @@ extension EventLog {
             guard let previous, previous != modelVersion else { return }
             let previousSchema = try catalog.schema(forModelVersion: previous)
             try refuseObjectsOfAbstractEntities(writer)
-            // Indexes the head's version lacks — or has over other entities: an entity the
-            // version moves into or out of the index's entity's hierarchy has its objects
-            // added to it or taken out of it (before, they stayed out of the parent's index, or
-            // in it, and fetches of the parent through it missed them or found them).
+            // Indexes the head's version lacks — or has over other entities: an entity of both
+            // versions that this one moves into or out of the index's entity's hierarchy has
+            // its objects added to it or taken out of it (before, they stayed out of the
+            // parent's index, or in it, and fetches of the parent through it missed them or
+            // found them). A sub-entity new to the version has no objects to add.
             let added = Set(schema.indexes.filter { index in
-                !previousSchema.indexes.contains(index)
-                    || Set(previousSchema.entities[index.entity]?.selfAndSubentities ?? [])
-                        != Set(schema.entities[index.entity]?.selfAndSubentities ?? [])
+                guard previousSchema.indexes.contains(index) else { return true }
+                let before = Set(previousSchema.entities[index.entity]?.selfAndSubentities ?? [])
+                let now = Set(schema.entities[index.entity]?.selfAndSubentities ?? [])
+                return before.symmetricDifference(now).contains { previousSchema.entities[$0] != nil && schema.entities[$0] != nil }
             })
             // Entities it renames (§4.6).
             let renamedEntities = try renamedEntities()

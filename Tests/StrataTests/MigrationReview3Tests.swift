@@ -203,6 +203,15 @@ struct MigrationReview3Tests {
             animal.setValue("Tom", forKey: "name")
             #expect(throws: (any Error).self, "the uniqueness constraint covers the Cat") { try context.save() }
         }
+        // A sub-entity new to a version has no objects to add: nothing is rebuilt, nothing written.
+        let written = try coordinator.history(HistoryRequest()).count
+        let v3 = try ManagedObjectModel {
+            Entity("Animal") { Attribute("name", .string).indexed(); Unique("name") }
+            Entity("Cat", parent: "Animal") { Attribute("lives", .int16) }
+            Entity("Bird", parent: "Animal") { Attribute("wingspan", .double) }
+        }
+        coordinator = try openCoordinator(dir, model: v3)
+        #expect(try coordinator.history(HistoryRequest()).count == written)
     }
 
     @Test("a version that makes an entity abstract while the store holds objects of that entity itself is refused, naming the entity and the objects; nothing is written and the earlier model still finds them (before, the open went ahead and no context found them)")
