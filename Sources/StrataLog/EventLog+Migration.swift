@@ -59,7 +59,11 @@ extension EventLog {
                 }
             }
             if previous == nil { previous = try? read { try $0.event(head).modelVersion } }
-            guard let previous, previous != modelVersion else { return }
+            // An earlier model that wrote since this version's last migration (and a writer of
+            // this version after it, whose event is the head now) left records to migrate too
+            // (before, they stayed in the earlier version's terms until another version's open).
+            let earlierWrote = ((try? environment.read { txn in try txn.value(forKey: MetaKey.earlierModelWrote, in: tables.meta) }) ?? nil) != nil
+            guard let previous, previous != modelVersion || earlierWrote else { return }
             let previousSchema = try catalog.schema(forModelVersion: previous)
             try refuseObjectsOfAbstractEntities(writer)
             // Indexes the head's version lacks — or has over other entities: an entity of both
@@ -105,6 +109,13 @@ extension EventLog {
             // nil: another writer moved the head first; look again.
             let sequence = try environment.write { txn -> UInt64? in
                 guard try nextSequence(txn) - 1 == head else { return nil }
+                // This migration takes over every earlier version's records; one by a version
+                // that isn't the newest leaves them for the newest's next open.
+                if try newestStoredModelVersion(txn) > modelVersion {
+                    try txn.put([1], forKey: MetaKey.earlierModelWrote, in: tables.meta)
+                } else {
+                    _ = try txn.delete(key: MetaKey.earlierModelWrote, in: tables.meta)
+                }
                 var sequence = head + 1
                 var groups: [ChangeGroup] = []
                 // Values stored under retired names are taken out first (in their versions'

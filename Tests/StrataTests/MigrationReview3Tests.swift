@@ -257,4 +257,38 @@ struct MigrationReview3Tests {
             #expect(names == ["Rex"])
         }
     }
+
+    @Test("an earlier model's app writes after a later one migrated the store, then a writer of the later model commits before its next open: that open still migrates what the earlier one wrote (before, the head was the later version's and the value stayed under the old name, unseen)")
+    func earlierWriteBeforeLaterWriterIsMigrated() async throws {
+        let dir = try TemporaryDirectory()
+        let v1 = try ManagedObjectModel { Entity("Player") { Attribute("email", .string) } }
+        let v2 = try ManagedObjectModel { Entity("Player") { Attribute("contact", .string).renamed(from: "email") } }
+        var earlier = try openCoordinator(dir, model: v1)
+        try await privateContext(earlier).perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Player").setValue("a", forKey: "email")
+            try context.save()
+        }
+        let later = try openCoordinator(dir, model: v2)
+        // The app's extension, not updated yet, writes with the earlier model…
+        earlier = try openCoordinator(dir, model: v1)
+        try await privateContext(earlier).perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Player").setValue("b", forKey: "email")
+            try context.save()
+        }
+        // …and the updated app, open all along, saves after it.
+        try await privateContext(later).perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Player").setValue("c", forKey: "contact")
+            try context.save()
+        }
+        let reopened = try openCoordinator(dir, model: v2)
+        try await privateContext(reopened).perform { (context: isolated ManagedObjectContext) throws in
+            var request = FetchRequest(entityName: "Player")
+            request.sortDescriptors = [FetchSortDescriptor(key: "contact")]
+            let values = try context.fetch(request).map { $0.value(forKey: "contact") as? String }
+            #expect(values == ["a", "b", "c"])
+        }
+        let count = try reopened.history(HistoryRequest()).count
+        _ = try openCoordinator(dir, model: v2)
+        #expect(try reopened.history(HistoryRequest()).count == count, "migrated once: the next open writes nothing")
+    }
 }
