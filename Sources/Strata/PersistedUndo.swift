@@ -107,7 +107,8 @@ final class PersistedUndoReader {
 
     /// Reads one transaction's operations, last first.
     private func read(_ event: TransactionEvent) {
-        // Reservations change no objects; imports (batch requests) are never undoable.
+        // Reservations change no objects; imports (batch requests) are never undoable; nor are
+        // migrations and purges, which no context saved.
         if !event.kind.isUndoable { return }
         // A transaction whose groups carry no origin (written before origins existed) and
         // whose kind is undo or redo is one operation on the group its kind names.
@@ -174,10 +175,14 @@ final class PersistedUndoReader {
 
 extension TransactionKind {
     /// Whether a context's undo stack can hold this transaction's groups: not a reservation
-    /// (no groups) nor an import (a batch request, which Core Data never registers for undo).
+    /// (no groups) nor an import (a batch request, which Core Data never registers for undo),
+    /// nor a model-version migration or a purge marker, which no context saved — their
+    /// author and context name are absent, which a context without a name or author matches
+    /// (before, such a context found a migration's fills, conversions and take-outs on its
+    /// undo stack, and undo put the store's values back in an earlier model's terms).
     fileprivate var isUndoable: Bool {
         switch self {
-        case .reservation, .import: false
+        case .reservation, .import, .migration, .purge: false
         default: true
         }
     }

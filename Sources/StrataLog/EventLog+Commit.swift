@@ -512,6 +512,9 @@ extension EventLog {
             guard let last = coding.lastPrimaryKey else { continue }
             try txn.put(bigEndianBytes(last), forKey: TableWriter.counterKey(try coding.entityCode(writer)), in: tables.counters)
         }
+        // An earlier model writing after a later one was stored: the later one's next open
+        // migrates it even if its own writers moved the head meanwhile (spec 0004 §4.5).
+        if try newestStoredModelVersion(txn) > modelVersion { try txn.put([1], forKey: MetaKey.earlierModelWrote, in: tables.meta) }
         try txn.put(bigEndianBytes(sequence), forKey: MetaKey.head, in: tables.meta)
         try checkpointIfDue(txn, appended: sequence, through: sequence)
         return CommitResult(event: event, permanentIDs: permanent)

@@ -14,7 +14,7 @@ extension EventLog {
         for version in catalog.modelVersions where version < modelVersion {
             let earlier = try catalog.schema(forModelVersion: version).model
             for entity in model.entities where earlier.entity(named: entity.name) == nil {
-                guard let identifier = entity.renamingIdentifier, identifier != entity.name,
+                guard let identifier = entity.renamingIdentifier,
                     let old = earlier.entities.first(where: { $0.name == identifier || $0.renamingIdentifier == identifier }),
                     model.entity(named: old.name) == nil
                 else { continue }

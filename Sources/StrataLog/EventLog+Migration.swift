@@ -59,9 +59,24 @@ extension EventLog {
                 }
             }
             if previous == nil { previous = try? read { try $0.event(head).modelVersion } }
-            guard let previous, previous != modelVersion else { return }
+            // An earlier model that wrote since this version's last migration (and a writer of
+            // this version after it, whose event is the head now) left records to migrate too
+            // (before, they stayed in the earlier version's terms until another version's open).
+            let earlierWrote = ((try? environment.read { txn in try txn.value(forKey: MetaKey.earlierModelWrote, in: tables.meta) }) ?? nil) != nil
+            guard let previous, previous != modelVersion || earlierWrote else { return }
             let previousSchema = try catalog.schema(forModelVersion: previous)
-            let added = Set(schema.indexes).subtracting(Set(previousSchema.indexes))
+            try refuseObjectsOfAbstractEntities(writer)
+            // Indexes the head's version lacks — or has over other entities: an entity of both
+            // versions that this one moves into or out of the index's entity's hierarchy has
+            // its objects added to it or taken out of it (before, they stayed out of the
+            // parent's index, or in it, and fetches of the parent through it missed them or
+            // found them). A sub-entity new to the version has no objects to add.
+            let added = Set(schema.indexes.filter { index in
+                guard previousSchema.indexes.contains(index) else { return true }
+                let before = Set(previousSchema.entities[index.entity]?.selfAndSubentities ?? [])
+                let now = Set(schema.entities[index.entity]?.selfAndSubentities ?? [])
+                return before.symmetricDifference(now).contains { previousSchema.entities[$0] != nil && schema.entities[$0] != nil }
+            })
             // Entities it renames (§4.6).
             let renamedEntities = try renamedEntities()
             // Derived attributes the version adds, or whose derivation (or type) it changes —
@@ -94,6 +109,13 @@ extension EventLog {
             // nil: another writer moved the head first; look again.
             let sequence = try environment.write { txn -> UInt64? in
                 guard try nextSequence(txn) - 1 == head else { return nil }
+                // This migration takes over every earlier version's records; one by a version
+                // that isn't the newest leaves them for the newest's next open.
+                if try newestStoredModelVersion(txn) > modelVersion {
+                    try txn.put([1], forKey: MetaKey.earlierModelWrote, in: tables.meta)
+                } else {
+                    _ = try txn.delete(key: MetaKey.earlierModelWrote, in: tables.meta)
+                }
                 var sequence = head + 1
                 var groups: [ChangeGroup] = []
                 // Values stored under retired names are taken out first (in their versions'
@@ -152,6 +174,39 @@ extension EventLog {
             }
         }
         throw LogError.invalidOperation("the store at \(path) kept changing while it was being migrated to its new model version; open it again")
+    }
+}
+
+extension EventLog {
+    /// Refuses a model version that makes an entity abstract while the store holds objects
+    /// of that entity itself (not of its sub-entities): an abstract entity has no objects of
+    /// its own, and a context would never find them — fetches, faults and relationships to
+    /// them would act as if they were gone (before, the open went ahead and hid them).
+    ///
+    /// - Throws: ``LogError/migration(_:)`` naming the entity and up to five of its objects;
+    ///   nothing is written.
+    func refuseObjectsOfAbstractEntities(_ writer: TableWriter) throws {
+        var problems: [String] = []
+        for entity in schema.entities.values.filter(\.isAbstract).sorted(by: { $0.name < $1.name }) {
+            guard let code = try? writer.entityCode(entity.name) else { continue }
+            var keys: [UInt64] = []
+            var count = 0
+            try environment.read { txn in
+                try txn.forEach(in: tables.state, range: .prefix([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)])) { key, _ in
+                    count += 1
+                    if keys.count < 5, let objectKey = key.withUnsafeBytes({ ObjectKey($0) }) { keys.append(objectKey.primaryKey) }
+                    return .next
+                }
+            }
+            guard count > 0 else { continue }
+            let named = keys.map { StoredObjectID(entity: entity.name, primaryKey: $0).description }.joined(separator: ", ")
+            let more = count > keys.count ? " and \(count - keys.count) more" : ""
+            problems.append(
+                "\(entity.name) is abstract in it, but the store has \(count) object\(count == 1 ? "" : "s") of \(entity.name) itself (\(named)\(more)), which no context would find")
+        }
+        guard !problems.isEmpty else { return }
+        throw LogError.migration(
+            "the stored objects can't be taken over by model version \(modelVersion): \(problems.joined(separator: "; ")). Nothing was written; keep the entity concrete, or make its objects objects of a sub-entity first (a staged migration's willMigrate handler)")
     }
 }
 

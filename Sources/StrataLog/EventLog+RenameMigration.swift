@@ -329,10 +329,13 @@ struct PutBack {
 /// `earlier` (whose `renamingIdentifier` in the earlier version is `identifier`): one whose
 /// `renamingIdentifier` is that name or shares that identifier (Core Data matches renaming
 /// identifiers), and whose own name the earlier version doesn't have (such a property keeps
-/// its own values). Nil when none does.
+/// its own values). Its identifier may be its own name: a property renamed back to its first
+/// name, kept as the identifier of every rename since (Core Data's canonical name; before,
+/// such a property was no rename, and the values were dropped as a removed property's).
+/// Nil when none does.
 func renameTarget(of name: String, identifier: String?, earlier: ModelSchema.Entity, later: EntityDescription) -> String? {
     later.properties.first { property in
-        guard let renaming = property.renamingIdentifier, renaming != property.name, earlier.propertiesByName[property.name] == nil
+        guard let renaming = property.renamingIdentifier, earlier.propertiesByName[property.name] == nil
         else { return false }
         return renaming == name || renaming == identifier
     }?.name

@@ -59,24 +59,38 @@ extension TableWriter {
             problemCount += 1
             if problems.count < 5 { problems.append(text()) }
         }
+        // The earlier versions migrated to (stored and not marked refused, spec 0004 §4.3): each
+        // took out the values of the attributes it lacks from every record written before it.
+        var migrated: [Int] = []
+        for version in catalog.modelVersions where version < modelVersion {
+            if try txn.value(forKey: MetaKey.refusedModel(version), in: tables.meta) == nil { migrated.append(version) }
+        }
         for (entityName, attributes) in candidates.sorted(by: { $0.key < $1.key }) {
             guard let entity = schema.entities[entityName], (try? entityCode(entityName)) != nil else { continue }
+            /// Whether model version `version` has the attribute: under its name, or under one
+            /// it renames (as the put-back matches them, whether or not a value was taken out).
+            func has(_ attribute: AttributeDescription, inVersion version: Int) -> Bool {
+                let versionSchema = try? schema(forModelVersion: version)
+                let recorded = versionSchema?.model.entity(named: entityName)
+                if recorded?.attributesByName[attribute.name]?.isPersisted == true { return true }
+                guard let earlier = versionSchema?.entities[entityName], let described = schema.model.entity(named: entityName) else { return false }
+                return earlier.properties.contains { old in
+                    old.isAttribute && entity.propertiesByName[old.name] == nil
+                        && renameTarget(
+                            of: old.name, identifier: recorded?.propertiesByName[old.name]?.renamingIdentifier, earlier: earlier, later: described)
+                            == attribute.name
+                }
+            }
             for (key, id, record) in try records(of: entityName, txn) {
                 // A record a later model version wrote is left for it.
                 guard record.modelVersion <= modelVersion else { continue }
-                let recordedSchema = try? schema(forModelVersion: record.modelVersion)
-                let recorded = recordedSchema?.model.entity(named: entityName)
-                /// Whether the record's version had the attribute: under its name, or under one
-                /// it renames (as the put-back matches them, whether or not a value was taken out).
+                /// Whether the record's version had the attribute, and every version migrated to
+                /// since has it too: one that lacked it took the value out (§4.5), so a nil is
+                /// that removal's, not the app's (before, it was kept, where an object written
+                /// after the removal got the default).
                 func had(_ attribute: AttributeDescription) -> Bool {
-                    if recorded?.attributesByName[attribute.name]?.isPersisted == true { return true }
-                    guard let earlier = recordedSchema?.entities[entityName], let described = schema.model.entity(named: entityName) else { return false }
-                    return earlier.properties.contains { old in
-                        old.isAttribute && entity.propertiesByName[old.name] == nil
-                            && renameTarget(
-                                of: old.name, identifier: recorded?.propertiesByName[old.name]?.renamingIdentifier, earlier: earlier, later: described)
-                                == attribute.name
-                    }
+                    has(attribute, inVersion: record.modelVersion)
+                        && migrated.allSatisfy { $0 <= record.modelVersion || has(attribute, inVersion: $0) }
                 }
                 var propertyChanges: [PropertyChange] = []
                 for attribute in attributes {

@@ -38,7 +38,7 @@ extension EventLog {
             if laterSchema.model.entity(named: entityName) == nil {
                 let identifier = earlierDescribed?.renamingIdentifier
                 guard let renamed = laterSchema.model.entities.first(where: { candidate in
-                    guard let renaming = candidate.renamingIdentifier, renaming != candidate.name,
+                    guard let renaming = candidate.renamingIdentifier,
                         earlierSchema.model.entity(named: candidate.name) == nil
                     else { return false }
                     return renaming == entityName || renaming == identifier
@@ -71,7 +71,7 @@ extension EventLog {
         if model.entity(named: entity) != nil {
             entityName = entity
         } else if let renamed = model.entities.first(where: { candidate in
-            guard let renaming = candidate.renamingIdentifier, renaming != candidate.name,
+            guard let renaming = candidate.renamingIdentifier,
                 earlierSchema.model.entity(named: candidate.name) == nil
             else { return false }
             return renaming == entity || renaming == described?.renamingIdentifier
@@ -300,7 +300,7 @@ extension EventLog {
             if laterSchema.model.entity(named: current) == nil {
                 let identifier = earlierSchema.model.entity(named: current)?.renamingIdentifier
                 guard let renamed = laterSchema.model.entities.first(where: { candidate in
-                    guard let renaming = candidate.renamingIdentifier, renaming != candidate.name,
+                    guard let renaming = candidate.renamingIdentifier,
                         earlierSchema.model.entity(named: candidate.name) == nil
                     else { return false }
                     return renaming == current || renaming == identifier

@@ -95,6 +95,23 @@ enum MetaKey {
     /// Present while model version `version`'s migration was refused (spec 0004 §4.3): the
     /// version is stored, but the store's data isn't in its terms.
     static func refusedModel(_ version: Int) -> [UInt8] { Array("refusedModel:".utf8) + bigEndianBytes(UInt32(clamping: version)) }
+    /// Present (`01`) once a model version earlier than the newest stored one committed: the
+    /// newest version's next open migrates what it wrote even when the head event is by then
+    /// the newest version's own (spec 0004 §4.5); that version's migration removes it.
+    static let earlierModelWrote = Array("earlierModelWrote".utf8)
+}
+
+extension EventLog {
+    /// The newest model version stored, as `txn` sees it (another process may have stored
+    /// one since this log read its catalog).
+    func newestStoredModelVersion(_ txn: borrowing LMDBTransaction) throws -> Int {
+        var newest = 0
+        try txn.forEach(in: tables.models, reverse: true) { key, _ in
+            newest = key.withUnsafeBytes { readBigEndian($0, count: 4) }.map { Int($0) } ?? 0
+            return .stop
+        }
+        return newest
+    }
 }
 
 extension MetaKey {
