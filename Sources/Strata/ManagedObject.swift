@@ -288,6 +288,16 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     public var managedObjectContext: ManagedObjectContext? { isInvalidated ? nil : core?.context }
     /// Whether the object's values haven't been loaded yet (`isFault`).
     public var isFault: Bool { !hasCommittedValues && !isInsertedFlag }
+    /// The object's faulting state (`faultingState`): 0 when it is fully initialized — its
+    /// values loaded, or inserted — and 1 while it is a fault (``isFault``). Core Data
+    /// documents only that 0 means "fully initialized and not transitioning"; Strata's
+    /// objects have no other transitional state an app can observe.
+    ///
+    /// ```swift
+    /// let team = try context.existingObject(with: id)   // loaded: 0
+    /// context.refresh(team, mergeChanges: false)         // a fault again: 1
+    /// ```
+    public var faultingState: Int { isFault ? 1 : 0 }
     /// Whether the object was inserted and not yet saved (`isInserted`).
     public var isInserted: Bool { isInsertedFlag }
     /// Whether the object has unsaved changes to a persistent property (`isUpdated`).

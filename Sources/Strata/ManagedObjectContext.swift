@@ -25,6 +25,15 @@ public actor ManagedObjectContext {
         case mainQueue
         /// A private serial queue (`privateQueueConcurrencyType`).
         case privateQueue
+
+        /// Core Data's Swift name for ``mainQueue`` (`NSManagedObjectContextConcurrencyType`).
+        ///
+        /// ```swift
+        /// let view = ManagedObjectContext(concurrencyType: .mainQueueConcurrencyType, coordinator: coordinator)
+        /// ```
+        public static var mainQueueConcurrencyType: ConcurrencyType { .mainQueue }
+        /// Core Data's Swift name for ``privateQueue``.
+        public static var privateQueueConcurrencyType: ConcurrencyType { .privateQueue }
     }
 
     /// The queue type.
