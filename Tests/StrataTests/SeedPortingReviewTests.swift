@@ -174,3 +174,136 @@ struct SeedPortingReviewTests {
         #expect(ages == Array(100...200))
     }
 }
+
+@Suite("Porting a Core Data app: seed 000/002/004 flows as a Core Data programmer writes them", .serialized)
+struct SeedPortingFlowTests {
+    @Test("seed 000 flows: deny is 1600 keyed by the relationship, a transient-only change isn't a persistent one, refresh without merge discards, BETWEEN/IN with arrays, a saved delete leaves the context, changedValuesForCurrentEvent, typed fetchRequest()")
+    func probes() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.employeeDepartment, classes: [(Employee.self, "Employee")])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let department = try context.insertNewObject(forEntityName: "Department")
+            department.setValue("Eng", forKey: "name")
+            let person = try context.insertNewObject(forEntityName: "Employee")
+            person.setValue("Ada", forKey: "firstName")
+            person.setValue(department, forKey: "department")
+            person.setValue(Decimal(150), forKey: "salary")
+            try context.save()
+            // deny: 1600 with the relationship as the key
+            context.delete(department)
+            do { try context.save(); Issue.record("saved") } catch {
+                let ns = error as NSError
+                #expect(ns.code == 1600, "\(ns.code)")
+                #expect(ns.userInfo[ErrorUserInfoKey.validationKey] as? String == "employees", "\(ns.userInfo)")
+            }
+            context.rollback()
+            // transient only
+            person.setValue("Ada L", forKey: "fullName")
+            #expect(!person.hasPersistentChangedValues)
+            #expect(!person.isUpdated)
+            #expect(person.changedValues().isEmpty, "\(person.changedValues())")
+            // refresh without merge discards
+            person.setValue("Grace", forKey: "firstName")
+            context.refresh(person, mergeChanges: false)
+            #expect(!person.hasChanges)
+            #expect(person.value(forKey: "firstName") as? String == "Ada")
+            let contextChanged = context.hasChanges
+            #expect(!contextChanged)
+            // BETWEEN %@ with an array
+            let between = try context.count(for: try FetchRequest(entityName: "Employee", format: "salary BETWEEN %@", [100, 200]))
+            #expect(between == 1)
+            let inList = try context.count(for: try FetchRequest(entityName: "Employee", format: "firstName IN %@", ["Ada", "Bo"]))
+            #expect(inList == 1)
+            // undo with nothing to undo
+            context.removeAllUndoActions()
+            try context.undo()
+            // a saved delete
+            let other = try context.insertNewObject(forEntityName: "Department")
+            try context.save()
+            context.delete(other)
+            #expect(other.isDeleted)
+            try context.save()
+            #expect(!other.isDeleted, "Core Data: false once the delete is saved")
+            #expect(other.managedObjectContext == nil)
+            // changedValuesForCurrentEvent: old values, empty after processPendingChanges
+            person.setValue("Ann", forKey: "firstName")
+            #expect(person.changedValuesForCurrentEvent()["firstName"] as? String == "Ada")
+            context.processPendingChanges()
+            #expect(person.changedValuesForCurrentEvent().isEmpty)
+            // count(for:) with a fetchLimit
+            var limited = FetchRequest(entityName: "Employee")
+            limited.fetchLimit = 0
+            #expect(try context.count(for: limited) == 1)
+            // a fetch by the Employee class's fetchRequest()
+            let typed = try context.fetch(Employee.fetchRequest(), as: Employee.self)
+            #expect(typed.count == 1)
+            // existing object with a %@ of a managed object in a predicate and SELF
+            let me = try context.fetch(try FetchRequest(entityName: "Employee", format: "SELF == %@", person))
+            #expect(me.first === person)
+            let byDept = try context.fetch(try FetchRequest(entityName: "Employee", format: "department.name ==[c] %@", "eng"))
+            #expect(byDept.count == 1)
+        }
+    }
+}
+
+extension SeedPortingFlowTests {
+    @Test("gap: seed 004's metadata keys — StoreTypeKey and StoreUUIDKey (Core Data's NSStoreTypeKey, NSStoreUUIDKey) — on an in-memory store; the UUID is the host of its URIs")
+    func storeMetadataKeys() async throws {
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try SeedModels.leagueManager)
+        let store = try coordinator.addPersistentStore(type: .inMemory)
+        let metadata = coordinator.metadata(for: store)
+        #expect(metadata[StoreTypeKey] == .string(PersistentStore.StoreType.inMemory.rawValue))
+        let uuid = try #require(metadata[StoreUUIDKey])
+        #expect(uuid == .string(store.identifier.uuidString))
+        let uri = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            try context.save()
+            return team.objectID.uriRepresentation()
+        }
+        #expect(uuid == .string(uri.host ?? ""), "\(uri)")
+
+        let dir = try TemporaryDirectory()
+        let onDisk = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let url = try #require(onDisk.persistentStores.first?.url)
+        let read = try PersistentStoreCoordinator.metadataForPersistentStore(type: .eventLog, at: url)
+        #expect(read[StoreTypeKey] == .string("EventLog"))
+        #expect(read[StoreUUIDKey] == .string(try #require(onDisk.persistentStores.first).identifier.uuidString))
+    }
+
+    @Test("seed 000/002 key paths and faults: @avg/@max/@min/@distinctUnionOfObjects, a to-many key path gives the set of values, hasFault before a to-many is read")
+    func keyPathsAndRelationshipFaults() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.employeeDepartment)
+        let departmentID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let department = try context.insertNewObject(forEntityName: "Department")
+            for (name, salary) in [("Ada", 100), ("Bo", 300), ("Ada", 200)] {
+                let employee = try context.insertNewObject(forEntityName: "Employee")
+                employee.setValue(name, forKey: "firstName")
+                employee.setValue(Decimal(salary), forKey: "salary")
+                employee.setValue(department, forKey: "department")
+            }
+            try context.save()
+            return department.objectID
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let department = try context.existingObject(with: departmentID)
+            #expect(department.hasFault(forRelationshipNamed: "employees"), "not read yet: a relationship fault")
+            func number(_ value: Any?) -> Double? {
+                switch value {
+                case let v as Decimal: NSDecimalNumber(decimal: v).doubleValue
+                case let v as Double: v
+                case let v as Int: Double(v)
+                default: nil
+                }
+            }
+            #expect(number(department.value(forKeyPath: "employees.@avg.salary")) == 200)
+            #expect(number(department.value(forKeyPath: "employees.@max.salary")) == 300)
+            #expect(number(department.value(forKeyPath: "employees.@min.salary")) == 100)
+            let distinct = department.value(forKeyPath: "employees.@distinctUnionOfObjects.firstName")
+            #expect(Set((distinct as? [String]) ?? []) == ["Ada", "Bo"], "\(String(describing: distinct))")
+            let names = department.value(forKeyPath: "employees.firstName")
+            #expect((names as? Set<String>) == ["Ada", "Bo"] || Set((names as? [String]) ?? []) == ["Ada", "Bo"], "\(String(describing: names))")
+            #expect(!department.hasFault(forRelationshipNamed: "employees"))
+        }
+    }
+}
