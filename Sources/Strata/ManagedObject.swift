@@ -277,6 +277,27 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         context.core.completeInsert(self, info: creation.entity, in: context)
     }
 
+    /// Inserts a new object of this class and `entity` into `context` — Core Data's
+    /// `init(entity:insertInto:)`, seed 001's `[[Run alloc] initWithEntity:runEntity
+    /// insertIntoManagedObjectContext:moContext]` — as ``init(entityName:context:)`` does with
+    /// the entity's name. Strata has no object outside a context: `context` isn't optional.
+    ///
+    /// ```swift
+    /// let runEntity = try #require(model.entitiesByName["Run"])
+    /// let run = try Run(entity: runEntity, insertInto: context)
+    /// ```
+    ///
+    /// - Throws: ``ContextError/unknownEntity(_:)`` when the context's model has no entity of
+    ///   that name; ``ContextError/invalidArgument(_:)`` for an abstract entity.
+    public init(entity: EntityDescription, insertInto context: isolated ManagedObjectContext) throws {
+        let creation = try context.core.creation(forInserting: entity.name)
+        info = creation.entity
+        objectID = creation.objectID
+        registry = creation.registry
+        valuesStamp = creation.registry.nextStamp()
+        context.core.completeInsert(self, info: creation.entity, in: context)
+    }
+
     deinit {
         // The context's registry doesn't retain the object: take its entry out.
         registry.forget(self)

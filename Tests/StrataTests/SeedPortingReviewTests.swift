@@ -307,3 +307,28 @@ extension SeedPortingFlowTests {
         }
     }
 }
+
+extension SeedPortingFlowTests {
+    @Test("gap: seed 001's inserts as written — EntityDescription.insertNewObject(forEntityName:into:), entity(forEntityName:in:), Run(entity:insertInto:)")
+    func seed001Inserts() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.run, classes: [(Run.self, "Run")])
+        let context = privateContext(coordinator)
+        let runEntity = try #require(EntityDescription.entity(forEntityName: "Run", in: context))
+        #expect(runEntity.managedObjectClassName == "Run")
+        #expect(EntityDescription.entity(forEntityName: "Walk", in: context) == nil)
+        let pids = try await context.perform { (context: isolated ManagedObjectContext) throws -> [Int32] in
+            let run = try Run(entity: runEntity, insertInto: context)
+            #expect(run.isInserted && run.date != nil, "awakeFromInsert ran")
+            run.processID = 940
+            let another = try EntityDescription.insertNewObject(forEntityName: "Run", into: context)
+            #expect(another is Run, "the class registered for the entity")
+            another.setValue(Int32(955), forKey: "processID")
+            #expect(throws: ContextError.self) { try EntityDescription.insertNewObject(forEntityName: "Walk", into: context) }
+            try context.save()
+            let request = FetchRequest(entityName: "Run", sortDescriptors: [FetchSortDescriptor(key: "processID")])
+            return try context.fetch(request).compactMap { ($0 as? Run)?.processID }
+        }
+        #expect(pids == [940, 955])
+    }
+}
