@@ -217,9 +217,36 @@ extension ManagedObjectContext {
     /// ``ContextDidSave`` value, for ``mergeChanges(fromContextDidSave:)-(Notification)``).
     public static let didSaveObjectsNotification = Notification.Name("ManagedObjectContextDidSave")
     /// Posted after the context merged other saves (Core Data's
-    /// `didMergeChangesObjectIDsNotification`); `userInfo`: the ID sets and
+    /// `didMergeChangesObjectIDsNotification`); `userInfo`: the ID sets — under Core Data's
+    /// keys for this notification (``NotificationKey/insertedObjectIDs`` and its siblings)
+    /// and under ``NotificationKey/insertedObjects`` and its siblings — and
     /// ``NotificationKey/sequence`` when the merge brought the context through a sequence.
     public static let didMergeChangesObjectIDsNotification = Notification.Name("ManagedObjectContextDidMergeChangesObjectIDs")
+    /// Posted with ``didChangeObjectsNotification``, with the same ID sets under Core Data's
+    /// keys for object IDs: ``NotificationKey/insertedObjectIDs``,
+    /// ``NotificationKey/updatedObjectIDs``, ``NotificationKey/deletedObjectIDs``,
+    /// ``NotificationKey/refreshedObjectIDs``, ``NotificationKey/invalidatedObjectIDs`` (each
+    /// omitted when empty) and ``NotificationKey/invalidatedAllObjects`` (Core Data's
+    /// `didChangeObjectIDsNotification`).
+    ///
+    /// ```swift
+    /// NotificationCenter.default.addObserver(forName: ManagedObjectContext.didChangeObjectIDsNotification, object: context, queue: nil) { note in
+    ///     let updated = note.userInfo?[ManagedObjectContext.NotificationKey.updatedObjectIDs.rawValue] as? Set<ManagedObjectID>
+    /// }
+    /// ```
+    public static let didChangeObjectIDsNotification = Notification.Name("ManagedObjectContextObjectsDidChangeObjectIDs")
+    /// Posted with ``didSaveObjectsNotification``, after it, with the saved objects' permanent
+    /// IDs under ``NotificationKey/insertedObjectIDs``, ``NotificationKey/updatedObjectIDs`` and
+    /// ``NotificationKey/deletedObjectIDs`` (always present), as Core Data's
+    /// `didSaveObjectIDsNotification` — the one Core Data recommends over
+    /// `didSaveObjectsNotification`, whose sets hold objects in Core Data (Strata's hold IDs).
+    ///
+    /// ```swift
+    /// NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveObjectIDsNotification, object: background, queue: nil) { note in
+    ///     let inserted = note.userInfo?[ManagedObjectContext.NotificationKey.insertedObjectIDs.rawValue] as? Set<ManagedObjectID>
+    /// }
+    /// ```
+    public static let didSaveObjectIDsNotification = Notification.Name("ManagedObjectContextDidSaveObjectIDs")
 
     /// The `userInfo` keys of the context's notifications (Core Data's `NotificationKey`,
     /// same raw values).
@@ -241,6 +268,18 @@ extension ManagedObjectContext {
         case sequence = "sequence"
         /// ``ContextDidSave``: the whole did-save value (did-save only).
         case contextDidSave = "contextDidSave"
+        /// `Set<ManagedObjectID>`: inserted objects, in the object-ID notifications
+        /// (``didSaveObjectIDsNotification``, ``didChangeObjectIDsNotification``,
+        /// ``didMergeChangesObjectIDsNotification``), Core Data's `NSInsertedObjectIDsKey`.
+        case insertedObjectIDs = "inserted_objectIDs"
+        /// `Set<ManagedObjectID>`: updated objects, in the object-ID notifications.
+        case updatedObjectIDs = "updated_objectIDs"
+        /// `Set<ManagedObjectID>`: deleted objects, in the object-ID notifications.
+        case deletedObjectIDs = "deleted_objectIDs"
+        /// `Set<ManagedObjectID>`: refreshed objects, in the object-ID notifications.
+        case refreshedObjectIDs = "refreshed_objectIDs"
+        /// `Set<ManagedObjectID>`: invalidated objects, in the object-ID notifications.
+        case invalidatedObjectIDs = "invalidated_objectIDs"
     }
 }
 
@@ -420,35 +459,49 @@ extension ContextNotification {
         typealias Key = ManagedObjectContext.NotificationKey
         // Room for every key up front: growing the dictionary rehashes its keys each time.
         var info = [AnyHashable: Any](minimumCapacity: 8)
+        // The same sets under Core Data's object-ID keys, for the object-ID notification
+        // posted after this one (did-change, did-save) or in this one (did-merge).
+        var idInfo = [AnyHashable: Any](minimumCapacity: 6)
         let name: Notification.Name
-        func put(_ key: Key, _ ids: Set<ManagedObjectID>) { info[key.rawValue] = ids }
+        var idName: Notification.Name?
+        func put(_ key: Key, _ idKey: Key, _ ids: Set<ManagedObjectID>) {
+            info[key.rawValue] = ids
+            idInfo[idKey.rawValue] = ids
+        }
         switch self {
         case .objectsDidChange(let change):
             name = ManagedObjectContext.didChangeObjectsNotification
-            if !change.inserted.isEmpty { put(.insertedObjects, change.inserted) }
-            if !change.updated.isEmpty { put(.updatedObjects, change.updated) }
-            if !change.deleted.isEmpty { put(.deletedObjects, change.deleted) }
-            if !change.refreshed.isEmpty { put(.refreshedObjects, change.refreshed) }
-            if !change.invalidated.isEmpty { put(.invalidatedObjects, change.invalidated) }
-            if change.invalidatedAll { info[Key.invalidatedAllObjects.rawValue] = true }
+            idName = ManagedObjectContext.didChangeObjectIDsNotification
+            if !change.inserted.isEmpty { put(.insertedObjects, .insertedObjectIDs, change.inserted) }
+            if !change.updated.isEmpty { put(.updatedObjects, .updatedObjectIDs, change.updated) }
+            if !change.deleted.isEmpty { put(.deletedObjects, .deletedObjectIDs, change.deleted) }
+            if !change.refreshed.isEmpty { put(.refreshedObjects, .refreshedObjectIDs, change.refreshed) }
+            if !change.invalidated.isEmpty { put(.invalidatedObjects, .invalidatedObjectIDs, change.invalidated) }
+            if change.invalidatedAll {
+                info[Key.invalidatedAllObjects.rawValue] = true
+                idInfo[Key.invalidatedAllObjects.rawValue] = true
+            }
         case .willSave:
             name = ManagedObjectContext.willSaveObjectsNotification
         case .didSave(let save):
             name = ManagedObjectContext.didSaveObjectsNotification
-            put(.insertedObjects, save.inserted)
-            put(.updatedObjects, save.updated)
-            put(.deletedObjects, save.deleted)
+            idName = ManagedObjectContext.didSaveObjectIDsNotification
+            put(.insertedObjects, .insertedObjectIDs, save.inserted)
+            put(.updatedObjects, .updatedObjectIDs, save.updated)
+            put(.deletedObjects, .deletedObjectIDs, save.deleted)
             if let sequence = save.sequence { info[Key.sequence.rawValue] = sequence }
             info[Key.contextDidSave.rawValue] = save
         case .didMerge(let merge):
             name = ManagedObjectContext.didMergeChangesObjectIDsNotification
-            put(.insertedObjects, merge.inserted)
-            put(.updatedObjects, merge.updated)
-            put(.deletedObjects, merge.deleted)
-            put(.refreshedObjects, merge.refreshed)
-            put(.invalidatedObjects, merge.invalidated)
+            put(.insertedObjects, .insertedObjectIDs, merge.inserted)
+            put(.updatedObjects, .updatedObjectIDs, merge.updated)
+            put(.deletedObjects, .deletedObjectIDs, merge.deleted)
+            put(.refreshedObjects, .refreshedObjectIDs, merge.refreshed)
+            put(.invalidatedObjects, .invalidatedObjectIDs, merge.invalidated)
+            info.merge(idInfo) { old, _ in old }
             if let sequence = merge.throughSequence { info[Key.sequence.rawValue] = sequence }
         }
         NotificationCenter.default.post(name: name, object: context, userInfo: info.isEmpty ? nil : info)
+        if let idName { NotificationCenter.default.post(name: idName, object: context, userInfo: idInfo.isEmpty ? nil : idInfo) }
     }
 }

@@ -54,6 +54,38 @@ public struct FetchSortDescriptor: Sendable, Hashable {
         FetchSortDescriptor(key: key, ascending: ascending, caseInsensitive: true, numeric: true)
     }
 
+    /// Creates a sort descriptor comparing by the method Core Data's
+    /// `NSSortDescriptor(key:ascending:selector:)` names — written as its Objective-C name,
+    /// since Swift on Linux has no `#selector`:
+    ///
+    /// | `selector` | compares |
+    /// | --- | --- |
+    /// | `"compare:"` | as ``init(key:ascending:caseInsensitive:diacriticInsensitive:numeric:)`` does |
+    /// | `"caseInsensitiveCompare:"`, `"localizedCaseInsensitiveCompare:"`, `"localizedCompare:"` | strings ignoring case |
+    /// | `"localizedStandardCompare:"` | as ``localizedStandard(key:ascending:)`` does |
+    ///
+    /// Strata compares without a locale, so the localized comparisons give the same order on
+    /// every machine: `"localizedCompare:"` puts "apple" before "Banana" as a locale does
+    /// (plain `compare:` puts capitals first), but breaks no ties by case.
+    ///
+    /// ```swift
+    /// request.sortDescriptors = [try FetchSortDescriptor(key: "lastName", ascending: true, selector: "localizedCaseInsensitiveCompare:")]
+    /// ```
+    ///
+    /// - Throws: ``ContextError/invalidArgument(_:)`` for any other selector, naming the ones
+    ///   supported (Core Data's SQLite store refuses custom selectors at fetch too).
+    public init(key: String, ascending: Bool = true, selector: String) throws {
+        switch selector {
+        case "compare:": self.init(key: key, ascending: ascending)
+        case "caseInsensitiveCompare:", "localizedCaseInsensitiveCompare:", "localizedCompare:":
+            self.init(key: key, ascending: ascending, caseInsensitive: true)
+        case "localizedStandardCompare:": self = .localizedStandard(key: key, ascending: ascending)
+        default:
+            throw ContextError.invalidArgument(
+                "the sort descriptor on '\(key)' names the selector '\(selector)'; Strata sorts by compare:, caseInsensitiveCompare:, localizedCompare:, localizedCaseInsensitiveCompare: or localizedStandardCompare:")
+        }
+    }
+
     /// Creates a sort descriptor over a typed property of a custom class, such as
     /// `\Person.age`; the property must read its value through `value(forKey:)`.
     public init<Root: ManagedObject, Value>(

@@ -277,6 +277,27 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         context.core.completeInsert(self, info: creation.entity, in: context)
     }
 
+    /// Inserts a new object of this class and `entity` into `context` — Core Data's
+    /// `init(entity:insertInto:)`, seed 001's `[[Run alloc] initWithEntity:runEntity
+    /// insertIntoManagedObjectContext:moContext]` — as ``init(entityName:context:)`` does with
+    /// the entity's name. Strata has no object outside a context: `context` isn't optional.
+    ///
+    /// ```swift
+    /// let runEntity = try #require(model.entitiesByName["Run"])
+    /// let run = try Run(entity: runEntity, insertInto: context)
+    /// ```
+    ///
+    /// - Throws: ``ContextError/unknownEntity(_:)`` when the context's model has no entity of
+    ///   that name; ``ContextError/invalidArgument(_:)`` for an abstract entity.
+    public init(entity: EntityDescription, insertInto context: isolated ManagedObjectContext) throws {
+        let creation = try context.core.creation(forInserting: entity.name)
+        info = creation.entity
+        objectID = creation.objectID
+        registry = creation.registry
+        valuesStamp = creation.registry.nextStamp()
+        context.core.completeInsert(self, info: creation.entity, in: context)
+    }
+
     deinit {
         // The context's registry doesn't retain the object: take its entry out.
         registry.forget(self)
@@ -288,6 +309,16 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     public var managedObjectContext: ManagedObjectContext? { isInvalidated ? nil : core?.context }
     /// Whether the object's values haven't been loaded yet (`isFault`).
     public var isFault: Bool { !hasCommittedValues && !isInsertedFlag }
+    /// The object's faulting state (`faultingState`): 0 when it is fully initialized — its
+    /// values loaded, or inserted — and 1 while it is a fault (``isFault``). Core Data
+    /// documents only that 0 means "fully initialized and not transitioning"; Strata's
+    /// objects have no other transitional state an app can observe.
+    ///
+    /// ```swift
+    /// let team = try context.existingObject(with: id)   // loaded: 0
+    /// context.refresh(team, mergeChanges: false)         // a fault again: 1
+    /// ```
+    public var faultingState: Int { isFault ? 1 : 0 }
     /// Whether the object was inserted and not yet saved (`isInserted`).
     public var isInserted: Bool { isInsertedFlag }
     /// Whether the object has unsaved changes to a persistent property (`isUpdated`).

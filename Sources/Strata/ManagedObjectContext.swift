@@ -25,6 +25,15 @@ public actor ManagedObjectContext {
         case mainQueue
         /// A private serial queue (`privateQueueConcurrencyType`).
         case privateQueue
+
+        /// Core Data's Swift name for ``mainQueue`` (`NSManagedObjectContextConcurrencyType`).
+        ///
+        /// ```swift
+        /// let view = ManagedObjectContext(concurrencyType: .mainQueueConcurrencyType, coordinator: coordinator)
+        /// ```
+        public static var mainQueueConcurrencyType: ConcurrencyType { .mainQueue }
+        /// Core Data's Swift name for ``privateQueue``.
+        public static var privateQueueConcurrencyType: ConcurrencyType { .privateQueue }
     }
 
     /// The queue type.
@@ -756,5 +765,35 @@ extension ManagedObjectContext {
         executor.queue.async { [weak self] in
             self?.assumeIsolated { context in context.core.mergeAutomatically(through: sequence) }
         }
+    }
+}
+
+// MARK: - Core Data's class methods of NSEntityDescription
+
+extension EntityDescription {
+    /// Inserts a new object of the entity named `entityName` into `context` — Core Data's
+    /// `NSEntityDescription.insertNewObject(forEntityName:into:)`, the idiom of seed 001's
+    /// `[NSEntityDescription insertNewObjectForEntityForName:@"Author" inManagedObjectContext:context]`;
+    /// the same as ``ManagedObjectContext/insertNewObject(forEntityName:)``.
+    ///
+    /// ```swift
+    /// let author = try EntityDescription.insertNewObject(forEntityName: "Author", into: context)
+    /// ```
+    ///
+    /// - Throws: ``ContextError/unknownEntity(_:)``; ``ContextError/invalidArgument(_:)`` for an
+    ///   abstract entity.
+    public static func insertNewObject(forEntityName entityName: String, into context: isolated ManagedObjectContext) throws -> ManagedObject {
+        try context.insertNewObject(forEntityName: entityName)
+    }
+
+    /// The entity named `entityName` in the model of `context`'s coordinator, or nil — Core
+    /// Data's `NSEntityDescription.entity(forEntityName:in:)`. Callable from any thread: the
+    /// model doesn't change.
+    ///
+    /// ```swift
+    /// let runEntity = EntityDescription.entity(forEntityName: "Run", in: context)
+    /// ```
+    public static func entity(forEntityName entityName: String, in context: ManagedObjectContext) -> EntityDescription? {
+        context.persistentStoreCoordinator.managedObjectModel.entity(named: entityName)
     }
 }

@@ -327,7 +327,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Strata's own metadata keys for a store.
     static func strataMetadata(type: PersistentStore.StoreType, storeUUID: UUID, model: ManagedObjectModel) -> [String: MetadataValue] {
         var metadata: [String: MetadataValue] = [
-            "StoreType": .string(type.rawValue), "StoreUUID": .string(storeUUID.uuidString),
+            StoreTypeKey: .string(type.rawValue), StoreUUIDKey: .string(storeUUID.uuidString),
             "ModelVersionHash": .string(lowercaseHex(model.versionHash)),
         ]
         for (entity, hash) in model.entityVersionHashesByName {
@@ -403,3 +403,21 @@ public final class PersistentStoreCoordinator: Sendable {
 func lowercaseHex(_ bytes: some Sequence<UInt8>) -> String {
     bytes.map { String(format: "%02x", $0) }.joined()
 }
+
+// MARK: - Metadata keys
+
+/// The metadata key of the store's type (Core Data's `NSStoreTypeKey`), whose value is the
+/// ``PersistentStore/StoreType`` raw value (`"EventLog"`, `"InMemory"`).
+///
+/// ```swift
+/// coordinator.metadata(for: store)[StoreTypeKey]  // .string("EventLog")
+/// ```
+public let StoreTypeKey = "StoreType"
+
+/// The metadata key of the store's UUID (Core Data's `NSStoreUUIDKey`), whose value is
+/// ``PersistentStore/identifier``'s `uuidString`: the host part of the store's object URIs.
+///
+/// ```swift
+/// coordinator.metadata(for: store)[StoreUUIDKey]  // .string("6F9619FF-…")
+/// ```
+public let StoreUUIDKey = "StoreUUID"

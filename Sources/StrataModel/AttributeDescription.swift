@@ -1,4 +1,5 @@
 internal import Foundation
+public import StrataPredicate
 
 // MARK: - AttributeDescription
 
@@ -21,8 +22,11 @@ public struct AttributeDescription: Sendable, Hashable, Codable {
 
     /// The attribute's name, unique among its entity's properties (including inherited ones).
     public var name: String
-    /// The storage type (`NSAttributeDescription.attributeType`).
-    public var attributeType: AttributeType
+    /// The storage type (`NSAttributeDescription.attributeType`). Changing it converts
+    /// ``defaultValue`` to the new type when that loses nothing, as setting the default does.
+    public var attributeType: AttributeType {
+        didSet { if let value = defaultValue, !value.matches(attributeType) { defaultValue = value.coerced(to: attributeType) } }
+    }
 
     // MARK: - Flags
 
@@ -50,8 +54,19 @@ public struct AttributeDescription: Sendable, Hashable, Codable {
     // MARK: - Values
 
     /// The value a newly inserted object starts with (`defaultValue`); must match
-    /// ``attributeType``.
-    public var defaultValue: AttributeValue?
+    /// ``attributeType``. A value set here is converted to the attribute's type when that
+    /// loses nothing, as ``init(_:_:optional:transient:indexed:default:derivation:)`` does,
+    /// so the Core Data idiom of setting a number works for any integer or floating-point
+    /// type (in Core Data the default is an `NSNumber`, whatever the type); a value that
+    /// doesn't convert (`70000` for an `int16`) is kept and the model checker reports it.
+    ///
+    /// ```swift
+    /// var processID = AttributeDescription("processID", .int32)
+    /// processID.defaultValue = -1        // .int32(-1), not the literal's .int64(-1)
+    /// ```
+    public var defaultValue: AttributeValue? {
+        didSet { if let value = defaultValue, !value.matches(attributeType) { defaultValue = value.coerced(to: attributeType) } }
+    }
 
     // MARK: - Derivation
 
@@ -134,6 +149,22 @@ public struct AttributeDescription: Sendable, Hashable, Codable {
     }
 
     // MARK: - Derived
+
+    /// Replaces the validation predicates and their warnings, paired in order (Core Data's
+    /// `setValidationPredicates(_:withValidationWarnings:)`); nil clears them. A predicate
+    /// without a warning at its position is reported with its own format string as the
+    /// warning; warnings beyond the last predicate are ignored.
+    ///
+    /// ```swift
+    /// var processID = AttributeDescription("processID", .int32)
+    /// processID.setValidationPredicates([try FormatPredicate(format: "SELF > 0")], withValidationWarnings: ["Process ID < 1"])
+    /// ```
+    public mutating func setValidationPredicates(_ predicates: [FormatPredicate]?, withValidationWarnings warnings: [String]?) {
+        let warnings = warnings ?? []
+        validationPredicates = (predicates ?? []).enumerated().map { index, predicate in
+            ValidationPredicate(ModelPredicate(predicate), warning: index < warnings.count ? warnings[index] : predicate.description)
+        }
+    }
 
     /// The validation warnings, in the order of ``validationPredicates``
     /// (`validationWarnings`).

@@ -44,6 +44,17 @@ public enum AttributeType: Sendable, Hashable {
     /// `valueTypeName` is the Swift type name of the decoded value, for example `"[String]"`.
     case transformable(valueTypeName: String)
 
+    /// Core Data's Swift name for ``int16`` (`NSAttributeDescription.AttributeType.integer16`).
+    ///
+    /// ```swift
+    /// AttributeDescription("age", .integer16).attributeType == .int16  // true
+    /// ```
+    public static var integer16: AttributeType { .int16 }
+    /// Core Data's Swift name for ``int32`` (`NSAttributeDescription.AttributeType.integer32`).
+    public static var integer32: AttributeType { .int32 }
+    /// Core Data's Swift name for ``int64`` (`NSAttributeDescription.AttributeType.integer64`).
+    public static var integer64: AttributeType { .int64 }
+
     // MARK: - Names
 
     /// The type's name as written in model files: `int16`, `int32`, `int64`, `decimal`,
