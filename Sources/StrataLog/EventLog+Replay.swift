@@ -159,11 +159,22 @@ extension EventLog {
         /// The newest model version an event replayed was written with: the copy's data is in
         /// its terms (0: no event replayed).
         var inForce = 0
+        /// Whether a model version earlier than the newest stored one wrote after the last
+        /// migration to the newest (spec 0004 §4.5, `earlierModelWrote`): the copy's newest-
+        /// version open must then migrate it, as this store's would. A base snapshot in an
+        /// earlier version's terms counts as such a write.
+        let newest = catalog.modelVersions.max() ?? 0
+        var earlierWrote = purged > 0 && (baseVersion ?? newest) < newest
         func flush(_ batch: [TransactionEvent]) throws {
             guard let last = batch.last else { return }
             try target.write { txn in
                 for event in batch {
                     inForce = max(inForce, event.modelVersion)
+                    if case .migration = event.kind {
+                        earlierWrote = event.modelVersion < newest
+                    } else if event.modelVersion < newest {
+                        earlierWrote = true
+                    }
                     try writer.apply(txn, event, checkBeforeImages: false)
                     let bytes = try EventCodec.encode(event, catalog: catalog)
                     var chunk: UInt32 = 0
@@ -208,6 +219,9 @@ extension EventLog {
                     for version in later { try txn.put([1], forKey: MetaKey.refusedModel(version), in: targetTables.meta) }
                 }
             }
+        }
+        if earlierWrote {
+            try target.write { txn in try txn.put([1], forKey: MetaKey.earlierModelWrote, in: targetTables.meta) }
         }
         let objectCount = try target.read { txn in try txn.count(in: targetTables.state) }
         return ReplayReport(path: path, storeUUID: uuid, head: sequence, objectCount: objectCount)

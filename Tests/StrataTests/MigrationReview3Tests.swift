@@ -292,3 +292,39 @@ struct MigrationReview3Tests {
         #expect(try reopened.history(HistoryRequest()).count == count, "migrated once: the next open writes nothing")
     }
 }
+
+@Suite("Migration: an earlier model's writes in a replayed copy")
+struct EarlierWriteReplayTests {
+    @Test("replay --into of a store where an earlier model wrote after the migration and a later writer after it: the copy's next open by the later model migrates the earlier writes too (before, the copy lacked earlierModelWrote and kept 'b' under the old name)")
+    func replayedCopyMigratesEarlierWrites() async throws {
+        let dir = try TemporaryDirectory()
+        let v1 = try ManagedObjectModel { Entity("Player") { Attribute("email", .string) } }
+        let v2 = try ManagedObjectModel { Entity("Player") { Attribute("contact", .string).renamed(from: "email") } }
+        var earlier = try openCoordinator(dir, model: v1)
+        try await privateContext(earlier).perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Player").setValue("a", forKey: "email")
+            try context.save()
+        }
+        let later = try openCoordinator(dir, model: v2)
+        earlier = try openCoordinator(dir, model: v1)
+        try await privateContext(earlier).perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Player").setValue("b", forKey: "email")
+            try context.save()
+        }
+        try await privateContext(later).perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Player").setValue("c", forKey: "contact")
+            try context.save()
+        }
+        // The copy, made by the log as `strata replay --into` makes it, opened by the later model.
+        let copy = dir.url.appendingPathComponent("copy").path
+        let log = try EventLog(openingExistingAt: dir.url.appendingPathComponent("store").path, readOnly: true)
+        _ = try log.replay(through: try log.head, into: copy)
+        let reopened = PersistentStoreCoordinator(managedObjectModel: v2)
+        try reopened.addPersistentStore(type: .eventLog, at: URL(fileURLWithPath: copy))
+        try await privateContext(reopened).perform { (context: isolated ManagedObjectContext) throws in
+            var request = FetchRequest(entityName: "Player")
+            request.sortDescriptors = [FetchSortDescriptor(key: "contact")]
+            #expect(try context.fetch(request).map { $0.value(forKey: "contact") as? String } == ["a", "b", "c"])
+        }
+    }
+}
