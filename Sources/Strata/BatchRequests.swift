@@ -253,8 +253,10 @@ extension ManagedObjectContext {
     /// `changes` holds, under the raw values of ``NotificationKey/insertedObjects``,
     /// ``NotificationKey/updatedObjects`` and ``NotificationKey/deletedObjects`` (Core Data's
     /// `NSInsertedObjectsKey`, … have the same), arrays or sets of ``ManagedObjectID``s or
-    /// their URIs (`URL`), or both mixed; other keys, and URIs that name nothing in a context's store, are
-    /// ignored. In each context, as for ``mergeChanges(fromContextDidSave:)-(ContextDidSave)``:
+    /// their URIs (`URL`), or both mixed — or under the object-ID notifications' keys
+    /// (``NotificationKey/insertedObjectIDs``, …: `NSInsertedObjectIDsKey`, so the userInfo of
+    /// ``didSaveObjectIDsNotification`` can be passed as it is); other keys, and URIs that
+    /// name nothing in a context's store, are ignored. In each context, as for ``mergeChanges(fromContextDidSave:)-(ContextDidSave)``:
     /// registered objects deleted leave it, registered objects updated are re-read keeping
     /// unsaved changes, and did-merge and objects-did-change are posted.
     ///
@@ -285,7 +287,11 @@ extension ManagedObjectContext {
                 }
                 return found
             }
-            let inserted = ids(.insertedObjects), updated = ids(.updatedObjects), deleted = ids(.deletedObjects)
+            // The object-ID notifications' keys too (`inserted_objectIDs`, …): their userInfo
+            // passed here merged nothing, silently.
+            let inserted = ids(.insertedObjects).union(ids(.insertedObjectIDs))
+            let updated = ids(.updatedObjects).union(ids(.updatedObjectIDs))
+            let deleted = ids(.deletedObjects).union(ids(.deletedObjectIDs))
             guard !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty else { continue }
             context.performAndWait { context in
                 context.core.mergeRemoteChanges(inserted: inserted, updated: updated, deleted: deleted)

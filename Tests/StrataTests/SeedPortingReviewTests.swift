@@ -332,3 +332,32 @@ extension SeedPortingFlowTests {
         #expect(pids == [940, 955])
     }
 }
+
+@Suite("Porting: merging an object-ID notification's userInfo")
+struct ObjectIDNotificationMergeTests {
+    @Test("mergeChanges(fromRemoteContextSave:into:) takes a didSaveObjectIDsNotification's userInfo as it is (inserted_objectIDs, updated_objectIDs, deleted_objectIDs): before, it merged nothing, silently")
+    func mergeObjectIDNotification() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let view = privateContext(coordinator)
+        try await view.perform { (view: isolated ManagedObjectContext) throws in
+            let team = try view.existingObject(with: teamID)
+            view.userInfo["team"] = team
+            #expect(!team.isFault)
+        }
+        let background = privateContext(coordinator)
+        let saves = CenterRecorder(ManagedObjectContext.didSaveObjectIDsNotification, from: background)
+        try await background.perform { (background: isolated ManagedObjectContext) throws in
+            background.delete(try background.existingObject(with: teamID))
+            try background.save()
+        }
+        #expect(saves.count == 1)
+        let deleted = saves.ids(0, .deletedObjectIDs)
+        #expect(deleted.contains(teamID))
+        ManagedObjectContext.mergeChanges(fromRemoteContextSave: [ManagedObjectContext.NotificationKey.deletedObjectIDs.rawValue: deleted], into: [view])
+        try await view.perform { (view: isolated ManagedObjectContext) throws in
+            #expect(view.registeredObject(for: teamID) == nil, "the deleted team left the context")
+            #expect(throws: (any Error).self) { try view.existingObject(with: teamID) }
+        }
+    }
+}
