@@ -261,25 +261,7 @@ struct MigrationReview3Tests {
     @Test("an earlier model's app writes after a later one migrated the store, then a writer of the later model commits before its next open: that open still migrates what the earlier one wrote (before, the head was the later version's and the value stayed under the old name, unseen)")
     func earlierWriteBeforeLaterWriterIsMigrated() async throws {
         let dir = try TemporaryDirectory()
-        let v1 = try ManagedObjectModel { Entity("Player") { Attribute("email", .string) } }
-        let v2 = try ManagedObjectModel { Entity("Player") { Attribute("contact", .string).renamed(from: "email") } }
-        var earlier = try openCoordinator(dir, model: v1)
-        try await privateContext(earlier).perform { (context: isolated ManagedObjectContext) throws in
-            try context.insertNewObject(forEntityName: "Player").setValue("a", forKey: "email")
-            try context.save()
-        }
-        let later = try openCoordinator(dir, model: v2)
-        // The app's extension, not updated yet, writes with the earlier model…
-        earlier = try openCoordinator(dir, model: v1)
-        try await privateContext(earlier).perform { (context: isolated ManagedObjectContext) throws in
-            try context.insertNewObject(forEntityName: "Player").setValue("b", forKey: "email")
-            try context.save()
-        }
-        // …and the updated app, open all along, saves after it.
-        try await privateContext(later).perform { (context: isolated ManagedObjectContext) throws in
-            try context.insertNewObject(forEntityName: "Player").setValue("c", forKey: "contact")
-            try context.save()
-        }
+        let v2 = try await storeWithEarlierWriteAfterMigration(dir)
         let reopened = try openCoordinator(dir, model: v2)
         try await privateContext(reopened).perform { (context: isolated ManagedObjectContext) throws in
             var request = FetchRequest(entityName: "Player")
@@ -298,23 +280,7 @@ struct EarlierWriteReplayTests {
     @Test("replay --into of a store where an earlier model wrote after the migration and a later writer after it: the copy's next open by the later model migrates the earlier writes too (before, the copy lacked earlierModelWrote and kept 'b' under the old name)")
     func replayedCopyMigratesEarlierWrites() async throws {
         let dir = try TemporaryDirectory()
-        let v1 = try ManagedObjectModel { Entity("Player") { Attribute("email", .string) } }
-        let v2 = try ManagedObjectModel { Entity("Player") { Attribute("contact", .string).renamed(from: "email") } }
-        var earlier = try openCoordinator(dir, model: v1)
-        try await privateContext(earlier).perform { (context: isolated ManagedObjectContext) throws in
-            try context.insertNewObject(forEntityName: "Player").setValue("a", forKey: "email")
-            try context.save()
-        }
-        let later = try openCoordinator(dir, model: v2)
-        earlier = try openCoordinator(dir, model: v1)
-        try await privateContext(earlier).perform { (context: isolated ManagedObjectContext) throws in
-            try context.insertNewObject(forEntityName: "Player").setValue("b", forKey: "email")
-            try context.save()
-        }
-        try await privateContext(later).perform { (context: isolated ManagedObjectContext) throws in
-            try context.insertNewObject(forEntityName: "Player").setValue("c", forKey: "contact")
-            try context.save()
-        }
+        let v2 = try await storeWithEarlierWriteAfterMigration(dir)
         // The copy, made by the log as `strata replay --into` makes it, opened by the later model.
         let copy = dir.url.appendingPathComponent("copy").path
         let log = try EventLog(openingExistingAt: dir.url.appendingPathComponent("store").path, readOnly: true)
@@ -327,4 +293,30 @@ struct EarlierWriteReplayTests {
             #expect(try context.fetch(request).map { $0.value(forKey: "contact") as? String } == ["a", "b", "c"])
         }
     }
+}
+
+/// A store where an earlier model's app wrote after a later model migrated it, and the later
+/// model's app, open all along, saved after that: players "a" (before the migration, v1), "b"
+/// (v1, after it) and "c" (v2). Returns v2, whose `contact` is v1's `email` renamed.
+func storeWithEarlierWriteAfterMigration(_ dir: TemporaryDirectory) async throws -> ManagedObjectModel {
+    let v1 = try ManagedObjectModel { Entity("Player") { Attribute("email", .string) } }
+    let v2 = try ManagedObjectModel { Entity("Player") { Attribute("contact", .string).renamed(from: "email") } }
+    var earlier = try openCoordinator(dir, model: v1)
+    try await privateContext(earlier).perform { (context: isolated ManagedObjectContext) throws in
+        try context.insertNewObject(forEntityName: "Player").setValue("a", forKey: "email")
+        try context.save()
+    }
+    let later = try openCoordinator(dir, model: v2)
+    // The app's extension, not updated yet, writes with the earlier model…
+    earlier = try openCoordinator(dir, model: v1)
+    try await privateContext(earlier).perform { (context: isolated ManagedObjectContext) throws in
+        try context.insertNewObject(forEntityName: "Player").setValue("b", forKey: "email")
+        try context.save()
+    }
+    // …and the updated app, open all along, saves after it.
+    try await privateContext(later).perform { (context: isolated ManagedObjectContext) throws in
+        try context.insertNewObject(forEntityName: "Player").setValue("c", forKey: "contact")
+        try context.save()
+    }
+    return v2
 }
