@@ -375,6 +375,10 @@ extension ContextCore {
     /// writer's without a conflict. Saved and pushed groups describe what is in the store
     /// (the parent) and stay.
     func rebaseUnsavedAttributes(_ object: ManagedObject, before: [String: PropertyValue]?) {
+        // Unsaved groups are the top of the undo stack (a save marks every group saved), the
+        // open group and the redo stack: with none, a merge of many objects costs nothing here.
+        let unsaved = Array(journal.undoStack.reversed().prefix { $0.saved == nil && !$0.fromLog }.reversed())
+        guard !unsaved.isEmpty || !journal.open.isEmpty || !journal.redoStack.isEmpty else { return }
         var keys: [(name: String, value: PropertyValue)] = []
         for property in object.info.propertyList where property.isRecorded && !property.isRelationship {
             let now = object.committed?[property.name] ?? property.emptyValue
@@ -408,7 +412,7 @@ extension ContextCore {
                 group.changes[id] = change
             }
         }
-        for group in journal.undoStack { visit(group, done: true) }
+        for group in unsaved { visit(group, done: true) }
         visit(journal.open, done: true)
         for group in journal.redoStack.reversed() { visit(group, done: false) }
         if emptied { removeEmptiedEffects() }
