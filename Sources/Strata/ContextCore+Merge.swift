@@ -271,10 +271,12 @@ extension ContextCore {
                 continue
             }
             let toMany = toManyChanges(object)
+            let before = object.committed
             object.committed = record.values
             object.version = record.version
             rebaseToManyChanges(object, toMany)
             dropChangesEqualToCommitted(object)
+            rebaseUnsavedAttributes(object, before: before)
             object.awakeFromFetchUntracked()
             object.transients = transients
             object.awake(fromSnapshotEvents: events)
@@ -360,6 +362,60 @@ extension ContextCore {
         for group in journal.undoStack { visit(group) }
         for group in journal.redoStack { visit(group) }
         for effect in pending where effect.kind == .user { visit(effect.changes) }
+    }
+
+    /// The context's unsaved undo groups that change an attribute whose stored value another
+    /// writer changed start from the store's value now: the first one (oldest first: the undo
+    /// stack, the open group, then the redo stack from its top) that changes it takes that
+    /// value as its old value, so undoing the context's changes returns to what the store
+    /// holds, not to the value read before — and a change the store's value now equals (the
+    /// other writer saved the same) drops out of the groups not undone. As the to-many rebase
+    /// above and a merge policy's adoption (`fixPendingJournal`) do. Before, undo set the
+    /// value read before the merge or refresh, and the next save wrote it over the other
+    /// writer's without a conflict. Saved and pushed groups describe what is in the store
+    /// (the parent) and stay.
+    func rebaseUnsavedAttributes(_ object: ManagedObject, before: [String: PropertyValue]?) {
+        // Unsaved groups are the top of the undo stack (a save marks every group saved), the
+        // open group and the redo stack: with none, a merge of many objects costs nothing here.
+        let unsaved = Array(journal.undoStack.reversed().prefix { $0.saved == nil && !$0.fromLog }.reversed())
+        guard !unsaved.isEmpty || !journal.open.isEmpty || !journal.redoStack.isEmpty else { return }
+        var keys: [(name: String, value: PropertyValue)] = []
+        for property in object.info.propertyList where property.isRecorded && !property.isRelationship {
+            let now = object.committed?[property.name] ?? property.emptyValue
+            if (before?[property.name] ?? property.emptyValue) != now { keys.append((property.name, now)) }
+        }
+        guard !keys.isEmpty else { return }
+        let id = object.objectID
+        var started: Set<String> = []
+        var emptied = false
+        func visit(_ group: UndoGroup, done: Bool) {
+            guard group.saved == nil, !group.pushed, !group.fromLog, group.parts.isEmpty, var change = group.changes[id], change.kind == .updated
+            else { return }
+            var changed = false
+            for (key, value) in keys where change.old[key] != nil || change.new[key] != nil {
+                if done && object.changes[key] == nil {
+                    change.old[key] = nil
+                    change.new[key] = nil
+                } else if started.insert(key).inserted {
+                    change.old[key] = value
+                } else {
+                    continue
+                }
+                changed = true
+            }
+            guard changed else { return }
+            if change.old.isEmpty && change.new.isEmpty && change.memberships.isEmpty {
+                group.changes[id] = nil
+                group.order.removeAll { $0 == id }
+                emptied = true
+            } else {
+                group.changes[id] = change
+            }
+        }
+        for group in unsaved { visit(group, done: true) }
+        visit(journal.open, done: true)
+        for group in journal.redoStack.reversed() { visit(group, done: false) }
+        if emptied { removeEmptiedEffects() }
     }
 
     /// Drops recorded changes that equal the committed value.

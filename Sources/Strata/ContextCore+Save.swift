@@ -976,10 +976,13 @@ extension ContextCore {
             }
             let transients = object.transients
             let toMany = toManyChanges(object)
+            let before = object.committed
             object.committed = nil
             object.version = nil
             fulfill(object)
             if object.hasCommittedValues { rebaseToManyChanges(object, toMany) }
+            // The unsaved undo groups start from the store's values now (§16.1).
+            if before != nil, object.hasCommittedValues { rebaseUnsavedAttributes(object, before: before) }
             object.transients = transients
             object.awake(fromSnapshotEvents: .refresh)
         } else {
