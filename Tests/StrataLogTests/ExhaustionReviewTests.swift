@@ -118,4 +118,46 @@ struct ExhaustionReviewTests {
         #expect(try reopened.head == 2)
         #expect(try reopened.verify().isClean)
     }
+
+    @Test("compaction and purge on a full disk fail naming the cause, lose nothing, and work once space is back")
+    func maintenanceOnFullDisk() throws {
+        guard let fs = try SmallFileSystem(kilobytes: 2048) else {
+            print("skipped: needs root and permission to mount a tmpfs")
+            return
+        }
+        var configuration = EventLog.Configuration()
+        configuration.initialMapSize = 1 << 20
+        configuration.durability = .fast
+        let path = fs.file("store")
+        do {
+            let log = try EventLog(path: path, model: try noteModel(), configuration: configuration)
+            for n in 0..<120 { try log.commit(noteDraft(n)) }
+            try fs.fill(leaving: 0)
+            #expect(throws: (any Error).self) { try log.compact(CompactionRequest()) }
+            let purge = #expect(throws: (any Error).self) { try log.purge(through: 60, author: "ops") }
+            #expect(purge.map { "\($0)" }?.contains("No space left") == true, "\(String(describing: purge))")
+            #expect(try log.head == 120)
+            #expect(try log.verify().isClean)
+        }
+        let wider = try ManagedObjectModel {
+            Entity("Note") {
+                Attribute("title", .string)
+                Attribute("body", .string)
+                Attribute("pinned", .boolean)
+            }
+        }
+        // The migration may fit in the pages the failed attempts freed; if it doesn't, ENOSPC.
+        do {
+            _ = try EventLog(path: path, model: wider, configuration: configuration)
+        } catch {
+            #expect("\(error)".contains("No space left"), "\(error)")
+        }
+        try fs.drain()
+        let log = try EventLog(path: path, model: wider, configuration: configuration)
+        #expect(try log.verify().isClean)
+        try log.compact(CompactionRequest())
+        try log.purge(through: 60, author: "ops")
+        try log.commit(noteDraft(500))
+        #expect(try log.verify().isClean)
+    }
 }
