@@ -116,4 +116,28 @@ struct ExhaustionReviewCommandTests {
             BuildProducts.executable("strata"), ["verify", store.path], environment: ["TMPDIR": fs.path])
         #expect(again.status == 0, "\(again.standardError)")
     }
+
+    @Test("verify short of file descriptors says so and stops, instead of reporting the store damaged")
+    func verifyWithFewFileDescriptors() throws {
+        let store = try makeLeagueStore(extraTransactions: 10)
+        do {
+            let log = try EventLog(openingExistingAt: store.path, readOnly: false)
+            try log.compact(CompactionRequest())
+        }
+        let strataPath = BuildProducts.executable("strata").path
+        var outcomes: [String] = []
+        // The limit at which the segment (or the scratch environment) is the open that fails
+        // depends on what the process holds at start: try a few.
+        for limit in 6...14 {
+            let result = try runProcess(URL(fileURLWithPath: "/bin/sh"), ["-c", "ulimit -n \(limit) && exec \"$0\" verify \"$1\"", strataPath, store.path])
+            if result.status == 0 { break }
+            // Before: "segment: … Too many open files (errno 24)" followed by dozens of
+            // before-image and projection "problems", as if the store were damaged.
+            #expect(result.standardError.contains("Too many open files") || result.standardOutput.contains("Too many open files"), "\(limit): \(result.standardError)")
+            #expect(!result.standardOutput.contains("problems"), "\(limit): \(result.standardOutput)")
+            outcomes.append(result.standardError)
+        }
+        #expect(!outcomes.isEmpty)
+        #expect(try strata("verify", store.path).status == 0)
+    }
 }
