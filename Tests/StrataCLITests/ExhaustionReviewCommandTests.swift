@@ -140,4 +140,23 @@ struct ExhaustionReviewCommandTests {
         #expect(!outcomes.isEmpty)
         #expect(try strata("verify", store.path).status == 0)
     }
+
+    @Test("compact short of file descriptors names the cause in words, and the store verifies")
+    func compactWithFewFileDescriptors() throws {
+        let strataPath = BuildProducts.executable("strata").path
+        var failures = 0
+        for limit in 5...12 {
+            let store = try makeLeagueStore(extraTransactions: 10)
+            let result = try runProcess(
+                URL(fileURLWithPath: "/bin/sh"), ["-c", "ulimit -n \(limit) && exec \"$0\" compact \"$1\"", strataPath, store.path])
+            if result.status != 0 {
+                failures += 1
+                // Before: "cannot create PATH (errno 24)".
+                #expect(result.standardError.contains("Too many open files"), "\(limit): \(result.standardError)")
+            }
+            #expect(try strata("verify", store.path).status == 0)
+            if result.status == 0 { break }
+        }
+        #expect(failures > 0)
+    }
 }
