@@ -266,15 +266,22 @@ extension EventLog {
         options.additionalFlags = [.noSync]
         options.maxDatabases = StoreTables.names.count + 4
         options.mapSize = max(environment.mapSize, 16 << 20)
-        let scratch = try LMDBEnvironment(path: scratchPath, databases: StoreTables.names.map { DatabaseDescriptor($0) }, options: options)
-        let scratchTables = try StoreTables(scratch)
-        let rows = try given ?? environment.read { txn in try catalogRows(txn) }
-        try scratch.write { txn in
-            for (isCatalog, key, value) in rows {
-                try txn.put(value, forKey: key, in: isCatalog ? scratchTables.catalog : scratchTables.models)
+        // One that can't be made (a full temporary directory) is removed at once: the caller
+        // removes it only once it has it (before, what was made stayed until the process ended).
+        do {
+            let scratch = try LMDBEnvironment(path: scratchPath, databases: StoreTables.names.map { DatabaseDescriptor($0) }, options: options)
+            let scratchTables = try StoreTables(scratch)
+            let rows = try given ?? environment.read { txn in try catalogRows(txn) }
+            try scratch.write { txn in
+                for (isCatalog, key, value) in rows {
+                    try txn.put(value, forKey: key, in: isCatalog ? scratchTables.catalog : scratchTables.models)
+                }
             }
+            return (scratch, scratchTables, scratchPath)
+        } catch {
+            try? FileManager.default.removeItem(atPath: scratchPath)
+            throw error
         }
-        return (scratch, scratchTables, scratchPath)
     }
 
     static let scratchPrefix = "strata-scratch-"

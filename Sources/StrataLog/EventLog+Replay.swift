@@ -100,7 +100,33 @@ extension EventLog {
                 throw LogError.invalidOperation("\(path) already exists and is not empty")
             }
         }
+        // A copy that stops partway (a full disk, a full map) is removed: what the first
+        // batches wrote is a valid store as of some earlier point, which would pass for the
+        // copy as of `sequence` (before, it was left). What was made for it goes; a directory
+        // given empty stays, emptied.
+        let created = Self.firstMissingAncestor(of: path)
+        do {
+            return try writeReplayCopy(
+                reader, through: sequence, into: path, purged: purged, marker: marker, base: base, baseVersion: baseVersion)
+        } catch {
+            if let created {
+                try? fileManager.removeItem(atPath: path)
+                Self.removeEmptyDirectories(from: (path as NSString).deletingLastPathComponent, through: created)
+            } else {
+                for name in ["data.mdb", "lock.mdb"] {
+                    try? fileManager.removeItem(atPath: (path as NSString).appendingPathComponent(name))
+                }
+            }
+            throw error
+        }
+    }
 
+    /// Writes the copy for ``replay(through:into:)`` once the checks passed; the target
+    /// environment is closed when this returns or throws.
+    private func writeReplayCopy(
+        _ reader: borrowing LogReader, through sequence: UInt64, into path: String, purged: UInt64, marker: UInt64,
+        base: CheckpointRows?, baseVersion: Int?
+    ) throws -> ReplayReport {
         var options = LMDBEnvironment.Options()
         options.mapSize = configuration.initialMapSize
         options.maximumMapSize = configuration.maximumMapSize

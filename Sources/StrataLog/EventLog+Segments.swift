@@ -642,7 +642,11 @@ extension EventLog {
 /// (Foundation's atomic writes leave `.dat.nosync*` files behind when a process is killed).
 func createExclusively(_ path: String) throws -> FileHandle {
     let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
-    guard fd >= 0 else { throw LogError.segment("cannot create \(path) (errno \(errno))") }
+    guard fd >= 0 else {
+        // The system's words too (before, only the number: "(errno 24)" for too many open files).
+        let code = errno
+        throw LogError.segment("cannot create \(path): \(String(cString: strerror(code))) (errno \(code))")
+    }
     return FileHandle(fileDescriptor: fd, closeOnDealloc: true)
 }
 

@@ -17,6 +17,21 @@ extension EventLog {
         try read { reader in try verify(reader) }
     }
 
+    /// Whether `error` says a resource ran out rather than that the store is damaged: no
+    /// space (`ENOSPC`), no file descriptors (`EMFILE`, `ENFILE`), no memory (`ENOMEM`), a
+    /// scratch map at its maximum — from LMDB, or a segment file that couldn't be opened or
+    /// read for one of them.
+    static func isExhaustion(_ error: any Error) -> Bool {
+        let codes: [Int32] = [ENOSPC, EMFILE, ENFILE, ENOMEM]
+        if let error = error as? LMDBError {
+            return codes.contains(error.code.rawValue) || error.code == .mapAtMaximumSize
+        }
+        if case .segment(let detail) = error as? LogError {
+            return codes.contains { detail.contains("(errno \($0))") }
+        }
+        return false
+    }
+
     private func verify(_ reader: borrowing LogReader) throws -> VerificationReport {
         var problems: [VerificationProblem] = []
         func problem(_ kind: VerificationProblem.Kind, _ location: String, _ message: String) {
@@ -34,13 +49,21 @@ extension EventLog {
         var eventsChecked = 0
         var segmentsChecked = 0
         var batch: [TransactionEvent] = []
+        // A resource that ran out (verify's scratch space, file descriptors, memory) is no
+        // problem of the store: verify stops with it (before, a full temporary directory or
+        // `ulimit -n` reported every later event and row as damage).
+        var exhausted: (any Error)?
         func replay(_ events: [TransactionEvent]) {
-            guard !events.isEmpty else { return }
+            guard !events.isEmpty, exhausted == nil else { return }
             do {
                 try scratch.write { txn in
                     for event in events { try writer.apply(txn, event, checkBeforeImages: true) }
                 }
             } catch {
+                if Self.isExhaustion(error) {
+                    exhausted = error
+                    return
+                }
                 // Find the event at fault by replaying the batch one event at a time.
                 for event in events {
                     do {
@@ -157,6 +180,7 @@ extension EventLog {
             do {
                 segmentReader = try SegmentReader(descriptor, directory: segmentDirectory, snapshot: snapshot)
             } catch {
+                if Self.isExhaustion(error) { throw error }
                 problem(.segment, location, "\(error)")
                 expected = descriptor.last + 1
                 continue
@@ -175,6 +199,7 @@ extension EventLog {
                 do {
                     events = try segmentReader.events(inFrame: index)
                 } catch {
+                    if Self.isExhaustion(error) { throw error }
                     problem(.segment, "\(location) frame \(index) (events \(frame.first)…\(frame.last))", "\(error)")
                     expected = frame.last + 1
                     continue
@@ -283,6 +308,7 @@ extension EventLog {
             return .next
         }
 
+        if let exhausted { throw exhausted }
         return VerificationReport(
             problems: problems, eventsChecked: eventsChecked, segmentsChecked: segmentsChecked,
             objectsRebuilt: objectsRebuilt)

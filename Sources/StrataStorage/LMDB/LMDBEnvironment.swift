@@ -237,6 +237,7 @@ public final class LMDBEnvironment: @unchecked Sendable {
                 .invalid, operation: "open", message: "the data file is empty (0 bytes): it holds no LMDB environment",
                 detail: dataFile)
         }
+        if !flags.contains(.noLock) { try checkRoomForLockFile(lockFile, maxReaders: options.maxReaders) }
         var (env, result) = try create(flags)
         if result == EACCES && options.isReadOnly
             && accessProblem(path: path, dataFile: dataFile, lockFile: nil, readOnly: true) == nil
@@ -342,6 +343,30 @@ public final class LMDBEnvironment: @unchecked Sendable {
     }
 
     /// The size of the file at `path`, or nil if it can't be read.
+    /// Refuses, with `ENOSPC` naming the lock file, to make a reader table the file system
+    /// has no room for. LMDB sizes a new (or emptied) lock file with `ftruncate` and writes its
+    /// header through a shared memory map: on a full file system the page can't be allocated
+    /// and the write is a `SIGBUS` inside `mdb_env_open` (before, `strata replay --into` or
+    /// `strata verify` with a full temporary directory crashed so). The room asked for is an
+    /// upper bound of LMDB 0.9's table (a header of at most 256 bytes and 64 bytes a reader
+    /// slot) in whole 4 KiB pages; a lock file that already has a size, or a directory this
+    /// user can't write (LMDB then reads without one), isn't checked.
+    private static func checkRoomForLockFile(_ lockFile: String, maxReaders: Int) throws {
+        if let size = fileSize(lockFile), size > 0 { return }
+        let directory = (lockFile as NSString).deletingLastPathComponent
+        var status = statvfs()
+        guard access(directory.isEmpty ? "." : directory, W_OK) == 0, statvfs(directory.isEmpty ? "." : directory, &status) == 0,
+            status.f_flag & 1 == 0  // ST_RDONLY
+        else { return }
+        let blocks = getuid() == 0 ? UInt64(status.f_bfree) : UInt64(status.f_bavail)
+        let free = blocks.multipliedReportingOverflow(by: UInt64(status.f_frsize))
+        let needed = (256 + 64 * max(maxReaders, 1) + 4095) / 4096 * 4096
+        guard !free.overflow, free.partialValue < UInt64(needed) else { return }
+        throw LMDBError(
+            .noSpace, operation: "mdb_env_open", message: String(cString: strerror(ENOSPC)),
+            detail: "\(lockFile): the reader table needs \(needed) bytes, and the file system has \(free.partialValue) bytes free; nothing was opened")
+    }
+
     private static func fileSize(_ path: String) -> Int? {
         (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int
     }

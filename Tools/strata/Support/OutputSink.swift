@@ -8,6 +8,9 @@ final class OutputSink {
     private let ownsHandle: Bool
     /// What the output is, for an error: `standard output` or the file's path.
     private let name: String
+    /// The device and inode of the regular file the output goes to (nil: standard output, a
+    /// pipe, a device), so a write that fails can take back what it left there.
+    private let regularFile: (device: UInt64, inode: UInt64)?
     private var buffer: [UInt8] = []
 
     /// Standard output.
@@ -15,6 +18,7 @@ final class OutputSink {
         handle = FileHandle.standardOutput
         ownsHandle = false
         name = "standard output"
+        regularFile = nil
         buffer.reserveCapacity(1 << 16)
     }
 
@@ -30,6 +34,12 @@ final class OutputSink {
         handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         ownsHandle = true
         name = path
+        var status = stat()
+        if fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG {
+            regularFile = (UInt64(status.st_dev), UInt64(status.st_ino))
+        } else {
+            regularFile = nil
+        }
         buffer.reserveCapacity(1 << 16)
     }
 
@@ -49,16 +59,33 @@ final class OutputSink {
     ///
     /// A write that fails — the reader of a pipe gone while SIGPIPE is ignored, a full disk —
     /// ends the command with exit status 1 and `strata: can't write to NAME: REASON`: nothing
-    /// more can be delivered, and the output so far is incomplete.
+    /// more can be delivered, and the output so far is incomplete. A regular file is taken
+    /// back — removed, or emptied when the path reaches it through a symbolic link — and the
+    /// message says so: the lines written so far would read as a whole export of fewer
+    /// objects (ndjson, csv), and on a full disk they keep it full.
     func flush() {
         guard !buffer.isEmpty else { return }
         do {
             try handle.write(contentsOf: buffer)
         } catch {
-            printError("strata: can't write to \(name): \(Self.reason(error))")
+            printError("strata: can't write to \(name): \(Self.reason(error))\(takeBackPartialFile())")
             exit(ExitStatus.failure.rawValue)
         }
         buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Removes the regular file the output went to (when `name` still names it), else
+    /// empties it; the words to add to the error.
+    private func takeBackPartialFile() -> String {
+        guard let regularFile else { return "" }
+        var status = stat()
+        if lstat(name, &status) == 0, UInt64(status.st_dev) == regularFile.device, UInt64(status.st_ino) == regularFile.inode,
+            unlink(name) == 0
+        {
+            return " (the incomplete file was removed)"
+        }
+        if ftruncate(handle.fileDescriptor, 0) == 0 { return " (the incomplete file was emptied)" }
+        return " (the file is incomplete)"
     }
 
     /// Flushes, and closes a file.
