@@ -450,10 +450,12 @@ extension DerivationPlan {
             switch sourceType {
             case let found? where found.isInteger:
                 guard var total = Self.integer(stored) else { return nil }
-                for (values, sign) in [(removed, -1), (added, 1)] {
+                for (values, adding) in [(removed, false), (added, true)] {
                     for case let value? in values {
                         guard let n = Self.integer(value) else { continue }
-                        let (result, overflow) = total.addingReportingOverflow(sign * n)
+                        // Subtracted, not added negated: -Int64.min overflows (before, a
+                        // member holding Int64.min leaving the sum trapped).
+                        let (result, overflow) = adding ? total.addingReportingOverflow(n) : total.subtractingReportingOverflow(n)
                         if overflow { throw DerivationOverflow(description: "the sum for \(qualifiedName) overflows 64-bit integers") }
                         total = result
                     }
