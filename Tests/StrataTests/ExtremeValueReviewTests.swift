@@ -1,0 +1,101 @@
+import Foundation
+import Strata
+import StrataTestSupport
+import Testing
+
+/// Extreme values followed through every layer (review 27): set, save, reopen, read back;
+/// derived aggregates; uniqueness; planned and in-memory fetches and sorts.
+@Suite("Extreme values end to end")
+struct ExtremeValueReviewTests {
+    static func decimal(_ text: String) throws -> Decimal {
+        try #require(Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")))
+    }
+
+    static func orderModel() throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Order") {
+                Attribute("total", .int64).derived(from: "lines.@sum.amount")
+                Relationship("lines", to: "Line", inverse: "order", toMany: true)
+            }
+            Entity("Line") {
+                Attribute("amount", .int64)
+                Relationship("order", to: "Order", inverse: "lines")
+            }
+        }
+    }
+
+    @Test("a kept @sum whose member holding Int64.min leaves (or changes) is recomputed, not a trap: before, -1 * Int64.min overflowed and crashed the process")
+    func keptSumOfInt64Min() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.orderModel())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let order = try context.insertNewObject(forEntityName: "Order")
+            let low = try context.insertNewObject(forEntityName: "Line")
+            low.setValue(Int64.min, forKey: "amount")
+            low.setValue(order, forKey: "order")
+            try context.save()
+            #expect(order.value(forKey: "total") as? Int64 == .min)
+            // The member's value changes: the kept sum takes Int64.min out.
+            low.setValue(Int64(5), forKey: "amount")
+            try context.save()
+            #expect(order.value(forKey: "total") as? Int64 == 5)
+            low.setValue(Int64.min, forKey: "amount")
+            try context.save()
+            #expect(order.value(forKey: "total") as? Int64 == .min)
+            // The member leaves.
+            context.delete(low)
+            try context.save()
+            #expect(order.value(forKey: "total") as? Int64 == 0)
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let orders = try context.fetch(FetchRequest(entityName: "Order"))
+            #expect(orders.first?.value(forKey: "total") as? Int64 == 0)
+        }
+    }
+
+    static func sampleModel() throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Sample") {
+                Attribute("label", .string)
+                Attribute("d", .decimal).indexed()
+                Attribute("dPlain", .decimal)
+            }
+        }
+    }
+
+    @Test("a limited sort walking a decimal index gives the in-memory order when decimals' doubles (their keys) are out of order: before, 0.9999999999999999e-100 (key 1.0000000000000008e-100) came after 0.99999999999999991e-100 and 0.99999999999999995e-100 (keys below it), and the walk stopped before reaching the smallest")
+    func decimalWalkAgainstKeyOrder() async throws {
+        // Foundation's Decimal-to-Double divides by ten once per digit of exponent, a
+        // rounding each time: fewer digits with one more division can land higher.
+        let smallest = Decimal(sign: .plus, exponent: -116, significand: Decimal(9_999_999_999_999_999))
+        let middle = Decimal(sign: .plus, exponent: -117, significand: Decimal(99_999_999_999_999_991 as UInt64))
+        let largest = Decimal(sign: .plus, exponent: -117, significand: Decimal(99_999_999_999_999_995 as UInt64))
+        #expect(smallest < middle && middle < largest)
+        #expect(NSDecimalNumber(decimal: smallest).doubleValue >= NSDecimalNumber(decimal: largest).doubleValue, "the keys are out of order")
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.sampleModel())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for (label, value) in [("largest", largest), ("smallest", smallest), ("middle", middle)] {
+                let sample = try context.insertNewObject(forEntityName: "Sample")
+                sample.setValue(label, forKey: "label")
+                sample.setValue(value, forKey: "d")
+                sample.setValue(value, forKey: "dPlain")
+            }
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for (ascending, expected) in [(true, ["smallest", "middle", "largest"]), (false, ["largest", "middle", "smallest"])] {
+                for key in ["d", "dPlain"] {
+                    for limit in [0, 1, 2, 3] {
+                        var request = FetchRequest(entityName: "Sample")
+                        request.sortDescriptors = [FetchSortDescriptor(key: key, ascending: ascending)]
+                        request.fetchLimit = limit
+                        let labels = try context.fetch(request).map { $0.value(forKey: "label") as? String ?? "?" }
+                        let plan = try context.explain(request)
+                        #expect(labels == Array(expected.prefix(limit == 0 ? 3 : limit)), "\(key) \(ascending ? "ascending" : "descending") limit \(limit): plan \(plan)")
+                    }
+                }
+            }
+        }
+    }
+}
