@@ -98,4 +98,42 @@ struct ExtremeValueReviewTests {
             }
         }
     }
+
+    @Test("the literal -9223372036854775808 is Int64.min exactly, indexed or not: before, it was the double -2^63, which Int64.min + 1 also equals, so n == -9223372036854775808 found both")
+    func int64MinLiteral() async throws {
+        let model = try ManagedObjectModel {
+            Entity("Sample") {
+                Attribute("label", .string)
+                Attribute("n", .int64).indexed()
+                Attribute("nPlain", .int64)
+            }
+        }
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: model)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for (label, n) in [("min", Int64.min), ("min+1", Int64.min + 1), ("min+500", Int64.min + 500), ("max", Int64.max)] {
+                let sample = try context.insertNewObject(forEntityName: "Sample")
+                sample.setValue(label, forKey: "label")
+                sample.setValue(n, forKey: "n")
+                sample.setValue(n, forKey: "nPlain")
+            }
+            try context.save()
+            let literal = try FormatPredicate(format: "n == -9223372036854775808")
+            #expect(try FormatPredicate(format: literal.description) == literal, "\(literal.description) reads back as itself")
+            for key in ["n", "nPlain"] {
+                for (format, expected) in [
+                    ("\(key) == -9223372036854775808", ["min"]), ("\(key) <= -9223372036854775808", ["min"]),
+                    ("\(key) > -9223372036854775808", ["min+1", "min+500", "max"]),
+                    ("\(key) IN {-9223372036854775808, 9223372036854775807}", ["min", "max"]),
+                    ("\(key) BETWEEN {-9223372036854775808, -9223372036854775807}", ["min", "min+1"]),
+                ] {
+                    var request = FetchRequest(entityName: "Sample", predicate: try FormatPredicate(format: format))
+                    request.sortDescriptors = [FetchSortDescriptor(key: "nPlain", ascending: true)]
+                    let labels = try context.fetch(request).map { $0.value(forKey: "label") as? String ?? "?" }
+                    #expect(labels == expected, "\(format)")
+                    #expect(try context.count(for: request) == expected.count, "count \(format)")
+                }
+            }
+        }
+    }
 }
