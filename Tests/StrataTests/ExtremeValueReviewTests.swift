@@ -136,4 +136,43 @@ struct ExtremeValueReviewTests {
             }
         }
     }
+
+    @Test("@sum and @avg of 64-bit integers past Int64's range are exact decimals: before, the sum went on as a Double, so the sum of Int64.max, 1 and -1 was the Double 9223372036854775808.0 and the sum and mean of Int64.max, 1, Int64.max rounded Doubles")
+    func kvcSumPastInt64() async throws {
+        let model = try ManagedObjectModel {
+            Entity("Order") {
+                Relationship("lines", to: "Line", inverse: "order", toMany: true, ordered: true)
+            }
+            Entity("Line") {
+                Attribute("amount", .int64)
+                Relationship("order", to: "Order", inverse: "lines")
+            }
+        }
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: model)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let order = try context.insertNewObject(forEntityName: "Order")
+            var lines: [ManagedObject] = []
+            for amount in [Int64.max, 1, -1] {
+                let line = try context.insertNewObject(forEntityName: "Line")
+                line.setValue(amount, forKey: "amount")
+                line.setValue(order, forKey: "order")
+                lines.append(line)
+            }
+            try context.save()
+            let sum = order.value(forKeyPath: "lines.@sum.amount")
+            #expect(sum as? Decimal == Decimal(Int64.max), "\(String(describing: sum))")
+            // Int64.max, 1, Int64.max: the sum and mean past Int64's range, exact.
+            lines[2].setValue(Int64.max, forKey: "amount")
+            let total = try ExtremeValueReviewTests.decimal("18446744073709551615")
+            let summed = order.value(forKeyPath: "lines.@sum.amount")
+            #expect(summed as? Decimal == total, "\(String(describing: summed))")
+            let average = order.value(forKeyPath: "lines.@avg.amount")
+            #expect(average as? Decimal == total / 3, "\(String(describing: average))")
+            // Within Int64's range the sum stays an integer.
+            lines[2].setValue(Int64(-1), forKey: "amount")
+            lines[0].setValue(Int64(2), forKey: "amount")
+            #expect(order.value(forKeyPath: "lines.@sum.amount") as? Int == 2)
+        }
+    }
 }
