@@ -175,4 +175,31 @@ struct ExtremeValueReviewTests {
             #expect(order.value(forKeyPath: "lines.@sum.amount") as? Int == 2)
         }
     }
+
+    @Test("a derived integer @sum whose running total passes Int64's range but whose sum fits is saved, in any member order, fresh or kept: before, Int64.max, 1, -1 failed the save as overflowing")
+    func derivedSumPassingInt64Range() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.orderModel())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let order = try context.insertNewObject(forEntityName: "Order")
+            var lines: [ManagedObject] = []
+            for amount in [Int64.max, 1, -1] {
+                let line = try context.insertNewObject(forEntityName: "Line")
+                line.setValue(amount, forKey: "amount")
+                line.setValue(order, forKey: "order")
+                lines.append(line)
+            }
+            try context.save()
+            #expect(order.value(forKey: "total") as? Int64 == .max)
+            // Kept: Int64.max less 1 plus 2 … a member changes, the total passes the range and comes back.
+            lines[1].setValue(Int64(2), forKey: "amount")
+            lines[2].setValue(Int64(-2), forKey: "amount")
+            try context.save()
+            #expect(order.value(forKey: "total") as? Int64 == .max)
+            // A sum that doesn't fit still fails the save, by name.
+            lines[2].setValue(Int64(0), forKey: "amount")
+            let error = #expect(throws: ContextError.self) { try context.save() }
+            #expect(error?.description.contains("Order.total") == true)
+        }
+    }
 }
