@@ -202,4 +202,24 @@ struct ExtremeValueReviewTests {
             #expect(error?.description.contains("Order.total") == true)
         }
     }
+
+    @Test("a dictionary fetch's sum or average of decimals past Decimal's range fails naming entity and attribute, as an integer sum past Int64 does: before, the row held a NaN decimal")
+    func decimalSumPastRange() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.sampleModel())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for _ in 0..<2 {
+                let sample = try context.insertNewObject(forEntityName: "Sample")
+                sample.setValue(Decimal.greatestFiniteMagnitude, forKey: "d")
+            }
+            try context.save()
+            for function in [ExpressionFunction.sum, .average] {
+                var request = FetchRequest(entityName: "Sample")
+                request.resultType = .dictionary
+                request.propertiesToFetch = [.expression(name: "total", function, keyPath: "d")]
+                let error = #expect(throws: ContextError.self) { try context.fetchDictionaries(request) }
+                #expect(error?.description.contains("Sample.d") == true, "\(String(describing: error))")
+            }
+        }
+    }
 }
