@@ -773,7 +773,9 @@ final class FetchExecution {
                     // long values sharing a prefix can't come back) and by value.
                     let pastKey = descending ? key.lexicographicallyPrecedes(extremeKey) : extremeKey.lexicographicallyPrecedes(key)
                     let order = FetchSortDescriptor.compareValues(value, extremeValue, caseInsensitive: false)
-                    if pastKey && order == (descending ? .orderedAscending : .orderedDescending) {
+                    if pastKey && order == (descending ? .orderedAscending : .orderedDescending)
+                        && Self.keyClears(attributeValue, extremeValue, descending: descending)
+                    {
                         finished = true
                         return .stop
                     }
@@ -795,6 +797,21 @@ final class FetchExecution {
             if finished || exceeded { break }
         }
         return exceeded ? nil : result
+    }
+
+    /// Whether every index entry from `value`'s key on (in walk order) holds a value past
+    /// `extreme`. For a decimal the key is its double, which Foundation's conversion rounds
+    /// once per power of ten and so doesn't always keep the decimals' order (0.9999999999999999e-100
+    /// gets a higher key than 0.99999999999999995e-100): a later entry's decimal can be a few
+    /// units in the last place of its key before `extreme`, so the key must be clear of
+    /// `extreme`'s by a margin (the planner's, spec 0008). Before, a limited sort stopped at
+    /// the first larger decimal and missed a smaller one keyed after it.
+    static func keyClears(_ value: AttributeValue?, _ extreme: Any?, descending: Bool) -> Bool {
+        guard case .decimal(let decimal)? = value, let extreme = extreme as? Decimal else { return true }
+        let key = NSDecimalNumber(decimal: decimal).doubleValue
+        let bound = NSDecimalNumber(decimal: extreme).doubleValue
+        let margin = Swift.max(abs(bound) * 1e-9, Double.leastNormalMagnitude)
+        return descending ? key < bound - margin : key > bound + margin
     }
 
     /// The index ranges of a walk in sort order. Keys of real values (doubles, floats,

@@ -751,6 +751,9 @@ extension ContextCore {
             if type == .decimal || values.contains(where: { if case .decimal = $0 { true } else { false } }) {
                 var total = Decimal(0)
                 for case .decimal(let v) in values { total += v }
+                // Decimal addition out of range gives NaN (NSDecimalNumber raises): say so, as
+                // for an integer sum (before, the row held a NaN decimal).
+                guard !total.isNaN else { throw ContextError.invalidArgument("fetch request: \(function == .sum ? "sum" : "average") of \(entity).\(keyPath) overflows Decimal") }
                 if function == .sum { return .attribute(.decimal(total)) }
                 return values.isEmpty ? .null : .attribute(.decimal(total / Decimal(values.count)))
             }

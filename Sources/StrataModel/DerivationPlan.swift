@@ -388,12 +388,16 @@ extension DerivationPlan {
         switch sourceType {
         case let found? where found.isInteger:
             var total = 0
+            // Wraps past Int's range, counted: the sum is exact when they cancel out, in any
+            // order (before, Int.max, 1, -1 failed the save while -1, 1, Int.max didn't).
+            var wraps = 0
             for value in values {
                 guard let n = Self.integer(value) else { continue }
                 let (result, overflow) = total.addingReportingOverflow(n)
-                if overflow { throw DerivationOverflow(description: "the sum for \(qualifiedName) overflows 64-bit integers") }
+                if overflow { wraps += n < 0 ? -1 : 1 }
                 total = result
             }
+            if wraps != 0 { throw DerivationOverflow(description: "the sum for \(qualifiedName) overflows 64-bit integers") }
             return try converted(total)
         case .decimal?:
             var total = Decimal(0)
@@ -450,14 +454,18 @@ extension DerivationPlan {
             switch sourceType {
             case let found? where found.isInteger:
                 guard var total = Self.integer(stored) else { return nil }
-                for (values, sign) in [(removed, -1), (added, 1)] {
+                var wraps = 0  // as in sum(_:): exact when the wraps cancel out
+                for (values, adding) in [(removed, false), (added, true)] {
                     for case let value? in values {
                         guard let n = Self.integer(value) else { continue }
-                        let (result, overflow) = total.addingReportingOverflow(sign * n)
-                        if overflow { throw DerivationOverflow(description: "the sum for \(qualifiedName) overflows 64-bit integers") }
+                        // Subtracted, not added negated: -Int64.min overflows (before, a
+                        // member holding Int64.min leaving the sum trapped).
+                        let (result, overflow) = adding ? total.addingReportingOverflow(n) : total.subtractingReportingOverflow(n)
+                        if overflow { wraps += (n < 0) == adding ? -1 : 1 }
                         total = result
                     }
                 }
+                if wraps != 0 { throw DerivationOverflow(description: "the sum for \(qualifiedName) overflows 64-bit integers") }
                 return try converted(total)
             case .decimal?:
                 guard case .decimal(var total) = stored else { return nil }

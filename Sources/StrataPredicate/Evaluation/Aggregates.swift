@@ -6,11 +6,19 @@ internal import Foundation
 /// aggregate functions `sum()`, `average()`, `min()`, `max()`.
 enum Aggregates {
     /// The sum of the numbers (0 when there are none), or nil when a non-nil value is not a
-    /// number.
+    /// number. Integers whose sum leaves `Int`'s range go on as a `Decimal`, exactly (as
+    /// Foundation's `@sum`, an `NSDecimalNumber`, does): before, the sum went on as a
+    /// `Double`, so `[Int.max, 1, -1]` summed to 9223372036854775808.0, not `Int.max`.
     static func sum(_ values: [Value]) -> Value? {
         var total = Number.int(0)
         for value in values where !value.isNull {
-            guard let number = Number(value), let next = try? Number.apply(.add, total, number) else { return nil }
+            guard let number = Number(value) else { return nil }
+            if case .int(let a) = total, case .int(let b) = number {
+                let (result, overflow) = a.addingReportingOverflow(b)
+                total = overflow ? .decimal(Decimal(a) + Decimal(b)) : .int(result)
+                continue
+            }
+            guard let next = try? Number.apply(.add, total, number) else { return nil }
             total = next
         }
         return total.value

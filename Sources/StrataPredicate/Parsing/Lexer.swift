@@ -191,7 +191,9 @@ struct Lexer {
         guard let value = Double(text) else {
             throw syntaxError("invalid number '\(text)'", at: start, expected: "a number")
         }
-        return Token(kind: .double(value), position: start)
+        var token = Token(kind: .double(value), position: start)
+        token.isIntMinMagnitude = !isDouble && text.drop { $0 == "0" } == "9223372036854775808"
+        return token
     }
 
     private static func radix(_ scalar: Unicode.Scalar) -> Int? {

@@ -337,8 +337,11 @@ struct Parser {
                 advance()
                 return try parsePostfix(.constant(.integer(-value)))
             case .double(let value):
+                // -9223372036854775808 is Int.min, exactly (before, the double -2^63, which
+                // which Int.min + 1 and hundreds of integers above it also equal).
+                let isIntMin = current.isIntMinMagnitude
                 advance()
-                return try parsePostfix(.constant(.double(-value)))
+                return try parsePostfix(.constant(isIntMin ? .integer(.min) : .double(-value)))
             default:
                 let operand = try parseUnary(seed: nil)
                 switch operand {

@@ -31,6 +31,9 @@ struct Token {
 
     let kind: Kind
     let position: Int
+    /// An integer literal one past `Int.max` (9223372036854775808, a `.double`): negated, it
+    /// is `Int.min` exactly, as SQL reads `-9223372036854775808`.
+    var isIntMinMagnitude = false
 
     /// The token's keyword in upper case, when it is a bare word.
     var keyword: String? {
