@@ -292,4 +292,77 @@ struct BatchInterplayReviewTests {
             #expect(names(again) == ["New", "New"])
         }
     }
+    @Test("a context pinned to a query generation selects its batch update and delete through relationships as the store is now: a team renamed since its generation")
+    func pinnedBatchSelectsThroughRenamedTeam() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try BatchModels.shop)
+        let worker = privateContext(coordinator)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("A", forKey: "name")
+            for n in 1...2 {
+                let customer = try context.insertNewObject(forEntityName: "Customer")
+                customer.setValue("c\(n)@x", forKey: "email")
+                customer.setValue(team, forKey: "team")
+            }
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.setQueryGenerationFrom(.current)
+            #expect(try context.count(for: FetchRequest(entityName: "Customer")) == 2)
+            try worker.performAndWait { (worker: isolated ManagedObjectContext) throws in
+                let team = try #require(try worker.fetch(FetchRequest(entityName: "Team")).first)
+                team.setValue("B", forKey: "name")
+                try worker.save()
+            }
+            var update = BatchUpdateRequest(entityName: "Customer")
+            update.predicate = try FormatPredicate(format: "team.name == 'B'")
+            update.propertiesToUpdate = ["name": "InB"]
+            update.resultType = .count
+            let countB = try context.execute(update).count
+            var old = BatchDeleteRequest(fetchRequest: try FetchRequest(entityName: "Customer", format: "team.name == 'A'"))
+            old.resultType = .count
+            let countA = try context.execute(old).count
+            #expect(countB == 2)
+            #expect(countA == 0)
+            var any = BatchUpdateRequest(entityName: "Team")
+            any.predicate = try FormatPredicate(format: "ANY members.name == 'InB'")
+            any.propertiesToUpdate = ["name": "C"]
+            any.resultType = .count
+            #expect(try context.execute(any).count == 1)
+        }
+    }
+    @Test("includesSubentities = false: a batch update (every object of the entity) and a batch delete (an index-answered predicate) leave the sub-entity's objects alone")
+    func excludingSubentities() async throws {
+        let model = try ManagedObjectModel {
+            Entity("Person") {
+                Attribute("name", .string).indexed()
+                Attribute("note", .string)
+            }
+            Entity("Employee", parent: "Person") {
+                Attribute("salary", .double)
+            }
+        }
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: model)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for entity in ["Person", "Employee", "Person", "Employee"] {
+                let object = try context.insertNewObject(forEntityName: entity)
+                object.setValue("X", forKey: "name")
+            }
+            try context.save()
+            var update = BatchUpdateRequest(entityName: "Person")
+            update.includesSubentities = false
+            update.propertiesToUpdate = ["note": "plain"]
+            update.resultType = .count
+            #expect(try context.execute(update).count == 2)
+            var fetch = try FetchRequest(entityName: "Person", format: "name == 'X'")
+            fetch.includesSubentities = false
+            var delete = BatchDeleteRequest(fetchRequest: fetch)
+            delete.resultType = .count
+            #expect(try context.execute(delete).count == 2)
+            #expect(try context.count(for: FetchRequest(entityName: "Employee")) == 2)
+            #expect(try context.count(for: try FetchRequest(entityName: "Person", format: "note == 'plain'")) == 0)
+        }
+    }
 }
