@@ -365,4 +365,35 @@ struct BatchInterplayReviewTests {
             #expect(try context.count(for: try FetchRequest(entityName: "Person", format: "note == 'plain'")) == 0)
         }
     }
+    @Test("merging a batch delete's IDs drops the deleted objects from registered objects' loaded relationships, both sides recorded or derived, and the object graph saves cleanly")
+    func mergedDeleteLeavesNoDanglingMember() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try BatchModels.shop)
+        let worker = privateContext(coordinator)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            let tag = try context.insertNewObject(forEntityName: "Tag")
+            for n in 1...3 {
+                let customer = try context.insertNewObject(forEntityName: "Customer")
+                customer.setValue("c\(n)@x", forKey: "email")
+                customer.setValue("C\(n)", forKey: "name")
+                customer.setValue(team, forKey: "team")
+                customer.mutableSetValue(forKey: "tags").add(tag)
+            }
+            try context.save()
+            #expect(team.mutableSetValue(forKey: "members").count == 3)
+            #expect(tag.mutableSetValue(forKey: "customers").count == 3)
+            team.setValue("Kept", forKey: "name")
+            let deleted = try worker.performAndWait { (worker: isolated ManagedObjectContext) throws in
+                var request = BatchDeleteRequest(fetchRequest: try FetchRequest(entityName: "Customer", format: "name == 'C2'"))
+                request.resultType = .objectIDs
+                return try #require(try worker.execute(request).objectIDs)
+            }
+            ManagedObjectContext.mergeChanges(fromRemoteContextSave: ["deleted": deleted], into: [context])
+            #expect(names(team.mutableSetValue(forKey: "members").objects).sorted() == ["C1", "C3"])
+            #expect(names(tag.mutableSetValue(forKey: "customers").objects).sorted() == ["C1", "C3"])
+            try context.save()
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
 }
