@@ -473,10 +473,15 @@ extension ContextCore {
     // MARK: - Merging another save's IDs
 
     /// `mergeChanges(fromRemoteContextSave:into:)` for this context: registered objects
-    /// deleted leave it, updated ones are re-read keeping unsaved changes.
+    /// deleted leave it, updated ones are re-read keeping unsaved changes. A context pinned
+    /// to a query generation moves to the newest one first (spec 0006 §22.3), as a merge
+    /// does: the IDs name changes the store has now, which its generation doesn't show (before,
+    /// updated objects were re-read as of the old generation, unchanged, and a fetch brought
+    /// the deleted ones back).
     func mergeRemoteChanges(inserted: Set<ManagedObjectID>, updated: Set<ManagedObjectID>, deleted: Set<ManagedObjectID>) {
         var summary = ChangeSummary(inserted: inserted, updated: updated, deleted: deleted)
         summary.normalize()
+        if !summary.isEmpty { advanceGeneration(to: nil) }
         merge(summary, through: nil)
     }
 
