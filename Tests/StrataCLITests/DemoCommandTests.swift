@@ -30,7 +30,7 @@ struct DemoCommandTests {
 
         let verify = try strata("verify", store)
         #expect(verify.status == 0, "\(verify.standardOutput)\(verify.standardError)")
-        #expect(verify.standardOutput.contains("in 1 segments"))
+        #expect(verify.standardOutput.contains("in 1 segment and the raw log"), "one segment, singular: \(verify.standardOutput)")
         #expect(verify.standardOutput.hasSuffix("no problems\n"))
 
         let log = try strata("log", store, "--format", "json")

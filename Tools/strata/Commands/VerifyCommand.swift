@@ -27,7 +27,8 @@ struct VerifyCommand: ParsableCommand {
             let out = OutputSink()
             defer { out.close() }
             for problem in report.problems { out.line(problem.description) }
-            let summary = "checked \(report.eventsChecked) events in \(report.segmentsChecked) segments and the raw log, rebuilt \(report.objectsRebuilt) objects"
+            func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+            let summary = "checked \(count(report.eventsChecked, "event")) in \(count(report.segmentsChecked, "segment")) and the raw log, rebuilt \(count(report.objectsRebuilt, "object"))"
             if report.isClean {
                 out.line("\(summary): no problems")
             } else {
