@@ -151,14 +151,7 @@ struct ExtremeValueReviewTests {
         let dir = try TemporaryDirectory()
         let coordinator = try openCoordinator(dir, model: model)
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            let order = try context.insertNewObject(forEntityName: "Order")
-            var lines: [ManagedObject] = []
-            for amount in [Int64.max, 1, -1] {
-                let line = try context.insertNewObject(forEntityName: "Line")
-                line.setValue(amount, forKey: "amount")
-                line.setValue(order, forKey: "order")
-                lines.append(line)
-            }
+            let (order, lines) = try insertOrder(context, amounts: [.max, 1, -1])
             try context.save()
             let sum = order.value(forKeyPath: "lines.@sum.amount")
             #expect(sum as? Decimal == Decimal(Int64.max), "\(String(describing: sum))")
@@ -181,14 +174,7 @@ struct ExtremeValueReviewTests {
         let dir = try TemporaryDirectory()
         let coordinator = try openCoordinator(dir, model: try Self.orderModel())
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            let order = try context.insertNewObject(forEntityName: "Order")
-            var lines: [ManagedObject] = []
-            for amount in [Int64.max, 1, -1] {
-                let line = try context.insertNewObject(forEntityName: "Line")
-                line.setValue(amount, forKey: "amount")
-                line.setValue(order, forKey: "order")
-                lines.append(line)
-            }
+            let (order, lines) = try insertOrder(context, amounts: [.max, 1, -1])
             try context.save()
             #expect(order.value(forKey: "total") as? Int64 == .max)
             // Kept: Int64.max less 1 plus 2 … a member changes, the total passes the range and comes back.
@@ -222,4 +208,17 @@ struct ExtremeValueReviewTests {
             }
         }
     }
+}
+
+/// An order with one line per amount (`Line.amount`, `Line.order`), inserted in `context`.
+private func insertOrder(_ context: isolated ManagedObjectContext, amounts: [Int64]) throws -> (order: ManagedObject, lines: [ManagedObject]) {
+    let order = try context.insertNewObject(forEntityName: "Order")
+    var lines: [ManagedObject] = []
+    for amount in amounts {
+        let line = try context.insertNewObject(forEntityName: "Line")
+        line.setValue(amount, forKey: "amount")
+        line.setValue(order, forKey: "order")
+        lines.append(line)
+    }
+    return (order, lines)
 }
