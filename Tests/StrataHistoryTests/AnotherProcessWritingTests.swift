@@ -44,7 +44,7 @@ struct AnotherProcessWritingTests {
 
     /// Runs the probe's `purge` of `store` through `through`; its output.
     func purgeInAnotherProcess(_ store: String, through: UInt64) throws -> (status: Int32, output: String) {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = BuildProducts.executable("StrataHistoryProbe")
         process.arguments = ["purge", store, String(through)]
         let out = Pipe()

@@ -103,8 +103,8 @@ func makeLeagueHistory(_ coordinator: PersistentStoreCoordinator) async throws -
 }
 
 /// Runs the `StrataHistoryProbe` writer: COUNT transactions into `store` by `author`.
-func startWriter(store: String, count: Int, author: String = "probe") throws -> (Process, Pipe) {
-    let process = Process()
+func startWriter(store: String, count: Int, author: String = "probe") throws -> (ChildProcess, Pipe) {
+    let process = ChildProcess()
     process.executableURL = BuildProducts.executable("StrataHistoryProbe")
     process.arguments = ["write", store, String(count), author]
     let out = Pipe()

@@ -76,7 +76,7 @@ enum ProbeContract {
 
 /// A running `StrataLogProbe`, whose output is read line by line as it comes.
 final class LogProbeProcess {
-    let process = Process()
+    let process = ChildProcess()
     private let output = Pipe()
     private let errors = Pipe()
     private var buffer = Data()

@@ -5,7 +5,7 @@ import Testing
 
 /// A running `StrataStorageProbe`, driven line by line.
 final class Probe {
-    let process = Process()
+    let process = ChildProcess()
     let input = Pipe()
     let output = Pipe()
     private var buffer = Data()

@@ -42,7 +42,7 @@ public func runProcess(
     _ executable: URL, _ arguments: [String], input: String? = nil, environment: [String: String]? = nil,
     currentDirectory: URL? = nil
 ) throws -> ProcessResult {
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = executable
     process.arguments = arguments
     if let environment {

@@ -5,7 +5,7 @@ import Testing
 
 /// A running `StrataContextProbe` (a second process on the same store), read line by line.
 final class ContextProbeProcess {
-    let process = Process()
+    let process = ChildProcess()
     private let output = Pipe()
     private let input = Pipe()
     private let errors = Pipe()

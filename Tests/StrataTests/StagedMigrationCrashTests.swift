@@ -63,7 +63,7 @@ struct StagedMigrationCrashTests {
             random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             let stop = Int((random >> 33) % 9) + 1
             let extra = UInt32((random >> 13) % 800)
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = BuildProducts.executable("StrataContextProbe")
             process.arguments = ["staged", url.path]
             let output = Pipe()
@@ -135,7 +135,7 @@ struct StagedMigrationCrashTests {
             let url = dir.url.appendingPathComponent("store")
             try Self.makeVersion1Store(url)
             let probes = (0..<2).map { _ in
-                let process = Process()
+                let process = ChildProcess()
                 process.executableURL = BuildProducts.executable("StrataContextProbe")
                 process.arguments = ["staged", url.path]
                 let output = Pipe()
