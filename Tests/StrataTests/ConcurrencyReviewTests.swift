@@ -107,7 +107,10 @@ struct ConcurrencyReviewTests {
         }
         let writers = Int(ProcessInfo.processInfo.environment["STRATA_CONCURRENCY_WRITERS"] ?? "") ?? 6
         let increments = Int(ProcessInfo.processInfo.environment["STRATA_CONCURRENCY_INCREMENTS"] ?? "") ?? 15
-        let totals = try await withDeadline(seconds: 60) {
+        // A deadlock never finishes; the deadline is generous because the writers' tasks run on
+        // the cooperative pool (a thread per core), which other tests can hold for a minute on a
+        // loaded 2-core machine while they wait for child processes (seen: 60 s ran out).
+        let totals = try await withDeadline(seconds: 240) {
             try await withThrowingTaskGroup(of: (Int, Int).self) { group in
                 for writer in 0..<writers {
                     group.addTask {
