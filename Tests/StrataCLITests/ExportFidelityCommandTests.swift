@@ -1,0 +1,133 @@
+import Foundation
+import StrataLog
+import StrataModel
+import StrataTestSupport
+import Testing
+
+/// Review 28-5: what an export can't carry into its format is said (not changed silently),
+/// a failed export leaves no partial output, and small CLI defects (migrate to an older
+/// model, an object reference the query can't read, a missing TMPDIR).
+@Suite("strata export fidelity and small CLI defects (review 28-5)")
+struct ExportFidelityCommandTests {
+    static func model() throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Item") {
+                Attribute("dbl", .double)
+                Attribute("flt", .float)
+                Attribute("text", .string)
+                Attribute("blob", .binaryData)
+            }
+            Entity("Note") {
+                Attribute("body", .string)
+            }
+            Entity("Zeta") {
+                Attribute("body", .string)
+            }
+        }
+    }
+
+    /// Items: p1 -0.0 (both floats), nil text and blob; p2 NaN, "" and empty data; p3 1.5,
+    /// "x"; p4 -0.0 double only. Notes p1 "n", p2 "a\0b" (a NUL, which postgres can't hold).
+    /// Zeta p1 "z".
+    static func store() throws -> (TemporaryDirectory, String, UUID) {
+        let directory = try TemporaryDirectory("strata-export-fidelity")
+        let path = directory.file("Store.strata")
+        let log = try EventLog(path: path, model: try model())
+        var draft = TransactionDraft()
+        _ = draft.insert("Item", values: ["dbl": .attribute(.double(-0.0)), "flt": .attribute(.float(-0.0))])
+        _ = draft.insert(
+            "Item",
+            values: [
+                "dbl": .attribute(.double(.nan)), "flt": .attribute(.float(.nan)), "text": .attribute(.string("")),
+                "blob": .attribute(.binaryData(Data())),
+            ])
+        _ = draft.insert("Item", values: ["dbl": .attribute(.double(1.5)), "flt": .attribute(.float(1.5)), "text": .attribute(.string("x"))])
+        _ = draft.insert("Item", values: ["dbl": .attribute(.double(-0.0))])
+        _ = draft.insert("Note", values: ["body": .attribute(.string("n"))])
+        _ = draft.insert("Note", values: ["body": .attribute(.string("a\u{0}b"))])
+        _ = draft.insert("Zeta", values: ["body": .attribute(.string("z"))])
+        try log.commit(draft)
+        return (directory, path, log.storeUUID)
+    }
+
+    static func uri(_ store: UUID, _ entity: String, _ key: Int) -> String { "x-strata://\(store.uuidString)/\(entity)/p\(key)" }
+
+    @Test("sql (sqlite): -0.0 is written -0.0 and NaN NULL, and stderr warns naming the object and property of each value sqlite can't hold (before: both changed silently); sqlite3 holds what the spec says")
+    func sqliteSignedZeroAndNaN() throws {
+        let (directory, path, uuid) = try Self.store()
+        let script = directory.file("export.sql")
+        let result = try strata("export", path, "--format", "sql", "--entity", "Item", "--output", script)
+        #expect(result.status == 0, "\(result.standardError)")
+        let text = try String(contentsOfFile: script, encoding: .utf8)
+        #expect(text.contains("VALUES ('\(Self.uri(uuid, "Item", 1))', NULL, -0.0, -0.0, NULL);"), "\(text)")
+        #expect(text.contains("VALUES ('\(Self.uri(uuid, "Item", 2))', X'', NULL, NULL, '');"), "\(text)")
+        let warnings = result.standardError
+        #expect(warnings.contains("warning: Item.dbl: \(Self.uri(uuid, "Item", 1)) holds -0.0, which a sqlite REAL column keeps as 0.0 (and 1 more object)"), "\(warnings)")
+        #expect(warnings.contains("warning: Item.flt: \(Self.uri(uuid, "Item", 1)) holds -0.0, which a sqlite REAL column keeps as 0.0\n"), "\(warnings)")
+        #expect(warnings.contains("warning: Item.dbl: \(Self.uri(uuid, "Item", 2)) holds NaN, which sqlite can't hold: written as NULL"), "\(warnings)")
+        #expect(warnings.contains("warning: Item.flt: \(Self.uri(uuid, "Item", 2)) holds NaN, which sqlite can't hold: written as NULL"), "\(warnings)")
+        #expect(!warnings.contains("Item/p3"), "\(warnings)")
+
+        guard toolIsInstalled("sqlite3") else { return }
+        let database = directory.file("export.db")
+        let load = try tool("sqlite3", "-bail", database, ".read \(script)")
+        #expect(load.status == 0, "\(load.standardError)")
+        // What sqlite keeps: the sign of zero goes (a REAL column stores an integral value
+        // as an integer), NaN is NULL — as the spec says; 1.5 exactly.
+        let held = try tool("sqlite3", database, #"SELECT quote(dbl), quote(flt) FROM "Item" ORDER BY uri"#)
+        #expect(held.standardOutput == "0.0|0.0\nNULL|NULL\n1.5|1.5\n0.0|NULL\n", "\(held.standardOutput)\(held.standardError)")
+    }
+
+    @Test("sql (postgres): -0.0 is written '-0', which postgres keeps (a bare -0.0 is a numeric, which has no negative zero), and a quiet export writes no warning")
+    func postgresSignedZero() throws {
+        let (directory, path, uuid) = try Self.store()
+        defer { withExtendedLifetime(directory) {} }
+        let result = try strata("export", path, "--format", "sql", "--dialect", "postgres", "--entity", "Item")
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.contains("VALUES ('\(Self.uri(uuid, "Item", 1))', NULL, '-0', '-0', NULL);"), "\(result.standardOutput)")
+        #expect(result.standardOutput.contains("'NaN', 'NaN', ''"), "\(result.standardOutput)")
+        #expect(result.standardError.isEmpty, "\(result.standardError)")
+    }
+
+    @Test("csv: no value is an empty field, an empty string (or empty data) the quoted field \"\" (before: both an empty field)")
+    func csvNilAndEmpty() throws {
+        let (directory, path, uuid) = try Self.store()
+        let output = directory.file("csv")
+        let result = try strata("export", path, "--format", "csv", "--entity", "Item", "--output", output)
+        #expect(result.status == 0, "\(result.standardError)")
+        let text = try String(contentsOfFile: output + "/Item.csv", encoding: .utf8)
+        #expect(text == """
+            uri,blob,dbl,flt,text\r
+            \(Self.uri(uuid, "Item", 1)),,-0.0,-0.0,\r
+            \(Self.uri(uuid, "Item", 2)),"",nan,nan,""\r
+            \(Self.uri(uuid, "Item", 3)),,1.5,1.5,x\r
+            \(Self.uri(uuid, "Item", 4)),,-0.0,,\r
+
+            """, "\(text)")
+    }
+
+    @Test("sql (postgres) refused partway with --output: the partial file is removed and the message says so (before: it stayed, without COMMIT;)")
+    func postgresRefusedRemovesOutput() throws {
+        let (directory, path, uuid) = try Self.store()
+        let script = directory.file("export.sql")
+        let result = try strata("export", path, "--format", "sql", "--dialect", "postgres", "--output", script)
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("strata: \(Self.uri(uuid, "Note", 2)) property body holds a string with a NUL character"), "\(result.standardError)")
+        #expect(result.standardError.contains("(the incomplete file \(script) was removed)"), "\(result.standardError)")
+        #expect(!FileManager.default.fileExists(atPath: script))
+    }
+
+    @Test("csv refused partway: the entity files finished before are removed too, (before: Item.csv stayed, reading as a whole export)")
+    func csvFailureRemovesFinishedFiles() throws {
+        let (directory, path, _) = try Self.store()
+        // Zeta.csv can't be created (a directory is in its place): Item.csv and Note.csv are done by then.
+        let given = directory.file("given")
+        try FileManager.default.createDirectory(atPath: given + "/Zeta.csv", withIntermediateDirectories: true)
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: given + "/notes.txt"))
+        let result = try strata("export", path, "--format", "csv", "--output", given)
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("cannot create \(given)/Zeta.csv"), "\(result.standardError)")
+        #expect(result.standardError.contains("; the entity files written before it, Item.csv and Note.csv, were removed"), "\(result.standardError)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: given).sorted() == ["Zeta.csv", "notes.txt"], "only what was there before")
+    }
+}
