@@ -130,4 +130,46 @@ struct ExportFidelityCommandTests {
         #expect(result.standardError.contains("; the entity files written before it, Item.csv and Note.csv, were removed"), "\(result.standardError)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: given).sorted() == ["Zeta.csv", "notes.txt"], "only what was there before")
     }
+
+    @Test("query: an object reference that can't name an object says why — p0 or a leading zero, an abstract entity, a temporary URI — (before: 'names no object of this store (its entities: …)' for each)")
+    func queryObjectReferenceMessages() throws {
+        let directory = try TemporaryDirectory("strata-fidelity-query")
+        let path = try JoinCommandTests.store(directory)
+        let zero = try strata("query", path, "Player", "--where", #"team == "Team/p0""#)
+        #expect(zero.status == 1)
+        #expect(zero.standardError.contains(#""Team/p0" names no object: primary keys start at 1 and have no leading zeros (Team/p1, Team/p2, …)"#), "\(zero.standardError)")
+        #expect(!zero.standardError.contains("its entities"), "\(zero.standardError)")
+        let leading = try strata("query", path, "Player", "--where", #"team == "Team/p07""#)
+        #expect(leading.standardError.contains(#""Team/p07" names no object: primary keys start at 1 and have no leading zeros"#), "\(leading.standardError)")
+        let temporary = try strata("query", path, "Player", "--where", #"team == "x-strata:///Team/t8C2B8B30-6E2C-4C63-9E2E-4A1B4A8C8E11""#)
+        #expect(temporary.status == 1)
+        #expect(temporary.standardError.contains("is a temporary object URI: an unsaved object's, which the store doesn't hold"), "\(temporary.standardError)")
+        let other = try strata("query", path, "Player", "--where", #"team == "x-strata://00000000-0000-0000-0000-000000000000/Team/p1""#)
+        #expect(other.status == 1)
+        #expect(other.standardError.contains("is a URI of another store (00000000-0000-0000-0000-000000000000)"), "\(other.standardError)")
+        let malformed = try strata("query", path, "Player", "--where", #"team == "x-strata://nonsense""#)
+        #expect(malformed.status == 1)
+        #expect(malformed.standardError.contains(#""x-strata://nonsense" is not an object URI: write x-strata://STORE-UUID/Entity/pN"#), "\(malformed.standardError)")
+        // An entity the model lacks keeps its message (with the entities to choose from).
+        let unknown = try strata("query", path, "Player", "--where", #"team == "Coach/p1""#)
+        #expect(unknown.standardError.contains(#""Coach/p1" names no object of this store (its entities: Player, Team"#), "\(unknown.standardError)")
+
+        // An abstract entity's objects are its sub-entities'.
+        let zoo = directory.file("Zoo.strata")
+        let model = try ManagedObjectModel {
+            Entity("Animal", abstract: true) {
+                Attribute("name", .string)
+                Relationship("keeper", to: "Keeper", inverse: "animals")
+            }
+            Entity("Cat", parent: "Animal") {}
+            Entity("Dog", parent: "Animal") {}
+            Entity("Keeper") { Relationship("animals", to: "Animal", inverse: "keeper", toMany: true) }
+        }
+        _ = try EventLog(path: zoo, model: model)
+        let abstract = try strata("query", zoo, "Keeper", "--where", #"ANY animals == "Animal/p1""#)
+        #expect(abstract.status == 1)
+        #expect(
+            abstract.standardError.contains(#""Animal/p1" names no object: Animal is abstract, so its objects are objects of its sub-entities (Cat, Dog); name one of those"#),
+            "\(abstract.standardError)")
+    }
 }
