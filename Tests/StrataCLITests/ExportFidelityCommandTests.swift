@@ -131,6 +131,28 @@ struct ExportFidelityCommandTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: given).sorted() == ["Zeta.csv", "notes.txt"], "only what was there before")
     }
 
+    @Test("migrate with the store's earlier model version: refused, saying the data stays in the later version's terms (before: 'nothing to migrate: the store's data is in this model's terms already')")
+    func migrateToEarlierVersion() throws {
+        let (dir, store, files) = try MigrateCommandTests.fixture()
+        do {
+            let log = try EventLog(path: store, model: try MigrateCommandTests.model(2))
+            #expect(log.modelVersion == 2)
+        }
+        let result = try strata("migrate", store, files[0])
+        #expect(result.status == 1, "\(result.standardOutput)\(result.standardError)")
+        #expect(result.standardOutput.contains("model        \(files[0]) is model version 1 (stored already)\n"), "\(result.standardOutput)")
+        #expect(!result.standardOutput.contains("nothing to migrate"), "\(result.standardOutput)")
+        #expect(
+            result.standardOutput.contains(
+                "refused: \(files[0]) is model version 1, earlier than model version 2, which the store's data is in: an open with an earlier model migrates nothing back (spec 0004 §4.5)"),
+            "\(result.standardOutput)")
+        let into = dir.file("kept")
+        let keeping = try strata("migrate", store, files[0], "--into", into)
+        #expect(keeping.status == 1)
+        #expect(!FileManager.default.fileExists(atPath: into), "nothing kept")
+        #expect(try EventLog(openingExistingAt: store).modelVersion == 2)
+    }
+
     @Test("query: an object reference that can't name an object says why — p0 or a leading zero, an abstract entity, a temporary URI — (before: 'names no object of this store (its entities: …)' for each)")
     func queryObjectReferenceMessages() throws {
         let directory = try TemporaryDirectory("strata-fidelity-query")
