@@ -194,4 +194,22 @@ struct ExportFidelityCommandTests {
             abstract.standardError.contains(#""Animal/p1" names no object: Animal is abstract, so its objects are objects of its sub-entities (Cat, Dog); name one of those"#),
             "\(abstract.standardError)")
     }
+
+    @Test("verify, migrate and doctor with TMPDIR naming a missing directory: exit 1 naming it, and it is not created (before: created and left behind)")
+    func missingTemporaryDirectory() throws {
+        let (dir, store, files) = try MigrateCommandTests.fixture()
+        let missing = dir.file("no-such/tmp")
+        for arguments in [["verify", store], ["migrate", store, files[1]], ["doctor"]] {
+            let result = try runProcess(BuildProducts.executable("strata"), arguments, environment: ["TMPDIR": missing])
+            #expect(result.status == 1, "\(arguments[0]): \(result.standardOutput)\(result.standardError)")
+            #expect(result.standardError.contains("the temporary directory \(missing) (TMPDIR) doesn't exist"), "\(arguments[0]): \(result.standardError)")
+            #expect(!FileManager.default.fileExists(atPath: dir.file("no-such")), "\(arguments[0]) made TMPDIR")
+        }
+        // With --into, migrate's copy needs no temporary directory, but verify's scratch does.
+        let into = dir.file("copy")
+        let result = try runProcess(BuildProducts.executable("strata"), ["migrate", store, files[1], "--into", into], environment: ["TMPDIR": missing])
+        #expect(result.status == 1)
+        #expect(!FileManager.default.fileExists(atPath: into), "refused before copying")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("no-such")))
+    }
 }

@@ -56,9 +56,11 @@ struct MigrateCommand: ParsableCommand {
             } catch {
                 throw CommandFailure("\(modelFile): \(error)")
             }
+            // The copy (without --into) and verify's scratch environment go there.
+            let temporary = try existingTemporaryDirectory()
             let source = try options.openReadOnly()
             let scratch = into == nil
-                ? (NSTemporaryDirectory() as NSString).appendingPathComponent("strata-migrate-\(UUID().uuidString)")
+                ? (temporary as NSString).appendingPathComponent("strata-migrate-\(UUID().uuidString)")
                 : nil
             let path = into ?? (scratch.map { ($0 as NSString).appendingPathComponent("store") } ?? "")
             defer { if let scratch { try? FileManager.default.removeItem(atPath: scratch) } }
