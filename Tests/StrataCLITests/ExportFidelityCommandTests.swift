@@ -78,6 +78,35 @@ struct ExportFidelityCommandTests {
         #expect(held.standardOutput == "0.0|0.0\nNULL|NULL\n1.5|1.5\n0.0|NULL\n", "\(held.standardOutput)\(held.standardError)")
     }
 
+    @Test("sql (sqlite): doubles below 2^-900, whose shortest text sqlite3 reads a unit in the last place off, are written as an exact expression, and sqlite holds each bit for bit (before: 0x0069D402989478F8 came back …F7)")
+    func sqliteTinyDoublesExact() throws {
+        let bits: [UInt64] = [
+            0x0069_D402_9894_78F8, 0x804D_B86B_6201_972E, 0x0067_F760_19CD_CBCE, 0x031F_610E_7151_0AEF, 0x808E_32C1_AFEC_042D,
+            0x0000_0000_0000_0001, 0x8000_0000_0000_0001, 0x000F_FFFF_FFFF_FFFF, 0x0010_0000_0000_0000, 0x0000_0000_0001_0000,
+        ]
+        let values = bits.map(Double.init(bitPattern:)) + [-2.5e-300, 0x1p-900, 0.1, 1e-200]
+        let directory = try TemporaryDirectory("strata-export-tiny")
+        let path = directory.file("Tiny.strata")
+        let log = try EventLog(path: path, model: try Self.model())
+        var draft = TransactionDraft()
+        for value in values { _ = draft.insert("Item", values: ["dbl": .attribute(.double(value))]) }
+        try log.commit(draft)
+        let script = directory.file("tiny.sql")
+        let result = try strata("export", path, "--format", "sql", "--entity", "Item", "--output", script)
+        #expect(result.status == 0 && result.standardError.isEmpty, "\(result.standardError)")
+        let text = try String(contentsOfFile: script, encoding: .utf8)
+        #expect(text.contains(", NULL, (CAST(1 AS REAL) / 4611686018427387904 / "), "5e-324: \(text.prefix(2000))")
+        #expect(text.contains(", NULL, 0.1, NULL, NULL);") && text.contains(", NULL, 1e-200, NULL, NULL);"), "values above 2^-900 as their shortest text")
+        guard toolIsInstalled("sqlite3") else { return }
+        let database = directory.file("tiny.db")
+        let load = try tool("sqlite3", "-bail", database, ".read \(script)")
+        #expect(load.status == 0, "\(load.standardError)")
+        let held = try tool("sqlite3", database, #"SELECT hex(ieee754_to_blob(dbl)) FROM "Item" ORDER BY CAST(substr(uri, instr(uri, '/p') + 2) AS INTEGER)"#)
+        guard held.status == 0 else { return }  // a sqlite3 shell without ieee754_to_blob
+        let expected = values.map { String(format: "%016llX", $0.bitPattern) }
+        #expect(held.standardOutput.split(separator: "\n").map(String.init) == expected, "\(held.standardOutput)")
+    }
+
     @Test("sql (postgres): -0.0 is written '-0', which postgres keeps (a bare -0.0 is a numeric, which has no negative zero), and a quiet export writes no warning")
     func postgresSignedZero() throws {
         let (directory, path, uuid) = try Self.store()
