@@ -224,6 +224,19 @@ struct ExportFidelityCommandTests {
             "\(abstract.standardError)")
     }
 
+    @Test("log and replay --object: a key p0 or an Entity/pN without the store's URI says so (before: only the URI form, which x-strata://…/Team/p0 has)")
+    func objectOptionMessages() throws {
+        let store = try makeLeagueStore()
+        for command in ["log", "replay"] {
+            let zero = try strata(command, store.path, "--object", store.uri("Team", 0))
+            #expect(zero.status == 64)
+            #expect(zero.standardError.contains("is not an object URI (x-strata://STORE-UUID/Entity/pN): primary keys start at 1 and have no leading zeros"), "\(command): \(zero.standardError)")
+            let short = try strata(command, store.path, "--object", "Team/p1")
+            #expect(short.status == 64)
+            #expect(short.standardError.contains(": give the object's whole URI, x-strata://STORE-UUID/Team/p1"), "\(command): \(short.standardError)")
+        }
+    }
+
     @Test("verify, migrate and doctor with TMPDIR naming a missing directory: exit 1 naming it, and it is not created (before: created and left behind)")
     func missingTemporaryDirectory() throws {
         let (dir, store, files) = try MigrateCommandTests.fixture()
