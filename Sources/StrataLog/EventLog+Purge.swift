@@ -258,8 +258,18 @@ extension EventLog {
     /// (``catalogRows(_:)``). A read nested in another can't adopt a map another process
     /// grew meanwhile (`MDB_MAP_RESIZED`): `verify` while another process committed failed so.
     func makeScratchEnvironment(catalogRows given: [(Bool, [UInt8], [UInt8])]? = nil) throws -> (LMDBEnvironment, StoreTables, String) {
+        // A temporary directory that doesn't exist is the user's to make: creating the
+        // scratch environment would make it with its parents, and leave it behind (before,
+        // `strata verify` with TMPDIR naming a missing directory did).
+        let temporary = NSTemporaryDirectory()
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: temporary, isDirectory: &isDirectory), isDirectory.boolValue else {
+            let shown = temporary.count > 1 && temporary.hasSuffix("/") ? String(temporary.dropLast()) : temporary
+            throw LogError.invalidOperation(
+                "the temporary directory \(shown) (TMPDIR) doesn't exist or isn't a directory: the scratch environment goes there, and Strata doesn't make it; create it, or set TMPDIR to a directory that exists")
+        }
         Self.removeStaleScratch()
-        let scratchPath = (NSTemporaryDirectory() as NSString).appendingPathComponent(
+        let scratchPath = (temporary as NSString).appendingPathComponent(
             "\(Self.scratchPrefix)\(ProcessInfo.processInfo.processIdentifier)-\(Self.processToken)-\(UUID().uuidString)")
         var options = LMDBEnvironment.Options()
         options.durability = .fast

@@ -34,7 +34,9 @@ struct DoctorCommand: ParsableCommand {
     }
 
     func run() throws {
-        let root = directory ?? (NSTemporaryDirectory() as NSString)
+        // Without --directory, in the temporary directory, which must exist (it isn't made).
+        let root = try directory
+            ?? (CommandFailure.wrap { try existingTemporaryDirectory() } as NSString)
             .appendingPathComponent("strata-doctor-\(UUID().uuidString.prefix(8))")
         // Removed with the directories made for it: `--directory a/b/scratch` with no `a`
         // leaves no `a` behind (before, it left `a/b`).

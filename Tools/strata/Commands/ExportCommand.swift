@@ -17,7 +17,7 @@ struct ExportCommand: ParsableCommand {
 
             --format csv writes one file per entity, ENTITY.csv, into the --output directory
             (RFC 4180, with a header row); a to-many relationship is one field holding the URIs
-            separated by single spaces. --format sql writes CREATE TABLE and INSERT statements,
+            separated by single spaces; no value is an empty field, an empty string "". --format sql writes CREATE TABLE and INSERT statements,
             with a join table ENTITY_RELATIONSHIP (source, target, position) per to-many
             relationship, for `sqlite3` (--dialect sqlite, the default) or `psql`
             (--dialect postgres).
@@ -122,15 +122,21 @@ struct ExportCommand: ParsableCommand {
                 case .csv: writer = try CSVSnapshotWriter(log: log, directory: output ?? ".")
                 case .sql: writer = SQLSnapshotWriter(log: log, out: try sink(), dialect: dialect ?? .sqlite, sequence: at ?? head)
                 }
-                try writer.begin(layouts)
-                for layout in layouts {
-                    try writer.beginEntity(layout)
-                    try Snapshot.forEachObject(of: layout.name, asOf: at, reader) { id, values in
-                        try writer.object(id, values, layout)
+                do {
+                    try writer.begin(layouts)
+                    for layout in layouts {
+                        try writer.beginEntity(layout)
+                        try Snapshot.forEachObject(of: layout.name, asOf: at, reader) { id, values in
+                            try writer.object(id, values, layout)
+                        }
+                        try writer.endEntity(layout)
                     }
-                    try writer.endEntity(layout)
+                    try writer.end()
+                } catch {
+                    // Stopped partway (postgres meeting a NUL, a csv file that can't be made, a
+                    // store that can't be read): what --output holds so far is taken back.
+                    throw writer.abandon(error)
                 }
-                try writer.end()
             }
         }
     }
@@ -256,6 +262,8 @@ protocol SnapshotWriter {
     func object(_ id: StoredObjectID, _ values: [String: LogValue], _ layout: EntityLayout) throws
     func endEntity(_ layout: EntityLayout) throws
     func end() throws
+    /// Takes back what was written when the export stops at `error`; the error to end with.
+    func abandon(_ error: any Error) -> any Error
 }
 
 extension SnapshotWriter {
@@ -308,6 +316,8 @@ final class JSONSnapshotWriter: SnapshotWriter {
         out.line("}}")
         out.close()
     }
+
+    func abandon(_ error: any Error) -> any Error { out.abandon(error) }
 }
 
 final class NDJSONSnapshotWriter: SnapshotWriter {
@@ -324,6 +334,8 @@ final class NDJSONSnapshotWriter: SnapshotWriter {
     }
 
     func end() throws { out.close() }
+
+    func abandon(_ error: any Error) -> any Error { out.abandon(error) }
 }
 
 // MARK: - CSV
@@ -334,16 +346,20 @@ final class CSVSnapshotWriter: SnapshotWriter {
     let log: EventLog
     let directory: String
     private var out: OutputSink?
+    /// The entity files written, which a failure later takes back.
+    private let finished: FinishedFiles
 
     init(log: EventLog, directory: String) throws {
         self.log = log
         self.directory = directory
         var isDirectory: ObjCBool = false
+        let made = EventLog.firstMissingAncestor(of: directory)
         if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else { throw CommandFailure("--output \(directory) is a file; csv needs a directory") }
         } else {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
+        finished = FinishedFiles(directory: directory, madeDirectory: made)
     }
 
     static func field(_ text: String) -> String {
@@ -353,21 +369,39 @@ final class CSVSnapshotWriter: SnapshotWriter {
 
     func beginEntity(_ layout: EntityLayout) throws {
         let sink = try OutputSink(path: (directory as NSString).appendingPathComponent("\(layout.name).csv"))
+        sink.finishedBefore = finished
         sink.write((["uri"] + layout.properties.map(\.name)).map(Self.field).joined(separator: ",") + "\r\n")
         out = sink
     }
 
+    /// A value's field: no value is an empty field, a value whose text is empty (an empty
+    /// string, empty data, a to-many without members) the quoted empty field `""` — the
+    /// convention of PostgreSQL's COPY and most CSV readers that tell them apart (before,
+    /// both were an empty field).
+    func field(_ value: LogValue) -> String {
+        if case .null = value { return "" }
+        let text = ValueRendering.csvText(value, log)
+        return text.isEmpty ? "\"\"" : Self.field(text)
+    }
+
     func object(_ id: StoredObjectID, _ values: [String: LogValue], _ layout: EntityLayout) throws {
-        let fields = [log.uri(id)] + layout.properties.map { ValueRendering.csvText(values[$0.name] ?? .null, log) }
-        out?.write(fields.map(Self.field).joined(separator: ",") + "\r\n")
+        let fields = [Self.field(log.uri(id))] + layout.properties.map { field(values[$0.name] ?? .null) }
+        out?.write(fields.joined(separator: ",") + "\r\n")
     }
 
     func endEntity(_ layout: EntityLayout) throws {
         out?.close()
+        if let out { finished.add((directory as NSString).appendingPathComponent("\(layout.name).csv"), out) }
         out = nil
     }
 
     func end() throws {}
+
+    func abandon(_ error: any Error) -> any Error {
+        if let out { return out.abandon(error) }
+        let note = finished.takeBack()
+        return note.isEmpty ? error : CommandFailure("\(error)\(note)")
+    }
 }
 
 // MARK: - SQL
@@ -438,8 +472,39 @@ final class SQLSnapshotWriter: SnapshotWriter {
     func literal(_ value: LogValue, _ id: StoredObjectID, _ property: String) throws -> String {
         if case .attribute(.string(let v)) = value { return try text(v, id, property) }
         if case .attribute(.date(let v)) = value, dialect == .postgres { return try postgresDate(v, id, property) }
+        if dialect == .sqlite {
+            switch value {
+            case .attribute(.double(let v)): noteSQLiteLoss(v, id, property)
+            case .attribute(.float(let v)): noteSQLiteLoss(Double(v), id, property)
+            default: break
+            }
+        }
         return literal(value)
     }
+
+    /// What sqlite can't hold, noted to be said on stderr (`warnings`), per property: a NaN
+    /// (sqlite has none: written, and read back, as NULL) and -0.0 (written `-0.0`, but a
+    /// REAL column stores an integral value as an integer, so it reads back 0.0). Before, both
+    /// changed without a word.
+    private func noteSQLiteLoss(_ v: Double, _ id: StoredObjectID, _ property: String) {
+        let what: String
+        if v.isNaN {
+            what = "holds NaN, which sqlite can't hold: written as NULL"
+        } else if v == 0 && v.sign == .minus {
+            what = "holds -0.0, which a sqlite REAL column keeps as 0.0"
+        } else {
+            return
+        }
+        let key = "\(id.entity).\(property): \(what)"
+        if let index = losses.firstIndex(where: { $0.key == key }) {
+            losses[index].more += 1
+        } else {
+            losses.append((key, "\(id.entity).\(property): \(log.uri(id)) \(what)", 0))
+        }
+    }
+
+    /// Values sqlite can't hold, by entity, property and kind: the first object's line, and how many more.
+    private var losses: [(key: String, line: String, more: Int)] = []
 
     /// A date's literal for postgres, which reads the ISO text only from year 1 on (it
     /// refused `0000-12-31T23:59:59.000000Z` and `-1200-…` as out of range, and the number
@@ -472,7 +537,7 @@ final class SQLSnapshotWriter: SnapshotWriter {
             case .int64(let v): return String(v)
             case .decimal(let v): return dialect == .sqlite ? Self.string(v.description) : v.description
             case .double(let v): return float(v)
-            case .float(let v): return v.isFinite ? v.description : float(Double(v))
+            case .float(let v): return v.isFinite && !(v == 0 && v.sign == .minus) ? v.description : float(Double(v))
             case .string(let v): return Self.string(v)
             case .boolean(let v): return v ? "TRUE" : "FALSE"
             case .date(let v): return Self.string(Timestamps.format(v))
@@ -486,11 +551,43 @@ final class SQLSnapshotWriter: SnapshotWriter {
     }
 
     func float(_ v: Double) -> String {
+        // A bare -0.0 is a numeric constant to postgres, which has no negative zero: as text,
+        // it is read as the column's type and keeps its sign.
+        if v == 0 && v.sign == .minus && dialect == .postgres { return "'-0'" }
+        if v.isFinite, v != 0, dialect == .sqlite, v.magnitude < Self.sqliteExactBelow { return Self.exactSQLite(v) }
         if v.isFinite { return v.description }
         switch dialect {
         case .sqlite: return v.isNaN ? "NULL" : (v < 0 ? "-9e999" : "9e999")
         case .postgres: return v.isNaN ? "'NaN'" : (v < 0 ? "'-Infinity'" : "'Infinity'")
         }
+    }
+
+    /// Below this magnitude (2^-900, about 1.2e-271: the smallest normal doubles and the
+    /// subnormals), `sqlite3` reads many doubles' shortest decimal text one unit in the last
+    /// place off (3.40: 8% of random subnormals, 0.3% of random doubles near 1e-300; above
+    /// it, about one in 6,000), so such values are written exactly, by `exactSQLite`.
+    static let sqliteExactBelow = 0x1p-900
+
+    /// `v` as an expression sqlite evaluates to exactly `v`: its significand M (an integer
+    /// below 2^53, exact as a REAL) divided by 2^E, in steps of at most 2^62 (integer
+    /// literals, exact as REALs), `(CAST(M AS REAL) / 4611686018427387904 / … / 2^r)`. Each
+    /// step divides by a power of two, and every quotient is a multiple of v's last bit that
+    /// is at least v, so none rounds.
+    static func exactSQLite(_ v: Double) -> String {
+        var significand = v.exponentBitPattern == 0 ? v.significandBitPattern : v.significandBitPattern | (1 << 52)
+        var exponent = (v.exponentBitPattern == 0 ? 1 : Int(v.exponentBitPattern)) - 1075
+        while significand > 0 && significand & 1 == 0 && exponent < 0 {
+            significand >>= 1
+            exponent += 1
+        }
+        var text = "(CAST(\(v.sign == .minus ? "-" : "")\(significand) AS REAL)"
+        var remaining = -exponent
+        while remaining >= 62 {
+            text += " / 4611686018427387904"
+            remaining -= 62
+        }
+        if remaining > 0 { text += " / \(UInt64(1) << UInt64(remaining))" }
+        return text + ")"
     }
 
     func isToMany(_ property: StoredPropertyDescription) -> Bool {
@@ -525,8 +622,13 @@ final class SQLSnapshotWriter: SnapshotWriter {
         }
     }
 
+    func abandon(_ error: any Error) -> any Error { out.abandon(error) }
+
     func end() throws {
         out.line("COMMIT;")
         out.close()
+        for loss in losses {
+            printError("strata: warning: \(loss.line)\(loss.more == 0 ? "" : " (and \(loss.more) more object\(loss.more == 1 ? "" : "s"))")")
+        }
     }
 }

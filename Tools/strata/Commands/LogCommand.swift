@@ -73,7 +73,7 @@ struct LogCommand: ParsableCommand {
 
     func validate() throws {
         if let object, ObjectURI.parse(object) == nil {
-            throw ValidationError("--object \(object) is not an object URI (x-strata://STORE-UUID/Entity/pN)")
+            throw ValidationError("--object \(object) is not an object URI (x-strata://STORE-UUID/Entity/pN)\(ObjectURI.whyNot(object))")
         }
         if case .sequence(let a) = from, case .sequence(let b) = to, a > b {
             throw ValidationError("--from \(a) is after --to \(b)")

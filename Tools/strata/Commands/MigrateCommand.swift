@@ -56,9 +56,11 @@ struct MigrateCommand: ParsableCommand {
             } catch {
                 throw CommandFailure("\(modelFile): \(error)")
             }
+            // The copy (without --into) and verify's scratch environment go there.
+            let temporary = try existingTemporaryDirectory()
             let source = try options.openReadOnly()
             let scratch = into == nil
-                ? (NSTemporaryDirectory() as NSString).appendingPathComponent("strata-migrate-\(UUID().uuidString)")
+                ? (temporary as NSString).appendingPathComponent("strata-migrate-\(UUID().uuidString)")
                 : nil
             let path = into ?? (scratch.map { ($0 as NSString).appendingPathComponent("store") } ?? "")
             defer { if let scratch { try? FileManager.default.removeItem(atPath: scratch) } }
@@ -108,10 +110,20 @@ struct MigrateCommand: ParsableCommand {
                 out.close()
                 throw ExitStatus.failure
             }
-            keep = true  // migrated: --into keeps it, whatever verify finds in it
             let stored = source.storedModels().map(\.version)
             out.line("model        \(modelFile) is model version \(copy.modelVersion)"
                 + (stored.contains(copy.modelVersion) ? " (stored already)" : " (new; the store has \(stored.map(String.init).joined(separator: ", ")))"))
+            // An earlier version than the one the store's data is in: its open migrates nothing
+            // back (spec 0004 §4.5), so the data stays in the later version's terms (before,
+            // "nothing to migrate: the store's data is in this model's terms already").
+            if copy.modelVersion < source.modelVersion {
+                out.line(
+                    "refused: \(modelFile) is model version \(copy.modelVersion), earlier than model version \(source.modelVersion), which the store's data is in: an open with an earlier model migrates nothing back (spec 0004 §4.5): the data stays in model version \(source.modelVersion)'s terms, and this model can't change the objects written with properties it lacks")
+                out.line("(nothing was written to \(options.store)\(into.map { "; nothing was kept at \($0)" } ?? ""))")
+                out.close()
+                throw ExitStatus.failure
+            }
+            keep = true  // migrated: --into keeps it, whatever verify finds in it
             let events = try copy.read { reader in
                 let migrated = try reader.head
                 return migrated > head ? try (head + 1...migrated).map { try reader.event($0) } : []

@@ -127,26 +127,62 @@ enum QueryObjectReferences {
     }
 
     /// The object `text` names: `Entity/pN`, or an object URI of the store.
+    ///
+    /// A string that can't name one says why: a key `p0` or with a leading zero (keys start
+    /// at 1), an abstract entity (its objects are its sub-entities'), a temporary URI (an
+    /// unsaved object's), another store's URI, a malformed URI, or an entity the model lacks
+    /// (before, all but the first were "names no object of this store" with the entity list).
     static func objectID(_ text: String, _ coordinator: PersistentStoreCoordinator) throws -> ManagedObjectID {
         let usage = "write Entity/pN, as --explain and the printed URIs name objects, or the object's x-strata:// URI"
         guard let store = coordinator.persistentStores.first else { throw Problem(description: "no store is open") }
+        let model = coordinator.managedObjectModel
+        let uuid = store.identifier.uuidString
+        let noObject = Problem(
+            description: "\"\(text)\" names no object of this store (its entities: "
+                + model.entities.filter { !$0.isAbstract }.map(\.name).sorted().joined(separator: ", ")
+                + "; its UUID: \(uuid)): \(usage)")
         let uri: String
+        let parts: [Substring]
         if text.hasPrefix("x-strata:") {
             uri = text
+            parts = Array(text.dropFirst("x-strata://".count).split(separator: "/", omittingEmptySubsequences: false).dropFirst())
         } else {
-            let parts = text.split(separator: "/", omittingEmptySubsequences: false)
-            guard parts.count == 2, parts[1].hasPrefix("p"), UInt64(parts[1].dropFirst()) != nil else {
+            parts = text.split(separator: "/", omittingEmptySubsequences: false)
+            guard parts.count == 2, parts[1].hasPrefix("p"), parts[1].count > 1, parts[1].dropFirst().allSatisfy({ $0.isASCII && $0.isNumber }) else {
                 throw Problem(description: "\"\(text)\" is compared with objects but names none: \(usage)")
             }
             let entity = String(parts[0]).addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? String(parts[0])
-            uri = "x-strata://\(store.identifier.uuidString)/\(entity)/\(parts[1])"
+            uri = "x-strata://\(uuid)/\(entity)/\(parts[1])"
         }
-        guard let url = URL(string: uri), let id = coordinator.managedObjectID(forURIRepresentation: url) else {
+        guard let parsed = ObjectURI.parse(uri) else {
+            if parts.count == 2, parts[1].hasPrefix("p"), parts[1].dropFirst().first == "0", parts[1].dropFirst().allSatisfy({ $0.isASCII && $0.isNumber }) {
+                let entity = String(parts[0]).removingPercentEncoding ?? String(parts[0])
+                throw Problem(
+                    description: "\"\(text)\" names no object: primary keys start at 1 and have no leading zeros (\(entity)/p1, \(entity)/p2, …)")
+            }
+            if text.hasPrefix("x-strata:") {
+                throw Problem(description: "\"\(text)\" is not an object URI: write x-strata://STORE-UUID/Entity/pN (spec 0005), or Entity/pN")
+            }
+            throw Problem(description: "\"\(text)\" is compared with objects but names none: \(usage)")
+        }
+        switch parsed {
+        case .temporary:
             throw Problem(
-                description: "\"\(text)\" names no object of this store (its entities: "
-                    + coordinator.managedObjectModel.entities.filter { !$0.isAbstract }.map(\.name).sorted().joined(separator: ", ")
-                    + "; its UUID: \(store.identifier.uuidString)): \(usage)")
+                description: "\"\(text)\" is a temporary object URI: an unsaved object's, which the store doesn't hold; name a saved object, Entity/pN")
+        case .permanent(let storeUUID, let id):
+            guard storeUUID == store.identifier else {
+                throw Problem(
+                    description: "\"\(text)\" names no object of this store: it is a URI of another store (\(storeUUID.uuidString)); this store's UUID is \(uuid)")
+            }
+            guard let entity = model.entity(named: id.entity) else { throw noObject }
+            if entity.isAbstract {
+                let concrete = model.entities.filter { !$0.isAbstract && $0.isKindOf(entity: entity) }.map(\.name).sorted()
+                throw Problem(
+                    description: "\"\(text)\" names no object: \(entity.name) is abstract, so its objects are objects of its sub-entities"
+                        + (concrete.isEmpty ? "" : " (\(concrete.joined(separator: ", ")))") + "; name one of those, Entity/pN")
+            }
+            guard let url = URL(string: uri), let objectID = coordinator.managedObjectID(forURIRepresentation: url) else { throw noObject }
+            return objectID
         }
-        return id
     }
 }

@@ -62,7 +62,7 @@ struct ReplayCommand: ParsableCommand {
         let modes = [object != nil, diff != nil, step, into != nil].filter { $0 }.count
         if modes > 1 { throw ValidationError("--object, --diff, --step and --into are separate modes; pick one") }
         if let object, ObjectURI.parse(object) == nil {
-            throw ValidationError("--object \(object) is not an object URI (x-strata://STORE-UUID/Entity/pN)")
+            throw ValidationError("--object \(object) is not an object URI (x-strata://STORE-UUID/Entity/pN)\(ObjectURI.whyNot(object))")
         }
         if let diff, diff.lower > diff.upper {
             throw ValidationError("--diff \(diff.lower)..\(diff.upper) is reversed: give the earlier point first (--diff \(diff.upper)..\(diff.lower))")

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Strata
 
 /// Buffered output to standard output or a file: large exports and logs are written in
 /// 64 KiB blocks, never held whole.
@@ -12,6 +13,9 @@ final class OutputSink {
     /// pipe, a device), so a write that fails can take back what it left there.
     private let regularFile: (device: UInt64, inode: UInt64)?
     private var buffer: [UInt8] = []
+    /// Files finished earlier as part of the same output (a csv export's entity files),
+    /// which a failed write takes back with this one.
+    var finishedBefore: FinishedFiles?
 
     /// Standard output.
     init() {
@@ -68,7 +72,7 @@ final class OutputSink {
         do {
             try handle.write(contentsOf: buffer)
         } catch {
-            printError("strata: can't write to \(name): \(Self.reason(error))\(takeBackPartialFile())")
+            printError("strata: can't write to \(name): \(Self.reason(error))\(takeBackPartialFile())\(finishedBefore?.takeBack() ?? "")")
             exit(ExitStatus.failure.rawValue)
         }
         buffer.removeAll(keepingCapacity: true)
@@ -88,6 +92,22 @@ final class OutputSink {
         return " (the file is incomplete)"
     }
 
+    /// The error to end the command with when `error` stops it before the output is
+    /// complete (a postgres export meeting a NUL, a csv entity file that can't be created,
+    /// a store that can't be read): a regular file is taken back as a failed write takes
+    /// it back (before, the lines so far stayed, which read as a whole export of fewer objects
+    /// — or, for sql, a script without `COMMIT;`), and the message says so.
+    func abandon(_ error: any Error) -> any Error {
+        buffer.removeAll()
+        let note = takeBackPartialFile().replacingOccurrences(of: "the incomplete file", with: "the incomplete file \(name)")
+        let finished = finishedBefore?.takeBack() ?? ""
+        guard !note.isEmpty || !finished.isEmpty, !(error is ExitCode) else { return error }
+        return CommandFailure("\(error)\(note)\(finished)")
+    }
+
+    /// The device and inode of the regular file written, if that is what it is.
+    var fileIdentity: (device: UInt64, inode: UInt64)? { regularFile }
+
     /// Flushes, and closes a file.
     func close() {
         flush()
@@ -102,5 +122,42 @@ final class OutputSink {
             return String(cString: strerror(Int32(posix.code)))
         }
         return "\(error)"
+    }
+}
+
+/// Files written as parts of one output — a csv export's entity files — which a failure in
+/// a later part takes back: the files left would read as a whole export of fewer entities
+/// (before, they stayed). A directory the output made goes too when that leaves it empty.
+final class FinishedFiles {
+    private var files: [(path: String, device: UInt64, inode: UInt64)] = []
+    private let directory: String
+    /// The highest directory made for the output (nil: it existed).
+    private let madeDirectory: String?
+
+    init(directory: String, madeDirectory: String?) {
+        self.directory = directory
+        self.madeDirectory = madeDirectory
+    }
+
+    /// Records `sink`'s file as finished.
+    func add(_ path: String, _ sink: OutputSink) {
+        if let identity = sink.fileIdentity { files.append((path, identity.device, identity.inode)) }
+    }
+
+    /// Removes the files (those the paths still name) and the directories made for them
+    /// that are left empty; the words to add to the error.
+    func takeBack() -> String {
+        let removed = files.filter { file in
+            var status = stat()
+            return lstat(file.path, &status) == 0 && UInt64(status.st_dev) == file.device && UInt64(status.st_ino) == file.inode
+                && unlink(file.path) == 0
+        }
+        files = []
+        if let madeDirectory { EventLog.removeEmptyDirectories(from: directory, through: madeDirectory) }
+        guard !removed.isEmpty else { return "" }
+        let names = removed.map { ($0.path as NSString).lastPathComponent }
+        let list = names.count == 1 ? names[0] : names.dropLast().joined(separator: ", ") + " and " + (names.last ?? "")
+        let gone = madeDirectory.map { FileManager.default.fileExists(atPath: $0) ? "" : ", with the directory the export made" } ?? ""
+        return "; the entity file\(names.count == 1 ? "" : "s") written before it, \(list), \(names.count == 1 ? "was" : "were") removed\(gone)"
     }
 }

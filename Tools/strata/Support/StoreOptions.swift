@@ -216,3 +216,17 @@ enum Timestamps {
         }
     }
 }
+
+extension ObjectURI {
+    /// Why `text`, which doesn't parse as an object URI, isn't one, when that is more than
+    /// its form: the short form `Entity/pN` (`--explain`'s, which `--object` doesn't take), a
+    /// key `p0` or with a leading zero. Empty otherwise. (Before, `x-strata://…/Team/p0`
+    /// was refused with the form alone, though it has it.)
+    static func whyNot(_ text: String) -> String {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard let key = parts.last, key.count > 1, key.hasPrefix("p"), key.dropFirst().allSatisfy({ $0.isASCII && $0.isNumber }) else { return "" }
+        if key.dropFirst().first == "0" { return ": primary keys start at 1 and have no leading zeros (p1, p2, …)" }
+        if parts.count == 2, !text.hasPrefix("x-strata:") { return ": give the object's whole URI, x-strata://STORE-UUID/\(text) (strata info STORE prints the UUID)" }
+        return ""
+    }
+}
