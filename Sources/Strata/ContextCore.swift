@@ -541,8 +541,19 @@ final class ContextCore {
     /// Whether ``lastMergedSequence`` was read from the store yet (it can't be while the
     /// coordinator has no store).
     var knowsLastMergedSequence = false
-    /// Transactions this context committed after ``lastMergedSequence``: never merged back.
+    /// Transactions this context committed after ``lastMergedSequence`` (and after
+    /// ``foldedThrough``, when other writers' transactions were folded): never merged back.
     var ownSequences: Set<UInt64> = []
+    /// Other writers' transactions after ``lastMergedSequence`` through ``foldedThrough``,
+    /// read ahead of the merge into the summary the merge starts from — what a merge reads
+    /// is the same, read in two parts — so that a context that saves often and merges
+    /// seldom (or never: a long-lived importer beside other writers) remembers at most
+    /// ``ownSequencesBound`` of its own sequences (before, one per save, for ever).
+    /// Nil when nothing was folded.
+    var folded: ChangeSummary?
+    var foldedThrough: UInt64 = 0
+    /// The most own sequences ``ownSequences`` holds before they are folded away.
+    static let ownSequencesBound = 64
     /// The log whose sequences ``lastMergedSequence`` counts (weakly: a removed store's log
     /// closes), and its store's UUID.
     weak var mergedLog: EventLog?
