@@ -509,9 +509,18 @@ public actor ManagedObjectContext {
     /// Undoes the last undo group (`undoManager.undo()`).
     ///
     /// - Throws: ``ContextError/undoConflict(object:property:expected:found:)`` when undoing
-    ///   saved work another writer has since changed; nothing is changed then.
+    ///   saved work another writer has since changed; nothing is changed then. The group
+    ///   stays on top of the undo stack, and every undo is refused the same way — undo never
+    ///   skips a group to reach the ones below, which would leave the other writer's change
+    ///   mixed with values set back from before it — until the store holds the value the
+    ///   group expects again (the other writer's change undone, or set back and saved), or
+    ///   ``removeAllUndoActions()`` (or ``rollback()``, ``reset()``) drops the stacks
+    ///   (spec 0006 §12).
     public func undo() throws { try core.undo() }
     /// Redoes the last undone group (`undoManager.redo()`).
+    ///
+    /// - Throws: ``ContextError/undoConflict(object:property:expected:found:)`` as ``undo()``
+    ///   does, the group staying on top of the redo stack.
     public func redo() throws { try core.redo() }
 
     /// Reverts the saved transaction at `token` — any context's, author's or process's, found

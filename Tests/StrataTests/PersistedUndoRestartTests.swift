@@ -24,6 +24,56 @@ struct PersistedUndoRestartTests {
         return [team.value(forKey: "name") as? String, team.value(forKey: "uniformColor") as? String]
     }
 
+    @Test("a top undo group another writer conflicts with: undo is refused each time naming the conflict and the way forward (removeAllUndoActions()), never skipping to the group below; removeAllUndoActions() drops it and undo works again")
+    func conflictingTopGroupBlocksUntilRemoved() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let context = privateContext(coordinator, name: "editor", author: "alice")
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Herons", forKey: "name")
+            context.processPendingChanges()
+            team.setValue("red", forKey: "uniformColor")
+            try context.save()
+        }
+        try await privateContext(coordinator, name: "other", author: "bob").perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("blue", forKey: "uniformColor")
+            try context.save()
+        }
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            for _ in 0..<2 {
+                do {
+                    try context.undo()
+                    Issue.record("expected an undo conflict")
+                } catch let error as ContextError {
+                    guard case .undoConflict(let object, let property, _, let found) = error else {
+                        Issue.record("expected an undo conflict, got \(error)")
+                        continue
+                    }
+                    #expect(object.contains("Team/p1") && property == "uniformColor" && found.contains("blue"))
+                    #expect(error.description.contains("removeAllUndoActions()"), "the message says how to go on: \(error.description)")
+                }
+                #expect(team.value(forKey: "name") as? String == "Herons", "the group below is not undone in its place")
+            }
+            let undoable = context.canUndo
+            #expect(undoable)
+            context.removeAllUndoActions()
+            let stillUndoable = context.canUndo
+            #expect(!stillUndoable)
+            team.setValue("Kites", forKey: "name")
+            try context.save()
+            try context.undo()
+            #expect(team.value(forKey: "name") as? String == "Herons")
+            try context.save()
+        }
+        let stored = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> [String?] in
+            let team = try context.existingObject(with: teamID)
+            return [team.value(forKey: "name") as? String, team.value(forKey: "uniformColor") as? String]
+        }
+        #expect(stored == ["Herons", "blue"], "the other writer's change was never overwritten")
+    }
+
     @Test("a context that saves often and never merges, while another writer commits between its saves, remembers a bounded number of its own sequences; its merge afterwards sees exactly the other writer's changes")
     func ownSequencesStayBounded() async throws {
         let dir = try TemporaryDirectory()
