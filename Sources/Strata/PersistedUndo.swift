@@ -20,8 +20,10 @@ import StrataLog
 /// (``nextUndoGroups(_:)``) only when undo reaches the bottom of what was read. A group's
 /// values are read from the transaction that first saved it (which need not have been read
 /// yet: a recent undo can name an old group); a group that transaction doesn't hold as one of
-/// the context's pushed groups, or that was purged, is left out, as reading forward leaves
-/// out an operation on a group that isn't on the stack it names.
+/// its pushed groups, or that was purged, is left out, as reading forward leaves out an
+/// operation on a group that isn't on the stack it names. A group of another writer's
+/// transaction (a batch request's too) is read when the context's undo or redo names it:
+/// the context reverted that transaction (spec 0006 §25).
 final class PersistedUndoReader {
     private struct Ref: Hashable {
         let sequence: UInt64
@@ -146,8 +148,8 @@ final class PersistedUndoReader {
     }
 
     /// The entries' undo groups, in the entries' order: a group not read with its push is
-    /// read from the transaction that saved it, and left out unless that transaction is the
-    /// context's and holds it as a pushed group.
+    /// read from the transaction that saved it — the context's, or another writer's that the
+    /// context reverted — and left out unless that transaction holds it as a pushed group.
     private func resolve(_ entries: [(Ref, ChangeGroup?)], _ reader: borrowing LogReader) throws -> [UndoGroup] {
         let floor = try reader.purgedThrough
         let missing = Set(entries.compactMap { $0.1 == nil && $0.0.sequence > floor ? $0.0.sequence : nil }).sorted()
@@ -160,10 +162,14 @@ final class PersistedUndoReader {
         }
         return entries.compactMap { ref, group in
             if let group { return makeGroup(group, ref.sequence, ref.group) }
-            guard let event = saved[ref.sequence], event.author == author, event.contextName == name,
-                event.groups.indices.contains(ref.group)
-            else { return nil }
-            if !event.kind.isUndoable { return nil }
+            guard let event = saved[ref.sequence], event.groups.indices.contains(ref.group) else { return nil }
+            // The context's own group; or another writer's, batch requests included, that the
+            // context's undo or redo names: it reverted that transaction (spec 0006 §25), and
+            // the revert is redone (undone again) group by group, as a revert of its own save
+            // is (before, such a group was left out: after a restart a revert of a batch
+            // import or of another author's save had no redo).
+            // (A batch request's own groups are never pushed: only a revert names them.)
+            if !event.kind.isRevertible { return nil }
             let group = log.translating(event.groups[ref.group], fromModelVersion: event.modelVersion)
             let hasOrigins = event.groups.contains { $0.origin != nil }
             if !hasOrigins, event.kind.isUndoOrRedo { return nil }
@@ -183,6 +189,15 @@ extension TransactionKind {
     fileprivate var isUndoable: Bool {
         switch self {
         case .reservation, .import, .migration, .purge: false
+        default: true
+        }
+    }
+
+    /// Whether a context can revert this transaction (spec 0006 §25): any that changed
+    /// objects but a model-version migration.
+    fileprivate var isRevertible: Bool {
+        switch self {
+        case .reservation, .migration, .purge: false
         default: true
         }
     }

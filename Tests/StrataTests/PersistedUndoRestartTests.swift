@@ -24,6 +24,64 @@ struct PersistedUndoRestartTests {
         return [team.value(forKey: "name") as? String, team.value(forKey: "uniformColor") as? String]
     }
 
+    @Test("a batch import reverted and saved by a persisted-undo context: after a restart the revert is on its redo stack (redo brings the imported objects back, saved as redo(of:)), and after another restart the redone import can be reverted again by undo")
+    func revertedBatchImportRedoableAfterRestart() async throws {
+        let dir = try TemporaryDirectory()
+        let (first, _) = try await leagueStore(dir)  // 1: Otters
+        try await privateContext(first, name: "loader", author: "loader").perform { (context: isolated ManagedObjectContext) throws in
+            _ = try context.execute(BatchInsertRequest(entityName: "Team", objects: [["name": "Imported 1"], ["name": "Imported 2"]]))
+        }
+        let store = try #require(first.persistentStores.first)
+        #expect(try store.log.read { try $0.event(2) }.kind == .import)
+        try await editor(first).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(first, 2), actionName: "Revert import")
+            try context.save()  // 3: undo(of: 2, group: 0)
+            #expect(try Self.teamNames(context) == ["Otters"])
+        }
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws in
+            let redoable = context.canRedo
+            #expect(redoable, "the revert of the batch import is on the redo stack after the restart")
+            try context.redo()
+            try context.save()  // 4: redo(of: 2, group: 0)
+            #expect(try Self.teamNames(context) == ["Imported 1", "Imported 2", "Otters"])
+        }
+        #expect(try store.log.read { try $0.event(4) }.kind == .redo(of: 2, group: 0))
+        let again = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(again).perform { (context: isolated ManagedObjectContext) throws in
+            let undoable = context.canUndo
+            #expect(undoable, "the redone import is on the undo stack after the restart")
+            try context.undo()
+            try context.save()
+            #expect(try Self.teamNames(context) == ["Otters"])
+        }
+        #expect(try store.log.verify().isClean)
+    }
+
+    @Test("another author's save reverted and saved by a persisted-undo context: after a restart redo applies it again")
+    func revertedForeignSaveRedoableAfterRestart() async throws {
+        let dir = try TemporaryDirectory()
+        let (first, teamID) = try await leagueStore(dir)  // 1: Otters
+        try await privateContext(first, name: "import", author: "importer").perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            try context.save()  // 2
+        }
+        try await editor(first).perform { (context: isolated ManagedObjectContext) throws in
+            try context.revertTransaction(at: try token(first, 2))
+            try context.save()  // 3
+        }
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let name = try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws -> String? in
+            let redoable = context.canRedo
+            #expect(redoable)
+            try context.redo()
+            try context.save()
+            return try context.existingObject(with: teamID).value(forKey: "name") as? String
+        }
+        #expect(name == "Herons")
+        #expect(try #require(restarted.persistentStores.first).log.verify().isClean)
+    }
+
     @Test("a top undo group another writer conflicts with: undo is refused each time naming the conflict and the way forward (removeAllUndoActions()), never skipping to the group below; removeAllUndoActions() drops it and undo works again")
     func conflictingTopGroupBlocksUntilRemoved() async throws {
         let dir = try TemporaryDirectory()
