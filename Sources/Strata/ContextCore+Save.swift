@@ -687,6 +687,9 @@ extension ContextCore {
         pending.removeAll()
         lockedObjects.removeAll()
         if let sequence { noteOwnCommit(sequence) }
+        // Groups dropped since the stacks were last recorded for persisted undo: recorded
+        // now that every group on them is saved.
+        recordUndoCheckpoint()
         for object in saved where !object.isInvalidated { object.didSave(in: context) }
         // Core Data's `didSave` "applies to deletions as well": a deleted object hears it with
         // `isDeleted` true (where an app removes the files it kept for the object), then
@@ -938,6 +941,8 @@ extension ContextCore {
             defer { journal.disabledCount -= 1 }
             for object in reverted { object.awake(fromSnapshotEvents: .rollback) }
         }
+        // Persisted undo must not read the dropped groups back after a restart.
+        recordUndoCheckpoint()
     }
 
     /// Forgets every object; clears the undo stacks.

@@ -441,12 +441,20 @@ final class UndoJournal {
     /// How many of the ``older`` groups are still within ``levelsOfUndo`` (nil: all).
     var olderBudget: Int?
 
+    /// Whether groups were dropped (``trim()``, ``clearStacks()``) since the stacks were last
+    /// recorded for persisted undo (``ContextCore/recordUndoCheckpoint()``).
+    var dropped = false
+
     /// Drops the oldest groups beyond ``levelsOfUndo``, those not read yet first.
     func trim() {
         guard levelsOfUndo > 0 else { return }
-        if undoStack.count > levelsOfUndo { undoStack.removeFirst(undoStack.count - levelsOfUndo) }
+        if undoStack.count > levelsOfUndo {
+            undoStack.removeFirst(undoStack.count - levelsOfUndo)
+            dropped = true
+        }
         if older != nil {
             let room = levelsOfUndo - undoStack.count
+            if olderBudget.map({ room < $0 }) ?? true { dropped = true }
             olderBudget = min(olderBudget ?? room, room)
             if room <= 0 || (olderBudget ?? 0) <= 0 {
                 older = nil
@@ -457,6 +465,7 @@ final class UndoJournal {
 
     /// Empties both stacks, with the persisted groups not read yet.
     func clearStacks() {
+        if !undoStack.isEmpty || !redoStack.isEmpty || older != nil { dropped = true }
         undoStack.removeAll()
         redoStack.removeAll()
         older = nil
@@ -510,6 +519,8 @@ final class ContextCore {
 
     var name: String?
     var transactionAuthor: String?
+    /// Whether the undo stacks are read back from the log (persisted undo, spec 0006 §13).
+    var persistsUndo = false
 
     // MARK: Notifications
     /// Async subscribers (shared with the context actor, which subscribes without isolation).
@@ -1988,8 +1999,11 @@ final class ContextCore {
     func loadPersistentUndo() throws {
         let log = try store().log
         let storeUUID = log.storeUUID
-        let head = try log.read { try $0.head }
-        let reader = PersistedUndoReader(log: log, author: transactionAuthor, name: name, head: head) { [unowned self] group, sequence, index in
+        let (head, checkpoint) = try log.read { reader in
+            (try reader.head, try reader.undoCheckpoint(author: transactionAuthor, contextName: name))
+        }
+        let reader = PersistedUndoReader(log: log, author: transactionAuthor, name: name, head: head, checkpoint: checkpoint) {
+            [unowned self] group, sequence, index in
             undoGroup(from: group, sequence: sequence, index: index, storeUUID: storeUUID)
         }
         let (undo, redo) = try reader.initialStacks(undoGroups: Self.persistedUndoBatch)
@@ -1998,6 +2012,79 @@ final class ContextCore {
         journal.older = reader.isExhausted ? nil : reader
         journal.olderBudget = nil
         journal.trim()
+    }
+
+    /// Records the stacks for persisted undo (spec 0004 §10, `undoStacks:`) when groups were
+    /// dropped since they were last recorded — by `levelsOfUndo`, `rollback()`, `reset()` or
+    /// `removeAllUndoActions()` — so that after a restart the context reads back what it
+    /// holds now, not the groups it dropped (before, they all came back). Only while nothing
+    /// waits to be saved, when every group on the stacks is in the log: otherwise after the
+    /// next save. A store that can't record it (read-only) leaves it for the next time.
+    func recordUndoCheckpoint() {
+        guard persistsUndo, journal.dropped, parentContext == nil, pending.isEmpty, let store = try? store() else { return }
+        // The groups not read yet that are kept under `levelsOfUndo` are part of the stack.
+        while let older = journal.older {
+            guard let budget = journal.olderBudget else { return }  // unbounded: never trimmed
+            guard store.continues(older.log) else { return }
+            older.log = store.log
+            guard budget > 0, !older.isExhausted, let groups = try? older.nextUndoGroups(budget) else {
+                if budget <= 0 || older.isExhausted {
+                    journal.older = nil
+                    journal.olderBudget = nil
+                    continue
+                }
+                return
+            }
+            let kept = groups.filter { group in
+                !(group.saved.map { journal.reverted.contains($0.sequence) } ?? false) && !group.isSaved(as: journal.undoneByRevert)
+            }
+            journal.undoStack.insert(contentsOf: kept, at: 0)
+            journal.olderBudget = budget - kept.count
+            if older.isExhausted || groups.isEmpty || budget - kept.count <= 0 {
+                journal.older = nil
+                journal.olderBudget = nil
+            }
+        }
+        var undo: [UndoCheckpoint.GroupRef] = []
+        var redo: [UndoCheckpoint.GroupRef] = []
+        var listed: Set<UndoCheckpoint.GroupRef> = []
+        // Each group where persisted undo would read it: a revert's parts one by one (their
+        // undos were written last first, their redos first first); a part that is an undo
+        // (redo) of another group names that group, which the revert redid (undid).
+        func add(_ group: UndoGroup, undone: Bool) {
+            if group.parts.isEmpty {
+                guard let saved = group.saved else { return }
+                let ref = UndoCheckpoint.GroupRef(sequence: saved.sequence, group: saved.group)
+                if listed.insert(ref).inserted {
+                    if undone { redo.append(ref) } else { undo.append(ref) }
+                }
+                return
+            }
+            for part in undone ? group.parts.reversed() : group.parts {
+                let ref: UndoCheckpoint.GroupRef
+                var onRedo = undone
+                switch part.logOrigin {
+                case .undo(let sequence, let target)?:
+                    ref = UndoCheckpoint.GroupRef(sequence: sequence, group: target)
+                    onRedo = !undone
+                case .redo(let sequence, let target)?:
+                    ref = UndoCheckpoint.GroupRef(sequence: sequence, group: target)
+                case nil:
+                    guard let saved = part.saved else { continue }
+                    ref = UndoCheckpoint.GroupRef(sequence: saved.sequence, group: saved.group)
+                }
+                guard listed.insert(ref).inserted else { continue }
+                if onRedo { redo.append(ref) } else { undo.append(ref) }
+            }
+        }
+        for group in journal.undoStack { add(group, undone: false) }
+        for group in journal.redoStack { add(group, undone: true) }
+        do {
+            try store.log.setUndoCheckpoint(author: transactionAuthor, contextName: name, undo: undo, redo: redo)
+            journal.dropped = false
+        } catch {
+            return
+        }
     }
 
     /// Reads the next persisted groups down the undo stack when undo has reached the bottom

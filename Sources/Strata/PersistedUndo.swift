@@ -46,14 +46,23 @@ final class PersistedUndoReader {
     /// operation read was its push.
     private var undoEntries: [(Ref, ChangeGroup?)] = []
     private var redoEntries: [Ref] = []
+    /// The stacks as the context last recorded them when it dropped groups (spec 0004 §10):
+    /// its transactions through `checkpoint.through` are not read; these stacks stand below
+    /// the later ones' operations. Nil once taken (or when there is none).
+    private var checkpoint: UndoCheckpoint?
 
-    /// A reader of the context (`author`, `name`)'s groups in the log up to `head`;
-    /// `makeGroup` turns a logged group (its sequence and index) into an undo group.
-    init(log: EventLog, author: String?, name: String?, head: UInt64, makeGroup: @escaping (ChangeGroup, UInt64, Int) -> UndoGroup) {
+    /// A reader of the context (`author`, `name`)'s groups in the log up to `head`, over
+    /// its `checkpoint` if it has one; `makeGroup` turns a logged group (its sequence and
+    /// index) into an undo group.
+    init(
+        log: EventLog, author: String?, name: String?, head: UInt64, checkpoint: UndoCheckpoint? = nil,
+        makeGroup: @escaping (ChangeGroup, UInt64, Int) -> UndoGroup
+    ) {
         self.log = log
         self.author = author
         self.name = name
         self.through = head
+        self.checkpoint = checkpoint.flatMap { $0.through <= head ? $0 : nil }
         self.makeGroup = makeGroup
     }
 
@@ -90,10 +99,11 @@ final class PersistedUndoReader {
     /// reading anyone else's (spec 0004 §6.4), and by scanning event headers in growing
     /// windows where the index doesn't reach (``LogReader/forEachTransaction(author:contextName:from:through:reversed:_:)``).
     private func readBack(_ reader: borrowing LogReader, until enough: (PersistedUndoReader) -> Bool) throws {
-        let floor = try reader.purgedThrough
+        let floor = max(try reader.purgedThrough, checkpoint?.through ?? 0)
         guard !enough(self) else { return }
         guard through > floor else {
             through = 0
+            readCheckpoint()
             return
         }
         var stopped = false
@@ -104,7 +114,20 @@ final class PersistedUndoReader {
             stopped = true
             return .stop
         }
-        if !stopped || through <= floor { through = 0 }
+        if !stopped || through <= floor {
+            through = 0
+            readCheckpoint()
+        }
+    }
+
+    /// Below the operations read, the checkpoint's stacks: as if each of its groups' last
+    /// operation were read there, top first — a group a later operation moved stays where
+    /// that put it, and its redo stack is gone if a group was pushed since.
+    private func readCheckpoint() {
+        guard let checkpoint else { return }
+        self.checkpoint = nil
+        for ref in checkpoint.undo.reversed() { onUndoStack(Ref(sequence: ref.sequence, group: ref.group), nil) }
+        for ref in checkpoint.redo.reversed() { undone(Ref(sequence: ref.sequence, group: ref.group)) }
     }
 
     /// Reads one transaction's operations, last first.

@@ -24,6 +24,81 @@ struct PersistedUndoRestartTests {
         return [team.value(forKey: "name") as? String, team.value(forKey: "uniformColor") as? String]
     }
 
+    @Test("groups levelsOfUndo dropped stay dropped after a restart (the restarted context sets no limit), and the redo stack kept past the trim comes back with the undo stack")
+    func levelsOfUndoHoldAfterRestart() async throws {
+        let dir = try TemporaryDirectory()
+        let (first, teamID) = try await leagueStore(dir)
+        try await editor(first).perform { (context: isolated ManagedObjectContext) throws in
+            context.levelsOfUndo = 3
+            let team = try context.existingObject(with: teamID)
+            for name in ["One", "Two", "Three", "Four"] {
+                team.setValue(name, forKey: "name")
+                try context.save()
+            }
+            try context.undo()  // Four undone: on the redo stack
+            try context.save()
+            context.levelsOfUndo = 1  // the undo stack keeps Three; Two is dropped, as One was
+            let undoable = context.canUndo
+            #expect(undoable)
+        }
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            #expect(team.value(forKey: "name") as? String == "Three")
+            try context.redo()
+            #expect(team.value(forKey: "name") as? String == "Four")
+            try context.undo()
+            try context.undo()
+            #expect(team.value(forKey: "name") as? String == "Two")
+            let undoable = context.canUndo
+            #expect(!undoable, "the groups levelsOfUndo dropped before the restart don't come back")
+            try context.save()
+        }
+        #expect(try #require(restarted.persistentStores.first).log.verify().isClean)
+    }
+
+    @Test("removeAllUndoActions() and rollback() drop the stacks for good: after a restart only the groups saved since are undoable (a group pending at removeAllUndoActions() and saved after it included)")
+    func clearedStacksStayClearedAfterRestart() async throws {
+        let dir = try TemporaryDirectory()
+        let (first, teamID) = try await leagueStore(dir)
+        try await editor(first).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Herons", forKey: "name")
+            try context.save()
+            team.setValue("Kites", forKey: "name")
+            context.processPendingChanges()  // a group waiting to be saved
+            context.removeAllUndoActions()
+            try context.save()  // writes it, dropped
+            team.setValue("red", forKey: "uniformColor")
+            try context.save()
+        }
+        let second = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(second).perform { (context: isolated ManagedObjectContext) throws in
+            try context.undo()
+            #expect(try Self.teamValues(context, teamID) == ["Kites", nil])
+            let undoable = context.canUndo
+            #expect(!undoable, "the groups removeAllUndoActions() dropped don't come back")
+            try context.save()
+        }
+        try await editor(second).perform { (context: isolated ManagedObjectContext) throws in
+            let redoable = context.canRedo
+            #expect(redoable)
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Swans", forKey: "name")
+            try context.save()
+            team.setValue("Rooks", forKey: "name")
+            context.rollback()
+            let undoable = context.canUndo
+            #expect(!undoable)
+        }
+        let third = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(third).perform { (context: isolated ManagedObjectContext) throws in
+            let (undoable, redoable) = (context.canUndo, context.canRedo)
+            #expect(!undoable && !redoable, "the stacks rollback() cleared stay clear after a restart")
+            #expect(try Self.teamValues(context, teamID) == ["Swans", nil])
+        }
+    }
+
     @Test("a batch import reverted and saved by a persisted-undo context: after a restart the revert is on its redo stack (redo brings the imported objects back, saved as redo(of:)), and after another restart the redone import can be reverted again by undo")
     func revertedBatchImportRedoableAfterRestart() async throws {
         let dir = try TemporaryDirectory()
