@@ -521,6 +521,8 @@ final class ContextCore {
     var transactionAuthor: String?
     /// Whether the undo stacks are read back from the log (persisted undo, spec 0006 §13).
     var persistsUndo = false
+    /// Whether the draft made last records the undo checkpoint with its commit.
+    var draftRecordsUndoCheckpoint = false
 
     // MARK: Notifications
     /// Async subscribers (shared with the context actor, which subscribes without isolation).
@@ -2022,19 +2024,29 @@ final class ContextCore {
     /// next save. A store that can't record it (read-only) leaves it for the next time.
     func recordUndoCheckpoint() {
         guard persistsUndo, journal.dropped, parentContext == nil, pending.isEmpty, let store = try? store() else { return }
-        // The groups not read yet that are kept under `levelsOfUndo` are part of the stack.
+        guard readKeptOlderUndo() else { return }
+        let stacks = undoCheckpointStacks { _ in nil }
+        do {
+            try store.log.setUndoCheckpoint(author: transactionAuthor, contextName: name, undo: stacks.undo, redo: stacks.redo)
+            journal.dropped = false
+        } catch {
+            return
+        }
+    }
+
+    /// Reads the groups not read yet that are kept under `levelsOfUndo` (the undo stack's
+    /// bottom) into the stack, so that it can be recorded whole; false if they can't be read
+    /// now (the stack is unbounded — never trimmed — or the read failed).
+    func readKeptOlderUndo() -> Bool {
         while let older = journal.older {
-            guard let budget = journal.olderBudget else { return }  // unbounded: never trimmed
-            guard store.continues(older.log) else { return }
+            guard let budget = journal.olderBudget, let store = try? store(), store.continues(older.log) else { return false }
             older.log = store.log
-            guard budget > 0, !older.isExhausted, let groups = try? older.nextUndoGroups(budget) else {
-                if budget <= 0 || older.isExhausted {
-                    journal.older = nil
-                    journal.olderBudget = nil
-                    continue
-                }
-                return
+            if budget <= 0 || older.isExhausted {
+                journal.older = nil
+                journal.olderBudget = nil
+                break
             }
+            guard let groups = try? older.nextUndoGroups(budget) else { return false }
             let kept = groups.filter { group in
                 !(group.saved.map { journal.reverted.contains($0.sequence) } ?? false) && !group.isSaved(as: journal.undoneByRevert)
             }
@@ -2045,46 +2057,44 @@ final class ContextCore {
                 journal.olderBudget = nil
             }
         }
+        return true
+    }
+
+    /// The stacks, bottom first, as persisted undo reads them back: each saved group (a
+    /// revert's parts one by one — their undos were written last first, their redos first
+    /// first; a part that is the undo (redo) of another group names that group, which the
+    /// revert redid (undid)); an unsaved group the commit being drafted writes as its event
+    /// group `unsaved(group)`, named with sequence 0; other unsaved groups are left out.
+    func undoCheckpointStacks(unsaved: (UndoGroup) -> Int?) -> (undo: [UndoCheckpoint.GroupRef], redo: [UndoCheckpoint.GroupRef]) {
         var undo: [UndoCheckpoint.GroupRef] = []
         var redo: [UndoCheckpoint.GroupRef] = []
         var listed: Set<UndoCheckpoint.GroupRef> = []
-        // Each group where persisted undo would read it: a revert's parts one by one (their
-        // undos were written last first, their redos first first); a part that is an undo
-        // (redo) of another group names that group, which the revert redid (undid).
+        func list(_ ref: UndoCheckpoint.GroupRef, onRedo: Bool) {
+            guard listed.insert(ref).inserted else { return }
+            if onRedo { redo.append(ref) } else { undo.append(ref) }
+        }
         func add(_ group: UndoGroup, undone: Bool) {
-            if group.parts.isEmpty {
-                guard let saved = group.saved else { return }
-                let ref = UndoCheckpoint.GroupRef(sequence: saved.sequence, group: saved.group)
-                if listed.insert(ref).inserted {
-                    if undone { redo.append(ref) } else { undo.append(ref) }
+            guard !group.parts.isEmpty else {
+                if let saved = group.saved {
+                    list(UndoCheckpoint.GroupRef(sequence: saved.sequence, group: saved.group), onRedo: undone)
+                } else if let index = unsaved(group) {
+                    list(UndoCheckpoint.GroupRef(sequence: 0, group: index), onRedo: undone)
                 }
                 return
             }
             for part in undone ? group.parts.reversed() : group.parts {
-                let ref: UndoCheckpoint.GroupRef
-                var onRedo = undone
                 switch part.logOrigin {
-                case .undo(let sequence, let target)?:
-                    ref = UndoCheckpoint.GroupRef(sequence: sequence, group: target)
-                    onRedo = !undone
-                case .redo(let sequence, let target)?:
-                    ref = UndoCheckpoint.GroupRef(sequence: sequence, group: target)
+                case .undo(let sequence, let target)?: list(UndoCheckpoint.GroupRef(sequence: sequence, group: target), onRedo: !undone)
+                case .redo(let sequence, let target)?: list(UndoCheckpoint.GroupRef(sequence: sequence, group: target), onRedo: undone)
                 case nil:
                     guard let saved = part.saved else { continue }
-                    ref = UndoCheckpoint.GroupRef(sequence: saved.sequence, group: saved.group)
+                    list(UndoCheckpoint.GroupRef(sequence: saved.sequence, group: saved.group), onRedo: undone)
                 }
-                guard listed.insert(ref).inserted else { continue }
-                if onRedo { redo.append(ref) } else { undo.append(ref) }
             }
         }
         for group in journal.undoStack { add(group, undone: false) }
         for group in journal.redoStack { add(group, undone: true) }
-        do {
-            try store.log.setUndoCheckpoint(author: transactionAuthor, contextName: name, undo: undo, redo: redo)
-            journal.dropped = false
-        } catch {
-            return
-        }
+        return (undo, redo)
     }
 
     /// Reads the next persisted groups down the undo stack when undo has reached the bottom

@@ -89,16 +89,23 @@ extension EventLog {
         author: String?, contextName: String?, undo: [UndoCheckpoint.GroupRef], redo: [UndoCheckpoint.GroupRef]
     ) throws -> UndoCheckpoint {
         if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only: an undo checkpoint can't be set") }
-        let key = MetaKey.undoCheckpoint(author: author, contextName: contextName)
         return try environment.write { txn in
             let head = try number(MetaKey.head, txn)
-            let stored = StoredUndoCheckpoint(
-                author: author, context: contextName, through: head,
-                undo: undo.map { [$0.sequence, UInt64($0.group)] }, redo: redo.map { [$0.sequence, UInt64($0.group)] })
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = .sortedKeys
-            try txn.put(Array(try encoder.encode(stored)), forKey: key, in: tables.meta)
+            try writeUndoCheckpoint(author: author, contextName: contextName, through: head, undo: undo, redo: redo, txn)
             return UndoCheckpoint(through: head, undo: undo, redo: redo)
         }
+    }
+
+    /// Puts the undo checkpoint row in `txn` (also a commit's, ``TransactionDraft/undoCheckpoint``).
+    func writeUndoCheckpoint(
+        author: String?, contextName: String?, through: UInt64, undo: [UndoCheckpoint.GroupRef], redo: [UndoCheckpoint.GroupRef],
+        _ txn: borrowing LMDBTransaction
+    ) throws {
+        let stored = StoredUndoCheckpoint(
+            author: author, context: contextName, through: through,
+            undo: undo.map { [$0.sequence, UInt64($0.group)] }, redo: redo.map { [$0.sequence, UInt64($0.group)] })
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        try txn.put(Array(try encoder.encode(stored)), forKey: MetaKey.undoCheckpoint(author: author, contextName: contextName), in: tables.meta)
     }
 }

@@ -35,6 +35,13 @@ struct PersistedUndoRestartTests {
                 team.setValue(name, forKey: "name")
                 try context.save()
             }
+            // Recorded with the save that dropped One, in its write transaction.
+            let log = try context.core.store().log
+            let recorded = try log.read { reader in
+                (try reader.head, try reader.undoCheckpoint(author: context.transactionAuthor, contextName: context.name))
+            }
+            #expect(recorded.1?.through == recorded.0)
+            #expect(recorded.1?.undo.map(\.sequence) == [recorded.0 - 2, recorded.0 - 1, recorded.0])
             try context.undo()  // Four undone: on the redo stack
             try context.save()
             context.levelsOfUndo = 1  // the undo stack keeps Three; Two is dropped, as One was
