@@ -82,6 +82,7 @@ extension ContextCore {
             if rebased != lastMergedSequence || store.identifier != mergedStoreUUID {
                 lastMergedSequence = rebased
                 ownSequences.removeAll()
+                folded = nil
             }
         } else {
             guard let head = try? store.log.head else { return }
@@ -95,12 +96,43 @@ extension ContextCore {
     /// A transaction this context committed: merging never brings it back.
     func noteOwnCommit(_ sequence: UInt64) {
         noteStoreHead()
-        if sequence == lastMergedSequence + 1 {
+        if folded == nil, sequence == lastMergedSequence + 1 {
             lastMergedSequence = sequence
             while ownSequences.remove(lastMergedSequence + 1) != nil { lastMergedSequence += 1 }
+        } else if folded != nil, sequence == foldedThrough + 1 {
+            foldedThrough = sequence
+            while ownSequences.remove(foldedThrough + 1) != nil { foldedThrough += 1 }
         } else if sequence > lastMergedSequence {
             ownSequences.insert(sequence)
+            if ownSequences.count > Self.ownSequencesBound { foldOtherWriters() }
         }
+    }
+
+    /// Reads the other writers' transactions up to this context's newest own one into
+    /// ``folded``, as the next merge would read them (the same events, in log order, its own
+    /// left out), so ``ownSequences`` can forget every own sequence up to there. Left for
+    /// the merge (nothing folded) if they can't be read now (purged: the merge compares the
+    /// registered objects with the store instead).
+    private func foldOtherWriters() {
+        guard let store = try? store(), store.log === mergedLog, let newest = ownSequences.max() else { return }
+        let from = folded != nil ? foldedThrough : lastMergedSequence
+        var summary = folded ?? ChangeSummary()
+        do {
+            let complete = try store.log.read { reader -> Bool in
+                guard try reader.purgedThrough <= from, try reader.head >= newest else { return false }
+                try reader.forEachEvent(from: from + 1, through: newest) { event in
+                    if !ownSequences.contains(event.sequence) { summary.add(event, entities: entities, store: store.identifier) }
+                    return .next
+                }
+                return true
+            }
+            guard complete else { return }
+        } catch {
+            return
+        }
+        folded = summary
+        foldedThrough = newest
+        ownSequences = ownSequences.filter { $0 > newest }
     }
 
     // MARK: - Entry points
@@ -145,13 +177,18 @@ extension ContextCore {
         // when it was added.
         if store.log !== mergedLog { noteStoreHead() }
         guard head.map({ $0 > lastMergedSequence }) ?? true else { return }
-        var summary = ChangeSummary()
+        // What was folded ahead of the merge (``foldOtherWriters()``) is where it starts.
+        var summary = folded ?? ChangeSummary()
         var through = lastMergedSequence
-        let start = lastMergedSequence
+        let start = folded != nil ? max(foldedThrough, lastMergedSequence) : lastMergedSequence
         try store.log.read { reader in
             let current = try reader.head
             var last = min(head ?? current, current)
-            guard last > start else { return }
+            guard last > lastMergedSequence else { return }
+            guard last > start else {
+                through = start
+                return
+            }
             let purged = try reader.purgedThrough
             if start < purged {
                 // Transactions start+1…purged were purged: what they changed can't be read
@@ -173,6 +210,7 @@ extension ContextCore {
         guard through > lastMergedSequence else { return }
         lastMergedSequence = through
         ownSequences = ownSequences.filter { $0 > through }
+        folded = nil
         summary.normalize()
         advanceGeneration(to: through)
         merge(summary, through: through)

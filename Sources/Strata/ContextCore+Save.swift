@@ -304,6 +304,9 @@ extension ContextCore {
         for id in retained.keys {
             if let foreign = foreignStoreError(id, storeUUID: store.identifier) { throw foreign }
         }
+        // Persisted undo records its stacks with the commit when it dropped groups: those
+        // still kept but not read yet are read now, outside the commit's write transaction.
+        if persistsUndo, journal.dropped { _ = readKeptOlderUndo() }
         // The first round is optimistic: versions checked, then the commit checks them again.
         // After another writer slipped in between, later rounds check and commit inside one
         // write transaction, so a writer that commits all the time can't starve this save.
@@ -451,6 +454,17 @@ extension ContextCore {
             draft.beginGroup(actionName: nil)
             draft.append(contentsOf: reconciliation)
         }
+        // Groups dropped since the stacks were last recorded for persisted undo: the stacks
+        // as this commit leaves them are recorded with it (spec 0006 §13), in its write
+        // transaction. Those not read yet were read at the start of the save.
+        if persistsUndo, journal.dropped, journal.older == nil {
+            var written: [ObjectIdentifier: Int] = [:]
+            for (index, effect) in pending.enumerated() where effect.kind == .user {
+                if let group = groupIndex[index] { written[ObjectIdentifier(effect.source)] = group }
+            }
+            draft.undoCheckpoint = undoCheckpointStacks { written[ObjectIdentifier($0)] }
+        }
+        draftRecordsUndoCheckpoint = draft.undoCheckpoint != nil
         return (draft, groupIndex)
     }
 
@@ -687,6 +701,14 @@ extension ContextCore {
         pending.removeAll()
         lockedObjects.removeAll()
         if let sequence { noteOwnCommit(sequence) }
+        // The commit recorded the stacks for persisted undo with it; a save that committed
+        // nothing records them now (every group on them is saved).
+        if result != nil, draftRecordsUndoCheckpoint {
+            journal.dropped = false
+        } else {
+            recordUndoCheckpoint()
+        }
+        draftRecordsUndoCheckpoint = false
         for object in saved where !object.isInvalidated { object.didSave(in: context) }
         // Core Data's `didSave` "applies to deletions as well": a deleted object hears it with
         // `isDeleted` true (where an app removes the files it kept for the object), then
@@ -938,6 +960,8 @@ extension ContextCore {
             defer { journal.disabledCount -= 1 }
             for object in reverted { object.awake(fromSnapshotEvents: .rollback) }
         }
+        // Persisted undo must not read the dropped groups back after a restart.
+        recordUndoCheckpoint()
     }
 
     /// Forgets every object; clears the undo stacks.

@@ -441,12 +441,20 @@ final class UndoJournal {
     /// How many of the ``older`` groups are still within ``levelsOfUndo`` (nil: all).
     var olderBudget: Int?
 
+    /// Whether groups were dropped (``trim()``, ``clearStacks()``) since the stacks were last
+    /// recorded for persisted undo (``ContextCore/recordUndoCheckpoint()``).
+    var dropped = false
+
     /// Drops the oldest groups beyond ``levelsOfUndo``, those not read yet first.
     func trim() {
         guard levelsOfUndo > 0 else { return }
-        if undoStack.count > levelsOfUndo { undoStack.removeFirst(undoStack.count - levelsOfUndo) }
+        if undoStack.count > levelsOfUndo {
+            undoStack.removeFirst(undoStack.count - levelsOfUndo)
+            dropped = true
+        }
         if older != nil {
             let room = levelsOfUndo - undoStack.count
+            if olderBudget.map({ room < $0 }) ?? true { dropped = true }
             olderBudget = min(olderBudget ?? room, room)
             if room <= 0 || (olderBudget ?? 0) <= 0 {
                 older = nil
@@ -457,6 +465,7 @@ final class UndoJournal {
 
     /// Empties both stacks, with the persisted groups not read yet.
     func clearStacks() {
+        if !undoStack.isEmpty || !redoStack.isEmpty || older != nil { dropped = true }
         undoStack.removeAll()
         redoStack.removeAll()
         older = nil
@@ -510,6 +519,10 @@ final class ContextCore {
 
     var name: String?
     var transactionAuthor: String?
+    /// Whether the undo stacks are read back from the log (persisted undo, spec 0006 §13).
+    var persistsUndo = false
+    /// Whether the draft made last records the undo checkpoint with its commit.
+    var draftRecordsUndoCheckpoint = false
 
     // MARK: Notifications
     /// Async subscribers (shared with the context actor, which subscribes without isolation).
@@ -541,8 +554,19 @@ final class ContextCore {
     /// Whether ``lastMergedSequence`` was read from the store yet (it can't be while the
     /// coordinator has no store).
     var knowsLastMergedSequence = false
-    /// Transactions this context committed after ``lastMergedSequence``: never merged back.
+    /// Transactions this context committed after ``lastMergedSequence`` (and after
+    /// ``foldedThrough``, when other writers' transactions were folded): never merged back.
     var ownSequences: Set<UInt64> = []
+    /// Other writers' transactions after ``lastMergedSequence`` through ``foldedThrough``,
+    /// read ahead of the merge into the summary the merge starts from — what a merge reads
+    /// is the same, read in two parts — so that a context that saves often and merges
+    /// seldom (or never: a long-lived importer beside other writers) remembers at most
+    /// ``ownSequencesBound`` of its own sequences (before, one per save, for ever).
+    /// Nil when nothing was folded.
+    var folded: ChangeSummary?
+    var foldedThrough: UInt64 = 0
+    /// The most own sequences ``ownSequences`` holds before they are folded away.
+    static let ownSequencesBound = 64
     /// The log whose sequences ``lastMergedSequence`` counts (weakly: a removed store's log
     /// closes), and its store's UUID.
     weak var mergedLog: EventLog?
@@ -1977,8 +2001,11 @@ final class ContextCore {
     func loadPersistentUndo() throws {
         let log = try store().log
         let storeUUID = log.storeUUID
-        let head = try log.read { try $0.head }
-        let reader = PersistedUndoReader(log: log, author: transactionAuthor, name: name, head: head) { [unowned self] group, sequence, index in
+        let (head, checkpoint) = try log.read { reader in
+            (try reader.head, try reader.undoCheckpoint(author: transactionAuthor, contextName: name))
+        }
+        let reader = PersistedUndoReader(log: log, author: transactionAuthor, name: name, head: head, checkpoint: checkpoint) {
+            [unowned self] group, sequence, index in
             undoGroup(from: group, sequence: sequence, index: index, storeUUID: storeUUID)
         }
         let (undo, redo) = try reader.initialStacks(undoGroups: Self.persistedUndoBatch)
@@ -1987,6 +2014,87 @@ final class ContextCore {
         journal.older = reader.isExhausted ? nil : reader
         journal.olderBudget = nil
         journal.trim()
+    }
+
+    /// Records the stacks for persisted undo (spec 0004 §10, `undoStacks:`) when groups were
+    /// dropped since they were last recorded — by `levelsOfUndo`, `rollback()`, `reset()` or
+    /// `removeAllUndoActions()` — so that after a restart the context reads back what it
+    /// holds now, not the groups it dropped (before, they all came back). Only while nothing
+    /// waits to be saved, when every group on the stacks is in the log: otherwise after the
+    /// next save. A store that can't record it (read-only) leaves it for the next time.
+    func recordUndoCheckpoint() {
+        guard persistsUndo, journal.dropped, parentContext == nil, pending.isEmpty, let store = try? store() else { return }
+        guard readKeptOlderUndo() else { return }
+        let stacks = undoCheckpointStacks { _ in nil }
+        do {
+            try store.log.setUndoCheckpoint(author: transactionAuthor, contextName: name, undo: stacks.undo, redo: stacks.redo)
+            journal.dropped = false
+        } catch {
+            return
+        }
+    }
+
+    /// Reads the groups not read yet that are kept under `levelsOfUndo` (the undo stack's
+    /// bottom) into the stack, so that it can be recorded whole; false if they can't be read
+    /// now (the stack is unbounded — never trimmed — or the read failed).
+    func readKeptOlderUndo() -> Bool {
+        while let older = journal.older {
+            guard let budget = journal.olderBudget, let store = try? store(), store.continues(older.log) else { return false }
+            older.log = store.log
+            if budget <= 0 || older.isExhausted {
+                journal.older = nil
+                journal.olderBudget = nil
+                break
+            }
+            guard let groups = try? older.nextUndoGroups(budget) else { return false }
+            let kept = groups.filter { group in
+                !(group.saved.map { journal.reverted.contains($0.sequence) } ?? false) && !group.isSaved(as: journal.undoneByRevert)
+            }
+            journal.undoStack.insert(contentsOf: kept, at: 0)
+            journal.olderBudget = budget - kept.count
+            if older.isExhausted || groups.isEmpty || budget - kept.count <= 0 {
+                journal.older = nil
+                journal.olderBudget = nil
+            }
+        }
+        return true
+    }
+
+    /// The stacks, bottom first, as persisted undo reads them back: each saved group (a
+    /// revert's parts one by one — their undos were written last first, their redos first
+    /// first; a part that is the undo (redo) of another group names that group, which the
+    /// revert redid (undid)); an unsaved group the commit being drafted writes as its event
+    /// group `unsaved(group)`, named with sequence 0; other unsaved groups are left out.
+    func undoCheckpointStacks(unsaved: (UndoGroup) -> Int?) -> (undo: [UndoCheckpoint.GroupRef], redo: [UndoCheckpoint.GroupRef]) {
+        var undo: [UndoCheckpoint.GroupRef] = []
+        var redo: [UndoCheckpoint.GroupRef] = []
+        var listed: Set<UndoCheckpoint.GroupRef> = []
+        func list(_ ref: UndoCheckpoint.GroupRef, onRedo: Bool) {
+            guard listed.insert(ref).inserted else { return }
+            if onRedo { redo.append(ref) } else { undo.append(ref) }
+        }
+        func add(_ group: UndoGroup, undone: Bool) {
+            guard !group.parts.isEmpty else {
+                if let saved = group.saved {
+                    list(UndoCheckpoint.GroupRef(sequence: saved.sequence, group: saved.group), onRedo: undone)
+                } else if let index = unsaved(group) {
+                    list(UndoCheckpoint.GroupRef(sequence: 0, group: index), onRedo: undone)
+                }
+                return
+            }
+            for part in undone ? group.parts.reversed() : group.parts {
+                switch part.logOrigin {
+                case .undo(let sequence, let target)?: list(UndoCheckpoint.GroupRef(sequence: sequence, group: target), onRedo: !undone)
+                case .redo(let sequence, let target)?: list(UndoCheckpoint.GroupRef(sequence: sequence, group: target), onRedo: undone)
+                case nil:
+                    guard let saved = part.saved else { continue }
+                    list(UndoCheckpoint.GroupRef(sequence: saved.sequence, group: saved.group), onRedo: undone)
+                }
+            }
+        }
+        for group in journal.undoStack { add(group, undone: false) }
+        for group in journal.redoStack { add(group, undone: true) }
+        return (undo, redo)
     }
 
     /// Reads the next persisted groups down the undo stack when undo has reached the bottom

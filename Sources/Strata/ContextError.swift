@@ -66,7 +66,7 @@ public enum ContextError: Error, Sendable, Hashable, CustomStringConvertible {
         case .storeRefused(let detail): "the store refused the save: \(detail)"
         case .objectNotFound(let object): "the object \(object) could not be found in the store; it was deleted (133000)"
         case .undoConflict(let object, let property, let expected, let found):
-            "undo conflict on \(object).\(property): undo expected \(expected) but the store holds \(found), written later by a change not on this undo stack (another context's, or one made with undo registration disabled); nothing was overwritten"
+            "undo conflict on \(object).\(property): undo expected \(expected) but the store holds \(found), written later by a change not on this undo stack (another context's, or one made with undo registration disabled); nothing was overwritten. An undo or redo refused so stays on top of its stack and is refused again, never skipped, until the store holds the expected value again; removeAllUndoActions() drops the undo and redo stacks to go on"
         case .mergeConflicts(let conflicts):
             "the save found \(conflicts.count) object(s) changed by another writer since this context read them (133020); nothing was written:\n"
                 + conflicts.map { "  \($0)" }.joined(separator: "\n")

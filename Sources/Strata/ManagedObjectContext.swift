@@ -74,6 +74,7 @@ public actor ManagedObjectContext {
         self.core = core
         core.context = self
         if persistentUndo {
+            core.persistsUndo = true
             do { try core.loadPersistentUndo() } catch { core.recordProblem(.store("persistent undo could not be loaded: \(error)")) }
         }
     }
@@ -415,10 +416,11 @@ public actor ManagedObjectContext {
     ///   is written then, and the context keeps its changes.
     public func save() throws { try core.save(in: self) }
 
-    /// Discards unsaved changes and clears the undo stacks (`rollback()`).
+    /// Discards unsaved changes and clears the undo stacks (`rollback()`) — with persisted
+    /// undo, for good: the groups don't come back after a restart (spec 0006 §13).
     public func rollback() { core.rollback() }
 
-    /// Forgets every object and clears the undo stacks (`reset()`).
+    /// Forgets every object and clears the undo stacks (`reset()`), as ``rollback()`` does.
     public func reset() { core.reset() }
 
     /// Re-reads `object` from the store (`refresh(_:mergeChanges:)`): with `mergeChanges`,
@@ -509,9 +511,18 @@ public actor ManagedObjectContext {
     /// Undoes the last undo group (`undoManager.undo()`).
     ///
     /// - Throws: ``ContextError/undoConflict(object:property:expected:found:)`` when undoing
-    ///   saved work another writer has since changed; nothing is changed then.
+    ///   saved work another writer has since changed; nothing is changed then. The group
+    ///   stays on top of the undo stack, and every undo is refused the same way — undo never
+    ///   skips a group to reach the ones below, which would leave the other writer's change
+    ///   mixed with values set back from before it — until the store holds the value the
+    ///   group expects again (the other writer's change undone, or set back and saved), or
+    ///   ``removeAllUndoActions()`` (or ``rollback()``, ``reset()``) drops the stacks
+    ///   (spec 0006 §12).
     public func undo() throws { try core.undo() }
     /// Redoes the last undone group (`undoManager.redo()`).
+    ///
+    /// - Throws: ``ContextError/undoConflict(object:property:expected:found:)`` as ``undo()``
+    ///   does, the group staying on top of the redo stack.
     public func redo() throws { try core.redo() }
 
     /// Reverts the saved transaction at `token` — any context's, author's or process's, found
@@ -599,7 +610,8 @@ public actor ManagedObjectContext {
     public var redoActionName: String? { core.journal.isEnabled ? core.journal.redoStack.last?.actionName : nil }
     /// Names the current undo group's action (`setActionName`).
     public func setActionName(_ name: String) { core.journal.open.actionName = name }
-    /// The most undo groups kept (0: unbounded; `levelsOfUndo`).
+    /// The most undo groups kept (0: unbounded; `levelsOfUndo`). With persisted undo the
+    /// groups it drops stay dropped after a restart (spec 0006 §13).
     public var levelsOfUndo: Int {
         get { core.journal.levelsOfUndo }
         set {
@@ -607,6 +619,7 @@ public actor ManagedObjectContext {
             let kept = core.journal.undoStack.count
             core.journal.trim()
             if core.journal.undoStack.count < kept { core.releaseUnreachableRemovedObjects() }
+            core.recordUndoCheckpoint()
         }
     }
     /// Whether the context has an undo manager (`undoManager != nil`): while false nothing is
@@ -647,12 +660,17 @@ public actor ManagedObjectContext {
     }
     /// Clears the undo and redo stacks and re-enables undo registration, as
     /// `UndoManager.removeAllActions()` does ("clears the undo and redo stacks and reenables
-    /// the manager"): every `disableUndoRegistration()` still open is ended.
+    /// the manager"): every `disableUndoRegistration()` still open is ended. With persisted
+    /// undo the dropped groups stay dropped after a restart (spec 0006 §13): recorded in the
+    /// store at once, or after the next save when groups wait to be saved.
     public func removeAllUndoActions() {
         core.processPendingChanges()
         core.journal.clearStacks()
+        // Groups waiting to be saved are dropped too: persisted undo must not read them back.
+        if !core.pending.isEmpty { core.journal.dropped = true }
         core.journal.disabledCount = 0
         core.removedObjects.removeAll()
+        core.recordUndoCheckpoint()
     }
 }
 

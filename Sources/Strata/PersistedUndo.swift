@@ -20,8 +20,10 @@ import StrataLog
 /// (``nextUndoGroups(_:)``) only when undo reaches the bottom of what was read. A group's
 /// values are read from the transaction that first saved it (which need not have been read
 /// yet: a recent undo can name an old group); a group that transaction doesn't hold as one of
-/// the context's pushed groups, or that was purged, is left out, as reading forward leaves
-/// out an operation on a group that isn't on the stack it names.
+/// its pushed groups, or that was purged, is left out, as reading forward leaves out an
+/// operation on a group that isn't on the stack it names. A group of another writer's
+/// transaction (a batch request's too) is read when the context's undo or redo names it:
+/// the context reverted that transaction (spec 0006 §25).
 final class PersistedUndoReader {
     private struct Ref: Hashable {
         let sequence: UInt64
@@ -44,14 +46,23 @@ final class PersistedUndoReader {
     /// operation read was its push.
     private var undoEntries: [(Ref, ChangeGroup?)] = []
     private var redoEntries: [Ref] = []
+    /// The stacks as the context last recorded them when it dropped groups (spec 0004 §10):
+    /// its transactions through `checkpoint.through` are not read; these stacks stand below
+    /// the later ones' operations. Nil once taken (or when there is none).
+    private var checkpoint: UndoCheckpoint?
 
-    /// A reader of the context (`author`, `name`)'s groups in the log up to `head`;
-    /// `makeGroup` turns a logged group (its sequence and index) into an undo group.
-    init(log: EventLog, author: String?, name: String?, head: UInt64, makeGroup: @escaping (ChangeGroup, UInt64, Int) -> UndoGroup) {
+    /// A reader of the context (`author`, `name`)'s groups in the log up to `head`, over
+    /// its `checkpoint` if it has one; `makeGroup` turns a logged group (its sequence and
+    /// index) into an undo group.
+    init(
+        log: EventLog, author: String?, name: String?, head: UInt64, checkpoint: UndoCheckpoint? = nil,
+        makeGroup: @escaping (ChangeGroup, UInt64, Int) -> UndoGroup
+    ) {
         self.log = log
         self.author = author
         self.name = name
         self.through = head
+        self.checkpoint = checkpoint.flatMap { $0.through <= head ? $0 : nil }
         self.makeGroup = makeGroup
     }
 
@@ -88,10 +99,11 @@ final class PersistedUndoReader {
     /// reading anyone else's (spec 0004 §6.4), and by scanning event headers in growing
     /// windows where the index doesn't reach (``LogReader/forEachTransaction(author:contextName:from:through:reversed:_:)``).
     private func readBack(_ reader: borrowing LogReader, until enough: (PersistedUndoReader) -> Bool) throws {
-        let floor = try reader.purgedThrough
+        let floor = max(try reader.purgedThrough, checkpoint?.through ?? 0)
         guard !enough(self) else { return }
         guard through > floor else {
             through = 0
+            readCheckpoint()
             return
         }
         var stopped = false
@@ -102,7 +114,20 @@ final class PersistedUndoReader {
             stopped = true
             return .stop
         }
-        if !stopped || through <= floor { through = 0 }
+        if !stopped || through <= floor {
+            through = 0
+            readCheckpoint()
+        }
+    }
+
+    /// Below the operations read, the checkpoint's stacks: as if each of its groups' last
+    /// operation were read there, top first — a group a later operation moved stays where
+    /// that put it, and its redo stack is gone if a group was pushed since.
+    private func readCheckpoint() {
+        guard let checkpoint else { return }
+        self.checkpoint = nil
+        for ref in checkpoint.undo.reversed() { onUndoStack(Ref(sequence: ref.sequence, group: ref.group), nil) }
+        for ref in checkpoint.redo.reversed() { undone(Ref(sequence: ref.sequence, group: ref.group)) }
     }
 
     /// Reads one transaction's operations, last first.
@@ -146,8 +171,8 @@ final class PersistedUndoReader {
     }
 
     /// The entries' undo groups, in the entries' order: a group not read with its push is
-    /// read from the transaction that saved it, and left out unless that transaction is the
-    /// context's and holds it as a pushed group.
+    /// read from the transaction that saved it — the context's, or another writer's that the
+    /// context reverted — and left out unless that transaction holds it as a pushed group.
     private func resolve(_ entries: [(Ref, ChangeGroup?)], _ reader: borrowing LogReader) throws -> [UndoGroup] {
         let floor = try reader.purgedThrough
         let missing = Set(entries.compactMap { $0.1 == nil && $0.0.sequence > floor ? $0.0.sequence : nil }).sorted()
@@ -160,10 +185,14 @@ final class PersistedUndoReader {
         }
         return entries.compactMap { ref, group in
             if let group { return makeGroup(group, ref.sequence, ref.group) }
-            guard let event = saved[ref.sequence], event.author == author, event.contextName == name,
-                event.groups.indices.contains(ref.group)
-            else { return nil }
-            if !event.kind.isUndoable { return nil }
+            guard let event = saved[ref.sequence], event.groups.indices.contains(ref.group) else { return nil }
+            // The context's own group; or another writer's, batch requests included, that the
+            // context's undo or redo names: it reverted that transaction (spec 0006 §25), and
+            // the revert is redone (undone again) group by group, as a revert of its own save
+            // is (before, such a group was left out: after a restart a revert of a batch
+            // import or of another author's save had no redo).
+            // (A batch request's own groups are never pushed: only a revert names them.)
+            if !event.kind.isRevertible { return nil }
             let group = log.translating(event.groups[ref.group], fromModelVersion: event.modelVersion)
             let hasOrigins = event.groups.contains { $0.origin != nil }
             if !hasOrigins, event.kind.isUndoOrRedo { return nil }
@@ -183,6 +212,15 @@ extension TransactionKind {
     fileprivate var isUndoable: Bool {
         switch self {
         case .reservation, .import, .migration, .purge: false
+        default: true
+        }
+    }
+
+    /// Whether a context can revert this transaction (spec 0006 §25): any that changed
+    /// objects but a model-version migration.
+    fileprivate var isRevertible: Bool {
+        switch self {
+        case .reservation, .migration, .purge: false
         default: true
         }
     }

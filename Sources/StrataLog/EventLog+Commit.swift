@@ -516,6 +516,13 @@ extension EventLog {
         // migrates it even if its own writers moved the head meanwhile (spec 0004 §4.5).
         if try newestStoredModelVersion(txn) > modelVersion { try txn.put([1], forKey: MetaKey.earlierModelWrote, in: tables.meta) }
         try txn.put(bigEndianBytes(sequence), forKey: MetaKey.head, in: tables.meta)
+        if let stacks = draft.undoCheckpoint {
+            func named(_ refs: [UndoCheckpoint.GroupRef]) -> [UndoCheckpoint.GroupRef] {
+                refs.map { $0.sequence == 0 ? UndoCheckpoint.GroupRef(sequence: sequence, group: $0.group) : $0 }
+            }
+            try writeUndoCheckpoint(
+                author: draft.author, contextName: draft.contextName, through: sequence, undo: named(stacks.undo), redo: named(stacks.redo), txn)
+        }
         try checkpointIfDue(txn, appended: sequence, through: sequence)
         return CommitResult(event: event, permanentIDs: permanent)
     }

@@ -89,6 +89,11 @@ public struct TransactionDraft: Sendable {
     /// transaction, so no other writer can slip in between; a mismatch (or a missing
     /// object) refuses the whole commit with ``LogError/versionMismatch(object:expected:found:)``.
     public var expectedVersions: [StoredObjectID: UInt64] = [:]
+    /// The undo and redo stacks, bottom first, of the persisted-undo context committing the
+    /// draft, as they stand once it is committed, to record as its undo checkpoint (spec 0004
+    /// §10, `undoStacks:`) in the commit's write transaction, `through` the new sequence; a
+    /// group of this very transaction is named with sequence 0. Nil: none is recorded.
+    public var undoCheckpoint: (undo: [UndoCheckpoint.GroupRef], redo: [UndoCheckpoint.GroupRef])?
     /// The undo groups, in order; operations go into the last one.
     public private(set) var groups: [Group] = [Group(actionName: nil, origin: nil, operations: [])]
 

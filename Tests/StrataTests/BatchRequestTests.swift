@@ -587,7 +587,7 @@ struct BatchRequestTests {
             try context.undo()
             let stillUndoable = context.canUndo
             #expect(!stillUndoable)
-            context.rollback()
+            // Left unsaved, not rolled back: rollback() drops the stacks for good (spec 0006 §13).
         }
         let reopened = try openCoordinator(dir, model: try BatchModels.shop)
         try await privateContext(reopened, name: "app", author: "me", persistentUndo: true).perform { (context: isolated ManagedObjectContext) throws in

@@ -418,7 +418,7 @@ struct CoalescingPersistedUndoReviewTests {
             #expect(context.undoActionName == "g5")
             try context.undo()
             #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "v4")
-            context.rollback()
+            // Left unsaved, not rolled back: rollback() drops the stacks for good (spec 0006 §13).
         }
         // Purge through g3's transaction.
         _ = try coordinator.persistentStores[0].log.purge(through: g3, author: "janitor")

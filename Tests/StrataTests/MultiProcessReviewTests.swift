@@ -118,7 +118,8 @@ struct MultiProcessReviewTests {
                     #expect(property == "name")
                     #expect(found.contains("Theirs"), "\(found)")
                 }
-                context.rollback()
+                // Not rolled back (the refused undo changed nothing): rollback() would drop the
+                // stacks for good (spec 0006 §13), and the restart below reads them back.
             }
             #expect(try await name(teamID, in: coordinator) == "Theirs \(merging)")
         }

@@ -112,7 +112,7 @@ struct PersistedUndoReadBackTests {
                     undone += 1
                 }
                 #expect(undone == live.0.count, "undos after a restart at step \(step)")
-                context.rollback()
+                // Left unsaved, not rolled back: rollback() drops the stacks for good (spec 0006 §13).
             }
             comparisons += 1
             context = privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true)
@@ -155,9 +155,11 @@ struct PersistedUndoReadBackTests {
             try context.undo()
             #expect(context.canUndo == false)
             #expect(context.core.journal.older == nil)
-            context.rollback()
+            // Left unsaved, not rolled back: rollback() drops the stacks for good (spec 0006 §13).
         }
-        for (levels, pushed, expected) in [(5, false, 5), (40, false, 40), (40, true, 40), (200, false, groups)] {
+        // Widest first: the groups a limit drops stay dropped after a restart (spec 0006 §13),
+        // so each restart sees what the one before kept.
+        for (levels, pushed, expected) in [(200, false, groups), (40, true, 40), (40, false, 40), (5, false, 5)] {
             coordinator = try openCoordinator(dir, model: model)
             try await privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true).perform { (context: isolated ManagedObjectContext) throws in
                 context.levelsOfUndo = levels
@@ -175,7 +177,7 @@ struct PersistedUndoReadBackTests {
                 #expect(names.count == expected, "levelsOfUndo \(levels)\(pushed ? " after a new group" : "")")
                 let expectedNames = (pushed ? ["new"] : []) + (0..<groups).reversed().map { "g\($0)" }
                 #expect(names == Array(expectedNames.prefix(expected)))
-                context.rollback()
+                // Left unsaved, not rolled back: rollback() drops the stacks for good (spec 0006 §13).
             }
         }
     }

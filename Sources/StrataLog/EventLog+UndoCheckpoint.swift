@@ -1,0 +1,111 @@
+import Foundation
+import StrataStorage
+
+/// A persisted-undo context's stacks as they stood when it last dropped groups (spec 0004
+/// §10, `meta undoStacks:` + the pair's hash): the groups still on its undo and redo stacks,
+/// as of the log's head then. Persisted undo (spec 0006 §13) reads the pair's transactions
+/// after ``through`` as usual and takes the stacks below them from here instead of from the
+/// older transactions, so groups the context dropped (`levelsOfUndo`, `rollback()`,
+/// `reset()`, `removeAllUndoActions()`) stay dropped after a restart.
+public struct UndoCheckpoint: Sendable, Equatable, Codable {
+    /// A saved group: its transaction and its index there.
+    public struct GroupRef: Sendable, Hashable, Codable {
+        public let sequence: UInt64
+        public let group: Int
+
+        public init(sequence: UInt64, group: Int) {
+            self.sequence = sequence
+            self.group = group
+        }
+    }
+
+    /// The pair's transactions through this sequence are summed up by the stacks below.
+    public let through: UInt64
+    /// The undo stack, bottom first.
+    public let undo: [GroupRef]
+    /// The redo stack, bottom first.
+    public let redo: [GroupRef]
+
+    public init(through: UInt64, undo: [GroupRef], redo: [GroupRef]) {
+        self.through = through
+        self.undo = undo
+        self.redo = redo
+    }
+}
+
+/// The record as stored: the checkpoint and the pair it is for (two pairs may share a hash).
+private struct StoredUndoCheckpoint: Codable {
+    var author: String?
+    var context: String?
+    var through: UInt64
+    var undo: [[UInt64]]
+    var redo: [[UInt64]]
+}
+
+extension MetaKey {
+    /// `undoStacks:` + the pair hash in 16 lowercase hex digits.
+    static func undoCheckpoint(author: String?, contextName: String?) -> [UInt8] {
+        let hash = String(ContextIndex.pairHash(author: author, contextName: contextName), radix: 16)
+        return Array(("undoStacks:" + String(repeating: "0", count: 16 - hash.count) + hash).utf8)
+    }
+}
+
+extension LogReader {
+    /// The undo checkpoint of (`author`, `contextName`), nil when it has none (or a pair
+    /// sharing its hash wrote the row last).
+    ///
+    /// - Throws: ``LogError/malformed(_:)`` for a row that doesn't decode.
+    public func undoCheckpoint(author: String?, contextName: String?) throws -> UndoCheckpoint? {
+        let key = MetaKey.undoCheckpoint(author: author, contextName: contextName)
+        guard let bytes = try txn.value(forKey: key, in: tables.meta) else { return nil }
+        let stored: StoredUndoCheckpoint
+        do {
+            stored = try JSONDecoder().decode(StoredUndoCheckpoint.self, from: Data(bytes))
+        } catch {
+            throw LogError.malformed("the store's undo checkpoint \(String(decoding: key, as: UTF8.self)) doesn't decode: \(error)")
+        }
+        guard stored.author == author, stored.context == contextName else { return nil }
+        func refs(_ pairs: [[UInt64]]) throws -> [UndoCheckpoint.GroupRef] {
+            try pairs.map { pair in
+                guard pair.count == 2, pair[1] <= UInt64(Int.max) else {
+                    throw LogError.malformed("the store's undo checkpoint \(String(decoding: key, as: UTF8.self)) names a group as \(pair), not [sequence, group]")
+                }
+                return UndoCheckpoint.GroupRef(sequence: pair[0], group: Int(pair[1]))
+            }
+        }
+        return UndoCheckpoint(through: stored.through, undo: try refs(stored.undo), redo: try refs(stored.redo))
+    }
+}
+
+extension EventLog {
+    /// Records (`author`, `contextName`)'s undo and redo stacks, bottom first, as of the
+    /// head now, in its own write transaction; the head is the checkpoint's
+    /// ``UndoCheckpoint/through``. It is no part of the log: no event is written.
+    ///
+    /// - Throws: ``LogError/invalidOperation(_:)`` for a store open read-only; ``LMDBError``
+    ///   for I/O failures.
+    @discardableResult
+    public func setUndoCheckpoint(
+        author: String?, contextName: String?, undo: [UndoCheckpoint.GroupRef], redo: [UndoCheckpoint.GroupRef]
+    ) throws -> UndoCheckpoint {
+        if configuration.isReadOnly { throw LogError.invalidOperation("the store at \(path) is open read-only: an undo checkpoint can't be set") }
+        return try environment.write { txn in
+            let head = try number(MetaKey.head, txn)
+            try writeUndoCheckpoint(author: author, contextName: contextName, through: head, undo: undo, redo: redo, txn)
+            return UndoCheckpoint(through: head, undo: undo, redo: redo)
+        }
+    }
+
+    /// Puts the undo checkpoint row in `txn` (also a commit's, ``TransactionDraft/undoCheckpoint``).
+    func writeUndoCheckpoint(
+        author: String?, contextName: String?, through: UInt64, undo: [UndoCheckpoint.GroupRef], redo: [UndoCheckpoint.GroupRef],
+        _ txn: borrowing LMDBTransaction
+    ) throws {
+        let stored = StoredUndoCheckpoint(
+            author: author, context: contextName, through: through,
+            undo: undo.map { [$0.sequence, UInt64($0.group)] }, redo: redo.map { [$0.sequence, UInt64($0.group)] })
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        try txn.put(Array(try encoder.encode(stored)), forKey: MetaKey.undoCheckpoint(author: author, contextName: contextName), in: tables.meta)
+    }
+}
