@@ -10,9 +10,12 @@ import StrataStorage
 public struct UndoCheckpoint: Sendable, Equatable, Codable {
     /// A saved group: its transaction and its index there.
     public struct GroupRef: Sendable, Hashable, Codable {
+        /// The transaction that saved the group.
         public let sequence: UInt64
+        /// The group's index among that transaction's change groups.
         public let group: Int
 
+        /// A reference to group `group` of transaction `sequence`.
         public init(sequence: UInt64, group: Int) {
             self.sequence = sequence
             self.group = group
@@ -26,6 +29,7 @@ public struct UndoCheckpoint: Sendable, Equatable, Codable {
     /// The redo stack, bottom first.
     public let redo: [GroupRef]
 
+    /// A checkpoint of the stacks `undo` and `redo` (bottom first) as of sequence `through`.
     public init(through: UInt64, undo: [GroupRef], redo: [GroupRef]) {
         self.through = through
         self.undo = undo
