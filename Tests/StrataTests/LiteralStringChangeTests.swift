@@ -244,3 +244,50 @@ struct LiteralStringChangeTests {
         #expect(found == 1)
     }
 }
+
+@Suite("Batch requests compare strings literally too")
+struct LiteralStringBatchTests {
+    @Test("a batch update setting an equal-looking string writes it")
+    func batchUpdateWrites() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.people)
+        let id = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let person = try context.insertNewObject(forEntityName: "Person")
+            person.setValue(decomposed, forKey: "firstName")
+            try context.save()
+            return person.objectID
+        }
+        let result = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var request = BatchUpdateRequest(entityName: "Person")
+            request.propertiesToUpdate = ["firstName": composed]
+            return try context.execute(request)
+        }
+        #expect(result.sequence != nil, "before, the request found nothing to change and committed nothing")
+        let stored = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            scalars(try context.existingObject(with: id).value(forKey: "firstName"))
+        }
+        #expect(stored == scalars(composed))
+    }
+
+    @Test("a batch insert upserting over a unique value writes an equal-looking string")
+    func upsertWrites() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.people)
+        let id = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let person = try context.insertNewObject(forEntityName: "Person")
+            person.setValue("a@example.com", forKey: "email")
+            person.setValue(decomposed, forKey: "firstName")
+            try context.save()
+            return person.objectID
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.mergePolicy = .mergeByPropertyObjectTrump
+            _ = try context.execute(BatchInsertRequest(entityName: "Person", objects: [["email": "a@example.com", "firstName": composed]]))
+        }
+        let (stored, count) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            (scalars(try context.existingObject(with: id).value(forKey: "firstName")), try context.count(for: FetchRequest(entityName: "Person")))
+        }
+        #expect(count == 1)
+        #expect(stored == scalars(composed))
+    }
+}
