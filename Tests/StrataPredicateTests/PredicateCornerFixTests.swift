@@ -142,4 +142,17 @@ struct PredicateCornerFixTests {
         #expect(!fits.description.contains("nests"))
         #expect(try FormatPredicate(format: fits.description) == fits)
     }
+
+    @Test("printing a hand-built expression far deeper than the limit gives a clear result, not a crash")
+    func deepExpressionPrints() throws {
+        var expression = FormatExpression.keyPath("a")
+        for level in 0..<Self.deepLevels { expression = .arithmetic(level % 2 == 0 ? .add : .multiply, expression, .constant(.integer(1))) }
+        let text = expression.description
+        let clear = text.count < 200 && text.contains("nests") && text.contains("not printed")
+        #expect(clear, "a clear result: \(text.prefix(200))")
+        // A shallow one prints in full and parses back.
+        let shallow = FormatExpression.arithmetic(.add, .keyPath("a"), .constant(.integer(1)))
+        #expect(shallow.description == "a + 1")
+        #expect(try FormatExpression(format: shallow.description) == shallow)
+    }
 }
