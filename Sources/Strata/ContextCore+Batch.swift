@@ -254,7 +254,7 @@ extension ContextCore {
                     for (name, value) in entry.after {
                         let before: DraftValue
                         if case .attribute(let attribute)? = entry.before[name] { before = .attribute(attribute) } else { before = .null }
-                        if value != before { changes[name] = value }
+                        if !Self.identical(value, before) { changes[name] = value }
                     }
                     if !changes.isEmpty {
                         draft.update(.stored(id), values: changes)
@@ -321,6 +321,14 @@ extension ContextCore {
         return BatchResult(type: request.resultType, ids: ids, sequence: result?.sequence)
     }
 
+    /// Whether two draft values are the same exactly: strings by their bytes, as every change
+    /// test compares them (spec 0006 §4 item 4) — an upsert or batch update re-encoding "é"
+    /// writes it (before, Swift's canonical `==` dropped it).
+    static func identical(_ a: DraftValue, _ b: DraftValue) -> Bool {
+        if case .attribute(let x) = a, case .attribute(let y) = b { return x.isIdentical(to: y) }
+        return a == b
+    }
+
     /// Whether setting `values` changes one of `ids` at least, in the store as it stands:
     /// read until the first object that doesn't hold them all (the commit drops the values
     /// the others already hold), so only a request changing nothing reads every object.
@@ -332,7 +340,7 @@ extension ContextCore {
                     let current = stored.values[name] ?? .null
                     switch value {
                     case .null: if current != .null { return true }
-                    case .attribute(let attribute): if current != .attribute(attribute) { return true }
+                    case .attribute(let attribute): if !current.isIdentical(to: .attribute(attribute)) { return true }
                     case .reference, .references: return true
                     }
                 }

@@ -94,7 +94,7 @@ extension ContextCore {
     /// (derived attributes, which the store computes, aside).
     func sameRecordedValues(_ a: [String: PropertyValue], _ b: [String: PropertyValue], info: EntityInfo) -> Bool {
         for (name, property) in info.properties where property.isWritten {
-            if (a[name] ?? property.emptyValue) != (b[name] ?? property.emptyValue) { return false }
+            if PropertyValue.differ(a[name] ?? property.emptyValue, b[name] ?? property.emptyValue) { return false }
         }
         return true
     }
@@ -190,7 +190,7 @@ extension ContextCore {
             if let overwrite = pendingOverwrites[id] {
                 for (key, value) in overwrite {
                     guard let property = object.info.properties[key], property.isWritten else { continue }
-                    object.changes[key] = (object.committed?[key] ?? property.emptyValue) == value ? nil : value
+                    object.changes[key] = PropertyValue.same(object.committed?[key] ?? property.emptyValue, value) ? nil : value
                 }
             }
             dropChangesEqualToCommitted(object)

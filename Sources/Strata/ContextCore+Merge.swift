@@ -420,7 +420,7 @@ extension ContextCore {
         var keys: [(name: String, value: PropertyValue)] = []
         for property in object.info.propertyList where property.isRecorded && !property.isRelationship {
             let now = object.committed?[property.name] ?? property.emptyValue
-            if (before?[property.name] ?? property.emptyValue) != now { keys.append((property.name, now)) }
+            if PropertyValue.differ(before?[property.name] ?? property.emptyValue, now) { keys.append((property.name, now)) }
         }
         guard !keys.isEmpty else { return }
         let id = object.objectID
@@ -461,7 +461,7 @@ extension ContextCore {
         guard let committed = object.committed, !object.isInsertedFlag else { return }
         for (key, value) in object.changes {
             guard let property = object.info.properties[key], property.isRecorded else { continue }
-            if (committed[key] ?? property.emptyValue) == value { object.changes[key] = nil }
+            if PropertyValue.same(committed[key] ?? property.emptyValue, value) { object.changes[key] = nil }
         }
     }
 

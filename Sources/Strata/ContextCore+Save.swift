@@ -562,7 +562,7 @@ extension ContextCore {
                             continue
                         }
                         let value = current(property)
-                        if expected != value { values[property.name] = draftValue(value) }
+                        if PropertyValue.differ(expected, value) { values[property.name] = draftValue(value) }
                     }
                     if !values.isEmpty { found.append((id, .update(draftID(id), values: values))) }
                 } else {
@@ -579,7 +579,7 @@ extension ContextCore {
                 guard object.changes[property.name] != nil else { continue }
                 let current = object.currentValue(property)
                 let expected = coverage?.value(property) ?? object.committedValue(property) ?? property.emptyValue
-                if expected != current { values[property.name] = draftValue(current) }
+                if PropertyValue.differ(expected, current) { values[property.name] = draftValue(current) }
             }
             if !values.isEmpty { found.append((id, .update(draftID(id), values: values))) }
         }

@@ -1007,7 +1007,7 @@ final class ContextCore {
         if changesInProgress[key]?.isEmpty == true { changesInProgress[key] = nil }
         guard !object.isInvalidated else { return }
         let new = unsavedValue(object, property)
-        guard old != new else { return }
+        guard PropertyValue.differ(old, new) else { return }
         // Untracked during `awakeFromFetch`, as `setValue` is there.
         let tracked = awakingFromFetch == 0
         if tracked, property.isRelationship, let inverseName = property.inverse {
@@ -1027,7 +1027,7 @@ final class ContextCore {
         }
         if let value = object.changes[property.name],
             let committed = object.committedValue(property) ?? (property.isRelationship && !property.isRecorded ? nil : property.emptyValue),
-            committed == value
+            PropertyValue.same(committed, value)
         {
             object.changes[property.name] = nil
         }

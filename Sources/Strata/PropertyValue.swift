@@ -27,11 +27,22 @@ enum PropertyValue: Hashable, Sendable {
         }
     }
 
-    /// Whether `a` and `b` differ (`a != b`), telling a set value from an unset one — the
-    /// usual case of a set on a new object — without the full comparison.
+    /// Whether `a` and `b` differ — the test of whether a set is a change — telling a set
+    /// value from an unset one (the usual case of a set on a new object) without the full
+    /// comparison. Strings compare literally, as Core Data's `isEqual:` does
+    /// (``same(_:_:)``).
     @inline(__always)
     static func differ(_ a: PropertyValue, _ b: PropertyValue) -> Bool {
-        a.isNil != b.isNil || a != b
+        a.isNil != b.isNil || !same(a, b)
+    }
+
+    /// Whether `a` is `b` exactly: `==`, but attribute strings compared by their bytes
+    /// (``AttributeValue/isIdentical(to:)``), so "é" decomposed and precomposed differ —
+    /// setting one over the other is a change, saved and undoable (before, Swift's canonical
+    /// `==` dropped it). Uniqueness clashes still group canonically equal strings (`==`).
+    static func same(_ a: PropertyValue, _ b: PropertyValue) -> Bool {
+        if case .attribute(let x?) = a, case .attribute(let y?) = b { return x.isIdentical(to: y) }
+        return a == b
     }
 
     /// Whether the value names any object (a set to-one, a non-empty to-many).

@@ -217,7 +217,7 @@ final class UndoGroup {
                 changes.values[index].stamp = current?.stamp ?? 0
             case .updated:
                 var change = changes.values[index]
-                for (key, old) in change.old where change.new[key] == old {
+                for (key, old) in change.old where change.new[key].map({ PropertyValue.same($0, old) }) == true {
                     change.old[key] = nil
                     change.new[key] = nil
                 }
@@ -288,7 +288,7 @@ final class UndoGroup {
                     let removed = earlier.removed.filter { !addedLater.contains($0) } + later.removed.filter { !addedFirst.contains($0) }
                     mine.memberships[key] = added.isEmpty && removed.isEmpty ? nil : (added, removed)
                 }
-                for (key, old) in mine.old where mine.new[key] == old {
+                for (key, old) in mine.old where mine.new[key].map({ PropertyValue.same($0, old) }) == true {
                     mine.old[key] = nil
                     mine.new[key] = nil
                 }

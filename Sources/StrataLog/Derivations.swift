@@ -258,7 +258,7 @@ extension TableWriter {
                 }
                 let before = current.values[plan.attribute] ?? .null
                 let after = computed.map { LogValue.attribute($0) } ?? .null
-                guard before != after else { continue }
+                guard !before.isIdentical(to: after) else { continue }
                 let change = PropertyChange.value(property: plan.attribute, before: before, after: after)
                 let values = try applyUpdate(txn, try key(id), changes: [change], sequence: sequence, entity: entity, current: current)
                 if entity.hasUniqueIndex { try recordUniqueKeys(try key(id), values, entity) }

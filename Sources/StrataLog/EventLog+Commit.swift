@@ -372,7 +372,9 @@ extension EventLog {
                             var normalized = after
                             if case .references(let ids) = after, ids.isEmpty { normalized = .null }
                             let before = record.values[name] ?? .null
-                            if before != normalized {
+                            // Literally: re-encoding a string ("é" decomposed to
+                            // precomposed) is a change (`==` is canonical equivalence).
+                            if !before.isIdentical(to: normalized) {
                                 propertyChanges.append(.value(property: name, before: before, after: normalized))
                             }
                         }

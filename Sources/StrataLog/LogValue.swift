@@ -49,3 +49,19 @@ public enum LogValue: Sendable, Hashable, CustomStringConvertible {
         }
     }
 }
+
+// MARK: - Literal equality
+
+extension LogValue {
+    /// `==`, but attribute strings compared by their bytes (``AttributeValue/isIdentical(to:)``):
+    /// what a commit compares an update's value with the stored one by, so re-encoding a
+    /// string ("é" decomposed to precomposed) is a change it records.
+    ///
+    /// ```swift
+    /// LogValue.attribute(.string("\u{E9}")).isIdentical(to: .attribute(.string("e\u{301}")))  // false
+    /// ```
+    public func isIdentical(to other: LogValue) -> Bool {
+        if case .attribute(let a) = self, case .attribute(let b) = other { return a.isIdentical(to: b) }
+        return self == other
+    }
+}

@@ -242,12 +242,37 @@ public struct FormatPredicate: Sendable, Hashable, CustomStringConvertible {
     ///
     /// Strings are double-quoted with escapes, compound children are parenthesized when
     /// needed, dates print as `CAST(<seconds since 2001>, "NSDate")`. Object identities
-    /// print as `<object: …>`, which does not parse.
+    /// print as `<object: …>`, which does not parse. A tree built by hand deeper than
+    /// ``maximumNestingDepth`` prints as `<predicate nests N levels deep, more than 500: not
+    /// printed>`, which does not parse either (printing it would exhaust the stack; before,
+    /// it crashed).
     ///
     /// ```swift
     /// try FormatPredicate(format: "name = 'x' && !(age < 5)").description  // name == "x" AND NOT age < 5
     /// ```
     public var description: String {
-        PredicatePrinter.print(node)
+        guard depth <= Self.maximumNestingDepth else {
+            return "<predicate nests \(depth) levels deep, more than \(Self.maximumNestingDepth): not printed>"
+        }
+        return PredicatePrinter.print(node)
+    }
+
+    // MARK: - Equality
+
+    /// Whether the trees are equal. One deeper than ``maximumNestingDepth`` (built by hand)
+    /// is compared without recursion (before, comparing or hashing one could exhaust the stack).
+    public static func == (lhs: FormatPredicate, rhs: FormatPredicate) -> Bool {
+        guard lhs.depth == rhs.depth else { return false }
+        if lhs.depth <= maximumNestingDepth { return lhs.node == rhs.node }
+        return PredicateTokens(lhs.node) == PredicateTokens(rhs.node)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(depth)
+        if depth <= Self.maximumNestingDepth {
+            hasher.combine(node)
+        } else {
+            hasher.combine(PredicateTokens(node))
+        }
     }
 }

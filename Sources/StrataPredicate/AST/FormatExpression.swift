@@ -65,10 +65,20 @@ extension FormatExpression: CustomStringConvertible {
     }
 
     /// The expression as a canonical format string that ``init(format:_:)`` parses back to
-    /// an equal expression.
+    /// an equal expression. One built by hand deeper than
+    /// ``FormatPredicate/maximumNestingDepth`` prints as `<expression nests N levels deep,
+    /// more than 500: not printed>`, which does not parse (printing it would exhaust the
+    /// stack; before, it crashed).
     ///
     /// ```swift
     /// try FormatExpression(format: "LOWERCASE( name )").description  // "lowercase(name)"
     /// ```
-    public var description: String { PredicatePrinter.print(self) }
+    public var description: String {
+        // Measured without recursion, as the operand of a comparison (one level above it).
+        let depth = PredicateNode.comparison(ComparisonPredicate(self, .equalTo, .evaluatedObject)).nestingDepth - 1
+        guard depth <= FormatPredicate.maximumNestingDepth else {
+            return "<expression nests \(depth) levels deep, more than \(FormatPredicate.maximumNestingDepth): not printed>"
+        }
+        return PredicatePrinter.print(self)
+    }
 }

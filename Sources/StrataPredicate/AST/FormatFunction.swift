@@ -45,9 +45,11 @@ public enum FormatFunction: String, Sendable, Hashable, CaseIterable {
     /// The number of arguments the function takes.
     var arity: Int { self == .now ? 0 : 1 }
 
-    /// The function named `name`, in any case; nil for none.
+    /// The function named `name`, in any case of its ASCII letters; nil for none (`ſum`, with a
+    /// long s, upper-cases to `SUM` but is no function name).
     static func named(_ name: String) -> FormatFunction? {
-        allCases.first { $0.rawValue.uppercased() == name.uppercased() }
+        guard let upper = Lexer.keyword(name) else { return nil }
+        return allCases.first { Lexer.keyword($0.rawValue) == upper }
     }
 }
 

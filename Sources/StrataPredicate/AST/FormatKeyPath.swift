@@ -64,10 +64,11 @@ public struct FormatKeyPath: Sendable, Hashable, CustomStringConvertible, Expres
         /// The elements of the collection values, flattened, duplicates removed.
         case distinctUnionOfSets = "@distinctUnionOfSets"
 
-        /// Looks an operator up by name, case-insensitively, with or without the `@`.
+        /// Looks an operator up by name, ASCII-case-insensitively, with or without the `@`.
         static func named(_ name: String) -> CollectionOperator? {
             let bare = name.hasPrefix("@") ? String(name.dropFirst()) : name
-            return allCases.first { $0.rawValue.dropFirst().lowercased() == bare.lowercased() }
+            guard let upper = Lexer.keyword(bare) else { return nil }
+            return allCases.first { Lexer.keyword(String($0.rawValue.dropFirst())) == upper }
         }
     }
 

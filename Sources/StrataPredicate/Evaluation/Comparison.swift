@@ -13,9 +13,21 @@ enum Comparison {
     }
 
     /// `string` with case and/or diacritics folded as `options` ask.
+    ///
+    /// `[c]` and `[d]` are one rule for every string operator: both strings are folded
+    /// first, then compared as without options. So `'ß'`, which folds to `"ss"`, is
+    /// `==[c] 'SS'`, `CONTAINS[c] 's'` and `LIKE[c] '??'` (each `?` one character of the
+    /// folded string), not `LIKE[c] '?'`. Before, `==`, `<` and `CONTAINS` compared with
+    /// `compare(_:options:)` and `range(of:options:)`, which don't split a character: `'ß'
+    /// CONTAINS[c] 's'` was false while `'ß' BEGINSWITH[c] 's'` was true.
     static func fold(_ string: String, _ options: ComparisonOptions) -> String {
         let folding = foldingOptions(options)
         return folding.isEmpty ? string : string.folding(options: folding, locale: nil)
+    }
+
+    /// Whether `options` fold strings (`[c]` or `[d]`).
+    static func folds(_ options: ComparisonOptions) -> Bool {
+        options.contains(.caseInsensitive) || options.contains(.diacriticInsensitive)
     }
 
     // MARK: - Equality and order
@@ -28,9 +40,7 @@ enum Comparison {
         case (.null, .null): return true
         case (.null, _), (_, .null): return false
         case (.string(let a), .string(let b)):
-            if options.contains(.caseInsensitive) || options.contains(.diacriticInsensitive) {
-                return a.compare(b, options: foldingOptions(options)) == .orderedSame
-            }
+            if folds(options) { return fold(a, options) == fold(b, options) }
             return a == b
         case (.date(let a), .date(let b)): return a == b
         case (.data(let a), .data(let b)): return a == b
@@ -65,10 +75,8 @@ enum Comparison {
     /// The order of two values, or nil when they cannot be ordered (nil, mixed kinds, NaN).
     static func order(_ lhs: Value, _ rhs: Value, options: ComparisonOptions) -> ComparisonResult? {
         switch (lhs, rhs) {
-        case (.string(let a), .string(let b)):
-            if options.contains(.caseInsensitive) || options.contains(.diacriticInsensitive) {
-                return a.compare(b, options: foldingOptions(options))
-            }
+        case (.string(var a), .string(var b)):
+            if folds(options) { (a, b) = (fold(a, options), fold(b, options)) }
             return a < b ? .orderedAscending : a == b ? .orderedSame : .orderedDescending
         case (.date(let a), .date(let b)):
             // A date whose interval is NaN is unordered, as a NaN number is (before, it
@@ -151,6 +159,8 @@ enum Comparison {
         case .beginsWith, .endsWith:
             guard case .string(let string) = lhs, case .string(let affix) = rhs, !affix.isEmpty else { return false }
             let a = fold(string, options), b = fold(affix, options)
+            // An affix that folds away (a lone combining mark under [d]) is empty: it prefixes nothing.
+            guard !b.isEmpty else { return false }
             return comparison.operatorType == .beginsWith ? a.hasPrefix(b) : a.hasSuffix(b)
         case .like, .matches:
             guard case .string(let string) = lhs, case .string(let pattern) = rhs else { return false }
@@ -165,7 +175,8 @@ enum Comparison {
     /// where `rangeOfString:` of an empty string finds nothing).
     static func contains(_ haystack: String, _ needle: String, options: ComparisonOptions) -> Bool {
         guard !needle.isEmpty else { return false }
-        let folding = foldingOptions(options)
-        return haystack.range(of: needle, options: folding) != nil
+        if !folds(options) { return haystack.range(of: needle) != nil }
+        let folded = fold(needle, options)
+        return !folded.isEmpty && fold(haystack, options).range(of: folded) != nil
     }
 }

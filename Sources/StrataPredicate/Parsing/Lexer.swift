@@ -29,7 +29,21 @@ struct Lexer {
 
     /// Whether `word` must be escaped with `#` to be read as a key.
     static func isReservedWord(_ word: String) -> Bool {
-        reservedWords.contains(word.uppercased())
+        keyword(word).map(reservedWords.contains) ?? false
+    }
+
+    /// `word` as keywords are matched: upper-cased, ASCII letters only. A word holding any
+    /// non-ASCII scalar is never a keyword (nil): before, keywords were matched with
+    /// `uppercased()` and Swift's canonical `==`, so `ın` (dotless i) read as `IN`, `ſelf`
+    /// (long s) as `SELF` and `LI\u{212A}E` (KELVIN SIGN, canonically `K`) as `LIKE`.
+    static func keyword(_ word: String) -> String? {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(word.utf8.count)
+        for byte in word.utf8 {
+            guard byte < 0x80 else { return nil }
+            bytes.append(byte >= 0x61 && byte <= 0x7A ? byte - 0x20 : byte)
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Whether `word` can be written as a bare key: an identifier that is not reserved.
@@ -249,6 +263,38 @@ struct Lexer {
     }
 
     private mutating func readUnicodeEscape(at escapeStart: Int) throws -> Unicode.Scalar {
+        let braced = peek() == "{"
+        let code = try readEscapeCode(at: escapeStart)
+        guard (0xD800...0xDFFF).contains(code) else {
+            guard let scalar = Unicode.Scalar(code) else {
+                throw syntaxError("invalid unicode escape", at: escapeStart, expected: "hexadecimal digits of a Unicode scalar")
+            }
+            return scalar
+        }
+        // A UTF-16 surrogate: a high one written as `\uXXXX` and followed by a `\uXXXX` low
+        // one is the pair's one scalar, as JSON and NSPredicate read `"\uD83D\uDE00"`
+        // (before, both were refused as invalid escapes).
+        if !braced, code < 0xDC00, peek() == "\\", peek(1) == "u", peek(2) != "{" {
+            let resume = index
+            index += 2
+            if let low = try? readEscapeCode(at: resume), (0xDC00...0xDFFF).contains(low),
+                let scalar = Unicode.Scalar(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00))
+            {
+                return scalar
+            }
+            index = resume
+        }
+        let hex = String(code, radix: 16, uppercase: true)
+        throw syntaxError(
+            code < 0xDC00
+                ? "lone surrogate \\u\(hex) at position \(escapeStart): a high surrogate must be followed by a \\uDC00–\\uDFFF escape"
+                : "lone surrogate \\u\(hex) at position \(escapeStart): a low surrogate must follow a \\uD800–\\uDBFF escape",
+            at: escapeStart, expected: "a Unicode scalar, or a high surrogate escape followed by a low one")
+    }
+
+    /// The code point of a `\u` escape's `XXXX` or `{X…}` (the `\u` read): a number, not yet
+    /// checked to be a scalar.
+    private mutating func readEscapeCode(at escapeStart: Int) throws -> UInt32 {
         var hex = ""
         if peek() == "{" {
             index += 1
@@ -269,11 +315,11 @@ struct Lexer {
         }
         // Hexadecimal digits only: `UInt32(_:radix:)` also takes a sign ('\u+041' was "A").
         guard !hex.isEmpty, hex.count <= 8, hex.unicodeScalars.allSatisfy(\.properties.isASCIIHexDigit),
-              let code = UInt32(hex, radix: 16), let scalar = Unicode.Scalar(code)
+              let code = UInt32(hex, radix: 16)
         else {
             throw syntaxError("invalid unicode escape", at: escapeStart, expected: "hexadecimal digits of a Unicode scalar")
         }
-        return scalar
+        return code
     }
 
     // MARK: - Arguments

@@ -235,7 +235,7 @@ struct Parser {
             default: return nil
             }
         case .identifier(let word):
-            switch word.uppercased() {
+            switch Lexer.keyword(word) ?? "" {
             case "BETWEEN": return .between
             case "IN": return .in
             case "CONTAINS": return .contains
@@ -474,7 +474,8 @@ struct Parser {
             if peekToken(1).isSymbol(":"), peekToken(2).isSymbol("("), FormatFunction.named(name) != nil {
                 return try parseCall(name, colon: true)
             }
-            switch name.uppercased() {
+            let keyword = Lexer.keyword(name) ?? ""
+            switch keyword {
             case "TRUE", "YES":
                 advance()
                 return .constant(.bool(true))
@@ -488,8 +489,8 @@ struct Parser {
                 advance()
                 return .evaluatedObject
             default:
-                if Lexer.reservedWords.contains(name.uppercased()) && !["FIRST", "LAST", "SIZE"].contains(name.uppercased()) {
-                    throw error("unexpected keyword \(name.uppercased())",
+                if Lexer.reservedWords.contains(keyword) && !["FIRST", "LAST", "SIZE"].contains(keyword) {
+                    throw error("unexpected keyword \(keyword)",
                                 expected: "an expression (escape a key named \(name) as #\(name))")
                 }
                 return .keyPath(try parseKeyPathComponents())
@@ -540,7 +541,7 @@ struct Parser {
         advance()  // name
         if colon { advance() }  // :
         advance()  // (
-        switch name.uppercased() {
+        switch Lexer.keyword(name) ?? "" {
         case "SUBQUERY":
             let collection = try parseExpression()
             try expectSymbol(",", "',' after the SUBQUERY collection")

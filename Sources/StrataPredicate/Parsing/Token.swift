@@ -35,9 +35,9 @@ struct Token {
     /// is `Int.min` exactly, as SQL reads `-9223372036854775808`.
     var isIntMinMagnitude = false
 
-    /// The token's keyword in upper case, when it is a bare word.
+    /// The token's keyword in upper case, when it is a bare ASCII word (``Lexer/keyword(_:)``).
     var keyword: String? {
-        if case .identifier(let name) = kind { return name.uppercased() }
+        if case .identifier(let name) = kind { return Lexer.keyword(name) }
         return nil
     }
 
