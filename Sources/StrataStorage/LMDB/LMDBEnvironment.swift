@@ -448,11 +448,12 @@ public final class LMDBEnvironment: @unchecked Sendable {
     /// file; a writer killed between the two (a `SIGKILL` during the meta page's synchronous
     /// write) leaves its commit on disk — durable, the base of every later write — but hidden
     /// from readers until the next write transaction recovers the dead writer's lock. A read
-    /// that finds its snapshot older than the newest meta page takes LMDB's writer lock and
-    /// lets it go (writing nothing), which publishes the commit, and begins again; a live
-    /// writer in that window finishes first. Not in a read nested in another transaction on
-    /// the same thread, nor while another thread of the process writes (that write publishes
-    /// it), nor on an environment opened `MDB_RDONLY` (it can't take the lock).
+    /// that finds its snapshot older than the newest meta page waits a few milliseconds for
+    /// the writer to publish it (a live one is finishing its meta page's sync); if it hasn't,
+    /// it takes LMDB's writer lock and lets it go (writing nothing), which publishes the
+    /// commit, and begins again. Not in a read nested in another transaction on the same
+    /// thread, nor while another thread of the process holds the writer gate (a write there
+    /// publishes it), nor on an environment opened `MDB_RDONLY` (it can't take the lock).
     public func read<R>(_ body: (borrowing LMDBTransaction) throws -> R) throws -> R {
         let nested = resizeGate.isHeldByCurrentThread
         var caughtUp = false
@@ -478,7 +479,7 @@ public final class LMDBEnvironment: @unchecked Sendable {
                 return result
             case .behind:
                 caughtUp = true
-                publishNewestCommit()
+                waitForPublication()
             case .resized:
                 try refuseResizeInsideTransaction(
                     .mapResized,
@@ -505,12 +506,32 @@ public final class LMDBEnvironment: @unchecked Sendable {
         return mdb_txn_id(txn) < raw.me_last_txnid
     }
 
+    /// Waits until the newest meta page's commit is published to readers: first for its
+    /// writer to publish it (checking after 0.05, 0.1, 0.2 … 1.6 ms: a live writer does so as
+    /// soon as its meta page is synced, and readers needn't queue for LMDB's writer lock,
+    /// behind its next transaction); then, the writer presumably dead, by publishing it.
+    private func waitForPublication() {
+        var pause: UInt32 = 50
+        while pause <= 1_600 {
+            usleep(pause)
+            pause *= 2
+            let behind = (try? resizeGate.withShared {
+                let txn = try beginTransaction(readOnly: true)
+                defer { mdb_txn_abort(txn) }
+                return isBehindNewestCommit(txn)
+            }) ?? false
+            if !behind { return }
+        }
+        publishNewestCommit()
+    }
+
     /// Publishes a commit whose writer died before LMDB showed it to readers: begins a write
     /// transaction — LMDB's recovery of a dead owner's writer lock sets the lock file's
     /// transaction ID from the newest meta page — and aborts it, writing nothing. Waits for a
-    /// live writer of another process that is publishing its commit; does nothing when this
-    /// process writes now on another thread (that write publishes it), inside a write of
-    /// this thread, or on an `MDB_RDONLY` environment. Errors are left to the read's own begin.
+    /// live writer of another process still publishing its commit; does nothing while a
+    /// thread of this process holds the writer gate (a write there publishes it; this thread,
+    /// in ``holdingWrites(_:)``, must not wait for itself), or on an `MDB_RDONLY` environment.
+    /// Errors are left to the read's own begin.
     private func publishNewestCommit() {
         guard !shared.isReadOnly else { return }
         writerGate.ifFree {
