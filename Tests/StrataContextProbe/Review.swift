@@ -12,6 +12,10 @@ import StrataTestSupport
 ///                                              history through THROUGH; prints "purged THROUGH"
 ///   StrataContextProbe loop STORE URI          renames the team "n K" for K = 1, 2, … one save
 ///                                              each, printing "ack K SEQ" after each, until killed
+///   StrataContextProbe die STORE URI NAME      renames the team NAME in one save and dies by
+///                                              SIGKILL right after LMDB writes the commit's meta
+///                                              page, before it publishes it (KilledWriter.swift);
+///                                              prints "survived SEQ" and exits 3 if it didn't die
 func runReview(_ arguments: [String]) -> Never {
     do {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try SeedModels.leagueManager)
@@ -64,6 +68,17 @@ func runReview(_ arguments: [String]) -> Never {
                 }
                 say("ack \(k) \(sequence)")
             }
+        case "die":
+            guard arguments.count == 4 else { fail("die needs STORE URI NAME") }
+            let id = try object(arguments[2])
+            let sequence = try context.performAndWait { (context: isolated ManagedObjectContext) throws in
+                try context.existingObject(with: id).setValue(arguments[3], forKey: "name")
+                try killAfterNextMetaWrite()
+                try context.save()
+                return try store.log.head
+            }
+            say("survived \(sequence)")
+            exit(3)
         default:
             fail("unknown command \(arguments[0])")
         }

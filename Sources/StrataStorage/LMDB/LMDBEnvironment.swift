@@ -442,7 +442,21 @@ public final class LMDBEnvironment: @unchecked Sendable {
     /// Values read inside are borrowed from the memory map and can't leave the closure;
     /// return owned copies (`value(forKey:in:)`, or `Array` from a span) instead.
     /// Wraps `mdb_txn_begin(MDB_RDONLY)` … `mdb_txn_abort`.
+    ///
+    /// The snapshot is the newest commit on disk. LMDB shows readers a commit only once its
+    /// writer has written the meta page *and* then published the transaction ID in the lock
+    /// file; a writer killed between the two (a `SIGKILL` during the meta page's synchronous
+    /// write) leaves its commit on disk — durable, the base of every later write — but hidden
+    /// from readers until the next write transaction recovers the dead writer's lock. A read
+    /// that finds its snapshot older than the newest meta page waits a few milliseconds for
+    /// the writer to publish it (a live one is finishing its meta page's sync); if it hasn't,
+    /// it takes LMDB's writer lock and lets it go (writing nothing), which publishes the
+    /// commit, and begins again. Not in a read nested in another transaction on the same
+    /// thread, nor while another thread of the process holds the writer gate (a write there
+    /// publishes it), nor on an environment opened `MDB_RDONLY` (it can't take the lock).
     public func read<R>(_ body: (borrowing LMDBTransaction) throws -> R) throws -> R {
+        let nested = resizeGate.isHeldByCurrentThread
+        var caughtUp = false
         while true {
             // Only this read's own begin is retried: an MDB_MAP_RESIZED the body lets out (a
             // nested read's) must not run the body again.
@@ -453,12 +467,19 @@ public final class LMDBEnvironment: @unchecked Sendable {
                 } catch let error as LMDBError where error.code == .mapResized {
                     return .resized
                 }
+                if !nested, !caughtUp, isBehindNewestCommit(txn) {
+                    mdb_txn_abort(txn)
+                    return .behind
+                }
                 defer { mdb_txn_abort(txn) }
                 return .done(try body(LMDBTransaction(handle: txn, isReadOnly: true, state: nil)))
             }
             switch attempt {
             case .done(let result):
                 return result
+            case .behind:
+                caughtUp = true
+                waitForPublication()
             case .resized:
                 try refuseResizeInsideTransaction(
                     .mapResized,
@@ -472,6 +493,53 @@ public final class LMDBEnvironment: @unchecked Sendable {
     private enum ReadAttempt<R> {
         case done(R)
         case resized
+        /// The snapshot is older than the newest meta page: a commit not yet published.
+        case behind
+    }
+
+    /// Whether the read transaction `txn` sees an older transaction than the newest meta page
+    /// of the data file holds (`mdb_txn_id` against `mdb_env_info`'s last transaction ID,
+    /// which LMDB takes from the meta pages themselves, not from the lock file).
+    private func isBehindNewestCommit(_ txn: OpaquePointer) -> Bool {
+        var raw = MDB_envinfo()
+        guard mdb_env_info(handle, &raw) == 0 else { return false }
+        return mdb_txn_id(txn) < raw.me_last_txnid
+    }
+
+    /// Waits until the newest meta page's commit is published to readers: first for its
+    /// writer to publish it (checking after 0.05, 0.1, 0.2 … 1.6 ms: a live writer does so as
+    /// soon as its meta page is synced, and readers needn't queue for LMDB's writer lock,
+    /// behind its next transaction); then, the writer presumably dead, by publishing it.
+    private func waitForPublication() {
+        var pause: UInt32 = 50
+        while pause <= 1_600 {
+            usleep(pause)
+            pause *= 2
+            let behind = (try? resizeGate.withShared {
+                let txn = try beginTransaction(readOnly: true)
+                defer { mdb_txn_abort(txn) }
+                return isBehindNewestCommit(txn)
+            }) ?? false
+            if !behind { return }
+        }
+        publishNewestCommit()
+    }
+
+    /// Publishes a commit whose writer died before LMDB showed it to readers: begins a write
+    /// transaction — LMDB's recovery of a dead owner's writer lock sets the lock file's
+    /// transaction ID from the newest meta page — and aborts it, writing nothing. Waits for a
+    /// live writer of another process still publishing its commit; does nothing while a
+    /// thread of this process holds the writer gate (a write there publishes it; this thread,
+    /// in ``holdingWrites(_:)``, must not wait for itself), or on an `MDB_RDONLY` environment.
+    /// Errors are left to the read's own begin.
+    private func publishNewestCommit() {
+        guard !shared.isReadOnly else { return }
+        writerGate.ifFree {
+            resizeGate.withShared {
+                var txn: OpaquePointer?
+                if mdb_txn_begin(handle, nil, 0, &txn) == 0, let txn { mdb_txn_abort(txn) }
+            }
+        }
     }
 
     /// Throws instead of waiting forever when the calling thread is inside a transaction of

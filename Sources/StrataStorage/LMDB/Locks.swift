@@ -95,6 +95,18 @@ final class WriterGate: Sendable {
         }
         return try body()
     }
+
+    /// Runs `body` holding the gate if no thread holds it now (`pthread_mutex_trylock`);
+    /// otherwise does nothing.
+    func ifFree(_ body: () -> Void) {
+        guard pthread_mutex_trylock(mutex) == 0 else { return }
+        owner.store(currentThreadID(), ordering: .releasing)
+        defer {
+            owner.store(0, ordering: .releasing)
+            pthread_mutex_unlock(mutex)
+        }
+        body()
+    }
 }
 
 /// A number identifying the calling thread (never 0).
