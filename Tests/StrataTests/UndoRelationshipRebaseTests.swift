@@ -326,6 +326,31 @@ struct UndoRelationshipRebaseTests {
         } == "Theirs")
     }
 
+    @Test("a save resolving a conflict on the to-one with mergeByPropertyObjectTrump: after it, and after undoing it, both sides agree; undo returns the player to the other writer's team")
+    func toOneConflictResolvedThenUndo() async throws {
+        let dir = try TemporaryDirectory()
+        let league = try await Self.league(dir)
+        let other = privateContext(league.coordinator, name: "other")
+        try await privateContext(league.coordinator, name: "mine").perform { (context: isolated ManagedObjectContext) throws in
+            context.mergePolicy = StandardMergePolicy.mergeByPropertyObjectTrump
+            try context.existingObject(with: league.pat).setValue(try context.existingObject(with: league.herons), forKey: "team")
+            _ = try Self.save(other) { other in
+                try other.existingObject(with: league.pat).setValue(try other.existingObject(with: league.comets), forKey: "team")
+            }
+            try context.save()
+            #expect(try Self.teamOfPat(context, league) == "Herons")
+            try Self.expectAgreement(context, league, "saved")
+            try context.undo()
+            #expect(try Self.teamOfPat(context, league) == "Comets")
+            try Self.expectAgreement(context, league, "undone")
+            try context.save()
+            try Self.expectAgreement(context, league, "undo saved")
+        }
+        let (team, members) = try await Self.reopened(dir, league)
+        #expect(team == "Comets")
+        #expect(members == ["Otters": [], "Herons": [], "Comets": ["Pat"]])
+    }
+
     @Test("a many-to-many member another context added too: undo doesn't remove the other writer's member; redo; save and reopen")
     func manyToManySameAdditionElsewhere() async throws {
         let dir = try TemporaryDirectory()
