@@ -351,6 +351,39 @@ struct UndoRelationshipRebaseTests {
         #expect(members == ["Otters": [], "Herons": [], "Comets": ["Pat"]])
     }
 
+    @Test("one side clears the to-one, the other moves it: undo returns to the other writer's value (a team or none); both sides agree at each step")
+    func toOneClearedOnEitherSide() async throws {
+        for mineClears in [true, false] {
+            let dir = try TemporaryDirectory()
+            let league = try await Self.league(dir)
+            let other = privateContext(league.coordinator, name: "other")
+            let expected = try await privateContext(league.coordinator, name: "mine").perform {
+                (context: isolated ManagedObjectContext) throws -> String? in
+                let pat = try context.existingObject(with: league.pat)
+                pat.setValue(mineClears ? nil : try context.existingObject(with: league.herons), forKey: "team")
+                context.processPendingChanges()
+                let save = try Self.save(other) { other in
+                    try other.existingObject(with: league.pat).setValue(mineClears ? try other.existingObject(with: league.comets) : nil, forKey: "team")
+                }
+                context.mergeChanges(fromContextDidSave: save)
+                #expect(try Self.teamOfPat(context, league) == (mineClears ? nil : "Herons"))
+                try Self.expectAgreement(context, league, "merged")
+                try context.undo()
+                let theirs: String? = mineClears ? "Comets" : nil
+                #expect(try Self.teamOfPat(context, league) == theirs)
+                try Self.expectAgreement(context, league, "undone")
+                #expect(context.hasChanges == false)
+                try context.redo()
+                try Self.expectAgreement(context, league, "redone")
+                try context.undo()
+                try context.save()
+                return theirs
+            }
+            let (team, _) = try await Self.reopened(dir, league)
+            #expect(team == expected)
+        }
+    }
+
     @Test("a many-to-many member another context added too: undo doesn't remove the other writer's member; redo; save and reopen")
     func manyToManySameAdditionElsewhere() async throws {
         let dir = try TemporaryDirectory()
