@@ -161,7 +161,7 @@ struct UndoRelationshipRebaseTests {
         _ = try Self.save(other) { other in
             try other.existingObject(with: league.comets).mutableSetValue(forKey: "players").add(try other.existingObject(with: league.pat))
         }
-        #expect(await firstMerge(merges) != nil)
+        _ = await firstMerge(merges)  // a push into the parent merges with no sequence
         try await context.perform { (context: isolated ManagedObjectContext) throws in
             #expect(try Self.teamOfPat(context, league) == "Herons")
             try Self.expectAgreement(context, league, "merged")
@@ -382,6 +382,47 @@ struct UndoRelationshipRebaseTests {
             let (team, _) = try await Self.reopened(dir, league)
             #expect(team == expected)
         }
+    }
+
+    @Test("nested: a sibling's move pushed into the parent, merged into an automatically merging child; undo, redo and the parent's save agree")
+    func toOneChangedBySibling() async throws {
+        let dir = try TemporaryDirectory()
+        let league = try await Self.league(dir)
+        let parent = privateContext(league.coordinator, name: "parent")
+        let mine = childContext(parent, name: "mine")
+        let sibling = childContext(parent, name: "sibling")
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in
+            context.automaticallyMergesChangesFromParent = true
+            let pat = try context.existingObject(with: league.pat)
+            context.userInfo["pat"] = pat  // held: the merge refreshes it
+            pat.setValue(try context.existingObject(with: league.herons), forKey: "team")
+            context.processPendingChanges()
+        }
+        let merges = mine.notifications(.didMerge)
+        try await sibling.perform { (other: isolated ManagedObjectContext) throws in
+            try other.existingObject(with: league.pat).setValue(try other.existingObject(with: league.comets), forKey: "team")
+            try other.save()
+        }
+        _ = await firstMerge(merges)  // a push into the parent merges with no sequence
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try Self.teamOfPat(context, league) == "Herons")
+            try Self.expectAgreement(context, league, "merged")
+            try context.undo()
+            #expect(try Self.teamOfPat(context, league) == "Comets")
+            try Self.expectAgreement(context, league, "undone")
+            try context.redo()
+            try Self.expectAgreement(context, league, "redone")
+            try context.undo()
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            try Self.expectAgreement(context, league, "parent")
+            #expect(try Self.teamOfPat(context, league) == "Comets")
+            try context.save()
+        }
+        let (team, members) = try await Self.reopened(dir, league)
+        #expect(team == "Comets")
+        #expect(members == ["Otters": [], "Herons": [], "Comets": ["Pat"]])
     }
 
     @Test("a many-to-many member another context added too: undo doesn't remove the other writer's member; redo; save and reopen")
