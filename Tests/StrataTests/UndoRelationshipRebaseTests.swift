@@ -425,6 +425,94 @@ struct UndoRelationshipRebaseTests {
         #expect(members == ["Otters": [], "Herons": [], "Comets": ["Pat"]])
     }
 
+    /// Every player's team is the one listing it (and only that one).
+    static func agree(_ context: isolated ManagedObjectContext, _ players: [ManagedObjectID], _ teams: [ManagedObjectID], _ step: String) throws {
+        for id in players {
+            let player = try context.existingObject(with: id)
+            let team = (player.value(forKey: "team") as? ManagedObject)?.objectID
+            var listing: [ManagedObjectID] = []
+            for teamID in teams where ((try context.existingObject(with: teamID).value(forKey: "players") as? Set<ManagedObject>) ?? []).contains(player) {
+                listing.append(teamID)
+            }
+            #expect(listing == (team.map { [$0] } ?? []), "\(step): \(id) names \(team?.description ?? "nil") but is listed by \(listing)")
+        }
+    }
+
+    /// A small deterministic generator (SplitMix64) for the randomized sequence.
+    struct SeededGenerator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    @Test("randomized: moves here and saved elsewhere, merges, undo, redo and saves keep both sides agreeing (steps: STRATA_REBASE_STEPS, default 60)")
+    func randomizedMovesKeepSidesAgreeing() async throws {
+        let steps = ProcessInfo.processInfo.environment["STRATA_REBASE_STEPS"].flatMap(Int.init) ?? 60
+        let dir = try TemporaryDirectory()
+        let league = try await Self.league(dir)
+        let players = try await privateContext(league.coordinator).perform { (context: isolated ManagedObjectContext) throws -> [ManagedObjectID] in
+            var added: [ManagedObject] = []
+            for name in ["Quinn", "Rae"] {
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue(name, forKey: "lastName")
+                player.setValue(try context.existingObject(with: league.herons), forKey: "team")
+                added.append(player)
+            }
+            try context.save()
+            return [league.pat] + added.map(\.objectID)
+        }
+        let other = privateContext(league.coordinator, name: "other")
+        let teams = league.teams
+        try await privateContext(league.coordinator, name: "mine").perform { (context: isolated ManagedObjectContext) throws in
+            var random = SeededGenerator(state: ProcessInfo.processInfo.environment["STRATA_REBASE_SEED"].flatMap(UInt64.init) ?? 28)
+            for step in 0..<steps {
+                let player = players[Int.random(in: 0..<players.count, using: &random)]
+                let team = Int.random(in: 0...teams.count, using: &random)
+                let label = "step \(step)"
+                let op = Int.random(in: 0..<6, using: &random)
+                if ProcessInfo.processInfo.environment["STRATA_REBASE_TRACE"] != nil {
+                    print("TRACE \(step) op \(op) player \(players.firstIndex(of: player) ?? -1) team \(team)")
+                }
+                switch op {
+                case 0, 1:
+                    try context.existingObject(with: player).setValue(team < teams.count ? try context.existingObject(with: teams[team]) : nil, forKey: "team")
+                    context.processPendingChanges()
+                case 2:
+                    let save = try other.performAndWait { (other: isolated ManagedObjectContext) throws -> ContextDidSave? in
+                        try other.existingObject(with: player).setValue(
+                            team < teams.count ? try other.existingObject(with: teams[team]) : nil, forKey: "team")
+                        var captured: ContextDidSave?
+                        let token = other.addObserver { note in
+                            if case .didSave(let save) = note.notification { captured = save }
+                        }
+                        try other.save()
+                        other.removeObserver(token)
+                        return captured  // none when the player was there already
+                    }
+                    if let save { context.mergeChanges(fromContextDidSave: save) }
+                case 3:
+                    do { try context.undo() } catch ContextError.undoConflict { /* saved work another writer changed since */ }
+                case 4:
+                    do { try context.redo() } catch ContextError.undoConflict {}
+                default:
+                    try context.save()
+                }
+                try Self.agree(context, players, teams, label)
+            }
+            try context.save()
+            try Self.agree(context, players, teams, "saved")
+        }
+        try await privateContext(try openCoordinator(dir, model: try SeedModels.leagueManager)).perform {
+            (context: isolated ManagedObjectContext) throws in
+            try Self.agree(context, players, teams, "reopened")
+        }
+    }
+
     @Test("a many-to-many member another context added too: undo doesn't remove the other writer's member; redo; save and reopen")
     func manyToManySameAdditionElsewhere() async throws {
         let dir = try TemporaryDirectory()
