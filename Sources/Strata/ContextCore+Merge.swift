@@ -540,15 +540,25 @@ extension ContextCore {
         }
         let leave: (PropertyValue) -> PropertyValue = { Self.removing(id, from: $0) }
         let join: (PropertyValue) -> PropertyValue = { Self.adding(id, to: $0, ordered: ordered) }
+        // The group's entries of the inverse to-many (of objects whose `inverse` is this to-one).
+        func owners(_ group: UndoGroup) -> [ManagedObjectID] {
+            group.changes.compactMap { owner, change in
+                guard change.kind == .updated, change.old[inverse] != nil || change.new[inverse] != nil,
+                    entities[owner.entityName]?.properties[inverse]?.inverse == key
+                else { return nil }
+                return owner
+            }
+        }
         let first = chain.firstIndex { touches($0.group) }
-        // Before the first group changing the to-one the object is where the store has it.
+        // Before the first group changing the to-one the object is where the store has it: in
+        // the new destination's members, in no other's (an intermediate destination of groups
+        // whose change the store now equals included).
         for (group, _) in chain[..<(first ?? chain.count)] {
-            edit(group, move.from, old: true, new: true, leave)
-            edit(group, move.to, old: true, new: true, join)
+            for owner in owners(group) { edit(group, owner, old: true, new: true, owner == move.to ? join : leave) }
         }
         if let first {
             let group = chain[first].group
-            edit(group, move.from, old: true, new: false, leave)
+            for owner in owners(group) where owner != move.to { edit(group, owner, old: true, new: false, leave) }
             let leavesNew = group.changes[id]?.new[key].map { $0.ids.first != move.to } ?? false
             if let to = move.to {
                 if leavesNew {
@@ -584,7 +594,7 @@ extension ContextCore {
         // Entries the rebase left changing nothing go.
         var emptied = false
         for (group, _) in chain {
-            for owner in [move.from, move.to].compactMap({ $0 }) {
+            for owner in owners(group) {
                 guard var change = group.changes[owner], change.kind == .updated,
                     let old = change.old[inverse], let new = change.new[inverse], old == new
                 else { continue }
