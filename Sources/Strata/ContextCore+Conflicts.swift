@@ -160,6 +160,7 @@ extension ContextCore {
         // old and new teams' cached members are stale.
         var staleDerived: [ManagedObjectID: Set<String>] = [:]
         var removed: Set<ManagedObjectID> = []
+        var moves: [ToOneMove] = []
         for object in live {
             let id = object.objectID
             guard let record = records[id] else {
@@ -194,6 +195,7 @@ extension ContextCore {
                 }
             }
             dropChangesEqualToCommitted(object)
+            moves += movedToOnes(object, before: before)
             object.transients = transients
             object.awake(fromSnapshotEvents: .mergePolicy)
             noteRefreshed(id)
@@ -209,6 +211,9 @@ extension ContextCore {
             }
         }
         fixPendingJournal(for: Set(live.map(\.objectID)))
+        // The far sides of to-ones the store moved follow, as at a merge (§16.1): the pending
+        // groups start from the store's destination, so they must move the object out of it.
+        rebaseMovedToOnes(moves)
     }
 
     /// Makes the pending groups agree with objects a merge policy changed: a property no

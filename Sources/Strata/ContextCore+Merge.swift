@@ -252,6 +252,7 @@ extension ContextCore {
             }
         }
         reloadKeepingChanges(reload, events: .refresh)
+        rebaseUnloadedGroupObjects(summary.updated, loaded: Set(reload.map(\.objectID)))
         var removed: [ManagedObjectID: ManagedObject] = [:]
         // Objects inserted and deleted again elsewhere are gone too, for a context that
         // registered one in between (before, it stayed with stale values, or as a fault the
@@ -300,6 +301,7 @@ extension ContextCore {
             recordProblem(error as? ContextError ?? .store("\(error)"))
             return
         }
+        var moves: [ToOneMove] = []
         for object in objects {
             let transients = object.transients
             object.row = nil
@@ -315,11 +317,52 @@ extension ContextCore {
             rebaseToManyChanges(object, toMany)
             dropChangesEqualToCommitted(object)
             rebaseUnsavedAttributes(object, before: before)
+            moves += movedToOnes(object, before: before)
             object.awakeFromFetchUntracked()
             object.transients = transients
             object.awake(fromSnapshotEvents: events)
         }
+        // After every object is re-read: a destination's own to-many rebase must not put
+        // back the member the move takes out.
+        rebaseMovedToOnes(moves)
         pruneRetained()
+    }
+
+    /// Objects the merge updated that the context's unsaved undo groups change but that it
+    /// doesn't hold loaded (a change undone, or set back, leaves nothing to keep the object):
+    /// the groups are rebased as for a loaded object (``reloadKeepingChanges(_:events:)``),
+    /// against the values the first group changing each property started from, and the
+    /// store's now. Before, they kept the values read before the merge, and a redo (an undo)
+    /// set them over the other writer's — the groups name the object by its ID only.
+    func rebaseUnloadedGroupObjects(_ updated: Set<ManagedObjectID>, loaded: Set<ManagedObjectID>) {
+        guard hasUnsavedGroups else { return }
+        var assumed: [ManagedObjectID: [String: PropertyValue]] = [:]
+        for (group, _) in unsavedChain() {
+            for (id, change) in group.changes where change.kind == .updated && updated.contains(id) && !loaded.contains(id) {
+                for (key, value) in change.old where assumed[id]?[key] == nil { assumed[id, default: [:]][key] = value }
+            }
+        }
+        guard !assumed.isEmpty else { return }
+        var moves: [ToOneMove] = []
+        for id in assumed.keys.sorted() {
+            guard let values = assumed[id], let target = object(with: id), !target.isInvalidated, !target.isInsertedFlag, !target.isDeletedFlag
+            else { continue }
+            // A fault whose store record is gone is left alone (the merge of its deletion removes it).
+            guard (try? fulfillThrowing(target)) != nil, target.hasCommittedValues else { continue }
+            var before = target.committed ?? [:]
+            for (key, value) in values { before[key] = value }
+            for (key, value) in values {
+                guard let property = target.info.properties[key], property.isToMany, !property.isTransient,
+                    let stored = target.committedValue(property) ?? (property.isRecorded ? property.emptyValue : derivedValue(target, property)),
+                    stored != value
+                else { continue }
+                let had = Set(value.ids), has = Set(stored.ids)
+                rebaseUnsavedGroups(id, property, added: stored.ids.filter { !had.contains($0) }, removed: had.subtracting(has), stored: stored)
+            }
+            rebaseUnsavedAttributes(target, before: before)
+            moves += movedToOnes(target, before: before)
+        }
+        rebaseMovedToOnes(moves)
     }
 
     /// The object's unsaved to-many changes with the values they were made against, taken
@@ -358,13 +401,21 @@ extension ContextCore {
                 continue
             }
             let before = Set(base.ids), now = Set(theirs.ids), mine = Set(ours.ids)
-            let added = theirs.ids.filter { !before.contains($0) && !mine.contains($0) }
+            let arrived = theirs.ids.filter { !before.contains($0) }
+            let added = arrived.filter { !mine.contains($0) }
             let removed = before.subtracting(now)
-            guard !added.isEmpty || !removed.isEmpty else { continue }
-            let members = ours.ids.filter { !removed.contains($0) } + added
-            let merged: PropertyValue = property.isOrdered ? .toMany(members) : .unordered(members)
-            object.changes[property.name] = merged == theirs ? nil : merged
-            rebaseUnsavedGroups(object.objectID, property, added: added, removed: removed)
+            if !added.isEmpty || !removed.isEmpty {
+                let members = ours.ids.filter { !removed.contains($0) } + added
+                let merged: PropertyValue = property.isOrdered ? .toMany(members) : .unordered(members)
+                object.changes[property.name] = merged == theirs ? nil : merged
+            } else if ours == theirs {
+                // The other writer made the same change (a derived side too): none is left.
+                object.changes[property.name] = nil
+            }
+            // The groups take the other writer's additions — also those the context made too —
+            // removals and order (a reordered list), so undo takes back only the context's own.
+            guard base != theirs else { continue }
+            rebaseUnsavedGroups(object.objectID, property, added: arrived, removed: removed, stored: theirs)
         }
     }
 
@@ -373,21 +424,36 @@ extension ContextCore {
     /// takes back only what it added or removed (Core Data's undo of a to-many mutation),
     /// and a save writing a group writes the members as merged. Before, undo set the
     /// members read before the merge, and the next save removed the other writer's.
-    /// Saved and pushed groups describe what is in the store (the parent) and stay.
-    func rebaseUnsavedGroups(_ id: ManagedObjectID, _ property: PropertyInfo, added: [ManagedObjectID], removed: Set<ManagedObjectID>) {
+    /// Saved and pushed groups describe what is in the store (the parent) and stay. The
+    /// first of the groups (oldest first, as ``unsavedChain()`` orders them) that changes the
+    /// to-many starts from `stored`, the store's value now, as an attribute's does
+    /// (``rebaseUnsavedAttributes(_:before:)``): undoing every change of the context returns
+    /// to the store's members in the store's order (before, an ordered list another writer
+    /// had inserted into came back with that member at the end, and the save wrote the
+    /// reorder; a member both had added was taken out by the undo, and the save removed it).
+    func rebaseUnsavedGroups(
+        _ id: ManagedObjectID, _ property: PropertyInfo, added: [ManagedObjectID], removed: Set<ManagedObjectID>, stored: PropertyValue? = nil
+    ) {
         func fix(_ value: PropertyValue) -> PropertyValue {
             let present = Set(value.ids)
             let members = value.ids.filter { !removed.contains($0) } + added.filter { !present.contains($0) }
             return property.isOrdered ? .toMany(members) : .unordered(members)
         }
         var seen: Set<ObjectIdentifier> = []
+        var started = false
         func visit(_ group: UndoGroup) {
             guard group.saved == nil, !group.pushed, !group.fromLog, group.parts.isEmpty, seen.insert(ObjectIdentifier(group)).inserted,
                 var change = group.changes[id], change.kind == .updated
             else { return }
             var changed = false
             if let old = change.old[property.name] {
-                change.old[property.name] = fix(old)
+                let fixed = fix(old)
+                if !started, let stored, Set(stored.ids) == Set(fixed.ids) {
+                    change.old[property.name] = stored
+                } else {
+                    change.old[property.name] = fixed
+                }
+                started = true
                 changed = true
             }
             if let new = change.new[property.name] {
@@ -396,10 +462,195 @@ extension ContextCore {
             }
             if changed { group.changes[id] = change }
         }
-        visit(journal.open)
+        for (group, _) in unsavedChain() { visit(group) }
         for group in journal.undoStack { visit(group) }
         for group in journal.redoStack { visit(group) }
         for effect in pending where effect.kind == .user { visit(effect.changes) }
+    }
+
+    /// The context's unsaved undo groups in the order their changes were made on top of the
+    /// store's state: the unsaved top of the undo stack (oldest first), the open group, then
+    /// the redo stack from its top; `done` is false for the groups undone.
+    func unsavedChain() -> [(group: UndoGroup, done: Bool)] {
+        func rebased(_ group: UndoGroup) -> Bool { group.saved == nil && !group.pushed && !group.fromLog && group.parts.isEmpty }
+        var chain: [(group: UndoGroup, done: Bool)] = []
+        for group in journal.undoStack.reversed().prefix(while: { $0.saved == nil && !$0.fromLog }).reversed() where rebased(group) {
+            chain.append((group, true))
+        }
+        if !journal.open.isEmpty { chain.append((journal.open, true)) }
+        for group in journal.redoStack.reversed() where rebased(group) { chain.append((group, false)) }
+        return chain
+    }
+
+    /// Whether the context has unsaved undo groups (``unsavedChain()``), cheaply: a save
+    /// marks every group on the undo stack saved, so an unsaved one is on its top.
+    var hasUnsavedGroups: Bool {
+        !journal.open.isEmpty || !journal.redoStack.isEmpty || journal.undoStack.last.map { $0.saved == nil && !$0.fromLog } == true
+    }
+
+    /// A to-one with a to-many inverse whose stored destination another writer changed.
+    struct ToOneMove {
+        let object: ManagedObject
+        let property: PropertyInfo
+        let inverse: PropertyInfo
+        let from: ManagedObjectID?
+        let to: ManagedObjectID?
+    }
+
+    /// The to-ones of `object` (re-read just now; `before`: its committed values before)
+    /// with a to-many inverse whose stored destination changed, when the object has unsaved
+    /// changes or the context unsaved undo groups (nothing else needs them).
+    func movedToOnes(_ object: ManagedObject, before: [String: PropertyValue]?) -> [ToOneMove] {
+        guard let before, !object.isInsertedFlag, !object.changes.isEmpty || hasUnsavedGroups else { return [] }
+        var moves: [ToOneMove] = []
+        for property in object.info.propertyList where property.isRelationship && !property.isToMany && property.isRecorded && !property.isTransient {
+            guard let destination = property.destination, let inverseName = property.inverse,
+                let inverse = entities[destination]?.properties[inverseName], inverse.isToMany
+            else { continue }
+            let old = before[property.name] ?? .noObject
+            let now = object.committedValue(property) ?? .noObject
+            guard old != now else { continue }
+            moves.append(ToOneMove(object: object, property: property, inverse: inverse, from: old.ids.first, to: now.ids.first))
+        }
+        return moves
+    }
+
+    /// The far sides of to-ones another writer moved (``movedToOnes(_:before:)``), as the
+    /// to-one itself was rebased (``rebaseUnsavedAttributes(_:before:)``): where the context
+    /// still has its own destination, the new stored destination's to-many no longer lists
+    /// the object in memory (before, the team the other writer had moved the player to
+    /// listed it while the player named the context's team). In the unsaved undo groups the
+    /// old destination's to-many loses the object and the new one's gains it up to the first
+    /// group that changes the to-one, which now takes the object out of the new destination
+    /// (an entry made for it when the group had none); the groups after it, up to the next
+    /// that changes the to-one, don't list it there. Entries left changing nothing go. So
+    /// undo and redo set both sides to agree, and undo returns the object to the other
+    /// writer's destination rather than the one read before the merge.
+    func rebaseMovedToOnes(_ moves: [ToOneMove]) {
+        guard !moves.isEmpty else { return }
+        for move in moves where !move.object.isInvalidated {
+            let id = move.object.objectID
+            // The derived sides the two destinations cache are re-read: a refresh of the object
+            // alone (`refresh(_:mergeChanges: true)`) re-reads neither, and a change of one now
+            // equal to the store's members is none.
+            if !move.inverse.isRecorded {
+                for end in [move.from, move.to].compactMap({ $0 }) {
+                    guard let other = registered(end), !other.isInvalidated, !other.isInsertedFlag, other.hasCommittedValues,
+                        let fresh = derivedValue(other, move.inverse), let changed = other.changes[move.inverse.name], changed == fresh
+                    else { continue }
+                    setRaw(other, move.inverse, old: changed, new: fresh, register: false)
+                }
+            }
+            let mine = move.object.currentValue(move.property).ids.first
+            if let to = move.to, to != mine, let destination = object(with: to), !destination.isInvalidated {
+                let current = destination.currentValue(move.inverse)
+                if current.ids.contains(id) {
+                    setRaw(destination, move.inverse, old: current, new: Self.removing(id, from: current), register: false)
+                }
+            }
+            rebaseInverseGroups(move)
+        }
+    }
+
+    private static func removing(_ id: ManagedObjectID, from value: PropertyValue) -> PropertyValue {
+        value.ids.contains(id) ? .toMany(value.ids.filter { $0 != id }) : value
+    }
+
+    private static func adding(_ id: ManagedObjectID, to value: PropertyValue, ordered: Bool) -> PropertyValue {
+        guard !value.ids.contains(id) else { return value }
+        return ordered ? .toMany(value.ids + [id]) : .unordered(value.ids + [id])
+    }
+
+    private func rebaseInverseGroups(_ move: ToOneMove) {
+        let chain = unsavedChain()
+        guard !chain.isEmpty else { return }
+        let id = move.object.objectID, key = move.property.name, inverse = move.inverse.name, ordered = move.inverse.isOrdered
+        func touches(_ group: UndoGroup) -> Bool {
+            guard let change = group.changes[id], change.kind == .updated else { return false }
+            return change.old[key] != nil || change.new[key] != nil
+        }
+        /// Changes `owner`'s inverse entry in `group` (old and/or new value) with `body`.
+        func edit(_ group: UndoGroup, _ owner: ManagedObjectID?, old: Bool, new: Bool, _ body: (PropertyValue) -> PropertyValue) {
+            guard let owner, var change = group.changes[owner], change.kind == .updated else { return }
+            if old, let value = change.old[inverse] { change.old[inverse] = body(value) }
+            if new, let value = change.new[inverse] { change.new[inverse] = body(value) }
+            group.changes[owner] = change
+        }
+        let leave: (PropertyValue) -> PropertyValue = { Self.removing(id, from: $0) }
+        let join: (PropertyValue) -> PropertyValue = { Self.adding(id, to: $0, ordered: ordered) }
+        // The group's entries of the inverse to-many (of objects whose `inverse` is this to-one).
+        func owners(_ group: UndoGroup) -> [ManagedObjectID] {
+            group.changes.compactMap { owner, change in
+                guard change.kind == .updated, change.old[inverse] != nil || change.new[inverse] != nil,
+                    entities[owner.entityName]?.properties[inverse]?.inverse == key
+                else { return nil }
+                return owner
+            }
+        }
+        let first = chain.firstIndex { touches($0.group) }
+        // Before the first group changing the to-one the object is where the store has it: in
+        // the new destination's members, in no other's (an intermediate destination of groups
+        // whose change the store now equals included).
+        for (group, _) in chain[..<(first ?? chain.count)] {
+            for owner in owners(group) { edit(group, owner, old: true, new: true, owner == move.to ? join : leave) }
+        }
+        if let first {
+            let group = chain[first].group
+            for owner in owners(group) where owner != move.to { edit(group, owner, old: true, new: false, leave) }
+            let leavesNew = group.changes[id]?.new[key].map { $0.ids.first != move.to } ?? false
+            if let to = move.to {
+                if leavesNew {
+                    if var change = group.changes[to], change.kind == .updated, change.old[inverse] != nil || change.new[inverse] != nil {
+                        if let value = change.old[inverse] { change.old[inverse] = join(value) }
+                        if let value = change.new[inverse] { change.new[inverse] = leave(value) }
+                        group.changes[to] = change
+                    } else if group.changes[to] == nil || group.changes[to]?.kind == .updated, let destination = object(with: to) {
+                        // The destination's members before the group: the last earlier group's, or the store's.
+                        let earlier = chain[..<first].last { $0.group.changes[to]?.new[inverse] != nil }?.group.changes[to]?.new[inverse]
+                        let stored = destination.committedValue(move.inverse)
+                            ?? (move.inverse.isRecorded ? move.inverse.emptyValue : derivedValue(destination, move.inverse))
+                        if let members = earlier ?? stored {
+                            let before = join(members)
+                            var change = group.changes[to] ?? ObjectChange(kind: .updated)
+                            change.old[inverse] = before
+                            change.new[inverse] = leave(before)
+                            if group.changes[to] == nil { group.order.append(to) }
+                            group.changes[to] = change
+                        }
+                    }
+                    // Later groups, up to the next that changes the to-one, don't list it there.
+                    for (later, _) in chain[(first + 1)...] {
+                        let next = touches(later)
+                        edit(later, to, old: true, new: !next, leave)
+                        if next { break }
+                    }
+                } else {
+                    edit(group, to, old: true, new: true, join)
+                }
+            }
+        }
+        // Entries the rebase left changing nothing go.
+        var emptied = false
+        for (group, _) in chain {
+            for owner in owners(group) {
+                guard var change = group.changes[owner], change.kind == .updated,
+                    let old = change.old[inverse], let new = change.new[inverse], old == new
+                else { continue }
+                change.old[inverse] = nil
+                change.new[inverse] = nil
+                if change.old.isEmpty && change.new.isEmpty && change.memberships.isEmpty {
+                    group.changes[owner] = nil
+                    group.order.removeAll { $0 == owner }
+                    emptied = true
+                } else {
+                    group.changes[owner] = change
+                }
+            }
+        }
+        if emptied {
+            journal.redoStack.removeAll { $0.isEmpty && $0.saved == nil }
+            removeEmptiedEffects()
+        }
     }
 
     /// The context's unsaved undo groups that change an attribute whose stored value another
@@ -418,7 +669,14 @@ extension ContextCore {
         let unsaved = Array(journal.undoStack.reversed().prefix { $0.saved == nil && !$0.fromLog }.reversed())
         guard !unsaved.isEmpty || !journal.open.isEmpty || !journal.redoStack.isEmpty else { return }
         var keys: [(name: String, value: PropertyValue)] = []
-        for property in object.info.propertyList where property.isRecorded && !property.isRelationship {
+        for property in object.info.propertyList where property.isRecorded && !property.isToMany && !property.isTransient {
+            // A to-one rebases as an attribute does (its far side: ``rebaseMovedToOnes(_:)``),
+            // one whose inverse is to-one (a one-to-one) not: the far sides it moves are not rebased.
+            if property.isRelationship, let destination = property.destination, let inverseName = property.inverse,
+                entities[destination]?.properties[inverseName]?.isToMany != true
+            {
+                continue
+            }
             let now = object.committed?[property.name] ?? property.emptyValue
             if PropertyValue.differ(before?[property.name] ?? property.emptyValue, now) { keys.append((property.name, now)) }
         }

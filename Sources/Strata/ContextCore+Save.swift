@@ -1006,7 +1006,10 @@ extension ContextCore {
             fulfill(object)
             if object.hasCommittedValues { rebaseToManyChanges(object, toMany) }
             // The unsaved undo groups start from the store's values now (§16.1).
-            if before != nil, object.hasCommittedValues { rebaseUnsavedAttributes(object, before: before) }
+            if before != nil, object.hasCommittedValues {
+                rebaseUnsavedAttributes(object, before: before)
+                rebaseMovedToOnes(movedToOnes(object, before: before))
+            }
             object.transients = transients
             object.awake(fromSnapshotEvents: .refresh)
         } else {

@@ -1965,6 +1965,26 @@ final class ContextCore {
                 guard let object = self.object(with: id) else { continue }
                 for (key, value) in reversed ? change.old : change.new {
                     guard let property = info.property(named: key) else { continue }
+                    var value = value
+                    // A derived to-many side (a team's players) whose members another writer
+                    // changed since the group was made (a saved group stays as it was saved)
+                    // takes back only the group's own additions and removals: its whole value
+                    // dropped the member another writer had moved in while that member still
+                    // named the team (spec 0006 §9.6). The store doesn't hold the side, nor
+                    // does a save check it.
+                    if !group.fromLog, property.isToMany, !property.isRecorded, !property.isTransient,
+                        let from = (reversed ? change.new : change.old)[key]
+                    {
+                        let current = object.currentValue(property)
+                        let before = Set(from.ids)
+                        if Set(current.ids) != before {
+                            let after = Set(value.ids)
+                            var ids = current.ids.filter { !before.contains($0) || after.contains($0) }
+                            let present = Set(ids)
+                            ids += value.ids.filter { !before.contains($0) && !present.contains($0) }
+                            value = property.isOrdered ? .toMany(ids) : .unordered(ids)
+                        }
+                    }
                     set(object, property, value, maintainInverse: group.fromLog, register: false)
                 }
                 for (key, membership) in change.memberships {
