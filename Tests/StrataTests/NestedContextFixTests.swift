@@ -171,6 +171,38 @@ struct NestedContextFixTests {
         #expect(try await Self.storedTitle(otherCoordinator, postID) == "Parent's")
     }
 
+    @Test("a child's delete of an object it fetched, after another writer changed it and the parent let it go, is a conflict at the parent's save")
+    func deleteThroughChildAfterOtherWriterIsAConflict() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, otherCoordinator, postID, _) = try await Self.store(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let posts = try context.fetch(FetchRequest(entityName: "Post"))
+            #expect(posts.map(\.objectID) == [postID])
+            #expect(posts.first?.value(forKey: "title") as? String == "Hello")
+            context.userInfo["post"] = posts.first
+        }
+        try await Self.otherWriterRetitles(otherCoordinator, postID, "Theirs")
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try #require(context.userInfo["post"] as? ManagedObject))
+            try context.save()
+        }
+        let conflicts = await parent.perform { (context: isolated ManagedObjectContext) -> [MergeConflict] in
+            do {
+                try context.save()
+                return []
+            } catch ContextError.mergeConflicts(let conflicts) {
+                return conflicts
+            } catch {
+                return []
+            }
+        }
+        #expect(conflicts.map(\.objectID) == [postID])
+        #expect(conflicts.first?.isDeletedInContext == true)
+        #expect(try await Self.storedTitle(otherCoordinator, postID) == "Theirs", "the post the other writer changed is not deleted unseen")
+    }
+
     @Test("a grandchild's read version reaches the root: another writer's change in between is a conflict at the root's save")
     func lostUpdateThroughGrandchild() async throws {
         let dir = try TemporaryDirectory()
