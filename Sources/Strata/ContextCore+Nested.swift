@@ -66,6 +66,49 @@ extension ContextCore {
         }
     }
 
+    /// The entities whose objects judging `node` on objects of `scope` reads besides the one
+    /// judged: the destinations (with their subentities) of the relationships its key paths
+    /// follow before their last key. Nil when that can't be told: a subquery, a key path of
+    /// an expression, an index, a key that isn't a relationship of every entity reached.
+    func entitiesRead(by node: PredicateNode, from scope: [String]) -> Set<String>? {
+        var reached: Set<String> = []
+        func walk(_ path: FormatKeyPath) -> Bool {
+            var current = Set(scope)
+            for component in path.components.dropLast() {
+                // A collection operator applies to the collection read so far; the keys after
+                // it are read from its elements, of the entities reached.
+                guard case .key(let key) = component else { continue }
+                var next: Set<String> = []
+                for name in current {
+                    guard let property = entities[name]?.properties[key], property.isRelationship, let destination = property.destination
+                    else { return false }
+                    next.formUnion(model.selfAndSubentityNames(of: destination))
+                }
+                reached.formUnion(next)
+                current = next
+            }
+            return true
+        }
+        func known(_ expression: FormatExpression) -> Bool {
+            switch expression {
+            case .constant, .evaluatedObject, .variable: true
+            case .keyPath(let path): walk(path)
+            case .aggregate(let elements), .function(_, let elements): elements.allSatisfy(known)
+            case .arithmetic(_, let a, let b): known(a) && known(b)
+            case .keyPathOf, .index, .subquery: false
+            }
+        }
+        func visit(_ node: PredicateNode) -> Bool {
+            switch node {
+            case .constant: true
+            case .comparison(let comparison): known(comparison.leftExpression) && known(comparison.rightExpression)
+            case .and(let children), .or(let children): children.allSatisfy(visit)
+            case .not(let child): visit(child)
+            }
+        }
+        return visit(node) ? reached : nil
+    }
+
     /// The parent's current value of one property (a derived relationship side).
     func parentValue(of id: ManagedObjectID, _ key: String) throws -> PropertyValue? {
         guard let parent = parentContext else { return nil }
@@ -86,7 +129,16 @@ extension ContextCore {
         // sends every object of the entities and the child judges them. Before, the parent's
         // verdict stood, so an object whose related object the child had changed was missed,
         // or kept when it no longer matched.
-        let judgesHere = pendingCounts && hasChanges && request.predicate.map { Self.readsOtherObjects($0.node) } == true
+        // Only when the child has changed, inserted or deleted objects of the entities those
+        // key paths reach: otherwise every object they reach is as the parent holds it, and
+        // the parent judges (before, any pending change had the parent send every object of
+        // the entity for the child to judge).
+        let judgesHere: Bool = {
+            guard pendingCounts, hasChanges, let predicate = request.predicate, Self.readsOtherObjects(predicate.node) else { return false }
+            let scope = request.includesSubentities ? model.selfAndSubentityNames(of: info.entity.name) : [info.entity.name]
+            guard let reached = entitiesRead(by: predicate.node, from: scope) else { return true }
+            return retained.values.contains { reached.contains($0.entity.name) }
+        }()
         let parentRequest = {
             var unordered = request
             if pendingCounts {

@@ -298,4 +298,37 @@ struct NestedContextFixTests {
             #expect(NestedMergeReviewTests.tagNames(try context.existingObject(with: postID)) == ["c"])
         }
     }
+
+    @Test("a child's fetch by a related object's value: the parent's verdict where the child changed none of the related entity's objects, the child's where it did")
+    func childFetchThroughRelatedObjects() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _, postID, tagIDs) = try await Self.store(dir)
+        let secondID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let post = try context.insertNewObject(forEntityName: "Post")
+            post.setValue("Second", forKey: "title")
+            try context.save()
+            return post.objectID
+        }
+        let parent = privateContext(coordinator, name: "parent")
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: tagIDs[0]).setValue("b", forKey: "name")  // unsaved
+        }
+        let child = childContext(parent, name: "child")
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            func matches(_ context: isolated ManagedObjectContext = #isolation) throws -> [ManagedObjectID] {
+                var request = FetchRequest(entityName: "Post")
+                request.predicate = try FormatPredicate(format: "ANY tags.name == 'b'")
+                return try context.fetch(request).map(\.objectID)
+            }
+            // A change to a post only: the tags are as the parent holds them (a renamed to b).
+            try context.existingObject(with: secondID).setValue("Changed", forKey: "title")
+            #expect(try matches() == [postID])
+            // The child renames the tag: judged by the child's name now.
+            try context.existingObject(with: tagIDs[0]).setValue("z", forKey: "name")
+            #expect(try matches() == [])
+            try context.existingObject(with: tagIDs[1]).setValue("b", forKey: "name")
+            try context.existingObject(with: secondID).mutableSetValue(forKey: "tags").add(try context.existingObject(with: tagIDs[1]))
+            #expect(try matches() == [secondID])
+        }
+    }
 }
