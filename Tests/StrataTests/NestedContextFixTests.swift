@@ -331,4 +331,25 @@ struct NestedContextFixTests {
             #expect(try matches() == [secondID])
         }
     }
+
+    @Test("a parent's save of pushed groups netting to nothing (a child's rename and its undo) over another writer's rename of the object")
+    func netNothingPushOverOtherWriter() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, otherCoordinator, postID, _) = try await Self.store(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let post = try context.existingObject(with: postID)
+            post.setValue("Renamed", forKey: "title")
+            try context.save()
+            try context.undo()
+            try context.save()
+        }
+        try await Self.otherWriterRetitles(otherCoordinator, postID, "Theirs")
+        _ = await parent.perform { (context: isolated ManagedObjectContext) in (try? context.save()) != nil }
+        let stored = try await Self.storedTitle(otherCoordinator, postID)
+        withKnownIssue("the parent's pending groups write the object though it holds it unchanged, unchecked: the other writer's rename is lost") {
+            #expect(stored == "Theirs")
+        }
+    }
 }
