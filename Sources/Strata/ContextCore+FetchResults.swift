@@ -181,7 +181,10 @@ extension ContextCore {
         if parentContext != nil {
             let values = try parentValues(for: waiting.map(\.objectID))
             for object in waiting {
-                if let row = values[object.objectID] { object.row = row }
+                if let snapshot = values[object.objectID] {
+                    object.row = snapshot.values
+                    object.rowVersion = snapshot.version
+                }
             }
             return
         }
@@ -202,9 +205,9 @@ extension ContextCore {
         if parentContext != nil {
             let values = try parentValues(for: faults.map(\.objectID))
             for fault in faults {
-                guard let row = values[fault.objectID], !fault.hasCommittedValues else { continue }
-                fault.committed = row
-                fault.version = nil
+                guard let snapshot = values[fault.objectID], !fault.hasCommittedValues else { continue }
+                fault.committed = snapshot.values
+                fault.version = snapshot.version
                 fault.awakeFromFetchUntracked()
             }
         } else {
@@ -305,7 +308,10 @@ extension ContextCore {
             if parentContext != nil {
                 let values = try parentValues(for: faults.map(\.objectID))
                 for object in faults {
-                    if let row = values[object.objectID] { object.row = row }
+                    if let snapshot = values[object.objectID] {
+                        object.row = snapshot.values
+                        object.rowVersion = snapshot.version
+                    }
                 }
             } else {
                 try loadRows(of: faults)

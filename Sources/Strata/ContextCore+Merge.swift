@@ -286,7 +286,7 @@ extension ContextCore {
         var records: [ManagedObjectID: (values: [String: PropertyValue], version: UInt64?)] = [:]
         do {
             if parentContext != nil {
-                for (id, values) in try parentValues(for: objects.map(\.objectID)) { records[id] = (values, nil) }
+                for (id, snapshot) in try parentValues(for: objects.map(\.objectID)) { records[id] = (snapshot.values, snapshot.version) }
             } else {
                 let log = try store().log
                 try readPinned(log) { reader in

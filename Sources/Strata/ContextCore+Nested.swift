@@ -12,6 +12,14 @@ enum ParentMessage: Sendable {
     case merge(ChangeSummary)
 }
 
+/// A parent's current recorded values of one object, for a child, and the store version
+/// they are based on (nil when the parent doesn't know it: an unsaved insert, values from a
+/// row read without its version).
+struct ParentSnapshot: Sendable {
+    let values: [String: PropertyValue]
+    let version: UInt64?
+}
+
 /// A parent's values for a fetched object, seen through key-value coding so the child's
 /// predicates and sorts can read them without firing the child's fault.
 private struct ParentRow: KeyValueCoding, PredicateObjectIdentity {
@@ -33,7 +41,7 @@ extension ContextCore {
 
     /// The parent's current recorded values of `ids` (unsaved changes included); objects the
     /// parent doesn't have (deleted there, or never existing) are missing.
-    func parentValues(for ids: [ManagedObjectID]) throws -> [ManagedObjectID: [String: PropertyValue]] {
+    func parentValues(for ids: [ManagedObjectID]) throws -> [ManagedObjectID: ParentSnapshot] {
         guard let parent = parentContext else { return [:] }
         return parent.performAndWait { (parent: isolated ManagedObjectContext) in parent.core.valuesForChild(ids) }
     }
@@ -58,6 +66,49 @@ extension ContextCore {
         }
     }
 
+    /// The entities whose objects judging `node` on objects of `scope` reads besides the one
+    /// judged: the destinations (with their subentities) of the relationships its key paths
+    /// follow before their last key. Nil when that can't be told: a subquery, a key path of
+    /// an expression, an index, a key that isn't a relationship of every entity reached.
+    func entitiesRead(by node: PredicateNode, from scope: [String]) -> Set<String>? {
+        var reached: Set<String> = []
+        func walk(_ path: FormatKeyPath) -> Bool {
+            var current = Set(scope)
+            for component in path.components.dropLast() {
+                // A collection operator applies to the collection read so far; the keys after
+                // it are read from its elements, of the entities reached.
+                guard case .key(let key) = component else { continue }
+                var next: Set<String> = []
+                for name in current {
+                    guard let property = entities[name]?.properties[key], property.isRelationship, let destination = property.destination
+                    else { return false }
+                    next.formUnion(model.selfAndSubentityNames(of: destination))
+                }
+                reached.formUnion(next)
+                current = next
+            }
+            return true
+        }
+        func known(_ expression: FormatExpression) -> Bool {
+            switch expression {
+            case .constant, .evaluatedObject, .variable: true
+            case .keyPath(let path): walk(path)
+            case .aggregate(let elements), .function(_, let elements): elements.allSatisfy(known)
+            case .arithmetic(_, let a, let b): known(a) && known(b)
+            case .keyPathOf, .index, .subquery: false
+            }
+        }
+        func visit(_ node: PredicateNode) -> Bool {
+            switch node {
+            case .constant: true
+            case .comparison(let comparison): known(comparison.leftExpression) && known(comparison.rightExpression)
+            case .and(let children), .or(let children): children.allSatisfy(visit)
+            case .not(let child): visit(child)
+            }
+        }
+        return visit(node) ? reached : nil
+    }
+
     /// The parent's current value of one property (a derived relationship side).
     func parentValue(of id: ManagedObjectID, _ key: String) throws -> PropertyValue? {
         guard let parent = parentContext else { return nil }
@@ -78,7 +129,16 @@ extension ContextCore {
         // sends every object of the entities and the child judges them. Before, the parent's
         // verdict stood, so an object whose related object the child had changed was missed,
         // or kept when it no longer matched.
-        let judgesHere = pendingCounts && hasChanges && request.predicate.map { Self.readsOtherObjects($0.node) } == true
+        // Only when the child has changed, inserted or deleted objects of the entities those
+        // key paths reach: otherwise every object they reach is as the parent holds it, and
+        // the parent judges (before, any pending change had the parent send every object of
+        // the entity for the child to judge).
+        let judgesHere: Bool = {
+            guard pendingCounts, hasChanges, let predicate = request.predicate, Self.readsOtherObjects(predicate.node) else { return false }
+            let scope = request.includesSubentities ? model.selfAndSubentityNames(of: info.entity.name) : [info.entity.name]
+            guard let reached = entitiesRead(by: predicate.node, from: scope) else { return true }
+            return retained.values.contains { reached.contains($0.entity.name) }
+        }()
         let parentRequest = {
             var unordered = request
             if pendingCounts {
@@ -111,10 +171,14 @@ extension ContextCore {
         let variables = request.substitutionVariables.mapValues { $0.anyValue as Any }
         var results: [ManagedObject] = []
         var rowsByObject: [ObjectIdentifier: [String: PropertyValue]] = [:]
-        for (id, values) in rows {
+        for (id, snapshot) in rows {
+            let values = snapshot.values
             guard let entity = entities[id.entityName] else { continue }
             let object = registered(id) ?? makeObject(id, info: entity)
-            if !object.hasCommittedValues && !object.isInsertedFlag { object.row = values }
+            if !object.hasCommittedValues && !object.isInsertedFlag {
+                object.row = values
+                object.rowVersion = snapshot.version
+            }
             if pendingCounts && (object.isDeletedFlag || object.hasChanges) { continue }  // judged below
             if judgesHere {
                 if let predicate = request.predicate,
@@ -172,7 +236,13 @@ extension ContextCore {
     /// A child's save: its changes, as the transaction a root context would commit, are applied
     /// to the parent's objects (one undo group there); nothing reaches the store.
     func pushToParent(_ parent: ManagedObjectContext, in context: isolated ManagedObjectContext) throws {
-        let (draft, _) = makeDraft(expectedVersions: [:])
+        // The store version each changed or deleted object's values were read at (through the
+        // parent): the parent's save checks it where the parent holds no copy of its own.
+        var read: [StoredObjectID: UInt64] = [:]
+        for (id, object) in retained where !object.isInsertedFlag {
+            if let stored = id.storedID, let version = object.version { read[stored] = version }
+        }
+        let (draft, _) = makeDraft(expectedVersions: read, forParent: true)
         if !draft.isEmpty {
             let key = ObjectIdentifier(self)
             _ = try parent.performAndWait { (parent: isolated ManagedObjectContext) throws in
@@ -218,6 +288,29 @@ extension ContextCore {
         idAliasBacklog.append(map)
     }
 
+    /// Notes the store versions this context's save moved objects from and to (`moves`: by
+    /// object, old to new), for children that read them through it at the old one — values
+    /// the save has now stored: their pushes count the new one as read (§18.3). Kept, like
+    /// the ID aliases, only while the context has live children (a child hears of a save
+    /// only after its running block, so a note sent to it would come too late for a push
+    /// from the block that made the parent save).
+    func addVersionMoves(_ moves: [ManagedObjectID: (old: UInt64, new: UInt64)]) {
+        guard let context, !context.children.contexts(except: nil).isEmpty else {
+            versionMoves = [:]
+            return
+        }
+        for (id, move) in moves { versionMoves[id, default: [:]][move.old] = move.new }
+    }
+
+    /// The version a child that read `id` at `version` has, counting this context's saves
+    /// of the values it read.
+    func versionForChild(_ id: ManagedObjectID, read version: UInt64) -> UInt64 {
+        guard let moves = versionMoves[id] else { return version }
+        var version = version
+        while let next = moves[version], next > version { version = next }
+        return version
+    }
+
     /// `id`, or the ID it was made since.
     func aliased(_ id: ManagedObjectID) -> ManagedObjectID {
         if !idAliasBacklog.isEmpty {
@@ -248,8 +341,8 @@ extension ContextCore {
     }
 
     /// Current recorded values for a child, keyed by the IDs the child used.
-    func valuesForChild(_ ids: [ManagedObjectID]) -> [ManagedObjectID: [String: PropertyValue]] {
-        var result: [ManagedObjectID: [String: PropertyValue]] = [:]
+    func valuesForChild(_ ids: [ManagedObjectID]) -> [ManagedObjectID: ParentSnapshot] {
+        var result: [ManagedObjectID: ParentSnapshot] = [:]
         for id in ids {
             guard let object = objectForChild(id), !object.isInvalidated, !object.isDeletedFlag else { continue }
             if !object.hasCommittedValues && !object.isInsertedFlag && (try? fulfillThrowing(object)) == nil { continue }
@@ -258,15 +351,17 @@ extension ContextCore {
         return result
     }
 
-    /// One object's current recorded values (a fetched row stays unfired).
-    func snapshotForChild(_ object: ManagedObject) -> [String: PropertyValue] {
+    /// One object's current recorded values and the store version they are based on (a
+    /// fetched row stays unfired).
+    func snapshotForChild(_ object: ManagedObject) -> ParentSnapshot {
         if !object.hasCommittedValues && !object.hasRow && !object.isInsertedFlag { try? fulfillThrowing(object) }
         let base = object.committed ?? object.row ?? [:]
         var values: [String: PropertyValue] = [:]
         for (name, property) in object.info.properties where property.isRecorded {
             values[name] = object.changes[name] ?? base[name] ?? property.emptyValue
         }
-        return values
+        let version = object.isInsertedFlag ? nil : object.hasCommittedValues ? object.version : object.rowVersion
+        return ParentSnapshot(values: values, version: version)
     }
 
     /// One property's current value for a child.
@@ -343,6 +438,9 @@ extension ContextCore {
                 continue
             }
         }
+        // Held until the push has changed them (the context keeps changed objects only).
+        let adopted = try adoptChildReadVersions(draft.expectedVersions, storeUUID: storeUUID)
+        defer { withExtendedLifetime(adopted) {} }
         // The parent's explicit group, if one is open, goes on after the push under its name.
         let explicitName = journal.explicitDepth > 0 ? journal.open.actionName : nil
         closeOpenGroup()
@@ -411,6 +509,48 @@ extension ContextCore {
         return summary
     }
 
+    /// The objects a child's save changes or deletes that this context holds no values of
+    /// (it let them go after the child read them through it, or never loaded them) take the
+    /// values and version the child read (`versions`), as if this context had kept them
+    /// registered since (Core Data's parent registers what its children read): its save then
+    /// checks the version the child's change was made to. Before, they were read from the
+    /// store as it was now, so another writer's change committed in between passed the
+    /// parent's save unchecked and the child's values silently replaced it. An object held
+    /// here keeps its own values and version.
+    ///
+    /// Returns the objects it loaded, for the caller to hold while it applies the push.
+    func adoptChildReadVersions(_ versions: [StoredObjectID: UInt64], storeUUID: UUID) throws -> [ManagedObject] {
+        var adopted: [ManagedObject] = []
+        for (stored, read) in versions.sorted(by: { $0.key < $1.key }) {
+            let id = ManagedObjectID.permanent(stored, store: storeUUID)
+            let version = versionForChild(id, read: read)
+            if let held = registered(id), held.isInvalidated || held.isInsertedFlag || held.hasCommittedValues || held.hasRow { continue }
+            guard let object = object(with: id), !object.isDeletedFlag else { continue }
+            adopted.append(object)
+            if parentContext != nil {
+                // A middle context: the values its own parent holds, based on the version read.
+                try? fulfillThrowing(object)
+                if object.hasCommittedValues { object.version = version }
+                continue
+            }
+            let log = try store().log
+            // The state just after `version` (the store's current one when nothing changed
+            // the object since: no walk back then).
+            let image = try? readPinned(log) { reader in try reader.object(stored, asOf: version) }
+            if let image {
+                object.committed = values(from: image, info: object.info)
+                object.version = version
+                object.awakeFromFetchUntracked()
+            } else {
+                // That state can't be read back (its history purged): the store's values, with
+                // the version the child read, which the save finds changed.
+                try? fulfillThrowing(object)
+                if object.hasCommittedValues { object.version = version }
+            }
+        }
+        return adopted
+    }
+
     /// An object a child inserted, inserted here under the child's ID.
     private func insertPushed(_ id: ManagedObjectID, info: EntityInfo) -> ManagedObject {
         let object = coordinator.objectClass(for: info).init(ObjectCreation(entity: info, objectID: id, registry: objects))
@@ -424,3 +564,4 @@ extension ContextCore {
         return object
     }
 }
+

@@ -418,7 +418,9 @@ extension ContextCore {
 
     /// The transaction for everything pending: one event group per pending effect, then the
     /// reconciliation group; and which pending effect became which event group.
-    func makeDraft(expectedVersions: [StoredObjectID: UInt64]) -> (TransactionDraft, [Int: Int]) {
+    /// `forParent`: a child's save into its parent — an unordered to-many change goes as the
+    /// members it adds and removes, not the whole set (§18.3).
+    func makeDraft(expectedVersions: [StoredObjectID: UInt64], forParent: Bool = false) -> (TransactionDraft, [Int: Int]) {
         var draft = TransactionDraft(author: transactionAuthor, contextName: name)
         draft.expectedVersions = expectedVersions
         // The transaction is an undo (or redo) when every group it saves is one, named by its
@@ -436,7 +438,7 @@ extension ContextCore {
         var eventGroups = 0
         var covered: [ManagedObjectID: SaveCoverage] = [:]
         for (index, effect) in pending.enumerated() {
-            let operations = self.operations(for: effect.changes, covered: &covered)
+            let operations = self.operations(for: effect.changes, covered: &covered, forParent: forParent)
             guard !operations.isEmpty else { continue }
             let origin: GroupOrigin? = switch effect.kind {
             case .user: nil
@@ -449,7 +451,7 @@ extension ContextCore {
             eventGroups += 1
         }
         // Changes the journal didn't see (registration disabled, primitive sets) go last.
-        let reconciliation = self.reconciliation(covered: covered)
+        let reconciliation = self.reconciliation(covered: covered, forParent: forParent)
         if !reconciliation.isEmpty {
             draft.beginGroup(actionName: nil)
             draft.append(contentsOf: reconciliation)
@@ -490,7 +492,13 @@ extension ContextCore {
 
     /// A group's changes as draft operations, recorded sides only; notes in `covered` what
     /// they write for each object.
-    func operations(for group: UndoGroup, covered: inout [ManagedObjectID: SaveCoverage]) -> [TransactionDraft.Operation] {
+    ///
+    /// `forParent`: a child's save into its parent, where an unordered to-many's new value
+    /// goes as the members the group added and removed, so the parent's own unsaved changes
+    /// of the relationship stay (before, the child's whole set replaced them).
+    func operations(
+        for group: UndoGroup, covered: inout [ManagedObjectID: SaveCoverage], forParent: Bool = false
+    ) -> [TransactionDraft.Operation] {
         var operations: [TransactionDraft.Operation] = []
         operations.reserveCapacity(group.order.count)
         if covered.isEmpty { covered.reserveCapacity(group.order.count) }
@@ -517,12 +525,18 @@ extension ContextCore {
             case .updated:
                 var values: [String: DraftValue] = [:]
                 var coverage = covered.removeValue(forKey: id) ?? SaveCoverage()
+                var changedMembers: [TransactionDraft.Operation] = []
                 for (key, value) in change.new {
                     guard let property = info.property(named: key), property.isWritten else { continue }
-                    values[key] = draftValue(value)
                     coverage.updates[key] = .some(value)
+                    if forParent, property.isToMany, !property.isOrdered, let old = change.old[key] {
+                        if let members = membershipOperation(id, key, from: old, to: value) { changedMembers.append(members) }
+                        continue
+                    }
+                    values[key] = draftValue(value)
                 }
                 if !values.isEmpty { operations.append(.update(draftID(id), values: values)) }
+                operations += changedMembers.sorted { $0.membershipKey < $1.membershipKey }
                 for (key, membership) in change.memberships {
                     guard let property = info.property(named: key), property.isWritten else { continue }
                     operations.append(.membership(draftID(id), property: key, added: membership.added.map(draftID), removed: membership.removed.map(draftID)))
@@ -537,8 +551,19 @@ extension ContextCore {
         return operations
     }
 
-    /// Operations for changes no journal group describes, in object ID order.
-    func reconciliation(covered: [ManagedObjectID: SaveCoverage]) -> [TransactionDraft.Operation] {
+    /// The members `to` adds to and removes from `from` (an unordered to-many of `id`), as a
+    /// membership operation; nil when they hold the same members.
+    func membershipOperation(_ id: ManagedObjectID, _ key: String, from: PropertyValue, to: PropertyValue) -> TransactionDraft.Operation? {
+        let before = Set(from.ids), after = Set(to.ids)
+        let added = to.ids.filter { !before.contains($0) }
+        let removed = from.ids.filter { !after.contains($0) }
+        guard !added.isEmpty || !removed.isEmpty else { return nil }
+        return .membership(draftID(id), property: key, added: added.map(draftID), removed: removed.map(draftID))
+    }
+
+    /// Operations for changes no journal group describes, in object ID order. `forParent`: as
+    /// for ``operations(for:covered:forParent:)``.
+    func reconciliation(covered: [ManagedObjectID: SaveCoverage], forParent: Bool = false) -> [TransactionDraft.Operation] {
         var found: [(id: ManagedObjectID, operation: TransactionDraft.Operation)] = []
         for (id, object) in retained {
             let coverage = covered[id]
@@ -575,13 +600,20 @@ extension ContextCore {
                 }
                 continue
             }
+            var changedMembers: [TransactionDraft.Operation] = []
             for property in object.info.propertyList where property.isWritten {
                 guard object.changes[property.name] != nil else { continue }
                 let current = object.currentValue(property)
                 let expected = coverage?.value(property) ?? object.committedValue(property) ?? property.emptyValue
-                if PropertyValue.differ(expected, current) { values[property.name] = draftValue(current) }
+                guard PropertyValue.differ(expected, current) else { continue }
+                if forParent, property.isToMany, !property.isOrdered {
+                    if let members = membershipOperation(id, property.name, from: expected, to: current) { changedMembers.append(members) }
+                } else {
+                    values[property.name] = draftValue(current)
+                }
             }
             if !values.isEmpty { found.append((id, .update(draftID(id), values: values))) }
+            for members in changedMembers { found.append((id, members)) }
         }
         guard found.count > 1 else { return found.map(\.operation) }
         // Sorted by index: comparing never copies an operation.
@@ -638,6 +670,10 @@ extension ContextCore {
         }
         // Deleted objects leave the context now, but keep `isDeleted` until their `didSave`.
         var deleted: [ManagedObject] = []
+        // The versions this save moved, for children that read the objects through this
+        // context at the old ones (§18.3).
+        let hasChildren = !context.children.contexts(except: nil).isEmpty
+        var moves: [ManagedObjectID: (old: UInt64, new: UInt64)] = [:]
         for (index, object) in saved.enumerated() {
             if object.isDeletedFlag {
                 object.isInvalidated = true
@@ -671,10 +707,36 @@ extension ContextCore {
                 if wasTemporary[index] && !object.objectID.isTemporaryID {
                     object.version = sequence
                 } else if let stored = object.objectID.storedID, written.contains(stored) {
+                    if let old = object.version, hasChildren { moves[object.objectID] = (old, sequence) }
                     object.version = sequence
                 }
             }
             register(object)
+        }
+        // Objects the transaction wrote that the save doesn't hold as changed — pending groups
+        // whose changes net to the committed values (a child's rename and the undo of it,
+        // pushed): their stored record has the new version too, so a registered one takes it
+        // (before, it kept the old one, and its next saved change was refused as changed by
+        // another writer), and children that read them at the old one count the new one.
+        if let sequence, let result, let storeUUID = try? store().identifier {
+            var unheld: [StoredObjectID] = []
+            for change in result.event.changes {
+                guard case .update(let stored, _) = change, !others.contains(stored) else { continue }
+                let id = ManagedObjectID.permanent(stored, store: storeUUID)
+                if let object = registered(id), !object.isInvalidated, object.hasCommittedValues {
+                    if let old = object.version, old != sequence, hasChildren { moves[id] = (old, sequence) }
+                    object.version = sequence
+                } else if hasChildren {
+                    unheld.append(stored)
+                }
+            }
+            if !unheld.isEmpty, let log = try? store().log {
+                // Their version before this transaction, from their history.
+                let previous = try? log.read { reader in
+                    try unheld.compactMap { stored in try reader.history(of: stored).last(where: { $0 < sequence }).map { (stored, $0) } }
+                }
+                for (stored, old) in previous ?? [] { moves[.permanent(stored, store: storeUUID)] = (old, sequence) }
+            }
         }
         // The derived values the commit computed (spec 0006 §24): the objects holding them
         // show them now, and those the save didn't otherwise change are reported updated.
@@ -729,6 +791,7 @@ extension ContextCore {
             addAliases(idMap)
             tellChildren(.remap(idMap))
         }
+        if sequence != nil { addVersionMoves(moves) }
         tellChildren(.merge(ChangeSummary(inserted: didSave.inserted, updated: didSave.updated, deleted: didSave.deleted)))
     }
 
@@ -1143,3 +1206,11 @@ extension PendingEffect.Kind {
         if case .undo = self { true } else { false }
     }
 }
+
+extension TransactionDraft.Operation {
+    /// A membership operation's property name ("" for any other), to order them.
+    var membershipKey: String {
+        if case .membership(_, let key, _, _) = self { key } else { "" }
+    }
+}
+

@@ -616,6 +616,10 @@ final class ContextCore {
     /// Temporary IDs this context's saves made permanent, so a child that still uses the
     /// temporary one (until it is told) finds the object.
     var idAliases: [ManagedObjectID: ManagedObjectID] = [:]
+    /// The store versions this context's saves moved objects from and to (by object, old to
+    /// new), while it has live children: what a child read before such a save is counted as
+    /// read at the version the save wrote (``versionForChild(_:read:)``).
+    var versionMoves: [ManagedObjectID: [UInt64: UInt64]] = [:]
     /// Maps of temporary IDs made permanent not merged into ``idAliases`` yet, oldest first.
     var idAliasBacklog: [[ManagedObjectID: ManagedObjectID]] = []
     /// While a child's save is applied: every object it touches.
@@ -791,11 +795,11 @@ final class ContextCore {
         }
         if parentContext != nil {
             // A child reads its parent's current (unsaved) state.
-            guard let values = try parentValues(for: [object.objectID])[object.objectID] else {
+            guard let snapshot = try parentValues(for: [object.objectID])[object.objectID] else {
                 throw ContextError.objectNotFound(object.objectID.description)
             }
-            object.committed = values
-            object.version = nil
+            object.committed = snapshot.values
+            object.version = snapshot.version
             object.awakeFromFetchUntracked()
             return
         }
