@@ -421,7 +421,8 @@ enum Sem {
         guard let a, let b else { return nil }
         switch (a, b) {
         case (.s(let x), .s(let y)):
-            return options == .none ? ordering(x, y) : x.compare(y, options: options.compareOptions)
+            // Spec 0003: with [c]/[d] both strings are folded first, then ordered as without options.
+            return ordering(fold(x, options), fold(y, options))
         case (.t(let x), .t(let y)):
             return ordering(x, y)
         default:
@@ -457,7 +458,9 @@ enum Sem {
             switch op {
             case .begins: return fold(x, options).hasPrefix(fold(y, options))
             case .ends: return fold(x, options).hasSuffix(fold(y, options))
-            default: return x.range(of: y, options: options.compareOptions) != nil
+            default:
+                let needle = fold(y, options)
+                return !needle.isEmpty && fold(x, options).range(of: needle) != nil
             }
         }
     }
