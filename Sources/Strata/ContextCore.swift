@@ -1035,7 +1035,7 @@ final class ContextCore {
         {
             object.changes[property.name] = nil
         }
-        if object.changes.isEmpty && !object.isDeletedFlag && !restored.contains(object.objectID) {
+        if object.changes.isEmpty && !object.isDeletedFlag && !restored.contains(object.objectID) && !pendingUpdates(object.objectID) {
             retained[object.objectID] = nil
         } else {
             markChanged(object)
@@ -2006,12 +2006,22 @@ final class ContextCore {
         pruneRetained()
     }
 
-    /// Stops holding objects that no longer differ from the store.
+    /// Stops holding objects that no longer differ from the store (and that no pending group
+    /// updates: ``pendingUpdates(_:)``).
     func pruneRetained() {
         for (id, object) in retained
-        where !object.isInsertedFlag && !object.isDeletedFlag && object.changes.isEmpty && !restored.contains(id) {
+        where !object.isInsertedFlag && !object.isDeletedFlag && object.changes.isEmpty && !restored.contains(id) && !pendingUpdates(id) {
             retained[id] = nil
         }
+    }
+
+    /// Whether a group waiting to be saved updates the object: one whose value was changed
+    /// and changed back in separate groups (or a child's pushed change and its undo) holds no
+    /// change, but the save still writes those groups, so the object stays held — with the
+    /// version its values are based on, which the save checks (spec 0006 §17.1). Before, it
+    /// was let go, and the groups overwrote another writer's change to it unchecked.
+    func pendingUpdates(_ id: ManagedObjectID) -> Bool {
+        pending.contains { $0.changes.changes[id]?.kind == .updated }
     }
 
     /// How many groups of the undo stack persisted undo reads at the context's creation;

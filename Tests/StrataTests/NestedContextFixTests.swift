@@ -332,24 +332,73 @@ struct NestedContextFixTests {
         }
     }
 
-    @Test("a parent's save of pushed groups netting to nothing (a child's rename and its undo) over another writer's rename of the object")
+    @Test("a parent's save of pushed groups netting to nothing (a child's rename and its undo) over another writer's rename of the object: a conflict (error policy), or the other writer's rename kept (a trumping policy); before, it was overwritten unchecked")
     func netNothingPushOverOtherWriter() async throws {
-        let dir = try TemporaryDirectory()
-        let (coordinator, otherCoordinator, postID, _) = try await Self.store(dir)
-        let parent = privateContext(coordinator, name: "parent")
-        let child = childContext(parent, name: "child")
-        try await child.perform { (context: isolated ManagedObjectContext) throws in
-            let post = try context.existingObject(with: postID)
-            post.setValue("Renamed", forKey: "title")
-            try context.save()
-            try context.undo()
-            try context.save()
+        for trumps in [false, true] {
+            let dir = try TemporaryDirectory()
+            let (coordinator, otherCoordinator, postID, _) = try await Self.store(dir)
+            let parent = privateContext(coordinator, name: "parent")
+            if trumps { await parent.perform { (context: isolated ManagedObjectContext) in context.mergePolicy = .mergeByPropertyObjectTrump } }
+            let child = childContext(parent, name: "child")
+            try await child.perform { (context: isolated ManagedObjectContext) throws in
+                let post = try context.existingObject(with: postID)
+                post.setValue("Renamed", forKey: "title")
+                try context.save()
+                try context.undo()
+                try context.save()
+            }
+            try await Self.otherWriterRetitles(otherCoordinator, postID, "Theirs")
+            let error = await parent.perform { (context: isolated ManagedObjectContext) -> (any Error)? in
+                do {
+                    try context.save()
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            if trumps {
+                #expect(error == nil, "\(String(describing: error))")
+            } else if let error = error as? ContextError, case .mergeConflicts = error {
+            } else {
+                Issue.record("expected a merge conflict, got \(String(describing: error))")
+            }
+            let stored = try await Self.storedTitle(otherCoordinator, postID)
+            #expect(stored == "Theirs", "trumping policy: \(trumps)")
         }
-        try await Self.otherWriterRetitles(otherCoordinator, postID, "Theirs")
-        _ = await parent.perform { (context: isolated ManagedObjectContext) in (try? context.save()) != nil }
-        let stored = try await Self.storedTitle(otherCoordinator, postID)
-        withKnownIssue("the parent's pending groups write the object though it holds it unchanged, unchecked: the other writer's rename is lost") {
-            #expect(stored == "Theirs")
+    }
+
+    @Test("a root context's value changed and changed back in two groups, over another writer's change saved in between: a conflict (error policy), or the other writer's value kept (a trumping policy); before, the context let the object go and its groups overwrote the other writer's value unchecked")
+    func changedBackInSeparateGroupsOverOtherWriter() async throws {
+        for trumps in [false, true] {
+            let dir = try TemporaryDirectory()
+            let (coordinator, otherCoordinator, postID, _) = try await Self.store(dir)
+            let context = privateContext(coordinator, name: "editor")
+            try await context.perform { (context: isolated ManagedObjectContext) throws in
+                if trumps { context.mergePolicy = .mergeByPropertyObjectTrump }
+                let post = try context.existingObject(with: postID)
+                post.setValue("Mine", forKey: "title")
+                context.processPendingChanges()
+                post.setValue("Hello", forKey: "title")
+                context.processPendingChanges()
+                #expect(!post.hasChanges)
+            }
+            try await Self.otherWriterRetitles(otherCoordinator, postID, "Theirs")
+            let error = await context.perform { (context: isolated ManagedObjectContext) -> (any Error)? in
+                do {
+                    try context.save()
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            if trumps {
+                #expect(error == nil, "\(String(describing: error))")
+            } else if let error = error as? ContextError, case .mergeConflicts = error {
+            } else {
+                Issue.record("expected a merge conflict, got \(String(describing: error))")
+            }
+            let stored = try await Self.storedTitle(otherCoordinator, postID)
+            #expect(stored == "Theirs", "trumping policy: \(trumps)")
         }
     }
 }
