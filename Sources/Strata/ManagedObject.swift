@@ -444,14 +444,37 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             core.set(self, property, .attribute(common), maintainInverse: true, register: true)
             return
         }
-        guard let value else { return setNil(property, forKey: key, core: core) }
+        // nil, `NSNull` and a nil optional in an `Any` (`maybeName as Any`) are nil, as
+        // Core Data bridges them; a non-nil optional is its value.
+        guard let value = value.flatMap(Self.unwrapped) else { return setNil(property, forKey: key, core: core) }
         if case .attribute(let type) = property.kind {
-            guard !Self.isNull(value) else { return setNil(property, forKey: key, core: core) }
             core.set(self, property, uncommonAttributeValue(value, type), maintainInverse: true, register: true)
             return
         }
-        guard !Self.isNull(value) else { return setNil(property, forKey: key, core: core) }
         core.set(self, property, internalValue(of: value, for: property), maintainInverse: true, register: true)
+    }
+
+    /// Sets each key of `keyedValues` with ``setValue(_:forKey:)`` (Foundation's
+    /// `setValuesForKeys(_:)`): `NSNull` or a nil optional sets nil; an unknown key sets
+    /// nothing and is recorded as a problem the next `save()` throws, the other keys are
+    /// still set.
+    ///
+    /// ```swift
+    /// person.setValuesForKeys(["name": "Ada", "nickname": NSNull()])
+    /// ```
+    open func setValuesForKeys(_ keyedValues: [String: Any]) {
+        // In key order, so the undo group and any problem recorded are the same each run.
+        for key in keyedValues.keys.sorted() { setValue(keyedValues[key], forKey: key) }
+    }
+
+    /// `value` as a setter takes it: nil for `NSNull` or a nil optional held in an `Any`
+    /// (`Optional<String>.none as Any`, nested ones too), the wrapped value of a non-nil
+    /// optional, else `value` itself. Before, a nil optional was kept as an invalid value
+    /// and refused only at save ("holds string values, not nil").
+    static func unwrapped(_ value: Any) -> Any? {
+        if isNull(value) { return nil }
+        guard let optional = value as? any OptionalValue else { return value }
+        return optional.wrappedAny.flatMap(unwrapped)
     }
 
     /// Sets the property at the end of a dotted key path (`setValue(_:forKeyPath:)`): each
@@ -727,7 +750,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
 
 
     func internalValue(_ value: Any?, for property: PropertyInfo) -> PropertyValue {
-        guard let value, !Self.isNull(value) else { return property.emptyValue }
+        guard let value = value.flatMap(Self.unwrapped) else { return property.emptyValue }
         return internalValue(of: value, for: property)
     }
 
@@ -1125,5 +1148,21 @@ public struct MutableRelationship {
         // puts it (and a look everywhere makes sure of an answer of no).
         if !ordered, PropertyValue.position(of: object.objectID, in: ids).found { return true }
         return ids.contains(object.objectID)
+    }
+}
+
+/// An `Optional` seen through an `Any`: lets a setter tell `Optional<T>.none as Any` (nil)
+/// from a value (``ManagedObject/unwrapped(_:)``).
+protocol OptionalValue {
+    /// The wrapped value, nil for `.none`.
+    var wrappedAny: Any? { get }
+}
+
+extension Optional: OptionalValue {
+    var wrappedAny: Any? {
+        switch self {
+        case .some(let wrapped): wrapped
+        case .none: nil
+        }
     }
 }
