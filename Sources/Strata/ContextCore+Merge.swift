@@ -204,6 +204,7 @@ extension ContextCore {
         for id in summary.updated.sorted() {
             guard let object = registered(id), !object.isInvalidated, !object.isInsertedFlag else { continue }
             refreshed.append(object)
+            object.fetchedValues.removeAll()  // refreshed: evaluated again at the next read
             if !object.hasCommittedValues {
                 // A fault: forget a fetched row (stale now); the next read loads the store's values.
                 object.row = nil
@@ -265,6 +266,7 @@ extension ContextCore {
         for object in objects {
             let transients = object.transients
             object.row = nil
+            object.fetchedValues.removeAll()
             guard let record = records[object.objectID] else {
                 object.committed = nil
                 object.version = nil
@@ -443,6 +445,7 @@ extension ContextCore {
         lockedObjects[id] = nil
         restored.remove(id)
         insertionOrder.remove(id)
+        object.fetchedValues.removeAll()
         object.isInvalidated = true
     }
 

@@ -195,6 +195,11 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// Destinations read by `relationshipKeyPathsForPrefetching`, kept alive (with their
     /// rows) while this object is, so reaching them needs no store read.
     @exclusivity(unchecked) var prefetchedObjects: [ManagedObject] = []
+    /// Fetched property values by name, as the IDs of the objects fetched: evaluated at the
+    /// first read and kept until the object is refreshed, turned into a fault or its context
+    /// reset — Core Data's fetched properties "are not dynamic". IDs, not objects, so an
+    /// object among its own fetched values (`colleagues`) isn't kept alive by itself.
+    @exclusivity(unchecked) var fetchedValues: [String: [ManagedObjectID]] = Dictionary()
     /// The store version (the sequence of the object's last change) the context last saw:
     /// set when its values are read from the store, at save and at merge; nil while unknown
     /// (an insert, a fault, values taken from a fetched row without its version). Optimistic
@@ -379,7 +384,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     open func value(forKey key: String) -> Any? {
         if let keyProbe { return keyProbe.record(key, on: self) }
         guard let slot = info.slot(named: key) else {
-            // A fetched property: its fetch runs each time it is read.
+            // A fetched property: its fetch runs at the first read, then the result is kept.
             if entity.fetchedPropertiesByName[key] != nil { return core?.fetchedPropertyValue(self, key) }
             return builtInValue(forKey: key)
         }

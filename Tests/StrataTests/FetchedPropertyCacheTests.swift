@@ -61,6 +61,9 @@ struct FetchedPropertyCacheTests {
         let teamID = try await Self.seed(coordinator)
         let context = privateContext(coordinator)
         try await context.perform { (context: isolated ManagedObjectContext) throws in
+            // The team stays the same object between the perform blocks below (an unchanged
+            // object no one holds is let go, and its fetched values with it, as in Core Data).
+            context.retainsRegisteredObjects = true
             let team = try context.existingObject(with: teamID)
             let first = try #require(team.value(forKey: "veterans") as? [ManagedObject])
             #expect(Self.names(first) == ["Bob", "Cid"])
@@ -143,6 +146,93 @@ struct FetchedPropertyCacheTests {
             #expect(after.allSatisfy { !$0.objectID.isTemporaryID })
             #expect(after.first === before.first)
         }
+    }
+
+    // MARK: - Sort descriptors
+
+    /// The builder twin of `Specs/0002-model-file/fetched-property-order.json`.
+    static var ordered: ManagedObjectModel {
+        get throws {
+            try ManagedObjectModel {
+                Entity("Team") {
+                    Attribute("name", .string)
+                    Relationship("players", to: "Player", inverse: "team", toMany: true)
+                    FetchedProperty(
+                        "roster", entity: "Player", predicate: "team == $FETCH_SOURCE",
+                        sortDescriptors: [ModelSortDescriptor("age", ascending: false), ModelSortDescriptor("name", caseInsensitive: true)])
+                    FetchedProperty("everyone", entity: "Player", predicate: "TRUEPREDICATE")
+                }
+                Entity("Player") {
+                    Attribute("name", .string)
+                    Attribute("age", .int16)
+                    Relationship("team", to: "Team", inverse: "players")
+                }
+            }
+        }
+    }
+
+    @Test("a fetched property with sort descriptors gives its objects in their order (descending age, then name ignoring case)")
+    func sortedFetchedProperty() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.ordered)
+        let teamID = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            for (name, age) in [("bob", 30), ("Cid", 45), ("Ann", 30), ("dee", 20), ("Abe", 30)] {
+                try Self.addPlayer(name, age: age, to: team, in: context)
+            }
+            try context.save()
+            return team.objectID
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            let roster = try #require(team.value(forKey: "roster") as? [ManagedObject])
+            #expect(roster.map { $0.value(forKey: "name") as? String } == ["Cid", "Abe", "Ann", "bob", "dee"])
+        }
+    }
+
+    @Test("fetched property sort descriptors in the model file: format 3, written byte for byte, read back equal; a format-2 file holding them is refused naming the member")
+    func sortDescriptorsInModelFile() throws {
+        let model = try Self.ordered
+        #expect(model.formatVersion == 3)
+        let onDisk = try SpecFiles.data("0002-model-file/fetched-property-order.json")
+        #expect(String(decoding: model.jsonData(), as: UTF8.self) == String(decoding: onDisk, as: UTF8.self))
+        let loaded = try ManagedObjectModel(contentsOf: SpecFiles.url("0002-model-file/fetched-property-order.json"))
+        #expect(loaded == model)
+        #expect(loaded.entitiesByName["Team"]?.fetchedPropertiesByName["roster"]?.sortDescriptors.map(\.key) == ["age", "name"])
+        #expect(try JSONDecoder().decode(ManagedObjectModel.self, from: JSONEncoder().encode(model)) == model)
+
+        let old = SpecFiles.url("0002-model-file/invalid/fetched-sort-format-version-2.json")
+        let error = try #require(throws: ModelError.self) { try ManagedObjectModel(contentsOf: old) }
+        #expect(error.kinds == [.malformedFile])
+        #expect(error.issues.first?.location == "entities[0].fetchedProperties[0].sortDescriptors")
+        #expect(error.description.contains("needs formatVersion 3"))
+
+        // A model without them still writes format 1 (older readers read it) and reads back.
+        let plain = try Self.league
+        #expect(plain.formatVersion == 1)
+        #expect(try ManagedObjectModel(jsonData: plain.jsonData()) == plain)
+        // A fetched property encoded before sort descriptors existed decodes with none.
+        let legacy = #"{"name": "v", "entityName": "Player", "predicate": "age > 1", "userInfo": {}}"#
+        #expect(try JSONDecoder().decode(FetchedPropertyDescription.self, from: Data(legacy.utf8)).sortDescriptors.isEmpty)
+    }
+
+    @Test("a sort key naming no property of the fetched entity is refused by the model check, with its location")
+    func badSortKey() throws {
+        let error = try #require(throws: ModelError.self) {
+            try ManagedObjectModel {
+                Entity("Team") {
+                    Relationship("players", to: "Player", inverse: "team", toMany: true)
+                    FetchedProperty("roster", entity: "Player", predicate: "team == $FETCH_SOURCE", sortDescriptors: [ModelSortDescriptor("team.nmae")])
+                }
+                Entity("Player") {
+                    Attribute("age", .int16)
+                    Relationship("team", to: "Team", inverse: "players")
+                }
+            }
+        }
+        #expect(error.kinds == [.invalidFetchedProperty])
+        #expect(error.issues.first?.location == "entities[0].fetchedProperties[0].sortDescriptors[0].key")
+        #expect(error.description.contains("entity Team has no property \"nmae\""))
     }
 
     // MARK: - Nil optionals in setters
