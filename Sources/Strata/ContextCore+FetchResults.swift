@@ -356,6 +356,7 @@ extension ContextCore {
         do {
             let objects = try fetchManagedObjects(request)
             object.fetchedValues[key] = objects.map(\.objectID)
+            keepsFetchedValues = true
             return objects
         } catch {
             recordProblem(error as? ContextError ?? .store("\(error)"))

@@ -455,6 +455,7 @@ extension ContextCore {
         let objects = registry.values.compactMap(\.object) + retained.values
         var seen: Set<ObjectIdentifier> = []
         for object in objects where seen.insert(ObjectIdentifier(object)).inserted {
+            object.forgetFetchedValues(naming: deleted)
             guard var committed = object.committed else { continue }
             var changed = false
             for (key, value) in committed {

@@ -622,6 +622,11 @@ extension ContextCore {
                 if others.contains(change.objectID) { written.insert(change.objectID) }
             }
         }
+        // Fetched values kept on objects forget the deleted ones: their IDs name nothing now
+        // (a fault made for one couldn't be fulfilled).
+        if keepsFetchedValues, !deletedIDs.isEmpty {
+            for object in registry.values.compactMap(\.object) { object.forgetFetchedValues(naming: deletedIDs) }
+        }
         // Deleted objects leave the context now, but keep `isDeleted` until their `didSave`.
         var deleted: [ManagedObject] = []
         for (index, object) in saved.enumerated() {

@@ -200,6 +200,11 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// reset — Core Data's fetched properties "are not dynamic". IDs, not objects, so an
     /// object among its own fetched values (`colleagues`) isn't kept alive by itself.
     @exclusivity(unchecked) var fetchedValues: [String: [ManagedObjectID]] = Dictionary()
+    /// Takes the objects of `ids` (deleted and saved) out of the kept fetched values.
+    func forgetFetchedValues(naming ids: Set<ManagedObjectID>) {
+        guard !fetchedValues.isEmpty, fetchedValues.values.contains(where: { $0.contains(where: ids.contains) }) else { return }
+        fetchedValues = fetchedValues.mapValues { $0.filter { !ids.contains($0) } }
+    }
     /// The store version (the sequence of the object's last change) the context last saw:
     /// set when its values are read from the store, at save and at merge; nil while unknown
     /// (an insert, a fault, values taken from a fetched row without its version). Optimistic

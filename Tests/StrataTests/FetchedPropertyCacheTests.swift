@@ -148,6 +148,41 @@ struct FetchedPropertyCacheTests {
         }
     }
 
+    @Test("kept fetched values forget objects whose deletion is saved (here or merged from another context); an unsaved delete stays, as the object does")
+    func keptValuesForgetDeletedObjects() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.league)
+        let teamID = try await Self.seed(coordinator)
+        let context = privateContext(coordinator)
+        let cidID = try await context.perform { (context: isolated ManagedObjectContext) throws in
+            context.retainsRegisteredObjects = true
+            context.shouldDeleteInaccessibleFaults = false
+            let team = try context.existingObject(with: teamID)
+            let veterans = try #require(team.value(forKey: "veterans") as? [ManagedObject])
+            let bob = try #require(veterans.first { $0.value(forKey: "name") as? String == "Bob" })
+            context.delete(bob)
+            #expect(Self.names(team.value(forKey: "veterans")) == ["Bob", "Cid"], "unsaved: still there")
+            try context.save()
+            #expect((team.value(forKey: "veterans") as? [ManagedObject])?.count == 1)
+            #expect(Self.names(team.value(forKey: "veterans")) == ["Cid"])
+            return try #require(veterans.first { $0 !== bob }).objectID
+        }
+        let other = privateContext(coordinator)
+        var saves = other.notifications(.didSave).makeAsyncIterator()
+        try await other.perform { (other: isolated ManagedObjectContext) throws in
+            other.delete(try other.existingObject(with: cidID))
+            try other.save()
+        }
+        let save = try #require(await saves.next())
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            #expect(Self.names(team.value(forKey: "veterans")) == ["Cid"], "kept, not merged yet")
+            context.mergeChanges(fromContextDidSave: save)
+            #expect(Self.names(team.value(forKey: "veterans")) == [], "the merged deletion reaches the kept value")
+            try context.save()
+        }
+    }
+
     // MARK: - Sort descriptors
 
     /// The builder twin of `Specs/0002-model-file/fetched-property-order.json`.
