@@ -444,7 +444,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// ``setNilValueForKey(_:)``. A value of the wrong type is kept and refused at save.
     open func setValue(_ value: Any?, forKey key: String) {
         guard let core, let property = info.property(named: key) else {
-            core?.recordProblem(.unknownKey(entity: entity.name, key: key))
+            core?.recordProblem(unsettableKeyProblem(key))
             return
         }
         // The usual case first: a value of the attribute's usual Swift type, which is never
@@ -462,6 +462,15 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             return
         }
         core.set(self, property, internalValue(of: value, for: property), maintainInverse: true, register: true)
+    }
+
+    /// The problem recorded for setting `key`, which names no settable property: a fetched
+    /// property is read-only (its value is fetched; before, the problem said the entity had
+    /// no such property), any other key is unknown.
+    func unsettableKeyProblem(_ key: String) -> ContextError {
+        guard entity.fetchedPropertiesByName[key] != nil else { return .unknownKey(entity: entity.name, key: key) }
+        return .invalidArgument(
+            "\(entity.name).\(key) is a fetched property, which can't be set: its value is fetched (refresh the object to fetch it again); nothing was changed")
     }
 
     /// Sets each key of `keyedValues` with ``setValue(_:forKey:)`` (Foundation's
@@ -556,7 +565,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// ``setValue(_:forKey:)`` records it.
     public func setPrimitiveValue(_ value: Any?, forKey key: String) {
         guard let core, let property = info.properties[key] else {
-            core?.recordProblem(.unknownKey(entity: entity.name, key: key))
+            core?.recordProblem(unsettableKeyProblem(key))
             return
         }
         core.set(self, property, internalValue(value, for: property), maintainInverse: false, register: false)

@@ -183,6 +183,22 @@ struct FetchedPropertyCacheTests {
         }
     }
 
+    @Test("setting a fetched property (setValue, setPrimitiveValue) is refused at the save with an error saying it is a fetched property; nothing changes")
+    func settingFetchedPropertyIsRefusedClearly() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.league)
+        let teamID = try await Self.seed(coordinator)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            for set in [{ team.setValue([ManagedObject](), forKey: "veterans") }, { team.setPrimitiveValue([ManagedObject](), forKey: "veterans") }] {
+                set()
+                let error = #expect(throws: ContextError.self) { try context.save() }
+                #expect(error?.description.contains("Team.veterans is a fetched property") == true, "\(String(describing: error))")
+                #expect(Self.names(team.value(forKey: "veterans")) == ["Bob", "Cid"])
+            }
+        }
+    }
+
     // MARK: - Sort descriptors
 
     /// The builder twin of `Specs/0002-model-file/fetched-property-order.json`.
