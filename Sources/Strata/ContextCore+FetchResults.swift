@@ -324,9 +324,16 @@ extension ContextCore {
 
     /// The objects fetched property `key` of `object` names, or nil if `key` is no fetched
     /// property. `$FETCH_SOURCE` in its predicate is the object itself, `$FETCHED_PROPERTY`
-    /// the property's description (`$FETCHED_PROPERTY.userInfo.key`, as in Core Data).
+    /// the property's description (`$FETCHED_PROPERTY.userInfo.key`, as in Core Data); the
+    /// objects are in the order of its sort descriptors.
+    ///
+    /// As in Core Data, the fetch runs at the first read only: the result is kept on the
+    /// object (``ManagedObject/fetchedValues``) until the object is refreshed, turned into a
+    /// fault or the context reset. (Before session 28 it ran at every read.) A fetch that
+    /// fails is recorded as a problem and kept for nothing: the next read runs it again.
     func fetchedPropertyValue(_ object: ManagedObject, _ key: String) -> Any? {
         guard let fetched = object.entity.fetchedPropertiesByName[key] else { return nil }
+        if let ids = object.fetchedValues[key] { return ids.compactMap { self.object(with: $0) } }
         guard let predicate = fetched.predicate.predicate else {
             recordProblem(.invalidArgument("fetched property \(object.entity.name).\(key): its predicate does not parse: \(fetched.predicate.format)"))
             return nil
@@ -347,8 +354,16 @@ extension ContextCore {
         } else {
             request.predicate = predicate
         }
+        request.sortDescriptors = fetched.sortDescriptors.map {
+            FetchSortDescriptor(
+                key: $0.key, ascending: $0.ascending, caseInsensitive: $0.caseInsensitive,
+                diacriticInsensitive: $0.diacriticInsensitive, numeric: $0.numeric)
+        }
         do {
-            return try fetchManagedObjects(request)
+            let objects = try fetchManagedObjects(request)
+            object.fetchedValues[key] = objects.map(\.objectID)
+            keepsFetchedValues = true
+            return objects
         } catch {
             recordProblem(error as? ContextError ?? .store("\(error)"))
             return nil

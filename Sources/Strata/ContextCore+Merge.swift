@@ -242,6 +242,7 @@ extension ContextCore {
         for id in summary.updated.sorted() {
             guard let object = registered(id), !object.isInvalidated, !object.isInsertedFlag else { continue }
             refreshed.append(object)
+            object.fetchedValues.removeAll()  // refreshed: evaluated again at the next read
             if !object.hasCommittedValues {
                 // A fault: forget a fetched row (stale now); the next read loads the store's values.
                 object.row = nil
@@ -305,6 +306,7 @@ extension ContextCore {
         for object in objects {
             let transients = object.transients
             object.row = nil
+            object.fetchedValues.removeAll()
             guard let record = records[object.objectID] else {
                 object.committed = nil
                 object.version = nil
@@ -739,6 +741,7 @@ extension ContextCore {
         lockedObjects[id] = nil
         restored.remove(id)
         insertionOrder.remove(id)
+        object.fetchedValues.removeAll()
         object.isInvalidated = true
     }
 
@@ -748,6 +751,7 @@ extension ContextCore {
         let objects = registry.values.compactMap(\.object) + retained.values
         var seen: Set<ObjectIdentifier> = []
         for object in objects where seen.insert(ObjectIdentifier(object)).inserted {
+            object.forgetFetchedValues(naming: deleted)
             guard var committed = object.committed else { continue }
             var changed = false
             for (key, value) in committed {

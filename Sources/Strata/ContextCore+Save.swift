@@ -668,6 +668,11 @@ extension ContextCore {
                 if others.contains(change.objectID) { written.insert(change.objectID) }
             }
         }
+        // Fetched values kept on objects forget the deleted ones: their IDs name nothing now
+        // (a fault made for one couldn't be fulfilled).
+        if keepsFetchedValues, !deletedIDs.isEmpty {
+            for object in registry.values.compactMap(\.object) { object.forgetFetchedValues(naming: deletedIDs) }
+        }
         // Deleted objects leave the context now, but keep `isDeleted` until their `didSave`.
         var deleted: [ManagedObject] = []
         // The versions this save moved, for children that read the objects through this
@@ -853,6 +858,10 @@ extension ContextCore {
             }
             fixInPlace(&object.changes)
             fixInPlace(&object.transients)
+            // Fetched values kept from before the save name its inserted objects.
+            if !object.fetchedValues.isEmpty, object.fetchedValues.values.contains(where: { $0.contains { idMap[$0] != nil } }) {
+                object.fetchedValues = object.fetchedValues.mapValues { $0.map { idMap[$0] ?? $0 } }
+            }
             // Values held by slot came from the store: permanent IDs only, nothing to remap.
             if object.fastCommitted == nil, let committed = object.committed, let values = fixed(committed) { object.committed = values }
             if object.fastRow == nil, let row = object.row, let values = fixed(row) { object.row = values }
@@ -1033,6 +1042,7 @@ extension ContextCore {
         advanceGeneration(to: nil)
         for object in registry.values.compactMap(\.object) {
             object.isInvalidated = true
+            object.fetchedValues.removeAll()
             object.committed = nil
             object.version = nil
             // A fetched row not fired yet is dropped too (it would answer with fetch-time values).
@@ -1048,6 +1058,9 @@ extension ContextCore {
     }
 
     func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+        // Fetched properties are evaluated again at their next read (Core Data: "to
+        // re-evaluate a fetched property, refresh the object"), an inserted object's too.
+        object.fetchedValues.removeAll()
         guard !object.isInvalidated, !object.isInsertedFlag else { return }
         object.row = nil  // a fetch-time row is as stale as the committed values
         object.rowVersion = nil

@@ -500,6 +500,10 @@ final class ContextCore {
     let objects: ObjectRegistry
     /// Objects with unsaved changes, held strongly until saved or rolled back.
     @exclusivity(unchecked) var retained: [ManagedObjectID: ManagedObject] = [:]
+    /// Whether an object of this context ever kept a fetched property's value
+    /// (``ManagedObject/fetchedValues``): only then does a save that deletes objects look
+    /// for their IDs there.
+    var keepsFetchedValues = false
     @exclusivity(unchecked) var insertionOrder = InsertionOrder()
     /// Objects re-created under their permanent ID by undoing a saved delete.
     @exclusivity(unchecked) var restored: Set<ManagedObjectID> = []

@@ -195,6 +195,16 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// Destinations read by `relationshipKeyPathsForPrefetching`, kept alive (with their
     /// rows) while this object is, so reaching them needs no store read.
     @exclusivity(unchecked) var prefetchedObjects: [ManagedObject] = []
+    /// Fetched property values by name, as the IDs of the objects fetched: evaluated at the
+    /// first read and kept until the object is refreshed, turned into a fault or its context
+    /// reset — Core Data's fetched properties "are not dynamic". IDs, not objects, so an
+    /// object among its own fetched values (`colleagues`) isn't kept alive by itself.
+    @exclusivity(unchecked) var fetchedValues: [String: [ManagedObjectID]] = Dictionary()
+    /// Takes the objects of `ids` (deleted and saved) out of the kept fetched values.
+    func forgetFetchedValues(naming ids: Set<ManagedObjectID>) {
+        guard !fetchedValues.isEmpty, fetchedValues.values.contains(where: { $0.contains(where: ids.contains) }) else { return }
+        fetchedValues = fetchedValues.mapValues { $0.filter { !ids.contains($0) } }
+    }
     /// The store version (the sequence of the object's last change) the context last saw:
     /// set when its values are read from the store, at save and at merge; nil while unknown
     /// (an insert, a fault, values taken from a fetched row without its version). Optimistic
@@ -379,7 +389,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     open func value(forKey key: String) -> Any? {
         if let keyProbe { return keyProbe.record(key, on: self) }
         guard let slot = info.slot(named: key) else {
-            // A fetched property: its fetch runs each time it is read.
+            // A fetched property: its fetch runs at the first read, then the result is kept.
             if entity.fetchedPropertiesByName[key] != nil { return core?.fetchedPropertyValue(self, key) }
             return builtInValue(forKey: key)
         }
@@ -434,7 +444,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// ``setNilValueForKey(_:)``. A value of the wrong type is kept and refused at save.
     open func setValue(_ value: Any?, forKey key: String) {
         guard let core, let property = info.property(named: key) else {
-            core?.recordProblem(.unknownKey(entity: entity.name, key: key))
+            core?.recordProblem(unsettableKeyProblem(key))
             return
         }
         // The usual case first: a value of the attribute's usual Swift type, which is never
@@ -444,14 +454,46 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             core.set(self, property, .attribute(common), maintainInverse: true, register: true)
             return
         }
-        guard let value else { return setNil(property, forKey: key, core: core) }
+        // nil, `NSNull` and a nil optional in an `Any` (`maybeName as Any`) are nil, as
+        // Core Data bridges them; a non-nil optional is its value.
+        guard let value = value.flatMap(Self.unwrapped) else { return setNil(property, forKey: key, core: core) }
         if case .attribute(let type) = property.kind {
-            guard !Self.isNull(value) else { return setNil(property, forKey: key, core: core) }
             core.set(self, property, uncommonAttributeValue(value, type), maintainInverse: true, register: true)
             return
         }
-        guard !Self.isNull(value) else { return setNil(property, forKey: key, core: core) }
         core.set(self, property, internalValue(of: value, for: property), maintainInverse: true, register: true)
+    }
+
+    /// The problem recorded for setting `key`, which names no settable property: a fetched
+    /// property is read-only (its value is fetched; before, the problem said the entity had
+    /// no such property), any other key is unknown.
+    func unsettableKeyProblem(_ key: String) -> ContextError {
+        guard entity.fetchedPropertiesByName[key] != nil else { return .unknownKey(entity: entity.name, key: key) }
+        return .invalidArgument(
+            "\(entity.name).\(key) is a fetched property, which can't be set: its value is fetched (refresh the object to fetch it again); nothing was changed")
+    }
+
+    /// Sets each key of `keyedValues` with ``setValue(_:forKey:)`` (Foundation's
+    /// `setValuesForKeys(_:)`): `NSNull` or a nil optional sets nil; an unknown key sets
+    /// nothing and is recorded as a problem the next `save()` throws, the other keys are
+    /// still set.
+    ///
+    /// ```swift
+    /// person.setValuesForKeys(["name": "Ada", "nickname": NSNull()])
+    /// ```
+    open func setValuesForKeys(_ keyedValues: [String: Any]) {
+        // In key order, so the undo group and any problem recorded are the same each run.
+        for key in keyedValues.keys.sorted() { setValue(keyedValues[key], forKey: key) }
+    }
+
+    /// `value` as a setter takes it: nil for `NSNull` or a nil optional held in an `Any`
+    /// (`Optional<String>.none as Any`, nested ones too), the wrapped value of a non-nil
+    /// optional, else `value` itself. Before, a nil optional was kept as an invalid value
+    /// and refused only at save ("holds string values, not nil").
+    static func unwrapped(_ value: Any) -> Any? {
+        if isNull(value) { return nil }
+        guard let optional = value as? any OptionalValue else { return value }
+        return optional.wrappedAny.flatMap(unwrapped)
     }
 
     /// Sets the property at the end of a dotted key path (`setValue(_:forKeyPath:)`): each
@@ -523,7 +565,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// ``setValue(_:forKey:)`` records it.
     public func setPrimitiveValue(_ value: Any?, forKey key: String) {
         guard let core, let property = info.properties[key] else {
-            core?.recordProblem(.unknownKey(entity: entity.name, key: key))
+            core?.recordProblem(unsettableKeyProblem(key))
             return
         }
         core.set(self, property, internalValue(value, for: property), maintainInverse: false, register: false)
@@ -727,7 +769,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
 
 
     func internalValue(_ value: Any?, for property: PropertyInfo) -> PropertyValue {
-        guard let value, !Self.isNull(value) else { return property.emptyValue }
+        guard let value = value.flatMap(Self.unwrapped) else { return property.emptyValue }
         return internalValue(of: value, for: property)
     }
 
@@ -1125,5 +1167,21 @@ public struct MutableRelationship {
         // puts it (and a look everywhere makes sure of an answer of no).
         if !ordered, PropertyValue.position(of: object.objectID, in: ids).found { return true }
         return ids.contains(object.objectID)
+    }
+}
+
+/// An `Optional` seen through an `Any`: lets a setter tell `Optional<T>.none as Any` (nil)
+/// from a value (``ManagedObject/unwrapped(_:)``).
+protocol OptionalValue {
+    /// The wrapped value, nil for `.none`.
+    var wrappedAny: Any? { get }
+}
+
+extension Optional: OptionalValue {
+    var wrappedAny: Any? {
+        switch self {
+        case .some(let wrapped): wrapped
+        case .none: nil
+        }
     }
 }

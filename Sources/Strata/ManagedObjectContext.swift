@@ -426,7 +426,8 @@ public actor ManagedObjectContext {
     /// Re-reads `object` from the store (`refresh(_:mergeChanges:)`): with `mergeChanges`,
     /// unsaved changes win over store values and transient values are restored (a fault stays
     /// a fault, read when next used); without, the object becomes a fault and its unsaved
-    /// changes are dropped.
+    /// changes are dropped. Either way its fetched properties are fetched again at their next
+    /// read (until then they keep the objects their first read fetched).
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) { core.refresh(object, mergeChanges: mergeChanges) }
 
     /// Refreshes every registered object, keeping unsaved changes (`refreshAllObjects()`):

@@ -27,7 +27,7 @@ extension ManagedObjectModel {
     /// - indexes have a name unique along the inheritance chain and at least one element;
     ///   each element names a persisted attribute or to-one relationship once, in binary
     ///   collation — `invalidFetchIndex`
-    /// - fetched properties name an existing entity — `invalidFetchedProperty`
+    /// - fetched properties name an existing entity, and their sort keys its key paths — `invalidFetchedProperty`
     /// - fetch request templates have unique names and an existing entity — `invalidFetchRequestTemplate`
     /// - derived attributes have a derivation Strata computes — a key path to an attribute
     ///   (through to-one relationships), a to-many aggregate, `now()`, `lowercase`,
@@ -363,6 +363,34 @@ struct ModelChecker {
         if let message = f.predicate.syntaxError {
             report(.invalidPredicate, entity.name, f.name, path + ".predicate", "predicate \"\(f.predicate.format)\" of fetched property '\(f.name)' does not parse: \(message)")
         }
+        guard let fetchedEntity = model.entitiesByName[f.entityName] else { return }
+        for (si, sort) in f.sortDescriptors.enumerated() {
+            if let problem = sortKeyProblem(sort.key, from: fetchedEntity) {
+                report(.invalidFetchedProperty, entity.name, f.name, "\(path).sortDescriptors[\(si)].key", "sort key \"\(sort.key)\" of fetched property '\(f.name)': \(problem)")
+            }
+        }
+    }
+
+    /// Why `key` can't sort objects of `entity`, or nil: each component names a property of
+    /// the entity reached so far, following relationships; after an attribute, a fetched
+    /// property or a collection operator (`players.@count`) nothing more is checked, as a
+    /// fetch's sort key is checked.
+    func sortKeyProblem(_ key: String, from entity: EntityDescription) -> String? {
+        guard !key.isEmpty else { return "the key is empty" }
+        var current = entity
+        for component in key.split(separator: ".", omittingEmptySubsequences: false).map(String.init) {
+            if component.hasPrefix("@") { return nil }
+            switch current.propertiesByName[component] {
+            case nil:
+                return "entity \(current.name) has no property \"\(component)\""
+            case .relationship(let r)?:
+                guard let destination = model.entitiesByName[r.destinationEntityName] else { return nil }
+                current = destination
+            default:
+                return nil
+            }
+        }
+        return nil
     }
 
     mutating func checkUniqueness(_ constraint: [String], _ entity: EntityDescription, _ path: String) {

@@ -4,19 +4,22 @@ public import Foundation
 
 extension ManagedObjectModel {
     /// The newest model file format version this library reads and writes
-    /// (`Specs/0002-model-file.md`). Version 2 added derived attributes (`derivation`); the
-    /// writer writes the oldest version that holds the model — 1 for a model without derived
-    /// attributes — so such files are unchanged and older readers still read them.
-    public static let currentFormatVersion = 2
+    /// (`Specs/0002-model-file.md`). Version 2 added derived attributes (`derivation`),
+    /// version 3 fetched properties' `sortDescriptors`; the writer writes the oldest version
+    /// that holds the model — 1 for a model without either — so such files are unchanged and
+    /// older readers still read them.
+    public static let currentFormatVersion = 3
 
-    /// The format version ``jsonData(prettyPrinted:)`` writes for this model: 2 when an
-    /// entity has a derived attribute, else 1.
+    /// The format version ``jsonData(prettyPrinted:)`` writes for this model: 3 when a
+    /// fetched property has sort descriptors, else 2 when an entity has a derived attribute,
+    /// else 1.
     ///
     /// ```swift
     /// model.formatVersion  // 1
     /// ```
     public var formatVersion: Int {
-        entities.contains { $0.attributes.contains(where: \.isDerived) } ? 2 : 1
+        if entities.contains(where: { $0.fetchedProperties.contains { !$0.sortDescriptors.isEmpty } }) { return 3 }
+        return entities.contains { $0.attributes.contains(where: \.isDerived) } ? 2 : 1
     }
 
     /// Loads and checks a JSON model file.
@@ -198,8 +201,18 @@ enum ModelFileWriter {
 
     static func fetched(_ f: FetchedPropertyDescription) -> JSONValue {
         var m: Members = [("name", .string(f.name)), ("entity", .string(f.entityName)), ("predicate", .string(f.predicate.format))]
+        if !f.sortDescriptors.isEmpty { m.append(("sortDescriptors", .array(f.sortDescriptors.map(sortDescriptor)))) }
         add(&m, "renamingIdentifier", f.renamingIdentifier)
         addUserInfo(&m, f.userInfo)
+        return .object(m)
+    }
+
+    static func sortDescriptor(_ d: ModelSortDescriptor) -> JSONValue {
+        var m: Members = [("key", .string(d.key))]
+        add(&m, "ascending", d.ascending, default: true)
+        add(&m, "caseInsensitive", d.caseInsensitive, default: false)
+        add(&m, "diacriticInsensitive", d.diacriticInsensitive, default: false)
+        add(&m, "numeric", d.numeric, default: false)
         return .object(m)
     }
 
@@ -511,16 +524,36 @@ struct ModelFileReader {
     }
 
     mutating func fetched(_ json: JSONValue, _ path: String, entity: String) -> FetchedPropertyDescription {
-        let allowed = ["name", "entity", "predicate", "renamingIdentifier", "userInfo"]
+        let allowed = ["name", "entity", "predicate", "sortDescriptors", "renamingIdentifier", "userInfo"]
         guard let obj = object(json, path, "a fetched property", allowed: allowed) else {
             return FetchedPropertyDescription("", entity: "", predicate: "TRUEPREDICATE")
         }
         var f = FetchedPropertyDescription(
             string(obj, "name", path, required: true) ?? "", entity: string(obj, "entity", path, required: true) ?? "",
             predicate: ModelPredicate(string(obj, "predicate", path, required: true) ?? "TRUEPREDICATE"))
+        let sorts = array(obj, "sortDescriptors", path)
+        if !sorts.isEmpty, formatVersion < 3 {
+            issues.append(
+                .init(
+                    .malformedFile, entity: entity, property: f.name,
+                    message: "'sortDescriptors' (a fetched property's order) needs formatVersion 3; the file has formatVersion \(formatVersion)",
+                    location: path + ".sortDescriptors"))
+        }
+        f.sortDescriptors = sorts.enumerated().compactMap { sortDescriptor($1, "\(path).sortDescriptors[\($0)]", entity: entity, property: f.name) }
         f.renamingIdentifier = string(obj, "renamingIdentifier", path)
         f.userInfo = dictionary(obj, "userInfo", path)
         return f
+    }
+
+    /// One sort descriptor of a fetched property; nil (with an issue) when it isn't an
+    /// object with a `key`.
+    mutating func sortDescriptor(_ json: JSONValue, _ path: String, entity: String, property: String) -> ModelSortDescriptor? {
+        let allowed = ["key", "ascending", "caseInsensitive", "diacriticInsensitive", "numeric"]
+        guard let obj = object(json, path, "a sort descriptor", allowed: allowed) else { return nil }
+        guard let key = string(obj, "key", path, required: true) else { return nil }
+        return ModelSortDescriptor(
+            key, ascending: bool(obj, "ascending", path, default: true), caseInsensitive: bool(obj, "caseInsensitive", path, default: false),
+            diacriticInsensitive: bool(obj, "diacriticInsensitive", path, default: false), numeric: bool(obj, "numeric", path, default: false))
     }
 
     /// A template; one that is not an object is kept as a placeholder so the ones after it

@@ -67,7 +67,7 @@ struct ModelFileTests {
         let error = try #require(throws: ModelError.self) { try ManagedObjectModel(contentsOf: url) }
         #expect(error.kinds == [.unsupportedFormatVersion])
         #expect(error.file == url.path)
-        #expect(error.description.contains("formatVersion 3"))
+        #expect(error.description.contains("formatVersion 4"))
         #expect(error.description.contains("future-version.json"))
     }
 
