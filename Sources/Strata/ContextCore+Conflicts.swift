@@ -22,12 +22,12 @@ extension ContextCore {
         }
         // An object the pending groups update though it holds no change now (a child's pushed
         // rename and its undo): the commit still applies those groups to it, so the version
-        // is checked as for a changed one — before, another writer's change to it in between
+        // is checked as for a changed one (it is kept: `heldForPending`) — before, another writer's change to it in between
         // was overwritten unchecked. A conflict the policy resolves drops the groups' entries
         // (`fixPendingJournal`).
         for effect in pending {
             for (id, change) in effect.changes.changes where change.kind == .updated && found[id] == nil && id.storedID != nil {
-                guard let object = retained[id] ?? registered(id), !object.isInsertedFlag, !object.isInvalidated,
+                guard let object = retained[id] ?? heldForPending[id] ?? registered(id), !object.isInsertedFlag, !object.isInvalidated,
                     change.new.keys.contains(where: { object.info.properties[$0]?.isRecorded == true })
                 else { continue }
                 found[id] = object

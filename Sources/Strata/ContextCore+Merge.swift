@@ -739,6 +739,7 @@ extension ContextCore {
         retained[id] = nil
         registry[id] = nil
         lockedObjects[id] = nil
+        heldForPending[id] = nil
         restored.remove(id)
         insertionOrder.remove(id)
         object.fetchedValues.removeAll()

@@ -766,6 +766,7 @@ extension ContextCore {
         insertionOrder.removeAll()
         restored.removeAll()
         pending.removeAll()
+        heldForPending.removeAll()
         lockedObjects.removeAll()
         if let sequence { noteOwnCommit(sequence) }
         // The commit recorded the stacks for persisted undo with it; a save that committed
@@ -1021,6 +1022,7 @@ extension ContextCore {
         insertionOrder.removeAll()
         restored.removeAll()
         pending.removeAll()
+        heldForPending.removeAll()
         problems.removeAll()
         removedObjects.removeAll()
         discardedInserts.removeAll()

@@ -611,6 +611,10 @@ final class ContextCore {
     }
     /// Unchanged objects whose version is checked at the next save (`detectConflicts(for:)`).
     var lockedObjects: [ManagedObjectID: ManagedObject] = [:]
+    /// Objects holding no change that a pending group still updates (``pendingUpdates(_:)``):
+    /// kept, with their versions, for the save's conflict check; not changes
+    /// (`hasChanges` ignores them). Emptied with ``pending``.
+    var heldForPending: [ManagedObjectID: ManagedObject] = [:]
     /// The values `overwrite` writes for objects in conflict, while a save resolves them.
     var pendingOverwrites: [ManagedObjectID: [String: PropertyValue]] = [:]
 
@@ -1039,8 +1043,9 @@ final class ContextCore {
         {
             object.changes[property.name] = nil
         }
-        if object.changes.isEmpty && !object.isDeletedFlag && !restored.contains(object.objectID) && !pendingUpdates(object.objectID) {
+        if object.changes.isEmpty && !object.isDeletedFlag && !restored.contains(object.objectID) {
             retained[object.objectID] = nil
+            holdIfPendingUpdates(object)
         } else {
             markChanged(object)
         }
@@ -2010,20 +2015,28 @@ final class ContextCore {
         pruneRetained()
     }
 
-    /// Stops holding objects that no longer differ from the store (and that no pending group
-    /// updates: ``pendingUpdates(_:)``).
+    /// Stops holding objects that no longer differ from the store (as changed: one a pending
+    /// group updates moves to ``heldForPending``).
     func pruneRetained() {
         for (id, object) in retained
-        where !object.isInsertedFlag && !object.isDeletedFlag && object.changes.isEmpty && !restored.contains(id) && !pendingUpdates(id) {
+        where !object.isInsertedFlag && !object.isDeletedFlag && object.changes.isEmpty && !restored.contains(id) {
             retained[id] = nil
+            holdIfPendingUpdates(object)
         }
+    }
+
+    /// Keeps `object`, which holds no change now, in ``heldForPending`` while a pending group
+    /// updates it (``pendingUpdates(_:)``).
+    func holdIfPendingUpdates(_ object: ManagedObject) {
+        if pendingUpdates(object.objectID) { heldForPending[object.objectID] = object }
     }
 
     /// Whether a group waiting to be saved updates the object: one whose value was changed
     /// and changed back in separate groups (or a child's pushed change and its undo) holds no
-    /// change, but the save still writes those groups, so the object stays held — with the
-    /// version its values are based on, which the save checks (spec 0006 §17.1). Before, it
-    /// was let go, and the groups overwrote another writer's change to it unchecked.
+    /// change, but the save still writes those groups, so the object stays held (not as
+    /// changed: ``heldForPending``) — with the version its values are based on, which the
+    /// save checks (spec 0006 §17.1). Before, it was let go, and the groups overwrote another
+    /// writer's change to it unchecked.
     func pendingUpdates(_ id: ManagedObjectID) -> Bool {
         pending.contains { $0.changes.changes[id]?.kind == .updated }
     }
