@@ -31,6 +31,30 @@ struct NestedContextFixTests {
         }
     }
 
+    /// Saves `context` after the other writer retitled the post "Theirs": a merge conflict
+    /// unless `trumps` (a trumping policy: the save goes through); either way the store
+    /// keeps "Theirs".
+    static func saveOverOtherWriter(
+        _ context: ManagedObjectContext, trumps: Bool, _ otherCoordinator: PersistentStoreCoordinator, _ postID: ManagedObjectID
+    ) async throws {
+        let error = await context.perform { (context: isolated ManagedObjectContext) -> (any Error)? in
+            do {
+                try context.save()
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if trumps {
+            #expect(error == nil, "\(String(describing: error))")
+        } else if let error = error as? ContextError, case .mergeConflicts = error {
+        } else {
+            Issue.record("expected a merge conflict, got \(String(describing: error))")
+        }
+        let stored = try await storedTitle(otherCoordinator, postID)
+        #expect(stored == "Theirs", "trumping policy: \(trumps)")
+    }
+
     @Test("the parent's save reports a conflict for an object a child read before another writer changed it, though the parent released its copy")
     func lostUpdateThroughChildIsAConflict() async throws {
         let dir = try TemporaryDirectory()
@@ -348,22 +372,7 @@ struct NestedContextFixTests {
                 try context.save()
             }
             try await Self.otherWriterRetitles(otherCoordinator, postID, "Theirs")
-            let error = await parent.perform { (context: isolated ManagedObjectContext) -> (any Error)? in
-                do {
-                    try context.save()
-                    return nil
-                } catch {
-                    return error
-                }
-            }
-            if trumps {
-                #expect(error == nil, "\(String(describing: error))")
-            } else if let error = error as? ContextError, case .mergeConflicts = error {
-            } else {
-                Issue.record("expected a merge conflict, got \(String(describing: error))")
-            }
-            let stored = try await Self.storedTitle(otherCoordinator, postID)
-            #expect(stored == "Theirs", "trumping policy: \(trumps)")
+            try await Self.saveOverOtherWriter(parent, trumps: trumps, otherCoordinator, postID)
         }
     }
 
@@ -383,22 +392,7 @@ struct NestedContextFixTests {
                 #expect(!post.hasChanges)
             }
             try await Self.otherWriterRetitles(otherCoordinator, postID, "Theirs")
-            let error = await context.perform { (context: isolated ManagedObjectContext) -> (any Error)? in
-                do {
-                    try context.save()
-                    return nil
-                } catch {
-                    return error
-                }
-            }
-            if trumps {
-                #expect(error == nil, "\(String(describing: error))")
-            } else if let error = error as? ContextError, case .mergeConflicts = error {
-            } else {
-                Issue.record("expected a merge conflict, got \(String(describing: error))")
-            }
-            let stored = try await Self.storedTitle(otherCoordinator, postID)
-            #expect(stored == "Theirs", "trumping policy: \(trumps)")
+            try await Self.saveOverOtherWriter(context, trumps: trumps, otherCoordinator, postID)
         }
     }
 }
