@@ -590,45 +590,48 @@ extension ContextCore {
             }
         }
         let first = chain.firstIndex { touches($0.group) }
-        // Before the first group changing the to-one the object is where the store has it: in
-        // the new destination's members, in no other's (an intermediate destination of groups
-        // whose change the store now equals included).
-        for (group, _) in chain[..<(first ?? chain.count)] {
-            for owner in owners(group) { edit(group, owner, old: true, new: true, owner == move.to ? join : leave) }
-        }
-        if let first {
+        // A pending undo or redo of saved work changing the to-one stands between the store
+        // and the groups: they start from its destination (the first group's old value, or
+        // the object's), not the store's, and keep their to-one values.
+        let pendingStart = pendingUndoOrRedo(changes: id, key)
+        if !pendingStart, let first, let to = move.to {
             let group = chain[first].group
-            for owner in owners(group) where owner != move.to { edit(group, owner, old: true, new: false, leave) }
-            let leavesNew = group.changes[id]?.new[key].map { $0.ids.first != move.to } ?? false
-            if let to = move.to {
-                if leavesNew {
-                    if var change = group.changes[to], change.kind == .updated, change.old[inverse] != nil || change.new[inverse] != nil {
-                        if let value = change.old[inverse] { change.old[inverse] = join(value) }
-                        if let value = change.new[inverse] { change.new[inverse] = leave(value) }
-                        group.changes[to] = change
-                    } else if group.changes[to] == nil || group.changes[to]?.kind == .updated, let destination = object(with: to) {
-                        // The destination's members before the group: the last earlier group's, or the store's.
-                        let earlier = chain[..<first].last { $0.group.changes[to]?.new[inverse] != nil }?.group.changes[to]?.new[inverse]
-                        let stored = destination.committedValue(move.inverse)
-                            ?? (move.inverse.isRecorded ? move.inverse.emptyValue : derivedValue(destination, move.inverse))
-                        if let members = earlier ?? stored {
-                            let before = join(members)
-                            var change = group.changes[to] ?? ObjectChange(kind: .updated)
-                            change.old[inverse] = before
-                            change.new[inverse] = leave(before)
-                            if group.changes[to] == nil { group.order.append(to) }
-                            group.changes[to] = change
-                        }
-                    }
-                    // Later groups, up to the next that changes the to-one, don't list it there.
-                    for (later, _) in chain[(first + 1)...] {
-                        let next = touches(later)
-                        edit(later, to, old: true, new: !next, leave)
-                        if next { break }
-                    }
-                } else {
-                    edit(group, to, old: true, new: true, join)
+            let leavesNew = group.changes[id]?.new[key].map { $0.ids.first != to } ?? false
+            let hasEntry = group.changes[to].map { $0.kind == .updated && ($0.old[inverse] != nil || $0.new[inverse] != nil) } ?? false
+            // The first group changing the to-one takes the object out of the new stored
+            // destination: an entry is made for it when the group had none.
+            if leavesNew, !hasEntry, group.changes[to] == nil || group.changes[to]?.kind == .updated, let destination = object(with: to) {
+                // The destination's members before the group: the last earlier group's, or the store's.
+                let earlier = chain[..<first].last { $0.group.changes[to]?.new[inverse] != nil }?.group.changes[to]?.new[inverse]
+                let stored = destination.committedValue(move.inverse)
+                    ?? (move.inverse.isRecorded ? move.inverse.emptyValue : derivedValue(destination, move.inverse))
+                if let members = earlier ?? stored {
+                    let before = join(members)
+                    var change = group.changes[to] ?? ObjectChange(kind: .updated)
+                    change.old[inverse] = before
+                    change.new[inverse] = leave(before)
+                    if group.changes[to] == nil { group.order.append(to) }
+                    group.changes[to] = change
                 }
+            }
+        }
+        // Every group's entries of the inverse list the object where the to-ones put it: before
+        // the first group changing the to-one, where the store has it now (in the new
+        // destination's members, in no other's: an intermediate destination of groups whose
+        // change the store now equals included); after each group changing it, in its new
+        // destination's only. Before, only the first such group was followed, and a later one
+        // moving the object out of the new stored destination kept it listed there (the
+        // destination's own to-many rebase adds the other writer's member to every group).
+        var position: ManagedObjectID? = move.to
+        if pendingStart {
+            position = first.flatMap { chain[$0].group.changes[id]?.old[key] }.map { $0.ids.first } ?? move.object.currentValue(move.property).ids.first
+        }
+        for (group, _) in chain {
+            let before = position
+            if let change = group.changes[id], change.kind == .updated, let new = change.new[key] { position = new.ids.first }
+            for owner in owners(group) {
+                edit(group, owner, old: true, new: false, owner == before ? join : leave)
+                edit(group, owner, old: false, new: true, owner == position ? join : leave)
             }
         }
         // Entries the rebase left changing nothing go.
@@ -679,6 +682,9 @@ extension ContextCore {
             {
                 continue
             }
+            // A pending undo or redo of saved work changing it stands between the store and
+            // the unsaved groups: they start from its value, which the merge doesn't change.
+            if pendingUndoOrRedo(changes: object.objectID, property.name) { continue }
             let now = object.committed?[property.name] ?? property.emptyValue
             if PropertyValue.differ(before?[property.name] ?? property.emptyValue, now) { keys.append((property.name, now)) }
         }

@@ -1839,7 +1839,7 @@ final class ContextCore {
     }
 
     /// Whether a pending (unsaved) undo or redo of saved work changes `key` of `id`.
-    private func pendingUndoOrRedo(changes id: ManagedObjectID, _ key: String) -> Bool {
+    func pendingUndoOrRedo(changes id: ManagedObjectID, _ key: String) -> Bool {
         pending.contains { effect in
             // A child's undo or redo of a group it pushed is a user effect of that group.
             guard effect.kind != .user || effect.source.pushed, let change = effect.changes.changes[id] else { return false }

@@ -1,0 +1,110 @@
+import Foundation
+import Strata
+import StrataTestSupport
+import Testing
+
+/// Runs of `UndoRelationshipRebaseTests.randomizedMovesKeepSidesAgreeing` that ended with
+/// the two sides of `Player.team` ↔ `Team.players` disagreeing (seeds 3, 4, 11, 12 and 28 at
+/// 300 steps), shrunk to the few steps that still do (spec 0006 §16.1).
+@Suite("Undo after a merge: shrunk randomized runs", .serialized)
+struct UndoRebaseRandomFixTests {
+    /// One step of the randomized test: `op` 0 moves `player` here to `team` (3: no team),
+    /// 2 moves it there in another context and merges its save, 3 undoes, 4 redoes, 5 saves.
+    struct Step: Sendable {
+        let op: Int
+        let player: Int
+        let team: Int
+    }
+
+    /// Parses "op:player:team,…".
+    static func steps(_ text: String) -> [Step] {
+        text.split(separator: ",").compactMap { item in
+            let parts = item.split(separator: ":").compactMap { Int($0) }
+            return parts.count == 3 ? Step(op: parts[0], player: parts[1], team: parts[2]) : nil
+        }
+    }
+
+    /// Plays `steps` as the randomized test does, checking after each that both sides agree,
+    /// then saves, and checks a reopened store too.
+    static func play(_ steps: [Step]) async throws {
+        let dir = try TemporaryDirectory()
+        let league = try await UndoRelationshipRebaseTests.league(dir)
+        let players = try await privateContext(league.coordinator).perform { (context: isolated ManagedObjectContext) throws -> [ManagedObjectID] in
+            var added: [ManagedObject] = []
+            for name in ["Quinn", "Rae"] {
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue(name, forKey: "lastName")
+                player.setValue(try context.existingObject(with: league.herons), forKey: "team")
+                added.append(player)
+            }
+            try context.save()
+            return [league.pat] + added.map(\.objectID)
+        }
+        let other = privateContext(league.coordinator, name: "other")
+        let teams = league.teams
+        try await privateContext(league.coordinator, name: "mine").perform { (context: isolated ManagedObjectContext) throws in
+            for (index, step) in steps.enumerated() {
+                let player = players[step.player]
+                let team = step.team
+                switch step.op {
+                case 0, 1:
+                    try context.existingObject(with: player).setValue(team < teams.count ? try context.existingObject(with: teams[team]) : nil, forKey: "team")
+                    context.processPendingChanges()
+                case 2:
+                    let save = try other.performAndWait { (other: isolated ManagedObjectContext) throws -> ContextDidSave? in
+                        try other.existingObject(with: player).setValue(
+                            team < teams.count ? try other.existingObject(with: teams[team]) : nil, forKey: "team")
+                        var captured: ContextDidSave?
+                        let token = other.addObserver { note in
+                            if case .didSave(let save) = note.notification { captured = save }
+                        }
+                        try other.save()
+                        other.removeObserver(token)
+                        return captured
+                    }
+                    if let save { context.mergeChanges(fromContextDidSave: save) }
+                case 3:
+                    do { try context.undo() } catch ContextError.undoConflict {}
+                case 4:
+                    do { try context.redo() } catch ContextError.undoConflict {}
+                default:
+                    try context.save()
+                }
+                try UndoRelationshipRebaseTests.agree(context, players, teams, "step \(index) (\(step.op):\(step.player):\(step.team))")
+            }
+            try context.save()
+            try UndoRelationshipRebaseTests.agree(context, players, teams, "saved")
+        }
+        try await privateContext(try openCoordinator(dir, model: try SeedModels.leagueManager)).perform {
+            (context: isolated ManagedObjectContext) throws in
+            try UndoRelationshipRebaseTests.agree(context, players, teams, "reopened")
+        }
+    }
+
+    @Test("replay of STRATA_REBASE_REPLAY (op:player:team,…), for shrinking a randomized run; nothing without it")
+    func replay() async throws {
+        guard let text = ProcessInfo.processInfo.environment["STRATA_REBASE_REPLAY"] else { return }
+        try await Self.play(Self.steps(text))
+    }
+    @Test("seed 12: a redone move over a pending undo of saved work, after a merge, starts from the pending team (not the store's); both sides agree")
+    func redoOverPendingUndoOfSavedMove() async throws {
+        // Pat to Herons, to Comets, saved; undo (pending: back to Herons); Pat to no team, undone;
+        // another writer moves Pat to Otters, merged; redo.
+        try await Self.play(Self.steps("1:0:1,1:0:2,5:2:0,3:2:2,1:0:3,3:0:1,2:0:0,4:1:2"))
+    }
+
+    @Test("seed 3: two merges of another writer's moves of a player moved here twice, then undo; both sides agree")
+    func undoAfterTwoMergedMoves() async throws {
+        try await Self.play(Self.steps("0:2:0,0:0:3,2:2:3,0:2:1,2:2:0,3:2:2"))
+    }
+
+    @Test("seed 11: undo after a merged move of another player of the same team; both sides agree")
+    func undoAfterMergedMoveOfTeammate() async throws {
+        try await Self.play(Self.steps("1:0:2,1:1:2,0:1:0,2:1:2,3:0:0"))
+    }
+
+    @Test("seed 28: undo after merges of moves of two players; both sides agree")
+    func undoAfterMergedMovesOfTwoPlayers() async throws {
+        try await Self.play(Self.steps("1:1:2,1:1:1,3:1:2,2:0:3,0:0:0,0:0:2,2:1:0,2:0:0,3:0:2"))
+    }
+}
