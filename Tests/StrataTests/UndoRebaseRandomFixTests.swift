@@ -107,4 +107,17 @@ struct UndoRebaseRandomFixTests {
     func undoAfterMergedMovesOfTwoPlayers() async throws {
         try await Self.play(Self.steps("1:1:2,1:1:1,3:1:2,2:0:3,0:0:0,0:0:2,2:1:0,2:0:0,3:0:2"))
     }
+    @Test("seed 11 (after the first fix): undoing a saved move under a pending undo that a merge rebased to another writer's team is a conflict; both sides agree")
+    func undoSavedMoveUnderRebasedPendingUndo() async throws {
+        // Quinn to no team, to Otters; Rae to Comets; saved. Rae's move undone (pending); Quinn
+        // to Comets; another writer moves Quinn to Herons, merged; saved. Undo Quinn's move
+        // (back to Herons, the other writer's), then undo the saved move to Otters: Quinn is
+        // not on Otters but on the other writer's Herons — before, the undo set no team and
+        // left Herons listing Quinn.
+        try await Self.play(Self.steps("1:1:3,0:1:0,0:2:2,5:0:0,3:1:1,1:1:2,2:1:1,5:1:1,3:1:1,3:0:1"))
+    }
+    @Test("seed 28 (after the first fix): merges, saves, undo and redo of Pat's moves; both sides agree")
+    func seed28AfterFirstFix() async throws {
+        try await Self.play(Self.steps("2:0:3,0:0:0,0:0:2,2:0:0,3:0:2,5:1:2,3:2:3,4:2:3,2:0:3,1:0:0,5:1:0,3:0:2,3:2:3"))
+    }
 }
