@@ -591,9 +591,10 @@ extension ContextCore {
         }
         let first = chain.firstIndex { touches($0.group) }
         // A pending undo or redo of saved work changing the to-one stands between the store
-        // and the groups: they start from its destination (the first group's old value, or
-        // the object's), not the store's, and keep their to-one values.
-        let pendingStart = pendingUndoOrRedo(changes: id, key)
+        // and the groups while the object keeps its own destination: they start from the
+        // undo's (the first group's old value, or the object's), not the store's, and keep
+        // their to-one values. An object holding no change follows the store: so do they.
+        let pendingStart = move.object.changes[key] != nil && pendingUndoOrRedo(changes: id, key)
         if !pendingStart, let first, let to = move.to {
             let group = chain[first].group
             let leavesNew = group.changes[id]?.new[key].map { $0.ids.first != to } ?? false
@@ -683,8 +684,9 @@ extension ContextCore {
                 continue
             }
             // A pending undo or redo of saved work changing it stands between the store and
-            // the unsaved groups: they start from its value, which the merge doesn't change.
-            if pendingUndoOrRedo(changes: object.objectID, property.name) { continue }
+            // the unsaved groups while the context keeps its own value (its change wins the
+            // merge): they start from the undo's (redo's) value, which the merge doesn't change.
+            if object.changes[property.name] != nil, pendingUndoOrRedo(changes: object.objectID, property.name) { continue }
             let now = object.committed?[property.name] ?? property.emptyValue
             if PropertyValue.differ(before?[property.name] ?? property.emptyValue, now) { keys.append((property.name, now)) }
         }

@@ -120,4 +120,11 @@ struct UndoRebaseRandomFixTests {
     func seed28AfterFirstFix() async throws {
         try await Self.play(Self.steps("2:0:3,0:0:0,0:0:2,2:0:0,3:0:2,5:1:2,3:2:3,4:2:3,2:0:3,1:0:0,5:1:0,3:0:2,3:2:3"))
     }
+    @Test("seed 24 (after the second fix): a merge moving a player that holds no change follows the store though a pending undo of saved work moved it before; redo of the undone group; both sides agree")
+    func mergeOverSupersededPendingUndo() async throws {
+        // Pat to Otters, saved, undone (pending: no team); Pat to Herons; another writer saves
+        // Herons too (Pat holds no change now); Pat to no team, undone; another writer moves
+        // Pat to Otters, merged; redo.
+        try await Self.play(Self.steps("2:0:3,0:0:0,5:1:2,3:0:3,1:0:1,2:0:1,1:0:3,3:2:3,2:0:0,4:2:0"))
+    }
 }
