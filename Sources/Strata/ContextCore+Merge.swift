@@ -595,27 +595,6 @@ extension ContextCore {
         // undo's (the first group's old value, or the object's), not the store's, and keep
         // their to-one values. An object holding no change follows the store: so do they.
         let pendingStart = move.object.changes[key] != nil && pendingUndoOrRedo(changes: id, key)
-        if !pendingStart, let first, let to = move.to {
-            let group = chain[first].group
-            let leavesNew = group.changes[id]?.new[key].map { $0.ids.first != to } ?? false
-            let hasEntry = group.changes[to].map { $0.kind == .updated && ($0.old[inverse] != nil || $0.new[inverse] != nil) } ?? false
-            // The first group changing the to-one takes the object out of the new stored
-            // destination: an entry is made for it when the group had none.
-            if leavesNew, !hasEntry, group.changes[to] == nil || group.changes[to]?.kind == .updated, let destination = object(with: to) {
-                // The destination's members before the group: the last earlier group's, or the store's.
-                let earlier = chain[..<first].last { $0.group.changes[to]?.new[inverse] != nil }?.group.changes[to]?.new[inverse]
-                let stored = destination.committedValue(move.inverse)
-                    ?? (move.inverse.isRecorded ? move.inverse.emptyValue : derivedValue(destination, move.inverse))
-                if let members = earlier ?? stored {
-                    let before = join(members)
-                    var change = group.changes[to] ?? ObjectChange(kind: .updated)
-                    change.old[inverse] = before
-                    change.new[inverse] = leave(before)
-                    if group.changes[to] == nil { group.order.append(to) }
-                    group.changes[to] = change
-                }
-            }
-        }
         // Every group's entries of the inverse list the object where the to-ones put it: before
         // the first group changing the to-one, where the store has it now (in the new
         // destination's members, in no other's: an intermediate destination of groups whose
@@ -627,9 +606,31 @@ extension ContextCore {
         if pendingStart {
             position = first.flatMap { chain[$0].group.changes[id]?.old[key] }.map { $0.ids.first } ?? move.object.currentValue(move.property).ids.first
         }
-        for (group, _) in chain {
+        for (index, (group, _)) in chain.enumerated() {
             let before = position
             if let change = group.changes[id], change.kind == .updated, let new = change.new[key] { position = new.ids.first }
+            // A group moving the object has entries for both destinations: one is made where
+            // the group has none (the new stored destination the first group now takes the
+            // object out of; a destination whose entry an earlier rebase dropped as changing
+            // nothing, when the group's to-one did neither then). Before, a redo moved the
+            // object without listing it there.
+            if before != position {
+                for end in [before, position].compactMap({ $0 }) {
+                    let hasEntry = group.changes[end].map { $0.old[inverse] != nil || $0.new[inverse] != nil } ?? false
+                    guard !hasEntry, group.changes[end] == nil || group.changes[end]?.kind == .updated, let destination = object(with: end)
+                    else { continue }
+                    // The destination's members before the group: the last earlier group's, or the store's.
+                    let earlier = chain[..<index].last { $0.group.changes[end]?.new[inverse] != nil }?.group.changes[end]?.new[inverse]
+                    let stored = destination.committedValue(move.inverse)
+                        ?? (move.inverse.isRecorded ? move.inverse.emptyValue : derivedValue(destination, move.inverse))
+                    guard let members = earlier ?? stored else { continue }
+                    var change = group.changes[end] ?? ObjectChange(kind: .updated)
+                    change.old[inverse] = members
+                    change.new[inverse] = members
+                    if group.changes[end] == nil { group.order.append(end) }
+                    group.changes[end] = change
+                }
+            }
             for owner in owners(group) {
                 edit(group, owner, old: true, new: false, owner == before ? join : leave)
                 edit(group, owner, old: false, new: true, owner == position ? join : leave)

@@ -127,4 +127,10 @@ struct UndoRebaseRandomFixTests {
         // Pat to Otters, merged; redo.
         try await Self.play(Self.steps("2:0:3,0:0:0,5:1:2,3:0:3,1:0:1,2:0:1,1:0:3,3:2:3,2:0:0,4:2:0"))
     }
+    @Test("seed 37: a move undone, then two merges of another writer's moves of the player; redo lists it in its team")
+    func redoAfterTwoMergesOfUndoneMove() async throws {
+        // Pat to Herons, undone; another writer moves Pat to Herons (the undone group's move
+        // then changes nothing: its team entries went), then to Comets; redo.
+        try await Self.play(Self.steps("0:0:1,3:2:0,2:0:1,2:0:2,4:2:1"))
+    }
 }
