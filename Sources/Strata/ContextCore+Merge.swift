@@ -694,6 +694,7 @@ extension ContextCore {
         guard !keys.isEmpty else { return }
         let id = object.objectID
         var started: Set<String> = []
+        var superseded: Set<String> = []
         var emptied = false
         func visit(_ group: UndoGroup, done: Bool) {
             guard group.saved == nil, !group.pushed, !group.fromLog, group.parts.isEmpty, var change = group.changes[id], change.kind == .updated
@@ -703,6 +704,7 @@ extension ContextCore {
                 if done && object.changes[key] == nil {
                     change.old[key] = nil
                     change.new[key] = nil
+                    superseded.insert(key)
                 } else if started.insert(key).inserted {
                     change.old[key] = value
                 } else {
@@ -722,6 +724,30 @@ extension ContextCore {
         for group in unsaved { visit(group, done: true) }
         visit(journal.open, done: true)
         for group in journal.redoStack.reversed() { visit(group, done: false) }
+        // A pending undo or redo of saved work below the done groups whose change of the
+        // property went (the store now holds the context's value) writes it no more either,
+        // as a merge policy's adoption drops it (`fixPendingJournal`): before, the save wrote
+        // the undo's value, which the dropped change had replaced, over the store's — the
+        // other writer's — and the context then held it.
+        if !superseded.isEmpty {
+            for effect in pending where effect.kind != .user {
+                guard var change = effect.changes.changes[id], change.kind == .updated else { continue }
+                var dropped = false
+                for key in superseded where change.old[key] != nil || change.new[key] != nil {
+                    change.old[key] = nil
+                    change.new[key] = nil
+                    dropped = true
+                }
+                guard dropped else { continue }
+                if change.old.isEmpty && change.new.isEmpty && change.memberships.isEmpty {
+                    effect.changes.changes[id] = nil
+                    effect.changes.order.removeAll { $0 == id }
+                    emptied = true
+                } else {
+                    effect.changes.changes[id] = change
+                }
+            }
+        }
         if emptied { removeEmptiedEffects() }
     }
 

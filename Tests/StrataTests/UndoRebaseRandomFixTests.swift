@@ -70,6 +70,16 @@ struct UndoRebaseRandomFixTests {
                 default:
                     try context.save()
                 }
+                if ProcessInfo.processInfo.environment["STRATA_REBASE_SHOW"] != nil {
+                    func name(_ object: ManagedObject?) -> String { (object?.value(forKey: "name") ?? object?.value(forKey: "lastName")) as? String ?? "-" }
+                    var line = "SHOW \(index) \(step.op):\(step.player):\(step.team)"
+                    for id in players { line += " \(name(try context.existingObject(with: id)))=\(name(try context.existingObject(with: id).value(forKey: "team") as? ManagedObject))" }
+                    for id in teams {
+                        let team = try context.existingObject(with: id)
+                        line += " \(name(team))[\(((team.value(forKey: "players") as? Set<ManagedObject>) ?? []).map { name($0) }.sorted().joined(separator: ","))]"
+                    }
+                    print(line)
+                }
                 try UndoRelationshipRebaseTests.agree(context, players, teams, "step \(index) (\(step.op):\(step.player):\(step.team))")
             }
             try context.save()
@@ -132,5 +142,12 @@ struct UndoRebaseRandomFixTests {
         // Pat to Herons, undone; another writer moves Pat to Herons (the undone group's move
         // then changes nothing: its team entries went), then to Comets; redo.
         try await Self.play(Self.steps("0:0:1,3:2:0,2:0:1,2:0:2,4:2:1"))
+    }
+    @Test("seed 75: a pending undo of a saved move that a later move superseded, which another writer saved too, is not saved over the store's team")
+    func pendingUndoSupersededThenSaved() async throws {
+        // Pat to Comets (rebased over another writer's Herons), saved, undone (pending: Herons);
+        // Pat to Otters, to no team, both undone, Otters redone; another writer saves Otters
+        // too, merged; save; redo.
+        try await Self.play(Self.steps("1:0:2,2:0:1,5:1:1,3:0:1,1:0:0,0:0:3,3:2:2,3:1:1,4:1:3,2:0:0,5:0:0,4:1:3"))
     }
 }
