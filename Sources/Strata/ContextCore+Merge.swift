@@ -464,23 +464,35 @@ extension ContextCore {
             }
             if changed { group.changes[id] = change }
         }
-        for (group, _) in unsavedChain() { visit(group) }
+        let chain = unsavedChain(id, property.name)
+        for (group, _) in chain { visit(group) }
         for group in journal.undoStack { visit(group) }
-        for group in journal.redoStack { visit(group) }
-        for effect in pending where effect.kind == .user { visit(effect.changes) }
+        // Not the redo stack's groups under a saved one (left out of the chain): they are
+        // redone after it, from its members, not the store's.
+        let under = Set(journal.redoStack.map(ObjectIdentifier.init)).subtracting(chain.map { ObjectIdentifier($0.group) })
+        for effect in pending where effect.kind == .user && !under.contains(ObjectIdentifier(effect.changes)) { visit(effect.changes) }
     }
 
     /// The context's unsaved undo groups in the order their changes were made on top of the
     /// store's state: the unsaved top of the undo stack (oldest first), the open group, then
     /// the redo stack from its top; `done` is false for the groups undone.
-    func unsavedChain() -> [(group: UndoGroup, done: Bool)] {
+    /// With `id` and `key`: the redo stack's groups only down to the first saved group that
+    /// changes that property — those under it are redone after it, from its value, not the
+    /// store's.
+    func unsavedChain(_ id: ManagedObjectID? = nil, _ key: String? = nil) -> [(group: UndoGroup, done: Bool)] {
         func rebased(_ group: UndoGroup) -> Bool { group.saved == nil && !group.pushed && !group.fromLog && group.parts.isEmpty }
         var chain: [(group: UndoGroup, done: Bool)] = []
         for group in journal.undoStack.reversed().prefix(while: { $0.saved == nil && !$0.fromLog }).reversed() where rebased(group) {
             chain.append((group, true))
         }
         if !journal.open.isEmpty { chain.append((journal.open, true)) }
-        for group in journal.redoStack.reversed() where rebased(group) { chain.append((group, false)) }
+        for group in journal.redoStack.reversed() {
+            guard rebased(group) else {
+                if let id, let key, let change = group.changes[id], change.old[key] != nil || change.new[key] != nil { break }
+                continue
+            }
+            chain.append((group, false))
+        }
         return chain
     }
 
@@ -564,7 +576,7 @@ extension ContextCore {
     }
 
     private func rebaseInverseGroups(_ move: ToOneMove) {
-        let chain = unsavedChain()
+        let chain = unsavedChain(move.object.objectID, move.property.name)
         guard !chain.isEmpty else { return }
         let id = move.object.objectID, key = move.property.name, inverse = move.inverse.name, ordered = move.inverse.isOrdered
         func touches(_ group: UndoGroup) -> Bool {
@@ -723,7 +735,17 @@ extension ContextCore {
         }
         for group in unsaved { visit(group, done: true) }
         visit(journal.open, done: true)
-        for group in journal.redoStack.reversed() { visit(group, done: false) }
+        // The redo stack, each property down to the first saved group changing it: the groups
+        // under it are redone after it, from its value, not the store's.
+        for group in journal.redoStack.reversed() {
+            guard group.saved == nil, !group.pushed, !group.fromLog, group.parts.isEmpty else {
+                if let change = group.changes[id] {
+                    keys.removeAll { change.old[$0.name] != nil || change.new[$0.name] != nil }
+                }
+                continue
+            }
+            visit(group, done: false)
+        }
         // A pending undo or redo of saved work below the done groups whose change of the
         // property went (the store now holds the context's value) writes it no more either,
         // as a merge policy's adoption drops it (`fixPendingJournal`): before, the save wrote

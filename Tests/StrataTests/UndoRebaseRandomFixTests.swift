@@ -150,4 +150,14 @@ struct UndoRebaseRandomFixTests {
         // too, merged; save; redo.
         try await Self.play(Self.steps("1:0:2,2:0:1,5:1:1,3:0:1,1:0:0,0:0:3,3:2:2,3:1:1,4:1:3,2:0:0,5:0:0,4:1:3"))
     }
+    @Test("seed 124: an undone group under a saved group on the redo stack starts from that group's team, not the merged one; redo both; both sides agree")
+    func redoneGroupUnderSavedRedo() async throws {
+        // Rae to Comets, to Otters; the second undone; saved; the first (saved) undone; another
+        // writer moves Rae to Herons, merged; redo the saved move, then Rae's move to Otters.
+        try await Self.play(Self.steps("1:2:2,1:2:0,3:2:1,5:1:0,3:0:1,2:2:1,4:2:1,4:0:3"))
+    }
+    @Test("seed 52: an undone group under a saved group on the redo stack that moves another player is rebased; redo both; both sides agree")
+    func redoneGroupUnderSavedRedoOfOtherPlayer() async throws {
+        try await Self.play(Self.steps("1:2:2,2:0:3,1:0:0,5:2:2,3:1:3,0:0:2,3:2:2,3:1:0,5:2:0,2:0:0,4:1:3,4:2:3"))
+    }
 }
