@@ -464,23 +464,35 @@ extension ContextCore {
             }
             if changed { group.changes[id] = change }
         }
-        for (group, _) in unsavedChain() { visit(group) }
+        let chain = unsavedChain(id, property.name)
+        for (group, _) in chain { visit(group) }
         for group in journal.undoStack { visit(group) }
-        for group in journal.redoStack { visit(group) }
-        for effect in pending where effect.kind == .user { visit(effect.changes) }
+        // Not the redo stack's groups under a saved one (left out of the chain): they are
+        // redone after it, from its members, not the store's.
+        let under = Set(journal.redoStack.map(ObjectIdentifier.init)).subtracting(chain.map { ObjectIdentifier($0.group) })
+        for effect in pending where effect.kind == .user && !under.contains(ObjectIdentifier(effect.changes)) { visit(effect.changes) }
     }
 
     /// The context's unsaved undo groups in the order their changes were made on top of the
     /// store's state: the unsaved top of the undo stack (oldest first), the open group, then
     /// the redo stack from its top; `done` is false for the groups undone.
-    func unsavedChain() -> [(group: UndoGroup, done: Bool)] {
+    /// With `id` and `key`: the redo stack's groups only down to the first saved group that
+    /// changes that property — those under it are redone after it, from its value, not the
+    /// store's.
+    func unsavedChain(_ id: ManagedObjectID? = nil, _ key: String? = nil) -> [(group: UndoGroup, done: Bool)] {
         func rebased(_ group: UndoGroup) -> Bool { group.saved == nil && !group.pushed && !group.fromLog && group.parts.isEmpty }
         var chain: [(group: UndoGroup, done: Bool)] = []
         for group in journal.undoStack.reversed().prefix(while: { $0.saved == nil && !$0.fromLog }).reversed() where rebased(group) {
             chain.append((group, true))
         }
         if !journal.open.isEmpty { chain.append((journal.open, true)) }
-        for group in journal.redoStack.reversed() where rebased(group) { chain.append((group, false)) }
+        for group in journal.redoStack.reversed() {
+            guard rebased(group) else {
+                if let id, let key, let change = group.changes[id], change.old[key] != nil || change.new[key] != nil { break }
+                continue
+            }
+            chain.append((group, false))
+        }
         return chain
     }
 
@@ -564,7 +576,7 @@ extension ContextCore {
     }
 
     private func rebaseInverseGroups(_ move: ToOneMove) {
-        let chain = unsavedChain()
+        let chain = unsavedChain(move.object.objectID, move.property.name)
         guard !chain.isEmpty else { return }
         let id = move.object.objectID, key = move.property.name, inverse = move.inverse.name, ordered = move.inverse.isOrdered
         func touches(_ group: UndoGroup) -> Bool {
@@ -590,45 +602,50 @@ extension ContextCore {
             }
         }
         let first = chain.firstIndex { touches($0.group) }
-        // Before the first group changing the to-one the object is where the store has it: in
-        // the new destination's members, in no other's (an intermediate destination of groups
-        // whose change the store now equals included).
-        for (group, _) in chain[..<(first ?? chain.count)] {
-            for owner in owners(group) { edit(group, owner, old: true, new: true, owner == move.to ? join : leave) }
+        // A pending undo or redo of saved work changing the to-one stands between the store
+        // and the groups while the object keeps its own destination: they start from the
+        // undo's (the first group's old value, or the object's), not the store's, and keep
+        // their to-one values. An object holding no change follows the store: so do they.
+        let pendingStart = move.object.changes[key] != nil && pendingUndoOrRedo(changes: id, key)
+        // Every group's entries of the inverse list the object where the to-ones put it: before
+        // the first group changing the to-one, where the store has it now (in the new
+        // destination's members, in no other's: an intermediate destination of groups whose
+        // change the store now equals included); after each group changing it, in its new
+        // destination's only. Before, only the first such group was followed, and a later one
+        // moving the object out of the new stored destination kept it listed there (the
+        // destination's own to-many rebase adds the other writer's member to every group).
+        var position: ManagedObjectID? = move.to
+        if pendingStart {
+            position = first.flatMap { chain[$0].group.changes[id]?.old[key] }.map { $0.ids.first } ?? move.object.currentValue(move.property).ids.first
         }
-        if let first {
-            let group = chain[first].group
-            for owner in owners(group) where owner != move.to { edit(group, owner, old: true, new: false, leave) }
-            let leavesNew = group.changes[id]?.new[key].map { $0.ids.first != move.to } ?? false
-            if let to = move.to {
-                if leavesNew {
-                    if var change = group.changes[to], change.kind == .updated, change.old[inverse] != nil || change.new[inverse] != nil {
-                        if let value = change.old[inverse] { change.old[inverse] = join(value) }
-                        if let value = change.new[inverse] { change.new[inverse] = leave(value) }
-                        group.changes[to] = change
-                    } else if group.changes[to] == nil || group.changes[to]?.kind == .updated, let destination = object(with: to) {
-                        // The destination's members before the group: the last earlier group's, or the store's.
-                        let earlier = chain[..<first].last { $0.group.changes[to]?.new[inverse] != nil }?.group.changes[to]?.new[inverse]
-                        let stored = destination.committedValue(move.inverse)
-                            ?? (move.inverse.isRecorded ? move.inverse.emptyValue : derivedValue(destination, move.inverse))
-                        if let members = earlier ?? stored {
-                            let before = join(members)
-                            var change = group.changes[to] ?? ObjectChange(kind: .updated)
-                            change.old[inverse] = before
-                            change.new[inverse] = leave(before)
-                            if group.changes[to] == nil { group.order.append(to) }
-                            group.changes[to] = change
-                        }
-                    }
-                    // Later groups, up to the next that changes the to-one, don't list it there.
-                    for (later, _) in chain[(first + 1)...] {
-                        let next = touches(later)
-                        edit(later, to, old: true, new: !next, leave)
-                        if next { break }
-                    }
-                } else {
-                    edit(group, to, old: true, new: true, join)
+        for (index, (group, _)) in chain.enumerated() {
+            let before = position
+            if let change = group.changes[id], change.kind == .updated, let new = change.new[key] { position = new.ids.first }
+            // A group moving the object has entries for both destinations: one is made where
+            // the group has none (the new stored destination the first group now takes the
+            // object out of; a destination whose entry an earlier rebase dropped as changing
+            // nothing, when the group's to-one did neither then). Before, a redo moved the
+            // object without listing it there.
+            if before != position {
+                for end in [before, position].compactMap({ $0 }) {
+                    let hasEntry = group.changes[end].map { $0.old[inverse] != nil || $0.new[inverse] != nil } ?? false
+                    guard !hasEntry, group.changes[end] == nil || group.changes[end]?.kind == .updated, let destination = object(with: end)
+                    else { continue }
+                    // The destination's members before the group: the last earlier group's, or the store's.
+                    let earlier = chain[..<index].last { $0.group.changes[end]?.new[inverse] != nil }?.group.changes[end]?.new[inverse]
+                    let stored = destination.committedValue(move.inverse)
+                        ?? (move.inverse.isRecorded ? move.inverse.emptyValue : derivedValue(destination, move.inverse))
+                    guard let members = earlier ?? stored else { continue }
+                    var change = group.changes[end] ?? ObjectChange(kind: .updated)
+                    change.old[inverse] = members
+                    change.new[inverse] = members
+                    if group.changes[end] == nil { group.order.append(end) }
+                    group.changes[end] = change
                 }
+            }
+            for owner in owners(group) {
+                edit(group, owner, old: true, new: false, owner == before ? join : leave)
+                edit(group, owner, old: false, new: true, owner == position ? join : leave)
             }
         }
         // Entries the rebase left changing nothing go.
@@ -679,12 +696,17 @@ extension ContextCore {
             {
                 continue
             }
+            // A pending undo or redo of saved work changing it stands between the store and
+            // the unsaved groups while the context keeps its own value (its change wins the
+            // merge): they start from the undo's (redo's) value, which the merge doesn't change.
+            if object.changes[property.name] != nil, pendingUndoOrRedo(changes: object.objectID, property.name) { continue }
             let now = object.committed?[property.name] ?? property.emptyValue
             if PropertyValue.differ(before?[property.name] ?? property.emptyValue, now) { keys.append((property.name, now)) }
         }
         guard !keys.isEmpty else { return }
         let id = object.objectID
         var started: Set<String> = []
+        var superseded: Set<String> = []
         var emptied = false
         func visit(_ group: UndoGroup, done: Bool) {
             guard group.saved == nil, !group.pushed, !group.fromLog, group.parts.isEmpty, var change = group.changes[id], change.kind == .updated
@@ -694,6 +716,7 @@ extension ContextCore {
                 if done && object.changes[key] == nil {
                     change.old[key] = nil
                     change.new[key] = nil
+                    superseded.insert(key)
                 } else if started.insert(key).inserted {
                     change.old[key] = value
                 } else {
@@ -712,7 +735,41 @@ extension ContextCore {
         }
         for group in unsaved { visit(group, done: true) }
         visit(journal.open, done: true)
-        for group in journal.redoStack.reversed() { visit(group, done: false) }
+        // The redo stack, each property down to the first saved group changing it: the groups
+        // under it are redone after it, from its value, not the store's.
+        for group in journal.redoStack.reversed() {
+            guard group.saved == nil, !group.pushed, !group.fromLog, group.parts.isEmpty else {
+                if let change = group.changes[id] {
+                    keys.removeAll { change.old[$0.name] != nil || change.new[$0.name] != nil }
+                }
+                continue
+            }
+            visit(group, done: false)
+        }
+        // A pending undo or redo of saved work below the done groups whose change of the
+        // property went (the store now holds the context's value) writes it no more either,
+        // as a merge policy's adoption drops it (`fixPendingJournal`): before, the save wrote
+        // the undo's value, which the dropped change had replaced, over the store's — the
+        // other writer's — and the context then held it.
+        if !superseded.isEmpty {
+            for effect in pending where effect.kind != .user {
+                guard var change = effect.changes.changes[id], change.kind == .updated else { continue }
+                var dropped = false
+                for key in superseded where change.old[key] != nil || change.new[key] != nil {
+                    change.old[key] = nil
+                    change.new[key] = nil
+                    dropped = true
+                }
+                guard dropped else { continue }
+                if change.old.isEmpty && change.new.isEmpty && change.memberships.isEmpty {
+                    effect.changes.changes[id] = nil
+                    effect.changes.order.removeAll { $0 == id }
+                    emptied = true
+                } else {
+                    effect.changes.changes[id] = change
+                }
+            }
+        }
         if emptied { removeEmptiedEffects() }
     }
 

@@ -1703,7 +1703,18 @@ final class ContextCore {
                         // of it changes the property; otherwise it is another writer's
                         // value, merged, refreshed or loaded since, and undoing would
                         // overwrite it: the group's value is then what the store must hold.
-                        if same(committed, replaced) || pendingUndoOrRedo(changes: id, key) { expected = committed }
+                        let pendingChange = pendingUndoOrRedo(changes: id, key)
+                        if pendingChange, !property.isToMany {
+                            // A pending undo or redo of later saved work must have put back the
+                            // value the group replaces: one a merge rebased that work to (§16.1)
+                            // is another writer's, saved after the group, and applying the group
+                            // would overwrite it (before, it did, and its far sides disagreed).
+                            let current = known.currentValue(property)
+                            if !same(current, replaced) {
+                                throw ContextError.undoConflict(object: id.description, property: key, expected: replaced.text, found: current.text)
+                            }
+                        }
+                        if same(committed, replaced) || pendingChange { expected = committed }
                     }
                     guard let stored else {
                         throw ContextError.undoConflict(object: id.description, property: key, expected: expected.text, found: "a deleted object")
@@ -1839,7 +1850,7 @@ final class ContextCore {
     }
 
     /// Whether a pending (unsaved) undo or redo of saved work changes `key` of `id`.
-    private func pendingUndoOrRedo(changes id: ManagedObjectID, _ key: String) -> Bool {
+    func pendingUndoOrRedo(changes id: ManagedObjectID, _ key: String) -> Bool {
         pending.contains { effect in
             // A child's undo or redo of a group it pushed is a user effect of that group.
             guard effect.kind != .user || effect.source.pushed, let change = effect.changes.changes[id] else { return false }
