@@ -452,65 +452,19 @@ struct UndoRelationshipRebaseTests {
 
     @Test("randomized: moves here and saved elsewhere, merges, undo, redo and saves keep both sides agreeing (steps: STRATA_REBASE_STEPS, default 60)")
     func randomizedMovesKeepSidesAgreeing() async throws {
-        let steps = ProcessInfo.processInfo.environment["STRATA_REBASE_STEPS"].flatMap(Int.init) ?? 60
-        let dir = try TemporaryDirectory()
-        let league = try await Self.league(dir)
-        let players = try await privateContext(league.coordinator).perform { (context: isolated ManagedObjectContext) throws -> [ManagedObjectID] in
-            var added: [ManagedObject] = []
-            for name in ["Quinn", "Rae"] {
-                let player = try context.insertNewObject(forEntityName: "Player")
-                player.setValue(name, forKey: "lastName")
-                player.setValue(try context.existingObject(with: league.herons), forKey: "team")
-                added.append(player)
-            }
-            try context.save()
-            return [league.pat] + added.map(\.objectID)
+        let count = ProcessInfo.processInfo.environment["STRATA_REBASE_STEPS"].flatMap(Int.init) ?? 60
+        var random = SeededGenerator(state: ProcessInfo.processInfo.environment["STRATA_REBASE_SEED"].flatMap(UInt64.init) ?? 28)
+        // Three players (Pat, Quinn, Rae), the league's teams and "no team" (teams.count).
+        let teamCount = 3
+        let steps = (0..<count).map { _ in
+            let player = Int.random(in: 0..<3, using: &random)
+            let team = Int.random(in: 0...teamCount, using: &random)
+            return UndoRebaseRandomFixTests.Step(op: Int.random(in: 0..<6, using: &random), player: player, team: team)
         }
-        let other = privateContext(league.coordinator, name: "other")
-        let teams = league.teams
-        try await privateContext(league.coordinator, name: "mine").perform { (context: isolated ManagedObjectContext) throws in
-            var random = SeededGenerator(state: ProcessInfo.processInfo.environment["STRATA_REBASE_SEED"].flatMap(UInt64.init) ?? 28)
-            for step in 0..<steps {
-                let player = players[Int.random(in: 0..<players.count, using: &random)]
-                let team = Int.random(in: 0...teams.count, using: &random)
-                let label = "step \(step)"
-                let op = Int.random(in: 0..<6, using: &random)
-                if ProcessInfo.processInfo.environment["STRATA_REBASE_TRACE"] != nil {
-                    print("TRACE \(step) op \(op) player \(players.firstIndex(of: player) ?? -1) team \(team)")
-                }
-                switch op {
-                case 0, 1:
-                    try context.existingObject(with: player).setValue(team < teams.count ? try context.existingObject(with: teams[team]) : nil, forKey: "team")
-                    context.processPendingChanges()
-                case 2:
-                    let save = try other.performAndWait { (other: isolated ManagedObjectContext) throws -> ContextDidSave? in
-                        try other.existingObject(with: player).setValue(
-                            team < teams.count ? try other.existingObject(with: teams[team]) : nil, forKey: "team")
-                        var captured: ContextDidSave?
-                        let token = other.addObserver { note in
-                            if case .didSave(let save) = note.notification { captured = save }
-                        }
-                        try other.save()
-                        other.removeObserver(token)
-                        return captured  // none when the player was there already
-                    }
-                    if let save { context.mergeChanges(fromContextDidSave: save) }
-                case 3:
-                    do { try context.undo() } catch ContextError.undoConflict { /* saved work another writer changed since */ }
-                case 4:
-                    do { try context.redo() } catch ContextError.undoConflict {}
-                default:
-                    try context.save()
-                }
-                try Self.agree(context, players, teams, label)
-            }
-            try context.save()
-            try Self.agree(context, players, teams, "saved")
+        if ProcessInfo.processInfo.environment["STRATA_REBASE_TRACE"] != nil {
+            print("TRACE " + steps.map { "\($0.op):\($0.player):\($0.team)" }.joined(separator: ","))
         }
-        try await privateContext(try openCoordinator(dir, model: try SeedModels.leagueManager)).perform {
-            (context: isolated ManagedObjectContext) throws in
-            try Self.agree(context, players, teams, "reopened")
-        }
+        try await UndoRebaseRandomFixTests.play(steps)
     }
 
     @Test("a many-to-many member another context added too: undo doesn't remove the other writer's member; redo; save and reopen")
