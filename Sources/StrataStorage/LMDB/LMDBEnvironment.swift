@@ -452,8 +452,10 @@ public final class LMDBEnvironment: @unchecked Sendable {
     /// the writer to publish it (a live one is finishing its meta page's sync); if it hasn't,
     /// it takes LMDB's writer lock and lets it go (writing nothing), which publishes the
     /// commit, and begins again. Not in a read nested in another transaction on the same
-    /// thread, nor while another thread of the process holds the writer gate (a write there
-    /// publishes it), nor on an environment opened `MDB_RDONLY` (it can't take the lock).
+    /// thread, nor while a thread of this process holds the writer gate (the newer commit is
+    /// its own, about to be published, or a write there publishes it: the read takes the
+    /// snapshot it has, without waiting), nor on an environment opened `MDB_RDONLY` (it
+    /// can't take the lock).
     public func read<R>(_ body: (borrowing LMDBTransaction) throws -> R) throws -> R {
         let nested = resizeGate.isHeldByCurrentThread
         var caughtUp = false
@@ -467,7 +469,9 @@ public final class LMDBEnvironment: @unchecked Sendable {
                 } catch let error as LMDBError where error.code == .mapResized {
                     return .resized
                 }
-                if !nested, !caughtUp, isBehindNewestCommit(txn) {
+                // While a thread of this process holds the writer gate, a commit newer than the
+                // snapshot is that live writer's (or one its next write publishes): no wait.
+                if !nested, !caughtUp, !writerGate.isHeld, isBehindNewestCommit(txn) {
                     mdb_txn_abort(txn)
                     return .behind
                 }

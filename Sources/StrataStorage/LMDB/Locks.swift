@@ -96,6 +96,9 @@ final class WriterGate: Sendable {
         return try body()
     }
 
+    /// Whether some thread of this process holds the gate (is writing, or holding writes).
+    var isHeld: Bool { owner.load(ordering: .acquiring) != 0 }
+
     /// Runs `body` holding the gate if no thread holds it now (`pthread_mutex_trylock`);
     /// otherwise does nothing.
     func ifFree(_ body: () -> Void) {
