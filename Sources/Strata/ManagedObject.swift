@@ -491,9 +491,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// optional, else `value` itself. Before, a nil optional was kept as an invalid value
     /// and refused only at save ("holds string values, not nil").
     static func unwrapped(_ value: Any) -> Any? {
-        if isNull(value) { return nil }
-        guard let optional = value as? any OptionalValue else { return value }
-        return optional.wrappedAny.flatMap(unwrapped)
+        OptionalUnwrapper.flatten(value)
     }
 
     /// Sets the property at the end of a dotted key path (`setValue(_:forKeyPath:)`): each
@@ -1167,21 +1165,5 @@ public struct MutableRelationship {
         // puts it (and a look everywhere makes sure of an answer of no).
         if !ordered, PropertyValue.position(of: object.objectID, in: ids).found { return true }
         return ids.contains(object.objectID)
-    }
-}
-
-/// An `Optional` seen through an `Any`: lets a setter tell `Optional<T>.none as Any` (nil)
-/// from a value (``ManagedObject/unwrapped(_:)``).
-protocol OptionalValue {
-    /// The wrapped value, nil for `.none`.
-    var wrappedAny: Any? { get }
-}
-
-extension Optional: OptionalValue {
-    var wrappedAny: Any? {
-        switch self {
-        case .some(let wrapped): wrapped
-        case .none: nil
-        }
     }
 }
