@@ -15,11 +15,13 @@ struct LogCommand: ParsableCommand {
             HistoryRequest.transactionPredicate) select transactions; --entity, --object and
             --property select changes, and a transaction is shown only with the changes that
             match. --from and --to take a sequence number or an ISO 8601 date/time (UTC unless
-            it has an offset; to the microsecond) and are inclusive.
+            it has an offset; to the microsecond) and are inclusive. --last N shows the newest N
+            matching transactions (read from the end of the log), --limit N the oldest N.
 
             Examples:
               strata log League.strata
               strata log League.strata --from 100 --to 120
+              strata log League.strata --last 5
               strata log League.strata --from 2026-03-01T09:00:00Z --author importer
               strata log League.strata --object x-strata://6F1C…/Player/p12 --property team
               strata log League.strata --kind undo --format ndjson | jq .sequence
@@ -60,6 +62,12 @@ struct LogCommand: ParsableCommand {
     @Option(help: "Only changes that touch this property (inserts and deletes touch every property they hold).")
     var property: String?
 
+    @Option(help: ArgumentHelp("Only the newest N matching transactions (still shown oldest first); read from the end of the log.", valueName: "n"))
+    var last: Int?
+
+    @Option(help: ArgumentHelp("At most N matching transactions, the oldest first.", valueName: "n"))
+    var limit: Int?
+
     @Option(help: "text, json (one document) or ndjson (one transaction per line).")
     var format: OutputFormat = .text
 
@@ -80,6 +88,11 @@ struct LogCommand: ParsableCommand {
         }
         if case .date(let a) = from, case .date(let b) = to, a > b {
             throw ValidationError("--from \(Timestamps.format(a)) is after --to \(Timestamps.format(b))")
+        }
+        if let last, last < 1 { throw ValidationError("--last \(last) is not a positive number of transactions") }
+        if let limit, limit < 1 { throw ValidationError("--limit \(limit) is not a positive number of transactions") }
+        if last != nil && limit != nil {
+            throw ValidationError("--last and --limit can't be combined: --last takes the newest matches, --limit the oldest")
         }
         _ = try parsedPredicate()
     }
@@ -152,22 +165,26 @@ struct LogCommand: ParsableCommand {
                 }
                 var written = 0
                 guard first <= last else { return finish(out, written: written) }
-                let body: (TransactionEvent) throws -> IterationDecision = { event in
+                /// The event's groups to show, or nil when the filters reject it.
+                func matching(_ event: TransactionEvent) -> [ChangeGroup]? {
                     // Not .stop: timestamps needn't rise with the sequence (a draft may carry its
                     // own; writers in several processes), so a later event may be earlier.
-                    if let toDate, event.timestamp > toDate { return .next }
-                    if let fromDate, event.timestamp < fromDate { return .next }
-                    if let author, event.author != author { return .next }
-                    if let context, event.contextName != context { return .next }
-                    if let kind, !matches(kind, event.kind) { return .next }
+                    if let toDate, event.timestamp > toDate { return nil }
+                    if let fromDate, event.timestamp < fromDate { return nil }
+                    if let author, event.author != author { return nil }
+                    if let context, event.contextName != context { return nil }
+                    if let kind, !matches(kind, event.kind) { return nil }
                     if predicate != nil {
                         let header = EventHeader(
                             sequence: event.sequence, timestamp: event.timestamp, author: event.author, contextName: event.contextName,
                             processID: event.processID)
-                        if !accepted(header) { return .next }
+                        if !accepted(header) { return nil }
                     }
                     let groups = filter.groups(of: event)
-                    if filter.isActive && groups.isEmpty { return .next }
+                    if filter.isActive && groups.isEmpty { return nil }
+                    return groups
+                }
+                func emit(_ event: TransactionEvent, _ groups: [ChangeGroup]) {
                     switch format {
                     case .text:
                         if written > 0 { out.line() }
@@ -178,6 +195,44 @@ struct LogCommand: ParsableCommand {
                         out.line(ValueRendering.eventJSON(event, groups: groups, log))
                     }
                     written += 1
+                }
+                if let wanted = self.last {
+                    // The newest matches: read windows back from the end, each twice the one
+                    // before, until enough match or the range is read. Each event is decoded once.
+                    var found: [(TransactionEvent, [ChangeGroup])] = []
+                    var window = UInt64(max(wanted * 2, 64))
+                    var high = last
+                    var remaining = only.map { $0[...] }
+                    while found.count < wanted {
+                        var batch: [(TransactionEvent, [ChangeGroup])] = []
+                        let collect: (TransactionEvent) throws -> IterationDecision = { event in
+                            if let groups = matching(event) { batch.append((event, groups)) }
+                            return .next
+                        }
+                        if let list = remaining {
+                            guard !list.isEmpty else { break }
+                            let take = list.suffix(Int(min(window, UInt64(list.count))))
+                            try reader.forEachEvent(among: Array(take), collect)
+                            remaining = list.dropLast(take.count)
+                        } else {
+                            let low = high - first + 1 > window ? high - window + 1 : first
+                            try reader.forEachEvent(from: low, through: high, where: headerFilter, collect)
+                            guard low > first else {
+                                found.insert(contentsOf: batch, at: 0)
+                                break
+                            }
+                            high = low - 1
+                        }
+                        found.insert(contentsOf: batch, at: 0)
+                        window = window > UInt64.max / 2 ? window : window * 2
+                    }
+                    for (event, groups) in found.suffix(wanted) { emit(event, groups) }
+                    return finish(out, written: written)
+                }
+                let body: (TransactionEvent) throws -> IterationDecision = { event in
+                    guard let groups = matching(event) else { return .next }
+                    emit(event, groups)
+                    if let limit, written >= limit { return .stop }
                     return .next
                 }
                 if let only {
