@@ -1,6 +1,10 @@
 import Foundation
+import StrataLog
 import StrataTestSupport
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `strata log --last N` and `--limit N` on a long log whose first half is compacted
 /// (`ScaleLogCommandTests.makeLongStore`): `--last` reads windows back from the end of the
@@ -79,6 +83,94 @@ struct LogWindowCommandTests {
             #expect(result.status == 64, "\(arguments)")
             #expect(result.standardError.contains(message), "\(arguments): \(result.standardError)")
             #expect(result.standardOutput.isEmpty)
+        }
+    }
+}
+
+/// `strata log --follow`: the real binary left running while this process commits.
+@Suite("strata log --follow")
+struct LogFollowCommandTests {
+    /// Reads a child's standard output line by line, waiting at most a deadline for each
+    /// (a guard against a hang, not a measurement).
+    final class LineReader {
+        let descriptor: Int32
+        var pending: [UInt8] = []
+        init(_ handle: FileHandle) { descriptor = handle.fileDescriptor }
+
+        func line(within seconds: Double = 60) throws -> String? {
+            let deadline = Date().addingTimeInterval(seconds)
+            while true {
+                if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: pending[..<newline], as: UTF8.self)
+                    pending.removeSubrange(...newline)
+                    return line
+                }
+                let left = deadline.timeIntervalSinceNow
+                guard left > 0 else { return nil }
+                var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                guard poll(&poller, 1, Int32(min(left, 1) * 1000)) > 0 else { continue }
+                var chunk = [UInt8](repeating: 0, count: 4096)
+                let count = read(descriptor, &chunk, chunk.count)
+                guard count > 0 else { return nil }  // the child closed its output
+                pending.append(contentsOf: chunk[..<count])
+            }
+        }
+
+        /// The sequences of the next `count` ndjson lines.
+        func sequences(_ count: Int) throws -> [Int] {
+            try (0..<count).map { _ in
+                let line = try #require(try self.line(), "no line from strata log --follow")
+                let transaction = try #require(try parseJSON(line) as? [String: Any])
+                return try #require(transaction["sequence"] as? Int)
+            }
+        }
+    }
+
+    @Test("--last N --follow: the newest matches, then each new matching transaction as it commits, across a compaction")
+    func followsCommits() throws {
+        let store = try ScaleLogCommandTests.makeLongStore(count: 30)
+        let process = ChildProcess()
+        process.executableURL = BuildProducts.executable("strata")
+        process.arguments = ["log", store.path, "--format", "ndjson", "--last", "2", "--follow", "--author", "bob"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        let reader = LineReader(output.fileHandleForReading)
+        #expect(try reader.sequences(2) == [27, 29])
+
+        let log = try EventLog(openingExistingAt: store.path, readOnly: false)
+        func commit(_ author: String) throws {
+            var draft = TransactionDraft(author: author, contextName: "editor")
+            _ = draft.insert("Player", values: ["name": str("New \(author)")])
+            _ = try log.commit(draft)
+        }
+        try commit("alice")  // 31: not bob's
+        try commit("bob")  // 32
+        try commit("bob")  // 33
+        #expect(try reader.sequences(2) == [32, 33])
+        try log.compact(CompactionRequest(before: 34))
+        try commit("alice")  // 34
+        try commit("bob")  // 35
+        #expect(try reader.sequences(1) == [35])
+        #expect(process.isRunning)
+    }
+
+    @Test("--follow refuses json, --to and --limit (exit 64)")
+    func followRefusals() throws {
+        let store = try ScaleLogCommandTests.makeLongStore(count: 20)
+        for (arguments, message) in [
+            (["--format", "json"], "use --format text or ndjson"),
+            (["--to", "5"], "can't be combined with --to"),
+            (["--limit", "5"], "can't be combined with --limit"),
+        ] {
+            let result = try runProcess(BuildProducts.executable("strata"), ["log", store.path, "--follow"] + arguments)
+            #expect(result.status == 64, "\(arguments)")
+            #expect(result.standardError.contains(message), "\(arguments): \(result.standardError)")
         }
     }
 }
