@@ -1,0 +1,146 @@
+import Foundation
+import StrataLog
+import StrataTestSupport
+import Testing
+
+@testable import Strata
+
+/// A team whose `willSave` stamps `uniformColor` with `setPrimitiveValue` (not recorded for
+/// undo, spec 0006 §9.2), as an app stamps a modification date.
+final class StampedTeam: ManagedObject {
+    override func willSave() {
+        super.willSave()
+        guard !isDeleted else { return }
+        let stamp = "stamp of \(value(forKey: "name") as? String ?? "?")"
+        if value(forKey: "uniformColor") as? String != stamp { setPrimitiveValue(stamp, forKey: "uniformColor") }
+    }
+}
+
+/// Persisted undo (spec 0006 §13) of changes the context didn't record for undo — saved with
+/// registration disabled, or set with `setPrimitiveValue` — which the log marks (spec 0004
+/// §3.2, group flag bit 2); drops of groups recorded while changes wait to be saved; and the
+/// undo record carried by `strata replay --into` (spec 0007).
+@Suite("Contexts: persisted undo of unrecorded changes, drops and copies")
+struct PersistedUndoUnrecordedTests {
+    private static func teamValues(_ context: isolated ManagedObjectContext, _ id: ManagedObjectID) throws -> [String?] {
+        let team = try context.existingObject(with: id)
+        return [team.value(forKey: "name") as? String, team.value(forKey: "uniformColor") as? String]
+    }
+
+    private static func stacks(_ context: isolated ManagedObjectContext) -> (Bool, Bool, String?) {
+        (context.canUndo, context.canRedo, context.undoActionName)
+    }
+
+    @Test("a save made with undo registration disabled isn't undoable after a restart, as it isn't before: undo undoes the group below it")
+    func registrationDisabledSaveNotUndoableAfterRestart() async throws {
+        let dir = try TemporaryDirectory()
+        let (first, teamID) = try await leagueStore(dir)
+        try await editor(first).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Herons", forKey: "name")
+            context.setActionName("Rename")
+            try context.save()
+            context.disableUndoRegistration()
+            team.setValue("red", forKey: "uniformColor")
+            try context.save()
+            context.enableUndoRegistration()
+            #expect(context.undoActionName == "Rename")
+        }
+        let store = try #require(first.persistentStores.first)
+        let event = try store.log.read { try $0.event(try $0.head) }
+        #expect(event.groups.map(\.isRecordedForUndo) == [false], "the log says the save's changes weren't recorded for undo")
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(context.undoActionName == "Rename", "the unrecorded save is not on the undo stack")
+            try context.undo()
+            #expect(try Self.teamValues(context, teamID) == ["Otters", "red"])
+            let undoable = context.canUndo
+            #expect(!undoable)
+            try context.save()
+        }
+        #expect(try store.log.verify().isClean)
+    }
+
+    @Test("a mixed save — a recorded group and a change made with registration disabled — undoes only the recorded group after a restart, and a redo stack the unrecorded change left alone stays")
+    func mixedSaveUndoesOnlyRecordedGroupAfterRestart() async throws {
+        let dir = try TemporaryDirectory()
+        let (first, teamID) = try await leagueStore(dir)
+        let live = try await editor(first).perform { (context: isolated ManagedObjectContext) throws -> (Bool, Bool, String?) in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Kites", forKey: "name")
+            context.setActionName("Kites")
+            try context.save()
+            try context.undo()
+            try context.save()  // Kites on the redo stack
+            team.setValue("Herons", forKey: "name")
+            context.setActionName("Rename")
+            context.processPendingChanges()  // clears the redo stack
+            context.disableUndoRegistration()
+            team.setValue("red", forKey: "uniformColor")
+            context.enableUndoRegistration()
+            try context.save()  // one transaction: the recorded group, then the unrecorded one
+            try context.undo()
+            try context.save()  // Rename on the redo stack, the colour not undone
+            context.disableUndoRegistration()
+            team.setValue("blue", forKey: "uniformColor")
+            context.enableUndoRegistration()
+            try context.save()  // unrecorded: the redo stack stays
+            return Self.stacks(context)
+        }
+        #expect(live.0 == false && live.1 == true)
+        let store = try #require(first.persistentStores.first)
+        let mixed = try store.log.read { try $0.event(try $0.head - 2) }
+        #expect(mixed.groups.map(\.isRecordedForUndo) == [true, false])
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws in
+            let after = Self.stacks(context)
+            #expect(after.0 == live.0 && after.1 == live.1, "the stacks after the restart are the live ones: \(after)")
+            #expect(context.redoActionName == "Rename")
+            try context.redo()
+            #expect(try Self.teamValues(context, teamID) == ["Herons", "blue"])
+            let undoable = context.canUndo
+            #expect(undoable)
+            try context.undo()
+            #expect(try Self.teamValues(context, teamID) == ["Otters", "blue"])
+            let more = context.canUndo
+            #expect(!more, "the colour changes were never undoable")
+            try context.save()
+        }
+        #expect(try store.log.verify().isClean)
+    }
+
+    @Test("a willSave stamp set with setPrimitiveValue, saved with an undo: after a restart the undone group is still on the redo stack and the stamp is no undo group")
+    func willSaveStampKeepsRedoAfterRestart() async throws {
+        let dir = try TemporaryDirectory()
+        let (seeded, teamID) = try await leagueStore(dir)
+        _ = seeded
+        let first = try openCoordinator(dir, model: try SeedModels.leagueManager, classes: [(StampedTeam.self, "Team")])
+        let live = try await editor(first).perform { (context: isolated ManagedObjectContext) throws -> (Bool, Bool, String?) in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Herons", forKey: "name")
+            context.setActionName("Herons")
+            try context.save()
+            team.setValue("Kites", forKey: "name")
+            context.setActionName("Kites")
+            try context.save()
+            try context.undo()
+            try context.save()  // an undo, and willSave's stamp in the same transaction
+            #expect(try Self.teamValues(context, teamID) == ["Herons", "stamp of Herons"])
+            return Self.stacks(context)
+        }
+        #expect(live.0 && live.1 && live.2 == "Herons")
+        let store = try #require(first.persistentStores.first)
+        let undo = try store.log.read { try $0.event(try $0.head) }
+        #expect(undo.groups.map(\.isRecordedForUndo) == [true, false])
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager, classes: [(StampedTeam.self, "Team")])
+        try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws in
+            let after = Self.stacks(context)
+            #expect(after.0 == live.0 && after.1 == live.1 && after.2 == live.2, "the stacks after the restart are the live ones: \(after)")
+            #expect(context.redoActionName == "Kites")
+            try context.redo()
+            #expect(try Self.teamValues(context, teamID)[0] == "Kites")
+            try context.save()
+        }
+        #expect(try store.log.verify().isClean)
+    }
+}
