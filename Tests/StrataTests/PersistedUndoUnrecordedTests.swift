@@ -143,4 +143,60 @@ struct PersistedUndoUnrecordedTests {
         }
         #expect(try store.log.verify().isClean)
     }
+
+    @Test("levelsOfUndo lowered while changes wait to be saved, then a quit that never saves: the saved groups it dropped stay dropped after a restart")
+    func levelsOfUndoDropBeforeQuitStaysDropped() async throws {
+        let dir = try TemporaryDirectory()
+        let (first, teamID) = try await leagueStore(dir)
+        try await editor(first).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            for name in ["One", "Two", "Three"] {
+                team.setValue(name, forKey: "name")
+                try context.save()
+            }
+            team.setValue("red", forKey: "uniformColor")
+            context.processPendingChanges()  // a group waiting to be saved
+            context.levelsOfUndo = 2  // keeps it and Three; One and Two are dropped
+            // …and the app quits without saving.
+        }
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws in
+            try context.undo()
+            #expect(try Self.teamValues(context, teamID) == ["Two", nil])
+            let undoable = context.canUndo
+            #expect(!undoable, "the groups levelsOfUndo dropped don't come back")
+            try context.save()
+        }
+    }
+
+    @Test("removeAllUndoActions() while changes wait to be saved, then a quit that never saves: nothing is undoable after a restart; saving instead still drops the pending group")
+    func removeAllBeforeQuitStaysRemoved() async throws {
+        let dir = try TemporaryDirectory()
+        let (first, teamID) = try await leagueStore(dir)
+        try await editor(first).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Herons", forKey: "name")
+            try context.save()
+            team.setValue("red", forKey: "uniformColor")
+            context.removeAllUndoActions()
+        }
+        let second = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(second).perform { (context: isolated ManagedObjectContext) throws in
+            let (undoable, redoable) = (context.canUndo, context.canRedo)
+            #expect(!undoable && !redoable, "the stacks removeAllUndoActions() cleared stay clear")
+            let team = try context.existingObject(with: teamID)
+            team.setValue("Kites", forKey: "name")
+            try context.save()
+            team.setValue("blue", forKey: "uniformColor")
+            context.processPendingChanges()
+            context.removeAllUndoActions()
+            try context.save()  // writes the dropped group
+        }
+        let third = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(third).perform { (context: isolated ManagedObjectContext) throws in
+            let undoable = context.canUndo
+            #expect(!undoable)
+            #expect(try Self.teamValues(context, teamID) == ["Kites", "blue"])
+        }
+    }
 }
