@@ -199,4 +199,41 @@ struct PersistedUndoUnrecordedTests {
             #expect(try Self.teamValues(context, teamID) == ["Kites", "blue"])
         }
     }
+
+    @Test("strata replay --into carries the undo record: persisted undo in the copy is the original's; a copy through a point before the record was written reads the log as it was")
+    func replayIntoCarriesUndoRecord() async throws {
+        let dir = try TemporaryDirectory()
+        let (first, teamID) = try await leagueStore(dir)
+        try await editor(first).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            for name in ["One", "Two", "Three"] {
+                team.setValue(name, forKey: "name")
+                try context.save()  // 2, 3, 4
+            }
+            context.levelsOfUndo = 1  // recorded at once: only Three stays
+        }
+        let store = try #require(first.persistentStores.first)
+        let strata = BuildProducts.executable("strata")
+        let copy = try TemporaryDirectory()
+        let copied = try runProcess(strata, ["replay", store.log.path, "--into", copy.file("store")])
+        #expect(copied.status == 0, "\(copied.standardError)")
+        let early = try TemporaryDirectory()
+        let earlyCopy = try runProcess(strata, ["replay", store.log.path, "--to", "3", "--into", early.file("store")])
+        #expect(earlyCopy.status == 0, "\(earlyCopy.standardError)")
+
+        for (label, directory, expected) in [("original", dir, ["Two"]), ("copy", copy, ["Two"]), ("copy through 3", early, ["One", "Otters"])] {
+            let coordinator = try openCoordinator(directory, model: try SeedModels.leagueManager)
+            let names = try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws -> [String?] in
+                // The copy has a store UUID of its own: the team is found by fetching.
+                let team = try #require(try context.fetch(FetchRequest(entityName: "Team")).first)
+                var names: [String?] = []
+                while context.canUndo {
+                    try context.undo()
+                    names.append(team.value(forKey: "name") as? String)
+                }
+                return names
+            }
+            #expect(names == expected, "\(label)")
+        }
+    }
 }
