@@ -144,6 +144,34 @@ struct PersistedUndoUnrecordedTests {
         #expect(try store.log.verify().isClean)
     }
 
+    @Test("a group without the mark (as every event written before it, format version 1) is still pushed after a restart; one committed with the mark through the log is not")
+    func unmarkedGroupStillPushedAfterRestart() async throws {
+        let dir = try TemporaryDirectory()
+        let (first, teamID) = try await leagueStore(dir)
+        let store = try #require(first.persistentStores.first)
+        let stored = try #require(teamID.storedID)
+        var unmarked = TransactionDraft(author: "alice", contextName: "editor")
+        unmarked.update(.stored(stored), values: ["name": .attribute(.string("Herons"))])
+        _ = try store.log.commit(unmarked)
+        var marked = TransactionDraft(author: "alice", contextName: "editor")
+        marked.beginGroup(recordedForUndo: false)
+        marked.update(.stored(stored), values: ["uniformColor": .attribute(.string("red"))])
+        _ = try store.log.commit(marked)
+        let events = try store.log.read { reader in [try reader.event(2), try reader.event(3)] }
+        #expect(events.map { $0.groups.map(\.isRecordedForUndo) } == [[true], [false]])
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws in
+            let undoable = context.canUndo
+            #expect(undoable)
+            try context.undo()
+            #expect(try Self.teamValues(context, teamID) == ["Otters", "red"])
+            let more = context.canUndo
+            #expect(!more)
+            try context.save()
+        }
+        #expect(try store.log.verify().isClean)
+    }
+
     @Test("levelsOfUndo lowered while changes wait to be saved, then a quit that never saves: the saved groups it dropped stay dropped after a restart")
     func levelsOfUndoDropBeforeQuitStaysDropped() async throws {
         let dir = try TemporaryDirectory()
