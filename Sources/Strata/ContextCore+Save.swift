@@ -450,10 +450,13 @@ extension ContextCore {
             groupIndex[index] = eventGroups
             eventGroups += 1
         }
-        // Changes the journal didn't see (registration disabled, primitive sets) go last.
+        // Changes the journal didn't see (registration disabled, primitive sets) go last,
+        // marked as not recorded for undo: persisted undo doesn't push them on the undo
+        // stack, which never held them (spec 0006 §13; before, after a restart they were an
+        // unnamed group to undo, and their push cleared the redo stack).
         let reconciliation = self.reconciliation(covered: covered, forParent: forParent)
         if !reconciliation.isEmpty {
-            draft.beginGroup(actionName: nil)
+            draft.beginGroup(actionName: nil, recordedForUndo: false)
             draft.append(contentsOf: reconciliation)
         }
         // Groups dropped since the stacks were last recorded for persisted undo: the stacks

@@ -2081,16 +2081,22 @@ final class ContextCore {
     /// Records the stacks for persisted undo (spec 0004 §10, `undoStacks:`) when groups were
     /// dropped since they were last recorded — by `levelsOfUndo`, `rollback()`, `reset()` or
     /// `removeAllUndoActions()` — so that after a restart the context reads back what it
-    /// holds now, not the groups it dropped (before, they all came back). Only while nothing
-    /// waits to be saved, when every group on the stacks is in the log: otherwise after the
-    /// next save. A store that can't record it (read-only) leaves it for the next time.
+    /// holds now, not the groups it dropped (before, they all came back). While groups of
+    /// new work wait to be saved, their saved groups are recorded at once all the same —
+    /// the unsaved ones, not in the log, left out — so that a quit that never saves doesn't
+    /// bring the dropped ones back (before, nothing was recorded until the next save), and
+    /// the next save records the stacks again with its commit. Not while an undo or redo of
+    /// saved work waits: its group is not where the store has it (done, undone), and the
+    /// next save records it. A store that can't record it (read-only) leaves it for the
+    /// next time.
     func recordUndoCheckpoint() {
-        guard persistsUndo, journal.dropped, parentContext == nil, pending.isEmpty, let store = try? store() else { return }
+        guard persistsUndo, journal.dropped, parentContext == nil, let store = try? store() else { return }
+        guard pending.allSatisfy({ $0.kind == .user }) else { return }
         guard readKeptOlderUndo() else { return }
         let stacks = undoCheckpointStacks { _ in nil }
         do {
             try store.log.setUndoCheckpoint(author: transactionAuthor, contextName: name, undo: stacks.undo, redo: stacks.redo)
-            journal.dropped = false
+            if pending.isEmpty { journal.dropped = false }
         } catch {
             return
         }

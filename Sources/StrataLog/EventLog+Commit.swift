@@ -462,7 +462,8 @@ extension EventLog {
             }
             // Kept even when every change was a no-op, so a draft's groups (those with
             // operations) map one-to-one onto the event's: contexts rely on it for undo.
-            groups.append(ChangeGroup(actionName: group.actionName, changes: changes, origin: group.origin))
+            groups.append(
+                ChangeGroup(actionName: group.actionName, changes: changes, origin: group.origin, recordedForUndo: group.isRecordedForUndo))
             groupBytes.append(w.bytes)
         }
         try writer.applyDeferredDeletes(txn, &deletes)

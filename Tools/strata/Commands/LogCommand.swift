@@ -366,7 +366,9 @@ struct ChangeFilter {
                 case .delete(let id, let before): return .delete(id, before: before.filter { $0.key == property })
                 }
             }
-            return changes.isEmpty ? nil : ChangeGroup(actionName: group.actionName, changes: changes)
+            var filtered = group
+            filtered.changes = changes
+            return changes.isEmpty ? nil : filtered
         }
     }
 }
