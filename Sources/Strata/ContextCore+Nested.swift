@@ -294,12 +294,26 @@ extension ContextCore {
     /// the ID aliases, only while the context has live children (a child hears of a save
     /// only after its running block, so a note sent to it would come too late for a push
     /// from the block that made the parent save).
+    ///
+    /// Only what a live child can need is kept: a move from a version handed to a child
+    /// (``childReadVersions``), and the moves leading to the old version, which now lead to
+    /// the new one (a chain X → old → new is kept as X → new, old → new). A child's version
+    /// of an object is one this context handed out, so no other entry is ever looked up;
+    /// before session 29 every save added a move for each object it wrote, and the table
+    /// grew with every save while children lived.
     func addVersionMoves(_ moves: [ManagedObjectID: (old: UInt64, new: UInt64)]) {
         guard let context, !context.children.contexts(except: nil).isEmpty else {
             versionMoves = [:]
+            childReadVersions = [:]
             return
         }
-        for (id, move) in moves { versionMoves[id, default: [:]][move.old] = move.new }
+        for (id, move) in moves {
+            let handedOut = childReadVersions.removeValue(forKey: id) == move.old
+            var entries = versionMoves[id] ?? [:]
+            for (from, to) in entries where to == move.old { entries[from] = move.new }
+            if handedOut { entries[move.old] = move.new }
+            versionMoves[id] = entries.isEmpty ? nil : entries
+        }
     }
 
     /// The version a child that read `id` at `version` has, counting this context's saves
@@ -361,6 +375,8 @@ extension ContextCore {
             values[name] = object.changes[name] ?? base[name] ?? property.emptyValue
         }
         let version = object.isInsertedFlag ? nil : object.hasCommittedValues ? object.version : object.rowVersion
+        // Handed to a child: a save of this context moving it keeps the move (§18.3).
+        if let version { childReadVersions[object.objectID] = version }
         return ParentSnapshot(values: values, version: version)
     }
 

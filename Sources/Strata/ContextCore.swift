@@ -627,7 +627,14 @@ final class ContextCore {
     /// The store versions this context's saves moved objects from and to (by object, old to
     /// new), while it has live children: what a child read before such a save is counted as
     /// read at the version the save wrote (``versionForChild(_:read:)``).
+    /// Only moves from a version a child may hold are kept — one handed to a child
+    /// (``childReadVersions``), or one an earlier move led to, which the new move then
+    /// replaces (X → old becomes X → new) — so the table follows what children read, not
+    /// every save (before session 29 every save added a move for each object it wrote).
     var versionMoves: [ManagedObjectID: [UInt64: UInt64]] = [:]
+    /// While this context has live children: the version of each object last handed to a
+    /// child (its values read through this context), until a save of this context moves it.
+    var childReadVersions: [ManagedObjectID: UInt64] = [:]
     /// Maps of temporary IDs made permanent not merged into ``idAliases`` yet, oldest first.
     var idAliasBacklog: [[ManagedObjectID: ManagedObjectID]] = []
     /// While a child's save is applied: every object it touches.

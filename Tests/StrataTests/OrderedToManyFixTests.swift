@@ -4,7 +4,8 @@ import StrataTestSupport
 import Testing
 
 /// Session 29: an ordered to-many pushed from a child into its parent and merged from another
-/// writer keeps the other side's changes and order (spec 0006 §16.1, §18.3).
+/// writer keeps the other side's changes and order (spec 0006 §16.1, §18.3), and the nested
+/// contexts' version table stays bounded.
 @Suite("Session 29: ordered to-manys through nested contexts and merges", .serialized)
 struct OrderedToManyFixTests {
     /// Lists with an ordered to-many (entries, inverse to-one Entry.list).
@@ -329,5 +330,38 @@ struct OrderedToManyFixTests {
                 #expect(result == ours.filter { !removedByTheirs.contains($0) }, "\(context)")
             }
         }
+    }
+
+    // MARK: - 4. The version table
+
+    @Test("a parent with a live child keeps version moves only for objects a child read: twenty saves leave at most one")
+    func versionTableStaysBounded() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.model())
+        let (listID, ids) = try await Self.store(coordinator, listed: ["e1", "e2"], loose: ["a", "b", "c"])
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            context.userInfo["list"] = try context.existingObject(with: listID)
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            let list = try context.existingObject(with: listID)
+            for round in 0..<20 {
+                for name in ["a", "b", "c"] { try Self.entry(context, ids, name).setValue("\(name)\(round)", forKey: "name") }
+                list.setValue("L\(round)", forKey: "name")
+                try context.save()
+            }
+            let moves = context.core.versionMoves.values.reduce(0) { $0 + $1.count }
+            #expect(moves <= 1, "moves kept: \(context.core.versionMoves)")
+            #expect(context.core.childReadVersions.count <= 1)
+        }
+        // The child's read still counts as read at the parent's last save: no conflict.
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let list = try #require(context.userInfo["list"] as? ManagedObject)
+            list.mutableOrderedSetValue(forKey: "entries").moveObject(at: 1, to: 0)
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        #expect(try await Self.stored(coordinator, listID, ids).entries == ["e2", "e1"])
     }
 }
