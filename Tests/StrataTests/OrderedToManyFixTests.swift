@@ -185,6 +185,50 @@ struct OrderedToManyFixTests {
         #expect(try await Self.stored(coordinator, listID, ids).entries == ["r", "e1", "e2", "x", "e3", "m"])
     }
 
+    @Test("a child's undo of a pushed append, the parent having inserted a member of its own: no conflict, the push takes back the append only; a member the parent took out since is a conflict")
+    func childUndoOfPushedChangeOverParentsOwn() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.model())
+        let (listID, ids) = try await Self.store(coordinator, listed: ["e1", "e2", "e3"], loose: ["p", "x", "y"])
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            context.userInfo["list"] = try context.existingObject(with: listID)
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            let list = try context.existingObject(with: listID)
+            list.mutableOrderedSetValue(forKey: "entries").insert(try Self.entry(context, ids, "p"), at: 1)
+            context.userInfo["list"] = list
+        }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let list = try #require(context.userInfo["list"] as? ManagedObject)
+            list.mutableOrderedSetValue(forKey: "entries").add(try Self.entry(context, ids, "x"))
+            try context.save()
+            try context.undo()
+            #expect(Self.names(list) == ["e1", "e2", "e3"])
+            try context.save()
+            list.mutableOrderedSetValue(forKey: "entries").add(try Self.entry(context, ids, "y"))
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            let list = try #require(context.userInfo["list"] as? ManagedObject)
+            #expect(Self.names(list) == ["e1", "p", "e2", "e3", "y"])
+            list.mutableOrderedSetValue(forKey: "entries").remove(try Self.entry(context, ids, "y"))
+        }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let list = try #require(context.userInfo["list"] as? ManagedObject)
+            do {
+                try context.undo()
+                Issue.record("undoing the append of y, which the parent took out since, was not refused")
+            } catch ContextError.undoConflict(_, let property, _, _) {
+                #expect(property == "entries")
+            }
+            #expect(Self.names(list) == ["e1", "e2", "e3", "y"], "a refused undo changes nothing")
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        #expect(try await Self.stored(coordinator, listID, ids).entries == ["e1", "p", "e2", "e3"])
+    }
+
     // MARK: - 2. A merge of another writer's change
 
     /// The other writer's change to the list, saved through its own coordinator.
