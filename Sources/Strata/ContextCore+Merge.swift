@@ -359,7 +359,8 @@ extension ContextCore {
                     stored != value
                 else { continue }
                 let had = Set(value.ids), has = Set(stored.ids)
-                rebaseUnsavedGroups(id, property, added: stored.ids.filter { !had.contains($0) }, removed: had.subtracting(has), stored: stored)
+                rebaseUnsavedGroups(
+                    id, property, added: stored.ids.filter { !had.contains($0) }, removed: had.subtracting(has), base: value, stored: stored)
             }
             rebaseUnsavedAttributes(target, before: before)
             moves += movedToOnes(target, before: before)
@@ -406,7 +407,15 @@ extension ContextCore {
             let arrived = theirs.ids.filter { !before.contains($0) }
             let added = arrived.filter { !mine.contains($0) }
             let removed = before.subtracting(now)
-            if !added.isEmpty || !removed.isEmpty {
+            if property.isOrdered {
+                // The context's removals, insertions and moves, done to the store's list (as a
+                // child's are to its parent's, §18.3): the other writer's order stays, also a
+                // reorder of its own (before session 29 the context's order stayed, the other
+                // writer's additions appended, so its reorder was lost; and a list changed back
+                // to the one read kept that as a change, over the other writer's order).
+                let merged = OrderedRebase.rebase(base: base.ids, ours: ours.ids, onto: theirs.ids)
+                object.changes[property.name] = merged == theirs.ids ? nil : .toMany(merged)
+            } else if !added.isEmpty || !removed.isEmpty {
                 let members = ours.ids.filter { !removed.contains($0) } + added
                 let merged: PropertyValue = property.isOrdered ? .toMany(members) : .unordered(members)
                 object.changes[property.name] = merged == theirs ? nil : merged
@@ -417,7 +426,7 @@ extension ContextCore {
             // The groups take the other writer's additions — also those the context made too —
             // removals and order (a reordered list), so undo takes back only the context's own.
             guard base != theirs else { continue }
-            rebaseUnsavedGroups(object.objectID, property, added: arrived, removed: removed, stored: theirs)
+            rebaseUnsavedGroups(object.objectID, property, added: arrived, removed: removed, base: base, stored: theirs)
         }
     }
 
@@ -433,10 +442,18 @@ extension ContextCore {
     /// to the store's members in the store's order (before, an ordered list another writer
     /// had inserted into came back with that member at the end, and the save wrote the
     /// reorder; a member both had added was taken out by the undo, and the save removed it).
+    /// An ordered list in the groups, given the list read before (`base`) and the store's
+    /// (`stored`), is what the context did to `base` done to `stored` (``OrderedRebase``), as
+    /// the object's own value is, so undo and redo agree with it (before session 29 the other
+    /// writer's additions were appended and its order lost).
     func rebaseUnsavedGroups(
-        _ id: ManagedObjectID, _ property: PropertyInfo, added: [ManagedObjectID], removed: Set<ManagedObjectID>, stored: PropertyValue? = nil
+        _ id: ManagedObjectID, _ property: PropertyInfo, added: [ManagedObjectID], removed: Set<ManagedObjectID>,
+        base: PropertyValue? = nil, stored: PropertyValue? = nil
     ) {
         func fix(_ value: PropertyValue) -> PropertyValue {
+            if property.isOrdered, let base, let stored {
+                return .toMany(OrderedRebase.rebase(base: base.ids, ours: value.ids, onto: stored.ids))
+            }
             let present = Set(value.ids)
             let members = value.ids.filter { !removed.contains($0) } + added.filter { !present.contains($0) }
             return property.isOrdered ? .toMany(members) : .unordered(members)

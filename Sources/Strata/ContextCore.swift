@@ -627,7 +627,14 @@ final class ContextCore {
     /// The store versions this context's saves moved objects from and to (by object, old to
     /// new), while it has live children: what a child read before such a save is counted as
     /// read at the version the save wrote (``versionForChild(_:read:)``).
+    /// Only moves from a version a child may hold are kept — one handed to a child
+    /// (``childReadVersions``), or one an earlier move led to, which the new move then
+    /// replaces (X → old becomes X → new) — so the table follows what children read, not
+    /// every save (before session 29 every save added a move for each object it wrote).
     var versionMoves: [ManagedObjectID: [UInt64: UInt64]] = [:]
+    /// While this context has live children: the version of each object last handed to a
+    /// child (its values read through this context), until a save of this context moves it.
+    var childReadVersions: [ManagedObjectID: UInt64] = [:]
     /// Maps of temporary IDs made permanent not merged into ``idAliases`` yet, oldest first.
     var idAliasBacklog: [[ManagedObjectID: ManagedObjectID]] = []
     /// While a child's save is applied: every object it touches.
@@ -1794,7 +1801,11 @@ final class ContextCore {
     /// saved work (§12). Before, such a group was applied unchecked: undoing a rename the
     /// parent had saved, after another writer's rename was merged into the parent, silently
     /// put the old name back over it. Objects the parent no longer has are left to the push,
-    /// which refuses them (§18.3).
+    /// which refuses them (§18.3). A to-many is checked member by member, as membership
+    /// changes of saved work are (§12): the push applies only the members (and, ordered, the
+    /// moves) the group takes back to the parent's value as it is then, so the parent's own
+    /// changes of it are no conflict (before session 29 the whole value was compared, and
+    /// undoing a pushed addition was refused once the parent had added a member of its own).
     func checkConflictsThroughParent(applying group: UndoGroup, reversed: Bool = false) throws {
         guard let parent = parentContext else { return }
         var checks: [ChildExpectation] = []
@@ -1810,7 +1821,12 @@ final class ContextCore {
                     let committed = known.committedValue(property) ?? property.emptyValue
                     if same(committed, replaced) || pendingUndoOrRedo(changes: id, key) { expected = committed }
                 }
-                checks.append(ChildExpectation(id: id, key: key, expected: expected))
+                var check = ChildExpectation(id: id, key: key, expected: expected)
+                if property.isToMany, let target = (reversed ? change.old : change.new)[key] {
+                    let before = Set(replaced.ids), after = Set(target.ids)
+                    check.members = (replaced.ids.filter { !after.contains($0) }, target.ids.filter { !before.contains($0) })
+                }
+                checks.append(check)
             }
         }
         guard !checks.isEmpty else { return }
@@ -1832,6 +1848,13 @@ final class ContextCore {
             else { continue }
             if !object.hasCommittedValues && !object.isInsertedFlag && (try? fulfillThrowing(object)) == nil { continue }
             let found = object.currentValue(property)
+            if let members = check.members {
+                let has = Set(found.ids)
+                if !members.present.allSatisfy({ has.contains(aliased($0)) }) || members.absent.contains(where: { has.contains(aliased($0)) }) {
+                    return (index, found)
+                }
+                continue
+            }
             let matches: Bool = switch (found, check.expected) {
             case (.toOne(let a), .toOne(let b)): a == b.map(aliased)
             case (.toMany(let a), .toMany(let b)): property.isOrdered ? a == b.map(aliased) : Set(a) == Set(b.map(aliased))
@@ -2286,4 +2309,7 @@ struct ChildExpectation: Sendable {
     let id: ManagedObjectID
     let key: String
     let expected: PropertyValue
+    /// A to-many: instead of the whole value, the members that must be there (those the
+    /// group is about to take out) and those that must not (those it is about to put back).
+    var members: (present: [ManagedObjectID], absent: [ManagedObjectID])?
 }
