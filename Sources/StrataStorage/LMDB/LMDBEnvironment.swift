@@ -599,6 +599,12 @@ public final class LMDBEnvironment: @unchecked Sendable {
             mdb_txn_abort(txn)
             throw error
         }
+        // A commit into a data file deleted while open — its directory removed, or moved to
+        // another file system — would "succeed" into the unlinked file and be lost with it.
+        if let gone = dataFileGone() {
+            mdb_txn_abort(txn)
+            throw gone
+        }
         // mdb_txn_commit frees the transaction on success and on failure alike.
         let code = mdb_txn_commit(txn)
         if code == MDB_MAP_FULL { state.hitMapFull = true }
@@ -610,6 +616,22 @@ public final class LMDBEnvironment: @unchecked Sendable {
         }
         try check(code, "mdb_txn_commit", detail: path)
         return result
+    }
+
+    /// The error for a data file deleted while open — its directory removed, or moved to
+    /// another file system (a copy, then a delete) — or nil while it still has a name: no
+    /// link left to the file LMDB has open (`fstat` of its descriptor, one system call, no
+    /// I/O). A file renamed within its file system keeps its link: commits land in it at
+    /// its new place.
+    private func dataFileGone() -> LMDBError? {
+        var descriptor: mdb_filehandle_t = -1
+        guard mdb_env_get_fd(handle, &descriptor) == 0, descriptor >= 0, openFileIsLinked(descriptor) == false
+        else { return nil }
+        let file = options.usesSubdirectory ? (path as NSString).appendingPathComponent("data.mdb") : path
+        return LMDBError(
+            .dataFileGone, operation: "mdb_txn_commit",
+            message: "the environment's data file was deleted while open",
+            detail: "\(file) is gone (the store's directory was deleted, or moved to another file system, while open): a commit would go into the unlinked file and be lost, so the transaction was not committed; reopen the store where it is now")
     }
 
     /// The bytes this user may still write on the file system holding the environment

@@ -1,0 +1,85 @@
+import Foundation
+import Strata
+import StrataLog
+import StrataStorage
+import StrataTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Store, controller and fetched-property edges (session 29): saves into a store whose
+/// directory went away while open, a results controller's sections firing every fault,
+/// fetched properties and the source's fault, rollback and kept fetched values, and a dead
+/// writer's commit a read-only open can't see.
+@Suite("Store edges: deleted stores, controller faults, fetched properties, unpublished commits", .serialized)
+struct StoreEdgeFixTests {
+    // MARK: - A store deleted or moved away while open
+
+    /// Inserts a team named `name` in a new context of `coordinator` and saves; returns the
+    /// error the save threw (nil if it went through) and whether the context kept its changes.
+    private func saveTeam(_ name: String, in coordinator: PersistentStoreCoordinator) async throws -> (error: (any Error)?, stillChanged: Bool) {
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue(name, forKey: "name")
+            do {
+                try context.save()
+                return (nil, context.hasChanges)
+            } catch {
+                return (error, context.hasChanges)
+            }
+        }
+    }
+
+    @Test("a save into a store whose directory was deleted while open is refused with an error naming the path, and the context keeps its changes (before: it 'succeeded' into the unlinked file and was lost)")
+    func saveIntoDeletedStore() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let path = dir.url.appendingPathComponent("store").path
+        try FileManager.default.removeItem(atPath: path)
+        let (error, stillChanged) = try await saveTeam("Lost", in: coordinator)
+        let thrown = try #require(error, "the save went through into a deleted store")
+        let text = "\(thrown)"
+        #expect(text.contains("\(path)/data.mdb is gone"), "\(text)")
+        #expect(text.contains("the transaction was not committed"), "\(text)")
+        #expect(text.contains("STRATA_DATA_FILE_GONE"), "\(text)")
+        #expect(stillChanged, "the unsaved changes stay in the context")
+        // A write through the log itself is refused the same way.
+        var draft = TransactionDraft(author: "direct")
+        draft.insert("Team", values: ["name": .attribute(.string("Direct"))])
+        #expect(throws: LMDBError.self) { try coordinator.persistentStores[0].log.commit(draft) }
+        do {
+            try coordinator.persistentStores[0].log.commit(draft)
+        } catch let error as LMDBError {
+            #expect(error.code == .dataFileGone)
+        }
+    }
+
+    @Test("a store deleted and made anew at its path while open: the old handle's saves are refused and the new store is left alone; a store renamed while open takes its saves at the new place")
+    func saveIntoReplacedOrRenamedStore() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let path = dir.url.appendingPathComponent("store").path
+        try FileManager.default.removeItem(atPath: path)
+        let fresh = try EventLog(path: path, model: try SeedModels.leagueManager)
+        let freshHead = try fresh.head
+        let (error, stillChanged) = try await saveTeam("Lost", in: coordinator)
+        let thrown = try #require(error, "the save went through into the deleted store")
+        #expect("\(thrown)".contains("\(path)/data.mdb is gone"), "\(thrown)")
+        #expect(stillChanged)
+        #expect(try fresh.head == freshHead, "the new store at the path is not written by the old handle")
+        #expect(try fresh.verify().isClean)
+
+        // Renamed within its file system: the file keeps its link, and the save lands there.
+        let renamedDirectory = try TemporaryDirectory()
+        let (renamed, _) = try await leagueStore(renamedDirectory)
+        let log = renamed.persistentStores[0].log
+        let head = try log.head
+        try FileManager.default.moveItem(atPath: renamedDirectory.file("store"), toPath: renamedDirectory.file("moved"))
+        let (renamedError, _) = try await saveTeam("Kept", in: renamed)
+        #expect(renamedError == nil, "\(String(describing: renamedError))")
+        #expect(try log.head == head + 1)
+        #expect(try log.verify().isClean)
+    }
+}
