@@ -82,4 +82,50 @@ struct StoreEdgeFixTests {
         #expect(try log.head == head + 1)
         #expect(try log.verify().isClean)
     }
+
+    // MARK: - A results controller's sections and the results' faults
+
+    @Test("performFetch with a sectionNameKeyPath leaves the results faults (before: every result's fault fired), and the sections hold the right objects")
+    func sectionsLeaveFaults() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for (name, color) in [("Cats", "Red"), ("Ants", "Blue"), ("Dogs", nil), ("Bees", "Blue")] {
+                let team = try context.insertNewObject(forEntityName: "Team")
+                team.setValue(name, forKey: "name")
+                team.setValue(color, forKey: "uniformColor")
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue("\(name) player", forKey: "lastName")
+                player.setValue(team, forKey: "team")
+            }
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let request = FetchRequest(
+                entityName: "Team", sortDescriptors: [FetchSortDescriptor(key: "uniformColor"), FetchSortDescriptor(key: "name")])
+            let teams = FetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: "uniformColor")
+            try teams.performFetch()
+            let objects = try #require(teams.fetchedObjects)
+            #expect(objects.count == 4)
+            let faults = objects.map(\.isFault)
+            #expect(!faults.contains(false), "\(faults)")
+            let sections = try #require(teams.sections)
+            #expect(sections.map(\.name) == ["", "Blue", "Red"])
+            #expect(sections.map { $0.objects.map { $0.value(forKey: "name") as? String ?? "?" } } == [["Dogs"], ["Ants", "Bees"], ["Cats"]])
+        }
+        // Through a to-one: the players stay faults (the teams are read to name the sections).
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let request = FetchRequest(
+                entityName: "Player", sortDescriptors: [FetchSortDescriptor(key: "team.name"), FetchSortDescriptor(key: "lastName")])
+            let players = FetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: "team.name")
+            try players.performFetch()
+            let objects = try #require(players.fetchedObjects)
+            #expect(objects.count == 4)
+            let faults = objects.map(\.isFault)
+            #expect(!faults.contains(false), "\(faults)")
+            #expect(players.sections?.map(\.name) == ["Ants", "Bees", "Cats", "Dogs"])
+            #expect(players.sections?.map { $0.objects.map { $0.value(forKey: "lastName") as? String ?? "?" } }
+                == [["Ants player"], ["Bees player"], ["Cats player"], ["Dogs player"]])
+        }
+    }
 }
