@@ -128,4 +128,65 @@ struct StoreEdgeFixTests {
                 == [["Ants player"], ["Bees player"], ["Cats player"], ["Dogs player"]])
         }
     }
+
+    // MARK: - Fetched properties
+
+    @Test("reading a fetched property fires the source object's fault, as Core Data does (before: the object stayed a fault)")
+    func fetchedPropertyFiresSource() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try FetchedPropertyCacheTests.league)
+        let teamID = try await FetchedPropertyCacheTests.seed(coordinator)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.object(with: teamID)
+            #expect(team.isFault)
+            #expect(FetchedPropertyCacheTests.names(team.value(forKey: "veterans")) == ["Bob", "Cid"])
+            #expect(!team.isFault, "reading the fetched property fired the source's fault")
+        }
+    }
+
+    @Test("rollback() drops the kept fetched-property values of the objects it restores (Core Data's rollback refreshes them); an object it doesn't touch, and undo, keep them")
+    func rollbackDropsKeptFetchedValues() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try FetchedPropertyCacheTests.league)
+        let teamID = try await FetchedPropertyCacheTests.seed(coordinator)
+        let context = privateContext(coordinator)
+        func addVeteran(_ name: String, age: Int) async throws {
+            try await privateContext(coordinator).perform { (other: isolated ManagedObjectContext) throws in
+                try FetchedPropertyCacheTests.addPlayer(name, age: age, to: try other.existingObject(with: teamID), in: other)
+                try other.save()
+            }
+        }
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
+            context.retainsRegisteredObjects = true
+            let team = try context.existingObject(with: teamID)
+            #expect(FetchedPropertyCacheTests.names(team.value(forKey: "veterans")) == ["Bob", "Cid"])
+        }
+        try await addVeteran("Dee", age: 50)
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            // Untouched by the rollback: kept.
+            context.rollback()
+            #expect(FetchedPropertyCacheTests.names(team.value(forKey: "veterans")) == ["Bob", "Cid"])
+            // Undo keeps them too: it changes values as setters do.
+            team.setValue("Blues", forKey: "name")
+            context.processPendingChanges()
+            try context.undo()
+            #expect(!team.hasChanges)
+            #expect(FetchedPropertyCacheTests.names(team.value(forKey: "veterans")) == ["Bob", "Cid"])
+            // Restored by the rollback: dropped, and fetched again at the next read.
+            team.setValue("Greens", forKey: "name")
+            context.rollback()
+            #expect(team.value(forKey: "name") as? String == "Reds")
+            #expect(FetchedPropertyCacheTests.names(team.value(forKey: "veterans")) == ["Bob", "Cid", "Dee"])
+        }
+        // A deletion rolled back: dropped too.
+        try await addVeteran("Eve", age: 60)
+        try await context.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            context.delete(team)
+            context.rollback()
+            #expect(!team.isDeleted)
+            #expect(FetchedPropertyCacheTests.names(team.value(forKey: "veterans")) == ["Bob", "Cid", "Dee", "Eve"])
+        }
+    }
 }
