@@ -189,4 +189,47 @@ struct StoreEdgeFixTests {
             #expect(FetchedPropertyCacheTests.names(team.value(forKey: "veterans")) == ["Bob", "Cid", "Dee", "Eve"])
         }
     }
+
+    // MARK: - A dead writer's commit and read-only opens
+
+    @Test("a read-only open tells a dead writer's unpublished commit (unpublishedCommit(), and the CLI's warning); a writable open elsewhere publishes it")
+    func readOnlyOpenSeesUnpublishedCommit() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.url.appendingPathComponent("store").path
+        let teamURI: String
+        do {
+            let log = try EventLog(path: path, model: try SeedModels.leagueManager)
+            var draft = TransactionDraft(author: "seed")
+            let team = draft.insert("Team", values: ["name": .attribute(.string("Otters"))])
+            let result = try log.commit(draft)
+            teamURI = ObjectURI.permanent(try #require(result.permanentID(for: team)), storeUUID: log.storeUUID).absoluteString
+        }
+        // Held open read-only here (MDB_RDONLY), so no open below is the environment's first.
+        let reader = try EventLog(openingExistingAt: path, readOnly: true)
+        #expect(try reader.unpublishedCommit() == nil)
+        let writer = try ContextProbeProcess(["die", path, teamURI, "Theirs"])
+        let (status, errors) = try writer.finish()
+        try #require(
+            writer.process.terminationReason == .uncaughtSignal && status == SIGKILL,
+            "the probe wasn't killed at its meta page write (status \(status)): \(errors)")
+        let unpublished = try #require(try reader.unpublishedCommit(), "the dead writer's commit isn't reported")
+        #expect(unpublished.visible < unpublished.newest)
+        #expect(try reader.head == 1, "a read-only open still sees the commit before")
+
+        let strata = BuildProducts.executable("strata")
+        let info = try runProcess(strata, ["info", path])
+        #expect(info.status == 0, "\(info.standardError)")
+        #expect(
+            info.standardError.contains(
+                "strata: warning: the store's newest commit (LMDB transaction \(unpublished.newest)) isn't visible to read-only opens: its writer died before publishing it, so this shows the store as of transaction \(unpublished.visible)."),
+            "\(info.standardError)")
+
+        // A writable open in another process publishes it: the warning's advice.
+        let publish = try runProcess(strata, ["compact", path, "--dry-run"])
+        #expect(publish.status == 0, "\(publish.standardError)")
+        #expect(try reader.unpublishedCommit() == nil)
+        #expect(try reader.head == 2)
+        let again = try runProcess(strata, ["info", path])
+        #expect(!again.standardError.contains("warning"), "\(again.standardError)")
+    }
 }

@@ -546,6 +546,34 @@ public final class LMDBEnvironment: @unchecked Sendable {
         }
     }
 
+    /// On an environment LMDB opened `MDB_RDONLY`, the commit its reads see and the newest
+    /// commit on disk (LMDB transaction IDs) when they differ for good: a writer of another
+    /// process died after writing its commit's meta page and before publishing it (see
+    /// ``read(_:)``), and a read-only environment can't publish it — its reads show the
+    /// store as of the commit before, until another process writes. A difference that goes
+    /// within about 3 ms (a live writer publishing) is not reported. Nil when the reads see
+    /// the newest commit, and always on a writable environment (its reads publish it).
+    public func unpublishedCommit() throws -> (visible: Int, newest: Int)? {
+        guard shared.isReadOnly else { return nil }
+        func look() throws -> (visible: Int, newest: Int)? {
+            try resizeGate.withShared {
+                let txn = try beginTransaction(readOnly: true)
+                defer { mdb_txn_abort(txn) }
+                var raw = MDB_envinfo()
+                guard mdb_env_info(handle, &raw) == 0 else { return nil }
+                let visible = Int(mdb_txn_id(txn))
+                return visible < Int(raw.me_last_txnid) ? (visible, Int(raw.me_last_txnid)) : nil
+            }
+        }
+        var pause: UInt32 = 50
+        while pause <= 1_600 {
+            guard try look() != nil else { return nil }
+            usleep(pause)
+            pause *= 2
+        }
+        return try look()
+    }
+
     /// Throws instead of waiting forever when the calling thread is inside a transaction of
     /// this environment: a resize waits until no transaction of the process runs.
     private func refuseResizeInsideTransaction(_ code: LMDBError.Code, _ reason: String) throws {
