@@ -333,6 +333,9 @@ extension ContextCore {
     /// fails is recorded as a problem and kept for nothing: the next read runs it again.
     func fetchedPropertyValue(_ object: ManagedObject, _ key: String) -> Any? {
         guard let fetched = object.entity.fetchedPropertiesByName[key] else { return nil }
+        // Reading it fires the source's fault, as in Core Data: the predicate may read
+        // $FETCH_SOURCE's values, and the object is then loaded like any read of it makes it.
+        if !object.hasCommittedValues, !object.isInsertedFlag { fulfill(object) }
         if let ids = object.fetchedValues[key] { return ids.compactMap { self.object(with: $0) } }
         guard let predicate = fetched.predicate.predicate else {
             recordProblem(.invalidArgument("fetched property \(object.entity.name).\(key): its predicate does not parse: \(fetched.predicate.format)"))

@@ -1036,6 +1036,9 @@ extension ContextCore {
             }
             object.changes.removeAll()
             object.isDeletedFlag = false
+            // Refreshed, as Core Data's rollback refreshes the objects it restores: the values
+            // their fetched properties keep go, and the next read fetches again.
+            object.fetchedValues.removeAll()
             noteRefreshed(object.objectID)
             reverted.append(object)
         }

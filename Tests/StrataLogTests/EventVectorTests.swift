@@ -171,7 +171,8 @@ struct EventVectorTests {
 
     @Test("every vector decodes to its event and re-encodes to the same bytes")
     func vectorsRoundTrip() throws {
-        let (_, log) = try vectorStore()
+        let (directory, log) = try vectorStore()
+        defer { withExtendedLifetime(directory) {} }
         let url = SpecFiles.url("\(Self.directory)/vectors.json")
         if ProcessInfo.processInfo.environment["STRATA_REGENERATE_SPECS"] == "1" {
             var vectors: [[String: Any]] = []
@@ -236,7 +237,8 @@ struct EventVectorTests {
 
     @Test("invalid vectors are refused with the error they name")
     func invalidVectorsRefused() throws {
-        let (_, log) = try vectorStore()
+        let (directory, log) = try vectorStore()
+        defer { withExtendedLifetime(directory) {} }
         let document = try #require(
             try JSONSerialization.jsonObject(with: Data(contentsOf: SpecFiles.url("\(Self.directory)/vectors.json"))) as? [String: Any])
         let invalid = try #require(document["invalid"] as? [[String: Any]])
