@@ -303,6 +303,7 @@ extension ContextCore {
             return
         }
         var moves: [ToOneMove] = []
+        var sides: [OneToOneSide] = []
         for object in objects {
             let transients = object.transients
             object.row = nil
@@ -320,6 +321,7 @@ extension ContextCore {
             dropChangesEqualToCommitted(object)
             rebaseUnsavedAttributes(object, before: before)
             moves += movedToOnes(object, before: before)
+            sides += oneToOneSides(object, before: before)
             object.awakeFromFetchUntracked()
             object.transients = transients
             object.awake(fromSnapshotEvents: events)
@@ -327,6 +329,7 @@ extension ContextCore {
         // After every object is re-read: a destination's own to-many rebase must not put
         // back the member the move takes out.
         rebaseMovedToOnes(moves)
+        rebaseOneToOnes(sides)
         pruneRetained()
     }
 
@@ -566,6 +569,78 @@ extension ContextCore {
         }
     }
 
+    /// A one-to-one side (a to-one whose inverse is a to-one) of an object a merge re-read
+    /// while it keeps a change of its own for it: `before`, the stored destination read
+    /// before (nil: not known — a derived side not read yet), `stored`, the store's now.
+    struct OneToOneSide {
+        let object: ManagedObject
+        let property: PropertyInfo
+        let inverse: PropertyInfo
+        let before: PropertyValue?
+        let stored: PropertyValue
+    }
+
+    /// The one-to-one sides of `object` (re-read just now; `before`: its committed values
+    /// before) it holds a change of. A derived side is read from the store (the parent) again.
+    func oneToOneSides(_ object: ManagedObject, before: [String: PropertyValue]?) -> [OneToOneSide] {
+        guard !object.isInsertedFlag, !object.changes.isEmpty else { return [] }
+        var sides: [OneToOneSide] = []
+        for property in object.info.propertyList where property.isRelationship && !property.isToMany && !property.isTransient {
+            guard object.changes[property.name] != nil, let destination = property.destination, let inverseName = property.inverse,
+                let inverse = entities[destination]?.properties[inverseName], !inverse.isToMany, !inverse.isTransient
+            else { continue }
+            let stored = property.isRecorded ? object.committedValue(property) ?? .noObject : derivedValue(object, property)
+            guard let stored else { continue }
+            sides.append(OneToOneSide(object: object, property: property, inverse: inverse, before: before?[property.name], stored: stored))
+        }
+        return sides
+    }
+
+    /// One-to-ones rebase on both sides at a merge (spec 0006 §16.1), as a to-one with a
+    /// to-many inverse does (``rebaseMovedToOnes(_:)``): the recorded side is rebased as an
+    /// attribute (``rebaseUnsavedAttributes(_:before:)``), and here the derived side the same
+    /// way — the first unsaved group changing it takes the store's destination as its old
+    /// value. Where the object keeps its own destination, the one the store pairs it with no
+    /// longer names it in memory, and the first unsaved group changing the object's side
+    /// takes it from there (an entry made for it when the group has none). So undo returns
+    /// both to the store's pairs, redo to the context's, and both sides agree after each step.
+    /// Before, one-to-ones weren't rebased: undo put back the destination read before the
+    /// merge, while the other writer's destination still named the object.
+    func rebaseOneToOnes(_ sides: [OneToOneSide]) {
+        for side in sides where !side.object.isInvalidated {
+            let object = side.object, id = object.objectID, key = side.property.name, inverse = side.inverse.name
+            guard let mine = object.changes[key] else { continue }
+            // A pending undo or redo of saved work changing it stands between the store and
+            // the groups: they start from its value (as for a to-one, §16.1), not rebased.
+            let pendingStart = pendingUndoOrRedo(changes: id, key)
+            let first = pendingStart
+                ? nil
+                : unsavedChain(id, key).first { entry in
+                    guard let change = entry.group.changes[id], change.kind == .updated else { return false }
+                    return change.old[key] != nil || change.new[key] != nil
+                }?.group
+            if !side.property.isRecorded, let first, var change = first.changes[id], let old = change.old[key],
+                side.before.map({ $0 != side.stored }) ?? (old != side.stored)
+            {
+                change.old[key] = side.stored
+                first.changes[id] = change
+            }
+            guard let to = side.stored.ids.first, mine.ids.first != to, let destination = self.object(with: to),
+                !destination.isInvalidated, !destination.isDeletedFlag
+            else { continue }
+            let current = destination.currentValue(side.inverse)
+            guard current.ids.first == id else { continue }
+            setRaw(destination, side.inverse, old: current, new: .noObject, register: false)
+            guard let first else { continue }
+            var change = first.changes[to] ?? ObjectChange(kind: .updated)
+            guard change.kind == .updated, change.old[inverse] == nil, change.new[inverse] == nil else { continue }
+            change.old[inverse] = current
+            change.new[inverse] = .noObject
+            if first.changes[to] == nil { first.order.append(to) }
+            first.changes[to] = change
+        }
+    }
+
     private static func removing(_ id: ManagedObjectID, from value: PropertyValue) -> PropertyValue {
         value.ids.contains(id) ? .toMany(value.ids.filter { $0 != id }) : value
     }
@@ -689,13 +764,8 @@ extension ContextCore {
         guard !unsaved.isEmpty || !journal.open.isEmpty || !journal.redoStack.isEmpty else { return }
         var keys: [(name: String, value: PropertyValue)] = []
         for property in object.info.propertyList where property.isRecorded && !property.isToMany && !property.isTransient {
-            // A to-one rebases as an attribute does (its far side: ``rebaseMovedToOnes(_:)``),
-            // one whose inverse is to-one (a one-to-one) not: the far sides it moves are not rebased.
-            if property.isRelationship, let destination = property.destination, let inverseName = property.inverse,
-                entities[destination]?.properties[inverseName]?.isToMany != true
-            {
-                continue
-            }
+            // A to-one rebases as an attribute does (its far side: ``rebaseMovedToOnes(_:)``;
+            // a one-to-one's, ``rebaseOneToOnes(_:)``).
             // A pending undo or redo of saved work changing it stands between the store and
             // the unsaved groups while the context keeps its own value (its change wins the
             // merge): they start from the undo's (redo's) value, which the merge doesn't change.

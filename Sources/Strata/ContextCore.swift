@@ -1704,16 +1704,12 @@ final class ContextCore {
                         // value, merged, refreshed or loaded since, and undoing would
                         // overwrite it: the group's value is then what the store must hold.
                         let pendingChange = pendingUndoOrRedo(changes: id, key)
-                        if pendingChange, !property.isToMany {
-                            // A pending undo or redo of later saved work must have put back the
-                            // value the group replaces: one a merge rebased that work to (§16.1)
-                            // is another writer's, saved after the group, and applying the group
-                            // would overwrite it (before, it did, and its far sides disagreed).
-                            let current = known.currentValue(property)
-                            if !same(current, replaced) {
-                                throw ContextError.undoConflict(object: id.description, property: key, expected: replaced.text, found: current.text)
-                            }
-                        }
+                        // A pending undo or redo of later saved work must have put back the
+                        // value the group replaces: one a merge rebased that work to (§16.1)
+                        // is another writer's, saved after the group, and applying the group
+                        // would overwrite it (before, it did, and its far sides disagreed; a
+                        // to-many's members the other writer added were dropped).
+                        if pendingChange { try checkPendingValue(known, property, id, replaced) }
                         if same(committed, replaced) || pendingChange { expected = committed }
                     }
                     guard let stored else {
@@ -1753,7 +1749,13 @@ final class ContextCore {
                     var expected = replaced
                     if let known {
                         let committed = known.committedValue(property) ?? property.emptyValue
-                        if same(committed, replaced) || pendingUndoOrRedo(changes: id, key) { expected = committed }
+                        // As for an update: a pending undo or redo of later work must have put
+                        // back the value the insert saved (before, undoing the insert deleted
+                        // the object with the other writer's value a merge had rebased that
+                        // work to, unchecked).
+                        let pendingChange = pendingUndoOrRedo(changes: id, key)
+                        if pendingChange { try checkPendingValue(known, property, id, replaced) }
+                        if same(committed, replaced) || pendingChange { expected = committed }
                     }
                     let value = stored.names.firstIndex(of: key).flatMap { stored.values[$0] } ?? .null
                     let found = propertyValue(value, property, storeUUID: storeUUID)
@@ -1808,7 +1810,12 @@ final class ContextCore {
                 var expected = replaced
                 if let known {
                     let committed = known.committedValue(property) ?? property.emptyValue
-                    if same(committed, replaced) || pendingUndoOrRedo(changes: id, key) { expected = committed }
+                    // As for saved work (§12): a pending undo or redo of later pushed work must
+                    // have put back the value the group replaces, not one a merge from the
+                    // parent rebased that work to (before, the sibling's value was overwritten).
+                    let pendingChange = pendingUndoOrRedo(changes: id, key)
+                    if pendingChange { try checkPendingValue(known, property, id, replaced) }
+                    if same(committed, replaced) || pendingChange { expected = committed }
                 }
                 checks.append(ChildExpectation(id: id, key: key, expected: expected))
             }
@@ -1840,6 +1847,20 @@ final class ContextCore {
             if !matches { return (index, found) }
         }
         return nil
+    }
+
+    /// Where a pending (unsaved) undo or redo of later saved (pushed) work changes `property`
+    /// of `object`, the value it put back must be `replaced`, the one the group being applied
+    /// replaces: a merge may have rebased that later work to another writer's value (§16.1),
+    /// which then stands between the two groups, and applying the group would overwrite it —
+    /// an `undoConflict` naming the value put back (spec 0006 §12). Attributes, to-ones and
+    /// to-many members alike (an unordered to-many compares as a set).
+    private func checkPendingValue(_ object: ManagedObject, _ property: PropertyInfo, _ id: ManagedObjectID, _ replaced: PropertyValue) throws {
+        let current = object.currentValue(property)
+        let matches = property.isToMany && !property.isOrdered ? Set(current.ids) == Set(replaced.ids) : same(current, replaced)
+        if !matches {
+            throw ContextError.undoConflict(object: id.description, property: property.name, expected: replaced.text, found: current.text)
+        }
     }
 
     /// Whether two stored values are the same (nil and an empty value alike).
