@@ -349,6 +349,7 @@ extension ContextCore {
         }
         guard !assumed.isEmpty else { return }
         var moves: [ToOneMove] = []
+        var sides: [OneToOneSide] = []
         for id in assumed.keys.sorted() {
             guard let values = assumed[id], let target = object(with: id), !target.isInvalidated, !target.isInsertedFlag, !target.isDeletedFlag
             else { continue }
@@ -366,8 +367,10 @@ extension ContextCore {
             }
             rebaseUnsavedAttributes(target, before: before)
             moves += movedToOnes(target, before: before)
+            sides += oneToOneSides(target, before: before)
         }
         rebaseMovedToOnes(moves)
+        rebaseOneToOnes(sides)
     }
 
     /// The object's unsaved to-many changes with the values they were made against, taken
@@ -570,8 +573,9 @@ extension ContextCore {
     }
 
     /// A one-to-one side (a to-one whose inverse is a to-one) of an object a merge re-read
-    /// while it keeps a change of its own for it: `before`, the stored destination read
-    /// before (nil: not known — a derived side not read yet), `stored`, the store's now.
+    /// that it keeps a change of, or an unsaved group changes: `before`, the stored
+    /// destination read before (nil: not known — a derived side not read yet), `stored`, the
+    /// store's now.
     struct OneToOneSide {
         let object: ManagedObject
         let property: PropertyInfo
@@ -581,13 +585,19 @@ extension ContextCore {
     }
 
     /// The one-to-one sides of `object` (re-read just now; `before`: its committed values
-    /// before) it holds a change of. A derived side is read from the store (the parent) again.
+    /// before) it holds a change of or an unsaved group changes. A derived side is read from
+    /// the store (the parent) again.
     func oneToOneSides(_ object: ManagedObject, before: [String: PropertyValue]?) -> [OneToOneSide] {
-        guard !object.isInsertedFlag, !object.changes.isEmpty else { return [] }
+        guard !object.isInsertedFlag, !object.changes.isEmpty || hasUnsavedGroups else { return [] }
         var sides: [OneToOneSide] = []
         for property in object.info.propertyList where property.isRelationship && !property.isToMany && !property.isTransient {
-            guard object.changes[property.name] != nil, let destination = property.destination, let inverseName = property.inverse,
+            guard let destination = property.destination, let inverseName = property.inverse,
                 let inverse = entities[destination]?.properties[inverseName], !inverse.isToMany, !inverse.isTransient
+            else { continue }
+            let key = property.name, id = object.objectID
+            guard object.changes[key] != nil || unsavedChain(id, key).contains(where: { entry in
+                entry.group.changes[id].map { $0.kind == .updated && ($0.old[key] != nil || $0.new[key] != nil) } ?? false
+            })
             else { continue }
             let stored = property.isRecorded ? object.committedValue(property) ?? .noObject : derivedValue(object, property)
             guard let stored else { continue }
@@ -601,15 +611,45 @@ extension ContextCore {
     /// attribute (``rebaseUnsavedAttributes(_:before:)``), and here the derived side the same
     /// way — the first unsaved group changing it takes the store's destination as its old
     /// value. Where the object keeps its own destination, the one the store pairs it with no
-    /// longer names it in memory, and the first unsaved group changing the object's side
-    /// takes it from there (an entry made for it when the group has none). So undo returns
-    /// both to the store's pairs, redo to the context's, and both sides agree after each step.
+    /// longer names it in memory; and the first unsaved group changing the object's side —
+    /// also one undone, the object holding no change — takes it from there when it moves it
+    /// elsewhere (an entry made for it when the group has none). So undo returns both to the
+    /// store's pairs, redo to the context's, and both sides agree after each step.
     /// Before, one-to-ones weren't rebased: undo put back the destination read before the
     /// merge, while the other writer's destination still named the object.
     func rebaseOneToOnes(_ sides: [OneToOneSide]) {
+        var emptied = false
+        defer {
+            if emptied {
+                journal.redoStack.removeAll { $0.isEmpty && $0.saved == nil }
+                removeEmptiedEffects()
+                pruneRetained()
+            }
+        }
         for side in sides where !side.object.isInvalidated {
             let object = side.object, id = object.objectID, key = side.property.name, inverse = side.inverse.name
-            guard let mine = object.changes[key] else { continue }
+            // A derived side's change the store now holds (the other writer paired them too)
+            // is none, as a recorded side's (``dropChangesEqualToCommitted(_:)``), and drops out
+            // of the groups not undone with it: before, it stayed a change of its own and won the
+            // next merge, while the recorded side followed the store.
+            if !side.property.isRecorded, let changed = object.changes[key], PropertyValue.same(changed, side.stored) {
+                object.changes[key] = nil
+                if side.before.map({ $0 != side.stored }) ?? false, !pendingUndoOrRedo(changes: id, key) {
+                    for (group, done) in unsavedChain(id, key) where done {
+                        guard var change = group.changes[id], change.kind == .updated, change.old[key] != nil || change.new[key] != nil else { continue }
+                        change.old[key] = nil
+                        change.new[key] = nil
+                        if change.old.isEmpty && change.new.isEmpty && change.memberships.isEmpty {
+                            group.changes[id] = nil
+                            group.order.removeAll { $0 == id }
+                            emptied = true
+                        } else {
+                            group.changes[id] = change
+                        }
+                    }
+                }
+            }
+            let mine = object.currentValue(side.property)
             // A pending undo or redo of saved work changing it stands between the store and
             // the groups: they start from its value (as for a to-one, §16.1), not rebased.
             let pendingStart = pendingUndoOrRedo(changes: id, key)
@@ -625,16 +665,16 @@ extension ContextCore {
                 change.old[key] = side.stored
                 first.changes[id] = change
             }
-            guard let to = side.stored.ids.first, mine.ids.first != to, let destination = self.object(with: to),
-                !destination.isInvalidated, !destination.isDeletedFlag
+            guard let to = side.stored.ids.first, let destination = self.object(with: to), !destination.isInvalidated, !destination.isDeletedFlag
             else { continue }
             let current = destination.currentValue(side.inverse)
-            guard current.ids.first == id else { continue }
-            setRaw(destination, side.inverse, old: current, new: .noObject, register: false)
-            guard let first else { continue }
+            if mine.ids.first != to, current.ids.first == id {
+                setRaw(destination, side.inverse, old: current, new: .noObject, register: false)
+            }
+            guard let first, first.changes[id]?.new[key].map({ $0.ids.first != to }) ?? false else { continue }
             var change = first.changes[to] ?? ObjectChange(kind: .updated)
             guard change.kind == .updated, change.old[inverse] == nil, change.new[inverse] == nil else { continue }
-            change.old[inverse] = current
+            change.old[inverse] = .toOne(id)
             change.new[inverse] = .noObject
             if first.changes[to] == nil { first.order.append(to) }
             first.changes[to] = change

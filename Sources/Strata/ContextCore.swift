@@ -1694,10 +1694,15 @@ final class ContextCore {
                 // undo of a later saved group) is not a conflict.
                 let known = registered(id).flatMap { $0.hasCommittedValues ? $0 : nil }
                 for (key, replaced) in reversed ? change.new : change.old {
-                    guard let property = info.property(named: key), property.isRecorded else { continue }
+                    // A one-to-one's derived side too: the store holds it as the other side of
+                    // an object the group may not name (another writer gave the person another
+                    // passport; before, undo gave the person back the group's passport while
+                    // the other writer's still named the person).
+                    guard let property = info.property(named: key), property.isRecorded || isDerivedOneToOne(property) else { continue }
                     var expected = replaced
                     if let known {
-                        let committed = known.committedValue(property) ?? property.emptyValue
+                        // A derived side not read since the last merge is known as the group's.
+                        let committed = known.committedValue(property) ?? (property.isRecorded ? property.emptyValue : replaced)
                         // A committed value other than the one the group replaces is this
                         // context's own later saved work only while a pending undo or redo
                         // of it changes the property; otherwise it is another writer's
@@ -1715,8 +1720,13 @@ final class ContextCore {
                     guard let stored else {
                         throw ContextError.undoConflict(object: id.description, property: key, expected: expected.text, found: "a deleted object")
                     }
-                    let value = stored.names.firstIndex(of: key).flatMap { stored.values[$0] } ?? .null
-                    let found = propertyValue(value, property, storeUUID: storeUUID)
+                    let found: PropertyValue
+                    if property.isRecorded {
+                        let value = stored.names.firstIndex(of: key).flatMap { stored.values[$0] } ?? .null
+                        found = propertyValue(value, property, storeUUID: storeUUID)
+                    } else {
+                        found = PropertyValue.related(try reader.related(stored.id, key), for: property, store: storeUUID)
+                    }
                     if !same(found, expected) {
                         throw ContextError.undoConflict(object: id.description, property: key, expected: expected.text, found: found.text)
                     }
@@ -1868,6 +1878,23 @@ final class ContextCore {
         // NaN too: an undo of a change to NaN found the store's NaN "changed by another
         // writer" (NaN != NaN) and was refused.
         a == b || (a.isNil && b.isNil) || Self.isSameValue(a, b)
+    }
+
+    /// Whether `property` is either side of a one-to-one (a to-one whose inverse is a to-one).
+    func isOneToOne(_ property: PropertyInfo) -> Bool {
+        guard property.isRelationship, !property.isToMany, !property.isTransient, let destination = property.destination,
+            let inverse = property.inverse
+        else { return false }
+        return entities[destination]?.properties[inverse]?.isToMany == false
+    }
+
+    /// Whether `property` is the derived side of a one-to-one (a to-one whose inverse is a
+    /// to-one, held in the store by the other side).
+    func isDerivedOneToOne(_ property: PropertyInfo) -> Bool {
+        guard !property.isRecorded, property.isRelationship, !property.isToMany, !property.isTransient,
+            let destination = property.destination, let inverse = property.inverse
+        else { return false }
+        return entities[destination]?.properties[inverse]?.isToMany == false
     }
 
     /// Whether a pending (unsaved) undo or redo of saved work changes `key` of `id`.
@@ -2030,7 +2057,12 @@ final class ContextCore {
                             value = property.isOrdered ? .toMany(ids) : .unordered(ids)
                         }
                     }
-                    set(object, property, value, maintainInverse: group.fromLog, register: false)
+                    // A one-to-one keeps its two sides agreeing while it is set (the far side
+                    // and the partners it leaves follow): a merge may have paired the object or
+                    // its destination with another since the group was made, which the group
+                    // doesn't name (before, undo gave a person back its passport while the
+                    // passport another writer gave it still named it).
+                    set(object, property, value, maintainInverse: group.fromLog || isOneToOne(property), register: false)
                 }
                 for (key, membership) in change.memberships {
                     guard let property = info.property(named: key) else { continue }
