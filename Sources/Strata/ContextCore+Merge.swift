@@ -303,6 +303,7 @@ extension ContextCore {
             return
         }
         var moves: [ToOneMove] = []
+        var sides: [OneToOneSide] = []
         for object in objects {
             let transients = object.transients
             object.row = nil
@@ -320,6 +321,7 @@ extension ContextCore {
             dropChangesEqualToCommitted(object)
             rebaseUnsavedAttributes(object, before: before)
             moves += movedToOnes(object, before: before)
+            sides += oneToOneSides(object, before: before)
             object.awakeFromFetchUntracked()
             object.transients = transients
             object.awake(fromSnapshotEvents: events)
@@ -327,6 +329,7 @@ extension ContextCore {
         // After every object is re-read: a destination's own to-many rebase must not put
         // back the member the move takes out.
         rebaseMovedToOnes(moves)
+        rebaseOneToOnes(sides)
         pruneRetained()
     }
 
@@ -346,6 +349,7 @@ extension ContextCore {
         }
         guard !assumed.isEmpty else { return }
         var moves: [ToOneMove] = []
+        var sides: [OneToOneSide] = []
         for id in assumed.keys.sorted() {
             guard let values = assumed[id], let target = object(with: id), !target.isInvalidated, !target.isInsertedFlag, !target.isDeletedFlag
             else { continue }
@@ -364,8 +368,10 @@ extension ContextCore {
             }
             rebaseUnsavedAttributes(target, before: before)
             moves += movedToOnes(target, before: before)
+            sides += oneToOneSides(target, before: before)
         }
         rebaseMovedToOnes(moves)
+        rebaseOneToOnes(sides)
     }
 
     /// The object's unsaved to-many changes with the values they were made against, taken
@@ -583,6 +589,115 @@ extension ContextCore {
         }
     }
 
+    /// A one-to-one side (a to-one whose inverse is a to-one) of an object a merge re-read
+    /// that it keeps a change of, or an unsaved group changes: `before`, the stored
+    /// destination read before (nil: not known — a derived side not read yet), `stored`, the
+    /// store's now.
+    struct OneToOneSide {
+        let object: ManagedObject
+        let property: PropertyInfo
+        let inverse: PropertyInfo
+        let before: PropertyValue?
+        let stored: PropertyValue
+    }
+
+    /// The one-to-one sides of `object` (re-read just now; `before`: its committed values
+    /// before) it holds a change of or an unsaved group changes. A derived side is read from
+    /// the store (the parent) again.
+    func oneToOneSides(_ object: ManagedObject, before: [String: PropertyValue]?) -> [OneToOneSide] {
+        guard !object.isInsertedFlag, !object.changes.isEmpty || hasUnsavedGroups else { return [] }
+        var sides: [OneToOneSide] = []
+        for property in object.info.propertyList where property.isRelationship && !property.isToMany && !property.isTransient {
+            guard let destination = property.destination, let inverseName = property.inverse,
+                let inverse = entities[destination]?.properties[inverseName], !inverse.isToMany, !inverse.isTransient
+            else { continue }
+            let key = property.name, id = object.objectID
+            guard object.changes[key] != nil || unsavedChain(id, key).contains(where: { entry in
+                entry.group.changes[id].map { $0.kind == .updated && ($0.old[key] != nil || $0.new[key] != nil) } ?? false
+            })
+            else { continue }
+            let stored = property.isRecorded ? object.committedValue(property) ?? .noObject : derivedValue(object, property)
+            guard let stored else { continue }
+            sides.append(OneToOneSide(object: object, property: property, inverse: inverse, before: before?[property.name], stored: stored))
+        }
+        return sides
+    }
+
+    /// One-to-ones rebase on both sides at a merge (spec 0006 §16.1), as a to-one with a
+    /// to-many inverse does (``rebaseMovedToOnes(_:)``): the recorded side is rebased as an
+    /// attribute (``rebaseUnsavedAttributes(_:before:)``), and here the derived side the same
+    /// way — the first unsaved group changing it takes the store's destination as its old
+    /// value. Where the object keeps its own destination, the one the store pairs it with no
+    /// longer names it in memory; and the first unsaved group changing the object's side —
+    /// also one undone, the object holding no change — takes it from there when it moves it
+    /// elsewhere (an entry made for it when the group has none). So undo returns both to the
+    /// store's pairs, redo to the context's, and both sides agree after each step.
+    /// Before, one-to-ones weren't rebased: undo put back the destination read before the
+    /// merge, while the other writer's destination still named the object.
+    func rebaseOneToOnes(_ sides: [OneToOneSide]) {
+        var emptied = false
+        defer {
+            if emptied {
+                journal.redoStack.removeAll { $0.isEmpty && $0.saved == nil }
+                removeEmptiedEffects()
+                pruneRetained()
+            }
+        }
+        for side in sides where !side.object.isInvalidated {
+            let object = side.object, id = object.objectID, key = side.property.name, inverse = side.inverse.name
+            // A derived side's change the store now holds (the other writer paired them too)
+            // is none, as a recorded side's (``dropChangesEqualToCommitted(_:)``), and drops out
+            // of the groups not undone with it: before, it stayed a change of its own and won the
+            // next merge, while the recorded side followed the store.
+            if !side.property.isRecorded, let changed = object.changes[key], PropertyValue.same(changed, side.stored) {
+                object.changes[key] = nil
+                if side.before.map({ $0 != side.stored }) ?? false, !pendingUndoOrRedo(changes: id, key) {
+                    for (group, done) in unsavedChain(id, key) where done {
+                        guard var change = group.changes[id], change.kind == .updated, change.old[key] != nil || change.new[key] != nil else { continue }
+                        change.old[key] = nil
+                        change.new[key] = nil
+                        if change.old.isEmpty && change.new.isEmpty && change.memberships.isEmpty {
+                            group.changes[id] = nil
+                            group.order.removeAll { $0 == id }
+                            emptied = true
+                        } else {
+                            group.changes[id] = change
+                        }
+                    }
+                }
+            }
+            let mine = object.currentValue(side.property)
+            // A pending undo or redo of saved work changing it stands between the store and
+            // the groups: they start from its value (as for a to-one, §16.1), not rebased.
+            let pendingStart = pendingUndoOrRedo(changes: id, key)
+            let first = pendingStart
+                ? nil
+                : unsavedChain(id, key).first { entry in
+                    guard let change = entry.group.changes[id], change.kind == .updated else { return false }
+                    return change.old[key] != nil || change.new[key] != nil
+                }?.group
+            if !side.property.isRecorded, let first, var change = first.changes[id], let old = change.old[key],
+                side.before.map({ $0 != side.stored }) ?? (old != side.stored)
+            {
+                change.old[key] = side.stored
+                first.changes[id] = change
+            }
+            guard let to = side.stored.ids.first, let destination = self.object(with: to), !destination.isInvalidated, !destination.isDeletedFlag
+            else { continue }
+            let current = destination.currentValue(side.inverse)
+            if mine.ids.first != to, current.ids.first == id {
+                setRaw(destination, side.inverse, old: current, new: .noObject, register: false)
+            }
+            guard let first, first.changes[id]?.new[key].map({ $0.ids.first != to }) ?? false else { continue }
+            var change = first.changes[to] ?? ObjectChange(kind: .updated)
+            guard change.kind == .updated, change.old[inverse] == nil, change.new[inverse] == nil else { continue }
+            change.old[inverse] = .toOne(id)
+            change.new[inverse] = .noObject
+            if first.changes[to] == nil { first.order.append(to) }
+            first.changes[to] = change
+        }
+    }
+
     private static func removing(_ id: ManagedObjectID, from value: PropertyValue) -> PropertyValue {
         value.ids.contains(id) ? .toMany(value.ids.filter { $0 != id }) : value
     }
@@ -706,13 +821,8 @@ extension ContextCore {
         guard !unsaved.isEmpty || !journal.open.isEmpty || !journal.redoStack.isEmpty else { return }
         var keys: [(name: String, value: PropertyValue)] = []
         for property in object.info.propertyList where property.isRecorded && !property.isToMany && !property.isTransient {
-            // A to-one rebases as an attribute does (its far side: ``rebaseMovedToOnes(_:)``),
-            // one whose inverse is to-one (a one-to-one) not: the far sides it moves are not rebased.
-            if property.isRelationship, let destination = property.destination, let inverseName = property.inverse,
-                entities[destination]?.properties[inverseName]?.isToMany != true
-            {
-                continue
-            }
+            // A to-one rebases as an attribute does (its far side: ``rebaseMovedToOnes(_:)``;
+            // a one-to-one's, ``rebaseOneToOnes(_:)``).
             // A pending undo or redo of saved work changing it stands between the store and
             // the unsaved groups while the context keeps its own value (its change wins the
             // merge): they start from the undo's (redo's) value, which the merge doesn't change.

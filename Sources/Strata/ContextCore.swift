@@ -1701,33 +1701,39 @@ final class ContextCore {
                 // undo of a later saved group) is not a conflict.
                 let known = registered(id).flatMap { $0.hasCommittedValues ? $0 : nil }
                 for (key, replaced) in reversed ? change.new : change.old {
-                    guard let property = info.property(named: key), property.isRecorded else { continue }
+                    // A one-to-one's derived side too: the store holds it as the other side of
+                    // an object the group may not name (another writer gave the person another
+                    // passport; before, undo gave the person back the group's passport while
+                    // the other writer's still named the person).
+                    guard let property = info.property(named: key), property.isRecorded || isDerivedOneToOne(property) else { continue }
                     var expected = replaced
                     if let known {
-                        let committed = known.committedValue(property) ?? property.emptyValue
+                        // A derived side not read since the last merge is known as the group's.
+                        let committed = known.committedValue(property) ?? (property.isRecorded ? property.emptyValue : replaced)
                         // A committed value other than the one the group replaces is this
                         // context's own later saved work only while a pending undo or redo
                         // of it changes the property; otherwise it is another writer's
                         // value, merged, refreshed or loaded since, and undoing would
                         // overwrite it: the group's value is then what the store must hold.
                         let pendingChange = pendingUndoOrRedo(changes: id, key)
-                        if pendingChange, !property.isToMany {
-                            // A pending undo or redo of later saved work must have put back the
-                            // value the group replaces: one a merge rebased that work to (§16.1)
-                            // is another writer's, saved after the group, and applying the group
-                            // would overwrite it (before, it did, and its far sides disagreed).
-                            let current = known.currentValue(property)
-                            if !same(current, replaced) {
-                                throw ContextError.undoConflict(object: id.description, property: key, expected: replaced.text, found: current.text)
-                            }
-                        }
+                        // A pending undo or redo of later saved work must have put back the
+                        // value the group replaces: one a merge rebased that work to (§16.1)
+                        // is another writer's, saved after the group, and applying the group
+                        // would overwrite it (before, it did, and its far sides disagreed; a
+                        // to-many's members the other writer added were dropped).
+                        if pendingChange { try checkPendingValue(known, property, id, replaced) }
                         if same(committed, replaced) || pendingChange { expected = committed }
                     }
                     guard let stored else {
                         throw ContextError.undoConflict(object: id.description, property: key, expected: expected.text, found: "a deleted object")
                     }
-                    let value = stored.names.firstIndex(of: key).flatMap { stored.values[$0] } ?? .null
-                    let found = propertyValue(value, property, storeUUID: storeUUID)
+                    let found: PropertyValue
+                    if property.isRecorded {
+                        let value = stored.names.firstIndex(of: key).flatMap { stored.values[$0] } ?? .null
+                        found = propertyValue(value, property, storeUUID: storeUUID)
+                    } else {
+                        found = PropertyValue.related(try reader.related(stored.id, key), for: property, store: storeUUID)
+                    }
                     if !same(found, expected) {
                         throw ContextError.undoConflict(object: id.description, property: key, expected: expected.text, found: found.text)
                     }
@@ -1760,7 +1766,13 @@ final class ContextCore {
                     var expected = replaced
                     if let known {
                         let committed = known.committedValue(property) ?? property.emptyValue
-                        if same(committed, replaced) || pendingUndoOrRedo(changes: id, key) { expected = committed }
+                        // As for an update: a pending undo or redo of later work must have put
+                        // back the value the insert saved (before, undoing the insert deleted
+                        // the object with the other writer's value a merge had rebased that
+                        // work to, unchecked).
+                        let pendingChange = pendingUndoOrRedo(changes: id, key)
+                        if pendingChange { try checkPendingValue(known, property, id, replaced) }
+                        if same(committed, replaced) || pendingChange { expected = committed }
                     }
                     let value = stored.names.firstIndex(of: key).flatMap { stored.values[$0] } ?? .null
                     let found = propertyValue(value, property, storeUUID: storeUUID)
@@ -1819,7 +1831,12 @@ final class ContextCore {
                 var expected = replaced
                 if let known {
                     let committed = known.committedValue(property) ?? property.emptyValue
-                    if same(committed, replaced) || pendingUndoOrRedo(changes: id, key) { expected = committed }
+                    // As for saved work (§12): a pending undo or redo of later pushed work must
+                    // have put back the value the group replaces, not one a merge from the
+                    // parent rebased that work to (before, the sibling's value was overwritten).
+                    let pendingChange = pendingUndoOrRedo(changes: id, key)
+                    if pendingChange { try checkPendingValue(known, property, id, replaced) }
+                    if same(committed, replaced) || pendingChange { expected = committed }
                 }
                 var check = ChildExpectation(id: id, key: key, expected: expected)
                 if property.isToMany, let target = (reversed ? change.old : change.new)[key] {
@@ -1865,11 +1882,42 @@ final class ContextCore {
         return nil
     }
 
+    /// Where a pending (unsaved) undo or redo of later saved (pushed) work changes `property`
+    /// of `object`, the value it put back must be `replaced`, the one the group being applied
+    /// replaces: a merge may have rebased that later work to another writer's value (§16.1),
+    /// which then stands between the two groups, and applying the group would overwrite it —
+    /// an `undoConflict` naming the value put back (spec 0006 §12). Attributes, to-ones and
+    /// to-many members alike (an unordered to-many compares as a set).
+    private func checkPendingValue(_ object: ManagedObject, _ property: PropertyInfo, _ id: ManagedObjectID, _ replaced: PropertyValue) throws {
+        let current = object.currentValue(property)
+        let matches = property.isToMany && !property.isOrdered ? Set(current.ids) == Set(replaced.ids) : same(current, replaced)
+        if !matches {
+            throw ContextError.undoConflict(object: id.description, property: property.name, expected: replaced.text, found: current.text)
+        }
+    }
+
     /// Whether two stored values are the same (nil and an empty value alike).
     private func same(_ a: PropertyValue, _ b: PropertyValue) -> Bool {
         // NaN too: an undo of a change to NaN found the store's NaN "changed by another
         // writer" (NaN != NaN) and was refused.
         a == b || (a.isNil && b.isNil) || Self.isSameValue(a, b)
+    }
+
+    /// Whether `property` is either side of a one-to-one (a to-one whose inverse is a to-one).
+    func isOneToOne(_ property: PropertyInfo) -> Bool {
+        guard property.isRelationship, !property.isToMany, !property.isTransient, let destination = property.destination,
+            let inverse = property.inverse
+        else { return false }
+        return entities[destination]?.properties[inverse]?.isToMany == false
+    }
+
+    /// Whether `property` is the derived side of a one-to-one (a to-one whose inverse is a
+    /// to-one, held in the store by the other side).
+    func isDerivedOneToOne(_ property: PropertyInfo) -> Bool {
+        guard !property.isRecorded, property.isRelationship, !property.isToMany, !property.isTransient,
+            let destination = property.destination, let inverse = property.inverse
+        else { return false }
+        return entities[destination]?.properties[inverse]?.isToMany == false
     }
 
     /// Whether a pending (unsaved) undo or redo of saved work changes `key` of `id`.
@@ -2032,7 +2080,12 @@ final class ContextCore {
                             value = property.isOrdered ? .toMany(ids) : .unordered(ids)
                         }
                     }
-                    set(object, property, value, maintainInverse: group.fromLog, register: false)
+                    // A one-to-one keeps its two sides agreeing while it is set (the far side
+                    // and the partners it leaves follow): a merge may have paired the object or
+                    // its destination with another since the group was made, which the group
+                    // doesn't name (before, undo gave a person back its passport while the
+                    // passport another writer gave it still named it).
+                    set(object, property, value, maintainInverse: group.fromLog || isOneToOne(property), register: false)
                 }
                 for (key, membership) in change.memberships {
                     guard let property = info.property(named: key) else { continue }
