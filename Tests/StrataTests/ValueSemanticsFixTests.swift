@@ -1,0 +1,99 @@
+import Foundation
+import Strata
+import StrataPredicate
+import StrataTestSupport
+import Testing
+
+// MARK: - Review (session 29): value semantics — NaN, literal strings, counts, sorts, joins
+
+/// "é" precomposed (NFC, U+00E9) and decomposed ("e" U+0301): equal as Swift strings, not
+/// as Core Data's `isEqual:` finds them.
+private let composed = "\u{E9}"
+private let decomposed = "e\u{301}"
+
+private func scalars(_ value: Any?) -> [UInt32]? {
+    (value as? String).map { $0.unicodeScalars.map(\.value) }
+}
+
+@Suite("Value semantics: NaN, literal string compares, count(for:) of rows, [c] sorts, joins through custom classes")
+struct ValueSemanticsFixTests {
+    /// `Reading`: doubles and a float, a unique double `code`, a string `name`.
+    static var readings: ManagedObjectModel {
+        get throws {
+            try ManagedObjectModel {
+                Entity("Reading") {
+                    Attribute("value", .double)
+                    Attribute("ratio", .float)
+                    Attribute("code", .double)
+                    Attribute("name", .string)
+                    Unique("code")
+                }
+            }
+        }
+    }
+
+    func log(_ coordinator: PersistentStoreCoordinator) -> EventLog { coordinator.persistentStores[0].log }
+
+    /// A store with one reading holding NaN in `value` and `ratio`; its ID.
+    func nanStore(_ dir: TemporaryDirectory) async throws -> (PersistentStoreCoordinator, ManagedObjectID) {
+        let coordinator = try openCoordinator(dir, model: try Self.readings)
+        let id = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let reading = try context.insertNewObject(forEntityName: "Reading")
+            reading.setValue(Double.nan, forKey: "value")
+            reading.setValue(Float.nan, forKey: "ratio")
+            try context.save()
+            return reading.objectID
+        }
+        return (coordinator, id)
+    }
+
+    // MARK: NaN set over NaN
+
+    @Test("NaN set over a stored NaN is no change: nothing to save, undo or log (NSNumber's isEqual: finds NaN equal to NaN)")
+    func nanOverNanIsNoChange() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, id) = try await nanStore(dir)
+        let before = try head(coordinator)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.isUndoEnabled = true
+            let reading = try context.existingObject(with: id)
+            reading.setValue(Double.nan, forKey: "value")
+            reading.setValue(Float.nan, forKey: "ratio")
+            // Another NaN (a payload, the sign bit): still NaN, as NSNumber finds it.
+            reading.setValue(-Double(nan: 7, signaling: false), forKey: "value")
+            #expect(!reading.hasChanges, "\(reading.changedValues())")
+            #expect(reading.changedValues().isEmpty)
+            let contextChanged = context.hasChanges
+            #expect(!contextChanged)
+            context.processPendingChanges()
+            let canUndo = context.canUndo
+            #expect(!canUndo, "an undo group that changes nothing")
+            try context.save()
+        }
+        #expect(try head(coordinator) == before, "no event for a set that changes nothing")
+        // A real change from NaN and back is saved, and the log verifies clean.
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let reading = try context.existingObject(with: id)
+            reading.setValue(1.5, forKey: "value")
+            #expect(reading.hasChanges)
+            try context.save()
+            reading.setValue(Double.nan, forKey: "value")
+            try context.save()
+        }
+        #expect(try head(coordinator) == before + 2)
+    }
+
+    @Test("a store where a value changed from NaN verifies clean (replay's before-image check took NaN for another value)")
+    func verifyAfterChangeFromNaN() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, id) = try await nanStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let reading = try context.existingObject(with: id)
+            reading.setValue(2.0, forKey: "value")
+            reading.setValue(Float(0.5), forKey: "ratio")
+            try context.save()
+        }
+        let report = try log(coordinator).verify()
+        #expect(report.isClean, "\(report)")
+    }
+}
