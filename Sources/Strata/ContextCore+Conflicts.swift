@@ -585,11 +585,11 @@ extension ContextCore {
         for property in object.info.propertyList where property.isWritten {
             let current = object.currentValue(property)
             let previous = before[property.name] ?? property.emptyValue
-            guard current != previous else { continue }
+            guard PropertyValue.differ(current, previous) else { continue }
             if change.old[property.name] == nil { change.old[property.name] = previous }
             change.new[property.name] = current
         }
-        for (key, old) in change.old where change.new[key] == old {
+        for (key, old) in change.old where change.new[key].map({ PropertyValue.same(old, $0) }) == true {
             change.old[key] = nil
             change.new[key] = nil
         }

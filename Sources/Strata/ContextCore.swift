@@ -1842,11 +1842,13 @@ final class ContextCore {
         return nil
     }
 
-    /// Whether two stored values are the same (nil and an empty value alike).
+    /// Whether two stored values are the same (nil and an empty value alike), literally as
+    /// change detection compares them: strings by their bytes — a value another writer only
+    /// re-encoded ("é" decomposed to precomposed) is that writer's change, and an undo over
+    /// it a conflict (before, canonical `==` let the undo overwrite it) — and NaN as NaN (an
+    /// undo of a change to NaN found the store's NaN "changed by another writer").
     private func same(_ a: PropertyValue, _ b: PropertyValue) -> Bool {
-        // NaN too: an undo of a change to NaN found the store's NaN "changed by another
-        // writer" (NaN != NaN) and was refused.
-        a == b || (a.isNil && b.isNil) || Self.isSameValue(a, b)
+        (a.isNil && b.isNil) || Self.isSameValue(a, b)
     }
 
     /// Whether a pending (unsaved) undo or redo of saved work changes `key` of `id`.

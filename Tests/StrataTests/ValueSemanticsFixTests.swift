@@ -96,4 +96,77 @@ struct ValueSemanticsFixTests {
         let report = try log(coordinator).verify()
         #expect(report.isClean, "\(report)")
     }
+
+    // MARK: Literal compares where a value was re-encoded
+
+    /// A people store with one person whose first name is "x"; its ID.
+    func personStore(_ dir: TemporaryDirectory) async throws -> (PersistentStoreCoordinator, ManagedObjectID) {
+        let coordinator = try openCoordinator(dir, model: try SeedModels.people)
+        let id = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let person = try context.insertNewObject(forEntityName: "Person")
+            person.setValue("x", forKey: "firstName")
+            try context.save()
+            return person.objectID
+        }
+        return (coordinator, id)
+    }
+
+    @Test("undo of a saved change the store no longer holds, only re-encoded by another writer (\"é\" decomposed to precomposed), is a conflict")
+    func undoOverReencodedValueConflicts() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, id) = try await personStore(dir)
+        let editor = privateContext(coordinator)
+        try await editor.perform { (context: isolated ManagedObjectContext) throws in
+            context.isUndoEnabled = true
+            try context.existingObject(with: id).setValue(decomposed, forKey: "firstName")
+            try context.save()
+        }
+        // Another writer normalizes it: a change (Core Data's isEqual: and Strata's change
+        // detection compare literally).
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: id).setValue(composed, forKey: "firstName")
+            try context.save()
+        }
+        let before = try head(coordinator)
+        try await editor.perform { (context: isolated ManagedObjectContext) throws in
+            let conflict = expectUndoConflict {
+                try context.undo()
+                try context.save()
+            }
+            #expect(conflict?.property == "firstName", "\(String(describing: conflict))")
+            context.rollback()
+        }
+        #expect(try head(coordinator) == before, "the other writer's value was overwritten")
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(scalars(try context.existingObject(with: id).value(forKey: "firstName")) == scalars(composed))
+        }
+    }
+
+    @Test("revert of a transaction whose value another writer only re-encoded since is a conflict, not a silent overwrite")
+    func revertOverReencodedValueConflicts() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, id) = try await personStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: id).setValue(decomposed, forKey: "firstName")
+            try context.save()
+        }
+        let reverted = try head(coordinator)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: id).setValue(composed, forKey: "firstName")
+            try context.save()
+        }
+        let before = try head(coordinator)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let token = HistoryToken(storeIdentifier: try #require(coordinator.persistentStores.first).identifier, sequence: reverted)
+            _ = expectUndoConflict {
+                try context.revertTransaction(at: token)
+                try context.save()
+            }
+            context.rollback()
+        }
+        #expect(try head(coordinator) == before)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(scalars(try context.existingObject(with: id).value(forKey: "firstName")) == scalars(composed))
+        }
+    }
 }
