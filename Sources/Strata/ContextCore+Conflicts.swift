@@ -373,7 +373,8 @@ extension ContextCore {
                     for object in live where family.contains(object.entity.name) {
                         guard object.isInsertedFlag || constraint.contains(where: { object.changes[$0] != nil }) else { continue }
                         let values = tuple(object, constraint)
-                        guard !values.contains(where: \.isNil) else { continue }
+                        // A nil or NaN component constrains nothing (spec 0004 §5).
+                        guard !values.contains(where: \.leavesUniquenessUnchecked) else { continue }
                         groups[values, default: []].append(object)
                     }
                     // A stored object clashes with a group when it has the group's values,

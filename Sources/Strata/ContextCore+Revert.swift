@@ -623,7 +623,7 @@ extension ContextCore {
                         for name in constraint {
                             guard let property = info.properties[name] else { return nil }
                             let value = set[name] ?? (change.kind == .deleted ? .none : stored.map { propertyValue($0[name], property, storeUUID: storeUUID) } ?? .none)
-                            if value.isNil { return nil }
+                            if value.leavesUniquenessUnchecked { return nil }
                             values.append(value)
                         }
                         return values

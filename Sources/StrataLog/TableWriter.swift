@@ -497,7 +497,7 @@ struct TableWriter: CodecCatalog {
                     value = entry.value
                     break
                 }
-                if value == nil { hasNil = true }
+                if value?.leavesUniquenessUnchecked ?? true { hasNil = true }
                 var target: ObjectKey?
                 if case .reference(let id)? = value { target = try codings.key(id) }
                 complete = Self.appendIndexValue(value, target: target, to: &buffers.indexKey) && complete

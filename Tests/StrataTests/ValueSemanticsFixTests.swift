@@ -97,6 +97,46 @@ struct ValueSemanticsFixTests {
         #expect(report.isClean, "\(report)")
     }
 
+    // MARK: NaN under a uniqueness constraint
+
+    @Test("a NaN under a uniqueness constraint constrains nothing, as nil doesn't (Core Data's SQLite store holds NaN as NULL): in one save, against a stored NaN, in a batch upsert")
+    func nanDoesNotConstrain() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.readings)
+        // Two new objects with NaN, in one save (before, the store's index refused the
+        // second: its NaN had the first's key, though the context saw no conflict).
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for name in ["a", "b"] {
+                let reading = try context.insertNewObject(forEntityName: "Reading")
+                reading.setValue(Double.nan, forKey: "code")
+                reading.setValue(name, forKey: "name")
+            }
+            try context.save()
+        }
+        // Another, later, against the stored ones; a number still clashes with a number.
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let c = try context.insertNewObject(forEntityName: "Reading")
+            c.setValue(Double.nan, forKey: "code")
+            c.setValue("c", forKey: "name")
+            try context.save()
+            try context.insertNewObject(forEntityName: "Reading").setValue(1.0, forKey: "code")
+            try context.save()
+            try context.insertNewObject(forEntityName: "Reading").setValue(1.0, forKey: "code")
+            #expect(throws: ContextError.self) { try context.save() }
+            context.rollback()
+        }
+        // A batch upsert of a NaN row inserts: no stored object holds "its" value (before,
+        // it updated the stored NaN object with the same bits).
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.mergePolicy = StandardMergePolicy.mergeByPropertyObjectTrump
+            let request = BatchInsertRequest(entityName: "Reading", objects: [["code": Double.nan, "name": "batch"]])
+            _ = try context.execute(request)
+            let names = try context.fetch(FetchRequest(entityName: "Reading")).compactMap { $0.value(forKey: "name") as? String }
+            #expect(names.sorted() == ["a", "b", "batch", "c"], "\(names)")
+        }
+        #expect(try log(coordinator).verify().isClean)
+    }
+
     // MARK: Literal compares where a value was re-encoded
 
     /// A people store with one person whose first name is "x"; its ID.
