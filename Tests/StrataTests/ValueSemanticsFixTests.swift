@@ -209,4 +209,46 @@ struct ValueSemanticsFixTests {
             #expect(scalars(try context.existingObject(with: id).value(forKey: "firstName")) == scalars(composed))
         }
     }
+
+    // MARK: count(for:) counts the rows a fetch returns
+
+    @Test("count(for:) of a distinct, grouped or having dictionary request is the number of rows fetch returns")
+    func countOfRows() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.readings)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for (index, name) in ["a", "a", "b", "b", "b", "c"].enumerated() {
+                let reading = try context.insertNewObject(forEntityName: "Reading")
+                reading.setValue(name, forKey: "name")
+                reading.setValue(Double(index), forKey: "code")
+            }
+            try context.save()
+            var distinct = FetchRequest(entityName: "Reading")
+            distinct.resultType = .dictionary
+            distinct.propertiesToFetch = ["name"]
+            distinct.returnsDistinctResults = true
+            var grouped = FetchRequest(entityName: "Reading")
+            grouped.resultType = .dictionary
+            grouped.propertiesToFetch = ["name", .expression(name: "n", .count, keyPath: "code")]
+            grouped.propertiesToGroupBy = ["name"]
+            var having = grouped
+            having.havingPredicate = try FormatPredicate(format: "n > 1")
+            var limited = distinct
+            limited.fetchOffset = 1
+            var aggregate = FetchRequest(entityName: "Reading")
+            aggregate.resultType = .dictionary
+            aggregate.propertiesToFetch = [.expression(name: "total", .sum, keyPath: "code")]
+            var plain = FetchRequest(entityName: "Reading")
+            plain.resultType = .dictionary
+            plain.propertiesToFetch = ["name"]
+            for (request, rows) in [(distinct, 3), (grouped, 3), (having, 2), (limited, 2), (aggregate, 1), (plain, 6)] {
+                let fetched = try context.fetchDictionaries(request)
+                #expect(fetched.count == rows, "\(fetched)")
+                #expect(try context.count(for: request) == fetched.count, "\(request)")
+            }
+            // Unsaved changes count as fetch sees them.
+            try context.insertNewObject(forEntityName: "Reading").setValue("d", forKey: "name")
+            #expect(try context.count(for: distinct) == 4)
+        }
+    }
 }
