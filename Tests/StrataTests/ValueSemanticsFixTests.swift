@@ -251,4 +251,38 @@ struct ValueSemanticsFixTests {
             #expect(try context.count(for: distinct) == 4)
         }
     }
+
+    // MARK: Case-insensitive sorts order as [c] predicates compare
+
+    @Test("a case- or diacritic-insensitive sort orders strings as <[c] / <[cd] compare them (fold both, then as without options)")
+    func insensitiveSortAgreesWithPredicates() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.readings)
+        let names = ["f", composed, decomposed, "E", "e", "ß", "SS", "st", "ſ", "t", "ı", "I", "i", "İ", "ﬀ", "fg", "Z", "\u{FF5E}", "\u{1F600}", "é2", "é10"]
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for (index, name) in names.enumerated() {
+                let reading = try context.insertNewObject(forEntityName: "Reading")
+                reading.setValue(name, forKey: "name")
+                reading.setValue(Double(index), forKey: "code")
+            }
+            try context.save()
+            for (options, predicateOptions) in [((true, false), "c"), ((false, true), "d"), ((true, true), "cd")] {
+                var request = FetchRequest(entityName: "Reading")
+                request.sortDescriptors = [FetchSortDescriptor(key: "name", ascending: true, caseInsensitive: options.0, diacriticInsensitive: options.1)]
+                let sorted = try context.fetch(request).compactMap { $0.value(forKey: "name") as? String }
+                #expect(sorted.count == names.count)
+                // Every string sorts no later than the next, as the predicate compares them.
+                let ordered = try FormatPredicate(format: "SELF[FIRST] <=[\(predicateOptions)] SELF[LAST]")
+                for (a, b) in zip(sorted, sorted.dropFirst()) {
+                    #expect(try ordered.evaluate(with: [a, b]), "[\(predicateOptions)] sorted \(scalars(a) ?? []) before \(scalars(b) ?? []): \(sorted)")
+                }
+            }
+            // Numeric too: digits by value, the rest folded and in Unicode order.
+            var standard = FetchRequest(entityName: "Reading", predicate: try FormatPredicate(format: "name IN %@", ["f", "é2", "é10", "E"]))
+            standard.sortDescriptors = [FetchSortDescriptor.localizedStandard(key: "name")]
+            let sorted = try context.fetch(standard).compactMap { $0.value(forKey: "name") as? String }
+            #expect(sorted == ["E", "f", "é2", "é10"], "\(sorted)")
+        }
+    }
 }
+
