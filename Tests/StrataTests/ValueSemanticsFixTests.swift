@@ -286,3 +286,40 @@ struct ValueSemanticsFixTests {
     }
 }
 
+// MARK: - Joins through a class overriding value(forKey:)
+
+@Suite("A join through a destination with a custom class agrees with the full scan")
+struct ValueSemanticsJoinTests {
+    final class LoudTeam: ManagedObject {
+        override func value(forKey key: String) -> Any? {
+            let value = super.value(forKey: key)
+            guard key == "name", let name = value as? String else { return value }
+            return name + "!"
+        }
+    }
+
+    @Test("team.name == 'T!' finds the people whose team's class reads the name so, planned or scanned")
+    func overriddenDestinationAccessor() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.people, classes: [(LoudTeam.self, "Team")])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("T", forKey: "name")
+            for n in 0..<3 {
+                let person = try context.insertNewObject(forEntityName: "Person")
+                person.setValue("p\(n)", forKey: "firstName")
+                person.setValue(team, forKey: "team")
+            }
+            try context.save()
+            context.reset()
+            let request = FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "team.name == 'T!'"))
+            var forced = request
+            forced.predicate = FormatPredicate(.not(.not(try #require(request.predicate).node)))
+            let plan = try context.explain(request).description
+            let planned = try context.fetch(request).map(\.objectID)
+            let scanned = try context.fetch(forced).map(\.objectID)
+            #expect(planned.count == 3 && Set(planned) == Set(scanned), "\(plan)")
+            #expect(try context.count(for: request) == 3)
+        }
+    }
+}
