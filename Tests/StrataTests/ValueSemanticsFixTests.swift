@@ -182,6 +182,28 @@ struct ValueSemanticsFixTests {
         }
     }
 
+    @Test("an open undo group that only re-encodes a value is something to undo (canUndo)")
+    func openGroupReencodingCanUndo() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, id) = try await personStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: id).setValue(composed, forKey: "firstName")
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            context.isUndoEnabled = true
+            let person = try context.existingObject(with: id)
+            person.setValue(decomposed, forKey: "firstName")
+            #expect(person.hasChanges)
+            // The group is still open: before, its change compared equal (canonically) to
+            // the value it replaces, and the context said there was nothing to undo.
+            let canUndo = context.canUndo
+            #expect(canUndo)
+            try context.undo()
+            #expect(scalars(person.value(forKey: "firstName")) == scalars(composed))
+        }
+    }
+
     @Test("revert of a transaction whose value another writer only re-encoded since is a conflict, not a silent overwrite")
     func revertOverReencodedValueConflicts() async throws {
         let dir = try TemporaryDirectory()
