@@ -563,7 +563,9 @@ extension ContextCore {
         for (name, value) in merged {
             guard let property = keeper.info.properties[name], property.isWritten else { continue }
             let value = normalized(remapped(value, idMap), property)
-            if keeper.currentValue(property) != value { set(keeper, property, value, maintainInverse: true, register: false) }
+            // Literally: a winning value that only re-encodes the keeper's is written (before,
+            // canonical `!=` skipped it and the keeper kept its old encoding).
+            if PropertyValue.differ(keeper.currentValue(property), value) { set(keeper, property, value, maintainInverse: true, register: false) }
         }
         if let resolutionGroup, !keeper.isInsertedFlag { recordResolution(of: keeper, in: resolutionGroup, before: beforeMerge) }
         noteUpdated(keeper)

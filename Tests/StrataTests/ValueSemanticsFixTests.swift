@@ -232,6 +232,39 @@ struct ValueSemanticsFixTests {
         }
     }
 
+    @Test("a uniqueness merge whose winning value only re-encodes the stored one writes it, and its undo puts the stored encoding back")
+    func uniquenessMergeReencodes() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.people)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let person = try context.insertNewObject(forEntityName: "Person")
+            person.setValue("a@example.com", forKey: "email")
+            person.setValue(composed, forKey: "firstName")
+            try context.save()
+        }
+        let merger = privateContext(coordinator)
+        try await merger.perform { (context: isolated ManagedObjectContext) throws in
+            context.isUndoEnabled = true
+            context.mergePolicy = StandardMergePolicy.mergeByPropertyObjectTrump
+            let person = try context.insertNewObject(forEntityName: "Person")
+            person.setValue("a@example.com", forKey: "email")
+            person.setValue(decomposed, forKey: "firstName")
+            try context.save()
+        }
+        func stored() async throws -> [[UInt32]?] {
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                try context.fetch(FetchRequest(entityName: "Person")).map { scalars($0.value(forKey: "firstName")) }
+            }
+        }
+        // Before, the merge skipped the set (canonically equal) and the stored encoding stayed.
+        #expect(try await stored() == [scalars(decomposed)])
+        try await merger.perform { (context: isolated ManagedObjectContext) throws in
+            try context.undo()
+            try context.save()
+        }
+        #expect(try await stored() == [scalars(composed)], "the undo puts the encoding the merge replaced back")
+    }
+
     // MARK: count(for:) counts the rows a fetch returns
 
     @Test("count(for:) of a distinct, grouped or having dictionary request is the number of rows fetch returns")
