@@ -427,7 +427,8 @@ extension ContextCore {
                     for object in live where family.contains(object.entity.name) {
                         guard object.isInsertedFlag || constraint.contains(where: { object.changes[$0] != nil }) else { continue }
                         let values = tuple(object, constraint)
-                        guard !values.contains(where: \.isNil) else { continue }
+                        // A nil or NaN component constrains nothing (spec 0004 §5).
+                        guard !values.contains(where: \.leavesUniquenessUnchecked) else { continue }
                         groups[values, default: []].append(object)
                     }
                     // A stored object clashes with a group when it has the group's values,
@@ -616,7 +617,9 @@ extension ContextCore {
         for (name, value) in merged {
             guard let property = keeper.info.properties[name], property.isWritten else { continue }
             let value = normalized(remapped(value, idMap), property)
-            if keeper.currentValue(property) != value { set(keeper, property, value, maintainInverse: true, register: false) }
+            // Literally: a winning value that only re-encodes the keeper's is written (before,
+            // canonical `!=` skipped it and the keeper kept its old encoding).
+            if PropertyValue.differ(keeper.currentValue(property), value) { set(keeper, property, value, maintainInverse: true, register: false) }
         }
         if let resolutionGroup, !keeper.isInsertedFlag { recordResolution(of: keeper, in: resolutionGroup, before: beforeMerge) }
         noteUpdated(keeper)
@@ -639,11 +642,11 @@ extension ContextCore {
         for property in object.info.propertyList where property.isWritten {
             let current = object.currentValue(property)
             let previous = before[property.name] ?? property.emptyValue
-            guard current != previous else { continue }
+            guard PropertyValue.differ(current, previous) else { continue }
             if change.old[property.name] == nil { change.old[property.name] = previous }
             change.new[property.name] = current
         }
-        for (key, old) in change.old where change.new[key] == old {
+        for (key, old) in change.old where change.new[key].map({ PropertyValue.same(old, $0) }) == true {
             change.old[key] = nil
             change.new[key] = nil
         }

@@ -112,13 +112,22 @@ extension ContextCore {
     }
 
     /// The number of objects `request` matches (its offset and limit applied, as Core Data
-    /// does).
+    /// does) — or, for a dictionary request whose rows aren't one per object (grouped, with
+    /// aggregate expressions, distinct, or with a having predicate), the number of rows
+    /// ``fetchDictionaries(_:)`` returns. Before, those counted the matching objects.
     func count(_ request: FetchRequest) throws -> Int {
         let request = try prepared(request)
         if searchesNoStore(request) { return 0 }
+        if request.resultType == .dictionary, Self.makesRows(request) { return try fetchDictionaries(request).count }
         var plain = request
         plain.resultType = .managedObject
         return try countObjects(plain)
+    }
+
+    /// Whether a dictionary fetch of `request` makes rows other than one per matching object.
+    static func makesRows(_ request: FetchRequest) -> Bool {
+        request.returnsDistinctResults || request.havingPredicate != nil || !(request.propertiesToGroupBy ?? []).isEmpty
+            || (request.propertiesToFetch ?? []).contains { if case .expression = $0 { true } else { false } }
     }
 
     func fetchObjectIDs(_ request: FetchRequest) throws -> [ManagedObjectID] {

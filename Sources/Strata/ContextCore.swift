@@ -1896,11 +1896,13 @@ final class ContextCore {
         }
     }
 
-    /// Whether two stored values are the same (nil and an empty value alike).
+    /// Whether two stored values are the same (nil and an empty value alike), literally as
+    /// change detection compares them: strings by their bytes — a value another writer only
+    /// re-encoded ("é" decomposed to precomposed) is that writer's change, and an undo over
+    /// it a conflict (before, canonical `==` let the undo overwrite it) — and NaN as NaN (an
+    /// undo of a change to NaN found the store's NaN "changed by another writer").
     private func same(_ a: PropertyValue, _ b: PropertyValue) -> Bool {
-        // NaN too: an undo of a change to NaN found the store's NaN "changed by another
-        // writer" (NaN != NaN) and was refused.
-        a == b || (a.isNil && b.isNil) || Self.isSameValue(a, b)
+        (a.isNil && b.isNil) || Self.isSameValue(a, b)
     }
 
     /// Whether `property` is either side of a one-to-one (a to-one whose inverse is a to-one).

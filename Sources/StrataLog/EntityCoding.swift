@@ -224,7 +224,7 @@ struct PendingUniqueness {
         let bytes: Range<Int>
         /// Whether no value was cut (otherwise clashes are confirmed on the full values).
         let complete: Bool
-        /// Whether a constrained value is nil: then the key constrains nothing (as in SQL).
+        /// Whether a constrained value is nil or NaN: then the key constrains nothing (as in SQL).
         let hasNil: Bool
         /// Whether the index may hold another object's key with these values: set unless a
         /// fresh insert's key found none when it was put (``TableWriter/putIndexRows(_:_:uniqueness:)``).

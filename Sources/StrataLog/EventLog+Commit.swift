@@ -227,7 +227,7 @@ extension EventLog {
             let start = uniqueness.keys.count
             for (position, (index, indexKey, complete)) in try writer.indexKeys(key, values: values, entity: coding.entity).enumerated()
             where index.isUnique {
-                let hasNil = index.properties.contains { (values[$0] ?? .null) == .null }
+                let hasNil = index.properties.contains { (values[$0] ?? .null).leavesUniquenessUnchecked }
                 uniqueness.addKey(index: position, indexKey, complete: complete, hasNil: hasNil)
             }
             uniqueness.finishObject(key, coding: coding, values: values, keys: start..<uniqueness.keys.count, isFresh: false)
