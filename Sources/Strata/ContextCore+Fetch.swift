@@ -7,10 +7,6 @@ import StrataPredicate
 // merged with the context's unsaved changes (`Specs/0008-fetch-requests.md`).
 
 extension ContextCore: JoinResolving {
-    func madeOfCustomClass(_ names: [String]) -> Bool {
-        names.contains { name in entities[name].map { coordinator.objectClass(for: $0) != ManagedObject.self } ?? false }
-    }
-
     // MARK: - Validation
 
     /// Checks `request` against the model before anything is read: the entity exists, every

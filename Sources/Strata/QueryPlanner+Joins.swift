@@ -48,10 +48,6 @@ extension QueryPlanner {
         guard let resolver, let (relationship, rest) = splitJoin(comparison),
             let destination = model.entity(named: relationship.destinationEntityName)
         else { return nil }
-        // A full scan reads the destination's objects through their class: one registered for
-        // them may read the key otherwise than the stored rows the targets are found by
-        // (before, such a plan and the full scan disagreed).
-        if resolver.madeOfCustomClass(model.selfAndSubentityNames(of: destination.name)) { return nil }
         var request = FetchRequest(entityName: destination.name, predicate: FormatPredicate(.comparison(rest)))
         request.substitutionVariables = self.request.substitutionVariables
         // With pending changes, stored rows of objects the context changed are skipped, as

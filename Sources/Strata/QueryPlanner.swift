@@ -488,11 +488,6 @@ protocol JoinResolving: AnyObject {
     /// through the object, so the store's references can't find what it matches. All of
     /// them when more than `cap` objects hold one.
     func staleDerivedSides(_ relationships: Set<String>, of entities: [String], _ reader: borrowing LogReader, cap: Int) throws -> Set<String>
-    /// Whether objects of any of `entities` are made of a class registered for them (not
-    /// ``ManagedObject`` itself): a full scan reads a related object's values through its
-    /// class, which may read a persistent key otherwise than the store holds it
-    /// (`value(forKey:)` overridden, persistent values set in `awakeFromFetch`).
-    func madeOfCustomClass(_ entities: [String]) -> Bool
 }
 
 /// Chooses a ``QueryPlan`` for a fetch request (`Specs/0008-fetch-requests.md`, "Planner").
