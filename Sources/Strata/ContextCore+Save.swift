@@ -351,7 +351,7 @@ extension ContextCore {
                     try mergePolicy.resolve(constraintConflicts: conflicts, in: context)
                     closeOpenGroup(continuing: true)
                     continue
-                case .uniquenessViolation, .missingReference, .objectExists, .objectNotFound:
+                case .uniquenessViolation, .missingReference, .objectExists, .objectNotFound, .oneToOneViolation:
                     throw ContextError.storeRefused(error.description)
                 default:
                     throw ContextError.store(error.description)
