@@ -706,7 +706,11 @@ extension ContextCore {
         guard !keys.isEmpty else { return }
         let id = object.objectID
         var started: Set<String> = []
-        var superseded: Set<String> = []
+        // A property the object holds no change for follows the store: a pending undo or redo
+        // of saved work changing it writes it no more (below), also where no done group's
+        // change of it went — the pending undos of two saved moves, both undone, net to the
+        // value read before the merge, and the save wrote that over the other writer's.
+        var superseded = Set(keys.lazy.filter { object.changes[$0.name] == nil }.map(\.name))
         var emptied = false
         func visit(_ group: UndoGroup, done: Bool) {
             guard group.saved == nil, !group.pushed, !group.fromLog, group.parts.isEmpty, var change = group.changes[id], change.kind == .updated
@@ -752,7 +756,8 @@ extension ContextCore {
         // the undo's value, which the dropped change had replaced, over the store's — the
         // other writer's — and the context then held it.
         if !superseded.isEmpty {
-            for effect in pending where effect.kind != .user {
+            for index in pending.indices where pending[index].kind != .user {
+                var effect = pending[index]
                 guard var change = effect.changes.changes[id], change.kind == .updated else { continue }
                 var dropped = false
                 for key in superseded where change.old[key] != nil || change.new[key] != nil {
@@ -761,6 +766,13 @@ extension ContextCore {
                     dropped = true
                 }
                 guard dropped else { continue }
+                // A redo's changes are the saved group itself, which a later undo undoes whole:
+                // the effect gets a copy (before, the property left the group, and undoing the
+                // redone group moved the far sides without the object).
+                if effect.changes === effect.source {
+                    effect = PendingEffect(changes: effect.changes.copyOfChanges(), source: effect.source, kind: effect.kind)
+                    pending[index] = effect
+                }
                 if change.old.isEmpty && change.new.isEmpty && change.memberships.isEmpty {
                     effect.changes.changes[id] = nil
                     effect.changes.order.removeAll { $0 == id }
