@@ -45,6 +45,16 @@ struct UndoRebaseSeedTests {
         try await UndoRebaseRandomFixTests.play(UndoRebaseRandomFixTests.steps("0:2:0,0:2:2,1:2:3,3:1:2,3:2:3,5:1:2,3:1:3,5:2:1,4:1:2,2:2:0,3:1:3"))
     }
 
+    @Test("seed 3 at 2,000 steps: a pending redo of a saved move, another writer's same move then another move, merged: the save doesn't write the redo over the other writer's; redo of an unsaved move then lists the player in its team only")
+    func pendingRedoOverTwoMergedMoves() async throws {
+        // Another writer moves Pat to Comets, merged; Pat to Otters, saved; to Comets, undone;
+        // the saved move undone, saved; redone (pending: to Otters). Another writer moves Pat to
+        // Otters too, then to no team, both merged; save; redo Pat's move to Comets. Before,
+        // the save wrote the pending redo (Otters) over the other writer's no team, and the
+        // redo left Otters listing Pat, on Comets.
+        try await UndoRebaseRandomFixTests.play(UndoRebaseRandomFixTests.steps("2:0:2,1:0:0,5:1:2,1:0:2,3:2:1,3:2:2,5:1:0,4:1:3,2:0:0,2:0:3,5:2:3,4:1:2"))
+    }
+
     @Test("a pending redo of a saved move, a later move back that another writer's merged move supersedes: undoing the redone move is a conflict, not a move of the far sides alone")
     func undoRedoneMoveUnderSupersededMove() async throws {
         let dir = try TemporaryDirectory()
