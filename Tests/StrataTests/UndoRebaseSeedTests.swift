@@ -89,6 +89,35 @@ struct UndoRebaseSeedTests {
         #expect(try await Self.storedTeam(dir, rae) == "Comets")
     }
 
+    @Test("a pending redo of a saved move that another writer made too (not merged), saved with mergeByPropertyObjectTrump: undoing the redone move moves the player back, both sides agreeing")
+    func undoRedoneMoveAfterPolicyAdoptedSameMove() async throws {
+        let dir = try TemporaryDirectory()
+        let (league, rae) = try await Self.leagueWithRae(dir)
+        let other = privateContext(league.coordinator, name: "other")
+        let players = [league.pat, rae]
+        try await privateContext(league.coordinator, name: "mine").perform { (context: isolated ManagedObjectContext) throws in
+            context.mergePolicy = StandardMergePolicy.mergeByPropertyObjectTrump
+            try UndoRelationshipRebaseTests.agree(context, players, league.teams, "start")
+            let player = try context.existingObject(with: rae)
+            player.setValue(try context.existingObject(with: league.otters), forKey: "team")
+            context.processPendingChanges()
+            try context.save()
+            try context.undo()  // back to Herons
+            try context.save()
+            try context.redo()  // pending: to Otters again
+            _ = try UndoRelationshipRebaseTests.save(other) { other in
+                try other.existingObject(with: rae).setValue(try other.existingObject(with: league.otters), forKey: "team")
+            }
+            try context.save()
+            try UndoRelationshipRebaseTests.agree(context, players, league.teams, "saved")
+            try context.undo()
+            #expect(try Self.team(context, rae) == "Herons")
+            try UndoRelationshipRebaseTests.agree(context, players, league.teams, "undone")
+            try context.save()
+        }
+        #expect(try await Self.storedTeam(dir, rae) == "Herons")
+    }
+
     @Test("seed 145: two saved moves both undone (pending undos netting to the store's team), another writer's move merged: the save doesn't write the undos' team over it, and redo is a conflict")
     func pendingUndosNettingToStoreDontOverwriteMergedMove() async throws {
         let dir = try TemporaryDirectory()
