@@ -252,8 +252,13 @@ extension ContextCore {
                 reload.append(object)
             }
         }
-        reloadKeepingChanges(reload, events: .refresh)
-        rebaseUnloadedGroupObjects(summary.updated, loaded: Set(reload.map(\.objectID)))
+        // The far sides of moved to-ones follow once every destination's own to-many rebase
+        // is done, the unloaded ones' too: before, an unloaded destination's rebase put back
+        // the member a move had taken out of the groups.
+        var moves = reloadKeepingChanges(reload, events: .refresh, rebasingMoves: false)
+        moves += rebaseUnloadedGroupObjects(summary.updated, loaded: Set(reload.map(\.objectID)))
+        rebaseMovedToOnes(moves)
+        pruneRetained()
         var removed: [ManagedObjectID: ManagedObject] = [:]
         // Objects inserted and deleted again elsewhere are gone too, for a context that
         // registered one in between (before, it stayed with stale values, or as a fault the
@@ -281,8 +286,11 @@ extension ContextCore {
     /// transient values (`refresh(_:mergeChanges: true)` for many objects). A change that now
     /// equals the stored value is no longer a change. Objects gone from the store become faults
     /// (a merge of their deletion removes them).
-    func reloadKeepingChanges(_ objects: [ManagedObject], events: SnapshotEvents) {
-        guard !objects.isEmpty else { return }
+    /// `rebasingMoves` false: the to-ones another writer moved are returned for the caller to
+    /// rebase (``rebaseMovedToOnes(_:)``) with others, and retained objects are left to it.
+    @discardableResult
+    func reloadKeepingChanges(_ objects: [ManagedObject], events: SnapshotEvents, rebasingMoves: Bool = true) -> [ToOneMove] {
+        guard !objects.isEmpty else { return [] }
         // A root context reads the store; a child, its parent's current state.
         var records: [ManagedObjectID: (values: [String: PropertyValue], version: UInt64?)] = [:]
         do {
@@ -300,7 +308,7 @@ extension ContextCore {
             }
         } catch {
             recordProblem(error as? ContextError ?? .store("\(error)"))
-            return
+            return []
         }
         var moves: [ToOneMove] = []
         for object in objects {
@@ -326,8 +334,10 @@ extension ContextCore {
         }
         // After every object is re-read: a destination's own to-many rebase must not put
         // back the member the move takes out.
+        guard rebasingMoves else { return moves }
         rebaseMovedToOnes(moves)
         pruneRetained()
+        return []
     }
 
     /// Objects the merge updated that the context's unsaved undo groups change but that it
@@ -336,15 +346,16 @@ extension ContextCore {
     /// against the values the first group changing each property started from, and the
     /// store's now. Before, they kept the values read before the merge, and a redo (an undo)
     /// set them over the other writer's — the groups name the object by its ID only.
-    func rebaseUnloadedGroupObjects(_ updated: Set<ManagedObjectID>, loaded: Set<ManagedObjectID>) {
-        guard hasUnsavedGroups else { return }
+    /// Returns the to-ones another writer moved of the objects rebased, for ``rebaseMovedToOnes(_:)``.
+    func rebaseUnloadedGroupObjects(_ updated: Set<ManagedObjectID>, loaded: Set<ManagedObjectID>) -> [ToOneMove] {
+        guard hasUnsavedGroups else { return [] }
         var assumed: [ManagedObjectID: [String: PropertyValue]] = [:]
         for (group, _) in unsavedChain() {
             for (id, change) in group.changes where change.kind == .updated && updated.contains(id) && !loaded.contains(id) {
                 for (key, value) in change.old where assumed[id]?[key] == nil { assumed[id, default: [:]][key] = value }
             }
         }
-        guard !assumed.isEmpty else { return }
+        guard !assumed.isEmpty else { return [] }
         var moves: [ToOneMove] = []
         for id in assumed.keys.sorted() {
             guard let values = assumed[id], let target = object(with: id), !target.isInvalidated, !target.isInsertedFlag, !target.isDeletedFlag
@@ -364,7 +375,7 @@ extension ContextCore {
             rebaseUnsavedAttributes(target, before: before)
             moves += movedToOnes(target, before: before)
         }
-        rebaseMovedToOnes(moves)
+        return moves
     }
 
     /// The object's unsaved to-many changes with the values they were made against, taken
@@ -577,8 +588,27 @@ extension ContextCore {
 
     private func rebaseInverseGroups(_ move: ToOneMove) {
         let chain = unsavedChain(move.object.objectID, move.property.name)
-        guard !chain.isEmpty else { return }
         let id = move.object.objectID, key = move.property.name, inverse = move.inverse.name, ordered = move.inverse.isOrdered
+        // The redo stack's groups under a saved group changing the to-one (left out of the
+        // chain) are redone after it, from its destination, not the store's: their entries of
+        // the inverse list the object where that group and they put it. Before, a destination's
+        // own to-many rebase added the other writer's member to them, and redoing a group
+        // moving the object there then listed it nowhere.
+        var under: [UndoGroup] = []
+        var underStart: ManagedObjectID?
+        var underSaved = false
+        for group in journal.redoStack.reversed() {
+            if underSaved {
+                under.append(group)
+            } else if group.saved != nil || group.pushed || group.fromLog || !group.parts.isEmpty,
+                let change = group.changes[id], change.kind == .updated, let new = change.new[key]
+            {
+                underSaved = true
+                underStart = new.ids.first
+            }
+        }
+        func rebased(_ group: UndoGroup) -> Bool { group.saved == nil && !group.pushed && !group.fromLog && group.parts.isEmpty }
+        guard !chain.isEmpty || under.contains(where: rebased) else { return }
         func touches(_ group: UndoGroup) -> Bool {
             guard let change = group.changes[id], change.kind == .updated else { return false }
             return change.old[key] != nil || change.new[key] != nil
@@ -648,9 +678,19 @@ extension ContextCore {
                 edit(group, owner, old: false, new: true, owner == position ? join : leave)
             }
         }
+        var underPosition = underStart
+        for group in under {
+            let before = underPosition
+            if let change = group.changes[id], change.kind == .updated, let new = change.new[key] { underPosition = new.ids.first }
+            guard rebased(group) else { continue }
+            for owner in owners(group) {
+                edit(group, owner, old: true, new: false, owner == before ? join : leave)
+                edit(group, owner, old: false, new: true, owner == underPosition ? join : leave)
+            }
+        }
         // Entries the rebase left changing nothing go.
         var emptied = false
-        for (group, _) in chain {
+        for group in chain.map(\.group) + under.filter(rebased) {
             for owner in owners(group) {
                 guard var change = group.changes[owner], change.kind == .updated,
                     let old = change.old[inverse], let new = change.new[inverse], old == new
