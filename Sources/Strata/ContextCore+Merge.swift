@@ -370,7 +370,17 @@ extension ContextCore {
                     stored != value
                 else { continue }
                 let had = Set(value.ids), has = Set(stored.ids)
-                rebaseUnsavedGroups(id, property, added: stored.ids.filter { !had.contains($0) }, removed: had.subtracting(has), stored: stored)
+                var added = stored.ids.filter { !had.contains($0) }, removed = had.subtracting(has)
+                // A derived side (a team's players) changes with its members' to-ones: only a
+                // member this merge updated moved. One the store lists that the group's value
+                // leaves out for another reason (the context's own pending undo keeps it
+                // elsewhere) is no other writer's addition (before, it was added to the groups
+                // before and after, and undoing the context's move to the team kept it listed).
+                if !property.isRecorded {
+                    added = added.filter(updated.contains)
+                    removed = removed.filter(updated.contains)
+                }
+                rebaseUnsavedGroups(id, property, added: added, removed: removed, stored: stored)
             }
             rebaseUnsavedAttributes(target, before: before)
             moves += movedToOnes(target, before: before)
