@@ -174,6 +174,7 @@ extension ContextCore {
         var staleDerived: [ManagedObjectID: Set<String>] = [:]
         var removed: Set<ManagedObjectID> = []
         var moves: [ToOneMove] = []
+        var sides: [OneToOneSide] = []
         for object in live {
             let id = object.objectID
             guard let record = records[id] else {
@@ -209,6 +210,7 @@ extension ContextCore {
             }
             dropChangesEqualToCommitted(object)
             moves += movedToOnes(object, before: before)
+            sides += oneToOneSides(object, before: before)
             object.transients = transients
             object.awake(fromSnapshotEvents: .mergePolicy)
             noteRefreshed(id)
@@ -227,12 +229,19 @@ extension ContextCore {
         // The far sides of to-ones the store moved follow, as at a merge (§16.1): the pending
         // groups start from the store's destination, so they must move the object out of it.
         rebaseMovedToOnes(moves)
+        rebaseOneToOnes(sides)
     }
 
     /// Makes the pending groups agree with objects a merge policy changed: a property no
     /// longer changed drops out; the first pending group touching a property gets the new
     /// committed value as its old value (undoing it returns to the store's value); entries for
     /// objects no longer deleted or inserted go.
+    ///
+    /// A to-many that drops out so (the store holds the context's members: another writer
+    /// added or removed the same) takes its far sides in the group along (``dropFarSides``):
+    /// before, a member's entry stayed — a song's playlist, set when the context added it —
+    /// and undoing the group took the song off the playlist in the song only, the two sides
+    /// then disagreeing.
     func fixPendingJournal(for ids: Set<ManagedObjectID>) {
         var touched: Set<String> = []
         for index in pending.indices {
@@ -242,6 +251,9 @@ extension ContextCore {
             // undoing the redone group moved a to-one's far sides without the object). The
             // group still takes the stored value as its old value.
             let redone = pending[index].kind != .user && group === pending[index].source ? group : nil
+            var dropped: [(id: ManagedObjectID, property: PropertyInfo)] = []
+            // In the effect's changes as they are then (a redo's copy, not the saved group).
+            defer { for entry in dropped { dropFarSides(of: entry.id, entry.property, in: group) } }
             for id in ids {
                 guard var change = group.changes[id] else { continue }
                 guard let object = registered(id), !object.isInvalidated else {
@@ -255,6 +267,9 @@ extension ContextCore {
                     for key in Array(change.new.keys) {
                         guard let property = object.info.properties[key], property.isRecorded else { continue }
                         if object.changes[key] == nil {
+                            if property.isToMany, property.inverse != nil, change.old[key] != nil || change.new[key] != nil {
+                                dropped.append((id, property))
+                            }
                             change.old[key] = nil
                             change.new[key] = nil
                             if let redone, group === redone {
@@ -282,6 +297,46 @@ extension ContextCore {
             }
         }
         removeEmptiedEffects()
+    }
+
+    /// The far sides of a to-many entry ``fixPendingJournal(for:)`` dropped from `group`
+    /// (`id`'s `property`): each entry of the inverse naming `id` no longer moves the member
+    /// in or out of it — a to-many inverse's old value takes `id` as the new one has it; a
+    /// to-one inverse's entry goes when no destination it names has an entry of `property`
+    /// left in the group. Entries left changing nothing go.
+    func dropFarSides(of id: ManagedObjectID, _ property: PropertyInfo, in group: UndoGroup) {
+        guard let inverseName = property.inverse else { return }
+        for (member, change) in group.changes where change.kind == .updated {
+            guard let inverse = entities[member.entityName]?.properties[inverseName], inverse.inverse == property.name,
+                let memberOld = change.old[inverseName], let memberNew = change.new[inverseName],
+                memberOld.ids.contains(id) || memberNew.ids.contains(id)
+            else { continue }
+            var change = change
+            if inverse.isToMany {
+                var ids = memberOld.ids.filter { $0 != id }
+                if memberNew.ids.contains(id) { ids.append(id) }
+                let fixed: PropertyValue = inverse.isOrdered ? .toMany(ids) : .unordered(ids)
+                change.old[inverseName] = fixed
+                if inverse.isOrdered ? fixed == memberNew : Set(fixed.ids) == Set(memberNew.ids) {
+                    change.old[inverseName] = nil
+                    change.new[inverseName] = nil
+                }
+            } else {
+                let ends = (memberOld.ids + memberNew.ids).filter { end in
+                    guard let entry = group.changes[end] else { return false }
+                    return entry.old[property.name] != nil || entry.new[property.name] != nil
+                }
+                guard ends.isEmpty else { continue }
+                change.old[inverseName] = nil
+                change.new[inverseName] = nil
+            }
+            if change.old.isEmpty && change.new.isEmpty && change.memberships.isEmpty {
+                group.changes[member] = nil
+                group.order.removeAll { $0 == member }
+            } else {
+                group.changes[member] = change
+            }
+        }
     }
 
     /// The object's recorded values now (what `overwrite` writes).
@@ -385,7 +440,8 @@ extension ContextCore {
                     for object in live where family.contains(object.entity.name) {
                         guard object.isInsertedFlag || constraint.contains(where: { object.changes[$0] != nil }) else { continue }
                         let values = tuple(object, constraint)
-                        guard !values.contains(where: \.isNil) else { continue }
+                        // A nil or NaN component constrains nothing (spec 0004 §5).
+                        guard !values.contains(where: \.leavesUniquenessUnchecked) else { continue }
                         groups[values, default: []].append(object)
                     }
                     // A stored object clashes with a group when it has the group's values,
@@ -574,7 +630,9 @@ extension ContextCore {
         for (name, value) in merged {
             guard let property = keeper.info.properties[name], property.isWritten else { continue }
             let value = normalized(remapped(value, idMap), property)
-            if keeper.currentValue(property) != value { set(keeper, property, value, maintainInverse: true, register: false) }
+            // Literally: a winning value that only re-encodes the keeper's is written (before,
+            // canonical `!=` skipped it and the keeper kept its old encoding).
+            if PropertyValue.differ(keeper.currentValue(property), value) { set(keeper, property, value, maintainInverse: true, register: false) }
         }
         if let resolutionGroup, !keeper.isInsertedFlag { recordResolution(of: keeper, in: resolutionGroup, before: beforeMerge) }
         noteUpdated(keeper)
@@ -597,11 +655,11 @@ extension ContextCore {
         for property in object.info.propertyList where property.isWritten {
             let current = object.currentValue(property)
             let previous = before[property.name] ?? property.emptyValue
-            guard current != previous else { continue }
+            guard PropertyValue.differ(current, previous) else { continue }
             if change.old[property.name] == nil { change.old[property.name] = previous }
             change.new[property.name] = current
         }
-        for (key, old) in change.old where change.new[key] == old {
+        for (key, old) in change.old where change.new[key].map({ PropertyValue.same(old, $0) }) == true {
             change.old[key] = nil
             change.new[key] = nil
         }

@@ -112,13 +112,22 @@ extension ContextCore {
     }
 
     /// The number of objects `request` matches (its offset and limit applied, as Core Data
-    /// does).
+    /// does) — or, for a dictionary request whose rows aren't one per object (grouped, with
+    /// aggregate expressions, distinct, or with a having predicate), the number of rows
+    /// ``fetchDictionaries(_:)`` returns. Before, those counted the matching objects.
     func count(_ request: FetchRequest) throws -> Int {
         let request = try prepared(request)
         if searchesNoStore(request) { return 0 }
+        if request.resultType == .dictionary, Self.makesRows(request) { return try fetchDictionaries(request).count }
         var plain = request
         plain.resultType = .managedObject
         return try countObjects(plain)
+    }
+
+    /// Whether a dictionary fetch of `request` makes rows other than one per matching object.
+    static func makesRows(_ request: FetchRequest) -> Bool {
+        request.returnsDistinctResults || request.havingPredicate != nil || !(request.propertiesToGroupBy ?? []).isEmpty
+            || (request.propertiesToFetch ?? []).contains { if case .expression = $0 { true } else { false } }
     }
 
     func fetchObjectIDs(_ request: FetchRequest) throws -> [ManagedObjectID] {
@@ -333,6 +342,9 @@ extension ContextCore {
     /// fails is recorded as a problem and kept for nothing: the next read runs it again.
     func fetchedPropertyValue(_ object: ManagedObject, _ key: String) -> Any? {
         guard let fetched = object.entity.fetchedPropertiesByName[key] else { return nil }
+        // Reading it fires the source's fault, as in Core Data: the predicate may read
+        // $FETCH_SOURCE's values, and the object is then loaded like any read of it makes it.
+        if !object.hasCommittedValues, !object.isInsertedFlag { fulfill(object) }
         if let ids = object.fetchedValues[key] { return ids.compactMap { self.object(with: $0) } }
         guard let predicate = fetched.predicate.predicate else {
             recordProblem(.invalidArgument("fetched property \(object.entity.name).\(key): its predicate does not parse: \(fetched.predicate.format)"))

@@ -311,6 +311,7 @@ extension ContextCore {
             return []
         }
         var moves: [ToOneMove] = []
+        var sides: [OneToOneSide] = []
         for object in objects {
             let transients = object.transients
             object.row = nil
@@ -328,14 +329,19 @@ extension ContextCore {
             dropChangesEqualToCommitted(object)
             rebaseUnsavedAttributes(object, before: before)
             moves += movedToOnes(object, before: before)
+            sides += oneToOneSides(object, before: before)
             object.awakeFromFetchUntracked()
             object.transients = transients
             object.awake(fromSnapshotEvents: events)
         }
         // After every object is re-read: a destination's own to-many rebase must not put
         // back the member the move takes out.
-        guard rebasingMoves else { return moves }
+        guard rebasingMoves else {
+            rebaseOneToOnes(sides)
+            return moves
+        }
         rebaseMovedToOnes(moves)
+        rebaseOneToOnes(sides)
         pruneRetained()
         return []
     }
@@ -357,6 +363,7 @@ extension ContextCore {
         }
         guard !assumed.isEmpty else { return [] }
         var moves: [ToOneMove] = []
+        var sides: [OneToOneSide] = []
         for id in assumed.keys.sorted() {
             guard let values = assumed[id], let target = object(with: id), !target.isInvalidated, !target.isInsertedFlag, !target.isDeletedFlag
             else { continue }
@@ -380,11 +387,13 @@ extension ContextCore {
                     added = added.filter(updated.contains)
                     removed = removed.filter(updated.contains)
                 }
-                rebaseUnsavedGroups(id, property, added: added, removed: removed, stored: stored)
+                rebaseUnsavedGroups(id, property, added: added, removed: removed, base: value, stored: stored)
             }
             rebaseUnsavedAttributes(target, before: before)
             moves += movedToOnes(target, before: before)
+            sides += oneToOneSides(target, before: before)
         }
+        rebaseOneToOnes(sides)
         return moves
     }
 
@@ -427,7 +436,15 @@ extension ContextCore {
             let arrived = theirs.ids.filter { !before.contains($0) }
             let added = arrived.filter { !mine.contains($0) }
             let removed = before.subtracting(now)
-            if !added.isEmpty || !removed.isEmpty {
+            if property.isOrdered {
+                // The context's removals, insertions and moves, done to the store's list (as a
+                // child's are to its parent's, §18.3): the other writer's order stays, also a
+                // reorder of its own (before session 29 the context's order stayed, the other
+                // writer's additions appended, so its reorder was lost; and a list changed back
+                // to the one read kept that as a change, over the other writer's order).
+                let merged = OrderedRebase.rebase(base: base.ids, ours: ours.ids, onto: theirs.ids)
+                object.changes[property.name] = merged == theirs.ids ? nil : .toMany(merged)
+            } else if !added.isEmpty || !removed.isEmpty {
                 let members = ours.ids.filter { !removed.contains($0) } + added
                 let merged: PropertyValue = property.isOrdered ? .toMany(members) : .unordered(members)
                 object.changes[property.name] = merged == theirs ? nil : merged
@@ -438,7 +455,7 @@ extension ContextCore {
             // The groups take the other writer's additions — also those the context made too —
             // removals and order (a reordered list), so undo takes back only the context's own.
             guard base != theirs else { continue }
-            rebaseUnsavedGroups(object.objectID, property, added: arrived, removed: removed, stored: theirs)
+            rebaseUnsavedGroups(object.objectID, property, added: arrived, removed: removed, base: base, stored: theirs)
         }
     }
 
@@ -454,10 +471,18 @@ extension ContextCore {
     /// to the store's members in the store's order (before, an ordered list another writer
     /// had inserted into came back with that member at the end, and the save wrote the
     /// reorder; a member both had added was taken out by the undo, and the save removed it).
+    /// An ordered list in the groups, given the list read before (`base`) and the store's
+    /// (`stored`), is what the context did to `base` done to `stored` (``OrderedRebase``), as
+    /// the object's own value is, so undo and redo agree with it (before session 29 the other
+    /// writer's additions were appended and its order lost).
     func rebaseUnsavedGroups(
-        _ id: ManagedObjectID, _ property: PropertyInfo, added: [ManagedObjectID], removed: Set<ManagedObjectID>, stored: PropertyValue? = nil
+        _ id: ManagedObjectID, _ property: PropertyInfo, added: [ManagedObjectID], removed: Set<ManagedObjectID>,
+        base: PropertyValue? = nil, stored: PropertyValue? = nil
     ) {
         func fix(_ value: PropertyValue) -> PropertyValue {
+            if property.isOrdered, let base, let stored {
+                return .toMany(OrderedRebase.rebase(base: base.ids, ours: value.ids, onto: stored.ids))
+            }
             let present = Set(value.ids)
             let members = value.ids.filter { !removed.contains($0) } + added.filter { !present.contains($0) }
             return property.isOrdered ? .toMany(members) : .unordered(members)
@@ -584,6 +609,115 @@ extension ContextCore {
                 }
             }
             rebaseInverseGroups(move)
+        }
+    }
+
+    /// A one-to-one side (a to-one whose inverse is a to-one) of an object a merge re-read
+    /// that it keeps a change of, or an unsaved group changes: `before`, the stored
+    /// destination read before (nil: not known — a derived side not read yet), `stored`, the
+    /// store's now.
+    struct OneToOneSide {
+        let object: ManagedObject
+        let property: PropertyInfo
+        let inverse: PropertyInfo
+        let before: PropertyValue?
+        let stored: PropertyValue
+    }
+
+    /// The one-to-one sides of `object` (re-read just now; `before`: its committed values
+    /// before) it holds a change of or an unsaved group changes. A derived side is read from
+    /// the store (the parent) again.
+    func oneToOneSides(_ object: ManagedObject, before: [String: PropertyValue]?) -> [OneToOneSide] {
+        guard !object.isInsertedFlag, !object.changes.isEmpty || hasUnsavedGroups else { return [] }
+        var sides: [OneToOneSide] = []
+        for property in object.info.propertyList where property.isRelationship && !property.isToMany && !property.isTransient {
+            guard let destination = property.destination, let inverseName = property.inverse,
+                let inverse = entities[destination]?.properties[inverseName], !inverse.isToMany, !inverse.isTransient
+            else { continue }
+            let key = property.name, id = object.objectID
+            guard object.changes[key] != nil || unsavedChain(id, key).contains(where: { entry in
+                entry.group.changes[id].map { $0.kind == .updated && ($0.old[key] != nil || $0.new[key] != nil) } ?? false
+            })
+            else { continue }
+            let stored = property.isRecorded ? object.committedValue(property) ?? .noObject : derivedValue(object, property)
+            guard let stored else { continue }
+            sides.append(OneToOneSide(object: object, property: property, inverse: inverse, before: before?[property.name], stored: stored))
+        }
+        return sides
+    }
+
+    /// One-to-ones rebase on both sides at a merge (spec 0006 §16.1), as a to-one with a
+    /// to-many inverse does (``rebaseMovedToOnes(_:)``): the recorded side is rebased as an
+    /// attribute (``rebaseUnsavedAttributes(_:before:)``), and here the derived side the same
+    /// way — the first unsaved group changing it takes the store's destination as its old
+    /// value. Where the object keeps its own destination, the one the store pairs it with no
+    /// longer names it in memory; and the first unsaved group changing the object's side —
+    /// also one undone, the object holding no change — takes it from there when it moves it
+    /// elsewhere (an entry made for it when the group has none). So undo returns both to the
+    /// store's pairs, redo to the context's, and both sides agree after each step.
+    /// Before, one-to-ones weren't rebased: undo put back the destination read before the
+    /// merge, while the other writer's destination still named the object.
+    func rebaseOneToOnes(_ sides: [OneToOneSide]) {
+        var emptied = false
+        defer {
+            if emptied {
+                journal.redoStack.removeAll { $0.isEmpty && $0.saved == nil }
+                removeEmptiedEffects()
+                pruneRetained()
+            }
+        }
+        for side in sides where !side.object.isInvalidated {
+            let object = side.object, id = object.objectID, key = side.property.name, inverse = side.inverse.name
+            // A derived side's change the store now holds (the other writer paired them too)
+            // is none, as a recorded side's (``dropChangesEqualToCommitted(_:)``), and drops out
+            // of the groups not undone with it: before, it stayed a change of its own and won the
+            // next merge, while the recorded side followed the store.
+            if !side.property.isRecorded, let changed = object.changes[key], PropertyValue.same(changed, side.stored) {
+                object.changes[key] = nil
+                if side.before.map({ $0 != side.stored }) ?? false, !pendingUndoOrRedo(changes: id, key) {
+                    for (group, done) in unsavedChain(id, key) where done {
+                        guard var change = group.changes[id], change.kind == .updated, change.old[key] != nil || change.new[key] != nil else { continue }
+                        change.old[key] = nil
+                        change.new[key] = nil
+                        if change.old.isEmpty && change.new.isEmpty && change.memberships.isEmpty {
+                            group.changes[id] = nil
+                            group.order.removeAll { $0 == id }
+                            emptied = true
+                        } else {
+                            group.changes[id] = change
+                        }
+                    }
+                }
+            }
+            let mine = object.currentValue(side.property)
+            // A pending undo or redo of saved work changing it stands between the store and
+            // the groups: they start from its value (as for a to-one, §16.1), not rebased.
+            let pendingStart = pendingUndoOrRedo(changes: id, key)
+            let first = pendingStart
+                ? nil
+                : unsavedChain(id, key).first { entry in
+                    guard let change = entry.group.changes[id], change.kind == .updated else { return false }
+                    return change.old[key] != nil || change.new[key] != nil
+                }?.group
+            if !side.property.isRecorded, let first, var change = first.changes[id], let old = change.old[key],
+                side.before.map({ $0 != side.stored }) ?? (old != side.stored)
+            {
+                change.old[key] = side.stored
+                first.changes[id] = change
+            }
+            guard let to = side.stored.ids.first, let destination = self.object(with: to), !destination.isInvalidated, !destination.isDeletedFlag
+            else { continue }
+            let current = destination.currentValue(side.inverse)
+            if mine.ids.first != to, current.ids.first == id {
+                setRaw(destination, side.inverse, old: current, new: .noObject, register: false)
+            }
+            guard let first, first.changes[id]?.new[key].map({ $0.ids.first != to }) ?? false else { continue }
+            var change = first.changes[to] ?? ObjectChange(kind: .updated)
+            guard change.kind == .updated, change.old[inverse] == nil, change.new[inverse] == nil else { continue }
+            change.old[inverse] = .toOne(id)
+            change.new[inverse] = .noObject
+            if first.changes[to] == nil { first.order.append(to) }
+            first.changes[to] = change
         }
     }
 
@@ -739,13 +873,8 @@ extension ContextCore {
         guard !unsaved.isEmpty || !journal.open.isEmpty || !journal.redoStack.isEmpty else { return }
         var keys: [(name: String, value: PropertyValue)] = []
         for property in object.info.propertyList where property.isRecorded && !property.isToMany && !property.isTransient {
-            // A to-one rebases as an attribute does (its far side: ``rebaseMovedToOnes(_:)``),
-            // one whose inverse is to-one (a one-to-one) not: the far sides it moves are not rebased.
-            if property.isRelationship, let destination = property.destination, let inverseName = property.inverse,
-                entities[destination]?.properties[inverseName]?.isToMany != true
-            {
-                continue
-            }
+            // A to-one rebases as an attribute does (its far side: ``rebaseMovedToOnes(_:)``;
+            // a one-to-one's, ``rebaseOneToOnes(_:)``).
             // A pending undo or redo of saved work changing it stands between the store and
             // the unsaved groups while the context keeps its own value (its change wins the
             // merge): they start from the undo's (redo's) value, which the merge doesn't change.

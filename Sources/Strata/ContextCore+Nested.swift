@@ -242,11 +242,11 @@ extension ContextCore {
         for (id, object) in retained where !object.isInsertedFlag {
             if let stored = id.storedID, let version = object.version { read[stored] = version }
         }
-        let (draft, _) = makeDraft(expectedVersions: read, forParent: true)
+        let (draft, _, orderedBases) = makeDraft(expectedVersions: read, forParent: true)
         if !draft.isEmpty {
             let key = ObjectIdentifier(self)
             _ = try parent.performAndWait { (parent: isolated ManagedObjectContext) throws in
-                try parent.core.applyChildSave(draft, from: key, in: parent)
+                try parent.core.applyChildSave(draft, orderedBases: orderedBases, from: key, in: parent)
             }
         }
         finishSave(sequence: nil, idMap: [:], groupIndex: [:], result: nil, in: context)
@@ -294,12 +294,26 @@ extension ContextCore {
     /// the ID aliases, only while the context has live children (a child hears of a save
     /// only after its running block, so a note sent to it would come too late for a push
     /// from the block that made the parent save).
+    ///
+    /// Only what a live child can need is kept: a move from a version handed to a child
+    /// (``childReadVersions``), and the moves leading to the old version, which now lead to
+    /// the new one (a chain X → old → new is kept as X → new, old → new). A child's version
+    /// of an object is one this context handed out, so no other entry is ever looked up;
+    /// before session 29 every save added a move for each object it wrote, and the table
+    /// grew with every save while children lived.
     func addVersionMoves(_ moves: [ManagedObjectID: (old: UInt64, new: UInt64)]) {
         guard let context, !context.children.contexts(except: nil).isEmpty else {
             versionMoves = [:]
+            childReadVersions = [:]
             return
         }
-        for (id, move) in moves { versionMoves[id, default: [:]][move.old] = move.new }
+        for (id, move) in moves {
+            let handedOut = childReadVersions.removeValue(forKey: id) == move.old
+            var entries = versionMoves[id] ?? [:]
+            for (from, to) in entries where to == move.old { entries[from] = move.new }
+            if handedOut { entries[move.old] = move.new }
+            versionMoves[id] = entries.isEmpty ? nil : entries
+        }
     }
 
     /// The version a child that read `id` at `version` has, counting this context's saves
@@ -361,6 +375,8 @@ extension ContextCore {
             values[name] = object.changes[name] ?? base[name] ?? property.emptyValue
         }
         let version = object.isInsertedFlag ? nil : object.hasCommittedValues ? object.version : object.rowVersion
+        // Handed to a child: a save of this context moving it keeps the move (§18.3).
+        if let version { childReadVersions[object.objectID] = version }
         return ParentSnapshot(values: values, version: version)
     }
 
@@ -376,7 +392,15 @@ extension ContextCore {
     /// updates set values with inverse maintenance, deletes delete (delete rules apply). The
     /// open undo group is closed before and after, so the child's save is one undo group.
     /// Checked first, so a refused save changes nothing.
-    func applyChildSave(_ draft: TransactionDraft, from child: ObjectIdentifier, in context: isolated ManagedObjectContext) throws -> ChangeSummary {
+    ///
+    /// An unordered to-many change comes as members added and removed; an ordered one as the
+    /// child's list with the list it was made from (`orderedBases`), and what the child did
+    /// to that — removals, insertions, moves — is done to this context's list as it is now
+    /// (``OrderedRebase``), so an unsaved change of it here stays (before session 29 the
+    /// child's list replaced it).
+    func applyChildSave(
+        _ draft: TransactionDraft, orderedBases: OrderedPushBases = [:], from child: ObjectIdentifier, in context: isolated ManagedObjectContext
+    ) throws -> ChangeSummary {
         let storeUUID = try store().identifier
         func id(_ object: DraftObjectID) -> ManagedObjectID {
             let id: ManagedObjectID = switch object {
@@ -482,24 +506,31 @@ extension ContextCore {
             case .references(let targets): property.isOrdered ? .toMany(targets.map(id)) : .unordered(targets.map(id))
             }
         }
-        for operation in operations {
-            switch operation {
-            case .insert(let object, let values), .update(let object, let values):
-                guard let target = self.object(with: id(object)) else { continue }
-                for (key, draftValue) in values.sorted(by: { $0.key < $1.key }) {
-                    guard let property = target.info.properties[key] else { continue }
-                    set(target, property, value(draftValue, property), maintainInverse: true, register: true)
+        for (groupIndex, group) in draft.groups.enumerated() {
+            for operation in group.operations {
+                switch operation {
+                case .insert(let object, let values), .update(let object, let values):
+                    guard let target = self.object(with: id(object)) else { continue }
+                    for (key, draftValue) in values.sorted(by: { $0.key < $1.key }) {
+                        guard let property = target.info.properties[key] else { continue }
+                        var newValue = value(draftValue, property)
+                        if property.isOrdered, case .update = operation, let base = orderedBases[groupIndex]?[object]?[key] {
+                            let rebased = OrderedRebase.rebase(base: base.map(id), ours: newValue.ids, onto: target.currentValue(property).ids)
+                            newValue = .toMany(rebased)
+                        }
+                        set(target, property, newValue, maintainInverse: true, register: true)
+                    }
+                case .membership(let object, let key, let added, let removed):
+                    guard let target = self.object(with: id(object)), let property = target.info.properties[key] else { continue }
+                    let removedIDs = Set(removed.map(id))
+                    var members = target.currentValue(property).ids.filter { !removedIDs.contains($0) }
+                    members += added.map(id).filter { !members.contains($0) }
+                    set(target, property, .unordered(members), maintainInverse: true, register: true)
+                case .delete(let object):
+                    guard let target = self.object(with: id(object)) else { continue }
+                    delete(target, in: context)
+                    summary.deleted.insert(target.objectID)
                 }
-            case .membership(let object, let key, let added, let removed):
-                guard let target = self.object(with: id(object)), let property = target.info.properties[key] else { continue }
-                let removedIDs = Set(removed.map(id))
-                var members = target.currentValue(property).ids.filter { !removedIDs.contains($0) }
-                members += added.map(id).filter { !members.contains($0) }
-                set(target, property, .unordered(members), maintainInverse: true, register: true)
-            case .delete(let object):
-                guard let target = self.object(with: id(object)) else { continue }
-                delete(target, in: context)
-                summary.deleted.insert(target.objectID)
             }
         }
         closeOpenGroup()

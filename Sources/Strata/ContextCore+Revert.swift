@@ -188,7 +188,8 @@ extension ContextCore {
             case .toMany: .toMany([])
             }
             let (old, new) = (deleted[key] ?? empty, inserted[key] ?? empty)
-            if old == new || (old.isNil && new.isNil) { continue }
+            // Literally: a value brought back re-encoded is a change (and NaN is NaN).
+            if !PropertyValue.differ(old, new) || (old.isNil && new.isNil) { continue }
             if case .toMany(ordered: false) = property.kind {
                 let (before, after) = (Set(old.ids), Set(new.ids))
                 change.memberships[key] = (new.ids.filter { !before.contains($0) }, old.ids.filter { !after.contains($0) })
@@ -400,7 +401,7 @@ extension ContextCore {
                 // The value the earlier one left: unless a transaction between them changed it
                 // and another set it back (setting the earlier one's before-value back would
                 // take those with it: they left it as it is now, not as it was).
-                let same = left == value || (left.isNil && value.isNil)
+                let same = !PropertyValue.differ(left, value) || (left.isNil && value.isNil)
                 if same && !Self.othersBetween(by, sequence, members: members) { continue }
                 // The transaction between them that changed it, from the object's history.
                 let between = try id.storedID.flatMap { stored in
@@ -622,7 +623,7 @@ extension ContextCore {
                         for name in constraint {
                             guard let property = info.properties[name] else { return nil }
                             let value = set[name] ?? (change.kind == .deleted ? .none : stored.map { propertyValue($0[name], property, storeUUID: storeUUID) } ?? .none)
-                            if value.isNil { return nil }
+                            if value.leavesUniquenessUnchecked { return nil }
                             values.append(value)
                         }
                         return values

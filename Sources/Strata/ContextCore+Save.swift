@@ -323,7 +323,7 @@ extension ContextCore {
                 draftStoreUUID = store.identifier
                 defer { draftStoreUUID = nil }
                 foreignDraftID = nil
-                let (draft, index) = makeDraft(expectedVersions: expected)
+                let (draft, index, _) = makeDraft(expectedVersions: expected)
                 if let foreign = foreignDraftID, let error = foreignStoreError(foreign, storeUUID: store.identifier) { throw error }
                 groupIndex = index
                 return draft.isEmpty ? nil : draft
@@ -351,7 +351,7 @@ extension ContextCore {
                     try mergePolicy.resolve(constraintConflicts: conflicts, in: context)
                     closeOpenGroup(continuing: true)
                     continue
-                case .uniquenessViolation, .missingReference, .objectExists, .objectNotFound:
+                case .uniquenessViolation, .missingReference, .objectExists, .objectNotFound, .oneToOneViolation:
                     throw ContextError.storeRefused(error.description)
                 default:
                     throw ContextError.store(error.description)
@@ -419,8 +419,12 @@ extension ContextCore {
     /// The transaction for everything pending: one event group per pending effect, then the
     /// reconciliation group; and which pending effect became which event group.
     /// `forParent`: a child's save into its parent — an unordered to-many change goes as the
-    /// members it adds and removes, not the whole set (§18.3).
-    func makeDraft(expectedVersions: [StoredObjectID: UInt64], forParent: Bool = false) -> (TransactionDraft, [Int: Int]) {
+    /// members it adds and removes, not the whole set, and an ordered one's list goes with the
+    /// list it was made from (`orderedBases`: by draft group, object and property), for the
+    /// parent to apply the change to its own list (§18.3).
+    func makeDraft(
+        expectedVersions: [StoredObjectID: UInt64], forParent: Bool = false
+    ) -> (draft: TransactionDraft, groupIndex: [Int: Int], orderedBases: OrderedPushBases) {
         var draft = TransactionDraft(author: transactionAuthor, contextName: name)
         draft.expectedVersions = expectedVersions
         // The transaction is an undo (or redo) when every group it saves is one, named by its
@@ -437,8 +441,10 @@ extension ContextCore {
         var groupIndex: [Int: Int] = [:]  // pending index → event group index
         var eventGroups = 0
         var covered: [ManagedObjectID: SaveCoverage] = [:]
+        var orderedBases: OrderedPushBases = [:]
         for (index, effect) in pending.enumerated() {
-            let operations = self.operations(for: effect.changes, covered: &covered, forParent: forParent)
+            var bases: [DraftObjectID: [String: [DraftObjectID]]] = [:]
+            let operations = self.operations(for: effect.changes, covered: &covered, forParent: forParent, orderedBases: &bases)
             guard !operations.isEmpty else { continue }
             let origin: GroupOrigin? = switch effect.kind {
             case .user: nil
@@ -447,14 +453,20 @@ extension ContextCore {
             }
             draft.beginGroup(actionName: effect.changes.actionName, origin: origin)
             draft.append(contentsOf: operations)
+            if !bases.isEmpty { orderedBases[draft.groups.count - 1] = bases }
             groupIndex[index] = eventGroups
             eventGroups += 1
         }
-        // Changes the journal didn't see (registration disabled, primitive sets) go last.
-        let reconciliation = self.reconciliation(covered: covered, forParent: forParent)
+        // Changes the journal didn't see (registration disabled, primitive sets) go last,
+        // marked as not recorded for undo: persisted undo doesn't push them on the undo
+        // stack, which never held them (spec 0006 §13; before, after a restart they were an
+        // unnamed group to undo, and their push cleared the redo stack).
+        var bases: [DraftObjectID: [String: [DraftObjectID]]] = [:]
+        let reconciliation = self.reconciliation(covered: covered, forParent: forParent, orderedBases: &bases)
         if !reconciliation.isEmpty {
-            draft.beginGroup(actionName: nil)
+            draft.beginGroup(actionName: nil, recordedForUndo: false)
             draft.append(contentsOf: reconciliation)
+            if !bases.isEmpty { orderedBases[draft.groups.count - 1] = bases }
         }
         // Groups dropped since the stacks were last recorded for persisted undo: the stacks
         // as this commit leaves them are recorded with it (spec 0006 §13), in its write
@@ -467,7 +479,7 @@ extension ContextCore {
             draft.undoCheckpoint = undoCheckpointStacks { written[ObjectIdentifier($0)] }
         }
         draftRecordsUndoCheckpoint = draft.undoCheckpoint != nil
-        return (draft, groupIndex)
+        return (draft, groupIndex, orderedBases)
     }
 
     func draftID(_ id: ManagedObjectID) -> DraftObjectID {
@@ -495,9 +507,13 @@ extension ContextCore {
     ///
     /// `forParent`: a child's save into its parent, where an unordered to-many's new value
     /// goes as the members the group added and removed, so the parent's own unsaved changes
-    /// of the relationship stay (before, the child's whole set replaced them).
+    /// of the relationship stay (before, the child's whole set replaced them); an ordered
+    /// one's list goes with the list the group changed (`orderedBases`), for the parent to
+    /// apply the group's removals, insertions and moves to its own (before session 29 the
+    /// child's whole list replaced it).
     func operations(
-        for group: UndoGroup, covered: inout [ManagedObjectID: SaveCoverage], forParent: Bool = false
+        for group: UndoGroup, covered: inout [ManagedObjectID: SaveCoverage], forParent: Bool = false,
+        orderedBases: inout [DraftObjectID: [String: [DraftObjectID]]]
     ) -> [TransactionDraft.Operation] {
         var operations: [TransactionDraft.Operation] = []
         operations.reserveCapacity(group.order.count)
@@ -533,6 +549,9 @@ extension ContextCore {
                         if let members = membershipOperation(id, key, from: old, to: value) { changedMembers.append(members) }
                         continue
                     }
+                    if forParent, property.isToMany, property.isOrdered, let old = change.old[key] {
+                        orderedBases[draftID(id), default: [:]][key] = old.ids.map(draftID)
+                    }
                     values[key] = draftValue(value)
                 }
                 if !values.isEmpty { operations.append(.update(draftID(id), values: values)) }
@@ -562,8 +581,10 @@ extension ContextCore {
     }
 
     /// Operations for changes no journal group describes, in object ID order. `forParent`: as
-    /// for ``operations(for:covered:forParent:)``.
-    func reconciliation(covered: [ManagedObjectID: SaveCoverage], forParent: Bool = false) -> [TransactionDraft.Operation] {
+    /// for ``operations(for:covered:forParent:orderedBases:)``.
+    func reconciliation(
+        covered: [ManagedObjectID: SaveCoverage], forParent: Bool = false, orderedBases: inout [DraftObjectID: [String: [DraftObjectID]]]
+    ) -> [TransactionDraft.Operation] {
         var found: [(id: ManagedObjectID, operation: TransactionDraft.Operation)] = []
         for (id, object) in retained {
             let coverage = covered[id]
@@ -609,6 +630,7 @@ extension ContextCore {
                 if forParent, property.isToMany, !property.isOrdered {
                     if let members = membershipOperation(id, property.name, from: expected, to: current) { changedMembers.append(members) }
                 } else {
+                    if forParent, property.isToMany { orderedBases[draftID(id), default: [:]][property.name] = expected.ids.map(draftID) }
                     values[property.name] = draftValue(current)
                 }
             }
@@ -1014,6 +1036,9 @@ extension ContextCore {
             }
             object.changes.removeAll()
             object.isDeletedFlag = false
+            // Refreshed, as Core Data's rollback refreshes the objects it restores: the values
+            // their fetched properties keep go, and the next read fetches again.
+            object.fetchedValues.removeAll()
             noteRefreshed(object.objectID)
             reverted.append(object)
         }
@@ -1190,6 +1215,10 @@ extension ManagedObject {
 
 /// What the journal groups of one save write for an object, so the reconciliation writes
 /// only what they miss.
+/// For a child's push (spec 0006 §18.3): the list each ordered to-many change of a draft
+/// group was made from — by group index, object, then property.
+typealias OrderedPushBases = [Int: [DraftObjectID: [String: [DraftObjectID]]]]
+
 struct SaveCoverage {
     enum State { case none, inserted, deleted }
     /// The last insert or delete the groups write for the object.

@@ -627,7 +627,14 @@ final class ContextCore {
     /// The store versions this context's saves moved objects from and to (by object, old to
     /// new), while it has live children: what a child read before such a save is counted as
     /// read at the version the save wrote (``versionForChild(_:read:)``).
+    /// Only moves from a version a child may hold are kept — one handed to a child
+    /// (``childReadVersions``), or one an earlier move led to, which the new move then
+    /// replaces (X → old becomes X → new) — so the table follows what children read, not
+    /// every save (before session 29 every save added a move for each object it wrote).
     var versionMoves: [ManagedObjectID: [UInt64: UInt64]] = [:]
+    /// While this context has live children: the version of each object last handed to a
+    /// child (its values read through this context), until a save of this context moves it.
+    var childReadVersions: [ManagedObjectID: UInt64] = [:]
     /// Maps of temporary IDs made permanent not merged into ``idAliases`` yet, oldest first.
     var idAliasBacklog: [[ManagedObjectID: ManagedObjectID]] = []
     /// While a child's save is applied: every object it touches.
@@ -1694,33 +1701,39 @@ final class ContextCore {
                 // undo of a later saved group) is not a conflict.
                 let known = registered(id).flatMap { $0.hasCommittedValues ? $0 : nil }
                 for (key, replaced) in reversed ? change.new : change.old {
-                    guard let property = info.property(named: key), property.isRecorded else { continue }
+                    // A one-to-one's derived side too: the store holds it as the other side of
+                    // an object the group may not name (another writer gave the person another
+                    // passport; before, undo gave the person back the group's passport while
+                    // the other writer's still named the person).
+                    guard let property = info.property(named: key), property.isRecorded || isDerivedOneToOne(property) else { continue }
                     var expected = replaced
                     if let known {
-                        let committed = known.committedValue(property) ?? property.emptyValue
+                        // A derived side not read since the last merge is known as the group's.
+                        let committed = known.committedValue(property) ?? (property.isRecorded ? property.emptyValue : replaced)
                         // A committed value other than the one the group replaces is this
                         // context's own later saved work only while a pending undo or redo
                         // of it changes the property; otherwise it is another writer's
                         // value, merged, refreshed or loaded since, and undoing would
                         // overwrite it: the group's value is then what the store must hold.
                         let pendingChange = pendingUndoOrRedo(changes: id, key)
-                        if pendingChange, !property.isToMany {
-                            // A pending undo or redo of later saved work must have put back the
-                            // value the group replaces: one a merge rebased that work to (§16.1)
-                            // is another writer's, saved after the group, and applying the group
-                            // would overwrite it (before, it did, and its far sides disagreed).
-                            let current = known.currentValue(property)
-                            if !same(current, replaced) {
-                                throw ContextError.undoConflict(object: id.description, property: key, expected: replaced.text, found: current.text)
-                            }
-                        }
+                        // A pending undo or redo of later saved work must have put back the
+                        // value the group replaces: one a merge rebased that work to (§16.1)
+                        // is another writer's, saved after the group, and applying the group
+                        // would overwrite it (before, it did, and its far sides disagreed; a
+                        // to-many's members the other writer added were dropped).
+                        if pendingChange { try checkPendingValue(known, property, id, replaced) }
                         if same(committed, replaced) || pendingChange { expected = committed }
                     }
                     guard let stored else {
                         throw ContextError.undoConflict(object: id.description, property: key, expected: expected.text, found: "a deleted object")
                     }
-                    let value = stored.names.firstIndex(of: key).flatMap { stored.values[$0] } ?? .null
-                    let found = propertyValue(value, property, storeUUID: storeUUID)
+                    let found: PropertyValue
+                    if property.isRecorded {
+                        let value = stored.names.firstIndex(of: key).flatMap { stored.values[$0] } ?? .null
+                        found = propertyValue(value, property, storeUUID: storeUUID)
+                    } else {
+                        found = PropertyValue.related(try reader.related(stored.id, key), for: property, store: storeUUID)
+                    }
                     if !same(found, expected) {
                         throw ContextError.undoConflict(object: id.description, property: key, expected: expected.text, found: found.text)
                     }
@@ -1753,7 +1766,13 @@ final class ContextCore {
                     var expected = replaced
                     if let known {
                         let committed = known.committedValue(property) ?? property.emptyValue
-                        if same(committed, replaced) || pendingUndoOrRedo(changes: id, key) { expected = committed }
+                        // As for an update: a pending undo or redo of later work must have put
+                        // back the value the insert saved (before, undoing the insert deleted
+                        // the object with the other writer's value a merge had rebased that
+                        // work to, unchecked).
+                        let pendingChange = pendingUndoOrRedo(changes: id, key)
+                        if pendingChange { try checkPendingValue(known, property, id, replaced) }
+                        if same(committed, replaced) || pendingChange { expected = committed }
                     }
                     let value = stored.names.firstIndex(of: key).flatMap { stored.values[$0] } ?? .null
                     let found = propertyValue(value, property, storeUUID: storeUUID)
@@ -1794,7 +1813,11 @@ final class ContextCore {
     /// saved work (§12). Before, such a group was applied unchecked: undoing a rename the
     /// parent had saved, after another writer's rename was merged into the parent, silently
     /// put the old name back over it. Objects the parent no longer has are left to the push,
-    /// which refuses them (§18.3).
+    /// which refuses them (§18.3). A to-many is checked member by member, as membership
+    /// changes of saved work are (§12): the push applies only the members (and, ordered, the
+    /// moves) the group takes back to the parent's value as it is then, so the parent's own
+    /// changes of it are no conflict (before session 29 the whole value was compared, and
+    /// undoing a pushed addition was refused once the parent had added a member of its own).
     func checkConflictsThroughParent(applying group: UndoGroup, reversed: Bool = false) throws {
         guard let parent = parentContext else { return }
         var checks: [ChildExpectation] = []
@@ -1808,9 +1831,19 @@ final class ContextCore {
                 var expected = replaced
                 if let known {
                     let committed = known.committedValue(property) ?? property.emptyValue
-                    if same(committed, replaced) || pendingUndoOrRedo(changes: id, key) { expected = committed }
+                    // As for saved work (§12): a pending undo or redo of later pushed work must
+                    // have put back the value the group replaces, not one a merge from the
+                    // parent rebased that work to (before, the sibling's value was overwritten).
+                    let pendingChange = pendingUndoOrRedo(changes: id, key)
+                    if pendingChange { try checkPendingValue(known, property, id, replaced) }
+                    if same(committed, replaced) || pendingChange { expected = committed }
                 }
-                checks.append(ChildExpectation(id: id, key: key, expected: expected))
+                var check = ChildExpectation(id: id, key: key, expected: expected)
+                if property.isToMany, let target = (reversed ? change.old : change.new)[key] {
+                    let before = Set(replaced.ids), after = Set(target.ids)
+                    check.members = (replaced.ids.filter { !after.contains($0) }, target.ids.filter { !before.contains($0) })
+                }
+                checks.append(check)
             }
         }
         guard !checks.isEmpty else { return }
@@ -1832,6 +1865,13 @@ final class ContextCore {
             else { continue }
             if !object.hasCommittedValues && !object.isInsertedFlag && (try? fulfillThrowing(object)) == nil { continue }
             let found = object.currentValue(property)
+            if let members = check.members {
+                let has = Set(found.ids)
+                if !members.present.allSatisfy({ has.contains(aliased($0)) }) || members.absent.contains(where: { has.contains(aliased($0)) }) {
+                    return (index, found)
+                }
+                continue
+            }
             let matches: Bool = switch (found, check.expected) {
             case (.toOne(let a), .toOne(let b)): a == b.map(aliased)
             case (.toMany(let a), .toMany(let b)): property.isOrdered ? a == b.map(aliased) : Set(a) == Set(b.map(aliased))
@@ -1842,11 +1882,44 @@ final class ContextCore {
         return nil
     }
 
-    /// Whether two stored values are the same (nil and an empty value alike).
+    /// Where a pending (unsaved) undo or redo of later saved (pushed) work changes `property`
+    /// of `object`, the value it put back must be `replaced`, the one the group being applied
+    /// replaces: a merge may have rebased that later work to another writer's value (§16.1),
+    /// which then stands between the two groups, and applying the group would overwrite it —
+    /// an `undoConflict` naming the value put back (spec 0006 §12). Attributes, to-ones and
+    /// to-many members alike (an unordered to-many compares as a set).
+    private func checkPendingValue(_ object: ManagedObject, _ property: PropertyInfo, _ id: ManagedObjectID, _ replaced: PropertyValue) throws {
+        let current = object.currentValue(property)
+        let matches = property.isToMany && !property.isOrdered ? Set(current.ids) == Set(replaced.ids) : same(current, replaced)
+        if !matches {
+            throw ContextError.undoConflict(object: id.description, property: property.name, expected: replaced.text, found: current.text)
+        }
+    }
+
+    /// Whether two stored values are the same (nil and an empty value alike), literally as
+    /// change detection compares them: strings by their bytes — a value another writer only
+    /// re-encoded ("é" decomposed to precomposed) is that writer's change, and an undo over
+    /// it a conflict (before, canonical `==` let the undo overwrite it) — and NaN as NaN (an
+    /// undo of a change to NaN found the store's NaN "changed by another writer").
     private func same(_ a: PropertyValue, _ b: PropertyValue) -> Bool {
-        // NaN too: an undo of a change to NaN found the store's NaN "changed by another
-        // writer" (NaN != NaN) and was refused.
-        a == b || (a.isNil && b.isNil) || Self.isSameValue(a, b)
+        (a.isNil && b.isNil) || Self.isSameValue(a, b)
+    }
+
+    /// Whether `property` is either side of a one-to-one (a to-one whose inverse is a to-one).
+    func isOneToOne(_ property: PropertyInfo) -> Bool {
+        guard property.isRelationship, !property.isToMany, !property.isTransient, let destination = property.destination,
+            let inverse = property.inverse
+        else { return false }
+        return entities[destination]?.properties[inverse]?.isToMany == false
+    }
+
+    /// Whether `property` is the derived side of a one-to-one (a to-one whose inverse is a
+    /// to-one, held in the store by the other side).
+    func isDerivedOneToOne(_ property: PropertyInfo) -> Bool {
+        guard !property.isRecorded, property.isRelationship, !property.isToMany, !property.isTransient,
+            let destination = property.destination, let inverse = property.inverse
+        else { return false }
+        return entities[destination]?.properties[inverse]?.isToMany == false
     }
 
     /// Whether a pending (unsaved) undo or redo of saved work changes `key` of `id`.
@@ -2009,7 +2082,12 @@ final class ContextCore {
                             value = property.isOrdered ? .toMany(ids) : .unordered(ids)
                         }
                     }
-                    set(object, property, value, maintainInverse: group.fromLog, register: false)
+                    // A one-to-one keeps its two sides agreeing while it is set (the far side
+                    // and the partners it leaves follow): a merge may have paired the object or
+                    // its destination with another since the group was made, which the group
+                    // doesn't name (before, undo gave a person back its passport while the
+                    // passport another writer gave it still named it).
+                    set(object, property, value, maintainInverse: group.fromLog || isOneToOne(property), register: false)
                 }
                 for (key, membership) in change.memberships {
                     guard let property = info.property(named: key) else { continue }
@@ -2081,16 +2159,22 @@ final class ContextCore {
     /// Records the stacks for persisted undo (spec 0004 §10, `undoStacks:`) when groups were
     /// dropped since they were last recorded — by `levelsOfUndo`, `rollback()`, `reset()` or
     /// `removeAllUndoActions()` — so that after a restart the context reads back what it
-    /// holds now, not the groups it dropped (before, they all came back). Only while nothing
-    /// waits to be saved, when every group on the stacks is in the log: otherwise after the
-    /// next save. A store that can't record it (read-only) leaves it for the next time.
+    /// holds now, not the groups it dropped (before, they all came back). While groups of
+    /// new work wait to be saved, their saved groups are recorded at once all the same —
+    /// the unsaved ones, not in the log, left out — so that a quit that never saves doesn't
+    /// bring the dropped ones back (before, nothing was recorded until the next save), and
+    /// the next save records the stacks again with its commit. Not while an undo or redo of
+    /// saved work waits: its group is not where the store has it (done, undone), and the
+    /// next save records it. A store that can't record it (read-only) leaves it for the
+    /// next time.
     func recordUndoCheckpoint() {
-        guard persistsUndo, journal.dropped, parentContext == nil, pending.isEmpty, let store = try? store() else { return }
+        guard persistsUndo, journal.dropped, parentContext == nil, let store = try? store() else { return }
+        guard pending.allSatisfy({ $0.kind == .user }) else { return }
         guard readKeptOlderUndo() else { return }
         let stacks = undoCheckpointStacks { _ in nil }
         do {
             try store.log.setUndoCheckpoint(author: transactionAuthor, contextName: name, undo: stacks.undo, redo: stacks.redo)
-            journal.dropped = false
+            if pending.isEmpty { journal.dropped = false }
         } catch {
             return
         }
@@ -2280,4 +2364,7 @@ struct ChildExpectation: Sendable {
     let id: ManagedObjectID
     let key: String
     let expected: PropertyValue
+    /// A to-many: instead of the whole value, the members that must be there (those the
+    /// group is about to take out) and those that must not (those it is about to put back).
+    var members: (present: [ManagedObjectID], absent: [ManagedObjectID])?
 }

@@ -10,8 +10,9 @@ public import StrataModel
 /// ```
 ///
 /// Nil sorts before every value in ascending order (after every value descending). Strings
-/// compare by Unicode scalar values unless ``caseInsensitive`` or ``diacriticInsensitive``
-/// is set. Custom classes can name the property with a Swift key path:
+/// compare by Unicode scalar values; ``caseInsensitive`` and ``diacriticInsensitive`` fold
+/// both strings first, as a predicate's `[c]` and `[d]` do (so a sort agrees with `<[c]`).
+/// Custom classes can name the property with a Swift key path:
 ///
 /// ```swift
 /// FetchSortDescriptor(\Person.lastName)
@@ -22,12 +23,13 @@ public struct FetchSortDescriptor: Sendable, Hashable {
     public var key: String
     /// Ascending (default) or descending.
     public var ascending: Bool
-    /// Compare strings ignoring case (`caseInsensitiveCompare:`).
+    /// Compare strings ignoring case (`caseInsensitiveCompare:`): both folded as `[c]`
+    /// folds them in a predicate (`"ß"` is `"ss"`), then in Unicode order.
     public var caseInsensitive: Bool
-    /// Compare strings ignoring diacritics (`é` sorts with `e`).
+    /// Compare strings ignoring diacritics (`é` sorts with `e`), folded as `[d]` folds them.
     public var diacriticInsensitive: Bool = false
-    /// Compare runs of digits in strings by their numeric value, so "Item 2" sorts before
-    /// "Item 10" (`String.CompareOptions.numeric`).
+    /// Compare runs of ASCII digits in strings by their numeric value, so "Item 2" sorts
+    /// before "Item 10"; the text between them in Unicode order.
     public var numeric: Bool = false
     /// The Swift key path given instead of `key`, resolved against the model at fetch time.
     let swiftKeyPath: SwiftKeyPath?
@@ -125,7 +127,7 @@ public struct FetchSortDescriptor: Sendable, Hashable {
             if caseInsensitive { options.insert(.caseInsensitive) }
             if diacriticInsensitive { options.insert(.diacriticInsensitive) }
             if numeric { options.insert(.numeric) }
-            if !options.isEmpty { return a.compare(b, options: options) }
+            if !options.isEmpty { return compareStrings(a, b, options) }
             return a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)
         case (let a as Date, let b as Date): return a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)
         case (let a as Bool, let b as Bool): return a == b ? .orderedSame : (!a ? .orderedAscending : .orderedDescending)
@@ -134,6 +136,54 @@ public struct FetchSortDescriptor: Sendable, Hashable {
             let a = String(describing: x ?? ""), b = String(describing: y ?? "")
             return a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)
         }
+    }
+
+    /// Strings under a sort's options, by the predicate language's folding rule (spec 0003):
+    /// `[c]`/`[d]` fold both strings first, then they compare as without options — in
+    /// Unicode order, with runs of ASCII digits by value under `numeric`. So a sort agrees
+    /// with `<[c]` and `<[cd]`: the strings a fetch sorted case-insensitively puts before
+    /// `s` are those `name <[c] s` selects. Before, `compare(_:options:)` ordered some
+    /// strings otherwise: it put "é" before "f" (`<[c]` and the plain order put it after "z").
+    static func compareStrings(_ a: String, _ b: String, _ options: String.CompareOptions) -> ComparisonResult {
+        let folding = options.intersection([.caseInsensitive, .diacriticInsensitive])
+        let (x, y) = folding.isEmpty ? (a, b) : (a.folding(options: folding, locale: nil), b.folding(options: folding, locale: nil))
+        if options.contains(.numeric) { return numericOrder(x, y) }
+        return x < y ? .orderedAscending : (x == y ? .orderedSame : .orderedDescending)
+    }
+
+    /// `a` and `b` in runs: runs of ASCII digits compare by value (leading zeros aside), any
+    /// other text as strings do; a string that is a prefix of the other, run by run, first.
+    static func numericOrder(_ a: String, _ b: String) -> ComparisonResult {
+        func runs(_ string: String) -> [(digits: Bool, text: Substring)] {
+            var result: [(digits: Bool, text: Substring)] = []
+            var start = string.startIndex
+            var inDigits: Bool?
+            var index = string.startIndex
+            while index < string.endIndex {
+                let isDigit = string[index].isASCII && string[index].isWholeNumber
+                if let current = inDigits, current != isDigit {
+                    result.append((current, string[start..<index]))
+                    start = index
+                }
+                inDigits = isDigit
+                index = string.index(after: index)
+            }
+            if let current = inDigits { result.append((current, string[start..<string.endIndex])) }
+            return result
+        }
+        let (left, right) = (runs(a), runs(b))
+        for (x, y) in zip(left, right) {
+            if x.digits && y.digits {
+                let (p, q) = (x.text.drop { $0 == "0" }, y.text.drop { $0 == "0" })
+                if p.count != q.count { return p.count < q.count ? .orderedAscending : .orderedDescending }
+                if p != q { return p < q ? .orderedAscending : .orderedDescending }
+            } else if x.text != y.text {
+                // Compared as the strings from here on would be, so text before digits and
+                // after them order as the plain order does.
+                return x.text < y.text ? .orderedAscending : .orderedDescending
+            }
+        }
+        return left.count == right.count ? .orderedSame : (left.count < right.count ? .orderedAscending : .orderedDescending)
     }
 
     /// Doubles in sort order: by value, and NaN (of either sign) after every number, equal

@@ -226,7 +226,7 @@ extension AnyFetchedResultsController: ContextChangeTracker {
         var values: [SortKey] = []
         values.reserveCapacity(plan.descriptors.count)
         for (descriptor, simple) in zip(plan.descriptors, plan.simpleKeys) {
-            values.append(SortKey(simple ? object.value(forKey: descriptor.key) : object.value(forKeyPath: descriptor.key)))
+            values.append(SortKey(resultValue(object, descriptor.key, simple: simple)))
         }
         return ResultsKey(values: values, position: position(of: object, major: major))
     }
@@ -290,7 +290,25 @@ extension AnyFetchedResultsController: ContextChangeTracker {
     /// The section name of `object`: the value at the section key path as text.
     func sectionName(of object: ManagedObject) -> String {
         guard let sectionNameKeyPath else { return "" }
-        return Self.sectionName(for: object.value(forKeyPath: sectionNameKeyPath))
+        return Self.sectionName(for: resultValue(object, sectionNameKeyPath, simple: false))
+    }
+
+    /// The value at `keyPath` (a single key when `simple`) of a result, read as the fetch
+    /// has it: a fault holding its fetched row is read from the row and stays a fault, so
+    /// sorting and sectioning the results fires none of them (before session 29, every
+    /// result's fault fired at `performFetch()`); through a to-one, the related object is
+    /// read the ordinary way. A key path with a collection operator is read the ordinary way.
+    func resultValue(_ object: ManagedObject, _ keyPath: String, simple: Bool) -> Any? {
+        if simple || !keyPath.contains("@") {
+            let dot = simple ? nil : keyPath.firstIndex(of: ".")
+            let head = dot.map { String(keyPath[..<$0]) } ?? keyPath
+            if let value = object.unfiredRowValue(forKey: head) {
+                guard let dot else { return value }
+                guard let value else { return nil }
+                if let related = value as? ManagedObject { return related.value(forKeyPath: String(keyPath[keyPath.index(after: dot)...])) }
+            }
+        }
+        return simple ? object.value(forKey: keyPath) : object.value(forKeyPath: keyPath)
     }
 
     /// A value as a section name: strings as they are; nil as `""`; Booleans `"0"` and

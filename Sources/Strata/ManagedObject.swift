@@ -674,6 +674,30 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         return fastCommitted?.attribute(at: slot, of: info)
     }
 
+    /// The value of the persistent attribute or to-one `key` of a fault that holds its
+    /// fetched row, as reading it gives once the fault fires — read from the row, the fault
+    /// left unfired (a results controller's sort keys and section names: the fetch has the
+    /// values already). `.none` when the object isn't such a fault, or `key` isn't such a
+    /// property held in the row: the caller reads it the ordinary way.
+    final func unfiredRowValue(forKey key: String) -> Any?? {
+        guard keyProbe == nil, !hasCommittedValues, !isInsertedFlag, !isInvalidated, changes.isEmpty, hasRow,
+            let slot = info.slot(named: key), !info.transientSlots[slot]
+        else { return nil }
+        let property = info.propertyList[slot]
+        let held: PropertyValue? = fastRow != nil ? (fastRow?[property] ?? nil) : storedRow?[key]
+        // A value the record doesn't hold reads as empty once fired (``currentValue(_:)``),
+        // but a derived side, which the row never holds, is read from the store.
+        let value = held ?? (property.isRelationship && !property.isRecorded ? nil : property.emptyValue)
+        switch value {
+        case .attribute(let attribute)?: return .some(attribute?.boxed)
+        case .toOne(let id)?:
+            guard let id else { return .some(nil) }
+            guard let related = core?.object(with: id) else { return nil }
+            return .some(related)
+        default: return nil
+        }
+    }
+
     /// Loads the object's values now if it is a fault.
     ///
     /// - Throws: ``ContextError/objectNotFound(_:)`` if the object was deleted from the store.

@@ -663,7 +663,7 @@ public actor ManagedObjectContext {
     /// `UndoManager.removeAllActions()` does ("clears the undo and redo stacks and reenables
     /// the manager"): every `disableUndoRegistration()` still open is ended. With persisted
     /// undo the dropped groups stay dropped after a restart (spec 0006 §13): recorded in the
-    /// store at once, or after the next save when groups wait to be saved.
+    /// store at once, and again with the next save when groups wait to be saved.
     public func removeAllUndoActions() {
         core.processPendingChanges()
         core.journal.clearStacks()

@@ -7,7 +7,8 @@ import StrataLog
 ///
 /// The log holds, for each of the context's transactions (matched by author and context
 /// name), a list of operations on its groups: a non-empty group without an origin is
-/// *pushed*; a group whose origin is `undo(of: s, group: g)` moves group (s, g) to the redo
+/// *pushed*, unless it is marked not recorded for undo (``ChangeGroup/isRecordedForUndo``:
+/// changes the context's journal never held, which are no operation); a group whose origin is `undo(of: s, group: g)` moves group (s, g) to the redo
 /// stack; `redo(of:…)` moves it back. Read forward, that is a stack machine. Read backward,
 /// each group's place is decided by its **last** operation:
 /// - last pushed or redone: it is on the undo stack, above every group whose last operation
@@ -151,7 +152,9 @@ final class PersistedUndoReader {
             case .undo(let sequence, let target)?: undone(Ref(sequence: sequence, group: target))
             case .redo(let sequence, let target)?: onUndoStack(Ref(sequence: sequence, group: target), nil)
             case nil:
-                guard !group.changes.isEmpty else { continue }
+                // Changes the context didn't record for undo (registration disabled, primitive
+                // sets) were never on its stack: not pushed, and the redo stack stays.
+                guard !group.changes.isEmpty, group.isRecordedForUndo else { continue }
                 // Under the current model's names: a later model version may have renamed
                 // or removed its properties (spec 0006 §13.3).
                 onUndoStack(Ref(sequence: event.sequence, group: index), log.translating(group, fromModelVersion: event.modelVersion))

@@ -18,6 +18,16 @@ enum PropertyValue: Hashable, Sendable {
     /// going frees); the empty value of every to-one shares this box.
     static let noObject = PropertyValue.toOne(nil)
 
+    /// Whether the value leaves a uniqueness constraint unchecked: nil or a floating-point
+    /// NaN (``LogValue/leavesUniquenessUnchecked``).
+    var leavesUniquenessUnchecked: Bool {
+        switch self {
+        case .attribute(.double(let v)?): v.isNaN
+        case .attribute(.float(let v)?): v.isNaN
+        default: isNil
+        }
+    }
+
     var isNil: Bool {
         // Matched without binding the payloads: binding one copied it (a retain and a release).
         switch self {

@@ -93,7 +93,8 @@ final class UndoGroup {
         changes.values.contains { change in
             switch change.kind {
             case .inserted, .deleted: true
-            case .updated: !change.memberships.isEmpty || change.old.contains { key, old in change.new[key] != old }
+            case .updated:
+                !change.memberships.isEmpty || change.old.contains { key, old in change.new[key].map { PropertyValue.differ(old, $0) } ?? true }
             }
         }
     }

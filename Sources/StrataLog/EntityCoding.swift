@@ -30,6 +30,9 @@ final class EntityCoding {
         /// For relationships: the entities a destination may be (the destination and its
         /// sub-entities); nil when the destination isn't in the schema (not checked).
         let destinations: [String]?
+        /// For a recorded to-one: whether its inverse is a to-one too (a one-to-one), so an
+        /// object may be the destination of one such reference only.
+        var isOneToOne = false
 
         var isRelationship: Bool { kind != .attribute }
         var isToMany: Bool { kind == .orderedToMany || kind == .unorderedToMany }
@@ -89,9 +92,16 @@ final class EntityCoding {
                     case .unorderedToMany?: .unorderedToMany
                     case .derived?: .derived
                     }
-                return PropertyCoding(
+                var coding = PropertyCoding(
                     kind: kind, attributeType: property.attributeType, relationshipCode: relationshipCode,
                     destinations: property.destination.flatMap { schema.entities[$0]?.selfAndSubentities })
+                if kind == .toOne, let destination = property.destination.flatMap({ schema.entities[$0] }) {
+                    coding.isOneToOne = destination.properties.contains { inverse in
+                        guard case .derived(let inverseEntity, let name)? = inverse.relationship else { return false }
+                        return !inverse.isToMany && name == property.name && inverseEntity == property.declaringEntity
+                    }
+                }
+                return coding
             }
             names = entity.propertyNames
             lookup = NameLookup(names)
@@ -224,7 +234,7 @@ struct PendingUniqueness {
         let bytes: Range<Int>
         /// Whether no value was cut (otherwise clashes are confirmed on the full values).
         let complete: Bool
-        /// Whether a constrained value is nil: then the key constrains nothing (as in SQL).
+        /// Whether a constrained value is nil or NaN: then the key constrains nothing (as in SQL).
         let hasNil: Bool
         /// Whether the index may hold another object's key with these values: set unless a
         /// fresh insert's key found none when it was put (``TableWriter/putIndexRows(_:_:uniqueness:)``).

@@ -16,8 +16,17 @@ enum EventCodec {
     /// the bound a commit holds drafts' timestamps to.
     static let maximumTimestampMicroseconds: UInt64 = 9_000_000_000_000_000_000
 
-    /// The event format this build writes and the newest it reads.
-    static let formatVersion: UInt8 = 1
+    /// The newest event format this build reads (and writes). An event is written in the
+    /// oldest version that holds it: 2 when a group is marked not recorded for undo (group
+    /// flag bit 2, which version 1 doesn't have), else 1 — so a Strata that reads only
+    /// version 1 reads every other event and refuses that one naming its version, not as
+    /// damage (spec 0004 §3.1).
+    static let formatVersion: UInt8 = 2
+
+    /// The format version `groups` are written in (see ``formatVersion``).
+    static func formatVersion(of groups: [ChangeGroup]) -> UInt8 {
+        groups.contains { !$0.isRecordedForUndo } ? 2 : 1
+    }
     /// "STEV".
     static let magic: [UInt8] = [0x53, 0x54, 0x45, 0x56]
 
@@ -297,7 +306,7 @@ enum EventCodec {
     ) throws(LogError) -> [UInt8] {
         var w = ByteWriter(capacity: capacity)
         w.raw(magic)
-        w.byte(formatVersion)
+        w.byte(formatVersion(of: event.groups))
         var flags: UInt8 = 0
         if event.author != nil { flags |= 1 }
         if event.contextName != nil { flags |= 2 }
@@ -331,7 +340,7 @@ enum EventCodec {
         w.varint(event.modelVersion)
         w.varint(event.groups.count)
         for (position, group) in event.groups.enumerated() {
-            w.byte((group.actionName != nil ? 1 : 0) | (group.origin != nil ? 2 : 0))
+            w.byte((group.actionName != nil ? 1 : 0) | (group.origin != nil ? 2 : 0) | (group.isRecordedForUndo ? 0 : 4))
             if let name = group.actionName { w.string(name) }
             switch group.origin {
             case .undo(let seq, let index)?:
@@ -477,9 +486,12 @@ enum EventCodec {
         let groupCount = try r.count(limit: r.remaining)
         var groups: [ChangeGroup] = []
         groups.reserveCapacity(groupCount)
+        // Bit 2 (not recorded for undo) exists from format version 2 on.
+        let version = bytes[4]
+        let groupFlagBits: UInt8 = version >= 2 ? 7 : 3
         for _ in 0..<groupCount {
             let flags = try r.byte()
-            guard flags & ~3 == 0 else { throw r.failure("bad group flags \(flags)") }
+            guard flags & ~groupFlagBits == 0 else { throw r.failure("bad group flags \(flags)") }
             let actionName: String? = flags & 1 != 0 ? try r.string() : nil
             var origin: GroupOrigin?
             if flags & 2 != 0 {
@@ -495,9 +507,13 @@ enum EventCodec {
             for _ in 0..<changeCount {
                 changes.append(try readChange(&r, schema: schema, catalog: catalog))
             }
-            groups.append(ChangeGroup(actionName: actionName, changes: changes, origin: origin))
+            groups.append(ChangeGroup(actionName: actionName, changes: changes, origin: origin, recordedForUndo: flags & 4 == 0))
         }
         guard r.isAtEnd else { throw r.failure("\(r.remaining) unexpected trailing bytes") }
+        // Each event has one encoding: the oldest version that holds it.
+        guard version == formatVersion(of: groups) else {
+            throw r.failure("format version \(version) for groups that version \(formatVersion(of: groups)) holds, which no Strata writes")
+        }
         return TransactionEvent(
             sequence: sequence, timestamp: date(microseconds: micros), author: author, contextName: contextName,
             processID: processID, kind: kind, modelVersion: modelVersion, groups: groups)

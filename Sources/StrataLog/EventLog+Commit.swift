@@ -144,6 +144,9 @@ extension EventLog {
 
         /// The stored objects this transaction's values reference, checked for existence at the end.
         var referenced: [ObjectKey: StoredObjectID] = [:]
+        /// The destinations of one-to-one references this transaction sets, by relationship
+        /// code: each may be named by one object at the end (checked with the referrers).
+        var oneToOneTargets: Set<OneToOneTarget> = []
         var deleted: [ObjectKey: StoredObjectID] = [:]
         /// The unique index keys each touched object with a unique index has now, kept so the
         /// uniqueness check needn't read the records back.
@@ -187,7 +190,11 @@ extension EventLog {
                 guard coding.properties[code].isRelationship, !coding.properties[code].isToMany else {
                     throw mismatch("a single reference")
                 }
-                return .reference(try target(object))
+                let destination = try target(object)
+                if coding.properties[code].isOneToOne, let relationship = coding.properties[code].relationshipCode {
+                    oneToOneTargets.insert(OneToOneTarget(destination: destination, relationship: relationship))
+                }
+                return .reference(destination)
             case .references(let objects):
                 guard coding.properties[code].isRelationship, coding.properties[code].isToMany else {
                     throw mismatch("a list of references")
@@ -227,7 +234,7 @@ extension EventLog {
             let start = uniqueness.keys.count
             for (position, (index, indexKey, complete)) in try writer.indexKeys(key, values: values, entity: coding.entity).enumerated()
             where index.isUnique {
-                let hasNil = index.properties.contains { (values[$0] ?? .null) == .null }
+                let hasNil = index.properties.contains { (values[$0] ?? .null).leavesUniquenessUnchecked }
                 uniqueness.addKey(index: position, indexKey, complete: complete, hasNil: hasNil)
             }
             uniqueness.finishObject(key, coding: coding, values: values, keys: start..<uniqueness.keys.count, isFresh: false)
@@ -462,7 +469,8 @@ extension EventLog {
             }
             // Kept even when every change was a no-op, so a draft's groups (those with
             // operations) map one-to-one onto the event's: contexts rely on it for undo.
-            groups.append(ChangeGroup(actionName: group.actionName, changes: changes, origin: group.origin))
+            groups.append(
+                ChangeGroup(actionName: group.actionName, changes: changes, origin: group.origin, recordedForUndo: group.isRecordedForUndo))
             groupBytes.append(w.bytes)
         }
         try writer.applyDeferredDeletes(txn, &deletes)
@@ -500,6 +508,17 @@ extension EventLog {
             }
         }
         try checkUniqueness(txn, uniqueness, writer: writer)
+        // One-to-ones (spec 0004 §4.1): a destination named by two objects' recorded side —
+        // a writer set it not knowing another had (its own old partner is released in the
+        // same transaction, so it is gone by now).
+        for target in oneToOneTargets.sorted(by: { ($0.destination, $0.relationship) < ($1.destination, $1.relationship) }) {
+            let key = try writer.key(target.destination)
+            let sources = try writer.referrers(txn, of: key, relationship: target.relationship)
+            guard sources.count > 1 else { continue }
+            throw LogError.oneToOneViolation(
+                relationship: catalog.relationshipName(target.relationship) ?? "?", destination: target.destination.description,
+                objects: sources.map { (try? writer.id($0).description) ?? "?" })
+        }
 
         // The event itself, in chunks small enough to stay in B-tree pages.
         let event = TransactionEvent(
@@ -674,4 +693,10 @@ extension TransactionDraft.Operation {
         if case .delete = self { return true }
         return false
     }
+}
+
+/// A destination of a one-to-one reference a commit sets (``EventLog/commit(_:)``'s check).
+struct OneToOneTarget: Hashable {
+    let destination: StoredObjectID
+    let relationship: UInt16
 }

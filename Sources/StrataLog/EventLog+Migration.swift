@@ -244,12 +244,12 @@ extension TableWriter {
             }
             for key in stale { try txn.delete(key: key, in: tables.index) }
 
-            // Each live object's key, and whether it may clash (no nil value in it).
+            // Each live object's key, and whether it may clash (no nil or NaN value in it).
             var entries: [(key: [UInt8], complete: Bool, checked: Bool)] = []
             for name in schema.entities[index.entity]?.selfAndSubentities ?? [] {
                 guard let entity = schema.entities[name] else { continue }
                 for (objectKey, _, record) in try records(of: name, txn) {
-                    let hasNil = index.properties.contains { (record.values[$0] ?? .null) == .null }
+                    let hasNil = index.properties.contains { (record.values[$0] ?? .null).leavesUniquenessUnchecked }
                     for (definition, key, complete) in try indexKeys(objectKey, values: record.values, entity: entity) where definition.name == index.name {
                         entries.append((key, complete, index.isUnique && !hasNil))
                     }

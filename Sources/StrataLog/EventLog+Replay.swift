@@ -23,7 +23,9 @@ extension EventLog {
     /// per-context transaction index) are
     /// rebuilt by applying each event as `verify()` does. Segments, checkpoints, consumers and
     /// undo retention are not copied: the new store's log is all raw and has no history past
-    /// `sequence`. After a purge, the new store starts like this one from the base snapshot
+    /// `sequence`. Persisted undo's records of dropped groups (spec 0004 §10, `undoStacks:`)
+    /// as of `sequence` or earlier are copied, so a context's persisted undo in the copy is
+    /// what it is here (before, the groups it dropped came back in the copy). After a purge, the new store starts like this one from the base snapshot
     /// (its checkpoint and purge point copied) and holds the events after it. Works on a
     /// store opened read-only; this store is only read.
     ///
@@ -146,6 +148,7 @@ extension EventLog {
             copied.append((2, key.withUnsafeBytes { Array($0) }, value.withUnsafeBytes { Array($0) }))
             return .next
         }
+        let undoCheckpoints = try reader.undoCheckpointRows(through: sequence)
         let uuid = UUID()
         let now = bigEndianBytes(UInt64(bitPattern: EventCodec.microsecondsNow()))
         try target.write { txn in
@@ -248,6 +251,11 @@ extension EventLog {
         }
         if earlierWrote {
             try target.write { txn in try txn.put([1], forKey: MetaKey.earlierModelWrote, in: targetTables.meta) }
+        }
+        if !undoCheckpoints.isEmpty {
+            try target.write { txn in
+                for row in undoCheckpoints { try txn.put(row.value, forKey: row.key, in: targetTables.meta) }
+            }
         }
         let objectCount = try target.read { txn in try txn.count(in: targetTables.state) }
         return ReplayReport(path: path, storeUUID: uuid, head: sequence, objectCount: objectCount)

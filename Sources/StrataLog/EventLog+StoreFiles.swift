@@ -46,6 +46,20 @@ extension EventLog {
     }
 }
 
+// MARK: - A dead writer's commit a read-only open can't see
+
+extension EventLog {
+    /// For a store open read-only where LMDB opened the environment `MDB_RDONLY` (no other
+    /// open of this process writes to it): the LMDB transaction its reads see and the newest
+    /// one on disk, when a writer of another process died after writing its commit and before
+    /// publishing it to readers (spec 0001 §2.4). Reads through this log show the store as
+    /// of the commit before until another process writes to it; any writable open publishes
+    /// it. Nil when the reads see the newest commit, and for a writable store.
+    public func unpublishedCommit() throws -> (visible: Int, newest: Int)? {
+        try environment.unpublishedCommit()
+    }
+}
+
 // MARK: - The store's files
 
 extension EventLog {

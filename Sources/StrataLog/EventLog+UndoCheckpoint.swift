@@ -47,10 +47,13 @@ private struct StoredUndoCheckpoint: Codable {
 }
 
 extension MetaKey {
+    /// The prefix of every undo checkpoint's key.
+    static let undoCheckpointPrefix = Array("undoStacks:".utf8)
+
     /// `undoStacks:` + the pair hash in 16 lowercase hex digits.
     static func undoCheckpoint(author: String?, contextName: String?) -> [UInt8] {
         let hash = String(ContextIndex.pairHash(author: author, contextName: contextName), radix: 16)
-        return Array(("undoStacks:" + String(repeating: "0", count: 16 - hash.count) + hash).utf8)
+        return undoCheckpointPrefix + Array((String(repeating: "0", count: 16 - hash.count) + hash).utf8)
     }
 }
 
@@ -78,6 +81,26 @@ extension LogReader {
             }
         }
         return UndoCheckpoint(through: stored.through, undo: try refs(stored.undo), redo: try refs(stored.redo))
+    }
+}
+
+extension LogReader {
+    /// The undo checkpoint rows, as stored, of every pair whose checkpoint is as of
+    /// `sequence` or earlier: what a copy of the log through `sequence` carries
+    /// (``EventLog/replay(through:into:)``), where the record stands for the pair's stacks as
+    /// it does here. A later one describes stacks of transactions the copy doesn't hold and is
+    /// left out (the copy reads that pair's stacks from its log, as a store without a record
+    /// does), and so is a row that doesn't decode.
+    func undoCheckpointRows(through sequence: UInt64) throws -> [(key: [UInt8], value: [UInt8])] {
+        var rows: [(key: [UInt8], value: [UInt8])] = []
+        try txn.forEach(in: tables.meta, range: .prefix(MetaKey.undoCheckpointPrefix)) { key, value in
+            let bytes = value.withUnsafeBytes { Array($0) }
+            if let stored = try? JSONDecoder().decode(StoredUndoCheckpoint.self, from: Data(bytes)), stored.through <= sequence {
+                rows.append((key.withUnsafeBytes { Array($0) }, bytes))
+            }
+            return .next
+        }
+        return rows
     }
 }
 

@@ -23,6 +23,10 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
     case missingReference(from: String, property: String, to: String)
     /// A uniqueness constraint would be violated; nothing was written.
     case uniquenessViolation(entity: String, properties: [String], value: String, objects: [String])
+    /// A one-to-one relationship would have two objects naming the same destination (a
+    /// writer that didn't know of the other's reference — another process's save); nothing
+    /// was written.
+    case oneToOneViolation(relationship: String, destination: String, objects: [String])
     /// Optimistic locking: an object's version isn't the one the draft expected
     /// (``TransactionDraft/expectedVersions``); `found` is nil when the object is gone.
     /// Nothing was written.
@@ -77,6 +81,8 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
             "\(from).\(property) refers to \(to), which is not in the store"
         case .uniquenessViolation(let entity, let properties, let value, let objects):
             "uniqueness constraint (\(properties.joined(separator: ", "))) of \(entity) violated by value \(value): objects \(objects.joined(separator: ", "))"
+        case .oneToOneViolation(let relationship, let destination, let objects):
+            "one-to-one relationship \(relationship) would name \(destination) from \(objects.count) objects (\(objects.joined(separator: ", "))): one may, so another writer's change must be taken in first"
         case .versionMismatch(let object, let expected, let found):
             "\(object) changed since version \(expected): it is now " + (found.map { "version \($0)" } ?? "deleted")
         case .derivedRelationshipSide(let entity, let property, let recordedSide):

@@ -691,7 +691,7 @@ public struct LogReader: ~Copyable {
     /// The objects holding `values` for the uniqueness constraint `constraint` of `entity`
     /// (declared on it or inherited; the objects may be of any entity the constraint
     /// applies to), in key order: at most one in a consistent store. Empty when a value is
-    /// nil or missing (nil never clashes). Long values cut in the index key are checked
+    /// nil, missing or NaN (neither ever clashes). Long values cut in the index key are checked
     /// against each candidate's record.
     ///
     /// - Throws: ``LogError/invalidOperation(_:)`` if `entity` has no such constraint.
@@ -704,7 +704,7 @@ public struct LogReader: ~Copyable {
         TableWriter.appendIndexCode(try log.catalog.indexCode(definition.name), to: &prefix)
         var complete = true
         for property in constraint {
-            guard let value = values[property], value != .null else { return [] }
+            guard let value = values[property], !value.leavesUniquenessUnchecked else { return [] }
             var target: ObjectKey?
             if case .reference(let id) = value { target = try writer.key(id) }
             complete = TableWriter.appendIndexValue(value, target: target, to: &prefix) && complete

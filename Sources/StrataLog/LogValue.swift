@@ -50,6 +50,29 @@ public enum LogValue: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+// MARK: - Uniqueness
+
+extension LogValue {
+    /// Whether this value leaves a uniqueness constraint it is a component of unchecked:
+    /// nil, or a floating-point NaN. NaN equals nothing (a predicate's `==` finds it equal to
+    /// no value, itself included), and Core Data's SQLite store holds it as NULL, which no
+    /// `UNIQUE` index compares: two objects holding NaN don't clash, as two holding nil don't
+    /// (spec 0004 §5). Before, a NaN clashed with a NaN of the same bits only, by its index
+    /// key, and only in the store.
+    ///
+    /// ```swift
+    /// LogValue.attribute(.double(.nan)).leavesUniquenessUnchecked  // true
+    /// ```
+    public var leavesUniquenessUnchecked: Bool {
+        switch self {
+        case .null: true
+        case .attribute(.double(let v)): v.isNaN
+        case .attribute(.float(let v)): v.isNaN
+        default: false
+        }
+    }
+}
+
 // MARK: - Literal equality
 
 extension LogValue {

@@ -497,7 +497,7 @@ struct TableWriter: CodecCatalog {
                     value = entry.value
                     break
                 }
-                if value == nil { hasNil = true }
+                if value?.leavesUniquenessUnchecked ?? true { hasNil = true }
                 var target: ObjectKey?
                 if case .reference(let id)? = value { target = try codings.key(id) }
                 complete = Self.appendIndexValue(value, target: target, to: &buffers.indexKey) && complete
@@ -808,7 +808,9 @@ struct TableWriter: CodecCatalog {
                 try applyInsert(txn, objectKey, values: values, sequence: event.sequence, entity: current)
             case .update(_, let changes):
                 if checkBeforeImages, let record = try readRecord(txn, objectKey, entityName: id.entity) {
-                    for case .value(let name, let before, _) in changes where (record.values[name] ?? .null) != before {
+                    // Literally, as the commit decided the change (a NaN before-image is the
+                    // NaN the state holds; before, verify reported it as damage).
+                    for case .value(let name, let before, _) in changes where !(record.values[name] ?? .null).isIdentical(to: before) {
                         throw LogError.malformed(
                             "event \(event.sequence): the before-image of \(id).\(name) is \(before), but the replayed state holds \(record.values[name] ?? .null)")
                     }

@@ -70,6 +70,9 @@ public struct TransactionDraft: Sendable {
         public var actionName: String?
         /// The saved group this group undoes or redoes, if any.
         public var origin: GroupOrigin?
+        /// False for changes the context's undo journal didn't record
+        /// (``ChangeGroup/isRecordedForUndo``).
+        public var isRecordedForUndo = true
         /// The operations, in order.
         public var operations: [Operation]
     }
@@ -109,12 +112,15 @@ public struct TransactionDraft: Sendable {
 
     /// Closes the current undo group and starts another. Groups without operations are dropped at
     /// commit; every other group becomes one event group, even if its changes turn out to be no-ops.
-    public mutating func beginGroup(actionName: String? = nil, origin: GroupOrigin? = nil) {
+    /// `recordedForUndo` false marks changes the context's undo journal didn't record
+    /// (``ChangeGroup/isRecordedForUndo``).
+    public mutating func beginGroup(actionName: String? = nil, origin: GroupOrigin? = nil, recordedForUndo: Bool = true) {
         if groups[groups.count - 1].operations.isEmpty {
             groups[groups.count - 1].actionName = actionName
             groups[groups.count - 1].origin = origin
+            groups[groups.count - 1].isRecordedForUndo = recordedForUndo
         } else {
-            groups.append(Group(actionName: actionName, origin: origin, operations: []))
+            groups.append(Group(actionName: actionName, origin: origin, isRecordedForUndo: recordedForUndo, operations: []))
         }
     }
 

@@ -23,6 +23,7 @@ extension TransactionEvent {
                 case .redo(let of, let index)?: g["origin"] = ["type": "redo", "of": of, "group": index]
                 case nil: break
                 }
+                if !group.isRecordedForUndo { g["recordedForUndo"] = false }
                 return g
             },
         ]

@@ -91,12 +91,19 @@ public struct ChangeGroup: Sendable, Hashable {
     /// Set when the group undoes or redoes a saved group (so several undos saved together
     /// stay distinguishable); nil for new work.
     public var origin: GroupOrigin?
+    /// False for changes the saving context's undo journal didn't record — made with undo
+    /// registration disabled, with `setPrimitiveValue`, or otherwise outside every undo
+    /// group (a context's reconciliation group, spec 0006 §10): persisted undo never pushes
+    /// such a group on the undo stack (spec 0006 §13). True for every group of an event
+    /// written before the flag existed (spec 0004 §3.2, group flag bit 2).
+    public var isRecordedForUndo: Bool
 
     /// Creates a group.
-    public init(actionName: String? = nil, changes: [Change], origin: GroupOrigin? = nil) {
+    public init(actionName: String? = nil, changes: [Change], origin: GroupOrigin? = nil, recordedForUndo: Bool = true) {
         self.actionName = actionName
         self.changes = changes
         self.origin = origin
+        self.isRecordedForUndo = recordedForUndo
     }
 }
 

@@ -43,9 +43,17 @@ public struct FormatPredicate: Sendable, Hashable, CustomStringConvertible {
     /// ```swift
     /// if case .comparison(let c) = try FormatPredicate(format: "age > 3").node { print(c.operatorType) }
     /// ```
-    public let node: PredicateNode
+    public var node: PredicateNode {
+        switch tree {
+        case .held(let node): node
+        case .deep(let owner): owner.node
+        }
+    }
     /// ``PredicateNode/nestingDepth`` of ``node``, measured once when the predicate is made.
     let depth: Int
+    /// The tree: held as is, or, deeper than ``maximumNestingDepth`` (built by hand), by an
+    /// owner that takes it apart without recursion when the last copy of the predicate goes.
+    private let tree: PredicateTree
 
     // MARK: - Creating
 
@@ -75,27 +83,30 @@ public struct FormatPredicate: Sendable, Hashable, CustomStringConvertible {
     /// ```
     public init(format: String, argumentArray: [Any]) throws {
         var parser = Parser(format: format, arguments: argumentArray)
-        node = try parser.parsePredicate()
-        depth = node.nestingDepth
+        let node = try parser.parsePredicate()
+        self.init(node, depth: node.nestingDepth)
     }
 
     /// Wraps a syntax tree built by hand (Core Data's `NSComparisonPredicate` and
     /// `NSCompoundPredicate` initializers).
     ///
-    /// The tree is used as given.
+    /// The tree is used as given. One deeper than ``maximumNestingDepth`` is freed without
+    /// recursion when the last copy of the predicate goes (before, one ~50,000 levels deep
+    /// exhausted the stack as Swift freed it level by level); a bare ``PredicateNode`` or
+    /// ``FormatExpression`` is an indirect enum Swift frees recursively, so keep a very deep
+    /// one in a predicate rather than on its own.
     ///
     /// ```swift
     /// let p = FormatPredicate(.comparison(ComparisonPredicate(.keyPath("age"), .lessThan, .constant(.integer(5)))))
     /// ```
     public init(_ node: PredicateNode) {
-        self.node = node
-        depth = node.nestingDepth
+        self.init(node, depth: node.nestingDepth)
     }
 
     /// A predicate whose tree's depth is known already.
     private init(_ node: PredicateNode, depth: Int) {
-        self.node = node
         self.depth = depth
+        tree = depth > Self.maximumNestingDepth ? .deep(DeepPredicateTree(node)) : .held(node)
     }
 
     /// A predicate that always evaluates to `value` (Core Data's `NSPredicate(value:)`).
@@ -106,8 +117,7 @@ public struct FormatPredicate: Sendable, Hashable, CustomStringConvertible {
     /// FormatPredicate(value: false).description  // "FALSEPREDICATE"
     /// ```
     public init(value: Bool) {
-        node = .constant(value)
-        depth = 1
+        self.init(.constant(value), depth: 1)
     }
 
     /// The predicate that is always true, `TRUEPREDICATE`.
@@ -259,20 +269,14 @@ public struct FormatPredicate: Sendable, Hashable, CustomStringConvertible {
 
     // MARK: - Equality
 
-    /// Whether the trees are equal. One deeper than ``maximumNestingDepth`` (built by hand)
-    /// is compared without recursion (before, comparing or hashing one could exhaust the stack).
+    /// Whether the trees are equal, compared without recursion however deep they are
+    /// (before, comparing or hashing one built by hand far deeper than
+    /// ``maximumNestingDepth`` could exhaust the stack).
     public static func == (lhs: FormatPredicate, rhs: FormatPredicate) -> Bool {
-        guard lhs.depth == rhs.depth else { return false }
-        if lhs.depth <= maximumNestingDepth { return lhs.node == rhs.node }
-        return PredicateTokens(lhs.node) == PredicateTokens(rhs.node)
+        lhs.depth == rhs.depth && lhs.node == rhs.node
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(depth)
-        if depth <= Self.maximumNestingDepth {
-            hasher.combine(node)
-        } else {
-            hasher.combine(PredicateTokens(node))
-        }
+        hasher.combine(node)
     }
 }

@@ -205,7 +205,8 @@ struct CLIReviewCommandTests {
         let prefixes = ["moved events 1…2 (2 events): ", "horizon 2, limited by the requested horizon",
                         "note: data.mdb keeps its size (LMDB reuses the freed pages); --vacuum shrinks it", "before: data.mdb ", "after:  data.mdb "]
         for (line, prefix) in zip(lines, prefixes) { #expect(line.hasPrefix(prefix), "\(line)") }
-        #expect(moved.standardError == "compacted 2/2 events (100%)\n", "\(moved.standardError)")
+        // Progress from 0 before the first step (spec 0007, since session 29), then each step.
+        #expect(moved.standardError == "compacted 0/2 events (0%)\ncompacted 2/2 events (100%)\n", "\(moved.standardError)")
         let nothing = try strata("compact", store.path, "--before", "2")
         #expect(nothing.status == 0, "\(nothing.standardError)")
         let nothingLines = nothing.standardOutput.split(separator: "\n").map(String.init)

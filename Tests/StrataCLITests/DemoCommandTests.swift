@@ -79,7 +79,7 @@ struct DemoCommandTests {
         #expect(FileManager.default.fileExists(atPath: dir.file("strata-demo/data.mdb")))
         let commands = tryNextCommands(demo.standardOutput)
         #expect(commands.count >= 7, "\(demo.standardOutput)")
-        for required in ["strata info ", "strata log ", "--author assistant", "strata replay ", "--to ", "--object x-strata://",
+        for required in ["strata info ", "strata log ", "--author assistant", "--last 3", "strata replay ", "--to ", "--object x-strata://",
                          "--format csv --output ", "strata verify ", "strata revert ", "--dot"] {
             #expect(commands.contains { $0.contains(required) }, "no try-next command with \(required)")
         }

@@ -19,7 +19,8 @@ struct HistoryQueryTests {
 
     @Test("each transaction has its token, author, context, process, kind, and every property's value before and after")
     func transactionsAndChanges() async throws {
-        let (_, coordinator, ids) = try await league()
+        let (directory, coordinator, ids) = try await league()
+        defer { withExtendedLifetime(directory) {} }
         let store = try #require(coordinator.persistentStores.first).identifier
         let all = try coordinator.history(HistoryRequest())
         #expect(all.map(\.sequence) == [1, 2, 3, 4, 5, 6])
@@ -79,7 +80,8 @@ struct HistoryQueryTests {
 
     @Test("after a token, after a date, a sequence range, by author and context, with a limit, combined")
     func transactionFilters() async throws {
-        let (_, coordinator, _) = try await league()
+        let (directory, coordinator, _) = try await league()
+        defer { withExtendedLifetime(directory) {} }
         let all = try coordinator.history(HistoryRequest())
 
         #expect(try sequences(coordinator, .after(all[2].token)) == [4, 5, 6])
@@ -105,7 +107,8 @@ struct HistoryQueryTests {
 
     @Test("one object's history (through the per-object index), one entity's with or without sub-entities")
     func objectAndEntity() async throws {
-        let (_, coordinator, ids) = try await league()
+        let (directory, coordinator, ids) = try await league()
+        defer { withExtendedLifetime(directory) {} }
 
         let ada = try coordinator.history(.object(ids.ada))
         #expect(ada.map(\.sequence) == [1, 3, 6])
@@ -133,7 +136,8 @@ struct HistoryQueryTests {
 
     @Test("compacted history is read transparently, the same as raw")
     func compacted() async throws {
-        let (_, coordinator, ids) = try await league()
+        let (directory, coordinator, ids) = try await league()
+        defer { withExtendedLifetime(directory) {} }
         let all = try coordinator.history(HistoryRequest())
         let ada = try coordinator.history(.object(ids.ada))
         let bob = try coordinator.history(.author("bob"))
@@ -195,7 +199,8 @@ struct HistoryQueryTests {
 
     @Test("a snapshot at a token is the whole state at that point")
     func snapshot() async throws {
-        let (_, coordinator, ids) = try await league()
+        let (directory, coordinator, ids) = try await league()
+        defer { withExtendedLifetime(directory) {} }
         let store = try #require(coordinator.persistentStores.first).identifier
         let at3 = try coordinator.historySnapshot(at: HistoryToken(storeIdentifier: store, sequence: 3))
         #expect(at3.objects.count == 4)
@@ -215,7 +220,8 @@ struct HistoryQueryTests {
 extension HistoryQueryTests {
     @Test("currentPersistentHistoryToken(fromStores:) is the head's token: history after it is what is saved later; nil for another coordinator's store or none")
     func currentToken() async throws {
-        let (_, coordinator, _) = try await league()
+        let (directory, coordinator, _) = try await league()
+        defer { withExtendedLifetime(directory) {} }
         let store = try #require(coordinator.persistentStores.first)
         let token = try #require(coordinator.currentPersistentHistoryToken())
         #expect(token == HistoryToken(storeIdentifier: store.identifier, sequence: 6))

@@ -114,6 +114,19 @@ func vectorEvents() throws -> [(name: String, event: TransactionEvent)] {
                     "age": .attribute(.int16(-1)), "friends": .references([ada]), "team": .reference(team),
                 ]),
             ], origin: .redo(of: 4, group: 0))])),
+        // A group marked not recorded for undo (group flag bit 2: changes made with undo
+        // registration disabled or with setPrimitiveValue), after a recorded one: format version 2.
+        ("save with a group not recorded for undo (format version 2)", TransactionEvent(
+            sequence: 7, timestamp: t0.addingTimeInterval(120), author: "alice", contextName: "editor", processID: 4242,
+            kind: .save, modelVersion: 1,
+            groups: [
+                ChangeGroup(actionName: "Rename", changes: [
+                    .update(team, changes: [.value(property: "name", before: .attribute(.string("Otters")), after: .attribute(.string("Herons")))]),
+                ]),
+                ChangeGroup(changes: [
+                    .update(ada, changes: [.value(property: "age", before: .attribute(.int16(37)), after: .attribute(.int16(38)))]),
+                ], recordedForUndo: false),
+            ])),
     ]
 }
 
@@ -158,7 +171,8 @@ struct EventVectorTests {
 
     @Test("every vector decodes to its event and re-encodes to the same bytes")
     func vectorsRoundTrip() throws {
-        let (_, log) = try vectorStore()
+        let (directory, log) = try vectorStore()
+        defer { withExtendedLifetime(directory) {} }
         let url = SpecFiles.url("\(Self.directory)/vectors.json")
         if ProcessInfo.processInfo.environment["STRATA_REGENERATE_SPECS"] == "1" {
             var vectors: [[String: Any]] = []
@@ -193,26 +207,38 @@ struct EventVectorTests {
     }
 
     func invalidVectors(_ log: EventLog) throws -> [[String: Any]] {
-        let good = try EventCodec.encode(try vectorEvents()[0].event, catalog: log.catalog)
+        let events = try vectorEvents()
+        let good = try EventCodec.encode(events[0].event, catalog: log.catalog)
+        let unrecorded = try EventCodec.encode(try #require(events.last { $0.event.groups.contains { !$0.isRecordedForUndo } }).event, catalog: log.catalog)
+        #expect(unrecorded[4] == 2)
+        /// `bytes` with format version `version` and the checksum made to match.
+        func withVersion(_ bytes: [UInt8], _ version: UInt8) -> [UInt8] {
+            var bytes = bytes
+            bytes[4] = version
+            let crc = CRC32C.checksum(Array(bytes.dropLast(4)))
+            bytes.replaceSubrange((bytes.count - 4)..., with: bigEndianBytes(crc))
+            return bytes
+        }
         var badMagic = good
         badMagic[0] = 0x58
         var flipped = good
         flipped[20] ^= 0x01
-        var newer = good
-        newer[4] = 2
-        let crc = CRC32C.checksum(Array(newer.dropLast(4)))
-        newer.replaceSubrange((newer.count - 4)..., with: bigEndianBytes(crc))
         return [
             ["name": "bad magic", "hex": hex(badMagic), "error": "bad magic"],
             ["name": "one flipped bit", "hex": hex(flipped), "error": "checksum mismatch"],
-            ["name": "newer format version", "hex": hex(newer), "error": "format version 2"],
+            ["name": "newer format version", "hex": hex(withVersion(good, 3)), "error": "format version 3, newer than this Strata reads (2)"],
             ["name": "truncated", "hex": hex(Array(good.prefix(20))), "error": "too short"],
+            // Group flag bit 2 exists from version 2 on; and each event is written in the
+            // oldest version that holds it.
+            ["name": "a group not recorded for undo in a version 1 event", "hex": hex(withVersion(unrecorded, 1)), "error": "bad group flags 4"],
+            ["name": "version 2 with every group recorded for undo", "hex": hex(withVersion(good, 2)), "error": "format version 2 for groups that version 1 holds"],
         ]
     }
 
     @Test("invalid vectors are refused with the error they name")
     func invalidVectorsRefused() throws {
-        let (_, log) = try vectorStore()
+        let (directory, log) = try vectorStore()
+        defer { withExtendedLifetime(directory) {} }
         let document = try #require(
             try JSONSerialization.jsonObject(with: Data(contentsOf: SpecFiles.url("\(Self.directory)/vectors.json"))) as? [String: Any])
         let invalid = try #require(document["invalid"] as? [[String: Any]])

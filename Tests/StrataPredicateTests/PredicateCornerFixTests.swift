@@ -150,6 +150,9 @@ struct PredicateCornerFixTests {
         let text = expression.description
         let clear = text.count < 200 && text.contains("nests") && text.contains("not printed")
         #expect(clear, "a clear result: \(text.prefix(200))")
+        // Let go of through a predicate, which frees it without recursion (a bare indirect
+        // enum this deep would exhaust the stack as Swift frees it, at a larger size).
+        _ = FormatPredicate(.comparison(ComparisonPredicate(consume expression, .equalTo, .evaluatedObject)))
         // A shallow one prints in full and parses back.
         let shallow = FormatExpression.arithmetic(.add, .keyPath("a"), .constant(.integer(1)))
         #expect(shallow.description == "a + 1")

@@ -32,7 +32,8 @@ struct LMDBCursorTests {
 
     @Test("forward ranges honour inclusive and exclusive bounds")
     func forwardRanges() throws {
-        let (_, env, db) = try filled()
+        let (directory, env, db) = try filled()
+        defer { withExtendedLifetime(directory) {} }
         #expect(try keys(env, db, .all).count == 20)
         #expect(try keys(env, db, .halfOpen(bytes("k05"), bytes("k08"))) == ["k05", "k06", "k07"])
         #expect(try keys(env, db, .closed(bytes("k05"), bytes("k08"))) == ["k05", "k06", "k07", "k08"])
@@ -46,7 +47,8 @@ struct LMDBCursorTests {
 
     @Test("backward ranges honour the same bounds, from the top")
     func backwardRanges() throws {
-        let (_, env, db) = try filled()
+        let (directory, env, db) = try filled()
+        defer { withExtendedLifetime(directory) {} }
         #expect(try keys(env, db, .all, reverse: true).first == "k19")
         #expect(try keys(env, db, .halfOpen(bytes("k05"), bytes("k08")), reverse: true) == ["k07", "k06", "k05"])
         #expect(try keys(env, db, .closed(bytes("k05"), bytes("k08")), reverse: true) == ["k08", "k07", "k06", "k05"])
@@ -58,7 +60,8 @@ struct LMDBCursorTests {
 
     @Test("iteration stops when the body says so")
     func earlyStop() throws {
-        let (_, env, db) = try filled()
+        let (directory, env, db) = try filled()
+        defer { withExtendedLifetime(directory) {} }
         let firstThree: [String] = try env.read { (txn: borrowing LMDBTransaction) throws in
             var out: [String] = []
             try txn.forEach(in: db) { key, _ in
@@ -72,7 +75,8 @@ struct LMDBCursorTests {
 
     @Test("a cursor seeks exactly and at-least, and moves both ways")
     func seekAndMove() throws {
-        let (_, env, db) = try filled()
+        let (directory, env, db) = try filled()
+        defer { withExtendedLifetime(directory) {} }
         try env.read { (txn: borrowing LMDBTransaction) throws in
             try txn.withCursor(on: db) { (cursor: borrowing LMDBCursor) throws in
                 #expect(try cursor.withCurrent { _, _ in true } == nil, "a fresh cursor is on no entry")
@@ -95,7 +99,8 @@ struct LMDBCursorTests {
 
     @Test("duplicates: sorted values per key, counts, dup moves, reverse order, single-pair delete")
     func duplicates() throws {
-        let (_, env, _) = try filled()
+        let (directory, env, _) = try filled()
+        defer { withExtendedLifetime(directory) {} }
         let dups = try env.database(named: "dups")
         try env.write { (txn: borrowing LMDBTransaction) throws in
             for value in ["c", "a", "b"] { try txn.put(bytes(value), forKey: bytes("x"), in: dups) }
@@ -146,7 +151,8 @@ struct LMDBCursorTests {
 
     @Test("cursor writes: put, delete the current entry, delete all duplicates")
     func cursorWrites() throws {
-        let (_, env, db) = try filled()
+        let (directory, env, db) = try filled()
+        defer { withExtendedLifetime(directory) {} }
         let dups = try env.database(named: "dups")
         try env.write { (txn: borrowing LMDBTransaction) throws in
             try txn.withCursor(on: db) { (cursor: borrowing LMDBCursor) throws in

@@ -407,6 +407,35 @@ enum Sem {
         a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)
     }
 
+    /// Strings split into runs of ASCII digits and of other characters, compared run by run:
+    /// digits by value (as decimal numbers, leading zeros aside), the rest by Swift's order.
+    static func numericOrdering(_ a: String, _ b: String) -> ComparisonResult {
+        func runs(_ s: String) -> [String] {
+            var result: [String] = []
+            for character in s {
+                let digit = character.isASCII && character.isWholeNumber
+                if let last = result.last?.last, (last.isASCII && last.isWholeNumber) == digit {
+                    result[result.count - 1].append(character)
+                } else {
+                    result.append(String(character))
+                }
+            }
+            return result
+        }
+        let (x, y) = (runs(a), runs(b))
+        for (p, q) in zip(x, y) {
+            let (pDigits, qDigits) = (p.first.map { $0.isASCII && $0.isWholeNumber } ?? false, q.first.map { $0.isASCII && $0.isWholeNumber } ?? false)
+            if pDigits && qDigits {
+                let (m, n) = (String(p.drop { $0 == "0" }), String(q.drop { $0 == "0" }))
+                let order = m.count != n.count ? ordering(m.count, n.count) : ordering(m, n)
+                if order != .orderedSame { return order }
+            } else if p != q {
+                return ordering(p, q)
+            }
+        }
+        return ordering(x.count, y.count)
+    }
+
     static func number(_ v: DV) -> (integer: Int64?, double: Double)? {
         switch v {
         case .i(let x): (x, Double(x))
@@ -465,14 +494,19 @@ enum Sem {
         }
     }
 
-    /// The documented sort order: nil first, strings by Swift's order or `compare(_:options:)`,
-    /// numbers by value (integers exactly, NaN after every number), false before true.
+    /// The documented sort order: nil first, strings by Swift's order — under `[c]`/`[d]`
+    /// folded first, as predicates fold them, and with `numeric` runs of ASCII digits by
+    /// value (spec 0008, Sort order) —, numbers by value (integers exactly, NaN after every
+    /// number), false before true.
     static func sortOrder(_ a: DV?, _ b: DV?, _ options: String.CompareOptions) -> ComparisonResult {
         switch (a, b) {
         case (nil, nil): return .orderedSame
         case (nil, _): return .orderedAscending
         case (_, nil): return .orderedDescending
-        case (.s(let x)?, .s(let y)?): return options.isEmpty ? ordering(x, y) : x.compare(y, options: options)
+        case (.s(let x)?, .s(let y)?):
+            let folding = options.intersection([.caseInsensitive, .diacriticInsensitive])
+            let (fx, fy) = (x.folding(options: folding, locale: nil), y.folding(options: folding, locale: nil))
+            return options.contains(.numeric) ? numericOrdering(fx, fy) : ordering(fx, fy)
         case (.t(let x)?, .t(let y)?): return ordering(x, y)
         default:
             guard let a, let b, let x = number(a), let y = number(b) else { return .orderedSame }

@@ -78,7 +78,9 @@ struct PortingAPIGapTests {
         #expect(saved == 42)
 
         // A to-one set by a custom setter keeps its inverse.
-        let league = try openCoordinator(try TemporaryDirectory(), model: try SeedModels.leagueManager, classes: [(AccessorPlayer.self, "Player")])
+        let leagueDirectory = try TemporaryDirectory()
+        defer { withExtendedLifetime(leagueDirectory) {} }
+        let league = try openCoordinator(leagueDirectory, model: try SeedModels.leagueManager, classes: [(AccessorPlayer.self, "Player")])
         try await privateContext(league).perform { (context: isolated ManagedObjectContext) throws in
             let team = try context.insertNewObject(forEntityName: "Team")
             let player = try context.insert(AccessorPlayer.self, entityName: "Player")

@@ -221,7 +221,9 @@ struct PortingNumberProbeTests {
             #expect(try context.count(for: try FetchRequest(entityName: "Book", format: "price == CAST('19.99', 'NSDecimalNumber')")) == 2)
         }
         // An indexed decimal: the index scan and the predicate agree.
-        let notes = try openCoordinator(try TemporaryDirectory(), model: try EdgeModels.notes)
+        let notesDirectory = try TemporaryDirectory()
+        defer { withExtendedLifetime(notesDirectory) {} }
+        let notes = try openCoordinator(notesDirectory, model: try EdgeModels.notes)
         try await privateContext(notes).perform { (context: isolated ManagedObjectContext) throws in
             for (index, amount) in [19.99, 0.1, 0.3, 20.0].enumerated() {
                 let note = try context.insertNewObject(forEntityName: "Note")

@@ -501,7 +501,10 @@ struct PlannerWorld {
         case (nil, nil): return .orderedSame
         case (nil, _): return .orderedAscending
         case (_, nil): return .orderedDescending
-        case (let a as String, let b as String): return caseInsensitive ? a.compare(b, options: .caseInsensitive) : order(a, b)
+        case (let a as String, let b as String):
+            // Case-insensitive: both folded as a predicate's [c] folds them, then in order (spec 0008).
+            guard caseInsensitive else { return order(a, b) }
+            return order(a.folding(options: .caseInsensitive, locale: nil), b.folding(options: .caseInsensitive, locale: nil))
         case (let a as Date, let b as Date): return order(a, b)
         case (let a as Bool, let b as Bool): return a == b ? .orderedSame : (a ? .orderedDescending : .orderedAscending)
         case (let a as Decimal, let b as Decimal): return order(a, b)

@@ -468,8 +468,12 @@ struct RevertSeveralTransactionsTests {
     @Test("a to-many member one of them took out and a later one put back, moved in and out again between them by transactions not among them, refuses the revert naming the first (before, the two cancelled out and the member stayed in, over their removal); moved once between them, the revert keeps that move")
     func membershipMovedAndMovedBackBetweenThem() async throws {
         /// 1: O tagged t. Then each (author, tagged) tags or untags O with t; the first also renames O.
-        func store(_ moves: [(String, Bool)]) async throws -> (PersistentStoreCoordinator, owner: ManagedObjectID, tag: ManagedObjectID) {
-            let coordinator = try openCoordinator(try TemporaryDirectory(), model: try Self.tagModel())
+        // Each store in a directory that lives as long as the test (a directory deleted while
+        // the store is open takes no more writes).
+        let directories = (try TemporaryDirectory(), try TemporaryDirectory())
+        defer { withExtendedLifetime(directories) {} }
+        func store(_ directory: TemporaryDirectory, _ moves: [(String, Bool)]) async throws -> (PersistentStoreCoordinator, owner: ManagedObjectID, tag: ManagedObjectID) {
+            let coordinator = try openCoordinator(directory, model: try Self.tagModel())
             let (owner, tag) = try await privateContext(coordinator, author: "setup").perform { (context: isolated ManagedObjectContext) throws in
                 let owner = try context.insertNewObject(forEntityName: "Owner")
                 owner.setValue("O", forKey: "name")
@@ -490,7 +494,7 @@ struct RevertSeveralTransactionsTests {
             return (coordinator, owner, tag)
         }
         // 2 (client) untags, 3 and 4 (coach) tag and untag, 5 (client) tags: without 2 and 5, O is untagged (4).
-        let (coordinator, owner, tag) = try await store([("client", false), ("coach", true), ("coach", false), ("client", true)])
+        let (coordinator, owner, tag) = try await store(directories.0, [("client", false), ("coach", true), ("coach", false), ("client", true)])
         let head = try log(coordinator).head
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
             try expectRefused(
@@ -502,7 +506,7 @@ struct RevertSeveralTransactionsTests {
         }
         #expect(try log(coordinator).head == head, "nothing was written")
         // 2 (client) untags, 3 (coach) tags, 4 (client) untags: without 2 and 4, O is tagged (3).
-        let (once, onceOwner, _) = try await store([("client", false), ("coach", true), ("client", false)])
+        let (once, onceOwner, _) = try await store(directories.1, [("client", false), ("coach", true), ("client", false)])
         try await privateContext(once).perform { (context: isolated ManagedObjectContext) throws in
             try context.revertTransactions(at: try tokens(once, [2, 4]))
             #expect(try Self.isTagged(context, onceOwner))

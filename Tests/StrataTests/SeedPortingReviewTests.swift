@@ -42,7 +42,9 @@ struct SeedPortingReviewTests {
         bad.entities = [EntityDescription(name: "Counter", attributes: [small])]
         #expect(throws: ModelError.self) { try bad.validate() }
 
-        let context = privateContext(try openCoordinator(try TemporaryDirectory(), model: model, classes: [(Run.self, "Run")]))
+        let runDirectory = try TemporaryDirectory()
+        defer { withExtendedLifetime(runDirectory) {} }
+        let context = privateContext(try openCoordinator(runDirectory, model: model, classes: [(Run.self, "Run")]))
         try await context.perform { (context: isolated ManagedObjectContext) throws in
             let run = try context.insert(Run.self, entityName: "Run")
             #expect(run.primitiveValue(forKey: "processID") as? Int32 == -1)

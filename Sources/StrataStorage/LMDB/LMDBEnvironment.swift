@@ -546,6 +546,34 @@ public final class LMDBEnvironment: @unchecked Sendable {
         }
     }
 
+    /// On an environment LMDB opened `MDB_RDONLY`, the commit its reads see and the newest
+    /// commit on disk (LMDB transaction IDs) when they differ for good: a writer of another
+    /// process died after writing its commit's meta page and before publishing it (see
+    /// ``read(_:)``), and a read-only environment can't publish it — its reads show the
+    /// store as of the commit before, until another process writes. A difference that goes
+    /// within about 3 ms (a live writer publishing) is not reported. Nil when the reads see
+    /// the newest commit, and always on a writable environment (its reads publish it).
+    public func unpublishedCommit() throws -> (visible: Int, newest: Int)? {
+        guard shared.isReadOnly else { return nil }
+        func look() throws -> (visible: Int, newest: Int)? {
+            try resizeGate.withShared {
+                let txn = try beginTransaction(readOnly: true)
+                defer { mdb_txn_abort(txn) }
+                var raw = MDB_envinfo()
+                guard mdb_env_info(handle, &raw) == 0 else { return nil }
+                let visible = Int(mdb_txn_id(txn))
+                return visible < Int(raw.me_last_txnid) ? (visible, Int(raw.me_last_txnid)) : nil
+            }
+        }
+        var pause: UInt32 = 50
+        while pause <= 1_600 {
+            guard try look() != nil else { return nil }
+            usleep(pause)
+            pause *= 2
+        }
+        return try look()
+    }
+
     /// Throws instead of waiting forever when the calling thread is inside a transaction of
     /// this environment: a resize waits until no transaction of the process runs.
     private func refuseResizeInsideTransaction(_ code: LMDBError.Code, _ reason: String) throws {
@@ -599,6 +627,12 @@ public final class LMDBEnvironment: @unchecked Sendable {
             mdb_txn_abort(txn)
             throw error
         }
+        // A commit into a data file deleted while open — its directory removed, or moved to
+        // another file system — would "succeed" into the unlinked file and be lost with it.
+        if let gone = dataFileGone() {
+            mdb_txn_abort(txn)
+            throw gone
+        }
         // mdb_txn_commit frees the transaction on success and on failure alike.
         let code = mdb_txn_commit(txn)
         if code == MDB_MAP_FULL { state.hitMapFull = true }
@@ -610,6 +644,22 @@ public final class LMDBEnvironment: @unchecked Sendable {
         }
         try check(code, "mdb_txn_commit", detail: path)
         return result
+    }
+
+    /// The error for a data file deleted while open — its directory removed, or moved to
+    /// another file system (a copy, then a delete) — or nil while it still has a name: no
+    /// link left to the file LMDB has open (`fstat` of its descriptor, one system call, no
+    /// I/O). A file renamed within its file system keeps its link: commits land in it at
+    /// its new place.
+    private func dataFileGone() -> LMDBError? {
+        var descriptor: mdb_filehandle_t = -1
+        guard mdb_env_get_fd(handle, &descriptor) == 0, descriptor >= 0, openFileIsLinked(descriptor) == false
+        else { return nil }
+        let file = options.usesSubdirectory ? (path as NSString).appendingPathComponent("data.mdb") : path
+        return LMDBError(
+            .dataFileGone, operation: "mdb_txn_commit",
+            message: "the environment's data file was deleted while open",
+            detail: "\(file) is gone (the store's directory was deleted, or moved to another file system, while open): a commit would go into the unlinked file and be lost, so the transaction was not committed; reopen the store where it is now")
     }
 
     /// The bytes this user may still write on the file system holding the environment

@@ -90,6 +90,10 @@ public struct LMDBError: Error, Sendable, Hashable, CustomStringConvertible {
         /// its data file while this process or another has it open, or a writable reopen of
         /// one open read-only here that couldn't keep its database handles.
         public static let incompatibleOpen = Code(rawValue: -31004)
+        /// Strata: a write's commit was refused because the environment's data file was
+        /// deleted while open (its directory removed, or moved to another file system): it
+        /// would have gone into the unlinked file and been lost.
+        public static let dataFileGone = Code(rawValue: -31005)
 
         /// The constant's name, as LMDB's header spells it where there is one.
         public var description: String {
@@ -125,6 +129,7 @@ public struct LMDBError: Error, Sendable, Hashable, CustomStringConvertible {
             case .databaseNotFound: "STRATA_DATABASE_NOT_FOUND"
             case .readOnlyEnvironment: "STRATA_READ_ONLY_ENVIRONMENT"
             case .incompatibleOpen: "STRATA_INCOMPATIBLE_OPEN"
+            case .dataFileGone: "STRATA_DATA_FILE_GONE"
             default: "code \(rawValue)"
             }
         }

@@ -99,9 +99,18 @@ struct CompactCommand: ParsableCommand {
                 }
                 let total = range.upperBound - range.lowerBound + 1
                 let progress = Progress(total: total)
+                progress.update(done: 0)
                 var raw = 0
                 var compressed = 0
                 var next = range.lowerBound
+                // What this run moved (first, last, how many), and what another compaction
+                // or a purge — the app's own, another `strata compact` — moved meanwhile:
+                // the plan's range is what was there to move, not what this run moved.
+                var first: UInt64?
+                var last: UInt64 = 0
+                var count: UInt64 = 0
+                var movedElsewhere: [ClosedRange<UInt64>] = []
+                var lastReport = plan
                 // Segments --dictionary asked a dictionary for and got none (the trainer needs
                 // enough events, and may refuse them): said, not passed over in silence.
                 var withoutDictionary: [ClosedRange<UInt64>] = []
@@ -110,18 +119,45 @@ struct CompactCommand: ParsableCommand {
                     stepRequest.beforeDate = nil
                     stepRequest.before = min(range.upperBound, next + Self.step - 1) + 1
                     let report = try log.compact(stepRequest)
-                    guard let moved = report.moved else { break }
+                    lastReport = report
+                    guard let moved = report.moved else {
+                        // Nothing moved: another compaction or a purge took these events first
+                        // (go on after them), or the horizon fell meanwhile (stop).
+                        let metadata = try log.metadata
+                        let through = max(metadata.compactedThrough, metadata.purgedThrough)
+                        guard through >= next else { break }
+                        movedElsewhere.append(next...min(through, range.upperBound))
+                        next = through + 1
+                        progress.update(done: min(next, range.upperBound + 1) - range.lowerBound)
+                        continue
+                    }
+                    if moved.lowerBound > next { movedElsewhere.append(next...(moved.lowerBound - 1)) }
                     if dictionary && report.dictionaryFile == nil { withoutDictionary.append(moved) }
                     raw += report.rawBytes
                     compressed += report.compressedBytes
+                    if first == nil { first = moved.lowerBound }
+                    last = moved.upperBound
+                    count += moved.upperBound - moved.lowerBound + 1
                     next = moved.upperBound + 1
                     progress.update(done: next - range.lowerBound)
                     movedAny = true
                 }
                 progress.finish()
+                let elsewhere = movedElsewhere.map { "\($0.lowerBound)…\($0.upperBound)" }.joined(separator: ", ")
+                guard let first else {
+                    if movedElsewhere.isEmpty {
+                        try writeLine("nothing to move: horizon \(lastReport.horizon), limited by \(lastReport.limitedBy)")
+                    } else {
+                        try writeLine("nothing to move: another compaction or a purge moved events \(elsewhere) first")
+                    }
+                    break moving
+                }
                 let ratio = compressed == 0 ? 0 : Double(raw) / Double(compressed)
-                try writeLine("moved events \(range.lowerBound)…\(next - 1) (\(next - range.lowerBound) events): \(raw) bytes raw → \(compressed) bytes in segments (ratio \(String(format: "%.2f", ratio)))")
+                try writeLine("moved events \(first)…\(last) (\(count) events): \(raw) bytes raw → \(compressed) bytes in segments (ratio \(String(format: "%.2f", ratio)))")
                 try writeLine("horizon \(plan.horizon), limited by \(plan.limitedBy)")
+                if !movedElsewhere.isEmpty {
+                    try writeLine("note: another compaction or a purge moved events \(elsewhere) meanwhile")
+                }
                 if !withoutDictionary.isEmpty {
                     let ranges = withoutDictionary.map { "\($0.lowerBound)…\($0.upperBound)" }.joined(separator: ", ")
                     try writeLine("note: --dictionary: no dictionary was trained for events \(ranges) (too few events to train one on, or zstd's trainer refused them); they were compressed without one")

@@ -312,6 +312,7 @@ private struct LeagueDemo {
             ("strata info \(dir)", "identity, counts, the segment, file sizes"),
             ("strata log \(dir) --author assistant", "only the assistant's transactions"),
             ("strata log \(dir) --kind undo", "the saved undo, and what it reverted"),
+            ("strata log \(dir) --last 3", "the newest three transactions (--follow: then new ones as they commit)"),
             ("strata replay \(dir) --to \(beforeDelete)", "the league just before the cascade delete"),
             ("strata replay \(dir) --diff \(beforeDelete)..\(first.deleteSequence)", "what the cascade delete removed"),
             ("strata replay \(dir) --object \(Self.shellQuoted(eli))", "Eli Moreau's history, value by value"),

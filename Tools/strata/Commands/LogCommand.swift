@@ -15,11 +15,16 @@ struct LogCommand: ParsableCommand {
             HistoryRequest.transactionPredicate) select transactions; --entity, --object and
             --property select changes, and a transaction is shown only with the changes that
             match. --from and --to take a sequence number or an ISO 8601 date/time (UTC unless
-            it has an offset; to the microsecond) and are inclusive.
+            it has an offset; to the microsecond) and are inclusive. --last N shows the newest N
+            matching transactions (read from the end of the log), --limit N the oldest N.
+            --follow then waits for new transactions and shows the matching ones as they are
+            committed, like tail -f, until interrupted.
 
             Examples:
               strata log League.strata
               strata log League.strata --from 100 --to 120
+              strata log League.strata --last 5
+              strata log League.strata --last 10 --follow --author importer
               strata log League.strata --from 2026-03-01T09:00:00Z --author importer
               strata log League.strata --object x-strata://6F1C…/Player/p12 --property team
               strata log League.strata --kind undo --format ndjson | jq .sequence
@@ -60,6 +65,15 @@ struct LogCommand: ParsableCommand {
     @Option(help: "Only changes that touch this property (inserts and deletes touch every property they hold).")
     var property: String?
 
+    @Option(help: ArgumentHelp("Only the newest N matching transactions (still shown oldest first); read from the end of the log.", valueName: "n"))
+    var last: Int?
+
+    @Option(help: ArgumentHelp("At most N matching transactions, the oldest first.", valueName: "n"))
+    var limit: Int?
+
+    @Flag(help: "After the matches so far, wait and show new matching transactions as they are committed, until interrupted (text or ndjson).")
+    var follow = false
+
     @Option(help: "text, json (one document) or ndjson (one transaction per line).")
     var format: OutputFormat = .text
 
@@ -81,6 +95,16 @@ struct LogCommand: ParsableCommand {
         if case .date(let a) = from, case .date(let b) = to, a > b {
             throw ValidationError("--from \(Timestamps.format(a)) is after --to \(Timestamps.format(b))")
         }
+        if let last, last < 1 { throw ValidationError("--last \(last) is not a positive number of transactions") }
+        if let limit, limit < 1 { throw ValidationError("--limit \(limit) is not a positive number of transactions") }
+        if last != nil && limit != nil {
+            throw ValidationError("--last and --limit can't be combined: --last takes the newest matches, --limit the oldest")
+        }
+        if follow {
+            if format == .json { throw ValidationError("--follow writes one transaction at a time: use --format text or ndjson, not json (its document never ends)") }
+            if to != nil { throw ValidationError("--follow shows transactions as they are committed: it can't be combined with --to") }
+            if limit != nil { throw ValidationError("--follow can't be combined with --limit; use --last N --follow for the newest N, then what follows") }
+        }
         _ = try parsedPredicate()
     }
 
@@ -100,27 +124,70 @@ struct LogCommand: ParsableCommand {
                 guard let predicate else { return true }
                 return TransactionWhere.accepts(predicate, header, storeUUID: storeUUID)
             }
+            var fromDate: Date?
+            var toDate: Date?
+            if case .date(let date) = from { fromDate = date }
+            if case .date(let date) = to { toDate = date }
+            // The header's fields are read without decoding the event: events the date,
+            // author and context filters reject cost no decoding (`matching` checks them again).
+            let headerFilter: ((EventHeader) -> Bool)? =
+                fromDate == nil && toDate == nil && author == nil && context == nil && predicate == nil
+                ? nil
+                : { header in
+                    if let toDate, header.timestamp > toDate { return false }
+                    if let fromDate, header.timestamp < fromDate { return false }
+                    if let author, header.author != author { return false }
+                    if let context, header.contextName != context { return false }
+                    return accepted(header)
+                }
+            /// The event's groups to show, or nil when the filters reject it.
+            func matching(_ event: TransactionEvent) -> [ChangeGroup]? {
+                // Not .stop on a date: timestamps needn't rise with the sequence (a draft may
+                // carry its own; writers in several processes), so a later event may be earlier.
+                if let toDate, event.timestamp > toDate { return nil }
+                if let fromDate, event.timestamp < fromDate { return nil }
+                if let author, event.author != author { return nil }
+                if let context, event.contextName != context { return nil }
+                if let kind, !matches(kind, event.kind) { return nil }
+                if predicate != nil {
+                    let header = EventHeader(
+                        sequence: event.sequence, timestamp: event.timestamp, author: event.author, contextName: event.contextName,
+                        processID: event.processID)
+                    if !accepted(header) { return nil }
+                }
+                let groups = filter.groups(of: event)
+                if filter.isActive && groups.isEmpty { return nil }
+                return groups
+            }
             let out = OutputSink()
             defer { out.close() }
+            var written = 0
+            func emit(_ event: TransactionEvent, _ groups: [ChangeGroup]) {
+                switch format {
+                case .text:
+                    if written > 0 { out.line() }
+                    for line in EventText.lines(event, groups: groups, log) { out.line(line) }
+                case .json:
+                    out.line((written > 0 ? "," : "") + ValueRendering.eventJSON(event, groups: groups, log))
+                case .ndjson:
+                    out.line(ValueRendering.eventJSON(event, groups: groups, log))
+                }
+                written += 1
+            }
+            /// The last sequence read (shown or not): --follow goes on after it.
+            var readThrough: UInt64 = 0
             try log.read { reader in
                 let head = try reader.head
+                readThrough = head
                 var first: UInt64 = 1
                 var last: UInt64 = head
-                var fromDate: Date?
-                var toDate: Date?
-                switch from {
-                case .sequence(let n):
+                if case .sequence(let n) = from {
                     try log.checkSequence(n, head: head)
                     first = max(n, 1)
-                case .date(let date): fromDate = date
-                case nil: break
                 }
-                switch to {
-                case .sequence(let n):
+                if case .sequence(let n) = to {
                     try log.checkSequence(n, head: head)
                     last = n
-                case .date(let date): toDate = date
-                case nil: break
                 }
                 // History through a purge point is gone: say so when the range reaches into it.
                 let purged = try reader.purgedThrough
@@ -134,50 +201,48 @@ struct LogCommand: ParsableCommand {
                 if let id = filter.objectID, first <= last {
                     only = try reader.history(of: id).filter { $0 >= first && $0 <= last }
                 }
-                // The header's fields are read without decoding the event: events the date,
-                // author and context filters reject cost no decoding (the body checks them again).
-                let headerFilter: ((EventHeader) -> Bool)? =
-                    fromDate == nil && toDate == nil && author == nil && context == nil && predicate == nil
-                    ? nil
-                    : { header in
-                        if let toDate, header.timestamp > toDate { return false }
-                        if let fromDate, header.timestamp < fromDate { return false }
-                        if let author, header.author != author { return false }
-                        if let context, header.contextName != context { return false }
-                        return accepted(header)
-                    }
 
                 if format == .json {
                     out.line("{\"store\":\(ValueRendering.jsonString(log.storeUUID.uuidString)),\"transactions\":[")
                 }
-                var written = 0
-                guard first <= last else { return finish(out, written: written) }
+                guard first <= last else { return }
+                if let wanted = self.last {
+                    // The newest matches: read windows back from the end, each twice the one
+                    // before, until enough match or the range is read. Each event is decoded once.
+                    var found: [(TransactionEvent, [ChangeGroup])] = []
+                    var window = UInt64(max(wanted * 2, 64))
+                    var high = last
+                    var remaining = only.map { $0[...] }
+                    while found.count < wanted {
+                        var batch: [(TransactionEvent, [ChangeGroup])] = []
+                        let collect: (TransactionEvent) throws -> IterationDecision = { event in
+                            if let groups = matching(event) { batch.append((event, groups)) }
+                            return .next
+                        }
+                        if let list = remaining {
+                            guard !list.isEmpty else { break }
+                            let take = list.suffix(Int(min(window, UInt64(list.count))))
+                            try reader.forEachEvent(among: Array(take), collect)
+                            remaining = list.dropLast(take.count)
+                        } else {
+                            let low = high - first + 1 > window ? high - window + 1 : first
+                            try reader.forEachEvent(from: low, through: high, where: headerFilter, collect)
+                            guard low > first else {
+                                found.insert(contentsOf: batch, at: 0)
+                                break
+                            }
+                            high = low - 1
+                        }
+                        found.insert(contentsOf: batch, at: 0)
+                        window = window > UInt64.max / 2 ? window : window * 2
+                    }
+                    for (event, groups) in found.suffix(wanted) { emit(event, groups) }
+                    return
+                }
                 let body: (TransactionEvent) throws -> IterationDecision = { event in
-                    // Not .stop: timestamps needn't rise with the sequence (a draft may carry its
-                    // own; writers in several processes), so a later event may be earlier.
-                    if let toDate, event.timestamp > toDate { return .next }
-                    if let fromDate, event.timestamp < fromDate { return .next }
-                    if let author, event.author != author { return .next }
-                    if let context, event.contextName != context { return .next }
-                    if let kind, !matches(kind, event.kind) { return .next }
-                    if predicate != nil {
-                        let header = EventHeader(
-                            sequence: event.sequence, timestamp: event.timestamp, author: event.author, contextName: event.contextName,
-                            processID: event.processID)
-                        if !accepted(header) { return .next }
-                    }
-                    let groups = filter.groups(of: event)
-                    if filter.isActive && groups.isEmpty { return .next }
-                    switch format {
-                    case .text:
-                        if written > 0 { out.line() }
-                        for line in EventText.lines(event, groups: groups, log) { out.line(line) }
-                    case .json:
-                        out.line((written > 0 ? "," : "") + ValueRendering.eventJSON(event, groups: groups, log))
-                    case .ndjson:
-                        out.line(ValueRendering.eventJSON(event, groups: groups, log))
-                    }
-                    written += 1
+                    guard let groups = matching(event) else { return .next }
+                    emit(event, groups)
+                    if let limit, written >= limit { return .stop }
                     return .next
                 }
                 if let only {
@@ -185,10 +250,42 @@ struct LogCommand: ParsableCommand {
                 } else {
                     try reader.forEachEvent(from: first, through: last, where: headerFilter, body)
                 }
-                finish(out, written: written)
+            }
+            guard follow else { return finish(out, written: written) }
+            // --follow: wait for new transactions and show those that match, as they commit,
+            // until interrupted. Each poll is one read transaction of the head; the output is
+            // flushed after each batch so a pipe's reader sees every transaction at once.
+            out.flush()
+            while true {
+                usleep(Self.followInterval)
+                try log.read { reader in
+                    let head = try reader.head
+                    guard head > readThrough else { return }
+                    let purged = try reader.purgedThrough
+                    if purged > readThrough {
+                        printError("note: history through \(purged) was purged while following; going on from \(purged + 1)")
+                        readThrough = purged
+                        guard head > readThrough else { return }
+                    }
+                    let body: (TransactionEvent) throws -> IterationDecision = { event in
+                        if let groups = matching(event) { emit(event, groups) }
+                        return .next
+                    }
+                    if let id = filter.objectID {
+                        let new = try reader.history(of: id).filter { $0 > readThrough && $0 <= head }
+                        try reader.forEachEvent(among: new, body)
+                    } else {
+                        try reader.forEachEvent(from: readThrough + 1, through: head, where: headerFilter, body)
+                    }
+                    readThrough = head
+                }
+                out.flush()
             }
         }
     }
+
+    /// How long `--follow` waits between looks at the head, in microseconds.
+    static let followInterval: UInt32 = 100_000
 
     private func finish(_ out: OutputSink, written: Int) {
         if format == .json { out.line("]}") }
@@ -269,7 +366,9 @@ struct ChangeFilter {
                 case .delete(let id, let before): return .delete(id, before: before.filter { $0.key == property })
                 }
             }
-            return changes.isEmpty ? nil : ChangeGroup(actionName: group.actionName, changes: changes)
+            var filtered = group
+            filtered.changes = changes
+            return changes.isEmpty ? nil : filtered
         }
     }
 }

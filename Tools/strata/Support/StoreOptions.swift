@@ -8,8 +8,19 @@ struct StoreOptions: ParsableArguments {
     var store: String
 
     /// Opens the store read-only: nothing is written, and an app may hold it open and write.
+    ///
+    /// A writer that died after writing its last commit and before publishing it leaves that
+    /// commit unseen by read-only opens until another process writes (spec 0001 §2.4): that
+    /// is said on standard error, and the command goes on with what it sees.
     func openReadOnly() throws -> EventLog {
-        try CommandFailure.wrap { try EventLog(openingExistingAt: store, readOnly: true) }
+        try CommandFailure.wrap {
+            let log = try EventLog(openingExistingAt: store, readOnly: true)
+            if let unpublished = try? log.unpublishedCommit() {
+                printError(
+                    "strata: warning: the store's newest commit (LMDB transaction \(unpublished.newest)) isn't visible to read-only opens: its writer died before publishing it, so this shows the store as of transaction \(unpublished.visible). Any write to the store publishes it (an app's save, or `strata compact --dry-run`, which opens it writable)")
+            }
+            return log
+        }
     }
 
     /// Opens the store writable (compaction).
