@@ -244,9 +244,15 @@ extension ContextCore {
     /// then disagreeing.
     func fixPendingJournal(for ids: Set<ManagedObjectID>) {
         var touched: Set<String> = []
-        for effect in pending {
-            let group = effect.changes
+        for index in pending.indices {
+            var group = pending[index].changes
+            // A pending redo's changes are the saved group itself, which a later undo undoes
+            // whole: a property dropped here leaves a copy only (before, it left the group, and
+            // undoing the redone group moved a to-one's far sides without the object). The
+            // group still takes the stored value as its old value.
+            let redone = pending[index].kind != .user && group === pending[index].source ? group : nil
             var dropped: [(id: ManagedObjectID, property: PropertyInfo)] = []
+            // In the effect's changes as they are then (a redo's copy, not the saved group).
             defer { for entry in dropped { dropFarSides(of: entry.id, entry.property, in: group) } }
             for id in ids {
                 guard var change = group.changes[id] else { continue }
@@ -257,6 +263,7 @@ extension ContextCore {
                 }
                 switch change.kind {
                 case .updated:
+                    var kept = redone?.changes[id]
                     for key in Array(change.new.keys) {
                         guard let property = object.info.properties[key], property.isRecorded else { continue }
                         if object.changes[key] == nil {
@@ -265,10 +272,16 @@ extension ContextCore {
                             }
                             change.old[key] = nil
                             change.new[key] = nil
+                            if let redone, group === redone {
+                                group = redone.copyOfChanges()
+                                pending[index] = PendingEffect(changes: group, source: redone, kind: pending[index].kind)
+                            }
                         } else if touched.insert("\(id)\u{0}\(key)").inserted {
                             change.old[key] = object.committed?[key] ?? property.emptyValue
+                            kept?.old[key] = change.old[key]
                         }
                     }
+                    if let redone, let kept, group !== redone { redone.changes[id] = kept }
                     if change.old.isEmpty && change.new.isEmpty && change.memberships.isEmpty {
                         group.changes[id] = nil
                         group.order.removeAll { $0 == id }

@@ -252,8 +252,13 @@ extension ContextCore {
                 reload.append(object)
             }
         }
-        reloadKeepingChanges(reload, events: .refresh)
-        rebaseUnloadedGroupObjects(summary.updated, loaded: Set(reload.map(\.objectID)))
+        // The far sides of moved to-ones follow once every destination's own to-many rebase
+        // is done, the unloaded ones' too: before, an unloaded destination's rebase put back
+        // the member a move had taken out of the groups.
+        var moves = reloadKeepingChanges(reload, events: .refresh, rebasingMoves: false)
+        moves += rebaseUnloadedGroupObjects(summary.updated, loaded: Set(reload.map(\.objectID)))
+        rebaseMovedToOnes(moves)
+        pruneRetained()
         var removed: [ManagedObjectID: ManagedObject] = [:]
         // Objects inserted and deleted again elsewhere are gone too, for a context that
         // registered one in between (before, it stayed with stale values, or as a fault the
@@ -281,8 +286,11 @@ extension ContextCore {
     /// transient values (`refresh(_:mergeChanges: true)` for many objects). A change that now
     /// equals the stored value is no longer a change. Objects gone from the store become faults
     /// (a merge of their deletion removes them).
-    func reloadKeepingChanges(_ objects: [ManagedObject], events: SnapshotEvents) {
-        guard !objects.isEmpty else { return }
+    /// `rebasingMoves` false: the to-ones another writer moved are returned for the caller to
+    /// rebase (``rebaseMovedToOnes(_:)``) with others, and retained objects are left to it.
+    @discardableResult
+    func reloadKeepingChanges(_ objects: [ManagedObject], events: SnapshotEvents, rebasingMoves: Bool = true) -> [ToOneMove] {
+        guard !objects.isEmpty else { return [] }
         // A root context reads the store; a child, its parent's current state.
         var records: [ManagedObjectID: (values: [String: PropertyValue], version: UInt64?)] = [:]
         do {
@@ -300,7 +308,7 @@ extension ContextCore {
             }
         } catch {
             recordProblem(error as? ContextError ?? .store("\(error)"))
-            return
+            return []
         }
         var moves: [ToOneMove] = []
         var sides: [OneToOneSide] = []
@@ -328,9 +336,14 @@ extension ContextCore {
         }
         // After every object is re-read: a destination's own to-many rebase must not put
         // back the member the move takes out.
+        guard rebasingMoves else {
+            rebaseOneToOnes(sides)
+            return moves
+        }
         rebaseMovedToOnes(moves)
         rebaseOneToOnes(sides)
         pruneRetained()
+        return []
     }
 
     /// Objects the merge updated that the context's unsaved undo groups change but that it
@@ -339,15 +352,16 @@ extension ContextCore {
     /// against the values the first group changing each property started from, and the
     /// store's now. Before, they kept the values read before the merge, and a redo (an undo)
     /// set them over the other writer's — the groups name the object by its ID only.
-    func rebaseUnloadedGroupObjects(_ updated: Set<ManagedObjectID>, loaded: Set<ManagedObjectID>) {
-        guard hasUnsavedGroups else { return }
+    /// Returns the to-ones another writer moved of the objects rebased, for ``rebaseMovedToOnes(_:)``.
+    func rebaseUnloadedGroupObjects(_ updated: Set<ManagedObjectID>, loaded: Set<ManagedObjectID>) -> [ToOneMove] {
+        guard hasUnsavedGroups else { return [] }
         var assumed: [ManagedObjectID: [String: PropertyValue]] = [:]
         for (group, _) in unsavedChain() {
             for (id, change) in group.changes where change.kind == .updated && updated.contains(id) && !loaded.contains(id) {
                 for (key, value) in change.old where assumed[id]?[key] == nil { assumed[id, default: [:]][key] = value }
             }
         }
-        guard !assumed.isEmpty else { return }
+        guard !assumed.isEmpty else { return [] }
         var moves: [ToOneMove] = []
         var sides: [OneToOneSide] = []
         for id in assumed.keys.sorted() {
@@ -363,15 +377,24 @@ extension ContextCore {
                     stored != value
                 else { continue }
                 let had = Set(value.ids), has = Set(stored.ids)
-                rebaseUnsavedGroups(
-                    id, property, added: stored.ids.filter { !had.contains($0) }, removed: had.subtracting(has), base: value, stored: stored)
+                var added = stored.ids.filter { !had.contains($0) }, removed = had.subtracting(has)
+                // A derived side (a team's players) changes with its members' to-ones: only a
+                // member this merge updated moved. One the store lists that the group's value
+                // leaves out for another reason (the context's own pending undo keeps it
+                // elsewhere) is no other writer's addition (before, it was added to the groups
+                // before and after, and undoing the context's move to the team kept it listed).
+                if !property.isRecorded {
+                    added = added.filter(updated.contains)
+                    removed = removed.filter(updated.contains)
+                }
+                rebaseUnsavedGroups(id, property, added: added, removed: removed, base: value, stored: stored)
             }
             rebaseUnsavedAttributes(target, before: before)
             moves += movedToOnes(target, before: before)
             sides += oneToOneSides(target, before: before)
         }
-        rebaseMovedToOnes(moves)
         rebaseOneToOnes(sides)
+        return moves
     }
 
     /// The object's unsaved to-many changes with the values they were made against, taken
@@ -709,8 +732,27 @@ extension ContextCore {
 
     private func rebaseInverseGroups(_ move: ToOneMove) {
         let chain = unsavedChain(move.object.objectID, move.property.name)
-        guard !chain.isEmpty else { return }
         let id = move.object.objectID, key = move.property.name, inverse = move.inverse.name, ordered = move.inverse.isOrdered
+        // The redo stack's groups under a saved group changing the to-one (left out of the
+        // chain) are redone after it, from its destination, not the store's: their entries of
+        // the inverse list the object where that group and they put it. Before, a destination's
+        // own to-many rebase added the other writer's member to them, and redoing a group
+        // moving the object there then listed it nowhere.
+        var under: [UndoGroup] = []
+        var underStart: ManagedObjectID?
+        var underSaved = false
+        for group in journal.redoStack.reversed() {
+            if underSaved {
+                under.append(group)
+            } else if group.saved != nil || group.pushed || group.fromLog || !group.parts.isEmpty,
+                let change = group.changes[id], change.kind == .updated, let new = change.new[key]
+            {
+                underSaved = true
+                underStart = new.ids.first
+            }
+        }
+        func rebased(_ group: UndoGroup) -> Bool { group.saved == nil && !group.pushed && !group.fromLog && group.parts.isEmpty }
+        guard !chain.isEmpty || under.contains(where: rebased) else { return }
         func touches(_ group: UndoGroup) -> Bool {
             guard let change = group.changes[id], change.kind == .updated else { return false }
             return change.old[key] != nil || change.new[key] != nil
@@ -780,9 +822,19 @@ extension ContextCore {
                 edit(group, owner, old: false, new: true, owner == position ? join : leave)
             }
         }
+        var underPosition = underStart
+        for group in under {
+            let before = underPosition
+            if let change = group.changes[id], change.kind == .updated, let new = change.new[key] { underPosition = new.ids.first }
+            guard rebased(group) else { continue }
+            for owner in owners(group) {
+                edit(group, owner, old: true, new: false, owner == before ? join : leave)
+                edit(group, owner, old: false, new: true, owner == underPosition ? join : leave)
+            }
+        }
         // Entries the rebase left changing nothing go.
         var emptied = false
-        for (group, _) in chain {
+        for group in chain.map(\.group) + under.filter(rebased) {
             for owner in owners(group) {
                 guard var change = group.changes[owner], change.kind == .updated,
                     let old = change.old[inverse], let new = change.new[inverse], old == new
@@ -833,7 +885,11 @@ extension ContextCore {
         guard !keys.isEmpty else { return }
         let id = object.objectID
         var started: Set<String> = []
-        var superseded: Set<String> = []
+        // A property the object holds no change for follows the store: a pending undo or redo
+        // of saved work changing it writes it no more (below), also where no done group's
+        // change of it went — the pending undos of two saved moves, both undone, net to the
+        // value read before the merge, and the save wrote that over the other writer's.
+        var superseded = Set(keys.lazy.filter { object.changes[$0.name] == nil }.map(\.name))
         var emptied = false
         func visit(_ group: UndoGroup, done: Bool) {
             guard group.saved == nil, !group.pushed, !group.fromLog, group.parts.isEmpty, var change = group.changes[id], change.kind == .updated
@@ -879,7 +935,8 @@ extension ContextCore {
         // the undo's value, which the dropped change had replaced, over the store's — the
         // other writer's — and the context then held it.
         if !superseded.isEmpty {
-            for effect in pending where effect.kind != .user {
+            for index in pending.indices where pending[index].kind != .user {
+                var effect = pending[index]
                 guard var change = effect.changes.changes[id], change.kind == .updated else { continue }
                 var dropped = false
                 for key in superseded where change.old[key] != nil || change.new[key] != nil {
@@ -888,6 +945,13 @@ extension ContextCore {
                     dropped = true
                 }
                 guard dropped else { continue }
+                // A redo's changes are the saved group itself, which a later undo undoes whole:
+                // the effect gets a copy (before, the property left the group, and undoing the
+                // redone group moved the far sides without the object).
+                if effect.changes === effect.source {
+                    effect = PendingEffect(changes: effect.changes.copyOfChanges(), source: effect.source, kind: effect.kind)
+                    pending[index] = effect
+                }
                 if change.old.isEmpty && change.new.isEmpty && change.memberships.isEmpty {
                     effect.changes.changes[id] = nil
                     effect.changes.order.removeAll { $0 == id }

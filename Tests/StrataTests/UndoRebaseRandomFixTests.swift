@@ -98,11 +98,9 @@ struct UndoRebaseRandomFixTests {
         try await Self.play(Self.steps(ProcessInfo.processInfo.environment["STRATA_REBASE_REPLAY"] ?? ""))
     }
 
-    @Test("seed 145 (known issue): two saved moves both undone net to the store's team, another writer's move is merged, and the save writes the pending undos' team over it; a redo then leaves the sides disagreeing")
+    @Test("seed 145: two saved moves both undone net to the store's team, another writer's move is merged: the save doesn't write the pending undos' team over it; a redo then leaves both sides agreeing")
     func pendingUndosNettingToStoreOverMergedMove() async throws {
-        await withKnownIssue("pending undos of saved work that net to the store's value still write it after a merge brought another writer's value (open: dropping such properties from them broke other seeds)") {
-            try await Self.play(Self.steps("0:2:0,1:2:1,5:2:3,3:2:1,3:2:3,2:2:2,0:2:3,3:2:0,5:0:0,4:1:0"))
-        }
+        try await Self.play(Self.steps("0:2:0,1:2:1,5:2:3,3:2:1,3:2:3,2:2:2,0:2:3,3:2:0,5:0:0,4:1:0"))
     }
     @Test("seed 12: a redone move over a pending undo of saved work, after a merge, starts from the pending team (not the store's); both sides agree")
     func redoOverPendingUndoOfSavedMove() async throws {
