@@ -282,12 +282,7 @@ extension ContextCore {
                         }
                     }
                     if let redone, let kept, group !== redone { redone.changes[id] = kept }
-                    if change.old.isEmpty && change.new.isEmpty && change.memberships.isEmpty {
-                        group.changes[id] = nil
-                        group.order.removeAll { $0 == id }
-                    } else {
-                        group.changes[id] = change
-                    }
+                    group.keep(change, for: id)
                 case .deleted where !object.isDeletedFlag, .inserted where !object.isInsertedFlag:
                     group.changes[id] = nil
                     group.order.removeAll { $0 == id }
@@ -330,12 +325,7 @@ extension ContextCore {
                 change.old[inverseName] = nil
                 change.new[inverseName] = nil
             }
-            if change.old.isEmpty && change.new.isEmpty && change.memberships.isEmpty {
-                group.changes[member] = nil
-                group.order.removeAll { $0 == member }
-            } else {
-                group.changes[member] = change
-            }
+            group.keep(change, for: member)
         }
     }
 

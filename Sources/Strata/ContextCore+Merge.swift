@@ -679,13 +679,7 @@ extension ContextCore {
                         guard var change = group.changes[id], change.kind == .updated, change.old[key] != nil || change.new[key] != nil else { continue }
                         change.old[key] = nil
                         change.new[key] = nil
-                        if change.old.isEmpty && change.new.isEmpty && change.memberships.isEmpty {
-                            group.changes[id] = nil
-                            group.order.removeAll { $0 == id }
-                            emptied = true
-                        } else {
-                            group.changes[id] = change
-                        }
+                        if group.keep(change, for: id) { emptied = true }
                     }
                 }
             }
@@ -841,13 +835,7 @@ extension ContextCore {
                 else { continue }
                 change.old[inverse] = nil
                 change.new[inverse] = nil
-                if change.old.isEmpty && change.new.isEmpty && change.memberships.isEmpty {
-                    group.changes[owner] = nil
-                    group.order.removeAll { $0 == owner }
-                    emptied = true
-                } else {
-                    group.changes[owner] = change
-                }
+                if group.keep(change, for: owner) { emptied = true }
             }
         }
         if emptied {
@@ -908,13 +896,7 @@ extension ContextCore {
                 changed = true
             }
             guard changed else { return }
-            if change.old.isEmpty && change.new.isEmpty && change.memberships.isEmpty {
-                group.changes[id] = nil
-                group.order.removeAll { $0 == id }
-                emptied = true
-            } else {
-                group.changes[id] = change
-            }
+            if group.keep(change, for: id) { emptied = true }
         }
         for group in unsaved { visit(group, done: true) }
         visit(journal.open, done: true)
@@ -952,13 +934,7 @@ extension ContextCore {
                     effect = PendingEffect(changes: effect.changes.copyOfChanges(), source: effect.source, kind: effect.kind)
                     pending[index] = effect
                 }
-                if change.old.isEmpty && change.new.isEmpty && change.memberships.isEmpty {
-                    effect.changes.changes[id] = nil
-                    effect.changes.order.removeAll { $0 == id }
-                    emptied = true
-                } else {
-                    effect.changes.changes[id] = change
-                }
+                if effect.changes.keep(change, for: id) { emptied = true }
             }
         }
         if emptied { removeEmptiedEffects() }

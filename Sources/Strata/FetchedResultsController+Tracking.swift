@@ -797,7 +797,7 @@ extension AnyFetchedResultsController: ContextChangeTracker {
         }
         for (_, members) in gaps where members.count > 1 {
             let inOldOrder = members.sorted { candidates[$0].old!.row < candidates[$1].old!.row }
-            let keep = Self.longestIncreasingRun(inOldOrder.map { candidates[$0].newPath!.row })
+            let keep = OrderedRebase.longestIncreasing(inOldOrder.map { candidates[$0].newPath!.row })
             for (position, index) in inOldOrder.enumerated() where !keep.contains(position) { moved.insert(index) }
         }
 
@@ -840,28 +840,6 @@ extension AnyFetchedResultsController: ContextChangeTracker {
         return changes
     }
 
-    /// The positions (in `values`) of a longest strictly increasing subsequence.
-    static func longestIncreasingRun(_ values: [Int]) -> Set<Int> {
-        var tails: [Int] = []  // positions of the smallest tail of each length
-        var previous = [Int](repeating: -1, count: values.count)
-        for (position, value) in values.enumerated() {
-            var low = 0, high = tails.count
-            while low < high {
-                let middle = (low + high) / 2
-                if values[tails[middle]] < value { low = middle + 1 } else { high = middle }
-            }
-            if low > 0 { previous[position] = tails[low - 1] }
-            if low == tails.count { tails.append(position) } else { tails[low] = position }
-        }
-        var result: Set<Int> = []
-        var position = tails.last ?? -1
-        while position >= 0 {
-            result.insert(position)
-            position = previous[position]
-        }
-        return result
-    }
-
     // MARK: - A batch, by fetching again
 
     /// Fetches again and compares with what the controller shows: after `reset()` (the
@@ -888,7 +866,7 @@ extension AnyFetchedResultsController: ContextChangeTracker {
         var newSectionIndex: [String: Int] = [:]
         for (index, section) in newSections.enumerated() { newSectionIndex[section.name] = index }
         let common = oldSections.enumerated().compactMap { old in newSectionIndex[old.element.name].map { (old.offset, $0) } }
-        let keptPositions = Self.longestIncreasingRun(common.map(\.1))
+        let keptPositions = OrderedRebase.longestIncreasing(common.map(\.1))
         var keptSections: Set<String> = []
         for (position, pair) in common.enumerated() where keptPositions.contains(position) { keptSections.insert(oldSections[pair.0].name) }
         for (index, section) in oldSections.enumerated() where !keptSections.contains(section.name) {
@@ -945,7 +923,7 @@ extension AnyFetchedResultsController: ContextChangeTracker {
         }
         for (_, members) in bySection {
             let inOldOrder = members.sorted { pairs[$0].old.row < pairs[$1].old.row }
-            let keep = Self.longestIncreasingRun(inOldOrder.map { pairs[$0].new.row })
+            let keep = OrderedRebase.longestIncreasing(inOldOrder.map { pairs[$0].new.row })
             for (position, index) in inOldOrder.enumerated() where keep.contains(position) { stays.insert(index) }
         }
         for (index, pair) in pairs.enumerated() {

@@ -59,7 +59,8 @@ enum OrderedRebase {
         return result
     }
 
-    /// The positions of a longest strictly increasing subsequence of `values`.
+    /// The positions of a longest strictly increasing subsequence of `values` (also what a
+    /// fetched results controller keeps in place when it reports moves).
     static func longestIncreasing(_ values: [Int]) -> Set<Int> {
         var tails: [Int] = []  // positions: the smallest last value of a run of each length
         var previous = [Int](repeating: -1, count: values.count)

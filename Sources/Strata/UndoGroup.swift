@@ -417,3 +417,18 @@ struct SavedGroup: Hashable {
     let sequence: UInt64
     let group: Int
 }
+
+extension UndoGroup {
+    /// Puts `change` back as `id`'s entry after some of its properties were taken out, or
+    /// removes the entry (and `id` from ``order``) when nothing is left in it; true when removed.
+    @discardableResult
+    func keep(_ change: ObjectChange, for id: ManagedObjectID) -> Bool {
+        if change.old.isEmpty && change.new.isEmpty && change.memberships.isEmpty {
+            changes[id] = nil
+            order.removeAll { $0 == id }
+            return true
+        }
+        changes[id] = change
+        return false
+    }
+}
