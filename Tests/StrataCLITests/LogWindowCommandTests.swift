@@ -1,5 +1,6 @@
 import Foundation
 import StrataLog
+import StrataModel
 import StrataTestSupport
 import Testing
 #if canImport(Glibc)
@@ -172,5 +173,32 @@ struct LogFollowCommandTests {
             #expect(result.status == 64, "\(arguments)")
             #expect(result.standardError.contains(message), "\(arguments): \(result.standardError)")
         }
+    }
+}
+
+@Suite("strata log: groups not recorded for undo")
+struct LogUnrecordedGroupCommandTests {
+    @Test("a group the context's undo journal didn't record is marked in text and json; a recorded one isn't")
+    func marked() throws {
+        let directory = try TemporaryDirectory("strata-log-unrecorded")
+        let path = directory.file("Marked.strata")
+        do {
+            let log = try EventLog(path: path, model: try leagueModel())
+            var draft = TransactionDraft(author: "app", contextName: "editor")
+            draft.beginGroup(actionName: "Add Player")
+            let player = draft.insert("Player", values: ["name": str("Ada")])
+            draft.beginGroup(actionName: nil, recordedForUndo: false)
+            draft.update(player, values: ["age": .attribute(.int32(30))])
+            _ = try log.commit(draft)
+        }
+        let text = try strata("log", path)
+        #expect(text.status == 0, "\(text.standardError)")
+        let lines = text.standardOutput.split(separator: "\n").map(String.init)
+        #expect(lines.filter { $0 == "  not recorded for undo" }.count == 1, "\(text.standardOutput)")
+        let marker = try #require(lines.firstIndex(of: "  not recorded for undo"))
+        #expect(lines[marker + 1].hasPrefix("  update "), "the mark heads the unrecorded group: \(text.standardOutput)")
+        #expect(lines[marker - 1] != "  action \"Add Player\"")
+        let json = try strata("log", path, "--format", "ndjson")
+        #expect(json.standardOutput.contains("\"recordedForUndo\":false"))
     }
 }

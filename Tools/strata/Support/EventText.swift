@@ -26,6 +26,9 @@ enum EventText {
         var lines = [header(event)]
         for group in groups {
             if let name = group.actionName { lines.append("  action \(ValueRendering.jsonString(name))") }
+            // Changes the saving context's undo journal didn't record (registration off,
+            // primitive sets such as a willSave timestamp): no undo step brings them back.
+            if !group.isRecordedForUndo { lines.append("  not recorded for undo") }
             for change in group.changes { lines.append(contentsOf: self.lines(change, log)) }
         }
         return lines
