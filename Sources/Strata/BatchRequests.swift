@@ -125,9 +125,9 @@ public struct BatchInsertRequest {
 /// Sets attributes of every object a predicate matches, straight in the store, in one
 /// transaction, without managed objects (Core Data's `NSBatchUpdateRequest`).
 ///
-/// The new values are constants (Core Data also takes expressions of other attributes,
-/// which Strata doesn't). The model's validation rules are not run; uniqueness constraints
-/// are enforced by the store, and a violation refuses the whole request.
+/// The new values are constants or expressions of the object's own attributes
+/// (`score * 1.1`), as Core Data's are. The model's validation rules are not run; uniqueness
+/// constraints are enforced by the store, and a violation refuses the whole request.
 ///
 /// ```swift
 /// var request = BatchUpdateRequest(entityName: "Task")
@@ -143,7 +143,12 @@ public struct BatchUpdateRequest: Sendable {
     public var predicate: FormatPredicate?
     /// Include objects of sub-entities (default true).
     public var includesSubentities = true
-    /// The new values by attribute name (`propertiesToUpdate`); `NSNull()` sets nil.
+    /// The new values by attribute name (`propertiesToUpdate`); `NSNull()` sets nil. A value
+    /// may be a ``FormatExpression`` (Core Data's `NSExpression`), evaluated for each object
+    /// against its attributes as stored before the update: `["score": try
+    /// FormatExpression(format: "score * 1.1")]`. Its key paths name the entity's stored
+    /// attributes (no relationships, `SELF`, `$variables` or subqueries); one that reads
+    /// nothing of the object (`now()`) is evaluated once.
     public var propertiesToUpdate: [String: any Sendable] = [:]
     /// What the result holds (default ``BatchResultType/statusOnly``).
     public var resultType: BatchResultType = .statusOnly

@@ -298,7 +298,25 @@ extension ContextCore {
             throw ContextError.invalidArgument("\(what): propertiesToUpdate is empty; name at least one attribute and its new value")
         }
         var values: [String: DraftValue] = [:]
-        for (key, value) in request.propertiesToUpdate {
+        // Expressions that read the object (`salary * 1.1`), evaluated per object against its
+        // stored values; one that reads nothing of the object (`now()`, `2 + 3`) is a constant.
+        var expressions: [(key: String, expression: FormatExpression)] = []
+        for (key, value) in request.propertiesToUpdate.sorted(by: { $0.key < $1.key }) {
+            if let expression = value as? FormatExpression {
+                if try batchExpressionReadsObject(expression, key, of: info, what: what) {
+                    _ = try batchAttributeValue(NSNull(), key, of: info, what: what)  // the key's own checks
+                    expressions.append((key, expression))
+                    continue
+                }
+                let constant: Any?
+                do {
+                    constant = try expression.expressionValue(with: nil)
+                } catch {
+                    throw ContextError.invalidArgument("\(what): \(key) = \(expression): \(error)")
+                }
+                values[key] = try batchAttributeValue(try Self.batchScalar(constant, "\(what): \(key) = \(expression)"), key, of: info, what: what)
+                continue
+            }
             values[key] = try batchAttributeValue(value, key, of: info, what: what)
         }
         var fetch = FetchRequest(entityName: request.entityName, predicate: request.predicate)
@@ -309,9 +327,13 @@ extension ContextCore {
         let result = try batchCommit(what) { store in
             try store.log.commit(preparedBy: {
                 matched = try self.batchMatches(selection, store: store)
+                guard !matched.isEmpty else { return nil }
+                if !expressions.isEmpty {
+                    return try self.batchUpdateDraft(matched, constants: values, expressions: expressions, of: info, what: what, store: store)
+                }
                 // Matched objects that all hold the values already: nothing to write (no
                 // empty transaction in the log, its history and the merges).
-                guard !matched.isEmpty, try self.batchUpdateChangesAny(matched, to: values, store: store) else { return nil }
+                guard try self.batchUpdateChangesAny(matched, to: values, store: store) else { return nil }
                 var draft = TransactionDraft(author: self.transactionAuthor, contextName: self.name, kind: .import)
                 for id in matched { draft.update(.stored(id), values: values) }
                 return draft
@@ -319,6 +341,116 @@ extension ContextCore {
         }
         let ids = matched.map { ManagedObjectID.permanent($0, store: store.identifier) }
         return BatchResult(type: request.resultType, ids: ids, sequence: result?.sequence)
+    }
+
+    /// The update of `ids` when some values are expressions: each object's expressions are
+    /// evaluated against its values as stored before the update (so `a = b, b = a` swaps, as
+    /// SQL's `UPDATE` does), the results converted as constant values are, the constants
+    /// added. Nil when no object's values change (nothing is written). An expression that
+    /// fails for an object, or gives a value the attribute can't hold, refuses the request,
+    /// naming the object.
+    private func batchUpdateDraft(
+        _ ids: [StoredObjectID], constants: [String: DraftValue], expressions: [(key: String, expression: FormatExpression)],
+        of info: EntityInfo, what: String, store: PersistentStore
+    ) throws -> TransactionDraft? {
+        let storeUUID = store.identifier
+        return try store.log.read { (reader: borrowing LogReader) throws -> TransactionDraft? in
+            var draft = TransactionDraft(author: self.transactionAuthor, contextName: self.name, kind: .import)
+            var changesAny = false
+            for id in ids {
+                // Matched just now in this transaction: a missing object isn't possible, but is skipped.
+                guard let stored = try reader.object(id) else { continue }
+                var subject: [String: Any] = [:]
+                for (name, value) in stored.values {
+                    if case .attribute(let attribute) = value { subject[name] = StoredRowSubject.evaluationValue(attribute) }
+                }
+                var values = constants
+                for (key, expression) in expressions {
+                    let object = ManagedObjectID.permanent(id, store: storeUUID)
+                    let result: Any?
+                    do {
+                        result = try expression.expressionValue(with: subject)
+                    } catch {
+                        throw ContextError.invalidArgument("\(what): \(key) = \(expression) failed for \(object): \(error)")
+                    }
+                    let gave = "\(what): \(key) = \(expression) for \(object) gave \(result.map { "\($0)" } ?? "nil")"
+                    values[key] = try batchAttributeValue(try Self.batchScalar(result, gave), key, of: info, what: gave)
+                }
+                if !changesAny {
+                    changesAny = values.contains { key, value in
+                        let current = stored.values[key] ?? .null
+                        switch value {
+                        case .null: return current != .null
+                        case .attribute(let attribute): return !current.isIdentical(to: .attribute(attribute))
+                        case .reference, .references: return true
+                        }
+                    }
+                }
+                draft.update(.stored(id), values: values)
+            }
+            return changesAny ? draft : nil
+        }
+    }
+
+    /// An expression's result as the value an attribute is set to: nil as `NSNull()`; a
+    /// collection or an object is no attribute value (`invalidArgument`, after `what`).
+    private static func batchScalar(_ value: Any?, _ what: String) throws -> any Sendable {
+        switch value {
+        case nil: return NSNull()
+        case let v as Int: return v
+        case let v as Double: return v
+        case let v as Decimal: return v
+        case let v as String: return v
+        case let v as Bool: return v
+        case let v as Date: return v
+        case let v as Data: return v
+        case let v as UUID: return v
+        case let v as URL: return v
+        case let v?: throw ContextError.invalidArgument("\(what): \(type(of: v)) is not a value an attribute holds")
+        }
+    }
+
+    /// Whether `expression`, the value of `key` in a batch update, reads the updated object:
+    /// its key paths must name stored attributes of the entity (a batch update reads no
+    /// relationship, as Core Data's runs as one SQL `UPDATE`); `SELF`, `$variables` and
+    /// subqueries are refused, naming the key.
+    private func batchExpressionReadsObject(_ expression: FormatExpression, _ key: String, of info: EntityInfo, what: String) throws -> Bool {
+        func refuse(_ reason: String) -> ContextError {
+            ContextError.invalidArgument("\(what): \(key) = \(expression): \(reason)")
+        }
+        var reads = false
+        var work = [expression]
+        while let next = work.popLast() {
+            switch next {
+            case .constant: break
+            case .evaluatedObject:
+                throw refuse("SELF has no value in a batch update; name the object's attributes")
+            case .variable(let name):
+                throw refuse("$\(name): a batch update takes no substitution variables; put the value in the expression")
+            case .subquery:
+                throw refuse("a batch update's expressions read the object's own attributes; a SUBQUERY reads a relationship")
+            case .keyPath(let path):
+                guard case .key(let name)? = path.components.first else {
+                    throw refuse("\(path.string) reads no attribute of \(info.entity.name)")
+                }
+                guard let property = info.properties[name] else {
+                    throw refuse("entity \(info.entity.name) has no attribute \"\(name)\"")
+                }
+                guard case .attribute = property.kind else {
+                    throw refuse("\(name) is a relationship; a batch update's expressions read the object's own attributes, as Core Data's run as one SQL UPDATE")
+                }
+                guard !property.isTransient else {
+                    throw refuse("\(name) is transient: the store holds no value for it")
+                }
+                reads = true
+            case .aggregate(let elements): work.append(contentsOf: elements)
+            case .keyPathOf(let base, _): work.append(base)
+            case .index(let base, _): work.append(base)
+            case .function(_, let arguments): work.append(contentsOf: arguments)
+            case .arithmetic(_, let left, let right): work.append(contentsOf: [left, right])
+            }
+        }
+        return reads
     }
 
     /// Whether two draft values are the same exactly: strings by their bytes, as every change

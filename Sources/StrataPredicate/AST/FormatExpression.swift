@@ -64,6 +64,34 @@ extension FormatExpression: CustomStringConvertible {
         self = try parser.parseStandaloneExpression()
     }
 
+    /// The value of the expression for `object` (Core Data's
+    /// `expressionValue(with:context:)`): key paths are read from `object` (anything
+    /// `KeyValueCoding`, a dictionary, or a plain value for `SELF`), `$variables` from
+    /// `substitutionVariables`; nil for no value. Numbers come back as `Int`, `Double` or
+    /// `Decimal`, as arithmetic gives them.
+    ///
+    /// Throws ``PredicateEvaluationError`` for a missing variable or an operand of the wrong
+    /// type for arithmetic or a function, and ``FormatPredicateError`` of kind
+    /// ``FormatPredicateError/Kind/nestingTooDeep`` for a tree built by hand deeper than
+    /// ``FormatPredicate/maximumNestingDepth``.
+    ///
+    /// ```swift
+    /// let raise = try FormatExpression(format: "salary * 1.1")
+    /// try raise.expressionValue(with: ["salary": 1000])  // 1100.0
+    /// ```
+    public func expressionValue(with object: Any?, substitutionVariables: [String: Any] = [:]) throws -> Any? {
+        // Measured without recursion, as the operand of a comparison (one level above it).
+        let depth = PredicateNode.comparison(ComparisonPredicate(self, .equalTo, .evaluatedObject)).nestingDepth - 1
+        guard depth <= FormatPredicate.maximumNestingDepth else {
+            throw FormatPredicateError(
+                kind: .nestingTooDeep,
+                message: "the expression nests \(depth) levels deep; at most \(FormatPredicate.maximumNestingDepth) can be evaluated (a tree built by hand?)",
+                position: 0)
+        }
+        var evaluator = Evaluator(variables: substitutionVariables)
+        return try evaluator.value(of: self, object: object).any
+    }
+
     /// The expression as a canonical format string that ``init(format:_:)`` parses back to
     /// an equal expression. One built by hand deeper than
     /// ``FormatPredicate/maximumNestingDepth`` prints as `<expression nests N levels deep,
