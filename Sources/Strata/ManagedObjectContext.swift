@@ -129,6 +129,37 @@ public actor ManagedObjectContext {
         executor.queue.async { self.assumeIsolated { $0.runEvent(body) } }
     }
 
+    /// When a ``perform(schedule:isolation:_:)`` block runs (Core Data's
+    /// `NSManagedObjectContext.ScheduledTaskType`).
+    public enum ScheduledTaskType: Sendable, Hashable {
+        /// At once when the caller already runs on the context's queue (re-entrant, as
+        /// ``performAndWait(_:)`` is: no block scheduled before it runs first); otherwise
+        /// scheduled as ``enqueued``.
+        case immediate
+        /// After every block the context's queue holds, in the order they were scheduled —
+        /// also when the caller already runs on the queue.
+        case enqueued
+    }
+
+    /// Runs `body` on the context's queue as `schedule` says and returns its result (Core
+    /// Data's `perform(schedule:_:)`). `perform(_:)` is this with ``ScheduledTaskType/enqueued``
+    /// from code off the queue; the two differ only for a caller already on the queue (an
+    /// `async` function isolated to the context), where `.immediate` runs the block at once.
+    ///
+    /// ```swift
+    /// let count = try await context.perform(schedule: .enqueued) { context in
+    ///     try context.count(for: FetchRequest(entityName: "Player"))
+    /// }
+    /// ```
+    public func perform<T: Sendable>(
+        schedule: ScheduledTaskType, isolation: isolated (any Actor)? = #isolation,
+        _ body: @Sendable (isolated ManagedObjectContext) throws -> T
+    ) async rethrows -> T {
+        // On the queue already: `performAndWait` runs the block at once (it is re-entrant).
+        if schedule == .immediate, executor.isCurrent { return try performAndWait(body) }
+        return try await perform(body)
+    }
+
     /// Runs one block as an event: an automatically merging context first merges what the
     /// store gained since it last looked; the end of the outermost block posts the
     /// objects-did-change notification.
