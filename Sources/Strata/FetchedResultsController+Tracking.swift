@@ -220,7 +220,7 @@ extension AnyFetchedResultsController: ContextChangeTracker {
         return (key(of: object, major: major, plan), sectionName(of: object))
     }
 
-    /// The sort key of a result, read as a fetch reads an object with pending changes.
+    /// The sort key of a result, read as a fetch reads it (``resultValue(_:_:simple:)``).
     func key(of object: ManagedObject, major: Int, _ plan: ResultsPlan) -> ResultsKey {
         evaluations += 1
         var values: [SortKey] = []
@@ -293,16 +293,20 @@ extension AnyFetchedResultsController: ContextChangeTracker {
         return Self.sectionName(for: resultValue(object, sectionNameKeyPath, simple: false))
     }
 
-    /// The value at `keyPath` (a single key when `simple`) of a result, read as the fetch
-    /// has it: a fault holding its fetched row is read from the row and stays a fault, so
-    /// sorting and sectioning the results fires none of them (before session 29, every
-    /// result's fault fired at `performFetch()`); through a to-one, the related object is
-    /// read the ordinary way. A key path with a collection operator is read the ordinary way.
+    /// The value at `keyPath` (a single key when `simple`) of a result, read as a fetch reads
+    /// it (spec 0006 §21.3): a result without pending changes by its stored value (a fault
+    /// holding its fetched row from the row, so it stays a fault and sorting and sectioning
+    /// fire no fault — before session 29 every result's fault fired at `performFetch()`; a
+    /// loaded object from its committed values, not through a class's `value(forKey:)`
+    /// override, which the fetch doesn't consult for it either — before session 30 the
+    /// controller's order then differed from the fetch's); through a to-one, the related
+    /// object is read the ordinary way, as the fetch reads it. A result with pending changes,
+    /// and a key path with a collection operator, are read the ordinary way.
     func resultValue(_ object: ManagedObject, _ keyPath: String, simple: Bool) -> Any? {
         if simple || !keyPath.contains("@") {
             let dot = simple ? nil : keyPath.firstIndex(of: ".")
             let head = dot.map { String(keyPath[..<$0]) } ?? keyPath
-            if let value = object.unfiredRowValue(forKey: head) {
+            if let value = object.unchangedStoredValue(forKey: head) {
                 guard let dot else { return value }
                 guard let value else { return nil }
                 if let related = value as? ManagedObject { return related.value(forKeyPath: String(keyPath[keyPath.index(after: dot)...])) }

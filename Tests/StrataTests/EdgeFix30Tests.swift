@@ -4,6 +4,17 @@ import StrataPredicate
 import StrataTestSupport
 import Testing
 
+/// A team whose `value(forKey: "name")` gives the name backwards — an override Core Data
+/// forbids ("You must not override this method"), which a fetch consults for changed objects
+/// only (spec 0008, Sort order).
+final class BackwardsTeam: ManagedObject {
+    override func value(forKey key: String) -> Any? {
+        let value = super.value(forKey: key)
+        guard key == "name", let name = value as? String else { return value }
+        return String(name.reversed())
+    }
+}
+
 /// Session 30 (helper 5): the storage layer's save error as the context's, a results
 /// controller's order with a class overriding `value(forKey:)`, sorts folding each key once,
 /// bare deep predicate trees let go without recursion, a child's undo conflict naming the
@@ -38,5 +49,44 @@ struct EdgeFix30Tests {
         #expect(text.contains("STRATA_DATA_FILE_GONE"), "\(text)")
         #expect(text.contains("nothing was written"), "\(text)")
         #expect(stillChanged, "the context keeps its changes")
+    }
+
+    // MARK: - 2. A results controller's order with a class overriding value(forKey:)
+
+    @Test("a results controller sorted by a key a registered class's value(forKey:) overrides orders its results as a plain fetch does, loaded, faults and changed alike (before: loaded results were keyed through the override and re-sorted)")
+    func controllerOrderMatchesFetchWithOverride() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager, classes: [(BackwardsTeam.self, "Team")])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            // Stored order by name: Ab, Ba, Cd, Dc; backwards: bA, aB, dC, cD (aB, bA, cD, dC).
+            for name in ["Dc", "Ab", "Cd", "Ba"] {
+                try context.insertNewObject(forEntityName: "Team").setValue(name, forKey: "name")
+            }
+            try context.save()
+        }
+        var storedOrder: [ManagedObjectID]?
+        for loaded in [false, true] {
+            for changed in [false, true] {
+                let (shown, fetched) = try await privateContext(coordinator).perform {
+                    (context: isolated ManagedObjectContext) throws -> ([ManagedObjectID], [ManagedObjectID]) in
+                    let request = FetchRequest(entityName: "Team", sortDescriptors: [FetchSortDescriptor(key: "name")])
+                    let all = try context.fetch(request)
+                    if loaded { for team in all { _ = team.value(forKey: "uniformColor") } }
+                    if changed, let first = all.first { first.setValue("Red", forKey: "uniformColor") }
+                    let fetched = try context.fetch(request).map(\.objectID)
+                    let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil)
+                    try controller.performFetch()
+                    let shown = try #require(controller.fetchedObjects).map(\.objectID)
+                    withExtendedLifetime(all) {}
+                    return (shown, fetched)
+                }
+                #expect(shown == fetched, "loaded \(loaded), changed \(changed): controller \(shown), fetch \(fetched)")
+                #expect(fetched.count == 4)
+                // Without changes, the stored values' order (Ab, Ba, Cd, Dc), which faults have.
+                if !changed {
+                    if let storedOrder { #expect(shown == storedOrder, "the stored values' order, loaded \(loaded)") } else { storedOrder = shown }
+                }
+            }
+        }
     }
 }
