@@ -16,6 +16,10 @@ import StrataPredicate
 struct ResultsKey {
     var values: [SortKey]
     var position: FetchExecution.Position
+    /// The string values of descriptors that fold strings, folded once when the key is made
+    /// (nil for other values; empty when no descriptor folds): the table's searches compare
+    /// them, not the strings folded again at every comparison.
+    var folded: [String?] = []
 }
 
 /// An object the controller shows.
@@ -225,10 +229,17 @@ extension AnyFetchedResultsController: ContextChangeTracker {
         evaluations += 1
         var values: [SortKey] = []
         values.reserveCapacity(plan.descriptors.count)
-        for (descriptor, simple) in zip(plan.descriptors, plan.simpleKeys) {
-            values.append(SortKey(resultValue(object, descriptor.key, simple: simple)))
+        var folded: [String?] = []
+        for (index, (descriptor, simple)) in zip(plan.descriptors, plan.simpleKeys).enumerated() {
+            let value = SortKey(resultValue(object, descriptor.key, simple: simple))
+            values.append(value)
+            let folding = descriptor.foldingOptions
+            if !folding.isEmpty, case .string(let text) = value {
+                if folded.isEmpty { folded = [String?](repeating: nil, count: plan.descriptors.count) }
+                folded[index] = FetchSortDescriptor.fold(text, folding)
+            }
         }
-        return ResultsKey(values: values, position: position(of: object, major: major))
+        return ResultsKey(values: values, position: position(of: object, major: major), folded: folded)
     }
 
     /// Store order, as a fetch has it (spec 0008, **Sort order**): stored objects by entity
@@ -336,9 +347,14 @@ extension AnyFetchedResultsController: ContextChangeTracker {
     /// Whether `a` sorts before `b`: by the descriptors, then store order.
     func precedes(_ a: ResultsKey, _ b: ResultsKey, _ descriptors: [FetchSortDescriptor]) -> Bool {
         for (index, descriptor) in descriptors.enumerated() {
-            let order = SortKey.compare(
-                a.values[index], b.values[index], caseInsensitive: descriptor.caseInsensitive,
-                diacriticInsensitive: descriptor.diacriticInsensitive, numeric: descriptor.numeric)
+            let order: ComparisonResult
+            if index < a.folded.count, index < b.folded.count, let x = a.folded[index], let y = b.folded[index] {
+                order = FetchSortDescriptor.compareFolded(x, y, numeric: descriptor.numeric)
+            } else {
+                order = SortKey.compare(
+                    a.values[index], b.values[index], caseInsensitive: descriptor.caseInsensitive,
+                    diacriticInsensitive: descriptor.diacriticInsensitive, numeric: descriptor.numeric)
+            }
             if order != .orderedSame { return descriptor.ascending ? order == .orderedAscending : order == .orderedDescending }
         }
         return a.position < b.position

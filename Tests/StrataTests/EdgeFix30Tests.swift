@@ -89,4 +89,119 @@ struct EdgeFix30Tests {
             }
         }
     }
+
+    // MARK: - 3. Sorts fold each key once
+
+    /// Strings that fold in tricky ways: case, diacritics, ß, dotted and dotless i, runs of
+    /// digits, and several that are equal once folded (ties keep store order).
+    static let trickyNames: [String?] = [
+        "é", "e", "E", "É", "f", "ß", "ss", "SS", "Straße", "STRASSE", "strasse", "İ", "i", "I", "ı", "résumé", "Resume", "RESUME",
+        "a", "A", "z", "Z", "file10", "File2", "file2", nil, "", "Ö", "o", "ö", "O", "ǅ", "ǆ", "Ǆ", "ﬁ", "fi",
+    ]
+
+    /// The descriptor sets checked: each option alone and together, ascending and descending,
+    /// with a second descriptor breaking ties by the plain order.
+    static var descriptorSets: [[FetchSortDescriptor]] {
+        var sets: [[FetchSortDescriptor]] = []
+        for (c, d, n) in [(true, false, false), (false, true, false), (true, true, false), (true, false, true), (true, true, true)] {
+            for ascending in [true, false] {
+                let first = FetchSortDescriptor(key: "name", ascending: ascending, caseInsensitive: c, diacriticInsensitive: d, numeric: n)
+                sets.append([first])
+                sets.append([first, FetchSortDescriptor(key: "uniformColor", ascending: !ascending)])
+            }
+        }
+        return sets
+    }
+
+    /// `values` (each element's keys) in the order the sort gave before session 30: every
+    /// comparison folding both strings (`compareValues`), ties in the given order.
+    static func referenceOrder(_ values: [[Any?]], _ descriptors: [FetchSortDescriptor]) -> [Int] {
+        values.indices.sorted { a, b in
+            for (index, descriptor) in descriptors.enumerated() {
+                var order = FetchSortDescriptor.compareValues(
+                    values[a][index], values[b][index], caseInsensitive: descriptor.caseInsensitive,
+                    diacriticInsensitive: descriptor.diacriticInsensitive, numeric: descriptor.numeric)
+                if !descriptor.ascending, order != .orderedSame { order = order == .orderedAscending ? .orderedDescending : .orderedAscending }
+                if order != .orderedSame { return order == .orderedAscending }
+            }
+            return a < b
+        }
+    }
+
+    @Test("case- and diacritic-insensitive sorts (fetch, child fetch, controller, sorted(using:), grouped dictionaries) give the order folding at every comparison gave, ties in store order")
+    func foldedSortsKeepTheirOrder() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let names = Self.trickyNames
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for (index, name) in names.enumerated() {
+                let team = try context.insertNewObject(forEntityName: "Team")
+                team.setValue(name, forKey: "name")
+                team.setValue(index % 3 == 0 ? "Red" : (index % 3 == 1 ? "blue" : nil), forKey: "uniformColor")
+            }
+            try context.save()
+        }
+        let parent = privateContext(coordinator, name: "parent")
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            // Store order: primary-key order, the order inserted.
+            let stored = try context.fetch(FetchRequest(entityName: "Team")).sorted { $0.objectID < $1.objectID }
+            let values = stored.map { [$0.value(forKey: "name"), $0.value(forKey: "uniformColor")] }
+            for descriptors in Self.descriptorSets {
+                let keys = values.map { row in descriptors.map { $0.key == "name" ? row[0] : row[1] } }
+                let want = Self.referenceOrder(keys, descriptors).map { stored[$0].objectID }
+                let request = FetchRequest(entityName: "Team", sortDescriptors: descriptors)
+                #expect(try context.fetch(request).map(\.objectID) == want, "fetch \(descriptors)")
+                #expect(stored.sorted(using: descriptors).map(\.objectID) == want, "sorted(using:) \(descriptors)")
+                let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil)
+                try controller.performFetch()
+                #expect(controller.fetchedObjects?.map(\.objectID) == want, "controller \(descriptors)")
+            }
+            // Grouped dictionary rows, sorted by the folded name: one row per distinct name.
+            for descriptors in Self.descriptorSets where descriptors.count == 1 {
+                var request = FetchRequest(entityName: "Team", sortDescriptors: descriptors)
+                request.resultType = .dictionary
+                request.propertiesToFetch = ["name"]
+                request.propertiesToGroupBy = ["name"]
+                let rows = try context.fetchDictionaries(request).map { $0["name"] as? String }
+                var distinct: [String?] = []
+                for name in names where !distinct.contains(where: { $0 == name }) { distinct.append(name) }
+                // Rows come in the order of the objects' sort, then are sorted stably.
+                let firstOrder = Self.referenceOrder(distinct.map { [$0] }, descriptors).map { distinct[$0] }
+                let want = Self.referenceOrder(firstOrder.map { [$0] }, descriptors).map { firstOrder[$0] }
+                #expect(rows == want, "dictionaries \(descriptors): \(rows) vs \(want)")
+            }
+        }
+        // A child's fetch sorts the parent's objects the same way.
+        let child = childContext(parent, name: "child")
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let stored = try context.fetch(FetchRequest(entityName: "Team")).sorted { $0.objectID < $1.objectID }
+            let values = stored.map { [$0.value(forKey: "name"), $0.value(forKey: "uniformColor")] }
+            for descriptors in Self.descriptorSets {
+                let keys = values.map { row in descriptors.map { $0.key == "name" ? row[0] : row[1] } }
+                let want = Self.referenceOrder(keys, descriptors).map { stored[$0].objectID }
+                #expect(try context.fetch(FetchRequest(entityName: "Team", sortDescriptors: descriptors)).map(\.objectID) == want, "child fetch \(descriptors)")
+            }
+        }
+    }
+
+    @Test("a folded sort key compares folded as both strings folded at each comparison did, for every pair of tricky strings and option set")
+    func foldedComparisonIsTheOldComparison() {
+        let strings = Self.trickyNames.compactMap { $0 }
+        for options: String.CompareOptions in [[.caseInsensitive], [.diacriticInsensitive], [.caseInsensitive, .diacriticInsensitive]] {
+            for numeric in [false, true] {
+                let descriptor = FetchSortDescriptor(
+                    key: "name", caseInsensitive: options.contains(.caseInsensitive), diacriticInsensitive: options.contains(.diacriticInsensitive),
+                    numeric: numeric)
+                for a in strings {
+                    for b in strings {
+                        let old = FetchSortDescriptor.compareValues(
+                            a, b, caseInsensitive: descriptor.caseInsensitive, diacriticInsensitive: descriptor.diacriticInsensitive, numeric: numeric)
+                        let folded = FetchSortDescriptor.compareFolded(
+                            FetchSortDescriptor.fold(a, descriptor.foldingOptions), FetchSortDescriptor.fold(b, descriptor.foldingOptions), numeric: numeric)
+                        #expect(old == folded, "\(a) vs \(b), \(options), numeric \(numeric)")
+                    }
+                }
+            }
+        }
+    }
 }
