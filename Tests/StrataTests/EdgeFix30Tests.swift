@@ -204,4 +204,41 @@ struct EdgeFix30Tests {
             }
         }
     }
+
+    // MARK: - 4. Bare deep trees let go without recursion
+
+    /// Levels of the deep trees (deep enough that a recursive release crashed, fast to build).
+    static var deepLevels: Int {
+        ProcessInfo.processInfo.environment["STRATA_DEEP_TREE_LEVELS"].flatMap(Int.init) ?? 100_000
+    }
+
+    @Test("a bare PredicateNode or FormatExpression 100,000+ levels deep is let go with dismantle (before: no way to free a bare tree but wrapping it in a predicate; the release recursed and crashed); a copy sharing it stays whole")
+    func bareDeepTreesDismantle() throws {
+        let levels = Self.deepLevels
+        let leaf = try FormatPredicate(format: "age > 3").node
+        var node = leaf
+        for level in 0..<levels { node = level % 2 == 0 ? .not(node) : .and([node, leaf]) }
+        var copy = node
+        PredicateNode.dismantle(&node)
+        #expect(node == .constant(true))
+        #expect(copy.nestingDepth > levels, "the copy keeps its tree")
+        PredicateNode.dismantle(&copy)
+        #expect(copy == .constant(true))
+
+        var expression = FormatExpression.keyPath("a")
+        for level in 0..<levels { expression = .arithmetic(level % 2 == 0 ? .add : .multiply, expression, .constant(.integer(1))) }
+        FormatExpression.dismantle(&expression)
+        #expect(expression == .evaluatedObject)
+
+        // A deep predicate's node, read and kept after the predicate went.
+        var built = leaf
+        for _ in 0..<levels { built = .not(.and([built, leaf])) }
+        var predicate: FormatPredicate? = FormatPredicate(built)
+        PredicateNode.dismantle(&built)
+        var kept = try #require(predicate?.node)
+        predicate = nil
+        #expect(kept.nestingDepth > levels)
+        PredicateNode.dismantle(&kept)
+        #expect(predicate == nil)
+    }
 }
