@@ -241,4 +241,57 @@ struct EdgeFix30Tests {
         PredicateNode.dismantle(&kept)
         #expect(predicate == nil)
     }
+
+    // MARK: - 6. A child's undo conflict names the parent
+
+    @Test("a child's undo of a pushed rename the parent has changed since is refused naming the parent context's value (before: 'the store holds' it, though the store never did)")
+    func childUndoConflictNamesParent() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, teamID) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Comets", forKey: "name")
+        }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            do {
+                try context.undo()
+                Issue.record("the undo went through over the parent's change")
+            } catch let error as ContextError {
+                guard case .undoConflict(let object, let property, let expected, let found) = error else {
+                    Issue.record("not an undo conflict: \(error)")
+                    return
+                }
+                #expect(object == teamID.description && property == "name")
+                #expect(expected.contains("Herons"), "\(expected)")
+                #expect(found.contains("Comets") && found.hasSuffix(ContextError.parentContextHolds), "\(found)")
+                let text = error.description
+                #expect(text.contains("but the parent context holds ") && text.contains("Comets") && text.contains(", set there later by a change not on this undo stack"), "\(text)")
+                #expect(!text.contains("the store holds"), "\(text)")
+                #expect(text.contains("until the parent context holds the expected value again"), "\(text)")
+                #expect(error.code == 133020)
+            }
+        }
+        // A root context's conflict still names the store.
+        let other = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let editor = privateContext(coordinator, name: "editor")
+        try await editor.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Kites", forKey: "name")
+            try context.save()
+        }
+        try await privateContext(other).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Gulls", forKey: "name")
+            try context.save()
+        }
+        try await editor.perform { (context: isolated ManagedObjectContext) throws in
+            let found = expectUndoConflict { try context.undo() }
+            #expect(found?.found.hasSuffix(ContextError.parentContextHolds) == false)
+            let text = ContextError.undoConflict(object: "o", property: "p", expected: "e", found: found?.found ?? "").description
+            #expect(text.contains("the store holds"), "\(text)")
+        }
+    }
 }
