@@ -294,4 +294,85 @@ struct EdgeFix30Tests {
             #expect(text.contains("the store holds"), "\(text)")
         }
     }
+
+    // MARK: - 7. A to-one rebased at a merge keeps its place in an ordered list
+
+    /// Lists with an ordered to-many (entries, inverse to-one Entry.list).
+    static func listModel() throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("List") {
+                Attribute("name", .string)
+                Relationship("entries", to: "Entry", inverse: "list", toMany: true, ordered: true)
+            }
+            Entity("Entry") {
+                Attribute("name", .string)
+                Relationship("list", to: "List", inverse: "entries")
+            }
+        }
+    }
+
+    static func entryNames(_ list: ManagedObject) -> [String] {
+        list.mutableOrderedSetValue(forKey: "entries").objects.map { $0.value(forKey: "name") as? String ?? "?" }
+    }
+
+    @Test("another writer moves an entry into the front of a list whose append this context undid: redo and undo keep the entry at the front, where the store has it (before: the groups kept the list read before, and the redo dropped the entry from the list, and the save wrote that)")
+    func movedToOneKeepsItsPlace() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.listModel())
+        // A = [a1, p], C = [c1]; x in no list.
+        let ids = try await privateContext(coordinator, name: "setup").perform { (context: isolated ManagedObjectContext) throws -> [String: ManagedObjectID] in
+            var objects: [String: ManagedObject] = [:]
+            for name in ["A", "C"] {
+                let list = try context.insertNewObject(forEntityName: "List")
+                list.setValue(name, forKey: "name")
+                objects[name] = list
+            }
+            for (name, list) in [("a1", "A"), ("p", "A"), ("c1", "C"), ("x", nil)] as [(String, String?)] {
+                let entry = try context.insertNewObject(forEntityName: "Entry")
+                entry.setValue(name, forKey: "name")
+                if let list { objects[list]?.mutableOrderedSetValue(forKey: "entries").add(entry) }
+                objects[name] = entry
+            }
+            try context.save()
+            return objects.mapValues(\.objectID)
+        }
+        let mine = privateContext(coordinator, name: "mine")
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in
+            let c = try context.existingObject(with: try #require(ids["C"]))
+            // p loaded and held: the merge re-reads it and rebases its moved to-one.
+            let p = try context.existingObject(with: try #require(ids["p"]))
+            _ = p.value(forKey: "name")
+            context.userInfo["p"] = p
+            c.mutableOrderedSetValue(forKey: "entries").add(try context.existingObject(with: try #require(ids["x"])))
+            context.processPendingChanges()
+            #expect(Self.entryNames(c) == ["c1", "x"])
+            try context.undo()
+            #expect(Self.entryNames(c) == ["c1"])
+            context.userInfo["C"] = c
+        }
+        // Another writer moves p into C at the front.
+        let other = try openCoordinator(dir, model: try Self.listModel())
+        try await privateContext(other, name: "other").perform { (context: isolated ManagedObjectContext) throws in
+            let c = try context.existingObject(with: try #require(ids["C"]))
+            c.mutableOrderedSetValue(forKey: "entries").insert(try context.existingObject(with: try #require(ids["p"])), at: 0)
+            try context.save()
+            #expect(Self.entryNames(c) == ["p", "c1"])
+        }
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in
+            _ = try context.mergeStoreChanges()
+            let c = try #require(context.userInfo["C"] as? ManagedObject)
+            #expect(Self.entryNames(c) == ["p", "c1"], "merged: the store's list")
+            try context.redo()
+            #expect(Self.entryNames(c) == ["p", "c1", "x"], "redo appends x to the store's list")
+            try context.undo()
+            #expect(Self.entryNames(c) == ["p", "c1"], "undo takes x back, p where the store has it")
+            #expect(!context.hasChanges || !(c.changedValues().keys.contains("entries")), "no reorder left to save: \(c.changedValues())")
+            try context.redo()
+            try context.save()
+        }
+        let stored = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            Self.entryNames(try context.existingObject(with: try #require(ids["C"])))
+        }
+        #expect(stored == ["p", "c1", "x"])
+    }
 }
