@@ -375,4 +375,58 @@ struct EdgeFix30Tests {
         }
         #expect(stored == ["p", "c1", "x"])
     }
+
+    @Test("the same with the append set back by a second group (both done, the list unchanged): undoing each keeps the entry another writer moved in at the front")
+    func movedInEntryStaysThroughSetBackGroups() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.listModel())
+        let ids = try await privateContext(coordinator, name: "setup").perform { (context: isolated ManagedObjectContext) throws -> [String: ManagedObjectID] in
+            let a = try context.insertNewObject(forEntityName: "List"), c = try context.insertNewObject(forEntityName: "List")
+            a.setValue("A", forKey: "name")
+            c.setValue("C", forKey: "name")
+            var objects: [String: ManagedObject] = ["A": a, "C": c]
+            for (name, list) in [("a1", a), ("p", a), ("c1", c), ("x", nil)] as [(String, ManagedObject?)] {
+                let entry = try context.insertNewObject(forEntityName: "Entry")
+                entry.setValue(name, forKey: "name")
+                list?.mutableOrderedSetValue(forKey: "entries").add(entry)
+                objects[name] = entry
+            }
+            try context.save()
+            return objects.mapValues(\.objectID)
+        }
+        let mine = privateContext(coordinator, name: "mine")
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in
+            let c = try context.existingObject(with: try #require(ids["C"]))
+            let x = try context.existingObject(with: try #require(ids["x"]))
+            c.mutableOrderedSetValue(forKey: "entries").add(x)
+            context.processPendingChanges()
+            c.mutableOrderedSetValue(forKey: "entries").remove(x)
+            context.processPendingChanges()
+            #expect(Self.entryNames(c) == ["c1"])
+            context.userInfo["C"] = c
+        }
+        let other = try openCoordinator(dir, model: try Self.listModel())
+        try await privateContext(other, name: "other").perform { (context: isolated ManagedObjectContext) throws in
+            let c = try context.existingObject(with: try #require(ids["C"]))
+            c.mutableOrderedSetValue(forKey: "entries").insert(try context.existingObject(with: try #require(ids["p"])), at: 0)
+            try context.save()
+        }
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in
+            _ = try context.mergeStoreChanges()
+            let c = try #require(context.userInfo["C"] as? ManagedObject)
+            #expect(Self.entryNames(c) == ["p", "c1"])
+            try context.undo()
+            #expect(Self.entryNames(c) == ["p", "c1", "x"], "undoing the removal puts x back, p stays first")
+            try context.undo()
+            #expect(Self.entryNames(c) == ["p", "c1"], "undoing the append")
+            try context.redo()
+            try context.redo()
+            #expect(Self.entryNames(c) == ["p", "c1"])
+            try context.save()
+        }
+        let stored = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            Self.entryNames(try context.existingObject(with: try #require(ids["C"])))
+        }
+        #expect(stored == ["p", "c1"])
+    }
 }
