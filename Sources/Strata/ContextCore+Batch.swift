@@ -2,6 +2,7 @@ import Foundation
 import StrataLog
 import StrataModel
 import StrataPredicate
+import StrataStorage
 
 // Batch requests (spec 0006 §20): one `import` transaction each, built from the store's
 // state inside the commit's write transaction, never from managed objects.
@@ -739,6 +740,9 @@ extension ContextCore {
             default:
                 throw ContextError.store("\(what) failed and nothing was written: \(error.description)")
             }
+        } catch let error as LMDBError {
+            // The storage layer's refusal (a data file deleted while open, say), as a save's.
+            throw ContextError.store("\(what) failed and nothing was written: \(error.description)")
         }
         if let result { coordinator.mergeHub.didCommit(through: result.sequence, source: nil) }
         return result

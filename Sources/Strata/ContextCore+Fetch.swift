@@ -937,12 +937,21 @@ final class FetchExecution {
         } else if !descriptors.isEmpty {
             let count = descriptors.count
             let keys = sortKeys
+            // String keys of descriptors that fold, folded once each (nil: not one), beside
+            // `keys`: compared folded, in the order folding both at every comparison gives
+            // (before session 30 each comparison folded both strings again).
+            let folded = Self.foldedKeys(keys, matches, descriptors)
             order.sort { i, j in
                 let a = matches[i].keys, b = matches[j].keys
                 for index in 0..<count {
-                    let result = SortKey.compare(
-                        keys[a + index], keys[b + index], caseInsensitive: descriptors[index].caseInsensitive,
-                        diacriticInsensitive: descriptors[index].diacriticInsensitive, numeric: descriptors[index].numeric)
+                    let result: ComparisonResult
+                    if !folded.isEmpty, let x = folded[a + index], let y = folded[b + index] {
+                        result = FetchSortDescriptor.compareFolded(x, y, numeric: descriptors[index].numeric)
+                    } else {
+                        result = SortKey.compare(
+                            keys[a + index], keys[b + index], caseInsensitive: descriptors[index].caseInsensitive,
+                            diacriticInsensitive: descriptors[index].diacriticInsensitive, numeric: descriptors[index].numeric)
+                    }
                     if result != .orderedSame {
                         return descriptors[index].ascending ? result == .orderedAscending : result == .orderedDescending
                     }
@@ -955,6 +964,21 @@ final class FetchExecution {
         if request.fetchOffset > 0 { order = Array(order.dropFirst(request.fetchOffset)) }
         if request.fetchLimit > 0 && order.count > request.fetchLimit { order = Array(order.prefix(request.fetchLimit)) }
         return (matches, order)
+    }
+
+    /// The string sort keys of the descriptors that fold strings, each folded once, at the
+    /// keys' own indexes (nil for other keys); empty when no descriptor folds.
+    static func foldedKeys(_ keys: [SortKey], _ matches: [Match], _ descriptors: [FetchSortDescriptor]) -> [String?] {
+        let folds = descriptors.map(\.foldingOptions)
+        guard folds.contains(where: { !$0.isEmpty }) else { return [] }
+        var folded = [String?](repeating: nil, count: keys.count)
+        for match in matches.indices {
+            let start = matches[match].keys
+            for (index, folding) in folds.enumerated() where !folding.isEmpty {
+                if case .string(let text) = keys[start + index] { folded[start + index] = FetchSortDescriptor.fold(text, folding) }
+            }
+        }
+        return folded
     }
 
     /// The first eight UTF-8 bytes of each string as a big-endian integer (zero-padded), or

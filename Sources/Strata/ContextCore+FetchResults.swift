@@ -819,14 +819,14 @@ extension ContextCore {
     }
 
     func sortRows(_ rows: [[String: Cell]], by descriptors: [FetchSortDescriptor]) -> [[String: Cell]] {
-        rows.enumerated().sorted { a, b in
-            for descriptor in descriptors {
-                let order = FetchSortDescriptor.compareValues(
-                    a.element[descriptor.key]?.sendable, b.element[descriptor.key]?.sendable, caseInsensitive: descriptor.caseInsensitive,
-                    diacriticInsensitive: descriptor.diacriticInsensitive, numeric: descriptor.numeric)
-                if order != .orderedSame { return descriptor.ascending == (order == .orderedAscending) }
+        // Each row's keys read (and folded) once, not at every comparison.
+        let keys = SortKeyTable(rows.map { row in descriptors.map { row[$0.key]?.sendable as Any? } }, descriptors: descriptors)
+        return rows.indices.sorted { a, b in
+            switch keys.compare(a, b) {
+            case .orderedAscending: true
+            case .orderedDescending: false
+            case .orderedSame: a < b
             }
-            return a.offset < b.offset
-        }.map(\.element)
+        }.map { rows[$0] }
     }
 }

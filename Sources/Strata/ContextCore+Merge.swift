@@ -326,6 +326,7 @@ extension ContextCore {
             object.committed = record.values
             object.version = record.version
             rebaseToManyChanges(object, toMany)
+            if hasUnsavedGroups { rebaseGroupsOfUnchangedLists(object, before: before, held: toMany) }
             dropChangesEqualToCommitted(object)
             rebaseUnsavedAttributes(object, before: before)
             moves += movedToOnes(object, before: before)
@@ -395,6 +396,30 @@ extension ContextCore {
         }
         rebaseOneToOnes(sides)
         return moves
+    }
+
+    /// The recorded to-manys of `object` (re-read just now; `before`: its committed values
+    /// before) that it holds no change of — `held` are those it does, rebased by
+    /// ``rebaseToManyChanges(_:_:)`` — but that unsaved undo groups may change (a change
+    /// undone, or set back): where another writer changed one, the groups take its change
+    /// too, as for a change held (an ordered list by ``OrderedRebase``, the store's order
+    /// kept). Before session 30 they kept the members read before: a redo set them over the
+    /// store's — an entry another writer had moved into the list (an ordered list is the
+    /// recorded side, the entry's to-one derived) was dropped from it, nowhere in memory,
+    /// and the save wrote that; an undo after the redo left it out as well.
+    func rebaseGroupsOfUnchangedLists(
+        _ object: ManagedObject, before: [String: PropertyValue]?, held: [(property: PropertyInfo, base: PropertyValue, ours: PropertyValue)]
+    ) {
+        guard let before, !object.isInsertedFlag else { return }
+        for property in object.info.propertyList where property.isToMany && property.isRecorded && !property.isTransient {
+            guard object.changes[property.name] == nil, !held.contains(where: { $0.property === property }) else { continue }
+            let base = before[property.name] ?? property.emptyValue
+            let stored = object.committedValue(property) ?? property.emptyValue
+            guard base != stored else { continue }
+            let had = Set(base.ids), has = Set(stored.ids)
+            rebaseUnsavedGroups(
+                object.objectID, property, added: stored.ids.filter { !had.contains($0) }, removed: had.subtracting(has), base: base, stored: stored)
+        }
     }
 
     /// The object's unsaved to-many changes with the values they were made against, taken

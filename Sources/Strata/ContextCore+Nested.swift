@@ -220,13 +220,18 @@ extension ContextCore {
         results = results.map { ($0, position($0)) }.sorted { $0.1 < $1.1 }.map(\.0)
         if !request.sortDescriptors.isEmpty {
             // Ties keep the store order just made, stated rather than left to the sort.
-            var place: [ObjectIdentifier: Int] = [:]
-            for (index, object) in results.enumerated() { place[ObjectIdentifier(object)] = index }
-            results = try results.sorted { a, b in
-                let order = try FetchSortDescriptor.compare(subject(a), subject(b), by: request.sortDescriptors)
-                if order != .orderedSame { return order == .orderedAscending }
-                return place[ObjectIdentifier(a)] ?? 0 < place[ObjectIdentifier(b)] ?? 0
+            // Each result's keys read (and folded) once, not at every comparison.
+            let descriptors = request.sortDescriptors
+            let keys = SortKeyTable(
+                results.map { object in
+                    let read = subject(object) as? any KeyValueCoding
+                    return descriptors.map { read?.value(forKeyPath: $0.key) }
+                }, descriptors: descriptors)
+            let sorted = results.indices.sorted { a, b in
+                let order = keys.compare(a, b)
+                return order == .orderedSame ? a < b : order == .orderedAscending
             }
+            results = sorted.map { results[$0] }
         }
         if request.fetchOffset > 0 { results = Array(results.dropFirst(request.fetchOffset)) }
         if request.fetchLimit > 0 { results = Array(results.prefix(request.fetchLimit)) }

@@ -356,6 +356,12 @@ extension ContextCore {
                 default:
                     throw ContextError.store(error.description)
                 }
+            } catch let error as LMDBError {
+                // The storage layer's refusals (a data file deleted while open, a map at its
+                // maximum size, an I/O error) reach `save()` as the context's save error, as
+                // the log's do, their text (the path, the code) kept: Core Data wraps a store's
+                // error in the save's. Before, the storage layer's own error escaped.
+                throw ContextError.store("the save failed and nothing was written: \(error.description)")
             }
             guard let result = committed else {
                 finishSave(sequence: nil, idMap: [:], groupIndex: [:], result: nil, in: context)
@@ -965,6 +971,8 @@ extension ContextCore {
             } catch let error as LogError {
                 // A context error, as a save's (before, the log's own error escaped: a
                 // read-only store gave `LogError`, not Core Data's domain and code).
+                throw ContextError.store("obtaining permanent IDs failed and no object's ID was changed: \(error.description)")
+            } catch let error as LMDBError {
                 throw ContextError.store("obtaining permanent IDs failed and no object's ID was changed: \(error.description)")
             }
             for (offset, object) in group.enumerated() {

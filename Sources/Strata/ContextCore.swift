@@ -1851,7 +1851,9 @@ final class ContextCore {
         let found = parent.performAndWait { (parent: isolated ManagedObjectContext) in parent.core.firstMismatch(ofChild: expectations) }
         if let (index, value) = found {
             let check = checks[index]
-            throw ContextError.undoConflict(object: check.id.description, property: check.key, expected: check.expected.text, found: value.text)
+            // Found in the parent, which is this context's store: the message names it.
+            throw ContextError.undoConflict(
+                object: check.id.description, property: check.key, expected: check.expected.text, found: value.text + ContextError.parentContextHolds)
         }
     }
 

@@ -11,7 +11,9 @@ public enum ContextError: Error, Sendable, Hashable, CustomStringConvertible {
     case storeRefused(String)
     /// A fault couldn't be fulfilled: the object was deleted from the store (Core Data's 133000).
     case objectNotFound(String)
-    /// Undo of saved work would overwrite a newer change by another writer.
+    /// Undo of saved work would overwrite a newer change by another writer. `found` is what
+    /// the store holds; in a child context undoing or redoing work it pushed, what its parent
+    /// context holds, ending in ``parentContextHolds`` (the message then names the parent).
     case undoConflict(object: String, property: String, expected: String, found: String)
     /// The save found objects another writer changed since the context read them, and the
     /// merge policy (``MergePolicy``, default ``StandardMergePolicy/error``) refused to
@@ -42,6 +44,10 @@ public enum ContextError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A store error passed through.
     case store(String)
 
+    /// The end of an ``undoConflict(object:property:expected:found:)``'s `found` when the
+    /// value was found in a child context's parent, not in the store: `" (in the parent context)"`.
+    public static let parentContextHolds = " (in the parent context)"
+
     /// Core Data's error code for the case.
     public var code: Int {
         switch self {
@@ -65,6 +71,10 @@ public enum ContextError: Error, Sendable, Hashable, CustomStringConvertible {
                 : "\(failures.count) validation errors (1560):\n" + failures.map { "  \($0)" }.joined(separator: "\n")
         case .storeRefused(let detail): "the store refused the save: \(detail)"
         case .objectNotFound(let object): "the object \(object) could not be found in the store; it was deleted (133000)"
+        case .undoConflict(let object, let property, let expected, let found) where found.hasSuffix(Self.parentContextHolds):
+            // A child's check found the value in its parent context (its store, spec 0006 §18),
+            // not in the store: before session 30 the message said "the store holds".
+            "undo conflict on \(object).\(property): undo expected \(expected) but the parent context holds \(found.dropLast(Self.parentContextHolds.count)), set there later by a change not on this undo stack (the parent's own, one merged into it, or another child's push); nothing was overwritten. An undo or redo refused so stays on top of its stack and is refused again, never skipped, until the parent context holds the expected value again; removeAllUndoActions() drops the undo and redo stacks to go on"
         case .undoConflict(let object, let property, let expected, let found):
             "undo conflict on \(object).\(property): undo expected \(expected) but the store holds \(found), written later by a change not on this undo stack (another context's, or one made with undo registration disabled); nothing was overwritten. An undo or redo refused so stays on top of its stack and is refused again, never skipped, until the store holds the expected value again; removeAllUndoActions() drops the undo and redo stacks to go on"
         case .mergeConflicts(let conflicts):

@@ -105,18 +105,6 @@ public struct FetchSortDescriptor: Sendable, Hashable {
     /// Whether strings compare by plain scalar order (so an index's order serves the sort).
     var usesPlainOrder: Bool { !caseInsensitive && !diacriticInsensitive && !numeric }
 
-    /// Orders `a` and `b` by `descriptors` in turn; nil sorts first.
-    static func compare(_ a: Any, _ b: Any, by descriptors: [FetchSortDescriptor]) throws -> ComparisonResult {
-        func value(_ subject: Any, _ key: String) -> Any? { (subject as? any KeyValueCoding)?.value(forKeyPath: key) }
-        for descriptor in descriptors {
-            let order = compareValues(
-                value(a, descriptor.key), value(b, descriptor.key), caseInsensitive: descriptor.caseInsensitive,
-                diacriticInsensitive: descriptor.diacriticInsensitive, numeric: descriptor.numeric)
-            if order != .orderedSame { return descriptor.ascending ? order : (order == .orderedAscending ? .orderedDescending : .orderedAscending) }
-        }
-        return .orderedSame
-    }
-
     static func compareValues(_ x: Any?, _ y: Any?, caseInsensitive: Bool, diacriticInsensitive: Bool = false, numeric: Bool = false) -> ComparisonResult {
         switch (x, y) {
         case (nil, nil): return .orderedSame
@@ -146,8 +134,28 @@ public struct FetchSortDescriptor: Sendable, Hashable {
     /// strings otherwise: it put "é" before "f" (`<[c]` and the plain order put it after "z").
     static func compareStrings(_ a: String, _ b: String, _ options: String.CompareOptions) -> ComparisonResult {
         let folding = options.intersection([.caseInsensitive, .diacriticInsensitive])
-        let (x, y) = folding.isEmpty ? (a, b) : (a.folding(options: folding, locale: nil), b.folding(options: folding, locale: nil))
-        if options.contains(.numeric) { return numericOrder(x, y) }
+        let (x, y) = folding.isEmpty ? (a, b) : (fold(a, folding), fold(b, folding))
+        return compareFolded(x, y, numeric: options.contains(.numeric))
+    }
+
+    /// What the descriptor folds strings by before comparing them (empty: nothing).
+    var foldingOptions: String.CompareOptions {
+        var options: String.CompareOptions = []
+        if caseInsensitive { options.insert(.caseInsensitive) }
+        if diacriticInsensitive { options.insert(.diacriticInsensitive) }
+        return options
+    }
+
+    /// `string` folded as a sort with `folding` folds it (``compareStrings(_:_:_:)``).
+    static func fold(_ string: String, _ folding: String.CompareOptions) -> String {
+        string.folding(options: folding, locale: nil)
+    }
+
+    /// Two strings already folded (``fold(_:_:)``), compared as ``compareStrings(_:_:_:)``
+    /// compares the strings they were folded from: a sort folds each key once and compares
+    /// the folded keys (decorate, sort, undecorate), not both strings at every comparison.
+    static func compareFolded(_ x: String, _ y: String, numeric: Bool) -> ComparisonResult {
+        if numeric { return numericOrder(x, y) }
         return x < y ? .orderedAscending : (x == y ? .orderedSame : .orderedDescending)
     }
 
@@ -207,6 +215,55 @@ public struct FetchSortDescriptor: Sendable, Hashable {
         case let v as Decimal: NSDecimalNumber(decimal: v).doubleValue
         default: nil
         }
+    }
+}
+
+/// Sort keys read once per element — each descriptor's value, and, for a descriptor that
+/// folds strings (``FetchSortDescriptor/caseInsensitive``,
+/// ``FetchSortDescriptor/diacriticInsensitive``), each string folded once (decorate, sort,
+/// undecorate) — compared as ``FetchSortDescriptor/compareValues(_:_:caseInsensitive:diacriticInsensitive:numeric:)``
+/// compares the values: the same order, at one fold per key instead of two per comparison.
+struct SortKeyTable {
+    let descriptors: [FetchSortDescriptor]
+    /// Each element's values, one per descriptor.
+    let values: [[Any?]]
+    /// Each element's string values folded by the descriptors that fold (nil elsewhere);
+    /// empty when no descriptor folds.
+    private let folded: [[String?]]
+
+    init(_ values: [[Any?]], descriptors: [FetchSortDescriptor]) {
+        self.descriptors = descriptors
+        self.values = values
+        let folds = descriptors.map(\.foldingOptions)
+        guard folds.contains(where: { !$0.isEmpty }) else {
+            folded = []
+            return
+        }
+        folded = values.map { row in
+            zip(row, folds).map { value, folding in
+                guard !folding.isEmpty, let string = value as? String else { return nil }
+                return FetchSortDescriptor.fold(string, folding)
+            }
+        }
+    }
+
+    /// Elements `a` and `b` ordered by the descriptors in turn, descending ones reversed;
+    /// `.orderedSame` when every descriptor ties them.
+    func compare(_ a: Int, _ b: Int) -> ComparisonResult {
+        for (index, descriptor) in descriptors.enumerated() {
+            let order: ComparisonResult
+            if !folded.isEmpty, let x = folded[a][index], let y = folded[b][index] {
+                order = FetchSortDescriptor.compareFolded(x, y, numeric: descriptor.numeric)
+            } else {
+                order = FetchSortDescriptor.compareValues(
+                    values[a][index], values[b][index], caseInsensitive: descriptor.caseInsensitive,
+                    diacriticInsensitive: descriptor.diacriticInsensitive, numeric: descriptor.numeric)
+            }
+            if order != .orderedSame {
+                return descriptor.ascending ? order : (order == .orderedAscending ? .orderedDescending : .orderedAscending)
+            }
+        }
+        return .orderedSame
     }
 }
 
@@ -547,20 +604,11 @@ extension Sequence where Element: ManagedObject {
     /// ```
     public func sorted(using descriptors: [FetchSortDescriptor]) -> [Element] {
         let objects = Array(self)
-        guard descriptors.contains(where: { $0.swiftKeyPath != nil }) else {
-            return objects.enumerated().sorted { a, b in
-                switch (try? FetchSortDescriptor.compare(a.element, b.element, by: descriptors)) ?? .orderedSame {
-                case .orderedAscending: true
-                case .orderedDescending: false
-                case .orderedSame: a.offset < b.offset
-                }
-            }.map(\.element)
-        }
         // Swift key paths (`\Player.lastName`) name their property through the model; one
         // that doesn't return a model property's value (a computed `-rank`, a property of
         // a class the objects aren't) is read on each object, as Swift sorts by it (before,
         // it sorted by the property it read, or left the order alone).
-        let resolver = objects.first?.core.map { KeyPathResolver(core: $0) }
+        let resolver = descriptors.contains(where: { $0.swiftKeyPath != nil }) ? objects.first?.core.map { KeyPathResolver(core: $0) } : nil
         let readers: [(ManagedObject) -> Any?] = descriptors.map { descriptor in
             guard let keyPath = descriptor.swiftKeyPath else { return { $0.value(forKeyPath: descriptor.key) } }
             if let resolver, let first = objects.first,
@@ -574,18 +622,15 @@ extension Sequence where Element: ManagedObject {
                 return unwrapped is NSNull ? nil : unwrapped
             }
         }
-        let keys = objects.map { object in readers.map { $0(object) } }
+        // Each object's keys read once (before session 30, a sort by model key paths read
+        // them, and folded strings, at every comparison).
+        let keys = SortKeyTable(objects.map { object in readers.map { $0(object) } }, descriptors: descriptors)
         return objects.indices.sorted { a, b in
-            for (index, descriptor) in descriptors.enumerated() {
-                var order = FetchSortDescriptor.compareValues(
-                    keys[a][index], keys[b][index], caseInsensitive: descriptor.caseInsensitive,
-                    diacriticInsensitive: descriptor.diacriticInsensitive, numeric: descriptor.numeric)
-                if !descriptor.ascending, order != .orderedSame {
-                    order = order == .orderedAscending ? .orderedDescending : .orderedAscending
-                }
-                if order != .orderedSame { return order == .orderedAscending }
+            switch keys.compare(a, b) {
+            case .orderedAscending: true
+            case .orderedDescending: false
+            case .orderedSame: a < b
             }
-            return a < b
         }.map { objects[$0] }
     }
 }

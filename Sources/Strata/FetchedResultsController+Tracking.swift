@@ -16,6 +16,10 @@ import StrataPredicate
 struct ResultsKey {
     var values: [SortKey]
     var position: FetchExecution.Position
+    /// The string values of descriptors that fold strings, folded once when the key is made
+    /// (nil for other values; empty when no descriptor folds): the table's searches compare
+    /// them, not the strings folded again at every comparison.
+    var folded: [String?] = []
 }
 
 /// An object the controller shows.
@@ -220,15 +224,22 @@ extension AnyFetchedResultsController: ContextChangeTracker {
         return (key(of: object, major: major, plan), sectionName(of: object))
     }
 
-    /// The sort key of a result, read as a fetch reads an object with pending changes.
+    /// The sort key of a result, read as a fetch reads it (``resultValue(_:_:simple:)``).
     func key(of object: ManagedObject, major: Int, _ plan: ResultsPlan) -> ResultsKey {
         evaluations += 1
         var values: [SortKey] = []
         values.reserveCapacity(plan.descriptors.count)
-        for (descriptor, simple) in zip(plan.descriptors, plan.simpleKeys) {
-            values.append(SortKey(resultValue(object, descriptor.key, simple: simple)))
+        var folded: [String?] = []
+        for (index, (descriptor, simple)) in zip(plan.descriptors, plan.simpleKeys).enumerated() {
+            let value = SortKey(resultValue(object, descriptor.key, simple: simple))
+            values.append(value)
+            let folding = descriptor.foldingOptions
+            if !folding.isEmpty, case .string(let text) = value {
+                if folded.isEmpty { folded = [String?](repeating: nil, count: plan.descriptors.count) }
+                folded[index] = FetchSortDescriptor.fold(text, folding)
+            }
         }
-        return ResultsKey(values: values, position: position(of: object, major: major))
+        return ResultsKey(values: values, position: position(of: object, major: major), folded: folded)
     }
 
     /// Store order, as a fetch has it (spec 0008, **Sort order**): stored objects by entity
@@ -293,16 +304,20 @@ extension AnyFetchedResultsController: ContextChangeTracker {
         return Self.sectionName(for: resultValue(object, sectionNameKeyPath, simple: false))
     }
 
-    /// The value at `keyPath` (a single key when `simple`) of a result, read as the fetch
-    /// has it: a fault holding its fetched row is read from the row and stays a fault, so
-    /// sorting and sectioning the results fires none of them (before session 29, every
-    /// result's fault fired at `performFetch()`); through a to-one, the related object is
-    /// read the ordinary way. A key path with a collection operator is read the ordinary way.
+    /// The value at `keyPath` (a single key when `simple`) of a result, read as a fetch reads
+    /// it (spec 0006 §21.3): a result without pending changes by its stored value (a fault
+    /// holding its fetched row from the row, so it stays a fault and sorting and sectioning
+    /// fire no fault — before session 29 every result's fault fired at `performFetch()`; a
+    /// loaded object from its committed values, not through a class's `value(forKey:)`
+    /// override, which the fetch doesn't consult for it either — before session 30 the
+    /// controller's order then differed from the fetch's); through a to-one, the related
+    /// object is read the ordinary way, as the fetch reads it. A result with pending changes,
+    /// and a key path with a collection operator, are read the ordinary way.
     func resultValue(_ object: ManagedObject, _ keyPath: String, simple: Bool) -> Any? {
         if simple || !keyPath.contains("@") {
             let dot = simple ? nil : keyPath.firstIndex(of: ".")
             let head = dot.map { String(keyPath[..<$0]) } ?? keyPath
-            if let value = object.unfiredRowValue(forKey: head) {
+            if let value = object.unchangedStoredValue(forKey: head) {
                 guard let dot else { return value }
                 guard let value else { return nil }
                 if let related = value as? ManagedObject { return related.value(forKeyPath: String(keyPath[keyPath.index(after: dot)...])) }
@@ -332,9 +347,14 @@ extension AnyFetchedResultsController: ContextChangeTracker {
     /// Whether `a` sorts before `b`: by the descriptors, then store order.
     func precedes(_ a: ResultsKey, _ b: ResultsKey, _ descriptors: [FetchSortDescriptor]) -> Bool {
         for (index, descriptor) in descriptors.enumerated() {
-            let order = SortKey.compare(
-                a.values[index], b.values[index], caseInsensitive: descriptor.caseInsensitive,
-                diacriticInsensitive: descriptor.diacriticInsensitive, numeric: descriptor.numeric)
+            let order: ComparisonResult
+            if index < a.folded.count, index < b.folded.count, let x = a.folded[index], let y = b.folded[index] {
+                order = FetchSortDescriptor.compareFolded(x, y, numeric: descriptor.numeric)
+            } else {
+                order = SortKey.compare(
+                    a.values[index], b.values[index], caseInsensitive: descriptor.caseInsensitive,
+                    diacriticInsensitive: descriptor.diacriticInsensitive, numeric: descriptor.numeric)
+            }
             if order != .orderedSame { return descriptor.ascending ? order == .orderedAscending : order == .orderedDescending }
         }
         return a.position < b.position

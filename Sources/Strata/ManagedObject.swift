@@ -674,17 +674,31 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         return fastCommitted?.attribute(at: slot, of: info)
     }
 
-    /// The value of the persistent attribute or to-one `key` of a fault that holds its
-    /// fetched row, as reading it gives once the fault fires — read from the row, the fault
-    /// left unfired (a results controller's sort keys and section names: the fetch has the
-    /// values already). `.none` when the object isn't such a fault, or `key` isn't such a
-    /// property held in the row: the caller reads it the ordinary way.
-    final func unfiredRowValue(forKey key: String) -> Any?? {
-        guard keyProbe == nil, !hasCommittedValues, !isInsertedFlag, !isInvalidated, changes.isEmpty, hasRow,
+    /// The value of the persistent attribute or to-one `key` of an object without pending
+    /// changes, as a fetch reads it to judge and sort the object: its stored value — a
+    /// fault's from the row its fetch read (the fault left unfired), a loaded object's from
+    /// its committed values — never through an override of ``value(forKey:)``, which a fetch
+    /// doesn't consult for an unchanged object either (it reads the stored row). A results
+    /// controller's sort keys and section names: so its order is a fetch's (before session 30
+    /// a loaded object's keys went through the override while the fetch's didn't, and the
+    /// controller re-sorted the fetch's results by them). `.none` when the object has
+    /// pending changes (inserted, changed, deleted, restored by undo), is a fault without a
+    /// row, or `key` isn't such a property held in its values: the caller reads it the
+    /// ordinary way, as a fetch reads an object with pending changes.
+    final func unchangedStoredValue(forKey key: String) -> Any?? {
+        guard keyProbe == nil, !isInsertedFlag, !isDeletedFlag, !isInvalidated, changes.isEmpty,
             let slot = info.slot(named: key), !info.transientSlots[slot]
         else { return nil }
         let property = info.propertyList[slot]
-        let held: PropertyValue? = fastRow != nil ? (fastRow?[property] ?? nil) : storedRow?[key]
+        let held: PropertyValue?
+        if hasCommittedValues {
+            held = committedValue(property)
+        } else if hasRow {
+            held = fastRow != nil ? (fastRow?[property] ?? nil) : storedRow?[key]
+        } else {
+            return nil
+        }
+        if let core, core.restored.contains(objectID) { return nil }
         // A value the record doesn't hold reads as empty once fired (``currentValue(_:)``),
         // but a derived side, which the row never holds, is read from the store.
         let value = held ?? (property.isRelationship && !property.isRecorded ? nil : property.emptyValue)

@@ -443,8 +443,10 @@ public actor ManagedObjectContext {
     /// Validates every change and saves them as one transaction (`save()`).
     ///
     /// - Throws: ``ContextError/validation(_:)`` listing every failure (Core Data's codes),
-    ///   ``ContextError/storeRefused(_:)`` for a uniqueness or reference violation; nothing
-    ///   is written then, and the context keeps its changes.
+    ///   ``ContextError/storeRefused(_:)`` for a uniqueness or reference violation,
+    ///   ``ContextError/store(_:)`` (256) for any other failure of the store — the storage
+    ///   layer's too, such as a data file deleted while open (`STRATA_DATA_FILE_GONE`, its
+    ///   path in the message); nothing is written then, and the context keeps its changes.
     public func save() throws { try core.save(in: self) }
 
     /// Discards unsaved changes and clears the undo stacks (`rollback()`) — with persisted

@@ -63,6 +63,17 @@ extension EventLog {
     }
     private static let compactionHook = Mutex<(@Sendable (String, Bool) -> Void)?>(nil)
 
+    /// Test hook: called by ``compact(_:)`` with the store's path inside the write
+    /// transaction that puts the segment in place, once the horizon has been checked again
+    /// and before anything is changed — holding LMDB's writer lock, so no other writer, in
+    /// this process or another, commits until it returns (nil: none). A test holds another
+    /// process's compaction between its plan and its first step with it, without reading
+    /// `/proc`.
+    package static func setCompactionCommitHook(_ hook: (@Sendable (_ path: String) -> Void)?) {
+        compactionCommitHook.withLock { $0 = hook }
+    }
+    private static let compactionCommitHook = Mutex<(@Sendable (String) -> Void)?>(nil)
+
     /// Why the horizon `horizon`, computed in an earlier snapshot, no longer holds in the write
     /// transaction `txn`, or nil if it does: compaction must not move an event a consumer
     /// registered (or moved back) meanwhile hasn't processed, nor one the undo retention now
@@ -266,6 +277,7 @@ extension EventLog {
         do {
             try environment.write { txn in
                 if let change = try horizonChange(horizon, from: from, txn) { throw HorizonChanged(change: change) }
+                if let hook = Self.compactionCommitHook.withLock({ $0 }) { hook(path) }
                 try moveIntoPlace(temporaryPath, segmentPath)
                 if let dictionaryName {
                     try moveIntoPlace(temporaryDictionaryPath, (segmentDirectory as NSString).appendingPathComponent(dictionaryName))

@@ -94,7 +94,8 @@ public struct FormatPredicate: Sendable, Hashable, CustomStringConvertible {
     /// recursion when the last copy of the predicate goes (before, one ~50,000 levels deep
     /// exhausted the stack as Swift freed it level by level); a bare ``PredicateNode`` or
     /// ``FormatExpression`` is an indirect enum Swift frees recursively, so keep a very deep
-    /// one in a predicate rather than on its own.
+    /// one in a predicate rather than on its own, or let it go with
+    /// ``PredicateNode/dismantle(_:)`` (``FormatExpression/dismantle(_:)``).
     ///
     /// ```swift
     /// let p = FormatPredicate(.comparison(ComparisonPredicate(.keyPath("age"), .lessThan, .constant(.integer(5)))))

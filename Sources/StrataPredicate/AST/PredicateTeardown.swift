@@ -24,11 +24,28 @@ final class DeepPredicateTree: @unchecked Sendable {
 }
 
 extension PredicateNode {
-    /// Frees the tree in `root` (left holding `TRUEPREDICATE`) level by level: each node's
-    /// children are moved to a worklist before the node goes, so freeing a node never frees
-    /// its children with it (they are still on the list) and no release recurses. A part
-    /// shared with another tree is only released.
-    static func dismantle(_ root: inout PredicateNode) {
+    /// Lets go of the tree in `root` without recursion, at any depth; `root` is left
+    /// holding `TRUEPREDICATE`.
+    ///
+    /// Swift frees an indirect enum recursively — one chain of stack frames per level — and
+    /// gives it no `deinit` to do otherwise, so the last copy of a **bare** tree (not held by
+    /// a ``FormatPredicate``) deep enough exhausts the thread's stack as it goes and the
+    /// process crashes: about 50,000 levels on an 8 MiB stack in a debug build, far fewer on
+    /// a thread with a small stack. Trees the parser makes are at most
+    /// ``FormatPredicate/maximumNestingDepth`` (500) levels deep and need nothing; a
+    /// ``FormatPredicate`` frees a deeper one without recursion itself. A tree built by hand
+    /// deeper than that and held on its own — or ``FormatPredicate/node`` read from a deep
+    /// predicate and kept after the predicate goes — is let go with this (or by wrapping it in
+    /// a ``FormatPredicate``). Each node's children are moved to a worklist before the node
+    /// goes, so no release recurses; a part another copy still holds is only released, and
+    /// that copy is unchanged (let it go the same way).
+    ///
+    /// ```swift
+    /// var node = PredicateNode.constant(true)
+    /// for _ in 0..<200_000 { node = .not(node) }
+    /// PredicateNode.dismantle(&node)  // freed here; `node` is TRUEPREDICATE
+    /// ```
+    public static func dismantle(_ root: inout PredicateNode) {
         var nodes: [PredicateNode] = [root]
         root = .constant(true)
         var expressions: [FormatExpression] = []
@@ -65,5 +82,22 @@ extension PredicateNode {
                 return
             }
         }
+    }
+}
+
+extension FormatExpression {
+    /// Lets go of the expression tree in `root` without recursion, at any depth, as
+    /// ``PredicateNode/dismantle(_:)`` does a predicate tree (a bare expression is an indirect
+    /// enum Swift frees recursively); `root` is left holding `SELF` (``evaluatedObject``).
+    ///
+    /// ```swift
+    /// var sum = FormatExpression.keyPath("a")
+    /// for _ in 0..<200_000 { sum = .arithmetic(.add, sum, .constant(.integer(1))) }
+    /// FormatExpression.dismantle(&sum)
+    /// ```
+    public static func dismantle(_ root: inout FormatExpression) {
+        var node = PredicateNode.comparison(ComparisonPredicate(root, .equalTo, .evaluatedObject))
+        root = .evaluatedObject
+        PredicateNode.dismantle(&node)
     }
 }
