@@ -134,3 +134,33 @@ struct PersistedUndoOpenEndsTests {
         #expect(try #require(again.persistentStores.first).log.verify().isClean)
     }
 }
+
+extension PersistedUndoOpenEndsTests {
+    @Test("a child's change made with undo registration disabled is part of the one group its save pushes into the parent (Core Data's parent registers what its objects undergo): the parent undoes it, before and after its save and a restart alike")
+    func childUnrecordedChangesUndoableInParent() async throws {
+        let dir = try TemporaryDirectory()
+        let (first, teamID) = try await leagueStore(dir)
+        let parent = editor(first)
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            context.disableUndoRegistration()
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            context.enableUndoRegistration()
+            let undoable = context.canUndo
+            #expect(!undoable, "not undoable in the child")
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            let undoable = context.canUndo
+            #expect(undoable, "the push is one group of the parent's")
+            try context.save()
+        }
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try Self.name(context, teamID) == "Herons")
+            try context.undo()
+            #expect(try Self.name(context, teamID) == "Otters", "the parent's group reads back as the parent had it")
+            try context.save()
+        }
+    }
+}
