@@ -247,6 +247,20 @@ extension ContextCore {
     // MARK: - Saving
 
     func save(in context: isolated ManagedObjectContext) throws {
+        // Groups the save's closes drop are recorded with its commit; a save that fails
+        // records them now, as a close outside a save does (spec 0006 §13).
+        isSaving = true
+        do {
+            try saveClosingGroups(in: context)
+            isSaving = false
+        } catch {
+            isSaving = false
+            recordUndoCheckpoint()
+            throw error
+        }
+    }
+
+    private func saveClosingGroups(in context: isolated ManagedObjectContext) throws {
         // A save closes the current undo group even inside explicit grouping: what it writes
         // is one group; later changes in the explicit group form the next one.
         closeOpenGroup(continuing: true)
@@ -306,7 +320,7 @@ extension ContextCore {
         }
         // Persisted undo records its stacks with the commit when it dropped groups: those
         // still kept but not read yet are read now, outside the commit's write transaction.
-        if persistsUndo, journal.dropped { _ = readKeptOlderUndo() }
+        if persistsUndo, journal.dropped { _ = readKeptOlderUndo(all: journal.holdsSplitGroups) }
         // The first round is optimistic: versions checked, then the commit checks them again.
         // After another writer slipped in between, later rounds check and commit inside one
         // write transaction, so a writer that commits all the time can't starve this save.
@@ -800,7 +814,8 @@ extension ContextCore {
         // The commit recorded the stacks for persisted undo with it; a save that committed
         // nothing records them now (every group on them is saved).
         if result != nil, draftRecordsUndoCheckpoint {
-            journal.dropped = false
+            // Parts of split groups still on the stacks: the next save records them again.
+            journal.dropped = journal.holdsSplitGroups
         } else {
             recordUndoCheckpoint()
         }
@@ -1165,6 +1180,10 @@ extension ContextCore {
                 // Before, the whole group counted as undone, and undoing the group below (or
                 // redoing this one) was refused as a conflict with the value the store kept.
                 let part = group.splitOff(id)
+                // The log names the whole group: the save records the stacks, with the part
+                // and the rest as parts (before, after a restart the saved undo of the rest
+                // counted for the whole group, and the part was neither undoable nor redoable).
+                journal.dropped = true
                 if effect.changes !== group { drop(effect.changes) }
                 restacked.append((index, group, part, effect.kind.isUndo))
                 continue
@@ -1200,13 +1219,15 @@ extension ContextCore {
         // back in the wrong order, and undoing the older one first was refused as a conflict.
         // A group no longer on the redo stack (a new group cleared it) is gone from the
         // journal, and so is its part.
+        var droppedSaved = false
+        defer { if droppedSaved { recordUndoCheckpoint() } }
         for entry in restacked.sorted(by: { $0.index > $1.index }) {
             let group = entry.group
             if entry.undoing {
                 guard let index = journal.redoStack.lastIndex(where: { $0 === group }) else { continue }
                 if entry.part == nil { journal.redoStack.remove(at: index) }
                 journal.undoStack.append(entry.part ?? group)
-                journal.trim()
+                if journal.trim() { droppedSaved = true }
             } else {
                 guard let index = journal.undoStack.lastIndex(where: { $0 === group }) else { continue }
                 if entry.part == nil { journal.undoStack.remove(at: index) }

@@ -445,22 +445,39 @@ final class UndoJournal {
     /// recorded for persisted undo (``ContextCore/recordUndoCheckpoint()``).
     var dropped = false
 
-    /// Drops the oldest groups beyond ``levelsOfUndo``, those not read yet first.
-    func trim() {
-        guard levelsOfUndo > 0 else { return }
+    /// Drops the oldest groups beyond ``levelsOfUndo``, those not read yet first. Returns
+    /// whether saved work was dropped: a saved group, or groups not read yet — which the log
+    /// would give back after a restart unless the stacks are recorded.
+    @discardableResult
+    func trim() -> Bool {
+        guard levelsOfUndo > 0 else { return false }
+        var droppedSaved = false
         if undoStack.count > levelsOfUndo {
-            undoStack.removeFirst(undoStack.count - levelsOfUndo)
+            let count = undoStack.count - levelsOfUndo
+            droppedSaved = undoStack.prefix(count).contains { $0.saved != nil || !$0.parts.isEmpty }
+            undoStack.removeFirst(count)
             dropped = true
         }
         if older != nil {
             let room = levelsOfUndo - undoStack.count
-            if olderBudget.map({ room < $0 }) ?? true { dropped = true }
+            if olderBudget.map({ room < $0 }) ?? true {
+                dropped = true
+                droppedSaved = true
+            }
             olderBudget = min(olderBudget ?? room, room)
             if room <= 0 || (olderBudget ?? 0) <= 0 {
                 older = nil
                 olderBudget = nil
             }
         }
+        return droppedSaved
+    }
+
+    /// Whether a group on the stacks is a part of a saved group a refresh split (or its
+    /// rest, ``UndoGroup/isSplit``): the log names the whole group, so every save records
+    /// the stacks while one is there.
+    var holdsSplitGroups: Bool {
+        undoStack.contains { $0.isSplit } || redoStack.contains { $0.isSplit }
     }
 
     /// Empties both stacks, with the persisted groups not read yet.
@@ -527,6 +544,9 @@ final class ContextCore {
     var persistsUndo = false
     /// Whether the draft made last records the undo checkpoint with its commit.
     var draftRecordsUndoCheckpoint = false
+    /// While a save runs: groups `levelsOfUndo` drops when it closes a group are recorded
+    /// with its commit (or after it fails), not at once.
+    var isSaving = false
 
     // MARK: Notifications
     /// Async subscribers (shared with the context actor, which subscribes without isolation).
@@ -1543,13 +1563,17 @@ final class ContextCore {
         guard !group.isEmpty else { return }
         journal.undoStack.append(group)
         let kept = journal.undoStack.count
-        journal.trim()
+        let droppedSaved = journal.trim()
         let dropped = journal.undoStack.count < kept || !journal.redoStack.isEmpty
         journal.redoStack.removeAll()
         // Objects only a redo, or a group `levelsOfUndo` dropped, could have brought back are
         // no longer held.
         if dropped { releaseUnreachableRemovedObjects() }
         pending.append(PendingEffect(changes: group, source: group, kind: .user))
+        // Saved groups `levelsOfUndo` dropped are recorded at once for persisted undo, so a
+        // quit before this group is saved doesn't bring them back (spec 0006 §13); a save
+        // records them with its commit instead.
+        if droppedSaved, !isSaving { recordUndoCheckpoint() }
     }
 
     /// Stops holding the removed objects (``removedObjects``) that no group on the stacks or
@@ -1616,7 +1640,7 @@ final class ContextCore {
         // A redo ends a group on the undo stack like any other: past `levelsOfUndo` the
         // oldest go (before, redos could pile the stack up past the limit set since).
         let kept = journal.undoStack.count
-        journal.trim()
+        let droppedSaved = journal.trim()
         if journal.undoStack.count < kept { releaseUnreachableRemovedObjects() }
         // A revert redone: the transaction's own groups are its to undo again.
         journal.reverted.subtract(group.revertedSequences)
@@ -1628,6 +1652,7 @@ final class ContextCore {
         } else {
             pending.append(PendingEffect(changes: group, source: group, kind: .user))
         }
+        if droppedSaved { recordUndoCheckpoint() }
     }
 
     /// The pending effects that save the undo (`undoing`) or redo of `group`, saved work:
@@ -2156,6 +2181,8 @@ final class ContextCore {
         journal.older = reader.isExhausted ? nil : reader
         journal.olderBudget = nil
         journal.trim()
+        // Parts of a split group read back: every save records the stacks while one is there.
+        if journal.holdsSplitGroups { journal.dropped = true }
     }
 
     /// Records the stacks for persisted undo (spec 0004 §10, `undoStacks:`) when groups were
@@ -2165,30 +2192,56 @@ final class ContextCore {
     /// new work wait to be saved, their saved groups are recorded at once all the same —
     /// the unsaved ones, not in the log, left out — so that a quit that never saves doesn't
     /// bring the dropped ones back (before, nothing was recorded until the next save), and
-    /// the next save records the stacks again with its commit. Not while an undo or redo of
-    /// saved work waits: its group is not where the store has it (done, undone), and the
-    /// next save records it. A store that can't record it (read-only) leaves it for the
-    /// next time.
+    /// the next save records the stacks again with its commit. While an undo or redo of saved
+    /// work waits to be saved, its group is recorded where the store has it — done, or undone
+    /// — as a quit that never saves leaves it (before, nothing was recorded until that save,
+    /// and after such a quit every dropped group came back). A store that can't record it
+    /// (read-only: a drop there isn't kept, spec 0006 §13) leaves it for the next time.
     func recordUndoCheckpoint() {
         guard persistsUndo, journal.dropped, parentContext == nil, let store = try? store() else { return }
-        guard pending.allSatisfy({ $0.kind == .user }) else { return }
-        guard readKeptOlderUndo() else { return }
-        let stacks = undoCheckpointStacks { _ in nil }
+        guard readKeptOlderUndo(all: journal.holdsSplitGroups) else { return }
+        let stacks = storedUndoCheckpointStacks()
         do {
             try store.log.setUndoCheckpoint(author: transactionAuthor, contextName: name, undo: stacks.undo, redo: stacks.redo)
-            if pending.isEmpty { journal.dropped = false }
+            if pending.isEmpty { journal.dropped = journal.holdsSplitGroups }
         } catch {
             return
         }
     }
 
+    /// The stacks as the store has them now (``undoCheckpointStacks(unsaved:)`` without the
+    /// unsaved groups), each group an unsaved undo or redo of saved work moved taken back
+    /// where the store still has it: an undone group on top of the undo stack, a redone one
+    /// on top of the redo stack (the newest effect taken back first). A group no longer on
+    /// the stack the effect put it on (dropped since) stays dropped.
+    func storedUndoCheckpointStacks() -> (undo: [UndoCheckpoint.GroupRef], redo: [UndoCheckpoint.GroupRef]) {
+        var (undo, redo) = undoCheckpointStacks { _ in nil }
+        for effect in pending.reversed() {
+            switch effect.kind {
+            case .user: continue
+            case .undo(let sequence, let group):
+                let moved = redo.filter { $0.names(sequence, group) }
+                redo.removeAll { $0.names(sequence, group) }
+                undo.append(contentsOf: moved)
+            case .redo(let sequence, let group):
+                let moved = undo.filter { $0.names(sequence, group) }
+                undo.removeAll { $0.names(sequence, group) }
+                redo.append(contentsOf: moved)
+            }
+        }
+        return (undo, redo)
+    }
+
     /// Reads the groups not read yet that are kept under `levelsOfUndo` (the undo stack's
     /// bottom) into the stack, so that it can be recorded whole; false if they can't be read
-    /// now (the stack is unbounded — never trimmed — or the read failed).
-    func readKeptOlderUndo() -> Bool {
+    /// now (the stack is unbounded — never trimmed — or the read failed). `all`: an unbounded
+    /// stack is read whole too (a part of a split group must be recorded, and the record
+    /// holds the whole stack).
+    func readKeptOlderUndo(all: Bool = false) -> Bool {
         while let older = journal.older {
-            guard let budget = journal.olderBudget, let store = try? store(), store.continues(older.log) else { return false }
+            guard journal.olderBudget != nil || all, let store = try? store(), store.continues(older.log) else { return false }
             older.log = store.log
+            let budget = journal.olderBudget ?? Self.persistedUndoBatch
             if budget <= 0 || older.isExhausted {
                 journal.older = nil
                 journal.olderBudget = nil
@@ -2199,8 +2252,8 @@ final class ContextCore {
                 !(group.saved.map { journal.reverted.contains($0.sequence) } ?? false) && !group.isSaved(as: journal.undoneByRevert)
             }
             journal.undoStack.insert(contentsOf: kept, at: 0)
-            journal.olderBudget = budget - kept.count
-            if older.isExhausted || groups.isEmpty || budget - kept.count <= 0 {
+            if let limit = journal.olderBudget { journal.olderBudget = limit - kept.count }
+            if older.isExhausted || (journal.olderBudget.map { $0 <= 0 } ?? false) {
                 journal.older = nil
                 journal.olderBudget = nil
             }
@@ -2211,8 +2264,9 @@ final class ContextCore {
     /// The stacks, bottom first, as persisted undo reads them back: each saved group (a
     /// revert's parts one by one — their undos were written last first, their redos first
     /// first; a part that is the undo (redo) of another group names that group, which the
-    /// revert redid (undid)); an unsaved group the commit being drafted writes as its event
-    /// group `unsaved(group)`, named with sequence 0; other unsaved groups are left out.
+    /// revert redid (undid); a part of a group a refresh split, and its rest, name the
+    /// group's objects they hold); an unsaved group the commit being drafted writes as its
+    /// event group `unsaved(group)`, named with sequence 0; other unsaved groups are left out.
     func undoCheckpointStacks(unsaved: (UndoGroup) -> Int?) -> (undo: [UndoCheckpoint.GroupRef], redo: [UndoCheckpoint.GroupRef]) {
         var undo: [UndoCheckpoint.GroupRef] = []
         var redo: [UndoCheckpoint.GroupRef] = []
@@ -2224,7 +2278,8 @@ final class ContextCore {
         func add(_ group: UndoGroup, undone: Bool) {
             guard !group.parts.isEmpty else {
                 if let saved = group.saved {
-                    list(UndoCheckpoint.GroupRef(sequence: saved.sequence, group: saved.group), onRedo: undone)
+                    let objects = group.isSplit ? group.changes.keys.compactMap(\.storedID) : nil
+                    list(UndoCheckpoint.GroupRef(sequence: saved.sequence, group: saved.group, objects: objects), onRedo: undone)
                 } else if let index = unsaved(group) {
                     list(UndoCheckpoint.GroupRef(sequence: 0, group: index), onRedo: undone)
                 }
@@ -2269,6 +2324,7 @@ final class ContextCore {
             }
             journal.undoStack = groups
             if let budget = journal.olderBudget { journal.olderBudget = budget - groups.count }
+            if groups.contains(where: \.isSplit) { journal.dropped = true }
             if older.isExhausted || (journal.olderBudget ?? 1) <= 0 { journal.older = nil }
         } catch {
             journal.older = nil

@@ -44,9 +44,10 @@ final class PersistedUndoReader {
     /// Whether a push has been read: every undone group read after that is gone.
     private var pushRead = false
     /// Undo-stack entries read and not handed out yet, top first, with the group when the
-    /// operation read was its push.
-    private var undoEntries: [(Ref, ChangeGroup?)] = []
-    private var redoEntries: [Ref] = []
+    /// operation read was its push, and the objects of a part (a group a refresh split,
+    /// which only the checkpoint names: nil for a whole group).
+    private var undoEntries: [(Ref, ChangeGroup?, Set<StoredObjectID>?)] = []
+    private var redoEntries: [(Ref, Set<StoredObjectID>?)] = []
     /// The stacks as the context last recorded them when it dropped groups (spec 0004 §10):
     /// its transactions through `checkpoint.through` are not read; these stacks stand below
     /// the later ones' operations. Nil once taken (or when there is none).
@@ -75,7 +76,7 @@ final class PersistedUndoReader {
     func initialStacks(undoGroups count: Int) throws -> (undo: [UndoGroup], redo: [UndoGroup]) {
         try log.read { reader in
             try readBack(reader, until: { $0.pushRead && $0.undoEntries.count >= count })
-            let redo = try resolve(redoEntries.map { ($0, nil) }, reader)
+            let redo = try resolve(redoEntries.map { ($0.0, nil, $0.1) }, reader)
             redoEntries.removeAll()
             return (try takeUndo(count, reader), redo.reversed())
         }
@@ -123,12 +124,25 @@ final class PersistedUndoReader {
 
     /// Below the operations read, the checkpoint's stacks: as if each of its groups' last
     /// operation were read there, top first — a group a later operation moved stays where
-    /// that put it, and its redo stack is gone if a group was pushed since.
+    /// that put it (whole, its parts too), and its redo stack is gone if a group was pushed
+    /// since. A group a refresh split (spec 0006 §13) is named once per part, each part on
+    /// its own stack.
     private func readCheckpoint() {
         guard let checkpoint else { return }
         self.checkpoint = nil
-        for ref in checkpoint.undo.reversed() { onUndoStack(Ref(sequence: ref.sequence, group: ref.group), nil) }
-        for ref in checkpoint.redo.reversed() { undone(Ref(sequence: ref.sequence, group: ref.group)) }
+        let moved = seen
+        for entry in checkpoint.undo.reversed() {
+            let ref = Ref(sequence: entry.sequence, group: entry.group)
+            guard !moved.contains(ref), entry.objects != nil || seen.insert(ref).inserted else { continue }
+            seen.insert(ref)
+            undoEntries.append((ref, nil, entry.objects.map(Set.init)))
+        }
+        for entry in checkpoint.redo.reversed() {
+            let ref = Ref(sequence: entry.sequence, group: entry.group)
+            guard !moved.contains(ref), entry.objects != nil || seen.insert(ref).inserted, !pushRead else { continue }
+            seen.insert(ref)
+            redoEntries.append((ref, entry.objects.map(Set.init)))
+        }
     }
 
     /// Reads one transaction's operations, last first.
@@ -165,18 +179,20 @@ final class PersistedUndoReader {
 
     private func undone(_ ref: Ref) {
         guard seen.insert(ref).inserted, !pushRead else { return }
-        redoEntries.append(ref)
+        redoEntries.append((ref, nil))
     }
 
     private func onUndoStack(_ ref: Ref, _ group: ChangeGroup?) {
         guard seen.insert(ref).inserted else { return }
-        undoEntries.append((ref, group))
+        undoEntries.append((ref, group, nil))
     }
 
     /// The entries' undo groups, in the entries' order: a group not read with its push is
     /// read from the transaction that saved it — the context's, or another writer's that the
-    /// context reverted — and left out unless that transaction holds it as a pushed group.
-    private func resolve(_ entries: [(Ref, ChangeGroup?)], _ reader: borrowing LogReader) throws -> [UndoGroup] {
+    /// context reverted — and left out unless that transaction holds it as a pushed group. A
+    /// part holds the group's changes of its objects only (left out when none is left), and
+    /// is marked split, so that the stacks recorded again name it as a part.
+    private func resolve(_ entries: [(Ref, ChangeGroup?, Set<StoredObjectID>?)], _ reader: borrowing LogReader) throws -> [UndoGroup] {
         let floor = try reader.purgedThrough
         let missing = Set(entries.compactMap { $0.1 == nil && $0.0.sequence > floor ? $0.0.sequence : nil }).sorted()
         var saved: [UInt64: TransactionEvent] = [:]
@@ -186,7 +202,7 @@ final class PersistedUndoReader {
                 return .next
             }
         }
-        return entries.compactMap { ref, group in
+        return entries.compactMap { ref, group, objects in
             if let group { return makeGroup(group, ref.sequence, ref.group) }
             guard let event = saved[ref.sequence], event.groups.indices.contains(ref.group) else { return nil }
             // The context's own group; or another writer's, batch requests included, that the
@@ -196,11 +212,14 @@ final class PersistedUndoReader {
             // import or of another author's save had no redo).
             // (A batch request's own groups are never pushed: only a revert names them.)
             if !event.kind.isRevertible { return nil }
-            let group = log.translating(event.groups[ref.group], fromModelVersion: event.modelVersion)
+            var group = log.translating(event.groups[ref.group], fromModelVersion: event.modelVersion)
             let hasOrigins = event.groups.contains { $0.origin != nil }
             if !hasOrigins, event.kind.isUndoOrRedo { return nil }
+            if let objects { group.changes.removeAll { !objects.contains($0.objectID) } }
             guard group.origin == nil, !group.changes.isEmpty else { return nil }
-            return makeGroup(group, ref.sequence, ref.group)
+            let result = makeGroup(group, ref.sequence, ref.group)
+            if objects != nil { result.isSplit = true }
+            return result
         }
     }
 }

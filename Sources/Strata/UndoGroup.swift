@@ -63,6 +63,11 @@ final class UndoGroup {
     /// of another group (a part of a reverted undo or redo transaction) — nil for a group a
     /// save pushed. A revert of such a part redoes (undoes) that other group.
     var logOrigin: GroupOrigin?
+    /// Whether this is a part of a saved group (``saved``) that a refresh split in two
+    /// (``splitOff(_:)``), or the rest of that group: persisted undo records the stacks with
+    /// it as a part, the changes of its objects (spec 0006 §13), as the log alone names the
+    /// whole group.
+    var isSplit = false
     /// The transactions a revert group takes back (its parts'); empty for any other group.
     var revertedSequences: Set<UInt64> { Set(parts.compactMap { $0.saved?.sequence }) }
     /// The groups a revert undoes by reverting their redo (its parts that are the redo of a
@@ -391,6 +396,8 @@ final class UndoGroup {
         part.fromLog = fromLog
         part.logOrigin = logOrigin
         part.pushed = pushed
+        part.isSplit = true
+        isSplit = true
         return part
     }
 

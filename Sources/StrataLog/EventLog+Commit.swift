@@ -539,7 +539,7 @@ extension EventLog {
         try txn.put(bigEndianBytes(sequence), forKey: MetaKey.head, in: tables.meta)
         if let stacks = draft.undoCheckpoint {
             func named(_ refs: [UndoCheckpoint.GroupRef]) -> [UndoCheckpoint.GroupRef] {
-                refs.map { $0.sequence == 0 ? UndoCheckpoint.GroupRef(sequence: sequence, group: $0.group) : $0 }
+                refs.map { $0.sequence == 0 ? $0.with(sequence: sequence) : $0 }
             }
             try writeUndoCheckpoint(
                 author: draft.author, contextName: draft.contextName, through: sequence, undo: named(stacks.undo), redo: named(stacks.redo), txn)

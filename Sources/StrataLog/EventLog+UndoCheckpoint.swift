@@ -8,18 +8,30 @@ import StrataStorage
 /// older transactions, so groups the context dropped (`levelsOfUndo`, `rollback()`,
 /// `reset()`, `removeAllUndoActions()`) stay dropped after a restart.
 public struct UndoCheckpoint: Sendable, Equatable, Codable {
-    /// A saved group: its transaction and its index there.
+    /// A saved group: its transaction and its index there — or a part of it, the changes of
+    /// some of its objects (a refresh split the group, spec 0006 §13).
     public struct GroupRef: Sendable, Hashable, Codable {
         /// The transaction that saved the group.
         public let sequence: UInt64
         /// The group's index among that transaction's change groups.
         public let group: Int
+        /// For a part of the group: the objects whose changes it holds, in ascending order;
+        /// nil for the whole group.
+        public let objects: [StoredObjectID]?
 
-        /// A reference to group `group` of transaction `sequence`.
-        public init(sequence: UInt64, group: Int) {
+        /// A reference to group `group` of transaction `sequence` — to its changes of
+        /// `objects` only, when given.
+        public init(sequence: UInt64, group: Int, objects: [StoredObjectID]? = nil) {
             self.sequence = sequence
             self.group = group
+            self.objects = objects?.sorted()
         }
+
+        /// The same group (or part) of transaction `sequence`.
+        public func with(sequence: UInt64) -> GroupRef { GroupRef(sequence: sequence, group: group, objects: objects) }
+
+        /// Whether this names group `group` of transaction `sequence`, whole or a part.
+        public func names(_ sequence: UInt64, _ group: Int) -> Bool { self.sequence == sequence && self.group == group }
     }
 
     /// The pair's transactions through this sequence are summed up by the stacks below.
@@ -39,11 +51,24 @@ public struct UndoCheckpoint: Sendable, Equatable, Codable {
 
 /// The record as stored: the checkpoint and the pair it is for (two pairs may share a hash).
 private struct StoredUndoCheckpoint: Codable {
+    /// A stack entry that is a part of its group: the stack ("undo" or "redo"), its index
+    /// there (bottom first) and the objects whose changes it holds (spec 0004 §10).
+    struct Part: Codable {
+        struct Object: Codable {
+            var entity: String
+            var primaryKey: UInt64
+        }
+        var stack: String
+        var index: Int
+        var objects: [Object]
+    }
     var author: String?
     var context: String?
     var through: UInt64
     var undo: [[UInt64]]
     var redo: [[UInt64]]
+    /// Absent when no entry is a part (a reader that doesn't know it reads each part's group whole).
+    var parts: [Part]?
 }
 
 extension MetaKey {
@@ -72,15 +97,22 @@ extension LogReader {
             throw LogError.malformed("the store's undo checkpoint \(String(decoding: key, as: UTF8.self)) doesn't decode: \(error)")
         }
         guard stored.author == author, stored.context == contextName else { return nil }
-        func refs(_ pairs: [[UInt64]]) throws -> [UndoCheckpoint.GroupRef] {
-            try pairs.map { pair in
+        func refs(_ pairs: [[UInt64]], _ stack: String) throws -> [UndoCheckpoint.GroupRef] {
+            var parts: [Int: [StoredObjectID]] = [:]
+            for part in stored.parts ?? [] where part.stack == stack {
+                guard pairs.indices.contains(part.index) else {
+                    throw LogError.malformed("the store's undo checkpoint \(String(decoding: key, as: UTF8.self)) names a part at \(stack) index \(part.index), past its \(pairs.count) groups")
+                }
+                parts[part.index] = part.objects.map { StoredObjectID(entity: $0.entity, primaryKey: $0.primaryKey) }
+            }
+            return try pairs.enumerated().map { index, pair in
                 guard pair.count == 2, pair[1] <= UInt64(Int.max) else {
                     throw LogError.malformed("the store's undo checkpoint \(String(decoding: key, as: UTF8.self)) names a group as \(pair), not [sequence, group]")
                 }
-                return UndoCheckpoint.GroupRef(sequence: pair[0], group: Int(pair[1]))
+                return UndoCheckpoint.GroupRef(sequence: pair[0], group: Int(pair[1]), objects: parts[index])
             }
         }
-        return UndoCheckpoint(through: stored.through, undo: try refs(stored.undo), redo: try refs(stored.redo))
+        return UndoCheckpoint(through: stored.through, undo: try refs(stored.undo, "undo"), redo: try refs(stored.redo, "redo"))
     }
 }
 
@@ -128,9 +160,17 @@ extension EventLog {
         author: String?, contextName: String?, through: UInt64, undo: [UndoCheckpoint.GroupRef], redo: [UndoCheckpoint.GroupRef],
         _ txn: borrowing LMDBTransaction
     ) throws {
+        var parts: [StoredUndoCheckpoint.Part] = []
+        for (stack, refs) in [("undo", undo), ("redo", redo)] {
+            for (index, ref) in refs.enumerated() {
+                guard let objects = ref.objects else { continue }
+                parts.append(.init(stack: stack, index: index, objects: objects.map { .init(entity: $0.entity, primaryKey: $0.primaryKey) }))
+            }
+        }
         let stored = StoredUndoCheckpoint(
             author: author, context: contextName, through: through,
-            undo: undo.map { [$0.sequence, UInt64($0.group)] }, redo: redo.map { [$0.sequence, UInt64($0.group)] })
+            undo: undo.map { [$0.sequence, UInt64($0.group)] }, redo: redo.map { [$0.sequence, UInt64($0.group)] },
+            parts: parts.isEmpty ? nil : parts)
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         try txn.put(Array(try encoder.encode(stored)), forKey: MetaKey.undoCheckpoint(author: author, contextName: contextName), in: tables.meta)

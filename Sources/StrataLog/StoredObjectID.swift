@@ -8,7 +8,7 @@
 /// let id = StoredObjectID(entity: "Player", primaryKey: 12)
 /// id.description   // "Player/p12"
 /// ```
-public struct StoredObjectID: Sendable, Hashable, Comparable, CustomStringConvertible {
+public struct StoredObjectID: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
     /// The object's entity (the concrete one, never an abstract superentity).
     public let entity: String
     /// The primary key, unique within the entity.

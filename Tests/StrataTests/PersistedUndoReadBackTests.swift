@@ -158,8 +158,9 @@ struct PersistedUndoReadBackTests {
             // Left unsaved, not rolled back: rollback() drops the stacks for good (spec 0006 §13).
         }
         // Widest first: the groups a limit drops stay dropped after a restart (spec 0006 §13),
-        // so each restart sees what the one before kept.
-        for (levels, pushed, expected) in [(200, false, groups), (40, true, 40), (40, false, 40), (5, false, 5)] {
+        // so each restart sees what the one before kept — after the new group, never saved,
+        // the 39 saved groups it left (the one its close dropped is recorded dropped at once).
+        for (levels, pushed, expected) in [(200, false, groups), (40, true, 40), (40, false, 39), (5, false, 5)] {
             coordinator = try openCoordinator(dir, model: model)
             try await privateContext(coordinator, name: "editor", author: "alice", persistentUndo: true).perform { (context: isolated ManagedObjectContext) throws in
                 context.levelsOfUndo = levels
