@@ -111,7 +111,10 @@ public final class EventLog: Sendable {
     /// model version if the store hasn't seen it.
     ///
     /// - Throws: ``LogError`` for a directory that holds something else, a store of a newer
-    ///   format, or a read-only open of a missing store; ``LMDBError`` for I/O failures.
+    ///   format, or a read-only open of a missing store; ``LogError/modelMismatch(_:)`` for a
+    ///   model the store hasn't seen that lacks entities or stored properties of its newest
+    ///   version, unless ``Configuration/allowsRemovingEntitiesAndProperties`` (an earlier
+    ///   app's model: spec 0004 §4.7); ``LMDBError`` for I/O failures.
     public convenience init(path: String, model: ManagedObjectModel, configuration: Configuration = Configuration()) throws {
         try self.init(path: path, model: Optional(model), configuration: configuration)
     }

@@ -111,7 +111,9 @@ struct MigrateCommand: ParsableCommand {
                 case .migration(let detail): reason = detail
                 // A model lacking what the store's model has (spec 0004 §4.7), without
                 // --allow-removing.
-                case .modelMismatch(let detail): reason = detail + " (strata migrate: --allow-removing)"
+                // The copy's path reads as STORE's.
+                case .modelMismatch(let detail):
+                    reason = detail.replacingOccurrences(of: path, with: options.store) + " (strata migrate: --allow-removing)"
                 case .uniquenessViolation, .derivation: reason = error.description
                 default: throw error
                 }
