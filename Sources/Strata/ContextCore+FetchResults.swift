@@ -457,12 +457,53 @@ extension ContextCore {
 
     // MARK: - Dictionaries
 
-    /// One cell of a dictionary row, hashable so rows can be grouped and compared.
+    /// One cell of a dictionary row, hashable so rows can be grouped and compared. Any NaN
+    /// is any NaN of its type (a date at NaN too), as `NSNumber`'s `isEqual:` finds it and
+    /// change detection does (spec 0008): distinct rows keep one, and grouping puts every
+    /// NaN in one group (before, each NaN row was a group of its own, whose aggregates ran
+    /// over no members, and distinct rows kept every NaN).
     enum Cell: Hashable {
         case null
         case attribute(AttributeValue)
         case object(ManagedObjectID)
         case objects([ManagedObjectID])
+
+        static func == (lhs: Cell, rhs: Cell) -> Bool {
+            switch (lhs, rhs) {
+            case (.null, .null): true
+            case (.attribute(let a), .attribute(let b)): a == b || (nanKind(a) != nil && nanKind(a) == nanKind(b))
+            case (.object(let a), .object(let b)): a == b
+            case (.objects(let a), .objects(let b)): a == b
+            default: false
+            }
+        }
+
+        func hash(into hasher: inout Hasher) {
+            switch self {
+            case .null:
+                hasher.combine(0)
+            case .attribute(let value):
+                hasher.combine(1)
+                if let kind = Self.nanKind(value) { hasher.combine(kind) } else { hasher.combine(value) }
+            case .object(let id):
+                hasher.combine(2)
+                hasher.combine(id)
+            case .objects(let ids):
+                hasher.combine(3)
+                hasher.combine(ids)
+            }
+        }
+
+        /// The type of a NaN value (nil for any other value).
+        static func nanKind(_ value: AttributeValue) -> Int? {
+            switch value {
+            case .double(let v) where v.isNaN: 1
+            case .float(let v) where v.isNaN: 2
+            case .decimal(let v) where v.isNaN: 3
+            case .date(let v) where v.timeIntervalSinceReferenceDate.isNaN: 4
+            default: nil
+            }
+        }
 
         var sendable: (any Sendable)? {
             switch self {

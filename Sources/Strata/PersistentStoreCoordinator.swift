@@ -137,7 +137,10 @@ public final class PersistentStoreCoordinator: Sendable {
     ///   when the migrated objects break a uniqueness constraint);
     ///   ``PersistentStoreError/incompatibleModel(path:reason:)`` when
     ///   it would need a migration and `configuration.migratesAutomatically` is off or the
-    ///   store is added read-only (a read-only store isn't migrated);
+    ///   store is added read-only (a read-only store isn't migrated), and when the model is
+    ///   new to the store and lacks entities or stored properties of its newest model version
+    ///   (an earlier app's: spec 0004 §4.7) unless
+    ///   `configuration.allowsRemovingEntitiesAndProperties`;
     ///   ``PersistentStoreError/notAStore(path:reason:)`` for a file or a directory that
     ///   isn't a store, ``PersistentStoreError/noStore(path:)`` for a read-only add of a
     ///   missing store; ``ContextError/invalidArgument(_:)`` for a URL that isn't a file URL;

@@ -336,6 +336,10 @@ extension PersistentStoreCoordinator {
     private func openLog(
         path: String, model: ManagedObjectModel, configuration: EventLog.Configuration, plan: MigrationPlan, step: Int
     ) throws -> EventLog {
+        // The plan names the store's model version and the next: a step may drop entities or
+        // properties (spec 0004 §4.7), as the app's model versions in a Core Data bundle allow.
+        var configuration = configuration
+        configuration.allowsRemovingEntitiesAndProperties = true
         do {
             return try EventLog(path: path, model: model, configuration: configuration)
         } catch LogError.migration(let reason) {

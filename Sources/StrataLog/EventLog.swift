@@ -55,6 +55,14 @@ public final class EventLog: Sendable {
         /// refused with ``LogError/modelMismatch(_:)``, writing nothing, as Core Data refuses
         /// a store whose model differs when `shouldMigrateStoreAutomatically` is off.
         public var migratesAutomatically: Bool = true
+        /// Whether a writable open with a model the store hasn't stored may take out entities
+        /// or stored properties the store's newest model version has and the model lacks
+        /// (default false; spec 0004 §4.7). Off, such a model — an earlier app's, after a
+        /// downgrade, or a later one that drops them — is refused with
+        /// ``LogError/modelMismatch(_:)`` naming what it lacks, writing nothing, as Core Data
+        /// refuses a store whose model it has no mapping from (134100); on, the store migrates
+        /// to it, taking their values out of the current state (the history keeps them).
+        public var allowsRemovingEntitiesAndProperties: Bool = false
         /// Tests only: stop a writable open that stored a new model version right after
         /// storing it, as a crash there would (the open throws `LogError.invalidOperation`).
         package var stopsAfterStoringNewVersion: Bool = false
@@ -103,7 +111,10 @@ public final class EventLog: Sendable {
     /// model version if the store hasn't seen it.
     ///
     /// - Throws: ``LogError`` for a directory that holds something else, a store of a newer
-    ///   format, or a read-only open of a missing store; ``LMDBError`` for I/O failures.
+    ///   format, or a read-only open of a missing store; ``LogError/modelMismatch(_:)`` for a
+    ///   model the store hasn't seen that lacks entities or stored properties of its newest
+    ///   version, unless ``Configuration/allowsRemovingEntitiesAndProperties`` (an earlier
+    ///   app's model: spec 0004 §4.7); ``LMDBError`` for I/O failures.
     public convenience init(path: String, model: ManagedObjectModel, configuration: Configuration = Configuration()) throws {
         try self.init(path: path, model: Optional(model), configuration: configuration)
     }
@@ -269,6 +280,12 @@ public final class EventLog: Sendable {
                                     : "this model's version hash isn't one it has stored")
                                 + "; migrating the store automatically is turned off, so it isn't opened (nothing was written)")
                     }
+                    // A model that lacks entities or stored properties of the version the
+                    // store's data is in: an earlier app's (a downgrade), whose migration would
+                    // take their values out, unless the caller says it drops them on purpose.
+                    if !configuration.allowsRemovingEntitiesAndProperties {
+                        try Self.refuseRemoval(by: model, path: path, in: txn, tables: tables, models: registered.modelJSON)
+                    }
                     version = (registered.modelJSON.keys.max() ?? 0) + 1
                     isNewVersion = true
                     try txn.put(Array(model.jsonData(prettyPrinted: false)), forKey: bigEndianBytes(UInt32(version)), in: tables.models)
@@ -332,6 +349,60 @@ public final class EventLog: Sendable {
         if marked {
             try environment.write { txn in _ = try txn.delete(key: key, in: tables.meta) }
         }
+    }
+
+    /// Refuses `model`, a model version not stored yet, when it lacks an entity or a stored
+    /// property of the store's newest model version whose migration wasn't refused — the
+    /// version the store's data is in (spec 0004 §4.7): its migration would take their
+    /// values out. Throws ``LogError/modelMismatch(_:)`` naming the store, the version and
+    /// what the model lacks; the caller's write is then abandoned.
+    static func refuseRemoval(
+        by model: ManagedObjectModel, path: String, in txn: borrowing LMDBTransaction, tables: StoreTables, models: [Int: Data]
+    ) throws {
+        var newest: Int?
+        for version in models.keys.sorted(by: >) where try txn.value(forKey: MetaKey.refusedModel(version), in: tables.meta) == nil {
+            newest = version
+            break
+        }
+        guard let newest, let json = models[newest], let stored = try? ManagedObjectModel(jsonData: json) else { return }
+        let lacking = lacking(in: model, of: stored)
+        guard !lacking.isEmpty else { return }
+        let shown = lacking.prefix(12).joined(separator: ", ") + (lacking.count > 12 ? " and \(lacking.count - 12) more" : "")
+        throw LogError.modelMismatch(
+            "the store at \(path) is in model version \(newest)'s terms, which has \(shown) that this model lacks (and doesn't rename): "
+                + "the model used to open the store is incompatible with the one its data is in — an earlier app's model (a downgrade) "
+                + "would take their values out of the store — so it isn't opened (nothing was written). A later model that drops "
+                + "them on purpose opens with EventLog.Configuration.allowsRemovingEntitiesAndProperties (a store description's "
+                + "logConfiguration), which migrates the store to it")
+    }
+
+    /// What `model` lacks of `stored`, in name order: `entity E` for an entity it neither has
+    /// nor renames (no entity of the name, none whose renaming identifier is the name or the
+    /// entity's own renaming identifier), `E.p` for a stored (not transient) attribute or a
+    /// relationship of a kept entity that its counterpart neither has stored nor renames.
+    static func lacking(in model: ManagedObjectModel, of stored: ManagedObjectModel) -> [String] {
+        func renames(_ identifier: String?, _ name: String, _ ownIdentifier: String?) -> Bool {
+            guard let identifier else { return false }
+            return identifier == name || identifier == ownIdentifier
+        }
+        var entities: [String] = []
+        var properties: [String] = []
+        for entity in stored.entities.sorted(by: { $0.name < $1.name }) {
+            let counterpart = model.entity(named: entity.name)
+                ?? model.entities.first { renames($0.renamingIdentifier, entity.name, entity.renamingIdentifier) }
+            guard let counterpart else {
+                entities.append("entity \(entity.name)")
+                continue
+            }
+            let kept = counterpart.properties.filter { $0.fetchedProperty == nil && !$0.isTransient }
+            for property in entity.properties.sorted(by: { $0.name < $1.name })
+            where property.fetchedProperty == nil && !property.isTransient {
+                guard !kept.contains(where: { $0.name == property.name || renames($0.renamingIdentifier, property.name, property.renamingIdentifier) })
+                else { continue }
+                properties.append("\(entity.name).\(property.name)")
+            }
+        }
+        return entities + properties
     }
 
     /// The newest stored model version whose migration wasn't refused (nil: none stored).

@@ -31,7 +31,9 @@ struct AsOfMigrationCommandTests {
             update.update(.stored(try required(id)), values: ["rating": .attribute(.int32(8))])
             try log.commit(update)
         }
-        let log = try EventLog(path: path, model: v2)
+        var removing = EventLog.Configuration()
+        removing.allowsRemovingEntitiesAndProperties = true  // v2 drops rating (spec 0004 §4.7)
+        let log = try EventLog(path: path, model: v2, configuration: removing)
         #expect(try log.read { try $0.head } > 2, "the open migrated the store")
         let player = try required(id)
         return (path, "x-strata://\(log.storeUUID.uuidString)/\(player.entity)/p\(player.primaryKey)")

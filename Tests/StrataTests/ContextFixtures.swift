@@ -74,3 +74,13 @@ func expectUndoConflict(_ body: () throws -> Void) -> (object: String, property:
     }
     return nil
 }
+
+/// ``openCoordinator(_:model:classes:)`` for a model that drops entities or properties of the
+/// store's on purpose: allowed, so the store migrates to it (spec 0004 §4.7).
+func openCoordinatorRemoving(_ directory: TemporaryDirectory, model: ManagedObjectModel) throws -> PersistentStoreCoordinator {
+    let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+    var configuration = EventLog.Configuration()
+    configuration.allowsRemovingEntitiesAndProperties = true
+    try coordinator.addPersistentStore(type: .eventLog, at: directory.url.appendingPathComponent("store"), configuration: configuration)
+    return coordinator
+}

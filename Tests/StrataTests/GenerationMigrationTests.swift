@@ -44,7 +44,7 @@ struct GenerationMigrationTests {
             context.delete(bo)
             try context.save()
         }
-        let coordinator = try openCoordinator(dir, model: try v2())
+        let coordinator = try openCoordinatorRemoving(dir, model: try v2())
         let store = try #require(coordinator.persistentStores.first)
         let migrated = try store.log.read { try $0.head }
         #expect(migrated > 3, "the open migrated the store")

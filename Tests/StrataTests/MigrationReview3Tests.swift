@@ -63,7 +63,7 @@ struct MigrationReview3Tests {
             try context.save()
             return [noted.objectID, plain.objectID]
         }
-        coordinator = try openCoordinator(dir, model: try ManagedObjectModel { Entity("Task") { Attribute("title", .string) } })
+        coordinator = try openCoordinatorRemoving(dir, model: try ManagedObjectModel { Entity("Task") { Attribute("title", .string) } })
         let later = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
             let task = try context.insertNewObject(forEntityName: "Task")
             task.setValue("later", forKey: "title")

@@ -100,7 +100,7 @@ extension MigrationReviewContextTests {
             try context.save()
         }
         let before = try coordinator.history(HistoryRequest()).count
-        coordinator = try openCoordinator(dir, model: try Self.teamModel(v2: true))
+        coordinator = try openCoordinatorRemoving(dir, model: try Self.teamModel(v2: true))
         let history = try coordinator.history(HistoryRequest())
         #expect(history.count > before)
         var byEntity = HistoryRequest()

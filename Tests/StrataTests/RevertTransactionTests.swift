@@ -654,7 +654,7 @@ struct RevertTransactionTests {
             try context.save()
         }
         try second.remove(try #require(second.persistentStores.first))
-        let coordinator = try openCoordinator(dir, model: try model(3))
+        let coordinator = try openCoordinatorRemoving(dir, model: try model(3))
         let store = try #require(coordinator.persistentStores.first)
         let head = try store.log.head
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in

@@ -91,7 +91,7 @@ extension ValueMigrationContextTests {
         let v2 = try ManagedObjectModel {
             Entity("Task") { Attribute("heading", .string).renamed(from: "title"); Attribute("priority", .int64) }
         }
-        coordinator = try openCoordinator(dir, model: v2)
+        coordinator = try openCoordinatorRemoving(dir, model: v2)
         try await editor(coordinator).perform { (context: isolated ManagedObjectContext) throws in
             let task = try context.existingObject(with: id)
             #expect(task.value(forKey: "heading") as? String == "B")

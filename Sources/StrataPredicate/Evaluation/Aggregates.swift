@@ -33,7 +33,10 @@ enum Aggregates {
     }
 
     /// The smallest (`.orderedAscending`) or largest (`.orderedDescending`) value, skipping
-    /// nils; nil when empty or when two values cannot be ordered.
+    /// nils; nil when empty or when two values cannot be ordered. Numbers follow the sort
+    /// order (spec 0008): every NaN after every number and equal to any other NaN, so the
+    /// largest of values holding a NaN is NaN and the smallest the least number (before,
+    /// a NaN made the result nil, or not, depending on where it stood).
     static func extreme(_ values: [Value], want: ComparisonResult) -> Value? {
         var best: Value?
         for value in values where !value.isNull {
@@ -41,9 +44,18 @@ enum Aggregates {
                 best = value
                 continue
             }
-            guard let order = Comparison.order(value, current, options: []) else { return nil }
+            guard let order = sortOrder(value, current) else { return nil }
             if order == want { best = value }
         }
         return best
+    }
+
+    /// The order of two values as a sort puts them: a NaN number after every number.
+    static func sortOrder(_ a: Value, _ b: Value) -> ComparisonResult? {
+        if let x = Number(a), let y = Number(b) {
+            let (nanX, nanY) = (x.isNaN, y.isNaN)
+            if nanX || nanY { return nanX == nanY ? .orderedSame : (nanX ? .orderedDescending : .orderedAscending) }
+        }
+        return Comparison.order(a, b, options: [])
     }
 }

@@ -49,6 +49,15 @@ enum Number {
         return result.isNaN ? nil : result
     }
 
+    /// Whether the number is NaN (a double's, or a decimal's).
+    var isNaN: Bool {
+        switch self {
+        case .int: false
+        case .double(let v): v.isNaN
+        case .decimal(let v): v.isNaN
+        }
+    }
+
     static func compare(_ lhs: Number, _ rhs: Number) -> ComparisonResult? {
         switch (lhs, rhs) {
         case (.int(let a), .int(let b)):

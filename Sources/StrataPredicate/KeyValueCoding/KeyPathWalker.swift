@@ -124,12 +124,19 @@ enum KeyPathWalker {
         }
     }
 
-    /// Removes duplicates, keeping first occurrences; unhashable values are kept as-is.
+    /// Stands for every NaN in ``distinct(_:)``.
+    private struct AnyNaN: Hashable {}
+
+    /// Removes duplicates, keeping first occurrences; unhashable values are kept as-is. Any
+    /// NaN is any other (as `NSNumber`'s `isEqual:` finds, spec 0008): one is kept (before,
+    /// every NaN was, a NaN being unequal to itself).
     private static func distinct(_ values: [Any]) -> [Any] {
         var seen = Set<AnyHashable>()
         var result: [Any] = []
         for value in values {
-            if let hashable = value as? AnyHashable {
+            if let number = Number(Value(any: value)), number.isNaN {
+                if seen.insert(AnyHashable(AnyNaN())).inserted { result.append(value) }
+            } else if let hashable = value as? AnyHashable {
                 if seen.insert(hashable).inserted { result.append(value) }
             } else {
                 result.append(value)

@@ -32,6 +32,11 @@ struct MigrateCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Keep the migrated copy as a store in this directory (new, or empty).", valueName: "dir"))
     var into: String?
 
+    @Flag(
+        name: .customLong("allow-removing"),
+        help: "Migrate to a model that lacks entities or stored properties the store's model has, taking their values out (an app opening with it is refused unless it allows that).")
+    var allowRemoving = false
+
     func validate() throws {
         if let into, FileManager.default.fileExists(atPath: into) {
             let contents = (try? FileManager.default.contentsOfDirectory(atPath: into)) ?? ["?"]
@@ -94,7 +99,9 @@ struct MigrateCommand: ParsableCommand {
 
             let copy: EventLog
             do {
-                copy = try EventLog(path: path, model: model)
+                var configuration = EventLog.Configuration()
+                configuration.allowsRemovingEntitiesAndProperties = allowRemoving
+                copy = try EventLog(path: path, model: model, configuration: configuration)
             } catch let error as LogError {
                 // What refuses a model version's migration (spec 0004 §4.3–4.6): a value it
                 // can't take over, a uniqueness constraint the objects break, a derived value
@@ -102,6 +109,11 @@ struct MigrateCommand: ParsableCommand {
                 let reason: String
                 switch error {
                 case .migration(let detail): reason = detail
+                // A model lacking what the store's model has (spec 0004 §4.7), without
+                // --allow-removing.
+                // The copy's path reads as STORE's.
+                case .modelMismatch(let detail):
+                    reason = detail.replacingOccurrences(of: path, with: options.store) + " (strata migrate: --allow-removing)"
                 case .uniquenessViolation, .derivation: reason = error.description
                 default: throw error
                 }
