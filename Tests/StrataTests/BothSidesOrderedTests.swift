@@ -228,7 +228,9 @@ struct BothSidesOrderedTests {
         let path = dir.url.appendingPathComponent("store").path
         // The old way: only Playlist.songs in the events and records, no code for Song.playlists.
         do {
-            let old = try EventLog(path: path, model: model)
+            var configuration = EventLog.Configuration()
+            configuration.skipsOrderedPairCheck = true
+            let old = try EventLog(path: path, model: model, configuration: configuration)
             var draft = TransactionDraft()
             let p1 = draft.insert("Playlist", values: ["name": .attribute(.string("p1"))])
             let p2 = draft.insert("Playlist", values: ["name": .attribute(.string("p2"))])
@@ -265,6 +267,22 @@ struct BothSidesOrderedTests {
         try await privateContext(reopened).perform { (context: isolated ManagedObjectContext) throws in
             #expect(ordered(try fetch(context, "Song", "s1"), "playlists") == ["p2", "p1"])
         }
+        // A copy as of before the fill is marked: refused read-only, filled at its first writable open.
+        let copy = try TemporaryDirectory()
+        let copyPath = copy.url.appendingPathComponent("store").path
+        _ = try log(reopened).replay(through: 1, into: copyPath)
+        #expect(throws: LogError.self) { try EventLog(openingExistingAt: copyPath) }
+        let copied = try openCoordinator(copy, model: model)
+        try await privateContext(copied).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(ordered(try fetch(context, "Song", "s1"), "playlists") == ["p1", "p2"])
+        }
+        #expect(try log(copied).head == 2)
+        // A copy through the fill is not marked: it opens read-only as it is.
+        let later = try TemporaryDirectory()
+        let laterPath = later.url.appendingPathComponent("store").path
+        _ = try log(reopened).replay(through: 2, into: laterPath)
+        let readable = try EventLog(openingExistingAt: laterPath)
+        #expect(try readable.read { try $0.related(StoredObjectID(entity: "Song", primaryKey: 1), "playlists") }.map(\.primaryKey) == [1, 2])
     }
 
     @Test("rollback puts both sides back in their saved order")
@@ -372,5 +390,36 @@ struct BothSidesOrderedTests {
         let reopened = try openCoordinator(dir, model: model)
         try await expectSeeded(reopened)
         #expect(try log(reopened).verify().isClean)
+    }
+
+    @Test("a draft that changes one side only is refused, nothing written; one that changes both commits")
+    func oneSidedDraftRefused() throws {
+        let dir = try TemporaryDirectory()
+        let log = try EventLog(path: dir.url.appendingPathComponent("store").path, model: try playlistModel())
+        var seed = TransactionDraft()
+        let p1 = seed.insert("Playlist", values: ["name": .attribute(.string("p1"))])
+        let s1 = seed.insert("Song", values: ["name": .attribute(.string("s1"))])
+        _ = seed.insert("Song", values: ["name": .attribute(.string("s2"))])
+        seed.update(p1, values: ["songs": .references([s1])])
+        seed.update(s1, values: ["playlists": .references([p1])])
+        _ = try log.commit(seed)
+        let playlist = StoredObjectID(entity: "Playlist", primaryKey: 1)
+        let song1 = StoredObjectID(entity: "Song", primaryKey: 1)
+        let song2 = StoredObjectID(entity: "Song", primaryKey: 2)
+        var added = TransactionDraft()
+        added.update(.stored(playlist), values: ["songs": .references([.stored(song2), .stored(song1)])])
+        let error = #expect(throws: LogError.self) { try log.commit(added) }
+        #expect(error?.description.contains("Playlist/p1.songs now holds Song/p2, but Song/p2.playlists doesn't hold Playlist/p1") == true)
+        var removed = TransactionDraft()
+        removed.update(.stored(song1), values: ["playlists": .references([])])
+        let removal = #expect(throws: LogError.self) { try log.commit(removed) }
+        #expect(removal?.description.contains("Song/p1.playlists no longer holds Playlist/p1") == true)
+        #expect(try log.head == 1)
+        var both = TransactionDraft()
+        both.update(.stored(playlist), values: ["songs": .references([.stored(song2), .stored(song1)])])
+        both.update(.stored(song2), values: ["playlists": .references([.stored(playlist)])])
+        _ = try log.commit(both)
+        #expect(try log.read { try $0.related(song2, "playlists") } == [playlist])
+        #expect(try log.verify().isClean)
     }
 }
