@@ -511,6 +511,21 @@ extension ContextCore {
             case .references(let targets): property.isOrdered ? .toMany(targets.map(id)) : .unordered(targets.map(id))
             }
         }
+        // Both sides of a many-to-many ordered on both sides come in the push (both are
+        // recorded, spec 0004 §4.1), so setting one side appends to the other's list by inverse
+        // maintenance before that list's own change is rebased — which then took the appended
+        // member as one this context had added, and left it last. Such a list is rebased onto
+        // what it was before the push (then the values the push itself gave it).
+        var pairedLists: [ManagedObjectID: [String: [ManagedObjectID]]] = [:]
+        for group in draft.groups {
+            for case .update(let object, let values) in group.operations {
+                guard let target = self.object(with: id(object)) else { continue }
+                for key in values.keys where pairedLists[target.objectID]?[key] == nil {
+                    guard let property = target.info.properties[key], isOrderedOnBothSides(property) else { continue }
+                    pairedLists[target.objectID, default: [:]][key] = target.currentValue(property).ids
+                }
+            }
+        }
         for (groupIndex, group) in draft.groups.enumerated() {
             for operation in group.operations {
                 switch operation {
@@ -519,10 +534,13 @@ extension ContextCore {
                     for (key, draftValue) in values.sorted(by: { $0.key < $1.key }) {
                         guard let property = target.info.properties[key] else { continue }
                         var newValue = value(draftValue, property)
+                        let paired = pairedLists[target.objectID]?[key]
                         if property.isOrdered, case .update = operation, let base = orderedBases[groupIndex]?[object]?[key] {
-                            let rebased = OrderedRebase.rebase(base: base.map(id), ours: newValue.ids, onto: target.currentValue(property).ids)
+                            let onto = paired ?? target.currentValue(property).ids
+                            let rebased = OrderedRebase.rebase(base: base.map(id), ours: newValue.ids, onto: onto)
                             newValue = .toMany(rebased)
                         }
+                        if paired != nil { pairedLists[target.objectID]?[key] = newValue.ids }
                         set(target, property, newValue, maintainInverse: true, register: true)
                     }
                 case .membership(let object, let key, let added, let removed):
@@ -543,6 +561,15 @@ extension ContextCore {
         summary.updated = (changeRecorder ?? []).subtracting(summary.inserted).subtracting(summary.deleted)
         tellChildren(.merge(summary), except: child)
         return summary
+    }
+
+    /// Whether `property` is an ordered to-many whose inverse is an ordered to-many too (both
+    /// sides recorded, spec 0004 §4.1; or the relationship is its own inverse).
+    func isOrderedOnBothSides(_ property: PropertyInfo) -> Bool {
+        guard property.isOrdered, let destination = property.destination, let inverse = property.inverse,
+            let other = entities[destination]?.properties[inverse]
+        else { return false }
+        return other.isOrdered
     }
 
     /// The objects a child's save changes or deletes that this context holds no values of

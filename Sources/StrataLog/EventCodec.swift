@@ -17,15 +17,30 @@ enum EventCodec {
     static let maximumTimestampMicroseconds: UInt64 = 9_000_000_000_000_000_000
 
     /// The newest event format this build reads (and writes). An event is written in the
-    /// oldest version that holds it: 2 when a group is marked not recorded for undo (group
-    /// flag bit 2, which version 1 doesn't have), else 1 — so a Strata that reads only
-    /// version 1 reads every other event and refuses that one naming its version, not as
-    /// damage (spec 0004 §3.1).
-    static let formatVersion: UInt8 = 2
+    /// oldest version that holds it: 3 when a change sets the paired side of a many-to-many
+    /// ordered on both sides (which version 2 derived, never stored: spec 0004 §4.1), else 2
+    /// when a group is marked not recorded for undo (group flag bit 2, which version 1
+    /// doesn't have), else 1 — so a Strata that reads only older versions reads every other
+    /// event and refuses that one naming its version, not as damage (spec 0004 §3.1).
+    static let formatVersion: UInt8 = 3
 
-    /// The format version `groups` are written in (see ``formatVersion``).
-    static func formatVersion(of groups: [ChangeGroup]) -> UInt8 {
-        groups.contains { !$0.isRecordedForUndo } ? 2 : 1
+    /// The format version `groups` are written in, with `schema` (the event's model
+    /// version's) telling the paired sides (see ``formatVersion``).
+    static func formatVersion(of groups: [ChangeGroup], schema: ModelSchema) -> UInt8 {
+        if schema.hasPairedSides && groups.contains(where: { $0.changes.contains { touchesPairedSide($0, schema) } }) {
+            return 3
+        }
+        return groups.contains { !$0.isRecordedForUndo } ? 2 : 1
+    }
+
+    /// Whether `change` sets (inserts, updates or deletes with) a paired side (spec 0004 §4.1).
+    static func touchesPairedSide(_ change: Change, _ schema: ModelSchema) -> Bool {
+        guard let entity = schema.entities[change.objectID.entity] else { return false }
+        func paired(_ name: String) -> Bool { entity.propertiesByName[name]?.isPairedSide ?? false }
+        switch change {
+        case .insert(_, let values), .delete(_, let values): return values.keys.contains(where: paired)
+        case .update(_, let changes): return changes.contains { paired($0.property) }
+        }
     }
     /// "STEV".
     static let magic: [UInt8] = [0x53, 0x54, 0x45, 0x56]
@@ -306,7 +321,7 @@ enum EventCodec {
     ) throws(LogError) -> [UInt8] {
         var w = ByteWriter(capacity: capacity)
         w.raw(magic)
-        w.byte(formatVersion(of: event.groups))
+        w.byte(formatVersion(of: event.groups, schema: try catalog.schema(forModelVersion: event.modelVersion)))
         var flags: UInt8 = 0
         if event.author != nil { flags |= 1 }
         if event.contextName != nil { flags |= 2 }
@@ -511,8 +526,9 @@ enum EventCodec {
         }
         guard r.isAtEnd else { throw r.failure("\(r.remaining) unexpected trailing bytes") }
         // Each event has one encoding: the oldest version that holds it.
-        guard version == formatVersion(of: groups) else {
-            throw r.failure("format version \(version) for groups that version \(formatVersion(of: groups)) holds, which no Strata writes")
+        let holding = formatVersion(of: groups, schema: schema)
+        guard version == holding else {
+            throw r.failure("format version \(version) for groups that version \(holding) holds, which no Strata writes")
         }
         return TransactionEvent(
             sequence: sequence, timestamp: date(microseconds: micros), author: author, contextName: contextName,

@@ -24,6 +24,66 @@ extension EventLog {
         return result
     }
 
+    /// Both sides of a many-to-many ordered on both sides are recorded (spec 0004 §4.1): a
+    /// commit that adds a destination to one side's list must add the object to the
+    /// destination's list of the other side, and one that removes it must remove it there —
+    /// a context does (it maintains inverses); a draft written to the log directly that
+    /// changes one side only is refused here, nothing written, rather than leave the two
+    /// sides disagreeing for good. Checked on the state as the transaction leaves it, with
+    /// the `referrers` rows of the other side. A deleted object's references are the
+    /// dangling-reference check's.
+    private func checkOrderedPairs(_ groups: [ChangeGroup], _ txn: borrowing LMDBTransaction, writer: TableWriter) throws {
+        /// Per object and paired property: the list before the transaction and after it.
+        var net: [StoredObjectID: [String: (before: [StoredObjectID], after: [StoredObjectID])]] = [:]
+        func ids(_ value: LogValue?) -> [StoredObjectID] {
+            if case .references(let list)? = value { return list }
+            return []
+        }
+        func note(_ id: StoredObjectID, _ name: String, _ before: LogValue?, _ after: LogValue?) {
+            guard schema.entities[id.entity]?.propertiesByName[name]?.orderedInverse != nil else { return }
+            let first = net[id]?[name]?.before ?? ids(before)
+            net[id, default: [:]][name] = (first, ids(after))
+        }
+        for group in groups {
+            for change in group.changes {
+                switch change {
+                case .insert(let id, let values): for (name, value) in values { note(id, name, nil, value) }
+                case .update(let id, let changes):
+                    for case .value(let name, let before, let after) in changes { note(id, name, before, after) }
+                case .delete: continue
+                }
+            }
+        }
+        for (id, properties) in net.sorted(by: { $0.key < $1.key }) {
+            let source = try writer.key(id)
+            guard try txn.containsKey(source.bytes, in: tables.state) else { continue }
+            for (name, lists) in properties.sorted(by: { $0.key < $1.key }) {
+                guard let inverse = schema.entities[id.entity]?.propertiesByName[name]?.orderedInverse,
+                    let dot = inverse.lastIndex(of: ".")
+                else { continue }
+                let inverseName = String(inverse[inverse.index(after: dot)...])
+                let code = try writer.relationshipCode(inverse)
+                func holds(_ target: StoredObjectID) throws -> Bool {
+                    var key = source.bytes
+                    key += [UInt8(code >> 8), UInt8(truncatingIfNeeded: code)]
+                    key += try writer.key(target).bytes
+                    return try txn.containsKey(key, in: tables.referrers)
+                }
+                let before = Set(lists.before), after = Set(lists.after)
+                for target in lists.after where !before.contains(target) {
+                    if try holds(target) { continue }
+                    throw LogError.invalidOperation(
+                        "\(id).\(name) now holds \(target), but \(target).\(inverseName) doesn't hold \(id): both sides of a many-to-many ordered on both sides are recorded (spec 0004 §4.1), so a transaction that changes one must change the other")
+                }
+                for target in lists.before where !after.contains(target) {
+                    guard try txn.containsKey(try writer.key(target).bytes, in: tables.state), try holds(target) else { continue }
+                    throw LogError.invalidOperation(
+                        "\(id).\(name) no longer holds \(target), but \(target).\(inverseName) still holds \(id): both sides of a many-to-many ordered on both sides are recorded (spec 0004 §4.1), so a transaction that changes one must change the other")
+                }
+            }
+        }
+    }
+
     /// Commits the draft `prepare` returns, calling `prepare` inside the LMDB write
     /// transaction: no writer, in this process or another, can commit between what `prepare`
     /// reads and this commit. A context that lost an optimistic-locking race checks its
@@ -518,6 +578,10 @@ extension EventLog {
             throw LogError.oneToOneViolation(
                 relationship: catalog.relationshipName(target.relationship) ?? "?", destination: target.destination.description,
                 objects: sources.map { (try? writer.id($0).description) ?? "?" })
+        }
+
+        if schema.hasPairedSides && !configuration.skipsOrderedPairCheck {
+            try checkOrderedPairs(groups, txn, writer: writer)
         }
 
         // The event itself, in chunks small enough to stay in B-tree pages.

@@ -148,7 +148,15 @@ extension EventLog {
             copied.append((2, key.withUnsafeBytes { Array($0) }, value.withUnsafeBytes { Array($0) }))
             return .next
         }
+        // Sides of many-to-manys ordered on both sides filled after `sequence` (or not yet):
+        // the copy's first writable open fills them (spec 0004 §4.1).
+        let sideRows = Self.orderedSideRows(
+            toFill: try reader.txn.value(forKey: MetaKey.orderedSidesToFill, in: tables.meta),
+            filled: try reader.txn.value(forKey: MetaKey.orderedSidesFilled, in: tables.meta), through: sequence)
+        if let rows = sideRows.toFill { copied.append((2, MetaKey.orderedSidesToFill, rows)) }
+        if let rows = sideRows.filled { copied.append((2, MetaKey.orderedSidesFilled, rows)) }
         let undoCheckpoints = try reader.undoCheckpointRows(through: sequence)
+        let sourceFormat = try reader.txn.value(forKey: MetaKey.formatVersion, in: tables.meta).flatMap { $0.count == 4 ? $0 : nil }
         let uuid = UUID()
         let now = bigEndianBytes(UInt64(bitPattern: EventCodec.microsecondsNow()))
         try target.write { txn in
@@ -157,7 +165,9 @@ extension EventLog {
                 try txn.put(row.value, forKey: row.key, in: database)
             }
             try txn.put(withUnsafeBytes(of: uuid.uuid) { Array($0) }, forKey: MetaKey.storeUUID, in: targetTables.meta)
-            try txn.put(bigEndianBytes(Self.formatVersion), forKey: MetaKey.formatVersion, in: targetTables.meta)
+            // The source's format version (2 once a model recorded both sides of a both-ordered
+            // many-to-many, spec 0004 §10).
+            try txn.put(sourceFormat ?? bigEndianBytes(UInt32(1)), forKey: MetaKey.formatVersion, in: targetTables.meta)
             try txn.put(now, forKey: MetaKey.createdAt, in: targetTables.meta)
             try txn.put(now, forKey: MetaKey.openedAt, in: targetTables.meta)
             try txn.put(bigEndianBytes(UInt64(0)), forKey: MetaKey.head, in: targetTables.meta)

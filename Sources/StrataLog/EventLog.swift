@@ -72,13 +72,19 @@ public final class EventLog: Sendable {
         /// Tests only: commits compute no derived attributes, as a bug in their upkeep would
         /// (so verify's check of derived values has something to find).
         package var skipsDerivations: Bool = false
+        /// Tests only: commits don't check that both sides of a many-to-many ordered on both
+        /// sides agree, so a test can write a store as one written when only one side was
+        /// recorded (spec 0004 §4.1).
+        package var skipsOrderedPairCheck: Bool = false
 
         /// The defaults.
         public init() {}
     }
 
-    /// The store's format version.
-    public static let formatVersion: UInt32 = 1
+    /// The newest store format version this build reads (and writes): 2 for a store whose
+    /// model has a many-to-many ordered on both sides (both sides recorded, spec 0004 §4.1 —
+    /// a Strata that derives the second side would refuse its records as damage), else 1.
+    public static let formatVersion: UInt32 = 2
 
     /// The store directory.
     public let path: String
@@ -208,6 +214,15 @@ public final class EventLog: Sendable {
                 throw LogError.notAStore("\(path) (no model stored)")
             }
             let schema = try catalog.schema(forModelVersion: newest)
+            // A store written when one side of a many-to-many ordered on both sides was
+            // derived has no list for it yet: a writable open fills it (spec 0004 §4.1).
+            let unfilled = Self.orderedSidesToFill(schema, existing: catalog.snapshot)
+            let marked = try environment.read { txn in try txn.value(forKey: MetaKey.orderedSidesToFill, in: tables.meta) }
+            if !unfilled.isEmpty || marked != nil {
+                let names = unfilled.isEmpty ? String(decoding: marked ?? [], as: UTF8.self).split(separator: "\n").joined(separator: ", ") : unfilled.joined(separator: ", ")
+                throw LogError.invalidOperation(
+                    "the store at \(path) was written when only one side of each many-to-many ordered on both sides was recorded, and \(names) has no list of its own yet: open it writable once to record both sides (a read-only open changes nothing)")
+            }
             if let givenModel, givenModel.versionHash != schema.model.versionHash {
                 throw LogError.modelMismatch(
                     "the store is opened read-only and its newest model isn't the one given: a read-only store takes no new model version and isn't migrated (open it writable to migrate it)")
@@ -233,7 +248,7 @@ public final class EventLog: Sendable {
                     let fresh = UUID()
                     let bytes = withUnsafeBytes(of: fresh.uuid) { Array($0) }
                     try txn.put(bytes, forKey: MetaKey.storeUUID, in: tables.meta)
-                    try txn.put(bigEndianBytes(Self.formatVersion), forKey: MetaKey.formatVersion, in: tables.meta)
+                    try txn.put(bigEndianBytes(UInt32(1)), forKey: MetaKey.formatVersion, in: tables.meta)
                     try txn.put(now, forKey: MetaKey.createdAt, in: tables.meta)
                     try txn.put(bigEndianBytes(UInt64(0)), forKey: MetaKey.head, in: tables.meta)
                     uuidBytes = bytes
@@ -244,6 +259,21 @@ public final class EventLog: Sendable {
                 let hash = Array(model.versionHash)
                 try txn.put(now, forKey: MetaKey.openedAt, in: tables.meta)
                 let registered = try Catalog.register(schema, in: txn, tables: tables, existing: existing)
+                // Both sides of a both-ordered many-to-many recorded: format 2, which a Strata
+                // deriving the second side refuses by its version (spec 0004 §10).
+                if schema.hasPairedSides {
+                    try txn.put(bigEndianBytes(UInt32(2)), forKey: MetaKey.formatVersion, in: tables.meta)
+                }
+                // Sides of many-to-manys ordered on both sides the store didn't record: filled
+                // after the open (spec 0004 §4.1), marked in this transaction so a crash before
+                // the fill leaves them to the next open.
+                let toFill = Self.orderedSidesToFill(schema, existing: existing)
+                if !toFill.isEmpty {
+                    let marked = try txn.value(forKey: MetaKey.orderedSidesToFill, in: tables.meta)
+                        .map { String(decoding: $0, as: UTF8.self).split(separator: "\n").map(String.init) } ?? []
+                    let all = Set(marked).union(toFill).sorted().joined(separator: "\n")
+                    try txn.put(Array(all.utf8), forKey: MetaKey.orderedSidesToFill, in: tables.meta)
+                }
                 let version: Int
                 var isNewVersion = false
                 var storedMatch: Int?
@@ -316,6 +346,7 @@ public final class EventLog: Sendable {
             Self.removeVacuumScratch(inStoreDirectory: path)
             if indexThrough != head { try buildContextIndex() }
             try migrateRecordingRefusal(isNewVersion: isNewVersion)
+            try fillOrderedSides()
         }
     }
 

@@ -31,6 +31,14 @@ struct ModelSchema: Sendable {
         let destination: String?
         /// For relationships: whether to-many.
         let isToMany: Bool
+        /// For a side of a many-to-many ordered on both sides (both recorded, spec 0004
+        /// §4.1): its inverse as "Entity.property"; nil otherwise (a relationship that is its
+        /// own inverse included).
+        var orderedInverse: String?
+        /// Whether this is the **paired side** of a many-to-many ordered on both sides: the
+        /// side whose "Entity.property" sorts after its inverse's, which Strata derived before
+        /// it recorded both (spec 0004 §4.1). A change to it makes an event format version 3.
+        var isPairedSide: Bool { orderedInverse.map { qualifiedName > $0 } ?? false }
 
         var isAttribute: Bool { attributeType != nil }
         var isRecorded: Bool {
@@ -101,6 +109,8 @@ struct ModelSchema: Sendable {
     let recordedRelationships: [String]
     /// The model's derived attributes; nil when it has none (a commit then computes nothing).
     let derivations: DerivationSchema?
+    /// Whether any entity has a paired side (``Property/isPairedSide``).
+    let hasPairedSides: Bool
 
     init(model: ManagedObjectModel) {
         self.model = model
@@ -140,14 +150,16 @@ struct ModelSchema: Sendable {
                     Property(
                         name: relationship.name, code: 0, declaringEntity: declarer, attributeType: nil,
                         relationship: storage, destination: relationship.destinationEntityName,
-                        isToMany: relationship.isToMany))
+                        isToMany: relationship.isToMany,
+                        orderedInverse: Self.orderedInverse(of: relationship, declaredBy: declarer, in: model)))
                 if case .derived = storage {} else { recorded.insert("\(declarer).\(relationship.name)") }
             }
             stored.sort { $0.name < $1.name }
             let coded = stored.enumerated().map { index, p in
                 Property(
                     name: p.name, code: index, declaringEntity: p.declaringEntity, attributeType: p.attributeType,
-                    relationship: p.relationship, destination: p.destination, isToMany: p.isToMany)
+                    relationship: p.relationship, destination: p.destination, isToMany: p.isToMany,
+                    orderedInverse: p.orderedInverse)
             }
 
             // Indexes declared on this entity or its ancestors.
@@ -183,22 +195,52 @@ struct ModelSchema: Sendable {
         self.indexes = allIndexes.values.sorted { $0.name < $1.name }
         self.recordedRelationships = recorded.sorted()
         derivations = DerivationSchema(model: model)
+        hasPairedSides = entities.values.contains { $0.properties.contains(where: \.isPairedSide) }
     }
 
-    /// Which side of a relationship the log records (`Specs/0004-event-log.md` §4.2):
-    /// an ordered to-many side; else the to-one side of a one-to-many; else, for
-    /// one-to-one and many-to-many, the side whose "Entity.property" sorts first; a
-    /// relationship without an inverse records itself.
+    /// Which side of a relationship the log records (`Specs/0004-event-log.md` §4.1):
+    /// both sides of a many-to-many ordered on both sides (each keeps its own order); else
+    /// an ordered to-many side; else the to-one side of a one-to-many; else, for one-to-one
+    /// and many-to-many, the side whose "Entity.property" sorts first; a relationship
+    /// without an inverse records itself.
     static func storage(
         of relationship: RelationshipDescription, declaredBy declarer: String, in model: ManagedObjectModel
     ) -> RelationshipStorage {
         let own: RelationshipStorage =
             relationship.isToMany ? (relationship.isOrdered ? .orderedToMany : .unorderedToMany) : .toOne
+        guard let found = storedInverse(of: relationship, in: model) else { return own }
+        let (inverse, inverseDeclarer) = found
+        let derived = RelationshipStorage.derived(inverseEntity: inverseDeclarer, inverse: inverse.name)
+        let selfOrdered = relationship.isToMany && relationship.isOrdered
+        let inverseOrdered = inverse.isToMany && inverse.isOrdered
+        if selfOrdered && inverseOrdered { return own }
+        if selfOrdered != inverseOrdered { return selfOrdered ? own : derived }
+        if relationship.isToMany != inverse.isToMany { return relationship.isToMany ? derived : own }
+        return "\(declarer).\(relationship.name)" <= "\(inverseDeclarer).\(inverse.name)" ? own : derived
+    }
+
+    /// For a side of a many-to-many ordered on both sides (see ``Property/orderedInverse``):
+    /// its inverse as "Entity.property"; nil for any other relationship, and for one that is
+    /// its own inverse.
+    static func orderedInverse(
+        of relationship: RelationshipDescription, declaredBy declarer: String, in model: ManagedObjectModel
+    ) -> String? {
+        guard relationship.isToMany, relationship.isOrdered, !relationship.isTransient,
+            let found = storedInverse(of: relationship, in: model), found.0.isToMany, found.0.isOrdered
+        else { return nil }
+        let inverse = "\(found.1).\(found.0.name)"
+        return inverse == "\(declarer).\(relationship.name)" ? nil : inverse
+    }
+
+    /// The stored inverse of `relationship` and the entity declaring it (the destination or
+    /// one of its ancestors); nil without one, or when it is transient.
+    private static func storedInverse(
+        of relationship: RelationshipDescription, in model: ManagedObjectModel
+    ) -> (RelationshipDescription, String)? {
         guard let inverseName = relationship.inverseName,
             let destination = model.entity(named: relationship.destinationEntityName),
             let inverse = destination.relationshipsByName[inverseName], !inverse.isTransient
-        else { return own }
-        // The entity declaring the inverse: the destination or one of its ancestors.
+        else { return nil }
         var inverseDeclarer = destination.name
         if !destination.relationships.contains(where: { $0.name == inverseName }) {
             for ancestor in destination.superentityNames
@@ -207,12 +249,7 @@ struct ModelSchema: Sendable {
                 break
             }
         }
-        let derived = RelationshipStorage.derived(inverseEntity: inverseDeclarer, inverse: inverseName)
-        let selfOrdered = relationship.isToMany && relationship.isOrdered
-        let inverseOrdered = inverse.isToMany && inverse.isOrdered
-        if selfOrdered != inverseOrdered { return selfOrdered ? own : derived }
-        if relationship.isToMany != inverse.isToMany { return relationship.isToMany ? derived : own }
-        return "\(declarer).\(relationship.name)" <= "\(inverseDeclarer).\(inverseName)" ? own : derived
+        return (inverse, inverseDeclarer)
     }
 
     func entity(_ name: String) throws(LogError) -> Entity {

@@ -473,7 +473,7 @@ extension DamagedDataReviewTests {
                 try put(store, store.tables.catalog, Array("eMember".utf8), [0])
             },
             Damage(name: "meta: a newer store format version", verifyFinds: false) { store, _ in
-                try put(store, store.tables.meta, MetaKey.formatVersion, bigEndianBytes(UInt32(2)))
+                try put(store, store.tables.meta, MetaKey.formatVersion, bigEndianBytes(EventLog.formatVersion + 1))
             },
             Damage(name: "checkpoint: a record's value forged") { store, _ in
                 let prefix = bigEndianBytes(UInt64(200)) + [CheckpointTag.record]

@@ -32,6 +32,16 @@ func vectorModel() throws -> ManagedObjectModel {
             Attribute("link", .uri)
             Attribute("tags", .transformable(valueTypeName: "[String]"))
         }
+        // A many-to-many ordered on both sides: both recorded, Venue.tours the paired side
+        // (format version 3, spec 0004 §4.1).
+        Entity("Tour") {
+            Attribute("name", .string)
+            Relationship("venues", to: "Venue", inverse: "tours", toMany: true, ordered: true)
+        }
+        Entity("Venue") {
+            Attribute("city", .string)
+            Relationship("tours", to: "Tour", inverse: "venues", toMany: true, ordered: true)
+        }
     }
 }
 
@@ -41,6 +51,10 @@ func vectorEvents() throws -> [(name: String, event: TransactionEvent)] {
     let ada = StoredObjectID(entity: "Person", primaryKey: 1)
     let bob = StoredObjectID(entity: "Person", primaryKey: 2)
     let sample = StoredObjectID(entity: "Sample", primaryKey: 1)
+    let summer = StoredObjectID(entity: "Tour", primaryKey: 1)
+    let tour = StoredObjectID(entity: "Tour", primaryKey: 2)
+    let oslo = StoredObjectID(entity: "Venue", primaryKey: 1)
+    let lyon = StoredObjectID(entity: "Venue", primaryKey: 2)
     let t0 = Date(timeIntervalSince1970: 1_767_225_600)  // 2026-01-01T00:00:00Z
     let decimal = try #require(Decimal(string: "12345.678", locale: Locale(identifier: "en_US_POSIX")))
     let uuid = try #require(UUID(uuidString: "0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0"))
@@ -127,6 +141,18 @@ func vectorEvents() throws -> [(name: String, event: TransactionEvent)] {
                     .update(ada, changes: [.value(property: "age", before: .attribute(.int16(37)), after: .attribute(.int16(38)))]),
                 ], recordedForUndo: false),
             ])),
+        // Both sides of a many-to-many ordered on both sides, each in its own order: a change
+        // to the paired side (Venue.tours) makes format version 3.
+        ("save setting both sides of a many-to-many ordered on both sides (format version 3)", TransactionEvent(
+            sequence: 8, timestamp: t0.addingTimeInterval(180), author: "alice", contextName: "editor", processID: 4242,
+            kind: .save, modelVersion: 1,
+            groups: [
+                ChangeGroup(actionName: "Plan", changes: [
+                    .insert(tour, values: ["name": .attribute(.string("Spring")), "venues": .references([lyon, oslo])]),
+                    .update(oslo, changes: [.value(property: "tours", before: .references([summer]), after: .references([tour, summer]))]),
+                    .insert(lyon, values: ["city": .attribute(.string("Lyon")), "tours": .references([tour])]),
+                ]),
+            ])),
     ]
 }
 
@@ -211,6 +237,8 @@ struct EventVectorTests {
         let good = try EventCodec.encode(events[0].event, catalog: log.catalog)
         let unrecorded = try EventCodec.encode(try #require(events.last { $0.event.groups.contains { !$0.isRecordedForUndo } }).event, catalog: log.catalog)
         #expect(unrecorded[4] == 2)
+        let paired = try EventCodec.encode(try #require(events.last { $0.name.contains("format version 3") }).event, catalog: log.catalog)
+        #expect(paired[4] == 3)
         /// `bytes` with format version `version` and the checksum made to match.
         func withVersion(_ bytes: [UInt8], _ version: UInt8) -> [UInt8] {
             var bytes = bytes
@@ -226,12 +254,15 @@ struct EventVectorTests {
         return [
             ["name": "bad magic", "hex": hex(badMagic), "error": "bad magic"],
             ["name": "one flipped bit", "hex": hex(flipped), "error": "checksum mismatch"],
-            ["name": "newer format version", "hex": hex(withVersion(good, 3)), "error": "format version 3, newer than this Strata reads (2)"],
+            ["name": "newer format version", "hex": hex(withVersion(good, 4)), "error": "format version 4, newer than this Strata reads (3)"],
             ["name": "truncated", "hex": hex(Array(good.prefix(20))), "error": "too short"],
             // Group flag bit 2 exists from version 2 on; and each event is written in the
             // oldest version that holds it.
             ["name": "a group not recorded for undo in a version 1 event", "hex": hex(withVersion(unrecorded, 1)), "error": "bad group flags 4"],
             ["name": "version 2 with every group recorded for undo", "hex": hex(withVersion(good, 2)), "error": "format version 2 for groups that version 1 holds"],
+            // A paired side (spec 0004 §4.1) exists from version 3 on.
+            ["name": "a paired side's change in a version 2 event", "hex": hex(withVersion(paired, 2)), "error": "format version 2 for groups that version 3 holds"],
+            ["name": "version 3 without a paired side", "hex": hex(withVersion(good, 3)), "error": "format version 3 for groups that version 1 holds"],
         ]
     }
 

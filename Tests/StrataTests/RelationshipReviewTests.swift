@@ -381,11 +381,10 @@ struct RelationshipReviewTests {
         }
     }
 
-    /// Spec 0004 §4.1 records one side of a many-to-many ordered on both sides and derives the
-    /// other, so the derived side's own order isn't stored: a known difference from Core Data
-    /// (which keeps both orders), left for the lead — recording both sides changes the stored
-    /// format of existing stores.
-    @Test("a many-to-many ordered on both sides: the recorded side keeps its order; the derived side's own order is not kept (known issue)")
+    /// Spec 0004 §4.1 records both sides of a many-to-many ordered on both sides (since session
+    /// 30; before, the second side was derived and its own order wasn't stored), as Core Data
+    /// keeps both orders.
+    @Test("a many-to-many ordered on both sides: each side keeps its own order after a save and a reopen")
     func bothSidesOrdered() async throws {
         let model = try ManagedObjectModel {
             Entity("Playlist") {
@@ -421,9 +420,8 @@ struct RelationshipReviewTests {
             let p1 = try #require(playlists.first { label($0) == "p1" })
             #expect(orderedLabels(p1, "songs") == ["s2", "s1"])
             #expect(Set(orderedLabels(s1, "playlists")) == ["p1", "p2"])
-            withKnownIssue("the derived side of a both-ordered many-to-many keeps no order of its own (spec 0004 §4.1)") {
-                #expect(orderedLabels(s1, "playlists") == ["p2", "p1"])
-            }
+            // Both sides are recorded (spec 0004 §4.1), so each keeps its own order.
+            #expect(orderedLabels(s1, "playlists") == ["p2", "p1"])
         }
     }
 

@@ -1,0 +1,99 @@
+import StrataStorage
+
+extension MetaKey {
+    /// The ordered sides a writable open must fill from their inverses' references, as
+    /// "Entity.property" joined by newlines (spec 0004 §4.1): present from the open that
+    /// registered them until their fill has committed.
+    static let orderedSidesToFill = Array("orderedSidesToFill".utf8)
+    /// The fills done: "Entity.property seq" lines, the seq of the `migration` transaction
+    /// that filled the side — a replayed copy through an earlier point marks the side to
+    /// fill again (``EventLog/replay(through:into:)``).
+    static let orderedSidesFilled = Array("orderedSidesFilled".utf8)
+}
+
+extension EventLog {
+    /// The sides of many-to-manys ordered on both sides that `registered` records and
+    /// `existing` (the catalog before this open) didn't, while it recorded their inverse:
+    /// a store written when only one side of such a relationship was recorded (before
+    /// session 30, or by a model version in which this side wasn't ordered). Their lists are
+    /// in no event yet; ``fillOrderedSides()`` gives them their inverses' references.
+    static func orderedSidesToFill(_ schema: ModelSchema, existing: Catalog.State) -> [String] {
+        var result: Set<String> = []
+        for entity in schema.entities.values {
+            for property in entity.properties {
+                guard let inverse = property.orderedInverse, existing.relationshipCodes[property.qualifiedName] == nil,
+                    existing.relationshipCodes[inverse] != nil
+                else { continue }
+                result.insert(property.qualifiedName)
+            }
+        }
+        return result.sorted()
+    }
+
+    /// The sides ``MetaKey/orderedSidesToFill`` names in this store (empty: none).
+    func orderedSidesToFill() throws -> [String] {
+        guard let bytes = try environment.read({ txn in try txn.value(forKey: MetaKey.orderedSidesToFill, in: tables.meta) })
+        else { return [] }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
+    /// Fills the sides ``MetaKey/orderedSidesToFill`` names, once: each object's list
+    /// becomes the objects whose inverse holds it, in key order (the order the side read in
+    /// while it was derived), after those its list already holds that still hold it. One
+    /// `migration` transaction of the open's model version (format version 3, §3.1), then
+    /// the mark goes; a crash between leaves the mark, and the next fill finds nothing to
+    /// change.
+    func fillOrderedSides() throws {
+        let sides = try orderedSidesToFill()
+        guard !sides.isEmpty else { return }
+        let result = try commit { () throws -> TransactionDraft? in
+            var draft = TransactionDraft(kind: .migration)
+            try read { reader in
+                for side in sides {
+                    guard let dot = side.firstIndex(of: "."),
+                        let property = schema.entities[String(side[..<dot])]?.propertiesByName[String(side[side.index(after: dot)...])],
+                        let inverse = property.orderedInverse, let inverseDot = inverse.firstIndex(of: ".")
+                    else { continue }
+                    let inverseEntity = String(inverse[..<inverseDot])
+                    let inverseName = String(inverse[inverse.index(after: inverseDot)...])
+                    try reader.forEachObjectID(of: property.declaringEntity) { id in
+                        let sources = try reader.referrers(to: id, through: inverseName, of: inverseEntity)
+                        let current = try reader.related(id, property.name)
+                        let holding = Set(sources)
+                        let kept = current.filter { holding.contains($0) }
+                        let keptSet = Set(kept)
+                        let wanted = kept + sources.filter { !keptSet.contains($0) }
+                        if wanted != current {
+                            draft.update(.stored(id), values: [property.name: .references(wanted.map { .stored($0) })])
+                        }
+                        return .next
+                    }
+                }
+            }
+            return draft.isEmpty ? nil : draft
+        }
+        // With nothing to change, the fill counts as made after the head: a copy through
+        // the head or earlier fills again (an object may have been referenced then).
+        let filledAt = try result?.event.sequence ?? (try read { try $0.head }) + 1
+        try environment.write { txn in
+            var lines = try txn.value(forKey: MetaKey.orderedSidesFilled, in: tables.meta).map { String(decoding: $0, as: UTF8.self) } ?? ""
+            for side in sides { lines += (lines.isEmpty ? "" : "\n") + "\(side) \(filledAt)" }
+            try txn.put(Array(lines.utf8), forKey: MetaKey.orderedSidesFilled, in: tables.meta)
+            _ = try txn.delete(key: MetaKey.orderedSidesToFill, in: tables.meta)
+        }
+    }
+
+    /// For a replayed copy through `sequence`: the meta rows that say which sides it must
+    /// still fill (those filled after `sequence`, or not yet) and which fills it holds.
+    static func orderedSideRows(toFill: [UInt8]?, filled: [UInt8]?, through sequence: UInt64) -> (toFill: [UInt8]?, filled: [UInt8]?) {
+        var unfilled = Set(toFill.map { String(decoding: $0, as: UTF8.self).split(separator: "\n").map(String.init) } ?? [])
+        var kept: [String] = []
+        for line in (filled.map { String(decoding: $0, as: UTF8.self) } ?? "").split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            guard parts.count == 2, let seq = UInt64(parts[1]) else { continue }
+            if seq <= sequence { kept.append(String(line)) } else { unfilled.insert(String(parts[0])) }
+        }
+        return (unfilled.isEmpty ? nil : Array(unfilled.sorted().joined(separator: "\n").utf8),
+                kept.isEmpty ? nil : Array(kept.joined(separator: "\n").utf8))
+    }
+}
