@@ -177,8 +177,8 @@ public struct BatchDeleteRequest: Sendable {
     /// Which objects a request deletes.
     public enum Target: Sendable {
         /// The objects the fetch request selects, in the store as saved (its predicate,
-        /// sub-entities, sort descriptors, offset and limit apply).
-        case fetchRequest(FetchRequest)
+        /// sub-entities, sort descriptors, offset and limit apply); kept untyped.
+        case fetchRequest(FetchRequest<ManagedObject>)
         /// These objects (permanent IDs of one store); those already deleted are skipped.
         case objectIDs([ManagedObjectID])
     }
@@ -188,9 +188,10 @@ public struct BatchDeleteRequest: Sendable {
     /// What the result holds (default ``BatchResultType/statusOnly``).
     public var resultType: BatchResultType = .statusOnly
 
-    /// A request deleting what `fetchRequest` selects (`init(fetchRequest:)`).
-    public init(fetchRequest: FetchRequest) {
-        target = .fetchRequest(fetchRequest)
+    /// A request deleting what `fetchRequest` selects (`init(fetchRequest:)`); any
+    /// `FetchRequest<Result>` (`Player.fetchRequest()` too: its class makes no difference).
+    public init<Result>(fetchRequest: FetchRequest<Result>) {
+        target = .fetchRequest(fetchRequest.erased)
     }
 
     /// A request deleting the objects `objectIDs` name (`init(objectIDs:)`); they must be of

@@ -487,7 +487,7 @@ extension ContextCore {
     func executeBatchDelete(_ request: BatchDeleteRequest) throws -> BatchResult {
         let store = try self.store()
         let what: String
-        let selection: FetchRequest?
+        let selection: FetchRequest<ManagedObject>?
         var given: [StoredObjectID] = []
         switch request.target {
         case .fetchRequest(let fetch):
@@ -671,7 +671,7 @@ extension ContextCore {
     }
 
     /// `fetch` prepared and checked as a fetch is, reading the store as saved.
-    private func batchSelection(_ fetch: FetchRequest) throws -> FetchRequest {
+    private func batchSelection(_ fetch: FetchRequest<ManagedObject>) throws -> FetchRequest<ManagedObject> {
         var request = try prepared(fetch)
         request.includesPendingChanges = false
         request.resultType = .managedObjectID
@@ -682,7 +682,7 @@ extension ContextCore {
     /// The stored objects `request` selects now, in its order. Without a sort, offset, limit
     /// or filter closure, when every object of the entities matches or an index answers the
     /// whole predicate, only IDs are read (no record decoded); otherwise the fetch runs.
-    private func batchMatches(_ request: FetchRequest, store: PersistentStore) throws -> [StoredObjectID] {
+    private func batchMatches(_ request: FetchRequest<ManagedObject>, store: PersistentStore) throws -> [StoredObjectID] {
         // The selection reads the current state; a pinned context reads related objects as
         // of its generation, which a join's targets, found with this reader, wouldn't match.
         let planner = try self.planner(for: request, resolvesJoins: generation == nil)

@@ -16,7 +16,7 @@ extension ContextCore: JoinResolving {
     ///
     /// - Throws: ``ContextError/unknownEntity(_:)``, or
     ///   ``ContextError/invalidFetchRequest(part:reason:)`` naming the part at fault.
-    func validate(_ request: FetchRequest) throws {
+    func validate(_ request: FetchRequest<ManagedObject>) throws {
         guard let info = entities[request.entityName] else { throw ContextError.unknownEntity(request.entityName) }
         let validator = FetchValidator(model: model, entity: info.entity, variables: request.substitutionVariables)
         if let predicate = request.predicate {
@@ -44,7 +44,7 @@ extension ContextCore: JoinResolving {
     // MARK: - Planning
 
     /// The plan `request` runs with (validated first).
-    func explain(_ request: FetchRequest) throws -> QueryPlan {
+    func explain(_ request: FetchRequest<ManagedObject>) throws -> QueryPlan {
         try validate(request)
         let planner = try self.planner(for: request)
         return try readPinned(try store().log) { (reader: borrowing LogReader) throws in try planner.plan(reader) }
@@ -59,7 +59,7 @@ extension ContextCore: JoinResolving {
     /// (3c) and every derived side is taken as the store's: for a plan run with a reader
     /// other than the one the context reads its objects with (a batch request's, of the
     /// current state, in a context pinned to a query generation).
-    func planner(for request: FetchRequest, resolvesJoins: Bool = true) throws -> QueryPlanner {
+    func planner(for request: FetchRequest<ManagedObject>, resolvesJoins: Bool = true) throws -> QueryPlanner {
         guard let info = entities[request.entityName] else { throw ContextError.unknownEntity(request.entityName) }
         let store = try? store()
         let resolver = resolvesJoins ? self : nil
@@ -71,7 +71,7 @@ extension ContextCore: JoinResolving {
 
     // MARK: - Joins
 
-    func storedObjects(matching request: FetchRequest, _ reader: borrowing LogReader, cap: Int, scanLimit: Int) throws -> (objects: [StoredObjectID], plan: QueryPlan)? {
+    func storedObjects(matching request: FetchRequest<ManagedObject>, _ reader: borrowing LogReader, cap: Int, scanLimit: Int) throws -> (objects: [StoredObjectID], plan: QueryPlan)? {
         let planner = try self.planner(for: request)
         let plan = try planner.plan(reader)
         switch plan.kind {
@@ -204,7 +204,7 @@ extension ContextCore: JoinResolving {
     /// The managed objects `request` selects: store rows found by the plan, merged with the
     /// context's pending changes (when `includesPendingChanges`), filtered by the predicate
     /// and the in-memory filter, sorted, offset and limited.
-    func fetchObjects(_ request: FetchRequest) throws -> [ManagedObject] {
+    func fetchObjects(_ request: FetchRequest<ManagedObject>) throws -> [ManagedObject] {
         var savedState: StoredState?
         return try fetchObjects(request, savedState: &savedState)
     }
@@ -212,7 +212,7 @@ extension ContextCore: JoinResolving {
     /// ``fetchObjects(_:)``, giving the saved state the fetch read related rows through
     /// (without pending changes, from the store), pinned to the fetch's snapshot: a
     /// dictionary fetch reads its rows' values through it, as the predicate read them.
-    func fetchObjects(_ request: FetchRequest, savedState: inout StoredState?) throws -> [ManagedObject] {
+    func fetchObjects(_ request: FetchRequest<ManagedObject>, savedState: inout StoredState?) throws -> [ManagedObject] {
         // No processPendingChanges here: a fetch must not split the undo group it runs in.
         try validate(request)
         // A child context sees its parent's current state, not the store's.
@@ -252,7 +252,7 @@ extension ContextCore: JoinResolving {
     /// object (only a relationship key path or an in-memory filter makes one, as a fetch
     /// does): each match holds its ID and sort keys, so a large fetch costs tens of bytes a
     /// result, not a row and an object. A whole entity in store order reads only the keys.
-    func fetchIDs(_ request: FetchRequest) throws -> [ManagedObjectID] {
+    func fetchIDs(_ request: FetchRequest<ManagedObject>) throws -> [ManagedObjectID] {
         try validate(request)
         if let parent = context?.parent { return try fetchThroughParent(request, parent: parent).map(\.objectID) }
         let planner = try self.planner(for: request)
@@ -271,7 +271,7 @@ extension ContextCore: JoinResolving {
     /// creating managed objects: the store's own count for a whole entity, index entries
     /// when the index answers the predicate exactly, otherwise rows judged one by one —
     /// corrected for the context's pending changes.
-    func countObjects(_ request: FetchRequest) throws -> Int {
+    func countObjects(_ request: FetchRequest<ManagedObject>) throws -> Int {
         try validate(request)
         if request.memoryFilter != nil || context?.parent != nil { return try fetchObjects(request).count }
         var unsorted = request
@@ -294,7 +294,7 @@ extension ContextCore: JoinResolving {
 /// created only for the results (or when a relationship or the in-memory filter needs one).
 final class FetchExecution {
     let core: ContextCore
-    let request: FetchRequest
+    let request: FetchRequest<ManagedObject>
     let plan: QueryPlan
     let storeUUID: UUID
     /// The concrete entities fetched, in store order (their position decides ties), with
@@ -391,7 +391,7 @@ final class FetchExecution {
 
     /// `readsCurrentState`: related rows without pending changes are read as the store is
     /// now, whatever the context's query generation (a batch request's selection).
-    init(core: ContextCore, request: FetchRequest, plan: QueryPlan, storeUUID: UUID, readsCurrentState: Bool = false) {
+    init(core: ContextCore, request: FetchRequest<ManagedObject>, plan: QueryPlan, storeUUID: UUID, readsCurrentState: Bool = false) {
         self.core = core
         self.request = request
         self.plan = plan

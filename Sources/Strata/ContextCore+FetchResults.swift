@@ -15,7 +15,7 @@ extension ContextCore {
     /// `request` with Swift key paths and `#Predicate`s resolved against the model,
     /// and the parts this layer owns checked. Errors name
     /// the part of the request at fault.
-    func prepared(_ request: FetchRequest) throws -> FetchRequest {
+    func prepared(_ request: FetchRequest<ManagedObject>) throws -> FetchRequest<ManagedObject> {
         guard entities[request.entityName] != nil else { throw ContextError.unknownEntity(request.entityName) }
         var request = request
         if let resultClass = request.resultClass { coordinator.registerByName(resultClass) }
@@ -56,7 +56,7 @@ extension ContextCore {
     /// `havingPredicate` make dictionary rows, and Core Data requires the dictionary result
     /// type for them. (Before, such a fetch returned every matching object, the grouping
     /// and the having predicate silently ignored.)
-    func refuseGrouping(_ request: FetchRequest, returning what: String) throws {
+    func refuseGrouping(_ request: FetchRequest<ManagedObject>, returning what: String) throws {
         let part: String
         if !(request.propertiesToGroupBy ?? []).isEmpty {
             part = "propertiesToGroupBy"
@@ -70,7 +70,7 @@ extension ContextCore {
     }
 
     /// Whether the request searches no store (an empty `affectedStores`).
-    func searchesNoStore(_ request: FetchRequest) -> Bool { request.affectedStores?.isEmpty ?? false }
+    func searchesNoStore(_ request: FetchRequest<ManagedObject>) -> Bool { request.affectedStores?.isEmpty ?? false }
 
     /// Checks that every component of `path` is a relationship, starting at `entity`.
     func checkRelationshipPath(_ path: String, from entity: String, part: String) throws {
@@ -102,7 +102,7 @@ extension ContextCore {
 
     // MARK: - Executing
 
-    func execute(_ request: FetchRequest) throws -> FetchResult {
+    func execute(_ request: FetchRequest<ManagedObject>) throws -> FetchResult {
         switch request.resultType {
         case .managedObject: .objects(try fetchManagedObjects(request))
         case .managedObjectID: .objectIDs(try fetchObjectIDs(request))
@@ -115,7 +115,7 @@ extension ContextCore {
     /// does) — or, for a dictionary request whose rows aren't one per object (grouped, with
     /// aggregate expressions, distinct, or with a having predicate), the number of rows
     /// ``fetchDictionaries(_:)`` returns. Before, those counted the matching objects.
-    func count(_ request: FetchRequest) throws -> Int {
+    func count(_ request: FetchRequest<ManagedObject>) throws -> Int {
         let request = try prepared(request)
         if searchesNoStore(request) { return 0 }
         if request.resultType == .dictionary, Self.makesRows(request) { return try fetchDictionaries(request).count }
@@ -125,12 +125,12 @@ extension ContextCore {
     }
 
     /// Whether a dictionary fetch of `request` makes rows other than one per matching object.
-    static func makesRows(_ request: FetchRequest) -> Bool {
+    static func makesRows(_ request: FetchRequest<ManagedObject>) -> Bool {
         request.returnsDistinctResults || request.havingPredicate != nil || !(request.propertiesToGroupBy ?? []).isEmpty
             || (request.propertiesToFetch ?? []).contains { if case .expression = $0 { true } else { false } }
     }
 
-    func fetchObjectIDs(_ request: FetchRequest) throws -> [ManagedObjectID] {
+    func fetchObjectIDs(_ request: FetchRequest<ManagedObject>) throws -> [ManagedObjectID] {
         let request = try prepared(request)
         try refuseGrouping(request, returning: "object IDs")
         if searchesNoStore(request) { return [] }
@@ -138,7 +138,7 @@ extension ContextCore {
     }
 
     /// Managed objects, with the request's faulting, batching and prefetching applied.
-    func fetchManagedObjects(_ request: FetchRequest) throws -> [ManagedObject] {
+    func fetchManagedObjects(_ request: FetchRequest<ManagedObject>) throws -> [ManagedObject] {
         let request = try prepared(request)
         try refuseGrouping(request, returning: "managed objects")
         if searchesNoStore(request) { return [] }
@@ -515,7 +515,7 @@ extension ContextCore {
         }
     }
 
-    func fetchDictionaries(_ request: FetchRequest) throws -> [[String: any Sendable]] {
+    func fetchDictionaries(_ request: FetchRequest<ManagedObject>) throws -> [[String: any Sendable]] {
         let request = try prepared(request)
         guard let info = entities[request.entityName] else { throw ContextError.unknownEntity(request.entityName) }
         let fetched: [PropertyToFetch] =
@@ -620,7 +620,7 @@ extension ContextCore {
     /// accepted (one row needs no order); any other key is refused, naming the keys there
     /// are. (Before, a key no row holds — a misspelt one too — sorted every row as nil:
     /// the order was silently ignored.)
-    func checkGroupedSorts(_ request: FetchRequest, rowKeys: [String], groupBy: [String]) throws {
+    func checkGroupedSorts(_ request: FetchRequest<ManagedObject>, rowKeys: [String], groupBy: [String]) throws {
         for (index, descriptor) in request.sortDescriptors.enumerated() where !rowKeys.contains(descriptor.key) {
             let part = "sort descriptor \(index + 1) (\(descriptor.key))"
             if groupBy.isEmpty {
@@ -691,7 +691,7 @@ extension ContextCore {
         return rewritten
     }
 
-    func checkDictionaryParts(_ request: FetchRequest, fetched: [PropertyToFetch], groupBy: [String], entity: String) throws {
+    func checkDictionaryParts(_ request: FetchRequest<ManagedObject>, fetched: [PropertyToFetch], groupBy: [String], entity: String) throws {
         var names: [String: PropertyToFetch] = [:]
         for (index, entry) in fetched.enumerated() {
             let part = "propertiesToFetch[\(index)]"

@@ -120,7 +120,7 @@ extension ContextCore {
     /// applied — its deleted objects drop out, its changed and inserted objects are judged by
     /// their current values — and the child sorts, offsets and limits. Unchanged results stay
     /// faults holding the parent's values as their row.
-    func fetchThroughParent(_ request: FetchRequest, parent: ManagedObjectContext) throws -> [ManagedObject] {
+    func fetchThroughParent(_ request: FetchRequest<ManagedObject>, parent: ManagedObjectContext) throws -> [ManagedObject] {
         guard let info = entities[request.entityName] else { throw ContextError.unknownEntity(request.entityName) }
         let pendingCounts = request.includesPendingChanges
         // A predicate reading other objects (`team.name`, `ANY tags.label`) judges an object

@@ -267,20 +267,34 @@ struct SortKeyTable {
     }
 }
 
-/// What to fetch (Core Data's `NSFetchRequest`): an entity, a predicate, sort descriptors,
-/// offset and limit, and the shape of the results (managed objects, object IDs,
+/// What to fetch (Core Data's `NSFetchRequest<ResultType>`): an entity, a predicate, sort
+/// descriptors, offset and limit, and the shape of the results (managed objects, object IDs,
 /// dictionaries with aggregates and grouping, or a count). Unsaved inserts, updates and
 /// deletes of the context are honoured unless ``includesPendingChanges`` is off. Spec 0008
 /// states the semantics.
 ///
+/// `Result` is the class of the objects ``ManagedObjectContext/fetch(_:)`` returns: a
+/// custom class (its ``FetchRequestResult/fetchRequest()`` or `FetchRequest<Run>(entityName:)`),
+/// or ``ManagedObject`` — what a request made without naming a class is:
+///
 /// ```swift
-/// var request = FetchRequest(entityName: "Run")
+/// var request: FetchRequest<Run> = Run.fetchRequest()
 /// request.predicate = try FormatPredicate(format: "processID > %@", 100)
 /// request.sortDescriptors = [FetchSortDescriptor(key: "date")]
 /// request.fetchLimit = 20
-/// let runs = try context.fetch(request)
+/// let runs: [Run] = try context.fetch(request)
+///
+/// let any = FetchRequest(entityName: "Run")   // FetchRequest<ManagedObject>
+/// let objects: [ManagedObject] = try context.fetch(any)
 /// ```
-public struct FetchRequest: Sendable {
+///
+/// A typed request's objects must be instances of `Result` (or a subclass): the class
+/// registered for their entity, or inherited from its nearest superentity with one. The
+/// class is registered for the entity named as it at fetch time when it is registered for
+/// none (``PersistentStoreCoordinator/register(_:forEntityName:)`` says more); an object of
+/// another class makes the fetch throw. The other results (``ManagedObjectContext/count(for:)``,
+/// object IDs, dictionaries) are the same for every `Result`.
+public struct FetchRequest<Result: ManagedObject>: Sendable {
     /// The entity fetched.
     public var entityName: String
     /// Include objects of sub-entities (default true).
@@ -303,7 +317,7 @@ public struct FetchRequest: Sendable {
     var memoryFilter: (@Sendable (ManagedObject) throws -> Bool)?
     /// A Foundation `#Predicate` given for a custom class, translated at fetch time.
     var swiftPredicate: SwiftPredicate?
-    /// The custom class the request was made for (``ManagedObject/fetchRequest()``,
+    /// The custom class the request was made for (`Result`, ``FetchRequestResult/fetchRequest()``,
     /// ``ManagedObjectContext/fetch(_:as:)``): registered at fetch time for the entity named
     /// as it, if it is registered for none (``PersistentStoreCoordinator/registerByName(_:)``).
     var resultClass: ManagedObject.Type?
@@ -349,33 +363,80 @@ public struct FetchRequest: Sendable {
     /// The stores searched; nil for every store of the coordinator (`affectedStores`).
     public var affectedStores: [PersistentStore]?
 
-    /// A request for every object of `entityName`.
-    public init(entityName: String, predicate: FormatPredicate? = nil, sortDescriptors: [FetchSortDescriptor] = []) {
+    /// Every init ends here: the parts given, and `Result` as the request's class unless it
+    /// is ``ManagedObject`` (registered at fetch time, as ``FetchRequestResult/fetchRequest()``'s is).
+    init(making entityName: String, predicate: FormatPredicate?, sortDescriptors: [FetchSortDescriptor]) {
         self.entityName = entityName
         self.predicate = predicate
         self.sortDescriptors = sortDescriptors
+        if ObjectIdentifier(Result.self) != ObjectIdentifier(ManagedObject.self) { resultClass = Result.self }
     }
 
-    /// A request filtered by a format string with `%@`/`%K` arguments.
+    /// A request for every object of `entityName`, fetched as `Result`
+    /// (`NSFetchRequest<Employee>(entityName:)`).
     ///
     /// ```swift
-    /// let request = try FetchRequest(entityName: "Post", format: "creationDate > %@", cutoff)
+    /// let request = FetchRequest<Employee>(entityName: "Employee")
+    /// let employees = try context.fetch(request)   // [Employee]
+    /// ```
+    public init(entityName: String, predicate: FormatPredicate? = nil, sortDescriptors: [FetchSortDescriptor] = []) {
+        self.init(making: entityName, predicate: predicate, sortDescriptors: sortDescriptors)
+    }
+
+    /// A request fetched as `Result`, filtered by a format string with `%@`/`%K` arguments.
+    ///
+    /// ```swift
+    /// let request = try FetchRequest<Post>(entityName: "Post", format: "creationDate > %@", cutoff)
     /// ```
     public init(entityName: String, format: String, _ arguments: Any...) throws {
-        self.init(entityName: entityName, predicate: try FormatPredicate(format: format, argumentArray: arguments))
+        self.init(making: entityName, predicate: try FormatPredicate(format: format, argumentArray: arguments), sortDescriptors: [])
     }
 
-    /// A request filtered by a Foundation `#Predicate` over a custom class. The forms spec
-    /// 0008 lists are translated (and can use indexes); any other predicate is evaluated in
-    /// memory on each candidate object.
+    /// A request filtered by a Foundation `#Predicate` over a custom class, fetched as that
+    /// class. The forms spec 0008 lists are translated (and can use indexes); any other
+    /// predicate is evaluated in memory on each candidate object.
     ///
     /// ```swift
-    /// FetchRequest(entityName: "Person", predicate: #Predicate<Person> { $0.age >= 100 && $0.age <= 200 })
+    /// let request = FetchRequest(entityName: "Person", predicate: #Predicate<Person> { $0.age >= 100 && $0.age <= 200 })
+    /// let people = try context.fetch(request)   // [Person]
     /// ```
-    public init<T: ManagedObject>(entityName: String, predicate: Predicate<T>, sortDescriptors: [FetchSortDescriptor] = []) {
-        self.init(entityName: entityName, sortDescriptors: sortDescriptors)
+    public init(entityName: String, predicate: Predicate<Result>, sortDescriptors: [FetchSortDescriptor] = []) {
+        self.init(making: entityName, predicate: nil, sortDescriptors: sortDescriptors)
         swiftPredicate = SwiftPredicate(predicate)
-        resultClass = T.self
+        resultClass = Result.self
+    }
+
+    /// This request as a `FetchRequest<Other>`: every part the same (its class to register
+    /// too), only the static type of its objects differs. The context's fetch machinery
+    /// runs `FetchRequest<ManagedObject>`s (``erased``).
+    func retyped<Other: ManagedObject>(as _: Other.Type) -> FetchRequest<Other> {
+        var other = FetchRequest<Other>(making: entityName, predicate: predicate, sortDescriptors: sortDescriptors)
+        other.includesSubentities = includesSubentities
+        other.substitutionVariables = substitutionVariables
+        other.fetchLimit = fetchLimit
+        other.fetchOffset = fetchOffset
+        other.includesPendingChanges = includesPendingChanges
+        other.memoryFilter = memoryFilter
+        other.swiftPredicate = swiftPredicate
+        other.resultClass = resultClass
+        other.resultType = resultType
+        other.fetchBatchSize = fetchBatchSize
+        other.returnsObjectsAsFaults = returnsObjectsAsFaults
+        other.includesPropertyValues = includesPropertyValues
+        other.shouldRefreshRefetchedObjects = shouldRefreshRefetchedObjects
+        other.relationshipKeyPathsForPrefetching = relationshipKeyPathsForPrefetching
+        other.propertiesToFetch = propertiesToFetch
+        other.propertiesToGroupBy = propertiesToGroupBy
+        other.havingPredicate = havingPredicate
+        other.returnsDistinctResults = returnsDistinctResults
+        other.affectedStores = affectedStores
+        return other
+    }
+
+    /// The request as the untyped `FetchRequest<ManagedObject>` the context runs.
+    var erased: FetchRequest<ManagedObject> {
+        if let same = self as? FetchRequest<ManagedObject> { return same }
+        return retyped(as: ManagedObject.self)
     }
 
     /// Keeps only the objects `isIncluded` accepts, evaluated in memory after `predicate`
@@ -386,6 +447,64 @@ public struct FetchRequest: Sendable {
         } else {
             memoryFilter = isIncluded
         }
+    }
+}
+
+extension FetchRequest where Result == ManagedObject {
+    /// A request for every object of `entityName`, as plain ``ManagedObject``s (Core Data's
+    /// `NSFetchRequest<NSManagedObject>(entityName:)`): what `FetchRequest(entityName:)`
+    /// makes when no class is named. Objects of a registered custom class are still
+    /// instances of it.
+    ///
+    /// ```swift
+    /// let request = FetchRequest(entityName: "Run", sortDescriptors: [FetchSortDescriptor(key: "date")])
+    /// let runs = try context.fetch(request)   // [ManagedObject]
+    /// ```
+    public init(entityName: String, predicate: FormatPredicate? = nil, sortDescriptors: [FetchSortDescriptor] = []) {
+        self.init(making: entityName, predicate: predicate, sortDescriptors: sortDescriptors)
+    }
+
+    /// A request for plain ``ManagedObject``s filtered by a format string with `%@`/`%K`
+    /// arguments.
+    ///
+    /// ```swift
+    /// let request = try FetchRequest(entityName: "Post", format: "creationDate > %@", cutoff)
+    /// ```
+    public init(entityName: String, format: String, _ arguments: Any...) throws {
+        self.init(making: entityName, predicate: try FormatPredicate(format: format, argumentArray: arguments), sortDescriptors: [])
+    }
+}
+
+/// What gives every managed object class its typed ``fetchRequest()`` (the role Core Data's
+/// `NSFetchRequestResult` plays for managed objects). ``ManagedObject`` conforms, so every
+/// subclass does; nothing is to be implemented.
+public protocol FetchRequestResult: ManagedObject {}
+
+extension ManagedObject: FetchRequestResult {}
+
+extension FetchRequestResult {
+    /// A fetch request for the entity named as this class, typed by it (the
+    /// `fetchRequest()` Core Data generates for each class):
+    ///
+    /// ```swift
+    /// let request: FetchRequest<Run> = Run.fetchRequest()
+    /// let runs: [Run] = try context.fetch(request)
+    /// ```
+    ///
+    /// Fetching it registers the class for that entity if it is registered for none (as
+    /// ``ManagedObject/init(context:)`` does), so the objects are instances of the class
+    /// even before any was inserted through it. A class whose entity has another name
+    /// declares its own, as Core Data's generated code does, and that one is used:
+    ///
+    /// ```swift
+    /// final class Employee: ManagedObject {
+    ///     class func fetchRequest() -> FetchRequest<Employee> { FetchRequest<Employee>(entityName: "Staff") }
+    /// }
+    /// ```
+    public static func fetchRequest() -> FetchRequest<Self> {
+        var request = FetchRequest<Self>(entityName: String(describing: self))
+        request.resultClass = self
+        return request
     }
 }
 
@@ -474,7 +593,7 @@ extension ManagedObjectModel {
     /// Nil when the model has no such template.
     ///
     /// - Throws: ``ContextError/invalidArgument(_:)`` when the template's predicate doesn't parse.
-    public func fetchRequestTemplate(forName name: String) throws -> FetchRequest? {
+    public func fetchRequestTemplate(forName name: String) throws -> FetchRequest<ManagedObject>? {
         guard let template = fetchRequestTemplatesByName[name] else { return nil }
         var request = FetchRequest(entityName: template.entityName)
         if let stored = template.predicate {
@@ -497,7 +616,7 @@ extension ManagedObjectModel {
     ///
     /// - Throws: ``ContextError/invalidArgument(_:)`` naming a variable the predicate uses
     ///   but `substitutionVariables` lacks, or a template that names an unknown entity.
-    public func fetchRequestFromTemplate(withName name: String, substitutionVariables: [String: Any]) throws -> FetchRequest? {
+    public func fetchRequestFromTemplate(withName name: String, substitutionVariables: [String: Any]) throws -> FetchRequest<ManagedObject>? {
         let filled: TemplateFetchRequest?
         do {
             filled = try fetchRequestTemplate(named: name, substitutionVariables: substitutionVariables)

@@ -58,7 +58,7 @@ struct RelatedStep: Hashable {
 /// What `performFetch()` worked out from the request.
 struct ResultsPlan {
     /// The request with Swift key paths and `#Predicate`s resolved.
-    let request: FetchRequest
+    let request: FetchRequest<ManagedObject>
     let descriptors: [FetchSortDescriptor]
     /// Whether each sort key is one key (no dots, no operator).
     let simpleKeys: [Bool]

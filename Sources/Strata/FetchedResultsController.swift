@@ -198,7 +198,10 @@ public class AnyFetchedResultsController {
     /// teams.fetchRequest.predicate = try FormatPredicate(format: "name BEGINSWITH[c] %@", text)
     /// try teams.performFetch()
     /// ```
-    public var fetchRequest: FetchRequest
+    ///
+    /// Kept untyped (`FetchRequest<ManagedObject>`) whatever the controller's `Result`:
+    /// the class of the objects is the controller's.
+    public var fetchRequest: FetchRequest<ManagedObject>
     /// The context the controller fetches in and follows (`managedObjectContext`).
     ///
     /// Unlike Core Data's, the controller doesn't keep its context alive: it lives inside
@@ -267,7 +270,7 @@ public class AnyFetchedResultsController {
     var evaluations = 0
 
     init(
-        fetchRequest: FetchRequest, context: isolated ManagedObjectContext, sectionNameKeyPath: String?, cacheName: String?,
+        fetchRequest: FetchRequest<ManagedObject>, context: isolated ManagedObjectContext, sectionNameKeyPath: String?, cacheName: String?,
         accepts: @escaping (ManagedObject) -> Bool
     ) {
         self.fetchRequest = fetchRequest
@@ -405,15 +408,16 @@ public class AnyFetchedResultsController {
 /// }
 /// ```
 ///
-/// `Result` is `ManagedObject`, or a class registered for the entity
+/// `Result` is the request's class (`FetchRequest<Team>`, `Team.fetchRequest()`; an untyped
+/// request gives `ManagedObject`), or a class registered for the entity named otherwise
 /// (`FetchedResultsController<Team>(…)`, or `as: Team.self`); objects of other classes are
 /// left out, as ``ManagedObjectContext/fetch(_:as:)`` leaves them out.
 ///
 /// ## Topics
 ///
 /// ### Creating a controller
-/// - ``init(fetchRequest:managedObjectContext:sectionNameKeyPath:cacheName:as:)``
 /// - ``init(fetchRequest:managedObjectContext:sectionNameKeyPath:cacheName:)``
+/// - ``init(fetchRequest:managedObjectContext:sectionNameKeyPath:cacheName:as:)``
 ///
 /// ### Reading the results
 /// - ``fetchedObjects``
@@ -426,19 +430,39 @@ public final class FetchedResultsController<Result: ManagedObject>: AnyFetchedRe
 
     /// A controller of `fetchRequest`'s results in `managedObjectContext`
     /// (`init(fetchRequest:managedObjectContext:sectionNameKeyPath:cacheName:)`), with
-    /// objects of class `Result`. Nothing is fetched until ``performFetch()``; problems with
-    /// the request are reported there.
+    /// objects of the request's class, as Core Data's `NSFetchedResultsController<ResultType>`
+    /// takes an `NSFetchRequest<ResultType>`. Nothing is fetched until ``performFetch()``;
+    /// problems with the request are reported there.
+    ///
+    /// ```swift
+    /// let teams = FetchedResultsController(fetchRequest: request, managedObjectContext: context)   // FetchRequest<ManagedObject>
+    /// let players = FetchedResultsController(fetchRequest: Player.fetchRequest(), managedObjectContext: context,
+    ///                                        sectionNameKeyPath: "team.name")   // FetchedResultsController<Player>
+    /// ```
+    public init(
+        fetchRequest: FetchRequest<Result>, managedObjectContext: isolated ManagedObjectContext, sectionNameKeyPath: String? = nil,
+        cacheName: String? = nil
+    ) {
+        super.init(
+            fetchRequest: fetchRequest.erased, context: managedObjectContext, sectionNameKeyPath: sectionNameKeyPath, cacheName: cacheName,
+            accepts: { $0 is Result })
+    }
+
+    /// A controller of `fetchRequest`'s results in `managedObjectContext`, with objects of
+    /// class `Result` whatever the request's class (an untyped request shown typed).
+    /// Nothing is fetched until ``performFetch()``; problems with the request are reported
+    /// there.
     ///
     /// ```swift
     /// let players = FetchedResultsController(fetchRequest: request, managedObjectContext: context,
     ///                                        sectionNameKeyPath: "team.name", as: Player.self)
     /// ```
-    public init(
-        fetchRequest: FetchRequest, managedObjectContext: isolated ManagedObjectContext, sectionNameKeyPath: String? = nil,
+    public init<Fetched>(
+        fetchRequest: FetchRequest<Fetched>, managedObjectContext: isolated ManagedObjectContext, sectionNameKeyPath: String? = nil,
         cacheName: String? = nil, as type: Result.Type = Result.self
     ) {
         super.init(
-            fetchRequest: fetchRequest, context: managedObjectContext, sectionNameKeyPath: sectionNameKeyPath, cacheName: cacheName,
+            fetchRequest: fetchRequest.erased, context: managedObjectContext, sectionNameKeyPath: sectionNameKeyPath, cacheName: cacheName,
             accepts: { $0 is Result })
     }
 
@@ -474,22 +498,6 @@ public final class FetchedResultsController<Result: ManagedObject>: AnyFetchedRe
     /// of them. Found by a binary search of its section.
     public func indexPath(forObject object: Result) -> IndexPath? {
         location(of: object).map { IndexPath(indexes: [$0.section, $0.row]) }
-    }
-}
-
-extension FetchedResultsController where Result == ManagedObject {
-    /// A controller of plain ``ManagedObject``s (`init(fetchRequest:managedObjectContext:sectionNameKeyPath:cacheName:)`).
-    ///
-    /// ```swift
-    /// let teams = FetchedResultsController(fetchRequest: request, managedObjectContext: context)
-    /// ```
-    public convenience init(
-        fetchRequest: FetchRequest, managedObjectContext: isolated ManagedObjectContext, sectionNameKeyPath: String? = nil,
-        cacheName: String? = nil
-    ) {
-        self.init(
-            fetchRequest: fetchRequest, managedObjectContext: managedObjectContext, sectionNameKeyPath: sectionNameKeyPath,
-            cacheName: cacheName, as: ManagedObject.self)
     }
 }
 

@@ -232,18 +232,6 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         valuesStamp = registry.nextStamp()
     }
 
-    /// A fetch request for the entity named as this class (the `fetchRequest()` Core Data
-    /// generates for each class: `let request = Run.fetchRequest()`); fetch it typed with
-    /// ``ManagedObjectContext/fetch(_:as:)``. Fetching it registers the class for that
-    /// entity if it is registered for none (as ``init(context:)`` does), so the objects are
-    /// instances of the class even before any was inserted through it. Override it for a
-    /// class whose entity has another name.
-    open class func fetchRequest() -> FetchRequest {
-        var request = FetchRequest(entityName: String(describing: self))
-        request.resultClass = self
-        return request
-    }
-
     /// Inserts a new object of this class into `context` (Core Data's `init(context:)`, the
     /// usual idiom in Swift: `let run = Run(context: context)`), of the entity the class is
     /// registered for with ``PersistentStoreCoordinator/register(_:forEntityName:)`` — else

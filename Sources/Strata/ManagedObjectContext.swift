@@ -479,55 +479,88 @@ public actor ManagedObjectContext {
     // MARK: - Fetching
 
     /// The objects `request` matches, unsaved changes included (`fetch(_:)`), with its
-    /// faulting, batching and prefetching options applied.
+    /// faulting, batching and prefetching options applied, as instances of the request's
+    /// `Result` class (Core Data's `fetch(_:)` of an `NSFetchRequest<ResultType>`).
+    ///
+    /// ```swift
+    /// let employees = try context.fetch(Employee.fetchRequest())   // [Employee]
+    /// let objects = try context.fetch(FetchRequest(entityName: "Employee"))   // [ManagedObject]
+    /// ```
     ///
     /// - Throws: ``ContextError/invalidFetchRequest(part:reason:)`` naming the part of the request at fault
     ///   (an unknown entity or key path, a type mismatch, a missing substitution variable),
-    ///   or when ``FetchRequest/resultType`` isn't `.managedObject` (use ``execute(_:)``,
-    ///   ``fetchObjectIDs(_:)``, ``fetchDictionaries(_:)`` or ``count(for:)``).
-    public func fetch(_ request: FetchRequest) throws -> [ManagedObject] {
+    ///   when ``FetchRequest/resultType`` isn't `.managedObject` (use ``execute(_:)``,
+    ///   ``fetchObjectIDs(_:)``, ``fetchDictionaries(_:)`` or ``count(for:)``), or — part
+    ///   `entityName` — when a matching object isn't a `Result`: the class registered for its
+    ///   entity (or inherited from a superentity) is another one. Nothing is returned then.
+    public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
         guard request.resultType == .managedObject else {
             throw ContextError.invalidFetchRequest(
                 part: "resultType", reason: "fetch(_:) returns managed objects, but the request asks for \(request.resultType); use execute(_:)")
         }
-        return try core.fetchManagedObjects(request)
+        let objects = try core.fetchManagedObjects(request.erased)
+        if let typed = objects as? [Result] { return typed }
+        var typed: [Result] = []
+        typed.reserveCapacity(objects.count)
+        for object in objects {
+            guard let instance = object as? Result else {
+                throw ContextError.invalidFetchRequest(
+                    part: "entityName",
+                    reason: "the request is a FetchRequest<\(Result.self)>, but \(object.objectID) (entity \(object.entity.name)) is an instance of "
+                        + "\(type(of: object)), not of \(Result.self); register \(Result.self) (or a subclass) for entity \(object.entity.name) "
+                        + "with register(_:forEntityName:), or fetch it with a FetchRequest<ManagedObject>")
+            }
+            typed.append(instance)
+        }
+        return typed
     }
 
     /// The objects `request` matches, as instances of the custom class `type` (objects of
     /// another class are left out). A class registered for no entity is first registered
     /// for the entity named as the class, as ``ManagedObject/init(context:)`` registers it
-    /// (when that entity isn't abstract and has no class), so `fetch(Run.fetchRequest(),
-    /// as: Run.self)` finds the runs in a coordinator where no `Run` was inserted yet.
+    /// (when that entity isn't abstract and has no class), so `fetch(FetchRequest(entityName:
+    /// "Run"), as: Run.self)` finds the runs in a coordinator where no `Run` was inserted yet.
+    /// Kept for source compatibility: a typed request (`FetchRequest<Run>`,
+    /// `Run.fetchRequest()`) fetched with ``fetch(_:)`` says the same, and throws instead of
+    /// leaving out an object of another class.
     ///
     /// ```swift
     /// let runs = try context.fetch(FetchRequest(entityName: "Run"), as: Run.self)
     /// ```
-    public func fetch<T: ManagedObject>(_ request: FetchRequest, as type: T.Type) throws -> [T] {
-        var request = request
+    public func fetch<Result, T: ManagedObject>(_ request: FetchRequest<Result>, as type: T.Type) throws -> [T] {
+        var request = request.erased
         if request.resultClass == nil { request.resultClass = type }
         return try fetch(request).compactMap { $0 as? T }
     }
 
     /// The IDs of the objects `request` matches (the `managedObjectIDResultType` fetch);
-    /// `Sendable`, so they can be handed to another context.
+    /// `Sendable`, so they can be handed to another context. Any `FetchRequest<Result>` (its
+    /// `Result` class makes no difference).
     ///
     /// The same objects in the same order as ``fetch(_:)``, but no managed object is made
     /// and no row kept for a stored object (unless a key path through a relationship or the
     /// in-memory filter needs one): the result costs tens of bytes per object. With
     /// ``existingObjects(with:)`` it is the way through a result too large to hold.
-    public func fetchObjectIDs(_ request: FetchRequest) throws -> [ManagedObjectID] { try core.fetchObjectIDs(request) }
+    public func fetchObjectIDs<Result>(_ request: FetchRequest<Result>) throws -> [ManagedObjectID] {
+        try core.fetchObjectIDs(request.erased)
+    }
 
     /// One dictionary per matching object, or per group with ``FetchRequest/propertiesToGroupBy``
     /// (the `dictionaryResultType` fetch): ``FetchRequest/propertiesToFetch`` by name, to-one
     /// relationships as object IDs, aggregates under their names; nil values are left out.
-    public func fetchDictionaries(_ request: FetchRequest) throws -> [[String: any Sendable]] { try core.fetchDictionaries(request) }
+    /// Any `FetchRequest<Result>` (its `Result` class makes no difference).
+    public func fetchDictionaries<Result>(_ request: FetchRequest<Result>) throws -> [[String: any Sendable]] {
+        try core.fetchDictionaries(request.erased)
+    }
 
-    /// Runs `request` and returns what its ``FetchRequest/resultType`` asks for.
-    public func execute(_ request: FetchRequest) throws -> FetchResult { try core.execute(request) }
+    /// Runs `request` and returns what its ``FetchRequest/resultType`` asks for (objects as
+    /// ``ManagedObject``s, whatever the request's `Result`).
+    public func execute<Result>(_ request: FetchRequest<Result>) throws -> FetchResult { try core.execute(request.erased) }
 
     /// The number of objects `request` matches (`count(for:)`), unsaved changes included;
     /// counted without creating managed objects where the store or an index can answer.
-    public func count(for request: FetchRequest) throws -> Int { try core.count(request) }
+    /// Any `FetchRequest<Result>` (its `Result` class makes no difference).
+    public func count<Result>(for request: FetchRequest<Result>) throws -> Int { try core.count(request.erased) }
 
     /// The plan `request` would run with: which index finds its candidates, what is left to
     /// filter, how it is ordered (Strata's counterpart of SQLite's `EXPLAIN QUERY PLAN`).
@@ -538,7 +571,7 @@ public actor ManagedObjectContext {
     /// ```
     ///
     /// - Throws: the errors ``fetch(_:)`` throws for a request that can't run.
-    public func explain(_ request: FetchRequest) throws -> QueryPlan { try core.explain(core.prepared(request)) }
+    public func explain<Result>(_ request: FetchRequest<Result>) throws -> QueryPlan { try core.explain(core.prepared(request.erased)) }
 
     // MARK: - Undo
 

@@ -367,7 +367,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Registers `type` for the entity named as the class (Core Data's generated classes
     /// are named after their entities) when it is registered for no entity, the model has
     /// that entity, not abstract, and no class is registered for it; otherwise nothing.
-    /// What ``ManagedObject/init(context:)``, ``ManagedObject/fetchRequest()`` and
+    /// What ``ManagedObject/init(context:)``, ``FetchRequestResult/fetchRequest()``, a typed ``FetchRequest`` and
     /// ``ManagedObjectContext/fetch(_:as:)`` rely on.
     func registerByName(_ type: ManagedObject.Type) {
         let own = String(describing: type)

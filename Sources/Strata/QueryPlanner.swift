@@ -476,7 +476,7 @@ protocol JoinResolving: AnyObject {
     /// their stored rows (rows of objects the context changed are skipped), with the plan
     /// that found them; nil when that plan would scan more than `scanLimit` objects in full,
     /// or read more than `cap` index entries, or more than `cap` match.
-    func storedObjects(matching request: FetchRequest, _ reader: borrowing LogReader, cap: Int, scanLimit: Int) throws -> (objects: [StoredObjectID], plan: QueryPlan)?
+    func storedObjects(matching request: FetchRequest<ManagedObject>, _ reader: borrowing LogReader, cap: Int, scanLimit: Int) throws -> (objects: [StoredObjectID], plan: QueryPlan)?
     /// The stored objects of `entities` whose values, as the context would read them, may
     /// differ from the store's: changed or deleted there, or holding values (or a fetched
     /// row) of another version than the store's, or a derived relationship side other than
@@ -500,7 +500,7 @@ protocol JoinResolving: AnyObject {
 struct QueryPlanner {
     let model: ManagedObjectModel
     let entity: EntityDescription
-    let request: FetchRequest
+    let request: FetchRequest<ManagedObject>
     /// The context, for comparisons through a relationship key path; nil: none is planned.
     let resolver: (any JoinResolving)?
     /// The accesses of the predicate's comparisons through a relationship key path, found
@@ -528,7 +528,7 @@ struct QueryPlanner {
     /// nothing in it. Nil: none is known, and no relationship equality is planned.
     let storeUUID: UUID?
 
-    init(model: ManagedObjectModel, entity: EntityDescription, request: FetchRequest, storeUUID: UUID?, resolver: (any JoinResolving)? = nil) {
+    init(model: ManagedObjectModel, entity: EntityDescription, request: FetchRequest<ManagedObject>, storeUUID: UUID?, resolver: (any JoinResolving)? = nil) {
         self.model = model
         self.entity = entity
         self.request = request

@@ -97,7 +97,7 @@ struct QueryStore {
 }
 
 /// The URIs a fetch through the library returns, in order, and the plan it runs with.
-func libraryFetch(_ context: ManagedObjectContext, _ request: FetchRequest) throws -> (uris: [String], plan: String, count: Int) {
+func libraryFetch(_ context: ManagedObjectContext, _ request: FetchRequest<ManagedObject>) throws -> (uris: [String], plan: String, count: Int) {
     try context.performAndWait { context in
         (try context.fetch(request).map { $0.objectID.uriRepresentation().absoluteString },
          try context.explain(request).description, try context.count(for: request))
@@ -105,7 +105,7 @@ func libraryFetch(_ context: ManagedObjectContext, _ request: FetchRequest) thro
 }
 
 /// The same, on a store the test opens as an app does, then closes.
-func libraryFetch(_ path: String, _ request: FetchRequest) throws -> (uris: [String], plan: String, count: Int) {
+func libraryFetch(_ path: String, _ request: FetchRequest<ManagedObject>) throws -> (uris: [String], plan: String, count: Int) {
     let coordinator = PersistentStoreCoordinator(managedObjectModel: try queryModel())
     try coordinator.addPersistentStore(type: .eventLog, at: URL(fileURLWithPath: path))
     return try libraryFetch(ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator), request)
@@ -135,7 +135,7 @@ struct QueryCommandTests {
     @Test("results and their order match a fetch through the library on the same store")
     func matchesLibrary() throws {
         let store = try QueryStore()
-        let cases: [([String], FetchRequest)] = [
+        let cases: [([String], FetchRequest<ManagedObject>)] = [
             ([], FetchRequest(entityName: "Person")),
             (["--sort", "name"], FetchRequest(entityName: "Person", sortDescriptors: [FetchSortDescriptor(key: "name")])),
             (["--where", "age >= 30", "--sort", "age:desc", "--sort", "name:asc"],
@@ -173,7 +173,7 @@ struct QueryCommandTests {
             many.append(PersonRow(entity: entity, name: "n\(index)", age: Int32(index % 50), team: team))
         }
         try insertPeople(many, into: context)
-        let cases: [([String], FetchRequest)] = [
+        let cases: [([String], FetchRequest<ManagedObject>)] = [
             ([], FetchRequest(entityName: "Person")),
             (["--sort", "age:desc", "--sort", "name"],
              FetchRequest(entityName: "Person", sortDescriptors: [FetchSortDescriptor(key: "age", ascending: false), FetchSortDescriptor(key: "name")])),

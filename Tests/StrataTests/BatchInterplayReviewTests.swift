@@ -18,7 +18,7 @@ struct BatchInterplayReviewTests {
         }
     }
 
-    static func byName() -> FetchRequest {
+    static func byName() -> FetchRequest<ManagedObject> {
         FetchRequest(entityName: "Customer", sortDescriptors: [FetchSortDescriptor(key: "name", ascending: true)])
     }
 

@@ -307,7 +307,7 @@ struct BatchRequestTests {
         let coordinator = try openCoordinator(dir, model: try BatchModels.shop)
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
             _ = try context.execute(BatchInsertRequest(entityName: "Customer", objects: Self.customers(10)))
-            func delete(_ fetch: FetchRequest) throws -> BatchDeleteRequest {
+            func delete(_ fetch: FetchRequest<ManagedObject>) throws -> BatchDeleteRequest {
                 var request = BatchDeleteRequest(fetchRequest: fetch)
                 request.resultType = .objectIDs
                 return request

@@ -85,7 +85,7 @@ struct CompoundIndexTests {
         }
     }
 
-    static func request(_ format: String, entity: String = "Player", sort: [FetchSortDescriptor] = [], limit: Int = 0) throws -> FetchRequest {
+    static func request(_ format: String, entity: String = "Player", sort: [FetchSortDescriptor] = [], limit: Int = 0) throws -> FetchRequest<ManagedObject> {
         var request = FetchRequest(entityName: entity, predicate: try FormatPredicate(format: format))
         request.sortDescriptors = sort
         request.fetchLimit = limit
@@ -93,7 +93,7 @@ struct CompoundIndexTests {
     }
 
     /// The names `request` fetches, in order.
-    static func names(_ context: isolated ManagedObjectContext, _ request: FetchRequest) throws -> [String] {
+    static func names(_ context: isolated ManagedObjectContext, _ request: FetchRequest<ManagedObject>) throws -> [String] {
         try context.fetch(request).map { $0.value(forKey: "name") as? String ?? "?" }
     }
 

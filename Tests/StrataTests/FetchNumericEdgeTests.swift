@@ -39,11 +39,11 @@ private func insertSamples(_ context: isolated ManagedObjectContext, key: String
     if save { try context.save() }
 }
 
-private func labels(_ context: isolated ManagedObjectContext, _ request: FetchRequest) throws -> [String] {
+private func labels(_ context: isolated ManagedObjectContext, _ request: FetchRequest<ManagedObject>) throws -> [String] {
     try context.fetch(request).map { $0.value(forKey: "label") as? String ?? "?" }
 }
 
-private func sampleRequest(_ format: String, _ arguments: [Any] = [], sort: [FetchSortDescriptor] = [], limit: Int = 0) throws -> FetchRequest {
+private func sampleRequest(_ format: String, _ arguments: [Any] = [], sort: [FetchSortDescriptor] = [], limit: Int = 0) throws -> FetchRequest<ManagedObject> {
     var request = FetchRequest(entityName: "Sample", predicate: try FormatPredicate(format: format, argumentArray: arguments))
     request.sortDescriptors = sort
     request.fetchLimit = limit

@@ -312,7 +312,7 @@ struct FetchRequestTests {
         let coordinator = try await seedPeople(dir)
         let context = privateContext(coordinator)
         try await context.perform { (context: isolated ManagedObjectContext) throws in
-            func message(_ context: isolated ManagedObjectContext, _ build: (inout FetchRequest) -> Void) -> String {
+            func message(_ context: isolated ManagedObjectContext, _ build: (inout FetchRequest<ManagedObject>) -> Void) -> String {
                 var request = FetchRequest(entityName: "Person")
                 build(&request)
                 do {

@@ -66,7 +66,7 @@ private func surfaceStore(_ dir: TemporaryDirectory) async throws -> PersistentS
     return coordinator
 }
 
-private func dictionaryRequest(_ entity: String = "Item", _ format: String? = nil, _ arguments: Any...) throws -> FetchRequest {
+private func dictionaryRequest(_ entity: String = "Item", _ format: String? = nil, _ arguments: Any...) throws -> FetchRequest<ManagedObject> {
     var request = FetchRequest(entityName: entity)
     request.resultType = .dictionary
     if let format { request.predicate = try FormatPredicate(format: format, argumentArray: arguments) }
@@ -271,7 +271,7 @@ struct FetchSurfaceReviewTests {
         let dir = try TemporaryDirectory()
         let coordinator = try await surfaceStore(dir)
         try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
-            func message(_ context: isolated ManagedObjectContext, _ build: (inout FetchRequest) -> Void) throws -> String {
+            func message(_ context: isolated ManagedObjectContext, _ build: (inout FetchRequest<ManagedObject>) -> Void) throws -> String {
                 var request = try dictionaryRequest()
                 build(&request)
                 do {

@@ -222,7 +222,7 @@ func followedTeams(_ context: isolated ManagedObjectContext) throws -> (FetchedR
     return (teams, delegate)
 }
 
-func teamRequest(ascending: Bool = true) -> FetchRequest {
+func teamRequest(ascending: Bool = true) -> FetchRequest<ManagedObject> {
     FetchRequest(entityName: "Team", sortDescriptors: [FetchSortDescriptor(key: "name", ascending: ascending)])
 }
 
@@ -719,7 +719,7 @@ struct FetchedResultsControllerTests {
         try await leagueContext(dir).perform { (context: isolated ManagedObjectContext) throws in
             for (name, color) in [("Ants", "Red"), ("Bees", "Blue"), ("Cats", "Red")] { try team(context, name, color: color) }
             try context.save()
-            func failure(_ request: FetchRequest, section: String? = nil, in context: isolated ManagedObjectContext) -> String {
+            func failure(_ request: FetchRequest<ManagedObject>, section: String? = nil, in context: isolated ManagedObjectContext) -> String {
                 let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: section)
                 do {
                     try controller.performFetch()
@@ -975,7 +975,7 @@ struct FetchedResultsControllerTests {
             let byOwner = FetchRequest(entityName: "Item", sortDescriptors: [FetchSortDescriptor(key: "owner.name"), FetchSortDescriptor(key: "name")])
             var named = FetchRequest(entityName: "Item", sortDescriptors: [FetchSortDescriptor(key: "name")])
             named.predicate = try FormatPredicate(format: "group != 'g0' AND owner.name != nil")
-            let setups: [(FetchRequest, String?)] = [(ranked, nil), (byGroup, "group"), (byOwner, "owner.name")]
+            let setups: [(FetchRequest<ManagedObject>, String?)] = [(ranked, nil), (byGroup, "group"), (byOwner, "owner.name")]
             var controllers: [(FetchedResultsController<ManagedObject>, RecordingDelegate)] = []
             for (request, section) in setups {
                 let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: section)

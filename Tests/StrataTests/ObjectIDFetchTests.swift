@@ -38,8 +38,8 @@ struct ObjectIDFetchTests {
 
     /// Requests covering each way a fetch runs: plain scans, filters, index scans and walks,
     /// sorts with ties, offsets and limits, key paths through a relationship, sub-entities.
-    static func requests() throws -> [FetchRequest] {
-        var requests: [FetchRequest] = [
+    static func requests() throws -> [FetchRequest<ManagedObject>] {
+        var requests: [FetchRequest<ManagedObject>] = [
             FetchRequest(entityName: "Player"),
             FetchRequest(entityName: "Team"),
             FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "age >= 30")),

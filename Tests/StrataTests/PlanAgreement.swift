@@ -16,7 +16,7 @@ enum PlanAgreement {
         pending: Bool = true, variables: [String: AttributeValue] = [:], pageKey: String? = nil
     ) throws -> (plan: String, results: [ManagedObjectID], forced: [ManagedObjectID], agrees: Bool) {
         let predicate = try FormatPredicate(format: format, argumentArray: arguments)
-        func request(_ predicate: FormatPredicate) -> FetchRequest {
+        func request(_ predicate: FormatPredicate) -> FetchRequest<ManagedObject> {
             var request = FetchRequest(entityName: entity, predicate: predicate)
             request.includesPendingChanges = pending
             request.substitutionVariables = variables
@@ -32,7 +32,7 @@ enum PlanAgreement {
         let count = try context.count(for: planned)
         var same = got == want && ids == want && count == want.count
         if let pageKey {
-            func page(_ request: FetchRequest) throws -> [ManagedObjectID] {
+            func page(_ request: FetchRequest<ManagedObject>) throws -> [ManagedObjectID] {
                 var request = request
                 request.sortDescriptors = [FetchSortDescriptor(key: pageKey, ascending: false)]
                 request.fetchOffset = 1

@@ -110,7 +110,7 @@ struct PlannerDifferentialTests {
         let (dir, _, child, ids) = try await Self.childFixture()
         _ = dir
         try await child.perform { (context: isolated ManagedObjectContext) throws in
-            func names(_ request: FetchRequest, _ context: isolated ManagedObjectContext = #isolation) throws -> [String] {
+            func names(_ request: FetchRequest<ManagedObject>, _ context: isolated ManagedObjectContext = #isolation) throws -> [String] {
                 try context.fetch(request).map { $0.value(forKey: "name") as? String ?? "?" }
             }
             guard let b = ids["b"], let f = ids["f"] else { Issue.record("fixture"); return }
@@ -1457,7 +1457,7 @@ struct DWorld: Sendable {
 
     // MARK: Running
 
-    func fetchRequest(_ request: DRequest, _ context: isolated ManagedObjectContext, objectArguments: Bool) throws -> FetchRequest {
+    func fetchRequest(_ request: DRequest, _ context: isolated ManagedObjectContext, objectArguments: Bool) throws -> FetchRequest<ManagedObject> {
         var fetch = FetchRequest(entityName: request.entity)
         if let predicate = request.predicate {
             let (format, arguments) = predicate.rendered
@@ -1504,7 +1504,7 @@ struct DWorld: Sendable {
         return id.isTemporaryID ? "\(id.entityName)/new#\(h)" : "\(id.entityName)/p\(primaryKey[h] ?? 0)"
     }
 
-    func describe(_ request: DRequest, _ fetch: FetchRequest?) -> String {
+    func describe(_ request: DRequest, _ fetch: FetchRequest<ManagedObject>?) -> String {
         var parts = ["\(request.entity)\(request.subentities ? "" : " (no sub-entities)")"]
         if let predicate = fetch?.predicate { parts.append("where \(predicate)") }
         if let (_, arguments) = request.predicate?.rendered, arguments.contains(where: { if case .value = $0 { false } else { true } }) {
@@ -1526,7 +1526,7 @@ struct DWorld: Sendable {
 
     /// Runs `request`; a description of how it differs from the reference, or nil.
     func mismatch(_ request: DRequest, _ context: isolated ManagedObjectContext, objectArguments: Bool) -> String? {
-        let fetch: FetchRequest
+        let fetch: FetchRequest<ManagedObject>
         do {
             fetch = try fetchRequest(request, context, objectArguments: objectArguments)
         } catch {

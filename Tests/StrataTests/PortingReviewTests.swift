@@ -177,7 +177,7 @@ struct PortingReviewTests {
                 ("rating == %@", rating), ("rating > %@", Decimal(4)), ("born > %@", born.addingTimeInterval(-1)),
                 ("%K == %@", "name"),
             ] {
-                let request: FetchRequest
+                let request: FetchRequest<ManagedObject>
                 if format.hasPrefix("%K") {
                     request = try FetchRequest(entityName: "Author", format: format, "name", "Zola")
                 } else {

@@ -61,8 +61,8 @@ struct QueryGenerationTests {
     static func names(_ objects: [ManagedObject]) -> [String] { objects.compactMap { $0.value(forKey: "name") as? String } }
     static func names(_ value: Any?) -> [String] { ((value as? Set<ManagedObject>) ?? []).compactMap { $0.value(forKey: "name") as? String }.sorted() }
 
-    static func byName() -> FetchRequest { FetchRequest(entityName: "Customer", sortDescriptors: [FetchSortDescriptor(key: "name")]) }
-    static func older(than age: Int32) throws -> FetchRequest {
+    static func byName() -> FetchRequest<ManagedObject> { FetchRequest(entityName: "Customer", sortDescriptors: [FetchSortDescriptor(key: "name")]) }
+    static func older(than age: Int32) throws -> FetchRequest<ManagedObject> {
         try FetchRequest(entityName: "Customer", format: "age > %@", age)
     }
 

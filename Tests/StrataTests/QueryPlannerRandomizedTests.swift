@@ -403,7 +403,7 @@ struct PlannerWorld {
         return comparison(attributes)
     }
 
-    mutating func randomRequest() -> FetchRequest {
+    mutating func randomRequest() -> FetchRequest<ManagedObject> {
         let entity = chance(70) ? "Item" : pick(["Gadget", "Gizmo"])
         let attributes = Self.attributes + (entity == "Item" ? [] : ["volts"])
         var request = FetchRequest(entityName: entity)
@@ -431,7 +431,7 @@ struct PlannerWorld {
     // MARK: The reference
 
     /// What a full scan filtered and sorted in memory returns.
-    func reference(_ request: FetchRequest) -> [ManagedObjectID] {
+    func reference(_ request: FetchRequest<ManagedObject>) -> [ManagedObjectID] {
         let scope = request.includesSubentities ? model.selfAndSubentityNames(of: request.entityName) : [request.entityName]
         let position = Dictionary(scope.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
         var candidates: [(ManagedObjectID, Row)] = []
@@ -520,7 +520,7 @@ struct PlannerWorld {
         id.isTemporaryID ? "new" : "\(id.entityName)/p\(Self.primaryKey(id))"
     }
 
-    func describe(_ request: FetchRequest) -> String {
+    func describe(_ request: FetchRequest<ManagedObject>) -> String {
         let sorts = request.sortDescriptors.map { "\($0.key)\($0.ascending ? "" : "↓")\($0.caseInsensitive ? "[c]" : "")" }
         return "\(request.entityName)\(request.includesSubentities ? "" : " only") pending=\(request.includesPendingChanges) "
             + "where \(request.predicate?.description ?? "-") vars \(request.substitutionVariables) sort \(sorts) "

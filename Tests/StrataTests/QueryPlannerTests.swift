@@ -33,7 +33,7 @@ private func catalogStore(_ dir: TemporaryDirectory) async throws -> PersistentS
 private func request(
     _ entity: String = "Item", _ format: String? = nil, _ arguments: [Any] = [], sort: [FetchSortDescriptor] = [], limit: Int = 0,
     offset: Int = 0
-) throws -> FetchRequest {
+) throws -> FetchRequest<ManagedObject> {
     var request = FetchRequest(entityName: entity, predicate: try format.map { try FormatPredicate(format: $0, argumentArray: arguments) })
     request.sortDescriptors = sort
     request.fetchLimit = limit
@@ -54,7 +54,7 @@ private func plan(_ context: isolated ManagedObjectContext, _ format: String) th
 }
 
 /// The error fetching `request` throws (after checking `count(for:)` and `explain` throw too).
-private func failure(_ context: isolated ManagedObjectContext, _ request: FetchRequest) -> ContextError? {
+private func failure(_ context: isolated ManagedObjectContext, _ request: FetchRequest<ManagedObject>) -> ContextError? {
     do {
         _ = try context.fetch(request)
         return nil
@@ -66,7 +66,7 @@ private func failure(_ context: isolated ManagedObjectContext, _ request: FetchR
 }
 
 /// The `code`s of the objects `request` fetches, in order.
-private func codes(_ context: isolated ManagedObjectContext, _ request: FetchRequest) throws -> [String] {
+private func codes(_ context: isolated ManagedObjectContext, _ request: FetchRequest<ManagedObject>) throws -> [String] {
     try context.fetch(request).map { $0.value(forKey: "code") as? String ?? "?" }
 }
 

@@ -180,7 +180,7 @@ struct ReviewProbeTests {
             try context.save()
         }
         try await pinned.perform { (context: isolated ManagedObjectContext) throws in
-            let names = { (request: FetchRequest) throws -> [String] in QueryGenerationTests.names(try context.fetch(request)) }
+            let names = { (request: FetchRequest<ManagedObject>) throws -> [String] in QueryGenerationTests.names(try context.fetch(request)) }
             var gadgets = try FetchRequest(entityName: "Gadget", format: "rank >= 0")
             gadgets.sortDescriptors = [FetchSortDescriptor(key: "rank")]
             #expect(try names(gadgets) == ["g2", "z3", "g5", "z6"])
@@ -715,7 +715,7 @@ struct ReviewProbeTests {
             try context.save()
         }
         try await pinned.perform { (context: isolated ManagedObjectContext) throws in
-            let names = { (request: FetchRequest) throws -> [String] in QueryGenerationTests.names(try context.fetch(request)) }
+            let names = { (request: FetchRequest<ManagedObject>) throws -> [String] in QueryGenerationTests.names(try context.fetch(request)) }
             var nilRank = try FetchRequest(entityName: "Item", format: "rank == nil")
             nilRank.sortDescriptors = [FetchSortDescriptor(key: "name")]
             #expect(try names(nilRank) == ["n3", "n4", "n5"])

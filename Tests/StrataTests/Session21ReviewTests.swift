@@ -11,7 +11,7 @@ struct Session21ReviewTests {
     /// The names of the objects `request` fetches, sorted, and what every object of the entity
     /// judged in memory by the request's predicate gives, sorted; with `count(for:)`.
     static func compare(
-        _ context: isolated ManagedObjectContext, _ request: FetchRequest
+        _ context: isolated ManagedObjectContext, _ request: FetchRequest<ManagedObject>
     ) throws -> (got: [String], want: [String], count: Int) {
         let got = try context.fetch(request).map { $0.value(forKey: "name") as? String ?? "?" }.sorted()
         var all = FetchRequest(entityName: request.entityName)
@@ -146,7 +146,7 @@ enum ProbeModel {
 extension Session21ReviewTests {
     /// Every request's fetch and count against the in-memory judgement of every object.
     static func checkAll(
-        _ context: isolated ManagedObjectContext, _ requests: [FetchRequest], file: String = #fileID, line: Int = #line
+        _ context: isolated ManagedObjectContext, _ requests: [FetchRequest<ManagedObject>], file: String = #fileID, line: Int = #line
     ) throws -> [String] {
         var failures: [String] = []
         for request in requests {
@@ -158,7 +158,7 @@ extension Session21ReviewTests {
         return failures
     }
 
-    static func probes(_ context: isolated ManagedObjectContext, entity: String = "Thing") throws -> [FetchRequest] {
+    static func probes(_ context: isolated ManagedObjectContext, entity: String = "Thing") throws -> [FetchRequest<ManagedObject>] {
         let teams = try context.fetch(FetchRequest(entityName: "Team", predicate: try FormatPredicate(format: "name != nil")))
             .sorted { ($0.value(forKey: "name") as? String ?? "") < ($1.value(forKey: "name") as? String ?? "") }
         let (a, b, c) = (teams[0], teams[1], teams[2])
@@ -215,7 +215,7 @@ extension Session21ReviewTests {
             ("(rank == 1 AND score == 0) OR (rank == 1 AND score == 1.5) OR flag == YES", []),
             ("(label == %@ AND rank == 1) OR (label == %@ AND rank == 2)", [long + "a", long + "b"]),
         ]
-        var requests: [FetchRequest] = []
+        var requests: [FetchRequest<ManagedObject>] = []
         for (format, args) in formats {
             for includesSubentities in [true, false] {
                 var request = FetchRequest(entityName: entity, predicate: try FormatPredicate(format: format, argumentArray: args))
@@ -253,13 +253,13 @@ extension Session21ReviewTests {
         }
     }
 
-    static func relationshipRequests(_ town: ManagedObjectID, _ away: ManagedObjectID, pending: Bool = true) throws -> [FetchRequest] {
+    static func relationshipRequests(_ town: ManagedObjectID, _ away: ManagedObjectID, pending: Bool = true) throws -> [FetchRequest<ManagedObject>] {
         let formats: [(String, [Any])] = [
             ("team == %@", [town]), ("team == %@", [away]), ("team IN %@", [[town, away]]),
             ("team == %@ AND score > 20", [town]), ("team == %@ AND score > 20", [away]),
             ("team == %@ OR club == 'Reds'", [away]), ("(team == %@ AND score < 10) OR (team == %@ AND score > 40)", [town, away]),
         ]
-        var result: [FetchRequest] = []
+        var result: [FetchRequest<ManagedObject>] = []
         for (format, args) in formats {
             for entity in ["Player", "Captain"] {
                 var request = FetchRequest(entityName: entity, predicate: try FormatPredicate(format: format, argumentArray: args))
@@ -309,7 +309,7 @@ extension Session21ReviewTests {
     }
 
     /// Names (sorted) and counts of `requests` in `context`.
-    static func answers(_ context: isolated ManagedObjectContext, _ requests: [FetchRequest]) throws -> [String] {
+    static func answers(_ context: isolated ManagedObjectContext, _ requests: [FetchRequest<ManagedObject>]) throws -> [String] {
         try requests.map { request in
             let names = try context.fetch(request).compactMap { $0.value(forKey: "name") as? String }.sorted()
             return "\(names) #\(try context.count(for: request))"
@@ -602,7 +602,7 @@ extension Session21ReviewTests {
                 ("Wife", "husband == %@", [husbands[1]]), ("Wife", "husband == %@ AND age > 0", [husbands[2]]),
                 ("Wife", "age == 1 AND husband == %@", [husbands[6]]), ("Wife", "husband IN %@", [[husbands[1], husbands[5]]]),
             ]
-            var requests: [FetchRequest] = []
+            var requests: [FetchRequest<ManagedObject>] = []
             for (entity, format, args) in formats {
                 requests.append(FetchRequest(entityName: entity, predicate: try FormatPredicate(format: format, argumentArray: args)))
             }

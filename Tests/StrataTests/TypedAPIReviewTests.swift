@@ -50,15 +50,15 @@ struct TypedAPIReviewTests {
             try context.fetch(TypedTeam.fetchRequest(), as: TypedTeam.self).map(\.name)
         }
         #expect(names == ["Owls"], "the typed fetch found the saved team as TypedTeam")
-        // Another restart: Team.fetchRequest() fetched untyped, then a #Predicate over the class.
+        // Another restart: Team.fetchRequest() fetched with fetch(_:) (a FetchRequest<TypedTeam>), then a #Predicate over the class.
         let again = try openCoordinator(dir, model: model)
         let untyped = try await privateContext(again).perform { (context: isolated ManagedObjectContext) throws in
-            try context.fetch(TypedTeam.fetchRequest()).map { ($0 as? TypedTeam)?.rank }
+            try context.fetch(TypedTeam.fetchRequest()).map(\.rank)
         }
         #expect(untyped == [3], "TypedTeam.fetchRequest() makes TypedTeam objects, as NSFetchRequest<Team> does")
         let third = try openCoordinator(dir, model: model)
         let filtered = try await privateContext(third).perform { (context: isolated ManagedObjectContext) throws in
-            try context.fetch(FetchRequest(entityName: "TypedTeam", predicate: #Predicate<TypedTeam> { $0.rank == 3 })).map { ($0 as? TypedTeam)?.name }
+            try context.fetch(FetchRequest(entityName: "TypedTeam", predicate: #Predicate<TypedTeam> { $0.rank == 3 })).map(\.name)
         }
         #expect(filtered == ["Owls"], "a #Predicate over the class named as the entity fetches it")
     }

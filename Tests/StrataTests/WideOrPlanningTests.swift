@@ -4,7 +4,7 @@ import StrataTestSupport
 import Testing
 
 /// The `code`s of the Items `request` fetches, in order.
-private func itemCodes(_ context: isolated ManagedObjectContext, _ request: FetchRequest) throws -> [String] {
+private func itemCodes(_ context: isolated ManagedObjectContext, _ request: FetchRequest<ManagedObject>) throws -> [String] {
     try context.fetch(request).map { $0.value(forKey: "code") as? String ?? "?" }
 }
 

@@ -160,7 +160,7 @@ struct QueryCommand: ParsableCommand {
     /// Runs `request` on `context` and writes what `mode` asks for to standard output;
     /// returns the number of objects printed (for objects).
     private static func execute(
-        _ request: FetchRequest, mode: Mode, in context: isolated ManagedObjectContext, log: EventLog, pinnedByOption: Bool
+        _ request: FetchRequest<ManagedObject>, mode: Mode, in context: isolated ManagedObjectContext, log: EventLog, pinnedByOption: Bool
     ) throws -> Int {
         let out = OutputSink()
         defer { out.close() }
@@ -211,7 +211,7 @@ struct QueryCommand: ParsableCommand {
     // MARK: - The request
 
     /// The fetch request the options describe.
-    func fetchRequest() throws -> FetchRequest {
+    func fetchRequest() throws -> FetchRequest<ManagedObject> {
         var request = FetchRequest(entityName: entity, predicate: try parsedPredicate(), sortDescriptors: try sortDescriptors())
         request.fetchLimit = limit
         request.fetchOffset = offset

@@ -214,7 +214,7 @@ func readAll(_ person: GRDBPerson) -> Int {
     person.firstName.utf8.count &+ person.lastName.utf8.count &+ person.email.utf8.count &+ Int(person.age) &+ Int(person.score)
 }
 
-private func between() throws -> Strata.FetchRequest {
+private func between() throws -> Strata.FetchRequest<ManagedObject> {
     FetchRequest(
         entityName: "Person", predicate: try FormatPredicate(format: "age BETWEEN {30, 40}"),
         sortDescriptors: [FetchSortDescriptor(key: "lastName")])

@@ -68,7 +68,7 @@ private func teamsByID(_ context: ManagedObjectContext) throws -> [(id: Int64, t
 /// One timed round: a fresh context, `request` of each team fetched and every object read;
 /// the time and the checksum.
 private func teamRound(
-    _ store: FetchStore, _ request: @escaping @Sendable (ManagedObjectID) throws -> Strata.FetchRequest
+    _ store: FetchStore, _ request: @escaping @Sendable (ManagedObjectID) throws -> Strata.FetchRequest<ManagedObject>
 ) throws -> (Duration, Int) {
     let context = relatedContext(store.coordinator)
     let teams = try teamsByID(context)
@@ -278,7 +278,7 @@ private func runMemberCount(store: FetchStore, repetitions: Int) throws {
 
 // MARK: - F6. team == %@ AND age >= 60, top 10 by age
 
-private func topAgesRequest(_ team: ManagedObjectID) throws -> Strata.FetchRequest {
+private func topAgesRequest(_ team: ManagedObjectID) throws -> Strata.FetchRequest<ManagedObject> {
     var request = Strata.FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "team == %@ AND age >= 60", team))
     request.sortDescriptors = [FetchSortDescriptor(key: "age", ascending: false), FetchSortDescriptor(key: "email")]
     request.fetchLimit = 10
