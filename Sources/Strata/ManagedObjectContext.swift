@@ -233,6 +233,11 @@ public actor ManagedObjectContext {
     /// are freed together. `reset()` leaves the dictionary alone.
     public var userInfo: [AnyHashable: Any] = [:]
 
+    /// The results of asynchronous fetches scheduled and not yet run, by token
+    /// (`execute(_:)` of an asynchronous fetch request): the scheduled block finds its result here, on the
+    /// context's queue, so the result (which holds managed objects) never leaves it.
+    var asynchronousFetches: [UUID: AnyObject] = [:]
+
     /// What a fault does when its object is no longer in the store — another context or
     /// process deleted it — and a property read fires it (`shouldDeleteInaccessibleFaults`).
     ///
