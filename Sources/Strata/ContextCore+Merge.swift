@@ -706,6 +706,23 @@ extension ContextCore {
                 setRaw(destination, side.inverse, old: current, new: .noObject, register: false)
             }
             guard let first, first.changes[id]?.new[key].map({ $0.ids.first != to }) ?? false else { continue }
+            // The store's partner keeps another partner of the context's own that the group
+            // doesn't give it (a pending undo of saved work gave the person back its old
+            // passport): it isn't the object's partner here.
+            let keptElsewhere = current.ids.first != id && destination.changes[inverse] != nil
+                && first.changes[to].map { $0.old[inverse] == nil && $0.new[inverse] == nil } ?? true
+            if keptElsewhere {
+                // The first group changing the object's side then starts from no partner, and
+                // takes none from there: undoing it must not pair the object with one the
+                // context pairs elsewhere (before, it did, releasing that one's partner in
+                // memory while the pending undo still wrote it: the save was refused,
+                // oneToOneViolation; `OneToOneUndoFixTests`, seed 220).
+                if var change = first.changes[id], change.old[key].map({ $0.ids.first == to }) ?? false {
+                    change.old[key] = .noObject
+                    first.changes[id] = change
+                }
+                continue
+            }
             var change = first.changes[to] ?? ObjectChange(kind: .updated)
             guard change.kind == .updated, change.old[inverse] == nil, change.new[inverse] == nil else { continue }
             change.old[inverse] = .toOne(id)
@@ -920,13 +937,13 @@ extension ContextCore {
             for index in pending.indices where pending[index].kind != .user {
                 var effect = pending[index]
                 guard var change = effect.changes.changes[id], change.kind == .updated else { continue }
-                var dropped = false
+                var dropped: [PropertyInfo] = []
                 for key in superseded where change.old[key] != nil || change.new[key] != nil {
                     change.old[key] = nil
                     change.new[key] = nil
-                    dropped = true
+                    if let property = object.info.properties[key] { dropped.append(property) }
                 }
-                guard dropped else { continue }
+                guard !dropped.isEmpty else { continue }
                 // A redo's changes are the saved group itself, which a later undo undoes whole:
                 // the effect gets a copy (before, the property left the group, and undoing the
                 // redone group moved the far sides without the object).
@@ -935,6 +952,14 @@ extension ContextCore {
                     pending[index] = effect
                 }
                 if effect.changes.keep(change, for: id) { emptied = true }
+                // A to-one's far sides go with it: the destinations' lists (a one-to-one's
+                // derived side) no longer move the object. Before, an undo left holding only
+                // the teams' lists stayed pending: it wrote no group, yet named the
+                // transaction (`undo(of:)`) and counted as done.
+                for property in dropped where property.isRelationship && property.inverse != nil {
+                    dropFarSides(of: id, property, in: effect.changes)
+                }
+                if effect.changes.isEmpty { emptied = true }
             }
         }
         if emptied { removeEmptiedEffects() }
@@ -1007,7 +1032,17 @@ extension ContextCore {
             group.order.removeAll { $0 == id }
         }
         drop(journal.open)
-        for effect in pending { drop(effect.changes) }
+        for index in pending.indices {
+            let effect = pending[index]
+            // A redo's changes are the saved group itself, which keeps the object (redoing or
+            // undoing it again is checked against the store, §12): the effect gets a copy
+            // (before, the object left the saved group, and undoing it after the save undid the
+            // rest alone, where persisted undo after a restart refused it).
+            if effect.kind != .user, effect.changes === effect.source, effect.changes !== kept, effect.changes.changes[id] != nil {
+                pending[index] = PendingEffect(changes: effect.changes.copyOfChanges(), source: effect.source, kind: effect.kind)
+            }
+            drop(pending[index].changes)
+        }
         removeEmptiedEffects()
     }
 
