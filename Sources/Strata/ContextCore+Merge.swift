@@ -683,6 +683,20 @@ extension ContextCore {
                     }
                 }
             }
+            // A derived side the object holds no change of follows the store, as a to-one's
+            // does (§16.1): a pending undo or redo of saved work changing it writes it no more —
+            // nor the partner sides it names the object in — and the groups are rebased below.
+            // Before, they weren't: undoing the group after the pending undo put back the undo's
+            // partner over the other writer's pair, and the save wrote it (`OneToOneUndoFixTests`).
+            var followedFrom: PropertyValue?
+            if !side.property.isRecorded, object.changes[key] == nil, side.before.map({ $0 != side.stored }) ?? false,
+                pendingUndoOrRedo(changes: id, key)
+            {
+                followedFrom = unsavedChain(id, key).first { entry in
+                    entry.group.changes[id].map { $0.kind == .updated && $0.old[key] != nil } ?? false
+                }?.group.changes[id]?.old[key]
+                if dropPendingDerivedSide(id, key, inverse: inverse) { emptied = true }
+            }
             let mine = object.currentValue(side.property)
             // A pending undo or redo of saved work changing it stands between the store and
             // the groups: they start from its value (as for a to-one, §16.1), not rebased.
@@ -698,6 +712,18 @@ extension ContextCore {
             {
                 change.old[key] = side.stored
                 first.changes[id] = change
+                // The partner the group took the object from under the pending undo no longer
+                // starts out paired with it: its entry starts from its stored side.
+                if let from = followedFrom?.ids.first, from != side.stored.ids.first, var entry = first.changes[from], entry.kind == .updated,
+                    entry.old[inverse]?.ids.first == id
+                {
+                    entry.old[inverse] = registered(from)?.committedValue(side.inverse) ?? .noObject
+                    if entry.old[inverse] == entry.new[inverse] {
+                        entry.old[inverse] = nil
+                        entry.new[inverse] = nil
+                    }
+                    if first.keep(entry, for: from) { emptied = true }
+                }
             }
             guard let to = side.stored.ids.first, let destination = self.object(with: to), !destination.isInvalidated, !destination.isDeletedFlag
             else { continue }
@@ -730,6 +756,37 @@ extension ContextCore {
             if first.changes[to] == nil { first.order.append(to) }
             first.changes[to] = change
         }
+    }
+
+    /// Takes a one-to-one's derived side `key` of `id` out of the pending undos and redos of
+    /// saved work, with the entries of the partners it names (their `inverse`, naming `id`):
+    /// the object follows the store's pair (``rebaseOneToOnes(_:)``). A redo's changes are the
+    /// saved group itself: the effect gets a copy. True when an effect was left empty.
+    func dropPendingDerivedSide(_ id: ManagedObjectID, _ key: String, inverse: String) -> Bool {
+        var emptied = false
+        for index in pending.indices where pending[index].kind != .user {
+            var effect = pending[index]
+            guard var change = effect.changes.changes[id], change.kind == .updated, change.old[key] != nil || change.new[key] != nil
+            else { continue }
+            if effect.changes === effect.source {
+                effect = PendingEffect(changes: effect.changes.copyOfChanges(), source: effect.source, kind: effect.kind)
+                pending[index] = effect
+            }
+            let partners = (change.old[key]?.ids ?? []) + (change.new[key]?.ids ?? [])
+            change.old[key] = nil
+            change.new[key] = nil
+            effect.changes.keep(change, for: id)
+            for partner in partners {
+                guard var entry = effect.changes.changes[partner], entry.kind == .updated,
+                    entry.old[inverse]?.ids.first == id || entry.new[inverse]?.ids.first == id
+                else { continue }
+                entry.old[inverse] = nil
+                entry.new[inverse] = nil
+                effect.changes.keep(entry, for: partner)
+            }
+            if effect.changes.isEmpty { emptied = true }
+        }
+        return emptied
     }
 
     private static func removing(_ id: ManagedObjectID, from value: PropertyValue) -> PropertyValue {

@@ -286,6 +286,41 @@ struct OneToOneUndoFixTests {
         #expect(members["Comets"] == [])
     }
 
+    // MARK: - A derived side follows the store under a pending undo
+
+    @Test("A takes P3, saved, undone (pending: A back to P1), takes P3 again (no change of its own left); another writer gives A P2, merged: undo returns to the other writer's pair, not the pending undo's; redo, save and reopen agree")
+    func derivedSideFollowsStoreUnderPendingUndo() async throws {
+        let dir = try TemporaryDirectory()
+        let store = try await UndoRebaseCoverageTests.passports(dir)
+        let other = privateContext(store.coordinator, name: "other")
+        try await privateContext(store.coordinator, name: "mine").perform { (context: isolated ManagedObjectContext) throws in
+            let a = try store.object("A", context)
+            context.userInfo["a"] = a
+            a.setValue(try store.object("P3", context), forKey: "passport")
+            context.processPendingChanges()
+            try context.save()
+            try context.undo()  // pending: A back to P1
+            a.setValue(try store.object("P3", context), forKey: "passport")
+            context.processPendingChanges()
+            let save = try UndoRelationshipRebaseTests.save(other) { other in
+                try other.existingObject(with: try #require(store.ids["A"])).setValue(
+                    try other.existingObject(with: try #require(store.ids["P2"])), forKey: "passport")
+            }
+            context.mergeChanges(fromContextDidSave: save)
+            #expect(try UndoRebaseCoverageTests.pairs(context, store, "merged") == "A:P2 B:-")
+            try context.undo()
+            // Before: A:P1, the pending undo's partner, which the save then wrote over the
+            // other writer's pair (a to-one in the same place follows the store).
+            #expect(try UndoRebaseCoverageTests.pairs(context, store, "undone") == "A:P2 B:-")
+            try context.redo()
+            #expect(try UndoRebaseCoverageTests.pairs(context, store, "redone") == "A:P3 B:-")
+            try context.undo()
+            try context.save()
+            #expect(try UndoRebaseCoverageTests.pairs(context, store, "saved") == "A:P2 B:-")
+        }
+        #expect(try await UndoRebaseCoverageTests.reopenedPairs(dir, store) == "A:P2 B:-")
+    }
+
     // MARK: - Randomized one-to-one runs
 
     @Test("seed 220 (shrunk): a pending undo gives B back P2; A takes P3 here, B takes P3 elsewhere, merged; undoing A's pairing leaves P3 free rather than pairing it with B, whom the context pairs with P2; the save isn't refused")
