@@ -735,8 +735,16 @@ extension ContextCore {
             // The store's partner keeps another partner of the context's own that the group
             // doesn't give it (a pending undo of saved work gave the person back its old
             // passport): it isn't the object's partner here.
-            let keptElsewhere = current.ids.first != id && destination.changes[inverse] != nil
-                && first.changes[to].map { $0.old[inverse] == nil && $0.new[inverse] == nil } ?? true
+            // Likewise where an unsaved group before the first one pairs it with another (the
+            // context gave the person P3, then took P1 from it; another writer gave the person
+            // P1 meanwhile): before, undoing the later group paired P1 with the person again
+            // while the earlier group's P3 still named it, and the save was refused (seed 735).
+            let earlier = unsavedChain(id, key).prefix { $0.group !== first }.last { entry in
+                entry.group.changes[to].map { $0.kind == .updated && $0.new[inverse] != nil } ?? false
+            }?.group.changes[to]?.new[inverse]
+            let keptElsewhere = (current.ids.first != id && destination.changes[inverse] != nil
+                && first.changes[to].map { $0.old[inverse] == nil && $0.new[inverse] == nil } ?? true)
+                || earlier.map { $0.ids.first != id } ?? false
             if keptElsewhere {
                 // The first group changing the object's side then starts from no partner, and
                 // takes none from there: undoing it must not pair the object with one the
@@ -745,7 +753,11 @@ extension ContextCore {
                 // oneToOneViolation; `OneToOneUndoFixTests`, seed 220).
                 if var change = first.changes[id], change.old[key].map({ $0.ids.first == to }) ?? false {
                     change.old[key] = .noObject
-                    first.changes[id] = change
+                    if change.new[key]?.isNil ?? false {
+                        change.old[key] = nil
+                        change.new[key] = nil
+                    }
+                    if first.keep(change, for: id) { emptied = true }
                 }
                 continue
             }

@@ -331,6 +331,15 @@ struct OneToOneUndoFixTests {
         try await UndoRebaseCoverageTests.replayPairs("0:1:3,5:1:0,3:2:1,1:0:2,2:1:2,3:1:0", "seed 220")
     }
 
+    @Test("seed 735 (shrunk): A gets P3 here, then P3 goes to B here (releasing B's P1), while another writer gives A P1, merged; undoing the release doesn't pair P1 with A, whom the earlier group pairs with P3; the save isn't refused")
+    func undoDoesNotPairWithPartnerPairedByEarlierGroup() async throws {
+        // B takes P1 elsewhere; A takes P3 here; P3 takes B here (P1 released); A takes P1
+        // elsewhere, merged; P3 takes A here; save; undo twice. Before, the second undo gave P1
+        // back to A (the store's partner the merge rebased the release to) while P3 named A
+        // too, and the save was refused (oneToOneViolation). Fails on the session's start too.
+        try await UndoRebaseCoverageTests.replayPairs("2:1:0,0:0:2,1:1:2,2:0:0,1:0:2,5:2:0,3:1:2,3:2:3", "seed 735")
+    }
+
     // MARK: - Randomized one-to-one sweep
 
     @Test(
