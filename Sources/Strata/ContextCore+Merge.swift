@@ -668,6 +668,7 @@ extension ContextCore {
         }
         for side in sides where !side.object.isInvalidated {
             let object = side.object, id = object.objectID, key = side.property.name, inverse = side.inverse.name
+            let heldChange = object.changes[key] != nil
             // A derived side's change the store now holds (the other writer paired them too)
             // is none, as a recorded side's (``dropChangesEqualToCommitted(_:)``), and drops out
             // of the groups not undone with it: before, it stayed a change of its own and won the
@@ -688,8 +689,10 @@ extension ContextCore {
             // nor the partner sides it names the object in — and the groups are rebased below.
             // Before, they weren't: undoing the group after the pending undo put back the undo's
             // partner over the other writer's pair, and the save wrote it (`OneToOneUndoFixTests`).
+            // (Held none before the merge either: a change the store now equals — the other
+            // writer paired them too — keeps the groups as they were, as above.)
             var followedFrom: PropertyValue?
-            if !side.property.isRecorded, object.changes[key] == nil, side.before.map({ $0 != side.stored }) ?? false,
+            if !side.property.isRecorded, !heldChange, side.before.map({ $0 != side.stored }) ?? false,
                 pendingUndoOrRedo(changes: id, key)
             {
                 followedFrom = unsavedChain(id, key).first { entry in

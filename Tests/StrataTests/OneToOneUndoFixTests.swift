@@ -340,6 +340,14 @@ struct OneToOneUndoFixTests {
         try await UndoRebaseCoverageTests.replayPairs("2:1:0,0:0:2,1:1:2,2:0:0,1:0:2,5:2:0,3:1:2,3:2:3", "seed 735")
     }
 
+    @Test("seed 304 at 150 steps (shrunk): a derived change another writer made too, under a pending undo, keeps the groups as they were (only a side holding no change before the merge follows the store); the save isn't refused")
+    func derivedChangeStoreMadeTooUnderPendingUndo() async throws {
+        // Found by the sweep while the derived side's following the store (above) also took
+        // a change the merge had just made equal to the store's; the save was refused.
+        try await UndoRebaseCoverageTests.replayPairs(
+            "0:0:3,5:1:2,3:1:1,1:0:1,2:0:1,5:2:2,2:0:2,1:1:2,2:0:0,3:2:0,2:1:1,2:1:2,4:2:0,3:2:0,1:1:0,5:0:2,3:1:0,3:1:0", "seed 304")
+    }
+
     // MARK: - Randomized one-to-one sweep
 
     @Test(
