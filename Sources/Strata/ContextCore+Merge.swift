@@ -947,7 +947,12 @@ extension ContextCore {
         // Unsaved groups are the top of the undo stack (a save marks every group saved), the
         // open group and the redo stack: with none, a merge of many objects costs nothing here.
         let unsaved = Array(journal.undoStack.reversed().prefix { $0.saved == nil && !$0.fromLog }.reversed())
-        guard !unsaved.isEmpty || !journal.open.isEmpty || !journal.redoStack.isEmpty else { return }
+        // A pending undo or redo of saved work counts too: what it writes the store may now
+        // hold (below). Before, with no unsaved group left (a saved group redone, unsaved), the
+        // redo went on writing a pairing the store had since taken back, and the save was
+        // refused (`OneToOneUndoFixTests`, seed 562).
+        guard !unsaved.isEmpty || !journal.open.isEmpty || !journal.redoStack.isEmpty || pending.contains(where: { $0.kind != .user })
+        else { return }
         var keys: [(name: String, value: PropertyValue)] = []
         for property in object.info.propertyList where property.isRecorded && !property.isToMany && !property.isTransient {
             // A to-one rebases as an attribute does (its far side: ``rebaseMovedToOnes(_:)``;

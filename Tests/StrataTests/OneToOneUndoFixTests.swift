@@ -348,6 +348,15 @@ struct OneToOneUndoFixTests {
             "0:0:3,5:1:2,3:1:1,1:0:1,2:0:1,5:2:2,2:0:2,1:1:2,2:0:0,3:2:0,2:1:1,2:1:2,4:2:0,3:2:0,1:1:0,5:0:2,3:1:0,3:1:0", "seed 304")
     }
 
+    @Test("seed 562 at 150 steps (shrunk): a saved pairing undone, the undo made moot by another writer, redone; the other writer pairs them too, then pairs the person elsewhere: the pending redo no longer writes the pairing; the save isn't refused")
+    func pendingRedoMootWithNoUnsavedGroup() async throws {
+        // B takes P1 here; A takes P3 here; saved; undone; A gives up P3 elsewhere, merged;
+        // redo; A takes P3 elsewhere, merged; A takes P2 elsewhere, merged. Before, with no
+        // unsaved group the merge left the pending redo alone, and the save wrote P3 → A
+        // over the other writer's P2 → A (refused, oneToOneViolation).
+        try await UndoRebaseCoverageTests.replayPairs("1:1:0,0:0:2,5:0:1,3:0:3,2:0:3,4:0:2,2:0:2,2:0:1", "seed 562")
+    }
+
     // MARK: - Randomized one-to-one sweep
 
     @Test(
