@@ -254,9 +254,18 @@ extension ContextCore {
             var dropped: [(id: ManagedObjectID, property: PropertyInfo)] = []
             // In the effect's changes as they are then (a redo's copy, not the saved group).
             defer { for entry in dropped { dropFarSides(of: entry.id, entry.property, in: group) } }
+            /// The effect's own changes to edit: a redo's are the saved group until the first
+            /// edit, which takes a copy (every edit below: an object leaving, an insert or
+            /// delete entry going, a property dropping out).
+            func detach() {
+                guard let redone, group === redone else { return }
+                group = redone.copyOfChanges()
+                pending[index] = PendingEffect(changes: group, source: redone, kind: pending[index].kind)
+            }
             for id in ids {
                 guard var change = group.changes[id] else { continue }
                 guard let object = registered(id), !object.isInvalidated else {
+                    detach()
                     group.changes[id] = nil
                     group.order.removeAll { $0 == id }
                     continue
@@ -267,15 +276,16 @@ extension ContextCore {
                     for key in Array(change.new.keys) {
                         guard let property = object.info.properties[key], property.isRecorded else { continue }
                         if object.changes[key] == nil {
-                            if property.isToMany, property.inverse != nil, change.old[key] != nil || change.new[key] != nil {
+                            // Its far sides in the group go along: a to-many's members, and
+                            // a to-one's destinations (their lists, or a one-to-one's derived
+                            // side) — before, a pending undo left holding only a team's list
+                            // wrote no group but still counted as the undo.
+                            if property.isRelationship, property.inverse != nil, change.old[key] != nil || change.new[key] != nil {
                                 dropped.append((id, property))
                             }
                             change.old[key] = nil
                             change.new[key] = nil
-                            if let redone, group === redone {
-                                group = redone.copyOfChanges()
-                                pending[index] = PendingEffect(changes: group, source: redone, kind: pending[index].kind)
-                            }
+                            detach()
                         } else if touched.insert("\(id)\u{0}\(key)").inserted {
                             change.old[key] = object.committed?[key] ?? property.emptyValue
                             kept?.old[key] = change.old[key]
@@ -284,6 +294,10 @@ extension ContextCore {
                     if let redone, let kept, group !== redone { redone.changes[id] = kept }
                     group.keep(change, for: id)
                 case .deleted where !object.isDeletedFlag, .inserted where !object.isInsertedFlag:
+                    // Before, these two edits were made in a redo's saved group itself: the
+                    // group undone later (or rebuilt from the log after a restart) no longer
+                    // agreed with what it had saved.
+                    detach()
                     group.changes[id] = nil
                     group.order.removeAll { $0 == id }
                 case .deleted, .inserted:
@@ -405,6 +419,87 @@ extension ContextCore {
         object.version = nil
         restored.insert(object.objectID)
         markChanged(object)
+    }
+
+    // MARK: - One-to-ones
+
+    /// A destination this save pairs through a one-to-one's recorded side (`object`'s
+    /// `property`) that the store pairs with other objects (`stored`, not released by this
+    /// context): another writer gave the same partner-less object a partner (spec 0004 §4.1).
+    struct OneToOneClash {
+        let object: ManagedObject
+        let property: PropertyInfo
+        let destination: ManagedObjectID
+        let stored: [ManagedObjectID]
+    }
+
+    /// Every one-to-one clash of the context's changes with the store (``OneToOneClash``).
+    func detectOneToOneClashes() throws -> [OneToOneClash] {
+        let log = try store().log
+        let storeUUID = log.storeUUID
+        let objects = retained.values.filter { !$0.isDeletedFlag && !$0.isInvalidated }.sorted { $0.objectID < $1.objectID }
+        var clashes: [OneToOneClash] = []
+        try log.read { reader in
+            for object in objects {
+                for (key, value) in object.changes {
+                    guard let property = object.info.properties[key], property.isRecorded, isOneToOne(property),
+                        let inverseName = property.inverse, let destination = value.ids.first, let stored = destination.storedID,
+                        !PropertyValue.same(object.committedValue(property) ?? .noObject, value)
+                    else { continue }
+                    let others = try reader.related(stored, inverseName).map { ManagedObjectID.permanent($0, store: storeUUID) }.filter { id in
+                        guard id != object.objectID else { return false }
+                        // One this context releases (gives another partner, or deletes) leaves it.
+                        guard let other = registered(id), !other.isInvalidated else { return true }
+                        return !other.isDeletedFlag && other.currentValue(property).ids.first == destination
+                    }
+                    if !others.isEmpty { clashes.append(OneToOneClash(object: object, property: property, destination: destination, stored: others)) }
+                }
+            }
+        }
+        return clashes
+    }
+
+    /// A commit refused for a one-to-one's second partner (spec 0004 §4.1), under a built-in
+    /// policy that trumps (spec 0006 §17.2): with `mergeByPropertyObjectTrump` and `overwrite`
+    /// the context's pair wins — the objects of the store's pair are merged, which releases
+    /// the other partner in memory, the first unsaved group pairing the destination taking
+    /// it from there, so the next commit writes both; with `mergeByPropertyStoreTrump` and
+    /// `rollback` the store's pair wins — the context's side is set back to its stored
+    /// destination (inverses maintained), its entries leave the pending groups, and the same
+    /// objects are merged. False (the save throws `storeRefused`) for `error`, a custom
+    /// policy, or when no clash is found. Before, every policy refused the save.
+    func resolveOneToOneClashes(in context: isolated ManagedObjectContext) throws -> Bool {
+        guard let policy = mergePolicy as? StandardMergePolicy, policy.type != .error else { return false }
+        let clashes = try detectOneToOneClashes()
+        guard !clashes.isEmpty else { return false }
+        var updated: Set<ManagedObjectID> = []
+        var setBack: Set<ManagedObjectID> = []
+        for clash in clashes {
+            updated.insert(clash.destination)
+            for id in clash.stored {
+                updated.insert(id)
+                // Its partner as this context last read it: the other writer released it.
+                if let other = registered(id), other.hasCommittedValues, let old = other.committedValue(clash.property)?.ids.first {
+                    updated.insert(old)
+                }
+            }
+            guard policy.type == .mergeByPropertyStoreTrump || policy.type == .rollback, !clash.object.isInvalidated else { continue }
+            let object = clash.object
+            let committed = object.committedValue(clash.property) ?? .noObject
+            set(object, clash.property, committed, maintainInverse: true, register: false)
+            // The destination takes the store's partner (read again by the merge below).
+            if let inverse = clash.property.inverse, let destination = registered(clash.destination) {
+                destination.changes[inverse] = nil
+                setBack.insert(destination.objectID)
+            }
+            setBack.insert(object.objectID)
+            updated.insert(object.objectID)
+            if let old = committed.ids.first { updated.insert(old) }
+        }
+        if !setBack.isEmpty { fixPendingJournal(for: setBack) }
+        merge(ChangeSummary(updated: updated), through: nil)
+        closeOpenGroup(continuing: true)
+        return true
     }
 
     // MARK: - Uniqueness constraints

@@ -693,6 +693,7 @@ extension ContextCore {
         }
         for side in sides where !side.object.isInvalidated {
             let object = side.object, id = object.objectID, key = side.property.name, inverse = side.inverse.name
+            let heldChange = object.changes[key] != nil
             // A derived side's change the store now holds (the other writer paired them too)
             // is none, as a recorded side's (``dropChangesEqualToCommitted(_:)``), and drops out
             // of the groups not undone with it: before, it stayed a change of its own and won the
@@ -707,6 +708,22 @@ extension ContextCore {
                         if group.keep(change, for: id) { emptied = true }
                     }
                 }
+            }
+            // A derived side the object holds no change of follows the store, as a to-one's
+            // does (§16.1): a pending undo or redo of saved work changing it writes it no more —
+            // nor the partner sides it names the object in — and the groups are rebased below.
+            // Before, they weren't: undoing the group after the pending undo put back the undo's
+            // partner over the other writer's pair, and the save wrote it (`OneToOneUndoFixTests`).
+            // (Held none before the merge either: a change the store now equals — the other
+            // writer paired them too — keeps the groups as they were, as above.)
+            var followedFrom: PropertyValue?
+            if !side.property.isRecorded, !heldChange, side.before.map({ $0 != side.stored }) ?? false,
+                pendingUndoOrRedo(changes: id, key)
+            {
+                followedFrom = unsavedChain(id, key).first { entry in
+                    entry.group.changes[id].map { $0.kind == .updated && $0.old[key] != nil } ?? false
+                }?.group.changes[id]?.old[key]
+                if dropPendingDerivedSide(id, key, inverse: inverse) { emptied = true }
             }
             let mine = object.currentValue(side.property)
             // A pending undo or redo of saved work changing it stands between the store and
@@ -723,6 +740,18 @@ extension ContextCore {
             {
                 change.old[key] = side.stored
                 first.changes[id] = change
+                // The partner the group took the object from under the pending undo no longer
+                // starts out paired with it: its entry starts from its stored side.
+                if let from = followedFrom?.ids.first, from != side.stored.ids.first, var entry = first.changes[from], entry.kind == .updated,
+                    entry.old[inverse]?.ids.first == id
+                {
+                    entry.old[inverse] = registered(from)?.committedValue(side.inverse) ?? .noObject
+                    if entry.old[inverse] == entry.new[inverse] {
+                        entry.old[inverse] = nil
+                        entry.new[inverse] = nil
+                    }
+                    if first.keep(entry, for: from) { emptied = true }
+                }
             }
             guard let to = side.stored.ids.first, let destination = self.object(with: to), !destination.isInvalidated, !destination.isDeletedFlag
             else { continue }
@@ -731,6 +760,35 @@ extension ContextCore {
                 setRaw(destination, side.inverse, old: current, new: .noObject, register: false)
             }
             guard let first, first.changes[id]?.new[key].map({ $0.ids.first != to }) ?? false else { continue }
+            // The store's partner keeps another partner of the context's own that the group
+            // doesn't give it (a pending undo of saved work gave the person back its old
+            // passport): it isn't the object's partner here.
+            // Likewise where an unsaved group before the first one pairs it with another (the
+            // context gave the person P3, then took P1 from it; another writer gave the person
+            // P1 meanwhile): before, undoing the later group paired P1 with the person again
+            // while the earlier group's P3 still named it, and the save was refused (seed 735).
+            let earlier = unsavedChain(id, key).prefix { $0.group !== first }.last { entry in
+                entry.group.changes[to].map { $0.kind == .updated && $0.new[inverse] != nil } ?? false
+            }?.group.changes[to]?.new[inverse]
+            let keptElsewhere = (current.ids.first != id && destination.changes[inverse] != nil
+                && first.changes[to].map { $0.old[inverse] == nil && $0.new[inverse] == nil } ?? true)
+                || earlier.map { $0.ids.first != id } ?? false
+            if keptElsewhere {
+                // The first group changing the object's side then starts from no partner, and
+                // takes none from there: undoing it must not pair the object with one the
+                // context pairs elsewhere (before, it did, releasing that one's partner in
+                // memory while the pending undo still wrote it: the save was refused,
+                // oneToOneViolation; `OneToOneUndoFixTests`, seed 220).
+                if var change = first.changes[id], change.old[key].map({ $0.ids.first == to }) ?? false {
+                    change.old[key] = .noObject
+                    if change.new[key]?.isNil ?? false {
+                        change.old[key] = nil
+                        change.new[key] = nil
+                    }
+                    if first.keep(change, for: id) { emptied = true }
+                }
+                continue
+            }
             var change = first.changes[to] ?? ObjectChange(kind: .updated)
             guard change.kind == .updated, change.old[inverse] == nil, change.new[inverse] == nil else { continue }
             change.old[inverse] = .toOne(id)
@@ -738,6 +796,37 @@ extension ContextCore {
             if first.changes[to] == nil { first.order.append(to) }
             first.changes[to] = change
         }
+    }
+
+    /// Takes a one-to-one's derived side `key` of `id` out of the pending undos and redos of
+    /// saved work, with the entries of the partners it names (their `inverse`, naming `id`):
+    /// the object follows the store's pair (``rebaseOneToOnes(_:)``). A redo's changes are the
+    /// saved group itself: the effect gets a copy. True when an effect was left empty.
+    func dropPendingDerivedSide(_ id: ManagedObjectID, _ key: String, inverse: String) -> Bool {
+        var emptied = false
+        for index in pending.indices where pending[index].kind != .user {
+            var effect = pending[index]
+            guard var change = effect.changes.changes[id], change.kind == .updated, change.old[key] != nil || change.new[key] != nil
+            else { continue }
+            if effect.changes === effect.source {
+                effect = PendingEffect(changes: effect.changes.copyOfChanges(), source: effect.source, kind: effect.kind)
+                pending[index] = effect
+            }
+            let partners = (change.old[key]?.ids ?? []) + (change.new[key]?.ids ?? [])
+            change.old[key] = nil
+            change.new[key] = nil
+            effect.changes.keep(change, for: id)
+            for partner in partners {
+                guard var entry = effect.changes.changes[partner], entry.kind == .updated,
+                    entry.old[inverse]?.ids.first == id || entry.new[inverse]?.ids.first == id
+                else { continue }
+                entry.old[inverse] = nil
+                entry.new[inverse] = nil
+                effect.changes.keep(entry, for: partner)
+            }
+            if effect.changes.isEmpty { emptied = true }
+        }
+        return emptied
     }
 
     private static func removing(_ id: ManagedObjectID, from value: PropertyValue) -> PropertyValue {
@@ -883,7 +972,12 @@ extension ContextCore {
         // Unsaved groups are the top of the undo stack (a save marks every group saved), the
         // open group and the redo stack: with none, a merge of many objects costs nothing here.
         let unsaved = Array(journal.undoStack.reversed().prefix { $0.saved == nil && !$0.fromLog }.reversed())
-        guard !unsaved.isEmpty || !journal.open.isEmpty || !journal.redoStack.isEmpty else { return }
+        // A pending undo or redo of saved work counts too: what it writes the store may now
+        // hold (below). Before, with no unsaved group left (a saved group redone, unsaved), the
+        // redo went on writing a pairing the store had since taken back, and the save was
+        // refused (`OneToOneUndoFixTests`, seed 562).
+        guard !unsaved.isEmpty || !journal.open.isEmpty || !journal.redoStack.isEmpty || pending.contains(where: { $0.kind != .user })
+        else { return }
         var keys: [(name: String, value: PropertyValue)] = []
         for property in object.info.propertyList where property.isRecorded && !property.isToMany && !property.isTransient {
             // A to-one rebases as an attribute does (its far side: ``rebaseMovedToOnes(_:)``;
@@ -945,13 +1039,13 @@ extension ContextCore {
             for index in pending.indices where pending[index].kind != .user {
                 var effect = pending[index]
                 guard var change = effect.changes.changes[id], change.kind == .updated else { continue }
-                var dropped = false
+                var dropped: [PropertyInfo] = []
                 for key in superseded where change.old[key] != nil || change.new[key] != nil {
                     change.old[key] = nil
                     change.new[key] = nil
-                    dropped = true
+                    if let property = object.info.properties[key] { dropped.append(property) }
                 }
-                guard dropped else { continue }
+                guard !dropped.isEmpty else { continue }
                 // A redo's changes are the saved group itself, which a later undo undoes whole:
                 // the effect gets a copy (before, the property left the group, and undoing the
                 // redone group moved the far sides without the object).
@@ -960,6 +1054,14 @@ extension ContextCore {
                     pending[index] = effect
                 }
                 if effect.changes.keep(change, for: id) { emptied = true }
+                // A to-one's far sides go with it: the destinations' lists (a one-to-one's
+                // derived side) no longer move the object. Before, an undo left holding only
+                // the teams' lists stayed pending: it wrote no group, yet named the
+                // transaction (`undo(of:)`) and counted as done.
+                for property in dropped where property.isRelationship && property.inverse != nil {
+                    dropFarSides(of: id, property, in: effect.changes)
+                }
+                if effect.changes.isEmpty { emptied = true }
             }
         }
         if emptied { removeEmptiedEffects() }
@@ -1032,7 +1134,17 @@ extension ContextCore {
             group.order.removeAll { $0 == id }
         }
         drop(journal.open)
-        for effect in pending { drop(effect.changes) }
+        for index in pending.indices {
+            let effect = pending[index]
+            // A redo's changes are the saved group itself, which keeps the object (redoing or
+            // undoing it again is checked against the store, §12): the effect gets a copy
+            // (before, the object left the saved group, and undoing it after the save undid the
+            // rest alone, where persisted undo after a restart refused it).
+            if effect.kind != .user, effect.changes === effect.source, effect.changes !== kept, effect.changes.changes[id] != nil {
+                pending[index] = PendingEffect(changes: effect.changes.copyOfChanges(), source: effect.source, kind: effect.kind)
+            }
+            drop(pending[index].changes)
+        }
         removeEmptiedEffects()
     }
 

@@ -365,6 +365,10 @@ extension ContextCore {
                     try mergePolicy.resolve(constraintConflicts: conflicts, in: context)
                     closeOpenGroup(continuing: true)
                     continue
+                case .oneToOneViolation where attempt < Self.maximumSaveAttempts:
+                    // Two writers each gave one object a partner: a trumping policy decides.
+                    guard try resolveOneToOneClashes(in: context) else { throw ContextError.storeRefused(error.description) }
+                    continue
                 case .uniquenessViolation, .missingReference, .objectExists, .objectNotFound, .oneToOneViolation:
                     throw ContextError.storeRefused(error.description)
                 default:

@@ -1852,10 +1852,14 @@ final class ContextCore {
             guard let change = group.changes[id], change.kind == .updated, let info = info(for: id, last: &lastInfo) else { continue }
             let known = registered(id).flatMap { $0.hasCommittedValues && !$0.isInsertedFlag ? $0 : nil }
             for (key, replaced) in (reversed ? change.new : change.old).sorted(by: { $0.key < $1.key }) {
-                guard let property = info.property(named: key), property.isRecorded else { continue }
+                // A one-to-one's derived side too, as the parent holds it (as for saved work,
+                // §12): before, undoing a pushed release of a person's passport gave it back
+                // while the passport the parent had given the person since still named it.
+                guard let property = info.property(named: key), property.isRecorded || isDerivedOneToOne(property) else { continue }
                 var expected = replaced
                 if let known {
-                    let committed = known.committedValue(property) ?? property.emptyValue
+                    // A derived side not read since is known as the group's.
+                    let committed = known.committedValue(property) ?? (property.isRecorded ? property.emptyValue : replaced)
                     // As for saved work (§12): a pending undo or redo of later pushed work must
                     // have put back the value the group replaces, not one a merge from the
                     // parent rebased that work to (before, the sibling's value was overwritten).
@@ -1888,7 +1892,7 @@ final class ContextCore {
     func firstMismatch(ofChild checks: [ChildExpectation]) -> (Int, PropertyValue)? {
         for (index, check) in checks.enumerated() {
             guard let object = objectForChild(check.id), !object.isInvalidated, !object.isDeletedFlag,
-                let property = object.info.properties[check.key], property.isRecorded
+                let property = object.info.properties[check.key], property.isRecorded || isDerivedOneToOne(property)
             else { continue }
             if !object.hasCommittedValues && !object.isInsertedFlag && (try? fulfillThrowing(object)) == nil { continue }
             let found = object.currentValue(property)
@@ -2074,6 +2078,11 @@ final class ContextCore {
                     removedObjects[id] = object
                     noteInvalidated(object)
                 } else {
+                    // A saved object held as a fault is read first: the save checks the version
+                    // it deletes against the store's (§17.1). Before, it had none, the check took
+                    // the store's as seen, and a redone delete overwrote another writer's change
+                    // made after the redo, unseen (`OneToOneUndoFixTests`).
+                    if !object.hasCommittedValues && !object.isInsertedFlag { _ = try? fulfillThrowing(object) }
                     noteDeleted(object)
                     if group.fromLog {
                         for property in info.properties.values where property.isRelationship && property.isRecorded {
