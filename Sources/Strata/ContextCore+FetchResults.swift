@@ -862,12 +862,6 @@ extension ContextCore {
     func sortRows(_ rows: [[String: Cell]], by descriptors: [FetchSortDescriptor]) -> [[String: Cell]] {
         // Each row's keys read (and folded) once, not at every comparison.
         let keys = SortKeyTable(rows.map { row in descriptors.map { row[$0.key]?.sendable as Any? } }, descriptors: descriptors)
-        return rows.indices.sorted { a, b in
-            switch keys.compare(a, b) {
-            case .orderedAscending: true
-            case .orderedDescending: false
-            case .orderedSame: a < b
-            }
-        }.map { rows[$0] }
+        return keys.stableOrder().map { rows[$0] }
     }
 }

@@ -227,11 +227,7 @@ extension ContextCore {
                     let read = subject(object) as? any KeyValueCoding
                     return descriptors.map { read?.value(forKeyPath: $0.key) }
                 }, descriptors: descriptors)
-            let sorted = results.indices.sorted { a, b in
-                let order = keys.compare(a, b)
-                return order == .orderedSame ? a < b : order == .orderedAscending
-            }
-            results = sorted.map { results[$0] }
+            results = keys.stableOrder().map { results[$0] }
         }
         if request.fetchOffset > 0 { results = Array(results.dropFirst(request.fetchOffset)) }
         if request.fetchLimit > 0 { results = Array(results.prefix(request.fetchLimit)) }

@@ -247,6 +247,17 @@ struct SortKeyTable {
         }
     }
 
+    /// The elements' positions in sort order; elements the descriptors tie keep their order.
+    func stableOrder() -> [Int] {
+        values.indices.sorted { a, b in
+            switch compare(a, b) {
+            case .orderedAscending: true
+            case .orderedDescending: false
+            case .orderedSame: a < b
+            }
+        }
+    }
+
     /// Elements `a` and `b` ordered by the descriptors in turn, descending ones reversed;
     /// `.orderedSame` when every descriptor ties them.
     func compare(_ a: Int, _ b: Int) -> ComparisonResult {
@@ -744,12 +755,6 @@ extension Sequence where Element: ManagedObject {
         // Each object's keys read once (before session 30, a sort by model key paths read
         // them, and folded strings, at every comparison).
         let keys = SortKeyTable(objects.map { object in readers.map { $0(object) } }, descriptors: descriptors)
-        return objects.indices.sorted { a, b in
-            switch keys.compare(a, b) {
-            case .orderedAscending: true
-            case .orderedDescending: false
-            case .orderedSame: a < b
-            }
-        }.map { objects[$0] }
+        return keys.stableOrder().map { objects[$0] }
     }
 }
