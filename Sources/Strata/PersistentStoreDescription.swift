@@ -52,6 +52,21 @@ public final class PersistentStoreDescription: Sendable, CustomStringConvertible
         set { state.withLock { $0.configuration.isReadOnly = newValue } }
     }
 
+    /// Whether a model that lacks entities or stored properties of the store's current model
+    /// version may migrate the store to it, taking their values out (default false: such a
+    /// model is refused with ``PersistentStoreError/incompatibleModel(path:reason:)`` (134100),
+    /// as an earlier app's model would be — a downgrade; spec 0004 §4.7). Set it in the app
+    /// version whose model drops them on purpose. The same flag as ``logConfiguration``'s
+    /// `allowsRemovingEntitiesAndProperties`.
+    ///
+    /// ```swift
+    /// container.persistentStoreDescriptions[0].allowsRemovingEntitiesAndProperties = true
+    /// ```
+    public var allowsRemovingEntitiesAndProperties: Bool {
+        get { state.withLock { $0.configuration.allowsRemovingEntitiesAndProperties } }
+        set { state.withLock { $0.configuration.allowsRemovingEntitiesAndProperties = newValue } }
+    }
+
     /// How the event log is opened: durability, map sizes, checkpoints, readers (Strata's
     /// store options, in place of Core Data's `options` dictionary). Its
     /// `migratesAutomatically` is on only while both migration options below are.
