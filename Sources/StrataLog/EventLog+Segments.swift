@@ -758,8 +758,21 @@ extension LogReader {
         for segment in try segmentDescriptors(overlapping: from, through) where segment.last >= from && segment.first <= through {
             let reader = try SegmentReader(segment, directory: log.segmentDirectory, snapshot: txn.id)
             for (index, frame) in segment.frames.enumerated() where frame.last >= from && frame.first <= through {
-                for (position, bytes) in try reader.events(inFrame: index).enumerated() {
+                let frameEvents = try reader.events(inFrame: index)
+                // A frame holds its events densely, in order, as the manifest says: a frame that
+                // decodes but holds others (a segment file swapped for another whose frames
+                // happen to line up) is named, not read past as if its events were missing
+                // (before, that read failed with "no segment holds them", naming no file).
+                guard frameEvents.count == Int(frame.last - frame.first + 1) else {
+                    throw LogError.segment(
+                        "segment \(segment.fileName) frame \(index): holds \(frameEvents.count) events, the manifest says \(frame.first)…\(frame.last)")
+                }
+                for (position, bytes) in frameEvents.enumerated() {
+                    let atPosition = frame.first &+ UInt64(position)
                     if let wanted, let header = bytes.withUnsafeBytes({ EventCodec.header($0) }) {
+                        guard header.sequence == atPosition else {
+                            throw LogError.segment("\(segment.fileName) frame \(index): expected event \(atPosition), found \(header.sequence)")
+                        }
                         guard header.sequence >= from, header.sequence <= through else { continue }
                         guard header.sequence == expected else {
                             throw LogError.segment("\(segment.fileName): expected event \(expected), found \(header.sequence)")
@@ -775,6 +788,9 @@ extension LogReader {
                         try EventCodec.decode(raw, catalog: log.catalog) {
                             "event \(frame.first &+ UInt64(position)) (segment \(segment.fileName) frame \(index))"
                         }
+                    }
+                    guard event.sequence == atPosition else {
+                        throw LogError.segment("\(segment.fileName) frame \(index): expected event \(atPosition), found \(event.sequence)")
                     }
                     guard event.sequence >= from, event.sequence <= through else { continue }
                     guard event.sequence == expected else {
