@@ -188,4 +188,149 @@ struct DerivedListRebaseTests {
         #expect(stored.teams == ["A": ["P2", "b1"], "B": ["a1"]])
         #expect(stored.teamOf == ["a1": "B", "b1": "A", "P1": "-", "P2": "A"])
     }
+    static func courseModel() throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Student") {
+                Attribute("name", .string)
+                Relationship("courses", to: "Course", inverse: "students", toMany: true)
+            }
+            Entity("Course") {
+                Attribute("name", .string)
+                Relationship("students", to: "Student", inverse: "courses", toMany: true)
+            }
+        }
+    }
+
+    static func members(_ object: ManagedObject, _ key: String) -> Set<String> {
+        Set(object.mutableSetValue(forKey: key).objects.map { $0.value(forKey: "name") as? String ?? "?" })
+    }
+
+    @Test("many-to-many: s1 joins c1 and the join is undone (unsaved); another writer enrols s1 in c2 and s2 in c1, merge: redo and undo keep the other writer's enrolments on both sides, and the reopened store agrees")
+    func manyToManyUndoneJoinKeepsOtherWritersEnrolments() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.courseModel())
+        let ids = try await privateContext(coordinator, name: "setup").perform { (context: isolated ManagedObjectContext) throws -> [String: ManagedObjectID] in
+            var objects: [String: ManagedObject] = [:]
+            for (name, entity) in [("s1", "Student"), ("s2", "Student"), ("c1", "Course"), ("c2", "Course")] {
+                let object = try context.insertNewObject(forEntityName: entity)
+                object.setValue(name, forKey: "name")
+                objects[name] = object
+            }
+            try context.save()
+            return objects.mapValues(\.objectID)
+        }
+        let mine = privateContext(coordinator, name: "mine")
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in
+            let s1 = try context.existingObject(with: try #require(ids["s1"])), c1 = try context.existingObject(with: try #require(ids["c1"]))
+            let c2 = try context.existingObject(with: try #require(ids["c2"]))
+            #expect(Self.members(s1, "courses") == [] && Self.members(c1, "students") == [] && Self.members(c2, "students") == [])
+            s1.mutableSetValue(forKey: "courses").add(c1)
+            context.processPendingChanges()
+            try context.undo()
+            #expect(Self.members(s1, "courses") == [] && Self.members(c1, "students") == [])
+            for (key, object) in [("s1", s1), ("c1", c1), ("c2", c2)] { context.userInfo[key] = object }
+        }
+        let other = try openCoordinator(dir, model: try Self.courseModel())
+        try await privateContext(other, name: "other").perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: try #require(ids["s1"])).mutableSetValue(forKey: "courses").add(try context.existingObject(with: try #require(ids["c2"])))
+            try context.existingObject(with: try #require(ids["s2"])).mutableSetValue(forKey: "courses").add(try context.existingObject(with: try #require(ids["c1"])))
+            try context.save()
+        }
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in
+            _ = try context.mergeStoreChanges()
+            let s1 = try #require(context.userInfo["s1"] as? ManagedObject), c1 = try #require(context.userInfo["c1"] as? ManagedObject)
+            let c2 = try #require(context.userInfo["c2"] as? ManagedObject)
+            #expect(Self.members(s1, "courses") == ["c2"] && Self.members(c1, "students") == ["s2"] && Self.members(c2, "students") == ["s1"])
+            try context.redo()
+            #expect(Self.members(s1, "courses") == ["c1", "c2"], "redo joins c1, c2 stays")
+            #expect(Self.members(c1, "students") == ["s1", "s2"], "s2 stays in c1")
+            #expect(Self.members(c2, "students") == ["s1"])
+            try context.undo()
+            #expect(Self.members(s1, "courses") == ["c2"] && Self.members(c1, "students") == ["s2"] && Self.members(c2, "students") == ["s1"])
+            try context.redo()
+            try context.save()
+        }
+        let reopened = try openCoordinator(dir, model: try Self.courseModel())
+        let stored = try await privateContext(reopened).perform { (context: isolated ManagedObjectContext) throws -> [String: Set<String>] in
+            var result: [String: Set<String>] = [:]
+            for name in ["s1", "s2"] { result[name] = Self.members(try context.existingObject(with: try #require(ids[name])), "courses") }
+            for name in ["c1", "c2"] { result[name] = Self.members(try context.existingObject(with: try #require(ids[name])), "students") }
+            return result
+        }
+        #expect(stored == ["s1": ["c1", "c2"], "s2": ["c1"], "c1": ["s1", "s2"], "c2": ["s1"]])
+    }
+    /// Another writer (its own coordinator) moves P2 into A and a1 out of it.
+    static func otherWriterSwaps(_ dir: TemporaryDirectory, _ ids: [String: ManagedObjectID]) async throws {
+        let other = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await privateContext(other, name: "other").perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: try #require(ids["P2"])).setValue(try context.existingObject(with: try #require(ids["A"])), forKey: "team")
+            try context.existingObject(with: try #require(ids["a1"])).setValue(nil, forKey: "team")
+            try context.save()
+        }
+    }
+
+    /// In `context`, after the merge: A lists P2 only; redo (P1 in), undo, redo, save.
+    static func redoUndoRedoSave(_ context: isolated ManagedObjectContext, _ ids: [String: ManagedObjectID]) throws {
+        let a = try #require(context.userInfo["A"] as? ManagedObject)
+        #expect(Self.names(a) == ["P2"], "merged")
+        try context.redo()
+        #expect(Self.names(a) == ["P1", "P2"], "redo moves P1 back in, P2 stays, a1 stays out")
+        #expect(try Self.agree(context, a, ids))
+        try context.undo()
+        #expect(Self.names(a) == ["P2"])
+        #expect(try Self.agree(context, a, ids))
+        try context.redo()
+        try context.save()
+    }
+
+    @Test("automatic merge (automaticallyMergesChangesFromParent, another context of the coordinator saving): the undone move's redo and undo keep the other writer's members")
+    func automaticMergeKeepsOtherWritersMembers() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let ids = try await Self.setUp(coordinator)
+        let mine = privateContext(coordinator, name: "mine")
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in
+            context.automaticallyMergesChangesFromParent = true
+            let a = try context.existingObject(with: try #require(ids["A"]))
+            #expect(Self.names(a) == ["a1"])
+            try context.existingObject(with: try #require(ids["P1"])).setValue(a, forKey: "team")
+            context.processPendingChanges()
+            try context.undo()
+            context.userInfo["A"] = a
+        }
+        try await privateContext(coordinator, name: "other").perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: try #require(ids["P2"])).setValue(try context.existingObject(with: try #require(ids["A"])), forKey: "team")
+            try context.existingObject(with: try #require(ids["a1"])).setValue(nil, forKey: "team")
+            try context.save()
+        }
+        try await mine.perform { (context: isolated ManagedObjectContext) throws in try Self.redoUndoRedoSave(context, ids) }
+        let stored = try await Self.reopened(dir, ids)
+        #expect(stored.teams["A"] == ["P1", "P2"])
+        #expect(stored.teamOf == ["a1": "-", "b1": "B", "P1": "A", "P2": "A"])
+    }
+
+    @Test("a child context merging its parent's merge (automaticallyMergesChangesFromParent): the child's undone move's redo and undo keep the other writer's members, and the parent's save writes them")
+    func childMergeKeepsOtherWritersMembers() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        let ids = try await Self.setUp(coordinator)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent, name: "child")
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            context.automaticallyMergesChangesFromParent = true
+            let a = try context.existingObject(with: try #require(ids["A"]))
+            #expect(Self.names(a) == ["a1"])
+            try context.existingObject(with: try #require(ids["P1"])).setValue(a, forKey: "team")
+            context.processPendingChanges()
+            try context.undo()
+            context.userInfo["A"] = a
+        }
+        try await Self.otherWriterSwaps(dir, ids)
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in _ = try context.mergeStoreChanges() }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in try Self.redoUndoRedoSave(context, ids) }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        let stored = try await Self.reopened(dir, ids)
+        #expect(stored.teams["A"] == ["P1", "P2"])
+        #expect(stored.teamOf == ["a1": "-", "b1": "B", "P1": "A", "P2": "A"])
+    }
 }
