@@ -647,7 +647,9 @@ extension ContextCore {
             }
             var changedMembers: [TransactionDraft.Operation] = []
             for property in object.info.propertyList where property.isWritten {
-                guard object.changes[property.name] != nil else { continue }
+                // Also a value a pending group writes that the object no longer shows, holding
+                // no change of it (``unwrittenValues(covered:)``).
+                guard object.changes[property.name] != nil || (!property.isToMany && coverage?.updates[property.name] != nil) else { continue }
                 let current = object.currentValue(property)
                 let expected = coverage?.value(property) ?? object.committedValue(property) ?? property.emptyValue
                 guard PropertyValue.differ(expected, current) else { continue }
@@ -661,10 +663,36 @@ extension ContextCore {
             if !values.isEmpty { found.append((id, .update(draftID(id), values: values))) }
             for members in changedMembers { found.append((id, members)) }
         }
+        found += unwrittenValues(covered: covered)
         guard found.count > 1 else { return found.map(\.operation) }
         // Sorted by index: comparing never copies an operation.
         let ids = found.map(\.id)
         return ids.indices.sorted { ids[$0] < ids[$1] }.map { found[$0].operation }
+    }
+
+    /// The objects a pending group updates that hold no change (``heldForPending``) whose
+    /// value of an attribute or to-one now differs from the one the groups write: the object's
+    /// own value is written after them. A one-to-one set by an undo or redo releases the
+    /// partner the object held in memory (``apply(_:reversed:events:)``), which the group —
+    /// rebased at a merge — may not name, while an earlier pending undo wrote that partner's
+    /// pairing: before, the save wrote the pairing and not the release, and the store refused
+    /// it, one person named by two passports (oneToOneViolation; randomized one-to-one seeds
+    /// 1030, 1073, 1235 at 150 steps; spec 0006 §16.1, §17.1).
+    func unwrittenValues(covered: [ManagedObjectID: SaveCoverage]) -> [(id: ManagedObjectID, operation: TransactionDraft.Operation)] {
+        var found: [(id: ManagedObjectID, operation: TransactionDraft.Operation)] = []
+        for (id, object) in heldForPending where retained[id] == nil {
+            guard let coverage = covered[id], coverage.state == .none, !coverage.updates.isEmpty, !object.isInvalidated,
+                !object.isInsertedFlag, !object.isDeletedFlag, object.hasCommittedValues
+            else { continue }
+            var values: [String: DraftValue] = [:]
+            for property in object.info.propertyList where property.isWritten && !property.isToMany {
+                guard let expected = coverage.value(property) else { continue }
+                let current = object.currentValue(property)
+                if PropertyValue.differ(expected, current) { values[property.name] = draftValue(current) }
+            }
+            if !values.isEmpty { found.append((id, .update(draftID(id), values: values))) }
+        }
+        return found
     }
 
     /// After a successful commit (or a save with nothing to write): permanent IDs, committed
