@@ -378,14 +378,7 @@ extension ContextCore {
                     values[key] = try batchAttributeValue(try Self.batchScalar(result, gave), key, of: info, what: gave)
                 }
                 if !changesAny {
-                    changesAny = values.contains { key, value in
-                        let current = stored.values[key] ?? .null
-                        switch value {
-                        case .null: return current != .null
-                        case .attribute(let attribute): return !current.isIdentical(to: .attribute(attribute))
-                        case .reference, .references: return true
-                        }
-                    }
+                    changesAny = values.contains { key, value in Self.batchValue(value, changes: stored[key]) }
                 }
                 draft.update(.stored(id), values: values)
             }
@@ -462,6 +455,16 @@ extension ContextCore {
         return a == b
     }
 
+    /// Whether setting a batch update's `value` changes the stored `current` one: strings
+    /// compared by their bytes (``identical(_:_:)``).
+    private static func batchValue(_ value: DraftValue, changes current: LogValue) -> Bool {
+        switch value {
+        case .null: current != .null
+        case .attribute(let attribute): !current.isIdentical(to: .attribute(attribute))
+        case .reference, .references: true
+        }
+    }
+
     /// Whether setting `values` changes one of `ids` at least, in the store as it stands:
     /// read until the first object that doesn't hold them all (the commit drops the values
     /// the others already hold), so only a request changing nothing reads every object.
@@ -469,14 +472,7 @@ extension ContextCore {
         try store.log.read { (reader: borrowing LogReader) throws -> Bool in
             for id in ids {
                 guard let stored = try reader.object(id) else { continue }
-                for (name, value) in values {
-                    let current = stored.values[name] ?? .null
-                    switch value {
-                    case .null: if current != .null { return true }
-                    case .attribute(let attribute): if !current.isIdentical(to: .attribute(attribute)) { return true }
-                    case .reference, .references: return true
-                    }
-                }
+                for (name, value) in values where Self.batchValue(value, changes: stored[name]) { return true }
             }
             return false
         }
