@@ -504,6 +504,10 @@ public actor ManagedObjectContext {
                 part: "resultType", reason: "fetch(_:) returns managed objects, but the request asks for \(request.resultType); use execute(_:)")
         }
         let objects = try core.fetchManagedObjects(request.erased)
+        // The untyped request (most of them) returns the array as it is: `objects as?
+        // [Result]` would copy and check it element by element even when the types are the
+        // same (a tenth of a 100,000-object fetch, measured in C2).
+        if Result.self == ManagedObject.self { return unsafeBitCast(objects, to: [Result].self) }
         if let typed = objects as? [Result] { return typed }
         var typed: [Result] = []
         typed.reserveCapacity(objects.count)
