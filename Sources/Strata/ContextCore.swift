@@ -525,6 +525,9 @@ final class ContextCore {
     /// Objects re-created under their permanent ID by undoing a saved delete.
     @exclusivity(unchecked) var restored: Set<ManagedObjectID> = []
     var problems: [ContextError] = []
+    /// Set on the scratch context a batch insert's managed-object handler fills objects in
+    /// (``BatchObjectFiller``): it posts no notifications and can't be saved.
+    var isBatchScratch = false
     /// Unsaved objects removed by a delete or an undo, kept so that undo or redo brings back
     /// the same instance the app holds (Core Data's identity rule). Cleared with the stacks.
     var removedObjects: [ManagedObjectID: ManagedObject] = [:]
