@@ -118,11 +118,11 @@ public struct BatchInsertRequest {
     /// ``dictionaryHandler`` are nil.
     ///
     /// Each object is new, of the class registered for the entity (the handler's class for
-    /// a typed handler), with the model's default values, and its ``ManagedObject/awakeFromInsert()``
-    /// has run — as for an object inserted with `insertNewObject(forEntityName:)`. It lives
-    /// in a scratch context of the executing context's coordinator that shares its queue,
-    /// is never saved (its `save()` throws) and forgets the object when the handler returns:
-    /// don't keep the object or use it after the call. Its stored attribute values are
+    /// a typed handler), with the model's default values, and its plain
+    /// ``ManagedObject/awakeFromInsert()`` has run. As in Core Data, it belongs to no context
+    /// (`managedObjectContext` is nil, so ``ManagedObject/awakeFromInsert(in:)`` isn't run);
+    /// it is forgotten when the handler returns: don't keep the object or use it after the
+    /// call. The handler runs synchronously on the executing context's queue. Its stored attribute values are
     /// inserted as a dictionary's (transient values are not stored, as at a save); setting a
     /// relationship refuses the request, as a value that doesn't convert or an unknown key
     /// does, naming the object's position (from 1).
@@ -323,8 +323,8 @@ extension ManagedObjectContext {
     /// ```
     ///
     /// A request with a ``BatchInsertRequest/managedObjectHandler`` is run as one with a
-    /// dictionary handler: each object the handler fills (in a scratch context sharing this
-    /// context's queue, forgotten after each call) gives the dictionary of its stored
+    /// dictionary handler: each object the handler fills (in no context, forgotten after
+    /// each call) gives the dictionary of its stored
     /// attribute values. This context doesn't change either.
     ///
     /// - Throws: ``ContextError/unknownEntity(_:)``; ``ContextError/invalidArgument(_:)`` for
@@ -343,7 +343,7 @@ extension ManagedObjectContext {
             plain.entityName = try entityName(inserting: type)
         }
         plain.managedObjectHandler = nil
-        let filler = BatchObjectFiller(executing: self, entityName: plain.entityName, handlerClass: request.handlerClass, handler: handler)
+        let filler = BatchObjectFiller(coordinator: persistentStoreCoordinator, entityName: plain.entityName, handlerClass: request.handlerClass, handler: handler)
         plain.dictionaryHandler = { values in try filler.fill(&values) }
         return try core.executeBatchInsert(plain)
     }
@@ -424,23 +424,24 @@ extension ManagedObjectContext {
 }
 
 /// Makes the objects a batch insert's managed-object handler fills (spec 0006 §20.2), one at
-/// a time, in a scratch context that shares the executing context's queue — so the handler
-/// runs on that queue, synchronously, as a dictionary handler does — and hands each one's
-/// stored attribute values on as a dictionary. The scratch context is reset after every
-/// call, so its objects (the handler's, and any its `awakeFromInsert` or the handler made)
-/// don't pile up however many objects the request inserts.
+/// a time, in a scratch core of the executing context's coordinator that belongs to no
+/// context (the object's `managedObjectContext` is nil, as Core Data's is), and hands each
+/// one's stored attribute values on as a dictionary. The handler runs synchronously, on the
+/// executing context's queue, as a dictionary handler does; no value crosses an isolation
+/// boundary. The scratch core is reset after every call, so its objects don't pile up however
+/// many objects the request inserts.
 final class BatchObjectFiller {
-    private let executing: ManagedObjectContext
+    private let coordinator: PersistentStoreCoordinator
     private let entityName: String
     private let handlerClass: ((ManagedObject.Type) -> ManagedObject.Type)?
     private let handler: (ManagedObject) throws -> Bool
     /// Made at the first call: a request refused before any object is asked for makes none.
-    private var scratch: ManagedObjectContext?
+    private var scratch: ContextCore?
     /// The position (from 1) of the object being filled.
     private var number = 0
 
-    init(executing: ManagedObjectContext, entityName: String, handlerClass: ((ManagedObject.Type) -> ManagedObject.Type)?, handler: @escaping (ManagedObject) throws -> Bool) {
-        self.executing = executing
+    init(coordinator: PersistentStoreCoordinator, entityName: String, handlerClass: ((ManagedObject.Type) -> ManagedObject.Type)?, handler: @escaping (ManagedObject) throws -> Bool) {
+        self.coordinator = coordinator
         self.entityName = entityName
         self.handlerClass = handlerClass
         self.handler = handler
@@ -449,28 +450,21 @@ final class BatchObjectFiller {
     /// Fills the next object: true when the handler stopped, else `values` holds the object's.
     func fill(_ values: inout [String: any Sendable]) throws -> Bool {
         number += 1
-        let scratch = self.scratch ?? ManagedObjectContext(batchScratchFor: executing)
-        self.scratch = scratch
-        let what = "batch insert into \(entityName), object \(number)"
-        let entityName = self.entityName
-        // The closures run isolated to the scratch context, which the compiler sees as
-        // another actor than the executing context they belong to; it is the same queue (the
-        // scratch context shares the executing context's executor, and `assumeIsolated`
-        // checks that the caller runs on it), so nothing crosses to another thread.
-        nonisolated(unsafe) let handlerClass = self.handlerClass
-        nonisolated(unsafe) let handler = self.handler
-        var filled: [String: any Sendable]?
-        try scratch.assumeIsolated { (scratch: isolated ManagedObjectContext) throws in
-            let core = scratch.core
-            defer { core.reset() }
-            let registered = try core.objectClass(forEntityName: entityName)
-            let object = try core.insert(entityName: entityName, as: handlerClass?(registered) ?? registered, in: scratch)
-            guard try !handler(object) else { return }
-            filled = try core.batchInsertValues(of: object, what: what)
-        }
-        guard let filled else { return true }
-        values = filled
+        let core = scratch ?? makeScratch()
+        scratch = core
+        defer { core.reset() }
+        let registered = try core.objectClass(forEntityName: entityName)
+        let object = try core.insertDetached(entityName: entityName, as: handlerClass?(registered) ?? registered)
+        guard try !handler(object) else { return true }
+        values = try core.batchInsertValues(of: object, what: "batch insert into \(entityName), object \(number)")
         return false
     }
-}
 
+    private func makeScratch() -> ContextCore {
+        let core = ContextCore(coordinator: coordinator, hub: NotificationHub())
+        core.name = "batch insert scratch"
+        core.isBatchScratch = true
+        core.journal.isEnabled = false
+        return core
+    }
+}

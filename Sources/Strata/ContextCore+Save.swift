@@ -247,10 +247,6 @@ extension ContextCore {
     // MARK: - Saving
 
     func save(in context: isolated ManagedObjectContext) throws {
-        guard !isBatchScratch else {
-            throw ContextError.invalidArgument(
-                "the scratch context of a batch insert's managed-object handler can't be saved: return false from the handler to insert its object")
-        }
         // Groups the save's closes drop are recorded with its commit; a save that fails
         // records them now, as a close outside a save does (spec 0006 §13).
         isSaving = true

@@ -98,24 +98,6 @@ public actor ManagedObjectContext {
         parent.children.add(self, key: coreKey)
     }
 
-    /// The scratch context of a batch insert with a managed-object handler, run by `context`
-    /// (``BatchObjectFiller``): on `context`'s queue (its executor, shared), so the handler
-    /// runs synchronously inside `execute(_:)`; on the coordinator even when `context` is a
-    /// child (the request writes to the store); no undo; no notifications; never saved.
-    init(batchScratchFor context: ManagedObjectContext) {
-        concurrencyType = context.concurrencyType
-        persistentStoreCoordinator = context.persistentStoreCoordinator
-        parent = nil
-        executor = context.executor
-        let core = ContextCore(coordinator: context.persistentStoreCoordinator, hub: hub)
-        coreKey = ObjectIdentifier(core)
-        core.name = "batch insert scratch"
-        core.isBatchScratch = true
-        core.journal.isEnabled = false
-        self.core = core
-        core.context = self
-    }
-
     // MARK: - Running code on the context
 
     /// Runs `body` on the context's queue and returns its result (`perform`).
