@@ -71,8 +71,8 @@ public struct BatchResult: Sendable, Hashable {
     }
 }
 
-/// Inserts objects from dictionaries of attribute values straight into the store, in one
-/// transaction, without managed objects (Core Data's `NSBatchInsertRequest`).
+/// Inserts objects from dictionaries of attribute values, or from objects a handler fills,
+/// straight into the store, in one transaction (Core Data's `NSBatchInsertRequest`).
 ///
 /// Each dictionary maps attribute names to values of the types `setValue(_:forKey:)`
 /// accepts (`NSNull` or a nil optional for nil); attributes a dictionary leaves out get the
@@ -86,6 +86,22 @@ public struct BatchResult: Sendable, Hashable {
 /// request.resultType = .objectIDs
 /// let ids = try context.execute(request).objectIDs
 /// ```
+///
+/// With a ``managedObjectHandler`` (Core Data's `init(entity:managedObjectHandler:)`), the
+/// app fills a new object of the entity through its typed properties or
+/// `setValue(_:forKey:)` instead; the object's attribute values are then inserted as a
+/// dictionary's would be, with the same rules:
+///
+/// ```swift
+/// var next = 0
+/// let request = BatchInsertRequest(Employee.self) { employee in
+///     guard next < rows.count else { return true }
+///     employee.name = rows[next].name
+///     next += 1
+///     return false
+/// }
+/// try context.execute(request)
+/// ```
 public struct BatchInsertRequest {
     /// The entity of the inserted objects (concrete, not abstract).
     public var entityName: String
@@ -95,8 +111,30 @@ public struct BatchInsertRequest {
     /// fill the dictionary and return false to insert it, or return true to stop (the
     /// dictionary of that call is not inserted). Used when ``objectsToInsert`` is nil.
     public var dictionaryHandler: ((inout [String: any Sendable]) throws -> Bool)?
+    /// Called for one new object after another until it returns true (Core Data's
+    /// `managedObjectHandler`): fill the object's attributes (typed properties,
+    /// `setValue(_:forKey:)`) and return false to insert it, or return true to stop (the
+    /// object of that call is not inserted). Used when ``objectsToInsert`` and
+    /// ``dictionaryHandler`` are nil.
+    ///
+    /// Each object is new, of the class registered for the entity (the handler's class for
+    /// a typed handler), with the model's default values, and its plain
+    /// ``ManagedObject/awakeFromInsert()`` has run. As in Core Data, it belongs to no context
+    /// (`managedObjectContext` is nil, so ``ManagedObject/awakeFromInsert(in:)`` isn't run);
+    /// it is forgotten when the handler returns: don't keep the object or use it after the
+    /// call. The handler runs synchronously on the executing context's queue. Its stored attribute values are
+    /// inserted as a dictionary's (transient values are not stored, as at a save); setting a
+    /// relationship refuses the request, as a value that doesn't convert or an unknown key
+    /// does, naming the object's position (from 1).
+    public var managedObjectHandler: ((ManagedObject) throws -> Bool)?
     /// What the result holds (default ``BatchResultType/statusOnly``).
     public var resultType: BatchResultType = .statusOnly
+    /// The class a typed handler's objects must be of, given the class registered for the
+    /// entity: that class when it is a subclass of the handler's, else the handler's.
+    var handlerClass: ((ManagedObject.Type) -> ManagedObject.Type)?
+    /// The class ``init(_:managedObjectHandler:)`` was given: while ``entityName`` is still
+    /// its name, the entity is the one the class is registered for (as `init(context:)` finds it).
+    var entityClass: ManagedObject.Type?
 
     /// A request inserting `objects` into `entityName`.
     public init(entityName: String, objects: [[String: any Sendable]]) {
@@ -119,6 +157,66 @@ public struct BatchInsertRequest {
     public init(entityName: String, dictionaryHandler: @escaping (inout [String: any Sendable]) throws -> Bool) {
         self.entityName = entityName
         self.dictionaryHandler = dictionaryHandler
+    }
+
+    /// A request inserting the objects of `entityName` that `managedObjectHandler` fills, one
+    /// call per object, until it returns true (Core Data's
+    /// `init(entityName:managedObjectHandler:)`). See ``managedObjectHandler``.
+    ///
+    /// ```swift
+    /// var next = 0
+    /// let request = BatchInsertRequest(entityName: "Reading", managedObjectHandler: { reading in
+    ///     guard next < samples.count else { return true }
+    ///     reading.setValue(samples[next], forKey: "value")
+    ///     next += 1
+    ///     return false
+    /// })
+    /// ```
+    public init(entityName: String, managedObjectHandler: @escaping (ManagedObject) throws -> Bool) {
+        self.entityName = entityName
+        self.managedObjectHandler = managedObjectHandler
+    }
+
+    /// A request inserting objects of `entityName` that a handler taking the app's class
+    /// fills (`{ (employee: Employee) in … }`), one call per object, until it returns true.
+    /// Each object is of the class registered for the entity when that is a `T`, else a `T`.
+    /// See ``managedObjectHandler``.
+    public init<T: ManagedObject>(entityName: String, managedObjectHandler: @escaping (T) throws -> Bool) {
+        self.entityName = entityName
+        self.managedObjectHandler = Self.typed(managedObjectHandler)
+        if T.self != ManagedObject.self { handlerClass = { registered in registered is T.Type ? registered : T.self } }
+    }
+
+    /// A request inserting objects of the entity `type` stands for, filled by a handler
+    /// taking `type` — the port of Core Data's `NSBatchInsertRequest(entity: Employee.entity(),
+    /// managedObjectHandler:)`. The entity is found when the request runs, as
+    /// ``ManagedObject/init(context:)`` finds it: the one `type` is registered for with
+    /// ``PersistentStoreCoordinator/register(_:forEntityName:)``, else the entity named as
+    /// the class. ``entityName`` starts as the class's name; set it to name another entity.
+    ///
+    /// ```swift
+    /// coordinator.register(Employee.self, forEntityName: "Employee")
+    /// var next = 0
+    /// let request = BatchInsertRequest(Employee.self) { employee in
+    ///     guard next < names.count else { return true }
+    ///     employee.name = names[next]
+    ///     next += 1
+    ///     return false
+    /// }
+    /// ```
+    public init<T: ManagedObject>(_ type: T.Type, managedObjectHandler: @escaping (T) throws -> Bool) {
+        self.init(entityName: String(describing: type), managedObjectHandler: managedObjectHandler)
+        entityClass = type
+    }
+
+    /// `handler` taking any object: one of another class (which the request never makes) is refused.
+    private static func typed<T: ManagedObject>(_ handler: @escaping (T) throws -> Bool) -> (ManagedObject) throws -> Bool {
+        { object in
+            guard let typed = object as? T else {
+                throw ContextError.invalidArgument("batch insert into \(object.entity.name): the handler takes \(T.self), and the object is a \(type(of: object))")
+            }
+            return try handler(typed)
+        }
     }
 }
 
@@ -224,12 +322,31 @@ extension ManagedObjectContext {
     /// try context.execute(BatchInsertRequest(entityName: "Product", objects: downloaded))  // new serial codes inserted, known ones updated
     /// ```
     ///
+    /// A request with a ``BatchInsertRequest/managedObjectHandler`` is run as one with a
+    /// dictionary handler: each object the handler fills (in no context, forgotten after
+    /// each call) gives the dictionary of its stored
+    /// attribute values. This context doesn't change either.
+    ///
     /// - Throws: ``ContextError/unknownEntity(_:)``; ``ContextError/invalidArgument(_:)`` for
     ///   an abstract entity, or naming the object and key of a value that isn't an attribute's
-    ///   or can't be converted; ``ContextError/storeRefused(_:)`` when the store refuses the
+    ///   or can't be converted (for a filled object: a relationship set, an unknown key, a
+    ///   derived attribute set); ``ContextError/storeRefused(_:)`` when the store refuses the
     ///   transaction (a uniqueness violation under `.error` or a custom policy; a dictionary
-    ///   holding the constrained values of two different objects). Nothing is written then.
-    public func execute(_ request: BatchInsertRequest) throws -> BatchResult { try core.executeBatchInsert(request) }
+    ///   holding the constrained values of two different objects); what a handler throws.
+    ///   Nothing is written then.
+    public func execute(_ request: BatchInsertRequest) throws -> BatchResult {
+        guard let handler = request.managedObjectHandler, request.objectsToInsert == nil, request.dictionaryHandler == nil else {
+            return try core.executeBatchInsert(request)
+        }
+        var plain = request
+        if let type = request.entityClass, request.entityName == String(describing: type) {
+            plain.entityName = try entityName(inserting: type)
+        }
+        plain.managedObjectHandler = nil
+        let filler = BatchObjectFiller(coordinator: persistentStoreCoordinator, entityName: plain.entityName, handlerClass: request.handlerClass, handler: handler)
+        plain.dictionaryHandler = { values in try filler.fill(&values) }
+        return try core.executeBatchInsert(plain)
+    }
 
     /// Sets the request's values on every object it matches, in the store, as one
     /// transaction of kind `import` (`execute(_:)` with an `NSBatchUpdateRequest`). The
@@ -303,5 +420,51 @@ extension ManagedObjectContext {
                 context.core.mergeRemoteChanges(inserted: inserted, updated: updated, deleted: deleted)
             }
         }
+    }
+}
+
+/// Makes the objects a batch insert's managed-object handler fills (spec 0006 §20.2), one at
+/// a time, in a scratch core of the executing context's coordinator that belongs to no
+/// context (the object's `managedObjectContext` is nil, as Core Data's is), and hands each
+/// one's stored attribute values on as a dictionary. The handler runs synchronously, on the
+/// executing context's queue, as a dictionary handler does; no value crosses an isolation
+/// boundary. The scratch core is reset after every call, so its objects don't pile up however
+/// many objects the request inserts.
+final class BatchObjectFiller {
+    private let coordinator: PersistentStoreCoordinator
+    private let entityName: String
+    private let handlerClass: ((ManagedObject.Type) -> ManagedObject.Type)?
+    private let handler: (ManagedObject) throws -> Bool
+    /// Made at the first call: a request refused before any object is asked for makes none.
+    private var scratch: ContextCore?
+    /// The position (from 1) of the object being filled.
+    private var number = 0
+
+    init(coordinator: PersistentStoreCoordinator, entityName: String, handlerClass: ((ManagedObject.Type) -> ManagedObject.Type)?, handler: @escaping (ManagedObject) throws -> Bool) {
+        self.coordinator = coordinator
+        self.entityName = entityName
+        self.handlerClass = handlerClass
+        self.handler = handler
+    }
+
+    /// Fills the next object: true when the handler stopped, else `values` holds the object's.
+    func fill(_ values: inout [String: any Sendable]) throws -> Bool {
+        number += 1
+        let core = scratch ?? makeScratch()
+        scratch = core
+        defer { core.reset() }
+        let registered = try core.objectClass(forEntityName: entityName)
+        let object = try core.insertDetached(entityName: entityName, as: handlerClass?(registered) ?? registered)
+        guard try !handler(object) else { return true }
+        values = try core.batchInsertValues(of: object, what: "batch insert into \(entityName), object \(number)")
+        return false
+    }
+
+    private func makeScratch() -> ContextCore {
+        let core = ContextCore(coordinator: coordinator, hub: NotificationHub())
+        core.name = "batch insert scratch"
+        core.isBatchScratch = true
+        core.journal.isEnabled = false
+        return core
     }
 }

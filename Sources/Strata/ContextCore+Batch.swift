@@ -92,6 +92,44 @@ extension ContextCore {
         }
     }
 
+    // MARK: - Objects a handler filled
+
+    /// The class of the objects of entity `name` (the one registered for it, else
+    /// ``ManagedObject``), or ``ContextError/unknownEntity(_:)``.
+    func objectClass(forEntityName name: String) throws -> ManagedObject.Type {
+        coordinator.objectClass(for: try batchEntity(name))
+    }
+
+    /// The dictionary a batch insert takes for `object`, a new object of this (scratch)
+    /// context that a managed-object handler filled: its stored attributes' values, except
+    /// those still the model's default (the request applies the defaults anyway). A
+    /// relationship set to an object, a value kept as invalid or a problem the setters
+    /// recorded (an unknown key, a derived attribute set) refuses the request, naming `what`
+    /// (the request and the object's position) — before anything is written.
+    func batchInsertValues(of object: ManagedObject, what: String) throws -> [String: any Sendable] {
+        var values: [String: any Sendable] = [:]
+        values.reserveCapacity(object.changes.count)
+        for name in object.changes.keys.sorted() {
+            guard let value = object.changes[name], let property = object.info.properties[name], !property.isTransient else { continue }
+            switch value {
+            case .toOne, .toMany:
+                // An empty relationship is what the store has anyway.
+                guard !value.isNil else { continue }
+                throw ContextError.invalidArgument(
+                    "\(what): \(name) is a relationship; batch requests set attributes only, as Core Data's do (save relationships through a context)")
+            case .invalid(let text):
+                throw ContextError.invalidArgument("\(what): \(name): \(text) is not a value of the attribute")
+            case .attribute(let attribute):
+                if let preset = property.defaultValue, attribute == preset { continue }
+                // nil as a nil optional, which the request reads as nil (assigning the
+                // optional itself would leave the key out, and the default in).
+                if let attribute { values[name] = attribute } else { values[name] = AttributeValue?.none as any Sendable }
+            }
+        }
+        if let problem = problems.first { throw ContextError.invalidArgument("\(what): \(problem)") }
+        return values
+    }
+
     // MARK: - Upsert
 
     /// The uniqueness constraints that apply to `info`'s objects and that an upsert can merge
@@ -649,6 +687,8 @@ extension ContextCore {
         // The attribute's usual Swift type first: one cast that succeeds (the general
         // conversion and the optional check below cost several per value).
         if let common = ManagedObject.commonAttributeValue(value, type) { return .attribute(common) }
+        // A filled object's values (``batchInsertValues(of:what:)``) are the attribute's already.
+        if let attribute = value as? AttributeValue, attribute.matches(type) { return .attribute(attribute) }
         guard let unwrapped = Self.batchUnwrapped(value) else { return .null }
         do {
             return .attribute(try AttributeValue(any: unwrapped, for: type))

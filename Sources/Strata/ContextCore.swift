@@ -525,6 +525,9 @@ final class ContextCore {
     /// Objects re-created under their permanent ID by undoing a saved delete.
     @exclusivity(unchecked) var restored: Set<ManagedObjectID> = []
     var problems: [ContextError] = []
+    /// Set on the context-less scratch core a batch insert's managed-object handler fills
+    /// objects in (``BatchObjectFiller``): it posts no notifications.
+    var isBatchScratch = false
     /// Unsaved objects removed by a delete or an undo, kept so that undo or redo brings back
     /// the same instance the app holds (Core Data's identity rule). Cleared with the stacks.
     var removedObjects: [ManagedObjectID: ManagedObject] = [:]
@@ -1378,6 +1381,27 @@ final class ContextCore {
 
     /// Registers a new `object` as inserted: defaults set, undo registered, `awakeFromInsert`.
     func completeInsert(_ object: ManagedObject, info: EntityInfo, in context: isolated ManagedObjectContext) {
+        prepareInsert(object, info: info)
+        object.awakeFromInsert(in: context)
+    }
+
+    /// A new object of `entityName` for a batch insert's managed-object handler
+    /// (``BatchObjectFiller``), in this context-less core: registered as inserted, defaults
+    /// set, the plain ``ManagedObject/awakeFromInsert()`` run. It belongs to no context, as
+    /// Core Data's handler object doesn't (`managedObjectContext` is nil), so the hook that
+    /// takes the context, ``ManagedObject/awakeFromInsert(in:)``, isn't run.
+    func insertDetached(entityName: String, as type: ManagedObject.Type) throws -> ManagedObject {
+        let (info, id) = try newObjectIdentity(entityName)
+        let object = type == ManagedObject.self
+            ? ManagedObject(info: info, objectID: id, registry: objects)
+            : type.init(ObjectCreation(entity: info, objectID: id, registry: objects))
+        prepareInsert(object, info: info)
+        object.awakeFromInsert()
+        return object
+    }
+
+    /// Registers a new `object` as inserted, with its defaults and its insert's undo.
+    private func prepareInsert(_ object: ManagedObject, info: EntityInfo) {
         let id = object.objectID
         object.isInsertedFlag = true
         object.committed = [:]
@@ -1392,7 +1416,6 @@ final class ContextCore {
         for property in info.defaultedProperties {
             if let value = property.defaultValue { setRaw(object, property, old: property.emptyValue, new: .attribute(value), register: false) }
         }
-        object.awakeFromInsert(in: context)
     }
 
     func delete(_ object: ManagedObject, in context: isolated ManagedObjectContext) {

@@ -370,6 +370,8 @@ extension ContextCore {
     /// subscribers, `NotificationCenter`. `objects` supplies objects the context no longer
     /// holds (deleted or invalidated ones).
     func post(_ notification: ContextNotification, objects: @autoclosure () -> [ManagedObjectID: ManagedObject] = [:]) {
+        // A batch insert's scratch context: its objects are the request's business only.
+        guard !isBatchScratch else { return }
         let known = observers.isEmpty && changeTrackers.isEmpty ? [:] : objects()
         if !observers.isEmpty {
             func resolve(_ ids: Set<ManagedObjectID>) -> Set<ManagedObject> {
