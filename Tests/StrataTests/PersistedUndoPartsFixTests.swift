@@ -133,6 +133,47 @@ struct PersistedUndoPartsFixTests {
         #expect(try #require(restarted.persistentStores.first).log.verify().isClean)
     }
 
+    @Test("a group split with its rest's redo pending, recorded at once, then a quit that never saves the redo: the group is undone and takes one redo step; undone again after a second restart")
+    func splitWithPendingRedoQuitIsOneStep() async throws {
+        let dir = try TemporaryDirectory()
+        let (first, otters, kites) = try await Self.twoTeams(dir)
+        try await editor(first).perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: otters).setValue("Herons", forKey: "name")
+            try context.existingObject(with: kites).setValue("Swans", forKey: "name")
+            try context.save()
+            try context.undo()
+            try context.save()
+            try context.redo()  // pending
+            context.refresh(try context.existingObject(with: otters), mergeChanges: false)  // Otters stays undone
+            #expect(try Self.name(context, otters) == "Otters")
+            #expect(try Self.name(context, kites) == "Swans")
+            context.levelsOfUndo = 10  // records the stacks at once
+        }  // quit: the redo of the rest is never saved
+        let restarted = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(restarted).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(try Self.name(context, otters) == "Otters")
+            #expect(try Self.name(context, kites) == "Kites")
+            let undoable = context.canUndo
+            #expect(!undoable, "the redo was never saved: the whole group is undone")
+            try context.redo()
+            #expect(try Self.name(context, otters) == "Herons", "one step redoes the group")
+            #expect(try Self.name(context, kites) == "Swans")
+            let redoable = context.canRedo
+            #expect(!redoable)
+            try context.save()
+        }
+        let again = try openCoordinator(dir, model: try SeedModels.leagueManager)
+        try await editor(again).perform { (context: isolated ManagedObjectContext) throws in
+            try context.undo()
+            #expect(try Self.name(context, otters) == "Otters")
+            #expect(try Self.name(context, kites) == "Kites")
+            let undoable = context.canUndo
+            #expect(!undoable)
+            try context.save()
+        }
+        #expect(try #require(again.persistentStores.first).log.verify().isClean)
+    }
+
     @Test("a part's undo pending while its rest's undo was saved, recorded at once, then a quit: the part is done (on the undo stack) and the rest undone (on the redo stack), each undone or redone without a conflict")
     func pendingUndoOfPartLeavesSavedRestOnRedo() async throws {
         let dir = try TemporaryDirectory()
@@ -163,7 +204,7 @@ struct PersistedUndoPartsFixTests {
 
     // MARK: - A failed save after a trim
 
-    /// Teams with a unique `code` and a `rank` from 1 to 10.
+    /// Teams with a unique `code`, a `rank` from 1 to 10 and a one-way `rival`.
     private static var rankedTeams: ManagedObjectModel {
         get throws {
             try ManagedObjectModel {
@@ -171,6 +212,7 @@ struct PersistedUndoPartsFixTests {
                     Attribute("name", .string)
                     Attribute("code", .string)
                     Attribute("rank", .int32, default: 1).required().range(min: .int32(1), max: .int32(10))
+                    Relationship("rival", to: "Team")
                     Unique("code")
                 }
             }
@@ -178,20 +220,27 @@ struct PersistedUndoPartsFixTests {
     }
 
     /// At levelsOfUndo 2 the editor saves renames One and Two of team A, then makes a
-    /// change `failing` breaks, whose save fails after its close dropped One's group; quits.
-    /// After the restart the stacks are what they were in memory, less the unsaved group.
-    private func checkTrimThenFailedSave(_ failing: @escaping @Sendable (ManagedObject) -> Void) async throws {
+    /// change `failing` breaks (given team C, which another writer deleted), whose save fails
+    /// after its close dropped One's group; quits. After the restart the stacks are what they
+    /// were in memory, less the unsaved group.
+    private func checkTrimThenFailedSave(_ failing: @escaping @Sendable (isolated ManagedObjectContext, ManagedObject, ManagedObjectID) throws -> Void) async throws {
         let dir = try TemporaryDirectory()
         let model = try Self.rankedTeams
         let first = try openCoordinator(dir, model: model)
         let team = try await privateContext(first).perform { (context: isolated ManagedObjectContext) throws in
-            for code in ["A", "B"] {
+            for code in ["A", "B", "C"] {
                 let team = try context.insertNewObject(forEntityName: "Team")
                 team.setValue("Zero", forKey: "name")
                 team.setValue(code, forKey: "code")
             }
             try context.save()
             return try #require(try context.fetch(FetchRequest(entityName: "Team", format: "code == 'A'")).first).objectID
+        }
+        let gone = try await privateContext(first).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try #require(try context.fetch(FetchRequest(entityName: "Team", format: "code == 'C'")).first)
+            context.delete(team)
+            try context.save()
+            return team.objectID
         }
         try await editor(first).perform { (context: isolated ManagedObjectContext) throws in
             context.levelsOfUndo = 2
@@ -201,7 +250,7 @@ struct PersistedUndoPartsFixTests {
                 try context.save()
             }
             object.setValue("Three", forKey: "name")
-            failing(object)
+            try failing(context, object, gone)
             #expect(throws: (any Error).self) { try context.save() }
             // In memory: Two's group and the unsaved one; One's dropped.
             try context.undo()
@@ -226,12 +275,17 @@ struct PersistedUndoPartsFixTests {
 
     @Test("levelsOfUndo trims saved work at a save's close and the save fails validation: after a quit, the dropped group stays dropped")
     func trimThenValidationFailure() async throws {
-        try await checkTrimThenFailedSave { object in object.setValue(Int32(99), forKey: "rank") }
+        try await checkTrimThenFailedSave { _, object, _ in object.setValue(Int32(99), forKey: "rank") }
     }
 
     @Test("levelsOfUndo trims saved work at a save's close and the store refuses the save (a uniqueness conflict): after a quit, the dropped group stays dropped")
     func trimThenUniquenessConflict() async throws {
-        try await checkTrimThenFailedSave { object in object.setValue("B", forKey: "code") }
+        try await checkTrimThenFailedSave { _, object, _ in object.setValue("B", forKey: "code") }
+    }
+
+    @Test("levelsOfUndo trims saved work at a save's close and the store refuses its commit (a reference to a team another writer deleted): after a quit, the dropped group stays dropped")
+    func trimThenRefusedCommit() async throws {
+        try await checkTrimThenFailedSave { context, object, gone in object.setValue(try context.object(with: gone), forKey: "rival") }
     }
 
     // MARK: - Derived attributes merged under persisted undo
