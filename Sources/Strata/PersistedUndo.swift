@@ -127,10 +127,11 @@ final class PersistedUndoReader {
     /// that put it (whole, its parts too), and its redo stack is gone if a group was pushed
     /// since. A group a refresh split (spec 0006 §13) is named once per part, each part on
     /// its own stack.
+    ///
     /// A part's objects are named as the model version that wrote the record names them: they
-    /// are taken under the current model's names, as the group's changes are (spec 0006 §13.3;
-    /// before, a part of an entity a later version renamed matched none of the group's changes,
-    /// and was left out).
+    /// are taken under the current model's names, as the group's changes are (spec 0006 §13,
+    /// "Across model versions"; before, a part of an entity a later version renamed matched
+    /// none of the group's changes, and was left out).
     private func readCheckpoint() {
         guard let checkpoint else { return }
         self.checkpoint = nil
