@@ -180,7 +180,7 @@ final class PersistedUndoReader {
                 // sets) were never on its stack: not pushed, and the redo stack stays.
                 guard !group.changes.isEmpty, group.isRecordedForUndo else { continue }
                 // Under the current model's names: a later model version may have renamed
-                // or removed its properties (spec 0006 §13.3).
+                // or removed its properties (spec 0006 §13, "Across model versions").
                 onUndoStack(Ref(sequence: event.sequence, group: index), log.translating(group, fromModelVersion: event.modelVersion))
                 pushRead = true
             }
