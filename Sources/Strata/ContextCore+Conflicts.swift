@@ -260,7 +260,7 @@ extension ContextCore {
             func detach() {
                 guard let redone, group === redone else { return }
                 group = redone.copyOfChanges()
-                pending[index] = PendingEffect(changes: group, source: redone, kind: pending[index].kind)
+                pending[index] = pending[index].writing(group)
             }
             for id in ids {
                 guard var change = group.changes[id] else { continue }

@@ -809,7 +809,7 @@ extension ContextCore {
             guard var change = effect.changes.changes[id], change.kind == .updated, change.old[key] != nil || change.new[key] != nil
             else { continue }
             if effect.changes === effect.source {
-                effect = PendingEffect(changes: effect.changes.copyOfChanges(), source: effect.source, kind: effect.kind)
+                effect = effect.writing(effect.changes.copyOfChanges())
                 pending[index] = effect
             }
             let partners = (change.old[key]?.ids ?? []) + (change.new[key]?.ids ?? [])
@@ -1050,7 +1050,7 @@ extension ContextCore {
                 // the effect gets a copy (before, the property left the group, and undoing the
                 // redone group moved the far sides without the object).
                 if effect.changes === effect.source {
-                    effect = PendingEffect(changes: effect.changes.copyOfChanges(), source: effect.source, kind: effect.kind)
+                    effect = effect.writing(effect.changes.copyOfChanges())
                     pending[index] = effect
                 }
                 if effect.changes.keep(change, for: id) { emptied = true }
@@ -1141,7 +1141,7 @@ extension ContextCore {
             // (before, the object left the saved group, and undoing it after the save undid the
             // rest alone, where persisted undo after a restart refused it).
             if effect.kind != .user, effect.changes === effect.source, effect.changes !== kept, effect.changes.changes[id] != nil {
-                pending[index] = PendingEffect(changes: effect.changes.copyOfChanges(), source: effect.source, kind: effect.kind)
+                pending[index] = effect.writing(effect.changes.copyOfChanges())
             }
             drop(pending[index].changes)
         }

@@ -1216,6 +1216,9 @@ extension ContextCore {
                 // and the rest as parts (before, after a restart the saved undo of the rest
                 // counted for the whole group, and the part was neither undoable nor redoable).
                 journal.dropped = true
+                // Until this effect is saved the store has the part and the rest as one group:
+                // a record made before (a quit that never saves it) names them as one.
+                pending[index].splitParts.append(part)
                 if effect.changes !== group { drop(effect.changes) }
                 restacked.append((index, group, part, effect.kind.isUndo))
                 continue
@@ -1225,7 +1228,7 @@ extension ContextCore {
                 // redo's changes are the saved group itself, which a later undo undoes whole:
                 // the object leaves a copy (before, it left the group for good).
                 if effect.changes === effect.source && effect.changes.changes[id] != nil {
-                    pending[index] = PendingEffect(changes: effect.changes.copyOfChanges(), source: effect.source, kind: effect.kind)
+                    pending[index] = effect.writing(effect.changes.copyOfChanges())
                 }
                 drop(pending[index].changes)
                 // An unsaved undo (redo) of saved work whose every change was discarded:

@@ -502,6 +502,15 @@ struct PendingEffect {
     /// The undo-stack group this effect comes from.
     let source: UndoGroup
     let kind: Kind
+    /// Parts a refresh split off ``source`` while this undo or redo of saved work waited to
+    /// be saved (``UndoGroup/splitOff(_:)``): until it is saved, the store has them and the
+    /// rest as one group.
+    var splitParts: [UndoGroup] = []
+
+    /// The same effect writing `changes` (a copy taken to edit).
+    func writing(_ changes: UndoGroup) -> PendingEffect {
+        PendingEffect(changes: changes, source: source, kind: kind, splitParts: splitParts)
+    }
 }
 
 /// Everything a context tracks. Owned by the context actor; managed objects reach it
@@ -2246,19 +2255,43 @@ final class ContextCore {
     /// where the store still has it: an undone group on top of the undo stack, a redone one
     /// on top of the redo stack (the newest effect taken back first). A group no longer on
     /// the stack the effect put it on (dropped since) stays dropped.
+    ///
+    /// A part of a group a refresh split (``UndoGroup/isSplit``) is taken back alone: the
+    /// other part may be where the store has it already (its undo saved; before, every entry
+    /// naming the group moved, and after a quit that part was on the wrong stack — undoing it
+    /// was refused as a conflict). Taken back onto the parts a refresh split off it while the
+    /// effect waited (``PendingEffect/splitParts``), on top of the same stack, they are one
+    /// entry again (their objects together): the store has them as one group, as before the
+    /// undo (redo) the refresh split, so after a quit that never saves it one undo (redo)
+    /// takes the group back, as in memory before that undo (before, two steps).
     func storedUndoCheckpointStacks() -> (undo: [UndoCheckpoint.GroupRef], redo: [UndoCheckpoint.GroupRef]) {
         var (undo, redo) = undoCheckpointStacks { _ in nil }
+        func ref(_ part: UndoGroup, _ sequence: UInt64, _ group: Int) -> UndoCheckpoint.GroupRef {
+            UndoCheckpoint.GroupRef(sequence: sequence, group: group, objects: part.changes.keys.compactMap(\.storedID))
+        }
+        func put(_ moved: [UndoCheckpoint.GroupRef], of effect: PendingEffect, on stack: inout [UndoCheckpoint.GroupRef]) {
+            for var entry in moved {
+                while let objects = entry.objects, let top = stack.last, let below = top.objects,
+                    effect.splitParts.contains(where: { ref($0, entry.sequence, entry.group) == top })
+                {
+                    stack.removeLast()
+                    entry = UndoCheckpoint.GroupRef(sequence: entry.sequence, group: entry.group, objects: below + objects)
+                }
+                stack.append(entry)
+            }
+        }
+        func take(_ effect: PendingEffect, _ sequence: UInt64, _ group: Int, from stack: inout [UndoCheckpoint.GroupRef]) -> [UndoCheckpoint.GroupRef] {
+            let part = effect.source.isSplit && effect.source.parts.isEmpty ? ref(effect.source, sequence, group) : nil
+            func moves(_ entry: UndoCheckpoint.GroupRef) -> Bool { part.map { $0 == entry } ?? entry.names(sequence, group) }
+            let moved = stack.filter(moves)
+            stack.removeAll(where: moves)
+            return moved
+        }
         for effect in pending.reversed() {
             switch effect.kind {
             case .user: continue
-            case .undo(let sequence, let group):
-                let moved = redo.filter { $0.names(sequence, group) }
-                redo.removeAll { $0.names(sequence, group) }
-                undo.append(contentsOf: moved)
-            case .redo(let sequence, let group):
-                let moved = undo.filter { $0.names(sequence, group) }
-                undo.removeAll { $0.names(sequence, group) }
-                redo.append(contentsOf: moved)
+            case .undo(let sequence, let group): put(take(effect, sequence, group, from: &redo), of: effect, on: &undo)
+            case .redo(let sequence, let group): put(take(effect, sequence, group, from: &undo), of: effect, on: &redo)
             }
         }
         return (undo, redo)

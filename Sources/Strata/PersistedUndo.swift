@@ -127,21 +127,31 @@ final class PersistedUndoReader {
     /// that put it (whole, its parts too), and its redo stack is gone if a group was pushed
     /// since. A group a refresh split (spec 0006 §13) is named once per part, each part on
     /// its own stack.
+    ///
+    /// A part's objects are named as the model version that wrote the record names them: they
+    /// are taken under the current model's names, as the group's changes are (spec 0006 §13,
+    /// "Across model versions"; before, a part of an entity a later version renamed matched
+    /// none of the group's changes, and was left out).
     private func readCheckpoint() {
         guard let checkpoint else { return }
         self.checkpoint = nil
         let moved = seen
+        func objects(_ entry: UndoCheckpoint.GroupRef) -> Set<StoredObjectID>? {
+            guard let objects = entry.objects else { return nil }
+            guard let version = checkpoint.modelVersion else { return Set(objects) }
+            return Set(objects.compactMap { log.translating($0, fromModelVersion: version) })
+        }
         for entry in checkpoint.undo.reversed() {
             let ref = Ref(sequence: entry.sequence, group: entry.group)
             guard !moved.contains(ref), entry.objects != nil || seen.insert(ref).inserted else { continue }
             seen.insert(ref)
-            undoEntries.append((ref, nil, entry.objects.map(Set.init)))
+            undoEntries.append((ref, nil, objects(entry)))
         }
         for entry in checkpoint.redo.reversed() {
             let ref = Ref(sequence: entry.sequence, group: entry.group)
             guard !moved.contains(ref), entry.objects != nil || seen.insert(ref).inserted, !pushRead else { continue }
             seen.insert(ref)
-            redoEntries.append((ref, entry.objects.map(Set.init)))
+            redoEntries.append((ref, objects(entry)))
         }
     }
 
@@ -170,7 +180,7 @@ final class PersistedUndoReader {
                 // sets) were never on its stack: not pushed, and the redo stack stays.
                 guard !group.changes.isEmpty, group.isRecordedForUndo else { continue }
                 // Under the current model's names: a later model version may have renamed
-                // or removed its properties (spec 0006 §13.3).
+                // or removed its properties (spec 0006 §13, "Across model versions").
                 onUndoStack(Ref(sequence: event.sequence, group: index), log.translating(group, fromModelVersion: event.modelVersion))
                 pushRead = true
             }

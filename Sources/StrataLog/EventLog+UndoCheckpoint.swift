@@ -40,12 +40,19 @@ public struct UndoCheckpoint: Sendable, Equatable, Codable {
     public let undo: [GroupRef]
     /// The redo stack, bottom first.
     public let redo: [GroupRef]
+    /// The model version the context that wrote it opened the store with: the one whose
+    /// entity names its parts' objects carry (``GroupRef/objects``), which a later version
+    /// may rename. Nil for a record written before Strata kept it: its names are read as the
+    /// opening model's.
+    public let modelVersion: Int?
 
-    /// A checkpoint of the stacks `undo` and `redo` (bottom first) as of sequence `through`.
-    public init(through: UInt64, undo: [GroupRef], redo: [GroupRef]) {
+    /// A checkpoint of the stacks `undo` and `redo` (bottom first) as of sequence `through`,
+    /// its parts' objects named as model version `modelVersion` names them.
+    public init(through: UInt64, undo: [GroupRef], redo: [GroupRef], modelVersion: Int? = nil) {
         self.through = through
         self.undo = undo
         self.redo = redo
+        self.modelVersion = modelVersion
     }
 }
 
@@ -69,6 +76,9 @@ private struct StoredUndoCheckpoint: Codable {
     var redo: [[UInt64]]
     /// Absent when no entry is a part (a reader that doesn't know it reads each part's group whole).
     var parts: [Part]?
+    /// The writer's model version, whose entity names the parts' objects carry; absent in a
+    /// record written before it was kept.
+    var modelVersion: Int?
 }
 
 extension MetaKey {
@@ -112,7 +122,8 @@ extension LogReader {
                 return UndoCheckpoint.GroupRef(sequence: pair[0], group: Int(pair[1]), objects: parts[index])
             }
         }
-        return UndoCheckpoint(through: stored.through, undo: try refs(stored.undo, "undo"), redo: try refs(stored.redo, "redo"))
+        return UndoCheckpoint(
+            through: stored.through, undo: try refs(stored.undo, "undo"), redo: try refs(stored.redo, "redo"), modelVersion: stored.modelVersion)
     }
 }
 
@@ -151,11 +162,12 @@ extension EventLog {
         return try environment.write { txn in
             let head = try number(MetaKey.head, txn)
             try writeUndoCheckpoint(author: author, contextName: contextName, through: head, undo: undo, redo: redo, txn)
-            return UndoCheckpoint(through: head, undo: undo, redo: redo)
+            return UndoCheckpoint(through: head, undo: undo, redo: redo, modelVersion: modelVersion)
         }
     }
 
-    /// Puts the undo checkpoint row in `txn` (also a commit's, ``TransactionDraft/undoCheckpoint``).
+    /// Puts the undo checkpoint row in `txn` (also a commit's, ``TransactionDraft/undoCheckpoint``),
+    /// with this handle's model version: the one its parts' objects are named in.
     func writeUndoCheckpoint(
         author: String?, contextName: String?, through: UInt64, undo: [UndoCheckpoint.GroupRef], redo: [UndoCheckpoint.GroupRef],
         _ txn: borrowing LMDBTransaction
@@ -170,7 +182,7 @@ extension EventLog {
         let stored = StoredUndoCheckpoint(
             author: author, context: contextName, through: through,
             undo: undo.map { [$0.sequence, UInt64($0.group)] }, redo: redo.map { [$0.sequence, UInt64($0.group)] },
-            parts: parts.isEmpty ? nil : parts)
+            parts: parts.isEmpty ? nil : parts, modelVersion: modelVersion)
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         try txn.put(Array(try encoder.encode(stored)), forKey: MetaKey.undoCheckpoint(author: author, contextName: contextName), in: tables.meta)

@@ -215,6 +215,15 @@ extension EventLog {
         }
     }
 
+    /// The object model version `version` named `id` under the opening model's name for its
+    /// entity (the same primary key: a rename moves objects with their keys, §4.6); nil when
+    /// a later version removed the entity. As ``translating(_:fromModelVersion:)`` moves a
+    /// group's objects.
+    package func translating(_ id: StoredObjectID, fromModelVersion version: Int) -> StoredObjectID? {
+        guard version < modelVersion else { return id }
+        return currentEntityName(id.entity, modelVersion: version).map { StoredObjectID(entity: $0, primaryKey: id.primaryKey) }
+    }
+
     /// `group`, written with model version `version`, with its properties under the opening
     /// model's names (``currentPropertyName(_:entity:modelVersion:)``) and its attribute
     /// values converted to their types there when that loses nothing, as a migration
