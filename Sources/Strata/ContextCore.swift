@@ -1837,6 +1837,27 @@ final class ContextCore {
                         throw ContextError.undoConflict(object: id.description, property: key, expected: expected.text, found: found.text)
                     }
                 }
+                // A link another writer made to the object since goes with it too: an
+                // object of theirs naming it (its inverse side here), which the delete would
+                // leave dangling (before, the undo went through and every later save of the
+                // context was refused: "… refers to Team/p1, which is not in the store"), or
+                // one the object's own side holds. Objects the group itself changes are its
+                // business, and the links the group's values hold were checked above.
+                for property in info.propertyList where property.isRelationship && !property.isTransient && property.inverse != nil {
+                    let held = change.values[property.name]
+                    for other in try reader.related(stored.id, property.name) {
+                        let otherID = ManagedObjectID.permanent(other, store: storeUUID)
+                        if changes[otherID] != nil { continue }
+                        switch held {
+                        case .toOne(let target?) where target == otherID: continue
+                        case .toMany(let members) where members.contains(otherID): continue
+                        default: break
+                        }
+                        throw ContextError.undoConflict(
+                            object: id.description, property: property.name, expected: "no link but those this undo takes back",
+                            found: "a link to \(otherID), made later")
+                    }
+                }
             case .inserted:
                 if stored != nil && registered(id)?.isDeletedFlag != true {
                     throw ContextError.undoConflict(object: id.description, property: "(object)", expected: "no object", found: "it exists again")
