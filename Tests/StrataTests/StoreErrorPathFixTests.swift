@@ -288,4 +288,32 @@ struct StoreErrorPathFixTests {
             #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "t59")
         }
     }
+
+    // MARK: - 3. History errors as Core Data's NSErrors
+
+    @Test(
+        "a history error as NSError is Core Data's: purged history is NSCocoaErrorDomain 134301 (NSPersistentHistoryTokenExpiredError), another store's token 134060, a token past the head 134091, each with its description (before: domain Strata.HistoryError and the case's index as the code)"
+    )
+    func historyErrorsBridgeToCocoaErrors() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _, _) = try await compactedRenames(dir)
+        let store = try #require(coordinator.persistentStores.first)
+        try coordinator.purgeHistory(before: HistoryToken(storeIdentifier: store.identifier, sequence: 3), author: "ops")
+        let cases: [(String, HistoryToken, Int, String)] = [
+            ("purged", HistoryToken(storeIdentifier: store.identifier, sequence: 1), 134301, "purged"),
+            ("foreign", HistoryToken(storeIdentifier: UUID(), sequence: 1), 134060, "belongs to store"),
+            ("ahead", HistoryToken(storeIdentifier: store.identifier, sequence: 99), 134091, "past the store's head"),
+        ]
+        for (label, token, code, text) in cases {
+            do {
+                _ = try coordinator.history(.after(token))
+                Issue.record("\(label): no error")
+            } catch {
+                #expect(error is HistoryError, "\(label): \(type(of: error)) \(error)")
+                let nsError = error as NSError
+                #expect(nsError.domain == NSCocoaErrorDomain && nsError.code == code, "\(label): \(nsError.domain) \(nsError.code)")
+                #expect(nsError.localizedDescription.contains(text), "\(label): \(nsError.localizedDescription)")
+            }
+        }
+    }
 }
