@@ -336,7 +336,7 @@ extension ManagedObjectContext {
     ///   Nothing is written then.
     public func execute(_ request: BatchInsertRequest) throws -> BatchResult {
         guard let handler = request.managedObjectHandler, request.objectsToInsert == nil, request.dictionaryHandler == nil else {
-            return try core.executeBatchInsert(request)
+            return try ContextError.wrappingStoreFailures("the batch insert failed and nothing was written") { try core.executeBatchInsert(request) }
         }
         var plain = request
         if let type = request.entityClass, request.entityName == String(describing: type) {
@@ -345,7 +345,7 @@ extension ManagedObjectContext {
         plain.managedObjectHandler = nil
         let filler = BatchObjectFiller(coordinator: persistentStoreCoordinator, entityName: plain.entityName, handlerClass: request.handlerClass, handler: handler)
         plain.dictionaryHandler = { values in try filler.fill(&values) }
-        return try core.executeBatchInsert(plain)
+        return try ContextError.wrappingStoreFailures("the batch insert failed and nothing was written") { try core.executeBatchInsert(plain) }
     }
 
     /// Sets the request's values on every object it matches, in the store, as one
@@ -357,7 +357,9 @@ extension ManagedObjectContext {
     ///   for a predicate that can't run, ``ContextError/invalidArgument(_:)`` for no values, a
     ///   key that isn't a stored attribute or a value that doesn't convert,
     ///   ``ContextError/storeRefused(_:)`` for a uniqueness violation. Nothing is written then.
-    public func execute(_ request: BatchUpdateRequest) throws -> BatchResult { try core.executeBatchUpdate(request) }
+    public func execute(_ request: BatchUpdateRequest) throws -> BatchResult {
+        try ContextError.wrappingStoreFailures("the batch update failed and nothing was written") { try core.executeBatchUpdate(request) }
+    }
 
     /// Deletes the request's objects from the store as one transaction of kind `import`,
     /// applying delete rules there (`execute(_:)` with an `NSBatchDeleteRequest`). The result
@@ -368,7 +370,9 @@ extension ManagedObjectContext {
     ///   ``ContextError/invalidArgument(_:)`` for IDs that are temporary, of another store or
     ///   of another entity; ``ContextError/storeRefused(_:)`` when a deny rule holds or a
     ///   reference to a deleted object would be left. Nothing is written then.
-    public func execute(_ request: BatchDeleteRequest) throws -> BatchResult { try core.executeBatchDelete(request) }
+    public func execute(_ request: BatchDeleteRequest) throws -> BatchResult {
+        try ContextError.wrappingStoreFailures("the batch delete failed and nothing was written") { try core.executeBatchDelete(request) }
+    }
 
     /// Merges changes made elsewhere — a batch request's results, another coordinator's or
     /// process's save — into `contexts` (Core Data's `mergeChanges(fromRemoteContextSave:into:)`).

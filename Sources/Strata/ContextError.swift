@@ -1,5 +1,7 @@
 import Foundation
 public import StrataModel
+import StrataLog
+import StrataStorage
 
 /// Why a context operation failed (Core Data's `NSError`s in the Cocoa domain, with codes).
 public enum ContextError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -43,6 +45,28 @@ public enum ContextError: Error, Sendable, Hashable, CustomStringConvertible {
     case invalidArgument(String)
     /// A store error passed through.
     case store(String)
+
+    /// `body`'s result; a failure of the layers under the context — the event log's
+    /// (`LogError`: a damaged or missing segment file, a damaged record), LMDB's
+    /// (`LMDBError`: a data file deleted while open, an I/O error) or zstd's — thrown as
+    /// ``store(_:)`` (256): `failure`, a colon, and the layer's own text, which names the
+    /// file (and the frame or the event). Core Data wraps a store's error in the context's;
+    /// before session 31 only a save's commit did (spec 0006 §8.3): a fetch, a fault, a
+    /// revert, an undo or a merge that needed a damaged segment let `LogError` through.
+    /// `failure` is made only when something failed: fetches and faults (100,000 a second)
+    /// don't pay for the text.
+    @inline(__always)
+    static func wrappingStoreFailures<T>(_ failure: @autoclosure () -> String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as LogError {
+            throw ContextError.store("\(failure()): \(error.description)")
+        } catch let error as LMDBError {
+            throw ContextError.store("\(failure()): \(error.description)")
+        } catch let error as ZstdError {
+            throw ContextError.store("\(failure()): \(error.description)")
+        }
+    }
 
     /// The end of an ``undoConflict(object:property:expected:found:)``'s `found` when the
     /// value was found in a child context's parent, not in the store: `" (in the parent context)"`.

@@ -308,7 +308,7 @@ public class AnyFetchedResultsController {
     ///   (naming the section names); ``ContextError/unknownEntity(_:)`` for an unknown
     ///   entity; the fetch's own errors. The results are left as they were.
     public func performFetch() throws {
-        try fetchAndInstall()
+        try ContextError.wrappingStoreFailures("the results controller's fetch of \(fetchRequest.entityName) failed") { try fetchAndInstall() }
     }
 
     // MARK: Sections

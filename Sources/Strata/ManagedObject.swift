@@ -706,7 +706,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     public func fulfillFault() throws {
         guard let core else { throw ContextError.invalidObject("\(objectID) has no context") }
         if isInaccessible { throw ContextError.objectNotFound(objectID.description) }
-        try core.fulfillThrowing(self)
+        try ContextError.wrappingStoreFailures("loading \(objectID) failed") { try core.fulfillThrowing(self) }
     }
 
     /// The IDs of the objects relationship `key` relates this object to

@@ -271,7 +271,9 @@ public actor ManagedObjectContext {
     /// - Throws: ``ContextError/invalidArgument(_:)`` for a token of another store, a
     ///   generation past the store's head or before its purge point, or a child context (it
     ///   sees its parent's generation).
-    public func setQueryGenerationFrom(_ token: QueryGenerationToken?) throws { try core.setQueryGeneration(token) }
+    public func setQueryGenerationFrom(_ token: QueryGenerationToken?) throws {
+        try ContextError.wrappingStoreFailures("setting the query generation failed") { try core.setQueryGeneration(token) }
+    }
     /// Whether the context keeps every object registered in it alive (`retainsRegisteredObjects`).
     ///
     /// Off (the default), the context holds only objects with unsaved changes; an unchanged
@@ -415,7 +417,9 @@ public actor ManagedObjectContext {
     ///
     /// - Throws: ``ContextError/invalidObject(_:)`` for a temporary ID of another context or
     ///   an ID of an entity the model doesn't have; a store error if the read fails.
-    public func existingObjects(with ids: [ManagedObjectID]) throws -> [ManagedObject?] { try core.existingObjects(with: ids) }
+    public func existingObjects(with ids: [ManagedObjectID]) throws -> [ManagedObject?] {
+        try ContextError.wrappingStoreFailures("loading \(ids.count) object(s) failed") { try core.existingObjects(with: ids) }
+    }
 
     /// The registered object for `id`, or nil (`registeredObject(for:)`).
     public func registeredObject(for id: ManagedObjectID) -> ManagedObject? { core.registered(id) }
@@ -452,7 +456,9 @@ public actor ManagedObjectContext {
     ///   ``ContextError/store(_:)`` (256) for any other failure of the store — the storage
     ///   layer's too, such as a data file deleted while open (`STRATA_DATA_FILE_GONE`, its
     ///   path in the message); nothing is written then, and the context keeps its changes.
-    public func save() throws { try core.save(in: self) }
+    public func save() throws {
+        try ContextError.wrappingStoreFailures("the save failed and nothing was written") { try core.save(in: self) }
+    }
 
     /// Discards unsaved changes and clears the undo stacks (`rollback()`) — with persisted
     /// undo, for good: the groups don't come back after a restart (spec 0006 §13).
@@ -498,12 +504,18 @@ public actor ManagedObjectContext {
     ///   ``fetchObjectIDs(_:)``, ``fetchDictionaries(_:)`` or ``count(for:)``), or — part
     ///   `entityName` — when a matching object isn't a `Result`: the class registered for its
     ///   entity (or inherited from a superentity) is another one. Nothing is returned then.
+    ///   ``ContextError/store(_:)`` (256) when the store can't be read — a context pinned to an
+    ///   older query generation reads back through compacted events, and their segment file
+    ///   is damaged or missing —, naming the file (spec 0006 §8.3); so do the other fetches,
+    ///   ``count(for:)``, ``existingObject(with:)`` and every other read of the store.
     public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
         guard request.resultType == .managedObject else {
             throw ContextError.invalidFetchRequest(
                 part: "resultType", reason: "fetch(_:) returns managed objects, but the request asks for \(request.resultType); use execute(_:)")
         }
-        let objects = try core.fetchManagedObjects(request.erased)
+        let objects = try ContextError.wrappingStoreFailures("the fetch of \(request.entityName) failed") {
+            try core.fetchManagedObjects(request.erased)
+        }
         // The untyped request (most of them) returns the array as it is: `objects as?
         // [Result]` would copy and check it element by element even when the types are the
         // same (a tenth of a 100,000-object fetch, measured in C2).
@@ -551,7 +563,7 @@ public actor ManagedObjectContext {
     /// in-memory filter needs one): the result costs tens of bytes per object. With
     /// ``existingObjects(with:)`` it is the way through a result too large to hold.
     public func fetchObjectIDs<Result>(_ request: FetchRequest<Result>) throws -> [ManagedObjectID] {
-        try core.fetchObjectIDs(request.erased)
+        try ContextError.wrappingStoreFailures("the fetch of \(request.entityName) failed") { try core.fetchObjectIDs(request.erased) }
     }
 
     /// One dictionary per matching object, or per group with ``FetchRequest/propertiesToGroupBy``
@@ -559,17 +571,21 @@ public actor ManagedObjectContext {
     /// relationships as object IDs, aggregates under their names; nil values are left out.
     /// Any `FetchRequest<Result>` (its `Result` class makes no difference).
     public func fetchDictionaries<Result>(_ request: FetchRequest<Result>) throws -> [[String: any Sendable]] {
-        try core.fetchDictionaries(request.erased)
+        try ContextError.wrappingStoreFailures("the fetch of \(request.entityName) failed") { try core.fetchDictionaries(request.erased) }
     }
 
     /// Runs `request` and returns what its ``FetchRequest/resultType`` asks for (objects as
     /// ``ManagedObject``s, whatever the request's `Result`).
-    public func execute<Result>(_ request: FetchRequest<Result>) throws -> FetchResult { try core.execute(request.erased) }
+    public func execute<Result>(_ request: FetchRequest<Result>) throws -> FetchResult {
+        try ContextError.wrappingStoreFailures("the fetch of \(request.entityName) failed") { try core.execute(request.erased) }
+    }
 
     /// The number of objects `request` matches (`count(for:)`), unsaved changes included;
     /// counted without creating managed objects where the store or an index can answer.
     /// Any `FetchRequest<Result>` (its `Result` class makes no difference).
-    public func count<Result>(for request: FetchRequest<Result>) throws -> Int { try core.count(request.erased) }
+    public func count<Result>(for request: FetchRequest<Result>) throws -> Int {
+        try ContextError.wrappingStoreFailures("the count of \(request.entityName) failed") { try core.count(request.erased) }
+    }
 
     /// The plan `request` would run with: which index finds its candidates, what is left to
     /// filter, how it is ordered (Strata's counterpart of SQLite's `EXPLAIN QUERY PLAN`).
@@ -594,12 +610,12 @@ public actor ManagedObjectContext {
     ///   group expects again (the other writer's change undone, or set back and saved), or
     ///   ``removeAllUndoActions()`` (or ``rollback()``, ``reset()``) drops the stacks
     ///   (spec 0006 §12).
-    public func undo() throws { try core.undo() }
+    public func undo() throws { try ContextError.wrappingStoreFailures("undo failed") { try core.undo() } }
     /// Redoes the last undone group (`undoManager.redo()`).
     ///
     /// - Throws: ``ContextError/undoConflict(object:property:expected:found:)`` as ``undo()``
     ///   does, the group staying on top of the redo stack.
-    public func redo() throws { try core.redo() }
+    public func redo() throws { try ContextError.wrappingStoreFailures("redo failed") { try core.redo() } }
 
     /// Reverts the saved transaction at `token` — any context's, author's or process's, found
     /// through the history (``history(_:)``, `strata log`) — as ``undo()`` undoes this
@@ -625,9 +641,13 @@ public actor ManagedObjectContext {
     /// - Throws: ``HistoryError`` for a token of another store, past the head, or in purged
     ///   history; ``ContextError/invalidArgument(_:)`` for a migration, a transaction without
     ///   object changes, one naming entities or properties this model doesn't have (removed
-    ///   by a later model version; renamed ones are read under their new names), or a child context; the conflict above.
+    ///   by a later model version; renamed ones are read under their new names), or a child context; the conflict above;
+    ///   ``ContextError/store(_:)`` (256) naming the file when the transaction's events can't
+    ///   be read (a damaged or missing segment file); nothing is changed then.
     public func revertTransaction(at token: HistoryToken, actionName: String? = nil) throws {
-        try core.revertTransaction(at: token, actionName: actionName)
+        try ContextError.wrappingStoreFailures("reverting transaction \(token.sequence) failed") {
+            try core.revertTransaction(at: token, actionName: actionName)
+        }
     }
 
     /// Reverts several saved transactions as one (spec 0006 §25.6): a bad import of many
@@ -659,7 +679,9 @@ public actor ManagedObjectContext {
     /// - Throws: what ``revertTransaction(at:actionName:)`` throws, for any of them;
     ///   ``ContextError/invalidArgument(_:)`` for an empty list.
     public func revertTransactions(at tokens: [HistoryToken], actionName: String? = nil) throws {
-        try core.revertTransactions(at: tokens, actionName: actionName)
+        try ContextError.wrappingStoreFailures("reverting \(tokens.count) transaction(s) failed") {
+            try core.revertTransactions(at: tokens, actionName: actionName)
+        }
     }
     /// Whether there is something to undo: a group on the undo stack, or changes in the open
     /// group that don't net out to nothing (a value set and set back is nothing to undo:
@@ -828,10 +850,13 @@ extension ManagedObjectContext {
 
     /// Merges every transaction committed to the store since this context last merged (or
     /// was created), except its own saves, and returns the sequence it is now in step with.
+    ///
+    /// - Throws: ``ContextError/store(_:)`` (256) naming the file when those transactions
+    ///   can't be read (compacted meanwhile into a segment file that is damaged or missing).
     @discardableResult
     public func mergeStoreChanges() throws -> UInt64 {
         if parent != nil { throw ContextError.invalidArgument("a child context merges its parent's changes, not the store's") }
-        try core.mergeStoreChanges(through: nil)
+        try ContextError.wrappingStoreFailures("merging the store's changes failed") { try core.mergeStoreChanges(through: nil) }
         return core.lastMergedSequence
     }
 

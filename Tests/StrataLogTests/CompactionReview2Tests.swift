@@ -119,7 +119,7 @@ struct CompactionReview2Tests {
         #expect(try log.verify().isClean)
     }
 
-    @Test("two processes compacting the same store at once: neither fails, every event stays readable, verify is clean")
+    @Test("two processes compacting the same store at once: neither fails — except that a compaction the other overtakes at each of its 8 attempts gives up, saying so and changing nothing (spec 0004 §7.3) —, every event stays readable, verify is clean")
     func twoProcessesCompacting() throws {
         let dir = try TemporaryDirectory("strata-compact-race")
         let store = dir.file("store")
@@ -132,6 +132,9 @@ struct CompactionReview2Tests {
             return
         }
         var failures: [String] = []
+        // This side's compactions that the probe, compacting in a tight loop, overtook at every
+        // attempt: the documented outcome under contention (seen once under load), not a failure.
+        var gaveUp: [String] = []
         do {
             let log = try EventLog(openingExistingAt: store, readOnly: false)
             // Each round waits for the probe's next step (a commit or a compaction), so the
@@ -140,6 +143,12 @@ struct CompactionReview2Tests {
                 guard probe.nextLine() != nil else { break }
                 do {
                     try log.compact(CompactionRequest())
+                } catch LogError.invalidOperation(let reason)
+                    where reason.hasPrefix("the compaction's horizon kept changing while it ran") && reason.hasSuffix("tried 8 times, nothing was changed")
+                {
+                    // It changed nothing: whatever moved meanwhile, the probe moved (verify
+                    // below checks every segment and event).
+                    gaveUp.append(reason)
                 } catch {
                     failures.append("\(error)")
                 }
@@ -149,6 +158,7 @@ struct CompactionReview2Tests {
         probe.kill()
         #expect(probeRan && probe.wasKilled, "the probe's compaction failed: \(probe.standardError)")
         #expect(failures.isEmpty, "\(failures)")
+        if !gaveUp.isEmpty { print("twoProcessesCompacting: \(gaveUp.count) of this side's compactions gave up under contention") }
         let log = try EventLog(openingExistingAt: store, readOnly: true)
         let verification = try log.verify()
         #expect(verification.isClean, "\(verification.problems)")
