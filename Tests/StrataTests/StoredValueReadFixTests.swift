@@ -133,6 +133,25 @@ struct StoredValueReadFixTests {
         }
     }
 
+    @Test("a child context judging its parent's rows itself reads an unchanged team by its stored name, as the parent's judging does")
+    func childJudgesAsParent() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Base.model(), classes: [(ShoutingTeam.self, "Team")])
+        let parent = privateContext(coordinator)
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try Base.populate(context) }
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let request = FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "team.name == 'T3'"))
+            // Judged by the parent (the child changed nothing).
+            #expect(try context.fetch(request).count == 6)
+            // A change to a team has the child judge the parent's rows itself: T3, unchanged,
+            // is read by its stored name (before, through the class: "T3!", nothing matched).
+            try Base.object(context, "Team", "T5").setValue(Int32(50), forKey: "rank")
+            #expect(try context.fetch(request).count == 6)
+            #expect(try context.fetch(FetchRequest(entityName: "Person", predicate: try FormatPredicate(format: "team.name == 'T3!'"))).isEmpty)
+        }
+    }
+
     static func fetchedModel() throws -> ManagedObjectModel {
         try ManagedObjectModel {
             Entity("Team") {
