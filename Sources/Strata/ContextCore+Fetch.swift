@@ -600,9 +600,11 @@ final class FetchExecution {
 
     /// Judges an object with pending changes by its current values.
     func judgePending(_ object: ManagedObject, _ position: Position) throws -> Match? {
-        guard try matches(object) else { return nil }
+        // Read in memory, its related objects each by its own state (spec 0008, Evaluation).
+        let view = JudgedObjectView(object)
+        guard try matches(view) else { return nil }
         if let filter = request.memoryFilter, try !filter(object) { return nil }
-        return Match(position: position, id: object.objectID, info: object.info, row: nil, object: object, keys: recordSortKeys(object))
+        return Match(position: position, id: object.objectID, info: object.info, row: nil, object: object, keys: recordSortKeys(view))
     }
 
     /// The context's unsaved objects that match: changed objects the store still holds,
@@ -1218,21 +1220,23 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity, Hashable,
         guard let property = info.properties[key] else {
             // A fetched property runs its fetch through the object (spec 0008), as a read of
             // it does: before, a predicate reading one (`keepers.@count > 1`) saw nil.
-            return info.entity.fetchedPropertiesByName[key] != nil ? materialize().value(forKey: key) : nil
+            return info.entity.fetchedPropertiesByName[key] != nil ? JudgedObjectView.reading(value: materialize().value(forKey: key)) : nil
         }
         if property.isTransient { return materialize().value(forKey: key) }
         if readsSavedState, property.isRelationship, let storedState { return storedState.value(of: self, property) }
         if let value = values[property] {
             switch value {
             case .attribute(let attribute): return attribute.map(Self.evaluationValue)
-            case .toOne(let target): return target.flatMap { core.object(with: $0) }
+            // The related objects as a fetch reads them (``JudgedObjectView``): one without
+            // pending changes by its stored values, not through its class's `value(forKey:)`.
+            case .toOne(let target): return target.flatMap { core.object(with: $0) }.map(JudgedObjectView.init)
             case .toMany(let targets):
                 let objects = targets.compactMap { core.object(with: $0) }
-                return property.isOrdered ? objects as Any : Set(objects) as Any
+                return JudgedObjectView.reading(objects, ordered: property.isOrdered)
             case .invalid(let what): return what
             }
         }
-        if property.isRelationship && !property.isRecorded { return materialize().value(forKey: key) }
+        if property.isRelationship && !property.isRecorded { return JudgedObjectView(materialize()).value(forKey: key) }
         // A recorded to-many with no members has no stored value: it is empty, not nil
         // (before, `books.@count == 0` matched no object, as the count read as nil).
         if case .toMany(let ordered) = property.kind { return ordered ? [ManagedObject]() as Any : Set<ManagedObject>() as Any }
@@ -1279,6 +1283,69 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity, Hashable,
         default: value.boxed
         }
     }
+}
+
+// MARK: - Objects read as a fetch judges them
+
+/// A managed object read as a fetch judges it (spec 0008, **Evaluation**). Without pending
+/// changes, by its **stored values** — the row its fetch read (a fault stays unfired) or the
+/// committed values it holds — never through an override of `value(forKey:)` in its class,
+/// as Core Data's SQL store reads such an object's columns. With pending changes (inserted,
+/// changed, deleted, restored by undo), in memory, through `value(forKey:)`. Either way the
+/// related objects a relationship leads to are read the same way, each by its own state, so
+/// within a fetch an object has one set of values whoever reads it.
+///
+/// So a key path through a relationship (`team.name`) reads an unchanged team's stored name
+/// in a full scan, as a join plan's targets — the destination's stored rows — do (before
+/// session 31 the full scan read it through the class, and a class overriding
+/// `value(forKey:)` for `name` made the two plans disagree).
+final class JudgedObjectView: KeyValueCoding, PredicateObjectIdentity, Hashable, CustomStringConvertible {
+    let object: ManagedObject
+
+    init(_ object: ManagedObject) { self.object = object }
+
+    /// `object` as a fetch reads it.
+    static func reading(_ object: ManagedObject) -> JudgedObjectView { JudgedObjectView(object) }
+
+    /// ``reading(_:)`` of each of `objects`: an array when `ordered`, else a set.
+    static func reading(_ objects: [ManagedObject], ordered: Bool) -> Any {
+        ordered ? objects.map(JudgedObjectView.init) as Any : Set(objects.map(JudgedObjectView.init)) as Any
+    }
+
+    /// A value `value(forKey:)` gave, its managed objects read as ``reading(_:)`` reads them.
+    static func reading(value: Any?) -> Any? {
+        switch value {
+        case let object as ManagedObject: JudgedObjectView(object)
+        case let objects as [ManagedObject]: reading(objects, ordered: true)
+        case let objects as Set<ManagedObject>: reading(Array(objects), ordered: false)
+        default: value
+        }
+    }
+
+    func value(forKey key: String) -> Any? {
+        guard object.isReadAsStored, let property = object.info.properties[key], !property.isTransient else {
+            // Pending changes, a transient, a fetched property, `objectID` and the like: the object's own.
+            return Self.reading(value: object.value(forKey: key))
+        }
+        // An attribute or a to-one held in the row or the committed values.
+        if let stored = object.unchangedStoredValue(forKey: key) { return Self.reading(value: stored) }
+        // A to-many, a derived side, a fault without a row: its value once loaded (firing
+        // the fault runs `awakeFromFetch`, which may change values: then it is read in memory).
+        object.fireFault()
+        guard object.isReadAsStored else { return Self.reading(value: object.value(forKey: key)) }
+        return Self.reading(value: object.externalValue(object.currentValue(property), ordered: property.isOrdered))
+    }
+
+    func count(forKey key: String) -> Int? { object.count(forKey: key) }
+
+    var predicateIdentity: any Hashable & Sendable { object.predicateIdentity }
+
+    static func == (a: JudgedObjectView, b: JudgedObjectView) -> Bool { a.object === b.object }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(object)) }
+
+    /// The object's description: a sort by a to-one object orders it where the object sorts.
+    var description: String { object.description }
 }
 
 // MARK: - Validation of key paths and comparisons

@@ -360,8 +360,11 @@ extension ContextCore {
                 // The source in the candidate's context: a child's fetch judges the stored
                 // objects in its parent, where the source needn't be registered (before, it
                 // was then NSNull and a child's fetched property was always empty).
-                let source: Any = candidate.core?.object(with: sourceID) ?? NSNull()
-                return try predicate.evaluate(with: candidate, substitutionVariables: ["FETCH_SOURCE": source, "FETCHED_PROPERTY": description])
+                // Both read as a fetch reads them (spec 0008, Evaluation), as the bound
+                // predicate's fetch judges the candidates and reads the source.
+                let source: Any = candidate.core?.object(with: sourceID).map(JudgedObjectView.init) ?? NSNull()
+                return try predicate.evaluate(
+                    with: JudgedObjectView(candidate), substitutionVariables: ["FETCH_SOURCE": source, "FETCHED_PROPERTY": description])
             }
         } else {
             request.predicate = predicate
@@ -403,7 +406,11 @@ extension ContextCore {
                 if name == "FETCHED_PROPERTY" { unbindable = true }
                 return expression
             case .keyPathOf(.variable(let name), let path) where name == "FETCH_SOURCE" || name == "FETCHED_PROPERTY":
-                let value = name == "FETCH_SOURCE" ? source.value(forKeyPath: path.string) : description.value(forKeyPath: path.string)
+                // The source read as a fetch reads it (spec 0008, Evaluation): without pending
+                // changes by its stored values, not through its class's `value(forKey:)`.
+                let value = name == "FETCH_SOURCE"
+                    ? JudgedObjectView(source).value(forKeyPath: path.string)
+                    : description.value(forKeyPath: path.string)
                 let variable = "FETCHED_PROPERTY_VALUE_\(values.count)"
                 values[variable] = value ?? NSNull()
                 return .variable(variable)

@@ -29,8 +29,9 @@ private struct ParentRow: KeyValueCoding, PredicateObjectIdentity {
     func value(forKey key: String) -> Any? {
         // A fetched property (no property of the table) runs its fetch through the object.
         guard let property = object.info.properties[key] else { return object.entity.fetchedPropertiesByName[key] != nil ? object.value(forKey: key) : nil }
-        if let value = values[key], property.isRecorded { return object.externalValue(value, ordered: property.isOrdered) }
-        return object.value(forKey: key)
+        // Related objects read as a fetch reads them (spec 0008, Evaluation).
+        if let value = values[key], property.isRecorded { return JudgedObjectView.reading(value: object.externalValue(value, ordered: property.isOrdered)) }
+        return JudgedObjectView(object).value(forKey: key)
     }
 
     var predicateIdentity: any Hashable & Sendable { object.objectID }
@@ -196,12 +197,12 @@ extension ContextCore {
             .filter { entityNames.contains($0.entity.name) && !$0.isDeletedFlag && $0.hasChanges }
             .sorted { $0.objectID < $1.objectID }
         for object in changed {
-            if let predicate = request.predicate, try !predicate.evaluate(with: object, substitutionVariables: variables) { continue }
+            if let predicate = request.predicate, try !predicate.evaluate(with: JudgedObjectView(object), substitutionVariables: variables) { continue }
             if let filter = request.memoryFilter, try !filter(object) { continue }
             results.append(object)
         }
         func subject(_ object: ManagedObject) -> Any {
-            rowsByObject[ObjectIdentifier(object)].map { ParentRow(values: $0, object: object) } ?? object
+            rowsByObject[ObjectIdentifier(object)].map { ParentRow(values: $0, object: object) } ?? JudgedObjectView(object)
         }
         // Store order, as a root context's fetch has it (spec 0008, Sort order): stored objects
         // by entity then primary key, then unsaved inserts — the parent's, then the child's

@@ -213,7 +213,13 @@ extension AnyFetchedResultsController: ContextChangeTracker {
             guard !object.isInvalidated, !object.isDeletedFlag else { return nil }
         }
         do {
-            if let predicate = plan.request.predicate, try !predicate.evaluate(with: object, substitutionVariables: plan.variables) {
+            // Judged as a fetch judges it (spec 0008, Evaluation): without pending changes by
+            // its stored values, not through its class's `value(forKey:)` (before session 31
+            // the controller read every object through the class, so an override decided
+            // membership here and not in the fetch).
+            if let predicate = plan.request.predicate,
+                try !predicate.evaluate(with: JudgedObjectView(object), substitutionVariables: plan.variables)
+            {
                 return nil
             }
             if let filter = plan.request.memoryFilter, try !filter(object) { return nil }
@@ -305,25 +311,18 @@ extension AnyFetchedResultsController: ContextChangeTracker {
     }
 
     /// The value at `keyPath` (a single key when `simple`) of a result, read as a fetch reads
-    /// it (spec 0006 §21.3): a result without pending changes by its stored value (a fault
-    /// holding its fetched row from the row, so it stays a fault and sorting and sectioning
-    /// fire no fault — before session 29 every result's fault fired at `performFetch()`; a
-    /// loaded object from its committed values, not through a class's `value(forKey:)`
-    /// override, which the fetch doesn't consult for it either — before session 30 the
-    /// controller's order then differed from the fetch's); through a to-one, the related
-    /// object is read the ordinary way, as the fetch reads it. A result with pending changes,
-    /// and a key path with a collection operator, are read the ordinary way.
+    /// it (spec 0006 §21.3, spec 0008 Evaluation): a result without pending changes by its
+    /// stored values (``JudgedObjectView``: a fault holding its fetched row from the row, so
+    /// it stays a fault and sorting and sectioning fire no fault — before session 29 every
+    /// result's fault fired at `performFetch()`; a loaded object from its committed values,
+    /// not through a class's `value(forKey:)` override, which the fetch doesn't consult for
+    /// it either — before session 30 the controller's order then differed from the fetch's);
+    /// through a relationship, each related object by its own state, as the fetch reads it
+    /// (before session 31, through its class). A result with pending changes is read through
+    /// `value(forKey:)`, its related objects each by its own state.
     func resultValue(_ object: ManagedObject, _ keyPath: String, simple: Bool) -> Any? {
-        if simple || !keyPath.contains("@") {
-            let dot = simple ? nil : keyPath.firstIndex(of: ".")
-            let head = dot.map { String(keyPath[..<$0]) } ?? keyPath
-            if let value = object.unchangedStoredValue(forKey: head) {
-                guard let dot else { return value }
-                guard let value else { return nil }
-                if let related = value as? ManagedObject { return related.value(forKeyPath: String(keyPath[keyPath.index(after: dot)...])) }
-            }
-        }
-        return simple ? object.value(forKey: keyPath) : object.value(forKeyPath: keyPath)
+        let view = JudgedObjectView(object)
+        return simple ? view.value(forKey: keyPath) : view.value(forKeyPath: keyPath)
     }
 
     /// A value as a section name: strings as they are; nil as `""`; Booleans `"0"` and
@@ -335,6 +334,7 @@ extension AnyFetchedResultsController: ContextChangeTracker {
         case let text as String: text
         case let flag as Bool: flag ? "1" : "0"
         case let object as ManagedObject: object.objectID.description
+        case let view as JudgedObjectView: view.object.objectID.description
         case let uuid as UUID: uuid.uuidString
         case let url as URL: url.absoluteString
         case is NSNull: ""

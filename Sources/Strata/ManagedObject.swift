@@ -700,6 +700,13 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         }
     }
 
+    /// Whether a fetch reads this object by its stored values (``JudgedObjectView``): it has
+    /// no pending changes — not inserted, deleted, changed or restored by undo — and is
+    /// still in its context.
+    final var isReadAsStored: Bool {
+        keyProbe == nil && !isInsertedFlag && !isDeletedFlag && !isInvalidated && changes.isEmpty && !restored
+    }
+
     /// Loads the object's values now if it is a fault.
     ///
     /// - Throws: ``ContextError/objectNotFound(_:)`` if the object was deleted from the store.
