@@ -117,7 +117,11 @@ public struct FetchSortDescriptor: Sendable, Hashable {
             if numeric { options.insert(.numeric) }
             if !options.isEmpty { return compareStrings(a, b, options) }
             return a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)
-        case (let a as Date, let b as Date): return a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)
+        case (let a as Date, let b as Date):
+            // By interval, a NaN date after every date as a NaN number is after every number
+            // (before, `<` and `==` both false made a NaN date "after" every date and every
+            // date "after" it: no order, so sorts and min/max depended on where it stood).
+            return compareNumbers(a.timeIntervalSinceReferenceDate, b.timeIntervalSinceReferenceDate)
         case (let a as Bool, let b as Bool): return a == b ? .orderedSame : (!a ? .orderedAscending : .orderedDescending)
         default:
             if let a = SortNumber(x), let b = SortNumber(y) { return SortNumber.compare(a, b) }

@@ -82,4 +82,140 @@ struct ModelAndAggregateFixTests {
         #expect(earlier.persistentStores[0].log.modelVersion == 1)
         #expect(earlier.persistentStores[0].log.storedModels().count == 2)
     }
+
+    // MARK: - NaN dates
+
+    static let nanDate = Date(timeIntervalSinceReferenceDate: .nan)
+
+    static func eventModel() throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Team") {
+                Attribute("name", .string)
+                Relationship("events", to: "Event", inverse: "team", toMany: true)
+            }
+            Entity("Event") {
+                Attribute("label", .string)
+                Attribute("day", .date, indexed: true)
+                Relationship("team", to: "Team", inverse: "events")
+            }
+        }
+    }
+
+    /// Events of one team on the given days.
+    static func seedEvents(_ dir: TemporaryDirectory, _ days: [Date]) async throws -> PersistentStoreCoordinator {
+        let coordinator = try openCoordinator(dir, model: try eventModel())
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Otters", forKey: "name")
+            for (index, day) in days.enumerated() {
+                let event = try context.insertNewObject(forEntityName: "Event")
+                event.setValue("e\(index)", forKey: "label")
+                event.setValue(day, forKey: "day")
+                event.setValue(team, forKey: "team")
+            }
+            try context.save()
+        }
+        return coordinator
+    }
+
+    static func interval(_ value: Any?) -> Double? { (value as? Date)?.timeIntervalSinceReferenceDate }
+
+    /// The events' days sorted by a fetch ("nan" for a NaN date).
+    static func sortedDays(_ context: isolated ManagedObjectContext, ascending: Bool, limit: Int) throws -> [String] {
+        var request = FetchRequest(entityName: "Event")
+        request.sortDescriptors = [FetchSortDescriptor(key: "day", ascending: ascending)]
+        request.fetchLimit = limit
+        return try context.fetch(request).map { object in
+            let value = Self.interval(object.value(forKey: "day"))
+            return value.map { $0.isNaN ? "nan" : "\(Int($0))" } ?? "nil"
+        }
+    }
+
+    @Test("derived @min/@max over numbers and dates holding NaN: NaN after every value (max is NaN, min the least), whatever the members' order")
+    func derivedExtremesOverNaN() async throws {
+        let model = try ManagedObjectModel {
+            Entity("Team") {
+                Attribute("name", .string)
+                Relationship("games", to: "Game", inverse: "team", toMany: true, ordered: true)
+                Attribute("best", .double).derived(from: "games.@max.score")
+                Attribute("worst", .double).derived(from: "games.@min.score")
+                Attribute("latest", .date).derived(from: "games.@max.day")
+                Attribute("earliest", .date).derived(from: "games.@min.day")
+            }
+            Entity("Game") {
+                Attribute("score", .double)
+                Attribute("day", .date)
+                Relationship("team", to: "Team", inverse: "games")
+            }
+        }
+        for nanFirst in [true, false] {
+            let dir = try TemporaryDirectory()
+            let coordinator = try openCoordinator(dir, model: model)
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                let team = try context.insertNewObject(forEntityName: "Team")
+                team.setValue("Otters", forKey: "name")
+                var games: [ManagedObject] = []
+                let values: [(Double, Double)] = nanFirst ? [(.nan, .nan), (3, 100), (1, 50)] : [(3, 100), (1, 50), (.nan, .nan)]
+                for (score, day) in values {
+                    let game = try context.insertNewObject(forEntityName: "Game")
+                    game.setValue(score, forKey: "score")
+                    game.setValue(Date(timeIntervalSinceReferenceDate: day), forKey: "day")
+                    games.append(game)
+                }
+                team.setValue(games, forKey: "games")
+                try context.save()
+            }
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                let team = try #require(try context.fetch(FetchRequest(entityName: "Team")).first)
+                #expect((team.value(forKey: "best") as? Double)?.isNaN == true, "NaN first: \(nanFirst)")
+                #expect(team.value(forKey: "worst") as? Double == 1, "NaN first: \(nanFirst)")
+                let (latest, earliest) = (Self.interval(team.value(forKey: "latest")), Self.interval(team.value(forKey: "earliest")))
+                #expect(latest?.isNaN == true, "NaN first: \(nanFirst)")
+                #expect(earliest == 50, "NaN first: \(nanFirst)")
+            }
+        }
+    }
+
+    @Test("a NaN date sorts after every date (before every date descending) and is the max, min the earliest date, wherever it stands: fetch sorts, index walks, dictionary min/max, @min/@max")
+    func nanDates() async throws {
+        let orders: [[Date]] = [
+            [Self.nanDate, Date(timeIntervalSinceReferenceDate: 100), Date(timeIntervalSinceReferenceDate: 50)],
+            [Date(timeIntervalSinceReferenceDate: 100), Date(timeIntervalSinceReferenceDate: 50), Self.nanDate],
+            [Date(timeIntervalSinceReferenceDate: 100), Date(timeIntervalSinceReferenceDate: -.nan), Date(timeIntervalSinceReferenceDate: 50)],
+        ]
+        for days in orders {
+            // (Foundation's Date.description traps on a NaN date: the intervals name the case.)
+            let label = Comment(rawValue: "\(days.map(\.timeIntervalSinceReferenceDate))")
+            let dir = try TemporaryDirectory()
+            let coordinator = try await Self.seedEvents(dir, days)
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                #expect(try Self.sortedDays(context, ascending: true, limit: 0) == ["50", "100", "nan"], label)
+                #expect(try Self.sortedDays(context, ascending: false, limit: 0) == ["nan", "100", "50"], label)
+                // Limited: walked through the index on day.
+                #expect(try Self.sortedDays(context, ascending: true, limit: 3) == ["50", "100", "nan"], label)
+                #expect(try Self.sortedDays(context, ascending: false, limit: 1) == ["nan"], label)
+                #expect(try Self.sortedDays(context, ascending: true, limit: 1) == ["50"], label)
+
+                var request = FetchRequest(entityName: "Event")
+                request.resultType = .dictionary
+                request.propertiesToFetch = [.expression(name: "first", .min, keyPath: "day"), .expression(name: "last", .max, keyPath: "day")]
+                let rows = try context.fetchDictionaries(request)
+                #expect(rows.count == 1)
+                let (first, last) = (Self.interval(rows.first?["first"]), Self.interval(rows.first?["last"]))
+                #expect(first == 50, label)
+                #expect(last?.isNaN == true, label)
+
+                let team = try #require(try context.fetch(FetchRequest(entityName: "Team")).first)
+                let (least, most) = (Self.interval(team.value(forKeyPath: "events.@min.day")), Self.interval(team.value(forKeyPath: "events.@max.day")))
+                #expect(least == 50, label)
+                #expect(most?.isNaN == true, label)
+                let min = try FormatPredicate(format: "min(%@) == %@", argumentArray: [days, Date(timeIntervalSinceReferenceDate: 50)])
+                #expect(try min.evaluate(with: nil), label)
+                // A NaN date is still equal to nothing and in no range.
+                var ranged = FetchRequest(entityName: "Event")
+                ranged.predicate = try FormatPredicate(format: "day > %@", argumentArray: [Date(timeIntervalSinceReferenceDate: 60)])
+                #expect(try context.fetch(ranged).count == 1, label)
+            }
+        }
+    }
 }
