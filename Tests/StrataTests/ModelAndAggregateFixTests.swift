@@ -218,4 +218,70 @@ struct ModelAndAggregateFixTests {
             }
         }
     }
+
+    // MARK: - Grouping canonically equivalent strings
+
+    static let precomposed = "caf\u{E9}"
+    static let decomposed = "cafe\u{301}"
+
+    @Test("grouping, distinct rows, == and a uniqueness constraint all take canonically equivalent strings (é precomposed or decomposed) as one value")
+    func canonicalGrouping() async throws {
+        #expect(Array(Self.precomposed.unicodeScalars) != Array(Self.decomposed.unicodeScalars))
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel {
+            Entity("Word") {
+                Attribute("text", .string)
+                Attribute("count", .int64)
+            }
+        }
+        let coordinator = try openCoordinator(dir, model: model)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for (text, count) in [(Self.precomposed, 1), (Self.decomposed, 2), ("cafe", 4)] {
+                let word = try context.insertNewObject(forEntityName: "Word")
+                word.setValue(text, forKey: "text")
+                word.setValue(Int64(count), forKey: "count")
+            }
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var request = FetchRequest(entityName: "Word")
+            request.resultType = .dictionary
+            request.propertiesToGroupBy = ["text"]
+            request.propertiesToFetch = ["text", .expression(name: "total", .sum, keyPath: "count")]
+            request.sortDescriptors = [FetchSortDescriptor(key: "text")]
+            let rows = try context.fetchDictionaries(request)
+            #expect(rows.count == 2, "\(rows)")
+            #expect(rows.map { $0["total"] as? Int64 } == [4, 3])
+            // The group's key is its first member's form, as stored.
+            #expect((rows.last?["text"] as? String).map { Array($0.unicodeScalars) } == Array(Self.precomposed.unicodeScalars))
+
+            var distinct = FetchRequest(entityName: "Word")
+            distinct.resultType = .dictionary
+            distinct.propertiesToFetch = ["text"]
+            distinct.returnsDistinctResults = true
+            #expect(try context.fetchDictionaries(distinct).count == 2)
+
+            for form in [Self.precomposed, Self.decomposed] {
+                var equal = FetchRequest(entityName: "Word")
+                equal.predicate = try FormatPredicate(format: "text == %@", argumentArray: [form])
+                #expect(try context.fetch(equal).count == 2)
+            }
+        }
+
+        let uniqueDir = try TemporaryDirectory()
+        let unique = try openCoordinator(uniqueDir, model: try ManagedObjectModel {
+            Entity("Word") {
+                Attribute("text", .string)
+                Unique("text")
+            }
+        })
+        try await privateContext(unique).perform { (context: isolated ManagedObjectContext) throws in
+            let word = try context.insertNewObject(forEntityName: "Word")
+            word.setValue(Self.precomposed, forKey: "text")
+            try context.save()
+            let other = try context.insertNewObject(forEntityName: "Word")
+            other.setValue(Self.decomposed, forKey: "text")
+            #expect(throws: (any Error).self) { try context.save() }
+        }
+    }
 }
