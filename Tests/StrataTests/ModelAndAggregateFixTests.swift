@@ -284,4 +284,95 @@ struct ModelAndAggregateFixTests {
             #expect(throws: (any Error).self) { try context.save() }
         }
     }
+
+    // MARK: - As-of reads before a paired side's fill
+
+    static func playlistModel() throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Playlist") {
+                Attribute("name", .string)
+                Relationship("songs", to: "Song", inverse: "playlists", toMany: true, ordered: true)
+            }
+            Entity("Song") {
+                Attribute("name", .string)
+                Relationship("playlists", to: "Playlist", inverse: "songs", toMany: true, ordered: true)
+            }
+        }
+    }
+
+    static func playlist(_ pk: UInt64) -> StoredObjectID { StoredObjectID(entity: "Playlist", primaryKey: pk) }
+    static func song(_ pk: UInt64) -> StoredObjectID { StoredObjectID(entity: "Song", primaryKey: pk) }
+
+    static func list(_ value: LogValue?) -> [StoredObjectID] {
+        guard case .references(let ids)? = value else { return [] }
+        return ids
+    }
+
+    @Test("as-of reads of a point before an old store's paired-side fill give that side's lists derived from the inverse's lists then, as the fill derives them")
+    func asOfBeforeFill() async throws {
+        let dir = try TemporaryDirectory()
+        let model = try Self.playlistModel()
+        let path = dir.url.appendingPathComponent("store").path
+        // The old way (format 1): only Playlist.songs recorded, no code for Song.playlists.
+        do {
+            var configuration = EventLog.Configuration()
+            configuration.skipsOrderedPairCheck = true
+            let old = try EventLog(path: path, model: model, configuration: configuration)
+            var draft = TransactionDraft()
+            let p1 = draft.insert("Playlist", values: ["name": .attribute(.string("p1"))])
+            let p2 = draft.insert("Playlist", values: ["name": .attribute(.string("p2"))])
+            let s1 = draft.insert("Song", values: ["name": .attribute(.string("s1"))])
+            let s2 = draft.insert("Song", values: ["name": .attribute(.string("s2"))])
+            draft.update(p2, values: ["songs": .references([s1])])
+            draft.update(p1, values: ["songs": .references([s2, s1])])
+            _ = try old.commit(draft)
+            // Event 2: p2 lets s1 go.
+            var second = TransactionDraft()
+            second.update(.stored(Self.playlist(2)), values: ["songs": .references([])])
+            _ = try old.commit(second)
+            try old.environment.write { txn in
+                let name = Array("rSong.playlists".utf8)
+                let code = try #require(try txn.value(forKey: name, in: old.tables.catalog))
+                _ = try txn.delete(key: name, in: old.tables.catalog)
+                _ = try txn.delete(key: [UInt8(ascii: "R")] + code, in: old.tables.catalog)
+            }
+        }
+        // The fill (event 3), then a move on the filled side (event 4).
+        let coordinator = try openCoordinator(dir, model: model)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let p2 = try #require(try context.fetch(FetchRequest(entityName: "Playlist")).first { $0.value(forKey: "name") as? String == "p2" })
+            let s1 = try #require(try context.fetch(FetchRequest(entityName: "Song")).first { $0.value(forKey: "name") as? String == "s1" })
+            s1.mutableOrderedSetValue(forKey: "playlists").insert(p2, at: 0)
+            try context.save()
+        }
+        let log = coordinator.persistentStores[0].log
+        #expect(try log.head == 4)
+        #expect(try log.read { try $0.event(3) }.kind == .migration)
+
+        let (s1, s2, p1, p2) = (Self.song(1), Self.song(2), Self.playlist(1), Self.playlist(2))
+        let expected: [UInt64: [StoredObjectID: [StoredObjectID]]] = [
+            1: [s1: [p1, p2], s2: [p1]],
+            2: [s1: [p1], s2: [p1]],
+            3: [s1: [p1], s2: [p1]],
+            4: [s1: [p2, p1], s2: [p1]],
+        ]
+        for (sequence, lists) in expected.sorted(by: { $0.key < $1.key }) {
+            try log.read { reader in
+                let state = try reader.state(asOf: sequence)
+                let some = try reader.objects([s1, s2, p1], asOf: sequence)
+                for (song, playlists) in lists {
+                    #expect(Self.list(state.objects[song]?["playlists"]) == playlists, "state as of \(sequence), \(song)")
+                    #expect(Self.list(some[song]?["playlists"]) == playlists, "objects as of \(sequence), \(song)")
+                    #expect(Self.list(try reader.object(song, asOf: sequence)?["playlists"]) == playlists, "object as of \(sequence), \(song)")
+                }
+                // The other side is as it was recorded.
+                #expect(Self.list(some[p1]?["songs"]) == [s2, s1])
+                #expect(Self.list(state.objects[p1]?["songs"]) == [s2, s1])
+            }
+        }
+        // A tool's open (the store's own newest model) reads the same.
+        let tool = try EventLog(openingExistingAt: path)
+        #expect(try tool.read { Self.list(try $0.object(s1, asOf: 1)?["playlists"]) } == [p1, p2])
+        #expect(try tool.read { Self.list(try $0.state(asOf: 2).objects[s1]?["playlists"]) } == [p1])
+    }
 }
