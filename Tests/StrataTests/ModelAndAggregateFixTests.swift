@@ -219,6 +219,23 @@ struct ModelAndAggregateFixTests {
         }
     }
 
+    @Test("a results controller whose sections are dates names a NaN date's section \"nan\", last (before, Date.description trapped on it and performFetch crashed the process)")
+    func nanDateSection() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try await Self.seedEvents(
+            dir, [Date(timeIntervalSinceReferenceDate: 100), Self.nanDate, Date(timeIntervalSinceReferenceDate: 50)])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var request = FetchRequest(entityName: "Event")
+            request.sortDescriptors = [FetchSortDescriptor(key: "day")]
+            let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: "day")
+            try controller.performFetch()
+            let names = controller.sections?.map(\.name) ?? []
+            #expect(names.count == 3)
+            #expect(names.first == Date(timeIntervalSinceReferenceDate: 50).description)
+            #expect(names.last == "nan")
+        }
+    }
+
     // MARK: - Grouping canonically equivalent strings
 
     static let precomposed = "caf\u{E9}"
