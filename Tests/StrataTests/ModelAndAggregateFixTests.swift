@@ -387,6 +387,27 @@ struct ModelAndAggregateFixTests {
                 #expect(Self.list(state.objects[p1]?["songs"]) == [s2, s1])
             }
         }
+        // A context pinned to each point (a query generation, which undoes no migration)
+        // reads the same lists, by name.
+        let names: [UInt64: [String: [String]]] = [
+            1: ["s1": ["p1", "p2"], "s2": ["p1"]],
+            2: ["s1": ["p1"], "s2": ["p1"]],
+            3: ["s1": ["p1"], "s2": ["p1"]],
+            4: ["s1": ["p2", "p1"], "s2": ["p1"]],
+        ]
+        let store = try #require(coordinator.persistentStores.first)
+        for (sequence, lists) in names.sorted(by: { $0.key < $1.key }) {
+            let read = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> [String: [String]] in
+                try context.setQueryGenerationFrom(QueryGenerationToken(storeIdentifier: store.identifier, sequence: sequence))
+                var result: [String: [String]] = [:]
+                for song in try context.fetch(FetchRequest(entityName: "Song")) {
+                    let playlists = (song.value(forKey: "playlists") as? [ManagedObject]) ?? []
+                    result[song.value(forKey: "name") as? String ?? "?"] = playlists.map { $0.value(forKey: "name") as? String ?? "?" }
+                }
+                return result
+            }
+            #expect(read == lists, "pinned to \(sequence)")
+        }
         // A tool's open (the store's own newest model) reads the same.
         let tool = try EventLog(openingExistingAt: path)
         #expect(try tool.read { Self.list(try $0.object(s1, asOf: 1)?["playlists"]) } == [p1, p2])
