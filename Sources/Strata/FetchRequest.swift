@@ -125,9 +125,17 @@ public struct FetchSortDescriptor: Sendable, Hashable {
         case (let a as Bool, let b as Bool): return a == b ? .orderedSame : (!a ? .orderedAscending : .orderedDescending)
         default:
             if let a = SortNumber(x), let b = SortNumber(y) { return SortNumber.compare(a, b) }
-            let a = String(describing: x ?? ""), b = String(describing: y ?? "")
+            let a = describedForOrder(x), b = describedForOrder(y)
             return a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)
         }
+    }
+
+    /// A value of a kind no other rule orders, as text: its description — a date at NaN as
+    /// `"nan"`, since Foundation's `Date.description` traps on it (before, sorting a NaN date
+    /// against a value of another kind crashed the process).
+    static func describedForOrder(_ value: Any?) -> String {
+        if let date = value as? Date, date.timeIntervalSinceReferenceDate.isNaN { return "nan" }
+        return String(describing: value ?? "")
     }
 
     /// Strings under a sort's options, by the predicate language's folding rule (spec 0003):

@@ -236,6 +236,13 @@ struct ModelAndAggregateFixTests {
         }
     }
 
+    @Test("a sort comparing a NaN date with a value of another kind (compared as text) gives an order, not a crash")
+    func nanDateAgainstOtherKinds() {
+        let order = FetchSortDescriptor.compareValues(Self.nanDate, "x", caseInsensitive: false)
+        #expect(order == .orderedAscending, "\"nan\" < \"x\"")
+        #expect(FetchSortDescriptor.compareValues("x", Self.nanDate, caseInsensitive: false) == .orderedDescending)
+    }
+
     // MARK: - Grouping canonically equivalent strings
 
     static let precomposed = "caf\u{E9}"
