@@ -243,6 +243,21 @@ struct ModelAndAggregateFixTests {
         #expect(FetchSortDescriptor.compareValues("x", Self.nanDate, caseInsensitive: false) == .orderedDescending)
     }
 
+    @Test("a NaN date set on an attribute of another type is kept as invalid, described as nan, and refused at save (1550), not a crash")
+    func nanDateOnAnotherType() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try await Self.seedEvents(dir, [])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let event = try context.insertNewObject(forEntityName: "Event")
+            event.setValue(Self.nanDate, forKey: "label")
+            let kept = event.value(forKey: "label") as? String
+            #expect(kept?.contains("nan") == true, "\(kept ?? "nil")")
+            #expect(throws: (any Error).self) { try context.save() }
+            event.setValue([Self.nanDate], forKey: "label")
+            #expect((event.value(forKey: "label") as? String)?.contains("[nan]") == true)
+        }
+    }
+
     // MARK: - Grouping canonically equivalent strings
 
     static let precomposed = "caf\u{E9}"
