@@ -258,6 +258,40 @@ struct ModelAndAggregateFixTests {
         }
     }
 
+    @Test("a NaN date in a uniqueness constraint leaves it unchecked, as a NaN double does: two objects holding one don't clash, in the store or the context")
+    func nanDateUniqueness() async throws {
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel {
+            Entity("Booking") {
+                Attribute("room", .string)
+                Attribute("day", .date)
+                Unique("room", "day")
+            }
+        }
+        let coordinator = try openCoordinator(dir, model: model)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            for _ in 0..<2 {
+                let booking = try context.insertNewObject(forEntityName: "Booking")
+                booking.setValue("A", forKey: "room")
+                booking.setValue(Self.nanDate, forKey: "day")
+            }
+            try context.save()
+            let third = try context.insertNewObject(forEntityName: "Booking")
+            third.setValue("A", forKey: "room")
+            third.setValue(Date(timeIntervalSinceReferenceDate: -.nan), forKey: "day")
+            try context.save()
+            #expect(try context.count(for: FetchRequest(entityName: "Booking")) == 3)
+            // A real date still clashes.
+            for _ in 0..<2 {
+                let booking = try context.insertNewObject(forEntityName: "Booking")
+                booking.setValue("B", forKey: "room")
+                booking.setValue(Date(timeIntervalSinceReferenceDate: 7), forKey: "day")
+            }
+            #expect(throws: (any Error).self) { try context.save() }
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
+
     // MARK: - Grouping canonically equivalent strings
 
     static let precomposed = "caf\u{E9}"
