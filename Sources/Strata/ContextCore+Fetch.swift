@@ -817,11 +817,15 @@ final class FetchExecution {
     }
 
     /// The index ranges of a walk in sort order. Keys of real values (doubles, floats,
-    /// decimals) hold -NaN below -∞ and NaN above +∞ (spec 0004 §5), but a sort puts every
+    /// decimals, and dates by their interval) hold -NaN below -∞ and NaN above +∞ (spec 0004 §5), but a sort puts every
     /// NaN after every number: a real range open at an end is walked as its numbers (up to
     /// the infinities), then its NaNs above +∞, then its NaNs below -∞.
     static func sortOrderRanges(_ ranges: [IndexRange], type: AttributeType?) -> [IndexRange] {
-        guard let type, [.double, .float, .decimal].contains(type) else { return ranges }
+        guard let type, [.double, .float, .decimal, .date].contains(type) else { return ranges }
+        // Dates are keyed as reals are, under their own tag: their infinities are dates.
+        func infinity(_ sign: Double) -> AttributeValue {
+            type == .date ? .date(Date(timeIntervalSinceReferenceDate: sign * .infinity)) : .double(sign * .infinity)
+        }
         var numbers: [IndexRange] = []
         var nans: [IndexRange] = []
         for range in ranges {
@@ -831,10 +835,10 @@ final class FetchExecution {
             }
             numbers.append(
                 IndexRange(
-                    lower: range.lower ?? .double(-.infinity), includesLower: range.lower == nil || range.includesLower,
-                    upper: range.upper ?? .double(.infinity), includesUpper: range.upper == nil || range.includesUpper))
-            if range.upper == nil { nans.append(IndexRange(lower: .double(.infinity), includesLower: false)) }
-            if range.lower == nil { nans.append(IndexRange(upper: .double(-.infinity), includesUpper: false)) }
+                    lower: range.lower ?? infinity(-1), includesLower: range.lower == nil || range.includesLower,
+                    upper: range.upper ?? infinity(1), includesUpper: range.upper == nil || range.includesUpper))
+            if range.upper == nil { nans.append(IndexRange(lower: infinity(1), includesLower: false)) }
+            if range.lower == nil { nans.append(IndexRange(upper: infinity(-1), includesUpper: false)) }
         }
         return numbers + nans
     }
@@ -849,6 +853,7 @@ final class FetchExecution {
         case .double(let v)?: isNaN = v.isNaN
         case .float(let v)?: isNaN = v.isNaN
         case .decimal(let v)?: isNaN = v.isNaN || NSDecimalNumber(decimal: v).doubleValue.isNaN
+        case .date(let v)?: isNaN = v.timeIntervalSinceReferenceDate.isNaN
         default: isNaN = false
         }
         guard isNaN, let tag = key.first else { return key }
@@ -1156,7 +1161,9 @@ enum SortKey {
         case (.integer(let x), .integer(let y)): return x < y ? .orderedAscending : (x == y ? .orderedSame : .orderedDescending)
         case (.number(let x), .number(let y)): return FetchSortDescriptor.compareNumbers(x, y)
         case (.decimal(let x), .decimal(let y)): return SortNumber.compare(.decimal(x), .decimal(y))
-        case (.date(let x), .date(let y)): return x < y ? .orderedAscending : (x == y ? .orderedSame : .orderedDescending)
+        case (.date(let x), .date(let y)):
+            // A date at NaN after every date, as ``FetchSortDescriptor/compareValues``.
+            return FetchSortDescriptor.compareNumbers(x.timeIntervalSinceReferenceDate, y.timeIntervalSinceReferenceDate)
         case (.bool(let x), .bool(let y)): return x == y ? .orderedSame : (!x ? .orderedAscending : .orderedDescending)
         default:
             return FetchSortDescriptor.compareValues(

@@ -117,13 +117,25 @@ public struct FetchSortDescriptor: Sendable, Hashable {
             if numeric { options.insert(.numeric) }
             if !options.isEmpty { return compareStrings(a, b, options) }
             return a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)
-        case (let a as Date, let b as Date): return a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)
+        case (let a as Date, let b as Date):
+            // By interval, a NaN date after every date as a NaN number is after every number
+            // (before, `<` and `==` both false made a NaN date "after" every date and every
+            // date "after" it: no order, so sorts and min/max depended on where it stood).
+            return compareNumbers(a.timeIntervalSinceReferenceDate, b.timeIntervalSinceReferenceDate)
         case (let a as Bool, let b as Bool): return a == b ? .orderedSame : (!a ? .orderedAscending : .orderedDescending)
         default:
             if let a = SortNumber(x), let b = SortNumber(y) { return SortNumber.compare(a, b) }
-            let a = String(describing: x ?? ""), b = String(describing: y ?? "")
+            let a = describedForOrder(x), b = describedForOrder(y)
             return a < b ? .orderedAscending : (a == b ? .orderedSame : .orderedDescending)
         }
+    }
+
+    /// A value of a kind no other rule orders, as text: its description — a date at NaN as
+    /// `"nan"`, since Foundation's `Date.description` traps on it (before, sorting a NaN date
+    /// against a value of another kind crashed the process).
+    static func describedForOrder(_ value: Any?) -> String {
+        if let date = value as? Date, date.timeIntervalSinceReferenceDate.isNaN { return "nan" }
+        return String(describing: value ?? "")
     }
 
     /// Strings under a sort's options, by the predicate language's folding rule (spec 0003):

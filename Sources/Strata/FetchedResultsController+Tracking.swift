@@ -327,7 +327,9 @@ extension AnyFetchedResultsController: ContextChangeTracker {
 
     /// A value as a section name: strings as they are; nil as `""`; Booleans `"0"` and
     /// `"1"` (as Core Data's `NSNumber` shows them); numbers, dates and decimals as their
-    /// description; an object as its ID's URI.
+    /// description — a date at NaN as `"nan"`, as a NaN number shows (Foundation's
+    /// `Date.description` traps on it: before, a NaN date crashed `performFetch()`); an
+    /// object as its ID's URI.
     static func sectionName(for value: Any?) -> String {
         switch value {
         case nil: ""
@@ -337,6 +339,7 @@ extension AnyFetchedResultsController: ContextChangeTracker {
         case let view as JudgedObjectView: view.object.objectID.description
         case let uuid as UUID: uuid.uuidString
         case let url as URL: url.absoluteString
+        case let date as Date: date.timeIntervalSinceReferenceDate.isNaN ? "nan" : date.description
         case is NSNull: ""
         case let value?: String(describing: value)
         }

@@ -843,8 +843,19 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         do {
             return .attribute(try AttributeValue(any: value, for: type))
         } catch {
-            return .invalid("\(value) (\(error))")
+            return .invalid("\(Self.invalidText(value)) (\(error))")
         }
+    }
+
+    /// An invalid value as its text: its description, but a date at NaN — alone or in an
+    /// array — as `nan`: Foundation's `Date.description` traps on one (before, setting a NaN
+    /// date on an attribute of another type crashed the process).
+    static func invalidText(_ value: Any) -> String {
+        if let date = value as? Date, date.timeIntervalSinceReferenceDate.isNaN { return "nan" }
+        if let array = value as? [Any], array.contains(where: { ($0 as? Date)?.timeIntervalSinceReferenceDate.isNaN == true }) {
+            return "[" + array.map(invalidText).joined(separator: ", ") + "]"
+        }
+        return "\(value)"
     }
 
     /// Whether the object is an unsaved insert that left its context — deleted, its insert

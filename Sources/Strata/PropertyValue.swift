@@ -18,12 +18,13 @@ enum PropertyValue: Hashable, Sendable {
     /// going frees); the empty value of every to-one shares this box.
     static let noObject = PropertyValue.toOne(nil)
 
-    /// Whether the value leaves a uniqueness constraint unchecked: nil or a floating-point
-    /// NaN (``LogValue/leavesUniquenessUnchecked``).
+    /// Whether the value leaves a uniqueness constraint unchecked: nil, a floating-point NaN or
+    /// a date at NaN (``LogValue/leavesUniquenessUnchecked``).
     var leavesUniquenessUnchecked: Bool {
         switch self {
         case .attribute(.double(let v)?): v.isNaN
         case .attribute(.float(let v)?): v.isNaN
+        case .attribute(.date(let v)?): v.timeIntervalSinceReferenceDate.isNaN
         default: isNil
         }
     }

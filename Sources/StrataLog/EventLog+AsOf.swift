@@ -104,6 +104,17 @@ extension LogReader {
     ///
     /// - Throws: as ``plan(asOf:)``.
     public func state(asOf sequence: UInt64) throws -> StateImage {
+        var image = try recordedState(asOf: sequence)
+        // A paired side filled after `sequence` had no lists of its own then: derived from
+        // its inverse's, as the fill derived them (spec 0004 §4.1).
+        let unfilled = try sidesUnfilled(asOf: sequence)
+        if !unfilled.isEmpty { deriveUnfilledSides(unfilled, in: &image) }
+        return image
+    }
+
+    /// The records as they were just after `sequence`, as ``state(asOf:)`` builds them, before
+    /// it derives the lists of sides filled later.
+    private func recordedState(asOf sequence: UInt64) throws -> StateImage {
         switch try plan(asOf: sequence) {
         case .backwardFromHead:
             var image = try currentState()
@@ -190,7 +201,9 @@ extension LogReader {
     /// that didn't exist then has no entry. The same as ``object(_:asOf:)`` for each, but a
     /// transaction that touched several of them is read once, not once per object (asking
     /// for each object of a bulk update's 100k did that transaction's 100k changes 100k
-    /// times). Memory: the objects' values and one transaction at a time.
+    /// times). Memory: the objects' values and one transaction at a time. Objects of a
+    /// paired side filled after `sequence` (spec 0004 §4.1) are read from ``state(asOf:)``,
+    /// which derives their lists from their inverses' lists then.
     ///
     /// - Throws: as ``plan(asOf:)``.
     public func objects(
@@ -214,6 +227,25 @@ extension LogReader {
         guard sequence <= head else { throw LogError.sequenceOutOfRange(requested: sequence, head: head) }
         let purged = try purgedThrough
         guard sequence >= purged else { throw LogError.historyPurged(requested: sequence, purgedThrough: purged) }
+        // An object of a paired side filled after `sequence` (spec 0004 §4.1): its list then
+        // is derived from the inverse's lists of every object, so from the whole state.
+        let unfilled = try sidesUnfilled(asOf: sequence)
+        if !unfilled.isEmpty {
+            let kinds = Set(unfilled.flatMap { log.schema.entities[$0.declaringEntity]?.selfAndSubentities ?? [] })
+            let asked = Set(ids)
+            if asked.contains(where: { kinds.contains($0.entity) }) {
+                return try state(asOf: sequence).objects.filter { asked.contains($0.key) }
+            }
+            return try recordedObjects(asked, asOf: sequence, keeping: &kept)
+        }
+        return try recordedObjects(ids, asOf: sequence, keeping: &kept)
+    }
+
+    /// ``objects(_:asOf:keeping:)`` as the records were, walking back through the
+    /// transactions that touched the objects.
+    private func recordedObjects(
+        _ ids: some Sequence<StoredObjectID>, asOf sequence: UInt64, keeping kept: inout [UInt64: TransactionEvent]
+    ) throws -> [StoredObjectID: [String: LogValue]] {
         var image = StateImage()
         var wanted: Set<StoredObjectID> = []
         var later: Set<UInt64> = []

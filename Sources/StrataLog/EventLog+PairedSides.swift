@@ -97,3 +97,57 @@ extension EventLog {
                 kept.isEmpty ? nil : Array(kept.joined(separator: "\n").utf8))
     }
 }
+
+extension LogReader {
+    /// The paired sides (spec 0004 §4.1) whose lists the store's records didn't hold just after
+    /// `sequence`: sides filled by a later event (``MetaKey/orderedSidesFilled``), or not yet
+    /// (``MetaKey/orderedSidesToFill``) — with this handle's description of each.
+    func sidesUnfilled(asOf sequence: UInt64) throws -> [ModelSchema.Property] {
+        var names: Set<String> = []
+        if let toFill = try txn.value(forKey: MetaKey.orderedSidesToFill, in: tables.meta) {
+            names.formUnion(String(decoding: toFill, as: UTF8.self).split(separator: "\n").map(String.init))
+        }
+        if let filled = try txn.value(forKey: MetaKey.orderedSidesFilled, in: tables.meta) {
+            for line in String(decoding: filled, as: UTF8.self).split(separator: "\n") {
+                let parts = line.split(separator: " ")
+                guard parts.count == 2, let seq = UInt64(parts[1]), seq > sequence else { continue }
+                names.insert(String(parts[0]))
+            }
+        }
+        return names.sorted().compactMap { name in
+            guard let dot = name.firstIndex(of: ".") else { return nil }
+            let property = log.schema.entities[String(name[..<dot])]?.propertiesByName[String(name[name.index(after: dot)...])]
+            return property?.orderedInverse == nil ? nil : property
+        }
+    }
+
+    /// Gives the objects of `image` (the state just after an event before their side's fill)
+    /// the lists of `sides` their records didn't hold then, as the fill derives them: the
+    /// objects whose inverse lists hold the object, in key order — the order the side read
+    /// in while it was derived. An object whose record holds a list of the side keeps it.
+    func deriveUnfilledSides(_ sides: [ModelSchema.Property], in image: inout StateImage) {
+        for side in sides {
+            guard let inverse = side.orderedInverse, let dot = inverse.firstIndex(of: "."),
+                let targetEntity = log.schema.entities[side.declaringEntity],
+                let sourceEntity = log.schema.entities[String(inverse[..<dot])]
+            else { continue }
+            let inverseName = String(inverse[inverse.index(after: dot)...])
+            let (targetKinds, sourceKinds) = (Set(targetEntity.selfAndSubentities), Set(sourceEntity.selfAndSubentities))
+            var derived: [StoredObjectID: [StoredObjectID]] = [:]
+            for (id, values) in image.objects where sourceKinds.contains(id.entity) {
+                guard case .references(let list)? = values[inverseName] else { continue }
+                for target in list where targetKinds.contains(target.entity) { derived[target, default: []].append(id) }
+            }
+            for (target, sources) in derived where image.objects[target] != nil {
+                if case .references(let own)? = image.objects[target]?[side.name], !own.isEmpty { continue }
+                let ordered = sources.map { (id: $0, key: try? writer.key($0)) }.sorted { a, b in
+                    switch (a.key, b.key) {
+                    case (let x?, let y?): x < y
+                    default: a.id < b.id
+                    }
+                }
+                image.objects[target]?[side.name] = .references(ordered.map(\.id))
+            }
+        }
+    }
+}

@@ -290,6 +290,17 @@ public final class EventLog: Sendable {
                 {
                     storedMatch = nil
                 }
+                // A stored version older than the newest one the store's data is in, whose
+                // model has entities or stored properties that version lacks while lacking none
+                // of its own: a later model adding back what a version removed, whose hash is
+                // the earlier version's (default values aren't hashed). Stored again as a new
+                // version, which migrates — the added attributes take their defaults — rather
+                // than opening as the earlier version and filling nothing (spec 0004 §4.7).
+                if let match = storedMatch, configuration.migratesAutomatically,
+                    try Self.addsBack(model, over: match, in: txn, tables: tables, models: registered.modelJSON)
+                {
+                    storedMatch = nil
+                }
                 if let match = storedMatch {
                     version = match
                 } else {
@@ -405,6 +416,23 @@ public final class EventLog: Sendable {
                 + "would take their values out of the store — so it isn't opened (nothing was written). A later model that drops "
                 + "them on purpose opens with EventLog.Configuration.allowsRemovingEntitiesAndProperties (a store description's "
                 + "logConfiguration), which migrates the store to it")
+    }
+
+    /// Whether `model`, stored as version `match`, is a later model than the store's newest
+    /// version whose migration wasn't refused (newer than `match`): it lacks nothing of that
+    /// version and has an entity or a stored property that version neither has nor renames —
+    /// one a version after `match` removed, added back (spec 0004 §4.7). An earlier app's
+    /// model that lacks what the newest version has is not (it opens as `match`).
+    static func addsBack(
+        _ model: ManagedObjectModel, over match: Int, in txn: borrowing LMDBTransaction, tables: StoreTables, models: [Int: Data]
+    ) throws -> Bool {
+        var newest: Int?
+        for version in models.keys.sorted(by: >) where try txn.value(forKey: MetaKey.refusedModel(version), in: tables.meta) == nil {
+            newest = version
+            break
+        }
+        guard let newest, newest > match, let json = models[newest], let stored = try? ManagedObjectModel(jsonData: json) else { return false }
+        return lacking(in: model, of: stored).isEmpty && !lacking(in: stored, of: model).isEmpty
     }
 
     /// What `model` lacks of `stored`, in name order: `entity E` for an entity it neither has

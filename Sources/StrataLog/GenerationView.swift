@@ -36,6 +36,9 @@ public final class GenerationView {
     /// For each object, the entries that referred to it at the generation, by relationship
     /// (built on demand).
     private var referrers: [StoredObjectID: [(property: String, source: StoredObjectID)]]?
+    /// Whether the lists of paired sides filled after the generation were derived (the first
+    /// catching up that read events does it).
+    private var derivedUnfilledSides = false
     /// The entries' keys, to tell a record of a changed object without hashing its entity's name.
     private var keys: Set<ObjectKey>?
     /// Each index's keys of the entries that existed at the generation, ascending (built on demand).
@@ -126,11 +129,69 @@ public final class GenerationView {
             entries[id] = Entry(values: values, version: version, existsNow: now != nil)
         }
         for id in touched where starts[id] == nil { entries[id]?.existsNow = try reader.contains(id) }
+        // Paired sides filled after the generation had no lists then (spec 0004 §4.1): once,
+        // their objects get the lists derived from the inverse's as of the generation (the
+        // migrations skipped above include the fill, which set them).
+        if !derivedUnfilledSides {
+            derivedUnfilledSides = true
+            let unfilled = try reader.sidesUnfilled(asOf: sequence)
+            if !unfilled.isEmpty { try deriveUnfilledSides(unfilled, at: sequence, reader) }
+        }
         caughtUpThrough = head
         byEntity = nil
         referrers = nil
         keys = nil
         indexKeys = [:]
+    }
+
+    /// Gives each object of `sides` (paired sides filled after `sequence`) the list
+    /// ``LogReader/deriveUnfilledSides(_:in:)`` derives: the objects whose inverse list held it
+    /// at the generation, in key order — from the entries' values and, for objects unchanged
+    /// since, their records. An unchanged object whose record's list differs becomes an entry.
+    private func deriveUnfilledSides(_ sides: [ModelSchema.Property], at sequence: UInt64, _ reader: borrowing LogReader) throws {
+        let schema = reader.log.schema
+        for side in sides {
+            guard let inverse = side.orderedInverse, let dot = inverse.firstIndex(of: "."),
+                let targetEntity = schema.entities[side.declaringEntity], let sourceEntity = schema.entities[String(inverse[..<dot])]
+            else { continue }
+            let inverseName = String(inverse[inverse.index(after: dot)...])
+            let (targetKinds, sourceKinds) = (Set(targetEntity.selfAndSubentities), Set(sourceEntity.selfAndSubentities))
+            var derived: [StoredObjectID: [StoredObjectID]] = [:]
+            func note(_ id: StoredObjectID, _ values: [String: LogValue]?) {
+                guard case .references(let list)? = values?[inverseName] else { return }
+                for target in list where targetKinds.contains(target.entity) { derived[target, default: []].append(id) }
+            }
+            for (id, entry) in entries where sourceKinds.contains(id.entity) { note(id, entry.values) }
+            try reader.forEachObject(of: sourceEntity.name) { object in
+                if entries[object.id] == nil { note(object.id, object.values) }
+                return .next
+            }
+            func list(_ id: StoredObjectID) -> LogValue? {
+                guard let sources = derived[id] else { return nil }
+                let keyed = sources.map { (id: $0, key: try? reader.writer.key($0)) }
+                return .references(keyed.sorted { a, b in
+                    switch (a.key, b.key) {
+                    case (let x?, let y?): x < y
+                    default: a.id < b.id
+                    }
+                }.map(\.id))
+            }
+            for (id, entry) in entries where targetKinds.contains(id.entity) && entry.values != nil {
+                entries[id]?.values?[side.name] = list(id)
+            }
+            var unchanged: [(id: StoredObjectID, values: [String: LogValue])] = []
+            try reader.forEachObject(of: targetEntity.name) { object in
+                guard entries[object.id] == nil else { return .next }
+                var values = object.values
+                values[side.name] = list(object.id)
+                if values != object.values { unchanged.append((object.id, values)) }
+                return .next
+            }
+            for (id, values) in unchanged {
+                let version = try reader.history(of: id).last { $0 <= sequence } ?? 0
+                entries[id] = Entry(values: values, version: version, existsNow: true)
+            }
+        }
     }
 
     /// The keys of the objects changed since the generation; `code` gives an entity's code.

@@ -41,6 +41,9 @@ public enum LogValue: Sendable, Hashable, CustomStringConvertible {
         case .float(let v): String(v)
         case .string(let v): "\"\(v)\""
         case .boolean(let v): v ? "true" : "false"
+        // Not finite: "nan", "inf", "-inf" (the formatter gives "" for NaN and a year past
+        // 5 million for the infinities).
+        case .date(let v) where !v.timeIntervalSinceReferenceDate.isFinite: "\(v.timeIntervalSinceReferenceDate)"
         case .date(let v): ISO8601DateFormatter.string(from: v, timeZone: TimeZone(secondsFromGMT: 0) ?? .current, formatOptions: [.withInternetDateTime, .withFractionalSeconds])
         case .binaryData(let v): "<\(v.count) bytes>"
         case .uuid(let v): v.uuidString
@@ -54,7 +57,8 @@ public enum LogValue: Sendable, Hashable, CustomStringConvertible {
 
 extension LogValue {
     /// Whether this value leaves a uniqueness constraint it is a component of unchecked:
-    /// nil, or a floating-point NaN. NaN equals nothing (a predicate's `==` finds it equal to
+    /// nil, a floating-point NaN, or a date at NaN (before session 31 two NaN dates clashed).
+    /// NaN equals nothing (a predicate's `==` finds it equal to
     /// no value, itself included), and Core Data's SQLite store holds it as NULL, which no
     /// `UNIQUE` index compares: two objects holding NaN don't clash, as two holding nil don't
     /// (spec 0004 §5). Before, a NaN clashed with a NaN of the same bits only, by its index
@@ -68,6 +72,7 @@ extension LogValue {
         case .null: true
         case .attribute(.double(let v)): v.isNaN
         case .attribute(.float(let v)): v.isNaN
+        case .attribute(.date(let v)): v.timeIntervalSinceReferenceDate.isNaN
         default: false
         }
     }

@@ -351,11 +351,30 @@ extension DerivationPlan {
             let want: ComparisonResult = aggregate == .minimum ? .orderedAscending : .orderedDescending
             var best: AttributeValue?
             for value in values {
-                if let current = best, AttributeValue.compare(value, current) != want { continue }
+                if let current = best, Self.sortOrder(value, current) != want { continue }
                 best = value
             }
             return try finish(best)
         }
+    }
+
+    /// Two values in sort order (spec 0008): a NaN number or a date at NaN after every
+    /// number or date, equal to another NaN, so `@max` of values holding one is NaN and `@min`
+    /// the least value wherever it stands (before, a NaN kept or lost the place it was met
+    /// in: the result depended on the members' order).
+    static func sortOrder(_ a: AttributeValue, _ b: AttributeValue) -> ComparisonResult? {
+        func isNaN(_ value: AttributeValue) -> Bool {
+            switch value {
+            case .double(let v): v.isNaN
+            case .float(let v): v.isNaN
+            case .decimal(let v): v.isNaN
+            case .date(let v): v.timeIntervalSinceReferenceDate.isNaN
+            default: false
+            }
+        }
+        let (nanA, nanB) = (isNaN(a), isNaN(b))
+        if nanA || nanB { return nanA == nanB ? .orderedSame : (nanA ? .orderedDescending : .orderedAscending) }
+        return AttributeValue.compare(a, b)
     }
 
     private func transformed(_ value: AttributeValue?) -> AttributeValue? {

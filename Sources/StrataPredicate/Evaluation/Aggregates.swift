@@ -50,10 +50,15 @@ enum Aggregates {
         return best
     }
 
-    /// The order of two values as a sort puts them: a NaN number after every number.
+    /// The order of two values as a sort puts them: a NaN number after every number, a date
+    /// at NaN after every date (before, a NaN date made `@min`/`@max` nil).
     static func sortOrder(_ a: Value, _ b: Value) -> ComparisonResult? {
         if let x = Number(a), let y = Number(b) {
             let (nanX, nanY) = (x.isNaN, y.isNaN)
+            if nanX || nanY { return nanX == nanY ? .orderedSame : (nanX ? .orderedDescending : .orderedAscending) }
+        }
+        if case .date(let x) = a, case .date(let y) = b {
+            let (nanX, nanY) = (x.timeIntervalSinceReferenceDate.isNaN, y.timeIntervalSinceReferenceDate.isNaN)
             if nanX || nanY { return nanX == nanY ? .orderedSame : (nanX ? .orderedDescending : .orderedAscending) }
         }
         return Comparison.order(a, b, options: [])
