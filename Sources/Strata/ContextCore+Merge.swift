@@ -1165,12 +1165,22 @@ extension ContextCore {
     }
 
     /// Removes pending effects whose changes became empty; emptied user groups also leave the
-    /// undo stack.
+    /// undo stack. An emptied undo (redo) of saved work leaves its group on the redo (undo)
+    /// stack: the store holds what it would have written (a merge or a merge policy made it
+    /// moot), yet no transaction will say the group moved, so persisted undo records the
+    /// stacks (spec 0006 §13) — at once, or with the save under way (before, nothing was
+    /// recorded, and after a restart the group was back on the other stack: undoing it again
+    /// was refused as a conflict with the store's value, and it couldn't be redone).
     func removeEmptiedEffects() {
         let emptied = pending.filter { $0.changes.isEmpty }
         guard !emptied.isEmpty else { return }
         pending.removeAll { $0.changes.isEmpty }
         let sources = emptied.filter { $0.kind == .user }.map(\.source)
         journal.undoStack.removeAll { group in sources.contains { $0 === group } }
+        if persistsUndo, emptied.contains(where: { $0.kind != .user }) {
+            journal.dropped = true
+            journal.movedUnlogged = true
+            if !isSaving { recordUndoCheckpoint() }
+        }
     }
 }

@@ -480,6 +480,16 @@ final class UndoJournal {
         undoStack.contains { $0.isSplit } || redoStack.contains { $0.isSplit }
     }
 
+    /// Whether a group sits on a stack no transaction will move it to — an undo or redo of
+    /// saved work a merge left with nothing to write (``ContextCore/removeEmptiedEffects()``)
+    /// — since the stacks were last recorded for persisted undo: they are recorded whole,
+    /// the groups not read yet included.
+    var movedUnlogged = false
+
+    /// Whether the stacks, when recorded, must be read whole first (``holdsSplitGroups``,
+    /// ``movedUnlogged``): the record names every group, not only those a drop kept.
+    var recordsWhole: Bool { movedUnlogged || holdsSplitGroups }
+
     /// Empties both stacks, with the persisted groups not read yet.
     func clearStacks() {
         if !undoStack.isEmpty || !redoStack.isEmpty || older != nil { dropped = true }
@@ -2208,11 +2218,14 @@ final class ContextCore {
     /// (read-only: a drop there isn't kept, spec 0006 §13) leaves it for the next time.
     func recordUndoCheckpoint() {
         guard persistsUndo, journal.dropped, parentContext == nil, let store = try? store() else { return }
-        guard readKeptOlderUndo(all: journal.holdsSplitGroups) else { return }
+        guard readKeptOlderUndo(all: journal.recordsWhole) else { return }
         let stacks = storedUndoCheckpointStacks()
         do {
             try store.log.setUndoCheckpoint(author: transactionAuthor, contextName: name, undo: stacks.undo, redo: stacks.redo)
-            if pending.isEmpty { journal.dropped = journal.holdsSplitGroups }
+            if pending.isEmpty {
+                journal.dropped = journal.holdsSplitGroups
+                journal.movedUnlogged = false
+            }
         } catch {
             return
         }
