@@ -304,4 +304,225 @@ struct PersistedUndoReconcileFixTests {
         }
         #expect(try session.verifyClean())
     }
+
+    // MARK: - To-many memberships with restarts
+
+    /// Owner {name, tags <<->> Tag.owners, items <->> Item.owner}.
+    static func membershipModel() throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Owner") {
+                Attribute("name", .string)
+                Relationship("tags", to: "Tag", inverse: "owners", toMany: true)
+                Relationship("items", to: "Item", inverse: "owner", toMany: true)
+            }
+            Entity("Tag") {
+                Attribute("name", .string)
+                Relationship("owners", to: "Owner", inverse: "tags", toMany: true)
+            }
+            Entity("Item") {
+                Attribute("name", .string)
+                Relationship("owner", to: "Owner", inverse: "items")
+            }
+        }
+    }
+
+    /// Saved: owners O1 (tags t1, items i1), O2; tags t1–t3; items i1–i3.
+    static func membershipStore(_ dir: TemporaryDirectory) async throws -> (Session, [String: ManagedObjectID]) {
+        let model = try membershipModel()
+        let coordinator = try openCoordinator(dir, model: model)
+        let ids = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws -> [String: ManagedObjectID] in
+            var objects: [String: ManagedObject] = [:]
+            for (entity, names) in [("Owner", ["O1", "O2"]), ("Tag", ["t1", "t2", "t3"]), ("Item", ["i1", "i2", "i3"])] {
+                for name in names {
+                    let object = try context.insertNewObject(forEntityName: entity)
+                    object.setValue(name, forKey: "name")
+                    objects[name] = object
+                }
+            }
+            objects["O1"]?.mutableSetValue(forKey: "tags").add(try #require(objects["t1"]))
+            objects["i1"]?.setValue(objects["O1"], forKey: "owner")
+            try context.save()
+            return objects.mapValues(\.objectID)
+        }
+        return (Session(dir, model: model, coordinator: coordinator), ids)
+    }
+
+    private static func names(_ value: Any?) -> [String] {
+        ((value as? Set<ManagedObject>) ?? []).compactMap { $0.value(forKey: "name") as? String }.sorted()
+    }
+
+    /// "O1[t1|i1] O2[|]" after checking that both sides of every relationship agree.
+    static func memberships(_ context: isolated ManagedObjectContext, _ ids: [String: ManagedObjectID], _ step: String) throws -> String {
+        var text: [String] = []
+        for owner in ["O1", "O2"] {
+            let object = try context.existingObject(with: try #require(ids[owner]))
+            let tags = (object.value(forKey: "tags") as? Set<ManagedObject>) ?? []
+            let items = (object.value(forKey: "items") as? Set<ManagedObject>) ?? []
+            for tag in tags { #expect(names(tag.value(forKey: "owners")).contains(owner), "\(step): \(owner) lists a tag that doesn't list it") }
+            for item in items { #expect((item.value(forKey: "owner") as? ManagedObject)?.objectID == object.objectID, "\(step): \(owner) lists an item naming another owner") }
+            text.append("\(owner)[\(names(tags).joined(separator: ","))|\(names(items).joined(separator: ","))]")
+        }
+        for tag in ["t1", "t2", "t3"] {
+            let object = try context.existingObject(with: try #require(ids[tag]))
+            for owner in (object.value(forKey: "owners") as? Set<ManagedObject>) ?? [] {
+                #expect(names(owner.value(forKey: "tags")).contains(tag), "\(step): \(tag) lists an owner that doesn't list it")
+            }
+        }
+        for item in ["i1", "i2", "i3"] {
+            let object = try context.existingObject(with: try #require(ids[item]))
+            if let owner = object.value(forKey: "owner") as? ManagedObject {
+                #expect(names(owner.value(forKey: "items")).contains(item), "\(step): \(item)'s owner doesn't list it")
+            }
+        }
+        return text.joined(separator: " ")
+    }
+
+    /// Plays membership steps: op 0 — owner `a` adds tag `b` (from the owner's side); 1 — tag
+    /// `b` removes owner `a` (from the tag's side); 2 — another writer toggles (a, b), merged;
+    /// 3 undo; 4 redo; 5 save (and restart when `restarts`); 6 — item `b` goes to owner `a`
+    /// (a = 2: to none). Returns what the context shows after each step.
+    static func playMemberships(_ steps: [(op: Int, a: Int, b: Int)], restarts: Bool, _ label: String) async throws -> [String] {
+        let dir = try TemporaryDirectory()
+        let (session, ids) = try await Self.membershipStore(dir)
+        var trace: [String] = []
+        for (index, step) in steps.enumerated() {
+            let owner = step.a < 2 ? ids["O\(step.a + 1)"] : nil
+            let tag = ids["t\(step.b + 1)"], item = ids["i\(step.b + 1)"]
+            let stepLabel = "\(label) step \(index) (\(step.op):\(step.a):\(step.b))"
+            var mergedSave: ContextDidSave?
+            if step.op == 2, let owner, let tag {
+                mergedSave = try session.other.performAndWait { (other: isolated ManagedObjectContext) throws -> ContextDidSave? in
+                    let tags = try other.existingObject(with: owner).mutableSetValue(forKey: "tags")
+                    let target = try other.existingObject(with: tag)
+                    if tags.contains(target) { tags.remove(target) } else { tags.add(target) }
+                    var captured: ContextDidSave?
+                    let token = other.addObserver { note in
+                        if case .didSave(let save) = note.notification { captured = save }
+                    }
+                    try other.save()
+                    other.removeObserver(token)
+                    return captured
+                }
+            }
+            let merged = mergedSave
+            let shown = try await session.context.perform { (context: isolated ManagedObjectContext) throws -> String in
+                switch step.op {
+                case 0:
+                    guard let owner, let tag else { break }
+                    try context.existingObject(with: owner).mutableSetValue(forKey: "tags").add(try context.existingObject(with: tag))
+                    context.processPendingChanges()
+                case 1:
+                    guard let owner, let tag else { break }
+                    try context.existingObject(with: tag).mutableSetValue(forKey: "owners").remove(try context.existingObject(with: owner))
+                    context.processPendingChanges()
+                case 2:
+                    if let merged { context.mergeChanges(fromContextDidSave: merged) }
+                case 3:
+                    do { try context.undo() } catch ContextError.undoConflict { return "conflict" }
+                case 4:
+                    do { try context.redo() } catch ContextError.undoConflict { return "conflict" }
+                case 5:
+                    do { try context.save() } catch {
+                        Issue.record("\(stepLabel): the save was refused: \(error)")
+                        throw error
+                    }
+                    Self.dropUnsavedRedo(context)
+                default:
+                    guard let item else { break }
+                    try context.existingObject(with: item).setValue(try owner.map { try context.existingObject(with: $0) }, forKey: "owner")
+                    context.processPendingChanges()
+                }
+                return try Self.memberships(context, ids, stepLabel) + " undo:\(context.canUndo) redo:\(context.canRedo)"
+            }
+            trace.append(shown)
+            if step.op == 5 && restarts { try session.restart() }
+        }
+        let last = try await session.context.perform { (context: isolated ManagedObjectContext) throws -> String in
+            try context.save()
+            return try Self.memberships(context, ids, "\(label) saved")
+        }
+        #expect(try session.verifyClean(), "\(label)")
+        try session.restart()
+        let reopened = try await privateContext(session.coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Self.memberships(context, ids, "\(label) reopened")
+        }
+        #expect(reopened == last, "\(label): the store holds what the context showed")
+        return trace
+    }
+
+    static func membershipSteps(seed: UInt64, count: Int, merges: Bool) -> [(op: Int, a: Int, b: Int)] {
+        var random = UndoRelationshipRebaseTests.SeededGenerator(state: seed)
+        return (0..<count).map { _ in
+            var op = Int.random(in: 0..<7, using: &random)
+            if !merges && op == 2 { op = 5 }
+            return (op, Int.random(in: 0...2, using: &random), Int.random(in: 0...2, using: &random))
+        }
+    }
+
+    @Test("randomized to-many memberships, one writer: a context restarted at every save shows after each step what one never restarted shows (STRATA_RECONCILE_STEPS, STRATA_RECONCILE_SEED)")
+    func membershipsRestartsMatchMemory() async throws {
+        for seed in Self.probeSeeds {
+            var steps = Self.membershipSteps(seed: seed, count: Self.probeSteps, merges: false)
+            if let replay = ProcessInfo.processInfo.environment["STRATA_RECONCILE_REPLAY"] {
+                steps = replay.split(separator: ",").compactMap { item in
+                    let parts = item.split(separator: ":").compactMap { Int($0) }
+                    return parts.count == 3 ? (parts[0], parts[1], parts[2]) : nil
+                }
+            }
+            let live = try await Self.playMemberships(steps, restarts: false, "seed \(seed) live")
+            let restarted = try await Self.playMemberships(steps, restarts: true, "seed \(seed) restarted")
+            for index in steps.indices where live[index] != restarted[index] {
+                Issue.record("seed \(seed) step \(index): live \(live[index]), restarted \(restarted[index]); steps \(steps.map { "\($0.op):\($0.a):\($0.b)" }.joined(separator: ","))")
+                break
+            }
+        }
+    }
+
+    @Test("randomized to-many memberships with another writer merged: restarted at every save, both sides agree, no save is refused, the log verifies and the store holds what the context showed (STRATA_RECONCILE_STEPS, STRATA_RECONCILE_SEED)")
+    func membershipsRestartsWithMerges() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        for seed in Self.probeSeeds {
+            var steps = Self.membershipSteps(seed: seed, count: Self.probeSteps, merges: true)
+            if let replay = environment["STRATA_RECONCILE_REPLAY"] {
+                steps = replay.split(separator: ",").compactMap { item in
+                    let parts = item.split(separator: ":").compactMap { Int($0) }
+                    return parts.count == 3 ? (parts[0], parts[1], parts[2]) : nil
+                }
+            }
+            if environment["STRATA_RECONCILE_TRACE"] != nil { print("TRACE " + steps.map { "\($0.op):\($0.a):\($0.b)" }.joined(separator: ",")) }
+            _ = try await Self.playMemberships(steps, restarts: environment["STRATA_RECONCILE_NO_RESTART"] == nil, "seed \(seed)")
+        }
+    }
+
+    @Test("a saved many-to-many addition, after a restart: undo then redo before saving is no conflict (the context's own pending undo), both sides agree, and the save keeps the member")
+    func membershipUndoRedoUnsavedAfterRestart() async throws {
+        for fromOwner in [true, false] {
+            let dir = try TemporaryDirectory()
+            let (session, ids) = try await Self.membershipStore(dir)
+            try await session.context.perform { (context: isolated ManagedObjectContext) throws in
+                let owner = try context.existingObject(with: try #require(ids["O2"])), tag = try context.existingObject(with: try #require(ids["t1"]))
+                if fromOwner { owner.mutableSetValue(forKey: "tags").add(tag) } else { tag.mutableSetValue(forKey: "owners").add(owner) }
+                try context.save()
+            }
+            try session.restart()
+            try await session.context.perform { (context: isolated ManagedObjectContext) throws in
+                try context.undo()
+                #expect(try Self.memberships(context, ids, "undone") == "O1[t1|i1] O2[|]")
+                try context.redo()
+                #expect(try Self.memberships(context, ids, "redone") == "O1[t1|i1] O2[t1|]")
+                try context.undo()
+                try context.redo()
+                try context.save()
+            }
+            #expect(try session.verifyClean())
+            try session.restart()
+            try await session.context.perform { (context: isolated ManagedObjectContext) throws in
+                #expect(try Self.memberships(context, ids, "reopened") == "O1[t1|i1] O2[t1|]")
+                try context.undo()
+                #expect(try Self.memberships(context, ids, "undone after the second restart") == "O1[t1|i1] O2[|]")
+                try context.save()
+            }
+            #expect(try session.verifyClean())
+        }
+    }
 }
