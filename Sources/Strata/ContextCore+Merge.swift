@@ -411,10 +411,23 @@ extension ContextCore {
         _ object: ManagedObject, before: [String: PropertyValue]?, held: [(property: PropertyInfo, base: PropertyValue, ours: PropertyValue)]
     ) {
         guard let before, !object.isInsertedFlag else { return }
-        for property in object.info.propertyList where property.isToMany && property.isRecorded && !property.isTransient {
+        for property in object.info.propertyList where property.isToMany && !property.isTransient {
             guard object.changes[property.name] == nil, !held.contains(where: { $0.property === property }) else { continue }
-            let base = before[property.name] ?? property.emptyValue
-            let stored = object.committedValue(property) ?? property.emptyValue
+            let base: PropertyValue, stored: PropertyValue
+            if property.isRecorded {
+                base = before[property.name] ?? property.emptyValue
+                stored = object.committedValue(property) ?? property.emptyValue
+            } else {
+                // A many-to-many's derived side (a tag's owners) known before the merge: the
+                // store's now, read again, differs by the other writers' changes only (before,
+                // the groups kept the members read before, and undoing a redone addition of an
+                // owner another writer had added too took it off the tag while the owner, the
+                // recorded side, still listed the tag).
+                guard let known = before[property.name], let destination = property.destination, let inverse = property.inverse,
+                    entities[destination]?.properties[inverse]?.isToMany == true, let current = derivedValue(object, property)
+                else { continue }
+                (base, stored) = (known, current)
+            }
             guard base != stored else { continue }
             let had = Set(base.ids), has = Set(stored.ids)
             rebaseUnsavedGroups(

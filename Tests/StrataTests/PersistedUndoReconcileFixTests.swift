@@ -525,4 +525,14 @@ struct PersistedUndoReconcileFixTests {
             #expect(try session.verifyClean())
         }
     }
+
+    @Test("many-to-many (seed 44, shrunk; no restart needed): O2 adds t3, undone; another writer adds t3 to O2, merged; redo, undo: O2 keeps t3 and t3 keeps O2 (both sides agree), as the store has them")
+    func manyToManyDerivedSideRebasedAtMerge() async throws {
+        for restarts in [false, true] {
+            // 0:1:2 O2 adds t3; 3 undo; 2:1:2 the other writer adds t3 to O2; 4 redo; 3 undo.
+            let trace = try await Self.playMemberships(
+                [(0, 1, 2), (3, 0, 0), (2, 1, 2), (4, 0, 0), (3, 0, 0), (5, 0, 0)], restarts: restarts, "seed 44 shrunk")
+            #expect(trace.last?.hasPrefix("O1[t1|i1] O2[t3|]") == true, "\(trace)")
+        }
+    }
 }
