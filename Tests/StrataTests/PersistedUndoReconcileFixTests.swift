@@ -272,6 +272,72 @@ struct PersistedUndoReconcileFixTests {
         #expect(try session.verifyClean())
     }
 
+    @Test("a redo of a saved undo waits to be saved; another writer saves the redone name, merged: after a restart the group is on the undo stack, as in memory, and undoes")
+    func mootPendingRedoAfterRestart() async throws {
+        let dir = try TemporaryDirectory()
+        let (first, teamID) = try await leagueStore(dir)
+        let session = Session(dir, model: try SeedModels.leagueManager, coordinator: first)
+        try await session.context.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            try context.save()
+            try context.undo()
+            try context.save()  // the undo saved: Otters
+            try context.redo()  // pending: Herons
+        }
+        let save = try UndoRelationshipRebaseTests.save(session.other) { other in
+            try other.existingObject(with: teamID).setValue("Herons", forKey: "name")
+        }
+        let live = try await session.context.perform { (context: isolated ManagedObjectContext) throws -> (Bool, Bool) in
+            context.mergeChanges(fromContextDidSave: save)
+            return (context.canUndo, context.canRedo)
+        }
+        #expect(live.0 && !live.1, "in memory the rename is redone: on the undo stack")
+        try session.restart()
+        try await session.context.perform { (context: isolated ManagedObjectContext) throws in
+            let (undoable, redoable) = (context.canUndo, context.canRedo)
+            #expect(undoable && !redoable, "after the restart, the stacks are the ones the context had")
+            if undoable {
+                try context.undo()
+                #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
+                try context.save()
+            }
+        }
+        #expect(try session.verifyClean())
+    }
+
+    @Test("a pending undo of a saved rename that a merge policy empties at the save (the other writer, not merged, saved the old name; store trumps): after a restart the rename is on the redo stack, as in memory")
+    func pendingUndoEmptiedByMergePolicyAfterRestart() async throws {
+        let dir = try TemporaryDirectory()
+        let (first, teamID) = try await leagueStore(dir)
+        let session = Session(dir, model: try SeedModels.leagueManager, coordinator: first)
+        try await session.context.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Herons", forKey: "name")
+            try context.save()
+            try context.undo()  // pending: name back to Otters
+        }
+        _ = try UndoRelationshipRebaseTests.save(session.other) { other in
+            try other.existingObject(with: teamID).setValue("Otters", forKey: "name")
+        }
+        let live = try await session.context.perform { (context: isolated ManagedObjectContext) throws -> (Bool, Bool) in
+            context.mergePolicy = StandardMergePolicy.mergeByPropertyStoreTrump
+            try context.save()
+            #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Otters")
+            return (context.canUndo, context.canRedo)
+        }
+        try session.restart()
+        try await session.context.perform { (context: isolated ManagedObjectContext) throws in
+            let (undoable, redoable) = (context.canUndo, context.canRedo)
+            #expect(undoable == live.0 && redoable == live.1, "after the restart, the stacks are the ones the context had")
+            #expect(!undoable && redoable)
+            if redoable {
+                try context.redo()
+                #expect(try context.existingObject(with: teamID).value(forKey: "name") as? String == "Herons")
+                try context.save()
+            }
+        }
+        #expect(try session.verifyClean())
+    }
+
     @Test("a pending undo of a saved passport steal that another writer's same change made moot: after a restart the steal is on the redo stack and redoes")
     func mootPendingUndoOfOneToOneAfterRestart() async throws {
         let dir = try TemporaryDirectory()
