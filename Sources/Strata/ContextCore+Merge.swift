@@ -411,10 +411,23 @@ extension ContextCore {
         _ object: ManagedObject, before: [String: PropertyValue]?, held: [(property: PropertyInfo, base: PropertyValue, ours: PropertyValue)]
     ) {
         guard let before, !object.isInsertedFlag else { return }
-        for property in object.info.propertyList where property.isToMany && property.isRecorded && !property.isTransient {
+        for property in object.info.propertyList where property.isToMany && !property.isTransient {
             guard object.changes[property.name] == nil, !held.contains(where: { $0.property === property }) else { continue }
-            let base = before[property.name] ?? property.emptyValue
-            let stored = object.committedValue(property) ?? property.emptyValue
+            let base: PropertyValue, stored: PropertyValue
+            if property.isRecorded {
+                base = before[property.name] ?? property.emptyValue
+                stored = object.committedValue(property) ?? property.emptyValue
+            } else {
+                // A many-to-many's derived side (a tag's owners) known before the merge: the
+                // store's now, read again, differs by the other writers' changes only (before,
+                // the groups kept the members read before, and undoing a redone addition of an
+                // owner another writer had added too took it off the tag while the owner, the
+                // recorded side, still listed the tag).
+                guard let known = before[property.name], let destination = property.destination, let inverse = property.inverse,
+                    entities[destination]?.properties[inverse]?.isToMany == true, let current = derivedValue(object, property)
+                else { continue }
+                (base, stored) = (known, current)
+            }
             guard base != stored else { continue }
             let had = Set(base.ids), has = Set(stored.ids)
             rebaseUnsavedGroups(
@@ -1165,12 +1178,22 @@ extension ContextCore {
     }
 
     /// Removes pending effects whose changes became empty; emptied user groups also leave the
-    /// undo stack.
+    /// undo stack. An emptied undo (redo) of saved work leaves its group on the redo (undo)
+    /// stack: the store holds what it would have written (a merge or a merge policy made it
+    /// moot), yet no transaction will say the group moved, so persisted undo records the
+    /// stacks (spec 0006 §13) — at once, or with the save under way (before, nothing was
+    /// recorded, and after a restart the group was back on the other stack: undoing it again
+    /// was refused as a conflict with the store's value, and it couldn't be redone).
     func removeEmptiedEffects() {
         let emptied = pending.filter { $0.changes.isEmpty }
         guard !emptied.isEmpty else { return }
         pending.removeAll { $0.changes.isEmpty }
         let sources = emptied.filter { $0.kind == .user }.map(\.source)
         journal.undoStack.removeAll { group in sources.contains { $0 === group } }
+        if persistsUndo, emptied.contains(where: { $0.kind != .user }) {
+            journal.dropped = true
+            journal.movedUnlogged = true
+            if !isSaving { recordUndoCheckpoint() }
+        }
     }
 }

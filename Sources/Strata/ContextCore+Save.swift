@@ -320,7 +320,7 @@ extension ContextCore {
         }
         // Persisted undo records its stacks with the commit when it dropped groups: those
         // still kept but not read yet are read now, outside the commit's write transaction.
-        if persistsUndo, journal.dropped { _ = readKeptOlderUndo(all: journal.holdsSplitGroups) }
+        if persistsUndo, journal.dropped { _ = readKeptOlderUndo(all: journal.recordsWhole) }
         // The first round is optimistic: versions checked, then the commit checks them again.
         // After another writer slipped in between, later rounds check and commit inside one
         // write transaction, so a writer that commits all the time can't starve this save.
@@ -848,6 +848,7 @@ extension ContextCore {
         if result != nil, draftRecordsUndoCheckpoint {
             // Parts of split groups still on the stacks: the next save records them again.
             journal.dropped = journal.holdsSplitGroups
+            journal.movedUnlogged = false
         } else {
             recordUndoCheckpoint()
         }

@@ -480,6 +480,16 @@ final class UndoJournal {
         undoStack.contains { $0.isSplit } || redoStack.contains { $0.isSplit }
     }
 
+    /// Whether a group sits on a stack no transaction will move it to — an undo or redo of
+    /// saved work a merge left with nothing to write (``ContextCore/removeEmptiedEffects()``)
+    /// — since the stacks were last recorded for persisted undo: they are recorded whole,
+    /// the groups not read yet included.
+    var movedUnlogged = false
+
+    /// Whether the stacks, when recorded, must be read whole first (``holdsSplitGroups``,
+    /// ``movedUnlogged``): the record names every group, not only those a drop kept.
+    var recordsWhole: Bool { movedUnlogged || holdsSplitGroups }
+
     /// Empties both stacks, with the persisted groups not read yet.
     func clearStacks() {
         if !undoStack.isEmpty || !redoStack.isEmpty || older != nil { dropped = true }
@@ -1798,7 +1808,12 @@ final class ContextCore {
                 guard !change.memberships.isEmpty, let storedID = id.storedID else { return }
                 for (key, membership) in change.memberships {
                     let (added, removed) = reversed ? (membership.removed, membership.added) : (membership.added, membership.removed)
-                    let current = Set(try reader.related(storedID, key))
+                    var current = Set(try reader.related(storedID, key))
+                    // This context's own pending undos and redos of saved work (unsaved) are
+                    // not another writer's change: the group applies over the members they
+                    // leave (before, after a restart, undoing a saved addition and redoing it
+                    // before a save was refused: the store still held the member).
+                    applyPendingMemberships(of: id, key, to: &current)
                     let missing = removed.compactMap(\.storedID).filter { !current.contains($0) }
                     let extra = added.compactMap(\.storedID).filter { current.contains($0) }
                     if let first = missing.first ?? extra.first {
@@ -2004,6 +2019,27 @@ final class ContextCore {
             let destination = property.destination, let inverse = property.inverse
         else { return false }
         return entities[destination]?.properties[inverse]?.isToMany == false
+    }
+
+    /// `members` (a to-many `key` of `id` as the store holds it) as the pending (unsaved)
+    /// undos and redos of saved work leave it, in their order: the members each adds and
+    /// removes (a group read from the log holds them as such; one recorded in memory, as
+    /// the lists before and after). Objects not in the store yet are left out.
+    func applyPendingMemberships(of id: ManagedObjectID, _ key: String, to members: inout Set<StoredObjectID>) {
+        for effect in pending {
+            // A child's undo or redo of a group it pushed is a user effect of that group.
+            guard effect.kind != .user || effect.source.pushed, let change = effect.changes.changes[id], change.kind == .updated
+            else { continue }
+            var (added, removed): ([ManagedObjectID], [ManagedObjectID]) = ([], [])
+            if let membership = change.memberships[key] {
+                (added, removed) = (membership.added, membership.removed)
+            } else if let old = change.old[key], let new = change.new[key] {
+                let before = Set(old.ids), after = Set(new.ids)
+                (added, removed) = (new.ids.filter { !before.contains($0) }, old.ids.filter { !after.contains($0) })
+            }
+            for member in removed { if let stored = member.storedID { members.remove(stored) } }
+            for member in added { if let stored = member.storedID { members.insert(stored) } }
+        }
     }
 
     /// Whether a pending (unsaved) undo or redo of saved work changes `key` of `id`.
@@ -2261,11 +2297,14 @@ final class ContextCore {
     /// (read-only: a drop there isn't kept, spec 0006 §13) leaves it for the next time.
     func recordUndoCheckpoint() {
         guard persistsUndo, journal.dropped, parentContext == nil, let store = try? store() else { return }
-        guard readKeptOlderUndo(all: journal.holdsSplitGroups) else { return }
+        guard readKeptOlderUndo(all: journal.recordsWhole) else { return }
         let stacks = storedUndoCheckpointStacks()
         do {
             try store.log.setUndoCheckpoint(author: transactionAuthor, contextName: name, undo: stacks.undo, redo: stacks.redo)
-            if pending.isEmpty { journal.dropped = journal.holdsSplitGroups }
+            if pending.isEmpty {
+                journal.dropped = journal.holdsSplitGroups
+                journal.movedUnlogged = false
+            }
         } catch {
             return
         }
