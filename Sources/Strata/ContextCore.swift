@@ -1873,6 +1873,17 @@ final class ContextCore {
                             found: "a link to \(otherID), made later")
                     }
                 }
+                // A relationship without an inverse leaves no trace on the object: its
+                // referrers are read from the store's index, as a revert reads them (§25).
+                for (owner, relationship) in oneWayRelationships(to: id.entityName) {
+                    for other in try reader.referrers(to: stored.id, through: relationship, of: owner) {
+                        let otherID = ManagedObjectID.permanent(other, store: storeUUID)
+                        if changes[otherID] != nil { continue }
+                        throw ContextError.undoConflict(
+                            object: otherID.description, property: relationship, expected: "no link to \(id.description), which the undo deletes",
+                            found: "a link to \(id.description), made later")
+                    }
+                }
             case .inserted:
                 if stored != nil && registered(id)?.isDeletedFlag != true {
                     throw ContextError.undoConflict(object: id.description, property: "(object)", expected: "no object", found: "it exists again")
@@ -1897,6 +1908,17 @@ final class ContextCore {
                 try check(targets[next].position, nil, reader: reader)
                 next += 1
             }
+        }
+    }
+
+    /// The relationships without an inverse (and not transient) that can lead to an object of
+    /// entity `name` — declared on any entity, to `name` or one of its superentities — as
+    /// (owner entity, relationship name) pairs, in entity order.
+    func oneWayRelationships(to name: String) -> [(String, String)] {
+        guard let entity = model.entity(named: name) else { return [] }
+        let targets = Set([name] + entity.superentityNames)
+        return model.entities.sorted { $0.name < $1.name }.flatMap { owner in
+            owner.relationships.filter { $0.inverseName == nil && !$0.isTransient && targets.contains($0.destinationEntityName) }.map { (owner.name, $0.name) }
         }
     }
 

@@ -113,4 +113,45 @@ struct UndoInsertLinkTests {
             #expect(context.hasChanges == false)
         }
     }
+
+    @Test("another writer's link through a relationship without an inverse (a fan's favorite team): the undo of the team's insert is refused, naming the fan")
+    func otherWritersOneWayLink() async throws {
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel {
+            Entity("Team") {
+                Attribute("name", .string)
+            }
+            Entity("Fan") {
+                Attribute("name", .string)
+                Relationship("favorite", to: "Team")
+            }
+        }
+        let coordinator = try openCoordinator(dir, model: model)
+        let alice = editor(coordinator)
+        let teamID = try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Owls", forKey: "name")
+            try context.save()
+            return team.objectID
+        }
+        let fanID = try await privateContext(coordinator, name: "sync", author: "bob").perform { (context: isolated ManagedObjectContext) throws in
+            let fan = try context.insertNewObject(forEntityName: "Fan")
+            fan.setValue(try context.existingObject(with: teamID), forKey: "favorite")
+            try context.save()
+            return fan.objectID
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            do {
+                try context.undo()
+                Issue.record("the undo deleted the team Bob's fan names")
+            } catch ContextError.undoConflict(let object, let property, _, let found) {
+                #expect(object == fanID.description)
+                #expect(property == "favorite")
+                #expect(found.contains(teamID.description), "\(found)")
+            }
+            #expect(context.hasChanges == false)
+            try context.save()
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
 }
