@@ -232,7 +232,7 @@ final class PersistedUndoReader {
             if let objects { group.changes.removeAll { !objects.contains($0.objectID) } }
             guard group.origin == nil, !group.changes.isEmpty else { return nil }
             let result = makeGroup(group, ref.sequence, ref.group)
-            if objects != nil, group.changes.count < whole.count {
+            if objects != nil, Set(group.changes.map(\.objectID)).count < whole.count {
                 result.isSplit = true
                 result.splitFrom = whole
             }
