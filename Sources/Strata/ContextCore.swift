@@ -2345,7 +2345,9 @@ final class ContextCore {
     /// effect waited (``PendingEffect/splitParts``), on top of the same stack, they are one
     /// entry again (their objects together): the store has them as one group, as before the
     /// undo (redo) the refresh split, so after a quit that never saves it one undo (redo)
-    /// takes the group back, as in memory before that undo (before, two steps).
+    /// takes the group back, as in memory before that undo (before, two steps). When they
+    /// cover every object of the group (``UndoGroup/splitFrom``) the entry is the whole group,
+    /// not a part: read back split, it kept every save after a restart rewriting the record.
     func storedUndoCheckpointStacks() -> (undo: [UndoCheckpoint.GroupRef], redo: [UndoCheckpoint.GroupRef]) {
         var (undo, redo) = undoCheckpointStacks { _ in nil }
         func ref(_ part: UndoGroup, _ sequence: UInt64, _ group: Int) -> UndoCheckpoint.GroupRef {
@@ -2358,6 +2360,11 @@ final class ContextCore {
                 {
                     stack.removeLast()
                     entry = UndoCheckpoint.GroupRef(sequence: entry.sequence, group: entry.group, objects: below + objects)
+                }
+                // Parts that cover every object of the group are the whole group: recorded as
+                // a part, after a restart it was read back split and every save rewrote the record.
+                if let objects = entry.objects, let whole = effect.source.splitFrom, whole.isSubset(of: objects) {
+                    entry = UndoCheckpoint.GroupRef(sequence: entry.sequence, group: entry.group)
                 }
                 stack.append(entry)
             }

@@ -225,10 +225,17 @@ final class PersistedUndoReader {
             var group = log.translating(event.groups[ref.group], fromModelVersion: event.modelVersion)
             let hasOrigins = event.groups.contains { $0.origin != nil }
             if !hasOrigins, event.kind.isUndoOrRedo { return nil }
+            // A part that holds every change of the group is the whole group (a record made
+            // before such parts were recorded whole): read back as a part, every save after a
+            // restart rewrote the record while it was on the stacks.
+            let whole = Set(group.changes.map(\.objectID))
             if let objects { group.changes.removeAll { !objects.contains($0.objectID) } }
             guard group.origin == nil, !group.changes.isEmpty else { return nil }
             let result = makeGroup(group, ref.sequence, ref.group)
-            if objects != nil { result.isSplit = true }
+            if objects != nil, Set(group.changes.map(\.objectID)).count < whole.count {
+                result.isSplit = true
+                result.splitFrom = whole
+            }
             return result
         }
     }

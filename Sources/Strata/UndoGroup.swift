@@ -68,6 +68,10 @@ final class UndoGroup {
     /// it as a part, the changes of its objects (spec 0006 §13), as the log alone names the
     /// whole group.
     var isSplit = false
+    /// For a part of a split group (``isSplit``) or its rest: the objects of the whole saved
+    /// group, so that parts taken back together that cover all of them are recorded as the
+    /// whole group again (spec 0006 §13); nil when not known (the part is recorded as a part).
+    var splitFrom: Set<StoredObjectID>?
     /// The transactions a revert group takes back (its parts'); empty for any other group.
     var revertedSequences: Set<UInt64> { Set(parts.compactMap { $0.saved?.sequence }) }
     /// The groups a revert undoes by reverting their redo (its parts that are the redo of a
@@ -387,6 +391,9 @@ final class UndoGroup {
     /// (the same transaction and event group, origin and action name).
     func splitOff(_ id: ManagedObjectID) -> UndoGroup {
         let part = UndoGroup(actionName: actionName)
+        let whole = isSplit ? splitFrom : Set(changes.keys.compactMap(\.storedID))
+        part.splitFrom = whole
+        splitFrom = whole
         if let change = changes.removeValue(forKey: id) {
             part.changes[id] = change
             part.order = [id]
