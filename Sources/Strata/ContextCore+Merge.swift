@@ -529,6 +529,7 @@ extension ContextCore {
         }
         var seen: Set<ObjectIdentifier> = []
         var started = false
+        var emptied = false
         func visit(_ group: UndoGroup) {
             guard group.saved == nil, !group.pushed, !group.fromLog, group.parts.isEmpty, seen.insert(ObjectIdentifier(group)).inserted,
                 var change = group.changes[id], change.kind == .updated
@@ -548,7 +549,26 @@ extension ContextCore {
                 change.new[property.name] = fix(new)
                 changed = true
             }
-            if changed { group.changes[id] = change }
+            guard changed else { return }
+            // An entry the rebase left changing nothing (the context's reorder of members the
+            // other writer took out) goes, as a to-one's does: before, the group stayed on the
+            // stack, undoing it did nothing, and after a restart — the save having written
+            // nothing for it — it wasn't there (`PersistedUndoOrderedFixTests`, seed 14).
+            // Only a reorder's: an entry whose members' to-ones the group changes too stays
+            // with them (their far sides are rebased from it).
+            if property.isOrdered, property.isRecorded, let old = change.old[property.name], let new = change.new[property.name], old == new,
+                !old.ids.contains(where: { member in
+                    guard let inverse = property.inverse, let entry = group.changes[member] else { return false }
+                    return entry.old[inverse] != nil || entry.new[inverse] != nil
+                })
+            {
+                change.old[property.name] = nil
+                change.new[property.name] = nil
+                change.memberships[property.name] = nil
+                if group.keep(change, for: id) { emptied = true }
+            } else {
+                group.changes[id] = change
+            }
         }
         let chain = unsavedChain(id, property.name)
         for (group, _) in chain { visit(group) }
@@ -557,6 +577,12 @@ extension ContextCore {
         // redone after it, from its members, not the store's.
         let under = Set(journal.redoStack.map(ObjectIdentifier.init)).subtracting(chain.map { ObjectIdentifier($0.group) })
         for effect in pending where effect.kind == .user && !under.contains(ObjectIdentifier(effect.changes)) { visit(effect.changes) }
+        if emptied {
+            removeEmptiedEffects()
+            func gone(_ group: UndoGroup) -> Bool { group.isEmpty && group.saved == nil && !group.fromLog && !group.pushed && group.parts.isEmpty }
+            journal.undoStack.removeAll(where: gone)
+            journal.redoStack.removeAll(where: gone)
+        }
     }
 
     /// The context's unsaved undo groups in the order their changes were made on top of the

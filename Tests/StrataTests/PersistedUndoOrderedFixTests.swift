@@ -285,3 +285,16 @@ extension PersistedUndoOrderedFixTests {
         }
     }
 }
+
+extension PersistedUndoOrderedFixTests {
+    @Test("seed 14 (shrunk): the context reorders P1 [s1, s2] to [s2, s1], unsaved; another writer moves s1 to P2, merged: the reorder is left changing nothing and leaves the undo stack, so a context restarted after the save has the stacks one never restarted has")
+    func reorderMadeMootByMergeLeavesTheStack() async throws {
+        // 1:0:3:2 P1 moves s2 first; 2:1:0:0 the other writer puts s1 first in P2; 5 save; 3 undo.
+        let steps = [Step(op: 1, a: 0, b: 3, c: 2), Step(op: 2, a: 1, b: 0, c: 0), Step(op: 5, a: 0, b: 3, c: 0), Step(op: 3, a: 1, b: 3, c: 0)]
+        let live = try await Self.play(steps, restarts: false, "seed 14 shrunk live")
+        let restarted = try await Self.play(steps, restarts: true, "seed 14 shrunk restarted")
+        #expect(live == restarted)
+        #expect(live[1] == "P1[s2|t1,t2] P2[s1,s3|] undo:false redo:false", "\(live)")
+        #expect(live.last == "P1[s2|t1,t2] P2[s1,s3|] undo:false redo:false", "\(live)")
+    }
+}
