@@ -256,6 +256,7 @@ extension ContextCore {
         // is done, the unloaded ones' too: before, an unloaded destination's rebase put back
         // the member a move had taken out of the groups.
         var moves = reloadKeepingChanges(reload, events: .refresh, rebasingMoves: false)
+        dropMergedMembersKeptElsewhere(summary.updated, reloaded: Set(reload.map(\.objectID)))
         moves += rebaseUnloadedGroupObjects(summary.updated, loaded: Set(reload.map(\.objectID)))
         rebaseMovedToOnes(moves)
         pruneRetained()
@@ -335,6 +336,7 @@ extension ContextCore {
             object.transients = transients
             object.awake(fromSnapshotEvents: events)
         }
+        dropMembersKeptElsewhere(objects)
         // After every object is re-read: a destination's own to-many rebase must not put
         // back the member the move takes out.
         guard rebasingMoves else {
@@ -527,6 +529,7 @@ extension ContextCore {
         }
         var seen: Set<ObjectIdentifier> = []
         var started = false
+        var emptied = false
         func visit(_ group: UndoGroup) {
             guard group.saved == nil, !group.pushed, !group.fromLog, group.parts.isEmpty, seen.insert(ObjectIdentifier(group)).inserted,
                 var change = group.changes[id], change.kind == .updated
@@ -546,7 +549,26 @@ extension ContextCore {
                 change.new[property.name] = fix(new)
                 changed = true
             }
-            if changed { group.changes[id] = change }
+            guard changed else { return }
+            // An entry the rebase left changing nothing (the context's reorder of members the
+            // other writer took out) goes, as a to-one's does: before, the group stayed on the
+            // stack, undoing it did nothing, and after a restart — the save having written
+            // nothing for it — it wasn't there (`PersistedUndoOrderedFixTests`, seed 14).
+            // Only a reorder's: an entry whose members' to-ones the group changes too stays
+            // with them (their far sides are rebased from it).
+            if property.isOrdered, property.isRecorded, let old = change.old[property.name], let new = change.new[property.name], old == new,
+                !old.ids.contains(where: { member in
+                    guard let inverse = property.inverse, let entry = group.changes[member] else { return false }
+                    return entry.old[inverse] != nil || entry.new[inverse] != nil
+                })
+            {
+                change.old[property.name] = nil
+                change.new[property.name] = nil
+                change.memberships[property.name] = nil
+                if group.keep(change, for: id) { emptied = true }
+            } else {
+                group.changes[id] = change
+            }
         }
         let chain = unsavedChain(id, property.name)
         for (group, _) in chain { visit(group) }
@@ -555,6 +577,12 @@ extension ContextCore {
         // redone after it, from its members, not the store's.
         let under = Set(journal.redoStack.map(ObjectIdentifier.init)).subtracting(chain.map { ObjectIdentifier($0.group) })
         for effect in pending where effect.kind == .user && !under.contains(ObjectIdentifier(effect.changes)) { visit(effect.changes) }
+        if emptied {
+            removeEmptiedEffects()
+            func gone(_ group: UndoGroup) -> Bool { group.isEmpty && group.saved == nil && !group.fromLog && !group.pushed && group.parts.isEmpty }
+            journal.undoStack.removeAll(where: gone)
+            journal.redoStack.removeAll(where: gone)
+        }
     }
 
     /// The context's unsaved undo groups in the order their changes were made on top of the
@@ -648,6 +676,73 @@ extension ContextCore {
             }
             rebaseInverseGroups(move)
         }
+    }
+
+    /// The recorded to-manys of `objects` (re-read just now) whose inverse is a derived to-one
+    /// — an ordered to-many's, which the log records — lose the members the context keeps its
+    /// own, other destination for (an unsaved change of the member's to-one): the other
+    /// writer moved the member into the list, the context elsewhere, and the context's change
+    /// wins the merge, as ``rebaseMovedToOnes(_:)`` does for a recorded to-one. Here the list
+    /// is the recorded side, so the removal is a change the next save writes. Before, the
+    /// list kept the member while the member named the context's destination, and the save
+    /// wrote the member into both lists (spec 0006 §16.1).
+    func dropMembersKeptElsewhere(_ objects: [ManagedObject]) {
+        for object in objects where !object.isInvalidated && object.hasCommittedValues {
+            for property in object.info.propertyList where property.isToMany && property.isRecorded && !property.isTransient {
+                guard let destination = property.destination, let inverseName = property.inverse,
+                    let inverse = entities[destination]?.properties[inverseName], !inverse.isToMany, !inverse.isRecorded
+                else { continue }
+                let current = object.currentValue(property)
+                let away = Set(current.ids.filter { id in
+                    guard let member = registered(id), !member.isInvalidated, let own = member.changes[inverseName] else { return false }
+                    return own.ids.first != object.objectID
+                })
+                guard !away.isEmpty else { continue }
+                setRaw(object, property, old: current, new: .toMany(current.ids.filter { !away.contains($0) }), register: false)
+            }
+        }
+    }
+
+    /// ``dropMembersKeptElsewhere(_:)`` for the lists a merge updated that the context doesn't
+    /// hold loaded (a fault, or not registered): where the context keeps an unsaved change of
+    /// a member's derived to-one, each such list is loaded so the member the other writer put
+    /// there comes out of it (before, the list read later listed the member, and the save
+    /// wrote it in two lists).
+    func dropMergedMembersKeptElsewhere(_ updated: Set<ManagedObjectID>, reloaded: Set<ManagedObjectID>) {
+        func listKeys(_ info: EntityInfo) -> [String] {
+            info.propertyList.compactMap { property in
+                guard property.isToMany, property.isRecorded, !property.isTransient, let destination = property.destination,
+                    let inverseName = property.inverse, let inverse = entities[destination]?.properties[inverseName],
+                    !inverse.isToMany, !inverse.isRecorded
+                else { return nil }
+                return property.name
+            }
+        }
+        var keysByEntity: [String: [String]] = [:]
+        let candidates = updated.filter { id in
+            guard !reloaded.contains(id), let info = entities[id.entityName] else { return false }
+            if keysByEntity[id.entityName] == nil { keysByEntity[id.entityName] = listKeys(info) }
+            return keysByEntity[id.entityName]?.isEmpty == false
+        }
+        guard !candidates.isEmpty else { return }
+        // The members' derived to-ones the context holds a change of, by the list's key.
+        var kept: Set<String> = []
+        for member in retained.values where !member.isInvalidated && !member.changes.isEmpty {
+            for key in member.changes.keys {
+                guard let property = member.info.properties[key], property.isRelationship, !property.isToMany,
+                    !property.isRecorded, let inverse = property.inverse
+                else { continue }
+                kept.insert(inverse)
+            }
+        }
+        guard !kept.isEmpty else { return }
+        var lists: [ManagedObject] = []
+        for id in candidates.sorted() where keysByEntity[id.entityName]?.contains(where: kept.contains) == true {
+            guard let list = object(with: id), !list.isInvalidated, !list.isInsertedFlag, !list.isDeletedFlag else { continue }
+            if !list.hasCommittedValues { fulfill(list) }
+            if list.hasCommittedValues { lists.append(list) }
+        }
+        dropMembersKeptElsewhere(lists)
     }
 
     /// A one-to-one side (a to-one whose inverse is a to-one) of an object a merge re-read
