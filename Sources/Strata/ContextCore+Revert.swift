@@ -672,10 +672,6 @@ extension ContextCore {
         guard !inserted.isEmpty, let sequence = sequences.min() else { return }
         let transactions = sequences.count == 1 ? "transaction \(sequence)" : "transactions \(Self.list(sequences.sorted()))"
         let storeUUID = store.identifier
-        // The relationships without an inverse, each with the entity declaring it.
-        let oneWay = model.entities.sorted { $0.name < $1.name }.flatMap { entity in
-            entity.relationships.filter { $0.inverseName == nil && !$0.isTransient }.map { (entity.name, $0) }
-        }
         /// Whether the transaction itself links `other` to `id` through `other`'s `property`.
         func linkedByTransaction(_ other: ManagedObjectID, _ property: String, to id: ManagedObjectID) -> Bool {
             guard let change = combined.changes[other] else { return false }
@@ -765,14 +761,12 @@ extension ContextCore {
                 // A relationship without an inverse leaves no trace on the object: its
                 // referrers are read from the store's index (before, a later link through
                 // one was missed, and the save failed on the deleted object).
-                for (owner, relationship) in oneWay where relationship.destinationEntityName == id.entityName
-                    || model.entity(named: relationship.destinationEntityName).map({ model.selfAndSubentityNames(of: $0.name).contains(id.entityName) }) == true
-                {
-                    for other in try reader.referrers(to: stored, through: relationship.name, of: owner) {
+                for (owner, relationship) in oneWayRelationships(to: id.entityName) {
+                    for other in try reader.referrers(to: stored, through: relationship, of: owner) {
                         let otherID = ManagedObjectID.permanent(other, store: storeUUID)
-                        if combined.changes[otherID]?.kind == .inserted || linkedByTransaction(otherID, relationship.name, to: id) { continue }
+                        if combined.changes[otherID]?.kind == .inserted || linkedByTransaction(otherID, relationship, to: id) { continue }
                         throw ContextError.undoConflict(
-                            object: otherID.description, property: relationship.name, expected: "no link to \(id.description), which the revert deletes",
+                            object: otherID.description, property: relationship, expected: "no link to \(id.description), which the revert deletes",
                             found: "a link to it made later")
                     }
                 }
