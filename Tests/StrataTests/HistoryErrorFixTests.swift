@@ -1,0 +1,200 @@
+import Foundation
+import Strata
+@testable import StrataLog
+import StrataStorage
+import StrataTestSupport
+import Testing
+
+/// How a test damages a store for the history API: a compacted segment file (missing, cut
+/// short) or a raw event (one bit flipped).
+private enum HistoryDamage: String, CaseIterable, Sendable {
+    /// The segment file holding events 1…5 is gone.
+    case missingSegment = "missing segment"
+    /// The segment file is cut to half its size.
+    case truncatedSegment = "truncated segment"
+    /// One bit of raw event 7's stored bytes is flipped (its checksum no longer matches).
+    /// Transaction 7 is the rename to "v7".
+    case flippedRawEvent = "bit-flipped raw event"
+
+    /// What the error must name: the segment file's name, or the damaged event.
+    func named(segmentFile: String) -> String {
+        switch self {
+        case .missingSegment, .truncatedSegment: segmentFile
+        case .flippedRawEvent: "event 7"
+        }
+    }
+
+    /// A point whose state, read forward from the start or back from the head (whichever
+    /// the as-of plan picks), needs the damaged events: 2 for the segment of 1…5, 6 for raw
+    /// event 7 (back from the head through 8 and 7).
+    var asOfPoint: UInt64 {
+        switch self {
+        case .missingSegment, .truncatedSegment: 2
+        case .flippedRawEvent: 6
+        }
+    }
+
+    func apply(segmentPath: String, log: EventLog) throws {
+        switch self {
+        case .missingSegment:
+            try FileManager.default.removeItem(atPath: segmentPath)
+        case .truncatedSegment:
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: segmentPath))
+            try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: segmentPath))
+        case .flippedRawEvent:
+            // The event's only chunk: sequence · chunk 0 (spec 0004 §3.4).
+            let key = bigEndianBytes(UInt64(7)) + [0, 0, 0, 0]
+            try log.environment.write { txn in
+                guard var value = try txn.value(forKey: key, in: log.tables.events) else {
+                    throw LogError.malformed("test: no raw event 7")
+                }
+                // In the changes, before the checksum (the last 4 bytes): the header still reads.
+                value[value.count - 6] ^= 0x10
+                try txn.put(value, forKey: key, in: log.tables.events)
+            }
+        }
+    }
+}
+
+/// A store where Team "v1" (transaction 1) was renamed "v2" … "v8" (transactions 2…8), one
+/// save each, events 1…5 compacted into one segment (its path returned), and a consumer
+/// "indexer" registered at 0 afterwards (so it reads the compacted history).
+private func damagedHistoryStore(_ dir: TemporaryDirectory) async throws -> (PersistentStoreCoordinator, ManagedObjectID, String) {
+    let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+    let id = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+        let team = try context.insertNewObject(forEntityName: "Team")
+        team.setValue("v1", forKey: "name")
+        try context.save()
+        for version in 2...8 {
+            team.setValue("v\(version)", forKey: "name")
+            try context.save()
+        }
+        return team.objectID
+    }
+    let log = try #require(coordinator.persistentStores.first).log
+    let report = try log.compact(CompactionRequest(before: 6))
+    #expect(report.moved == 1...5)
+    _ = try coordinator.historyConsumer(named: "indexer")
+    return (coordinator, id, try #require(report.segmentFile))
+}
+
+/// The error `body` threw, or nil (recorded as an issue) when it threw none.
+private func thrown(_ what: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) -> (any Error)? {
+    do {
+        try body()
+        Issue.record("\(what) didn't fail", sourceLocation: sourceLocation)
+        return nil
+    } catch {
+        return error
+    }
+}
+
+private func thrown(_ what: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async -> (any Error)? {
+    do {
+        try await body()
+        Issue.record("\(what) didn't fail", sourceLocation: sourceLocation)
+        return nil
+    } catch {
+        return error
+    }
+}
+
+/// Checks that `error` is ``HistoryError/store(_:underlying:)``: a Cocoa error (256) whose
+/// text names `name`, keeping the log's own error reachable (as the case's `underlying` and
+/// as `NSUnderlyingErrorKey`).
+private func expectHistoryStoreError(
+    _ error: (any Error)?, naming name: String, _ what: String, sourceLocation: SourceLocation = #_sourceLocation
+) {
+    guard let error else { return }
+    guard let historyError = error as? HistoryError, case .store(let failure, let underlying) = historyError else {
+        Issue.record("\(what): not HistoryError.store but \(type(of: error)): \(error)", sourceLocation: sourceLocation)
+        return
+    }
+    #expect(historyError.code == 256, "\(what)", sourceLocation: sourceLocation)
+    let nsError = error as NSError
+    #expect(nsError.domain == NSCocoaErrorDomain && nsError.code == 256, "\(what): \(nsError.domain) \(nsError.code)", sourceLocation: sourceLocation)
+    #expect(nsError.localizedDescription == historyError.description, "\(what)", sourceLocation: sourceLocation)
+    #expect(historyError.description.contains(name), "\(what): the message doesn't name \(name): \(historyError)", sourceLocation: sourceLocation)
+    #expect(historyError.description.hasPrefix(failure), "\(what): \(historyError)", sourceLocation: sourceLocation)
+    // The log's own error is kept, not only its text.
+    #expect(underlying.error is LogError, "\(what): underlying \(type(of: underlying.error))", sourceLocation: sourceLocation)
+    #expect("\(underlying.error)".contains(name), "\(what): underlying \(underlying.error)", sourceLocation: sourceLocation)
+    #expect(historyError.description.contains("\(underlying.error)"), "\(what): \(historyError)", sourceLocation: sourceLocation)
+    #expect(nsError.userInfo[NSUnderlyingErrorKey] != nil, "\(what): no NSUnderlyingErrorKey", sourceLocation: sourceLocation)
+}
+
+/// Session 32 (helper 3): a damaged log reaches the history API's callers as the history
+/// API's own error.
+@Suite("Session 32: history errors over a damaged log", .serialized)
+struct HistoryErrorFixTests {
+    // MARK: - 1. The history API over a damaged log
+
+    @Test(
+        "every history read — coordinator.history, context.fetchHistory, historySnapshot, a feed's next(), a consumer's nextBatch and feed — over a missing segment, a truncated segment or a bit-flipped raw event throws HistoryError.store (Cocoa 256) naming the file or the event, with the log's LogError kept as the underlying error (before: the raw LogError escaped); reads not needing the damage go on"
+    )
+    func damagedLogGivesHistoryErrors() async throws {
+        for damage in HistoryDamage.allCases {
+            let dir = try TemporaryDirectory()
+            let (coordinator, teamID, segmentPath) = try await damagedHistoryStore(dir)
+            let store = try #require(coordinator.persistentStores.first)
+            let name = damage.named(segmentFile: (segmentPath as NSString).lastPathComponent)
+            let label = damage.rawValue
+            try damage.apply(segmentPath: segmentPath, log: store.log)
+            func token(_ sequence: UInt64) -> HistoryToken { HistoryToken(storeIdentifier: store.identifier, sequence: sequence) }
+
+            expectHistoryStoreError(thrown("history (\(label))") { _ = try coordinator.history(HistoryRequest()) }, naming: name, "history (\(label))")
+            expectHistoryStoreError(
+                thrown("history by object (\(label))") { _ = try coordinator.history(.object(teamID)) }, naming: name,
+                "history by object (\(label))")
+            var byAuthor = HistoryRequest()
+            byAuthor.afterDate = Date(timeIntervalSince1970: 0)
+            expectHistoryStoreError(
+                thrown("history by date (\(label))") { _ = try coordinator.history(byAuthor) }, naming: name, "history by date (\(label))")
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                let error = thrown("fetchHistory (\(label))") { _ = try context.fetchHistory(.entity("Team")) }
+                expectHistoryStoreError(error, naming: name, "fetchHistory (\(label))")
+            }
+            expectHistoryStoreError(
+                thrown("historySnapshot (\(label))") { _ = try coordinator.historySnapshot(at: token(damage.asOfPoint)) }, naming: name,
+                "historySnapshot (\(label))")
+            let feed = try coordinator.historyFeed(after: nil)
+            let feedError = await thrown("feed (\(label))") {
+                for try await _ in feed {}
+            }
+            expectHistoryStoreError(feedError, naming: name, "feed's next() (\(label))")
+
+            let consumer = try coordinator.historyConsumer(named: "indexer")
+            expectHistoryStoreError(thrown("nextBatch (\(label))") { _ = try consumer.nextBatch(limit: 100) }, naming: name, "nextBatch (\(label))")
+            let consumerFeed = try consumer.feed()
+            let consumerFeedError = await thrown("consumer feed (\(label))") {
+                for try await _ in consumerFeed {}
+            }
+            expectHistoryStoreError(consumerFeedError, naming: name, "consumer's feed (\(label))")
+
+            // Reads that don't need the damaged events go on.
+            #expect(try coordinator.history(.after(token(7))).map(\.sequence) == [8], "\(label)")
+            try consumer.markProcessed(through: token(7))
+            #expect(try consumer.nextBatch().map(\.sequence) == [8], "\(label)")
+            #expect(try coordinator.currentHistoryToken() == token(8))
+        }
+    }
+
+    @Test(
+        "HistoryError.store bridges like the rest: Cocoa domain, code 256, the description as localizedDescription and the log's error under NSUnderlyingErrorKey; equal errors hash alike"
+    )
+    func storeErrorBridges() throws {
+        let underlying = LogError.segment("cannot read segment file 00000001-00000005.zst: No such file or directory")
+        let error = HistoryError.store("reading the history after 0 failed", underlying: .log(underlying))
+        #expect(error.description == "reading the history after 0 failed: segment: cannot read segment file 00000001-00000005.zst: No such file or directory")
+        let nsError = error as NSError
+        #expect(nsError.domain == NSCocoaErrorDomain)
+        #expect(nsError.code == 256)
+        #expect(nsError.localizedDescription == error.description)
+        let inner = try #require(nsError.userInfo[NSUnderlyingErrorKey] as? NSError)
+        #expect(inner.localizedDescription.contains("00000001-00000005.zst"), "\(inner)")
+        #expect(error == HistoryError.store("reading the history after 0 failed", underlying: .log(underlying)))
+        #expect(Set([error, HistoryError.store("reading the history after 0 failed", underlying: .log(underlying))]).count == 1)
+        guard case .store(_, let kept) = error else { return }
+        #expect(kept.error as? LogError == underlying)
+    }
+}
