@@ -124,8 +124,8 @@ private func expectHistoryStoreError(
 }
 
 /// Session 32 (helper 3): a damaged log reaches the history API's callers as the history
-/// API's own error.
-@Suite("Session 32: history errors over a damaged log", .serialized)
+/// API's own error, and `strata compact` says what it did before a step gave up.
+@Suite("Session 32: history errors over a damaged log; compact's report when a later step gives up", .serialized)
 struct HistoryErrorFixTests {
     // MARK: - 1. The history API over a damaged log
 
@@ -176,6 +176,124 @@ struct HistoryErrorFixTests {
             try consumer.markProcessed(through: token(7))
             #expect(try consumer.nextBatch().map(\.sequence) == [8], "\(label)")
             #expect(try coordinator.currentHistoryToken() == token(8))
+        }
+    }
+
+    // MARK: - 2. `strata compact`: a later step that gives up
+
+    /// A store at `path` of `count` transactions, each inserting a Blob of 8 KiB of random
+    /// (incompressible) bytes, made and closed.
+    static func blobStore(at path: String, count: Int) async throws {
+        let model = try ManagedObjectModel {
+            Entity("Blob") {
+                Attribute("data", .binaryData)
+            }
+        }
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(type: .eventLog, at: URL(fileURLWithPath: path))
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            var random = SeededGenerator(seed: 0x5EED_0032)
+            for _ in 0..<count {
+                let blob = try context.insertNewObject(forEntityName: "Blob")
+                blob.setValue(Data((0..<(8 << 10)).map { _ in UInt8(truncatingIfNeeded: random.next()) }), forKey: "data")
+                try context.save()
+            }
+        }
+    }
+
+    static func strata(_ arguments: String...) throws -> ProcessResult {
+        try strata(arguments)
+    }
+
+    static func strata(_ arguments: [String]) throws -> ProcessResult {
+        try runProcess(BuildProducts.executable("strata"), arguments)
+    }
+
+    @Test(
+        "strata compact --events-per-step N moves the range in steps of N events, one segment each, with the same report as one step; --events-per-step 0 is exit 64"
+    )
+    func compactInSteps() async throws {
+        let dir = try TemporaryDirectory()
+        let store = dir.file("store")
+        try await Self.blobStore(at: store, count: 12)
+        let result = try Self.strata("compact", store, "--before", "13", "--events-per-step", "5")
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.contains("moved events 1…12 (12 events): "), "\(result.standardOutput)")
+        #expect(result.standardOutput.contains("horizon 12, limited by the head of the log"), "\(result.standardOutput)")
+        let segments = try FileManager.default.contentsOfDirectory(atPath: (store as NSString).appendingPathComponent("segments"))
+            .filter { $0.hasSuffix(".zst") }.sorted()
+        #expect(segments.count == 3, "\(segments)")
+        let usage = try Self.strata("compact", store, "--events-per-step", "0")
+        #expect(usage.status == 64, "\(usage.standardError)")
+        #expect(usage.standardError.contains("--events-per-step must be at least 1, not 0"), "\(usage.standardError)")
+    }
+
+    @Test(
+        "when a later step of strata compact fails (here: the disk fills while step 2 writes its segment), stdout says what the earlier steps moved and where it stopped, stderr names the failed step, the error, the events moved, the segment written and the point the store is compacted through, exit 1; the store verifies clean and a second run moves the rest (before: only the error, as if nothing had moved)"
+    )
+    func compactReportsEarlierStepsWhenALaterStepFails() async throws {
+        guard let fs = try SmallFileSystem(kilobytes: 2048) else {
+            print("skipped: needs root and permission to mount a tmpfs")
+            return
+        }
+        let store = fs.file("store")
+        try await Self.blobStore(at: store, count: 30)
+        // Room for one step's segment (10 events of 8 KiB), not for two.
+        try fs.fill(leaving: 120 << 10)
+        let result = try Self.strata("compact", store, "--before", "31", "--events-per-step", "10")
+        #expect(result.status == 1, "\(result.standardOutput)\n\(result.standardError)")
+        let out = result.standardOutput
+        let err = result.standardError
+        #expect(out.contains("moved events 1…10 (10 events): "), "\(out)")
+        #expect(out.contains("stopped at step 2: compacted through 10, short of horizon 30 (limited by the head of the log); events 11…30 were not moved"), "\(out)")
+        let segment = SegmentDescriptor.fileName(first: 1, last: 10, suffix: "zst")
+        #expect(err.contains("strata: step 2 (events 11…20) failed: "), "\(err)")
+        #expect(err.contains("No space left on device"), "\(err)")
+        #expect(
+            err.contains(
+                "The step before it completed and stays done: events 1…10 (10 events) were moved into 1 segment (segments/\(segment)), so the store is compacted through 10; events 11…30 are still in the raw log."
+            ), "\(err)")
+        #expect(FileManager.default.fileExists(atPath: (store as NSString).appendingPathComponent("segments/\(segment)")))
+        // What it said is what the store holds.
+        let verify = try Self.strata("verify", store)
+        #expect(verify.status == 0, "\(verify.standardOutput)\n\(verify.standardError)")
+        try fs.drain()
+        let again = try Self.strata("compact", store, "--before", "31", "--events-per-step", "10")
+        #expect(again.status == 0, "\(again.standardError)")
+        #expect(again.standardOutput.contains("moved events 11…30 (20 events): "), "\(again.standardOutput)")
+    }
+
+    // MARK: - 3. The CLI's read commands over a damaged store
+
+    @Test(
+        "strata log, replay (--to, --object, --diff), export --at and verify over a missing segment, a truncated segment or a bit-flipped raw event: exit 1, never a crash, and the message names the segment file or the event"
+    )
+    func cliCommandsNameTheDamage() async throws {
+        for damage in HistoryDamage.allCases {
+            let dir = try TemporaryDirectory()
+            let storePath = dir.file("store")
+            let (segmentPath, uri): (String, String)
+            do {
+                let (coordinator, teamID, segment) = try await damagedHistoryStore(dir)
+                try damage.apply(segmentPath: segment, log: try #require(coordinator.persistentStores.first).log)
+                (segmentPath, uri) = (segment, teamID.uriRepresentation().absoluteString)
+            }
+            let name = damage.named(segmentFile: (segmentPath as NSString).lastPathComponent)
+            for arguments in [
+                ["log", storePath], ["log", storePath, "--object", uri], ["replay", storePath, "--to", "\(damage.asOfPoint)"],
+                ["replay", storePath, "--object", uri], ["replay", storePath, "--diff", "\(damage.asOfPoint)..8"],
+                ["export", storePath, "--at", "\(damage.asOfPoint)", "--format", "ndjson"], ["verify", storePath],
+            ] {
+                let result = try Self.strata(arguments)
+                let command = "strata \(arguments[0]) \(arguments.dropFirst(2).joined(separator: " ")) (\(damage.rawValue))"
+                #expect(result.status == 1, "\(command): exit \(result.status)\n\(result.standardOutput)\n\(result.standardError)")
+                if arguments[0] == "verify" {
+                    #expect(result.standardOutput.contains(name), "\(command): \(result.standardOutput)")
+                } else {
+                    let message = result.standardError.split(separator: "\n").last.map(String.init) ?? ""
+                    #expect(message.hasPrefix("strata: ") && message.contains(name), "\(command): \(result.standardError)")
+                }
+            }
         }
     }
 
