@@ -298,6 +298,44 @@ struct HistoryErrorFixTests {
     }
 
     @Test(
+        "strata info over a missing or truncated segment file marks the segment DAMAGED naming the file and what is wrong (text, and JSON under the segment and \"damaged\"), and exits 1 (before: listed as whole, exit 0); an intact store is exit 0"
+    )
+    func infoNamesDamagedSegmentFiles() async throws {
+        for damage in [HistoryDamage.missingSegment, .truncatedSegment] {
+            let dir = try TemporaryDirectory()
+            let storePath = dir.file("store")
+            let segmentPath: String
+            do {
+                let (coordinator, _, segment) = try await damagedHistoryStore(dir)
+                segmentPath = segment
+                let intact = try Self.strata("info", storePath)
+                #expect(intact.status == 0, "\(intact.standardError)")
+                #expect(!intact.standardOutput.contains("DAMAGED"))
+                try damage.apply(segmentPath: segment, log: try #require(coordinator.persistentStores.first).log)
+            }
+            let file = (segmentPath as NSString).lastPathComponent
+            let what =
+                damage == .missingSegment
+                ? "segment \(file) (events 1…5) is missing from \(storePath)/segments"
+                : "segment \(file) (events 1…5) is "
+            let text = try Self.strata("info", storePath)
+            #expect(text.status == 1, "\(damage.rawValue): \(text.standardOutput)")
+            #expect(text.standardOutput.contains("\(file)  raw "), "\(damage.rawValue): \(text.standardOutput)")
+            #expect(text.standardOutput.contains("DAMAGED: \(what)"), "\(damage.rawValue): \(text.standardOutput)")
+            if damage == .truncatedSegment {
+                #expect(text.standardOutput.contains(", the manifest says "), "\(text.standardOutput)")
+            }
+            #expect(text.standardError.contains("strata: the store is damaged: segment files can't be read"), "\(text.standardError)")
+            let json = try Self.strata("info", storePath, "--format", "json")
+            #expect(json.status == 1)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any])
+            let segments = try #require(object["segments"] as? [[String: Any]])
+            #expect((segments.first?["damage"] as? String)?.contains(what) == true, "\(segments)")
+            #expect(((object["damaged"] as? [String: String])?["segment files"])?.contains(what) == true, "\(object)")
+        }
+    }
+
+    @Test(
         "HistoryError.store bridges like the rest: Cocoa domain, code 256, the description as localizedDescription and the log's error under NSUnderlyingErrorKey; equal errors hash alike"
     )
     func storeErrorBridges() throws {
