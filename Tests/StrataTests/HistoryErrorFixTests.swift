@@ -130,7 +130,7 @@ struct HistoryErrorFixTests {
     // MARK: - 1. The history API over a damaged log
 
     @Test(
-        "every history read — coordinator.history, context.fetchHistory, historySnapshot, a feed's next(), a consumer's nextBatch and feed — over a missing segment, a truncated segment or a bit-flipped raw event throws HistoryError.store (Cocoa 256) naming the file or the event, with the log's LogError kept as the underlying error (before: the raw LogError escaped); reads not needing the damage go on"
+        "every history read — coordinator.history, context.fetchHistory, historySnapshot, a feed's next(), a consumer's nextBatch and feed, a purge whose base snapshot needs the damage — over a missing segment, a truncated segment or a bit-flipped raw event throws HistoryError.store (Cocoa 256) naming the file or the event, with the log's LogError kept as the underlying error (before: the raw LogError escaped); reads not needing the damage go on"
     )
     func damagedLogGivesHistoryErrors() async throws {
         for damage in HistoryDamage.allCases {
@@ -176,6 +176,22 @@ struct HistoryErrorFixTests {
             try consumer.markProcessed(through: token(7))
             #expect(try consumer.nextBatch().map(\.sequence) == [8], "\(label)")
             #expect(try coordinator.currentHistoryToken() == token(8))
+
+            // A purge whose base snapshot needs the damaged segment refuses with the history
+            // API's error, removing nothing; one through 6 reads events 1…6 only, so raw
+            // event 7 stays, damaged, after the point.
+            switch damage {
+            case .missingSegment, .truncatedSegment:
+                expectHistoryStoreError(
+                    thrown("purge (\(label))") { _ = try coordinator.purgeHistory(before: token(2), author: "ops") }, naming: name,
+                    "purgeHistory (\(label))")
+                #expect(try store.log.read { try $0.purgedThrough } == 0)
+            case .flippedRawEvent:
+                #expect(try coordinator.purgeHistory(before: token(6), author: "ops").purgedThrough == 6)
+                expectHistoryStoreError(
+                    thrown("history after the purge (\(label))") { _ = try coordinator.history(.after(token(6))) }, naming: name,
+                    "history after the purge (\(label))")
+            }
         }
     }
 
