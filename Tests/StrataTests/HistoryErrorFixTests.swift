@@ -195,6 +195,40 @@ struct HistoryErrorFixTests {
         }
     }
 
+    @Test(
+        "the history calls that write — registering, marking and removing a consumer, a purge — on a store opened read-only throw HistoryError.store naming the store and saying it is read-only, the log's LogError underlying (before: the LogError itself); nothing is written"
+    )
+    func readOnlyStoreWritesAreHistoryErrors() async throws {
+        let dir = try TemporaryDirectory()
+        do {
+            let (coordinator, _, _) = try await damagedHistoryStore(dir)
+            _ = coordinator
+        }
+        let path = dir.file("store")
+        let log = try EventLog(openingExistingAt: path, readOnly: true)
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: log.model)
+        let store = try coordinator.addPersistentStore(openedLog: log)
+        func token(_ sequence: UInt64) -> HistoryToken { HistoryToken(storeIdentifier: store.identifier, sequence: sequence) }
+        let readOnly = "is open read-only"
+        func check(_ error: (any Error)?, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+            guard let error else { return }
+            guard case .store(_, let underlying) = error as? HistoryError, case .log = underlying else {
+                Issue.record("\(what): not HistoryError.store but \(type(of: error)): \(error)", sourceLocation: sourceLocation)
+                return
+            }
+            #expect("\(error)".contains(path) && "\(error)".contains(readOnly), "\(what): \(error)", sourceLocation: sourceLocation)
+            #expect((error as NSError).code == 256, sourceLocation: sourceLocation)
+        }
+        check(thrown("register") { _ = try coordinator.historyConsumer(named: "newcomer") }, "historyConsumer(named:)")
+        let indexer = try coordinator.historyConsumer(named: "indexer")  // registered: nothing to write
+        check(thrown("mark") { try indexer.markProcessed(through: token(3)) }, "markProcessed(through:)")
+        check(thrown("remove") { try indexer.remove() }, "remove()")
+        check(thrown("purge") { _ = try coordinator.purgeHistory(before: token(3), author: "ops") }, "purgeHistory(before:)")
+        #expect(try coordinator.historyConsumers().map { $0.consumer.name } == ["indexer"])
+        #expect(try indexer.processedToken() == token(0))
+        #expect(try log.read { try $0.purgedThrough } == 0)
+    }
+
     // MARK: - 2. `strata compact`: a later step that gives up
 
     /// A store at `path` of `count` transactions, each inserting a Blob of 8 KiB of random
