@@ -316,7 +316,7 @@ struct HistoryErrorFixTests {
     // MARK: - 3. The CLI's read commands over a damaged store
 
     @Test(
-        "strata log, replay (--to, --object, --diff), export --at and verify over a missing segment, a truncated segment or a bit-flipped raw event: exit 1, never a crash, and the message names the segment file or the event"
+        "strata log (text, JSON, --object), replay (--to, --object, --diff, --step), export --at, query --at, revert --dry-run and verify over a missing segment, a truncated segment or a bit-flipped raw event: exit 1, never a crash, and the message names the segment file or the event"
     )
     func cliCommandsNameTheDamage() async throws {
         for damage in HistoryDamage.allCases {
@@ -333,8 +333,12 @@ struct HistoryErrorFixTests {
                 ["log", storePath], ["log", storePath, "--object", uri], ["replay", storePath, "--to", "\(damage.asOfPoint)"],
                 ["replay", storePath, "--object", uri], ["replay", storePath, "--diff", "\(damage.asOfPoint)..8"],
                 ["export", storePath, "--at", "\(damage.asOfPoint)", "--format", "ndjson"], ["verify", storePath],
+                ["query", storePath, "Team", "--at", "\(damage.asOfPoint)"], ["revert", storePath, "\(damage == .flippedRawEvent ? 7 : 3)", "--dry-run"],
+                ["log", storePath, "--format", "json"], ["replay", storePath, "--step", "--to", "8"],
             ] {
-                let result = try Self.strata(arguments)
+                // --step reads Enter for each transaction: enough for all of them.
+                let result = try runProcess(
+                    BuildProducts.executable("strata"), arguments, input: arguments.contains("--step") ? String(repeating: "\n", count: 10) : nil)
                 let command = "strata \(arguments[0]) \(arguments.dropFirst(2).joined(separator: " ")) (\(damage.rawValue))"
                 #expect(result.status == 1, "\(command): exit \(result.status)\n\(result.standardOutput)\n\(result.standardError)")
                 if arguments[0] == "verify" {
