@@ -125,7 +125,8 @@ let package = Package(
         ),
         .testTarget(
             name: "StrataTests",
-            dependencies: ["Strata", "StrataTestSupport", "StrataContextProbe"],
+            // `strata`: built for the tests that run the CLI on a store they damaged.
+            dependencies: ["Strata", "StrataTestSupport", "StrataContextProbe", "strata"],
             swiftSettings: strictSettings
         ),
         .testTarget(

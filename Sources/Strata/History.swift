@@ -1,6 +1,7 @@
 public import Foundation
 public import StrataLog
 public import StrataModel
+public import StrataStorage
 
 // The history API's values (`Specs/0009-history.md`): tokens, transactions, changes, values
 // and errors — Core Data's persistent history (`NSPersistentHistoryToken`,
@@ -256,13 +257,69 @@ public enum HistoryError: Error, Sendable, Hashable, CustomStringConvertible {
     case invalidRequest(String)
     /// No consumer of that name is registered.
     case unknownConsumer(String)
+    /// The store couldn't be read or written: a compacted segment file damaged or missing,
+    /// a damaged event or record (the event log's ``LogError``), LMDB's error (an I/O
+    /// error, a data file deleted while open) or zstd's. `failure` says what failed (the
+    /// request, the consumer); the description goes on with the layer's own text, which
+    /// names the file and the frame or the event. `underlying` keeps the layer's error
+    /// (also `NSUnderlyingErrorKey` as `NSError`). Code 256, as
+    /// ``ContextError/store(_:)`` (spec 0009 §2). Before session 32 the layer's error
+    /// escaped the history API as itself.
+    case store(String, underlying: StoreFailure)
 
-    /// Core Data's error code: 134301 for purged history, 134060 for a foreign token,
+    /// The error of a layer under the history API that a ``HistoryError/store(_:underlying:)``
+    /// carries.
+    public enum StoreFailure: Sendable, Hashable, CustomStringConvertible {
+        /// The event log's: a damaged or missing segment file, a damaged event or record,
+        /// a read-only store, a concurrent compaction.
+        case log(LogError)
+        /// LMDB's.
+        case lmdb(LMDBError)
+        /// zstd's.
+        case zstd(ZstdError)
+
+        /// The error itself.
+        public var error: any Error {
+            switch self {
+            case .log(let error): error
+            case .lmdb(let error): error
+            case .zstd(let error): error
+            }
+        }
+
+        /// The layer's own text, naming the file and the frame or the event.
+        public var description: String {
+            switch self {
+            case .log(let error): error.description
+            case .lmdb(let error): error.description
+            case .zstd(let error): error.description
+            }
+        }
+    }
+
+    /// `body`'s result; a failure of the layers under the history API (``LogError``,
+    /// ``LMDBError``, ``ZstdError``) thrown as ``store(_:underlying:)`` with `failure`
+    /// (made only when something failed). Other errors pass as they are.
+    static func wrappingStoreFailures<T>(_ failure: @autoclosure () -> String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as LogError {
+            throw HistoryError.store(failure(), underlying: .log(error))
+        } catch let error as LMDBError {
+            throw HistoryError.store(failure(), underlying: .lmdb(error))
+        } catch let error as ZstdError {
+            throw HistoryError.store(failure(), underlying: .zstd(error))
+        }
+    }
+
+    /// Core Data's error code: 134301 for purged history, 134060 for a foreign token, 256
+    /// (`NSFileReadUnknownError`, as ``ContextError/store(_:)``) for a store failure,
     /// 134091 otherwise.
     public var code: Int {
         switch self {
         case .historyPurged: 134301
         case .foreignToken: 134060
+        case .store: 256
         default: 134091
         }
     }
@@ -281,6 +338,7 @@ public enum HistoryError: Error, Sendable, Hashable, CustomStringConvertible {
                 + "; restart from the snapshot at \(purged.restartToken.sequence) (134301)"
         case .invalidRequest(let detail): "invalid history request: \(detail)"
         case .unknownConsumer(let name): "no history consumer named \"\(name)\" is registered"
+        case .store(let failure, let underlying): "\(failure): \(underlying.description)"
         }
     }
 }

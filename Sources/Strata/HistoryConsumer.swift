@@ -42,9 +42,13 @@ public struct HistoryConsumer: Sendable, Hashable {
 
     /// The point the consumer has processed through.
     ///
-    /// - Throws: ``HistoryError/unknownConsumer(_:)`` if it was removed.
+    /// - Throws: ``HistoryError/unknownConsumer(_:)`` if it was removed;
+    ///   ``HistoryError/store(_:underlying:)`` for a damaged store (the consumers table).
     public func processedToken() throws -> HistoryToken {
-        let sequence = try live.log.read { reader in try reader.consumers().first { $0.name == name }?.processedThrough }
+        let live = self.live
+        let sequence = try HistoryError.wrappingStoreFailures("history consumer \(name.debugDescription): reading its processed point failed") {
+            try live.log.read { reader in try reader.consumers().first { $0.name == name }?.processedThrough }
+        }
         guard let sequence else { throw HistoryError.unknownConsumer(name) }
         return HistoryToken(storeIdentifier: live.identifier, sequence: sequence)
     }
@@ -53,14 +57,22 @@ public struct HistoryConsumer: Sendable, Hashable {
     /// when there are none yet). Doesn't move the point: call ``markProcessed(through:)``.
     ///
     /// - Throws: ``HistoryError/historyPurged(_:)`` when a purge removed transactions the
-    ///   consumer hasn't processed; ``HistoryError/unknownConsumer(_:)``.
+    ///   consumer hasn't processed; ``HistoryError/unknownConsumer(_:)``;
+    ///   ``HistoryError/store(_:underlying:)`` (256) for a damaged log (a compacted segment
+    ///   file damaged or missing, a damaged event), naming the file and the frame or the
+    ///   event, with the log's error as the underlying one.
     public func nextBatch(limit: Int = 256) throws -> [HistoryTransaction] {
         guard limit > 0 else { throw HistoryError.invalidRequest("a batch limit must be at least 1, not \(limit)") }
-        let request = HistoryRequest.after(try processedToken()).limited(to: limit)
+        let processed = try processedToken()
+        let request = HistoryRequest.after(processed).limited(to: limit)
         let live = self.live
-        return try live.log.read { reader in
-            let resolved = try live.resolve(request, reader)
-            return try live.transactions(resolved, maximum: limit, reader).transactions
+        return try HistoryError.wrappingStoreFailures(
+            "history consumer \(name.debugDescription): reading its next batch after \(processed.sequence) failed"
+        ) {
+            try live.log.read { reader in
+                let resolved = try live.resolve(request, reader)
+                return try live.transactions(resolved, maximum: limit, reader).transactions
+            }
         }
     }
 
@@ -68,8 +80,15 @@ public struct HistoryConsumer: Sendable, Hashable {
     /// may then move events up to it. Moving the point back is allowed (to re-read).
     ///
     /// - Throws: ``HistoryError`` for a foreign token, one past the head, one below a purge
-    ///   point, or a consumer that was removed.
+    ///   point, or a consumer that was removed; ``HistoryError/store(_:underlying:)`` for a
+    ///   read-only or damaged store.
     public func markProcessed(through token: HistoryToken) throws {
+        try HistoryError.wrappingStoreFailures("history consumer \(name.debugDescription): marking it processed through \(token.sequence) failed") {
+            try moveProcessedPoint(to: token)
+        }
+    }
+
+    private func moveProcessedPoint(to token: HistoryToken) throws {
         try store.writing { live in
             try live.log.read { reader in try live.check(token, head: try reader.head) }
             // The rest is checked where it is written, so another writer can't remove the
@@ -91,8 +110,12 @@ public struct HistoryConsumer: Sendable, Hashable {
     }
 
     /// Unregisters the consumer: it no longer holds compaction back.
+    ///
+    /// - Throws: ``HistoryError/store(_:underlying:)`` for a read-only or damaged store.
     public func remove() throws {
-        try store.writing { live in try live.log.removeConsumer(name) }
+        try HistoryError.wrappingStoreFailures("history consumer \(name.debugDescription): removing it failed") {
+            try store.writing { live in try live.log.removeConsumer(name) }
+        }
     }
 }
 
@@ -103,29 +126,36 @@ extension PersistentStoreCoordinator {
     ///
     /// - Throws: ``HistoryError/invalidRequest(_:)`` for an empty name or one longer than
     ///   ``EventLog/maximumConsumerNameLength`` bytes; ``HistoryError`` for
-    ///   a foreign token or one past the head; ``LogError`` for a read-only store.
+    ///   a foreign token or one past the head; ``HistoryError/store(_:underlying:)`` for a
+    ///   read-only or damaged store (the log's error underlying it).
     public func historyConsumer(named name: String, startingAfter token: HistoryToken? = nil) throws -> HistoryConsumer {
         guard !name.isEmpty else { throw HistoryError.invalidRequest("a consumer needs a name") }
         guard name.utf8.count <= EventLog.maximumConsumerNameLength else {
             throw HistoryError.invalidRequest(
                 "a consumer name is at most \(EventLog.maximumConsumerNameLength) bytes of UTF-8; this one has \(name.utf8.count)")
         }
-        return try writingToStore { store in
-            if let token { try store.log.read { reader in try store.check(token, head: try reader.head) } }
-            // Registered only if absent, checked where it is written: a registration racing
-            // this one (in another process) keeps its point.
-            _ = try store.log.registerConsumerIfAbsent(name, processedThrough: token?.sequence ?? 0)
-            return HistoryConsumer(name: name, store: store)
+        return try HistoryError.wrappingStoreFailures("registering history consumer \(name.debugDescription) failed") {
+            try writingToStore { store in
+                if let token { try store.log.read { reader in try store.check(token, head: try reader.head) } }
+                // Registered only if absent, checked where it is written: a registration racing
+                // this one (in another process) keeps its point.
+                _ = try store.log.registerConsumerIfAbsent(name, processedThrough: token?.sequence ?? 0)
+                return HistoryConsumer(name: name, store: store)
+            }
         }
     }
 
     /// Every registered consumer with the point it has processed through, by name.
+    ///
+    /// - Throws: ``HistoryError/store(_:underlying:)`` for a damaged store.
     public func historyConsumers() throws -> [(consumer: HistoryConsumer, processed: HistoryToken)] {
         let store = try requireStore()
-        return try store.log.read { reader in
-            try reader.consumers().sorted { $0.name < $1.name }.map { entry in
-                (HistoryConsumer(name: entry.name, store: store),
-                 HistoryToken(storeIdentifier: store.identifier, sequence: entry.processedThrough))
+        return try HistoryError.wrappingStoreFailures("listing the history consumers failed") {
+            try store.log.read { reader in
+                try reader.consumers().sorted { $0.name < $1.name }.map { entry in
+                    (HistoryConsumer(name: entry.name, store: store),
+                     HistoryToken(storeIdentifier: store.identifier, sequence: entry.processedThrough))
+                }
             }
         }
     }

@@ -11,8 +11,18 @@ extension HistoryError: LocalizedError, CustomNSError {
     /// ``code``: Core Data's number for the error.
     public var errorCode: Int { code }
 
-    /// The description under `NSLocalizedDescriptionKey`.
-    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: description] }
+    /// The description under `NSLocalizedDescriptionKey`; for a store failure also the
+    /// layer's error under `NSUnderlyingErrorKey` (its bridged domain and code, its own text
+    /// as `localizedDescription`).
+    public var errorUserInfo: [String: Any] {
+        var info: [String: Any] = [NSLocalizedDescriptionKey: description]
+        if case .store(_, let underlying) = self {
+            let bridged = underlying.error as NSError
+            info[NSUnderlyingErrorKey] = NSError(
+                domain: bridged.domain, code: bridged.code, userInfo: [NSLocalizedDescriptionKey: underlying.description])
+        }
+        return info
+    }
 
     /// The description (`localizedDescription`): what went wrong, naming tokens and points.
     public var errorDescription: String? { description }

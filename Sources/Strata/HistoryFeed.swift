@@ -24,11 +24,13 @@ import Synchronization
 ///   start a new feed after the last token processed to resume.
 /// - The feed ends after the request's sequence range or limit; otherwise it never ends.
 /// - It throws ``HistoryError/historyPurged(_:)`` if a purge removes history it hasn't read
-///   yet, and the request's errors (``HistoryError``) on the first `next()`.
+///   yet, the request's errors (``HistoryError``) on the first `next()`, and
+///   ``HistoryError/store(_:underlying:)`` when the log is damaged (a compacted segment
+///   file damaged or missing, a damaged event), naming the file and the frame or the event.
 public struct HistoryFeed: AsyncSequence, Sendable {
     /// The transactions.
     public typealias Element = HistoryTransaction
-    /// Any error: ``HistoryError`` or ``LogError``.
+    /// Any error: ``HistoryError`` (a damaged log's as ``HistoryError/store(_:underlying:)``).
     public typealias Failure = any Error
 
     let store: PersistentStore
@@ -102,12 +104,16 @@ public struct HistoryFeed: AsyncSequence, Sendable {
                 let current = resolved
                 let batchSize = self.batchSize
                 let delivered = self.delivered
-                let (state, batch, examined, head) = try store.log.read { reader in
-                    let state = try current ?? store.resolve(request, reader)
-                    let maximum = state.limit > 0 ? Swift.min(batchSize, state.limit - delivered) : batchSize
-                    let upTo = state.after + UInt64(batchSize)
-                    let (batch, examined) = try store.transactions(state, upTo: upTo, maximum: maximum, reader)
-                    return (state, batch, examined, try reader.head)
+                let (state, batch, examined, head) = try HistoryError.wrappingStoreFailures(
+                    "reading the history feed after \(current?.after ?? request.afterToken?.sequence ?? 0) failed"
+                ) {
+                    try store.log.read { reader in
+                        let state = try current ?? store.resolve(request, reader)
+                        let maximum = state.limit > 0 ? Swift.min(batchSize, state.limit - delivered) : batchSize
+                        let upTo = state.after + UInt64(batchSize)
+                        let (batch, examined) = try store.transactions(state, upTo: upTo, maximum: maximum, reader)
+                        return (state, batch, examined, try reader.head)
+                    }
                 }
                 resolved = state
                 resolved?.after = examined
@@ -193,10 +199,14 @@ extension PersistentStoreCoordinator {
     /// Reads the store's head now and tells observers if it moved (the fallback where no
     /// file watcher runs, and a cheap check when a context next runs). Returns the current
     /// token.
+    ///
+    /// - Throws: ``ContextError/noPersistentStore`` without a store;
+    ///   ``HistoryError/store(_:underlying:)`` when the head can't be read.
     @discardableResult
     public func checkForStoreChanges() throws -> HistoryToken {
         let store = try requireStore()
-        return HistoryToken(storeIdentifier: store.identifier, sequence: try store.log.storeMonitor.checkForChanges())
+        let head = try HistoryError.wrappingStoreFailures("reading the store's head failed") { try store.log.storeMonitor.checkForChanges() }
+        return HistoryToken(storeIdentifier: store.identifier, sequence: head)
     }
 }
 

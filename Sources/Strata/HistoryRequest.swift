@@ -439,22 +439,28 @@ extension PersistentStoreCoordinator {
     /// The point just after the newest transaction (Core Data's
     /// `currentPersistentHistoryToken(fromStores:)`).
     ///
-    /// - Throws: ``ContextError/noPersistentStore`` without a store.
+    /// - Throws: ``ContextError/noPersistentStore`` without a store;
+    ///   ``HistoryError/store(_:underlying:)`` when the head can't be read.
     public func currentHistoryToken() throws -> HistoryToken {
-        try requireStore().currentToken()
+        let store = try requireStore()
+        return try HistoryError.wrappingStoreFailures("reading the store's head failed") { try store.currentToken() }
     }
 
     /// The transactions `request` selects, oldest first, read from one consistent snapshot
     /// (raw and compacted history alike).
     ///
     /// - Throws: ``HistoryError`` — a foreign token or object, a token past the head, an
-    ///   unknown entity, history purged below the requested point; ``LogError`` for a
-    ///   damaged log.
+    ///   unknown entity, history purged below the requested point;
+    ///   ``HistoryError/store(_:underlying:)`` (256) for a damaged log (a compacted segment
+    ///   file damaged or missing, a damaged event), naming the file and the frame or the
+    ///   event, with the log's error as the underlying one.
     public func history(_ request: HistoryRequest) throws -> [HistoryTransaction] {
         let store = try requireStore()
-        return try store.log.read { reader in
-            let resolved = try store.resolve(request, reader)
-            return try store.transactions(resolved, maximum: resolved.limit, reader).transactions
+        return try HistoryError.wrappingStoreFailures("reading the history failed") {
+            try store.log.read { reader in
+                let resolved = try store.resolve(request, reader)
+                return try store.transactions(resolved, maximum: resolved.limit, reader).transactions
+            }
         }
     }
 
@@ -462,10 +468,16 @@ extension PersistentStoreCoordinator {
     /// ``HistoryError/historyPurged(_:)`` names, or any later point.
     ///
     /// - Throws: ``HistoryError`` for a foreign token, a token past the head, or one below
-    ///   the purge point.
+    ///   the purge point; ``HistoryError/store(_:underlying:)`` for a damaged log.
     public func historySnapshot(at token: HistoryToken) throws -> HistorySnapshot {
         let store = try requireStore()
-        return try store.log.read { reader in
+        return try HistoryError.wrappingStoreFailures("reading the history snapshot at \(token.sequence) failed") {
+            try snapshot(at: token, in: store)
+        }
+    }
+
+    private func snapshot(at token: HistoryToken, in store: PersistentStore) throws -> HistorySnapshot {
+        try store.log.read { reader in
             try store.check(token, head: try reader.head)
             let purged = try reader.purgedThrough
             if token.sequence < purged { throw store.purgedError(requested: token.sequence, purgedThrough: purged, reader) }
@@ -487,13 +499,16 @@ extension PersistentStoreCoordinator {
     /// Consumers behind the point get ``HistoryError/historyPurged(_:)`` with `token` as the
     /// restart point.
     ///
-    /// - Throws: ``HistoryError`` for a foreign token or one past the head; ``LogError`` for
-    ///   a read-only store or a concurrent compaction.
+    /// - Throws: ``HistoryError`` for a foreign token or one past the head;
+    ///   ``HistoryError/store(_:underlying:)`` for a read-only store, a concurrent compaction
+    ///   or a damaged log (the log's error underlying it).
     @discardableResult
     public func purgeHistory(before token: HistoryToken, author: String, contextName: String? = nil) throws -> PurgeReport {
-        try writingToStore { store in
-            try store.check(token, head: try store.log.head)
-            return try store.log.purge(through: token.sequence, author: author, contextName: contextName)
+        try HistoryError.wrappingStoreFailures("purging the history through \(token.sequence) failed") {
+            try writingToStore { store in
+                try store.check(token, head: try store.log.head)
+                return try store.log.purge(through: token.sequence, author: author, contextName: contextName)
+            }
         }
     }
 
@@ -508,7 +523,17 @@ extension PersistentStoreCoordinator {
     @discardableResult
     public func purgeHistory(before date: Date, author: String, contextName: String? = nil) throws -> PurgeReport? {
         let store = try requireStore()
-        let through = try store.log.read { reader -> UInt64? in
+        let through = try HistoryError.wrappingStoreFailures("finding the transactions committed before \(date) to purge failed") {
+            try purgePoint(before: date, in: store)
+        }
+        guard let through else { return nil }
+        return try purgeHistory(before: HistoryToken(storeIdentifier: store.identifier, sequence: through), author: author, contextName: contextName)
+    }
+
+    /// The last transaction before the first one committed at or after `date`, or nil when
+    /// no transaction kept is before it.
+    private func purgePoint(before date: Date, in store: PersistentStore) throws -> UInt64? {
+        try store.log.read { reader -> UInt64? in
             let purged = try reader.purgedThrough
             var through = purged
             var reachedDate = false
@@ -520,8 +545,6 @@ extension PersistentStoreCoordinator {
             }) { _ in .stop }
             return through > purged ? through : nil
         }
-        guard let through else { return nil }
-        return try purgeHistory(before: HistoryToken(storeIdentifier: store.identifier, sequence: through), author: author, contextName: contextName)
     }
 }
 

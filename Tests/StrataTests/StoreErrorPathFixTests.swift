@@ -115,13 +115,14 @@ struct StoreErrorPathFixTests {
                     thrown("pinned existingObject (\(label))") { _ = try context.existingObject(with: teamID) }, naming: fileName,
                     "pinned existingObject (\(label))")
             }
-            // The log's own history API documents LogError for a damaged log (spec 0009 §2):
-            // it names the file too.
+            // The history API throws its own error for a damaged log, HistoryError.store (spec
+            // 0009 §2, since session 32; before, the log's LogError): it names the file too.
             do {
                 _ = try coordinator.history(.object(teamID))
                 Issue.record("history of a damaged segment (\(label)) didn't fail")
             } catch {
-                #expect(error is LogError && "\(error)".contains(fileName), "history (\(label)): \(type(of: error)) \(error)")
+                let isStoreError = if case .store(_, let underlying) = error as? HistoryError { underlying.error is LogError } else { false }
+                #expect(isStoreError && "\(error)".contains(fileName), "history (\(label)): \(type(of: error)) \(error)")
             }
 
             // Nothing committed is lost: the current state reads and a save goes through.

@@ -27,6 +27,11 @@ struct CompactCommand: ParsableCommand {
               strata compact League.strata --dry-run
               strata compact League.strata --before 5000 --level 9
               strata compact League.strata --before 2026-01-01 --dictionary --vacuum
+              strata compact League.strata --events-per-step 10000
+
+            When a step fails (a damaged raw log, a full disk, another compaction that keeps
+            overtaking it), the steps before it stay done: the output says what they moved,
+            into which segments, and how far the store is compacted; exit status 1.
             """
     )
 
@@ -47,11 +52,15 @@ struct CompactCommand: ParsableCommand {
     @Flag(help: "Shrink the environment file afterwards (the store must not be open elsewhere).")
     var vacuum = false
 
-    /// The most events one step moves.
+    @Option(parsing: .unconditional, help: ArgumentHelp("The most events one step moves, into one segment.", valueName: "n"))
+    var eventsPerStep: Int = Int(Self.step)
+
+    /// The most events one step moves, by default.
     static let step: UInt64 = 50_000
 
     func validate() throws {
         guard (1...19).contains(level) else { throw ValidationError("--level must be between 1 and 19, not \(level)") }
+        guard eventsPerStep >= 1 else { throw ValidationError("--events-per-step must be at least 1, not \(eventsPerStep)") }
         if dryRun && vacuum { throw ValidationError("--dry-run and --vacuum can't be combined") }
     }
 
@@ -114,11 +123,34 @@ struct CompactCommand: ParsableCommand {
                 // Segments --dictionary asked a dictionary for and got none (the trainer needs
                 // enough events, and may refuse them): said, not passed over in silence.
                 var withoutDictionary: [ClosedRange<UInt64>] = []
+                // The segment files the steps wrote, and which step this is.
+                var segments: [String] = []
+                var stepNumber = 0
+                let stepSize = UInt64(eventsPerStep)
                 while next <= range.upperBound {
                     var stepRequest = request
                     stepRequest.beforeDate = nil
-                    stepRequest.before = min(range.upperBound, next + Self.step - 1) + 1
-                    let report = try log.compact(stepRequest)
+                    let stepLast = min(range.upperBound, next + stepSize - 1)
+                    stepRequest.before = stepLast + 1
+                    stepNumber += 1
+                    let report: CompactionReport
+                    do {
+                        report = try log.compact(stepRequest)
+                    } catch {
+                        progress.finish()
+                        // The steps before this one stay done: say what they did, so whoever
+                        // reads this knows the state the store is in (before, only the
+                        // error was printed, as if nothing had moved).
+                        guard let first else { throw error }
+                        try writeLine(movedLine(first: first, last: last, count: count, raw: raw, compressed: compressed))
+                        try writeLine("stopped at step \(stepNumber): compacted through \(last), short of horizon \(plan.horizon) (limited by \(plan.limitedBy)); events \(next)…\(range.upperBound) were not moved")
+                        if !movedElsewhere.isEmpty {
+                            let elsewhere = movedElsewhere.map { "\($0.lowerBound)…\($0.upperBound)" }.joined(separator: ", ")
+                            try writeLine("note: another compaction or a purge moved events \(elsewhere) meanwhile")
+                        }
+                        throw CommandFailure(
+                            "step \(stepNumber) (events \(next)…\(stepLast)) failed: \(error). \(stepNumber == 2 ? "The step before it completed and stays done" : "The \(stepNumber - 1) steps before it completed and stay done"): events \(first)…\(last) (\(count) events) were moved into \(Self.segmentList(segments)), so the store is compacted through \(last); events \(next)…\(range.upperBound) are still in the raw log. The store is whole (strata verify checks it): run compact again to move the rest")
+                    }
                     lastReport = report
                     guard let moved = report.moved else {
                         // Nothing moved: another compaction or a purge took these events first
@@ -135,6 +167,7 @@ struct CompactCommand: ParsableCommand {
                     if dictionary && report.dictionaryFile == nil { withoutDictionary.append(moved) }
                     raw += report.rawBytes
                     compressed += report.compressedBytes
+                    if let file = report.segmentFile { segments.append((file as NSString).lastPathComponent) }
                     if first == nil { first = moved.lowerBound }
                     last = moved.upperBound
                     count += moved.upperBound - moved.lowerBound + 1
@@ -152,8 +185,7 @@ struct CompactCommand: ParsableCommand {
                     }
                     break moving
                 }
-                let ratio = compressed == 0 ? 0 : Double(raw) / Double(compressed)
-                try writeLine("moved events \(first)…\(last) (\(count) events): \(raw) bytes raw → \(compressed) bytes in segments (ratio \(String(format: "%.2f", ratio)))")
+                try writeLine(movedLine(first: first, last: last, count: count, raw: raw, compressed: compressed))
                 try writeLine("horizon \(plan.horizon), limited by \(plan.limitedBy)")
                 if !movedElsewhere.isEmpty {
                     try writeLine("note: another compaction or a purge moved events \(elsewhere) meanwhile")
@@ -171,6 +203,22 @@ struct CompactCommand: ParsableCommand {
             }
             try printSizes(before: sizesBefore, after: (diskSize(dataPath), diskSize(segmentsPath)))
         }
+    }
+
+    /// `moved events A…B (N events): R bytes raw → C bytes in segments (ratio X)`.
+    private func movedLine(first: UInt64, last: UInt64, count: UInt64, raw: Int, compressed: Int) -> String {
+        let ratio = compressed == 0 ? 0 : Double(raw) / Double(compressed)
+        return "moved events \(first)…\(last) (\(count) events): \(raw) bytes raw → \(compressed) bytes in segments (ratio \(String(format: "%.2f", ratio)))"
+    }
+
+    /// `1 segment (NAME)`, `2 segments (A, B)`, `12 segments (FIRST … LAST)`: under
+    /// `segments/` in the store.
+    static func segmentList(_ names: [String]) -> String {
+        let paths = names.map { "segments/\($0)" }
+        let noun = paths.count == 1 ? "1 segment" : "\(paths.count) segments"
+        guard let firstPath = paths.first, let lastPath = paths.last else { return noun }
+        let listed = paths.count <= 3 ? paths.joined(separator: ", ") : "\(firstPath) … \(lastPath)"
+        return "\(noun) (\(listed))"
     }
 
     private func printSizes(before: (Int, Int), after: (Int, Int)) throws {

@@ -68,6 +68,9 @@ struct StoreInfo {
     let stagedTargetVersion: Int?
     /// The parts that couldn't be read (damage), with why; the others are reported as usual.
     let damaged: [(section: String, error: String)]
+    /// What is wrong with a segment's files on disk (missing, another size than the
+    /// manifest's, a dictionary missing), by segment file name.
+    let segmentFileProblems: [String: String]
 
     init(_ log: EventLog) throws {
         path = log.path
@@ -103,6 +106,34 @@ struct StoreInfo {
             let target = (object["target"] as? String).flatMap(Self.hexBytes)
             return (object, try target.flatMap { try log.storedVersion(hash: $0) })
         }
+        // The manifest read, its files are checked on disk (a stat each, never read): a segment
+        // file missing, of another size than the manifest's, or a dictionary missing is
+        // damage every read of those events meets (before, info listed such a segment as
+        // whole and exited 0).
+        let directory = (path as NSString).appendingPathComponent("segments")
+        var fileProblems: [String: String] = [:]
+        for segment in segments {
+            let events = "events \(segment.sequences.lowerBound)…\(segment.sequences.upperBound)"
+            let file = (directory as NSString).appendingPathComponent(segment.fileName)
+            var problems: [String] = []
+            if let size = (try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int {
+                if size != segment.compressedBytes {
+                    problems.append("segment \(segment.fileName) (\(events)) is \(size) bytes, the manifest says \(segment.compressedBytes)")
+                }
+            } else {
+                problems.append("segment \(segment.fileName) (\(events)) is missing from \(directory)")
+            }
+            if let dictionary = segment.dictionaryFileName,
+                !FileManager.default.fileExists(atPath: (directory as NSString).appendingPathComponent(dictionary))
+            {
+                problems.append("dictionary \(dictionary) of segment \(segment.fileName) (\(events)) is missing from \(directory)")
+            }
+            if !problems.isEmpty { fileProblems[segment.fileName] = problems.joined(separator: "; ") }
+        }
+        if !fileProblems.isEmpty {
+            damaged.append(("segment files", segments.compactMap { fileProblems[$0.fileName] }.joined(separator: "; ")))
+        }
+        segmentFileProblems = fileProblems
         self.damaged = damaged
         files = [("data.mdb", diskSize((path as NSString).appendingPathComponent("data.mdb"))),
                  ("lock.mdb", diskSize((path as NSString).appendingPathComponent("lock.mdb"))),
@@ -176,7 +207,8 @@ struct StoreInfo {
             out.line("segments     \(segments.count): raw \(raw) bytes, compressed \(compressed) bytes, ratio \(ratio(raw, compressed))")
             for segment in segments {
                 let dictionary = segment.dictionaryFileName.map { ", dictionary \($0)" } ?? ""
-                out.line("  \(segment.sequences.lowerBound)…\(segment.sequences.upperBound)  \(segment.fileName)  raw \(segment.rawBytes), compressed \(segment.compressedBytes), ratio \(ratio(segment.rawBytes, segment.compressedBytes)), \(segment.frameCount) \(segment.frameCount == 1 ? "frame" : "frames")\(dictionary)")
+                let damage = segmentFileProblems[segment.fileName].map { "  DAMAGED: \($0)" } ?? ""
+                out.line("  \(segment.sequences.lowerBound)…\(segment.sequences.upperBound)  \(segment.fileName)  raw \(segment.rawBytes), compressed \(segment.compressedBytes), ratio \(ratio(segment.rawBytes, segment.compressedBytes)), \(segment.frameCount) \(segment.frameCount == 1 ? "frame" : "frames")\(dictionary)\(damage)")
             }
         }
         out.line("files")
@@ -250,6 +282,7 @@ struct StoreInfo {
                     "rawBytes": segment.rawBytes, "compressedBytes": segment.compressedBytes, "frames": segment.frameCount,
                 ]
                 if let dictionary = segment.dictionaryFileName { entry["dictionary"] = dictionary }
+                if let damage = segmentFileProblems[segment.fileName] { entry["damage"] = damage }
                 return entry
             },
             "files": Dictionary(files.map { ($0.name, $0.bytes) }, uniquingKeysWith: { a, _ in a }),
