@@ -1306,7 +1306,12 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity, Hashable,
 /// in a full scan, as a join plan's targets — the destination's stored rows — do (before
 /// session 31 the full scan read it through the class, and a class overriding
 /// `value(forKey:)` for `name` made the two plans disagree).
-final class JudgedObjectView: KeyValueCoding, PredicateObjectIdentity, Hashable, CustomStringConvertible {
+///
+/// A value type holding one reference: boxed as `Any` (a related object's value, a key
+/// path's step) it fits the existential's inline buffer, so reading a related object
+/// allocates nothing (before session 32 it was a class, one allocation per related read in
+/// a full scan, which the join plan's stored rows don't make).
+struct JudgedObjectView: KeyValueCoding, PredicateObjectIdentity, Hashable, CustomStringConvertible {
     let object: ManagedObject
 
     init(_ object: ManagedObject) { self.object = object }
