@@ -204,15 +204,19 @@ extension ContextCore: JoinResolving {
     /// The managed objects `request` selects: store rows found by the plan, merged with the
     /// context's pending changes (when `includesPendingChanges`), filtered by the predicate
     /// and the in-memory filter, sorted, offset and limited.
-    func fetchObjects(_ request: FetchRequest<ManagedObject>) throws -> [ManagedObject] {
+    func fetchObjects(_ request: FetchRequest<ManagedObject>, judgedRows: JudgedRows? = nil) throws -> [ManagedObject] {
         var savedState: StoredState?
-        return try fetchObjects(request, savedState: &savedState)
+        return try fetchObjects(request, savedState: &savedState, judgedRows: judgedRows)
     }
 
     /// ``fetchObjects(_:)``, giving the saved state the fetch read related rows through
     /// (without pending changes, from the store), pinned to the fetch's snapshot: a
     /// dictionary fetch reads its rows' values through it, as the predicate read them.
-    func fetchObjects(_ request: FetchRequest<ManagedObject>, savedState: inout StoredState?) throws -> [ManagedObject] {
+    /// `judgedRows`, when given, gets the stored row each loaded result holding values of
+    /// another version (stale) was judged and sorted by (``JudgedRows``).
+    func fetchObjects(
+        _ request: FetchRequest<ManagedObject>, savedState: inout StoredState?, judgedRows: JudgedRows? = nil
+    ) throws -> [ManagedObject] {
         // No processPendingChanges here: a fetch must not split the undo group it runs in.
         try validate(request)
         // A child context sees its parent's current state, not the store's.
@@ -238,12 +242,14 @@ extension ContextCore: JoinResolving {
         // The class of each entity's objects, looked up once per fetch, not per object.
         var classes: [(info: EntityInfo, type: ManagedObject.Type)] = []
         return order.map { index in
-            FetchExecution.Match.materialize(matches, index, self, lookUp: !knewNone) { info in
+            let object = FetchExecution.Match.materialize(matches, index, self, lookUp: !knewNone) { info in
                 if let known = classes.first(where: { $0.info === info }) { return known.type }
                 let type = self.coordinator.objectClass(for: info)
                 classes.append((info, type))
                 return type
             }
+            if let judgedRows, let row = matches[index].row { judgedRows.note(object, row: row, version: matches[index].rowVersion) }
+            return object
         }
     }
 
@@ -285,6 +291,50 @@ extension ContextCore: JoinResolving {
         }
         let afterOffset = max(0, total - max(0, request.fetchOffset))
         return request.fetchLimit > 0 ? min(afterOffset, request.fetchLimit) : afterOffset
+    }
+}
+
+/// The stored rows a fetch judged and sorted its stale results by: loaded objects (holding
+/// committed values) without pending changes whose values are of another version than the
+/// row the fetch read — another context saved, nothing merged or refreshed here. The fetch
+/// returns them with the values they hold (unless `shouldRefreshRefetchedObjects`); a results
+/// controller's `performFetch()` keys and sections them by these rows, so its order and
+/// sections are the fetch's (spec 0006 §21.1.3). Faults take the fetched row themselves.
+final class JudgedRows {
+    private(set) var rows: [ObjectIdentifier: (row: PropertyRow, version: UInt64?)] = [:]
+
+    func note(_ object: ManagedObject, row: PropertyRow, version: UInt64?) {
+        guard object.hasCommittedValues, version == nil || object.version != version else { return }
+        rows[ObjectIdentifier(object)] = (row, version)
+    }
+
+    /// `object` read as the fetch judged it: by the row, while it still holds the values it
+    /// held then (no pending changes, not refreshed since: a `shouldRefreshRefetchedObjects`
+    /// fetch refreshed it, and it is read by its new values); nil otherwise.
+    func view(of object: ManagedObject) -> FetchedRowView? {
+        guard !rows.isEmpty, let (row, version) = rows[ObjectIdentifier(object)], object.isReadAsStored, object.hasCommittedValues,
+            version == nil || object.version != version
+        else { return nil }
+        return FetchedRowView(object: object, row: row)
+    }
+}
+
+/// A stale object read by the stored row its fetch judged it by (``JudgedRows``): its
+/// persistent attributes, to-ones and recorded to-manys from the row — related objects read
+/// as ``JudgedObjectView`` reads them — anything else (a transient, a derived side, a
+/// built-in key) as ``JudgedObjectView`` reads the object.
+struct FetchedRowView: KeyValueCoding {
+    let object: ManagedObject
+    let row: PropertyRow
+
+    func value(forKey key: String) -> Any? {
+        if let property = object.info.properties[key], !property.isTransient, let value = row[property] {
+            switch value {
+            case .attribute, .toOne, .toMany: return JudgedObjectView.reading(value: object.externalValue(value, ordered: property.isOrdered))
+            case .invalid: break
+            }
+        }
+        return JudgedObjectView(object).value(forKey: key)
     }
 }
 
