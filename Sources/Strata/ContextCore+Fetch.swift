@@ -1391,7 +1391,21 @@ struct JudgedObjectView: KeyValueCoding, PredicateObjectIdentity, Hashable, Cust
         }
         // An attribute or a to-one held in the row or the committed values.
         if let stored = object.unchangedStoredValue(forKey: key) { return Self.reading(value: stored) }
-        // A to-many, a derived side, a fault without a row: its value once loaded (firing
+        // A fault without a row (a related object not fetched yet): its stored row is read
+        // and kept, the fault left unfired, as a fetch leaves its results — firing it here
+        // would run `awakeFromFetch` in the middle of the fetch, and a persistent value set
+        // there (Core Data asks for primitive setters) made the object one with pending
+        // changes that a join plan's targets didn't include: the full scan read the value
+        // set, the join plan the stored one (before session 32). Core Data's SQL reads the
+        // related row's column without firing the fault either. Not in a child context (its
+        // faults read the parent) nor for a fault of a batch (it fires with its batch).
+        if !object.hasCommittedValues, !object.hasRow, object.fetchBatch == nil, !property.isToMany, let core = object.core,
+            core.parentContext == nil
+        {
+            try? core.loadRows(of: [object])
+            if let stored = object.unchangedStoredValue(forKey: key) { return Self.reading(value: stored) }
+        }
+        // A to-many, a derived side, a fault the store lost: its value once loaded (firing
         // the fault runs `awakeFromFetch`, which may change values: then it is read in memory).
         object.fireFault()
         guard object.isReadAsStored else { return Self.reading(value: object.value(forKey: key)) }

@@ -7,7 +7,8 @@ import Testing
 /// A fetch and a results controller with the same request read a stale object alike
 /// (`Specs/0008-fetch-requests.md`, Evaluation; `Specs/0006-context-undo.md` §21.1.3, §21.2.3):
 /// an object loaded here that another context's save changed in the store, not merged or
-/// refreshed here; and a randomized differential of a fetch and a controller.
+/// refreshed here. Also: a full scan's related fault whose `awakeFromFetch` sets a
+/// persistent value, and a randomized differential of a fetch and a controller.
 @Suite("Results controllers and stale objects (session 32)")
 struct ResultsControllerStaleFixTests {
     typealias Base = JoinPlanTests
@@ -112,6 +113,47 @@ struct ResultsControllerStaleFixTests {
             context.processPendingChanges()
             try agree("all refreshed", context)
             #expect(controller.sections?.map(\.name) == ["0", "1", "3", "4"])
+        }
+    }
+
+    /// A team whose `awakeFromFetch` adds 100 to its persistent `rank` with the public setter
+    /// (Core Data asks for primitive setters there).
+    final class RaisingTeam: ManagedObject {
+        override func awakeFromFetch() {
+            super.awakeFromFetch()
+            if let rank = value(forKey: "rank") as? Int32, rank < 100 { setValue(rank + 100, forKey: "rank") }
+        }
+    }
+
+    @Test("a full scan reads a related fault's stored row without firing it: its awakeFromFetch setting a persistent value runs when the app fires it, as a change that is saved")
+    func awakeFromFetchInAFullScan() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Base.model(), classes: [(RaisingTeam.self, "Team")])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            try Base.populate(context)
+            context.reset()
+            let members = try StoredValueReadFixTests.members(context, of: 3)
+            context.reset()
+            // The full scan first (it meets every team as a fault without a row), then the join plan.
+            let predicate = try FormatPredicate(format: "team.rank == 3")
+            let scanned = try context.fetch(FetchRequest(entityName: "Person", predicate: FormatPredicate(.not(.not(predicate.node)))))
+            #expect(Set(scanned.map(\.objectID)) == members, "before, the scan fired T3, whose awakeFromFetch made its rank 103: no match")
+            let t3 = try #require(scanned.first?.value(forKey: "team") as? ManagedObject)
+            #expect(t3.isFault, "the scan read T3's row; its fault is left to fire when the app reads it")
+            let changedByTheScan = context.hasChanges
+            #expect(!changedByTheScan)
+            let planned = try context.fetch(FetchRequest(entityName: "Person", predicate: predicate))
+            #expect(planned.map(\.objectID) == scanned.map(\.objectID))
+            // Fired by the app: awakeFromFetch's set is a change (no undo, nothing reported), saved.
+            #expect(t3.value(forKey: "rank") as? Int32 == 103)
+            let changedByTheFire = context.hasChanges
+            #expect(t3.isUpdated && changedByTheFire)
+            #expect(try context.count(for: FetchRequest(entityName: "Person", predicate: predicate)) == 0, "a changed team is read by its current values")
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let request = FetchRequest(entityName: "Team", predicate: try FormatPredicate(format: "name == 'T3'"))
+            #expect(try context.fetchDictionaries(request).first?["rank"] as? Int32 == 103)
         }
     }
 
