@@ -319,22 +319,37 @@ final class JudgedRows {
     }
 }
 
-/// A stale object read by the stored row its fetch judged it by (``JudgedRows``): its
-/// persistent attributes, to-ones and recorded to-manys from the row — related objects read
-/// as ``JudgedObjectView`` reads them — anything else (a transient, a derived side, a
-/// built-in key) as ``JudgedObjectView`` reads the object.
+private extension PropertyValue {
+    /// A to-one or to-many value (not an attribute, not an invalid value).
+    var isRelated: Bool {
+        switch self {
+        case .toOne, .toMany: true
+        case .attribute, .invalid: false
+        }
+    }
+}
+
+/// A stale object read by the stored row its fetch judged it by (``JudgedRows``), as
+/// ``StoredRowSubject`` reads that row: its persistent attributes, to-ones and recorded
+/// to-manys from the row — one the row doesn't hold is nil (a to-many empty), as the record
+/// holds no value for it; related objects read as ``JudgedObjectView`` reads them — anything
+/// else (a transient, a derived side, a built-in key) as ``JudgedObjectView`` reads the object.
 struct FetchedRowView: KeyValueCoding {
     let object: ManagedObject
     let row: PropertyRow
 
     func value(forKey key: String) -> Any? {
-        if let property = object.info.properties[key], !property.isTransient, let value = row[property] {
-            switch value {
-            case .attribute, .toOne, .toMany: return JudgedObjectView.reading(value: object.externalValue(value, ordered: property.isOrdered))
-            case .invalid: break
-            }
+        guard let property = object.info.properties[key], !property.isTransient, property.isRecorded || !property.isRelationship else {
+            return JudgedObjectView(object).value(forKey: key)
         }
-        return JudgedObjectView(object).value(forKey: key)
+        switch row[property] {
+        case .attribute(let value)?: return value?.boxed
+        case let value? where value.isRelated: return JudgedObjectView.reading(value: object.externalValue(value, ordered: property.isOrdered))
+        case _?: return JudgedObjectView(object).value(forKey: key)
+        // Not held: the record has no value for it (before, the held value was read: a
+        // person another context took off its team sorted by the team it held).
+        case nil: return property.isToMany ? JudgedObjectView.reading([], ordered: property.isOrdered) : nil
+        }
     }
 }
 

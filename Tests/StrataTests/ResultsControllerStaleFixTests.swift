@@ -169,7 +169,7 @@ struct ResultsControllerStaleFixTests {
         }
     }
 
-    @Test("randomized: a tracked results controller, a new one and a fetch agree over inserts, updates, deletes, moves, saves, other contexts' saves and refreshes (steps: STRATA_FRC_STALE_STEPS, default 40)")
+    @Test("randomized: a tracked results controller, a new one and a fetch agree over inserts, updates, deletes, moves, saves, other contexts' saves, merges of them and refreshes (steps: STRATA_FRC_STALE_STEPS, default 40)")
     func randomizedDifferential() async throws {
         let steps = ProcessInfo.processInfo.environment["STRATA_FRC_STALE_STEPS"].flatMap(Int.init) ?? 40
         var random = SeededGenerator(state: ProcessInfo.processInfo.environment["STRATA_FRC_STALE_SEED"].flatMap(UInt64.init) ?? 32)
@@ -196,23 +196,45 @@ struct ResultsControllerStaleFixTests {
                 context.userInfo["delegate\(index)"] = delegate
             }
         }
-        // Whether the viewer may hold objects another context's save changed since its last refresh.
+        // The writer's saves not merged into the viewer yet, and whether the viewer may hold
+        // objects another context's save changed since its last refresh or merge.
+        var saves = writer.notifications(.didSave).makeAsyncIterator()
+        var unmerged: [ContextDidSave] = []
         var stale = false
         for step in 0..<steps {
-            let action = Int.random(in: 0..<10, using: &random)
+            let action = Int.random(in: 0..<11, using: &random)
             let pick = Int.random(in: 0..<1_000, using: &random)
             let value = Int32.random(in: 0..<60, using: &random)
             if action == 6 {
-                try await writer.perform { (context: isolated ManagedObjectContext) throws in
+                let saved = try await writer.perform { (context: isolated ManagedObjectContext) throws -> Bool in
                     context.reset()
                     let teams = try context.fetch(FetchRequest(entityName: "Team"))
-                    guard !teams.isEmpty else { return }
+                    guard !teams.isEmpty else { return false }
                     let team = teams[pick % teams.count]
-                    if pick % 2 == 0 { team.setValue(value, forKey: "rank") } else { team.setValue("W\(value)", forKey: "name") }
+                    switch pick % 4 {
+                    case 0: team.setValue(value, forKey: "rank")
+                    case 1: team.setValue("W\(value)", forKey: "name")
+                    default:
+                        // A person taken off its team, or given another age: stale in the viewer.
+                        // (Not moved to a team: the viewer may delete that team holding its
+                        // members without the person, a save the store refuses.)
+                        let people = try context.fetch(FetchRequest(entityName: "Person"))
+                        guard !people.isEmpty else { return false }
+                        let person = people[Int(value) % people.count]
+                        if pick % 4 == 2 { person.setValue(nil, forKey: "team") } else { person.setValue(value, forKey: "age") }
+                    }
+                    // Setting the value it has is no change: nothing is saved, nothing posted.
+                    guard context.hasChanges else { return false }
                     try context.save()
+                    return true
                 }
-                stale = true
+                if saved {
+                    unmerged.append(try #require(await saves.next()))
+                    stale = true
+                }
             }
+            let merging = action == 10 ? unmerged : []
+            if action == 10 { unmerged = [] }
             let held = stale
             stale = try await viewer.perform { (context: isolated ManagedObjectContext) throws -> Bool in
                 var stale = held
@@ -240,6 +262,9 @@ struct ResultsControllerStaleFixTests {
                     let team = teams[pick % teams.count]
                     context.refresh(team, mergeChanges: pick % 2 == 0 || team.hasChanges)
                 case 9 where !people.isEmpty: people[pick % people.count].setValue(value, forKey: "age")
+                case 10:
+                    for save in merging { context.mergeChanges(fromContextDidSave: save) }
+                    stale = false
                 default: break
                 }
                 context.processPendingChanges()
