@@ -204,15 +204,19 @@ extension ContextCore: JoinResolving {
     /// The managed objects `request` selects: store rows found by the plan, merged with the
     /// context's pending changes (when `includesPendingChanges`), filtered by the predicate
     /// and the in-memory filter, sorted, offset and limited.
-    func fetchObjects(_ request: FetchRequest<ManagedObject>) throws -> [ManagedObject] {
+    func fetchObjects(_ request: FetchRequest<ManagedObject>, judgedRows: JudgedRows? = nil) throws -> [ManagedObject] {
         var savedState: StoredState?
-        return try fetchObjects(request, savedState: &savedState)
+        return try fetchObjects(request, savedState: &savedState, judgedRows: judgedRows)
     }
 
     /// ``fetchObjects(_:)``, giving the saved state the fetch read related rows through
     /// (without pending changes, from the store), pinned to the fetch's snapshot: a
     /// dictionary fetch reads its rows' values through it, as the predicate read them.
-    func fetchObjects(_ request: FetchRequest<ManagedObject>, savedState: inout StoredState?) throws -> [ManagedObject] {
+    /// `judgedRows`, when given, gets the stored row each loaded result holding values of
+    /// another version (stale) was judged and sorted by (``JudgedRows``).
+    func fetchObjects(
+        _ request: FetchRequest<ManagedObject>, savedState: inout StoredState?, judgedRows: JudgedRows? = nil
+    ) throws -> [ManagedObject] {
         // No processPendingChanges here: a fetch must not split the undo group it runs in.
         try validate(request)
         // A child context sees its parent's current state, not the store's.
@@ -238,12 +242,14 @@ extension ContextCore: JoinResolving {
         // The class of each entity's objects, looked up once per fetch, not per object.
         var classes: [(info: EntityInfo, type: ManagedObject.Type)] = []
         return order.map { index in
-            FetchExecution.Match.materialize(matches, index, self, lookUp: !knewNone) { info in
+            let object = FetchExecution.Match.materialize(matches, index, self, lookUp: !knewNone) { info in
                 if let known = classes.first(where: { $0.info === info }) { return known.type }
                 let type = self.coordinator.objectClass(for: info)
                 classes.append((info, type))
                 return type
             }
+            if let judgedRows, let row = matches[index].row { judgedRows.note(object, row: row, version: matches[index].rowVersion) }
+            return object
         }
     }
 
@@ -285,6 +291,65 @@ extension ContextCore: JoinResolving {
         }
         let afterOffset = max(0, total - max(0, request.fetchOffset))
         return request.fetchLimit > 0 ? min(afterOffset, request.fetchLimit) : afterOffset
+    }
+}
+
+/// The stored rows a fetch judged and sorted its stale results by: loaded objects (holding
+/// committed values) without pending changes whose values are of another version than the
+/// row the fetch read — another context saved, nothing merged or refreshed here. The fetch
+/// returns them with the values they hold (unless `shouldRefreshRefetchedObjects`); a results
+/// controller's `performFetch()` keys and sections them by these rows, so its order and
+/// sections are the fetch's (spec 0006 §21.1.3). Faults take the fetched row themselves.
+final class JudgedRows {
+    private(set) var rows: [ObjectIdentifier: (row: PropertyRow, version: UInt64?)] = [:]
+
+    func note(_ object: ManagedObject, row: PropertyRow, version: UInt64?) {
+        guard object.hasCommittedValues, version == nil || object.version != version else { return }
+        rows[ObjectIdentifier(object)] = (row, version)
+    }
+
+    /// `object` read as the fetch judged it: by the row, while it still holds the values it
+    /// held then (no pending changes, not refreshed since: a `shouldRefreshRefetchedObjects`
+    /// fetch refreshed it, and it is read by its new values); nil otherwise.
+    func view(of object: ManagedObject) -> FetchedRowView? {
+        guard !rows.isEmpty, let (row, version) = rows[ObjectIdentifier(object)], object.isReadAsStored, object.hasCommittedValues,
+            version == nil || object.version != version
+        else { return nil }
+        return FetchedRowView(object: object, row: row)
+    }
+}
+
+private extension PropertyValue {
+    /// A to-one or to-many value (not an attribute, not an invalid value).
+    var isRelated: Bool {
+        switch self {
+        case .toOne, .toMany: true
+        case .attribute, .invalid: false
+        }
+    }
+}
+
+/// A stale object read by the stored row its fetch judged it by (``JudgedRows``), as
+/// ``StoredRowSubject`` reads that row: its persistent attributes, to-ones and recorded
+/// to-manys from the row — one the row doesn't hold is nil (a to-many empty), as the record
+/// holds no value for it; related objects read as ``JudgedObjectView`` reads them — anything
+/// else (a transient, a derived side, a built-in key) as ``JudgedObjectView`` reads the object.
+struct FetchedRowView: KeyValueCoding {
+    let object: ManagedObject
+    let row: PropertyRow
+
+    func value(forKey key: String) -> Any? {
+        guard let property = object.info.properties[key], !property.isTransient, property.isRecorded || !property.isRelationship else {
+            return JudgedObjectView(object).value(forKey: key)
+        }
+        switch row[property] {
+        case .attribute(let value)?: return value?.boxed
+        case let value? where value.isRelated: return JudgedObjectView.reading(value: object.externalValue(value, ordered: property.isOrdered))
+        case _?: return JudgedObjectView(object).value(forKey: key)
+        // Not held: the record has no value for it (before, the held value was read: a
+        // person another context took off its team sorted by the team it held).
+        case nil: return property.isToMany ? JudgedObjectView.reading([], ordered: property.isOrdered) : nil
+        }
     }
 }
 
@@ -1306,7 +1371,12 @@ final class StoredRowSubject: KeyValueCoding, PredicateObjectIdentity, Hashable,
 /// in a full scan, as a join plan's targets — the destination's stored rows — do (before
 /// session 31 the full scan read it through the class, and a class overriding
 /// `value(forKey:)` for `name` made the two plans disagree).
-final class JudgedObjectView: KeyValueCoding, PredicateObjectIdentity, Hashable, CustomStringConvertible {
+///
+/// A value type holding one reference: boxed as `Any` (a related object's value, a key
+/// path's step) it fits the existential's inline buffer, so reading a related object
+/// allocates nothing (before session 32 it was a class, one allocation per related read in
+/// a full scan, which the join plan's stored rows don't make).
+struct JudgedObjectView: KeyValueCoding, PredicateObjectIdentity, Hashable, CustomStringConvertible {
     let object: ManagedObject
 
     init(_ object: ManagedObject) { self.object = object }
@@ -1336,7 +1406,21 @@ final class JudgedObjectView: KeyValueCoding, PredicateObjectIdentity, Hashable,
         }
         // An attribute or a to-one held in the row or the committed values.
         if let stored = object.unchangedStoredValue(forKey: key) { return Self.reading(value: stored) }
-        // A to-many, a derived side, a fault without a row: its value once loaded (firing
+        // A fault without a row (a related object not fetched yet): its stored row is read
+        // and kept, the fault left unfired, as a fetch leaves its results — firing it here
+        // would run `awakeFromFetch` in the middle of the fetch, and a persistent value set
+        // there (Core Data asks for primitive setters) made the object one with pending
+        // changes that a join plan's targets didn't include: the full scan read the value
+        // set, the join plan the stored one (before session 32). Core Data's SQL reads the
+        // related row's column without firing the fault either. Not in a child context (its
+        // faults read the parent) nor for a fault of a batch (it fires with its batch).
+        if !object.hasCommittedValues, !object.hasRow, object.fetchBatch == nil, !property.isToMany, let core = object.core,
+            core.parentContext == nil
+        {
+            try? core.loadRows(of: [object])
+            if let stored = object.unchangedStoredValue(forKey: key) { return Self.reading(value: stored) }
+        }
+        // A to-many, a derived side, a fault the store lost: its value once loaded (firing
         // the fault runs `awakeFromFetch`, which may change values: then it is read in memory).
         object.fireFault()
         guard object.isReadAsStored else { return Self.reading(value: object.value(forKey: key)) }

@@ -138,11 +138,11 @@ extension ContextCore {
     }
 
     /// Managed objects, with the request's faulting, batching and prefetching applied.
-    func fetchManagedObjects(_ request: FetchRequest<ManagedObject>) throws -> [ManagedObject] {
+    func fetchManagedObjects(_ request: FetchRequest<ManagedObject>, judgedRows: JudgedRows? = nil) throws -> [ManagedObject] {
         let request = try prepared(request)
         try refuseGrouping(request, returning: "managed objects")
         if searchesNoStore(request) { return [] }
-        let objects = try fetchObjects(request)
+        let objects = try fetchObjects(request, judgedRows: judgedRows)
         if request.shouldRefreshRefetchedObjects && request.includesPropertyValues {
             // Objects loaded before the fetch (it gave its rows to faults only) get the
             // store's values now, keeping their unsaved changes (`refresh(_:mergeChanges: true)`).

@@ -230,14 +230,14 @@ extension AnyFetchedResultsController: ContextChangeTracker {
         return (key(of: object, major: major, plan), sectionName(of: object))
     }
 
-    /// The sort key of a result, read as a fetch reads it (``resultValue(_:_:simple:)``).
-    func key(of object: ManagedObject, major: Int, _ plan: ResultsPlan) -> ResultsKey {
+    /// The sort key of a result, read as a fetch reads it (``resultValue(_:_:simple:reading:)``).
+    func key(of object: ManagedObject, major: Int, _ plan: ResultsPlan, reading row: FetchedRowView? = nil) -> ResultsKey {
         evaluations += 1
         var values: [SortKey] = []
         values.reserveCapacity(plan.descriptors.count)
         var folded: [String?] = []
         for (index, (descriptor, simple)) in zip(plan.descriptors, plan.simpleKeys).enumerated() {
-            let value = SortKey(resultValue(object, descriptor.key, simple: simple))
+            let value = SortKey(resultValue(object, descriptor.key, simple: simple, reading: row))
             values.append(value)
             let folding = descriptor.foldingOptions
             if !folding.isEmpty, case .string(let text) = value {
@@ -305,9 +305,9 @@ extension AnyFetchedResultsController: ContextChangeTracker {
     }
 
     /// The section name of `object`: the value at the section key path as text.
-    func sectionName(of object: ManagedObject) -> String {
+    func sectionName(of object: ManagedObject, reading row: FetchedRowView? = nil) -> String {
         guard let sectionNameKeyPath else { return "" }
-        return Self.sectionName(for: resultValue(object, sectionNameKeyPath, simple: false))
+        return Self.sectionName(for: resultValue(object, sectionNameKeyPath, simple: false, reading: row))
     }
 
     /// The value at `keyPath` (a single key when `simple`) of a result, read as a fetch reads
@@ -320,7 +320,13 @@ extension AnyFetchedResultsController: ContextChangeTracker {
     /// through a relationship, each related object by its own state, as the fetch reads it
     /// (before session 31, through its class). A result with pending changes is read through
     /// `value(forKey:)`, its related objects each by its own state.
-    func resultValue(_ object: ManagedObject, _ keyPath: String, simple: Bool) -> Any? {
+    ///
+    /// `row`: a stale result of the fetch `performFetch()` (or a batch fetching again) ran,
+    /// read by the stored row the fetch judged and sorted it by (``JudgedRows``), not by the
+    /// values it holds — so the controller's order and sections are the fetch's (spec 0006
+    /// §21.1.3; before session 32 it was keyed by its held values and re-sorted).
+    func resultValue(_ object: ManagedObject, _ keyPath: String, simple: Bool, reading row: FetchedRowView? = nil) -> Any? {
+        if let row { return simple ? row.value(forKey: keyPath) : row.value(forKeyPath: keyPath) }
         let view = JudgedObjectView(object)
         return simple ? view.value(forKey: keyPath) : view.value(forKeyPath: keyPath)
     }
@@ -412,8 +418,9 @@ extension AnyFetchedResultsController: ContextChangeTracker {
     /// Fetches and makes the results the controller's (`performFetch()`).
     func fetchAndInstall() throws {
         let plan = try makePlan()
-        let objects = try core.fetchManagedObjects(plan.request)
-        let sections = try buildSections(objects, plan, strict: true)
+        let judged = JudgedRows()
+        let objects = try core.fetchManagedObjects(plan.request, judgedRows: judged)
+        let sections = try buildSections(objects, plan, strict: true, judged: judged)
         install(sections, plan)
         missedChanges = false
         pendingIDChanges.removeAll()
@@ -423,13 +430,15 @@ extension AnyFetchedResultsController: ContextChangeTracker {
     /// `objects` (a fetch's results, in its order) as sections. `strict`: a section name
     /// that comes back after another section began is an error (`performFetch()`);
     /// otherwise the object joins its section (a controller catching up keeps going).
-    func buildSections(_ objects: [ManagedObject], _ plan: ResultsPlan, strict: Bool) throws -> [ResultsSection] {
+    /// `judged`: the rows the fetch judged its stale results by, which key them.
+    func buildSections(_ objects: [ManagedObject], _ plan: ResultsPlan, strict: Bool, judged: JudgedRows? = nil) throws -> [ResultsSection] {
         rankAllInserts()
         var items: [(object: ManagedObject, key: ResultsKey, section: String)] = []
         items.reserveCapacity(objects.count)
         for object in objects where accepts(object) && !plan.searchesNoStore {
             guard let major = plan.majors[object.entity.name] else { continue }
-            items.append((object, key(of: object, major: major, plan), sectionName(of: object)))
+            let row = judged?.view(of: object)
+            items.append((object, key(of: object, major: major, plan, reading: row), sectionName(of: object, reading: row)))
         }
         // The fetch's order is the controller's; only ties it broke another way (objects
         // restored by undo) can differ, and then the table is sorted as its searches expect.
@@ -874,7 +883,8 @@ extension AnyFetchedResultsController: ContextChangeTracker {
         let newSections: [ResultsSection]
         do {
             // The request last fetched (a changed `fetchRequest` waits for performFetch()).
-            newSections = try buildSections(try core.fetchManagedObjects(plan.request), plan, strict: false)
+            let judged = JudgedRows()
+            newSections = try buildSections(try core.fetchManagedObjects(plan.request, judgedRows: judged), plan, strict: false, judged: judged)
         } catch {
             missedChanges = true
             return nil
