@@ -223,6 +223,48 @@ extension LogReader {
     }
 }
 
+extension LogReader {
+    /// The objects whose values just after `upper` may differ from theirs just after `lower`
+    /// (`lower` < `upper`; none when they are equal): those transactions `lower + 1 … upper`
+    /// changed, and, for a paired side filled after `lower` (spec 0004 §4.1), whose lists
+    /// then are derived from the inverse's, the objects the inverse lists those transactions
+    /// changed named before or after — their derived lists changed with them though their
+    /// records didn't. What `strata replay --diff` compares (before, only the first: a
+    /// change an old-format save made to the inverse showed on the inverse alone).
+    ///
+    /// - Throws: as ``forEachEvent(from:through:_:)``.
+    public func objectsChanged(after lower: UInt64, through upper: UInt64) throws -> Set<StoredObjectID> {
+        var changed: Set<StoredObjectID> = []
+        guard upper > lower else { return changed }
+        var inverses: [(sources: Set<String>, name: String, targets: Set<String>)] = []
+        for side in try sidesUnfilled(asOf: lower) {
+            guard let inverse = side.orderedInverse, let dot = inverse.firstIndex(of: "."),
+                let targetEntity = log.schema.entities[side.declaringEntity],
+                let sourceEntity = log.schema.entities[String(inverse[..<dot])]
+            else { continue }
+            inverses.append((Set(sourceEntity.selfAndSubentities), String(inverse[inverse.index(after: dot)...]), Set(targetEntity.selfAndSubentities)))
+        }
+        try forEachEvent(from: lower + 1, through: upper) { event in
+            for change in event.changes {
+                changed.insert(change.objectID)
+                for inverse in inverses where inverse.sources.contains(change.objectID.entity) {
+                    var values: [LogValue] = []
+                    switch change {
+                    case .insert(_, let all), .delete(_, let all): values = all[inverse.name].map { [$0] } ?? []
+                    case .update(_, let changes):
+                        for case .value(let property, let before, let after) in changes where property == inverse.name { values += [before, after] }
+                    }
+                    for case .references(let ids) in values {
+                        for id in ids where inverse.targets.contains(id.entity) { changed.insert(id) }
+                    }
+                }
+            }
+            return .next
+        }
+        return changed
+    }
+}
+
 /// The lists of paired sides filled after a point, derived as of that point
 /// (``LogReader/derivedSideLists(_:asOf:)``).
 struct DerivedSideLists: Sendable {

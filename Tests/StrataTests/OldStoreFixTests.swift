@@ -52,9 +52,10 @@ struct OldStoreFixTests {
 
     // MARK: - forEachVersion before the fill
 
-    @Test("forEachVersion(of:) of an object of an old store's paired side gives, for each version before the fill, the values the as-of reads give: the side's list derived from the inverse's lists then")
-    func versionsBeforeFill() async throws {
-        let dir = try TemporaryDirectory()
+    /// An old store (Playlist p1 holds s2, s1; p2 holds s1; then p2 lets s1 go; then s1 is
+    /// renamed s1'), filled on its first writable open (event 4), then s1 put first on p2
+    /// from the filled side (event 5).
+    static func filledPlaylistStore(_ dir: TemporaryDirectory) async throws -> PersistentStoreCoordinator {
         let path = dir.url.appendingPathComponent("store").path
         try Self.writeOldStore(at: path) { old in
             var draft = TransactionDraft()
@@ -81,6 +82,13 @@ struct OldStoreFixTests {
             s1.mutableOrderedSetValue(forKey: "playlists").insert(p2, at: 0)
             try context.save()
         }
+        return coordinator
+    }
+
+    @Test("forEachVersion(of:) of an object of an old store's paired side gives, for each version before the fill, the values the as-of reads give: the side's list derived from the inverse's lists then")
+    func versionsBeforeFill() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try await Self.filledPlaylistStore(dir)
         let log = coordinator.persistentStores[0].log
         #expect(try log.head == 5)
         #expect(try log.read { try $0.event(4) }.kind == .migration)
@@ -112,6 +120,30 @@ struct OldStoreFixTests {
                 return sequence == 3 ? .stop : .next
             }
             #expect(newest == [5, 4, 3])
+        }
+    }
+
+    @Test("objectsChanged(after:through:) of an old store before its fill names the objects whose derived lists changed though their records didn't (what replay --diff compares): every object whose as-of values differ between the two points")
+    func changedBeforeFill() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try await Self.filledPlaylistStore(dir)
+        let log = coordinator.persistentStores[0].log
+        try log.read { reader in
+            #expect(try reader.objectsChanged(after: 1, through: 2).contains(Self.song(1)), "p2 let s1 go: s1's playlists changed")
+            // What replay --diff compared before: the objects the transactions changed, without s1.
+            var touched: Set<StoredObjectID> = []
+            try reader.forEachEvent(from: 2, through: 2) { event in
+                for change in event.changes { touched.insert(change.objectID) }
+                return .next
+            }
+            #expect(!touched.contains(Self.song(1)))
+            #expect(try reader.object(Self.song(1), asOf: 1) != (try reader.object(Self.song(1), asOf: 2)))
+            for (lower, upper) in [(UInt64(0), UInt64(1)), (1, 2), (1, 3), (2, 3), (2, 4), (1, 5), (3, 5), (4, 5), (5, 5)] {
+                let changed = try reader.objectsChanged(after: lower, through: upper)
+                let (before, after) = (try reader.state(asOf: lower).objects, try reader.state(asOf: upper).objects)
+                let differing = Set(before.keys).union(after.keys).filter { before[$0] != after[$0] }
+                #expect(differing.isSubset(of: changed), "\(lower)..\(upper): \(differing.subtracting(changed)) differ but aren't named")
+            }
         }
     }
 
