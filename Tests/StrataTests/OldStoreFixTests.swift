@@ -386,3 +386,116 @@ extension OldStoreFixTests {
         #expect(calls.all == ["did 0", "did 0", "will 1", "did 1"])
     }
 }
+
+// MARK: - Model files whose renames are ambiguous
+
+extension OldStoreFixTests {
+    /// The league model's next version from a user's model file: `Team` renamed twice over
+    /// (`Club` and `Squad` both with renaming identifier `Team`), or Player's `email` renamed
+    /// into two attributes.
+    static func ambiguousLeague(entities: Bool) throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            if entities {
+                Entity("Club") {
+                    Attribute("name", .string)
+                    Attribute("uniformColor", .string)
+                    Relationship("players", to: "Player", inverse: "team", toMany: true, deleteRule: .cascade)
+                }.renamed(from: "Team")
+                Entity("Squad") {
+                    Attribute("name", .string)
+                    Attribute("uniformColor", .string)
+                }.renamed(from: "Team")
+            } else {
+                Entity("Team") {
+                    Attribute("name", .string)
+                    Attribute("uniformColor", .string)
+                    Relationship("players", to: "Player", inverse: "team", toMany: true, deleteRule: .cascade)
+                }
+            }
+            Entity("Player") {
+                Attribute("firstName", .string)
+                Attribute("lastName", .string)
+                if entities {
+                    Attribute("email", .string)
+                } else {
+                    Attribute("mail", .string).renamed(from: "email")
+                    Attribute("contact", .string).renamed(from: "email")
+                }
+                Relationship("team", to: entities ? "Club" : "Team", inverse: "players")
+            }
+        }
+    }
+
+    @Test("a model whose renaming identifiers name one earlier entity from two entities, or one attribute from two, is refused naming them, nothing written (before: the objects moved to one, the references kept the other's destination; the values went to the first)")
+    func ambiguousRenamesRefused() async throws {
+        for entities in [true, false] {
+            let dir = try TemporaryDirectory()
+            let (coordinator, _) = try await leagueStore(dir)
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                let team = try context.fetch(FetchRequest(entityName: "Team"))[0]
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue("Ada", forKey: "firstName")
+                player.setValue("ada@example.com", forKey: "email")
+                player.setValue(team, forKey: "team")
+                try context.save()
+            }
+            let path = dir.url.appendingPathComponent("store").path
+            let head = try coordinator.persistentStores[0].log.head
+            var configuration = EventLog.Configuration()
+            configuration.allowsRemovingEntitiesAndProperties = true
+            let expected = entities
+                ? "its entities Club and Squad all rename Team (of model version 1), whose objects can move to one entity only"
+                : "Player's properties contact and mail all rename Player.email (of model version 1), whose values can go to one property only"
+            #expect {
+                _ = try EventLog(path: path, model: try Self.ambiguousLeague(entities: entities), configuration: configuration)
+            } throws: { error in
+                guard case .migration(let message) = error as? LogError else { return false }
+                return message.contains(expected) && message.contains("Nothing was written")
+            }
+            let log = try EventLog(path: path, model: try SeedModels.leagueManager)
+            #expect(try log.head == head, "nothing written")
+            let player = try log.read { try $0.object(StoredObjectID(entity: "Player", primaryKey: 1)) }
+            #expect(player?.values["email"] == .attribute(.string("ada@example.com")))
+            #expect(player?.values["team"] == .reference(StoredObjectID(entity: "Team", primaryKey: 1)))
+        }
+    }
+}
+
+extension OldStoreFixTests {
+    @Test("a model file that makes a relationship an attribute (renaming identifier) is refused saying so once, with the number of objects, not once per object")
+    func kindChangeSaidOnce() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.fetch(FetchRequest(entityName: "Team"))[0]
+            for name in ["Ada", "Ben", "Cleo"] {
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue(name, forKey: "firstName")
+                player.setValue(team, forKey: "team")
+            }
+            try context.save()
+        }
+        let model = try ManagedObjectModel {
+            Entity("Team") {
+                Attribute("name", .string)
+                Attribute("uniformColor", .string)
+            }
+            Entity("Player") {
+                Attribute("firstName", .string)
+                Attribute("lastName", .string)
+                Attribute("email", .string)
+                Attribute("teamName", .string).renamed(from: "team")
+            }
+        }
+        var configuration = EventLog.Configuration()
+        configuration.allowsRemovingEntitiesAndProperties = true
+        let path = dir.url.appendingPathComponent("store").path
+        #expect {
+            _ = try EventLog(path: path, model: model, configuration: configuration)
+        } throws: { error in
+            guard case .migration(let message) = error as? LogError else { return false }
+            let sentence = "Player.team (now teamName) was a relationship and the version makes it an attribute"
+            return message.contains(sentence + " (3 objects). Nothing was written") && message.components(separatedBy: sentence).count == 2
+        }
+    }
+}
