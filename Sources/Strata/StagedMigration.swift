@@ -227,12 +227,21 @@ struct StagedMigrationMarker: Codable, Equatable {
         return Array((try? encoder.encode(self)) ?? Data())
     }
 
-    /// Whether it names step `step` of `plan`: a step to the same target version, of a stage
-    /// with the same label. The index is left out: an app update may list versions before
-    /// the step, moving it, and its unfinished didMigrate handler must still run.
+    /// Whether it names step `step` of `plan`: a step to the same target version hash, of a
+    /// stage with the same label. The index is left out (an app update may list versions
+    /// before the step, moving it, and its unfinished didMigrate handler must still run) but
+    /// where two steps of the plan are alike that way (targets an index apart share a version
+    /// hash, spec 0006 §19.6): then it names the one at its index, when that is one of them
+    /// (before, a record of the second named the first, whose didMigrate ran again).
     func names(step: Int, of plan: MigrationPlan) -> Bool {
-        let expected = StagedMigrationMarker(step: step, plan: plan)
-        return target == expected.target && label == expected.label
+        func alike(_ other: Int) -> Bool {
+            let expected = StagedMigrationMarker(step: other, plan: plan)
+            return target == expected.target && label == expected.label
+        }
+        guard alike(step) else { return false }
+        let candidates = plan.models.indices.dropLast().filter(alike)
+        if candidates.count > 1, candidates.contains(self.step) { return self.step == step }
+        return true
     }
 
     static func hex(_ data: Data) -> String { lowercaseHex(data) }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 public import StrataStorage
 
 extension LogReader {
@@ -115,6 +116,7 @@ extension LogReader {
     /// The records as they were just after `sequence`, as ``state(asOf:)`` builds them, before
     /// it derives the lists of sides filled later.
     private func recordedState(asOf sequence: UInt64) throws -> StateImage {
+        log.wholeStateReads.withLock { $0 += 1 }
         switch try plan(asOf: sequence) {
         case .backwardFromHead:
             var image = try currentState()
@@ -202,8 +204,9 @@ extension LogReader {
     /// transaction that touched several of them is read once, not once per object (asking
     /// for each object of a bulk update's 100k did that transaction's 100k changes 100k
     /// times). Memory: the objects' values and one transaction at a time. Objects of a
-    /// paired side filled after `sequence` (spec 0004 §4.1) are read from ``state(asOf:)``,
-    /// which derives their lists from their inverses' lists then.
+    /// paired side filled after `sequence` (spec 0004 §4.1) get their lists derived from
+    /// their inverses' lists then (``derivedSideLists(_:asOf:)``, derived once per handle and
+    /// point).
     ///
     /// - Throws: as ``plan(asOf:)``.
     public func objects(
@@ -228,22 +231,17 @@ extension LogReader {
         let purged = try purgedThrough
         guard sequence >= purged else { throw LogError.historyPurged(requested: sequence, purgedThrough: purged) }
         // An object of a paired side filled after `sequence` (spec 0004 §4.1): its list then
-        // is derived from the inverse's lists of every object, so from the whole state.
+        // is derived from the inverse's lists of every object. Before, each call read the
+        // whole state for it: once per batch of `strata export --at`, quadratic in the store.
         let unfilled = try sidesUnfilled(asOf: sequence)
-        if !unfilled.isEmpty {
-            let kinds = Set(unfilled.flatMap { log.schema.entities[$0.declaringEntity]?.selfAndSubentities ?? [] })
-            let asked = Set(ids)
-            if asked.contains(where: { kinds.contains($0.entity) }) {
-                return try state(asOf: sequence).objects.filter { asked.contains($0.key) }
-            }
-            return try recordedObjects(asked, asOf: sequence, keeping: &kept)
-        }
-        return try recordedObjects(ids, asOf: sequence, keeping: &kept)
+        var result = try recordedObjects(ids, asOf: sequence, keeping: &kept)
+        if !unfilled.isEmpty { try addDerivedLists(unfilled, asOf: sequence, to: &result) }
+        return result
     }
 
     /// ``objects(_:asOf:keeping:)`` as the records were, walking back through the
     /// transactions that touched the objects.
-    private func recordedObjects(
+    func recordedObjects(
         _ ids: some Sequence<StoredObjectID>, asOf sequence: UInt64, keeping kept: inout [UInt64: TransactionEvent]
     ) throws -> [StoredObjectID: [String: LogValue]] {
         var image = StateImage()
@@ -295,7 +293,9 @@ extension LogReader {
     /// first (nil just after its delete), for at most the `limit` newest of them still kept
     /// (after a purge), until it answers `.stop`. One walk back: each transaction is read
     /// once, where asking ``object(_:asOf:)`` for each would walk back from the head each
-    /// time.
+    /// time. Each version is what ``object(_:asOf:)`` gives for its sequence: before a paired
+    /// side's fill (spec 0004 §4.1) the side's list derived from its inverse's lists then
+    /// (before, the record as stored, without it).
     public func forEachVersion(
         of id: StoredObjectID, limit: Int = .max, _ body: (_ sequence: UInt64, _ values: [String: LogValue]?) throws -> IterationDecision
     ) throws {
@@ -305,7 +305,12 @@ extension LogReader {
         if let current = try storedValues(id) { image.objects[id] = current }
         try forEachEvent(among: Array(touching), reversed: true) { event in
             // The events after this one are reverted: the image is the state just after it.
-            if try body(event.sequence, image.objects[id]) == .stop { return .stop }
+            var version = image.objects[id].map { [id: $0] } ?? [:]
+            if !version.isEmpty {
+                let unfilled = try sidesUnfilled(asOf: event.sequence)
+                if !unfilled.isEmpty { try addDerivedLists(unfilled, asOf: event.sequence, to: &version) }
+            }
+            if try body(event.sequence, version[id]) == .stop { return .stop }
             for change in event.changes.reversed() where change.objectID == id { image.revert(change) }
             return .next
         }

@@ -24,6 +24,49 @@ extension EventLog {
         return renamed
     }
 
+    /// Refuses the opening model when its renaming identifiers name one entity of an earlier
+    /// stored version from two of its entities, or one property of an earlier version's
+    /// entity from two properties of the entity that takes it over (spec 0004 §4.5–4.6): the
+    /// objects (values) can go to one only. Before, one was picked without a word — the
+    /// objects moved to the last entity found while the references to them kept the other's
+    /// destination (`Player.team`, to `Club`, naming `Squad/p1`), and the values went to the
+    /// first property, the other left empty.
+    ///
+    /// - Throws: ``LogError/migration(_:)`` naming the version, the entities or properties
+    ///   and what they rename.
+    func refuseAmbiguousRenames() throws {
+        func names(_ list: [String]) -> String {
+            list.count == 2 ? "\(list[0]) and \(list[1])" : list.dropLast().joined(separator: ", ") + " and " + (list.last ?? "")
+        }
+        for version in catalog.modelVersions where version < modelVersion {
+            let earlier = try catalog.schema(forModelVersion: version).model
+            var renaming: [String: [String]] = [:]
+            for entity in model.entities where earlier.entity(named: entity.name) == nil {
+                guard let identifier = entity.renamingIdentifier else { continue }
+                for old in earlier.entities where (old.name == identifier || old.renamingIdentifier == identifier) && model.entity(named: old.name) == nil {
+                    renaming[old.name, default: []].append(entity.name)
+                }
+            }
+            for (old, new) in renaming.sorted(by: { $0.key < $1.key }) where new.count > 1 {
+                throw LogError.migration(
+                    "the stored objects can't be taken over by model version \(modelVersion): its entities \(names(new.sorted())) all rename \(old) (of model version \(version)), whose objects can move to one entity only. Nothing was written; give all but one of them renamingIdentifiers of their own")
+            }
+            for entity in model.entities {
+                let takenOver = earlier.entity(named: entity.name) != nil ? entity.name : renaming.first { $0.value == [entity.name] }?.key
+                guard let takenOver, let earlierEntity = earlier.entity(named: takenOver) else { continue }
+                for property in earlierEntity.properties where entity.propertiesByName[property.name] == nil {
+                    let targets = entity.properties.filter { candidate in
+                        guard let renamingIdentifier = candidate.renamingIdentifier, earlierEntity.propertiesByName[candidate.name] == nil else { return false }
+                        return renamingIdentifier == property.name || renamingIdentifier == property.renamingIdentifier
+                    }.map(\.name)
+                    guard targets.count > 1 else { continue }
+                    throw LogError.migration(
+                        "the stored values can't be taken over by model version \(modelVersion): \(entity.name)'s properties \(names(targets.sorted())) all rename \(takenOver).\(property.name) (of model version \(version)), whose values can go to one property only. Nothing was written; give all but one of them renamingIdentifiers of their own")
+                }
+            }
+        }
+    }
+
     /// The entities of earlier stored model versions that the opening model neither has nor
     /// renames: their objects are deleted by the migration, as Core Data's migration doesn't
     /// carry a removed entity's rows over (§4.6).

@@ -77,7 +77,9 @@ extension EventLog {
                 let now = Set(schema.entities[index.entity]?.selfAndSubentities ?? [])
                 return before.symmetricDifference(now).contains { previousSchema.entities[$0] != nil && schema.entities[$0] != nil }
             })
-            // Entities it renames (§4.6).
+            // Entities it renames (§4.6) — one each: a version new or refused until now that
+            // names an earlier entity or property from two of its own is refused.
+            if unmarking != nil { try refuseAmbiguousRenames() }
             let renamedEntities = try renamedEntities()
             // Derived attributes the version adds, or whose derivation (or type) it changes —
             // but a now() attribute the head's version had (under its entity's or its own

@@ -1,4 +1,5 @@
 import StrataStorage
+import Synchronization
 
 extension MetaKey {
     /// The ordered sides a writable open must fill from their inverses' references, as
@@ -140,14 +141,137 @@ extension LogReader {
             }
             for (target, sources) in derived where image.objects[target] != nil {
                 if case .references(let own)? = image.objects[target]?[side.name], !own.isEmpty { continue }
-                let ordered = sources.map { (id: $0, key: try? writer.key($0)) }.sorted { a, b in
-                    switch (a.key, b.key) {
-                    case (let x?, let y?): x < y
-                    default: a.id < b.id
-                    }
-                }
-                image.objects[target]?[side.name] = .references(ordered.map(\.id))
+                image.objects[target]?[side.name] = .references(keyOrdered(sources))
             }
         }
     }
+
+    /// `ids` in key order — the order a derived side read in.
+    private func keyOrdered(_ ids: [StoredObjectID]) -> [StoredObjectID] {
+        ids.map { (id: $0, key: try? writer.key($0)) }.sorted { a, b in
+            switch (a.key, b.key) {
+            case (let x?, let y?): x < y
+            default: a.id < b.id
+            }
+        }.map(\.id)
+    }
+
+    /// Gives the objects of `objects` (their values just after `sequence`, as their records
+    /// had them) the lists of `sides` (sides filled after `sequence`) their records didn't
+    /// hold then, as ``deriveUnfilledSides(_:in:)`` gives them in a whole state: an object
+    /// whose record holds a list of the side keeps it.
+    func addDerivedLists(
+        _ sides: [ModelSchema.Property], asOf sequence: UInt64, to objects: inout [StoredObjectID: [String: LogValue]]
+    ) throws {
+        var lists: [StoredObjectID: [String: [StoredObjectID]]]?
+        for side in sides {
+            guard let kinds = log.schema.entities[side.declaringEntity].map({ Set($0.selfAndSubentities) }) else { continue }
+            for id in Array(objects.keys) where kinds.contains(id.entity) {
+                if case .references(let own)? = objects[id]?[side.name], !own.isEmpty { continue }
+                if lists == nil { lists = try derivedSideLists(sides, asOf: sequence) }
+                if let list = lists?[id]?[side.name] { objects[id]?[side.name] = .references(list) }
+            }
+        }
+    }
+
+    /// How many objects ``derivedSideLists(_:asOf:)`` reads as of a point at once.
+    static let derivationBatchSize: UInt64 = 4096
+
+    /// The lists `sides` (sides filled after `sequence`) had just after `sequence`, derived as
+    /// ``deriveUnfilledSides(_:in:)`` derives them: object → side name → the objects whose
+    /// inverse list held it then, in key order. Reads every object of the inverses' entities
+    /// as of `sequence`, in batches (memory: the lists and one batch), without building the
+    /// whole state; the handle keeps the last lists derived, so reading a point's objects in
+    /// batches (`strata export --at`, `replay --diff`) derives them once, not once per batch.
+    func derivedSideLists(_ sides: [ModelSchema.Property], asOf sequence: UInt64) throws -> [StoredObjectID: [String: [StoredObjectID]]] {
+        let names = sides.map(\.qualifiedName)
+        if let cached = log.derivedSides.withLock({ $0 }), cached.sequence == sequence, cached.sides == names { return cached.lists }
+        log.wholeStateReads.withLock { $0 += 1 }
+        var lists: [StoredObjectID: [String: [StoredObjectID]]] = [:]
+        var kept: [UInt64: TransactionEvent] = [:]
+        for side in sides {
+            guard let inverse = side.orderedInverse, let dot = inverse.firstIndex(of: "."),
+                let targetEntity = log.schema.entities[side.declaringEntity],
+                let sourceEntity = log.schema.entities[String(inverse[..<dot])]
+            else { continue }
+            let inverseName = String(inverse[inverse.index(after: dot)...])
+            let targetKinds = Set(targetEntity.selfAndSubentities)
+            var derived: [StoredObjectID: [StoredObjectID]] = [:]
+            for kind in sourceEntity.selfAndSubentities {
+                let last: UInt64
+                do {
+                    last = try lastPrimaryKey(of: kind)
+                } catch LogError.unknownEntity(_) {
+                    continue
+                }
+                var first: UInt64 = 1
+                while first <= last {
+                    let end = first + min(last - first, Self.derivationBatchSize - 1)
+                    let batch = (first...end).map { StoredObjectID(entity: kind, primaryKey: $0) }
+                    for (source, values) in try recordedObjects(batch, asOf: sequence, keeping: &kept) {
+                        guard case .references(let list)? = values[inverseName] else { continue }
+                        for target in list where targetKinds.contains(target.entity) { derived[target, default: []].append(source) }
+                    }
+                    if end == last { break }
+                    first = end + 1
+                }
+            }
+            for (target, sources) in derived { lists[target, default: [:]][side.name] = keyOrdered(sources) }
+        }
+        log.derivedSides.withLock { $0 = DerivedSideLists(sequence: sequence, sides: names, lists: lists) }
+        return lists
+    }
+}
+
+extension LogReader {
+    /// The objects whose values just after `upper` may differ from theirs just after `lower`
+    /// (`lower` < `upper`; none when they are equal): those transactions `lower + 1 … upper`
+    /// changed, and, for a paired side filled after `lower` (spec 0004 §4.1), whose lists
+    /// then are derived from the inverse's, the objects the inverse lists those transactions
+    /// changed named before or after — their derived lists changed with them though their
+    /// records didn't. What `strata replay --diff` compares (before, only the first: a
+    /// change an old-format save made to the inverse showed on the inverse alone).
+    ///
+    /// - Throws: as ``forEachEvent(from:through:_:)``.
+    public func objectsChanged(after lower: UInt64, through upper: UInt64) throws -> Set<StoredObjectID> {
+        var changed: Set<StoredObjectID> = []
+        guard upper > lower else { return changed }
+        var inverses: [(sources: Set<String>, name: String, targets: Set<String>)] = []
+        for side in try sidesUnfilled(asOf: lower) {
+            guard let inverse = side.orderedInverse, let dot = inverse.firstIndex(of: "."),
+                let targetEntity = log.schema.entities[side.declaringEntity],
+                let sourceEntity = log.schema.entities[String(inverse[..<dot])]
+            else { continue }
+            inverses.append((Set(sourceEntity.selfAndSubentities), String(inverse[inverse.index(after: dot)...]), Set(targetEntity.selfAndSubentities)))
+        }
+        try forEachEvent(from: lower + 1, through: upper) { event in
+            for change in event.changes {
+                changed.insert(change.objectID)
+                for inverse in inverses where inverse.sources.contains(change.objectID.entity) {
+                    var values: [LogValue] = []
+                    switch change {
+                    case .insert(_, let all), .delete(_, let all): values = all[inverse.name].map { [$0] } ?? []
+                    case .update(_, let changes):
+                        for case .value(let property, let before, let after) in changes where property == inverse.name { values += [before, after] }
+                    }
+                    for case .references(let ids) in values {
+                        for id in ids where inverse.targets.contains(id.entity) { changed.insert(id) }
+                    }
+                }
+            }
+            return .next
+        }
+        return changed
+    }
+}
+
+/// The lists of paired sides filled after a point, derived as of that point
+/// (``LogReader/derivedSideLists(_:asOf:)``).
+struct DerivedSideLists: Sendable {
+    /// The point.
+    let sequence: UInt64
+    /// The sides, `Entity.property`.
+    let sides: [String]
+    /// Object → side name → the objects whose inverse lists held it, in key order.
+    let lists: [StoredObjectID: [String: [StoredObjectID]]]
 }

@@ -259,8 +259,20 @@ extension TableWriter {
             }
         }
         guard problems.isEmpty else {
-            let shown = problems.prefix(5).joined(separator: "; ")
-            let more = problems.count > 5 ? "; and \(problems.count - 5) more" : ""
+            // A problem of the property itself (an attribute made a relationship) is met once
+            // per object: said once, with the count (before, the same sentence five times).
+            var counts: [String: Int] = [:]
+            var distinct: [String] = []
+            for problem in problems {
+                if counts[problem] == nil { distinct.append(problem) }
+                counts[problem, default: 0] += 1
+            }
+            let described = distinct.map { problem in
+                let count = counts[problem, default: 1]
+                return count > 1 ? "\(problem) (\(count) objects)" : problem
+            }
+            let shown = described.prefix(5).joined(separator: "; ")
+            let more = described.count > 5 ? "; and \(described.count - 5) more" : ""
             throw LogError.migration(
                 "the stored values can't be taken over by model version \(modelVersion): \(shown)\(more). Nothing was written")
         }

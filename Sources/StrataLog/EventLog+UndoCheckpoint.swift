@@ -123,7 +123,19 @@ extension LogReader {
             }
         }
         return UndoCheckpoint(
-            through: stored.through, undo: try refs(stored.undo, "undo"), redo: try refs(stored.redo, "redo"), modelVersion: stored.modelVersion)
+            through: stored.through, undo: try refs(stored.undo, "undo"), redo: try refs(stored.redo, "redo"),
+            modelVersion: try stored.modelVersion ?? inferredModelVersion(of: stored))
+    }
+
+    /// For a record with parts written before records kept the writer's model version
+    /// (session 30's Strata): the version its `through` transaction was written with — the
+    /// writer's own save when the record came with it, else the version the store was in
+    /// when it was written (spec 0004 §10). Nil when that transaction isn't there to say
+    /// (purged, past the head, unreadable): the parts are then read under the reader's names,
+    /// as before.
+    private func inferredModelVersion(of stored: StoredUndoCheckpoint) throws -> Int? {
+        guard stored.parts != nil, stored.through > 0, stored.through <= (try head), stored.through >= (try purgedThrough) else { return nil }
+        return try? modelVersion(asOf: stored.through)
     }
 }
 

@@ -110,6 +110,16 @@ public final class EventLog: Sendable {
     let segmentDirectory: String
     /// The commits' entity codings, made once for the log's schema.
     let entityShapes = EntityShapes()
+    /// How many times as-of reads through this handle built the state of the whole store
+    /// (``LogReader/state(asOf:)``'s walk): what tests count to check that a read in batches
+    /// (`strata export --at`) builds it at most once, not once per batch.
+    let wholeStateReads = Mutex<Int>(0)
+    /// ``wholeStateReads``' count.
+    package var wholeStateReadCount: Int { wholeStateReads.withLock { $0 } }
+    /// The last lists derived for paired sides filled after a point (spec 0004 §4.1,
+    /// ``LogReader/derivedSideLists(_:asOf:)``): a point's history never changes, so they
+    /// hold for as long as the handle.
+    let derivedSides = Mutex<DerivedSideLists?>(nil)
 
     // MARK: - Opening
 

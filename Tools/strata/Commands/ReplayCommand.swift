@@ -228,14 +228,10 @@ struct ReplayCommand: ParsableCommand {
 
     private func diff(_ range: SequenceRange, _ log: EventLog, _ out: OutputSink) throws {
         try log.read { reader in
-            // Only objects some transaction in A+1…B touched can differ.
-            var touched: Set<StoredObjectID> = []
-            if range.upper > range.lower {
-                try reader.forEachEvent(from: range.lower + 1, through: range.upper) { event in
-                    for change in event.changes { touched.insert(change.objectID) }
-                    return .next
-                }
-            }
+            // Only objects some transaction in A+1…B touched can differ — and, in a store
+            // written before both sides of a both-ordered relationship were recorded, the
+            // objects whose derived lists those transactions changed (spec 0004 §4.1).
+            let touched = try reader.objectsChanged(after: range.lower, through: range.upper)
             out.line("changes from sequence \(range.lower) to \(range.upper)")
             var differences = 0
             // In batches: a transaction that touched many of them is read once per batch,
