@@ -486,8 +486,9 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// Sets the property at the end of a dotted key path (`setValue(_:forKeyPath:)`): each
     /// relationship before the last key is followed with ``value(forKey:)`` and the last key
     /// is set with ``setValue(_:forKey:)`` on the object reached — on every member when a
-    /// to-many is followed, as `NSSet`'s `setValue(_:forKey:)` does. An empty to-one on the way
-    /// sets nothing, as a message to nil does. A key the entity lacks (anywhere in the path)
+    /// to-many is followed, as `NSSet`'s `setValue(_:forKey:)` does; `self` on the way is the
+    /// object itself (`"self.name"`). An empty to-one on the way sets nothing, as a message
+    /// to nil does. A key the entity lacks (anywhere in the path)
     /// or a collection operator sets nothing and is recorded as a problem the next `save()`
     /// throws.
     ///
@@ -501,6 +502,13 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         for key in keys.dropLast() {
             var next: [ManagedObject] = []
             for target in targets {
+                // `self` is the object itself, as `value(forKey: "self")` reads it (before, it
+                // was an unknown key: "self.name" set nothing), unless the entity has a
+                // property so named.
+                if key == "self", target.info.property(named: key) == nil {
+                    next.append(target)
+                    continue
+                }
                 guard let property = target.info.property(named: key), property.isRelationship else {
                     let reason = key.hasPrefix("@") ? "a collection operator can't be set"
                         : target.info.property(named: key) != nil ? "\(target.entity.name).\(key) is not a relationship" : nil

@@ -208,4 +208,36 @@ struct KeyValueCodingReviewFixTests {
             #expect(clubs.first?.value(forKeyPath: "roster.@count") as? Int == 0)
         }
     }
+
+    @Test("setValue(_:forKeyPath:) follows `self` as value(forKeyPath:) reads it: \"self.name\", \"self.city.name\", \"members.self.age\" set; nothing recorded")
+    func setThroughSelf() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try KVCFixModels.club)
+        let context = privateContext(coordinator)
+        try await context.perform { (context: isolated ManagedObjectContext) in
+            let club = try context.insertNewObject(forEntityName: "Club")
+            let city = try context.insertNewObject(forEntityName: "City")
+            club.setValue(city, forKey: "city")
+            let members = try (0..<2).map { _ in try context.insertNewObject(forEntityName: "Member") }
+            club.setValue(Set(members), forKey: "members")
+            #expect(club.value(forKeyPath: "self.members.@count") as? Int == 2)
+            // Before, `self` was an unknown key: nothing set, and the save threw
+            // "entity Club has no property self".
+            club.setValue("Chess", forKeyPath: "self.name")
+            club.setValue("Oslo", forKeyPath: "self.city.name")
+            club.setValue(Int16(7), forKeyPath: "members.self.age")
+            #expect(club.value(forKey: "name") as? String == "Chess")
+            #expect(city.value(forKey: "name") as? String == "Oslo")
+            #expect(club.value(forKeyPath: "members.@sum.age") as? Int == 14)
+            try context.save()
+            // A key the entity lacks after `self` is still the clear problem it was.
+            club.setValue("x", forKeyPath: "self.nickname")
+            do {
+                try context.save()
+                Issue.record("the unknown key was not recorded")
+            } catch ContextError.unknownKey(let entity, let key) {
+                #expect(entity == "Club" && key == "nickname")
+            }
+        }
+    }
 }
