@@ -831,6 +831,13 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
                     return .invalid(wrong)
                 }
                 if core?.isRemovedInsert(id) == true { return .invalid(Self.danglingReference(to: id)) }
+                // A temporary ID this context doesn't hold (a child may name its parent's):
+                // another context's unsaved object, which no save here can write. Before, the
+                // ID was kept and the store refused this save and every later one (133021),
+                // the undo group that set it still naming it after the app set it right.
+                if id.isTemporaryID, let core, core.parentContext == nil, core.registered(id) == nil {
+                    return .invalid("\(id), a temporary ID this context doesn't hold (another context's unsaved object: save it there and pass its permanent ID)")
+                }
                 return .toOne(id)
             }
             return .invalid("\(type(of: value)) where a \(property.destination ?? "?") object was expected")

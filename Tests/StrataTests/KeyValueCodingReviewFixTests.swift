@@ -240,4 +240,30 @@ struct KeyValueCodingReviewFixTests {
             }
         }
     }
+
+    @Test("a temporary ID another context holds, set as a to-one: 1550 at save naming it, nothing written; set right, the next save goes through (before: the store refused every save after, 133021)")
+    func temporaryIDOfAnotherContext() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try KVCFixModels.club)
+        let a = privateContext(coordinator)
+        let b = privateContext(coordinator)
+        let (unsavedID, savedID) = try await b.perform { (b: isolated ManagedObjectContext) in
+            let saved = try b.insertNewObject(forEntityName: "City")
+            try b.save()
+            return (try b.insertNewObject(forEntityName: "City").objectID, saved.objectID)
+        }
+        try await a.perform { (a: isolated ManagedObjectContext) in
+            let club = try a.insertNewObject(forEntityName: "Club")
+            club.setValue(Set(try (0..<2).map { _ in try a.insertNewObject(forEntityName: "Member") }), forKey: "members")
+            club.setValue(unsavedID, forKey: "city")
+            let failures = validationFailures { try a.save() }
+            #expect(failures?.map(\.code.rawValue) == [1550])
+            #expect(failures?.first?.key == "city")
+            #expect(failures?.first?.message.contains(unsavedID.description) == true)
+            // The ID of a saved object is a reference any context can follow.
+            club.setValue(savedID, forKey: "city")
+            try a.save()
+            #expect((club.value(forKey: "city") as? ManagedObject)?.objectID == savedID)
+        }
+    }
 }
