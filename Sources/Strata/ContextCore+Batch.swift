@@ -112,13 +112,15 @@ extension ContextCore {
         for name in object.changes.keys.sorted() {
             guard let value = object.changes[name], let property = object.info.properties[name], !property.isTransient else { continue }
             switch value {
-            case .toOne, .toMany:
-                // An empty relationship is what the store has anyway.
+            case .invalid(let text) where !property.isRelationship:
+                throw ContextError.invalidArgument("\(what): \(name): \(text) is not a value of the attribute")
+            case .toOne, .toMany, .invalid:
+                // An empty relationship is what the store has anyway. One set to an object
+                // (of the executing context, another to the scratch one: kept as invalid) is
+                // refused as a relationship.
                 guard !value.isNil else { continue }
                 throw ContextError.invalidArgument(
                     "\(what): \(name) is a relationship; batch requests set attributes only, as Core Data's do (save relationships through a context)")
-            case .invalid(let text):
-                throw ContextError.invalidArgument("\(what): \(name): \(text) is not a value of the attribute")
             case .attribute(let attribute):
                 if let preset = property.defaultValue, attribute == preset { continue }
                 // nil as a nil optional, which the request reads as nil (assigning the

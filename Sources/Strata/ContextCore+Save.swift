@@ -186,6 +186,8 @@ extension ContextCore {
             // it never saw a relationship's key. A replacement it makes is not applied.
             if !baseValidation, object.isInsertedFlag || object.changes[check.property.name] != nil || object.transients[check.property.name] != nil {
                 var value: Any? = object.externalValue(current, ordered: check.property.isOrdered)
+                validatingRelationshipInSave = true
+                defer { validatingRelationshipInSave = false }
                 do {
                     try object.validateValue(&value, forKey: check.property.name)
                 } catch ContextError.validation(let found) {

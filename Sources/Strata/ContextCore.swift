@@ -642,6 +642,11 @@ final class ContextCore {
     /// While a save that deletes objects validates: a reference to one of them from an object
     /// the save writes dangles (``isDangling(_:)``).
     var savingDeletes = false
+    /// While a save passes a relationship's value through a subclass's
+    /// `validateValue(_:forKey:)`: the save checks the relationship's rules itself (counts,
+    /// kind, dangling references), so the base method, which checks them when an app calls
+    /// it, leaves them to it (each failure reported once).
+    var validatingRelationshipInSave = false
     /// Above zero while `awakeFromFetch` runs: Core Data's change processing is off around it,
     /// so a public setter caching a value there registers no undo, maintains no inverse and
     /// reports no change (``set(_:_:_:maintainInverse:register:)``).
@@ -1213,6 +1218,10 @@ final class ContextCore {
             recordProblem(.invalidArgument("\(owner.entity.name).\(key): \(ManagedObject.danglingReference(to: gone.objectID)); nothing was added"))
             return
         }
+        if let foreign = objects.first(where: { $0.registry !== self.objects }) {
+            recordProblem(.invalidArgument("\(owner.entity.name).\(key): \(ManagedObject.foreignObject(foreign)); nothing was added"))
+            return
+        }
         if objects.count == 1 {
             changeMember(owner, property, objects[0].objectID, adding: true)
             return
@@ -1250,6 +1259,10 @@ final class ContextCore {
         }
         if member.isRemovedInsert {
             recordProblem(.invalidArgument("\(owner.entity.name).\(key): \(ManagedObject.danglingReference(to: member.objectID)); nothing was inserted"))
+            return nil
+        }
+        if member.registry !== objects {
+            recordProblem(.invalidArgument("\(owner.entity.name).\(key): \(ManagedObject.foreignObject(member)); nothing was inserted"))
             return nil
         }
         let count = unsavedValue(owner, property).ids.count

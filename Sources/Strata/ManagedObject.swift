@@ -429,7 +429,8 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
 
     /// Sets the property `key` (`setValue(_:forKey:)`), maintaining inverse relationships and
     /// registering undo. Setting nil on a required numeric or Boolean attribute calls
-    /// ``setNilValueForKey(_:)``. A value of the wrong type is kept and refused at save.
+    /// ``setNilValueForKey(_:)``. A value of the wrong type is kept and refused at save, as
+    /// is an object of another context set on a relationship (Core Data raises).
     open func setValue(_ value: Any?, forKey key: String) {
         guard let core, let property = info.property(named: key) else {
             core?.recordProblem(unsettableKeyProblem(key))
@@ -485,8 +486,9 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// Sets the property at the end of a dotted key path (`setValue(_:forKeyPath:)`): each
     /// relationship before the last key is followed with ``value(forKey:)`` and the last key
     /// is set with ``setValue(_:forKey:)`` on the object reached — on every member when a
-    /// to-many is followed, as `NSSet`'s `setValue(_:forKey:)` does. An empty to-one on the way
-    /// sets nothing, as a message to nil does. A key the entity lacks (anywhere in the path)
+    /// to-many is followed, as `NSSet`'s `setValue(_:forKey:)` does; `self` on the way is the
+    /// object itself (`"self.name"`). An empty to-one on the way sets nothing, as a message
+    /// to nil does. A key the entity lacks (anywhere in the path)
     /// or a collection operator sets nothing and is recorded as a problem the next `save()`
     /// throws.
     ///
@@ -500,6 +502,13 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         for key in keys.dropLast() {
             var next: [ManagedObject] = []
             for target in targets {
+                // `self` is the object itself, as `value(forKey: "self")` reads it (before, it
+                // was an unknown key: "self.name" set nothing), unless the entity has a
+                // property so named.
+                if key == "self", target.info.property(named: key) == nil {
+                    next.append(target)
+                    continue
+                }
                 guard let property = target.info.property(named: key), property.isRelationship else {
                     let reason = key.hasPrefix("@") ? "a collection operator can't be set"
                         : target.info.property(named: key) != nil ? "\(target.entity.name).\(key) is not a relationship" : nil
@@ -814,6 +823,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             if let object = value as? ManagedObject {
                 if let wrong = Self.misfit(object.info, for: property) { return .invalid(wrong) }
                 if object.isRemovedInsert { return .invalid(Self.danglingReference(to: object.objectID)) }
+                if object.registry !== registry { return .invalid(Self.foreignObject(object)) }
                 return .toOne(object.objectID)
             }
             if let id = value as? ManagedObjectID {
@@ -821,6 +831,13 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
                     return .invalid(wrong)
                 }
                 if core?.isRemovedInsert(id) == true { return .invalid(Self.danglingReference(to: id)) }
+                // A temporary ID this context doesn't hold (a child may name its parent's):
+                // another context's unsaved object, which no save here can write. Before, the
+                // ID was kept and the store refused this save and every later one (133021),
+                // the undo group that set it still naming it after the app set it right.
+                if id.isTemporaryID, let core, core.parentContext == nil, core.registered(id) == nil {
+                    return .invalid("\(id), a temporary ID this context doesn't hold (another context's unsaved object: save it there and pass its permanent ID)")
+                }
                 return .toOne(id)
             }
             return .invalid("\(type(of: value)) where a \(property.destination ?? "?") object was expected")
@@ -831,6 +848,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             else { return .invalid("\(type(of: value)) where a collection of \(property.destination ?? "?") objects was expected") }
             if let wrong = Self.misfit(nil, of: objects.map(\.entity), for: property) { return .invalid(wrong) }
             if let gone = objects.first(where: \.isRemovedInsert) { return .invalid(Self.danglingReference(to: gone.objectID)) }
+            if let foreign = objects.first(where: { $0.registry !== registry }) { return .invalid(Self.foreignObject(foreign)) }
             let ids = objects.map(\.objectID)
             return ordered ? .toMany(ids) : .unordered(ids)
         }
@@ -868,6 +886,16 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// The invalid value's text for a relationship set to an unsaved insert that left its context.
     static func danglingReference(to id: ManagedObjectID) -> String {
         "\(id), an object removed before it was saved (a dangling reference to an invalid object)"
+    }
+
+    /// The invalid value's text for a relationship set to an object of another context (Core
+    /// Data raises "Illegal attempt to establish a relationship … between objects in different
+    /// contexts"): its ID is no reference to follow here — another context's unsaved insert
+    /// is no object this one can save, and the other context's object would never see the
+    /// inverse. Before, the ID was taken: a reference to another context's insert reached the
+    /// store, which refused the save (133021).
+    static func foreignObject(_ object: ManagedObject) -> String {
+        "\(object.objectID), an object of another context (relate objects of one context: pass this context's object for its ID, `existingObject(with:)`)"
     }
 
     /// Why objects of `entities` can't be values of relationship `property` (one that isn't
@@ -991,12 +1019,57 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     // MARK: - Validation hooks
 
     /// Validates one value for `key` (`validateValue(_:forKey:)`); the default checks the
-    /// model's rules. Override to add rules or to coerce the value; throw to refuse it.
+    /// model's rules, as `NSManagedObject`'s "consults the object's entity description to
+    /// coerce the value and to check for basic errors". Override to add rules or to coerce
+    /// the value; throw to refuse it.
+    ///
+    /// For an attribute: a value that doesn't convert to the attribute's type (a `String`
+    /// for an `int16`, an integer out of its range) fails with 1550, as the save refuses
+    /// it; one that converts is checked against the model's rules and handed back
+    /// converted (`42` as an `Int` comes back as the `Int16` an `int16` attribute holds).
+    /// For a relationship: an object of the wrong entity, a collection for a to-one (or
+    /// the reverse), an unsaved insert that left the context (1550), nil or an empty
+    /// collection where the relationship is required (1570), a count outside its minimum
+    /// and maximum (1580/1590). Before, a value of the wrong type passed as if nil, and a
+    /// relationship's key passed whatever its value.
+    ///
+    /// ```swift
+    /// var age: Any? = "forty"
+    /// try member.validateValue(&age, forKey: "age")   // throws 1550: not an int16
+    /// ```
     open func validateValue(_ value: inout Any?, forKey key: String) throws {
-        guard let attribute = entity.attributesByName[key], let core else { return }
-        let typed: AttributeValue? = value.flatMap { v in (v as? AttributeValue) ?? (try? AttributeValue(any: v, for: attribute.attributeType)) }
-        let failures = attribute.validate(typed, entity: entity.name, localization: core.model.localization)
+        guard let core, let property = info.properties[key] else { return }
+        let given = value.flatMap(Self.unwrapped)
+        let localization = core.model.localization
+        guard case .attribute(let type) = property.kind else {
+            // The save checks a relationship's rules itself (and calls this for an override).
+            guard !core.validatingRelationshipInSave, let relationship = entity.relationshipsByName[key] else { return }
+            let stored = internalValue(given, for: property)
+            if case .invalid(let what) = stored {
+                throw ContextError.validation([ValidationFailure(
+                    code: .managedObjectValidation, entity: entity.name, key: key, value: nil,
+                    message: "\(entity.name).\(key) holds \(relationship.destinationEntityName) objects, not \(what)")])
+            }
+            let failures = relationship.validate(count: stored.ids.count, entity: entity.name, localization: localization)
+            if !failures.isEmpty { throw ContextError.validation(failures) }
+            return
+        }
+        guard let attribute = entity.attributesByName[key] else { return }
+        var typed: AttributeValue?
+        if let given {
+            do {
+                typed = try AttributeValue(any: given, for: type)
+            } catch {
+                throw ContextError.validation([ValidationFailure(
+                    code: .managedObjectValidation, entity: entity.name, key: key, value: nil,
+                    message: "\(entity.name).\(key) holds \(type.name) values, not \(Self.invalidText(given)) (\(error))")])
+            }
+        }
+        let failures = attribute.validate(typed, entity: entity.name, localization: localization)
         if !failures.isEmpty { throw ContextError.validation(failures) }
+        // Coerced to the attribute's type: a number of another type comes back as the type
+        // the attribute holds (Core Data's default coerces too).
+        if let typed, [.int16, .int32, .int64, .double, .float, .decimal, .boolean].contains(type) { value = typed.boxed }
     }
 
     /// Validates the object for insertion (`validateForInsert`): every model rule.
@@ -1070,7 +1143,9 @@ public struct MutableRelationship {
         }
     }
 
-    /// Adds `object`, maintaining its inverse.
+    /// Adds `object`, maintaining its inverse. An object the relationship can't hold (of
+    /// another entity, or of another context) changes nothing and is recorded as a problem
+    /// the next `save()` throws.
     public func add(_ object: ManagedObject) { owner.core?.addMembers(owner, key, [object]) }
     /// The members' IDs, read without making an object per member; nil without a context
     /// or for a key that isn't a to-many relationship (the proxy then reads ``objects``).
@@ -1174,6 +1249,7 @@ public struct MutableRelationship {
         guard let old = self.object(at: index), old !== object else { return }
         if let property = owner.info.properties[key],
             ManagedObject.misfit(nil, of: [object.entity], for: property) != nil || object.isRemovedInsert
+                || object.registry !== owner.registry
         {
             // Refused whole: `insert` records the problem and changes nothing, so the old
             // member isn't removed for a replacement that can't go in.
