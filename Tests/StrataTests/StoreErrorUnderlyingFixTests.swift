@@ -5,6 +5,12 @@ import StrataStorage
 import StrataTestSupport
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// How a test damages a store under a context: the compacted segment of events 1…5 goes, or
 /// one bit of raw event 7 flips (its checksum no longer matches).
 private enum Damage: String, CaseIterable, Sendable {
@@ -118,8 +124,8 @@ private func expectStoreError<Layer: Error>(
 }
 
 /// Session 32 (helper 7): `ContextError.store` keeps the layer's error as
-/// `HistoryError.store` does.
-@Suite("Session 32: ContextError.store keeps the layer's error", .serialized)
+/// `HistoryError.store` does; `strata compact` says the horizon it reached.
+@Suite("Session 32: ContextError.store keeps the layer's error; compact's report when the horizon falls", .serialized)
 struct StoreErrorUnderlyingFixTests {
     // MARK: - 1. ContextError.store keeps the layer's error
 
@@ -227,5 +233,94 @@ struct StoreErrorUnderlyingFixTests {
         #expect((plain as NSError).code == 256)
         #expect(StoreFailure(layer) == .log(layer))
         #expect(StoreFailure(CocoaError(.fileNoSuchFile)) == nil)
+    }
+
+    // MARK: - 2. `strata compact` when the horizon falls between steps
+
+    @Test(
+        "strata compact whose horizon falls between steps (a consumer registered at 5 after it planned to move 1…10) stops there and says so: moved events 1…5, 'horizon 5, limited by consumer \"indexer\" (processed through 5): it fell from the planned 10 (limited by the head of the log) while compacting, so events 6…10 were not moved', exit 0 (before: it printed the planned horizon 10, as if everything below it had moved)"
+    )
+    func compactReportsTheHorizonReached() async throws {
+        let dir = try TemporaryDirectory()
+        do {
+            let coordinator = try openCoordinator(dir, model: try SeedModels.leagueManager)
+            try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+                let team = try context.insertNewObject(forEntityName: "Team")
+                for version in 1...10 {
+                    team.setValue("v\(version)", forKey: "name")
+                    try context.save()
+                }
+            }
+        }
+        let path = dir.file("store")
+        let log = try EventLog(openingExistingAt: path, readOnly: false)
+        #expect(try log.head == 10)
+        // The command's writable open removes a stranded temporary of `segments/` as its
+        // last write: once it is gone, the command plans (reads only), then writes its
+        // first progress line to standard error — a full pipe here, so it waits there.
+        let segments = (path as NSString).appendingPathComponent("segments")
+        try FileManager.default.createDirectory(atPath: segments, withIntermediateDirectories: true)
+        let stranded = (segments as NSString).appendingPathComponent(".dat.nosync.stranded-by-a-test")
+        try Data("x".utf8).write(to: URL(fileURLWithPath: stranded))
+        let output = Pipe()
+        let errors = Pipe()
+        #expect(fillPipe(errors), "can't fill a pipe")
+        let process = ChildProcess()
+        process.executableURL = BuildProducts.executable("strata")
+        process.arguments = ["compact", path, "--events-per-step", "2"]
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        var opened = false
+        for _ in 0..<60_000 {
+            if !FileManager.default.fileExists(atPath: stranded) {
+                opened = true
+                break
+            }
+            guard process.isRunning else { break }
+            usleep(1_000)
+        }
+        #expect(opened, "the command's open didn't remove the stranded temporary")
+        // Another process's consumer, registered at 5 in a write transaction held until the
+        // command has planned (its first progress line): its steps, which take the writer
+        // lock, see the consumer; its plan (1…10, horizon 10) didn't.
+        var errorText = ""
+        try log.environment.write { txn in
+            try txn.put(bigEndianBytes(UInt64(5)), forKey: try EventLog.consumerKey("indexer"), in: log.tables.consumers)
+            let reader = errors.fileHandleForReading
+            while !errorText.trimmingCharacters(in: CharacterSet(charactersIn: ".")).contains("\n") {
+                let data = reader.availableData
+                if data.isEmpty { break }
+                errorText += String(decoding: data, as: UTF8.self)
+            }
+        }
+        errorText += String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let out = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let err = errorText.trimmingCharacters(in: CharacterSet(charactersIn: "."))
+        #expect(process.terminationStatus == 0, "\(out)\n\(err)")
+        #expect(err.contains("compacted 0/10 events (0%)"), "the plan was 1…10: \(err)")
+        #expect(out.contains("moved events 1…5 (5 events): "), "\(out)")
+        #expect(
+            out.contains(
+                "horizon 5, limited by consumer \"indexer\" (processed through 5): it fell from the planned 10 (limited by the head of the log) while compacting, so events 6…10 were not moved"
+            ), "\(out)")
+        #expect(!out.contains("horizon 10, limited by the head of the log"), "\(out)")
+        #expect(try log.metadata.compactedThrough == 5)
+    }
+}
+
+/// Fills `pipe` until a write would block: the next write of whoever holds its writing end
+/// waits until the reading end is read.
+private func fillPipe(_ pipe: Pipe) -> Bool {
+    let descriptor = pipe.fileHandleForWriting.fileDescriptor
+    let flags = fcntl(descriptor, F_GETFL)
+    guard flags >= 0, fcntl(descriptor, F_SETFL, flags | O_NONBLOCK) == 0 else { return false }
+    defer { _ = fcntl(descriptor, F_SETFL, flags) }
+    let chunk = [UInt8](repeating: UInt8(ascii: "."), count: 4096)
+    while true {
+        let written = chunk.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        if written < 0 { return errno == EAGAIN }
     }
 }
