@@ -776,11 +776,11 @@ extension ContextCore {
             case .missingReference, .objectExists, .objectNotFound, .typeMismatch:
                 throw ContextError.storeRefused("\(what) was refused and nothing was written: \(error.description)")
             default:
-                throw ContextError.store("\(what) failed and nothing was written: \(error.description)")
+                throw ContextError.store("\(what) failed and nothing was written: \(error.description)", underlying: .log(error))
             }
         } catch let error as LMDBError {
             // The storage layer's refusal (a data file deleted while open, say), as a save's.
-            throw ContextError.store("\(what) failed and nothing was written: \(error.description)")
+            throw ContextError.store("\(what) failed and nothing was written: \(error.description)", underlying: .lmdb(error))
         }
         if let result { coordinator.mergeHub.didCommit(through: result.sequence, source: nil) }
         return result

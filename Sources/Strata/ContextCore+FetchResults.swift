@@ -380,7 +380,7 @@ extension ContextCore {
             keepsFetchedValues = true
             return objects
         } catch {
-            recordProblem(error as? ContextError ?? .store("\(error)"))
+            recordProblem(.wrapping(error))
             return nil
         }
     }

@@ -154,7 +154,7 @@ extension ContextCore {
         do { try mergeStoreChanges(through: head) } catch ContextError.noPersistentStore {
             return
         } catch {
-            recordProblem(error as? ContextError ?? .store("\(error)"))
+            recordProblem(.wrapping(error))
         }
     }
 
@@ -308,7 +308,7 @@ extension ContextCore {
                 }
             }
         } catch {
-            recordProblem(error as? ContextError ?? .store("\(error)"))
+            recordProblem(.wrapping(error))
             return []
         }
         var moves: [ToOneMove] = []

@@ -360,7 +360,8 @@ extension ContextCore {
                     continue
                 case .versionMismatch:
                     throw ContextError.store(
-                        "the save gave up after \(Self.maximumSaveAttempts) attempts: other writers kept changing the same objects (the last time, \(error.description))")
+                        "the save gave up after \(Self.maximumSaveAttempts) attempts: other writers kept changing the same objects (the last time, \(error.description))",
+                        underlying: .log(error))
                 case .uniquenessViolation where attempt < Self.maximumSaveAttempts:
                     let conflicts = try detectConstraintConflicts()
                     guard !conflicts.isEmpty else { throw ContextError.storeRefused(error.description) }
@@ -374,14 +375,14 @@ extension ContextCore {
                 case .uniquenessViolation, .missingReference, .objectExists, .objectNotFound, .oneToOneViolation:
                     throw ContextError.storeRefused(error.description)
                 default:
-                    throw ContextError.store(error.description)
+                    throw ContextError.store(error.description, underlying: .log(error))
                 }
             } catch let error as LMDBError {
                 // The storage layer's refusals (a data file deleted while open, a map at its
                 // maximum size, an I/O error) reach `save()` as the context's save error, as
                 // the log's do, their text (the path, the code) kept: Core Data wraps a store's
                 // error in the save's. Before, the storage layer's own error escaped.
-                throw ContextError.store("the save failed and nothing was written: \(error.description)")
+                throw ContextError.store("the save failed and nothing was written: \(error.description)", underlying: .lmdb(error))
             }
             guard let result = committed else {
                 finishSave(sequence: nil, idMap: [:], groupIndex: [:], result: nil, in: context)
@@ -1021,9 +1022,9 @@ extension ContextCore {
             } catch let error as LogError {
                 // A context error, as a save's (before, the log's own error escaped: a
                 // read-only store gave `LogError`, not Core Data's domain and code).
-                throw ContextError.store("obtaining permanent IDs failed and no object's ID was changed: \(error.description)")
+                throw ContextError.store("obtaining permanent IDs failed and no object's ID was changed: \(error.description)", underlying: .log(error))
             } catch let error as LMDBError {
-                throw ContextError.store("obtaining permanent IDs failed and no object's ID was changed: \(error.description)")
+                throw ContextError.store("obtaining permanent IDs failed and no object's ID was changed: \(error.description)", underlying: .lmdb(error))
             }
             for (offset, object) in group.enumerated() {
                 let permanent = ManagedObjectID.permanent(StoredObjectID(entity: entity, primaryKey: range.lowerBound + UInt64(offset)), store: store.identifier)

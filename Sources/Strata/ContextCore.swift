@@ -836,7 +836,7 @@ final class ContextCore {
             object.version = nil
             object.isInaccessible = true
         } catch {
-            recordProblem(error as? ContextError ?? .store("\(error)"))
+            recordProblem(.wrapping(error))
         }
     }
 
@@ -2495,7 +2495,7 @@ final class ContextCore {
             if older.isExhausted || (journal.olderBudget ?? 1) <= 0 { journal.older = nil }
         } catch {
             journal.older = nil
-            recordProblem(.store("persistent undo could not read older groups: \(error)"))
+            recordProblem(.wrapping(error, "persistent undo could not read older groups: \(error)"))
         }
     }
 

@@ -12,7 +12,10 @@ extension ContextError: LocalizedError, CustomNSError {
     /// The description under `NSLocalizedDescriptionKey`; for a validation error the
     /// failure's key, value and object (one failure) or every failure's `NSError` under
     /// ``ErrorUserInfoKey/detailedErrors`` (several); for conflicts the conflicts under
-    /// ``ErrorUserInfoKey/saveConflicts``.
+    /// ``ErrorUserInfoKey/saveConflicts``; for a store error with a layer's error behind it
+    /// (``ContextError/store(_:underlying:)``) that error under `NSUnderlyingErrorKey` (its
+    /// bridged domain and code, its own text as `localizedDescription`), as Core Data puts a
+    /// store's error under a context's.
     ///
     /// ```swift
     /// do { try context.save() } catch let error as NSError {
@@ -31,6 +34,8 @@ extension ContextError: LocalizedError, CustomNSError {
             info[ErrorUserInfoKey.saveConflicts] = conflicts
         case .constraintConflicts(let conflicts):
             info[ErrorUserInfoKey.saveConflicts] = conflicts
+        case .store(_, let underlying?):
+            info[NSUnderlyingErrorKey] = underlying.underlyingNSError
         default:
             break
         }

@@ -43,29 +43,47 @@ public enum ContextError: Error, Sendable, Hashable, CustomStringConvertible {
     case invalidObject(String)
     /// A bad argument.
     case invalidArgument(String)
-    /// A store error passed through.
-    case store(String)
+    /// The store couldn't be read or written, or gave up: `message` says what failed and
+    /// why. For a failure of a layer under the context — the event log's (``LogError``: a
+    /// damaged or missing segment file, a damaged record, a read-only store), LMDB's
+    /// (``LMDBError``: a data file deleted while open, an I/O error) or zstd's — the message
+    /// ends with the layer's own text, which names the file (and the frame or the event),
+    /// and `underlying` keeps the layer's error itself (also `NSUnderlyingErrorKey` as
+    /// `NSError`, as ``HistoryError/store(_:underlying:)``'s; spec 0006 §8.3). It is nil
+    /// when no layer's error is behind the failure (a batch insert whose commit gave an
+    /// object no ID, a uniqueness index naming an object the store doesn't hold). Unlike
+    /// ``HistoryError/store(_:underlying:)``'s first value (what failed, the layer's text
+    /// added by its description), `message` is the whole text. Code 256. Before session 32
+    /// only the layer's text was kept.
+    case store(String, underlying: StoreFailure? = nil)
 
     /// `body`'s result; a failure of the layers under the context — the event log's
     /// (`LogError`: a damaged or missing segment file, a damaged record), LMDB's
     /// (`LMDBError`: a data file deleted while open, an I/O error) or zstd's — thrown as
-    /// ``store(_:)`` (256): `failure`, a colon, and the layer's own text, which names the
-    /// file (and the frame or the event). Core Data wraps a store's error in the context's;
-    /// before session 31 only a save's commit did (spec 0006 §8.3): a fetch, a fault, a
-    /// revert, an undo or a merge that needed a damaged segment let `LogError` through.
-    /// `failure` is made only when something failed: fetches and faults (100,000 a second)
-    /// don't pay for the text.
+    /// ``store(_:underlying:)`` (256): `failure`, a colon, and the layer's own text, which
+    /// names the file (and the frame or the event), with the layer's error as `underlying`.
+    /// Core Data wraps a store's error in the context's; before session 31 only a save's
+    /// commit did (spec 0006 §8.3): a fetch, a fault, a revert, an undo or a merge that
+    /// needed a damaged segment let `LogError` through. `failure` is made only when
+    /// something failed: fetches and faults (100,000 a second) don't pay for the text.
     @inline(__always)
     static func wrappingStoreFailures<T>(_ failure: @autoclosure () -> String, _ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let error as LogError {
-            throw ContextError.store("\(failure()): \(error.description)")
+            throw ContextError.store("\(failure()): \(error.description)", underlying: .log(error))
         } catch let error as LMDBError {
-            throw ContextError.store("\(failure()): \(error.description)")
+            throw ContextError.store("\(failure()): \(error.description)", underlying: .lmdb(error))
         } catch let error as ZstdError {
-            throw ContextError.store("\(failure()): \(error.description)")
+            throw ContextError.store("\(failure()): \(error.description)", underlying: .zstd(error))
         }
+    }
+
+    /// `error` as a context error: itself when it is one, otherwise ``store(_:underlying:)``
+    /// with `message` (by default the error's text), keeping a layer's error as `underlying`.
+    static func wrapping(_ error: any Error, _ message: @autoclosure () -> String? = nil) -> ContextError {
+        if let error = error as? ContextError { return error }
+        return .store(message() ?? "\(error)", underlying: StoreFailure(error))
     }
 
     /// The end of an ``undoConflict(object:property:expected:found:)``'s `found` when the
@@ -114,7 +132,7 @@ public enum ContextError: Error, Sendable, Hashable, CustomStringConvertible {
         case .invalidFetchRequest(let part, let reason): "\(part): \(reason)"
         case .invalidObject(let detail): detail
         case .invalidArgument(let detail): detail
-        case .store(let detail): detail
+        case .store(let message, _): message
         }
     }
 }

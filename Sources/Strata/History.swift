@@ -1,7 +1,7 @@
 public import Foundation
 public import StrataLog
 public import StrataModel
-public import StrataStorage
+import StrataStorage
 
 // The history API's values (`Specs/0009-history.md`): tokens, transactions, changes, values
 // and errors — Core Data's persistent history (`NSPersistentHistoryToken`,
@@ -263,39 +263,14 @@ public enum HistoryError: Error, Sendable, Hashable, CustomStringConvertible {
     /// request, the consumer); the description goes on with the layer's own text, which
     /// names the file and the frame or the event. `underlying` keeps the layer's error
     /// (also `NSUnderlyingErrorKey` as `NSError`). Code 256, as
-    /// ``ContextError/store(_:)`` (spec 0009 §2). Before session 32 the layer's error
-    /// escaped the history API as itself.
+    /// ``ContextError/store(_:underlying:)``, which keeps the layer's error alike (spec
+    /// 0009 §2). Before session 32 the layer's error escaped the history API as itself.
     case store(String, underlying: StoreFailure)
 
     /// The error of a layer under the history API that a ``HistoryError/store(_:underlying:)``
-    /// carries.
-    public enum StoreFailure: Sendable, Hashable, CustomStringConvertible {
-        /// The event log's: a damaged or missing segment file, a damaged event or record,
-        /// a read-only store, a concurrent compaction.
-        case log(LogError)
-        /// LMDB's.
-        case lmdb(LMDBError)
-        /// zstd's.
-        case zstd(ZstdError)
-
-        /// The error itself.
-        public var error: any Error {
-            switch self {
-            case .log(let error): error
-            case .lmdb(let error): error
-            case .zstd(let error): error
-            }
-        }
-
-        /// The layer's own text, naming the file and the frame or the event.
-        public var description: String {
-            switch self {
-            case .log(let error): error.description
-            case .lmdb(let error): error.description
-            case .zstd(let error): error.description
-            }
-        }
-    }
+    /// carries: ``Strata/StoreFailure``, shared with ``ContextError/store(_:underlying:)``
+    /// since session 32.
+    public typealias StoreFailure = Strata.StoreFailure
 
     /// `body`'s result; a failure of the layers under the history API (``LogError``,
     /// ``LMDBError``, ``ZstdError``) thrown as ``store(_:underlying:)`` with `failure`
@@ -313,7 +288,7 @@ public enum HistoryError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Core Data's error code: 134301 for purged history, 134060 for a foreign token, 256
-    /// (`NSFileReadUnknownError`, as ``ContextError/store(_:)``) for a store failure,
+    /// (`NSFileReadUnknownError`, as ``ContextError/store(_:underlying:)``) for a store failure,
     /// 134091 otherwise.
     public var code: Int {
         switch self {

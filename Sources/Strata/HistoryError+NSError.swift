@@ -16,11 +16,7 @@ extension HistoryError: LocalizedError, CustomNSError {
     /// as `localizedDescription`).
     public var errorUserInfo: [String: Any] {
         var info: [String: Any] = [NSLocalizedDescriptionKey: description]
-        if case .store(_, let underlying) = self {
-            let bridged = underlying.error as NSError
-            info[NSUnderlyingErrorKey] = NSError(
-                domain: bridged.domain, code: bridged.code, userInfo: [NSLocalizedDescriptionKey: underlying.description])
-        }
+        if case .store(_, let underlying) = self { info[NSUnderlyingErrorKey] = underlying.underlyingNSError }
         return info
     }
 

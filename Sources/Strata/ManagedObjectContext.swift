@@ -75,7 +75,7 @@ public actor ManagedObjectContext {
         core.context = self
         if persistentUndo {
             core.persistsUndo = true
-            do { try core.loadPersistentUndo() } catch { core.recordProblem(.store("persistent undo could not be loaded: \(error)")) }
+            do { try core.loadPersistentUndo() } catch { core.recordProblem(.wrapping(error, "persistent undo could not be loaded: \(error)")) }
         }
     }
 
@@ -428,7 +428,7 @@ public actor ManagedObjectContext {
     /// (`obtainPermanentIDs(for:)`): the primary keys are reserved in the log, so the IDs and
     /// URIs stay the same through the save. Objects already permanent are left alone.
     ///
-    /// - Throws: ``ContextError/store(_:)`` when the store refuses the reservation (it is
+    /// - Throws: ``ContextError/store(_:underlying:)`` when the store refuses the reservation (it is
     ///   read-only, say); no object's ID is changed then.
     public func obtainPermanentIDs(for objects: [ManagedObject]) throws { try core.obtainPermanentIDs(for: objects) }
 
@@ -453,7 +453,7 @@ public actor ManagedObjectContext {
     ///
     /// - Throws: ``ContextError/validation(_:)`` listing every failure (Core Data's codes),
     ///   ``ContextError/storeRefused(_:)`` for a uniqueness or reference violation,
-    ///   ``ContextError/store(_:)`` (256) for any other failure of the store — the storage
+    ///   ``ContextError/store(_:underlying:)`` (256) for any other failure of the store — the storage
     ///   layer's too, such as a data file deleted while open (`STRATA_DATA_FILE_GONE`, its
     ///   path in the message); nothing is written then, and the context keeps its changes.
     public func save() throws {
@@ -504,7 +504,7 @@ public actor ManagedObjectContext {
     ///   ``fetchObjectIDs(_:)``, ``fetchDictionaries(_:)`` or ``count(for:)``), or — part
     ///   `entityName` — when a matching object isn't a `Result`: the class registered for its
     ///   entity (or inherited from a superentity) is another one. Nothing is returned then.
-    ///   ``ContextError/store(_:)`` (256) when the store can't be read — a context pinned to an
+    ///   ``ContextError/store(_:underlying:)`` (256) when the store can't be read — a context pinned to an
     ///   older query generation reads back through compacted events, and their segment file
     ///   is damaged or missing —, naming the file (spec 0006 §8.3); so do the other fetches,
     ///   ``count(for:)``, ``existingObject(with:)`` and every other read of the store.
@@ -642,7 +642,7 @@ public actor ManagedObjectContext {
     ///   history; ``ContextError/invalidArgument(_:)`` for a migration, a transaction without
     ///   object changes, one naming entities or properties this model doesn't have (removed
     ///   by a later model version; renamed ones are read under their new names), or a child context; the conflict above;
-    ///   ``ContextError/store(_:)`` (256) naming the file when the transaction's events can't
+    ///   ``ContextError/store(_:underlying:)`` (256) naming the file when the transaction's events can't
     ///   be read (a damaged or missing segment file); nothing is changed then.
     public func revertTransaction(at token: HistoryToken, actionName: String? = nil) throws {
         try ContextError.wrappingStoreFailures("reverting transaction \(token.sequence) failed") {
@@ -851,7 +851,7 @@ extension ManagedObjectContext {
     /// Merges every transaction committed to the store since this context last merged (or
     /// was created), except its own saves, and returns the sequence it is now in step with.
     ///
-    /// - Throws: ``ContextError/store(_:)`` (256) naming the file when those transactions
+    /// - Throws: ``ContextError/store(_:underlying:)`` (256) naming the file when those transactions
     ///   can't be read (compacted meanwhile into a segment file that is damaged or missing).
     @discardableResult
     public func mergeStoreChanges() throws -> UInt64 {

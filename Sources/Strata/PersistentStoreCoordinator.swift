@@ -220,7 +220,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// newest model stored in it (`EventLog(openingExistingAt:readOnly:)`), makes a
     /// coordinator for `log.model` and adds the log here, so the store's environment is
     /// opened once. Contexts then fetch from it as from any store; a save to a read-only log
-    /// fails with ``ContextError/store(_:)`` saying the store is open read-only, and nothing
+    /// fails with ``ContextError/store(_:underlying:)`` saying the store is open read-only, and nothing
     /// is written.
     ///
     /// - Throws: ``ContextError/storeAlreadyAdded(_:)`` if the coordinator holds a store

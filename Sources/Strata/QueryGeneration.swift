@@ -100,9 +100,11 @@ extension ContextCore {
         retiredGeneration = nil
         do {
             return try log.read(pinnedTo: generation, body)
-        } catch LogError.historyPurged(let requested, let purged) where requested == generation.sequence {
+        } catch let error as LogError {
+            guard case .historyPurged(let requested, let purged) = error, requested == generation.sequence else { throw error }
             throw ContextError.store(
-                "this context is pinned to query generation \(requested), but the store's history through \(purged) was purged, so that state can't be read any more: pin a later generation (setQueryGenerationFrom(.current))")
+                "this context is pinned to query generation \(requested), but the store's history through \(purged) was purged, so that state can't be read any more: pin a later generation (setQueryGenerationFrom(.current))",
+                underlying: .log(error))
         }
     }
 

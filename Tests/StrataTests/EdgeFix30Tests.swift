@@ -40,7 +40,7 @@ struct EdgeFix30Tests {
         }
         let thrown = try #require(error, "the save went through into a deleted store")
         let contextError = try #require(thrown as? ContextError, "not the context's error: \(type(of: thrown)) \(thrown)")
-        guard case .store(let text) = contextError else {
+        guard case .store(let text, _) = contextError else {
             Issue.record("not ContextError.store: \(contextError)")
             return
         }

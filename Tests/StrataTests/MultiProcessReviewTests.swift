@@ -371,7 +371,7 @@ struct MultiProcessReviewTests {
             do {
                 _ = try context.fetch(FetchRequest(entityName: "Team"))
                 Issue.record("a read of a purged generation went through")
-            } catch ContextError.store(let message) {
+            } catch ContextError.store(let message, _) {
                 #expect(message.contains("purged"), "\(message)")
             }
             try context.setQueryGenerationFrom(.current)

@@ -59,7 +59,7 @@ struct OpenedLogStoreTests {
             }
         }
         let error = try #require(thrown)
-        guard case .store(let message) = error else {
+        guard case .store(let message, _) = error else {
             Issue.record("expected ContextError.store, got \(error)")
             return
         }

@@ -64,7 +64,7 @@ private func thrown(_ what: String, _ body: () throws -> Void) -> (any Error)? {
 /// names `file`.
 private func expectStoreError(_ error: (any Error)?, naming file: String, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
     guard let error else { return }
-    guard let contextError = error as? ContextError, case .store(let text) = contextError else {
+    guard let contextError = error as? ContextError, case .store(let text, _) = contextError else {
         Issue.record("\(what): not ContextError.store but \(type(of: error)): \(error)", sourceLocation: sourceLocation)
         return
     }

@@ -31,7 +31,10 @@ struct CompactCommand: ParsableCommand {
 
             When a step fails (a damaged raw log, a full disk, another compaction that keeps
             overtaking it), the steps before it stay done: the output says what they moved,
-            into which segments, and how far the store is compacted; exit status 1.
+            into which segments, and how far the store is compacted; exit status 1. When the
+            horizon falls between steps (another process registers a consumer or raises the
+            persisted undo depth), compaction stops there: the output says the horizon
+            reached, what limits it, and the events not moved; exit status 0.
             """
     )
 
@@ -126,6 +129,10 @@ struct CompactCommand: ParsableCommand {
                 // The segment files the steps wrote, and which step this is.
                 var segments: [String] = []
                 var stepNumber = 0
+                // The report of the step that found the horizon below the events left to
+                // move: a consumer registered or moved back, or the persisted undo depth
+                // raised, by another process meanwhile.
+                var fell: CompactionReport?
                 let stepSize = UInt64(eventsPerStep)
                 while next <= range.upperBound {
                     var stepRequest = request
@@ -157,7 +164,10 @@ struct CompactCommand: ParsableCommand {
                         // (go on after them), or the horizon fell meanwhile (stop).
                         let metadata = try log.metadata
                         let through = max(metadata.compactedThrough, metadata.purgedThrough)
-                        guard through >= next else { break }
+                        guard through >= next else {
+                            fell = report
+                            break
+                        }
                         movedElsewhere.append(next...min(through, range.upperBound))
                         next = through + 1
                         progress.update(done: min(next, range.upperBound + 1) - range.lowerBound)
@@ -177,16 +187,27 @@ struct CompactCommand: ParsableCommand {
                 }
                 progress.finish()
                 let elsewhere = movedElsewhere.map { "\($0.lowerBound)…\($0.upperBound)" }.joined(separator: ", ")
+                // Where the horizon fell to, from the plan's, and what was left unmoved: the
+                // report says the horizon reached, not the one planned (before, it said the
+                // planned one, as if every event below it had moved).
+                let fellLine = fell.map { reached in
+                    "horizon \(reached.horizon), limited by \(reached.limitedBy): it fell from the planned \(plan.horizon) (limited by \(plan.limitedBy)) while compacting, so events \(next)…\(range.upperBound) were not moved"
+                }
                 guard let first else {
-                    if movedElsewhere.isEmpty {
+                    if let fellLine {
+                        try writeLine("nothing moved: \(fellLine)")
+                    } else if movedElsewhere.isEmpty {
                         try writeLine("nothing to move: horizon \(lastReport.horizon), limited by \(lastReport.limitedBy)")
                     } else {
                         try writeLine("nothing to move: another compaction or a purge moved events \(elsewhere) first")
                     }
+                    if !movedElsewhere.isEmpty, fell != nil {
+                        try writeLine("note: another compaction or a purge moved events \(elsewhere) meanwhile")
+                    }
                     break moving
                 }
                 try writeLine(movedLine(first: first, last: last, count: count, raw: raw, compressed: compressed))
-                try writeLine("horizon \(plan.horizon), limited by \(plan.limitedBy)")
+                try writeLine(fellLine ?? "horizon \(plan.horizon), limited by \(plan.limitedBy)")
                 if !movedElsewhere.isEmpty {
                     try writeLine("note: another compaction or a purge moved events \(elsewhere) meanwhile")
                 }
