@@ -79,3 +79,28 @@ struct OrderedMergeUndoFixTests {
             "move made by both")
     }
 }
+
+extension OrderedMergeUndoFixTests {
+    @Test("verify reports an object two ordered lists hold while its inverse is a to-one (a song in two playlists), naming the song, the relationship and both playlists; the same store with the song in one list verifies clean")
+    func verifyReportsMemberOfTwoOrderedLists() throws {
+        let dir = try TemporaryDirectory()
+        let log = try EventLog(path: dir.url.appendingPathComponent("log").path, model: try PersistedUndoOrderedFixTests.model())
+        var draft = TransactionDraft()
+        let p1 = draft.insert("Playlist", values: ["name": .attribute(.string("P1"))])
+        let p2 = draft.insert("Playlist", values: ["name": .attribute(.string("P2"))])
+        let s1 = draft.insert("Song", values: ["name": .attribute(.string("s1"))])
+        let s2 = draft.insert("Song", values: ["name": .attribute(.string("s2"))])
+        draft.update(p1, values: ["songs": .references([s1, s2])])
+        let result = try log.commit(draft)
+        #expect(try log.verify().isClean)
+        // The log's commit takes a list that holds a song another list holds (a writer that
+        // didn't know: the song's side is derived, so no version check sees it).
+        var damage = TransactionDraft()
+        damage.update(.stored(try #require(result.permanentID(for: p2))), values: ["songs": .references([.stored(try #require(result.permanentID(for: s2)))])])
+        try log.commit(damage)
+        let report = try log.verify()
+        #expect(report.problems.map(\.description) == [
+            "integrity: references Song/p2 Playlist.songs: is held by 2 objects (Playlist/p1, Playlist/p2), but its inverse Song.playlist is a to-one: one object may hold it"
+        ], "\(report)")
+    }
+}
