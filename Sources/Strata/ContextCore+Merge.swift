@@ -486,6 +486,14 @@ extension ContextCore {
                 // to the one read kept that as a change, over the other writer's order).
                 let merged = OrderedRebase.rebase(base: base.ids, ours: ours.ids, onto: theirs.ids)
                 object.changes[property.name] = merged == theirs.ids ? nil : .toMany(merged)
+                // A list left holding no change follows the store: a pending undo or redo of
+                // saved work no longer writes it (as an attribute's, §16.1). Before, the save
+                // wrote the undo's list (a member first the other writer had put last), which
+                // the context didn't show, and a group saved with it was read back after a
+                // restart with that list as its old value (`OrderedMergeUndoFixTests`, seed 230).
+                if merged == theirs.ids, property.isRecorded, base != theirs, !pending.isEmpty {
+                    dropPendingList(object.objectID, property.name)
+                }
             } else if !added.isEmpty || !removed.isEmpty {
                 let members = ours.ids.filter { !removed.contains($0) } + added
                 let merged: PropertyValue = property.isOrdered ? .toMany(members) : .unordered(members)
@@ -1023,6 +1031,29 @@ extension ContextCore {
             if first.changes[to] == nil { first.order.append(to) }
             first.changes[to] = change
         }
+    }
+
+    /// Takes the recorded list `key` of `id` out of the pending undos and redos of saved work:
+    /// the object holds no change of it after a merge (``rebaseToManyChanges(_:_:)``), so it
+    /// follows the store. A redo's changes are the saved group itself: the effect gets a copy.
+    /// An effect left empty goes (``removeEmptiedEffects()``).
+    func dropPendingList(_ id: ManagedObjectID, _ key: String) {
+        var emptied = false
+        for index in pending.indices where pending[index].kind != .user {
+            var effect = pending[index]
+            guard var change = effect.changes.changes[id], change.kind == .updated, change.old[key] != nil || change.new[key] != nil
+            else { continue }
+            if effect.changes === effect.source {
+                effect = effect.writing(effect.changes.copyOfChanges())
+                pending[index] = effect
+            }
+            change.old[key] = nil
+            change.new[key] = nil
+            change.memberships[key] = nil
+            effect.changes.keep(change, for: id)
+            if effect.changes.isEmpty { emptied = true }
+        }
+        if emptied { removeEmptiedEffects() }
     }
 
     /// Takes a one-to-one's derived side `key` of `id` out of the pending undos and redos of

@@ -81,6 +81,21 @@ struct OrderedMergeUndoFixTests {
 }
 
 extension OrderedMergeUndoFixTests {
+    @Test("seed 230 (shrunk): s4 put first in P2 then taken out, saved; the take-out undone, unsaved (s4 first in P2 again); another writer puts s4 last in P2, merged: P2 holds no change, so the pending undo writes it no more; s4 taken out and saved; undoing that puts s4 last, as the store had it, live and after a restart (before, the save wrote the undo's P2 with s4 first, and a restarted context's undo put it there)")
+    func pendingUndoOfListTheMergeMadeMoot() async throws {
+        let before = "P1[s1,s2|t1,t2] P2[s4,s3|]"
+        let theirs = "P1[s1,s2|t1,t2] P2[s3,s4|]"
+        let out = "P1[s1,s2|t1,t2] P2[s3|]"
+        try await Self.check(
+            "0:1:3:2,6:0:3:1,5:1:1:2,3:0:0:0,2:1:3:0,6:0:3:3,5:0:3:3,3:1:2:3",
+            ["\(before) undo:true redo:false", "\(out) undo:true redo:false", "\(out) undo:true redo:false",
+             "\(before) undo:true redo:true", "\(theirs) undo:true redo:true", "\(out) undo:true redo:false",
+             "\(out) undo:true redo:false", "\(theirs) undo:true redo:true"],
+            "seed 230")
+    }
+}
+
+extension OrderedMergeUndoFixTests {
     @Test("verify reports an object two ordered lists hold while its inverse is a to-one (a song in two playlists), naming the song, the relationship and both playlists; the same store with the song in one list verifies clean")
     func verifyReportsMemberOfTwoOrderedLists() throws {
         let dir = try TemporaryDirectory()
