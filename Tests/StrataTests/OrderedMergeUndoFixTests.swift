@@ -96,6 +96,18 @@ extension OrderedMergeUndoFixTests {
 }
 
 extension OrderedMergeUndoFixTests {
+    @Test("seed 110 (shrunk): s3 taken out of P2, saved; another writer puts s3 in P1, merged; undoing the take-out would put s3 in P2 while the store holds it in P1: a conflict, live and after a restart, nothing changed (before, live, both playlists listed s3 and the save wrote it into both; restarted, the undo took s3 out of P1 over the other writer's placement)")
+    func undoIntoListWhileAnotherWriterListsTheMember() async throws {
+        let out = "P1[s1,s2|t1,t2] P2[|]"
+        let theirs = "P1[s1,s2,s3|t1,t2] P2[|]"
+        try await Self.check(
+            "6:1:2:1,5:0:2:0,2:0:2:0,3:1:0:2",
+            ["\(out) undo:true redo:false", "\(out) undo:true redo:false", "\(theirs) undo:true redo:false", "conflict"],
+            "seed 110")
+    }
+}
+
+extension OrderedMergeUndoFixTests {
     @Test("verify reports an object two ordered lists hold while its inverse is a to-one (a song in two playlists), naming the song, the relationship and both playlists; the same store with the song in one list verifies clean")
     func verifyReportsMemberOfTwoOrderedLists() throws {
         let dir = try TemporaryDirectory()
