@@ -259,6 +259,7 @@ extension ContextCore {
         dropMergedMembersKeptElsewhere(summary.updated, reloaded: Set(reload.map(\.objectID)))
         moves += rebaseUnloadedGroupObjects(summary.updated, loaded: Set(reload.map(\.objectID)))
         rebaseMovedToOnes(moves)
+        rebaseMovedDerivedToOnes(summary.updated)
         pruneRetained()
         var removed: [ManagedObjectID: ManagedObject] = [:]
         // Objects inserted and deleted again elsewhere are gone too, for a context that
@@ -344,6 +345,7 @@ extension ContextCore {
             return moves
         }
         rebaseMovedToOnes(moves)
+        rebaseMovedDerivedToOnes(Set(objects.map(\.objectID)))
         rebaseOneToOnes(sides)
         pruneRetained()
         return []
@@ -484,6 +486,14 @@ extension ContextCore {
                 // to the one read kept that as a change, over the other writer's order).
                 let merged = OrderedRebase.rebase(base: base.ids, ours: ours.ids, onto: theirs.ids)
                 object.changes[property.name] = merged == theirs.ids ? nil : .toMany(merged)
+                // A list left holding no change follows the store: a pending undo or redo of
+                // saved work no longer writes it (as an attribute's, §16.1). Before, the save
+                // wrote the undo's list (a member first the other writer had put last), which
+                // the context didn't show, and a group saved with it was read back after a
+                // restart with that list as its old value (`OrderedMergeUndoFixTests`, seed 230).
+                if merged == theirs.ids, property.isRecorded, base != theirs, !pending.isEmpty {
+                    dropPendingList(object.objectID, property.name)
+                }
             } else if !added.isEmpty || !removed.isEmpty {
                 let members = ours.ids.filter { !removed.contains($0) } + added
                 let merged: PropertyValue = property.isOrdered ? .toMany(members) : .unordered(members)
@@ -745,6 +755,123 @@ extension ContextCore {
         dropMembersKeptElsewhere(lists)
     }
 
+    /// The mirror of ``rebaseMovedToOnes(_:)`` for a **derived** to-one whose inverse is a
+    /// recorded to-many (a song's playlist, the playlist's ordered songs recorded): another
+    /// writer moved the object by changing the lists, so no re-read of the object shows it.
+    /// For each such to-one the context's unsaved undo groups change, the store's destination
+    /// is read again; where it isn't the one the first group changing the to-one started from,
+    /// that group takes it as its old value (a change it now equals goes), and the groups'
+    /// entries of the lists follow as a recorded to-one's do (``rebaseInverseGroups(_:)``):
+    /// undoing the context's move puts the object back in the list the store has it in, where
+    /// the store has it, and both sides agree after every undo and redo. Before, the groups
+    /// kept the destination read before the merge: undoing the move left the other writer's
+    /// list without the object (the save then wrote that over the other writer's placement),
+    /// or named a list the other writer had taken the object out of while that list didn't
+    /// list it (spec 0006 §16.1). `updated`: the IDs the merge updated (only to-ones whose
+    /// object, or some list of their inverse's entity, is among them can have moved). Not
+    /// under a pending undo or redo of saved work changing the to-one, which stands between
+    /// the store and the groups.
+    func rebaseMovedDerivedToOnes(_ updated: Set<ManagedObjectID>) {
+        guard hasUnsavedGroups, !updated.isEmpty else { return }
+        struct Key: Hashable {
+            let id: ManagedObjectID
+            let key: String
+        }
+        var seen: Set<Key> = []
+        var candidates: [(id: ManagedObjectID, property: PropertyInfo, inverse: PropertyInfo)] = []
+        var listEntities: [String: Bool] = [:]
+        func listUpdated(_ inverse: PropertyInfo) -> Bool {
+            if let known = listEntities[inverse.name] { return known }
+            let found = updated.contains { entities[$0.entityName]?.properties[inverse.name] === inverse }
+            listEntities[inverse.name] = found
+            return found
+        }
+        for (group, _) in unsavedChain() {
+            for id in group.changes.keys.sorted() {
+                guard let change = group.changes[id], change.kind == .updated, let info = entities[id.entityName] else { continue }
+                for key in Set(change.old.keys).union(change.new.keys).sorted() {
+                    guard let property = info.properties[key], property.isRelationship, !property.isToMany, !property.isRecorded,
+                        !property.isTransient, let destination = property.destination, let inverseName = property.inverse,
+                        let inverse = entities[destination]?.properties[inverseName], inverse.isToMany, inverse.isRecorded,
+                        updated.contains(id) || listUpdated(inverse), seen.insert(Key(id: id, key: key)).inserted
+                    else { continue }
+                    candidates.append((id, property, inverse))
+                }
+            }
+        }
+        var rebased = false
+        for (id, property, inverse) in candidates {
+            let key = property.name
+            guard let member = object(with: id), !member.isInvalidated, !member.isInsertedFlag, !member.isDeletedFlag,
+                !pendingMove(of: id, key, inverse)
+            else { continue }
+            let touching = unsavedChain(id, key).filter { entry in
+                entry.group.changes[id].map { $0.kind == .updated && ($0.old[key] != nil || $0.new[key] != nil) } ?? false
+            }
+            guard let first = touching.first?.group.changes[id]?.old[key] else { continue }
+            if !member.hasCommittedValues { fulfill(member) }
+            guard member.hasCommittedValues, let stored = derivedValue(member, property) else { continue }
+            let start = first.ids.first
+            guard stored.ids.first != start else { continue }
+            // The lists the groups may need entries of are read (a fault's committed value is
+            // no list: an entry made from it would empty the list).
+            for end in [start, stored.ids.first].compactMap({ $0 }) {
+                if let list = object(with: end), !list.isInvalidated, !list.isInsertedFlag, !list.hasCommittedValues { fulfill(list) }
+            }
+            // In memory: a change the store's destination now equals is none.
+            if let own = member.changes[key], own.ids.first == stored.ids.first {
+                setRaw(member, property, old: own, new: stored, register: false)
+            }
+            // As an attribute's groups (``rebaseUnsavedAttributes(_:before:)``): an object
+            // holding no change of the to-one follows the store, so the done groups' changes of
+            // it go; the first group left changing it starts from the store's destination, and
+            // goes too when it now moves the object nowhere.
+            let holds = member.changes[key] != nil
+            var started = false
+            for (group, done) in touching {
+                guard var change = group.changes[id] else { continue }
+                if done && !holds {
+                    change.old[key] = nil
+                    change.new[key] = nil
+                } else if !started {
+                    started = true
+                    change.old[key] = stored
+                    if change.new[key]?.ids.first == stored.ids.first {
+                        change.old[key] = nil
+                        change.new[key] = nil
+                    }
+                } else {
+                    break
+                }
+                _ = group.keep(change, for: id)
+            }
+            rebaseInverseGroups(ToOneMove(object: member, property: property, inverse: inverse, from: start, to: stored.ids.first))
+            rebased = true
+        }
+        // A group the rebase left empty leaves its stack (undoing it would do nothing, and a
+        // save writes nothing for it: after a restart it wouldn't be there).
+        guard rebased else { return }
+        func gone(_ group: UndoGroup) -> Bool { group.isEmpty && group.saved == nil && !group.fromLog && !group.pushed && group.parts.isEmpty }
+        journal.undoStack.removeAll(where: gone)
+        journal.redoStack.removeAll(where: gone)
+        removeEmptiedEffects()
+    }
+
+    /// Whether a pending (unsaved) undo or redo of saved work moves `id`: changes its to-one
+    /// `key`, or a list of `inverse` (the recorded side) gains or loses it — a group read back
+    /// from the log holds only the recorded side.
+    func pendingMove(of id: ManagedObjectID, _ key: String, _ inverse: PropertyInfo) -> Bool {
+        pendingUndoOrRedo(changes: id, key) || pending.contains { effect in
+            guard effect.kind != .user || effect.source.pushed else { return false }
+            return effect.changes.changes.contains { owner, change in
+                guard change.kind == .updated, let old = change.old[inverse.name], let new = change.new[inverse.name],
+                    entities[owner.entityName]?.properties[inverse.name] === inverse
+                else { return false }
+                return old.ids.contains(id) != new.ids.contains(id)
+            }
+        }
+    }
+
     /// A one-to-one side (a to-one whose inverse is a to-one) of an object a merge re-read
     /// that it keeps a change of, or an unsaved group changes: `before`, the stored
     /// destination read before (nil: not known — a derived side not read yet), `stored`, the
@@ -904,6 +1031,29 @@ extension ContextCore {
             if first.changes[to] == nil { first.order.append(to) }
             first.changes[to] = change
         }
+    }
+
+    /// Takes the recorded list `key` of `id` out of the pending undos and redos of saved work:
+    /// the object holds no change of it after a merge (``rebaseToManyChanges(_:_:)``), so it
+    /// follows the store. A redo's changes are the saved group itself: the effect gets a copy.
+    /// An effect left empty goes (``removeEmptiedEffects()``).
+    func dropPendingList(_ id: ManagedObjectID, _ key: String) {
+        var emptied = false
+        for index in pending.indices where pending[index].kind != .user {
+            var effect = pending[index]
+            guard var change = effect.changes.changes[id], change.kind == .updated, change.old[key] != nil || change.new[key] != nil
+            else { continue }
+            if effect.changes === effect.source {
+                effect = effect.writing(effect.changes.copyOfChanges())
+                pending[index] = effect
+            }
+            change.old[key] = nil
+            change.new[key] = nil
+            change.memberships[key] = nil
+            effect.changes.keep(change, for: id)
+            if effect.changes.isEmpty { emptied = true }
+        }
+        if emptied { removeEmptiedEffects() }
     }
 
     /// Takes a one-to-one's derived side `key` of `id` out of the pending undos and redos of

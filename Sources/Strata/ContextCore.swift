@@ -1818,6 +1818,7 @@ final class ContextCore {
                         throw ContextError.undoConflict(object: id.description, property: key, expected: expected.text, found: found.text)
                     }
                 }
+                try checkListArrivals(id, change, info, changes: changes, reversed: reversed, reader: reader, storeUUID: storeUUID)
                 guard !change.memberships.isEmpty, let storedID = id.storedID else { return }
                 for (key, membership) in change.memberships {
                     let (added, removed) = reversed ? (membership.removed, membership.added) : (membership.added, membership.removed)
@@ -2049,6 +2050,45 @@ final class ContextCore {
 
     /// Whether `property` is the derived side of a one-to-one (a to-one whose inverse is a
     /// to-one, held in the store by the other side).
+    /// A recorded ordered to-many whose inverse is a derived to-one (a playlist's songs) that
+    /// applying a group puts a member in: the store must not hold the member in another list
+    /// the group doesn't take it from — another writer put it there since (spec 0006 §12).
+    /// The group read back from the log holds only the lists, so the lists are what is
+    /// checked. Before session 32 the undo put the song in the group's list too: live, both
+    /// lists listed it and the save wrote it into two; after a restart the other writer's
+    /// list lost it, unseen. The context's own pending undos and redos of saved work moving
+    /// the member are not another writer's change.
+    func checkListArrivals(
+        _ id: ManagedObjectID, _ change: ObjectChange, _ info: EntityInfo, changes: [ManagedObjectID: ObjectChange], reversed: Bool,
+        reader: borrowing LogReader, storeUUID: UUID
+    ) throws {
+        for (key, target) in reversed ? change.old : change.new {
+            guard let property = info.property(named: key), property.isToMany, property.isOrdered, property.isRecorded, !property.isTransient,
+                let destination = property.destination, let inverseName = property.inverse,
+                let inverse = entities[destination]?.properties[inverseName], !inverse.isToMany, !inverse.isRecorded
+            else { continue }
+            let had = Set(((reversed ? change.new : change.old)[key])?.ids ?? [])
+            for member in target.ids where !had.contains(member) {
+                guard let memberStored = member.storedID, let owner = try reader.related(memberStored, inverseName).first else { continue }
+                let holder = ManagedObjectID.permanent(owner, store: storeUUID)
+                guard holder != id else { continue }
+                // The group takes it from there (a move between two lists).
+                if let entry = changes[holder], entry.kind == .updated, let after = (reversed ? entry.old : entry.new)[key],
+                    !after.ids.contains(member)
+                {
+                    continue
+                }
+                if pendingMove(of: member, inverseName, property) { continue }
+                let from = changes.first { other, entry in
+                    other != id && entry.kind == .updated && ((reversed ? entry.new : entry.old)[key]?.ids.contains(member) ?? false)
+                }?.key
+                throw ContextError.undoConflict(
+                    object: member.description, property: inverseName, expected: PropertyValue.toOne(from).text,
+                    found: PropertyValue.toOne(holder).text)
+            }
+        }
+    }
+
     func isDerivedOneToOne(_ property: PropertyInfo) -> Bool {
         guard !property.isRecorded, property.isRelationship, !property.isToMany, !property.isTransient,
             let destination = property.destination, let inverse = property.inverse

@@ -103,7 +103,8 @@ public struct VerificationProblem: Sendable, Hashable, CustomStringConvertible {
         case projection
         /// An event whose before-image doesn't match the state it applies to.
         case beforeImage
-        /// A reference to an object that doesn't exist.
+        /// A reference to an object that doesn't exist, an object held by two sources of a
+        /// relationship whose inverse is a to-one, or a damaged bookkeeping row.
         case integrity
         /// The base snapshot a purge keeps (the state as of the purge point) is missing or
         /// doesn't load.

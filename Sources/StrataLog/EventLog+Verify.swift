@@ -308,6 +308,50 @@ extension EventLog {
             return .next
         }
 
+        // 4. A relationship whose derived side is a to-one — an ordered to-many with a to-one
+        // inverse (a playlist's songs), a one-to-one — holds each object in one source's value
+        // at most: the object's to-one can name one. Replay reproduces what the events wrote,
+        // so two writers that each put the same object in their list would otherwise pass.
+        var singleOwner: [UInt16: String] = [:]
+        for entity in schema.entities.values {
+            for property in entity.properties where !property.isToMany {
+                guard case .derived(let inverseEntity, let inverse)? = property.relationship,
+                    let code = try? catalog.relationshipCode("\(inverseEntity).\(inverse)")
+                else { continue }
+                singleOwner[code] = property.qualifiedName
+            }
+        }
+        if !singleOwner.isEmpty {
+            var run: (prefix: [UInt8], sources: [ObjectKey])?
+            func flush() {
+                guard let current = run, current.sources.count > 1 else { return }
+                current.prefix.withUnsafeBytes { raw in
+                    guard let target = ObjectKey(raw), let code = readBigEndian(raw, at: 10, count: 2).map({ UInt16($0) }),
+                        let derived = singleOwner[code]
+                    else { return }
+                    func name(_ key: ObjectKey) -> String { (try? writer.id(key).description) ?? "entity \(key.entity) p\(key.primaryKey)" }
+                    let relationship = catalog.relationshipName(code) ?? "relationship \(code)"
+                    problem(
+                        .integrity, "references \(name(target)) \(relationship)",
+                        "is held by \(current.sources.count) objects (\(current.sources.map(name).joined(separator: ", "))), but its inverse \(derived) is a to-one: one object may hold it")
+                }
+            }
+            try reader.txn.forEach(in: tables.referrers) { key, _ in
+                let (prefix, code, source): ([UInt8], UInt16?, ObjectKey?) = key.withUnsafeBytes { raw in
+                    (Array(raw.prefix(12)), readBigEndian(raw, at: 10, count: 2).map { UInt16($0) }, ObjectKey(raw, at: 12))
+                }
+                guard let code, singleOwner[code] != nil, let source else { return .next }
+                if run?.prefix == prefix {
+                    run?.sources.append(source)
+                } else {
+                    flush()
+                    run = (prefix, [source])
+                }
+                return .next
+            }
+            flush()
+        }
+
         if let exhausted { throw exhausted }
         return VerificationReport(
             problems: problems, eventsChecked: eventsChecked, segmentsChecked: segmentsChecked,

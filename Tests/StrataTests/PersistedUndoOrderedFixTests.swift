@@ -207,8 +207,12 @@ struct PersistedUndoOrderedFixTests {
     }
 
     static var probeSteps: Int { ProcessInfo.processInfo.environment["STRATA_ORDERED_RECONCILE_STEPS"].flatMap(Int.init) ?? 30 }
+    /// STRATA_ORDERED_RECONCILE_SEED: one seed (`7`) or a range (`1-300`); default 1-3.
     static var probeSeeds: [UInt64] {
-        ProcessInfo.processInfo.environment["STRATA_ORDERED_RECONCILE_SEED"].flatMap(UInt64.init).map { [$0] } ?? [1, 2, 3]
+        guard let text = ProcessInfo.processInfo.environment["STRATA_ORDERED_RECONCILE_SEED"] else { return [1, 2, 3] }
+        let bounds = text.split(separator: "-").compactMap { UInt64($0) }
+        if bounds.count == 2, bounds[0] <= bounds[1] { return Array(bounds[0]...bounds[1]) }
+        return bounds.count == 1 ? bounds : [1, 2, 3]
     }
 
     static func randomSteps(seed: UInt64, count: Int, merges: Bool) -> [Step] {
@@ -226,7 +230,7 @@ struct PersistedUndoOrderedFixTests {
         }
     }
 
-    @Test("randomized ordered to-manys, one writer: a context restarted at every save shows after each step what one never restarted shows, order included (steps: STRATA_ORDERED_RECONCILE_STEPS, default 30; seeds 1-3 or STRATA_ORDERED_RECONCILE_SEED; STRATA_ORDERED_RECONCILE_REPLAY)")
+    @Test("randomized ordered to-manys, one writer: a context restarted at every save shows after each step what one never restarted shows, order included (steps: STRATA_ORDERED_RECONCILE_STEPS, default 30; seeds 1-3 or STRATA_ORDERED_RECONCILE_SEED, one or a range 1-300; STRATA_ORDERED_RECONCILE_REPLAY)")
     func orderedRestartsMatchMemory() async throws {
         for seed in Self.probeSeeds {
             let steps = Self.randomSteps(seed: seed, count: Self.probeSteps, merges: false)
