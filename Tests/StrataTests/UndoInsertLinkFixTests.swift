@@ -320,4 +320,241 @@ struct UndoInsertLinkFixTests {
         }
         #expect(try coordinator.persistentStores[0].log.verify().isClean)
     }
+
+    // MARK: - Randomized probe
+
+    /// The probe's model: teams with players (an inverse) and fans (a relationship without one).
+    static var probeModel: ManagedObjectModel {
+        get throws {
+            try ManagedObjectModel {
+                Entity("Team") {
+                    Attribute("name", .string)
+                    Relationship("players", to: "Player", inverse: "team", toMany: true)
+                }
+                Entity("Player") {
+                    Attribute("name", .string)
+                    Relationship("team", to: "Team", inverse: "players")
+                }
+                Entity("Fan") {
+                    Attribute("name", .string)
+                    Relationship("favorite", to: "Team")
+                }
+            }
+        }
+    }
+
+    /// Steps of the randomized probe (`STRATA_UNDO_LINK_STEPS`, default 40) and its seed
+    /// (`STRATA_UNDO_LINK_SEED`, default 1).
+    static var probeSteps: Int { ProcessInfo.processInfo.environment["STRATA_UNDO_LINK_STEPS"].flatMap(Int.init) ?? 40 }
+    static var probeSeed: UInt64 { ProcessInfo.processInfo.environment["STRATA_UNDO_LINK_SEED"].flatMap(UInt64.init) ?? 1 }
+
+    @Test("randomized: two writers insert, link, unlink, save, undo, redo, merge and roll back; no save is refused but for a conflict with the other writer, the store verifies clean and both sides of every link agree (STRATA_UNDO_LINK_STEPS, STRATA_UNDO_LINK_SEED)")
+    func randomizedLinksAndUndo() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.probeModel)
+        let contexts = [editor(coordinator), privateContext(coordinator, name: "sync", author: "bob")]
+        var random = UndoRelationshipRebaseTests.SeededGenerator(state: Self.probeSeed)
+        var trail: [String] = []
+        let planned = (0..<Self.probeSteps).map { _ in
+            (Int.random(in: 0...1, using: &random), Int.random(in: 0..<12, using: &random), Int.random(in: 0..<8, using: &random), Int.random(in: 0..<8, using: &random))
+        }
+        // STRATA_UNDO_LINK_DROP: steps left out (comma-separated indices), to shrink a failing run.
+        let dropped = Set((ProcessInfo.processInfo.environment["STRATA_UNDO_LINK_DROP"] ?? "").split(separator: ",").compactMap { Int($0) })
+        for (index, (side, op, first, second)) in planned.enumerated() where !dropped.contains(index) {
+            let note = await contexts[side].perform { (context: isolated ManagedObjectContext) in
+                Self.probeStep(context, op: op, first: first, second: second)
+            }
+            trail.append("\(side == 0 ? "A" : "B") \(note)")
+            // Right after a merge the context's sides are up to date (before it, a to-many
+            // read earlier doesn't list the other writer's new member, as in Core Data).
+            if note == "merge" {
+                let problems = await contexts[side].perform { (context: isolated ManagedObjectContext) in Self.sidesDisagreeing(context) }
+                #expect(problems.isEmpty, "\(problems) after \(trail.joined(separator: "; "))")
+            }
+            let clean = try coordinator.persistentStores[0].log.verify().isClean
+            #expect(clean, "verify after \(trail.joined(separator: "; "))")
+            if !clean { return }
+        }
+        // Each saves what it has (a conflict rolled back), then both merge: they and a fresh
+        // context see the same objects and links.
+        for (index, context) in contexts.enumerated() {
+            let note = await context.perform { (context: isolated ManagedObjectContext) in Self.probeStep(context, op: 5, first: 1, second: 0) }
+            trail.append("\(index == 0 ? "A" : "B") \(note)")
+        }
+        var views: [[String]] = []
+        let steps = trail.joined(separator: "; ")
+        for context in contexts + [privateContext(coordinator)] {
+            views.append(try await context.perform { (context: isolated ManagedObjectContext) throws in
+                _ = try context.mergeStoreChanges()
+                let problems = Self.sidesDisagreeing(context)
+                #expect(problems.isEmpty, "\(problems) after \(steps)")
+                return Self.links(context)
+            })
+        }
+        #expect(views[0] == views[2] && views[1] == views[2], "A \(views[0]), B \(views[1]), store \(views[2]) after \(trail.joined(separator: "; "))")
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+        if ProcessInfo.processInfo.environment["STRATA_UNDO_LINK_TRAIL"] != nil { print(trail.joined(separator: "\n")) }
+    }
+
+    /// One step of the probe in `context`; what it did, and an issue for a save refused other
+    /// than for a conflict with the other writer, or an undo or redo refused other than for one.
+    private static func probeStep(_ context: isolated ManagedObjectContext, op: Int, first: Int, second: Int) -> String {
+        func sorted(_ entity: String) -> [ManagedObject] {
+            ((try? context.fetch(FetchRequest(entityName: entity))) ?? []).sorted { "\($0.objectID)" < "\($1.objectID)" }
+        }
+        func team(_ pick: Int) -> ManagedObject? {
+            let teams = sorted("Team")
+            // Mostly a team, now and then none.
+            return teams.isEmpty || pick == 0 ? nil : teams[pick % teams.count]
+        }
+        do {
+            switch op {
+            case 0:
+                let team = try context.insertNewObject(forEntityName: "Team")
+                team.setValue("T\(first)", forKey: "name")
+                return "insert team"
+            case 1:
+                let player = try context.insertNewObject(forEntityName: "Player")
+                player.setValue("P\(first)", forKey: "name")
+                player.setValue(team(second), forKey: "team")
+                return "insert player on \(String(describing: team(second)?.objectID))"
+            case 2:
+                let players = sorted("Player")
+                guard !players.isEmpty else { return "no player" }
+                let player = players[first % players.count]
+                let target = team(second)
+                player.setValue(target, forKey: "team")
+                return "\(player.objectID).team = \(String(describing: target?.objectID))"
+            case 3:
+                let fans = sorted("Fan")
+                let fan = try first < fans.count && first < 4 ? fans[first] : context.insertNewObject(forEntityName: "Fan")
+                let target = team(second)
+                fan.setValue(target, forKey: "favorite")
+                return "\(fan.objectID).favorite = \(String(describing: target?.objectID))"
+            case 4:
+                let players = sorted("Player")
+                guard !players.isEmpty else { return "no player" }
+                let player = players[first % players.count]
+                context.delete(player)
+                return "delete \(player.objectID)"
+            case 5, 6:
+                if first == 0 {
+                    context.rollback()
+                    return "rollback"
+                }
+                do {
+                    try context.save()
+                    return "save"
+                } catch ContextError.mergeConflicts {
+                    context.rollback()
+                    return "save refused (merge conflict), rolled back"
+                } catch {
+                    // A link to an object the other writer deleted since is a conflict too.
+                    if "\(error)".contains("which is not in the store") {
+                        context.rollback()
+                        return "save refused (link to an object deleted elsewhere), rolled back"
+                    }
+                    Issue.record("save refused: \(error)")
+                    context.rollback()
+                    return "save refused: \(error)"
+                }
+            case 7, 8:
+                guard context.canUndo else { return "nothing to undo" }
+                try context.undo()
+                return "undo"
+            case 9:
+                guard context.canRedo else { return "nothing to redo" }
+                try context.redo()
+                return "redo"
+            default:
+                _ = try context.mergeStoreChanges()
+                return "merge"
+            }
+        } catch let error as ContextError {
+            if case .undoConflict = error { return "refused: \(error)" }
+            Issue.record("op \(op): \(error)")
+            return "op \(op) failed: \(error)"
+        } catch {
+            Issue.record("op \(op): \(error)")
+            return "op \(op) failed: \(error)"
+        }
+    }
+
+    /// Every object of the probe and what it links to, as text, in order.
+    private static func links(_ context: isolated ManagedObjectContext) -> [String] {
+        var lines: [String] = []
+        for (entity, key) in [("Team", nil), ("Player", "team"), ("Fan", "favorite")] as [(String, String?)] {
+            for object in (try? context.fetch(FetchRequest(entityName: entity))) ?? [] {
+                let target = key.flatMap { object.value(forKey: $0) as? ManagedObject }
+                lines.append("\(object.objectID) \(String(describing: target?.objectID))")
+            }
+        }
+        return lines.sorted()
+    }
+
+    /// The links in `context` whose two sides disagree, or that name an object deleted here
+    /// by a change of the link's own (a link the store holds to an object this context's
+    /// unsaved undo deletes is the other writer's, made after the undo: the save is refused).
+    private static func sidesDisagreeing(_ context: isolated ManagedObjectContext) -> [String] {
+        var problems: [String] = []
+        func own(_ object: ManagedObject, _ key: String) -> Bool { object.isInserted || object.changedValues()[key] != nil }
+        for player in (try? context.fetch(FetchRequest(entityName: "Player"))) ?? [] {
+            guard let team = player.value(forKey: "team") as? ManagedObject else { continue }
+            if team.isDeleted {
+                if own(player, "team") { problems.append("\(player.objectID) on deleted \(team.objectID)") }
+                continue
+            }
+            let members = (team.value(forKey: "players") as? Set<ManagedObject>) ?? []
+            if !members.contains(player) { problems.append("\(team.objectID) doesn't list \(player.objectID)") }
+        }
+        for team in (try? context.fetch(FetchRequest(entityName: "Team"))) ?? [] {
+            for member in (team.value(forKey: "players") as? Set<ManagedObject>) ?? [] where (member.value(forKey: "team") as? ManagedObject) !== team {
+                problems.append("\(team.objectID) lists \(member.objectID), on \(String(describing: (member.value(forKey: "team") as? ManagedObject)?.objectID))")
+            }
+        }
+        for fan in (try? context.fetch(FetchRequest(entityName: "Fan"))) ?? [] {
+            if let team = fan.value(forKey: "favorite") as? ManagedObject, team.isDeleted, own(fan, "favorite") {
+                problems.append("\(fan.objectID) names deleted \(team.objectID)")
+            }
+        }
+        return problems
+    }
+
+    /// Bob saves a team; Alice saves her player on it; Bob moves the player to a new team of
+    /// his (saved) and undoes that; Alice deletes the player (saved); Bob merges. His pending
+    /// undo had put the player back on the first team; the merge removes the player.
+    @Test("a member this context's pending undo put back on a team, deleted by another writer and merged: the team no longer lists it, and the context saves")
+    func mergedDeleteOfMemberPendingUndoPutBack() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.probeModel)
+        let alice = editor(coordinator), bob = privateContext(coordinator, name: "sync", author: "bob")
+        let teamID = try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            try context.save()
+            return team.objectID
+        }
+        let playerID = try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue(try context.existingObject(with: teamID), forKey: "team")
+            try context.save()
+            return player.objectID
+        }
+        try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            try context.existingObject(with: playerID).setValue(team, forKey: "team")
+            try context.save()
+            try context.undo()
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: playerID))
+            try context.save()
+        }
+        try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            _ = try context.mergeStoreChanges()
+            let members = (try context.existingObject(with: teamID).value(forKey: "players") as? Set<ManagedObject>) ?? []
+            #expect(members.isEmpty, "\(members.map(\.objectID))")
+            try context.save()
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
 }
