@@ -1356,12 +1356,25 @@ extension ContextCore {
     }
 
     /// Forgets references to deleted objects in the committed values of registered objects
-    /// (the cached side of a relationship whose other side was deleted elsewhere).
+    /// (the cached side of a relationship whose other side was deleted elsewhere), and in the
+    /// unsaved values of derived sides: a team's `players` that this context's pending undo
+    /// put a player back in still listed the player after another writer's delete of it was
+    /// merged (the store derives the side; a recorded side's unsaved reference stays, for the
+    /// save to refuse).
     func dropReferences(to deleted: Set<ManagedObjectID>) {
         let objects = registry.values.compactMap(\.object) + retained.values
         var seen: Set<ObjectIdentifier> = []
         for object in objects where seen.insert(ObjectIdentifier(object)).inserted {
             object.forgetFetchedValues(naming: deleted)
+            for (key, value) in object.changes {
+                guard case .toMany(let ids) = value, ids.contains(where: deleted.contains),
+                    let property = object.info.properties[key], property.isRelationship, !property.isRecorded
+                else { continue }
+                let kept = PropertyValue.toMany(ids.filter { !deleted.contains($0) })
+                // Left as the store has it (the committed value, without the deleted one too): no change.
+                let committed = object.committedValue(property).map { PropertyValue.toMany($0.ids.filter { !deleted.contains($0) }) }
+                object.changes[key] = committed.map { PropertyValue.same($0, kept) } == true ? nil : kept
+            }
             guard var committed = object.committed else { continue }
             var changed = false
             for (key, value) in committed {

@@ -1763,6 +1763,9 @@ final class ContextCore {
             targets.append((position, stored))
         }
         var lastInfo: EntityInfo?
+        // The links this context's unsaved work makes, by the object they name: built when
+        // the first undone insert needs them.
+        var pendingIndex: PendingReferrers?
         /// Checks one change against its object's stored values (nil: no such object now).
         func check(_ position: Position, _ stored: StoredFields?, reader: borrowing LogReader) throws {
             let (id, change) = changes[position]
@@ -1872,10 +1875,18 @@ final class ContextCore {
                 // context was refused: "… refers to Team/p1, which is not in the store"), or
                 // one the object's own side holds. Objects the group itself changes are its
                 // business, and the links the group's values hold were checked above.
+                // The links are those the store holds as this context's unsaved work leaves
+                // them: one it has taken back (the other object deleted, or either side
+                // changed to no longer name the other) is no other writer's work standing —
+                // the undo of a later saved group, pending, took it back (before, undoing the
+                // player's signing and then the team's insert, before a save, was refused) —
+                // and one it made (its pending undo put another writer's link back, or a
+                // change made with registration disabled) would be left naming a deleted
+                // object, failing every later save: a conflict (before, the undo went through).
                 for property in info.propertyList where property.isRelationship && !property.isTransient && property.inverse != nil {
                     let held = change.values[property.name]
-                    for other in try reader.related(stored.id, property.name) {
-                        let otherID = ManagedObjectID.permanent(other, store: storeUUID)
+                    let linked = try reader.related(stored.id, property.name).map { ManagedObjectID.permanent($0, store: storeUUID) }
+                    for otherID in pendingLinks(of: id, property, stored: linked, referrers: &pendingIndex) {
                         if changes[otherID] != nil { continue }
                         switch held {
                         case .toOne(let target?) where target == otherID: continue
@@ -1890,8 +1901,8 @@ final class ContextCore {
                 // A relationship without an inverse leaves no trace on the object: its
                 // referrers are read from the store's index, as a revert reads them (§25).
                 for (owner, relationship) in oneWayRelationships(to: id.entityName) {
-                    for other in try reader.referrers(to: stored.id, through: relationship, of: owner) {
-                        let otherID = ManagedObjectID.permanent(other, store: storeUUID)
+                    let linked = try reader.referrers(to: stored.id, through: relationship, of: owner).map { ManagedObjectID.permanent($0, store: storeUUID) }
+                    for otherID in pendingReferrers(to: id, through: relationship, of: owner, stored: linked, referrers: &pendingIndex) {
                         if changes[otherID] != nil { continue }
                         throw ContextError.undoConflict(
                             object: otherID.description, property: relationship, expected: "no link to \(id.description), which the undo deletes",
@@ -1923,6 +1934,75 @@ final class ContextCore {
                 next += 1
             }
         }
+    }
+
+    /// The links this context's unsaved work makes, by the object they name: (the object
+    /// naming it, the relationship) pairs.
+    typealias PendingReferrers = [ManagedObjectID: [(source: ManagedObjectID, key: String)]]
+
+    /// The links the unsaved values of recorded relationships make, of this context's
+    /// changed objects not deleted, by the object they name. (A derived side's value in
+    /// memory may be one read before another writer's change: the recorded side tells.)
+    func collectPendingReferrers() -> PendingReferrers {
+        var found: PendingReferrers = [:]
+        for (id, object) in retained where !object.isDeletedFlag {
+            guard let info = entities[id.entityName] else { continue }
+            for (key, value) in object.changes {
+                guard let property = info.properties[key], property.isRelationship, property.isRecorded else { continue }
+                for target in value.ids { found[target, default: []].append((id, key)) }
+            }
+        }
+        return found
+    }
+
+    /// Whether this context's unsaved work has taken back the link `source`'s relationship
+    /// `key` makes to `target` in the store: `source` deleted here (when `deletion` counts),
+    /// or its recorded `key` changed to a value not naming `target` — for a to-many, from
+    /// one naming it (a list changed from a value read before the link was made takes
+    /// nothing back).
+    func tookBack(_ source: ManagedObjectID, _ key: String, _ target: ManagedObjectID, deletion: Bool = true) -> Bool {
+        guard let object = retained[source] else { return false }
+        if object.isDeletedFlag { return deletion }
+        guard let value = object.changes[key], !value.ids.contains(target),
+            let property = entities[source.entityName]?.properties[key], property.isRecorded
+        else { return false }
+        return !property.isToMany || object.committedValue(property)?.ids.contains(target) == true
+    }
+
+    /// The objects `id`'s relationship `property` (one with an inverse) links it to, from
+    /// those the store holds (`stored`) as this context's unsaved work leaves them: less
+    /// those it has taken back (on either side), plus those it has made.
+    func pendingLinks(
+        of id: ManagedObjectID, _ property: PropertyInfo, stored: [ManagedObjectID], referrers: inout PendingReferrers?
+    ) -> [ManagedObjectID] {
+        guard let inverse = property.inverse else { return stored }
+        var seen = Set(stored)
+        var links = stored.filter { !tookBack(id, property.name, $0, deletion: false) && !tookBack($0, inverse, id) }
+        let index = referrers ?? collectPendingReferrers()
+        referrers = index
+        var made = (index[id] ?? []).filter { $0.key == inverse }.map(\.source)
+        if property.isRecorded, let own = retained[id], !own.isDeletedFlag, let value = own.changes[property.name] { made += value.ids }
+        for other in made where seen.insert(other).inserted && retained[other]?.isDeletedFlag != true {
+            links.append(other)
+        }
+        return links
+    }
+
+    /// The objects of `owner` (or a sub-entity) whose relationship `key` (one without an
+    /// inverse) names `id`, from those the store holds (`stored`) as this context's unsaved
+    /// work leaves them: less those it has taken back, plus those it has made.
+    func pendingReferrers(
+        to id: ManagedObjectID, through key: String, of owner: String, stored: [ManagedObjectID], referrers: inout PendingReferrers?
+    ) -> [ManagedObjectID] {
+        var seen = Set(stored)
+        var links = stored.filter { !tookBack($0, key, id) }
+        let index = referrers ?? collectPendingReferrers()
+        referrers = index
+        for (source, name) in index[id] ?? [] where name == key && seen.insert(source).inserted {
+            guard source.entityName == owner || entities[source.entityName]?.entity.superentityNames.contains(owner) == true else { continue }
+            links.append(source)
+        }
+        return links
     }
 
     /// The relationships without an inverse (and not transient) that can lead to an object of
