@@ -177,7 +177,8 @@ extension ContextCore {
     /// writer's, ``derivedSideConflict(for:stored:record:reader:)``) — nullified, cascaded
     /// to — and a deny rule with such a destination refuses the save naming it. An unchanged
     /// object of the context among them is refreshed first (the context held it before the
-    /// other writer moved it). The changes form their own undo group, saved with the rest.
+    /// other writer moved it). The changes join the undo group of the deletes (else form
+    /// their own), saved with the rest.
     func applyDeleteRulesToStoredReferrers(_ objects: [ManagedObject], in context: isolated ManagedObjectContext) throws {
         let deleted = objects.filter { $0.isDeletedFlag && !$0.isInvalidated && !$0.isInsertedFlag && !ruledDerivedSides($0).isEmpty }
         guard !deleted.isEmpty else { return }
@@ -194,20 +195,45 @@ extension ContextCore {
         }
         guard !found.isEmpty else { return }
         var denied: [ValidationFailure] = []
+        var sides: [(ManagedObjectID, [String: PropertyValue])] = []
+        let openWasEmpty = journal.open.isEmpty
         for (object, ids) in found {
             for id in ids {
                 if let other = registered(id), !other.isInvalidated, !other.isDeletedFlag, other.changes.isEmpty {
                     refresh(other, mergeChanges: true)
                 }
             }
+            let values = currentValues(object)
+            sides.append((object.objectID, values.filter { name, _ in object.info.properties[name].map { !$0.isRecorded && $0.isRelationship } ?? false }))
             let wasPropagating = isPropagatingDeletes
             isPropagatingDeletes = true
-            applyDeleteRules(of: object, targets: currentValues(object), deferred: true, in: context)
+            applyDeleteRules(of: object, targets: values, deferred: true, in: context)
             isPropagatingDeletes = wasPropagating
             do { try validateDeletion(object) } catch ContextError.validation(let failures) { denied += failures }
         }
-        closeOpenGroup(continuing: true)
-        if !denied.isEmpty { throw ContextError.validation(denied) }
+        if !denied.isEmpty {
+            closeOpenGroup(continuing: true)
+            throw ContextError.validation(denied)
+        }
+        // Recorded with the group that deletes the objects when it is the last one waiting
+        // to be saved, its snapshot of each side now the store's: undoing the delete brings
+        // the destinations back to it, the other writer's too, both sides agreeing.
+        guard openWasEmpty, !journal.open.isEmpty, journal.explicitDepth == 0, journal.isRegistering,
+            let previous = journal.undoStack.last, previous.saved == nil, !previous.fromLog, !previous.pushed,
+            let last = pending.last, last.kind == .user, last.source === previous,
+            sides.allSatisfy({ previous.changes[$0.0]?.kind == .deleted })
+        else {
+            closeOpenGroup(continuing: true)
+            return
+        }
+        for (id, values) in sides {
+            for (name, value) in values { previous.changes[id]?.values[name] = value }
+        }
+        let propagation = journal.open
+        journal.open = UndoGroup()
+        propagation.close { id in registered(id).map { (currentValues($0), $0.valuesStamp) } }
+        previous.absorb(propagation) { id in registered(id).map { (currentValues($0), $0.valuesStamp) } }
+        removeEmptiedEffects()
     }
 
     /// Whether `a` and `b` hold the same values of the recorded properties a context writes

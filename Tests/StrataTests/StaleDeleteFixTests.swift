@@ -215,4 +215,47 @@ struct StaleDeleteFixTests {
             #expect(try coordinator.persistentStores[0].log.verify().isClean)
         }
     }
+
+    /// The rule's changes join the delete's undo group: undoing it brings the team back with
+    /// both members, in memory and, saved, in the store.
+    @Test func undoAfterResolvedDelete() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try staleDeleteModel(.nullify))
+        let (teamID, moverID) = try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("t8", forKey: "name")
+            let p1 = try context.insertNewObject(forEntityName: "Person")
+            p1.setValue("p1", forKey: "name")
+            p1.setValue(team, forKey: "team")
+            let mover = try context.insertNewObject(forEntityName: "Person")
+            mover.setValue("p19", forKey: "name")
+            try context.save()
+            return (team.objectID, mover.objectID)
+        }
+        let other = privateContext(coordinator, name: "O")
+        try await privateContext(coordinator, name: "V").perform { (context: isolated ManagedObjectContext) throws in
+            context.mergePolicy = .mergeByPropertyObjectTrump
+            let team = try context.existingObject(with: teamID)
+            _ = team.value(forKey: "members")
+            try other.performAndWait { (context: isolated ManagedObjectContext) throws in
+                try context.existingObject(with: moverID).setValue(try context.existingObject(with: teamID), forKey: "team")
+                try context.save()
+            }
+            context.delete(team)
+            try context.save()
+            let mover = try context.existingObject(with: moverID)
+            #expect(mover.value(forKey: "team") == nil)
+            try context.undo()
+            #expect((mover.value(forKey: "team") as? ManagedObject)?.objectID == teamID)
+            let more = context.canUndo
+            #expect(!more)
+            let restored = try context.existingObject(with: teamID)
+            #expect(!restored.isDeleted)
+            #expect((restored.value(forKey: "members") as? Set<ManagedObject>)?.compactMap(name).sorted() == ["p1", "p19"])
+            try context.save()
+        }
+        let state = try await stored(coordinator)
+        #expect(state == Stored(members: ["p1", "p19"], teams: ["p1": "t8", "p19": "t8"]))
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
 }
