@@ -51,6 +51,7 @@ extension ContextCore {
             // Changes a custom policy made through KVC form their own undo group, saved with the rest.
             closeOpenGroup(continuing: true)
             try adoptStoreState(objects)
+            try applyDeleteRulesToStoredReferrers(objects, in: context)
         }
         throw ContextError.store("the save gave up after \(Self.maximumSaveAttempts) attempts: other writers kept changing the same objects")
     }
@@ -61,12 +62,21 @@ extension ContextCore {
         var conflicts: [MergeConflict] = []
         var expected: [StoredObjectID: UInt64] = [:]
         try log.read { reader in
+            // A deleted object whose version still matches may yet be related, through a
+            // derived side, to objects another writer moved to it (spec 0006 §17.1).
+            func accept(_ object: ManagedObject, _ stored: StoredObjectID, _ version: UInt64, record: StoredObject?, reader: borrowing LogReader) throws {
+                if object.isDeletedFlag, let conflict = try derivedSideConflict(for: object, stored: stored, record: record, reader: reader) {
+                    conflicts.append(conflict)
+                } else {
+                    expected[stored] = version
+                }
+            }
             for object in candidates {
                 guard let stored = object.objectID.storedID else { continue }
                 // The usual case, the version the context saw still the store's, needs only
                 // the record's header.
                 if let version = object.version, try reader.version(of: stored) == version {
-                    expected[stored] = version
+                    try accept(object, stored, version, record: nil, reader: reader)
                     continue
                 }
                 let record = try reader.object(stored)
@@ -74,7 +84,7 @@ extension ContextCore {
                 if let record, let storeValues {
                     if let version = object.version {
                         if record.version == version {
-                            expected[stored] = version
+                            try accept(object, stored, version, record: record, reader: reader)
                             continue
                         }
                         // A newer version that differs from what the context saw only in
@@ -85,7 +95,7 @@ extension ContextCore {
                         {
                             adoptDerivedValues(storeValues, into: object)
                             object.version = record.version
-                            expected[stored] = record.version
+                            try accept(object, stored, record.version, record: record, reader: reader)
                             continue
                         }
                     } else if object.committed.map({ sameRecordedValues($0, storeValues, info: object.info) }) ?? true {
@@ -93,7 +103,7 @@ extension ContextCore {
                         // Values taken from a fetched row (or never loaded) and still the
                         // store's: the current version is the one the context saw.
                         object.version = record.version
-                        expected[stored] = record.version
+                        try accept(object, stored, record.version, record: record, reader: reader)
                         continue
                     }
                 }
@@ -101,6 +111,129 @@ extension ContextCore {
             }
         }
         return (conflicts, expected)
+    }
+
+    /// The derived relationship sides of a deleted object whose delete rule acts on their
+    /// destinations (nullify, cascade, deny) — the sides another writer can add to without
+    /// changing the object's own record.
+    func ruledDerivedSides(_ object: ManagedObject) -> [PropertyInfo] {
+        object.info.propertyList.filter {
+            $0.isRelationship && !$0.isRecorded && !$0.isTransient && $0.inverse != nil && $0.deleteRule != .noAction
+        }
+    }
+
+    /// The objects the store relates to deleted `object` through `property`, a derived side,
+    /// that this save doesn't take out of it: not deleted by the context, and without a
+    /// change of the inverse that no longer names the object — in the usual case none, the
+    /// delete rule having run on them. One the context never saw there (another writer moved
+    /// it in after the context read the side) would be left naming an object the save
+    /// deletes, which the store refuses.
+    func unreleasedReferrers(of object: ManagedObject, _ property: PropertyInfo, stored: StoredObjectID, reader: borrowing LogReader) throws
+        -> [ManagedObjectID]
+    {
+        guard let inverse = property.inverse else { return [] }
+        let storeUUID = try store().identifier
+        return try reader.related(stored, property.name).map { ManagedObjectID.permanent($0, store: storeUUID) }.filter { id in
+            guard let other = registered(id), !other.isInvalidated else { return true }
+            if other.isDeletedFlag { return false }
+            guard let changed = other.changes[inverse] else { return true }
+            return changed.ids.contains(object.objectID)
+        }
+    }
+
+    /// A conflict for a deleted object whose version the store still has, when the store
+    /// relates it through a derived side to objects this save leaves naming it (another
+    /// writer moved a player to the team this context deletes, unseen): in Core Data that
+    /// move changes the team, so its version, and the delete is an optimistic-locking
+    /// conflict; here the team's record is unchanged (derived sides are not stored, spec 0004
+    /// §6.1), so the side itself is compared. Before, the save went on and the store refused
+    /// it ("Person/p2.team refers to Team/p1, which is not in the store") under every policy.
+    /// The conflict names the side: `base` and `ours` what the context holds, `theirs` the store's.
+    func derivedSideConflict(for object: ManagedObject, stored: StoredObjectID, record: StoredObject?, reader: borrowing LogReader) throws
+        -> MergeConflict?
+    {
+        var properties: [MergeConflict.PropertyConflict] = []
+        for property in ruledDerivedSides(object) {
+            let unreleased = try unreleasedReferrers(of: object, property, stored: stored, reader: reader)
+            guard !unreleased.isEmpty else { continue }
+            let storeUUID = try store().identifier
+            let theirs = try reader.related(stored, property.name).map { ManagedObjectID.permanent($0, store: storeUUID) }
+            let known = Set(unreleased)
+            let ours = theirs.filter { !known.contains($0) }
+            func snapshot(_ ids: [ManagedObjectID]) -> SnapshotValue {
+                property.isToMany ? .objects(ids.sorted()) : .object(ids.first)
+            }
+            properties.append(MergeConflict.PropertyConflict(name: property.name, base: snapshot(ours), ours: snapshot(ours), theirs: snapshot(theirs)))
+        }
+        guard !properties.isEmpty else { return nil }
+        guard let record = try record ?? reader.object(stored) else { return nil }
+        return MergeConflict(
+            objectID: object.objectID, oldVersion: record.version, newVersion: record.version, isDeletedInStore: false,
+            isDeletedInContext: true, properties: properties, storeValues: values(from: record.values, info: object.info))
+    }
+
+    /// After a policy resolved conflicts keeping deletions: each deleted object's rules run on
+    /// the destinations the store relates to it that the save doesn't take out yet (another
+    /// writer's, ``derivedSideConflict(for:stored:record:reader:)``) — nullified, cascaded
+    /// to — and a deny rule with such a destination refuses the save naming it. An unchanged
+    /// object of the context among them is refreshed first (the context held it before the
+    /// other writer moved it). The changes join the undo group of the deletes (else form
+    /// their own), saved with the rest.
+    func applyDeleteRulesToStoredReferrers(_ objects: [ManagedObject], in context: isolated ManagedObjectContext) throws {
+        let deleted = objects.filter { $0.isDeletedFlag && !$0.isInvalidated && !$0.isInsertedFlag && !ruledDerivedSides($0).isEmpty }
+        guard !deleted.isEmpty else { return }
+        var found: [(ManagedObject, [ManagedObjectID])] = []
+        try store().log.read { reader in
+            for object in deleted {
+                guard let stored = object.objectID.storedID else { continue }
+                var ids: [ManagedObjectID] = []
+                for property in ruledDerivedSides(object) {
+                    ids += try unreleasedReferrers(of: object, property, stored: stored, reader: reader)
+                }
+                if !ids.isEmpty { found.append((object, ids)) }
+            }
+        }
+        guard !found.isEmpty else { return }
+        var denied: [ValidationFailure] = []
+        var sides: [(ManagedObjectID, [String: PropertyValue])] = []
+        let openWasEmpty = journal.open.isEmpty
+        for (object, ids) in found {
+            for id in ids {
+                if let other = registered(id), !other.isInvalidated, !other.isDeletedFlag, other.changes.isEmpty {
+                    refresh(other, mergeChanges: true)
+                }
+            }
+            let values = currentValues(object)
+            sides.append((object.objectID, values.filter { name, _ in object.info.properties[name].map { !$0.isRecorded && $0.isRelationship } ?? false }))
+            let wasPropagating = isPropagatingDeletes
+            isPropagatingDeletes = true
+            applyDeleteRules(of: object, targets: values, deferred: true, in: context)
+            isPropagatingDeletes = wasPropagating
+            do { try validateDeletion(object) } catch ContextError.validation(let failures) { denied += failures }
+        }
+        if !denied.isEmpty {
+            closeOpenGroup(continuing: true)
+            throw ContextError.validation(denied)
+        }
+        // Recorded with the group that deletes the objects when it is the last one waiting
+        // to be saved, its snapshot of each side now the store's: undoing the delete brings
+        // the destinations back to it, the other writer's too, both sides agreeing.
+        guard openWasEmpty, !journal.open.isEmpty, journal.explicitDepth == 0, journal.isRegistering,
+            let previous = journal.undoStack.last, previous.saved == nil, !previous.fromLog, !previous.pushed,
+            let last = pending.last, last.kind == .user, last.source === previous,
+            sides.allSatisfy({ previous.changes[$0.0]?.kind == .deleted })
+        else {
+            closeOpenGroup(continuing: true)
+            return
+        }
+        for (id, values) in sides {
+            for (name, value) in values { previous.changes[id]?.values[name] = value }
+        }
+        let propagation = journal.open
+        journal.open = UndoGroup()
+        propagation.close { id in registered(id).map { (currentValues($0), $0.valuesStamp) } }
+        previous.absorb(propagation) { id in registered(id).map { (currentValues($0), $0.valuesStamp) } }
+        removeEmptiedEffects()
     }
 
     /// Whether `a` and `b` hold the same values of the recorded properties a context writes

@@ -1506,7 +1506,7 @@ final class ContextCore {
     /// Transient relationships too, as Core Data's rules cover every relationship: before, a
     /// deleted object stayed in a transient to-many's members, and after the save it read as a
     /// live fault of an object the store no longer had.
-    private func applyDeleteRules(of object: ManagedObject, targets values: [String: PropertyValue], deferred: Bool, in context: isolated ManagedObjectContext) {
+    func applyDeleteRules(of object: ManagedObject, targets values: [String: PropertyValue], deferred: Bool, in context: isolated ManagedObjectContext) {
         for property in object.info.properties.values where property.isRelationship {
             let targets = values[property.name]?.ids ?? []
             switch property.deleteRule {
