@@ -31,6 +31,16 @@ struct AsOfCrashReviewTests {
 
         init(seed: UInt64) { rng = SeededGenerator(seed: seed) }
 
+        /// The members in no lineup, or in `club`'s (which its update may keep).
+        static func free(_ members: [StoredObjectID], _ log: EventLog, keeping club: StoredObjectID?) throws -> [StoredObjectID] {
+            try log.read { reader in
+                try members.filter { member in
+                    let holders = try reader.related(member, "lineupClub")
+                    return holders.isEmpty || holders == club.map { [$0] }
+                }
+            }
+        }
+
         mutating func step(_ log: EventLog, _ n: Int) throws {
             var draft = TransactionDraft(author: "review")
             switch rng.int(0..<9) {
@@ -43,8 +53,10 @@ struct AsOfCrashReviewTests {
             case 2:
                 _ = draft.insert("Sponsor", values: ["name": s("s\(n)")])
             case 3:
-                // A club with an ordered lineup (maybe empty) and unordered sponsors.
-                let lineup = members.shuffled(using: &rng).prefix(rng.int(0...3)).map { DraftObjectID.stored($0) }
+                // A club with an ordered lineup (maybe empty) and unordered sponsors. A lineup
+                // takes members no other lineup holds: Member.lineupClub is a to-one, and
+                // verify reports a member two lineups hold.
+                let lineup = try Self.free(members, log, keeping: nil).shuffled(using: &rng).prefix(rng.int(0...3)).map { DraftObjectID.stored($0) }
                 let chosen = sponsors.shuffled(using: &rng).prefix(rng.int(0...2)).map { DraftObjectID.stored($0) }
                 var values: [String: DraftValue] = ["name": s("c\(n)"), "lineup": .references(lineup)]
                 if !chosen.isEmpty || rng.int(0..<2) == 0 { values["sponsors"] = .references(chosen) }
@@ -61,7 +73,7 @@ struct AsOfCrashReviewTests {
                 }
             case 6:
                 guard let club = clubs.randomElement(using: &rng) else { return }
-                let lineup = members.shuffled(using: &rng).prefix(rng.int(0...3)).map { DraftObjectID.stored($0) }
+                let lineup = try Self.free(members, log, keeping: club).shuffled(using: &rng).prefix(rng.int(0...3)).map { DraftObjectID.stored($0) }
                 draft.update(.stored(club), values: ["lineup": .references(lineup), "name": s("c\(n)'")])
             case 7:
                 // Delete a member nothing refers to (no lineup holds it), remembering its values.
