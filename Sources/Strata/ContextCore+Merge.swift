@@ -237,9 +237,15 @@ extension ContextCore {
     /// objects-did-change (inserted, refreshed, deleted).
     func merge(_ summary: ChangeSummary, through: UInt64?) {
         postPendingChanges()
+        // An object another writer inserted that this context registered since (a fetch found
+        // it) holds what was read then — a derived side (a team's players) among it, which a
+        // later transaction merged here added to: it is refreshed as an updated one (before,
+        // it wasn't, and the team held by a change didn't list the other writer's player).
+        var updated = summary.updated
+        for id in summary.inserted where registered(id) != nil { updated.insert(id) }
         var refreshed: [ManagedObject] = []
         var reload: [ManagedObject] = []
-        for id in summary.updated.sorted() {
+        for id in updated.sorted() {
             guard let object = registered(id), !object.isInvalidated, !object.isInsertedFlag else { continue }
             refreshed.append(object)
             object.fetchedValues.removeAll()  // refreshed: evaluated again at the next read
@@ -256,10 +262,10 @@ extension ContextCore {
         // is done, the unloaded ones' too: before, an unloaded destination's rebase put back
         // the member a move had taken out of the groups.
         var moves = reloadKeepingChanges(reload, events: .refresh, rebasingMoves: false)
-        dropMergedMembersKeptElsewhere(summary.updated, reloaded: Set(reload.map(\.objectID)))
-        moves += rebaseUnloadedGroupObjects(summary.updated, loaded: Set(reload.map(\.objectID)))
+        dropMergedMembersKeptElsewhere(updated, reloaded: Set(reload.map(\.objectID)))
+        moves += rebaseUnloadedGroupObjects(updated, loaded: Set(reload.map(\.objectID)))
         rebaseMovedToOnes(moves)
-        rebaseMovedDerivedToOnes(summary.updated)
+        rebaseMovedDerivedToOnes(updated)
         pruneRetained()
         var removed: [ManagedObjectID: ManagedObject] = [:]
         // Objects inserted and deleted again elsewhere are gone too, for a context that
@@ -327,7 +333,7 @@ extension ContextCore {
             let before = object.committed
             object.committed = record.values
             object.version = record.version
-            rebaseToManyChanges(object, toMany)
+            moves += rebaseToManyChanges(object, toMany)
             if hasUnsavedGroups { rebaseGroupsOfUnchangedLists(object, before: before, held: toMany) }
             dropChangesEqualToCommitted(object)
             rebaseUnsavedAttributes(object, before: before)
@@ -460,7 +466,16 @@ extension ContextCore {
     /// to-many's changes. Before, the context's whole value (made from the old members)
     /// stayed as its change, so a team the context had added a player to lost, in memory,
     /// the player another context had saved into it.
-    func rebaseToManyChanges(_ object: ManagedObject, _ changes: [(property: PropertyInfo, base: PropertyValue, ours: PropertyValue)]) {
+    ///
+    /// Returns, for a derived side (a team's players), the members the other writer added
+    /// that the context keeps its own destination for (an unsaved change of the member's
+    /// to-one, made while the side it held didn't list the member): moves for
+    /// ``rebaseMovedToOnes(_:)``, which takes the member out of the side in memory and out of
+    /// the groups after their change of the to-one (before, the team listed the player the
+    /// context had taken off it, and undo and redo left the two sides disagreeing).
+    @discardableResult
+    func rebaseToManyChanges(_ object: ManagedObject, _ changes: [(property: PropertyInfo, base: PropertyValue, ours: PropertyValue)]) -> [ToOneMove] {
+        var moves: [ToOneMove] = []
         for (property, base, ours) in changes {
             // The new base: the re-read committed value, or the derived side as the store (a
             // child: the parent) has it now.
@@ -478,6 +493,16 @@ extension ContextCore {
             let arrived = theirs.ids.filter { !before.contains($0) }
             let added = arrived.filter { !mine.contains($0) }
             let removed = before.subtracting(now)
+            if !property.isRecorded, let destination = property.destination, let inverseName = property.inverse,
+                let inverse = entities[destination]?.properties[inverseName], !inverse.isToMany, inverse.isRecorded
+            {
+                for id in added {
+                    guard let member = registered(id), !member.isInvalidated, let own = member.changes[inverseName],
+                        own.ids.first != object.objectID
+                    else { continue }
+                    moves.append(ToOneMove(object: member, property: inverse, inverse: property, from: nil, to: object.objectID))
+                }
+            }
             if property.isOrdered {
                 // The context's removals, insertions and moves, done to the store's list (as a
                 // child's are to its parent's, §18.3): the other writer's order stays, also a
@@ -507,6 +532,7 @@ extension ContextCore {
             guard base != theirs else { continue }
             rebaseUnsavedGroups(object.objectID, property, added: arrived, removed: removed, base: base, stored: theirs)
         }
+        return moves
     }
 
     /// The context's unsaved undo groups that change `property` of the object take the other

@@ -129,7 +129,23 @@ final class UndoGroup {
             case .inserted, .deleted: return  // captured at close / irrelevant after delete
             case .updated:
                 // In place: the change isn't copied out of the table.
-                if changes.values[index].old[key] == nil { changes.values[index].old[key] = old }
+                if let first = changes.values[index].old[key] {
+                    // A derived to-many (a team's players) the object holds no change of
+                    // reads the store: another writer's member added or taken out since the
+                    // group's last change of it is the store's, before and after the group
+                    // (spec 0006 §9 item 4, as a merge's rebase, §16.1). Before, the group kept
+                    // the value read first, and undoing a delete of such a member set the
+                    // team's players without it while the player named the team.
+                    if let last = changes.values[index].new[key], let property = object.info.properties[key], property.isToMany,
+                        !property.isRecorded, !property.isOrdered, !property.isTransient, PropertyValue.differ(last, old)
+                    {
+                        let had = Set(last.ids), has = Set(old.ids)
+                        let kept = first.ids.filter { has.contains($0) || !had.contains($0) }
+                        changes.values[index].old[key] = .unordered(kept + old.ids.filter { !had.contains($0) })
+                    }
+                } else {
+                    changes.values[index].old[key] = old
+                }
                 changes.values[index].new[key] = new
             }
         } else {

@@ -500,11 +500,14 @@ struct UndoInsertLinkFixTests {
         func own(_ object: ManagedObject, _ key: String) -> Bool { object.isInserted || object.changedValues()[key] != nil }
         for player in (try? context.fetch(FetchRequest(entityName: "Player"))) ?? [] {
             guard let team = player.value(forKey: "team") as? ManagedObject else { continue }
+            // Read first: a team another writer deleted (merged) left the context, and firing
+            // it finds it gone. The context's own unsaved link to it stays for the save to
+            // refuse (spec 0006 §16.1 step 4; the probe's save rolls back): no side to agree.
+            let members = (team.value(forKey: "players") as? Set<ManagedObject>) ?? []
             if team.isDeleted {
-                if own(player, "team") { problems.append("\(player.objectID) on deleted \(team.objectID)") }
+                if own(player, "team"), context.deletedObjects.contains(team) { problems.append("\(player.objectID) on deleted \(team.objectID)") }
                 continue
             }
-            let members = (team.value(forKey: "players") as? Set<ManagedObject>) ?? []
             if !members.contains(player) { problems.append("\(team.objectID) doesn't list \(player.objectID)") }
         }
         for team in (try? context.fetch(FetchRequest(entityName: "Team"))) ?? [] {

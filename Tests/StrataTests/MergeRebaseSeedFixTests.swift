@@ -1,0 +1,144 @@
+import Foundation
+import Strata
+import StrataTestSupport
+import Testing
+
+/// Seeds 19, 29 and 30 of `UndoInsertLinkFixTests.randomizedLinksAndUndo` (150 steps), made
+/// deterministic (spec 0006 §16.1): a team's players, a derived side read from the store,
+/// agree with the players' teams after a merge, an undo and a redo.
+@Suite("Randomized undo-and-link probe seeds: both sides agree")
+struct MergeRebaseSeedFixTests {
+    /// Alice puts a new player on her team and takes it off again (one group, open); Bob saves
+    /// his player on the team; Alice's team, holding no change of its players, reads them from
+    /// the store and lists it; she deletes it (same group) and saves; her undo puts Bob's
+    /// player back on the team: the team lists it again (before, the group's entry of the
+    /// team's players kept the members read first, none, and the undo set that).
+    @Test("undoing a saved delete of a member another writer added while the group was open: the team lists it again")
+    func undoDeleteOfMemberAddedWhileGroupOpen() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try UndoInsertLinkFixTests.probeModel)
+        let alice = editor(coordinator), bob = privateContext(coordinator, name: "sync", author: "bob")
+        let teamID = try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            try context.save()
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue(team, forKey: "team")
+            player.setValue(nil, forKey: "team")
+            return team.objectID
+        }
+        let playerID = try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue(try context.existingObject(with: teamID), forKey: "team")
+            try context.save()
+            return player.objectID
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            _ = try context.fetch(FetchRequest(entityName: "Player"))
+            context.delete(try context.existingObject(with: playerID))
+            try context.save()
+            try context.undo()
+            let player = try context.existingObject(with: playerID)
+            #expect((player.value(forKey: "team") as? ManagedObject) === team)
+            #expect(((team.value(forKey: "players") as? Set<ManagedObject>) ?? []).contains(player))
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID), player = try context.existingObject(with: playerID)
+            #expect((player.value(forKey: "team") as? ManagedObject) === team)
+            #expect(((team.value(forKey: "players") as? Set<ManagedObject>) ?? []).contains(player))
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
+
+    /// Alice puts a new player on her team (the team's players read then, held as her
+    /// change); Bob saves his player on the team; Alice reads Bob's player, takes it off the
+    /// team (her team didn't list it: nothing to take out) and merges: the player keeps her
+    /// change, so the team doesn't list it; undoing her changes puts it back on the team, which
+    /// lists it (and only it), and redoing takes it off again.
+    @Test("a member another writer added to a team held as a change, that the context took off the team before the merge: the team doesn't list it, undo and redo keep both sides agreeing")
+    func mergedMemberTheContextTookOff() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try UndoInsertLinkFixTests.probeModel)
+        let alice = editor(coordinator), bob = privateContext(coordinator, name: "sync", author: "bob")
+        let teamID = try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            try context.save()
+            return team.objectID
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Player").setValue(try context.existingObject(with: teamID), forKey: "team")
+        }
+        let playerID = try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue(try context.existingObject(with: teamID), forKey: "team")
+            try context.save()
+            return player.objectID
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: playerID).setValue(nil, forKey: "team")
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID), player = try context.existingObject(with: playerID)
+            func listed() -> Bool { ((team.value(forKey: "players") as? Set<ManagedObject>) ?? []).contains(player) }
+            func onTeam() -> Bool { (player.value(forKey: "team") as? ManagedObject) === team }
+            _ = try context.mergeStoreChanges()
+            #expect(!onTeam() && !listed())
+            #expect(((team.value(forKey: "players") as? Set<ManagedObject>) ?? []).count == 1)
+            // One group: the new player and the move.
+            try context.undo()
+            #expect(onTeam() && listed())
+            #expect(((team.value(forKey: "players") as? Set<ManagedObject>) ?? []).count == 1)
+            try context.redo()
+            #expect(!onTeam() && !listed())
+            #expect(((team.value(forKey: "players") as? Set<ManagedObject>) ?? []).count == 1)
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID), player = try context.existingObject(with: playerID)
+            #expect(player.value(forKey: "team") == nil)
+            #expect(((team.value(forKey: "players") as? Set<ManagedObject>) ?? []).count == 1)
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
+
+    /// Bob saves a team; Alice reads it and puts a new player on it (the team's players read
+    /// then, held as her change); Bob saves his player on the team; Alice merges both of Bob's
+    /// saves at once: the team — inserted by them, registered here since — lists Bob's player
+    /// with hers (before, an object the merged transactions inserted wasn't refreshed).
+    @Test("an object another writer inserted, registered here since, is refreshed by the merge: a team held as a change lists the player the other writer put on it")
+    func insertedElsewhereRegisteredHereIsRefreshed() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try UndoInsertLinkFixTests.probeModel)
+        let alice = editor(coordinator), bob = privateContext(coordinator, name: "sync", author: "bob")
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in _ = try context.mergeStoreChanges() }
+        let teamID = try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            try context.save()
+            return team.objectID
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Player").setValue(try context.existingObject(with: teamID), forKey: "team")
+        }
+        let playerID = try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue(try context.existingObject(with: teamID), forKey: "team")
+            try context.save()
+            return player.objectID
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID), player = try context.existingObject(with: playerID)
+            _ = try context.mergeStoreChanges()
+            let members = (team.value(forKey: "players") as? Set<ManagedObject>) ?? []
+            #expect(members.count == 2 && members.contains(player))
+            try context.undo()
+            #expect(((team.value(forKey: "players") as? Set<ManagedObject>) ?? []) == [player])
+            try context.redo()
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(((try context.existingObject(with: teamID).value(forKey: "players") as? Set<ManagedObject>) ?? []).count == 2)
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
+}
