@@ -128,12 +128,8 @@ extension LogReader {
     /// in while it was derived. An object whose record holds a list of the side keeps it.
     func deriveUnfilledSides(_ sides: [ModelSchema.Property], in image: inout StateImage) {
         for side in sides {
-            guard let inverse = side.orderedInverse, let dot = inverse.firstIndex(of: "."),
-                let targetEntity = log.schema.entities[side.declaringEntity],
-                let sourceEntity = log.schema.entities[String(inverse[..<dot])]
-            else { continue }
-            let inverseName = String(inverse[inverse.index(after: dot)...])
-            let (targetKinds, sourceKinds) = (Set(targetEntity.selfAndSubentities), Set(sourceEntity.selfAndSubentities))
+            guard let paired = log.schema.pairedSide(side) else { continue }
+            let (inverseName, sourceKinds, targetKinds) = (paired.inverseName, paired.sourceKinds, paired.targetKinds)
             var derived: [StoredObjectID: [StoredObjectID]] = [:]
             for (id, values) in image.objects where sourceKinds.contains(id.entity) {
                 guard case .references(let list)? = values[inverseName] else { continue }
@@ -190,12 +186,8 @@ extension LogReader {
         var lists: [StoredObjectID: [String: [StoredObjectID]]] = [:]
         var kept: [UInt64: TransactionEvent] = [:]
         for side in sides {
-            guard let inverse = side.orderedInverse, let dot = inverse.firstIndex(of: "."),
-                let targetEntity = log.schema.entities[side.declaringEntity],
-                let sourceEntity = log.schema.entities[String(inverse[..<dot])]
-            else { continue }
-            let inverseName = String(inverse[inverse.index(after: dot)...])
-            let targetKinds = Set(targetEntity.selfAndSubentities)
+            guard let paired = log.schema.pairedSide(side) else { continue }
+            let (sourceEntity, inverseName, targetKinds) = (paired.source, paired.inverseName, paired.targetKinds)
             var derived: [StoredObjectID: [StoredObjectID]] = [:]
             for kind in sourceEntity.selfAndSubentities {
                 let last: UInt64
@@ -238,11 +230,8 @@ extension LogReader {
         guard upper > lower else { return changed }
         var inverses: [(sources: Set<String>, name: String, targets: Set<String>)] = []
         for side in try sidesUnfilled(asOf: lower) {
-            guard let inverse = side.orderedInverse, let dot = inverse.firstIndex(of: "."),
-                let targetEntity = log.schema.entities[side.declaringEntity],
-                let sourceEntity = log.schema.entities[String(inverse[..<dot])]
-            else { continue }
-            inverses.append((Set(sourceEntity.selfAndSubentities), String(inverse[inverse.index(after: dot)...]), Set(targetEntity.selfAndSubentities)))
+            guard let paired = log.schema.pairedSide(side) else { continue }
+            inverses.append((paired.sourceKinds, paired.inverseName, paired.targetKinds))
         }
         try forEachEvent(from: lower + 1, through: upper) { event in
             for change in event.changes {

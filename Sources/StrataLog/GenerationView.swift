@@ -151,11 +151,9 @@ public final class GenerationView {
     private func deriveUnfilledSides(_ sides: [ModelSchema.Property], at sequence: UInt64, _ reader: borrowing LogReader) throws {
         let schema = reader.log.schema
         for side in sides {
-            guard let inverse = side.orderedInverse, let dot = inverse.firstIndex(of: "."),
-                let targetEntity = schema.entities[side.declaringEntity], let sourceEntity = schema.entities[String(inverse[..<dot])]
-            else { continue }
-            let inverseName = String(inverse[inverse.index(after: dot)...])
-            let (targetKinds, sourceKinds) = (Set(targetEntity.selfAndSubentities), Set(sourceEntity.selfAndSubentities))
+            guard let paired = schema.pairedSide(side) else { continue }
+            let (sourceEntity, targetEntity, inverseName) = (paired.source, paired.target, paired.inverseName)
+            let (sourceKinds, targetKinds) = (paired.sourceKinds, paired.targetKinds)
             var derived: [StoredObjectID: [StoredObjectID]] = [:]
             func note(_ id: StoredObjectID, _ values: [String: LogValue]?) {
                 guard case .references(let list)? = values?[inverseName] else { return }

@@ -256,6 +256,30 @@ struct ModelSchema: Sendable {
         guard let entity = entities[name] else { throw .unknownEntity(name) }
         return entity
     }
+
+    /// The two ends of a paired side a fill derives: `side`'s entity (the target), whose
+    /// list holds the objects of the source entity whose `orderedInverse` lists hold it.
+    struct PairedSide {
+        /// The entity whose objects' lists are read.
+        let source: Entity
+        /// `side`'s entity.
+        let target: Entity
+        /// The source's property holding the lists.
+        let inverseName: String
+        /// The source and its sub-entities.
+        var sourceKinds: Set<String> { Set(source.selfAndSubentities) }
+        /// The target and its sub-entities.
+        var targetKinds: Set<String> { Set(target.selfAndSubentities) }
+    }
+
+    /// `side`'s ends; nil for a side without an ordered inverse, or whose entities this
+    /// version doesn't have.
+    func pairedSide(_ side: Property) -> PairedSide? {
+        guard let inverse = side.orderedInverse, let dot = inverse.firstIndex(of: "."),
+            let target = entities[side.declaringEntity], let source = entities[String(inverse[..<dot])]
+        else { return nil }
+        return PairedSide(source: source, target: target, inverseName: String(inverse[inverse.index(after: dot)...]))
+    }
 }
 
 /// Which side of a relationship the log records (spec 0004 §4.1), for layers above the log
