@@ -376,7 +376,12 @@ final class CSVSnapshotWriter: SnapshotWriter {
         if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else { throw CommandFailure("--output \(directory) is a file; csv needs a directory") }
         } else {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                // Before, Foundation's error dump (`Error Domain=NSCocoaErrorDomain Code=4 …`).
+                throw CommandFailure("cannot create the directory \(directory) for the csv files: \(OutputSink.reason(error))")
+            }
         }
         finished = FinishedFiles(directory: directory, madeDirectory: made)
     }

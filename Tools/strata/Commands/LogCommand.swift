@@ -214,7 +214,8 @@ struct LogCommand: ParsableCommand {
                         // The newest matches: read windows back from the end, each twice the one
                         // before, until enough match or the range is read. Each event is decoded once.
                         var found: [(TransactionEvent, [ChangeGroup])] = []
-                        var window = UInt64(max(wanted * 2, 64))
+                        // In UInt64: twice a huge --last (Int.max) overflowed Int and trapped.
+                        var window = max(UInt64(wanted) * 2, 64)
                         var high = last
                         var remaining = only.map { $0[...] }
                         while found.count < wanted {
