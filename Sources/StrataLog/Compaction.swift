@@ -73,6 +73,16 @@ public struct CompactionReport: Sendable, Hashable {
     public var ratio: Double { compressedBytes == 0 ? 0 : Double(rawBytes) / Double(compressedBytes) }
 }
 
+/// What a compaction would move, without reading the events (``EventLog/compactionPlan(_:)``).
+public struct CompactionPlan: Sendable, Hashable {
+    /// The raw events below the horizon, which a compaction would move; nil when none.
+    public let range: ClosedRange<UInt64>?
+    /// The highest sequence allowed to move.
+    public let horizon: UInt64
+    /// What set the horizon.
+    public let limitedBy: CompactionLimit
+}
+
 /// One segment in the manifest.
 public struct SegmentInfo: Sendable, Hashable {
     /// The segment file's name inside the store's `segments` directory.

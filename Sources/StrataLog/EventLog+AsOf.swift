@@ -316,6 +316,23 @@ extension LogReader {
         }
     }
 
+    /// `values` — `id`'s record just after transaction `sequence`, as a walk that applies the
+    /// object's events itself builds it (`strata replay --object`) — with what
+    /// ``object(_:asOf:)`` adds to the record: before a paired side's fill (spec 0004 §4.1),
+    /// the side's list derived from its inverses' lists then. So such a walk shows each step
+    /// as ``forEachVersion(of:limit:_:)`` and the as-of reads give it (before, a step before
+    /// the fill showed the side with no list). Two meta reads when no side is unfilled at
+    /// `sequence`; otherwise the derivation ``objects(_:asOf:)`` makes for that point.
+    ///
+    /// - Throws: as ``plan(asOf:)``.
+    public func withDerivedLists(_ values: [String: LogValue], of id: StoredObjectID, asOf sequence: UInt64) throws -> [String: LogValue] {
+        let unfilled = try sidesUnfilled(asOf: sequence)
+        guard !unfilled.isEmpty else { return values }
+        var version = [id: values]
+        try addDerivedLists(unfilled, asOf: sequence, to: &version)
+        return version[id] ?? values
+    }
+
     // MARK: - Checkpoints
 
     /// The sequences that have a checkpoint, oldest first.

@@ -39,6 +39,17 @@ extension EventLog {
             "the compaction's horizon kept changing while it ran (\(lastChange)); tried \(Self.compactionAttempts) times, nothing was changed")
     }
 
+    /// What ``compact(_:)`` with `request` would move — the raw events from the first
+    /// uncompacted one through the horizon — and what limits the horizon, without reading
+    /// the events (with `beforeDate`, the events up to the first committed at or after it
+    /// are read for their timestamps). What a caller that compacts in steps plans them with:
+    /// a dry run reads every event of the range to estimate its compressed size (before,
+    /// `strata compact` planned with one, reading its range twice).
+    public func compactionPlan(_ request: CompactionRequest) throws -> CompactionPlan {
+        let (from, horizon, limit) = try compactionHorizon(request)
+        return CompactionPlan(range: horizon >= from ? from...horizon : nil, horizon: horizon, limitedBy: limit)
+    }
+
     /// How many times ``compact(_:)`` starts again when another writer changed its horizon meanwhile.
     static let compactionAttempts = 8
 
@@ -363,6 +374,7 @@ extension EventLog {
                 if let damage { throw EventChunks.error(sequence, damage) }
                 try body(sequence, bytes)
             }
+            compactionEventReads.withLock { $0 += expected - from }
             if expected <= through {
                 throw LogError.malformed(
                     expected == through ? "event \(through) is missing from the log" : "events \(expected)…\(through) are missing from the log")

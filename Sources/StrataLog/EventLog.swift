@@ -116,6 +116,14 @@ public final class EventLog: Sendable {
     let wholeStateReads = Mutex<Int>(0)
     /// ``wholeStateReads``' count.
     package var wholeStateReadCount: Int { wholeStateReads.withLock { $0 } }
+    /// How many raw events ``forEachRawEvent(from:through:_:)`` read through this handle —
+    /// compaction's frames and dictionary samples, a dry run's estimate (and a migration's
+    /// look at the head): what tests count to check that a compaction planned with
+    /// ``compactionPlan(_:)`` reads its range once (`strata compact`; before, its plan was a
+    /// dry run that read the range too).
+    let compactionEventReads = Mutex<UInt64>(0)
+    /// ``compactionEventReads``' count.
+    package var compactionEventReadCount: UInt64 { compactionEventReads.withLock { $0 } }
     /// The last lists derived for paired sides filled after a point (spec 0004 §4.1,
     /// ``LogReader/derivedSideLists(_:asOf:)``): a point's history never changes, so they
     /// hold for as long as the handle.

@@ -98,14 +98,13 @@ struct CompactCommand: ParsableCommand {
                     }
                     return
                 }
-                // Find the horizon with a dry run's bookkeeping, then move in steps.
-                var probe = request
-                probe.dryRun = true
-                probe.level = 1
-                probe.usesDictionary = false
-                let plan = try log.compact(probe)
+                // Find the horizon, then move in steps. The plan reads no event (with
+                // --before DATE, the timestamps up to the date): before, it was a dry run,
+                // which reads every event of the range to estimate its compressed size, so a
+                // compaction read its range twice.
+                let plan = try log.compactionPlan(request)
                 // Nothing to move still falls through: --vacuum shrinks the file all the same.
-                guard let range = plan.moved else {
+                guard let range = plan.range else {
                     try writeLine("nothing to move: horizon \(plan.horizon), limited by \(plan.limitedBy)")
                     break moving
                 }
@@ -122,7 +121,7 @@ struct CompactCommand: ParsableCommand {
                 var last: UInt64 = 0
                 var count: UInt64 = 0
                 var movedElsewhere: [ClosedRange<UInt64>] = []
-                var lastReport = plan
+                var lastReport: CompactionReport?
                 // Segments --dictionary asked a dictionary for and got none (the trainer needs
                 // enough events, and may refuse them): said, not passed over in silence.
                 var withoutDictionary: [ClosedRange<UInt64>] = []
@@ -197,7 +196,8 @@ struct CompactCommand: ParsableCommand {
                     if let fellLine {
                         try writeLine("nothing moved: \(fellLine)")
                     } else if movedElsewhere.isEmpty {
-                        try writeLine("nothing to move: horizon \(lastReport.horizon), limited by \(lastReport.limitedBy)")
+                        let (horizon, limitedBy) = lastReport.map { ($0.horizon, $0.limitedBy) } ?? (plan.horizon, plan.limitedBy)
+                        try writeLine("nothing to move: horizon \(horizon), limited by \(limitedBy)")
                     } else {
                         try writeLine("nothing to move: another compaction or a purge moved events \(elsewhere) first")
                     }

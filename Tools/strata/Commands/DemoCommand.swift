@@ -93,7 +93,12 @@ struct DemoCommand: ParsableCommand {
                 try EventLog.destroyStore(at: directory)
                 if fileManager.fileExists(atPath: directory) { try fileManager.removeItem(atPath: directory) }
             }
-            try fileManager.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            do {
+                try fileManager.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                // Before, Foundation's error dump (`Error Domain=NSCocoaErrorDomain Code=4 …`).
+                throw CommandFailure("cannot create the demo's directory \(directory): \(OutputSink.reason(error))")
+            }
             try LeagueDemo(directory: directory).run()
         }
     }

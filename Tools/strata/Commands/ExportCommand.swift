@@ -288,6 +288,9 @@ final class JSONSnapshotWriter: SnapshotWriter {
     let sequence: UInt64
     private var firstEntity = true
     private var firstObject = true
+    /// Whether the document has begun, and an entity's array is open.
+    private var begun = false
+    private var inEntity = false
 
     init(log: EventLog, out: OutputSink, sequence: UInt64) {
         self.log = log
@@ -297,12 +300,14 @@ final class JSONSnapshotWriter: SnapshotWriter {
 
     func begin(_ layouts: [EntityLayout]) throws {
         out.line("{\"store\":\(ValueRendering.jsonString(log.storeUUID.uuidString)),\"sequence\":\(sequence),\"entities\":{")
+        begun = true
     }
 
     func beginEntity(_ layout: EntityLayout) throws {
         out.line((firstEntity ? "" : ",") + ValueRendering.jsonString(layout.name) + ":[")
         firstEntity = false
         firstObject = true
+        inEntity = true
     }
 
     func object(_ id: StoredObjectID, _ values: [String: LogValue], _ layout: EntityLayout) throws {
@@ -310,14 +315,28 @@ final class JSONSnapshotWriter: SnapshotWriter {
         firstObject = false
     }
 
-    func endEntity(_ layout: EntityLayout) throws { out.line("]") }
+    func endEntity(_ layout: EntityLayout) throws {
+        out.line("]")
+        inEntity = false
+    }
 
     func end() throws {
         out.line("}}")
         out.close()
     }
 
-    func abandon(_ error: any Error) -> any Error { out.abandon(error) }
+    /// A regular `--output` file is taken back (`OutputSink.abandon`). Output that can't be
+    /// — standard output, a pipe — gets the document closed, the objects written so far in
+    /// it and `"error"` its last member, so it stays well-formed JSON that says it is
+    /// incomplete (before, it was left unfinished, or, when the error came before the first
+    /// 64 KiB were written, nothing at all was).
+    func abandon(_ error: any Error) -> any Error {
+        guard begun, out.fileIdentity == nil, !(error is ExitCode) else { return out.abandon(error) }
+        if inEntity { out.line("]") }
+        out.endDocument("},", error: "\(error)")
+        out.close()
+        return error
+    }
 }
 
 final class NDJSONSnapshotWriter: SnapshotWriter {
@@ -357,7 +376,12 @@ final class CSVSnapshotWriter: SnapshotWriter {
         if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else { throw CommandFailure("--output \(directory) is a file; csv needs a directory") }
         } else {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                // Before, Foundation's error dump (`Error Domain=NSCocoaErrorDomain Code=4 …`).
+                throw CommandFailure("cannot create the directory \(directory) for the csv files: \(OutputSink.reason(error))")
+            }
         }
         finished = FinishedFiles(directory: directory, madeDirectory: made)
     }

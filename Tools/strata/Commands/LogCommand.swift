@@ -176,80 +176,94 @@ struct LogCommand: ParsableCommand {
             }
             /// The last sequence read (shown or not): --follow goes on after it.
             var readThrough: UInt64 = 0
-            try log.read { reader in
-                let head = try reader.head
-                readThrough = head
-                var first: UInt64 = 1
-                var last: UInt64 = head
-                if case .sequence(let n) = from {
-                    try log.checkSequence(n, head: head)
-                    first = max(n, 1)
-                }
-                if case .sequence(let n) = to {
-                    try log.checkSequence(n, head: head)
-                    last = n
-                }
-                // History through a purge point is gone: say so when the range reaches into it.
-                let purged = try reader.purgedThrough
-                if purged > 0 && first <= purged && fromDate == nil {
-                    printError("note: history through \(purged) was purged; the log starts at \(purged + 1)")
-                }
-                first = max(first, purged + 1)
-                // --object reads only the transactions that touched it (from the per-object
-                // history index), not every event in the range.
-                var only: [UInt64]?
-                if let id = filter.objectID, first <= last {
-                    only = try reader.history(of: id).filter { $0 >= first && $0 <= last }
-                }
-
-                if format == .json {
-                    out.line("{\"store\":\(ValueRendering.jsonString(log.storeUUID.uuidString)),\"transactions\":[")
-                }
-                guard first <= last else { return }
-                if let wanted = self.last {
-                    // The newest matches: read windows back from the end, each twice the one
-                    // before, until enough match or the range is read. Each event is decoded once.
-                    var found: [(TransactionEvent, [ChangeGroup])] = []
-                    var window = UInt64(max(wanted * 2, 64))
-                    var high = last
-                    var remaining = only.map { $0[...] }
-                    while found.count < wanted {
-                        var batch: [(TransactionEvent, [ChangeGroup])] = []
-                        let collect: (TransactionEvent) throws -> IterationDecision = { event in
-                            if let groups = matching(event) { batch.append((event, groups)) }
-                            return .next
-                        }
-                        if let list = remaining {
-                            guard !list.isEmpty else { break }
-                            let take = list.suffix(Int(min(window, UInt64(list.count))))
-                            try reader.forEachEvent(among: Array(take), collect)
-                            remaining = list.dropLast(take.count)
-                        } else {
-                            let low = high - first + 1 > window ? high - window + 1 : first
-                            try reader.forEachEvent(from: low, through: high, where: headerFilter, collect)
-                            guard low > first else {
-                                found.insert(contentsOf: batch, at: 0)
-                                break
-                            }
-                            high = low - 1
-                        }
-                        found.insert(contentsOf: batch, at: 0)
-                        window = window > UInt64.max / 2 ? window : window * 2
+            /// Whether the json document has begun: an error after that closes it (below).
+            var documentBegun = false
+            do {
+                try log.read { reader in
+                    let head = try reader.head
+                    readThrough = head
+                    var first: UInt64 = 1
+                    var last: UInt64 = head
+                    if case .sequence(let n) = from {
+                        try log.checkSequence(n, head: head)
+                        first = max(n, 1)
                     }
-                    for (event, groups) in found.suffix(wanted) { emit(event, groups) }
-                    return
+                    if case .sequence(let n) = to {
+                        try log.checkSequence(n, head: head)
+                        last = n
+                    }
+                    // History through a purge point is gone: say so when the range reaches into it.
+                    let purged = try reader.purgedThrough
+                    if purged > 0 && first <= purged && fromDate == nil {
+                        printError("note: history through \(purged) was purged; the log starts at \(purged + 1)")
+                    }
+                    first = max(first, purged + 1)
+                    // --object reads only the transactions that touched it (from the per-object
+                    // history index), not every event in the range.
+                    var only: [UInt64]?
+                    if let id = filter.objectID, first <= last {
+                        only = try reader.history(of: id).filter { $0 >= first && $0 <= last }
+                    }
+
+                    if format == .json {
+                        out.line("{\"store\":\(ValueRendering.jsonString(log.storeUUID.uuidString)),\"transactions\":[")
+                        documentBegun = true
+                    }
+                    guard first <= last else { return }
+                    if let wanted = self.last {
+                        // The newest matches: read windows back from the end, each twice the one
+                        // before, until enough match or the range is read. Each event is decoded once.
+                        var found: [(TransactionEvent, [ChangeGroup])] = []
+                        // In UInt64: twice a huge --last (Int.max) overflowed Int and trapped.
+                        var window = max(UInt64(wanted) * 2, 64)
+                        var high = last
+                        var remaining = only.map { $0[...] }
+                        while found.count < wanted {
+                            var batch: [(TransactionEvent, [ChangeGroup])] = []
+                            let collect: (TransactionEvent) throws -> IterationDecision = { event in
+                                if let groups = matching(event) { batch.append((event, groups)) }
+                                return .next
+                            }
+                            if let list = remaining {
+                                guard !list.isEmpty else { break }
+                                let take = list.suffix(Int(min(window, UInt64(list.count))))
+                                try reader.forEachEvent(among: Array(take), collect)
+                                remaining = list.dropLast(take.count)
+                            } else {
+                                let low = high - first + 1 > window ? high - window + 1 : first
+                                try reader.forEachEvent(from: low, through: high, where: headerFilter, collect)
+                                guard low > first else {
+                                    found.insert(contentsOf: batch, at: 0)
+                                    break
+                                }
+                                high = low - 1
+                            }
+                            found.insert(contentsOf: batch, at: 0)
+                            window = window > UInt64.max / 2 ? window : window * 2
+                        }
+                        for (event, groups) in found.suffix(wanted) { emit(event, groups) }
+                        return
+                    }
+                    let body: (TransactionEvent) throws -> IterationDecision = { event in
+                        guard let groups = matching(event) else { return .next }
+                        emit(event, groups)
+                        if let limit, written >= limit { return .stop }
+                        return .next
+                    }
+                    if let only {
+                        try reader.forEachEvent(among: only, body)
+                    } else {
+                        try reader.forEachEvent(from: first, through: last, where: headerFilter, body)
+                    }
                 }
-                let body: (TransactionEvent) throws -> IterationDecision = { event in
-                    guard let groups = matching(event) else { return .next }
-                    emit(event, groups)
-                    if let limit, written >= limit { return .stop }
-                    return .next
-                }
-                if let only {
-                    try reader.forEachEvent(among: only, body)
-                } else {
-                    try reader.forEachEvent(from: first, through: last, where: headerFilter, body)
-                }
+            } catch {
+                // A damaged store (a missing segment, a bit-flipped event) stops the read
+                // partway: the json document is closed, its transactions those read before the
+                // error and its last member the error, so `jq` still reads it (before, the
+                // document was left unfinished: a parse error instead of the good events).
+                // Text and ndjson lines are whole; the error goes to stderr, exit 1, as before.
+                if documentBegun { out.endDocument("],", error: "\(error)") }
+                throw error
             }
             guard follow else { return finish(out, written: written) }
             // --follow: wait for new transactions and show those that match, as they commit,

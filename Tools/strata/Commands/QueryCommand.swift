@@ -136,16 +136,18 @@ struct QueryCommand: ParsableCommand {
             // The whole query reads one generation of the store: the one asked for, or the
             // newest when it starts (spec 0006 §22), whatever saves land meanwhile.
             let generation = at.map { QueryGenerationToken(storeIdentifier: log.storeUUID, sequence: $0) } ?? .current
+            let (predicate, sort) = (predicate, sort)
+            let failure: @Sendable (any Error) -> String = { error in Self.message(for: error, predicate: predicate, sort: sort) }
             do {
                 let matched = try context.performAndWait { context in
                     try context.setQueryGenerationFrom(generation)
-                    return try Self.execute(request, mode: mode, in: context, log: log, pinnedByOption: at != nil)
+                    return try Self.execute(request, mode: mode, in: context, log: log, pinnedByOption: at != nil, failure: failure)
                 }
                 if matched == 0, case .objects = mode { printError("no objects match") }
             } catch let error as ContextError {
-                throw CommandFailure(describe(error))
+                throw CommandFailure(failure(error))
             } catch let error as PredicateEvaluationError {
-                throw CommandFailure("--where \(Self.quoted(predicate ?? "")): \(error)")
+                throw CommandFailure(failure(error))
             }
         }
     }
@@ -160,7 +162,8 @@ struct QueryCommand: ParsableCommand {
     /// Runs `request` on `context` and writes what `mode` asks for to standard output;
     /// returns the number of objects printed (for objects).
     private static func execute(
-        _ request: FetchRequest<ManagedObject>, mode: Mode, in context: isolated ManagedObjectContext, log: EventLog, pinnedByOption: Bool
+        _ request: FetchRequest<ManagedObject>, mode: Mode, in context: isolated ManagedObjectContext, log: EventLog, pinnedByOption: Bool,
+        failure: (any Error) -> String
     ) throws -> Int {
         let out = OutputSink()
         defer { out.close() }
@@ -182,20 +185,28 @@ struct QueryCommand: ParsableCommand {
                 out.line("{\"store\":\(ValueRendering.jsonString(log.storeUUID.uuidString)),\"entity\":\(ValueRendering.jsonString(request.entityName)),\"objects\":[")
             }
             var printed = 0
-            for start in stride(from: 0, to: ids.count, by: printChunk) {
-                let chunk = Array(ids[start..<min(start + printChunk, ids.count)])
-                for (id, found) in zip(chunk, try context.existingObjects(with: chunk)) {
-                    guard let object = found else {
-                        throw CommandFailure("\(id.uriRepresentation().absoluteString), which the query matched, can't be read at \(generation?.description ?? "its generation")")
+            do {
+                for start in stride(from: 0, to: ids.count, by: printChunk) {
+                    let chunk = Array(ids[start..<min(start + printChunk, ids.count)])
+                    for (id, found) in zip(chunk, try context.existingObjects(with: chunk)) {
+                        guard let object = found else {
+                            throw CommandFailure("\(id.uriRepresentation().absoluteString), which the query matched, can't be read at \(generation?.description ?? "its generation")")
+                        }
+                        let text = try QueryRendering.objectJSON(object, log)
+                        out.line(format == .json && printed > 0 ? "," + text : text)
+                        printed += 1
                     }
-                    let text = try QueryRendering.objectJSON(object, log)
-                    out.line(format == .json && printed > 0 ? "," + text : text)
-                    printed += 1
+                    // Forget this chunk's objects and the relationship targets printing made; a
+                    // reset moves the context to the newest generation, so pin it back.
+                    context.reset()
+                    try context.setQueryGenerationFrom(generation)
                 }
-                // Forget this chunk's objects and the relationship targets printing made; a
-                // reset moves the context to the newest generation, so pin it back.
-                context.reset()
-                try context.setQueryGenerationFrom(generation)
+            } catch {
+                // An object that can't be read (a damaged store) stops the printing: the json
+                // document is closed with the objects printed so far and the error as its
+                // last member, so it stays well-formed (before, it was left unfinished).
+                if format == .json { out.endDocument("],", error: failure(error)) }
+                throw error
             }
             if format == .json { out.line("]}") }
             if let sequence = generation?.sequence, let head = try? log.head, head != sequence, !pinnedByOption {
@@ -253,9 +264,20 @@ struct QueryCommand: ParsableCommand {
         }
     }
 
+    /// What standard error says after `strata: ` for `error`, which the query ran into: a
+    /// context's error with the option at fault named (``describe(_:predicate:sort:)``), a predicate's
+    /// evaluation error after `--where '…': `, any other as it describes itself.
+    static func message(for error: any Error, predicate: String?, sort: [String]) -> String {
+        switch error {
+        case let error as ContextError: describe(error, predicate: predicate, sort: sort)
+        case let error as PredicateEvaluationError: "--where \(quoted(predicate ?? "")): \(error)"
+        default: "\(error)"
+        }
+    }
+
     /// The context's error with the option at fault named: `--where '…': reason`,
     /// `--sort KEY: reason`.
-    func describe(_ error: ContextError) -> String {
+    static func describe(_ error: ContextError, predicate: String?, sort: [String]) -> String {
         guard case .invalidFetchRequest(let part, let reason) = error else { return error.description }
         if part == "predicate", let predicate { return "--where \(Self.quoted(predicate)): \(reason)" }
         let prefix = "sort descriptor "

@@ -210,10 +210,14 @@ struct ReplayCommand: ParsableCommand {
                 }
                 out.line()
                 out.line("\(EventText.header(event))  \(operation)")
-                guard let values = image.objects[id] else {
+                guard let record = image.objects[id] else {
                     out.line("  (deleted)")
                     return .next
                 }
+                // As `object(_:asOf:)` gives it: before a paired side's fill (an old store,
+                // spec 0004 §4.1), the side's list derived from its inverses' lists then
+                // (before, the record as stored, the side without its list).
+                let values = try reader.withDerivedLists(record, of: id, asOf: event.sequence)
                 let (properties, width) = try layout(event.modelVersion)
                 for name in properties {
                     let mark = changed.contains(name) ? "*" : " "

@@ -108,6 +108,16 @@ final class OutputSink {
     /// The device and inode of the regular file written, if that is what it is.
     var fileIdentity: (device: UInt64, inode: UInt64)? { regularFile }
 
+    /// Ends a JSON document that an error stopped after it began (`closing`: what closes the
+    /// arrays and objects left open, then `,` and the error member): the document stays
+    /// well-formed — its last member `"error":"MESSAGE"`, MESSAGE what standard error says
+    /// after `strata: ` — so a program reading it (`jq`) gets what was read before the error
+    /// and can tell the document is incomplete, where an unfinished document gave it nothing
+    /// but a parse error. The command still exits 1 with the error on standard error.
+    func endDocument(_ closing: String, error message: String) {
+        line(closing + "\"error\":" + ValueRendering.jsonString(message) + "}")
+    }
+
     /// Flushes, and closes a file.
     func close() {
         flush()

@@ -51,9 +51,25 @@ struct CommandFailure: Error, CustomStringConvertible {
         } catch let error as CleanExit {
             throw error
         } catch {
-            printError("strata: \(error)")
+            printError("strata: \(fileSystemMessage(error) ?? "\(error)")")
             throw ExitStatus.failure
         }
+    }
+
+    /// `PATH: REASON` for a file system error of Foundation's (a directory that can't be
+    /// made, a file that can't be removed), whose own description is a dump of its domain,
+    /// code and user info (before, printed as it was: `Error Domain=NSCocoaErrorDomain
+    /// Code=4 "The file doesn’t exist." UserInfo={…}`); nil for any other error.
+    static func fileSystemMessage(_ error: any Error) -> String? {
+        let nsError = error as NSError
+        guard nsError.domain == NSCocoaErrorDomain,
+            let path = nsError.userInfo[NSFilePathErrorKey] as? String ?? (nsError.userInfo[NSURLErrorKey] as? URL)?.path
+        else { return nil }
+        let underlying = (nsError.userInfo[NSUnderlyingErrorKey] as? any Error).map { $0 as NSError }
+        if let posix = underlying, posix.domain == NSPOSIXErrorDomain {
+            return "\(path): \(String(cString: strerror(Int32(posix.code))))"
+        }
+        return "\(path): \(nsError.localizedDescription)"
     }
 }
 
