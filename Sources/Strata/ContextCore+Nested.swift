@@ -388,6 +388,89 @@ extension ContextCore {
         return object.currentValue(property)
     }
 
+    /// For a child about to delete objects it pushed here — undoing their insert, or redoing
+    /// their delete (spec 0006 §18.6, §12 "Links made since"): each object's links as this
+    /// context holds them (`ids` are the child's, followed to the IDs made permanent since).
+    /// Those below it — the store's, for a root context; its own parent's, for a child — as
+    /// this context's unsaved work (its own changes, its children's pushes) leaves them, as
+    /// ``pendingLinks(of:_:stored:referrers:)`` and
+    /// ``pendingReferrers(to:through:of:stored:referrers:)`` count them for a root context's
+    /// own undo. An object this context inserted has no links below it; one it doesn't hold
+    /// or has deleted has none at all (the push refuses it). Each other object carries the
+    /// temporary ID a child may still name it by.
+    func linksForChild(_ ids: [ManagedObjectID]) throws -> [[ChildLink]] {
+        let targets = ids.map(aliased)
+        var held: [(index: Int, object: ManagedObject)] = []
+        for (index, id) in targets.enumerated() {
+            guard let object = object(with: id), !object.isInvalidated, !object.isDeletedFlag else { continue }
+            held.append((index, object))
+        }
+        var below = [[ChildLink]](repeating: [], count: ids.count)
+        let stored = held.filter { !$0.object.isInsertedFlag }
+        if let parent = parentContext, !stored.isEmpty {
+            let asked = stored.map { targets[$0.index] }
+            let answers = try parent.performAndWait { (parent: isolated ManagedObjectContext) throws in try parent.core.linksForChild(asked) }
+            for (entry, links) in zip(stored, answers) {
+                below[entry.index] = links.map { ChildLink(key: $0.key, owner: $0.owner, other: localID($0.other, alias: $0.alias)) }
+            }
+        } else if !stored.isEmpty {
+            let log = try store().log
+            let storeUUID = log.storeUUID
+            try log.read { reader in
+                for (index, object) in stored {
+                    guard let storedID = targets[index].storedID else { continue }
+                    for property in object.info.propertyList where property.isRelationship && !property.isTransient && property.inverse != nil {
+                        for other in try reader.related(storedID, property.name) {
+                            below[index].append(ChildLink(key: property.name, owner: nil, other: .permanent(other, store: storeUUID)))
+                        }
+                    }
+                    for (owner, relationship) in oneWayRelationships(to: targets[index].entityName) {
+                        for other in try reader.referrers(to: storedID, through: relationship, of: owner) {
+                            below[index].append(ChildLink(key: relationship, owner: owner, other: .permanent(other, store: storeUUID)))
+                        }
+                    }
+                }
+            }
+        }
+        var links = [[ChildLink]](repeating: [], count: ids.count)
+        var pendingIndex: PendingReferrers?
+        for (index, object) in held {
+            let id = targets[index]
+            for property in object.info.propertyList where property.isRelationship && !property.isTransient && property.inverse != nil {
+                let known = below[index].filter { $0.owner == nil && $0.key == property.name }.map(\.other)
+                for other in pendingLinks(of: id, property, stored: known, referrers: &pendingIndex) {
+                    links[index].append(ChildLink(key: property.name, owner: nil, other: other))
+                }
+            }
+            for (owner, relationship) in oneWayRelationships(to: id.entityName) {
+                let known = below[index].filter { $0.owner == owner && $0.key == relationship }.map(\.other)
+                for other in pendingReferrers(to: id, through: relationship, of: owner, stored: known, referrers: &pendingIndex) {
+                    links[index].append(ChildLink(key: relationship, owner: owner, other: other))
+                }
+            }
+        }
+        // The temporary IDs the child may name them by, for IDs made permanent since (only
+        // when there are links to report: an undo, not a per-object path).
+        if !idAliases.isEmpty, links.contains(where: { !$0.isEmpty }) {
+            let wanted = Set(links.joined().map(\.other))
+            var former: [ManagedObjectID: ManagedObjectID] = [:]
+            for (old, new) in idAliases where wanted.contains(new) { former[new] = old }
+            if !former.isEmpty {
+                links = links.map { $0.map { ChildLink(key: $0.key, owner: $0.owner, other: $0.other, alias: former[$0.other]) } }
+            }
+        }
+        return links
+    }
+
+    /// The ID this context names an object by that its parent reports as `other` (`alias`:
+    /// the temporary ID it had): the temporary one while this context hasn't heard yet that
+    /// it was made permanent (it holds the object, or a group of its names it, under that).
+    func localID(_ other: ManagedObjectID, alias: ManagedObjectID?, groups: [UndoGroup] = []) -> ManagedObjectID {
+        guard let alias, registered(other) == nil else { return other }
+        if registered(alias) != nil || groups.contains(where: { $0.changes[alias] != nil }) { return alias }
+        return other
+    }
+
     /// Applies a child's save to this context's objects, as changes made here (Core Data: the
     /// parent becomes dirty): objects inserted in the child are inserted here under the same
     /// IDs (no default values, no `awakeFromInsert`: the child's values are complete),

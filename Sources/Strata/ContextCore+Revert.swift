@@ -456,7 +456,12 @@ extension ContextCore {
             }
             let keys: [String] = switch change.kind {
             case .updated: Array(change.old.keys)
-            case .inserted: object.map { Array($0.changes.keys) } ?? []
+            // A derived relationship side (a team's players) changes as the other objects'
+            // recorded sides do: those are judged as links to it (below, and in
+            // checkInsertsUnchanged) — one this context took back is no conflict, one it made
+            // is (before session 33, taking another writer's player off the team refused the
+            // revert as "an unsaved change to [] in this context").
+            case .inserted: object.map { object in object.changes.keys.filter { info.property(named: $0).map { !$0.isRelationship || $0.isRecorded } ?? true } } ?? []
             case .deleted: []
             }
             for key in keys.sorted() {
@@ -734,6 +739,9 @@ extension ContextCore {
                 found: "a link to it made by \(linker.map { "transaction \($0)" } ?? "a transaction") not reverted with them")
         }
         try store.log.read { reader in
+            // The links this context's unsaved work makes, by the object they name: built when
+            // the first inserted object has links to judge.
+            var pendingIndex: PendingReferrers?
             var versions: [StoredObjectID: UInt64] = [:]
             try reader.forEachFields(inserted.compactMap(\.storedID)) { fields in versions[fields.id] = fields.version }
             for id in inserted {
@@ -744,10 +752,16 @@ extension ContextCore {
                         object: id.description, property: "(object)", expected: "the object as \(transactions) \(inserted)",
                         found: "it as transaction \(later) changed it")
                 }
+                // The links are the store's as this context's unsaved work leaves them, as for
+                // an undo of a saved insert (§12): a later link it has taken back — the other
+                // object deleted here, or either side changed not to name the other — goes
+                // with the revert (before session 33 the revert was refused as "a link … made
+                // later" all the same); one it made is refused (most are named first, as an
+                // unsaved reference, by checkUnsavedWork).
                 for property in info.propertyList where property.isRelationship && !property.isTransient {
                     guard let inverse = property.inverse else { continue }
-                    for other in try reader.related(stored, property.name) {
-                        let otherID = ManagedObjectID.permanent(other, store: storeUUID)
+                    let linked = try reader.related(stored, property.name).map { ManagedObjectID.permanent($0, store: storeUUID) }
+                    for otherID in pendingLinks(of: id, property, stored: linked, referrers: &pendingIndex) {
                         if combined.changes[otherID]?.kind == .inserted || linkedByTransaction(otherID, inverse, to: id)
                             || linkedByTransaction(id, property.name, to: otherID)
                         {
@@ -762,8 +776,8 @@ extension ContextCore {
                 // referrers are read from the store's index (before, a later link through
                 // one was missed, and the save failed on the deleted object).
                 for (owner, relationship) in oneWayRelationships(to: id.entityName) {
-                    for other in try reader.referrers(to: stored, through: relationship, of: owner) {
-                        let otherID = ManagedObjectID.permanent(other, store: storeUUID)
+                    let linked = try reader.referrers(to: stored, through: relationship, of: owner).map { ManagedObjectID.permanent($0, store: storeUUID) }
+                    for otherID in pendingReferrers(to: id, through: relationship, of: owner, stored: linked, referrers: &pendingIndex) {
                         if combined.changes[otherID]?.kind == .inserted || linkedByTransaction(otherID, relationship, to: id) { continue }
                         throw ContextError.undoConflict(
                             object: otherID.description, property: relationship, expected: "no link to \(id.description), which the revert deletes",

@@ -2027,13 +2027,43 @@ final class ContextCore {
     /// moves) the group takes back to the parent's value as it is then, so the parent's own
     /// changes of it are no conflict (before session 29 the whole value was compared, and
     /// undoing a pushed addition was refused once the parent had added a member of its own).
+    ///
+    /// An object the group deletes — undoing its pushed insert, or redoing its pushed delete —
+    /// takes its values and its links with it, as for saved work (§12): each recorded
+    /// attribute and to-one the group holds must hold in the parent what this context knows,
+    /// and each link the parent holds to it (as this context's unsaved work leaves them) must
+    /// be one the group itself makes or changes. Before session 33 neither was checked: the
+    /// next push deleted the object in the parent under the parent's (or a sibling's) link —
+    /// its delete rule cascaded into the parent's player or nullified its team, or a one-way
+    /// reference was left naming nothing and the parent's save was refused.
     func checkConflictsThroughParent(applying group: UndoGroup, reversed: Bool = false) throws {
         guard let parent = parentContext else { return }
         var checks: [ChildExpectation] = []
+        var removals: [ManagedObjectID] = []
         var lastInfo: EntityInfo?
         let order = reversed ? Array(group.order.reversed()) : group.order
         for id in order {
-            guard let change = group.changes[id], change.kind == .updated, let info = info(for: id, last: &lastInfo) else { continue }
+            guard let change = group.changes[id], let info = info(for: id, last: &lastInfo) else { continue }
+            if (reversed ? change.kind.reversed : change.kind) == .deleted {
+                // Not when this context's own unsaved work re-created it (its pending undo or
+                // redo): nothing pushed to take away.
+                guard registered(id)?.isInsertedFlag != true, !restored.contains(id) else { continue }
+                let known = registered(id).flatMap { $0.hasCommittedValues ? $0 : nil }
+                for (key, replaced) in change.values.sorted(by: { $0.key < $1.key }) {
+                    guard let property = info.property(named: key), property.isWritten, !property.isToMany else { continue }
+                    var expected = replaced
+                    if let known {
+                        let committed = known.committedValue(property) ?? property.emptyValue
+                        let pendingChange = pendingUndoOrRedo(changes: id, key)
+                        if pendingChange { try checkPendingValue(known, property, id, replaced) }
+                        if same(committed, replaced) || pendingChange { expected = committed }
+                    }
+                    checks.append(ChildExpectation(id: id, key: key, expected: expected))
+                }
+                removals.append(id)
+                continue
+            }
+            guard change.kind == .updated else { continue }
             let known = registered(id).flatMap { $0.hasCommittedValues && !$0.isInsertedFlag ? $0 : nil }
             for (key, replaced) in (reversed ? change.new : change.old).sorted(by: { $0.key < $1.key }) {
                 // A one-to-one's derived side too, as the parent holds it (as for saved work,
@@ -2059,14 +2089,56 @@ final class ContextCore {
                 checks.append(check)
             }
         }
-        guard !checks.isEmpty else { return }
-        let expectations = checks
-        let found = parent.performAndWait { (parent: isolated ManagedObjectContext) in parent.core.firstMismatch(ofChild: expectations) }
-        if let (index, value) = found {
-            let check = checks[index]
-            // Found in the parent, which is this context's store: the message names it.
-            throw ContextError.undoConflict(
-                object: check.id.description, property: check.key, expected: check.expected.text, found: value.text + ContextError.parentContextHolds)
+        if !checks.isEmpty {
+            let expectations = checks
+            let found = parent.performAndWait { (parent: isolated ManagedObjectContext) in parent.core.firstMismatch(ofChild: expectations) }
+            if let (index, value) = found {
+                let check = checks[index]
+                // Found in the parent, which is this context's store: the message names it.
+                throw ContextError.undoConflict(
+                    object: check.id.description, property: check.key, expected: check.expected.text, found: value.text + ContextError.parentContextHolds)
+            }
+        }
+        guard !removals.isEmpty else { return }
+        try checkLinksThroughParent(parent, removing: removals, group: group)
+    }
+
+    /// The links the parent holds to the objects `group` deletes (`removals`), as this
+    /// context's unsaved work leaves them (one it took back is no conflict, one it made is):
+    /// each must be one the group itself makes or changes, else an `undoConflict` naming it,
+    /// found "in the parent context" — as for saved work against the store (§12).
+    private func checkLinksThroughParent(_ parent: ManagedObjectContext, removing removals: [ManagedObjectID], group: UndoGroup) throws {
+        let asked = removals
+        let answers = try parent.performAndWait { (parent: isolated ManagedObjectContext) throws in try parent.core.linksForChild(asked) }
+        var pendingIndex: PendingReferrers?
+        for (id, links) in zip(removals, answers) {
+            guard let change = group.changes[id], let info = entities[id.entityName] else { continue }
+            func known(_ key: String, owner: String?) -> [ManagedObjectID] {
+                links.filter { $0.key == key && $0.owner == owner }.map { localID($0.other, alias: $0.alias, groups: [group]) }
+            }
+            for property in info.propertyList where property.isRelationship && !property.isTransient && property.inverse != nil {
+                let held = change.values[property.name]
+                for otherID in pendingLinks(of: id, property, stored: known(property.name, owner: nil), referrers: &pendingIndex) {
+                    if group.changes[otherID] != nil { continue }
+                    switch held {
+                    case .toOne(let target?) where target == otherID: continue
+                    case .toMany(let members) where members.contains(otherID): continue
+                    default: break
+                    }
+                    throw ContextError.undoConflict(
+                        object: id.description, property: property.name, expected: "no link but those this undo takes back",
+                        found: "a link to \(otherID)" + ContextError.parentContextHolds)
+                }
+            }
+            for (owner, relationship) in oneWayRelationships(to: id.entityName) {
+                let stored = known(relationship, owner: owner)
+                for otherID in pendingReferrers(to: id, through: relationship, of: owner, stored: stored, referrers: &pendingIndex) {
+                    if group.changes[otherID] != nil { continue }
+                    throw ContextError.undoConflict(
+                        object: otherID.description, property: relationship, expected: "no link to \(id.description), which the undo deletes",
+                        found: "a link to \(id.description)" + ContextError.parentContextHolds)
+                }
+            }
         }
     }
 
@@ -2712,4 +2784,17 @@ struct ChildExpectation: Sendable {
     /// A to-many: instead of the whole value, the members that must be there (those the
     /// group is about to take out) and those that must not (those it is about to put back).
     var members: (present: [ManagedObjectID], absent: [ManagedObjectID])?
+}
+
+/// A link a parent holds to an object a child is about to delete by undoing its pushed insert
+/// (redoing its pushed delete): ``ContextCore/linksForChild(_:)``.
+struct ChildLink: Sendable {
+    /// The object's relationship (one with an inverse) naming `other`; with `owner`, the
+    /// relationship without an inverse of `other` (an object of `owner` or a sub-entity)
+    /// naming the object.
+    let key: String
+    let owner: String?
+    let other: ManagedObjectID
+    /// The temporary ID `other` had, which a child may still name it by.
+    var alias: ManagedObjectID? = nil
 }
