@@ -76,6 +76,11 @@ public final class EventLog: Sendable {
         /// sides agree, so a test can write a store as one written when only one side was
         /// recorded (spec 0004 §4.1).
         package var skipsOrderedPairCheck: Bool = false
+        /// Tests only: commits don't check that a reference names an object of its
+        /// relationship's destination (or a sub-entity), so a test can write a store as the
+        /// migration wrote one before session 33, when a model version changed a
+        /// relationship's destination and the stored references stayed (spec 0004 §4.5).
+        package var skipsDestinationCheck: Bool = false
 
         /// The defaults.
         public init() {}
@@ -120,6 +125,43 @@ public final class EventLog: Sendable {
     /// ``LogReader/derivedSideLists(_:asOf:)``): a point's history never changes, so they
     /// hold for as long as the handle.
     let derivedSides = Mutex<DerivedSideLists?>(nil)
+    /// What this handle's model-version migration dropped (``lastMigrationDrops``).
+    let migrationDrops = Mutex<[MigrationDrop]>([])
+
+    /// The values of one relationship that a model-version migration couldn't carry over and
+    /// dropped (spec 0004 §4.5): the version makes the relationship lead to another entity,
+    /// whose objects the stored references don't name.
+    public struct MigrationDrop: Sendable, Hashable, CustomStringConvertible {
+        /// The entity whose objects held the values (in the opening version).
+        public let entity: String
+        /// The relationship, by its name in the opening version.
+        public let relationship: String
+        /// Its destination in the version that stored the values.
+        public let oldDestination: String
+        /// Its destination in the opening version.
+        public let newDestination: String
+        /// How many objects lost their value.
+        public let objects: Int
+
+        public init(entity: String, relationship: String, oldDestination: String, newDestination: String, objects: Int) {
+            self.entity = entity
+            self.relationship = relationship
+            self.oldDestination = oldDestination
+            self.newDestination = newDestination
+            self.objects = objects
+        }
+
+        /// `Player.team (to Team; now to Player): 2 objects lost their value`.
+        public var description: String {
+            "\(entity).\(relationship) (to \(oldDestination); now to \(newDestination)): \(objects) object\(objects == 1 ? "" : "s") lost \(objects == 1 ? "its" : "their") value"
+        }
+    }
+
+    /// The relationships whose values the migration this handle's open ran dropped, with how
+    /// many objects lost them (empty when it dropped none, or nothing was migrated): a
+    /// relationship the opening version makes lead to another entity, opened with
+    /// ``Configuration/allowsRemovingEntitiesAndProperties`` (spec 0004 §4.5).
+    public var lastMigrationDrops: [MigrationDrop] { migrationDrops.withLock { $0 } }
 
     // MARK: - Opening
 
