@@ -463,7 +463,7 @@ public final class EventLog: Sendable {
         guard !lacking.isEmpty else { return }
         let shown = lacking.prefix(12).joined(separator: ", ") + (lacking.count > 12 ? " and \(lacking.count - 12) more" : "")
         throw LogError.modelMismatch(
-            "the store at \(path) is in model version \(newest)'s terms, which has \(shown) that this model lacks (and doesn't rename): "
+            "the store at \(path) is in model version \(newest)'s terms, which has \(shown) that this model lacks (and doesn't rename, or makes lead to another entity): "
                 + "the model used to open the store is incompatible with the one its data is in — an earlier app's model (a downgrade) "
                 + "would take their values out of the store — so it isn't opened (nothing was written). A later model that drops "
                 + "them on purpose opens with EventLog.Configuration.allowsRemovingEntitiesAndProperties (a store description's "
@@ -490,7 +490,9 @@ public final class EventLog: Sendable {
     /// What `model` lacks of `stored`, in name order: `entity E` for an entity it neither has
     /// nor renames (no entity of the name, none whose renaming identifier is the name or the
     /// entity's own renaming identifier), `E.p` for a stored (not transient) attribute or a
-    /// relationship of a kept entity that its counterpart neither has stored nor renames.
+    /// relationship of a kept entity that its counterpart neither has stored nor renames, and
+    /// `E.r (to D; this model's E.r leads to D2)` for a relationship the counterpart makes lead
+    /// to another entity, which the stored references may not name (spec 0004 §4.5).
     static func lacking(in model: ManagedObjectModel, of stored: ManagedObjectModel) -> [String] {
         func renames(_ identifier: String?, _ name: String, _ ownIdentifier: String?) -> Bool {
             guard let identifier else { return false }
@@ -498,19 +500,36 @@ public final class EventLog: Sendable {
         }
         var entities: [String] = []
         var properties: [String] = []
-        for entity in stored.entities.sorted(by: { $0.name < $1.name }) {
-            let counterpart = model.entity(named: entity.name)
+        func counterpart(of entity: EntityDescription) -> EntityDescription? {
+            model.entity(named: entity.name)
                 ?? model.entities.first { renames($0.renamingIdentifier, entity.name, entity.renamingIdentifier) }
-            guard let counterpart else {
+        }
+        // The entities the model renames (old name → new name), for a relationship's destination.
+        var renamed: [String: String] = [:]
+        for entity in stored.entities where model.entity(named: entity.name) == nil {
+            if let now = counterpart(of: entity) { renamed[entity.name] = now.name }
+        }
+        for entity in stored.entities.sorted(by: { $0.name < $1.name }) {
+            guard let counterpart = counterpart(of: entity) else {
                 entities.append("entity \(entity.name)")
                 continue
             }
             let kept = counterpart.properties.filter { $0.fetchedProperty == nil && !$0.isTransient }
             for property in entity.properties.sorted(by: { $0.name < $1.name })
             where property.fetchedProperty == nil && !property.isTransient {
-                guard !kept.contains(where: { $0.name == property.name || renames($0.renamingIdentifier, property.name, property.renamingIdentifier) })
-                else { continue }
-                properties.append("\(entity.name).\(property.name)")
+                let same = kept.first { $0.name == property.name } ?? kept.first { renames($0.renamingIdentifier, property.name, property.renamingIdentifier) }
+                guard let same else {
+                    properties.append("\(entity.name).\(property.name)")
+                    continue
+                }
+                // A relationship made to lead to another entity: its values can't be carried
+                // over (spec 0004 §4.5), so the model lacks it as much as a removed one.
+                if let old = property.relationship, let now = same.relationship,
+                    !keepsReferences(from: old.destinationEntityName, in: stored, to: now.destinationEntityName, in: model, renamed: renamed)
+                {
+                    properties.append(
+                        "\(entity.name).\(property.name) (to \(old.destinationEntityName); this model's \(counterpart.name).\(now.name) leads to \(now.destinationEntityName))")
+                }
             }
         }
         return entities + properties
