@@ -1,6 +1,7 @@
 import Foundation
 import StrataModel
 import StrataStorage
+import Synchronization
 
 // MARK: - Migration to the opening model version (spec 0004 §4.3–4.6, spec 0006 §24.6)
 

@@ -99,7 +99,7 @@ struct RetargetMigrateCommandTests {
 
             """)
         let copy = try EventLog(openingExistingAt: into)
-        try copy.read { reader in
+        try copy.read { reader throws in
             for primaryKey: UInt64 in 1...3 {
                 #expect(try reader.related(StoredObjectID(entity: "Player", primaryKey: primaryKey), "team") == [])
             }
@@ -110,7 +110,8 @@ struct RetargetMigrateCommandTests {
 
     @Test("entities that swap names are refused, naming them, not taken as no rename")
     func swapRefused() throws {
-        let (_, store, _, swapped) = try Self.fixture()
+        let (dir, store, _, swapped) = try Self.fixture()
+        defer { withExtendedLifetime(dir) {} }  // the directory goes with it
         let result = try strata("migrate", store, swapped, "--allow-removing")
         #expect(result.status == 1, "\(result.standardOutput)\(result.standardError)")
         #expect(

@@ -99,7 +99,7 @@ struct RetargetMigrationTests {
         #expect(log.lastMigrationDrops == [
             EventLog.MigrationDrop(entity: "Player", relationship: "team", oldDestination: "Team", newDestination: "Player", objects: 2)
         ])
-        try log.read { reader in
+        try log.read { reader throws in
             for player in players {
                 #expect(try reader.related(player, "team") == [])
                 #expect(try reader.object(player)?.values["team"] == nil)
@@ -120,7 +120,7 @@ struct RetargetMigrationTests {
         let dir = try TemporaryDirectory("strata-retarget")
         let (teams, players) = try Self.store(dir)
         let log = try openLog(dir, model: try Self.widened())
-        try log.read { reader in
+        try log.read { reader throws in
             #expect(try reader.related(players[0], "team") == [teams[0]])
             #expect(try reader.related(players[1], "team") == [teams[1]])
             #expect(try reader.related(teams[0], "members") == [players[0]])
