@@ -51,9 +51,41 @@ extension EventLog {
                 throw LogError.migration(
                     "the stored objects can't be taken over by model version \(modelVersion): its entities \(names(new.sorted())) all rename \(old) (of model version \(version)), whose objects can move to one entity only. Nothing was written; give all but one of them renamingIdentifiers of their own")
             }
-            for entity in model.entities {
+            // Names swapped (or one reused): an entity that keeps a name the earlier version has
+            // while its renaming identifier, new since that version, names another of its
+            // entities. Core Data would exchange the objects; a rename here moves objects to a
+            // name the earlier version doesn't have, so before, this was no rename at all and
+            // each entity kept the other's objects.
+            let claims = model.entities.sorted { $0.name < $1.name }.compactMap { entity -> (new: String, old: String)? in
+                guard let identifier = entity.renamingIdentifier, identifier != entity.name,
+                    let before = earlier.entity(named: entity.name), before.renamingIdentifier != identifier,
+                    let old = earlier.entities.first(where: { $0.name == identifier })
+                        ?? earlier.entities.first(where: { $0.renamingIdentifier == identifier }),
+                    old.name != entity.name
+                else { return nil }
+                return (entity.name, old.name)
+            }
+            if !claims.isEmpty {
+                throw LogError.migration(
+                    "the stored objects can't be taken over by model version \(modelVersion): \(Self.swapDescription(claims, entities: true, of: version)), whose objects Strata can't exchange (a rename moves objects to a name the earlier version doesn't have). Nothing was written; \(Self.swapAdvice(claims))")
+            }
+            for entity in model.entities.sorted(by: { $0.name < $1.name }) {
                 let takenOver = earlier.entity(named: entity.name) != nil ? entity.name : renaming.first { $0.value == [entity.name] }?.key
                 guard let takenOver, let earlierEntity = earlier.entity(named: takenOver) else { continue }
+                // Property names swapped (or one reused), as entities' above.
+                let claims = entity.properties.sorted { $0.name < $1.name }.compactMap { property -> (new: String, old: String)? in
+                    guard let identifier = property.renamingIdentifier, identifier != property.name,
+                        let before = earlierEntity.propertiesByName[property.name], before.renamingIdentifier != identifier,
+                        let old = earlierEntity.propertiesByName[identifier]
+                            ?? earlierEntity.properties.first(where: { $0.renamingIdentifier == identifier }),
+                        old.name != property.name
+                    else { return nil }
+                    return (property.name, "\(takenOver).\(old.name)")
+                }
+                if !claims.isEmpty {
+                    throw LogError.migration(
+                        "the stored values can't be taken over by model version \(modelVersion): \(entity.name)'s \(Self.swapDescription(claims, entities: false, of: version)), whose values Strata can't exchange (a rename moves values to a name the earlier version doesn't have). Nothing was written; \(Self.swapAdvice(claims))")
+                }
                 for property in earlierEntity.properties where entity.propertiesByName[property.name] == nil {
                     let targets = entity.properties.filter { candidate in
                         guard let renamingIdentifier = candidate.renamingIdentifier, earlierEntity.propertiesByName[candidate.name] == nil else { return false }
@@ -65,6 +97,29 @@ extension EventLog {
                 }
             }
         }
+    }
+
+    /// `its entities Cat and Dog swap names: Cat renames Dog and Dog renames Cat (of model
+    /// version 1)`, or for one claim `its entity Cat renames Dog (of model version 1) and keeps
+    /// its own name, which that version gives another entity`. `entities`: entities' claims
+    /// (else properties', named `Entity.property` on the old side).
+    /// How to make the swap of `claims` in steps the migration takes: through names neither
+    /// version has.
+    static func swapAdvice(_ claims: [(new: String, old: String)]) -> String {
+        guard let claim = claims.first else { return "" }
+        let old = claim.old.split(separator: ".").last.map(String.init) ?? claim.old
+        return "rename through names neither version has, one model version each (a version renaming \(old) to a name of its own, the next renaming that to \(claim.new))"
+    }
+
+    static func swapDescription(_ claims: [(new: String, old: String)], entities: Bool, of version: Int) -> String {
+        func list(_ items: [String]) -> String {
+            items.count <= 2 ? items.joined(separator: " and ") : items.dropLast().joined(separator: ", ") + " and " + (items.last ?? "")
+        }
+        let (one, many) = entities ? ("its entity", "its entities") : ("property", "properties")
+        if claims.count == 1, let claim = claims.first {
+            return "\(one) \(claim.new) renames \(claim.old) (of model version \(version)) and keeps its own name, which that version gives another \(entities ? "entity" : "property")"
+        }
+        return "\(many) \(list(claims.map(\.new))) swap names: \(list(claims.map { "\($0.new) renames \($0.old)" })) (of model version \(version))"
     }
 
     /// The entities of earlier stored model versions that the opening model neither has nor

@@ -1,6 +1,7 @@
 import Foundation
 import StrataModel
 import StrataStorage
+import Synchronization
 
 // MARK: - Migration to the opening model version (spec 0004 §4.3–4.6, spec 0006 §24.6)
 
@@ -99,7 +100,7 @@ extension EventLog {
             // Attributes whose stored values the version fills or converts (§4.4).
             let values = try valueMigrationCandidates()
             // Values stored under names the version doesn't store them by (§4.5).
-            let retired = try retiredPropertyNames()
+            let retired = try retiredPropertyNames(renamed: renamedEntities)
             let removedEntities = try removedEntities(renamed: renamedEntities)
             guard !added.isEmpty || !recomputing.isEmpty || !values.isEmpty || !retired.isEmpty || !renamedEntities.isEmpty || !removedEntities.isEmpty
             else { return }
@@ -108,6 +109,8 @@ extension EventLog {
                     "the store at \(path) hasn't been migrated to model version \(modelVersion) (its migration was refused, or didn't finish, when the version was first opened); migrating the store automatically is turned off, so it isn't opened (nothing was written)")
             }
             let timestamp = EventCodec.date(microseconds: EventCodec.microsecondsNow())
+            /// Relationships made to lead to another entity, whose values the put-back dropped.
+            var drops: [MigrationDrop] = []
             // nil: another writer moved the head first; look again.
             let sequence = try environment.write { txn -> UInt64? in
                 guard try nextSequence(txn) - 1 == head else { return nil }
@@ -133,7 +136,8 @@ extension EventLog {
                         .map { $0.movingObjects(moves, removing: removedEntities) }
                     let entities = try takeOutRenamedEntities(
                         renamedEntities, moves: moves, removing: removedEntities, txn, sequence: &sequence, timestamp: timestamp)
-                    putBack = try writer.planPutBack(taken + entities.taken, inserting: entities.inserting)
+                    putBack = try writer.planPutBack(taken + entities.taken, inserting: entities.inserting, renamed: renamedEntities)
+                    drops = putBack.drops
                 }
                 let planned = values.isEmpty ? [:] : try writer.planStoredValues(values, txn, settled: putBack.values.mapValues { Set($0.keys) })
                 if !planned.isEmpty || !putBack.values.isEmpty || !putBack.additions.isEmpty || !putBack.inserts.isEmpty {
@@ -171,7 +175,10 @@ extension EventLog {
                 return sequence
             }
             if let sequence {
-                if sequence > 0 { storeMonitor.publish(sequence) }
+                if sequence > 0 {
+                    migrationDrops.withLock { $0 = drops }
+                    storeMonitor.publish(sequence)
+                }
                 return
             }
         }

@@ -46,8 +46,11 @@ extension EventLog {
     /// The stored properties of earlier stored model versions that the opening version doesn't
     /// store the same way, by entity of the opening model: a name it doesn't have, an
     /// attribute it makes a relationship (or the reverse), or a recorded relationship side
-    /// it records differently, derives, or declares on another entity (a renamed parent).
-    func retiredPropertyNames() throws -> [String: Set<String>] {
+    /// it records differently, derives, or declares on another entity (a renamed parent), or
+    /// makes lead to another entity whose objects the stored references may not name
+    /// (``keepsReferences(from:in:to:in:renamed:)``; `renamed`: the entities the version
+    /// renames, old name → new name).
+    func retiredPropertyNames(renamed: [String: String] = [:]) throws -> [String: Set<String>] {
         var retired: [String: Set<String>] = [:]
         for version in catalog.modelVersions where version < modelVersion {
             let other = try catalog.schema(forModelVersion: version)
@@ -62,6 +65,12 @@ extension EventLog {
                         property.isAttribute
                             ? now.isAttribute
                             : now.relationship == property.relationship && now.isRecorded && now.qualifiedName == property.qualifiedName
+                                && keepsReferences(
+                                    from: property.destination ?? "", in: other.model, to: now.destination ?? "", in: model, renamed: renamed)
+                                // An inverse made a to-one: the put-back checks each destination
+                                // is held once (before, two holders stayed, and verify said so).
+                                && (!hasToOneInverse(model, entity: name, relationship: property.name)
+                                    || hasToOneInverse(other.model, entity: name, relationship: property.name))
                     } ?? false
                     if !same { retired[name, default: []].insert(property.name) }
                 }
@@ -167,7 +176,12 @@ extension TableWriter {
     ///
     /// Objects of `inserting` (a renamed entity's, under their new IDs) get their values at
     /// their insert instead.
-    func planPutBack(_ taken: [RetiredValue], inserting: [StoredObjectID: MovedFrom] = [:]) throws -> PutBack {
+    ///
+    /// A relationship the opening version makes lead to another entity, whose objects the
+    /// values may not name (``keepsReferences(from:in:to:in:renamed:)``), gets nothing back:
+    /// its values are dropped, and ``PutBack/drops`` counts the objects that lost them (the
+    /// open is refused before, unless it allows removing, spec 0004 §4.7).
+    func planPutBack(_ taken: [RetiredValue], inserting: [StoredObjectID: MovedFrom] = [:], renamed: [String: String] = [:]) throws -> PutBack {
         var problems: [String] = []
         /// Per object and property: the value to set (attributes, to-ones), the destinations
         /// to add (to-many).
@@ -182,21 +196,43 @@ extension TableWriter {
             let entity: String
         }
         var targets: [Origin: ModelSchema.Property?] = [:]
+        /// Relationships whose destination changed (their values dropped): the objects that
+        /// lost a value, by entity, relationship and both destinations.
+        struct Retargeted: Hashable {
+            let entity: String
+            let relationship: String
+            let oldDestination: String
+            let newDestination: String
+        }
+        var retargeted: [Origin: Retargeted] = [:]
+        /// Per recorded relationship ("Entity.property") whose inverse is a to-one: the object
+        /// holding each destination put back, which no other may hold.
+        var holders: [String: [StoredObjectID: StoredObjectID]] = [:]
+        var dropped: [Retargeted: Set<StoredObjectID>] = [:]
         func target(of retired: RetiredValue) throws -> ModelSchema.Property? {
             let origin = Origin(version: retired.version, earlierEntity: retired.earlierEntity, property: retired.property.name, entity: retired.object.entity)
             if let known = targets[origin] { return known }
             let entityName = retired.object.entity
             var found: ModelSchema.Property?
             // The same name, or a rename of it.
+            let earlierSchema = try schema(forModelVersion: retired.version)
             if let entity = schema.entities[entityName], let described = schema.model.entity(named: entityName) {
                 if let same = entity.propertiesByName[origin.property] {
                     found = same
-                } else if let earlier = try schema(forModelVersion: retired.version).entities[retired.earlierEntity],
+                } else if let earlier = earlierSchema.entities[retired.earlierEntity],
                     let renamedTo = renameTarget(of: origin.property, identifier: retired.renamingIdentifier, earlier: earlier, later: described),
                     let property = entity.propertiesByName[renamedTo]
                 {
                     found = property
                 }
+            }
+            // A relationship made to lead to another entity: what it named can't be carried over.
+            if let property = found, let oldDestination = retired.property.destination, let newDestination = property.destination,
+                !keepsReferences(from: oldDestination, in: earlierSchema.model, to: newDestination, in: schema.model, renamed: renamed)
+            {
+                retargeted[origin] = Retargeted(
+                    entity: entityName, relationship: property.name, oldDestination: oldDestination, newDestination: newDestination)
+                found = nil
             }
             targets[origin] = found
             return found
@@ -204,7 +240,12 @@ extension TableWriter {
         for retired in taken {
             let entityName = retired.object.entity
             let old = retired.property
-            guard let target = try target(of: retired) else { continue }  // removed: the value stays out
+            guard let target = try target(of: retired) else {
+                // Removed (or made to lead elsewhere): the value stays out.
+                let origin = Origin(version: retired.version, earlierEntity: retired.earlierEntity, property: old.name, entity: entityName)
+                if let change = retargeted[origin] { dropped[change, default: []].insert(retired.object) }
+                continue
+            }
             let described2 = "\(entityName).\(old.name)" + (target.name == old.name ? "" : " (now \(target.name))")
             if old.isAttribute {
                 guard let type = target.attributeType, case .attribute(let value) = retired.value else {
@@ -234,6 +275,18 @@ extension TableWriter {
                     problems.append("\(object).\(property) would be both \(existing) and \(destination)")
                 }
                 values[object, default: [:]][property] = .reference(destination)
+            }
+            // A to-one inverse: each destination is held by one object at most.
+            if target.isRecorded, hasToOneInverse(schema.model, entity: entityName, relationship: target.name) {
+                let inverse = schema.model.entity(named: entityName)?.relationshipsByName[target.name]?.inverseName ?? "?"
+                for destination in destinations {
+                    if let holder = holders[target.qualifiedName]?[destination], holder != retired.object {
+                        problems.append(
+                            "\(destination) would be held through \(entityName).\(target.name) by both \(holder) and \(retired.object), but its inverse \(destination.entity).\(inverse) is a to-one")
+                    } else {
+                        holders[target.qualifiedName, default: [:]][destination] = retired.object
+                    }
+                }
             }
             switch storage {
             case .toOne:
@@ -276,7 +329,12 @@ extension TableWriter {
             throw LogError.migration(
                 "the stored values can't be taken over by model version \(modelVersion): \(shown)\(more). Nothing was written")
         }
-        return PutBack(values: values, additions: additions, inserts: inserting)
+        let drops = dropped.map { change, objects in
+            EventLog.MigrationDrop(
+                entity: change.entity, relationship: change.relationship, oldDestination: change.oldDestination,
+                newDestination: change.newDestination, objects: objects.count)
+        }.sorted { ($0.entity, $0.relationship, $0.oldDestination) < ($1.entity, $1.relationship, $1.oldDestination) }
+        return PutBack(values: values, additions: additions, inserts: inserting, drops: drops)
     }
 
     /// Puts the values of `plan` back, at `sequence`, with the fills and conversions
@@ -335,6 +393,39 @@ struct PutBack {
     /// Objects inserted with their values (a renamed entity's), before the updates, and
     /// where they came from.
     var inserts: [StoredObjectID: MovedFrom] = [:]
+    /// Relationships made to lead to another entity, whose values were dropped (spec 0004 §4.5).
+    var drops: [EventLog.MigrationDrop] = []
+}
+
+/// Whether relationship `name` of `entity` has an inverse that is a to-one in `model` (a
+/// one-to-one, or an ordered or unordered to-many whose destinations each belong to one
+/// object).
+func hasToOneInverse(_ model: ManagedObjectModel, entity: String, relationship name: String) -> Bool {
+    guard let relationship = model.entity(named: entity)?.relationshipsByName[name], let inverse = relationship.inverseName,
+        let back = model.entity(named: relationship.destinationEntityName)?.relationshipsByName[inverse]
+    else { return false }
+    return !back.isToMany
+}
+
+/// Whether a relationship that led to `oldDestination` in `earlier` keeps its stored
+/// references valid when it leads to `newDestination` in `later` (spec 0004 §4.5): every
+/// object it may have named — of `oldDestination` or a sub-entity of it, abstract ones aside,
+/// which have no objects — is, in `later` (under its new name, when `renamed`, old name → new
+/// name, gives one), an object of `newDestination` or of a sub-entity of it, or of an entity
+/// `later` removes (whose objects, and the references to them, go). The same destination, a
+/// renamed one, or a new parent of it keeps them; another entity, or a sub-entity of the old
+/// destination that leaves out objects it may have named, doesn't — Core Data infers no
+/// mapping for a relationship whose destination changes.
+func keepsReferences(
+    from oldDestination: String, in earlier: ManagedObjectModel, to newDestination: String, in later: ManagedObjectModel,
+    renamed: [String: String]
+) -> Bool {
+    let allowed = Set(later.selfAndSubentityNames(of: newDestination))
+    return earlier.selfAndSubentityNames(of: oldDestination).allSatisfy { name in
+        guard let entity = earlier.entity(named: name), !entity.isAbstract else { return true }
+        let now = renamed[name] ?? name
+        return later.entity(named: now) == nil || allowed.contains(now)
+    }
 }
 
 /// The property of `later` (a later model version's entity) that renames property `name` of

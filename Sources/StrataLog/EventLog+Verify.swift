@@ -295,16 +295,61 @@ extension EventLog {
             return .next
         }
 
-        // 3. Every reference points at a live object.
+        // 3. Every reference points at a live object, of its relationship's destination (or a
+        // sub-entity) in the model version the source's record was written with — before
+        // session 33 a migration to a version that made a relationship lead to another entity
+        // kept references to the old one's objects, and this found nothing. One lookup of the
+        // source's record per reference (its version is its first bytes); what a relationship
+        // may name is worked out once per relationship and version.
+        struct Leads: Hashable {
+            let code: UInt16
+            let version: Int
+        }
+        /// The entity codes a relationship may name in a model version, with its name there
+        /// and its destination; nil: not a relationship of that version (an earlier version's
+        /// record names it by a code the catalog gives another name) — not checked here.
+        var allowedTargets: [Leads: (codes: Set<UInt16>, property: String, qualified: String, destination: String)?] = [:]
+        func allowed(_ leads: Leads) -> (codes: Set<UInt16>, property: String, qualified: String, destination: String)? {
+            if let known = allowedTargets[leads] { return known }
+            var found: (codes: Set<UInt16>, property: String, qualified: String, destination: String)?
+            if let qualified = catalog.relationshipName(leads.code), let dot = qualified.lastIndex(of: "."),
+                let versionSchema = try? catalog.schema(forModelVersion: leads.version),
+                let property = versionSchema.entities[String(qualified[..<dot])]?.propertiesByName[String(qualified[qualified.index(after: dot)...])],
+                let destination = property.destination
+            {
+                let codes = Set(versionSchema.model.selfAndSubentityNames(of: destination).compactMap { try? catalog.entityCode($0) })
+                found = (codes, property.name, qualified, destination)
+            }
+            allowedTargets[leads] = found
+            return found
+        }
         try reader.txn.forEach(in: tables.referrers) { key, _ in
             guard let target = key.withUnsafeBytes({ ObjectKey($0) }),
-                let source = key.withUnsafeBytes({ ObjectKey($0, at: 12) })
+                let source = key.withUnsafeBytes({ ObjectKey($0, at: 12) }),
+                let code = key.withUnsafeBytes({ readBigEndian($0, at: 10, count: 2) }).map({ UInt16($0) })
             else { return .next }
-            for (role, objectKey) in [("target", target), ("source", source)]
-            where !(try reader.txn.containsKey(objectKey.bytes, in: tables.state)) {
-                let id = (try? writer.id(objectKey).description) ?? "entity \(objectKey.entity) p\(objectKey.primaryKey)"
-                problem(.integrity, "references", "the \(role) \(id) of a reference does not exist")
+            func name(_ objectKey: ObjectKey) -> String {
+                (try? writer.id(objectKey).description) ?? "entity \(objectKey.entity) p\(objectKey.primaryKey)"
             }
+            let targetLives = try reader.txn.containsKey(target.bytes, in: tables.state)
+            if !targetLives { problem(.integrity, "references", "the target \(name(target)) of a reference does not exist") }
+            // The source's record: whether it lives, and the model version it was written with.
+            let written: Int?? = try reader.txn.withValue(forKey: source.bytes, in: tables.state) { span in
+                span.withUnsafeBytes { raw -> Int? in
+                    var r = ByteReader(raw, context: "state")
+                    return try? r.count(limit: Int(Int32.max))
+                }
+            }
+            guard let written else {
+                problem(.integrity, "references", "the source \(name(source)) of a reference does not exist")
+                return .next
+            }
+            guard targetLives, let version = written, let leads = allowed(Leads(code: code, version: version)), !leads.codes.contains(target.entity)
+            else { return .next }
+            let targetEntity = (try? catalog.entityName(target.entity)) ?? "entity \(target.entity)"
+            problem(
+                .integrity, "\(name(source)).\(leads.property)",
+                "names \(name(target)), an object of \(targetEntity), but \(leads.qualified) leads to \(leads.destination) (and its sub-entities)")
             return .next
         }
 

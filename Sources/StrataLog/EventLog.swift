@@ -76,6 +76,11 @@ public final class EventLog: Sendable {
         /// sides agree, so a test can write a store as one written when only one side was
         /// recorded (spec 0004 §4.1).
         package var skipsOrderedPairCheck: Bool = false
+        /// Tests only: commits don't check that a reference names an object of its
+        /// relationship's destination (or a sub-entity), so a test can write a store as the
+        /// migration wrote one before session 33, when a model version changed a
+        /// relationship's destination and the stored references stayed (spec 0004 §4.5).
+        package var skipsDestinationCheck: Bool = false
 
         /// The defaults.
         public init() {}
@@ -128,6 +133,43 @@ public final class EventLog: Sendable {
     /// ``LogReader/derivedSideLists(_:asOf:)``): a point's history never changes, so they
     /// hold for as long as the handle.
     let derivedSides = Mutex<DerivedSideLists?>(nil)
+    /// What this handle's model-version migration dropped (``lastMigrationDrops``).
+    let migrationDrops = Mutex<[MigrationDrop]>([])
+
+    /// The values of one relationship that a model-version migration couldn't carry over and
+    /// dropped (spec 0004 §4.5): the version makes the relationship lead to another entity,
+    /// whose objects the stored references don't name.
+    public struct MigrationDrop: Sendable, Hashable, CustomStringConvertible {
+        /// The entity whose objects held the values (in the opening version).
+        public let entity: String
+        /// The relationship, by its name in the opening version.
+        public let relationship: String
+        /// Its destination in the version that stored the values.
+        public let oldDestination: String
+        /// Its destination in the opening version.
+        public let newDestination: String
+        /// How many objects lost their value.
+        public let objects: Int
+
+        public init(entity: String, relationship: String, oldDestination: String, newDestination: String, objects: Int) {
+            self.entity = entity
+            self.relationship = relationship
+            self.oldDestination = oldDestination
+            self.newDestination = newDestination
+            self.objects = objects
+        }
+
+        /// `Player.team (to Team; now to Player): 2 objects lost their value`.
+        public var description: String {
+            "\(entity).\(relationship) (to \(oldDestination); now to \(newDestination)): \(objects) object\(objects == 1 ? "" : "s") lost \(objects == 1 ? "its" : "their") value"
+        }
+    }
+
+    /// The relationships whose values the migration this handle's open ran dropped, with how
+    /// many objects lost them (empty when it dropped none, or nothing was migrated): a
+    /// relationship the opening version makes lead to another entity, opened with
+    /// ``Configuration/allowsRemovingEntitiesAndProperties`` (spec 0004 §4.5).
+    public var lastMigrationDrops: [MigrationDrop] { migrationDrops.withLock { $0 } }
 
     // MARK: - Opening
 
@@ -429,7 +471,7 @@ public final class EventLog: Sendable {
         guard !lacking.isEmpty else { return }
         let shown = lacking.prefix(12).joined(separator: ", ") + (lacking.count > 12 ? " and \(lacking.count - 12) more" : "")
         throw LogError.modelMismatch(
-            "the store at \(path) is in model version \(newest)'s terms, which has \(shown) that this model lacks (and doesn't rename): "
+            "the store at \(path) is in model version \(newest)'s terms, which has \(shown) that this model lacks (and doesn't rename, or makes lead to another entity): "
                 + "the model used to open the store is incompatible with the one its data is in — an earlier app's model (a downgrade) "
                 + "would take their values out of the store — so it isn't opened (nothing was written). A later model that drops "
                 + "them on purpose opens with EventLog.Configuration.allowsRemovingEntitiesAndProperties (a store description's "
@@ -456,7 +498,9 @@ public final class EventLog: Sendable {
     /// What `model` lacks of `stored`, in name order: `entity E` for an entity it neither has
     /// nor renames (no entity of the name, none whose renaming identifier is the name or the
     /// entity's own renaming identifier), `E.p` for a stored (not transient) attribute or a
-    /// relationship of a kept entity that its counterpart neither has stored nor renames.
+    /// relationship of a kept entity that its counterpart neither has stored nor renames, and
+    /// `E.r (to D; this model's E.r leads to D2)` for a relationship the counterpart makes lead
+    /// to another entity, which the stored references may not name (spec 0004 §4.5).
     static func lacking(in model: ManagedObjectModel, of stored: ManagedObjectModel) -> [String] {
         func renames(_ identifier: String?, _ name: String, _ ownIdentifier: String?) -> Bool {
             guard let identifier else { return false }
@@ -464,19 +508,36 @@ public final class EventLog: Sendable {
         }
         var entities: [String] = []
         var properties: [String] = []
-        for entity in stored.entities.sorted(by: { $0.name < $1.name }) {
-            let counterpart = model.entity(named: entity.name)
+        func counterpart(of entity: EntityDescription) -> EntityDescription? {
+            model.entity(named: entity.name)
                 ?? model.entities.first { renames($0.renamingIdentifier, entity.name, entity.renamingIdentifier) }
-            guard let counterpart else {
+        }
+        // The entities the model renames (old name → new name), for a relationship's destination.
+        var renamed: [String: String] = [:]
+        for entity in stored.entities where model.entity(named: entity.name) == nil {
+            if let now = counterpart(of: entity) { renamed[entity.name] = now.name }
+        }
+        for entity in stored.entities.sorted(by: { $0.name < $1.name }) {
+            guard let counterpart = counterpart(of: entity) else {
                 entities.append("entity \(entity.name)")
                 continue
             }
             let kept = counterpart.properties.filter { $0.fetchedProperty == nil && !$0.isTransient }
             for property in entity.properties.sorted(by: { $0.name < $1.name })
             where property.fetchedProperty == nil && !property.isTransient {
-                guard !kept.contains(where: { $0.name == property.name || renames($0.renamingIdentifier, property.name, property.renamingIdentifier) })
-                else { continue }
-                properties.append("\(entity.name).\(property.name)")
+                let same = kept.first { $0.name == property.name } ?? kept.first { renames($0.renamingIdentifier, property.name, property.renamingIdentifier) }
+                guard let same else {
+                    properties.append("\(entity.name).\(property.name)")
+                    continue
+                }
+                // A relationship made to lead to another entity: its values can't be carried
+                // over (spec 0004 §4.5), so the model lacks it as much as a removed one.
+                if let old = property.relationship, let now = same.relationship,
+                    !keepsReferences(from: old.destinationEntityName, in: stored, to: now.destinationEntityName, in: model, renamed: renamed)
+                {
+                    properties.append(
+                        "\(entity.name).\(property.name) (to \(old.destinationEntityName); this model's \(counterpart.name).\(now.name) leads to \(now.destinationEntityName))")
+                }
             }
         }
         return entities + properties

@@ -161,6 +161,9 @@ struct MigrateCommand: ParsableCommand {
                     : " (taking out values model version \(copy.modelVersion) stores under other names, or not at all)"
                 out.line("migration    #\(event.sequence) in model version \(event.modelVersion)\(role): \(summary)")
             }
+            // Relationships the model makes lead to another entity (--allow-removing): their
+            // values were dropped (spec 0004 §4.5).
+            for drop in copy.lastMigrationDrops { out.line("dropped      \(drop)") }
             let report = try copy.verify()
             for problem in report.problems { out.line("verify       \(problem)") }
             out.line("verify       \(report.isClean ? "no problems" : "\(report.problems.count) problem\(report.problems.count == 1 ? "" : "s")") in the migrated copy")
