@@ -327,7 +327,12 @@ extension ContextCore {
             object.row = nil
             object.committed = values(from: record.values, info: object.info)
             object.version = record.version
-            rebaseToManyChanges(object, toMany)
+            // A derived side held as a change (a team's players) that takes in, from the store,
+            // a member the context has since given another destination (read at the other
+            // writer's version: no conflict of its own) doesn't list it, in memory or in the
+            // groups, as at a merge (§16.1). Before, the moves were dropped here: after the
+            // save the team listed the player the context had moved to its other team.
+            moves += rebaseToManyChanges(object, toMany)
             for property in object.info.propertyList where property.isRecorded && property.isRelationship {
                 guard let inverse = property.inverse else { continue }
                 let old = before?[property.name] ?? property.emptyValue

@@ -490,7 +490,12 @@ extension ContextCore {
                 continue
             }
             let before = Set(base.ids), now = Set(theirs.ids), mine = Set(ours.ids)
-            let arrived = theirs.ids.filter { !before.contains($0) }
+            var arrived = theirs.ids.filter { !before.contains($0) }
+            // A derived side (a team's players) doesn't take in a member this context deletes:
+            // the group deleting it lists it before its change already (spec 0006 §9 item 4).
+            // Before, the team listed the deleted player, the groups' values after the delete
+            // too, and undoing the saved delete took the player off the team it named (seed 142).
+            if !property.isRecorded { arrived = arrived.filter { registered($0)?.isDeletedFlag != true } }
             let added = arrived.filter { !mine.contains($0) }
             let removed = before.subtracting(now)
             if !property.isRecorded, let destination = property.destination, let inverseName = property.inverse,

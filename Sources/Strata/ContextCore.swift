@@ -1116,10 +1116,22 @@ final class ContextCore {
     private func changeMembership(
         of owner: ManagedObject, _ property: PropertyInfo, _ member: ManagedObjectID, adding: Bool, register: Bool, knownAbsent: Bool = false
     ) {
+        var absent = false
         updateMembers(of: owner, property, register: register) { ids in
-            PropertyValue.changeMembership(&ids, member, adding: adding, ordered: property.isOrdered, knownAbsent: knownAbsent)
+            let changed = PropertyValue.changeMembership(&ids, member, adding: adding, ordered: property.isOrdered, knownAbsent: knownAbsent)
+            if !changed && !adding { absent = true }
+            return changed
         }
         if adding, owner.isDeletedFlag { relinkedDeleted(owner) }
+        // A derived side (a team's players) held as read before another writer put the member
+        // there doesn't list the member whose to-one names the owner: the group keeps it as a
+        // member before the change (spec 0006 §9 item 4), so undoing the change (a saved
+        // delete of the member) lists it again where its to-one names the owner. Before, the
+        // undo brought the player back on the team while the team didn't list it (seed 142 of
+        // `UndoInsertLinkFixTests.randomizedLinksAndUndo`).
+        if absent, register, journal.isRegistering, !isApplyingUndo, !property.isRecorded, !property.isTransient, !owner.isInsertedFlag {
+            journal.open.recordUnlistedMember(owner, property, member, current: owner.currentValue(property))
+        }
     }
 
     /// Changes `owner`'s to-many `property` by running `body` on its member IDs (`body` says

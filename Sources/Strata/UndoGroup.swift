@@ -154,6 +154,34 @@ final class UndoGroup {
         }
     }
 
+    /// Records that `owner`'s derived to-many `property` (a team's players), `current` now,
+    /// didn't list `member`, whose to-one named the owner when the change taking it out came
+    /// (the side was read before another writer put the member there): before the group the
+    /// member was the owner's, so the group's first old value of the side lists it and its
+    /// new value doesn't — undoing the group (a delete of the member) lists it again beside
+    /// its to-one, and redoing takes it out (spec 0006 §9 item 4).
+    func recordUnlistedMember(_ owner: ManagedObject, _ property: PropertyInfo, _ member: ManagedObjectID, current: PropertyValue) {
+        if owner === lastInserted || owner.isDeletedFlag { return }
+        func with(_ value: PropertyValue) -> PropertyValue {
+            property.isOrdered ? .toMany(value.ids + [member]) : .unordered(value.ids + [member])
+        }
+        let id = owner.objectID, key = property.name
+        mayHoldTemporaryIDs = true
+        guard let index = changes.index(forKey: id) else {
+            appendToOrder(id)
+            changes[id] = ObjectChange(kind: .updated, old: [key: with(current)], new: [key: current])
+            return
+        }
+        guard changes.values[index].kind == .updated else { return }
+        guard let old = changes.values[index].old[key] else {
+            changes.values[index].old[key] = with(current)
+            changes.values[index].new[key] = current
+            return
+        }
+        if !old.ids.contains(member) { changes.values[index].old[key] = with(old) }
+        if changes.values[index].new[key] == nil { changes.values[index].new[key] = current }
+    }
+
     /// What the group needs around a change of a value in place
     /// (``detachForInPlaceChange(_:_:)``).
     enum InPlaceChange {

@@ -141,4 +141,99 @@ struct MergeRebaseSeedFixTests {
         }
         #expect(try coordinator.persistentStores[0].log.verify().isClean)
     }
+
+    /// Seed 142: Alice puts a new player on her team (the team's players read then, held as
+    /// her change); Bob saves his player on the team; Alice deletes Bob's player — her team
+    /// doesn't list it: nothing to take out — and saves; her undo brings the player back on
+    /// the team: the team lists it again (before, the group held no trace of it, and the team
+    /// didn't list the player naming it).
+    @Test("undoing a saved delete of a member the context's held derived side didn't list: the team lists it again")
+    func undoDeleteOfMemberHeldSideDidntList() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try UndoInsertLinkFixTests.probeModel)
+        let alice = editor(coordinator), bob = privateContext(coordinator, name: "sync", author: "bob")
+        let teamID = try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            try context.save()
+            return team.objectID
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Player").setValue(try context.existingObject(with: teamID), forKey: "team")
+        }
+        let playerID = try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue(try context.existingObject(with: teamID), forKey: "team")
+            try context.save()
+            return player.objectID
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            context.delete(try context.existingObject(with: playerID))
+            try context.save()
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            func members() -> Set<ManagedObjectID> { Set(((team.value(forKey: "players") as? Set<ManagedObject>) ?? []).map(\.objectID)) }
+            try context.undo()
+            let player = try context.existingObject(with: playerID)
+            #expect((player.value(forKey: "team") as? ManagedObject) === team)
+            #expect(members().contains(playerID), "\(members())")
+            _ = try context.mergeStoreChanges()
+            #expect(members().contains(playerID), "\(members())")
+            try context.redo()
+            #expect(members().contains(playerID) == false, "\(members())")
+            try context.undo()
+            #expect(members().contains(playerID), "\(members())")
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID), player = try context.existingObject(with: playerID)
+            #expect((player.value(forKey: "team") as? ManagedObject) === team)
+            #expect(((team.value(forKey: "players") as? Set<ManagedObject>) ?? []).contains(player))
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
+
+    /// Seed 142 again, with a merge between the delete and the save: the merge brings Bob's
+    /// player into the team's players held as a change; the player is deleted here, so the
+    /// team doesn't take it in (before, it did — in the group's value after the delete too —
+    /// and undoing the saved delete took the player off the team it named).
+    @Test("a member deleted here that a merge finds on a team held as a change: not taken in; undoing the saved delete lists it again")
+    func mergedMemberDeletedHereNotTakenIn() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try UndoInsertLinkFixTests.probeModel)
+        let alice = editor(coordinator), bob = privateContext(coordinator, name: "sync", author: "bob")
+        let teamID = try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            try context.save()
+            return team.objectID
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Player").setValue(try context.existingObject(with: teamID), forKey: "team")
+        }
+        let playerID = try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue(try context.existingObject(with: teamID), forKey: "team")
+            try context.save()
+            return player.objectID
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            func members() -> Set<ManagedObjectID> { Set(((team.value(forKey: "players") as? Set<ManagedObject>) ?? []).map(\.objectID)) }
+            context.delete(try context.existingObject(with: playerID))
+            _ = try context.mergeStoreChanges()
+            #expect(members().contains(playerID) == false, "\(members())")
+            try context.save()
+            try context.undo()
+            let player = try context.existingObject(with: playerID)
+            #expect((player.value(forKey: "team") as? ManagedObject) === team)
+            #expect(members().contains(playerID), "\(members())")
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID), player = try context.existingObject(with: playerID)
+            #expect((player.value(forKey: "team") as? ManagedObject) === team)
+            #expect(((team.value(forKey: "players") as? Set<ManagedObject>) ?? []).contains(player))
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
 }
