@@ -1028,10 +1028,11 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// it; one that converts is checked against the model's rules and handed back
     /// converted (`42` as an `Int` comes back as the `Int16` an `int16` attribute holds).
     /// For a relationship: an object of the wrong entity, a collection for a to-one (or
-    /// the reverse), an unsaved insert that left the context (1550), nil or an empty
-    /// collection where the relationship is required (1570), a count outside its minimum
-    /// and maximum (1580/1590). Before, a value of the wrong type passed as if nil, and a
-    /// relationship's key passed whatever its value.
+    /// the reverse), an unsaved insert that left the context, another context's object or
+    /// unsaved object (1550), nil where a to-one is required (1570), an empty collection
+    /// where a to-many is required or a count outside its minimum and maximum (1580/1590).
+    /// Each failure names this object. Before, a value of the wrong type passed as if nil,
+    /// and a relationship's key passed whatever its value.
     ///
     /// ```swift
     /// var age: Any? = "forty"
@@ -1041,17 +1042,34 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         guard let core, let property = info.properties[key] else { return }
         let given = value.flatMap(Self.unwrapped)
         let localization = core.model.localization
+        // Each failure names this object (`NSValidationObjectErrorKey`), as Core Data's
+        // does; before session 33 only a save's named it.
+        func refusal(_ failures: [ValidationFailure]) -> ContextError {
+            let uri = objectID.uriRepresentation()
+            return .validation(failures.map { failure in
+                var failure = failure
+                failure.object = failure.object ?? uri
+                return failure
+            })
+        }
         guard case .attribute(let type) = property.kind else {
             // The save checks a relationship's rules itself (and calls this for an override).
             guard !core.validatingRelationshipInSave, let relationship = entity.relationshipsByName[key] else { return }
             let stored = internalValue(given, for: property)
             if case .invalid(let what) = stored {
-                throw ContextError.validation([ValidationFailure(
+                throw refusal([ValidationFailure(
                     code: .managedObjectValidation, entity: entity.name, key: key, value: nil,
                     message: "\(entity.name).\(key) holds \(relationship.destinationEntityName) objects, not \(what)")])
             }
             let failures = relationship.validate(count: stored.ids.count, entity: entity.name, localization: localization)
-            if !failures.isEmpty { throw ContextError.validation(failures) }
+            if !failures.isEmpty {
+                let destinations = stored.ids.map { $0.uriRepresentation() }
+                throw refusal(failures.map { failure in
+                    var failure = failure
+                    failure.destinations = destinations
+                    return failure
+                })
+            }
             return
         }
         guard let attribute = entity.attributesByName[key] else { return }
@@ -1060,13 +1078,13 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             do {
                 typed = try AttributeValue(any: given, for: type)
             } catch {
-                throw ContextError.validation([ValidationFailure(
+                throw refusal([ValidationFailure(
                     code: .managedObjectValidation, entity: entity.name, key: key, value: nil,
                     message: "\(entity.name).\(key) holds \(type.name) values, not \(Self.invalidText(given)) (\(error))")])
             }
         }
         let failures = attribute.validate(typed, entity: entity.name, localization: localization)
-        if !failures.isEmpty { throw ContextError.validation(failures) }
+        if !failures.isEmpty { throw refusal(failures) }
         // Coerced to the attribute's type: a number of another type comes back as the type
         // the attribute holds (Core Data's default coerces too).
         if let typed, [.int16, .int32, .int64, .double, .float, .decimal, .boolean].contains(type) { value = typed.boxed }
