@@ -824,6 +824,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
                 if let wrong = Self.misfit(object.info, for: property) { return .invalid(wrong) }
                 if object.isRemovedInsert { return .invalid(Self.danglingReference(to: object.objectID)) }
                 if object.registry !== registry { return .invalid(Self.foreignObject(object)) }
+                if let unheld = unheldTemporaryFault(object) { return .invalid(unheld) }
                 return .toOne(object.objectID)
             }
             if let id = value as? ManagedObjectID {
@@ -831,12 +832,13 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
                     return .invalid(wrong)
                 }
                 if core?.isRemovedInsert(id) == true { return .invalid(Self.danglingReference(to: id)) }
-                // A temporary ID this context doesn't hold (a child may name its parent's):
+                // A temporary ID this context doesn't hold (a child may name its ancestors'):
                 // another context's unsaved object, which no save here can write. Before, the
                 // ID was kept and the store refused this save and every later one (133021),
-                // the undo group that set it still naming it after the app set it right.
-                if id.isTemporaryID, let core, core.parentContext == nil, core.registered(id) == nil {
-                    return .invalid("\(id), a temporary ID this context doesn't hold (another context's unsaved object: save it there and pass its permanent ID)")
+                // the undo group that set it still naming it after the app set it right; in a
+                // child (before session 33) any temporary ID was taken as the parent's.
+                if id.isTemporaryID, let core, core.registered(id)?.isInsertedFlag != true, !core.holdsUnsavedObject(id) {
+                    return .invalid(Self.unheldTemporaryID(id, inChild: core.parentContext != nil))
                 }
                 return .toOne(id)
             }
@@ -849,6 +851,9 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             if let wrong = Self.misfit(nil, of: objects.map(\.entity), for: property) { return .invalid(wrong) }
             if let gone = objects.first(where: \.isRemovedInsert) { return .invalid(Self.danglingReference(to: gone.objectID)) }
             if let foreign = objects.first(where: { $0.registry !== registry }) { return .invalid(Self.foreignObject(foreign)) }
+            for object in objects {
+                if let unheld = unheldTemporaryFault(object) { return .invalid(unheld) }
+            }
             let ids = objects.map(\.objectID)
             return ordered ? .toMany(ids) : .unordered(ids)
         }
@@ -882,6 +887,23 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// without a context (before, the ID was kept, read back as nil, and the store refused
     /// the save, 133021 — even after a later change cleared it).
     var isRemovedInsert: Bool { isInvalidated && objectID.isTemporaryID }
+
+    /// The invalid value's text for a relationship set to a temporary ID no context of this
+    /// one's family holds: another context's unsaved object.
+    static func unheldTemporaryID(_ id: ManagedObjectID, inChild: Bool) -> String {
+        let holder = inChild ? "neither this context nor its parent holds" : "this context doesn't hold"
+        return "\(id), a temporary ID \(holder) (another context's unsaved object: save it there and pass its permanent ID)"
+    }
+
+    /// For an object of this context that is a child's fault for a temporary ID with no
+    /// values yet (made by `object(with:)`), the invalid value's text when no ancestor holds
+    /// the unsaved object it names; nil for any other object (checked without a request).
+    func unheldTemporaryFault(_ object: ManagedObject) -> String? {
+        guard object.objectID.isTemporaryID, !object.isInsertedFlag, !object.hasCommittedValues, let core, core.parentContext != nil,
+            !core.holdsUnsavedObject(object.objectID)
+        else { return nil }
+        return Self.unheldTemporaryID(object.objectID, inChild: true)
+    }
 
     /// The invalid value's text for a relationship set to an unsaved insert that left its context.
     static func danglingReference(to id: ManagedObjectID) -> String {

@@ -105,6 +105,50 @@ struct ValidationIdentityTests {
         }
     }
 
+    @Test("a child relates its player to a team an unrelated context inserted, by its temporary ID or through a fault object(with:) made for it: refused at set time (1550 naming the relationship and another context) — before, accepted, and the push or the parent's save failed later; the parent's unsaved team is still accepted, and both saves go through")
+    func childForeignTemporaryID() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _) = try await leagueStore(dir)
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        let strayID = try await privateContext(coordinator, name: "other").perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Strays", forKey: "name")
+            return team.objectID
+        }
+        let kitesID = try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            let kites = try context.insertNewObject(forEntityName: "Team")
+            kites.setValue("Kites", forKey: "name")
+            return kites.objectID
+        }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue("Ng", forKey: "lastName")
+            player.setValue(strayID, forKey: "team")
+            let byID = failures { try context.save() }
+            #expect(byID?.count == 1 && byID?.first?.code.rawValue == 1550 && byID?.first?.key == "team")
+            #expect(byID?.first?.message.contains("another context") == true, "\(byID ?? [])")
+            #expect(byID?.first?.object == player.objectID.uriRepresentation())
+            // A fault made for the ID is no object of this context's family either.
+            let fault = try context.object(with: strayID)
+            player.setValue(fault, forKey: "team")
+            let byFault = failures { try context.save() }
+            #expect(byFault?.count == 1 && byFault?.first?.key == "team" && byFault?.first?.message.contains("another context") == true, "\(byFault ?? [])")
+            // The parent's unsaved team, by its temporary ID: accepted.
+            player.setValue(kitesID, forKey: "team")
+            try context.save()
+        }
+        try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let players = try context.fetch(FetchRequest(entityName: "Player"))
+            #expect(players.count == 1)
+            #expect((players.first?.value(forKey: "team") as? ManagedObject)?.value(forKey: "name") as? String == "Kites")
+            var strays = FetchRequest<ManagedObject>(entityName: "Team")
+            strays.predicate = try FormatPredicate(format: "name == %@", "Strays")
+            #expect(try context.count(for: strays) == 0)
+        }
+    }
+
     @Test("validateValue(_:forKey:) called by the app on a sub-entity of an abstract entity names the object and key (before: no object); a deny rule refusing, in a child context, the delete of its parent's unsaved shelf: 1600 naming object and key, its objects under NSValidationErrorValue")
     func subEntityAndNestedDeny() async throws {
         let dir = try TemporaryDirectory()
