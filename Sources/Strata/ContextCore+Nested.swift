@@ -327,6 +327,24 @@ extension ContextCore {
         return version
     }
 
+    /// Whether the unsaved object a temporary ID names is one this context's objects may
+    /// relate to: its own insert, or, in a child, an unsaved object of an ancestor (asked
+    /// of the parent, which asks its own: only for an ID this context holds no values for,
+    /// one request per such value set). A temporary ID of any other context — an unrelated
+    /// context's insert — names nothing a save here can write: before session 33 a child
+    /// took it as its parent's, and its save (or the parent's) failed later.
+    func holdsUnsavedObject(_ id: ManagedObjectID) -> Bool {
+        let id = aliased(id)
+        // Made permanent since (a save of this context or an ancestor): a stored object.
+        guard id.isTemporaryID else { return true }
+        // A root context's temporary IDs are its inserts.
+        guard let parent = parentContext else { return registered(id) != nil }
+        // A child's object with values — its insert, or its parent's loaded here — is its
+        // family's; a fault without values (`object(with:)` makes one for any ID) is asked about.
+        if let object = registered(id), !object.isInvalidated, object.isInsertedFlag || object.hasCommittedValues { return true }
+        return parent.performAndWait { (parent: isolated ManagedObjectContext) in parent.core.holdsUnsavedObject(id) }
+    }
+
     /// `id`, or the ID it was made since.
     func aliased(_ id: ManagedObjectID) -> ManagedObjectID {
         if !idAliasBacklog.isEmpty {

@@ -171,7 +171,12 @@ extension ContextCore {
             let count = current.ids.count
             let passes = count == 0 ? check.isOptional : count >= (check.minimum ?? 0) && count <= (check.maximum ?? .max)
             if !passes {
-                failures += info.relationships[index].description.validate(count: count, entity: entity.name, localization: localization)
+                // The relationship's objects, under `NSValidationValueErrorKey` (Core Data's value).
+                let destinations = current.ids.map { $0.uriRepresentation() }
+                for var failure in info.relationships[index].description.validate(count: count, entity: entity.name, localization: localization) {
+                    failure.destinations = destinations
+                    failures.append(failure)
+                }
             }
             if check.property.isRecorded, savingDeletes || !removedObjects.isEmpty, let gone = current.ids.first(where: isDangling) {
                 let what = isRemovedInsert(gone) ? "an object deleted (or its insert undone) before it was saved" : "which this save deletes"
@@ -240,7 +245,7 @@ extension ContextCore {
                 failures.append(ValidationFailure(
                     code: .relationshipDeniedDelete, entity: object.entity.name, key: property.name, value: nil,
                     message: "\(object.entity.name).\(property.name) still holds \(targets.count) object(s) (\(targets.map(\.description).joined(separator: ", "))); its delete rule denies deleting \(object.objectID)",
-                    object: object.objectID.uriRepresentation()))
+                    object: object.objectID.uriRepresentation(), destinations: targets.map { $0.uriRepresentation() }))
             }
         }
         if !failures.isEmpty { throw ContextError.validation(failures) }

@@ -824,6 +824,7 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
                 if let wrong = Self.misfit(object.info, for: property) { return .invalid(wrong) }
                 if object.isRemovedInsert { return .invalid(Self.danglingReference(to: object.objectID)) }
                 if object.registry !== registry { return .invalid(Self.foreignObject(object)) }
+                if let unheld = unheldTemporaryFault(object) { return .invalid(unheld) }
                 return .toOne(object.objectID)
             }
             if let id = value as? ManagedObjectID {
@@ -831,12 +832,13 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
                     return .invalid(wrong)
                 }
                 if core?.isRemovedInsert(id) == true { return .invalid(Self.danglingReference(to: id)) }
-                // A temporary ID this context doesn't hold (a child may name its parent's):
+                // A temporary ID this context doesn't hold (a child may name its ancestors'):
                 // another context's unsaved object, which no save here can write. Before, the
                 // ID was kept and the store refused this save and every later one (133021),
-                // the undo group that set it still naming it after the app set it right.
-                if id.isTemporaryID, let core, core.parentContext == nil, core.registered(id) == nil {
-                    return .invalid("\(id), a temporary ID this context doesn't hold (another context's unsaved object: save it there and pass its permanent ID)")
+                // the undo group that set it still naming it after the app set it right; in a
+                // child (before session 33) any temporary ID was taken as the parent's.
+                if id.isTemporaryID, let core, core.registered(id)?.isInsertedFlag != true, !core.holdsUnsavedObject(id) {
+                    return .invalid(Self.unheldTemporaryID(id, inChild: core.parentContext != nil))
                 }
                 return .toOne(id)
             }
@@ -849,6 +851,9 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             if let wrong = Self.misfit(nil, of: objects.map(\.entity), for: property) { return .invalid(wrong) }
             if let gone = objects.first(where: \.isRemovedInsert) { return .invalid(Self.danglingReference(to: gone.objectID)) }
             if let foreign = objects.first(where: { $0.registry !== registry }) { return .invalid(Self.foreignObject(foreign)) }
+            for object in objects {
+                if let unheld = unheldTemporaryFault(object) { return .invalid(unheld) }
+            }
             let ids = objects.map(\.objectID)
             return ordered ? .toMany(ids) : .unordered(ids)
         }
@@ -882,6 +887,23 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// without a context (before, the ID was kept, read back as nil, and the store refused
     /// the save, 133021 — even after a later change cleared it).
     var isRemovedInsert: Bool { isInvalidated && objectID.isTemporaryID }
+
+    /// The invalid value's text for a relationship set to a temporary ID no context of this
+    /// one's family holds: another context's unsaved object.
+    static func unheldTemporaryID(_ id: ManagedObjectID, inChild: Bool) -> String {
+        let holder = inChild ? "neither this context nor its parent holds" : "this context doesn't hold"
+        return "\(id), a temporary ID \(holder) (another context's unsaved object: save it there and pass its permanent ID)"
+    }
+
+    /// For an object of this context that is a child's fault for a temporary ID with no
+    /// values yet (made by `object(with:)`), the invalid value's text when no ancestor holds
+    /// the unsaved object it names; nil for any other object (checked without a request).
+    func unheldTemporaryFault(_ object: ManagedObject) -> String? {
+        guard object.objectID.isTemporaryID, !object.isInsertedFlag, !object.hasCommittedValues, let core, core.parentContext != nil,
+            !core.holdsUnsavedObject(object.objectID)
+        else { return nil }
+        return Self.unheldTemporaryID(object.objectID, inChild: true)
+    }
 
     /// The invalid value's text for a relationship set to an unsaved insert that left its context.
     static func danglingReference(to id: ManagedObjectID) -> String {
@@ -1028,10 +1050,11 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
     /// it; one that converts is checked against the model's rules and handed back
     /// converted (`42` as an `Int` comes back as the `Int16` an `int16` attribute holds).
     /// For a relationship: an object of the wrong entity, a collection for a to-one (or
-    /// the reverse), an unsaved insert that left the context (1550), nil or an empty
-    /// collection where the relationship is required (1570), a count outside its minimum
-    /// and maximum (1580/1590). Before, a value of the wrong type passed as if nil, and a
-    /// relationship's key passed whatever its value.
+    /// the reverse), an unsaved insert that left the context, another context's object or
+    /// unsaved object (1550), nil where a to-one is required (1570), an empty collection
+    /// where a to-many is required or a count outside its minimum and maximum (1580/1590).
+    /// Each failure names this object. Before, a value of the wrong type passed as if nil,
+    /// and a relationship's key passed whatever its value.
     ///
     /// ```swift
     /// var age: Any? = "forty"
@@ -1041,17 +1064,34 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
         guard let core, let property = info.properties[key] else { return }
         let given = value.flatMap(Self.unwrapped)
         let localization = core.model.localization
+        // Each failure names this object (`NSValidationObjectErrorKey`), as Core Data's
+        // does; before session 33 only a save's named it.
+        func refusal(_ failures: [ValidationFailure]) -> ContextError {
+            let uri = objectID.uriRepresentation()
+            return .validation(failures.map { failure in
+                var failure = failure
+                failure.object = failure.object ?? uri
+                return failure
+            })
+        }
         guard case .attribute(let type) = property.kind else {
             // The save checks a relationship's rules itself (and calls this for an override).
             guard !core.validatingRelationshipInSave, let relationship = entity.relationshipsByName[key] else { return }
             let stored = internalValue(given, for: property)
             if case .invalid(let what) = stored {
-                throw ContextError.validation([ValidationFailure(
+                throw refusal([ValidationFailure(
                     code: .managedObjectValidation, entity: entity.name, key: key, value: nil,
                     message: "\(entity.name).\(key) holds \(relationship.destinationEntityName) objects, not \(what)")])
             }
             let failures = relationship.validate(count: stored.ids.count, entity: entity.name, localization: localization)
-            if !failures.isEmpty { throw ContextError.validation(failures) }
+            if !failures.isEmpty {
+                let destinations = stored.ids.map { $0.uriRepresentation() }
+                throw refusal(failures.map { failure in
+                    var failure = failure
+                    failure.destinations = destinations
+                    return failure
+                })
+            }
             return
         }
         guard let attribute = entity.attributesByName[key] else { return }
@@ -1060,13 +1100,13 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             do {
                 typed = try AttributeValue(any: given, for: type)
             } catch {
-                throw ContextError.validation([ValidationFailure(
+                throw refusal([ValidationFailure(
                     code: .managedObjectValidation, entity: entity.name, key: key, value: nil,
                     message: "\(entity.name).\(key) holds \(type.name) values, not \(Self.invalidText(given)) (\(error))")])
             }
         }
         let failures = attribute.validate(typed, entity: entity.name, localization: localization)
-        if !failures.isEmpty { throw ContextError.validation(failures) }
+        if !failures.isEmpty { throw refusal(failures) }
         // Coerced to the attribute's type: a number of another type comes back as the type
         // the attribute holds (Core Data's default coerces too).
         if let typed, [.int16, .int32, .int64, .double, .float, .decimal, .boolean].contains(type) { value = typed.boxed }

@@ -87,22 +87,29 @@ extension AttributeDescription {
 extension RelationshipDescription {
     /// Checks the number of destination objects a relationship holds.
     ///
-    /// A mandatory relationship must not be empty (1570); a non-empty one must hold at
-    /// least `minCount` (1580) and at most `maxCount` (1590) objects, as Core Data checks at
-    /// save.
+    /// An optional relationship may be empty whatever its `minCount` (Core Data enforces the
+    /// counts only on a value that isn't nil). A mandatory to-one must not be nil (1570, a
+    /// missing value); a mandatory to-many's value is a set, never nil, so Core Data counts
+    /// it: empty, it holds fewer than the one object it must (1580). A non-empty
+    /// relationship must hold at least `minCount` (1580) and at most `maxCount` (1590)
+    /// objects. The failures carry no ``ValidationFailure/value``: a relationship's value is
+    /// its objects (a context fills in ``ValidationFailure/destinations``). Before session
+    /// 33 an empty mandatory to-many was 1570, and the value was the count as an `int64`.
     ///
     /// ```swift
-    /// players.validate(count: 0, entity: "Team")
+    /// players.validate(count: 0, entity: "Team")   // required to-many: [1580]
     /// ```
     public func validate(
         count: Int, entity: String, localization: ModelLocalization = ModelLocalization()
     ) -> [ValidationFailure] {
         var label: String { localization.propertyName(name, entity: entity) }
         func failure(_ code: ValidationFailure.Code, _ message: String) -> ValidationFailure {
-            ValidationFailure(code: code, entity: entity, key: name, value: .int64(Int64(count)), message: message)
+            ValidationFailure(code: code, entity: entity, key: name, value: nil, message: message)
         }
         if count == 0 {
-            return isOptional ? [] : [failure(.missingMandatoryProperty, "\(label) is a required value.")]
+            if isOptional { return [] }
+            guard isToMany else { return [failure(.missingMandatoryProperty, "\(label) is a required value.")] }
+            return [failure(.relationshipLacksMinimumCount, "\(label) has too few items (minimum \(Swift.max(minCount ?? 1, 1))).")]
         }
         var failures: [ValidationFailure] = []
         if let minimum = minCount, count < minimum {

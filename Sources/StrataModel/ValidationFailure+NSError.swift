@@ -16,7 +16,8 @@ public enum ErrorUserInfoKey {
     public static let validationObject = "NSValidationErrorObject"
     /// The property that failed validation (`NSValidationKeyErrorKey`).
     public static let validationKey = "NSValidationErrorKey"
-    /// The value that failed validation, absent when it was nil (`NSValidationValueErrorKey`).
+    /// The value that failed validation, absent when it was nil (`NSValidationValueErrorKey`);
+    /// for a relationship's count or deny failure, its objects' URIs as `[URL]`.
     public static let validationValue = "NSValidationErrorValue"
     /// The individual errors of a multiple-errors error, as `[NSError]` (`NSDetailedErrorsKey`).
     public static let detailedErrors = "NSDetailedErrors"
@@ -34,6 +35,7 @@ extension ValidationFailure: LocalizedError, CustomNSError {
     public var errorUserInfo: [String: Any] {
         var info: [String: Any] = [NSLocalizedDescriptionKey: description, ErrorUserInfoKey.validationKey: key]
         if let value { info[ErrorUserInfoKey.validationValue] = value.anyValue }
+        else if let destinations { info[ErrorUserInfoKey.validationValue] = destinations }
         if let object { info[ErrorUserInfoKey.validationObject] = object }
         return info
     }

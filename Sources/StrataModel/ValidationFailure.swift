@@ -33,19 +33,24 @@ public struct ValidationFailure: Error, Sendable, Hashable, CustomStringConverti
     /// so failures of several objects of one entity can be told apart. Nil for a value
     /// validated on its own against the model.
     public var object: URL?
+    /// For a relationship's failure found on an object (a count, a deny rule): the URIs of
+    /// the objects the relationship holds, which bridge under `NSValidationValueErrorKey`
+    /// as Core Data puts the relationship's value there (its objects). Nil otherwise.
+    public var destinations: [URL]?
 
     /// Creates a failure.
     ///
     /// ```swift
     /// ValidationFailure(code: .missingMandatoryProperty, entity: "Run", key: "date", value: nil, message: "Date is a required value.")
     /// ```
-    public init(code: Code, entity: String, key: String, value: AttributeValue?, message: String, object: URL? = nil) {
+    public init(code: Code, entity: String, key: String, value: AttributeValue?, message: String, object: URL? = nil, destinations: [URL]? = nil) {
         self.code = code
         self.entity = entity
         self.key = key
         self.value = value
         self.message = message
         self.object = object
+        self.destinations = destinations
     }
 
     /// `Entity.key: message (code N)`, and the object's URI when known.
@@ -93,7 +98,8 @@ public struct ValidationFailure: Error, Sendable, Hashable, CustomStringConverti
         public static let multipleErrors = Code(rawValue: 1560)
         /// A mandatory property is nil or empty (`NSValidationMissingMandatoryPropertyError`, 1570).
         public static let missingMandatoryProperty = Code(rawValue: 1570)
-        /// A to-many relationship has fewer than `minCount` objects (1580).
+        /// A to-many relationship has fewer than `minCount` objects, or a mandatory one
+        /// none (1580).
         public static let relationshipLacksMinimumCount = Code(rawValue: 1580)
         /// A relationship has more than `maxCount` objects (1590).
         public static let relationshipExceedsMaximumCount = Code(rawValue: 1590)
