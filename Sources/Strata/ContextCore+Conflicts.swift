@@ -640,6 +640,82 @@ extension ContextCore {
         return true
     }
 
+    /// An object the context puts in a recorded ordered to-many whose inverse is a derived
+    /// to-one (a song in a playlist's songs) while the store holds it in other objects'
+    /// lists (`stored`): another writer put it there, not knowing of this context's list.
+    struct ListedTwiceClash {
+        let object: ManagedObject
+        let property: PropertyInfo
+        let member: ManagedObjectID
+        let stored: [ManagedObjectID]
+    }
+
+    /// Every such clash of the context's changes with the store (``ListedTwiceClash``).
+    func detectListedTwiceClashes() throws -> [ListedTwiceClash] {
+        let log = try store().log
+        let storeUUID = log.storeUUID
+        let objects = retained.values.filter { !$0.isDeletedFlag && !$0.isInvalidated }.sorted { $0.objectID < $1.objectID }
+        var clashes: [ListedTwiceClash] = []
+        try log.read { reader in
+            for object in objects {
+                for (key, value) in object.changes {
+                    guard let property = object.info.properties[key], property.isRecorded, property.isToMany, property.isOrdered,
+                        !property.isTransient, let destination = property.destination, let inverseName = property.inverse,
+                        let inverse = entities[destination]?.properties[inverseName], !inverse.isToMany
+                    else { continue }
+                    let held = Set(object.committedValue(property)?.ids ?? [])
+                    for member in value.ids where !held.contains(member) {
+                        guard let stored = member.storedID else { continue }
+                        let others = try reader.related(stored, inverseName).map { ManagedObjectID.permanent($0, store: storeUUID) }.filter { id in
+                            guard id != object.objectID else { return false }
+                            // One this context takes the member out of (or deletes) leaves it.
+                            guard let other = registered(id), !other.isInvalidated else { return true }
+                            return !other.isDeletedFlag && other.currentValue(property).ids.contains(member)
+                        }
+                        if !others.isEmpty { clashes.append(ListedTwiceClash(object: object, property: property, member: member, stored: others)) }
+                    }
+                }
+            }
+        }
+        return clashes
+    }
+
+    /// A commit refused for an object put in a second list of an ordered to-many whose
+    /// inverse is a to-one (spec 0004 §4.1), under a built-in policy that trumps (spec 0006
+    /// §17.2), as for a one-to-one's second partner: with `mergeByPropertyObjectTrump` and
+    /// `overwrite` the context's list wins — the store's lists holding the object and the
+    /// object are merged, so the store's list loses it as a change the next commit writes;
+    /// with `mergeByPropertyStoreTrump` and `rollback` the store's list wins — the object
+    /// leaves the context's list (its to-one maintained), its entries leave the pending
+    /// groups, and the same objects are merged. False (the save throws `storeRefused`) for
+    /// `error`, a custom policy, or when no clash is found. Before session 33 the commit
+    /// wrote the object into both lists.
+    func resolveListedTwiceClashes(in context: isolated ManagedObjectContext) throws -> Bool {
+        guard let policy = mergePolicy as? StandardMergePolicy, policy.type != .error else { return false }
+        let clashes = try detectListedTwiceClashes()
+        guard !clashes.isEmpty else { return false }
+        var updated: Set<ManagedObjectID> = []
+        var setBack: Set<ManagedObjectID> = []
+        for clash in clashes {
+            updated.insert(clash.member)
+            updated.formUnion(clash.stored)
+            guard policy.type == .mergeByPropertyStoreTrump || policy.type == .rollback, !clash.object.isInvalidated else { continue }
+            let object = clash.object
+            let kept = object.currentValue(clash.property).ids.filter { $0 != clash.member }
+            set(object, clash.property, .toMany(kept), maintainInverse: true, register: false)
+            if let inverse = clash.property.inverse, let member = registered(clash.member) {
+                member.changes[inverse] = nil
+                setBack.insert(member.objectID)
+            }
+            setBack.insert(object.objectID)
+            updated.insert(object.objectID)
+        }
+        if !setBack.isEmpty { fixPendingJournal(for: setBack) }
+        merge(ChangeSummary(updated: updated), through: nil)
+        closeOpenGroup(continuing: true)
+        return true
+    }
+
     // MARK: - Uniqueness constraints
 
     /// Every clash the context's inserted and changed objects make with a uniqueness

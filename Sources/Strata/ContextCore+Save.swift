@@ -377,7 +377,11 @@ extension ContextCore {
                     // Two writers each gave one object a partner: a trumping policy decides.
                     guard try resolveOneToOneClashes(in: context) else { throw ContextError.storeRefused(error.description) }
                     continue
-                case .uniquenessViolation, .missingReference, .objectExists, .objectNotFound, .oneToOneViolation:
+                case .toOneInverseViolation where attempt < Self.maximumSaveAttempts:
+                    // Two writers each put one object in a list (its to-one can name one): so too.
+                    guard try resolveListedTwiceClashes(in: context) else { throw ContextError.storeRefused(error.description) }
+                    continue
+                case .uniquenessViolation, .missingReference, .objectExists, .objectNotFound, .oneToOneViolation, .toOneInverseViolation:
                     throw ContextError.storeRefused(error.description)
                 default:
                     throw ContextError.store(error.description, underlying: .log(error))

@@ -33,6 +33,10 @@ final class EntityCoding {
         /// For a recorded to-one: whether its inverse is a to-one too (a one-to-one), so an
         /// object may be the destination of one such reference only.
         var isOneToOne = false
+        /// For a recorded ordered to-many whose inverse is a derived to-one (a playlist's
+        /// songs, `Song.playlist`): that inverse as "Entity.property", so an object may be in
+        /// one such list only (spec 0004 §4.1); nil otherwise.
+        var toOneInverse: String?
 
         var isRelationship: Bool { kind != .attribute }
         var isToMany: Bool { kind == .orderedToMany || kind == .unorderedToMany }
@@ -100,6 +104,12 @@ final class EntityCoding {
                         guard case .derived(let inverseEntity, let name)? = inverse.relationship else { return false }
                         return !inverse.isToMany && name == property.name && inverseEntity == property.declaringEntity
                     }
+                }
+                if kind == .orderedToMany, let destination = property.destination.flatMap({ schema.entities[$0] }) {
+                    coding.toOneInverse = destination.properties.first { inverse in
+                        guard case .derived(let inverseEntity, let name)? = inverse.relationship else { return false }
+                        return !inverse.isToMany && name == property.name && inverseEntity == property.declaringEntity
+                    }?.qualifiedName
                 }
                 return coding
             }

@@ -207,6 +207,17 @@ extension EventLog {
         /// The destinations of one-to-one references this transaction sets, by relationship
         /// code: each may be named by one object at the end (checked with the referrers).
         var oneToOneTargets: Set<OneToOneTarget> = []
+        /// The objects this transaction puts in an ordered to-many whose inverse is a to-one,
+        /// by relationship code: each may be in one list at the end (checked with the
+        /// referrers, as a one-to-one's destination), and the inverses' names for the error.
+        var listedOnceTargets: Set<OneToOneTarget> = []
+        var toOneInverses: [UInt16: String] = [:]
+        func noteListed(_ ids: [StoredObjectID], _ code: Int, of coding: EntityCoding) throws {
+            guard let inverse = coding.properties[code].toOneInverse else { return }
+            let relationship = try coding.relationshipCode(code, writer)
+            toOneInverses[relationship] = inverse
+            for id in ids { listedOnceTargets.insert(OneToOneTarget(destination: id, relationship: relationship)) }
+        }
         var deleted: [ObjectKey: StoredObjectID] = [:]
         /// The unique index keys each touched object with a unique index has now, kept so the
         /// uniqueness check needn't read the records back.
@@ -367,7 +378,11 @@ extension EventLog {
                                 reshaped = true
                                 continue
                             }
-                            if coding.properties[code].kind == .unorderedToMany { reshaped = true }
+                            if coding.properties[code].kind == .unorderedToMany {
+                                reshaped = true
+                            } else if coding.properties[code].toOneInverse != nil {
+                                try noteListed(ids, code, of: coding)
+                            }
                         default: break
                         }
                         byCode[code] = logValue
@@ -443,6 +458,11 @@ extension EventLog {
                             // precomposed) is a change (`==` is canonical equivalence).
                             if !before.isIdentical(to: normalized) {
                                 propertyChanges.append(.value(property: name, before: before, after: normalized))
+                                // Only the objects the list gains: one it held already was checked when it came.
+                                if coding.properties[code].toOneInverse != nil, case .references(let ids) = normalized {
+                                    let held: Set<StoredObjectID> = if case .references(let old) = before { Set(old) } else { [] }
+                                    try noteListed(ids.filter { !held.contains($0) }, code, of: coding)
+                                }
                             }
                         }
                     }
@@ -578,6 +598,26 @@ extension EventLog {
             throw LogError.oneToOneViolation(
                 relationship: catalog.relationshipName(target.relationship) ?? "?", destination: target.destination.description,
                 objects: sources.map { (try? writer.id($0).description) ?? "?" })
+        }
+
+        // An ordered to-many whose inverse is a to-one (spec 0004 §4.1): an object put in one
+        // object's list must be in no other's — the same check with the same index, as its
+        // to-one can name one (before session 33 both lists were written, and only verify saw it).
+        // Unsorted (a list of 100,000 new members isn't sorted for a check that finds nothing);
+        // the first violation in ID order is the one reported.
+        if !configuration.skipsListedOnceCheck {
+            var violation: (target: OneToOneTarget, sources: [ObjectKey])?
+            for target in listedOnceTargets {
+                let sources = try writer.referrers(txn, of: try writer.key(target.destination), relationship: target.relationship)
+                guard sources.count > 1 else { continue }
+                if let found = violation, (found.target.destination, found.target.relationship) < (target.destination, target.relationship) { continue }
+                violation = (target, sources)
+            }
+            if let (target, sources) = violation {
+                throw LogError.toOneInverseViolation(
+                    relationship: catalog.relationshipName(target.relationship) ?? "?", object: target.destination.description,
+                    holders: sources.map { (try? writer.id($0).description) ?? "?" }, inverse: toOneInverses[target.relationship] ?? "?")
+            }
         }
 
         if schema.hasPairedSides && !configuration.skipsOrderedPairCheck {

@@ -81,6 +81,10 @@ public final class EventLog: Sendable {
         /// migration wrote one before session 33, when a model version changed a
         /// relationship's destination and the stored references stayed (spec 0004 §4.5).
         package var skipsDestinationCheck: Bool = false
+        /// Tests only: commits don't check that an object is in one list of an ordered
+        /// to-many whose inverse is a to-one, so a test can write a store as one written before
+        /// session 33 (for verify's check, spec 0004 §8).
+        package var skipsListedOnceCheck: Bool = false
 
         /// The defaults.
         public init() {}

@@ -27,6 +27,12 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
     /// writer that didn't know of the other's reference — another process's save); nothing
     /// was written.
     case oneToOneViolation(relationship: String, destination: String, objects: [String])
+    /// An ordered to-many whose inverse is a to-one (a playlist's songs, `Song.playlist`)
+    /// would hold `object` in two or more objects' lists (`holders`): its to-one can name one.
+    /// A writer that didn't know of the other's list (the object's side is derived, so no
+    /// version check sees it), or a draft that puts the object in a list without taking it
+    /// out of the other. Nothing was written.
+    case toOneInverseViolation(relationship: String, object: String, holders: [String], inverse: String)
     /// Optimistic locking: an object's version isn't the one the draft expected
     /// (``TransactionDraft/expectedVersions``); `found` is nil when the object is gone.
     /// Nothing was written.
@@ -83,6 +89,8 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
             "uniqueness constraint (\(properties.joined(separator: ", "))) of \(entity) violated by value \(value): objects \(objects.joined(separator: ", "))"
         case .oneToOneViolation(let relationship, let destination, let objects):
             "one-to-one relationship \(relationship) would name \(destination) from \(objects.count) objects (\(objects.joined(separator: ", "))): one may, so another writer's change must be taken in first"
+        case .toOneInverseViolation(let relationship, let object, let holders, let inverse):
+            "\(relationship) would hold \(object) in \(holders.count) objects' lists (\(holders.joined(separator: ", "))), but its inverse \(inverse) is a to-one: one object may hold it, so a transaction that puts it in one list must take it out of the other (another writer's change must be taken in first)"
         case .versionMismatch(let object, let expected, let found):
             "\(object) changed since version \(expected): it is now " + (found.map { "version \($0)" } ?? "deleted")
         case .derivedRelationshipSide(let entity, let property, let recordedSide):
