@@ -647,12 +647,21 @@ extension ContextCore {
                     var members = target.currentValue(property).ids.filter { !removedIDs.contains($0) }
                     members += added.map(id).filter { !members.contains($0) }
                     set(target, property, .unordered(members), maintainInverse: true, register: true)
-                case .delete(let object):
-                    guard let target = self.object(with: id(object)) else { continue }
-                    delete(target, in: context)
-                    summary.deleted.insert(target.objectID)
+                case .delete:
+                    continue
                 }
             }
+        }
+        // Then the deletes, their delete rules run over this context's objects as the push
+        // leaves them, as Core Data's parent takes a child's values before its deletes
+        // propagate. Before, each group's deletes came in its turn, ahead of the later groups'
+        // updates — the reconciliation group's last: a player the child had taken off the team
+        // with undo registration disabled, then the undo of the team's pushed insert, and the
+        // team's cascade took this context's player with it before the unlink came.
+        for case .delete(let object) in operations {
+            guard let target = self.object(with: id(object)) else { continue }
+            delete(target, in: context)
+            summary.deleted.insert(target.objectID)
         }
         closeOpenGroup()
         journal.open.actionName = explicitName
