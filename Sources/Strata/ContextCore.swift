@@ -2157,28 +2157,47 @@ final class ContextCore {
     /// For a child's ``checkConflictsThroughParent(applying:reversed:)``: the first expectation
     /// this context's current values don't meet (IDs the child names followed to the ones
     /// made permanent since), with the value found; objects it doesn't have are skipped.
+    ///
+    /// A context that is itself a child passes on to its own parent the expectations its
+    /// values meet only as read from there — a recorded property of an object it neither
+    /// inserted nor changed: its next push would put the undo over whatever the parent holds
+    /// now (spec 0006 §18.6: parent → grandparent → store, as for links). Before, a
+    /// grandchild's undo was checked against the middle context alone, and the pushes put it
+    /// over the root's later rename.
     func firstMismatch(ofChild checks: [ChildExpectation]) -> (Int, PropertyValue)? {
+        var passedOn: [Int] = []
+        var mismatch: (Int, PropertyValue)?
         for (index, check) in checks.enumerated() {
             guard let object = objectForChild(check.id), !object.isInvalidated, !object.isDeletedFlag,
                 let property = object.info.properties[check.key], property.isRecorded || isDerivedOneToOne(property)
             else { continue }
             if !object.hasCommittedValues && !object.isInsertedFlag && (try? fulfillThrowing(object)) == nil { continue }
             let found = object.currentValue(property)
+            let matches: Bool
             if let members = check.members {
                 let has = Set(found.ids)
-                if !members.present.allSatisfy({ has.contains(aliased($0)) }) || members.absent.contains(where: { has.contains(aliased($0)) }) {
-                    return (index, found)
+                matches = members.present.allSatisfy({ has.contains(aliased($0)) }) && !members.absent.contains(where: { has.contains(aliased($0)) })
+            } else {
+                matches = switch (found, check.expected) {
+                case (.toOne(let a), .toOne(let b)): a == b.map(aliased)
+                case (.toMany(let a), .toMany(let b)): property.isOrdered ? a == b.map(aliased) : Set(a) == Set(b.map(aliased))
+                default: same(found, check.expected)
                 }
-                continue
             }
-            let matches: Bool = switch (found, check.expected) {
-            case (.toOne(let a), .toOne(let b)): a == b.map(aliased)
-            case (.toMany(let a), .toMany(let b)): property.isOrdered ? a == b.map(aliased) : Set(a) == Set(b.map(aliased))
-            default: same(found, check.expected)
+            if !matches {
+                mismatch = (index, found)
+                break
             }
-            if !matches { return (index, found) }
+            if parentContext != nil, property.isRecorded, !object.isInsertedFlag, object.changes[check.key] == nil { passedOn.append(index) }
         }
-        return nil
+        guard let parent = parentContext, !passedOn.isEmpty else { return mismatch }
+        // Only those before this context's own first mismatch: the first in the group's order is reported.
+        let asked = passedOn.map { index in
+            ChildExpectation(id: aliased(checks[index].id), key: checks[index].key, expected: checks[index].expected, members: checks[index].members)
+        }
+        let below = parent.performAndWait { (parent: isolated ManagedObjectContext) in parent.core.firstMismatch(ofChild: asked) }
+        if let (index, value) = below { return (passedOn[index], value) }
+        return mismatch
     }
 
     /// Where a pending (unsaved) undo or redo of later saved (pushed) work changes `property`

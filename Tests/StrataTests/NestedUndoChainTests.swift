@@ -117,4 +117,205 @@ struct NestedUndoChainTests {
         #expect(parentState.error == nil)
         #expect(parentState.teams.isEmpty && parentState.players == ["Pat": "-"])
     }
+
+    // MARK: - A grandchild
+
+    /// Root ← middle ← grandchild. The grandchild's team goes up to the root; the root puts a
+    /// player on it (saving it to the store when `rootSaves`). The grandchild's undo of the
+    /// insert asks the middle context, which asks the root: refused, naming the player.
+    @Test("a grandchild's undo of a team's insert pushed up to the root, after the root put a player on it: refused, naming the link", arguments: [false, true])
+    func grandchildUndoInsertLinkedInRoot(rootSaves: Bool) async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.leagueModel(.cascade))
+        let root = privateContext(coordinator, name: "root")
+        let middle = childContext(root, name: "middle")
+        let grandchild = childContext(middle, name: "grandchild")
+        let teamID = try await Self.pushTeam(grandchild)
+        try await middle.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        try await root.perform { (context: isolated ManagedObjectContext) throws in
+            _ = try Self.addPlayer(to: teamID, in: context)
+            if rootSaves { try context.save() }
+        }
+        try await grandchild.perform { (context: isolated ManagedObjectContext) throws in
+            guard let conflict = expectUndoConflict({ try context.undo() }) else { return }
+            #expect(conflict.object.contains("/Team/"), "\(conflict.object)")
+            #expect(conflict.property == "players")
+            #expect(conflict.found.contains("/Player/") && conflict.found.hasSuffix(ContextError.parentContextHolds), "\(conflict.found)")
+            #expect(context.hasChanges == false && context.undoActionName == "create team")
+        }
+        try await middle.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        let rootState = try await Self.saveAndRead(root)
+        #expect(rootState.error == nil)
+        #expect(rootState.teams == ["Tigers"] && rootState.players == ["Pat": "Tigers"])
+    }
+
+    /// The root renames the team the grandchild pushed up to it (its insert, or a rename of a
+    /// stored team): the middle context, which hasn't heard of it, still holds (when
+    /// `middleHolds`) the value the grandchild expects, but its push would put the
+    /// grandchild's undo over the root's rename. The check goes on to the root: refused,
+    /// naming the root's value. Before, only the middle context's value was compared: the
+    /// undo went through and the pushes overwrote the root's rename.
+    @Test("a grandchild's undo of pushed work the root has renamed since: refused, naming the root's value (insert, rename; the middle context holding the team or not)", arguments: [false, true], [false, true])
+    func grandchildUndoOverRootsRename(ofInsert: Bool, middleHolds: Bool) async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.leagueModel(.cascade))
+        let root = privateContext(coordinator, name: "root")
+        let middle = childContext(root, name: "middle")
+        let grandchild = childContext(middle, name: "grandchild")
+        let teamID: ManagedObjectID
+        if ofInsert {
+            teamID = try await Self.pushTeam(grandchild)
+        } else {
+            teamID = try await root.perform { (context: isolated ManagedObjectContext) throws in
+                let team = try context.insertNewObject(forEntityName: "Team")
+                team.setValue("Comets", forKey: "name")
+                try context.save()
+                return team.objectID
+            }
+            try await grandchild.perform { (context: isolated ManagedObjectContext) throws in
+                try context.existingObject(with: teamID).setValue("Tigers", forKey: "name")
+                context.setActionName("rename team")
+                try context.save()
+            }
+        }
+        try await middle.perform { (context: isolated ManagedObjectContext) throws in
+            try context.save()
+            if middleHolds { context.userInfo["team"] = try context.existingObject(with: teamID) }
+        }
+        try await root.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: teamID).setValue("Lions", forKey: "name")
+        }
+        try await grandchild.perform { (context: isolated ManagedObjectContext) throws in
+            guard let conflict = expectUndoConflict({ try context.undo() }) else { return }
+            #expect(conflict.property == "name")
+            #expect(conflict.expected == "\"Tigers\"")
+            #expect(conflict.found == "\"Lions\"" + ContextError.parentContextHolds)
+            #expect(context.hasChanges == false)
+            try context.save()
+        }
+        try await middle.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        let rootState = try await Self.saveAndRead(root)
+        #expect(rootState.error == nil)
+        #expect(rootState.teams == ["Lions"], "the root's rename stands")
+    }
+
+    /// Nothing changed above: the grandchild's undo of the insert goes through, and the team
+    /// leaves the middle context and the root with the pushes.
+    @Test("a grandchild's undo of a team's insert pushed up to the root, nothing changed since: goes through, the team leaves every level", arguments: [false, true])
+    func grandchildUndoInsertGoesThrough(rootSaves: Bool) async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.leagueModel(.cascade))
+        let root = privateContext(coordinator, name: "root")
+        let middle = childContext(root, name: "middle")
+        let grandchild = childContext(middle, name: "grandchild")
+        let teamID = try await grandchild.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Tigers", forKey: "name")
+            let own = try context.insertNewObject(forEntityName: "Player")
+            own.setValue("Own", forKey: "firstName")
+            own.setValue(team, forKey: "team")
+            try context.save()
+            return team.objectID
+        }
+        try await middle.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        if rootSaves { try await root.perform { (context: isolated ManagedObjectContext) throws in try context.save() } }
+        _ = teamID
+        try await grandchild.perform { (context: isolated ManagedObjectContext) throws in
+            try context.undo()
+            try context.save()
+        }
+        try await middle.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        let rootState = try await Self.saveAndRead(root)
+        #expect(rootState.error == nil)
+        #expect(rootState.teams.isEmpty && rootState.players.isEmpty)
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
+
+    // MARK: - A child not yet told of permanent IDs
+
+    /// The parent saves from within the child's block (the child hears of the new IDs only
+    /// after it), so the child still names the team and its own player by their temporary
+    /// IDs. `change`: what the parent does before saving — nothing, a player put on the team,
+    /// a rename of it. The undo asks the parent by the old IDs, which it follows.
+    @Test("a child not yet told of the IDs its parent's save made permanent: its undo of the team's insert is checked by the old IDs (nothing, a link, a rename)", arguments: ["nothing", "link", "rename"])
+    func childNotYetToldOfPermanentIDs(change: String) async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.leagueModel(.cascade))
+        let parent = privateContext(coordinator, name: "parent")
+        let child = childContext(parent, name: "child")
+        let outcome = try await child.perform { (context: isolated ManagedObjectContext) throws -> (String?, String?, Bool) in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Tigers", forKey: "name")
+            let own = try context.insertNewObject(forEntityName: "Player")
+            own.setValue("Own", forKey: "firstName")
+            own.setValue(team, forKey: "team")
+            context.setActionName("create team")
+            try context.save()
+            let teamID = team.objectID
+            try parent.performAndWait { (parent: isolated ManagedObjectContext) throws in
+                switch change {
+                case "link": _ = try Self.addPlayer(to: teamID, in: parent)
+                case "rename": try parent.existingObject(with: teamID).setValue("Lions", forKey: "name")
+                default: break
+                }
+                try parent.save()
+            }
+            let stillTemporary = team.objectID.isTemporaryID
+            do {
+                try context.undo()
+                try context.save()
+                return (nil, nil, stillTemporary)
+            } catch ContextError.undoConflict(_, let property, _, let found) {
+                #expect(found.hasSuffix(ContextError.parentContextHolds), "\(found)")
+                #expect(context.hasChanges == false && context.undoActionName == "create team")
+                return (property, found, stillTemporary)
+            }
+        }
+        #expect(outcome.2, "the child still named the team by its temporary ID (the test's premise)")
+        let parentState = try await Self.saveAndRead(parent)
+        #expect(parentState.error == nil)
+        switch change {
+        case "link":
+            #expect(outcome.0 == "players" && outcome.1?.contains("/Player/") == true, "\(String(describing: outcome))")
+            #expect(parentState.teams == ["Tigers"] && parentState.players == ["Own": "Tigers", "Pat": "Tigers"])
+        case "rename":
+            #expect(outcome.0 == "name" && outcome.1 == "\"Lions\"" + ContextError.parentContextHolds, "\(String(describing: outcome))")
+            #expect(parentState.teams == ["Lions"] && parentState.players == ["Own": "Lions"])
+        default:
+            #expect(outcome.0 == nil, "\(String(describing: outcome))")
+            #expect(parentState.teams.isEmpty && parentState.players.isEmpty)
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
+
+    /// A grandchild not yet told: the root saves from within the grandchild's block (through
+    /// the middle context), and the root's player on the team refuses the undo.
+    @Test("a grandchild not yet told of the IDs the root's save made permanent: its undo of the team's insert, linked in the root, is refused")
+    func grandchildNotYetTold() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.leagueModel(.cascade))
+        let root = privateContext(coordinator, name: "root")
+        let middle = childContext(root, name: "middle")
+        let grandchild = childContext(middle, name: "grandchild")
+        let property = try await grandchild.perform { (context: isolated ManagedObjectContext) throws -> String? in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Tigers", forKey: "name")
+            context.setActionName("create team")
+            try context.save()
+            let teamID = team.objectID
+            try middle.performAndWait { (middle: isolated ManagedObjectContext) throws in
+                try middle.save()
+                try root.performAndWait { (root: isolated ManagedObjectContext) throws in
+                    _ = try Self.addPlayer(to: teamID, in: root)
+                    try root.save()
+                }
+            }
+            #expect(team.objectID.isTemporaryID)
+            return expectUndoConflict({ try context.undo() })?.property
+        }
+        #expect(property == "players")
+        try await middle.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
+        let rootState = try await Self.saveAndRead(root)
+        #expect(rootState.error == nil && rootState.teams == ["Tigers"] && rootState.players == ["Pat": "Tigers"])
+    }
 }
