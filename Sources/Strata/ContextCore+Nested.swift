@@ -334,15 +334,42 @@ extension ContextCore {
     /// context's insert — names nothing a save here can write: before session 33 a child
     /// took it as its parent's, and its save (or the parent's) failed later.
     func holdsUnsavedObject(_ id: ManagedObjectID) -> Bool {
-        let id = aliased(id)
-        // Made permanent since (a save of this context or an ancestor): a stored object.
-        guard id.isTemporaryID else { return true }
-        // A root context's temporary IDs are its inserts.
-        guard let parent = parentContext else { return registered(id) != nil }
-        // A child's object with values — its insert, or its parent's loaded here — is its
-        // family's; a fault without values (`object(with:)` makes one for any ID) is asked about.
-        if let object = registered(id), !object.isInvalidated, object.isInsertedFlag || object.hasCommittedValues { return true }
-        return parent.performAndWait { (parent: isolated ManagedObjectContext) in parent.core.holdsUnsavedObject(id) }
+        firstUnheldTemporaryID([id]) == nil
+    }
+
+    /// The first of `ids` that names an unsaved object neither this context nor an ancestor
+    /// holds (``holdsUnsavedObject(_:)``), or nil: one request to the parent for all of them.
+    func firstUnheldTemporaryID(_ ids: [ManagedObjectID]) -> ManagedObjectID? {
+        var asked: [ManagedObjectID] = []
+        for id in ids {
+            let local = aliased(id)
+            // Made permanent since (a save of this context or an ancestor): a stored object.
+            guard local.isTemporaryID else { continue }
+            // A root context's temporary IDs are its inserts.
+            guard parentContext != nil else {
+                if registered(local) == nil { return id }
+                continue
+            }
+            // A child's object with values — its insert, or its parent's loaded here — is its
+            // family's; a fault without values (made for an ID a value named) is asked about.
+            if let object = registered(local), !object.isInvalidated, object.isInsertedFlag || object.hasCommittedValues { continue }
+            asked.append(id)
+        }
+        guard let parent = parentContext, !asked.isEmpty else { return nil }
+        let unknown = asked
+        return parent.performAndWait { (parent: isolated ManagedObjectContext) in parent.core.firstUnheldTemporaryID(unknown) }
+    }
+
+    /// The error for a temporary ID given to this child context (`object(with:)`,
+    /// `existingObject(with:)`, `existingObjects(with:)`) that names nothing here: another
+    /// context's unsaved object — not this context's insert, nor an ancestor's (spec 0006
+    /// §3.2). Nil for an ID the chain holds, or when none was asked for.
+    func foreignTemporaryIDError(_ ids: [ManagedObjectID]) -> ContextError? {
+        guard parentContext != nil else { return nil }
+        let asked = ids.filter { $0.isTemporaryID && registered($0)?.isInsertedFlag != true }
+        guard !asked.isEmpty, let id = firstUnheldTemporaryID(asked) else { return nil }
+        return .invalidObject(
+            "\(id) is another context's temporary ID: neither this context nor its parent holds the unsaved object it names (save it there, or obtain its permanent ID, and pass that)")
     }
 
     /// `id`, or the ID it was made since.

@@ -318,4 +318,52 @@ struct NestedUndoChainTests {
         let rootState = try await Self.saveAndRead(root)
         #expect(rootState.error == nil && rootState.teams == ["Tigers"] && rootState.players == ["Pat": "Tigers"])
     }
+
+    // MARK: - object(with:) of another context's temporary ID
+
+    /// A temporary ID of an unrelated context's unsaved insert names nothing a child (or a
+    /// grandchild) can read: `object(with:)` and `existingObject(with:)` throw
+    /// `invalidObject` saying so, as a root context's do. Before, the child returned a fault
+    /// that failed only when fired, as a missing object.
+    @Test("a child's or grandchild's object(with:) of another context's temporary ID throws invalidObject naming it; its ancestors' temporary IDs still resolve")
+    func foreignTemporaryID() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.leagueModel(.cascade))
+        let other = privateContext(coordinator, name: "other")
+        let foreignID = try await other.perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Team").objectID
+        }
+        let parent = privateContext(coordinator, name: "parent")
+        let parentsID = try await parent.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Mine", forKey: "name")
+            return team.objectID
+        }
+        let child = childContext(parent, name: "child")
+        let grandchild = childContext(child, name: "grandchild")
+        for context in [child, grandchild] {
+            try await context.perform { (context: isolated ManagedObjectContext) throws in
+                for lookup in ["object", "existingObject", "existingObjects"] {
+                    do {
+                        switch lookup {
+                        case "object": _ = try context.object(with: foreignID)
+                        case "existingObject": _ = try context.existingObject(with: foreignID)
+                        default: _ = try context.existingObjects(with: [parentsID, foreignID])
+                        }
+                        Issue.record("\(lookup)(with:) of another context's temporary ID gave an object")
+                    } catch ContextError.invalidObject(let detail) {
+                        #expect(detail.contains(foreignID.description) && detail.contains("another context's temporary ID"), "\(detail)")
+                    }
+                }
+                #expect(context.registeredObject(for: foreignID) == nil, "no fault left behind")
+                #expect(try context.existingObject(with: parentsID).value(forKey: "name") as? String == "Mine")
+            }
+        }
+        // The parent saves from within the child's block: the child, not yet told, still
+        // resolves the old temporary ID.
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            try parent.performAndWait { (parent: isolated ManagedObjectContext) throws in try parent.save() }
+            #expect(try context.object(with: parentsID).value(forKey: "name") as? String == "Mine")
+        }
+    }
 }
