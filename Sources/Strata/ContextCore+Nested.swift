@@ -334,15 +334,42 @@ extension ContextCore {
     /// context's insert — names nothing a save here can write: before session 33 a child
     /// took it as its parent's, and its save (or the parent's) failed later.
     func holdsUnsavedObject(_ id: ManagedObjectID) -> Bool {
-        let id = aliased(id)
-        // Made permanent since (a save of this context or an ancestor): a stored object.
-        guard id.isTemporaryID else { return true }
-        // A root context's temporary IDs are its inserts.
-        guard let parent = parentContext else { return registered(id) != nil }
-        // A child's object with values — its insert, or its parent's loaded here — is its
-        // family's; a fault without values (`object(with:)` makes one for any ID) is asked about.
-        if let object = registered(id), !object.isInvalidated, object.isInsertedFlag || object.hasCommittedValues { return true }
-        return parent.performAndWait { (parent: isolated ManagedObjectContext) in parent.core.holdsUnsavedObject(id) }
+        firstUnheldTemporaryID([id]) == nil
+    }
+
+    /// The first of `ids` that names an unsaved object neither this context nor an ancestor
+    /// holds (``holdsUnsavedObject(_:)``), or nil: one request to the parent for all of them.
+    func firstUnheldTemporaryID(_ ids: [ManagedObjectID]) -> ManagedObjectID? {
+        var asked: [ManagedObjectID] = []
+        for id in ids {
+            let local = aliased(id)
+            // Made permanent since (a save of this context or an ancestor): a stored object.
+            guard local.isTemporaryID else { continue }
+            // A root context's temporary IDs are its inserts.
+            guard parentContext != nil else {
+                if registered(local) == nil { return id }
+                continue
+            }
+            // A child's object with values — its insert, or its parent's loaded here — is its
+            // family's; a fault without values (made for an ID a value named) is asked about.
+            if let object = registered(local), !object.isInvalidated, object.isInsertedFlag || object.hasCommittedValues { continue }
+            asked.append(id)
+        }
+        guard let parent = parentContext, !asked.isEmpty else { return nil }
+        let unknown = asked
+        return parent.performAndWait { (parent: isolated ManagedObjectContext) in parent.core.firstUnheldTemporaryID(unknown) }
+    }
+
+    /// The error for a temporary ID given to this child context (`object(with:)`,
+    /// `existingObject(with:)`, `existingObjects(with:)`) that names nothing here: another
+    /// context's unsaved object — not this context's insert, nor an ancestor's (spec 0006
+    /// §3.2). Nil for an ID the chain holds, or when none was asked for.
+    func foreignTemporaryIDError(_ ids: [ManagedObjectID]) -> ContextError? {
+        guard parentContext != nil else { return nil }
+        let asked = ids.filter { $0.isTemporaryID && registered($0)?.isInsertedFlag != true }
+        guard !asked.isEmpty, let id = firstUnheldTemporaryID(asked) else { return nil }
+        return .invalidObject(
+            "\(id) is another context's temporary ID: neither this context nor its parent holds the unsaved object it names (save it there, or obtain its permanent ID, and pass that)")
     }
 
     /// `id`, or the ID it was made since.
@@ -647,12 +674,21 @@ extension ContextCore {
                     var members = target.currentValue(property).ids.filter { !removedIDs.contains($0) }
                     members += added.map(id).filter { !members.contains($0) }
                     set(target, property, .unordered(members), maintainInverse: true, register: true)
-                case .delete(let object):
-                    guard let target = self.object(with: id(object)) else { continue }
-                    delete(target, in: context)
-                    summary.deleted.insert(target.objectID)
+                case .delete:
+                    continue
                 }
             }
+        }
+        // Then the deletes, their delete rules run over this context's objects as the push
+        // leaves them, as Core Data's parent takes a child's values before its deletes
+        // propagate. Before, each group's deletes came in its turn, ahead of the later groups'
+        // updates — the reconciliation group's last: a player the child had taken off the team
+        // with undo registration disabled, then the undo of the team's pushed insert, and the
+        // team's cascade took this context's player with it before the unlink came.
+        for case .delete(let object) in operations {
+            guard let target = self.object(with: id(object)) else { continue }
+            delete(target, in: context)
+            summary.deleted.insert(target.objectID)
         }
         closeOpenGroup()
         journal.open.actionName = explicitName

@@ -1895,31 +1895,11 @@ final class ContextCore {
                 // and one it made (its pending undo put another writer's link back, or a
                 // change made with registration disabled) would be left naming a deleted
                 // object, failing every later save: a conflict (before, the undo went through).
-                for property in info.propertyList where property.isRelationship && !property.isTransient && property.inverse != nil {
-                    let held = change.values[property.name]
-                    let linked = try reader.related(stored.id, property.name).map { ManagedObjectID.permanent($0, store: storeUUID) }
-                    for otherID in pendingLinks(of: id, property, stored: linked, referrers: &pendingIndex) {
-                        if changes[otherID] != nil { continue }
-                        switch held {
-                        case .toOne(let target?) where target == otherID: continue
-                        case .toMany(let members) where members.contains(otherID): continue
-                        default: break
-                        }
-                        throw ContextError.undoConflict(
-                            object: id.description, property: property.name, expected: "no link but those this undo takes back",
-                            found: "a link to \(otherID), made later")
-                    }
-                }
                 // A relationship without an inverse leaves no trace on the object: its
                 // referrers are read from the store's index, as a revert reads them (§25).
-                for (owner, relationship) in oneWayRelationships(to: id.entityName) {
-                    let linked = try reader.referrers(to: stored.id, through: relationship, of: owner).map { ManagedObjectID.permanent($0, store: storeUUID) }
-                    for otherID in pendingReferrers(to: id, through: relationship, of: owner, stored: linked, referrers: &pendingIndex) {
-                        if changes[otherID] != nil { continue }
-                        throw ContextError.undoConflict(
-                            object: otherID.description, property: relationship, expected: "no link to \(id.description), which the undo deletes",
-                            found: "a link to \(id.description), made later")
-                    }
+                try checkLinksMadeSince(to: id, info, change, group: changes, found: ", made later", referrers: &pendingIndex) { key, owner in
+                    let linked = if let owner { try reader.referrers(to: stored.id, through: key, of: owner) } else { try reader.related(stored.id, key) }
+                    return linked.map { ManagedObjectID.permanent($0, store: storeUUID) }
                 }
             case .inserted:
                 if stored != nil && registered(id)?.isDeletedFlag != true {
@@ -2125,31 +2105,47 @@ final class ContextCore {
         var pendingIndex: PendingReferrers?
         for (id, links) in zip(removals, answers) {
             guard let change = group.changes[id], let info = entities[id.entityName] else { continue }
-            func known(_ key: String, owner: String?) -> [ManagedObjectID] {
+            try checkLinksMadeSince(to: id, info, change, group: group.changes, found: ContextError.parentContextHolds, referrers: &pendingIndex) { key, owner in
                 links.filter { $0.key == key && $0.owner == owner }.map { localID($0.other, alias: $0.alias, groups: [group]) }
             }
-            for property in info.propertyList where property.isRelationship && !property.isTransient && property.inverse != nil {
-                let held = change.values[property.name]
-                for otherID in pendingLinks(of: id, property, stored: known(property.name, owner: nil), referrers: &pendingIndex) {
-                    if group.changes[otherID] != nil { continue }
-                    switch held {
-                    case .toOne(let target?) where target == otherID: continue
-                    case .toMany(let members) where members.contains(otherID): continue
-                    default: break
-                    }
-                    throw ContextError.undoConflict(
-                        object: id.description, property: property.name, expected: "no link but those this undo takes back",
-                        found: "a link to \(otherID)" + ContextError.parentContextHolds)
+        }
+    }
+
+    /// Refuses an undo (redo) that deletes `id` under a link made to it since (spec 0006 §12,
+    /// §18.6 "links made since"): the links `linked` gives — by relationship of the object
+    /// (`owner` nil) or, for a relationship without an inverse, of `owner` naming it: those
+    /// the store holds, or a child's parent — as this context's unsaved work leaves them
+    /// (``pendingLinks(of:_:stored:referrers:)``), must each be one the group (`changes`)
+    /// itself makes or changes, or one the object's values in `change` hold. Another is an
+    /// `undoConflict`, its `found` "a link to …" followed by `suffix` (", made later" for the
+    /// store; ``ContextError/parentContextHolds`` for the parent).
+    func checkLinksMadeSince(
+        to id: ManagedObjectID, _ info: EntityInfo, _ change: ObjectChange, group changes: [ManagedObjectID: ObjectChange],
+        found suffix: String, referrers pendingIndex: inout PendingReferrers?,
+        linked: (_ key: String, _ owner: String?) throws -> [ManagedObjectID]
+    ) throws {
+        for property in info.propertyList where property.isRelationship && !property.isTransient && property.inverse != nil {
+            let held = change.values[property.name]
+            let stored = try linked(property.name, nil)
+            for otherID in pendingLinks(of: id, property, stored: stored, referrers: &pendingIndex) {
+                if changes[otherID] != nil { continue }
+                switch held {
+                case .toOne(let target?) where target == otherID: continue
+                case .toMany(let members) where members.contains(otherID): continue
+                default: break
                 }
+                throw ContextError.undoConflict(
+                    object: id.description, property: property.name, expected: "no link but those this undo takes back",
+                    found: "a link to \(otherID)" + suffix)
             }
-            for (owner, relationship) in oneWayRelationships(to: id.entityName) {
-                let stored = known(relationship, owner: owner)
-                for otherID in pendingReferrers(to: id, through: relationship, of: owner, stored: stored, referrers: &pendingIndex) {
-                    if group.changes[otherID] != nil { continue }
-                    throw ContextError.undoConflict(
-                        object: otherID.description, property: relationship, expected: "no link to \(id.description), which the undo deletes",
-                        found: "a link to \(id.description)" + ContextError.parentContextHolds)
-                }
+        }
+        for (owner, relationship) in oneWayRelationships(to: id.entityName) {
+            let stored = try linked(relationship, owner)
+            for otherID in pendingReferrers(to: id, through: relationship, of: owner, stored: stored, referrers: &pendingIndex) {
+                if changes[otherID] != nil { continue }
+                throw ContextError.undoConflict(
+                    object: otherID.description, property: relationship, expected: "no link to \(id.description), which the undo deletes",
+                    found: "a link to \(id.description)" + suffix)
             }
         }
     }
@@ -2157,28 +2153,47 @@ final class ContextCore {
     /// For a child's ``checkConflictsThroughParent(applying:reversed:)``: the first expectation
     /// this context's current values don't meet (IDs the child names followed to the ones
     /// made permanent since), with the value found; objects it doesn't have are skipped.
+    ///
+    /// A context that is itself a child passes on to its own parent the expectations its
+    /// values meet only as read from there — a recorded property of an object it neither
+    /// inserted nor changed: its next push would put the undo over whatever the parent holds
+    /// now (spec 0006 §18.6: parent → grandparent → store, as for links). Before, a
+    /// grandchild's undo was checked against the middle context alone, and the pushes put it
+    /// over the root's later rename.
     func firstMismatch(ofChild checks: [ChildExpectation]) -> (Int, PropertyValue)? {
+        var passedOn: [Int] = []
+        var mismatch: (Int, PropertyValue)?
         for (index, check) in checks.enumerated() {
             guard let object = objectForChild(check.id), !object.isInvalidated, !object.isDeletedFlag,
                 let property = object.info.properties[check.key], property.isRecorded || isDerivedOneToOne(property)
             else { continue }
             if !object.hasCommittedValues && !object.isInsertedFlag && (try? fulfillThrowing(object)) == nil { continue }
             let found = object.currentValue(property)
+            let matches: Bool
             if let members = check.members {
                 let has = Set(found.ids)
-                if !members.present.allSatisfy({ has.contains(aliased($0)) }) || members.absent.contains(where: { has.contains(aliased($0)) }) {
-                    return (index, found)
+                matches = members.present.allSatisfy({ has.contains(aliased($0)) }) && !members.absent.contains(where: { has.contains(aliased($0)) })
+            } else {
+                matches = switch (found, check.expected) {
+                case (.toOne(let a), .toOne(let b)): a == b.map(aliased)
+                case (.toMany(let a), .toMany(let b)): property.isOrdered ? a == b.map(aliased) : Set(a) == Set(b.map(aliased))
+                default: same(found, check.expected)
                 }
-                continue
             }
-            let matches: Bool = switch (found, check.expected) {
-            case (.toOne(let a), .toOne(let b)): a == b.map(aliased)
-            case (.toMany(let a), .toMany(let b)): property.isOrdered ? a == b.map(aliased) : Set(a) == Set(b.map(aliased))
-            default: same(found, check.expected)
+            if !matches {
+                mismatch = (index, found)
+                break
             }
-            if !matches { return (index, found) }
+            if parentContext != nil, property.isRecorded, !object.isInsertedFlag, object.changes[check.key] == nil { passedOn.append(index) }
         }
-        return nil
+        guard let parent = parentContext, !passedOn.isEmpty else { return mismatch }
+        // Only those before this context's own first mismatch: the first in the group's order is reported.
+        let asked = passedOn.map { index in
+            ChildExpectation(id: aliased(checks[index].id), key: checks[index].key, expected: checks[index].expected, members: checks[index].members)
+        }
+        let below = parent.performAndWait { (parent: isolated ManagedObjectContext) in parent.core.firstMismatch(ofChild: asked) }
+        if let (index, value) = below { return (passedOn[index], value) }
+        return mismatch
     }
 
     /// Where a pending (unsaved) undo or redo of later saved (pushed) work changes `property`

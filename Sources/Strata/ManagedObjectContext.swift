@@ -382,6 +382,7 @@ public actor ManagedObjectContext {
     ///   no object here: another store's, a temporary ID this context doesn't hold, an entity
     ///   the model lacks or an abstract one (spec 0006 §3.2).
     public func object(with id: ManagedObjectID) throws -> ManagedObject {
+        if let error = core.foreignTemporaryIDError([id]) { throw error }
         guard let object = core.object(with: id) else { throw core.unresolvableIDError(id) }
         return object
     }

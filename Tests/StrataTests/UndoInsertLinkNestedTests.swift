@@ -228,10 +228,11 @@ struct UndoInsertLinkNestedTests {
         try await parent.perform { (context: isolated ManagedObjectContext) throws in
             try context.save()
             #expect(try context.count(for: FetchRequest(entityName: "Team")) == 0)
-            // Not checked here: the push applies the undo's delete of the team (its cascade)
-            // before the unlink made with registration disabled, so Pat goes with the team —
-            // a push-order question left open (session 33 report).
+            // The parent keeps its player, off the deleted team: the push takes it off (the
+            // child's unrecorded unlink) before the team's delete runs its cascade (before
+            // session 34 the cascade came first and Pat went with the team).
             let players = try context.fetch(FetchRequest(entityName: "Player"))
+            #expect(players.map(\.objectID) == [parentsPlayer])
             #expect(players.allSatisfy { $0.value(forKey: "team") == nil })
         }
         #expect(try coordinator.persistentStores[0].log.verify().isClean)
