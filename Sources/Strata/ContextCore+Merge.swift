@@ -1082,9 +1082,27 @@ extension ContextCore {
             change.new[key] = nil
             change.memberships[key] = nil
             effect.changes.keep(change, for: id)
+            // Left holding only derived sides (the songs' playlists the list named), the
+            // effect writes nothing: the store already holds what it would write, so it goes
+            // (as an emptied one does), and the group is done (undone) there. Before session
+            // 34 it stayed, writing nothing: a redo then just dropped it as an unsaved undo,
+            // without saving the redo, and undoing again was refused as a conflict with the
+            // store's list (`OrderedPendingUndoMergeTests`).
+            if !effect.changes.isEmpty, effect.changes.changes.allSatisfy({ writesNothing($0.key, $0.value) }) {
+                for member in Array(effect.changes.changes.keys) { effect.changes.changes[member] = nil }
+                effect.changes.order.removeAll()
+            }
             if effect.changes.isEmpty { emptied = true }
         }
         if emptied { removeEmptiedEffects() }
+    }
+
+    /// Whether a pending undo's (redo's) `change` of `id` writes nothing to the store: an
+    /// update of derived relationship sides only.
+    private func writesNothing(_ id: ManagedObjectID, _ change: ObjectChange) -> Bool {
+        guard change.kind == .updated, change.memberships.isEmpty, let info = entities[id.entityName] else { return false }
+        func derived(_ key: String) -> Bool { info.properties[key].map { $0.isRelationship && !$0.isRecorded && !$0.isTransient } ?? false }
+        return change.old.keys.allSatisfy(derived) && change.new.keys.allSatisfy(derived)
     }
 
     /// Takes a one-to-one's derived side `key` of `id` out of the pending undos and redos of

@@ -1153,36 +1153,9 @@ extension ContextCore {
     }
 
     func refresh(_ object: ManagedObject, mergeChanges: Bool) {
-        // Fetched properties are evaluated again at their next read (Core Data: "to
-        // re-evaluate a fetched property, refresh the object"), an inserted object's too.
-        object.fetchedValues.removeAll()
-        guard !object.isInvalidated, !object.isInsertedFlag else { return }
-        object.row = nil  // a fetch-time row is as stale as the committed values
-        object.rowVersion = nil
-        object.isInaccessible = false  // re-read: found again, or empty again
-        noteRefreshed(object.objectID)
+        guard prepareRefresh(object, mergeChanges: mergeChanges) else { return }
         if mergeChanges {
-            // A fault (nothing loaded, nothing changed) stays one: its next read loads the
-            // store's values. Before, it was read now — `refreshAllObjects()` read every
-            // registered fault, one store read and `awakeFromFetch` each.
-            if !object.hasCommittedValues, object.changes.isEmpty, !object.isDeletedFlag {
-                object.version = nil
-                return
-            }
-            let transients = object.transients
-            let toMany = toManyChanges(object)
-            let before = object.committed
-            object.committed = nil
-            object.version = nil
-            fulfill(object)
-            if object.hasCommittedValues { rebaseToManyChanges(object, toMany) }
-            // The unsaved undo groups start from the store's values now (§16.1).
-            if before != nil, object.hasCommittedValues {
-                rebaseUnsavedAttributes(object, before: before)
-                rebaseMovedToOnes(movedToOnes(object, before: before))
-            }
-            object.transients = transients
-            object.awake(fromSnapshotEvents: .refresh)
+            reloadKeepingChanges(refreshing: [object])
         } else {
             object.willTurnIntoFault()
             object.prefetchedObjects.removeAll()
@@ -1195,6 +1168,86 @@ extension ContextCore {
             retained[object.objectID] = nil
             lockedObjects[object.objectID] = nil
             object.didTurnIntoFault()
+        }
+    }
+
+    /// `refreshAllObjects()`: every registered object refreshed keeping its changes, the
+    /// loaded ones read again together and rebased as a merge rebases them, in ID order.
+    func refreshAllObjects(_ objects: Set<ManagedObject>) {
+        var reread: [ManagedObject] = []
+        for object in objects.sorted(by: { $0.objectID < $1.objectID }) where prepareRefresh(object, mergeChanges: true) {
+            reread.append(object)
+        }
+        reloadKeepingChanges(refreshing: reread)
+    }
+
+    /// What both forms of `refresh(_:mergeChanges:)` do first; true when the object is then
+    /// to be read again (`mergeChanges`) or turned into a fault.
+    private func prepareRefresh(_ object: ManagedObject, mergeChanges: Bool) -> Bool {
+        // Fetched properties are evaluated again at their next read (Core Data: "to
+        // re-evaluate a fetched property, refresh the object"), an inserted object's too.
+        object.fetchedValues.removeAll()
+        guard !object.isInvalidated, !object.isInsertedFlag else { return false }
+        object.row = nil  // a fetch-time row is as stale as the committed values
+        object.rowVersion = nil
+        object.isInaccessible = false  // re-read: found again, or empty again
+        noteRefreshed(object.objectID)
+        // A fault (nothing loaded, nothing changed) stays one: its next read loads the
+        // store's values. Before, it was read now — `refreshAllObjects()` read every
+        // registered fault from the store, one store read and `awakeFromFetch` each.
+        if mergeChanges, !object.hasCommittedValues, object.changes.isEmpty, !object.isDeletedFlag {
+            object.version = nil
+            return false
+        }
+        return true
+    }
+
+    /// `refresh(_:mergeChanges: true)` of `objects` (each not invalidated, not inserted, already
+    /// prepared by the refresh: loaded, or a fault holding changes or deleted), one, or every
+    /// registered one at once (`refreshAllObjects()`). The loaded ones are re-read in one store
+    /// read and rebased as a merge rebases what it updated (``reloadKeepingChanges(_:events:rebasingMoves:)``,
+    /// spec 0006 §16.1): a member another writer moved into a list the context holds a change of
+    /// while the context keeps its own destination for it (a team's players), a derived to-one
+    /// another writer moved by changing an ordered list (a song's playlist), the lists' entries
+    /// in the unsaved groups, one-to-ones. Before session 34 a refresh rebased the object's own
+    /// to-manys and to-ones only: the team listed the player the context had moved to another
+    /// team, and undo and redo left the two sides disagreeing; `refreshAllObjects()` refreshed
+    /// one object at a time in the set's (unspecified) order, the far sides of a move rebased
+    /// before the destination's own to-many.
+    /// A fault holding changes, and an object the store no longer has, are read one by one as
+    /// before (the missing one found inaccessible, §8.5).
+    func reloadKeepingChanges(refreshing objects: [ManagedObject]) {
+        let needsBefore = hasUnsavedGroups || !pending.isEmpty
+        var loaded: [ManagedObject] = []
+        var kept: [ObjectIdentifier: (transients: [String: PropertyValue], before: [String: PropertyValue]?)] = [:]
+        var toMany: [ObjectIdentifier: [(property: PropertyInfo, base: PropertyValue, ours: PropertyValue)]] = [:]
+        for object in objects {
+            let key = ObjectIdentifier(object)
+            if !object.changes.isEmpty { toMany[key] = toManyChanges(object) }
+            if object.hasCommittedValues {
+                loaded.append(object)
+                // Kept for an object the read finds gone (rare): what the refresh one by one needs.
+                if needsBefore || !object.changes.isEmpty { kept[key] = (object.transients, object.committed) }
+            }
+        }
+        reloadKeepingChanges(loaded, events: .refresh)
+        for object in objects where !object.hasCommittedValues {
+            let key = ObjectIdentifier(object)
+            let transients = kept[key]?.transients ?? object.transients
+            let before = kept[key]?.before ?? object.committed
+            object.committed = nil
+            object.version = nil
+            fulfill(object)
+            var moves: [ToOneMove] = []
+            if object.hasCommittedValues { moves = rebaseToManyChanges(object, toMany[key] ?? []) }
+            // The unsaved undo groups start from the store's values now (§16.1).
+            if before != nil, object.hasCommittedValues {
+                rebaseUnsavedAttributes(object, before: before)
+                moves += movedToOnes(object, before: before)
+            }
+            rebaseMovedToOnes(moves)
+            object.transients = transients
+            object.awake(fromSnapshotEvents: .refresh)
         }
     }
 

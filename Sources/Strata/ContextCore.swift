@@ -1682,8 +1682,10 @@ final class ContextCore {
         journal.reverted.formUnion(group.revertedSequences)
         journal.undoneByRevert.formUnion(group.undoneRedoneGroups)
         if pending.contains(where: { $0.source === group }) {
-            // Its effects (one; a revert's, one per part) are unsaved: they go.
+            // Its effects (one; a revert's, one per part) are unsaved: they go — and the undo
+            // is saved after all where the store no longer holds what the redo set (§16.1).
             pending.removeAll { $0.source === group }
+            if group.saved != nil, storeLacks(group, reversed: true) { appendEffects(of: group, undoing: true) }
         } else if group.saved != nil {
             appendEffects(of: group, undoing: true)
         } else if group.pushed {
@@ -1714,12 +1716,39 @@ final class ContextCore {
         journal.undoneByRevert.subtract(group.undoneRedoneGroups)
         if pending.contains(where: { $0.source === group }) {
             pending.removeAll { $0.source === group }
+            // A merge since the undo left the store without the group's values (another
+            // writer took the song out of the list, or reordered it, after the save; the
+            // pending undo, rebased, still put back what the group replaces): dropping the
+            // undo doesn't bring them back, so the redo is saved as a redo. Before session 34
+            // it wasn't: the context showed the group's values with no effect to write them,
+            // and undoing the group again was refused as a conflict with the store's list
+            // (`OrderedPendingUndoMergeTests`).
+            if group.saved != nil, storeLacks(group, reversed: false) { appendEffects(of: group, undoing: false) }
         } else if group.saved != nil {
             appendEffects(of: group, undoing: false)
         } else {
             pending.append(PendingEffect(changes: group, source: group, kind: .user))
         }
         if droppedSaved { recordUndoCheckpoint() }
+    }
+
+    /// Whether the store, as this context last read it, doesn't hold what applying saved
+    /// `group` (`reversed`: undoing it) sets, for a recorded property of a loaded object that
+    /// no other pending undo or redo of saved work writes: the group's unsaved undo (redo)
+    /// just dropped didn't stand between the group's values and the store's, a merge having
+    /// changed the store's since.
+    func storeLacks(_ group: UndoGroup, reversed: Bool) -> Bool {
+        for (id, change) in group.changes where change.kind == .updated {
+            guard let object = registered(id), !object.isInvalidated, !object.isInsertedFlag, object.hasCommittedValues else { continue }
+            for (key, value) in reversed ? change.old : change.new {
+                guard let property = object.info.properties[key], property.isRecorded, !property.isTransient else { continue }
+                let committed = object.committedValue(property) ?? property.emptyValue
+                let holds = property.isToMany && !property.isOrdered ? Set(committed.ids) == Set(value.ids) : same(committed, value)
+                if holds || pendingUndoOrRedo(changes: id, key) { continue }
+                return true
+            }
+        }
+        return false
     }
 
     /// The pending effects that save the undo (`undoing`) or redo of `group`, saved work:

@@ -476,9 +476,10 @@ public actor ManagedObjectContext {
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) { core.refresh(object, mergeChanges: mergeChanges) }
 
     /// Refreshes every registered object, keeping unsaved changes (`refreshAllObjects()`):
-    /// loaded objects show the store's values, faults stay faults (nothing is read for them).
+    /// loaded objects show the store's values (read together, and rebased as a merge rebases
+    /// them), faults stay faults (nothing is read for them).
     public func refreshAllObjects() {
-        for object in registeredObjects { core.refresh(object, mergeChanges: true) }
+        core.refreshAllObjects(registeredObjects)
     }
 
     /// Closes the current undo group and posts the objects-did-change notification for the

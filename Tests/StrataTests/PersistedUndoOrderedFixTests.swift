@@ -147,17 +147,24 @@ struct PersistedUndoOrderedFixTests {
     /// 5 save (and restart when `restarts`). Returns what the context shows after each step
     /// ("conflict" for a refused undo or redo). Every save must succeed, the log verify clean
     /// and the store hold what the context showed.
-    static func play(_ steps: [Step], restarts: Bool, _ label: String) async throws -> [String] {
+    /// `intake`: how the context takes in the other writer's save (a did-save by default).
+    /// Steps 10, 11 and 16 are the other writer's edits 0, 1 and 6 with the operands as given
+    /// (taken in as step 2's).
+    static func play(_ steps: [Step], restarts: Bool, _ label: String, intake: RefreshMergeMoveTests.Intake = .didSave) async throws -> [String] {
         let dir = try TemporaryDirectory()
         let (session, ids) = try await Self.store(dir)
         var trace: [String] = []
         for (index, step) in steps.enumerated() {
             let stepLabel = "\(label) step \(index) (\(step))"
             var mergedSave: ContextDidSave?
-            if step.op == 2 {
+            if step.op == 2 || step.op >= 10 {
                 mergedSave = try session.other.performAndWait { (other: isolated ManagedObjectContext) throws -> ContextDidSave? in
                     other.refreshAllObjects()
-                    try Self.edit(other, ids, Step(op: [0, 1, 7, 8][step.c % 4], a: step.a, b: step.b, c: step.b + step.c))
+                    if step.op >= 10 {
+                        try Self.edit(other, ids, Step(op: step.op - 10, a: step.a, b: step.b, c: step.c))
+                    } else {
+                        try Self.edit(other, ids, Step(op: [0, 1, 7, 8][step.c % 4], a: step.a, b: step.b, c: step.b + step.c))
+                    }
                     var captured: ContextDidSave?
                     let token = other.addObserver { note in
                         if case .didSave(let save) = note.notification { captured = save }
@@ -170,12 +177,31 @@ struct PersistedUndoOrderedFixTests {
             let merged = mergedSave
             let shown = try await session.context.perform { (context: isolated ManagedObjectContext) throws -> String in
                 switch step.op {
-                case 2:
-                    if let merged { context.mergeChanges(fromContextDidSave: merged) }
+                case 2, 10...:
+                    switch intake {
+                    case .didSave:
+                        if let merged { context.mergeChanges(fromContextDidSave: merged) }
+                    case .refreshEach:
+                        for object in context.registeredObjects.sorted(by: { $0.objectID < $1.objectID }) {
+                            context.refresh(object, mergeChanges: true)
+                        }
+                    case .refreshAll:
+                        context.refreshAllObjects()
+                    case .storeChanges:
+                        try context.mergeStoreChanges()
+                    }
                 case 3:
-                    do { try context.undo() } catch ContextError.undoConflict { return "conflict" }
+                    do { try context.undo() } catch let error as ContextError {
+                        guard case .undoConflict = error else { throw error }
+                        if ProcessInfo.processInfo.environment["STRATA_ORDERED_RECONCILE_TRACE"] != nil { print("TRACE \(stepLabel): \(error)") }
+                        return "conflict"
+                    }
                 case 4:
-                    do { try context.redo() } catch ContextError.undoConflict { return "conflict" }
+                    do { try context.redo() } catch let error as ContextError {
+                        guard case .undoConflict = error else { throw error }
+                        if ProcessInfo.processInfo.environment["STRATA_ORDERED_RECONCILE_TRACE"] != nil { print("TRACE \(stepLabel): \(error)") }
+                        return "conflict"
+                    }
                 case 5:
                     do { try context.save() } catch {
                         Issue.record("\(stepLabel): the save was refused: \(error)")
