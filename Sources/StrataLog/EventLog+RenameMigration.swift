@@ -56,7 +56,13 @@ extension EventLog {
             let other = try catalog.schema(forModelVersion: version)
             for (name, entity) in schema.entities {
                 guard let before = other.entities[name] else { continue }
+                // Properties that swap names (spec 0004 §4.5): each value goes to another name.
+                let swapped = swappedPropertyNames(earlier: other.model.entity(named: name), later: model.entity(named: name))
                 for property in before.properties where property.isAttribute || property.isRecorded {
+                    if swapped[property.name] != nil {
+                        retired[name, default: []].insert(property.name)
+                        continue
+                    }
                     let now = entity.propertiesByName[property.name]
                     // A relationship's references are filed under its code, which names the
                     // entity declaring it: one a parent's rename or a move up or down the
@@ -236,7 +242,12 @@ extension TableWriter {
             // The same name, or a rename of it.
             let earlierSchema = try schema(forModelVersion: retired.version)
             if let entity = schema.entities[entityName], let described = schema.model.entity(named: entityName) {
-                if let same = entity.propertiesByName[origin.property] {
+                if let swapped = swappedPropertyNames(earlier: earlierSchema.model.entity(named: retired.earlierEntity), later: described)[
+                    origin.property]
+                {
+                    // Names swapped: the value goes to the property that claims it.
+                    found = entity.propertiesByName[swapped]
+                } else if let same = entity.propertiesByName[origin.property] {
                     found = same
                 } else if let earlier = earlierSchema.entities[retired.earlierEntity],
                     let renamedTo = renameTarget(of: origin.property, identifier: retired.renamingIdentifier, earlier: earlier, later: described),
@@ -544,4 +555,42 @@ func renameTarget(of name: String, identifier: String?, earlier: ModelSchema.Ent
         else { return false }
         return renaming == name || renaming == identifier
     }?.name
+}
+
+/// What a later model version's items (entities, or one entity's properties) claim by their
+/// renaming identifiers while keeping a name the earlier version has (spec 0004 §4.5–4.6):
+/// `(new, old)` for each later item whose identifier — one the earlier item of its name
+/// doesn't have — names another earlier item (by its name, or its own identifier).
+func nameClaims(
+    earlier: [(name: String, renamingIdentifier: String?)], later: [(name: String, renamingIdentifier: String?)]
+) -> [(new: String, old: String)] {
+    later.sorted { $0.name < $1.name }.compactMap { item -> (new: String, old: String)? in
+        guard let identifier = item.renamingIdentifier, identifier != item.name,
+            let before = earlier.first(where: { $0.name == item.name }), before.renamingIdentifier != identifier,
+            let old = earlier.first(where: { $0.name == identifier }) ?? earlier.first(where: { $0.renamingIdentifier == identifier }),
+            old.name != item.name
+        else { return nil }
+        return (item.name, old.name)
+    }
+}
+
+/// The claims (``nameClaims(earlier:later:)``) as a swap, old name → new name, when they
+/// exchange names among themselves — each old name claimed once, and the names claimed are
+/// the names claiming (A ↔ B, or a longer round): every value then has one place to go and
+/// every place one value. Nil otherwise (one item claiming a name whose item stays put).
+func completeSwap(_ claims: [(new: String, old: String)]) -> [String: String]? {
+    let olds = claims.map(\.old)
+    guard Set(olds).count == claims.count, Set(olds) == Set(claims.map(\.new)) else { return nil }
+    return Dictionary(uniqueKeysWithValues: claims.map { ($0.old, $0.new) })
+}
+
+/// The properties of `later` (a later version's entity) that swap names with `earlier`'s
+/// (the same entity, or the one it renames, in an earlier version): old name → new name
+/// (spec 0004 §4.5). Empty when none do, or their claims aren't a complete swap (which the
+/// open refuses, ``EventLog/refuseAmbiguousRenames()``).
+func swappedPropertyNames(earlier: EntityDescription?, later: EntityDescription?) -> [String: String] {
+    guard let earlier, let later, later.properties.contains(where: { $0.renamingIdentifier != nil }) else { return [:] }
+    let claims = nameClaims(
+        earlier: earlier.properties.map { ($0.name, $0.renamingIdentifier) }, later: later.properties.map { ($0.name, $0.renamingIdentifier) })
+    return claims.isEmpty ? [:] : completeSwap(claims) ?? [:]
 }

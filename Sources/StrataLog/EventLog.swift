@@ -542,9 +542,12 @@ public final class EventLog: Sendable {
                 continue
             }
             let kept = counterpart.properties.filter { $0.fetchedProperty == nil && !$0.isTransient }
+            // Properties that swap names: each is the counterpart of the one it claims.
+            let swapped = swappedPropertyNames(earlier: entity, later: counterpart)
             for property in entity.properties.sorted(by: { $0.name < $1.name })
             where property.fetchedProperty == nil && !property.isTransient {
-                let same = kept.first { $0.name == property.name } ?? kept.first { renames($0.renamingIdentifier, property.name, property.renamingIdentifier) }
+                let claimed = swapped[property.name] ?? property.name
+                let same = kept.first { $0.name == claimed } ?? kept.first { renames($0.renamingIdentifier, property.name, property.renamingIdentifier) }
                 guard let same else {
                     // A relationship whose inverse the model keeps with a new inverse on this
                     // entity: its membership is carried onto the new inverse (spec 0004 §4.5).
