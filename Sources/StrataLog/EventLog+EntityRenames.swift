@@ -72,17 +72,14 @@ extension EventLog {
             for entity in model.entities.sorted(by: { $0.name < $1.name }) {
                 let takenOver = earlier.entity(named: entity.name) != nil ? entity.name : renaming.first { $0.value == [entity.name] }?.key
                 guard let takenOver, let earlierEntity = earlier.entity(named: takenOver) else { continue }
-                // Property names swapped (or one reused), as entities' above.
-                let claims = entity.properties.sorted { $0.name < $1.name }.compactMap { property -> (new: String, old: String)? in
-                    guard let identifier = property.renamingIdentifier, identifier != property.name,
-                        let before = earlierEntity.propertiesByName[property.name], before.renamingIdentifier != identifier,
-                        let old = earlierEntity.propertiesByName[identifier]
-                            ?? earlierEntity.properties.first(where: { $0.renamingIdentifier == identifier }),
-                        old.name != property.name
-                    else { return nil }
-                    return (property.name, "\(takenOver).\(old.name)")
-                }
-                if !claims.isEmpty {
+                // Property names reused: a property claiming another's name while that one
+                // keeps it. A complete swap (names exchanged among the claiming properties)
+                // migrates, each value going to the property that claims it (spec 0004 §4.5).
+                let named = nameClaims(
+                    earlier: earlierEntity.properties.map { ($0.name, $0.renamingIdentifier) },
+                    later: entity.properties.map { ($0.name, $0.renamingIdentifier) })
+                let claims = named.map { (new: $0.new, old: "\(takenOver).\($0.old)") }
+                if !claims.isEmpty, completeSwap(named) == nil {
                     throw LogError.migration(
                         "the stored values can't be taken over by model version \(modelVersion): \(entity.name)'s \(Self.swapDescription(claims, entities: false, of: version)), whose values Strata can't exchange (a rename moves values to a name the earlier version doesn't have). Nothing was written; \(Self.swapAdvice(claims))")
                 }

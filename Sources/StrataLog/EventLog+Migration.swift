@@ -136,7 +136,12 @@ extension EventLog {
                         .map { $0.movingObjects(moves, removing: removedEntities) }
                     let entities = try takeOutRenamedEntities(
                         renamedEntities, moves: moves, removing: removedEntities, txn, sequence: &sequence, timestamp: timestamp)
-                    putBack = try writer.planPutBack(taken + entities.taken, inserting: entities.inserting, renamed: renamedEntities)
+                    // A relationship narrowed to a sub-entity of its destination keeps the
+                    // references that fit; one that doesn't refuses a new version's open
+                    // unless removing is allowed (spec 0004 §4.5).
+                    putBack = try writer.planPutBack(
+                        taken + entities.taken, inserting: entities.inserting, renamed: renamedEntities,
+                        refusingDrops: unmarking != nil && !configuration.allowsRemovingEntitiesAndProperties)
                     drops = putBack.drops
                 }
                 let planned = values.isEmpty ? [:] : try writer.planStoredValues(values, txn, settled: putBack.values.mapValues { Set($0.keys) })

@@ -56,7 +56,13 @@ extension EventLog {
             let other = try catalog.schema(forModelVersion: version)
             for (name, entity) in schema.entities {
                 guard let before = other.entities[name] else { continue }
+                // Properties that swap names (spec 0004 §4.5): each value goes to another name.
+                let swapped = swappedPropertyNames(earlier: other.model.entity(named: name), later: model.entity(named: name))
                 for property in before.properties where property.isAttribute || property.isRecorded {
+                    if swapped[property.name] != nil {
+                        retired[name, default: []].insert(property.name)
+                        continue
+                    }
                     let now = entity.propertiesByName[property.name]
                     // A relationship's references are filed under its code, which names the
                     // entity declaring it: one a parent's rename or a move up or down the
@@ -181,7 +187,20 @@ extension TableWriter {
     /// values may not name (``keepsReferences(from:in:to:in:renamed:)``), gets nothing back:
     /// its values are dropped, and ``PutBack/drops`` counts the objects that lost them (the
     /// open is refused before, unless it allows removing, spec 0004 §4.7).
-    func planPutBack(_ taken: [RetiredValue], inserting: [StoredObjectID: MovedFrom] = [:], renamed: [String: String] = [:]) throws -> PutBack {
+    ///
+    /// A relationship whose inverse the opening version changes (`Player.team`'s inverse
+    /// `Team.players` becoming `Team.roster`) carries the old inverse's values, when the
+    /// version takes them out (it removes the old inverse, makes it lead elsewhere, or records
+    /// another side), onto the new inverse of the same objects (``carriedInverse(of:earlier:renamed:)``),
+    /// in their order — as Core Data's inferred mapping of the kept relationship would.
+    ///
+    /// `refusingDrops`: a relationship narrowed to a sub-entity of its destination (the open
+    /// isn't refused for it beforehand, spec 0004 §4.7) whose stored references don't all name
+    /// objects of the new destination refuses the plan, naming them, instead of dropping them
+    /// (the open doesn't allow removing).
+    func planPutBack(
+        _ taken: [RetiredValue], inserting: [StoredObjectID: MovedFrom] = [:], renamed: [String: String] = [:], refusingDrops: Bool = false
+    ) throws -> PutBack {
         var problems: [String] = []
         /// Per object and property: the value to set (attributes, to-ones), the destinations
         /// to add (to-many).
@@ -205,6 +224,12 @@ extension TableWriter {
             let newDestination: String
         }
         var retargeted: [Origin: Retargeted] = [:]
+        /// Per retargeted origin: the entities whose objects the relationship may name now.
+        var fitting: [Origin: Set<String>] = [:]
+        /// Per origin: the new inverse of the old inverse, which takes the values over too.
+        var carried: [Origin: ModelSchema.Property?] = [:]
+        /// Whether a refusal names a narrowed relationship's reference (advice to add).
+        var misfits = false
         /// Per recorded relationship ("Entity.property") whose inverse is a to-one: the object
         /// holding each destination put back, which no other may hold.
         var holders: [String: [StoredObjectID: StoredObjectID]] = [:]
@@ -217,7 +242,12 @@ extension TableWriter {
             // The same name, or a rename of it.
             let earlierSchema = try schema(forModelVersion: retired.version)
             if let entity = schema.entities[entityName], let described = schema.model.entity(named: entityName) {
-                if let same = entity.propertiesByName[origin.property] {
+                if let swapped = swappedPropertyNames(earlier: earlierSchema.model.entity(named: retired.earlierEntity), later: described)[
+                    origin.property]
+                {
+                    // Names swapped: the value goes to the property that claims it.
+                    found = entity.propertiesByName[swapped]
+                } else if let same = entity.propertiesByName[origin.property] {
                     found = same
                 } else if let earlier = earlierSchema.entities[retired.earlierEntity],
                     let renamedTo = renameTarget(of: origin.property, identifier: retired.renamingIdentifier, earlier: earlier, later: described),
@@ -230,42 +260,45 @@ extension TableWriter {
             if let property = found, let oldDestination = retired.property.destination, let newDestination = property.destination,
                 !keepsReferences(from: oldDestination, in: earlierSchema.model, to: newDestination, in: schema.model, renamed: renamed)
             {
+                // Only the references to objects it may name now are put back (a sub-entity of
+                // the old destination keeps those to its objects); the others are dropped.
                 retargeted[origin] = Retargeted(
                     entity: entityName, relationship: property.name, oldDestination: oldDestination, newDestination: newDestination)
-                found = nil
+                fitting[origin] = Set(schema.model.selfAndSubentityNames(of: newDestination))
             }
             targets[origin] = found
             return found
         }
-        for retired in taken {
+        func carry(of retired: RetiredValue) throws -> ModelSchema.Property? {
+            let origin = Origin(version: retired.version, earlierEntity: retired.earlierEntity, property: retired.property.name, entity: retired.object.entity)
+            if let known = carried[origin] { return known }
+            let found = carriedInverse(of: retired, earlier: try schema(forModelVersion: retired.version), renamed: renamed)
+            carried[origin] = found
+            return found
+        }
+        func put(_ retired: RetiredValue, _ given: LogValue, to target: ModelSchema.Property) {
             let entityName = retired.object.entity
             let old = retired.property
-            guard let target = try target(of: retired) else {
-                // Removed (or made to lead elsewhere): the value stays out.
-                let origin = Origin(version: retired.version, earlierEntity: retired.earlierEntity, property: old.name, entity: entityName)
-                if let change = retargeted[origin] { dropped[change, default: []].insert(retired.object) }
-                continue
-            }
             let described2 = "\(entityName).\(old.name)" + (target.name == old.name ? "" : " (now \(target.name))")
             if old.isAttribute {
-                guard let type = target.attributeType, case .attribute(let value) = retired.value else {
+                guard let type = target.attributeType, case .attribute(let value) = given else {
                     problems.append("\(described2) was an attribute and the version makes it a relationship")
-                    continue
+                    return
                 }
                 let converted = LogValue.attribute(value.coerced(to: type))
                 guard EventCodec.fits(converted, EventCodec.ValueKind(type)) else {
                     problems.append("\(retired.object) has \(described2) = \(value.canonicalJSON) (\(value.typeName)), which doesn't convert to \(type.name) without loss")
-                    continue
+                    return
                 }
                 values[retired.object, default: [:]][target.name] = converted
-                continue
+                return
             }
             guard let storage = target.relationship else {
                 problems.append("\(described2) was a relationship and the version makes it an attribute")
-                continue
+                return
             }
             let destinations: [StoredObjectID] =
-                switch retired.value {
+                switch given {
                 case .reference(let id): [id]
                 case .references(let ids): ids
                 default: []
@@ -292,7 +325,7 @@ extension TableWriter {
             case .toOne:
                 guard destinations.count <= 1 else {
                     problems.append("\(retired.object) has \(destinations.count) destinations in \(described2), which the version makes to-one")
-                    continue
+                    return
                 }
                 if let destination = destinations.first { setToOne(retired.object, target.name, destination) }
             case .orderedToMany, .unorderedToMany:
@@ -311,6 +344,46 @@ extension TableWriter {
                 }
             }
         }
+        for retired in taken {
+            let entityName = retired.object.entity
+            let old = retired.property
+            let origin = Origin(version: retired.version, earlierEntity: retired.earlierEntity, property: old.name, entity: entityName)
+            let primary = try target(of: retired)
+            // The old inverse's values go to the kept relationship's new inverse too.
+            var puts: [(ModelSchema.Property, LogValue)] = []
+            if primary == nil || retargeted[origin] != nil, let carriedTo = try carry(of: retired) {
+                puts.append((carriedTo, retired.value))
+            }
+            if let primary {
+                var value = retired.value
+                if let change = retargeted[origin], let allowed = fitting[origin] {
+                    let named: [StoredObjectID] =
+                        switch value {
+                        case .reference(let id): [id]
+                        case .references(let ids): ids
+                        default: []
+                        }
+                    let misfit = named.filter { !allowed.contains($0.entity) }
+                    if !misfit.isEmpty {
+                        if refusingDrops {
+                            misfits = true
+                            for destination in misfit {
+                                problems.append(
+                                    "\(retired.object).\(primary.name) names \(destination), an object of \(destination.entity), but model version \(modelVersion)'s \(entityName).\(primary.name) leads to \(change.newDestination) (and its sub-entities)")
+                            }
+                        } else {
+                            dropped[change, default: []].insert(retired.object)
+                        }
+                        let kept = named.filter { allowed.contains($0.entity) }
+                        value = if case .reference = value { kept.first.map(LogValue.reference) ?? .null } else { .references(kept) }
+                    }
+                }
+                puts.append((primary, value))
+            }
+            for (target, value) in puts {
+                put(retired, value, to: target)
+            }
+        }
         guard problems.isEmpty else {
             // A problem of the property itself (an attribute made a relationship) is met once
             // per object: said once, with the count (before, the same sentence five times).
@@ -326,8 +399,12 @@ extension TableWriter {
             }
             let shown = described.prefix(5).joined(separator: "; ")
             let more = described.count > 5 ? "; and \(described.count - 5) more" : ""
+            let advice =
+                misfits
+                ? "; make those references name objects the relationship leads to first, or open with allowsRemovingEntitiesAndProperties (strata migrate --allow-removing) to drop them"
+                : ""
             throw LogError.migration(
-                "the stored values can't be taken over by model version \(modelVersion): \(shown)\(more). Nothing was written")
+                "the stored values can't be taken over by model version \(modelVersion): \(shown)\(more). Nothing was written\(advice)")
         }
         let drops = dropped.map { change, objects in
             EventLog.MigrationDrop(
@@ -335,6 +412,42 @@ extension TableWriter {
                 newDestination: change.newDestination, objects: objects.count)
         }.sorted { ($0.entity, $0.relationship, $0.oldDestination) < ($1.entity, $1.relationship, $1.oldDestination) }
         return PutBack(values: values, additions: additions, inserts: inserting, drops: drops)
+    }
+
+    /// The relationship of the opening version that takes over `retired`'s values as the new
+    /// inverse of its old inverse (spec 0004 §4.5): `retired` is a relationship of the earlier
+    /// version whose inverse the opening version keeps (under its name or a rename, on the
+    /// destination's entity or its rename) but pairs with another relationship of the
+    /// object's entity — one the earlier entity doesn't have and that renames none of its
+    /// properties (so it has no values of its own), and whose destination takes every object
+    /// the values may name. The pairs the old inverse held are the kept relationship's
+    /// membership, which Core Data's inferred mapping carries over by the kept relationship's
+    /// name; the new inverse holds the same pairs. Nil otherwise.
+    func carriedInverse(of retired: RetiredValue, earlier: ModelSchema, renamed: [String: String]) -> ModelSchema.Property? {
+        guard retired.property.destination != nil,
+            let earlierEntity = earlier.model.entity(named: retired.earlierEntity),
+            let old = earlierEntity.relationshipsByName[retired.property.name],
+            let inverseName = old.inverseName,
+            let earlierDestination = earlier.entities[old.destinationEntityName],
+            let oldInverse = earlier.model.entity(named: old.destinationEntityName)?.relationshipsByName[inverseName],
+            let destination = schema.model.entity(named: renamed[old.destinationEntityName] ?? old.destinationEntityName)
+        else { return nil }
+        // The old inverse as the opening version has it: the same name, or a rename of it.
+        let keptName =
+            destination.relationshipsByName[inverseName] != nil
+            ? inverseName
+            : renameTarget(of: inverseName, identifier: oldInverse.renamingIdentifier, earlier: earlierDestination, later: destination)
+        guard let keptName, let kept = destination.relationshipsByName[keptName], let newInverseName = kept.inverseName,
+            earlierEntity.propertiesByName[newInverseName] == nil,
+            let entity = schema.model.entity(named: retired.object.entity),
+            let newInverse = entity.relationshipsByName[newInverseName], newInverse.inverseName == kept.name,
+            newInverse.renamingIdentifier.map({ identifier in
+                earlierEntity.properties.contains { $0.name == identifier || $0.renamingIdentifier == identifier }
+            }) != true,
+            keepsReferences(
+                from: old.destinationEntityName, in: earlier.model, to: newInverse.destinationEntityName, in: schema.model, renamed: renamed)
+        else { return nil }
+        return schema.entities[entity.name]?.propertiesByName[newInverseName]
     }
 
     /// Puts the values of `plan` back, at `sequence`, with the fills and conversions
@@ -442,4 +555,42 @@ func renameTarget(of name: String, identifier: String?, earlier: ModelSchema.Ent
         else { return false }
         return renaming == name || renaming == identifier
     }?.name
+}
+
+/// What a later model version's items (entities, or one entity's properties) claim by their
+/// renaming identifiers while keeping a name the earlier version has (spec 0004 §4.5–4.6):
+/// `(new, old)` for each later item whose identifier — one the earlier item of its name
+/// doesn't have — names another earlier item (by its name, or its own identifier).
+func nameClaims(
+    earlier: [(name: String, renamingIdentifier: String?)], later: [(name: String, renamingIdentifier: String?)]
+) -> [(new: String, old: String)] {
+    later.sorted { $0.name < $1.name }.compactMap { item -> (new: String, old: String)? in
+        guard let identifier = item.renamingIdentifier, identifier != item.name,
+            let before = earlier.first(where: { $0.name == item.name }), before.renamingIdentifier != identifier,
+            let old = earlier.first(where: { $0.name == identifier }) ?? earlier.first(where: { $0.renamingIdentifier == identifier }),
+            old.name != item.name
+        else { return nil }
+        return (item.name, old.name)
+    }
+}
+
+/// The claims (``nameClaims(earlier:later:)``) as a swap, old name → new name, when they
+/// exchange names among themselves — each old name claimed once, and the names claimed are
+/// the names claiming (A ↔ B, or a longer round): every value then has one place to go and
+/// every place one value. Nil otherwise (one item claiming a name whose item stays put).
+func completeSwap(_ claims: [(new: String, old: String)]) -> [String: String]? {
+    let olds = claims.map(\.old)
+    guard Set(olds).count == claims.count, Set(olds) == Set(claims.map(\.new)) else { return nil }
+    return Dictionary(uniqueKeysWithValues: claims.map { ($0.old, $0.new) })
+}
+
+/// The properties of `later` (a later version's entity) that swap names with `earlier`'s
+/// (the same entity, or the one it renames, in an earlier version): old name → new name
+/// (spec 0004 §4.5). Empty when none do, or their claims aren't a complete swap (which the
+/// open refuses, ``EventLog/refuseAmbiguousRenames()``).
+func swappedPropertyNames(earlier: EntityDescription?, later: EntityDescription?) -> [String: String] {
+    guard let earlier, let later, later.properties.contains(where: { $0.renamingIdentifier != nil }) else { return [:] }
+    let claims = nameClaims(
+        earlier: earlier.properties.map { ($0.name, $0.renamingIdentifier) }, later: later.properties.map { ($0.name, $0.renamingIdentifier) })
+    return claims.isEmpty ? [:] : completeSwap(claims) ?? [:]
 }

@@ -49,7 +49,9 @@ extension EventLog {
                 guard let earlier = earlierSchema.entities[entityName], let laterEntity = laterSchema.entities[laterName],
                     let described = laterSchema.model.entity(named: laterName)
                 else { return nil }
-                if laterEntity.propertiesByName[current] == nil {
+                if let swapped = swappedPropertyNames(earlier: earlierDescribed, later: described)[current] {
+                    propertyName = swapped
+                } else if laterEntity.propertiesByName[current] == nil {
                     let identifier = earlierDescribed?.propertiesByName[current]?.renamingIdentifier
                     guard let renamed = renameTarget(of: current, identifier: identifier, earlier: earlier, later: described) else { return nil }
                     propertyName = renamed
@@ -84,6 +86,7 @@ extension EventLog {
         guard let earlier = earlierSchema.entities[entity], let later = schema.entities[entityName],
             let laterDescribed = model.entity(named: entityName)
         else { return nil }
+        if let swapped = swappedPropertyNames(earlier: described, later: laterDescribed)[property] { return (entityName, swapped) }
         if later.propertiesByName[property] != nil { return (entityName, property) }
         let identifier = described?.propertiesByName[property]?.renamingIdentifier
         return renameTarget(of: property, identifier: identifier, earlier: earlier, later: laterDescribed).map { (entityName, $0) }

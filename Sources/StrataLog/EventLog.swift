@@ -521,23 +521,49 @@ public final class EventLog: Sendable {
         for entity in stored.entities where model.entity(named: entity.name) == nil {
             if let now = counterpart(of: entity) { renamed[entity.name] = now.name }
         }
+        /// Whether `model` keeps relationship `old`'s inverse (on its destination's
+        /// counterpart, by name or a rename) paired with a relationship of `counterpart` that
+        /// `entity` doesn't have: the membership goes to that new inverse.
+        func carriesInverse(_ old: RelationshipDescription, of entity: EntityDescription, into counterpart: EntityDescription) -> Bool {
+            guard let inverseName = old.inverseName, let storedDestination = stored.entity(named: old.destinationEntityName),
+                let oldInverse = storedDestination.relationshipsByName[inverseName],
+                let destination = model.entity(named: renamed[old.destinationEntityName] ?? old.destinationEntityName),
+                let kept = destination.relationshipsByName[inverseName]
+                    ?? destination.allRelationships.first(where: { renames($0.renamingIdentifier, inverseName, oldInverse.renamingIdentifier) }),
+                let newInverseName = kept.inverseName, entity.propertiesByName[newInverseName] == nil,
+                let newInverse = counterpart.relationshipsByName[newInverseName], newInverse.inverseName == kept.name
+            else { return false }
+            return keepsReferences(
+                from: old.destinationEntityName, in: stored, to: newInverse.destinationEntityName, in: model, renamed: renamed)
+        }
         for entity in stored.entities.sorted(by: { $0.name < $1.name }) {
             guard let counterpart = counterpart(of: entity) else {
                 entities.append("entity \(entity.name)")
                 continue
             }
             let kept = counterpart.properties.filter { $0.fetchedProperty == nil && !$0.isTransient }
+            // Properties that swap names: each is the counterpart of the one it claims.
+            let swapped = swappedPropertyNames(earlier: entity, later: counterpart)
             for property in entity.properties.sorted(by: { $0.name < $1.name })
             where property.fetchedProperty == nil && !property.isTransient {
-                let same = kept.first { $0.name == property.name } ?? kept.first { renames($0.renamingIdentifier, property.name, property.renamingIdentifier) }
+                let claimed = swapped[property.name] ?? property.name
+                let same = kept.first { $0.name == claimed } ?? kept.first { renames($0.renamingIdentifier, property.name, property.renamingIdentifier) }
                 guard let same else {
+                    // A relationship whose inverse the model keeps with a new inverse on this
+                    // entity: its membership is carried onto the new inverse (spec 0004 §4.5).
+                    if let old = property.relationship, carriesInverse(old, of: entity, into: counterpart) { continue }
                     properties.append("\(entity.name).\(property.name)")
                     continue
                 }
                 // A relationship made to lead to another entity: its values can't be carried
-                // over (spec 0004 §4.5), so the model lacks it as much as a removed one.
+                // over (spec 0004 §4.5), so the model lacks it as much as a removed one. One
+                // narrowed to a sub-entity of its destination keeps the references that name
+                // the sub-entity's objects: the migration looks at them (and refuses one that
+                // doesn't, unless removing is allowed).
                 if let old = property.relationship, let now = same.relationship,
-                    !keepsReferences(from: old.destinationEntityName, in: stored, to: now.destinationEntityName, in: model, renamed: renamed)
+                    !keepsReferences(from: old.destinationEntityName, in: stored, to: now.destinationEntityName, in: model, renamed: renamed),
+                    !stored.selfAndSubentityNames(of: old.destinationEntityName).contains(
+                        renamed.first { $0.value == now.destinationEntityName }?.key ?? now.destinationEntityName)
                 {
                     properties.append(
                         "\(entity.name).\(property.name) (to \(old.destinationEntityName); this model's \(counterpart.name).\(now.name) leads to \(now.destinationEntityName))")

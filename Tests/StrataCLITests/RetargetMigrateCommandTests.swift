@@ -92,7 +92,7 @@ struct RetargetMigrateCommandTests {
         #expect(result.standardOutput == """
             model        \(retargeted) is model version 2 (new; the store has 1)
             migration    #2 in model version 1 (taking out values model version 2 stores under other names, or not at all): 2 updated Player
-            migration    #3 in model version 2: no object changes (indexes rebuilt)
+            migration    #3 in model version 2: 2 updated Player
             dropped      Player.team (to Team; now to Player): 2 objects lost their value
             verify       no problems in the migrated copy
             kept         the migrated copy is at \(into) (with the store's UUID)
@@ -103,6 +103,13 @@ struct RetargetMigrateCommandTests {
             for primaryKey: UInt64 in 1...3 {
                 #expect(try reader.related(StoredObjectID(entity: "Player", primaryKey: primaryKey), "team") == [])
             }
+            // Team.players is kept, its inverse now Player.club: the team keeps its players
+            // (spec 0004 §4.5, a relationship whose inverse changes; before session 34 it
+            // lost them with Player.team's values).
+            let team = StoredObjectID(entity: "Team", primaryKey: 1)
+            #expect(try reader.related(team, "players") == [1, 2].map { StoredObjectID(entity: "Player", primaryKey: $0) })
+            #expect(try reader.related(StoredObjectID(entity: "Player", primaryKey: 1), "club") == [team])
+            #expect(try reader.related(StoredObjectID(entity: "Player", primaryKey: 3), "club") == [])
         }
         let verify = try strata("verify", into)
         #expect(verify.status == 0, "\(verify.standardOutput)")
