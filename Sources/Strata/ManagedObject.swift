@@ -1095,6 +1095,15 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
             return
         }
         guard let attribute = entity.attributesByName[key] else { return }
+        if let derivation = property.derivation {
+            // Read-only, as Core Data's derived attributes are: the store computes the value
+            // at save, so no value is valid to set (before, any passed). The save doesn't
+            // validate derived attributes (their values come after validation).
+            throw refusal([ValidationFailure(
+                code: .managedObjectValidation, entity: entity.name, key: key,
+                value: given.flatMap { try? AttributeValue(any: $0, for: type) },
+                message: "\(entity.name).\(key) is a derived attribute (derivation \(derivation)): the store computes its value at save, so it can't be set")])
+        }
         var typed: AttributeValue?
         if let given {
             do {

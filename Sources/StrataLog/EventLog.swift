@@ -202,10 +202,18 @@ public final class EventLog: Sendable {
         self.configuration = configuration
         segmentDirectory = (path as NSString).appendingPathComponent("segments")
         let fileManager = FileManager.default
+        // An empty path would name the current directory's files (`data.mdb`): it names no store.
+        if path.isEmpty { throw LogError.notAStore("an empty path") }
         var isDirectory: ObjCBool = false
         let exists = fileManager.fileExists(atPath: path, isDirectory: &isDirectory)
-        if exists && !isDirectory.boolValue { throw LogError.notAStore(path) }
-        let hasData = fileManager.fileExists(atPath: (path as NSString).appendingPathComponent("data.mdb"))
+        if exists && !isDirectory.boolValue { throw LogError.notAStore("\(path) (it is a file, not a store's directory)") }
+        let dataFile = (path as NSString).appendingPathComponent("data.mdb")
+        var dataIsDirectory: ObjCBool = false
+        let hasData = fileManager.fileExists(atPath: dataFile, isDirectory: &dataIsDirectory)
+        // Before, LMDB's `mdb_env_open: Is a directory (code 21)`, naming neither file.
+        if hasData && dataIsDirectory.boolValue {
+            throw LogError.notAStore("\(path) (\(dataFile) is a directory; a store's data.mdb is LMDB's data file)")
+        }
         if !hasData {
             if configuration.isReadOnly || givenModel == nil { throw LogError.notAStore(path) }
             // LMDB's own files don't count: another thread or process creating the store at

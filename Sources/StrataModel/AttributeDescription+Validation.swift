@@ -24,8 +24,8 @@ extension AttributeDescription {
     ) -> [ValidationFailure] {
         // The label is looked up only for a failure: most values pass.
         var label: String { localization.propertyName(name, entity: entity) }
-        func failure(_ code: ValidationFailure.Code, _ message: String) -> ValidationFailure {
-            ValidationFailure(code: code, entity: entity, key: name, value: value, message: message)
+        func failure(_ code: ValidationFailure.Code, _ message: String, _ predicate: ModelPredicate? = nil) -> ValidationFailure {
+            ValidationFailure(code: code, entity: entity, key: name, value: value, message: message, predicate: predicate)
         }
         guard let value else {
             return isOptional ? [] : [failure(.missingMandatoryProperty, "\(label) is a required value.")]
@@ -38,14 +38,14 @@ extension AttributeDescription {
         if let minimum = minimumValue, let order = AttributeValue.compare(value, minimum), order == .orderedAscending {
             failures.append(
                 isDate
-                    ? failure(.dateTooSoon, "\(label) is too soon (earliest \(minimum.canonicalJSON)).")
-                    : failure(.numberTooSmall, "\(label) is too small (minimum \(minimum.canonicalJSON))."))
+                    ? failure(.dateTooSoon, "\(label) is too soon (earliest \(minimum.canonicalJSON)).", Self.rule(">=", minimum))
+                    : failure(.numberTooSmall, "\(label) is too small (minimum \(minimum.canonicalJSON)).", Self.rule(">=", minimum)))
         }
         if let maximum = maximumValue, let order = AttributeValue.compare(value, maximum), order == .orderedDescending {
             failures.append(
                 isDate
-                    ? failure(.dateTooLate, "\(label) is too late (latest \(maximum.canonicalJSON)).")
-                    : failure(.numberTooLarge, "\(label) is too large (maximum \(maximum.canonicalJSON))."))
+                    ? failure(.dateTooLate, "\(label) is too late (latest \(maximum.canonicalJSON)).", Self.rule("<=", maximum))
+                    : failure(.numberTooLarge, "\(label) is too large (maximum \(maximum.canonicalJSON)).", Self.rule("<=", maximum)))
         }
         // Counting a string's characters walks it: only when there is a length rule.
         var length: Int?
@@ -58,14 +58,14 @@ extension AttributeDescription {
         }
         if let length {
             if let minimum = minimumLength, length < minimum {
-                failures.append(failure(.stringTooShort, "\(label) is too short (minimum length \(minimum))."))
+                failures.append(failure(.stringTooShort, "\(label) is too short (minimum length \(minimum)).", ModelPredicate("length >= \(minimum)")))
             }
             if let maximum = maximumLength, length > maximum {
-                failures.append(failure(.stringTooLong, "\(label) is too long (maximum length \(maximum))."))
+                failures.append(failure(.stringTooLong, "\(label) is too long (maximum length \(maximum)).", ModelPredicate("length <= \(maximum)")))
             }
         }
         if let pattern = regularExpression, case .string(let s) = value, regexSlot.wholeMatch(s, pattern: pattern) != true {
-            failures.append(failure(.stringPatternMatching, "\(label) does not match the required pattern."))
+            failures.append(failure(.stringPatternMatching, "\(label) does not match the required pattern.", Self.rule("MATCHES", .string(pattern))))
         }
         for rule in validationPredicates {
             let passed: Bool
@@ -75,10 +75,17 @@ extension AttributeDescription {
                 passed = false
             }
             if !passed {
-                failures.append(failure(.managedObjectValidation, localization.errorString(rule.warning)))
+                failures.append(failure(.managedObjectValidation, localization.errorString(rule.warning), rule.predicate))
             }
         }
         return failures
+    }
+
+    /// `SELF OPERATOR bound` as the predicate Core Data keeps for a minimum, a maximum or a
+    /// pattern (made only for a failure); nil if it can't be formed.
+    private static func rule(_ operation: String, _ bound: AttributeValue) -> ModelPredicate? {
+        guard let predicate = try? FormatPredicate(format: "SELF \(operation) %@", argumentArray: [bound.anyValue]) else { return nil }
+        return ModelPredicate(predicate)
     }
 }
 

@@ -1,4 +1,5 @@
 public import Foundation
+internal import StrataPredicate
 
 // MARK: - Bridging to NSError
 
@@ -19,6 +20,11 @@ public enum ErrorUserInfoKey {
     /// The value that failed validation, absent when it was nil (`NSValidationValueErrorKey`);
     /// for a relationship's count or deny failure, its objects' URIs as `[URL]`.
     public static let validationValue = "NSValidationErrorValue"
+    /// The predicate that failed validation (`NSValidationPredicateErrorKey`), as the
+    /// ``FormatPredicate`` it is (Core Data's holds an `NSPredicate`): a validation
+    /// predicate's, or the one Core Data keeps for a minimum, maximum, length or pattern
+    /// (``ValidationFailure/predicate``). Absent for other failures.
+    public static let validationPredicate = "NSValidationErrorPredicate"
     /// The individual errors of a multiple-errors error, as `[NSError]` (`NSDetailedErrorsKey`).
     public static let detailedErrors = "NSDetailedErrors"
     /// The conflicts of a merge-conflict or constraint-conflict error
@@ -37,6 +43,7 @@ extension ValidationFailure: LocalizedError, CustomNSError {
         if let value { info[ErrorUserInfoKey.validationValue] = value.anyValue }
         else if let destinations { info[ErrorUserInfoKey.validationValue] = destinations }
         if let object { info[ErrorUserInfoKey.validationObject] = object }
+        if let predicate = predicate?.predicate { info[ErrorUserInfoKey.validationPredicate] = predicate }
         return info
     }
     /// The description (`localizedDescription`), naming entity, key and object.

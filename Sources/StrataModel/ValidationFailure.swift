@@ -37,13 +37,23 @@ public struct ValidationFailure: Error, Sendable, Hashable, CustomStringConverti
     /// the objects the relationship holds, which bridge under `NSValidationValueErrorKey`
     /// as Core Data puts the relationship's value there (its objects). Nil otherwise.
     public var destinations: [URL]?
+    /// For a failure of a rule Core Data keeps as a predicate, that predicate
+    /// (`NSValidationPredicateErrorKey`): a validation predicate as the model has it, a
+    /// minimum or maximum as `SELF >= 1` / `SELF <= 10` (a date's as `SELF >= CAST(…,
+    /// "NSDate")`), a length as `length >= 2` / `length <= 4`, a pattern as `SELF MATCHES
+    /// "…"`. Nil for a missing value, a value of another type, a relationship's count.
+    public var predicate: ModelPredicate?
 
     /// Creates a failure.
     ///
     /// ```swift
     /// ValidationFailure(code: .missingMandatoryProperty, entity: "Run", key: "date", value: nil, message: "Date is a required value.")
     /// ```
-    public init(code: Code, entity: String, key: String, value: AttributeValue?, message: String, object: URL? = nil, destinations: [URL]? = nil) {
+    public init(
+        code: Code, entity: String, key: String, value: AttributeValue?, message: String, object: URL? = nil, destinations: [URL]? = nil,
+        predicate: ModelPredicate? = nil
+    ) {
+        self.predicate = predicate
         self.code = code
         self.entity = entity
         self.key = key

@@ -637,4 +637,35 @@ struct DerivedAttributeTests {
             #expect(try value("departmentName", of: people[0], in: context) as? String == "Renamed")
         }
     }
+
+    @Test("validateValue(_:forKey:) of a derived attribute fails (1550) naming it, whatever the value, and changes nothing; the save, which doesn't validate derived attributes, still works (before: any value passed)")
+    func validatingDerivedIsRefused() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, department, _) = try await departmentStore(dir, name: "Legal", employees: [("Ann", 1)])
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let object = try context.existingObject(with: department)
+            let values: [Any?] = [Int64(1), Int64(99), nil, "x"]
+            for given in values {
+                var value = given
+                let error = #expect(throws: ContextError.self) { try object.validateValue(&value, forKey: "employeeCount") }
+                guard case .validation(let failures)? = error else {
+                    Issue.record("expected a validation error for \(String(describing: given)), got \(String(describing: error))")
+                    continue
+                }
+                #expect(failures.map(\.code.rawValue) == [1550])
+                #expect(failures.first?.key == "employeeCount")
+                #expect(failures.first?.entity == "Department")
+                #expect(failures.first?.object == department.uriRepresentation())
+                #expect(
+                    failures.first?.message.hasPrefix("Department.employeeCount is a derived attribute (derivation employees.@count): the store computes its value at save, so it can't be set") == true,
+                    "\(failures)")
+                #expect((error.map { $0 as NSError })?.code == 1550)
+            }
+            var name: Any? = "Legal & Compliance"
+            try object.validateValue(&name, forKey: "name")
+            #expect(!object.hasChanges)
+            object.setValue("Legal & Compliance", forKey: "name")
+            try context.save()
+        }
+    }
 }

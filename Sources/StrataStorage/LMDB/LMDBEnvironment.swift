@@ -299,6 +299,9 @@ public final class LMDBEnvironment: @unchecked Sendable {
         var byDescriptor: [DatabaseDescriptor: LMDBDatabase] = [:]
         var txnPointer: OpaquePointer?
         let txnFlags: UInt32 = options.isReadOnly ? UInt32(MDB_RDONLY) : 0
+        // A writable open's first transaction is a write: another process's is waited for as
+        // the process's policy says (``setWriterLockWait(_:)``).
+        if !options.isReadOnly { try awaitWriterLock(path: path, usesSubdirectory: options.usesSubdirectory) }
         // Another process may grow the map between mdb_env_open and this first transaction:
         // adopt its size (mdb_env_set_mapsize 0) and begin again, as read and write do.
         var began = mdb_txn_begin(env, nil, txnFlags, &txnPointer)
@@ -599,6 +602,9 @@ public final class LMDBEnvironment: @unchecked Sendable {
         }
         return try writerGate.withExclusive {
             if let refusal = writeRefusal.withLock({ $0 }) { throw refusal }
+            // Another process's write transaction, waited for as the process's policy says
+            // (none: in LMDB's lock below, silently).
+            try awaitWriterLock()
             while true {
                 let state = WriteState()
                 do {

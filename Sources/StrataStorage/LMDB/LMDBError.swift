@@ -94,6 +94,10 @@ public struct LMDBError: Error, Sendable, Hashable, CustomStringConvertible {
         /// deleted while open (its directory removed, or moved to another file system): it
         /// would have gone into the unlinked file and been lost.
         public static let dataFileGone = Code(rawValue: -31005)
+        /// Strata: another process held the environment's writer lock (a write transaction)
+        /// longer than this process's ``WriterLockWait`` policy waits
+        /// (``LMDBEnvironment/setWriterLockWait(_:)``).
+        public static let writerLockBusy = Code(rawValue: -31006)
 
         /// The constant's name, as LMDB's header spells it where there is one.
         public var description: String {
@@ -130,6 +134,7 @@ public struct LMDBError: Error, Sendable, Hashable, CustomStringConvertible {
             case .readOnlyEnvironment: "STRATA_READ_ONLY_ENVIRONMENT"
             case .incompatibleOpen: "STRATA_INCOMPATIBLE_OPEN"
             case .dataFileGone: "STRATA_DATA_FILE_GONE"
+            case .writerLockBusy: "STRATA_WRITER_LOCK_BUSY"
             default: "code \(rawValue)"
             }
         }

@@ -104,6 +104,7 @@ final class SharedEnvironment: @unchecked Sendable {
                 try check(mdb_env_set_mapsize(env, info.me_mapsize), "mdb_env_set_mapsize")
                 let flags = EnvironmentFlags(rawValue: rawFlags).subtracting(.readOnly)
                 try check(mdb_env_open(env, path, flags.rawValue, mdb_mode_t(options.fileMode)), "mdb_env_open", detail: path)
+                try LMDBEnvironment.awaitWriterLock(path: path, usesSubdirectory: options.usesSubdirectory)
                 var txnPointer: OpaquePointer?
                 try check(mdb_txn_begin(env, nil, 0, &txnPointer), "mdb_txn_begin", detail: path)
                 guard let txn = txnPointer else {

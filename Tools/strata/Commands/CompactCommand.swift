@@ -28,6 +28,12 @@ struct CompactCommand: ParsableCommand {
               strata compact League.strata --before 5000 --level 9
               strata compact League.strata --before 2026-01-01 --dictionary --vacuum
               strata compact League.strata --events-per-step 10000
+              strata compact League.strata --wait 600
+
+            Another process's write transaction (an app's save, another compact or revert)
+            makes it wait: after a second it says so on standard error, naming the process
+            that holds the store's write lock, and after --wait seconds (default 60; 0: don't
+            wait; forever) it gives up, exit status 1.
 
             When a step fails (a damaged raw log, a full disk, another compaction that keeps
             overtaking it), the steps before it stay done: the output says what they moved,
@@ -39,6 +45,8 @@ struct CompactCommand: ParsableCommand {
     )
 
     @OptionGroup var options: StoreOptions
+
+    @OptionGroup var writerWait: WriterWaitOptions
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Move events below this sequence, or committed before this date.", valueName: "seq|date"))
     var before: LogPoint?
@@ -68,6 +76,7 @@ struct CompactCommand: ParsableCommand {
     }
 
     func run() throws {
+        writerWait.install(store: options.store)
         try runCommand {
             let dataPath = (options.store as NSString).appendingPathComponent("data.mdb")
             let segmentsPath = (options.store as NSString).appendingPathComponent("segments")

@@ -28,6 +28,7 @@ struct DoctorCommand: ParsableCommand {
     var keep = false
 
     func validate() throws {
+        try refuseEmpty(directory, "--directory", "give the path of a directory that doesn't exist")
         if let directory, FileManager.default.fileExists(atPath: directory) {
             throw ValidationError("--directory \(directory) already exists; give a path that doesn't")
         }

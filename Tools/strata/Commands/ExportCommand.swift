@@ -49,6 +49,8 @@ struct ExportCommand: ParsableCommand {
     var dialect: SQLDialect?
 
     func validate() throws {
+        for name in entity { try refuseEmpty(name, "--entity", "give the name of an entity") }
+        try refuseEmpty(output, "--output", "give the path of a file (of a directory, for csv)")
         if format == .csv && output == nil {
             throw ValidationError("--format csv writes one file per entity: give --output DIRECTORY")
         }

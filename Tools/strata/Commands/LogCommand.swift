@@ -86,6 +86,9 @@ struct LogCommand: ParsableCommand {
     }
 
     func validate() throws {
+        for name in entity { try refuseEmpty(name, "--entity", "give the name of an entity") }
+        try refuseEmpty(property, "--property", "give the name of a property")
+        try refuseEmpty(object, "--object", "give an object's URI (x-strata://STORE-UUID/Entity/pN)")
         if let object, ObjectURI.parse(object) == nil {
             throw ValidationError("--object \(object) is not an object URI (x-strata://STORE-UUID/Entity/pN)\(ObjectURI.whyNot(object))")
         }

@@ -38,6 +38,8 @@ struct MigrateCommand: ParsableCommand {
     var allowRemoving = false
 
     func validate() throws {
+        try refuseEmpty(modelFile, "MODEL_FILE", "give the path of a model file (JSON, spec 0002)")
+        try refuseEmpty(into, "--into", "give the path of a directory")
         if let into, FileManager.default.fileExists(atPath: into) {
             let contents = (try? FileManager.default.contentsOfDirectory(atPath: into)) ?? ["?"]
             if !contents.isEmpty { throw ValidationError("--into \(into) already exists and is not an empty directory") }

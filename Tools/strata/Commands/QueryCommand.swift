@@ -95,6 +95,7 @@ struct QueryCommand: ParsableCommand {
     }
 
     func validate() throws {
+        try refuseEmpty(entity, "ENTITY", "give the name of an entity (strata model STORE lists them)")
         if limit < 0 { throw ValidationError("--limit \(limit) is negative: give 0 (no limit) or more") }
         if offset < 0 { throw ValidationError("--offset \(offset) is negative: give 0 or more") }
         if count && explain { throw ValidationError("--count and --explain are separate modes: give one") }

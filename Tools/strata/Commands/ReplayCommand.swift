@@ -61,6 +61,8 @@ struct ReplayCommand: ParsableCommand {
     func validate() throws {
         let modes = [object != nil, diff != nil, step, into != nil].filter { $0 }.count
         if modes > 1 { throw ValidationError("--object, --diff, --step and --into are separate modes; pick one") }
+        try refuseEmpty(object, "--object", "give an object's URI (x-strata://STORE-UUID/Entity/pN)")
+        try refuseEmpty(into, "--into", "give the path of a directory")
         if let object, ObjectURI.parse(object) == nil {
             throw ValidationError("--object \(object) is not an object URI (x-strata://STORE-UUID/Entity/pN)\(ObjectURI.whyNot(object))")
         }

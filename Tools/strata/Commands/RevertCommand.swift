@@ -28,6 +28,10 @@ struct RevertCommand: ParsableCommand {
             the save is refused. --dry-run checks the conflicts and prints what would be
             reverted without writing.
 
+            Another process's write transaction makes the revert wait: after a second it says
+            so on standard error, naming the process, and after --wait seconds (default 60;
+            0: don't wait; forever) it gives up, nothing written, exit status 1.
+
             --where selects transactions by a predicate over their header, as strata log
             --where does (author, contextName, timestamp, processID, transactionNumber,
             storeID), with the sequences given or instead of them: every save, undo, redo and
@@ -61,6 +65,8 @@ struct RevertCommand: ParsableCommand {
     @Flag(help: "Check and print what would be reverted, without writing.")
     var dryRun = false
 
+    @OptionGroup var writerWait: WriterWaitOptions
+
     func validate() throws {
         guard !sequences.isEmpty || transactionPredicate != nil else {
             throw ValidationError("give the sequence number of at least one transaction to revert, or --where")
@@ -69,6 +75,7 @@ struct RevertCommand: ParsableCommand {
     }
 
     func run() throws {
+        writerWait.install(store: options.store)
         try runCommand {
             let (head, sequences) = try settle()
             let named = sequences.count == 1 ? "transaction \(sequences[0])" : "transactions \(sequences.map(String.init).joined(separator: ", "))"

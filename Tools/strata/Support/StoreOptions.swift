@@ -7,6 +7,11 @@ struct StoreOptions: ParsableArguments {
     @Argument(help: "The store directory.")
     var store: String
 
+    func validate() throws {
+        // Before, `no Strata store at ` named nothing (an empty path names no file).
+        try refuseEmpty(store, "the store path", "give the store's directory")
+    }
+
     /// Opens the store read-only: nothing is written, and an app may hold it open and write.
     ///
     /// A writer that died after writing its last commit and before publishing it leaves that
@@ -35,6 +40,13 @@ struct StoreOptions: ParsableArguments {
             return try EventLog(openingExistingAt: store, readOnly: false)
         }
     }
+}
+
+/// Exit 64 when `value` is given empty: `WHAT is empty: HINT`. An empty path or name would
+/// otherwise reach the store as one naming nothing (`no Strata store at `, `the store's model
+/// has no entity  (…)`, `cannot create : …`).
+func refuseEmpty(_ value: String?, _ what: String, _ hint: String) throws {
+    if let value, value.isEmpty { throw ValidationError("\(what) is empty: \(hint)") }
 }
 
 /// A domain error: printed to standard error as `strata: MESSAGE`, exit status 1.
