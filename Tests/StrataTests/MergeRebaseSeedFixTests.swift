@@ -236,4 +236,57 @@ struct MergeRebaseSeedFixTests {
         }
         #expect(try coordinator.persistentStores[0].log.verify().isClean)
     }
+
+    /// Seed 176: Bob saves a team and puts a new player on it (the team's players read then,
+    /// held as his change, open group); Alice saves her player on the team; Bob takes her
+    /// player off the team (his team didn't list it: the group's first old value of the side
+    /// takes it in); Alice undoes her saved insert and saves; Bob merges the delete and undoes
+    /// his group: the team doesn't list the deleted player (before, the group's old value of
+    /// the side still named it, and the undo put it back on the team, on no team itself).
+    @Test("a member deleted elsewhere, merged, that an unsaved group's derived side names: undoing the group doesn't list it")
+    func mergedDeleteOfMemberUnsavedGroupNames() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try UndoInsertLinkFixTests.probeModel)
+        let alice = editor(coordinator), bob = privateContext(coordinator, name: "sync", author: "bob")
+        let teamID = try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            try context.save()
+            return team.objectID
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Player").setValue(try context.existingObject(with: teamID), forKey: "team")
+        }
+        try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Player").setValue(try context.existingObject(with: teamID), forKey: "team")
+        }
+        let playerID = try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            try context.save()
+            return try #require(try context.fetch(FetchRequest(entityName: "Player")).first).objectID
+        }
+        try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: playerID).setValue(nil, forKey: "team")
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            try context.undo()
+            try context.save()
+        }
+        try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            func members() -> Set<ManagedObjectID> { Set(((team.value(forKey: "players") as? Set<ManagedObject>) ?? []).map(\.objectID)) }
+            _ = try context.mergeStoreChanges()
+            try context.undo()
+            #expect(members().isEmpty, "\(members())")
+            _ = try context.mergeStoreChanges()
+            #expect(members().isEmpty, "\(members())")
+            try context.redo()
+            #expect(members().count == 1 && members().contains(playerID) == false, "\(members())")
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let players = try context.fetch(FetchRequest(entityName: "Player"))
+            #expect(players.count == 1)
+            #expect(((try context.existingObject(with: teamID).value(forKey: "players") as? Set<ManagedObject>) ?? []) == Set(players))
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
 }
