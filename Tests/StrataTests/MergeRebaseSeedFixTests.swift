@@ -289,4 +289,49 @@ struct MergeRebaseSeedFixTests {
         }
         #expect(try coordinator.persistentStores[0].log.verify().isClean)
     }
+
+    /// Seed 309: Bob saves a player on no team and a team; Alice puts a new player on the
+    /// team (the team's players read then: none); Bob puts his player on the team and saves;
+    /// Alice undoes her player (unsaved), reads Bob's player and moves it to a new team of
+    /// hers, and merges: the team doesn't list the player she moved away.
+    @Test("a member moved away here after another writer put it on a team read before: after the merge the team doesn't list it")
+    func memberMovedAwayFromTeamReadBefore() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try UndoInsertLinkFixTests.probeModel)
+        let alice = editor(coordinator), bob = privateContext(coordinator, name: "sync", author: "bob")
+        let (playerID, teamID) = try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.insertNewObject(forEntityName: "Player")
+            let team = try context.insertNewObject(forEntityName: "Team")
+            try context.save()
+            return (player.objectID, team.objectID)
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Player").setValue(try context.existingObject(with: teamID), forKey: "team")
+        }
+        try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: playerID).setValue(try context.existingObject(with: teamID), forKey: "team")
+            try context.save()
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            func members() -> Set<ManagedObjectID> { Set(((team.value(forKey: "players") as? Set<ManagedObject>) ?? []).map(\.objectID)) }
+            try context.undo()
+            let own = try context.insertNewObject(forEntityName: "Team")
+            let player = try context.existingObject(with: playerID)
+            player.setValue(own, forKey: "team")
+            _ = try context.mergeStoreChanges()
+            #expect(members().isEmpty, "\(members())")
+            #expect(((own.value(forKey: "players") as? Set<ManagedObject>) ?? []) == [player])
+            try context.undo()
+            #expect((player.value(forKey: "team") as? ManagedObject) === team)
+            #expect(members() == [playerID], "\(members())")
+            try context.redo()
+            #expect(members().isEmpty, "\(members())")
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(((try context.existingObject(with: teamID).value(forKey: "players") as? Set<ManagedObject>) ?? []).isEmpty)
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
 }
