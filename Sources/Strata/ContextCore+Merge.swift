@@ -1440,6 +1440,49 @@ extension ContextCore {
             }
             if changed { object.committed = committed }
         }
+        dropGroupReferences(to: deleted)
+    }
+
+    /// Forgets references to deleted objects in the derived to-many sides (a team's
+    /// `players`) the context's unsaved undo groups hold — the open group, and those on the
+    /// undo and redo stacks not saved — as the objects' own values lose them
+    /// (``dropReferences(to:)``): undoing or redoing such a group sets the side, and before
+    /// session 34 a team whose group had taken another writer's player in (the player taken
+    /// off the team while the team didn't list it, spec 0006 §9 item 4) listed it again after
+    /// that writer's delete of it was merged, the player on no team (seed 176 of
+    /// `UndoInsertLinkFixTests.randomizedLinksAndUndo`). Saved groups stay as saved (undoing
+    /// one is checked against the store, §12); a recorded side's reference stays, for the save
+    /// to refuse, as the object's own does.
+    func dropGroupReferences(to deleted: Set<ManagedObjectID>) {
+        func derivedToMany(_ id: ManagedObjectID, _ key: String, _ last: inout EntityInfo?) -> Bool {
+            guard let property = info(for: id, last: &last)?.property(named: key) else { return false }
+            return property.isRelationship && property.isToMany && !property.isRecorded
+        }
+        func names(_ value: PropertyValue) -> Bool {
+            if case .toMany(let ids) = value { ids.contains(where: deleted.contains) } else { false }
+        }
+        func without(_ values: [String: PropertyValue], _ id: ManagedObjectID, _ last: inout EntityInfo?) -> [String: PropertyValue]? {
+            guard values.values.contains(where: names) else { return nil }
+            var kept = values
+            for (key, value) in values where names(value) && derivedToMany(id, key, &last) {
+                kept[key] = .toMany(value.ids.filter { !deleted.contains($0) })
+            }
+            return kept
+        }
+        var last: EntityInfo?
+        for group in [journal.open] + journal.undoStack + journal.redoStack
+        where group.saved == nil && !group.pushed && !group.fromLog && group.parts.isEmpty {
+            // Found first, changed after: changing the table while iterating it would copy it.
+            var edits: [(ManagedObjectID, ObjectChange)] = []
+            for (id, change) in group.changes {
+                var edited = change, touched = false
+                if let values = without(change.values, id, &last) { edited.values = values; touched = true }
+                if let old = without(change.old, id, &last) { edited.old = old; touched = true }
+                if let new = without(change.new, id, &last) { edited.new = new; touched = true }
+                if touched { edits.append((id, edited)) }
+            }
+            for (id, edited) in edits { group.changes[id] = edited }
+        }
     }
 
     /// Forgets an object's entries in every pending effect's changes (user groups not yet

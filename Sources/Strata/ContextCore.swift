@@ -1122,6 +1122,19 @@ final class ContextCore {
             if !changed && !adding { absent = true }
             return changed
         }
+        // A derived side (a team's players) holding no change is the store's as read then: one
+        // read before another writer put the member there, whose to-one names the owner as
+        // read since, is read again and the member taken out. Before session 34 nothing was
+        // taken out and the side held no change, so a merge re-reading it listed the member the
+        // context had moved to its own team (seed 309 of `UndoInsertLinkFixTests`).
+        if absent, register, !property.isRecorded, !property.isTransient, !owner.isInsertedFlag, owner.changes[property.name] == nil,
+            owner.committedValue(property) != nil, let fresh = derivedValue(owner, property), fresh.ids.contains(member)
+        {
+            absent = false
+            updateMembers(of: owner, property, register: register) { ids in
+                PropertyValue.changeMembership(&ids, member, adding: false, ordered: property.isOrdered, knownAbsent: false)
+            }
+        }
         if adding, owner.isDeletedFlag { relinkedDeleted(owner) }
         // A derived side (a team's players) held as read before another writer put the member
         // there doesn't list the member whose to-one names the owner: the group keeps it as a

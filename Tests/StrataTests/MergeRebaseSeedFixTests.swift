@@ -236,4 +236,102 @@ struct MergeRebaseSeedFixTests {
         }
         #expect(try coordinator.persistentStores[0].log.verify().isClean)
     }
+
+    /// Seed 176: Bob saves a team and puts a new player on it (the team's players read then,
+    /// held as his change, open group); Alice saves her player on the team; Bob takes her
+    /// player off the team (his team didn't list it: the group's first old value of the side
+    /// takes it in); Alice undoes her saved insert and saves; Bob merges the delete and undoes
+    /// his group: the team doesn't list the deleted player (before, the group's old value of
+    /// the side still named it, and the undo put it back on the team, on no team itself).
+    @Test("a member deleted elsewhere, merged, that an unsaved group's derived side names: undoing the group doesn't list it")
+    func mergedDeleteOfMemberUnsavedGroupNames() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try UndoInsertLinkFixTests.probeModel)
+        let alice = editor(coordinator), bob = privateContext(coordinator, name: "sync", author: "bob")
+        let teamID = try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            try context.save()
+            return team.objectID
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Player").setValue(try context.existingObject(with: teamID), forKey: "team")
+        }
+        try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Player").setValue(try context.existingObject(with: teamID), forKey: "team")
+        }
+        let playerID = try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            try context.save()
+            return try #require(try context.fetch(FetchRequest(entityName: "Player")).first).objectID
+        }
+        try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: playerID).setValue(nil, forKey: "team")
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            try context.undo()
+            try context.save()
+        }
+        try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            func members() -> Set<ManagedObjectID> { Set(((team.value(forKey: "players") as? Set<ManagedObject>) ?? []).map(\.objectID)) }
+            _ = try context.mergeStoreChanges()
+            try context.undo()
+            #expect(members().isEmpty, "\(members())")
+            _ = try context.mergeStoreChanges()
+            #expect(members().isEmpty, "\(members())")
+            try context.redo()
+            #expect(members().count == 1 && members().contains(playerID) == false, "\(members())")
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            let players = try context.fetch(FetchRequest(entityName: "Player"))
+            #expect(players.count == 1)
+            #expect(((try context.existingObject(with: teamID).value(forKey: "players") as? Set<ManagedObject>) ?? []) == Set(players))
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
+
+    /// Seed 309: Bob saves a player on no team and a team; Alice puts a new player on the
+    /// team (the team's players read then: none); Bob puts his player on the team and saves;
+    /// Alice undoes her player (unsaved), reads Bob's player and moves it to a new team of
+    /// hers, and merges: the team doesn't list the player she moved away.
+    @Test("a member moved away here after another writer put it on a team read before: after the merge the team doesn't list it")
+    func memberMovedAwayFromTeamReadBefore() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try UndoInsertLinkFixTests.probeModel)
+        let alice = editor(coordinator), bob = privateContext(coordinator, name: "sync", author: "bob")
+        let (playerID, teamID) = try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.insertNewObject(forEntityName: "Player")
+            let team = try context.insertNewObject(forEntityName: "Team")
+            try context.save()
+            return (player.objectID, team.objectID)
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            try context.insertNewObject(forEntityName: "Player").setValue(try context.existingObject(with: teamID), forKey: "team")
+        }
+        try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            try context.existingObject(with: playerID).setValue(try context.existingObject(with: teamID), forKey: "team")
+            try context.save()
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            func members() -> Set<ManagedObjectID> { Set(((team.value(forKey: "players") as? Set<ManagedObject>) ?? []).map(\.objectID)) }
+            try context.undo()
+            let own = try context.insertNewObject(forEntityName: "Team")
+            let player = try context.existingObject(with: playerID)
+            player.setValue(own, forKey: "team")
+            _ = try context.mergeStoreChanges()
+            #expect(members().isEmpty, "\(members())")
+            #expect(((own.value(forKey: "players") as? Set<ManagedObject>) ?? []) == [player])
+            try context.undo()
+            #expect((player.value(forKey: "team") as? ManagedObject) === team)
+            #expect(members() == [playerID], "\(members())")
+            try context.redo()
+            #expect(members().isEmpty, "\(members())")
+            try context.save()
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(((try context.existingObject(with: teamID).value(forKey: "players") as? Set<ManagedObject>) ?? []).isEmpty)
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
 }
