@@ -1750,7 +1750,14 @@ final class ContextCore {
     /// no other pending undo or redo of saved work writes: the group's unsaved undo (redo)
     /// just dropped didn't stand between the group's values and the store's, a merge having
     /// changed the store's since.
+    ///
+    /// A group that inserts or deletes an object (or a revert's, of parts) is never saved
+    /// this way: its dropped undo (redo) was never written, so the store still holds what the
+    /// group inserted (lacks what it deleted), and saving the redo (undo) would insert (delete)
+    /// it again — the store refused the save ("object Team/p3 already exists", seed 47 of
+    /// `UndoInsertLinkFixTests` at 150 steps).
     func storeLacks(_ group: UndoGroup, reversed: Bool) -> Bool {
+        guard group.parts.isEmpty, group.changes.values.allSatisfy({ $0.kind == .updated }) else { return false }
         for (id, change) in group.changes where change.kind == .updated {
             guard let object = registered(id), !object.isInvalidated, !object.isInsertedFlag, object.hasCommittedValues else { continue }
             for (key, value) in reversed ? change.old : change.new {

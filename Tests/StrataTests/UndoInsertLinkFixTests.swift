@@ -350,12 +350,25 @@ struct UndoInsertLinkFixTests {
 
     @Test("randomized: two writers insert, link, unlink, save, undo, redo, merge and roll back; no save is refused but for a conflict with the other writer, the store verifies clean and both sides of every link agree (STRATA_UNDO_LINK_STEPS, STRATA_UNDO_LINK_SEED)")
     func randomizedLinksAndUndo() async throws {
+        try await Self.probe(seed: Self.probeSeed, steps: Self.probeSteps)
+    }
+
+    /// Seeds that once failed at 150 steps, run as the probe runs them: 47 (a redo cancelling
+    /// a pending undo of a group that inserted a team re-inserted it, session 34), 176 (a
+    /// merged delete left in an unsaved group's derived list) and 309 (a stale derived side
+    /// holding no change).
+    @Test("randomized probe, seeds that once failed, at 150 steps", arguments: [UInt64(47), 176, 309])
+    func undoLinkRegressionSeeds(_ seed: UInt64) async throws {
+        try await Self.probe(seed: seed, steps: 150)
+    }
+
+    static func probe(seed: UInt64, steps: Int) async throws {
         let dir = try TemporaryDirectory()
         let coordinator = try openCoordinator(dir, model: try Self.probeModel)
         let contexts = [editor(coordinator), privateContext(coordinator, name: "sync", author: "bob")]
-        var random = UndoRelationshipRebaseTests.SeededGenerator(state: Self.probeSeed)
+        var random = UndoRelationshipRebaseTests.SeededGenerator(state: seed)
         var trail: [String] = []
-        let planned = (0..<Self.probeSteps).map { _ in
+        let planned = (0..<steps).map { _ in
             (Int.random(in: 0...1, using: &random), Int.random(in: 0..<12, using: &random), Int.random(in: 0..<8, using: &random), Int.random(in: 0..<8, using: &random))
         }
         // STRATA_UNDO_LINK_DROP: steps left out (comma-separated indices), to shrink a failing run.
