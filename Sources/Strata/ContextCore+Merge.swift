@@ -1210,6 +1210,9 @@ extension ContextCore {
         for (index, (group, _)) in chain.enumerated() {
             let before = position
             if let change = group.changes[id], change.kind == .updated, let new = change.new[key] { position = new.ids.first }
+            // A delete takes the object out of its destination: undoing it puts it back where
+            // the groups before it (the store) have it, rebased as above.
+            if group.changes[id]?.kind == .deleted { position = nil }
             // A group moving the object has entries for both destinations: one is made where
             // the group has none (the new stored destination the first group now takes the
             // object out of; a destination whose entry an earlier rebase dropped as changing
@@ -1306,8 +1309,24 @@ extension ContextCore {
         var superseded = Set(keys.lazy.filter { object.changes[$0.name] == nil }.map(\.name))
         var emptied = false
         func visit(_ group: UndoGroup, done: Bool) {
-            guard group.saved == nil, !group.pushed, !group.fromLog, group.parts.isEmpty, var change = group.changes[id], change.kind == .updated
-            else { return }
+            guard group.saved == nil, !group.pushed, !group.fromLog, group.parts.isEmpty, var change = group.changes[id] else { return }
+            // An unsaved delete's values are the object's before the group, which undoing it
+            // brings back: the first group changing a property is the delete itself, which
+            // then starts from the store's value, as an update's old value does (after an
+            // earlier group's change, it keeps that group's value). Before session 35 it kept
+            // the value read before the merge: the undo put the player back on the team
+            // another writer had taken it off, which the team, read from the store, didn't
+            // list, and the save wrote it over the other writer's (seed 280).
+            if change.kind == .deleted {
+                var changed = false
+                for (key, value) in keys where change.values[key] != nil && started.insert(key).inserted {
+                    change.values[key] = value
+                    changed = true
+                }
+                if changed { group.changes[id] = change }
+                return
+            }
+            guard change.kind == .updated else { return }
             var changed = false
             for (key, value) in keys where change.old[key] != nil || change.new[key] != nil {
                 if done && object.changes[key] == nil {

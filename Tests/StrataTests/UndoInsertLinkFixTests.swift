@@ -355,9 +355,10 @@ struct UndoInsertLinkFixTests {
 
     /// Seeds that once failed at 150 steps, run as the probe runs them: 47 (a redo cancelling
     /// a pending undo of a group that inserted a team re-inserted it, session 34), 176 (a
-    /// merged delete left in an unsaved group's derived list) and 309 (a stale derived side
-    /// holding no change).
-    @Test("randomized probe, seeds that once failed, at 150 steps", arguments: [UInt64(47), 176, 309])
+    /// merged delete left in an unsaved group's derived list), 309 (a stale derived side
+    /// holding no change), and 280, 316 and 448 (an unsaved delete's before-values not rebased
+    /// at a merge, session 35: `UnsavedDeleteRebaseTests`).
+    @Test("randomized probe, seeds that once failed, at 150 steps", arguments: [UInt64(47), 176, 309, 280, 316, 448])
     func undoLinkRegressionSeeds(_ seed: UInt64) async throws {
         try await Self.probe(seed: seed, steps: 150)
     }
