@@ -1689,6 +1689,7 @@ final class ContextCore {
         } else if group.pushed, !pending.contains(where: { $0.source === group }) {
             try checkConflictsThroughParent(applying: group, reversed: true)
         }
+        if let conflict = cancellingConflict(group, reversed: true) { throw conflict }
         journal.undoStack.removeLast()
         apply(group, reversed: true, events: .undoUpdate)
         journal.redoStack.append(group)
@@ -1716,6 +1717,7 @@ final class ContextCore {
         } else if group.pushed, !pending.contains(where: { $0.source === group }) {
             try checkConflictsThroughParent(applying: group)
         }
+        if let conflict = cancellingConflict(group, reversed: false) { throw conflict }
         journal.redoStack.removeLast()
         apply(group, events: .undoUpdate)
         journal.undoStack.append(group)
@@ -1758,17 +1760,51 @@ final class ContextCore {
     /// `UndoInsertLinkFixTests` at 150 steps).
     func storeLacks(_ group: UndoGroup, reversed: Bool) -> Bool {
         guard group.parts.isEmpty, group.changes.values.allSatisfy({ $0.kind == .updated }) else { return false }
-        for (id, change) in group.changes where change.kind == .updated {
-            guard let object = registered(id), !object.isInvalidated, !object.isInsertedFlag, object.hasCommittedValues else { continue }
-            for (key, value) in reversed ? change.old : change.new {
+        return valueStoreLacks(group, reversed: reversed) != nil
+    }
+
+    /// The first value (in the group's order) that applying saved `group` (`reversed`:
+    /// undoing it) sets for a recorded property of a loaded object it updates, that the store,
+    /// as this context last read it, doesn't hold and no pending undo or redo of saved work
+    /// other than `group`'s own writes: the object, the property, the group's value and the
+    /// store's (``storeLacks(_:reversed:)``).
+    func valueStoreLacks(_ group: UndoGroup, reversed: Bool)
+        -> (id: ManagedObjectID, key: String, value: PropertyValue, stored: PropertyValue)?
+    {
+        func writtenByOther(_ id: ManagedObjectID, _ key: String) -> Bool {
+            pending.contains { effect in
+                guard effect.source !== group, effect.kind != .user || effect.source.pushed, let change = effect.changes.changes[id] else { return false }
+                return change.new[key] != nil || change.old[key] != nil || change.values[key] != nil
+            }
+        }
+        for id in group.order {
+            guard let change = group.changes[id], change.kind == .updated, let object = registered(id), !object.isInvalidated,
+                !object.isInsertedFlag, object.hasCommittedValues
+            else { continue }
+            for (key, value) in (reversed ? change.old : change.new).sorted(by: { $0.key < $1.key }) {
                 guard let property = object.info.properties[key], property.isRecorded, !property.isTransient else { continue }
                 let committed = object.committedValue(property) ?? property.emptyValue
                 let holds = property.isToMany && !property.isOrdered ? Set(committed.ids) == Set(value.ids) : same(committed, value)
-                if holds || pendingUndoOrRedo(changes: id, key) { continue }
-                return true
+                if holds || writtenByOther(id, key) { continue }
+                return (id, key, value, committed)
             }
         }
-        return false
+        return nil
+    }
+
+    /// An undo (redo) of saved `group` that cancels the group's pending redo (undo) — the
+    /// dropped effect was never written — when the group also inserts or deletes an object and
+    /// the store, as merged, lacks a value the group sets for an object it updates (another
+    /// writer changed it since): it can't be saved anew, as a group of updates' is (the store
+    /// still holds what the group inserted), and dropping the effect alone would show the
+    /// group's values with nothing to write them. Refused (spec 0006 §16.1): before session
+    /// 35 it went through, a save wrote nothing and a fresh context didn't see the values.
+    func cancellingConflict(_ group: UndoGroup, reversed: Bool) -> ContextError? {
+        guard group.saved != nil, group.parts.isEmpty, group.changes.values.contains(where: { $0.kind != .updated }),
+            pending.contains(where: { $0.source === group }),
+            let lack = valueStoreLacks(group, reversed: reversed)
+        else { return nil }
+        return .undoConflict(object: lack.id.description, property: lack.key, expected: lack.value.text, found: "\(lack.stored.text), changed by another writer")
     }
 
     /// The pending effects that save the undo (`undoing`) or redo of `group`, saved work:
