@@ -204,7 +204,7 @@ extension ContextCore {
     /// store snapshot (a child's: in one request to its parent). Nil where the object isn't
     /// in the store (or the parent); an ID the context can't resolve throws.
     func existingObjects(with ids: [ManagedObjectID]) throws -> [ManagedObject?] {
-        if let error = foreignTemporaryIDError(ids) { throw error }
+        let ids = try resolvingTemporaryIDs(ids)
         var objects: [ManagedObject] = []
         objects.reserveCapacity(ids.count)
         for id in ids {

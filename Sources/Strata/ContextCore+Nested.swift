@@ -20,6 +20,15 @@ struct ParentSnapshot: Sendable {
     let version: UInt64?
 }
 
+/// What a context and its ancestors know of temporary IDs a child names
+/// (``ContextCore/lookUpTemporaryIDs(_:)``).
+struct TemporaryIDLookup: Sendable {
+    /// The first that names an unsaved object no context of the chain holds.
+    var unheld: ManagedObjectID?
+    /// Those an ancestor has made permanent since, old to new.
+    var madePermanent: [ManagedObjectID: ManagedObjectID] = [:]
+}
+
 /// A parent's values for a fetched object, seen through key-value coding so the child's
 /// predicates and sorts can read them without firing the child's fault.
 private struct ParentRow: KeyValueCoding, PredicateObjectIdentity {
@@ -340,14 +349,30 @@ extension ContextCore {
     /// The first of `ids` that names an unsaved object neither this context nor an ancestor
     /// holds (``holdsUnsavedObject(_:)``), or nil: one request to the parent for all of them.
     func firstUnheldTemporaryID(_ ids: [ManagedObjectID]) -> ManagedObjectID? {
+        lookUpTemporaryIDs(ids).unheld
+    }
+
+    /// What this context and its ancestors know of temporary `ids` (one request to the parent
+    /// for all those it can't answer itself): the first that names an unsaved object none of
+    /// them holds, and those made permanent since (by a save or `obtainPermanentIDs` of an
+    /// ancestor, followed through the alias tables the ancestors keep while they have
+    /// children, §18.4), old to new.
+    func lookUpTemporaryIDs(_ ids: [ManagedObjectID]) -> TemporaryIDLookup {
+        var lookup = TemporaryIDLookup()
         var asked: [ManagedObjectID] = []
         for id in ids {
             let local = aliased(id)
             // Made permanent since (a save of this context or an ancestor): a stored object.
-            guard local.isTemporaryID else { continue }
+            guard local.isTemporaryID else {
+                if local != id { lookup.madePermanent[id] = local }
+                continue
+            }
             // A root context's temporary IDs are its inserts.
             guard parentContext != nil else {
-                if registered(local) == nil { return id }
+                if registered(local) == nil {
+                    lookup.unheld = id
+                    return lookup
+                }
                 continue
             }
             // A child's object with values — its insert, or its parent's loaded here — is its
@@ -355,21 +380,35 @@ extension ContextCore {
             if let object = registered(local), !object.isInvalidated, object.isInsertedFlag || object.hasCommittedValues { continue }
             asked.append(id)
         }
-        guard let parent = parentContext, !asked.isEmpty else { return nil }
+        guard let parent = parentContext, !asked.isEmpty else { return lookup }
         let unknown = asked
-        return parent.performAndWait { (parent: isolated ManagedObjectContext) in parent.core.firstUnheldTemporaryID(unknown) }
+        let below = parent.performAndWait { (parent: isolated ManagedObjectContext) in parent.core.lookUpTemporaryIDs(unknown) }
+        lookup.unheld = below.unheld
+        lookup.madePermanent.merge(below.madePermanent) { own, _ in own }
+        return lookup
     }
 
-    /// The error for a temporary ID given to this child context (`object(with:)`,
-    /// `existingObject(with:)`, `existingObjects(with:)`) that names nothing here: another
-    /// context's unsaved object — not this context's insert, nor an ancestor's (spec 0006
-    /// §3.2). Nil for an ID the chain holds, or when none was asked for.
-    func foreignTemporaryIDError(_ ids: [ManagedObjectID]) -> ContextError? {
-        guard parentContext != nil else { return nil }
+    /// The IDs under which this child context holds (or makes) the objects `ids` name, for
+    /// the app's lookups — `object(with:)`, `existingObject(with:)`, `existingObjects(with:)`,
+    /// `registeredObject(for:)`, a relationship set to an ID: a temporary ID an ancestor has
+    /// made permanent since is followed to the permanent one, when no object is registered
+    /// here under the old ID (this context has been told, and its object moved to the new
+    /// one; a context without children keeps no alias table of its own). Before, a second
+    /// object was made under the old ID — one object with two identities in the child (spec
+    /// 0006 §3.1). Throws `invalidObject` for a temporary ID no context of the chain holds
+    /// (§3.2). A root context's IDs are returned as they are (its own temporary IDs are its
+    /// inserts; one it made permanent itself names nothing now).
+    func resolvingTemporaryIDs(_ ids: [ManagedObjectID]) throws -> [ManagedObjectID] {
+        guard parentContext != nil else { return ids }
         let asked = ids.filter { $0.isTemporaryID && registered($0)?.isInsertedFlag != true }
-        guard !asked.isEmpty, let id = firstUnheldTemporaryID(asked) else { return nil }
-        return .invalidObject(
-            "\(id) is another context's temporary ID: neither this context nor its parent holds the unsaved object it names (save it there, or obtain its permanent ID, and pass that)")
+        guard !asked.isEmpty else { return ids }
+        let lookup = lookUpTemporaryIDs(asked)
+        if let id = lookup.unheld {
+            throw ContextError.invalidObject(
+                "\(id) is another context's temporary ID: neither this context nor its parent holds the unsaved object it names (save it there, or obtain its permanent ID, and pass that; an ID this context made permanent itself, with obtainPermanentIDs, names nothing now: pass the objectID its object has)")
+        }
+        guard !lookup.madePermanent.isEmpty else { return ids }
+        return ids.map { id in registered(id) == nil ? lookup.madePermanent[id] ?? id : id }
     }
 
     /// `id`, or the ID it was made since.

@@ -763,7 +763,8 @@ final class ContextCore {
             return .invalidObject("\(id) names the abstract entity \(id.entityName), which has no objects of its own")
         }
         if id.isTemporaryID {
-            return .invalidObject("\(id) is a temporary ID this context doesn't hold: another context's unsaved object (save it, or obtain its permanent ID, and pass that)")
+            return .invalidObject(
+                "\(id) is a temporary ID this context doesn't hold: another context's unsaved object, or one made permanent here since (save it, or obtain its permanent ID, and pass that; an object made permanent has that ID as its objectID now)")
         }
         guard case .permanent(let store, _) = id.storage else { return .invalidObject("\(id) names no object here") }
         guard let own = try? self.store().identifier else {
@@ -2240,8 +2241,8 @@ final class ContextCore {
     /// made permanent since), with the value found; objects it doesn't have are skipped.
     ///
     /// A context that is itself a child passes on to its own parent the expectations its
-    /// values meet only as read from there — a recorded property of an object it neither
-    /// inserted nor changed: its next push would put the undo over whatever the parent holds
+    /// values meet only as read from there — a recorded property (or a one-to-one's derived
+    /// side) of an object it neither inserted nor changed: its next push would put the undo over whatever the parent holds
     /// now (spec 0006 §18.6: parent → grandparent → store, as for links). Before, a
     /// grandchild's undo was checked against the middle context alone, and the pushes put it
     /// over the root's later rename.
@@ -2269,7 +2270,14 @@ final class ContextCore {
                 mismatch = (index, found)
                 break
             }
-            if parentContext != nil, property.isRecorded, !object.isInsertedFlag, object.changes[check.key] == nil { passedOn.append(index) }
+            // A one-to-one's derived side too: the middle context's value of it is as read from
+            // its parent (or as its push left it), and the push of the undo's recorded side
+            // would re-pair the object over whatever the parent holds now (before session 35
+            // only recorded properties were passed on: a grandchild's undo of a pushed release
+            // gave the passport back over the one the root had given the person since).
+            if parentContext != nil, property.isRecorded || isDerivedOneToOne(property), !object.isInsertedFlag, object.changes[check.key] == nil {
+                passedOn.append(index)
+            }
         }
         guard let parent = parentContext, !passedOn.isEmpty else { return mismatch }
         // Only those before this context's own first mismatch: the first in the group's order is reported.

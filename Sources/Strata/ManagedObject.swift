@@ -837,8 +837,16 @@ open class ManagedObject: KeyValueCoding, PredicateObjectIdentity, Hashable, Cus
                 // ID was kept and the store refused this save and every later one (133021),
                 // the undo group that set it still naming it after the app set it right; in a
                 // child (before session 33) any temporary ID was taken as the parent's.
-                if id.isTemporaryID, let core, core.registered(id)?.isInsertedFlag != true, !core.holdsUnsavedObject(id) {
-                    return .invalid(Self.unheldTemporaryID(id, inChild: core.parentContext != nil))
+                if id.isTemporaryID, let core, core.registered(id)?.isInsertedFlag != true {
+                    // In a child, an ID an ancestor has made permanent since names the object
+                    // under its permanent ID (before, the old one was kept: a second object).
+                    if core.parentContext != nil {
+                        guard let resolved = try? core.resolvingTemporaryIDs([id])[0] else {
+                            return .invalid(Self.unheldTemporaryID(id, inChild: true))
+                        }
+                        return .toOne(resolved)
+                    }
+                    if !core.holdsUnsavedObject(id) { return .invalid(Self.unheldTemporaryID(id, inChild: false)) }
                 }
                 return .toOne(id)
             }

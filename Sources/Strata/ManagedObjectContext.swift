@@ -382,7 +382,9 @@ public actor ManagedObjectContext {
     ///   no object here: another store's, a temporary ID this context doesn't hold, an entity
     ///   the model lacks or an abstract one (spec 0006 §3.2).
     public func object(with id: ManagedObjectID) throws -> ManagedObject {
-        if let error = core.foreignTemporaryIDError([id]) { throw error }
+        // In a child, a temporary ID an ancestor has made permanent since names the object
+        // under its permanent ID (spec 0006 §3.1).
+        let id = try core.resolvingTemporaryIDs([id])[0]
         guard let object = core.object(with: id) else { throw core.unresolvableIDError(id) }
         return object
     }
@@ -422,8 +424,14 @@ public actor ManagedObjectContext {
         try ContextError.wrappingStoreFailures("loading \(ids.count) object(s) failed") { try core.existingObjects(with: ids) }
     }
 
-    /// The registered object for `id`, or nil (`registeredObject(for:)`).
-    public func registeredObject(for id: ManagedObjectID) -> ManagedObject? { core.registered(id) }
+    /// The registered object for `id`, or nil (`registeredObject(for:)`). In a child context,
+    /// a temporary ID an ancestor has made permanent since names the object registered under
+    /// the permanent ID (spec 0006 §3.1).
+    public func registeredObject(for id: ManagedObjectID) -> ManagedObject? {
+        if let object = core.registered(id) { return object }
+        guard id.isTemporaryID, core.parentContext != nil, let resolved = try? core.resolvingTemporaryIDs([id])[0], resolved != id else { return nil }
+        return core.registered(resolved)
+    }
 
     /// Gives the inserted objects permanent IDs before they are saved
     /// (`obtainPermanentIDs(for:)`): the primary keys are reserved in the log, so the IDs and

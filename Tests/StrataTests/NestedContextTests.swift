@@ -65,9 +65,12 @@ struct NestedContextTests {
         // objects they hold take it.
         for (context, colour) in [(child, "gold"), (grandchild, "silver")] {
             try await context.perform { (context: isolated ManagedObjectContext) throws in
-                #expect(context.registeredObject(for: kitesID) == nil)
                 let registered = context.registeredObject(for: permanentKites)
                 let kites = try #require(registered)
+                // The old temporary ID names the same object, not a second one (spec 0006 §3.1;
+                // before session 35 nil here, and object(with:) made a second object).
+                #expect(context.registeredObject(for: kitesID) === kites)
+                #expect(try context.object(with: kitesID) === kites)
                 #expect(kites.value(forKey: "uniformColor") as? String == colour)
                 #expect(kites.value(forKey: "name") as? String == "Kites")
             }
