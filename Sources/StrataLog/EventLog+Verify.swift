@@ -368,18 +368,10 @@ extension EventLog {
         }
         if !singleOwner.isEmpty {
             var run: (prefix: [UInt8], sources: [ObjectKey])?
+            var held: [(prefix: [UInt8], sources: [ObjectKey])] = []
             func flush() {
                 guard let current = run, current.sources.count > 1 else { return }
-                current.prefix.withUnsafeBytes { raw in
-                    guard let target = ObjectKey(raw), let code = readBigEndian(raw, at: 10, count: 2).map({ UInt16($0) }),
-                        let derived = singleOwner[code]
-                    else { return }
-                    func name(_ key: ObjectKey) -> String { (try? writer.id(key).description) ?? "entity \(key.entity) p\(key.primaryKey)" }
-                    let relationship = catalog.relationshipName(code) ?? "relationship \(code)"
-                    problem(
-                        .integrity, "references \(name(target)) \(relationship)",
-                        "is held by \(current.sources.count) objects (\(current.sources.map(name).joined(separator: ", "))), but its inverse \(derived) is a to-one: one object may hold it")
-                }
+                held.append(current)
             }
             try reader.txn.forEach(in: tables.referrers) { key, _ in
                 let (prefix, code, source): ([UInt8], UInt16?, ObjectKey?) = key.withUnsafeBytes { raw in
@@ -395,7 +387,30 @@ extension EventLog {
                 return .next
             }
             flush()
+            // Each holder named with the event that last wrote its record (its version): where
+            // to look for the write that listed the object a second time.
+            func name(_ key: ObjectKey) -> String { (try? writer.id(key).description) ?? "entity \(key.entity) p\(key.primaryKey)" }
+            for (prefix, sources) in held {
+                guard let target = prefix.withUnsafeBytes({ ObjectKey($0) }),
+                    let code = prefix.withUnsafeBytes({ readBigEndian($0, at: 10, count: 2) }).map({ UInt16($0) }), let derived = singleOwner[code]
+                else { continue }
+                var holders: [String] = []
+                for source in sources {
+                    let version = (try? writer.id(source)).flatMap { id in (try? writer.readVersion(reader.txn, source, entityName: id.entity)) ?? nil }
+                    holders.append(name(source) + (version.map { ", last written by event \($0)" } ?? ""))
+                }
+                let relationship = catalog.relationshipName(code) ?? "relationship \(code)"
+                problem(
+                    .integrity, "references \(name(target)) \(relationship)",
+                    "is held by \(sources.count) objects (\(holders.joined(separator: "; "))), but its inverse \(derived) is a to-one: one object may hold it")
+            }
         }
+
+        // 5. An ordered to-many lists an object once, as an `NSOrderedSet` does: the commit
+        // keeps an object's first place only, but a record whose list names one twice — an
+        // event a writer didn't dedupe, or damage the replay reproduces — reads as a list with a
+        // repeated member, and nothing else can tell it (its reference rows are one per pair).
+        try checkOrderedListsHoldOnce(reader.txn, writer: writer, report: problem)
 
         if let exhausted { throw exhausted }
         return VerificationReport(

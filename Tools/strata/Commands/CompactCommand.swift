@@ -82,6 +82,8 @@ struct CompactCommand: ParsableCommand {
             let segmentsPath = (options.store as NSString).appendingPathComponent("segments")
             let sizesBefore = (diskSize(dataPath), diskSize(segmentsPath))
             var movedAny = false
+            // What the compaction did, for a vacuum that fails after it: said with the error.
+            var compacted = "moved nothing"
             // The log is released at the end of this block: a vacuum needs the store closed.
             moving: do {
                 let log = try options.openWritable()
@@ -115,6 +117,7 @@ struct CompactCommand: ParsableCommand {
                 // Nothing to move still falls through: --vacuum shrinks the file all the same.
                 guard let range = plan.range else {
                     try writeLine("nothing to move: horizon \(plan.horizon), limited by \(plan.limitedBy)")
+                    compacted = "had nothing to move (horizon \(plan.horizon), limited by \(plan.limitedBy))"
                     break moving
                 }
                 let total = range.upperBound - range.lowerBound + 1
@@ -202,6 +205,7 @@ struct CompactCommand: ParsableCommand {
                     "horizon \(reached.horizon), limited by \(reached.limitedBy): it fell from the planned \(plan.horizon) (limited by \(plan.limitedBy)) while compacting, so events \(next)…\(range.upperBound) were not moved"
                 }
                 guard let first else {
+                    compacted = "moved nothing"
                     if let fellLine {
                         try writeLine("nothing moved: \(fellLine)")
                     } else if movedElsewhere.isEmpty {
@@ -217,6 +221,8 @@ struct CompactCommand: ParsableCommand {
                 }
                 try writeLine(movedLine(first: first, last: last, count: count, raw: raw, compressed: compressed))
                 try writeLine(fellLine ?? "horizon \(plan.horizon), limited by \(plan.limitedBy)")
+                compacted =
+                    "completed and stays done: events \(first)…\(last) (\(count) events) were moved into \(Self.segmentList(segments)), \(raw) bytes raw → \(compressed) bytes, so the store is compacted through \(last)"
                 if !movedElsewhere.isEmpty {
                     try writeLine("note: another compaction or a purge moved events \(elsewhere) meanwhile")
                 }
@@ -226,7 +232,17 @@ struct CompactCommand: ParsableCommand {
                 }
             }
             if vacuum {
-                let (a, b) = try EventLog.vacuum(path: options.store)
+                let (a, b): (Int, Int)
+                do {
+                    (a, b) = try EventLog.vacuum(path: options.store)
+                } catch {
+                    // The compaction before it stays done: say what it did and that the file
+                    // wasn't shrunk (before, only the vacuum's error was printed, and no sizes).
+                    let after = (diskSize(dataPath), diskSize(segmentsPath))
+                    try printSizes(before: sizesBefore, after: after)
+                    throw CommandFailure(
+                        "the vacuum failed: \(error). The compaction before it \(compacted); data.mdb was not vacuumed: it keeps its size, \(after.0) bytes (LMDB reuses the freed pages). The store is whole (strata verify checks it): run compact --vacuum again to shrink it")
+                }
                 try writeLine("vacuum: data.mdb \(a) → \(b) bytes")
             } else if movedAny {
                 try writeLine("note: data.mdb keeps its size (LMDB reuses the freed pages); --vacuum shrinks it")
