@@ -16,6 +16,9 @@ final class Catalog: CodecCatalog, Sendable {
         var modelJSON: [Int: Data] = [:]
         var schemas: [Int: ModelSchema] = [:]
         var versionsByHash: [Data: Int] = [:]
+        /// Per kind, the highest code given by an open whose migration was refused and taken
+        /// back (spec 0004 §4.3): retired, never given again.
+        var codeCeilings: [Kind: UInt16] = [:]
         /// ``entityCodes`` found without hashing the name (the code at the name's position
         /// in ``entityCodeList``); made by ``indexEntityCodes()`` when the state is installed.
         /// Codes are only ever added, so a lookup made earlier can miss, never mislead.
@@ -57,6 +60,19 @@ final class Catalog: CodecCatalog, Sendable {
         var reverse: UInt8 { rawValue - 0x20 }  // "E", "R", "X"
     }
 
+    /// The `catalog` key of `kind`'s retired-code ceiling: `#` and the kind's byte (an
+    /// earlier Strata skips the row: neither a kind nor a reverse row).
+    static func ceilingKey(_ kind: Kind) -> [UInt8] { [0x23, kind.rawValue] }
+
+    /// The codes `registered` gives that `existing` didn't: what an open's registration wrote.
+    static func codesAdded(_ registered: State, over existing: State) -> [(Kind, String, UInt16)] {
+        var added: [(Kind, String, UInt16)] = []
+        for (name, code) in registered.entityCodes where existing.entityCodes[name] == nil { added.append((.entity, name, code)) }
+        for (name, code) in registered.relationshipCodes where existing.relationshipCodes[name] == nil { added.append((.relationship, name, code)) }
+        for (name, code) in registered.indexCodes where existing.indexCodes[name] == nil { added.append((.index, name, code)) }
+        return added
+    }
+
     private let state = Mutex(State())
     private let environment: LMDBEnvironment
     private let tables: StoreTables
@@ -73,9 +89,14 @@ final class Catalog: CodecCatalog, Sendable {
         let loaded = try environment.read { txn in try load(txn) }
         state.withLock { current in
             let schemas = current.schemas
+            let json = current.modelJSON
             current = loaded
-            // Keep parsed schemas; they never change for a version.
-            for (version, schema) in schemas where current.modelJSON[version] != nil { current.schemas[version] = schema }
+            // Keep parsed schemas; they never change for a version once written with — but a
+            // version taken back after a refused migration may be stored again as another
+            // model (spec 0004 §4.3).
+            for (version, schema) in schemas where current.modelJSON[version] != nil && current.modelJSON[version] == json[version] {
+                current.schemas[version] = schema
+            }
             current.indexEntityCodes()
         }
     }
@@ -96,6 +117,10 @@ final class Catalog: CodecCatalog, Sendable {
             key.withUnsafeBytes { k in
                 value.withUnsafeBytes { v in
                     guard let first = k.first else { return }
+                    if first == 0x23 {
+                        if k.count == 2, let kind = Kind(rawValue: k[1]), v.count == 2 { s.codeCeilings[kind] = UInt16(v[0]) << 8 | UInt16(v[1]) }
+                        return
+                    }
                     let rest = UnsafeRawBufferPointer(rebasing: k[1...])
                     if let kind = Kind(rawValue: first &+ 0x20), first < 0x60 {
                         guard rest.count == 2 else { return note("a reverse \(kind) row has a key of \(k.count) bytes") }
@@ -148,9 +173,10 @@ final class Catalog: CodecCatalog, Sendable {
         throws -> State
     {
         var s = existing
+        let ceilings = existing.codeCeilings
         func assign(_ name: String, _ kind: Kind, _ codes: inout [String: UInt16], _ names: inout [UInt16: String]) throws {
             guard codes[name] == nil else { return }
-            let next = (names.keys.max() ?? 0) &+ 1
+            let next = max(names.keys.max() ?? 0, ceilings[kind] ?? 0) &+ 1
             guard next != 0 else { throw LogError.invalidOperation("the store has run out of \(kind) codes") }
             codes[name] = next
             names[next] = name
@@ -213,6 +239,10 @@ final class Catalog: CodecCatalog, Sendable {
 
     func schema(forModelVersion version: Int) throws(LogError) -> ModelSchema {
         if let schema = state.withLock({ $0.schemas[version] }) { return schema }
+        // The JSON is read afresh before a version is first parsed: one loaded while an open
+        // whose migration was refused had it stored may have been taken back, and its number
+        // given to another model since (spec 0004 §4.3).
+        try? reload()
         guard let json = lookup({ $0.modelJSON[version] }) else {
             throw .malformed("model version \(version) is not stored in this store")
         }

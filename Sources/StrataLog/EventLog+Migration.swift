@@ -114,6 +114,9 @@ extension EventLog {
             // nil: another writer moved the head first; look again.
             let sequence = try environment.write { txn -> UInt64? in
                 guard try nextSequence(txn) - 1 == head else { return nil }
+                // A version still marked may have been taken back by another open of it whose
+                // migration was refused meanwhile (§4.3): nothing is written in its terms then.
+                if unmarking != nil { try requireStoredVersion(txn) }
                 // This migration takes over every earlier version's records; one by a version
                 // that isn't the newest leaves them for the newest's next open.
                 if try newestStoredModelVersion(txn) > modelVersion {

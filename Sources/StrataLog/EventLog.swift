@@ -313,8 +313,11 @@ public final class EventLog: Sendable {
             }
             let schema = ModelSchema(model: model)
             let now = bigEndianBytes(UInt64(bitPattern: EventCodec.microsecondsNow()))
-            let (uuid, version, isNewVersion, state, head, indexThrough) = try environment.write {
-                txn -> (UUID, Int, Bool, Catalog.State, UInt64?, UInt64?) in
+            let (uuid, version, isNewVersion, state, head, indexThrough, writes) = try environment.write {
+                txn -> (UUID, Int, Bool, Catalog.State, UInt64?, UInt64?, OpenWrites) in
+                // What this open writes to an existing store, with what the rows held: a
+                // refused migration takes it back (spec 0004 §4.3).
+                var writes = OpenWrites()
                 var uuidBytes = try txn.value(forKey: MetaKey.storeUUID, in: tables.meta)
                 if uuidBytes == nil {
                     let fresh = UUID()
@@ -329,12 +332,13 @@ public final class EventLog: Sendable {
                 }
                 let existing = try catalog.load(txn)
                 let hash = Array(model.versionHash)
-                try txn.put(now, forKey: MetaKey.openedAt, in: tables.meta)
+                try writes.put(now, forKey: MetaKey.openedAt, in: .meta, txn, tables)
                 let registered = try Catalog.register(schema, in: txn, tables: tables, existing: existing)
+                writes.codes = Catalog.codesAdded(registered, over: existing)
                 // Both sides of a both-ordered many-to-many recorded: format 2, which a Strata
                 // deriving the second side refuses by its version (spec 0004 §10).
                 if schema.hasPairedSides {
-                    try txn.put(bigEndianBytes(UInt32(2)), forKey: MetaKey.formatVersion, in: tables.meta)
+                    try writes.put(bigEndianBytes(UInt32(2)), forKey: MetaKey.formatVersion, in: .meta, txn, tables, ofVersion: true)
                 }
                 // Sides of many-to-manys ordered on both sides the store didn't record: filled
                 // after the open (spec 0004 §4.1), marked in this transaction so a crash before
@@ -344,7 +348,7 @@ public final class EventLog: Sendable {
                     let marked = try txn.value(forKey: MetaKey.orderedSidesToFill, in: tables.meta)
                         .map { String(decoding: $0, as: UTF8.self).split(separator: "\n").map(String.init) } ?? []
                     let all = Set(marked).union(toFill).sorted().joined(separator: "\n")
-                    try txn.put(Array(all.utf8), forKey: MetaKey.orderedSidesToFill, in: tables.meta)
+                    try writes.put(Array(all.utf8), forKey: MetaKey.orderedSidesToFill, in: .meta, txn, tables, ofVersion: true)
                 }
                 let version: Int
                 var isNewVersion = false
@@ -401,12 +405,12 @@ public final class EventLog: Sendable {
                     }
                     version = (registered.modelJSON.keys.max() ?? 0) + 1
                     isNewVersion = true
-                    try txn.put(Array(model.jsonData(prettyPrinted: false)), forKey: bigEndianBytes(UInt32(version)), in: tables.models)
-                    try txn.put(bigEndianBytes(UInt32(version)), forKey: MetaKey.modelHash(hash), in: tables.meta)
+                    try writes.put(Array(model.jsonData(prettyPrinted: false)), forKey: bigEndianBytes(UInt32(version)), in: .models, txn, tables, ofVersion: true)
+                    try writes.put(bigEndianBytes(UInt32(version)), forKey: MetaKey.modelHash(hash), in: .meta, txn, tables, ofVersion: true)
                     // Marked until its migration has committed (spec 0004 §4.3): a crash
                     // before, or a tool opening meanwhile, finds the store's data in the
                     // earlier version's terms, as it is.
-                    try txn.put([1], forKey: MetaKey.refusedModel(version), in: tables.meta)
+                    try writes.put([1], forKey: MetaKey.refusedModel(version), in: .meta, txn, tables, ofVersion: true)
                 }
                 // Whether the per-context transaction index covers the log (spec 0004 §6.4):
                 // two meta rows, so an open of a store whose index is complete costs nothing
@@ -414,7 +418,7 @@ public final class EventLog: Sendable {
                 let head = try? MetaKey.number(try txn.value(forKey: MetaKey.head, in: tables.meta), key: MetaKey.head)
                 let indexThrough = try? MetaKey.number(
                     try txn.value(forKey: MetaKey.contextIndexThrough, in: tables.meta), key: MetaKey.contextIndexThrough)
-                return (Self.uuid(uuidBytes ?? []), version, isNewVersion, registered, head, indexThrough)
+                return (Self.uuid(uuidBytes ?? []), version, isNewVersion, registered, head, indexThrough, writes)
             }
             catalog.replace(with: state)
             try catalog.reload()
@@ -428,21 +432,23 @@ public final class EventLog: Sendable {
             try repairSegments()
             Self.removeVacuumScratch(inStoreDirectory: path)
             if indexThrough != head { try buildContextIndex() }
-            try migrateRecordingRefusal(isNewVersion: isNewVersion)
+            try migrateRecordingRefusal(isNewVersion: isNewVersion, takingBack: writes)
             try fillOrderedSides()
         }
     }
 
-    /// ``migrateIfNeeded()``, remembering whether this model version's migration was
-    /// refused: a refused version stays stored (its number can't be given to another
-    /// model), but opens without a model — tools', read-only ones — take the newest version
-    /// whose migration wasn't refused (spec 0004 §4.3). A new version is stored marked; the
-    /// mark goes when the version's migration has committed (or found nothing to do). Only a
-    /// version this open stored is marked: one stored before has opened (or is marked
-    /// already), and the store's data may be in its terms — a later refusal (an earlier
-    /// model's app wrote a value it can't take over) mustn't hide that data from tools and
-    /// from read-only opens with it.
-    private func migrateRecordingRefusal(isNewVersion: Bool) throws {
+    /// ``migrateIfNeeded()``; a refused migration takes back what the open wrote (spec 0004
+    /// §4.3). A new version is stored marked; the mark goes when the version's migration has
+    /// committed (or found nothing to do). When its migration is refused, the open takes the
+    /// version back — its model row, its `modelHash:` entry, its mark, the codes it gave, the
+    /// format version it raised, the fills it marked — and the opened-at time, so the store
+    /// is as it was (before session 35 the version stayed stored and marked: `strata info`
+    /// listed it, a both-ordered side it recorded stayed marked to fill, which refused
+    /// read-only opens and which an earlier model's writable open took as filled, and every
+    /// commit of the earlier model set `earlierModelWrote`). Only a version this open stored
+    /// is taken back: one stored before has opened (or is marked already — a crash before its
+    /// migration), and the store's data may be in its terms.
+    private func migrateRecordingRefusal(isNewVersion: Bool, takingBack writes: OpenWrites) throws {
         let key = MetaKey.refusedModel(modelVersion)
         let marked = try environment.read { txn in try txn.value(forKey: key, in: tables.meta) } != nil
         do {
@@ -452,17 +458,64 @@ public final class EventLog: Sendable {
             // nothing to migrate): a crash right after the migration leaves it unmarked.
             try migrateIfNeeded(refusing: marked && !configuration.migratesAutomatically, unmarking: marked ? key : nil)
         } catch {
-            guard isNewVersion else { throw error }
-            // Best effort: the refusal itself is what the caller must hear.
-            try? environment.write { txn in try txn.put([1], forKey: key, in: tables.meta) }
+            // Best effort: the refusal itself is what the caller must hear (a version not
+            // taken back stays marked, as after a crash before its migration).
+            try? takeBack(writes, isNewVersion: isNewVersion)
             throw error
         }
         if configuration.stopsAfterMigrating {
             throw LogError.invalidOperation("stopped after migrating to model version \(modelVersion), as asked (a test of a crash there)")
         }
         if marked {
-            try environment.write { txn in _ = try txn.delete(key: key, in: tables.meta) }
+            try environment.write { txn in
+                try requireStoredVersion(txn)
+                _ = try txn.delete(key: key, in: tables.meta)
+            }
         }
+    }
+
+    /// Takes back the rows a writable open whose migration was refused wrote (spec 0004
+    /// §4.3), each only while it still holds what the open wrote (another open may have
+    /// written it since). The version the open stored, and what came with it, go only while
+    /// the version is still marked and the newest stored: another open of the same model
+    /// that migrated meanwhile unmarked it (its data is in the version's terms now), and a
+    /// version stored after it may use its codes — then it stays, marked, as after a crash.
+    /// The codes it gave are retired, not given again: a process that loaded the catalog
+    /// meanwhile may hold them, and would read another name's objects under them.
+    private func takeBack(_ writes: OpenWrites, isNewVersion: Bool) throws {
+        try environment.write { txn in
+            var whole = isNewVersion
+            if whole { whole = try txn.value(forKey: MetaKey.refusedModel(modelVersion), in: tables.meta) != nil }
+            if whole { whole = try newestStoredModelVersion(txn) == modelVersion }
+            for row in writes.rows.reversed() where whole || !row.ofVersion {
+                let database = row.table.database(tables)
+                guard try txn.value(forKey: row.key, in: database) == row.new else { continue }
+                if let old = row.old { try txn.put(old, forKey: row.key, in: database) } else { _ = try txn.delete(key: row.key, in: database) }
+            }
+            guard whole else { return }
+            var ceilings: [Catalog.Kind: UInt16] = [:]
+            for (kind, name, code) in writes.codes {
+                let codeBytes = [UInt8(code >> 8), UInt8(truncatingIfNeeded: code)]
+                _ = try txn.delete(key: [kind.rawValue] + Array(name.utf8), in: tables.catalog)
+                _ = try txn.delete(key: [kind.reverse] + codeBytes, in: tables.catalog)
+                ceilings[kind] = max(ceilings[kind] ?? 0, code)
+            }
+            for (kind, code) in ceilings {
+                let key = Catalog.ceilingKey(kind)
+                var current: UInt16 = 0
+                if let row = try txn.value(forKey: key, in: tables.catalog), row.count == 2 { current = UInt16(row[0]) << 8 | UInt16(row[1]) }
+                if code > current { try txn.put([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)], forKey: key, in: tables.catalog) }
+            }
+        }
+    }
+
+    /// Refuses to go on with an open whose model version another open took back meanwhile
+    /// (its migration was refused, spec 0004 §4.3): an event of it would name a model the
+    /// store doesn't hold.
+    func requireStoredVersion(_ txn: borrowing LMDBTransaction) throws {
+        guard try txn.value(forKey: bigEndianBytes(UInt32(clamping: modelVersion)), in: tables.models) == nil else { return }
+        throw LogError.invalidOperation(
+            "model version \(modelVersion) was taken out of the store at \(path) while this open migrated to it (another open of the model had its migration refused, and took the version back); open it again")
     }
 
     /// Refuses `model`, a model version not stored yet, when it lacks an entity or a stored
@@ -781,5 +834,45 @@ public struct StoreMetadata: Sendable, Hashable {
     /// refused (0: none stored).
     public var modelVersionInUse: Int {
         modelVersions.last { !refusedModelVersions.contains($0) } ?? modelVersions.last ?? 0
+    }
+}
+
+/// The rows a writable open wrote to an existing store's `meta`, `models` and `catalog`
+/// tables, with what they held before: taken back when the open's migration is refused
+/// (spec 0004 §4.3).
+struct OpenWrites: Sendable {
+    enum Table: Sendable {
+        case meta, models
+
+        func database(_ tables: StoreTables) -> LMDBDatabase {
+            switch self {
+            case .meta: tables.meta
+            case .models: tables.models
+            }
+        }
+    }
+
+    struct Row: Sendable {
+        let table: Table
+        let key: [UInt8]
+        let old: [UInt8]?
+        let new: [UInt8]
+        /// Written for the model version the open stored (taken back with it), not for the
+        /// open as such (the opened-at time).
+        let ofVersion: Bool
+    }
+
+    var rows: [Row] = []
+    /// The codes the open gave (kind, name, code).
+    var codes: [(Catalog.Kind, String, UInt16)] = []
+
+    /// Puts `value` under `key`, remembering what was there when it differs.
+    mutating func put(
+        _ value: [UInt8], forKey key: [UInt8], in table: Table, _ txn: borrowing LMDBTransaction, _ tables: StoreTables, ofVersion: Bool = false
+    ) throws {
+        let database = table.database(tables)
+        let old = try txn.value(forKey: key, in: database)
+        if old != value { rows.append(Row(table: table, key: key, old: old, new: value, ofVersion: ofVersion)) }
+        try txn.put(value, forKey: key, in: database)
     }
 }

@@ -117,12 +117,16 @@ struct MigrationFuzzCommandTests {
                 try coordinator.addPersistentStore(type: PersistentStore.StoreType.eventLog, at: url)
                 return coordinator
             }(), kept)
+            let infoBefore = try strata("info", url.path, "--format", "json")
             let coordinator = PersistentStoreCoordinator(managedObjectModel: mutated)
             do {
                 try coordinator.addPersistentStore(type: PersistentStore.StoreType.eventLog, at: url)
             } catch let error as PersistentStoreError {
                 refused += 1
                 #expect(!"\(error)".isEmpty)
+                // A refused migration writes nothing (spec 0004 §4.3): info reads the same.
+                let infoAfter = try strata("info", url.path, "--format", "json")
+                #expect(try withoutFileSizes(infoAfter.standardOutput) == withoutFileSizes(infoBefore.standardOutput), "a refused migration left the store's metadata as it was — \(what)")
                 // Refused: nothing written; the store opens with its model, every object there.
                 let again = PersistentStoreCoordinator(managedObjectModel: base)
                 try again.addPersistentStore(type: PersistentStore.StoreType.eventLog, at: url)

@@ -11,7 +11,7 @@ import Testing
 struct MigrationStateCommandTests {
     struct Refusal: Error {}
 
-    @Test("a refused model version is shown as not in use, and a staged migration step whose didMigrate handler threw as pending, text and JSON; both go once the migration finishes")
+    @Test("a refused migration leaves info as it was; a model version whose migration didn't finish is shown as not in use, and a staged migration step whose didMigrate handler threw as pending, text and JSON; both go once the migration finishes")
     func refusedAndPending() throws {
         let dir = try TemporaryDirectory()
         let url = dir.url.appendingPathComponent("store")
@@ -27,7 +27,16 @@ struct MigrationStateCommandTests {
             try context.insertNewObject(forEntityName: "Player").setValue(Int64(70_000), forKey: "score")
             try context.save()
         }
+        // A refused migration takes its version back (spec 0004 §4.3): info reads as before.
+        let before = try strata("info", url.path)
         #expect(throws: PersistentStoreError.self) { _ = try add(v2) }
+        #expect(try withoutFileSizes(strata("info", url.path).standardOutput) == withoutFileSizes(before.standardOutput))
+        // An open stopped before its migration (a crash) leaves the version stored, marked.
+        #expect(throws: LogError.self) {
+            var configuration = EventLog.Configuration()
+            configuration.stopsAfterStoringNewVersion = true
+            _ = try EventLog(path: url.path, model: v2, configuration: configuration)
+        }
 
         let refused = try strata("info", url.path)
         #expect(refused.status == 0, "\(refused.standardError)")
