@@ -119,7 +119,7 @@ let package = Package(
         // through a context, or watches the store through an automatically merging one.
         .executableTarget(
             name: "StrataContextProbe",
-            dependencies: ["Strata", "StrataTestSupport"],
+            dependencies: ["Strata", "StrataStorage", "StrataTestSupport"],
             path: "Tests/StrataContextProbe",
             swiftSettings: strictSettings
         ),

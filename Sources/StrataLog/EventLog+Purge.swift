@@ -235,12 +235,6 @@ extension EventLog {
         return try scratch.read { txn in try writer.currentRows(txn) }
     }
 
-    /// A fresh LMDB environment in the temporary directory with this store's tables, catalog
-    /// and models (so codes in keys and records mean the same): for `verify` and `purge`.
-    ///
-    /// Its directory is `strata-scratch-PID-TOKEN-UUID` (TOKEN: ``processToken``); those a
-    /// killed process left (a Ctrl-C of `strata verify`: as large as the replayed state) are
-    /// removed here — a PID that isn't running, or this process's own PID with another token.
     /// The rows of the `catalog` and `models` tables (whether each is the catalog's, key,
     /// value), as `txn` reads them.
     func catalogRows(_ txn: borrowing LMDBTransaction) throws -> [(Bool, [UInt8], [UInt8])] {
@@ -254,6 +248,14 @@ extension EventLog {
         return rows
     }
 
+    /// A fresh LMDB environment in the temporary directory (or the configuration's
+    /// ``Configuration/scratchDirectory``) with this store's tables, catalog and models (so
+    /// codes in keys and records mean the same): for `verify` and `purge`.
+    ///
+    /// Its directory is `strata-scratch-PID-TOKEN-UUID` (TOKEN: ``processToken``); those a
+    /// killed process left there (a Ctrl-C of `strata verify`: as large as the replayed state)
+    /// are removed here — a PID that isn't running, or this process's own PID with another token.
+    ///
     /// `given`: the catalog rows, read by a caller already inside a read of the store
     /// (``catalogRows(_:)``). A read nested in another can't adopt a map another process
     /// grew meanwhile (`MDB_MAP_RESIZED`): `verify` while another process committed failed so.
@@ -261,14 +263,18 @@ extension EventLog {
         // A temporary directory that doesn't exist is the user's to make: creating the
         // scratch environment would make it with its parents, and leave it behind (before,
         // `strata verify` with TMPDIR naming a missing directory did).
-        let temporary = NSTemporaryDirectory()
+        let temporary = configuration.scratchDirectory ?? NSTemporaryDirectory()
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: temporary, isDirectory: &isDirectory), isDirectory.boolValue else {
             let shown = temporary.count > 1 && temporary.hasSuffix("/") ? String(temporary.dropLast()) : temporary
+            if configuration.scratchDirectory != nil {
+                throw LogError.invalidOperation(
+                    "the scratch directory \(shown) (EventLog.Configuration.scratchDirectory) doesn't exist or isn't a directory: the scratch environment goes there, and Strata doesn't make it; create it, or give a directory that exists")
+            }
             throw LogError.invalidOperation(
                 "the temporary directory \(shown) (TMPDIR) doesn't exist or isn't a directory: the scratch environment goes there, and Strata doesn't make it; create it, or set TMPDIR to a directory that exists")
         }
-        Self.removeStaleScratch()
+        Self.removeStaleScratch(in: temporary)
         let scratchPath = (temporary as NSString).appendingPathComponent(
             "\(Self.scratchPrefix)\(ProcessInfo.processInfo.processIdentifier)-\(Self.processToken)-\(UUID().uuidString)")
         var options = LMDBEnvironment.Options()
@@ -296,10 +302,10 @@ extension EventLog {
 
     static let scratchPrefix = "strata-scratch-"
 
-    /// Removes the scratch environments of processes that are gone from the temporary
-    /// directory (best effort; see ``makeScratchEnvironment(catalogRows:)``).
-    static func removeStaleScratch() {
-        let temporary = NSTemporaryDirectory()
+    /// Removes the scratch environments of processes that are gone from `temporary`, the
+    /// directory scratch environments are made in (best effort; see
+    /// ``makeScratchEnvironment(catalogRows:)``).
+    static func removeStaleScratch(in temporary: String) {
         let fileManager = FileManager.default
         for name in (try? fileManager.contentsOfDirectory(atPath: temporary)) ?? [] where name.hasPrefix(scratchPrefix) {
             // `strata-scratch-PID-TOKEN-UUID`: names without a PID and token (older ones) are left.

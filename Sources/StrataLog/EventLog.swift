@@ -63,6 +63,11 @@ public final class EventLog: Sendable {
         /// refuses a store whose model it has no mapping from (134100); on, the store migrates
         /// to it, taking their values out of the current state (the history keeps them).
         public var allowsRemovingEntitiesAndProperties: Bool = false
+        /// The directory where ``EventLog/verify()`` and ``EventLog/purge(through:author:contextName:)``
+        /// make their scratch environment (spec 0004 §8), and where they look for the scratch
+        /// environments of killed processes to remove; nil (the default): the temporary
+        /// directory (`NSTemporaryDirectory()`, `TMPDIR`). It must exist: Strata doesn't make it.
+        public var scratchDirectory: String? = nil
         /// Tests only: stop a writable open that stored a new model version right after
         /// storing it, as a crash there would (the open throws `LogError.invalidOperation`).
         package var stopsAfterStoringNewVersion: Bool = false

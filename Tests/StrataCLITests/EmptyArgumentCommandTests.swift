@@ -1,4 +1,6 @@
 import Foundation
+import StrataLog
+import StrataModel
 import StrataTestSupport
 import Testing
 
@@ -34,12 +36,39 @@ struct EmptyArgumentCommandTests {
             (["replay", store.path, "--into", ""], "Error: --into is empty: give the path of a directory"),
             (["migrate", store.path, "model.json", "--into", ""], "Error: --into is empty: give the path of a directory"),
             (["doctor", "--directory", ""], "Error: --directory is empty: give the path of a directory"),
+            // Session 35 (helper 5): names of an author or a context (before: `log` printed
+            // nothing, or the transactions with an empty author, exit 0; `revert` recorded
+            // its transaction with an empty author).
+            (["log", store.path, "--author", ""], "Error: --author is empty: give an author's name (transactions recorded with an empty author: --where \"author == ''\")"),
+            (["log", store.path, "--context", ""], "Error: --context is empty: give a context's name (transactions recorded with an empty context name: --where \"contextName == ''\")"),
+            (["revert", store.path, "4", "--author", ""], "Error: --author is empty: give the author to record on the revert transaction"),
+            (["revert", store.path, "4", "--author", "", "--dry-run"], "Error: --author is empty: give the author to record on the revert transaction"),
         ]
         for (arguments, message) in cases {
             let result = try runProcess(BuildProducts.executable("strata"), arguments)
             #expect(result.status == 64, "\(arguments): \(result.standardError)")
             #expect(result.standardError.hasPrefix(message), "\(arguments): \(result.standardError)")
             #expect(result.standardOutput.isEmpty, "\(arguments): \(result.standardOutput)")
+        }
+    }
+
+    @Test(
+        "transactions recorded with an empty author or context name are found with --where, as the refusal of --author '' and --context '' says"
+    )
+    func emptyAuthorThroughWhere() throws {
+        let store = try makeLeagueStore()
+        do {
+            let log = try EventLog(openingExistingAt: store.path, readOnly: false)
+            var draft = TransactionDraft(author: "", contextName: "")
+            draft.update(.stored(StoredObjectID(entity: "Player", primaryKey: 1)), values: ["age": .attribute(.int32(40))])
+            try log.commit(draft)
+        }
+        let empty = store.head + 1
+        for predicate in ["author == ''", "contextName == ''"] {
+            let result = try strata("log", store.path, "--where", predicate, "--format", "ndjson")
+            #expect(result.status == 0, "\(predicate): \(result.standardError)")
+            let lines = result.standardOutput.split(separator: "\n")
+            #expect(lines.count == 1 && lines[0].contains("\"sequence\":\(empty),"), "\(predicate): \(result.standardOutput)")
         }
     }
 

@@ -131,7 +131,7 @@ struct MigrationFuzzCommandTests {
                 let again = PersistentStoreCoordinator(managedObjectModel: base)
                 try again.addPersistentStore(type: PersistentStore.StoreType.eventLog, at: url)
                 #expect(try await Self.counts(again) == before, "a refused migration keeps the data — \(what)")
-                let verify = try strata("verify", url.path)
+                let verify = try await strataAsync("verify", url.path)
                 #expect(verify.status == 0, "verify after a refused migration: \(verify.standardOutput) \(verify.standardError) — \(what)")
                 continue
             } catch {
@@ -180,30 +180,30 @@ struct MigrationFuzzCommandTests {
             } catch {
                 Issue.record("undoing across the migration failed: \(error) — \(what)")
             }
-            let verify = try strata("verify", url.path)
+            let verify = try await strataAsync("verify", url.path)
             #expect(verify.status == 0, "verify after a migration: \(verify.standardOutput) \(verify.standardError) — \(what)")
             for arguments in [["info", url.path], ["log", url.path]] {
-                let result = try runProcess(BuildProducts.executable("strata"), arguments)
+                let result = try await runProcessAsync(BuildProducts.executable("strata"), arguments)
                 #expect(result.status == 0, "strata \(arguments[0]): \(result.standardError) — \(what)")
             }
             // The whole history, migration included, compacted into segments: the state reads
             // the same and verifies; replayed into a new store, it reads the same again.
-            let exported = try strata("export", url.path)
+            let exported = try await strataAsync("export", url.path)
             #expect(exported.status == 0, "export: \(exported.standardError) — \(what)")
             let head = try Self.info(url.path)?["head"] as? Int ?? 0
-            let compact = try strata("compact", url.path, "--before", "\(head + 1)")
+            let compact = try await strataAsync("compact", url.path, "--before", "\(head + 1)")
             #expect(compact.status == 0, "compact: \(compact.standardError) — \(what)")
-            let compacted = try strata("verify", url.path)
+            let compacted = try await strataAsync("verify", url.path)
             #expect(compacted.status == 0, "verify after compaction: \(compacted.standardOutput) \(compacted.standardError) — \(what)")
-            #expect(try strata("export", url.path).standardOutput == exported.standardOutput, "compaction changed the state — \(what)")
+            #expect(try await strataAsync("export", url.path).standardOutput == exported.standardOutput, "compaction changed the state — \(what)")
             let copy = directory.file("replayed")
-            let replay = try strata("replay", url.path, "--into", copy)
+            let replay = try await strataAsync("replay", url.path, "--into", copy)
             #expect(replay.status == 0, "replay --into: \(replay.standardError) — \(what)")
             if replay.status == 0 {
-                let verifyCopy = try strata("verify", copy)
+                let verifyCopy = try await strataAsync("verify", copy)
                 #expect(verifyCopy.status == 0, "verify of the replayed copy: \(verifyCopy.standardOutput) \(verifyCopy.standardError) — \(what)")
                 let uuids = (try Self.info(url.path)?["storeUUID"] as? String ?? "", try Self.info(copy)?["storeUUID"] as? String ?? "")
-                let copied = try strata("export", copy).standardOutput.replacingOccurrences(of: uuids.1, with: uuids.0)
+                let copied = try await strataAsync("export", copy).standardOutput.replacingOccurrences(of: uuids.1, with: uuids.0)
                 #expect(copied == exported.standardOutput, "the replayed copy's state differs — \(what)")
             }
         }

@@ -64,17 +64,17 @@ struct ModelFuzzCommandTests {
             if saved { withData += 1 }
             for arguments in [["info", store], ["verify", store], ["log", store], ["replay", store], ["export", store],
                               ["export", store, "--format", "ndjson"], ["export", store, "--format", "postgres"]] {
-                Self.expectNoCrash(try runProcess(BuildProducts.executable("strata"), arguments), "strata \(arguments.joined(separator: " ")) — \(what)")
+                Self.expectNoCrash(try await runProcessAsync(BuildProducts.executable("strata"), arguments), "strata \(arguments.joined(separator: " ")) — \(what)")
             }
-            let verify = try strata("verify", store)
+            let verify = try await strataAsync("verify", store)
             #expect(verify.status == 0, "verify: \(verify.standardOutput) \(verify.standardError) — \(what)")
-            let csv = try strata("export", store, "--format", "csv", "--output", directory.file("csv"))
+            let csv = try await strataAsync("export", store, "--format", "csv", "--output", directory.file("csv"))
             Self.expectNoCrash(csv, "export csv — \(what)")
             let script = directory.file("export.sql")
-            let sql = try strata("export", store, "--format", "sql", "--output", script)
+            let sql = try await strataAsync("export", store, "--format", "sql", "--output", script)
             Self.expectNoCrash(sql, "export sql — \(what)")
             if sqlite && sql.status == 0 {
-                let load = try runProcess(URL(fileURLWithPath: "/usr/bin/env"), ["sqlite3", "-bail", directory.file("export.db"), ".read \(script)"])
+                let load = try await runProcessAsync(URL(fileURLWithPath: "/usr/bin/env"), ["sqlite3", "-bail", directory.file("export.db"), ".read \(script)"])
                 #expect(load.status == 0, "sqlite3 loads the export: \(load.standardError) — \(what)")
             }
         }

@@ -18,6 +18,9 @@ private typealias WriteAt = @convention(c) (Int32, UnsafeRawPointer?, Int, Int) 
 /// The C library's `pwrite`, as liblmdb's slot held it (set before the slot is changed).
 nonisolated(unsafe) private var libraryPwrite: WriteAt?
 nonisolated(unsafe) private var pageSize = 4096
+/// The signal the next meta page write raises: SIGKILL (`die`), or SIGSTOP once (`stall`:
+/// the writer stops holding LMDB's writer lock, its commit written and not yet published).
+nonisolated(unsafe) private var metaWriteSignal: Int32 = SIGKILL
 
 private let killingPwrite: WriteAt = { descriptor, buffer, count, offset in
     guard let libraryPwrite else {
@@ -25,8 +28,20 @@ private let killingPwrite: WriteAt = { descriptor, buffer, count, offset in
         return -1
     }
     let written = libraryPwrite(descriptor, buffer, count, offset)
-    if written == count, offset < 2 * pageSize, count < pageSize { kill(getpid(), SIGKILL) }
+    if written == count, offset < 2 * pageSize, count < pageSize, metaWriteSignal != 0 {
+        let signal = metaWriteSignal
+        if signal == SIGSTOP { metaWriteSignal = 0 }
+        kill(getpid(), signal)
+    }
     return written
+}
+
+/// Makes this process stop (SIGSTOP) right after LMDB's next meta page write, before LMDB
+/// publishes the commit, holding LMDB's writer lock until it is continued (SIGCONT); then the
+/// commit goes on as any. Throws as ``killAfterNextMetaWrite()`` does.
+func stopAfterNextMetaWrite() throws {
+    metaWriteSignal = SIGSTOP
+    try killAfterNextMetaWrite()
 }
 
 /// Makes the next meta page write of LMDB this process's last act; throws if liblmdb's

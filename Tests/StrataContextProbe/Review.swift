@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataStorage
 import StrataTestSupport
 
 /// Modes for `MultiProcessReviewTests` (the league store, `SeedModels.leagueManager`):
@@ -16,6 +17,14 @@ import StrataTestSupport
 ///                                              SIGKILL right after LMDB writes the commit's meta
 ///                                              page, before it publishes it (KilledWriter.swift);
 ///                                              prints "survived SEQ" and exits 3 if it didn't die
+///   StrataContextProbe stall STORE URI NAME    as `die`, but stops (SIGSTOP) there instead, holding
+///                                              LMDB's writer lock with the commit unpublished;
+///                                              prints "stalling" first, and "saved SEQ" once
+///                                              continued (SIGCONT) and the save is done
+///   StrataContextProbe publish-wait STORE SECONDS
+///       sets this process's writer lock wait policy (as `strata compact --wait SECONDS` does;
+///       announced after 0.2 s: "waiting PID"), prints "ready HEAD"; then for each line on
+///       standard input reads the head: "head N", or "failed ERROR"
 func runReview(_ arguments: [String]) -> Never {
     do {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try SeedModels.leagueManager)
@@ -79,6 +88,30 @@ func runReview(_ arguments: [String]) -> Never {
             }
             say("survived \(sequence)")
             exit(3)
+        case "stall":
+            guard arguments.count == 4 else { fail("stall needs STORE URI NAME") }
+            let id = try object(arguments[2])
+            let sequence = try context.performAndWait { (context: isolated ManagedObjectContext) throws in
+                try context.existingObject(with: id).setValue(arguments[3], forKey: "name")
+                try stopAfterNextMetaWrite()
+                say("stalling")
+                try context.save()
+                return try store.log.head
+            }
+            say("saved \(sequence)")
+        case "publish-wait":
+            guard arguments.count == 3, let seconds = Double(arguments[2]) else { fail("publish-wait needs STORE SECONDS") }
+            LMDBEnvironment.setWriterLockWait(WriterLockWait(timeout: seconds, announceAfter: 0.2) { holder in say("waiting \(holder.processID)") })
+            let head = try store.log.head
+            say("ready \(head)")
+            while readLine() != nil {
+                do {
+                    let now = try store.log.head
+                    say("head \(now)")
+                } catch {
+                    say("failed \(error)")
+                }
+            }
         default:
             fail("unknown command \(arguments[0])")
         }

@@ -16,7 +16,7 @@
 //   StrataContextProbe staged STORE                add the StagedPeopleModels store at version
 //                                                  3 through a staged migration (Staged.swift)
 //                                                  printing its steps; "loaded" at the end
-//   StrataContextProbe set|insert|purge|loop|die … the multi-process review's modes (Review.swift)
+//   StrataContextProbe set|insert|purge|loop|die|stall|publish-wait … the multi-process review's modes (Review.swift)
 import Foundation
 import Strata
 import StrataTestSupport
@@ -33,7 +33,7 @@ func fail(_ text: String) -> Never {
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "staged" { runStaged(arguments) }
 if arguments.first == "mainqueue" { runMainQueue(arguments) }
-if let mode = arguments.first, ["set", "insert", "purge", "loop", "die"].contains(mode) { runReview(arguments) }
+if let mode = arguments.first, ["set", "insert", "purge", "loop", "die", "stall", "publish-wait"].contains(mode) { runReview(arguments) }
 guard arguments.count >= 3 else { fail("usage: save STORE TEAM_URI NAME | watch STORE TEAM_URI") }
 
 do {

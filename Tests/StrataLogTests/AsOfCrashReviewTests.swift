@@ -626,11 +626,15 @@ extension AsOfCrashReviewTests {
     @Test("scratch environments a killed verify or purge left in the temporary directory (a Ctrl-C of `strata verify`: the size of the replayed state) are removed by the next verify or purge; those of live processes are kept")
     func scratchOfKilledVerifyRemoved() throws {
         let dir = try TemporaryDirectory("strata-scratch-review")
-        let log = try openLog(dir, model: try libraryModel())
+        // The scratch directory is this test's own (session 35): planted in the system's
+        // temporary directory, another test process's verify could remove a planted
+        // directory between its creation and its data.mdb's, or this one's remove another's.
+        let scratch = try TemporaryDirectory("strata-scratch-place")
+        let log = try openLog(dir, model: try libraryModel()) { $0.scratchDirectory = scratch.path }
         var draft = TransactionDraft()
         _ = draft.insert("Sponsor", values: ["name": s("Acme")])
         try log.commit(draft)
-        let temporary = NSTemporaryDirectory()
+        let temporary = scratch.path
         func plant(_ name: String) throws -> String {
             let path = (temporary as NSString).appendingPathComponent(name)
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -652,6 +656,32 @@ extension AsOfCrashReviewTests {
         #expect(try log.verify().isClean)
         for path in stale { #expect(!FileManager.default.fileExists(atPath: path), "\((path as NSString).lastPathComponent) outlived the verify") }
         for path in live { #expect(FileManager.default.fileExists(atPath: path), "\((path as NSString).lastPathComponent) was removed while its process may use it") }
+        // The verify's own scratch environment was made there, and went at its end.
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: temporary)) == Set(live.map { ($0 as NSString).lastPathComponent }))
+    }
+
+    @Test("a scratch directory that doesn't exist: verify and purge fail naming it, and don't make it")
+    func missingScratchDirectory() throws {
+        let dir = try TemporaryDirectory("strata-scratch-review")
+        let missing = dir.file("no-such/scratch")
+        let log = try openLog(dir, model: try libraryModel()) { $0.scratchDirectory = missing }
+        var draft = TransactionDraft()
+        _ = draft.insert("Sponsor", values: ["name": s("Acme")])
+        try log.commit(draft)
+        let message = "the scratch directory \(missing) (EventLog.Configuration.scratchDirectory) doesn't exist or isn't a directory"
+        do {
+            _ = try log.verify()
+            Issue.record("the verify went through")
+        } catch {
+            #expect("\(error)".contains(message), "\(error)")
+        }
+        do {
+            _ = try log.purge(through: 1, author: nil)
+            Issue.record("the purge went through")
+        } catch {
+            #expect("\(error)".contains(message), "\(error)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir.file("no-such")))
     }
 
     @Test("a vacuum killed right after putting its copy in place, while another process waits to open the store: the waiting open never reads the copy through the old file's lock table (the copy's transaction IDs start again at 1), and every commit is kept")

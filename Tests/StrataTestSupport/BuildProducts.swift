@@ -74,6 +74,25 @@ public func runProcess(
         standardError: String(decoding: errData, as: UTF8.self))
 }
 
+/// ``runProcess(_:_:input:environment:currentDirectory:)`` for async tests: the child is run
+/// and waited for on a thread of its own, so the calling task gives its thread of Swift's
+/// cooperative pool back while the child runs. (The pool has a thread per core: on a 2-core
+/// machine two tests blocking in the synchronous form would hold all of it, and no other test
+/// task could run until a child ended.)
+public func runProcessAsync(
+    _ executable: URL, _ arguments: [String], input: String? = nil, environment: [String: String]? = nil,
+    currentDirectory: URL? = nil
+) async throws -> ProcessResult {
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ProcessResult, any Error>) in
+        Thread.detachNewThread {
+            continuation.resume(
+                with: Result {
+                    try runProcess(executable, arguments, input: input, environment: environment, currentDirectory: currentDirectory)
+                })
+        }
+    }
+}
+
 /// Whether `tool` is on the PATH.
 public func toolIsInstalled(_ tool: String) -> Bool {
     let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")

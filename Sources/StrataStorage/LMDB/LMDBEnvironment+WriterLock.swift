@@ -58,9 +58,14 @@ extension LMDBEnvironment {
     /// `lock.mdb` holds its owner's thread ID); while another process holds it, the write
     /// polls every 20 ms instead of queueing in LMDB's lock, calls `announce` once it has
     /// waited `announceAfter` seconds, and throws ``LMDBError/Code/writerLockBusy`` naming
-    /// the holder after `timeout`. Where the holder can't be told (another platform, another
-    /// lock layout), writes wait as without a policy. A writer that takes the lock between
-    /// the look and LMDB's own lock is waited for in LMDB's lock.
+    /// the holder after `timeout`. So does a read's publication of a commit whose writer died
+    /// before LMDB showed it to readers (``read(_:)``), which begins a write transaction;
+    /// its wait ends as soon as the commit is published. Where the holder can't be told
+    /// (another platform, another lock layout), writes wait as without a policy. A writer
+    /// that takes the lock between the look and LMDB's own lock is waited for in LMDB's lock,
+    /// silently and for as long as it holds it: LMDB has no way to try its writer lock or to
+    /// give up on it (`mdb_txn_begin` blocks in `pthread_mutex_lock`), so the policy can't
+    /// bound that wait (spec 0007, **A busy store**).
     ///
     /// ```swift
     /// LMDBEnvironment.setWriterLockWait(WriterLockWait(timeout: 30) { holder in print("waiting for \(holder)") })
@@ -86,19 +91,27 @@ extension LMDBEnvironment {
 
     /// ``awaitWriterLock()`` for the environment at `path`: before every write transaction
     /// LMDB begins for this process — a write, a writable open's first transaction (which
-    /// opens the databases), a reopen of a read-only environment writable.
-    static func awaitWriterLock(path: String, usesSubdirectory: Bool) throws {
-        guard let policy = writerLockWaitPolicy.withLock({ $0 }) else { return }
+    /// opens the databases), a reopen of a read-only environment writable, a read's
+    /// publication of a commit whose writer died (`operation` "read", and `until` whether
+    /// the commit has been published meanwhile: the wait then ends without the lock).
+    ///
+    /// - Returns: false when `until` said the wait is over, true otherwise (go on to begin).
+    @discardableResult
+    static func awaitWriterLock(
+        path: String, usesSubdirectory: Bool, operation: String = "write", until: (() -> Bool)? = nil
+    ) throws -> Bool {
+        guard let policy = writerLockWaitPolicy.withLock({ $0 }) else { return true }
         let lockPath = usesSubdirectory ? (path as NSString).appendingPathComponent("lock.mdb") : path + "-lock"
-        guard let file = WriterLockFile(path: lockPath), var holder = file.holder() else { return }
+        guard let file = WriterLockFile(path: lockPath), var holder = file.holder() else { return true }
         let start = DispatchTime.now().uptimeNanoseconds
         var announced = false
         while true {
+            if let until, until() { return false }
             let waited = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
             if let timeout = policy.timeout, waited >= timeout {
                 let how = timeout == 0 ? "didn't wait (a timeout of 0)" : "gave up after waiting \(Self.seconds(timeout))"
                 throw LMDBError(
-                    .writerLockBusy, operation: "write",
+                    .writerLockBusy, operation: operation,
                     message: "the store is busy: \(holder) holds its write lock (a write transaction is open there); \(how)",
                     detail: path)
             }
@@ -107,7 +120,7 @@ extension LMDBEnvironment {
                 policy.announce(holder)
             }
             usleep(20_000)
-            guard let next = file.holder() else { return }
+            guard let next = file.holder() else { return true }
             holder = next
         }
     }

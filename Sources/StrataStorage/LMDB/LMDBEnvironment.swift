@@ -486,7 +486,7 @@ public final class LMDBEnvironment: @unchecked Sendable {
                 return result
             case .behind:
                 caughtUp = true
-                waitForPublication()
+                try waitForPublication()
             case .resized:
                 try refuseResizeInsideTransaction(
                     .mapResized,
@@ -517,19 +517,27 @@ public final class LMDBEnvironment: @unchecked Sendable {
     /// writer to publish it (checking after 0.05, 0.1, 0.2 … 1.6 ms: a live writer does so as
     /// soon as its meta page is synced, and readers needn't queue for LMDB's writer lock,
     /// behind its next transaction); then, the writer presumably dead, by publishing it.
-    private func waitForPublication() {
+    ///
+    /// - Throws: ``LMDBError/Code/writerLockBusy`` when the process's ``WriterLockWait``
+    ///   policy gives up on another process's write transaction (``publishNewestCommit()``).
+    private func waitForPublication() throws {
         var pause: UInt32 = 50
         while pause <= 1_600 {
             usleep(pause)
             pause *= 2
-            let behind = (try? resizeGate.withShared {
-                let txn = try beginTransaction(readOnly: true)
-                defer { mdb_txn_abort(txn) }
-                return isBehindNewestCommit(txn)
-            }) ?? false
-            if !behind { return }
+            if !isBehindNow() { return }
         }
-        publishNewestCommit()
+        try publishNewestCommit()
+    }
+
+    /// Whether a read transaction begun now sees an older commit than the newest meta page
+    /// (false when one can't be begun: the read's own begin reports that).
+    private func isBehindNow() -> Bool {
+        (try? resizeGate.withShared {
+            let txn = try beginTransaction(readOnly: true)
+            defer { mdb_txn_abort(txn) }
+            return isBehindNewestCommit(txn)
+        }) ?? false
     }
 
     /// Publishes a commit whose writer died before LMDB showed it to readers: begins a write
@@ -538,10 +546,22 @@ public final class LMDBEnvironment: @unchecked Sendable {
     /// live writer of another process still publishing its commit; does nothing while a
     /// thread of this process holds the writer gate (a write there publishes it; this thread,
     /// in ``holdingWrites(_:)``, must not wait for itself), or on an `MDB_RDONLY` environment.
-    /// Errors are left to the read's own begin.
-    private func publishNewestCommit() {
+    /// Errors of LMDB's are left to the read's own begin.
+    ///
+    /// Under the process's ``WriterLockWait`` policy (``setWriterLockWait(_:)``: `strata
+    /// compact` and `revert`) another process's write transaction is waited for as the policy
+    /// says — announced after its `announceAfter`, given up on after its timeout — and not at
+    /// all once the commit is published meanwhile (a process taking a dead writer's lock
+    /// publishes its commit; a live writer publishes its own as it lets the lock go). Before
+    /// session 35 the begin waited in LMDB's lock, silently, for as long as that transaction
+    /// ran, whatever the policy.
+    ///
+    /// - Throws: ``LMDBError/Code/writerLockBusy`` when the policy's timeout passes first.
+    private func publishNewestCommit() throws {
         guard !shared.isReadOnly else { return }
-        writerGate.ifFree {
+        try writerGate.ifFree {
+            guard try Self.awaitWriterLock(path: path, usesSubdirectory: options.usesSubdirectory, operation: "read", until: { !self.isBehindNow() })
+            else { return }
             resizeGate.withShared {
                 var txn: OpaquePointer?
                 if mdb_txn_begin(handle, nil, 0, &txn) == 0, let txn { mdb_txn_abort(txn) }

@@ -101,14 +101,14 @@ final class WriterGate: Sendable {
 
     /// Runs `body` holding the gate if no thread holds it now (`pthread_mutex_trylock`);
     /// otherwise does nothing.
-    func ifFree(_ body: () -> Void) {
+    func ifFree(_ body: () throws -> Void) rethrows {
         guard pthread_mutex_trylock(mutex) == 0 else { return }
         owner.store(currentThreadID(), ordering: .releasing)
         defer {
             owner.store(0, ordering: .releasing)
             pthread_mutex_unlock(mutex)
         }
-        body()
+        try body()
     }
 }
 

@@ -89,6 +89,11 @@ struct LogCommand: ParsableCommand {
         for name in entity { try refuseEmpty(name, "--entity", "give the name of an entity") }
         try refuseEmpty(property, "--property", "give the name of a property")
         try refuseEmpty(object, "--object", "give an object's URI (x-strata://STORE-UUID/Entity/pN)")
+        // An empty name is more likely a shell variable that wasn't set than a search for the
+        // transactions recorded with an empty author or context name: those are matched by
+        // `--where` (before, `--author ''` matched them, or printed nothing, exit 0).
+        try refuseEmpty(author, "--author", "give an author's name (transactions recorded with an empty author: --where \"author == ''\")")
+        try refuseEmpty(context, "--context", "give a context's name (transactions recorded with an empty context name: --where \"contextName == ''\")")
         if let object, ObjectURI.parse(object) == nil {
             throw ValidationError("--object \(object) is not an object URI (x-strata://STORE-UUID/Entity/pN)\(ObjectURI.whyNot(object))")
         }

@@ -68,6 +68,8 @@ struct RevertCommand: ParsableCommand {
     @OptionGroup var writerWait: WriterWaitOptions
 
     func validate() throws {
+        // Before, `--author ''` recorded the revert with an empty author, naming no one.
+        try refuseEmpty(author, "--author", "give the author to record on the revert transaction (default: strata revert)")
         guard !sequences.isEmpty || transactionPredicate != nil else {
             throw ValidationError("give the sequence number of at least one transaction to revert, or --where")
         }
