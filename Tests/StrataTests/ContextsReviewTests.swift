@@ -773,9 +773,12 @@ struct ContextsReviewTests {
         try await parent.perform { (context: isolated ManagedObjectContext) throws in try context.save() }
         #expect(try await storedPerson(coordinator, adaID)?.firstName == "Ann")
         try await child.perform { (context: isolated ManagedObjectContext) throws in
-            #expect(context.registeredObject(for: temporary) == nil, "the temporary ID is gone")
             let registered = context.registeredObject(for: adaID)
             let person = try #require(registered, "the child's object took the stored ID")
+            // The old temporary ID names that same object, not a second one (spec 0006 §3.1;
+            // before session 35 nil here).
+            #expect(context.registeredObject(for: temporary) === person, "the temporary ID follows to the stored object")
+            #expect(person.objectID == adaID)
             #expect(person.value(forKey: "firstName") as? String == "Anna")
             try context.save()
         }
