@@ -3,7 +3,7 @@ import Strata
 import StrataTestSupport
 import Testing
 
-/// Seeds 280, 316 and 371 of `UndoInsertLinkFixTests.randomizedLinksAndUndo` (150 steps), made
+/// Seeds 280, 316 and 448 of `UndoInsertLinkFixTests.randomizedLinksAndUndo` (150 steps), made
 /// deterministic (spec 0006 §16.1): an unsaved delete's before-values follow the store at a
 /// merge as an update's old values do, so undoing it brings the object back as the store
 /// holds it, not as read before the merge.
