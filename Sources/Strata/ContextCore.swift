@@ -2493,6 +2493,19 @@ final class ContextCore {
                     // store computes them again at the save (spec 0006 §24.4); setting one
                     // would be refused.
                     guard let property = info.property(named: key), !property.isDerived else { continue }
+                    var value = value
+                    // An object the store holds (a redo cancelling the pending undo of its
+                    // saved insert, an undo of its unsaved delete): a derived to-many side (a
+                    // team's players) is the store's members, as read now, with the group's
+                    // own. The group's value alone dropped a member another writer put there
+                    // since, which still names the object, and held that as a change a merge
+                    // then kept (spec 0006 §9 item 6; seed 371 of `UndoInsertLinkFixTests`).
+                    if !group.fromLog, !object.isInsertedFlag, property.isToMany, !property.isRecorded, !property.isTransient {
+                        let current = object.currentValue(property)
+                        let present = Set(current.ids)
+                        let ids = current.ids + value.ids.filter { !present.contains($0) }
+                        value = property.isOrdered ? .toMany(ids) : .unordered(ids)
+                    }
                     set(object, property, value, maintainInverse: group.fromLog, register: false)
                 }
                 touched.append((object, .undoDeletion))
