@@ -1692,7 +1692,7 @@ final class ContextCore {
         }
         if let conflict = cancellingConflict(group, reversed: true) { throw conflict }
         journal.undoStack.removeLast()
-        apply(group, reversed: true, events: .undoUpdate)
+        apply(group, reversed: true, events: .undoUpdate, cancellingPending: group.saved != nil && pending.contains(where: { $0.source === group }))
         journal.redoStack.append(group)
         journal.reverted.formUnion(group.revertedSequences)
         journal.undoneByRevert.formUnion(group.undoneRedoneGroups)
@@ -1720,7 +1720,7 @@ final class ContextCore {
         }
         if let conflict = cancellingConflict(group, reversed: false) { throw conflict }
         journal.redoStack.removeLast()
-        apply(group, events: .undoUpdate)
+        apply(group, events: .undoUpdate, cancellingPending: group.saved != nil && pending.contains(where: { $0.source === group }))
         journal.undoStack.append(group)
         // A redo ends a group on the undo stack like any other: past `levelsOfUndo` the
         // oldest go (before, redos could pile the stack up past the limit set since).
@@ -2450,7 +2450,7 @@ final class ContextCore {
 
     /// Applies a group's changes to the objects, directly (no custom setters, no undo
     /// registration); `reversed`: its inverse (what undoing it does), without building it.
-    func apply(_ group: UndoGroup, reversed: Bool = false, events: SnapshotEvents) {
+    func apply(_ group: UndoGroup, reversed: Bool = false, events: SnapshotEvents, cancellingPending: Bool = false) {
         isApplyingUndo = true
         defer { isApplyingUndo = false }
         var touched: [(ManagedObject, SnapshotEvents)] = []
@@ -2500,10 +2500,17 @@ final class ContextCore {
                     // own. The group's value alone dropped a member another writer put there
                     // since, which still names the object, and held that as a change a merge
                     // then kept (spec 0006 §9 item 6; seed 371 of `UndoInsertLinkFixTests`).
-                    if !group.fromLog, !object.isInsertedFlag, property.isToMany, !property.isRecorded, !property.isTransient {
-                        let current = object.currentValue(property)
-                        let present = Set(current.ids)
-                        let ids = current.ids + value.ids.filter { !present.contains($0) }
+                    if cancellingPending, !object.isInsertedFlag, property.isToMany, !property.isRecorded, !property.isTransient {
+                        // Members the store lists that this context has since moved off
+                        // the object (an unsaved change of the member's inverse) stay off.
+                        let current = object.currentValue(property).ids.filter { member in
+                            guard let inverseName = property.inverse, let other = registered(member),
+                                let changed = other.changes[inverseName]
+                            else { return true }
+                            return changed.ids.contains(object.objectID)
+                        }
+                        let present = Set(current)
+                        let ids = current + value.ids.filter { !present.contains($0) }
                         value = property.isOrdered ? .toMany(ids) : .unordered(ids)
                     }
                     set(object, property, value, maintainInverse: group.fromLog, register: false)
