@@ -1427,20 +1427,25 @@ extension ContextCore {
     /// (the cached side of a relationship whose other side was deleted elsewhere), and in the
     /// unsaved values of derived sides: a team's `players` that this context's pending undo
     /// put a player back in still listed the player after another writer's delete of it was
-    /// merged (the store derives the side; a recorded side's unsaved reference stays, for the
-    /// save to refuse).
+    /// merged, and a team's `captain` (a one-to-one's derived side) paired with it named it
+    /// (the store derives the side; a recorded side's unsaved reference stays, for the save
+    /// to refuse).
     func dropReferences(to deleted: Set<ManagedObjectID>) {
         let objects = registry.values.compactMap(\.object) + retained.values
         var seen: Set<ObjectIdentifier> = []
         for object in objects where seen.insert(ObjectIdentifier(object)).inserted {
             object.forgetFetchedValues(naming: deleted)
             for (key, value) in object.changes {
-                guard case .toMany(let ids) = value, ids.contains(where: deleted.contains),
-                    let property = object.info.properties[key], property.isRelationship, !property.isRecorded
+                guard Self.names(value, deleted), let property = object.info.properties[key], property.isRelationship, !property.isRecorded
                 else { continue }
-                let kept = PropertyValue.toMany(ids.filter { !deleted.contains($0) })
+                // A derived to-one (a one-to-one's derived side: a team's captain the context
+                // paired with the player, unsaved) names no object now: the store paired the
+                // deleted object with nothing any more either. Before session 36 it kept the
+                // deleted object, invalidated, with no values (seeds 7 and 30 of
+                // `NestedContextProbeTests` at 100 steps).
+                let kept = Self.without(deleted, value)
                 // Left as the store has it (the committed value, without the deleted one too): no change.
-                let committed = object.committedValue(property).map { PropertyValue.toMany($0.ids.filter { !deleted.contains($0) }) }
+                let committed = object.committedValue(property).map { Self.without(deleted, $0) }
                 object.changes[key] = committed.map { PropertyValue.same($0, kept) } == true ? nil : kept
             }
             guard var committed = object.committed else { continue }
@@ -1462,8 +1467,26 @@ extension ContextCore {
         dropGroupReferences(to: deleted)
     }
 
-    /// Forgets references to deleted objects in the derived to-many sides (a team's
-    /// `players`) the context's unsaved undo groups hold — the open group, and those on the
+    /// Whether a relationship value names one of `deleted`.
+    static func names(_ value: PropertyValue, _ deleted: Set<ManagedObjectID>) -> Bool {
+        switch value {
+        case .toMany(let ids): ids.contains(where: deleted.contains)
+        case .toOne(let id?): deleted.contains(id)
+        default: false
+        }
+    }
+
+    /// A relationship value without `deleted` (a to-one naming one of them names nothing).
+    static func without(_ deleted: Set<ManagedObjectID>, _ value: PropertyValue) -> PropertyValue {
+        switch value {
+        case .toMany(let ids): .toMany(ids.filter { !deleted.contains($0) })
+        case .toOne(let id?) where deleted.contains(id): .toOne(nil)
+        default: value
+        }
+    }
+
+    /// Forgets references to deleted objects in the derived sides (a team's `players`, or
+    /// its `captain`: a derived to-one names nothing) the context's unsaved undo groups hold — the open group, and those on the
     /// undo and redo stacks not saved — as the objects' own values lose them
     /// (``dropReferences(to:)``): undoing or redoing such a group sets the side, and before
     /// session 34 a team whose group had taken another writer's player in (the player taken
@@ -1473,18 +1496,18 @@ extension ContextCore {
     /// one is checked against the store, §12); a recorded side's reference stays, for the save
     /// to refuse, as the object's own does.
     func dropGroupReferences(to deleted: Set<ManagedObjectID>) {
-        func derivedToMany(_ id: ManagedObjectID, _ key: String, _ last: inout EntityInfo?) -> Bool {
+        func derived(_ id: ManagedObjectID, _ key: String, _ last: inout EntityInfo?) -> Bool {
             guard let property = info(for: id, last: &last)?.property(named: key) else { return false }
-            return property.isRelationship && property.isToMany && !property.isRecorded
+            return property.isRelationship && !property.isRecorded
         }
-        func names(_ value: PropertyValue) -> Bool {
-            if case .toMany(let ids) = value { ids.contains(where: deleted.contains) } else { false }
-        }
+        func names(_ value: PropertyValue) -> Bool { Self.names(value, deleted) }
         func without(_ values: [String: PropertyValue], _ id: ManagedObjectID, _ last: inout EntityInfo?) -> [String: PropertyValue]? {
             guard values.values.contains(where: names) else { return nil }
             var kept = values
-            for (key, value) in values where names(value) && derivedToMany(id, key, &last) {
-                kept[key] = .toMany(value.ids.filter { !deleted.contains($0) })
+            // A derived to-one (a team's captain) too: redoing a group that paired the team
+            // with the deleted player set it again (before session 36).
+            for (key, value) in values where names(value) && derived(id, key, &last) {
+                kept[key] = Self.without(deleted, value)
             }
             return kept
         }

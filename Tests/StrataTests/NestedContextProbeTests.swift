@@ -86,11 +86,16 @@ struct NestedContextProbeTests {
         var trail: [String] = []
         var failed = false
         // The last step whose work another context's undo, redo or save could conflict with,
-        // by context; the last step after which each context's stacks were empty, it had no
-        // changes, and (B) it merged.
+        // by context; the last step after which each context's stacks were empty, and (B) it
+        // merged.
         var lastForeign = [-1, -1, -1, -1]
         var stacksEmpty = [-1, -1, -1, -1]
-        var clean = [-1, -1, -1, -1]
+        // The last step after which each context had no changes and empty stacks: a save
+        // pushes (or writes) pending undos and redos of groups it pushed or saved earlier,
+        // which another context's work since then can conflict with (R inserts P30, C links
+        // it and pushes, R rolls back — dropping P30 — C undoes and saves: refused, "the
+        // parent context no longer has" P30, though C had no changes when R rolled back).
+        var settled = [-1, -1, -1, -1]
         var merged = -1
         func fail(_ text: String) {
             failed = true
@@ -106,7 +111,7 @@ struct NestedContextProbeTests {
             for context in [root, child, grandchild] { await context.perform { (_: isolated ManagedObjectContext) in } }
             if outcome.refused {
                 // Allowed only when another context's work since could conflict with it.
-                let since = op >= 9 && op <= 11 ? (side == 3 ? max(clean[3], merged) : clean[side]) : stacksEmpty[side]
+                let since = op >= 9 && op <= 11 ? (side == 3 ? max(settled[3], merged) : settled[side]) : stacksEmpty[side]
                 if lastForeign[side] <= since { fail("\(names[side]) refused with no other context's work to conflict with: \(outcome.note)") }
             }
             if outcome.changed {
@@ -137,7 +142,7 @@ struct NestedContextProbeTests {
                 }
                 if !problems.isEmpty { fail("\(names[which]): \(problems)") }
                 if empty { stacksEmpty[which] = index }
-                if unchanged { clean[which] = index }
+                if empty && unchanged { settled[which] = index }
             }
             if side == 0 && outcome.note == "save" {
                 let held = await root.perform { (context: isolated ManagedObjectContext) in Self.view(context) }
