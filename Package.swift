@@ -131,7 +131,8 @@ let package = Package(
         ),
         .testTarget(
             name: "StrataCLITests",
-            dependencies: ["strata", "Strata", "StrataTestSupport", "StrataLog", "StrataModel", "StrataStorage"],
+            // `StrataContextProbe`: a second process holding the store's writer lock.
+            dependencies: ["strata", "Strata", "StrataTestSupport", "StrataLog", "StrataModel", "StrataStorage", "StrataContextProbe"],
             swiftSettings: strictSettings
         ),
 

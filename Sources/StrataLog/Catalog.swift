@@ -64,6 +64,24 @@ final class Catalog: CodecCatalog, Sendable {
     /// earlier Strata skips the row: neither a kind nor a reverse row).
     static func ceilingKey(_ kind: Kind) -> [UInt8] { [0x23, kind.rawValue] }
 
+    /// A code as the catalog stores it (a code row's value, a reverse row's key after its
+    /// kind byte, a ceiling row's value): two bytes, big-endian.
+    static func codeBytes(_ code: UInt16) -> [UInt8] { [UInt8(code >> 8), UInt8(truncatingIfNeeded: code)] }
+
+    /// The code a two-byte catalog value holds (nil for a value of another length).
+    static func code(_ bytes: some Collection<UInt8>) -> UInt16? {
+        guard bytes.count == 2, let high = bytes.first, let low = bytes.dropFirst().first else { return nil }
+        return UInt16(high) << 8 | UInt16(low)
+    }
+
+    /// Raises `kind`'s retired-code ceiling (spec 0004 §4.3) to `code`, in `txn`; a ceiling
+    /// at or above it stays. A ceiling row that isn't two bytes is overwritten.
+    static func retire(_ kind: Kind, through code: UInt16, in txn: borrowing LMDBTransaction, tables: StoreTables) throws {
+        let key = ceilingKey(kind)
+        let current = try txn.value(forKey: key, in: tables.catalog).flatMap { Self.code($0) } ?? 0
+        if code > current { try txn.put(codeBytes(code), forKey: key, in: tables.catalog) }
+    }
+
     /// The codes `registered` gives that `existing` didn't: what an open's registration wrote.
     static func codesAdded(_ registered: State, over existing: State) -> [(Kind, String, UInt16)] {
         var added: [(Kind, String, UInt16)] = []
@@ -118,7 +136,7 @@ final class Catalog: CodecCatalog, Sendable {
                 value.withUnsafeBytes { v in
                     guard let first = k.first else { return }
                     if first == 0x23 {
-                        if k.count == 2, let kind = Kind(rawValue: k[1]), v.count == 2 { s.codeCeilings[kind] = UInt16(v[0]) << 8 | UInt16(v[1]) }
+                        if k.count == 2, let kind = Kind(rawValue: k[1]), let ceiling = Self.code(v) { s.codeCeilings[kind] = ceiling }
                         return
                     }
                     let rest = UnsafeRawBufferPointer(rebasing: k[1...])
@@ -182,7 +200,7 @@ final class Catalog: CodecCatalog, Sendable {
             names[next] = name
             var nameKey = [kind.rawValue]
             nameKey.append(contentsOf: Array(name.utf8))
-            let codeBytes = [UInt8(next >> 8), UInt8(truncatingIfNeeded: next)]
+            let codeBytes = Self.codeBytes(next)
             try txn.put(codeBytes, forKey: nameKey, in: tables.catalog)
             try txn.put(Array(name.utf8), forKey: [kind.reverse] + codeBytes, in: tables.catalog)
         }

@@ -113,8 +113,17 @@ public struct VerificationProblem: Sendable, Hashable, CustomStringConvertible {
         case projection
         /// An event whose before-image doesn't match the state it applies to.
         case beforeImage
-        /// A reference to an object that doesn't exist, an object held by two sources of a
-        /// relationship whose inverse is a to-one, or a damaged bookkeeping row.
+        /// A relationship or bookkeeping row that can't be right, though the replay agrees
+        /// with it (spec 0004 §8): a reference whose source or target doesn't exist; a
+        /// reference naming an object outside its relationship's destination (and its
+        /// sub-entities) in the model version its source was written with; an object held by
+        /// two sources of a relationship whose inverse is a to-one (a one-to-one's recorded
+        /// side, an ordered to-many with a to-one inverse); an ordered list naming an object
+        /// twice; a list on one side of a many-to-many ordered on both sides that lacks an
+        /// object whose list on the other side holds it; a consumer's processed point that
+        /// isn't 8 bytes or is past the head; a `contextIndexThrough` row that isn't 8 bytes
+        /// or is past the head, or that says the per-context index covers events while the
+        /// store has no `contexts` table.
         case integrity
         /// The base snapshot a purge keeps (the state as of the purge point) is missing or
         /// doesn't load.

@@ -110,7 +110,7 @@ extension EventLog {
 
     /// The draft's time (now if it gives none), rounded to the microsecond it is stored with,
     /// so the returned event equals the stored one.
-    private static func timestamp(of draft: TransactionDraft) throws -> Date {
+    static func timestamp(of draft: TransactionDraft) throws -> Date {
         let given = draft.timestamp ?? Date()
         guard let micros = EventCodec.microseconds(given) else {
             throw LogError.invalidOperation(
@@ -119,7 +119,9 @@ extension EventLog {
         return EventCodec.date(microseconds: micros)
     }
 
-    private func commit(
+    /// Commits `draft` in `txn`, a write transaction of this store (the caller publishes
+    /// the result once it has committed).
+    func commit(
         _ draft: TransactionDraft, timestamp: Date, writer: TableWriter, _ txn: borrowing LMDBTransaction
     ) throws -> CommitResult {
         // A reservation and a purge marker have no groups (spec 0004 §3.1): only

@@ -38,23 +38,47 @@ extension EventLog {
         return String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
     }
 
-    /// Fills the sides ``MetaKey/orderedSidesToFill`` names, once: each object's list
-    /// becomes the objects whose inverse holds it, in key order (the order the side read in
-    /// while it was derived), after those its list already holds that still hold it. One
-    /// `migration` transaction of the open's model version (format version 3, §3.1), then
-    /// the mark goes; a crash between leaves the mark, and the next fill finds nothing to
-    /// change.
+    /// The sides of `marked` (``MetaKey/orderedSidesToFill``'s names) that `schema`'s model
+    /// version orders on both sides, with their inverses: those it can fill, and whose lists
+    /// it would read. A side an earlier model version derives from its inverse isn't one
+    /// (nor one it lacks).
+    static func fillableSides(_ marked: [String], in schema: ModelSchema) -> [(side: String, property: ModelSchema.Property, inverse: String)] {
+        marked.compactMap { side in
+            guard let dot = side.firstIndex(of: "."),
+                let property = schema.entities[String(side[..<dot])]?.propertiesByName[String(side[side.index(after: dot)...])],
+                let inverse = property.orderedInverse, inverse.contains(".")
+            else { return nil }
+            return (side, property, inverse)
+        }
+    }
+
+    /// Fills the sides ``MetaKey/orderedSidesToFill`` names that this handle's model version
+    /// orders on both sides, once: each object's list becomes the objects whose inverse
+    /// holds it, in key order (the order the side read in while it was derived), after those
+    /// its list already holds that still hold it. One LMDB write transaction: the
+    /// `migration` transaction of the open's model version (format version 3, §3.1) — none
+    /// when nothing needs to change — with their marks going and ``MetaKey/orderedSidesFilled``
+    /// recording the fill, so no moment has the fill committed and the sides still marked.
+    /// An error (or a crash) leaves nothing of it: the sides stay marked, and the next
+    /// writable open of a version that orders them fills them. A marked side this version
+    /// doesn't order on both sides — an earlier app's model, whose version derives it —
+    /// stays marked for the version that records it (before session 36 its mark went as if
+    /// filled, and that version's next open found nothing to fill: its lists stayed empty,
+    /// spec 0004 §4.1).
     func fillOrderedSides() throws {
-        let sides = try orderedSidesToFill()
-        guard !sides.isEmpty else { return }
-        let result = try commit { () throws -> TransactionDraft? in
+        let marked = try orderedSidesToFill()
+        let fillable = Self.fillableSides(marked, in: schema)
+        guard !fillable.isEmpty else { return }
+        let sides = fillable.map(\.side)
+        let writer = TableWriter(tables: tables, catalog: catalog, schema: schema, modelVersion: modelVersion, shapes: entityShapes)
+        let result: CommitResult? = try environment.write { txn in
+            if configuration.failsFillingOrderedSides {
+                throw LogError.invalidOperation("filling \(sides.joined(separator: ", ")) failed, as asked (a test of an error there)")
+            }
             var draft = TransactionDraft(kind: .migration)
             try read { reader in
-                for side in sides {
-                    guard let dot = side.firstIndex(of: "."),
-                        let property = schema.entities[String(side[..<dot])]?.propertiesByName[String(side[side.index(after: dot)...])],
-                        let inverse = property.orderedInverse, let inverseDot = inverse.firstIndex(of: ".")
-                    else { continue }
+                for (_, property, inverse) in fillable {
+                    guard let inverseDot = inverse.firstIndex(of: ".") else { continue }
                     let inverseEntity = String(inverse[..<inverseDot])
                     let inverseName = String(inverse[inverse.index(after: inverseDot)...])
                     try reader.forEachObjectID(of: property.declaringEntity) { id in
@@ -71,17 +95,27 @@ extension EventLog {
                     }
                 }
             }
-            return draft.isEmpty ? nil : draft
-        }
-        // With nothing to change, the fill counts as made after the head: a copy through
-        // the head or earlier fills again (an object may have been referenced then).
-        let filledAt = try result?.event.sequence ?? (try read { try $0.head }) + 1
-        try environment.write { txn in
+            // With nothing to change, the fill counts as made after the head: a copy through
+            // the head or earlier fills again (an object may have been referenced then).
+            let committed = draft.isEmpty ? nil : try commit(draft, timestamp: try Self.timestamp(of: draft), writer: writer, txn)
+            let filledAt = try committed?.event.sequence ?? (try nextSequence(txn))
             var lines = try txn.value(forKey: MetaKey.orderedSidesFilled, in: tables.meta).map { String(decoding: $0, as: UTF8.self) } ?? ""
             for side in sides { lines += (lines.isEmpty ? "" : "\n") + "\(side) \(filledAt)" }
             try txn.put(Array(lines.utf8), forKey: MetaKey.orderedSidesFilled, in: tables.meta)
-            _ = try txn.delete(key: MetaKey.orderedSidesToFill, in: tables.meta)
+            // The marks as they are now (another open may have marked more since), less the
+            // sides filled: a side an earlier version derives stays.
+            let filled = Set(sides)
+            let left = (try txn.value(forKey: MetaKey.orderedSidesToFill, in: tables.meta)
+                .map { String(decoding: $0, as: UTF8.self).split(separator: "\n").map(String.init) } ?? [])
+                .filter { !filled.contains($0) }
+            if left.isEmpty {
+                _ = try txn.delete(key: MetaKey.orderedSidesToFill, in: tables.meta)
+            } else {
+                try txn.put(Array(left.joined(separator: "\n").utf8), forKey: MetaKey.orderedSidesToFill, in: tables.meta)
+            }
+            return committed
         }
+        if let result { storeMonitor.publish(result.event.sequence) }
     }
 
     /// For a replayed copy through `sequence`: the meta rows that say which sides it must

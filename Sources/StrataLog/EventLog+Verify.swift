@@ -387,8 +387,9 @@ extension EventLog {
                 return .next
             }
             flush()
-            // Each holder named with the event that last wrote its record (its version): where
-            // to look for the write that listed the object a second time.
+            // Each holder named with the event that last wrote its record (its version) — not
+            // necessarily the write that listed the object: the holder's history up to it is
+            // where that write is.
             func name(_ key: ObjectKey) -> String { (try? writer.id(key).description) ?? "entity \(key.entity) p\(key.primaryKey)" }
             for (prefix, sources) in held {
                 guard let target = prefix.withUnsafeBytes({ ObjectKey($0) }),
@@ -397,12 +398,12 @@ extension EventLog {
                 var holders: [String] = []
                 for source in sources {
                     let version = (try? writer.id(source)).flatMap { id in (try? writer.readVersion(reader.txn, source, entityName: id.entity)) ?? nil }
-                    holders.append(name(source) + (version.map { ", last written by event \($0)" } ?? ""))
+                    holders.append(name(source) + (version.map { ", its record last written by event \($0)" } ?? ""))
                 }
                 let relationship = catalog.relationshipName(code) ?? "relationship \(code)"
                 problem(
                     .integrity, "references \(name(target)) \(relationship)",
-                    "is held by \(sources.count) objects (\(holders.joined(separator: "; "))), but its inverse \(derived) is a to-one: one object may hold it")
+                    "is held by \(sources.count) objects (\(holders.joined(separator: "; "))), but its inverse \(derived) is a to-one: one object may hold it (each record's version is the last event that wrote it, not necessarily the one that listed \(name(target)))")
             }
         }
 
@@ -411,6 +412,12 @@ extension EventLog {
         // event a writer didn't dedupe, or damage the replay reproduces — reads as a list with a
         // repeated member, and nothing else can tell it (its reference rows are one per pair).
         try checkOrderedListsHoldOnce(reader.txn, writer: writer, report: problem)
+
+        // 6. Both sides of a many-to-many ordered on both sides are recorded, and agree: a
+        // commit refuses one that changes one side alone, but a fill of the second side that
+        // was skipped left its lists empty while the first side's held members (spec 0004
+        // §4.1), and the replay reproduces it.
+        try checkPairedSidesAgree(reader.txn, writer: writer, report: problem)
 
         if let exhausted { throw exhausted }
         return VerificationReport(

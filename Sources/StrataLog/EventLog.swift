@@ -74,6 +74,13 @@ public final class EventLog: Sendable {
         /// Tests only: stop a writable open right after its model-version migration has
         /// committed, as a crash there would (the open throws `LogError.invalidOperation`).
         package var stopsAfterMigrating: Bool = false
+        /// Tests only: a writable open's fill of the ordered sides it must fill (spec 0004
+        /// §4.1) throws before its transaction commits, as an error there would (the open
+        /// throws `LogError.invalidOperation`; the migration before it has committed).
+        package var failsFillingOrderedSides: Bool = false
+        /// Tests only: a refused migration's take-back (spec 0004 §4.3) throws before it
+        /// writes anything, as an error in its write transaction would.
+        package var failsTakingBack: Bool = false
         /// Tests only: commits compute no derived attributes, as a bug in their upkeep would
         /// (so verify's check of derived values has something to find).
         package var skipsDerivations: Bool = false
@@ -293,10 +300,15 @@ public final class EventLog: Sendable {
             let schema = try catalog.schema(forModelVersion: newest)
             // A store written when one side of a many-to-many ordered on both sides was
             // derived has no list for it yet: a writable open fills it (spec 0004 §4.1).
+            // Marked sides this version derives (an earlier model's, when a later version
+            // marked them and its migration was refused or its fill didn't commit) don't
+            // count: this version reads them from their inverses (spec 0004 §4.1).
             let unfilled = Self.orderedSidesToFill(schema, existing: catalog.snapshot)
             let marked = try environment.read { txn in try txn.value(forKey: MetaKey.orderedSidesToFill, in: tables.meta) }
-            if !unfilled.isEmpty || marked != nil {
-                let names = unfilled.isEmpty ? String(decoding: marked ?? [], as: UTF8.self).split(separator: "\n").joined(separator: ", ") : unfilled.joined(separator: ", ")
+                .map { String(decoding: $0, as: UTF8.self).split(separator: "\n").map(String.init) } ?? []
+            let markedPaired = Self.fillableSides(marked, in: schema).map(\.side)
+            if !unfilled.isEmpty || !markedPaired.isEmpty {
+                let names = unfilled.isEmpty ? markedPaired.joined(separator: ", ") : unfilled.joined(separator: ", ")
                 throw LogError.invalidOperation(
                     "the store at \(path) was written when only one side of each many-to-many ordered on both sides was recorded, and \(names) has no list of its own yet: open it writable once to record both sides (a read-only open changes nothing)")
             }
@@ -463,9 +475,17 @@ public final class EventLog: Sendable {
             // nothing to migrate): a crash right after the migration leaves it unmarked.
             try migrateIfNeeded(refusing: marked && !configuration.migratesAutomatically, unmarking: marked ? key : nil)
         } catch {
-            // Best effort: the refusal itself is what the caller must hear (a version not
-            // taken back stays marked, as after a crash before its migration).
-            try? takeBack(writes, isNewVersion: isNewVersion)
+            // The take-back is one write transaction: it takes back all of it or nothing.
+            // When it fails, the caller hears both (spec 0004 §4.3): the store isn't as it was.
+            do {
+                try takeBack(writes, isNewVersion: isNewVersion)
+            } catch let takeBackError {
+                throw LogError.migration(
+                    "the migration to model version \(modelVersion) was refused (\(error)), and taking back what the open wrote failed (\(takeBackError)): nothing was taken back"
+                        + (isNewVersion
+                            ? " — model version \(modelVersion) stays stored and marked as refused, as after a crash before its migration: tools, read-only opens and the earlier model open the store as before (in the earlier version's terms), and the next open of this model migrates again"
+                            : "; the store's data is as it was"))
+            }
             throw error
         }
         if configuration.stopsAfterMigrating {
@@ -489,6 +509,9 @@ public final class EventLog: Sendable {
     /// meanwhile may hold them, and would read another name's objects under them.
     private func takeBack(_ writes: OpenWrites, isNewVersion: Bool) throws {
         try environment.write { txn in
+            if configuration.failsTakingBack {
+                throw LogError.invalidOperation("the take-back failed, as asked (a test of an error there)")
+            }
             var whole = isNewVersion
             if whole { whole = try txn.value(forKey: MetaKey.refusedModel(modelVersion), in: tables.meta) != nil }
             if whole { whole = try newestStoredModelVersion(txn) == modelVersion }
@@ -500,17 +523,11 @@ public final class EventLog: Sendable {
             guard whole else { return }
             var ceilings: [Catalog.Kind: UInt16] = [:]
             for (kind, name, code) in writes.codes {
-                let codeBytes = [UInt8(code >> 8), UInt8(truncatingIfNeeded: code)]
                 _ = try txn.delete(key: [kind.rawValue] + Array(name.utf8), in: tables.catalog)
-                _ = try txn.delete(key: [kind.reverse] + codeBytes, in: tables.catalog)
+                _ = try txn.delete(key: [kind.reverse] + Catalog.codeBytes(code), in: tables.catalog)
                 ceilings[kind] = max(ceilings[kind] ?? 0, code)
             }
-            for (kind, code) in ceilings {
-                let key = Catalog.ceilingKey(kind)
-                var current: UInt16 = 0
-                if let row = try txn.value(forKey: key, in: tables.catalog), row.count == 2 { current = UInt16(row[0]) << 8 | UInt16(row[1]) }
-                if code > current { try txn.put([UInt8(code >> 8), UInt8(truncatingIfNeeded: code)], forKey: key, in: tables.catalog) }
-            }
+            for (kind, code) in ceilings { try Catalog.retire(kind, through: code, in: txn, tables: tables) }
         }
     }
 

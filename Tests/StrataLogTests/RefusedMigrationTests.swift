@@ -153,4 +153,56 @@ struct RefusedMigrationTests {
         #expect(try log.read { try $0.related(players[1], "team") } == [plain])
         #expect(try log.verify().isClean)
     }
+
+    @Test("a refusal whose take-back fails: the open's error says both — the refusal, and that nothing was taken back, and what stays (before: only the refusal, as if the store were as it was); the version stays marked, as after a crash before its migration: tools, read-only opens and the earlier model open the store as before; once the data is fixed, the version migrates and fills its side")
+    func takeBackFails() throws {
+        let dir = try TemporaryDirectory("strata-refused")
+        let (playlists, songs): ([StoredObjectID], [StoredObjectID])
+        do {
+            let log = try openLog(dir, model: try Self.playlists(false))
+            var draft = TransactionDraft()
+            let a = draft.insert("Song", values: ["name": s("Same")])
+            let b = draft.insert("Song", values: ["name": s("Same")])
+            let c = draft.insert("Song", values: ["name": s("Other")])
+            let p1 = draft.insert("Playlist", values: ["name": s("one"), "songs": .references([c, a])])
+            let p2 = draft.insert("Playlist", values: ["name": s("two"), "songs": .references([b, a])])
+            let result = try log.commit(draft)
+            func id(_ object: DraftObjectID) throws -> StoredObjectID { try #require(result.permanentID(for: object)) }
+            (playlists, songs) = ([try id(p1), try id(p2)], [try id(a), try id(b), try id(c)])
+        }
+        do {
+            _ = try openLog(dir, model: try Self.playlists(true)) { $0.failsTakingBack = true }
+            Issue.record("the open with a broken uniqueness constraint was taken")
+        } catch LogError.migration(let message) {
+            #expect(message.hasPrefix("the migration to model version 2 was refused (uniqueness constraint (name) of Song violated by value "), "\(message)")
+            #expect(
+                message.contains(
+                    "objects Song/p1, Song/p2), and taking back what the open wrote failed (the take-back failed, as asked (a test of an error there)): nothing was taken back — model version 2 stays stored and marked as refused, as after a crash before its migration"),
+                "\(message)")
+        } catch {
+            Issue.record("the open threw \(error), which doesn't say the take-back failed")
+        }
+        let tool = try EventLog(openingExistingAt: dir.file("store"))
+        #expect(tool.modelVersion == 1)
+        #expect(try tool.metadata.refusedModelVersions == [2])
+        do {
+            let readOnly = try openLog(dir, model: try Self.playlists(false)) { $0.isReadOnly = true }
+            #expect(try readOnly.read { try $0.related(songs[0], "playlists") } == [playlists[0], playlists[1]])
+        } catch {
+            Issue.record("the earlier model's read-only open was refused: \(error)")
+        }
+        do {
+            let log = try openLog(dir, model: try Self.playlists(false))
+            #expect(log.modelVersion == 1)
+            #expect(try log.head == 1, "nothing migrated")
+            var fix = TransactionDraft()
+            fix.update(.stored(songs[1]), values: ["name": s("Third")])
+            try log.commit(fix)
+            #expect(try log.verify().isClean)
+        }
+        let log = try openLog(dir, model: try Self.playlists(true))
+        #expect(log.modelVersion == 2)
+        #expect(try log.metadata.refusedModelVersions == [])
+        try OrderedFillFailureTests.expectFilled(log, playlists, songs)
+    }
 }

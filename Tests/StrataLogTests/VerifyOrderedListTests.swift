@@ -114,7 +114,7 @@ struct VerifyOrderedListTests {
         })
         let report = try log.verify()
         #expect(report.problems.map(\.description) == [
-            "integrity: Team/p1.players: lists Player/p1 2 times (at 0 and 2), but an ordered to-many holds an object once; the record was last written by event 2"
+            "integrity: Team/p1.players: lists Player/p1 2 times (at 0 and 2), but an ordered to-many holds an object once; Team/p1's record was last written by event 2 (its version: the last event that wrote it, not necessarily the one that listed Player/p1 again)"
         ])
     }
 
@@ -151,7 +151,7 @@ struct VerifyOrderedListTests {
         #expect(report.problems.map(\.description) == [
             "projection: state Team/p2: players: live [Player/p3, Player/p1], the log's replay says [Player/p3]",
             "projection: references Team/p2 Team.players → Player/p1: is in the live table but not in the log's replay",
-            "integrity: references Player/p1 Team.players: is held by 2 objects (Team/p1, last written by event 2; Team/p2, last written by event 2), but its inverse Player.team is a to-one: one object may hold it",
+            "integrity: references Player/p1 Team.players: is held by 2 objects (Team/p1, its record last written by event 2; Team/p2, its record last written by event 2), but its inverse Player.team is a to-one: one object may hold it (each record's version is the last event that wrote it, not necessarily the one that listed Player/p1)",
         ])
     }
 
@@ -181,6 +181,74 @@ struct VerifyOrderedListTests {
         #expect(report.problems.map(\.description).sorted() == [
             "projection: references Member/p1 Member.club → Club/p1: is missing from the live table (the log's replay has it)",
             "projection: references Team/p1 Team.players → Player/p2: is missing from the live table (the log's replay has it)",
+        ])
+    }
+
+    /// `Playlist.songs` ↔ `Song.playlists`, both ordered: both sides recorded (spec 0004 §4.1).
+    static func playlists() throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Playlist") {
+                Attribute("name", .string)
+                Relationship("songs", to: "Song", inverse: "playlists", toMany: true, ordered: true)
+            }
+            Entity("Song") {
+                Attribute("name", .string)
+                Relationship("playlists", to: "Playlist", inverse: "songs", toMany: true, ordered: true)
+            }
+        }
+    }
+
+    @Test("a many-to-many ordered on both sides whose second side's lists are empty or miss members while the first side's hold them — written as a skipped fill leaves it, the replay agreeing — is an integrity problem naming each holder, the side, the members it lacks and its record's version; before, verify found the store clean")
+    func pairedSideMissesMembers() throws {
+        let dir = try TemporaryDirectory()
+        let playlists: [StoredObjectID]
+        let songs: [StoredObjectID]
+        do {
+            // The commit's check that both sides agree is off: the events write one side, as
+            // an open that took a fill as done without filling left the store.
+            let log = try openLog(dir, model: try Self.playlists()) { $0.skipsOrderedPairCheck = true }
+            var draft = TransactionDraft()
+            let a = draft.insert("Song", values: ["name": s("a")])
+            let b = draft.insert("Song", values: ["name": s("b")])
+            let c = draft.insert("Song", values: ["name": s("c")])
+            let result = try log.commit(draft)
+            songs = try [a, b, c].map { try #require(result.permanentID(for: $0)) }
+            var lists = TransactionDraft()
+            let one = lists.insert("Playlist", values: ["name": s("one"), "songs": .references([.stored(songs[2]), .stored(songs[0])])])
+            let two = lists.insert("Playlist", values: ["name": s("two"), "songs": .references([.stored(songs[1]), .stored(songs[0])])])
+            // Song/p1's list holds one of the two playlists that hold it; the others none.
+            let inserted = try log.commit(lists)
+            playlists = try [one, two].map { try #require(inserted.permanentID(for: $0)) }
+            var partial = TransactionDraft()
+            partial.update(.stored(songs[0]), values: ["playlists": .references([.stored(playlists[1])])])
+            try log.commit(partial)
+        }
+        let log = try openLog(dir, model: try Self.playlists())
+        #expect(try log.read { try $0.related(songs[0], "playlists") } == [playlists[1]])
+        let report = try log.verify()
+        let tail = "both sides of a many-to-many ordered on both sides are recorded, and each object's list holds the objects whose lists on the other side hold it (a fill of the side that was skipped, or damage)"
+        #expect(report.problems.map(\.description) == [
+            "integrity: Song/p1.playlists: doesn't list Playlist/p1, whose Playlist.songs list holds it: \(tail); Song/p1's record was last written by event 3 (its version: the last event that wrote it)",
+            "integrity: Song/p2.playlists: doesn't list Playlist/p2, whose Playlist.songs list holds it: \(tail); Song/p2's record was last written by event 1 (its version: the last event that wrote it)",
+            "integrity: Song/p3.playlists: doesn't list Playlist/p1, whose Playlist.songs list holds it: \(tail); Song/p3's record was last written by event 1 (its version: the last event that wrote it)",
+        ])
+    }
+
+    @Test("the other way round: a playlist's list lacking songs whose lists hold it, more than eight of them — named up to eight, and how many more")
+    func pairedSideMissesManyMembers() throws {
+        let dir = try TemporaryDirectory()
+        do {
+            let log = try openLog(dir, model: try Self.playlists()) { $0.skipsOrderedPairCheck = true }
+            var draft = TransactionDraft()
+            let list = draft.insert("Playlist", values: ["name": s("all")])
+            for k in 1...10 { draft.insert("Song", values: ["name": s("song \(k)"), "playlists": .references([list])]) }
+            try log.commit(draft)
+        }
+        let log = try openLog(dir, model: try Self.playlists())
+        let report = try log.verify()
+        let names = (1...8).map { "Song/p\($0)" }.joined(separator: ", ")
+        #expect(report.problems.map(\.description) == [
+            "integrity: Playlist/p1.songs: doesn't list \(names) and 2 more, whose Song.playlists lists hold it: both sides of a many-to-many ordered on both sides are recorded, and each object's list holds the objects whose lists on the other side hold it (a fill of the side that was skipped, or damage); Playlist/p1's record was last written by event 1 (its version: the last event that wrote it)"
         ])
     }
 }

@@ -3,57 +3,6 @@ import Strata
 import StrataTestSupport
 import Testing
 
-/// A running `StrataContextProbe` (a second process on the same store), read line by line.
-final class ContextProbeProcess {
-    let process = ChildProcess()
-    private let output = Pipe()
-    private let input = Pipe()
-    private let errors = Pipe()
-    private var buffer = Data()
-
-    init(_ arguments: [String]) throws {
-        process.executableURL = BuildProducts.executable("StrataContextProbe")
-        process.arguments = arguments
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = input
-        try process.run()
-    }
-
-    /// The next line, or nil once the probe has exited and everything was read.
-    func nextLine() -> String? {
-        while true {
-            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                buffer.removeSubrange(buffer.startIndex...newline)
-                return line
-            }
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { return nil }
-            buffer.append(chunk)
-        }
-    }
-
-    func send(_ line: String) {
-        writeIgnoringBrokenPipe(Data((line + "\n").utf8), to: input.fileHandleForWriting)
-    }
-
-    /// Closes standard input and waits for the exit; returns the exit status and standard error.
-    func finish() throws -> (Int32, String) {
-        try input.fileHandleForWriting.close()
-        while nextLine() != nil {}
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
-    }
-
-    deinit {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
-    }
-}
-
 /// The league store plus a team named "Doomed" (the probe deletes it).
 func leagueStoreWithDoomed(_ dir: TemporaryDirectory) async throws -> (PersistentStoreCoordinator, ManagedObjectID, ManagedObjectID) {
     let (coordinator, teamID) = try await leagueStore(dir)

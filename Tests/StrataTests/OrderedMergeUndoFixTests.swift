@@ -131,7 +131,7 @@ extension OrderedMergeUndoFixTests {
         try log.commit(damage)
         let report = try log.verify()
         #expect(report.problems.map(\.description) == [
-            "integrity: references Song/p2 Playlist.songs: is held by 2 objects (Playlist/p1, last written by event 1; Playlist/p2, last written by event 2), but its inverse Song.playlist is a to-one: one object may hold it"
+            "integrity: references Song/p2 Playlist.songs: is held by 2 objects (Playlist/p1, its record last written by event 1; Playlist/p2, its record last written by event 2), but its inverse Song.playlist is a to-one: one object may hold it (each record's version is the last event that wrote it, not necessarily the one that listed Song/p2)"
         ], "\(report)")
     }
 }

@@ -7,14 +7,6 @@ import Testing
 import Glibc
 #endif
 
-/// Whether the process `pid` is stopped (`T` in /proc/PID/stat).
-private func isStopped(_ pid: Int32) -> Bool {
-    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-        let close = stat.lastIndex(of: ")")
-    else { return false }
-    return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("T")
-}
-
 /// Session 35 (helper 5): a read that finds the newest commit unpublished publishes it by
 /// beginning a write transaction (spec 0001 §2.4). Under a process's writer lock wait policy
 /// (`strata compact` / `revert --wait`), that begin waits for another process's write
@@ -41,11 +33,11 @@ struct PublishWaitFixTests {
         let pid = writer.process.processIdentifier
         try #require(writer.nextLine() == "stalling")
         var polls = 0
-        while !isStopped(pid) && polls < 3_000 {
+        while !processIsStopped(pid) && polls < 3_000 {
             usleep(10_000)
             polls += 1
         }
-        try #require(isStopped(pid), "the writer didn't stop at its meta page write")
+        try #require(processIsStopped(pid), "the writer didn't stop at its meta page write")
         // Whatever happens below, the writer goes on within 30 s (before the fix, that is what
         // ended the waiter's wait).
         let resume = DispatchWorkItem { kill(pid, SIGCONT) }
