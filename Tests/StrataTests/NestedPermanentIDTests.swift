@@ -18,7 +18,7 @@ struct NestedPermanentIDTests {
     /// object for the team, and once the remap came two objects shared the permanent ID.
     @Test(
         "a child meeting its pushed team's permanent ID before the remap (object(with:), existingObject, registeredObject, fetch, a relationship read through the parent, a URI) gets the one object it holds",
-        arguments: ["save", "obtain"], ["object", "existing", "registered", "fetch", "relationship", "uri"])
+        arguments: ["save", "obtain"], ["object", "existing", "registered", "fetch", "relationship", "fault", "uri"])
     func permanentIDBeforeRemap(how: String, way: String) async throws {
         for grandchild in [false, true] { try await Self.meetPermanentID(how: how, way: way, grandchild: grandchild) }
     }
@@ -30,11 +30,19 @@ struct NestedPermanentIDTests {
         let middle = childContext(root, name: "middle")
         let child = grandchild ? childContext(middle, name: "grandchild") : middle
         let label = "\(how) \(way) \(grandchild ? "grandchild" : "child")"
+        // A stored player, held by the child as a fault: the root puts it on the team below.
+        let pipID = try await root.perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue("Pip", forKey: "firstName")
+            try context.save()
+            return player.objectID
+        }
         let temporaryID = try await child.perform { (context: isolated ManagedObjectContext) throws in
             let team = try context.insertNewObject(forEntityName: "Team")
             team.setValue("Kites", forKey: "name")
             try context.save()
             context.userInfo["team"] = team
+            context.userInfo["pip"] = try context.object(with: pipID)  // a fault, not fired
             return team.objectID
         }
         if grandchild { try await middle.perform { (context: isolated ManagedObjectContext) throws in try context.save() } }
@@ -47,6 +55,7 @@ struct NestedPermanentIDTests {
                 let player = try root.insertNewObject(forEntityName: "Player")
                 player.setValue("Pat", forKey: "firstName")
                 player.setValue(rootTeam, forKey: "team")
+                try root.existingObject(with: pipID).setValue(rootTeam, forKey: "team")
                 if how == "save" {
                     try root.save()
                 } else {
@@ -66,11 +75,17 @@ struct NestedPermanentIDTests {
                 met = teams.first
             case "relationship":
                 met = try context.existingObject(with: playerID).value(forKey: "team") as? ManagedObject
+            case "fault":
+                // No lookup by ID first: the fault fires reading the parent's values, which
+                // name the permanent ID.
+                let pip = try #require(context.userInfo["pip"] as? ManagedObject)
+                met = pip.value(forKey: "team") as? ManagedObject
             default:
                 let id = try #require(coordinator.managedObjectID(forURIRepresentation: permanentID.uriRepresentation()))
                 met = try context.object(with: id)
             }
             #expect(met === team, "\(label): met \(met.map { "\($0.objectID)" } ?? "nothing"), holds \(team.objectID)")
+            #expect(context.registeredObject(for: permanentID) === team, "\(label)")
             #expect(team.objectID == permanentID, "\(label): the object answers to the permanent ID")
             let teams = context.registeredObjects.filter { $0.entity.name == "Team" }
             #expect(teams.count == 1, "\(label): one object for the team, not \(teams.map(\.objectID))")
@@ -92,7 +107,7 @@ struct NestedPermanentIDTests {
         if grandchild { try await middle.perform { (context: isolated ManagedObjectContext) throws in try context.save() } }
         let stored = try await NestedUndoChainTests.saveAndRead(root)
         let expected = "Kestrels"
-        #expect(stored.error == nil && stored.teams == [expected] && stored.players == ["Pat": expected], "\(label): \(stored)")
+        #expect(stored.error == nil && stored.teams == [expected] && stored.players == ["Pat": expected, "Pip": expected], "\(label): \(stored)")
         #expect(try coordinator.persistentStores[0].log.verify().isClean, "\(label)")
     }
 
@@ -223,6 +238,61 @@ struct NestedPermanentIDTests {
         }
         let stored = try await NestedUndoChainTests.saveAndRead(privateContext(coordinator))
         #expect(stored.error == nil && stored.players == ["Bo": "Owls", "Cy": "Swifts"], "\(how): \(stored)")
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
+
+    /// The child pushes a change naming the root's new objects by the temporary IDs it still
+    /// holds them under: the root saved (or obtained their IDs) in the child's own block, so
+    /// the remap hasn't reached the child. The root must take the push onto its objects under
+    /// the permanent IDs, keeping no old temporary ID in its values or undo groups.
+    @Test("a child's push naming the root's new objects by their old temporary IDs, made before the child took in the remap: the root's values and undo groups name only the permanent IDs; reads, undo and redo, a fetch by the relationship and the store agree", arguments: ["save", "obtain"])
+    func childPushBeforeRemap(how: String) async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try NestedUndoChainTests.leagueModel(.nullify))
+        let root = privateContext(coordinator, name: "root")
+        let child = childContext(root, name: "child")
+        let (a, larks, b) = try await root.perform { (context: isolated ManagedObjectContext) throws in
+            let a = try context.insertNewObject(forEntityName: "Team")
+            a.setValue("Owls", forKey: "name")
+            let larks = try context.insertNewObject(forEntityName: "Team")
+            larks.setValue("Larks", forKey: "name")
+            let b = try context.insertNewObject(forEntityName: "Player")
+            b.setValue("Bo", forKey: "firstName")
+            b.setValue(a, forKey: "team")
+            context.userInfo["held"] = [a, larks, b]
+            return (a.objectID, larks.objectID, b.objectID)
+        }
+        let old: Set<ManagedObjectID> = [a, larks, b]
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.existingObject(with: b)
+            let other = try context.existingObject(with: larks)
+            _ = try context.existingObject(with: a).value(forKey: "players")
+            try root.performAndWait { (root: isolated ManagedObjectContext) throws in
+                let objects = try [a, larks, b].map { try root.existingObject(with: $0) }
+                if how == "save" { try root.save() } else { try root.obtainPermanentIDs(for: objects) }
+            }
+            player.setValue(other, forKey: "team")
+            try context.save()
+        }
+        try await root.perform { (context: isolated ManagedObjectContext) throws in
+            let stale = Self.staleIDs(context, old)
+            #expect(stale.isEmpty, "\(how): the root still names old temporary IDs: \(stale)")
+            let held = try #require(context.userInfo["held"] as? [ManagedObject])
+            let (team, other, player) = (held[0], held[1], held[2])
+            #expect(player.value(forKey: "team") as? ManagedObject === other, "\(how)")
+            #expect((team.value(forKey: "players") as? Set<ManagedObject>)?.isEmpty == true, "\(how)")
+            #expect(other.value(forKey: "players") as? Set<ManagedObject> == [player], "\(how)")
+            #expect(try context.fetch(FetchRequest(entityName: "Player", predicate: try FormatPredicate(format: "team == %@", other))) == [player], "\(how)")
+            try context.undo()
+            #expect(player.value(forKey: "team") as? ManagedObject === team, "\(how): after undoing the push")
+            #expect(Self.staleIDs(context, old).isEmpty, "\(how): after undo: \(Self.staleIDs(context, old))")
+            try context.redo()
+            #expect(player.value(forKey: "team") as? ManagedObject === other, "\(how): after redoing the push")
+            #expect(Self.staleIDs(context, old).isEmpty, "\(how): after redo: \(Self.staleIDs(context, old))")
+            try context.save()
+        }
+        let stored = try await NestedUndoChainTests.saveAndRead(privateContext(coordinator))
+        #expect(stored.error == nil && stored.teams == ["Larks", "Owls"] && stored.players == ["Bo": "Larks"], "\(how): \(stored)")
         #expect(try coordinator.persistentStores[0].log.verify().isClean)
     }
 }
