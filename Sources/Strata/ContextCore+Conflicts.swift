@@ -903,7 +903,7 @@ extension ContextCore {
             // Children may hold the inserted object under the ID it gave up (a child's insert
             // pushed here): they take the stored ID, as after a save (before, a child's later
             // save naming it was refused: the parent no longer had that ID).
-            if keeperTemporaryID.isTemporaryID { tellChildren(.remap([keeperTemporaryID: storeID])) }
+            if keeperTemporaryID.isTemporaryID { tellDescendants(remapping: [keeperTemporaryID: storeID]) }
             let derived = keeper.changes.filter { keeper.info.properties[$0.key].map { !$0.isRecorded && !$0.isTransient } ?? false }
             keeper.changes.removeAll()
             keeper.committed = conflict.storeValues ?? [:]

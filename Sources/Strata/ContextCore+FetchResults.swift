@@ -204,6 +204,7 @@ extension ContextCore {
     /// store snapshot (a child's: in one request to its parent). Nil where the object isn't
     /// in the store (or the parent); an ID the context can't resolve throws.
     func existingObjects(with ids: [ManagedObjectID]) throws -> [ManagedObject?] {
+        catchUpOnRemaps()
         let ids = try resolvingTemporaryIDs(ids)
         var objects: [ManagedObject] = []
         objects.reserveCapacity(ids.count)

@@ -5,8 +5,9 @@ import StrataPredicate
 
 /// What a parent tells its children, on their queues.
 enum ParentMessage: Sendable {
-    /// The parent's save made these temporary IDs permanent.
-    case remap([ManagedObjectID: ManagedObjectID])
+    /// An ancestor made temporary IDs permanent (its save, `obtainPermanentIDs`): the map
+    /// waits in this context's ``RemapInbox``, where the ancestor posted it.
+    case remap
     /// The parent's objects changed (its save, a sibling's save into it, a merge): children
     /// that merge automatically merge this.
     case merge(ChangeSummary)
@@ -131,6 +132,7 @@ extension ContextCore {
     /// their current values — and the child sorts, offsets and limits. Unchanged results stay
     /// faults holding the parent's values as their row.
     func fetchThroughParent(_ request: FetchRequest<ManagedObject>, parent: ManagedObjectContext) throws -> [ManagedObject] {
+        catchUpOnRemaps()
         guard let info = entities[request.entityName] else { throw ContextError.unknownEntity(request.entityName) }
         let pendingCounts = request.includesPendingChanges
         // A predicate reading other objects (`team.name`, `ANY tags.label`) judges an object
@@ -184,7 +186,7 @@ extension ContextCore {
         for (id, snapshot) in rows {
             let values = snapshot.values
             guard let entity = entities[id.entityName] else { continue }
-            let object = registered(id) ?? makeObject(id, info: entity)
+            let object = registered(id) ?? heldUnderFormerID(id) ?? makeObject(id, info: entity)
             if !object.hasCommittedValues && !object.isInsertedFlag {
                 object.row = values
                 object.rowVersion = snapshot.version
@@ -266,10 +268,8 @@ extension ContextCore {
     /// A message from the parent, on this context's queue.
     func receive(_ message: ParentMessage) {
         switch message {
-        case .remap(let map):
-            remapIDs(map)
-            addAliases(map)
-            for child in context?.children.contexts(except: nil) ?? [] { child.receiveFromParent(.remap(map)) }
+        case .remap:
+            catchUpOnRemaps()
         case .merge(let summary):
             guard automaticallyMerges else { return }
             merge(summary, through: nil)
@@ -280,6 +280,50 @@ extension ContextCore {
     func tellChildren(_ message: ParentMessage, except excluded: ObjectIdentifier? = nil) {
         guard let context else { return }
         for child in context.children.contexts(except: excluded) { child.receiveFromParent(message) }
+    }
+
+    /// Tells every descendant (children, their children, …) that `map`'s temporary IDs are
+    /// permanent now: the map goes into each one's ``RemapInbox`` at once, and a message on
+    /// its queue takes it in there. A descendant takes it in earlier when, before that
+    /// message runs, it looks an object up by ID, fetches, or serves a child of its own
+    /// (``catchUpOnRemaps()``); and one that meets a permanent ID of it meanwhile inside an
+    /// operation finds the object it holds under the old ID (``heldUnderFormerID(_:)``).
+    /// Before session 36 only the children heard, by the message alone, and passed it on when
+    /// it ran: a child (or grandchild) meeting the permanent ID first — through its parent's
+    /// values, a fetch, a URI — made a second object for it, and once the message came two
+    /// objects shared the ID in one context.
+    func tellDescendants(remapping map: [ManagedObjectID: ManagedObjectID]) {
+        guard let context, !map.isEmpty else { return }
+        var waiting = context.children.contextsWithInboxes()
+        guard !waiting.isEmpty else { return }
+        let remap = RemapInbox.Remap(map)
+        while let (child, inbox) = waiting.popLast() {
+            inbox.post(remap)
+            child.receiveFromParent(.remap)
+            waiting += child.children.contextsWithInboxes()
+        }
+    }
+
+    /// Takes in the remaps ancestors have posted to this context (``tellDescendants(remapping:)``)
+    /// and not yet taken in: its objects, values, undo groups and registry move to the
+    /// permanent IDs, as when the message comes. Called where the context starts looking up
+    /// objects by ID — the app's `object(with:)`, `existingObject(s)(with:)`,
+    /// `registeredObject(for:)`, a fetch, a parent serving its child — not while a save, an
+    /// undo or a child's push runs here (its objects stay as they are until it ends).
+    func catchUpOnRemaps() {
+        guard let inbox = remapInbox, !inbox.isEmpty, !isSaving, !isApplyingUndo, changeRecorder == nil else { return }
+        for map in inbox.take() {
+            remapIDs(map)
+            addAliases(map)
+        }
+    }
+
+    /// The object this child holds under the temporary ID a remap waiting in its inbox makes
+    /// `id` (a permanent ID met inside an operation, before the remap is taken in): the one
+    /// object for it, not a second one.
+    func heldUnderFormerID(_ id: ManagedObjectID) -> ManagedObject? {
+        guard !id.isTemporaryID, let inbox = remapInbox, !inbox.isEmpty, let former = inbox.formerID(of: id) else { return nil }
+        return registered(former)
     }
 
     // MARK: - Parent side
@@ -358,6 +402,7 @@ extension ContextCore {
     /// ancestor, followed through the alias tables the ancestors keep while they have
     /// children, §18.4), old to new.
     func lookUpTemporaryIDs(_ ids: [ManagedObjectID]) -> TemporaryIDLookup {
+        catchUpOnRemaps()
         var lookup = TemporaryIDLookup()
         var asked: [ManagedObjectID] = []
         for id in ids {
@@ -442,6 +487,7 @@ extension ContextCore {
 
     /// Current recorded values for a child, keyed by the IDs the child used.
     func valuesForChild(_ ids: [ManagedObjectID]) -> [ManagedObjectID: ParentSnapshot] {
+        catchUpOnRemaps()
         var result: [ManagedObjectID: ParentSnapshot] = [:]
         for id in ids {
             guard let object = objectForChild(id), !object.isInvalidated, !object.isDeletedFlag else { continue }
@@ -468,6 +514,7 @@ extension ContextCore {
 
     /// One property's current value for a child.
     func valueForChild(_ id: ManagedObjectID, _ key: String) -> PropertyValue? {
+        catchUpOnRemaps()
         guard let object = objectForChild(id), !object.isInvalidated, let property = object.info.properties[key] else { return nil }
         return object.currentValue(property)
     }
@@ -483,6 +530,7 @@ extension ContextCore {
     /// or has deleted has none at all (the push refuses it). Each other object carries the
     /// temporary ID a child may still name it by.
     func linksForChild(_ ids: [ManagedObjectID]) throws -> [[ChildLink]] {
+        catchUpOnRemaps()
         let targets = ids.map(aliased)
         var held: [(index: Int, object: ManagedObject)] = []
         for (index, id) in targets.enumerated() {
@@ -570,6 +618,7 @@ extension ContextCore {
     func applyChildSave(
         _ draft: TransactionDraft, orderedBases: OrderedPushBases = [:], from child: ObjectIdentifier, in context: isolated ManagedObjectContext
     ) throws -> ChangeSummary {
+        catchUpOnRemaps()
         let storeUUID = try store().identifier
         func id(_ object: DraftObjectID) -> ManagedObjectID {
             let id: ManagedObjectID = switch object {

@@ -883,7 +883,7 @@ extension ContextCore {
         // Children: temporary IDs made permanent first, then the saved changes to merge.
         if !idMap.isEmpty {
             addAliases(idMap)
-            tellChildren(.remap(idMap))
+            tellDescendants(remapping: idMap)
         }
         if sequence != nil { addVersionMoves(moves) }
         tellChildren(.merge(ChangeSummary(inserted: didSave.inserted, updated: didSave.updated, deleted: didSave.deleted)))
@@ -1010,9 +1010,10 @@ extension ContextCore {
                     try parent.core.permanentIDsForChild(pushed, from: key)
                 }
                 if !map.isEmpty {
+                    // The ancestor that made them permanent posted the map to every
+                    // descendant (this context's children included) already.
                     remapIDs(map)
                     addAliases(map)
-                    tellChildren(.remap(map))
                 }
             }
         }
@@ -1047,7 +1048,7 @@ extension ContextCore {
         // save naming one was refused: the parent no longer had that ID).
         if !idMap.isEmpty {
             addAliases(idMap)
-            tellChildren(.remap(idMap))
+            tellDescendants(remapping: idMap)
         }
     }
 

@@ -684,6 +684,8 @@ final class ContextCore {
     var childReadVersions: [ManagedObjectID: UInt64] = [:]
     /// Maps of temporary IDs made permanent not merged into ``idAliases`` yet, oldest first.
     var idAliasBacklog: [[ManagedObjectID: ManagedObjectID]] = []
+    /// A child's: the remaps its ancestors post to it (``tellDescendants(remapping:)``).
+    var remapInbox: RemapInbox?
     /// While a child's save is applied: every object it touches.
     @exclusivity(unchecked) var changeRecorder: Set<ManagedObjectID>?
     /// While a save runs `willSave` hooks: the objects whose values the hooks changed through
@@ -745,6 +747,7 @@ final class ContextCore {
     /// The registered object for `id`, or a new fault (no I/O).
     func object(with id: ManagedObjectID) -> ManagedObject? {
         if let object = registered(id) { return object }
+        if remapInbox != nil, let held = heldUnderFormerID(id) { return held }
         // A child may name its parent's unsaved objects by their temporary IDs.
         guard let info = entities[id.entityName], !id.isTemporaryID || parentContext != nil, !info.entity.isAbstract else { return nil }
         // An ID of another store names nothing here, never a wrong object.

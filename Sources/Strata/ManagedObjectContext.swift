@@ -95,7 +95,9 @@ public actor ManagedObjectContext {
         core.parentContext = parent
         self.core = core
         core.context = self
-        parent.children.add(self, key: coreKey)
+        let inbox = RemapInbox()
+        core.remapInbox = inbox
+        parent.children.add(self, key: coreKey, inbox: inbox)
     }
 
     // MARK: - Running code on the context
@@ -383,7 +385,9 @@ public actor ManagedObjectContext {
     ///   the model lacks or an abstract one (spec 0006 §3.2).
     public func object(with id: ManagedObjectID) throws -> ManagedObject {
         // In a child, a temporary ID an ancestor has made permanent since names the object
-        // under its permanent ID (spec 0006 §3.1).
+        // under its permanent ID (spec 0006 §3.1); a permanent ID an ancestor gave since names
+        // the object held under the old one, which takes it first.
+        core.catchUpOnRemaps()
         let id = try core.resolvingTemporaryIDs([id])[0]
         guard let object = core.object(with: id) else { throw core.unresolvableIDError(id) }
         return object
@@ -428,6 +432,7 @@ public actor ManagedObjectContext {
     /// a temporary ID an ancestor has made permanent since names the object registered under
     /// the permanent ID (spec 0006 §3.1).
     public func registeredObject(for id: ManagedObjectID) -> ManagedObject? {
+        core.catchUpOnRemaps()
         if let object = core.registered(id) { return object }
         guard id.isTemporaryID, core.parentContext != nil, let resolved = try? core.resolvingTemporaryIDs([id])[0], resolved != id else { return nil }
         return core.registered(resolved)

@@ -6,12 +6,21 @@ import Synchronization
 final class ContextRegistry: Sendable {
     private struct Member: Sendable {
         weak var context: ManagedObjectContext?
+        /// A child context's, in its parent's registry: the remaps its ancestors post (``RemapInbox``).
+        var inbox: RemapInbox?
     }
     private let members = Mutex<[ObjectIdentifier: Member]>([:])
 
-    /// Adds a context, keyed by its core.
-    func add(_ context: ManagedObjectContext, key: ObjectIdentifier) {
-        members.withLock { $0[key] = Member(context: context) }
+    /// Adds a context, keyed by its core (a child, in its parent's registry, with its remap inbox).
+    func add(_ context: ManagedObjectContext, key: ObjectIdentifier, inbox: RemapInbox? = nil) {
+        members.withLock { $0[key] = Member(context: context, inbox: inbox) }
+    }
+
+    /// The live members that have a remap inbox, with it.
+    func contextsWithInboxes() -> [(context: ManagedObjectContext, inbox: RemapInbox)] {
+        members.withLock { members in
+            members.values.compactMap { member in member.context.flatMap { context in member.inbox.map { (context, $0) } } }
+        }
     }
 
     /// Removes a context.
