@@ -137,12 +137,7 @@ struct BusyStoreCommandTests {
         let writer = try ContextProbeProcess(["stall", path, team, "Stalled"])
         let pid = writer.process.processIdentifier
         try #require(writer.nextLine() == "stalling")
-        var polls = 0
-        while !processIsStopped(pid) && polls < 3_000 {
-            usleep(10_000)
-            polls += 1
-        }
-        try #require(processIsStopped(pid), "the probe didn't stop at its meta page write")
+        try #require(writer.waitUntilStopped(), "the probe didn't stop at its meta page write")
         // Whatever happens below, the writer goes on within 120 s.
         let resume = DispatchWorkItem { kill(pid, SIGCONT) }
         DispatchQueue.global().asyncAfter(deadline: .now() + 120, execute: resume)

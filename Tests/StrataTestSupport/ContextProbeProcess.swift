@@ -43,6 +43,18 @@ public final class ContextProbeProcess {
         return (process.terminationStatus, String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
     }
 
+    /// Waits (up to `polls` × 10 ms) for the probe to stop itself, as its `stall` mode does
+    /// after it writes its commit's meta page; whether it did.
+    public func waitUntilStopped(polls: Int = 3_000) -> Bool {
+        let pid = process.processIdentifier
+        var left = polls
+        while !processIsStopped(pid) && left > 0 {
+            usleep(10_000)
+            left -= 1
+        }
+        return processIsStopped(pid)
+    }
+
     deinit {
         if process.isRunning {
             process.terminate()

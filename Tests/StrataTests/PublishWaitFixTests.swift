@@ -32,12 +32,7 @@ struct PublishWaitFixTests {
         let writer = try ContextProbeProcess(["stall", store, teamID.description, "Stalled"])
         let pid = writer.process.processIdentifier
         try #require(writer.nextLine() == "stalling")
-        var polls = 0
-        while !processIsStopped(pid) && polls < 3_000 {
-            usleep(10_000)
-            polls += 1
-        }
-        try #require(processIsStopped(pid), "the writer didn't stop at its meta page write")
+        try #require(writer.waitUntilStopped(), "the writer didn't stop at its meta page write")
         // Whatever happens below, the writer goes on within 30 s (before the fix, that is what
         // ended the waiter's wait).
         let resume = DispatchWorkItem { kill(pid, SIGCONT) }
