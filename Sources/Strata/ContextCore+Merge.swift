@@ -1316,11 +1316,15 @@ extension ContextCore {
             // earlier group's change, it keeps that group's value). Before session 35 it kept
             // the value read before the merge: the undo put the player back on the team
             // another writer had taken it off, which the team, read from the store, didn't
-            // list, and the save wrote it over the other writer's (seed 280).
+            // list, and the save wrote it over the other writer's (seed 280). A property the
+            // values don't hold was nil (a snapshot leaves nil out): the delete changes it as
+            // well (before session 37 it was skipped, and undoing the saved delete brought a
+            // player back on no team that another writer had put on a team, which listed it;
+            // seed 488).
             if change.kind == .deleted {
                 var changed = false
-                for (key, value) in keys where change.values[key] != nil && started.insert(key).inserted {
-                    change.values[key] = value
+                for (key, value) in keys where started.insert(key).inserted {
+                    change.values[key] = value.isNil ? nil : value
                     changed = true
                 }
                 if changed { group.changes[id] = change }

@@ -359,8 +359,9 @@ struct UndoInsertLinkFixTests {
     /// holding no change), and 280, 316 and 448 (an unsaved delete's before-values not rebased
     /// at a merge, session 35: `UnsavedDeleteRebaseTests`), and 371 (a redo cancelling the
     /// pending undo of a team's insert set the team's players to the group's, dropping another
-    /// writer's player, session 36: `RedoCancellingUndoMergeTests`).
-    @Test("randomized probe, seeds that once failed, at 150 steps", arguments: [UInt64(47), 176, 309, 280, 316, 448, 371])
+    /// writer's player, session 36: `RedoCancellingUndoMergeTests`), and 488 (an unsaved
+    /// delete's nil to-one not rebased at a merge, session 37: `UnsavedDeleteRebaseTests`).
+    @Test("randomized probe, seeds that once failed, at 150 steps", arguments: [UInt64(47), 176, 309, 280, 316, 448, 371, 488])
     func undoLinkRegressionSeeds(_ seed: UInt64) async throws {
         try await Self.probe(seed: seed, steps: 150)
     }
