@@ -320,6 +320,7 @@ extension ContextCore {
         }
         var moves: [ToOneMove] = []
         var sides: [OneToOneSide] = []
+        let kept = keptToOneInverses()
         for object in objects {
             let transients = object.transients
             object.row = nil
@@ -334,6 +335,7 @@ extension ContextCore {
             object.committed = record.values
             object.version = record.version
             moves += rebaseToManyChanges(object, toMany)
+            if !kept.isEmpty { moves += membersKeptElsewhere(object, kept: kept) }
             if hasUnsavedGroups { rebaseGroupsOfUnchangedLists(object, before: before, held: toMany) }
             dropChangesEqualToCommitted(object)
             rebaseUnsavedAttributes(object, before: before)
@@ -536,6 +538,50 @@ extension ContextCore {
             // removals and order (a reordered list), so undo takes back only the context's own.
             guard base != theirs else { continue }
             rebaseUnsavedGroups(object.objectID, property, added: arrived, removed: removed, base: base, stored: theirs)
+        }
+        return moves
+    }
+
+    /// The derived to-many sides (their names) whose inverse, a recorded to-one, some changed
+    /// object holds an unsaved change of: only those sides can list a member
+    /// the context keeps elsewhere (``membersKeptElsewhere(_:kept:)``).
+    func keptToOneInverses() -> Set<String> {
+        var kept: Set<String> = []
+        for member in retained.values where !member.isInvalidated && !member.changes.isEmpty {
+            for key in member.changes.keys {
+                guard let property = member.info.properties[key], property.isRelationship, !property.isToMany, property.isRecorded,
+                    let inverse = property.inverse, let destination = property.destination,
+                    entities[destination]?.properties[inverse].map({ $0.isToMany && !$0.isRecorded }) == true
+                else { continue }
+                kept.insert(inverse)
+            }
+        }
+        return kept
+    }
+
+    /// A derived to-many side (a team's players) of `object`, re-read just now, that it holds
+    /// no change of, listing a member whose to-one this context has since given another
+    /// destination, unsaved: moves for ``rebaseMovedToOnes(_:)``, which takes the member out
+    /// of the side in memory and out of the groups after their change of the to-one, as for
+    /// a side held as a change (``rebaseToManyChanges(_:_:)``). The side held no change as
+    /// the context's own edits of it netted out against a value read before the other
+    /// writer put the member there (a pending undo put the context's player back on the team,
+    /// and both players then moved to a new team): before session 37 it followed the store
+    /// and listed the member, which named the new team (seed 438).
+    func membersKeptElsewhere(_ object: ManagedObject, kept: Set<String>) -> [ToOneMove] {
+        guard !object.isInsertedFlag, !object.isDeletedFlag else { return [] }
+        var moves: [ToOneMove] = []
+        for property in object.info.propertyList where property.isToMany && !property.isRecorded && !property.isTransient {
+            guard object.changes[property.name] == nil, kept.contains(property.name), let inverseName = property.inverse,
+                let destination = property.destination, let inverse = entities[destination]?.properties[inverseName],
+                !inverse.isToMany, inverse.isRecorded, let now = derivedValue(object, property)
+            else { continue }
+            for id in now.ids {
+                guard let member = registered(id), !member.isInvalidated, let own = member.changes[inverseName],
+                    own.ids.first != object.objectID
+                else { continue }
+                moves.append(ToOneMove(object: member, property: inverse, inverse: property, from: nil, to: object.objectID))
+            }
         }
         return moves
     }

@@ -334,4 +334,71 @@ struct MergeRebaseSeedFixTests {
         }
         #expect(try coordinator.persistentStores[0].log.verify().isClean)
     }
+    /// Seed 438 of `UndoInsertLinkFixTests.randomizedLinksAndUndo` (150 steps): Bob saves a
+    /// team; Alice saves her player on it and deletes it, saved; Bob puts his new player on
+    /// the team (unsaved); Alice undoes the delete (pending: her player is back on the team);
+    /// Bob saves; Alice moves both players to her new team and merges. The team must list
+    /// neither: both name Alice's new team.
+    @Test("a member a pending undo put back and another writer's new member, both moved to a new team here, then merged: the old team lists neither")
+    func pendingUndoMemberAndMergedMemberMovedAway() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try UndoInsertLinkFixTests.probeModel)
+        let alice = editor(coordinator), bob = privateContext(coordinator, name: "sync", author: "bob")
+        let teamID = try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("T1", forKey: "name")
+            try context.save()
+            return team.objectID
+        }
+        let firstID = try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue("P1", forKey: "name")
+            player.setValue(try context.existingObject(with: teamID), forKey: "team")
+            try context.save()
+            context.delete(player)
+            try context.save()
+            return player.objectID
+        }
+        try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue("P2", forKey: "name")
+            player.setValue(try context.existingObject(with: teamID), forKey: "team")
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            let fan = try context.insertNewObject(forEntityName: "Fan")
+            fan.setValue(try context.existingObject(with: teamID), forKey: "favorite")
+            try context.undo()
+            try context.undo()
+            #expect((try context.existingObject(with: firstID).value(forKey: "team") as? ManagedObject)?.objectID == teamID)
+        }
+        let secondID = try await bob.perform { (context: isolated ManagedObjectContext) throws in
+            try context.save()
+            return try #require(try context.fetch(FetchRequest(entityName: "Player")).first).objectID
+        }
+        try await alice.perform { (context: isolated ManagedObjectContext) throws in
+            let team = try context.existingObject(with: teamID)
+            let other = try context.insertNewObject(forEntityName: "Team")
+            other.setValue("T2", forKey: "name")
+            let players = try context.fetch(FetchRequest(entityName: "Player"))
+            #expect(Set(players.map(\.objectID)) == [firstID, secondID])
+            try context.existingObject(with: secondID).setValue(other, forKey: "team")
+            try context.existingObject(with: firstID).setValue(other, forKey: "team")
+            _ = try context.mergeStoreChanges()
+            #expect(Self.playerIDs(team).isEmpty, "\(Self.playerIDs(team))")
+            #expect(Self.playerIDs(other) == [firstID, secondID], "\(Self.playerIDs(other))")
+            try context.save()
+            #expect(Self.playerIDs(team).isEmpty, "\(Self.playerIDs(team))")
+        }
+        try await privateContext(coordinator).perform { (context: isolated ManagedObjectContext) throws in
+            #expect(Self.playerIDs(try context.existingObject(with: teamID)).isEmpty)
+            for id in [firstID, secondID] {
+                #expect((try context.existingObject(with: id).value(forKey: "team") as? ManagedObject).map { Self.playerIDs($0) } == [firstID, secondID])
+            }
+        }
+        #expect(try coordinator.persistentStores[0].log.verify().isClean)
+    }
+
+    private static func playerIDs(_ team: ManagedObject) -> Set<ManagedObjectID> {
+        Set(((team.value(forKey: "players") as? Set<ManagedObject>) ?? []).map(\.objectID))
+    }
 }

@@ -360,8 +360,10 @@ struct UndoInsertLinkFixTests {
     /// at a merge, session 35: `UnsavedDeleteRebaseTests`), and 371 (a redo cancelling the
     /// pending undo of a team's insert set the team's players to the group's, dropping another
     /// writer's player, session 36: `RedoCancellingUndoMergeTests`), and 488 (an unsaved
-    /// delete's nil to-one not rebased at a merge, session 37: `UnsavedDeleteRebaseTests`).
-    @Test("randomized probe, seeds that once failed, at 150 steps", arguments: [UInt64(47), 176, 309, 280, 316, 448, 371, 488])
+    /// delete's nil to-one not rebased at a merge, session 37: `UnsavedDeleteRebaseTests`) and
+    /// 438 (a team holding no change listed, after a merge, another writer's player moved off
+    /// it here, session 37: `MergeRebaseSeedFixTests`).
+    @Test("randomized probe, seeds that once failed, at 150 steps", arguments: [UInt64(47), 176, 309, 280, 316, 448, 371, 488, 438])
     func undoLinkRegressionSeeds(_ seed: UInt64) async throws {
         try await Self.probe(seed: seed, steps: 150)
     }
