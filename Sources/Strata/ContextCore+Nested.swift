@@ -651,9 +651,9 @@ extension ContextCore {
         for operation in operations {
             switch operation {
             case .insert(let object, _):
-                if let existing = registered(id(object)), !existing.isInvalidated,
-                    !(existing.isDeletedFlag && !existing.isInsertedFlag && !existing.objectID.isTemporaryID)
-                {
+                // A stored object held here is the child's undone delete, pushed earlier: its
+                // deletion here is withdrawn, or was dropped already (a rollback or undo here).
+                if let existing = registered(id(object)), !existing.isInvalidated, existing.isInsertedFlag || existing.objectID.isTemporaryID {
                     throw ContextError.storeRefused("the parent context already has \(id(object))")
                 }
             case .update(let object, _), .membership(let object, _, _, _), .delete(let object):
@@ -689,8 +689,18 @@ extension ContextCore {
         changeRecorder = []
         defer { changeRecorder = nil }
         var summary = ChangeSummary()
+        // The child's values of an object it inserts are complete: a recorded property they
+        // leave out is empty (set so on a stored object taken over below).
+        func emptyingUnset(_ object: ManagedObject, _ values: [String: DraftValue]) {
+            for name in object.info.orderedNames where values[name] == nil {
+                guard let property = object.info.properties[name], property.isWritten else { continue }
+                set(object, property, property.emptyValue, maintainInverse: true, register: true)
+            }
+        }
+        var live: [ManagedObject] = []
+        defer { withExtendedLifetime(live) {} }
         // Every inserted object first, so references between them maintain inverses.
-        for case .insert(let object, _) in operations {
+        for case .insert(let object, let values) in operations {
             guard let info = entities[object.entity] else { throw ContextError.unknownEntity(object.entity) }
             if let existing = registered(id(object)), !existing.isInvalidated, existing.isDeletedFlag {
                 // The child undid a delete of a stored object it had pushed here, unsaved: the
@@ -703,6 +713,24 @@ extension ContextCore {
                 restored.remove(existing.objectID)
                 markChanged(existing)
                 noteUpdated(existing)
+                // Values it kept from before the deletion (this context's own change, unsaved,
+                // of a one-to-one whose partner the delete rule nullified) go where the child
+                // has none (before session 37 the player kept its captaincy of a team whose
+                // captain was none).
+                emptyingUnset(existing, values)
+                continue
+            }
+            // A stored object this context has, not deleted: the child undid a delete it had
+            // pushed, and the deletion was dropped here since (a rollback, or an undo of the
+            // push). The child's values are set on it, as on a withdrawn deletion (before
+            // session 37 the push was refused when this context held the object — "the parent
+            // context already has" it — and otherwise inserted it again, and the save was
+            // refused: "object … already exists").
+            if !id(object).isTemporaryID, let held = self.object(with: id(object)), !held.isInvalidated, !held.isDeletedFlag,
+                (try? fulfillThrowing(held)) != nil, held.hasCommittedValues
+            {
+                live.append(held)
+                emptyingUnset(held, values)
                 continue
             }
             // An object of an earlier push that a later one deleted, unsaved (the child undid

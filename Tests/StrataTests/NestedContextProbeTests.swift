@@ -13,6 +13,22 @@ import Testing
 /// context sees what R holds, and `verify` is clean after every step; no undo, redo, push or
 /// save is refused unless another context's work since could conflict, and a refused undo
 /// or redo changes nothing.
+///
+/// A parent tells its children what its saves and merges change, never what it drops unsaved
+/// (a rollback, an undo, a delete of its own unsaved insert, a value set back), as in Core
+/// Data, whose children merge a parent's saves only. So a child can keep what it read of an
+/// ancestor's dropped work: its changed objects keep the values read (a player on the team
+/// the parent's rolled-back change put it on), and its cached derived sides too (a team's
+/// captain naming the parent's rolled-back insert, which no longer has values), while objects
+/// read afresh show the parent as it is now (the team doesn't list the player). The sides of
+/// a child's links are therefore left unchecked for the objects an ancestor dropped unsaved
+/// changes of (they left its inserted, updated and deleted objects by a step other than a
+/// save) until the child reads them again: the ancestor's save of them or a push of them from
+/// the context between reaches the child as a merge, and a refresh of all objects re-reads
+/// them (a grandchild's then shows what the middle context still holds of them). Shrunk
+/// seeds 56, 78, 91 and 92 at 100 steps (session 37): C rolls back its link of a player
+/// to a team that G renamed the player under; R undoes its unsaved insert of a team and
+/// player that G paired; R rolls back a pairing G had read.
 @Suite("Nested contexts: randomized probe", .serialized)
 struct NestedContextProbeTests {
     static var probeModel: ManagedObjectModel {
@@ -97,14 +113,28 @@ struct NestedContextProbeTests {
         // parent context no longer has" P30, though C had no changes when R rolled back).
         var settled = [-1, -1, -1, -1]
         var merged = -1
+        // By context: the objects (by base name) an ancestor dropped unsaved changes of since
+        // the context last read them again (see the header).
+        var unread: [Set<String>] = [[], [], [], []]
         func fail(_ text: String) {
             failed = true
             Issue.record("seed \(seed): \(text) after \(trail.joined(separator: "; "))")
         }
         for (index, (side, op, first, second)) in planned.enumerated() where !dropped.contains(index) {
+            let changedBefore = side < 2 ? await contexts[side].perform { (context: isolated ManagedObjectContext) in Self.changedNames(context) } : []
             let outcome = await contexts[side].perform { (context: isolated ManagedObjectContext) in
                 Self.step(context, side: side, op: op, first: first, second: second, serial: index)
             }
+            if side < 2 {
+                let below = side == 0 ? [1, 2] : [2]
+                if outcome.note == "save" {
+                    for which in below { unread[which].subtract(changedBefore) }
+                } else {
+                    let changedAfter = await contexts[side].perform { (context: isolated ManagedObjectContext) in Self.changedNames(context) }
+                    for which in below { unread[which].formUnion(changedBefore.subtracting(changedAfter)) }
+                }
+            }
+            if outcome.note == "refresh all" && (side == 1 || side == 2) { unread[side] = side == 1 ? [] : unread[1] }
             trail.append("\(index) \(names[side]) \(outcome.note)")
             if let problem = outcome.problem { fail(problem) }
             // Let what the step sent reach every context (R merges B's saves and tells C; C tells G).
@@ -136,9 +166,10 @@ struct NestedContextProbeTests {
             let aboveDirty = [false, rootDirty, rootDirty || childDirty, false]
             for (which, context) in contexts.enumerated() {
                 let skip = aboveDirty[which] || (which == 3 && !outcome.note.hasPrefix("merge"))
+                let left = unread[which]
                 let (problems, empty, unchanged) = await context.perform { (context: isolated ManagedObjectContext) in
                     // B is up to date only right after its merge.
-                    (skip ? [] : Self.sidesDisagreeing(context), !context.canUndo && !context.canRedo, !context.hasChanges)
+                    (skip ? [] : Self.sidesDisagreeing(context, leaving: left), !context.canUndo && !context.canRedo, !context.hasChanges)
                 }
                 if !problems.isEmpty { fail("\(names[which]): \(problems)") }
                 if empty { stacksEmpty[which] = index }
@@ -190,6 +221,18 @@ struct NestedContextProbeTests {
     static func name(_ object: ManagedObject?) -> String {
         guard let object else { return "-" }
         return object.value(forKey: "name") as? String ?? "?"
+    }
+
+    /// An object's name without the "r"s its renames appended: the same through renames.
+    static func baseName(_ object: ManagedObject?) -> String {
+        let full = name(object)
+        guard let last = full.lastIndex(where: { $0 != "r" }) else { return full }
+        return String(full[...last])
+    }
+
+    /// The objects `context` holds unsaved changes of (inserted, updated, deleted), by base name.
+    static func changedNames(_ context: isolated ManagedObjectContext) -> Set<String> {
+        Set(context.insertedObjects.union(context.updatedObjects).union(context.deletedObjects).map { baseName($0) })
     }
 
     /// One step in `context`.
@@ -301,27 +344,29 @@ struct NestedContextProbeTests {
     }
 
     /// The links in `context` whose two sides disagree (a link to an object deleted here or
-    /// elsewhere is left alone: the save refuses, or the link goes with the delete).
-    static func sidesDisagreeing(_ context: isolated ManagedObjectContext) -> [String] {
+    /// elsewhere is left alone: the save refuses, or the link goes with the delete; so is one
+    /// with an end in `unread`, an object an ancestor dropped unsaved changes of: see the header).
+    static func sidesDisagreeing(_ context: isolated ManagedObjectContext, leaving unread: Set<String> = []) -> [String] {
         var problems: [String] = []
-        for player in sorted(context, "Player") {
-            if let team = player.value(forKey: "team") as? ManagedObject {
+        func left(_ object: ManagedObject?) -> Bool { object != nil && unread.contains(baseName(object)) }
+        for player in sorted(context, "Player") where !left(player) {
+            if let team = player.value(forKey: "team") as? ManagedObject, !left(team) {
                 let members = (team.value(forKey: "players") as? Set<ManagedObject>) ?? []
                 if !team.isDeleted && !members.contains(player) { problems.append("\(name(team)) doesn't list \(name(player))") }
             }
-            if let team = player.value(forKey: "captainOf") as? ManagedObject {
+            if let team = player.value(forKey: "captainOf") as? ManagedObject, !left(team) {
                 let captain = team.value(forKey: "captain") as? ManagedObject
-                if !team.isDeleted && captain !== player { problems.append("\(name(player)) captains \(name(team)), whose captain is \(name(captain))") }
+                if !team.isDeleted && captain !== player && !left(captain) { problems.append("\(name(player)) captains \(name(team)), whose captain is \(name(captain))") }
             }
         }
-        for team in sorted(context, "Team") {
-            for member in (team.value(forKey: "players") as? Set<ManagedObject>) ?? [] where !member.isDeleted {
+        for team in sorted(context, "Team") where !left(team) {
+            for member in (team.value(forKey: "players") as? Set<ManagedObject>) ?? [] where !member.isDeleted && !left(member) {
                 let on = member.value(forKey: "team") as? ManagedObject
-                if on !== team { problems.append("\(name(team)) lists \(name(member)), on \(name(on))") }
+                if on !== team && !left(on) { problems.append("\(name(team)) lists \(name(member)), on \(name(on))") }
             }
-            if let captain = team.value(forKey: "captain") as? ManagedObject, !captain.isDeleted {
+            if let captain = team.value(forKey: "captain") as? ManagedObject, !captain.isDeleted, !left(captain) {
                 let of = captain.value(forKey: "captainOf") as? ManagedObject
-                if of !== team { problems.append("\(name(team))'s captain \(name(captain)) captains \(name(of))") }
+                if of !== team && !left(of) { problems.append("\(name(team))'s captain \(name(captain)) captains \(name(of))") }
             }
         }
         return problems
