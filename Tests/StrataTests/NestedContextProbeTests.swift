@@ -30,6 +30,10 @@ import Testing
 ///   had put on that team since (seeds 23 and 82). The child's validation refuses the dangling
 ///   reference as Core Data's does; like any refusal it is allowed only with another
 ///   context's work since.
+///
+/// And B's sides are checked only right after B's own merge (before session 37, after any
+/// context's merge: B's held team, not merged since R's save, disagreed with a player B read
+/// fresh — seed 38 at 100 steps).
 @Suite("Nested contexts: randomized probe", .serialized)
 struct NestedContextProbeTests {
     static var probeModel: ManagedObjectModel {
