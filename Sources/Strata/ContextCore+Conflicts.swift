@@ -891,6 +891,10 @@ extension ContextCore {
             noteInvalidated(other)
             idMap[other.objectID] = keeperID
         }
+        // Descendants holding an absorbed object (a child's insert pushed here) take the
+        // keeper's ID, as after a save (before session 37 only this context's alias table
+        // heard: a child kept its object under the old ID and met the keeper as a second one).
+        tellDescendants(remapping: idMap)
         if takesOverStoreID, let storeID {
             // The inserted object becomes the stored one: its insert is no longer pending
             // (the resolution group's entry for it becomes the stored object's update).

@@ -313,8 +313,22 @@ extension ContextCore {
     func catchUpOnRemaps() {
         guard let inbox = remapInbox, !inbox.isEmpty, !isSaving, !isApplyingUndo, changeRecorder == nil else { return }
         for map in inbox.take() {
+            leaveObjectsMergedAway(map)
             remapIDs(map)
             addAliases(map)
+        }
+    }
+
+    /// Of an ancestor's remap, the moves onto an ID under which this context holds another
+    /// object: the ancestor's uniqueness merge absorbed the object into one this context has
+    /// met too (§18.4). The absorbed one leaves this context, invalidated, as it left the
+    /// ancestor, and what names it names the other once the remap is taken in (taking it in
+    /// as such would put both objects under one ID).
+    func leaveObjectsMergedAway(_ map: [ManagedObjectID: ManagedObjectID]) {
+        for (old, new) in map where old != new {
+            guard let moving = registered(old), let staying = registered(new), moving !== staying else { continue }
+            removeFromContext(moving)
+            noteInvalidated(moving)
         }
     }
 

@@ -579,10 +579,23 @@ extension EventLog {
         // this draft (a reference to a missing object) or left by a delete (dangling).
         var candidates: [ObjectKey: StoredObjectID] = deleted
         for (key, id) in referenced where candidates[key] == nil { candidates[key] = id }
+        // A side a later model version records and this one derives (spec 0004 §4.1): its
+        // lists are left stale by this version's commits, marked to fill again — a reference
+        // they keep to a deleted object is the fill's to drop (before session 37 such a
+        // delete was refused: the earlier app couldn't delete a playlist a song's list held).
+        var staleSideCodes: [UInt16: String] = [:]
+        if !candidates.isEmpty, !schema.derivedToManyInverseSides.isEmpty {
+            for (side, code) in try recordedCodes(of: schema.derivedToManyInverseSides, txn) { staleSideCodes[code] = side }
+        }
+        var staleSides: Set<String> = []
         for (key, id) in candidates.sorted(by: { $0.key < $1.key }) where !(try key.withBytes({ try txn.containsKey($0, in: tables.state) })) {
             try txn.forEach(in: tables.referrers, range: .prefix(key.bytes)) { entry, _ in
                 let (relationship, source) = entry.withUnsafeBytes { raw in
                     (readBigEndian(raw, at: 10, count: 2).map { UInt16($0) }, ObjectKey(raw, at: 12))
+                }
+                if let relationship, let side = staleSideCodes[relationship] {
+                    staleSides.insert(side)
+                    return .next
                 }
                 let name = relationship.flatMap { catalog.relationshipName($0) } ?? "?"
                 let sourceName = source.flatMap { try? writer.id($0).description } ?? "?"
@@ -625,6 +638,10 @@ extension EventLog {
         if schema.hasPairedSides && !configuration.skipsOrderedPairCheck {
             try checkOrderedPairs(groups, txn, writer: writer)
         }
+
+        // Sides a later model version records that this one derives (spec 0004 §4.1): a
+        // change to their inverses' lists leaves theirs stale, so they are marked to fill again.
+        if !schema.derivedToManyInverses.isEmpty { try markSidesRecordedElsewhere(groups, also: staleSides, txn) }
 
         // The event itself, in chunks small enough to stay in B-tree pages.
         let event = TransactionEvent(

@@ -118,6 +118,60 @@ extension EventLog {
         if let result { storeMonitor.publish(result.event.sequence) }
     }
 
+    /// Marks to fill again (``MetaKey/orderedSidesToFill``, in the commit's transaction `txn`)
+    /// each side this model version derives from a to-many it records
+    /// (``ModelSchema/derivedToManyInverses``) whose lists `groups` change — an insert or a
+    /// delete of an object whose list holds objects, an update of the list — and the sides
+    /// of `stale` (whose lists name an object the commit deletes), when the catalog has a code
+    /// for the side: a later version ordering both sides records it (spec 0004 §4.1). This
+    /// version's events can't set that side, so its recorded lists go stale; the later
+    /// version's next writable open fills it again (``fillOrderedSides()``: each list keeps
+    /// the objects that still hold it, in its order, then gains the others). Before session
+    /// 37 the lists stayed stale for good, and only `verify` saw it. One catalog lookup per
+    /// such side the commit touches, and the mark read once; nothing for a commit touching
+    /// none.
+    func markSidesRecordedElsewhere(_ groups: [ChangeGroup], also stale: Set<String>, _ txn: borrowing LMDBTransaction) throws {
+        let inverses = schema.derivedToManyInverses
+        var touched = stale
+        func holdsObjects(_ value: LogValue?) -> Bool {
+            if case .references(let ids)? = value { return !ids.isEmpty }
+            return false
+        }
+        for group in groups {
+            for change in group.changes {
+                guard let lists = inverses[change.objectID.entity] else { continue }
+                switch change {
+                case .insert(_, let values), .delete(_, let values):
+                    for (name, side) in lists where holdsObjects(values[name]) { touched.insert(side) }
+                case .update(_, let changes):
+                    for change in changes { if let side = lists[change.property] { touched.insert(side) } }
+                }
+            }
+        }
+        guard !touched.isEmpty else { return }
+        let marked = try txn.value(forKey: MetaKey.orderedSidesToFill, in: tables.meta)
+            .map { String(decoding: $0, as: UTF8.self).split(separator: "\n").map(String.init) } ?? []
+        let unmarked = touched.subtracting(marked)
+        guard !unmarked.isEmpty else { return }
+        let adding = try recordedCodes(of: unmarked, txn).keys
+        guard !adding.isEmpty else { return }
+        let all = Set(marked).union(adding).sorted().joined(separator: "\n")
+        try txn.put(Array(all.utf8), forKey: MetaKey.orderedSidesToFill, in: tables.meta)
+    }
+
+    /// The relationship codes the catalog gives `sides` (those it has), read in `txn`: an open
+    /// of a later version may have registered a side since this handle loaded the catalog.
+    func recordedCodes(of sides: Set<String>, _ txn: borrowing LMDBTransaction) throws -> [String: UInt16] {
+        var codes: [String: UInt16] = [:]
+        for side in sides {
+            guard let bytes = try txn.value(forKey: [Catalog.Kind.relationship.rawValue] + Array(side.utf8), in: tables.catalog),
+                let code = Catalog.code(bytes)
+            else { continue }
+            codes[side] = code
+        }
+        return codes
+    }
+
     /// For a replayed copy through `sequence`: the meta rows that say which sides it must
     /// still fill (those filled after `sequence`, or not yet) and which fills it holds.
     static func orderedSideRows(toFill: [UInt8]?, filled: [UInt8]?, through sequence: UInt64) -> (toFill: [UInt8]?, filled: [UInt8]?) {

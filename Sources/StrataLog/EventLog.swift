@@ -484,7 +484,8 @@ public final class EventLog: Sendable {
                     "the migration to model version \(modelVersion) was refused (\(error)), and taking back what the open wrote failed (\(takeBackError)): nothing was taken back"
                         + (isNewVersion
                             ? " — model version \(modelVersion) stays stored and marked as refused, as after a crash before its migration: tools, read-only opens and the earlier model open the store as before (in the earlier version's terms), and the next open of this model migrates again"
-                            : "; the store's data is as it was"))
+                            : "; model version \(modelVersion) was stored before this open (and stays marked as refused), so the store's objects and model versions are as they were, but what the open wrote stays: "
+                                + writes.described))
             }
             throw error
         }
@@ -887,6 +888,26 @@ struct OpenWrites: Sendable {
     var rows: [Row] = []
     /// The codes the open gave (kind, name, code).
     var codes: [(Catalog.Kind, String, UInt16)] = []
+
+    /// What the open wrote, as a failed take-back names it (spec 0004 §4.3): "the opened-at
+    /// time", "the format version", "the sides marked to fill", another `meta` key by name,
+    /// a model row, the catalog codes given.
+    var described: String {
+        var names: [String] = []
+        for row in rows {
+            let name: String
+            switch (row.table, row.key) {
+            case (.meta, MetaKey.openedAt): name = "the opened-at time"
+            case (.meta, MetaKey.formatVersion): name = "the format version it raised"
+            case (.meta, MetaKey.orderedSidesToFill): name = "the sides it marked to fill"
+            case (.meta, _): name = "meta \(String(decoding: row.key, as: UTF8.self))"
+            case (.models, _): name = "a model row"
+            }
+            if !names.contains(name) { names.append(name) }
+        }
+        if !codes.isEmpty { names.append("the catalog codes it gave") }
+        return names.isEmpty ? "nothing" : names.joined(separator: ", ")
+    }
 
     /// Puts `value` under `key`, remembering what was there when it differs.
     mutating func put(

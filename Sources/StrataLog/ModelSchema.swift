@@ -111,6 +111,15 @@ struct ModelSchema: Sendable {
     let derivations: DerivationSchema?
     /// Whether any entity has a paired side (``Property/isPairedSide``).
     let hasPairedSides: Bool
+    /// Per entity (each sub-entity too): its recorded to-many relationships whose inverse is
+    /// a to-many this version derives, with that side as "Entity.property". A later version
+    /// that orders both sides records the side too (spec 0004 §4.1); a commit of this version
+    /// that changes such a list marks the side to fill again
+    /// (``EventLog/markSidesRecordedElsewhere(_:also:_:)``). Empty for most models: their
+    /// commits then look at nothing more.
+    let derivedToManyInverses: [String: [String: String]]
+    /// The sides ``derivedToManyInverses`` names.
+    let derivedToManyInverseSides: Set<String>
 
     init(model: ManagedObjectModel) {
         self.model = model
@@ -196,6 +205,17 @@ struct ModelSchema: Sendable {
         self.recordedRelationships = recorded.sorted()
         derivations = DerivationSchema(model: model)
         hasPairedSides = entities.values.contains { $0.properties.contains(where: \.isPairedSide) }
+        var inverses: [String: [String: String]] = [:]
+        for entity in entities.values {
+            for property in entity.properties where property.isToMany && property.declaringEntity == entity.name {
+                guard case .derived(let inverseEntity, let inverse)? = property.relationship,
+                    let source = entities[inverseEntity], source.propertiesByName[inverse]?.isToMany == true
+                else { continue }
+                for kind in source.selfAndSubentities { inverses[kind, default: [:]][inverse] = property.qualifiedName }
+            }
+        }
+        derivedToManyInverses = inverses
+        derivedToManyInverseSides = Set(inverses.values.flatMap(\.values))
     }
 
     /// Which side of a relationship the log records (`Specs/0004-event-log.md` §4.1):

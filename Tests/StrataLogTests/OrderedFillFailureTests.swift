@@ -102,3 +102,106 @@ extension EventLog {
         return try MetaKey.number(bytes, key: MetaKey.head)
     }
 }
+
+/// A later model version orders both sides of a many-to-many (`Playlist.songs` and
+/// `Song.playlists`), so the log records and fills `Song.playlists` (spec 0004 §4.1); an app
+/// still on the earlier version, which derives `Song.playlists`, then changes `Playlist.songs`.
+/// Its events can't set the side it doesn't record, so its commit marks the side to fill again,
+/// and the later version's next writable open fills it: each song's list keeps the playlists it
+/// held that still hold it, in its order, then gains the others (before session 37 the
+/// recorded lists stayed stale for good, and only verify saw it).
+@Suite("Event log: an earlier model's change to the inverse of a side a later version records is filled again")
+struct EarlierModelPairedSideTests {
+    /// The v1 store of ``OrderedFillFailureTests/store(_:)`` — songs a, b, c; playlist one
+    /// [c, a], two [b, a] — opened with v2 (the fill), which reorders song a's playlists to
+    /// [two, one].
+    static func filledStore(_ dir: TemporaryDirectory) throws -> (playlists: [StoredObjectID], songs: [StoredObjectID]) {
+        let (playlists, songs) = try OrderedFillFailureTests.store(dir)
+        let later = try openLog(dir, model: try RefusedMigrationTests.playlists(true))
+        try OrderedFillFailureTests.expectFilled(later, playlists, songs)
+        var draft = TransactionDraft()
+        draft.update(.stored(songs[0]), values: ["playlists": .references([.stored(playlists[1]), .stored(playlists[0])])])
+        try later.commit(draft)
+        #expect(try OrderedFillFailureTests.meta(dir, "orderedSidesToFill") == nil)
+        return (playlists, songs)
+    }
+
+    @Test("the earlier model adds and removes songs in playlists and inserts one: its commit marks Song.playlists; tools are refused until the later version opens writable, which fills the side again keeping each song's order; verify is clean (before: the songs' recorded lists stayed stale, and verify reported them)")
+    func earlierCommitMarksTheSide() throws {
+        let dir = try TemporaryDirectory("strata-earlier-paired")
+        let (playlists, songs) = try Self.filledStore(dir)
+        let three: StoredObjectID
+        do {
+            let earlier = try openLog(dir, model: try RefusedMigrationTests.playlists(false))
+            #expect(earlier.modelVersion == 1)
+            var draft = TransactionDraft()
+            draft.update(.stored(playlists[0]), values: ["songs": .references([.stored(songs[2]), .stored(songs[0]), .stored(songs[1])])])
+            draft.update(.stored(playlists[1]), values: ["songs": .references([.stored(songs[0])])])
+            let inserted = draft.insert("Playlist", values: ["name": s("three"), "songs": .references([.stored(songs[0]), .stored(songs[2])])])
+            let result = try earlier.commit(draft)
+            three = try #require(result.permanentID(for: inserted))
+            #expect(try earlier.read { try $0.related(songs[1], "playlists") } == [playlists[0]], "v1 derives the side")
+        }
+        #expect(try OrderedFillFailureTests.meta(dir, "orderedSidesToFill") == "Song.playlists")
+        do {
+            _ = try EventLog(openingExistingAt: dir.file("store"))
+            Issue.record("a read-only open of v2 with Song.playlists stale was taken")
+        } catch LogError.invalidOperation(let message) {
+            #expect(message.contains("Song.playlists"), "\(message)")
+        }
+        let later = try openLog(dir, model: try RefusedMigrationTests.playlists(true))
+        #expect(later.modelVersion == 2)
+        #expect(try OrderedFillFailureTests.meta(dir, "orderedSidesToFill") == nil)
+        try later.read { reader throws in
+            #expect(try reader.related(playlists[0], "songs") == [songs[2], songs[0], songs[1]])
+            #expect(try reader.related(playlists[1], "songs") == [songs[0]])
+            #expect(try reader.related(three, "songs") == [songs[0], songs[2]])
+            #expect(try reader.related(songs[0], "playlists") == [playlists[1], playlists[0], three], "a's order kept, three after")
+            #expect(try reader.related(songs[1], "playlists") == [playlists[0]])
+            #expect(try reader.related(songs[2], "playlists") == [playlists[0], three])
+        }
+        let report = try later.verify()
+        #expect(report.isClean, "\(report.problems)")
+    }
+
+    @Test("the earlier model deletes a playlist the songs' recorded lists hold, then takes a song out of another: both commits are taken, and the later version's next open leaves no list naming them (before: the delete was refused as leaving Song.playlists references)")
+    func earlierDeletes() throws {
+        let dir = try TemporaryDirectory("strata-earlier-paired")
+        let (playlists, songs) = try Self.filledStore(dir)
+        do {
+            let earlier = try openLog(dir, model: try RefusedMigrationTests.playlists(false))
+            var draft = TransactionDraft()
+            draft.delete(.stored(playlists[1]))
+            try earlier.commit(draft)
+            var second = TransactionDraft()
+            second.update(.stored(playlists[0]), values: ["songs": .references([.stored(songs[0])])])
+            try earlier.commit(second)
+        }
+        #expect(try OrderedFillFailureTests.meta(dir, "orderedSidesToFill") == "Song.playlists")
+        let later = try openLog(dir, model: try RefusedMigrationTests.playlists(true))
+        try later.read { reader throws in
+            #expect(try reader.related(playlists[0], "songs") == [songs[0]])
+            #expect(try reader.related(songs[0], "playlists") == [playlists[0]])
+            #expect(try reader.related(songs[1], "playlists") == [])
+            #expect(try reader.related(songs[2], "playlists") == [])
+        }
+        let report = try later.verify()
+        #expect(report.isClean, "\(report.problems)")
+    }
+
+    @Test("an earlier model's commit that changes no list of Playlist.songs marks nothing: the later version's lists stand")
+    func earlierCommitElsewhereMarksNothing() throws {
+        let dir = try TemporaryDirectory("strata-earlier-paired")
+        let (playlists, songs) = try Self.filledStore(dir)
+        do {
+            let earlier = try openLog(dir, model: try RefusedMigrationTests.playlists(false))
+            var draft = TransactionDraft()
+            draft.update(.stored(playlists[0]), values: ["name": s("one2")])
+            try earlier.commit(draft)
+        }
+        #expect(try OrderedFillFailureTests.meta(dir, "orderedSidesToFill") == nil)
+        let later = try openLog(dir, model: try RefusedMigrationTests.playlists(true))
+        #expect(try later.read { try $0.related(songs[0], "playlists") } == [playlists[1], playlists[0]])
+        #expect(try later.verify().isClean)
+    }
+}

@@ -205,4 +205,38 @@ struct RefusedMigrationTests {
         #expect(try log.metadata.refusedModelVersions == [])
         try OrderedFillFailureTests.expectFilled(log, playlists, songs)
     }
+
+    @Test("a refusal whose take-back fails, for a model version stored before the open (marked, as after a crash before its migration): the error names what the open wrote and left — the opened-at time — instead of calling the store as it was (before: \"the store's data is as it was\", while openedAt had moved)")
+    func takeBackFailsForStoredVersion() throws {
+        let dir = try TemporaryDirectory("strata-refused")
+        do {
+            let log = try openLog(dir, model: try Self.playlists(false))
+            var draft = TransactionDraft()
+            _ = draft.insert("Song", values: ["name": s("Same")])
+            _ = draft.insert("Song", values: ["name": s("Same")])
+            try log.commit(draft)
+        }
+        #expect(throws: LogError.self) { _ = try openLog(dir, model: try Self.playlists(true)) { $0.stopsAfterStoringNewVersion = true } }
+        let before = try Self.rows(dir).meta
+        do {
+            _ = try openLog(dir, model: try Self.playlists(true)) { $0.failsTakingBack = true }
+            Issue.record("the open with a broken uniqueness constraint was taken")
+        } catch LogError.migration(let message) {
+            #expect(message.hasPrefix("the migration to model version 2 was refused (uniqueness constraint (name) of Song violated by value "), "\(message)")
+            #expect(message.contains("nothing was taken back"), "\(message)")
+            #expect(message.contains("the store's data is as it was") == false, "\(message)")
+            #expect(
+                message.hasSuffix(
+                    "; model version 2 was stored before this open (and stays marked as refused), so the store's objects and model versions are as they were, but what the open wrote stays: the opened-at time"),
+                "\(message)")
+        } catch {
+            Issue.record("the open threw \(error), which doesn't say the take-back failed")
+        }
+        let after = try Self.rows(dir).meta
+        #expect(after[MetaKey.openedAt] != before[MetaKey.openedAt], "the open moved openedAt, as the error says")
+        #expect(after.filter { before[$0.key] != $0.value }.map { String(decoding: $0.key, as: UTF8.self) } == ["openedAt"])
+        let tool = try EventLog(openingExistingAt: dir.file("store"))
+        #expect(tool.modelVersion == 1)
+        #expect(try tool.metadata.refusedModelVersions == [2])
+    }
 }

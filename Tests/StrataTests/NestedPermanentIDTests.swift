@@ -296,3 +296,78 @@ struct NestedPermanentIDTests {
         #expect(try coordinator.persistentStores[0].log.verify().isClean)
     }
 }
+
+/// The uniqueness merge of a root context absorbs a child's pushed insert into the stored
+/// object with the same unique value (spec 0006 §3.1, §18.4): the child, which holds the
+/// insert under its temporary ID, takes the stored object's ID — one object for the team in
+/// the child, whichever way it meets it. Before session 37 only the root's alias table heard
+/// of it: the child kept its object under the temporary ID, and met the stored team as a
+/// second object.
+@Suite("Nested contexts: a child's insert absorbed by its root's uniqueness merge", .serialized)
+struct NestedAbsorbedIDTests {
+    static func model() throws -> ManagedObjectModel {
+        try ManagedObjectModel {
+            Entity("Team") {
+                Attribute("name", .string)
+                Relationship("players", to: "Player", inverse: "team", toMany: true)
+                Unique("name")
+            }
+            Entity("Player") {
+                Attribute("firstName", .string)
+                Relationship("team", to: "Team", inverse: "players")
+            }
+        }
+    }
+
+    @Test(
+        "the root keeps its stored team and absorbs the child's pushed one: the child's object for it answers to the stored ID, its player's team is that object, and a change through it is saved once (whether the child held the stored team before or not)",
+        arguments: [false, true])
+    func childTakesTheStoredID(childHeldStoredTeam: Bool) async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try openCoordinator(dir, model: try Self.model())
+        let root = privateContext(coordinator, name: "root")
+        let label = childHeldStoredTeam ? "child held the stored team" : "child didn't hold it"
+        let storedID = try await root.perform { (context: isolated ManagedObjectContext) throws in
+            context.mergePolicy = .mergeByPropertyObjectTrump
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Kites", forKey: "name")
+            try context.save()
+            context.userInfo["team"] = team  // registered here: the merge keeps it
+            return team.objectID
+        }
+        let child = childContext(root, name: "child")
+        let temporaryID = try await child.perform { (context: isolated ManagedObjectContext) throws -> ManagedObjectID in
+            if childHeldStoredTeam { context.userInfo["stored"] = try context.existingObject(with: storedID) }
+            let team = try context.insertNewObject(forEntityName: "Team")
+            team.setValue("Kites", forKey: "name")
+            let player = try context.insertNewObject(forEntityName: "Player")
+            player.setValue("Pat", forKey: "firstName")
+            player.setValue(team, forKey: "team")
+            try context.save()
+            context.userInfo["team"] = team
+            context.userInfo["player"] = player
+            return team.objectID
+        }
+        try await root.perform { (context: isolated ManagedObjectContext) throws in
+            try context.save()
+            let teams = try context.fetch(FetchRequest(entityName: "Team"))
+            #expect(teams.map(\.objectID) == [storedID], "\(label): the root merged the two teams")
+        }
+        try await child.perform { (context: isolated ManagedObjectContext) throws in
+            let player = try #require(context.userInfo["player"] as? ManagedObject)
+            let team = try context.object(with: storedID)
+            #expect(team.objectID == storedID, "\(label)")
+            #expect(try context.object(with: temporaryID) === team, "\(label): the old ID names the same object")
+            #expect(context.registeredObject(for: storedID) === team, "\(label)")
+            #expect(player.value(forKey: "team") as? ManagedObject === team, "\(label): the player's team is the one object")
+            let teams = context.registeredObjects.filter { $0.entity.name == "Team" }
+            #expect(teams.count == 1, "\(label): one object for the team, not \(teams.map(\.objectID))")
+            #expect(Set((team.value(forKey: "players") as? Set<ManagedObject>)?.map(\.objectID) ?? []) == [player.objectID], "\(label)")
+            team.setValue("Kestrels", forKey: "name")
+            try context.save()
+        }
+        let stored = try await NestedUndoChainTests.saveAndRead(root)
+        #expect(stored.error == nil && stored.teams == ["Kestrels"] && stored.players == ["Pat": "Kestrels"], "\(label): \(stored)")
+        #expect(try coordinator.persistentStores[0].log.verify().isClean, "\(label)")
+    }
+}
